@@ -1,0 +1,150 @@
+/* alloc.h — the device-memory allocator: one per logical device.
+ *
+ * Best fit with coalescing (as TensorFlow's BFC) over regions that a region
+ * source (the backend, through the runtime) hands out; free chunks are found
+ * through two-level bitmaps in O(1), as TLSF does. Sizes are rounded up to
+ * 256 bytes. All bookkeeping lives on the host (device memory is not
+ * host-readable) and costs O(number of chunks), never O(bytes managed).
+ *
+ * Policies: VDEV_POLICY_GROW adds regions on demand, each larger than the last
+ * (2 MiB, 4 MiB, 8 MiB, ... capped by what is left of the limit), up to the
+ * limit; VDEV_POLICY_PREALLOCATE reserves the whole limit in vdev_alloc_new().
+ *
+ * Frees are stream-ordered: a block freed with vdev_alloc_free() may be handed
+ * out again at once, because every later user of the device's memory is
+ * ordered after the free on the device's stream. A block that was also used
+ * on another stream is freed with vdev_alloc_free_after(), with an event
+ * recorded on that stream; it is reused only once the event has passed.
+ *
+ * Thread-safe: every call takes the allocator's lock.
+ */
+#ifndef VDEV_ALLOC_H
+#define VDEV_ALLOC_H
+
+#include "base/base.h"
+
+#include <stdint.h>
+
+#define VDEV_ALLOC_ALIGN 256u /* rounding unit and alignment of every block */
+
+typedef struct vdev_alloc vdev_alloc_t;
+typedef struct vdev_alloc_trace vdev_alloc_trace_t;
+
+/* Where regions come from. The allocator never touches device memory. */
+struct vdev_region_source {
+    /* Reserves `bytes` (a multiple of 256) of device memory; *base receives its
+     * address, aligned to at least 256. VDEV_ERR_OOM when the device has no
+     * room (the allocator then retries smaller or fails the allocation). Must
+     * set the error message on failure. */
+    enum vdev_status (*reserve)(void *ctx, uint64_t bytes, void **base);
+    /* Gives a region back; `base` and `bytes` as reserved. */
+    void (*release)(void *ctx, void *base, uint64_t bytes);
+    /* (optional) Grows the region at `base` in place from old_bytes to
+     * new_bytes, so the device's memory stays one contiguous range (CUDA
+     * virtual memory). NULL: growth adds separate regions. */
+    enum vdev_status (*extend)(void *ctx, void *base, uint64_t old_bytes, uint64_t new_bytes);
+    /* (optional) Stream events for vdev_alloc_free_after(): done() returns
+     * nonzero once the event has passed, wait() blocks until it has, drop()
+     * releases it. NULL: the event is taken as passed. */
+    int (*event_done)(void *ctx, void *event);
+    void (*event_wait)(void *ctx, void *event);
+    void (*event_drop)(void *ctx, void *event);
+    void *ctx;
+};
+
+struct vdev_alloc_config {
+    const char *name;            /* device name used in messages, "/device:GPU:0" (copied) */
+    uint64_t limit_bytes;        /* hard cap on reserved bytes (rounded down to 256) */
+    enum vdev_memory_policy policy;
+    struct vdev_region_source source;
+    vdev_alloc_trace_t *trace;   /* (optional) shared trace writer; not owned */
+};
+
+/* VDEV_OK: *out is yours, free it with vdev_alloc_free(). With PREALLOCATE
+ * the whole limit is reserved here; failure gives VDEV_ERR_OOM. */
+enum vdev_status vdev_alloc_new(const struct vdev_alloc_config *cfg, vdev_alloc_t **out);
+/* Releases every region (live blocks included). NULL is a no-op. */
+void vdev_alloc_destroy(vdev_alloc_t *a);
+
+/* A live block: its device address and a handle that frees it in O(1). */
+struct vdev_block {
+    void *ptr;
+    uint32_t handle;
+};
+
+/* Allocates `bytes` (> 0; rounded up to 256). On VDEV_ERR_OOM the message is
+ * "OOM when allocating <size> (<n> bytes) on <device>: <in use> in use of
+ * <limit> limit, largest free block <size>", and the allocator's state and
+ * statistics are exactly as before (except n_failed_allocs). */
+enum vdev_status vdev_alloc_malloc(vdev_alloc_t *a, uint64_t bytes, struct vdev_block *out);
+/* Frees a live block at once (stream-ordered reuse). */
+void vdev_alloc_free(vdev_alloc_t *a, uint32_t handle);
+/* Frees a live block once `event` has passed (see the header comment). The
+ * allocator owns the event from here on and drops it. */
+void vdev_alloc_free_after(vdev_alloc_t *a, uint32_t handle, void *event);
+/* The handle of the live block that starts at ptr; VDEV_ERR_INVALID_ARG if no
+ * live block starts there. O(log chunks) or better. */
+enum vdev_status vdev_alloc_lookup(vdev_alloc_t *a, const void *ptr, uint32_t *handle);
+/* Size of a live block after rounding. */
+uint64_t vdev_alloc_block_size(vdev_alloc_t *a, uint32_t handle);
+
+struct vdev_alloc_stats {
+    uint64_t bytes_in_use, peak_bytes_in_use;    /* rounded sizes of live blocks */
+    uint64_t bytes_reserved, peak_bytes_reserved; /* regions held */
+    uint64_t bytes_limit;
+    uint64_t largest_free_block;                  /* inside reserved regions */
+    uint64_t bytes_free;                          /* reserved - in use - pending */
+    uint64_t bytes_pending;                       /* freed, waiting for an event */
+    uint64_t n_allocs;                            /* live */
+    uint64_t n_allocs_total, n_failed_allocs, n_frees_total;
+    uint64_t n_regions, n_chunks;
+    double fragmentation;                         /* (free - largest free) / free */
+};
+/* A consistent snapshot. */
+void vdev_alloc_get_stats(vdev_alloc_t *a, struct vdev_alloc_stats *st);
+/* peak in use := in use, peak reserved := reserved. */
+void vdev_alloc_reset_peak(vdev_alloc_t *a);
+/* Releases every region that holds no live block; returns the bytes released.
+ * With PREALLOCATE nothing is released (the policy keeps the whole limit). */
+uint64_t vdev_alloc_release_cached(vdev_alloc_t *a);
+/* Waits for every pending event and frees those blocks. */
+void vdev_alloc_flush_pending(vdev_alloc_t *a);
+
+/* Walks every region and chunk and checks the invariants (chunks tile each
+ * region, no two adjacent free chunks, bins hold exactly the free chunks,
+ * statistics add up). Returns VDEV_OK or VDEV_ERR_INTERNAL with a message. */
+enum vdev_status vdev_alloc_check(vdev_alloc_t *a);
+
+/* Calls fn for every region: base, size, and whether it holds a live block. */
+void vdev_alloc_for_each_region(vdev_alloc_t *a,
+                                void (*fn)(void *user, void *base, uint64_t bytes, int used),
+                                void *user);
+
+/* Host memory the allocator's bookkeeping holds now (the allocator itself,
+ * chunk records, region slots, pending queue, lookup table), in bytes. It grows
+ * with the number of chunks, never with the bytes managed. */
+uint64_t vdev_alloc_host_bytes(vdev_alloc_t *a);
+
+/* ---- allocation traces (VDEV_ALLOC_TRACE=FILE) ---- */
+
+/* Opens FILE for writing; the first line is a "# trace v1 source=vdev ..."
+ * comment. One trace may be shared by several allocators (cfg.trace): each
+ * successful allocation writes "a ID BYTES" (BYTES as requested, before
+ * rounding), each free "f ID" (vdev_alloc_free_after() writes it at the call),
+ * a failed allocation a comment "# oom BYTES". IDs come from the trace's own
+ * atomic counter, so they are unique across allocators. Lines are written
+ * under the trace's mutex, while the allocator's lock is held, so the order
+ * of lines is the order in which the allocators acted. VDEV_ERR_IO when the
+ * file cannot be created. */
+enum vdev_status vdev_alloc_trace_open(const char *path, vdev_alloc_trace_t **out);
+/* Flushes and closes; every allocator using it must be destroyed first. NULL
+ * is a no-op. */
+void vdev_alloc_trace_close(vdev_alloc_trace_t *t);
+
+/* Internal to src/alloc (alloc.c calls them with the allocator's lock held):
+ * write one line and return the new ID / write a free / note a failure. */
+uint64_t vdev_alloc_trace_alloc(vdev_alloc_trace_t *t, uint64_t bytes);
+void vdev_alloc_trace_free(vdev_alloc_trace_t *t, uint64_t id);
+void vdev_alloc_trace_failed(vdev_alloc_trace_t *t, uint64_t bytes);
+
+#endif /* VDEV_ALLOC_H */

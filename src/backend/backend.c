@@ -1,0 +1,106 @@
+/* backend.c — wrappers over the backend tables, and the loader of the CUDA
+ * plugin. The plugin is a separate shared library (libvdev-cuda.so) so that
+ * the core never links CUDA: it is looked for in $VDEV_CUDA_PLUGIN (a path),
+ * then beside the build, then on the loader's search path. */
+#define _GNU_SOURCE
+#include "backend/backend.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+void vdev_backend_destroy(struct vdev_backend *b)
+{
+    if (b && b->ops) {
+        b->ops->destroy(b->ctx);
+        b->ops = NULL;
+        b->ctx = NULL;
+    }
+}
+
+int vdev_backend_n_devices(const struct vdev_backend *b) { return b->ops->n_devices(b->ctx); }
+
+enum vdev_status vdev_backend_device_info(const struct vdev_backend *b, int dev,
+                                          struct vdev_backend_device_info *out)
+{
+    if (dev < 0 || dev >= vdev_backend_n_devices(b))
+        return vdev_error(VDEV_ERR_NOT_FOUND, "%s backend has no device %d", b->ops->name, dev);
+    return b->ops->device_info(b->ctx, dev, out);
+}
+
+enum vdev_status vdev_backend_mem_info(const struct vdev_backend *b, int dev, uint64_t *free_bytes,
+                                       uint64_t *total_bytes)
+{
+    if (dev < 0 || dev >= vdev_backend_n_devices(b))
+        return vdev_error(VDEV_ERR_NOT_FOUND, "%s backend has no device %d", b->ops->name, dev);
+    return b->ops->mem_info(b->ctx, dev, free_bytes, total_bytes);
+}
+
+enum vdev_status vdev_backend_submit_host(const struct vdev_backend *b, int dev, vdev_host_fn fn,
+                                          const void *arg, size_t arg_bytes)
+{
+    return b->ops->submit_host(b->ctx, dev, fn, arg, arg_bytes);
+}
+
+enum vdev_status vdev_backend_synchronize(const struct vdev_backend *b, int dev)
+{
+    return b->ops->synchronize(b->ctx, dev);
+}
+
+/* ---- the CUDA plugin ---- */
+
+#ifndef VDEV_PLUGIN_DIR
+#define VDEV_PLUGIN_DIR "."
+#endif
+#define CUDA_PLUGIN_NAME "libvdev-cuda.so"
+
+enum vdev_status vdev_backend_cuda_new(struct vdev_backend *out, char *reason, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    const char *tries[3];
+    char beside[1024];
+    int n = 0;
+    const char *env = getenv("VDEV_CUDA_PLUGIN");
+    if (env && *env)
+        tries[n++] = env;
+    snprintf(beside, sizeof beside, "%s/%s", VDEV_PLUGIN_DIR, CUDA_PLUGIN_NAME);
+    tries[n++] = beside;
+    tries[n++] = CUDA_PLUGIN_NAME;
+
+    void *h = NULL;
+    char first_err[256] = "";
+    for (int i = 0; i < n && !h; i++) {
+        h = dlopen(tries[i], RTLD_NOW | RTLD_LOCAL);
+        if (!h && !first_err[0]) {
+            const char *e = dlerror();
+            vdev_strlcpy(first_err, e ? e : "unknown error", sizeof first_err);
+        }
+    }
+    if (!h) {
+        if (env && *env)
+            snprintf(reason, cap, "CUDA plugin: cannot load %s (%s)", env, first_err);
+        else
+            snprintf(reason, cap, "CUDA plugin: %s not built or not found", CUDA_PLUGIN_NAME);
+        return vdev_error(VDEV_ERR_UNSUPPORTED, "%s", reason);
+    }
+    vdev_cuda_plugin_open_fn open_fn;
+    *(void **)(&open_fn) = dlsym(h, VDEV_CUDA_PLUGIN_SYMBOL);
+    if (!open_fn) {
+        snprintf(reason, cap, "CUDA plugin: %s lacks the symbol %s", CUDA_PLUGIN_NAME,
+                 VDEV_CUDA_PLUGIN_SYMBOL);
+        dlclose(h);
+        return vdev_error(VDEV_ERR_BACKEND, "%s", reason);
+    }
+    enum vdev_status st = open_fn(VDEV_BACKEND_API_VERSION, out, reason, cap);
+    if (st != VDEV_OK) {
+        /* The plugin stays loaded: its reason string may point into it. */
+        memset(out, 0, sizeof *out);
+        return vdev_error(st, "%s", reason);
+    }
+    if (!out->ops || out->ops->api_version != VDEV_BACKEND_API_VERSION) {
+        snprintf(reason, cap, "CUDA plugin: API version %d, vdev needs %d",
+                 out->ops ? out->ops->api_version : -1, VDEV_BACKEND_API_VERSION);
+        memset(out, 0, sizeof *out);
+        return vdev_error(VDEV_ERR_BACKEND, "%s", reason);
+    }
+    return VDEV_OK;
+}

@@ -1,0 +1,139 @@
+/* backend.h — the interface every kind of physical device implements.
+ *
+ * A backend is a table of function pointers plus a context (as ggml's backend
+ * interface): it enumerates its physical devices, reserves and releases
+ * regions of device memory, copies between host and device and between
+ * devices, runs work on a device's stream (its in-order queue), records and
+ * waits on events, and optionally runs ops from its own kernel table. Nothing
+ * above src/backend/ knows which backend it talks to: layers above go through
+ * the vdev_backend_* wrappers in backend.c.
+ *
+ * Backends: "cpu" (host memory, work runs on the calling thread), "sim"
+ * (simulated GPUs from VDEV_SIM_GPUS, each with its own worker thread), and
+ * "cuda" (a plugin loaded with dlopen; see src/backend/cuda/).
+ */
+#ifndef VDEV_BACKEND_H
+#define VDEV_BACKEND_H
+
+#include "base/base.h"
+
+#include <stdint.h>
+
+#define VDEV_BACKEND_API_VERSION 1
+
+struct vdev_backend_device_info {
+    char model[96];          /* "Simulated GPU", "NVIDIA H200" */
+    uint64_t total_bytes;
+    int cc_major, cc_minor;  /* compute capability; sim reports 8.0 */
+};
+
+/* A unit of host work on a stream: fn(arg) runs on the stream after all work
+ * submitted before it. `arg` points to `arg_bytes` bytes that the backend
+ * copies at submission, so the caller's copy may die at once. */
+typedef void (*vdev_host_fn)(void *arg);
+
+/* Kernel arguments for ops (filled by src/ops/, read by kernels). Device
+ * pointers are addresses in the device's memory. */
+#define VDEV_KERNEL_MAX_IN 4
+#define VDEV_KERNEL_MAX_OUT 2
+#define VDEV_MAX_DIMS 4
+struct vdev_kernel_args {
+    int op;                                   /* enum vdev_op of src/ops/ */
+    int n_in, n_out;
+    const void *in[VDEV_KERNEL_MAX_IN];
+    void *out[VDEV_KERNEL_MAX_OUT];
+    int in_ndim[VDEV_KERNEL_MAX_IN];
+    int64_t in_shape[VDEV_KERNEL_MAX_IN][VDEV_MAX_DIMS];
+    int in_dtype[VDEV_KERNEL_MAX_IN];
+    int out_ndim[VDEV_KERNEL_MAX_OUT];
+    int64_t out_shape[VDEV_KERNEL_MAX_OUT][VDEV_MAX_DIMS];
+    int out_dtype[VDEV_KERNEL_MAX_OUT];
+    double f[4];                              /* op parameters: scalars, eps, ... */
+    int64_t i[4];                             /* op parameters: axis, transpose flags, ... */
+};
+
+struct vdev_backend_ops {
+    int api_version;           /* VDEV_BACKEND_API_VERSION */
+    const char *name;          /* "cpu", "sim", "cuda" */
+    int is_gpu;                /* devices are GPUs (1) or the host CPU (0) */
+    int host_addressable;      /* device memory can be read by host code (cpu, sim) */
+
+    /* Devices. */
+    int (*n_devices)(void *ctx);
+    enum vdev_status (*device_info)(void *ctx, int dev, struct vdev_backend_device_info *out);
+    /* Free and total memory of the device now, as cuMemGetInfo reports it. */
+    enum vdev_status (*mem_info)(void *ctx, int dev, uint64_t *free_bytes, uint64_t *total_bytes);
+
+    /* Memory regions. reserve fails with VDEV_ERR_OOM past the capacity. */
+    enum vdev_status (*reserve)(void *ctx, int dev, uint64_t bytes, void **base);
+    void (*release)(void *ctx, int dev, void *base, uint64_t bytes);
+    /* (optional) grow a region in place; default: not supported. */
+    enum vdev_status (*extend)(void *ctx, int dev, void *base, uint64_t old_bytes,
+                               uint64_t new_bytes);
+
+    /* Copies, ordered on the stream of `dev` (for d2d: the destination's stream,
+     * after an event from the source stream). h2d and d2h return when the copy
+     * is complete (the host buffer may be reused at once). */
+    enum vdev_status (*copy_h2d)(void *ctx, int dev, void *dst, const void *src, uint64_t bytes);
+    enum vdev_status (*copy_d2h)(void *ctx, int dev, void *dst, const void *src, uint64_t bytes);
+    enum vdev_status (*copy_d2d)(void *ctx, int dst_dev, void *dst, int src_dev, const void *src,
+                                 uint64_t bytes);
+
+    /* Streams. submit_host: run fn(arg copy) on the device's stream (cpu: at
+     * once, inline). synchronize: wait until the stream is empty. */
+    enum vdev_status (*submit_host)(void *ctx, int dev, vdev_host_fn fn, const void *arg,
+                                    size_t arg_bytes);
+    enum vdev_status (*synchronize)(void *ctx, int dev);
+
+    /* Events: record a point on a stream; query/wait; make a stream wait. */
+    enum vdev_status (*event_record)(void *ctx, int dev, void **event);
+    int (*event_done)(void *ctx, void *event);
+    void (*event_wait)(void *ctx, void *event);
+    enum vdev_status (*stream_wait_event)(void *ctx, int dev, void *event);
+    void (*event_drop)(void *ctx, void *event);
+
+    /* (optional) Runs an op from the backend's own kernel table on the
+     * device's stream. VDEV_ERR_UNSUPPORTED for an op it has no kernel for.
+     * default (NULL): ops run their host reference kernel through
+     * submit_host, which needs host_addressable. */
+    enum vdev_status (*run_kernel)(void *ctx, int dev, const struct vdev_kernel_args *args);
+
+    /* Releases the backend and its context. */
+    void (*destroy)(void *ctx);
+};
+
+/* A backend instance. */
+struct vdev_backend {
+    const struct vdev_backend_ops *ops;
+    void *ctx;
+};
+
+/* ---- creating backends ---- */
+
+/* The host CPU: one device. */
+enum vdev_status vdev_backend_cpu_new(struct vdev_backend *out);
+/* Simulated GPUs from a spec such as "3x16GiB" or "2x80GiB,1x24GiB".
+ * VDEV_ERR_CONFIG naming `var` and the bad part when the spec is malformed. */
+enum vdev_status vdev_backend_sim_new(const char *spec, const char *var, struct vdev_backend *out);
+/* The CUDA plugin, when it can be loaded and finds GPUs. On failure *out is
+ * empty and `reason` (cap bytes) says why in one line. */
+enum vdev_status vdev_backend_cuda_new(struct vdev_backend *out, char *reason, size_t cap);
+void vdev_backend_destroy(struct vdev_backend *b);
+
+/* ---- wrappers: argument checks, defaults, error messages ---- */
+
+int vdev_backend_n_devices(const struct vdev_backend *b);
+enum vdev_status vdev_backend_device_info(const struct vdev_backend *b, int dev,
+                                          struct vdev_backend_device_info *out);
+enum vdev_status vdev_backend_mem_info(const struct vdev_backend *b, int dev, uint64_t *free_bytes,
+                                       uint64_t *total_bytes);
+enum vdev_status vdev_backend_submit_host(const struct vdev_backend *b, int dev, vdev_host_fn fn,
+                                          const void *arg, size_t arg_bytes);
+enum vdev_status vdev_backend_synchronize(const struct vdev_backend *b, int dev);
+
+/* The CUDA plugin's single exported symbol returns its table (see cuda/). */
+#define VDEV_CUDA_PLUGIN_SYMBOL "vdev_cuda_plugin_open"
+typedef enum vdev_status (*vdev_cuda_plugin_open_fn)(int api_version, struct vdev_backend *out,
+                                                    char *reason, size_t cap);
+
+#endif /* VDEV_BACKEND_H */

@@ -1,0 +1,475 @@
+/* sim.c — simulated GPUs for machines without one, and for every test.
+ *
+ * VDEV_SIM_GPUS="3x16GiB" (or "2x80GiB,1x24GiB") makes that many physical
+ * GPUs. Each one:
+ *  - enforces its capacity exactly: reserving past it fails with VDEV_ERR_OOM,
+ *    as cuMemCreate/cuMemAlloc fail on a full card;
+ *  - reports free and total memory as cuMemGetInfo does;
+ *  - backs its memory with anonymous MAP_NORESERVE mappings, so a 80 GiB card
+ *    costs nothing until its pages are touched;
+ *  - runs the work submitted to it on its own worker thread, in submission
+ *    order: its stream. Work on three GPUs therefore really runs side by side,
+ *    and a missing synchronisation shows up here first.
+ *
+ * The stream is a ring of fixed-size slots guarded by one mutex; the worker
+ * runs each item without the lock held. Sequence numbers make events cheap:
+ * an event is (stream, number of items submitted when recorded), and it has
+ * passed once the stream has completed that many items. The worker spins
+ * briefly before sleeping, so a busy stream hands work over without a futex
+ * round trip.
+ */
+#define _GNU_SOURCE
+#include "backend/backend.h"
+
+#include <ctype.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define SIM_MAX_GPUS 64
+#define SIM_RING 1024            /* slots per stream */
+#define SIM_ARG_BYTES 448        /* inline argument bytes per slot */
+#define SIM_SPIN_ITERS 20000     /* polls before the worker sleeps */
+
+struct sim_slot {
+    vdev_host_fn fn;
+    _Alignas(16) unsigned char arg[SIM_ARG_BYTES];
+};
+
+struct sim_gpu {
+    int index;
+    uint64_t capacity;
+    uint64_t reserved;           /* guarded by mem_lock */
+    pthread_mutex_t mem_lock;
+
+    /* the stream */
+    pthread_t worker;
+    pthread_mutex_t lock;
+    pthread_cond_t not_empty, not_full, progress;
+    struct sim_slot *ring;
+    _Atomic uint64_t submitted;  /* items written (head) */
+    _Atomic uint64_t completed;  /* items finished (tail) */
+    int sleeping;                /* worker waits on not_empty (under lock) */
+    int waiters;                 /* threads waiting on progress (under lock) */
+    int stop;
+};
+
+struct sim_ctx {
+    int n;
+    struct sim_gpu *gpus;
+};
+
+struct sim_event {
+    struct sim_gpu *gpu;
+    uint64_t seq;
+};
+
+/* ---- the stream ---- */
+
+static void *sim_worker(void *vgpu)
+{
+    struct sim_gpu *g = vgpu;
+    for (;;) {
+        uint64_t tail = atomic_load_explicit(&g->completed, memory_order_relaxed);
+        /* Spin a little for new work before taking the lock to sleep. */
+        for (int i = 0; i < SIM_SPIN_ITERS; i++) {
+            if (atomic_load_explicit(&g->submitted, memory_order_acquire) != tail)
+                break;
+            if ((i & 63) == 63)
+                sched_yield();
+        }
+        pthread_mutex_lock(&g->lock);
+        while (atomic_load_explicit(&g->submitted, memory_order_acquire) == tail && !g->stop) {
+            g->sleeping = 1;
+            pthread_cond_wait(&g->not_empty, &g->lock);
+            g->sleeping = 0;
+        }
+        if (atomic_load_explicit(&g->submitted, memory_order_acquire) == tail && g->stop) {
+            pthread_mutex_unlock(&g->lock);
+            return NULL;
+        }
+        pthread_mutex_unlock(&g->lock);
+
+        struct sim_slot *s = &g->ring[tail % SIM_RING];
+        s->fn(s->arg);
+
+        pthread_mutex_lock(&g->lock);
+        atomic_store_explicit(&g->completed, tail + 1, memory_order_release);
+        if (g->waiters)
+            pthread_cond_broadcast(&g->progress);
+        pthread_cond_signal(&g->not_full);
+        pthread_mutex_unlock(&g->lock);
+    }
+}
+
+static enum vdev_status sim_submit_gpu(struct sim_gpu *g, vdev_host_fn fn, const void *arg,
+                                       size_t arg_bytes, uint64_t *seq_out)
+{
+    if (arg_bytes > SIM_ARG_BYTES)
+        return vdev_error(VDEV_ERR_INTERNAL, "sim: work item argument of %zu bytes exceeds %d",
+                          arg_bytes, SIM_ARG_BYTES);
+    pthread_mutex_lock(&g->lock);
+    uint64_t head = atomic_load_explicit(&g->submitted, memory_order_relaxed);
+    while (head - atomic_load_explicit(&g->completed, memory_order_acquire) >= SIM_RING) {
+        g->waiters++;
+        pthread_cond_wait(&g->not_full, &g->lock);
+        g->waiters--;
+    }
+    struct sim_slot *s = &g->ring[head % SIM_RING];
+    s->fn = fn;
+    if (arg_bytes)
+        memcpy(s->arg, arg, arg_bytes);
+    atomic_store_explicit(&g->submitted, head + 1, memory_order_release);
+    if (g->sleeping)
+        pthread_cond_signal(&g->not_empty);
+    pthread_mutex_unlock(&g->lock);
+    if (seq_out)
+        *seq_out = head + 1;
+    return VDEV_OK;
+}
+
+static void sim_wait_seq(struct sim_gpu *g, uint64_t seq)
+{
+    if (atomic_load_explicit(&g->completed, memory_order_acquire) >= seq)
+        return;
+    pthread_mutex_lock(&g->lock);
+    g->waiters++;
+    while (atomic_load_explicit(&g->completed, memory_order_acquire) < seq)
+        pthread_cond_wait(&g->progress, &g->lock);
+    g->waiters--;
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* ---- devices ---- */
+
+static struct sim_gpu *gpu_of(void *vctx, int dev)
+{
+    struct sim_ctx *ctx = vctx;
+    VDEV_ASSERT(dev >= 0 && dev < ctx->n);
+    return &ctx->gpus[dev];
+}
+
+static int sim_n_devices(void *vctx) { return ((struct sim_ctx *)vctx)->n; }
+
+static enum vdev_status sim_device_info(void *vctx, int dev, struct vdev_backend_device_info *out)
+{
+    struct sim_gpu *g = gpu_of(vctx, dev);
+    memset(out, 0, sizeof *out);
+    vdev_strlcpy(out->model, "Simulated GPU", sizeof out->model);
+    out->total_bytes = g->capacity;
+    out->cc_major = 8;
+    out->cc_minor = 0;
+    return VDEV_OK;
+}
+
+static enum vdev_status sim_mem_info(void *vctx, int dev, uint64_t *free_bytes, uint64_t *total)
+{
+    struct sim_gpu *g = gpu_of(vctx, dev);
+    pthread_mutex_lock(&g->mem_lock);
+    *free_bytes = g->capacity - g->reserved;
+    pthread_mutex_unlock(&g->mem_lock);
+    *total = g->capacity;
+    return VDEV_OK;
+}
+
+static enum vdev_status sim_reserve(void *vctx, int dev, uint64_t bytes, void **base)
+{
+    struct sim_gpu *g = gpu_of(vctx, dev);
+    char b1[32], b2[32];
+    pthread_mutex_lock(&g->mem_lock);
+    if (bytes > g->capacity - g->reserved) {
+        uint64_t free_bytes = g->capacity - g->reserved;
+        pthread_mutex_unlock(&g->mem_lock);
+        return vdev_error(VDEV_ERR_OOM,
+                          "simulated GPU %d: out of memory reserving %s (%s free of %s)", g->index,
+                          vdev_format_bytes(bytes, b1, sizeof b1),
+                          vdev_format_bytes(free_bytes, b2, sizeof b2),
+                          vdev_format_bytes(g->capacity, (char[32]){0}, 32));
+    }
+    g->reserved += bytes;
+    pthread_mutex_unlock(&g->mem_lock);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED) {
+        pthread_mutex_lock(&g->mem_lock);
+        g->reserved -= bytes;
+        pthread_mutex_unlock(&g->mem_lock);
+        return vdev_error(VDEV_ERR_OOM, "simulated GPU %d: cannot map %s of host address space",
+                          g->index, vdev_format_bytes(bytes, b1, sizeof b1));
+    }
+    *base = p;
+    return VDEV_OK;
+}
+
+static void sim_release(void *vctx, int dev, void *base, uint64_t bytes)
+{
+    struct sim_gpu *g = gpu_of(vctx, dev);
+    munmap(base, bytes);
+    pthread_mutex_lock(&g->mem_lock);
+    VDEV_ASSERT(g->reserved >= bytes);
+    g->reserved -= bytes;
+    pthread_mutex_unlock(&g->mem_lock);
+}
+
+/* ---- copies ---- */
+
+struct copy_arg {
+    void *dst;
+    const void *src;
+    uint64_t bytes;
+    struct sim_gpu *wait_gpu; /* d2d: the source stream to wait for first */
+    uint64_t wait_seq;
+};
+
+static void copy_fn(void *varg)
+{
+    struct copy_arg *a = varg;
+    if (a->wait_gpu)
+        sim_wait_seq(a->wait_gpu, a->wait_seq);
+    if (a->bytes)
+        memcpy(a->dst, a->src, a->bytes);
+}
+
+/* h2d and d2h: ordered on the stream, and complete on return. */
+static enum vdev_status sim_copy_sync(void *vctx, int dev, void *dst, const void *src,
+                                      uint64_t bytes)
+{
+    struct sim_gpu *g = gpu_of(vctx, dev);
+    struct copy_arg a = {dst, src, bytes, NULL, 0};
+    uint64_t seq;
+    enum vdev_status st = sim_submit_gpu(g, copy_fn, &a, sizeof a, &seq);
+    if (st != VDEV_OK)
+        return st;
+    sim_wait_seq(g, seq);
+    return VDEV_OK;
+}
+
+/* d2d: on the destination's stream, after everything submitted so far to the
+ * source's stream. Returns at once. */
+static enum vdev_status sim_copy_d2d(void *vctx, int dst_dev, void *dst, int src_dev,
+                                     const void *src, uint64_t bytes)
+{
+    struct sim_gpu *gd = gpu_of(vctx, dst_dev), *gs = gpu_of(vctx, src_dev);
+    struct copy_arg a = {dst, src, bytes, NULL, 0};
+    if (gs != gd) {
+        a.wait_gpu = gs;
+        a.wait_seq = atomic_load_explicit(&gs->submitted, memory_order_acquire);
+    }
+    return sim_submit_gpu(gd, copy_fn, &a, sizeof a, NULL);
+}
+
+/* ---- streams and events ---- */
+
+static enum vdev_status sim_submit(void *vctx, int dev, vdev_host_fn fn, const void *arg,
+                                   size_t arg_bytes)
+{
+    return sim_submit_gpu(gpu_of(vctx, dev), fn, arg, arg_bytes, NULL);
+}
+
+static enum vdev_status sim_sync(void *vctx, int dev)
+{
+    struct sim_gpu *g = gpu_of(vctx, dev);
+    sim_wait_seq(g, atomic_load_explicit(&g->submitted, memory_order_acquire));
+    return VDEV_OK;
+}
+
+static enum vdev_status sim_event_record(void *vctx, int dev, void **event)
+{
+    struct sim_gpu *g = gpu_of(vctx, dev);
+    struct sim_event *e = malloc(sizeof *e);
+    if (!e)
+        return vdev_error(VDEV_ERR_OOM, "out of host memory recording an event");
+    e->gpu = g;
+    e->seq = atomic_load_explicit(&g->submitted, memory_order_acquire);
+    *event = e;
+    return VDEV_OK;
+}
+
+static int sim_event_done(void *vctx, void *event)
+{
+    struct sim_event *e = event;
+    return atomic_load_explicit(&e->gpu->completed, memory_order_acquire) >= e->seq;
+}
+
+static void sim_event_wait(void *vctx, void *event)
+{
+    struct sim_event *e = event;
+    sim_wait_seq(e->gpu, e->seq);
+}
+
+struct wait_arg {
+    struct sim_gpu *gpu;
+    uint64_t seq;
+};
+
+static void wait_fn(void *varg)
+{
+    struct wait_arg *a = varg;
+    sim_wait_seq(a->gpu, a->seq);
+}
+
+static enum vdev_status sim_stream_wait(void *vctx, int dev, void *event)
+{
+    struct sim_event *e = event;
+    struct sim_gpu *g = gpu_of(vctx, dev);
+    if (e->gpu == g || sim_event_done(vctx, event))
+        return VDEV_OK;
+    struct wait_arg a = {e->gpu, e->seq};
+    return sim_submit_gpu(g, wait_fn, &a, sizeof a, NULL);
+}
+
+static void sim_event_drop(void *vctx, void *event) { free(event); }
+
+/* ---- life cycle ---- */
+
+static void sim_destroy(void *vctx)
+{
+    struct sim_ctx *ctx = vctx;
+    for (int i = 0; i < ctx->n; i++) {
+        struct sim_gpu *g = &ctx->gpus[i];
+        pthread_mutex_lock(&g->lock);
+        g->stop = 1;
+        pthread_cond_signal(&g->not_empty);
+        pthread_mutex_unlock(&g->lock);
+        pthread_join(g->worker, NULL);
+        pthread_mutex_destroy(&g->lock);
+        pthread_mutex_destroy(&g->mem_lock);
+        pthread_cond_destroy(&g->not_empty);
+        pthread_cond_destroy(&g->not_full);
+        pthread_cond_destroy(&g->progress);
+        free(g->ring);
+    }
+    free(ctx->gpus);
+    free(ctx);
+}
+
+static const struct vdev_backend_ops sim_ops = {
+    .api_version = VDEV_BACKEND_API_VERSION,
+    .name = "sim",
+    .is_gpu = 1,
+    .host_addressable = 1,
+    .n_devices = sim_n_devices,
+    .device_info = sim_device_info,
+    .mem_info = sim_mem_info,
+    .reserve = sim_reserve,
+    .release = sim_release,
+    .extend = NULL,
+    .copy_h2d = sim_copy_sync,
+    .copy_d2h = sim_copy_sync,
+    .copy_d2d = sim_copy_d2d,
+    .submit_host = sim_submit,
+    .synchronize = sim_sync,
+    .event_record = sim_event_record,
+    .event_done = sim_event_done,
+    .event_wait = sim_event_wait,
+    .stream_wait_event = sim_stream_wait,
+    .event_drop = sim_event_drop,
+    .run_kernel = NULL,
+    .destroy = sim_destroy,
+};
+
+/* ---- the spec: "3x16GiB", "2x80GiB,1x24GiB", "16GiB" ---- */
+
+#define SPEC_HELP "expected COUNTxSIZE[,COUNTxSIZE...], e.g. 3x16GiB or 2x80GiB,1x24GiB"
+
+static enum vdev_status parse_spec(const char *spec, const char *var, uint64_t *caps, int *n_out)
+{
+    int n = 0;
+    if (!*spec)
+        return vdev_error(VDEV_ERR_CONFIG, "%s is empty (%s)", var, SPEC_HELP);
+    const char *p = spec;
+    while (*p) {
+        char part[128];
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof part)
+            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": empty or overlong part (%s)", var,
+                              spec, SPEC_HELP);
+        memcpy(part, p, len);
+        part[len] = '\0';
+        /* count: digits followed by 'x' */
+        long count = 1;
+        const char *size_txt = part;
+        const char *x = strpbrk(part, "xX");
+        if (x) {
+            char *end;
+            count = strtol(part, &end, 10);
+            if (end != x || end == part || count < 1 || count > SIM_MAX_GPUS)
+                return vdev_error(VDEV_ERR_CONFIG,
+                                  "%s=\"%s\": bad count in '%s' (a whole number 1..%d before "
+                                  "'x'; %s)",
+                                  var, spec, part, SIM_MAX_GPUS, SPEC_HELP);
+            size_txt = x + 1;
+        }
+        uint64_t cap;
+        if (vdev_parse_bytes(size_txt, &cap) != VDEV_OK)
+            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": bad size in '%s' (%s)", var, spec,
+                              part, SPEC_HELP);
+        if (cap < (1ull << 20))
+            return vdev_error(VDEV_ERR_CONFIG,
+                              "%s=\"%s\": size in '%s' is below the smallest card of 1 MiB", var,
+                              spec, part);
+        if (n + count > SIM_MAX_GPUS)
+            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": more than %d simulated GPUs", var,
+                              spec, SIM_MAX_GPUS);
+        for (long i = 0; i < count; i++)
+            caps[n++] = cap & ~(uint64_t)255;
+        p += len;
+        if (*p == ',') {
+            p++;
+            if (!*p)
+                return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": trailing ',' (%s)", var, spec,
+                                  SPEC_HELP);
+        }
+    }
+    *n_out = n;
+    return VDEV_OK;
+}
+
+enum vdev_status vdev_backend_sim_new(const char *spec, const char *var, struct vdev_backend *out)
+{
+    uint64_t caps[SIM_MAX_GPUS];
+    int n = 0;
+    enum vdev_status st = parse_spec(spec, var, caps, &n);
+    if (st != VDEV_OK)
+        return st;
+    struct sim_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return vdev_error(VDEV_ERR_OOM, "out of host memory creating simulated GPUs");
+    ctx->gpus = calloc((size_t)n, sizeof *ctx->gpus);
+    if (!ctx->gpus) {
+        free(ctx);
+        return vdev_error(VDEV_ERR_OOM, "out of host memory creating simulated GPUs");
+    }
+    for (int i = 0; i < n; i++) {
+        struct sim_gpu *g = &ctx->gpus[i];
+        g->index = i;
+        g->capacity = caps[i];
+        g->ring = calloc(SIM_RING, sizeof *g->ring);
+        if (!g->ring) {
+            ctx->n = i;
+            sim_destroy(ctx);
+            return vdev_error(VDEV_ERR_OOM, "out of host memory creating simulated GPU %d", i);
+        }
+        pthread_mutex_init(&g->lock, NULL);
+        pthread_mutex_init(&g->mem_lock, NULL);
+        pthread_cond_init(&g->not_empty, NULL);
+        pthread_cond_init(&g->not_full, NULL);
+        pthread_cond_init(&g->progress, NULL);
+        if (pthread_create(&g->worker, NULL, sim_worker, g) != 0) {
+            free(g->ring);
+            pthread_mutex_destroy(&g->lock);
+            pthread_mutex_destroy(&g->mem_lock);
+            pthread_cond_destroy(&g->not_empty);
+            pthread_cond_destroy(&g->not_full);
+            pthread_cond_destroy(&g->progress);
+            ctx->n = i;
+            sim_destroy(ctx);
+            return vdev_error(VDEV_ERR_BACKEND, "cannot start the stream of simulated GPU %d", i);
+        }
+        ctx->n = i + 1;
+    }
+    out->ops = &sim_ops;
+    out->ctx = ctx;
+    return VDEV_OK;
+}

@@ -1,0 +1,59 @@
+/* base.h — what every layer of vdev shares: the thread-local error, logging,
+ * asserts that stay on in release builds, byte-size parsing and formatting,
+ * and a small mutex wrapper. Private to the library. */
+#ifndef VDEV_BASE_H
+#define VDEV_BASE_H
+
+#include "vdev.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define VDEV_PRINTF(fmt_idx, args_idx) __attribute__((format(printf, fmt_idx, args_idx)))
+#define VDEV_HIDDEN __attribute__((visibility("hidden")))
+#define VDEV_UNUSED(x) ((void)(x))
+#define VDEV_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Sets the calling thread's error (code + message) and returns `code`, so a
+ * failing path reads `return vdev_error(VDEV_ERR_X, "...", ...)`. Never
+ * allocates. */
+enum vdev_status vdev_error(enum vdev_status code, const char *fmt, ...) VDEV_PRINTF(2, 3);
+/* Prefixes the current message with more context: "<prefix>: <old message>". */
+void vdev_error_prefix(const char *fmt, ...) VDEV_PRINTF(1, 2);
+
+/* Logging to stderr: "vdev: warning: ...". Thread-safe (one fprintf per line). */
+void vdev_log_warning(const char *fmt, ...) VDEV_PRINTF(1, 2);
+void vdev_log_info(const char *fmt, ...) VDEV_PRINTF(1, 2);
+
+/* Aborts with file:line and the failed expression. VDEV_ASSERT stays on in
+ * release builds; VDEV_DEBUG_ASSERT only without NDEBUG. */
+_Noreturn void vdev_assert_fail(const char *expr, const char *file, int line);
+#define VDEV_ASSERT(x) ((x) ? (void)0 : vdev_assert_fail(#x, __FILE__, __LINE__))
+#ifdef NDEBUG
+#define VDEV_DEBUG_ASSERT(x) ((void)0)
+#else
+#define VDEV_DEBUG_ASSERT(x) VDEV_ASSERT(x)
+#endif
+
+/* A mutex that aborts on the (impossible) failure of pthread calls. */
+typedef struct {
+    pthread_mutex_t m;
+} vdev_mutex_t;
+void vdev_mutex_init(vdev_mutex_t *m);
+void vdev_mutex_destroy(vdev_mutex_t *m);
+void vdev_mutex_lock(vdev_mutex_t *m);
+void vdev_mutex_unlock(vdev_mutex_t *m);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t vdev_now_ns(void);
+
+/* Case-insensitive ASCII comparisons. */
+int vdev_strcasecmp(const char *a, const char *b);
+int vdev_strncasecmp(const char *a, const char *b, size_t n);
+
+/* Copies at most cap-1 bytes and always terminates (cap > 0). */
+void vdev_strlcpy(char *dst, const char *src, size_t cap);
+
+#endif /* VDEV_BASE_H */

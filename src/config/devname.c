@@ -1,0 +1,149 @@
+/* devname.c — device names in every form TensorFlow accepts.
+ *
+ * A name is a '/'-separated list of fields, as TensorFlow's DeviceNameUtils
+ * and DeviceSpec read it: "job:J", "replica:R", "task:T", "device:TYPE:N",
+ * "physical_device:TYPE:N", or a bare "TYPE:N" (legacy "/gpu:1", local
+ * "GPU:1"). TYPE is CPU or GPU in any case. Only the local job
+ * (job:localhost, replica:0, task:0) has devices here. */
+#define _GNU_SOURCE
+#include "config/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <string.h>
+
+static enum vdev_status bad_attr(const char *field, const char *text)
+{
+    return vdev_error(VDEV_ERR_INVALID_ARG,
+                      "Unknown attribute '%s' is encountered while parsing the device spec: '%s'.",
+                      field, text);
+}
+
+/* A non-negative decimal index without sign, spaces or leading zeros. */
+static int parse_index(const char *s, int *out)
+{
+    if (!isdigit((unsigned char)s[0]) || (s[0] == '0' && s[1]))
+        return 0;
+    long v = 0;
+    for (const char *p = s; *p; p++) {
+        if (!isdigit((unsigned char)*p))
+            return 0;
+        v = v * 10 + (*p - '0');
+        if (v > 1000000)
+            return 0;
+    }
+    *out = (int)v;
+    return 1;
+}
+
+static int parse_type(const char *s, enum vdev_device_type *out)
+{
+    if (vdev_strcasecmp(s, "GPU") == 0) {
+        *out = VDEV_DEVICE_GPU;
+        return 1;
+    }
+    if (vdev_strcasecmp(s, "CPU") == 0) {
+        *out = VDEV_DEVICE_CPU;
+        return 1;
+    }
+    return 0;
+}
+
+enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_name *out)
+{
+    if (!text)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "device name is NULL");
+    size_t len = strlen(text);
+    if (len == 0 || len >= 256)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "'%s' is not a device name (expected e.g. "
+                                                "/device:GPU:0, GPU:0 or CPU:0)",
+                          len ? "(overlong)" : "");
+    char buf[256];
+    memcpy(buf, text, len + 1);
+
+    int have_dev = 0, remote = 0;
+    struct vdev_device_name r = {VDEV_DEVICE_CPU, 0, 0};
+    char *save = NULL;
+    int n_fields = 0;
+    for (char *f = strtok_r(buf, "/", &save); f; f = strtok_r(NULL, "/", &save)) {
+        n_fields++;
+        /* split on ':' into at most 3 parts */
+        char *parts[4] = {0};
+        int np = 0;
+        char *p = f;
+        while (np < 4) {
+            parts[np++] = p;
+            char *c = strchr(p, ':');
+            if (!c)
+                break;
+            *c = '\0';
+            p = c + 1;
+        }
+        if (np == 4)
+            return bad_attr(f, text);
+        if (np == 2 && strcmp(parts[0], "job") == 0) {
+            if (!parts[1][0])
+                return bad_attr("job:", text);
+            if (strcmp(parts[1], "localhost") != 0)
+                remote = 1;
+            continue;
+        }
+        if (np == 2 && (strcmp(parts[0], "replica") == 0 || strcmp(parts[0], "task") == 0)) {
+            int v;
+            if (!parse_index(parts[1], &v))
+                return bad_attr(parts[0], text);
+            if (v != 0)
+                remote = 1;
+            continue;
+        }
+        /* device:TYPE:N, physical_device:TYPE:N, or TYPE:N */
+        int physical = 0;
+        char *type_s, *idx_s;
+        if (np == 3 && (strcmp(parts[0], "device") == 0 ||
+                        strcmp(parts[0], "physical_device") == 0)) {
+            physical = parts[0][0] == 'p';
+            type_s = parts[1];
+            idx_s = parts[2];
+        } else if (np == 2) {
+            type_s = parts[0];
+            idx_s = parts[1];
+        } else {
+            return bad_attr(f, text);
+        }
+        enum vdev_device_type type;
+        if (!parse_type(type_s, &type)) {
+            if (np == 3 || (np == 2 && isalpha((unsigned char)type_s[0])))
+                return vdev_error(VDEV_ERR_INVALID_ARG,
+                                  "Unknown device type '%s' in the device spec: '%s' (vdev has "
+                                  "CPU and GPU devices)",
+                                  type_s, text);
+            return bad_attr(f, text);
+        }
+        if (have_dev)
+            return vdev_error(VDEV_ERR_INVALID_ARG,
+                              "Multiple device types are not allowed while parsing the device "
+                              "spec: '%s'.",
+                              text);
+        int idx;
+        if (!parse_index(idx_s, &idx))
+            return vdev_error(VDEV_ERR_INVALID_ARG,
+                              "Bad device index '%s' in the device spec: '%s' (expected a whole "
+                              "number such as 0 or 1)",
+                              idx_s, text);
+        have_dev = 1;
+        r.type = type;
+        r.index = idx;
+        r.physical = physical;
+    }
+    if (!have_dev)
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "'%s' names no device (expected e.g. /device:GPU:0, GPU:0 or CPU:0)",
+                          text);
+    if (n_fields == 0)
+        return bad_attr(text, text);
+    if (remote)
+        return vdev_error(VDEV_ERR_NOT_FOUND,
+                          "%s unknown device: only /job:localhost/replica:0/task:0 is local", text);
+    *out = r;
+    return VDEV_OK;
+}

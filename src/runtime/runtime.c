@@ -1,0 +1,363 @@
+/* runtime.c — start-up, logical devices, memory information.
+ *
+ * vdev_init() freezes the configuration into a plan and builds the device
+ * table from it. Each logical device's allocator takes its regions from the
+ * backend of its physical device through a small region source; a
+ * preallocating device reserves its whole limit here, so a configuration that
+ * cannot be honoured fails at start-up, not at the first large tensor. If any
+ * step fails, everything built so far is torn down and the configuration is
+ * unfrozen, so the caller can fix it and call vdev_init() again. */
+#define _GNU_SOURCE
+#include "runtime/runtime.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+static struct {
+    pthread_mutex_t lock;
+    _Atomic int initialized;
+    int n;
+    struct vdev_ldev devs[VDEV_MAX_LDEVS];
+    vdev_alloc_trace_t *trace;
+} R = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---- region source over a backend device ---- */
+
+static enum vdev_status src_reserve(void *ctx, uint64_t bytes, void **base)
+{
+    struct vdev_ldev *d = ctx;
+    return d->backend->ops->reserve(d->backend->ctx, d->bdev, bytes, base);
+}
+
+static void src_release(void *ctx, void *base, uint64_t bytes)
+{
+    struct vdev_ldev *d = ctx;
+    d->backend->ops->release(d->backend->ctx, d->bdev, base, bytes);
+}
+
+static enum vdev_status src_extend(void *ctx, void *base, uint64_t old_bytes, uint64_t new_bytes)
+{
+    struct vdev_ldev *d = ctx;
+    return d->backend->ops->extend(d->backend->ctx, d->bdev, base, old_bytes, new_bytes);
+}
+
+static int src_event_done(void *ctx, void *ev)
+{
+    struct vdev_ldev *d = ctx;
+    return d->backend->ops->event_done(d->backend->ctx, ev);
+}
+
+static void src_event_wait(void *ctx, void *ev)
+{
+    struct vdev_ldev *d = ctx;
+    d->backend->ops->event_wait(d->backend->ctx, ev);
+}
+
+static void src_event_drop(void *ctx, void *ev)
+{
+    struct vdev_ldev *d = ctx;
+    d->backend->ops->event_drop(d->backend->ctx, ev);
+}
+
+/* ---- start-up and shutdown ---- */
+
+static void teardown_locked(void)
+{
+    for (int i = 0; i < R.n; i++) {
+        struct vdev_ldev *d = &R.devs[i];
+        if (d->backend)
+            vdev_backend_synchronize(d->backend, d->bdev);
+        vdev_alloc_destroy(d->alloc);
+        d->alloc = NULL;
+    }
+    R.n = 0;
+    vdev_alloc_trace_close(R.trace);
+    R.trace = NULL;
+}
+
+static enum vdev_status add_device(struct vdev_backend *b, int bdev, enum vdev_device_type type,
+                                   int index, int physical, uint64_t limit,
+                                   enum vdev_memory_policy policy, int is_split)
+{
+    struct vdev_ldev *d = &R.devs[R.n];
+    memset(d, 0, sizeof *d);
+    d->id = R.n;
+    d->type = type;
+    d->index = index;
+    d->physical = physical;
+    d->backend = b;
+    d->bdev = bdev;
+    d->policy = policy;
+    d->limit_bytes = limit;
+    d->is_split = is_split;
+    const char *tn = type == VDEV_DEVICE_GPU ? "GPU" : "CPU";
+    snprintf(d->name, sizeof d->name, "/device:%s:%d", tn, index);
+    snprintf(d->long_name, sizeof d->long_name, "/job:localhost/replica:0/task:0/device:%s:%d", tn,
+             index);
+    struct vdev_alloc_config cfg = {
+        .name = d->name,
+        .limit_bytes = limit,
+        .policy = policy,
+        .source = {.reserve = src_reserve,
+                   .release = src_release,
+                   .extend = b->ops->extend ? src_extend : NULL,
+                   .event_done = src_event_done,
+                   .event_wait = src_event_wait,
+                   .event_drop = src_event_drop,
+                   .ctx = d},
+        .trace = R.trace,
+    };
+    enum vdev_status st = vdev_alloc_new(&cfg, &d->alloc);
+    if (st != VDEV_OK) {
+        char b1[32];
+        vdev_error_prefix("%s: cannot %s its %s", d->name,
+                          policy == VDEV_POLICY_PREALLOCATE ? "preallocate" : "set up",
+                          vdev_format_bytes(limit, b1, sizeof b1));
+        return st;
+    }
+    R.n++;
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_init(void)
+{
+    if (atomic_load_explicit(&R.initialized, memory_order_acquire))
+        return VDEV_OK;
+    pthread_mutex_lock(&R.lock);
+    if (R.initialized) {
+        pthread_mutex_unlock(&R.lock);
+        return VDEV_OK;
+    }
+    struct vdev_plan *plan = calloc(1, sizeof *plan);
+    if (!plan) {
+        pthread_mutex_unlock(&R.lock);
+        return vdev_error(VDEV_ERR_OOM, "out of host memory at start-up");
+    }
+    enum vdev_status st = vdev_config_freeze(plan);
+    if (st != VDEV_OK)
+        goto fail_plan;
+    if (plan->alloc_trace_path[0] &&
+        (st = vdev_alloc_trace_open(plan->alloc_trace_path, &R.trace)) != VDEV_OK) {
+        vdev_error_prefix("VDEV_ALLOC_TRACE");
+        goto fail;
+    }
+    st = add_device(plan->cpu, 0, VDEV_DEVICE_CPU, 0, 0, plan->cpu_limit_bytes, VDEV_POLICY_GROW,
+                    0);
+    for (int i = 0; st == VDEV_OK && i < plan->n_devices; i++) {
+        const struct vdev_plan_device *p = &plan->devices[i];
+        st = add_device(plan->gpu, p->physical, VDEV_DEVICE_GPU, i, p->physical, p->limit_bytes,
+                        p->policy, p->is_split);
+    }
+    if (st != VDEV_OK)
+        goto fail;
+    free(plan);
+    atomic_store_explicit(&R.initialized, 1, memory_order_release);
+    pthread_mutex_unlock(&R.lock);
+    return VDEV_OK;
+fail:
+    teardown_locked();
+    vdev_config_unfreeze();
+fail_plan:
+    free(plan);
+    pthread_mutex_unlock(&R.lock);
+    return st;
+}
+
+VDEV_API bool vdev_is_initialized(void)
+{
+    return atomic_load_explicit(&R.initialized, memory_order_acquire) != 0;
+}
+
+/* Hooks that upper layers register to drop their own state at shutdown. */
+static void (*shutdown_hooks[8])(void);
+static int n_shutdown_hooks;
+
+
+void vdev_runtime_on_shutdown(void (*fn)(void))
+{
+    pthread_mutex_lock(&R.lock);
+    for (int i = 0; i < n_shutdown_hooks; i++)
+        if (shutdown_hooks[i] == fn) {
+            pthread_mutex_unlock(&R.lock);
+            return;
+        }
+    VDEV_ASSERT(n_shutdown_hooks < (int)VDEV_ARRAY_LEN(shutdown_hooks));
+    shutdown_hooks[n_shutdown_hooks++] = fn;
+    pthread_mutex_unlock(&R.lock);
+}
+
+VDEV_API void vdev_shutdown(void)
+{
+    for (int i = n_shutdown_hooks - 1; i >= 0; i--)
+        shutdown_hooks[i]();
+    pthread_mutex_lock(&R.lock);
+    teardown_locked();
+    atomic_store_explicit(&R.initialized, 0, memory_order_release);
+    pthread_mutex_unlock(&R.lock);
+    vdev_config_reset();
+}
+
+enum vdev_status vdev_runtime_ensure(void) { return vdev_init(); }
+
+int vdev_runtime_n_devices(void) { return R.n; }
+
+struct vdev_ldev *vdev_runtime_device(int id)
+{
+    return (id >= 0 && id < R.n) ? &R.devs[id] : NULL;
+}
+
+struct vdev_ldev *vdev_runtime_default_device(void) { return R.n > 1 ? &R.devs[1] : &R.devs[0]; }
+
+enum vdev_status vdev_runtime_find(const char *name, struct vdev_ldev **out)
+{
+    struct vdev_device_name dn;
+    enum vdev_status st = vdev_parse_device_name(name, &dn);
+    if (st != VDEV_OK)
+        return st;
+    if ((st = vdev_init()) != VDEV_OK)
+        return st;
+    if (dn.physical)
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "'%s' is a physical device; ops and memory queries take a logical "
+                          "device such as /device:GPU:0",
+                          name);
+    int n_gpu = R.n - 1;
+    if (dn.type == VDEV_DEVICE_CPU) {
+        if (dn.index == 0) {
+            *out = &R.devs[0];
+            return VDEV_OK;
+        }
+        return vdev_error(VDEV_ERR_NOT_FOUND, "/job:localhost/replica:0/task:0/device:CPU:%d "
+                                              "unknown device (there is 1 CPU device)",
+                          dn.index);
+    }
+    if (dn.index < n_gpu) {
+        *out = &R.devs[1 + dn.index];
+        return VDEV_OK;
+    }
+    return vdev_error(VDEV_ERR_NOT_FOUND,
+                      "/job:localhost/replica:0/task:0/device:GPU:%d unknown device (there %s %d "
+                      "logical GPU%s)",
+                      dn.index, n_gpu == 1 ? "is" : "are", n_gpu, n_gpu == 1 ? "" : "s");
+}
+
+/* ---- public queries ---- */
+
+VDEV_API enum vdev_status vdev_list_logical_devices(struct vdev_logical_device *out, int cap, int *n)
+{
+    if (!n || cap < 0 || (cap > 0 && !out))
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_list_logical_devices: bad arguments");
+    enum vdev_status st = vdev_init();
+    if (st != VDEV_OK)
+        return st;
+    for (int i = 0; i < R.n && i < cap; i++) {
+        const struct vdev_ldev *d = &R.devs[i];
+        struct vdev_logical_device *o = &out[i];
+        memset(o, 0, sizeof *o);
+        vdev_strlcpy(o->name, d->name, sizeof o->name);
+        o->type = d->type;
+        o->index = d->index;
+        o->physical_index = d->physical;
+        vdev_strlcpy(o->backend, d->backend->ops->name, sizeof o->backend);
+        o->policy = d->policy;
+        o->limit_bytes = d->limit_bytes;
+    }
+    *n = R.n;
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_device_canonical_name(const char *device, char *out, size_t cap)
+{
+    struct vdev_ldev *d;
+    if (!out || cap == 0)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_device_canonical_name: no output buffer");
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    vdev_strlcpy(out, d->name, cap);
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_memory_info(const char *device, struct vdev_memory_info *out)
+{
+    struct vdev_ldev *d;
+    if (!out)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_memory_info: out is NULL");
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    struct vdev_alloc_stats s;
+    vdev_alloc_get_stats(d->alloc, &s);
+    memset(out, 0, sizeof *out);
+    out->bytes_in_use = s.bytes_in_use;
+    out->peak_bytes_in_use = s.peak_bytes_in_use;
+    out->bytes_reserved = s.bytes_reserved;
+    out->peak_bytes_reserved = s.peak_bytes_reserved;
+    out->bytes_limit = s.bytes_limit;
+    out->largest_free_block = s.largest_free_block;
+    out->n_allocs = s.n_allocs;
+    out->n_allocs_total = s.n_allocs_total;
+    out->n_failed_allocs = s.n_failed_allocs;
+    out->n_regions = s.n_regions;
+    out->fragmentation = s.fragmentation;
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_memory_reset_peak(const char *device)
+{
+    struct vdev_ldev *d;
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    vdev_alloc_reset_peak(d->alloc);
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_memory_release_cached(const char *device, uint64_t *released)
+{
+    struct vdev_ldev *d;
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    /* Work still queued may use blocks freed from the host: let it finish. */
+    vdev_backend_synchronize(d->backend, d->bdev);
+    vdev_alloc_flush_pending(d->alloc);
+    uint64_t r = vdev_alloc_release_cached(d->alloc);
+    if (released)
+        *released = r;
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_mem_alloc(const char *device, uint64_t bytes, void **out)
+{
+    struct vdev_ldev *d;
+    if (!out)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mem_alloc: out is NULL");
+    *out = NULL;
+    if (bytes == 0)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mem_alloc: size 0");
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    struct vdev_block blk;
+    if ((st = vdev_alloc_malloc(d->alloc, bytes, &blk)) != VDEV_OK)
+        return st;
+    *out = blk.ptr;
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_mem_free(const char *device, void *ptr)
+{
+    struct vdev_ldev *d;
+    if (!ptr)
+        return VDEV_OK;
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    uint32_t h;
+    if ((st = vdev_alloc_lookup(d->alloc, ptr, &h)) != VDEV_OK)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mem_free: %p is not a live block of %s", ptr,
+                          d->name);
+    vdev_alloc_free(d->alloc, h);
+    return VDEV_OK;
+}

@@ -1,0 +1,46 @@
+/* runtime.h — logical devices: what the layers above see of the machine.
+ *
+ * At start-up the runtime turns the configuration's plan into logical
+ * devices: CPU:0 first, then GPU:0..N-1 numbered over the visible physical
+ * GPUs in order and then their logical devices, each with its own allocator
+ * whose regions come from its physical device's backend. After start-up the
+ * device table is immutable, so lookups take no lock. */
+#ifndef VDEV_RUNTIME_H
+#define VDEV_RUNTIME_H
+
+#include "alloc/alloc.h"
+#include "backend/backend.h"
+#include "config/config.h"
+
+struct vdev_ldev {
+    int id;                        /* position in the device table: 0 is CPU:0 */
+    char name[64];                 /* "/device:GPU:0" */
+    char long_name[96];            /* "/job:localhost/replica:0/task:0/device:GPU:0" */
+    enum vdev_device_type type;
+    int index;                     /* N in /device:GPU:N */
+    int physical;                  /* physical device index */
+    struct vdev_backend *backend;
+    int bdev;                      /* device index inside the backend */
+    vdev_alloc_t *alloc;
+    enum vdev_memory_policy policy;
+    uint64_t limit_bytes;
+    int is_split;
+};
+
+#define VDEV_MAX_LDEVS (1 + VDEV_MAX_GPUS * 2)
+
+/* Starts the runtime if it has not started (vdev_init). */
+enum vdev_status vdev_runtime_ensure(void);
+/* After start-up: number of logical devices (CPU included) and each one. */
+int vdev_runtime_n_devices(void);
+struct vdev_ldev *vdev_runtime_device(int id);
+/* Finds a logical device by any accepted name (starts the runtime).
+ * VDEV_ERR_INVALID_ARG for a malformed name, VDEV_ERR_NOT_FOUND with
+ * TensorFlow's "<name> unknown device" for a missing one. */
+enum vdev_status vdev_runtime_find(const char *name, struct vdev_ldev **out);
+/* GPU:0, or CPU:0 where there is no GPU. */
+struct vdev_ldev *vdev_runtime_default_device(void);
+/* Registers fn to run at vdev_shutdown(), before the devices go (once). */
+void vdev_runtime_on_shutdown(void (*fn)(void));
+
+#endif /* VDEV_RUNTIME_H */

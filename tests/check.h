@@ -1,0 +1,67 @@
+/* check.h — the test harness: CHECK macros that print file:line and go on,
+ * and a summary line "N passed, N failed" at exit. */
+#ifndef VDEV_CHECK_H
+#define VDEV_CHECK_H
+
+#include "vdev.h"
+
+#include <stdio.h>
+#include <string.h>
+
+extern int check_passed, check_failed;
+void check_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prints the summary and returns the exit status (0 when nothing failed). */
+int check_done(void);
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (cond)                                                                                  \
+            check_passed++;                                                                        \
+        else                                                                                       \
+            check_fail(__FILE__, __LINE__, "CHECK(%s)", #cond);                                    \
+    } while (0)
+
+/* A vdev call that must return `code`. */
+#define CHECK_STATUS(call, code)                                                                   \
+    do {                                                                                           \
+        enum vdev_status st_ = (call);                                                             \
+        if (st_ == (code))                                                                         \
+            check_passed++;                                                                        \
+        else                                                                                       \
+            check_fail(__FILE__, __LINE__, "%s returned %s, expected %s (%s)", #call,              \
+                       vdev_status_str(st_), vdev_status_str(code), vdev_last_error());            \
+    } while (0)
+
+#define CHECK_OK(call) CHECK_STATUS(call, VDEV_OK)
+
+/* The last error message must contain `sub`. */
+#define CHECK_MSG(sub)                                                                             \
+    do {                                                                                           \
+        if (strstr(vdev_last_error(), (sub)))                                                      \
+            check_passed++;                                                                        \
+        else                                                                                       \
+            check_fail(__FILE__, __LINE__, "message \"%s\" lacks \"%s\"", vdev_last_error(),      \
+                       (sub));                                                                     \
+    } while (0)
+
+#define CHECK_EQ_U64(a, b)                                                                         \
+    do {                                                                                           \
+        unsigned long long a_ = (unsigned long long)(a), b_ = (unsigned long long)(b);             \
+        if (a_ == b_)                                                                              \
+            check_passed++;                                                                        \
+        else                                                                                       \
+            check_fail(__FILE__, __LINE__, "%s == %llu, expected %s == %llu", #a, a_, #b, b_);     \
+    } while (0)
+
+#define CHECK_STR(a, b)                                                                            \
+    do {                                                                                           \
+        const char *a_ = (a), *b_ = (b);                                                           \
+        if (a_ && b_ && strcmp(a_, b_) == 0)                                                       \
+            check_passed++;                                                                        \
+        else                                                                                       \
+            check_fail(__FILE__, __LINE__, "%s is \"%s\", expected \"%s\"", #a, a_ ? a_ : "(null)", \
+                       b_ ? b_ : "(null)");                                                        \
+    } while (0)
+
+#endif

@@ -1,0 +1,65 @@
+/* vdev.c — the vdev command: one binary with subcommands.
+ *
+ *   vdev devices [--json]        physical and logical devices
+ *   vdev replay [--json] TRACE   replay an allocation trace against the allocator
+ *   vdev demo [...]              the main job (see cmd_demo.c)
+ *
+ * Every subcommand prints one line "vdev <cmd>: <error>" on stderr and exits
+ * non-zero on bad input: 2 for usage errors, 1 for everything else. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct vdev_cli_command commands[] = {
+    {"devices", "list physical and logical devices, memory and policies", vdev_cmd_devices},
+    {"replay", "replay an allocation trace and measure the allocator", vdev_cmd_replay},
+#ifdef VDEV_HAVE_DEMO
+    {"demo", "train three chained models on three GPUs (the main job)", vdev_cmd_demo},
+#endif
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: vdev [--version] [--help] <command> [<args>]\n\n"
+               "vdev runs several models on several GPUs without them stepping on each other.\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'vdev <command> --help' describes a command and its options.\n"
+               "Environment: VDEV_SIM_GPUS, VDEV_VISIBLE_DEVICES, VDEV_MEMORY_GROWTH,\n"
+               "TF_FORCE_GPU_ALLOW_GROWTH, VDEV_MEMORY_FRACTION, TF_GPU_MEMORY_FRACTION,\n"
+               "VDEV_LOGICAL_DEVICES, TF_DEVICE_MIN_SYS_MEMORY_IN_MB, VDEV_ALLOC_TRACE\n"
+               "(see the README).\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        if (argc > 2 && strcmp(cmd, "help") == 0) {
+            for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+                if (!strcmp(argv[2], commands[i].name)) {
+                    char *hv[] = {argv[2], (char *)"--help", NULL};
+                    return commands[i].run(2, hv);
+                }
+            fprintf(stderr, "vdev: unknown command '%s' (see 'vdev --help')\n", argv[2]);
+            return 2;
+        }
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("vdev %d.%d.%d\n", VDEV_VERSION_MAJOR, VDEV_VERSION_MINOR, VDEV_VERSION_PATCH);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(cmd, commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "vdev: unknown command '%s' (see 'vdev --help')\n", cmd);
+    return 2;
+}
