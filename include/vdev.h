@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -201,6 +202,221 @@ VDEV_API enum vdev_status vdev_memory_release_cached(const char *device, uint64_
 VDEV_API enum vdev_status vdev_mem_alloc(const char *device, uint64_t bytes, void **out);
 /* Frees what vdev_mem_alloc returned; NULL is a no-op. */
 VDEV_API enum vdev_status vdev_mem_free(const char *device, void *ptr);
+
+
+/* ==== tensors =============================================================
+ *
+ * f32 and i32 tensors of 0 to 4 dimensions, row-major and contiguous, living
+ * on one logical device and taking their memory from its allocator. A call
+ * that makes a tensor returns NULL on failure, and every op given a NULL input
+ * returns NULL without touching the error, so a chain of ops needs one check
+ * at its end and vdev_last_error() names the first failure.
+ *
+ * Ownership: a tensor made inside vdev_scope_begin()/vdev_scope_end() belongs
+ * to the scope and is freed at its end unless passed to vdev_keep(); outside
+ * any scope it is the caller's, freed with vdev_tensor_free(). Variables
+ * (vdev_variable) are never freed by scopes.
+ *
+ * Where a new tensor lives: the innermost device scope (vdev_device_push), or
+ * the default device (GPU:0, or CPU:0 where there is no GPU). */
+
+typedef struct vdev_tensor vdev_tensor_t;
+
+enum vdev_dtype { VDEV_F32 = 0, VDEV_I32, VDEV_DTYPE_COUNT };
+#define VDEV_MAX_DIMS 4
+
+VDEV_API vdev_tensor_t *vdev_tensor_zeros(const int64_t *shape, int ndim, enum vdev_dtype dtype);
+VDEV_API vdev_tensor_t *vdev_tensor_ones(const int64_t *shape, int ndim, enum vdev_dtype dtype);
+/* Every element = value (converted for i32). */
+VDEV_API vdev_tensor_t *vdev_tensor_fill(const int64_t *shape, int ndim, enum vdev_dtype dtype,
+                                         double value);
+/* Copies numel elements from host memory. */
+VDEV_API vdev_tensor_t *vdev_tensor_from_host(const void *data, const int64_t *shape, int ndim,
+                                              enum vdev_dtype dtype);
+/* f32 random tensors from a counter-based generator: the same seed gives the
+ * same numbers on every device and backend. */
+VDEV_API vdev_tensor_t *vdev_tensor_uniform(const int64_t *shape, int ndim, float lo, float hi,
+                                            uint64_t seed);
+VDEV_API vdev_tensor_t *vdev_tensor_normal(const int64_t *shape, int ndim, float mean, float stddev,
+                                           uint64_t seed);
+/* Copies the tensor to host memory (dst_bytes must be at least numel * 4);
+ * waits for the work that makes it. */
+VDEV_API enum vdev_status vdev_tensor_to_host(const vdev_tensor_t *t, void *dst, size_t dst_bytes);
+/* The value of a one-element f32 tensor, NaN on error. */
+VDEV_API float vdev_tensor_item(const vdev_tensor_t *t);
+/* A copy on another logical device (any accepted name). */
+VDEV_API vdev_tensor_t *vdev_tensor_to(const vdev_tensor_t *t, const char *device);
+/* A copy on the placement device (TensorFlow's tf.identity). */
+VDEV_API vdev_tensor_t *vdev_identity(const vdev_tensor_t *t);
+/* Releases the caller's tensor; NULL is a no-op. */
+VDEV_API void vdev_tensor_free(vdev_tensor_t *t);
+
+VDEV_API int vdev_tensor_ndim(const vdev_tensor_t *t);
+VDEV_API int64_t vdev_tensor_dim(const vdev_tensor_t *t, int axis); /* negative axis from the end */
+VDEV_API int64_t vdev_tensor_numel(const vdev_tensor_t *t);
+VDEV_API enum vdev_dtype vdev_tensor_dtype(const vdev_tensor_t *t);
+/* "/device:GPU:1"; valid as long as the runtime runs. */
+VDEV_API const char *vdev_tensor_device(const vdev_tensor_t *t);
+
+/* Makes t a variable: a tensor that the tape differentiates against and the
+ * optimizers update in place. Takes t out of any scope; the caller frees it
+ * with vdev_tensor_free. Returns t (NULL in, NULL out). */
+VDEV_API vdev_tensor_t *vdev_variable(vdev_tensor_t *t);
+/* Copies value into the variable in place (shapes must match). */
+VDEV_API enum vdev_status vdev_assign(vdev_tensor_t *var, const vdev_tensor_t *value);
+
+/* ---- scopes that free temporaries ---- */
+VDEV_API void vdev_scope_begin(void);
+/* Frees every tensor made since the matching begin except those kept; kept
+ * tensors pass to the enclosing scope, or to the caller outside any scope. */
+VDEV_API void vdev_scope_end(void);
+/* Marks t to survive the current scope's end; returns t. */
+VDEV_API vdev_tensor_t *vdev_keep(vdev_tensor_t *t);
+
+/* ==== placement ===========================================================
+ *
+ * vdev_device_push("GPU:1") ... vdev_device_pop(): a thread-local stack of
+ * device scopes; an op runs on the innermost scope's device. An unscoped op
+ * runs on the device of its inputs when they agree, else on the default
+ * device. Gradients run on the device of their forward op. */
+
+VDEV_API enum vdev_status vdev_device_push(const char *device);
+VDEV_API enum vdev_status vdev_device_pop(void);
+/* The innermost device scope's name, or NULL outside any. */
+VDEV_API const char *vdev_device_current(void);
+
+enum vdev_placement_policy {
+    VDEV_PLACEMENT_COPY = 0, /* an input on another device is copied, and counted (default) */
+    VDEV_PLACEMENT_STRICT,   /* that is an error naming the op, the input and both devices */
+    VDEV_PLACEMENT_TF,       /* unscoped ops go to the default device, as TensorFlow does */
+    VDEV_PLACEMENT_POLICY_COUNT
+};
+/* Code wins over VDEV_PLACEMENT (copy|strict|tf), read at start-up. */
+VDEV_API enum vdev_status vdev_set_placement_policy(enum vdev_placement_policy p);
+VDEV_API enum vdev_placement_policy vdev_get_placement_policy(void);
+/* One line per op executed on stderr, in TensorFlow's form:
+ * "Executing op MatMul in device /job:localhost/replica:0/task:0/device:GPU:1".
+ * Also VDEV_LOG_DEVICE_PLACEMENT=1. */
+VDEV_API void vdev_set_log_device_placement(bool enable);
+
+/* Ops run of one type (NULL: all) on one device (NULL: all). */
+VDEV_API uint64_t vdev_placement_op_count(const char *op_type, const char *device);
+/* Bytes copied from one device to another (NULL: any). */
+VDEV_API uint64_t vdev_placement_bytes_copied(const char *from_device, const char *to_device);
+
+/* An audit entry: ops of one type that ran on `ran_on` while the variables
+ * they derive from live on `home`. */
+struct vdev_audit_entry {
+    char op_type[32];
+    char ran_on[64];          /* "/device:GPU:0" */
+    char home[64];            /* where the variables live */
+    uint64_t count;
+    uint64_t bytes_copied;    /* bytes copied to bring their inputs there */
+};
+/* Fills up to cap entries, sets *n to the number of entries. */
+VDEV_API enum vdev_status vdev_placement_audit(struct vdev_audit_entry *out, int cap, int *n);
+/* Prints the summary (ops per type and device, bytes copied per pair) and
+ * the audit. Also at exit with VDEV_PLACEMENT_REPORT=1. */
+VDEV_API void vdev_placement_report(FILE *f);
+VDEV_API void vdev_placement_reset(void);
+
+/* ==== ops =================================================================
+ * Each returns a new tensor, or NULL (see above). A shape mismatch is
+ * VDEV_ERR_SHAPE naming both shapes. */
+
+VDEV_API vdev_tensor_t *vdev_matmul(const vdev_tensor_t *a, const vdev_tensor_t *b, bool trans_a,
+                                    bool trans_b);
+/* Elementwise; b may also be a row broadcast over a's last axis ([n] or
+ * [1, n] against [..., n]) or a one-element tensor. */
+VDEV_API vdev_tensor_t *vdev_add(const vdev_tensor_t *a, const vdev_tensor_t *b);
+VDEV_API vdev_tensor_t *vdev_sub(const vdev_tensor_t *a, const vdev_tensor_t *b);
+VDEV_API vdev_tensor_t *vdev_mul(const vdev_tensor_t *a, const vdev_tensor_t *b);
+VDEV_API vdev_tensor_t *vdev_div(const vdev_tensor_t *a, const vdev_tensor_t *b);
+VDEV_API vdev_tensor_t *vdev_add_scalar(const vdev_tensor_t *a, float s);
+VDEV_API vdev_tensor_t *vdev_mul_scalar(const vdev_tensor_t *a, float s);
+VDEV_API vdev_tensor_t *vdev_pow_scalar(const vdev_tensor_t *a, float p);
+VDEV_API vdev_tensor_t *vdev_relu(const vdev_tensor_t *a);
+VDEV_API vdev_tensor_t *vdev_tanh(const vdev_tensor_t *a);
+VDEV_API vdev_tensor_t *vdev_sigmoid(const vdev_tensor_t *a);
+VDEV_API vdev_tensor_t *vdev_exp(const vdev_tensor_t *a);
+VDEV_API vdev_tensor_t *vdev_log(const vdev_tensor_t *a);
+/* Over the last axis. */
+VDEV_API vdev_tensor_t *vdev_softmax(const vdev_tensor_t *a);
+VDEV_API vdev_tensor_t *vdev_log_softmax(const vdev_tensor_t *a);
+/* Over one axis (negative from the end), keeping it as size 1 if keepdims. */
+VDEV_API vdev_tensor_t *vdev_sum(const vdev_tensor_t *a, int axis, bool keepdims);
+VDEV_API vdev_tensor_t *vdev_mean(const vdev_tensor_t *a, int axis, bool keepdims);
+/* Over all elements: a 0-dimensional tensor. */
+VDEV_API vdev_tensor_t *vdev_sum_all(const vdev_tensor_t *a);
+VDEV_API vdev_tensor_t *vdev_mean_all(const vdev_tensor_t *a);
+/* Same elements, new shape; one dimension may be -1. */
+VDEV_API vdev_tensor_t *vdev_reshape(const vdev_tensor_t *a, const int64_t *shape, int ndim);
+VDEV_API vdev_tensor_t *vdev_transpose(const vdev_tensor_t *a); /* 2-D */
+/* mean((pred - target)^2), a 0-dimensional tensor. */
+VDEV_API vdev_tensor_t *vdev_mse(const vdev_tensor_t *pred, const vdev_tensor_t *target);
+/* mean over rows of -log softmax(logits)[label]; logits [N, C] f32, labels [N]
+ * i32 in [0, C). */
+VDEV_API vdev_tensor_t *vdev_softmax_cross_entropy(const vdev_tensor_t *logits,
+                                                   const vdev_tensor_t *labels);
+/* Index of the largest element over the last axis, i32. */
+VDEV_API vdev_tensor_t *vdev_argmax(const vdev_tensor_t *a);
+
+/* ==== autograd ============================================================
+ *
+ *     vdev_tape_t *tape = vdev_tape_begin();
+ *     vdev_tensor_t *loss = ...ops on variables...;
+ *     vdev_tensor_t *grads[2];
+ *     vdev_tape_gradient(tape, loss, vars, 2, grads);
+ *     vdev_tape_end(tape);
+ *
+ * The tape records the ops of the calling thread while it is active. */
+
+typedef struct vdev_tape vdev_tape_t;
+/* Starts recording; NULL if a tape is already recording on this thread. */
+VDEV_API vdev_tape_t *vdev_tape_begin(void);
+/* Gradients of a one-element loss with respect to each variable, each on the
+ * device of the forward ops that used it (zeros for a variable the loss does
+ * not depend on). The gradients belong to the current scope. Stops the
+ * recording. */
+VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *tape, const vdev_tensor_t *loss,
+                                             vdev_tensor_t *const *vars, int n_vars,
+                                             vdev_tensor_t **grads);
+/* Stops recording (if still) and frees the tape. NULL is a no-op. */
+VDEV_API void vdev_tape_end(vdev_tape_t *tape);
+
+/* ==== nn ================================================================== */
+
+enum vdev_activation { VDEV_ACT_NONE = 0, VDEV_ACT_RELU, VDEV_ACT_TANH, VDEV_ACT_SIGMOID,
+                       VDEV_ACT_COUNT };
+
+typedef struct vdev_dense vdev_dense_t;
+/* y = act(x W + b), W [in, out] Glorot-uniform from seed, b zeros; made on the
+ * current device scope. */
+VDEV_API vdev_dense_t *vdev_dense_new(int64_t in, int64_t out, enum vdev_activation act,
+                                      uint64_t seed);
+VDEV_API vdev_tensor_t *vdev_dense_forward(vdev_dense_t *layer, const vdev_tensor_t *x);
+VDEV_API void vdev_dense_free(vdev_dense_t *layer);
+
+typedef struct vdev_mlp vdev_mlp_t;
+/* Layers sizes[0] -> sizes[1] -> ... -> sizes[n_sizes-1]; `hidden` after each
+ * layer but the last, `output` after the last. */
+VDEV_API vdev_mlp_t *vdev_mlp_new(const int64_t *sizes, int n_sizes, enum vdev_activation hidden,
+                                  enum vdev_activation output, uint64_t seed);
+VDEV_API vdev_tensor_t *vdev_mlp_forward(vdev_mlp_t *m, const vdev_tensor_t *x);
+/* The variables (W0, b0, W1, b1, ...); returns their number (fills at most cap). */
+VDEV_API int vdev_mlp_variables(const vdev_mlp_t *m, vdev_tensor_t **out, int cap);
+VDEV_API void vdev_mlp_free(vdev_mlp_t *m);
+
+typedef struct vdev_optimizer vdev_optimizer_t;
+/* SGD with momentum (0 for plain SGD). */
+VDEV_API vdev_optimizer_t *vdev_sgd_new(float learning_rate, float momentum);
+/* Adam; TensorFlow's defaults are 0.001, 0.9, 0.999, 1e-7. */
+VDEV_API vdev_optimizer_t *vdev_adam_new(float learning_rate, float beta1, float beta2,
+                                         float epsilon);
+/* Updates each variable in place on its own device. */
+VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *opt, vdev_tensor_t *const *vars,
+                                               vdev_tensor_t *const *grads, int n);
+VDEV_API void vdev_optimizer_free(vdev_optimizer_t *opt);
 
 #ifdef __cplusplus
 }

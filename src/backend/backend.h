@@ -20,6 +20,8 @@
 #include <stdint.h>
 
 #define VDEV_BACKEND_API_VERSION 1
+/* Most bytes of argument a host function may be given (submit_host). */
+#define VDEV_HOST_ARG_MAX 512
 
 struct vdev_backend_device_info {
     char model[96];          /* "Simulated GPU", "NVIDIA H200" */
@@ -35,8 +37,7 @@ typedef void (*vdev_host_fn)(void *arg);
 /* Kernel arguments for ops (filled by src/ops/, read by kernels). Device
  * pointers are addresses in the device's memory. */
 #define VDEV_KERNEL_MAX_IN 4
-#define VDEV_KERNEL_MAX_OUT 2
-#define VDEV_MAX_DIMS 4
+#define VDEV_KERNEL_MAX_OUT 4
 struct vdev_kernel_args {
     int op;                                   /* enum vdev_op of src/ops/ */
     int n_in, n_out;

@@ -8,7 +8,7 @@
  * step fails, everything built so far is torn down and the configuration is
  * unfrozen, so the caller can fix it and call vdev_init() again. */
 #define _GNU_SOURCE
-#include "runtime/runtime.h"
+#include "runtime/placement.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -71,6 +71,7 @@ static void teardown_locked(void)
         d->alloc = NULL;
     }
     R.n = 0;
+    vdev_placement_reset();
     vdev_alloc_trace_close(R.trace);
     R.trace = NULL;
 }
@@ -149,6 +150,8 @@ VDEV_API enum vdev_status vdev_init(void)
                         p->policy, p->is_split);
     }
     if (st != VDEV_OK)
+        goto fail;
+    if ((st = vdev_placement_init_env()) != VDEV_OK)
         goto fail;
     free(plan);
     atomic_store_explicit(&R.initialized, 1, memory_order_release);

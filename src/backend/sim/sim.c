@@ -29,7 +29,7 @@
 
 #define SIM_MAX_GPUS 64
 #define SIM_RING 1024            /* slots per stream */
-#define SIM_ARG_BYTES 448        /* inline argument bytes per slot */
+#define SIM_ARG_BYTES VDEV_HOST_ARG_MAX /* inline argument bytes per slot */
 #define SIM_SPIN_ITERS 20000     /* polls before the worker sleeps */
 
 struct sim_slot {

@@ -1,0 +1,309 @@
+/* exec.c — the dispatcher every op goes through (see ops.h for the steps).
+ *
+ * The fast path matters: a one-element add on the cpu backend should cost a
+ * few hundred nanoseconds, tensor included. So the dispatcher does no
+ * allocation besides the output tensor, calls host kernels inline on the cpu
+ * backend, and submits a fixed-size argument block to a GPU's stream. */
+#include "ops/ops.h"
+
+#include <string.h>
+
+_Thread_local struct vdev_tape_hook vdev_tape_hook;
+
+/* A host kernel and its arguments, as one block submitted to a stream. */
+struct host_call {
+    vdev_kernel_fn fn;
+    struct vdev_kernel_args a;
+};
+_Static_assert(sizeof(struct host_call) <= VDEV_HOST_ARG_MAX,
+               "kernel arguments must fit a stream slot");
+
+static void host_trampoline(void *arg)
+{
+    const struct host_call *c = arg;
+    c->fn(&c->a);
+}
+
+void vdev_kernel_args_init(struct vdev_kernel_args *a, enum vdev_op op,
+                           const vdev_tensor_t *const *in, int n_in,
+                           const struct vdev_op_params *p)
+{
+    memset(a, 0, sizeof *a);
+    a->op = (int)op;
+    a->n_in = n_in;
+    for (int i = 0; i < n_in; i++) {
+        a->in[i] = in[i]->data;
+        a->in_ndim[i] = in[i]->ndim;
+        a->in_dtype[i] = (int)in[i]->dtype;
+        for (int d = 0; d < VDEV_MAX_DIMS; d++)
+            a->in_shape[i][d] = in[i]->shape[d];
+    }
+    if (p) {
+        memcpy(a->f, p->f, sizeof a->f);
+        memcpy(a->i, p->i, sizeof a->i);
+    }
+}
+
+static enum vdev_status dispatch(struct vdev_ldev *dev, const struct vdev_op_def *def,
+                                 const struct vdev_kernel_args *ka)
+{
+    struct vdev_backend *b = dev->backend;
+    if (b->ops->run_kernel)
+        return b->ops->run_kernel(b->ctx, dev->bdev, ka);
+    vdev_kernel_fn fn = def->host ? def->host : def->ref;
+    if (!b->ops->is_gpu) {
+        fn(ka); /* the cpu backend's stream is the calling thread */
+        return VDEV_OK;
+    }
+    struct host_call c;
+    c.fn = fn;
+    c.a = *ka;
+    return vdev_backend_submit_host(b, dev->bdev, host_trampoline, &c, sizeof c);
+}
+
+/* The device of the variables an op's inputs derive from, or -1. */
+static int home_of(const vdev_tensor_t *const *in, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (in[i]->is_variable)
+            return in[i]->home;
+    for (int i = 0; i < n; i++)
+        if (in[i]->home >= 0)
+            return in[i]->home;
+    return -1;
+}
+
+/* Brings every input to dev: copies (policy copy) or an error (strict).
+ * tmp[i] is the copy made for input i, or NULL. */
+static enum vdev_status gather_inputs(const struct vdev_op_def *def, struct vdev_ldev *dev,
+                                      const vdev_tensor_t *const *in, int n,
+                                      const vdev_tensor_t **use, vdev_tensor_t **tmp,
+                                      uint64_t *copied)
+{
+    *copied = 0;
+    for (int i = 0; i < n; i++) {
+        tmp[i] = NULL;
+        use[i] = in[i];
+        if (in[i]->dev == dev)
+            continue;
+        /* Identity is the explicit copy, as in TensorFlow: exempt. */
+        if (vdev_placement_policy_now() == VDEV_PLACEMENT_STRICT && def->n_in &&
+            def != &vdev_op_defs[VDEV_OP_IDENTITY])
+            return vdev_error(VDEV_ERR_PLACEMENT,
+                              "Tensors on conflicting devices: cannot compute %s as input #%d was "
+                              "expected to be on %s but is actually on %s (operation running on "
+                              "%s). Copy it explicitly with vdev_tensor_to() or "
+                              "vdev_identity() under a device scope, or use VDEV_PLACEMENT=copy",
+                              def->name, i, dev->long_name, in[i]->dev->long_name, dev->long_name);
+        tmp[i] = vdev_tensor_copy_to(in[i], dev);
+        if (!tmp[i])
+            return vdev_last_status();
+        use[i] = tmp[i];
+        *copied += in[i]->bytes;
+    }
+    return VDEV_OK;
+}
+
+static void drop_tmp(vdev_tensor_t **tmp, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (tmp[i])
+            vdev_tensor_free(tmp[i]);
+}
+
+static int check_inputs(const struct vdev_op_def *def, const vdev_tensor_t *const *in, int n_in)
+{
+    if (n_in != def->n_in) {
+        vdev_error(VDEV_ERR_INTERNAL, "%s takes %d inputs, given %d", def->name, def->n_in, n_in);
+        return 0;
+    }
+    for (int i = 0; i < n_in; i++) {
+        if (!in[i])
+            return 0; /* keep the first error */
+        if (in[i]->magic != VDEV_TENSOR_MAGIC) {
+            vdev_error(VDEV_ERR_INVALID_ARG, "%s: input #%d is not a live tensor", def->name, i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+vdev_tensor_t *vdev_op_run(enum vdev_op op, const vdev_tensor_t *const *in, int n_in,
+                           const struct vdev_op_params *p)
+{
+    const struct vdev_op_def *def = &vdev_op_defs[op];
+    if (!check_inputs(def, in, n_in))
+        return NULL;
+    struct vdev_ldev *devs[VDEV_KERNEL_MAX_IN];
+    for (int i = 0; i < n_in; i++)
+        devs[i] = in[i]->dev;
+    struct vdev_ldev *dev = vdev_placement_choose(devs, n_in);
+    const vdev_tensor_t *use[VDEV_KERNEL_MAX_IN];
+    vdev_tensor_t *tmp[VDEV_KERNEL_MAX_IN];
+    uint64_t copied;
+    if (gather_inputs(def, dev, in, n_in, use, tmp, &copied) != VDEV_OK) {
+        drop_tmp(tmp, n_in);
+        return NULL;
+    }
+    struct vdev_kernel_args ka;
+    vdev_kernel_args_init(&ka, op, use, n_in, p);
+    if (def->shape(&ka) != VDEV_OK) {
+        drop_tmp(tmp, n_in);
+        return NULL;
+    }
+    vdev_tensor_t *out;
+    if (def->flags & VDEV_OP_VIEW) {
+        out = vdev_tensor_view(use[0], ka.out_shape[0], ka.out_ndim[0]);
+    } else {
+        out = vdev_tensor_new(dev, (enum vdev_dtype)ka.out_dtype[0], ka.out_shape[0],
+                              ka.out_ndim[0]);
+        if (out) {
+            ka.out[0] = out->data;
+            if (out->numel && dispatch(dev, def, &ka) != VDEV_OK) {
+                vdev_tensor_free(out);
+                out = NULL;
+            }
+        }
+    }
+    if (!out) {
+        drop_tmp(tmp, n_in);
+        return NULL;
+    }
+    int home = home_of(in, n_in);
+    out->home = (int16_t)home;
+    vdev_placement_record((int)op, def->name, dev, home, copied);
+
+    if (vdev_tape_hook.tape && !(def->flags & VDEV_OP_NO_GRAD)) {
+        int needs = 0;
+        for (int i = 0; i < n_in; i++)
+            needs |= in[i]->requires_grad;
+        if (needs) {
+            out->requires_grad = 1;
+            struct vdev_op_record r;
+            memset(&r, 0, sizeof r);
+            r.op = op;
+            r.n_in = n_in;
+            for (int i = 0; i < n_in; i++) {
+                r.in[i] = use[i];
+                r.target[i] = in[i];
+            }
+            r.out = out;
+            if (p)
+                r.p = *p;
+            r.dev = dev;
+            if (vdev_tape_hook.record(vdev_tape_hook.tape, &r) != VDEV_OK) {
+                drop_tmp(tmp, n_in);
+                vdev_tensor_free(out);
+                return NULL;
+            }
+        }
+    }
+    drop_tmp(tmp, n_in);
+    return out;
+}
+
+enum vdev_status vdev_op_run_inplace(enum vdev_op op, vdev_tensor_t *const *in, int n_in,
+                                     const struct vdev_op_params *p)
+{
+    const struct vdev_op_def *def = &vdev_op_defs[op];
+    const vdev_tensor_t *const *cin = (const vdev_tensor_t *const *)in;
+    if (!check_inputs(def, cin, n_in))
+        return vdev_last_status() != VDEV_OK ? vdev_last_status()
+                                             : vdev_error(VDEV_ERR_INVALID_ARG, "NULL tensor");
+    struct vdev_ldev *dev = in[0]->dev;
+    const vdev_tensor_t *use[VDEV_KERNEL_MAX_IN];
+    vdev_tensor_t *tmp[VDEV_KERNEL_MAX_IN];
+    uint64_t copied;
+    enum vdev_status st = gather_inputs(def, dev, cin, n_in, use, tmp, &copied);
+    if (st != VDEV_OK) {
+        drop_tmp(tmp, n_in);
+        return st;
+    }
+    struct vdev_kernel_args ka;
+    vdev_kernel_args_init(&ka, op, use, n_in, p);
+    if ((st = def->shape(&ka)) != VDEV_OK) {
+        drop_tmp(tmp, n_in);
+        return st;
+    }
+    /* The written operands are the inputs themselves. */
+    for (int i = 0; i < n_in && i < VDEV_KERNEL_MAX_OUT; i++)
+        ka.out[i] = in[i]->data;
+    if (in[0]->numel)
+        st = dispatch(dev, def, &ka);
+    if (st == VDEV_OK)
+        vdev_placement_record((int)op, def->name, dev, home_of(cin, n_in), copied);
+    drop_tmp(tmp, n_in);
+    return st;
+}
+
+/* ---- shape rules shared by many ops ---- */
+
+enum vdev_status vdev_shape_error(const struct vdev_kernel_args *a, const char *what)
+{
+    char s0[96], s1[96] = "";
+    vdev_shape_str(a->in_shape[0], a->in_ndim[0], s0, sizeof s0);
+    if (a->n_in > 1)
+        vdev_shape_str(a->in_shape[1], a->in_ndim[1], s1, sizeof s1);
+    if (a->n_in > 1)
+        return vdev_error(VDEV_ERR_SHAPE, "%s: incompatible shapes %s and %s (%s)",
+                          vdev_op_defs[a->op].name, s0, s1, what);
+    return vdev_error(VDEV_ERR_SHAPE, "%s: bad input shape %s (%s)", vdev_op_defs[a->op].name, s0,
+                      what);
+}
+
+static void out_like_in(struct vdev_kernel_args *a, int k, int dtype)
+{
+    a->n_out = 1;
+    a->out_ndim[0] = a->in_ndim[k];
+    memcpy(a->out_shape[0], a->in_shape[k], sizeof a->out_shape[0]);
+    a->out_dtype[0] = dtype;
+}
+
+enum vdev_status vdev_shape_same_as_in0(struct vdev_kernel_args *a)
+{
+    for (int i = 0; i < a->n_in; i++)
+        if (a->in_dtype[i] != VDEV_F32)
+            return vdev_shape_error(a, "float tensors only");
+    for (int i = 1; i < a->n_in; i++) {
+        int same = a->in_ndim[i] == a->in_ndim[0];
+        for (int d = 0; same && d < a->in_ndim[0]; d++)
+            same = a->in_shape[i][d] == a->in_shape[0][d];
+        if (!same)
+            return vdev_shape_error(a, "shapes must be equal");
+    }
+    out_like_in(a, 0, VDEV_F32);
+    return VDEV_OK;
+}
+
+static int64_t numel_of(const int64_t *shape, int ndim)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        n *= shape[i];
+    return n;
+}
+
+/* b equal to a, a row over a's last axis ([n] or [1, n]), or one element.
+ * Kernels read i[3]: 0 same shape, 1 row, 2 one element. */
+enum vdev_status vdev_shape_broadcast_b(struct vdev_kernel_args *a)
+{
+    if (a->in_dtype[0] != VDEV_F32 || a->in_dtype[1] != VDEV_F32)
+        return vdev_shape_error(a, "float tensors only");
+    int na = a->in_ndim[0], nb = a->in_ndim[1];
+    int same = na == nb;
+    for (int d = 0; same && d < na; d++)
+        same = a->in_shape[0][d] == a->in_shape[1][d];
+    int64_t nbe = numel_of(a->in_shape[1], nb);
+    if (same)
+        a->i[3] = 0;
+    else if (na >= 1 && nbe == a->in_shape[0][na - 1] &&
+             (nb == 1 || (nb == 2 && a->in_shape[1][0] == 1)))
+        a->i[3] = 1;
+    else if (nbe == 1)
+        a->i[3] = 2;
+    else
+        return vdev_shape_error(a, "b must have a's shape, be a row of a's last dimension, or "
+                                   "have one element");
+    out_like_in(a, 0, VDEV_F32);
+    return VDEV_OK;
+}

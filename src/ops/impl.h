@@ -1,0 +1,106 @@
+/* impl.h — the functions behind the op table's rows: shape rules (shapes.c),
+ * reference and host kernels (kernels_ref.c, kernels_host.c) and gradients
+ * (grads.c). Private to src/ops/. */
+#ifndef VDEV_OPS_IMPL_H
+#define VDEV_OPS_IMPL_H
+
+#include "ops/ops.h"
+
+#define KERNEL(name) void name(const struct vdev_kernel_args *a)
+#define SHAPE(name) enum vdev_status name(struct vdev_kernel_args *a)
+#define GRAD(name) enum vdev_status name(const struct vdev_grad_args *g, vdev_tensor_t **din)
+
+/* shapes.c */
+SHAPE(vdev_shape_matmul);
+SHAPE(vdev_shape_reduce);      /* SUM, MEAN: i[0] axis or VDEV_AXIS_ALL, i[1] keepdims */
+SHAPE(vdev_shape_reshape);     /* i[0..3] new shape, f[0] ndim (as a double) */
+SHAPE(vdev_shape_transpose);
+SHAPE(vdev_shape_scalar_loss); /* MSE: (pred, target) same shape -> [] */
+SHAPE(vdev_shape_softmax_ce);  /* ([N,C] f32, [N] i32) -> [] */
+SHAPE(vdev_shape_argmax);      /* [..., C] -> [...] i32 */
+SHAPE(vdev_shape_identity);    /* any dtype */
+SHAPE(vdev_shape_broadcast);   /* (x, like) -> like's shape */
+SHAPE(vdev_shape_reduce_rows); /* (dy, like) -> like's shape */
+SHAPE(vdev_shape_mse_grad);    /* (dy, pred, target) -> pred's shape */
+SHAPE(vdev_shape_softmax_ce_grad); /* (dy, logits, labels) -> logits' shape */
+SHAPE(vdev_shape_update);      /* in-place updates: all inputs the shape of input 0 */
+
+/* kernels_ref.c: the reference kernels, one per op */
+KERNEL(vdev_ref_matmul);
+KERNEL(vdev_ref_add);
+KERNEL(vdev_ref_sub);
+KERNEL(vdev_ref_mul);
+KERNEL(vdev_ref_div);
+KERNEL(vdev_ref_add_scalar);
+KERNEL(vdev_ref_mul_scalar);
+KERNEL(vdev_ref_pow_scalar);
+KERNEL(vdev_ref_relu);
+KERNEL(vdev_ref_tanh);
+KERNEL(vdev_ref_sigmoid);
+KERNEL(vdev_ref_exp);
+KERNEL(vdev_ref_log);
+KERNEL(vdev_ref_softmax);
+KERNEL(vdev_ref_log_softmax);
+KERNEL(vdev_ref_sum);
+KERNEL(vdev_ref_mean);
+KERNEL(vdev_ref_transpose);
+KERNEL(vdev_ref_mse);
+KERNEL(vdev_ref_softmax_ce);
+KERNEL(vdev_ref_argmax);
+KERNEL(vdev_ref_identity);
+KERNEL(vdev_ref_relu_grad);
+KERNEL(vdev_ref_tanh_grad);
+KERNEL(vdev_ref_sigmoid_grad);
+KERNEL(vdev_ref_softmax_grad);
+KERNEL(vdev_ref_log_softmax_grad);
+KERNEL(vdev_ref_broadcast);
+KERNEL(vdev_ref_mse_grad);
+KERNEL(vdev_ref_softmax_ce_grad);
+KERNEL(vdev_ref_reduce_rows);
+KERNEL(vdev_ref_sgd_update);
+KERNEL(vdev_ref_adam_update);
+
+/* kernels_host.c: faster host kernels where they pay (OpenBLAS) */
+KERNEL(vdev_host_matmul);
+
+/* grads.c */
+GRAD(vdev_grad_matmul);
+GRAD(vdev_grad_add);
+GRAD(vdev_grad_sub);
+GRAD(vdev_grad_mul);
+GRAD(vdev_grad_div);
+GRAD(vdev_grad_add_scalar);
+GRAD(vdev_grad_mul_scalar);
+GRAD(vdev_grad_pow_scalar);
+GRAD(vdev_grad_relu);
+GRAD(vdev_grad_tanh);
+GRAD(vdev_grad_sigmoid);
+GRAD(vdev_grad_exp);
+GRAD(vdev_grad_log);
+GRAD(vdev_grad_softmax);
+GRAD(vdev_grad_log_softmax);
+GRAD(vdev_grad_sum);
+GRAD(vdev_grad_mean);
+GRAD(vdev_grad_reshape);
+GRAD(vdev_grad_transpose);
+GRAD(vdev_grad_mse);
+GRAD(vdev_grad_softmax_ce);
+GRAD(vdev_grad_identity);
+
+/* Element index helpers for kernels. */
+static inline int64_t vdev_args_numel(const struct vdev_kernel_args *a, int k)
+{
+    int64_t n = 1;
+    for (int d = 0; d < a->in_ndim[k]; d++)
+        n *= a->in_shape[k][d];
+    return n;
+}
+static inline int64_t vdev_args_out_numel(const struct vdev_kernel_args *a, int k)
+{
+    int64_t n = 1;
+    for (int d = 0; d < a->out_ndim[k]; d++)
+        n *= a->out_shape[k][d];
+    return n;
+}
+
+#endif

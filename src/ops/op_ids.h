@@ -1,0 +1,49 @@
+/* op_ids.h — the numbers of the ops, shared by the op table (src/ops/) and
+ * backends with kernel tables of their own (the CUDA plugin). Append only. */
+#ifndef VDEV_OP_IDS_H
+#define VDEV_OP_IDS_H
+
+enum vdev_op {
+    /* forward ops of the public API */
+    VDEV_OP_MATMUL = 0,   /* i[0] trans_a, i[1] trans_b */
+    VDEV_OP_ADD,          /* b: same shape, a row [n]/[1,n], or one element */
+    VDEV_OP_SUB,
+    VDEV_OP_MUL,
+    VDEV_OP_DIV,
+    VDEV_OP_ADD_SCALAR,   /* f[0] */
+    VDEV_OP_MUL_SCALAR,   /* f[0] */
+    VDEV_OP_POW_SCALAR,   /* f[0] */
+    VDEV_OP_RELU,
+    VDEV_OP_TANH,
+    VDEV_OP_SIGMOID,
+    VDEV_OP_EXP,
+    VDEV_OP_LOG,
+    VDEV_OP_SOFTMAX,      /* last axis */
+    VDEV_OP_LOG_SOFTMAX,  /* last axis */
+    VDEV_OP_SUM,          /* i[0] axis (VDEV_AXIS_ALL: all), i[1] keepdims */
+    VDEV_OP_MEAN,         /* same */
+    VDEV_OP_RESHAPE,      /* a view: no kernel */
+    VDEV_OP_TRANSPOSE,    /* 2-D */
+    VDEV_OP_MSE,
+    VDEV_OP_SOFTMAX_CE,   /* logits [N,C] f32, labels [N] i32 */
+    VDEV_OP_ARGMAX,       /* last axis, i32 out */
+    VDEV_OP_IDENTITY,
+    /* ops that gradients use */
+    VDEV_OP_RELU_GRAD,    /* (dy, x) -> dy * (x > 0) */
+    VDEV_OP_TANH_GRAD,    /* (dy, y) -> dy * (1 - y^2) */
+    VDEV_OP_SIGMOID_GRAD, /* (dy, y) -> dy * y * (1 - y) */
+    VDEV_OP_SOFTMAX_GRAD, /* (dy, y) -> y * (dy - sum(dy * y, last)) */
+    VDEV_OP_LOG_SOFTMAX_GRAD, /* (dy, y=log_softmax) -> dy - exp(y) * sum(dy, last) */
+    VDEV_OP_BROADCAST,    /* (x, like) -> x broadcast to like's shape; i[0] axis or ALL */
+    VDEV_OP_MSE_GRAD,     /* (dy scalar, pred, target) -> dy * 2 (pred - target) / n */
+    VDEV_OP_SOFTMAX_CE_GRAD, /* (dy scalar, logits, labels) -> dy (softmax - onehot) / N */
+    VDEV_OP_REDUCE_ROWS,  /* (dy, like b) -> dy summed to b's broadcast shape */
+    /* in-place updates of variables */
+    VDEV_OP_SGD_UPDATE,   /* (var, grad, velocity); f[0] lr, f[1] momentum */
+    VDEV_OP_ADAM_UPDATE,  /* (var, grad, m, v); f[0] lr_t, f[1] beta1, f[2] beta2, f[3] eps_hat */
+    VDEV_OP_COUNT
+};
+
+#define VDEV_AXIS_ALL 127
+
+#endif

@@ -1,0 +1,101 @@
+/* ops.h — the op table and the dispatcher.
+ *
+ * Each op has one row: its name (TensorFlow's op type where one exists, as
+ * the placement log prints it), a shape rule, a CPU reference kernel (plain
+ * loops, double accumulators: the specification), an optional faster host
+ * kernel (OpenBLAS for matmul), and a gradient (or the no_grad mark).
+ *
+ * vdev_op_run() is the one path every op takes:
+ *   1. NULL input -> NULL, the first error kept;
+ *   2. choose the device (placement.h); bring inputs on other devices there
+ *      (policy copy, counted) or fail (policy strict);
+ *   3. the shape rule gives the output's shape and type;
+ *   4. allocate the output on the device;
+ *   5. run the kernel on the device's stream: the backend's own kernel when it
+ *      has a kernel table (CUDA), else the host kernel via submit_host;
+ *   6. record the op (placement summary, log, audit) and, when a tape is
+ *      recording and an input needs a gradient, on the tape. */
+#ifndef VDEV_OPS_H
+#define VDEV_OPS_H
+
+#include "ops/op_ids.h"
+#include "tensor/tensor.h"
+
+struct vdev_op_params {
+    double f[4];
+    int64_t i[4];
+};
+
+/* What a gradient function gets: the forward op's inputs, output and
+ * parameters, and the gradient of its output. */
+struct vdev_grad_args {
+    enum vdev_op op;
+    int n_in;
+    const vdev_tensor_t *in[VDEV_KERNEL_MAX_IN];
+    const vdev_tensor_t *out;
+    const vdev_tensor_t *dout;
+    struct vdev_op_params p;
+};
+
+typedef void (*vdev_kernel_fn)(const struct vdev_kernel_args *a);
+/* Fills din[k] for every input k that takes a gradient (NULL for the others,
+ * e.g. labels), using ops; runs on the forward op's device. */
+typedef enum vdev_status (*vdev_grad_fn)(const struct vdev_grad_args *g, vdev_tensor_t **din);
+/* Computes a->n_out, out_ndim/out_shape/out_dtype from the inputs and the
+ * parameters; VDEV_ERR_SHAPE naming both shapes when they do not fit. */
+typedef enum vdev_status (*vdev_shape_fn)(struct vdev_kernel_args *a);
+
+#define VDEV_OP_NO_GRAD 1u  /* not differentiable (argmax, updates) */
+#define VDEV_OP_VIEW 2u     /* output is a view of input 0 (reshape): no kernel */
+#define VDEV_OP_INPLACE 4u  /* writes its inputs, no output (optimizer updates) */
+
+struct vdev_op_def {
+    const char *name;       /* "MatMul" */
+    int n_in;
+    unsigned flags;
+    vdev_shape_fn shape;
+    vdev_kernel_fn ref;     /* reference kernel: plain loops */
+    vdev_kernel_fn host;    /* (optional) faster host kernel; default: ref */
+    vdev_grad_fn grad;      /* NULL only with VDEV_OP_NO_GRAD */
+};
+
+/* The table, indexed by enum vdev_op (ops_table.c). */
+extern const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT];
+
+/* Runs an op (see above); the new tensor belongs to the current scope. */
+vdev_tensor_t *vdev_op_run(enum vdev_op op, const vdev_tensor_t *const *in, int n_in,
+                           const struct vdev_op_params *p);
+/* Runs an in-place op on the device of in[0] (a variable); inputs on other
+ * devices are brought there as for any op. */
+enum vdev_status vdev_op_run_inplace(enum vdev_op op, vdev_tensor_t *const *in, int n_in,
+                                     const struct vdev_op_params *p);
+
+/* Fills kernel args from tensors (shapes, pointers, dtypes). */
+void vdev_kernel_args_init(struct vdev_kernel_args *a, enum vdev_op op,
+                           const vdev_tensor_t *const *in, int n_in,
+                           const struct vdev_op_params *p);
+
+/* Shape rules shared by many ops (ops_shapes.c). */
+enum vdev_status vdev_shape_same_as_in0(struct vdev_kernel_args *a);   /* unary, f32 */
+enum vdev_status vdev_shape_broadcast_b(struct vdev_kernel_args *a);   /* binary, f32 */
+enum vdev_status vdev_shape_error(const struct vdev_kernel_args *a, const char *what);
+
+/* ---- the tape hook (src/autograd/ sets it) ---- */
+struct vdev_op_record {
+    enum vdev_op op;
+    int n_in;
+    const vdev_tensor_t *in[VDEV_KERNEL_MAX_IN];     /* as the kernel read them (on dev) */
+    const vdev_tensor_t *target[VDEV_KERNEL_MAX_IN]; /* as the caller passed them: the
+                                                        gradient flows to these */
+    vdev_tensor_t *out;
+    struct vdev_op_params p;
+    struct vdev_ldev *dev;  /* where it ran: its gradient runs there too */
+};
+/* Thread-local: the recording tape and how it records. */
+struct vdev_tape_hook {
+    void *tape;
+    enum vdev_status (*record)(void *tape, const struct vdev_op_record *r);
+};
+extern _Thread_local struct vdev_tape_hook vdev_tape_hook;
+
+#endif

@@ -1,0 +1,200 @@
+/* ops_table.c — the op table and the public op functions.
+ *
+ * One row per op (see ops.h). The public functions only pack parameters and
+ * call the dispatcher; everything else (placement, shapes, memory, kernels,
+ * the tape) happens there. */
+#include "ops/impl.h"
+
+#include <string.h>
+
+#define FWD(ID, NAME, N, SHAPEFN, REF, GRADFN)                                                     \
+    [ID] = {.name = NAME, .n_in = N, .flags = 0, .shape = SHAPEFN, .ref = REF, .grad = GRADFN}
+#define NOGRAD(ID, NAME, N, SHAPEFN, REF)                                                          \
+    [ID] = {.name = NAME, .n_in = N, .flags = VDEV_OP_NO_GRAD, .shape = SHAPEFN, .ref = REF}
+
+const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
+    [VDEV_OP_MATMUL] = {.name = "MatMul", .n_in = 2, .shape = vdev_shape_matmul,
+                        .ref = vdev_ref_matmul, .host = vdev_host_matmul,
+                        .grad = vdev_grad_matmul},
+    FWD(VDEV_OP_ADD, "AddV2", 2, vdev_shape_broadcast_b, vdev_ref_add, vdev_grad_add),
+    FWD(VDEV_OP_SUB, "Sub", 2, vdev_shape_broadcast_b, vdev_ref_sub, vdev_grad_sub),
+    FWD(VDEV_OP_MUL, "Mul", 2, vdev_shape_broadcast_b, vdev_ref_mul, vdev_grad_mul),
+    FWD(VDEV_OP_DIV, "RealDiv", 2, vdev_shape_broadcast_b, vdev_ref_div, vdev_grad_div),
+    FWD(VDEV_OP_ADD_SCALAR, "AddScalar", 1, vdev_shape_same_as_in0, vdev_ref_add_scalar,
+        vdev_grad_add_scalar),
+    FWD(VDEV_OP_MUL_SCALAR, "MulScalar", 1, vdev_shape_same_as_in0, vdev_ref_mul_scalar,
+        vdev_grad_mul_scalar),
+    FWD(VDEV_OP_POW_SCALAR, "PowScalar", 1, vdev_shape_same_as_in0, vdev_ref_pow_scalar,
+        vdev_grad_pow_scalar),
+    FWD(VDEV_OP_RELU, "Relu", 1, vdev_shape_same_as_in0, vdev_ref_relu, vdev_grad_relu),
+    FWD(VDEV_OP_TANH, "Tanh", 1, vdev_shape_same_as_in0, vdev_ref_tanh, vdev_grad_tanh),
+    FWD(VDEV_OP_SIGMOID, "Sigmoid", 1, vdev_shape_same_as_in0, vdev_ref_sigmoid,
+        vdev_grad_sigmoid),
+    FWD(VDEV_OP_EXP, "Exp", 1, vdev_shape_same_as_in0, vdev_ref_exp, vdev_grad_exp),
+    FWD(VDEV_OP_LOG, "Log", 1, vdev_shape_same_as_in0, vdev_ref_log, vdev_grad_log),
+    FWD(VDEV_OP_SOFTMAX, "Softmax", 1, vdev_shape_same_as_in0, vdev_ref_softmax,
+        vdev_grad_softmax),
+    FWD(VDEV_OP_LOG_SOFTMAX, "LogSoftmax", 1, vdev_shape_same_as_in0, vdev_ref_log_softmax,
+        vdev_grad_log_softmax),
+    FWD(VDEV_OP_SUM, "Sum", 1, vdev_shape_reduce, vdev_ref_sum, vdev_grad_sum),
+    FWD(VDEV_OP_MEAN, "Mean", 1, vdev_shape_reduce, vdev_ref_mean, vdev_grad_mean),
+    [VDEV_OP_RESHAPE] = {.name = "Reshape", .n_in = 1, .flags = VDEV_OP_VIEW,
+                         .shape = vdev_shape_reshape, .ref = vdev_ref_identity,
+                         .grad = vdev_grad_reshape},
+    FWD(VDEV_OP_TRANSPOSE, "Transpose", 1, vdev_shape_transpose, vdev_ref_transpose,
+        vdev_grad_transpose),
+    FWD(VDEV_OP_MSE, "MeanSquaredError", 2, vdev_shape_scalar_loss, vdev_ref_mse, vdev_grad_mse),
+    FWD(VDEV_OP_SOFTMAX_CE, "SparseSoftmaxCrossEntropyWithLogits", 2, vdev_shape_softmax_ce,
+        vdev_ref_softmax_ce, vdev_grad_softmax_ce),
+    NOGRAD(VDEV_OP_ARGMAX, "ArgMax", 1, vdev_shape_argmax, vdev_ref_argmax),
+    FWD(VDEV_OP_IDENTITY, "Identity", 1, vdev_shape_identity, vdev_ref_identity,
+        vdev_grad_identity),
+    NOGRAD(VDEV_OP_RELU_GRAD, "ReluGrad", 2, vdev_shape_same_as_in0, vdev_ref_relu_grad),
+    NOGRAD(VDEV_OP_TANH_GRAD, "TanhGrad", 2, vdev_shape_same_as_in0, vdev_ref_tanh_grad),
+    NOGRAD(VDEV_OP_SIGMOID_GRAD, "SigmoidGrad", 2, vdev_shape_same_as_in0,
+           vdev_ref_sigmoid_grad),
+    NOGRAD(VDEV_OP_SOFTMAX_GRAD, "SoftmaxGrad", 2, vdev_shape_same_as_in0,
+           vdev_ref_softmax_grad),
+    NOGRAD(VDEV_OP_LOG_SOFTMAX_GRAD, "LogSoftmaxGrad", 2, vdev_shape_same_as_in0,
+           vdev_ref_log_softmax_grad),
+    NOGRAD(VDEV_OP_BROADCAST, "BroadcastTo", 2, vdev_shape_broadcast, vdev_ref_broadcast),
+    NOGRAD(VDEV_OP_MSE_GRAD, "MeanSquaredErrorGrad", 3, vdev_shape_mse_grad, vdev_ref_mse_grad),
+    NOGRAD(VDEV_OP_SOFTMAX_CE_GRAD, "SparseSoftmaxCrossEntropyGrad", 3,
+           vdev_shape_softmax_ce_grad, vdev_ref_softmax_ce_grad),
+    NOGRAD(VDEV_OP_REDUCE_ROWS, "ReduceToShape", 2, vdev_shape_reduce_rows, vdev_ref_reduce_rows),
+    [VDEV_OP_SGD_UPDATE] = {.name = "ApplyMomentum", .n_in = 3,
+                            .flags = VDEV_OP_NO_GRAD | VDEV_OP_INPLACE,
+                            .shape = vdev_shape_update, .ref = vdev_ref_sgd_update},
+    [VDEV_OP_ADAM_UPDATE] = {.name = "ApplyAdam", .n_in = 4,
+                             .flags = VDEV_OP_NO_GRAD | VDEV_OP_INPLACE,
+                             .shape = vdev_shape_update, .ref = vdev_ref_adam_update},
+};
+
+/* ---- the public ops ---- */
+
+static vdev_tensor_t *run1(enum vdev_op op, const vdev_tensor_t *a, const struct vdev_op_params *p)
+{
+    const vdev_tensor_t *in[1] = {a};
+    return vdev_op_run(op, in, 1, p);
+}
+
+static vdev_tensor_t *run2(enum vdev_op op, const vdev_tensor_t *a, const vdev_tensor_t *b,
+                           const struct vdev_op_params *p)
+{
+    const vdev_tensor_t *in[2] = {a, b};
+    return vdev_op_run(op, in, 2, p);
+}
+
+VDEV_API vdev_tensor_t *vdev_matmul(const vdev_tensor_t *a, const vdev_tensor_t *b, bool ta,
+                                    bool tb)
+{
+    struct vdev_op_params p = {.i = {ta, tb}};
+    return run2(VDEV_OP_MATMUL, a, b, &p);
+}
+
+VDEV_API vdev_tensor_t *vdev_add(const vdev_tensor_t *a, const vdev_tensor_t *b)
+{
+    return run2(VDEV_OP_ADD, a, b, NULL);
+}
+VDEV_API vdev_tensor_t *vdev_sub(const vdev_tensor_t *a, const vdev_tensor_t *b)
+{
+    return run2(VDEV_OP_SUB, a, b, NULL);
+}
+VDEV_API vdev_tensor_t *vdev_mul(const vdev_tensor_t *a, const vdev_tensor_t *b)
+{
+    return run2(VDEV_OP_MUL, a, b, NULL);
+}
+VDEV_API vdev_tensor_t *vdev_div(const vdev_tensor_t *a, const vdev_tensor_t *b)
+{
+    return run2(VDEV_OP_DIV, a, b, NULL);
+}
+
+VDEV_API vdev_tensor_t *vdev_add_scalar(const vdev_tensor_t *a, float s)
+{
+    struct vdev_op_params p = {.f = {s}};
+    return run1(VDEV_OP_ADD_SCALAR, a, &p);
+}
+VDEV_API vdev_tensor_t *vdev_mul_scalar(const vdev_tensor_t *a, float s)
+{
+    struct vdev_op_params p = {.f = {s}};
+    return run1(VDEV_OP_MUL_SCALAR, a, &p);
+}
+VDEV_API vdev_tensor_t *vdev_pow_scalar(const vdev_tensor_t *a, float s)
+{
+    struct vdev_op_params p = {.f = {s}};
+    return run1(VDEV_OP_POW_SCALAR, a, &p);
+}
+
+VDEV_API vdev_tensor_t *vdev_relu(const vdev_tensor_t *a) { return run1(VDEV_OP_RELU, a, NULL); }
+VDEV_API vdev_tensor_t *vdev_tanh(const vdev_tensor_t *a) { return run1(VDEV_OP_TANH, a, NULL); }
+VDEV_API vdev_tensor_t *vdev_sigmoid(const vdev_tensor_t *a)
+{
+    return run1(VDEV_OP_SIGMOID, a, NULL);
+}
+VDEV_API vdev_tensor_t *vdev_exp(const vdev_tensor_t *a) { return run1(VDEV_OP_EXP, a, NULL); }
+VDEV_API vdev_tensor_t *vdev_log(const vdev_tensor_t *a) { return run1(VDEV_OP_LOG, a, NULL); }
+VDEV_API vdev_tensor_t *vdev_softmax(const vdev_tensor_t *a)
+{
+    return run1(VDEV_OP_SOFTMAX, a, NULL);
+}
+VDEV_API vdev_tensor_t *vdev_log_softmax(const vdev_tensor_t *a)
+{
+    return run1(VDEV_OP_LOG_SOFTMAX, a, NULL);
+}
+
+VDEV_API vdev_tensor_t *vdev_sum(const vdev_tensor_t *a, int axis, bool keepdims)
+{
+    struct vdev_op_params p = {.i = {axis, keepdims}};
+    return run1(VDEV_OP_SUM, a, &p);
+}
+VDEV_API vdev_tensor_t *vdev_mean(const vdev_tensor_t *a, int axis, bool keepdims)
+{
+    struct vdev_op_params p = {.i = {axis, keepdims}};
+    return run1(VDEV_OP_MEAN, a, &p);
+}
+VDEV_API vdev_tensor_t *vdev_sum_all(const vdev_tensor_t *a)
+{
+    struct vdev_op_params p = {.i = {VDEV_AXIS_ALL, 0}};
+    return run1(VDEV_OP_SUM, a, &p);
+}
+VDEV_API vdev_tensor_t *vdev_mean_all(const vdev_tensor_t *a)
+{
+    struct vdev_op_params p = {.i = {VDEV_AXIS_ALL, 0}};
+    return run1(VDEV_OP_MEAN, a, &p);
+}
+
+VDEV_API vdev_tensor_t *vdev_reshape(const vdev_tensor_t *a, const int64_t *shape, int ndim)
+{
+    if (!a)
+        return NULL;
+    if (ndim < 0 || ndim > VDEV_MAX_DIMS || (ndim && !shape)) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "Reshape: tensors have 0 to %d dimensions, not %d",
+                   VDEV_MAX_DIMS, ndim);
+        return NULL;
+    }
+    struct vdev_op_params p;
+    memset(&p, 0, sizeof p);
+    p.f[0] = ndim;
+    for (int i = 0; i < ndim; i++)
+        p.i[i] = shape[i];
+    return run1(VDEV_OP_RESHAPE, a, &p);
+}
+
+VDEV_API vdev_tensor_t *vdev_transpose(const vdev_tensor_t *a)
+{
+    return run1(VDEV_OP_TRANSPOSE, a, NULL);
+}
+VDEV_API vdev_tensor_t *vdev_mse(const vdev_tensor_t *pred, const vdev_tensor_t *target)
+{
+    return run2(VDEV_OP_MSE, pred, target, NULL);
+}
+VDEV_API vdev_tensor_t *vdev_softmax_cross_entropy(const vdev_tensor_t *logits,
+                                                   const vdev_tensor_t *labels)
+{
+    return run2(VDEV_OP_SOFTMAX_CE, logits, labels, NULL);
+}
+VDEV_API vdev_tensor_t *vdev_argmax(const vdev_tensor_t *a) { return run1(VDEV_OP_ARGMAX, a, NULL); }
+VDEV_API vdev_tensor_t *vdev_identity(const vdev_tensor_t *a)
+{
+    return run1(VDEV_OP_IDENTITY, a, NULL);
+}

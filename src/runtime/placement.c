@@ -1,0 +1,333 @@
+/* placement.c — device scopes, the choice of device for each op, placement
+ * logging, the placement summary and the audit (see placement.h). */
+#define _GNU_SOURCE
+#include "runtime/placement.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#define MAX_SCOPE_DEPTH 64
+#define MAX_AUDIT 256
+
+static _Thread_local struct vdev_ldev *scope_stack[MAX_SCOPE_DEPTH];
+static _Thread_local int scope_depth;
+
+static _Atomic int policy = VDEV_PLACEMENT_COPY;
+static _Atomic int policy_set_by_code;
+static _Atomic int log_placement;
+static _Atomic int log_set_by_code;
+
+static _Atomic uint64_t op_counts[VDEV_MAX_OP_TYPES][VDEV_MAX_LDEVS];
+static const char *_Atomic op_names[VDEV_MAX_OP_TYPES];
+static _Atomic uint64_t copy_bytes[VDEV_MAX_LDEVS][VDEV_MAX_LDEVS];
+
+struct audit_row {
+    int op_type, ran_on, home;
+    uint64_t count, bytes;
+};
+static struct {
+    pthread_mutex_t lock;
+    int n;
+    struct audit_row rows[MAX_AUDIT];
+    int n_devs;
+    char names[VDEV_MAX_LDEVS][64];  /* device names, kept for the report at exit */
+    int report_at_exit, atexit_done;
+} A = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---- device scopes ---- */
+
+VDEV_API enum vdev_status vdev_device_push(const char *device)
+{
+    struct vdev_ldev *d;
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    if (scope_depth == MAX_SCOPE_DEPTH)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "device scopes nested deeper than %d",
+                          MAX_SCOPE_DEPTH);
+    scope_stack[scope_depth++] = d;
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_device_pop(void)
+{
+    if (scope_depth == 0)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_device_pop without a matching push");
+    scope_depth--;
+    return VDEV_OK;
+}
+
+VDEV_API const char *vdev_device_current(void)
+{
+    return scope_depth ? scope_stack[scope_depth - 1]->name : NULL;
+}
+
+struct vdev_ldev *vdev_placement_scope_device(void)
+{
+    return scope_depth ? scope_stack[scope_depth - 1] : NULL;
+}
+
+void vdev_placement_push_dev(struct vdev_ldev *d)
+{
+    VDEV_ASSERT(scope_depth < MAX_SCOPE_DEPTH);
+    scope_stack[scope_depth++] = d;
+}
+
+void vdev_placement_pop_dev(void)
+{
+    VDEV_ASSERT(scope_depth > 0);
+    scope_depth--;
+}
+
+/* ---- policy ---- */
+
+VDEV_API enum vdev_status vdev_set_placement_policy(enum vdev_placement_policy p)
+{
+    if ((unsigned)p >= VDEV_PLACEMENT_POLICY_COUNT)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "unknown placement policy %d", (int)p);
+    atomic_store(&policy, (int)p);
+    atomic_store(&policy_set_by_code, 1);
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_placement_policy vdev_get_placement_policy(void)
+{
+    return (enum vdev_placement_policy)atomic_load(&policy);
+}
+
+enum vdev_placement_policy vdev_placement_policy_now(void)
+{
+    return (enum vdev_placement_policy)atomic_load_explicit(&policy, memory_order_relaxed);
+}
+
+VDEV_API void vdev_set_log_device_placement(bool enable)
+{
+    atomic_store(&log_placement, enable ? 1 : 0);
+    atomic_store(&log_set_by_code, 1);
+}
+
+struct vdev_ldev *vdev_placement_choose(struct vdev_ldev *const *in, int n)
+{
+    struct vdev_ldev *d = vdev_placement_scope_device();
+    if (d)
+        return d;
+    if (vdev_placement_policy_now() != VDEV_PLACEMENT_TF && n > 0) {
+        int agree = 1;
+        for (int i = 1; i < n; i++)
+            agree = agree && in[i] == in[0];
+        if (agree)
+            return in[0];
+    }
+    return vdev_runtime_default_device();
+}
+
+/* ---- the record ---- */
+
+void vdev_placement_record(int op_type, const char *op_name, const struct vdev_ldev *ran_on,
+                           int home, uint64_t bytes_copied)
+{
+    VDEV_DEBUG_ASSERT(op_type >= 0 && op_type < VDEV_MAX_OP_TYPES);
+    if (!atomic_load_explicit(&op_names[op_type], memory_order_relaxed))
+        atomic_store_explicit(&op_names[op_type], op_name, memory_order_relaxed);
+    atomic_fetch_add_explicit(&op_counts[op_type][ran_on->id], 1, memory_order_relaxed);
+    if (atomic_load_explicit(&log_placement, memory_order_relaxed))
+        fprintf(stderr, "Executing op %s in device %s\n", op_name, ran_on->long_name);
+    if (home < 0 || home == ran_on->id)
+        return;
+    pthread_mutex_lock(&A.lock);
+    struct audit_row *r = NULL;
+    for (int i = 0; i < A.n; i++)
+        if (A.rows[i].op_type == op_type && A.rows[i].ran_on == ran_on->id &&
+            A.rows[i].home == home) {
+            r = &A.rows[i];
+            break;
+        }
+    if (!r && A.n < MAX_AUDIT) {
+        r = &A.rows[A.n++];
+        *r = (struct audit_row){op_type, ran_on->id, home, 0, 0};
+    }
+    if (r) {
+        r->count++;
+        r->bytes += bytes_copied;
+    }
+    pthread_mutex_unlock(&A.lock);
+}
+
+void vdev_placement_record_copy(const struct vdev_ldev *from, const struct vdev_ldev *to,
+                                uint64_t bytes)
+{
+    atomic_fetch_add_explicit(&copy_bytes[from->id][to->id], bytes, memory_order_relaxed);
+}
+
+/* Device id of a name, -1 for NULL (all), -2 for a bad name. */
+static int dev_id(const char *name)
+{
+    if (!name)
+        return -1;
+    struct vdev_ldev *d;
+    if (vdev_runtime_find(name, &d) != VDEV_OK)
+        return -2;
+    return d->id;
+}
+
+VDEV_API uint64_t vdev_placement_op_count(const char *op_type, const char *device)
+{
+    int id = dev_id(device);
+    if (id == -2)
+        return 0;
+    uint64_t sum = 0;
+    for (int t = 0; t < VDEV_MAX_OP_TYPES; t++) {
+        const char *nm = atomic_load_explicit(&op_names[t], memory_order_relaxed);
+        if (!nm || (op_type && strcmp(op_type, nm) != 0))
+            continue;
+        for (int d = 0; d < VDEV_MAX_LDEVS; d++)
+            if (id < 0 || id == d)
+                sum += atomic_load_explicit(&op_counts[t][d], memory_order_relaxed);
+    }
+    return sum;
+}
+
+VDEV_API uint64_t vdev_placement_bytes_copied(const char *from, const char *to)
+{
+    int f = dev_id(from), t = dev_id(to);
+    if (f == -2 || t == -2)
+        return 0;
+    uint64_t sum = 0;
+    for (int i = 0; i < VDEV_MAX_LDEVS; i++)
+        for (int j = 0; j < VDEV_MAX_LDEVS; j++)
+            if ((f < 0 || f == i) && (t < 0 || t == j))
+                sum += atomic_load_explicit(&copy_bytes[i][j], memory_order_relaxed);
+    return sum;
+}
+
+static const char *name_of(int id) { return id >= 0 && id < A.n_devs ? A.names[id] : "?"; }
+
+VDEV_API enum vdev_status vdev_placement_audit(struct vdev_audit_entry *out, int cap, int *n)
+{
+    if (!n || cap < 0 || (cap > 0 && !out))
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_placement_audit: bad arguments");
+    pthread_mutex_lock(&A.lock);
+    for (int i = 0; i < A.n && i < cap; i++) {
+        const struct audit_row *r = &A.rows[i];
+        const char *nm = atomic_load(&op_names[r->op_type]);
+        vdev_strlcpy(out[i].op_type, nm ? nm : "?", sizeof out[i].op_type);
+        vdev_strlcpy(out[i].ran_on, name_of(r->ran_on), sizeof out[i].ran_on);
+        vdev_strlcpy(out[i].home, name_of(r->home), sizeof out[i].home);
+        out[i].count = r->count;
+        out[i].bytes_copied = r->bytes;
+    }
+    *n = A.n;
+    pthread_mutex_unlock(&A.lock);
+    return VDEV_OK;
+}
+
+VDEV_API void vdev_placement_report(FILE *f)
+{
+    char b[32];
+    if (!f)
+        f = stderr;
+    fprintf(f, "Placement summary (ops per type and device)\n");
+    int any = 0;
+    for (int t = 0; t < VDEV_MAX_OP_TYPES; t++) {
+        const char *nm = atomic_load(&op_names[t]);
+        if (!nm)
+            continue;
+        for (int d = 0; d < A.n_devs; d++) {
+            uint64_t c = atomic_load(&op_counts[t][d]);
+            if (c) {
+                fprintf(f, "  %-24s %-16s %12llu\n", nm, name_of(d), (unsigned long long)c);
+                any = 1;
+            }
+        }
+    }
+    if (!any)
+        fprintf(f, "  (no ops)\n");
+    fprintf(f, "Bytes copied between devices\n");
+    any = 0;
+    for (int i = 0; i < A.n_devs; i++)
+        for (int j = 0; j < A.n_devs; j++) {
+            uint64_t c = atomic_load(&copy_bytes[i][j]);
+            if (c) {
+                fprintf(f, "  %-16s -> %-16s %12s\n", name_of(i), name_of(j),
+                        vdev_format_bytes(c, b, sizeof b));
+                any = 1;
+            }
+        }
+    if (!any)
+        fprintf(f, "  (none)\n");
+    pthread_mutex_lock(&A.lock);
+    fprintf(f, "Placement audit (ops that ran away from their variables' device)\n");
+    if (A.n == 0)
+        fprintf(f, "  none: every op ran on the device of the variables it uses\n");
+    for (int i = 0; i < A.n; i++) {
+        const struct audit_row *r = &A.rows[i];
+        const char *nm = atomic_load(&op_names[r->op_type]);
+        fprintf(f, "  %llu x %s ran on %s, its variables live on %s (%s copied to get there)\n",
+                (unsigned long long)r->count, nm ? nm : "?", name_of(r->ran_on), name_of(r->home),
+                vdev_format_bytes(r->bytes, b, sizeof b));
+    }
+    pthread_mutex_unlock(&A.lock);
+}
+
+VDEV_API void vdev_placement_reset(void)
+{
+    for (int t = 0; t < VDEV_MAX_OP_TYPES; t++)
+        for (int d = 0; d < VDEV_MAX_LDEVS; d++)
+            atomic_store_explicit(&op_counts[t][d], 0, memory_order_relaxed);
+    for (int i = 0; i < VDEV_MAX_LDEVS; i++)
+        for (int j = 0; j < VDEV_MAX_LDEVS; j++)
+            atomic_store_explicit(&copy_bytes[i][j], 0, memory_order_relaxed);
+    pthread_mutex_lock(&A.lock);
+    A.n = 0;
+    pthread_mutex_unlock(&A.lock);
+}
+
+static void report_at_exit(void)
+{
+    if (A.report_at_exit)
+        vdev_placement_report(stderr);
+}
+
+enum vdev_status vdev_placement_init_env(void)
+{
+    const char *p = getenv("VDEV_PLACEMENT");
+    if (p && !atomic_load(&policy_set_by_code)) {
+        if (!strcmp(p, "copy"))
+            atomic_store(&policy, VDEV_PLACEMENT_COPY);
+        else if (!strcmp(p, "strict"))
+            atomic_store(&policy, VDEV_PLACEMENT_STRICT);
+        else if (!strcmp(p, "tf"))
+            atomic_store(&policy, VDEV_PLACEMENT_TF);
+        else
+            return vdev_error(VDEV_ERR_CONFIG,
+                              "VDEV_PLACEMENT=\"%s\" is not a placement policy (copy, strict or tf)",
+                              p);
+    }
+    int b;
+    const char *l = getenv("VDEV_LOG_DEVICE_PLACEMENT");
+    if (l) {
+        enum vdev_status st = vdev_config_parse_bool("VDEV_LOG_DEVICE_PLACEMENT", l, &b);
+        if (st != VDEV_OK)
+            return st;
+        if (!atomic_load(&log_set_by_code))
+            atomic_store(&log_placement, b);
+    }
+    const char *r = getenv("VDEV_PLACEMENT_REPORT");
+    int report = 0;
+    if (r) {
+        enum vdev_status st = vdev_config_parse_bool("VDEV_PLACEMENT_REPORT", r, &report);
+        if (st != VDEV_OK)
+            return st;
+    }
+    pthread_mutex_lock(&A.lock);
+    A.n_devs = vdev_runtime_n_devices();
+    for (int i = 0; i < A.n_devs; i++)
+        vdev_strlcpy(A.names[i], vdev_runtime_device(i)->name, sizeof A.names[i]);
+    A.report_at_exit = report;
+    if (report && !A.atexit_done) {
+        atexit(report_at_exit);
+        A.atexit_done = 1;
+    }
+    pthread_mutex_unlock(&A.lock);
+    return VDEV_OK;
+}

@@ -1,0 +1,46 @@
+/* placement.h — where each op runs, and the record of where ops ran.
+ *
+ * The device-scope stack is thread-local. The choice of device for an op:
+ *   1. the innermost device scope, if any;
+ *   2. otherwise (policy copy/strict) the device of its inputs when they all
+ *      agree, else the default device;
+ *   3. policy tf: the default device, as TensorFlow places unscoped ops.
+ * Gradient ops push their forward op's device as a scope, so rule 1 puts them
+ * there whatever scope the caller is in.
+ *
+ * The record: ops per (op type, device) and bytes copied per (from, to)
+ * device pair, as relaxed atomic counters; and the audit: ops that ran on a
+ * device other than their "home", the device of the variables they derive
+ * from (a tensor's home is the device of the first variable among an op's
+ * inputs, else the home of its first homed input). */
+#ifndef VDEV_PLACEMENT_H
+#define VDEV_PLACEMENT_H
+
+#include "runtime/runtime.h"
+
+#define VDEV_MAX_OP_TYPES 64
+
+/* Reads VDEV_PLACEMENT, VDEV_LOG_DEVICE_PLACEMENT and VDEV_PLACEMENT_REPORT
+ * (called by vdev_init). VDEV_ERR_CONFIG on a malformed value. */
+enum vdev_status vdev_placement_init_env(void);
+
+/* The innermost scope's device, or NULL. */
+struct vdev_ldev *vdev_placement_scope_device(void);
+/* Pushes/pops a device scope by pointer (for gradients). */
+void vdev_placement_push_dev(struct vdev_ldev *d);
+void vdev_placement_pop_dev(void);
+
+/* Chooses the device for an op whose inputs live on in_devs[0..n). */
+struct vdev_ldev *vdev_placement_choose(struct vdev_ldev *const *in_devs, int n);
+enum vdev_placement_policy vdev_placement_policy_now(void);
+
+/* Records one executed op: type index and name (a static string), the device
+ * it ran on, its home device id (-1 none), and the bytes copied to bring its
+ * inputs there. Logs the op when placement logging is on. */
+void vdev_placement_record(int op_type, const char *op_name, const struct vdev_ldev *ran_on,
+                           int home, uint64_t bytes_copied);
+/* Records a copy between devices (also vdev_tensor_to). */
+void vdev_placement_record_copy(const struct vdev_ldev *from, const struct vdev_ldev *to,
+                                uint64_t bytes);
+
+#endif
