@@ -85,6 +85,9 @@ VDEV_API enum vdev_status vdev_parse_bytes(const char *text, uint64_t *out);
 /* Writes "4.00 GiB" (or "512 B") into buf; returns buf. */
 VDEV_API char *vdev_format_bytes(uint64_t bytes, char *buf, size_t cap);
 
+/* Seconds on a monotonic clock, for timing steps. */
+VDEV_API double vdev_clock_seconds(void);
+
 /* ---- physical devices (never start the runtime) ------------------------- */
 
 enum vdev_device_type { VDEV_DEVICE_CPU = 0, VDEV_DEVICE_GPU, VDEV_DEVICE_TYPE_COUNT };
@@ -319,6 +322,9 @@ VDEV_API enum vdev_status vdev_placement_audit(struct vdev_audit_entry *out, int
  * the audit. Also at exit with VDEV_PLACEMENT_REPORT=1. */
 VDEV_API void vdev_placement_report(FILE *f);
 VDEV_API void vdev_placement_reset(void);
+/* Prints one line per logical device: ops run, bytes in use, peak in use,
+ * reserved, limit, and bytes copied in from and out to other devices. */
+VDEV_API void vdev_device_report(FILE *f);
 
 /* ==== ops =================================================================
  * Each returns a new tensor, or NULL (see above). A shape mismatch is

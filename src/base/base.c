@@ -119,6 +119,8 @@ uint64_t vdev_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+VDEV_API double vdev_clock_seconds(void) { return (double)vdev_now_ns() * 1e-9; }
+
 int vdev_strncasecmp(const char *a, const char *b, size_t n)
 {
     for (size_t i = 0; i < n; i++) {

@@ -137,7 +137,9 @@ vdev_tensor_t *vdev_op_run(enum vdev_op op, const vdev_tensor_t *const *in, int 
     struct vdev_ldev *devs[VDEV_KERNEL_MAX_IN];
     for (int i = 0; i < n_in; i++)
         devs[i] = in[i]->dev;
-    struct vdev_ldev *dev = vdev_placement_choose(devs, n_in);
+    /* An explicit copy (Identity) starts fresh data with no home. */
+    int home = op == VDEV_OP_IDENTITY ? -1 : home_of(in, n_in);
+    struct vdev_ldev *dev = vdev_placement_choose(devs, n_in, home);
     const vdev_tensor_t *use[VDEV_KERNEL_MAX_IN];
     vdev_tensor_t *tmp[VDEV_KERNEL_MAX_IN];
     uint64_t copied;
@@ -169,7 +171,6 @@ vdev_tensor_t *vdev_op_run(enum vdev_op op, const vdev_tensor_t *const *in, int 
         drop_tmp(tmp, n_in);
         return NULL;
     }
-    int home = home_of(in, n_in);
     out->home = (int16_t)home;
     vdev_placement_record((int)op, def->name, dev, home, copied);
 

@@ -106,7 +106,7 @@ VDEV_API void vdev_set_log_device_placement(bool enable)
     atomic_store(&log_set_by_code, 1);
 }
 
-struct vdev_ldev *vdev_placement_choose(struct vdev_ldev *const *in, int n)
+struct vdev_ldev *vdev_placement_choose(struct vdev_ldev *const *in, int n, int home)
 {
     struct vdev_ldev *d = vdev_placement_scope_device();
     if (d)
@@ -117,6 +117,9 @@ struct vdev_ldev *vdev_placement_choose(struct vdev_ldev *const *in, int n)
             agree = agree && in[i] == in[0];
         if (agree)
             return in[0];
+        struct vdev_ldev *h = home >= 0 ? vdev_runtime_device(home) : NULL;
+        if (h)
+            return h;
     }
     return vdev_runtime_default_device();
 }
@@ -330,4 +333,38 @@ enum vdev_status vdev_placement_init_env(void)
     }
     pthread_mutex_unlock(&A.lock);
     return VDEV_OK;
+}
+
+VDEV_API void vdev_device_report(FILE *f)
+{
+    if (!f)
+        f = stdout;
+    if (vdev_init() != VDEV_OK) {
+        fprintf(f, "(no devices: %s)\n", vdev_last_error());
+        return;
+    }
+    char b[6][32];
+    fprintf(f, "%-16s %10s %12s %12s %12s %12s %12s %12s\n", "device", "ops", "in use", "peak",
+            "reserved", "limit", "copied in", "copied out");
+    int n = vdev_runtime_n_devices();
+    for (int i = 0; i < n; i++) {
+        struct vdev_ldev *d = vdev_runtime_device(i);
+        uint64_t ops = 0, in = 0, out = 0;
+        for (int t = 0; t < VDEV_MAX_OP_TYPES; t++)
+            ops += atomic_load_explicit(&op_counts[t][i], memory_order_relaxed);
+        for (int j = 0; j < VDEV_MAX_LDEVS; j++) {
+            if (j == i)
+                continue;
+            in += atomic_load_explicit(&copy_bytes[j][i], memory_order_relaxed);
+            out += atomic_load_explicit(&copy_bytes[i][j], memory_order_relaxed);
+        }
+        struct vdev_alloc_stats s;
+        vdev_alloc_get_stats(d->alloc, &s);
+        fprintf(f, "%-16s %10llu %12s %12s %12s %12s %12s %12s\n", d->name,
+                (unsigned long long)ops, vdev_format_bytes(s.bytes_in_use, b[0], 32),
+                vdev_format_bytes(s.peak_bytes_in_use, b[1], 32),
+                vdev_format_bytes(s.bytes_reserved, b[2], 32),
+                vdev_format_bytes(s.bytes_limit, b[3], 32), vdev_format_bytes(in, b[4], 32),
+                vdev_format_bytes(out, b[5], 32));
+    }
 }

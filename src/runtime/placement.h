@@ -3,7 +3,9 @@
  * The device-scope stack is thread-local. The choice of device for an op:
  *   1. the innermost device scope, if any;
  *   2. otherwise (policy copy/strict) the device of its inputs when they all
- *      agree, else the default device;
+ *      agree; when they do not, the device of the variables they derive from
+ *      (their "home", below), so an unscoped op follows its model; else the
+ *      default device;
  *   3. policy tf: the default device, as TensorFlow places unscoped ops.
  * Gradient ops push their forward op's device as a scope, so rule 1 puts them
  * there whatever scope the caller is in.
@@ -30,8 +32,9 @@ struct vdev_ldev *vdev_placement_scope_device(void);
 void vdev_placement_push_dev(struct vdev_ldev *d);
 void vdev_placement_pop_dev(void);
 
-/* Chooses the device for an op whose inputs live on in_devs[0..n). */
-struct vdev_ldev *vdev_placement_choose(struct vdev_ldev *const *in_devs, int n);
+/* Chooses the device for an op whose inputs live on in_devs[0..n) and derive
+ * from variables on device `home` (-1: none). */
+struct vdev_ldev *vdev_placement_choose(struct vdev_ldev *const *in_devs, int n, int home);
 enum vdev_placement_policy vdev_placement_policy_now(void);
 
 /* Records one executed op: type index and name (a static string), the device

@@ -559,7 +559,6 @@ vdev_tensor_t *vdev_tensor_copy_to(const vdev_tensor_t *t, struct vdev_ldev *dst
         vdev_tensor_free(c);
         return NULL;
     }
-    c->home = t->home;
     if (t->dev != dst)
         vdev_placement_record_copy(t->dev, dst, t->bytes);
     return c;

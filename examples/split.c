@@ -1,0 +1,141 @@
+/* split.c — two models on one GPU, each with a hard memory limit.
+ *
+ * "I want model A to get 4 GB and model B 2 GB of the same card, and a number
+ * that says how much each really uses." One physical GPU (a simulated 8 GiB
+ * card where no GPU is present) is split into two logical GPUs of 4 GiB and
+ * 2 GiB that grow on demand up to their limits. Both models train; then model
+ * B is given a batch too large for its 2 GiB. The allocation fails with a
+ * clean out-of-memory error, nothing leaks, model B halves its batch until it
+ * fits and goes on, and model A's memory and training are never disturbed. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include "vdev.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DIE(what) return fprintf(stderr, "demo: %s: %s\n", what, vdev_last_error()), 1
+
+struct model {
+    const char *dev;
+    vdev_mlp_t *mlp;
+    vdev_optimizer_t *adam;
+    vdev_tensor_t *vars[4];
+};
+
+/* One training step on a batch; the model's classes come from the sign of
+ * the first two inputs (a task it can learn). Returns the loss, or NaN with
+ * vdev_last_error() set (for instance VDEV_ERR_OOM). */
+static float step(struct model *m, int64_t batch, uint64_t seed)
+{
+    float loss_value = NAN;
+    vdev_scope_begin();
+    vdev_device_push(m->dev);
+    int64_t xs[2] = {batch, 16}, ls[1] = {batch};
+    vdev_tensor_t *x = vdev_tensor_uniform(xs, 2, -1, 1, seed);
+    int32_t *labels = malloc((size_t)batch * sizeof *labels);
+    float *host = malloc((size_t)batch * 16 * sizeof *host);
+    if (x && labels && host && vdev_tensor_to_host(x, host, (size_t)batch * 16 * 4) == VDEV_OK) {
+        for (int64_t i = 0; i < batch; i++)
+            labels[i] = (host[i * 16] > 0) * 2 + (host[i * 16 + 1] > 0);
+        vdev_tensor_t *y = vdev_tensor_from_host(labels, ls, 1, VDEV_I32), *grads[4];
+        vdev_tape_t *tape = vdev_tape_begin();
+        vdev_tensor_t *loss = vdev_softmax_cross_entropy(vdev_mlp_forward(m->mlp, x), y);
+        if (vdev_tape_gradient(tape, loss, m->vars, 4, grads) == VDEV_OK &&
+            vdev_optimizer_apply(m->adam, m->vars, grads, 4) == VDEV_OK)
+            loss_value = vdev_tensor_item(loss);
+        vdev_tape_end(tape);
+    }
+    free(labels);
+    free(host);
+    vdev_device_pop();
+    vdev_scope_end(); /* frees everything the step made, failed or not */
+    return loss_value;
+}
+
+static void show(const char *dev)
+{
+    struct vdev_memory_info mi;
+    char a[32], b[32], c[32];
+    vdev_memory_info(dev, &mi);
+    printf("  %s: %s in use, peak %s, limit %s\n", dev,
+           vdev_format_bytes(mi.bytes_in_use, a, 32), vdev_format_bytes(mi.peak_bytes_in_use, b, 32),
+           vdev_format_bytes(mi.bytes_limit, c, 32));
+}
+
+int vdev_example_split(int argc, char **argv);
+int vdev_example_split(int argc, char **argv)
+{
+    int steps = 60;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--steps") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
+            steps = atoi(argv[++i]);
+        } else {
+            printf("usage: vdev demo --split [--steps N]\n\nSplits one GPU into logical GPUs "
+                   "of 4 GiB and 2 GiB, trains a model on each,\nand shows model B recover "
+                   "from an out-of-memory batch while model A is untouched.\n");
+            return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0;
+        }
+    }
+    int n;
+    if (vdev_list_physical_devices(NULL, 0, &n) != VDEV_OK)
+        DIE("devices");
+    if (n == 1 && !getenv("VDEV_SIM_GPUS")) {
+        printf("No GPU found: using one simulated 8 GiB GPU.\n");
+        setenv("VDEV_SIM_GPUS", "1x8GiB", 1);
+        vdev_shutdown();
+    }
+    uint64_t limits[2] = {4ull << 30, 2ull << 30};
+    if (vdev_config_set_logical_devices("GPU:0", limits, 2) != VDEV_OK ||
+        vdev_config_set_memory_growth("GPU:0", true) != VDEV_OK || vdev_init() != VDEV_OK)
+        DIE("splitting GPU:0");
+    struct model ms[2] = {{.dev = "GPU:0"}, {.dev = "GPU:1"}};
+    int64_t sizes[3] = {16, 8192, 4};
+    for (int k = 0; k < 2; k++) {
+        vdev_device_push(ms[k].dev);
+        ms[k].mlp = vdev_mlp_new(sizes, 3, VDEV_ACT_RELU, VDEV_ACT_NONE, 7 + k);
+        vdev_device_pop();
+        ms[k].adam = vdev_adam_new(0.001f, 0.9f, 0.999f, 1e-7f);
+        if (!ms[k].mlp || !ms[k].adam)
+            DIE("building the models");
+        vdev_mlp_variables(ms[k].mlp, ms[k].vars, 4);
+    }
+    printf("Model A on GPU:0 (4 GiB), model B on GPU:1 (2 GiB), one physical GPU\n");
+    int64_t batch_b = 256;
+    float first[2] = {0}, last[2] = {0};
+    for (int s = 0; s < steps; s++) {
+        for (int k = 0; k < 2; k++) {
+            int64_t batch = k == 1 && s == steps / 2 ? 65536 : k == 1 ? batch_b : 256;
+            float l = step(&ms[k], batch, 100 * (uint64_t)s + (uint64_t)k);
+            while (l != l && vdev_last_status() == VDEV_ERR_OOM && batch > 1) {
+                printf("step %d, model B, batch %lld: %s\n", s, (long long)batch,
+                       vdev_last_error());
+                batch /= 2;
+                printf("  model B lowers its batch to %lld and goes on\n", (long long)batch);
+                l = step(&ms[k], batch, 100 * (uint64_t)s + (uint64_t)k);
+            }
+            if (l != l)
+                DIE("training");
+            if (k == 1 && s == steps / 2)
+                batch_b = batch < 256 ? batch : 256;
+            last[k] = l;
+            if (s == 0)
+                first[k] = l;
+        }
+        if (s % 10 == 0 || s == steps - 1)
+            printf("step %3d  loss  model A %.4f  model B %.4f\n", s, last[0], last[1]);
+    }
+    printf("Loss fell: model A %.4f -> %.4f, model B %.4f -> %.4f\n", first[0], last[0],
+           first[1], last[1]);
+    show("GPU:0");
+    show("GPU:1");
+    for (int k = 0; k < 2; k++) {
+        vdev_mlp_free(ms[k].mlp);
+        vdev_optimizer_free(ms[k].adam);
+    }
+    return 0;
+}
+
+#ifndef VDEV_EXAMPLE_NO_MAIN
+int main(int argc, char **argv) { return vdev_example_split(argc, argv); }
+#endif
