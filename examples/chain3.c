@@ -104,6 +104,7 @@ int vdev_example_chain3(int argc, char **argv)
     printf("Training 3 chained MLPs: model 1 on %s, model 2 on %s, model 3 on %s "
            "(batch %d, %d steps per epoch)\n", dev[0], dev[1], dev[2], o.batch, o.steps);
     double first[3] = {0}, last[3] = {0};
+    uint64_t in_use_step1[3] = {0}; /* memory after step 1, to compare with the end */
     for (int e = 0; e < o.epochs; e++) {
         double t0 = vdev_clock_seconds();
         for (int s = 0; s < o.steps; s++) {
@@ -130,6 +131,11 @@ int vdev_example_chain3(int argc, char **argv)
                 clean = target;
             }
             vdev_scope_end();
+            for (int k = 0; k < 3 && e == 0 && s == 0; k++) {
+                struct vdev_memory_info mi;
+                vdev_memory_info(dev[k], &mi);
+                in_use_step1[k] = mi.bytes_in_use;
+            }
         }
         double dt = vdev_clock_seconds() - t0;
         printf("epoch %d/%d  loss", e + 1, o.epochs);
@@ -147,7 +153,16 @@ int vdev_example_chain3(int argc, char **argv)
     printf("Final loss / first loss:");
     for (int k = 0; k < 3; k++)
         printf(" model %d %.3f%s", k + 1, last[k] / first[k], k < 2 ? "," : "\n");
-    printf("\n");
+    int steady = 1;
+    for (int k = 0; k < 3; k++) {
+        struct vdev_memory_info mi;
+        vdev_memory_info(dev[k], &mi);
+        steady &= mi.bytes_in_use == in_use_step1[k];
+        printf("%s in use after step 1: %llu bytes, after step %d: %llu bytes\n", dev[k],
+               (unsigned long long)in_use_step1[k], o.epochs * o.steps,
+               (unsigned long long)mi.bytes_in_use);
+    }
+    printf("Memory per step: %s\n\n", steady ? "steady (nothing leaks)" : "GREW (a leak)");
     vdev_device_report(stdout);
     vdev_placement_report(stdout);
     for (int k = 0; k < 3; k++) {
@@ -156,6 +171,7 @@ int vdev_example_chain3(int argc, char **argv)
         vdev_optimizer_free(adam[k]);
         vdev_tensor_free(loss_sum[k]);
     }
+    vdev_shutdown(); /* waits for the GPUs' streams and frees their memory */
     return 0;
 }
 

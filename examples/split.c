@@ -133,6 +133,7 @@ int vdev_example_split(int argc, char **argv)
         vdev_mlp_free(ms[k].mlp);
         vdev_optimizer_free(ms[k].adam);
     }
+    vdev_shutdown(); /* waits for the GPUs' streams and frees their memory */
     return 0;
 }
 

@@ -99,6 +99,7 @@ int vdev_example_tf_placement(int argc, char **argv)
         vdev_mlp_free(model[k]);
         vdev_optimizer_free(adam[k]);
     }
+    vdev_shutdown(); /* waits for the GPUs' streams and frees their memory */
     return 0;
 }
 

@@ -285,6 +285,14 @@ VDEV_API void vdev_placement_reset(void)
     pthread_mutex_unlock(&A.lock);
 }
 
+void vdev_placement_forget_settings(void)
+{
+    atomic_store(&policy, VDEV_PLACEMENT_COPY);
+    atomic_store(&policy_set_by_code, 0);
+    atomic_store(&log_placement, 0);
+    atomic_store(&log_set_by_code, 0);
+}
+
 static void report_at_exit(void)
 {
     if (A.report_at_exit)

@@ -42,6 +42,9 @@ enum vdev_placement_policy vdev_placement_policy_now(void);
  * inputs there. Logs the op when placement logging is on. */
 void vdev_placement_record(int op_type, const char *op_name, const struct vdev_ldev *ran_on,
                            int home, uint64_t bytes_copied);
+/* Back to the default policy and logging (vdev_shutdown). */
+void vdev_placement_forget_settings(void);
+
 /* Records a copy between devices (also vdev_tensor_to). */
 void vdev_placement_record_copy(const struct vdev_ldev *from, const struct vdev_ldev *to,
                                 uint64_t bytes);

@@ -19,7 +19,13 @@ static struct {
     int n;
     struct vdev_ldev devs[VDEV_MAX_LDEVS];
     vdev_alloc_trace_t *trace;
+    _Atomic uint32_t generation; /* counts start-ups; tensors remember theirs */
 } R = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+uint32_t vdev_runtime_generation(void)
+{
+    return atomic_load_explicit(&R.generation, memory_order_relaxed);
+}
 
 /* ---- region source over a backend device ---- */
 
@@ -63,10 +69,12 @@ static void src_event_drop(void *ctx, void *ev)
 
 static void teardown_locked(void)
 {
+    /* Every stream first: one may still copy from another device's memory. */
+    for (int i = 0; i < R.n; i++)
+        if (R.devs[i].backend)
+            vdev_backend_synchronize(R.devs[i].backend, R.devs[i].bdev);
     for (int i = 0; i < R.n; i++) {
         struct vdev_ldev *d = &R.devs[i];
-        if (d->backend)
-            vdev_backend_synchronize(d->backend, d->bdev);
         vdev_alloc_destroy(d->alloc);
         d->alloc = NULL;
     }
@@ -154,6 +162,7 @@ VDEV_API enum vdev_status vdev_init(void)
     if ((st = vdev_placement_init_env()) != VDEV_OK)
         goto fail;
     free(plan);
+    atomic_fetch_add_explicit(&R.generation, 1, memory_order_relaxed);
     atomic_store_explicit(&R.initialized, 1, memory_order_release);
     pthread_mutex_unlock(&R.lock);
     return VDEV_OK;
@@ -197,6 +206,7 @@ VDEV_API void vdev_shutdown(void)
     teardown_locked();
     atomic_store_explicit(&R.initialized, 0, memory_order_release);
     pthread_mutex_unlock(&R.lock);
+    vdev_placement_forget_settings();
     vdev_config_reset();
 }
 

@@ -40,6 +40,9 @@ struct vdev_ldev *vdev_runtime_device(int id);
 enum vdev_status vdev_runtime_find(const char *name, struct vdev_ldev **out);
 /* GPU:0, or CPU:0 where there is no GPU. */
 struct vdev_ldev *vdev_runtime_default_device(void);
+/* Counts start-ups: a tensor made under another generation outlived its
+ * runtime (vdev_shutdown) and owns no memory any more. */
+uint32_t vdev_runtime_generation(void);
 /* Registers fn to run at vdev_shutdown(), before the devices go (once). */
 void vdev_runtime_on_shutdown(void (*fn)(void));
 

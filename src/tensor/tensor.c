@@ -176,6 +176,7 @@ static vdev_tensor_t *tensor_struct(struct vdev_ldev *dev, enum vdev_dtype dtype
     t->home = -1;
     atomic_init(&t->xstream, (int16_t)-1);
     t->is_variable = t->requires_grad = t->kept = t->in_scope = 0;
+    t->generation = vdev_runtime_generation();
     t->node = NULL;
     return t;
 }
@@ -247,7 +248,11 @@ void vdev_tensor_release(const vdev_tensor_t *ct)
     if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
         return;
     VDEV_ASSERT(t->magic == VDEV_TENSOR_MAGIC);
-    if (t->base) {
+    if (t->generation != vdev_runtime_generation() || !vdev_is_initialized()) {
+        /* The runtime that held its memory has shut down: nothing to give back. */
+        if (t->base)
+            vdev_tensor_release(t->base);
+    } else if (t->base) {
         vdev_tensor_release(t->base);
     } else if (t->handle != UINT32_MAX) {
         int xs = atomic_load_explicit(&t->xstream, memory_order_relaxed);

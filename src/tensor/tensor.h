@@ -37,6 +37,7 @@ struct vdev_tensor {
     uint8_t requires_grad;
     uint8_t kept;                   /* vdev_keep() called in the current scope */
     uint8_t in_scope;               /* a scope holds the creation reference */
+    uint32_t generation;            /* the runtime's start-up it belongs to */
     struct vdev_tape_node *node;    /* the op that made it on the active tape, or NULL */
 };
 
