@@ -380,10 +380,13 @@ VDEV_API vdev_tensor_t *vdev_argmax(const vdev_tensor_t *a);
 typedef struct vdev_tape vdev_tape_t;
 /* Starts recording; NULL if a tape is already recording on this thread. */
 VDEV_API vdev_tape_t *vdev_tape_begin(void);
-/* Gradients of a one-element loss with respect to each variable, each on the
- * device of the forward ops that used it (zeros for a variable the loss does
- * not depend on). The gradients belong to the current scope. Stops the
- * recording. */
+/* Gradients of a one-element loss with respect to each variable (zeros for a
+ * variable the loss does not depend on). Each gradient op runs on the device
+ * of its forward op; a variable's gradient is handed back on the variable's
+ * own device (copied there if its forward ops ran elsewhere). The gradients
+ * belong to the current scope and must be treated as read-only (one may share
+ * memory with another). Stops the recording; the tape can answer further
+ * calls, for other losses, until vdev_tape_end. */
 VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *tape, const vdev_tensor_t *loss,
                                              vdev_tensor_t *const *vars, int n_vars,
                                              vdev_tensor_t **grads);

@@ -142,6 +142,9 @@ VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *t, const vdev_tensor_t
 {
     if (!t || n_vars < 0 || (n_vars && (!vars || !grads)))
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tape_gradient: bad arguments");
+    /* On any failure every gradient is NULL, early returns included. */
+    for (int i = 0; i < n_vars; i++)
+        grads[i] = NULL;
     stop(t);
     if (!loss)
         return vdev_last_status() != VDEV_OK ? vdev_last_status()
@@ -151,11 +154,9 @@ VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *t, const vdev_tensor_t
     if (loss->numel != 1 || loss->dtype != VDEV_F32)
         return vdev_error(VDEV_ERR_INVALID_ARG,
                           "vdev_tape_gradient: the loss must be a one-element float tensor");
-    for (int i = 0; i < n_vars; i++) {
-        grads[i] = NULL;
+    for (int i = 0; i < n_vars; i++)
         if (!vdev_tensor_valid(vars[i]))
             return VDEV_ERR_INVALID_ARG;
-    }
 
     struct gmap m;
     m.cap = 64;

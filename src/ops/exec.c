@@ -134,7 +134,7 @@ vdev_tensor_t *vdev_op_run(enum vdev_op op, const vdev_tensor_t *const *in, int 
     const struct vdev_op_def *def = &vdev_op_defs[op];
     if (!check_inputs(def, in, n_in))
         return NULL;
-    struct vdev_ldev *devs[VDEV_KERNEL_MAX_IN];
+    struct vdev_ldev *devs[VDEV_KERNEL_MAX_IN] = {0}; /* gcc -O2 cannot see n_in >= 1 */
     for (int i = 0; i < n_in; i++)
         devs[i] = in[i]->dev;
     /* An explicit copy (Identity) starts fresh data with no home. */
@@ -212,6 +212,14 @@ enum vdev_status vdev_op_run_inplace(enum vdev_op op, vdev_tensor_t *const *in, 
         return vdev_last_status() != VDEV_OK ? vdev_last_status()
                                              : vdev_error(VDEV_ERR_INVALID_ARG, "NULL tensor");
     struct vdev_ldev *dev = in[0]->dev;
+    /* Written operands (all but input 1, the gradient) must live with the
+     * variable: the kernel writes them on its device's stream. */
+    for (int i = 0; i < n_in; i++)
+        if (i != 1 && in[i]->dev != dev)
+            return vdev_error(VDEV_ERR_PLACEMENT,
+                              "%s: operand #%d is on %s but the variable is on %s; an update "
+                              "writes its operands on the variable's device",
+                              def->name, i, in[i]->dev->name, dev->name);
     const vdev_tensor_t *use[VDEV_KERNEL_MAX_IN];
     vdev_tensor_t *tmp[VDEV_KERNEL_MAX_IN];
     uint64_t copied;

@@ -1,0 +1,268 @@
+/* grads.c — the gradient of every differentiable op, written with ops.
+ *
+ * The tape (src/autograd/tape.c) calls these inside a device scope set to the
+ * forward op's device and a tensor scope of their own, so every op here runs
+ * where the forward op ran and every temporary is freed when the function
+ * returns; only din[k] survive (the tape keeps them). g->in[k] are the inputs
+ * as the kernel saw them (already on the op's device), g->out the output,
+ * g->dout the gradient of the output (the output's shape), g->p the
+ * parameters the public function packed (without the broadcast mode that the
+ * shape rule adds in i[3]: that is recomputed from the shapes here).
+ *
+ * din[k] is always a new tensor made here (a view or an op's output), never
+ * dout itself, because the tape takes ownership of it. It stays NULL for an
+ * input with no gradient (the labels of the cross-entropy).
+ *
+ * Formulas (G = dout):
+ *   matmul  C = op(A) op(B): dA, dB by the four transpose cases below
+ *   add/sub dA = G, dB = ±reduce(G) (reduce: sum down to b's broadcast shape)
+ *   mul     dA = G b, dB = reduce(G a);  div dA = G / b, dB = -reduce(G y / b)
+ *   pow     dA = G p x^(p-1); exp dA = G y; log dA = G / x
+ *   sum     dA = broadcast(G); mean dA = broadcast(G) / len
+ *   mse     dpred = G 2 (pred - target) / n, dtarget = -dpred */
+#include "ops/impl.h"
+
+/* ---- helpers ---- */
+
+/* The status after an op that returned t: VDEV_OK, or the op's error. */
+static enum vdev_status status_of(const vdev_tensor_t *t)
+{
+    if (t)
+        return VDEV_OK;
+    enum vdev_status st = vdev_last_status();
+    return st != VDEV_OK ? st : vdev_error(VDEV_ERR_INTERNAL, "a gradient op failed silently");
+}
+
+/* Both gradients of a two-input op. */
+static enum vdev_status status2(vdev_tensor_t **din)
+{
+    enum vdev_status st = status_of(din[0]);
+    return st != VDEV_OK ? st : status_of(din[1]);
+}
+
+static vdev_tensor_t *op2(enum vdev_op op, const vdev_tensor_t *x, const vdev_tensor_t *y,
+                          const struct vdev_op_params *p)
+{
+    const vdev_tensor_t *in[2] = {x, y};
+    return vdev_op_run(op, in, 2, p);
+}
+
+static vdev_tensor_t *op3(enum vdev_op op, const vdev_tensor_t *x, const vdev_tensor_t *y,
+                          const vdev_tensor_t *z)
+{
+    const vdev_tensor_t *in[3] = {x, y, z};
+    return vdev_op_run(op, in, 3, NULL);
+}
+
+/* dout passed on unchanged, as a new tensor the tape can own: a view when it
+ * lives on the op's device, else a copy there. */
+static vdev_tensor_t *pass(const vdev_tensor_t *dout)
+{
+    struct vdev_ldev *here = vdev_placement_scope_device();
+    if (!here || here == dout->dev)
+        return vdev_tensor_view(dout, dout->shape, dout->ndim);
+    return vdev_identity(dout);
+}
+
+/* dy (a's shape) summed down to b's shape for a binary op with broadcast b. */
+static vdev_tensor_t *reduce_to(const vdev_tensor_t *dy, const vdev_tensor_t *b)
+{
+    int same = dy->ndim == b->ndim;
+    for (int d = 0; same && d < dy->ndim; d++)
+        same = dy->shape[d] == b->shape[d];
+    return same ? pass(dy) : op2(VDEV_OP_REDUCE_ROWS, dy, b, NULL);
+}
+
+/* ---- MATMUL ---- */
+
+/* C = op(A) op(B), G = dC:
+ *   C = A B      dA = G B^T      dB = A^T G
+ *   C = A B^T    dA = G B        dB = G^T A
+ *   C = A^T B    dA = B G^T      dB = A G
+ *   C = A^T B^T  dA = B^T G^T    dB = G^T A^T */
+GRAD(vdev_grad_matmul)
+{
+    const vdev_tensor_t *A = g->in[0], *B = g->in[1], *G = g->dout;
+    int ta = g->p.i[0] != 0, tb = g->p.i[1] != 0;
+    if (!ta && !tb) {
+        din[0] = vdev_matmul(G, B, false, true);
+        din[1] = vdev_matmul(A, G, true, false);
+    } else if (!ta && tb) {
+        din[0] = vdev_matmul(G, B, false, false);
+        din[1] = vdev_matmul(G, A, true, false);
+    } else if (ta && !tb) {
+        din[0] = vdev_matmul(B, G, false, true);
+        din[1] = vdev_matmul(A, G, false, false);
+    } else {
+        din[0] = vdev_matmul(B, G, true, true);
+        din[1] = vdev_matmul(G, A, true, true);
+    }
+    return status2(din);
+}
+
+/* ---- binary elementwise ---- */
+
+GRAD(vdev_grad_add)
+{
+    din[0] = pass(g->dout);
+    din[1] = reduce_to(g->dout, g->in[1]);
+    return status2(din);
+}
+
+GRAD(vdev_grad_sub)
+{
+    din[0] = pass(g->dout);
+    din[1] = vdev_mul_scalar(reduce_to(g->dout, g->in[1]), -1.0f);
+    return status2(din);
+}
+
+GRAD(vdev_grad_mul)
+{
+    din[0] = vdev_mul(g->dout, g->in[1]);
+    din[1] = reduce_to(vdev_mul(g->dout, g->in[0]), g->in[1]);
+    return status2(din);
+}
+
+/* y = a / b: dA = G / b; dB = -G a / b^2 = -(G y) / b, summed to b's shape. */
+GRAD(vdev_grad_div)
+{
+    din[0] = vdev_div(g->dout, g->in[1]);
+    din[1] =
+        vdev_mul_scalar(reduce_to(vdev_div(vdev_mul(g->dout, g->out), g->in[1]), g->in[1]), -1.0f);
+    return status2(din);
+}
+
+/* ---- unary elementwise ---- */
+
+GRAD(vdev_grad_add_scalar)
+{
+    din[0] = pass(g->dout);
+    return status_of(din[0]);
+}
+
+GRAD(vdev_grad_mul_scalar)
+{
+    din[0] = vdev_mul_scalar(g->dout, (float)g->p.f[0]);
+    return status_of(din[0]);
+}
+
+/* d x^p = p x^(p-1); p = 0 gives zeros (not 0 * x^-1, which is NaN at 0). */
+GRAD(vdev_grad_pow_scalar)
+{
+    float p = (float)g->p.f[0];
+    if (p == 0.0f)
+        din[0] = vdev_mul_scalar(g->dout, 0.0f);
+    else if (p == 1.0f)
+        din[0] = pass(g->dout);
+    else
+        din[0] = vdev_mul(g->dout, vdev_mul_scalar(vdev_pow_scalar(g->in[0], p - 1.0f), p));
+    return status_of(din[0]);
+}
+
+GRAD(vdev_grad_relu)
+{
+    din[0] = op2(VDEV_OP_RELU_GRAD, g->dout, g->in[0], NULL);
+    return status_of(din[0]);
+}
+
+GRAD(vdev_grad_tanh)
+{
+    din[0] = op2(VDEV_OP_TANH_GRAD, g->dout, g->out, NULL);
+    return status_of(din[0]);
+}
+
+GRAD(vdev_grad_sigmoid)
+{
+    din[0] = op2(VDEV_OP_SIGMOID_GRAD, g->dout, g->out, NULL);
+    return status_of(din[0]);
+}
+
+GRAD(vdev_grad_exp)
+{
+    din[0] = vdev_mul(g->dout, g->out);
+    return status_of(din[0]);
+}
+
+GRAD(vdev_grad_log)
+{
+    din[0] = vdev_div(g->dout, g->in[0]);
+    return status_of(din[0]);
+}
+
+GRAD(vdev_grad_softmax)
+{
+    din[0] = op2(VDEV_OP_SOFTMAX_GRAD, g->dout, g->out, NULL);
+    return status_of(din[0]);
+}
+
+GRAD(vdev_grad_log_softmax)
+{
+    din[0] = op2(VDEV_OP_LOG_SOFTMAX_GRAD, g->dout, g->out, NULL);
+    return status_of(din[0]);
+}
+
+/* ---- reductions ---- */
+
+/* dout repeated along the reduced axis (or everywhere) to x's shape. */
+static vdev_tensor_t *spread(const struct vdev_grad_args *g)
+{
+    struct vdev_op_params p = {.i = {g->p.i[0]}};
+    return op2(VDEV_OP_BROADCAST, g->dout, g->in[0], &p);
+}
+
+GRAD(vdev_grad_sum)
+{
+    din[0] = spread(g);
+    return status_of(din[0]);
+}
+
+/* As sum, divided by the number of elements each output averaged. */
+GRAD(vdev_grad_mean)
+{
+    const vdev_tensor_t *x = g->in[0];
+    int64_t len = x->numel, ax = g->p.i[0];
+    if (ax != VDEV_AXIS_ALL) {
+        if (ax < 0)
+            ax += x->ndim;
+        len = (ax >= 0 && ax < x->ndim) ? x->shape[ax] : 1;
+    }
+    /* len == 0: x is empty, so is its gradient; the scale does not matter. */
+    din[0] = vdev_mul_scalar(spread(g), len ? (float)(1.0 / (double)len) : 0.0f);
+    return status_of(din[0]);
+}
+
+/* ---- layout ---- */
+
+GRAD(vdev_grad_reshape)
+{
+    din[0] = vdev_reshape(g->dout, g->in[0]->shape, g->in[0]->ndim);
+    return status_of(din[0]);
+}
+
+GRAD(vdev_grad_transpose)
+{
+    din[0] = vdev_transpose(g->dout);
+    return status_of(din[0]);
+}
+
+GRAD(vdev_grad_identity)
+{
+    din[0] = pass(g->dout);
+    return status_of(din[0]);
+}
+
+/* ---- losses ---- */
+
+GRAD(vdev_grad_mse)
+{
+    din[0] = op3(VDEV_OP_MSE_GRAD, g->dout, g->in[0], g->in[1]);
+    din[1] = vdev_mul_scalar(din[0], -1.0f);
+    return status2(din);
+}
+
+/* The labels take no gradient: din[1] stays NULL. */
+GRAD(vdev_grad_softmax_ce)
+{
+    din[0] = op3(VDEV_OP_SOFTMAX_CE_GRAD, g->dout, g->in[0], g->in[1]);
+    return status_of(din[0]);
+}

@@ -1,0 +1,449 @@
+/* kernels_ref.c — the reference kernels: one plain loop nest per op, the
+ * specification every other kernel (OpenBLAS on the host, CUDA) is tested
+ * against.
+ *
+ * Rules: no SIMD, no BLAS, no threads. Each elementwise result is computed in
+ * double and rounded once to float (for + - * / that equals the float
+ * operation; for exp, tanh, ... it is the correctly rounded double result).
+ * Reductions and dot products accumulate in double. Softmax, log-softmax and
+ * the cross-entropy subtract the row maximum before exp().
+ *
+ * Layout: every tensor is contiguous and row-major; in_shape[k][d] is 1 for
+ * d >= in_ndim[k]. "Rows" of a row-wise op run over the last axis: C = the
+ * last dimension (1 for a 0-dimensional tensor), rows = numel / C.
+ *
+ * Values with no defined answer:
+ *  - MEAN over zero elements, MSE of empty tensors and the cross-entropy of
+ *    zero rows are NaN (0/0, as NumPy and TensorFlow give); SUM over zero
+ *    elements is 0.
+ *  - SOFTMAX_CE with a label outside [0, C) gives NaN (the shape rule cannot
+ *    see values); its gradient gives NaN for that row.
+ *  - ARGMAX: the first maximal index; a NaN counts as the maximum (the first
+ *    NaN wins, as NumPy's argmax).
+ *  - RELU passes NaN through (NaN, not 0). */
+#include "ops/impl.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- helpers ---- */
+
+#define IN_F(k) ((const float *)a->in[k])
+#define IN_I(k) ((const int32_t *)a->in[k])
+#define OUT_F(k) ((float *)a->out[k])
+
+/* The last dimension of input k (1 for a 0-dimensional tensor). */
+static int64_t last_dim(const struct vdev_kernel_args *a, int k)
+{
+    return a->in_ndim[k] ? a->in_shape[k][a->in_ndim[k] - 1] : 1;
+}
+
+/* Splits input k around axis `ax` (VDEV_AXIS_ALL: everything) into
+ * outer x len x inner, so element (o, l, j) is at (o * len + l) * inner + j. */
+static void split_axis(const struct vdev_kernel_args *a, int k, int64_t ax, int64_t *outer,
+                       int64_t *len, int64_t *inner)
+{
+    int nd = a->in_ndim[k];
+    if (ax != VDEV_AXIS_ALL && ax < 0)
+        ax += nd;
+    if (ax == VDEV_AXIS_ALL || ax < 0 || ax >= nd) {
+        *outer = 1;
+        *len = vdev_args_numel(a, k);
+        *inner = 1;
+        return;
+    }
+    *outer = *inner = 1;
+    for (int d = 0; d < ax; d++)
+        *outer *= a->in_shape[k][d];
+    *len = a->in_shape[k][ax];
+    for (int d = (int)ax + 1; d < nd; d++)
+        *inner *= a->in_shape[k][d];
+}
+
+/* The element of b (input 1) that pairs with element i of a, by the
+ * broadcast mode i[3] that vdev_shape_broadcast_b chose. */
+static inline float b_at(const struct vdev_kernel_args *a, int64_t i, int64_t cols)
+{
+    const float *b = IN_F(1);
+    switch (a->i[3]) {
+    case 1:
+        return b[i % cols];
+    case 2:
+        return b[0];
+    default:
+        return b[i];
+    }
+}
+
+/* ---- MATMUL ---- */
+
+/* out[m,n] = op(a) op(b), op = transpose when i[0] / i[1] is set. */
+KERNEL(vdev_ref_matmul)
+{
+    const float *x = IN_F(0), *y = IN_F(1);
+    float *o = OUT_F(0);
+    int ta = a->i[0] != 0, tb = a->i[1] != 0;
+    int64_t m = a->out_shape[0][0], n = a->out_shape[0][1];
+    int64_t k = a->in_shape[0][ta ? 0 : 1];
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t c = 0; c < n; c++) {
+            double acc = 0.0;
+            for (int64_t p = 0; p < k; p++) {
+                double xv = ta ? x[p * m + r] : x[r * k + p];
+                double yv = tb ? y[c * k + p] : y[p * n + c];
+                acc += xv * yv;
+            }
+            o[r * n + c] = (float)acc;
+        }
+}
+
+/* ---- binary elementwise with b broadcast ---- */
+
+#define BINARY(NAME, EXPR)                                                                         \
+    KERNEL(NAME)                                                                                   \
+    {                                                                                              \
+        const float *x = IN_F(0);                                                                  \
+        float *o = OUT_F(0);                                                                       \
+        int64_t n = vdev_args_numel(a, 0), cols = last_dim(a, 0);                                  \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            double u = x[i], v = b_at(a, i, cols);                                                 \
+            o[i] = (float)(EXPR);                                                                  \
+        }                                                                                          \
+    }
+
+BINARY(vdev_ref_add, u + v)
+BINARY(vdev_ref_sub, u - v)
+BINARY(vdev_ref_mul, u *v)
+BINARY(vdev_ref_div, u / v)
+
+/* ---- unary elementwise; s = f[0] ---- */
+
+#define UNARY(NAME, EXPR)                                                                          \
+    KERNEL(NAME)                                                                                   \
+    {                                                                                              \
+        const float *x = IN_F(0);                                                                  \
+        float *o = OUT_F(0);                                                                       \
+        double s = a->f[0];                                                                        \
+        (void)s;                                                                                   \
+        int64_t n = vdev_args_numel(a, 0);                                                         \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            double u = x[i];                                                                       \
+            o[i] = (float)(EXPR);                                                                  \
+        }                                                                                          \
+    }
+
+/* The scalar is the float the public function took; rounding it again is a
+ * no-op there and keeps direct callers consistent. */
+UNARY(vdev_ref_add_scalar, u + (float)s)
+UNARY(vdev_ref_mul_scalar, u *(float)s)
+UNARY(vdev_ref_pow_scalar, pow(u, (float)s))
+UNARY(vdev_ref_relu, (u > 0.0 || u != u) ? u : 0.0)
+UNARY(vdev_ref_tanh, tanh(u))
+UNARY(vdev_ref_exp, exp(u))
+UNARY(vdev_ref_log, log(u))
+
+/* 1 / (1 + e^-u) without overflow: e^-|u| is at most 1. */
+static double sigmoid(double u)
+{
+    if (u >= 0.0)
+        return 1.0 / (1.0 + exp(-u));
+    double e = exp(u);
+    return e / (1.0 + e);
+}
+UNARY(vdev_ref_sigmoid, sigmoid(u))
+
+/* ---- row-wise ops over the last axis ---- */
+
+/* The maximum of a row, and sum(exp(x - max)); both in double. */
+static void row_stats(const float *x, int64_t c, double *max, double *sum)
+{
+    double m = -INFINITY, s = 0.0;
+    for (int64_t j = 0; j < c; j++)
+        if (x[j] > m || x[j] != x[j])
+            m = x[j];
+    for (int64_t j = 0; j < c; j++)
+        s += exp(x[j] - m);
+    *max = m;
+    *sum = s;
+}
+
+KERNEL(vdev_ref_softmax)
+{
+    int64_t c = last_dim(a, 0), rows = c ? vdev_args_numel(a, 0) / c : 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *x = IN_F(0) + r * c;
+        float *o = OUT_F(0) + r * c;
+        double m, s;
+        row_stats(x, c, &m, &s);
+        for (int64_t j = 0; j < c; j++)
+            o[j] = (float)(exp(x[j] - m) / s);
+    }
+}
+
+KERNEL(vdev_ref_log_softmax)
+{
+    int64_t c = last_dim(a, 0), rows = c ? vdev_args_numel(a, 0) / c : 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *x = IN_F(0) + r * c;
+        float *o = OUT_F(0) + r * c;
+        double m, s;
+        row_stats(x, c, &m, &s);
+        /* (x - max) - log(s), not x - (max + log(s)): exact for huge x */
+        double ls = log(s);
+        for (int64_t j = 0; j < c; j++)
+            o[j] = (float)((x[j] - m) - ls);
+    }
+}
+
+/* ---- reductions over one axis or all ---- */
+
+/* out[o, j] = sum_l in[o, l, j], divided by len when `mean`. */
+static void reduce(const struct vdev_kernel_args *a, int mean)
+{
+    int64_t outer, len, inner;
+    split_axis(a, 0, a->i[0], &outer, &len, &inner);
+    const float *x = IN_F(0);
+    float *o = OUT_F(0);
+    for (int64_t p = 0; p < outer; p++)
+        for (int64_t j = 0; j < inner; j++) {
+            double acc = 0.0;
+            for (int64_t l = 0; l < len; l++)
+                acc += x[(p * len + l) * inner + j];
+            /* mean over nothing: 0/0 = NaN, by design */
+            o[p * inner + j] = (float)(mean ? acc / (double)len : acc);
+        }
+}
+
+KERNEL(vdev_ref_sum) { reduce(a, 0); }
+KERNEL(vdev_ref_mean) { reduce(a, 1); }
+
+/* ---- layout ---- */
+
+/* [m,n] -> [n,m], moving 32-bit words (f32 or i32). */
+KERNEL(vdev_ref_transpose)
+{
+    const uint32_t *x = a->in[0];
+    uint32_t *o = a->out[0];
+    int64_t m = a->in_shape[0][0], n = a->in_shape[0][1];
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t c = 0; c < n; c++)
+            o[c * m + r] = x[r * n + c];
+}
+
+/* A copy of numel 32-bit words (f32 or i32). */
+KERNEL(vdev_ref_identity)
+{
+    int64_t n = vdev_args_numel(a, 0);
+    if (n)
+        memcpy(a->out[0], a->in[0], (size_t)n * sizeof(uint32_t));
+}
+
+/* ---- losses ---- */
+
+/* mean((pred - target)^2) over every element. */
+KERNEL(vdev_ref_mse)
+{
+    const float *p = IN_F(0), *t = IN_F(1);
+    int64_t n = vdev_args_numel(a, 0);
+    double acc = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)p[i] - (double)t[i];
+        acc += d * d;
+    }
+    OUT_F(0)[0] = (float)(acc / (double)n);
+}
+
+/* mean over rows of -log_softmax(logits)[label]. */
+KERNEL(vdev_ref_softmax_ce)
+{
+    int64_t n = a->in_shape[0][0], c = a->in_shape[0][1];
+    const int32_t *lab = IN_I(1);
+    double acc = 0.0;
+    for (int64_t r = 0; r < n; r++) {
+        const float *x = IN_F(0) + r * c;
+        if (lab[r] < 0 || lab[r] >= c) {
+            acc = NAN;
+            break;
+        }
+        double m, s;
+        row_stats(x, c, &m, &s);
+        acc += log(s) - (x[lab[r]] - m);
+    }
+    OUT_F(0)[0] = (float)(acc / (double)n);
+}
+
+/* The first index of the largest element of each row (a NaN is largest). */
+KERNEL(vdev_ref_argmax)
+{
+    int64_t c = last_dim(a, 0), rows = c ? vdev_args_numel(a, 0) / c : 0;
+    int32_t *o = a->out[0];
+    for (int64_t r = 0; r < rows; r++) {
+        const float *x = IN_F(0) + r * c;
+        int64_t best = 0;
+        for (int64_t j = 0; j < c && x[best] == x[best]; j++)
+            if (x[j] > x[best] || x[j] != x[j])
+                best = j;
+        o[r] = (int32_t)best;
+    }
+}
+
+/* ---- gradient helpers ---- */
+
+/* (dy, x) -> dy where x > 0, else 0. */
+KERNEL(vdev_ref_relu_grad)
+{
+    const float *dy = IN_F(0), *x = IN_F(1);
+    float *o = OUT_F(0);
+    int64_t n = vdev_args_numel(a, 0);
+    for (int64_t i = 0; i < n; i++)
+        o[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+/* (dy, y = tanh x) -> dy (1 - y^2). */
+KERNEL(vdev_ref_tanh_grad)
+{
+    const float *dy = IN_F(0), *y = IN_F(1);
+    float *o = OUT_F(0);
+    int64_t n = vdev_args_numel(a, 0);
+    for (int64_t i = 0; i < n; i++)
+        o[i] = (float)((double)dy[i] * (1.0 - (double)y[i] * y[i]));
+}
+
+/* (dy, y = sigmoid x) -> dy y (1 - y). */
+KERNEL(vdev_ref_sigmoid_grad)
+{
+    const float *dy = IN_F(0), *y = IN_F(1);
+    float *o = OUT_F(0);
+    int64_t n = vdev_args_numel(a, 0);
+    for (int64_t i = 0; i < n; i++)
+        o[i] = (float)((double)dy[i] * y[i] * (1.0 - (double)y[i]));
+}
+
+/* (dy, y = softmax x) -> y (dy - sum(dy y)) per row. */
+KERNEL(vdev_ref_softmax_grad)
+{
+    int64_t c = last_dim(a, 0), rows = c ? vdev_args_numel(a, 0) / c : 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *dy = IN_F(0) + r * c, *y = IN_F(1) + r * c;
+        float *o = OUT_F(0) + r * c;
+        double s = 0.0;
+        for (int64_t j = 0; j < c; j++)
+            s += (double)dy[j] * y[j];
+        for (int64_t j = 0; j < c; j++)
+            o[j] = (float)((double)y[j] * ((double)dy[j] - s));
+    }
+}
+
+/* (dy, y = log_softmax x) -> dy - exp(y) sum(dy) per row. */
+KERNEL(vdev_ref_log_softmax_grad)
+{
+    int64_t c = last_dim(a, 0), rows = c ? vdev_args_numel(a, 0) / c : 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *dy = IN_F(0) + r * c, *y = IN_F(1) + r * c;
+        float *o = OUT_F(0) + r * c;
+        double s = 0.0;
+        for (int64_t j = 0; j < c; j++)
+            s += dy[j];
+        for (int64_t j = 0; j < c; j++)
+            o[j] = (float)((double)dy[j] - exp((double)y[j]) * s);
+    }
+}
+
+/* (x, like) -> like's shape, x repeated along the axis i[0] (or everywhere
+ * for VDEV_AXIS_ALL). x's layout is like's with the axis of length 1. */
+KERNEL(vdev_ref_broadcast)
+{
+    int64_t outer, len, inner;
+    split_axis(a, 1, a->i[0], &outer, &len, &inner);
+    const float *x = IN_F(0);
+    float *o = OUT_F(0);
+    for (int64_t p = 0; p < outer; p++)
+        for (int64_t l = 0; l < len; l++)
+            for (int64_t j = 0; j < inner; j++)
+                o[(p * len + l) * inner + j] = x[p * inner + j];
+}
+
+/* (dy, pred, target) -> dy * 2 (pred - target) / n, dy one element. */
+KERNEL(vdev_ref_mse_grad)
+{
+    double dy = IN_F(0)[0];
+    const float *p = IN_F(1), *t = IN_F(2);
+    float *o = OUT_F(0);
+    int64_t n = vdev_args_numel(a, 1);
+    for (int64_t i = 0; i < n; i++)
+        o[i] = (float)(dy * 2.0 * ((double)p[i] - (double)t[i]) / (double)n);
+}
+
+/* (dy, logits [N,C], labels [N]) -> dy (softmax(logits) - onehot) / N. */
+KERNEL(vdev_ref_softmax_ce_grad)
+{
+    double dy = IN_F(0)[0];
+    int64_t n = a->in_shape[1][0], c = a->in_shape[1][1];
+    const int32_t *lab = IN_I(2);
+    for (int64_t r = 0; r < n; r++) {
+        const float *x = IN_F(1) + r * c;
+        float *o = OUT_F(0) + r * c;
+        int bad = lab[r] < 0 || lab[r] >= c;
+        double m, s;
+        row_stats(x, c, &m, &s);
+        for (int64_t j = 0; j < c; j++) {
+            double g = exp(x[j] - m) / s - (j == lab[r] ? 1.0 : 0.0);
+            o[j] = bad ? NAN : (float)(dy * g / (double)n);
+        }
+    }
+}
+
+/* (dy, like) -> dy summed to like's shape, by the mode in i[3]: 0 same shape
+ * (a copy), 1 a row (sum over every leading row), 2 one element (sum of
+ * everything). */
+KERNEL(vdev_ref_reduce_rows)
+{
+    const float *dy = IN_F(0);
+    float *o = OUT_F(0);
+    int64_t n = vdev_args_numel(a, 0);
+    if (a->i[3] == 0) {
+        for (int64_t i = 0; i < n; i++)
+            o[i] = dy[i];
+        return;
+    }
+    int64_t cols = a->i[3] == 1 ? vdev_args_numel(a, 1) : 1;
+    int64_t rows = cols ? n / cols : 0;
+    for (int64_t j = 0; j < cols; j++) {
+        double acc = 0.0;
+        for (int64_t r = 0; r < rows; r++)
+            acc += dy[r * cols + j];
+        o[j] = (float)acc;
+    }
+}
+
+/* ---- in-place updates (out[k] is input k's memory) ---- */
+
+/* Keras SGD with momentum: velocity = momentum velocity - lr grad;
+ * var += velocity. With momentum 0: var -= lr grad. */
+KERNEL(vdev_ref_sgd_update)
+{
+    float *var = OUT_F(0), *vel = OUT_F(2);
+    const float *g = IN_F(1);
+    double lr = a->f[0], mom = a->f[1];
+    int64_t n = vdev_args_numel(a, 0);
+    for (int64_t i = 0; i < n; i++) {
+        vel[i] = (float)(mom * vel[i] - lr * g[i]);
+        var[i] = (float)((double)var[i] + vel[i]);
+    }
+}
+
+/* TensorFlow's ApplyAdam with lr_t already bias-corrected:
+ * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; var -= lr_t m / (sqrt(v) + eps). */
+KERNEL(vdev_ref_adam_update)
+{
+    float *var = OUT_F(0), *m = OUT_F(2), *v = OUT_F(3);
+    const float *g = IN_F(1);
+    double lr = a->f[0], b1 = a->f[1], b2 = a->f[2], eps = a->f[3];
+    int64_t n = vdev_args_numel(a, 0);
+    for (int64_t i = 0; i < n; i++) {
+        double gi = g[i];
+        m[i] = (float)(b1 * m[i] + (1.0 - b1) * gi);
+        v[i] = (float)(b2 * v[i] + (1.0 - b2) * gi * gi);
+        var[i] = (float)((double)var[i] - lr * m[i] / (sqrt((double)v[i]) + eps));
+    }
+}

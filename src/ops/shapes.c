@@ -1,0 +1,386 @@
+/* shapes.c — the shape rules of the ops that do not use the shared ones in
+ * exec.c (vdev_shape_same_as_in0, vdev_shape_broadcast_b).
+ *
+ * A shape rule reads the inputs' shapes, dtypes and the op's parameters from
+ * the kernel arguments, checks that they fit the op, and writes n_out and the
+ * output's shape and dtype. It may also normalise parameters for the kernels
+ * (a negative axis becomes non-negative; REDUCE_ROWS stores its broadcast mode
+ * in i[3]), so kernels never need to validate anything. A mismatch is
+ * VDEV_ERR_SHAPE with a message that names the op and both shapes, e.g.
+ * "MatMul: incompatible shapes [3,4] and [5,6] (...)". Shape rules never read
+ * tensor contents: values that are out of range (a label >= C) are the
+ * kernels' business. */
+#include "ops/impl.h"
+
+#include <string.h>
+
+/* ---- helpers ---- */
+
+/* Output k := input `src`'s shape with dtype `dtype`. */
+static void out_like(struct vdev_kernel_args *a, int src, int dtype)
+{
+    a->n_out = 1;
+    a->out_ndim[0] = a->in_ndim[src];
+    memcpy(a->out_shape[0], a->in_shape[src], sizeof a->out_shape[0]);
+    a->out_dtype[0] = dtype;
+}
+
+/* Output 0 := a shape given as an array (dimensions beyond ndim are 1). */
+static void out_shape(struct vdev_kernel_args *a, const int64_t *shape, int ndim, int dtype)
+{
+    a->n_out = 1;
+    a->out_ndim[0] = ndim;
+    for (int d = 0; d < VDEV_MAX_DIMS; d++)
+        a->out_shape[0][d] = d < ndim ? shape[d] : 1;
+    a->out_dtype[0] = dtype;
+}
+
+static int same_shape(const struct vdev_kernel_args *a, int i, int j)
+{
+    if (a->in_ndim[i] != a->in_ndim[j])
+        return 0;
+    for (int d = 0; d < a->in_ndim[i]; d++)
+        if (a->in_shape[i][d] != a->in_shape[j][d])
+            return 0;
+    return 1;
+}
+
+/* VDEV_ERR_SHAPE naming inputs i and j (vdev_shape_error names 0 and 1). */
+static enum vdev_status shape_error_pair(const struct vdev_kernel_args *a, int i, int j,
+                                         const char *what)
+{
+    char si[96], sj[96];
+    vdev_shape_str(a->in_shape[i], a->in_ndim[i], si, sizeof si);
+    vdev_shape_str(a->in_shape[j], a->in_ndim[j], sj, sizeof sj);
+    return vdev_error(VDEV_ERR_SHAPE, "%s: incompatible shapes %s and %s (%s)",
+                      vdev_op_defs[a->op].name, si, sj, what);
+}
+
+/* VDEV_ERR_SHAPE for a wrong dtype of input k. */
+static enum vdev_status dtype_error(const struct vdev_kernel_args *a, int k, int want)
+{
+    char s[96];
+    vdev_shape_str(a->in_shape[k], a->in_ndim[k], s, sizeof s);
+    return vdev_error(VDEV_ERR_SHAPE, "%s: input #%d (shape %s) is %s, expected %s",
+                      vdev_op_defs[a->op].name, k, s,
+                      vdev_dtype_name((enum vdev_dtype)a->in_dtype[k]),
+                      vdev_dtype_name((enum vdev_dtype)want));
+}
+
+/* Checks every input listed in `want` (one dtype per input; -1: any). */
+static enum vdev_status check_dtypes(const struct vdev_kernel_args *a, const int *want)
+{
+    for (int k = 0; k < a->n_in; k++)
+        if (want[k] >= 0 && a->in_dtype[k] != want[k])
+            return dtype_error(a, k, want[k]);
+    return VDEV_OK;
+}
+
+/* Normalises an axis of an ndim-dimensional tensor: -1 is the last. Returns
+ * VDEV_OK and *out, or VDEV_ERR_SHAPE naming the axis and the shape. */
+static enum vdev_status norm_axis(const struct vdev_kernel_args *a, int k, int64_t axis,
+                                  int64_t *out)
+{
+    int nd = a->in_ndim[k];
+    int64_t ax = axis < 0 ? axis + nd : axis;
+    if (ax < 0 || ax >= nd) {
+        char s[96];
+        vdev_shape_str(a->in_shape[k], nd, s, sizeof s);
+        return vdev_error(VDEV_ERR_SHAPE,
+                          "%s: axis %lld is out of range for a tensor of shape %s (%d dimensions)",
+                          vdev_op_defs[a->op].name, (long long)axis, s, nd);
+    }
+    *out = ax;
+    return VDEV_OK;
+}
+
+/* The shape of input k reduced over `axis` (VDEV_AXIS_ALL: every axis), with
+ * or without the reduced axis kept as 1. */
+static void reduced_shape(const struct vdev_kernel_args *a, int k, int64_t axis, int keepdims,
+                          int64_t *shape, int *ndim)
+{
+    int nd = a->in_ndim[k], n = 0;
+    for (int d = 0; d < nd; d++) {
+        if (axis == VDEV_AXIS_ALL || d == axis) {
+            if (keepdims)
+                shape[n++] = 1;
+        } else {
+            shape[n++] = a->in_shape[k][d];
+        }
+    }
+    *ndim = n;
+}
+
+/* ---- MATMUL ---- */
+
+/* a [m,k] (or [k,m] with i[0]) times b [k,n] (or [n,k] with i[1]) -> [m,n]. */
+enum vdev_status vdev_shape_matmul(struct vdev_kernel_args *a)
+{
+    static const int want[2] = {VDEV_F32, VDEV_F32};
+    enum vdev_status st = check_dtypes(a, want);
+    if (st != VDEV_OK)
+        return st;
+    if (a->in_ndim[0] != 2 || a->in_ndim[1] != 2)
+        return vdev_shape_error(a, "both operands must be 2-dimensional");
+    int ta = a->i[0] != 0, tb = a->i[1] != 0;
+    int64_t m = a->in_shape[0][ta ? 1 : 0], ka = a->in_shape[0][ta ? 0 : 1];
+    int64_t kb = a->in_shape[1][tb ? 1 : 0], n = a->in_shape[1][tb ? 0 : 1];
+    if (ka != kb) {
+        char what[128];
+        snprintf(what, sizeof what,
+                 "inner dimensions %lld and %lld differ; transpose_a=%d, "
+                 "transpose_b=%d",
+                 (long long)ka, (long long)kb, ta, tb);
+        return vdev_shape_error(a, what);
+    }
+    int64_t shape[2] = {m, n};
+    out_shape(a, shape, 2, VDEV_F32);
+    return VDEV_OK;
+}
+
+/* ---- SUM, MEAN ---- */
+
+/* i[0] axis (negative from the end, or VDEV_AXIS_ALL), i[1] keepdims. With
+ * VDEV_AXIS_ALL and no keepdims the output is 0-dimensional; with keepdims it
+ * has the input's rank with every dimension 1 (as TensorFlow's keepdims).
+ * i[0] is normalised to 0..ndim-1 for the kernels. */
+enum vdev_status vdev_shape_reduce(struct vdev_kernel_args *a)
+{
+    static const int want[1] = {VDEV_F32};
+    enum vdev_status st = check_dtypes(a, want);
+    if (st != VDEV_OK)
+        return st;
+    int64_t ax = VDEV_AXIS_ALL;
+    if (a->i[0] != VDEV_AXIS_ALL && (st = norm_axis(a, 0, a->i[0], &ax)) != VDEV_OK)
+        return st;
+    a->i[0] = ax;
+    int64_t shape[VDEV_MAX_DIMS];
+    int nd;
+    reduced_shape(a, 0, ax, a->i[1] != 0, shape, &nd);
+    out_shape(a, shape, nd, VDEV_F32);
+    return VDEV_OK;
+}
+
+/* ---- RESHAPE (a view) ---- */
+
+/* f[0] the new rank, i[0..3] the new shape; one dimension may be -1 and is
+ * inferred. The element count must not change. Any dtype. */
+enum vdev_status vdev_shape_reshape(struct vdev_kernel_args *a)
+{
+    int nd = (int)a->f[0];
+    const char *name = vdev_op_defs[a->op].name;
+    char s0[96], s1[96];
+    vdev_shape_str(a->in_shape[0], a->in_ndim[0], s0, sizeof s0);
+    if (a->f[0] != (double)nd || nd < 0 || nd > VDEV_MAX_DIMS)
+        return vdev_error(VDEV_ERR_SHAPE, "%s: a new shape has 0 to %d dimensions, not %g", name,
+                          VDEV_MAX_DIMS, a->f[0]);
+    int64_t shape[VDEV_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        shape[d] = a->i[d];
+    vdev_shape_str(shape, nd, s1, sizeof s1);
+    int64_t numel = vdev_args_numel(a, 0), known = 1;
+    int infer = -1;
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] == -1 && infer < 0) {
+            infer = d;
+        } else if (shape[d] < 0) {
+            return vdev_error(VDEV_ERR_SHAPE,
+                              "%s: cannot reshape a tensor of shape %s into shape %s (only one "
+                              "dimension may be -1, and no other may be negative)",
+                              name, s0, s1);
+        } else {
+            known *= shape[d];
+        }
+    }
+    if (infer >= 0) {
+        if (known == 0 || numel % known != 0)
+            return vdev_error(VDEV_ERR_SHAPE,
+                              "%s: cannot reshape a tensor of shape %s (%lld elements) into "
+                              "shape %s: the -1 dimension cannot be inferred",
+                              name, s0, (long long)numel, s1);
+        shape[infer] = numel / known;
+        known = numel;
+    }
+    if (known != numel)
+        return vdev_error(VDEV_ERR_SHAPE,
+                          "%s: cannot reshape a tensor of shape %s (%lld elements) into shape %s "
+                          "(%lld elements)",
+                          name, s0, (long long)numel, s1, (long long)known);
+    out_shape(a, shape, nd, a->in_dtype[0]);
+    return VDEV_OK;
+}
+
+/* ---- TRANSPOSE ---- */
+
+/* [m,n] -> [n,m]; any dtype (the kernel moves 32-bit words). */
+enum vdev_status vdev_shape_transpose(struct vdev_kernel_args *a)
+{
+    if (a->in_ndim[0] != 2)
+        return vdev_shape_error(a, "Transpose takes a 2-dimensional tensor");
+    int64_t shape[2] = {a->in_shape[0][1], a->in_shape[0][0]};
+    out_shape(a, shape, 2, a->in_dtype[0]);
+    return VDEV_OK;
+}
+
+/* ---- losses ---- */
+
+/* MSE: (pred, target) f32 of one shape -> a 0-dimensional f32. */
+enum vdev_status vdev_shape_scalar_loss(struct vdev_kernel_args *a)
+{
+    static const int want[2] = {VDEV_F32, VDEV_F32};
+    enum vdev_status st = check_dtypes(a, want);
+    if (st != VDEV_OK)
+        return st;
+    if (!same_shape(a, 0, 1))
+        return vdev_shape_error(a, "prediction and target must have the same shape");
+    out_shape(a, NULL, 0, VDEV_F32);
+    return VDEV_OK;
+}
+
+/* Shared by SOFTMAX_CE and its gradient: logits (input l) [N,C] f32 and labels
+ * (input l+1) [N] i32. */
+static enum vdev_status check_logits_labels(const struct vdev_kernel_args *a, int l)
+{
+    if (a->in_dtype[l] != VDEV_F32)
+        return dtype_error(a, l, VDEV_F32);
+    if (a->in_dtype[l + 1] != VDEV_I32)
+        return dtype_error(a, l + 1, VDEV_I32);
+    if (a->in_ndim[l] != 2 || a->in_ndim[l + 1] != 1 || a->in_shape[l][0] != a->in_shape[l + 1][0])
+        return shape_error_pair(a, l, l + 1, "logits must be [N,C] and labels [N]");
+    return VDEV_OK;
+}
+
+/* (logits [N,C] f32, labels [N] i32) -> a 0-dimensional f32. */
+enum vdev_status vdev_shape_softmax_ce(struct vdev_kernel_args *a)
+{
+    enum vdev_status st = check_logits_labels(a, 0);
+    if (st != VDEV_OK)
+        return st;
+    out_shape(a, NULL, 0, VDEV_F32);
+    return VDEV_OK;
+}
+
+/* ---- ARGMAX ---- */
+
+/* [..., C] f32 -> [...] i32 over the last axis; C must not be 0 (the index
+ * of the largest of nothing does not exist), a 0-dimensional input has no
+ * last axis. */
+enum vdev_status vdev_shape_argmax(struct vdev_kernel_args *a)
+{
+    static const int want[1] = {VDEV_F32};
+    enum vdev_status st = check_dtypes(a, want);
+    if (st != VDEV_OK)
+        return st;
+    int nd = a->in_ndim[0];
+    if (nd < 1)
+        return vdev_shape_error(a, "ArgMax needs at least one dimension");
+    if (a->in_shape[0][nd - 1] == 0)
+        return vdev_shape_error(a, "the last dimension is empty");
+    out_shape(a, a->in_shape[0], nd - 1, VDEV_I32);
+    return VDEV_OK;
+}
+
+/* ---- IDENTITY ---- */
+
+/* Same shape and dtype as the input, f32 or i32. */
+enum vdev_status vdev_shape_identity(struct vdev_kernel_args *a)
+{
+    out_like(a, 0, a->in_dtype[0]);
+    return VDEV_OK;
+}
+
+/* ---- gradient helpers ---- */
+
+/* BROADCAST (x, like): x is like reduced over i[0] (an axis, negative from
+ * the end, or VDEV_AXIS_ALL), with or without keepdims; the output has like's
+ * shape. i[0] is normalised. For VDEV_AXIS_ALL x must have one element. */
+enum vdev_status vdev_shape_broadcast(struct vdev_kernel_args *a)
+{
+    static const int want[2] = {VDEV_F32, -1};
+    enum vdev_status st = check_dtypes(a, want);
+    if (st != VDEV_OK)
+        return st;
+    int64_t ax = VDEV_AXIS_ALL;
+    if (a->i[0] != VDEV_AXIS_ALL && (st = norm_axis(a, 1, a->i[0], &ax)) != VDEV_OK)
+        return st;
+    int fits;
+    if (ax == VDEV_AXIS_ALL) {
+        fits = vdev_args_numel(a, 0) == 1;
+    } else {
+        /* x must equal like's shape reduced, with or without keepdims. */
+        fits = 0;
+        for (int keep = 0; keep < 2 && !fits; keep++) {
+            int64_t shape[VDEV_MAX_DIMS];
+            int nd;
+            reduced_shape(a, 1, ax, keep, shape, &nd);
+            fits = nd == a->in_ndim[0];
+            for (int d = 0; fits && d < nd; d++)
+                fits = shape[d] == a->in_shape[0][d];
+        }
+    }
+    if (!fits)
+        return vdev_shape_error(a, "x must be the second shape reduced over the axis");
+    a->i[0] = ax;
+    out_like(a, 1, VDEV_F32);
+    return VDEV_OK;
+}
+
+/* REDUCE_ROWS (dy, like): like is the b of a broadcasting binary op whose a
+ * had dy's shape; the output has like's shape. The broadcast mode goes to
+ * i[3] exactly as vdev_shape_broadcast_b sets it for the forward op. */
+enum vdev_status vdev_shape_reduce_rows(struct vdev_kernel_args *a)
+{
+    enum vdev_status st = vdev_shape_broadcast_b(a);
+    if (st != VDEV_OK)
+        return st;
+    out_like(a, 1, VDEV_F32);
+    return VDEV_OK;
+}
+
+/* MSE_GRAD (dy, pred, target): dy has one element; pred and target one
+ * shape; the output has pred's shape. */
+enum vdev_status vdev_shape_mse_grad(struct vdev_kernel_args *a)
+{
+    static const int want[3] = {VDEV_F32, VDEV_F32, VDEV_F32};
+    enum vdev_status st = check_dtypes(a, want);
+    if (st != VDEV_OK)
+        return st;
+    if (vdev_args_numel(a, 0) != 1)
+        return vdev_shape_error(a, "the gradient of a loss has one element");
+    if (!same_shape(a, 1, 2))
+        return shape_error_pair(a, 1, 2, "prediction and target must have the same shape");
+    out_like(a, 1, VDEV_F32);
+    return VDEV_OK;
+}
+
+/* SOFTMAX_CE_GRAD (dy, logits [N,C], labels [N]) -> logits' shape. */
+enum vdev_status vdev_shape_softmax_ce_grad(struct vdev_kernel_args *a)
+{
+    if (a->in_dtype[0] != VDEV_F32)
+        return dtype_error(a, 0, VDEV_F32);
+    if (vdev_args_numel(a, 0) != 1)
+        return vdev_shape_error(a, "the gradient of a loss has one element");
+    enum vdev_status st = check_logits_labels(a, 1);
+    if (st != VDEV_OK)
+        return st;
+    out_like(a, 1, VDEV_F32);
+    return VDEV_OK;
+}
+
+/* ---- in-place updates ---- */
+
+/* SGD_UPDATE, ADAM_UPDATE: every input f32 with input 0's shape; no output
+ * tensor (n_out = 0): the kernels write their inputs. */
+enum vdev_status vdev_shape_update(struct vdev_kernel_args *a)
+{
+    for (int k = 0; k < a->n_in; k++) {
+        if (a->in_dtype[k] != VDEV_F32)
+            return dtype_error(a, k, VDEV_F32);
+        if (!same_shape(a, 0, k))
+            return shape_error_pair(a, 0, k,
+                                    "every operand of an update has the variable's "
+                                    "shape");
+    }
+    a->n_out = 0;
+    return VDEV_OK;
+}
