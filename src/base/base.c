@@ -173,9 +173,14 @@ VDEV_API enum vdev_status vdev_parse_bytes(const char *text, uint64_t *out)
     if (errno || !isfinite(v) || v < 0)
         return vdev_error(VDEV_ERR_PARSE, "'%s' is not a size", text);
     bool integral = true;
-    for (const char *q = p; q < end; q++)
+    for (const char *q = p; q < end; q++) {
         if (!isdigit((unsigned char)*q))
             integral = false;
+        /* Decimal only: strtod also reads hex ("0x10", "0x1p4"). */
+        if (!isdigit((unsigned char)*q) && !strchr(".eE+-", *q))
+            return vdev_error(VDEV_ERR_PARSE,
+                              "'%s' is not a size (expected e.g. 4GiB, 512MiB, 3GB)", text);
+    }
     while (*end == ' ')
         end++;
     uint64_t mult = 1;

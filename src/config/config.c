@@ -43,6 +43,13 @@ static struct {
     int visible_set;
     int n_visible;
     int visible[VDEV_MAX_GPUS];
+    /* What start-up put in force, from code, environment and defaults (valid
+     * while frozen): a later call that repeats it is a no-op, as TensorFlow
+     * allows, even where the value came from the environment. growth is 0 or
+     * 1 here; fraction 0 means none. */
+    struct gpu_cfg eff[VDEV_MAX_GPUS];
+    int eff_n_visible;
+    int eff_visible[VDEV_MAX_GPUS];
 } S = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static const char *const ALREADY = "Physical devices cannot be modified after being initialized";
@@ -230,9 +237,9 @@ VDEV_API enum vdev_status vdev_config_set_visible_devices(const int *idx, int n)
                                       "GPU %d is listed twice in the visible devices", idx[i]));
     }
     if (S.frozen) {
-        int same = S.visible_set ? S.n_visible == n : n == S.n_gpus;
+        int same = S.eff_n_visible == n;
         for (int i = 0; same && i < n; i++)
-            same = S.visible_set ? S.visible[i] == idx[i] : idx[i] == i;
+            same = S.eff_visible[i] == idx[i];
         if (same)
             return end(VDEV_OK);
         return end(vdev_error(VDEV_ERR_ALREADY_INITIALIZED,
@@ -256,10 +263,11 @@ VDEV_API enum vdev_status vdev_config_set_memory_growth(const char *name, bool e
     if (is_cpu)
         return end(vdev_error(VDEV_ERR_INVALID_ARG,
                               "Cannot set memory growth on non-GPU and non-Pluggable devices"));
-    if (S.gpus[gpu].growth == (int)enable)
-        return end(VDEV_OK);
-    if (S.frozen)
+    if (S.frozen) {
+        if (S.eff[gpu].growth == (int)enable)
+            return end(VDEV_OK);
         return end(vdev_error(VDEV_ERR_ALREADY_INITIALIZED, "%s", ALREADY));
+    }
     S.gpus[gpu].growth = enable;
     return end(VDEV_OK);
 }
@@ -309,9 +317,10 @@ VDEV_API enum vdev_status vdev_config_set_logical_devices(const char *name, cons
                                   i, name, (unsigned long long)limits[i]));
     struct gpu_cfg *g = &S.gpus[gpu];
     if (S.frozen) {
-        int same = g->n_logical == n;
+        const struct gpu_cfg *e = &S.eff[gpu];
+        int same = e->n_logical == n;
         for (int i = 0; same && i < n; i++)
-            same = g->limits[i] == limits[i];
+            same = e->limits[i] == limits[i];
         if (same)
             return end(VDEV_OK);
         return end(vdev_error(VDEV_ERR_ALREADY_INITIALIZED,
@@ -342,13 +351,14 @@ VDEV_API enum vdev_status vdev_config_set_memory_fraction(const char *name, doub
         lo = gpu;
         hi = gpu + 1;
     }
-    int same = 1;
-    for (int i = lo; i < hi; i++)
-        same = same && S.gpus[i].fraction == fraction;
-    if (same)
-        return end(VDEV_OK);
-    if (S.frozen)
+    if (S.frozen) {
+        int same = 1;
+        for (int i = lo; i < hi; i++)
+            same = same && S.eff[i].fraction == fraction;
+        if (same)
+            return end(VDEV_OK);
         return end(vdev_error(VDEV_ERR_ALREADY_INITIALIZED, "%s", ALREADY));
+    }
     for (int i = lo; i < hi; i++)
         S.gpus[i].fraction = fraction;
     return end(VDEV_OK);
@@ -372,7 +382,29 @@ enum vdev_status vdev_config_parse_bool(const char *var, const char *v, int *out
                       var, v);
 }
 
-/* VDEV_MEMORY_GROWTH: "true" for every GPU, or per GPU "0:true,1:false". */
+/* Reads the "N:" that starts a per-GPU part of a variable: digits (no sign,
+ * no space), then ':'. Returns N and sets *after to what follows the ':', or
+ * returns -1 when the part does not start that way. */
+static long part_gpu(char *part, char **after)
+{
+    char *c = part;
+    long gpu = 0;
+    if (!isdigit((unsigned char)*c))
+        return -1;
+    for (; isdigit((unsigned char)*c); c++) {
+        gpu = gpu * 10 + (*c - '0');
+        if (gpu > 1000000)
+            return -1;
+    }
+    if (*c != ':')
+        return -1;
+    *after = c + 1;
+    return gpu;
+}
+
+/* VDEV_MEMORY_GROWTH: "true" for every GPU, or per GPU "0:true,1:false".
+ * Parts are split with strsep, so an empty part ("0:true,") is an error
+ * rather than skipped. */
 static enum vdev_status env_growth(const char *var, const char *v, int growth[VDEV_MAX_GPUS])
 {
     if (!strchr(v, ':')) {
@@ -388,12 +420,12 @@ static enum vdev_status env_growth(const char *var, const char *v, int growth[VD
     if (strlen(v) >= sizeof buf)
         return vdev_error(VDEV_ERR_CONFIG, "%s is too long", var);
     vdev_strlcpy(buf, v, sizeof buf);
-    char *save = NULL;
-    for (char *part = strtok_r(buf, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
-        char *colon = strchr(part, ':');
-        char *end;
-        long gpu = colon ? strtol(part, &end, 10) : -1;
-        if (!colon || end != colon || colon == part || gpu < 0)
+    int seen[VDEV_MAX_GPUS] = {0};
+    char *rest = buf;
+    for (char *part; (part = strsep(&rest, ",")) != NULL;) {
+        char *val;
+        long gpu = part_gpu(part, &val);
+        if (gpu < 0)
             return vdev_error(VDEV_ERR_CONFIG,
                               "%s=\"%s\": bad part '%s' (expected true, false, or per GPU "
                               "0:true,1:false)",
@@ -401,25 +433,35 @@ static enum vdev_status env_growth(const char *var, const char *v, int growth[VD
         if (gpu >= S.n_gpus)
             return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": there is no GPU %ld (%d GPUs)", var,
                               v, gpu, S.n_gpus);
+        if (seen[gpu])
+            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": GPU %ld is given twice", var, v, gpu);
+        seen[gpu] = 1;
         int b;
-        enum vdev_status st = vdev_config_parse_bool(var, colon + 1, &b);
-        if (st != VDEV_OK)
+        if (vdev_config_parse_bool(var, val, &b) != VDEV_OK)
             return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": bad value '%s' for GPU %ld (true, "
                                                "false, 1 or 0)",
-                              var, v, colon + 1, gpu);
+                              var, v, val, gpu);
         growth[gpu] = b;
     }
     return VDEV_OK;
 }
 
+/* A decimal fraction such as 0.5 or 1: digits and at most one '.', nothing
+ * else (strtod alone would also take " 0.5", "5e-1", "0x0.8p0" and "nan"). */
 static enum vdev_status env_fraction(const char *var, const char *v, double *out)
 {
-    char *end;
-    errno = 0;
-    double f = strtod(v, &end);
-    while (*end == ' ')
-        end++;
-    if (end == v || *end || errno || !(f > 0.0 && f <= 1.0))
+    int digits = 0, dots = 0;
+    const char *q = v;
+    for (; *q; q++) {
+        if (isdigit((unsigned char)*q))
+            digits++;
+        else if (*q == '.')
+            dots++;
+        else
+            break;
+    }
+    double f = (digits && dots <= 1 && !*q) ? strtod(v, NULL) : -1.0;
+    if (!(f > 0.0 && f <= 1.0))
         return vdev_error(VDEV_ERR_CONFIG,
                           "%s=\"%s\" is not a fraction in (0, 1] (e.g. 0.5 for half of each "
                           "GPU's total memory)",
@@ -428,7 +470,8 @@ static enum vdev_status env_fraction(const char *var, const char *v, double *out
     return VDEV_OK;
 }
 
-/* VDEV_LOGICAL_DEVICES="0:4GiB,2GiB;1:3GiB" */
+/* VDEV_LOGICAL_DEVICES="0:4GiB,2GiB;1:3GiB". Empty groups and empty limits
+ * ("0:4GiB,", "0:4GiB;") are errors. */
 static enum vdev_status env_logical(const char *var, const char *v, struct gpu_cfg *cfg,
                                     int set[VDEV_MAX_GPUS])
 {
@@ -439,12 +482,11 @@ static enum vdev_status env_logical(const char *var, const char *v, struct gpu_c
         return vdev_error(VDEV_ERR_CONFIG, "%s is empty (expected e.g. 0:4GiB,2GiB;1:3GiB)",
                           var);
     vdev_strlcpy(buf, v, sizeof buf);
-    char *save = NULL;
-    for (char *grp = strtok_r(buf, ";", &save); grp; grp = strtok_r(NULL, ";", &save)) {
-        char *colon = strchr(grp, ':');
-        char *end;
-        long gpu = colon ? strtol(grp, &end, 10) : -1;
-        if (!colon || end != colon || colon == grp || gpu < 0)
+    char *rest = buf;
+    for (char *grp; (grp = strsep(&rest, ";")) != NULL;) {
+        char *lims;
+        long gpu = part_gpu(grp, &lims);
+        if (gpu < 0)
             return vdev_error(VDEV_ERR_CONFIG,
                               "%s=\"%s\": bad part '%s' (expected GPU:LIMIT[,LIMIT...], e.g. "
                               "0:4GiB,2GiB;1:3GiB)",
@@ -457,8 +499,9 @@ static enum vdev_status env_logical(const char *var, const char *v, struct gpu_c
         set[gpu] = 1;
         struct gpu_cfg *g = &cfg[gpu];
         g->n_logical = 0;
-        char *save2 = NULL;
-        for (char *lim = strtok_r(colon + 1, ",", &save2); lim; lim = strtok_r(NULL, ",", &save2)) {
+        if (!*lims)
+            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": GPU %ld has no limits", var, v, gpu);
+        for (char *lim; (lim = strsep(&lims, ",")) != NULL;) {
             uint64_t bytes;
             if (vdev_parse_bytes(lim, &bytes) != VDEV_OK || bytes < 256)
                 return vdev_error(VDEV_ERR_CONFIG,
@@ -470,8 +513,6 @@ static enum vdev_status env_logical(const char *var, const char *v, struct gpu_c
                                   var, v, VDEV_MAX_LOGICAL_PER_GPU, gpu);
             g->limits[g->n_logical++] = bytes;
         }
-        if (g->n_logical == 0)
-            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": GPU %ld has no limits", var, v, gpu);
     }
     return VDEV_OK;
 }
@@ -526,11 +567,13 @@ static enum vdev_status env_min_sys(uint64_t *out, int *set)
         return VDEV_OK;
     char *end;
     errno = 0;
-    long long mb = strtoll(v, &end, 10);
-    if (end == v || *end || errno || mb < 0)
+    long long mb = isdigit((unsigned char)v[0]) ? strtoll(v, &end, 10) : -1;
+    if (mb < 0 || *end || errno)
         return vdev_error(VDEV_ERR_CONFIG,
                           "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"%s\" is not a whole number of MiB >= 0",
                           v);
+    if ((unsigned long long)mb > (UINT64_MAX >> 20))
+        return vdev_error(VDEV_ERR_CONFIG, "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"%s\" is too large", v);
     *out = (uint64_t)mb << 20;
     *set = 1;
     return VDEV_OK;
@@ -551,8 +594,20 @@ enum vdev_status vdev_config_gpu_budget(int gpu, double fraction, uint64_t *budg
     uint64_t user_reserve;
     if ((st = env_min_sys(&user_reserve, &set)) != VDEV_OK)
         return st;
-    if (set)
+    if (set) {
+        /* TensorFlow ignores a reserve that leaves nothing, with a warning; it
+         * cannot be honoured, so here it is an error. */
+        if (user_reserve >= free_bytes) {
+            char b1[32], b2[32];
+            return vdev_error(VDEV_ERR_CONFIG,
+                              "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"%s\" reserves %s, which leaves "
+                              "nothing of the %s free on /physical_device:GPU:%d",
+                              getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB"),
+                              vdev_format_bytes(user_reserve, b1, sizeof b1),
+                              vdev_format_bytes(free_bytes, b2, sizeof b2), gpu);
+        }
         reserve = user_reserve;
+    }
     uint64_t b;
     if (fraction > 0 && !set)
         b = (uint64_t)((double)total * fraction);
@@ -639,38 +694,58 @@ static enum vdev_status build_plan(struct vdev_plan *plan)
     const char *vd_log = getenv("VDEV_LOGICAL_DEVICES");
     if (vd_log && (st = env_logical("VDEV_LOGICAL_DEVICES", vd_log, env_cfg, env_split)) != VDEV_OK)
         return st;
-    int vis[VDEV_MAX_GPUS], n_vis = S.n_gpus;
-    for (int i = 0; i < S.n_gpus; i++)
-        vis[i] = i;
+    /* Visible devices: code, else environment (validated even when code
+     * overrides it), else every GPU. */
+    int env_vis[VDEV_MAX_GPUS], env_n_vis = 0;
     const char *vd_vis = getenv("VDEV_VISIBLE_DEVICES");
+    if (vd_vis && (st = env_visible("VDEV_VISIBLE_DEVICES", vd_vis, env_vis, &env_n_vis)) != VDEV_OK)
+        return st;
+    int *vis = S.eff_visible, n_vis = S.n_gpus;
     if (S.visible_set) {
         n_vis = S.n_visible;
         memcpy(vis, S.visible, sizeof(int) * (size_t)n_vis);
-    } else if (vd_vis && (st = env_visible("VDEV_VISIBLE_DEVICES", vd_vis, vis, &n_vis)) != VDEV_OK) {
-        return st;
+    } else if (vd_vis) {
+        n_vis = env_n_vis;
+        memcpy(vis, env_vis, sizeof(int) * (size_t)n_vis);
+    } else {
+        for (int i = 0; i < n_vis; i++)
+            vis[i] = i;
     }
+    S.eff_n_visible = n_vis;
     int min_sys_set;
     uint64_t min_sys;
     if ((st = env_min_sys(&min_sys, &min_sys_set)) != VDEV_OK)
         return st;
 
-    /* Merge: code first, then environment, then defaults. */
+    /* Merge, for every GPU (what is in force after start-up): code first,
+     * then environment, then defaults. */
+    for (int gpu = 0; gpu < S.n_gpus; gpu++) {
+        const struct gpu_cfg *c = &S.gpus[gpu];
+        struct gpu_cfg *e = &S.eff[gpu];
+        e->growth = c->growth >= 0 ? c->growth : env_grow[gpu] >= 0 ? env_grow[gpu] : 1;
+        e->fraction = c->fraction > 0 ? c->fraction : env_frac;
+        const struct gpu_cfg *src = (c->n_logical == 0 && env_split[gpu]) ? &env_cfg[gpu] : c;
+        e->n_logical = src->n_logical;
+        memcpy(e->limits, src->limits, sizeof(uint64_t) * (size_t)src->n_logical);
+    }
+
+    /* The plan: the visible GPUs in order, each one's logical devices. */
     for (int k = 0; k < n_vis; k++) {
         int gpu = vis[k];
-        const struct gpu_cfg *c = &S.gpus[gpu];
-        int growth = c->growth >= 0 ? c->growth : env_grow[gpu] >= 0 ? env_grow[gpu] : 1;
-        double frac = c->fraction > 0 ? c->fraction : env_frac;
-        int n_log = c->n_logical;
-        const uint64_t *limits = c->limits;
-        if (n_log == 0 && env_split[gpu]) {
-            n_log = env_cfg[gpu].n_logical;
-            limits = env_cfg[gpu].limits;
-        }
+        const struct gpu_cfg *e = &S.eff[gpu];
+        double frac = e->fraction;
+        int n_log = e->n_logical;
+        const uint64_t *limits = e->limits;
         uint64_t budget, free_bytes, reserve;
         if ((st = vdev_config_gpu_budget(gpu, frac, &budget, &free_bytes, &reserve)) != VDEV_OK)
             return st;
-        enum vdev_memory_policy pol = growth ? VDEV_POLICY_GROW : VDEV_POLICY_PREALLOCATE;
-        char b1[32], b2[32], b3[32];
+        enum vdev_memory_policy pol = e->growth ? VDEV_POLICY_GROW : VDEV_POLICY_PREALLOCATE;
+        int n_new = n_log ? n_log : 1;
+        if (plan->n_devices + n_new > (int)VDEV_ARRAY_LEN(plan->devices))
+            return vdev_error(VDEV_ERR_CONFIG,
+                              "/physical_device:GPU:%d: more than %d logical GPUs in all", gpu,
+                              (int)VDEV_ARRAY_LEN(plan->devices));
+        char b1[32], b2[32], b3[32], b4[32];
         if (n_log == 0) {
             struct vdev_plan_device *d = &plan->devices[plan->n_devices++];
             d->physical = gpu;
@@ -680,17 +755,22 @@ static enum vdev_status build_plan(struct vdev_plan *plan)
             continue;
         }
         uint64_t sum = 0;
-        for (int i = 0; i < n_log; i++)
-            sum += limits[i] & ~(uint64_t)255;
+        for (int i = 0; i < n_log; i++) {
+            uint64_t l = limits[i] & ~(uint64_t)255;
+            sum = sum > UINT64_MAX - l ? UINT64_MAX : sum + l;
+        }
         if (sum > budget) {
             char how[160];
+            uint64_t fr_now, total = 0;
+            if (vdev_backend_mem_info(&S.gpu, gpu, &fr_now, &total) != VDEV_OK)
+                total = 0;
             if (frac > 0 && !min_sys_set)
                 snprintf(how, sizeof how, "%.3g of its %s total", frac,
-                         vdev_format_bytes((uint64_t)((double)budget / frac), b3, sizeof b3));
+                         vdev_format_bytes(total, b3, sizeof b3));
             else
                 snprintf(how, sizeof how, "%s free less the %s driver reserve",
                          vdev_format_bytes(free_bytes, b3, sizeof b3),
-                         vdev_format_bytes(reserve, (char[32]){0}, 32));
+                         vdev_format_bytes(reserve, b4, sizeof b4));
             return vdev_error(VDEV_ERR_CONFIG,
                               "/physical_device:GPU:%d: its %d logical devices' limits sum to %s "
                               "(%llu bytes), more than the card's budget of %s (%llu bytes: %s)",

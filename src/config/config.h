@@ -42,7 +42,10 @@ struct vdev_backend *vdev_config_gpu_backend(void);
 struct vdev_backend *vdev_config_cpu_backend(void);
 
 /* Budget of a physical GPU: free memory less the driver reserve, as
- * TensorFlow computes it (see reference §2), or total × fraction. */
+ * TensorFlow computes it (see reference §2), or total × fraction; rounded
+ * down to 256 bytes. TF_DEVICE_MIN_SYS_MEMORY_IN_MB replaces the reserve and
+ * overrides the fraction; VDEV_ERR_CONFIG when it is malformed or leaves
+ * nothing of the free memory (TensorFlow ignores such a value). */
 enum vdev_status vdev_config_gpu_budget(int gpu, double fraction, uint64_t *budget,
                                         uint64_t *free_bytes, uint64_t *reserve);
 

@@ -36,6 +36,16 @@ static int parse_index(const char *s, int *out)
     return 1;
 }
 
+/* Device types TensorFlow knows that vdev has no devices of. */
+static int other_tf_type(const char *s)
+{
+    static const char *const types[] = {"TPU", "XLA_CPU", "XLA_GPU", "XLA_TPU", "CUSTOM", "EPU"};
+    for (size_t i = 0; i < VDEV_ARRAY_LEN(types); i++)
+        if (vdev_strcasecmp(s, types[i]) == 0)
+            return 1;
+    return 0;
+}
+
 static int parse_type(const char *s, enum vdev_device_type *out)
 {
     if (vdev_strcasecmp(s, "GPU") == 0) {
@@ -108,11 +118,20 @@ enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_nam
             type_s = parts[0];
             idx_s = parts[1];
         } else {
+            enum vdev_device_type t;
+            if (np == 1 && (parse_type(f, &t) || other_tf_type(f)))
+                return vdev_error(VDEV_ERR_INVALID_ARG,
+                                  "'%s' names no device index in the device spec: '%s' "
+                                  "(expected e.g. %s:0)",
+                                  f, text, f);
+            /* As DeviceSpec: the message names the field's first part. */
             return bad_attr(f, text);
         }
         enum vdev_device_type type;
         if (!parse_type(type_s, &type)) {
-            if (np == 3 || (np == 2 && isalpha((unsigned char)type_s[0])))
+            /* "device:TYPE:N" may name any type; a bare "TYPE:N" only a type
+             * TensorFlow knows, or it is an unknown attribute. */
+            if (np == 3 || other_tf_type(type_s))
                 return vdev_error(VDEV_ERR_INVALID_ARG,
                                   "Unknown device type '%s' in the device spec: '%s' (vdev has "
                                   "CPU and GPU devices)",

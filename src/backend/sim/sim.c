@@ -110,8 +110,12 @@ static enum vdev_status sim_submit_gpu(struct sim_gpu *g, vdev_host_fn fn, const
         return vdev_error(VDEV_ERR_INTERNAL, "sim: work item argument of %zu bytes exceeds %d",
                           arg_bytes, SIM_ARG_BYTES);
     pthread_mutex_lock(&g->lock);
-    uint64_t head = atomic_load_explicit(&g->submitted, memory_order_relaxed);
-    while (head - atomic_load_explicit(&g->completed, memory_order_acquire) >= SIM_RING) {
+    /* The head is read again after every wait: other submitters may have
+     * taken the slot that freed up while this one slept. */
+    uint64_t head;
+    while ((head = atomic_load_explicit(&g->submitted, memory_order_relaxed)) -
+               atomic_load_explicit(&g->completed, memory_order_acquire) >=
+           SIM_RING) {
         g->waiters++;
         pthread_cond_wait(&g->not_full, &g->lock);
         g->waiters--;
@@ -382,19 +386,23 @@ static enum vdev_status parse_spec(const char *spec, const char *var, uint64_t *
     while (*p) {
         char part[128];
         size_t len = strcspn(p, ",");
-        if (len == 0 || len >= sizeof part)
-            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": empty or overlong part (%s)", var,
-                              spec, SPEC_HELP);
+        if (len == 0)
+            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": empty part at offset %d (%s)", var,
+                              spec, (int)(p - spec), SPEC_HELP);
+        if (len >= sizeof part)
+            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": part '%.*s...' is too long (%s)", var,
+                              spec, 24, p, SPEC_HELP);
         memcpy(part, p, len);
         part[len] = '\0';
-        /* count: digits followed by 'x' */
+        /* count: digits followed by 'x' (no sign or space, which strtol would take) */
         long count = 1;
         const char *size_txt = part;
         const char *x = strpbrk(part, "xX");
         if (x) {
             char *end;
             count = strtol(part, &end, 10);
-            if (end != x || end == part || count < 1 || count > SIM_MAX_GPUS)
+            if (end != x || !isdigit((unsigned char)part[0]) || count < 1 ||
+                count > SIM_MAX_GPUS)
                 return vdev_error(VDEV_ERR_CONFIG,
                                   "%s=\"%s\": bad count in '%s' (a whole number 1..%d before "
                                   "'x'; %s)",

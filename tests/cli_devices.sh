@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# cli_devices.sh — `vdev devices` through the command line: the table and the
+# JSON on simulated GPUs, the environment's configuration in both, one line on
+# stderr and exit 1 for a bad environment, exit 2 for a bad option, and the
+# help texts. Usage: cli_devices.sh VDEV SHARED
+set -u
+vdev=$1
+fail=0; pass=0
+ok()  { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+[ -x "$vdev" ] || { echo "cli_devices: no vdev binary at '$vdev'"; exit 77; }
+
+# Start from a clean environment: no VDEV_* or TF_* variable from outside.
+for v in $(compgen -e); do
+  case $v in VDEV_*|TF_*) unset "$v" ;; esac
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# run ARGS...: runs vdev, sets rc, out (stdout) and err (stderr).
+run() {
+  "$vdev" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+  out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+}
+has() { grep -qF -- "$2" <<<"$1"; }
+lines() { if [ -z "$1" ]; then echo 0; else printf '%s\n' "$1" | wc -l; fi; }
+
+# ---- the table ----
+export VDEV_SIM_GPUS=3x16GiB
+run devices
+[ $rc -eq 0 ] && ok || bad "devices: exit $rc: $err"
+[ -z "$err" ] && ok || bad "devices wrote to stderr: $err"
+for s in "GPUs: 3 from the sim backend (simulated GPUs from VDEV_SIM_GPUS)" \
+         "Physical devices" "Logical devices" "/physical_device:CPU:0" \
+         "/physical_device:GPU:2" "Simulated GPU" "/device:CPU:0" "/device:GPU:2"; do
+  has "$out" "$s" && ok || bad "devices: no '$s' in: $out"
+done
+# GPU rows: physical 16 GiB total and free; logical 16 GiB - 1.5 GiB, growing.
+[ "$(grep -c '^  /physical_device:GPU:[0-2] *sim *Simulated GPU *16.00 GiB *16.00 GiB$' <<<"$out")" -eq 3 ] \
+  && ok || bad "devices: physical GPU rows: $out"
+[ "$(grep -c '^  /device:GPU:[0-2] *GPU:[0-2] *sim *grow *14.50 GiB *0 B *0 B$' <<<"$out")" -eq 3 ] \
+  && ok || bad "devices: logical GPU rows: $out"
+
+# The environment's configuration shows in it.
+VDEV_LOGICAL_DEVICES="1:4GiB,2GiB" VDEV_MEMORY_GROWTH="1:false" run devices
+[ $rc -eq 0 ] && ok || bad "devices with logical devices: exit $rc: $err"
+grep -q '^  /device:GPU:1 *GPU:1 *sim *preallocate *4.00 GiB *4.00 GiB *0 B$' <<<"$out" \
+  && ok || bad "devices: GPU:1 row: $out"
+grep -q '^  /device:GPU:2 *GPU:1 *sim *preallocate *2.00 GiB *2.00 GiB *0 B$' <<<"$out" \
+  && ok || bad "devices: GPU:2 row: $out"
+grep -q '^  /device:GPU:3 *GPU:2 *sim *grow *14.50 GiB' <<<"$out" \
+  && ok || bad "devices: GPU:3 row: $out"
+
+# ---- JSON ----
+run devices --json
+[ $rc -eq 0 ] && ok || bad "devices --json: exit $rc: $err"
+[ -z "$err" ] && ok || bad "devices --json wrote to stderr: $err"
+[ "$(lines "$out")" -eq 1 ] && ok || bad "devices --json: not one line"
+if command -v python3 >/dev/null 2>&1; then
+  python3 -m json.tool <"$tmp/out" >/dev/null && ok || bad "devices --json: invalid JSON: $out"
+  python3 - "$tmp/out" <<'EOF' && ok || bad "devices --json: wrong content: $out"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["gpu_backend"] == "sim", d["gpu_backend"]
+assert d["no_gpu_reason"] == ""
+p, l = d["physical"], d["logical"]
+assert [x["name"] for x in p] == ["/physical_device:CPU:0"] + ["/physical_device:GPU:%d" % i for i in range(3)]
+assert p[0]["backend"] == "cpu" and all(x["backend"] == "sim" for x in p[1:])
+assert all(x["total_bytes"] == 16 << 30 and x["free_bytes"] == 16 << 30 for x in p[1:])
+assert [x["name"] for x in l] == ["/device:CPU:0"] + ["/device:GPU:%d" % i for i in range(3)]
+for i, x in enumerate(l[1:]):
+    assert x["physical_index"] == i and x["backend"] == "sim" and x["policy"] == "grow"
+    assert x["limit_bytes"] == (16 << 30) - (1536 << 20), x
+    assert x["reserved_bytes"] == 0 and x["in_use_bytes"] == 0
+EOF
+  VDEV_SIM_GPUS=2x8GiB VDEV_LOGICAL_DEVICES="0:1GiB,3GiB" TF_FORCE_GPU_ALLOW_GROWTH=false \
+    run devices --json
+  [ $rc -eq 0 ] && ok || bad "devices --json with logical devices: exit $rc: $err"
+  python3 - "$tmp/out" <<'EOF' && ok || bad "devices --json: logical devices: $out"
+import json, sys
+d = json.load(open(sys.argv[1]))
+l = d["logical"]
+assert [(x["physical_index"], x["limit_bytes"], x["policy"]) for x in l[1:]] == \
+    [(0, 1 << 30, "preallocate"), (0, 3 << 30, "preallocate"),
+     (1, (8 << 30) - (1536 << 20), "preallocate")], l
+assert all(x["reserved_bytes"] == x["limit_bytes"] for x in l[1:])
+EOF
+else
+  for k in '"gpu_backend": "sim"' '"no_gpu_reason": ""' '"physical": [' '"logical": [' \
+           '"name": "/device:GPU:2"' '"policy": "grow"' '"limit_bytes": 15569256448'; do
+    has "$out" "$k" && ok || bad "devices --json: no '$k' in: $out"
+  done
+fi
+
+# ---- errors: one line on stderr, nothing on stdout ----
+expect_fail() { # expect_fail CODE SUBSTRING ARGS... (environment already set)
+  local code=$1 sub=$2; shift 2
+  run "$@"
+  [ $rc -eq "$code" ] && ok || bad "$*: exit $rc, expected $code (stderr: $err)"
+  [ -z "$out" ] && ok || bad "$*: wrote to stdout: $out"
+  [ "$(lines "$err")" -eq 1 ] && ok || bad "$*: stderr is not one line: $err"
+  [[ $err == "vdev devices:"* ]] && ok || bad "$*: stderr does not start 'vdev devices:': $err"
+  has "$err" "$sub" && ok || bad "$*: stderr lacks '$sub': $err"
+}
+for spec in "3x" "" "x16GiB" "0x16GiB" "3x16Gib?" "3y16GiB" "3x16GiB," ",3x16GiB" "65x1GiB" \
+            "3x512KiB"; do
+  VDEV_SIM_GPUS=$spec expect_fail 1 "VDEV_SIM_GPUS" devices
+  VDEV_SIM_GPUS=$spec expect_fail 1 "VDEV_SIM_GPUS" devices --json
+done
+VDEV_SIM_GPUS=3x expect_fail 1 "VDEV_SIM_GPUS=\"3x\": bad size in '3x'" devices
+VDEV_MEMORY_GROWTH=yes expect_fail 1 \
+  "vdev devices: start-up failed: VDEV_MEMORY_GROWTH=\"yes\" could not be parsed" devices
+VDEV_LOGICAL_DEVICES="0:banana" expect_fail 1 "bad limit 'banana' for GPU 0" devices --json
+VDEV_LOGICAL_DEVICES="0:10GiB,10GiB" expect_fail 1 \
+  "/physical_device:GPU:0: its 2 logical devices' limits sum to 20.00 GiB" devices
+TF_GPU_MEMORY_FRACTION=1.5 expect_fail 1 "TF_GPU_MEMORY_FRACTION=\"1.5\" is not a fraction" devices
+expect_fail 2 "unknown option '--bogus'" devices --bogus
+expect_fail 2 "unknown option 'extra'" devices --json extra
+
+# ---- help ----
+run --help
+[ $rc -eq 0 ] && ok || bad "--help: exit $rc"
+has "$out" "usage: vdev" && ok || bad "--help: no usage: $out"
+has "$out" "devices" && ok || bad "--help does not list devices: $out"
+run devices --help
+[ $rc -eq 0 ] && ok || bad "devices --help: exit $rc"
+has "$out" "usage: vdev devices [--json]" && ok || bad "devices --help: $out"
+[ -z "$err" ] && ok || bad "devices --help wrote to stderr: $err"
+run help devices
+[ $rc -eq 0 ] && ok || bad "help devices: exit $rc"
+has "$out" "usage: vdev devices" && ok || bad "help devices: $out"
+run
+[ $rc -eq 2 ] && ok || bad "no command: exit $rc"
+run bogus-command
+[ $rc -eq 2 ] && ok || bad "unknown command: exit $rc"
+has "$err" "vdev: unknown command 'bogus-command'" && ok || bad "unknown command: $err"
+
+# ---- no GPUs: no VDEV_SIM_GPUS and no CUDA plugin ----
+unset VDEV_SIM_GPUS
+VDEV_CUDA_PLUGIN=/nonexistent/libvdev-cuda.so run devices
+if has "$out" "GPUs: none"; then
+  [ $rc -eq 0 ] && ok || bad "no GPUs: exit $rc: $err"
+  has "$out" "GPUs: none (CUDA plugin: " && ok || bad "no GPUs: no reason: $out"
+  has "$out" "ops run on the CPU" && ok || bad "no GPUs: $out"
+  grep -q '/device:GPU' <<<"$out" && bad "no GPUs: lists a GPU: $out" || ok
+  VDEV_CUDA_PLUGIN=/nonexistent/libvdev-cuda.so run devices --json
+  if command -v python3 >/dev/null 2>&1; then
+    python3 - "$tmp/out" <<'EOF' && ok || bad "no GPUs --json: $out"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["gpu_backend"] == "none" and d["no_gpu_reason"].startswith("CUDA plugin: ")
+assert len(d["physical"]) == 1 and len(d["logical"]) == 1
+EOF
+  fi
+else
+  echo "cli_devices: CUDA GPUs present, the no-GPU case was not run"
+fi
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
