@@ -69,6 +69,9 @@ int vdev_cmd_devices(int argc, char **argv)
     for (int i = 0; i < n_log && i < 130; i++)
         if (vdev_memory_info(logi[i].name, &mi[i]) != VDEV_OK)
             return fail(logi[i].name);
+    /* Again after start-up, so FREE shows what preallocation took. */
+    if (vdev_list_physical_devices(phys, 130, &n_phys) != VDEV_OK)
+        return fail("");
 
     if (json) {
         printf("{\"gpu_backend\": ");

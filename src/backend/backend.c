@@ -60,11 +60,13 @@ enum vdev_status vdev_backend_cuda_new(struct vdev_backend *out, char *reason, s
     char beside[1024];
     int n = 0;
     const char *env = getenv("VDEV_CUDA_PLUGIN");
-    if (env && *env)
-        tries[n++] = env;
-    snprintf(beside, sizeof beside, "%s/%s", VDEV_PLUGIN_DIR, CUDA_PLUGIN_NAME);
-    tries[n++] = beside;
-    tries[n++] = CUDA_PLUGIN_NAME;
+    if (env && *env) {
+        tries[n++] = env; /* an explicit path is the only one tried */
+    } else {
+        snprintf(beside, sizeof beside, "%s/%s", VDEV_PLUGIN_DIR, CUDA_PLUGIN_NAME);
+        tries[n++] = beside;
+        tries[n++] = CUDA_PLUGIN_NAME;
+    }
 
     void *h = NULL;
     char first_err[256] = "";
