@@ -1,7 +1,12 @@
-/* check.c — counters and reporting for check.h. */
+/* check.c — counters and reporting for check.h, and the fresh start every
+ * configuration test needs. */
+#define _POSIX_C_SOURCE 200809L
 #include "check.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
+
+extern char **environ;
 
 int check_passed, check_failed;
 
@@ -20,4 +25,28 @@ int check_done(void)
 {
     printf("%d passed, %d failed\n", check_passed, check_failed);
     return check_failed ? 1 : 0;
+}
+
+void check_fresh(const char *sim)
+{
+    vdev_shutdown();
+    /* unsetenv changes environ: look again from the start after each one */
+    for (;;) {
+        char name[256] = "";
+        for (char **e = environ; *e; e++)
+            if (!strncmp(*e, "VDEV_", 5) || !strncmp(*e, "TF_", 3)) {
+                size_t n = strcspn(*e, "=");
+                if (n < sizeof name) {
+                    memcpy(name, *e, n);
+                    name[n] = '\0';
+                }
+                break;
+            }
+        if (!name[0])
+            break;
+        unsetenv(name);
+    }
+    if (sim)
+        setenv("VDEV_SIM_GPUS", sim, 1);
+    vdev_clear_error();
 }

@@ -11,6 +11,10 @@
 extern int check_passed, check_failed;
 void check_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Starts a case over: shuts vdev down, removes every VDEV_* and TF_*
+ * variable from the environment, sets VDEV_SIM_GPUS to sim (NULL leaves it
+ * unset), and clears the thread's error. */
+void check_fresh(const char *sim);
 /* Prints the summary and returns the exit status (0 when nothing failed). */
 int check_done(void);
 

@@ -16,34 +16,8 @@
 #define GiB (1ull << 30)
 #define RESERVE (1536 * MiB)
 
-extern char **environ;
-
 static const char *const ALREADY = "Physical devices cannot be modified after being initialized";
 
-/* Starts a case over: shuts vdev down, removes every VDEV_* and TF_*
- * variable, and sets VDEV_SIM_GPUS (NULL leaves it unset). */
-static void fresh(const char *sim)
-{
-    vdev_shutdown();
-    for (int guard = 0; guard < 1000; guard++) {
-        char name[256] = "";
-        for (char **e = environ; *e; e++)
-            if (!strncmp(*e, "VDEV_", 5) || !strncmp(*e, "TF_", 3)) {
-                size_t n = strcspn(*e, "=");
-                if (n < sizeof name) {
-                    memcpy(name, *e, n);
-                    name[n] = '\0';
-                }
-                break;
-            }
-        if (!name[0])
-            break;
-        unsetenv(name);
-    }
-    if (sim)
-        setenv("VDEV_SIM_GPUS", sim, 1);
-    vdev_clear_error();
-}
 
 /* ---- what start-up made ---- */
 
@@ -237,7 +211,7 @@ static void test_format_bytes(void)
 
 static void test_unknown_and_cpu(void)
 {
-    fresh("3x16GiB");
+    check_fresh("3x16GiB");
     EXPECT_ERR(vdev_config_set_memory_growth("GPU:3", true), VDEV_ERR_NOT_FOUND,
                "Unrecognized device: GPU:3 (there are 3 GPUs)");
     EXPECT_ERR(vdev_config_set_memory_growth("/physical_device:GPU:7", true), VDEV_ERR_NOT_FOUND,
@@ -277,7 +251,7 @@ static void test_unknown_and_cpu(void)
 
 static void test_growth_get_set(void)
 {
-    fresh("2x16GiB");
+    check_fresh("2x16GiB");
     int g = 7;
     CHECK_OK(vdev_config_get_memory_growth("GPU:0", &g));
     CHECK(g == -1);
@@ -299,7 +273,7 @@ static void test_growth_get_set(void)
 /* Growth on GPU 0, fixed logical devices on GPU 1 (TensorFlow refuses). */
 static void test_mixed_mode(void)
 {
-    fresh("2x16GiB");
+    check_fresh("2x16GiB");
     CHECK_OK(vdev_config_set_memory_growth("GPU:0", true));
     CHECK_OK(vdev_config_set_memory_growth("GPU:1", false));
     CHECK_OK(vdev_config_set_logical_devices("GPU:1", (const uint64_t[]){4 * GiB, 2 * GiB}, 2));
@@ -309,7 +283,7 @@ static void test_mixed_mode(void)
     CHECK_EQ_U64(phys_free(0), 16 * GiB);
 
     /* Growth only on GPU 0, GPU 1 left at its default: fine too. */
-    fresh("2x16GiB");
+    check_fresh("2x16GiB");
     CHECK_OK(vdev_config_set_memory_growth("GPU:0", false));
     EXPECT_GPUS({0, 16 * GiB - RESERVE, PRE}, {1, 16 * GiB - RESERVE, GROW});
 }
@@ -317,7 +291,7 @@ static void test_mixed_mode(void)
 /* Growth and logical devices on one GPU: devices that grow within limits. */
 static void test_growth_with_logical(void)
 {
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     CHECK_OK(vdev_config_set_memory_growth("GPU:0", true));
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){3 * GiB, GiB}, 2));
     EXPECT_GPUS({0, 3 * GiB, GROW}, {0, GiB, GROW});
@@ -337,7 +311,7 @@ static void test_growth_with_logical(void)
     CHECK_EQ_U64(phys_free(0), 16 * GiB);
 
     /* Growth set after the split, and growth off: both preallocate. */
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){3 * GiB, GiB}, 2));
     CHECK_OK(vdev_config_set_memory_growth("GPU:0", false));
     EXPECT_GPUS({0, 3 * GiB, PRE}, {0, GiB, PRE});
@@ -346,7 +320,7 @@ static void test_growth_with_logical(void)
 
 static void test_numbering(void)
 {
-    fresh("2x16GiB");
+    check_fresh("2x16GiB");
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){4 * GiB, 2 * GiB}, 2));
     CHECK_OK(vdev_config_set_logical_devices("GPU:1", (const uint64_t[]){3 * GiB}, 1));
     EXPECT_GPUS({0, 4 * GiB, GROW}, {0, 2 * GiB, GROW}, {1, 3 * GiB, GROW});
@@ -358,27 +332,27 @@ static void test_numbering(void)
                "logical GPUs)");
 
     /* A split in the middle shifts the numbers after it. */
-    fresh("3x16GiB");
+    check_fresh("3x16GiB");
     CHECK_OK(vdev_config_set_logical_devices("GPU:1", (const uint64_t[]){GiB, GiB, GiB}, 3));
     EXPECT_GPUS({0, 16 * GiB - RESERVE, GROW}, {1, GiB, GROW}, {1, GiB, GROW}, {1, GiB, GROW},
                 {2, 16 * GiB - RESERVE, GROW});
 
     /* n == 0 removes a split; limits are rounded down to 256 bytes. */
-    fresh("2x16GiB");
+    check_fresh("2x16GiB");
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){GiB}, 1));
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", NULL, 0));
     CHECK_OK(vdev_config_set_logical_devices("GPU:1", (const uint64_t[]){GiB + 300, 1000}, 2));
     EXPECT_GPUS({0, 16 * GiB - RESERVE, GROW}, {1, GiB + 256, GROW}, {1, 768, GROW});
 
     /* Visible GPUs in the order given: TensorFlow's visible_device_list. */
-    fresh("3x16GiB");
+    check_fresh("3x16GiB");
     CHECK_OK(vdev_config_set_visible_devices((const int[]){2, 0}, 2));
     CHECK_OK(vdev_config_set_logical_devices("GPU:1", (const uint64_t[]){GiB}, 1)); /* hidden */
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){GiB, 2 * GiB}, 2));
     EXPECT_GPUS({2, 16 * GiB - RESERVE, GROW}, {0, GiB, GROW}, {0, 2 * GiB, GROW});
 
     /* At most 128 logical GPUs in all. */
-    fresh("9x1GiB");
+    check_fresh("9x1GiB");
     uint64_t lim[16];
     for (int i = 0; i < 16; i++)
         lim[i] = MiB;
@@ -402,7 +376,7 @@ static void test_numbering(void)
 
 static void test_logical_errors(void)
 {
-    fresh("1x8GiB");
+    check_fresh("1x8GiB");
     EXPECT_ERR(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){GiB, 0}, 2),
                VDEV_ERR_INVALID_ARG,
                "Setting memory limit is required for GPU virtual devices: logical device 1 of "
@@ -428,7 +402,7 @@ static void test_logical_errors(void)
 /* Limits beyond the card's budget fail at start-up, and can be fixed. */
 static void test_budget_exceeded(void)
 {
-    fresh("2x8GiB");
+    check_fresh("2x8GiB");
     CHECK_OK(vdev_config_set_logical_devices("GPU:1", (const uint64_t[]){4 * GiB, 3 * GiB}, 2));
     EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG,
                "/physical_device:GPU:1: its 2 logical devices' limits sum to 7.00 GiB "
@@ -455,7 +429,7 @@ static void test_budget_exceeded(void)
     CHECK_EQ_U64(phys_free(1), RESERVE);
 
     /* One byte-block over. */
-    fresh("1x8GiB");
+    check_fresh("1x8GiB");
     CHECK_OK(vdev_config_set_logical_devices("GPU:0",
                                              (const uint64_t[]){4 * GiB, 5 * GiB / 2 + 256}, 2));
     EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG, "(6979322112 bytes), more than the card's budget "
@@ -486,7 +460,7 @@ static void test_budget_reserve(void)
         {"1x1MiB", MiB},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        fresh(cases[i].sim);
+        check_fresh(cases[i].sim);
         CHECK_EQ_U64(limit_of("GPU:0"), cases[i].limit);
         struct vdev_logical_device ld[2];
         int n = 0;
@@ -495,7 +469,7 @@ static void test_budget_reserve(void)
     }
 
     /* The budget is of free memory: memory already taken does not count. */
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     CHECK_OK(vdev_config_discover());
     struct vdev_backend *b = vdev_config_gpu_backend();
     void *p = NULL;
@@ -504,22 +478,22 @@ static void test_budget_reserve(void)
     b->ops->release(b->ctx, 0, p, 4 * GiB);
 
     /* TF_DEVICE_MIN_SYS_MEMORY_IN_MB replaces the reserve. */
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "100", 1);
     CHECK_EQ_U64(limit_of("GPU:0"), 16 * GiB - 100 * MiB);
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "0", 1);
     CHECK_EQ_U64(limit_of("GPU:0"), 16 * GiB);
-    fresh("1x1GiB");
+    check_fresh("1x1GiB");
     setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "1023", 1);
     CHECK_EQ_U64(limit_of("GPU:0"), MiB);
     /* ... and overrides a fraction, as in TensorFlow. */
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "2048", 1);
     CHECK_OK(vdev_config_set_memory_fraction("GPU:0", 0.5));
     CHECK_EQ_U64(limit_of("GPU:0"), 14 * GiB);
     /* A reserve that leaves nothing cannot be honoured. */
-    fresh("2x16GiB,1x1GiB");
+    check_fresh("2x16GiB,1x1GiB");
     setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "1024", 1);
     EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG,
                "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"1024\" reserves 1.00 GiB, which leaves nothing "
@@ -528,7 +502,7 @@ static void test_budget_reserve(void)
     CHECK_OK(vdev_config_set_visible_devices((const int[]){0, 1}, 2));
     EXPECT_GPUS({0, 15 * GiB, GROW}, {1, 15 * GiB, GROW});
     /* With logical devices, the message says where the budget comes from. */
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "8192", 1);
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){9 * GiB}, 1));
     EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG,
@@ -539,22 +513,22 @@ static void test_budget_reserve(void)
 /* A fraction is of the card's total memory, rounded down to 256 bytes. */
 static void test_fraction(void)
 {
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     CHECK_OK(vdev_config_set_memory_fraction(NULL, 0.5));
     CHECK_EQ_U64(limit_of("GPU:0"), 8 * GiB);
-    fresh("1x10GiB");
+    check_fresh("1x10GiB");
     CHECK_OK(vdev_config_set_memory_fraction("GPU:0", 0.3));
     CHECK_EQ_U64(limit_of("GPU:0"), 3221225472ull);
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     CHECK_OK(vdev_config_set_memory_fraction("GPU:0", 0.7)); /* 12025908428.8 */
     CHECK_EQ_U64(limit_of("GPU:0"), 12025908224ull);
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     CHECK_OK(vdev_config_set_memory_fraction("GPU:0", 1.0)); /* all of it: no reserve */
     CHECK_OK(vdev_config_set_memory_growth("GPU:0", false));
     CHECK_EQ_U64(limit_of("GPU:0"), 16 * GiB);
     CHECK_EQ_U64(phys_free(0), 0);
     /* Of total, not of free. */
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     CHECK_OK(vdev_config_discover());
     struct vdev_backend *b = vdev_config_gpu_backend();
     void *p = NULL;
@@ -563,17 +537,17 @@ static void test_fraction(void)
     CHECK_EQ_U64(limit_of("GPU:0"), 8 * GiB);
     b->ops->release(b->ctx, 0, p, 4 * GiB);
     /* Per GPU; NULL sets every GPU; 0 removes it. */
-    fresh("3x16GiB");
+    check_fresh("3x16GiB");
     CHECK_OK(vdev_config_set_memory_fraction(NULL, 0.25));
     CHECK_OK(vdev_config_set_memory_fraction("GPU:1", 0.5));
     CHECK_OK(vdev_config_set_memory_fraction("GPU:2", 0));
     EXPECT_GPUS({0, 4 * GiB, GROW}, {1, 8 * GiB, GROW}, {2, 16 * GiB - RESERVE, GROW});
     /* With logical devices, it is their budget. */
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     CHECK_OK(vdev_config_set_memory_fraction("GPU:0", 0.5));
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){4 * GiB, 4 * GiB}, 2));
     EXPECT_GPUS({0, 4 * GiB, GROW}, {0, 4 * GiB, GROW});
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     CHECK_OK(vdev_config_set_memory_fraction("GPU:0", 0.5));
     CHECK_OK(vdev_config_set_logical_devices("GPU:0",
                                              (const uint64_t[]){4 * GiB, 4 * GiB + 256}, 2));
@@ -582,7 +556,7 @@ static void test_fraction(void)
                "(8589934848 bytes), more than the card's budget of 8.00 GiB (8589934592 bytes: "
                "0.5 of its 16.00 GiB total)");
     /* Outside (0, 1]. */
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     static const double bad[] = {-0.1, 1.5, 1.0000001, -0.0000001};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         EXPECT_ERR(vdev_config_set_memory_fraction("GPU:0", bad[i]), VDEV_ERR_INVALID_ARG,
@@ -597,7 +571,7 @@ static void test_fraction(void)
 /* After start-up: changes fail, repeating what is in force is a no-op. */
 static void test_after_startup(void)
 {
-    fresh("2x16GiB");
+    check_fresh("2x16GiB");
     CHECK_OK(vdev_config_set_memory_growth("GPU:1", false));
     CHECK_OK(vdev_config_set_memory_fraction("GPU:0", 0.5));
     CHECK_OK(vdev_config_set_logical_devices("GPU:1", (const uint64_t[]){GiB, 2 * GiB}, 2));
@@ -651,7 +625,7 @@ static void test_after_startup(void)
     CHECK(g == 0);
 
     /* Values in force that came from the environment. */
-    fresh("3x16GiB");
+    check_fresh("3x16GiB");
     setenv("VDEV_MEMORY_GROWTH", "false", 1);
     setenv("VDEV_MEMORY_FRACTION", "0.25", 1);
     setenv("VDEV_LOGICAL_DEVICES", "1:1GiB", 1);
@@ -669,7 +643,7 @@ static void test_after_startup(void)
                "Virtual devices cannot be modified");
     EXPECT_GPUS({1, GiB, PRE}, {2, 4 * GiB, PRE});
     /* Default visibility is every GPU in order. */
-    fresh("2x16GiB");
+    check_fresh("2x16GiB");
     CHECK_OK(vdev_init());
     CHECK_OK(vdev_config_set_visible_devices((const int[]){0, 1}, 2));
     EXPECT_ERR(vdev_config_set_visible_devices((const int[]){0}, 1),
@@ -679,7 +653,7 @@ static void test_after_startup(void)
 /* Listing logical devices starts the runtime; listing physical ones does not. */
 static void test_implicit_startup(void)
 {
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     int n = 0;
     CHECK_OK(vdev_list_physical_devices(NULL, 0, &n));
     CHECK(!vdev_is_initialized());
@@ -692,14 +666,14 @@ static void test_implicit_startup(void)
     EXPECT_ERR(vdev_list_logical_devices(NULL, 1, &n), VDEV_ERR_INVALID_ARG, "bad arguments");
     EXPECT_ERR(vdev_list_logical_devices(NULL, 0, NULL), VDEV_ERR_INVALID_ARG, "bad arguments");
 
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     char name[64];
     CHECK_OK(vdev_device_canonical_name("GPU:0", name, sizeof name));
     CHECK(vdev_is_initialized());
     EXPECT_ERR(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){GiB}, 1),
                VDEV_ERR_ALREADY_INITIALIZED, "Virtual devices cannot be modified");
 
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     struct vdev_memory_info mi;
     CHECK_OK(vdev_memory_info("GPU:0", &mi));
     CHECK(vdev_is_initialized());
@@ -719,7 +693,7 @@ static void test_implicit_startup(void)
 /* Preallocate reserves the whole limit at start-up; grow reserves nothing. */
 static void test_policies(void)
 {
-    fresh("2x16GiB");
+    check_fresh("2x16GiB");
     CHECK_OK(vdev_config_set_memory_growth("GPU:0", false));
     CHECK_OK(vdev_init());
     struct vdev_memory_info mi;
@@ -749,7 +723,7 @@ static void test_policies(void)
 
 static void test_visible(void)
 {
-    fresh("3x16GiB");
+    check_fresh("3x16GiB");
     EXPECT_ERR(vdev_config_set_visible_devices((const int[]){0, 0}, 2), VDEV_ERR_INVALID_ARG,
                "GPU 0 is listed twice in the visible devices");
     EXPECT_ERR(vdev_config_set_visible_devices((const int[]){3}, 1), VDEV_ERR_NOT_FOUND,
@@ -766,7 +740,7 @@ static void test_visible(void)
     CHECK_OK(vdev_list_physical_devices(NULL, 0, &n));
     CHECK(n == 4);
     /* None visible: CPU only. */
-    fresh("3x16GiB");
+    check_fresh("3x16GiB");
     CHECK_OK(vdev_config_set_visible_devices(NULL, 0));
     EXPECT_NO_GPUS();
     EXPECT_ERR(vdev_mem_alloc("GPU:0", 256, &(void *){NULL}), VDEV_ERR_NOT_FOUND,
@@ -781,7 +755,7 @@ static void test_visible(void)
 static void expect_env_error(int line, const char *sim, const char *var, const char *value,
                              const char *msg)
 {
-    fresh(sim);
+    check_fresh(sim);
     setenv(var, value, 1);
     enum vdev_status st = vdev_init();
     if (st != VDEV_ERR_CONFIG || !strstr(vdev_last_error(), msg))
@@ -804,12 +778,12 @@ static void test_env_growth(void)
     static const char *const vars[] = {"TF_FORCE_GPU_ALLOW_GROWTH", "VDEV_MEMORY_GROWTH"};
     for (int v = 0; v < 2; v++) {
         for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
-            fresh("2x8GiB");
+            check_fresh("2x8GiB");
             setenv(vars[v], on[i], 1);
             EXPECT_GPUS({0, 8 * GiB - RESERVE, GROW}, {1, 8 * GiB - RESERVE, GROW});
         }
         for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
-            fresh("2x8GiB");
+            check_fresh("2x8GiB");
             setenv(vars[v], off[i], 1);
             EXPECT_GPUS({0, 8 * GiB - RESERVE, PRE}, {1, 8 * GiB - RESERVE, PRE});
         }
@@ -824,11 +798,11 @@ static void test_env_growth(void)
         }
     }
     /* Per GPU. */
-    fresh("3x8GiB");
+    check_fresh("3x8GiB");
     setenv("VDEV_MEMORY_GROWTH", "0:true,1:false", 1);
     EXPECT_GPUS({0, 8 * GiB - RESERVE, GROW}, {1, 8 * GiB - RESERVE, PRE},
                 {2, 8 * GiB - RESERVE, GROW});
-    fresh("3x8GiB");
+    check_fresh("3x8GiB");
     setenv("VDEV_MEMORY_GROWTH", "2:0,0:FALSE", 1);
     EXPECT_GPUS({0, 8 * GiB - RESERVE, PRE}, {1, 8 * GiB - RESERVE, GROW},
                 {2, 8 * GiB - RESERVE, PRE});
@@ -856,37 +830,37 @@ static void test_env_growth(void)
         EXPECT_ENV_ERROR("3x8GiB", "VDEV_MEMORY_GROWTH", bad[i].value, bad[i].msg);
 
     /* Both variables: they must agree where both speak. */
-    fresh("2x8GiB");
+    check_fresh("2x8GiB");
     setenv("TF_FORCE_GPU_ALLOW_GROWTH", "true", 1);
     setenv("VDEV_MEMORY_GROWTH", "false", 1);
     EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG,
                "TF_FORCE_GPU_ALLOW_GROWTH=\"true\" and VDEV_MEMORY_GROWTH=\"false\" disagree for "
                "GPU 0");
-    fresh("2x8GiB");
+    check_fresh("2x8GiB");
     setenv("TF_FORCE_GPU_ALLOW_GROWTH", "true", 1);
     setenv("VDEV_MEMORY_GROWTH", "0:true,1:false", 1);
     EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG, "disagree for GPU 1");
-    fresh("2x8GiB");
+    check_fresh("2x8GiB");
     setenv("TF_FORCE_GPU_ALLOW_GROWTH", "false", 1);
     setenv("VDEV_MEMORY_GROWTH", "0", 1);
     EXPECT_GPUS({0, 8 * GiB - RESERVE, PRE}, {1, 8 * GiB - RESERVE, PRE});
-    fresh("2x8GiB");
+    check_fresh("2x8GiB");
     setenv("TF_FORCE_GPU_ALLOW_GROWTH", "false", 1);
     setenv("VDEV_MEMORY_GROWTH", "1:false", 1);
     EXPECT_GPUS({0, 8 * GiB - RESERVE, PRE}, {1, 8 * GiB - RESERVE, PRE});
 
     /* Code wins over the environment. */
-    fresh("2x8GiB");
+    check_fresh("2x8GiB");
     setenv("TF_FORCE_GPU_ALLOW_GROWTH", "false", 1);
     CHECK_OK(vdev_config_set_memory_growth("GPU:0", true));
     EXPECT_GPUS({0, 8 * GiB - RESERVE, GROW}, {1, 8 * GiB - RESERVE, PRE});
-    fresh("2x8GiB");
+    check_fresh("2x8GiB");
     setenv("VDEV_MEMORY_GROWTH", "true", 1);
     CHECK_OK(vdev_config_set_memory_growth("GPU:1", false));
     EXPECT_GPUS({0, 8 * GiB - RESERVE, GROW}, {1, 8 * GiB - RESERVE, PRE});
     /* A malformed variable is an error even where code overrides it. */
     EXPECT_ENV_ERROR("1x8GiB", "TF_FORCE_GPU_ALLOW_GROWTH", "yes", "TF_FORCE_GPU_ALLOW_GROWTH");
-    fresh("1x8GiB");
+    check_fresh("1x8GiB");
     setenv("TF_FORCE_GPU_ALLOW_GROWTH", "yes", 1);
     CHECK_OK(vdev_config_set_memory_growth("GPU:0", true));
     EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG, "TF_FORCE_GPU_ALLOW_GROWTH=\"yes\"");
@@ -896,13 +870,13 @@ static void test_env_fraction(void)
 {
     static const char *const vars[] = {"VDEV_MEMORY_FRACTION", "TF_GPU_MEMORY_FRACTION"};
     for (int v = 0; v < 2; v++) {
-        fresh("2x16GiB");
+        check_fresh("2x16GiB");
         setenv(vars[v], "0.5", 1);
         EXPECT_GPUS({0, 8 * GiB, GROW}, {1, 8 * GiB, GROW});
-        fresh("1x16GiB");
+        check_fresh("1x16GiB");
         setenv(vars[v], "1", 1);
         EXPECT_GPUS({0, 16 * GiB, GROW});
-        fresh("1x16GiB");
+        check_fresh("1x16GiB");
         setenv(vars[v], ".25", 1);
         EXPECT_GPUS({0, 4 * GiB, GROW});
         static const char *const bad[] = {"0", "1.5", "abc", "0.5x", "", "-0.5", "nan", "inf",
@@ -916,18 +890,18 @@ static void test_env_fraction(void)
             EXPECT_ENV_ERROR("1x16GiB", vars[v], bad[i], msg);
         }
     }
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     setenv("VDEV_MEMORY_FRACTION", "0.5", 1);
     setenv("TF_GPU_MEMORY_FRACTION", "0.25", 1);
     EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG,
                "VDEV_MEMORY_FRACTION=\"0.5\" and TF_GPU_MEMORY_FRACTION=\"0.25\" disagree; set "
                "one");
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     setenv("VDEV_MEMORY_FRACTION", "0.5", 1);
     setenv("TF_GPU_MEMORY_FRACTION", "0.50", 1);
     EXPECT_GPUS({0, 8 * GiB, GROW});
     /* Code wins. */
-    fresh("2x16GiB");
+    check_fresh("2x16GiB");
     setenv("VDEV_MEMORY_FRACTION", "0.5", 1);
     CHECK_OK(vdev_config_set_memory_fraction("GPU:1", 0.25));
     EXPECT_GPUS({0, 8 * GiB, GROW}, {1, 4 * GiB, GROW});
@@ -935,14 +909,14 @@ static void test_env_fraction(void)
 
 static void test_env_logical(void)
 {
-    fresh("2x16GiB");
+    check_fresh("2x16GiB");
     setenv("VDEV_LOGICAL_DEVICES", "0:4GiB,2GiB;1:3GiB", 1);
     EXPECT_GPUS({0, 4 * GiB, GROW}, {0, 2 * GiB, GROW}, {1, 3 * GiB, GROW});
-    fresh("3x16GiB");
+    check_fresh("3x16GiB");
     setenv("VDEV_LOGICAL_DEVICES", "2:1.5GiB,512MiB", 1);
     EXPECT_GPUS({0, 16 * GiB - RESERVE, GROW}, {1, 16 * GiB - RESERVE, GROW},
                 {2, 3 * GiB / 2, GROW}, {2, 512 * MiB, GROW});
-    fresh("2x16GiB");
+    check_fresh("2x16GiB");
     setenv("VDEV_LOGICAL_DEVICES", "1:3GiB;0:1GiB", 1); /* any order: numbered by GPU */
     setenv("VDEV_MEMORY_GROWTH", "false", 1);
     EXPECT_GPUS({0, GiB, PRE}, {1, 3 * GiB, PRE});
@@ -971,12 +945,12 @@ static void test_env_logical(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         EXPECT_ENV_ERROR("2x16GiB", "VDEV_LOGICAL_DEVICES", bad[i].value, bad[i].msg);
     /* Too big for the card: named at start-up. */
-    fresh("2x16GiB");
+    check_fresh("2x16GiB");
     setenv("VDEV_LOGICAL_DEVICES", "1:8GiB,8GiB", 1);
     EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG,
                "/physical_device:GPU:1: its 2 logical devices' limits sum to 16.00 GiB");
     /* Code wins, per GPU. */
-    fresh("2x16GiB");
+    check_fresh("2x16GiB");
     setenv("VDEV_LOGICAL_DEVICES", "0:1GiB;1:1GiB", 1);
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){2 * GiB, 3 * GiB}, 2));
     EXPECT_GPUS({0, 2 * GiB, GROW}, {0, 3 * GiB, GROW}, {1, GiB, GROW});
@@ -984,16 +958,16 @@ static void test_env_logical(void)
 
 static void test_env_visible(void)
 {
-    fresh("3x16GiB");
+    check_fresh("3x16GiB");
     setenv("VDEV_VISIBLE_DEVICES", "0,2", 1);
     EXPECT_GPUS({0, 16 * GiB - RESERVE, GROW}, {2, 16 * GiB - RESERVE, GROW});
-    fresh("3x16GiB");
+    check_fresh("3x16GiB");
     setenv("VDEV_VISIBLE_DEVICES", "1", 1);
     EXPECT_GPUS({1, 16 * GiB - RESERVE, GROW});
-    fresh("3x16GiB");
+    check_fresh("3x16GiB");
     setenv("VDEV_VISIBLE_DEVICES", "2,0", 1);
     EXPECT_GPUS({2, 16 * GiB - RESERVE, GROW}, {0, 16 * GiB - RESERVE, GROW});
-    fresh("3x16GiB");
+    check_fresh("3x16GiB");
     setenv("VDEV_VISIBLE_DEVICES", "", 1);
     EXPECT_NO_GPUS();
     static const struct {
@@ -1014,11 +988,11 @@ static void test_env_visible(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         EXPECT_ENV_ERROR("3x16GiB", "VDEV_VISIBLE_DEVICES", bad[i].value, bad[i].msg);
     /* Code wins; a malformed variable is still an error. */
-    fresh("3x16GiB");
+    check_fresh("3x16GiB");
     setenv("VDEV_VISIBLE_DEVICES", "1", 1);
     CHECK_OK(vdev_config_set_visible_devices((const int[]){0}, 1));
     EXPECT_GPUS({0, 16 * GiB - RESERVE, GROW});
-    fresh("3x16GiB");
+    check_fresh("3x16GiB");
     setenv("VDEV_VISIBLE_DEVICES", "x", 1);
     CHECK_OK(vdev_config_set_visible_devices((const int[]){0}, 1));
     EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG, "VDEV_VISIBLE_DEVICES=\"x\"");
@@ -1043,7 +1017,7 @@ static void test_env_min_sys(void)
                      "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"16384\" reserves 16.00 GiB, which leaves "
                      "nothing of the 16.00 GiB free on /physical_device:GPU:0");
     /* No GPU visible: nothing to reserve on, but still checked. */
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     setenv("VDEV_VISIBLE_DEVICES", "", 1);
     setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "abc", 1);
     EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG, "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"abc\"");
@@ -1053,7 +1027,7 @@ static void test_env_trace(void)
 {
     EXPECT_ENV_ERROR("1x1GiB", "VDEV_ALLOC_TRACE", "",
                      "VDEV_ALLOC_TRACE is empty (expected a file path)");
-    fresh("1x1GiB");
+    check_fresh("1x1GiB");
     setenv("VDEV_ALLOC_TRACE", "/nonexistent-dir/trace.txt", 1);
     EXPECT_ERR(vdev_init(), VDEV_ERR_IO, "VDEV_ALLOC_TRACE: cannot write allocation trace "
                                          "/nonexistent-dir/trace.txt");
@@ -1066,7 +1040,7 @@ static void test_env_trace(void)
     if (fd < 0)
         return;
     close(fd);
-    fresh("1x1GiB");
+    check_fresh("1x1GiB");
     setenv("VDEV_ALLOC_TRACE", path, 1);
     void *p = NULL;
     CHECK_OK(vdev_mem_alloc("GPU:0", 1000, &p));
@@ -1088,7 +1062,7 @@ static void test_env_trace(void)
 /* Several variables at once: each one's effect, in one start-up. */
 static void test_env_combined(void)
 {
-    fresh("3x16GiB");
+    check_fresh("3x16GiB");
     setenv("VDEV_VISIBLE_DEVICES", "2,1", 1);
     setenv("VDEV_MEMORY_GROWTH", "1:false", 1);
     setenv("TF_GPU_MEMORY_FRACTION", "0.5", 1);
@@ -1122,6 +1096,6 @@ int main(void)
     test_env_min_sys();
     test_env_trace();
     test_env_combined();
-    fresh(NULL);
+    check_fresh(NULL);
     return check_done();
 }

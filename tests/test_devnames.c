@@ -9,32 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern char **environ;
-
-/* Starts a case over: shuts vdev down, removes every VDEV_* and TF_*
- * variable, and sets VDEV_SIM_GPUS (NULL leaves it unset). */
-static void fresh(const char *sim)
-{
-    vdev_shutdown();
-    for (int guard = 0; guard < 1000; guard++) {
-        char name[256] = "";
-        for (char **e = environ; *e; e++)
-            if (!strncmp(*e, "VDEV_", 5) || !strncmp(*e, "TF_", 3)) {
-                size_t n = strcspn(*e, "=");
-                if (n < sizeof name) {
-                    memcpy(name, *e, n);
-                    name[n] = '\0';
-                }
-                break;
-            }
-        if (!name[0])
-            break;
-        unsetenv(name);
-    }
-    if (sim)
-        setenv("VDEV_SIM_GPUS", sim, 1);
-    vdev_clear_error();
-}
 
 static void expect_canonical(int line, const char *name, const char *want)
 {
@@ -61,7 +35,7 @@ static void expect_bad(int line, const char *name, enum vdev_status code, const 
 
 static void test_accepted(void)
 {
-    fresh("3x1GiB");
+    check_fresh("3x1GiB");
     static const char *const gpu1[] = {
         "/device:GPU:1",
         "GPU:1",
@@ -111,7 +85,7 @@ static void test_accepted(void)
 
 static void test_garbage(void)
 {
-    fresh("3x1GiB");
+    check_fresh("3x1GiB");
     static const struct {
         const char *name, *msg;
     } bad[] = {
@@ -187,7 +161,7 @@ static void test_garbage(void)
 /* A malformed name is refused before the runtime starts. */
 static void test_garbage_before_startup(void)
 {
-    fresh("3x1GiB");
+    check_fresh("3x1GiB");
     char out[64];
     CHECK_STATUS(vdev_device_canonical_name("GPU:x", out, sizeof out), VDEV_ERR_INVALID_ARG);
     CHECK(!vdev_is_initialized());
@@ -196,7 +170,7 @@ static void test_garbage_before_startup(void)
 
 static void test_missing(void)
 {
-    fresh("3x1GiB");
+    check_fresh("3x1GiB");
     static const struct {
         const char *name, *msg;
     } missing[] = {
@@ -223,7 +197,7 @@ static void test_missing(void)
     CHECK_MSG("device:GPU:3 unknown device");
 
     /* Logical numbering decides what exists: two split GPUs make GPU:3. */
-    fresh("2x8GiB");
+    check_fresh("2x8GiB");
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){1ull << 30, 1ull << 30},
                                              2));
     CHECK_OK(vdev_config_set_logical_devices("GPU:1", (const uint64_t[]){1ull << 30, 1ull << 30},
@@ -233,7 +207,7 @@ static void test_missing(void)
                "/job:localhost/replica:0/task:0/device:GPU:4 unknown device (there are 4 logical "
                "GPUs)");
     /* One logical GPU: "there is 1 logical GPU". */
-    fresh("1x8GiB");
+    check_fresh("1x8GiB");
     expect_bad(__LINE__, "GPU:1", VDEV_ERR_NOT_FOUND,
                "device:GPU:1 unknown device (there is 1 logical GPU)");
 }
@@ -241,7 +215,7 @@ static void test_missing(void)
 /* Physical names: accepted by configuration, refused by logical queries. */
 static void test_physical(void)
 {
-    fresh("3x1GiB");
+    check_fresh("3x1GiB");
     struct vdev_device_name dn;
     CHECK_OK(vdev_parse_device_name("/physical_device:GPU:2", &dn));
     CHECK(dn.type == VDEV_DEVICE_GPU && dn.index == 2 && dn.physical == 1);
@@ -297,6 +271,6 @@ int main(void)
     test_garbage_before_startup();
     test_missing();
     test_physical();
-    fresh(NULL);
+    check_fresh(NULL);
     return check_done();
 }

@@ -22,8 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern char **environ;
-
 #define EPS 1e-2  /* finite-difference step */
 #define ATOL 2e-3 /* |grad - fd| <= ATOL + RTOL |fd| */
 #define RTOL 1e-2
@@ -516,29 +514,6 @@ static void test_tape_twice(void)
     vdev_tensor_free(x);
 }
 
-/* Shuts down and clears every VDEV_ variable; sets VDEV_SIM_GPUS if sim. */
-static void fresh(const char *sim)
-{
-    vdev_shutdown();
-    for (int guard = 0; guard < 1000; guard++) {
-        char name[256] = "";
-        for (char **e = environ; *e; e++)
-            if (!strncmp(*e, "VDEV_", 5)) {
-                size_t n = strcspn(*e, "=");
-                if (n < sizeof name) {
-                    memcpy(name, *e, n);
-                    name[n] = '\0';
-                }
-                break;
-            }
-        if (!name[0])
-            break;
-        unsetenv(name);
-    }
-    if (sim)
-        setenv("VDEV_SIM_GPUS", sim, 1);
-    vdev_clear_error();
-}
 
 /* Nothing left allocated on dev: tapes and scopes freed everything. */
 static void check_no_leak(const char *dev)
@@ -551,7 +526,7 @@ static void check_no_leak(const char *dev)
 int main(void)
 {
     /* the cpu backend alone */
-    fresh(NULL);
+    check_fresh(NULL);
     CHECK_OK(vdev_init());
     all_cases("CPU:0");
     test_used_twice_and_unused("CPU:0");
@@ -559,7 +534,7 @@ int main(void)
     check_no_leak("CPU:0");
 
     /* two simulated GPUs: the gradients run on the sim worker threads */
-    fresh("2x1GiB");
+    check_fresh("2x1GiB");
     CHECK_OK(vdev_init());
     all_cases("GPU:0");
     test_used_twice_and_unused("GPU:1");

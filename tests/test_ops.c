@@ -39,8 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern char **environ;
-
 #define SENTINEL 0x7fa5a5a5u    /* output guards: a NaN payload no kernel produces */
 #define SENTINEL_IN 0x7fa5a5a6u /* input guards: differ, so copying one into the other shows */
 #define GUARD 64                /* guard words on each side of a buffer */
@@ -1460,29 +1458,6 @@ static void test_special_values(const char *dev)
 
 /* ---- a run ---- */
 
-/* Shuts down and clears every VDEV_ variable; sets VDEV_SIM_GPUS if sim. */
-static void fresh(const char *sim)
-{
-    vdev_shutdown();
-    for (int guard = 0; guard < 1000; guard++) {
-        char name[256] = "";
-        for (char **e = environ; *e; e++)
-            if (!strncmp(*e, "VDEV_", 5)) {
-                size_t n = strcspn(*e, "=");
-                if (n < sizeof name) {
-                    memcpy(name, *e, n);
-                    name[n] = '\0';
-                }
-                break;
-            }
-        if (!name[0])
-            break;
-        unsetenv(name);
-    }
-    if (sim)
-        setenv("VDEV_SIM_GPUS", sim, 1);
-    vdev_clear_error();
-}
 
 int main(void)
 {
@@ -1491,7 +1466,7 @@ int main(void)
     test_host_matmul();
 
     /* the cpu backend alone; the direct kernel runs happen once, here */
-    fresh(NULL);
+    check_fresh(NULL);
     CHECK_OK(vdev_init());
     sweep("CPU:0", 0, 1);
     test_shape_errors("CPU:0");
@@ -1503,7 +1478,7 @@ int main(void)
     vdev_scope_end();
 
     /* simulated GPUs: against the reference and against CPU:0, bit for bit */
-    fresh("2x1GiB");
+    check_fresh("2x1GiB");
     CHECK_OK(vdev_init());
     sweep("GPU:0", 1, 0);
     sweep("GPU:1", 0, 0); /* the second GPU has its own stream and allocator */

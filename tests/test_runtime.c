@@ -15,32 +15,6 @@
 #define GiB (1ull << 30)
 #define RESERVE (1536 * MiB)
 
-extern char **environ;
-
-/* Starts a case over: shuts vdev down, removes every VDEV_* and TF_*
- * variable, and sets VDEV_SIM_GPUS (NULL leaves it unset). */
-static void fresh(const char *sim)
-{
-    vdev_shutdown();
-    for (int guard = 0; guard < 1000; guard++) {
-        char name[256] = "";
-        for (char **e = environ; *e; e++)
-            if (!strncmp(*e, "VDEV_", 5) || !strncmp(*e, "TF_", 3)) {
-                size_t n = strcspn(*e, "=");
-                if (n < sizeof name) {
-                    memcpy(name, *e, n);
-                    name[n] = '\0';
-                }
-                break;
-            }
-        if (!name[0])
-            break;
-        unsetenv(name);
-    }
-    if (sim)
-        setenv("VDEV_SIM_GPUS", sim, 1);
-    vdev_clear_error();
-}
 
 #define EXPECT_ERR(call, code, sub)                                                                \
     do {                                                                                           \
@@ -77,7 +51,7 @@ static int same_info(const struct vdev_memory_info *a, const struct vdev_memory_
 
 static void test_info_grow(void)
 {
-    fresh("1x8GiB");
+    check_fresh("1x8GiB");
     struct vdev_memory_info mi = info("GPU:0");
     CHECK_EQ_U64(mi.bytes_in_use, 0);
     CHECK_EQ_U64(mi.peak_bytes_in_use, 0);
@@ -169,7 +143,7 @@ static void test_info_grow(void)
 /* Logical devices of one card have their own allocators and limits. */
 static void test_info_split(void)
 {
-    fresh("1x8GiB");
+    check_fresh("1x8GiB");
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){GiB, 2 * GiB}, 2));
     CHECK_OK(vdev_config_set_memory_growth("GPU:0", false));
     void *a = NULL, *b = NULL;
@@ -196,7 +170,7 @@ static void test_info_split(void)
  * free block, and nothing changes but the failure count. */
 static void test_oom(void)
 {
-    fresh("1x8GiB");
+    check_fresh("1x8GiB");
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){4 * MiB}, 1));
     CHECK_OK(vdev_config_set_memory_growth("GPU:0", false));
     void *a = NULL, *b = NULL, *c = NULL;
@@ -219,7 +193,7 @@ static void test_oom(void)
     CHECK_OK(vdev_mem_free("GPU:0", c));
 
     /* A growing device at its limit; and a size no card has. */
-    fresh("1x8GiB");
+    check_fresh("1x8GiB");
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){4 * MiB}, 1));
     CHECK_OK(vdev_mem_alloc("GPU:0", 3 * MiB, &a));
     before = info("GPU:0");
@@ -250,7 +224,7 @@ static void test_oom(void)
 
 static void test_bad_free(void)
 {
-    fresh("1x8GiB");
+    check_fresh("1x8GiB");
     void *a = NULL, *b = NULL;
     CHECK_OK(vdev_mem_alloc("GPU:0", 4096, &a));
     CHECK_OK(vdev_mem_alloc("GPU:0", 4096, &b));
@@ -274,7 +248,7 @@ static void test_bad_free(void)
 
 static void test_cpu_device(void)
 {
-    fresh("1x1GiB");
+    check_fresh("1x1GiB");
     struct vdev_logical_device ld[2];
     int n = 0;
     CHECK_OK(vdev_list_logical_devices(ld, 2, &n));
@@ -300,7 +274,7 @@ static void test_cpu_device(void)
 /* Start-up that fails half way releases what it took and can be retried. */
 static void test_failed_startup(void)
 {
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     CHECK_OK(vdev_config_discover());
     struct vdev_backend *b = vdev_config_gpu_backend();
     void *held = NULL;
@@ -319,7 +293,7 @@ static void test_failed_startup(void)
     CHECK_EQ_U64(phys_free(0), 0);
     CHECK_EQ_U64(info("GPU:1").bytes_reserved, 4 * GiB);
     b->ops->release(b->ctx, 0, held, 4 * GiB);
-    fresh("1x16GiB");
+    check_fresh("1x16GiB");
     CHECK_OK(vdev_config_discover());
     b = vdev_config_gpu_backend();
     CHECK_OK(b->ops->reserve(b->ctx, 0, 4 * GiB, &held));
@@ -334,7 +308,7 @@ static void test_failed_startup(void)
 /* No VDEV_SIM_GPUS and no CUDA plugin: CPU only, and a reason why. */
 static void test_no_gpus(void)
 {
-    fresh(NULL);
+    check_fresh(NULL);
     setenv("VDEV_CUDA_PLUGIN", "/nonexistent/libvdev-cuda.so", 1);
     const char *reason = vdev_gpu_absence_reason();
     if (reason[0] == '\0') {
@@ -375,7 +349,7 @@ static void test_no_gpus(void)
     /* The reason stays the same after start-up. */
     CHECK(strncmp(vdev_gpu_absence_reason(), "CUDA plugin: ", 13) == 0);
     /* Per-GPU variables name GPUs that do not exist. */
-    fresh(NULL);
+    check_fresh(NULL);
     setenv("VDEV_CUDA_PLUGIN", "/nonexistent/libvdev-cuda.so", 1);
     setenv("VDEV_MEMORY_GROWTH", "0:true", 1);
     if (vdev_gpu_absence_reason()[0])
@@ -386,7 +360,7 @@ static void test_no_gpus(void)
 /* Shutdown frees every device's memory, live blocks included. */
 static void test_shutdown(void)
 {
-    fresh("2x8GiB");
+    check_fresh("2x8GiB");
     void *p = NULL;
     CHECK_OK(vdev_mem_alloc("GPU:1", GiB, &p));
     CHECK_EQ_U64(phys_free(1), 7 * GiB);
@@ -395,7 +369,7 @@ static void test_shutdown(void)
     CHECK_EQ_U64(phys_free(1), 8 * GiB); /* a fresh discovery */
     vdev_shutdown();
     vdev_shutdown(); /* twice: harmless */
-    fresh("2x8GiB");
+    check_fresh("2x8GiB");
     CHECK_OK(vdev_init());
     CHECK_OK(vdev_mem_alloc("GPU:1", GiB, &p));
     CHECK_OK(vdev_mem_alloc("GPU:0", GiB, &p));
@@ -411,6 +385,6 @@ int main(void)
     test_failed_startup();
     test_no_gpus();
     test_shutdown();
-    fresh(NULL);
+    check_fresh(NULL);
     return check_done();
 }

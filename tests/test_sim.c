@@ -19,32 +19,6 @@
 #define GiB (1ull << 30)
 #define MiB (1ull << 20)
 
-extern char **environ;
-
-/* Starts a case over: shuts vdev down, removes every VDEV_* and TF_*
- * variable, and sets VDEV_SIM_GPUS (NULL leaves it unset). */
-static void fresh(const char *sim)
-{
-    vdev_shutdown();
-    for (int guard = 0; guard < 1000; guard++) {
-        char name[256] = "";
-        for (char **e = environ; *e; e++)
-            if (!strncmp(*e, "VDEV_", 5) || !strncmp(*e, "TF_", 3)) {
-                size_t n = strcspn(*e, "=");
-                if (n < sizeof name) {
-                    memcpy(name, *e, n);
-                    name[n] = '\0';
-                }
-                break;
-            }
-        if (!name[0])
-            break;
-        unsetenv(name);
-    }
-    if (sim)
-        setenv("VDEV_SIM_GPUS", sim, 1);
-    vdev_clear_error();
-}
 
 static void sleep_ms(int ms)
 {
@@ -83,7 +57,7 @@ static uint64_t phys_free(int gpu)
 
 static void check_physical(const char *spec, int n_gpus, const uint64_t *caps)
 {
-    fresh(spec);
+    check_fresh(spec);
     struct vdev_physical_device pd[70];
     int n = -1;
     CHECK_OK(vdev_list_physical_devices(pd, 70, &n));
@@ -127,7 +101,7 @@ static void test_spec_valid(void)
     check_physical("63x1MiB,2MiB", 64, caps);
 
     /* The fill convention: cap 0 counts, a short array gets the first ones. */
-    fresh("3x16GiB");
+    check_fresh("3x16GiB");
     int n = -1;
     CHECK_OK(vdev_list_physical_devices(NULL, 0, &n));
     CHECK(n == 4);
@@ -171,7 +145,7 @@ static void test_spec_malformed(void)
         {"banana", "bad size in 'banana'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        fresh(bad[i].spec);
+        check_fresh(bad[i].spec);
         struct vdev_physical_device pd[8];
         int n = -1;
         CHECK_STATUS(vdev_list_physical_devices(pd, 8, &n), VDEV_ERR_CONFIG);
@@ -188,7 +162,7 @@ static void test_spec_malformed(void)
         CHECK(strstr(vdev_gpu_absence_reason(), bad[i].msg) != NULL);
     }
     /* The failure is not remembered: fix the variable and try again. */
-    fresh("3x");
+    check_fresh("3x");
     int n = -1;
     CHECK_STATUS(vdev_list_physical_devices(NULL, 0, &n), VDEV_ERR_CONFIG);
     setenv("VDEV_SIM_GPUS", "3x1GiB", 1);
@@ -202,7 +176,7 @@ static void test_spec_malformed(void)
 
 static void test_capacity_backend(void)
 {
-    fresh("1x1MiB,1x2MiB");
+    check_fresh("1x1MiB,1x2MiB");
     struct vdev_backend *b = sim_backend();
     if (!b)
         return;
@@ -254,7 +228,7 @@ static void test_capacity_backend(void)
 /* A logical device that holds almost the whole card leaves exactly the rest. */
 static void test_capacity_runtime(void)
 {
-    fresh("1x8GiB,1x8GiB");
+    check_fresh("1x8GiB,1x8GiB");
     setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "0", 1);
     CHECK_OK(vdev_config_set_memory_growth("GPU:0", false));
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){8 * GiB - MiB}, 1));
@@ -318,7 +292,7 @@ static void test_noreserve(void)
         fprintf(stderr, "test_noreserve: vm.overcommit_memory is 2, case not run\n");
         return;
     }
-    fresh("1x80GiB");
+    check_fresh("1x80GiB");
     uint64_t rss0 = rss_bytes();
     CHECK_OK(vdev_config_set_memory_growth("GPU:0", false));
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){64 * GiB}, 1));
@@ -392,7 +366,7 @@ static void open_gate_fn(void *arg) { atomic_store(&gate, 1); }
 
 static void test_stream_order(void)
 {
-    fresh("3x1GiB");
+    check_fresh("3x1GiB");
     struct vdev_backend *b = sim_backend();
     if (!b)
         return;
@@ -455,7 +429,7 @@ static void *open_gate_after_1000(void *arg)
 
 static void test_stream_ring(void)
 {
-    fresh("1x1GiB");
+    check_fresh("1x1GiB");
     struct vdev_backend *b = sim_backend();
     if (!b)
         return;
@@ -502,7 +476,7 @@ static void *submit_many(void *arg)
 
 static void test_stream_threads(void)
 {
-    fresh("2x1GiB");
+    check_fresh("2x1GiB");
     struct vdev_backend *b = sim_backend();
     if (!b)
         return;
@@ -537,7 +511,7 @@ static void set_flag_fn(void *arg) { atomic_store(&flag, 1); }
 
 static void test_stream_concurrent(void)
 {
-    fresh("2x1GiB");
+    check_fresh("2x1GiB");
     struct vdev_backend *b = sim_backend();
     if (!b)
         return;
@@ -569,7 +543,7 @@ static void read_x_fn(void *arg) { atomic_store(&y_val, atomic_load(&x_val)); }
 
 static void test_events(void)
 {
-    fresh("3x1GiB");
+    check_fresh("3x1GiB");
     struct vdev_backend *b = sim_backend();
     if (!b)
         return;
@@ -639,7 +613,7 @@ static int all_bytes(const unsigned char *p, size_t n, int v)
 
 static void test_copies(void)
 {
-    fresh("3x1GiB");
+    check_fresh("3x1GiB");
     struct vdev_backend *b = sim_backend();
     if (!b)
         return;
@@ -699,7 +673,7 @@ static void test_copies(void)
 /* The CPU backend runs work inline and its events have always passed. */
 static void test_cpu_backend(void)
 {
-    fresh("1x1GiB");
+    check_fresh("1x1GiB");
     CHECK_OK(vdev_config_discover());
     struct vdev_backend *c = vdev_config_cpu_backend();
     CHECK_STR(c->ops->name, "cpu");
@@ -736,6 +710,6 @@ int main(void)
     test_events();
     test_copies();
     test_cpu_backend();
-    fresh(NULL);
+    check_fresh(NULL);
     return check_done();
 }

@@ -12,31 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern char **environ;
-
-/* Shuts down and clears every VDEV_ variable; sets VDEV_SIM_GPUS if sim. */
-static void fresh(const char *sim)
-{
-    vdev_shutdown();
-    for (int guard = 0; guard < 1000; guard++) {
-        char name[256] = "";
-        for (char **e = environ; *e; e++)
-            if (!strncmp(*e, "VDEV_", 5)) {
-                size_t n = strcspn(*e, "=");
-                if (n < sizeof name) {
-                    memcpy(name, *e, n);
-                    name[n] = '\0';
-                }
-                break;
-            }
-        if (!name[0])
-            break;
-        unsetenv(name);
-    }
-    if (sim)
-        setenv("VDEV_SIM_GPUS", sim, 1);
-    vdev_clear_error();
-}
 
 /* Bytes in use on a device, after the allocator's 256-byte rounding. */
 static uint64_t in_use(const char *dev)
@@ -347,7 +322,7 @@ static void test_scopes(const char *dev)
  * state is as before except for the failure count. */
 static void test_oom(void)
 {
-    fresh("1x64MiB");
+    check_fresh("1x64MiB");
     CHECK_OK(vdev_init());
     CHECK_OK(vdev_device_push("GPU:0"));
     int64_t small[1] = {1024};
@@ -393,7 +368,7 @@ static void test_oom(void)
 int main(void)
 {
     /* the cpu backend alone: CPU:0 is also the default device */
-    fresh(NULL);
+    check_fresh(NULL);
     CHECK_OK(vdev_init());
     const char *cpu[1] = {"CPU:0"};
     test_creation("CPU:0");
@@ -409,7 +384,7 @@ int main(void)
 
     /* simulated GPUs: each test on them, copies and random tensors across
      * CPU:0, GPU:0 and GPU:1 */
-    fresh("2x1GiB");
+    check_fresh("2x1GiB");
     CHECK_OK(vdev_init());
     const char *all[3] = {"CPU:0", "GPU:0", "GPU:1"};
     test_creation("GPU:0");
