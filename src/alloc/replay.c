@@ -1,0 +1,708 @@
+/* replay.c — trace loading (plain or gzip text through zlib) and replay.
+ *
+ * Loading turns each line into a pre-parsed event {bytes, slot}: IDs are
+ * mapped to dense slots through an open-addressing hash of every ID seen (a
+ * freed ID stays in the map, so an error can say when it was freed), and a
+ * freed slot is reused, so replay keeps its handles in an array as long as
+ * the most blocks live at once. Errors name the file and line.
+ *
+ * Replay (see replay.h) never touches memory: a fake region source hands out
+ * increasing addresses. The capacity search runs the trace against one
+ * PREALLOCATE region and bisects on its size; the timing loop is the bare
+ * sequence of malloc/free calls over the event array.
+ */
+#define _GNU_SOURCE
+#include "alloc/replay.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <string.h>
+#include <zlib.h>
+
+#define NIL UINT32_MAX
+
+/* ------------------------------------------------------------------------ */
+/* ID map: id -> slot (NIL once freed) and the line of its last event */
+
+struct id_entry {
+    uint64_t id;
+    uint32_t slot; /* NIL: freed */
+    uint32_t line; /* line of the allocation (live) or of the free */
+};
+
+struct id_map {
+    struct id_entry *e;
+    uint8_t *used;
+    size_t cap, n; /* cap is a power of two */
+};
+
+static size_t id_hash(uint64_t id, size_t cap)
+{
+    return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1);
+}
+
+/* The entry for id, or the empty place where it would go. */
+static size_t id_find(const struct id_map *m, uint64_t id)
+{
+    size_t i = id_hash(id, m->cap);
+    while (m->used[i] && m->e[i].id != id)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+/* Keeps the load under one half; 0 on host OOM. */
+static int id_reserve(struct id_map *m)
+{
+    if (2 * (m->n + 1) <= m->cap)
+        return 1;
+    size_t cap = m->cap ? m->cap * 2 : 1024;
+    struct id_map nm = {calloc(cap, sizeof *nm.e), calloc(cap, 1), cap, m->n};
+    if (!nm.e || !nm.used) {
+        free(nm.e);
+        free(nm.used);
+        return 0;
+    }
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->used[i]) {
+            size_t j = id_find(&nm, m->e[i].id);
+            nm.used[j] = 1;
+            nm.e[j] = m->e[i];
+        }
+    free(m->e);
+    free(m->used);
+    *m = nm;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* loading */
+
+struct loader {
+    const char *path;
+    gzFile f;
+    char *buf;
+    size_t cap;
+    struct vdev_trace *t;
+    struct id_map ids;
+    uint32_t *free_slots; /* stack of freed slots */
+    uint32_t n_free_slots;
+    uint64_t *slot_bytes; /* rounded size of the block in each slot */
+    uint32_t cap_slots;
+    uint64_t cap_events;
+    uint64_t live, live_raw;
+};
+
+/* Reads one line of any length into l->buf. 1: a line, 0: end, -1: error. */
+static int read_line(struct loader *l, size_t *len)
+{
+    *len = 0;
+    for (;;) {
+        if (l->cap - *len < 2) {
+            char *nb = realloc(l->buf, l->cap * 2);
+            if (!nb)
+                return -1;
+            l->buf = nb;
+            l->cap *= 2;
+        }
+        if (!gzgets(l->f, l->buf + *len, (int)(l->cap - *len > INT32_MAX ? INT32_MAX
+                                                                           : l->cap - *len))) {
+            int err;
+            gzerror(l->f, &err);
+            if (err != Z_OK && err != Z_BUF_ERROR)
+                return -1;
+            l->buf[*len] = '\0';
+            return *len ? 1 : 0;
+        }
+        *len += strlen(l->buf + *len);
+        if (*len && l->buf[*len - 1] == '\n')
+            return 1;
+        if (gzeof(l->f))
+            return 1;
+    }
+}
+
+/* Parses a decimal uint64 token; 0 on anything else. */
+static int parse_u64(const char *s, uint64_t *v)
+{
+    if (!*s)
+        return 0;
+    uint64_t x = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return 0;
+        unsigned d = (unsigned)(*s - '0');
+        if (x > (UINT64_MAX - d) / 10)
+            return 0;
+        x = x * 10 + d;
+    }
+    *v = x;
+    return 1;
+}
+
+static int is_key(const char *s, size_t n)
+{
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-' && s[i] != '.')
+            return 0;
+    return 1;
+}
+
+/* Splits "trace v1 k=v k=v ..." into fields; a token whose part before '='
+ * is not a key continues the previous value. 0 on host OOM. */
+static int parse_fields(struct vdev_trace *t, const char *text)
+{
+    const char *p = text;
+    size_t cap = 0;
+    while (*p) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        const char *tok = p;
+        while (*p && *p != ' ' && *p != '\t')
+            p++;
+        size_t n = (size_t)(p - tok);
+        if (!n)
+            break;
+        const char *eq = memchr(tok, '=', n);
+        if (eq && is_key(tok, (size_t)(eq - tok))) {
+            if (t->n_fields == cap) {
+                cap = cap ? cap * 2 : 16;
+                char **nk = realloc(t->keys, cap * sizeof *nk);
+                if (!nk)
+                    return 0;
+                t->keys = nk;
+                char **nv = realloc(t->values, cap * sizeof *nv);
+                if (!nv)
+                    return 0;
+                t->values = nv;
+            }
+            t->keys[t->n_fields] = strndup(tok, (size_t)(eq - tok));
+            t->values[t->n_fields] = strndup(eq + 1, (size_t)(tok + n - eq - 1));
+            t->n_fields++;
+            if (!t->keys[t->n_fields - 1] || !t->values[t->n_fields - 1])
+                return 0;
+        } else if (t->n_fields) {
+            /* Continuation: append " token" to the last value. */
+            char **v = &t->values[t->n_fields - 1];
+            size_t old = strlen(*v);
+            char *nv = realloc(*v, old + 1 + n + 1);
+            if (!nv)
+                return 0;
+            nv[old] = ' ';
+            memcpy(nv + old + 1, tok, n);
+            nv[old + 1 + n] = '\0';
+            *v = nv;
+        }
+    }
+    return 1;
+}
+
+#define PARSE_ERR(...) (vdev_error(VDEV_ERR_PARSE, __VA_ARGS__))
+#define HOST_OOM() (vdev_error(VDEV_ERR_OOM, "loading %s: host out of memory", l->path))
+
+static enum vdev_status add_event(struct loader *l, uint64_t bytes, uint32_t slot, uint32_t line)
+{
+    struct vdev_trace *t = l->t;
+    if (t->n_events == l->cap_events) {
+        uint64_t cap = l->cap_events ? l->cap_events * 2 : 4096;
+        struct vdev_trace_event *ne = realloc(t->events, (size_t)cap * sizeof *ne);
+        if (!ne)
+            return HOST_OOM();
+        t->events = ne;
+        l->cap_events = cap;
+    }
+    t->events[t->n_events].bytes = bytes;
+    t->events[t->n_events].slot = slot;
+    t->events[t->n_events].line = line;
+    t->n_events++;
+    return VDEV_OK;
+}
+
+static enum vdev_status parse_event(struct loader *l, char *s, uint32_t line)
+{
+    char *tok[4];
+    int n = 0;
+    for (char *p = s; *p;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p)
+            break;
+        if (n == 4)
+            break;
+        tok[n++] = p;
+        while (*p && *p != ' ' && *p != '\t')
+            p++;
+        if (*p)
+            *p++ = '\0';
+    }
+    const char *path = l->path;
+    int is_a = strcmp(tok[0], "a") == 0, is_f = strcmp(tok[0], "f") == 0;
+    if (!is_a && !is_f)
+        return PARSE_ERR("%s:%u: unknown op '%.32s' (expected 'a ID BYTES' or 'f ID')", path, line,
+                         tok[0]);
+    if (is_a && n != 3)
+        return PARSE_ERR("%s:%u: '%s' line has %s fields (expected 'a ID BYTES')", path, line,
+                         tok[0], n < 3 ? "too few" : "too many");
+    if (is_f && n != 2)
+        return PARSE_ERR("%s:%u: '%s' line has %s fields (expected 'f ID')", path, line, tok[0],
+                         n < 2 ? "too few" : "too many");
+    uint64_t id, bytes = 0;
+    if (!parse_u64(tok[1], &id))
+        return PARSE_ERR("%s:%u: ID '%.32s' is not a decimal number", path, line, tok[1]);
+    if (is_a && !parse_u64(tok[2], &bytes))
+        return PARSE_ERR("%s:%u: BYTES '%.32s' is not a decimal number", path, line, tok[2]);
+    if (is_a && (bytes == 0 || bytes > (UINT64_MAX & ~(uint64_t)255)))
+        return PARSE_ERR("%s:%u: allocation of %llu bytes (must be 1 .. 2^64-256)", path, line,
+                         (unsigned long long)bytes);
+    if (!id_reserve(&l->ids))
+        return HOST_OOM();
+    size_t i = id_find(&l->ids, id);
+    struct id_entry *e = &l->ids.e[i];
+    int known = l->ids.used[i];
+    struct vdev_trace *t = l->t;
+    if (is_a) {
+        if (known && e->slot != NIL)
+            return PARSE_ERR("%s:%u: allocation of id %llu, which is live (allocated at line %u)",
+                             path, line, (unsigned long long)id, e->line);
+        uint32_t slot;
+        if (l->n_free_slots) {
+            slot = l->free_slots[--l->n_free_slots];
+        } else {
+            if (t->n_slots == l->cap_slots) {
+                uint32_t cap = l->cap_slots ? l->cap_slots * 2 : 1024;
+                uint32_t *nf = realloc(l->free_slots, (size_t)cap * sizeof *nf);
+                if (!nf)
+                    return HOST_OOM();
+                l->free_slots = nf;
+                uint64_t *nb = realloc(l->slot_bytes, (size_t)cap * sizeof *nb);
+                if (!nb)
+                    return HOST_OOM();
+                l->slot_bytes = nb;
+                l->cap_slots = cap;
+            }
+            slot = t->n_slots++;
+        }
+        if (!known) {
+            l->ids.used[i] = 1;
+            l->ids.n++;
+            e->id = id;
+        }
+        e->slot = slot;
+        e->line = line;
+        uint64_t r = (bytes + 255) & ~(uint64_t)255;
+        l->slot_bytes[slot] = bytes;
+        l->live += r;
+        l->live_raw += bytes;
+        if (l->live > t->peak_live_bytes)
+            t->peak_live_bytes = l->live;
+        if (l->live_raw > t->peak_live_raw_bytes)
+            t->peak_live_raw_bytes = l->live_raw;
+        t->n_allocs++;
+        return add_event(l, bytes, slot, line);
+    }
+    if (!known)
+        return PARSE_ERR("%s:%u: free of unknown id %llu", path, line, (unsigned long long)id);
+    if (e->slot == NIL)
+        return PARSE_ERR("%s:%u: free of id %llu, which was already freed at line %u", path, line,
+                         (unsigned long long)id, e->line);
+    uint32_t slot = e->slot;
+    e->slot = NIL;
+    e->line = line;
+    l->free_slots[l->n_free_slots++] = slot;
+    uint64_t b = l->slot_bytes[slot];
+    l->live -= (b + 255) & ~(uint64_t)255;
+    l->live_raw -= b;
+    t->n_frees++;
+    return add_event(l, 0, slot, line);
+}
+
+static enum vdev_status load(struct loader *l)
+{
+    struct vdev_trace *t = l->t;
+    uint32_t line = 0;
+    for (;;) {
+        size_t len;
+        int r = read_line(l, &len);
+        if (r < 0) {
+            int err;
+            const char *msg = gzerror(l->f, &err);
+            if (err == Z_ERRNO)
+                msg = strerror(errno);
+            return vdev_error(err == Z_MEM_ERROR || !l->buf ? VDEV_ERR_OOM : VDEV_ERR_IO,
+                              "%s:%u: read error: %s", l->path, line + 1, msg);
+        }
+        if (r == 0)
+            break;
+        line++;
+        if (line == UINT32_MAX)
+            return PARSE_ERR("%s:%u: too many lines", l->path, line);
+        while (len && (l->buf[len - 1] == '\n' || l->buf[len - 1] == '\r'))
+            l->buf[--len] = '\0';
+        char *s = l->buf;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s == '#') {
+            if (line == 1) {
+                const char *h = s + 1;
+                while (*h == ' ')
+                    h++;
+                free(t->header);
+                t->header = strdup(h);
+                if (!t->header || (strncmp(h, "trace v1", 8) == 0 && !parse_fields(t, h + 8)))
+                    return HOST_OOM();
+            }
+            continue;
+        }
+        if (!*s)
+            continue;
+        enum vdev_status st = parse_event(l, s, line);
+        if (st != VDEV_OK)
+            return st;
+    }
+    /* Blocks never freed: remembered so back-to-back replays can free them. */
+    for (size_t i = 0; i < l->ids.cap; i++)
+        if (l->ids.used[i] && l->ids.e[i].slot != NIL)
+            t->n_live_at_end++;
+    if (t->n_live_at_end) {
+        t->live_at_end = malloc((size_t)t->n_live_at_end * sizeof *t->live_at_end);
+        if (!t->live_at_end)
+            return HOST_OOM();
+        uint32_t k = 0;
+        for (size_t i = 0; i < l->ids.cap; i++)
+            if (l->ids.used[i] && l->ids.e[i].slot != NIL)
+                t->live_at_end[k++] = l->ids.e[i].slot;
+    }
+    t->live_at_end_bytes = l->live;
+    return VDEV_OK;
+}
+
+enum vdev_status vdev_trace_load(const char *path, struct vdev_trace **out)
+{
+    if (!out)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_trace_load: out is NULL");
+    *out = NULL;
+    if (!path)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_trace_load: path is NULL");
+    struct loader l = {.path = path, .cap = 4096};
+    enum vdev_status st;
+    l.t = calloc(1, sizeof *l.t);
+    l.buf = malloc(l.cap);
+    if (!l.t || !l.buf || !(l.t->path = strdup(path)) || !(l.t->header = strdup(""))) {
+        st = vdev_error(VDEV_ERR_OOM, "loading %s: host out of memory", path);
+        goto done;
+    }
+    errno = 0;
+    l.f = gzopen(path, "rb");
+    if (!l.f) {
+        st = vdev_error(errno == ENOMEM ? VDEV_ERR_OOM : VDEV_ERR_IO, "cannot open %s: %s", path,
+                        errno ? strerror(errno) : "out of memory");
+        goto done;
+    }
+    gzbuffer(l.f, 1u << 18);
+    st = load(&l);
+done:
+    if (l.f)
+        gzclose(l.f);
+    free(l.buf);
+    free(l.ids.e);
+    free(l.ids.used);
+    free(l.free_slots);
+    free(l.slot_bytes);
+    if (st != VDEV_OK) {
+        vdev_trace_free(l.t);
+        return st;
+    }
+    *out = l.t;
+    return VDEV_OK;
+}
+
+void vdev_trace_free(struct vdev_trace *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->n_fields; i++) {
+        free(t->keys[i]);
+        free(t->values[i]);
+    }
+    free(t->keys);
+    free(t->values);
+    free(t->path);
+    free(t->header);
+    free(t->events);
+    free(t->live_at_end);
+    free(t);
+}
+
+const char *vdev_trace_field(const struct vdev_trace *t, const char *key)
+{
+    if (!t || !key)
+        return NULL;
+    for (size_t i = 0; i < t->n_fields; i++)
+        if (strcmp(t->keys[i], key) == 0)
+            return t->values[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* replay */
+
+/* A region source that hands out increasing addresses and no memory. */
+struct fake_source {
+    uint64_t next;
+};
+
+static enum vdev_status fake_reserve(void *ctx, uint64_t bytes, void **base)
+{
+    struct fake_source *s = ctx;
+    *base = (void *)(uintptr_t)s->next;
+    s->next += (bytes + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
+    return VDEV_OK;
+}
+
+static void fake_release(void *ctx, void *base, uint64_t bytes)
+{
+    VDEV_UNUSED(ctx);
+    VDEV_UNUSED(base);
+    VDEV_UNUSED(bytes);
+}
+
+static enum vdev_status new_allocator(struct fake_source *src, enum vdev_memory_policy policy,
+                                      uint64_t limit, vdev_alloc_t **a)
+{
+    src->next = 1ull << 40;
+    struct vdev_alloc_config cfg = {
+        .name = "replay",
+        .limit_bytes = limit,
+        .policy = policy,
+        .source = {.reserve = fake_reserve, .release = fake_release, .ctx = src},
+    };
+    return vdev_alloc_new(&cfg, a);
+}
+
+/* Replays the whole trace once. *fits: no allocation failed. */
+static enum vdev_status replay_once(const struct vdev_trace *t, enum vdev_memory_policy policy,
+                                    uint64_t limit, uint32_t *handles, int *fits,
+                                    uint64_t *peak_reserved)
+{
+    struct fake_source src;
+    vdev_alloc_t *a;
+    enum vdev_status st = new_allocator(&src, policy, limit, &a);
+    if (st != VDEV_OK)
+        return st;
+    *fits = 1;
+    for (uint64_t i = 0; i < t->n_events; i++) {
+        const struct vdev_trace_event *e = &t->events[i];
+        if (e->bytes) {
+            struct vdev_block b;
+            if (vdev_alloc_malloc(a, e->bytes, &b) != VDEV_OK) {
+                *fits = 0;
+                break;
+            }
+            handles[e->slot] = b.handle;
+        } else {
+            vdev_alloc_free(a, handles[e->slot]);
+        }
+    }
+    if (peak_reserved) {
+        struct vdev_alloc_stats s;
+        vdev_alloc_get_stats(a, &s);
+        *peak_reserved = s.peak_bytes_reserved;
+    }
+    vdev_alloc_destroy(a);
+    return VDEV_OK;
+}
+
+static void progress(const struct vdev_replay_options *o, const char *stage, double done)
+{
+    if (o->progress)
+        o->progress(o->progress_user, stage, done);
+}
+
+/* Bisects for the smallest one-region capacity that serves the trace. */
+static enum vdev_status min_capacity(const struct vdev_trace *t,
+                                     const struct vdev_replay_options *o, uint32_t *handles,
+                                     uint64_t *out)
+{
+    const uint64_t step = VDEV_ALLOC_ALIGN;
+    uint64_t lo = t->peak_live_bytes, hi;
+    int fits;
+    enum vdev_status st;
+    progress(o, "capacity", 0.0);
+    if ((st = replay_once(t, VDEV_POLICY_PREALLOCATE, lo, handles, &fits, NULL)) != VDEV_OK)
+        return st;
+    if (fits) {
+        *out = lo;
+        progress(o, "capacity", 1.0);
+        return VDEV_OK;
+    }
+    /* Invariant: lo fails, hi fits. Widen geometrically until hi fits. */
+    uint64_t gap = lo / 64 > step ? (lo / 64) & ~(step - 1) : step;
+    for (;;) {
+        hi = lo + gap;
+        if ((st = replay_once(t, VDEV_POLICY_PREALLOCATE, hi, handles, &fits, NULL)) != VDEV_OK)
+            return st;
+        if (fits)
+            break;
+        lo = hi;
+        gap *= 2;
+        if (hi > UINT64_MAX / 4)
+            return vdev_error(VDEV_ERR_INTERNAL, "%s: no capacity serves the trace", t->path);
+    }
+    double prec = o->precision > 0 ? o->precision : 1e-4;
+    uint64_t tol = (uint64_t)((double)t->peak_live_bytes * prec);
+    if (tol < step)
+        tol = step;
+    /* Bisection needs about log2((hi - lo) / tol) more runs. */
+    double steps = 0, total = log2((double)(hi - lo) / (double)tol);
+    while (hi - lo > tol && hi - lo > step) {
+        uint64_t mid = (lo + (hi - lo) / 2) & ~(step - 1);
+        if (mid <= lo)
+            mid = lo + step;
+        if ((st = replay_once(t, VDEV_POLICY_PREALLOCATE, mid, handles, &fits, NULL)) != VDEV_OK)
+            return st;
+        if (fits)
+            hi = mid;
+        else
+            lo = mid;
+        steps++;
+        progress(o, "capacity", total > steps ? steps / total : 0.99);
+    }
+    progress(o, "capacity", 1.0);
+    *out = hi;
+    return VDEV_OK;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Pins the thread to the CPU it is on; returns it (or -1) and saves the old mask. */
+static int pin_here(cpu_set_t *old)
+{
+    if (sched_getaffinity(0, sizeof *old, old) != 0)
+        return -1;
+    int cpu = sched_getcpu();
+    if (cpu < 0)
+        return -1;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return sched_setaffinity(0, sizeof one, &one) == 0 ? cpu : -1;
+}
+
+/* One timing run: passes back to back in a fresh allocator; returns timed ns. */
+static enum vdev_status timing_run(const struct vdev_trace *t, uint64_t cap, uint64_t passes,
+                                   uint32_t *handles, uint64_t *ns)
+{
+    struct fake_source src;
+    vdev_alloc_t *a;
+    enum vdev_status st = new_allocator(&src, VDEV_POLICY_PREALLOCATE, cap, &a);
+    if (st != VDEV_OK)
+        return st;
+    const struct vdev_trace_event *ev = t->events;
+    const uint64_t n = t->n_events;
+    /* With nothing live at the end, the whole run is one timed stretch. */
+    const uint64_t per_stretch = t->n_live_at_end ? 1 : passes;
+    uint64_t total = 0;
+    for (uint64_t p = 0; p < passes; p += per_stretch) {
+        uint64_t t0 = vdev_now_ns();
+        for (uint64_t k = 0; k < per_stretch; k++) {
+            for (uint64_t i = 0; i < n; i++) {
+                const struct vdev_trace_event *e = &ev[i];
+                if (e->bytes) {
+                    struct vdev_block b;
+                    if (__builtin_expect(vdev_alloc_malloc(a, e->bytes, &b) != VDEV_OK, 0)) {
+                        vdev_alloc_destroy(a);
+                        return vdev_error(VDEV_ERR_INTERNAL,
+                                          "%s:%u: allocation failed while timing in %llu bytes",
+                                          t->path, e->line, (unsigned long long)cap);
+                    }
+                    handles[e->slot] = b.handle;
+                } else {
+                    vdev_alloc_free(a, handles[e->slot]);
+                }
+            }
+        }
+        total += vdev_now_ns() - t0;
+        for (uint32_t k = 0; k < t->n_live_at_end; k++) /* untimed */
+            vdev_alloc_free(a, handles[t->live_at_end[k]]);
+    }
+    vdev_alloc_destroy(a);
+    *ns = total;
+    return VDEV_OK;
+}
+
+enum vdev_status vdev_replay_run(const struct vdev_trace *t, const struct vdev_replay_options *opt,
+                                 struct vdev_replay_result *out)
+{
+    if (!t || !out)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_replay_run: NULL argument");
+    struct vdev_replay_options o = {0};
+    if (opt)
+        o = *opt;
+    memset(out, 0, sizeof *out);
+    out->events = t->n_events;
+    out->peak_live_bytes = t->peak_live_bytes;
+    out->pinned_cpu = -1;
+    out->capacity_ratio = 1.0;
+    if (t->n_allocs == 0)
+        return VDEV_OK;
+    uint32_t *handles = calloc(t->n_slots ? t->n_slots : 1, sizeof *handles);
+    if (!handles)
+        return vdev_error(VDEV_ERR_OOM, "replaying %s: host out of memory", t->path);
+    enum vdev_status st;
+    int fits;
+    /* Growth with no limit: how much a growing allocator would reserve. */
+    st = replay_once(t, VDEV_POLICY_GROW, UINT64_MAX, handles, &fits, &out->peak_reserved_bytes);
+    if (st != VDEV_OK)
+        goto done;
+    if (!fits) {
+        st = vdev_error(VDEV_ERR_INTERNAL, "%s: replay failed with no limit", t->path);
+        goto done;
+    }
+    st = min_capacity(t, &o, handles, &out->min_capacity_bytes);
+    if (st != VDEV_OK)
+        goto done;
+    out->capacity_ratio = (double)out->min_capacity_bytes / (double)out->peak_live_bytes;
+    if (o.repeats < 0)
+        goto done;
+    int runs = o.repeats ? o.repeats : 5;
+    uint64_t min_events = o.min_events ? o.min_events : 1000000;
+    uint64_t passes = (min_events + t->n_events - 1) / t->n_events;
+    out->passes_per_run = passes;
+    out->events_per_run = passes * t->n_events;
+    out->timing_capacity_bytes = 2 * out->min_capacity_bytes;
+    double *ns = calloc((size_t)runs, sizeof *ns);
+    if (!ns) {
+        st = vdev_error(VDEV_ERR_OOM, "replaying %s: host out of memory", t->path);
+        goto done;
+    }
+    cpu_set_t old;
+    int cpu = o.no_pin ? -1 : pin_here(&old);
+    out->pinned_cpu = cpu;
+    for (int r = 0; r < runs && st == VDEV_OK; r++) {
+        progress(&o, "timing", (double)r / runs);
+        uint64_t tns = 0;
+        st = timing_run(t, out->timing_capacity_bytes, passes, handles, &tns);
+        ns[r] = (double)tns / (double)out->events_per_run;
+    }
+    if (cpu >= 0)
+        sched_setaffinity(0, sizeof old, &old);
+    if (st == VDEV_OK) {
+        progress(&o, "timing", 1.0);
+        qsort(ns, (size_t)runs, sizeof *ns, cmp_double);
+        out->ns_per_event = runs % 2 ? ns[runs / 2] : (ns[runs / 2 - 1] + ns[runs / 2]) / 2;
+        out->ns_per_event_min = ns[0];
+        out->ns_per_event_max = ns[runs - 1];
+        out->runs = runs;
+    }
+    free(ns);
+done:
+    free(handles);
+    return st;
+}
