@@ -786,9 +786,12 @@ static void expect(const struct tcase *c, struct texp *e)
         const struct hin *lk = &c->in[1];
         free(e->v[0]);
         exp_out(e, 0, lk->shape, lk->ndim, VDEV_F32);
+        /* the host kernel sums in float: its bound scales with sum |dy| */
+        e->mag[0] = calloc((size_t)(e->numel[0] + 1), sizeof(double));
         for (int64_t i = 0; i < n; i++) {
             int64_t j = c->var == 0 ? i : c->var <= 2 ? i % cols : 0;
             e->v[0][j] += a[i];
+            e->mag[0][j] += fabs(a[i]);
         }
         e->atol = 1e-6;
         e->rtol = 1e-6;
@@ -1091,8 +1094,13 @@ static void sweep(const char *dev, int vs_cpu, int direct)
                 /* the expectation first, from the host inputs alone */
                 struct texp e;
                 expect(&c, &e);
-                /* BLAS accumulates in float: k ulps of sum |a b| */
-                double mm_k = op == VDEV_OP_MATMUL ? (double)c.in[0].shape[c.p.i[0] ? 0 : 1] : 0.0;
+                /* Host kernels that accumulate or compute in float: BLAS, k ulps
+                 * of sum |a b|; the row sum, rows ulps of sum |dy| (mag, set by expect()). */
+                double mm_k = 0.0;
+                if (op == VDEV_OP_MATMUL)
+                    mm_k = (double)c.in[0].shape[c.p.i[0] ? 0 : 1];
+                else if (op == VDEV_OP_REDUCE_ROWS && e.numel[0])
+                    mm_k = (double)c.in[0].n / (double)e.numel[0];
                 double mtol_host = 4.0 * mm_k * ldexp(1.0, -24);
                 /* through the dispatcher on dev (and on CPU:0 to compare) */
                 struct tres r;

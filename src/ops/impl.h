@@ -63,6 +63,21 @@ KERNEL(vdev_ref_adam_update);
 /* kernels_host.c: faster host kernels where they pay (OpenBLAS) */
 KERNEL(vdev_host_matmul);
 
+/* kernels_fast.c: float, vectorized, multi-threaded host kernels */
+KERNEL(vdev_fast_add);
+KERNEL(vdev_fast_sub);
+KERNEL(vdev_fast_mul);
+KERNEL(vdev_fast_div);
+KERNEL(vdev_fast_add_scalar);
+KERNEL(vdev_fast_mul_scalar);
+KERNEL(vdev_fast_relu);
+KERNEL(vdev_fast_relu_grad);
+KERNEL(vdev_fast_mse_grad);
+KERNEL(vdev_fast_sgd_update);
+KERNEL(vdev_fast_adam_update);
+KERNEL(vdev_fast_reduce_rows);
+KERNEL(vdev_fast_identity);
+
 /* grads.c */
 GRAD(vdev_grad_matmul);
 GRAD(vdev_grad_add);

@@ -9,6 +9,12 @@
 
 #define FWD(ID, NAME, N, SHAPEFN, REF, GRADFN)                                                     \
     [ID] = {.name = NAME, .n_in = N, .flags = 0, .shape = SHAPEFN, .ref = REF, .grad = GRADFN}
+#define FWD_FAST(ID, NAME, N, SHAPEFN, REF, FAST, GRADFN)                                          \
+    [ID] = {.name = NAME, .n_in = N, .flags = 0, .shape = SHAPEFN, .ref = REF, .host = FAST,       \
+            .grad = GRADFN}
+#define NOGRAD_FAST(ID, NAME, N, SHAPEFN, REF, FAST)                                               \
+    [ID] = {.name = NAME, .n_in = N, .flags = VDEV_OP_NO_GRAD, .shape = SHAPEFN, .ref = REF,       \
+            .host = FAST}
 #define NOGRAD(ID, NAME, N, SHAPEFN, REF)                                                          \
     [ID] = {.name = NAME, .n_in = N, .flags = VDEV_OP_NO_GRAD, .shape = SHAPEFN, .ref = REF}
 
@@ -16,17 +22,22 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
     [VDEV_OP_MATMUL] = {.name = "MatMul", .n_in = 2, .shape = vdev_shape_matmul,
                         .ref = vdev_ref_matmul, .host = vdev_host_matmul,
                         .grad = vdev_grad_matmul},
-    FWD(VDEV_OP_ADD, "AddV2", 2, vdev_shape_broadcast_b, vdev_ref_add, vdev_grad_add),
-    FWD(VDEV_OP_SUB, "Sub", 2, vdev_shape_broadcast_b, vdev_ref_sub, vdev_grad_sub),
-    FWD(VDEV_OP_MUL, "Mul", 2, vdev_shape_broadcast_b, vdev_ref_mul, vdev_grad_mul),
-    FWD(VDEV_OP_DIV, "RealDiv", 2, vdev_shape_broadcast_b, vdev_ref_div, vdev_grad_div),
-    FWD(VDEV_OP_ADD_SCALAR, "AddScalar", 1, vdev_shape_same_as_in0, vdev_ref_add_scalar,
-        vdev_grad_add_scalar),
-    FWD(VDEV_OP_MUL_SCALAR, "MulScalar", 1, vdev_shape_same_as_in0, vdev_ref_mul_scalar,
-        vdev_grad_mul_scalar),
+    FWD_FAST(VDEV_OP_ADD, "AddV2", 2, vdev_shape_broadcast_b, vdev_ref_add, vdev_fast_add,
+             vdev_grad_add),
+    FWD_FAST(VDEV_OP_SUB, "Sub", 2, vdev_shape_broadcast_b, vdev_ref_sub, vdev_fast_sub,
+             vdev_grad_sub),
+    FWD_FAST(VDEV_OP_MUL, "Mul", 2, vdev_shape_broadcast_b, vdev_ref_mul, vdev_fast_mul,
+             vdev_grad_mul),
+    FWD_FAST(VDEV_OP_DIV, "RealDiv", 2, vdev_shape_broadcast_b, vdev_ref_div, vdev_fast_div,
+             vdev_grad_div),
+    FWD_FAST(VDEV_OP_ADD_SCALAR, "AddScalar", 1, vdev_shape_same_as_in0, vdev_ref_add_scalar,
+             vdev_fast_add_scalar, vdev_grad_add_scalar),
+    FWD_FAST(VDEV_OP_MUL_SCALAR, "MulScalar", 1, vdev_shape_same_as_in0, vdev_ref_mul_scalar,
+             vdev_fast_mul_scalar, vdev_grad_mul_scalar),
     FWD(VDEV_OP_POW_SCALAR, "PowScalar", 1, vdev_shape_same_as_in0, vdev_ref_pow_scalar,
         vdev_grad_pow_scalar),
-    FWD(VDEV_OP_RELU, "Relu", 1, vdev_shape_same_as_in0, vdev_ref_relu, vdev_grad_relu),
+    FWD_FAST(VDEV_OP_RELU, "Relu", 1, vdev_shape_same_as_in0, vdev_ref_relu, vdev_fast_relu,
+             vdev_grad_relu),
     FWD(VDEV_OP_TANH, "Tanh", 1, vdev_shape_same_as_in0, vdev_ref_tanh, vdev_grad_tanh),
     FWD(VDEV_OP_SIGMOID, "Sigmoid", 1, vdev_shape_same_as_in0, vdev_ref_sigmoid,
         vdev_grad_sigmoid),
@@ -47,9 +58,10 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
     FWD(VDEV_OP_SOFTMAX_CE, "SparseSoftmaxCrossEntropyWithLogits", 2, vdev_shape_softmax_ce,
         vdev_ref_softmax_ce, vdev_grad_softmax_ce),
     NOGRAD(VDEV_OP_ARGMAX, "ArgMax", 1, vdev_shape_argmax, vdev_ref_argmax),
-    FWD(VDEV_OP_IDENTITY, "Identity", 1, vdev_shape_identity, vdev_ref_identity,
-        vdev_grad_identity),
-    NOGRAD(VDEV_OP_RELU_GRAD, "ReluGrad", 2, vdev_shape_same_as_in0, vdev_ref_relu_grad),
+    FWD_FAST(VDEV_OP_IDENTITY, "Identity", 1, vdev_shape_identity, vdev_ref_identity,
+             vdev_fast_identity, vdev_grad_identity),
+    NOGRAD_FAST(VDEV_OP_RELU_GRAD, "ReluGrad", 2, vdev_shape_same_as_in0, vdev_ref_relu_grad,
+                vdev_fast_relu_grad),
     NOGRAD(VDEV_OP_TANH_GRAD, "TanhGrad", 2, vdev_shape_same_as_in0, vdev_ref_tanh_grad),
     NOGRAD(VDEV_OP_SIGMOID_GRAD, "SigmoidGrad", 2, vdev_shape_same_as_in0,
            vdev_ref_sigmoid_grad),
@@ -58,16 +70,20 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
     NOGRAD(VDEV_OP_LOG_SOFTMAX_GRAD, "LogSoftmaxGrad", 2, vdev_shape_same_as_in0,
            vdev_ref_log_softmax_grad),
     NOGRAD(VDEV_OP_BROADCAST, "BroadcastTo", 2, vdev_shape_broadcast, vdev_ref_broadcast),
-    NOGRAD(VDEV_OP_MSE_GRAD, "MeanSquaredErrorGrad", 3, vdev_shape_mse_grad, vdev_ref_mse_grad),
+    NOGRAD_FAST(VDEV_OP_MSE_GRAD, "MeanSquaredErrorGrad", 3, vdev_shape_mse_grad,
+                vdev_ref_mse_grad, vdev_fast_mse_grad),
     NOGRAD(VDEV_OP_SOFTMAX_CE_GRAD, "SparseSoftmaxCrossEntropyGrad", 3,
            vdev_shape_softmax_ce_grad, vdev_ref_softmax_ce_grad),
-    NOGRAD(VDEV_OP_REDUCE_ROWS, "ReduceToShape", 2, vdev_shape_reduce_rows, vdev_ref_reduce_rows),
+    NOGRAD_FAST(VDEV_OP_REDUCE_ROWS, "ReduceToShape", 2, vdev_shape_reduce_rows,
+                vdev_ref_reduce_rows, vdev_fast_reduce_rows),
     [VDEV_OP_SGD_UPDATE] = {.name = "ApplyMomentum", .n_in = 3,
                             .flags = VDEV_OP_NO_GRAD | VDEV_OP_INPLACE,
-                            .shape = vdev_shape_update, .ref = vdev_ref_sgd_update},
+                            .shape = vdev_shape_update, .ref = vdev_ref_sgd_update,
+                            .host = vdev_fast_sgd_update},
     [VDEV_OP_ADAM_UPDATE] = {.name = "ApplyAdam", .n_in = 4,
                              .flags = VDEV_OP_NO_GRAD | VDEV_OP_INPLACE,
-                             .shape = vdev_shape_update, .ref = vdev_ref_adam_update},
+                             .shape = vdev_shape_update, .ref = vdev_ref_adam_update,
+                             .host = vdev_fast_adam_update},
 };
 
 /* ---- the public ops ---- */

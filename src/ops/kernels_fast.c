@@ -1,0 +1,187 @@
+/* kernels_fast.c — host kernels for the ops that dominate a training step on
+ * the CPU and on simulated GPUs: elementwise arithmetic with broadcasting,
+ * ReLU and its gradient, bias gradients, the MSE gradient, and the SGD and
+ * Adam updates.
+ *
+ * They compute in float (the reference kernels compute each element in double
+ * and round once), in loops the compiler vectorizes (this file is built with
+ * -O3), split over the cores by vdev_parallel_for when large. tests/test_ops.c
+ * holds each one to its reference kernel: bit-exact where float arithmetic is
+ * exact per element (+, -, *, /, max), within a few ulps otherwise. */
+#include "ops/impl.h"
+#include "ops/parallel.h"
+
+#include <math.h>
+#include <string.h>
+
+#define IN_F(k) ((const float *)a->in[k])
+#define OUT_F(k) ((float *)a->out[k])
+
+struct ew {
+    const struct vdev_kernel_args *a;
+    int64_t row;  /* broadcast row length (mode 1) */
+};
+
+static int64_t last_dim(const struct vdev_kernel_args *a, int k)
+{
+    return a->in_ndim[k] ? a->in_shape[k][a->in_ndim[k] - 1] : 1;
+}
+
+/* Binary ops: b the same shape (mode 0), a row over the last axis (1), or one
+ * element (2), as vdev_shape_broadcast_b set a->i[3]. */
+#define BINARY(NAME, EXPR)                                                                         \
+    static void NAME##_part(void *vctx, int64_t lo, int64_t hi)                                    \
+    {                                                                                              \
+        const struct ew *c = vctx;                                                                 \
+        const struct vdev_kernel_args *a = c->a;                                                   \
+        const float *restrict x = IN_F(0), *restrict y = IN_F(1);                                  \
+        float *restrict o = OUT_F(0);                                                              \
+        if (a->i[3] == 0) {                                                                        \
+            for (int64_t i = lo; i < hi; i++) {                                                    \
+                float p = x[i], q = y[i];                                                          \
+                o[i] = EXPR;                                                                       \
+            }                                                                                      \
+        } else if (a->i[3] == 2) {                                                                 \
+            const float q = y[0];                                                                  \
+            for (int64_t i = lo; i < hi; i++) {                                                    \
+                float p = x[i];                                                                    \
+                o[i] = EXPR;                                                                       \
+            }                                                                                      \
+        } else {                                                                                   \
+            int64_t n = c->row, i = lo;                                                            \
+            while (i < hi) {                                                                       \
+                int64_t j0 = i % n, len = n - j0 < hi - i ? n - j0 : hi - i;                       \
+                const float *restrict yr = y + j0;                                                 \
+                const float *restrict xr = x + i;                                                  \
+                float *restrict orow = o + i;                                                      \
+                for (int64_t j = 0; j < len; j++) {                                                \
+                    float p = xr[j], q = yr[j];                                                    \
+                    orow[j] = EXPR;                                                                \
+                }                                                                                  \
+                i += len;                                                                          \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    KERNEL(vdev_fast_##NAME)                                                                       \
+    {                                                                                              \
+        struct ew c = {a, last_dim(a, 0)};                                                         \
+        vdev_parallel_for(vdev_args_out_numel(a, 0), NAME##_part, &c);                             \
+    }
+
+BINARY(add, p + q)
+BINARY(sub, p - q)
+BINARY(mul, p * q)
+BINARY(div, p / q)
+
+/* Unary and pairwise elementwise ops: one loop body each, over the elements
+ * of input K. */
+#define ELEMENTWISE(NAME, K, ...)                                                                    \
+    static void NAME##_part(void *vctx, int64_t lo, int64_t hi)                                    \
+    {                                                                                              \
+        const struct vdev_kernel_args *a = ((const struct ew *)vctx)->a;                           \
+        __VA_ARGS__                                                                                \
+    }                                                                                              \
+    KERNEL(vdev_fast_##NAME)                                                                       \
+    {                                                                                              \
+        struct ew c = {a, 0};                                                                      \
+        vdev_parallel_for(vdev_args_numel(a, K), NAME##_part, &c);                                 \
+    }
+
+ELEMENTWISE(add_scalar, 0, {
+    const float *restrict x = IN_F(0);
+    float *restrict o = OUT_F(0);
+    const float s = (float)a->f[0];
+    for (int64_t i = lo; i < hi; i++)
+        o[i] = x[i] + s;
+})
+
+ELEMENTWISE(mul_scalar, 0, {
+    const float *restrict x = IN_F(0);
+    float *restrict o = OUT_F(0);
+    const float s = (float)a->f[0];
+    for (int64_t i = lo; i < hi; i++)
+        o[i] = x[i] * s;
+})
+
+/* NaN passes through, as in the reference: x > 0 ? x : (x == x ? 0 : x). */
+ELEMENTWISE(relu, 0, {
+    const float *restrict x = IN_F(0);
+    float *restrict o = OUT_F(0);
+    for (int64_t i = lo; i < hi; i++)
+        o[i] = x[i] > 0.0f ? x[i] : (x[i] != x[i] ? x[i] : 0.0f);
+})
+
+/* (dy, x) -> dy where x > 0, else 0. */
+ELEMENTWISE(relu_grad, 0, {
+    const float *restrict dy = IN_F(0), *restrict x = IN_F(1);
+    float *restrict o = OUT_F(0);
+    for (int64_t i = lo; i < hi; i++)
+        o[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+})
+
+/* (dy, pred, target) -> dy * 2 (pred - target) / n, dy one element. */
+ELEMENTWISE(mse_grad, 1, {
+    const float *restrict pred = IN_F(1), *restrict tgt = IN_F(2);
+    float *restrict o = OUT_F(0);
+    const double n = (double)vdev_args_numel(a, 1);
+    const float s = (float)(2.0 * (double)IN_F(0)[0] / n);
+    for (int64_t i = lo; i < hi; i++)
+        o[i] = s * (pred[i] - tgt[i]);
+})
+
+/* The updates keep the reference's arithmetic (each value computed in
+ * double, rounded once to float), so they match it bit for bit: they are
+ * bound by memory traffic, where the double arithmetic costs nothing, and
+ * gain from -O3 and from running on every core. */
+
+/* (var, grad, velocity): velocity = momentum velocity - lr grad; var += velocity. */
+ELEMENTWISE(sgd_update, 0, {
+    float *restrict var = OUT_F(0), *restrict vel = OUT_F(2);
+    const float *restrict g = IN_F(1);
+    const double lr = a->f[0], mom = a->f[1];
+    for (int64_t i = lo; i < hi; i++) {
+        float v = (float)(mom * vel[i] - lr * g[i]);
+        vel[i] = v;
+        var[i] = (float)((double)var[i] + v);
+    }
+})
+
+/* (var, grad, m, v), TensorFlow's ApplyAdam with a bias-corrected lr_t. */
+ELEMENTWISE(adam_update, 0, {
+    float *restrict var = OUT_F(0), *restrict m = OUT_F(2), *restrict v = OUT_F(3);
+    const float *restrict g = IN_F(1);
+    const double lr = a->f[0], b1 = a->f[1], b2 = a->f[2], eps = a->f[3];
+    for (int64_t i = lo; i < hi; i++) {
+        double gi = g[i];
+        float mi = (float)(b1 * m[i] + (1.0 - b1) * gi);
+        float vi = (float)(b2 * v[i] + (1.0 - b2) * gi * gi);
+        m[i] = mi;
+        v[i] = vi;
+        var[i] = (float)((double)var[i] - lr * mi / (sqrt((double)vi) + eps));
+    }
+})
+
+/* (dy, like): the gradient of a broadcast b. Row mode (the bias gradient)
+ * sums the rows of dy, in float, row after row so it streams through memory;
+ * the other modes are rare and small, and keep the reference. */
+KERNEL(vdev_fast_reduce_rows)
+{
+    if (a->i[3] != 1) {
+        vdev_ref_reduce_rows(a);
+        return;
+    }
+    const float *restrict dy = IN_F(0);
+    float *restrict o = OUT_F(0);
+    int64_t n = vdev_args_out_numel(a, 0), rows = n ? vdev_args_numel(a, 0) / n : 0;
+    memset(o, 0, (size_t)n * sizeof *o);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *restrict row = dy + r * n;
+        for (int64_t j = 0; j < n; j++)
+            o[j] += row[j];
+    }
+}
+
+KERNEL(vdev_fast_identity)
+{
+    memcpy(a->out[0], a->in[0], (size_t)vdev_args_numel(a, 0) * 4);
+}
