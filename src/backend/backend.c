@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <string.h>
+#include <unistd.h>
 
 void vdev_backend_destroy(struct vdev_backend *b)
 {
@@ -80,6 +81,8 @@ enum vdev_status vdev_backend_cuda_new(struct vdev_backend *out, char *reason, s
     if (!h) {
         if (env && *env)
             snprintf(reason, cap, "CUDA plugin: cannot load %s (%s)", env, first_err);
+        else if (access(beside, F_OK) == 0)
+            snprintf(reason, cap, "CUDA plugin: cannot load %s (%s)", beside, first_err);
         else
             snprintf(reason, cap, "CUDA plugin: %s not built or not found", CUDA_PLUGIN_NAME);
         return vdev_error(VDEV_ERR_UNSUPPORTED, "%s", reason);
@@ -92,7 +95,7 @@ enum vdev_status vdev_backend_cuda_new(struct vdev_backend *out, char *reason, s
         dlclose(h);
         return vdev_error(VDEV_ERR_BACKEND, "%s", reason);
     }
-    enum vdev_status st = open_fn(VDEV_BACKEND_API_VERSION, out, reason, cap);
+    enum vdev_status st = open_fn(VDEV_BACKEND_API_VERSION, out, reason, cap, vdev_error);
     if (st != VDEV_OK) {
         /* The plugin stays loaded: its reason string may point into it. */
         memset(out, 0, sizeof *out);

@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#define VDEV_BACKEND_API_VERSION 1
+#define VDEV_BACKEND_API_VERSION 2
 /* Most bytes of argument a host function may be given (submit_host). */
 #define VDEV_HOST_ARG_MAX 512
 
@@ -134,7 +134,11 @@ enum vdev_status vdev_backend_synchronize(const struct vdev_backend *b, int dev)
 
 /* The CUDA plugin's single exported symbol returns its table (see cuda/). */
 #define VDEV_CUDA_PLUGIN_SYMBOL "vdev_cuda_plugin_open"
+/* The core's error setter, handed to the plugin so that its messages reach
+ * vdev_last_error() (the plugin cannot link the core). */
+typedef enum vdev_status (*vdev_error_fn)(enum vdev_status code, const char *fmt, ...);
 typedef enum vdev_status (*vdev_cuda_plugin_open_fn)(int api_version, struct vdev_backend *out,
-                                                    char *reason, size_t cap);
+                                                    char *reason, size_t cap,
+                                                    vdev_error_fn set_error);
 
 #endif /* VDEV_BACKEND_H */

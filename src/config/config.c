@@ -368,6 +368,7 @@ VDEV_API enum vdev_status vdev_config_set_memory_fraction(const char *name, doub
 
 enum vdev_status vdev_config_parse_bool(const char *var, const char *v, int *out)
 {
+    *out = 0; /* written on every path, so callers never read an unset value */
     if (vdev_strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0) {
         *out = 1;
         return VDEV_OK;

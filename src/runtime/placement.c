@@ -38,7 +38,7 @@ static struct {
 
 VDEV_API enum vdev_status vdev_device_push(const char *device)
 {
-    struct vdev_ldev *d;
+    struct vdev_ldev *d = NULL;
     enum vdev_status st = vdev_runtime_find(device, &d);
     if (st != VDEV_OK)
         return st;
@@ -167,7 +167,7 @@ static int dev_id(const char *name)
 {
     if (!name)
         return -1;
-    struct vdev_ldev *d;
+    struct vdev_ldev *d = NULL;
     if (vdev_runtime_find(name, &d) != VDEV_OK)
         return -2;
     return d->id;

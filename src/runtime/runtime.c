@@ -223,6 +223,7 @@ struct vdev_ldev *vdev_runtime_default_device(void) { return R.n > 1 ? &R.devs[1
 
 enum vdev_status vdev_runtime_find(const char *name, struct vdev_ldev **out)
 {
+    *out = NULL;
     struct vdev_device_name dn;
     enum vdev_status st = vdev_parse_device_name(name, &dn);
     if (st != VDEV_OK)
@@ -281,7 +282,7 @@ VDEV_API enum vdev_status vdev_list_logical_devices(struct vdev_logical_device *
 
 VDEV_API enum vdev_status vdev_device_canonical_name(const char *device, char *out, size_t cap)
 {
-    struct vdev_ldev *d;
+    struct vdev_ldev *d = NULL;
     if (!out || cap == 0)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_device_canonical_name: no output buffer");
     enum vdev_status st = vdev_runtime_find(device, &d);
@@ -293,7 +294,7 @@ VDEV_API enum vdev_status vdev_device_canonical_name(const char *device, char *o
 
 VDEV_API enum vdev_status vdev_memory_info(const char *device, struct vdev_memory_info *out)
 {
-    struct vdev_ldev *d;
+    struct vdev_ldev *d = NULL;
     if (!out)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_memory_info: out is NULL");
     enum vdev_status st = vdev_runtime_find(device, &d);
@@ -318,7 +319,7 @@ VDEV_API enum vdev_status vdev_memory_info(const char *device, struct vdev_memor
 
 VDEV_API enum vdev_status vdev_memory_reset_peak(const char *device)
 {
-    struct vdev_ldev *d;
+    struct vdev_ldev *d = NULL;
     enum vdev_status st = vdev_runtime_find(device, &d);
     if (st != VDEV_OK)
         return st;
@@ -328,7 +329,7 @@ VDEV_API enum vdev_status vdev_memory_reset_peak(const char *device)
 
 VDEV_API enum vdev_status vdev_memory_release_cached(const char *device, uint64_t *released)
 {
-    struct vdev_ldev *d;
+    struct vdev_ldev *d = NULL;
     enum vdev_status st = vdev_runtime_find(device, &d);
     if (st != VDEV_OK)
         return st;
@@ -343,7 +344,7 @@ VDEV_API enum vdev_status vdev_memory_release_cached(const char *device, uint64_
 
 VDEV_API enum vdev_status vdev_mem_alloc(const char *device, uint64_t bytes, void **out)
 {
-    struct vdev_ldev *d;
+    struct vdev_ldev *d = NULL;
     if (!out)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mem_alloc: out is NULL");
     *out = NULL;
@@ -361,7 +362,7 @@ VDEV_API enum vdev_status vdev_mem_alloc(const char *device, uint64_t bytes, voi
 
 VDEV_API enum vdev_status vdev_mem_free(const char *device, void *ptr)
 {
-    struct vdev_ldev *d;
+    struct vdev_ldev *d = NULL;
     if (!ptr)
         return VDEV_OK;
     enum vdev_status st = vdev_runtime_find(device, &d);

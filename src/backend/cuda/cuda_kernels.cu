@@ -1,0 +1,902 @@
+/* cuda_kernels.cu — the CUDA plugin's kernel table: one kernel (or cuBLAS
+ * call) per op of src/ops/op_ids.h, launched on the device's stream.
+ *
+ * The specification is the CPU reference kernels (src/ops/kernels_ref.c), and
+ * these kernels follow them operation for operation so that the test
+ * (tests/test_cuda.c) can compare the two with tight tolerances:
+ *  - elementwise results are computed in double and rounded once to float,
+ *    exactly as the reference does (for + - * / that is the float operation;
+ *    for exp, tanh, log, pow the device's double functions, within 1-2 ulp of
+ *    double, then rounded to float). The file is compiled with --fmad=false so
+ *    that a*b+c is never contracted into an FMA the reference does not do.
+ *  - reductions (sum, mean, softmax, log-softmax, cross-entropy, MSE,
+ *    reduce-to-shape) accumulate in double, in parallel: per-thread partial
+ *    sums, then warp shuffles, then shared memory across the warps of a
+ *    block, and for long reductions over few outputs a second pass over
+ *    per-block partials kept in the device's scratch buffer. The order of the
+ *    additions differs from the reference's sequential loop, which in double
+ *    changes the float result by at most an ulp.
+ *  - the row maximum propagates NaN as the reference's loop does (any NaN in
+ *    the row makes the maximum NaN); argmax returns the first maximal index,
+ *    a NaN counting as the maximum (first NaN wins).
+ *  - matmul is cublasSgemm (FP32, the default math mode: no TF32), with the
+ *    usual row-major trick: a row-major C = op(A) op(B) is the column-major
+ *    C^T = op(B)^T op(A)^T, so B goes first and no data moves.
+ *
+ * Every kernel takes 64-bit sizes and loops grid-stride, so any tensor size
+ * works with a grid sized to the device (a few blocks per multiprocessor).
+ * Nothing here allocates: the one piece of temporary device memory (partial
+ * sums) is the per-device scratch buffer, whose every use is ordered on the
+ * device's single stream. */
+#include "backend/cuda/cuda_kernels.h"
+#include "ops/op_ids.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdio>
+
+namespace {
+
+constexpr int kThreads = 256;                 /* block size of elementwise kernels */
+constexpr int kRowBig = 256;                  /* block size for long rows */
+constexpr int kScratchDoubles = VDEV_CUDA_SCRATCH_BYTES / sizeof(double);
+constexpr int kMaxSplits = 1024;              /* blocks sharing one long reduction */
+constexpr int64_t kSplitChunk = 16384;        /* elements per block before splitting */
+
+/* dtype numbers of vdev.h (VDEV_F32, VDEV_I32); only transpose and identity
+ * look at them, and both move 32-bit words. */
+
+#define GRID_LOOP(i, n)                                                                            \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                     \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+const char *op_name(int op)
+{
+    static const char *const names[VDEV_OP_COUNT] = {
+        "MatMul", "AddV2", "Sub", "Mul", "RealDiv", "AddScalar", "MulScalar", "PowScalar",
+        "Relu", "Tanh", "Sigmoid", "Exp", "Log", "Softmax", "LogSoftmax", "Sum", "Mean",
+        "Reshape", "Transpose", "MeanSquaredError", "SparseSoftmaxCrossEntropyWithLogits",
+        "ArgMax", "Identity", "ReluGrad", "TanhGrad", "SigmoidGrad", "SoftmaxGrad",
+        "LogSoftmaxGrad", "BroadcastTo", "MeanSquaredErrorGrad", "SparseSoftmaxCrossEntropyGrad",
+        "ReduceToShape", "ApplyMomentum", "ApplyAdam"};
+    return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
+}
+
+/* ---- argument helpers (as kernels_ref.c) ---- */
+
+int64_t numel_in(const vdev_cuda_args *a, int k)
+{
+    int64_t n = 1;
+    for (int d = 0; d < a->in_ndim[k]; d++)
+        n *= a->in_shape[k][d];
+    return n;
+}
+
+int64_t numel_out(const vdev_cuda_args *a, int k)
+{
+    int64_t n = 1;
+    for (int d = 0; d < a->out_ndim[k]; d++)
+        n *= a->out_shape[k][d];
+    return n;
+}
+
+int64_t last_dim(const vdev_cuda_args *a, int k)
+{
+    return a->in_ndim[k] ? a->in_shape[k][a->in_ndim[k] - 1] : 1;
+}
+
+/* Input k around axis ax (VDEV_AXIS_ALL: everything) as outer x len x inner. */
+void split_axis(const vdev_cuda_args *a, int k, int64_t ax, int64_t *outer, int64_t *len,
+                int64_t *inner)
+{
+    int nd = a->in_ndim[k];
+    if (ax != VDEV_AXIS_ALL && ax < 0)
+        ax += nd;
+    if (ax == VDEV_AXIS_ALL || ax < 0 || ax >= nd) {
+        *outer = 1;
+        *len = numel_in(a, k);
+        *inner = 1;
+        return;
+    }
+    *outer = *inner = 1;
+    for (int d = 0; d < ax; d++)
+        *outer *= a->in_shape[k][d];
+    *len = a->in_shape[k][ax];
+    for (int d = (int)ax + 1; d < nd; d++)
+        *inner *= a->in_shape[k][d];
+}
+
+/* Blocks for n items of `per_block` each: enough to fill the device a few
+ * times over, never more than the work. */
+unsigned grid_for(int64_t n, int per_block, int n_sm)
+{
+    int64_t blocks = (n + per_block - 1) / per_block;
+    int64_t cap = (int64_t)(n_sm > 0 ? n_sm : 132) * 16;
+    if (blocks > cap)
+        blocks = cap;
+    return blocks < 1 ? 1u : (unsigned)blocks;
+}
+
+/* Blocks for `rows` row-wise work items (one block each, grid-stride). */
+unsigned grid_rows(int64_t rows, int n_sm)
+{
+    int64_t cap = (int64_t)(n_sm > 0 ? n_sm : 132) * 32;
+    int64_t g = rows < cap ? rows : cap;
+    return g < 1 ? 1u : (unsigned)g;
+}
+
+/* One warp for short rows, eight for long ones. */
+int row_threads(int64_t c) { return c <= 1024 ? 32 : kRowBig; }
+
+/* ---- block reductions (blockDim a multiple of 32, at most 1024) ---- */
+
+__device__ double warp_sum(double v)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, off);
+    return v;
+}
+
+/* NaN-propagating maximum, as the reference's `x > m || x != x` loop. */
+__device__ float nan_max(float a, float b)
+{
+    if (a != a)
+        return a;
+    if (b != b)
+        return b;
+    return b > a ? b : a;
+}
+
+__device__ float warp_max(float v)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        v = nan_max(v, __shfl_down_sync(0xffffffffu, v, off));
+    return v;
+}
+
+/* The sum over the block, returned to every thread. sh holds 33 doubles. */
+__device__ double block_sum(double v, double *sh)
+{
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_sum(v);
+    if (nw == 1)
+        return __shfl_sync(0xffffffffu, v, 0);
+    __syncthreads(); /* sh may still be read by a previous call */
+    if (lane == 0)
+        sh[w] = v;
+    __syncthreads();
+    if (w == 0) {
+        double t = lane < nw ? sh[lane] : 0.0;
+        t = warp_sum(t);
+        if (lane == 0)
+            sh[32] = t;
+    }
+    __syncthreads();
+    return sh[32];
+}
+
+/* The NaN-propagating maximum over the block, returned to every thread. */
+__device__ float block_max(float v, float *sh)
+{
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_max(v);
+    if (nw == 1)
+        return __shfl_sync(0xffffffffu, v, 0);
+    __syncthreads();
+    if (lane == 0)
+        sh[w] = v;
+    __syncthreads();
+    if (w == 0) {
+        float t = lane < nw ? sh[lane] : -INFINITY;
+        t = warp_max(t);
+        if (lane == 0)
+            sh[32] = t;
+    }
+    __syncthreads();
+    return sh[32];
+}
+
+/* Row statistics of the reference's row_stats(): the NaN-propagating maximum
+ * m and sum(exp(x - m)) in double, over x[0..c), computed by the block. */
+__device__ void row_stats(const float *x, int64_t c, float *m_out, double *s_out, float *shf,
+                          double *shd)
+{
+    float m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
+        m = nan_max(m, x[j]);
+    m = block_max(m, shf);
+    double s = 0.0;
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
+        s += exp((double)x[j] - (double)m);
+    s = block_sum(s, shd);
+    *m_out = m;
+    *s_out = s;
+}
+
+/* ---- binary elementwise with b broadcast by mode i[3] ---- */
+
+enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };
+
+template <int OP, int MODE>
+__global__ void k_binary(const float *x, const float *b, float *o, int64_t n, int64_t cols)
+{
+    GRID_LOOP(i, n)
+    {
+        double u = x[i];
+        double v = MODE == 1 ? b[i % cols] : MODE == 2 ? b[0] : b[i];
+        double r = OP == OP_ADD ? u + v : OP == OP_SUB ? u - v : OP == OP_MUL ? u * v : u / v;
+        o[i] = (float)r;
+    }
+}
+
+template <int OP>
+void launch_binary(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
+{
+    int64_t n = numel_in(a, 0), cols = last_dim(a, 0);
+    const float *x = (const float *)a->in[0], *b = (const float *)a->in[1];
+    float *o = (float *)a->out[0];
+    unsigned g = grid_for(n, kThreads, n_sm);
+    switch (a->i[3]) {
+    case 1:
+        k_binary<OP, 1><<<g, kThreads, 0, s>>>(x, b, o, n, cols);
+        break;
+    case 2:
+        k_binary<OP, 2><<<g, kThreads, 0, s>>>(x, b, o, n, cols);
+        break;
+    default:
+        k_binary<OP, 0><<<g, kThreads, 0, s>>>(x, b, o, n, cols);
+        break;
+    }
+}
+
+/* ---- unary elementwise; s is f[0] rounded to float (as the reference) ---- */
+
+enum { U_ADDS, U_MULS, U_POWS, U_RELU, U_TANH, U_SIGMOID, U_EXP, U_LOG };
+
+__device__ double sigmoid_d(double u)
+{
+    if (u >= 0.0)
+        return 1.0 / (1.0 + exp(-u));
+    double e = exp(u);
+    return e / (1.0 + e);
+}
+
+template <int OP>
+__global__ void k_unary(const float *x, float *o, int64_t n, double s)
+{
+    GRID_LOOP(i, n)
+    {
+        double u = x[i], r;
+        switch (OP) {
+        case U_ADDS: r = u + s; break;
+        case U_MULS: r = u * s; break;
+        case U_POWS: r = pow(u, s); break;
+        case U_RELU: r = (u > 0.0 || u != u) ? u : 0.0; break;
+        case U_TANH: r = tanh(u); break;
+        case U_SIGMOID: r = sigmoid_d(u); break;
+        case U_EXP: r = exp(u); break;
+        default: r = log(u); break;
+        }
+        o[i] = (float)r;
+    }
+}
+
+template <int OP>
+void launch_unary(const vdev_cuda_args *a, cudaStream_t st, int n_sm)
+{
+    int64_t n = numel_in(a, 0);
+    double s = (double)(float)a->f[0];
+    k_unary<OP><<<grid_for(n, kThreads, n_sm), kThreads, 0, st>>>((const float *)a->in[0],
+                                                                  (float *)a->out[0], n, s);
+}
+
+/* ---- gradient helpers, elementwise ---- */
+
+enum { G_RELU, G_TANH, G_SIGMOID };
+
+template <int OP>
+__global__ void k_grad2(const float *dy, const float *y, float *o, int64_t n)
+{
+    GRID_LOOP(i, n)
+    {
+        if (OP == G_RELU)
+            o[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+        else if (OP == G_TANH)
+            o[i] = (float)((double)dy[i] * (1.0 - (double)y[i] * y[i]));
+        else
+            o[i] = (float)((double)dy[i] * y[i] * (1.0 - (double)y[i]));
+    }
+}
+
+template <int OP>
+void launch_grad2(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
+{
+    int64_t n = numel_in(a, 0);
+    k_grad2<OP><<<grid_for(n, kThreads, n_sm), kThreads, 0, s>>>(
+        (const float *)a->in[0], (const float *)a->in[1], (float *)a->out[0], n);
+}
+
+/* (dy one element, pred, target) -> dy * 2 (pred - target) / n. */
+__global__ void k_mse_grad(const float *dyp, const float *p, const float *t, float *o, int64_t n)
+{
+    double dy = dyp[0];
+    GRID_LOOP(i, n)
+    o[i] = (float)(dy * 2.0 * ((double)p[i] - (double)t[i]) / (double)n);
+}
+
+/* (x, like) -> like's shape: o[(p len + l) inner + j] = x[p inner + j]. */
+__global__ void k_broadcast(const float *x, float *o, int64_t n, int64_t len, int64_t inner)
+{
+    GRID_LOOP(i, n)
+    {
+        int64_t j = i % inner, p = i / (len * inner);
+        o[i] = x[p * inner + j];
+    }
+}
+
+/* ---- row-wise ops over the last axis: one block per row ---- */
+
+enum { R_SOFTMAX, R_LOG_SOFTMAX };
+
+template <int OP>
+__global__ void k_softmax(const float *x, float *o, int64_t rows, int64_t c)
+{
+    __shared__ double shd[33];
+    __shared__ float shf[33];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float *xr = x + r * c;
+        float *orow = o + r * c;
+        float m;
+        double s;
+        row_stats(xr, c, &m, &s, shf, shd);
+        if (OP == R_SOFTMAX) {
+            for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
+                orow[j] = (float)(exp((double)xr[j] - (double)m) / s);
+        } else {
+            double lse = (double)m + log(s);
+            for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
+                orow[j] = (float)((double)xr[j] - lse);
+        }
+    }
+}
+
+enum { RG_SOFTMAX, RG_LOG_SOFTMAX };
+
+/* SOFTMAX_GRAD: y (dy - sum(dy y)); LOG_SOFTMAX_GRAD: dy - exp(y) sum(dy). */
+template <int OP>
+__global__ void k_softmax_grad(const float *dy, const float *y, float *o, int64_t rows, int64_t c)
+{
+    __shared__ double shd[33];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float *dr = dy + r * c, *yr = y + r * c;
+        float *orow = o + r * c;
+        double s = 0.0;
+        for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
+            s += OP == RG_SOFTMAX ? (double)dr[j] * yr[j] : (double)dr[j];
+        s = block_sum(s, shd);
+        for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+            if (OP == RG_SOFTMAX)
+                orow[j] = (float)((double)yr[j] * ((double)dr[j] - s));
+            else
+                orow[j] = (float)((double)dr[j] - exp((double)yr[j]) * s);
+        }
+    }
+}
+
+/* Cross-entropy, pass 1: each block sums the losses of its rows (in row
+ * order) into partial[blockIdx.x]; a label outside [0, c) makes the row's
+ * loss NaN, and so the mean (the reference stops at NaN; the sum is NaN
+ * either way). */
+__global__ void k_softmax_ce_rows(const float *x, const int32_t *lab, int64_t n, int64_t c,
+                                  double *partial)
+{
+    __shared__ double shd[33];
+    __shared__ float shf[33];
+    double acc = 0.0;
+    for (int64_t r = blockIdx.x; r < n; r += gridDim.x) {
+        const float *xr = x + r * c;
+        float m;
+        double s;
+        row_stats(xr, c, &m, &s, shf, shd);
+        if (threadIdx.x == 0) {
+            int32_t l = lab[r];
+            double loss = (l < 0 || l >= c) ? (double)NAN : (double)m + log(s) - (double)xr[l];
+            acc += loss;
+        }
+    }
+    if (threadIdx.x == 0)
+        partial[blockIdx.x] = acc;
+}
+
+/* Pass 2: the partials in order, divided by n (0/0 = NaN for no rows). */
+__global__ void k_mean_of_partials(const double *partial, int nparts, int64_t n, float *out)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        double acc = 0.0;
+        for (int i = 0; i < nparts; i++)
+            acc += partial[i];
+        out[0] = (float)(acc / (double)n);
+    }
+}
+
+/* (dy, logits [n,c], labels [n]) -> dy (softmax - onehot) / n, NaN rows for
+ * bad labels. */
+__global__ void k_softmax_ce_grad(const float *dyp, const float *x, const int32_t *lab, float *o,
+                                  int64_t n, int64_t c)
+{
+    __shared__ double shd[33];
+    __shared__ float shf[33];
+    double dy = dyp[0];
+    for (int64_t r = blockIdx.x; r < n; r += gridDim.x) {
+        const float *xr = x + r * c;
+        float *orow = o + r * c;
+        int32_t l = lab[r];
+        bool bad = l < 0 || l >= c;
+        float m;
+        double s;
+        row_stats(xr, c, &m, &s, shf, shd);
+        for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+            double g = exp((double)xr[j] - (double)m) / s - (j == l ? 1.0 : 0.0);
+            orow[j] = bad ? NAN : (float)(dy * g / (double)n);
+        }
+    }
+}
+
+/* ARGMAX: is (v2, i2) a better answer than (v1, i1)? NaN beats numbers, the
+ * larger value beats the smaller, and on ties (two NaNs included) the lower
+ * index wins: the reference's "first maximal index, first NaN". */
+__device__ bool argmax_better(float v1, int64_t i1, float v2, int64_t i2)
+{
+    bool n1 = v1 != v1, n2 = v2 != v2;
+    if (n1 || n2)
+        return n1 && n2 ? i2 < i1 : n2;
+    if (v2 != v1)
+        return v2 > v1;
+    return i2 < i1;
+}
+
+__global__ void k_argmax(const float *x, int32_t *o, int64_t rows, int64_t c)
+{
+    __shared__ float shv[32];
+    __shared__ int64_t shi[32];
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float *xr = x + r * c;
+        float bv = -INFINITY;
+        int64_t bi = INT64_MAX; /* no element yet: loses every tie */
+        for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
+            if (argmax_better(bv, bi, xr[j], j)) {
+                bv = xr[j];
+                bi = j;
+            }
+        for (int off = 16; off > 0; off >>= 1) {
+            float v2 = __shfl_down_sync(0xffffffffu, bv, off);
+            int64_t i2 = __shfl_down_sync(0xffffffffu, bi, off);
+            if (argmax_better(bv, bi, v2, i2)) {
+                bv = v2;
+                bi = i2;
+            }
+        }
+        if (nw > 1) {
+            __syncthreads();
+            if (lane == 0) {
+                shv[w] = bv;
+                shi[w] = bi;
+            }
+            __syncthreads();
+            if (w == 0) {
+                bv = lane < nw ? shv[lane] : -INFINITY;
+                bi = lane < nw ? shi[lane] : INT64_MAX;
+                for (int off = 16; off > 0; off >>= 1) {
+                    float v2 = __shfl_down_sync(0xffffffffu, bv, off);
+                    int64_t i2 = __shfl_down_sync(0xffffffffu, bi, off);
+                    if (argmax_better(bv, bi, v2, i2)) {
+                        bv = v2;
+                        bi = i2;
+                    }
+                }
+            }
+        }
+        if (threadIdx.x == 0)
+            o[r] = (int32_t)(bi == INT64_MAX ? 0 : bi);
+    }
+}
+
+/* ---- reductions: out[p, j] = sum_l f((p len + l) inner + j) ---- */
+
+struct LoadPlain {
+    const float *x;
+    __device__ double operator()(int64_t i) const { return x[i]; }
+};
+
+struct LoadSquaredDiff {
+    const float *p, *t;
+    __device__ double operator()(int64_t i) const
+    {
+        double d = (double)p[i] - (double)t[i];
+        return d * d;
+    }
+};
+
+/* How a reduction's sum becomes its output: divided by `div` (mean: the
+ * length, MSE: the element count; 0/0 = NaN by design) or not. */
+struct Finish {
+    int divide;
+    double div;
+    __device__ float operator()(double acc) const { return (float)(divide ? acc / div : acc); }
+};
+
+/* Many outputs along a non-last axis: one thread per output, sequential over
+ * the axis; neighbouring threads read neighbouring addresses. */
+template <class L>
+__global__ void k_reduce_cols(L ld, int64_t outer, int64_t len, int64_t inner, Finish fin,
+                              float *out)
+{
+    GRID_LOOP(o, outer * inner)
+    {
+        int64_t p = o / inner, j = o % inner;
+        double acc = 0.0;
+        for (int64_t l = 0; l < len; l++)
+            acc += ld((p * len + l) * inner + j);
+        out[o] = fin(acc);
+    }
+}
+
+/* Few outputs or a contiguous axis: block (o, y) sums the y-th chunk of
+ * output o's elements; with one chunk per output it writes the output, else
+ * a partial for k_reduce_finish. */
+template <class L>
+__global__ void k_reduce_split(L ld, int64_t outputs, int64_t len, int64_t inner, int64_t chunk,
+                               int splits, Finish fin, float *out, double *partial)
+{
+    __shared__ double shd[33];
+    for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
+        int64_t p = o / inner, j = o % inner;
+        int64_t l0 = (int64_t)blockIdx.y * chunk, l1 = l0 + chunk < len ? l0 + chunk : len;
+        double acc = 0.0;
+        for (int64_t l = l0 + threadIdx.x; l < l1; l += blockDim.x)
+            acc += ld((p * len + l) * inner + j);
+        acc = block_sum(acc, shd);
+        if (threadIdx.x == 0) {
+            if (splits == 1)
+                out[o] = fin(acc);
+            else
+                partial[o * splits + blockIdx.y] = acc;
+        }
+    }
+}
+
+__global__ void k_reduce_finish(const double *partial, int64_t outputs, int splits, Finish fin,
+                                float *out)
+{
+    GRID_LOOP(o, outputs)
+    {
+        double acc = 0.0;
+        for (int y = 0; y < splits; y++)
+            acc += partial[o * splits + y];
+        out[o] = fin(acc);
+    }
+}
+
+template <class L>
+void launch_reduce(L ld, int64_t outer, int64_t len, int64_t inner, Finish fin, float *out,
+                   const vdev_cuda_launch_env *env)
+{
+    cudaStream_t s = (cudaStream_t)env->stream;
+    int64_t outputs = outer * inner;
+    if (outputs <= 0)
+        return;
+    if (inner > 1 && outputs >= 1024) {
+        k_reduce_cols<L><<<grid_for(outputs, kThreads, env->n_sm), kThreads, 0, s>>>(
+            ld, outer, len, inner, fin, out);
+        return;
+    }
+    int splits = 1;
+    if (outputs < 1024 && len > kSplitChunk) {
+        int64_t want = (len + kSplitChunk - 1) / kSplitChunk;
+        int64_t room = kScratchDoubles / outputs;
+        if (want > kMaxSplits)
+            want = kMaxSplits;
+        if (want > room)
+            want = room;
+        splits = want < 1 ? 1 : (int)want;
+    }
+    int64_t chunk = (len + splits - 1) / splits;
+    if (chunk < 1)
+        chunk = 1;
+    if (splits > 1) /* no empty chunks */
+        splits = (int)((len + chunk - 1) / chunk);
+    int threads = chunk >= 1024 ? kRowBig : 32;
+    int64_t gx = outputs < 2147483647 ? outputs : 2147483647;
+    dim3 grid((unsigned)gx, (unsigned)splits);
+    double *partial = (double *)env->scratch;
+    k_reduce_split<L><<<grid, threads, 0, s>>>(ld, outputs, len, inner, chunk, splits, fin, out,
+                                               partial);
+    if (splits > 1)
+        k_reduce_finish<<<grid_for(outputs, kThreads, env->n_sm), kThreads, 0, s>>>(
+            partial, outputs, splits, fin, out);
+}
+
+/* ---- layout ---- */
+
+/* [m,n] -> [n,m] of 32-bit words, through a padded 32x32 shared tile. */
+__global__ void k_transpose(const uint32_t *x, uint32_t *o, int64_t m, int64_t n)
+{
+    __shared__ uint32_t tile[32][33];
+    for (int64_t by = blockIdx.y; by * 32 < m; by += gridDim.y)
+        for (int64_t bx = blockIdx.x; bx * 32 < n; bx += gridDim.x) {
+            int64_t r0 = by * 32, c0 = bx * 32;
+            for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+                int64_t r = r0 + k, c = c0 + threadIdx.x;
+                if (r < m && c < n)
+                    tile[k][threadIdx.x] = x[r * n + c];
+            }
+            __syncthreads();
+            for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+                int64_t oc = c0 + k, orow = r0 + threadIdx.x; /* out[oc][orow] */
+                if (oc < n && orow < m)
+                    o[oc * m + orow] = tile[threadIdx.x][k];
+            }
+            __syncthreads();
+        }
+}
+
+/* ---- in-place updates ---- */
+
+__global__ void k_sgd(float *var, const float *g, float *vel, int64_t n, double lr, double mom)
+{
+    GRID_LOOP(i, n)
+    {
+        vel[i] = (float)(mom * vel[i] - lr * g[i]);
+        var[i] = (float)((double)var[i] + vel[i]);
+    }
+}
+
+__global__ void k_adam(float *var, const float *g, float *m, float *v, int64_t n, double lr,
+                       double b1, double b2, double eps)
+{
+    GRID_LOOP(i, n)
+    {
+        double gi = g[i];
+        m[i] = (float)(b1 * m[i] + (1.0 - b1) * gi);
+        v[i] = (float)(b2 * v[i] + (1.0 - b2) * gi * gi);
+        var[i] = (float)((double)var[i] - lr * m[i] / (sqrt((double)v[i]) + eps));
+    }
+}
+
+/* ---- matmul through cuBLAS ---- */
+
+int run_matmul(const vdev_cuda_args *a, const vdev_cuda_launch_env *env, char *msg, size_t cap)
+{
+    cudaStream_t s = (cudaStream_t)env->stream;
+    cublasHandle_t h = (cublasHandle_t)env->cublas;
+    int ta = a->i[0] != 0, tb = a->i[1] != 0;
+    int64_t m = a->out_shape[0][0], n = a->out_shape[0][1];
+    int64_t k = a->in_shape[0][ta ? 0 : 1];
+    float *c = (float *)a->out[0];
+    if (k == 0) { /* an empty sum: zeros (cuBLAS would leave C untouched) */
+        cudaError_t e = cudaMemsetAsync(c, 0, (size_t)(m * n) * sizeof(float), s);
+        if (e != cudaSuccess) {
+            snprintf(msg, cap, "CUDA plugin: MatMul: cudaMemsetAsync failed: %s",
+                     cudaGetErrorString(e));
+            return VDEV_CUDA_RC_FAILED;
+        }
+        return VDEV_CUDA_RC_OK;
+    }
+    cublasStatus_t st = cublasSetStream(h, s);
+    const float one = 1.0f, zero = 0.0f;
+    const float *A = (const float *)a->in[0], *B = (const float *)a->in[1];
+    cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int64_t ldb = tb ? k : n, lda = ta ? m : k, ldc = n;
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        if (m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX)
+            st = cublasSgemm(h, opb, opa, (int)n, (int)m, (int)k, &one, B, (int)ldb, A, (int)lda,
+                             &zero, c, (int)ldc);
+        else
+            st = cublasSgemm_64(h, opb, opa, n, m, k, &one, B, ldb, A, lda, &zero, c, ldc);
+    }
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        snprintf(msg, cap, "CUDA plugin: MatMul [%lld,%lld]x[%lld,%lld]: cublasSgemm failed: %s",
+                 (long long)a->in_shape[0][0], (long long)a->in_shape[0][1],
+                 (long long)a->in_shape[1][0], (long long)a->in_shape[1][1],
+                 cublasGetStatusString(st));
+        return VDEV_CUDA_RC_FAILED;
+    }
+    return VDEV_CUDA_RC_OK;
+}
+
+int copy_words(const vdev_cuda_args *a, cudaStream_t s, char *msg, size_t cap)
+{
+    size_t bytes = (size_t)numel_in(a, 0) * 4u;
+    cudaError_t e = cudaMemcpyAsync(a->out[0], a->in[0], bytes, cudaMemcpyDeviceToDevice, s);
+    if (e != cudaSuccess) {
+        snprintf(msg, cap, "CUDA plugin: %s: device copy failed: %s", op_name(a->op),
+                 cudaGetErrorString(e));
+        return VDEV_CUDA_RC_FAILED;
+    }
+    return VDEV_CUDA_RC_OK;
+}
+
+} // namespace
+
+extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
+                                const struct vdev_cuda_launch_env *env, char *msg, size_t cap)
+{
+    cudaStream_t s = (cudaStream_t)env->stream;
+    int n_sm = env->n_sm;
+    const float *in0 = (const float *)a->in[0];
+    float *out0 = (float *)a->out[0];
+    switch (a->op) {
+    case VDEV_OP_MATMUL:
+        return run_matmul(a, env, msg, cap);
+    case VDEV_OP_ADD: launch_binary<OP_ADD>(a, s, n_sm); break;
+    case VDEV_OP_SUB: launch_binary<OP_SUB>(a, s, n_sm); break;
+    case VDEV_OP_MUL: launch_binary<OP_MUL>(a, s, n_sm); break;
+    case VDEV_OP_DIV: launch_binary<OP_DIV>(a, s, n_sm); break;
+    case VDEV_OP_ADD_SCALAR: launch_unary<U_ADDS>(a, s, n_sm); break;
+    case VDEV_OP_MUL_SCALAR: launch_unary<U_MULS>(a, s, n_sm); break;
+    case VDEV_OP_POW_SCALAR: launch_unary<U_POWS>(a, s, n_sm); break;
+    case VDEV_OP_RELU: launch_unary<U_RELU>(a, s, n_sm); break;
+    case VDEV_OP_TANH: launch_unary<U_TANH>(a, s, n_sm); break;
+    case VDEV_OP_SIGMOID: launch_unary<U_SIGMOID>(a, s, n_sm); break;
+    case VDEV_OP_EXP: launch_unary<U_EXP>(a, s, n_sm); break;
+    case VDEV_OP_LOG: launch_unary<U_LOG>(a, s, n_sm); break;
+    case VDEV_OP_SOFTMAX:
+    case VDEV_OP_LOG_SOFTMAX: {
+        int64_t c = last_dim(a, 0), rows = c ? numel_in(a, 0) / c : 0;
+        if (rows == 0)
+            break;
+        if (a->op == VDEV_OP_SOFTMAX)
+            k_softmax<R_SOFTMAX><<<grid_rows(rows, n_sm), row_threads(c), 0, s>>>(in0, out0, rows,
+                                                                                  c);
+        else
+            k_softmax<R_LOG_SOFTMAX><<<grid_rows(rows, n_sm), row_threads(c), 0, s>>>(
+                in0, out0, rows, c);
+        break;
+    }
+    case VDEV_OP_SUM:
+    case VDEV_OP_MEAN: {
+        int64_t outer, len, inner;
+        split_axis(a, 0, a->i[0], &outer, &len, &inner);
+        Finish fin = {a->op == VDEV_OP_MEAN, (double)len};
+        launch_reduce(LoadPlain{in0}, outer, len, inner, fin, out0, env);
+        break;
+    }
+    case VDEV_OP_RESHAPE: /* a view; if asked anyway, its reference is a copy */
+    case VDEV_OP_IDENTITY:
+        return copy_words(a, s, msg, cap);
+    case VDEV_OP_TRANSPOSE: {
+        int64_t m = a->in_shape[0][0], n = a->in_shape[0][1];
+        int64_t gx = (n + 31) / 32, gy = (m + 31) / 32;
+        dim3 grid((unsigned)(gx < 65535 ? gx : 65535), (unsigned)(gy < 65535 ? gy : 65535));
+        k_transpose<<<grid, dim3(32, 8), 0, s>>>((const uint32_t *)a->in[0],
+                                                 (uint32_t *)a->out[0], m, n);
+        break;
+    }
+    case VDEV_OP_MSE: {
+        int64_t n = numel_in(a, 0);
+        Finish fin = {1, (double)n};
+        if (n == 0) { /* 0/0 */
+            k_mean_of_partials<<<1, 32, 0, s>>>((const double *)env->scratch, 0, 0, out0);
+            break;
+        }
+        launch_reduce(LoadSquaredDiff{in0, (const float *)a->in[1]}, 1, n, 1, fin, out0, env);
+        break;
+    }
+    case VDEV_OP_SOFTMAX_CE: {
+        int64_t n = a->in_shape[0][0], c = a->in_shape[0][1];
+        int parts = 0;
+        if (n > 0) {
+            parts = (int)(n < 1024 ? n : 1024);
+            k_softmax_ce_rows<<<parts, row_threads(c), 0, s>>>(
+                in0, (const int32_t *)a->in[1], n, c, (double *)env->scratch);
+        }
+        k_mean_of_partials<<<1, 32, 0, s>>>((const double *)env->scratch, parts, n, out0);
+        break;
+    }
+    case VDEV_OP_ARGMAX: {
+        int64_t c = last_dim(a, 0), rows = c ? numel_in(a, 0) / c : 0;
+        if (rows == 0)
+            break;
+        k_argmax<<<grid_rows(rows, n_sm), row_threads(c), 0, s>>>(in0, (int32_t *)a->out[0],
+                                                                   rows, c);
+        break;
+    }
+    case VDEV_OP_RELU_GRAD: launch_grad2<G_RELU>(a, s, n_sm); break;
+    case VDEV_OP_TANH_GRAD: launch_grad2<G_TANH>(a, s, n_sm); break;
+    case VDEV_OP_SIGMOID_GRAD: launch_grad2<G_SIGMOID>(a, s, n_sm); break;
+    case VDEV_OP_SOFTMAX_GRAD:
+    case VDEV_OP_LOG_SOFTMAX_GRAD: {
+        int64_t c = last_dim(a, 0), rows = c ? numel_in(a, 0) / c : 0;
+        if (rows == 0)
+            break;
+        const float *y = (const float *)a->in[1];
+        if (a->op == VDEV_OP_SOFTMAX_GRAD)
+            k_softmax_grad<RG_SOFTMAX><<<grid_rows(rows, n_sm), row_threads(c), 0, s>>>(
+                in0, y, out0, rows, c);
+        else
+            k_softmax_grad<RG_LOG_SOFTMAX><<<grid_rows(rows, n_sm), row_threads(c), 0, s>>>(
+                in0, y, out0, rows, c);
+        break;
+    }
+    case VDEV_OP_BROADCAST: {
+        int64_t outer, len, inner;
+        split_axis(a, 1, a->i[0], &outer, &len, &inner);
+        int64_t n = outer * len * inner;
+        if (n == 0)
+            break;
+        k_broadcast<<<grid_for(n, kThreads, n_sm), kThreads, 0, s>>>(in0, out0, n, len, inner);
+        break;
+    }
+    case VDEV_OP_MSE_GRAD: {
+        int64_t n = numel_in(a, 1);
+        k_mse_grad<<<grid_for(n, kThreads, n_sm), kThreads, 0, s>>>(
+            in0, (const float *)a->in[1], (const float *)a->in[2], out0, n);
+        break;
+    }
+    case VDEV_OP_SOFTMAX_CE_GRAD: {
+        int64_t n = a->in_shape[1][0], c = a->in_shape[1][1];
+        if (n == 0 || c == 0)
+            break;
+        k_softmax_ce_grad<<<grid_rows(n, n_sm), row_threads(c), 0, s>>>(
+            in0, (const float *)a->in[1], (const int32_t *)a->in[2], out0, n, c);
+        break;
+    }
+    case VDEV_OP_REDUCE_ROWS: {
+        int64_t n = numel_in(a, 0);
+        if (a->i[3] == 0)
+            return copy_words(a, s, msg, cap);
+        int64_t cols = a->i[3] == 1 ? numel_in(a, 1) : 1;
+        int64_t rows = cols ? n / cols : 0;
+        /* o[j] = sum_r dy[r cols + j]: one outer block, the rows as the axis */
+        launch_reduce(LoadPlain{in0}, 1, rows, cols, Finish{0, 1.0}, out0, env);
+        break;
+    }
+    case VDEV_OP_SGD_UPDATE: {
+        int64_t n = numel_in(a, 0);
+        k_sgd<<<grid_for(n, kThreads, n_sm), kThreads, 0, s>>>(
+            (float *)a->out[0], (const float *)a->in[1], (float *)a->out[2], n, a->f[0], a->f[1]);
+        break;
+    }
+    case VDEV_OP_ADAM_UPDATE: {
+        int64_t n = numel_in(a, 0);
+        k_adam<<<grid_for(n, kThreads, n_sm), kThreads, 0, s>>>(
+            (float *)a->out[0], (const float *)a->in[1], (float *)a->out[2], (float *)a->out[3], n,
+            a->f[0], a->f[1], a->f[2], a->f[3]);
+        break;
+    }
+    default:
+        snprintf(msg, cap, "CUDA plugin: no CUDA kernel for op %d (%s); this build knows ops 0..%d",
+                 a->op, op_name(a->op), VDEV_OP_COUNT - 1);
+        return VDEV_CUDA_RC_UNSUPPORTED;
+    }
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        snprintf(msg, cap, "CUDA plugin: launching the %s kernel failed: %s: %s", op_name(a->op),
+                 cudaGetErrorName(e), cudaGetErrorString(e));
+        return VDEV_CUDA_RC_FAILED;
+    }
+    (void)numel_out;
+    return VDEV_CUDA_RC_OK;
+}
+
+extern "C" int vdev_cuda_blas_create(void **handle, char *msg, size_t cap)
+{
+    cublasHandle_t h = nullptr;
+    cublasStatus_t st = cublasCreate(&h);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        snprintf(msg, cap, "CUDA plugin: cublasCreate failed: %s", cublasGetStatusString(st));
+        return -1;
+    }
+    *handle = h;
+    return 0;
+}
+
+extern "C" void vdev_cuda_blas_destroy(void *handle)
+{
+    if (handle)
+        cublasDestroy((cublasHandle_t)handle);
+}

@@ -1,0 +1,81 @@
+/* cuda_kernels.h — the boundary between the CUDA plugin's C side
+ * (cuda_plugin.c: driver API, memory, streams, copies, events) and its nvcc
+ * side (cuda_kernels.cu: one kernel per op, cuBLAS for matmul).
+ *
+ * Why a header of its own: the C side includes backend.h, which pulls in the
+ * core's C11 headers (base.h uses _Noreturn and other C-only spellings), and
+ * nvcc compiles .cu files as C++. So the kernel side gets this header, which
+ * is valid C and C++, and a struct with exactly the layout of
+ * struct vdev_kernel_args; cuda_plugin.c checks that layout field by field
+ * with _Static_assert and copies the arguments across, so the two can never
+ * drift apart silently. */
+#ifndef VDEV_CUDA_KERNELS_H
+#define VDEV_CUDA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VDEV_CUDA_MAX_IN 4
+#define VDEV_CUDA_MAX_OUT 4
+#define VDEV_CUDA_MAX_DIMS 4
+
+/* The layout of struct vdev_kernel_args (backend.h). */
+struct vdev_cuda_args {
+    int op;
+    int n_in, n_out;
+    const void *in[VDEV_CUDA_MAX_IN];
+    void *out[VDEV_CUDA_MAX_OUT];
+    int in_ndim[VDEV_CUDA_MAX_IN];
+    int64_t in_shape[VDEV_CUDA_MAX_IN][VDEV_CUDA_MAX_DIMS];
+    int in_dtype[VDEV_CUDA_MAX_IN];
+    int out_ndim[VDEV_CUDA_MAX_OUT];
+    int64_t out_shape[VDEV_CUDA_MAX_OUT][VDEV_CUDA_MAX_DIMS];
+    int out_dtype[VDEV_CUDA_MAX_OUT];
+    double f[4];
+    int64_t i[4];
+};
+
+/* What a launch needs besides the arguments: the device's stream and cuBLAS
+ * handle (opaque here: CUstream / cublasHandle_t), a scratch buffer in device
+ * memory for the partial sums of multi-block reductions, and the device's
+ * multiprocessor count (to size grids). */
+struct vdev_cuda_launch_env {
+    void *stream;
+    void *cublas;
+    void *scratch;          /* device memory, VDEV_CUDA_SCRATCH_BYTES, 256-byte aligned */
+    int n_sm;
+};
+
+/* Scratch per device: partial sums of reductions (doubles). Every use is
+ * ordered on the device's one stream, so one buffer per device suffices. */
+#define VDEV_CUDA_SCRATCH_BYTES (1u << 20)
+
+/* Status codes of vdev_cuda_run_op, mapped to enum vdev_status by the caller
+ * (kept numeric here so the .cu file needs none of the core's headers beyond
+ * op_ids.h). */
+enum vdev_cuda_rc {
+    VDEV_CUDA_RC_OK = 0,
+    VDEV_CUDA_RC_UNSUPPORTED, /* no kernel for the op (msg says which) */
+    VDEV_CUDA_RC_FAILED       /* a launch or cuBLAS call failed (msg says why) */
+};
+
+/* Launches op a->op on env->stream; returns at once (the work is queued).
+ * On failure writes a one-line message into msg (cap bytes). The caller has
+ * made the device's context current on this thread. */
+int vdev_cuda_run_op(const struct vdev_cuda_args *a, const struct vdev_cuda_launch_env *env,
+                     char *msg, size_t cap);
+
+/* The cuBLAS side of start-up and shutdown: a handle per device, created with
+ * the device's context current. 0 on success, else msg says why. */
+int vdev_cuda_blas_create(void **handle, char *msg, size_t cap);
+void vdev_cuda_blas_destroy(void *handle);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VDEV_CUDA_KERNELS_H */
