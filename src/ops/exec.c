@@ -5,14 +5,19 @@
  * allocation besides the output tensor, calls host kernels inline on the cpu
  * backend, and submits a fixed-size argument block to a GPU's stream. */
 #include "ops/ops.h"
+#include "runtime/observe.h"
 
 #include <string.h>
 
 _Thread_local struct vdev_tape_hook vdev_tape_hook;
 
-/* A host kernel and its arguments, as one block submitted to a stream. */
+/* A host kernel and its arguments, as one block submitted to a stream; when
+ * observed, the kernel is timed on the thread that runs it. */
 struct host_call {
     vdev_kernel_fn fn;
+    const char *name;
+    int16_t dev_id;
+    int8_t timed;
     struct vdev_kernel_args a;
 };
 _Static_assert(sizeof(struct host_call) <= VDEV_HOST_ARG_MAX,
@@ -21,7 +26,13 @@ _Static_assert(sizeof(struct host_call) <= VDEV_HOST_ARG_MAX,
 static void host_trampoline(void *arg)
 {
     const struct host_call *c = arg;
+    if (!c->timed) {
+        c->fn(&c->a);
+        return;
+    }
+    uint64_t t0 = vdev_observe_now();
     c->fn(&c->a);
+    vdev_observe_op(c->a.op, c->name, c->dev_id, t0, vdev_observe_now());
 }
 
 void vdev_kernel_args_init(struct vdev_kernel_args *a, enum vdev_op op,
@@ -48,15 +59,32 @@ static enum vdev_status dispatch(struct vdev_ldev *dev, const struct vdev_op_def
                                  const struct vdev_kernel_args *ka)
 {
     struct vdev_backend *b = dev->backend;
-    if (b->ops->run_kernel)
-        return b->ops->run_kernel(b->ctx, dev->bdev, ka);
+    int timed = vdev_observe_on();
+    if (b->ops->run_kernel) {
+        /* timed as submitted: the device's own timing needs its events */
+        uint64_t t0 = timed ? vdev_observe_now() : 0;
+        enum vdev_status st = b->ops->run_kernel(b->ctx, dev->bdev, ka);
+        if (timed)
+            vdev_observe_op(ka->op, def->name, dev->id, t0, vdev_observe_now());
+        return st;
+    }
     vdev_kernel_fn fn = def->host ? def->host : def->ref;
     if (!b->ops->is_gpu) {
-        fn(ka); /* the cpu backend's stream is the calling thread */
+        /* the cpu backend's stream is the calling thread */
+        if (!timed) {
+            fn(ka);
+            return VDEV_OK;
+        }
+        uint64_t t0 = vdev_observe_now();
+        fn(ka);
+        vdev_observe_op(ka->op, def->name, dev->id, t0, vdev_observe_now());
         return VDEV_OK;
     }
     struct host_call c;
     c.fn = fn;
+    c.name = def->name;
+    c.dev_id = (int16_t)dev->id;
+    c.timed = (int8_t)timed;
     c.a = *ka;
     return vdev_backend_submit_host(b, dev->bdev, host_trampoline, &c, sizeof c);
 }

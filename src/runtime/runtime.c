@@ -8,6 +8,7 @@
  * step fails, everything built so far is torn down and the configuration is
  * unfrozen, so the caller can fix it and call vdev_init() again. */
 #define _GNU_SOURCE
+#include "runtime/observe.h"
 #include "runtime/placement.h"
 
 #include <stdatomic.h>
@@ -78,6 +79,7 @@ static void teardown_locked(void)
         vdev_alloc_destroy(d->alloc);
         d->alloc = NULL;
     }
+    vdev_observe_shutdown();
     R.n = 0;
     vdev_placement_reset();
     vdev_alloc_trace_close(R.trace);
@@ -160,6 +162,8 @@ VDEV_API enum vdev_status vdev_init(void)
     if (st != VDEV_OK)
         goto fail;
     if ((st = vdev_placement_init_env()) != VDEV_OK)
+        goto fail;
+    if ((st = vdev_observe_init()) != VDEV_OK)
         goto fail;
     free(plan);
     atomic_fetch_add_explicit(&R.generation, 1, memory_order_relaxed);

@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #include "tensor/tensor.h"
 
+#include "runtime/observe.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -204,12 +206,16 @@ vdev_tensor_t *vdev_tensor_new(struct vdev_ldev *dev, enum vdev_dtype dtype, con
                        "OOM when allocating tensor with shape%s and type %s (%s) on %s: %s",
                        vdev_shape_str(shape, ndim, sh, sizeof sh), vdev_dtype_name(dtype),
                        vdev_format_bytes(t->bytes, b, sizeof b), dev->long_name, msg);
+            if (vdev_observe_on())
+                vdev_observe_oom(dev, t->bytes);
             t->magic = 0;
             free(t);
             return NULL;
         }
         t->data = blk.ptr;
         t->handle = blk.handle;
+        if (vdev_observe_on())
+            vdev_observe_memory(dev);
     }
     scope_add(t);
     return t;
@@ -267,6 +273,8 @@ void vdev_tensor_release(const vdev_tensor_t *ct)
             vdev_alloc_free(t->dev->alloc, t->handle);
         } else
             vdev_alloc_free(t->dev->alloc, t->handle);
+        if (vdev_observe_on())
+            vdev_observe_memory(t->dev);
     }
     t->magic = 0;
     free(t);
@@ -560,10 +568,13 @@ vdev_tensor_t *vdev_tensor_copy_to(const vdev_tensor_t *t, struct vdev_ldev *dst
     vdev_tensor_t *c = vdev_tensor_new(dst, t->dtype, t->shape, t->ndim);
     if (!c)
         return NULL;
+    uint64_t t0 = vdev_observe_on() ? vdev_observe_now() : 0;
     if (copy_contents(t, c) != VDEV_OK) {
         vdev_tensor_free(c);
         return NULL;
     }
+    if (t0 && t->dev != dst)
+        vdev_observe_copy(t->dev->id, dst->id, t->bytes, t0, vdev_observe_now());
     if (t->dev != dst)
         vdev_placement_record_copy(t->dev, dst, t->bytes);
     return c;

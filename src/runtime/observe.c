@@ -1,0 +1,198 @@
+/* observe.c — op-time histograms and the Chrome trace writer (observe.h).
+ *
+ * The histogram is a set of relaxed atomic counters per device, so a scrape
+ * reads it without stopping anything. The trace is one buffered FILE guarded
+ * by a mutex: each event is formatted on the stack and written in one call. */
+#define _GNU_SOURCE
+#include "runtime/observe.h"
+
+#include <math.h>
+#include <string.h>
+
+const double vdev_op_time_bounds[VDEV_OP_TIME_BUCKETS] = {
+    1e-6, 4e-6, 16e-6, 64e-6, 256e-6, 1e-3, 4e-3, 16e-3, 64e-3, 256e-3, 1.0, 4.0};
+
+_Atomic int vdev_observe_flag;
+static _Atomic int consumers;
+static _Atomic int tracing; /* a trace file is open (read without the lock) */
+
+static struct {
+    _Atomic uint64_t count[VDEV_OP_TIME_BUCKETS + 1];
+    _Atomic uint64_t total;
+    _Atomic uint64_t sum_ns;
+} H[VDEV_MAX_LDEVS];
+
+static struct {
+    pthread_mutex_t lock;
+    FILE *f;
+    uint64_t t0;            /* ns at start-up: the trace's zero */
+    int n_events;
+    int atexit_done;
+} T = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+uint64_t vdev_observe_now(void) { return vdev_now_ns(); }
+
+void vdev_observe_acquire(void)
+{
+    if (atomic_fetch_add(&consumers, 1) == 0)
+        atomic_store(&vdev_observe_flag, 1);
+}
+
+void vdev_observe_release(void)
+{
+    if (atomic_fetch_sub(&consumers, 1) == 1)
+        atomic_store(&vdev_observe_flag, 0);
+}
+
+/* Writes one event line under the lock ("," between events). */
+static void emit(const char *json)
+{
+    pthread_mutex_lock(&T.lock);
+    if (T.f) {
+        fprintf(T.f, "%s%s", T.n_events ? ",\n" : "\n", json);
+        T.n_events++;
+    }
+    pthread_mutex_unlock(&T.lock);
+}
+
+static _Atomic uint64_t t_zero; /* T.t0, readable without the lock */
+
+static double us(uint64_t ns)
+{
+    uint64_t z = atomic_load_explicit(&t_zero, memory_order_relaxed);
+    return ns >= z ? (double)(ns - z) / 1000.0 : 0.0;
+}
+
+void vdev_observe_op(int op_type, const char *name, int dev_id, uint64_t t0, uint64_t t1)
+{
+    if (dev_id < 0 || dev_id >= VDEV_MAX_LDEVS)
+        return;
+    uint64_t ns = t1 > t0 ? t1 - t0 : 0;
+    double s = (double)ns * 1e-9;
+    int b = 0;
+    while (b < VDEV_OP_TIME_BUCKETS && s > vdev_op_time_bounds[b])
+        b++;
+    atomic_fetch_add_explicit(&H[dev_id].count[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&H[dev_id].total, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&H[dev_id].sum_ns, ns, memory_order_relaxed);
+    if (!atomic_load_explicit(&tracing, memory_order_relaxed))
+        return;
+    char line[256];
+    snprintf(line, sizeof line,
+             "{\"name\":\"%s\",\"cat\":\"op\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":1,"
+             "\"tid\":%d,\"args\":{\"op_type\":%d}}",
+             name, us(t0), (double)ns / 1000.0, dev_id, op_type);
+    emit(line);
+}
+
+void vdev_observe_copy(int from_id, int to_id, uint64_t bytes, uint64_t t0, uint64_t t1)
+{
+    if (!atomic_load_explicit(&tracing, memory_order_relaxed))
+        return;
+    struct vdev_ldev *f = vdev_runtime_device(from_id), *t = vdev_runtime_device(to_id);
+    char line[384];
+    for (int side = 0; side < 2; side++) {
+        snprintf(line, sizeof line,
+                 "{\"name\":\"Copy\",\"cat\":\"copy\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,"
+                 "\"pid\":1,\"tid\":%d,\"args\":{\"from\":\"%s\",\"to\":\"%s\",\"bytes\":%llu}}",
+                 us(t0), (double)(t1 > t0 ? t1 - t0 : 0) / 1000.0, side ? to_id : from_id,
+                 f ? f->name : "?", t ? t->name : "?", (unsigned long long)bytes);
+        emit(line);
+    }
+}
+
+void vdev_observe_memory(const struct vdev_ldev *dev)
+{
+    if (!atomic_load_explicit(&tracing, memory_order_relaxed))
+        return;
+    struct vdev_alloc_stats s;
+    vdev_alloc_get_stats(dev->alloc, &s);
+    char line[256];
+    snprintf(line, sizeof line,
+             "{\"name\":\"memory %s\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":1,\"tid\":%d,"
+             "\"args\":{\"in_use\":%llu,\"reserved\":%llu}}",
+             dev->name, us(vdev_now_ns()), dev->id, (unsigned long long)s.bytes_in_use,
+             (unsigned long long)s.bytes_reserved);
+    emit(line);
+}
+
+void vdev_observe_oom(const struct vdev_ldev *dev, uint64_t bytes)
+{
+    if (!atomic_load_explicit(&tracing, memory_order_relaxed))
+        return;
+    char line[256];
+    snprintf(line, sizeof line,
+             "{\"name\":\"OOM\",\"cat\":\"oom\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":1,"
+             "\"tid\":%d,\"args\":{\"bytes\":%llu}}",
+             us(vdev_now_ns()), dev->id, (unsigned long long)bytes);
+    emit(line);
+}
+
+void vdev_observe_op_times(int dev_id, struct vdev_op_time_hist *out)
+{
+    memset(out, 0, sizeof *out);
+    if (dev_id < 0 || dev_id >= VDEV_MAX_LDEVS)
+        return;
+    for (int b = 0; b <= VDEV_OP_TIME_BUCKETS; b++)
+        out->count[b] = atomic_load_explicit(&H[dev_id].count[b], memory_order_relaxed);
+    out->total = atomic_load_explicit(&H[dev_id].total, memory_order_relaxed);
+    out->sum_seconds = (double)atomic_load_explicit(&H[dev_id].sum_ns, memory_order_relaxed) * 1e-9;
+}
+
+static void close_at_exit(void) { vdev_observe_shutdown(); }
+
+enum vdev_status vdev_observe_init(void)
+{
+    for (int d = 0; d < VDEV_MAX_LDEVS; d++) {
+        for (int b = 0; b <= VDEV_OP_TIME_BUCKETS; b++)
+            atomic_store_explicit(&H[d].count[b], 0, memory_order_relaxed);
+        atomic_store_explicit(&H[d].total, 0, memory_order_relaxed);
+        atomic_store_explicit(&H[d].sum_ns, 0, memory_order_relaxed);
+    }
+    const char *path = getenv("VDEV_TRACE_FILE");
+    if (!path)
+        return VDEV_OK;
+    if (!*path)
+        return vdev_error(VDEV_ERR_CONFIG, "VDEV_TRACE_FILE is empty (expected a file path)");
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return vdev_error(VDEV_ERR_IO, "VDEV_TRACE_FILE=\"%s\": cannot open for writing", path);
+    pthread_mutex_lock(&T.lock);
+    T.f = f;
+    T.t0 = vdev_now_ns();
+    atomic_store(&t_zero, T.t0);
+    T.n_events = 0;
+    fprintf(f, "[");
+    /* name each device's track */
+    for (int i = 0; i < vdev_runtime_n_devices(); i++) {
+        struct vdev_ldev *d = vdev_runtime_device(i);
+        fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+                   "\"args\":{\"name\":\"%s (%s)\"}}",
+                T.n_events ? ",\n" : "\n", i, d->name, d->backend->ops->name);
+        T.n_events++;
+    }
+    fprintf(f, ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"vdev\"}}");
+    if (!T.atexit_done) {
+        atexit(close_at_exit);
+        T.atexit_done = 1;
+    }
+    atomic_store(&tracing, 1);
+    pthread_mutex_unlock(&T.lock);
+    vdev_observe_acquire();
+    return VDEV_OK;
+}
+
+void vdev_observe_shutdown(void)
+{
+    pthread_mutex_lock(&T.lock);
+    FILE *f = T.f;
+    T.f = NULL;
+    atomic_store(&tracing, 0);
+    if (f) {
+        fprintf(f, "\n]\n");
+        fclose(f);
+    }
+    pthread_mutex_unlock(&T.lock);
+    if (f)
+        vdev_observe_release();
+}
