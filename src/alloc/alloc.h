@@ -1,10 +1,16 @@
 /* alloc.h — the device-memory allocator: one per logical device.
  *
- * Best fit with coalescing (as TensorFlow's BFC) over regions that a region
- * source (the backend, through the runtime) hands out; free chunks are found
- * through two-level bitmaps in O(1), as TLSF does. Sizes are rounded up to
- * 256 bytes. All bookkeeping lives on the host (device memory is not
- * host-readable) and costs O(number of chunks), never O(bytes managed).
+ * Segregated fit with immediate coalescing (BFC's splitting and merging) over
+ * regions that a region source (the backend, through the runtime) hands out.
+ * Free chunks sit in bins by the power of two of their size, each bin in
+ * address order; a request takes the lowest-addressed chunk of its own bin
+ * that fits, else the lowest-addressed chunk of the next non-empty bin, found
+ * through a bitmap in O(1), as TLSF does. On the shared traces this packs as
+ * tightly as exact best fit on training traces and tighter on random ones
+ * (see alloc.c and bench/ALLOC_RESULTS.md). Sizes are rounded up to 256 bytes
+ * and every block is 256-aligned. All bookkeeping lives on the host (device
+ * memory is not host-readable) and costs O(number of chunks), never O(bytes
+ * managed): 32 bytes a chunk, about 5 KiB for an empty allocator.
  *
  * Policies: VDEV_POLICY_GROW adds regions on demand, each larger than the last
  * (2 MiB, 4 MiB, 8 MiB, ... capped by what is left of the limit), up to the
@@ -16,7 +22,19 @@
  * on another stream is freed with vdev_alloc_free_after(), with an event
  * recorded on that stream; it is reused only once the event has passed.
  *
- * Thread-safe: every call takes the allocator's lock.
+ * Thread-safe: every call takes the allocator's lock (a spinlock: calls are
+ * short; callbacks into the region source run under it).
+ *
+ * Example:
+ *
+ *     struct vdev_alloc_config cfg = {.name = "/device:GPU:0", .limit_bytes = 4ull << 30,
+ *                                     .policy = VDEV_POLICY_GROW, .source = src};
+ *     vdev_alloc_t *a;
+ *     if (vdev_alloc_new(&cfg, &a) != VDEV_OK) return vdev_last_status();
+ *     struct vdev_block b;
+ *     if (vdev_alloc_malloc(a, 1000, &b) == VDEV_OK)   // b.ptr: 1024 bytes, 256-aligned
+ *         vdev_alloc_free(a, b.handle);
+ *     vdev_alloc_destroy(a);
  */
 #ifndef VDEV_ALLOC_H
 #define VDEV_ALLOC_H
@@ -60,8 +78,12 @@ struct vdev_alloc_config {
     vdev_alloc_trace_t *trace;   /* (optional) shared trace writer; not owned */
 };
 
-/* VDEV_OK: *out is yours, free it with vdev_alloc_free(). With PREALLOCATE
- * the whole limit is reserved here; failure gives VDEV_ERR_OOM. */
+/* VDEV_OK: *out is yours, release it with vdev_alloc_destroy(). With
+ * PREALLOCATE the whole limit is reserved here; a failed reserve gives its
+ * status (VDEV_ERR_OOM) with "preallocating <size> on <device>: " before the
+ * source's message. VDEV_ERR_INVALID_ARG for a NULL config, a source without
+ * reserve/release, an unknown policy or a limit below 256 bytes. On failure
+ * *out is NULL and nothing is reserved. */
 enum vdev_status vdev_alloc_new(const struct vdev_alloc_config *cfg, vdev_alloc_t **out);
 /* Releases every region (live blocks included). NULL is a no-op. */
 void vdev_alloc_destroy(vdev_alloc_t *a);
@@ -72,20 +94,30 @@ struct vdev_block {
     uint32_t handle;
 };
 
-/* Allocates `bytes` (> 0; rounded up to 256). On VDEV_ERR_OOM the message is
- * "OOM when allocating <size> (<n> bytes) on <device>: <in use> in use of
- * <limit> limit, largest free block <size>", and the allocator's state and
- * statistics are exactly as before (except n_failed_allocs). */
+/* Allocates `bytes` (> 0; rounded up to 256). Blocks freed after events that
+ * have passed are freed first; when nothing fits, the allocator waits for
+ * the pending events, then (GROW) adds a region, but only if that can serve
+ * the request. On VDEV_ERR_OOM the message is "OOM when allocating <size> (<n>
+ * bytes) on <device>: <in use> in use of <limit> limit, largest free block
+ * <size>" (followed by "; <the source's message>" when the device itself was
+ * out of memory), and the allocator's state and statistics are exactly as
+ * before (except n_failed_allocs, and pending frees that were waited for).
+ * A source that fails otherwise passes its status on, its message prefixed
+ * with "allocating <size> on <device>". VDEV_ERR_INVALID_ARG for bytes == 0
+ * or a NULL argument. */
 enum vdev_status vdev_alloc_malloc(vdev_alloc_t *a, uint64_t bytes, struct vdev_block *out);
-/* Frees a live block at once (stream-ordered reuse). */
+/* Frees a live block at once (stream-ordered reuse) and merges it with free
+ * neighbours. A handle that is not live aborts (VDEV_ASSERT). */
 void vdev_alloc_free(vdev_alloc_t *a, uint32_t handle);
 /* Frees a live block once `event` has passed (see the header comment). The
  * allocator owns the event from here on and drops it. */
 void vdev_alloc_free_after(vdev_alloc_t *a, uint32_t handle, void *event);
 /* The handle of the live block that starts at ptr; VDEV_ERR_INVALID_ARG if no
- * live block starts there. O(log chunks) or better. */
+ * live block starts there. O(1) expected: the first call builds a hash table
+ * of live blocks, which malloc and free keep up to date from then on (an
+ * allocator that never looks up pays nothing for it). */
 enum vdev_status vdev_alloc_lookup(vdev_alloc_t *a, const void *ptr, uint32_t *handle);
-/* Size of a live block after rounding. */
+/* Size of a live block after rounding. A handle that is not live aborts. */
 uint64_t vdev_alloc_block_size(vdev_alloc_t *a, uint32_t handle);
 
 struct vdev_alloc_stats {
@@ -97,15 +129,16 @@ struct vdev_alloc_stats {
     uint64_t bytes_pending;                       /* freed, waiting for an event */
     uint64_t n_allocs;                            /* live */
     uint64_t n_allocs_total, n_failed_allocs, n_frees_total;
-    uint64_t n_regions, n_chunks;
+    uint64_t n_regions, n_chunks;                 /* chunks: free, live and pending */
     double fragmentation;                         /* (free - largest free) / free */
 };
 /* A consistent snapshot. */
 void vdev_alloc_get_stats(vdev_alloc_t *a, struct vdev_alloc_stats *st);
 /* peak in use := in use, peak reserved := reserved. */
 void vdev_alloc_reset_peak(vdev_alloc_t *a);
-/* Releases every region that holds no live block; returns the bytes released.
- * With PREALLOCATE nothing is released (the policy keeps the whole limit). */
+/* Releases every region that holds no live or pending block; returns the
+ * bytes released. With PREALLOCATE nothing is released (the policy keeps the
+ * whole limit). */
 uint64_t vdev_alloc_release_cached(vdev_alloc_t *a);
 /* Waits for every pending event and frees those blocks. */
 void vdev_alloc_flush_pending(vdev_alloc_t *a);
@@ -115,7 +148,9 @@ void vdev_alloc_flush_pending(vdev_alloc_t *a);
  * statistics add up). Returns VDEV_OK or VDEV_ERR_INTERNAL with a message. */
 enum vdev_status vdev_alloc_check(vdev_alloc_t *a);
 
-/* Calls fn for every region: base, size, and whether it holds a live block. */
+/* Calls fn for every region: base, size, and whether it holds a live or
+ * pending block. fn runs under the allocator's lock: it must not call back
+ * into the allocator. */
 void vdev_alloc_for_each_region(vdev_alloc_t *a,
                                 void (*fn)(void *user, void *base, uint64_t bytes, int used),
                                 void *user);

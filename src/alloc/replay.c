@@ -38,12 +38,15 @@ struct id_map {
     size_t cap, n; /* cap is a power of two */
 };
 
+/* Fibonacci hashing: IDs are often consecutive, and the multiply spreads them
+ * over the table. cap is a power of two. */
 static size_t id_hash(uint64_t id, size_t cap)
 {
     return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1);
 }
 
-/* The entry for id, or the empty place where it would go. */
+/* The entry for id, or the empty place where it would go (linear probing; the
+ * table is never more than half full, so probes stay short). */
 static size_t id_find(const struct id_map *m, uint64_t id)
 {
     size_t i = id_hash(id, m->cap);
@@ -52,7 +55,8 @@ static size_t id_find(const struct id_map *m, uint64_t id)
     return i;
 }
 
-/* Keeps the load under one half; 0 on host OOM. */
+/* Makes room for one more ID, keeping the load under one half: doubles the
+ * table and rehashes every entry. 0 on host OOM (the old table stays). */
 static int id_reserve(struct id_map *m)
 {
     if (2 * (m->n + 1) <= m->cap)
@@ -79,22 +83,25 @@ static int id_reserve(struct id_map *m)
 /* ------------------------------------------------------------------------ */
 /* loading */
 
+/* The state of one load; everything but the trace itself is freed at the end. */
 struct loader {
     const char *path;
-    gzFile f;
-    char *buf;
+    gzFile f;             /* zlib reads gzip and plain text alike */
+    char *buf;            /* the current line, grown for long lines */
     size_t cap;
-    struct vdev_trace *t;
-    struct id_map ids;
-    uint32_t *free_slots; /* stack of freed slots */
+    struct vdev_trace *t; /* what is being built */
+    struct id_map ids;    /* every ID seen: live (slot) or freed (NIL) */
+    uint32_t *free_slots; /* stack of freed slots, reused before new ones */
     uint32_t n_free_slots;
-    uint64_t *slot_bytes; /* rounded size of the block in each slot */
+    uint64_t *slot_bytes; /* requested size of the block in each slot */
     uint32_t cap_slots;
     uint64_t cap_events;
-    uint64_t live, live_raw;
+    uint64_t live, live_raw; /* live bytes now: rounded to 256, and as requested */
 };
 
-/* Reads one line of any length into l->buf. 1: a line, 0: end, -1: error. */
+/* Reads one line of any length into l->buf (gzgets stops at the buffer's
+ * end, so a long line takes several calls, growing the buffer in between).
+ * 1: a line, 0: end of file, -1: a read error or host OOM. */
 static int read_line(struct loader *l, size_t *len)
 {
     *len = 0;
@@ -123,7 +130,8 @@ static int read_line(struct loader *l, size_t *len)
     }
 }
 
-/* Parses a decimal uint64 token; 0 on anything else. */
+/* Parses a decimal uint64 token: digits only, no sign, no overflow (strtoull
+ * would accept "-5", " 5" and "0x5"). 0 on anything else. */
 static int parse_u64(const char *s, uint64_t *v)
 {
     if (!*s)
@@ -141,6 +149,8 @@ static int parse_u64(const char *s, uint64_t *v)
     return 1;
 }
 
+/* A header key: letters, digits, '_', '-' and '.'. The "note=" value of the
+ * shared traces holds "Adam(lr=1e-3)" — not a key, so it stays in the note. */
 static int is_key(const char *s, size_t n)
 {
     if (n == 0)
@@ -203,6 +213,7 @@ static int parse_fields(struct vdev_trace *t, const char *text)
 #define PARSE_ERR(...) (vdev_error(VDEV_ERR_PARSE, __VA_ARGS__))
 #define HOST_OOM() (vdev_error(VDEV_ERR_OOM, "loading %s: host out of memory", l->path))
 
+/* Appends one event, doubling the array as needed. */
 static enum vdev_status add_event(struct loader *l, uint64_t bytes, uint32_t slot, uint32_t line)
 {
     struct vdev_trace *t = l->t;
@@ -221,8 +232,13 @@ static enum vdev_status add_event(struct loader *l, uint64_t bytes, uint32_t slo
     return VDEV_OK;
 }
 
+/* Parses one event line (s has no comment, no newline and is not blank) and
+ * applies it to the ID map: an allocation takes a slot (a freed one first), a
+ * free gives its slot back. Counts the live bytes for the peaks. */
 static enum vdev_status parse_event(struct loader *l, char *s, uint32_t line)
 {
+    /* Split on blanks into at most 4 tokens: one more than any valid line
+     * has, so an extra field is seen. */
     char *tok[4];
     int n = 0;
     for (char *p = s; *p;) {
@@ -257,6 +273,7 @@ static enum vdev_status parse_event(struct loader *l, char *s, uint32_t line)
     if (is_a && (bytes == 0 || bytes > (UINT64_MAX & ~(uint64_t)255)))
         return PARSE_ERR("%s:%u: allocation of %llu bytes (must be 1 .. 2^64-256)", path, line,
                          (unsigned long long)bytes);
+    /* Look the ID up (reserving room first, so the entry stays put). */
     if (!id_reserve(&l->ids))
         return HOST_OOM();
     size_t i = id_find(&l->ids, id);
@@ -264,6 +281,7 @@ static enum vdev_status parse_event(struct loader *l, char *s, uint32_t line)
     int known = l->ids.used[i];
     struct vdev_trace *t = l->t;
     if (is_a) {
+        /* An ID may come back after its free, never while live. */
         if (known && e->slot != NIL)
             return PARSE_ERR("%s:%u: allocation of id %llu, which is live (allocated at line %u)",
                              path, line, (unsigned long long)id, e->line);
@@ -303,6 +321,8 @@ static enum vdev_status parse_event(struct loader *l, char *s, uint32_t line)
         t->n_allocs++;
         return add_event(l, bytes, slot, line);
     }
+    /* A free must name a live ID: the shared traces drop the frees of blocks
+     * allocated before recording started, so an unknown ID is an error. */
     if (!known)
         return PARSE_ERR("%s:%u: free of unknown id %llu", path, line, (unsigned long long)id);
     if (e->slot == NIL)
@@ -319,6 +339,8 @@ static enum vdev_status parse_event(struct loader *l, char *s, uint32_t line)
     return add_event(l, 0, slot, line);
 }
 
+/* Reads the whole file: comments (the first one may carry the header
+ * fields), blank lines, events. Then notes the blocks left live at the end. */
 static enum vdev_status load(struct loader *l)
 {
     struct vdev_trace *t = l->t;
@@ -339,6 +361,7 @@ static enum vdev_status load(struct loader *l)
         line++;
         if (line == UINT32_MAX)
             return PARSE_ERR("%s:%u: too many lines", l->path, line);
+        /* Strip the line end (LF or CRLF) and leading blanks. */
         while (len && (l->buf[len - 1] == '\n' || l->buf[len - 1] == '\r'))
             l->buf[--len] = '\0';
         char *s = l->buf;
@@ -379,6 +402,8 @@ static enum vdev_status load(struct loader *l)
     return VDEV_OK;
 }
 
+/* Opens the file through zlib, runs load(), and frees the loader's scratch
+ * state whatever happened; on failure the half-built trace goes too. */
 enum vdev_status vdev_trace_load(const char *path, struct vdev_trace **out)
 {
     if (!out)
@@ -401,7 +426,7 @@ enum vdev_status vdev_trace_load(const char *path, struct vdev_trace **out)
                         errno ? strerror(errno) : "out of memory");
         goto done;
     }
-    gzbuffer(l.f, 1u << 18);
+    gzbuffer(l.f, 1u << 18); /* fewer, larger reads for the 1e6-line traces */
     st = load(&l);
 done:
     if (l.f)
@@ -449,9 +474,10 @@ const char *vdev_trace_field(const struct vdev_trace *t, const char *key)
 /* ------------------------------------------------------------------------ */
 /* replay */
 
-/* A region source that hands out increasing addresses and no memory. */
+/* A region source that hands out increasing addresses and no memory: replay
+ * only needs addresses to be distinct and aligned, never to be touched. */
 struct fake_source {
-    uint64_t next;
+    uint64_t next; /* next base address, 1 MiB-aligned, starting at 1 TiB */
 };
 
 static enum vdev_status fake_reserve(void *ctx, uint64_t bytes, void **base)
@@ -469,6 +495,7 @@ static void fake_release(void *ctx, void *base, uint64_t bytes)
     VDEV_UNUSED(bytes);
 }
 
+/* A plain allocator (lock, statistics and all) over a fresh fake source. */
 static enum vdev_status new_allocator(struct fake_source *src, enum vdev_memory_policy policy,
                                       uint64_t limit, vdev_alloc_t **a)
 {
@@ -482,7 +509,9 @@ static enum vdev_status new_allocator(struct fake_source *src, enum vdev_memory_
     return vdev_alloc_new(&cfg, a);
 }
 
-/* Replays the whole trace once. *fits: no allocation failed. */
+/* Replays the whole trace once in a new allocator. *fits: no allocation
+ * failed (the replay stops at the first failure). *peak_reserved, if wanted:
+ * the most bytes the allocator held. Blocks left live go with the allocator. */
 static enum vdev_status replay_once(const struct vdev_trace *t, enum vdev_memory_policy policy,
                                     uint64_t limit, uint32_t *handles, int *fits,
                                     uint64_t *peak_reserved)
@@ -521,7 +550,11 @@ static void progress(const struct vdev_replay_options *o, const char *stage, dou
         o->progress(o->progress_user, stage, done);
 }
 
-/* Bisects for the smallest one-region capacity that serves the trace. */
+/* Bisects for the smallest one-region capacity that serves the trace. The
+ * peak of live bytes is a lower bound; the upper end grows geometrically from
+ * there until a capacity fits. Whether a capacity fits need not be monotonic
+ * (placement changes with the region size), so the result is the smallest
+ * capacity seen to work, within `precision` of one seen to fail. */
 static enum vdev_status min_capacity(const struct vdev_trace *t,
                                      const struct vdev_replay_options *o, uint32_t *handles,
                                      uint64_t *out)
@@ -575,13 +608,16 @@ static enum vdev_status min_capacity(const struct vdev_trace *t,
     return VDEV_OK;
 }
 
+/* qsort order for the median. */
 static int cmp_double(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
     return (a > b) - (a < b);
 }
 
-/* Pins the thread to the CPU it is on; returns it (or -1) and saves the old mask. */
+/* Pins the thread to the CPU it is on, so the timed loop is not migrated
+ * (a migration costs cold caches); returns the CPU (or -1) and saves the old
+ * mask for the caller to restore. */
 static int pin_here(cpu_set_t *old)
 {
     if (sched_getaffinity(0, sizeof *old, old) != 0)
@@ -595,7 +631,9 @@ static int pin_here(cpu_set_t *old)
     return sched_setaffinity(0, sizeof one, &one) == 0 ? cpu : -1;
 }
 
-/* One timing run: passes back to back in a fresh allocator; returns timed ns. */
+/* One timing run: `passes` passes of the trace back to back in a fresh
+ * allocator; *ns receives the timed nanoseconds. The loop body is all the
+ * timed work: read the event, call malloc or free, store the handle. */
 static enum vdev_status timing_run(const struct vdev_trace *t, uint64_t cap, uint64_t passes,
                                    uint32_t *handles, uint64_t *ns)
 {
@@ -637,6 +675,8 @@ static enum vdev_status timing_run(const struct vdev_trace *t, uint64_t cap, uin
     return VDEV_OK;
 }
 
+/* See replay.h. Order: growth run (peak reserved), capacity search, then the
+ * timing runs in twice the minimum capacity, pinned, median taken. */
 enum vdev_status vdev_replay_run(const struct vdev_trace *t, const struct vdev_replay_options *opt,
                                  struct vdev_replay_result *out)
 {
@@ -657,7 +697,8 @@ enum vdev_status vdev_replay_run(const struct vdev_trace *t, const struct vdev_r
         return vdev_error(VDEV_ERR_OOM, "replaying %s: host out of memory", t->path);
     enum vdev_status st;
     int fits;
-    /* Growth with no limit: how much a growing allocator would reserve. */
+    /* Growth with no limit: how much a growing allocator would reserve (2 MiB,
+     * then doubling). It cannot fail unless the host runs out. */
     st = replay_once(t, VDEV_POLICY_GROW, UINT64_MAX, handles, &fits, &out->peak_reserved_bytes);
     if (st != VDEV_OK)
         goto done;
@@ -673,6 +714,7 @@ enum vdev_status vdev_replay_run(const struct vdev_trace *t, const struct vdev_r
         goto done;
     int runs = o.repeats ? o.repeats : 5;
     uint64_t min_events = o.min_events ? o.min_events : 1000000;
+    /* Short traces run back to back: enough passes for min_events. */
     uint64_t passes = (min_events + t->n_events - 1) / t->n_events;
     out->passes_per_run = passes;
     out->events_per_run = passes * t->n_events;

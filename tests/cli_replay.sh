@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# cli_replay.sh — `vdev replay` through the command line: the table, the JSON
+# (its keys, in order, and values that must hold on any machine), exit codes
+# (0 ok, 1 bad input, 2 usage) with one line "vdev replay: ..." on stderr, a
+# gzip trace, and the help text. Never checks timings.
+# Usage: cli_replay.sh VDEV SHARED
+set -u
+vdev=$1
+shared=${2:-}
+fail=0; pass=0
+ok()  { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+[ -x "$vdev" ] || { echo "cli_replay: no vdev binary at '$vdev'"; exit 77; }
+[ -n "$shared" ] && [ -d "$shared/traces" ] ||
+  { echo "cli_replay: no traces in '$shared'"; exit 77; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# run ARGS...: runs vdev, sets rc, out (stdout) and err (stderr).
+run() {
+  "$vdev" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+  out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+}
+has() { grep -qF -- "$2" <<<"$1"; }
+lines() { if [ -z "$1" ]; then echo 0; else printf '%s\n' "$1" | wc -l; fi; }
+# one_error WHAT CODE: exit CODE and exactly one line "vdev replay: ..." on stderr.
+one_error() {
+  [ $rc -eq "$2" ] && ok || bad "$1: exit $rc, expected $2"
+  [ "$(lines "$err")" -eq 1 ] && ok || bad "$1: stderr is not one line: $err"
+  [[ $err == "vdev replay: "* ]] && ok || bad "$1: stderr does not start with 'vdev replay: ': $err"
+  [ -z "$out" ] && ok || bad "$1: wrote to stdout: $out"
+}
+
+# ---- the table ----
+run replay --repeats 1 "$shared/traces/mlp.trace"
+[ $rc -eq 0 ] && ok || bad "replay mlp: exit $rc: $err"
+for s in "events               186" "ns per event" "peak live bytes" "peak reserved bytes" \
+         "min capacity bytes" "capacity ratio"; do
+  has "$out" "$s" && ok || bad "replay: no '$s' in: $out"
+done
+
+# ---- JSON ----
+run replay --json --repeats 1 "$shared/traces/transformer.trace"
+[ $rc -eq 0 ] && ok || bad "replay --json: exit $rc: $err"
+[ "$(lines "$out")" -eq 1 ] && ok || bad "replay --json: not one line: $out"
+keys=$(grep -o '"[a-z_]*":' <<<"$out" | tr -d '":' | head -6 | tr '\n' ' ')
+want="events ns_per_event peak_live_bytes peak_reserved_bytes min_capacity_bytes capacity_ratio "
+[ "$keys" = "$want" ] && ok || bad "replay --json: keys are '$keys'"
+if command -v python3 >/dev/null 2>&1; then
+  python3 - "$tmp/out" <<'EOF' && ok || bad "replay --json: values: $out"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["events"] == 3354, r
+assert r["ns_per_event"] > 0, r
+assert r["peak_live_bytes"] > 0 and r["peak_live_bytes"] % 256 == 0, r
+assert r["min_capacity_bytes"] >= r["peak_live_bytes"], r
+assert r["peak_reserved_bytes"] >= r["peak_live_bytes"], r
+assert r["capacity_ratio"] >= 1.0, r
+assert abs(r["capacity_ratio"] - r["min_capacity_bytes"] / r["peak_live_bytes"]) < 1e-4, r
+EOF
+fi
+
+# A gzip copy replays like the plain file (same events, same peak).
+gzip -c "$shared/traces/mlp.trace" >"$tmp/mlp.trace.gz"
+run replay --json --repeats 1 "$tmp/mlp.trace.gz"
+[ $rc -eq 0 ] && ok || bad "replay gzip: exit $rc: $err"
+has "$out" '"events": 186' && ok || bad "replay gzip: $out"
+has "$out" '"peak_live_bytes": 135284736' && ok || bad "replay gzip peak: $out"
+
+# ---- errors: bad input exits 1, usage exits 2, one line each ----
+run replay "$tmp/missing.trace"
+one_error "missing file" 1
+has "$err" "missing.trace" && ok || bad "missing file: message lacks the path: $err"
+
+printf 'a 1 100\nf 1\nq 3\n' >"$tmp/bad.trace"
+run replay --json "$tmp/bad.trace"
+one_error "malformed trace" 1
+has "$err" "bad.trace:3: unknown op 'q'" && ok || bad "malformed: no file:line in: $err"
+
+printf 'a 1 100\nf 2\n' >"$tmp/bad2.trace"
+run replay "$tmp/bad2.trace"
+one_error "free of an unknown id" 1
+has "$err" "bad2.trace:2: free of unknown id 2" && ok || bad "unknown id: $err"
+
+run replay --bogus "$shared/traces/mlp.trace"
+one_error "unknown flag" 2
+run replay
+one_error "no trace" 2
+run replay --repeats 0 "$shared/traces/mlp.trace"
+one_error "--repeats 0" 2
+run replay --repeats "$shared/traces/mlp.trace"
+one_error "--repeats without a number" 2
+run replay "$shared/traces/mlp.trace" "$shared/traces/mlp.trace"
+one_error "two traces" 2
+
+# ---- help ----
+for h in --help -h; do
+  run replay $h
+  [ $rc -eq 0 ] && ok || bad "replay $h: exit $rc"
+  has "$out" "usage: vdev replay" && ok || bad "replay $h: no usage line: $out"
+  [ -z "$err" ] && ok || bad "replay $h wrote to stderr: $err"
+done
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

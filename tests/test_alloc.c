@@ -1,0 +1,805 @@
+/* test_alloc.c — the device-memory allocator against a reference model.
+ *
+ * A fake region source hands out addresses (no memory) and records every
+ * region, so the test knows what is reserved. The model keeps the live blocks
+ * as an address-sorted interval list. The property test makes random
+ * allocations (1 byte to 1 GiB, log-uniform) and frees with several seeds,
+ * both policies and several limits, and after every step checks: no two live
+ * blocks overlap, every block is 256-aligned and inside a reserved region, the
+ * statistics add up, vdev_alloc_check() passes, and a failed allocation left
+ * the allocator exactly as it was with the exact OOM message. Then targeted
+ * tests: region growth, release_cached, stream-ordered frees, fault injection
+ * on the Nth reserve, a source that extends in place, lookup, host memory for
+ * a 141 GB limit, and argument checks. Never asserts on time.
+ */
+#include "alloc/alloc.h"
+#include "check.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a fake region source ------------------------------------------------ */
+
+#define MAX_REGIONS 256
+
+struct fake_region {
+    uint64_t base, bytes;
+    int live;
+};
+
+struct fake_source {
+    struct fake_region reg[MAX_REGIONS];
+    int n_reg;
+    uint64_t next;       /* next base address */
+    uint64_t window;     /* address space kept after each base (room for extend) */
+    int n_reserve_calls; /* reserve calls so far, failed ones included */
+    int fail_call;       /* fail this reserve call (0-based), -1: never */
+    uint64_t max_bytes;  /* fail reserves larger than this ("device full"), 0: no cap */
+    int n_release, n_extend;
+};
+
+static void fake_init(struct fake_source *s)
+{
+    memset(s, 0, sizeof *s);
+    s->next = 1ull << 40;
+    s->window = 1ull << 20;
+    s->fail_call = -1;
+}
+
+static uint64_t fake_reserved(const struct fake_source *s)
+{
+    uint64_t r = 0;
+    for (int i = 0; i < s->n_reg; i++)
+        if (s->reg[i].live)
+            r += s->reg[i].bytes;
+    return r;
+}
+
+static int fake_live_regions(const struct fake_source *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->n_reg; i++)
+        n += s->reg[i].live;
+    return n;
+}
+
+static enum vdev_status fake_reserve(void *ctx, uint64_t bytes, void **base)
+{
+    struct fake_source *s = ctx;
+    int call = s->n_reserve_calls++;
+    if (call == s->fail_call || (s->max_bytes && bytes > s->max_bytes))
+        return vdev_error(VDEV_ERR_OOM, "fake device out of memory (reserve call %d)", call);
+    if (s->n_reg == MAX_REGIONS)
+        return vdev_error(VDEV_ERR_BACKEND, "fake source: too many regions");
+    if (bytes % 256)
+        return vdev_error(VDEV_ERR_INTERNAL, "fake source: %llu is not a multiple of 256",
+                          (unsigned long long)bytes);
+    struct fake_region *r = &s->reg[s->n_reg++];
+    r->base = s->next;
+    r->bytes = bytes;
+    r->live = 1;
+    /* Leave a gap so regions are never contiguous. */
+    s->next += (bytes > s->window ? bytes : s->window) + (1ull << 20);
+    *base = (void *)(uintptr_t)r->base;
+    return VDEV_OK;
+}
+
+static void fake_release(void *ctx, void *base, uint64_t bytes)
+{
+    struct fake_source *s = ctx;
+    s->n_release++;
+    for (int i = 0; i < s->n_reg; i++)
+        if (s->reg[i].live && s->reg[i].base == (uintptr_t)base) {
+            CHECK_EQ_U64(s->reg[i].bytes, bytes);
+            s->reg[i].live = 0;
+            return;
+        }
+    CHECK(!"release of an unknown region");
+}
+
+static enum vdev_status fake_extend(void *ctx, void *base, uint64_t old_bytes, uint64_t new_bytes)
+{
+    struct fake_source *s = ctx;
+    s->n_extend++;
+    for (int i = 0; i < s->n_reg; i++)
+        if (s->reg[i].live && s->reg[i].base == (uintptr_t)base) {
+            CHECK_EQ_U64(s->reg[i].bytes, old_bytes);
+            if (new_bytes > s->window || (s->max_bytes && new_bytes > s->max_bytes))
+                return vdev_error(VDEV_ERR_OOM, "fake device cannot extend to %llu",
+                                  (unsigned long long)new_bytes);
+            s->reg[i].bytes = new_bytes;
+            return VDEV_OK;
+        }
+    return vdev_error(VDEV_ERR_INTERNAL, "extend of an unknown region");
+}
+
+/* Fake stream events: done once `done` is set; the allocator drops each once. */
+struct fake_event {
+    int done, waited, dropped;
+};
+
+static int ev_done(void *ctx, void *e) { return ((struct fake_event *)e)->done; }
+static void ev_wait(void *ctx, void *e)
+{
+    ((struct fake_event *)e)->done = 1;
+    ((struct fake_event *)e)->waited++;
+}
+static void ev_drop(void *ctx, void *e) { ((struct fake_event *)e)->dropped++; }
+
+/* An allocator named /device:GPU:1 over source s, with or without extend and
+ * events. */
+static vdev_alloc_t *make(struct fake_source *s, enum vdev_memory_policy policy, uint64_t limit,
+                          int with_extend, int with_events)
+{
+    struct vdev_alloc_config cfg = {
+        .name = "/device:GPU:1",
+        .limit_bytes = limit,
+        .policy = policy,
+        .source = {.reserve = fake_reserve,
+                   .release = fake_release,
+                   .extend = with_extend ? fake_extend : NULL,
+                   .event_done = with_events ? ev_done : NULL,
+                   .event_wait = with_events ? ev_wait : NULL,
+                   .event_drop = with_events ? ev_drop : NULL,
+                   .ctx = s},
+    };
+    vdev_alloc_t *a = NULL;
+    CHECK_OK(vdev_alloc_new(&cfg, &a));
+    return a;
+}
+
+/* ---- the model ------------------------------------------------------------- */
+
+struct mblock {
+    uint64_t addr, size; /* size after rounding */
+    uint32_t handle;
+};
+
+struct model {
+    struct mblock *b; /* sorted by address */
+    int n, cap;
+};
+
+/* Inserts a block in address order (insertion sort: the lists are short). */
+static void model_add(struct model *m, struct mblock x)
+{
+    if (m->n == m->cap) {
+        m->cap = m->cap ? 2 * m->cap : 64;
+        m->b = realloc(m->b, (size_t)m->cap * sizeof *m->b);
+        if (!m->b)
+            abort();
+    }
+    int i = m->n;
+    while (i > 0 && m->b[i - 1].addr > x.addr) {
+        m->b[i] = m->b[i - 1];
+        i--;
+    }
+    m->b[i] = x;
+    m->n++;
+}
+
+static struct mblock model_take(struct model *m, int i)
+{
+    struct mblock x = m->b[i];
+    memmove(&m->b[i], &m->b[i + 1], (size_t)(m->n - i - 1) * sizeof *m->b);
+    m->n--;
+    return x;
+}
+
+/* xorshift64*: a small deterministic generator per test run. */
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
+}
+
+static double rng_unit(uint64_t *s) { return (double)(rng_next(s) >> 11) / 9007199254740992.0; }
+
+/* 1 byte .. 1 GiB, log-uniform. */
+static uint64_t rng_size(uint64_t *s)
+{
+    uint64_t b = (uint64_t)exp(rng_unit(s) * log(1073741824.0));
+    return b ? b : 1;
+}
+
+/* ---- the checks after every step ------------------------------------------ */
+
+static int inside_region(const struct fake_source *s, uint64_t addr, uint64_t size)
+{
+    for (int i = 0; i < s->n_reg; i++)
+        if (s->reg[i].live && addr >= s->reg[i].base &&
+            addr + size <= s->reg[i].base + s->reg[i].bytes)
+            return 1;
+    return 0;
+}
+
+/* Returns the number of failed checks, so a broken run stops early. */
+static int check_state(vdev_alloc_t *a, const struct fake_source *s, const struct model *m,
+                       uint64_t limit)
+{
+    int before = check_failed;
+    CHECK_OK(vdev_alloc_check(a));
+    struct vdev_alloc_stats st;
+    vdev_alloc_get_stats(a, &st);
+    uint64_t in_use = 0;
+    for (int i = 0; i < m->n; i++) {
+        const struct mblock *x = &m->b[i];
+        in_use += x->size;
+        CHECK(x->addr % 256 == 0 && x->size % 256 == 0);
+        CHECK(inside_region(s, x->addr, x->size));
+        if (i > 0)
+            CHECK(m->b[i - 1].addr + m->b[i - 1].size <= x->addr); /* no overlap */
+    }
+    CHECK_EQ_U64(st.bytes_in_use, in_use);
+    CHECK_EQ_U64(st.n_allocs, m->n);
+    CHECK_EQ_U64(st.bytes_reserved, fake_reserved(s));
+    CHECK_EQ_U64(st.n_regions, fake_live_regions(s));
+    CHECK(st.bytes_reserved <= limit);
+    CHECK(st.peak_bytes_in_use >= st.bytes_in_use);
+    CHECK(st.peak_bytes_reserved >= st.bytes_reserved);
+    CHECK_EQ_U64(st.bytes_free, st.bytes_reserved - st.bytes_in_use - st.bytes_pending);
+    CHECK(st.largest_free_block <= st.bytes_free);
+    double frag = st.bytes_free ? (double)(st.bytes_free - st.largest_free_block) /
+                                      (double)st.bytes_free
+                                : 0.0;
+    CHECK(fabs(st.fragmentation - frag) < 1e-12);
+    CHECK_EQ_U64(st.n_allocs_total - st.n_frees_total, st.n_allocs);
+    if (m->n) {
+        const struct mblock *x = &m->b[m->n / 2];
+        CHECK_EQ_U64(vdev_alloc_block_size(a, x->handle), x->size);
+    }
+    return check_failed - before;
+}
+
+/* The exact OOM message of the header for a request of `bytes`. */
+static void expected_oom(char *buf, size_t cap, uint64_t bytes, const struct vdev_alloc_stats *st)
+{
+    char b0[32], b1[32], b2[32], b3[32];
+    snprintf(buf, cap,
+             "OOM when allocating %s (%llu bytes) on /device:GPU:1: %s in use of %s limit, "
+             "largest free block %s",
+             vdev_format_bytes(bytes, b0, sizeof b0), (unsigned long long)bytes,
+             vdev_format_bytes(st->bytes_in_use, b1, sizeof b1),
+             vdev_format_bytes(st->bytes_limit, b2, sizeof b2),
+             vdev_format_bytes(st->largest_free_block, b3, sizeof b3));
+}
+
+static int stats_equal_but_failed(const struct vdev_alloc_stats *x,
+                                  const struct vdev_alloc_stats *y)
+{
+    struct vdev_alloc_stats p = *x, q = *y;
+    p.n_failed_allocs = q.n_failed_allocs = 0;
+    return memcmp(&p, &q, sizeof p) == 0;
+}
+
+struct region_list {
+    uint64_t base[MAX_REGIONS], bytes[MAX_REGIONS];
+    int used[MAX_REGIONS], n;
+};
+
+static void collect_region(void *user, void *base, uint64_t bytes, int used)
+{
+    struct region_list *l = user;
+    if (l->n < MAX_REGIONS) {
+        l->base[l->n] = (uintptr_t)base;
+        l->bytes[l->n] = bytes;
+        l->used[l->n] = used;
+        l->n++;
+    }
+}
+
+/* ---- the property test ----------------------------------------------------- */
+
+/* One property run: `steps` random allocations (55%) and frees of random
+ * live blocks, the full check after each, then everything freed. */
+static void property_run(uint64_t seed, enum vdev_memory_policy policy, uint64_t limit, int steps)
+{
+    struct fake_source s;
+    fake_init(&s);
+    vdev_alloc_t *a = make(&s, policy, limit, 0, 0);
+    if (!a)
+        return;
+    struct model m = {0};
+    uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
+    int n_oom = 0;
+    for (int step = 0; step < steps; step++) {
+        if (m.n == 0 || rng_unit(&rng) < 0.55) {
+            uint64_t bytes = rng_size(&rng);
+            struct vdev_alloc_stats before, after;
+            vdev_alloc_get_stats(a, &before);
+            int calls = s.n_reserve_calls, regions = s.n_reg;
+            struct vdev_block blk;
+            enum vdev_status st = vdev_alloc_malloc(a, bytes, &blk);
+            if (st == VDEV_OK) {
+                model_add(&m, (struct mblock){(uintptr_t)blk.ptr, (bytes + 255) / 256 * 256,
+                                              blk.handle});
+            } else {
+                /* OOM: nothing changed but the failure count; exact message. */
+                n_oom++;
+                CHECK_STATUS(st, VDEV_ERR_OOM);
+                vdev_alloc_get_stats(a, &after);
+                CHECK(stats_equal_but_failed(&before, &after));
+                CHECK_EQ_U64(after.n_failed_allocs, before.n_failed_allocs + 1);
+                CHECK_EQ_U64(s.n_reg, regions);
+                CHECK(s.n_reserve_calls == calls);
+                char want[512];
+                expected_oom(want, sizeof want, bytes, &before);
+                CHECK_STR(vdev_last_error(), want);
+            }
+        } else {
+            int i = (int)(rng_next(&rng) % (uint64_t)m.n);
+            struct mblock x = model_take(&m, i);
+            vdev_alloc_free(a, x.handle);
+        }
+        if (check_state(a, &s, &m, limit)) {
+            fprintf(stderr, "  (seed %llu, policy %d, limit %llu, step %d)\n",
+                    (unsigned long long)seed, (int)policy, (unsigned long long)limit, step);
+            break;
+        }
+    }
+    /* Free everything: every region is one free chunk again. */
+    while (m.n)
+        vdev_alloc_free(a, model_take(&m, m.n - 1).handle);
+    check_state(a, &s, &m, limit);
+    struct region_list rl = {.n = 0};
+    vdev_alloc_for_each_region(a, collect_region, &rl);
+    struct vdev_alloc_stats st;
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(rl.n, st.n_regions);
+    uint64_t largest = 0;
+    for (int i = 0; i < rl.n; i++) {
+        CHECK(!rl.used[i]);
+        largest = rl.bytes[i] > largest ? rl.bytes[i] : largest;
+    }
+    CHECK_EQ_U64(st.n_chunks, st.n_regions);
+    CHECK_EQ_U64(st.largest_free_block, largest);
+    CHECK_EQ_U64(st.bytes_free, st.bytes_reserved);
+    CHECK_EQ_U64(st.bytes_in_use, 0);
+    if (policy == VDEV_POLICY_PREALLOCATE)
+        CHECK_EQ_U64(st.bytes_reserved, limit & ~255ull);
+    /* Small limits must have seen failures, so the OOM path was exercised. */
+    if (limit <= (256ull << 20))
+        CHECK(n_oom > 0);
+    free(m.b);
+    vdev_alloc_destroy(a);
+    CHECK_EQ_U64(fake_reserved(&s), 0);
+}
+
+/* Seeds x policies x limits: a small limit (many OOMs), about 1 GiB (not a
+ * multiple of 256) and 16 GiB. */
+static void test_property(void)
+{
+    const uint64_t limits[] = {64ull << 20, (1ull << 30) + 12345, 16ull << 30};
+    for (uint64_t seed = 1; seed <= 6; seed++)
+        for (int p = 0; p < VDEV_POLICY_COUNT; p++)
+            for (size_t l = 0; l < VDEV_ARRAY_LEN(limits); l++)
+                property_run(seed, (enum vdev_memory_policy)p, limits[l], 4000);
+}
+
+/* ---- targeted tests -------------------------------------------------------- */
+
+/* GROW: nothing up front, 2 MiB first, each region double the last; a big
+ * first request gets its own size; the last region is what the limit leaves;
+ * a source that refuses large regions gets asked 0.9x smaller. */
+static void test_growth(void)
+{
+    struct fake_source s;
+    fake_init(&s);
+    vdev_alloc_t *a = make(&s, VDEV_POLICY_GROW, 1ull << 30, 0, 0);
+    CHECK_EQ_U64(s.n_reg, 0); /* GROW reserves nothing up front */
+    struct vdev_block b;
+    /* 1 MiB blocks: regions of 2, 4, 8, ... MiB, each double the last. */
+    for (int i = 0; i < 60; i++)
+        CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &b));
+    CHECK(s.n_reg >= 5);
+    CHECK_EQ_U64(s.reg[0].bytes, 2ull << 20);
+    for (int i = 1; i < s.n_reg; i++)
+        CHECK_EQ_U64(s.reg[i].bytes, 2 * s.reg[i - 1].bytes);
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_destroy(a);
+    CHECK_EQ_U64(fake_reserved(&s), 0);
+
+    /* A first request above 2 MiB gets a region of its own size. */
+    fake_init(&s);
+    a = make(&s, VDEV_POLICY_GROW, 1ull << 30, 0, 0);
+    CHECK_OK(vdev_alloc_malloc(a, (5 << 20) + 1, &b));
+    CHECK_EQ_U64(s.reg[0].bytes, (5 << 20) + 256);
+    vdev_alloc_destroy(a);
+
+    /* Growth stops at the limit: the last region is what is left of it. */
+    fake_init(&s);
+    a = make(&s, VDEV_POLICY_GROW, 3 << 20, 0, 0);
+    CHECK_OK(vdev_alloc_malloc(a, 1000, &b));
+    CHECK_EQ_U64(s.reg[0].bytes, 2 << 20);
+    CHECK_OK(vdev_alloc_malloc(a, (2 << 20) - 1024, &b)); /* fills the first region */
+    CHECK_EQ_U64(s.n_reg, 1);
+    CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &b));
+    CHECK_EQ_U64(s.n_reg, 2);
+    CHECK_EQ_U64(s.reg[1].bytes, 1 << 20);
+    CHECK_STATUS(vdev_alloc_malloc(a, 256, &b), VDEV_ERR_OOM);
+    CHECK_STR(vdev_last_error(), "OOM when allocating 256 B (256 bytes) on /device:GPU:1: 3.00 MiB "
+                                 "in use of 3.00 MiB limit, largest free block 0 B");
+    vdev_alloc_destroy(a);
+
+    /* A limit below 2 MiB caps the first region. */
+    fake_init(&s);
+    a = make(&s, VDEV_POLICY_GROW, 1 << 20, 0, 0);
+    CHECK_OK(vdev_alloc_malloc(a, 1000, &b));
+    CHECK_EQ_U64(s.reg[0].bytes, 1 << 20);
+    vdev_alloc_destroy(a);
+
+    /* The source answers OOM above 24 MiB: growth backs off by 0.9x. */
+    fake_init(&s);
+    s.max_bytes = 24 << 20;
+    a = make(&s, VDEV_POLICY_GROW, 1ull << 30, 0, 0);
+    for (int i = 0; i < 40; i++)
+        CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &b));
+    for (int i = 0; i < s.n_reg; i++)
+        CHECK(s.reg[i].bytes <= (24u << 20));
+    CHECK(s.n_reg >= 5);
+    CHECK_STATUS(vdev_alloc_malloc(a, 25 << 20, &b), VDEV_ERR_OOM);
+    CHECK_MSG("; fake device out of memory");
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_destroy(a);
+}
+
+/* release_cached gives back exactly the regions without live blocks, the
+ * source sees them released, and the allocator grows again afterwards. */
+static void test_release_cached(void)
+{
+    struct fake_source s;
+    fake_init(&s);
+    vdev_alloc_t *a = make(&s, VDEV_POLICY_GROW, 1ull << 30, 0, 0);
+    struct vdev_block b[8];
+    for (int i = 0; i < 8; i++)
+        CHECK_OK(vdev_alloc_malloc(a, 3 << 20, &b[i]));
+    int regions = s.n_reg;
+    CHECK(regions >= 3);
+    /* Keep one block: its region stays, every other region goes. */
+    for (int i = 1; i < 8; i++)
+        vdev_alloc_free(a, b[i].handle);
+    uint64_t before = fake_reserved(&s);
+    uint64_t released = vdev_alloc_release_cached(a);
+    CHECK(released > 0);
+    CHECK_EQ_U64(fake_reserved(&s), before - released);
+    CHECK_EQ_U64(fake_live_regions(&s), 1);
+    CHECK(inside_region(&s, (uintptr_t)b[0].ptr, 3 << 20));
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_free(a, b[0].handle);
+    CHECK(vdev_alloc_release_cached(a) > 0);
+    struct vdev_alloc_stats st;
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.bytes_reserved, 0);
+    CHECK_EQ_U64(st.n_regions, 0);
+    CHECK_EQ_U64(st.n_chunks, 0);
+    CHECK_EQ_U64(fake_reserved(&s), 0);
+    /* It still allocates afterwards (and grows again). */
+    CHECK_OK(vdev_alloc_malloc(a, 100, &b[0]));
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_destroy(a);
+    CHECK_EQ_U64(fake_reserved(&s), 0);
+
+    /* PREALLOCATE keeps its region. */
+    fake_init(&s);
+    a = make(&s, VDEV_POLICY_PREALLOCATE, 64 << 20, 0, 0);
+    CHECK_EQ_U64(vdev_alloc_release_cached(a), 0);
+    CHECK_EQ_U64(fake_reserved(&s), 64 << 20);
+    vdev_alloc_destroy(a);
+    CHECK_EQ_U64(fake_reserved(&s), 0);
+}
+
+/* Whether two blocks share a byte. */
+static int overlaps(struct vdev_block x, uint64_t xs, struct vdev_block y, uint64_t ys)
+{
+    uint64_t a = (uintptr_t)x.ptr, b = (uintptr_t)y.ptr;
+    return a < b + ys && b < a + xs;
+}
+
+/* Stream-ordered frees: a pending block is not reused until its event has
+ * passed; malloc polls, waits before failing, and drops each event once;
+ * flush_pending and destroy handle what is left. */
+static void test_free_after(void)
+{
+    struct fake_source s;
+    fake_init(&s);
+    vdev_alloc_t *a = make(&s, VDEV_POLICY_PREALLOCATE, 4 << 20, 0, 1);
+    struct fake_event e1 = {0}, e2 = {0};
+    struct vdev_block x, y, z;
+    CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &x));
+    vdev_alloc_free_after(a, x.handle, &e1);
+    struct vdev_alloc_stats st;
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.bytes_pending, 1 << 20);
+    CHECK_EQ_U64(st.bytes_in_use, 0);
+    CHECK_EQ_U64(st.n_allocs, 0);
+    CHECK_EQ_U64(st.bytes_free, 3 << 20);
+    CHECK_OK(vdev_alloc_check(a));
+    /* Not passed yet: the block is not reused. */
+    CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &y));
+    CHECK(!overlaps(x, 1 << 20, y, 1 << 20));
+    CHECK_EQ_U64(e1.dropped, 0);
+    /* Passed: the next malloc frees it first, and it is reused. */
+    e1.done = 1;
+    CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &z));
+    CHECK_EQ_U64(e1.dropped, 1);
+    CHECK_EQ_U64(e1.waited, 0);
+    CHECK(z.ptr == x.ptr); /* lowest address first */
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.bytes_pending, 0);
+    CHECK_OK(vdev_alloc_check(a));
+    /* Full device: a malloc that would fail waits for the pending event. */
+    struct vdev_block w;
+    CHECK_OK(vdev_alloc_malloc(a, 2 << 20, &w));
+    vdev_alloc_free_after(a, w.handle, &e2);
+    CHECK_OK(vdev_alloc_malloc(a, 2 << 20, &w));
+    CHECK_EQ_U64(e2.waited, 1);
+    CHECK_EQ_U64(e2.dropped, 1);
+    /* flush_pending waits for everything. */
+    struct fake_event e3 = {0}, e4 = {0};
+    vdev_alloc_free_after(a, y.handle, &e3);
+    vdev_alloc_free_after(a, z.handle, &e4);
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.bytes_pending, 2 << 20);
+    vdev_alloc_flush_pending(a);
+    CHECK(e3.waited == 1 && e4.waited == 1 && e3.dropped == 1 && e4.dropped == 1);
+    vdev_alloc_free(a, w.handle);
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.bytes_pending, 0);
+    CHECK_EQ_U64(st.bytes_in_use, 0);
+    CHECK_EQ_U64(st.largest_free_block, 4 << 20);
+    CHECK_OK(vdev_alloc_check(a));
+    /* Destroy drops events still pending. */
+    struct fake_event e5 = {0};
+    CHECK_OK(vdev_alloc_malloc(a, 256, &x));
+    vdev_alloc_free_after(a, x.handle, &e5);
+    vdev_alloc_destroy(a);
+    CHECK_EQ_U64(e5.dropped, 1);
+
+    /* A source without events: free_after frees at once (and drops nothing). */
+    fake_init(&s);
+    a = make(&s, VDEV_POLICY_PREALLOCATE, 1 << 20, 0, 0);
+    CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &x));
+    vdev_alloc_free_after(a, x.handle, &e1);
+    CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &x));
+    vdev_alloc_destroy(a);
+}
+
+/* Fails the Nth reserve, N = 0, 1, ... until the whole script succeeds; each
+ * failure must leave the status, the message and the statistics right. */
+static void test_fault_injection(void)
+{
+    static const uint64_t script[] = {1000, 3 << 20, 100, 9 << 20, 1 << 20, 40 << 20, 5000};
+    int completed = 0;
+    for (int n = 0; n < 40 && !completed; n++) {
+        struct fake_source s;
+        fake_init(&s);
+        s.fail_call = n;
+        vdev_alloc_t *a = make(&s, VDEV_POLICY_GROW, 1ull << 30, 0, 0);
+        struct vdev_block b[VDEV_ARRAY_LEN(script)];
+        size_t done = 0;
+        int failed = 0;
+        for (size_t i = 0; i < VDEV_ARRAY_LEN(script); i++) {
+            struct vdev_alloc_stats before, after;
+            vdev_alloc_get_stats(a, &before);
+            enum vdev_status st = vdev_alloc_malloc(a, script[i], &b[done]);
+            if (st == VDEV_OK) {
+                done++;
+                continue;
+            }
+            failed++;
+            CHECK_STATUS(st, VDEV_ERR_OOM);
+            CHECK_MSG("OOM when allocating ");
+            CHECK_MSG("on /device:GPU:1: ");
+            CHECK_MSG("fake device out of memory");
+            vdev_alloc_get_stats(a, &after);
+            CHECK(stats_equal_but_failed(&before, &after));
+        }
+        CHECK_OK(vdev_alloc_check(a));
+        for (size_t i = 0; i < done; i++)
+            vdev_alloc_free(a, b[i].handle);
+        vdev_alloc_release_cached(a);
+        struct vdev_alloc_stats st;
+        vdev_alloc_get_stats(a, &st);
+        CHECK_EQ_U64(st.bytes_in_use, 0);
+        CHECK_EQ_U64(st.n_allocs, 0);
+        CHECK_EQ_U64(st.bytes_reserved, 0);
+        CHECK_EQ_U64(st.n_failed_allocs, failed);
+        vdev_alloc_destroy(a);
+        CHECK_EQ_U64(fake_reserved(&s), 0);
+        completed = failed == 0;
+    }
+    CHECK(completed);
+
+    /* PREALLOCATE: the only reserve fails, so does vdev_alloc_new. */
+    struct fake_source s;
+    fake_init(&s);
+    s.fail_call = 0;
+    struct vdev_alloc_config cfg = {
+        .name = "/device:GPU:1",
+        .limit_bytes = 1 << 30,
+        .policy = VDEV_POLICY_PREALLOCATE,
+        .source = {.reserve = fake_reserve, .release = fake_release, .ctx = &s},
+    };
+    vdev_alloc_t *a = (vdev_alloc_t *)&s;
+    CHECK_STATUS(vdev_alloc_new(&cfg, &a), VDEV_ERR_OOM);
+    CHECK(a == NULL);
+    CHECK_MSG("preallocating 1.00 GiB on /device:GPU:1: fake device out of memory");
+    CHECK_EQ_U64(fake_reserved(&s), 0);
+}
+
+/* A source that extends in place: one region throughout, random traffic
+ * checked as in the property test, the free tail merging with the growth. */
+static void test_extend(void)
+{
+    struct fake_source s;
+    fake_init(&s);
+    s.window = 1ull << 30; /* room to extend the region up to 1 GiB */
+    vdev_alloc_t *a = make(&s, VDEV_POLICY_GROW, 512 << 20, 1, 0);
+    struct model m = {0};
+    uint64_t rng = 77;
+    for (int step = 0; step < 3000; step++) {
+        if (m.n == 0 || rng_unit(&rng) < 0.55) {
+            uint64_t bytes = (rng_size(&rng) >> 6) + 1; /* up to 16 MiB */
+            struct vdev_block b;
+            if (vdev_alloc_malloc(a, bytes, &b) == VDEV_OK)
+                model_add(&m, (struct mblock){(uintptr_t)b.ptr, (bytes + 255) / 256 * 256,
+                                              b.handle});
+        } else {
+            vdev_alloc_free(a, model_take(&m, (int)(rng_next(&rng) % (uint64_t)m.n)).handle);
+        }
+        if (check_state(a, &s, &m, 512 << 20))
+            break;
+    }
+    CHECK_EQ_U64(s.n_reg, 1); /* one region, grown in place */
+    CHECK(s.n_extend > 0);
+    struct vdev_alloc_stats st;
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.n_regions, 1);
+    while (m.n)
+        vdev_alloc_free(a, model_take(&m, 0).handle);
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.n_chunks, 1);
+    CHECK_EQ_U64(st.largest_free_block, st.bytes_reserved);
+    /* A free tail merges with the extension: a block as large as the tail
+     * plus the rest of the limit fits in one region. */
+    struct vdev_block b;
+    CHECK_OK(vdev_alloc_malloc(a, (512 << 20) - 256, &b));
+    CHECK_EQ_U64(s.n_reg, 1);
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_free(a, b.handle);
+    /* Releasing the region, then growing again, starts a new one. */
+    CHECK(vdev_alloc_release_cached(a) > 0);
+    CHECK_OK(vdev_alloc_malloc(a, 1000, &b));
+    CHECK_EQ_U64(fake_live_regions(&s), 1);
+    CHECK_OK(vdev_alloc_check(a));
+    free(m.b);
+    vdev_alloc_destroy(a);
+    CHECK_EQ_U64(fake_reserved(&s), 0);
+}
+
+/* Lookup by address: found for every live block, not for an inner pointer
+ * or a freed block, and still right after the table was built and then kept
+ * up to date by malloc and free. */
+static void test_lookup(void)
+{
+    struct fake_source s;
+    fake_init(&s);
+    vdev_alloc_t *a = make(&s, VDEV_POLICY_GROW, 1ull << 30, 0, 0);
+    struct vdev_block b[300];
+    for (int i = 0; i < 300; i++)
+        CHECK_OK(vdev_alloc_malloc(a, (uint64_t)(i % 17 + 1) * 1000, &b[i]));
+    uint32_t h = 0;
+    for (int i = 0; i < 300; i += 7) {
+        CHECK_OK(vdev_alloc_lookup(a, b[i].ptr, &h));
+        CHECK_EQ_U64(h, b[i].handle);
+    }
+    CHECK_STATUS(vdev_alloc_lookup(a, (char *)b[5].ptr + 256, &h), VDEV_ERR_INVALID_ARG);
+    CHECK_MSG("no live block starts at");
+    /* The table is kept up to date from here on. */
+    for (int i = 0; i < 300; i += 2)
+        vdev_alloc_free(a, b[i].handle);
+    CHECK_OK(vdev_alloc_check(a));
+    for (int i = 0; i < 300; i += 2)
+        CHECK_OK(vdev_alloc_malloc(a, 512, &b[i]));
+    for (int i = 0; i < 300; i++) {
+        CHECK_OK(vdev_alloc_lookup(a, b[i].ptr, &h));
+        CHECK_EQ_U64(h, b[i].handle);
+    }
+    vdev_alloc_free(a, b[1].handle);
+    CHECK_STATUS(vdev_alloc_lookup(a, b[1].ptr, &h), VDEV_ERR_INVALID_ARG);
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_destroy(a);
+}
+
+static void test_host_memory(void)
+{
+    /* 141 GB preallocated: bookkeeping costs kilobytes, not O(bytes). */
+    struct fake_source s;
+    fake_init(&s);
+    const uint64_t limit = 141000000000ull;
+    vdev_alloc_t *a = make(&s, VDEV_POLICY_PREALLOCATE, limit, 0, 0);
+    uint64_t host = vdev_alloc_host_bytes(a);
+    CHECK(host < 16 * 1024);
+    struct vdev_block b[1000];
+    for (int i = 0; i < 1000; i++)
+        CHECK_OK(vdev_alloc_malloc(a, 100ull << 20, &b[i]));
+    /* About 1000 chunks: the records grow with the chunks (32 bytes each). */
+    uint64_t host2 = vdev_alloc_host_bytes(a);
+    CHECK(host2 < 16 * 1024 + 2048 * 40);
+    for (int i = 0; i < 1000; i++)
+        vdev_alloc_free(a, b[i].handle);
+    struct vdev_alloc_stats st;
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.n_chunks, 1);
+    CHECK_EQ_U64(st.bytes_reserved, limit & ~255ull);
+    printf("host bookkeeping for a 141 GB limit: %llu bytes empty, %llu after 1000 blocks\n",
+           (unsigned long long)host, (unsigned long long)host2);
+    vdev_alloc_destroy(a);
+}
+
+/* Misuse returns VDEV_ERR_INVALID_ARG; sizes beyond the limit (or beyond
+ * rounding) fail with the exact OOM message; reset_peak. */
+static void test_arguments(void)
+{
+    struct fake_source s;
+    fake_init(&s);
+    vdev_alloc_t *a = NULL;
+    CHECK_STATUS(vdev_alloc_new(NULL, &a), VDEV_ERR_INVALID_ARG);
+    struct vdev_alloc_config cfg = {.name = "/device:GPU:1",
+                                    .limit_bytes = 255,
+                                    .source = {.reserve = fake_reserve,
+                                               .release = fake_release,
+                                               .ctx = &s}};
+    CHECK_STATUS(vdev_alloc_new(&cfg, &a), VDEV_ERR_INVALID_ARG);
+    cfg.limit_bytes = 1 << 20;
+    cfg.policy = VDEV_POLICY_COUNT;
+    CHECK_STATUS(vdev_alloc_new(&cfg, &a), VDEV_ERR_INVALID_ARG);
+    cfg.policy = VDEV_POLICY_GROW;
+    cfg.source.release = NULL;
+    CHECK_STATUS(vdev_alloc_new(&cfg, &a), VDEV_ERR_INVALID_ARG);
+    vdev_alloc_destroy(NULL);
+    a = make(&s, VDEV_POLICY_GROW, 1 << 20, 0, 0);
+    struct vdev_block b;
+    CHECK_STATUS(vdev_alloc_malloc(a, 0, &b), VDEV_ERR_INVALID_ARG);
+    CHECK_STATUS(vdev_alloc_malloc(a, 1, NULL), VDEV_ERR_INVALID_ARG);
+    CHECK_STATUS(vdev_alloc_malloc(NULL, 1, &b), VDEV_ERR_INVALID_ARG);
+    /* Sizes that cannot even be rounded fail as OOM, with the message. */
+    CHECK_STATUS(vdev_alloc_malloc(a, UINT64_MAX, &b), VDEV_ERR_OOM);
+    CHECK_MSG("OOM when allocating 16384.00 PiB (18446744073709551615 bytes)");
+    CHECK_STATUS(vdev_alloc_malloc(a, 4ull << 30, &b), VDEV_ERR_OOM);
+    CHECK_STR(vdev_last_error(), "OOM when allocating 4.00 GiB (4294967296 bytes) on "
+                                 "/device:GPU:1: 0 B in use of 1.00 MiB limit, largest free "
+                                 "block 0 B");
+    struct vdev_alloc_stats st;
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.n_failed_allocs, 2);
+    CHECK_EQ_U64(st.bytes_reserved, 0);
+    /* reset_peak */
+    CHECK_OK(vdev_alloc_malloc(a, 1000, &b));
+    vdev_alloc_free(a, b.handle);
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.peak_bytes_in_use, 1024);
+    vdev_alloc_reset_peak(a);
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.peak_bytes_in_use, 0);
+    CHECK_EQ_U64(st.peak_bytes_reserved, st.bytes_reserved);
+    vdev_alloc_destroy(a);
+}
+
+int main(void)
+{
+    test_arguments();
+    test_growth();
+    test_release_cached();
+    test_free_after();
+    test_fault_injection();
+    test_extend();
+    test_lookup();
+    test_host_memory();
+    test_property();
+    return check_done();
+}

@@ -1,0 +1,357 @@
+/* test_replay.c — trace loading, replay, and the trace writer.
+ *
+ * Replays each shared trace (VDEV_SHARED_DIR/traces; skipped with 77 when the
+ * folder is missing) once, with fewer events per timing run and a coarser
+ * capacity search so it stays quick, and checks what must hold whatever the
+ * machine: the event count (counted here independently), a positive peak, a
+ * minimum capacity at or above the peak. Then malformed traces, written to a
+ * temporary folder, must fail with VDEV_ERR_PARSE naming the file and line; a
+ * gzip copy written with zlib must read exactly as the plain file; a trace
+ * written by two allocators through vdev_alloc_trace_open() must read back
+ * and replay. Never asserts on time.
+ */
+#define _GNU_SOURCE
+#include "alloc/replay.h"
+#include "check.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+static char tmpdir[256];
+
+static void tmp_path(char *buf, size_t cap, const char *name)
+{
+    snprintf(buf, cap, "%s/%s", tmpdir, name);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Events counted without the library: lines that are neither comments nor blank. */
+static uint64_t count_events(const char *path)
+{
+    gzFile f = gzopen(path, "rb");
+    if (!f)
+        return 0;
+    static char line[1 << 16];
+    uint64_t n = 0;
+    while (gzgets(f, line, sizeof line))
+        if (line[0] == 'a' || line[0] == 'f')
+            n++;
+    gzclose(f);
+    return n;
+}
+
+static void progress(void *user, const char *stage, double done)
+{
+    int *calls = user;
+    (*calls)++;
+    CHECK(done >= 0.0 && done <= 1.0);
+    CHECK(!strcmp(stage, "capacity") || !strcmp(stage, "timing"));
+}
+
+/* One shared trace: loads, replays once and checks what holds on any machine. */
+static void test_shared(const char *name, uint64_t min_events)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/traces/%s", VDEV_SHARED_DIR, name);
+    struct vdev_trace *t = NULL;
+    CHECK_OK(vdev_trace_load(path, &t));
+    if (!t)
+        return;
+    CHECK_EQ_U64(t->n_events, count_events(path));
+    CHECK_EQ_U64(t->n_allocs + t->n_frees, t->n_events);
+    CHECK(t->peak_live_bytes > 0);
+    CHECK(t->peak_live_raw_bytes <= t->peak_live_bytes);
+    int calls = 0;
+    struct vdev_replay_options o = {.repeats = 1,
+                                    .min_events = min_events,
+                                    .precision = 0.005,
+                                    .progress = progress,
+                                    .progress_user = &calls};
+    struct vdev_replay_result r;
+    CHECK_OK(vdev_replay_run(t, &o, &r));
+    CHECK_EQ_U64(r.events, t->n_events);
+    CHECK_EQ_U64(r.peak_live_bytes, t->peak_live_bytes);
+    CHECK(r.min_capacity_bytes >= r.peak_live_bytes);
+    CHECK(r.capacity_ratio >= 1.0);
+    CHECK(r.peak_reserved_bytes >= r.peak_live_bytes);
+    CHECK(r.ns_per_event > 0);
+    CHECK(r.runs == 1);
+    CHECK(r.events_per_run >= min_events && r.events_per_run >= t->n_events);
+    CHECK(r.timing_capacity_bytes == 2 * r.min_capacity_bytes);
+    CHECK(calls >= 2);
+    printf("%-20s %8llu events, %.1f ns/event, capacity ratio %.4f (to 0.5%%)\n", name,
+           (unsigned long long)r.events, r.ns_per_event, r.capacity_ratio);
+    vdev_trace_free(t);
+}
+
+/* The header fields of mlp.trace, including a note with spaces and '='. */
+static void test_header(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/traces/mlp.trace", VDEV_SHARED_DIR);
+    struct vdev_trace *t = NULL;
+    CHECK_OK(vdev_trace_load(path, &t));
+    if (!t)
+        return;
+    CHECK_STR(vdev_trace_field(t, "model"), "mlp");
+    CHECK_STR(vdev_trace_field(t, "steps"), "3");
+    CHECK_STR(vdev_trace_field(t, "step_starts"), "0,62,124");
+    const char *note = vdev_trace_field(t, "note");
+    CHECK(note && strstr(note, "Linear(1024,4096)-ReLU") && strstr(note, "left unfreed"));
+    CHECK(vdev_trace_field(t, "nothing") == NULL);
+    CHECK(strncmp(t->header, "trace v1 model=mlp", 18) == 0);
+    vdev_trace_free(t);
+}
+
+/* A malformed trace must fail with the file and line in the message. */
+static void expect_parse_error(const char *text, int line, const char *what)
+{
+    char path[512], want[600];
+    tmp_path(path, sizeof path, "bad.trace");
+    write_file(path, text);
+    struct vdev_trace *t = (struct vdev_trace *)&t;
+    CHECK_STATUS(vdev_trace_load(path, &t), VDEV_ERR_PARSE);
+    CHECK(t == NULL);
+    snprintf(want, sizeof want, "%s:%d: ", path, line);
+    CHECK(strncmp(vdev_last_error(), want, strlen(want)) == 0);
+    CHECK_MSG(what);
+    if (strncmp(vdev_last_error(), want, strlen(want)) != 0)
+        fprintf(stderr, "  expected \"%s...\", got \"%s\"\n", want, vdev_last_error());
+}
+
+/* Every kind of malformed line, and files that cannot be read. */
+static void test_malformed(void)
+{
+    expect_parse_error("a 1 100\nx 2\n", 2, "unknown op 'x'");
+    expect_parse_error("a 1\n", 1, "too few fields");
+    expect_parse_error("a 1 100 5\n", 1, "too many fields");
+    expect_parse_error("a 1 2\nf\n", 2, "too few fields");
+    expect_parse_error("a 1 2\nf 1 2\n", 2, "too many fields");
+    expect_parse_error("a one 100\n", 1, "ID 'one' is not a decimal number");
+    expect_parse_error("a 1 -5\n", 1, "BYTES '-5' is not a decimal number");
+    expect_parse_error("a 1 12x\n", 1, "BYTES '12x' is not a decimal number");
+    expect_parse_error("a 1 99999999999999999999999\n", 1, "is not a decimal number");
+    expect_parse_error("a 1 0\n", 1, "allocation of 0 bytes");
+    expect_parse_error("# c\n\na 1 100\n# mid\nf 7\n", 5, "free of unknown id 7");
+    expect_parse_error("a 1 100\nf 1\nf 1\n", 3, "free of id 1, which was already freed at line 2");
+    expect_parse_error("a 1 100\na 1 200\n", 2, "allocation of id 1, which is live (allocated at "
+                                                 "line 1)");
+    expect_parse_error("a 1 100\r\nA 2 5\r\n", 2, "unknown op 'A'");
+
+    /* Missing file: an I/O error naming it. */
+    struct vdev_trace *t;
+    char path[512];
+    tmp_path(path, sizeof path, "missing.trace");
+    CHECK_STATUS(vdev_trace_load(path, &t), VDEV_ERR_IO);
+    CHECK_MSG("missing.trace");
+    CHECK_STATUS(vdev_trace_load(NULL, &t), VDEV_ERR_INVALID_ARG);
+}
+
+static void test_well_formed(void)
+{
+    /* Comments and blank lines anywhere, CRLF, tabs, reused IDs, a block left
+     * live at the end. */
+    char path[512];
+    tmp_path(path, sizeof path, "ok.trace");
+    write_file(path, "# trace v1 model=tiny steps=2 note=a b c\n"
+                     "a 5 1000\r\n"
+                     "\n"
+                     "# a comment\n"
+                     "a\t6 3000\n"
+                     "f 5\n"
+                     "  a 5 10\n"
+                     "f 5\n"
+                     "# end\n");
+    struct vdev_trace *t = NULL;
+    CHECK_OK(vdev_trace_load(path, &t));
+    if (!t)
+        return;
+    CHECK_EQ_U64(t->n_events, 5);
+    CHECK_EQ_U64(t->n_allocs, 3);
+    CHECK_EQ_U64(t->n_slots, 2);
+    CHECK_EQ_U64(t->peak_live_bytes, 1024 + 3072);
+    CHECK_EQ_U64(t->peak_live_raw_bytes, 4000);
+    CHECK_EQ_U64(t->n_live_at_end, 1);
+    CHECK_EQ_U64(t->live_at_end_bytes, 3072);
+    CHECK_EQ_U64(t->events[0].line, 2);
+    CHECK_STR(vdev_trace_field(t, "note"), "a b c");
+    CHECK_STR(vdev_trace_field(t, "model"), "tiny");
+    /* Back-to-back passes free the block left live after each pass. */
+    struct vdev_replay_options o = {.repeats = 3, .min_events = 10000, .no_pin = 1};
+    struct vdev_replay_result r;
+    CHECK_OK(vdev_replay_run(t, &o, &r));
+    CHECK_EQ_U64(r.passes_per_run, 2000);
+    CHECK_EQ_U64(r.min_capacity_bytes, 4096);
+    CHECK(r.capacity_ratio == 1.0);
+    CHECK(r.ns_per_event_min <= r.ns_per_event && r.ns_per_event <= r.ns_per_event_max);
+    CHECK_EQ_U64(r.pinned_cpu, -1);
+    vdev_trace_free(t);
+
+    /* A trace with no events. */
+    write_file(path, "# nothing here\n");
+    CHECK_OK(vdev_trace_load(path, &t));
+    CHECK_EQ_U64(t->n_events, 0);
+    CHECK_OK(vdev_replay_run(t, NULL, &r));
+    CHECK_EQ_U64(r.events, 0);
+    CHECK_EQ_U64(r.min_capacity_bytes, 0);
+    vdev_trace_free(t);
+}
+
+/* transformer.trace compressed here with zlib reads back event for event. */
+static void test_gzip(void)
+{
+    char src[512], gz[512];
+    snprintf(src, sizeof src, "%s/traces/transformer.trace", VDEV_SHARED_DIR);
+    tmp_path(gz, sizeof gz, "transformer.trace.gz");
+    FILE *in = fopen(src, "r");
+    gzFile out = gzopen(gz, "wb");
+    CHECK(in && out);
+    if (!in || !out)
+        return;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        CHECK(gzwrite(out, buf, (unsigned)n) == (int)n);
+    fclose(in);
+    CHECK(gzclose(out) == Z_OK);
+    struct vdev_trace *p = NULL, *z = NULL;
+    CHECK_OK(vdev_trace_load(src, &p));
+    CHECK_OK(vdev_trace_load(gz, &z));
+    if (!p || !z)
+        return;
+    CHECK_EQ_U64(p->n_events, z->n_events);
+    CHECK(memcmp(p->events, z->events, (size_t)p->n_events * sizeof *p->events) == 0);
+    CHECK_EQ_U64(p->peak_live_bytes, z->peak_live_bytes);
+    CHECK_STR(p->header, z->header);
+    CHECK_EQ_U64(p->n_fields, z->n_fields);
+    vdev_trace_free(p);
+    vdev_trace_free(z);
+}
+
+/* A region source for the trace-writer test. */
+static enum vdev_status src_reserve(void *ctx, uint64_t bytes, void **base)
+{
+    uint64_t *next = ctx;
+    *base = (void *)(uintptr_t)*next;
+    *next += bytes + (1u << 20);
+    return VDEV_OK;
+}
+static void src_release(void *ctx, void *base, uint64_t bytes) {}
+
+/* Two allocators write one trace (GROW and PREALLOCATE, an OOM, a free_after,
+ * lookups alongside); it reads back with the right counts and replays. */
+static void test_trace_writer(void)
+{
+    char path[512];
+    tmp_path(path, sizeof path, "written.trace");
+    vdev_alloc_trace_t *tr = NULL;
+    CHECK_OK(vdev_alloc_trace_open(path, &tr));
+    uint64_t next = 1ull << 40;
+    vdev_alloc_t *a[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        struct vdev_alloc_config cfg = {
+            .name = i ? "/device:GPU:1" : "/device:GPU:0",
+            .limit_bytes = 64 << 20,
+            .policy = i ? VDEV_POLICY_PREALLOCATE : VDEV_POLICY_GROW,
+            .source = {.reserve = src_reserve, .release = src_release, .ctx = &next},
+            .trace = tr,
+        };
+        CHECK_OK(vdev_alloc_new(&cfg, &a[i]));
+    }
+    if (!a[0] || !a[1])
+        return;
+    struct vdev_block b[40];
+    for (int i = 0; i < 40; i++)
+        CHECK_OK(vdev_alloc_malloc(a[i % 2], (uint64_t)(i + 1) * 1000, &b[i]));
+    CHECK_STATUS(vdev_alloc_malloc(a[0], 1ull << 30, &b[0]), VDEV_ERR_OOM); /* a comment */
+    for (int i = 0; i < 40; i += 2)
+        vdev_alloc_free(a[i % 2], b[i].handle);
+    vdev_alloc_free_after(a[1], b[1].handle, NULL); /* no events: frees at once */
+    uint32_t h;
+    CHECK_OK(vdev_alloc_lookup(a[1], b[3].ptr, &h)); /* the lookup table alongside tracing */
+    CHECK_OK(vdev_alloc_check(a[0]));
+    CHECK_OK(vdev_alloc_check(a[1]));
+    vdev_alloc_destroy(a[0]);
+    vdev_alloc_destroy(a[1]);
+    vdev_alloc_trace_close(tr);
+    vdev_alloc_trace_close(NULL);
+
+    struct vdev_trace *t = NULL;
+    CHECK_OK(vdev_trace_load(path, &t));
+    if (!t)
+        return;
+    CHECK_EQ_U64(t->n_allocs, 40);
+    CHECK_EQ_U64(t->n_frees, 21);
+    CHECK_EQ_U64(t->n_live_at_end, 19);
+    CHECK_STR(vdev_trace_field(t, "source"), "vdev");
+    CHECK_EQ_U64(t->events[0].bytes, 1000); /* requested bytes, not rounded */
+    uint64_t want = 0;
+    for (int i = 0; i < 40; i++)
+        want += ((uint64_t)(i + 1) * 1000 + 255) / 256 * 256;
+    CHECK_EQ_U64(t->peak_live_bytes, want);
+    struct vdev_replay_options o = {.repeats = 1, .min_events = 1000, .no_pin = 1};
+    struct vdev_replay_result r;
+    CHECK_OK(vdev_replay_run(t, &o, &r));
+    CHECK(r.capacity_ratio >= 1.0);
+    vdev_trace_free(t);
+
+    /* The OOM was written as a comment. */
+    FILE *f = fopen(path, "r");
+    char line[256];
+    int oom = 0;
+    while (f && fgets(line, sizeof line, f))
+        oom += strncmp(line, "# oom 1073741824", 16) == 0;
+    if (f)
+        fclose(f);
+    CHECK_EQ_U64(oom, 1);
+
+    CHECK_STATUS(vdev_alloc_trace_open("/nonexistent-dir/x.trace", &tr), VDEV_ERR_IO);
+    CHECK(tr == NULL);
+    CHECK_MSG("/nonexistent-dir/x.trace");
+}
+
+int main(void)
+{
+    char traces[512];
+    struct stat sb;
+    snprintf(traces, sizeof traces, "%s/traces", VDEV_SHARED_DIR);
+    if (stat(traces, &sb) != 0) {
+        printf("skipped: %s not found\n", traces);
+        return 77;
+    }
+    snprintf(tmpdir, sizeof tmpdir, "%s/vdev-test-replay-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_header();
+    test_malformed();
+    test_well_formed();
+    test_gzip();
+    test_trace_writer();
+    test_shared("mlp.trace", 100000);
+    test_shared("transformer.trace", 100000);
+    test_shared("synthetic.trace.gz", 100000);
+    /* Clean up the temporary folder. */
+    const char *names[] = {"bad.trace", "ok.trace", "transformer.trace.gz", "written.trace"};
+    for (size_t i = 0; i < VDEV_ARRAY_LEN(names); i++) {
+        char p[512];
+        tmp_path(p, sizeof p, names[i]);
+        unlink(p);
+    }
+    rmdir(tmpdir);
+    return check_done();
+}
