@@ -326,6 +326,24 @@ VDEV_API void vdev_placement_reset(void);
  * reserved, limit, and bytes copied in from and out to other devices. */
 VDEV_API void vdev_device_report(FILE *f);
 
+/* ---- metrics endpoint ------------------------------------------------------ *
+ * Serves the Prometheus text format (0.0.4) on GET /metrics over HTTP, from a
+ * thread of its own inside this process: per logical device memory in use,
+ * peak, reserved, limit and largest free block (gauges), allocations and
+ * OOMs, ops per type, bytes copied per pair (counters), and an op-time
+ * histogram. A scrape never stops an op. Also VDEV_METRICS_ADDR=HOST:PORT,
+ * read at start-up. One endpoint at a time; vdev_shutdown() stops it. */
+
+/* Starts serving on addr, "127.0.0.1:9400" or "[::1]:9400" (numeric, bound
+ * as given; port 0 picks a free port, see vdev_metrics_port). Starts the
+ * runtime. VDEV_ERR_INVALID_ARG for a malformed address, an address that
+ * cannot be bound, or an endpoint already serving. */
+VDEV_API enum vdev_status vdev_metrics_serve(const char *addr);
+/* Stops serving (a scrape in flight finishes first); no-op when not serving. */
+VDEV_API void vdev_metrics_stop(void);
+/* The port being served, 0 when not serving. */
+VDEV_API int vdev_metrics_port(void);
+
 /* ==== ops =================================================================
  * Each returns a new tensor, or NULL (see above). A shape mismatch is
  * VDEV_ERR_SHAPE naming both shapes. */

@@ -12,6 +12,8 @@ struct vdev_cli_command {
 
 int vdev_cmd_devices(int argc, char **argv);
 int vdev_cmd_replay(int argc, char **argv);
+int vdev_cmd_plot(int argc, char **argv);
 int vdev_cmd_demo(int argc, char **argv);
+int vdev_cmd_top(int argc, char **argv);
 
 #endif

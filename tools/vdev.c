@@ -2,7 +2,9 @@
  *
  *   vdev devices [--json]        physical and logical devices
  *   vdev replay [--json] TRACE   replay an allocation trace against the allocator
+ *   vdev plot [--placement] TRACE -o OUT.svg   draw a profiler trace
  *   vdev demo [...]              the main job (see cmd_demo.c)
+ *   vdev top [--url U] [--once]  live memory and op rates from a metrics endpoint
  *
  * Every subcommand prints one line "vdev <cmd>: <error>" on stderr and exits
  * non-zero on bad input: 2 for usage errors, 1 for everything else. */
@@ -14,6 +16,10 @@
 static const struct vdev_cli_command commands[] = {
     {"devices", "list physical and logical devices, memory and policies", vdev_cmd_devices},
     {"replay", "replay an allocation trace and measure the allocator", vdev_cmd_replay},
+    {"top", "live view of memory, ops and copies per device from a metrics endpoint",
+     vdev_cmd_top},
+    {"plot", "draw a trace (VDEV_TRACE_FILE) as SVG: memory over time, ops per device",
+     vdev_cmd_plot},
 #ifdef VDEV_HAVE_DEMO
     {"demo", "train three chained models on three GPUs (the main job)", vdev_cmd_demo},
 #endif
@@ -29,7 +35,8 @@ static void usage(FILE *f)
     fprintf(f, "\n'vdev <command> --help' describes a command and its options.\n"
                "Environment: VDEV_SIM_GPUS, VDEV_VISIBLE_DEVICES, VDEV_MEMORY_GROWTH,\n"
                "TF_FORCE_GPU_ALLOW_GROWTH, VDEV_MEMORY_FRACTION, TF_GPU_MEMORY_FRACTION,\n"
-               "VDEV_LOGICAL_DEVICES, TF_DEVICE_MIN_SYS_MEMORY_IN_MB, VDEV_ALLOC_TRACE\n"
+               "VDEV_LOGICAL_DEVICES, TF_DEVICE_MIN_SYS_MEMORY_IN_MB, VDEV_ALLOC_TRACE,\n"
+               "VDEV_METRICS_ADDR, VDEV_TRACE_FILE\n"
                "(see the README).\n");
 }
 

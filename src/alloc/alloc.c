@@ -1234,3 +1234,88 @@ out:
     unlock(a);
     return st;
 }
+
+/* ------------------------------------------------------------------------ */
+/* state dump (VDEV_OOM_REPORT) */
+
+struct dump_bin {
+    uint64_t n_chunks, n_in_use, bytes, bytes_in_use;
+};
+
+#define DUMP_TOP 10
+
+/* Prints the allocator's state in the shape of TensorFlow's BFC dump after an
+ * out-of-memory failure: per power-of-two bin, chunks and bytes in use and
+ * free; the largest free block; and the biggest live blocks, each with the
+ * tag the caller gives its handle (the op that made it). Walks every chunk
+ * under the lock: O(chunks). */
+void vdev_alloc_dump(vdev_alloc_t *a, FILE *f, const char *(*tag_of)(void *user, uint32_t handle),
+                     void *user)
+{
+    struct dump_bin bins[64];
+    memset(bins, 0, sizeof bins);
+    uint32_t top[DUMP_TOP];
+    int n_top = 0;
+    char b1[32], b2[32], b3[32];
+    lock(a);
+    for (uint32_t r = 0; r < a->n_reg_slots; r++) {
+        const struct region *g = &a->reg[r];
+        if (!g->bytes)
+            continue;
+        for (uint32_t h = g->first; h != NO_NEIGHBOUR; h = a->ch[h].next) {
+            const struct chunk *c = &a->ch[h];
+            uint64_t sz = csize(c);
+            unsigned b = 63u - (unsigned)__builtin_clzll(sz >> 8 ? sz >> 8 : 1);
+            int live = cstate(c) != ST_FREE;
+            bins[b].n_chunks++;
+            bins[b].bytes += sz;
+            if (live) {
+                bins[b].n_in_use++;
+                bins[b].bytes_in_use += sz;
+                /* keep the DUMP_TOP largest live blocks, largest first */
+                int k;
+                if (n_top < DUMP_TOP)
+                    k = n_top++;
+                else if (csize(&a->ch[top[DUMP_TOP - 1]]) >= sz)
+                    continue;
+                else
+                    k = DUMP_TOP - 1;
+                while (k > 0 && csize(&a->ch[top[k - 1]]) < sz) {
+                    top[k] = top[k - 1];
+                    k--;
+                }
+                top[k] = h;
+            }
+        }
+    }
+    fprintf(f, "Allocator (%s) state: %s in use of %s limit, %s reserved in %u region%s\n",
+            a->name, vdev_format_bytes(a->in_use, b1, sizeof b1),
+            vdev_format_bytes(a->limit, b2, sizeof b2), vdev_format_bytes(a->reserved, b3, sizeof b3),
+            a->n_regions, a->n_regions == 1 ? "" : "s");
+    for (unsigned b = 0; b < 64; b++) {
+        if (!bins[b].n_chunks)
+            continue;
+        fprintf(f, "Bin (%s): \tTotal Chunks: %llu, Chunks in use: %llu. %s allocated for chunks. ",
+                vdev_format_bytes(256ull << b, b1, sizeof b1),
+                (unsigned long long)bins[b].n_chunks, (unsigned long long)bins[b].n_in_use,
+                vdev_format_bytes(bins[b].bytes, b2, sizeof b2));
+        fprintf(f, "%s in use in bin. %s free in bin.\n",
+                vdev_format_bytes(bins[b].bytes_in_use, b1, sizeof b1),
+                vdev_format_bytes(bins[b].bytes - bins[b].bytes_in_use, b3, sizeof b3));
+    }
+    uint64_t lf = largest_free(a);
+    uint64_t free_bytes = a->reserved - a->in_use - a->pending_bytes;
+    fprintf(f, "Largest free block: %s; free in reserved regions: %s (fragmentation %.3f); "
+               "room left to grow: %s\n",
+            vdev_format_bytes(lf, b1, sizeof b1), vdev_format_bytes(free_bytes, b2, sizeof b2),
+            free_bytes ? (double)(free_bytes - lf) / (double)free_bytes : 0.0,
+            vdev_format_bytes(a->limit > a->reserved ? a->limit - a->reserved : 0, b3, sizeof b3));
+    fprintf(f, "Biggest live blocks:\n");
+    for (int i = 0; i < n_top; i++) {
+        const struct chunk *c = &a->ch[top[i]];
+        const char *tag = tag_of ? tag_of(user, top[i]) : NULL;
+        fprintf(f, "  %12s at 0x%llx  made by %s\n", vdev_format_bytes(csize(c), b1, sizeof b1),
+                (unsigned long long)c->addr, tag ? tag : "(unknown)");
+    }
+    unlock(a);
+}

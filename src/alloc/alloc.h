@@ -148,6 +148,13 @@ void vdev_alloc_flush_pending(vdev_alloc_t *a);
  * statistics add up). Returns VDEV_OK or VDEV_ERR_INTERNAL with a message. */
 enum vdev_status vdev_alloc_check(vdev_alloc_t *a);
 
+/* Prints the allocator's state as TensorFlow's BFC allocator does after an
+ * out-of-memory failure: chunks and bytes per power-of-two bin, in use and
+ * free, the largest free block, and the biggest live blocks with the tag
+ * tag_of(user, handle) gives each (may be NULL). Takes the lock. */
+void vdev_alloc_dump(vdev_alloc_t *a, FILE *f, const char *(*tag_of)(void *user, uint32_t handle),
+                     void *user);
+
 /* Calls fn for every region: base, size, and whether it holds a live or
  * pending block. fn runs under the allocator's lock: it must not call back
  * into the allocator. */

@@ -185,6 +185,7 @@ vdev_tensor_t *vdev_op_run(enum vdev_op op, const vdev_tensor_t *const *in, int 
     if (def->flags & VDEV_OP_VIEW) {
         out = vdev_tensor_view(use[0], ka.out_shape[0], ka.out_ndim[0]);
     } else {
+        vdev_tensor_op_tag = def->name;
         out = vdev_tensor_new(dev, (enum vdev_dtype)ka.out_dtype[0], ka.out_shape[0],
                               ka.out_ndim[0]);
         if (out) {

@@ -12,6 +12,10 @@
 const double vdev_op_time_bounds[VDEV_OP_TIME_BUCKETS] = {
     1e-6, 4e-6, 16e-6, 64e-6, 256e-6, 1e-3, 4e-3, 16e-3, 64e-3, 256e-3, 1.0, 4.0};
 
+/* The track of a device's copies ("/device:GPU:1 copies"), next to the track
+ * of its ops (tid = device id). */
+#define VDEV_TRACE_COPY_TID(id) (1000 + (id))
+
 _Atomic int vdev_observe_flag;
 static _Atomic int consumers;
 static _Atomic int tracing; /* a trace file is open (read without the lock) */
@@ -91,41 +95,76 @@ void vdev_observe_copy(int from_id, int to_id, uint64_t bytes, uint64_t t0, uint
         return;
     struct vdev_ldev *f = vdev_runtime_device(from_id), *t = vdev_runtime_device(to_id);
     char line[384];
+    /* On each device's copy track, not its op track: a copy is timed where
+     * it was issued and overlaps the kernels of both streams. */
     for (int side = 0; side < 2; side++) {
         snprintf(line, sizeof line,
                  "{\"name\":\"Copy\",\"cat\":\"copy\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,"
                  "\"pid\":1,\"tid\":%d,\"args\":{\"from\":\"%s\",\"to\":\"%s\",\"bytes\":%llu}}",
-                 us(t0), (double)(t1 > t0 ? t1 - t0 : 0) / 1000.0, side ? to_id : from_id,
-                 f ? f->name : "?", t ? t->name : "?", (unsigned long long)bytes);
+                 us(t0), (double)(t1 > t0 ? t1 - t0 : 0) / 1000.0,
+                 VDEV_TRACE_COPY_TID(side ? to_id : from_id), f ? f->name : "?", t ? t->name : "?",
+                 (unsigned long long)bytes);
         emit(line);
     }
 }
+
+/* Counter and instant events take their time and values under the lock, so
+ * each device's counter series is in time order with consistent values even
+ * when several threads allocate on it. */
+#define MEM_SAMPLE_NS 100000 /* 100 us */
+
+struct mem_sample {
+    int seen;
+    uint64_t last_ns, high, reserved;
+};
+static struct mem_sample M[VDEV_MAX_LDEVS]; /* guarded by T.lock */
 
 void vdev_observe_memory(const struct vdev_ldev *dev)
 {
     if (!atomic_load_explicit(&tracing, memory_order_relaxed))
         return;
     struct vdev_alloc_stats s;
-    vdev_alloc_get_stats(dev->alloc, &s);
-    char line[256];
-    snprintf(line, sizeof line,
-             "{\"name\":\"memory %s\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":1,\"tid\":%d,"
-             "\"args\":{\"in_use\":%llu,\"reserved\":%llu}}",
-             dev->name, us(vdev_now_ns()), dev->id, (unsigned long long)s.bytes_in_use,
-             (unsigned long long)s.bytes_reserved);
-    emit(line);
+    pthread_mutex_lock(&T.lock);
+    if (T.f) {
+        vdev_alloc_get_stats(dev->alloc, &s);
+        /* A sample at most every MEM_SAMPLE_NS per device, but always at a
+         * new high of memory in use and when reserved memory changes, so the
+         * picture keeps every peak and region while the trace stays small. */
+        uint64_t now = vdev_now_ns();
+        struct mem_sample *m = &M[dev->id];
+        if (m->seen && now - m->last_ns < MEM_SAMPLE_NS && s.bytes_in_use <= m->high &&
+            s.bytes_reserved == m->reserved) {
+            pthread_mutex_unlock(&T.lock);
+            return;
+        }
+        m->seen = 1;
+        m->last_ns = now;
+        if (s.bytes_in_use > m->high)
+            m->high = s.bytes_in_use;
+        m->reserved = s.bytes_reserved;
+        fprintf(T.f,
+                ",\n{\"name\":\"memory %s\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":1,\"tid\":%d,"
+                "\"args\":{\"in_use\":%llu,\"reserved\":%llu}}",
+                dev->name, us(now), dev->id, (unsigned long long)s.bytes_in_use,
+                (unsigned long long)s.bytes_reserved);
+        T.n_events++;
+    }
+    pthread_mutex_unlock(&T.lock);
 }
 
 void vdev_observe_oom(const struct vdev_ldev *dev, uint64_t bytes)
 {
     if (!atomic_load_explicit(&tracing, memory_order_relaxed))
         return;
-    char line[256];
-    snprintf(line, sizeof line,
-             "{\"name\":\"OOM\",\"cat\":\"oom\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":1,"
-             "\"tid\":%d,\"args\":{\"bytes\":%llu}}",
-             us(vdev_now_ns()), dev->id, (unsigned long long)bytes);
-    emit(line);
+    pthread_mutex_lock(&T.lock);
+    if (T.f) {
+        fprintf(T.f,
+                ",\n{\"name\":\"OOM\",\"cat\":\"oom\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,"
+                "\"pid\":1,\"tid\":%d,\"args\":{\"bytes\":%llu}}",
+                us(vdev_now_ns()), dev->id, (unsigned long long)bytes);
+        T.n_events++;
+    }
+    pthread_mutex_unlock(&T.lock);
 }
 
 void vdev_observe_op_times(int dev_id, struct vdev_op_time_hist *out)
@@ -160,18 +199,25 @@ enum vdev_status vdev_observe_init(void)
     pthread_mutex_lock(&T.lock);
     T.f = f;
     T.t0 = vdev_now_ns();
+    memset(M, 0, sizeof M);
     atomic_store(&t_zero, T.t0);
     T.n_events = 0;
-    fprintf(f, "[");
-    /* name each device's track */
+    fprintf(f, "[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"vdev\"}}");
+    T.n_events = 1;
+    /* name each device's tracks: its ops, then its copies */
     for (int i = 0; i < vdev_runtime_n_devices(); i++) {
         struct vdev_ldev *d = vdev_runtime_device(i);
-        fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
-                   "\"args\":{\"name\":\"%s (%s)\"}}",
-                T.n_events ? ",\n" : "\n", i, d->name, d->backend->ops->name);
-        T.n_events++;
+        for (int k = 0; k < 2; k++) {
+            int tid = k ? VDEV_TRACE_COPY_TID(i) : i;
+            fprintf(f,
+                    ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+                    "\"args\":{\"name\":\"%s (%s)%s\"}}"
+                    ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+                    "\"args\":{\"sort_index\":%d}}",
+                    tid, d->name, d->backend->ops->name, k ? " copies" : "", tid, 2 * i + k);
+            T.n_events += 2;
+        }
     }
-    fprintf(f, ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"vdev\"}}");
     if (!T.atexit_done) {
         atexit(close_at_exit);
         T.atexit_done = 1;

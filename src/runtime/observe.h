@@ -11,8 +11,12 @@
  * named after it; every op is a complete event ("ph":"X") on the track of
  * the device it ran on, timed where it ran (on a simulated GPU's stream
  * thread, or inline on the CPU); a copy between devices is a complete event
- * on both tracks; memory in use and reserved per device are counter events
- * ("ph":"C"). Timestamps are microseconds since start-up. */
+ * on both devices' copy tracks (tid 1000 + device id, shown under the op
+ * track), timed on the thread that issued it; memory in use and reserved per
+ * device are counter events ("ph":"C"), sampled at most every 100 us but at
+ * every new high and every change of reserved memory; an out-of-memory
+ * failure is an instant event ("ph":"i"). Timestamps are microseconds since
+ * start-up. */
 #ifndef VDEV_OBSERVE_H
 #define VDEV_OBSERVE_H
 

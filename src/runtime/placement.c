@@ -162,6 +162,20 @@ void vdev_placement_record_copy(const struct vdev_ldev *from, const struct vdev_
     atomic_fetch_add_explicit(&copy_bytes[from->id][to->id], bytes, memory_order_relaxed);
 }
 
+const char *vdev_placement_op_name(int op_type)
+{
+    if (op_type < 0 || op_type >= VDEV_MAX_OP_TYPES)
+        return NULL;
+    return atomic_load_explicit(&op_names[op_type], memory_order_relaxed);
+}
+
+uint64_t vdev_placement_ops_of(int op_type, int dev_id)
+{
+    if (op_type < 0 || op_type >= VDEV_MAX_OP_TYPES || dev_id < 0 || dev_id >= VDEV_MAX_LDEVS)
+        return 0;
+    return atomic_load_explicit(&op_counts[op_type][dev_id], memory_order_relaxed);
+}
+
 /* Device id of a name, -1 for NULL (all), -2 for a bad name. */
 static int dev_id(const char *name)
 {
@@ -293,11 +307,19 @@ void vdev_placement_forget_settings(void)
     atomic_store(&log_set_by_code, 0);
 }
 
-static void report_at_exit(void)
+/* VDEV_PLACEMENT_REPORT: printed once, at vdev_shutdown() or at exit,
+ * whichever comes first (shutdown forgets the counters). */
+void vdev_placement_report_if_asked(void)
 {
-    if (A.report_at_exit)
+    pthread_mutex_lock(&A.lock);
+    int report = A.report_at_exit;
+    A.report_at_exit = 0;
+    pthread_mutex_unlock(&A.lock);
+    if (report)
         vdev_placement_report(stderr);
 }
+
+static void report_at_exit(void) { vdev_placement_report_if_asked(); }
 
 enum vdev_status vdev_placement_init_env(void)
 {

@@ -42,6 +42,14 @@ enum vdev_placement_policy vdev_placement_policy_now(void);
  * inputs there. Logs the op when placement logging is on. */
 void vdev_placement_record(int op_type, const char *op_name, const struct vdev_ldev *ran_on,
                            int home, uint64_t bytes_copied);
+/* The name an op type was recorded under (NULL: never run), and how many
+ * ops of that type ran on a device (by id): for the metrics endpoint. */
+const char *vdev_placement_op_name(int op_type);
+uint64_t vdev_placement_ops_of(int op_type, int dev_id);
+
+/* Prints the report VDEV_PLACEMENT_REPORT asked for, once. */
+void vdev_placement_report_if_asked(void);
+
 /* Back to the default policy and logging (vdev_shutdown). */
 void vdev_placement_forget_settings(void);
 

@@ -8,6 +8,7 @@
  * step fails, everything built so far is torn down and the configuration is
  * unfrozen, so the caller can fix it and call vdev_init() again. */
 #define _GNU_SOURCE
+#include "runtime/metrics.h"
 #include "runtime/observe.h"
 #include "runtime/placement.h"
 
@@ -22,6 +23,10 @@ static struct {
     vdev_alloc_trace_t *trace;
     _Atomic uint32_t generation; /* counts start-ups; tensors remember theirs */
 } R = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static _Atomic int oom_report; /* VDEV_OOM_REPORT */
+
+int vdev_runtime_oom_report(void) { return atomic_load_explicit(&oom_report, memory_order_relaxed); }
 
 uint32_t vdev_runtime_generation(void)
 {
@@ -70,6 +75,7 @@ static void src_event_drop(void *ctx, void *ev)
 
 static void teardown_locked(void)
 {
+    vdev_metrics_shutdown(); /* first: a scrape reads the devices */
     /* Every stream first: one may still copy from another device's memory. */
     for (int i = 0; i < R.n; i++)
         if (R.devs[i].backend)
@@ -165,6 +171,13 @@ VDEV_API enum vdev_status vdev_init(void)
         goto fail;
     if ((st = vdev_observe_init()) != VDEV_OK)
         goto fail;
+    const char *oom = getenv("VDEV_OOM_REPORT");
+    int report = 0;
+    if (oom && (st = vdev_config_parse_bool("VDEV_OOM_REPORT", oom, &report)) != VDEV_OK)
+        goto fail;
+    atomic_store(&oom_report, report);
+    if ((st = vdev_metrics_init_env()) != VDEV_OK)
+        goto fail;
     free(plan);
     atomic_fetch_add_explicit(&R.generation, 1, memory_order_relaxed);
     atomic_store_explicit(&R.initialized, 1, memory_order_release);
@@ -204,6 +217,7 @@ void vdev_runtime_on_shutdown(void (*fn)(void))
 
 VDEV_API void vdev_shutdown(void)
 {
+    vdev_placement_report_if_asked();
     for (int i = n_shutdown_hooks - 1; i >= 0; i--)
         shutdown_hooks[i]();
     pthread_mutex_lock(&R.lock);

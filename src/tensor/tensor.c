@@ -145,6 +145,57 @@ VDEV_API vdev_tensor_t *vdev_keep(vdev_tensor_t *t)
     return t;
 }
 
+/* ---- out-of-memory report: which op made each live block ---- */
+
+_Thread_local const char *vdev_tensor_op_tag;
+
+static struct {
+    pthread_mutex_t lock;
+    const char **tags[VDEV_MAX_LDEVS]; /* per device, by allocator handle */
+    uint32_t cap[VDEV_MAX_LDEVS];
+    uint32_t generation;
+} OT = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void tag_block(const struct vdev_ldev *dev, uint32_t handle, const char *tag)
+{
+    pthread_mutex_lock(&OT.lock);
+    if (OT.generation != vdev_runtime_generation()) { /* a new start-up: forget */
+        for (int i = 0; i < VDEV_MAX_LDEVS; i++) {
+            free(OT.tags[i]);
+            OT.tags[i] = NULL;
+            OT.cap[i] = 0;
+        }
+        OT.generation = vdev_runtime_generation();
+    }
+    if (handle >= OT.cap[dev->id]) {
+        uint32_t cap = OT.cap[dev->id] ? OT.cap[dev->id] : 1024;
+        while (cap <= handle)
+            cap *= 2;
+        const char **t = realloc(OT.tags[dev->id], cap * sizeof *t);
+        if (!t) { /* the report loses a tag, nothing else */
+            pthread_mutex_unlock(&OT.lock);
+            return;
+        }
+        memset(t + OT.cap[dev->id], 0, (cap - OT.cap[dev->id]) * sizeof *t);
+        OT.tags[dev->id] = t;
+        OT.cap[dev->id] = cap;
+    }
+    OT.tags[dev->id][handle] = tag;
+    pthread_mutex_unlock(&OT.lock);
+}
+
+/* Called by the allocator's dump with its lock held. */
+static const char *tag_of(void *user, uint32_t handle)
+{
+    const struct vdev_ldev *dev = user;
+    const char *t = NULL;
+    pthread_mutex_lock(&OT.lock);
+    if (OT.generation == vdev_runtime_generation() && handle < OT.cap[dev->id])
+        t = OT.tags[dev->id][handle];
+    pthread_mutex_unlock(&OT.lock);
+    return t;
+}
+
 /* ---- life cycle ---- */
 
 struct vdev_ldev *vdev_tensor_creation_device(void)
@@ -208,12 +259,18 @@ vdev_tensor_t *vdev_tensor_new(struct vdev_ldev *dev, enum vdev_dtype dtype, con
                        vdev_format_bytes(t->bytes, b, sizeof b), dev->long_name, msg);
             if (vdev_observe_on())
                 vdev_observe_oom(dev, t->bytes);
+            if (vdev_runtime_oom_report()) {
+                fprintf(stderr, "%s\n", vdev_last_error());
+                vdev_alloc_dump(dev->alloc, stderr, tag_of, dev);
+            }
             t->magic = 0;
             free(t);
             return NULL;
         }
         t->data = blk.ptr;
         t->handle = blk.handle;
+        if (vdev_runtime_oom_report())
+            tag_block(dev, blk.handle, vdev_tensor_op_tag ? vdev_tensor_op_tag : "(a tensor)");
         if (vdev_observe_on())
             vdev_observe_memory(dev);
     }
@@ -379,6 +436,7 @@ static vdev_tensor_t *make_filled(const int64_t *shape, int ndim, enum vdev_dtyp
 {
     if (vdev_init() != VDEV_OK)
         return NULL;
+    vdev_tensor_op_tag = "Fill";
     vdev_tensor_t *t = vdev_tensor_new(vdev_tensor_creation_device(), dt, shape, ndim);
     if (!t)
         return NULL;
@@ -427,6 +485,7 @@ VDEV_API vdev_tensor_t *vdev_tensor_from_host(const void *data, const int64_t *s
             return NULL;
         }
     }
+    vdev_tensor_op_tag = "FromHost";
     vdev_tensor_t *t = vdev_tensor_new(vdev_tensor_creation_device(), dt, shape, ndim);
     if (!t)
         return NULL;
@@ -457,6 +516,7 @@ static vdev_tensor_t *make_random(const int64_t *shape, int ndim, int normal, fl
 {
     if (vdev_init() != VDEV_OK)
         return NULL;
+    vdev_tensor_op_tag = normal ? "RandomNormal" : "RandomUniform";
     vdev_tensor_t *t = vdev_tensor_new(vdev_tensor_creation_device(), VDEV_F32, shape, ndim);
     if (!t || !t->numel)
         return t;
@@ -565,6 +625,7 @@ static enum vdev_status copy_contents(const vdev_tensor_t *src, vdev_tensor_t *d
 
 vdev_tensor_t *vdev_tensor_copy_to(const vdev_tensor_t *t, struct vdev_ldev *dst)
 {
+    vdev_tensor_op_tag = "Copy";
     vdev_tensor_t *c = vdev_tensor_new(dst, t->dtype, t->shape, t->ndim);
     if (!c)
         return NULL;

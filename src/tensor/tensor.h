@@ -56,6 +56,10 @@ char *vdev_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap);
 /* VDEV_ERR_INVALID_ARG for ndim outside 0..4 or a negative dimension. */
 enum vdev_status vdev_shape_check(const int64_t *shape, int ndim);
 
+/* The op the next tensors of this thread are made by (a static string; for
+ * the out-of-memory report). */
+extern _Thread_local const char *vdev_tensor_op_tag;
+
 /* A new tensor on dev with uninitialised contents, registered with the
  * current scope. OOM names the shape, type and device. */
 vdev_tensor_t *vdev_tensor_new(struct vdev_ldev *dev, enum vdev_dtype dtype, const int64_t *shape,

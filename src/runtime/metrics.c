@@ -1,0 +1,376 @@
+/* metrics.c — the Prometheus metrics endpoint (metrics.h, vdev.h).
+ *
+ * GET /metrics answers in the Prometheus text exposition format 0.0.4; any
+ * other path is 404, any other method 405. The listening socket is made here
+ * (so a bind failure names its errno and port 0 picks a free port) and handed
+ * to libmicrohttpd, which runs one internal polling thread: an idle or slow
+ * client never blocks another, a client idle for CONN_TIMEOUT_S seconds is
+ * dropped, and a request whose headers overflow CONN_MEMORY bytes is answered
+ * with an error by libmicrohttpd itself.
+ *
+ * A scrape reads relaxed atomic counters (ops per type and device, bytes
+ * copied per pair, op-time histograms) and takes one allocator statistics
+ * snapshot per device (the allocator's lock is held only to copy them), so
+ * serving never stops an op. Op times are recorded only while observation is
+ * on: serving holds one vdev_observe_acquire() until it stops.
+ *
+ * Op names come from the op table (src/ops), the one place that knows them;
+ * this file only reads that table. */
+#define _GNU_SOURCE
+#include "runtime/metrics.h"
+#include "runtime/observe.h"
+#include "runtime/placement.h"
+#include "runtime/runtime.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define CONN_TIMEOUT_S 5u         /* an idle client is dropped after this */
+#define CONN_MEMORY (32u * 1024u) /* per connection: request line and headers */
+#define CONN_LIMIT 64u
+
+static struct {
+    pthread_mutex_t lock;
+    struct MHD_Daemon *daemon;
+    int port; /* bound port, 0 when not serving */
+    char addr[128];
+} M = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---- addresses ---- */
+
+/* "127.0.0.1:9400", "[::1]:9400", "localhost:9400" (IPv4 loopback); port
+ * 0..65535 (0: any free port). Fills ss and its length; 0 on success. */
+static int parse_addr(const char *text, struct sockaddr_storage *ss, socklen_t *len)
+{
+    memset(ss, 0, sizeof *ss);
+    const char *colon;
+    char host[64];
+    size_t hn;
+    if (text[0] == '[') {
+        const char *close = strchr(text, ']');
+        if (!close || close[1] != ':')
+            return -1;
+        hn = (size_t)(close - text - 1);
+        if (hn == 0 || hn >= sizeof host)
+            return -1;
+        memcpy(host, text + 1, hn);
+        colon = close + 1;
+    } else {
+        colon = strrchr(text, ':');
+        if (!colon)
+            return -1;
+        hn = (size_t)(colon - text);
+        if (hn == 0 || hn >= sizeof host)
+            return -1;
+        memcpy(host, text, hn);
+    }
+    host[hn] = '\0';
+    const char *p = colon + 1;
+    if (!*p || strlen(p) > 5)
+        return -1;
+    long port = 0;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        port = port * 10 + (*p - '0');
+    }
+    if (port > 65535)
+        return -1;
+    if (!strcmp(host, "localhost"))
+        strcpy(host, "127.0.0.1");
+    struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+    if (text[0] != '[' && inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)port);
+        *len = sizeof *v4;
+        return 0;
+    }
+    if (text[0] == '[' && inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)port);
+        *len = sizeof *v6;
+        return 0;
+    }
+    return -1;
+}
+
+/* ---- the exposition ---- */
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* device="/device:GPU:0",physical="0",backend="sim" (names need no escaping:
+ * they are made by the runtime from fixed text and numbers). */
+static void dev_labels(FILE *f, const struct vdev_ldev *d)
+{
+    fprintf(f, "device=\"%s\",physical=\"%d\",backend=\"%s\"", d->name, d->physical,
+            d->backend->ops->name);
+}
+
+static void write_metrics(FILE *f)
+{
+    int n = vdev_runtime_n_devices();
+    struct vdev_alloc_stats st[VDEV_MAX_LDEVS];
+    for (int i = 0; i < n; i++)
+        vdev_alloc_get_stats(vdev_runtime_device(i)->alloc, &st[i]);
+
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } gauges[] = {
+        {"vdev_memory_in_use_bytes", "Bytes of live blocks on the logical device (256-byte rounded).",
+         offsetof(struct vdev_alloc_stats, bytes_in_use)},
+        {"vdev_memory_peak_in_use_bytes", "Most bytes in use since start-up or the last peak reset.",
+         offsetof(struct vdev_alloc_stats, peak_bytes_in_use)},
+        {"vdev_memory_reserved_bytes", "Bytes of device memory the allocator holds (regions).",
+         offsetof(struct vdev_alloc_stats, bytes_reserved)},
+        {"vdev_memory_limit_bytes", "The most bytes the logical device may reserve.",
+         offsetof(struct vdev_alloc_stats, bytes_limit)},
+        {"vdev_memory_largest_free_block_bytes", "Largest free block inside the reserved regions.",
+         offsetof(struct vdev_alloc_stats, largest_free_block)},
+    };
+    for (size_t g = 0; g < VDEV_ARRAY_LEN(gauges); g++) {
+        family(f, gauges[g].name, "gauge", gauges[g].help);
+        for (int i = 0; i < n; i++) {
+            uint64_t v;
+            memcpy(&v, (const char *)&st[i] + gauges[g].off, sizeof v);
+            fprintf(f, "%s{", gauges[g].name);
+            dev_labels(f, vdev_runtime_device(i));
+            fprintf(f, "} %llu\n", (unsigned long long)v);
+        }
+    }
+
+    family(f, "vdev_allocations_total", "counter", "Allocations made on the logical device.");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "vdev_allocations_total{");
+        dev_labels(f, vdev_runtime_device(i));
+        fprintf(f, "} %llu\n", (unsigned long long)st[i].n_allocs_total);
+    }
+    family(f, "vdev_allocation_failures_total", "counter",
+           "Allocations that failed for lack of memory (OOM) on the logical device.");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "vdev_allocation_failures_total{");
+        dev_labels(f, vdev_runtime_device(i));
+        fprintf(f, "} %llu\n", (unsigned long long)st[i].n_failed_allocs);
+    }
+
+    family(f, "vdev_ops_total", "counter", "Ops run, by logical device and op type.");
+    for (int i = 0; i < n; i++) {
+        const char *dn = vdev_runtime_device(i)->name;
+        for (int t = 0; t < VDEV_MAX_OP_TYPES; t++) {
+            const char *op = vdev_placement_op_name(t);
+            uint64_t c = op ? vdev_placement_ops_of(t, i) : 0;
+            if (c)
+                fprintf(f, "vdev_ops_total{device=\"%s\",op=\"%s\"} %llu\n", dn, op,
+                        (unsigned long long)c);
+        }
+    }
+
+    family(f, "vdev_copied_bytes_total", "counter",
+           "Bytes copied from one logical device to another.");
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            if (i == j)
+                continue;
+            const char *a = vdev_runtime_device(i)->name, *b = vdev_runtime_device(j)->name;
+            fprintf(f, "vdev_copied_bytes_total{from=\"%s\",to=\"%s\"} %llu\n", a, b,
+                    (unsigned long long)vdev_placement_bytes_copied(a, b));
+        }
+
+    family(f, "vdev_op_duration_seconds", "histogram",
+           "Time ops took on the logical device, where they ran (recorded while served).");
+    for (int i = 0; i < n; i++) {
+        const struct vdev_ldev *d = vdev_runtime_device(i);
+        struct vdev_op_time_hist h;
+        vdev_observe_op_times(i, &h);
+        uint64_t cum = 0;
+        for (int b = 0; b <= VDEV_OP_TIME_BUCKETS; b++) {
+            cum += h.count[b];
+            fprintf(f, "vdev_op_duration_seconds_bucket{");
+            dev_labels(f, d);
+            if (b < VDEV_OP_TIME_BUCKETS)
+                fprintf(f, ",le=\"%g\"} %llu\n", vdev_op_time_bounds[b], (unsigned long long)cum);
+            else
+                fprintf(f, ",le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+        }
+        /* _count is the +Inf bucket: the buckets and the total are separate
+         * atomics, and the format requires them to agree. */
+        fprintf(f, "vdev_op_duration_seconds_sum{");
+        dev_labels(f, d);
+        fprintf(f, "} %.9f\n", h.sum_seconds);
+        fprintf(f, "vdev_op_duration_seconds_count{");
+        dev_labels(f, d);
+        fprintf(f, "} %llu\n", (unsigned long long)cum);
+    }
+}
+
+/* ---- HTTP ---- */
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *type,
+                             char *body, size_t len)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    enum MHD_Result ret = MHD_queue_response(c, code, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned code, const char *text)
+{
+    char *body = strdup(text);
+    if (!body)
+        return MHD_NO;
+    return reply(c, code, "text/plain; charset=utf-8", body, strlen(body));
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **con_cls)
+{
+    (void)cls;
+    (void)version;
+    (void)upload_data;
+    (void)con_cls;
+    *upload_data_size = 0; /* a body (of a 405'd request) is read and dropped */
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+        return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 method not allowed: use GET\n");
+    if (strcmp(url, "/metrics") != 0)
+        return reply_text(c, MHD_HTTP_NOT_FOUND, "404 not found: metrics are at /metrics\n");
+    if (!vdev_is_initialized())
+        return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "503 vdev is not running\n");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return MHD_NO;
+    write_metrics(f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return MHD_NO;
+    }
+    return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", buf, len);
+}
+
+/* ---- start and stop ---- */
+
+/* Starts serving on `addr`; M.lock held. `what` names the source in errors
+ * ("VDEV_METRICS_ADDR" or "vdev_metrics_serve"), `bad` is the status for a
+ * malformed address. */
+static enum vdev_status start_locked(const char *addr, const char *what, enum vdev_status bad)
+{
+    if (M.daemon)
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "%s: a metrics endpoint is already serving on %s (port %d); call "
+                          "vdev_metrics_stop() first",
+                          what, M.addr, M.port);
+    struct sockaddr_storage ss;
+    socklen_t sl = 0;
+    if (strlen(addr) >= sizeof M.addr || parse_addr(addr, &ss, &sl) != 0)
+        return vdev_error(bad,
+                          "%s=\"%s\": expected HOST:PORT with a numeric address, e.g. "
+                          "127.0.0.1:9400 or [::1]:9400 (port 0 picks a free one)",
+                          what, addr);
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return vdev_error(VDEV_ERR_IO, "%s=\"%s\": socket: %s", what, addr, strerror(errno));
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (ss.ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, 32) != 0) {
+        int e = errno;
+        close(fd);
+        return vdev_error(bad, "%s=\"%s\": cannot listen there: %s", what, addr, strerror(e));
+    }
+    struct sockaddr_storage got;
+    socklen_t gl = sizeof got;
+    int port = 0;
+    if (getsockname(fd, (struct sockaddr *)&got, &gl) == 0)
+        port = ntohs(got.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&got)->sin6_port
+                                               : ((struct sockaddr_in *)&got)->sin_port);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+    if (ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
+        MHD_OPTION_CONNECTION_TIMEOUT, CONN_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)CONN_MEMORY, MHD_OPTION_CONNECTION_LIMIT, CONN_LIMIT, MHD_OPTION_END);
+    if (!d) /* the socket is not closed here: whether MHD closed it is not said */
+        return vdev_error(VDEV_ERR_IO, "%s=\"%s\": libmicrohttpd could not start its thread", what,
+                          addr);
+    M.daemon = d;
+    M.port = port;
+    snprintf(M.addr, sizeof M.addr, "%s", addr);
+    vdev_observe_acquire();
+    return VDEV_OK;
+}
+
+static void stop_locked(void)
+{
+    if (!M.daemon)
+        return;
+    /* Joins the thread (a scrape in flight finishes first) and closes the
+     * listening socket too. */
+    MHD_stop_daemon(M.daemon);
+    M.daemon = NULL;
+    M.port = 0;
+    M.addr[0] = '\0';
+    vdev_observe_release();
+}
+
+enum vdev_status vdev_metrics_init_env(void)
+{
+    const char *v = getenv("VDEV_METRICS_ADDR");
+    if (!v)
+        return VDEV_OK;
+    pthread_mutex_lock(&M.lock);
+    enum vdev_status st = start_locked(v, "VDEV_METRICS_ADDR", VDEV_ERR_CONFIG);
+    pthread_mutex_unlock(&M.lock);
+    return st;
+}
+
+void vdev_metrics_shutdown(void)
+{
+    pthread_mutex_lock(&M.lock);
+    stop_locked();
+    pthread_mutex_unlock(&M.lock);
+}
+
+VDEV_API enum vdev_status vdev_metrics_serve(const char *addr)
+{
+    if (!addr)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_metrics_serve: addr is NULL");
+    enum vdev_status st = vdev_init();
+    if (st != VDEV_OK)
+        return st;
+    pthread_mutex_lock(&M.lock);
+    st = start_locked(addr, "vdev_metrics_serve", VDEV_ERR_INVALID_ARG);
+    pthread_mutex_unlock(&M.lock);
+    return st;
+}
+
+VDEV_API void vdev_metrics_stop(void) { vdev_metrics_shutdown(); }
+
+VDEV_API int vdev_metrics_port(void)
+{
+    pthread_mutex_lock(&M.lock);
+    int p = M.port;
+    pthread_mutex_unlock(&M.lock);
+    return p;
+}

@@ -1,0 +1,19 @@
+/* metrics.h — the Prometheus metrics endpoint (vdev_metrics_serve in vdev.h),
+ * as the runtime starts and stops it.
+ *
+ * The server runs on libmicrohttpd's own thread inside the watched process.
+ * A scrape reads relaxed atomic counters (ops, bytes copied, op times) and one
+ * allocator statistics snapshot per logical device, so it never stops an op. */
+#ifndef VDEV_METRICS_H
+#define VDEV_METRICS_H
+
+#include "base/base.h"
+
+/* Reads VDEV_METRICS_ADDR (HOST:PORT) and, when it is set, starts serving
+ * (vdev_init, last step, with the runtime's lock held). VDEV_ERR_CONFIG
+ * naming the variable for a malformed value or an address it cannot bind. */
+enum vdev_status vdev_metrics_init_env(void);
+/* Stops any server (vdev_shutdown, before the devices go). */
+void vdev_metrics_shutdown(void);
+
+#endif

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# cli_grafana.sh — contrib/grafana/vdev-dashboard.json is valid JSON, a
+# Grafana dashboard with a Prometheus datasource variable, and every metric
+# its panels query is one the endpoint really serves (names taken from a
+# /metrics page of a small run). Usage: cli_grafana.sh VDEV SHARED
+set -u
+vdev=$1
+here=$(cd "$(dirname "$0")" && pwd)
+dash=$here/../contrib/grafana/vdev-dashboard.json
+fail=0; pass=0
+ok()   { pass=$((pass + 1)); }
+bad()  { echo "FAIL: $*"; fail=$((fail + 1)); }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+unset VDEV_PLACEMENT VDEV_LOGICAL_DEVICES VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWTH VDEV_TRACE_FILE
+export VDEV_SIM_GPUS=3x1GiB
+tmp=$(mktemp -d)
+demo_pid=
+cleanup() { [ -n "$demo_pid" ] && kill "$demo_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+python3 -m json.tool "$dash" >/dev/null && ok || bad "$dash is not valid JSON"
+
+port=$(free_port)
+VDEV_METRICS_ADDR=127.0.0.1:$port "$vdev" demo --epochs 1000 --steps 100 >"$tmp/demo.out" 2>&1 &
+demo_pid=$!
+for _ in $(seq 1 40); do   # bounded: 20 s
+  curl -s --max-time 5 "http://127.0.0.1:$port/metrics" >"$tmp/metrics" 2>/dev/null && \
+    grep -q vdev_ops_total "$tmp/metrics" && break
+  sleep 0.5
+done
+grep -q '^# TYPE vdev_' "$tmp/metrics" && ok || bad "no metrics page: $(cat "$tmp/demo.out")"
+
+python3 - "$dash" "$tmp/metrics" <<'PY' && ok || bad "dashboard check (above)"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+served = set()
+for line in open(sys.argv[2]):
+    m = re.match(r"# TYPE (\S+) (\S+)", line)
+    if m:
+        name, typ = m.groups()
+        served.add(name)
+        if typ == "histogram":
+            served |= {name + "_bucket", name + "_sum", name + "_count"}
+errors = []
+if not 30 <= d.get("schemaVersion", 0) <= 45:
+    errors.append("schemaVersion %r" % d.get("schemaVersion"))
+vars_ = d.get("templating", {}).get("list", [])
+if not any(v.get("type") == "datasource" and v.get("query") == "prometheus" for v in vars_):
+    errors.append("no Prometheus datasource variable")
+exprs = [t["expr"] for p in d["panels"] for t in p.get("targets", [])]
+exprs += [v["definition"] for v in vars_ if "definition" in v]
+used = set()
+for e in exprs:
+    used |= set(re.findall(r"\bvdev_[a-z0-9_]+", e))
+for name in sorted(used - served):
+    errors.append("metric %s is used by the dashboard but not served" % name)
+titles = " ".join(p["title"] for p in d["panels"]).lower()
+for want in ["memory in use", "peak", "reserved", "oom", "op rate", "copied"]:
+    if want not in titles:
+        errors.append("no panel about '%s'" % want)
+if not any(re.search(r"sum by \(device\) \(rate\(vdev_ops_total(\{[^}]*\})?\[1m\]\)\)", e)
+           for e in exprs):
+    errors.append("no op-rate panel summing rate(vdev_ops_total[1m]) by device")
+for e in errors:
+    print("FAIL:", e)
+print("dashboard: %d panels, metrics used: %s" % (len(d["panels"]), ", ".join(sorted(used))))
+sys.exit(1 if errors else 0)
+PY
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# cli_plot.sh — `vdev plot` and `vdev demo --report`: well-formed SVG for the
+# memory and placement pictures of a demo trace, a line per device, an OOM
+# marker for a --split trace, and the error exits (usage 2, missing or
+# malformed trace 1, naming the line). Usage: cli_plot.sh VDEV SHARED
+set -u
+vdev=$1
+command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0; pass=0
+ok()   { pass=$((pass + 1)); }
+bad()  { echo "FAIL: $*"; fail=$((fail + 1)); }
+unset VDEV_SIM_GPUS VDEV_PLACEMENT VDEV_LOGICAL_DEVICES VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWTH \
+      VDEV_TRACE_FILE VDEV_PLACEMENT_REPORT
+# svg.py FILE WHAT...: well-formed XML with an <svg> root, and each WHAT:
+#   lines=N (N polylines: in use + reserved per device), text=S (S appears in
+#   a <text> or <title>), oom (a class="oom" group), bars=N (N or more rects)
+cat > "$tmp/svg.py" <<'PY'
+import sys, xml.etree.ElementTree as E
+ns = "{http://www.w3.org/2000/svg}"
+try:
+    root = E.parse(sys.argv[1]).getroot()
+except Exception as e:
+    print("FAIL: %s: not well-formed XML: %s" % (sys.argv[1], e)); sys.exit(1)
+bad = [] if root.tag == ns + "svg" else ["root is not <svg>"]
+texts = " ".join((t.text or "") for t in root.iter() if t.tag in (ns + "text", ns + "title"))
+for w in sys.argv[2:]:
+    k, _, v = w.partition("=")
+    if k == "lines":
+        n = len(root.findall(".//" + ns + "polyline"))
+        if n != int(v): bad.append("%d polylines, expected %s" % (n, v))
+    elif k == "text":
+        if v not in texts: bad.append("no text %r" % v)
+    elif k == "oom":
+        if not [g for g in root.iter(ns + "g") if g.get("class") == "oom"]: bad.append("no OOM marker")
+    elif k == "nooom":
+        if [g for g in root.iter(ns + "g") if g.get("class") == "oom"]: bad.append("an OOM marker")
+    elif k == "bars":
+        n = len(root.findall(".//" + ns + "rect"))
+        if n < int(v): bad.append("%d rects, expected at least %s" % (n, v))
+for b in bad: print("FAIL: %s: %s" % (sys.argv[1], b))
+sys.exit(1 if bad else 0)
+PY
+svg() { python3 "$tmp/svg.py" "$@"; }
+
+VDEV_SIM_GPUS=3x1GiB VDEV_TRACE_FILE=$tmp/run.json "$vdev" demo --epochs 1 --steps 5 >/dev/null 2>&1 \
+  && ok || bad "demo failed"
+"$vdev" plot "$tmp/run.json" -o "$tmp/memory.svg"; rc=$?
+[ $rc -eq 0 ] && ok || bad "plot exit $rc"
+svg "$tmp/memory.svg" lines=6 "text=/device:GPU:0" "text=/device:GPU:2" text=peak text=MiB \
+  "text=time (s)" text=reserved nooom && ok || bad "memory.svg"
+"$vdev" plot --placement "$tmp/run.json" -o "$tmp/placement.svg"; rc=$?
+[ $rc -eq 0 ] && ok || bad "plot --placement exit $rc"
+svg "$tmp/placement.svg" bars=10 text=MatMul "text=/device:GPU:1" && ok || bad "placement.svg"
+"$vdev" plot "$tmp/run.json" | python3 -c "import sys, xml.etree.ElementTree as E; E.parse(sys.stdin)" \
+  && ok || bad "plot to stdout"
+
+# --split, through demo --report: the OOM on GPU:1 is marked
+out=$(VDEV_SIM_GPUS=1x8GiB "$vdev" demo --split --steps 8 --report "$tmp/rep/split" 2>&1); rc=$?
+[ $rc -eq 0 ] && ok || bad "demo --split --report exit $rc: $out"
+echo "$out" | grep -q "$tmp/rep/split/memory.svg" && ok || bad "report paths not printed: $out"
+svg "$tmp/rep/split/memory.svg" oom "text=OOM on /device:GPU:1" text=peak && ok || bad "split memory.svg"
+svg "$tmp/rep/split/placement.svg" bars=2 && ok || bad "split placement.svg"
+[ -s "$tmp/rep/split/run.json" ] && ok || bad "no run.json in the report"
+out=$(VDEV_SIM_GPUS=3x1GiB "$vdev" demo --tf-placement --steps 2 --report "$tmp/rep/tf" 2>&1); rc=$?
+[ $rc -eq 0 ] && svg "$tmp/rep/tf/memory.svg" lines=6 && svg "$tmp/rep/tf/placement.svg" bars=3 \
+  && ok || bad "demo --tf-placement --report: $rc $out"
+VDEV_SIM_GPUS=3x1GiB VDEV_TRACE_FILE=$tmp/own.json "$vdev" demo --steps 2 --epochs 1 \
+  --report "$tmp/rep/own" >/dev/null 2>&1 && [ -s "$tmp/own.json" ] && [ ! -e "$tmp/rep/own/run.json" ] \
+  && svg "$tmp/rep/own/memory.svg" && ok || bad "--report with VDEV_TRACE_FILE set"
+"$vdev" demo --help | grep -q -- "--report DIR" && ok || bad "--report not in demo --help"
+
+# errors
+"$vdev" plot --help | grep -q "usage: vdev plot" && ok || bad "no help"
+"$vdev" plot >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "no trace: not exit 2"
+"$vdev" plot --bogus x.json >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--bogus: not exit 2"
+"$vdev" plot "$tmp/run.json" -o >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "-o without file: not exit 2"
+out=$("$vdev" plot "$tmp/nonexistent.json" -o "$tmp/x.svg" 2>&1); rc=$?
+[ $rc -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q nonexistent.json \
+  && ok || bad "missing file: $rc $out"
+{ head -5 "$tmp/run.json"; echo '{"name":"MatMul","ph":"X","ts":1,'; tail -3 "$tmp/run.json"; } >"$tmp/bad.json"
+out=$("$vdev" plot "$tmp/bad.json" -o "$tmp/x.svg" 2>&1); rc=$?
+[ $rc -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q "bad.json:6:" \
+  && ok || bad "malformed line: $rc $out"
+echo 'not json' >"$tmp/bad2.json"
+out=$("$vdev" plot "$tmp/bad2.json" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] && echo "$out" | grep -q "bad2.json:1:" && ok || bad "not a trace: $rc $out"
+: >"$tmp/empty.json"
+"$vdev" plot "$tmp/empty.json" >/dev/null 2>&1; [ $? -eq 1 ] && ok || bad "empty file: not exit 1"
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

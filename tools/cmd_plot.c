@@ -1,0 +1,746 @@
+/* cmd_plot.c — `vdev plot TRACE -o memory.svg`: pictures of a profiler trace
+ * written by vdev (VDEV_TRACE_FILE), drawn as SVG by hand (no libraries).
+ *
+ *   vdev plot run.json -o memory.svg               memory in use (solid) and
+ *       reserved (dashed) per device over time, peaks and OOMs marked
+ *   vdev plot --placement run.json -o placement.svg  ops per device, stacked
+ *       by op type
+ *
+ * The reader relies on vdev's layout (one event per line between "[" and
+ * "]"), checks that each line is one JSON object, and names the first line
+ * that is not. A trace whose closing "]" is missing (a process that died) is
+ * read as far as it goes. */
+#define _GNU_SOURCE
+#include "cli.h"
+#include "plot.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TRACKS 64
+#define MAX_OPS 64
+
+struct sample {
+    double t; /* seconds */
+    double in_use, reserved;
+};
+
+struct series {
+    char dev[96];
+    struct sample *s;
+    size_t n, cap;
+};
+
+struct oom {
+    int tid;
+    double t, bytes;
+};
+
+struct trace {
+    char track[MAX_TRACKS][64]; /* device name of each ops track (tid < MAX_TRACKS) */
+    struct series mem[MAX_TRACKS];
+    int n_mem;
+    struct oom *ooms;
+    size_t n_oom, cap_oom;
+    char op[MAX_OPS][96];
+    int n_op;
+    long count[MAX_TRACKS][MAX_OPS + 1]; /* last column: types beyond MAX_OPS */
+    double t_end;
+};
+
+/* ---- a minimal JSON checker: is the text one value? ---- */
+
+static const char *ws(const char *p)
+{
+    while (*p == ' ' || *p == '\t' || *p == '\r')
+        p++;
+    return p;
+}
+
+static const char *value(const char *p, int depth);
+
+static const char *string(const char *p)
+{
+    if (*p != '"')
+        return NULL;
+    for (p++; *p && *p != '"'; p++) {
+        if ((unsigned char)*p < 0x20)
+            return NULL;
+        if (*p == '\\' && !*++p)
+            return NULL;
+    }
+    return *p == '"' ? p + 1 : NULL;
+}
+
+static const char *value(const char *p, int depth)
+{
+    p = ws(p);
+    if (depth > 32)
+        return NULL;
+    if (*p == '"')
+        return string(p);
+    if (*p == '{' || *p == '[') {
+        char close = *p == '{' ? '}' : ']';
+        p = ws(p + 1);
+        if (*p == close)
+            return p + 1;
+        for (;;) {
+            if (close == '}') {
+                if (!(p = string(ws(p))))
+                    return NULL;
+                p = ws(p);
+                if (*p++ != ':')
+                    return NULL;
+            }
+            if (!(p = value(p, depth + 1)))
+                return NULL;
+            p = ws(p);
+            if (*p == close)
+                return p + 1;
+            if (*p++ != ',')
+                return NULL;
+        }
+    }
+    if (!strncmp(p, "true", 4) || !strncmp(p, "null", 4))
+        return p + 4;
+    if (!strncmp(p, "false", 5))
+        return p + 5;
+    char *end;
+    strtod(p, &end);
+    return end == p ? NULL : end;
+}
+
+/* ---- fields of one event line (top-level keys come before "args") ---- */
+
+static int num_field(const char *line, const char *key, double *out)
+{
+    char k[32];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(line, k);
+    if (!p)
+        return 0;
+    char *end;
+    *out = strtod(p + strlen(k), &end);
+    return end != p + strlen(k);
+}
+
+static int str_field(const char *line, const char *key, char *out, size_t cap)
+{
+    char k[32];
+    snprintf(k, sizeof k, "\"%s\":\"", key);
+    const char *p = strstr(line, k);
+    if (!p)
+        return 0;
+    p += strlen(k);
+    size_t n = 0;
+    while (p[n] && p[n] != '"')
+        n++;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, p, n);
+    out[n] = 0;
+    return 1;
+}
+
+static void seterr(char *err, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+}
+
+static struct series *series_of(struct trace *T, const char *dev)
+{
+    for (int i = 0; i < T->n_mem; i++)
+        if (!strcmp(T->mem[i].dev, dev))
+            return &T->mem[i];
+    if (T->n_mem == MAX_TRACKS)
+        return NULL;
+    struct series *s = &T->mem[T->n_mem++];
+    snprintf(s->dev, sizeof s->dev, "%s", dev);
+    return s;
+}
+
+static int op_index(struct trace *T, const char *name)
+{
+    for (int i = 0; i < T->n_op; i++)
+        if (!strcmp(T->op[i], name))
+            return i;
+    if (T->n_op == MAX_OPS)
+        return MAX_OPS;
+    snprintf(T->op[T->n_op], sizeof T->op[0], "%s", name);
+    return T->n_op++;
+}
+
+/* One event (a checked JSON object). Returns 0, or -1 when out of memory. */
+static int take_event(struct trace *T, const char *line)
+{
+    char ph[8] = "", name[96] = "";
+    double ts = 0, tid = -1, v;
+    str_field(line, "ph", ph, sizeof ph);
+    str_field(line, "name", name, sizeof name);
+    num_field(line, "ts", &ts);
+    num_field(line, "tid", &tid);
+    double t = ts * 1e-6;
+    int track = tid >= 0 && tid < MAX_TRACKS ? (int)tid : -1;
+    if (!strcmp(ph, "M") && !strcmp(name, "thread_name") && track >= 0) {
+        const char *a = strstr(line, "\"args\":");
+        char dev[64] = "";
+        if (a && str_field(a, "name", dev, sizeof dev)) {
+            char *sp = strchr(dev, ' '); /* "/device:GPU:0 (sim)" */
+            if (sp)
+                *sp = 0;
+            snprintf(T->track[track], sizeof T->track[0], "%s", dev);
+        }
+        return 0;
+    }
+    if (!strcmp(ph, "M"))
+        return 0;
+    if (t > T->t_end)
+        T->t_end = t;
+    if (!strcmp(ph, "X")) {
+        if (num_field(line, "dur", &v) && t + v * 1e-6 > T->t_end)
+            T->t_end = t + v * 1e-6;
+        if (track >= 0 && strcmp(name, "Copy"))
+            T->count[track][op_index(T, name)]++;
+    } else if (!strcmp(ph, "C") && !strncmp(name, "memory ", 7)) {
+        struct series *s = series_of(T, name + 7);
+        if (!s)
+            return 0;
+        if (s->n == s->cap) {
+            size_t cap = s->cap ? s->cap * 2 : 256;
+            struct sample *ns = realloc(s->s, cap * sizeof *ns);
+            if (!ns)
+                return -1;
+            s->s = ns;
+            s->cap = cap;
+        }
+        struct sample *x = &s->s[s->n++];
+        x->t = t;
+        x->in_use = num_field(line, "in_use", &v) ? v : 0;
+        x->reserved = num_field(line, "reserved", &v) ? v : 0;
+    } else if (!strcmp(ph, "i") && !strcmp(name, "OOM")) {
+        if (T->n_oom == T->cap_oom) {
+            size_t cap = T->cap_oom ? T->cap_oom * 2 : 16;
+            struct oom *no = realloc(T->ooms, cap * sizeof *no);
+            if (!no)
+                return -1;
+            T->ooms = no;
+            T->cap_oom = cap;
+        }
+        struct oom *o = &T->ooms[T->n_oom++];
+        o->tid = track;
+        o->t = t;
+        o->bytes = num_field(line, "bytes", &v) ? v : 0;
+    }
+    return 0;
+}
+
+static void trace_free(struct trace *T)
+{
+    for (int i = 0; i < T->n_mem; i++)
+        free(T->mem[i].s);
+    free(T->ooms);
+    free(T);
+}
+
+static struct trace *trace_read(const char *path, char *err, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        seterr(err, cap, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct trace *T = calloc(1, sizeof *T);
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t len;
+    long no = 0;
+    int state = 0; /* 0: before "[", 1: events, 2: after "]" */
+    int ok = T != NULL;
+    if (!T)
+        seterr(err, cap, "out of memory");
+    while (ok && (len = getline(&line, &lcap, f)) >= 0) {
+        no++;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' '))
+            line[--len] = 0;
+        const char *p = ws(line);
+        if (!*p)
+            continue;
+        if (state == 0) {
+            if (strcmp(p, "[")) {
+                seterr(err, cap, "%s:%ld: not a vdev trace (expected \"[\" to open it)", path, no);
+                ok = 0;
+            }
+            state = 1;
+            continue;
+        }
+        if (state == 2) {
+            seterr(err, cap, "%s:%ld: text after the closing \"]\"", path, no);
+            ok = 0;
+            break;
+        }
+        if (!strcmp(p, "]")) {
+            state = 2;
+            continue;
+        }
+        if (len > 0 && line[len - 1] == ',')
+            line[--len] = 0;
+        const char *end = *p == '{' ? value(p, 0) : NULL;
+        if (!end || *ws(end)) {
+            seterr(err, cap, "%s:%ld: malformed event (expected one JSON object per line)", path,
+                   no);
+            ok = 0;
+            break;
+        }
+        if (take_event(T, p) != 0) {
+            seterr(err, cap, "out of memory reading %s", path);
+            ok = 0;
+        }
+    }
+    if (ok && ferror(f)) {
+        seterr(err, cap, "%s: read error", path);
+        ok = 0;
+    }
+    if (ok && state == 0) {
+        seterr(err, cap, "%s: empty file, not a vdev trace", path);
+        ok = 0;
+    }
+    free(line);
+    fclose(f);
+    if (!ok && T) {
+        trace_free(T);
+        T = NULL;
+    }
+    return T;
+}
+
+/* ---- SVG ---- */
+
+static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b",
+                                      "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#aec7e8"};
+#define N_COLORS (sizeof palette / sizeof palette[0])
+
+#define W 960
+#define H 540
+#define ML 90  /* margins: left, right, top, bottom */
+#define MR 230
+#define MT 50
+#define MB 60
+
+static void esc(FILE *o, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '<')
+            fputs("&lt;", o);
+        else if (*s == '>')
+            fputs("&gt;", o);
+        else if (*s == '&')
+            fputs("&amp;", o);
+        else if (*s == '"')
+            fputs("&quot;", o);
+        else
+            fputc(*s, o);
+    }
+}
+
+/* "1.5 GiB", "512 KiB", "0 B" */
+static void fmt_bytes(double b, char *out, size_t cap)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && u < 4) {
+        b /= 1024;
+        u++;
+    }
+    if (b == (double)(long long)b)
+        snprintf(out, cap, "%lld %s", (long long)b, unit[u]);
+    else
+        snprintf(out, cap, "%.2f %s", b, unit[u]);
+    /* trim trailing zeros: "1.50 GiB" -> "1.5 GiB" */
+    char *dot = strchr(out, '.');
+    if (dot) {
+        char *sp = strchr(dot, ' ');
+        char *z = sp - 1;
+        while (z > dot && *z == '0')
+            z--;
+        if (z == dot)
+            z--;
+        memmove(z + 1, sp, strlen(sp) + 1);
+    }
+}
+
+/* A tick step of 1, 2 or 5 times a power of ten, giving at most ~8 ticks. */
+static double nice_step(double range, int ticks)
+{
+    double raw = range / ticks, p = 1;
+    while (p * 10 <= raw)
+        p *= 10;
+    while (p > raw)
+        p /= 10;
+    if (raw <= p)
+        return p;
+    if (raw <= 2 * p)
+        return 2 * p;
+    if (raw <= 5 * p)
+        return 5 * p;
+    return 10 * p;
+}
+
+/* A step for bytes: a power of two giving at most `ticks` ticks. */
+static double byte_step(double range, int ticks)
+{
+    double s = 1;
+    while (s * ticks < range)
+        s *= 2;
+    return s;
+}
+
+static void svg_open(FILE *o, const char *title)
+{
+    fprintf(o,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
+            "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+            "<text x=\"%d\" y=\"28\" font-size=\"16\" font-weight=\"bold\">",
+            W, H, W, H, ML);
+    esc(o, title);
+    fputs("</text>\n", o);
+}
+
+static void axes(FILE *o, double xmax, double ymax, int bytes, const char *xlabel,
+                 const char *ylabel)
+{
+    int pw = W - ML - MR, ph = H - MT - MB;
+    fprintf(o, "<g stroke=\"#ddd\" stroke-width=\"1\">\n");
+    double ys = bytes ? byte_step(ymax, 6) : nice_step(ymax, 6);
+    for (double y = 0; y <= ymax * 1.0001; y += ys)
+        fprintf(o, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n", ML,
+                MT + ph - y / ymax * ph, ML + pw, MT + ph - y / ymax * ph);
+    fprintf(o, "</g>\n<g font-size=\"11\" fill=\"#333\">\n");
+    for (double y = 0; y <= ymax * 1.0001; y += ys) {
+        char b[32];
+        if (bytes)
+            fmt_bytes(y, b, sizeof b);
+        else
+            snprintf(b, sizeof b, "%g", y);
+        fprintf(o, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", ML - 6,
+                MT + ph - y / ymax * ph + 4, b);
+    }
+    if (xmax > 0) {
+        double xs = nice_step(xmax, 8);
+        for (double x = 0; x <= xmax * 1.0001; x += xs)
+            fprintf(o,
+                    "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333\"/>"
+                    "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
+                    ML + x / xmax * pw, MT + ph, ML + x / xmax * pw, MT + ph + 5,
+                    ML + x / xmax * pw, MT + ph + 18, x);
+    }
+    fprintf(o,
+            "</g>\n<g stroke=\"#333\" stroke-width=\"1\"><line x1=\"%d\" y1=\"%d\" x2=\"%d\" "
+            "y2=\"%d\"/><line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/></g>\n",
+            ML, MT, ML, MT + ph, ML, MT + ph, ML + pw, MT + ph);
+    fprintf(o, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", ML + pw / 2, H - 18,
+            xlabel);
+    fprintf(o,
+            "<text x=\"18\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 18 %d)\">%s"
+            "</text>\n",
+            MT + ph / 2, MT + ph / 2, ylabel);
+}
+
+static int plot_memory(const struct trace *T, FILE *o, const char *title)
+{
+    int pw = W - ML - MR, ph = H - MT - MB;
+    double xmax = T->t_end > 0 ? T->t_end : 1, ymax = 0;
+    for (int d = 0; d < T->n_mem; d++)
+        for (size_t i = 0; i < T->mem[d].n; i++) {
+            if (T->mem[d].s[i].reserved > ymax)
+                ymax = T->mem[d].s[i].reserved;
+            if (T->mem[d].s[i].in_use > ymax)
+                ymax = T->mem[d].s[i].in_use;
+        }
+    /* the smallest multiple of a power-of-two step that fits the data */
+    double top = ymax > 0 ? ymax : 1024, st = byte_step(top, 6);
+    ymax = st;
+    while (ymax < top * 1.05)
+        ymax += st;
+    svg_open(o, title);
+    axes(o, xmax, ymax, 1, "time (s)", "memory");
+#define X(t) (ML + (t) / xmax * pw)
+#define Y(b) (MT + ph - (b) / ymax * ph)
+    for (int d = 0; d < T->n_mem; d++) {
+        const struct series *s = &T->mem[d];
+        const char *c = palette[d % N_COLORS];
+        for (int k = 0; k < 2; k++) { /* reserved (dashed) under in use (solid) */
+            fprintf(o,
+                    "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s "
+                    "stroke-linejoin=\"round\" points=\"",
+                    c, k ? "1.8" : "1.4", k ? "" : " stroke-dasharray=\"6 4\"");
+            double prev = 0;
+            fprintf(o, "%.1f,%.1f", X(0.0), Y(0.0));
+            for (size_t i = 0; i < s->n; i++) {
+                double v = k ? s->s[i].in_use : s->s[i].reserved;
+                fprintf(o, " %.1f,%.1f %.1f,%.1f", X(s->s[i].t), Y(prev), X(s->s[i].t), Y(v));
+                prev = v;
+            }
+            fprintf(o, " %.1f,%.1f\"/>\n", X(xmax), Y(prev));
+        }
+    }
+    /* peaks */
+    for (int d = 0; d < T->n_mem; d++) {
+        const struct series *s = &T->mem[d];
+        if (!s->n)
+            continue;
+        size_t pk = 0;
+        for (size_t i = 1; i < s->n; i++)
+            if (s->s[i].in_use > s->s[pk].in_use)
+                pk = i;
+        char b[32];
+        fmt_bytes(s->s[pk].in_use, b, sizeof b);
+        double x = X(s->s[pk].t), y = Y(s->s[pk].in_use);
+        int right = x > ML + pw * 0.8;
+        fprintf(o,
+                "<g class=\"peak\"><circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"white\" "
+                "stroke=\"%s\" stroke-width=\"2\"/><text x=\"%.1f\" y=\"%.1f\" fill=\"%s\" "
+                "text-anchor=\"%s\" font-size=\"11\">peak %s</text></g>\n",
+                x, y, palette[d % N_COLORS], right ? x - 7 : x + 7, y - 6, palette[d % N_COLORS],
+                right ? "end" : "start", b);
+    }
+    /* OOMs: on the device's in-use line at that time */
+    for (size_t i = 0; i < T->n_oom; i++) {
+        const struct oom *m = &T->ooms[i];
+        const char *dev = m->tid >= 0 ? T->track[m->tid] : "";
+        double y = 0;
+        for (int d = 0; d < T->n_mem; d++)
+            if (!strcmp(T->mem[d].dev, dev))
+                for (size_t j = 0; j < T->mem[d].n && T->mem[d].s[j].t <= m->t; j++)
+                    y = T->mem[d].s[j].in_use;
+        char b[32];
+        fmt_bytes(m->bytes, b, sizeof b);
+        double x = X(m->t), yy = Y(y);
+        fputs("<g class=\"oom\"><title>OOM on ", o);
+        esc(o, dev);
+        fprintf(o,
+                " at %.3f s: %s requested</title><path d=\"M%.1f,%.1f l-6,-10 h12 z\" "
+                "fill=\"#d62728\" stroke=\"#d62728\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\" fill=\"#d62728\" font-size=\"11\" "
+                "text-anchor=\"middle\">OOM %s</text></g>\n",
+                m->t, b, x, yy, x, yy - 14 - 12.0 * (double)(i % 3), b);
+    }
+    /* legend */
+    int lx = W - MR + 20, ly = MT + 10;
+    fprintf(o, "<g font-size=\"12\">\n");
+    for (int d = 0; d < T->n_mem; d++, ly += 20) {
+        fprintf(o,
+                "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"3\"/>"
+                "<text x=\"%d\" y=\"%d\">",
+                lx, ly, lx + 24, ly, palette[d % N_COLORS], lx + 30, ly + 4);
+        esc(o, T->mem[d].dev);
+        fputs("</text>\n", o);
+    }
+    ly += 10;
+    fprintf(o,
+            "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#555\" stroke-width=\"1.8\"/>"
+            "<text x=\"%d\" y=\"%d\">in use</text>\n"
+            "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#555\" stroke-width=\"1.4\" "
+            "stroke-dasharray=\"6 4\"/><text x=\"%d\" y=\"%d\">reserved</text>\n"
+            "<circle cx=\"%d\" cy=\"%d\" r=\"4\" fill=\"white\" stroke=\"#555\" "
+            "stroke-width=\"2\"/><text x=\"%d\" y=\"%d\">peak in use</text>\n"
+            "<path d=\"M%d,%d l-6,-10 h12 z\" fill=\"#d62728\"/><text x=\"%d\" y=\"%d\">"
+            "out of memory</text>\n</g>\n",
+            lx, ly, lx + 24, ly, lx + 30, ly + 4, lx, ly + 20, lx + 24, ly + 20, lx + 30, ly + 24,
+            lx + 12, ly + 40, lx + 30, ly + 44, lx + 12, ly + 65, lx + 30, ly + 64);
+    if (!T->n_mem)
+        fprintf(o, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">no memory events in the "
+                   "trace</text>\n", ML + pw / 2, MT + ph / 2);
+    fputs("</svg>\n", o);
+#undef X
+#undef Y
+    return 0;
+}
+
+static int plot_placement(const struct trace *T, FILE *o, const char *title)
+{
+    int pw = W - ML - MR, ph = H - MT - MB;
+    /* op types by total count, largest first; the legend shows the top ones */
+    int order[MAX_OPS + 1], n = T->n_op;
+    long tot[MAX_OPS + 1] = {0};
+    for (int k = 0; k <= MAX_OPS; k++)
+        for (int d = 0; d < MAX_TRACKS; d++)
+            tot[k] += T->count[d][k];
+    for (int k = 0; k < n; k++)
+        order[k] = k;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && tot[order[j]] > tot[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    int shown = n < (int)N_COLORS - 1 ? n : (int)N_COLORS - 1; /* the rest: "other" */
+    int devs[MAX_TRACKS], nd = 0;
+    double ymax = 0;
+    for (int d = 0; d < MAX_TRACKS; d++) {
+        long sum = 0;
+        for (int k = 0; k <= MAX_OPS; k++)
+            sum += T->count[d][k];
+        if (T->track[d][0] && (sum || strstr(T->track[d], ":GPU:")))
+            devs[nd++] = d;
+        if (sum > ymax)
+            ymax = sum;
+    }
+    double st = nice_step(ymax > 0 ? ymax : 1, 6);
+    double top = st;
+    while (top < ymax * 1.02)
+        top += st;
+    svg_open(o, title);
+    axes(o, 0, top, 0, "device", "ops");
+    double slot = nd ? (double)pw / nd : pw, bw = slot * 0.6;
+    for (int i = 0; i < nd; i++) {
+        int d = devs[i];
+        double x = ML + slot * i + (slot - bw) / 2, base = 0;
+        long sum = 0;
+        for (int r = 0; r <= n; r++) {
+            long c;
+            const char *col, *nm;
+            if (r < shown) {
+                c = T->count[d][order[r]];
+                col = palette[r];
+                nm = T->op[order[r]];
+            } else if (r == n) {
+                c = T->count[d][MAX_OPS];
+                for (int q = shown; q < n; q++)
+                    c += T->count[d][order[q]];
+                col = palette[N_COLORS - 1];
+                nm = "other";
+            } else {
+                continue;
+            }
+            if (!c)
+                continue;
+            double h = c / top * ph;
+            fprintf(o,
+                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
+                    "stroke=\"white\" stroke-width=\"0.5\"><title>",
+                    x, MT + ph - (base + c) / top * ph, bw, h, col);
+            esc(o, nm);
+            fprintf(o, ": %ld</title></rect>\n", c);
+            base += c;
+            sum += c;
+        }
+        fprintf(o, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"11\">", x + bw / 2,
+                MT + ph + 18);
+        esc(o, T->track[d]);
+        fprintf(o, "</text>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+                   "font-size=\"11\">%ld</text>\n",
+                x + bw / 2, MT + ph - (double)sum / top * ph - 5, sum);
+    }
+    int lx = W - MR + 20, ly = MT + 10;
+    fprintf(o, "<g font-size=\"12\">\n");
+    for (int r = 0; r < shown; r++, ly += 20) {
+        fprintf(o, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" fill=\"%s\"/><text x=\"%d\" "
+                   "y=\"%d\">",
+                lx, ly - 7, palette[r], lx + 22, ly + 4);
+        esc(o, T->op[order[r]]);
+        fprintf(o, " (%ld)</text>\n", tot[order[r]]);
+    }
+    if (n > shown || tot[MAX_OPS])
+        fprintf(o, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" fill=\"%s\"/><text x=\"%d\" "
+                   "y=\"%d\">other op types</text>\n",
+                lx, ly - 7, palette[N_COLORS - 1], lx + 22, ly + 4);
+    fputs("</g>\n", o);
+    if (!nd)
+        fprintf(o, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">no ops in the trace</text>\n",
+                ML + pw / 2, MT + ph / 2);
+    fputs("</svg>\n", o);
+    return 0;
+}
+
+int vdev_plot_file(const char *trace, const char *out, enum vdev_plot_kind kind, char *err,
+                   size_t cap)
+{
+    struct trace *T = trace_read(trace, err, cap);
+    if (!T)
+        return 1;
+    FILE *o = strcmp(out, "-") ? fopen(out, "w") : stdout;
+    if (!o) {
+        seterr(err, cap, "%s: cannot open for writing: %s", out, strerror(errno));
+        trace_free(T);
+        return 1;
+    }
+    const char *base = strrchr(trace, '/');
+    base = base ? base + 1 : trace;
+    char title[256];
+    snprintf(title, sizeof title, "%s per device: %s",
+             kind == VDEV_PLOT_MEMORY ? "Memory" : "Ops", base);
+    if (kind == VDEV_PLOT_MEMORY)
+        plot_memory(T, o, title);
+    else
+        plot_placement(T, o, title);
+    trace_free(T);
+    int bad = ferror(o) != 0;
+    if (o != stdout)
+        bad |= fclose(o) != 0;
+    else
+        bad |= fflush(o) != 0;
+    if (bad) {
+        seterr(err, cap, "%s: write error", out);
+        return 1;
+    }
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: vdev plot [--placement] TRACE [-o OUT.svg]\n\n"
+               "Draws a profiler trace written by vdev (VDEV_TRACE_FILE=run.json) as SVG:\n"
+               "  (default)     memory in use (solid) and reserved (dashed) per device over\n"
+               "                time, each device's peak and every out-of-memory failure marked\n"
+               "  --placement   ops per device, stacked by op type\n"
+               "  -o FILE       where to write the picture (default: standard output)\n\n"
+               "Exit status: 0 done, 1 unreadable or malformed trace, 2 usage error.\n");
+}
+
+int vdev_cmd_plot(int argc, char **argv)
+{
+    const char *in = NULL, *out = "-";
+    enum vdev_plot_kind kind = VDEV_PLOT_MEMORY;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--placement")) {
+            kind = VDEV_PLOT_PLACEMENT;
+        } else if (!strcmp(a, "--memory")) {
+            kind = VDEV_PLOT_MEMORY;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "vdev plot: %s needs a file name (see --help)\n", a);
+                return 2;
+            }
+            out = argv[++i];
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "vdev plot: unknown option '%s' (see --help)\n", a);
+            return 2;
+        } else if (in) {
+            fprintf(stderr, "vdev plot: more than one trace given ('%s', '%s')\n", in, a);
+            return 2;
+        } else {
+            in = a;
+        }
+    }
+    if (!in) {
+        fprintf(stderr, "vdev plot: no trace given (see --help)\n");
+        return 2;
+    }
+    char err[512];
+    if (vdev_plot_file(in, out, kind, err, sizeof err) != 0) {
+        fprintf(stderr, "vdev plot: %s\n", err);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,368 @@
+/* cmd_top.c — `vdev top`: a live view of a running vdev process, read from
+ * its metrics endpoint (VDEV_METRICS_ADDR): per logical device a memory bar
+ * (in use, reserved, limit), the peak, OOMs, the op rate and bytes copied.
+ *
+ *   vdev top [--url http://127.0.0.1:9400] [--interval S] [--once]
+ *
+ * It speaks just enough HTTP/1.0 to GET the page and reads the Prometheus
+ * text format line by line; it links no vdev state of its own. The op rate
+ * comes from two samples; --once takes two samples --interval apart, prints
+ * one frame and exits (without clearing the screen). */
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TOP_MAX_DEVS 64
+#define BAR_WIDTH 32
+
+struct top_dev {
+    char name[64];
+    char backend[16];
+    double in_use, peak, reserved, limit, largest_free, allocs, fails, ops, copied_out, copied_in;
+};
+
+struct top_sample {
+    int n;
+    struct top_dev dev[TOP_MAX_DEVS];
+    double t; /* seconds, monotonic */
+};
+
+struct url {
+    char host[160], port[8], path[256], text[512];
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* http://HOST[:PORT][/PATH]; PATH defaults to /metrics. 0 on success. */
+static int parse_url(const char *s, struct url *u)
+{
+    memset(u, 0, sizeof *u);
+    if (strncmp(s, "http://", 7) != 0)
+        return -1;
+    const char *h = s + 7, *slash = strchr(h, '/');
+    size_t hl = slash ? (size_t)(slash - h) : strlen(h);
+    char hp[160];
+    if (hl == 0 || hl >= sizeof hp)
+        return -1;
+    memcpy(hp, h, hl);
+    hp[hl] = '\0';
+    char *colon = hp[0] == '[' ? strstr(hp, "]:") : strrchr(hp, ':');
+    if (hp[0] == '[') {
+        char *close = strchr(hp, ']');
+        if (!close)
+            return -1;
+        *close = '\0';
+        snprintf(u->host, sizeof u->host, "%s", hp + 1);
+        if (colon)
+            colon++;
+    } else {
+        if (colon)
+            *colon = '\0';
+        snprintf(u->host, sizeof u->host, "%s", hp);
+    }
+    snprintf(u->port, sizeof u->port, "%s", colon && colon[1] ? colon + 1 : "80");
+    if (strspn(u->port, "0123456789") != strlen(u->port) || !u->host[0])
+        return -1;
+    if (slash && strlen(slash) >= sizeof u->path)
+        return -1;
+    snprintf(u->path, sizeof u->path, "%s", slash && slash[1] ? slash : "/metrics");
+    snprintf(u->text, sizeof u->text, "%.*s%s", (int)(7 + hl), s, u->path);
+    return 0;
+}
+
+/* GETs the page into a malloc'd NUL-terminated body. On failure prints one
+ * line and returns NULL. */
+static char *fetch(const struct url *u)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int e = getaddrinfo(u->host, u->port, &hints, &ai);
+    if (e != 0) {
+        fprintf(stderr, "vdev top: %s: %s\n", u->text, gai_strerror(e));
+        return NULL;
+    }
+    int fd = -1, err = 0;
+    for (struct addrinfo *p = ai; p && fd < 0; p = p->ai_next) {
+        fd = socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol);
+        if (fd >= 0 && connect(fd, p->ai_addr, p->ai_addrlen) != 0) {
+            err = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(ai);
+    if (fd < 0) {
+        fprintf(stderr, "vdev top: cannot connect to %s: %s (is VDEV_METRICS_ADDR set in the "
+                        "watched process?)\n",
+                u->text, strerror(err));
+        return NULL;
+    }
+    char req[512];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", u->path, u->host);
+    if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
+        fprintf(stderr, "vdev top: %s: sending the request: %s\n", u->text, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        if (!buf || poll(&pfd, 1, 10000) <= 0) {
+            fprintf(stderr, "vdev top: %s: no answer within 10 s\n", u->text);
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+        if (len + 4096 > cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) {
+                free(buf);
+                close(fd);
+                return NULL;
+            }
+            buf = nb;
+        }
+        ssize_t r = recv(fd, buf + len, cap - len - 1, 0);
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    close(fd);
+    buf[len] = '\0';
+    int code = 0;
+    char *body = strstr(buf, "\r\n\r\n");
+    if (sscanf(buf, "HTTP/1.%*d %d", &code) != 1 || code != 200 || !body) {
+        char *eol = strpbrk(buf, "\r\n");
+        if (eol)
+            *eol = '\0';
+        fprintf(stderr, "vdev top: %s answered \"%s\"\n", u->text, buf);
+        free(buf);
+        return NULL;
+    }
+    memmove(buf, body + 4, strlen(body + 4) + 1);
+    return buf;
+}
+
+/* The value of label `key` in `labels` ("a=\"x\",b=\"y\""), into out. */
+static int label(const char *labels, const char *key, char *out, size_t cap)
+{
+    size_t kl = strlen(key);
+    for (const char *p = labels; (p = strstr(p, key)) != NULL; p += kl) {
+        if ((p == labels || p[-1] == ',' || p[-1] == '{') && !strncmp(p + kl, "=\"", 2)) {
+            const char *v = p + kl + 2, *end = strchr(v, '"');
+            if (!end || (size_t)(end - v) >= cap)
+                return 0;
+            memcpy(out, v, (size_t)(end - v));
+            out[end - v] = '\0';
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static struct top_dev *dev_of(struct top_sample *s, const char *name)
+{
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->dev[i].name, name))
+            return &s->dev[i];
+    if (s->n == TOP_MAX_DEVS)
+        return NULL;
+    struct top_dev *d = &s->dev[s->n++];
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "%s", name);
+    return d;
+}
+
+static void parse_metrics(char *text, struct top_sample *s)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+    } gauges[] = {
+        {"vdev_memory_in_use_bytes", offsetof(struct top_dev, in_use)},
+        {"vdev_memory_peak_in_use_bytes", offsetof(struct top_dev, peak)},
+        {"vdev_memory_reserved_bytes", offsetof(struct top_dev, reserved)},
+        {"vdev_memory_limit_bytes", offsetof(struct top_dev, limit)},
+        {"vdev_memory_largest_free_block_bytes", offsetof(struct top_dev, largest_free)},
+        {"vdev_allocations_total", offsetof(struct top_dev, allocs)},
+        {"vdev_allocation_failures_total", offsetof(struct top_dev, fails)},
+        {"vdev_ops_total", offsetof(struct top_dev, ops)}, /* summed over op types */
+    };
+    s->n = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#')
+            continue;
+        char *brace = strchr(line, '{'), *close = brace ? strchr(brace, '}') : NULL;
+        if (!brace || !close)
+            continue;
+        *brace = '\0';
+        *close = '\0';
+        const char *name = line, *labels = brace + 1;
+        double v = strtod(close + 1, NULL);
+        char dn[64], other[64];
+        if (!strcmp(name, "vdev_copied_bytes_total")) {
+            struct top_dev *d;
+            if (label(labels, "from", dn, sizeof dn) && (d = dev_of(s, dn)))
+                d->copied_out += v;
+            if (label(labels, "to", other, sizeof other) && (d = dev_of(s, other)))
+                d->copied_in += v;
+            continue;
+        }
+        if (!label(labels, "device", dn, sizeof dn))
+            continue;
+        for (size_t g = 0; g < sizeof gauges / sizeof gauges[0]; g++)
+            if (!strcmp(name, gauges[g].name)) {
+                struct top_dev *d = dev_of(s, dn);
+                if (!d)
+                    break;
+                double *field = (double *)((char *)d + gauges[g].off);
+                *field += v;
+                if (!d->backend[0])
+                    label(labels, "backend", d->backend, sizeof d->backend);
+            }
+    }
+}
+
+static const char *human(double b, char *buf, size_t cap)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (b >= 1024 && i < 4) {
+        b /= 1024;
+        i++;
+    }
+    snprintf(buf, cap, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+    return buf;
+}
+
+static void frame(const struct url *u, const struct top_sample *prev, const struct top_sample *cur)
+{
+    char clock[16];
+    time_t t = time(NULL);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(clock, sizeof clock, "%H:%M:%S", &tm);
+    printf("vdev top  %s  %s   (# in use, + reserved, . free up to the limit)\n\n", u->text, clock);
+    printf("%-16s %-8s %-*s %10s %10s %10s %10s %5s %10s %10s %10s\n", "device", "backend",
+           BAR_WIDTH + 2, "memory", "in use", "reserved", "limit", "peak", "OOMs", "ops/s",
+           "copied out", "copied in");
+    for (int i = 0; i < cur->n; i++) {
+        const struct top_dev *d = &cur->dev[i];
+        char bar[BAR_WIDTH + 1];
+        int used = 0, res = 0;
+        if (d->limit > 0) {
+            used = (int)(d->in_use / d->limit * BAR_WIDTH + 0.5);
+            res = (int)(d->reserved / d->limit * BAR_WIDTH + 0.5);
+        }
+        for (int k = 0; k < BAR_WIDTH; k++)
+            bar[k] = k < used ? '#' : k < res ? '+' : '.';
+        bar[BAR_WIDTH] = '\0';
+        double rate = -1;
+        for (int j = 0; prev && j < prev->n; j++)
+            if (!strcmp(prev->dev[j].name, d->name) && cur->t > prev->t)
+                rate = (d->ops - prev->dev[j].ops) / (cur->t - prev->t);
+        char a[24], b[24], c[24], p[24], o[24], in[24], r[24];
+        if (rate >= 0)
+            snprintf(r, sizeof r, "%.1f", rate);
+        else
+            snprintf(r, sizeof r, "-");
+        printf("%-16s %-8s [%s] %10s %10s %10s %10s %5.0f %10s %10s %10s\n", d->name,
+               d->backend[0] ? d->backend : "?", bar, human(d->in_use, a, sizeof a),
+               human(d->reserved, b, sizeof b), human(d->limit, c, sizeof c),
+               human(d->peak, p, sizeof p), d->fails, r, human(d->copied_out, o, sizeof o),
+               human(d->copied_in, in, sizeof in));
+    }
+    double total = 0;
+    for (int i = 0; i < cur->n; i++)
+        total += cur->dev[i].ops;
+    printf("\n%d devices, %.0f ops run in all\n", cur->n, total);
+    fflush(stdout);
+}
+
+static int sample(const struct url *u, struct top_sample *s)
+{
+    char *body = fetch(u);
+    if (!body)
+        return -1;
+    s->t = now_s();
+    parse_metrics(body, s);
+    free(body);
+    if (s->n == 0) {
+        fprintf(stderr, "vdev top: %s serves no vdev device metrics\n", u->text);
+        return -1;
+    }
+    return 0;
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+int vdev_cmd_top(int argc, char **argv)
+{
+    const char *url_text = "http://127.0.0.1:9400";
+    double interval = 1.0;
+    int once = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("usage: vdev top [--url http://127.0.0.1:9400] [--interval S] [--once]\n\n"
+                   "A live view of a vdev process that serves metrics (run it with\n"
+                   "VDEV_METRICS_ADDR=127.0.0.1:9400): per logical device a memory bar (in use,\n"
+                   "reserved, limit), the peak, OOMs, the op rate and bytes copied, refreshed\n"
+                   "every --interval seconds (default 1). --once takes two samples --interval\n"
+                   "apart, prints one frame and exits. Ctrl-C quits.\n");
+            return 0;
+        } else if (!strcmp(a, "--once")) {
+            once = 1;
+        } else if (!strcmp(a, "--url") && i + 1 < argc) {
+            url_text = argv[++i];
+        } else if (!strcmp(a, "--interval") && i + 1 < argc) {
+            char *end;
+            interval = strtod(argv[++i], &end);
+            if (*end || !(interval > 0 && interval <= 3600)) {
+                fprintf(stderr, "vdev top: --interval needs seconds in (0, 3600], not '%s'\n",
+                        argv[i]);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "vdev top: unknown option or missing value '%s' (see --help)\n", a);
+            return 2;
+        }
+    }
+    struct url u;
+    if (parse_url(url_text, &u) != 0) {
+        fprintf(stderr, "vdev top: --url '%s': expected http://HOST:PORT[/PATH]\n", url_text);
+        return 2;
+    }
+    static struct top_sample s[2];
+    if (sample(&u, &s[0]) != 0)
+        return 1;
+    for (int k = 1;; k ^= 1) {
+        sleep_s(interval);
+        if (sample(&u, &s[k]) != 0)
+            return 1;
+        if (!once)
+            printf("\033[H\033[2J"); /* home, clear */
+        frame(&u, &s[k ^ 1], &s[k]);
+        if (once)
+            return 0;
+    }
+}
