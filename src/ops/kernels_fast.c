@@ -5,7 +5,7 @@
  *
  * They compute in float (the reference kernels compute each element in double
  * and round once), in loops the compiler vectorizes (this file is built with
- * -O3), split over the cores by vdev_parallel_for when large. tests/test_ops.c
+ * -O3 -fno-math-errno, so sqrtf vectorizes too), split over the cores by vdev_parallel_for when large. tests/test_ops.c
  * holds each one to its reference kernel: bit-exact where float arithmetic is
  * exact per element (+, -, *, /, max), within a few ulps otherwise. */
 #include "ops/impl.h"
@@ -129,10 +129,9 @@ ELEMENTWISE(mse_grad, 1, {
         o[i] = s * (pred[i] - tgt[i]);
 })
 
-/* The updates keep the reference's arithmetic (each value computed in
- * double, rounded once to float), so they match it bit for bit: they are
- * bound by memory traffic, where the double arithmetic costs nothing, and
- * gain from -O3 and from running on every core. */
+/* SGD keeps the reference's arithmetic (each value computed in double,
+ * rounded once to float) and matches it bit for bit: it is bound by memory
+ * traffic, where the double arithmetic costs nothing. */
 
 /* (var, grad, velocity): velocity = momentum velocity - lr grad; var += velocity. */
 ELEMENTWISE(sgd_update, 0, {
@@ -146,18 +145,22 @@ ELEMENTWISE(sgd_update, 0, {
     }
 })
 
-/* (var, grad, m, v), TensorFlow's ApplyAdam with a bias-corrected lr_t. */
+/* (var, grad, m, v), TensorFlow's ApplyAdam with a bias-corrected lr_t, in
+ * float: double square roots and divisions do not vectorize well, and this
+ * loop is a large share of a small model's step. tests/test_ops.c bounds its
+ * difference from the reference by a few ulps of the terms involved. */
 ELEMENTWISE(adam_update, 0, {
     float *restrict var = OUT_F(0), *restrict m = OUT_F(2), *restrict v = OUT_F(3);
     const float *restrict g = IN_F(1);
-    const double lr = a->f[0], b1 = a->f[1], b2 = a->f[2], eps = a->f[3];
+    const float lr = (float)a->f[0], b1 = (float)a->f[1], b2 = (float)a->f[2];
+    const float eps = (float)a->f[3], c1 = (float)(1.0 - a->f[1]), c2 = (float)(1.0 - a->f[2]);
     for (int64_t i = lo; i < hi; i++) {
-        double gi = g[i];
-        float mi = (float)(b1 * m[i] + (1.0 - b1) * gi);
-        float vi = (float)(b2 * v[i] + (1.0 - b2) * gi * gi);
+        float gi = g[i];
+        float mi = b1 * m[i] + c1 * gi;
+        float vi = b2 * v[i] + c2 * gi * gi;
         m[i] = mi;
         v[i] = vi;
-        var[i] = (float)((double)var[i] - lr * mi / (sqrt((double)vi) + eps));
+        var[i] -= lr * mi / (sqrtf(vi) + eps);
     }
 })
 
