@@ -16,42 +16,38 @@
 #define DIE(what) return fprintf(stderr, "demo: %s: %s\n", what, vdev_last_error()), 1
 
 struct opts {
-    int epochs, steps, batch, log_placement;
-    uint64_t seed;
+    long epochs, steps, batch, seed;
+    int log_placement;
 };
 
+/* Returns -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, struct opts *o)
 {
     *o = (struct opts){.epochs = 5, .steps = 100, .batch = 64, .seed = 1};
+    const char *names[4] = {"--epochs", "--steps", "--batch", "--seed"};
+    long *vals[4] = {&o->epochs, &o->steps, &o->batch, &o->seed};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("usage: vdev demo [--epochs N] [--steps N] [--batch N] [--seed N] "
-                   "[--log-placement]\n       vdev demo --tf-placement | --split  (see their "
-                   "--help)\n\nTrains three chained MLPs, one per GPU, and prints each "
-                   "model's loss per epoch\nand a table of what every device ran, holds and "
-                   "copied.\n");
-            return 0;
-        } else if (!strcmp(a, "--log-placement")) {
+        int k = 0;
+        while (k < 4 && strcmp(argv[i], names[k]))
+            k++;
+        if (k < 4 && i + 1 < argc && atol(argv[i + 1]) > 0) {
+            *vals[k] = atol(argv[++i]);
+        } else if (!strcmp(argv[i], "--log-placement")) {
             o->log_placement = 1;
-            continue;
+        } else {
+            printf("usage: vdev demo [--epochs N] [--steps N] [--batch N] [--seed N] "
+                   "[--log-placement]\n\nTrains three chained MLPs, one per GPU, and prints "
+                   "each model's loss per epoch\nand what every device ran, holds and copied.\n");
+            return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0;
         }
-        long n = v ? strtol(v, NULL, 10) : 0;
-        if (!v || n <= 0) {
-            fprintf(stderr, "demo: %s needs a positive number (see --help)\n", a);
-            return 2;
-        }
-        if (!strcmp(a, "--epochs")) o->epochs = (int)n;
-        else if (!strcmp(a, "--steps")) o->steps = (int)n;
-        else if (!strcmp(a, "--batch")) o->batch = (int)n;
-        else if (!strcmp(a, "--seed")) o->seed = (uint64_t)n;
-        else {
-            fprintf(stderr, "demo: unknown option '%s' (see --help)\n", a);
-            return 2;
-        }
-        i++;
     }
     return -1;
+}
+
+static uint64_t in_use(const char *dev)
+{
+    struct vdev_memory_info mi;
+    return vdev_memory_info(dev, &mi) == VDEV_OK ? mi.bytes_in_use : 0;
 }
 
 /* Three GPUs: real ones, three logical GPUs on one real GPU, or simulated. */
@@ -101,8 +97,14 @@ int vdev_example_chain3(int argc, char **argv)
             DIE("building the models");
         vdev_mlp_variables(model[k], vars[k], 6);
     }
-    printf("Training 3 chained MLPs: model 1 on %s, model 2 on %s, model 3 on %s "
-           "(batch %d, %d steps per epoch)\n", dev[0], dev[1], dev[2], o.batch, o.steps);
+    struct vdev_logical_device ld[4];
+    int n_ld;
+    vdev_list_logical_devices(ld, 4, &n_ld);
+    printf("Training 3 chained MLPs (batch %ld, %ld steps per epoch):\n", o.batch, o.steps);
+    for (int k = 0; k < 3 && k + 1 < n_ld; k++)
+        printf("  model %d on %s: %s GPU %d\n", k + 1, ld[k + 1].name,
+               strcmp(ld[k + 1].backend, "sim") ? ld[k + 1].backend : "simulated",
+               ld[k + 1].physical_index);
     double first[3] = {0}, last[3] = {0};
     uint64_t in_use_step1[3] = {0}; /* memory after step 1, to compare with the end */
     for (int e = 0; e < o.epochs; e++) {
@@ -111,7 +113,8 @@ int vdev_example_chain3(int argc, char **argv)
             vdev_scope_begin(); /* frees every temporary of the step at its end */
             int64_t xs[2] = {o.batch, dims[0][0]};
             vdev_device_push(dev[0]);
-            vdev_tensor_t *x = vdev_tensor_uniform(xs, 2, -1, 1, o.seed * 7919 + (uint64_t)(e * o.steps + s));
+            uint64_t seed = (uint64_t)(o.seed * 7919 + e * o.steps + s); /* a new batch */
+            vdev_tensor_t *x = vdev_tensor_uniform(xs, 2, -1, 1, seed);
             vdev_device_pop();
             vdev_tensor_t *in = x, *clean = x; /* model k's input, and the teacher's */
             for (int k = 0; k < 3; k++) {
@@ -131,14 +134,11 @@ int vdev_example_chain3(int argc, char **argv)
                 clean = target;
             }
             vdev_scope_end();
-            for (int k = 0; k < 3 && e == 0 && s == 0; k++) {
-                struct vdev_memory_info mi;
-                vdev_memory_info(dev[k], &mi);
-                in_use_step1[k] = mi.bytes_in_use;
-            }
+            for (int k = 0; k < 3 && e == 0 && s == 0; k++)
+                in_use_step1[k] = in_use(dev[k]);
         }
         double dt = vdev_clock_seconds() - t0;
-        printf("epoch %d/%d  loss", e + 1, o.epochs);
+        printf("epoch %d/%ld  loss", e + 1, o.epochs);
         for (int k = 0; k < 3; k++) {
             last[k] = vdev_tensor_item(loss_sum[k]) / o.steps;
             if (e == 0)
@@ -155,12 +155,10 @@ int vdev_example_chain3(int argc, char **argv)
         printf(" model %d %.3f%s", k + 1, last[k] / first[k], k < 2 ? "," : "\n");
     int steady = 1;
     for (int k = 0; k < 3; k++) {
-        struct vdev_memory_info mi;
-        vdev_memory_info(dev[k], &mi);
-        steady &= mi.bytes_in_use == in_use_step1[k];
-        printf("%s in use after step 1: %llu bytes, after step %d: %llu bytes\n", dev[k],
+        steady &= in_use(dev[k]) == in_use_step1[k];
+        printf("%s in use after step 1: %llu bytes, after step %ld: %llu bytes\n", dev[k],
                (unsigned long long)in_use_step1[k], o.epochs * o.steps,
-               (unsigned long long)mi.bytes_in_use);
+               (unsigned long long)in_use(dev[k]));
     }
     printf("Memory per step: %s\n\n", steady ? "steady (nothing leaks)" : "GREW (a leak)");
     vdev_device_report(stdout);
