@@ -48,15 +48,90 @@ void vdev_observe_release(void)
         atomic_store(&vdev_observe_flag, 0);
 }
 
-/* Writes one event line under the lock ("," between events). */
+/* Op and copy events go to a buffer of the thread that records them and
+ * reach the file a buffer at a time (and at shutdown, or when the thread
+ * ends), so a stream's worker does not take the trace's lock for every op.
+ * Every event a thread records for a track stays in order; a track's ops are
+ * recorded by one thread (its stream, or the caller on the CPU). */
+#define TBUF_BYTES (64 * 1024)
+
+struct tbuf {
+    char *data;
+    size_t len;
+    struct tbuf *next; /* in all_bufs, guarded by T.lock */
+};
+
+static _Thread_local struct tbuf *my_buf;
+static struct tbuf *all_bufs;
+static pthread_key_t buf_key;
+static pthread_once_t buf_key_once = PTHREAD_ONCE_INIT;
+
+/* Writes b's events to the trace; T.lock held. */
+static void tbuf_flush_locked(struct tbuf *b)
+{
+    if (T.f && b->len)
+        fwrite(b->data, 1, b->len, T.f);
+    b->len = 0;
+}
+
+/* A thread ends: its events go to the file, its buffer away. */
+static void tbuf_destroy(void *v)
+{
+    struct tbuf *b = v;
+    pthread_mutex_lock(&T.lock);
+    tbuf_flush_locked(b);
+    for (struct tbuf **p = &all_bufs; *p; p = &(*p)->next)
+        if (*p == b) {
+            *p = b->next;
+            break;
+        }
+    pthread_mutex_unlock(&T.lock);
+    free(b->data);
+    free(b);
+}
+
+static void make_key(void) { pthread_key_create(&buf_key, tbuf_destroy); }
+
+static struct tbuf *tbuf_get(void)
+{
+    if (my_buf)
+        return my_buf;
+    pthread_once(&buf_key_once, make_key);
+    struct tbuf *b = calloc(1, sizeof *b);
+    if (!b || !(b->data = malloc(TBUF_BYTES))) {
+        free(b);
+        return NULL;
+    }
+    pthread_mutex_lock(&T.lock);
+    b->next = all_bufs;
+    all_bufs = b;
+    pthread_mutex_unlock(&T.lock);
+    pthread_setspecific(buf_key, b);
+    my_buf = b;
+    return b;
+}
+
+/* Records one event ("," before it: the header's first event has none). */
 static void emit(const char *json)
 {
-    pthread_mutex_lock(&T.lock);
-    if (T.f) {
-        fprintf(T.f, "%s%s", T.n_events ? ",\n" : "\n", json);
-        T.n_events++;
+    size_t n = strlen(json);
+    struct tbuf *b = tbuf_get();
+    if (!b || n + 2 > TBUF_BYTES) { /* no buffer: straight to the file */
+        pthread_mutex_lock(&T.lock);
+        if (T.f)
+            fprintf(T.f, ",\n%s", json);
+        pthread_mutex_unlock(&T.lock);
+        return;
     }
-    pthread_mutex_unlock(&T.lock);
+    if (b->len + n + 2 > TBUF_BYTES) {
+        pthread_mutex_lock(&T.lock);
+        tbuf_flush_locked(b);
+        pthread_mutex_unlock(&T.lock);
+    }
+    b->data[b->len++] = ',';
+    b->data[b->len++] = '\n';
+    memcpy(b->data + b->len, json, n);
+    b->len += n;
 }
 
 static _Atomic uint64_t t_zero; /* T.t0, readable without the lock */
@@ -81,11 +156,16 @@ void vdev_observe_op(int op_type, const char *name, int dev_id, uint64_t t0, uin
     atomic_fetch_add_explicit(&H[dev_id].sum_ns, ns, memory_order_relaxed);
     if (!atomic_load_explicit(&tracing, memory_order_relaxed))
         return;
+    /* integer microseconds with three decimals: no floating-point formatting
+     * on the stream's thread */
+    uint64_t z = atomic_load_explicit(&t_zero, memory_order_relaxed);
+    uint64_t ts = t0 > z ? t0 - z : 0;
     char line[256];
     snprintf(line, sizeof line,
-             "{\"name\":\"%s\",\"cat\":\"op\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":1,"
-             "\"tid\":%d,\"args\":{\"op_type\":%d}}",
-             name, us(t0), (double)ns / 1000.0, dev_id, op_type);
+             "{\"name\":\"%s\",\"cat\":\"op\",\"ph\":\"X\",\"ts\":%llu.%03llu,\"dur\":%llu.%03llu,"
+             "\"pid\":1,\"tid\":%d,\"args\":{\"op_type\":%d}}",
+             name, (unsigned long long)(ts / 1000), (unsigned long long)(ts % 1000),
+             (unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000), dev_id, op_type);
     emit(line);
 }
 
@@ -231,6 +311,9 @@ enum vdev_status vdev_observe_init(void)
 void vdev_observe_shutdown(void)
 {
     pthread_mutex_lock(&T.lock);
+    /* the streams are idle here (teardown waited for them): their buffers too */
+    for (struct tbuf *b = all_bufs; b; b = b->next)
+        tbuf_flush_locked(b);
     FILE *f = T.f;
     T.f = NULL;
     atomic_store(&tracing, 0);
