@@ -1023,6 +1023,14 @@ uint64_t vdev_alloc_block_size(vdev_alloc_t *a, uint32_t handle)
 /* A snapshot under the lock. The counters are kept by malloc and free; the
  * largest free block and the number of chunks are computed here, so the fast
  * paths do not maintain them. */
+void vdev_alloc_usage(vdev_alloc_t *a, uint64_t *in_use, uint64_t *reserved)
+{
+    lock(a);
+    *in_use = a->in_use;
+    *reserved = a->reserved;
+    unlock(a);
+}
+
 void vdev_alloc_get_stats(vdev_alloc_t *a, struct vdev_alloc_stats *st)
 {
     lock(a);

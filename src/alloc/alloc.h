@@ -134,6 +134,9 @@ struct vdev_alloc_stats {
 };
 /* A consistent snapshot. */
 void vdev_alloc_get_stats(vdev_alloc_t *a, struct vdev_alloc_stats *st);
+/* Bytes in use and reserved, without the rest of the statistics (cheap: for
+ * the profiler trace's memory counters). */
+void vdev_alloc_usage(vdev_alloc_t *a, uint64_t *in_use, uint64_t *reserved);
 /* peak in use := in use, peak reserved := reserved. */
 void vdev_alloc_reset_peak(vdev_alloc_t *a);
 /* Releases every region that holds no live or pending block; returns the
