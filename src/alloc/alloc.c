@@ -102,6 +102,7 @@ struct vdev_alloc {
     struct chunk *ch; /* records; [0, N_BINS] are sentinels */
     uint64_t bmap[N_WORDS]; /* bit b: bin b is not empty */
     uint32_t free_rec; /* stack of unused records (NIL: empty) */
+    uint32_t n_unused; /* records on that stack (statistics in O(1)) */
     uint32_t cap_ch;   /* records allocated */
     uint64_t in_use, peak_in_use;
     uint64_t n_allocs_total, n_frees_total;
@@ -242,6 +243,7 @@ static inline uint32_t record_pop(struct vdev_alloc *a)
 {
     uint32_t r = a->free_rec;
     a->free_rec = a->ch[r].fnext;
+    a->n_unused--;
     return r;
 }
 
@@ -250,6 +252,7 @@ static inline void record_push(struct vdev_alloc *a, uint32_t r)
     a->ch[r].szst = ST_UNUSED;
     a->ch[r].fnext = a->free_rec;
     a->free_rec = r;
+    a->n_unused++;
 }
 
 /* Grows the record array (doubling) so that at least `need` unused records
@@ -293,6 +296,7 @@ static enum vdev_status records_reserve(struct vdev_alloc *a, uint32_t need)
         nch[i].szst = ST_UNUSED;
         nch[i].fnext = a->free_rec;
         a->free_rec = i;
+        a->n_unused++;
     }
     a->cap_ch = cap;
     return VDEV_OK;
@@ -1048,10 +1052,7 @@ void vdev_alloc_get_stats(vdev_alloc_t *a, struct vdev_alloc_stats *st)
     st->n_failed_allocs = a->n_failed;
     st->n_frees_total = a->n_frees_total;
     st->n_regions = a->n_regions;
-    uint64_t unused = 0;
-    for (uint32_t i = a->free_rec; i != NIL; i = a->ch[i].fnext)
-        unused++;
-    st->n_chunks = a->cap_ch - FIRST_RECORD - unused;
+    st->n_chunks = a->cap_ch - FIRST_RECORD - a->n_unused;
     st->fragmentation =
         st->bytes_free ? (double)(st->bytes_free - st->largest_free_block) / (double)st->bytes_free
                        : 0.0;
@@ -1217,6 +1218,9 @@ enum vdev_status vdev_alloc_check(vdev_alloc_t *a)
     for (uint32_t h = a->free_rec; h != NIL; h = ch[h].fnext)
         if (++n_unused > a->cap_ch || h < FIRST_RECORD || cstate(&ch[h]) != ST_UNUSED)
             BAD("the unused-record stack is corrupt at %u", h);
+    if (n_unused != a->n_unused)
+        BAD("%llu unused records on the stack, the count says %u", (unsigned long long)n_unused,
+            a->n_unused);
     if (n_used + n_unused + FIRST_RECORD != a->cap_ch)
         BAD("%llu chunks in regions and %llu unused records, of %u", (unsigned long long)n_used,
             (unsigned long long)n_unused, a->cap_ch - FIRST_RECORD);
