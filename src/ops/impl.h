@@ -77,6 +77,10 @@ KERNEL(vdev_fast_sgd_update);
 KERNEL(vdev_fast_adam_update);
 KERNEL(vdev_fast_reduce_rows);
 KERNEL(vdev_fast_identity);
+KERNEL(vdev_fast_tanh);
+KERNEL(vdev_fast_sigmoid);
+KERNEL(vdev_fast_exp);
+KERNEL(vdev_fast_log);
 
 /* grads.c */
 GRAD(vdev_grad_matmul);
