@@ -29,8 +29,6 @@ static struct {
 static struct {
     pthread_mutex_t lock;
     FILE *f;
-    uint64_t t0;            /* ns at start-up: the trace's zero */
-    int n_events;
     int atexit_done;
 } T = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -134,7 +132,7 @@ static void emit(const char *json)
     b->len += n;
 }
 
-static _Atomic uint64_t t_zero; /* T.t0, readable without the lock */
+static _Atomic uint64_t t_zero; /* ns at start-up: the trace's zero */
 
 static double us(uint64_t ns)
 {
@@ -269,7 +267,6 @@ void vdev_observe_memory(const struct vdev_ldev *dev)
                 "\"args\":{\"in_use\":%llu,\"reserved\":%llu}}",
                 dev->name, us(now), dev->id, (unsigned long long)s.bytes_in_use,
                 (unsigned long long)s.bytes_reserved);
-        T.n_events++;
     }
     pthread_mutex_unlock(&T.lock);
 }
@@ -284,7 +281,6 @@ void vdev_observe_oom(const struct vdev_ldev *dev, uint64_t bytes)
                 ",\n{\"name\":\"OOM\",\"cat\":\"oom\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,"
                 "\"pid\":1,\"tid\":%d,\"args\":{\"bytes\":%llu}}",
                 us(vdev_now_ns()), dev->id, (unsigned long long)bytes);
-        T.n_events++;
     }
     pthread_mutex_unlock(&T.lock);
 }
@@ -320,12 +316,9 @@ enum vdev_status vdev_observe_init(void)
         return vdev_error(VDEV_ERR_IO, "VDEV_TRACE_FILE=\"%s\": cannot open for writing", path);
     pthread_mutex_lock(&T.lock);
     T.f = f;
-    T.t0 = vdev_now_ns();
     memset(M, 0, sizeof M);
-    atomic_store(&t_zero, T.t0);
-    T.n_events = 0;
+    atomic_store(&t_zero, vdev_now_ns());
     fprintf(f, "[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"vdev\"}}");
-    T.n_events = 1;
     /* name each device's tracks: its ops, then its copies */
     for (int i = 0; i < vdev_runtime_n_devices(); i++) {
         struct vdev_ldev *d = vdev_runtime_device(i);
@@ -337,7 +330,6 @@ enum vdev_status vdev_observe_init(void)
                     ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
                     "\"args\":{\"sort_index\":%d}}",
                     tid, d->name, d->backend->ops->name, k ? " copies" : "", tid, 2 * i + k);
-            T.n_events += 2;
         }
     }
     if (!T.atexit_done) {

@@ -197,29 +197,9 @@ VDEV_API bool vdev_is_initialized(void)
     return atomic_load_explicit(&R.initialized, memory_order_acquire) != 0;
 }
 
-/* Hooks that upper layers register to drop their own state at shutdown. */
-static void (*shutdown_hooks[8])(void);
-static int n_shutdown_hooks;
-
-
-void vdev_runtime_on_shutdown(void (*fn)(void))
-{
-    pthread_mutex_lock(&R.lock);
-    for (int i = 0; i < n_shutdown_hooks; i++)
-        if (shutdown_hooks[i] == fn) {
-            pthread_mutex_unlock(&R.lock);
-            return;
-        }
-    VDEV_ASSERT(n_shutdown_hooks < (int)VDEV_ARRAY_LEN(shutdown_hooks));
-    shutdown_hooks[n_shutdown_hooks++] = fn;
-    pthread_mutex_unlock(&R.lock);
-}
-
 VDEV_API void vdev_shutdown(void)
 {
     vdev_placement_report_if_asked();
-    for (int i = n_shutdown_hooks - 1; i >= 0; i--)
-        shutdown_hooks[i]();
     pthread_mutex_lock(&R.lock);
     teardown_locked();
     atomic_store_explicit(&R.initialized, 0, memory_order_release);

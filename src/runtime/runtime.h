@@ -46,7 +46,5 @@ uint32_t vdev_runtime_generation(void);
 /* VDEV_OOM_REPORT=1: print the allocator's state after an out-of-memory
  * failure (the tensor layer tags blocks with the ops that made them). */
 int vdev_runtime_oom_report(void);
-/* Registers fn to run at vdev_shutdown(), before the devices go (once). */
-void vdev_runtime_on_shutdown(void (*fn)(void));
 
 #endif /* VDEV_RUNTIME_H */

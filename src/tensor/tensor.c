@@ -68,8 +68,6 @@ struct frame {
 static _Thread_local struct frame frames[MAX_SCOPES];
 static _Thread_local int depth;
 
-int vdev_scope_depth(void) { return depth; }
-
 static void scope_add(vdev_tensor_t *t)
 {
     if (depth == 0)
@@ -230,7 +228,6 @@ static vdev_tensor_t *tensor_struct(struct vdev_ldev *dev, enum vdev_dtype dtype
     atomic_init(&t->xstream, (int16_t)-1);
     t->is_variable = t->requires_grad = t->kept = t->in_scope = 0;
     t->generation = vdev_runtime_generation();
-    t->node = NULL;
     return t;
 }
 

@@ -17,8 +17,6 @@
 
 #define VDEV_TENSOR_MAGIC 0x7e750a1du
 
-struct vdev_tape_node;
-
 struct vdev_tensor {
     uint32_t magic;                 /* VDEV_TENSOR_MAGIC while alive */
     _Atomic int refs;
@@ -38,7 +36,6 @@ struct vdev_tensor {
     uint8_t kept;                   /* vdev_keep() called in the current scope */
     uint8_t in_scope;               /* a scope holds the creation reference */
     uint32_t generation;            /* the runtime's start-up it belongs to */
-    struct vdev_tape_node *node;    /* the op that made it on the active tape, or NULL */
 };
 
 /* Casts away const for library-internal bookkeeping (reference counts,
@@ -79,9 +76,6 @@ int vdev_tensor_valid(const vdev_tensor_t *t);
 
 /* Registers t with the current scope (which then holds one reference). */
 void vdev_tensor_scope_add(vdev_tensor_t *t);
-
-/* Number of scope levels open on this thread. */
-int vdev_scope_depth(void);
 
 /* The device where a new tensor with no inputs goes. */
 struct vdev_ldev *vdev_tensor_creation_device(void);
