@@ -87,29 +87,29 @@ BINARY(div, p / q)
         vdev_parallel_for(vdev_args_numel(a, K), NAME##_part, &c);                                 \
     }
 
-ELEMENTWISE(add_scalar, 0, {
-    const float *restrict x = IN_F(0);
-    float *restrict o = OUT_F(0);
-    const float s = (float)a->f[0];
-    for (int64_t i = lo; i < hi; i++)
-        o[i] = x[i] + s;
-})
+/* One-input elementwise ops: o = EXPR of p = x[i] (and s = f[0]). */
+#define UNARY(NAME, EXPR)                                                                          \
+    ELEMENTWISE(NAME, 0, {                                                                         \
+        const float *restrict x = IN_F(0);                                                         \
+        float *restrict o = OUT_F(0);                                                              \
+        const float s = (float)a->f[0];                                                            \
+        (void)s;                                                                                   \
+        for (int64_t i = lo; i < hi; i++) {                                                        \
+            const float p = x[i];                                                                  \
+            o[i] = EXPR;                                                                           \
+        }                                                                                          \
+    })
 
-ELEMENTWISE(mul_scalar, 0, {
-    const float *restrict x = IN_F(0);
-    float *restrict o = OUT_F(0);
-    const float s = (float)a->f[0];
-    for (int64_t i = lo; i < hi; i++)
-        o[i] = x[i] * s;
-})
-
+UNARY(add_scalar, p + s)
+UNARY(mul_scalar, p * s)
 /* NaN passes through, as in the reference: x > 0 ? x : (x == x ? 0 : x). */
-ELEMENTWISE(relu, 0, {
-    const float *restrict x = IN_F(0);
-    float *restrict o = OUT_F(0);
-    for (int64_t i = lo; i < hi; i++)
-        o[i] = x[i] > 0.0f ? x[i] : (x[i] != x[i] ? x[i] : 0.0f);
-})
+UNARY(relu, p > 0.0f ? p : (p != p ? p : 0.0f))
+/* Transcendental functions in float (the reference computes them in double):
+ * within an ulp or two of the correctly rounded result, several times faster. */
+UNARY(tanh, tanhf(p))
+UNARY(sigmoid, 1.0f / (1.0f + expf(-p)))
+UNARY(exp, expf(p))
+UNARY(log, logf(p))
 
 /* (dy, x) -> dy where x > 0, else 0. */
 ELEMENTWISE(relu_grad, 0, {
@@ -189,32 +189,3 @@ KERNEL(vdev_fast_identity)
     memcpy(a->out[0], a->in[0], (size_t)vdev_args_numel(a, 0) * 4);
 }
 
-/* Transcendental functions in float (the reference computes them in double):
- * within an ulp or two of the correctly rounded result, several times faster. */
-ELEMENTWISE(tanh, 0, {
-    const float *restrict x = IN_F(0);
-    float *restrict o = OUT_F(0);
-    for (int64_t i = lo; i < hi; i++)
-        o[i] = tanhf(x[i]);
-})
-
-ELEMENTWISE(sigmoid, 0, {
-    const float *restrict x = IN_F(0);
-    float *restrict o = OUT_F(0);
-    for (int64_t i = lo; i < hi; i++)
-        o[i] = 1.0f / (1.0f + expf(-x[i]));
-})
-
-ELEMENTWISE(exp, 0, {
-    const float *restrict x = IN_F(0);
-    float *restrict o = OUT_F(0);
-    for (int64_t i = lo; i < hi; i++)
-        o[i] = expf(x[i]);
-})
-
-ELEMENTWISE(log, 0, {
-    const float *restrict x = IN_F(0);
-    float *restrict o = OUT_F(0);
-    for (int64_t i = lo; i < hi; i++)
-        o[i] = logf(x[i]);
-})
