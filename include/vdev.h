@@ -221,7 +221,20 @@ VDEV_API enum vdev_status vdev_mem_free(const char *device, void *ptr);
  * (vdev_variable) are never freed by scopes.
  *
  * Where a new tensor lives: the innermost device scope (vdev_device_push), or
- * the default device (GPU:0, or CPU:0 where there is no GPU). */
+ * the default device (GPU:0, or CPU:0 where there is no GPU).
+ *
+ * Handles: vdev_tensor_t * (and vdev_tape_t *, vdev_dense_t *, vdev_mlp_t *,
+ * vdev_optimizer_t *) are opaque checked handles, not addresses: never
+ * dereference one. vdev checks every handle it is given, without touching
+ * freed memory: a tensor already freed (by vdev_tensor_free or its scope's
+ * end), a handle of another kind, or any other value gives
+ * VDEV_ERR_INVALID_ARG ("not a live tensor (freed already, or not a
+ * tensor)"), and a handle is never reused for a later tensor (the same slot
+ * gets a new generation; the 32-bit counter would need 2^31 reuses of one slot
+ * to come round). A tensor made before vdev_shutdown() owns no memory after
+ * it: using it is VDEV_ERR_INVALID_ARG ("... belongs to a runtime that was
+ * shut down"), even after a new vdev_init(); vdev_tensor_free() on it just
+ * releases the handle. Looking a handle up takes no lock. */
 
 typedef struct vdev_tensor vdev_tensor_t;
 
@@ -230,7 +243,9 @@ enum vdev_dtype { VDEV_F32 = 0, VDEV_I32, VDEV_DTYPE_COUNT };
 
 VDEV_API vdev_tensor_t *vdev_tensor_zeros(const int64_t *shape, int ndim, enum vdev_dtype dtype);
 VDEV_API vdev_tensor_t *vdev_tensor_ones(const int64_t *shape, int ndim, enum vdev_dtype dtype);
-/* Every element = value (converted for i32). */
+/* Every element = value: rounded to float for f32; for i32 truncated toward
+ * zero, and VDEV_ERR_INVALID_ARG naming the value when it is NaN, infinite or
+ * outside [-2147483648, 2147483647] after truncation. */
 VDEV_API vdev_tensor_t *vdev_tensor_fill(const int64_t *shape, int ndim, enum vdev_dtype dtype,
                                          double value);
 /* Copies numel elements from host memory. */
@@ -251,11 +266,17 @@ VDEV_API float vdev_tensor_item(const vdev_tensor_t *t);
 VDEV_API vdev_tensor_t *vdev_tensor_to(const vdev_tensor_t *t, const char *device);
 /* A copy on the placement device (TensorFlow's tf.identity). */
 VDEV_API vdev_tensor_t *vdev_identity(const vdev_tensor_t *t);
-/* Releases the caller's tensor; NULL is a no-op. */
+/* Releases the caller's tensor; NULL is a no-op. A dead handle (freed twice)
+ * is VDEV_ERR_INVALID_ARG and frees nothing, whatever tensor now uses the
+ * memory it had. A tensor held by a scope of another thread can be freed only
+ * by that thread (VDEV_ERR_INVALID_ARG otherwise). Of two threads freeing one
+ * tensor at once, one frees it and the other gets the error. */
 VDEV_API void vdev_tensor_free(vdev_tensor_t *t);
 
 VDEV_API int vdev_tensor_ndim(const vdev_tensor_t *t);
-VDEV_API int64_t vdev_tensor_dim(const vdev_tensor_t *t, int axis); /* negative axis from the end */
+/* Size of one axis (negative counts from the end); -1 and VDEV_ERR_INVALID_ARG
+ * naming the axis as given when there is no such axis. */
+VDEV_API int64_t vdev_tensor_dim(const vdev_tensor_t *t, int axis);
 VDEV_API int64_t vdev_tensor_numel(const vdev_tensor_t *t);
 VDEV_API enum vdev_dtype vdev_tensor_dtype(const vdev_tensor_t *t);
 /* "/device:GPU:1"; valid as long as the runtime runs. */
@@ -268,12 +289,24 @@ VDEV_API vdev_tensor_t *vdev_variable(vdev_tensor_t *t);
 /* Copies value into the variable in place (shapes must match). */
 VDEV_API enum vdev_status vdev_assign(vdev_tensor_t *var, const vdev_tensor_t *value);
 
-/* ---- scopes that free temporaries ---- */
-VDEV_API void vdev_scope_begin(void);
+/* ---- scopes that free temporaries ----
+ * Scopes are per thread and nest up to 64 deep. They never allocate: a scope
+ * cannot fail for want of memory. A thread that exits with scopes open has
+ * them closed (their tensors freed) as vdev_scope_end would. */
+
+/* Opens a scope. VDEV_ERR_INVALID_ARG beyond 64 nested scopes ("tensor scopes
+ * nested deeper than 64"), like vdev_device_push. Pairing stays simple: every
+ * begin, failed or not, takes its vdev_scope_end; the end of a failed begin
+ * does nothing (it does not close the enclosing scope), and while a failed
+ * begin's end is pending, further begins fail too. */
+VDEV_API enum vdev_status vdev_scope_begin(void);
 /* Frees every tensor made since the matching begin except those kept; kept
- * tensors pass to the enclosing scope, or to the caller outside any scope. */
+ * tensors pass to the enclosing scope, or to the caller outside any scope.
+ * Without a matching begin: VDEV_ERR_INVALID_ARG, nothing freed. */
 VDEV_API void vdev_scope_end(void);
-/* Marks t to survive the current scope's end; returns t. */
+/* Marks t to survive the current scope's end; returns t (NULL, with
+ * VDEV_ERR_INVALID_ARG, for a dead handle or a tensor of another thread's
+ * scope). */
 VDEV_API vdev_tensor_t *vdev_keep(vdev_tensor_t *t);
 
 /* ==== placement ===========================================================
@@ -379,7 +412,13 @@ VDEV_API vdev_tensor_t *vdev_transpose(const vdev_tensor_t *a); /* 2-D */
 /* mean((pred - target)^2), a 0-dimensional tensor. */
 VDEV_API vdev_tensor_t *vdev_mse(const vdev_tensor_t *pred, const vdev_tensor_t *target);
 /* mean over rows of -log softmax(logits)[label]; logits [N, C] f32, labels [N]
- * i32 in [0, C). */
+ * i32 in [0, C). A label outside [0, C) is VDEV_ERR_INVALID_ARG with
+ * TensorFlow's words ("Received a label value of 7 which is outside the valid
+ * range of [0, 7).  Label values: ...") when the labels live on the CPU or a
+ * simulated GPU, whose memory the host reads (labels that an op made there
+ * are read after their device's stream has finished them); on a CUDA GPU,
+ * as on TensorFlow's GPUs, the labels are not read back and the loss (and
+ * the gradient of the bad rows) is NaN. */
 VDEV_API vdev_tensor_t *vdev_softmax_cross_entropy(const vdev_tensor_t *logits,
                                                    const vdev_tensor_t *labels);
 /* Index of the largest element over the last axis, i32. */
@@ -393,7 +432,11 @@ VDEV_API vdev_tensor_t *vdev_argmax(const vdev_tensor_t *a);
  *     vdev_tape_gradient(tape, loss, vars, 2, grads);
  *     vdev_tape_end(tape);
  *
- * The tape records the ops of the calling thread while it is active. */
+ * The tape records the ops of the calling thread while it is active. Tapes are
+ * checked handles: a tape ended already is VDEV_ERR_INVALID_ARG for every
+ * call, another thread may neither end a tape nor ask it for gradients while
+ * it records (VDEV_ERR_INVALID_ARG), a thread that exits stops its tape's
+ * recording, and a tape begun before vdev_shutdown() can only be ended. */
 
 typedef struct vdev_tape vdev_tape_t;
 /* Starts recording; NULL if a tape is already recording on this thread. */
@@ -408,10 +451,13 @@ VDEV_API vdev_tape_t *vdev_tape_begin(void);
 VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *tape, const vdev_tensor_t *loss,
                                              vdev_tensor_t *const *vars, int n_vars,
                                              vdev_tensor_t **grads);
-/* Stops recording (if still) and frees the tape. NULL is a no-op. */
+/* Stops recording (if still) and frees the tape. NULL is a no-op; a tape
+ * ended already is VDEV_ERR_INVALID_ARG. */
 VDEV_API void vdev_tape_end(vdev_tape_t *tape);
 
-/* ==== nn ================================================================== */
+/* ==== nn ==================================================================
+ * Layers, models and optimizers are checked handles, as tensors are: a freed
+ * one, a NULL one or one of another kind is VDEV_ERR_INVALID_ARG naming it. */
 
 enum vdev_activation { VDEV_ACT_NONE = 0, VDEV_ACT_RELU, VDEV_ACT_TANH, VDEV_ACT_SIGMOID,
                        VDEV_ACT_COUNT };
@@ -430,7 +476,10 @@ typedef struct vdev_mlp vdev_mlp_t;
 VDEV_API vdev_mlp_t *vdev_mlp_new(const int64_t *sizes, int n_sizes, enum vdev_activation hidden,
                                   enum vdev_activation output, uint64_t seed);
 VDEV_API vdev_tensor_t *vdev_mlp_forward(vdev_mlp_t *m, const vdev_tensor_t *x);
-/* The variables (W0, b0, W1, b1, ...); returns their number (fills at most cap). */
+/* The variables (W0, b0, W1, b1, ...); returns their number (fills at most
+ * cap; out may be NULL only when cap is 0, to ask the number). -1 with
+ * VDEV_ERR_INVALID_ARG for a bad model, a negative cap, or out NULL with
+ * cap > 0. The tensors stay the model's: vdev_mlp_free frees them. */
 VDEV_API int vdev_mlp_variables(const vdev_mlp_t *m, vdev_tensor_t **out, int cap);
 VDEV_API void vdev_mlp_free(vdev_mlp_t *m);
 

@@ -10,25 +10,39 @@
  * tensors the caller passed (not to the copies the dispatcher made), and
  * gradients reaching one tensor from several ops are summed. Each op's
  * gradient temporaries are freed as soon as it is done; a gradient is freed as
- * soon as the op that produced its tensor has used it. */
+ * soon as the op that produced its tensor has used it.
+ *
+ * Tapes are checked handles (base/handles.h): ending a tape twice, or asking
+ * an ended tape for gradients, is an error, not a use of freed memory. A tape
+ * records on the thread that began it; another thread may neither end it nor
+ * ask it for gradients while it records (the recording thread would go on
+ * writing to it), and a thread that exits while its tape records stops the
+ * recording (a thread-exit destructor), so the tape can then be ended
+ * anywhere. A tape remembers the runtime it was begun under: after
+ * vdev_shutdown() it can only be ended. */
 #include "ops/ops.h"
 
 #include <string.h>
 
-struct vdev_tape {
+struct tape {
+    uint64_t handle;
     struct vdev_op_record *nodes;
     int n, cap;
-    int recording;
+    _Atomic int recording;
+    uintptr_t thread; /* the thread that records (vdev_thread_id) */
+    uint32_t rgen;    /* the runtime generation it was begun under */
 };
+
+static struct vdev_handle_table tapes = VDEV_HANDLE_TABLE("tape", 2, struct tape);
 
 /* Gradients by tensor: open addressing over tensor pointers. */
 struct gmap {
-    const vdev_tensor_t **keys;
-    vdev_tensor_t **vals;
+    const struct vdev_tens **keys;
+    struct vdev_tens **vals;
     size_t cap;
 };
 
-static size_t gmap_slot(const struct gmap *m, const vdev_tensor_t *k)
+static size_t gmap_slot(const struct gmap *m, const struct vdev_tens *k)
 {
     size_t h = ((uintptr_t)k >> 4) * 0x9e3779b97f4a7c15ull;
     size_t i = h & (m->cap - 1);
@@ -39,7 +53,7 @@ static size_t gmap_slot(const struct gmap *m, const vdev_tensor_t *k)
 
 static enum vdev_status record(void *vtape, const struct vdev_op_record *r)
 {
-    struct vdev_tape *t = vtape;
+    struct tape *t = vtape;
     if (t->n == t->cap) {
         int cap = t->cap ? t->cap * 2 : 256;
         struct vdev_op_record *nodes = realloc(t->nodes, (size_t)cap * sizeof *nodes);
@@ -50,24 +64,72 @@ static enum vdev_status record(void *vtape, const struct vdev_op_record *r)
     }
     t->nodes[t->n++] = *r;
     for (int i = 0; i < r->n_in; i++) {
-        vdev_tensor_retain(r->in[i]);
-        vdev_tensor_retain(r->target[i]);
+        vdev_tens_retain(r->in[i]);
+        vdev_tens_retain(r->target[i]);
     }
-    vdev_tensor_retain(r->out);
+    vdev_tens_retain(r->out);
     return VDEV_OK;
 }
 
-static void release_nodes(struct vdev_tape *t)
+static void release_nodes(struct tape *t)
 {
     for (int k = 0; k < t->n; k++) {
         struct vdev_op_record *r = &t->nodes[k];
         for (int i = 0; i < r->n_in; i++) {
-            vdev_tensor_release(r->in[i]);
-            vdev_tensor_release(r->target[i]);
+            vdev_tens_release(r->in[i]);
+            vdev_tens_release(r->target[i]);
         }
-        vdev_tensor_release(r->out);
+        vdev_tens_release(r->out);
     }
     t->n = 0;
+}
+
+/* Stops t's recording; the caller is t's thread, or t records no more. */
+static void stop(struct tape *t)
+{
+    if (vdev_tape_hook.tape == t) {
+        vdev_tape_hook.tape = NULL;
+        vdev_tape_hook.record = NULL;
+    }
+    atomic_store(&t->recording, 0);
+}
+
+/* ---- a thread that exits while its tape records stops it ---- */
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static int exit_key_made; /* written once under exit_once */
+
+static void at_thread_exit(void *unused)
+{
+    VDEV_UNUSED(unused);
+    if (vdev_tape_hook.tape)
+        stop(vdev_tape_hook.tape);
+}
+
+static void make_exit_key(void) { exit_key_made = pthread_key_create(&exit_key, at_thread_exit) == 0; }
+
+/* ---- the public calls ---- */
+
+/* The tape behind handle h for `fn`, or NULL with VDEV_ERR_INVALID_ARG. */
+static struct tape *tape_of(const vdev_tape_t *h, const char *fn)
+{
+    struct tape *t = vdev_handle_get(&tapes, h);
+    if (!t)
+        vdev_error(VDEV_ERR_INVALID_ARG, "%s: %s", fn,
+                   h ? "not a live tape (ended already, or not a tape)" : "tape is NULL");
+    return t;
+}
+
+/* VDEV_OK when this thread may stop t: t records here, or no more. */
+static enum vdev_status check_thread(const struct tape *t, const char *fn)
+{
+    if (atomic_load(&t->recording) && t->thread != vdev_thread_id())
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "%s: the tape is recording on another thread; only that thread may "
+                          "stop it",
+                          fn);
+    return VDEV_OK;
 }
 
 VDEV_API vdev_tape_t *vdev_tape_begin(void)
@@ -78,38 +140,47 @@ VDEV_API vdev_tape_t *vdev_tape_begin(void)
     }
     if (vdev_init() != VDEV_OK)
         return NULL;
-    struct vdev_tape *t = calloc(1, sizeof *t);
-    if (!t) {
-        vdev_error(VDEV_ERR_OOM, "out of host memory for a tape");
+    uint64_t h;
+    struct tape *t = vdev_handle_alloc(&tapes, &h);
+    if (!t)
         return NULL;
-    }
-    t->recording = 1;
+    t->handle = h;
+    t->nodes = NULL;
+    t->n = t->cap = 0;
+    t->thread = vdev_thread_id();
+    t->rgen = vdev_runtime_generation();
+    atomic_init(&t->recording, 1);
+    pthread_once(&exit_once, make_exit_key);
+    if (exit_key_made)
+        pthread_setspecific(exit_key, t); /* any non-NULL value arms the destructor */
     vdev_tape_hook.tape = t;
     vdev_tape_hook.record = record;
-    return t;
+    return (vdev_tape_t *)(uintptr_t)h;
 }
 
-static void stop(struct vdev_tape *t)
+VDEV_API void vdev_tape_end(vdev_tape_t *h)
 {
-    if (t->recording && vdev_tape_hook.tape == t) {
-        vdev_tape_hook.tape = NULL;
-        vdev_tape_hook.record = NULL;
-    }
-    t->recording = 0;
-}
-
-VDEV_API void vdev_tape_end(vdev_tape_t *t)
-{
-    if (!t)
+    if (!h)
         return;
+    struct tape *t = tape_of(h, "vdev_tape_end");
+    if (!t || check_thread(t, "vdev_tape_end") != VDEV_OK)
+        return;
+    if (!vdev_handle_kill(&tapes, t, (uint64_t)(uintptr_t)h)) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tape_end: not a live tape (ended already, or not "
+                                         "a tape)");
+        return;
+    }
     stop(t);
-    release_nodes(t);
+    release_nodes(t); /* tensors of a runtime that was shut down just give their slots back */
     free(t->nodes);
-    free(t);
+    t->nodes = NULL;
+    t->cap = 0;
+    vdev_handle_release(&tapes, t);
 }
 
-/* Adds g (owned by the caller, out of any scope) to the map entry of key. */
-static enum vdev_status accumulate(struct gmap *m, const vdev_tensor_t *key, vdev_tensor_t *g)
+/* Adds g (the map's own reference) to the map entry of key. */
+static enum vdev_status accumulate(struct gmap *m, const struct vdev_tens *key,
+                                   struct vdev_tens *g)
 {
     size_t i = gmap_slot(m, key);
     if (!m->keys[i] || !m->vals[i]) {
@@ -117,46 +188,46 @@ static enum vdev_status accumulate(struct gmap *m, const vdev_tensor_t *key, vde
         m->vals[i] = g;
         return VDEV_OK;
     }
-    const vdev_tensor_t *pair[2] = {m->vals[i], g};
-    vdev_tensor_t *sum = vdev_op_run(VDEV_OP_ADD, pair, 2, NULL);
-    vdev_tensor_release(g);
+    const struct vdev_tens *pair[2] = {m->vals[i], g};
+    struct vdev_tens *sum = vdev_op_exec(VDEV_OP_ADD, pair, 2, NULL);
+    vdev_tens_release(g);
     if (!sum)
         return vdev_last_status();
-    vdev_tensor_free(m->vals[i]);
-    vdev_keep(sum);
+    vdev_tens_disown(sum); /* out of the caller's scope: the map's reference */
+    vdev_tens_release(m->vals[i]);
     m->vals[i] = sum;
     return VDEV_OK;
 }
 
-/* Takes t out of the current scope: the map becomes its only owner. */
-static vdev_tensor_t *own(vdev_tensor_t *t)
-{
-    vdev_tensor_retain(t);
-    vdev_tensor_free(t); /* drops the scope's reference, keeps ours */
-    return t;
-}
-
-VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *t, const vdev_tensor_t *loss,
-                                             vdev_tensor_t *const *vars, int n_vars,
+VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
+                                             vdev_tensor_t *const *hvars, int n_vars,
                                              vdev_tensor_t **grads)
 {
-    if (!t || n_vars < 0 || (n_vars && (!vars || !grads)))
+    if (!htape || n_vars < 0 || (n_vars && (!hvars || !grads)))
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tape_gradient: bad arguments");
     /* On any failure every gradient is NULL, early returns included. */
     for (int i = 0; i < n_vars; i++)
         grads[i] = NULL;
+    struct tape *t = tape_of(htape, "vdev_tape_gradient");
+    if (!t)
+        return VDEV_ERR_INVALID_ARG;
+    enum vdev_status st = check_thread(t, "vdev_tape_gradient");
+    if (st != VDEV_OK)
+        return st;
     stop(t);
-    if (!loss)
+    if (t->rgen != vdev_runtime_generation() || !vdev_is_initialized())
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "vdev_tape_gradient: the tape belongs to a runtime that was shut down "
+                          "(begun before vdev_shutdown)");
+    if (!hloss)
         return vdev_last_status() != VDEV_OK ? vdev_last_status()
                                              : vdev_error(VDEV_ERR_INVALID_ARG, "loss is NULL");
-    if (!vdev_tensor_valid(loss))
+    const struct vdev_tens *loss = vdev_tens_use(hloss, "vdev_tape_gradient");
+    if (!loss)
         return VDEV_ERR_INVALID_ARG;
     if (loss->numel != 1 || loss->dtype != VDEV_F32)
         return vdev_error(VDEV_ERR_INVALID_ARG,
                           "vdev_tape_gradient: the loss must be a one-element float tensor");
-    for (int i = 0; i < n_vars; i++)
-        if (!vdev_tensor_valid(vars[i]))
-            return VDEV_ERR_INVALID_ARG;
 
     struct gmap m;
     m.cap = 64;
@@ -164,29 +235,33 @@ VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *t, const vdev_tensor_t
         m.cap *= 2;
     m.keys = calloc(m.cap, sizeof *m.keys);
     m.vals = calloc(m.cap, sizeof *m.vals);
-    if (!m.keys || !m.vals) {
+    const struct vdev_tens **vars = malloc(((size_t)n_vars + 1) * sizeof *vars);
+    if (!m.keys || !m.vals || !vars) {
         free(m.keys);
         free(m.vals);
+        free(vars);
         return vdev_error(VDEV_ERR_OOM, "out of host memory computing gradients");
     }
+    for (int i = 0; i < n_vars && st == VDEV_OK; i++)
+        if (!(vars[i] = vdev_tens_use(hvars[i], "vdev_tape_gradient")))
+            st = VDEV_ERR_INVALID_ARG;
+    if (st != VDEV_OK)
+        goto done;
 
-    enum vdev_status st = VDEV_OK;
-    vdev_placement_push_dev(loss->dev);
-    vdev_tensor_t *seed = vdev_tensor_ones(loss->shape, loss->ndim, VDEV_F32);
-    vdev_placement_pop_dev();
+    struct vdev_tens *seed = vdev_tens_filled(loss->dev, VDEV_F32, loss->shape, loss->ndim, 1.0);
     if (!seed) {
         st = vdev_last_status();
         goto done;
     }
+    vdev_tens_disown(seed);
     m.keys[gmap_slot(&m, loss)] = loss;
-    m.vals[gmap_slot(&m, loss)] = own(seed);
+    m.vals[gmap_slot(&m, loss)] = seed;
 
     for (int k = t->n - 1; k >= 0 && st == VDEV_OK; k--) {
         const struct vdev_op_record *r = &t->nodes[k];
         size_t slot = gmap_slot(&m, r->out);
         if (!m.keys[slot] || !m.vals[slot])
             continue;
-        vdev_tensor_t *dout = m.vals[slot];
         const struct vdev_op_def *def = &vdev_op_defs[r->op];
         struct vdev_grad_args ga;
         memset(&ga, 0, sizeof ga);
@@ -195,25 +270,28 @@ VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *t, const vdev_tensor_t
         for (int i = 0; i < r->n_in; i++)
             ga.in[i] = r->in[i];
         ga.out = r->out;
-        ga.dout = dout;
+        ga.dout = m.vals[slot];
         ga.p = r->p;
-        vdev_tensor_t *din[VDEV_KERNEL_MAX_IN] = {0};
+        struct vdev_tens *din[VDEV_KERNEL_MAX_IN] = {0};
 
+        if ((st = vdev_scope_begin()) != VDEV_OK) {
+            vdev_scope_end(); /* consumes the failed begin */
+            break;
+        }
         vdev_placement_push_dev(r->dev);
-        vdev_scope_begin();
         st = def->grad(&ga, din);
         for (int i = 0; i < r->n_in; i++)
             if (din[i])
-                vdev_keep(din[i]);
+                din[i]->kept = 1;
         vdev_scope_end(); /* frees the gradient's temporaries, passes din up */
         for (int i = 0; i < r->n_in; i++) {
             if (!din[i])
                 continue;
-            vdev_tensor_t *g = own(din[i]);
+            vdev_tens_disown(din[i]); /* the map's reference now */
             if (st == VDEV_OK && r->target[i]->requires_grad)
-                st = accumulate(&m, r->target[i], g);
+                st = accumulate(&m, r->target[i], din[i]);
             else
-                vdev_tensor_release(g);
+                vdev_tens_release(din[i]);
         }
         vdev_placement_pop_dev();
         /* Node k is the only producer of r->out and earlier nodes cannot read
@@ -223,37 +301,32 @@ VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *t, const vdev_tensor_t
         for (int i = 0; i < n_vars; i++)
             wanted |= vars[i] == r->out;
         if (!wanted) {
-            vdev_tensor_release(m.vals[slot]);
+            vdev_tens_release(m.vals[slot]);
             m.vals[slot] = NULL;
         }
     }
 
     for (int i = 0; i < n_vars && st == VDEV_OK; i++) {
         size_t slot = gmap_slot(&m, vars[i]);
+        struct vdev_tens *g;
         if (m.keys[slot] && m.vals[slot]) {
-            vdev_tensor_t *g = m.vals[slot];
-            if (g->dev != vars[i]->dev) {
-                /* A variable used on another device: its gradient comes home. */
-                grads[i] = vdev_tensor_copy_to(g, vars[i]->dev);
-            } else {
-                vdev_tensor_retain(g);
-                vdev_tensor_scope_add(g); /* the caller's scope owns it now */
-                grads[i] = g;
-            }
+            g = m.vals[slot];
+            /* A variable used on another device: its gradient comes home. */
+            g = g->dev != vars[i]->dev ? vdev_tens_copy_to(g, vars[i]->dev) : vdev_tens_publish(g);
         } else {
-            vdev_placement_push_dev(vars[i]->dev);
-            grads[i] = vdev_tensor_zeros(vars[i]->shape, vars[i]->ndim, vars[i]->dtype);
-            vdev_placement_pop_dev();
+            g = vdev_tens_filled(vars[i]->dev, vars[i]->dtype, vars[i]->shape, vars[i]->ndim, 0.0);
         }
-        if (!grads[i])
+        if (!g)
             st = vdev_last_status();
+        grads[i] = vdev_tens_handle(g);
     }
 done:
     for (size_t i = 0; i < m.cap; i++)
         if (m.vals[i])
-            vdev_tensor_release(m.vals[i]);
+            vdev_tens_release(m.vals[i]);
     free(m.keys);
     free(m.vals);
+    free(vars);
     if (st != VDEV_OK)
         for (int i = 0; i < n_vars; i++) {
             vdev_tensor_free(grads[i]);

@@ -9,43 +9,82 @@
  * The optimizers keep their slots (velocity; Adam's m and v) beside each
  * variable on its device and update it in place with one fused op there. Adam
  * follows TensorFlow: lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t),
- * m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2, var -= lr_t m / (sqrt(v) + eps). */
+ * m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2, var -= lr_t m / (sqrt(v) + eps).
+ *
+ * Layers, models and optimizers are checked handles (base/handles.h), each
+ * kind in a table of its own, so a freed or foreign one is an error. They
+ * hold public tensor handles and call the public ops, like any caller; the
+ * optimizers look their variables up once per update to run the fused
+ * update op on the library's tensors. */
 #include "ops/ops.h"
 
 #include <math.h>
 #include <string.h>
 
+/* The object behind handle h of table tb for `fn`, or NULL with
+ * VDEV_ERR_INVALID_ARG naming what is wrong. */
+static void *object_of(struct vdev_handle_table *tb, const void *h, const char *fn)
+{
+    void *p = vdev_handle_get(tb, h);
+    if (!p) {
+        if (h)
+            vdev_error(VDEV_ERR_INVALID_ARG, "%s: not a live %s (freed already, or not a %s)",
+                       fn, tb->what, tb->what);
+        else
+            vdev_error(VDEV_ERR_INVALID_ARG, "%s: %s is NULL", fn, tb->what);
+    }
+    return p;
+}
+
+/* Kills live handle h of p; 0 with the error set when another caller did. */
+static int kill_handle(struct vdev_handle_table *tb, void *p, const void *h, const char *fn)
+{
+    if (vdev_handle_kill(tb, p, (uint64_t)(uintptr_t)h))
+        return 1;
+    vdev_error(VDEV_ERR_INVALID_ARG, "%s: not a live %s (freed already, or not a %s)", fn,
+               tb->what, tb->what);
+    return 0;
+}
+
 /* ---- dense layers ---- */
 
-struct vdev_dense {
-    vdev_tensor_t *w, *b;       /* [in, out], [out] */
+struct dense {
+    vdev_tensor_t *w, *b;       /* [in, out], [out]: variables */
     enum vdev_activation act;
 };
+
+static struct vdev_handle_table denses = VDEV_HANDLE_TABLE("dense layer", 3, struct dense);
 
 VDEV_API vdev_dense_t *vdev_dense_new(int64_t in, int64_t out, enum vdev_activation act,
                                       uint64_t seed)
 {
     if (in <= 0 || out <= 0 || (unsigned)act >= VDEV_ACT_COUNT) {
-        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_dense_new: bad sizes (%lld, %lld) or activation",
+        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_dense_new: bad sizes (%lld, %lld) or activation "
+                                         "(%d)",
+                   (long long)in, (long long)out, (int)act);
+        return NULL;
+    }
+    if (in > INT64_MAX / 2 || out > INT64_MAX / 2) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_dense_new: sizes (%lld, %lld) are too large",
                    (long long)in, (long long)out);
         return NULL;
     }
-    vdev_dense_t *l = calloc(1, sizeof *l);
-    if (!l) {
-        vdev_error(VDEV_ERR_OOM, "out of host memory for a dense layer");
+    uint64_t h;
+    struct dense *l = vdev_handle_alloc(&denses, &h);
+    if (!l)
         return NULL;
-    }
     /* Glorot (Xavier) uniform: U(-r, r) with r = sqrt(6 / (fan_in + fan_out)). */
     float r = (float)sqrt(6.0 / (double)(in + out));
     int64_t ws[2] = {in, out}, bs[1] = {out};
     l->w = vdev_variable(vdev_tensor_uniform(ws, 2, -r, r, seed));
-    l->b = vdev_variable(vdev_tensor_zeros(bs, 1, VDEV_F32));
+    l->b = l->w ? vdev_variable(vdev_tensor_zeros(bs, 1, VDEV_F32)) : NULL;
     l->act = act;
     if (!l->w || !l->b) {
-        vdev_dense_free(l);
+        vdev_tensor_free(l->w);
+        vdev_handle_release(&denses, l);
         return NULL;
     }
-    return l;
+    return (vdev_dense_t *)(uintptr_t)h;
 }
 
 static vdev_tensor_t *activate(vdev_tensor_t *x, enum vdev_activation act)
@@ -62,30 +101,43 @@ static vdev_tensor_t *activate(vdev_tensor_t *x, enum vdev_activation act)
     }
 }
 
-VDEV_API vdev_tensor_t *vdev_dense_forward(vdev_dense_t *l, const vdev_tensor_t *x)
+VDEV_API vdev_tensor_t *vdev_dense_forward(vdev_dense_t *h, const vdev_tensor_t *x)
 {
-    if (!l) {
-        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_dense_forward: layer is NULL");
+    const struct dense *l = object_of(&denses, h, "vdev_dense_forward");
+    if (!l)
         return NULL;
-    }
     return activate(vdev_add(vdev_matmul(x, l->w, false, false), l->b), l->act);
 }
 
-VDEV_API void vdev_dense_free(vdev_dense_t *l)
+VDEV_API void vdev_dense_free(vdev_dense_t *h)
 {
-    if (!l)
+    if (!h)
+        return;
+    struct dense *l = object_of(&denses, h, "vdev_dense_free");
+    if (!l || !kill_handle(&denses, l, h, "vdev_dense_free"))
         return;
     vdev_tensor_free(l->w);
     vdev_tensor_free(l->b);
-    free(l);
+    vdev_handle_release(&denses, l);
 }
 
 /* ---- MLPs ---- */
 
-struct vdev_mlp {
+struct mlp {
     int n_layers;
-    vdev_dense_t **layers;
+    vdev_dense_t **layers;      /* handles, owned */
 };
+
+static struct vdev_handle_table mlps = VDEV_HANDLE_TABLE("model", 4, struct mlp);
+
+/* Frees what an MLP holds (the layers made so far) and its slot. */
+static void mlp_destroy(struct mlp *m)
+{
+    for (int i = 0; i < m->n_layers; i++)
+        vdev_dense_free(m->layers[i]);
+    free(m->layers);
+    vdev_handle_release(&mlps, m);
+}
 
 VDEV_API vdev_mlp_t *vdev_mlp_new(const int64_t *sizes, int n_sizes, enum vdev_activation hidden,
                                   enum vdev_activation output, uint64_t seed)
@@ -94,32 +146,41 @@ VDEV_API vdev_mlp_t *vdev_mlp_new(const int64_t *sizes, int n_sizes, enum vdev_a
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mlp_new: needs at least two sizes");
         return NULL;
     }
-    vdev_mlp_t *m = calloc(1, sizeof *m);
-    if (!m || !(m->layers = calloc((size_t)n_sizes - 1, sizeof *m->layers))) {
-        free(m);
+    if ((unsigned)hidden >= VDEV_ACT_COUNT || (unsigned)output >= VDEV_ACT_COUNT) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mlp_new: unknown activation (hidden %d, output %d)",
+                   (int)hidden, (int)output);
+        return NULL;
+    }
+    uint64_t h;
+    struct mlp *m = vdev_handle_alloc(&mlps, &h);
+    if (!m)
+        return NULL;
+    m->n_layers = 0;
+    m->layers = calloc((size_t)n_sizes - 1, sizeof *m->layers);
+    if (!m->layers) {
+        vdev_handle_release(&mlps, m);
         vdev_error(VDEV_ERR_OOM, "out of host memory for an MLP");
         return NULL;
     }
-    m->n_layers = n_sizes - 1;
-    for (int i = 0; i < m->n_layers; i++) {
-        enum vdev_activation act = i + 1 == m->n_layers ? output : hidden;
+    for (int i = 0; i < n_sizes - 1; i++) {
+        enum vdev_activation act = i + 2 == n_sizes ? output : hidden;
         /* a different stream of random numbers per layer */
         m->layers[i] = vdev_dense_new(sizes[i], sizes[i + 1], act,
                                       seed * 1000003ull + (uint64_t)i * 7919ull + 1);
         if (!m->layers[i]) {
-            vdev_mlp_free(m);
+            mlp_destroy(m);
             return NULL;
         }
+        m->n_layers = i + 1;
     }
-    return m;
+    return (vdev_mlp_t *)(uintptr_t)h;
 }
 
-VDEV_API vdev_tensor_t *vdev_mlp_forward(vdev_mlp_t *m, const vdev_tensor_t *x)
+VDEV_API vdev_tensor_t *vdev_mlp_forward(vdev_mlp_t *hm, const vdev_tensor_t *x)
 {
-    if (!m) {
-        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mlp_forward: model is NULL");
+    const struct mlp *m = object_of(&mlps, hm, "vdev_mlp_forward");
+    if (!m)
         return NULL;
-    }
     const vdev_tensor_t *h = x;
     vdev_tensor_t *y = NULL;
     for (int i = 0; i < m->n_layers; i++)
@@ -127,30 +188,38 @@ VDEV_API vdev_tensor_t *vdev_mlp_forward(vdev_mlp_t *m, const vdev_tensor_t *x)
     return y;
 }
 
-VDEV_API int vdev_mlp_variables(const vdev_mlp_t *m, vdev_tensor_t **out, int cap)
+VDEV_API int vdev_mlp_variables(const vdev_mlp_t *hm, vdev_tensor_t **out, int cap)
 {
+    const struct mlp *m = object_of(&mlps, hm, "vdev_mlp_variables");
     if (!m)
-        return 0;
+        return -1;
+    if (cap < 0 || (cap > 0 && !out)) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mlp_variables: out is %s and cap %d (out may be "
+                                         "NULL only with cap 0)",
+                   out ? "set" : "NULL", cap);
+        return -1;
+    }
     int n = 0;
     for (int i = 0; i < m->n_layers; i++) {
+        const struct dense *l = vdev_handle_get(&denses, m->layers[i]); /* owned: always live */
         if (n < cap)
-            out[n] = m->layers[i]->w;
+            out[n] = l->w;
         n++;
         if (n < cap)
-            out[n] = m->layers[i]->b;
+            out[n] = l->b;
         n++;
     }
     return n;
 }
 
-VDEV_API void vdev_mlp_free(vdev_mlp_t *m)
+VDEV_API void vdev_mlp_free(vdev_mlp_t *hm)
 {
-    if (!m)
+    if (!hm)
         return;
-    for (int i = 0; i < m->n_layers; i++)
-        vdev_dense_free(m->layers[i]);
-    free(m->layers);
-    free(m);
+    struct mlp *m = object_of(&mlps, hm, "vdev_mlp_free");
+    if (!m || !kill_handle(&mlps, m, hm, "vdev_mlp_free"))
+        return;
+    mlp_destroy(m);
 }
 
 /* ---- optimizers ---- */
@@ -158,17 +227,30 @@ VDEV_API void vdev_mlp_free(vdev_mlp_t *m)
 enum opt_kind { OPT_SGD, OPT_ADAM };
 
 struct slot {
-    const vdev_tensor_t *var;   /* not owned */
-    vdev_tensor_t *s[2];        /* SGD: velocity; Adam: m, v */
+    const vdev_tensor_t *var;   /* its handle: not owned, compared only */
+    vdev_tensor_t *s[2];        /* SGD: velocity; Adam: m, v (variables, owned) */
 };
 
-struct vdev_optimizer {
+struct optim {
     enum opt_kind kind;
     float lr, momentum, beta1, beta2, eps;
     int64_t step;               /* Adam: updates applied */
     struct slot *slots;
     int n_slots, cap_slots;
 };
+
+static struct vdev_handle_table optims = VDEV_HANDLE_TABLE("optimizer", 5, struct optim);
+
+static vdev_optimizer_t *optim_new(enum opt_kind kind)
+{
+    uint64_t h;
+    struct optim *o = vdev_handle_alloc(&optims, &h);
+    if (!o)
+        return NULL;
+    memset(o, 0, sizeof *o);
+    o->kind = kind;
+    return (vdev_optimizer_t *)(uintptr_t)h;
+}
 
 VDEV_API vdev_optimizer_t *vdev_sgd_new(float lr, float momentum)
 {
@@ -178,15 +260,13 @@ VDEV_API vdev_optimizer_t *vdev_sgd_new(float lr, float momentum)
                    lr, momentum);
         return NULL;
     }
-    vdev_optimizer_t *o = calloc(1, sizeof *o);
-    if (!o) {
-        vdev_error(VDEV_ERR_OOM, "out of host memory for an optimizer");
-        return NULL;
+    vdev_optimizer_t *h = optim_new(OPT_SGD);
+    struct optim *o = vdev_handle_get(&optims, h);
+    if (o) {
+        o->lr = lr;
+        o->momentum = momentum;
     }
-    o->kind = OPT_SGD;
-    o->lr = lr;
-    o->momentum = momentum;
-    return o;
+    return h;
 }
 
 VDEV_API vdev_optimizer_t *vdev_adam_new(float lr, float beta1, float beta2, float eps)
@@ -198,24 +278,23 @@ VDEV_API vdev_optimizer_t *vdev_adam_new(float lr, float beta1, float beta2, flo
                    lr, beta1, beta2, eps);
         return NULL;
     }
-    vdev_optimizer_t *o = calloc(1, sizeof *o);
-    if (!o) {
-        vdev_error(VDEV_ERR_OOM, "out of host memory for an optimizer");
-        return NULL;
+    vdev_optimizer_t *h = optim_new(OPT_ADAM);
+    struct optim *o = vdev_handle_get(&optims, h);
+    if (o) {
+        o->lr = lr;
+        o->beta1 = beta1;
+        o->beta2 = beta2;
+        o->eps = eps;
     }
-    o->kind = OPT_ADAM;
-    o->lr = lr;
-    o->beta1 = beta1;
-    o->beta2 = beta2;
-    o->eps = eps;
-    return o;
+    return h;
 }
 
-/* The slots of var, made (zeros, on var's device) on first use. */
-static struct slot *slot_of(vdev_optimizer_t *o, const vdev_tensor_t *var)
+/* The slots of variable hvar (tensor var), made (zeros, on var's device) on
+ * first use. */
+static struct slot *slot_of(struct optim *o, const vdev_tensor_t *hvar, const struct vdev_tens *var)
 {
     for (int i = 0; i < o->n_slots; i++)
-        if (o->slots[i].var == var)
+        if (o->slots[i].var == hvar)
             return &o->slots[i];
     if (o->n_slots == o->cap_slots) {
         int cap = o->cap_slots ? 2 * o->cap_slots : 16;
@@ -229,7 +308,7 @@ static struct slot *slot_of(vdev_optimizer_t *o, const vdev_tensor_t *var)
     }
     struct slot *s = &o->slots[o->n_slots];
     memset(s, 0, sizeof *s);
-    s->var = var;
+    s->var = hvar;
     int n = o->kind == OPT_ADAM ? 2 : 1;
     vdev_placement_push_dev(var->dev);
     for (int k = 0; k < n; k++)
@@ -243,24 +322,30 @@ static struct slot *slot_of(vdev_optimizer_t *o, const vdev_tensor_t *var)
         }
     /* slots are state, not trainable */
     for (int k = 0; k < n; k++)
-        s->s[k]->requires_grad = 0;
+        vdev_tens_peek(s->s[k])->requires_grad = 0;
     o->n_slots++;
     return s;
 }
 
-VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *o, vdev_tensor_t *const *vars,
+VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_t *const *vars,
                                                vdev_tensor_t *const *grads, int n)
 {
-    if (!o || n < 0 || (n && (!vars || !grads)))
-        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_optimizer_apply: bad arguments");
+    struct optim *o = object_of(&optims, h, "vdev_optimizer_apply");
+    if (!o)
+        return VDEV_ERR_INVALID_ARG;
+    if (n < 0 || (n && (!vars || !grads)))
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_optimizer_apply: bad arguments (n %d, vars "
+                                                "%s, grads %s)",
+                          n, vars ? "set" : "NULL", grads ? "set" : "NULL");
     for (int i = 0; i < n; i++) {
         if (!grads[i])
             return vdev_last_status() != VDEV_OK
                        ? vdev_last_status()
                        : vdev_error(VDEV_ERR_INVALID_ARG, "gradient %d is NULL", i);
-        if (!vdev_tensor_valid(vars[i]) || !vdev_tensor_valid(grads[i]))
+        const struct vdev_tens *v = vdev_tens_use(vars[i], "vdev_optimizer_apply");
+        if (!v || !vdev_tens_use(grads[i], "vdev_optimizer_apply"))
             return VDEV_ERR_INVALID_ARG;
-        if (!vars[i]->is_variable)
+        if (!v->is_variable)
             return vdev_error(VDEV_ERR_INVALID_ARG,
                               "vdev_optimizer_apply: tensor %d is not a variable", i);
     }
@@ -278,16 +363,17 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *o, vdev_tensor_
         p.f[1] = o->momentum;
     }
     for (int i = 0; i < n; i++) {
-        struct slot *s = slot_of(o, vars[i]);
+        struct vdev_tens *var = vdev_tens_peek(vars[i]), *g = vdev_tens_peek(grads[i]);
+        struct slot *s = slot_of(o, vars[i], var);
         if (!s)
             return vdev_last_status();
         enum vdev_status st;
         if (o->kind == OPT_ADAM) {
-            vdev_tensor_t *in[4] = {vars[i], grads[i], s->s[0], s->s[1]};
-            st = vdev_op_run_inplace(VDEV_OP_ADAM_UPDATE, in, 4, &p);
+            struct vdev_tens *in[4] = {var, g, vdev_tens_peek(s->s[0]), vdev_tens_peek(s->s[1])};
+            st = vdev_op_exec_inplace(VDEV_OP_ADAM_UPDATE, in, 4, &p);
         } else {
-            vdev_tensor_t *in[3] = {vars[i], grads[i], s->s[0]};
-            st = vdev_op_run_inplace(VDEV_OP_SGD_UPDATE, in, 3, &p);
+            struct vdev_tens *in[3] = {var, g, vdev_tens_peek(s->s[0])};
+            st = vdev_op_exec_inplace(VDEV_OP_SGD_UPDATE, in, 3, &p);
         }
         if (st != VDEV_OK)
             return st;
@@ -295,14 +381,17 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *o, vdev_tensor_
     return VDEV_OK;
 }
 
-VDEV_API void vdev_optimizer_free(vdev_optimizer_t *o)
+VDEV_API void vdev_optimizer_free(vdev_optimizer_t *h)
 {
-    if (!o)
+    if (!h)
+        return;
+    struct optim *o = object_of(&optims, h, "vdev_optimizer_free");
+    if (!o || !kill_handle(&optims, o, h, "vdev_optimizer_free"))
         return;
     for (int i = 0; i < o->n_slots; i++) {
         vdev_tensor_free(o->slots[i].s[0]);
         vdev_tensor_free(o->slots[i].s[1]);
     }
     free(o->slots);
-    free(o);
+    vdev_handle_release(&optims, o);
 }

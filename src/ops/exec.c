@@ -3,7 +3,9 @@
  * The fast path matters: a one-element add on the cpu backend should cost a
  * few hundred nanoseconds, tensor included. So the dispatcher does no
  * allocation besides the output tensor, calls host kernels inline on the cpu
- * backend, and submits a fixed-size argument block to a GPU's stream. */
+ * backend, and submits a fixed-size argument block to a GPU's stream. The
+ * handle forms (vdev_op_run, vdev_op_run_inplace) add one lock-free lookup
+ * per input and one check of the runtime generation per op. */
 #include "ops/ops.h"
 #include "runtime/observe.h"
 
@@ -35,8 +37,8 @@ static void host_trampoline(void *arg)
     vdev_observe_op(c->a.op, c->name, c->dev_id, t0, vdev_observe_now());
 }
 
-void vdev_kernel_args_init(struct vdev_kernel_args *a, enum vdev_op op,
-                           const vdev_tensor_t *const *in, int n_in,
+void vdev_kernel_args_fill(struct vdev_kernel_args *a, enum vdev_op op,
+                           const struct vdev_tens *const *in, int n_in,
                            const struct vdev_op_params *p)
 {
     memset(a, 0, sizeof *a);
@@ -53,6 +55,18 @@ void vdev_kernel_args_init(struct vdev_kernel_args *a, enum vdev_op op,
         memcpy(a->f, p->f, sizeof a->f);
         memcpy(a->i, p->i, sizeof a->i);
     }
+}
+
+void vdev_kernel_args_init(struct vdev_kernel_args *a, enum vdev_op op,
+                           const vdev_tensor_t *const *in, int n_in,
+                           const struct vdev_op_params *p)
+{
+    const struct vdev_tens *t[VDEV_KERNEL_MAX_IN] = {0};
+    for (int i = 0; i < n_in && i < VDEV_KERNEL_MAX_IN; i++) {
+        t[i] = vdev_tens_peek(in[i]);
+        VDEV_ASSERT(t[i]); /* the caller checked its handles */
+    }
+    vdev_kernel_args_fill(a, op, t, n_in, p);
 }
 
 static enum vdev_status dispatch(struct vdev_ldev *dev, const struct vdev_op_def *def,
@@ -90,7 +104,7 @@ static enum vdev_status dispatch(struct vdev_ldev *dev, const struct vdev_op_def
 }
 
 /* The device of the variables an op's inputs derive from, or -1. */
-static int home_of(const vdev_tensor_t *const *in, int n)
+static int home_of(const struct vdev_tens *const *in, int n)
 {
     for (int i = 0; i < n; i++)
         if (in[i]->is_variable)
@@ -102,16 +116,19 @@ static int home_of(const vdev_tensor_t *const *in, int n)
 }
 
 /* Brings every input to dev: copies (policy copy) or an error (strict).
- * tmp[i] is the copy made for input i, or NULL. */
+ * tmp[i] is the copy made for input i, or NULL, for every i < n whatever
+ * happens, so drop_tmp() may always follow. */
 static enum vdev_status gather_inputs(const struct vdev_op_def *def, struct vdev_ldev *dev,
-                                      const vdev_tensor_t *const *in, int n,
-                                      const vdev_tensor_t **use, vdev_tensor_t **tmp,
+                                      const struct vdev_tens *const *in, int n,
+                                      const struct vdev_tens **use, struct vdev_tens **tmp,
                                       uint64_t *copied)
 {
     *copied = 0;
     for (int i = 0; i < n; i++) {
         tmp[i] = NULL;
         use[i] = in[i];
+    }
+    for (int i = 0; i < n; i++) {
         if (in[i]->dev == dev)
             continue;
         /* Identity is the explicit copy, as in TensorFlow: exempt. */
@@ -123,7 +140,7 @@ static enum vdev_status gather_inputs(const struct vdev_op_def *def, struct vdev
                               "%s). Copy it explicitly with vdev_tensor_to() or "
                               "vdev_identity() under a device scope, or use VDEV_PLACEMENT=copy",
                               def->name, i, dev->long_name, in[i]->dev->long_name, dev->long_name);
-        tmp[i] = vdev_tensor_copy_to(in[i], dev);
+        tmp[i] = vdev_tens_copy_to(in[i], dev);
         if (!tmp[i])
             return vdev_last_status();
         use[i] = tmp[i];
@@ -132,32 +149,28 @@ static enum vdev_status gather_inputs(const struct vdev_op_def *def, struct vdev
     return VDEV_OK;
 }
 
-static void drop_tmp(vdev_tensor_t **tmp, int n)
+static void drop_tmp(struct vdev_tens **tmp, int n)
 {
     for (int i = 0; i < n; i++)
         if (tmp[i])
-            vdev_tensor_free(tmp[i]);
+            vdev_tens_drop(tmp[i]);
 }
 
-static int check_inputs(const struct vdev_op_def *def, const vdev_tensor_t *const *in, int n_in)
+/* 0 (error set, or kept for a NULL input) unless the op gets n_in inputs. */
+static int check_inputs(const struct vdev_op_def *def, const struct vdev_tens *const *in, int n_in)
 {
     if (n_in != def->n_in) {
         vdev_error(VDEV_ERR_INTERNAL, "%s takes %d inputs, given %d", def->name, def->n_in, n_in);
         return 0;
     }
-    for (int i = 0; i < n_in; i++) {
+    for (int i = 0; i < n_in; i++)
         if (!in[i])
             return 0; /* keep the first error */
-        if (in[i]->magic != VDEV_TENSOR_MAGIC) {
-            vdev_error(VDEV_ERR_INVALID_ARG, "%s: input #%d is not a live tensor", def->name, i);
-            return 0;
-        }
-    }
     return 1;
 }
 
-vdev_tensor_t *vdev_op_run(enum vdev_op op, const vdev_tensor_t *const *in, int n_in,
-                           const struct vdev_op_params *p)
+struct vdev_tens *vdev_op_exec(enum vdev_op op, const struct vdev_tens *const *in, int n_in,
+                               const struct vdev_op_params *p)
 {
     const struct vdev_op_def *def = &vdev_op_defs[op];
     if (!check_inputs(def, in, n_in))
@@ -168,30 +181,30 @@ vdev_tensor_t *vdev_op_run(enum vdev_op op, const vdev_tensor_t *const *in, int 
     /* An explicit copy (Identity) starts fresh data with no home. */
     int home = op == VDEV_OP_IDENTITY ? -1 : home_of(in, n_in);
     struct vdev_ldev *dev = vdev_placement_choose(devs, n_in, home);
-    const vdev_tensor_t *use[VDEV_KERNEL_MAX_IN];
-    vdev_tensor_t *tmp[VDEV_KERNEL_MAX_IN];
+    const struct vdev_tens *use[VDEV_KERNEL_MAX_IN];
+    struct vdev_tens *tmp[VDEV_KERNEL_MAX_IN];
     uint64_t copied;
     if (gather_inputs(def, dev, in, n_in, use, tmp, &copied) != VDEV_OK) {
         drop_tmp(tmp, n_in);
         return NULL;
     }
     struct vdev_kernel_args ka;
-    vdev_kernel_args_init(&ka, op, use, n_in, p);
-    if (def->shape(&ka) != VDEV_OK) {
+    vdev_kernel_args_fill(&ka, op, use, n_in, p);
+    if (def->shape(&ka) != VDEV_OK || (def->check && def->check(in, &ka) != VDEV_OK)) {
         drop_tmp(tmp, n_in);
         return NULL;
     }
-    vdev_tensor_t *out;
+    struct vdev_tens *out;
     if (def->flags & VDEV_OP_VIEW) {
-        out = vdev_tensor_view(use[0], ka.out_shape[0], ka.out_ndim[0]);
+        out = vdev_tens_view(use[0], ka.out_shape[0], ka.out_ndim[0]);
     } else {
         vdev_tensor_op_tag = def->name;
-        out = vdev_tensor_new(dev, (enum vdev_dtype)ka.out_dtype[0], ka.out_shape[0],
-                              ka.out_ndim[0]);
+        out = vdev_tens_new(dev, (enum vdev_dtype)ka.out_dtype[0], ka.out_shape[0],
+                            ka.out_ndim[0]);
         if (out) {
             ka.out[0] = out->data;
             if (out->numel && dispatch(dev, def, &ka) != VDEV_OK) {
-                vdev_tensor_free(out);
+                vdev_tens_drop(out);
                 out = NULL;
             }
         }
@@ -223,7 +236,7 @@ vdev_tensor_t *vdev_op_run(enum vdev_op op, const vdev_tensor_t *const *in, int 
             r.dev = dev;
             if (vdev_tape_hook.record(vdev_tape_hook.tape, &r) != VDEV_OK) {
                 drop_tmp(tmp, n_in);
-                vdev_tensor_free(out);
+                vdev_tens_drop(out);
                 return NULL;
             }
         }
@@ -232,11 +245,11 @@ vdev_tensor_t *vdev_op_run(enum vdev_op op, const vdev_tensor_t *const *in, int 
     return out;
 }
 
-enum vdev_status vdev_op_run_inplace(enum vdev_op op, vdev_tensor_t *const *in, int n_in,
-                                     const struct vdev_op_params *p)
+enum vdev_status vdev_op_exec_inplace(enum vdev_op op, struct vdev_tens *const *in, int n_in,
+                                      const struct vdev_op_params *p)
 {
     const struct vdev_op_def *def = &vdev_op_defs[op];
-    const vdev_tensor_t *const *cin = (const vdev_tensor_t *const *)in;
+    const struct vdev_tens *const *cin = (const struct vdev_tens *const *)in;
     if (!check_inputs(def, cin, n_in))
         return vdev_last_status() != VDEV_OK ? vdev_last_status()
                                              : vdev_error(VDEV_ERR_INVALID_ARG, "NULL tensor");
@@ -249,8 +262,8 @@ enum vdev_status vdev_op_run_inplace(enum vdev_op op, vdev_tensor_t *const *in, 
                               "%s: operand #%d is on %s but the variable is on %s; an update "
                               "writes its operands on the variable's device",
                               def->name, i, in[i]->dev->name, dev->name);
-    const vdev_tensor_t *use[VDEV_KERNEL_MAX_IN];
-    vdev_tensor_t *tmp[VDEV_KERNEL_MAX_IN];
+    const struct vdev_tens *use[VDEV_KERNEL_MAX_IN];
+    struct vdev_tens *tmp[VDEV_KERNEL_MAX_IN];
     uint64_t copied;
     enum vdev_status st = gather_inputs(def, dev, cin, n_in, use, tmp, &copied);
     if (st != VDEV_OK) {
@@ -258,7 +271,7 @@ enum vdev_status vdev_op_run_inplace(enum vdev_op op, vdev_tensor_t *const *in, 
         return st;
     }
     struct vdev_kernel_args ka;
-    vdev_kernel_args_init(&ka, op, use, n_in, p);
+    vdev_kernel_args_fill(&ka, op, use, n_in, p);
     if ((st = def->shape(&ka)) != VDEV_OK) {
         drop_tmp(tmp, n_in);
         return st;
@@ -266,12 +279,62 @@ enum vdev_status vdev_op_run_inplace(enum vdev_op op, vdev_tensor_t *const *in, 
     /* The written operands are the inputs themselves. */
     for (int i = 0; i < n_in && i < VDEV_KERNEL_MAX_OUT; i++)
         ka.out[i] = in[i]->data;
+    for (int i = 0; i < n_in; i++)
+        if (i != 1)
+            in[i]->host_written = 0;
     if (in[0]->numel)
         st = dispatch(dev, def, &ka);
     if (st == VDEV_OK)
         vdev_placement_record((int)op, def->name, dev, home_of(cin, n_in), copied);
     drop_tmp(tmp, n_in);
     return st;
+}
+
+/* ---- the handle forms ---- */
+
+/* The tensors behind n handles: 0 with the error kept for a NULL one, set
+ * for a dead or stale one. */
+static int lookup(const struct vdev_op_def *def, const vdev_tensor_t *const *in, int n,
+                  const struct vdev_tens **t)
+{
+    if (n < 0 || n > VDEV_KERNEL_MAX_IN) {
+        vdev_error(VDEV_ERR_INTERNAL, "%s takes %d inputs, given %d", def->name, def->n_in, n);
+        return 0;
+    }
+    uint32_t gen = vdev_runtime_generation();
+    int running = vdev_is_initialized();
+    for (int i = 0; i < n; i++) {
+        if (!in[i])
+            return 0; /* keep the first error */
+        t[i] = vdev_tens_peek(in[i]);
+        if (!t[i] || t[i]->rgen != gen || !running) {
+            vdev_tens_input_error(in[i], def->name, i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+vdev_tensor_t *vdev_op_run(enum vdev_op op, const vdev_tensor_t *const *in, int n_in,
+                           const struct vdev_op_params *p)
+{
+    const struct vdev_tens *t[VDEV_KERNEL_MAX_IN];
+    if (!lookup(&vdev_op_defs[op], in, n_in, t))
+        return NULL;
+    return vdev_tens_handle(vdev_op_exec(op, t, n_in, p));
+}
+
+enum vdev_status vdev_op_run_inplace(enum vdev_op op, vdev_tensor_t *const *in, int n_in,
+                                     const struct vdev_op_params *p)
+{
+    const struct vdev_tens *t[VDEV_KERNEL_MAX_IN];
+    if (!lookup(&vdev_op_defs[op], (const vdev_tensor_t *const *)in, n_in, t))
+        return vdev_last_status() != VDEV_OK ? vdev_last_status()
+                                             : vdev_error(VDEV_ERR_INVALID_ARG, "NULL tensor");
+    struct vdev_tens *w[VDEV_KERNEL_MAX_IN];
+    for (int i = 0; i < n_in; i++)
+        w[i] = vdev_tens_mut(t[i]);
+    return vdev_op_exec_inplace(op, w, n_in, p);
 }
 
 /* ---- shape rules shared by many ops ---- */

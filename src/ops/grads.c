@@ -22,10 +22,12 @@
  *   mse     dpred = G 2 (pred - target) / n, dtarget = -dpred */
 #include "ops/impl.h"
 
+#include <string.h>
+
 /* ---- helpers ---- */
 
 /* The status after an op that returned t: VDEV_OK, or the op's error. */
-static enum vdev_status status_of(const vdev_tensor_t *t)
+static enum vdev_status status_of(const struct vdev_tens *t)
 {
     if (t)
         return VDEV_OK;
@@ -34,39 +36,72 @@ static enum vdev_status status_of(const vdev_tensor_t *t)
 }
 
 /* Both gradients of a two-input op. */
-static enum vdev_status status2(vdev_tensor_t **din)
+static enum vdev_status status2(struct vdev_tens **din)
 {
     enum vdev_status st = status_of(din[0]);
     return st != VDEV_OK ? st : status_of(din[1]);
 }
 
-static vdev_tensor_t *op2(enum vdev_op op, const vdev_tensor_t *x, const vdev_tensor_t *y,
-                          const struct vdev_op_params *p)
+/* Ops on library tensors (a NULL input gives NULL, the error kept). */
+static struct vdev_tens *op1(enum vdev_op op, const struct vdev_tens *x,
+                             const struct vdev_op_params *p)
 {
-    const vdev_tensor_t *in[2] = {x, y};
-    return vdev_op_run(op, in, 2, p);
+    const struct vdev_tens *in[1] = {x};
+    return vdev_op_exec(op, in, 1, p);
 }
 
-static vdev_tensor_t *op3(enum vdev_op op, const vdev_tensor_t *x, const vdev_tensor_t *y,
-                          const vdev_tensor_t *z)
+static struct vdev_tens *op2(enum vdev_op op, const struct vdev_tens *x, const struct vdev_tens *y,
+                             const struct vdev_op_params *p)
 {
-    const vdev_tensor_t *in[3] = {x, y, z};
-    return vdev_op_run(op, in, 3, NULL);
+    const struct vdev_tens *in[2] = {x, y};
+    return vdev_op_exec(op, in, 2, p);
+}
+
+static struct vdev_tens *op3(enum vdev_op op, const struct vdev_tens *x, const struct vdev_tens *y,
+                             const struct vdev_tens *z)
+{
+    const struct vdev_tens *in[3] = {x, y, z};
+    return vdev_op_exec(op, in, 3, NULL);
+}
+
+static struct vdev_tens *matmul(const struct vdev_tens *a, const struct vdev_tens *b, int ta,
+                                int tb)
+{
+    struct vdev_op_params p = {.i = {ta, tb}};
+    return op2(VDEV_OP_MATMUL, a, b, &p);
+}
+
+static struct vdev_tens *mul(const struct vdev_tens *a, const struct vdev_tens *b)
+{
+    return op2(VDEV_OP_MUL, a, b, NULL);
+}
+
+static struct vdev_tens *divide(const struct vdev_tens *a, const struct vdev_tens *b)
+{
+    return op2(VDEV_OP_DIV, a, b, NULL);
+}
+
+static struct vdev_tens *scale(const struct vdev_tens *a, float s)
+{
+    struct vdev_op_params p = {.f = {s}};
+    return op1(VDEV_OP_MUL_SCALAR, a, &p);
 }
 
 /* dout passed on unchanged, as a new tensor the tape can own: a view when it
  * lives on the op's device, else a copy there. */
-static vdev_tensor_t *pass(const vdev_tensor_t *dout)
+static struct vdev_tens *pass(const struct vdev_tens *dout)
 {
     struct vdev_ldev *here = vdev_placement_scope_device();
     if (!here || here == dout->dev)
-        return vdev_tensor_view(dout, dout->shape, dout->ndim);
-    return vdev_identity(dout);
+        return vdev_tens_view(dout, dout->shape, dout->ndim);
+    return op1(VDEV_OP_IDENTITY, dout, NULL);
 }
 
 /* dy (a's shape) summed down to b's shape for a binary op with broadcast b. */
-static vdev_tensor_t *reduce_to(const vdev_tensor_t *dy, const vdev_tensor_t *b)
+static struct vdev_tens *reduce_to(const struct vdev_tens *dy, const struct vdev_tens *b)
 {
+    if (!dy)
+        return NULL;
     int same = dy->ndim == b->ndim;
     for (int d = 0; same && d < dy->ndim; d++)
         same = dy->shape[d] == b->shape[d];
@@ -82,20 +117,20 @@ static vdev_tensor_t *reduce_to(const vdev_tensor_t *dy, const vdev_tensor_t *b)
  *   C = A^T B^T  dA = B^T G^T    dB = G^T A^T */
 GRAD(vdev_grad_matmul)
 {
-    const vdev_tensor_t *A = g->in[0], *B = g->in[1], *G = g->dout;
+    const struct vdev_tens *A = g->in[0], *B = g->in[1], *G = g->dout;
     int ta = g->p.i[0] != 0, tb = g->p.i[1] != 0;
     if (!ta && !tb) {
-        din[0] = vdev_matmul(G, B, false, true);
-        din[1] = vdev_matmul(A, G, true, false);
+        din[0] = matmul(G, B, 0, 1);
+        din[1] = matmul(A, G, 1, 0);
     } else if (!ta && tb) {
-        din[0] = vdev_matmul(G, B, false, false);
-        din[1] = vdev_matmul(G, A, true, false);
+        din[0] = matmul(G, B, 0, 0);
+        din[1] = matmul(G, A, 1, 0);
     } else if (ta && !tb) {
-        din[0] = vdev_matmul(B, G, false, true);
-        din[1] = vdev_matmul(A, G, false, false);
+        din[0] = matmul(B, G, 0, 1);
+        din[1] = matmul(A, G, 0, 0);
     } else {
-        din[0] = vdev_matmul(B, G, true, true);
-        din[1] = vdev_matmul(G, A, true, true);
+        din[0] = matmul(B, G, 1, 1);
+        din[1] = matmul(G, A, 1, 1);
     }
     return status2(din);
 }
@@ -112,23 +147,22 @@ GRAD(vdev_grad_add)
 GRAD(vdev_grad_sub)
 {
     din[0] = pass(g->dout);
-    din[1] = vdev_mul_scalar(reduce_to(g->dout, g->in[1]), -1.0f);
+    din[1] = scale(reduce_to(g->dout, g->in[1]), -1.0f);
     return status2(din);
 }
 
 GRAD(vdev_grad_mul)
 {
-    din[0] = vdev_mul(g->dout, g->in[1]);
-    din[1] = reduce_to(vdev_mul(g->dout, g->in[0]), g->in[1]);
+    din[0] = mul(g->dout, g->in[1]);
+    din[1] = reduce_to(mul(g->dout, g->in[0]), g->in[1]);
     return status2(din);
 }
 
 /* y = a / b: dA = G / b; dB = -G a / b^2 = -(G y) / b, summed to b's shape. */
 GRAD(vdev_grad_div)
 {
-    din[0] = vdev_div(g->dout, g->in[1]);
-    din[1] =
-        vdev_mul_scalar(reduce_to(vdev_div(vdev_mul(g->dout, g->out), g->in[1]), g->in[1]), -1.0f);
+    din[0] = divide(g->dout, g->in[1]);
+    din[1] = scale(reduce_to(divide(mul(g->dout, g->out), g->in[1]), g->in[1]), -1.0f);
     return status2(din);
 }
 
@@ -142,7 +176,7 @@ GRAD(vdev_grad_add_scalar)
 
 GRAD(vdev_grad_mul_scalar)
 {
-    din[0] = vdev_mul_scalar(g->dout, (float)g->p.f[0]);
+    din[0] = scale(g->dout, (float)g->p.f[0]);
     return status_of(din[0]);
 }
 
@@ -151,11 +185,13 @@ GRAD(vdev_grad_pow_scalar)
 {
     float p = (float)g->p.f[0];
     if (p == 0.0f)
-        din[0] = vdev_mul_scalar(g->dout, 0.0f);
+        din[0] = scale(g->dout, 0.0f);
     else if (p == 1.0f)
         din[0] = pass(g->dout);
-    else
-        din[0] = vdev_mul(g->dout, vdev_mul_scalar(vdev_pow_scalar(g->in[0], p - 1.0f), p));
+    else {
+        struct vdev_op_params pm1 = {.f = {p - 1.0f}};
+        din[0] = mul(g->dout, scale(op1(VDEV_OP_POW_SCALAR, g->in[0], &pm1), p));
+    }
     return status_of(din[0]);
 }
 
@@ -179,13 +215,13 @@ GRAD(vdev_grad_sigmoid)
 
 GRAD(vdev_grad_exp)
 {
-    din[0] = vdev_mul(g->dout, g->out);
+    din[0] = mul(g->dout, g->out);
     return status_of(din[0]);
 }
 
 GRAD(vdev_grad_log)
 {
-    din[0] = vdev_div(g->dout, g->in[0]);
+    din[0] = divide(g->dout, g->in[0]);
     return status_of(din[0]);
 }
 
@@ -204,7 +240,7 @@ GRAD(vdev_grad_log_softmax)
 /* ---- reductions ---- */
 
 /* dout repeated along the reduced axis (or everywhere) to x's shape. */
-static vdev_tensor_t *spread(const struct vdev_grad_args *g)
+static struct vdev_tens *spread(const struct vdev_grad_args *g)
 {
     struct vdev_op_params p = {.i = {g->p.i[0]}};
     return op2(VDEV_OP_BROADCAST, g->dout, g->in[0], &p);
@@ -219,7 +255,7 @@ GRAD(vdev_grad_sum)
 /* As sum, divided by the number of elements each output averaged. */
 GRAD(vdev_grad_mean)
 {
-    const vdev_tensor_t *x = g->in[0];
+    const struct vdev_tens *x = g->in[0];
     int64_t len = x->numel, ax = g->p.i[0];
     if (ax != VDEV_AXIS_ALL) {
         if (ax < 0)
@@ -227,7 +263,7 @@ GRAD(vdev_grad_mean)
         len = (ax >= 0 && ax < x->ndim) ? x->shape[ax] : 1;
     }
     /* len == 0: x is empty, so is its gradient; the scale does not matter. */
-    din[0] = vdev_mul_scalar(spread(g), len ? (float)(1.0 / (double)len) : 0.0f);
+    din[0] = scale(spread(g), len ? (float)(1.0 / (double)len) : 0.0f);
     return status_of(din[0]);
 }
 
@@ -235,13 +271,18 @@ GRAD(vdev_grad_mean)
 
 GRAD(vdev_grad_reshape)
 {
-    din[0] = vdev_reshape(g->dout, g->in[0]->shape, g->in[0]->ndim);
+    struct vdev_op_params p;
+    memset(&p, 0, sizeof p);
+    p.f[0] = g->in[0]->ndim;
+    for (int i = 0; i < g->in[0]->ndim; i++)
+        p.i[i] = g->in[0]->shape[i];
+    din[0] = op1(VDEV_OP_RESHAPE, g->dout, &p);
     return status_of(din[0]);
 }
 
 GRAD(vdev_grad_transpose)
 {
-    din[0] = vdev_transpose(g->dout);
+    din[0] = op1(VDEV_OP_TRANSPOSE, g->dout, NULL);
     return status_of(din[0]);
 }
 
@@ -256,7 +297,7 @@ GRAD(vdev_grad_identity)
 GRAD(vdev_grad_mse)
 {
     din[0] = op3(VDEV_OP_MSE_GRAD, g->dout, g->in[0], g->in[1]);
-    din[1] = vdev_mul_scalar(din[0], -1.0f);
+    din[1] = scale(din[0], -1.0f);
     return status2(din);
 }
 

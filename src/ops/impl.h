@@ -8,7 +8,7 @@
 
 #define KERNEL(name) void name(const struct vdev_kernel_args *a)
 #define SHAPE(name) enum vdev_status name(struct vdev_kernel_args *a)
-#define GRAD(name) enum vdev_status name(const struct vdev_grad_args *g, vdev_tensor_t **din)
+#define GRAD(name) enum vdev_status name(const struct vdev_grad_args *g, struct vdev_tens **din)
 
 /* shapes.c */
 SHAPE(vdev_shape_matmul);
@@ -24,6 +24,10 @@ SHAPE(vdev_shape_reduce_rows); /* (dy, like) -> like's shape */
 SHAPE(vdev_shape_mse_grad);    /* (dy, pred, target) -> pred's shape */
 SHAPE(vdev_shape_softmax_ce_grad); /* (dy, logits, labels) -> logits' shape */
 SHAPE(vdev_shape_update);      /* in-place updates: all inputs the shape of input 0 */
+
+/* shapes.c: checks of values (vdev_op_def.check) */
+enum vdev_status vdev_check_ce_labels(const struct vdev_tens *const *in,
+                                      const struct vdev_kernel_args *a);
 
 /* kernels_ref.c: the reference kernels, one per op */
 KERNEL(vdev_ref_matmul);

@@ -5,8 +5,9 @@
  * loops, double accumulators: the specification), an optional faster host
  * kernel (OpenBLAS for matmul), and a gradient (or the no_grad mark).
  *
- * vdev_op_run() is the one path every op takes:
- *   1. NULL input -> NULL, the first error kept;
+ * vdev_op_exec() is the one path every op takes (the public functions come
+ * through vdev_op_run(), which turns their handles into tensors and back):
+ *   1. NULL input -> NULL, the first error kept (a dead handle: an error);
  *   2. choose the device (placement.h); bring inputs on other devices there
  *      (policy copy, counted) or fail (policy strict);
  *   3. the shape rule gives the output's shape and type;
@@ -31,16 +32,16 @@ struct vdev_op_params {
 struct vdev_grad_args {
     enum vdev_op op;
     int n_in;
-    const vdev_tensor_t *in[VDEV_KERNEL_MAX_IN];
-    const vdev_tensor_t *out;
-    const vdev_tensor_t *dout;
+    const struct vdev_tens *in[VDEV_KERNEL_MAX_IN];
+    const struct vdev_tens *out;
+    const struct vdev_tens *dout;
     struct vdev_op_params p;
 };
 
 typedef void (*vdev_kernel_fn)(const struct vdev_kernel_args *a);
 /* Fills din[k] for every input k that takes a gradient (NULL for the others,
  * e.g. labels), using ops; runs on the forward op's device. */
-typedef enum vdev_status (*vdev_grad_fn)(const struct vdev_grad_args *g, vdev_tensor_t **din);
+typedef enum vdev_status (*vdev_grad_fn)(const struct vdev_grad_args *g, struct vdev_tens **din);
 /* Computes a->n_out, out_ndim/out_shape/out_dtype from the inputs and the
  * parameters; VDEV_ERR_SHAPE naming both shapes when they do not fit. */
 typedef enum vdev_status (*vdev_shape_fn)(struct vdev_kernel_args *a);
@@ -57,20 +58,36 @@ struct vdev_op_def {
     vdev_kernel_fn ref;     /* reference kernel: plain loops */
     vdev_kernel_fn host;    /* (optional) faster host kernel; default: ref */
     vdev_grad_fn grad;      /* NULL only with VDEV_OP_NO_GRAD */
+    /* (optional) default: none. Checks of input values that no shape rule
+     * sees (labels in range), run after the shape rule on the inputs as the
+     * caller passed them; it reads them on the host where their backend
+     * allows (cpu, sim) and accepts them unread elsewhere (CUDA). */
+    enum vdev_status (*check)(const struct vdev_tens *const *in, const struct vdev_kernel_args *a);
 };
 
 /* The table, indexed by enum vdev_op (ops_table.c). */
 extern const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT];
 
 /* Runs an op (see above); the new tensor belongs to the current scope. */
-vdev_tensor_t *vdev_op_run(enum vdev_op op, const vdev_tensor_t *const *in, int n_in,
-                           const struct vdev_op_params *p);
+struct vdev_tens *vdev_op_exec(enum vdev_op op, const struct vdev_tens *const *in, int n_in,
+                               const struct vdev_op_params *p);
 /* Runs an in-place op on the device of in[0] (a variable); inputs on other
  * devices are brought there as for any op. */
+enum vdev_status vdev_op_exec_inplace(enum vdev_op op, struct vdev_tens *const *in, int n_in,
+                                      const struct vdev_op_params *p);
+/* Fills kernel args from tensors (shapes, pointers, dtypes). */
+void vdev_kernel_args_fill(struct vdev_kernel_args *a, enum vdev_op op,
+                           const struct vdev_tens *const *in, int n_in,
+                           const struct vdev_op_params *p);
+
+/* The same three on public handles, as the public functions and the tests
+ * call them: a NULL input gives NULL (VDEV_ERR_INVALID_ARG from the in-place
+ * form) with the error left as it was, a dead handle VDEV_ERR_INVALID_ARG. */
+vdev_tensor_t *vdev_op_run(enum vdev_op op, const vdev_tensor_t *const *in, int n_in,
+                           const struct vdev_op_params *p);
 enum vdev_status vdev_op_run_inplace(enum vdev_op op, vdev_tensor_t *const *in, int n_in,
                                      const struct vdev_op_params *p);
-
-/* Fills kernel args from tensors (shapes, pointers, dtypes). */
+/* Live handles only (the caller checked). */
 void vdev_kernel_args_init(struct vdev_kernel_args *a, enum vdev_op op,
                            const vdev_tensor_t *const *in, int n_in,
                            const struct vdev_op_params *p);
@@ -84,10 +101,10 @@ enum vdev_status vdev_shape_error(const struct vdev_kernel_args *a, const char *
 struct vdev_op_record {
     enum vdev_op op;
     int n_in;
-    const vdev_tensor_t *in[VDEV_KERNEL_MAX_IN];     /* as the kernel read them (on dev) */
-    const vdev_tensor_t *target[VDEV_KERNEL_MAX_IN]; /* as the caller passed them: the
-                                                        gradient flows to these */
-    vdev_tensor_t *out;
+    const struct vdev_tens *in[VDEV_KERNEL_MAX_IN];     /* as the kernel read them (on dev) */
+    const struct vdev_tens *target[VDEV_KERNEL_MAX_IN]; /* as the caller passed them: the
+                                                           gradient flows to these */
+    struct vdev_tens *out;
     struct vdev_op_params p;
     struct vdev_ldev *dev;  /* where it ran: its gradient runs there too */
 };

@@ -260,6 +260,43 @@ enum vdev_status vdev_shape_softmax_ce(struct vdev_kernel_args *a)
     return VDEV_OK;
 }
 
+/* The labels of SparseSoftmaxCrossEntropyWithLogits in [0, C), as
+ * TensorFlow's CPU kernel demands, with its words. Read on the host where the
+ * labels' backend lets the host read device memory (cpu, sim): at once when
+ * they were copied from the host and no kernel wrote them since, else after
+ * their device's stream has finished writing them. On other backends (CUDA)
+ * they go unread and a bad label makes the loss NaN, as on TensorFlow's GPUs. */
+enum vdev_status vdev_check_ce_labels(const struct vdev_tens *const *in,
+                                      const struct vdev_kernel_args *a)
+{
+    const struct vdev_tens *lab = in[1];
+    const struct vdev_backend *b = lab->dev->backend;
+    if (!b->ops->host_addressable || !lab->numel)
+        return VDEV_OK;
+    if (!lab->host_written && b->ops->is_gpu) {
+        enum vdev_status st = vdev_backend_synchronize(b, lab->dev->bdev);
+        if (st != VDEV_OK)
+            return st;
+    }
+    int64_t n = a->in_shape[1][0], c = a->in_shape[0][1];
+    const int32_t *l = lab->data;
+    int64_t bad = 0;
+    while (bad < n && l[bad] >= 0 && l[bad] < c)
+        bad++;
+    if (bad == n)
+        return VDEV_OK;
+    char vals[200];
+    size_t k = 0;
+    for (int64_t r = 0; r < n && k + 16 < sizeof vals; r++)
+        k += (size_t)snprintf(vals + k, sizeof vals - k, "%s%d", r ? " " : "", (int)l[r]);
+    if (k + 16 >= sizeof vals)
+        snprintf(vals + k, sizeof vals - k, " ...");
+    return vdev_error(VDEV_ERR_INVALID_ARG,
+                      "%s: Received a label value of %d which is outside the valid range of "
+                      "[0, %lld).  Label values: %s",
+                      vdev_op_defs[a->op].name, (int)l[bad], (long long)c, vals);
+}
+
 /* ---- ARGMAX ---- */
 
 /* [..., C] f32 -> [...] i32 over the last axis; C must not be 0 (the index

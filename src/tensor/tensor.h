@@ -1,49 +1,94 @@
-/* tensor.h — tensors inside the library: the struct, creation on a given
- * device, reference counting, views, copies between devices, and scopes.
+/* tensor.h — tensors inside the library: the struct, public handles,
+ * creation on a given device, reference counting, views, copies between
+ * devices, and scopes.
  *
- * A tensor owns one block of its device's allocator, or is a view (reshape)
- * that holds a reference to the tensor owning the block. References: the
- * creator (a scope or the caller) holds one; the gradient tape holds one for
- * every tensor its backward pass needs. The block goes back to the allocator
- * when the last reference goes: at once when only the device's own stream
- * used it (stream-ordered reuse), or after an event when another device's
- * stream read it (a cross-device copy). */
+ * Handles. The library works on `struct vdev_tens *`; callers hold
+ * `vdev_tensor_t *` handles, encoded numbers of the tensor handle table
+ * (base/handles.h) whose slots hold the structs. A public function turns its
+ * handles into tensors at entry (vdev_tens_use, or vdev_tens_peek plus
+ * vdev_tens_current on the op path) and returns vdev_tens_handle() of what it
+ * made; the two types never mix, so the compiler finds a missed conversion.
+ *
+ * References. A tensor owns one block of its device's allocator, or is a view
+ * (reshape) holding a reference to the tensor that owns the block. Its
+ * creator holds the creation reference, the one the public handle stands
+ * for: a scope, the caller, or (vdev_tens_disown) library code such as the
+ * gradient tape. The tape holds one more reference for every tensor its
+ * backward pass needs. Dropping the creation reference (vdev_tensor_free, a
+ * scope's end) kills the handle at once, even while other references keep
+ * the struct; the struct and its slot go when the last reference goes. The
+ * block goes back to the allocator then: at once when only the device's own
+ * stream used it (stream-ordered reuse), or after an event when another
+ * device's stream read it (a cross-device copy).
+ *
+ * Runtimes. A tensor remembers the runtime generation it was made under;
+ * after vdev_shutdown() its memory is gone, so using it is an error (freeing
+ * it just gives its slot back). */
 #ifndef VDEV_TENSOR_H
 #define VDEV_TENSOR_H
 
+#include "base/handles.h"
 #include "runtime/placement.h"
 
 #include <stdatomic.h>
 
-#define VDEV_TENSOR_MAGIC 0x7e750a1du
-
-struct vdev_tensor {
-    uint32_t magic;                 /* VDEV_TENSOR_MAGIC while alive */
+struct vdev_tens {
+    uint64_t handle;                /* its public handle (live while the creation
+                                       reference is held) */
     _Atomic int refs;
     enum vdev_dtype dtype;
     int ndim;
-    int64_t shape[VDEV_MAX_DIMS];
+    int64_t shape[VDEV_MAX_DIMS];   /* 1 beyond ndim */
     int64_t numel;
     uint64_t bytes;                 /* numel * 4 */
     struct vdev_ldev *dev;
     void *data;                     /* device address; NULL when numel == 0 */
-    struct vdev_tensor *base;       /* a view's owner (holds a reference), else NULL */
-    uint32_t handle;                /* allocator handle when it owns a block */
+    struct vdev_tens *base;         /* a view's owner (holds a reference), else NULL */
+    uint32_t block;                 /* allocator handle when it owns a block, else UINT32_MAX */
+    uint32_t rgen;                  /* the runtime generation it was made under */
     int16_t home;                   /* device id of the variables it derives from, -1 none */
     _Atomic int16_t xstream;        /* id of another device whose stream read it, -1 none */
     uint8_t is_variable;
     uint8_t requires_grad;
     uint8_t kept;                   /* vdev_keep() called in the current scope */
-    uint8_t in_scope;               /* a scope holds the creation reference */
-    uint32_t generation;            /* the runtime's start-up it belongs to */
+    uint8_t host_written;           /* contents written by the host, no kernel wrote since */
+    /* Scope membership: only the thread whose scope holds the creation
+     * reference changes these; other threads read scope_thread. */
+    _Atomic uintptr_t scope_thread; /* that thread's id (vdev_thread_id), 0 when none */
+    int scope_depth;                /* the frame holding it */
+    struct vdev_tens *scope_prev, *scope_next;
 };
 
-/* Casts away const for library-internal bookkeeping (reference counts,
- * stream marks) on tensors the API takes as const. */
-static inline vdev_tensor_t *vdev_tensor_mut(const vdev_tensor_t *t)
+/* The tensor handle table (tensor.c). */
+extern struct vdev_handle_table vdev_tens_table;
+
+/* The public handle of t (NULL for NULL). */
+static inline vdev_tensor_t *vdev_tens_handle(const struct vdev_tens *t)
 {
-    return (vdev_tensor_t *)(uintptr_t)t;
+    return t ? (vdev_tensor_t *)(uintptr_t)t->handle : NULL;
 }
+
+/* The tensor behind a live handle, or NULL (NULL, freed, foreign, garbage).
+ * Lock-free; sets no error. */
+static inline struct vdev_tens *vdev_tens_peek(const vdev_tensor_t *h)
+{
+    return (struct vdev_tens *)vdev_handle_get(&vdev_tens_table, h);
+}
+
+/* 1 when t's runtime still runs (its memory exists). */
+static inline int vdev_tens_current(const struct vdev_tens *t)
+{
+    return t->rgen == vdev_runtime_generation() && vdev_is_initialized();
+}
+
+/* The tensor behind h, for use by the public function `fn`: NULL with
+ * VDEV_ERR_INVALID_ARG and "<fn>: <why>" when h is NULL ("tensor is NULL"),
+ * dead or foreign ("not a live tensor (freed already, or not a tensor)") or
+ * of a runtime that was shut down. */
+struct vdev_tens *vdev_tens_use(const vdev_tensor_t *h, const char *fn);
+/* Sets the error for op input #k, handle h, which vdev_tens_peek or
+ * vdev_tens_current refused. */
+void vdev_tens_input_error(const vdev_tensor_t *h, const char *op, int k);
 
 static inline size_t vdev_dtype_size(enum vdev_dtype dt) { return 4; }
 const char *vdev_dtype_name(enum vdev_dtype dt); /* "float", "int32" (TensorFlow's words) */
@@ -57,27 +102,58 @@ enum vdev_status vdev_shape_check(const int64_t *shape, int ndim);
  * the out-of-memory report). */
 extern _Thread_local const char *vdev_tensor_op_tag;
 
+/* Casts away const for library-internal bookkeeping (reference counts,
+ * stream marks) on tensors taken as const. */
+static inline struct vdev_tens *vdev_tens_mut(const struct vdev_tens *t)
+{
+    return (struct vdev_tens *)(uintptr_t)t;
+}
+
+/* ---- life cycle (tensor.c) ---- */
+
 /* A new tensor on dev with uninitialised contents, registered with the
  * current scope. OOM names the shape, type and device. */
-vdev_tensor_t *vdev_tensor_new(struct vdev_ldev *dev, enum vdev_dtype dtype, const int64_t *shape,
-                               int ndim);
+struct vdev_tens *vdev_tens_new(struct vdev_ldev *dev, enum vdev_dtype dtype,
+                                const int64_t *shape, int ndim);
 /* A view of t with another shape (same numel), registered with the scope. */
-vdev_tensor_t *vdev_tensor_view(const vdev_tensor_t *t, const int64_t *shape, int ndim);
+struct vdev_tens *vdev_tens_view(const struct vdev_tens *t, const int64_t *shape, int ndim);
 /* A copy of t on dst, counted in the placement record. */
-vdev_tensor_t *vdev_tensor_copy_to(const vdev_tensor_t *t, struct vdev_ldev *dst);
+struct vdev_tens *vdev_tens_copy_to(const struct vdev_tens *t, struct vdev_ldev *dst);
+/* A new tensor on dev with every element `value` (a valid value of dtype). */
+struct vdev_tens *vdev_tens_filled(struct vdev_ldev *dev, enum vdev_dtype dtype,
+                                   const int64_t *shape, int ndim, double value);
 
-void vdev_tensor_retain(const vdev_tensor_t *t);
-void vdev_tensor_release(const vdev_tensor_t *t);
+void vdev_tens_retain(const struct vdev_tens *t);
+void vdev_tens_release(const struct vdev_tens *t);
+/* Drops the creation reference of a tensor this thread made (out of its
+ * scope, handle killed, reference released): the internal vdev_tensor_free. */
+void vdev_tens_drop(struct vdev_tens *t);
+/* The creation reference becomes the caller's own reference: t leaves its
+ * scope and its handle dies; release it with vdev_tens_release. */
+void vdev_tens_disown(struct vdev_tens *t);
+/* Hands a tensor the library holds to the API caller: a new creation
+ * reference in the current scope, with a live handle. Returns t, or a view of
+ * it when t's handle is live already (each handle stands for one creation
+ * reference), or NULL on failure. */
+struct vdev_tens *vdev_tens_publish(struct vdev_tens *t);
+
 /* Notes that the stream of device `reader` reads t's memory. */
-void vdev_tensor_mark_read_by(const vdev_tensor_t *t, const struct vdev_ldev *reader);
-
-/* Checks that t is a live tensor (magic); sets VDEV_ERR_INVALID_ARG if not. */
-int vdev_tensor_valid(const vdev_tensor_t *t);
-
-/* Registers t with the current scope (which then holds one reference). */
-void vdev_tensor_scope_add(vdev_tensor_t *t);
+void vdev_tens_mark_read_by(const struct vdev_tens *t, const struct vdev_ldev *reader);
 
 /* The device where a new tensor with no inputs goes. */
-struct vdev_ldev *vdev_tensor_creation_device(void);
+struct vdev_ldev *vdev_tens_creation_device(void);
+
+/* ---- scopes (scope.c) ---- */
+
+/* An id of the calling thread, never 0, unique among live threads. */
+uintptr_t vdev_thread_id(void);
+/* Registers t with the calling thread's innermost scope (which then holds
+ * the creation reference); nothing outside any scope. Cannot fail. */
+void vdev_tens_scope_add(struct vdev_tens *t);
+/* Takes t out of the scope holding it (nothing if none). VDEV_ERR_INVALID_ARG,
+ * naming `fn`, when another thread's scope holds it: only that thread may. */
+enum vdev_status vdev_tens_scope_take(struct vdev_tens *t, const char *fn);
+/* Removes t from this thread's scope that holds it (the caller checked). */
+void vdev_tens_scope_unlink(struct vdev_tens *t);
 
 #endif
