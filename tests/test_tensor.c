@@ -55,6 +55,14 @@ static void test_creation(const char *dev)
     CHECK(vdev_tensor_dim(o4, 0) == 2 && vdev_tensor_dim(o4, -1) == 5 &&
           vdev_tensor_dim(o4, -4) == 2);
     CHECK(vdev_tensor_dim(o4, 4) == -1 && vdev_last_status() == VDEV_ERR_INVALID_ARG);
+    CHECK_STR(vdev_last_error(), "vdev_tensor_dim: axis 4 is outside a 4-dimensional tensor "
+                                 "(axes -4 to 3)");
+    CHECK(vdev_tensor_dim(o4, -10) == -1 && vdev_last_status() == VDEV_ERR_INVALID_ARG);
+    CHECK_STR(vdev_last_error(), "vdev_tensor_dim: axis -10 is outside a 4-dimensional tensor "
+                                 "(axes -4 to 3)");
+    CHECK(vdev_tensor_dim(z0, 0) == -1);
+    CHECK_STR(vdev_last_error(), "vdev_tensor_dim: axis 0 is outside a 0-dimensional tensor "
+                                 "(it has no axes)");
     float fb[30];
     int32_t ib[30];
     CHECK_OK(vdev_tensor_to_host(o4, fb, sizeof fb));
@@ -124,6 +132,38 @@ static void test_bad_args(const char *dev)
     CHECK(vdev_last_status() == VDEV_ERR_INVALID_ARG);
     CHECK(vdev_tensor_normal(s2, 1, 0.0f, -1.0f, 1) == NULL);
     CHECK(vdev_last_status() == VDEV_ERR_INVALID_ARG);
+    /* an i32 fill takes finite values that truncate into int32; C leaves
+     * the conversion of anything else undefined */
+    static const struct {
+        double v;
+        const char *text;
+    } bad_i32[] = {{NAN, "nan"}, {INFINITY, "inf"}, {-INFINITY, "-inf"}, {1e30, "1e+30"},
+                   {2147483648.0, "2.14748e+09"}, {-2147483649.0, "-2.14748e+09"}};
+    for (size_t i = 0; i < sizeof bad_i32 / sizeof bad_i32[0]; i++) {
+        vdev_clear_error();
+        CHECK(vdev_tensor_fill(s2, 1, VDEV_I32, bad_i32[i].v) == NULL);
+        CHECK(vdev_last_status() == VDEV_ERR_INVALID_ARG);
+        char want[256];
+        snprintf(want, sizeof want,
+                 "vdev_tensor_fill: %s is not an int32 value (an int32 tensor takes finite "
+                 "values in [-2147483648, 2147483647], truncated toward zero)",
+                 bad_i32[i].text);
+        CHECK_STR(vdev_last_error(), want);
+    }
+    int32_t lim[2];
+    vdev_tensor_t *hi = vdev_tensor_fill(s2, 1, VDEV_I32, 2147483647.9);
+    CHECK_OK(vdev_tensor_to_host(hi, lim, sizeof lim));
+    CHECK(lim[0] == INT32_MAX && lim[1] == INT32_MAX);
+    vdev_tensor_free(hi);
+    vdev_tensor_t *lo = vdev_tensor_fill(s2, 1, VDEV_I32, -2147483648.9);
+    CHECK_OK(vdev_tensor_to_host(lo, lim, sizeof lim));
+    CHECK(lim[0] == INT32_MIN && lim[1] == INT32_MIN);
+    vdev_tensor_free(lo);
+    vdev_tensor_t *fnan = vdev_tensor_fill(s2, 1, VDEV_F32, NAN); /* f32 takes NaN */
+    float fv[2] = {0, 0};
+    CHECK_OK(vdev_tensor_to_host(fnan, fv, sizeof fv));
+    CHECK(isnan(fv[0]) && isnan(fv[1]));
+    vdev_tensor_free(fnan);
     CHECK(vdev_tensor_to(NULL, "CPU:0") == NULL);
     vdev_tensor_t *t = vdev_tensor_zeros(s2, 1, VDEV_F32);
     CHECK(vdev_tensor_to(t, "GPU:9") == NULL);

@@ -334,9 +334,16 @@ VDEV_API int64_t vdev_tensor_dim(const vdev_tensor_t *h, int axis)
         return -1;
     int a = axis < 0 ? axis + t->ndim : axis;
     if (a < 0 || a >= t->ndim) {
-        vdev_error(VDEV_ERR_INVALID_ARG,
-                   "vdev_tensor_dim: axis %d is outside a %d-dimensional tensor (axes %d to %d)",
-                   axis, t->ndim, -t->ndim, t->ndim - 1);
+        if (t->ndim == 0)
+            vdev_error(VDEV_ERR_INVALID_ARG,
+                       "vdev_tensor_dim: axis %d is outside a 0-dimensional tensor (it has no "
+                       "axes)",
+                       axis);
+        else
+            vdev_error(VDEV_ERR_INVALID_ARG,
+                       "vdev_tensor_dim: axis %d is outside a %d-dimensional tensor (axes %d to "
+                       "%d)",
+                       axis, t->ndim, -t->ndim, t->ndim - 1);
         return -1;
     }
     return t->shape[a];
