@@ -12,7 +12,8 @@
  * and away from kinks: relu inputs have |x| >= 0.2, log and pow inputs are
  * positive, divisors are away from 0.
  *
- * Also: a variable used twice, a variable the loss does not use (zeros),
+ * Also: a variable used twice, a variable the loss does not use (zeros), a
+ * summed gradient kept past a nested scope, a variable asked for twice,
  * gradients that run on the forward op's device whatever scope the caller
  * is in, and a second tape on a thread that already records. */
 #define _GNU_SOURCE
@@ -457,6 +458,44 @@ static void test_used_twice_and_unused(const char *dev)
     CHECK_OK(vdev_device_pop());
 }
 
+/* A summed gradient handed out inside nested scopes and kept past the inner
+ * one stays valid in the outer scope and is freed by it; a variable asked
+ * for twice gets the same values twice, each its own tensor. */
+static void test_kept_gradient(const char *dev)
+{
+    CHECK_OK(vdev_device_push(dev));
+    struct vdev_memory_info mi;
+    CHECK_OK(vdev_memory_info(dev, &mi));
+    uint64_t base = mi.bytes_in_use;
+    float h[6] = {1, -2, 3, 0.5f, -0.25f, 4};
+    vdev_tensor_t *x = var_from(h, 2, 3);
+    CHECK_OK(vdev_scope_begin());
+    CHECK_OK(vdev_scope_begin());
+    vdev_tape_t *t = vdev_tape_begin();
+    /* L = sum(x * x) + sum(2 x): the gradient is a sum of several ops' */
+    vdev_tensor_t *loss =
+        vdev_add(vdev_sum_all(vdev_mul(x, x)), vdev_sum_all(vdev_mul_scalar(x, 2)));
+    vdev_tensor_t *vars[2] = {x, x}, *g[2] = {NULL, NULL};
+    CHECK_OK(vdev_tape_gradient(t, loss, vars, 2, g));
+    vdev_tape_end(t);
+    CHECK(g[0] != NULL && g[1] != NULL && g[0] != g[1]);
+    vdev_keep(g[0]);
+    vdev_scope_end();
+    float gx[6];
+    CHECK_OK(vdev_tensor_to_host(g[0], gx, sizeof gx));
+    int ok = 1;
+    for (int i = 0; i < 6; i++)
+        ok = ok && gx[i] == 2 * h[i] + 2;
+    CHECK(ok);
+    CHECK(vdev_tensor_ndim(g[1]) == -1); /* not kept: freed with the inner scope */
+    vdev_scope_end();
+    CHECK(vdev_tensor_ndim(g[0]) == -1);
+    vdev_tensor_free(x);
+    CHECK_OK(vdev_memory_info(dev, &mi));
+    CHECK_EQ_U64(mi.bytes_in_use, base);
+    CHECK_OK(vdev_device_pop());
+}
+
 /* Forward on GPU:1, gradient asked for under a CPU:0 scope: every gradient
  * op runs on GPU:1 and the gradients live there. */
 static void test_gradient_device(void)
@@ -530,6 +569,7 @@ int main(void)
     CHECK_OK(vdev_init());
     all_cases("CPU:0");
     test_used_twice_and_unused("CPU:0");
+    test_kept_gradient("CPU:0");
     test_tape_twice();
     check_no_leak("CPU:0");
 
@@ -538,6 +578,7 @@ int main(void)
     CHECK_OK(vdev_init());
     all_cases("GPU:0");
     test_used_twice_and_unused("GPU:1");
+    test_kept_gradient("GPU:1");
     test_gradient_device();
     check_no_leak("GPU:0");
     check_no_leak("GPU:1");

@@ -568,15 +568,19 @@ static void test_nn_handles(void)
  * next one starts a new segment; returns that segment's number of slots. */
 static uint32_t fill_to_segment_end(void)
 {
+    uint32_t live = live_tensors(); /* then counted here: nothing else frees meanwhile */
     for (;;) {
         uint32_t made = atomic_load(&vdev_tens_table.n_made);
         uint32_t j = made + VDEV_HANDLE_SEG0_SLOTS;
-        if (live_tensors() == made && (j & (j - 1)) == 0)
+        if (live == made && (j & (j - 1)) == 0) {
+            CHECK_EQ_U64(live_tensors(), live);
             return j;
+        }
         if (!vdev_tensor_zeros(NULL, 0, VDEV_F32)) {
             check_fail(__FILE__, __LINE__, "zeros: %s", vdev_last_error());
             return 0;
         }
+        live++;
     }
 }
 

@@ -23,7 +23,11 @@
  * Looking a handle up (vdev_handle_get) takes no lock: it checks the tag,
  * bounds-checks the index against the number of slots ever made, and
  * compares the generation, reading nothing but table memory, so any 64-bit
- * value is safe to look up. Allocation and release take the table's mutex.
+ * value is safe to look up. Allocation and release take no lock either in
+ * the common case: each thread keeps a small cache of free slots per table
+ * (up to 64), refilled from and spilled to the table's free list, under its
+ * mutex, 32 at a time; a thread's cache goes back to the table when the
+ * thread exits (a thread-exit destructor).
  *
  * Usage:
  *     static struct vdev_handle_table tapes = VDEV_HANDLE_TABLE("tape", 2, struct tape);
@@ -53,7 +57,7 @@ struct vdev_handle_slot {
     _Atomic uint32_t gen; /* odd: the handle is live; even: dead */
     uint32_t index;       /* the slot's own index */
     uint32_t next_free;   /* index + 1 of the next free slot (under the lock), 0 none */
-    uint32_t taken;       /* 1 from alloc to release (under the lock) */
+    _Atomic uint32_t taken; /* 1 from alloc to release */
 };
 #define VDEV_HANDLE_HEADER_BYTES 16u
 _Static_assert(sizeof(struct vdev_handle_slot) == VDEV_HANDLE_HEADER_BYTES, "slot header");
@@ -64,9 +68,8 @@ struct vdev_handle_table {
     uint32_t slot_bytes;     /* header + payload, a multiple of 16 */
     _Atomic uint32_t n_made; /* slots ever made: every index below is backed by memory */
     unsigned char *_Atomic seg[VDEV_HANDLE_SEGMENTS];
-    pthread_mutex_t lock;    /* the free list, growth, n_taken */
+    pthread_mutex_t lock;    /* the free list and growth */
     uint32_t free_head;      /* index + 1 of the first free slot, 0 none */
-    uint32_t n_taken;        /* slots taken now */
 };
 
 /* A static table for objects of type PAYLOAD, with a tag of its own. */
@@ -84,12 +87,6 @@ struct vdev_handle_table {
  * Thread-safe. */
 void *vdev_handle_alloc(struct vdev_handle_table *t, uint64_t *handle);
 
-/* Kills handle h of payload p: lookups of h fail from now on. Returns 1, or
- * 0 when h was not p's live handle (another caller killed it first), so of
- * two threads freeing one object only one goes on. The slot stays taken.
- * Thread-safe. */
-int vdev_handle_kill(struct vdev_handle_table *t, void *p, uint64_t h);
-
 /* Gives payload p, whose handle is dead, a new live handle and returns it
  * (for an object the library hands out again). Thread-safe. */
 uint64_t vdev_handle_revive(struct vdev_handle_table *t, void *p);
@@ -98,7 +95,8 @@ uint64_t vdev_handle_revive(struct vdev_handle_table *t, void *p);
  * Thread-safe; p must not be used afterwards. */
 void vdev_handle_release(struct vdev_handle_table *t, void *p);
 
-/* Slots taken now (for tests: leaks of objects show here). */
+/* Slots taken now (for tests: leaks of objects show here); counts them, in
+ * time proportional to the slots ever made. */
 uint32_t vdev_handle_count(struct vdev_handle_table *t);
 
 /* Test hook (fault injection): the n-th segment allocation from now on, in
@@ -140,6 +138,21 @@ static inline uint64_t vdev_handle_make(const struct vdev_handle_table *t, uint3
                                         uint32_t gen)
 {
     return ((uint64_t)gen << 32) | ((uint64_t)t->tag << VDEV_HANDLE_INDEX_BITS) | (index + 1u);
+}
+
+/* Kills handle h of payload p: lookups of h fail from now on. Returns 1, or
+ * 0 when h was not p's live handle (another caller killed it first), so of
+ * two threads freeing one object only one goes on. The slot stays taken.
+ * Thread-safe; inline, since every tensor's end goes through it. */
+static inline int vdev_handle_kill(struct vdev_handle_table *t, void *p, uint64_t h)
+{
+    struct vdev_handle_slot *s =
+        (struct vdev_handle_slot *)(void *)((unsigned char *)p - VDEV_HANDLE_HEADER_BYTES);
+    uint32_t gen = (uint32_t)(h >> 32);
+    if (h != vdev_handle_make(t, s->index, gen) || !(gen & 1u))
+        return 0;
+    return atomic_compare_exchange_strong_explicit(&s->gen, &gen, gen + 1, memory_order_acq_rel,
+                                                   memory_order_relaxed);
 }
 
 #endif /* VDEV_HANDLES_H */

@@ -116,8 +116,8 @@ static int home_of(const struct vdev_tens *const *in, int n)
 }
 
 /* Brings every input to dev: copies (policy copy) or an error (strict).
- * tmp[i] is the copy made for input i, or NULL, for every i < n whatever
- * happens, so drop_tmp() may always follow. */
+ * tmp[i] is the copy made for input i; the caller passes tmp all NULL, so
+ * whatever happens drop_tmp() may follow (it frees only what was made). */
 static enum vdev_status gather_inputs(const struct vdev_op_def *def, struct vdev_ldev *dev,
                                       const struct vdev_tens *const *in, int n,
                                       const struct vdev_tens **use, struct vdev_tens **tmp,
@@ -125,10 +125,7 @@ static enum vdev_status gather_inputs(const struct vdev_op_def *def, struct vdev
 {
     *copied = 0;
     for (int i = 0; i < n; i++) {
-        tmp[i] = NULL;
         use[i] = in[i];
-    }
-    for (int i = 0; i < n; i++) {
         if (in[i]->dev == dev)
             continue;
         /* Identity is the explicit copy, as in TensorFlow: exempt. */
@@ -182,7 +179,7 @@ struct vdev_tens *vdev_op_exec(enum vdev_op op, const struct vdev_tens *const *i
     int home = op == VDEV_OP_IDENTITY ? -1 : home_of(in, n_in);
     struct vdev_ldev *dev = vdev_placement_choose(devs, n_in, home);
     const struct vdev_tens *use[VDEV_KERNEL_MAX_IN];
-    struct vdev_tens *tmp[VDEV_KERNEL_MAX_IN];
+    struct vdev_tens *tmp[VDEV_KERNEL_MAX_IN] = {0};
     uint64_t copied;
     if (gather_inputs(def, dev, in, n_in, use, tmp, &copied) != VDEV_OK) {
         drop_tmp(tmp, n_in);
@@ -263,7 +260,7 @@ enum vdev_status vdev_op_exec_inplace(enum vdev_op op, struct vdev_tens *const *
                               "writes its operands on the variable's device",
                               def->name, i, in[i]->dev->name, dev->name);
     const struct vdev_tens *use[VDEV_KERNEL_MAX_IN];
-    struct vdev_tens *tmp[VDEV_KERNEL_MAX_IN];
+    struct vdev_tens *tmp[VDEV_KERNEL_MAX_IN] = {0};
     uint64_t copied;
     enum vdev_status st = gather_inputs(def, dev, cin, n_in, use, tmp, &copied);
     if (st != VDEV_OK) {

@@ -92,17 +92,34 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
 
 /* ---- the public ops ---- */
 
+/* The handles are looked up here, inline, rather than through vdev_op_run's
+ * loop: it is most of what checked handles cost an op. A NULL input keeps
+ * the first error; a dead or stale one sets its own. */
+static __attribute__((noinline)) vdev_tensor_t *bad_input(enum vdev_op op, const vdev_tensor_t *h,
+                                                          int k)
+{
+    if (h)
+        vdev_tens_input_error(h, vdev_op_defs[op].name, k);
+    return NULL;
+}
+
 static vdev_tensor_t *run1(enum vdev_op op, const vdev_tensor_t *a, const struct vdev_op_params *p)
 {
-    const vdev_tensor_t *in[1] = {a};
-    return vdev_op_run(op, in, 1, p);
+    const struct vdev_tens *t = vdev_tens_peek(a);
+    if (!t || !vdev_tens_current(t))
+        return bad_input(op, a, 0);
+    return vdev_tens_handle(vdev_op_exec(op, &t, 1, p));
 }
 
 static vdev_tensor_t *run2(enum vdev_op op, const vdev_tensor_t *a, const vdev_tensor_t *b,
                            const struct vdev_op_params *p)
 {
-    const vdev_tensor_t *in[2] = {a, b};
-    return vdev_op_run(op, in, 2, p);
+    const struct vdev_tens *t[2] = {vdev_tens_peek(a), vdev_tens_peek(b)};
+    if (!t[0] || !vdev_tens_current(t[0]))
+        return bad_input(op, a, 0);
+    if (!t[1] || t[1]->rgen != t[0]->rgen) /* the same runtime as input 0: the current one */
+        return bad_input(op, b, 1);
+    return vdev_tens_handle(vdev_op_exec(op, t, 2, p));
 }
 
 VDEV_API vdev_tensor_t *vdev_matmul(const vdev_tensor_t *a, const vdev_tensor_t *b, bool ta,
