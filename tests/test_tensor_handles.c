@@ -565,16 +565,15 @@ static void test_nn_handles(void)
 /* ---- fault injection: handle segments ---- */
 
 /* Makes tensors (in the open scope) until every slot made is taken and the
- * next one starts a new segment; returns that segment's number of slots. */
+ * next one starts a new segment; returns the slots of a segment. */
 static uint32_t fill_to_segment_end(void)
 {
     uint32_t live = live_tensors(); /* then counted here: nothing else frees meanwhile */
     for (;;) {
         uint32_t made = atomic_load(&vdev_tens_table.n_made);
-        uint32_t j = made + VDEV_HANDLE_SEG0_SLOTS;
-        if (live == made && (j & (j - 1)) == 0) {
+        if (live == made && made % VDEV_HANDLE_SEG_SLOTS == 0) {
             CHECK_EQ_U64(live_tensors(), live);
-            return j;
+            return VDEV_HANDLE_SEG_SLOTS;
         }
         if (!vdev_tensor_zeros(NULL, 0, VDEV_F32)) {
             check_fail(__FILE__, __LINE__, "zeros: %s", vdev_last_error());
@@ -593,14 +592,14 @@ static void test_segment_faults(const char *dev)
     uint64_t base = in_use(dev);
     uint32_t n0 = live_tensors();
     CHECK_OK(vdev_scope_begin());
-    for (int round = 0; round < 2; round++) {
+    for (int round = 0; round < 4; round++) {
         vdev_tensor_t *input = vec(5, -5); /* round 1: an op's input, made before */
         uint32_t seg = fill_to_segment_end();
         uint64_t used = in_use(dev);
         uint32_t live = live_tensors(), made = atomic_load(&vdev_tens_table.n_made);
         vdev_handles_fail_segment(1);
         vdev_clear_error();
-        vdev_tensor_t *y = round ? vdev_relu(input) : vec(2, 2);
+        vdev_tensor_t *y = round % 2 ? vdev_relu(input) : vec(2, 2);
         CHECK(y == NULL);
         CHECK(vdev_last_status() == VDEV_ERR_OOM);
         char want[96];

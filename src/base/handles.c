@@ -3,8 +3,8 @@
  * per-thread cache in front of it, and the generation counter that makes old
  * handles fail.
  *
- * Segment k holds 1024 << k slots and is made (zeroed) the first time an index
- * in it is needed; its pointer is published before the count of slots made,
+ * A segment of 1024 slots is made (zeroed) the first time an index in it is
+ * needed; its pointer is published before the count of slots made,
  * both with release stores, so a lookup that sees an index below n_made also
  * sees its segment. A zeroed slot has generation 0 (even: no live handle);
  * taking a slot makes the generation odd, killing its handle makes it even
@@ -61,14 +61,13 @@ static enum vdev_status grow(struct vdev_handle_table *t, uint32_t index)
     if (index >= VDEV_HANDLE_MAX_SLOTS)
         return vdev_error(VDEV_ERR_OOM, "more than %u live %ss: the %s table is full",
                           VDEV_HANDLE_MAX_SLOTS, t->what, t->what);
-    uint32_t j = index + VDEV_HANDLE_SEG0_SLOTS;
-    int k = 31 - __builtin_clz(j) - 10;
+    uint32_t k = index / VDEV_HANDLE_SEG_SLOTS;
     if (!atomic_load_explicit(&t->seg[k], memory_order_relaxed)) {
-        size_t n = (size_t)VDEV_HANDLE_SEG0_SLOTS << k;
-        unsigned char *seg = segment_alloc_fails() ? NULL : calloc(n, t->slot_bytes);
+        unsigned char *seg =
+            segment_alloc_fails() ? NULL : calloc(VDEV_HANDLE_SEG_SLOTS, t->slot_bytes);
         if (!seg)
-            return vdev_error(VDEV_ERR_OOM, "out of host memory for %zu more %s handles", n,
-                              t->what);
+            return vdev_error(VDEV_ERR_OOM, "out of host memory for %u more %s handles",
+                              VDEV_HANDLE_SEG_SLOTS, t->what);
         atomic_store_explicit(&t->seg[k], seg, memory_order_release);
     }
     struct vdev_handle_slot *s = vdev_handle_slot_at(t, index);
@@ -91,8 +90,7 @@ static enum vdev_status refill(struct vdev_handle_table *t, struct cache *c)
     /* New slots: as many as the current segment has left, at most CACHE_MOVE. */
     while (c->n < CACHE_MOVE) {
         uint32_t index = atomic_load_explicit(&t->n_made, memory_order_relaxed);
-        uint32_t j = index + VDEV_HANDLE_SEG0_SLOTS;
-        if (c->n && (j & (j - 1)) == 0)
+        if (c->n && index % VDEV_HANDLE_SEG_SLOTS == 0)
             break; /* a new segment: only when nothing else is left */
         if ((st = grow(t, index)) != VDEV_OK)
             break;

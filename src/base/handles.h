@@ -4,10 +4,10 @@
  * freed memory.
  *
  * A table hands out slots, each a fixed-size header followed by the object
- * itself (the payload). Slots live in segments that are never returned to the
- * system while the process lives: segment k holds 1024 << k slots and is made
- * on first need, so a table of any size has a fixed directory of 19 segment
- * pointers. A handle is
+ * itself (the payload). Slots live in segments of 1024 that are never
+ * returned to the system while the process lives, made on first need and
+ * listed in a fixed directory (16384 entries: up to 16M live objects per
+ * table), so finding a slot is a shift, a load and a multiply. A handle is
  *
  *     (generation << 32) | (tag << 28) | (index + 1)
  *
@@ -47,10 +47,10 @@
 
 _Static_assert(sizeof(void *) >= 8, "handles are 64-bit values carried in pointers");
 
-#define VDEV_HANDLE_SEG0_SLOTS 1024u /* slots in segment 0; segment k has 1024 << k */
-#define VDEV_HANDLE_SEGMENTS 19      /* enough for VDEV_HANDLE_MAX_SLOTS */
-#define VDEV_HANDLE_INDEX_BITS 28
-#define VDEV_HANDLE_MAX_SLOTS ((1u << VDEV_HANDLE_INDEX_BITS) - 1) /* per table */
+#define VDEV_HANDLE_SEG_SLOTS 1024u     /* slots per segment */
+#define VDEV_HANDLE_INDEX_BITS 28       /* bits 0..27 of a handle: index + 1 */
+#define VDEV_HANDLE_MAX_SLOTS (1u << 24) /* per table */
+#define VDEV_HANDLE_SEGMENTS (VDEV_HANDLE_MAX_SLOTS / VDEV_HANDLE_SEG_SLOTS)
 
 /* The header of every slot; the payload follows it. */
 struct vdev_handle_slot {
@@ -67,7 +67,7 @@ struct vdev_handle_table {
     uint32_t tag;            /* 1..15, bits 28..31 of every handle of the table */
     uint32_t slot_bytes;     /* header + payload, a multiple of 16 */
     _Atomic uint32_t n_made; /* slots ever made: every index below is backed by memory */
-    unsigned char *_Atomic seg[VDEV_HANDLE_SEGMENTS];
+    unsigned char *_Atomic seg[VDEV_HANDLE_SEGMENTS]; /* the directory */
     pthread_mutex_t lock;    /* the free list and growth */
     uint32_t free_head;      /* index + 1 of the first free slot, 0 none */
 };
@@ -109,10 +109,9 @@ void vdev_handles_fail_segment(int n);
 static inline struct vdev_handle_slot *vdev_handle_slot_at(struct vdev_handle_table *t,
                                                            uint32_t index)
 {
-    uint32_t j = index + VDEV_HANDLE_SEG0_SLOTS;
-    int k = 31 - __builtin_clz(j) - 10; /* segment k starts at index (1024 << k) - 1024 */
-    unsigned char *seg = atomic_load_explicit(&t->seg[k], memory_order_acquire);
-    return (struct vdev_handle_slot *)(void *)(seg + (size_t)(j - (VDEV_HANDLE_SEG0_SLOTS << k)) *
+    unsigned char *seg = atomic_load_explicit(&t->seg[index / VDEV_HANDLE_SEG_SLOTS],
+                                              memory_order_acquire);
+    return (struct vdev_handle_slot *)(void *)(seg + (size_t)(index % VDEV_HANDLE_SEG_SLOTS) *
                                                          t->slot_bytes);
 }
 
@@ -124,7 +123,7 @@ static inline void *vdev_handle_get(struct vdev_handle_table *t, const void *h)
     uint32_t lo = (uint32_t)v, gen = (uint32_t)(v >> 32);
     if ((lo >> VDEV_HANDLE_INDEX_BITS) != t->tag || !(gen & 1u))
         return NULL;
-    uint32_t index = (lo & VDEV_HANDLE_MAX_SLOTS) - 1u; /* 0 wraps: rejected below */
+    uint32_t index = (lo & ((1u << VDEV_HANDLE_INDEX_BITS) - 1u)) - 1u; /* 0 wraps: rejected */
     if (index >= atomic_load_explicit(&t->n_made, memory_order_acquire))
         return NULL;
     struct vdev_handle_slot *s = vdev_handle_slot_at(t, index);

@@ -33,9 +33,7 @@ static _Thread_local struct frame frames[MAX_SCOPES];
 static _Thread_local int depth;         /* open scopes */
 static _Thread_local int failed_begins; /* begins refused whose ends are still to come */
 static _Thread_local int exit_hook_armed;
-static _Thread_local char thread_anchor; /* its address identifies the thread */
-
-uintptr_t vdev_thread_id(void) { return (uintptr_t)&thread_anchor; }
+_Thread_local char vdev_thread_anchor; /* its address identifies the thread */
 
 /* Appends t to frame d of this thread. */
 static void link_into(struct vdev_tens *t, int d)
@@ -109,7 +107,7 @@ static void make_exit_key(void) { exit_key_made = pthread_key_create(&exit_key, 
 static void arm_exit_hook(void)
 {
     pthread_once(&exit_once, make_exit_key);
-    if (exit_key_made && pthread_setspecific(exit_key, &thread_anchor) == 0)
+    if (exit_key_made && pthread_setspecific(exit_key, &vdev_thread_anchor) == 0)
         exit_hook_armed = 1;
 }
 

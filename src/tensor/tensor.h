@@ -145,8 +145,10 @@ struct vdev_ldev *vdev_tens_creation_device(void);
 
 /* ---- scopes (scope.c) ---- */
 
-/* An id of the calling thread, never 0, unique among live threads. */
-uintptr_t vdev_thread_id(void);
+/* An id of the calling thread, never 0, unique among live threads: the
+ * address of a thread-local byte (scope.c). */
+extern _Thread_local char vdev_thread_anchor;
+static inline uintptr_t vdev_thread_id(void) { return (uintptr_t)&vdev_thread_anchor; }
 /* Registers t with the calling thread's innermost scope (which then holds
  * the creation reference); nothing outside any scope. Cannot fail. */
 void vdev_tens_scope_add(struct vdev_tens *t);
