@@ -274,6 +274,20 @@ static void *free_elsewhere(void *arg)
     return NULL;
 }
 
+/* vdev_keep and vdev_variable from another thread: errors too. */
+static void *keep_elsewhere(void *arg)
+{
+    struct xfree *x = arg;
+    int ok = vdev_keep(x->t) == NULL && vdev_last_status() == VDEV_ERR_INVALID_ARG &&
+             strcmp(vdev_last_error(), "vdev_keep: the tensor is held by a scope of another "
+                                       "thread; keep it there") == 0;
+    vdev_clear_error();
+    ok = ok && vdev_variable(x->t) == NULL && vdev_last_status() == VDEV_ERR_INVALID_ARG;
+    x->st = ok ? VDEV_OK : VDEV_ERR_INTERNAL;
+    vdev_strlcpy(x->msg, vdev_last_error(), sizeof x->msg);
+    return NULL;
+}
+
 /* Freeing, from another thread, a tensor held by this thread's scope is an
  * error; the scope still frees it at its end. A tensor out of every scope
  * may be freed by any thread. */
@@ -292,7 +306,14 @@ static void test_free_from_other_thread(const char *dev)
                         "that thread may free it or take it out (vdev_keep it there, or free it "
                         "there)") == 0);
     CHECK(holds(x.t, 1, 2));
+    CHECK(pthread_create(&th, NULL, keep_elsewhere, &x) == 0);
+    pthread_join(th, NULL);
+    CHECK(x.st == VDEV_OK);
+    CHECK(strcmp(x.msg, "vdev_variable: the tensor is held by a scope of another thread; only "
+                        "that thread may free it or take it out (vdev_keep it there, or free it "
+                        "there)") == 0);
     vdev_scope_end();
+    CHECK(vdev_tensor_ndim(x.t) == -1); /* not kept, not made a variable: freed */
     CHECK_EQ_U64(in_use(dev), base);
     CHECK_EQ_U64(live_tensors(), n0);
     /* outside any scope: any thread frees it */
@@ -508,6 +529,54 @@ static void test_scope_depth(const char *dev)
     CHECK_OK(vdev_device_pop());
 }
 
+/* Gradients asked for with 64 scopes open: the tape needs one more for its
+ * temporaries, so that is the nesting error, with every gradient NULL and
+ * nothing left behind. */
+static void test_gradient_at_depth_64(void)
+{
+    vdev_tensor_t *x = vdev_variable(vec(1, -2));
+    uint32_t n0 = live_tensors();
+    for (int d = 0; d < 64; d++)
+        CHECK_OK(vdev_scope_begin());
+    vdev_tape_t *t = vdev_tape_begin();
+    vdev_tensor_t *loss = vdev_sum_all(vdev_relu(x)), *g = x;
+    CHECK_STATUS(vdev_tape_gradient(t, loss, &x, 1, &g), VDEV_ERR_INVALID_ARG);
+    CHECK_STR(vdev_last_error(), "tensor scopes nested deeper than 64 (the matching "
+                                 "vdev_scope_end does nothing)");
+    CHECK(g == NULL);
+    vdev_tape_end(t);
+    CHECK_STATUS(vdev_scope_begin(), VDEV_ERR_INVALID_ARG); /* this thread is at 64 */
+    vdev_scope_end();                                       /* the failed begin's */
+    for (int d = 0; d < 64; d++)
+        vdev_scope_end();
+    CHECK_EQ_U64(live_tensors(), n0);
+    vdev_tensor_free(x);
+}
+
+/* A model whose second layer does not fit: NULL with the OOM, and the first
+ * layer's variables freed. */
+static void test_mlp_oom(void)
+{
+    check_fresh("1x1GiB");
+    uint64_t limits[2] = {64ull << 20, 4ull << 20};
+    CHECK_OK(vdev_config_set_logical_devices("GPU:0", limits, 2));
+    CHECK_OK(vdev_init());
+    uint32_t n0 = live_tensors();
+    CHECK_OK(vdev_device_push("GPU:1"));
+    int64_t sizes[3] = {64, 64, 1 << 20}; /* 64 x 1M floats: 256 MiB */
+    vdev_clear_error();
+    CHECK(vdev_mlp_new(sizes, 3, VDEV_ACT_RELU, VDEV_ACT_NONE, 1) == NULL);
+    CHECK(vdev_last_status() == VDEV_ERR_OOM);
+    CHECK_MSG("OOM when allocating tensor with shape[64,1048576] and type float");
+    CHECK_EQ_U64(in_use("GPU:1"), 0);
+    CHECK_EQ_U64(live_tensors(), n0);
+    CHECK(vdev_dense_new(1 << 20, 64, VDEV_ACT_NONE, 1) == NULL);
+    CHECK(vdev_last_status() == VDEV_ERR_OOM);
+    CHECK_EQ_U64(in_use("GPU:1"), 0);
+    CHECK_EQ_U64(live_tensors(), n0);
+    CHECK_OK(vdev_device_pop());
+}
+
 /* ---- layers, models, optimizers ---- */
 
 static void test_nn_handles(void)
@@ -647,6 +716,8 @@ int main(void)
     test_tape_misuse();
     test_tape_threads();
     test_nn_handles();
+    test_gradient_at_depth_64();
+    test_mlp_oom();
     test_shutdown();
     vdev_shutdown();
     return check_done();
