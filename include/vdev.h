@@ -234,7 +234,9 @@ VDEV_API enum vdev_status vdev_mem_free(const char *device, void *ptr);
  * to come round). A tensor made before vdev_shutdown() owns no memory after
  * it: using it is VDEV_ERR_INVALID_ARG ("... belongs to a runtime that was
  * shut down"), even after a new vdev_init(); vdev_tensor_free() on it just
- * releases the handle. Looking a handle up takes no lock. */
+ * releases the handle. Looking a handle up takes no lock. At most 16777216
+ * tensors (and as many objects of each other kind) live at once; beyond,
+ * making one fails with VDEV_ERR_OOM. */
 
 typedef struct vdev_tensor vdev_tensor_t;
 
