@@ -71,16 +71,21 @@ void vdev_tens_scope_unlink(struct vdev_tens *t)
     atomic_store_explicit(&t->scope_thread, 0, memory_order_relaxed);
 }
 
+enum vdev_status vdev_tens_foreign_scope(const char *fn)
+{
+    return vdev_error(VDEV_ERR_INVALID_ARG,
+                      "%s: the tensor is held by a scope of another thread; only that thread may "
+                      "free it or take it out (vdev_keep it there, or free it there)",
+                      fn);
+}
+
 enum vdev_status vdev_tens_scope_take(struct vdev_tens *t, const char *fn)
 {
     uintptr_t owner = atomic_load_explicit(&t->scope_thread, memory_order_relaxed);
     if (!owner)
         return VDEV_OK;
     if (owner != vdev_thread_id())
-        return vdev_error(VDEV_ERR_INVALID_ARG,
-                          "%s: the tensor is held by a scope of another thread; only that thread "
-                          "may free it or take it out (vdev_keep it there, or free it there)",
-                          fn);
+        return vdev_tens_foreign_scope(fn);
     vdev_tens_scope_unlink(t);
     return VDEV_OK;
 }

@@ -305,7 +305,7 @@ VDEV_API void vdev_tensor_free(vdev_tensor_t *h)
     }
     uintptr_t owner = atomic_load_explicit(&t->scope_thread, memory_order_relaxed);
     if (owner && owner != vdev_thread_id()) {
-        vdev_tens_scope_take(t, "vdev_tensor_free"); /* sets the error */
+        vdev_tens_foreign_scope("vdev_tensor_free");
         return;
     }
     /* Of two threads freeing one tensor, only the one that kills the handle

@@ -155,6 +155,8 @@ void vdev_tens_scope_add(struct vdev_tens *t);
 /* Takes t out of the scope holding it (nothing if none). VDEV_ERR_INVALID_ARG,
  * naming `fn`, when another thread's scope holds it: only that thread may. */
 enum vdev_status vdev_tens_scope_take(struct vdev_tens *t, const char *fn);
+/* Sets VDEV_ERR_INVALID_ARG for `fn` given a tensor of another thread's scope. */
+enum vdev_status vdev_tens_foreign_scope(const char *fn);
 /* Removes t from this thread's scope that holds it (the caller checked). */
 void vdev_tens_scope_unlink(struct vdev_tens *t);
 
