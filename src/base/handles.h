@@ -34,7 +34,8 @@
  *     uint64_t h;
  *     struct tape *t = vdev_handle_alloc(&tapes, &h);   // NULL: VDEV_ERR_OOM set
  *     ...
- *     struct tape *u = vdev_handle_get(&tapes, h);      // NULL once h is dead
+ *     vdev_tape_t *pub = (vdev_tape_t *)(uintptr_t)h;   // what the caller holds
+ *     struct tape *u = vdev_handle_get(&tapes, pub);    // NULL once h is dead
  *     vdev_handle_kill(&tapes, t, h);                   // h dies
  *     vdev_handle_release(&tapes, t);                   // the slot is free again */
 #ifndef VDEV_HANDLES_H
