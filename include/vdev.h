@@ -82,7 +82,9 @@ VDEV_API void vdev_clear_error(void);
  * powers of 1024; KB/MB/GB/TB are powers of 1000; K/M/G/T are taken as KiB…).
  * VDEV_ERR_PARSE on anything else, naming the text. */
 VDEV_API enum vdev_status vdev_parse_bytes(const char *text, uint64_t *out);
-/* Writes "4.00 GiB" (or "512 B") into buf; returns buf. */
+/* Writes "4.00 GiB" (or "512 B"; binary units up to EiB, so UINT64_MAX is
+ * "16.00 EiB") into buf, truncated to cap - 1 characters and terminated;
+ * returns buf. cap 0 or a NULL buf writes nothing. */
 VDEV_API char *vdev_format_bytes(uint64_t bytes, char *buf, size_t cap);
 
 /* Seconds on a monotonic clock, for timing steps. */
