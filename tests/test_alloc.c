@@ -38,6 +38,9 @@ struct fake_source {
     int fail_call;       /* fail this reserve call (0-based), -1: never */
     uint64_t max_bytes;  /* fail reserves larger than this ("device full"), 0: no cap */
     int n_release, n_extend;
+    int no_sync;         /* make() gives the allocator no sync (no garbage collection) */
+    int n_sync;          /* sync calls */
+    int n_release_at_sync; /* n_release when sync was last called */
 };
 
 static void fake_init(struct fake_source *s)
@@ -115,9 +118,17 @@ static enum vdev_status fake_extend(void *ctx, void *base, uint64_t old_bytes, u
     return vdev_error(VDEV_ERR_INTERNAL, "extend of an unknown region");
 }
 
-/* Fake stream events: done once `done` is set; the allocator drops each once. */
+static void fake_sync(void *ctx)
+{
+    struct fake_source *s = ctx;
+    s->n_sync++;
+    s->n_release_at_sync = s->n_release;
+}
+
+/* Fake stream events: done once `done` is set; the allocator drops each once.
+ * released_before_wait: regions the source had released when it was waited for. */
 struct fake_event {
-    int done, waited, dropped;
+    int done, waited, dropped, released_before_wait;
 };
 
 static int ev_done(void *ctx, void *e) { return ((struct fake_event *)e)->done; }
@@ -125,11 +136,12 @@ static void ev_wait(void *ctx, void *e)
 {
     ((struct fake_event *)e)->done = 1;
     ((struct fake_event *)e)->waited++;
+    ((struct fake_event *)e)->released_before_wait = ((struct fake_source *)ctx)->n_release;
 }
 static void ev_drop(void *ctx, void *e) { ((struct fake_event *)e)->dropped++; }
 
 /* An allocator named /device:GPU:1 over source s, with or without extend and
- * events. */
+ * events; with sync (so garbage collection) unless s->no_sync. */
 static vdev_alloc_t *make(struct fake_source *s, enum vdev_memory_policy policy, uint64_t limit,
                           int with_extend, int with_events)
 {
@@ -143,6 +155,7 @@ static vdev_alloc_t *make(struct fake_source *s, enum vdev_memory_policy policy,
                    .event_done = with_events ? ev_done : NULL,
                    .event_wait = with_events ? ev_wait : NULL,
                    .event_drop = with_events ? ev_drop : NULL,
+                   .sync = s->no_sync ? NULL : fake_sync,
                    .ctx = s},
     };
     vdev_alloc_t *a = NULL;
@@ -255,17 +268,71 @@ static int check_state(vdev_alloc_t *a, const struct fake_source *s, const struc
     return check_failed - before;
 }
 
-/* The exact OOM message of the header for a request of `bytes`. */
-static void expected_oom(char *buf, size_t cap, uint64_t bytes, const struct vdev_alloc_stats *st)
+/* The exact OOM message of the header for a request of `bytes` that failed
+ * in the state `st` (taken before the call), worked out here from the model's
+ * live blocks and the source's regions: exhaustion when in use + the request
+ * exceed the limit, else fragmentation, the free blocks being the gaps
+ * between live blocks in each region plus, as one more block, the room left
+ * under the limit. The property test's sources never fail and have sync, so
+ * garbage collection made room whenever it could, and
+ * vdev_memory_release_cached() is never among the suggestions. */
+static void expected_oom(char *buf, size_t cap, uint64_t bytes, const struct vdev_alloc_stats *st,
+                         const struct fake_source *s, const struct model *m)
 {
-    char b0[32], b1[32], b2[32], b3[32];
-    snprintf(buf, cap,
-             "OOM when allocating %s (%llu bytes) on /device:GPU:1: %s in use of %s limit, "
-             "largest free block %s",
-             vdev_format_bytes(bytes, b0, sizeof b0), (unsigned long long)bytes,
-             vdev_format_bytes(st->bytes_in_use, b1, sizeof b1),
-             vdev_format_bytes(st->bytes_limit, b2, sizeof b2),
-             vdev_format_bytes(st->largest_free_block, b3, sizeof b3));
+    char b0[32], b1[32], b2[32], b3[32], b4[32], b5[32];
+    int n = snprintf(buf, cap,
+                     "OOM when allocating %s (%llu bytes) on /device:GPU:1: %s in use of %s limit, "
+                     "largest free block %s",
+                     vdev_format_bytes(bytes, b0, sizeof b0), (unsigned long long)bytes,
+                     vdev_format_bytes(st->bytes_in_use, b1, sizeof b1),
+                     vdev_format_bytes(st->bytes_limit, b2, sizeof b2),
+                     vdev_format_bytes(st->largest_free_block, b3, sizeof b3));
+    uint64_t sz = (bytes + 255) / 256 * 256, room_in_limit = st->bytes_limit - st->bytes_in_use;
+    if (sz > room_in_limit) {
+        snprintf(buf + n, cap - (size_t)n,
+                 "; the limit is short by %s; would help: a larger limit, a smaller batch",
+                 vdev_format_bytes(sz - room_in_limit, b4, sizeof b4));
+        return;
+    }
+    uint64_t total = 0, largest = 0, n_blocks = 0;
+    for (int r = 0; r < s->n_reg; r++) {
+        if (!s->reg[r].live)
+            continue;
+        uint64_t at = s->reg[r].base, end = at + s->reg[r].bytes;
+        for (int i = 0; i <= m->n; i++) {
+            uint64_t next = i < m->n ? m->b[i].addr : end;
+            if (next < at || next > end)
+                continue; /* a block of another region */
+            if (next > at) {
+                total += next - at;
+                largest = next - at > largest ? next - at : largest;
+                n_blocks++;
+            }
+            if (i < m->n)
+                at = m->b[i].addr + m->b[i].size;
+        }
+    }
+    uint64_t room = st->bytes_limit - st->bytes_reserved;
+    if (room) {
+        total += room;
+        largest = room > largest ? room : largest;
+        n_blocks++;
+    }
+    snprintf(buf + n, cap - (size_t)n,
+             "; fragmentation: free %s in %llu block%s, largest %s; would help: a smaller batch, "
+             "a larger limit",
+             vdev_format_bytes(total, b4, sizeof b4), (unsigned long long)n_blocks,
+             n_blocks == 1 ? "" : "s", vdev_format_bytes(largest, b5, sizeof b5));
+}
+
+/* The largest region the source holds now. */
+static uint64_t fake_largest_region(const struct fake_source *s)
+{
+    uint64_t l = 0;
+    for (int i = 0; i < s->n_reg; i++)
+        if (s->reg[i].live && s->reg[i].bytes > l)
+            l = s->reg[i].bytes;
+    return l;
 }
 
 static int stats_equal_but_failed(const struct vdev_alloc_stats *x,
@@ -295,7 +362,10 @@ static void collect_region(void *user, void *base, uint64_t bytes, int used)
 /* ---- the property test ----------------------------------------------------- */
 
 /* One property run: `steps` random allocations (55%) and frees of random
- * live blocks, the full check after each, then everything freed. */
+ * live blocks (now and then a release_cached), the full check after each,
+ * then everything freed. A new region is never larger than the request, 2 MiB
+ * or twice the largest region held before, whatever was released: growth
+ * restarts after a release instead of doubling on from released regions. */
 static void property_run(uint64_t seed, enum vdev_memory_policy policy, uint64_t limit, int steps)
 {
     struct fake_source s;
@@ -312,11 +382,18 @@ static void property_run(uint64_t seed, enum vdev_memory_policy policy, uint64_t
             struct vdev_alloc_stats before, after;
             vdev_alloc_get_stats(a, &before);
             int calls = s.n_reserve_calls, regions = s.n_reg;
+            uint64_t held = fake_largest_region(&s);
             struct vdev_block blk;
             enum vdev_status st = vdev_alloc_malloc(a, bytes, &blk);
             if (st == VDEV_OK) {
-                model_add(&m, (struct mblock){(uintptr_t)blk.ptr, (bytes + 255) / 256 * 256,
-                                              blk.handle});
+                uint64_t sz = (bytes + 255) / 256 * 256, bound = 2 * held;
+                if (bound < (2u << 20))
+                    bound = 2u << 20;
+                if (bound < sz)
+                    bound = sz;
+                for (int r = regions; r < s.n_reg; r++)
+                    CHECK(s.reg[r].bytes <= bound);
+                model_add(&m, (struct mblock){(uintptr_t)blk.ptr, sz, blk.handle});
             } else {
                 /* OOM: nothing changed but the failure count; exact message. */
                 n_oom++;
@@ -327,13 +404,15 @@ static void property_run(uint64_t seed, enum vdev_memory_policy policy, uint64_t
                 CHECK_EQ_U64(s.n_reg, regions);
                 CHECK(s.n_reserve_calls == calls);
                 char want[512];
-                expected_oom(want, sizeof want, bytes, &before);
+                expected_oom(want, sizeof want, bytes, &before, &s, &m);
                 CHECK_STR(vdev_last_error(), want);
             }
         } else {
             int i = (int)(rng_next(&rng) % (uint64_t)m.n);
             struct mblock x = model_take(&m, i);
             vdev_alloc_free(a, x.handle);
+            if (rng_unit(&rng) < 0.02)
+                vdev_alloc_release_cached(a);
         }
         if (check_state(a, &s, &m, limit)) {
             fprintf(stderr, "  (seed %llu, policy %d, limit %llu, step %d)\n",
@@ -422,7 +501,8 @@ static void test_growth(void)
     CHECK_EQ_U64(s.reg[1].bytes, 1 << 20);
     CHECK_STATUS(vdev_alloc_malloc(a, 256, &b), VDEV_ERR_OOM);
     CHECK_STR(vdev_last_error(), "OOM when allocating 256 B (256 bytes) on /device:GPU:1: 3.00 MiB "
-                                 "in use of 3.00 MiB limit, largest free block 0 B");
+                                 "in use of 3.00 MiB limit, largest free block 0 B; the limit is "
+                                 "short by 256 B; would help: a larger limit, a smaller batch");
     vdev_alloc_destroy(a);
 
     /* A limit below 2 MiB caps the first region. */
@@ -490,6 +570,304 @@ static void test_release_cached(void)
     CHECK_EQ_U64(fake_reserved(&s), 64 << 20);
     vdev_alloc_destroy(a);
     CHECK_EQ_U64(fake_reserved(&s), 0);
+}
+
+/* Releasing restarts the growth schedule: "allocate 1 MiB, free, release"
+ * forty times reserves a 2 MiB region every time (it used to double on from
+ * the released regions: 2, 4, 8 MiB ... then the whole limit). With a region
+ * still held, growth restarts from twice that region. A source that extends
+ * in place starts a fresh region at 2 MiB after its region was released. */
+static void test_release_resets_growth(void)
+{
+    struct fake_source s;
+    fake_init(&s);
+    vdev_alloc_t *a = make(&s, VDEV_POLICY_GROW, 16ull << 30, 0, 0);
+    struct vdev_block b, keep;
+    for (int i = 0; i < 40; i++) {
+        CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &b));
+        CHECK_EQ_U64(s.reg[s.n_reg - 1].bytes, 2 << 20);
+        vdev_alloc_free(a, b.handle);
+        CHECK_EQ_U64(vdev_alloc_release_cached(a), 2 << 20);
+    }
+    CHECK_EQ_U64(s.n_reg, 40);
+    struct vdev_alloc_stats st;
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.peak_bytes_reserved, 2 << 20);
+    /* A 2 MiB region stays held: each new region is twice it, 4 MiB. */
+    CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &keep));
+    for (int i = 0; i < 10; i++) {
+        CHECK_OK(vdev_alloc_malloc(a, 3 << 20, &b));
+        CHECK_EQ_U64(s.reg[s.n_reg - 1].bytes, 4 << 20);
+        vdev_alloc_free(a, b.handle);
+        CHECK_EQ_U64(vdev_alloc_release_cached(a), 4 << 20);
+    }
+    vdev_alloc_free(a, keep.handle);
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_destroy(a);
+    CHECK_EQ_U64(fake_reserved(&s), 0);
+
+    /* Extending in place: the region doubles to 16 MiB, then after its
+     * release the next one starts at 2 MiB again. */
+    fake_init(&s);
+    s.window = 1ull << 30;
+    a = make(&s, VDEV_POLICY_GROW, 1ull << 30, 1, 0);
+    struct vdev_block blk[16];
+    for (int i = 0; i < 16; i++)
+        CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &blk[i]));
+    CHECK_EQ_U64(s.reg[0].bytes, 16 << 20);
+    for (int i = 0; i < 16; i++)
+        vdev_alloc_free(a, blk[i].handle);
+    CHECK_EQ_U64(vdev_alloc_release_cached(a), 16 << 20);
+    CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &b));
+    CHECK_EQ_U64(s.n_reg, 2);
+    CHECK_EQ_U64(s.reg[1].bytes, 2 << 20);
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_destroy(a);
+    CHECK_EQ_U64(fake_reserved(&s), 0);
+}
+
+/* 32 x 2 MiB on a 64 MiB growing device (regions of 2, 4, 8, 16, 32 and 2
+ * MiB), all freed. */
+static vdev_alloc_t *fill_64(struct fake_source *s, int with_extend, int with_events,
+                             struct vdev_block b[32])
+{
+    vdev_alloc_t *a = make(s, VDEV_POLICY_GROW, 64 << 20, with_extend, with_events);
+    for (int i = 0; i < 32; i++)
+        CHECK_OK(vdev_alloc_malloc(a, 2 << 20, &b[i]));
+    return a;
+}
+
+/* Garbage collection before OOM (TensorFlow's BFC does it too): empty
+ * regions go back to the device, after one sync, and the request is retried
+ * in one new region; only when that can make room; never a region whose
+ * blocks wait for an event (malloc waits for the events first). Without a
+ * sync in the source there is no collection, and the message says that
+ * vdev_memory_release_cached() would help. */
+static void test_garbage_collection(void)
+{
+    struct fake_source s;
+    struct vdev_block b[32], big;
+    struct vdev_alloc_stats st, before, after;
+
+    /* The case of the issue: 60 MiB after 32 x 2 MiB were freed. */
+    fake_init(&s);
+    vdev_alloc_t *a = fill_64(&s, 0, 0, b);
+    CHECK_EQ_U64(s.n_reg, 6);
+    for (int i = 0; i < 32; i++)
+        vdev_alloc_free(a, b[i].handle);
+    CHECK_OK(vdev_alloc_malloc(a, 60 << 20, &big));
+    CHECK_EQ_U64(s.n_sync, 1);
+    CHECK_EQ_U64(s.n_release_at_sync, 0); /* synced before the first release */
+    CHECK_EQ_U64(s.n_release, 6);
+    CHECK_EQ_U64(s.n_reg, 7);
+    CHECK_EQ_U64(s.reg[6].bytes, 60 << 20);
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.bytes_reserved, 60 << 20);
+    CHECK_EQ_U64(st.n_regions, 1);
+    CHECK_EQ_U64(st.bytes_in_use, 60 << 20);
+    CHECK_EQ_U64(st.n_failed_allocs, 0);
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_destroy(a);
+    CHECK_EQ_U64(fake_reserved(&s), 0);
+
+    /* The same without a sync: no collection, fragmentation named, and
+     * vdev_memory_release_cached() among what would help; after it the
+     * request fits. */
+    fake_init(&s);
+    s.no_sync = 1;
+    a = fill_64(&s, 0, 0, b);
+    for (int i = 0; i < 32; i++)
+        vdev_alloc_free(a, b[i].handle);
+    vdev_alloc_get_stats(a, &before);
+    CHECK_STATUS(vdev_alloc_malloc(a, 60 << 20, &big), VDEV_ERR_OOM);
+    CHECK_STR(vdev_last_error(),
+              "OOM when allocating 60.00 MiB (62914560 bytes) on /device:GPU:1: 0 B in use of "
+              "64.00 MiB limit, largest free block 32.00 MiB; fragmentation: free 64.00 MiB in 6 "
+              "blocks, largest 32.00 MiB; would help: vdev_memory_release_cached(), a smaller "
+              "batch, a larger limit");
+    vdev_alloc_get_stats(a, &after);
+    CHECK(stats_equal_but_failed(&before, &after));
+    CHECK_EQ_U64(s.n_release, 0);
+    CHECK_EQ_U64(vdev_alloc_release_cached(a), 64 << 20);
+    CHECK_OK(vdev_alloc_malloc(a, 60 << 20, &big));
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_destroy(a);
+
+    /* Collection that cannot make room does not run: blocks kept in the 2 and
+     * 4 MiB regions leave 58 MiB of empty regions, short of 60 MiB. The state
+     * is as before, nothing was synced or released. */
+    fake_init(&s);
+    a = fill_64(&s, 0, 0, b);
+    for (int i = 2; i < 32; i++)
+        vdev_alloc_free(a, b[i].handle);
+    vdev_alloc_get_stats(a, &before);
+    CHECK_STATUS(vdev_alloc_malloc(a, 60 << 20, &big), VDEV_ERR_OOM);
+    CHECK_STR(vdev_last_error(),
+              "OOM when allocating 60.00 MiB (62914560 bytes) on /device:GPU:1: 4.00 MiB in use "
+              "of 64.00 MiB limit, largest free block 32.00 MiB; fragmentation: free 60.00 MiB in "
+              "5 blocks, largest 32.00 MiB; would help: a smaller batch, a larger limit");
+    vdev_alloc_get_stats(a, &after);
+    CHECK(stats_equal_but_failed(&before, &after));
+    CHECK_EQ_U64(s.n_sync, 0);
+    CHECK_EQ_U64(s.n_release, 0);
+    /* 58 MiB fit: the four empty regions go, the kept blocks stay. */
+    CHECK_OK(vdev_alloc_malloc(a, 58 << 20, &big));
+    CHECK_EQ_U64(s.n_release, 4);
+    CHECK_EQ_U64(fake_live_regions(&s), 3);
+    CHECK(inside_region(&s, (uintptr_t)b[0].ptr, 2 << 20));
+    CHECK(inside_region(&s, (uintptr_t)b[1].ptr, 2 << 20));
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_destroy(a);
+
+    /* Exhaustion: 2 MiB in use and 63 MiB asked of 64 MiB. */
+    fake_init(&s);
+    a = fill_64(&s, 0, 0, b);
+    for (int i = 1; i < 32; i++)
+        vdev_alloc_free(a, b[i].handle);
+    CHECK_STATUS(vdev_alloc_malloc(a, 63 << 20, &big), VDEV_ERR_OOM);
+    CHECK_STR(vdev_last_error(),
+              "OOM when allocating 63.00 MiB (66060288 bytes) on /device:GPU:1: 2.00 MiB in use "
+              "of 64.00 MiB limit, largest free block 32.00 MiB; the limit is short by 1.00 MiB; "
+              "would help: a larger limit, a smaller batch");
+    CHECK_EQ_U64(s.n_sync, 0);
+    CHECK_EQ_U64(s.n_release, 0);
+    vdev_alloc_destroy(a);
+
+    /* Blocks freed after events: malloc waits for every event before the
+     * collection releases a region (so none is released while its block may
+     * still be in use on another stream). */
+    fake_init(&s);
+    a = fill_64(&s, 0, 1, b);
+    struct fake_event ev[32];
+    memset(ev, 0, sizeof ev);
+    for (int i = 0; i < 32; i++)
+        vdev_alloc_free_after(a, b[i].handle, &ev[i]);
+    CHECK_OK(vdev_alloc_malloc(a, 60 << 20, &big));
+    for (int i = 0; i < 32; i++)
+        CHECK(ev[i].waited == 1 && ev[i].dropped == 1 && ev[i].released_before_wait == 0);
+    CHECK_EQ_U64(s.n_release, 6);
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_destroy(a);
+    /* release_cached skips a region whose block still waits for its event. */
+    fake_init(&s);
+    a = make(&s, VDEV_POLICY_GROW, 64 << 20, 0, 1);
+    struct fake_event e1 = {0};
+    CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &big));
+    vdev_alloc_free_after(a, big.handle, &e1);
+    CHECK_EQ_U64(vdev_alloc_release_cached(a), 0);
+    CHECK_EQ_U64(fake_live_regions(&s), 1);
+    CHECK_EQ_U64(e1.waited, 0);
+    vdev_alloc_flush_pending(a);
+    CHECK_EQ_U64(vdev_alloc_release_cached(a), 2 << 20);
+    vdev_alloc_destroy(a);
+
+    /* A source that extends in place (CUDA's one virtual range per device):
+     * the region cannot grow past its 8 MiB window, so the empty region is
+     * released and a new one reserved for the request. */
+    fake_init(&s);
+    s.window = 8 << 20;
+    a = make(&s, VDEV_POLICY_GROW, 64 << 20, 1, 0);
+    for (int i = 0; i < 8; i++)
+        CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &b[i]));
+    CHECK_EQ_U64(s.n_reg, 1);
+    CHECK_EQ_U64(s.reg[0].bytes, 8 << 20);
+    for (int i = 0; i < 8; i++)
+        vdev_alloc_free(a, b[i].handle);
+    CHECK_OK(vdev_alloc_malloc(a, 20 << 20, &big));
+    CHECK_EQ_U64(s.n_sync, 1);
+    CHECK_EQ_U64(s.n_release, 1);
+    CHECK_EQ_U64(fake_live_regions(&s), 1);
+    CHECK_EQ_U64(s.reg[1].bytes, 20 << 20);
+    vdev_alloc_free(a, big.handle);
+    /* It grows in place again afterwards (within its new window). */
+    s.window = 64 << 20;
+    CHECK_OK(vdev_alloc_malloc(a, 30 << 20, &big));
+    CHECK_EQ_U64(fake_live_regions(&s), 1);
+    CHECK(s.n_extend > 0);
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_destroy(a);
+    CHECK_EQ_U64(fake_reserved(&s), 0);
+}
+
+/* The three kinds of OOM, each with only the suggestions that apply:
+ * fragmentation in a preallocated region, the device itself full (the
+ * source's message kept), and a size that cannot even be rounded. */
+static void test_oom_messages(void)
+{
+    struct fake_source s;
+    struct vdev_block x, y, z;
+    fake_init(&s);
+    vdev_alloc_t *a = make(&s, VDEV_POLICY_PREALLOCATE, 4 << 20, 0, 0);
+    CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &x));
+    CHECK_OK(vdev_alloc_malloc(a, 2 << 20, &y));
+    vdev_alloc_free(a, x.handle);
+    CHECK_STATUS(vdev_alloc_malloc(a, 3 << 19, &z), VDEV_ERR_OOM);
+    CHECK_STR(vdev_last_error(),
+              "OOM when allocating 1.50 MiB (1572864 bytes) on /device:GPU:1: 2.00 MiB in use of "
+              "4.00 MiB limit, largest free block 1.00 MiB; fragmentation: free 2.00 MiB in 2 "
+              "blocks, largest 1.00 MiB; would help: a smaller batch, a larger limit");
+    CHECK_STATUS(vdev_alloc_malloc(a, 3 << 20, &z), VDEV_ERR_OOM);
+    CHECK_STR(vdev_last_error(),
+              "OOM when allocating 3.00 MiB (3145728 bytes) on /device:GPU:1: 2.00 MiB in use of "
+              "4.00 MiB limit, largest free block 1.00 MiB; the limit is short by 1.00 MiB; would "
+              "help: a larger limit, a smaller batch");
+    vdev_alloc_destroy(a);
+
+    /* The device is full below the limit: not this device's limit nor its
+     * fragmentation, so the help is memory held by others on the card. */
+    fake_init(&s);
+    s.max_bytes = 8 << 20;
+    a = make(&s, VDEV_POLICY_GROW, 1ull << 30, 0, 0);
+    CHECK_STATUS(vdev_alloc_malloc(a, 16 << 20, &z), VDEV_ERR_OOM);
+    CHECK_STR(vdev_last_error(),
+              "OOM when allocating 16.00 MiB (16777216 bytes) on /device:GPU:1: 0 B in use of "
+              "1.00 GiB limit, largest free block 0 B; fake device out of memory (reserve call "
+              "0); would help: vdev_memory_release_cached() or memory growth on for the other "
+              "users of the physical device, a smaller batch");
+    CHECK_EQ_U64(s.n_sync, 0);
+    vdev_alloc_destroy(a);
+
+    /* Beyond rounding: exhaustion, short by all but the room under the limit. */
+    fake_init(&s);
+    a = make(&s, VDEV_POLICY_GROW, 1 << 20, 0, 0);
+    CHECK_STATUS(vdev_alloc_malloc(a, UINT64_MAX, &z), VDEV_ERR_OOM);
+    CHECK_STR(vdev_last_error(),
+              "OOM when allocating 16.00 EiB (18446744073709551615 bytes) on /device:GPU:1: 0 B in "
+              "use of 1.00 MiB limit, largest free block 0 B; the limit is short by 16.00 EiB; "
+              "would help: a larger limit, a smaller batch");
+    vdev_alloc_destroy(a);
+}
+
+/* largest_alloc_size: the largest block (after rounding) handed out since
+ * creation or the last reset_peak, which sets it to 0 as TensorFlow's
+ * ClearStats does; failed allocations do not count. */
+static void test_largest_alloc(void)
+{
+    struct fake_source s;
+    fake_init(&s);
+    vdev_alloc_t *a = make(&s, VDEV_POLICY_GROW, 64 << 20, 0, 0);
+    struct vdev_alloc_stats st;
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.largest_alloc_size, 0);
+    struct vdev_block x, y, z;
+    CHECK_OK(vdev_alloc_malloc(a, 1000, &x));
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.largest_alloc_size, 1024);
+    CHECK_OK(vdev_alloc_malloc(a, (3 << 20) + 1, &y)); /* through growth (the slow path) */
+    CHECK_OK(vdev_alloc_malloc(a, 5000, &z));           /* the fast path */
+    vdev_alloc_free(a, y.handle);
+    vdev_alloc_free(a, z.handle);
+    CHECK_STATUS(vdev_alloc_malloc(a, 100 << 20, &z), VDEV_ERR_OOM);
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.largest_alloc_size, (3 << 20) + 256);
+    vdev_alloc_reset_peak(a);
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.largest_alloc_size, 0);
+    CHECK_EQ_U64(st.peak_bytes_in_use, 1024);
+    CHECK_OK(vdev_alloc_malloc(a, 1, &z));
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.largest_alloc_size, 256);
+    vdev_alloc_destroy(a);
 }
 
 /* Whether two blocks share a byte. */
@@ -769,11 +1147,12 @@ static void test_arguments(void)
     CHECK_STATUS(vdev_alloc_malloc(NULL, 1, &b), VDEV_ERR_INVALID_ARG);
     /* Sizes that cannot even be rounded fail as OOM, with the message. */
     CHECK_STATUS(vdev_alloc_malloc(a, UINT64_MAX, &b), VDEV_ERR_OOM);
-    CHECK_MSG("OOM when allocating 16384.00 PiB (18446744073709551615 bytes)");
+    CHECK_MSG("OOM when allocating 16.00 EiB (18446744073709551615 bytes)");
     CHECK_STATUS(vdev_alloc_malloc(a, 4ull << 30, &b), VDEV_ERR_OOM);
     CHECK_STR(vdev_last_error(), "OOM when allocating 4.00 GiB (4294967296 bytes) on "
                                  "/device:GPU:1: 0 B in use of 1.00 MiB limit, largest free "
-                                 "block 0 B");
+                                 "block 0 B; the limit is short by 4.00 GiB; would help: a larger "
+                                 "limit, a smaller batch");
     struct vdev_alloc_stats st;
     vdev_alloc_get_stats(a, &st);
     CHECK_EQ_U64(st.n_failed_allocs, 2);
@@ -795,6 +1174,10 @@ int main(void)
     test_arguments();
     test_growth();
     test_release_cached();
+    test_release_resets_growth();
+    test_garbage_collection();
+    test_oom_messages();
+    test_largest_alloc();
     test_free_after();
     test_fault_injection();
     test_extend();

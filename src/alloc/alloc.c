@@ -34,9 +34,11 @@
  * into the lower neighbour keeps that neighbour's place. Only a chunk that
  * changes bin, or a freed block with no free neighbour, walks its bin.
  *
- * Everything else — growth, stream-ordered frees, tracing, the lookup table —
- * is off the fast path: one flag word (`hooks`) sends malloc/free to the
- * general path when any of them is active. The lock is a test-and-test-and-set
+ * Everything else — growth and garbage collection (empty regions released
+ * before an OOM), stream-ordered frees, tracing, the lookup table, the OOM
+ * diagnosis — is off the fast path: one flag word (`hooks`) sends malloc/free
+ * to the general path when any of them is active, and a request that finds
+ * no chunk goes there too. The lock is a test-and-test-and-set
  * spinlock with pause/yield backoff: an uncontended call pays one atomic
  * exchange and one store.
  */
@@ -105,6 +107,7 @@ struct vdev_alloc {
     uint32_t n_unused; /* records on that stack (statistics in O(1)) */
     uint32_t cap_ch;   /* records allocated */
     uint64_t in_use, peak_in_use;
+    uint64_t largest_alloc; /* largest block handed out since creation or reset_peak */
     uint64_t n_allocs_total, n_frees_total;
 
     /* ---- cold ---- */
@@ -613,11 +616,15 @@ static enum vdev_status reserve_backoff(struct vdev_alloc *a, uint64_t want, uin
     }
 }
 
+/* Why growth failed: the limit left no room (no message set), the source
+ * said no (its message is set), or the host ran out (message set). */
+enum why { WHY_LIMIT, WHY_SOURCE, WHY_HOST };
+
 /* Grows the in-place region so that its free tail holds sz bytes: by the
  * region's size (doubling it) or what the request needs, capped by the limit,
  * backing off by 0.9x while the source answers OOM. The new space merges with
  * a free tail, so the region stays one free range at the top. */
-static enum vdev_status grow_extend(struct vdev_alloc *a, uint64_t sz, int *has_msg)
+static enum vdev_status grow_extend(struct vdev_alloc *a, uint64_t sz, enum why *why)
 {
     struct region *r = &a->reg[a->ext_region];
     uint32_t t = r->first;
@@ -639,7 +646,7 @@ static enum vdev_status grow_extend(struct vdev_alloc *a, uint64_t sz, int *has_
         want = next > need ? next : need;
     }
     if (st != VDEV_OK) {
-        *has_msg = 1; /* the source said why */
+        *why = WHY_SOURCE; /* the source said why */
         return st;
     }
     if (tail) {
@@ -665,19 +672,19 @@ static enum vdev_status grow_extend(struct vdev_alloc *a, uint64_t sz, int *has_
 
 /* GROW: adds (or extends) a region so that a free chunk of sz bytes exists.
  * VDEV_ERR_OOM when the limit or the source says no; another status when the
- * source fails otherwise. *has_msg is set when the thread's error message says
- * why (the source's message, or host OOM), not when the limit alone did.
- * Nothing observable changes unless it succeeds. */
-static enum vdev_status grow(struct vdev_alloc *a, uint64_t sz, int *has_msg)
+ * source fails otherwise. *why says which (see enum why); the thread's error
+ * message is set unless the limit alone said no. Nothing observable changes
+ * unless it succeeds. */
+static enum vdev_status grow(struct vdev_alloc *a, uint64_t sz, enum why *why)
 {
-    *has_msg = 0;
+    *why = WHY_LIMIT;
     /* Two records: the new chunk and the rest of the split after it. */
     if (records_reserve(a, 2) != VDEV_OK) {
-        *has_msg = 1;
+        *why = WHY_HOST;
         return VDEV_ERR_OOM;
     }
     if (a->src.extend && a->ext_region != NIL)
-        return grow_extend(a, sz, has_msg);
+        return grow_extend(a, sz, why);
     uint64_t avail = a->limit - a->reserved;
     if (sz > avail)
         return VDEV_ERR_OOM;
@@ -691,19 +698,96 @@ static enum vdev_status grow(struct vdev_alloc *a, uint64_t sz, int *has_msg)
     if (want > avail)
         want = avail;
     uint32_t slot = region_slot(a);
-    *has_msg = 1; /* from here on, every failure has a message */
-    if (slot == NIL)
+    if (slot == NIL) {
+        *why = WHY_HOST;
         return vdev_error(VDEV_ERR_OOM, "%s: host out of memory for regions", a->name);
+    }
     void *base = NULL;
     uint64_t got = 0;
+    *why = WHY_SOURCE; /* from here on, every failure is the source's, with its message */
     enum vdev_status st = reserve_backoff(a, want, sz, &base, &got);
     if (st != VDEV_OK)
         return st;
-    *has_msg = 0;
+    *why = WHY_LIMIT;
     region_install(a, slot, base, got);
     if (a->src.extend)
         a->ext_region = slot;
     return VDEV_OK;
+}
+
+/* Whether region slot r is empty: one free chunk (no live or pending block). */
+static int region_empty(const struct vdev_alloc *a, uint32_t r)
+{
+    const struct region *g = &a->reg[r];
+    const struct chunk *c = &a->ch[g->first];
+    return g->bytes && cstate(c) == ST_FREE && csize(c) == g->bytes;
+}
+
+/* Bytes in empty regions. */
+static uint64_t empty_bytes(const struct vdev_alloc *a)
+{
+    uint64_t empty = 0;
+    for (uint32_t r = 0; r < a->n_reg_slots; r++)
+        if (region_empty(a, r))
+            empty += a->reg[r].bytes;
+    return empty;
+}
+
+/* Whether releasing the empty regions would leave room under the limit for
+ * a new region of sz bytes (TensorFlow's test before it collects). */
+static int release_makes_room(const struct vdev_alloc *a, uint64_t sz)
+{
+    uint64_t empty = a->policy == VDEV_POLICY_GROW ? empty_bytes(a) : 0;
+    return empty && sz <= a->limit - a->reserved + empty;
+}
+
+/* Gives every empty region back to the source and returns the bytes released.
+ * A region with a pending block is not empty, so it stays until the block's
+ * event has passed. Releasing restarts the growth schedule: the next region
+ * doubles the largest region still held (2 MiB when none is), not the
+ * regions just released, which would make every release-and-grow cycle
+ * reserve twice as much as the last (2, 4, 8 MiB ... then the limit). */
+static uint64_t release_empty(struct vdev_alloc *a)
+{
+    uint64_t released = 0, held = 0;
+    for (uint32_t r = 0; r < a->n_reg_slots; r++) {
+        struct region *g = &a->reg[r];
+        if (!g->bytes)
+            continue;
+        if (!region_empty(a, r)) {
+            held = g->bytes > held ? g->bytes : held;
+            continue;
+        }
+        bin_remove(a, g->first, bin_of(g->bytes));
+        record_push(a, g->first);
+        a->src.release(a->src.ctx, (void *)(uintptr_t)g->base, g->bytes);
+        released += g->bytes;
+        a->reserved -= g->bytes;
+        a->n_regions--;
+        g->bytes = 0;
+        if (a->ext_region == r)
+            a->ext_region = NIL;
+    }
+    if (released)
+        a->last_region_bytes = held;
+    return released;
+}
+
+/* Garbage collection before OOM, as TensorFlow's BFC allocator does it (its
+ * DeallocateFreeRegions): when a request of sz bytes found no free chunk and
+ * growth failed, and releasing the empty regions would leave room under the
+ * limit for sz, syncs the device once (blocks freed with vdev_alloc_free()
+ * may still be used by queued work) and releases them; the caller then
+ * grows again. Regions holding a live or pending block stay; by the time
+ * malloc gets here it has waited for every pending event. GROW only, and
+ * only with a source that can sync. Returns the bytes released (0: nothing
+ * was done). */
+static uint64_t collect(struct vdev_alloc *a, uint64_t sz)
+{
+    if (!a->src.sync || !release_makes_room(a, sz))
+        return 0;
+    a->src.sync(a->src.ctx);
+    return release_empty(a);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -797,21 +881,87 @@ void vdev_alloc_destroy(vdev_alloc_t *a)
 /* ------------------------------------------------------------------------ */
 /* malloc and free */
 
-/* The OOM error of the header; counts the failure. Called with the lock. */
-static enum vdev_status fail_oom(struct vdev_alloc *a, uint64_t bytes, const char *why)
+/* The free memory a request could have used, as blocks: every free chunk,
+ * and the room left under the limit (where growth would put a region) as one
+ * more block. With a source that extends in place, that room continues the
+ * region's free tail, so the two are one block. O(free chunks). */
+static void free_blocks(const struct vdev_alloc *a, uint64_t *total, uint64_t *n,
+                        uint64_t *largest)
 {
-    char b0[32], b1[32], b2[32], b3[32];
+    const struct chunk *ch = a->ch;
+    uint64_t room = a->limit - a->reserved;
+    uint32_t tail = NIL;
+    if (room && a->src.extend && a->ext_region != NIL) {
+        uint32_t t = a->reg[a->ext_region].first;
+        while (ch[t].next != NO_NEIGHBOUR)
+            t = ch[t].next;
+        if (cstate(&ch[t]) == ST_FREE)
+            tail = t;
+    }
+    *total = room;
+    *n = room ? 1 : 0;
+    *largest = room + (tail != NIL ? csize(&ch[tail]) : 0);
+    for (unsigned b = 0; b < N_BINS; b++)
+        for (uint32_t i = ch[b].fnext; i != b; i = ch[i].fnext) {
+            uint64_t s = csize(&ch[i]);
+            *total += s;
+            if (i == tail)
+                continue;
+            (*n)++;
+            if (s > *largest)
+                *largest = s;
+        }
+}
+
+/* The OOM error of the header; counts the failure. Called with the lock.
+ * sz: the request after rounding (bytes itself when it cannot be rounded).
+ * Says which kind of failure it is and what would help, only what applies:
+ *  - exhaustion (in use + sz > limit): by how much the limit is short;
+ *  - the source said no below the limit (the physical device is full): its
+ *    message, and that memory held by others on it would help;
+ *  - host out of memory: its message;
+ *  - otherwise fragmentation: the free memory in how many blocks, the
+ *    largest; vdev_memory_release_cached() is suggested only when releasing
+ *    empty regions would make room and garbage collection could not do it
+ *    (a source without sync). */
+static enum vdev_status fail_oom(struct vdev_alloc *a, uint64_t bytes, uint64_t sz, enum why why,
+                                 const char *msg)
+{
+    char b0[32], b1[32], b2[32], b3[32], b4[32], b5[32];
+    char tail[400];
     a->n_failed++;
     if (a->trace)
         vdev_alloc_trace_failed(a->trace, bytes);
+    uint64_t room = a->limit - a->in_use;
+    if (sz > room) {
+        snprintf(tail, sizeof tail,
+                 "; the limit is short by %s; would help: a larger limit, a smaller batch",
+                 vdev_format_bytes(sz - room, b4, sizeof b4));
+    } else if (why == WHY_SOURCE) {
+        snprintf(tail, sizeof tail,
+                 "; %s; would help: vdev_memory_release_cached() or memory growth on for the "
+                 "other users of the physical device, a smaller batch",
+                 msg);
+    } else if (why == WHY_HOST) {
+        snprintf(tail, sizeof tail, "; %s", msg);
+    } else {
+        uint64_t total, n, largest;
+        free_blocks(a, &total, &n, &largest);
+        int release = !a->src.sync && release_makes_room(a, sz);
+        snprintf(tail, sizeof tail,
+                 "; fragmentation: free %s in %llu block%s, largest %s; would help: %sa smaller "
+                 "batch, a larger limit",
+                 vdev_format_bytes(total, b4, sizeof b4), (unsigned long long)n, n == 1 ? "" : "s",
+                 vdev_format_bytes(largest, b5, sizeof b5),
+                 release ? "vdev_memory_release_cached(), " : "");
+    }
     return vdev_error(VDEV_ERR_OOM,
                       "OOM when allocating %s (%llu bytes) on %s: %s in use of %s limit, largest "
-                      "free block %s%s%s",
+                      "free block %s%s",
                       vdev_format_bytes(bytes, b0, sizeof b0), (unsigned long long)bytes, a->name,
                       vdev_format_bytes(a->in_use, b1, sizeof b1),
                       vdev_format_bytes(a->limit, b2, sizeof b2),
-                      vdev_format_bytes(largest_free(a), b3, sizeof b3), why ? "; " : "",
-                      why ? why : "");
+                      vdev_format_bytes(largest_free(a), b3, sizeof b3), tail);
 }
 
 /* Bad arguments or a size that cannot be rounded. */
@@ -822,7 +972,7 @@ static __attribute__((noinline)) enum vdev_status malloc_bad(struct vdev_alloc *
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_alloc_malloc: %s",
                           bytes == 0 ? "zero bytes" : "NULL argument");
     lock(a);
-    enum vdev_status st = fail_oom(a, bytes, NULL);
+    enum vdev_status st = fail_oom(a, bytes, bytes, WHY_LIMIT, NULL);
     unlock(a);
     return st;
 }
@@ -849,17 +999,20 @@ static __attribute__((noinline)) enum vdev_status malloc_slow(struct vdev_alloc 
     }
     if (h == NIL) {
         if (a->policy != VDEV_POLICY_GROW) {
-            st = fail_oom(a, bytes, NULL);
+            st = fail_oom(a, bytes, sz, WHY_LIMIT, NULL);
             goto out;
         }
-        int has_msg = 0;
-        st = grow(a, sz, &has_msg);
+        enum why why;
+        st = grow(a, sz, &why);
+        /* Garbage collection: release empty regions and grow again. */
+        if (st == VDEV_ERR_OOM && why != WHY_HOST && collect(a, sz))
+            st = grow(a, sz, &why);
         if (st == VDEV_ERR_OOM) {
             /* The standard message, then the source's reason if it gave one. */
-            char why[200] = "";
-            if (has_msg)
-                vdev_strlcpy(why, vdev_last_error(), sizeof why);
-            st = fail_oom(a, bytes, why[0] ? why : NULL);
+            char msg[200] = "";
+            if (why != WHY_LIMIT)
+                vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+            st = fail_oom(a, bytes, sz, why, msg);
             goto out;
         }
         if (st != VDEV_OK) {
@@ -875,6 +1028,8 @@ static __attribute__((noinline)) enum vdev_status malloc_slow(struct vdev_alloc 
     a->in_use += sz;
     if (a->in_use > a->peak_in_use)
         a->peak_in_use = a->in_use;
+    if (sz > a->largest_alloc)
+        a->largest_alloc = sz;
     a->n_allocs_total++;
     if (a->trace)
         a->tid[h] = vdev_alloc_trace_alloc(a->trace, bytes);
@@ -903,6 +1058,8 @@ enum vdev_status vdev_alloc_malloc(vdev_alloc_t *a, uint64_t bytes, struct vdev_
     a->in_use += sz;
     if (a->in_use > a->peak_in_use)
         a->peak_in_use = a->in_use;
+    if (sz > a->largest_alloc)
+        a->largest_alloc = sz;
     a->n_allocs_total++;
     out->ptr = (void *)(uintptr_t)a->ch[h].addr;
     out->handle = h;
@@ -1056,6 +1213,7 @@ void vdev_alloc_get_stats(vdev_alloc_t *a, struct vdev_alloc_stats *st)
     st->fragmentation =
         st->bytes_free ? (double)(st->bytes_free - st->largest_free_block) / (double)st->bytes_free
                        : 0.0;
+    st->largest_alloc_size = a->largest_alloc;
     unlock(a);
 }
 
@@ -1064,33 +1222,18 @@ void vdev_alloc_reset_peak(vdev_alloc_t *a)
     lock(a);
     a->peak_in_use = a->in_use;
     a->peak_reserved = a->reserved;
+    a->largest_alloc = 0;
     unlock(a);
 }
 
-/* GROW only: hands back every region that is one free chunk. A region with a
- * pending block is not, so it stays until the block is freed. */
+/* GROW only: hands back every empty region (see release_empty), which also
+ * restarts the growth schedule. */
 uint64_t vdev_alloc_release_cached(vdev_alloc_t *a)
 {
     uint64_t released = 0;
     lock(a);
-    for (uint32_t r = 0; a->policy == VDEV_POLICY_GROW && r < a->n_reg_slots; r++) {
-        struct region *g = &a->reg[r];
-        if (!g->bytes)
-            continue;
-        const struct chunk *c = &a->ch[g->first];
-        /* A region without live or pending blocks is one free chunk. */
-        if (cstate(c) != ST_FREE || csize(c) != g->bytes)
-            continue;
-        bin_remove(a, g->first, bin_of(g->bytes));
-        record_push(a, g->first);
-        a->src.release(a->src.ctx, (void *)(uintptr_t)g->base, g->bytes);
-        released += g->bytes;
-        a->reserved -= g->bytes;
-        a->n_regions--;
-        g->bytes = 0;
-        if (a->ext_region == r)
-            a->ext_region = NIL;
-    }
+    if (a->policy == VDEV_POLICY_GROW)
+        released = release_empty(a);
     unlock(a);
     return released;
 }
