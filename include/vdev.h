@@ -82,7 +82,9 @@ VDEV_API void vdev_clear_error(void);
  * powers of 1024; KB/MB/GB/TB are powers of 1000; K/M/G/T are taken as KiB…).
  * VDEV_ERR_PARSE on anything else, naming the text. */
 VDEV_API enum vdev_status vdev_parse_bytes(const char *text, uint64_t *out);
-/* Writes "4.00 GiB" (or "512 B") into buf; returns buf. */
+/* Writes "4.00 GiB" (or "512 B"; binary units up to EiB, so UINT64_MAX is
+ * "16.00 EiB") into buf, truncated to cap - 1 characters and terminated;
+ * returns buf. cap 0 or a NULL buf writes nothing. */
 VDEV_API char *vdev_format_bytes(uint64_t bytes, char *buf, size_t cap);
 
 /* Seconds on a monotonic clock, for timing steps. */
@@ -187,21 +189,30 @@ struct vdev_memory_info {
     uint64_t n_failed_allocs;     /* allocations that failed with OOM */
     uint64_t n_regions;           /* regions reserved now */
     double fragmentation;         /* (free - largest free) / free, 0 when nothing is free */
+    uint64_t largest_alloc_size;  /* largest single allocation (after 256-byte rounding) since
+                                     start or the last reset, as TensorFlow's AllocatorStats */
 };
 
 /* A consistent snapshot of a logical device's memory statistics. */
 VDEV_API enum vdev_status vdev_memory_info(const char *device, struct vdev_memory_info *out);
-/* Peak in use := in use now, peak reserved := reserved now. */
+/* Peak in use := in use now, peak reserved := reserved now,
+ * largest_alloc_size := 0 (TensorFlow's reset_memory_stats). */
 VDEV_API enum vdev_status vdev_memory_reset_peak(const char *device);
-/* Hands every region with no live block back to the backend; *released_bytes
- * (may be NULL) says how much. */
+/* Waits for the device's queued work, then hands every region with no live
+ * block back to the backend (growth mode); *released_bytes (may be NULL) says
+ * how much. Growth then starts over: the next region is 2 MiB (or twice the
+ * largest region still held), not twice the regions released. */
 VDEV_API enum vdev_status vdev_memory_release_cached(const char *device, uint64_t *released_bytes);
 
 /* ---- raw device memory --------------------------------------------------- */
 
 /* Allocates `bytes` on a logical device from its allocator. On OOM the
  * message names the size, the device, the bytes in use of the limit and the
- * largest free block. The memory is device memory: only the device reads it. */
+ * largest free block, then the kind of failure and what would help: "the
+ * limit is short by <size>" (in use + request > limit), "fragmentation: free
+ * <size> in <n> blocks, largest <size>", or the backend's own message when
+ * the physical device is full; live memory is untouched. The memory is
+ * device memory: only the device reads it. */
 VDEV_API enum vdev_status vdev_mem_alloc(const char *device, uint64_t bytes, void **out);
 /* Frees what vdev_mem_alloc returned; NULL is a no-op. */
 VDEV_API enum vdev_status vdev_mem_free(const char *device, void *ptr);

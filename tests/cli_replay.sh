@@ -83,6 +83,30 @@ run replay "$tmp/bad2.trace"
 one_error "free of an unknown id" 1
 has "$err" "bad2.trace:2: free of unknown id 2" && ok || bad "unknown id: $err"
 
+# A size beyond 64 bits names its line.
+printf 'a 1 100\na 2 99999999999999999999\n' >"$tmp/big.trace"
+run replay "$tmp/big.trace"
+one_error "size beyond 64 bits" 1
+has "$err" "big.trace:2: BYTES '99999999999999999999' does not fit in 64 bits" && ok ||
+  bad "size beyond 64 bits: $err"
+
+# A last line cut mid-number ("a 7 10" cut to "a 7 1", no newline) is
+# rejected, plain or gzip, and the message says the rule.
+printf 'a 1 100\nf 1\na 7 1' >"$tmp/cut.trace"
+run replay "$tmp/cut.trace"
+one_error "cut last line" 1
+has "$err" "cut.trace:3: last line 'a 7 1' has no newline, so it may be cut short (a trace ends every line with a newline; add one if the line is whole)" &&
+  ok || bad "cut last line: $err"
+gzip -c "$tmp/cut.trace" >"$tmp/cut.trace.gz"
+run replay "$tmp/cut.trace.gz"
+one_error "cut last line, gzip" 1
+has "$err" "cut.trace.gz:3: last line 'a 7 1' has no newline" && ok || bad "cut gzip: $err"
+# A gzip file cut short is rejected, not read as a shorter trace.
+gzip -c "$shared/traces/mlp.trace" | head -c 500 >"$tmp/short.trace.gz"
+run replay "$tmp/short.trace.gz"
+one_error "gzip cut short" 1
+has "$err" "short.trace.gz: the gzip stream is cut short" && ok || bad "gzip cut short: $err"
+
 run replay --bogus "$shared/traces/mlp.trace"
 one_error "unknown flag" 2
 run replay

@@ -6,7 +6,11 @@
  * new block overlaps none of its own live blocks in that allocator. The
  * allocators are GROW allocators whose regions come from per-allocator fake
  * sources, so regions are added (and released) while other threads allocate.
- * At the end every allocator must be back to zero live bytes and pass
+ * The last allocator has a 24 MiB limit and now and then gets a request of
+ * 6 to 16 MiB, so it runs out: a thread that gets OOM there frees its blocks
+ * there and retries, and garbage collection releases empty regions (after a
+ * sync, counted) while other threads allocate; its only failures must be OOM
+ * with the standard message. At the end every allocator must be back to zero live bytes and pass
  * vdev_alloc_check(). Meant to be run under ThreadSanitizer as well
  * (-fsanitize=thread); the CHECK counters are only touched by the main
  * thread, the workers count their own errors.
@@ -19,9 +23,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define N_THREADS 4
-#define N_ALLOCS 3
+#define N_ALLOCS 4 /* the last one small: OOM and garbage collection */
+#define SMALL_LIMIT (24u << 20)
 #define MAX_LIVE 48
 #ifndef STRESS_OPS
 #define STRESS_OPS 200000
@@ -31,6 +37,7 @@
 struct source {
     uint64_t next;
     uint64_t reserved;
+    uint64_t n_sync, n_release; /* touched under the allocator's lock only */
 };
 
 static enum vdev_status src_reserve(void *ctx, uint64_t bytes, void **base)
@@ -46,7 +53,10 @@ static void src_release(void *ctx, void *base, uint64_t bytes)
 {
     struct source *s = ctx;
     s->reserved -= bytes;
+    s->n_release++;
 }
+
+static void src_sync(void *ctx) { ((struct source *)ctx)->n_sync++; }
 
 /* Events are counters that pass after a few polls; thread-safe because only
  * the allocator that owns them (under its lock) touches them. */
@@ -60,7 +70,7 @@ static void ev_drop(void *ctx, void *e) { free(e); }
 
 static vdev_alloc_t *allocs[N_ALLOCS];
 static struct source sources[N_ALLOCS];
-static atomic_int errors;
+static atomic_int errors, n_oom;
 
 struct live {
     int a;
@@ -93,8 +103,30 @@ static void *worker(void *arg)
             int a = (int)(rng_next(&rng) % N_ALLOCS);
             double u = (double)(rng_next(&rng) >> 11) / 9007199254740992.0;
             uint64_t bytes = (uint64_t)exp(u * log(4194304.0));
+            if (a == N_ALLOCS - 1 && r % 8 == 0) /* now and then larger than most regions */
+                bytes = (6u << 20) + rng_next(&rng) % (10u << 20);
             struct vdev_block b;
-            if (vdev_alloc_malloc(allocs[a], bytes ? bytes : 1, &b) != VDEV_OK) {
+            enum vdev_status st = vdev_alloc_malloc(allocs[a], bytes ? bytes : 1, &b);
+            if (st == VDEV_ERR_OOM && a == N_ALLOCS - 1 &&
+                !strncmp(vdev_last_error(), "OOM when allocating ", 20) &&
+                (strstr(vdev_last_error(), "; the limit is short by ") ||
+                 strstr(vdev_last_error(), "; fragmentation: free "))) {
+                /* Out of the small allocator: end this thread's phase there
+                 * (free its blocks, leaving empty regions behind) and retry,
+                 * which may collect them while other threads allocate. */
+                atomic_fetch_add(&n_oom, 1);
+                for (int i = 0; i < n;)
+                    if (live[i].a == a) {
+                        vdev_alloc_free(allocs[a], live[i].handle);
+                        live[i] = live[--n];
+                    } else {
+                        i++;
+                    }
+                st = vdev_alloc_malloc(allocs[a], bytes ? bytes : 1, &b);
+                if (st == VDEV_ERR_OOM && !strncmp(vdev_last_error(), "OOM when allocating ", 20))
+                    continue;
+            }
+            if (st != VDEV_OK) {
                 fail(vdev_last_error());
                 continue;
             }
@@ -148,13 +180,14 @@ int main(void)
         sources[i].next = (uint64_t)(i + 1) << 44;
         struct vdev_alloc_config cfg = {
             .name = "/device:GPU:0",
-            .limit_bytes = 1ull << 34,
+            .limit_bytes = i == N_ALLOCS - 1 ? SMALL_LIMIT : 1ull << 34,
             .policy = VDEV_POLICY_GROW,
             .source = {.reserve = src_reserve,
                        .release = src_release,
                        .event_done = ev_done,
                        .event_wait = ev_wait,
                        .event_drop = ev_drop,
+                       .sync = src_sync,
                        .ctx = &sources[i]},
         };
         CHECK_OK(vdev_alloc_new(&cfg, &allocs[i]));
@@ -165,6 +198,14 @@ int main(void)
     for (int t = 0; t < N_THREADS; t++)
         CHECK(pthread_join(th[t], NULL) == 0);
     CHECK_EQ_U64(atomic_load(&errors), 0);
+    /* The small allocator ran out, and collected (the others never did). */
+    printf("small allocator: %d OOM, %llu collections, %llu regions released\n",
+           atomic_load(&n_oom), (unsigned long long)sources[N_ALLOCS - 1].n_sync,
+           (unsigned long long)sources[N_ALLOCS - 1].n_release);
+    CHECK(atomic_load(&n_oom) > 0);
+    CHECK(sources[N_ALLOCS - 1].n_sync > 0);
+    for (int i = 0; i < N_ALLOCS - 1; i++)
+        CHECK_EQ_U64(sources[i].n_sync, 0);
     for (int i = 0; i < N_ALLOCS; i++) {
         vdev_alloc_flush_pending(allocs[i]);
         CHECK_OK(vdev_alloc_check(allocs[i]));

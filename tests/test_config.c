@@ -196,7 +196,7 @@ static void test_format_bytes(void)
     CHECK_STR(vdev_format_bytes(RESERVE, b, sizeof b), "1.50 GiB");
     CHECK_STR(vdev_format_bytes(225 * MiB, b, sizeof b), "225.00 MiB");
     CHECK_STR(vdev_format_bytes(3ull << 40, b, sizeof b), "3.00 TiB");
-    CHECK_STR(vdev_format_bytes(UINT64_MAX, b, sizeof b), "16384.00 PiB");
+    CHECK_STR(vdev_format_bytes(UINT64_MAX, b, sizeof b), "16.00 EiB");
     char small[4];
     CHECK(vdev_format_bytes(4 * GiB, small, sizeof small) == small);
     CHECK_STR(small, "4.0");

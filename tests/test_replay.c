@@ -142,13 +142,36 @@ static void test_malformed(void)
     expect_parse_error("a one 100\n", 1, "ID 'one' is not a decimal number");
     expect_parse_error("a 1 -5\n", 1, "BYTES '-5' is not a decimal number");
     expect_parse_error("a 1 12x\n", 1, "BYTES '12x' is not a decimal number");
-    expect_parse_error("a 1 99999999999999999999999\n", 1, "is not a decimal number");
+    /* Sizes and IDs beyond 64 bits, and live bytes beyond what replay models. */
+    expect_parse_error("a 1 99999999999999999999999\n", 1,
+                       "BYTES '99999999999999999999999' does not fit in 64 bits");
+    expect_parse_error("a 1 18446744073709551616\n", 1,
+                       "BYTES '18446744073709551616' does not fit in 64 bits");
+    expect_parse_error("a 18446744073709551616 5\n", 1,
+                       "ID '18446744073709551616' does not fit in 64 bits");
+    expect_parse_error("a 1 18446744073709551615\n", 1,
+                       "allocation of 18446744073709551615 bytes (must be 1 .. 2^64-256)");
+    expect_parse_error("a 1 2305843009213693952\na 2 1\n", 2,
+                       "live bytes reach 2305843009213694208 (2.00 EiB), more than the 2^61 "
+                       "bytes (2.00 EiB) replay models at once");
+    expect_parse_error("a 1 18446744073709551360\n", 1,
+                       "live bytes reach 18446744073709551360 (16.00 EiB)");
+    expect_parse_error("a 1 9223372036854775808\na 2 9223372036854775808\n", 1,
+                       "live bytes reach 9223372036854775808 (8.00 EiB)");
     expect_parse_error("a 1 0\n", 1, "allocation of 0 bytes");
     expect_parse_error("# c\n\na 1 100\n# mid\nf 7\n", 5, "free of unknown id 7");
     expect_parse_error("a 1 100\nf 1\nf 1\n", 3, "free of id 1, which was already freed at line 2");
     expect_parse_error("a 1 100\na 1 200\n", 2, "allocation of id 1, which is live (allocated at "
                                                  "line 1)");
     expect_parse_error("a 1 100\r\nA 2 5\r\n", 2, "unknown op 'A'");
+    /* A last event line without its newline may be cut short ("a 7 10" cut
+     * to "a 7 1"): rejected, whether or not it was, with the rule in the
+     * message. A last comment line without one is harmless. */
+    const char *cut_msg = "last line 'a 7 1' has no newline, so it may be cut short (a trace "
+                          "ends every line with a newline; add one if the line is whole)";
+    expect_parse_error("a 1 100\nf 1\na 7 1", 3, cut_msg);
+    expect_parse_error("a 1 100\nf 1\na 7 1\r", 3, cut_msg);
+    expect_parse_error("a 1 100\nf", 2, "last line 'f' has no newline");
 
     /* Missing file: an I/O error naming it. */
     struct vdev_trace *t;
@@ -199,6 +222,26 @@ static void test_well_formed(void)
     CHECK_EQ_U64(r.pinned_cpu, -1);
     vdev_trace_free(t);
 
+    /* A last line without a newline is fine when it is a comment or blank. */
+    write_file(path, "a 5 1000\nf 5\n# the end, no newline");
+    CHECK_OK(vdev_trace_load(path, &t));
+    CHECK_EQ_U64(t->n_events, 2);
+    vdev_trace_free(t);
+    write_file(path, "a 5 1000\nf 5\n   ");
+    CHECK_OK(vdev_trace_load(path, &t));
+    CHECK_EQ_U64(t->n_events, 2);
+    vdev_trace_free(t);
+    /* Live bytes just below the bound load and replay (capacity search and
+     * timing region included) without overflow. */
+    write_file(path, "a 1 2305843009213693952\nf 1\na 2 2305843009213693952\n");
+    CHECK_OK(vdev_trace_load(path, &t));
+    CHECK_EQ_U64(t->peak_live_bytes, 2305843009213693952ull);
+    struct vdev_replay_options o2 = {.repeats = 1, .min_events = 10, .no_pin = 1};
+    CHECK_OK(vdev_replay_run(t, &o2, &r));
+    CHECK_EQ_U64(r.min_capacity_bytes, 2305843009213693952ull);
+    CHECK_EQ_U64(r.timing_capacity_bytes, 2 * 2305843009213693952ull);
+    vdev_trace_free(t);
+
     /* A trace with no events. */
     write_file(path, "# nothing here\n");
     CHECK_OK(vdev_trace_load(path, &t));
@@ -238,6 +281,41 @@ static void test_gzip(void)
     CHECK_EQ_U64(p->n_fields, z->n_fields);
     vdev_trace_free(p);
     vdev_trace_free(z);
+
+    /* A gzip file cut short (here at a line end inside the stream, so every
+     * line read is whole) is rejected, not read as a shorter trace. */
+    char cut[512];
+    tmp_path(cut, sizeof cut, "cut.trace.gz");
+    FILE *f = fopen(gz, "rb");
+    FILE *g = fopen(cut, "wb");
+    CHECK(f && g);
+    if (!f || !g)
+        return;
+    struct stat sb;
+    CHECK(stat(gz, &sb) == 0);
+    for (long i = 0; i < (long)sb.st_size / 2; i++)
+        fputc(fgetc(f), g);
+    fclose(f);
+    fclose(g);
+    struct vdev_trace *c = (struct vdev_trace *)&c;
+    CHECK_STATUS(vdev_trace_load(cut, &c), VDEV_ERR_PARSE);
+    CHECK(c == NULL);
+    char want[600];
+    snprintf(want, sizeof want, "%s: the gzip stream is cut short", cut);
+    CHECK_MSG(want);
+    unlink(cut);
+
+    /* A gzip trace whose last event line has no newline: as for plain text. */
+    gzFile w = gzopen(cut, "wb");
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    gzputs(w, "a 1 100\nf 1\na 7 1");
+    CHECK(gzclose(w) == Z_OK);
+    CHECK_STATUS(vdev_trace_load(cut, &c), VDEV_ERR_PARSE);
+    snprintf(want, sizeof want, "%s:3: last line 'a 7 1' has no newline", cut);
+    CHECK_MSG(want);
+    unlink(cut);
 }
 
 /* A region source for the trace-writer test. */

@@ -5,7 +5,9 @@
  * back to back up to 1,000,000 events), peak live bytes, peak reserved bytes
  * in growth mode, and the smallest one-region capacity that serves the whole
  * trace (bisection to 0.01% of the peak, fine enough to tell 1.003 from
- * 1.006) with its ratio to the peak live bytes. */
+ * 1.006) with its ratio to the peak live bytes. A trace that cannot be read
+ * whole (a last event line without its newline, a gzip stream cut short, a
+ * size beyond 64 bits) is an error naming the file and line. */
 #include "cli.h"
 
 #include "alloc/replay.h"
@@ -27,7 +29,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: vdev replay [--json] [--repeats N] [--quiet] TRACE\n\n"
                "Replays an allocation trace (text, plain or gzip: 'a ID BYTES' allocates,\n"
-               "'f ID' frees, '#' starts a comment) against vdev's allocator and prints:\n"
+               "'f ID' frees, '#' starts a comment; every event line ends with a newline,\n"
+               "so a last line cut short is caught) against vdev's allocator and prints:\n"
                "  events               events in the trace\n"
                "  ns per event         median of N timed runs (default 5), pinned to one CPU,\n"
                "                       a short trace replayed back to back to 1,000,000 events\n"

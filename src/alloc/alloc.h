@@ -15,6 +15,12 @@
  * Policies: VDEV_POLICY_GROW adds regions on demand, each larger than the last
  * (2 MiB, 4 MiB, 8 MiB, ... capped by what is left of the limit), up to the
  * limit; VDEV_POLICY_PREALLOCATE reserves the whole limit in vdev_alloc_new().
+ * Releasing empty regions (vdev_alloc_release_cached(), or the garbage
+ * collection below) restarts the doubling from the largest region still
+ * held, 2 MiB when none is. Before failing with OOM in growth mode, the
+ * allocator releases its empty regions and grows again when that makes room
+ * under the limit (garbage collection, as TensorFlow's BFC allocator does,
+ * where it is on by default); it needs a source with sync (see below).
  *
  * Frees are stream-ordered: a block freed with vdev_alloc_free() may be handed
  * out again at once, because every later user of the device's memory is
@@ -67,6 +73,15 @@ struct vdev_region_source {
     int (*event_done)(void *ctx, void *event);
     void (*event_wait)(void *ctx, void *event);
     void (*event_drop)(void *ctx, void *event);
+    /* (optional) Waits until the work queued on the device's stream has
+     * finished. A block freed with vdev_alloc_free() may still be used by
+     * work queued before the free, so a region must not go back to the device
+     * before that work is done. vdev_alloc_malloc() calls it (under the
+     * allocator's lock) once before its garbage collection releases regions.
+     * NULL: no garbage collection (the allocator cannot know that releasing
+     * is safe); vdev_alloc_release_cached() still releases, since its caller
+     * waits first. */
+    void (*sync)(void *ctx);
     void *ctx;
 };
 
@@ -97,11 +112,25 @@ struct vdev_block {
 /* Allocates `bytes` (> 0; rounded up to 256). Blocks freed after events that
  * have passed are freed first; when nothing fits, the allocator waits for
  * the pending events, then (GROW) adds a region, but only if that can serve
- * the request. On VDEV_ERR_OOM the message is "OOM when allocating <size> (<n>
- * bytes) on <device>: <in use> in use of <limit> limit, largest free block
- * <size>" (followed by "; <the source's message>" when the device itself was
- * out of memory), and the allocator's state and statistics are exactly as
- * before (except n_failed_allocs, and pending frees that were waited for).
+ * the request; if it cannot, it collects its empty regions (see the top of
+ * this file) and tries to grow once more. On VDEV_ERR_OOM the message is
+ * "OOM when allocating <size> (<n> bytes) on <device>: <in use> in use of
+ * <limit> limit, largest free block <size>" followed by what kind of failure
+ * it is and what would help, only what applies:
+ *   "; the limit is short by <size>; would help: a larger limit, a smaller
+ *   batch" (exhaustion: in use + the rounded request exceed the limit);
+ *   "; fragmentation: free <size> in <n> blocks, largest <size>; would help:
+ *   [vdev_memory_release_cached(), ]a smaller batch, a larger limit" (the
+ *   free blocks inside regions, and the room left under the limit as one
+ *   more; the first suggestion only when releasing empty regions would make
+ *   room and the source has no sync, so the allocator could not);
+ *   "; <the source's message>; would help: vdev_memory_release_cached() or
+ *   memory growth on for the other users of the physical device, a smaller
+ *   batch" (the device itself is full below the limit);
+ *   "; <message>" (the host ran out of memory for bookkeeping).
+ * The allocator's state and statistics are then as before (except
+ * n_failed_allocs, pending frees that were waited for, and empty regions
+ * that garbage collection released before the source refused a new one).
  * A source that fails otherwise passes its status on, its message prefixed
  * with "allocating <size> on <device>". VDEV_ERR_INVALID_ARG for bytes == 0
  * or a NULL argument. */
@@ -131,17 +160,24 @@ struct vdev_alloc_stats {
     uint64_t n_allocs_total, n_failed_allocs, n_frees_total;
     uint64_t n_regions, n_chunks;                 /* chunks: free, live and pending */
     double fragmentation;                         /* (free - largest free) / free */
+    uint64_t largest_alloc_size;                  /* largest block (rounded) handed out since
+                                                     creation or the last reset_peak
+                                                     (TensorFlow's AllocatorStats field) */
 };
 /* A consistent snapshot. */
 void vdev_alloc_get_stats(vdev_alloc_t *a, struct vdev_alloc_stats *st);
 /* Bytes in use and reserved, without the rest of the statistics (cheap: for
  * the profiler trace's memory counters). */
 void vdev_alloc_usage(vdev_alloc_t *a, uint64_t *in_use, uint64_t *reserved);
-/* peak in use := in use, peak reserved := reserved. */
+/* peak in use := in use, peak reserved := reserved, largest_alloc_size := 0
+ * (as TensorFlow's ClearStats). */
 void vdev_alloc_reset_peak(vdev_alloc_t *a);
-/* Releases every region that holds no live or pending block; returns the
- * bytes released. With PREALLOCATE nothing is released (the policy keeps the
- * whole limit). */
+/* Releases every region that holds no live or pending block (a pending block
+ * keeps its region until its event has passed: this call does not wait) and
+ * restarts the growth schedule; returns the bytes released. With PREALLOCATE
+ * nothing is released (the policy keeps the whole limit). The caller makes
+ * sure no queued work still uses blocks freed in those regions (the runtime
+ * synchronizes the device's stream first). */
 uint64_t vdev_alloc_release_cached(vdev_alloc_t *a);
 /* Waits for every pending event and frees those blocks. */
 void vdev_alloc_flush_pending(vdev_alloc_t *a);
@@ -173,7 +209,8 @@ uint64_t vdev_alloc_host_bytes(vdev_alloc_t *a);
 /* ---- allocation traces (VDEV_ALLOC_TRACE=FILE) ---- */
 
 /* Opens FILE for writing; the first line is a "# trace v1 source=vdev ..."
- * comment. One trace may be shared by several allocators (cfg.trace): each
+ * comment, and every line ends with a newline (replay rejects a last event
+ * line without one, as it may be cut short). One trace may be shared by several allocators (cfg.trace): each
  * successful allocation writes "a ID BYTES" (BYTES as requested, before
  * rounding), each free "f ID" (vdev_alloc_free_after() writes it at the call),
  * a failed allocation a comment "# oom BYTES". IDs come from the trace's own

@@ -22,6 +22,10 @@
 #include <zlib.h>
 
 #define NIL UINT32_MAX
+/* The most bytes a trace may hold live at once (2^61, 2 EiB): the replay's
+ * address space (from 1 TiB up) must hold its regions: up to twice the peak
+ * while searching the capacity, twice the capacity while timing. */
+#define MAX_LIVE (1ull << 61)
 
 /* ------------------------------------------------------------------------ */
 /* ID map: id -> slot (NIL once freed) and the line of its last event */
@@ -99,9 +103,15 @@ struct loader {
     uint64_t live, live_raw; /* live bytes now: rounded to 256, and as requested */
 };
 
+/* What read_line() found. */
+enum { LINE_EOF = 0, LINE_WHOLE, LINE_NO_NEWLINE, LINE_ERROR, LINE_GZIP_CUT };
+
 /* Reads one line of any length into l->buf (gzgets stops at the buffer's
  * end, so a long line takes several calls, growing the buffer in between).
- * 1: a line, 0: end of file, -1: a read error or host OOM. */
+ * LINE_WHOLE: a line that ends with '\n'; LINE_NO_NEWLINE: the last line of
+ * the file, without one; LINE_EOF; LINE_ERROR: a read error or host OOM;
+ * LINE_GZIP_CUT: the file ends inside a gzip stream (zlib's Z_BUF_ERROR,
+ * "unexpected end of file"), which zlib itself lets pass as a short read. */
 static int read_line(struct loader *l, size_t *len)
 {
     *len = 0;
@@ -109,42 +119,49 @@ static int read_line(struct loader *l, size_t *len)
         if (l->cap - *len < 2) {
             char *nb = realloc(l->buf, l->cap * 2);
             if (!nb)
-                return -1;
+                return LINE_ERROR;
             l->buf = nb;
             l->cap *= 2;
         }
-        if (!gzgets(l->f, l->buf + *len, (int)(l->cap - *len > INT32_MAX ? INT32_MAX
-                                                                           : l->cap - *len))) {
-            int err;
-            gzerror(l->f, &err);
-            if (err != Z_OK && err != Z_BUF_ERROR)
-                return -1;
+        char *got = gzgets(l->f, l->buf + *len,
+                           (int)(l->cap - *len > INT32_MAX ? INT32_MAX : l->cap - *len));
+        int err;
+        gzerror(l->f, &err);
+        if (err == Z_BUF_ERROR)
+            return LINE_GZIP_CUT;
+        if (!got) {
+            if (err != Z_OK)
+                return LINE_ERROR;
             l->buf[*len] = '\0';
-            return *len ? 1 : 0;
+            return *len ? LINE_NO_NEWLINE : LINE_EOF;
         }
         *len += strlen(l->buf + *len);
         if (*len && l->buf[*len - 1] == '\n')
-            return 1;
+            return LINE_WHOLE;
         if (gzeof(l->f))
-            return 1;
+            return LINE_NO_NEWLINE;
     }
 }
 
-/* Parses a decimal uint64 token: digits only, no sign, no overflow (strtoull
- * would accept "-5", " 5" and "0x5"). 0 on anything else. */
+/* Parses a decimal uint64 token: digits only, no sign (strtoull would accept
+ * "-5", " 5" and "0x5"). 1: done; 0: not a decimal number; -1: digits that
+ * do not fit in 64 bits. */
 static int parse_u64(const char *s, uint64_t *v)
 {
     if (!*s)
         return 0;
     uint64_t x = 0;
+    int overflow = 0;
     for (; *s; s++) {
         if (*s < '0' || *s > '9')
             return 0;
         unsigned d = (unsigned)(*s - '0');
         if (x > (UINT64_MAX - d) / 10)
-            return 0;
+            overflow = 1;
         x = x * 10 + d;
     }
+    if (overflow)
+        return -1;
     *v = x;
     return 1;
 }
@@ -266,13 +283,28 @@ static enum vdev_status parse_event(struct loader *l, char *s, uint32_t line)
         return PARSE_ERR("%s:%u: '%s' line has %s fields (expected 'f ID')", path, line, tok[0],
                          n < 2 ? "too few" : "too many");
     uint64_t id, bytes = 0;
-    if (!parse_u64(tok[1], &id))
-        return PARSE_ERR("%s:%u: ID '%.32s' is not a decimal number", path, line, tok[1]);
-    if (is_a && !parse_u64(tok[2], &bytes))
-        return PARSE_ERR("%s:%u: BYTES '%.32s' is not a decimal number", path, line, tok[2]);
+    int r;
+    if ((r = parse_u64(tok[1], &id)) != 1)
+        return PARSE_ERR("%s:%u: ID '%.32s' %s", path, line, tok[1],
+                         r ? "does not fit in 64 bits" : "is not a decimal number");
+    if (is_a && (r = parse_u64(tok[2], &bytes)) != 1)
+        return PARSE_ERR("%s:%u: BYTES '%.32s' %s", path, line, tok[2],
+                         r ? "does not fit in 64 bits" : "is not a decimal number");
     if (is_a && (bytes == 0 || bytes > (UINT64_MAX & ~(uint64_t)255)))
         return PARSE_ERR("%s:%u: allocation of %llu bytes (must be 1 .. 2^64-256)", path, line,
                          (unsigned long long)bytes);
+    uint64_t rounded = (bytes + 255) & ~(uint64_t)255;
+    if (is_a && rounded > MAX_LIVE - l->live) {
+        char b[32];
+        if (rounded > UINT64_MAX - l->live)
+            return PARSE_ERR("%s:%u: live bytes reach more than 2^64, more than the 2^61 bytes "
+                             "(2.00 EiB) replay models at once",
+                             path, line);
+        return PARSE_ERR("%s:%u: live bytes reach %llu (%s), more than the 2^61 bytes (2.00 EiB) "
+                         "replay models at once",
+                         path, line, (unsigned long long)(l->live + rounded),
+                         vdev_format_bytes(l->live + rounded, b, sizeof b));
+    }
     /* Look the ID up (reserving room first, so the entry stays put). */
     if (!id_reserve(&l->ids))
         return HOST_OOM();
@@ -310,9 +342,8 @@ static enum vdev_status parse_event(struct loader *l, char *s, uint32_t line)
         }
         e->slot = slot;
         e->line = line;
-        uint64_t r = (bytes + 255) & ~(uint64_t)255;
         l->slot_bytes[slot] = bytes;
-        l->live += r;
+        l->live += rounded;
         l->live_raw += bytes;
         if (l->live > t->peak_live_bytes)
             t->peak_live_bytes = l->live;
@@ -348,7 +379,11 @@ static enum vdev_status load(struct loader *l)
     for (;;) {
         size_t len;
         int r = read_line(l, &len);
-        if (r < 0) {
+        if (r == LINE_GZIP_CUT)
+            return PARSE_ERR("%s: the gzip stream is cut short (the file ends inside it, after "
+                             "line %u)",
+                             l->path, line);
+        if (r == LINE_ERROR) {
             int err;
             const char *msg = gzerror(l->f, &err);
             if (err == Z_ERRNO)
@@ -356,7 +391,7 @@ static enum vdev_status load(struct loader *l)
             return vdev_error(err == Z_MEM_ERROR || !l->buf ? VDEV_ERR_OOM : VDEV_ERR_IO,
                               "%s:%u: read error: %s", l->path, line + 1, msg);
         }
-        if (r == 0)
+        if (r == LINE_EOF)
             break;
         line++;
         if (line == UINT32_MAX)
@@ -381,6 +416,13 @@ static enum vdev_status load(struct loader *l)
         }
         if (!*s)
             continue;
+        /* An event line must end with a newline: without one it may have
+         * been cut short mid-number ("a 7 10" cut to "a 7 1"), which reads as
+         * a valid but wrong event. vdev ends every line it writes with one. */
+        if (r == LINE_NO_NEWLINE)
+            return PARSE_ERR("%s:%u: last line '%.40s' has no newline, so it may be cut short (a "
+                             "trace ends every line with a newline; add one if the line is whole)",
+                             l->path, line, s);
         enum vdev_status st = parse_event(l, s, line);
         if (st != VDEV_OK)
             return st;
@@ -483,8 +525,12 @@ struct fake_source {
 static enum vdev_status fake_reserve(void *ctx, uint64_t bytes, void **base)
 {
     struct fake_source *s = ctx;
+    uint64_t span = (bytes + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
+    if (span < bytes || span > UINT64_MAX - s->next)
+        return vdev_error(VDEV_ERR_OOM, "replay: no address space left for %llu bytes",
+                          (unsigned long long)bytes);
     *base = (void *)(uintptr_t)s->next;
-    s->next += (bytes + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
+    s->next += span;
     return VDEV_OK;
 }
 
@@ -574,6 +620,11 @@ static enum vdev_status min_capacity(const struct vdev_trace *t,
     /* Invariant: lo fails, hi fits. Widen geometrically until hi fits. */
     uint64_t gap = lo / 64 > step ? (lo / 64) & ~(step - 1) : step;
     for (;;) {
+        /* Capacities stay below 2^62, so the timing region (twice the
+         * capacity) fits the replay's address space. */
+        if (gap >= (1ull << 62) - lo)
+            return vdev_error(VDEV_ERR_INTERNAL, "%s: no capacity below 4 EiB serves the trace",
+                              t->path);
         hi = lo + gap;
         if ((st = replay_once(t, VDEV_POLICY_PREALLOCATE, hi, handles, &fits, NULL)) != VDEV_OK)
             return st;
@@ -581,8 +632,6 @@ static enum vdev_status min_capacity(const struct vdev_trace *t,
             break;
         lo = hi;
         gap *= 2;
-        if (hi > UINT64_MAX / 4)
-            return vdev_error(VDEV_ERR_INTERNAL, "%s: no capacity serves the trace", t->path);
     }
     double prec = o->precision > 0 ? o->precision : 1e-4;
     uint64_t tol = (uint64_t)((double)t->peak_live_bytes * prec);

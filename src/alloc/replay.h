@@ -11,8 +11,16 @@
  *
  * Rules: a free of an ID that is not live (never allocated, or already freed)
  * and an allocation of an ID that is live are errors, as are an unknown op, a
- * missing or extra field, a number that is not a decimal uint64, and a
- * zero-byte allocation. Blocks still live at the end are allowed (the shared
+ * missing or extra field, a number that is not a decimal uint64 (digits that
+ * do not fit in 64 bits: "does not fit in 64 bits"), a zero-byte allocation,
+ * and more than 2^61 bytes (2 EiB, sizes rounded to 256) live at once, the
+ * most replay's address space models. Every event line ends with a newline:
+ * a last event line without one may have been cut short mid-number (a trace
+ * of a killed process: "a 7 10" cut to "a 7 1" reads as a valid event), and
+ * nothing in the line tells a cut line from a whole one, so it is an error
+ * that says to add the newline if the line is whole; a last comment or blank
+ * line without one is fine. A gzip file that ends inside its stream is an
+ * error too ("the gzip stream is cut short"), not a shorter trace. Blocks still live at the end are allowed (the shared
  * traces leave them: "blocks live at end left unfreed"); they count toward
  * the peak and stay live until the replay ends. Blocks that were live before
  * recording started ("pre_live_*" fields) are not in the trace and not

@@ -216,9 +216,13 @@ VDEV_API enum vdev_status vdev_parse_bytes(const char *text, uint64_t *out)
     return VDEV_OK;
 }
 
+/* Bytes below 1 KiB as an integer, else two decimals in the largest binary
+ * unit that keeps the value below 1024 after rounding (so 2^20 - 1 bytes is
+ * "1.00 MiB", not "1024.00 KiB"), up to EiB, which holds every uint64
+ * (UINT64_MAX is "16.00 EiB"). snprintf truncates to cap and terminates. */
 VDEV_API char *vdev_format_bytes(uint64_t bytes, char *buf, size_t cap)
 {
-    static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     if (!buf || cap == 0)
         return buf;
     if (bytes < 1024) {
@@ -227,7 +231,8 @@ VDEV_API char *vdev_format_bytes(uint64_t bytes, char *buf, size_t cap)
     }
     double v = (double)bytes;
     int i = 0;
-    while (v >= 1024.0 && i < 5) {
+    /* 1023.995 and above print as 1024.00: move up a unit instead. */
+    while (v >= 1023.995 && i < 6) {
         v /= 1024.0;
         i++;
     }

@@ -312,6 +312,7 @@ VDEV_API enum vdev_status vdev_memory_info(const char *device, struct vdev_memor
     out->n_failed_allocs = s.n_failed_allocs;
     out->n_regions = s.n_regions;
     out->fragmentation = s.fragmentation;
+    out->largest_alloc_size = s.largest_alloc_size;
     return VDEV_OK;
 }
 

@@ -1,0 +1,369 @@
+/* alloc_grow.c — the allocator's regions: growth, garbage collection,
+ * release, and the diagnosis of an out-of-memory failure.
+ *
+ * Growth (VDEV_POLICY_GROW) asks the region source for a region of twice the
+ * last one (2 MiB first), the request's size if larger, capped by what the
+ * limit leaves, backing off by 0.9x while the source answers OOM, as
+ * TensorFlow's BFC allocator does (its Extend). A source that extends in
+ * place (CUDA's one virtual range per logical device) grows its one region
+ * instead. Releasing empty regions restarts the doubling from the largest
+ * region still held. Before an OOM, empty regions are released when that
+ * makes room under the limit and the request is tried once more (BFC's
+ * DeallocateFreeRegions, "garbage collection"), after one sync of the
+ * device, since blocks freed from the host may still be used by queued work.
+ * The OOM message then says whether the limit is short (exhaustion), the
+ * free memory too split (fragmentation), or the device itself full, and
+ * only what would help. Everything here runs with the allocator's lock held
+ * and off the fast path.
+ */
+#define _GNU_SOURCE
+#include "alloc/alloc_impl.h"
+
+/* ------------------------------------------------------------------------ */
+/* regions and growth */
+
+/* The largest free chunk inside the regions (0 when none). */
+uint64_t vdev_alloc_largest_free(const struct vdev_alloc *a)
+{
+    /* The largest chunk is in the highest non-empty bin (ordered by address). */
+    unsigned w = N_WORDS;
+    while (w > 0 && !a->bmap[w - 1])
+        w--;
+    if (w == 0)
+        return 0;
+    unsigned b = ((w - 1) << 6) | (63u - (unsigned)__builtin_clzll(a->bmap[w - 1]));
+    uint64_t best = 0;
+    for (uint32_t i = a->ch[b].fnext; i != b; i = a->ch[i].fnext)
+        if (csize(&a->ch[i]) > best)
+            best = csize(&a->ch[i]);
+    return best;
+}
+
+/* A free region slot: a released one, or a new one (the array grows as
+ * needed); NIL on host OOM. Regions are few, so the scan is cheap. */
+uint32_t vdev_alloc_region_slot(struct vdev_alloc *a)
+{
+    for (uint32_t r = 0; r < a->n_reg_slots; r++)
+        if (!a->reg[r].bytes)
+            return r;
+    if (a->n_reg_slots == a->cap_reg) {
+        uint32_t cap = a->cap_reg ? a->cap_reg * 2 : 8;
+        struct region *nr = realloc(a->reg, (size_t)cap * sizeof *nr);
+        if (!nr)
+            return NIL;
+        a->reg = nr;
+        a->cap_reg = cap;
+    }
+    a->reg[a->n_reg_slots].bytes = 0;
+    return a->n_reg_slots++;
+}
+
+/* Records a region the source just handed out as one free chunk. The caller
+ * has made sure an unused record and the slot exist. */
+void vdev_alloc_region_install(struct vdev_alloc *a, uint32_t slot, void *base, uint64_t bytes)
+{
+    uint32_t h = record_pop(a);
+    a->ch[h].addr = (uint64_t)(uintptr_t)base;
+    a->ch[h].szst = bytes | ST_FREE;
+    a->ch[h].prev = a->ch[h].next = NO_NEIGHBOUR;
+    bin_insert(a, h, bin_of(bytes));
+    a->reg[slot].base = (uint64_t)(uintptr_t)base;
+    a->reg[slot].bytes = bytes;
+    a->reg[slot].first = h;
+    a->n_regions++;
+    a->reserved += bytes;
+    if (a->reserved > a->peak_reserved)
+        a->peak_reserved = a->reserved;
+    a->last_region_bytes = bytes;
+}
+
+/* Asks the source for `want` bytes, backing off by 0.9x down to `need` while
+ * it answers OOM (as TF's BFC does). */
+static enum vdev_status reserve_backoff(struct vdev_alloc *a, uint64_t want, uint64_t need,
+                                        void **base, uint64_t *got)
+{
+    for (;;) {
+        enum vdev_status st = a->src.reserve(a->src.ctx, want, base);
+        if (st == VDEV_OK) {
+            if ((uintptr_t)*base % VDEV_ALLOC_ALIGN) {
+                a->src.release(a->src.ctx, *base, want);
+                return vdev_error(VDEV_ERR_BACKEND, "%s: region at %p is not 256-byte aligned",
+                                  a->name, *base);
+            }
+            *got = want;
+            return VDEV_OK;
+        }
+        if (st != VDEV_ERR_OOM || want == need)
+            return st;
+        uint64_t next = (want / 10 * 9) & SZ_MASK;
+        want = next > need ? next : need;
+    }
+}
+
+/* Grows the in-place region so that its free tail holds sz bytes: by the
+ * region's size (doubling it) or what the request needs, capped by the limit,
+ * backing off by 0.9x while the source answers OOM. The new space merges with
+ * a free tail, so the region stays one free range at the top. */
+static enum vdev_status grow_extend(struct vdev_alloc *a, uint64_t sz, enum vdev_alloc_why *why)
+{
+    struct region *r = &a->reg[a->ext_region];
+    uint32_t t = r->first;
+    while (a->ch[t].next != NO_NEIGHBOUR)
+        t = a->ch[t].next;
+    uint64_t tail = cstate(&a->ch[t]) == ST_FREE ? csize(&a->ch[t]) : 0;
+    uint64_t need = sz - tail, avail = a->limit - a->reserved;
+    if (need > avail)
+        return VDEV_ERR_OOM;
+    uint64_t want = r->bytes < avail ? r->bytes : avail; /* doubles the region */
+    if (want < need)
+        want = need;
+    enum vdev_status st;
+    for (;;) {
+        st = a->src.extend(a->src.ctx, (void *)(uintptr_t)r->base, r->bytes, r->bytes + want);
+        if (st != VDEV_ERR_OOM || want == need)
+            break;
+        uint64_t next = (want / 10 * 9) & SZ_MASK;
+        want = next > need ? next : need;
+    }
+    if (st != VDEV_OK) {
+        *why = WHY_SOURCE; /* the source said why */
+        return st;
+    }
+    if (tail) {
+        bin_remove(a, t, bin_of(tail));
+        a->ch[t].szst = (tail + want) | ST_FREE;
+        bin_insert(a, t, bin_of(tail + want));
+    } else {
+        uint32_t h = record_pop(a);
+        a->ch[h].addr = r->base + r->bytes;
+        a->ch[h].szst = want | ST_FREE;
+        a->ch[h].prev = t;
+        a->ch[h].next = NO_NEIGHBOUR;
+        a->ch[t].next = h;
+        bin_insert(a, h, bin_of(want));
+    }
+    r->bytes += want;
+    a->reserved += want;
+    if (a->reserved > a->peak_reserved)
+        a->peak_reserved = a->reserved;
+    a->last_region_bytes = r->bytes;
+    return VDEV_OK;
+}
+
+/* GROW: adds (or extends) a region so that a free chunk of sz bytes exists.
+ * VDEV_ERR_OOM when the limit or the source says no; another status when the
+ * source fails otherwise. *why says which (see enum vdev_alloc_why); the thread's error
+ * message is set unless the limit alone said no. Nothing observable changes
+ * unless it succeeds. */
+enum vdev_status vdev_alloc_grow(struct vdev_alloc *a, uint64_t sz, enum vdev_alloc_why *why)
+{
+    *why = WHY_LIMIT;
+    /* Two records: the new chunk and the rest of the split after it. */
+    if (vdev_alloc_records_reserve(a, 2) != VDEV_OK) {
+        *why = WHY_HOST;
+        return VDEV_ERR_OOM;
+    }
+    if (a->src.extend && a->ext_region != NIL)
+        return grow_extend(a, sz, why);
+    uint64_t avail = a->limit - a->reserved;
+    if (sz > avail)
+        return VDEV_ERR_OOM;
+    uint64_t want;
+    if (a->last_region_bytes == 0)
+        want = a->limit < FIRST_REGION_BYTES ? a->limit : FIRST_REGION_BYTES;
+    else
+        want = a->last_region_bytes > avail / 2 ? avail : 2 * a->last_region_bytes;
+    if (want < sz)
+        want = sz;
+    if (want > avail)
+        want = avail;
+    uint32_t slot = vdev_alloc_region_slot(a);
+    if (slot == NIL) {
+        *why = WHY_HOST;
+        return vdev_error(VDEV_ERR_OOM, "%s: host out of memory for regions", a->name);
+    }
+    void *base = NULL;
+    uint64_t got = 0;
+    *why = WHY_SOURCE; /* from here on, every failure is the source's, with its message */
+    enum vdev_status st = reserve_backoff(a, want, sz, &base, &got);
+    if (st != VDEV_OK)
+        return st;
+    *why = WHY_LIMIT;
+    vdev_alloc_region_install(a, slot, base, got);
+    if (a->src.extend)
+        a->ext_region = slot;
+    return VDEV_OK;
+}
+
+/* Whether region slot r is empty: one free chunk (no live or pending block). */
+static int region_empty(const struct vdev_alloc *a, uint32_t r)
+{
+    const struct region *g = &a->reg[r];
+    const struct chunk *c = &a->ch[g->first];
+    return g->bytes && cstate(c) == ST_FREE && csize(c) == g->bytes;
+}
+
+/* Bytes in empty regions. */
+static uint64_t empty_bytes(const struct vdev_alloc *a)
+{
+    uint64_t empty = 0;
+    for (uint32_t r = 0; r < a->n_reg_slots; r++)
+        if (region_empty(a, r))
+            empty += a->reg[r].bytes;
+    return empty;
+}
+
+/* Whether releasing the empty regions would leave room under the limit for
+ * a new region of sz bytes (TensorFlow's test before it collects). */
+static int release_makes_room(const struct vdev_alloc *a, uint64_t sz)
+{
+    uint64_t empty = a->policy == VDEV_POLICY_GROW ? empty_bytes(a) : 0;
+    return empty && sz <= a->limit - a->reserved + empty;
+}
+
+/* Gives every empty region back to the source and returns the bytes released.
+ * A region with a pending block is not empty, so it stays until the block's
+ * event has passed. Releasing restarts the growth schedule: the next region
+ * doubles the largest region still held (2 MiB when none is), not the
+ * regions just released, which would make every release-and-grow cycle
+ * reserve twice as much as the last (2, 4, 8 MiB ... then the limit). */
+static uint64_t release_empty(struct vdev_alloc *a)
+{
+    uint64_t released = 0, held = 0;
+    for (uint32_t r = 0; r < a->n_reg_slots; r++) {
+        struct region *g = &a->reg[r];
+        if (!g->bytes)
+            continue;
+        if (!region_empty(a, r)) {
+            held = g->bytes > held ? g->bytes : held;
+            continue;
+        }
+        bin_remove(a, g->first, bin_of(g->bytes));
+        record_push(a, g->first);
+        a->src.release(a->src.ctx, (void *)(uintptr_t)g->base, g->bytes);
+        released += g->bytes;
+        a->reserved -= g->bytes;
+        a->n_regions--;
+        g->bytes = 0;
+        if (a->ext_region == r)
+            a->ext_region = NIL;
+    }
+    if (released)
+        a->last_region_bytes = held;
+    return released;
+}
+
+/* Garbage collection before OOM, as TensorFlow's BFC allocator does it (its
+ * DeallocateFreeRegions): when a request of sz bytes found no free chunk and
+ * growth failed, and releasing the empty regions would leave room under the
+ * limit for sz, syncs the device once (blocks freed with vdev_alloc_free()
+ * may still be used by queued work) and releases them; the caller then
+ * grows again. Regions holding a live or pending block stay; by the time
+ * malloc gets here it has waited for every pending event. GROW only, and
+ * only with a source that can sync. Returns the bytes released (0: nothing
+ * was done). */
+uint64_t vdev_alloc_collect(struct vdev_alloc *a, uint64_t sz)
+{
+    if (!a->src.sync || !release_makes_room(a, sz))
+        return 0;
+    a->src.sync(a->src.ctx);
+    return release_empty(a);
+}
+
+/* ------------------------------------------------------------------------ */
+/* the OOM diagnosis */
+
+/* The free memory a request could have used, as blocks: every free chunk,
+ * and the room left under the limit (where growth would put a region) as one
+ * more block. With a source that extends in place, that room continues the
+ * region's free tail, so the two are one block. O(free chunks). */
+static void free_blocks(const struct vdev_alloc *a, uint64_t *total, uint64_t *n,
+                        uint64_t *largest)
+{
+    const struct chunk *ch = a->ch;
+    uint64_t room = a->limit - a->reserved;
+    uint32_t tail = NIL;
+    if (room && a->src.extend && a->ext_region != NIL) {
+        uint32_t t = a->reg[a->ext_region].first;
+        while (ch[t].next != NO_NEIGHBOUR)
+            t = ch[t].next;
+        if (cstate(&ch[t]) == ST_FREE)
+            tail = t;
+    }
+    *total = room;
+    *n = room ? 1 : 0;
+    *largest = room + (tail != NIL ? csize(&ch[tail]) : 0);
+    for (unsigned b = 0; b < N_BINS; b++)
+        for (uint32_t i = ch[b].fnext; i != b; i = ch[i].fnext) {
+            uint64_t s = csize(&ch[i]);
+            *total += s;
+            if (i == tail)
+                continue;
+            (*n)++;
+            if (s > *largest)
+                *largest = s;
+        }
+}
+
+/* The OOM error of the header; counts the failure. Called with the lock.
+ * sz: the request after rounding (bytes itself when it cannot be rounded).
+ * Says which kind of failure it is and what would help, only what applies:
+ *  - exhaustion (in use + sz > limit): by how much the limit is short;
+ *  - the source said no below the limit (the physical device is full): its
+ *    message, and that memory held by others on it would help;
+ *  - host out of memory: its message;
+ *  - otherwise fragmentation: the free memory in how many blocks, the
+ *    largest; vdev_memory_release_cached() is suggested only when releasing
+ *    empty regions would make room and garbage collection could not do it
+ *    (a source without sync). */
+enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint64_t sz,
+                                     enum vdev_alloc_why why, const char *msg)
+{
+    char b0[32], b1[32], b2[32], b3[32], b4[32], b5[32];
+    char tail[400];
+    a->n_failed++;
+    if (a->trace)
+        vdev_alloc_trace_failed(a->trace, bytes);
+    uint64_t room = a->limit - a->in_use;
+    if (sz > room) {
+        snprintf(tail, sizeof tail,
+                 "; the limit is short by %s; would help: a larger limit, a smaller batch",
+                 vdev_format_bytes(sz - room, b4, sizeof b4));
+    } else if (why == WHY_SOURCE) {
+        snprintf(tail, sizeof tail,
+                 "; %s; would help: vdev_memory_release_cached() or memory growth on for the "
+                 "other users of the physical device, a smaller batch",
+                 msg);
+    } else if (why == WHY_HOST) {
+        snprintf(tail, sizeof tail, "; %s", msg);
+    } else {
+        uint64_t total, n, largest;
+        free_blocks(a, &total, &n, &largest);
+        int release = !a->src.sync && release_makes_room(a, sz);
+        snprintf(tail, sizeof tail,
+                 "; fragmentation: free %s in %llu block%s, largest %s; would help: %sa smaller "
+                 "batch, a larger limit",
+                 vdev_format_bytes(total, b4, sizeof b4), (unsigned long long)n, n == 1 ? "" : "s",
+                 vdev_format_bytes(largest, b5, sizeof b5),
+                 release ? "vdev_memory_release_cached(), " : "");
+    }
+    return vdev_error(VDEV_ERR_OOM,
+                      "OOM when allocating %s (%llu bytes) on %s: %s in use of %s limit, largest "
+                      "free block %s%s",
+                      vdev_format_bytes(bytes, b0, sizeof b0), (unsigned long long)bytes, a->name,
+                      vdev_format_bytes(a->in_use, b1, sizeof b1),
+                      vdev_format_bytes(a->limit, b2, sizeof b2),
+                      vdev_format_bytes(vdev_alloc_largest_free(a), b3, sizeof b3), tail);
+}
+
+/* GROW only: hands back every empty region (see release_empty), which also
+ * restarts the growth schedule. */
+uint64_t vdev_alloc_release_cached(vdev_alloc_t *a)
+{
+    uint64_t released = 0;
+    lock(a);
+    if (a->policy == VDEV_POLICY_GROW)
+        released = release_empty(a);
+    unlock(a);
+    return released;
+}

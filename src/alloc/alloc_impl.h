@@ -1,0 +1,247 @@
+/* alloc_impl.h — the allocator's private layout, shared by the files of
+ * src/alloc/ that implement it (never included from outside that folder).
+ *
+ * alloc.c holds the fast path (taking and releasing chunks, malloc and free)
+ * with creation, pending frees and the lookup table; alloc_grow.c holds
+ * regions, growth, garbage collection and the OOM diagnosis; alloc_stats.c
+ * holds statistics, the invariant check and the state dump. What they share
+ * is here: the chunk records and regions, the lock, and the bin and record
+ * operations, as static inline functions so the fast path in alloc.c
+ * compiles exactly as it did in one file. See alloc.c for the design.
+ */
+#ifndef VDEV_ALLOC_IMPL_H
+#define VDEV_ALLOC_IMPL_H
+
+#include "alloc/alloc.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define NIL UINT32_MAX
+#define ALL_ONES UINT64_MAX
+
+/* Chunk states, kept in the low two bits of chunk.szst. Sentinels read as 3. */
+enum { ST_UNUSED = 0, ST_FREE = 1, ST_LIVE = 2, ST_PENDING = 3 };
+#define SZ_MASK (~(uint64_t)(VDEV_ALLOC_ALIGN - 1))
+#define MAX_BYTES (UINT64_MAX & SZ_MASK) /* the largest request that rounds without overflow */
+
+/* Bins: one per power of two of the size in 256-byte units (units < 2^56).
+ * VDEV_ALLOC_BIN_SUB > 0 splits each octave into 2^BIN_SUB sub-bins by the bits
+ * under the leading one; the policy still works on whole octaves (same
+ * placements, same capacity), the sub-bins only shorten the lists walked. On
+ * the shared traces that saved nothing on the random trace and cost 25-35%
+ * more time on the training traces (more instructions per call), so it is off. */
+#ifndef VDEV_ALLOC_BIN_SUB
+#define VDEV_ALLOC_BIN_SUB 0
+#endif
+#define BIN_SUB VDEV_ALLOC_BIN_SUB
+#define SUBS (1u << BIN_SUB)
+#define N_BINS (56u << BIN_SUB)
+#define N_WORDS ((N_BINS + 63) / 64)
+#define NO_NEIGHBOUR N_BINS     /* the sentinel record for region ends */
+#define FIRST_RECORD (N_BINS + 1)
+
+#define FIRST_REGION_BYTES (2ull << 20) /* GROW: the first region (TF's BFC uses 2 MiB too) */
+#define INITIAL_RECORDS 128u
+
+/* hooks: the reasons to leave the fast path */
+enum { HOOK_TRACE = 1, HOOK_LOOKUP = 2, HOOK_PENDING = 4 };
+
+struct chunk {
+    uint64_t addr;         /* device address of the first byte */
+    uint64_t szst;         /* size in bytes (multiple of 256) | state */
+    uint32_t prev, next;   /* address neighbours in the region (NO_NEIGHBOUR at the ends) */
+    uint32_t fprev, fnext; /* bin list links; fnext also links the unused-record stack */
+};
+
+struct region {
+    uint64_t base, bytes; /* bytes == 0: an unused slot */
+    uint32_t first;       /* the chunk at base */
+};
+
+struct pending {
+    uint32_t handle;
+    void *event;
+};
+
+struct vdev_alloc {
+    atomic_int lock; /* 0 free, 1 held */
+    unsigned hooks;  /* HOOK_* bits */
+
+    /* ---- hot ---- */
+    struct chunk *ch; /* records; [0, N_BINS] are sentinels */
+    uint64_t bmap[N_WORDS]; /* bit b: bin b is not empty */
+    uint32_t free_rec; /* stack of unused records (NIL: empty) */
+    uint32_t n_unused; /* records on that stack (statistics in O(1)) */
+    uint32_t cap_ch;   /* records allocated */
+    uint64_t in_use, peak_in_use;
+    uint64_t largest_alloc; /* largest block handed out since creation or reset_peak */
+    uint64_t n_allocs_total, n_frees_total;
+
+    /* ---- cold ---- */
+    uint64_t reserved, peak_reserved, pending_bytes, n_failed;
+    uint64_t limit;
+    enum vdev_memory_policy policy;
+    struct vdev_region_source src;
+    vdev_alloc_trace_t *trace;
+    uint64_t *tid; /* trace id per record (only with a trace) */
+    struct region *reg;
+    uint32_t n_reg_slots, cap_reg, n_regions;
+    uint32_t ext_region;        /* region grown in place (source with extend), or NIL */
+    uint64_t last_region_bytes; /* size of the last region added (growth doubles it) */
+    struct pending *pend;
+    uint32_t n_pending, cap_pend;
+    uint32_t *lk;          /* lookup table: handles, NIL = empty */
+    uint32_t lk_cap, lk_n; /* slots (a power of two), entries */
+    char name[64];
+};
+
+/* ------------------------------------------------------------------------ */
+/* lock */
+
+/* Contended: spin with pause for a while (the holder's calls are short),
+ * then yield the CPU, as the holder may be descheduled (2 CPUs, 4 threads). */
+static __attribute__((noinline, unused)) void lock_slow(struct vdev_alloc *a)
+{
+    for (unsigned spins = 0;;) {
+        /* Spin on a plain load so waiters do not bounce the line, then retry. */
+        while (atomic_load_explicit(&a->lock, memory_order_relaxed)) {
+            if (spins++ < 100) {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#endif
+            } else {
+                sched_yield();
+            }
+        }
+        if (!atomic_exchange_explicit(&a->lock, 1, memory_order_acquire))
+            return;
+    }
+}
+
+/* One atomic exchange when the lock is free: on x86 a locked instruction,
+ * which also drains the store buffer, so it is most of the cost of a call. */
+static inline void lock(struct vdev_alloc *a)
+{
+    if (__builtin_expect(atomic_exchange_explicit(&a->lock, 1, memory_order_acquire), 0))
+        lock_slow(a);
+}
+
+static inline void unlock(struct vdev_alloc *a)
+{
+    atomic_store_explicit(&a->lock, 0, memory_order_release);
+}
+/* ------------------------------------------------------------------------ */
+/* records and bins */
+
+static inline uint64_t csize(const struct chunk *c) { return c->szst & SZ_MASK; }
+static inline unsigned cstate(const struct chunk *c) { return (unsigned)(c->szst & 3); }
+
+/* Bin of a size in bytes (a multiple of 256, > 0). */
+static inline unsigned bin_of(uint64_t bytes)
+{
+    uint64_t u = bytes >> 8;
+    unsigned m = 63u - (unsigned)__builtin_clzll(u);
+#if BIN_SUB == 0
+    return m;
+#else
+    unsigned sub = m >= BIN_SUB ? (unsigned)(u >> (m - BIN_SUB)) : (unsigned)(u << (BIN_SUB - m));
+    return (m << BIN_SUB) | (sub & (SUBS - 1));
+#endif
+}
+
+static inline void bmap_set(struct vdev_alloc *a, unsigned b)
+{
+    a->bmap[b >> 6] |= 1ull << (b & 63);
+}
+
+/* The first non-empty bin >= b, or NIL. */
+static inline uint32_t bmap_find(const struct vdev_alloc *a, unsigned b)
+{
+    for (unsigned w = b >> 6; w < N_WORDS; w++) {
+        uint64_t m = a->bmap[w];
+        if (w == b >> 6)
+            m &= ~0ull << (b & 63);
+        if (m)
+            return (w << 6) | (unsigned)__builtin_ctzll(m);
+    }
+    return NIL;
+}
+
+/* Puts free chunk h into bin b, in address order. The walk stops at the
+ * sentinel at the latest, whose address is all ones. (Walking from the nearer
+ * end of the list measured no faster: the bins are short.) */
+static inline void bin_insert(struct vdev_alloc *a, uint32_t h, unsigned b)
+{
+    struct chunk *ch = a->ch;
+    uint64_t addr = ch[h].addr;
+    uint32_t i = ch[b].fnext;
+    while (ch[i].addr < addr)
+        i = ch[i].fnext;
+    uint32_t p = ch[i].fprev;
+    ch[h].fprev = p;
+    ch[h].fnext = i;
+    ch[p].fnext = h;
+    ch[i].fprev = h;
+    bmap_set(a, b);
+}
+
+static inline void bin_remove(struct vdev_alloc *a, uint32_t h, unsigned b)
+{
+    struct chunk *ch = a->ch;
+    uint32_t p = ch[h].fprev, n = ch[h].fnext;
+    ch[p].fnext = n;
+    ch[n].fprev = p;
+    /* p == n only when both are the sentinel: the bin is now empty. */
+    a->bmap[b >> 6] &= ~((uint64_t)(p == n) << (b & 63));
+}
+
+/* Puts h where old is in old's list. Valid when h belongs to the same bin and
+ * no other chunk of that bin lies between their addresses. */
+static inline void bin_replace(struct vdev_alloc *a, uint32_t old, uint32_t h)
+{
+    struct chunk *ch = a->ch;
+    uint32_t p = ch[old].fprev, n = ch[old].fnext;
+    ch[h].fprev = p;
+    ch[h].fnext = n;
+    ch[p].fnext = h;
+    ch[n].fprev = h;
+}
+
+/* Unused records form a stack through fnext; the caller made sure one exists. */
+static inline uint32_t record_pop(struct vdev_alloc *a)
+{
+    uint32_t r = a->free_rec;
+    a->free_rec = a->ch[r].fnext;
+    a->n_unused--;
+    return r;
+}
+
+static inline void record_push(struct vdev_alloc *a, uint32_t r)
+{
+    a->ch[r].szst = ST_UNUSED;
+    a->ch[r].fnext = a->free_rec;
+    a->free_rec = r;
+    a->n_unused++;
+}
+/* ------------------------------------------------------------------------ */
+/* shared between the files of src/alloc (all called with the lock held) */
+
+/* Why growth failed: the limit left no room (no message set), the source
+ * said no (its message is set), or the host ran out (message set). */
+enum vdev_alloc_why { WHY_LIMIT, WHY_SOURCE, WHY_HOST };
+
+/* alloc.c: makes sure `need` unused records exist (host OOM: nothing changes). */
+enum vdev_status vdev_alloc_records_reserve(struct vdev_alloc *a, uint32_t need);
+
+/* alloc_grow.c */
+uint64_t vdev_alloc_largest_free(const struct vdev_alloc *a);
+uint32_t vdev_alloc_region_slot(struct vdev_alloc *a);
+void vdev_alloc_region_install(struct vdev_alloc *a, uint32_t slot, void *base, uint64_t bytes);
+enum vdev_status vdev_alloc_grow(struct vdev_alloc *a, uint64_t sz, enum vdev_alloc_why *why);
+uint64_t vdev_alloc_collect(struct vdev_alloc *a, uint64_t sz);
+enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint64_t sz,
+                                     enum vdev_alloc_why why, const char *msg);
+
+#endif /* VDEV_ALLOC_IMPL_H */
