@@ -341,15 +341,17 @@ static void test_numbering(void)
     check_fresh("2x16GiB");
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){GiB}, 1));
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", NULL, 0));
-    CHECK_OK(vdev_config_set_logical_devices("GPU:1", (const uint64_t[]){GiB + 300, 1000}, 2));
-    EXPECT_GPUS({0, 16 * GiB - RESERVE, GROW}, {1, GiB + 256, GROW}, {1, 768, GROW});
+    CHECK_OK(vdev_config_set_logical_devices("GPU:1",
+                                             (const uint64_t[]){GiB + 300, MiB + 1000}, 2));
+    EXPECT_GPUS({0, 16 * GiB - RESERVE, GROW}, {1, GiB + 256, GROW}, {1, MiB + 768, GROW});
 
-    /* Visible GPUs in the order given: TensorFlow's visible_device_list. */
+    /* Visible GPUs from code: numbered in physical order whatever the order
+     * of the list, as tf.config.set_visible_devices (test_tfnames.c). */
     check_fresh("3x16GiB");
     CHECK_OK(vdev_config_set_visible_devices((const int[]){2, 0}, 2));
     CHECK_OK(vdev_config_set_logical_devices("GPU:1", (const uint64_t[]){GiB}, 1)); /* hidden */
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){GiB, 2 * GiB}, 2));
-    EXPECT_GPUS({2, 16 * GiB - RESERVE, GROW}, {0, GiB, GROW}, {0, 2 * GiB, GROW});
+    EXPECT_GPUS({0, GiB, GROW}, {0, 2 * GiB, GROW}, {2, 16 * GiB - RESERVE, GROW});
 
     /* At most 128 logical GPUs in all. */
     check_fresh("9x1GiB");
@@ -380,7 +382,7 @@ static void test_logical_errors(void)
     EXPECT_ERR(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){GiB, 0}, 2),
                VDEV_ERR_INVALID_ARG,
                "Setting memory limit is required for GPU virtual devices: logical device 1 of "
-               "GPU:0 has a limit of 0 bytes (at least 256)");
+               "GPU:0 has a limit of 0 bytes (at least 1 MiB)");
     EXPECT_ERR(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){255}, 1),
                VDEV_ERR_INVALID_ARG, "has a limit of 255 bytes");
     uint64_t lim[17];
@@ -725,7 +727,7 @@ static void test_visible(void)
 {
     check_fresh("3x16GiB");
     EXPECT_ERR(vdev_config_set_visible_devices((const int[]){0, 0}, 2), VDEV_ERR_INVALID_ARG,
-               "GPU 0 is listed twice in the visible devices");
+               "the visible devices contained a duplicate entry: 0,0 (GPU 0)");
     EXPECT_ERR(vdev_config_set_visible_devices((const int[]){3}, 1), VDEV_ERR_NOT_FOUND,
                "Unrecognized device: /physical_device:GPU:3");
     EXPECT_ERR(vdev_config_set_visible_devices((const int[]){-1}, 1), VDEV_ERR_NOT_FOUND,
@@ -927,12 +929,12 @@ static void test_env_logical(void)
         {"0:4GiB;0:2GiB", "VDEV_LOGICAL_DEVICES=\"0:4GiB;0:2GiB\": GPU 0 is given twice"},
         {"5:1GiB", "VDEV_LOGICAL_DEVICES=\"5:1GiB\": there is no GPU 5 (2 GPUs)"},
         {"a:1GiB", "VDEV_LOGICAL_DEVICES=\"a:1GiB\": bad part 'a:1GiB' (expected "
-                   "GPU:LIMIT[,LIMIT...], e.g. 0:4GiB,2GiB;1:3GiB)"},
+                   "GPU:LIMIT[,LIMIT...] or cpu:N, e.g. 0:4GiB,2GiB;1:3GiB or cpu:4)"},
         {"0:4GiB,", "VDEV_LOGICAL_DEVICES=\"0:4GiB,\": bad limit '' for GPU 0 (a size such as "
                     "4GiB)"},
         {"0:4GiB,,1GiB", "bad limit '' for GPU 0"},
         {"0:banana", "VDEV_LOGICAL_DEVICES=\"0:banana\": bad limit 'banana' for GPU 0"},
-        {"0:100", "bad limit '100' for GPU 0"},
+        {"0:100", "limit '100' for GPU 0 is 100 bytes, less than 1 MiB (did you mean 100MiB?)"},
         {"0:-1GiB", "bad limit '-1GiB' for GPU 0"},
         {"", "VDEV_LOGICAL_DEVICES is empty (expected e.g. 0:4GiB,2GiB;1:3GiB)"},
         {"0:4GiB;", "VDEV_LOGICAL_DEVICES=\"0:4GiB;\": bad part ''"},
@@ -973,17 +975,22 @@ static void test_env_visible(void)
     static const struct {
         const char *value, *msg;
     } bad[] = {
-        {"0,0", "VDEV_VISIBLE_DEVICES=\"0,0\": GPU 0 is listed twice"},
-        {"7", "VDEV_VISIBLE_DEVICES=\"7\": there is no GPU 7 (3 GPUs)"},
-        {"0,", "VDEV_VISIBLE_DEVICES=\"0,\": trailing ','"},
-        {"x", "VDEV_VISIBLE_DEVICES=\"x\": bad entry at 'x' (expected GPU indices such as 0,2)"},
-        {"0,,1", "bad entry at ',1'"},
-        {",0", "bad entry at ',0'"},
-        {"-1", "bad entry at '-1'"},
-        {" 1", "bad entry at ' 1'"},
-        {"1 ", "bad entry at '1 '"},
-        {"0;1", "bad entry at '0;1'"},
-        {"99999999999999999999", "bad entry at '99999999999999999999'"},
+        {"0,0", "VDEV_VISIBLE_DEVICES=\"0,0\": VDEV_VISIBLE_DEVICES contained a duplicate "
+                "entry: 0,0"},
+        {"7", "VDEV_VISIBLE_DEVICES=\"7\": 'VDEV_VISIBLE_DEVICES' listed an invalid Device id "
+              "'7' but visible device count is 3"},
+        {"0,", "VDEV_VISIBLE_DEVICES=\"0,\": Could not parse entry in 'VDEV_VISIBLE_DEVICES': "
+               "''. VDEV_VISIBLE_DEVICES = 0, (expected GPU indices such as 0,2)"},
+        {"x", "VDEV_VISIBLE_DEVICES=\"x\": Could not parse entry in 'VDEV_VISIBLE_DEVICES': "
+              "'x'."},
+        {"0,,1", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': ''."},
+        {",0", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': ''."},
+        {"-1", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': '-1'."},
+        {" 1", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': ' 1'."},
+        {"1 ", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': '1 '."},
+        {"0;1", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': '0;1'."},
+        {"99999999999999999999",
+         "Could not parse entry in 'VDEV_VISIBLE_DEVICES': '99999999999999999999'."},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         EXPECT_ENV_ERROR("3x16GiB", "VDEV_VISIBLE_DEVICES", bad[i].value, bad[i].msg);
