@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "check.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -223,12 +224,73 @@ static void test_env(void)
     }
 }
 
+/* One replica per logical CPU, each driven by its own thread, as the
+ * data-parallel strategies run them: every step's ops on its own CPU. */
+struct replica {
+    char dev[16];   /* "CPU:1" */
+    char want[32];  /* "/device:CPU:1" */
+    int steps;
+    float result;
+    int ok;
+};
+
+static void *run_replica(void *arg)
+{
+    struct replica *r = arg;
+    r->ok = vdev_device_push(r->dev) == VDEV_OK;
+    vdev_tensor_t *w = vdev_variable(vdev_tensor_fill(SHAPE, 2, VDEV_F32, 0.5));
+    for (int i = 0; r->ok && i < r->steps; i++) {
+        vdev_scope_begin();
+        vdev_tensor_t *x = vdev_tensor_fill(SHAPE, 2, VDEV_F32, 1.0);
+        vdev_tensor_t *y = vdev_mean_all(vdev_relu(vdev_matmul(x, w, false, false)));
+        r->result = vdev_tensor_item(y);
+        if (!y || strcmp(vdev_tensor_device(y), r->want) != 0)
+            r->ok = 0;
+        vdev_scope_end();
+    }
+    vdev_tensor_free(w);
+    if (r->ok)
+        r->ok = vdev_device_pop() == VDEV_OK;
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    check_fresh(NULL);
+    CHECK_OK(vdev_config_set_logical_devices("CPU:0", NULL, 4));
+    CHECK_OK(vdev_init());
+    struct replica r[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        snprintf(r[i].dev, sizeof r[i].dev, "CPU:%d", i);
+        snprintf(r[i].want, sizeof r[i].want, "/device:CPU:%d", i);
+        r[i].steps = 20;
+        r[i].result = 0;
+        r[i].ok = 0;
+        CHECK(pthread_create(&th[i], NULL, run_replica, &r[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        CHECK(pthread_join(th[i], NULL) == 0);
+        CHECK(r[i].ok);
+        CHECK(r[i].result == 32.0f); /* 64 × 0.5 */
+        char dev[32];
+        snprintf(dev, sizeof dev, "/device:CPU:%d", i);
+        CHECK_EQ_U64(vdev_placement_op_count("MatMul", dev), 20);
+        struct vdev_memory_info mi;
+        CHECK_OK(vdev_memory_info(dev, &mi));
+        CHECK_EQ_U64(mi.bytes_in_use, 0);
+        CHECK(mi.peak_bytes_in_use >= 3 * 64 * 64 * 4);
+    }
+    CHECK_EQ_U64(vdev_placement_bytes_copied(NULL, NULL), 0);
+}
+
 int main(void)
 {
     test_from_code();
     test_rules();
     test_cpu_only();
     test_env();
+    test_threads();
     check_fresh(NULL);
     return check_done();
 }
