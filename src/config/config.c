@@ -19,8 +19,6 @@
 #define _GNU_SOURCE
 #include "config/internal.h"
 
-#include <ctype.h>
-#include <math.h>
 #include <string.h>
 
 #define MIB (1ull << 20)
