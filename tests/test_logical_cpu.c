@@ -239,14 +239,20 @@ static void *run_replica(void *arg)
     struct replica *r = arg;
     r->ok = vdev_device_push(r->dev) == VDEV_OK;
     vdev_tensor_t *w = vdev_variable(vdev_tensor_fill(SHAPE, 2, VDEV_F32, 0.5));
+    /* No vdev_scope_begin here: a thread's scope buffer is the tensor
+     * layer's to free at thread exit; each tensor is freed by hand. */
     for (int i = 0; r->ok && i < r->steps; i++) {
-        vdev_scope_begin();
         vdev_tensor_t *x = vdev_tensor_fill(SHAPE, 2, VDEV_F32, 1.0);
-        vdev_tensor_t *y = vdev_mean_all(vdev_relu(vdev_matmul(x, w, false, false)));
+        vdev_tensor_t *m = vdev_matmul(x, w, false, false);
+        vdev_tensor_t *a = vdev_relu(m);
+        vdev_tensor_t *y = vdev_mean_all(a);
         r->result = vdev_tensor_item(y);
         if (!y || strcmp(vdev_tensor_device(y), r->want) != 0)
             r->ok = 0;
-        vdev_scope_end();
+        vdev_tensor_free(x);
+        vdev_tensor_free(m);
+        vdev_tensor_free(a);
+        vdev_tensor_free(y);
     }
     vdev_tensor_free(w);
     if (r->ok)
