@@ -121,24 +121,71 @@ VDEV_API const char *vdev_gpu_absence_reason(void);
  * change something fails with VDEV_ERR_ALREADY_INITIALIZED; one that repeats
  * what is in force is a no-op returning VDEV_OK, as in TensorFlow. */
 
-/* Which GPUs are visible, by physical index; n == 0 hides every GPU. Logical
- * GPUs are numbered over the visible GPUs in order. */
+/* Which GPUs are visible, by physical index; n == 0 hides every GPU. As
+ * tf.config.set_visible_devices, logical GPUs are numbered over the visible
+ * GPUs in physical order whatever the order of the list ({2, 0}: GPU:0 is
+ * physical GPU 0); VDEV_VISIBLE_DEVICES instead numbers them in the order it
+ * lists them, as CUDA_VISIBLE_DEVICES does. A repeated index is
+ * VDEV_ERR_INVALID_ARG ("contained a duplicate entry"); after start-up the
+ * list is compared as given. */
 VDEV_API enum vdev_status vdev_config_set_visible_devices(const int *gpu_indices, int n);
+/* The visible GPUs as given (by code, else VDEV_VISIBLE_DEVICES, else every
+ * GPU in order): what is in force after start-up, what start-up would put in
+ * force before it (the environment is read and checked: VDEV_ERR_CONFIG when
+ * malformed). Fills up to cap entries (gpu_indices may be NULL when cap is
+ * 0) and sets *n to their number. tf.config.get_visible_devices. */
+VDEV_API enum vdev_status vdev_config_get_visible_devices(int *gpu_indices, int cap, int *n);
 /* Memory growth for one physical GPU. Unlike TensorFlow, growth may differ
  * between GPUs and may be combined with logical devices (each grows up to its
  * limit). enable=false chooses preallocation. */
 VDEV_API enum vdev_status vdev_config_set_memory_growth(const char *physical_device, bool enable);
-/* *out: 1 on, 0 off, -1 not set (the default, which is growth). */
+/* What code set: *out 1 on, 0 off, -1 not set (the default, which is growth,
+ * unless VDEV_MEMORY_GROWTH or TF_FORCE_GPU_ALLOW_GROWTH says otherwise), as
+ * tf.config.experimental.get_memory_growth returns what was set. */
 VDEV_API enum vdev_status vdev_config_get_memory_growth(const char *physical_device, int *out);
-/* Splits one physical GPU into n logical GPUs with memory limits in bytes
- * (each > 0). n == 0 removes the split. The limits' sum must fit the card's
- * budget; that is checked at start-up. */
+/* Splits a physical device into n logical devices; n == 0 removes the split.
+ *  - A GPU: n logical GPUs with memory limits in bytes, each at least 1 MiB
+ *    (TensorFlow's limits are in MiB: a limit below 1 MiB is refused with a
+ *    hint, "did you mean 4096MiB"). The limits' sum must fit the card's
+ *    budget; that is checked at start-up.
+ *  - "CPU:0": n logical CPUs, /device:CPU:0..n-1 (at most 16), each with its
+ *    own allocator over host memory and its own statistics; ops placed on
+ *    them run on the host. limits must be NULL or all 0 ("Setting memory
+ *    limit on CPU virtual devices is currently not supported", as in
+ *    TensorFlow). Also VDEV_LOGICAL_DEVICES="cpu:4". */
 VDEV_API enum vdev_status vdev_config_set_logical_devices(const char *physical_device,
                                                           const uint64_t *limits_bytes, int n);
+/* The logical-device split of a physical device (code, else
+ * VDEV_LOGICAL_DEVICES): *n logical devices (0: not split), their limits in
+ * limits_bytes[0..min(n, cap)) (0 for CPUs). In force after start-up, what
+ * start-up would put in force before it. tf.config.get_logical_device_configuration. */
+VDEV_API enum vdev_status vdev_config_get_logical_devices(const char *physical_device,
+                                                          uint64_t *limits_bytes, int cap, int *n);
 /* The per-process memory fraction of a GPU's total memory, in (0, 1]; NULL
- * device sets it for every GPU; fraction 0 removes it. */
+ * device sets it for every GPU; fraction 0 removes it. A fraction that gives
+ * a GPU a budget below 1 MiB is VDEV_ERR_INVALID_ARG naming the smallest
+ * useful value. */
 VDEV_API enum vdev_status vdev_config_set_memory_fraction(const char *physical_device,
                                                           double fraction);
+/* Soft placement (tf.config.set_soft_device_placement): a device scope
+ * naming a device that does not exist ("GPU:42") sends its ops to the device
+ * TensorFlow picks — GPU:0, or CPU:0 where there is no GPU — and vdev warns
+ * once on stderr per such name. Off by default, unlike TensorFlow's eager
+ * mode: a silent fallback is how models end up on the wrong device.
+ * Malformed names and other jobs stay errors. May change at any time; code
+ * wins over VDEV_SOFT_DEVICE_PLACEMENT (read at start-up). */
+VDEV_API void vdev_config_set_soft_device_placement(bool enable);
+VDEV_API bool vdev_config_get_soft_device_placement(void);
+
+/* tf.config.experimental.get_device_details: the card's name and compute
+ * capability; empty ("" and 0.0) for the CPU, as TensorFlow's empty dict. */
+struct vdev_device_details {
+    char device_name[96];  /* "NVIDIA H200", "Simulated GPU" */
+    int cc_major, cc_minor; /* compute_capability */
+};
+/* Does not start the runtime. VDEV_ERR_NOT_FOUND "Unrecognized device". */
+VDEV_API enum vdev_status vdev_device_details(const char *physical_device,
+                                              struct vdev_device_details *out);
 
 /* ---- start-up and shutdown --------------------------------------------- */
 
@@ -162,19 +209,23 @@ struct vdev_logical_device {
     char name[64];            /* "/device:GPU:0" */
     enum vdev_device_type type;
     int index;                /* N in /device:GPU:N */
-    int physical_index;       /* the physical GPU it is carved from (0 for CPU) */
+    int physical_index;       /* the physical GPU it is carved from (0 for CPUs) */
     char backend[16];         /* "cpu", "sim", "cuda" */
     enum vdev_memory_policy policy;
     uint64_t limit_bytes;     /* the most its allocator may hold */
 };
 
-/* Starts the runtime if needed, then lists the logical devices: CPU:0, then
- * GPU:0..N-1. Same fill convention as vdev_list_physical_devices. */
+/* Starts the runtime if needed, then lists the logical devices: the logical
+ * CPUs (CPU:0, or CPU:0..n-1 when the host is split), then GPU:0..N-1. Same
+ * fill convention as vdev_list_physical_devices. */
 VDEV_API enum vdev_status vdev_list_logical_devices(struct vdev_logical_device *out, int cap,
                                                     int *n);
 /* Canonical name of a device given in any accepted form:
- * "gpu:1" -> "/device:GPU:1". VDEV_ERR_INVALID_ARG for a malformed name,
- * VDEV_ERR_NOT_FOUND for a device that does not exist. Starts the runtime. */
+ * "gpu:1" -> "/device:GPU:1". Starts the runtime. Like every call below that
+ * takes a logical device, as TensorFlow's memory queries: VDEV_ERR_INVALID_ARG
+ * "Failed parsing device name: ..." for a malformed name or one without an
+ * index ("GPU"), VDEV_ERR_NOT_FOUND "No matching devices found for ..." for a
+ * device that does not exist. */
 VDEV_API enum vdev_status vdev_device_canonical_name(const char *device, char *out, size_t cap);
 
 struct vdev_memory_info {
@@ -329,9 +380,17 @@ VDEV_API vdev_tensor_t *vdev_keep(vdev_tensor_t *t);
  * runs on the device of its inputs when they agree, else on the default
  * device. Gradients run on the device of their forward op. */
 
+/* Opens a device scope, as tf.device: any accepted name, and a type without
+ * an index ("GPU", "/gpu", "/device:GPU", "GPU:*"), which takes the
+ * enclosing scope's index, else 0. VDEV_ERR_INVALID_ARG for a malformed name,
+ * VDEV_ERR_NOT_FOUND "<name> unknown device" for a device that does not
+ * exist (unless soft placement is on), VDEV_ERR_INVALID_ARG past 64 deep. */
 VDEV_API enum vdev_status vdev_device_push(const char *device);
 VDEV_API enum vdev_status vdev_device_pop(void);
-/* The innermost device scope's name, or NULL outside any. */
+/* The innermost device scope's name in TensorFlow's form (context.device_name):
+ * "/job:localhost/replica:0/task:0/device:GPU:1", the device the scope named
+ * (under soft placement, not where its ops run); NULL outside any scope.
+ * Valid until the scope is popped. */
 VDEV_API const char *vdev_device_current(void);
 
 enum vdev_placement_policy {
@@ -347,6 +406,8 @@ VDEV_API enum vdev_placement_policy vdev_get_placement_policy(void);
  * "Executing op MatMul in device /job:localhost/replica:0/task:0/device:GPU:1".
  * Also VDEV_LOG_DEVICE_PLACEMENT=1. */
 VDEV_API void vdev_set_log_device_placement(bool enable);
+/* Whether placement logging is on (tf.debugging.get_log_device_placement). */
+VDEV_API bool vdev_get_log_device_placement(void);
 
 /* Ops run of one type (NULL: all) on one device (NULL: all). */
 VDEV_API uint64_t vdev_placement_op_count(const char *op_type, const char *device);

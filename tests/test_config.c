@@ -1,108 +1,15 @@
-/* test_config.c — sizes, the configuration calls and their rules, start-up
- * budgets, and every environment variable, valid and malformed, with the
- * exact status and the message that names it. Runs on simulated GPUs (compute
- * capability 8.0: a 1536 MiB driver reserve, 225 MiB under 2 GiB free). */
+/* test_config.c — sizes, the configuration calls and their rules, and start-up
+ * budgets, with the exact status and message of each failure (the
+ * environment variables are in test_config_env.c). Runs on simulated GPUs
+ * (compute capability 8.0: a 1536 MiB driver reserve, 225 MiB under 2 GiB
+ * free). */
 #define _GNU_SOURCE
-#include "check.h"
-#include "config/config.h"
+#include "config_want.h"
 
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
-#define KiB (1ull << 10)
-#define MiB (1ull << 20)
-#define GiB (1ull << 30)
-#define RESERVE (1536 * MiB)
-
 static const char *const ALREADY = "Physical devices cannot be modified after being initialized";
-
-
-/* ---- what start-up made ---- */
-
-struct want {
-    int physical;
-    uint64_t limit;
-    enum vdev_memory_policy policy;
-};
-
-/* Checks the logical GPUs (after CPU:0) against w[0..n), and that a
- * preallocating device holds its whole limit and a growing one nothing. */
-static void expect_gpus(int line, const struct want *w, int n)
-{
-    struct vdev_logical_device ld[40];
-    int got = -1;
-    enum vdev_status st = vdev_list_logical_devices(ld, 40, &got);
-    if (st != VDEV_OK) {
-        check_fail(__FILE__, line, "vdev_list_logical_devices: %s (%s)", vdev_status_str(st),
-                   vdev_last_error());
-        return;
-    }
-    if (got != 1 + n) {
-        check_fail(__FILE__, line, "%d logical devices, expected %d", got, 1 + n);
-        return;
-    }
-    int ok = ld[0].type == VDEV_DEVICE_CPU && !strcmp(ld[0].name, "/device:CPU:0") &&
-             !strcmp(ld[0].backend, "cpu");
-    for (int i = 0; i < n; i++) {
-        const struct vdev_logical_device *d = &ld[1 + i];
-        char name[64];
-        snprintf(name, sizeof name, "/device:GPU:%d", i);
-        struct vdev_memory_info mi;
-        int good = d->type == VDEV_DEVICE_GPU && d->index == i && !strcmp(d->name, name) &&
-                   d->physical_index == w[i].physical && d->limit_bytes == w[i].limit &&
-                   d->policy == w[i].policy && !strcmp(d->backend, "sim") &&
-                   vdev_memory_info(name, &mi) == VDEV_OK && mi.bytes_limit == w[i].limit &&
-                   mi.bytes_in_use == 0 &&
-                   mi.bytes_reserved ==
-                       (w[i].policy == VDEV_POLICY_PREALLOCATE ? w[i].limit : 0);
-        if (!good)
-            check_fail(__FILE__, line,
-                       "%s: physical %d limit %llu policy %d (expected %d %llu %d), reserved "
-                       "%llu",
-                       d->name, d->physical_index, (unsigned long long)d->limit_bytes,
-                       (int)d->policy, w[i].physical, (unsigned long long)w[i].limit,
-                       (int)w[i].policy, (unsigned long long)mi.bytes_reserved);
-        ok &= good;
-    }
-    if (ok)
-        check_passed++;
-    else
-        check_fail(__FILE__, line, "logical devices differ (see above)");
-}
-#define EXPECT_GPUS(...)                                                                           \
-    do {                                                                                           \
-        const struct want w_[] = {__VA_ARGS__};                                                    \
-        expect_gpus(__LINE__, w_, (int)(sizeof w_ / sizeof w_[0]));                                \
-    } while (0)
-#define EXPECT_NO_GPUS() expect_gpus(__LINE__, NULL, 0)
-
-#define GROW VDEV_POLICY_GROW
-#define PRE VDEV_POLICY_PREALLOCATE
-
-/* A call that must fail with `code` and a message containing `sub`. */
-#define EXPECT_ERR(call, code, sub)                                                                \
-    do {                                                                                           \
-        CHECK_STATUS(call, code);                                                                  \
-        CHECK_MSG(sub);                                                                            \
-    } while (0)
-
-static uint64_t limit_of(const char *dev)
-{
-    struct vdev_memory_info mi;
-    memset(&mi, 0, sizeof mi);
-    CHECK_OK(vdev_memory_info(dev, &mi));
-    return mi.bytes_limit;
-}
-
-static uint64_t phys_free(int gpu)
-{
-    struct vdev_physical_device pd[8];
-    int n = 0;
-    CHECK_OK(vdev_list_physical_devices(pd, 8, &n));
-    return gpu + 1 < n ? pd[gpu + 1].free_bytes : 0;
-}
 
 /* ---- 1. sizes ---- */
 
@@ -341,15 +248,17 @@ static void test_numbering(void)
     check_fresh("2x16GiB");
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){GiB}, 1));
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", NULL, 0));
-    CHECK_OK(vdev_config_set_logical_devices("GPU:1", (const uint64_t[]){GiB + 300, 1000}, 2));
-    EXPECT_GPUS({0, 16 * GiB - RESERVE, GROW}, {1, GiB + 256, GROW}, {1, 768, GROW});
+    CHECK_OK(vdev_config_set_logical_devices("GPU:1",
+                                             (const uint64_t[]){GiB + 300, MiB + 1000}, 2));
+    EXPECT_GPUS({0, 16 * GiB - RESERVE, GROW}, {1, GiB + 256, GROW}, {1, MiB + 768, GROW});
 
-    /* Visible GPUs in the order given: TensorFlow's visible_device_list. */
+    /* Visible GPUs from code: numbered in physical order whatever the order
+     * of the list, as tf.config.set_visible_devices (test_tfnames.c). */
     check_fresh("3x16GiB");
     CHECK_OK(vdev_config_set_visible_devices((const int[]){2, 0}, 2));
     CHECK_OK(vdev_config_set_logical_devices("GPU:1", (const uint64_t[]){GiB}, 1)); /* hidden */
     CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){GiB, 2 * GiB}, 2));
-    EXPECT_GPUS({2, 16 * GiB - RESERVE, GROW}, {0, GiB, GROW}, {0, 2 * GiB, GROW});
+    EXPECT_GPUS({0, GiB, GROW}, {0, 2 * GiB, GROW}, {2, 16 * GiB - RESERVE, GROW});
 
     /* At most 128 logical GPUs in all. */
     check_fresh("9x1GiB");
@@ -380,7 +289,7 @@ static void test_logical_errors(void)
     EXPECT_ERR(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){GiB, 0}, 2),
                VDEV_ERR_INVALID_ARG,
                "Setting memory limit is required for GPU virtual devices: logical device 1 of "
-               "GPU:0 has a limit of 0 bytes (at least 256)");
+               "GPU:0 has a limit of 0 bytes (at least 1 MiB)");
     EXPECT_ERR(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){255}, 1),
                VDEV_ERR_INVALID_ARG, "has a limit of 255 bytes");
     uint64_t lim[17];
@@ -725,7 +634,7 @@ static void test_visible(void)
 {
     check_fresh("3x16GiB");
     EXPECT_ERR(vdev_config_set_visible_devices((const int[]){0, 0}, 2), VDEV_ERR_INVALID_ARG,
-               "GPU 0 is listed twice in the visible devices");
+               "the visible devices contained a duplicate entry: 0,0 (GPU 0)");
     EXPECT_ERR(vdev_config_set_visible_devices((const int[]){3}, 1), VDEV_ERR_NOT_FOUND,
                "Unrecognized device: /physical_device:GPU:3");
     EXPECT_ERR(vdev_config_set_visible_devices((const int[]){-1}, 1), VDEV_ERR_NOT_FOUND,
@@ -748,330 +657,6 @@ static void test_visible(void)
                "logical GPUs)");
 }
 
-/* ---- 5. environment variables ---- */
-
-/* A variable that must make start-up fail with VDEV_ERR_CONFIG and `msg`,
- * leave the configuration unfrozen, and let start-up succeed once removed. */
-static void expect_env_error(int line, const char *sim, const char *var, const char *value,
-                             const char *msg)
-{
-    check_fresh(sim);
-    setenv(var, value, 1);
-    enum vdev_status st = vdev_init();
-    if (st != VDEV_ERR_CONFIG || !strstr(vdev_last_error(), msg))
-        check_fail(__FILE__, line, "%s=\"%s\": %s \"%s\", expected VDEV_ERR_CONFIG \"%s\"", var,
-                   value, vdev_status_str(st), vdev_last_error(), msg);
-    else
-        check_passed++;
-    CHECK(!vdev_is_initialized());
-    CHECK(!vdev_config_frozen());
-    CHECK(strstr(vdev_last_error(), var) != NULL); /* names the variable */
-    unsetenv(var);
-    CHECK_OK(vdev_init());
-}
-#define EXPECT_ENV_ERROR(sim, var, value, msg) expect_env_error(__LINE__, sim, var, value, msg)
-
-static void test_env_growth(void)
-{
-    static const char *const on[] = {"true", "TRUE", "True", "tRuE", "1"};
-    static const char *const off[] = {"false", "FALSE", "False", "0"};
-    static const char *const vars[] = {"TF_FORCE_GPU_ALLOW_GROWTH", "VDEV_MEMORY_GROWTH"};
-    for (int v = 0; v < 2; v++) {
-        for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
-            check_fresh("2x8GiB");
-            setenv(vars[v], on[i], 1);
-            EXPECT_GPUS({0, 8 * GiB - RESERVE, GROW}, {1, 8 * GiB - RESERVE, GROW});
-        }
-        for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
-            check_fresh("2x8GiB");
-            setenv(vars[v], off[i], 1);
-            EXPECT_GPUS({0, 8 * GiB - RESERVE, PRE}, {1, 8 * GiB - RESERVE, PRE});
-        }
-        static const char *const bad[] = {"yes", "", "2", " true", "true ", "no", "on"};
-        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-            char msg[160];
-            snprintf(msg, sizeof msg,
-                     "%s=\"%s\" could not be parsed: valid values are true or false (any "
-                     "case), 1 or 0",
-                     vars[v], bad[i]);
-            EXPECT_ENV_ERROR("2x8GiB", vars[v], bad[i], msg);
-        }
-    }
-    /* Per GPU. */
-    check_fresh("3x8GiB");
-    setenv("VDEV_MEMORY_GROWTH", "0:true,1:false", 1);
-    EXPECT_GPUS({0, 8 * GiB - RESERVE, GROW}, {1, 8 * GiB - RESERVE, PRE},
-                {2, 8 * GiB - RESERVE, GROW});
-    check_fresh("3x8GiB");
-    setenv("VDEV_MEMORY_GROWTH", "2:0,0:FALSE", 1);
-    EXPECT_GPUS({0, 8 * GiB - RESERVE, PRE}, {1, 8 * GiB - RESERVE, GROW},
-                {2, 8 * GiB - RESERVE, PRE});
-    static const struct {
-        const char *value, *msg;
-    } bad[] = {
-        {"0:maybe", "VDEV_MEMORY_GROWTH=\"0:maybe\": bad value 'maybe' for GPU 0 (true, false, "
-                    "1 or 0)"},
-        {"0:", "VDEV_MEMORY_GROWTH=\"0:\": bad value '' for GPU 0"},
-        {"5:true", "VDEV_MEMORY_GROWTH=\"5:true\": there is no GPU 5 (3 GPUs)"},
-        {"0:true,", "VDEV_MEMORY_GROWTH=\"0:true,\": bad part ''"},
-        {",0:true", "VDEV_MEMORY_GROWTH=\",0:true\": bad part ''"},
-        {"0:true,,1:true", "bad part ''"},
-        {"0:true,0:false", "VDEV_MEMORY_GROWTH=\"0:true,0:false\": GPU 0 is given twice"},
-        {"x:true", "VDEV_MEMORY_GROWTH=\"x:true\": bad part 'x:true' (expected true, false, or "
-                   "per GPU 0:true,1:false)"},
-        {":true", "bad part ':true'"},
-        {"+0:true", "bad part '+0:true'"},
-        {" 0:true", "bad part ' 0:true'"},
-        {"0:true,true", "bad part 'true'"},
-        {"0:true;1:false", "bad value 'true;1:false' for GPU 0"},
-        {"99999999999:true", "bad part '99999999999:true'"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        EXPECT_ENV_ERROR("3x8GiB", "VDEV_MEMORY_GROWTH", bad[i].value, bad[i].msg);
-
-    /* Both variables: they must agree where both speak. */
-    check_fresh("2x8GiB");
-    setenv("TF_FORCE_GPU_ALLOW_GROWTH", "true", 1);
-    setenv("VDEV_MEMORY_GROWTH", "false", 1);
-    EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG,
-               "TF_FORCE_GPU_ALLOW_GROWTH=\"true\" and VDEV_MEMORY_GROWTH=\"false\" disagree for "
-               "GPU 0");
-    check_fresh("2x8GiB");
-    setenv("TF_FORCE_GPU_ALLOW_GROWTH", "true", 1);
-    setenv("VDEV_MEMORY_GROWTH", "0:true,1:false", 1);
-    EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG, "disagree for GPU 1");
-    check_fresh("2x8GiB");
-    setenv("TF_FORCE_GPU_ALLOW_GROWTH", "false", 1);
-    setenv("VDEV_MEMORY_GROWTH", "0", 1);
-    EXPECT_GPUS({0, 8 * GiB - RESERVE, PRE}, {1, 8 * GiB - RESERVE, PRE});
-    check_fresh("2x8GiB");
-    setenv("TF_FORCE_GPU_ALLOW_GROWTH", "false", 1);
-    setenv("VDEV_MEMORY_GROWTH", "1:false", 1);
-    EXPECT_GPUS({0, 8 * GiB - RESERVE, PRE}, {1, 8 * GiB - RESERVE, PRE});
-
-    /* Code wins over the environment. */
-    check_fresh("2x8GiB");
-    setenv("TF_FORCE_GPU_ALLOW_GROWTH", "false", 1);
-    CHECK_OK(vdev_config_set_memory_growth("GPU:0", true));
-    EXPECT_GPUS({0, 8 * GiB - RESERVE, GROW}, {1, 8 * GiB - RESERVE, PRE});
-    check_fresh("2x8GiB");
-    setenv("VDEV_MEMORY_GROWTH", "true", 1);
-    CHECK_OK(vdev_config_set_memory_growth("GPU:1", false));
-    EXPECT_GPUS({0, 8 * GiB - RESERVE, GROW}, {1, 8 * GiB - RESERVE, PRE});
-    /* A malformed variable is an error even where code overrides it. */
-    EXPECT_ENV_ERROR("1x8GiB", "TF_FORCE_GPU_ALLOW_GROWTH", "yes", "TF_FORCE_GPU_ALLOW_GROWTH");
-    check_fresh("1x8GiB");
-    setenv("TF_FORCE_GPU_ALLOW_GROWTH", "yes", 1);
-    CHECK_OK(vdev_config_set_memory_growth("GPU:0", true));
-    EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG, "TF_FORCE_GPU_ALLOW_GROWTH=\"yes\"");
-}
-
-static void test_env_fraction(void)
-{
-    static const char *const vars[] = {"VDEV_MEMORY_FRACTION", "TF_GPU_MEMORY_FRACTION"};
-    for (int v = 0; v < 2; v++) {
-        check_fresh("2x16GiB");
-        setenv(vars[v], "0.5", 1);
-        EXPECT_GPUS({0, 8 * GiB, GROW}, {1, 8 * GiB, GROW});
-        check_fresh("1x16GiB");
-        setenv(vars[v], "1", 1);
-        EXPECT_GPUS({0, 16 * GiB, GROW});
-        check_fresh("1x16GiB");
-        setenv(vars[v], ".25", 1);
-        EXPECT_GPUS({0, 4 * GiB, GROW});
-        static const char *const bad[] = {"0", "1.5", "abc", "0.5x", "", "-0.5", "nan", "inf",
-                                          "0x0.8", " 0.5", "5e-1", "0.5.1", ".", "1.0000001"};
-        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-            char msg[160];
-            snprintf(msg, sizeof msg,
-                     "%s=\"%s\" is not a fraction in (0, 1] (e.g. 0.5 for half of each GPU's "
-                     "total memory)",
-                     vars[v], bad[i]);
-            EXPECT_ENV_ERROR("1x16GiB", vars[v], bad[i], msg);
-        }
-    }
-    check_fresh("1x16GiB");
-    setenv("VDEV_MEMORY_FRACTION", "0.5", 1);
-    setenv("TF_GPU_MEMORY_FRACTION", "0.25", 1);
-    EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG,
-               "VDEV_MEMORY_FRACTION=\"0.5\" and TF_GPU_MEMORY_FRACTION=\"0.25\" disagree; set "
-               "one");
-    check_fresh("1x16GiB");
-    setenv("VDEV_MEMORY_FRACTION", "0.5", 1);
-    setenv("TF_GPU_MEMORY_FRACTION", "0.50", 1);
-    EXPECT_GPUS({0, 8 * GiB, GROW});
-    /* Code wins. */
-    check_fresh("2x16GiB");
-    setenv("VDEV_MEMORY_FRACTION", "0.5", 1);
-    CHECK_OK(vdev_config_set_memory_fraction("GPU:1", 0.25));
-    EXPECT_GPUS({0, 8 * GiB, GROW}, {1, 4 * GiB, GROW});
-}
-
-static void test_env_logical(void)
-{
-    check_fresh("2x16GiB");
-    setenv("VDEV_LOGICAL_DEVICES", "0:4GiB,2GiB;1:3GiB", 1);
-    EXPECT_GPUS({0, 4 * GiB, GROW}, {0, 2 * GiB, GROW}, {1, 3 * GiB, GROW});
-    check_fresh("3x16GiB");
-    setenv("VDEV_LOGICAL_DEVICES", "2:1.5GiB,512MiB", 1);
-    EXPECT_GPUS({0, 16 * GiB - RESERVE, GROW}, {1, 16 * GiB - RESERVE, GROW},
-                {2, 3 * GiB / 2, GROW}, {2, 512 * MiB, GROW});
-    check_fresh("2x16GiB");
-    setenv("VDEV_LOGICAL_DEVICES", "1:3GiB;0:1GiB", 1); /* any order: numbered by GPU */
-    setenv("VDEV_MEMORY_GROWTH", "false", 1);
-    EXPECT_GPUS({0, GiB, PRE}, {1, 3 * GiB, PRE});
-    static const struct {
-        const char *value, *msg;
-    } bad[] = {
-        {"0:", "VDEV_LOGICAL_DEVICES=\"0:\": GPU 0 has no limits"},
-        {"0:4GiB;0:2GiB", "VDEV_LOGICAL_DEVICES=\"0:4GiB;0:2GiB\": GPU 0 is given twice"},
-        {"5:1GiB", "VDEV_LOGICAL_DEVICES=\"5:1GiB\": there is no GPU 5 (2 GPUs)"},
-        {"a:1GiB", "VDEV_LOGICAL_DEVICES=\"a:1GiB\": bad part 'a:1GiB' (expected "
-                   "GPU:LIMIT[,LIMIT...], e.g. 0:4GiB,2GiB;1:3GiB)"},
-        {"0:4GiB,", "VDEV_LOGICAL_DEVICES=\"0:4GiB,\": bad limit '' for GPU 0 (a size such as "
-                    "4GiB)"},
-        {"0:4GiB,,1GiB", "bad limit '' for GPU 0"},
-        {"0:banana", "VDEV_LOGICAL_DEVICES=\"0:banana\": bad limit 'banana' for GPU 0"},
-        {"0:100", "bad limit '100' for GPU 0"},
-        {"0:-1GiB", "bad limit '-1GiB' for GPU 0"},
-        {"", "VDEV_LOGICAL_DEVICES is empty (expected e.g. 0:4GiB,2GiB;1:3GiB)"},
-        {"0:4GiB;", "VDEV_LOGICAL_DEVICES=\"0:4GiB;\": bad part ''"},
-        {";0:4GiB", "bad part ''"},
-        {"4GiB", "bad part '4GiB'"},
-        {"-1:4GiB", "bad part '-1:4GiB'"},
-        {"0:1GiB,1GiB,1GiB,1GiB,1GiB,1GiB,1GiB,1GiB,1GiB,1GiB,1GiB,1GiB,1GiB,1GiB,1GiB,1GiB,1GiB",
-         "more than 16 logical devices on GPU 0"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        EXPECT_ENV_ERROR("2x16GiB", "VDEV_LOGICAL_DEVICES", bad[i].value, bad[i].msg);
-    /* Too big for the card: named at start-up. */
-    check_fresh("2x16GiB");
-    setenv("VDEV_LOGICAL_DEVICES", "1:8GiB,8GiB", 1);
-    EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG,
-               "/physical_device:GPU:1: its 2 logical devices' limits sum to 16.00 GiB");
-    /* Code wins, per GPU. */
-    check_fresh("2x16GiB");
-    setenv("VDEV_LOGICAL_DEVICES", "0:1GiB;1:1GiB", 1);
-    CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){2 * GiB, 3 * GiB}, 2));
-    EXPECT_GPUS({0, 2 * GiB, GROW}, {0, 3 * GiB, GROW}, {1, GiB, GROW});
-}
-
-static void test_env_visible(void)
-{
-    check_fresh("3x16GiB");
-    setenv("VDEV_VISIBLE_DEVICES", "0,2", 1);
-    EXPECT_GPUS({0, 16 * GiB - RESERVE, GROW}, {2, 16 * GiB - RESERVE, GROW});
-    check_fresh("3x16GiB");
-    setenv("VDEV_VISIBLE_DEVICES", "1", 1);
-    EXPECT_GPUS({1, 16 * GiB - RESERVE, GROW});
-    check_fresh("3x16GiB");
-    setenv("VDEV_VISIBLE_DEVICES", "2,0", 1);
-    EXPECT_GPUS({2, 16 * GiB - RESERVE, GROW}, {0, 16 * GiB - RESERVE, GROW});
-    check_fresh("3x16GiB");
-    setenv("VDEV_VISIBLE_DEVICES", "", 1);
-    EXPECT_NO_GPUS();
-    static const struct {
-        const char *value, *msg;
-    } bad[] = {
-        {"0,0", "VDEV_VISIBLE_DEVICES=\"0,0\": GPU 0 is listed twice"},
-        {"7", "VDEV_VISIBLE_DEVICES=\"7\": there is no GPU 7 (3 GPUs)"},
-        {"0,", "VDEV_VISIBLE_DEVICES=\"0,\": trailing ','"},
-        {"x", "VDEV_VISIBLE_DEVICES=\"x\": bad entry at 'x' (expected GPU indices such as 0,2)"},
-        {"0,,1", "bad entry at ',1'"},
-        {",0", "bad entry at ',0'"},
-        {"-1", "bad entry at '-1'"},
-        {" 1", "bad entry at ' 1'"},
-        {"1 ", "bad entry at '1 '"},
-        {"0;1", "bad entry at '0;1'"},
-        {"99999999999999999999", "bad entry at '99999999999999999999'"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        EXPECT_ENV_ERROR("3x16GiB", "VDEV_VISIBLE_DEVICES", bad[i].value, bad[i].msg);
-    /* Code wins; a malformed variable is still an error. */
-    check_fresh("3x16GiB");
-    setenv("VDEV_VISIBLE_DEVICES", "1", 1);
-    CHECK_OK(vdev_config_set_visible_devices((const int[]){0}, 1));
-    EXPECT_GPUS({0, 16 * GiB - RESERVE, GROW});
-    check_fresh("3x16GiB");
-    setenv("VDEV_VISIBLE_DEVICES", "x", 1);
-    CHECK_OK(vdev_config_set_visible_devices((const int[]){0}, 1));
-    EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG, "VDEV_VISIBLE_DEVICES=\"x\"");
-}
-
-static void test_env_min_sys(void)
-{
-    static const char *const bad[] = {"-1", "abc", "", "1.5", " 5", "+5", "5MB", "0x10"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char msg[160];
-        snprintf(msg, sizeof msg,
-                 "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"%s\" is not a whole number of MiB >= 0",
-                 bad[i]);
-        EXPECT_ENV_ERROR("1x16GiB", "TF_DEVICE_MIN_SYS_MEMORY_IN_MB", bad[i], msg);
-    }
-    EXPECT_ENV_ERROR("1x16GiB", "TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "99999999999999999999",
-                     "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"99999999999999999999\" is not a whole "
-                     "number");
-    EXPECT_ENV_ERROR("1x16GiB", "TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "17592186044416",
-                     "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"17592186044416\" is too large");
-    EXPECT_ENV_ERROR("1x16GiB", "TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "16384",
-                     "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"16384\" reserves 16.00 GiB, which leaves "
-                     "nothing of the 16.00 GiB free on /physical_device:GPU:0");
-    /* No GPU visible: nothing to reserve on, but still checked. */
-    check_fresh("1x16GiB");
-    setenv("VDEV_VISIBLE_DEVICES", "", 1);
-    setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "abc", 1);
-    EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG, "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"abc\"");
-}
-
-static void test_env_trace(void)
-{
-    EXPECT_ENV_ERROR("1x1GiB", "VDEV_ALLOC_TRACE", "",
-                     "VDEV_ALLOC_TRACE is empty (expected a file path)");
-    check_fresh("1x1GiB");
-    setenv("VDEV_ALLOC_TRACE", "/nonexistent-dir/trace.txt", 1);
-    EXPECT_ERR(vdev_init(), VDEV_ERR_IO, "VDEV_ALLOC_TRACE: cannot write allocation trace "
-                                         "/nonexistent-dir/trace.txt");
-    CHECK(!vdev_is_initialized());
-    CHECK(!vdev_config_frozen());
-
-    char path[] = "/tmp/vdev-test-config-trace-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    if (fd < 0)
-        return;
-    close(fd);
-    check_fresh("1x1GiB");
-    setenv("VDEV_ALLOC_TRACE", path, 1);
-    void *p = NULL;
-    CHECK_OK(vdev_mem_alloc("GPU:0", 1000, &p));
-    CHECK_OK(vdev_mem_free("GPU:0", p));
-    vdev_shutdown(); /* closes the trace */
-    FILE *f = fopen(path, "r");
-    CHECK(f != NULL);
-    if (f) {
-        char text[512] = "";
-        size_t n = fread(text, 1, sizeof text - 1, f);
-        text[n] = '\0';
-        fclose(f);
-        CHECK(strncmp(text, "# trace v1 source=vdev", 22) == 0);
-        CHECK(strstr(text, "\na 0 1000\nf 0\n") != NULL);
-    }
-    unlink(path);
-}
-
-/* Several variables at once: each one's effect, in one start-up. */
-static void test_env_combined(void)
-{
-    check_fresh("3x16GiB");
-    setenv("VDEV_VISIBLE_DEVICES", "2,1", 1);
-    setenv("VDEV_MEMORY_GROWTH", "1:false", 1);
-    setenv("TF_GPU_MEMORY_FRACTION", "0.5", 1);
-    setenv("VDEV_LOGICAL_DEVICES", "1:2GiB,2GiB", 1);
-    EXPECT_GPUS({2, 8 * GiB, GROW}, {1, 2 * GiB, PRE}, {1, 2 * GiB, PRE});
-    CHECK_EQ_U64(phys_free(1), 12 * GiB);
-    CHECK_EQ_U64(phys_free(0), 16 * GiB);
-}
-
 int main(void)
 {
     test_parse_bytes();
@@ -1089,13 +674,6 @@ int main(void)
     test_implicit_startup();
     test_policies();
     test_visible();
-    test_env_growth();
-    test_env_fraction();
-    test_env_logical();
-    test_env_visible();
-    test_env_min_sys();
-    test_env_trace();
-    test_env_combined();
     check_fresh(NULL);
     return check_done();
 }

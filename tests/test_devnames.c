@@ -90,10 +90,11 @@ static void test_garbage(void)
         const char *name, *msg;
     } bad[] = {
         {"", "'' is not a device name (expected e.g. /device:GPU:0, GPU:0 or CPU:0)"},
-        {"GPU", "'GPU' names no device index in the device spec: 'GPU' (expected e.g. GPU:0)"},
-        {"cpu", "'cpu' names no device index"},
-        {"/gpu", "'gpu' names no device index in the device spec: '/gpu'"},
-        {"TPU", "'TPU' names no device index"},
+        {"GPU", "Failed parsing device name: 'GPU'. Note a valid device string should at least "
+                "contain a device type and a device index, like \"GPU:0\"."},
+        {"cpu", "Failed parsing device name: 'cpu'. Note"},
+        {"/gpu", "Failed parsing device name: '/gpu'. Note"},
+        {"TPU", "Unknown device type 'TPU' in the device spec: 'TPU'"},
         {"GPU:", "Bad device index '' in the device spec: 'GPU:' (expected a whole number such "
                  "as 0 or 1)"},
         {"GPU:-1", "Bad device index '-1' in the device spec: 'GPU:-1'"},
@@ -101,7 +102,7 @@ static void test_garbage(void)
         {"GPU: 1", "Bad device index ' 1' in the device spec: 'GPU: 1'"},
         {"GPU:01", "Bad device index '01' in the device spec: 'GPU:01'"},
         {"GPU:+1", "Bad device index '+1'"},
-        {"GPU:*", "Bad device index '*'"},
+        {"GPU:*", "Failed parsing device name: 'GPU:*'. Note"},
         {"GPU:99999999999", "Bad device index '99999999999'"},
         {"/device:GPU:", "Bad device index ''"},
         {"TPU:0", "Unknown device type 'TPU' in the device spec: 'TPU:0' (vdev has CPU and GPU "
@@ -124,10 +125,12 @@ static void test_garbage(void)
                     "'gpu:1:2'."},
         {"/device:GPU:1:2", "Unknown attribute 'device' is encountered while parsing the device "
                             "spec: '/device:GPU:1:2'."},
-        {"/device:GPU", "Unknown attribute 'device'"},
+        {"/device:GPU", "Failed parsing device name: '/device:GPU'. Note"},
         {"/replica:x/device:GPU:0", "Unknown attribute 'replica'"},
         {"/task:01/device:GPU:0", "Unknown attribute 'task'"},
-        {"/job:/device:GPU:0", "Unknown attribute 'job:'"},
+        {"/job:/device:GPU:0", "Unknown attribute 'job' is encountered while parsing the "
+                               "device spec: '/job:/device:GPU:0'. (a job name starts with a "
+                               "letter"},
         {" GPU:0", "Unknown attribute ' GPU'"},
         {"//", "'//' names no device (expected e.g. /device:GPU:0, GPU:0 or CPU:0)"},
         {"/", "'/' names no device"},
@@ -152,7 +155,7 @@ static void test_garbage(void)
     CHECK_MSG("Unknown attribute 'gpu'");
     CHECK(p == NULL);
     CHECK_STATUS(vdev_mem_free("GPU", (void *)64), VDEV_ERR_INVALID_ARG);
-    CHECK_MSG("'GPU' names no device index");
+    CHECK_MSG("Failed parsing device name: 'GPU'. Note");
     char out[64];
     CHECK_STATUS(vdev_device_canonical_name("GPU:0", NULL, 10), VDEV_ERR_INVALID_ARG);
     CHECK_STATUS(vdev_device_canonical_name("GPU:0", out, 0), VDEV_ERR_INVALID_ARG);
@@ -225,8 +228,12 @@ static void test_physical(void)
     CHECK(dn.type == VDEV_DEVICE_GPU && dn.index == 1 && dn.physical == 0);
     CHECK_OK(vdev_parse_device_name("cpu:0", &dn));
     CHECK(dn.type == VDEV_DEVICE_CPU && dn.index == 0 && dn.physical == 0);
-    CHECK_STATUS(vdev_parse_device_name("/physical_device:GPU", &dn), VDEV_ERR_INVALID_ARG);
-    CHECK_MSG("Unknown attribute 'physical_device'");
+    CHECK_OK(vdev_parse_device_name("/physical_device:GPU", &dn)); /* no index: has_index 0 */
+    CHECK(dn.type == VDEV_DEVICE_GPU && !dn.has_index && dn.index == -1 && dn.physical == 1);
+    CHECK_OK(vdev_parse_device_name("GPU:3", &dn));
+    CHECK(dn.has_index && dn.index == 3);
+    CHECK_STATUS(vdev_config_set_memory_growth("/physical_device:GPU", true), VDEV_ERR_NOT_FOUND);
+    CHECK_MSG("Unrecognized device: /physical_device:GPU");
     CHECK_STATUS(vdev_parse_device_name("/physical_device:TPU:0", &dn), VDEV_ERR_INVALID_ARG);
     CHECK_MSG("Unknown device type 'TPU'");
     CHECK(!vdev_is_initialized()); /* parsing alone starts nothing */

@@ -39,7 +39,7 @@ static void test_scopes(void)
     vdev_tensor_t *t = vdev_tensor_zeros(S2, 2, VDEV_F32);
     CHECK_STR(vdev_tensor_device(t), "/device:GPU:0"); /* default device */
     CHECK_OK(vdev_device_push("gpu:1"));
-    CHECK_STR(vdev_device_current(), "/device:GPU:1");
+    CHECK_STR(vdev_device_current(), "/job:localhost/replica:0/task:0/device:GPU:1");
     CHECK_OK(vdev_device_push("/job:localhost/replica:0/task:0/device:GPU:2"));
     vdev_tensor_t *u = vdev_relu(t); /* inner scope wins over the input's device */
     CHECK_STR(vdev_tensor_device(u), "/device:GPU:2");
@@ -125,12 +125,15 @@ static void test_policies(void)
     vdev_tensor_free(y);
     vdev_tensor_free(z);
 
-    /* bad policy from the environment; code wins over the environment */
+    /* bad policy from the environment, an error even where code set the
+     * policy (as every malformed variable); code wins over a good one */
     vdev_shutdown();
     setenv("VDEV_PLACEMENT", "loose", 1);
     CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
     CHECK_MSG("VDEV_PLACEMENT=\"loose\" is not a placement policy (copy, strict or tf)");
     CHECK_OK(vdev_set_placement_policy(VDEV_PLACEMENT_COPY));
+    CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
+    setenv("VDEV_PLACEMENT", "strict", 1);
     CHECK_OK(vdev_init());
     CHECK(vdev_get_placement_policy() == VDEV_PLACEMENT_COPY);
     CHECK_STATUS(vdev_set_placement_policy((enum vdev_placement_policy)7), VDEV_ERR_INVALID_ARG);

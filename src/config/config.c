@@ -1,56 +1,31 @@
-/* config.c — discovery of physical devices, configuration calls, environment
- * variables, and the start-up plan.
+/* config.c — discovery of physical devices and the configuration calls.
  *
- * All state lives in one struct guarded by one mutex. Discovery happens once,
- * on the first call that needs the physical devices; the configuration calls
- * only record what the user asked for; vdev_config_freeze() reads the
- * environment for whatever code left unset, checks every rule, and produces
- * the plan the runtime builds its logical devices from.
+ * All state lives in one struct guarded by one mutex (internal.h). Discovery
+ * happens once, on the first call that needs the physical devices; the
+ * configuration calls only record what the user asked for, and the getters
+ * report it; start-up (plan.c) reads the environment for whatever code left
+ * unset, checks every rule, and freezes the result.
  *
  * Rules kept from TensorFlow: configuration is frozen at start-up
  * ("Physical devices cannot be modified after being initialized"), a call
- * that repeats the value in force is a no-op even then, logical GPUs are
- * numbered over visible GPUs in order, the driver reserve (MinSystemMemory).
- * Rules lifted: growth may differ between GPUs, growth combines with logical
- * devices, a fraction combines with logical devices (it becomes their
- * budget), limits beyond a card's budget fail at start-up, and a malformed
- * environment variable is an error rather than a logged warning.
+ * that repeats the value in force is a no-op even then, visible GPUs are
+ * numbered in physical order whatever order set_visible_devices lists them
+ * in, a logical split of the CPU takes no memory limits, the driver reserve
+ * (MinSystemMemory). Rules lifted: growth may differ between GPUs, growth
+ * combines with logical devices, a fraction combines with logical devices (it
+ * becomes their budget), limits beyond a card's budget fail at start-up, and
+ * a malformed environment variable is an error rather than a logged warning.
  */
 #define _GNU_SOURCE
-#include "config/config.h"
+#include "config/internal.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <math.h>
 #include <string.h>
 
-struct gpu_cfg {
-    int growth;                   /* -1 unset, 0 off, 1 on */
-    int n_logical;                /* 0: not split */
-    uint64_t limits[VDEV_MAX_LOGICAL_PER_GPU];
-    double fraction;              /* 0: unset */
-};
+#define MIB (1ull << 20)
 
-static struct {
-    pthread_mutex_t lock;
-    int discovered;
-    int frozen;
-    struct vdev_backend cpu;
-    struct vdev_backend gpu;      /* ops NULL when there are no GPUs */
-    int n_gpus;
-    char absence[256];
-    struct gpu_cfg gpus[VDEV_MAX_GPUS];
-    int visible_set;
-    int n_visible;
-    int visible[VDEV_MAX_GPUS];
-    /* What start-up put in force, from code, environment and defaults (valid
-     * while frozen): a later call that repeats it is a no-op, as TensorFlow
-     * allows, even where the value came from the environment. growth is 0 or
-     * 1 here; fraction 0 means none. */
-    struct gpu_cfg eff[VDEV_MAX_GPUS];
-    int eff_n_visible;
-    int eff_visible[VDEV_MAX_GPUS];
-} S = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static struct vdev_config_state S = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+struct vdev_config_state *vdev_config_state(void) { return &S; }
 
 static const char *const ALREADY = "Physical devices cannot be modified after being initialized";
 
@@ -65,6 +40,7 @@ static void reset_gpu_cfg(void)
     }
     S.visible_set = 0;
     S.n_visible = 0;
+    S.n_cpus = 0;
 }
 
 static enum vdev_status discover_locked(void)
@@ -187,7 +163,7 @@ static enum vdev_status physical_gpu(const char *name, int *gpu, int *is_cpu)
     struct vdev_device_name dn;
     if (!name)
         return vdev_error(VDEV_ERR_INVALID_ARG, "physical device name is NULL");
-    if (vdev_parse_device_name(name, &dn) != VDEV_OK)
+    if (vdev_parse_device_name(name, &dn) != VDEV_OK || !dn.has_index)
         return vdev_error(VDEV_ERR_NOT_FOUND, "Unrecognized device: %s", name);
     if (dn.type == VDEV_DEVICE_CPU) {
         if (dn.index != 0)
@@ -220,6 +196,15 @@ static enum vdev_status end(enum vdev_status st)
     return st;
 }
 
+/* "1,0,1" into buf, for messages. */
+static void format_list(const int *idx, int n, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && len + 16 < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%d", i ? "," : "", idx[i]);
+}
+
 VDEV_API enum vdev_status vdev_config_set_visible_devices(const int *idx, int n)
 {
     if (n < 0 || (n > 0 && !idx))
@@ -232,11 +217,17 @@ VDEV_API enum vdev_status vdev_config_set_visible_devices(const int *idx, int n)
             return end(vdev_error(VDEV_ERR_NOT_FOUND, "Unrecognized device: /physical_device:GPU:%d",
                                   idx[i]));
         for (int j = 0; j < i; j++)
-            if (idx[j] == idx[i])
+            if (idx[j] == idx[i]) {
+                char list[256];
+                format_list(idx, n, list, sizeof list);
                 return end(vdev_error(VDEV_ERR_INVALID_ARG,
-                                      "GPU %d is listed twice in the visible devices", idx[i]));
+                                      "the visible devices contained a duplicate entry: %s "
+                                      "(GPU %d)",
+                                      list, idx[i]));
+            }
     }
     if (S.frozen) {
+        /* Compared as listed, as TensorFlow compares its list. */
         int same = S.eff_n_visible == n;
         for (int i = 0; same && i < n; i++)
             same = S.eff_visible[i] == idx[i];
@@ -289,10 +280,35 @@ VDEV_API enum vdev_status vdev_config_get_memory_growth(const char *name, int *o
     return end(VDEV_OK);
 }
 
+/* The CPU split into n logical CPUs: no limits, as in TensorFlow. */
+static enum vdev_status set_logical_cpus(const char *name, const uint64_t *limits, int n)
+{
+    for (int i = 0; limits && i < n; i++)
+        if (limits[i] != 0)
+            return vdev_error(VDEV_ERR_INVALID_ARG,
+                              "Setting memory limit on CPU virtual devices is currently not "
+                              "supported (logical device %d of %s has a limit of %llu bytes; "
+                              "pass NULL or zeros)",
+                              i, name, (unsigned long long)limits[i]);
+    if (n > VDEV_MAX_LOGICAL_CPUS)
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "%d logical devices requested on %s; at most %d CPUs", n, name,
+                          VDEV_MAX_LOGICAL_CPUS);
+    int want = n ? n : 1;
+    if (S.frozen) {
+        if (S.eff_n_cpus == want)
+            return VDEV_OK;
+        return vdev_error(VDEV_ERR_ALREADY_INITIALIZED,
+                          "Virtual devices cannot be modified after being initialized");
+    }
+    S.n_cpus = n;
+    return VDEV_OK;
+}
+
 VDEV_API enum vdev_status vdev_config_set_logical_devices(const char *name, const uint64_t *limits,
                                                           int n)
 {
-    if (n < 0 || (n > 0 && !limits))
+    if (n < 0)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_config_set_logical_devices: bad arguments");
     enum vdev_status st = begin();
     if (st != VDEV_OK)
@@ -301,23 +317,35 @@ VDEV_API enum vdev_status vdev_config_set_logical_devices(const char *name, cons
     if ((st = physical_gpu(name, &gpu, &is_cpu)) != VDEV_OK)
         return end(st);
     if (is_cpu)
+        return end(set_logical_cpus(name, limits, n));
+    if (n > 0 && !limits)
         return end(vdev_error(VDEV_ERR_INVALID_ARG,
-                              "Setting memory limit on CPU virtual devices is currently not "
-                              "supported"));
+                              "vdev_config_set_logical_devices: bad arguments (limits NULL for "
+                              "%d GPU logical devices)",
+                              n));
     if (n > VDEV_MAX_LOGICAL_PER_GPU)
         return end(vdev_error(VDEV_ERR_INVALID_ARG,
                               "%d logical devices requested on %s; at most %d per GPU", n, name,
                               VDEV_MAX_LOGICAL_PER_GPU));
-    for (int i = 0; i < n; i++)
-        if (limits[i] < 256)
+    for (int i = 0; i < n; i++) {
+        if (limits[i] == 0)
             return end(vdev_error(VDEV_ERR_INVALID_ARG,
                                   "Setting memory limit is required for GPU virtual devices: "
-                                  "logical device %d of %s has a limit of %llu bytes (at least "
-                                  "256)",
-                                  i, name, (unsigned long long)limits[i]));
-    struct gpu_cfg *g = &S.gpus[gpu];
+                                  "logical device %d of %s has a limit of 0 bytes (at least "
+                                  "1 MiB)",
+                                  i, name));
+        /* TensorFlow takes MiB: 4096 meant as 4 GiB is 4 KiB here. */
+        if (limits[i] < MIB)
+            return end(vdev_error(VDEV_ERR_INVALID_ARG,
+                                  "logical device %d of %s has a limit of %llu bytes, less than "
+                                  "1 MiB: limits are in bytes (did you mean %lluMiB, i.e. "
+                                  "%lluull << 20?)",
+                                  i, name, (unsigned long long)limits[i],
+                                  (unsigned long long)limits[i], (unsigned long long)limits[i]));
+    }
+    struct vdev_gpu_cfg *g = &S.gpus[gpu];
     if (S.frozen) {
-        const struct gpu_cfg *e = &S.eff[gpu];
+        const struct vdev_gpu_cfg *e = &S.eff[gpu];
         int same = e->n_logical == n;
         for (int i = 0; same && i < n; i++)
             same = e->limits[i] == limits[i];
@@ -330,6 +358,25 @@ VDEV_API enum vdev_status vdev_config_set_logical_devices(const char *name, cons
     for (int i = 0; i < n; i++)
         g->limits[i] = limits[i];
     return end(VDEV_OK);
+}
+
+/* A fraction whose budget is below 1 MiB on GPU `gpu` holds nothing. */
+static enum vdev_status check_fraction(int gpu, double fraction)
+{
+    uint64_t fr, total;
+    enum vdev_status st = vdev_backend_mem_info(&S.gpu, gpu, &fr, &total);
+    if (st != VDEV_OK)
+        return st;
+    uint64_t b = vdev_config_fraction_budget(total, fraction);
+    if (b >= MIB)
+        return VDEV_OK;
+    char b1[32], b2[32], least[32];
+    vdev_config_min_fraction(total, least, sizeof least);
+    return vdev_error(VDEV_ERR_INVALID_ARG,
+                      "memory fraction %g gives /physical_device:GPU:%d a budget of %s (%g of its "
+                      "%s), less than 1 MiB: the smallest useful value is %s",
+                      fraction, gpu, vdev_format_bytes(b, b1, sizeof b1), fraction,
+                      vdev_format_bytes(total, b2, sizeof b2), least);
 }
 
 VDEV_API enum vdev_status vdev_config_set_memory_fraction(const char *name, double fraction)
@@ -351,6 +398,9 @@ VDEV_API enum vdev_status vdev_config_set_memory_fraction(const char *name, doub
         lo = gpu;
         hi = gpu + 1;
     }
+    for (int i = lo; fraction > 0 && i < hi; i++)
+        if ((st = check_fraction(i, fraction)) != VDEV_OK)
+            return end(st);
     if (S.frozen) {
         int same = 1;
         for (int i = lo; i < hi; i++)
@@ -364,446 +414,88 @@ VDEV_API enum vdev_status vdev_config_set_memory_fraction(const char *name, doub
     return end(VDEV_OK);
 }
 
-/* ---- environment ---- */
+/* ---- getters ---- */
 
-enum vdev_status vdev_config_parse_bool(const char *var, const char *v, int *out)
+VDEV_API enum vdev_status vdev_config_get_visible_devices(int *gpu_indices, int cap, int *n)
 {
-    *out = 0; /* written on every path, so callers never read an unset value */
-    if (vdev_strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0) {
-        *out = 1;
-        return VDEV_OK;
-    }
-    if (vdev_strcasecmp(v, "false") == 0 || strcmp(v, "0") == 0) {
-        *out = 0;
-        return VDEV_OK;
-    }
-    return vdev_error(VDEV_ERR_CONFIG,
-                      "%s=\"%s\" could not be parsed: valid values are true or false (any case), "
-                      "1 or 0",
-                      var, v);
-}
-
-/* Reads the "N:" that starts a per-GPU part of a variable: digits (no sign,
- * no space), then ':'. Returns N and sets *after to what follows the ':', or
- * returns -1 when the part does not start that way. */
-static long part_gpu(char *part, char **after)
-{
-    char *c = part;
-    long gpu = 0;
-    if (!isdigit((unsigned char)*c))
-        return -1;
-    for (; isdigit((unsigned char)*c); c++) {
-        gpu = gpu * 10 + (*c - '0');
-        if (gpu > 1000000)
-            return -1;
-    }
-    if (*c != ':')
-        return -1;
-    *after = c + 1;
-    return gpu;
-}
-
-/* VDEV_MEMORY_GROWTH: "true" for every GPU, or per GPU "0:true,1:false".
- * Parts are split with strsep, so an empty part ("0:true,") is an error
- * rather than skipped. */
-static enum vdev_status env_growth(const char *var, const char *v, int growth[VDEV_MAX_GPUS])
-{
-    if (!strchr(v, ':')) {
-        int b;
-        enum vdev_status st = vdev_config_parse_bool(var, v, &b);
-        if (st != VDEV_OK)
-            return st;
-        for (int i = 0; i < VDEV_MAX_GPUS; i++)
-            growth[i] = b;
-        return VDEV_OK;
-    }
-    char buf[512];
-    if (strlen(v) >= sizeof buf)
-        return vdev_error(VDEV_ERR_CONFIG, "%s is too long", var);
-    vdev_strlcpy(buf, v, sizeof buf);
-    int seen[VDEV_MAX_GPUS] = {0};
-    char *rest = buf;
-    for (char *part; (part = strsep(&rest, ",")) != NULL;) {
-        char *val;
-        long gpu = part_gpu(part, &val);
-        if (gpu < 0)
-            return vdev_error(VDEV_ERR_CONFIG,
-                              "%s=\"%s\": bad part '%s' (expected true, false, or per GPU "
-                              "0:true,1:false)",
-                              var, v, part);
-        if (gpu >= S.n_gpus)
-            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": there is no GPU %ld (%d GPUs)", var,
-                              v, gpu, S.n_gpus);
-        if (seen[gpu])
-            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": GPU %ld is given twice", var, v, gpu);
-        seen[gpu] = 1;
-        int b;
-        if (vdev_config_parse_bool(var, val, &b) != VDEV_OK)
-            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": bad value '%s' for GPU %ld (true, "
-                                               "false, 1 or 0)",
-                              var, v, val, gpu);
-        growth[gpu] = b;
-    }
-    return VDEV_OK;
-}
-
-/* A decimal fraction such as 0.5 or 1: digits and at most one '.', nothing
- * else (strtod alone would also take " 0.5", "5e-1", "0x0.8p0" and "nan"). */
-static enum vdev_status env_fraction(const char *var, const char *v, double *out)
-{
-    int digits = 0, dots = 0;
-    const char *q = v;
-    for (; *q; q++) {
-        if (isdigit((unsigned char)*q))
-            digits++;
-        else if (*q == '.')
-            dots++;
-        else
-            break;
-    }
-    double f = (digits && dots <= 1 && !*q) ? strtod(v, NULL) : -1.0;
-    if (!(f > 0.0 && f <= 1.0))
-        return vdev_error(VDEV_ERR_CONFIG,
-                          "%s=\"%s\" is not a fraction in (0, 1] (e.g. 0.5 for half of each "
-                          "GPU's total memory)",
-                          var, v);
-    *out = f;
-    return VDEV_OK;
-}
-
-/* VDEV_LOGICAL_DEVICES="0:4GiB,2GiB;1:3GiB". Empty groups and empty limits
- * ("0:4GiB,", "0:4GiB;") are errors. */
-static enum vdev_status env_logical(const char *var, const char *v, struct gpu_cfg *cfg,
-                                    int set[VDEV_MAX_GPUS])
-{
-    char buf[1024];
-    if (strlen(v) >= sizeof buf)
-        return vdev_error(VDEV_ERR_CONFIG, "%s is too long", var);
-    if (!*v)
-        return vdev_error(VDEV_ERR_CONFIG, "%s is empty (expected e.g. 0:4GiB,2GiB;1:3GiB)",
-                          var);
-    vdev_strlcpy(buf, v, sizeof buf);
-    char *rest = buf;
-    for (char *grp; (grp = strsep(&rest, ";")) != NULL;) {
-        char *lims;
-        long gpu = part_gpu(grp, &lims);
-        if (gpu < 0)
-            return vdev_error(VDEV_ERR_CONFIG,
-                              "%s=\"%s\": bad part '%s' (expected GPU:LIMIT[,LIMIT...], e.g. "
-                              "0:4GiB,2GiB;1:3GiB)",
-                              var, v, grp);
-        if (gpu >= S.n_gpus)
-            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": there is no GPU %ld (%d GPUs)", var,
-                              v, gpu, S.n_gpus);
-        if (set[gpu])
-            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": GPU %ld is given twice", var, v, gpu);
-        set[gpu] = 1;
-        struct gpu_cfg *g = &cfg[gpu];
-        g->n_logical = 0;
-        if (!*lims)
-            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": GPU %ld has no limits", var, v, gpu);
-        for (char *lim; (lim = strsep(&lims, ",")) != NULL;) {
-            uint64_t bytes;
-            if (vdev_parse_bytes(lim, &bytes) != VDEV_OK || bytes < 256)
-                return vdev_error(VDEV_ERR_CONFIG,
-                                  "%s=\"%s\": bad limit '%s' for GPU %ld (a size such as 4GiB)",
-                                  var, v, lim, gpu);
-            if (g->n_logical == VDEV_MAX_LOGICAL_PER_GPU)
-                return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": more than %d logical devices on "
-                                                   "GPU %ld",
-                                  var, v, VDEV_MAX_LOGICAL_PER_GPU, gpu);
-            g->limits[g->n_logical++] = bytes;
-        }
-    }
-    return VDEV_OK;
-}
-
-/* VDEV_VISIBLE_DEVICES="0,2"; "" hides every GPU, as CUDA_VISIBLE_DEVICES. */
-static enum vdev_status env_visible(const char *var, const char *v, int *vis, int *n_out)
-{
-    int n = 0;
-    const char *p = v;
-    while (*p) {
-        char *end;
-        errno = 0;
-        long idx = strtol(p, &end, 10);
-        if (end == p || errno || idx < 0 || !isdigit((unsigned char)*p) ||
-            (*end && *end != ','))
-            return vdev_error(VDEV_ERR_CONFIG,
-                              "%s=\"%s\": bad entry at '%s' (expected GPU indices such as 0,2)",
-                              var, v, p);
-        if (idx >= S.n_gpus)
-            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": there is no GPU %ld (%d GPUs)", var, v,
-                              idx, S.n_gpus);
-        for (int j = 0; j < n; j++)
-            if (vis[j] == idx)
-                return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": GPU %ld is listed twice", var, v,
-                                  idx);
-        vis[n++] = (int)idx;
-        p = *end ? end + 1 : end;
-        if (*end == ',' && !*p)
-            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": trailing ','", var, v);
-    }
-    *n_out = n;
-    return VDEV_OK;
-}
-
-/* TensorFlow's MinSystemMemory: the memory left to the driver and libraries. */
-static uint64_t min_system_memory(uint64_t free_bytes, int cc_major)
-{
-    if (free_bytes < (2ull << 30))
-        return 225ull << 20;
-    if (cc_major <= 6)
-        return 500ull << 20;
-    if (cc_major == 7)
-        return 1050ull << 20;
-    return 1536ull << 20;
-}
-
-static enum vdev_status env_min_sys(uint64_t *out, int *set)
-{
-    const char *v = getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
-    *set = 0;
-    if (!v)
-        return VDEV_OK;
-    char *end;
-    errno = 0;
-    long long mb = isdigit((unsigned char)v[0]) ? strtoll(v, &end, 10) : -1;
-    if (mb < 0 || *end || errno)
-        return vdev_error(VDEV_ERR_CONFIG,
-                          "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"%s\" is not a whole number of MiB >= 0",
-                          v);
-    if ((unsigned long long)mb > (UINT64_MAX >> 20))
-        return vdev_error(VDEV_ERR_CONFIG, "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"%s\" is too large", v);
-    *out = (uint64_t)mb << 20;
-    *set = 1;
-    return VDEV_OK;
-}
-
-enum vdev_status vdev_config_gpu_budget(int gpu, double fraction, uint64_t *budget,
-                                        uint64_t *free_out, uint64_t *reserve_out)
-{
-    uint64_t free_bytes, total;
-    struct vdev_backend_device_info info;
-    enum vdev_status st = vdev_backend_mem_info(&S.gpu, gpu, &free_bytes, &total);
-    if (st == VDEV_OK)
-        st = vdev_backend_device_info(&S.gpu, gpu, &info);
-    if (st != VDEV_OK)
-        return st;
-    uint64_t reserve = min_system_memory(free_bytes, info.cc_major);
-    int set;
-    uint64_t user_reserve;
-    if ((st = env_min_sys(&user_reserve, &set)) != VDEV_OK)
-        return st;
-    if (set) {
-        /* TensorFlow ignores a reserve that leaves nothing, with a warning; it
-         * cannot be honoured, so here it is an error. */
-        if (user_reserve >= free_bytes) {
-            char b1[32], b2[32];
-            return vdev_error(VDEV_ERR_CONFIG,
-                              "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"%s\" reserves %s, which leaves "
-                              "nothing of the %s free on /physical_device:GPU:%d",
-                              getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB"),
-                              vdev_format_bytes(user_reserve, b1, sizeof b1),
-                              vdev_format_bytes(free_bytes, b2, sizeof b2), gpu);
-        }
-        reserve = user_reserve;
-    }
-    uint64_t b;
-    if (fraction > 0 && !set)
-        b = (uint64_t)((double)total * fraction);
-    else
-        b = free_bytes > reserve ? free_bytes - reserve : free_bytes;
-    *budget = b & ~(uint64_t)255;
-    if (free_out)
-        *free_out = free_bytes;
-    if (reserve_out)
-        *reserve_out = (fraction > 0 && !set) ? 0 : reserve;
-    return VDEV_OK;
-}
-
-/* ---- the plan ---- */
-
-static enum vdev_status build_plan(struct vdev_plan *plan)
-{
-    enum vdev_status st;
-    memset(plan, 0, sizeof *plan);
-    plan->cpu = &S.cpu;
-    plan->gpu = S.gpu.ops ? &S.gpu : NULL;
-    uint64_t cpu_free, cpu_total;
-    if ((st = vdev_backend_mem_info(&S.cpu, 0, &cpu_free, &cpu_total)) != VDEV_OK)
-        return st;
-    plan->cpu_limit_bytes = cpu_total & ~(uint64_t)255;
-
-    const char *trace = getenv("VDEV_ALLOC_TRACE");
-    if (trace) {
-        if (!*trace)
-            return vdev_error(VDEV_ERR_CONFIG, "VDEV_ALLOC_TRACE is empty (expected a file path)");
-        if (strlen(trace) >= sizeof plan->alloc_trace_path)
-            return vdev_error(VDEV_ERR_CONFIG, "VDEV_ALLOC_TRACE is too long");
-        vdev_strlcpy(plan->alloc_trace_path, trace, sizeof plan->alloc_trace_path);
-    }
-
-    /* Environment, validated in full even where code overrides it. */
-    int env_grow[VDEV_MAX_GPUS];
-    for (int i = 0; i < VDEV_MAX_GPUS; i++)
-        env_grow[i] = -1;
-    const char *tf_grow = getenv("TF_FORCE_GPU_ALLOW_GROWTH");
-    const char *vd_grow = getenv("VDEV_MEMORY_GROWTH");
-    if (tf_grow) {
-        int b;
-        if ((st = vdev_config_parse_bool("TF_FORCE_GPU_ALLOW_GROWTH", tf_grow, &b)) != VDEV_OK)
-            return st;
-        for (int i = 0; i < VDEV_MAX_GPUS; i++)
-            env_grow[i] = b;
-    }
-    if (vd_grow) {
-        int g2[VDEV_MAX_GPUS];
-        for (int i = 0; i < VDEV_MAX_GPUS; i++)
-            g2[i] = -1;
-        if ((st = env_growth("VDEV_MEMORY_GROWTH", vd_grow, g2)) != VDEV_OK)
-            return st;
-        for (int i = 0; i < VDEV_MAX_GPUS; i++) {
-            if (g2[i] < 0)
-                continue;
-            if (env_grow[i] >= 0 && env_grow[i] != g2[i])
-                return vdev_error(VDEV_ERR_CONFIG,
-                                  "TF_FORCE_GPU_ALLOW_GROWTH=\"%s\" and VDEV_MEMORY_GROWTH=\"%s\" "
-                                  "disagree for GPU %d",
-                                  tf_grow, vd_grow, i);
-            env_grow[i] = g2[i];
-        }
-    }
-    double env_frac = 0;
-    const char *vd_frac = getenv("VDEV_MEMORY_FRACTION");
-    const char *tf_frac = getenv("TF_GPU_MEMORY_FRACTION");
-    if (vd_frac && (st = env_fraction("VDEV_MEMORY_FRACTION", vd_frac, &env_frac)) != VDEV_OK)
-        return st;
-    if (tf_frac) {
-        double f2;
-        if ((st = env_fraction("TF_GPU_MEMORY_FRACTION", tf_frac, &f2)) != VDEV_OK)
-            return st;
-        if (vd_frac && f2 != env_frac)
-            return vdev_error(VDEV_ERR_CONFIG,
-                              "VDEV_MEMORY_FRACTION=\"%s\" and TF_GPU_MEMORY_FRACTION=\"%s\" "
-                              "disagree; set one",
-                              vd_frac, tf_frac);
-        env_frac = f2;
-    }
-    struct gpu_cfg env_cfg[VDEV_MAX_GPUS];
-    int env_split[VDEV_MAX_GPUS] = {0};
-    const char *vd_log = getenv("VDEV_LOGICAL_DEVICES");
-    if (vd_log && (st = env_logical("VDEV_LOGICAL_DEVICES", vd_log, env_cfg, env_split)) != VDEV_OK)
-        return st;
-    /* Visible devices: code, else environment (validated even when code
-     * overrides it), else every GPU. */
-    int env_vis[VDEV_MAX_GPUS], env_n_vis = 0;
-    const char *vd_vis = getenv("VDEV_VISIBLE_DEVICES");
-    if (vd_vis && (st = env_visible("VDEV_VISIBLE_DEVICES", vd_vis, env_vis, &env_n_vis)) != VDEV_OK)
-        return st;
-    int *vis = S.eff_visible, n_vis = S.n_gpus;
-    if (S.visible_set) {
-        n_vis = S.n_visible;
-        memcpy(vis, S.visible, sizeof(int) * (size_t)n_vis);
-    } else if (vd_vis) {
-        n_vis = env_n_vis;
-        memcpy(vis, env_vis, sizeof(int) * (size_t)n_vis);
-    } else {
-        for (int i = 0; i < n_vis; i++)
-            vis[i] = i;
-    }
-    S.eff_n_visible = n_vis;
-    int min_sys_set;
-    uint64_t min_sys;
-    if ((st = env_min_sys(&min_sys, &min_sys_set)) != VDEV_OK)
-        return st;
-
-    /* Merge, for every GPU (what is in force after start-up): code first,
-     * then environment, then defaults. */
-    for (int gpu = 0; gpu < S.n_gpus; gpu++) {
-        const struct gpu_cfg *c = &S.gpus[gpu];
-        struct gpu_cfg *e = &S.eff[gpu];
-        e->growth = c->growth >= 0 ? c->growth : env_grow[gpu] >= 0 ? env_grow[gpu] : 1;
-        e->fraction = c->fraction > 0 ? c->fraction : env_frac;
-        const struct gpu_cfg *src = (c->n_logical == 0 && env_split[gpu]) ? &env_cfg[gpu] : c;
-        e->n_logical = src->n_logical;
-        memcpy(e->limits, src->limits, sizeof(uint64_t) * (size_t)src->n_logical);
-    }
-
-    /* The plan: the visible GPUs in order, each one's logical devices. */
-    for (int k = 0; k < n_vis; k++) {
-        int gpu = vis[k];
-        const struct gpu_cfg *e = &S.eff[gpu];
-        double frac = e->fraction;
-        int n_log = e->n_logical;
-        const uint64_t *limits = e->limits;
-        uint64_t budget, free_bytes, reserve;
-        if ((st = vdev_config_gpu_budget(gpu, frac, &budget, &free_bytes, &reserve)) != VDEV_OK)
-            return st;
-        enum vdev_memory_policy pol = e->growth ? VDEV_POLICY_GROW : VDEV_POLICY_PREALLOCATE;
-        int n_new = n_log ? n_log : 1;
-        if (plan->n_devices + n_new > (int)VDEV_ARRAY_LEN(plan->devices))
-            return vdev_error(VDEV_ERR_CONFIG,
-                              "/physical_device:GPU:%d: more than %d logical GPUs in all", gpu,
-                              (int)VDEV_ARRAY_LEN(plan->devices));
-        char b1[32], b2[32], b3[32], b4[32];
-        if (n_log == 0) {
-            struct vdev_plan_device *d = &plan->devices[plan->n_devices++];
-            d->physical = gpu;
-            d->limit_bytes = budget;
-            d->policy = pol;
-            d->is_split = 0;
-            continue;
-        }
-        uint64_t sum = 0;
-        for (int i = 0; i < n_log; i++) {
-            uint64_t l = limits[i] & ~(uint64_t)255;
-            sum = sum > UINT64_MAX - l ? UINT64_MAX : sum + l;
-        }
-        if (sum > budget) {
-            char how[160];
-            uint64_t fr_now, total = 0;
-            if (vdev_backend_mem_info(&S.gpu, gpu, &fr_now, &total) != VDEV_OK)
-                total = 0;
-            if (frac > 0 && !min_sys_set)
-                snprintf(how, sizeof how, "%.3g of its %s total", frac,
-                         vdev_format_bytes(total, b3, sizeof b3));
-            else
-                snprintf(how, sizeof how, "%s free less the %s driver reserve",
-                         vdev_format_bytes(free_bytes, b3, sizeof b3),
-                         vdev_format_bytes(reserve, b4, sizeof b4));
-            return vdev_error(VDEV_ERR_CONFIG,
-                              "/physical_device:GPU:%d: its %d logical devices' limits sum to %s "
-                              "(%llu bytes), more than the card's budget of %s (%llu bytes: %s)",
-                              gpu, n_log, vdev_format_bytes(sum, b1, sizeof b1),
-                              (unsigned long long)sum, vdev_format_bytes(budget, b2, sizeof b2),
-                              (unsigned long long)budget, how);
-        }
-        for (int i = 0; i < n_log; i++) {
-            struct vdev_plan_device *d = &plan->devices[plan->n_devices++];
-            d->physical = gpu;
-            d->limit_bytes = limits[i] & ~(uint64_t)255;
-            d->policy = pol;
-            d->is_split = 1;
-        }
-    }
-    return VDEV_OK;
-}
-
-enum vdev_status vdev_config_freeze(struct vdev_plan *plan)
-{
+    if (!n || cap < 0 || (cap > 0 && !gpu_indices))
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_config_get_visible_devices: bad arguments");
     enum vdev_status st = begin();
     if (st != VDEV_OK)
         return st;
-    st = build_plan(plan);
-    if (st == VDEV_OK)
-        S.frozen = 1;
-    return end(st);
+    struct vdev_config_resolved *r = NULL;
+    const int *vis = S.eff_visible;
+    int count = S.eff_n_visible;
+    if (!S.frozen) {
+        if (!(r = malloc(sizeof *r)))
+            return end(vdev_error(VDEV_ERR_OOM, "out of host memory"));
+        if ((st = vdev_config_resolve_locked(r)) != VDEV_OK) {
+            free(r);
+            return end(st);
+        }
+        vis = r->visible;
+        count = r->n_visible;
+    }
+    for (int i = 0; i < count && i < cap; i++)
+        gpu_indices[i] = vis[i];
+    *n = count;
+    free(r);
+    return end(VDEV_OK);
 }
 
-void vdev_config_unfreeze(void)
+VDEV_API enum vdev_status vdev_config_get_logical_devices(const char *name, uint64_t *limits,
+                                                          int cap, int *n)
 {
-    pthread_mutex_lock(&S.lock);
-    S.frozen = 0;
-    pthread_mutex_unlock(&S.lock);
+    if (!n || cap < 0 || (cap > 0 && !limits))
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_config_get_logical_devices: bad arguments");
+    enum vdev_status st = begin();
+    if (st != VDEV_OK)
+        return st;
+    int gpu, is_cpu;
+    if ((st = physical_gpu(name, &gpu, &is_cpu)) != VDEV_OK)
+        return end(st);
+    struct vdev_config_resolved *r = NULL;
+    const struct vdev_gpu_cfg *g = is_cpu ? NULL : &S.eff[gpu];
+    int n_cpus = S.eff_n_cpus;
+    if (!S.frozen) {
+        if (!(r = malloc(sizeof *r)))
+            return end(vdev_error(VDEV_ERR_OOM, "out of host memory"));
+        if ((st = vdev_config_resolve_locked(r)) != VDEV_OK) {
+            free(r);
+            return end(st);
+        }
+        g = is_cpu ? NULL : &r->gpu[gpu];
+        n_cpus = r->n_cpus;
+    }
+    /* The CPU unsplit is no configuration, as one GPU unsplit is. */
+    int count = is_cpu ? (n_cpus > 1 ? n_cpus : 0) : g->n_logical;
+    for (int i = 0; i < count && i < cap; i++)
+        limits[i] = is_cpu ? 0 : g->limits[i];
+    *n = count;
+    free(r);
+    return end(VDEV_OK);
+}
+
+VDEV_API enum vdev_status vdev_device_details(const char *name, struct vdev_device_details *out)
+{
+    if (!out)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_device_details: out is NULL");
+    enum vdev_status st = begin();
+    if (st != VDEV_OK)
+        return st;
+    int gpu, is_cpu;
+    if ((st = physical_gpu(name, &gpu, &is_cpu)) != VDEV_OK)
+        return end(st);
+    struct vdev_device_details d;
+    memset(&d, 0, sizeof d);
+    if (!is_cpu) {
+        struct vdev_backend_device_info info;
+        if ((st = vdev_backend_device_info(&S.gpu, gpu, &info)) != VDEV_OK)
+            return end(st);
+        vdev_strlcpy(d.device_name, info.model, sizeof d.device_name);
+        d.cc_major = info.cc_major;
+        d.cc_minor = info.cc_minor;
+    }
+    *out = d;
+    return end(VDEV_OK);
 }

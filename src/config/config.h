@@ -15,6 +15,9 @@
 
 #define VDEV_MAX_GPUS 64
 #define VDEV_MAX_LOGICAL_PER_GPU 16
+#define VDEV_MAX_LOGICAL_CPUS 16
+/* Logical devices in all, CPUs and GPUs together. */
+#define VDEV_MAX_LOGICAL_DEVICES (1 + VDEV_MAX_GPUS * 2)
 
 /* One logical device of the plan. */
 struct vdev_plan_device {
@@ -25,9 +28,10 @@ struct vdev_plan_device {
 };
 
 struct vdev_plan {
-    struct vdev_backend *cpu;     /* the CPU backend (device 0) */
+    struct vdev_backend *cpu;     /* the CPU backend */
     struct vdev_backend *gpu;     /* the GPU backend, or NULL */
-    uint64_t cpu_limit_bytes;
+    uint64_t cpu_limit_bytes;     /* each logical CPU's limit: the host's memory */
+    int n_cpus;                   /* logical CPUs, at least 1 (/device:CPU:0..n_cpus-1) */
     int n_devices;                /* logical GPUs */
     struct vdev_plan_device devices[VDEV_MAX_GPUS * 2];
     char alloc_trace_path[1024];  /* VDEV_ALLOC_TRACE, "" if unset */
@@ -61,17 +65,40 @@ void vdev_config_unfreeze(void);
 /* Parses a boolean env value: true/false in any case, or 1/0. */
 enum vdev_status vdev_config_parse_bool(const char *var, const char *value, int *out);
 
+/* Parses a size as vdev_parse_bytes() does ("4GiB", "1.5GiB", "2e6") and
+ * refuses one that is not a whole number of bytes once its unit is applied
+ * ("256.9", "0.1KiB"). VDEV_OK, or VDEV_ERR_PARSE with *not_whole set to 1
+ * when the text is a size but not a whole number of bytes, 0 when it is not
+ * a size at all. The caller writes the message. */
+enum vdev_status vdev_config_parse_size(const char *text, uint64_t *out, int *not_whole);
+
+/* ---- environment variables ---- */
+
+/* One variable vdev reads. */
+struct vdev_envvar {
+    const char *name;             /* "VDEV_MEMORY_GROWTH" */
+    const char *values;           /* what it takes, one line: "true/false (any case), 1/0, ..." */
+    const char *description;      /* what it does, one line */
+};
+/* The table of every environment variable vdev reads, in the order the
+ * README lists them (static storage; *n may be NULL). For help texts. */
+const struct vdev_envvar *vdev_config_envvars(int *n);
+
 /* ---- device names ---- */
 
 struct vdev_device_name {
     enum vdev_device_type type;
-    int index;
+    int index;                    /* -1 when the name has none */
+    int has_index;                /* 0 for "GPU", "/gpu", "/device:GPU", "GPU:*" */
     int physical;                 /* "/physical_device:..." */
 };
 /* Parses every form TensorFlow accepts: "/device:GPU:1", "GPU:1", "gpu:1",
- * "/gpu:1", "/job:localhost/replica:0/task:0/device:GPU:1", and
- * "/physical_device:GPU:1". VDEV_ERR_INVALID_ARG with TensorFlow's message
- * for a malformed name; VDEV_ERR_NOT_FOUND for another job/replica/task. */
+ * "/gpu:1", "/job:localhost/replica:0/task:0/device:GPU:1",
+ * "/physical_device:GPU:1", and a type without an index ("GPU", "/gpu",
+ * "/device:GPU", "GPU:*"; has_index 0), which only device scopes accept.
+ * "*" leaves a job, replica or task unspecified. VDEV_ERR_INVALID_ARG with
+ * TensorFlow's message for a malformed name (a job name starts with a
+ * letter); VDEV_ERR_NOT_FOUND for another job/replica/task. */
 enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_name *out);
 
 #endif /* VDEV_CONFIG_H */

@@ -3,8 +3,11 @@
  * A name is a '/'-separated list of fields, as TensorFlow's DeviceNameUtils
  * and DeviceSpec read it: "job:J", "replica:R", "task:T", "device:TYPE:N",
  * "physical_device:TYPE:N", or a bare "TYPE:N" (legacy "/gpu:1", local
- * "GPU:1"). TYPE is CPU or GPU in any case. Only the local job
- * (job:localhost, replica:0, task:0) has devices here. */
+ * "GPU:1"). TYPE is CPU or GPU in any case. The index may be left out
+ * ("GPU", "/gpu", "/device:GPU") or be "*", as in a tf.device scope; "*"
+ * also leaves a job, replica or task unspecified. A job name starts with a
+ * letter, then letters, digits or '_' (DeviceNameUtils' IsJobName). Only the
+ * local job (job:localhost, replica:0, task:0) has devices here. */
 #define _GNU_SOURCE
 #include "config/config.h"
 
@@ -33,6 +36,17 @@ static int parse_index(const char *s, int *out)
             return 0;
     }
     *out = (int)v;
+    return 1;
+}
+
+/* DeviceNameUtils' IsJobName: a letter, then letters, digits or '_'. */
+static int is_job_name(const char *s)
+{
+    if (!isalpha((unsigned char)s[0]))
+        return 0;
+    for (const char *p = s + 1; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_')
+            return 0;
     return 1;
 }
 
@@ -72,11 +86,9 @@ enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_nam
     memcpy(buf, text, len + 1);
 
     int have_dev = 0, remote = 0;
-    struct vdev_device_name r = {VDEV_DEVICE_CPU, 0, 0};
+    struct vdev_device_name r = {VDEV_DEVICE_CPU, -1, 0, 0};
     char *save = NULL;
-    int n_fields = 0;
     for (char *f = strtok_r(buf, "/", &save); f; f = strtok_r(NULL, "/", &save)) {
-        n_fields++;
         /* split on ':' into at most 3 parts */
         char *parts[4] = {0};
         int np = 0;
@@ -92,46 +104,49 @@ enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_nam
         if (np == 4)
             return bad_attr(f, text);
         if (np == 2 && strcmp(parts[0], "job") == 0) {
-            if (!parts[1][0])
-                return bad_attr("job:", text);
+            if (strcmp(parts[1], "*") == 0)
+                continue;
+            if (!is_job_name(parts[1]))
+                return vdev_error(VDEV_ERR_INVALID_ARG,
+                                  "Unknown attribute 'job' is encountered while parsing the device "
+                                  "spec: '%s'. (a job name starts with a letter, then letters, "
+                                  "digits or '_')",
+                                  text);
             if (strcmp(parts[1], "localhost") != 0)
                 remote = 1;
             continue;
         }
         if (np == 2 && (strcmp(parts[0], "replica") == 0 || strcmp(parts[0], "task") == 0)) {
             int v;
+            if (strcmp(parts[1], "*") == 0)
+                continue;
             if (!parse_index(parts[1], &v))
                 return bad_attr(parts[0], text);
             if (v != 0)
                 remote = 1;
             continue;
         }
-        /* device:TYPE:N, physical_device:TYPE:N, or TYPE:N */
+        /* device:TYPE[:N], physical_device:TYPE[:N], TYPE[:N] */
         int physical = 0;
         char *type_s, *idx_s;
-        if (np == 3 && (strcmp(parts[0], "device") == 0 ||
-                        strcmp(parts[0], "physical_device") == 0)) {
+        int prefixed = np >= 2 && (strcmp(parts[0], "device") == 0 ||
+                                   strcmp(parts[0], "physical_device") == 0);
+        if (prefixed) {
             physical = parts[0][0] == 'p';
             type_s = parts[1];
-            idx_s = parts[2];
-        } else if (np == 2) {
+            idx_s = np == 3 ? parts[2] : NULL;
+        } else if (np <= 2) {
             type_s = parts[0];
-            idx_s = parts[1];
+            idx_s = np == 2 ? parts[1] : NULL;
         } else {
-            enum vdev_device_type t;
-            if (np == 1 && (parse_type(f, &t) || other_tf_type(f)))
-                return vdev_error(VDEV_ERR_INVALID_ARG,
-                                  "'%s' names no device index in the device spec: '%s' "
-                                  "(expected e.g. %s:0)",
-                                  f, text, f);
             /* As DeviceSpec: the message names the field's first part. */
             return bad_attr(f, text);
         }
         enum vdev_device_type type;
         if (!parse_type(type_s, &type)) {
-            /* "device:TYPE:N" may name any type; a bare "TYPE:N" only a type
+            /* "device:TYPE" may name any type; a bare "TYPE[:N]" only a type
              * TensorFlow knows, or it is an unknown attribute. */
-            if (np == 3 || other_tf_type(type_s))
+            if (prefixed || other_tf_type(type_s))
                 return vdev_error(VDEV_ERR_INVALID_ARG,
                                   "Unknown device type '%s' in the device spec: '%s' (vdev has "
                                   "CPU and GPU devices)",
@@ -143,8 +158,8 @@ enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_nam
                               "Multiple device types are not allowed while parsing the device "
                               "spec: '%s'.",
                               text);
-        int idx;
-        if (!parse_index(idx_s, &idx))
+        int idx = -1;
+        if (idx_s && strcmp(idx_s, "*") != 0 && !parse_index(idx_s, &idx))
             return vdev_error(VDEV_ERR_INVALID_ARG,
                               "Bad device index '%s' in the device spec: '%s' (expected a whole "
                               "number such as 0 or 1)",
@@ -152,14 +167,13 @@ enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_nam
         have_dev = 1;
         r.type = type;
         r.index = idx;
+        r.has_index = idx >= 0;
         r.physical = physical;
     }
     if (!have_dev)
         return vdev_error(VDEV_ERR_INVALID_ARG,
                           "'%s' names no device (expected e.g. /device:GPU:0, GPU:0 or CPU:0)",
                           text);
-    if (n_fields == 0)
-        return bad_attr(text, text);
     if (remote)
         return vdev_error(VDEV_ERR_NOT_FOUND,
                           "%s unknown device: only /job:localhost/replica:0/task:0 is local", text);

@@ -1,5 +1,15 @@
 /* placement.c — device scopes, the choice of device for each op, placement
- * logging, the placement summary and the audit (see placement.h). */
+ * logging, soft placement, the placement summary and the audit (see
+ * placement.h).
+ *
+ * A scope is resolved as tf.device resolves it: a name without an index
+ * takes the enclosing scope's index (else 0), as DeviceSpec.make_merged_spec
+ * does, and the scope remembers the name it asked for (what
+ * vdev_device_current() reports, TensorFlow's context.device_name) beside
+ * the device its ops run on. The two differ only under soft placement, where
+ * a scope naming a device that does not exist sends its ops to the device
+ * TensorFlow's eager soft placement picks — the first in its priority order,
+ * GPU:0, else CPU:0 — with one warning per such name and start-up. */
 #define _GNU_SOURCE
 #include "runtime/placement.h"
 
@@ -9,13 +19,24 @@
 #define MAX_SCOPE_DEPTH 64
 #define MAX_AUDIT 256
 
-static _Thread_local struct vdev_ldev *scope_stack[MAX_SCOPE_DEPTH];
+#define MAX_SOFT_WARNED 64
+
+/* One device scope: where its ops run, and the device it named. */
+struct scope {
+    struct vdev_ldev *dev;
+    enum vdev_device_type type;
+    int index;
+};
+static _Thread_local struct scope scope_stack[MAX_SCOPE_DEPTH];
 static _Thread_local int scope_depth;
+static _Thread_local char scope_name[96]; /* vdev_device_current() of a soft-placed scope */
 
 static _Atomic int policy = VDEV_PLACEMENT_COPY;
 static _Atomic int policy_set_by_code;
 static _Atomic int log_placement;
 static _Atomic int log_set_by_code;
+static _Atomic int soft_placement;
+static _Atomic int soft_set_by_code;
 
 static _Atomic uint64_t op_counts[VDEV_MAX_OP_TYPES][VDEV_MAX_LDEVS];
 static const char *_Atomic op_names[VDEV_MAX_OP_TYPES];
@@ -32,20 +53,60 @@ static struct {
     int n_devs;
     char names[VDEV_MAX_LDEVS][64];  /* device names, kept for the report at exit */
     int report_at_exit, atexit_done;
+    int n_soft;                      /* names soft placement has warned about */
+    struct {
+        enum vdev_device_type type;
+        int index;
+    } soft[MAX_SOFT_WARNED];
 } A = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- device scopes ---- */
 
+/* Warns once per start-up for each missing device a scope named. */
+static void warn_soft(enum vdev_device_type type, int index, const struct vdev_ldev *to)
+{
+    pthread_mutex_lock(&A.lock);
+    int seen = 0;
+    for (int i = 0; i < A.n_soft && !seen; i++)
+        seen = A.soft[i].type == type && A.soft[i].index == index;
+    if (!seen && A.n_soft < MAX_SOFT_WARNED) {
+        A.soft[A.n_soft].type = type;
+        A.soft[A.n_soft].index = index;
+        A.n_soft++;
+    }
+    pthread_mutex_unlock(&A.lock);
+    if (!seen)
+        vdev_log_warning("soft device placement: /job:localhost/replica:0/task:0/device:%s:%d "
+                         "does not exist; ops placed there run on %s",
+                         type == VDEV_DEVICE_GPU ? "GPU" : "CPU", index, to->long_name);
+}
+
 VDEV_API enum vdev_status vdev_device_push(const char *device)
 {
-    struct vdev_ldev *d = NULL;
-    enum vdev_status st = vdev_runtime_find(device, &d);
+    struct vdev_device_name dn;
+    enum vdev_status st = vdev_parse_device_name(device, &dn);
     if (st != VDEV_OK)
         return st;
+    if ((st = vdev_init()) != VDEV_OK)
+        return st;
+    if (dn.physical)
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "'%s' is a physical device; ops and memory queries take a logical "
+                          "device such as /device:GPU:0",
+                          device);
+    int index = dn.has_index ? dn.index : scope_depth ? scope_stack[scope_depth - 1].index : 0;
+    struct vdev_ldev *d = vdev_runtime_lookup(dn.type, index);
+    if (!d) {
+        if (!atomic_load(&soft_placement))
+            return vdev_runtime_unknown_device(dn.type, index);
+        d = vdev_runtime_default_device();
+    }
     if (scope_depth == MAX_SCOPE_DEPTH)
         return vdev_error(VDEV_ERR_INVALID_ARG, "device scopes nested deeper than %d",
                           MAX_SCOPE_DEPTH);
-    scope_stack[scope_depth++] = d;
+    if (d->type != dn.type || d->index != index)
+        warn_soft(dn.type, index, d);
+    scope_stack[scope_depth++] = (struct scope){d, dn.type, index};
     return VDEV_OK;
 }
 
@@ -59,18 +120,25 @@ VDEV_API enum vdev_status vdev_device_pop(void)
 
 VDEV_API const char *vdev_device_current(void)
 {
-    return scope_depth ? scope_stack[scope_depth - 1]->name : NULL;
+    if (!scope_depth)
+        return NULL;
+    const struct scope *s = &scope_stack[scope_depth - 1];
+    if (s->dev->type == s->type && s->dev->index == s->index)
+        return s->dev->long_name;
+    snprintf(scope_name, sizeof scope_name, "/job:localhost/replica:0/task:0/device:%s:%d",
+             s->type == VDEV_DEVICE_GPU ? "GPU" : "CPU", s->index);
+    return scope_name;
 }
 
 struct vdev_ldev *vdev_placement_scope_device(void)
 {
-    return scope_depth ? scope_stack[scope_depth - 1] : NULL;
+    return scope_depth ? scope_stack[scope_depth - 1].dev : NULL;
 }
 
 void vdev_placement_push_dev(struct vdev_ldev *d)
 {
     VDEV_ASSERT(scope_depth < MAX_SCOPE_DEPTH);
-    scope_stack[scope_depth++] = d;
+    scope_stack[scope_depth++] = (struct scope){d, d->type, d->index};
 }
 
 void vdev_placement_pop_dev(void)
@@ -104,6 +172,19 @@ VDEV_API void vdev_set_log_device_placement(bool enable)
 {
     atomic_store(&log_placement, enable ? 1 : 0);
     atomic_store(&log_set_by_code, 1);
+}
+
+VDEV_API bool vdev_get_log_device_placement(void) { return atomic_load(&log_placement) != 0; }
+
+VDEV_API void vdev_config_set_soft_device_placement(bool enable)
+{
+    atomic_store(&soft_placement, enable ? 1 : 0);
+    atomic_store(&soft_set_by_code, 1);
+}
+
+VDEV_API bool vdev_config_get_soft_device_placement(void)
+{
+    return atomic_load(&soft_placement) != 0;
 }
 
 struct vdev_ldev *vdev_placement_choose(struct vdev_ldev *const *in, int n, int home)
@@ -305,6 +386,11 @@ void vdev_placement_forget_settings(void)
     atomic_store(&policy_set_by_code, 0);
     atomic_store(&log_placement, 0);
     atomic_store(&log_set_by_code, 0);
+    atomic_store(&soft_placement, 0);
+    atomic_store(&soft_set_by_code, 0);
+    pthread_mutex_lock(&A.lock);
+    A.n_soft = 0;
+    pthread_mutex_unlock(&A.lock);
 }
 
 /* VDEV_PLACEMENT_REPORT: printed once, at vdev_shutdown() or at exit,
@@ -324,19 +410,31 @@ static void report_at_exit(void) { vdev_placement_report_if_asked(); }
 enum vdev_status vdev_placement_init_env(void)
 {
     const char *p = getenv("VDEV_PLACEMENT");
-    if (p && !atomic_load(&policy_set_by_code)) {
-        if (!strcmp(p, "copy"))
-            atomic_store(&policy, VDEV_PLACEMENT_COPY);
-        else if (!strcmp(p, "strict"))
-            atomic_store(&policy, VDEV_PLACEMENT_STRICT);
-        else if (!strcmp(p, "tf"))
-            atomic_store(&policy, VDEV_PLACEMENT_TF);
+    if (p) {
+        /* Any case, as every other value. Validated even where code set the policy. */
+        int v;
+        if (!vdev_strcasecmp(p, "copy"))
+            v = VDEV_PLACEMENT_COPY;
+        else if (!vdev_strcasecmp(p, "strict"))
+            v = VDEV_PLACEMENT_STRICT;
+        else if (!vdev_strcasecmp(p, "tf"))
+            v = VDEV_PLACEMENT_TF;
         else
             return vdev_error(VDEV_ERR_CONFIG,
                               "VDEV_PLACEMENT=\"%s\" is not a placement policy (copy, strict or tf)",
                               p);
+        if (!atomic_load(&policy_set_by_code))
+            atomic_store(&policy, v);
     }
     int b;
+    const char *soft = getenv("VDEV_SOFT_DEVICE_PLACEMENT");
+    if (soft) {
+        enum vdev_status st = vdev_config_parse_bool("VDEV_SOFT_DEVICE_PLACEMENT", soft, &b);
+        if (st != VDEV_OK)
+            return st;
+        if (!atomic_load(&soft_set_by_code))
+            atomic_store(&soft_placement, b);
+    }
     const char *l = getenv("VDEV_LOG_DEVICE_PLACEMENT");
     if (l) {
         enum vdev_status st = vdev_config_parse_bool("VDEV_LOG_DEVICE_PLACEMENT", l, &b);

@@ -22,8 +22,9 @@
 
 #define VDEV_MAX_OP_TYPES 64
 
-/* Reads VDEV_PLACEMENT, VDEV_LOG_DEVICE_PLACEMENT and VDEV_PLACEMENT_REPORT
- * (called by vdev_init). VDEV_ERR_CONFIG on a malformed value. */
+/* Reads VDEV_PLACEMENT, VDEV_LOG_DEVICE_PLACEMENT, VDEV_SOFT_DEVICE_PLACEMENT
+ * and VDEV_PLACEMENT_REPORT (called by vdev_init); code wins where it set
+ * the same. VDEV_ERR_CONFIG on a malformed value, even one code overrides. */
 enum vdev_status vdev_placement_init_env(void);
 
 /* The innermost scope's device, or NULL. */
@@ -50,7 +51,8 @@ uint64_t vdev_placement_ops_of(int op_type, int dev_id);
 /* Prints the report VDEV_PLACEMENT_REPORT asked for, once. */
 void vdev_placement_report_if_asked(void);
 
-/* Back to the default policy and logging (vdev_shutdown). */
+/* Back to the default policy, logging and soft placement, and forgets which
+ * names soft placement has warned about (vdev_shutdown). */
 void vdev_placement_forget_settings(void);
 
 /* Records a copy between devices (also vdev_tensor_to). */

@@ -19,6 +19,7 @@ static struct {
     pthread_mutex_t lock;
     _Atomic int initialized;
     int n;
+    int n_cpus;
     struct vdev_ldev devs[VDEV_MAX_LDEVS];
     vdev_alloc_trace_t *trace;
     _Atomic uint32_t generation; /* counts start-ups; tensors remember theirs */
@@ -87,6 +88,7 @@ static void teardown_locked(void)
     }
     vdev_observe_shutdown();
     R.n = 0;
+    R.n_cpus = 0;
     vdev_placement_reset();
     vdev_alloc_trace_close(R.trace);
     R.trace = NULL;
@@ -158,8 +160,12 @@ VDEV_API enum vdev_status vdev_init(void)
         vdev_error_prefix("VDEV_ALLOC_TRACE");
         goto fail;
     }
-    st = add_device(plan->cpu, 0, VDEV_DEVICE_CPU, 0, 0, plan->cpu_limit_bytes, VDEV_POLICY_GROW,
-                    0);
+    /* The logical CPUs, each its own allocator over host memory. */
+    st = VDEV_OK;
+    for (int i = 0; st == VDEV_OK && i < plan->n_cpus; i++)
+        st = add_device(plan->cpu, 0, VDEV_DEVICE_CPU, i, 0, plan->cpu_limit_bytes,
+                        VDEV_POLICY_GROW, plan->n_cpus > 1);
+    R.n_cpus = R.n;
     for (int i = 0; st == VDEV_OK && i < plan->n_devices; i++) {
         const struct vdev_plan_device *p = &plan->devices[i];
         st = add_device(plan->gpu, p->physical, VDEV_DEVICE_GPU, i, p->physical, p->limit_bytes,
@@ -217,7 +223,44 @@ struct vdev_ldev *vdev_runtime_device(int id)
     return (id >= 0 && id < R.n) ? &R.devs[id] : NULL;
 }
 
-struct vdev_ldev *vdev_runtime_default_device(void) { return R.n > 1 ? &R.devs[1] : &R.devs[0]; }
+int vdev_runtime_n_cpus(void) { return R.n_cpus; }
+
+struct vdev_ldev *vdev_runtime_default_device(void)
+{
+    return R.n > R.n_cpus ? &R.devs[R.n_cpus] : &R.devs[0];
+}
+
+struct vdev_ldev *vdev_runtime_lookup(enum vdev_device_type type, int index)
+{
+    if (index < 0)
+        return NULL;
+    if (type == VDEV_DEVICE_CPU)
+        return index < R.n_cpus ? &R.devs[index] : NULL;
+    return index < R.n - R.n_cpus ? &R.devs[R.n_cpus + index] : NULL;
+}
+
+enum vdev_status vdev_runtime_unknown_device(enum vdev_device_type type, int index)
+{
+    int cpu = type == VDEV_DEVICE_CPU;
+    int have = cpu ? R.n_cpus : R.n - R.n_cpus;
+    return vdev_error(VDEV_ERR_NOT_FOUND,
+                      "/job:localhost/replica:0/task:0/device:%s:%d unknown device (there %s %d "
+                      "%s%s)",
+                      cpu ? "CPU" : "GPU", index, have == 1 ? "is" : "are", have,
+                      cpu ? "CPU device" : "logical GPU", have == 1 ? "" : "s");
+}
+
+/* TensorFlow's words (tfe_wrapper.cc GetMatchedDevice) before the parser's
+ * message: a name that does not parse, or names another job. */
+static enum vdev_status failed_parsing(const char *name)
+{
+    enum vdev_status st = vdev_last_status();
+    if (name && st == VDEV_ERR_INVALID_ARG)
+        vdev_error_prefix("Failed parsing device name: '%s'", name);
+    else if (name && st == VDEV_ERR_NOT_FOUND)
+        vdev_error_prefix("No matching devices found for '%s'", name);
+    return st;
+}
 
 enum vdev_status vdev_runtime_find(const char *name, struct vdev_ldev **out)
 {
@@ -225,7 +268,12 @@ enum vdev_status vdev_runtime_find(const char *name, struct vdev_ldev **out)
     struct vdev_device_name dn;
     enum vdev_status st = vdev_parse_device_name(name, &dn);
     if (st != VDEV_OK)
-        return st;
+        return failed_parsing(name);
+    if (!dn.has_index && !dn.physical)
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "Failed parsing device name: '%s'. Note a valid device string should at "
+                          "least contain a device type and a device index, like \"GPU:0\".",
+                          name);
     if ((st = vdev_init()) != VDEV_OK)
         return st;
     if (dn.physical)
@@ -233,24 +281,12 @@ enum vdev_status vdev_runtime_find(const char *name, struct vdev_ldev **out)
                           "'%s' is a physical device; ops and memory queries take a logical "
                           "device such as /device:GPU:0",
                           name);
-    int n_gpu = R.n - 1;
-    if (dn.type == VDEV_DEVICE_CPU) {
-        if (dn.index == 0) {
-            *out = &R.devs[0];
-            return VDEV_OK;
-        }
-        return vdev_error(VDEV_ERR_NOT_FOUND, "/job:localhost/replica:0/task:0/device:CPU:%d "
-                                              "unknown device (there is 1 CPU device)",
-                          dn.index);
-    }
-    if (dn.index < n_gpu) {
-        *out = &R.devs[1 + dn.index];
+    *out = vdev_runtime_lookup(dn.type, dn.index);
+    if (*out)
         return VDEV_OK;
-    }
-    return vdev_error(VDEV_ERR_NOT_FOUND,
-                      "/job:localhost/replica:0/task:0/device:GPU:%d unknown device (there %s %d "
-                      "logical GPU%s)",
-                      dn.index, n_gpu == 1 ? "is" : "are", n_gpu, n_gpu == 1 ? "" : "s");
+    vdev_runtime_unknown_device(dn.type, dn.index);
+    vdev_error_prefix("No matching devices found for '%s'", name);
+    return VDEV_ERR_NOT_FOUND;
 }
 
 /* ---- public queries ---- */

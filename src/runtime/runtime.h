@@ -1,10 +1,12 @@
 /* runtime.h — logical devices: what the layers above see of the machine.
  *
  * At start-up the runtime turns the configuration's plan into logical
- * devices: CPU:0 first, then GPU:0..N-1 numbered over the visible physical
- * GPUs in order and then their logical devices, each with its own allocator
+ * devices: the logical CPUs first (CPU:0, and CPU:1.. when the host is split,
+ * each over host memory), then GPU:0..N-1 numbered over the visible physical
+ * GPUs and then their logical devices, each device with its own allocator
  * whose regions come from its physical device's backend. After start-up the
- * device table is immutable, so lookups take no lock. */
+ * device table is immutable, so lookups take no lock. Code that walks the
+ * devices must not take id 0 for the only CPU: ids 0..n_cpus-1 are CPUs. */
 #ifndef VDEV_RUNTIME_H
 #define VDEV_RUNTIME_H
 
@@ -13,7 +15,7 @@
 #include "config/config.h"
 
 struct vdev_ldev {
-    int id;                        /* position in the device table: 0 is CPU:0 */
+    int id;                        /* position in the device table: CPUs first */
     char name[64];                 /* "/device:GPU:0" */
     char long_name[96];            /* "/job:localhost/replica:0/task:0/device:GPU:0" */
     enum vdev_device_type type;
@@ -27,17 +29,26 @@ struct vdev_ldev {
     int is_split;
 };
 
-#define VDEV_MAX_LDEVS (1 + VDEV_MAX_GPUS * 2)
+#define VDEV_MAX_LDEVS VDEV_MAX_LOGICAL_DEVICES
 
 /* Starts the runtime if it has not started (vdev_init). */
 enum vdev_status vdev_runtime_ensure(void);
 /* After start-up: number of logical devices (CPU included) and each one. */
 int vdev_runtime_n_devices(void);
 struct vdev_ldev *vdev_runtime_device(int id);
-/* Finds a logical device by any accepted name (starts the runtime).
- * VDEV_ERR_INVALID_ARG for a malformed name, VDEV_ERR_NOT_FOUND with
- * TensorFlow's "<name> unknown device" for a missing one. */
+/* Number of logical CPUs (ids 0..n-1), at least 1 after start-up. */
+int vdev_runtime_n_cpus(void);
+/* Finds a logical device by any accepted name with an index (starts the
+ * runtime), as TensorFlow's memory queries do: VDEV_ERR_INVALID_ARG "Failed
+ * parsing device name: ..." for a malformed name or one without an index,
+ * VDEV_ERR_NOT_FOUND "No matching devices found for '<name>': ... unknown
+ * device" for a missing one. */
 enum vdev_status vdev_runtime_find(const char *name, struct vdev_ldev **out);
+/* The device of a type and index after start-up, or NULL. */
+struct vdev_ldev *vdev_runtime_lookup(enum vdev_device_type type, int index);
+/* Sets VDEV_ERR_NOT_FOUND "/job:localhost/replica:0/task:0/device:GPU:7
+ * unknown device (there are 3 logical GPUs)" and returns it. */
+enum vdev_status vdev_runtime_unknown_device(enum vdev_device_type type, int index);
 /* GPU:0, or CPU:0 where there is no GPU. */
 struct vdev_ldev *vdev_runtime_default_device(void);
 /* Counts start-ups: a tensor made under another generation outlived its

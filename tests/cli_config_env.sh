@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# cli_config_env.sh — configuration from the environment through the vdev
+# command: logical CPUs ("cpu:N" in VDEV_LOGICAL_DEVICES) in `vdev devices`,
+# table and JSON; a misspelt variable warned about once on stderr while the
+# command still succeeds; a limit written in MiB refused with exit 1 and one
+# line naming the variable. Usage: cli_config_env.sh VDEV SHARED
+set -u
+vdev=$1
+fail=0; pass=0
+ok()  { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+[ -x "$vdev" ] || { echo "cli_config_env: no vdev binary at '$vdev'"; exit 77; }
+
+for v in $(compgen -e); do
+  case $v in VDEV_*|TF_*) unset "$v" ;; esac
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run() {
+  "$vdev" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+  out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+}
+lines() { if [ -z "$1" ]; then echo 0; else printf '%s\n' "$1" | wc -l; fi; }
+export VDEV_SIM_GPUS=2x4GiB
+
+# Logical CPUs, then the logical GPUs.
+VDEV_LOGICAL_DEVICES="cpu:3;1:1GiB,1GiB" run devices
+[ $rc -eq 0 ] && ok || bad "devices with cpu:3: exit $rc: $err"
+[ -z "$err" ] && ok || bad "devices with cpu:3 wrote to stderr: $err"
+[ "$(grep -c '^  /device:CPU:[0-2] *CPU:0 *cpu *grow ' <<<"$out")" -eq 3 ] \
+  && ok || bad "devices: three logical CPU rows: $out"
+grep -q '^  /device:GPU:2 *GPU:1 *sim *grow *1.00 GiB' <<<"$out" \
+  && ok || bad "devices: GPU:2 row: $out"
+[ "$(grep -n '/device:' <<<"$out" | head -1 | grep -c 'CPU:0')" -eq 1 ] \
+  && ok || bad "devices: CPU:0 not first: $out"
+VDEV_LOGICAL_DEVICES="cpu:2" run devices --json
+[ $rc -eq 0 ] && ok || bad "devices --json with cpu:2: exit $rc: $err"
+if command -v python3 >/dev/null 2>&1; then
+  python3 - "$tmp/out" <<'PY' && ok || bad "devices --json: logical CPUs: $out"
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = [l["name"] for l in d["logical"]]
+sys.exit(0 if names == ["/device:CPU:0", "/device:CPU:1", "/device:GPU:0", "/device:GPU:1"] else 1)
+PY
+fi
+
+# A misspelt variable: one warning, and the command goes on.
+VDEV_MEMORY_GROWT=false run devices
+[ $rc -eq 0 ] && ok || bad "devices with VDEV_MEMORY_GROWT: exit $rc: $err"
+[ "$err" = "vdev: warning: VDEV_MEMORY_GROWT is set but vdev reads no such variable, so it is ignored; did you mean VDEV_MEMORY_GROWTH?" ] \
+  && ok || bad "devices with VDEV_MEMORY_GROWT: stderr: $err"
+grep -q '^  /device:GPU:0 *GPU:0 *sim *grow ' <<<"$out" && ok || bad "growth not default: $out"
+
+# A limit in MiB where bytes are meant: exit 1, one line.
+VDEV_LOGICAL_DEVICES="0:4096,2048" run devices
+[ $rc -eq 1 ] && ok || bad "devices with 0:4096,2048: exit $rc"
+[ "$(lines "$err")" -eq 1 ] && ok || bad "devices with 0:4096,2048: stderr not one line: $err"
+grep -qF 'VDEV_LOGICAL_DEVICES="0:4096,2048": limit '"'"'4096'"'"' for GPU 0 is 4096 bytes, less than 1 MiB (did you mean 4096MiB?)' <<<"$err" \
+  && ok || bad "devices with 0:4096,2048: $err"
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
