@@ -102,7 +102,8 @@ static int scrape(int port)
     if (fd < 0)
         return 0;
     int code = 0;
-    if (send_all(fd, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") == 0) {
+    if (send_all(fd, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") ==
+        0) {
         char *r = read_reply(fd, 10000);
         code = status_of(r);
         free(r);
@@ -183,7 +184,7 @@ static void test_trickle(void)
             printf("scraped %.1f s into the trickle\n", now_s() - start);
     }
     pthread_join(th, NULL);
-    CHECK(scraped);                /* a scrape got through while they trickled */
+    CHECK(scraped);               /* a scrape got through while they trickled */
     CHECK(TR.n_cut == N_TRICKLE); /* and the server cut every one of them */
     printf("%d of %d trickling clients cut by the server within %.1f s\n", TR.n_cut, N_TRICKLE,
            TR.took);

@@ -38,8 +38,8 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
-#define MAX_TIME_US 9.2e15   /* 2^63 ns is 9.22e15 us */
-#define MAX_NUMBER_CHARS 63  /* longer number literals are refused */
+#define MAX_TIME_US 9.2e15  /* 2^63 ns is 9.22e15 us */
+#define MAX_NUMBER_CHARS 63 /* longer number literals are refused */
 #define READ_CHUNK (64 * 1024)
 
 /* keys of an event, and of its "args" */
@@ -58,15 +58,15 @@ struct reader {
     const char *path;
     char *err;
     size_t cap;
-    long line;     /* 1-based line being fed */
-    int depth;     /* 0: outside, 1: in the array, 2: in an event, 3+: inside its values */
-    int began;     /* saw the array's "[" */
-    int ended;     /* saw its "]" */
-    int failed;    /* a callback wrote err */
-    int oom;       /* out of host memory */
-    enum key key;  /* the key of the value coming at depth 2 */
-    enum arg arg;  /* the key of the value coming at depth 3 inside "args" */
-    int in_args;   /* the map at depth 3 is the event's "args" */
+    long line;        /* 1-based line being fed */
+    int depth;        /* 0: outside, 1: in the array, 2: in an event, 3+: inside its values */
+    int began;        /* saw the array's "[" */
+    int ended;        /* saw its "]" */
+    int failed;       /* a callback wrote err */
+    int oom;          /* out of host memory */
+    enum key key;     /* the key of the value coming at depth 2 */
+    enum arg arg;     /* the key of the value coming at depth 3 inside "args" */
+    int in_args;      /* the map at depth 3 is the event's "args" */
     char keyname[24]; /* the last key seen, for messages */
     struct event ev;
 };
@@ -232,8 +232,8 @@ static int on_number(void *ctx, const char *s, size_t n)
         return 0;
     char buf[MAX_NUMBER_CHARS + 1];
     if (n > MAX_NUMBER_CHARS) {
-        seterr(r, "a number of %zu characters (at most %d are read): %.20s...", n,
-               MAX_NUMBER_CHARS, s);
+        seterr(r, "a number of %zu characters (at most %d are read): %.20s...", n, MAX_NUMBER_CHARS,
+               s);
         return 0;
     }
     memcpy(buf, s, n);
@@ -263,10 +263,11 @@ static int on_number(void *ctx, const char *s, size_t n)
             e->tid = (long)d;
         }
     } else if (r->depth == 3 && r->in_args && r->arg >= A_IN_USE) {
-        static const char *const names[] = {[A_IN_USE] = "in_use", [A_RESERVED] = "reserved",
-                                            [A_BYTES] = "bytes"};
-        double *dst = r->arg == A_IN_USE ? &e->in_use : r->arg == A_RESERVED ? &e->reserved
-                                                                           : &e->bytes;
+        static const char *const names[] = {
+            [A_IN_USE] = "in_use", [A_RESERVED] = "reserved", [A_BYTES] = "bytes"};
+        double *dst = r->arg == A_IN_USE     ? &e->in_use
+                      : r->arg == A_RESERVED ? &e->reserved
+                                             : &e->bytes;
         if (byte_count(buf, d, dst) != 0) {
             seterr(r, "\"%s\" must be a byte count, an integer from 0 to %lld, not %s",
                    names[r->arg], (long long)INT64_MAX, buf);
@@ -301,19 +302,19 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t n)
     struct reader *r = ctx;
     copy_str(r->keyname, sizeof r->keyname, s, n);
     if (r->depth == 2) {
-        r->key = key_is(s, n, "name") ? K_NAME
-                 : key_is(s, n, "ph") ? K_PH
-                 : key_is(s, n, "ts") ? K_TS
-                 : key_is(s, n, "dur") ? K_DUR
-                 : key_is(s, n, "tid") ? K_TID
+        r->key = key_is(s, n, "name")   ? K_NAME
+                 : key_is(s, n, "ph")   ? K_PH
+                 : key_is(s, n, "ts")   ? K_TS
+                 : key_is(s, n, "dur")  ? K_DUR
+                 : key_is(s, n, "tid")  ? K_TID
                  : key_is(s, n, "args") ? K_ARGS
                                         : K_OTHER;
     } else if (r->depth == 3 && r->in_args) {
-        r->arg = key_is(s, n, "name") ? A_NAME
-                 : key_is(s, n, "in_use") ? A_IN_USE
+        r->arg = key_is(s, n, "name")       ? A_NAME
+                 : key_is(s, n, "in_use")   ? A_IN_USE
                  : key_is(s, n, "reserved") ? A_RESERVED
-                 : key_is(s, n, "bytes") ? A_BYTES
-                                         : A_OTHER;
+                 : key_is(s, n, "bytes")    ? A_BYTES
+                                            : A_OTHER;
     }
     return 1;
 }
@@ -434,8 +435,8 @@ struct plot_trace *plot_trace_read(const char *path, char *err, size_t cap)
         snprintf(err, cap, "out of memory reading %s", path);
         goto fail;
     }
-    int any = 0;      /* saw text other than white space */
-    int ends_nl = 1;  /* the last byte read is a newline */
+    int any = 0;     /* saw text other than white space */
+    int ends_nl = 1; /* the last byte read is a newline */
     size_t n;
     while ((n = fread(buf, 1, READ_CHUNK, f)) > 0) {
         for (size_t off = 0; off < n;) {

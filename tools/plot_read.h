@@ -11,8 +11,8 @@
 #define PLOT_MAX_OPS 64    /* op types told apart; the rest count as "other" */
 
 struct plot_sample {
-    double t;                 /* seconds since the trace's start */
-    double in_use, reserved;  /* bytes, integers from 0 to 2^63 - 1 */
+    double t;                /* seconds since the trace's start */
+    double in_use, reserved; /* bytes, integers from 0 to 2^63 - 1 */
 };
 
 struct plot_series {

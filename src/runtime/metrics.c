@@ -332,11 +332,11 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         /* CONN_LIMIT bounds the connections, so the table has room; one it
          * cannot watch is still dropped when idle */
         if (ci && M.n_conns < (int)CONN_LIMIT && fstat(ci->connect_fd, &st) == 0) {
-            M.conns[M.n_conns++] = (struct watched){
-                .c = c,
-                .fd = ci->connect_fd,
-                .ino = st.st_ino,
-                .deadline = mono_ns() + REQUEST_TIMEOUT_S * 1000000000ull};
+            M.conns[M.n_conns++] =
+                (struct watched){.c = c,
+                                 .fd = ci->connect_fd,
+                                 .ino = st.st_ino,
+                                 .deadline = mono_ns() + REQUEST_TIMEOUT_S * 1000000000ull};
         }
     } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
         struct watched *w = watched_of(c);

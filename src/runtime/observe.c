@@ -305,9 +305,9 @@ void vdev_observe_memory(const struct vdev_ldev *dev)
             m->high = s.bytes_in_use;
         m->reserved = s.bytes_reserved;
         put_locked(",\n{\"name\":\"memory %s\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":1,\"tid\":%d,"
-                "\"args\":{\"in_use\":%llu,\"reserved\":%llu}}",
-                dev->name, us(now), dev->id, (unsigned long long)s.bytes_in_use,
-                (unsigned long long)s.bytes_reserved);
+                   "\"args\":{\"in_use\":%llu,\"reserved\":%llu}}",
+                   dev->name, us(now), dev->id, (unsigned long long)s.bytes_in_use,
+                   (unsigned long long)s.bytes_reserved);
     }
     pthread_mutex_unlock(&T.lock);
 }
@@ -319,8 +319,8 @@ void vdev_observe_oom(const struct vdev_ldev *dev, uint64_t bytes)
     pthread_mutex_lock(&T.lock);
     if (writable_locked()) {
         put_locked(",\n{\"name\":\"OOM\",\"cat\":\"oom\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,"
-                "\"pid\":1,\"tid\":%d,\"args\":{\"bytes\":%llu}}",
-                us(vdev_now_ns()), dev->id, (unsigned long long)bytes);
+                   "\"pid\":1,\"tid\":%d,\"args\":{\"bytes\":%llu}}",
+                   us(vdev_now_ns()), dev->id, (unsigned long long)bytes);
     }
     pthread_mutex_unlock(&T.lock);
 }
@@ -353,25 +353,26 @@ enum vdev_status vdev_observe_init(void)
         return vdev_error(VDEV_ERR_CONFIG, "VDEV_TRACE_FILE is empty (expected a file path)");
     FILE *f = fopen(path, "w");
     if (!f)
-        return vdev_error(VDEV_ERR_IO, "VDEV_TRACE_FILE=\"%s\": cannot open for writing: %s",
-                          path, strerror(errno));
+        return vdev_error(VDEV_ERR_IO, "VDEV_TRACE_FILE=\"%s\": cannot open for writing: %s", path,
+                          strerror(errno));
     pthread_mutex_lock(&T.lock);
     T.f = f;
     T.werr = 0;
     vdev_strlcpy(T.path, path, sizeof T.path);
     memset(M, 0, sizeof M);
     atomic_store(&t_zero, vdev_now_ns());
-    put_locked("[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"vdev\"}}");
+    put_locked(
+        "[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"vdev\"}}");
     /* name each device's tracks: its ops, then its copies */
     for (int i = 0; i < vdev_runtime_n_devices(); i++) {
         struct vdev_ldev *d = vdev_runtime_device(i);
         for (int k = 0; k < 2; k++) {
             int tid = k ? VDEV_TRACE_COPY_TID(i) : i;
             put_locked(",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
-                    "\"args\":{\"name\":\"%s (%s)%s\"}}"
-                    ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
-                    "\"args\":{\"sort_index\":%d}}",
-                    tid, d->name, d->backend->ops->name, k ? " copies" : "", tid, 2 * i + k);
+                       "\"args\":{\"name\":\"%s (%s)%s\"}}"
+                       ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+                       "\"args\":{\"sort_index\":%d}}",
+                       tid, d->name, d->backend->ops->name, k ? " copies" : "", tid, 2 * i + k);
         }
     }
     if (!T.atexit_done) {
