@@ -63,7 +63,6 @@ struct reader {
     int began;        /* saw the array's "[" */
     int ended;        /* saw its "]" */
     int failed;       /* a callback wrote err */
-    int oom;          /* out of host memory */
     enum key key;     /* the key of the value coming at depth 2 */
     enum arg arg;     /* the key of the value coming at depth 3 inside "args" */
     int in_args;      /* the map at depth 3 is the event's "args" */
@@ -345,7 +344,6 @@ static int on_end_map(void *ctx)
         r->in_args = 0;
     if (r->depth == 1) {
         if (take_event(r->T, &r->ev) != 0) {
-            r->oom = 1;
             seterr(r, "out of memory");
             return 0;
         }
@@ -480,11 +478,8 @@ struct plot_trace *plot_trace_read(const char *path, char *err, size_t cap)
         /* A prefix of a trace: every byte before the end parsed, so the file
          * was cut (a partial last event, or no "]"); its whole events stand. */
         r.T->cut = 1;
-    } else if (!r.ended) {
-        r.T->cut = 1; /* yajl took the array as complete without "]": cannot happen */
-    }
-    if (r.T->cut)
         r.T->cut_line = r.line;
+    }
     yajl_free(h);
     free(buf);
     fclose(f);
