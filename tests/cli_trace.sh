@@ -3,7 +3,8 @@
 # against what the demo itself reports: valid JSON, a named track per device,
 # exactly the ops of the placement summary on each device's track, tracks that
 # never go backwards or overlap, copies on both sides, memory counters for
-# every GPU, and an OOM instant on GPU:1 under --split.
+# every GPU, an OOM instant on GPU:1 under --split, and a write failure
+# (/dev/full) said once on standard error.
 # Usage: cli_trace.sh VDEV SHARED
 set -u
 vdev=$1
@@ -138,6 +139,13 @@ out=$(VDEV_SIM_GPUS=3x1GiB VDEV_TRACE_FILE= "$vdev" demo --steps 1 2>&1); rc=$?
 [ $rc -ne 0 ] && echo "$out" | grep -q VDEV_TRACE_FILE && ok || bad "empty VDEV_TRACE_FILE: rc $rc: $out"
 out=$(VDEV_SIM_GPUS=3x1GiB VDEV_TRACE_FILE=$tmp/no/such/dir/run.json "$vdev" demo --steps 1 2>&1); rc=$?
 [ $rc -ne 0 ] && echo "$out" | grep -q "$tmp/no/such/dir/run.json" && ok || bad "unwritable trace: rc $rc: $out"
+
+# a full disk: said once on standard error, naming the file and the cause
+if [ -w /dev/full ]; then
+  out=$(VDEV_SIM_GPUS=3x1GiB VDEV_TRACE_FILE=/dev/full "$vdev" demo --epochs 1 --steps 5 2>&1 >/dev/null)
+  n=$(printf '%s\n' "$out" | grep -c '^vdev: warning: VDEV_TRACE_FILE="/dev/full": write failed: No space left on device (the trace is incomplete)$')
+  [ "$n" -eq 1 ] && ok || bad "/dev/full: $n warnings in: $out"
+fi
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

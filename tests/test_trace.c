@@ -1,10 +1,14 @@
 /* test_trace.c — VDEV_TRACE_FILE: configuration errors (empty, unwritable),
- * and a trace that is complete JSON after vdev_shutdown, with the device
- * tracks named, op and copy events and memory counters. The file's content is
- * checked by looking for its parts; tests/cli_trace.sh parses it fully. */
+ * a trace that is complete JSON after vdev_shutdown, with the device tracks
+ * named, op and copy events and memory counters, and write failures (a full
+ * disk: /dev/full) reported once on standard error and by vdev_shutdown in
+ * vdev_last_error, whether they show during the run or only at the final
+ * flush and close. The file's content is checked by looking for its parts;
+ * tests/cli_trace.sh parses it fully. */
 #define _GNU_SOURCE
 #include "check.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -83,9 +87,128 @@ static void test_trace_written(void)
     unlink(path);
 }
 
+/* Standard error goes to a temporary file between capture_begin and
+ * capture_end, which returns what was written (malloc'd). */
+static int saved_fd = -1;
+static char cap_path[] = "/tmp/vdev-test-stderr-XXXXXX";
+
+static void capture_begin(void)
+{
+    int fd = mkstemp(cap_path);
+    CHECK(fd >= 0);
+    fflush(stderr);
+    saved_fd = dup(2);
+    CHECK(saved_fd >= 0 && dup2(fd, 2) == 2);
+    close(fd);
+}
+
+static char *capture_read(void)
+{
+    fflush(stderr);
+    return slurp(cap_path);
+}
+
+static char *capture_end(void)
+{
+    char *s = capture_read();
+    dup2(saved_fd, 2);
+    close(saved_fd);
+    unlink(cap_path);
+    strcpy(cap_path, "/tmp/vdev-test-stderr-XXXXXX");
+    return s;
+}
+
+static const char FULL_MSG[] =
+    "VDEV_TRACE_FILE=\"/dev/full\": write failed: No space left on device (the trace is "
+    "incomplete)";
+
+/* A short run: everything fits stdio's buffer, so only the flush and the
+ * close at shutdown meet the full disk. */
+static void test_full_at_close(void)
+{
+    if (access("/dev/full", W_OK) != 0) {
+        printf("skipped: /dev/full is not writable here\n");
+        return;
+    }
+    check_fresh("2x1GiB");
+    setenv("VDEV_TRACE_FILE", "/dev/full", 1);
+    CHECK_OK(vdev_init());
+    static const int64_t shape[1] = {4};
+    vdev_tensor_t *a = vdev_tensor_fill(shape, 1, VDEV_F32, 1.0f);
+    CHECK(a != NULL);
+    vdev_tensor_free(a);
+    capture_begin();
+    vdev_shutdown();
+    char *err = capture_end();
+    CHECK(vdev_last_status() == VDEV_ERR_IO);
+    CHECK_STR(vdev_last_error(), FULL_MSG);
+    char want[512];
+    snprintf(want, sizeof want, "vdev: warning: %s\n", FULL_MSG);
+    CHECK_STR(err, want);
+    free(err);
+    /* a new start-up with a good trace is not haunted by the old failure */
+    char path[] = "/tmp/vdev-test-trace-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    check_fresh("2x1GiB");
+    setenv("VDEV_TRACE_FILE", path, 1);
+    CHECK_OK(vdev_init());
+    capture_begin();
+    vdev_shutdown();
+    err = capture_end();
+    CHECK_STR(err, "");
+    CHECK(vdev_last_status() != VDEV_ERR_IO);
+    free(err);
+    char *s = slurp(path);
+    CHECK(s && strlen(s) > 3 && strcmp(s + strlen(s) - 3, "\n]\n") == 0);
+    free(s);
+    unlink(path);
+}
+
+/* A longer run: the stream threads' buffers and the memory counters reach
+ * the file while ops run, so the failure shows (once) before shutdown, and
+ * shutdown reports it again in vdev_last_error, not on standard error. */
+static void test_full_during_run(void)
+{
+    if (access("/dev/full", W_OK) != 0)
+        return;
+    check_fresh("2x1GiB");
+    setenv("VDEV_TRACE_FILE", "/dev/full", 1);
+    CHECK_OK(vdev_init());
+    capture_begin();
+    static const int64_t shape[2] = {4, 4};
+    CHECK_OK(vdev_device_push("GPU:0"));
+    vdev_tensor_t *a = vdev_tensor_fill(shape, 2, VDEV_F32, 1.0f);
+    for (int i = 0; i < 4000 && a; i++) { /* ~150 bytes of trace per op: 600 KB */
+        vdev_tensor_t *b = vdev_relu(a);
+        vdev_tensor_free(a);
+        a = b;
+    }
+    CHECK(a != NULL);
+    float host[16];
+    CHECK_OK(vdev_tensor_to_host(a, host, sizeof host)); /* waits for the stream */
+    CHECK_OK(vdev_device_pop());
+    vdev_tensor_free(a);
+    char *during = capture_read();
+    char want[512];
+    snprintf(want, sizeof want, "vdev: warning: %s\n", FULL_MSG);
+    CHECK_STR(during, want);
+    free(during);
+    vdev_shutdown();
+    char *err = capture_end();
+    CHECK_STR(err, want); /* still one line */
+    free(err);
+    CHECK(vdev_last_status() == VDEV_ERR_IO);
+    CHECK_STR(vdev_last_error(), FULL_MSG);
+    check_fresh(NULL);
+}
+
 int main(void)
 {
     test_errors();
     test_trace_written();
+    test_full_at_close();
+    test_full_during_run();
     return check_done();
 }

@@ -1,148 +1,30 @@
 /* cmd_plot.c — `vdev plot TRACE -o memory.svg`: pictures of a profiler trace
- * written by vdev (VDEV_TRACE_FILE), drawn as SVG by hand (no libraries).
+ * written by vdev (VDEV_TRACE_FILE), drawn as SVG by hand.
  *
  *   vdev plot run.json -o memory.svg               memory in use (solid) and
  *       reserved (dashed) per device over time, peaks and OOMs marked
  *   vdev plot --placement run.json -o placement.svg  ops per device, stacked
  *       by op type
  *
- * The reader relies on vdev's layout (one event per line between "[" and
- * "]"), checks that each line is one JSON object, and names the first line
- * that is not. A trace whose closing "]" is missing (a process that died) is
- * read as far as it goes. */
+ * plot_read.c reads the trace (a streaming JSON parser; every number checked
+ * against its field's range, bad input named by its line); a trace cut short
+ * by a killed process is drawn up to its last whole event, with a note on
+ * standard error. Every axis loop here counts ticks, so no data can make it
+ * run on. */
 #define _GNU_SOURCE
 #include "cli.h"
 #include "plot.h"
+#include "plot_read.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TRACKS 64
-#define MAX_OPS 64
-
-struct sample {
-    double t; /* seconds */
-    double in_use, reserved;
-};
-
-struct series {
-    char dev[96];
-    struct sample *s;
-    size_t n, cap;
-};
-
-struct oom {
-    int tid;
-    double t, bytes;
-};
-
-struct trace {
-    char track[MAX_TRACKS][64]; /* device name of each ops track (tid < MAX_TRACKS) */
-    struct series mem[MAX_TRACKS];
-    int n_mem;
-    struct oom *ooms;
-    size_t n_oom, cap_oom;
-    char op[MAX_OPS][96];
-    int n_op;
-    long count[MAX_TRACKS][MAX_OPS + 1]; /* last column: types beyond MAX_OPS */
-    double t_end;
-};
-
-/* ---- a minimal JSON checker: is the text one value? ---- */
-
-static const char *ws(const char *p)
-{
-    while (*p == ' ' || *p == '\t' || *p == '\r')
-        p++;
-    return p;
-}
-
-static const char *value(const char *p, int depth);
-
-static const char *string(const char *p)
-{
-    if (*p != '"')
-        return NULL;
-    for (p++; *p && *p != '"'; p++) {
-        if ((unsigned char)*p < 0x20)
-            return NULL;
-        if (*p == '\\' && !*++p)
-            return NULL;
-    }
-    return *p == '"' ? p + 1 : NULL;
-}
-
-static const char *value(const char *p, int depth)
-{
-    p = ws(p);
-    if (depth > 32)
-        return NULL;
-    if (*p == '"')
-        return string(p);
-    if (*p == '{' || *p == '[') {
-        char close = *p == '{' ? '}' : ']';
-        p = ws(p + 1);
-        if (*p == close)
-            return p + 1;
-        for (;;) {
-            if (close == '}') {
-                if (!(p = string(ws(p))))
-                    return NULL;
-                p = ws(p);
-                if (*p++ != ':')
-                    return NULL;
-            }
-            if (!(p = value(p, depth + 1)))
-                return NULL;
-            p = ws(p);
-            if (*p == close)
-                return p + 1;
-            if (*p++ != ',')
-                return NULL;
-        }
-    }
-    if (!strncmp(p, "true", 4) || !strncmp(p, "null", 4))
-        return p + 4;
-    if (!strncmp(p, "false", 5))
-        return p + 5;
-    char *end;
-    strtod(p, &end);
-    return end == p ? NULL : end;
-}
-
-/* ---- fields of one event line (top-level keys come before "args") ---- */
-
-static int num_field(const char *line, const char *key, double *out)
-{
-    char k[32];
-    snprintf(k, sizeof k, "\"%s\":", key);
-    const char *p = strstr(line, k);
-    if (!p)
-        return 0;
-    char *end;
-    *out = strtod(p + strlen(k), &end);
-    return end != p + strlen(k);
-}
-
-static int str_field(const char *line, const char *key, char *out, size_t cap)
-{
-    char k[32];
-    snprintf(k, sizeof k, "\"%s\":\"", key);
-    const char *p = strstr(line, k);
-    if (!p)
-        return 0;
-    p += strlen(k);
-    size_t n = 0;
-    while (p[n] && p[n] != '"')
-        n++;
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(out, p, n);
-    out[n] = 0;
-    return 1;
-}
+#define MAX_TRACKS PLOT_MAX_TRACKS
+#define MAX_OPS PLOT_MAX_OPS
+#define MAX_TICKS 100 /* a bound on every axis loop, whatever the data */
 
 static void seterr(char *err, size_t cap, const char *fmt, ...)
 {
@@ -150,172 +32,6 @@ static void seterr(char *err, size_t cap, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, cap, fmt, ap);
     va_end(ap);
-}
-
-static struct series *series_of(struct trace *T, const char *dev)
-{
-    for (int i = 0; i < T->n_mem; i++)
-        if (!strcmp(T->mem[i].dev, dev))
-            return &T->mem[i];
-    if (T->n_mem == MAX_TRACKS)
-        return NULL;
-    struct series *s = &T->mem[T->n_mem++];
-    snprintf(s->dev, sizeof s->dev, "%s", dev);
-    return s;
-}
-
-static int op_index(struct trace *T, const char *name)
-{
-    for (int i = 0; i < T->n_op; i++)
-        if (!strcmp(T->op[i], name))
-            return i;
-    if (T->n_op == MAX_OPS)
-        return MAX_OPS;
-    snprintf(T->op[T->n_op], sizeof T->op[0], "%s", name);
-    return T->n_op++;
-}
-
-/* One event (a checked JSON object). Returns 0, or -1 when out of memory. */
-static int take_event(struct trace *T, const char *line)
-{
-    char ph[8] = "", name[96] = "";
-    double ts = 0, tid = -1, v;
-    str_field(line, "ph", ph, sizeof ph);
-    str_field(line, "name", name, sizeof name);
-    num_field(line, "ts", &ts);
-    num_field(line, "tid", &tid);
-    double t = ts * 1e-6;
-    int track = tid >= 0 && tid < MAX_TRACKS ? (int)tid : -1;
-    if (!strcmp(ph, "M") && !strcmp(name, "thread_name") && track >= 0) {
-        const char *a = strstr(line, "\"args\":");
-        char dev[64] = "";
-        if (a && str_field(a, "name", dev, sizeof dev)) {
-            char *sp = strchr(dev, ' '); /* "/device:GPU:0 (sim)" */
-            if (sp)
-                *sp = 0;
-            snprintf(T->track[track], sizeof T->track[0], "%s", dev);
-        }
-        return 0;
-    }
-    if (!strcmp(ph, "M"))
-        return 0;
-    if (t > T->t_end)
-        T->t_end = t;
-    if (!strcmp(ph, "X")) {
-        if (num_field(line, "dur", &v) && t + v * 1e-6 > T->t_end)
-            T->t_end = t + v * 1e-6;
-        if (track >= 0 && strcmp(name, "Copy"))
-            T->count[track][op_index(T, name)]++;
-    } else if (!strcmp(ph, "C") && !strncmp(name, "memory ", 7)) {
-        struct series *s = series_of(T, name + 7);
-        if (!s)
-            return 0;
-        if (s->n == s->cap) {
-            size_t cap = s->cap ? s->cap * 2 : 256;
-            struct sample *ns = realloc(s->s, cap * sizeof *ns);
-            if (!ns)
-                return -1;
-            s->s = ns;
-            s->cap = cap;
-        }
-        struct sample *x = &s->s[s->n++];
-        x->t = t;
-        x->in_use = num_field(line, "in_use", &v) ? v : 0;
-        x->reserved = num_field(line, "reserved", &v) ? v : 0;
-    } else if (!strcmp(ph, "i") && !strcmp(name, "OOM")) {
-        if (T->n_oom == T->cap_oom) {
-            size_t cap = T->cap_oom ? T->cap_oom * 2 : 16;
-            struct oom *no = realloc(T->ooms, cap * sizeof *no);
-            if (!no)
-                return -1;
-            T->ooms = no;
-            T->cap_oom = cap;
-        }
-        struct oom *o = &T->ooms[T->n_oom++];
-        o->tid = track;
-        o->t = t;
-        o->bytes = num_field(line, "bytes", &v) ? v : 0;
-    }
-    return 0;
-}
-
-static void trace_free(struct trace *T)
-{
-    for (int i = 0; i < T->n_mem; i++)
-        free(T->mem[i].s);
-    free(T->ooms);
-    free(T);
-}
-
-static struct trace *trace_read(const char *path, char *err, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        seterr(err, cap, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct trace *T = calloc(1, sizeof *T);
-    char *line = NULL;
-    size_t lcap = 0;
-    ssize_t len;
-    long no = 0;
-    int state = 0; /* 0: before "[", 1: events, 2: after "]" */
-    int ok = T != NULL;
-    if (!T)
-        seterr(err, cap, "out of memory");
-    while (ok && (len = getline(&line, &lcap, f)) >= 0) {
-        no++;
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' '))
-            line[--len] = 0;
-        const char *p = ws(line);
-        if (!*p)
-            continue;
-        if (state == 0) {
-            if (strcmp(p, "[")) {
-                seterr(err, cap, "%s:%ld: not a vdev trace (expected \"[\" to open it)", path, no);
-                ok = 0;
-            }
-            state = 1;
-            continue;
-        }
-        if (state == 2) {
-            seterr(err, cap, "%s:%ld: text after the closing \"]\"", path, no);
-            ok = 0;
-            break;
-        }
-        if (!strcmp(p, "]")) {
-            state = 2;
-            continue;
-        }
-        if (len > 0 && line[len - 1] == ',')
-            line[--len] = 0;
-        const char *end = *p == '{' ? value(p, 0) : NULL;
-        if (!end || *ws(end)) {
-            seterr(err, cap, "%s:%ld: malformed event (expected one JSON object per line)", path,
-                   no);
-            ok = 0;
-            break;
-        }
-        if (take_event(T, p) != 0) {
-            seterr(err, cap, "out of memory reading %s", path);
-            ok = 0;
-        }
-    }
-    if (ok && ferror(f)) {
-        seterr(err, cap, "%s: read error", path);
-        ok = 0;
-    }
-    if (ok && state == 0) {
-        seterr(err, cap, "%s: empty file, not a vdev trace", path);
-        ok = 0;
-    }
-    free(line);
-    fclose(f);
-    if (!ok && T) {
-        trace_free(T);
-        T = NULL;
-    }
-    return T;
 }
 
 /* ---- SVG ---- */
@@ -342,12 +58,15 @@ static void esc(FILE *o, const char *s)
             fputs("&amp;", o);
         else if (*s == '"')
             fputs("&quot;", o);
+        else if ((unsigned char)*s < 0x20 && *s != '\t' && *s != '\n')
+            fputc('?', o); /* control characters are not allowed in XML 1.0 */
         else
             fputc(*s, o);
     }
 }
 
-/* "1.5 GiB", "512 KiB", "0 B" */
+/* "1.5 GiB", "512 KiB", "0 B" (the reader bounds byte counts by 2^63, so
+ * the number before the unit stays below 2^23 TiB) */
 static void fmt_bytes(double b, char *out, size_t cap)
 {
     static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -356,14 +75,16 @@ static void fmt_bytes(double b, char *out, size_t cap)
         b /= 1024;
         u++;
     }
-    if (b == (double)(long long)b)
+    if (!(b < 1e15)) /* not from a checked trace: no cast, no long text */
+        snprintf(out, cap, "%.3g %s", b, unit[u]);
+    else if (b == floor(b))
         snprintf(out, cap, "%lld %s", (long long)b, unit[u]);
     else
         snprintf(out, cap, "%.2f %s", b, unit[u]);
     /* trim trailing zeros: "1.50 GiB" -> "1.5 GiB" */
     char *dot = strchr(out, '.');
-    if (dot) {
-        char *sp = strchr(dot, ' ');
+    char *sp = dot ? strchr(dot, ' ') : NULL;
+    if (sp && !strpbrk(out, "e")) {
         char *z = sp - 1;
         while (z > dot && *z == '0')
             z--;
@@ -373,10 +94,13 @@ static void fmt_bytes(double b, char *out, size_t cap)
     }
 }
 
-/* A tick step of 1, 2 or 5 times a power of ten, giving at most ~8 ticks. */
+/* A tick step of 1, 2 or 5 times a power of ten, giving at most ~8 ticks
+ * (range: positive and finite). */
 static double nice_step(double range, int ticks)
 {
     double raw = range / ticks, p = 1;
+    if (!(raw >= 1e-12 && raw <= 1e300))
+        return range > 0 && isfinite(range) ? range : 1;
     while (p * 10 <= raw)
         p *= 10;
     while (p > raw)
@@ -394,7 +118,7 @@ static double nice_step(double range, int ticks)
 static double byte_step(double range, int ticks)
 {
     double s = 1;
-    while (s * ticks < range)
+    for (int i = 0; i < 1100 && s * ticks < range; i++)
         s *= 2;
     return s;
 }
@@ -418,11 +142,14 @@ static void axes(FILE *o, double xmax, double ymax, int bytes, const char *xlabe
     int pw = W - ML - MR, ph = H - MT - MB;
     fprintf(o, "<g stroke=\"#ddd\" stroke-width=\"1\">\n");
     double ys = bytes ? byte_step(ymax, 6) : nice_step(ymax, 6);
-    for (double y = 0; y <= ymax * 1.0001; y += ys)
+    for (int i = 0; i <= MAX_TICKS && i * ys <= ymax * 1.0001; i++) {
+        double y = i * ys;
         fprintf(o, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n", ML,
                 MT + ph - y / ymax * ph, ML + pw, MT + ph - y / ymax * ph);
+    }
     fprintf(o, "</g>\n<g font-size=\"11\" fill=\"#333\">\n");
-    for (double y = 0; y <= ymax * 1.0001; y += ys) {
+    for (int i = 0; i <= MAX_TICKS && i * ys <= ymax * 1.0001; i++) {
+        double y = i * ys;
         char b[32];
         if (bytes)
             fmt_bytes(y, b, sizeof b);
@@ -433,12 +160,14 @@ static void axes(FILE *o, double xmax, double ymax, int bytes, const char *xlabe
     }
     if (xmax > 0) {
         double xs = nice_step(xmax, 8);
-        for (double x = 0; x <= xmax * 1.0001; x += xs)
+        for (int i = 0; i <= MAX_TICKS && i * xs <= xmax * 1.0001; i++) {
+            double x = i * xs;
             fprintf(o,
                     "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333\"/>"
                     "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
                     ML + x / xmax * pw, MT + ph, ML + x / xmax * pw, MT + ph + 5,
                     ML + x / xmax * pw, MT + ph + 18, x);
+        }
     }
     fprintf(o,
             "</g>\n<g stroke=\"#333\" stroke-width=\"1\"><line x1=\"%d\" y1=\"%d\" x2=\"%d\" "
@@ -452,10 +181,10 @@ static void axes(FILE *o, double xmax, double ymax, int bytes, const char *xlabe
             MT + ph / 2, MT + ph / 2, ylabel);
 }
 
-static int plot_memory(const struct trace *T, FILE *o, const char *title)
+static int plot_memory(const struct plot_trace *T, FILE *o, const char *title)
 {
     int pw = W - ML - MR, ph = H - MT - MB;
-    double xmax = T->t_end > 0 ? T->t_end : 1, ymax = 0;
+    double xmax = T->t_end > 1e-9 ? T->t_end : 1, ymax = 0; /* seconds */
     for (int d = 0; d < T->n_mem; d++)
         for (size_t i = 0; i < T->mem[d].n; i++) {
             if (T->mem[d].s[i].reserved > ymax)
@@ -466,14 +195,14 @@ static int plot_memory(const struct trace *T, FILE *o, const char *title)
     /* the smallest multiple of a power-of-two step that fits the data */
     double top = ymax > 0 ? ymax : 1024, st = byte_step(top, 6);
     ymax = st;
-    while (ymax < top * 1.05)
+    for (int i = 0; i < MAX_TICKS && ymax < top * 1.05; i++)
         ymax += st;
     svg_open(o, title);
     axes(o, xmax, ymax, 1, "time (s)", "memory");
 #define X(t) (ML + (t) / xmax * pw)
 #define Y(b) (MT + ph - (b) / ymax * ph)
     for (int d = 0; d < T->n_mem; d++) {
-        const struct series *s = &T->mem[d];
+        const struct plot_series *s = &T->mem[d];
         const char *c = palette[d % N_COLORS];
         for (int k = 0; k < 2; k++) { /* reserved (dashed) under in use (solid) */
             fprintf(o,
@@ -492,7 +221,7 @@ static int plot_memory(const struct trace *T, FILE *o, const char *title)
     }
     /* peaks */
     for (int d = 0; d < T->n_mem; d++) {
-        const struct series *s = &T->mem[d];
+        const struct plot_series *s = &T->mem[d];
         if (!s->n)
             continue;
         size_t pk = 0;
@@ -512,7 +241,7 @@ static int plot_memory(const struct trace *T, FILE *o, const char *title)
     }
     /* OOMs: on the device's in-use line at that time */
     for (size_t i = 0; i < T->n_oom; i++) {
-        const struct oom *m = &T->ooms[i];
+        const struct plot_oom *m = &T->ooms[i];
         const char *dev = m->tid >= 0 ? T->track[m->tid] : "";
         double y = 0;
         for (int d = 0; d < T->n_mem; d++)
@@ -563,7 +292,7 @@ static int plot_memory(const struct trace *T, FILE *o, const char *title)
     return 0;
 }
 
-static int plot_placement(const struct trace *T, FILE *o, const char *title)
+static int plot_placement(const struct plot_trace *T, FILE *o, const char *title)
 {
     int pw = W - ML - MR, ph = H - MT - MB;
     /* op types by total count, largest first; the legend shows the top ones */
@@ -594,7 +323,7 @@ static int plot_placement(const struct trace *T, FILE *o, const char *title)
     }
     double st = nice_step(ymax > 0 ? ymax : 1, 6);
     double top = st;
-    while (top < ymax * 1.02)
+    for (int i = 0; i < MAX_TICKS && top < ymax * 1.02; i++)
         top += st;
     svg_open(o, title);
     axes(o, 0, top, 0, "device", "ops");
@@ -659,16 +388,19 @@ static int plot_placement(const struct trace *T, FILE *o, const char *title)
     return 0;
 }
 
-int vdev_plot_file(const char *trace, const char *out, enum vdev_plot_kind kind, char *err,
-                   size_t cap)
+int vdev_plot_trace(const char *trace, const char *out, enum vdev_plot_kind kind,
+                    struct vdev_plot_info *info, char *err, size_t cap)
 {
-    struct trace *T = trace_read(trace, err, cap);
+    struct plot_trace *T = plot_trace_read(trace, err, cap);
     if (!T)
         return 1;
+    if (info)
+        *info = (struct vdev_plot_info){
+            .n_events = T->n_events, .cut = T->cut, .cut_line = T->cut_line};
     FILE *o = strcmp(out, "-") ? fopen(out, "w") : stdout;
     if (!o) {
         seterr(err, cap, "%s: cannot open for writing: %s", out, strerror(errno));
-        trace_free(T);
+        plot_trace_free(T);
         return 1;
     }
     const char *base = strrchr(trace, '/');
@@ -680,7 +412,7 @@ int vdev_plot_file(const char *trace, const char *out, enum vdev_plot_kind kind,
         plot_memory(T, o, title);
     else
         plot_placement(T, o, title);
-    trace_free(T);
+    plot_trace_free(T);
     int bad = ferror(o) != 0;
     if (o != stdout)
         bad |= fclose(o) != 0;
@@ -693,6 +425,12 @@ int vdev_plot_file(const char *trace, const char *out, enum vdev_plot_kind kind,
     return 0;
 }
 
+int vdev_plot_file(const char *trace, const char *out, enum vdev_plot_kind kind, char *err,
+                   size_t cap)
+{
+    return vdev_plot_trace(trace, out, kind, NULL, err, cap);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: vdev plot [--placement] TRACE [-o OUT.svg]\n\n"
@@ -701,6 +439,8 @@ static void usage(FILE *f)
                "                time, each device's peak and every out-of-memory failure marked\n"
                "  --placement   ops per device, stacked by op type\n"
                "  -o FILE       where to write the picture (default: standard output)\n\n"
+               "A trace cut short (its process was killed) is drawn up to its last whole\n"
+               "event, with a note on standard error.\n\n"
                "Exit status: 0 done, 1 unreadable or malformed trace, 2 usage error.\n");
 }
 
@@ -738,9 +478,15 @@ int vdev_cmd_plot(int argc, char **argv)
         return 2;
     }
     char err[512];
-    if (vdev_plot_file(in, out, kind, err, sizeof err) != 0) {
+    struct vdev_plot_info info;
+    if (vdev_plot_trace(in, out, kind, &info, err, sizeof err) != 0) {
         fprintf(stderr, "vdev plot: %s\n", err);
         return 1;
     }
+    if (info.cut)
+        fprintf(stderr,
+                "vdev plot: note: %s:%ld: the trace ends here, without its closing \"]\" (the "
+                "process that wrote it did not finish): drew its %ld whole event%s\n",
+                in, info.cut_line, info.n_events, info.n_events == 1 ? "" : "s");
     return 0;
 }

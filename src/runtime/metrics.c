@@ -8,6 +8,20 @@
  * dropped, and a request whose headers overflow CONN_MEMORY bytes is answered
  * with an error by libmicrohttpd itself.
  *
+ * Slow clients cannot starve a scrape. Each client address may hold at most
+ * CONN_PER_IP connections, of CONN_LIMIT in all (libmicrohttpd refuses the
+ * rest at once), and each request has REQUEST_TIMEOUT_S seconds in all, from
+ * its connection's start (or the end of the previous request on it) until
+ * its answer is sent: libmicrohttpd's own timeout counts only idle time, so
+ * a client sending a header line every 2 s would keep its slot for ever. A
+ * watchdog thread keeps each connection's deadline (libmicrohttpd tells it
+ * of every connection opened and closed, and of every request completed)
+ * and shuts down the socket of one past it; libmicrohttpd then sees the
+ * socket end and frees the slot. The watchdog holds its lock while it shuts
+ * a socket down, and libmicrohttpd reports a connection closed (which takes
+ * that lock) before it closes its socket, so the watchdog never touches a
+ * socket number that has been closed and reused.
+ *
  * A scrape reads relaxed atomic counters (ops per type and device, bytes
  * copied per pair, op-time histograms) and takes one allocator statistics
  * snapshot per device (the allocator's lock is held only to copy them), so
@@ -29,18 +43,45 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CONN_TIMEOUT_S 5u         /* an idle client is dropped after this */
+#define REQUEST_TIMEOUT_S 10u     /* a request, idle or not, is cut after this */
 #define CONN_MEMORY (32u * 1024u) /* per connection: request line and headers */
-#define CONN_LIMIT 64u
+#define CONN_LIMIT 128u           /* connections at once, in all */
+#define CONN_PER_IP 16u           /* connections at once from one client address */
+
+/* A connection the watchdog keeps a deadline for. */
+struct watched {
+    struct MHD_Connection *c;
+    int fd;
+    ino_t ino;         /* the socket's inode: fd is shut down only while it still names it */
+    uint64_t deadline; /* monotonic ns */
+    int cut;           /* its socket was shut down */
+};
 
 static struct {
-    pthread_mutex_t lock;
+    pthread_mutex_t lock; /* guards the fields below up to the watchdog's */
     struct MHD_Daemon *daemon;
     int port; /* bound port, 0 when not serving */
     char addr[128];
-} M = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    /* the watchdog: its thread runs while the daemon does */
+    pthread_mutex_t wlock; /* guards conns, n_conns, wstop; taken inside lock, never around it */
+    pthread_cond_t wcond;  /* on CLOCK_MONOTONIC: signalled to stop */
+    pthread_t wthread;
+    int wstop;
+    struct watched conns[CONN_LIMIT];
+    int n_conns;
+} M = {.lock = PTHREAD_MUTEX_INITIALIZER, .wlock = PTHREAD_MUTEX_INITIALIZER};
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* ---- addresses ---- */
 
@@ -267,6 +308,119 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", buf, len);
 }
 
+/* ---- the request-time watchdog ---- */
+
+static struct watched *watched_of(struct MHD_Connection *c) /* wlock held */
+{
+    for (int i = 0; i < M.n_conns; i++)
+        if (M.conns[i].c == c)
+            return &M.conns[i];
+    return NULL;
+}
+
+/* libmicrohttpd, on its thread: a connection opened or closed. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    (void)cls;
+    (void)socket_context;
+    pthread_mutex_lock(&M.wlock);
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        struct stat st;
+        /* CONN_LIMIT bounds the connections, so the table has room; one it
+         * cannot watch is still dropped when idle */
+        if (ci && M.n_conns < (int)CONN_LIMIT && fstat(ci->connect_fd, &st) == 0) {
+            M.conns[M.n_conns++] =
+                (struct watched){.c = c,
+                                 .fd = ci->connect_fd,
+                                 .ino = st.st_ino,
+                                 .deadline = mono_ns() + REQUEST_TIMEOUT_S * 1000000000ull};
+        }
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        struct watched *w = watched_of(c);
+        if (w)
+            *w = M.conns[--M.n_conns];
+    }
+    pthread_mutex_unlock(&M.wlock);
+}
+
+/* libmicrohttpd, on its thread: a request was answered (or failed); the
+ * next one on this connection gets a full REQUEST_TIMEOUT_S. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)con_cls;
+    (void)toe;
+    pthread_mutex_lock(&M.wlock);
+    struct watched *w = watched_of(c);
+    if (w && !w->cut)
+        w->deadline = mono_ns() + REQUEST_TIMEOUT_S * 1000000000ull;
+    pthread_mutex_unlock(&M.wlock);
+}
+
+/* Shuts down the socket of every connection past its deadline, then sleeps
+ * until the next deadline (at most a second: a new connection's deadline is
+ * REQUEST_TIMEOUT_S away) or stop. */
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&M.wlock);
+    while (!M.wstop) {
+        uint64_t now = mono_ns(), next = now + 1000000000ull;
+        for (int i = 0; i < M.n_conns; i++) {
+            struct watched *w = &M.conns[i];
+            if (w->cut)
+                continue;
+            struct stat st;
+            if (w->deadline <= now) {
+                if (fstat(w->fd, &st) == 0 && st.st_ino == w->ino)
+                    shutdown(w->fd, SHUT_RDWR);
+                w->cut = 1;
+            } else if (w->deadline < next) {
+                next = w->deadline;
+            }
+        }
+        struct timespec until = {.tv_sec = (time_t)(next / 1000000000u),
+                                 .tv_nsec = (long)(next % 1000000000u)};
+        pthread_cond_timedwait(&M.wcond, &M.wlock, &until);
+    }
+    pthread_mutex_unlock(&M.wlock);
+    return NULL;
+}
+
+/* M.lock held. 0, or an errno. */
+static int watchdog_start(void)
+{
+    pthread_condattr_t ca;
+    int e = pthread_condattr_init(&ca);
+    if (e)
+        return e;
+    if ((e = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC)) == 0)
+        e = pthread_cond_init(&M.wcond, &ca);
+    pthread_condattr_destroy(&ca);
+    if (e)
+        return e;
+    M.wstop = 0;
+    M.n_conns = 0;
+    if ((e = pthread_create(&M.wthread, NULL, watchdog, NULL)) != 0)
+        pthread_cond_destroy(&M.wcond);
+    return e;
+}
+
+static void watchdog_stop(void) /* M.lock held */
+{
+    pthread_mutex_lock(&M.wlock);
+    M.wstop = 1;
+    pthread_cond_signal(&M.wcond);
+    pthread_mutex_unlock(&M.wlock);
+    pthread_join(M.wthread, NULL);
+    pthread_cond_destroy(&M.wcond);
+    M.n_conns = 0;
+}
+
 /* ---- start and stop ---- */
 
 /* Starts serving on `addr`; M.lock held. `what` names the source in errors
@@ -307,13 +461,23 @@ static enum vdev_status start_locked(const char *addr, const char *what, enum vd
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    int e = watchdog_start(); /* first: libmicrohttpd reports connections at once */
+    if (e) {
+        close(fd);
+        return vdev_error(VDEV_ERR_IO, "%s=\"%s\": cannot start the watchdog thread: %s", what,
+                          addr, strerror(e));
+    }
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
         MHD_OPTION_CONNECTION_TIMEOUT, CONN_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)CONN_MEMORY, MHD_OPTION_CONNECTION_LIMIT, CONN_LIMIT, MHD_OPTION_END);
-    if (!d) /* the socket is not closed here: whether MHD closed it is not said */
+        (size_t)CONN_MEMORY, MHD_OPTION_CONNECTION_LIMIT, CONN_LIMIT,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, CONN_PER_IP, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+    if (!d) { /* the socket is not closed here: whether MHD closed it is not said */
+        watchdog_stop();
         return vdev_error(VDEV_ERR_IO, "%s=\"%s\": libmicrohttpd could not start its thread", what,
                           addr);
+    }
     M.daemon = d;
     M.port = port;
     snprintf(M.addr, sizeof M.addr, "%s", addr);
@@ -326,8 +490,9 @@ static void stop_locked(void)
     if (!M.daemon)
         return;
     /* Joins the thread (a scrape in flight finishes first) and closes the
-     * listening socket too. */
+     * listening socket too; every connection is reported closed. */
     MHD_stop_daemon(M.daemon);
+    watchdog_stop();
     M.daemon = NULL;
     M.port = 0;
     M.addr[0] = '\0';

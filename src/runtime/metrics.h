@@ -1,7 +1,10 @@
 /* metrics.h — the Prometheus metrics endpoint (vdev_metrics_serve in vdev.h),
  * as the runtime starts and stops it.
  *
- * The server runs on libmicrohttpd's own thread inside the watched process.
+ * The server runs on libmicrohttpd's own thread inside the watched process,
+ * with a watchdog thread beside it that cuts any request taking more than
+ * 10 s in all; a client address holds at most 16 connections, of 128 in all,
+ * and an idle connection is dropped after 5 s (metrics.c says why).
  * A scrape reads relaxed atomic counters (ops, bytes copied, op times) and one
  * allocator statistics snapshot per logical device, so it never stops an op. */
 #ifndef VDEV_METRICS_H

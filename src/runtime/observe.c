@@ -2,10 +2,17 @@
  *
  * The histogram is a set of relaxed atomic counters per device, so a scrape
  * reads it without stopping anything. The trace is one buffered FILE guarded
- * by a mutex: each event is formatted on the stack and written in one call. */
+ * by a mutex: each event is formatted on the stack and written in one call.
+ *
+ * Every write to the trace is checked, and so are the flush and the close at
+ * shutdown (a full disk often shows only there, when stdio's buffer goes
+ * out). The first failure is reported once on standard error, as it
+ * happens, and the trace is written no further; vdev_shutdown() then leaves
+ * VDEV_ERR_IO and the same message in vdev_last_error(). */
 #define _GNU_SOURCE
 #include "runtime/observe.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -30,7 +37,40 @@ static struct {
     pthread_mutex_t lock;
     FILE *f;
     int atexit_done;
+    int werr;       /* errno of the first failed write (0: none); nothing is written after it */
+    char path[512]; /* VDEV_TRACE_FILE, for messages */
 } T = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+#define WRITE_FAILED_FMT "VDEV_TRACE_FILE=\"%s\": write failed: %s (the trace is incomplete)"
+
+/* A write to the trace failed with errno e: said once, on standard error;
+ * the trace is written no further. T.lock held. */
+static void write_failed_locked(int e)
+{
+    if (T.werr)
+        return;
+    T.werr = e ? e : EIO;
+    vdev_log_warning(WRITE_FAILED_FMT, T.path, strerror(T.werr));
+}
+
+/* The trace can be written to. T.lock held. */
+static int writable_locked(void) { return T.f && !T.werr; }
+
+/* fprintf to the trace, checked. T.lock held. */
+static void put_locked(const char *fmt, ...) VDEV_PRINTF(1, 2);
+static void put_locked(const char *fmt, ...)
+{
+    if (!writable_locked())
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    errno = 0;
+    int n = vfprintf(T.f, fmt, ap);
+    int e = errno;
+    va_end(ap);
+    if (n < 0)
+        write_failed_locked(e);
+}
 
 uint64_t vdev_observe_now(void) { return vdev_now_ns(); }
 
@@ -67,8 +107,11 @@ static pthread_once_t buf_key_once = PTHREAD_ONCE_INIT;
 /* Writes b's events to the trace; T.lock held. */
 static void tbuf_flush_locked(struct tbuf *b)
 {
-    if (T.f && b->len)
-        fwrite(b->data, 1, b->len, T.f);
+    if (writable_locked() && b->len) {
+        errno = 0;
+        if (fwrite(b->data, 1, b->len, T.f) != b->len)
+            write_failed_locked(errno);
+    }
     b->len = 0;
 }
 
@@ -116,8 +159,7 @@ static void emit(const char *json)
     struct tbuf *b = tbuf_get();
     if (!b || n + 2 > TBUF_BYTES) { /* no buffer: straight to the file */
         pthread_mutex_lock(&T.lock);
-        if (T.f)
-            fprintf(T.f, ",\n%s", json);
+        put_locked(",\n%s", json);
         pthread_mutex_unlock(&T.lock);
         return;
     }
@@ -245,7 +287,7 @@ void vdev_observe_memory(const struct vdev_ldev *dev)
         uint64_t bytes_in_use, bytes_reserved;
     } s;
     pthread_mutex_lock(&T.lock);
-    if (T.f) {
+    if (writable_locked()) {
         vdev_alloc_usage(dev->alloc, &s.bytes_in_use, &s.bytes_reserved);
         /* A sample at most every MEM_SAMPLE_NS per device, but always at a
          * new high of memory in use and when reserved memory changes, so the
@@ -262,11 +304,10 @@ void vdev_observe_memory(const struct vdev_ldev *dev)
         if (s.bytes_in_use > m->high)
             m->high = s.bytes_in_use;
         m->reserved = s.bytes_reserved;
-        fprintf(T.f,
-                ",\n{\"name\":\"memory %s\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":1,\"tid\":%d,"
-                "\"args\":{\"in_use\":%llu,\"reserved\":%llu}}",
-                dev->name, us(now), dev->id, (unsigned long long)s.bytes_in_use,
-                (unsigned long long)s.bytes_reserved);
+        put_locked(",\n{\"name\":\"memory %s\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":1,\"tid\":%d,"
+                   "\"args\":{\"in_use\":%llu,\"reserved\":%llu}}",
+                   dev->name, us(now), dev->id, (unsigned long long)s.bytes_in_use,
+                   (unsigned long long)s.bytes_reserved);
     }
     pthread_mutex_unlock(&T.lock);
 }
@@ -276,11 +317,10 @@ void vdev_observe_oom(const struct vdev_ldev *dev, uint64_t bytes)
     if (!atomic_load_explicit(&tracing, memory_order_relaxed))
         return;
     pthread_mutex_lock(&T.lock);
-    if (T.f) {
-        fprintf(T.f,
-                ",\n{\"name\":\"OOM\",\"cat\":\"oom\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,"
-                "\"pid\":1,\"tid\":%d,\"args\":{\"bytes\":%llu}}",
-                us(vdev_now_ns()), dev->id, (unsigned long long)bytes);
+    if (writable_locked()) {
+        put_locked(",\n{\"name\":\"OOM\",\"cat\":\"oom\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,"
+                   "\"pid\":1,\"tid\":%d,\"args\":{\"bytes\":%llu}}",
+                   us(vdev_now_ns()), dev->id, (unsigned long long)bytes);
     }
     pthread_mutex_unlock(&T.lock);
 }
@@ -313,23 +353,26 @@ enum vdev_status vdev_observe_init(void)
         return vdev_error(VDEV_ERR_CONFIG, "VDEV_TRACE_FILE is empty (expected a file path)");
     FILE *f = fopen(path, "w");
     if (!f)
-        return vdev_error(VDEV_ERR_IO, "VDEV_TRACE_FILE=\"%s\": cannot open for writing", path);
+        return vdev_error(VDEV_ERR_IO, "VDEV_TRACE_FILE=\"%s\": cannot open for writing: %s", path,
+                          strerror(errno));
     pthread_mutex_lock(&T.lock);
     T.f = f;
+    T.werr = 0;
+    vdev_strlcpy(T.path, path, sizeof T.path);
     memset(M, 0, sizeof M);
     atomic_store(&t_zero, vdev_now_ns());
-    fprintf(f, "[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"vdev\"}}");
+    put_locked(
+        "[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"vdev\"}}");
     /* name each device's tracks: its ops, then its copies */
     for (int i = 0; i < vdev_runtime_n_devices(); i++) {
         struct vdev_ldev *d = vdev_runtime_device(i);
         for (int k = 0; k < 2; k++) {
             int tid = k ? VDEV_TRACE_COPY_TID(i) : i;
-            fprintf(f,
-                    ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
-                    "\"args\":{\"name\":\"%s (%s)%s\"}}"
-                    ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
-                    "\"args\":{\"sort_index\":%d}}",
-                    tid, d->name, d->backend->ops->name, k ? " copies" : "", tid, 2 * i + k);
+            put_locked(",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+                       "\"args\":{\"name\":\"%s (%s)%s\"}}"
+                       ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+                       "\"args\":{\"sort_index\":%d}}",
+                       tid, d->name, d->backend->ops->name, k ? " copies" : "", tid, 2 * i + k);
         }
     }
     if (!T.atexit_done) {
@@ -349,13 +392,27 @@ void vdev_observe_shutdown(void)
     for (struct tbuf *b = all_bufs; b; b = b->next)
         tbuf_flush_locked(b);
     FILE *f = T.f;
-    T.f = NULL;
     atomic_store(&tracing, 0);
+    int werr = 0;
+    char path[sizeof T.path];
     if (f) {
-        fprintf(f, "\n]\n");
-        fclose(f);
+        put_locked("\n]\n");
+        /* stdio keeps what did not fit its buffer: the flush and the close
+         * write it, and may be the first to fail */
+        errno = 0;
+        if (writable_locked() && (fflush(f) != 0 || ferror(f)))
+            write_failed_locked(errno);
+        errno = 0;
+        if (fclose(f) != 0)
+            write_failed_locked(errno);
+        werr = T.werr;
+        memcpy(path, T.path, sizeof path);
     }
+    T.f = NULL;
+    T.werr = 0;
     pthread_mutex_unlock(&T.lock);
     if (f)
         vdev_observe_release();
+    if (werr)
+        vdev_error(VDEV_ERR_IO, WRITE_FAILED_FMT, path, strerror(werr));
 }
