@@ -148,7 +148,7 @@ static enum vdev_status open_checkpoint(const char *path, int *fd_out,
                              (unsigned long long)n, VDEV_CKPT_HEADER_MAX);
         goto fail;
     }
-    if (n > size - 8) {
+    if (size < 8 || n > size - 8) { /* size < 8: the file grew since fstat */
         st = vdev_dist_ckerr(path, VDEV_ERR_IO,
                              "the header of %llu bytes runs past the end of the file (%llu "
                              "bytes; truncated?)",
