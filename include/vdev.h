@@ -493,8 +493,9 @@ VDEV_API void vdev_optimizer_free(vdev_optimizer_t *opt);
  * tensor: the header (every size bounded by the file's size), that each name
  * asked for is there with the tensor's dtype and shape, and the checksum of
  * the data. So a failed load leaves every tensor as it was. (A file without
- * "vdev.format", written by another program, carries no checksum; its sizes
- * and offsets are still checked.)
+ * "vdev.crc32", written by another program, carries no checksum; its sizes
+ * and offsets are still checked.) A missing file is VDEV_ERR_NOT_FOUND, so a
+ * job can tell "no checkpoint yet" from a damaged one (VDEV_ERR_IO/PARSE).
  *
  * Thread-safety: every call may run on any thread. Saves and loads of
  * different files run side by side; two saves to one path each leave a
@@ -507,17 +508,23 @@ VDEV_API void vdev_optimizer_free(vdev_optimizer_t *opt);
  *     const char *names[] = {"dense0/w", "dense0/b", "dense1/w", "dense1/b"};
  *     vdev_tensor_t *vars[4];
  *     vdev_mlp_variables(model, vars, 4);
+ *     const char *ckpt = "run/ckpt.safetensors";
  *     long step = 0;
  *     char buf[32];
- *     if (vdev_checkpoint_metadata("run/ckpt.safetensors", "step", buf, sizeof buf) == VDEV_OK &&
- *         vdev_checkpoint_load("run/ckpt.safetensors", names, vars, 4) == VDEV_OK)
- *         step = strtol(buf, NULL, 10);          // resume after the saved step
+ *     enum vdev_status st = vdev_checkpoint_metadata(ckpt, "step", buf, sizeof buf);
+ *     if (st == VDEV_OK) {                          // resume after the saved step
+ *         if (vdev_checkpoint_load(ckpt, names, vars, 4) != VDEV_OK)
+ *             die(vdev_last_error());
+ *         step = strtol(buf, NULL, 10);
+ *     } else if (st != VDEV_ERR_NOT_FOUND) {        // damaged: never start over silently
+ *         die(vdev_last_error());
+ *     }
  *     for (; step < n_steps; step++) {
  *         ... one training step ...
  *         if ((step + 1) % 100 == 0) {
  *             snprintf(buf, sizeof buf, "%ld", step + 1);
  *             const char *meta[] = {"step", buf};
- *             if (vdev_checkpoint_save("run/ckpt.safetensors", names, vars, 4, meta, 1) != VDEV_OK)
+ *             if (vdev_checkpoint_save(ckpt, names, vars, 4, meta, 1) != VDEV_OK)
  *                 fprintf(stderr, "%s\n", vdev_last_error()); // the last save stays in place
  *         }
  *     }
@@ -552,7 +559,8 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
  * tensor's device in the placement statistics.
  * Errors, each with a message naming the file and the problem, every tensor
  * unchanged: VDEV_ERR_INVALID_ARG (NULL arguments, a NULL or freed tensor, one
- * tensor under two names), VDEV_ERR_NOT_FOUND (a name the file lacks),
+ * tensor under two names), VDEV_ERR_NOT_FOUND (no file at path, or a name the
+ * file lacks),
  * VDEV_ERR_SHAPE (dtype or shape differ: the message gives both),
  * VDEV_ERR_IO (cannot open or read, truncated, checksum mismatch),
  * VDEV_ERR_PARSE (the header is not JSON, or not a valid safetensors header:
@@ -563,8 +571,8 @@ VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *con
                                                vdev_tensor_t *const *tensors, int n);
 
 /* Copies the metadata value of `key` (with its terminating NUL) into buf.
- * Reads and checks only the header. VDEV_ERR_NOT_FOUND when the file has no
- * such key, VDEV_ERR_INVALID_ARG when cap is too small (the message says how
+ * Reads and checks only the header. VDEV_ERR_NOT_FOUND when there is no file
+ * at path or it has no such key, VDEV_ERR_INVALID_ARG when cap is too small (the message says how
  * many bytes it needs), else the errors of vdev_checkpoint_open. */
 VDEV_API enum vdev_status vdev_checkpoint_metadata(const char *path, const char *key, char *buf,
                                                    size_t cap);
@@ -585,8 +593,8 @@ struct vdev_checkpoint_entry {
 
 /* Reads and checks the header of the file at `path` (not the data, so not the
  * checksum): *out is yours, to free with vdev_checkpoint_close. Errors as
- * vdev_checkpoint_load's for the file itself (IO, PARSE, UNSUPPORTED, OOM);
- * *out is NULL then. Does not start the runtime. */
+ * vdev_checkpoint_load's for the file itself (NOT_FOUND for no file, IO,
+ * PARSE, UNSUPPORTED, OOM); *out is NULL then. Does not start the runtime. */
 VDEV_API enum vdev_status vdev_checkpoint_open(const char *path, vdev_checkpoint_t **out);
 /* NULL is a no-op. */
 VDEV_API void vdev_checkpoint_close(vdev_checkpoint_t *ck);

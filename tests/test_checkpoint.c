@@ -5,7 +5,8 @@
  * argument error of save and load with its exact message, mismatched names,
  * dtypes and shapes (tensors unchanged), and a training job that stops,
  * restarts from its checkpoint and ends with the same loss, bit for bit, as
- * one that never stopped.
+ * one that never stopped. Saves and loads from several threads at once, to
+ * their own files and to one shared file.
  *
  * Damaged files and failures half-way through a save are in
  * test_checkpoint_corrupt.c; numpy reading vdev's files in
@@ -15,6 +16,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -522,8 +524,19 @@ static void test_load_errors(void) {
     EXPECT(vdev_checkpoint_load(path, n2, tnull, 2), VDEV_ERR_INVALID_ARG,
            "checkpoint '%s': tensors[1] ('nope') is NULL", path);
     const char *missing = P("missing.safetensors");
-    EXPECT(vdev_checkpoint_load(missing, n2, t2, 1), VDEV_ERR_IO,
+    EXPECT(vdev_checkpoint_load(missing, n2, t2, 1), VDEV_ERR_NOT_FOUND,
            "checkpoint '%s': cannot open: No such file or directory", missing);
+    char buf[8];
+    EXPECT(vdev_checkpoint_metadata(missing, "step", buf, sizeof buf), VDEV_ERR_NOT_FOUND,
+           "checkpoint '%s': cannot open: No such file or directory", missing);
+    vdev_checkpoint_t *ck;
+    EXPECT(vdev_checkpoint_open(missing, &ck), VDEV_ERR_NOT_FOUND,
+           "checkpoint '%s': cannot open: No such file or directory", missing);
+    /* A file that cannot be read for another reason is VDEV_ERR_IO. */
+    char under_file[600];
+    snprintf(under_file, sizeof under_file, "%s/x", path);
+    EXPECT(vdev_checkpoint_load(under_file, n2, t2, 1), VDEV_ERR_IO,
+           "checkpoint '%s': cannot open: Not a directory", under_file);
     CHECK(mkdir(P("folder"), 0755) == 0);
     EXPECT(vdev_checkpoint_load(P("folder"), n2, t2, 1), VDEV_ERR_IO,
            "checkpoint '%s': not a regular file", P("folder"));
@@ -615,6 +628,78 @@ static void test_resume(void) {
     remove_all();
 }
 
+/* ---- several threads at once ---- */
+
+#define N_JOBS 4
+#define ROUNDS 10
+
+struct job {
+    const char *path;
+    vdev_tensor_t *src[2]; /* saved */
+    vdev_tensor_t *dst[2]; /* loaded into, on the other GPU */
+    int failures;          /* counted here, checked on the main thread */
+};
+
+static const char *job_names[2] = {"w", "step"};
+
+static void *job_run(void *arg) {
+    struct job *j = arg;
+    for (int r = 0; r < ROUNDS; r++) {
+        const char *meta[2] = {"round", r % 2 ? "odd" : "even"};
+        j->failures += vdev_checkpoint_save(j->path, job_names, j->src, 2, meta, 1) != VDEV_OK;
+        j->failures += vdev_checkpoint_load(j->path, job_names, j->dst, 2) != VDEV_OK;
+    }
+    return NULL;
+}
+
+static void test_threads(void) {
+    check_fresh("2x1GiB");
+    static char paths[N_JOBS][64];
+    struct job jobs[N_JOBS];
+    int64_t s[2] = {32, 16};
+    for (int k = 0; k < N_JOBS; k++) {
+        /* Jobs 0 and 1 share a file; 2 and 3 have their own. */
+        snprintf(paths[k], sizeof paths[k], "job%d.safetensors", k < 2 ? 0 : k);
+        jobs[k].path = P(paths[k]);
+        jobs[k].failures = 0;
+        CHECK_OK(vdev_device_push(k % 2 ? "GPU:1" : "GPU:0"));
+        jobs[k].src[0] = vdev_tensor_uniform(s, 2, -1, 1, 100 + (uint64_t)k);
+        int32_t step = k;
+        jobs[k].src[1] = vdev_tensor_from_host(&step, NULL, 0, VDEV_I32);
+        vdev_device_pop();
+        CHECK_OK(vdev_device_push(k % 2 ? "GPU:0" : "GPU:1"));
+        jobs[k].dst[0] = vdev_tensor_zeros(s, 2, VDEV_F32);
+        jobs[k].dst[1] = vdev_tensor_zeros(NULL, 0, VDEV_I32);
+        vdev_device_pop();
+    }
+    /* The shared file's first version, so that no load finds it missing. */
+    CHECK_OK(vdev_checkpoint_save(jobs[0].path, job_names, jobs[0].src, 2, NULL, 0));
+    pthread_t th[N_JOBS];
+    for (int k = 0; k < N_JOBS; k++)
+        CHECK(pthread_create(&th[k], NULL, job_run, &jobs[k]) == 0);
+    for (int k = 0; k < N_JOBS; k++)
+        CHECK(pthread_join(th[k], NULL) == 0);
+    for (int k = 0; k < N_JOBS; k++) {
+        CHECK(jobs[k].failures == 0);
+        float a[512], b[512];
+        int32_t step;
+        CHECK_OK(vdev_tensor_to_host(jobs[k].dst[0], a, sizeof a));
+        CHECK_OK(vdev_tensor_to_host(jobs[k].dst[1], &step, sizeof step));
+        /* Own files hold the job's tensors; the shared one either job's, whole. */
+        int from = k < 2 ? step : k;
+        CHECK(from >= 0 && from < N_JOBS && (k >= 2 ? step == k : step < 2));
+        CHECK_OK(vdev_tensor_to_host(jobs[from].src[0], b, sizeof b));
+        CHECK(memcmp(a, b, sizeof a) == 0);
+    }
+    CHECK(n_files() == 3); /* job0, job2, job3: no temporary file */
+    for (int k = 0; k < N_JOBS; k++)
+        for (int i = 0; i < 2; i++) {
+            vdev_tensor_free(jobs[k].src[i]);
+            vdev_tensor_free(jobs[k].dst[i]);
+        }
+    remove_all();
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/vdev-ckpt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -627,6 +712,7 @@ int main(void) {
     test_save_errors();
     test_load_errors();
     test_resume();
+    test_threads();
     vdev_shutdown();
     remove_all();
     rmdir(dir);

@@ -22,6 +22,7 @@
  * allocation goes through the fault counter of checkpoint.h, so tests can
  * fail each one in turn. */
 #define _GNU_SOURCE
+#define _FILE_OFFSET_BITS 64 /* files past 2 GiB on 32-bit hosts too */
 #include "dist/checkpoint.h"
 
 #include <errno.h>
@@ -112,8 +113,9 @@ static enum vdev_status open_checkpoint(const char *path, int *fd_out,
     *fd_out = -1;
     *out = NULL;
     int fd = SYS(open(path, O_RDONLY | O_CLOEXEC));
-    if (fd < 0)
-        return vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot open: %s", strerror(errno));
+    if (fd < 0) /* no file is "no checkpoint yet", not damage */
+        return vdev_dist_ckerr(path, errno == ENOENT ? VDEV_ERR_NOT_FOUND : VDEV_ERR_IO,
+                               "cannot open: %s", strerror(errno));
     enum vdev_status st;
     char *text = NULL;
     struct stat sb;
