@@ -566,7 +566,10 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
  * VDEV_ERR_PARSE (the header is not JSON, or not a valid safetensors header:
  * bad types, unknown dtype, offsets that overlap, leave gaps, are misaligned
  * or disagree with the shape), VDEV_ERR_UNSUPPORTED (a "vdev.format" this
- * version does not read), VDEV_ERR_OOM (host or CPU memory for staging). */
+ * version does not read), VDEV_ERR_OOM (host or CPU memory for staging).
+ * One exception: when the final host-to-device copy itself fails (the
+ * backend's error, e.g. a CUDA fault), tensors restored before it keep their
+ * new values. */
 VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *const *names,
                                                vdev_tensor_t *const *tensors, int n);
 

@@ -36,12 +36,28 @@
 static char dir[256];
 
 /* dir/name, in one of four rotating buffers. */
+/* Paths handed out by P(), freed at the end. */
+static char **paths;
+static size_t n_paths;
+
+/* dir/name, valid until free_paths(). */
 static const char *P(const char *name) {
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
+    char **grown = realloc(paths, (n_paths + 1) * sizeof *paths);
+    size_t len = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(len);
+    if (!grown || !p) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    paths = grown;
+    snprintf(p, len, "%s/%s", dir, name);
+    return paths[n_paths++] = p;
+}
+
+static void free_paths(void) {
+    for (size_t i = 0; i < n_paths; i++)
+        free(paths[i]);
+    free(paths);
 }
 
 /* The file's bytes (malloc'ed, *len set), NULL if it cannot be read. */
@@ -426,6 +442,17 @@ static void test_save_errors(void) {
     const char *m_dup[6] = {"step", "1", "epoch", "2", "step", "3"};
     EXPECT(vdev_checkpoint_save(path, ok3, t, 3, m_dup, 3), VDEV_ERR_INVALID_ARG,
            "checkpoint '%s': the metadata key 'step' is given twice", path);
+    /* A header past the format's 100,000,000 bytes. */
+    char *huge = malloc(100000001);
+    CHECK(huge != NULL);
+    memset(huge, 'v', 100000000);
+    huge[100000000] = '\0';
+    const char *m_huge[2] = {"blob", huge};
+    EXPECT(vdev_checkpoint_save(path, ok3, t, 3, m_huge, 1), VDEV_ERR_INVALID_ARG,
+           "checkpoint '%s': the header would be larger than the format's limit of 100000000 "
+           "bytes (too many or too long names and metadata)",
+           path);
+    free(huge);
     CHECK(n_files() == 0); /* none of them wrote anything */
 
     /* A name of exactly the limit is fine, and a metadata value may be empty. */
@@ -542,6 +569,19 @@ static void test_load_errors(void) {
            "checkpoint '%s': not a regular file", P("folder"));
     CHECK(is_sentinel(a) && is_sentinel(b));
 
+    /* No room left for the staging device scope. */
+    int pushed = 0;
+    while (vdev_device_push("CPU:0") == VDEV_OK)
+        pushed++;
+    char why[256];
+    snprintf(why, sizeof why, "%s", vdev_last_error());
+    EXPECT(vdev_checkpoint_load(path, n2, t2, 1), VDEV_ERR_INVALID_ARG,
+           "checkpoint '%s': staging on CPU:0: %s", path, why);
+    CHECK(strstr(why, "device scopes nested deeper than") == why);
+    while (pushed--)
+        vdev_device_pop();
+    CHECK(is_sentinel(a));
+
     vdev_tensor_t *all[] = {a, b, w32, lf, one};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         vdev_tensor_free(all[i]);
@@ -654,13 +694,13 @@ static void *job_run(void *arg) {
 
 static void test_threads(void) {
     check_fresh("2x1GiB");
-    static char paths[N_JOBS][64];
+    static char job_files[N_JOBS][64];
     struct job jobs[N_JOBS];
     int64_t s[2] = {32, 16};
     for (int k = 0; k < N_JOBS; k++) {
         /* Jobs 0 and 1 share a file; 2 and 3 have their own. */
-        snprintf(paths[k], sizeof paths[k], "job%d.safetensors", k < 2 ? 0 : k);
-        jobs[k].path = P(paths[k]);
+        snprintf(job_files[k], sizeof job_files[k], "job%d.safetensors", k < 2 ? 0 : k);
+        jobs[k].path = P(job_files[k]);
         jobs[k].failures = 0;
         CHECK_OK(vdev_device_push(k % 2 ? "GPU:1" : "GPU:0"));
         jobs[k].src[0] = vdev_tensor_uniform(s, 2, -1, 1, 100 + (uint64_t)k);
@@ -716,5 +756,6 @@ int main(void) {
     vdev_shutdown();
     remove_all();
     rmdir(dir);
+    free_paths();
     return check_done();
 }

@@ -30,12 +30,28 @@
 
 static char dir[256];
 
+/* Paths handed out by P(), freed at the end. */
+static char **paths;
+static size_t n_paths;
+
+/* dir/name, valid until free_paths(). */
 static const char *P(const char *name) {
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
+    char **grown = realloc(paths, (n_paths + 1) * sizeof *paths);
+    size_t len = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(len);
+    if (!grown || !p) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    paths = grown;
+    snprintf(p, len, "%s/%s", dir, name);
+    return paths[n_paths++] = p;
+}
+
+static void free_paths(void) {
+    for (size_t i = 0; i < n_paths; i++)
+        free(paths[i]);
+    free(paths);
 }
 
 static unsigned char *slurp(const char *path, size_t *len) {
@@ -472,7 +488,7 @@ static void test_save_faults(vdev_tensor_t *const *t) {
     unlink(fresh);
     CHECK_OK(vdev_checkpoint_save(path, names, t, 2, m1, 1));
     unsigned char *old = slurp(path, &old_len);
-    int n_fail = 0, n_after_rename = 0, n_oom = 0;
+    int n_fail = 0, n_after_rename = 0, n_oom = 0, n_copy = 0;
     for (int k = 1; k < 1000; k++) {
         vdev_dist_checkpoint_fail_at(k);
         enum vdev_status st = vdev_checkpoint_save(path, names, t, N_T, m2, 1);
@@ -490,6 +506,11 @@ static void test_save_faults(vdev_tensor_t *const *t) {
         if (st == VDEV_ERR_OOM) {
             n_oom++;
             CHECK(intact(path, old, old_len, 0));
+        } else if (st == VDEV_ERR_BACKEND) { /* copying a tensor off its GPU */
+            n_copy++;
+            CHECK_MSG("': copying tensors[");
+            CHECK_MSG("to the host: copy failed (injected fault)");
+            CHECK(intact(path, old, old_len, 0));
         } else if (strstr(vdev_last_error(), "the new checkpoint is in place")) {
             CHECK_STATUS(st, VDEV_ERR_IO);
             CHECK_MSG("could not be synced: ");
@@ -503,9 +524,9 @@ static void test_save_faults(vdev_tensor_t *const *t) {
     }
     /* open, 2+4 writes, pwrite, fsync, close, rename fail before the rename;
      * naming, opening and syncing the folder after it. */
-    CHECK(n_fail >= 11 && n_after_rename == 3 && n_oom >= 4);
-    printf("save faults: %d failures (%d allocations, %d after the rename)\n", n_fail, n_oom,
-           n_after_rename);
+    CHECK(n_fail >= 11 && n_after_rename == 3 && n_oom >= 4 && n_copy == 3);
+    printf("save faults: %d failures (%d allocations, %d copies, %d after the rename)\n", n_fail,
+           n_oom, n_copy, n_after_rename);
     free(nw);
     free(old);
 }
@@ -580,5 +601,6 @@ int main(void) {
     vdev_shutdown();
     remove_all();
     rmdir(dir);
+    free_paths();
     return check_done();
 }

@@ -27,12 +27,28 @@
 
 static char dir[256];
 
+/* Paths handed out by P(), freed at the end. */
+static char **paths;
+static size_t n_paths;
+
+/* dir/name, valid until free_paths(). */
 static const char *P(const char *name) {
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
+    char **grown = realloc(paths, (n_paths + 1) * sizeof *paths);
+    size_t len = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(len);
+    if (!grown || !p) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    paths = grown;
+    snprintf(p, len, "%s/%s", dir, name);
+    return paths[n_paths++] = p;
+}
+
+static void free_paths(void) {
+    for (size_t i = 0; i < n_paths; i++)
+        free(paths[i]);
+    free(paths);
 }
 
 static void cleanup(void) {
@@ -230,5 +246,6 @@ int main(void) {
         vdev_tensor_free(pt[i]);
     vdev_shutdown();
     cleanup();
+    free_paths();
     return check_done();
 }

@@ -486,7 +486,8 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
         size_t bytes = (size_t)(oe[i].end - oe[i].begin);
         if (!bytes)
             continue;
-        st = vdev_tensor_to_host(tensors[i], buf, bytes);
+        st = vdev_dist_fault() ? vdev_error(VDEV_ERR_BACKEND, "copy failed (injected fault)")
+                               : vdev_tensor_to_host(tensors[i], buf, bytes);
         if (st != VDEV_OK) {
             vdev_error_prefix("checkpoint '" Q "': copying tensors[%d] ('" Q "') to the host", path,
                               i, names[i]);
@@ -712,7 +713,10 @@ VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *con
         if (!wanted[k])
             continue;
         to_from_le32(buf, e->end - e->begin);
-        stage[k] = vdev_tensor_from_host(buf, e->shape, e->ndim, (enum vdev_dtype)e->dtype);
+        if (vdev_dist_fault())
+            vdev_error(VDEV_ERR_OOM, "no memory (injected fault)");
+        else
+            stage[k] = vdev_tensor_from_host(buf, e->shape, e->ndim, (enum vdev_dtype)e->dtype);
         if (!stage[k]) {
             vdev_error_prefix("checkpoint '" Q "': staging entry '" Q "' on CPU:0", path, e->name);
             st = vdev_last_status();

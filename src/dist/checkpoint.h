@@ -98,9 +98,10 @@ enum vdev_status vdev_dist_ckpt_build_header(const struct vdev_ckpt_out_entry *e
 
 /* ---- fault injection, for tests ---- */
 
-/* Makes the nth (1-based) system call or allocation made by the checkpoint
- * code on the calling thread fail (with EIO for a system call, ENOSPC for a
- * write), once; 0 disarms. */
+/* Makes the nth (1-based) system call, allocation or tensor copy made by
+ * the checkpoint code on the calling thread fail (with EIO for a system call,
+ * ENOSPC for a write, VDEV_ERR_BACKEND for a copy off a device, VDEV_ERR_OOM
+ * for a staging tensor), once; 0 disarms. */
 void vdev_dist_checkpoint_fail_at(int n);
 /* 1 while the armed fault has not fired yet. */
 int vdev_dist_checkpoint_fault_pending(void);

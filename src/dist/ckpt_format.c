@@ -630,10 +630,10 @@ enum vdev_status vdev_dist_ckpt_build_header(const struct vdev_ckpt_out_entry *e
     if (b.st != VDEV_OK) {
         free(b.p);
         return b.st == VDEV_ERR_OOM
-                   ? vdev_error(VDEV_ERR_OOM, "no host memory for the checkpoint's header")
+                   ? vdev_error(VDEV_ERR_OOM, "no host memory for the header")
                    : vdev_error(VDEV_ERR_INVALID_ARG,
-                                "the checkpoint's header would exceed the format's limit of "
-                                "%llu bytes (too many or too long names and metadata)",
+                                "the header would be larger than the format's limit of %llu "
+                                "bytes (too many or too long names and metadata)",
                                 VDEV_CKPT_HEADER_MAX);
     }
     *out = b.p;
