@@ -1,0 +1,753 @@
+/* checkpoint.c — saving and restoring named tensors in the safetensors
+ * format (see "checkpoints" in vdev.h for the file and the guarantees).
+ *
+ * Save checks every argument first, lays the entries out one after another
+ * in the caller's order, and builds the header with a placeholder CRC. It
+ * then writes a temporary file next to the target: the header, then each
+ * tensor as it comes off its device (one tensor's bytes on the host at a
+ * time), folding the bytes into zlib's CRC-32 as they go; it patches the CRC
+ * into the header with pwrite, fsyncs, closes, renames over the target and
+ * fsyncs the folder (the rename is the commit point: before it the old file
+ * is untouched, after it the new one is complete). Any failure before the
+ * rename removes the temporary file.
+ *
+ * Load reads and checks the header (ckpt_format.c), matches every requested
+ * name, dtype and shape, then reads the data in order, computing the CRC over
+ * all of it and staging the requested entries in CPU tensors. Only when the
+ * CRC matches does it copy the staged tensors into the caller's tensors with
+ * vdev_assign, so a failure leaves them unchanged.
+ *
+ * Tensors are reached only through the public API (vdev_tensor_to_host,
+ * vdev_tensor_from_host, vdev_assign and the accessors). Each system call and
+ * allocation goes through the fault counter of checkpoint.h, so tests can
+ * fail each one in turn. */
+#define _GNU_SOURCE
+#define _FILE_OFFSET_BITS 64 /* files past 2 GiB on 32-bit hosts too */
+#include "dist/checkpoint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define Q VDEV_CKPT_QUOTE
+
+/* ---- system calls through the fault counter ---- */
+
+/* Data is little-endian in the file: big-endian hosts swap 4-byte words. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+static void to_from_le32(void *p, uint64_t bytes) {
+    uint32_t *w = p;
+    for (uint64_t i = 0; i < bytes / 4; i++)
+        w[i] = __builtin_bswap32(w[i]);
+}
+#else
+static void to_from_le32(void *p, uint64_t bytes) {
+    VDEV_UNUSED(p);
+    VDEV_UNUSED(bytes);
+}
+#endif
+
+/* Writes all n bytes (at `off` when off >= 0); 0, or -1 with errno set. */
+static int write_all(int fd, const void *buf, size_t n, off_t off) {
+    const char *p = buf;
+    while (n) {
+        if (vdev_dist_fault()) {
+            errno = ENOSPC;
+            return -1;
+        }
+        size_t chunk = n < (1u << 30) ? n : (1u << 30);
+        ssize_t w = off >= 0 ? pwrite(fd, p, chunk, off) : write(fd, p, chunk);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = ENOSPC;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+        if (off >= 0)
+            off += w;
+    }
+    return 0;
+}
+
+/* Reads up to n bytes, stopping early only at the end of the file; the
+ * number read, or -1 with errno set. */
+static int64_t read_all(int fd, void *buf, size_t n) {
+    char *p = buf;
+    size_t got = 0;
+    while (got < n) {
+        if (vdev_dist_fault()) {
+            errno = EIO;
+            return -1;
+        }
+        size_t chunk = n - got < (1u << 30) ? n - got : (1u << 30);
+        ssize_t r = read(fd, p + got, chunk);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (int64_t)got;
+}
+
+/* A system call that may be made to fail: `call` is evaluated unless the
+ * fault counter fires, in which case the result is -1 with errno EIO. */
+#define SYS(call) (vdev_dist_fault() ? (errno = EIO, -1) : (call))
+
+/* ---- reading a file's header ---- */
+
+/* Opens path and reads and checks its header; on VDEV_OK *fd is open at the
+ * start of the data and *out holds the header. */
+static enum vdev_status open_checkpoint(const char *path, int *fd_out,
+                                        struct vdev_checkpoint **out) {
+    *fd_out = -1;
+    *out = NULL;
+    int fd = SYS(open(path, O_RDONLY | O_CLOEXEC));
+    if (fd < 0) /* no file is "no checkpoint yet", not damage */
+        return vdev_dist_ckerr(path, errno == ENOENT ? VDEV_ERR_NOT_FOUND : VDEV_ERR_IO,
+                               "cannot open: %s", strerror(errno));
+    enum vdev_status st;
+    char *text = NULL;
+    struct stat sb;
+    unsigned char len8[8];
+    if (SYS(fstat(fd, &sb)) != 0) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot stat: %s", strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_IO, "not a regular file");
+        goto fail;
+    }
+    uint64_t size = (uint64_t)sb.st_size;
+    int64_t got = read_all(fd, len8, sizeof len8);
+    if (got < 0) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot read: %s", strerror(errno));
+        goto fail;
+    }
+    if (got < 8) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_IO,
+                             "the file holds %lld bytes, fewer than the 8 of the header's "
+                             "length (truncated?)",
+                             (long long)got);
+        goto fail;
+    }
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--)
+        n = n << 8 | len8[i];
+    if (n > VDEV_CKPT_HEADER_MAX) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_PARSE,
+                             "the header length %llu exceeds the format's limit of %llu bytes",
+                             (unsigned long long)n, VDEV_CKPT_HEADER_MAX);
+        goto fail;
+    }
+    if (size < 8 || n > size - 8) { /* size < 8: the file grew since fstat */
+        st = vdev_dist_ckerr(path, VDEV_ERR_IO,
+                             "the header of %llu bytes runs past the end of the file (%llu "
+                             "bytes; truncated?)",
+                             (unsigned long long)n, (unsigned long long)size);
+        goto fail;
+    }
+    text = vdev_dist_malloc((size_t)n + 1);
+    if (!text) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for a header of %llu bytes",
+                             (unsigned long long)n);
+        goto fail;
+    }
+    got = read_all(fd, text, (size_t)n);
+    if (got < 0) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot read: %s", strerror(errno));
+        goto fail;
+    }
+    if ((uint64_t)got < n) { /* the file shrank after fstat */
+        st = vdev_dist_ckerr(path, VDEV_ERR_IO, "the file ends inside its header (truncated?)");
+        goto fail;
+    }
+    text[n] = '\0';
+    st = vdev_dist_ckpt_parse(path, text, n, size, out);
+    if (st != VDEV_OK)
+        goto fail;
+    free(text);
+    *fd_out = fd;
+    return VDEV_OK;
+fail:
+    free(text);
+    close(fd);
+    return st;
+}
+
+VDEV_API enum vdev_status vdev_checkpoint_open(const char *path, vdev_checkpoint_t **out) {
+    if (!out)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_checkpoint_open: out is NULL");
+    *out = NULL;
+    if (!path)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_checkpoint_open: path is NULL");
+    int fd;
+    enum vdev_status st = open_checkpoint(path, &fd, out);
+    if (st == VDEV_OK)
+        close(fd);
+    return st;
+}
+
+VDEV_API void vdev_checkpoint_close(vdev_checkpoint_t *ck) { vdev_dist_ckpt_free(ck); }
+
+VDEV_API int vdev_checkpoint_n_entries(const vdev_checkpoint_t *ck) {
+    if (!ck) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_checkpoint_n_entries: checkpoint is NULL");
+        return -1;
+    }
+    return ck->n_entries;
+}
+
+VDEV_API enum vdev_status vdev_checkpoint_entry(const vdev_checkpoint_t *ck, int i,
+                                                struct vdev_checkpoint_entry *out) {
+    if (!ck || !out)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_checkpoint_entry: %s is NULL",
+                          ck ? "out" : "checkpoint");
+    if (i < 0 || i >= ck->n_entries)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_checkpoint_entry: index %d is outside 0..%d",
+                          i, ck->n_entries - 1);
+    const struct vdev_ckpt_entry *e = &ck->entries[i];
+    *out = (struct vdev_checkpoint_entry){
+        .name = e->name,
+        .dtype_name = e->dtype_name,
+        .dtype = (enum vdev_dtype)e->dtype,
+        .ndim = e->ndim,
+        .shape = e->shape,
+        .offset_bytes = e->begin,
+        .size_bytes = e->end - e->begin,
+    };
+    return VDEV_OK;
+}
+
+VDEV_API int vdev_checkpoint_n_metadata(const vdev_checkpoint_t *ck) {
+    if (!ck) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_checkpoint_n_metadata: checkpoint is NULL");
+        return -1;
+    }
+    return ck->n_meta;
+}
+
+VDEV_API enum vdev_status vdev_checkpoint_metadata_at(const vdev_checkpoint_t *ck, int i,
+                                                      const char **key, const char **value) {
+    if (!ck || !key || !value)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_checkpoint_metadata_at: %s is NULL",
+                          !ck    ? "checkpoint"
+                          : !key ? "key"
+                                 : "value");
+    if (i < 0 || i >= ck->n_meta)
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "vdev_checkpoint_metadata_at: index %d is outside 0..%d", i,
+                          ck->n_meta - 1);
+    *key = ck->meta_keys[i];
+    *value = ck->meta_values[i];
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_checkpoint_metadata(const char *path, const char *key, char *buf,
+                                                   size_t cap) {
+    if (!path || !key || (!buf && cap))
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_checkpoint_metadata: %s is NULL",
+                          !path  ? "path"
+                          : !key ? "key"
+                                 : "buf");
+    vdev_checkpoint_t *ck;
+    enum vdev_status st = vdev_checkpoint_open(path, &ck);
+    if (st != VDEV_OK)
+        return st;
+    int i = 0;
+    while (i < ck->n_meta && strcmp(ck->meta_keys[i], key) != 0)
+        i++;
+    if (i == ck->n_meta) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_NOT_FOUND, "no metadata key '" Q "'", key);
+    } else {
+        size_t len = strlen(ck->meta_values[i]);
+        if (len + 1 > cap)
+            st = vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG,
+                                 "the value of '" Q "' needs %zu bytes, buf holds %zu", key,
+                                 len + 1, cap);
+        else
+            memcpy(buf, ck->meta_values[i], len + 1);
+    }
+    vdev_dist_ckpt_free(ck);
+    return st;
+}
+
+/* ---- shared checks ---- */
+
+/* "[2, 3]" (at most 8 sizes, then ", ..."), for messages. */
+static const char *shape_str(const int64_t *shape, int ndim, char *buf, size_t cap) {
+    size_t at = 0;
+    at += (size_t)snprintf(buf + at, cap - at, "[");
+    for (int i = 0; i < ndim && at < cap; i++)
+        at += (size_t)snprintf(buf + at, cap - at, i == 8 ? ", ..." : "%s%lld", i ? ", " : "",
+                               (long long)shape[i]);
+    if (at < cap)
+        snprintf(buf + at, cap - at, "]");
+    return buf;
+}
+
+/* A tensor name or metadata key: what = "names" or "metadata key"; i its index. */
+static enum vdev_status check_name(const char *path, const char *what, int i, const char *s) {
+    if (!s)
+        return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG, "%s[%d] is NULL", what, i);
+    size_t len = strlen(s);
+    if (!len)
+        return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG, "%s[%d] is empty", what, i);
+    if (len > VDEV_CHECKPOINT_NAME_MAX)
+        return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG,
+                               "%s[%d] '%.40s...' is %zu bytes long, more than %d", what, i, s, len,
+                               VDEV_CHECKPOINT_NAME_MAX);
+    if (!vdev_dist_utf8_valid(s, len))
+        return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG, "%s[%d] is not valid UTF-8", what, i);
+    if (!strcmp(s, "__metadata__"))
+        return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG,
+                               "%s[%d] is '__metadata__', which the format reserves", what, i);
+    return VDEV_OK;
+}
+
+/* A tensor argument: NULL or dead is an error naming it. */
+static enum vdev_status check_tensor(const char *path, int i, const char *name,
+                                     const vdev_tensor_t *t) {
+    if (!t)
+        return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG, "tensors[%d] ('" Q "') is NULL", i,
+                               name);
+    if (vdev_tensor_ndim(t) < 0)
+        return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG,
+                               "tensors[%d] ('" Q "') is not a live tensor", i, name);
+    enum vdev_dtype dt = vdev_tensor_dtype(t);
+    if (dt != VDEV_F32 && dt != VDEV_I32)
+        return vdev_dist_ckerr(path, VDEV_ERR_UNSUPPORTED,
+                               "tensors[%d] ('" Q "') has a dtype the format has no name for", i,
+                               name);
+    return VDEV_OK;
+}
+
+static uint64_t tensor_bytes(const vdev_tensor_t *t) { return (uint64_t)vdev_tensor_numel(t) * 4; }
+
+static const char *dtype_str(enum vdev_dtype dt) { return dt == VDEV_I32 ? "I32" : "F32"; }
+
+/* ---- save ---- */
+
+/* Numbers temporary files, with the process id, so that concurrent saves
+ * never share one. */
+static atomic_uint tmp_counter;
+
+/* The folder holding path ("." when it names none); malloc'ed. */
+static char *folder_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    size_t len = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+    char *d = vdev_dist_malloc(len + 1);
+    if (d) {
+        memcpy(d, !slash ? "." : path, len);
+        d[len] = '\0';
+    }
+    return d;
+}
+
+/* Every argument of a save, before anything is written. */
+static enum vdev_status check_save_args(const char *path, const char *const *names,
+                                        vdev_tensor_t *const *tensors, int n,
+                                        const char *const *metadata, int n_metadata) {
+    if (n < 0 || n_metadata < 0)
+        return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG,
+                               "n = %d, n_metadata = %d: counts cannot be negative", n, n_metadata);
+    if (n > 0 && (!names || !tensors))
+        return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG, "%s is NULL",
+                               !names ? "names" : "tensors");
+    if (n_metadata > 0 && !metadata)
+        return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG, "metadata is NULL");
+    enum vdev_status st;
+    for (int i = 0; i < n; i++) {
+        if ((st = check_name(path, "names", i, names[i])) != VDEV_OK ||
+            (st = check_tensor(path, i, names[i], tensors[i])) != VDEV_OK)
+            return st;
+    }
+    for (int i = 0; i < n_metadata; i++) {
+        const char *key = metadata[2 * i], *value = metadata[2 * i + 1];
+        if ((st = check_name(path, "metadata", 2 * i, key)) != VDEV_OK)
+            return st;
+        if (!strncmp(key, "vdev.", 5))
+            return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG,
+                                   "metadata key '" Q "' starts with \"vdev.\", which vdev "
+                                   "reserves",
+                                   key);
+        if (!value)
+            return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG,
+                                   "metadata[%d], the value of '" Q "', is NULL", 2 * i + 1, key);
+        if (!vdev_dist_utf8_valid(value, strlen(value)))
+            return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG,
+                                   "metadata[%d], the value of '" Q "', is not valid UTF-8",
+                                   2 * i + 1, key);
+    }
+    int oom = 0;
+    const char *dup = vdev_dist_find_duplicate(names, n, &oom);
+    if (dup)
+        return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG, "the name '" Q "' is given twice", dup);
+    const char **keys = oom ? NULL : vdev_dist_malloc((size_t)n_metadata * sizeof *keys);
+    if (!keys)
+        return vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory to check the names");
+    for (int i = 0; i < n_metadata; i++)
+        keys[i] = metadata[2 * i];
+    dup = vdev_dist_find_duplicate(keys, n_metadata, &oom);
+    st = oom   ? vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory to check the names")
+         : dup ? vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG,
+                                 "the metadata key '" Q "' is given twice", dup)
+               : VDEV_OK;
+    free(keys);
+    return st;
+}
+
+VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *const *names,
+                                               vdev_tensor_t *const *tensors, int n,
+                                               const char *const *metadata, int n_metadata) {
+    if (!path || !*path)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_checkpoint_save: path is %s",
+                          path ? "empty" : "NULL");
+    enum vdev_status st = check_save_args(path, names, tensors, n, metadata, n_metadata);
+    if (st != VDEV_OK)
+        return st;
+
+    struct vdev_ckpt_out_entry *oe = NULL;
+    char *header = NULL, *tmp = NULL, *dir = NULL;
+    void *buf = NULL;
+    int fd = -1;
+
+    /* Lay the entries out one after another, in the caller's order. */
+    oe = vdev_dist_malloc((size_t)n * sizeof *oe);
+    if (!oe) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for %d entries", n);
+        goto fail;
+    }
+    uint64_t at = 0, max_bytes = 0;
+    for (int i = 0; i < n; i++) {
+        const vdev_tensor_t *t = tensors[i];
+        uint64_t bytes = tensor_bytes(t);
+        oe[i].name = names[i];
+        oe[i].dtype = vdev_tensor_dtype(t);
+        oe[i].ndim = vdev_tensor_ndim(t);
+        for (int d = 0; d < oe[i].ndim; d++)
+            oe[i].shape[d] = vdev_tensor_dim(t, d);
+        oe[i].begin = at;
+        at += bytes;
+        oe[i].end = at;
+        if (bytes > max_bytes)
+            max_bytes = bytes;
+    }
+    size_t header_len, crc_at;
+    st = vdev_dist_ckpt_build_header(oe, n, metadata, n_metadata, &header, &header_len, &crc_at);
+    if (st != VDEV_OK) {
+        vdev_error_prefix("checkpoint '" Q "'", path);
+        goto fail;
+    }
+    buf = vdev_dist_malloc((size_t)max_bytes);
+    if (!buf) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for a tensor of %llu bytes",
+                             (unsigned long long)max_bytes);
+        goto fail;
+    }
+
+    /* The temporary file, in the target's folder so the rename stays there. */
+    size_t tmp_cap = strlen(path) + 64;
+    tmp = vdev_dist_malloc(tmp_cap);
+    if (!tmp) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for a file name");
+        goto fail;
+    }
+    for (int tries = 0; fd < 0; tries++) {
+        snprintf(tmp, tmp_cap, "%s.tmp.%ld.%u", path, (long)getpid(),
+                 atomic_fetch_add(&tmp_counter, 1));
+        fd = SYS(open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+        if (fd < 0 && (errno != EEXIST || tries == 100)) {
+            st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot create '" Q "': %s", tmp,
+                                 strerror(errno));
+            free(tmp);
+            tmp = NULL; /* nothing to remove */
+            goto fail;
+        }
+    }
+
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++)
+        len8[i] = (unsigned char)((uint64_t)header_len >> (8 * i));
+    if (write_all(fd, len8, 8, -1) != 0 || write_all(fd, header, header_len, -1) != 0)
+        goto write_error;
+    uLong crc = crc32_z(0L, Z_NULL, 0);
+    for (int i = 0; i < n; i++) {
+        size_t bytes = (size_t)(oe[i].end - oe[i].begin);
+        if (!bytes)
+            continue;
+        st = vdev_dist_fault() ? vdev_error(VDEV_ERR_BACKEND, "copy failed (injected fault)")
+                               : vdev_tensor_to_host(tensors[i], buf, bytes);
+        if (st != VDEV_OK) {
+            vdev_error_prefix("checkpoint '" Q "': copying tensors[%d] ('" Q "') to the host", path,
+                              i, names[i]);
+            goto fail;
+        }
+        to_from_le32(buf, bytes);
+        crc = crc32_z(crc, buf, bytes);
+        if (write_all(fd, buf, bytes, -1) != 0)
+            goto write_error;
+    }
+    char hex[9];
+    snprintf(hex, sizeof hex, "%08lx", (unsigned long)(crc & 0xffffffffu));
+    if (write_all(fd, hex, 8, (off_t)(8 + crc_at)) != 0)
+        goto write_error;
+    if (SYS(fsync(fd)) != 0) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot sync '" Q "': %s", tmp, strerror(errno));
+        goto fail;
+    }
+    int rc = close(fd); /* closed even when it reports an error */
+    fd = -1;
+    if (vdev_dist_fault())
+        rc = -1, errno = EIO;
+    if (rc != 0) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot close '" Q "': %s", tmp, strerror(errno));
+        goto fail;
+    }
+    if (SYS(rename(tmp, path)) != 0) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot rename '" Q "' over it: %s", tmp,
+                             strerror(errno));
+        goto fail;
+    }
+    free(tmp);
+    tmp = NULL; /* renamed: nothing to remove from here on */
+
+    /* Make the rename durable. A folder that cannot be synced (EINVAL: the
+     * file system does not sync folders) is not an error. */
+    dir = folder_of(path);
+    int dfd = dir ? SYS(open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) : -1;
+    int synced = dfd >= 0 && (SYS(fsync(dfd)) == 0 || errno == EINVAL);
+    int e = errno;
+    if (dfd >= 0)
+        close(dfd);
+    if (!synced)
+        st = vdev_dist_ckerr(path, VDEV_ERR_IO,
+                             "the new checkpoint is in place, but its folder '" Q "' could not "
+                             "be synced: %s",
+                             dir ? dir : "?", dir ? strerror(e) : "no host memory");
+    goto done;
+
+write_error:
+    st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot write '" Q "': %s", tmp, strerror(errno));
+fail:
+    if (fd >= 0)
+        close(fd);
+    if (tmp)
+        unlink(tmp);
+done:
+    free(dir);
+    free(tmp);
+    free(buf);
+    free(header);
+    free(oe);
+    return st;
+}
+
+/* ---- load ---- */
+
+struct tensor_ix {
+    const vdev_tensor_t *t;
+    int i;
+};
+
+static int cmp_tensor_ix(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)((const struct tensor_ix *)a)->t;
+    uintptr_t y = (uintptr_t)((const struct tensor_ix *)b)->t;
+    return x < y ? -1 : x > y;
+}
+
+/* Every argument of a load, before the file is opened. */
+static enum vdev_status check_load_args(const char *path, const char *const *names,
+                                        vdev_tensor_t *const *tensors, int n) {
+    if (n < 0)
+        return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG, "n = %d cannot be negative", n);
+    if (n > 0 && (!names || !tensors))
+        return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG, "%s is NULL",
+                               !names ? "names" : "tensors");
+    for (int i = 0; i < n; i++) {
+        if (!names[i])
+            return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG, "names[%d] is NULL", i);
+        enum vdev_status st = check_tensor(path, i, names[i], tensors[i]);
+        if (st != VDEV_OK)
+            return st;
+    }
+    if (n < 2)
+        return VDEV_OK;
+    /* One tensor under two names would get whichever came last. */
+    struct tensor_ix *p = vdev_dist_malloc((size_t)n * sizeof *p);
+    if (!p)
+        return vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory to check the tensors");
+    for (int i = 0; i < n; i++)
+        p[i] = (struct tensor_ix){tensors[i], i};
+    qsort(p, (size_t)n, sizeof *p, cmp_tensor_ix);
+    enum vdev_status st = VDEV_OK;
+    for (int k = 1; k < n && st == VDEV_OK; k++) {
+        int a = p[k - 1].i < p[k].i ? p[k - 1].i : p[k].i;
+        int b = p[k - 1].i < p[k].i ? p[k].i : p[k - 1].i;
+        if (p[k - 1].t == p[k].t && strcmp(names[a], names[b]) != 0)
+            st = vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG,
+                                 "tensors[%d] and tensors[%d] are one tensor under two names, '" Q
+                                 "' and '" Q "'",
+                                 a, b, names[a], names[b]);
+    }
+    free(p);
+    return st;
+}
+
+/* The entry for tensors[i], or an error saying what differs. */
+static enum vdev_status match_entry(const struct vdev_checkpoint *ck, int i, const char *name,
+                                    const vdev_tensor_t *t, int *entry) {
+    int k = vdev_dist_ckpt_find(ck, name);
+    if (k < 0)
+        return vdev_dist_ckerr(ck->path, VDEV_ERR_NOT_FOUND,
+                               "no entry '" Q "' (asked for by names[%d]; the file has %d "
+                               "entries)",
+                               name, i, ck->n_entries);
+    const struct vdev_ckpt_entry *e = &ck->entries[k];
+    int ndim = vdev_tensor_ndim(t);
+    int64_t shape[VDEV_MAX_DIMS];
+    for (int d = 0; d < ndim; d++)
+        shape[d] = vdev_tensor_dim(t, d);
+    int same = e->dtype == (int)vdev_tensor_dtype(t) && e->ndim == ndim;
+    for (int d = 0; same && d < ndim; d++)
+        same = e->shape[d] == shape[d];
+    if (!same) {
+        char s1[96], s2[96];
+        return vdev_dist_ckerr(ck->path, VDEV_ERR_SHAPE,
+                               "entry '" Q "' is %s %s in the file, but tensors[%d] is %s %s", name,
+                               e->dtype_name, shape_str(e->shape, e->ndim, s1, sizeof s1), i,
+                               dtype_str(vdev_tensor_dtype(t)),
+                               shape_str(shape, ndim, s2, sizeof s2));
+    }
+    *entry = k;
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *const *names,
+                                               vdev_tensor_t *const *tensors, int n) {
+    if (!path)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_checkpoint_load: path is NULL");
+    enum vdev_status st = check_load_args(path, names, tensors, n);
+    if (st != VDEV_OK)
+        return st;
+    struct vdev_checkpoint *ck = NULL;
+    int fd = -1, pushed = 0;
+    int *entry_of = NULL;
+    vdev_tensor_t **stage = NULL;
+    unsigned char *wanted = NULL;
+    void *buf = NULL;
+    st = open_checkpoint(path, &fd, &ck);
+    if (st != VDEV_OK)
+        return st;
+
+    /* Names, dtypes and shapes. */
+    entry_of = vdev_dist_malloc((size_t)n * sizeof *entry_of);
+    stage = vdev_dist_malloc((size_t)ck->n_entries * sizeof *stage);
+    if (stage) /* before anything can fail: the clean-up frees what it holds */
+        memset(stage, 0, (size_t)ck->n_entries * sizeof *stage);
+    if (!entry_of || !stage) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for %d entries", ck->n_entries);
+        goto done;
+    }
+    for (int i = 0; i < n; i++)
+        if ((st = match_entry(ck, i, names[i], tensors[i], &entry_of[i])) != VDEV_OK)
+            goto done;
+
+    /* One buffer holds any requested entry whole; others pass through in chunks. */
+    uint64_t buf_bytes = ck->data_bytes < (1u << 20) ? ck->data_bytes : (1u << 20);
+    for (int i = 0; i < n; i++) {
+        const struct vdev_ckpt_entry *e = &ck->entries[entry_of[i]];
+        if (e->end - e->begin > buf_bytes)
+            buf_bytes = e->end - e->begin;
+    }
+    buf = buf_bytes <= SIZE_MAX ? vdev_dist_malloc((size_t)buf_bytes) : NULL;
+    if (!buf) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for %llu bytes of data",
+                             (unsigned long long)buf_bytes);
+        goto done;
+    }
+    wanted = vdev_dist_malloc((size_t)ck->n_entries);
+    if (!wanted) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for %d entries", ck->n_entries);
+        goto done;
+    }
+    memset(wanted, 0, (size_t)ck->n_entries);
+    for (int i = 0; i < n; i++)
+        wanted[entry_of[i]] = 1;
+    if ((st = vdev_device_push("CPU:0")) != VDEV_OK) {
+        vdev_error_prefix("checkpoint '" Q "': staging on CPU:0", path);
+        goto done;
+    }
+    pushed = 1;
+
+    /* The data, in order: the CRC over all of it, requested entries staged. */
+    uLong crc = crc32_z(0L, Z_NULL, 0);
+    for (int k = 0; k < ck->n_entries; k++) {
+        const struct vdev_ckpt_entry *e = &ck->entries[k];
+        uint64_t left = e->end - e->begin;
+        while (left) {
+            size_t chunk = (size_t)(wanted[k] || left < buf_bytes ? left : buf_bytes);
+            int64_t got = read_all(fd, buf, chunk);
+            if (got < 0) {
+                st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot read: %s", strerror(errno));
+                goto done;
+            }
+            if ((uint64_t)got < chunk) { /* the file shrank after it was opened */
+                st = vdev_dist_ckerr(path, VDEV_ERR_IO,
+                                     "the file ends inside entry '" Q "' (truncated?)", e->name);
+                goto done;
+            }
+            crc = crc32_z(crc, buf, chunk);
+            left -= chunk;
+        }
+        if (!wanted[k])
+            continue;
+        to_from_le32(buf, e->end - e->begin);
+        if (vdev_dist_fault())
+            vdev_error(VDEV_ERR_OOM, "no memory (injected fault)");
+        else
+            stage[k] = vdev_tensor_from_host(buf, e->shape, e->ndim, (enum vdev_dtype)e->dtype);
+        if (!stage[k]) {
+            vdev_error_prefix("checkpoint '" Q "': staging entry '" Q "' on CPU:0", path, e->name);
+            st = vdev_last_status();
+            goto done;
+        }
+    }
+    if (ck->has_crc && (crc & 0xffffffffu) != ck->crc) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_IO,
+                             "checksum mismatch: the data's CRC-32 is %08lx, the header says "
+                             "%08lx (the file is damaged)",
+                             (unsigned long)(crc & 0xffffffffu), (unsigned long)ck->crc);
+        goto done;
+    }
+
+    /* Everything checked: now, and only now, the tensors change. */
+    for (int i = 0; i < n; i++)
+        if ((st = vdev_assign(tensors[i], stage[entry_of[i]])) != VDEV_OK) {
+            vdev_error_prefix("checkpoint '" Q "': restoring tensors[%d] ('" Q "')", path, i,
+                              names[i]);
+            goto done;
+        }
+done:
+    if (pushed)
+        vdev_device_pop();
+    for (int k = 0; stage && k < ck->n_entries; k++)
+        vdev_tensor_free(stage[k]);
+    free(stage);
+    free(wanted);
+    free(buf);
+    free(entry_of);
+    vdev_dist_ckpt_free(ck);
+    close(fd);
+    return st;
+}

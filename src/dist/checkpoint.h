@@ -1,0 +1,114 @@
+/* checkpoint.h — private to src/dist/: the parsed header of a safetensors
+ * file, shared by the public calls (checkpoint.c) and the format code
+ * (ckpt_format.c), the header writer, and a fault-injection hook that the
+ * tests use to fail the Nth system call or allocation of a checkpoint call.
+ *
+ * A parsed header keeps yajl's tree alive: entry names and metadata strings
+ * point into it, so parsing copies no strings. */
+#ifndef VDEV_DIST_CHECKPOINT_H
+#define VDEV_DIST_CHECKPOINT_H
+
+#include "base/base.h"
+
+#include <yajl/yajl_tree.h>
+
+/* The largest header accepted, as the safetensors reference implementation
+ * limits it (100 MB), so a hostile file cannot make the parser eat memory. */
+#define VDEV_CKPT_HEADER_MAX 100000000ull
+/* JSON nesting deeper than this is refused before yajl sees it: a valid
+ * header nests 3 levels, and yajl frees its tree recursively. */
+#define VDEV_CKPT_MAX_DEPTH 64
+/* The value of "vdev.format" this version writes and reads. */
+#define VDEV_CKPT_FORMAT "1"
+
+/* Messages quote names and paths at most this long. */
+#define VDEV_CKPT_QUOTE "%.120s"
+
+struct vdev_ckpt_entry {
+    const char *name;       /* into the yajl tree */
+    const char *dtype_name; /* static: "F32", "BF16", ... */
+    int dtype;              /* enum vdev_dtype, VDEV_DTYPE_COUNT when vdev has none */
+    unsigned elem_bytes;    /* bytes per element */
+    int ndim;
+    int64_t *shape;      /* ndim sizes, into vdev_checkpoint.dims */
+    uint64_t begin, end; /* byte range in the data section */
+};
+
+struct vdev_ckpt_name {
+    const char *name;
+    int entry; /* index into vdev_checkpoint.entries */
+};
+
+struct vdev_checkpoint {
+    char *path;            /* a copy, for messages */
+    uint64_t file_bytes;   /* the file's size when it was read */
+    uint64_t header_bytes; /* N: the JSON's length */
+    uint64_t data_bytes;   /* file_bytes - 8 - N */
+    yajl_val root;         /* owns every string below */
+    int n_entries;
+    struct vdev_ckpt_entry *entries; /* sorted by data offset */
+    struct vdev_ckpt_name *by_name;  /* n_entries, sorted by name */
+    int64_t *dims;                   /* every entry's shape, one after another */
+    int n_meta;
+    const char **meta_keys; /* n_meta of each, in the header's order */
+    const char **meta_values;
+    int has_crc; /* the file is vdev's: crc holds vdev.crc32 */
+    uint32_t crc;
+};
+
+/* Sets the error, "checkpoint '<path>': <message>", and returns code. */
+enum vdev_status vdev_dist_ckerr(const char *path, enum vdev_status code, const char *fmt, ...)
+    VDEV_PRINTF(3, 4);
+
+/* Parses and checks a header: `text` holds its n bytes plus a terminating
+ * NUL; file_bytes is the file's size (8 + n <= file_bytes). Checks the JSON,
+ * the types, the dtypes, every offset against the data's size, that entries
+ * neither overlap nor leave gaps, unique names, and vdev's metadata keys.
+ * Does not read the data. Messages start with "checkpoint '<path>': ". */
+enum vdev_status vdev_dist_ckpt_parse(const char *path, const char *text, uint64_t n,
+                                      uint64_t file_bytes, struct vdev_checkpoint **out);
+void vdev_dist_ckpt_free(struct vdev_checkpoint *ck);
+/* The index (into entries) of the entry called name, -1 if none. */
+int vdev_dist_ckpt_find(const struct vdev_checkpoint *ck, const char *name);
+
+/* 1 when s[0..n) is valid UTF-8 (no overlong forms, surrogates or code
+ * points past U+10FFFF). */
+int vdev_dist_utf8_valid(const char *s, size_t n);
+/* The first name that occurs twice among names[0..n), NULL if none. Sets
+ * *oom (and returns NULL) when it cannot allocate its scratch copy. */
+const char *vdev_dist_find_duplicate(const char *const *names, int n, int *oom);
+
+/* ---- writing a header ---- */
+
+struct vdev_ckpt_out_entry {
+    const char *name;
+    enum vdev_dtype dtype;
+    int ndim;
+    int64_t shape[VDEV_MAX_DIMS];
+    uint64_t begin, end;
+};
+
+/* Builds the JSON header, padded with spaces to a multiple of 8 bytes, with
+ * "00000000" in place of the CRC: *crc_at is the offset of those 8 bytes in
+ * the header. *out is malloc'ed (the caller frees it); *n_out is its length.
+ * VDEV_ERR_OOM, or VDEV_ERR_INVALID_ARG past VDEV_CKPT_HEADER_MAX. */
+enum vdev_status vdev_dist_ckpt_build_header(const struct vdev_ckpt_out_entry *e, int n,
+                                             const char *const *meta, int n_meta, char **out,
+                                             size_t *n_out, size_t *crc_at);
+
+/* ---- fault injection, for tests ---- */
+
+/* Makes the nth (1-based) system call, allocation or tensor copy made by
+ * the checkpoint code on the calling thread fail (with EIO for a system call,
+ * ENOSPC for a write, VDEV_ERR_BACKEND for a copy off a device, VDEV_ERR_OOM
+ * for a staging tensor), once; 0 disarms. */
+void vdev_dist_checkpoint_fail_at(int n);
+/* 1 while the armed fault has not fired yet. */
+int vdev_dist_checkpoint_fault_pending(void);
+/* Counts one call; 1 when this one must fail. */
+int vdev_dist_fault(void);
+/* malloc and realloc through the fault counter. */
+void *vdev_dist_malloc(size_t n);
+void *vdev_dist_realloc(void *p, size_t n);
+
+#endif /* VDEV_DIST_CHECKPOINT_H */
