@@ -40,8 +40,12 @@ for d in "$libdir" "$bindir" "$includedir"; do
   case $d in /*) skip "an absolute install folder ($d) is outside any --prefix" ;; esac
 done
 # A sanitized build installs sanitized libraries: programs using them need the
-# same runtime.
+# same runtime. Under ThreadSanitizer the README's example crashes inside
+# OpenBLAS (cblas_sgemm calls through its unset dispatch table), in the build
+# tree as well as installed, which is not what this test is about: the plain
+# and ASan builds test the install.
 san=$(cache VDEV_SANITIZE)
+case $san in *thread*) skip "ThreadSanitizer build (the plain and ASan builds test the install)" ;; esac
 sanflags=""
 [ -n "$san" ] && sanflags="-fsanitize=$san -fno-omit-frame-pointer"
 cflags_strict="-std=c11 -Wall -Wextra -Werror"
@@ -196,6 +200,16 @@ has "$out" "reason: CUDA plugin: cannot load $plugin (" && ok || bad "a broken p
 rm -rf "$L/vdev"
 out=$("$tmp/gpu_reason" 2>&1)
 has "$out" "reason: CUDA plugin: libvdev-cuda.so not built or not found" && ok || bad "no plugin folder: $out"
+# Then the loader's search path (LD_LIBRARY_PATH here).
+mkdir -p "$tmp/ldpath"
+cp "$tmp/other-plugin.so" "$tmp/ldpath/libvdev-cuda.so"
+out=$(LD_LIBRARY_PATH=$tmp/ldpath "$tmp/gpu_reason" 2>&1)
+has "$out" "reason: CUDA plugin: test plugin at $tmp/ldpath/libvdev-cuda.so" && ok ||
+  bad "a plugin on LD_LIBRARY_PATH: $out"
+echo "not a shared library" >"$tmp/ldpath/libvdev-cuda.so"
+out=$(LD_LIBRARY_PATH=$tmp/ldpath "$tmp/gpu_reason" 2>&1)
+has "$out" "reason: CUDA plugin: cannot load libvdev-cuda.so ($tmp/ldpath/libvdev-cuda.so: " && ok ||
+  bad "a broken plugin on LD_LIBRARY_PATH: $out"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
