@@ -37,15 +37,26 @@
 extern "C" {
 #endif
 
-#if defined(VDEV_BUILDING)
+/* VDEV_API marks the public functions. The shared library is built with
+ * hidden visibility and exports these alone; the declarations carry the same
+ * attribute, so a program that hides its own symbols (-fvisibility=hidden,
+ * #pragma GCC visibility) still links against them. */
+#if defined(__GNUC__)
 #define VDEV_API __attribute__((visibility("default")))
 #else
 #define VDEV_API
 #endif
 
+/* The version of this header. The build checks that it matches the project's
+ * version, which also names the shared library (libvdev.so.MAJOR). */
 #define VDEV_VERSION_MAJOR 0
 #define VDEV_VERSION_MINOR 1
 #define VDEV_VERSION_PATCH 0
+
+/* The version of the library in use, "MAJOR.MINOR.PATCH" (static string), so
+ * a program can tell the header it was built with from the library it runs
+ * with. Cannot fail. */
+VDEV_API const char *vdev_version(void);
 
 /* ---- status codes and errors ------------------------------------------- */
 

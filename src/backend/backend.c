@@ -1,11 +1,15 @@
 /* backend.c — wrappers over the backend tables, and the loader of the CUDA
  * plugin. The plugin is a separate shared library (libvdev-cuda.so) so that
  * the core never links CUDA: it is looked for in $VDEV_CUDA_PLUGIN (a path),
- * then beside the build, then on the loader's search path. */
+ * then in the plugin folder of an installed tree, found from the file that
+ * holds this code (dladdr), then on the loader's search path, which in the
+ * build tree holds the build folder (the RUNPATH of its binaries). */
 #define _GNU_SOURCE
 #include "backend/backend.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -49,40 +53,106 @@ enum vdev_status vdev_backend_synchronize(const struct vdev_backend *b, int dev)
 
 /* ---- the CUDA plugin ---- */
 
-#ifndef VDEV_PLUGIN_DIR
-#define VDEV_PLUGIN_DIR "."
+/* The plugin folder of an installed tree, relative to the folder of the file
+ * that holds this code: from a shared library's folder (P/lib/libvdev.so.0 ->
+ * P/lib/vdev) and from a program's folder when the static library is linked
+ * into it (P/bin/vdev -> P/lib/vdev). CMake derives both from the install
+ * layout; they are relative, so no build or install path is compiled in and
+ * an installed tree can be moved. */
+#ifndef VDEV_PLUGIN_DIR_FROM_LIB
+#define VDEV_PLUGIN_DIR_FROM_LIB "vdev"
+#endif
+#ifndef VDEV_PLUGIN_DIR_FROM_BIN
+#define VDEV_PLUGIN_DIR_FROM_BIN "../lib/vdev"
 #endif
 #define CUDA_PLUGIN_NAME "libvdev-cuda.so"
+
+static const char plugin_anchor; /* an address inside this file's module, for dladdr */
+
+/* Writes to out (cap bytes) where the plugin lies in an installed tree, seen
+ * from the module (shared library or program) that holds this code. Returns
+ * 0 when that cannot be told (no answer from dladdr, no /proc/self/exe, a path
+ * longer than cap). */
+static int installed_plugin_path(char *out, size_t cap)
+{
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!dladdr1(&plugin_anchor, &info, (void **)&map, RTLD_DL_LINKMAP) || !map || !map->l_name)
+        return 0;
+    char self[PATH_MAX];
+    const char *rel;
+    if (map->l_name[0]) { /* a shared library: its path as the loader found it */
+        if (strlen(map->l_name) >= sizeof self)
+            return 0;
+        memcpy(self, map->l_name, strlen(map->l_name) + 1);
+        rel = VDEV_PLUGIN_DIR_FROM_LIB;
+    } else { /* the program itself, where dladdr would only give argv[0] */
+        ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (len <= 0)
+            return 0;
+        self[len] = '\0';
+        rel = VDEV_PLUGIN_DIR_FROM_BIN;
+    }
+    char *slash = strrchr(self, '/');
+    const char *dir = ".";
+    if (slash) {
+        *slash = '\0';
+        dir = slash == self ? "/" : self;
+    }
+    /* The folder, resolved (it must exist), so that messages name a plain path. */
+    char folder[PATH_MAX], resolved[PATH_MAX];
+    int n = snprintf(folder, sizeof folder, "%s/%s", dir, rel);
+    if (n <= 0 || (size_t)n >= sizeof folder || !realpath(folder, resolved))
+        return 0;
+    n = snprintf(out, cap, "%s/%s", resolved, CUDA_PLUGIN_NAME);
+    return n > 0 && (size_t)n < cap;
+}
+
+/* Whether a failed dlopen(name) found a file that did not load (a missing
+ * dependency, a bad ELF file) rather than no file at all. */
+static int plugin_is_there(const char *name, const char *err)
+{
+    if (strchr(name, '/'))
+        return access(name, F_OK) == 0;
+    /* By bare name the loader says "libvdev-cuda.so: cannot open shared object
+     * file" when it finds none; any other message is about a file it found. */
+    size_t len = strlen(name);
+    return strncmp(err, name, len) != 0 || strncmp(err + len, ": cannot open", 13) != 0;
+}
 
 enum vdev_status vdev_backend_cuda_new(struct vdev_backend *out, char *reason, size_t cap)
 {
     memset(out, 0, sizeof *out);
-    const char *tries[3];
-    char beside[1024];
+    const char *tries[2];
+    char installed[PATH_MAX];
     int n = 0;
     const char *env = getenv("VDEV_CUDA_PLUGIN");
     if (env && *env) {
         tries[n++] = env; /* an explicit path is the only one tried */
     } else {
-        snprintf(beside, sizeof beside, "%s/%s", VDEV_PLUGIN_DIR, CUDA_PLUGIN_NAME);
-        tries[n++] = beside;
-        tries[n++] = CUDA_PLUGIN_NAME;
+        if (installed_plugin_path(installed, sizeof installed))
+            tries[n++] = installed;
+        tries[n++] = CUDA_PLUGIN_NAME; /* LD_LIBRARY_PATH, RUNPATH, ld.so.cache */
     }
 
     void *h = NULL;
-    char first_err[256] = "";
+    const char *failed = NULL; /* the first plugin found that did not load */
+    char failed_err[256] = "";
     for (int i = 0; i < n && !h; i++) {
         h = dlopen(tries[i], RTLD_NOW | RTLD_LOCAL);
-        if (!h && !first_err[0]) {
-            const char *e = dlerror();
-            vdev_strlcpy(first_err, e ? e : "unknown error", sizeof first_err);
+        if (h)
+            break;
+        const char *e = dlerror();
+        if (!e)
+            e = "unknown error";
+        if (!failed && (tries[i] == env || plugin_is_there(tries[i], e))) {
+            failed = tries[i];
+            vdev_strlcpy(failed_err, e, sizeof failed_err);
         }
     }
     if (!h) {
-        if (env && *env)
-            snprintf(reason, cap, "CUDA plugin: cannot load %s (%s)", env, first_err);
-        else if (access(beside, F_OK) == 0)
-            snprintf(reason, cap, "CUDA plugin: cannot load %s (%s)", beside, first_err);
+        if (failed)
+            snprintf(reason, cap, "CUDA plugin: cannot load %s (%s)", failed, failed_err);
         else
             snprintf(reason, cap, "CUDA plugin: %s not built or not found", CUDA_PLUGIN_NAME);
         return vdev_error(VDEV_ERR_UNSUPPORTED, "%s", reason);

@@ -1,0 +1,89 @@
+# install.cmake — what `cmake --install BUILD --prefix P` puts where, and how
+# the installed files find each other without any build path:
+#
+#   P/lib/libvdev.so.0.1.0       the shared library (soname libvdev.so.0, from
+#   P/lib/libvdev.so.0, .so      the project version), with the links to it
+#   P/lib/libvdev.a              the static library
+#   P/lib/vdev/                  plugins (libvdev-cuda.so), found at run time
+#                                from the library's own folder (dladdr), or from
+#                                the program's folder (../lib/vdev) when the
+#                                static library is linked into it
+#   P/include/vdev.h             the public header (and include/vdev/*.h)
+#   P/bin/vdev                   the vdev command (static library inside)
+#   P/lib/pkgconfig/vdev.pc      pkg-config (written at install time, for P)
+#   P/lib/cmake/vdev/            find_package(vdev): vdev::vdev, vdev::vdev_static
+#
+# (lib is GNUInstallDirs' LIBDIR: lib/x86_64-linux-gnu on Debian with prefix
+# /usr.) Included at the end of the top-level CMakeLists.txt, once every
+# target exists.
+include(CMakePackageConfigHelpers)
+
+# The header's version macros and the project's version must agree: the first
+# is what programs compile against, the second names the shared library.
+file(STRINGS ${PROJECT_SOURCE_DIR}/include/vdev.h _vdev_ver REGEX "^#define VDEV_VERSION_(MAJOR|MINOR|PATCH) ")
+string(REGEX REPLACE ".*MAJOR ([0-9]+).*MINOR ([0-9]+).*PATCH ([0-9]+).*" "\\1.\\2.\\3" _vdev_ver "${_vdev_ver}")
+if(NOT _vdev_ver STREQUAL PROJECT_VERSION)
+  message(FATAL_ERROR "include/vdev.h says version ${_vdev_ver}, project() says ${PROJECT_VERSION}")
+endif()
+
+# ---- where the library looks for plugins ---------------------------------------
+# Paths relative to the library's folder and to the program's folder, so the
+# installed tree can move; src/backend/backend.c uses them.
+foreach(_d LIBDIR BINDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${_d}}")
+    set(_full "${CMAKE_INSTALL_${_d}}")
+  else()
+    set(_full "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_${_d}}")
+  endif()
+  file(RELATIVE_PATH _vdev_plugin_from_${_d} "${_full}" "${CMAKE_INSTALL_PREFIX}/${VDEV_INSTALL_PLUGINDIR}")
+endforeach()
+set_property(SOURCE ${PROJECT_SOURCE_DIR}/src/backend/backend.c APPEND PROPERTY COMPILE_DEFINITIONS
+  "VDEV_PLUGIN_DIR_FROM_LIB=\"${_vdev_plugin_from_LIBDIR}\""
+  "VDEV_PLUGIN_DIR_FROM_BIN=\"${_vdev_plugin_from_BINDIR}\"")
+
+# ---- the libraries, the header, the command ------------------------------------
+# Installed binaries keep the RUNPATH entries outside the project (OpenBLAS's
+# folder) and lose the build folder.
+set_target_properties(vdev PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
+  INSTALL_RPATH_USE_LINK_PATH TRUE)
+set_target_properties(vdev_static PROPERTIES OUTPUT_NAME vdev)
+set_target_properties(vdev_cli PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
+
+install(TARGETS vdev vdev_static EXPORT vdevTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS vdev_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  FILES_MATCHING PATTERN "*.h")
+
+# ---- CMake package: find_package(vdev) -------------------------------------------
+set(VDEV_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/vdev)
+install(EXPORT vdevTargets NAMESPACE vdev:: DESTINATION ${VDEV_INSTALL_CMAKEDIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/vdevConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/vdevConfig.cmake INSTALL_DESTINATION ${VDEV_INSTALL_CMAKEDIR}
+  PATH_VARS VDEV_INSTALL_PLUGINDIR)
+# 0.x: a new minor version may break the API, so only the same minor matches.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/vdevConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/vdevConfig.cmake ${PROJECT_BINARY_DIR}/vdevConfigVersion.cmake
+  DESTINATION ${VDEV_INSTALL_CMAKEDIR})
+
+# ---- pkg-config: vdev.pc ---------------------------------------------------------
+# Written when installing, with the prefix given then (`--prefix P`, or
+# CMAKE_INSTALL_PREFIX), so that pkg-config hands out plain absolute paths.
+foreach(_d LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${_d}}")
+    set(VDEV_PC_${_d} "${CMAKE_INSTALL_${_d}}")
+  else()
+    set(VDEV_PC_${_d} "\${prefix}/${CMAKE_INSTALL_${_d}}")
+  endif()
+endforeach()
+set(VDEV_PC_LIBS_PRIVATE "-lpthread -lm")
+foreach(_lib ${CMAKE_DL_LIBS})
+  string(APPEND VDEV_PC_LIBS_PRIVATE " -l${_lib}")
+endforeach()
+set(VDEV_PC_PREFIX "@VDEV_PC_PREFIX@") # kept for the install step
+configure_file(${PROJECT_SOURCE_DIR}/cmake/vdev.pc.in ${PROJECT_BINARY_DIR}/vdev.pc.in @ONLY)
+install(CODE "set(VDEV_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  configure_file(\"${PROJECT_BINARY_DIR}/vdev.pc.in\" \"${PROJECT_BINARY_DIR}/vdev.pc\" @ONLY)")
+install(FILES ${PROJECT_BINARY_DIR}/vdev.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
