@@ -56,6 +56,13 @@ has "$out" "model B lowers its batch" && ok || bad "no recovery"
 grep -q "^Loss fell" <<<"$out" && ok || bad "no final losses"
 VDEV_PLACEMENT_REPORT=1 run demo --epochs 1 --steps 2
 has "$err" "Placement audit" && ok || bad "no report at exit: $err"
+# One report, of the run: the start-up that measures the card prints none,
+# writes no trace and serves no metrics.
+VDEV_SIM_GPUS=1x8GiB VDEV_PLACEMENT_REPORT=1 VDEV_TRACE_FILE=$tmp/t.json \
+  VDEV_METRICS_ADDR=127.0.0.1:0 run demo --epochs 1 --steps 2
+[ $rc -eq 0 ] && ok || bad "observed demo: exit $rc: $err"
+[ "$(grep -c "^Placement audit" <<<"$err")" -eq 1 ] && ok || bad "not one placement report: $err"
+grep -q '"/device:GPU:2 (sim)' "$tmp/t.json" && ok || bad "the trace is not the run's: $(head -c 600 "$tmp/t.json")"
 
 # ---- devices sized from what there is ----
 # devices_case SIM DEVICES-LINE MODEL-3-LINE: the main job runs, says what it chose.
