@@ -12,7 +12,7 @@
  *              divided by the peak of live bytes (sizes rounded to 256)
  *
  * usage: bench_alloc [DIR] [--out FILE | --md FILE] [--repeats N] [--quick]
- *   DIR          folder of *.trace / *.trace.gz (default ../shared/traces)
+ *   DIR          folder of *.trace / *.trace.gz (default data/traces)
  *   --out FILE   write the "## Allocator" section (heading, date, command, CPU,
  *                table, method) to FILE; the default is bench/ALLOC_RESULTS.md
  *   --md FILE    write only the table and the method notes (for bench/run,
@@ -145,7 +145,7 @@ static void write_table(FILE *f, const struct row *rows, int n, int repeats, uin
 
 int main(int argc, char **argv)
 {
-    const char *dir = "../shared/traces", *md = NULL, *out = "bench/ALLOC_RESULTS.md";
+    const char *dir = "data/traces", *md = NULL, *out = "bench/ALLOC_RESULTS.md";
     int repeats = 5, quick = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--md") && i + 1 < argc) {

@@ -4,45 +4,16 @@
  * model 1's output, model 3 takes model 2's. Each has its own target (from a
  * fixed random "teacher" network), its own loss and its own Adam, and each
  * one's training step runs inside its own device scope, so every byte and
- * every op of it stays on its GPU. Where no GPU is present it runs on three
- * simulated GPUs; on one real GPU, on three logical GPUs carved out of it.
- * Run it as `vdev demo` or as this program; --help lists the options. */
-#define _POSIX_C_SOURCE 200809L /* setenv */
-#include "vdev.h"
+ * every op of it stays on its GPU. The GPUs are chosen from what the machine
+ * has (demo.c): three or more GPUs carry one model each, two GPUs are used
+ * both, one is split into three logical GPUs sized from its budget, and
+ * without a GPU three simulated ones stand in. Run it as `vdev demo` or as
+ * this program; --help lists the options. */
+#include "demo.h"
 
-#include <stdlib.h>
 #include <string.h>
 
-#define DIE(what) return fprintf(stderr, "demo: %s: %s\n", what, vdev_last_error()), 1
-
-struct opts {
-    long epochs, steps, batch, seed;
-    int log_placement;
-};
-
-/* Returns -1 to go on, else the exit status. */
-static int parse(int argc, char **argv, struct opts *o)
-{
-    *o = (struct opts){.epochs = 5, .steps = 100, .batch = 64, .seed = 1};
-    const char *names[4] = {"--epochs", "--steps", "--batch", "--seed"};
-    long *vals[4] = {&o->epochs, &o->steps, &o->batch, &o->seed};
-    for (int i = 1; i < argc; i++) {
-        int k = 0;
-        while (k < 4 && strcmp(argv[i], names[k]))
-            k++;
-        if (k < 4 && i + 1 < argc && atol(argv[i + 1]) > 0) {
-            *vals[k] = atol(argv[++i]);
-        } else if (!strcmp(argv[i], "--log-placement")) {
-            o->log_placement = 1;
-        } else {
-            printf("usage: vdev demo [--epochs N] [--steps N] [--batch N] [--seed N] "
-                   "[--log-placement]\n\nTrains three chained MLPs, one per GPU, and prints "
-                   "each model's loss per epoch\nand what every device ran, holds and copied.\n");
-            return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0;
-        }
-    }
-    return -1;
-}
+#define DIE(what) return fprintf(stderr, "%s: %s: %s\n", o.prog, what, vdev_last_error()), 1
 
 static uint64_t in_use(const char *dev)
 {
@@ -50,37 +21,19 @@ static uint64_t in_use(const char *dev)
     return vdev_memory_info(dev, &mi) == VDEV_OK ? mi.bytes_in_use : 0;
 }
 
-/* Three GPUs: real ones, three logical GPUs on one real GPU, or simulated. */
-static int setup_devices(void)
-{
-    int n;
-    if (vdev_list_physical_devices(NULL, 0, &n) != VDEV_OK)
-        DIE("devices");
-    if (n - 1 == 0 && !getenv("VDEV_SIM_GPUS")) {
-        printf("No GPU found (%s): using three simulated GPUs.\n", vdev_gpu_absence_reason());
-        setenv("VDEV_SIM_GPUS", "3x16GiB", 1);
-        vdev_shutdown(); /* forget the devices found so far */
-    } else if (n - 1 < 3) {
-        uint64_t lim[3] = {4ull << 30, 4ull << 30, 4ull << 30};
-        if (vdev_config_set_logical_devices("GPU:0", lim, 3) != VDEV_OK)
-            DIE("splitting GPU:0 into three logical GPUs");
-    }
-    if (vdev_init() != VDEV_OK)
-        DIE("start-up");
-    return 0;
-}
-
 int vdev_example_chain3(int argc, char **argv);
 int vdev_example_chain3(int argc, char **argv)
 {
-    struct opts o;
-    int rc = parse(argc, argv, &o);
+    struct demo_opts o;
+    int rc = demo_parse(argc, argv, DEMO_CHAIN3, &o);
     if (rc >= 0)
         return rc;
-    if (setup_devices())
+    struct demo_devices devs;
+    if (demo_start(&o, DEMO_CHAIN3, &devs))
         return 1;
-    vdev_set_log_device_placement(o.log_placement);
-    const char *dev[3] = {"GPU:0", "GPU:1", "GPU:2"};
+    if (o.log_placement)
+        vdev_set_log_device_placement(true);
+    const char *dev[3] = {devs.name[0], devs.name[1], devs.name[2]};
     int64_t dims[3][4] = {{32, 64, 64, 16}, {16, 64, 64, 16}, {16, 64, 64, 8}};
     vdev_mlp_t *teacher[3], *model[3];
     vdev_optimizer_t *adam[3];
@@ -99,12 +52,15 @@ int vdev_example_chain3(int argc, char **argv)
     }
     struct vdev_logical_device ld[4];
     int n_ld;
-    vdev_list_logical_devices(ld, 4, &n_ld);
+    if (vdev_list_logical_devices(ld, 4, &n_ld) != VDEV_OK)
+        DIE("listing the logical devices");
     printf("Training 3 chained MLPs (batch %ld, %ld steps per epoch):\n", o.batch, o.steps);
-    for (int k = 0; k < 3 && k + 1 < n_ld; k++)
-        printf("  model %d on %s: %s GPU %d\n", k + 1, ld[k + 1].name,
+    for (int k = 0; k < 3 && k + 1 < n_ld && k + 1 < 4; k++) {
+        char b[32];
+        printf("  model %d on %s: %s GPU %d, limit %s\n", k + 1, ld[k + 1].name,
                strcmp(ld[k + 1].backend, "sim") ? ld[k + 1].backend : "simulated",
-               ld[k + 1].physical_index);
+               ld[k + 1].physical_index, vdev_format_bytes(devs.limit_bytes[k], b, sizeof b));
+    }
     double first[3] = {0}, last[3] = {0};
     uint64_t in_use_step1[3] = {0}; /* memory after step 1, to compare with the end */
     for (int e = 0; e < o.epochs; e++) {

@@ -3,18 +3,20 @@
  * "I want model A to get 4 GB and model B 2 GB of the same card, and a number
  * that says how much each really uses." One physical GPU (a simulated 8 GiB
  * card where no GPU is present) is split into two logical GPUs of 4 GiB and
- * 2 GiB that grow on demand up to their limits. Both models train; then model
- * B is given a batch too large for its 2 GiB. The allocation fails with a
+ * 2 GiB (2/3 and 1/3 of a card with less than 6 GiB to give; demo.c) that
+ * grow on demand up to their limits. Both models train; then model
+ * B is given a batch too large for its device. The allocation fails with a
  * clean out-of-memory error, nothing leaks, model B halves its batch until it
  * fits and goes on, and model A's memory and training are never disturbed. */
-#define _POSIX_C_SOURCE 200809L /* setenv */
-#include "vdev.h"
+#include "demo.h"
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
-#define DIE(what) return fprintf(stderr, "demo: %s: %s\n", what, vdev_last_error()), 1
+#define DIE(what) return fprintf(stderr, "%s: %s: %s\n", o.prog, what, vdev_last_error()), 1
+
+#define HIDDEN 8192 /* the models' hidden layer: 16 -> 8192 -> 4 */
+static const int64_t sizes[3] = {16, HIDDEN, 4};
 
 struct model {
     const char *dev;
@@ -66,69 +68,67 @@ static void show(const char *dev)
 int vdev_example_split(int argc, char **argv);
 int vdev_example_split(int argc, char **argv)
 {
-    int steps = 60;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--steps") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
-            steps = atoi(argv[++i]);
-        } else {
-            printf("usage: vdev demo --split [--steps N]\n\nSplits one GPU into logical GPUs "
-                   "of 4 GiB and 2 GiB, trains a model on each,\nand shows model B recover "
-                   "from an out-of-memory batch while model A is untouched.\n");
-            return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0;
-        }
-    }
-    int n;
-    if (vdev_list_physical_devices(NULL, 0, &n) != VDEV_OK)
-        DIE("devices");
-    if (n == 1 && !getenv("VDEV_SIM_GPUS")) {
-        printf("No GPU found: using one simulated 8 GiB GPU.\n");
-        setenv("VDEV_SIM_GPUS", "1x8GiB", 1);
-        vdev_shutdown();
-    }
-    uint64_t limits[2] = {4ull << 30, 2ull << 30};
-    if (vdev_config_set_logical_devices("GPU:0", limits, 2) != VDEV_OK ||
-        vdev_config_set_memory_growth("GPU:0", true) != VDEV_OK || vdev_init() != VDEV_OK)
-        DIE("splitting GPU:0");
-    struct model ms[2] = {{.dev = "GPU:0"}, {.dev = "GPU:1"}};
-    int64_t sizes[3] = {16, 8192, 4};
+    struct demo_opts o;
+    int rc = demo_parse(argc, argv, DEMO_SPLIT, &o);
+    if (rc >= 0)
+        return rc;
+    struct demo_devices devs;
+    if (demo_start(&o, DEMO_SPLIT, &devs))
+        return 1;
+    if (o.log_placement)
+        vdev_set_log_device_placement(true);
+    struct model ms[2] = {{.dev = devs.name[0]}, {.dev = devs.name[1]}};
     for (int k = 0; k < 2; k++) {
         vdev_device_push(ms[k].dev);
-        ms[k].mlp = vdev_mlp_new(sizes, 3, VDEV_ACT_RELU, VDEV_ACT_NONE, 7 + k);
+        ms[k].mlp = vdev_mlp_new(sizes, 3, VDEV_ACT_RELU, VDEV_ACT_NONE, (uint64_t)o.seed + 6 + k);
         vdev_device_pop();
         ms[k].adam = vdev_adam_new(0.001f, 0.9f, 0.999f, 1e-7f);
         if (!ms[k].mlp || !ms[k].adam)
             DIE("building the models");
         vdev_mlp_variables(ms[k].mlp, ms[k].vars, 4);
     }
-    printf("Model A on GPU:0 (4 GiB), model B on GPU:1 (2 GiB), one physical GPU\n");
-    int64_t batch_b = 256;
+    /* The batch too large for model B: its first layer's output alone
+     * (batch x 8192 floats) fills B's whole limit. */
+    int64_t big = 2 * (int64_t)o.batch;
+    while ((uint64_t)big * HIDDEN * sizeof(float) < devs.limit_bytes[1])
+        big *= 2;
+    char b1[32], b2[32];
+    printf("Model A on %s (%s), model B on %s (%s), one physical GPU; batch %ld, and %lld for "
+           "model B at step %ld\n",
+           ms[0].dev, vdev_format_bytes(devs.limit_bytes[0], b1, sizeof b1), ms[1].dev,
+           vdev_format_bytes(devs.limit_bytes[1], b2, sizeof b2), o.batch, (long long)big,
+           o.steps / 2);
+    int64_t batch_b = o.batch;
+    long n_steps = o.epochs * o.steps;
     float first[2] = {0}, last[2] = {0};
-    for (int s = 0; s < steps; s++) {
+    for (long s = 0; s < n_steps; s++) {
         for (int k = 0; k < 2; k++) {
-            int64_t batch = k == 1 && s == steps / 2 ? 65536 : k == 1 ? batch_b : 256;
-            float l = step(&ms[k], batch, 100 * (uint64_t)s + (uint64_t)k);
+            int64_t batch = k == 1 && s == o.steps / 2 ? big : k == 1 ? batch_b : o.batch;
+            uint64_t seed = 100 * (uint64_t)s + (uint64_t)k + 1000003 * (uint64_t)(o.seed - 1);
+            float l = step(&ms[k], batch, seed);
             while (l != l && vdev_last_status() == VDEV_ERR_OOM && batch > 1) {
-                printf("step %d, model B, batch %lld: %s\n", s, (long long)batch,
+                printf("step %ld, model %c, batch %lld: %s\n", s, 'A' + k, (long long)batch,
                        vdev_last_error());
                 batch /= 2;
-                printf("  model B lowers its batch to %lld and goes on\n", (long long)batch);
-                l = step(&ms[k], batch, 100 * (uint64_t)s + (uint64_t)k);
+                printf("  model %c lowers its batch to %lld and goes on\n", 'A' + k,
+                       (long long)batch);
+                l = step(&ms[k], batch, seed);
             }
             if (l != l)
                 DIE("training");
-            if (k == 1 && s == steps / 2)
-                batch_b = batch < 256 ? batch : 256;
+            if (k == 1 && s == o.steps / 2)
+                batch_b = batch < o.batch ? batch : o.batch;
             last[k] = l;
             if (s == 0)
                 first[k] = l;
         }
-        if (s % 10 == 0 || s == steps - 1)
-            printf("step %3d  loss  model A %.4f  model B %.4f\n", s, last[0], last[1]);
+        if (s % 10 == 0 || s == n_steps - 1)
+            printf("step %3ld  loss  model A %.4f  model B %.4f\n", s, last[0], last[1]);
     }
     printf("Loss fell: model A %.4f -> %.4f, model B %.4f -> %.4f\n", first[0], last[0],
            first[1], last[1]);
-    show("GPU:0");
-    show("GPU:1");
+    show(ms[0].dev);
+    show(ms[1].dev);
     for (int k = 0; k < 2; k++) {
         vdev_mlp_free(ms[k].mlp);
         vdev_optimizer_free(ms[k].adam);

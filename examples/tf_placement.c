@@ -8,57 +8,41 @@
  * default device, GPU:0, and the placement audit names every op that ran
  * away from its model's GPU. Under vdev's own rule the same program runs
  * each model on its own GPU, because an unscoped op follows its variables. */
-#define _POSIX_C_SOURCE 200809L /* setenv */
-#include "vdev.h"
+#include "demo.h"
 
-#include <stdlib.h>
-#include <string.h>
-
-#define DIE(what) return fprintf(stderr, "demo: %s: %s\n", what, vdev_last_error()), 1
+#define DIE(what) return fprintf(stderr, "%s: %s: %s\n", o.prog, what, vdev_last_error()), 1
 
 int vdev_example_tf_placement(int argc, char **argv);
 int vdev_example_tf_placement(int argc, char **argv)
 {
-    int steps = 50, batch = 64, tf_rule = 1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--vdev-placement")) {
-            tf_rule = 0;
-        } else if (!strcmp(argv[i], "--steps") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
-            steps = atoi(argv[++i]);
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: vdev demo --tf-placement [--steps N] [--vdev-placement]\n\n"
-                   "Runs the bug report's program (scopes only around building the models)\n"
-                   "under TensorFlow's placement rule, then prints where the ops ran and the\n"
-                   "placement audit. --vdev-placement runs it under vdev's rule instead.\n");
-            return 0;
-        } else {
-            fprintf(stderr, "demo: unknown option '%s' (see --help)\n", argv[i]);
-            return 2;
-        }
-    }
-    int n;
-    if (vdev_list_physical_devices(NULL, 0, &n) != VDEV_OK)
-        DIE("devices");
-    if (n - 1 < 3 && !getenv("VDEV_SIM_GPUS")) {
-        printf("Fewer than three GPUs: using three simulated GPUs.\n");
-        setenv("VDEV_SIM_GPUS", "3x16GiB", 1);
-        vdev_shutdown();
-    }
-    if (tf_rule)
-        vdev_set_placement_policy(VDEV_PLACEMENT_TF);
-    if (vdev_init() != VDEV_OK)
-        DIE("start-up");
+    struct demo_opts o;
+    int rc = demo_parse(argc, argv, DEMO_TF_PLACEMENT, &o);
+    if (rc >= 0)
+        return rc;
+    struct demo_devices devs;
+    if (demo_start(&o, DEMO_TF_PLACEMENT, &devs))
+        return 1;
+    int tf_rule = !o.vdev_placement;
+    if (tf_rule && vdev_set_placement_policy(VDEV_PLACEMENT_TF) != VDEV_OK)
+        DIE("placement policy");
+    if (o.log_placement)
+        vdev_set_log_device_placement(true);
     printf("Placement rule: %s\n", tf_rule ? "TensorFlow's (unscoped ops go to GPU:0)"
                                            : "vdev's (unscoped ops follow their variables)");
 
-    const char *dev[3] = {"GPU:0", "GPU:1", "GPU:2"};
+    const char *dev[3] = {devs.name[0], devs.name[1], devs.name[2]};
+    for (int k = 0; k < 3; k++) {
+        char b[32];
+        printf("  model %d built on %s (limit %s)\n", k + 1, dev[k],
+               vdev_format_bytes(devs.limit_bytes[k], b, sizeof b));
+    }
     int64_t dims[4] = {32, 64, 64, 32};
     vdev_mlp_t *model[3];
     vdev_optimizer_t *adam[3];
     vdev_tensor_t *vars[3][6];
     for (int k = 0; k < 3; k++) {
         vdev_device_push(dev[k]); /* "with tf.device(...): model = build()" */
-        model[k] = vdev_mlp_new(dims, 4, VDEV_ACT_RELU, VDEV_ACT_NONE, 1 + k);
+        model[k] = vdev_mlp_new(dims, 4, VDEV_ACT_RELU, VDEV_ACT_NONE, (uint64_t)o.seed + k);
         vdev_device_pop();
         adam[k] = vdev_adam_new(0.001f, 0.9f, 0.999f, 1e-7f);
         if (!model[k] || !adam[k])
@@ -66,25 +50,33 @@ int vdev_example_tf_placement(int argc, char **argv)
         vdev_mlp_variables(model[k], vars[k], 6);
     }
     /* The training step, outside any device scope, as in the report. */
-    for (int s = 0; s < steps; s++) {
-        vdev_scope_begin();
-        int64_t xs[2] = {batch, dims[0]};
-        vdev_tensor_t *in = vdev_tensor_uniform(xs, 2, -1, 1, 1000 + (uint64_t)s);
-        vdev_tensor_t *target = vdev_tanh(in);
-        for (int k = 0; k < 3; k++) {
-            vdev_tape_t *tape = vdev_tape_begin();
-            vdev_tensor_t *y = vdev_mlp_forward(model[k], in);
-            vdev_tensor_t *loss = vdev_mse(y, target), *grads[6];
-            if (vdev_tape_gradient(tape, loss, vars[k], 6, grads) != VDEV_OK)
-                DIE("gradients");
-            vdev_tape_end(tape);
-            if (vdev_optimizer_apply(adam[k], vars[k], grads, 6) != VDEV_OK)
-                DIE("update");
-            in = y;
+    for (long e = 0; e < o.epochs; e++) {
+        float last[3] = {0};
+        for (long s = 0; s < o.steps; s++) {
+            vdev_scope_begin();
+            int64_t xs[2] = {o.batch, dims[0]};
+            uint64_t seed = 1000 * (uint64_t)o.seed + (uint64_t)(e * o.steps + s);
+            vdev_tensor_t *in = vdev_tensor_uniform(xs, 2, -1, 1, seed);
+            vdev_tensor_t *target = vdev_tanh(in);
+            for (int k = 0; k < 3; k++) {
+                vdev_tape_t *tape = vdev_tape_begin();
+                vdev_tensor_t *y = vdev_mlp_forward(model[k], in);
+                vdev_tensor_t *loss = vdev_mse(y, target), *grads[6];
+                if (vdev_tape_gradient(tape, loss, vars[k], 6, grads) != VDEV_OK)
+                    DIE("gradients");
+                vdev_tape_end(tape);
+                if (vdev_optimizer_apply(adam[k], vars[k], grads, 6) != VDEV_OK)
+                    DIE("update");
+                if (s == o.steps - 1)
+                    last[k] = vdev_tensor_item(loss);
+                in = y;
+            }
+            vdev_scope_end();
         }
-        vdev_scope_end();
+        printf("epoch %ld/%ld  loss  model 1 %.5f  model 2 %.5f  model 3 %.5f\n", e + 1,
+               o.epochs, last[0], last[1], last[2]);
     }
-    printf("\nWhere the work ran after %d steps:\n", steps);
+    printf("\nWhere the work ran after %ld steps:\n", o.epochs * o.steps);
     vdev_device_report(stdout);
     struct vdev_audit_entry audit[64];
     int n_audit;

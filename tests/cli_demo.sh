@@ -2,44 +2,194 @@
 # cli_demo.sh — the main job end to end, through the vdev command:
 # losses fall to below half, memory per step is steady, the placement audit
 # finds the bug under TensorFlow's rule and nothing under vdev's, and the split
-# scenario recovers from an out-of-memory batch. Usage: cli_demo.sh VDEV SHARED
+# scenario recovers from an out-of-memory batch. The devices are sized from
+# what there is (one 8 GiB or 2 GiB GPU, two GPUs, three, none, none visible,
+# too little memory), every scenario takes the same options, and usage errors
+# print "vdev demo: ..." and the usage on stderr and exit 2.
+# Usage: cli_demo.sh VDEV DATA
 set -u
 vdev=$1
 fail=0; pass=0
 ok()   { pass=$((pass + 1)); }
 bad()  { echo "FAIL: $*"; fail=$((fail + 1)); }
-unset VDEV_SIM_GPUS VDEV_PLACEMENT VDEV_LOGICAL_DEVICES VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWTH
+for v in $(compgen -e); do
+  case $v in VDEV_*|TF_*) unset "$v" ;; esac
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# run ARGS...: runs vdev, sets rc, out (stdout) and err (stderr).
+run() {
+  "$vdev" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+  out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+}
+has() { grep -qF -- "$2" <<<"$1"; }
+lines() { if [ -z "$1" ]; then echo 0; else printf '%s\n' "$1" | wc -l; fi; }
+
+# ---- the main job: losses, steady memory, audit ----
 export VDEV_SIM_GPUS=3x2GiB
-out=$("$vdev" demo --epochs 3 --steps 40 --seed 1 2>&1); rc=$?
-[ $rc -eq 0 ] && ok || bad "demo exit $rc: $out"
-echo "$out" | grep -q "Memory per step: steady" && ok || bad "memory not steady: $out"
-ratios=$(echo "$out" | sed -n 's/^Final loss \/ first loss: //p' | grep -o '[0-9]\.[0-9]*')
+run demo --epochs 3 --steps 40 --seed 1
+[ $rc -eq 0 ] && ok || bad "demo exit $rc: $out $err"
+has "$out" "Memory per step: steady" && ok || bad "memory not steady: $out"
+ratios=$(sed -n 's/^Final loss \/ first loss: //p' <<<"$out" | grep -o '[0-9]\.[0-9]*')
 [ "$(echo "$ratios" | wc -l)" -eq 3 ] && ok || bad "no loss ratios: $out"
 for r in $ratios; do
   awk -v r="$r" 'BEGIN { exit !(r < 0.5) }' && ok || bad "a loss fell only to $r of its first"
 done
-echo "$out" | grep -q "none: every op ran on the device of the variables it uses" && ok || bad "audit not empty"
+has "$out" "none: every op ran on the device of the variables it uses" && ok || bad "audit not empty"
 for k in 0 1 2; do
-  echo "$out" | grep -q "^/device:GPU:$k  *[1-9]" && ok || bad "GPU:$k ran no ops"
+  grep -q "^/device:GPU:$k  *[1-9]" <<<"$out" && ok || bad "GPU:$k ran no ops"
 done
 
-out=$("$vdev" demo --tf-placement --steps 5 2>&1); rc=$?
+run demo --tf-placement --steps 5
 [ $rc -eq 0 ] && ok || bad "tf-placement exit $rc"
-echo "$out" | grep -Eq "Placement audit: [1-9][0-9]* kinds? of op ran away" && ok || bad "audit empty under tf rule: $out"
-echo "$out" | grep -q "MatMul .*ran on /device:GPU:0, variables on /device:GPU:1" && ok || bad "MatMul not audited"
-out=$("$vdev" demo --tf-placement --vdev-placement --steps 5 2>&1)
-echo "$out" | grep -q "Placement audit: 0 kinds of op" && ok || bad "audit not empty under vdev's rule: $out"
+grep -Eq "Placement audit: [1-9][0-9]* kinds? of op ran away" <<<"$out" && ok || bad "audit empty under tf rule: $out"
+grep -q "MatMul .*ran on /device:GPU:0, variables on /device:GPU:1" <<<"$out" && ok || bad "MatMul not audited"
+run demo --tf-placement --vdev-placement --steps 5
+has "$out" "Placement audit: 0 kinds of op" && ok || bad "audit not empty under vdev's rule: $out"
 
+VDEV_SIM_GPUS=1x8GiB run demo --split --steps 24
+[ $rc -eq 0 ] && ok || bad "split exit $rc: $out $err"
+has "$out" "Devices: GPU 0 (budget 6.50 GiB) split into logical GPUs of 4.00 GiB (model A) and 2.00 GiB (model B)" \
+  && ok || bad "split 1x8GiB: $out"
+has "$out" "OOM when allocating tensor with shape[65536,8192] and type float" && ok || bad "no OOM: $out"
+has "$out" "model B lowers its batch" && ok || bad "no recovery"
+grep -q "^Loss fell" <<<"$out" && ok || bad "no final losses"
+VDEV_PLACEMENT_REPORT=1 run demo --epochs 1 --steps 2
+has "$err" "Placement audit" && ok || bad "no report at exit: $err"
+# One report, of the run: the start-up that measures the card prints none,
+# writes no trace and serves no metrics.
+VDEV_SIM_GPUS=1x8GiB VDEV_PLACEMENT_REPORT=1 VDEV_TRACE_FILE=$tmp/t.json \
+  VDEV_METRICS_ADDR=127.0.0.1:0 run demo --epochs 1 --steps 2
+[ $rc -eq 0 ] && ok || bad "observed demo: exit $rc: $err"
+[ "$(grep -c "^Placement audit" <<<"$err")" -eq 1 ] && ok || bad "not one placement report: $err"
+grep -q '"/device:GPU:2 (sim)' "$tmp/t.json" && ok || bad "the trace is not the run's: $(head -c 600 "$tmp/t.json")"
+
+# ---- devices sized from what there is ----
+# devices_case SIM DEVICES-LINE MODEL-3-LINE: the main job runs, says what it chose.
+devices_case() {
+  VDEV_SIM_GPUS=$1 run demo --epochs 2 --steps 10
+  [ $rc -eq 0 ] && ok || bad "VDEV_SIM_GPUS=$1 demo: exit $rc: $err"
+  [ -z "$err" ] && ok || bad "VDEV_SIM_GPUS=$1 demo wrote to stderr: $err"
+  [ "$(head -1 <<<"$out")" = "$2" ] && ok || bad "VDEV_SIM_GPUS=$1: first line is not '$2': $out"
+  has "$out" "$3" && ok || bad "VDEV_SIM_GPUS=$1: no '$3' in: $out"
+  has "$out" "Memory per step: steady" && ok || bad "VDEV_SIM_GPUS=$1: memory not steady"
+  for k in 0 1 2; do
+    grep -q "^/device:GPU:$k  *[1-9]" <<<"$out" && ok || bad "VDEV_SIM_GPUS=$1: GPU:$k ran no ops"
+  done
+}
+devices_case 1x8GiB \
+  "Devices: GPU 0 (budget 6.50 GiB) split into three logical GPUs of 2.17 GiB, one model on each" \
+  "  model 3 on /device:GPU:2: simulated GPU 0, limit 2.17 GiB"
+devices_case 1x2GiB \
+  "Devices: GPU 0 (budget 512.00 MiB) split into three logical GPUs of 170.00 MiB, one model on each" \
+  "  model 3 on /device:GPU:2: simulated GPU 0, limit 170.00 MiB"
+devices_case 2x8GiB \
+  "Devices: GPU 0 (budget 6.50 GiB) split into two logical GPUs of 3.25 GiB for models 1 and 2; GPU 1 (budget 6.50 GiB) for model 3" \
+  "  model 3 on /device:GPU:2: simulated GPU 1, limit 6.50 GiB"
+devices_case 3x16GiB "Devices: 3 GPUs, one model on each" \
+  "  model 3 on /device:GPU:2: simulated GPU 2, limit 14.50 GiB"
+devices_case 4x1GiB "Devices: 4 GPUs, one model on each of the first three" \
+  "  model 3 on /device:GPU:2: simulated GPU 2, limit 799.00 MiB"
+# The environment's own split is used as it is.
+VDEV_LOGICAL_DEVICES="0:100MiB,100MiB,100MiB" devices_case 1x1GiB \
+  "Devices: 3 logical GPUs, one model on each" \
+  "  model 3 on /device:GPU:2: simulated GPU 0, limit 100.00 MiB"
+
+# The other scenarios on small cards.
+VDEV_SIM_GPUS=1x2GiB run demo --tf-placement --steps 5
+[ $rc -eq 0 ] && ok || bad "tf-placement on 1x2GiB: exit $rc: $err"
+has "$out" "  model 3 built on /device:GPU:2 (limit 170.00 MiB)" && ok || bad "tf-placement 1x2GiB: $out"
+grep -Eq "Placement audit: [1-9][0-9]* kinds? of op ran away" <<<"$out" && ok || bad "tf-placement 1x2GiB audit: $out"
+VDEV_SIM_GPUS=1x2GiB run demo --split --steps 24
+[ $rc -eq 0 ] && ok || bad "split on 1x2GiB: exit $rc: $err"
+has "$out" "Devices: GPU 0 (budget 512.00 MiB) split into logical GPUs of 341.00 MiB (model A) and 170.00 MiB (model B)" \
+  && ok || bad "split 1x2GiB: $out"
+has "$out" "OOM when allocating tensor with shape[8192,8192] and type float (256.00 MiB) on /job:localhost/replica:0/task:0/device:GPU:1" \
+  && ok || bad "split 1x2GiB: no OOM of model B: $out"
+has "$out" "model B lowers its batch" && ok || bad "split 1x2GiB: no recovery: $out"
+grep -q "^Loss fell" <<<"$out" && ok || bad "split 1x2GiB: did not finish: $out"
+grep -q "model A lowers" <<<"$out" && bad "split 1x2GiB: model A ran out of memory: $out" || ok
+grep -q "^  /device:GPU:0: 1.97 MiB in use, peak 42.12 MiB, limit 341.00 MiB$" <<<"$out" \
+  && ok || bad "split 1x2GiB: model A's memory: $out"
+
+# No GPU at all: the demo runs on simulated GPUs and says so.
 unset VDEV_SIM_GPUS
-out=$(VDEV_SIM_GPUS=1x8GiB "$vdev" demo --split --steps 24 2>&1); rc=$?
-[ $rc -eq 0 ] && ok || bad "split exit $rc: $out"
-echo "$out" | grep -q "OOM when allocating tensor with shape\[65536,8192\] and type float" && ok || bad "no OOM: $out"
-echo "$out" | grep -q "model B lowers its batch" && ok || bad "no recovery"
-echo "$out" | grep -q "^Loss fell" && ok || bad "no final losses"
+VDEV_CUDA_PLUGIN=/nonexistent/libvdev-cuda.so run demo --epochs 1 --steps 3
+[ $rc -eq 0 ] && ok || bad "no GPU: exit $rc: $err"
+grep -q "^No GPU found (CUDA plugin: .*): running on simulated GPUs, VDEV_SIM_GPUS=3x16GiB$" <<<"$out" \
+  && ok || bad "no GPU: no note: $out"
+has "$out" "Devices: 3 GPUs, one model on each" && ok || bad "no GPU: $out"
+VDEV_CUDA_PLUGIN=/nonexistent/libvdev-cuda.so run demo --split --steps 3
+[ $rc -eq 0 ] && ok || bad "no GPU --split: exit $rc: $err"
+has "$out" "running on simulated GPUs, VDEV_SIM_GPUS=1x8GiB" && ok || bad "no GPU --split: $out"
 
-"$vdev" demo --epochs 0 >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--epochs 0 accepted"
-"$vdev" demo --bogus >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--bogus accepted"
-"$vdev" demo --help | grep -q "usage: vdev demo" && ok || bad "no help"
-VDEV_SIM_GPUS=3x2GiB VDEV_PLACEMENT_REPORT=1 "$vdev" demo --epochs 1 --steps 2 2>&1 >/dev/null | grep -q "Placement audit" && ok || bad "no report at exit"
+# run-time errors: exit 1, one line "vdev demo: ..." on stderr.
+one_error() { # one_error WHAT CODE MESSAGE
+  [ $rc -eq "$2" ] && ok || bad "$1: exit $rc, expected $2"
+  [ "$(head -1 <<<"$err")" = "$3" ] && ok || bad "$1: stderr starts '$(head -1 <<<"$err")', expected '$3'"
+}
+VDEV_SIM_GPUS=2x8GiB VDEV_VISIBLE_DEVICES= run demo
+one_error "no visible GPU" 1 'vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 2 there are); the demo needs at least one GPU, real or simulated'
+[ "$(lines "$err")" -eq 1 ] && ok || bad "no visible GPU: not one line: $err"
+VDEV_SIM_GPUS=1x8MiB run demo
+one_error "card too small" 1 "vdev demo: /device:GPU:0 has 2.00 MiB, less than the 4.38 MiB its model needs at batch 64; give a smaller --batch, or run on larger GPUs (VDEV_SIM_GPUS=3x16GiB)"
+VDEV_SIM_GPUS=1x1GiB run demo --split --batch 4096
+one_error "split batch too large" 1 "vdev demo: /device:GPU:0 has 532.00 MiB, less than the 776.00 MiB its model needs at batch 4096; give a smaller --batch, or run on larger GPUs (VDEV_SIM_GPUS=1x8GiB)"
+VDEV_SIM_GPUS=3x16GiB VDEV_MEMORY_GROWTH=maybe run demo
+[ $rc -eq 1 ] && ok || bad "bad environment: exit $rc"
+[[ $err == 'vdev demo: start-up: VDEV_MEMORY_GROWTH="maybe" '* ]] && ok || bad "bad environment: $err"
+
+# ---- options: the same everywhere ----
+export VDEV_SIM_GPUS=3x2GiB
+run demo --help
+[ $rc -eq 0 ] && ok || bad "--help: exit $rc"
+[ -z "$err" ] && ok || bad "--help wrote to stderr: $err"
+for s in "usage: vdev demo [--tf-placement [--vdev-placement] | --split] [--epochs N]" \
+         "  --tf-placement " "  --split " "  --epochs N " "  --steps N " "  --batch N " \
+         "  --seed N " "  --log-placement " "  --report DIR " "VDEV_SIM_GPUS=3x16GiB"; do
+  has "$out" "$s" && ok || bad "--help lacks '$s': $out"
+done
+run help demo
+has "$out" "  --split " && ok || bad "help demo: $out"
+for sc in "" --tf-placement --split; do
+  run demo $sc --epochs 2 --steps 3 --batch 32 --seed 5
+  [ $rc -eq 0 ] && ok || bad "demo $sc --epochs 2 ...: exit $rc: $err"
+  [ -z "$err" ] && ok || bad "demo $sc --epochs 2 ...: stderr: $err"
+  grep -q "^epoch 2/2 \|^step   5 " <<<"$out" && ok || bad "demo $sc: two epochs not run: $out"
+  run demo $sc --steps 2 --epochs 1 --log-placement
+  grep -q "^Executing op MatMul in device /job:localhost/replica:0/task:0/device:GPU:0" <<<"$out$err" \
+    && ok || bad "demo $sc --log-placement: no placement log"
+done
+# usage_error WHAT LINE ARGS...: exit 2, stdout empty, LINE then the usage on stderr.
+usage_error() {
+  local what=$1 line=$2; shift 2
+  run "$@"
+  [ $rc -eq 2 ] && ok || bad "$what: exit $rc, expected 2"
+  [ -z "$out" ] && ok || bad "$what: wrote to stdout: $out"
+  [ "$(head -1 <<<"$err")" = "$line" ] && ok || bad "$what: stderr starts '$(head -1 <<<"$err")', expected '$line'"
+  has "$err" "usage: vdev demo" && ok || bad "$what: no usage on stderr"
+}
+for sc in "" --tf-placement --split; do
+  usage_error "demo $sc --bogus" "vdev demo: unknown option '--bogus'" demo $sc --bogus
+  usage_error "demo $sc --steps 0" "vdev demo: --steps takes a whole number from 1 to 1000000, not '0'" \
+    demo $sc --steps 0
+  usage_error "demo $sc --epochs 0" "vdev demo: --epochs takes a whole number from 1 to 1000000, not '0'" \
+    demo $sc --epochs 0
+  usage_error "demo $sc --batch 12x" "vdev demo: --batch takes a whole number from 1 to 1048576, not '12x'" \
+    demo $sc --batch 12x
+  usage_error "demo $sc --seed" "vdev demo: --seed needs a number" demo $sc --seed
+done
+usage_error "--report without a folder" "vdev demo: --report needs a directory" demo --report
+usage_error "two scenarios" "vdev demo: --tf-placement and --split are two scenarios: choose one" \
+  demo --tf-placement --split
+usage_error "--vdev-placement alone" "vdev demo: --vdev-placement goes with --tf-placement" \
+  demo --split --vdev-placement
+
+# --report with a scenario on a small card: trace and pictures.
+VDEV_SIM_GPUS=1x2GiB run demo --split --steps 4 --report "$tmp/report"
+[ $rc -eq 0 ] && ok || bad "--report: exit $rc: $err"
+for f in run.json memory.svg placement.svg; do
+  [ -s "$tmp/report/$f" ] && ok || bad "--report: no $f"
+done
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # cli_devices.sh — `vdev devices` through the command line: the table and the
-# JSON on simulated GPUs, the environment's configuration in both, one line on
-# stderr and exit 1 for a bad environment, exit 2 for a bad option, and the
-# help texts. Usage: cli_devices.sh VDEV SHARED
+# JSON on simulated GPUs, the environment's configuration in both, why a
+# GPU's limit is less than its memory, how to get simulated GPUs when there
+# is none, one line on stderr and exit 1 for a bad environment, exit 2 for a
+# bad option, and the help texts (every environment variable vdev reads).
+# Usage: cli_devices.sh VDEV DATA
 set -u
 vdev=$1
 fail=0; pass=0
@@ -40,6 +42,28 @@ done
   && ok || bad "devices: physical GPU rows: $out"
 [ "$(grep -c '^  /device:GPU:[0-2] *GPU:[0-2] *sim *grow *14.50 GiB *0 B *0 B$' <<<"$out")" -eq 3 ] \
   && ok || bad "devices: logical GPU rows: $out"
+
+# Why 16 GiB gives 14.50 GiB: the driver reserve, how much, and how to change it.
+want="A GPU's limit is its free memory less the reserve TensorFlow also leaves to the
+driver and libraries (its MinSystemMemory): 1536 MiB for compute capability 8.0
+and later (simulated GPUs report 8.0), 1050 MiB for 7.x, 500 MiB before, and
+225 MiB when less than 2 GiB is free; here 1.50 GiB on each GPU.
+TF_DEVICE_MIN_SYS_MEMORY_IN_MB=N leaves N MiB instead."
+[ "$(tail -5 <<<"$out")" = "$want" ] && ok || bad "devices: no reserve explained: $out"
+VDEV_SIM_GPUS=16GiB,1GiB run devices
+has "$out" "225 MiB when less than 2 GiB is free; here 1.50 GiB on GPU 0, 225.00 MiB on GPU 1." \
+  && ok || bad "devices: reserves of two cards: $out"
+VDEV_SIM_GPUS=1x8GiB run devices
+has "$out" "225 MiB when less than 2 GiB is free; here 1.50 GiB." && ok || bad "devices: one card: $out"
+TF_DEVICE_MIN_SYS_MEMORY_IN_MB=100 run devices
+[ "$(tail -2 <<<"$out")" = "A GPU's limit is its free memory less the 100 MiB that
+TF_DEVICE_MIN_SYS_MEMORY_IN_MB=100 leaves to the driver and libraries." ] \
+  && ok || bad "devices: TF_DEVICE_MIN_SYS_MEMORY_IN_MB: $out"
+grep -q '^  /device:GPU:0 *GPU:0 *sim *grow *15.90 GiB' <<<"$out" && ok || bad "devices: 100 MiB reserve: $out"
+TF_GPU_MEMORY_FRACTION=0.5 run devices
+[ "$(tail -2 <<<"$out")" = "A GPU's limit is TF_GPU_MEMORY_FRACTION=0.5 of its total memory (without it, its free
+memory less the reserve TensorFlow leaves to the driver and libraries)." ] \
+  && ok || bad "devices: fraction: $out"
 
 # The environment's configuration shows in it.
 VDEV_LOGICAL_DEVICES="1:4GiB,2GiB" VDEV_MEMORY_GROWTH="1:false" run devices
@@ -122,6 +146,18 @@ run --help
 [ $rc -eq 0 ] && ok || bad "--help: exit $rc"
 has "$out" "usage: vdev" && ok || bad "--help: no usage: $out"
 has "$out" "devices" && ok || bad "--help does not list devices: $out"
+# Every variable vdev reads (a getenv in src/ or tools/, or a row of the
+# README's table of environment variables) has a line of its own in --help.
+src=$(cd "$(dirname "$0")/.." && pwd)
+vars=$( (grep -rhoE 'getenv\("[A-Z0-9_]+"\)' "$src/src" "$src/tools" | sed 's/getenv("\(.*\)")/\1/'
+         sed -n '/^### Environment variables/,/^#/s/^| `\([A-Z0-9_]*\)`.*/\1/p' "$src/README.md"
+         sed -n '/^### Environment variables/,/^#/s/^| `[A-Z0-9_]*`, `\([A-Z0-9_]*\)`.*/\1/p' "$src/README.md"
+       ) | sort -u)
+[ "$(wc -l <<<"$vars")" -ge 18 ] && ok || bad "found only these variables: $vars"
+run --help
+for v in $vars; do
+  grep -q "^  $v  *[a-zA-Z0-9]" <<<"$out" && ok || bad "--help does not describe $v: $out"
+done
 run devices --help
 [ $rc -eq 0 ] && ok || bad "devices --help: exit $rc"
 has "$out" "usage: vdev devices [--json]" && ok || bad "devices --help: $out"
@@ -142,6 +178,9 @@ if has "$out" "GPUs: none"; then
   [ $rc -eq 0 ] && ok || bad "no GPUs: exit $rc: $err"
   has "$out" "GPUs: none (CUDA plugin: " && ok || bad "no GPUs: no reason: $out"
   has "$out" "ops run on the CPU" && ok || bad "no GPUs: $out"
+  has "$out" "Simulated GPUs need no hardware: VDEV_SIM_GPUS=3x16GiB vdev devices" \
+    && ok || bad "no GPUs: no word of simulated GPUs: $out"
+  grep -q "MinSystemMemory" <<<"$out" && bad "no GPUs: explains GPU limits: $out" || ok
   grep -q '/device:GPU' <<<"$out" && bad "no GPUs: lists a GPU: $out" || ok
   VDEV_CUDA_PLUGIN=/nonexistent/libvdev-cuda.so run devices --json
   if command -v python3 >/dev/null 2>&1; then

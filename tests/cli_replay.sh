@@ -3,16 +3,16 @@
 # (its keys, in order, and values that must hold on any machine), exit codes
 # (0 ok, 1 bad input, 2 usage) with one line "vdev replay: ..." on stderr, a
 # gzip trace, and the help text. Never checks timings.
-# Usage: cli_replay.sh VDEV SHARED
+# Usage: cli_replay.sh VDEV DATA (DATA/traces: the repository's data/traces)
 set -u
 vdev=$1
-shared=${2:-}
+data=${2:-}
 fail=0; pass=0
 ok()  { pass=$((pass + 1)); }
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 [ -x "$vdev" ] || { echo "cli_replay: no vdev binary at '$vdev'"; exit 77; }
-[ -n "$shared" ] && [ -d "$shared/traces" ] ||
-  { echo "cli_replay: no traces in '$shared'"; exit 77; }
+[ -n "$data" ] && [ -f "$data/traces/mlp.trace" ] ||
+  { echo "FAIL: cli_replay: no traces in '$data' (the repository's data/traces)"; exit 1; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -33,7 +33,7 @@ one_error() {
 }
 
 # ---- the table ----
-run replay --repeats 1 "$shared/traces/mlp.trace"
+run replay --repeats 1 "$data/traces/mlp.trace"
 [ $rc -eq 0 ] && ok || bad "replay mlp: exit $rc: $err"
 for s in "events               186" "ns per event" "peak live bytes" "peak reserved bytes" \
          "min capacity bytes" "capacity ratio"; do
@@ -41,7 +41,7 @@ for s in "events               186" "ns per event" "peak live bytes" "peak reser
 done
 
 # ---- JSON ----
-run replay --json --repeats 1 "$shared/traces/transformer.trace"
+run replay --json --repeats 1 "$data/traces/transformer.trace"
 [ $rc -eq 0 ] && ok || bad "replay --json: exit $rc: $err"
 [ "$(lines "$out")" -eq 1 ] && ok || bad "replay --json: not one line: $out"
 keys=$(grep -o '"[a-z_]*":' <<<"$out" | tr -d '":' | head -6 | tr '\n' ' ')
@@ -62,7 +62,7 @@ EOF
 fi
 
 # A gzip copy replays like the plain file (same events, same peak).
-gzip -c "$shared/traces/mlp.trace" >"$tmp/mlp.trace.gz"
+gzip -c "$data/traces/mlp.trace" >"$tmp/mlp.trace.gz"
 run replay --json --repeats 1 "$tmp/mlp.trace.gz"
 [ $rc -eq 0 ] && ok || bad "replay gzip: exit $rc: $err"
 has "$out" '"events": 186' && ok || bad "replay gzip: $out"
@@ -102,20 +102,20 @@ run replay "$tmp/cut.trace.gz"
 one_error "cut last line, gzip" 1
 has "$err" "cut.trace.gz:3: last line 'a 7 1' has no newline" && ok || bad "cut gzip: $err"
 # A gzip file cut short is rejected, not read as a shorter trace.
-gzip -c "$shared/traces/mlp.trace" | head -c 500 >"$tmp/short.trace.gz"
+gzip -c "$data/traces/mlp.trace" | head -c 500 >"$tmp/short.trace.gz"
 run replay "$tmp/short.trace.gz"
 one_error "gzip cut short" 1
 has "$err" "short.trace.gz: the gzip stream is cut short" && ok || bad "gzip cut short: $err"
 
-run replay --bogus "$shared/traces/mlp.trace"
+run replay --bogus "$data/traces/mlp.trace"
 one_error "unknown flag" 2
 run replay
 one_error "no trace" 2
-run replay --repeats 0 "$shared/traces/mlp.trace"
+run replay --repeats 0 "$data/traces/mlp.trace"
 one_error "--repeats 0" 2
-run replay --repeats "$shared/traces/mlp.trace"
+run replay --repeats "$data/traces/mlp.trace"
 one_error "--repeats without a number" 2
-run replay "$shared/traces/mlp.trace" "$shared/traces/mlp.trace"
+run replay "$data/traces/mlp.trace" "$data/traces/mlp.trace"
 one_error "two traces" 2
 
 # ---- help ----

@@ -5,10 +5,14 @@
  *   vdev demo --tf-placement [opts]    the bug report under TensorFlow's rule
  *   vdev demo --split [opts]           two models on one GPU with hard limits
  *
- * With --report DIR (any scenario) the run writes its profiler trace to
- * DIR/run.json (unless VDEV_TRACE_FILE is set) and then draws it as
- * DIR/memory.svg and DIR/placement.svg (tools/cmd_plot.c). */
+ * Every scenario takes the same options (examples/demo.c parses them and
+ * sizes the devices). This file picks the scenario and handles --help and
+ * --report DIR: the run writes its profiler trace to DIR/run.json (unless
+ * VDEV_TRACE_FILE is set), then it is drawn as DIR/memory.svg and
+ * DIR/placement.svg (tools/cmd_plot.c). Usage errors print one line
+ * "vdev demo: ..." and the usage on stderr and exit 2. */
 #define _GNU_SOURCE
+#include "../examples/demo.h"
 #include "cli.h"
 #include "plot.h"
 
@@ -47,7 +51,7 @@ static int write_report(const char *dir, const char *trace)
         char out[4200], err[512];
         snprintf(out, sizeof out, "%s/%s", dir, pics[i].file);
         if (vdev_plot_file(trace, out, pics[i].kind, err, sizeof err) != 0) {
-            fprintf(stderr, "demo: --report: %s\n", err);
+            fprintf(stderr, "vdev demo: --report: %s\n", err);
             rc = 1;
         } else {
             printf("Report: %s\n", out);
@@ -60,51 +64,45 @@ int vdev_example_chain3(int argc, char **argv);
 int vdev_example_tf_placement(int argc, char **argv);
 int vdev_example_split(int argc, char **argv);
 
-static int run_scenario(int argc, char **argv)
+static int usage_error(const char *what)
 {
-    for (int i = 1; i < argc; i++) {
-        int (*run)(int, char **) = NULL;
-        if (!strcmp(argv[i], "--tf-placement"))
-            run = vdev_example_tf_placement;
-        else if (!strcmp(argv[i], "--split"))
-            run = vdev_example_split;
-        if (run) {
-            /* drop the scenario flag, keep the others */
-            for (int j = i; j + 1 < argc; j++)
-                argv[j] = argv[j + 1];
-            return run(argc - 1, argv);
-        }
-    }
-    return vdev_example_chain3(argc, argv);
+    fprintf(stderr, "vdev demo: %s\n\n", what);
+    demo_usage(stderr);
+    return 2;
 }
 
 int vdev_cmd_demo(int argc, char **argv)
 {
     const char *dir = NULL;
+    int (*run)(int, char **) = vdev_example_chain3;
+    const char *scenario = NULL;
+    int n = 1; /* argv without the scenario flag and --report DIR, for the scenario */
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            int rc = run_scenario(argc, argv);
-            printf("\nEvery scenario also takes --report DIR: writes the run's profiler trace to\n"
-                   "DIR/run.json (unless VDEV_TRACE_FILE is set) and draws DIR/memory.svg and\n"
-                   "DIR/placement.svg from it (see 'vdev plot').\n");
-            return rc;
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            demo_usage(stdout);
+            return 0;
         }
-        if (!strcmp(argv[i], "--report")) {
-            if (i + 1 >= argc || !argv[i + 1][0]) {
-                fprintf(stderr, "demo: --report needs a directory (see --help)\n");
-                return 2;
-            }
-            dir = argv[i + 1];
-            for (int j = i; j + 2 < argc; j++)
-                argv[j] = argv[j + 2];
-            argc -= 2;
-            i--;
+        if (!strcmp(a, "--tf-placement") || !strcmp(a, "--split")) {
+            if (scenario && strcmp(scenario, a))
+                return usage_error("--tf-placement and --split are two scenarios: choose one");
+            scenario = a;
+            run = a[2] == 't' ? vdev_example_tf_placement : vdev_example_split;
+        } else if (!strcmp(a, "--report")) {
+            if (i + 1 >= argc || !argv[i + 1][0] || argv[i + 1][0] == '-')
+                return usage_error("--report needs a directory");
+            dir = argv[++i];
+        } else {
+            argv[n++] = argv[i];
         }
     }
+    argc = n;
+    argv[argc] = NULL;
     if (!dir)
-        return run_scenario(argc, argv);
+        return run(argc, argv);
     if (make_dir(dir) != 0) {
-        fprintf(stderr, "demo: --report: cannot create directory %s: %s\n", dir, strerror(errno));
+        fprintf(stderr, "vdev demo: --report: cannot create directory %s: %s\n", dir,
+                strerror(errno));
         return 1;
     }
     char trace[4200];
@@ -115,7 +113,7 @@ int vdev_cmd_demo(int argc, char **argv)
         snprintf(trace, sizeof trace, "%s/run.json", dir);
         setenv("VDEV_TRACE_FILE", trace, 1);
     }
-    int rc = run_scenario(argc, argv);
+    int rc = run(argc, argv);
     vdev_shutdown(); /* closes the trace */
     if (rc != 0)
         return rc;

@@ -1,9 +1,12 @@
 /* cmd_devices.c — `vdev devices`: the physical devices, where GPUs come from
- * (or why there are none), and the logical devices start-up makes of them,
- * with each one's policy, limit and memory in use. */
+ * (or why there are none, and how to simulate some), and the logical devices
+ * start-up makes of them, with each one's policy, limit and memory in use,
+ * and why a GPU's limit is less than its free memory (the driver reserve,
+ * worked out from the free memory before start-up and the limit after). */
 #include "cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *policy_name(enum vdev_memory_policy p)
@@ -23,6 +26,66 @@ static void json_str(const char *s)
             putchar(*s);
     }
     putchar('"');
+}
+
+/* Says where a GPU's limit comes from: its free memory less the reserve
+ * TensorFlow leaves to the driver and libraries (MinSystemMemory), the
+ * reserve TF_DEVICE_MIN_SYS_MEMORY_IN_MB sets, or a fraction of its total.
+ * The reserve shown is free memory before start-up less the limit of each
+ * GPU that start-up did not split. */
+static void explain_limits(const struct vdev_physical_device *phys, int n_phys,
+                           const struct vdev_logical_device *logi, int n_log)
+{
+    const char *min_sys = getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
+    const char *frac_var = getenv("VDEV_MEMORY_FRACTION") ? "VDEV_MEMORY_FRACTION"
+                           : getenv("TF_GPU_MEMORY_FRACTION") ? "TF_GPU_MEMORY_FRACTION"
+                                                               : NULL;
+    if (frac_var && !min_sys) {
+        printf("\nA GPU's limit is %s=%s of its total memory (without it, its free\n"
+               "memory less the reserve TensorFlow leaves to the driver and libraries).\n",
+               frac_var, getenv(frac_var));
+        return;
+    }
+    char reserves[256] = "", b[32];
+    uint64_t first = 0;
+    int n_whole = 0, same = 1;
+    for (int i = 0; i < n_log; i++) {
+        if (logi[i].type != VDEV_DEVICE_GPU)
+            continue;
+        int n_on_card = 0;
+        for (int j = 0; j < n_log; j++)
+            n_on_card += logi[j].type == VDEV_DEVICE_GPU &&
+                         logi[j].physical_index == logi[i].physical_index;
+        const struct vdev_physical_device *p = NULL;
+        for (int j = 0; j < n_phys; j++)
+            if (phys[j].type == VDEV_DEVICE_GPU && phys[j].index == logi[i].physical_index)
+                p = &phys[j];
+        if (n_on_card != 1 || !p || p->free_bytes < logi[i].limit_bytes)
+            continue;
+        uint64_t reserve = p->free_bytes - logi[i].limit_bytes;
+        if (n_whole++ == 0)
+            first = reserve;
+        same &= reserve / 1024 == first / 1024;
+        size_t len = strlen(reserves);
+        snprintf(reserves + len, sizeof reserves - len, "%s%s on GPU %d", len ? ", " : "",
+                 vdev_format_bytes(reserve, b, sizeof b), p->index);
+    }
+    if (min_sys) {
+        printf("\nA GPU's limit is its free memory less the %s MiB that\n"
+               "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=%s leaves to the driver and libraries.\n",
+               min_sys, min_sys);
+        return;
+    }
+    printf("\nA GPU's limit is its free memory less the reserve TensorFlow also leaves to the\n"
+           "driver and libraries (its MinSystemMemory): 1536 MiB for compute capability 8.0\n"
+           "and later (simulated GPUs report 8.0), 1050 MiB for 7.x, 500 MiB before, and\n"
+           "225 MiB when less than 2 GiB is free");
+    if (n_whole > 0 && same)
+        printf("; here %s%s", vdev_format_bytes(first, b, sizeof b),
+               n_whole > 1 ? " on each GPU" : "");
+    else if (n_whole > 0)
+        printf("; here %s", reserves);
+    printf(".\nTF_DEVICE_MIN_SYS_MEMORY_IN_MB=N leaves N MiB instead.\n");
 }
 
 static int fail(const char *what)
@@ -60,6 +123,10 @@ int vdev_cmd_devices(int argc, char **argv)
     char reason_copy[256];
     snprintf(reason_copy, sizeof reason_copy, "%s", reason);
     const char *gpu_backend = n_phys > 1 ? phys[1].backend : "none";
+    /* Free memory before start-up, which the limits come from. */
+    struct vdev_physical_device before[130];
+    int n_before = n_phys < 130 ? n_phys : 130;
+    memcpy(before, phys, (size_t)n_before * sizeof *before);
 
     struct vdev_logical_device logi[130];
     int n_log;
@@ -109,7 +176,9 @@ int vdev_cmd_devices(int argc, char **argv)
         printf("GPUs: %d from the %s backend%s\n", n_phys - 1, gpu_backend,
                strcmp(gpu_backend, "sim") == 0 ? " (simulated GPUs from VDEV_SIM_GPUS)" : "");
     else
-        printf("GPUs: none (%s); ops run on the CPU\n", reason_copy);
+        printf("GPUs: none (%s); ops run on the CPU.\n"
+               "Simulated GPUs need no hardware: VDEV_SIM_GPUS=3x16GiB vdev devices\n",
+               reason_copy);
     printf("\nPhysical devices\n");
     printf("  %-24s %-7s %-28s %12s %12s\n", "NAME", "BACKEND", "MODEL", "TOTAL", "FREE");
     for (int i = 0; i < n_phys; i++)
@@ -129,5 +198,7 @@ int vdev_cmd_devices(int argc, char **argv)
                vdev_format_bytes(mi[i].bytes_reserved, b3, sizeof b3),
                vdev_format_bytes(mi[i].bytes_in_use, b4, sizeof b4));
     }
+    if (n_phys > 1)
+        explain_limits(before, n_before, logi, n_log < 130 ? n_log : 130);
     return 0;
 }

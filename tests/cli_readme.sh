@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# cli_readme.sh — every C example of the README builds and runs as the README
+# says, and prints what the README shows.
+#
+# Each ```c block of README.md is a complete program. After it (before the
+# next ```c block) come a ```sh block whose first line builds and runs it,
+# naming its file (example.c) and the simulated GPUs it runs on
+# (VDEV_SIM_GPUS=...), and a ```text block with exactly what it prints. The
+# command is run as written in a folder where include/ and build/ are this
+# build's (cc adds this build's warnings and sanitizers, so the examples also
+# compile cleanly under -Werror). Then the same command without VDEV_SIM_GPUS,
+# on a machine with no GPU, must fail with exit 1 and a message that says how
+# to simulate one, rather than print nothing and exit 0.
+# Usage: cli_readme.sh VDEV DATA [CC LIBVDEV "CFLAGS"]
+set -u
+vdev=$1
+cc_real=${3:-cc}
+lib=${4:-$(dirname "$vdev")/libvdev.so}
+cflags=${5:-}
+src=$(cd "$(dirname "$0")/.." && pwd)
+fail=0; pass=0
+ok()  { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+[ -f "$lib" ] || { echo "FAIL: no shared library at '$lib'"; exit 1; }
+for v in $(compgen -e); do
+  case $v in VDEV_*|TF_*) unset "$v" ;; esac
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# The blocks: $tmp/K/code.c, $tmp/K/cmd, $tmp/K/expected for the K-th C example.
+awk -v tmp="$tmp" '
+  /^```c$/ { k++; mode = "c"; system("mkdir -p " tmp "/" k); next }
+  /^```sh$/ && k && !sh[k] { mode = "sh"; next }
+  /^```text$/ && k && !text[k] { mode = "text"; next }
+  /^```/ { if (mode == "sh") sh[k] = 1; if (mode == "text") text[k] = 1; mode = ""; next }
+  mode == "c" { print > (tmp "/" k "/code.c") }
+  mode == "sh" && !sh[k] { print > (tmp "/" k "/cmd"); sh[k] = 1; mode = "sh-rest" }
+  mode == "text" { print > (tmp "/" k "/expected") }
+' "$src/README.md"
+n=$(find "$tmp" -name code.c | wc -l)
+[ "$n" -ge 1 ] && ok || bad "README.md has no C example"
+
+# cc: the build's compiler (an absolute path, not this wrapper) with its flags.
+cc_path=$(command -v "$cc_real") || { echo "FAIL: no C compiler '$cc_real'"; exit 1; }
+mkdir "$tmp/bin"
+printf '#!/bin/sh\nexec "%s" %s "$@"\n' "$cc_path" "$cflags" >"$tmp/bin/cc"
+chmod +x "$tmp/bin/cc"
+
+for k in $(seq 1 "$n"); do
+  d=$tmp/$k
+  what="README C example $k"
+  if [ ! -f "$d/cmd" ] || [ ! -f "$d/expected" ]; then
+    bad "$what: no \`\`\`sh command or no \`\`\`text output after it"
+    continue
+  fi
+  cmd=$(cat "$d/cmd")
+  file=$(grep -o '[A-Za-z0-9_]*\.c' <<<"$cmd" | head -1)
+  [ -n "$file" ] && ok || { bad "$what: the command names no .c file: $cmd"; continue; }
+  grep -q 'VDEV_SIM_GPUS=[^ ]' <<<"$cmd" && ok ||
+    bad "$what: the command does not say how to run it on simulated GPUs: $cmd"
+  mkdir "$d/run"
+  ln -s "$src/include" "$d/run/include"
+  ln -s "$(cd "$(dirname "$lib")" && pwd)" "$d/run/build"
+  cp "$d/code.c" "$d/run/$file"
+
+  # As the README says: built, then run on simulated GPUs.
+  (cd "$d/run" && PATH="$tmp/bin:$PATH" bash -c "$cmd") >"$d/out" 2>"$d/err"; rc=$?
+  [ $rc -eq 0 ] && ok || bad "$what: exit $rc: $(cat "$d/err")"
+  [ ! -s "$d/err" ] && ok || bad "$what: wrote to stderr: $(cat "$d/err")"
+  if cmp -s "$d/out" "$d/expected"; then ok; else
+    bad "$what: prints what the README does not show:"
+    diff "$d/expected" "$d/out"
+  fi
+
+  # Without a GPU and without VDEV_SIM_GPUS: a clear failure.
+  nogpu=$(sed 's/VDEV_SIM_GPUS=[^ ]* //' <<<"$cmd")
+  (cd "$d/run" && PATH="$tmp/bin:$PATH" \
+    VDEV_CUDA_PLUGIN=/nonexistent/libvdev-cuda.so bash -c "$nogpu") >"$d/out" 2>"$d/err"; rc=$?
+  [ $rc -eq 1 ] && ok || bad "$what without a GPU: exit $rc, expected 1 (stdout: $(cat "$d/out"))"
+  [ ! -s "$d/out" ] && ok || bad "$what without a GPU: printed $(cat "$d/out")"
+  grep -q "VDEV_SIM_GPUS=" "$d/err" && ok ||
+    bad "$what without a GPU: does not say how to simulate one: $(cat "$d/err")"
+done
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
