@@ -161,8 +161,8 @@ void vdev_emu::run_grid(dim3 g, dim3 b, const std::function<void()> &body)
         fibers.resize(n);
     for (size_t t = 0; t < n; t++)
         if (!fibers[t].stack) {
-            void *st = mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                            -1, 0);
+            void *st =
+                mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (st == MAP_FAILED) {
                 std::fprintf(stderr, "host_cuda: no memory for the stack of a GPU thread\n");
                 std::abort();
@@ -266,8 +266,7 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t)
     return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind,
-                            cudaStream_t)
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind, cudaStream_t)
 {
     if ((!dst || !src) && bytes)
         return cudaErrorInvalidValue;
@@ -348,9 +347,9 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOper
 
 const char *cublasGetStatusString(cublasStatus_t s)
 {
-    return s == CUBLAS_STATUS_SUCCESS           ? "the operation completed successfully"
-           : s == CUBLAS_STATUS_INVALID_VALUE   ? "an invalid value was used as an argument"
-                                                : "the library was not initialized";
+    return s == CUBLAS_STATUS_SUCCESS         ? "the operation completed successfully"
+           : s == CUBLAS_STATUS_INVALID_VALUE ? "an invalid value was used as an argument"
+                                              : "the library was not initialized";
 }
 
 extern "C" void vdev_emu_counts_get(struct vdev_emu_counts *out)

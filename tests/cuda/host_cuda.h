@@ -78,12 +78,10 @@ void syncthreads();
 uint64_t shuffle(uint64_t v, int src_lane);
 int lane_id();
 
-template <class... P>
-struct Launch {
+template <class... P> struct Launch {
     dim3 grid, block;
     void (*kernel)(P...);
-    template <class... A>
-    void operator()(A &&...args) const
+    template <class... A> void operator()(A &&...args) const
     {
         std::tuple<P...> t(std::forward<A>(args)...);
         void (*k)(P...) = kernel;
@@ -91,8 +89,7 @@ struct Launch {
     }
 };
 
-template <class... P>
-Launch<P...> make_launch(dim3 g, dim3 b, void (*k)(P...))
+template <class... P> Launch<P...> make_launch(dim3 g, dim3 b, void (*k)(P...))
 {
     return Launch<P...>{g, b, k};
 }
@@ -104,8 +101,7 @@ Launch<P...> make_launch(dim3 g, dim3 b, void (*k)(P...))
 
 inline void __syncthreads() { vdev_emu::syncthreads(); }
 
-template <class T>
-T __shfl_sync(unsigned mask, T v, int src)
+template <class T> T __shfl_sync(unsigned mask, T v, int src)
 {
     static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");
     uint64_t bits = 0;
@@ -117,8 +113,7 @@ T __shfl_sync(unsigned mask, T v, int src)
     return r;
 }
 
-template <class T>
-T __shfl_down_sync(unsigned mask, T v, unsigned off)
+template <class T> T __shfl_down_sync(unsigned mask, T v, unsigned off)
 {
     return __shfl_sync(mask, v, vdev_emu::lane_id() + (int)off);
 }

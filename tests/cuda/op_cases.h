@@ -25,15 +25,15 @@
 #endif
 
 enum gen {
-    G_UNIFORM, /* (-1, 1) */
-    G_POS,     /* (0.1, 2) */
-    G_NONZERO, /* +-(0.5, 2) */
-    G_WIDE,    /* (-20, 20) */
-    G_NEG,     /* (-6, 0): log-probabilities */
-    G_PROB,    /* (0, 1) */
-    G_SPECIAL, /* uniform with NaN, +-inf, +-0 sprinkled in */
-    G_TIES,    /* {0, 1, 2} with an occasional NaN: argmax ties */
-    G_LABEL,   /* i32 in [0, C) */
+    G_UNIFORM,  /* (-1, 1) */
+    G_POS,      /* (0.1, 2) */
+    G_NONZERO,  /* +-(0.5, 2) */
+    G_WIDE,     /* (-20, 20) */
+    G_NEG,      /* (-6, 0): log-probabilities */
+    G_PROB,     /* (0, 1) */
+    G_SPECIAL,  /* uniform with NaN, +-inf, +-0 sprinkled in */
+    G_TIES,     /* {0, 1, 2} with an occasional NaN: argmax ties */
+    G_LABEL,    /* i32 in [0, C) */
     G_BADLABEL, /* i32 in [0, C), one of them C */
     G_HUGE      /* logits of 1e10, 3e12, 1e15, -3e12 (by row), a few float ulps
                  * apart or all equal: log-softmax and cross-entropy exactness */
@@ -88,7 +88,8 @@ static void *make_host(const struct tin *t, int64_t classes)
         }
         case G_TIES: f[i] = i % 41 == 40 ? NAN : (float)(int)(3 * u); break;
         case G_LABEL: l[i] = (int32_t)(u * (double)classes); break;
-        case G_BADLABEL: l[i] = i == n / 2 ? (int32_t)classes : (int32_t)(u * (double)classes);
+        case G_BADLABEL:
+            l[i] = i == n / 2 ? (int32_t)classes : (int32_t)(u * (double)classes);
             break;
         case G_HUGE: {
             static const float base[] = {1e10f, 3e12f, 1e15f, -3e12f};
@@ -187,9 +188,8 @@ static int64_t compare(const char *what, int dtype, const void *gpu, const void 
                 fprintf(stderr, "%s: element %lld: GPU %d, CPU %d\n", what, (long long)i,
                         ((const int32_t *)gpu)[i], ((const int32_t *)cpu)[i]);
             else
-                fprintf(stderr, "%s: element %lld: GPU %.9g, CPU %.9g (atol %g, rtol %g)\n",
-                        what, (long long)i, ((const float *)gpu)[i], ((const float *)cpu)[i],
-                        atol, rtol);
+                fprintf(stderr, "%s: element %lld: GPU %.9g, CPU %.9g (atol %g, rtol %g)\n", what,
+                        (long long)i, ((const float *)gpu)[i], ((const float *)cpu)[i], atol, rtol);
         }
     }
     return bad;
@@ -207,8 +207,7 @@ static struct op_stats stats[VDEV_OP_COUNT];
 static void run_case(const char *what, enum vdev_op op, int n_in, const struct tin *ins,
                      struct vdev_op_params p, int64_t classes);
 
-static struct vdev_op_params P(double f0, double f1, int64_t i0, int64_t i1)
-{
+static struct vdev_op_params P(double f0, double f1, int64_t i0, int64_t i1) {
     struct vdev_op_params p;
     memset(&p, 0, sizeof p);
     p.f[0] = f0;
@@ -221,20 +220,25 @@ static struct vdev_op_params P(double f0, double f1, int64_t i0, int64_t i1)
 #define CASE(what, op, p, classes, ...)                                                            \
     do {                                                                                           \
         const struct tin ins_[] = {__VA_ARGS__};                                                   \
-        run_case(what, op, (int)(sizeof ins_ / sizeof ins_[0]), ins_, p, classes);                \
+        run_case(what, op, (int)(sizeof ins_ / sizeof ins_[0]), ins_, p, classes);                 \
     } while (0)
 
 #define ALL VDEV_AXIS_ALL
 
-static void op_cases(void)
+static void
+op_cases(void)
 {
     struct vdev_op_params none = P(0, 0, 0, 0);
 
     /* MATMUL: every transpose, a ragged size, k = 0, 1x1 */
-    CASE("NN", VDEV_OP_MATMUL, P(0, 0, 0, 0), 0, TF(G_UNIFORM, 2, 64, 96), TF(G_UNIFORM, 2, 96, 80));
-    CASE("TN", VDEV_OP_MATMUL, P(0, 0, 1, 0), 0, TF(G_UNIFORM, 2, 96, 64), TF(G_UNIFORM, 2, 96, 80));
-    CASE("NT", VDEV_OP_MATMUL, P(0, 0, 0, 1), 0, TF(G_UNIFORM, 2, 64, 96), TF(G_UNIFORM, 2, 80, 96));
-    CASE("TT", VDEV_OP_MATMUL, P(0, 0, 1, 1), 0, TF(G_UNIFORM, 2, 96, 64), TF(G_UNIFORM, 2, 80, 96));
+    CASE("NN", VDEV_OP_MATMUL, P(0, 0, 0, 0), 0, TF(G_UNIFORM, 2, 64, 96),
+         TF(G_UNIFORM, 2, 96, 80));
+    CASE("TN", VDEV_OP_MATMUL, P(0, 0, 1, 0), 0, TF(G_UNIFORM, 2, 96, 64),
+         TF(G_UNIFORM, 2, 96, 80));
+    CASE("NT", VDEV_OP_MATMUL, P(0, 0, 0, 1), 0, TF(G_UNIFORM, 2, 64, 96),
+         TF(G_UNIFORM, 2, 80, 96));
+    CASE("TT", VDEV_OP_MATMUL, P(0, 0, 1, 1), 0, TF(G_UNIFORM, 2, 96, 64),
+         TF(G_UNIFORM, 2, 80, 96));
     CASE("ragged", VDEV_OP_MATMUL, none, 0, TF(G_UNIFORM, 2, 300, 513), TF(G_UNIFORM, 2, 513, 257));
     CASE("k=0", VDEV_OP_MATMUL, none, 0, TF(G_UNIFORM, 2, 3, 0), TF(G_UNIFORM, 2, 0, 5));
     CASE("m=0", VDEV_OP_MATMUL, none, 0, TF(G_UNIFORM, 2, 0, 5), TF(G_UNIFORM, 2, 5, 3));
@@ -334,8 +338,7 @@ static void op_cases(void)
     CASE("1M", VDEV_OP_MSE, none, 0, TF(G_UNIFORM, 1, 1 << 20), TF(G_UNIFORM, 1, 1 << 20));
     CASE("empty", VDEV_OP_MSE, none, 0, TF(G_UNIFORM, 1, 0), TF(G_UNIFORM, 1, 0));
     CASE("[64,10]", VDEV_OP_SOFTMAX_CE, none, 10, TF(G_WIDE, 2, 64, 10), TI(G_LABEL, 1, 64));
-    CASE("[8,3000]", VDEV_OP_SOFTMAX_CE, none, 3000, TF(G_UNIFORM, 2, 8, 3000),
-         TI(G_LABEL, 1, 8));
+    CASE("[8,3000]", VDEV_OP_SOFTMAX_CE, none, 3000, TF(G_UNIFORM, 2, 8, 3000), TI(G_LABEL, 1, 8));
     CASE("[5000,5]", VDEV_OP_SOFTMAX_CE, none, 5, TF(G_UNIFORM, 2, BIG(5000, 1100), 5),
          TI(G_LABEL, 1, BIG(5000, 1100)));
     CASE("bad label", VDEV_OP_SOFTMAX_CE, none, 10, TF(G_UNIFORM, 2, 16, 10),
@@ -355,8 +358,7 @@ static void op_cases(void)
     CASE("", VDEV_OP_RELU_GRAD, none, 0, TF(G_UNIFORM, 2, 20, 30), TF(G_SPECIAL, 2, 20, 30));
     CASE("", VDEV_OP_TANH_GRAD, none, 0, TF(G_UNIFORM, 2, 20, 30), TF(G_UNIFORM, 2, 20, 30));
     CASE("", VDEV_OP_SIGMOID_GRAD, none, 0, TF(G_UNIFORM, 2, 20, 30), TF(G_PROB, 2, 20, 30));
-    CASE("[37,10]", VDEV_OP_SOFTMAX_GRAD, none, 0, TF(G_UNIFORM, 2, 37, 10),
-         TF(G_PROB, 2, 37, 10));
+    CASE("[37,10]", VDEV_OP_SOFTMAX_GRAD, none, 0, TF(G_UNIFORM, 2, 37, 10), TF(G_PROB, 2, 37, 10));
     CASE("[3,3000]", VDEV_OP_SOFTMAX_GRAD, none, 0, TF(G_UNIFORM, 2, 3, 3000),
          TF(G_PROB, 2, 3, 3000));
     CASE("[37,10]", VDEV_OP_LOG_SOFTMAX_GRAD, none, 0, TF(G_UNIFORM, 2, 37, 10),
@@ -369,12 +371,11 @@ static void op_cases(void)
          TF(G_UNIFORM, 2, 3, 5));
     CASE("middle axis", VDEV_OP_BROADCAST, P(0, 0, 1, 0), 0, TF(G_UNIFORM, 2, 2, 4),
          TF(G_UNIFORM, 3, 2, 3, 4));
-    CASE("all", VDEV_OP_BROADCAST, P(0, 0, ALL, 0), 0, TF(G_UNIFORM, 1, 1),
-         TF(G_UNIFORM, 2, 4, 6));
+    CASE("all", VDEV_OP_BROADCAST, P(0, 0, ALL, 0), 0, TF(G_UNIFORM, 1, 1), TF(G_UNIFORM, 2, 4, 6));
     CASE("", VDEV_OP_MSE_GRAD, none, 0, TF(G_UNIFORM, 0, 0), TF(G_UNIFORM, 2, 20, 30),
          TF(G_UNIFORM, 2, 20, 30));
-    CASE("[64,10]", VDEV_OP_SOFTMAX_CE_GRAD, none, 10, TF(G_UNIFORM, 0, 0),
-         TF(G_WIDE, 2, 64, 10), TI(G_LABEL, 1, 64));
+    CASE("[64,10]", VDEV_OP_SOFTMAX_CE_GRAD, none, 10, TF(G_UNIFORM, 0, 0), TF(G_WIDE, 2, 64, 10),
+         TI(G_LABEL, 1, 64));
     CASE("[4,3000]", VDEV_OP_SOFTMAX_CE_GRAD, none, 3000, TF(G_UNIFORM, 0, 0),
          TF(G_UNIFORM, 2, 4, 3000), TI(G_LABEL, 1, 4));
     CASE("bad label", VDEV_OP_SOFTMAX_CE_GRAD, none, 10, TF(G_UNIFORM, 0, 0),
@@ -384,8 +385,7 @@ static void op_cases(void)
     CASE("row", VDEV_OP_REDUCE_ROWS, none, 0, TF(G_UNIFORM, 2, 33, 47), TF(G_UNIFORM, 1, 47));
     CASE("one element", VDEV_OP_REDUCE_ROWS, none, 0, TF(G_UNIFORM, 2, 33, 47),
          TF(G_UNIFORM, 1, 1));
-    CASE("tall", VDEV_OP_REDUCE_ROWS, none, 0, TF(G_UNIFORM, 2, 4096, 300),
-         TF(G_UNIFORM, 1, 300));
+    CASE("tall", VDEV_OP_REDUCE_ROWS, none, 0, TF(G_UNIFORM, 2, 4096, 300), TF(G_UNIFORM, 1, 300));
     CASE("wide", VDEV_OP_REDUCE_ROWS, none, 0, TF(G_UNIFORM, 2, 64, 2048),
          TF(G_UNIFORM, 2, 1, 2048));
     CASE("bias gradient", VDEV_OP_REDUCE_ROWS, none, 0,

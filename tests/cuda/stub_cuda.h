@@ -27,13 +27,13 @@
 #define VDEV_STUB_MAX_DEVICES 8
 
 struct vdev_stub_config {
-    int n_devices;            /* 0..VDEV_STUB_MAX_DEVICES */
-    uint64_t total_bytes;     /* memory of each device */
-    uint64_t granularity;     /* of VMM allocations; 0: 2 MiB */
-    int driver_version;       /* cuDriverGetVersion, e.g. 13000; 0: 13000 */
-    int init_result;          /* what cuInit returns (a CUresult; 0: success) */
-    int no_vmm;               /* devices report no virtual memory management */
-    int no_peer;              /* devices cannot access each other's memory */
+    int n_devices;        /* 0..VDEV_STUB_MAX_DEVICES */
+    uint64_t total_bytes; /* memory of each device */
+    uint64_t granularity; /* of VMM allocations; 0: 2 MiB */
+    int driver_version;   /* cuDriverGetVersion, e.g. 13000; 0: 13000 */
+    int init_result;      /* what cuInit returns (a CUresult; 0: success) */
+    int no_vmm;           /* devices report no virtual memory management */
+    int no_peer;          /* devices cannot access each other's memory */
 };
 
 /* Live objects, for leak checks; bytes_used is physical memory of device

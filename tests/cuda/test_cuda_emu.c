@@ -139,8 +139,8 @@ static void run_case(const char *what, enum vdev_op op, int n_in, const struct t
         check_fail(__FILE__, __LINE__, "%s: %s", label, msg);
         goto out;
     }
-    int64_t bad = compare(label, ka.out_dtype[0], emu_out, ref_out, n, atol, rtol,
-                          &stats[op].max_err);
+    int64_t bad =
+        compare(label, ka.out_dtype[0], emu_out, ref_out, n, atol, rtol, &stats[op].max_err);
     if (bad)
         check_fail(__FILE__, __LINE__, "%s: %lld of %lld elements differ", label, (long long)bad,
                    (long long)n);
@@ -207,8 +207,8 @@ static void test_empty(void)
     }
     static const int64_t tr[][2] = {{0, 5}, {5, 0}, {0, 0}};
     for (int i = 0; i < 3; i++) {
-        struct vdev_kernel_args ka = args2(VDEV_OP_TRANSPOSE, 1, tr[i][0], tr[i][1], 0, 0,
-                                           tr[i][1], tr[i][0]);
+        struct vdev_kernel_args ka =
+            args2(VDEV_OP_TRANSPOSE, 1, tr[i][0], tr[i][1], 0, 0, tr[i][1], tr[i][0]);
         ka.in[0] = a;
         ka.out[0] = c;
         int rc = run_emu(&ka, msg, sizeof msg);
@@ -257,8 +257,7 @@ static void test_huge_logits(void)
         ka.out[0] = &loss;
         CHECK(run_emu(&ka, msg, sizeof msg) == VDEV_CUDA_RC_OK);
         if (loss != (float)log(10.0))
-            check_fail(__FILE__, __LINE__,
-                       "cross-entropy of ten logits of %g: %.9g, expected %.9g",
+            check_fail(__FILE__, __LINE__, "cross-entropy of ten logits of %g: %.9g, expected %.9g",
                        (double)bases[i], (double)loss, log(10.0));
         else
             check_passed++;
@@ -297,8 +296,10 @@ static void test_deterministic(void)
         ka.out[0] = o2;
         CHECK(run_emu(&ka, msg, sizeof msg) == VDEV_CUDA_RC_OK);
         if (memcmp(o1, o2, (size_t)(outer * inner) * 4) != 0)
-            check_fail(__FILE__, __LINE__, "Sum of [%lld,%lld,%lld] over axis 1 differs between "
-                       "two runs", (long long)outer, (long long)len, (long long)inner);
+            check_fail(__FILE__, __LINE__,
+                       "Sum of [%lld,%lld,%lld] over axis 1 differs between "
+                       "two runs",
+                       (long long)outer, (long long)len, (long long)inner);
         else
             check_passed++;
         free(x);

@@ -87,8 +87,8 @@ static void expect_clean(const char *where, int empty)
     }
     if (!empty)
         return;
-    if (st.reservations || st.handles || st.mappings || st.blocks || st.host_allocs ||
-        st.streams || st.events)
+    if (st.reservations || st.handles || st.mappings || st.blocks || st.host_allocs || st.streams ||
+        st.events)
         check_fail(__FILE__, __LINE__,
                    "%s: left alive: %d reservations, %d handles, %d mappings, %d blocks, %d host "
                    "buffers, %d streams, %d events",

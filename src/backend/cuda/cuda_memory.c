@@ -47,10 +47,10 @@ static enum vdev_status map_more(struct cu_dev *d, struct cu_region *r, size_t u
     CUresult res = vdev_cu.cuMemCreate(&h, bytes, &prop, 0);
     if (res != CUDA_SUCCESS) {
         enum vdev_status code = res == CUDA_ERROR_OUT_OF_MEMORY ? VDEV_ERR_OOM : VDEV_ERR_BACKEND;
-        return vdev_cu_fail(code,
-                            "CUDA GPU %d (%s): cannot allocate %s of device memory: cuMemCreate: %s",
-                            d->index, d->name, vdev_cu_fmt_bytes(bytes, b1, sizeof b1),
-                            vdev_cu_errstr(res, e, sizeof e));
+        return vdev_cu_fail(
+            code, "CUDA GPU %d (%s): cannot allocate %s of device memory: cuMemCreate: %s",
+            d->index, d->name, vdev_cu_fmt_bytes(bytes, b1, sizeof b1),
+            vdev_cu_errstr(res, e, sizeof e));
     }
     CUdeviceptr at = r->base + r->mapped;
     res = vdev_cu.cuMemMap(at, bytes, 0, h, 0);
@@ -113,9 +113,9 @@ enum vdev_status vdev_cu_reserve(void *vctx, int dev, uint64_t bytes, void **bas
         r->va_bytes = round_up(bytes > d->total ? bytes : d->total, d->gran);
         res = vdev_cu.cuMemAddressReserve(&r->base, r->va_bytes, d->gran, 0, 0);
         if (res != CUDA_SUCCESS) {
-            st = vdev_cu_fail(VDEV_ERR_BACKEND, "CUDA GPU %d: cannot reserve %s of address space: %s",
-                              dev, vdev_cu_fmt_bytes(r->va_bytes, b1, sizeof b1),
-                              vdev_cu_errstr(res, e, sizeof e));
+            st = vdev_cu_fail(
+                VDEV_ERR_BACKEND, "CUDA GPU %d: cannot reserve %s of address space: %s", dev,
+                vdev_cu_fmt_bytes(r->va_bytes, b1, sizeof b1), vdev_cu_errstr(res, e, sizeof e));
         } else if ((st = map_more(d, r, want)) != VDEV_OK) {
             vdev_cu.cuMemAddressFree(r->base, r->va_bytes);
         }

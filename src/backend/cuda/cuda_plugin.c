@@ -52,9 +52,9 @@
 struct vdev_cu_driver vdev_cu;
 
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-static void *libcuda;       /* kept open for the life of the process */
-static int basic_resolved;  /* every function in VDEV_CU_BASIC_FNS found */
-static int all_resolved;    /* and every one in VDEV_CU_FNS */
+static void *libcuda;      /* kept open for the life of the process */
+static int basic_resolved; /* every function in VDEV_CU_BASIC_FNS found */
+static int all_resolved;   /* and every one in VDEV_CU_FNS */
 
 /* One retain of each GPU's primary context held for the life of the process
  * (under load_lock). The CUDA runtime, which launches the kernels and runs
@@ -364,8 +364,7 @@ out:
 }
 
 EXPORT enum vdev_status vdev_cuda_plugin_open(int api_version, struct vdev_backend *out,
-                                              char *reason, size_t cap,
-                                              vdev_error_fn set_error);
+                                              char *reason, size_t cap, vdev_error_fn set_error);
 
 EXPORT enum vdev_status vdev_cuda_plugin_open(int api_version, struct vdev_backend *out,
                                               char *reason, size_t cap, vdev_error_fn set_error)

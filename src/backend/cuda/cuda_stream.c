@@ -63,14 +63,15 @@ static CUresult stage_init(struct cu_dev *d, const char **what)
 {
     for (int i = 0; i < 2; i++) {
         CUresult r;
-        if (!d->stage[i] && (r = vdev_cu.cuMemHostAlloc(&d->stage[i], STAGE_BYTES,
-                                                        CU_MEMHOSTALLOC_PORTABLE)) != CUDA_SUCCESS) {
+        if (!d->stage[i] &&
+            (r = vdev_cu.cuMemHostAlloc(&d->stage[i], STAGE_BYTES, CU_MEMHOSTALLOC_PORTABLE)) !=
+                CUDA_SUCCESS) {
             d->stage[i] = NULL;
             *what = "cuMemHostAlloc (staging buffer)";
             return r;
         }
-        if (!d->stage_ev[i] && (r = vdev_cu.cuEventCreate(&d->stage_ev[i],
-                                                          CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
+        if (!d->stage_ev[i] &&
+            (r = vdev_cu.cuEventCreate(&d->stage_ev[i], CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
             d->stage_ev[i] = NULL;
             *what = "cuEventCreate (staging buffer event)";
             return r;
@@ -101,8 +102,7 @@ enum vdev_status vdev_cu_copy_h2d(void *vctx, int dev, void *dst, const void *sr
         }
         memcpy(d->stage[b], (const char *)src + off, n);
         what = "cuMemcpyHtoDAsync";
-        r = vdev_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst + off, d->stage[b], n,
-                                      d->stream);
+        r = vdev_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst + off, d->stage[b], n, d->stream);
         if (r == CUDA_SUCCESS) {
             what = "cuEventRecord";
             r = vdev_cu.cuEventRecord(d->stage_ev[b], d->stream);
@@ -312,8 +312,7 @@ enum vdev_status vdev_cu_submit_host(void *vctx, int dev, vdev_host_fn fn, const
                             arg_bytes, VDEV_HOST_ARG_MAX);
     struct host_item *it = malloc(sizeof *it);
     if (!it)
-        return vdev_cu_fail(VDEV_ERR_OOM, "out of host memory submitting host work to GPU %d",
-                            dev);
+        return vdev_cu_fail(VDEV_ERR_OOM, "out of host memory submitting host work to GPU %d", dev);
     it->fn = fn;
     it->bytes = arg_bytes;
     if (arg_bytes)
@@ -401,8 +400,8 @@ enum vdev_status vdev_cu_run_kernel(void *vctx, int dev, const struct vdev_kerne
         return vdev_cu_fail_call(r, dev, "cuCtxSetCurrent");
     char msg[384] = "";
     pthread_mutex_lock(&d->launch_lock);
-    struct vdev_cuda_launch_env env = {(void *)d->stream, &d->cublas,
-                                       (void *)(uintptr_t)d->scratch, d->n_sm};
+    struct vdev_cuda_launch_env env = {(void *)d->stream, &d->cublas, (void *)(uintptr_t)d->scratch,
+                                       d->n_sm};
     int rc = vdev_cuda_run_op(&a, &env, msg, sizeof msg);
     pthread_mutex_unlock(&d->launch_lock);
     if (rc == VDEV_CUDA_RC_OK)
