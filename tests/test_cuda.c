@@ -8,8 +8,9 @@
  *  - without a usable GPU, vdev_backend_cuda_new fails with a one-line reason
  *    that starts "CUDA plugin:", the core falls back to the CPU (one physical
  *    device, ops on CPU:0) and vdev_gpu_absence_reason() says the same thing.
- * Then, when the machine has no NVIDIA GPU (no /dev/nvidia0) or the plugin
- * was not built, the test prints the reason and exits 77 (ctest: skipped).
+ * Then, when the machine has no NVIDIA GPU (no /dev/nvidia0, /dev/nvidiactl
+ * or /proc/driver/nvidia/version) or the plugin was not built, the test
+ * prints the reason and exits 77 (ctest: skipped).
  * When it has one and the plugin was built but cannot use it (driver too old
  * for the toolkit, driver library missing), that is a failure, with the
  * reason: a GPU machine must never pass by skipping.
@@ -102,7 +103,8 @@ static void test_plugin_library(void)
     if (open_fn) {
         struct vdev_backend b;
         char reason[256] = "";
-        CHECK(open_fn(VDEV_BACKEND_API_VERSION + 1, &b, reason, sizeof reason, vdev_error) != VDEV_OK);
+        CHECK(open_fn(VDEV_BACKEND_API_VERSION + 1, &b, reason, sizeof reason, vdev_error) !=
+              VDEV_OK);
         CHECK(strstr(reason, "CUDA plugin: built for backend API") != NULL);
         CHECK(b.ops == NULL);
     }
@@ -609,9 +611,14 @@ int main(void)
         test_fallback(reason);
         char path[1024];
         snprintf(path, sizeof path, "%s/libvdev-cuda.so", VDEV_BINARY_DIR);
-        if (access("/dev/nvidia0", F_OK) == 0 && access(path, F_OK) == 0) {
-            check_fail(__FILE__, __LINE__, "this machine has an NVIDIA GPU (/dev/nvidia0) but the "
-                       "CUDA plugin cannot use it: %s", reason);
+        const char *gpu_sign = access("/dev/nvidia0", F_OK) == 0      ? "/dev/nvidia0"
+                               : access("/dev/nvidiactl", F_OK) == 0 ? "/dev/nvidiactl"
+                               : access("/proc/driver/nvidia/version", F_OK) == 0
+                                   ? "/proc/driver/nvidia/version"
+                                   : NULL;
+        if (gpu_sign && access(path, F_OK) == 0) {
+            check_fail(__FILE__, __LINE__, "this machine has an NVIDIA GPU (%s) but the CUDA "
+                       "plugin cannot use it: %s", gpu_sign, reason);
             return check_done();
         }
         int rc = check_done();
