@@ -18,7 +18,8 @@
  *    and the source's stream for the copy (a later write to the source is
  *    then no race), also when the second event fails; through the host
  *    without peer access;
- *  - fills with cuMemsetD32Async (no host copy), and their errors;
+ *  - fills with cuMemsetD32Async (no host copy), and their errors; host
+ *    functions on the stream;
  *  - staging buffers: a failed cuEventCreate or cuMemHostAlloc is reported
  *    under its own name, and a later copy works;
  *  - cuBLAS is not mapped until the first non-empty product; empty products
@@ -469,6 +470,9 @@ static void test_peer_copy(void)
 
 /* ---- fills and staging buffers ---- */
 
+static int host_seen;
+static void host_fn(void *arg) { memcpy(&host_seen, arg, sizeof host_seen); }
+
 static void test_fill_and_staging(void)
 {
     setup(1, 4 * GiB, 13000, 0, 0, 0);
@@ -513,7 +517,18 @@ static void test_fill_and_staging(void)
     CHECK_STATUS(vdev_backend_fill(&b, 0, base, 5, 4), VDEV_ERR_BACKEND);
     CHECK_STR(vdev_last_error(), "CUDA GPU 0: cuMemsetD32Async failed: CUDA_ERROR_INVALID_VALUE: "
                                  "invalid argument");
-    /* a host function runs on the stream */
+    /* a host function runs on the stream, with its own copy of the argument */
+    int v = 42;
+    host_seen = 0;
+    CHECK_OK(vdev_backend_submit_host(&b, 0, host_fn, &v, sizeof v));
+    v = 7;
+    CHECK_OK(vdev_backend_synchronize(&b, 0));
+    CHECK(host_seen == 42);
+    S.fail("cuLaunchHostFunc", 0, CUDA_ERROR_UNKNOWN);
+    CHECK_STATUS(vdev_backend_submit_host(&b, 0, host_fn, &v, sizeof v), VDEV_ERR_BACKEND);
+    CHECK_STR(vdev_last_error(), "CUDA GPU 0: cuLaunchHostFunc failed: CUDA_ERROR_UNKNOWN: "
+                                 "unknown error");
+    CHECK(host_seen == 42);
     b.ops->release(b.ctx, 0, base, 4 * MiB);
     vdev_backend_destroy(&b);
     expect_clean("fills and staging buffers", 1);
