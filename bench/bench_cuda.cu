@@ -13,6 +13,12 @@
  *              synchronisation, divided by n (the GPU keeps up with the host
  *              or the host waits for it: either way the time is what a long
  *              run of tiny ops costs). Target: < 5 us.
+ *   reduce     vdev_sum of a [65536, 4096] f32 tensor over axis 0 (a bias
+ *              gradient), over axis 1 and over everything, in GB/s of bytes
+ *              read, beside a device-to-device copy of the same bytes.
+ *   fill       1 GiB through vdev_backend_fill (cuMemsetD32Async), and the
+ *              same through a host buffer and copy_h2d (what filling costs
+ *              without a fill entry).
  *   alloc      the allocation traces (../shared/traces, or --traces DIR):
  *              (1) vdev_replay_run as on the CPU (an address-only region
  *              source: the allocator alone), and (2) the same events replayed
@@ -43,6 +49,7 @@
 #define _Noreturn [[noreturn]]
 extern "C" {
 #include "alloc/replay.h"
+#include "backend/backend.h"
 #include "config/config.h"
 #include "vdev.h"
 }
@@ -87,7 +94,7 @@ static void die(const char *what)
     } while (0)
 
 /* The markdown table, printed at the end and optionally written to a file. */
-static char table[8192];
+static char table[16384];
 static size_t table_len;
 
 static void row(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -232,6 +239,121 @@ static void bench_dispatch(void)
         1.0 / m, m < 5e-6 ? "(met)" : "(MISSED)");
     vdev_tensor_free(a);
     vdev_tensor_free(b);
+}
+
+/* ---- reductions and fills ---- */
+
+/* Bandwidth of the reductions of a [rows, 4096] f32 tensor (a bias gradient
+ * is its sum over axis 0), in GB/s of bytes read, against a device-to-device
+ * copy of the same bytes (GB/s of bytes read and written): the memory system's
+ * own speed. */
+static void bench_reduce(int reps)
+{
+    const int64_t rows = quick ? 16384 : 65536, cols = 4096;
+    const double bytes = (double)(rows * cols) * 4.0;
+    int64_t shape[2] = {rows, cols};
+    if (vdev_device_push("GPU:0") != VDEV_OK)
+        die("GPU:0");
+    vdev_tensor_t *x = vdev_tensor_uniform(shape, 2, -1, 1, 3);
+    vdev_device_pop();
+    if (!x)
+        die("reduction operand");
+    static const struct {
+        const char *what;
+        int axis; /* -1: everything */
+    } cases[] = {{"sum over axis 0 (bias gradient)", 0},
+                 {"sum over axis 1 (row sums)", 1},
+                 {"sum of everything", -1}};
+    double t[64];
+    if (reps > 64)
+        reps = 64;
+    for (int c = 0; c < 3; c++) {
+        for (int r = -1; r < reps; r++) {
+            sync_gpu0();
+            double t0 = vdev_clock_seconds();
+            vdev_tensor_t *y = cases[c].axis < 0 ? vdev_sum_all(x) : vdev_sum(x, cases[c].axis, 0);
+            if (!y)
+                die("vdev_sum");
+            sync_gpu0();
+            if (r >= 0)
+                t[r] = vdev_clock_seconds() - t0;
+            vdev_tensor_free(y);
+        }
+        double m = median(t, reps);
+        printf("reduce [%lld,%lld] %s: %.3f ms, %.0f GB/s read\n", (long long)rows,
+               (long long)cols, cases[c].what, m * 1e3, bytes / m / 1e9);
+        row("| reduce [%lld,%lld], %s | %.0f GB/s (%.3f ms) | |\n", (long long)rows,
+            (long long)cols, cases[c].what, bytes / m / 1e9, m * 1e3);
+    }
+    vdev_tensor_free(x);
+    float *da, *db;
+    CUDA_OK(cudaMalloc(&da, (size_t)bytes));
+    CUDA_OK(cudaMalloc(&db, (size_t)bytes));
+    CUDA_OK(cudaMemset(da, 0, (size_t)bytes));
+    for (int r = -1; r < reps; r++) {
+        CUDA_OK(cudaDeviceSynchronize());
+        double t0 = vdev_clock_seconds();
+        CUDA_OK(cudaMemcpy(db, da, (size_t)bytes, cudaMemcpyDeviceToDevice));
+        CUDA_OK(cudaDeviceSynchronize());
+        if (r >= 0)
+            t[r] = vdev_clock_seconds() - t0;
+    }
+    double m = median(t, reps);
+    printf("copy of the same bytes, device to device: %.0f GB/s read + written\n",
+           2 * bytes / m / 1e9);
+    row("| device-to-device copy of the same bytes (reference) | %.0f GB/s read + written | |\n",
+        2 * bytes / m / 1e9);
+    cudaFree(da);
+    cudaFree(db);
+}
+
+/* Filling 1 GiB of device memory: the backend's fill (cuMemsetD32Async on
+ * the stream) against a host buffer copied over, the way a tensor is filled
+ * without a fill entry. */
+static void bench_fill(int reps)
+{
+    struct vdev_backend *b = gpu_backend();
+    const uint64_t bytes = quick ? (256ull << 20) : (1ull << 30);
+    void *base = NULL;
+    if (b->ops->reserve(b->ctx, 0, bytes, &base) != VDEV_OK)
+        die("fill region");
+    double t[64];
+    if (reps > 64)
+        reps = 64;
+    for (int r = -1; r < reps; r++) {
+        sync_gpu0();
+        double t0 = vdev_clock_seconds();
+        if (vdev_backend_fill(b, 0, base, 0x3f800000u, bytes / 4) != VDEV_OK)
+            die("vdev_backend_fill");
+        sync_gpu0();
+        if (r >= 0)
+            t[r] = vdev_clock_seconds() - t0;
+    }
+    double mf = median(t, reps);
+    uint32_t *h = (uint32_t *)malloc(bytes);
+    if (!h)
+        die("host buffer");
+    for (int r = -1; r < reps; r++) {
+        sync_gpu0();
+        double t0 = vdev_clock_seconds();
+        for (uint64_t i = 0; i < bytes / 4; i++)
+            h[i] = 0x3f800000u;
+        if (b->ops->copy_h2d(b->ctx, 0, base, h, bytes) != VDEV_OK)
+            die("copy_h2d");
+        if (r >= 0)
+            t[r] = vdev_clock_seconds() - t0;
+    }
+    double mh = median(t, reps);
+    free(h);
+    b->ops->release(b->ctx, 0, base, bytes);
+    printf("fill %llu MiB: backend fill %.3f ms (%.0f GB/s), host buffer + copy %.3f ms "
+           "(%.1f GB/s)\n",
+           (unsigned long long)(bytes >> 20), mf * 1e3, bytes / mf / 1e9, mh * 1e3,
+           bytes / mh / 1e9);
+    row("| fill %llu MiB, vdev_backend_fill (cuMemsetD32Async) | %.0f GB/s (%.3f ms) | |\n",
+        (unsigned long long)(bytes >> 20), bytes / mf / 1e9, mf * 1e3);
+    row("| fill %llu MiB, host buffer + copy_h2d (no fill entry) | %.1f GB/s (%.3f ms) | |\n",
+        (unsigned long long)(bytes >> 20), bytes / mh / 1e9, mh * 1e3);
 }
 
 /* ---- allocation traces ---- */
@@ -421,6 +543,8 @@ int main(int argc, char **argv)
 
     bench_matmul(reps);
     bench_dispatch();
+    bench_reduce(reps);
+    bench_fill(reps);
     bench_alloc(traces);
 
     printf("\n%s", table);

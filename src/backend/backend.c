@@ -1,4 +1,5 @@
-/* backend.c — wrappers over the backend tables, and the loader of the CUDA
+/* backend.c — wrappers over the backend tables (they supply the defaults of
+ * optional entries: a fill without a fill entry), and the loader of the CUDA
  * plugin. The plugin is a separate shared library (libvdev-cuda.so) so that
  * the core never links CUDA: it is looked for in $VDEV_CUDA_PLUGIN (a path),
  * then in the plugin folder of an installed tree, found from the file that
@@ -10,6 +11,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <link.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -49,6 +51,55 @@ enum vdev_status vdev_backend_submit_host(const struct vdev_backend *b, int dev,
 enum vdev_status vdev_backend_synchronize(const struct vdev_backend *b, int dev)
 {
     return b->ops->synchronize(b->ctx, dev);
+}
+
+/* ---- fills ---- */
+
+#define FILL_HOST_BYTES (1u << 20) /* host buffer of a fill through copy_h2d */
+
+struct fill_arg {
+    uint32_t *dst;
+    uint64_t n;
+    uint32_t value;
+};
+
+static void fill_fn(void *varg)
+{
+    const struct fill_arg *a = varg;
+    for (uint64_t i = 0; i < a->n; i++)
+        a->dst[i] = a->value;
+}
+
+enum vdev_status vdev_backend_fill(const struct vdev_backend *b, int dev, void *dst,
+                                   uint32_t value, uint64_t n_words)
+{
+    if (!n_words)
+        return VDEV_OK;
+    if (!dst || (uintptr_t)dst % 4 != 0)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "%s backend: fill of %p: not a 4-byte aligned "
+                          "device address", b->ops->name, dst);
+    if (b->ops->fill)
+        return b->ops->fill(b->ctx, dev, dst, value, n_words);
+    if (b->ops->host_addressable) {
+        struct fill_arg a = {dst, n_words, value};
+        return b->ops->submit_host(b->ctx, dev, fill_fn, &a, sizeof a);
+    }
+    /* Neither: one host buffer of the pattern, copied over and over. */
+    uint64_t bytes = n_words * 4;
+    size_t cap = bytes < FILL_HOST_BYTES ? (size_t)bytes : FILL_HOST_BYTES;
+    uint32_t *host = malloc(cap);
+    if (!host)
+        return vdev_error(VDEV_ERR_OOM, "out of host memory filling %llu bytes of device memory",
+                          (unsigned long long)bytes);
+    for (size_t i = 0; i < cap / 4; i++)
+        host[i] = value;
+    enum vdev_status st = VDEV_OK;
+    for (uint64_t off = 0; st == VDEV_OK && off < bytes; off += cap) {
+        uint64_t n = bytes - off < cap ? bytes - off : cap;
+        st = b->ops->copy_h2d(b->ctx, dev, (char *)dst + off, host, n);
+    }
+    free(host);
+    return st;
 }
 
 /* ---- the CUDA plugin ---- */

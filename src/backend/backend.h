@@ -19,7 +19,8 @@
 
 #include <stdint.h>
 
-#define VDEV_BACKEND_API_VERSION 2
+/* 3: the optional fill entry (the table's layout changed). */
+#define VDEV_BACKEND_API_VERSION 3
 /* Most bytes of argument a host function may be given (submit_host). */
 #define VDEV_HOST_ARG_MAX 512
 
@@ -79,6 +80,11 @@ struct vdev_backend_ops {
     enum vdev_status (*copy_d2h)(void *ctx, int dev, void *dst, const void *src, uint64_t bytes);
     enum vdev_status (*copy_d2d)(void *ctx, int dst_dev, void *dst, int src_dev, const void *src,
                                  uint64_t bytes);
+    /* (optional) Writes n_words copies of the 32-bit word `value` from dst
+     * (4-byte aligned) on the stream of `dev`, after the work queued before
+     * it; may return before it is done. default (NULL): vdev_backend_fill
+     * writes the words from the host (see there). */
+    enum vdev_status (*fill)(void *ctx, int dev, void *dst, uint32_t value, uint64_t n_words);
 
     /* Streams. submit_host: run fn(arg copy) on the device's stream (cpu: at
      * once, inline). synchronize: wait until the stream is empty. */
@@ -131,6 +137,16 @@ enum vdev_status vdev_backend_mem_info(const struct vdev_backend *b, int dev, ui
 enum vdev_status vdev_backend_submit_host(const struct vdev_backend *b, int dev, vdev_host_fn fn,
                                           const void *arg, size_t arg_bytes);
 enum vdev_status vdev_backend_synchronize(const struct vdev_backend *b, int dev);
+/* Writes n_words copies of `value` from dst (4-byte aligned) on the stream of
+ * `dev`, ordered after the work queued before it. Through the backend's fill
+ * entry when it has one (CUDA: cuMemsetD32Async, nothing crosses PCIe);
+ * else, when host code can address the device's memory, as a host function
+ * on the stream; else by copy_h2d from a host buffer of at most 1 MiB filled
+ * once and reused (complete on return). n_words 0 does nothing.
+ * VDEV_ERR_INVALID_ARG for a NULL or unaligned dst; VDEV_ERR_OOM without host
+ * memory for the buffer; else what the backend returns. */
+enum vdev_status vdev_backend_fill(const struct vdev_backend *b, int dev, void *dst,
+                                   uint32_t value, uint64_t n_words);
 
 /* The CUDA plugin's single exported symbol returns its table (see cuda/). */
 #define VDEV_CUDA_PLUGIN_SYMBOL "vdev_cuda_plugin_open"

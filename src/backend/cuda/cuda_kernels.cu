@@ -1,57 +1,36 @@
 /* cuda_kernels.cu — the CUDA plugin's kernel table: one kernel (or cuBLAS
- * call) per op of src/ops/op_ids.h, launched on the device's stream.
+ * call, cuda_blas.cu, or reduction, cuda_reduce.cu) per op of
+ * src/ops/op_ids.h, launched on the device's stream.
  *
  * The specification is the CPU reference kernels (src/ops/kernels_ref.c), and
- * these kernels follow them operation for operation so that the test
- * (tests/test_cuda.c) can compare the two with tight tolerances:
+ * these kernels follow them operation for operation so that the tests
+ * (tests/test_cuda.c on a GPU, tests/cuda/test_cuda_emu.c on the host) can
+ * compare the two with tight tolerances:
  *  - elementwise results are computed in double and rounded once to float,
  *    exactly as the reference does (for + - * / that is the float operation;
  *    for exp, tanh, log, pow the device's double functions, within 1-2 ulp of
- *    double, then rounded to float). The file is compiled with --fmad=false so
- *    that a*b+c is never contracted into an FMA the reference does not do.
- *  - reductions (sum, mean, softmax, log-softmax, cross-entropy, MSE,
- *    reduce-to-shape) accumulate in double, in parallel: per-thread partial
- *    sums, then warp shuffles, then shared memory across the warps of a
- *    block, and for long reductions over few outputs a second pass over
- *    per-block partials kept in the device's scratch buffer. The order of the
- *    additions differs from the reference's sequential loop, which in double
- *    changes the float result by at most an ulp.
+ *    double, then rounded to float). The files are compiled with --fmad=false
+ *    so that a*b+c is never contracted into an FMA the reference does not do.
+ *  - row-wise ops (softmax, log-softmax, cross-entropy) accumulate in double
+ *    across a block: per-thread partial sums, then warp shuffles, then shared
+ *    memory across the warps of a block. The order of the additions differs
+ *    from the reference's sequential loop, which in double changes the float
+ *    result by at most an ulp. Log-softmax is (x - max) - log(sum) and the
+ *    cross-entropy of a row log(sum) - (x[label] - max), in the reference's
+ *    order: x - (max + log(sum)) loses log(sum) next to a logit of 1e10.
  *  - the row maximum propagates NaN as the reference's loop does (any NaN in
  *    the row makes the maximum NaN); argmax returns the first maximal index,
  *    a NaN counting as the maximum (first NaN wins).
- *  - matmul is cublasSgemm (FP32, the default math mode: no TF32), with the
- *    usual row-major trick: a row-major C = op(A) op(B) is the column-major
- *    C^T = op(B)^T op(A)^T, so B goes first and no data moves.
  *
  * Every kernel takes 64-bit sizes and loops grid-stride, so any tensor size
  * works with a grid sized to the device (a few blocks per multiprocessor).
- * Nothing here allocates: the one piece of temporary device memory (partial
- * sums) is the per-device scratch buffer, whose every use is ordered on the
- * device's single stream. */
-#include "backend/cuda/cuda_kernels.h"
-#include "ops/op_ids.h"
+ * An op with nothing to compute returns before launching anything (a grid of
+ * size 0 is a launch error). Nothing here allocates: the one piece of
+ * temporary device memory (partial sums) is the per-device scratch buffer,
+ * whose every use is ordered on the device's single stream. */
+#include "backend/cuda/cuda_device.cuh"
 
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-
-#include <climits>
-#include <cmath>
-#include <cstdio>
-
-namespace {
-
-constexpr int kThreads = 256;                 /* block size of elementwise kernels */
-constexpr int kRowBig = 256;                  /* block size for long rows */
-constexpr int kScratchDoubles = VDEV_CUDA_SCRATCH_BYTES / sizeof(double);
-constexpr int kMaxSplits = 1024;              /* blocks sharing one long reduction */
-constexpr int64_t kSplitChunk = 16384;        /* elements per block before splitting */
-
-/* dtype numbers of vdev.h (VDEV_F32, VDEV_I32); only transpose and identity
- * look at them, and both move 32-bit words. */
-
-#define GRID_LOOP(i, n)                                                                            \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                     \
-         i += (int64_t)gridDim.x * blockDim.x)
+namespace vdev_cuda {
 
 const char *op_name(int op)
 {
@@ -65,6 +44,8 @@ const char *op_name(int op)
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
+namespace {
+
 /* ---- argument helpers (as kernels_ref.c) ---- */
 
 int64_t numel_in(const vdev_cuda_args *a, int k)
@@ -72,14 +53,6 @@ int64_t numel_in(const vdev_cuda_args *a, int k)
     int64_t n = 1;
     for (int d = 0; d < a->in_ndim[k]; d++)
         n *= a->in_shape[k][d];
-    return n;
-}
-
-int64_t numel_out(const vdev_cuda_args *a, int k)
-{
-    int64_t n = 1;
-    for (int d = 0; d < a->out_ndim[k]; d++)
-        n *= a->out_shape[k][d];
     return n;
 }
 
@@ -107,96 +80,6 @@ void split_axis(const vdev_cuda_args *a, int k, int64_t ax, int64_t *outer, int6
     *len = a->in_shape[k][ax];
     for (int d = (int)ax + 1; d < nd; d++)
         *inner *= a->in_shape[k][d];
-}
-
-/* Blocks for n items of `per_block` each: enough to fill the device a few
- * times over, never more than the work. */
-unsigned grid_for(int64_t n, int per_block, int n_sm)
-{
-    int64_t blocks = (n + per_block - 1) / per_block;
-    int64_t cap = (int64_t)(n_sm > 0 ? n_sm : 132) * 16;
-    if (blocks > cap)
-        blocks = cap;
-    return blocks < 1 ? 1u : (unsigned)blocks;
-}
-
-/* Blocks for `rows` row-wise work items (one block each, grid-stride). */
-unsigned grid_rows(int64_t rows, int n_sm)
-{
-    int64_t cap = (int64_t)(n_sm > 0 ? n_sm : 132) * 32;
-    int64_t g = rows < cap ? rows : cap;
-    return g < 1 ? 1u : (unsigned)g;
-}
-
-/* One warp for short rows, eight for long ones. */
-int row_threads(int64_t c) { return c <= 1024 ? 32 : kRowBig; }
-
-/* ---- block reductions (blockDim a multiple of 32, at most 1024) ---- */
-
-__device__ double warp_sum(double v)
-{
-    for (int off = 16; off > 0; off >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, off);
-    return v;
-}
-
-/* NaN-propagating maximum, as the reference's `x > m || x != x` loop. */
-__device__ float nan_max(float a, float b)
-{
-    if (a != a)
-        return a;
-    if (b != b)
-        return b;
-    return b > a ? b : a;
-}
-
-__device__ float warp_max(float v)
-{
-    for (int off = 16; off > 0; off >>= 1)
-        v = nan_max(v, __shfl_down_sync(0xffffffffu, v, off));
-    return v;
-}
-
-/* The sum over the block, returned to every thread. sh holds 33 doubles. */
-__device__ double block_sum(double v, double *sh)
-{
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = warp_sum(v);
-    if (nw == 1)
-        return __shfl_sync(0xffffffffu, v, 0);
-    __syncthreads(); /* sh may still be read by a previous call */
-    if (lane == 0)
-        sh[w] = v;
-    __syncthreads();
-    if (w == 0) {
-        double t = lane < nw ? sh[lane] : 0.0;
-        t = warp_sum(t);
-        if (lane == 0)
-            sh[32] = t;
-    }
-    __syncthreads();
-    return sh[32];
-}
-
-/* The NaN-propagating maximum over the block, returned to every thread. */
-__device__ float block_max(float v, float *sh)
-{
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = warp_max(v);
-    if (nw == 1)
-        return __shfl_sync(0xffffffffu, v, 0);
-    __syncthreads();
-    if (lane == 0)
-        sh[w] = v;
-    __syncthreads();
-    if (w == 0) {
-        float t = lane < nw ? sh[lane] : -INFINITY;
-        t = warp_max(t);
-        if (lane == 0)
-            sh[32] = t;
-    }
-    __syncthreads();
-    return sh[32];
 }
 
 /* Row statistics of the reference's row_stats(): the NaN-propagating maximum
@@ -241,13 +124,13 @@ void launch_binary(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
     unsigned g = grid_for(n, kThreads, n_sm);
     switch (a->i[3]) {
     case 1:
-        k_binary<OP, 1><<<g, kThreads, 0, s>>>(x, b, o, n, cols);
+        LAUNCH(g, kThreads, s, k_binary<OP, 1>)(x, b, o, n, cols);
         break;
     case 2:
-        k_binary<OP, 2><<<g, kThreads, 0, s>>>(x, b, o, n, cols);
+        LAUNCH(g, kThreads, s, k_binary<OP, 2>)(x, b, o, n, cols);
         break;
     default:
-        k_binary<OP, 0><<<g, kThreads, 0, s>>>(x, b, o, n, cols);
+        LAUNCH(g, kThreads, s, k_binary<OP, 0>)(x, b, o, n, cols);
         break;
     }
 }
@@ -289,7 +172,7 @@ void launch_unary(const vdev_cuda_args *a, cudaStream_t st, int n_sm)
 {
     int64_t n = numel_in(a, 0);
     double s = (double)(float)a->f[0];
-    k_unary<OP><<<grid_for(n, kThreads, n_sm), kThreads, 0, st>>>((const float *)a->in[0],
+    LAUNCH(grid_for(n, kThreads, n_sm), kThreads, st, k_unary<OP>)((const float *)a->in[0],
                                                                   (float *)a->out[0], n, s);
 }
 
@@ -315,7 +198,7 @@ template <int OP>
 void launch_grad2(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
 {
     int64_t n = numel_in(a, 0);
-    k_grad2<OP><<<grid_for(n, kThreads, n_sm), kThreads, 0, s>>>(
+    LAUNCH(grid_for(n, kThreads, n_sm), kThreads, s, k_grad2<OP>)(
         (const float *)a->in[0], (const float *)a->in[1], (float *)a->out[0], n);
 }
 
@@ -356,9 +239,10 @@ __global__ void k_softmax(const float *x, float *o, int64_t rows, int64_t c)
             for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
                 orow[j] = (float)(exp((double)xr[j] - (double)m) / s);
         } else {
-            double lse = (double)m + log(s);
+            /* (x - max) - log(sum), as the reference: exact for huge logits */
+            double ls = log(s);
             for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
-                orow[j] = (float)((double)xr[j] - lse);
+                orow[j] = (float)(((double)xr[j] - (double)m) - ls);
         }
     }
 }
@@ -403,7 +287,7 @@ __global__ void k_softmax_ce_rows(const float *x, const int32_t *lab, int64_t n,
         row_stats(xr, c, &m, &s, shf, shd);
         if (threadIdx.x == 0) {
             int32_t l = lab[r];
-            double loss = (l < 0 || l >= c) ? (double)NAN : (double)m + log(s) - (double)xr[l];
+            double loss = (l < 0 || l >= c) ? (double)NAN : log(s) - ((double)xr[l] - (double)m);
             acc += loss;
         }
     }
@@ -505,121 +389,6 @@ __global__ void k_argmax(const float *x, int32_t *o, int64_t rows, int64_t c)
     }
 }
 
-/* ---- reductions: out[p, j] = sum_l f((p len + l) inner + j) ---- */
-
-struct LoadPlain {
-    const float *x;
-    __device__ double operator()(int64_t i) const { return x[i]; }
-};
-
-struct LoadSquaredDiff {
-    const float *p, *t;
-    __device__ double operator()(int64_t i) const
-    {
-        double d = (double)p[i] - (double)t[i];
-        return d * d;
-    }
-};
-
-/* How a reduction's sum becomes its output: divided by `div` (mean: the
- * length, MSE: the element count; 0/0 = NaN by design) or not. */
-struct Finish {
-    int divide;
-    double div;
-    __device__ float operator()(double acc) const { return (float)(divide ? acc / div : acc); }
-};
-
-/* Many outputs along a non-last axis: one thread per output, sequential over
- * the axis; neighbouring threads read neighbouring addresses. */
-template <class L>
-__global__ void k_reduce_cols(L ld, int64_t outer, int64_t len, int64_t inner, Finish fin,
-                              float *out)
-{
-    GRID_LOOP(o, outer * inner)
-    {
-        int64_t p = o / inner, j = o % inner;
-        double acc = 0.0;
-        for (int64_t l = 0; l < len; l++)
-            acc += ld((p * len + l) * inner + j);
-        out[o] = fin(acc);
-    }
-}
-
-/* Few outputs or a contiguous axis: block (o, y) sums the y-th chunk of
- * output o's elements; with one chunk per output it writes the output, else
- * a partial for k_reduce_finish. */
-template <class L>
-__global__ void k_reduce_split(L ld, int64_t outputs, int64_t len, int64_t inner, int64_t chunk,
-                               int splits, Finish fin, float *out, double *partial)
-{
-    __shared__ double shd[33];
-    for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
-        int64_t p = o / inner, j = o % inner;
-        int64_t l0 = (int64_t)blockIdx.y * chunk, l1 = l0 + chunk < len ? l0 + chunk : len;
-        double acc = 0.0;
-        for (int64_t l = l0 + threadIdx.x; l < l1; l += blockDim.x)
-            acc += ld((p * len + l) * inner + j);
-        acc = block_sum(acc, shd);
-        if (threadIdx.x == 0) {
-            if (splits == 1)
-                out[o] = fin(acc);
-            else
-                partial[o * splits + blockIdx.y] = acc;
-        }
-    }
-}
-
-__global__ void k_reduce_finish(const double *partial, int64_t outputs, int splits, Finish fin,
-                                float *out)
-{
-    GRID_LOOP(o, outputs)
-    {
-        double acc = 0.0;
-        for (int y = 0; y < splits; y++)
-            acc += partial[o * splits + y];
-        out[o] = fin(acc);
-    }
-}
-
-template <class L>
-void launch_reduce(L ld, int64_t outer, int64_t len, int64_t inner, Finish fin, float *out,
-                   const vdev_cuda_launch_env *env)
-{
-    cudaStream_t s = (cudaStream_t)env->stream;
-    int64_t outputs = outer * inner;
-    if (outputs <= 0)
-        return;
-    if (inner > 1 && outputs >= 1024) {
-        k_reduce_cols<L><<<grid_for(outputs, kThreads, env->n_sm), kThreads, 0, s>>>(
-            ld, outer, len, inner, fin, out);
-        return;
-    }
-    int splits = 1;
-    if (outputs < 1024 && len > kSplitChunk) {
-        int64_t want = (len + kSplitChunk - 1) / kSplitChunk;
-        int64_t room = kScratchDoubles / outputs;
-        if (want > kMaxSplits)
-            want = kMaxSplits;
-        if (want > room)
-            want = room;
-        splits = want < 1 ? 1 : (int)want;
-    }
-    int64_t chunk = (len + splits - 1) / splits;
-    if (chunk < 1)
-        chunk = 1;
-    if (splits > 1) /* no empty chunks */
-        splits = (int)((len + chunk - 1) / chunk);
-    int threads = chunk >= 1024 ? kRowBig : 32;
-    int64_t gx = outputs < 2147483647 ? outputs : 2147483647;
-    dim3 grid((unsigned)gx, (unsigned)splits);
-    double *partial = (double *)env->scratch;
-    k_reduce_split<L><<<grid, threads, 0, s>>>(ld, outputs, len, inner, chunk, splits, fin, out,
-                                               partial);
-    if (splits > 1)
-        k_reduce_finish<<<grid_for(outputs, kThreads, env->n_sm), kThreads, 0, s>>>(
-            partial, outputs, splits, fin, out);
-}
-
 /* ---- layout ---- */
 
 /* [m,n] -> [n,m] of 32-bit words, through a padded 32x32 shared tile. */
@@ -667,47 +436,6 @@ __global__ void k_adam(float *var, const float *g, float *m, float *v, int64_t n
     }
 }
 
-/* ---- matmul through cuBLAS ---- */
-
-int run_matmul(const vdev_cuda_args *a, const vdev_cuda_launch_env *env, char *msg, size_t cap)
-{
-    cudaStream_t s = (cudaStream_t)env->stream;
-    cublasHandle_t h = (cublasHandle_t)env->cublas;
-    int ta = a->i[0] != 0, tb = a->i[1] != 0;
-    int64_t m = a->out_shape[0][0], n = a->out_shape[0][1];
-    int64_t k = a->in_shape[0][ta ? 0 : 1];
-    float *c = (float *)a->out[0];
-    if (k == 0) { /* an empty sum: zeros (cuBLAS would leave C untouched) */
-        cudaError_t e = cudaMemsetAsync(c, 0, (size_t)(m * n) * sizeof(float), s);
-        if (e != cudaSuccess) {
-            snprintf(msg, cap, "CUDA plugin: MatMul: cudaMemsetAsync failed: %s",
-                     cudaGetErrorString(e));
-            return VDEV_CUDA_RC_FAILED;
-        }
-        return VDEV_CUDA_RC_OK;
-    }
-    cublasStatus_t st = cublasSetStream(h, s);
-    const float one = 1.0f, zero = 0.0f;
-    const float *A = (const float *)a->in[0], *B = (const float *)a->in[1];
-    cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    int64_t ldb = tb ? k : n, lda = ta ? m : k, ldc = n;
-    if (st == CUBLAS_STATUS_SUCCESS) {
-        if (m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX)
-            st = cublasSgemm(h, opb, opa, (int)n, (int)m, (int)k, &one, B, (int)ldb, A, (int)lda,
-                             &zero, c, (int)ldc);
-        else
-            st = cublasSgemm_64(h, opb, opa, n, m, k, &one, B, ldb, A, lda, &zero, c, ldc);
-    }
-    if (st != CUBLAS_STATUS_SUCCESS) {
-        snprintf(msg, cap, "CUDA plugin: MatMul [%lld,%lld]x[%lld,%lld]: cublasSgemm failed: %s",
-                 (long long)a->in_shape[0][0], (long long)a->in_shape[0][1],
-                 (long long)a->in_shape[1][0], (long long)a->in_shape[1][1],
-                 cublasGetStatusString(st));
-        return VDEV_CUDA_RC_FAILED;
-    }
-    return VDEV_CUDA_RC_OK;
-}
-
 int copy_words(const vdev_cuda_args *a, cudaStream_t s, char *msg, size_t cap)
 {
     size_t bytes = (size_t)numel_in(a, 0) * 4u;
@@ -720,15 +448,47 @@ int copy_words(const vdev_cuda_args *a, cudaStream_t s, char *msg, size_t cap)
     return VDEV_CUDA_RC_OK;
 }
 
+/* Whether the op has no element to write: it then returns before touching
+ * the device (a grid of size 0 is a launch error). Reductions of an empty
+ * axis, MSE and cross-entropy still write their outputs (0, or 0/0 = NaN);
+ * matmul decides in run_matmul. */
+bool nothing_to_do(const vdev_cuda_args *a)
+{
+    switch (a->op) {
+    case VDEV_OP_MATMUL:
+    case VDEV_OP_MSE:
+    case VDEV_OP_SOFTMAX_CE:
+        return false;
+    case VDEV_OP_SUM:
+    case VDEV_OP_MEAN: {
+        int64_t outer, len, inner;
+        split_axis(a, 0, a->i[0], &outer, &len, &inner);
+        return outer * inner == 0;
+    }
+    case VDEV_OP_BROADCAST:
+    case VDEV_OP_MSE_GRAD:
+    case VDEV_OP_SOFTMAX_CE_GRAD:
+        return numel_in(a, 1) == 0;
+    case VDEV_OP_REDUCE_ROWS:
+        return a->i[3] == 2 ? false : numel_in(a, a->i[3] == 1 ? 1 : 0) == 0;
+    default:
+        return numel_in(a, 0) == 0;
+    }
+}
+
 } // namespace
+} // namespace vdev_cuda
 
 extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
                                 const struct vdev_cuda_launch_env *env, char *msg, size_t cap)
 {
+    using namespace vdev_cuda;
     cudaStream_t s = (cudaStream_t)env->stream;
     int n_sm = env->n_sm;
     const float *in0 = (const float *)a->in[0];
     float *out0 = (float *)a->out[0];
+    if (a->op >= 0 && a->op < VDEV_OP_COUNT && nothing_to_do(a))
+        return VDEV_CUDA_RC_OK;
     switch (a->op) {
     case VDEV_OP_MATMUL:
         return run_matmul(a, env, msg, cap);
@@ -746,14 +506,12 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_LOG: launch_unary<U_LOG>(a, s, n_sm); break;
     case VDEV_OP_SOFTMAX:
     case VDEV_OP_LOG_SOFTMAX: {
-        int64_t c = last_dim(a, 0), rows = c ? numel_in(a, 0) / c : 0;
-        if (rows == 0)
-            break;
+        int64_t c = last_dim(a, 0), rows = numel_in(a, 0) / c;
         if (a->op == VDEV_OP_SOFTMAX)
-            k_softmax<R_SOFTMAX><<<grid_rows(rows, n_sm), row_threads(c), 0, s>>>(in0, out0, rows,
+            LAUNCH(grid_rows(rows, n_sm), row_threads(c), s, k_softmax<R_SOFTMAX>)(in0, out0, rows,
                                                                                   c);
         else
-            k_softmax<R_LOG_SOFTMAX><<<grid_rows(rows, n_sm), row_threads(c), 0, s>>>(
+            LAUNCH(grid_rows(rows, n_sm), row_threads(c), s, k_softmax<R_LOG_SOFTMAX>)(
                 in0, out0, rows, c);
         break;
     }
@@ -761,8 +519,7 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_MEAN: {
         int64_t outer, len, inner;
         split_axis(a, 0, a->i[0], &outer, &len, &inner);
-        Finish fin = {a->op == VDEV_OP_MEAN, (double)len};
-        launch_reduce(LoadPlain{in0}, outer, len, inner, fin, out0, env);
+        reduce_sum(in0, nullptr, outer, len, inner, a->op == VDEV_OP_MEAN, (double)len, out0, env);
         break;
     }
     case VDEV_OP_RESHAPE: /* a view; if asked anyway, its reference is a copy */
@@ -772,18 +529,13 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
         int64_t m = a->in_shape[0][0], n = a->in_shape[0][1];
         int64_t gx = (n + 31) / 32, gy = (m + 31) / 32;
         dim3 grid((unsigned)(gx < 65535 ? gx : 65535), (unsigned)(gy < 65535 ? gy : 65535));
-        k_transpose<<<grid, dim3(32, 8), 0, s>>>((const uint32_t *)a->in[0],
+        LAUNCH(grid, dim3(32, 8), s, k_transpose)((const uint32_t *)a->in[0],
                                                  (uint32_t *)a->out[0], m, n);
         break;
     }
     case VDEV_OP_MSE: {
-        int64_t n = numel_in(a, 0);
-        Finish fin = {1, (double)n};
-        if (n == 0) { /* 0/0 */
-            k_mean_of_partials<<<1, 32, 0, s>>>((const double *)env->scratch, 0, 0, out0);
-            break;
-        }
-        launch_reduce(LoadSquaredDiff{in0, (const float *)a->in[1]}, 1, n, 1, fin, out0, env);
+        int64_t n = numel_in(a, 0); /* n 0: 0/0 */
+        reduce_sum(in0, (const float *)a->in[1], 1, n, 1, true, (double)n, out0, env);
         break;
     }
     case VDEV_OP_SOFTMAX_CE: {
@@ -791,17 +543,15 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
         int parts = 0;
         if (n > 0) {
             parts = (int)(n < 1024 ? n : 1024);
-            k_softmax_ce_rows<<<parts, row_threads(c), 0, s>>>(
+            LAUNCH(parts, row_threads(c), s, k_softmax_ce_rows)(
                 in0, (const int32_t *)a->in[1], n, c, (double *)env->scratch);
         }
-        k_mean_of_partials<<<1, 32, 0, s>>>((const double *)env->scratch, parts, n, out0);
+        LAUNCH(1, 32, s, k_mean_of_partials)((const double *)env->scratch, parts, n, out0);
         break;
     }
     case VDEV_OP_ARGMAX: {
-        int64_t c = last_dim(a, 0), rows = c ? numel_in(a, 0) / c : 0;
-        if (rows == 0)
-            break;
-        k_argmax<<<grid_rows(rows, n_sm), row_threads(c), 0, s>>>(in0, (int32_t *)a->out[0],
+        int64_t c = last_dim(a, 0), rows = numel_in(a, 0) / c;
+        LAUNCH(grid_rows(rows, n_sm), row_threads(c), s, k_argmax)(in0, (int32_t *)a->out[0],
                                                                    rows, c);
         break;
     }
@@ -810,15 +560,13 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_SIGMOID_GRAD: launch_grad2<G_SIGMOID>(a, s, n_sm); break;
     case VDEV_OP_SOFTMAX_GRAD:
     case VDEV_OP_LOG_SOFTMAX_GRAD: {
-        int64_t c = last_dim(a, 0), rows = c ? numel_in(a, 0) / c : 0;
-        if (rows == 0)
-            break;
+        int64_t c = last_dim(a, 0), rows = numel_in(a, 0) / c;
         const float *y = (const float *)a->in[1];
         if (a->op == VDEV_OP_SOFTMAX_GRAD)
-            k_softmax_grad<RG_SOFTMAX><<<grid_rows(rows, n_sm), row_threads(c), 0, s>>>(
+            LAUNCH(grid_rows(rows, n_sm), row_threads(c), s, k_softmax_grad<RG_SOFTMAX>)(
                 in0, y, out0, rows, c);
         else
-            k_softmax_grad<RG_LOG_SOFTMAX><<<grid_rows(rows, n_sm), row_threads(c), 0, s>>>(
+            LAUNCH(grid_rows(rows, n_sm), row_threads(c), s, k_softmax_grad<RG_LOG_SOFTMAX>)(
                 in0, y, out0, rows, c);
         break;
     }
@@ -826,22 +574,18 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
         int64_t outer, len, inner;
         split_axis(a, 1, a->i[0], &outer, &len, &inner);
         int64_t n = outer * len * inner;
-        if (n == 0)
-            break;
-        k_broadcast<<<grid_for(n, kThreads, n_sm), kThreads, 0, s>>>(in0, out0, n, len, inner);
+        LAUNCH(grid_for(n, kThreads, n_sm), kThreads, s, k_broadcast)(in0, out0, n, len, inner);
         break;
     }
     case VDEV_OP_MSE_GRAD: {
         int64_t n = numel_in(a, 1);
-        k_mse_grad<<<grid_for(n, kThreads, n_sm), kThreads, 0, s>>>(
+        LAUNCH(grid_for(n, kThreads, n_sm), kThreads, s, k_mse_grad)(
             in0, (const float *)a->in[1], (const float *)a->in[2], out0, n);
         break;
     }
     case VDEV_OP_SOFTMAX_CE_GRAD: {
         int64_t n = a->in_shape[1][0], c = a->in_shape[1][1];
-        if (n == 0 || c == 0)
-            break;
-        k_softmax_ce_grad<<<grid_rows(n, n_sm), row_threads(c), 0, s>>>(
+        LAUNCH(grid_rows(n, n_sm), row_threads(c), s, k_softmax_ce_grad)(
             in0, (const float *)a->in[1], (const int32_t *)a->in[2], out0, n, c);
         break;
     }
@@ -852,18 +596,18 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
         int64_t cols = a->i[3] == 1 ? numel_in(a, 1) : 1;
         int64_t rows = cols ? n / cols : 0;
         /* o[j] = sum_r dy[r cols + j]: one outer block, the rows as the axis */
-        launch_reduce(LoadPlain{in0}, 1, rows, cols, Finish{0, 1.0}, out0, env);
+        reduce_sum(in0, nullptr, 1, rows, cols, false, 1.0, out0, env);
         break;
     }
     case VDEV_OP_SGD_UPDATE: {
         int64_t n = numel_in(a, 0);
-        k_sgd<<<grid_for(n, kThreads, n_sm), kThreads, 0, s>>>(
+        LAUNCH(grid_for(n, kThreads, n_sm), kThreads, s, k_sgd)(
             (float *)a->out[0], (const float *)a->in[1], (float *)a->out[2], n, a->f[0], a->f[1]);
         break;
     }
     case VDEV_OP_ADAM_UPDATE: {
         int64_t n = numel_in(a, 0);
-        k_adam<<<grid_for(n, kThreads, n_sm), kThreads, 0, s>>>(
+        LAUNCH(grid_for(n, kThreads, n_sm), kThreads, s, k_adam)(
             (float *)a->out[0], (const float *)a->in[1], (float *)a->out[2], (float *)a->out[3], n,
             a->f[0], a->f[1], a->f[2], a->f[3]);
         break;
@@ -879,24 +623,6 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
                  cudaGetErrorName(e), cudaGetErrorString(e));
         return VDEV_CUDA_RC_FAILED;
     }
-    (void)numel_out;
     return VDEV_CUDA_RC_OK;
 }
 
-extern "C" int vdev_cuda_blas_create(void **handle, char *msg, size_t cap)
-{
-    cublasHandle_t h = nullptr;
-    cublasStatus_t st = cublasCreate(&h);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-        snprintf(msg, cap, "CUDA plugin: cublasCreate failed: %s", cublasGetStatusString(st));
-        return -1;
-    }
-    *handle = h;
-    return 0;
-}
-
-extern "C" void vdev_cuda_blas_destroy(void *handle)
-{
-    if (handle)
-        cublasDestroy((cublasHandle_t)handle);
-}

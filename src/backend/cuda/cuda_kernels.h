@@ -1,12 +1,13 @@
 /* cuda_kernels.h — the boundary between the CUDA plugin's C side
- * (cuda_plugin.c: driver API, memory, streams, copies, events) and its nvcc
- * side (cuda_kernels.cu: one kernel per op, cuBLAS for matmul).
+ * (cuda_plugin.c, cuda_memory.c, cuda_stream.c: driver API, memory, streams,
+ * copies, events) and its nvcc side (cuda_kernels.cu: one kernel per op;
+ * cuda_reduce.cu: reductions; cuda_blas.cu: cuBLAS for matmul).
  *
  * Why a header of its own: the C side includes backend.h, which pulls in the
  * core's C11 headers (base.h uses _Noreturn and other C-only spellings), and
  * nvcc compiles .cu files as C++. So the kernel side gets this header, which
  * is valid C and C++, and a struct with exactly the layout of
- * struct vdev_kernel_args; cuda_plugin.c checks that layout field by field
+ * struct vdev_kernel_args; cuda_stream.c checks that layout field by field
  * with _Static_assert and copies the arguments across, so the two can never
  * drift apart silently. */
 #ifndef VDEV_CUDA_KERNELS_H
@@ -39,13 +40,15 @@ struct vdev_cuda_args {
     int64_t i[4];
 };
 
-/* What a launch needs besides the arguments: the device's stream and cuBLAS
- * handle (opaque here: CUstream / cublasHandle_t), a scratch buffer in device
- * memory for the partial sums of multi-block reductions, and the device's
- * multiprocessor count (to size grids). */
+/* What a launch needs besides the arguments: the device's stream (opaque
+ * here: CUstream), where its cuBLAS handle lives (a cublasHandle_t, NULL
+ * until the first product that needs one creates it, under the device's
+ * launch lock), a scratch buffer in device memory for the partial sums of
+ * multi-block reductions, and the device's multiprocessor count (to size
+ * grids). */
 struct vdev_cuda_launch_env {
     void *stream;
-    void *cublas;
+    void **cublas;
     void *scratch;          /* device memory, VDEV_CUDA_SCRATCH_BYTES, 256-byte aligned */
     int n_sm;
 };
@@ -69,8 +72,9 @@ enum vdev_cuda_rc {
 int vdev_cuda_run_op(const struct vdev_cuda_args *a, const struct vdev_cuda_launch_env *env,
                      char *msg, size_t cap);
 
-/* The cuBLAS side of start-up and shutdown: a handle per device, created with
- * the device's context current. 0 on success, else msg says why. */
+/* A cuBLAS handle for the device whose context is current, loading cuBLAS
+ * first if no product has yet (cuda_blas.cu; thread-safe). 0 on success,
+ * else msg says why. vdev_cuda_blas_destroy(NULL) does nothing. */
 int vdev_cuda_blas_create(void **handle, char *msg, size_t cap);
 void vdev_cuda_blas_destroy(void *handle);
 

@@ -1,0 +1,188 @@
+/* cuda_blas.cu — matrix products of the CUDA plugin, through cuBLAS loaded on
+ * first use.
+ *
+ * libcublas (and libcublasLt, which it needs) is about half a gigabyte of
+ * mappings; linked into the plugin, every process that loads the plugin
+ * would map it at start-up, products or not. So the plugin does not link it:
+ * the first product that needs cuBLAS dlopens libcublas.so.<major> (the
+ * soname of the cuBLAS the plugin was compiled against) and resolves the five
+ * functions it uses, under a lock so that threads of several GPUs arriving
+ * together load it once. It is looked for on the loader's path, which
+ * includes the plugin's RUNPATH (the toolkit's library folder at build time),
+ * then in that folder by full path. The library stays loaded for the life of
+ * the process. A failure is kept and reported by every later product:
+ *   "CUDA plugin: MatMul needs cuBLAS: libcublas.so.13: cannot open shared object file: ..."
+ * Each device's handle is created on its first non-empty product (the caller
+ * holds the device's launch lock), with the device's context current.
+ *
+ * A row-major C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T, so B
+ * goes first and no data moves. Empty products return before cuBLAS is
+ * touched: m or n of 0 would give cuBLAS a leading dimension of 0, which it
+ * rejects, and k of 0 is a product of zeros (cuBLAS would leave C as it was).
+ *
+ * Built with VDEV_CUDA_HOST_EMULATION (tests), the functions are the stand-in
+ * runtime's (tests/cuda/host_cuda.h) and nothing is loaded. */
+#include "backend/cuda/cuda_device.cuh"
+
+#ifndef VDEV_CUDA_HOST_EMULATION
+#include <cublas_v2.h>
+#include <dlfcn.h>
+#endif
+#include <pthread.h>
+#include <string.h>
+
+#ifndef VDEV_CUDA_LIB_DIR
+#define VDEV_CUDA_LIB_DIR ""
+#endif
+
+#define STR_(x) #x
+#define XSTR(x) STR_(x)
+#define CUBLAS_SONAME "libcublas.so." XSTR(CUBLAS_VER_MAJOR)
+
+namespace vdev_cuda {
+namespace {
+
+/* The cuBLAS functions the plugin uses. */
+struct Blas {
+    decltype(&cublasCreate_v2) create;
+    decltype(&cublasDestroy_v2) destroy;
+    decltype(&cublasSetStream_v2) set_stream;
+    decltype(&cublasSgemm_v2) sgemm;
+    decltype(&cublasSgemm_v2_64) sgemm_64;
+    decltype(&cublasGetStatusString) status_string;
+};
+
+pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
+Blas blas;
+int blas_state;        /* 0 not tried, 1 loaded, -1 failed (blas_error says why) */
+char blas_error[320];
+
+#ifdef VDEV_CUDA_HOST_EMULATION
+int load_blas_locked()
+{
+    blas = Blas{&cublasCreate_v2, &cublasDestroy_v2, &cublasSetStream_v2, &cublasSgemm_v2,
+                &cublasSgemm_v2_64, &cublasGetStatusString};
+    return 1;
+}
+#else
+int load_blas_locked()
+{
+    void *h = dlopen(CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
+    char first[200] = "";
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(first, sizeof first, "%s", e ? e : "not found");
+        if (VDEV_CUDA_LIB_DIR[0]) {
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", VDEV_CUDA_LIB_DIR, CUBLAS_SONAME);
+            h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        }
+    }
+    if (!h) {
+        snprintf(blas_error, sizeof blas_error, "CUDA plugin: MatMul needs cuBLAS: %s", first);
+        return -1;
+    }
+    struct {
+        const char *name;
+        void **slot;
+    } fns[] = {
+        {XSTR(cublasCreate), (void **)&blas.create},
+        {XSTR(cublasDestroy), (void **)&blas.destroy},
+        {XSTR(cublasSetStream), (void **)&blas.set_stream},
+        {XSTR(cublasSgemm), (void **)&blas.sgemm},
+        {XSTR(cublasSgemm_64), (void **)&blas.sgemm_64},
+        {"cublasGetStatusString", (void **)&blas.status_string},
+    };
+    for (auto &f : fns)
+        if (!(*f.slot = dlsym(h, f.name))) {
+            snprintf(blas_error, sizeof blas_error, "CUDA plugin: %s lacks %s (cuBLAS too old?)",
+                     CUBLAS_SONAME, f.name);
+            return -1; /* h stays loaded: it is in use nowhere, and unloading cuBLAS is unsafe */
+        }
+    return 1;
+}
+#endif
+
+/* cuBLAS resolved, once per process; 0 on success, else msg says why. */
+int load_blas(char *msg, size_t cap)
+{
+    pthread_mutex_lock(&blas_lock);
+    if (blas_state == 0)
+        blas_state = load_blas_locked();
+    int st = blas_state;
+    pthread_mutex_unlock(&blas_lock);
+    if (st < 0) {
+        snprintf(msg, cap, "%s", blas_error);
+        return -1;
+    }
+    return 0;
+}
+
+} // namespace
+
+int run_matmul(const vdev_cuda_args *a, const vdev_cuda_launch_env *env, char *msg, size_t cap)
+{
+    cudaStream_t s = (cudaStream_t)env->stream;
+    int ta = a->i[0] != 0, tb = a->i[1] != 0;
+    int64_t m = a->out_shape[0][0], n = a->out_shape[0][1];
+    int64_t k = a->in_shape[0][ta ? 0 : 1];
+    float *c = (float *)a->out[0];
+    if (m == 0 || n == 0) /* nothing to write */
+        return VDEV_CUDA_RC_OK;
+    if (k == 0) { /* an empty sum: zeros */
+        cudaError_t e = cudaMemsetAsync(c, 0, (size_t)(m * n) * sizeof(float), s);
+        if (e != cudaSuccess) {
+            snprintf(msg, cap, "CUDA plugin: MatMul: cudaMemsetAsync failed: %s",
+                     cudaGetErrorString(e));
+            return VDEV_CUDA_RC_FAILED;
+        }
+        return VDEV_CUDA_RC_OK;
+    }
+    if (!*env->cublas && vdev_cuda_blas_create(env->cublas, msg, cap) != 0)
+        return VDEV_CUDA_RC_FAILED;
+    cublasHandle_t h = (cublasHandle_t)*env->cublas;
+    cublasStatus_t st = blas.set_stream(h, s);
+    const float one = 1.0f, zero = 0.0f;
+    const float *A = (const float *)a->in[0], *B = (const float *)a->in[1];
+    cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int64_t ldb = tb ? k : n, lda = ta ? m : k, ldc = n;
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        if (m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX)
+            st = blas.sgemm(h, opb, opa, (int)n, (int)m, (int)k, &one, B, (int)ldb, A, (int)lda,
+                            &zero, c, (int)ldc);
+        else
+            st = blas.sgemm_64(h, opb, opa, n, m, k, &one, B, ldb, A, lda, &zero, c, ldc);
+    }
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        snprintf(msg, cap, "CUDA plugin: MatMul [%lld,%lld]x[%lld,%lld]: cublasSgemm failed: %s",
+                 (long long)a->in_shape[0][0], (long long)a->in_shape[0][1],
+                 (long long)a->in_shape[1][0], (long long)a->in_shape[1][1],
+                 blas.status_string(st));
+        return VDEV_CUDA_RC_FAILED;
+    }
+    return VDEV_CUDA_RC_OK;
+}
+
+} // namespace vdev_cuda
+
+extern "C" int vdev_cuda_blas_create(void **handle, char *msg, size_t cap)
+{
+    using namespace vdev_cuda;
+    if (load_blas(msg, cap) != 0)
+        return -1;
+    cublasHandle_t h = nullptr;
+    cublasStatus_t st = blas.create(&h);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        snprintf(msg, cap, "CUDA plugin: cublasCreate failed: %s", blas.status_string(st));
+        return -1;
+    }
+    *handle = h;
+    return 0;
+}
+
+extern "C" void vdev_cuda_blas_destroy(void *handle)
+{
+    using namespace vdev_cuda;
+    if (handle && blas.destroy) /* a handle exists only once cuBLAS is loaded */
+        blas.destroy((cublasHandle_t)handle);
+}
