@@ -53,6 +53,9 @@ static const struct vdev_envvar TABLE[] = {
     {"VDEV_METRICS_ADDR", "127.0.0.1:9400, [::1]:9400",
      "serve Prometheus metrics on GET /metrics at that address"},
     {"VDEV_CUDA_PLUGIN", "a file path", "where to load the CUDA plugin from"},
+    {"OPENBLAS_NUM_THREADS", "a whole number >= 1",
+     "OpenBLAS threads (unset: all cores; 1 under two or more simulated GPUs)"},
+    {"OMP_NUM_THREADS", "a whole number >= 1", "read by OpenBLAS when OPENBLAS_NUM_THREADS is unset"},
 };
 
 const struct vdev_envvar *vdev_config_envvars(int *n)

@@ -54,6 +54,16 @@ static enum vdev_status src_extend(void *ctx, void *base, uint64_t old_bytes, ui
     return d->backend->ops->extend(d->backend->ctx, d->bdev, base, old_bytes, new_bytes);
 }
 
+/* Waits for the device's stream, so that regions can be handed back while no
+ * queued kernel still uses a block freed in them (the allocator calls it once
+ * before collecting empty regions; stream threads never take the allocator's
+ * lock, so waiting under it cannot deadlock). */
+static void src_sync(void *ctx)
+{
+    struct vdev_ldev *d = ctx;
+    vdev_backend_synchronize(d->backend, d->bdev);
+}
+
 static int src_event_done(void *ctx, void *ev)
 {
     struct vdev_ldev *d = ctx;
@@ -120,6 +130,7 @@ static enum vdev_status add_device(struct vdev_backend *b, int bdev, enum vdev_d
         .source = {.reserve = src_reserve,
                    .release = src_release,
                    .extend = b->ops->extend ? src_extend : NULL,
+                   .sync = src_sync,
                    .event_done = src_event_done,
                    .event_wait = src_event_wait,
                    .event_drop = src_event_drop,
