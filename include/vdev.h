@@ -188,6 +188,16 @@ VDEV_API enum vdev_status vdev_config_set_memory_fraction(const char *physical_d
 VDEV_API void vdev_config_set_soft_device_placement(bool enable);
 VDEV_API bool vdev_config_get_soft_device_placement(void);
 
+/* Determinism (tf.config.experimental.enable_op_determinism): when on, every
+ * op and collective gives the same bits run to run, on every backend, however
+ * many threads run host kernels; ops that could otherwise split their work by
+ * the number of threads, or add in the order threads finish, take a fixed-order
+ * path. Off by default. May change at any time (ops already submitted keep
+ * the mode they were submitted with); code wins over VDEV_DETERMINISTIC=1
+ * (read at start-up); vdev_shutdown() turns it off. */
+VDEV_API void vdev_config_set_deterministic(bool enable);
+VDEV_API bool vdev_config_get_deterministic(void);
+
 /* tf.config.experimental.get_device_details: the card's name and compute
  * capability; empty ("" and 0.0) for the CPU, as TensorFlow's empty dict. */
 struct vdev_device_details {

@@ -72,6 +72,17 @@ enum vdev_status vdev_config_parse_bool(const char *var, const char *value, int 
  * a size at all. The caller writes the message. */
 enum vdev_status vdev_config_parse_size(const char *text, uint64_t *out, int *not_whole);
 
+/* ---- determinism (determinism.c) ---- */
+
+/* 1 when ops and collectives must give the same bits run to run. Cheap:
+ * one relaxed atomic load, for kernels to call. */
+int vdev_deterministic(void);
+/* Reads VDEV_DETERMINISTIC where code has not set the switch (vdev_init);
+ * VDEV_ERR_CONFIG on a malformed value. */
+enum vdev_status vdev_config_determinism_init_env(void);
+/* Back to the default (vdev_shutdown). */
+void vdev_config_determinism_forget(void);
+
 /* ---- environment variables ---- */
 
 /* One variable vdev reads. */

@@ -42,6 +42,8 @@ static const struct vdev_envvar TABLE[] = {
     {"VDEV_SOFT_DEVICE_PLACEMENT", "1/0, true/false",
      "a device scope naming a device that does not exist runs its ops on the default device, "
      "with a warning, instead of failing"},
+    {"VDEV_DETERMINISTIC", "1/0, true/false",
+     "every op and collective gives the same bits run to run (enable_op_determinism)"},
     {"VDEV_LOG_DEVICE_PLACEMENT", "1/0, true/false",
      "print 'Executing op X in device Y' for every op"},
     {"VDEV_PLACEMENT_REPORT", "1/0, true/false",

@@ -186,6 +186,8 @@ VDEV_API enum vdev_status vdev_init(void)
         goto fail;
     if ((st = vdev_placement_init_env()) != VDEV_OK)
         goto fail;
+    if ((st = vdev_config_determinism_init_env()) != VDEV_OK)
+        goto fail;
     if ((st = vdev_observe_init()) != VDEV_OK)
         goto fail;
     const char *oom = getenv("VDEV_OOM_REPORT");
@@ -222,6 +224,7 @@ VDEV_API void vdev_shutdown(void)
     atomic_store_explicit(&R.initialized, 0, memory_order_release);
     pthread_mutex_unlock(&R.lock);
     vdev_placement_forget_settings();
+    vdev_config_determinism_forget();
     vdev_config_reset();
 }
 
