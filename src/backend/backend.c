@@ -3,8 +3,8 @@
  * plugin. The plugin is a separate shared library (libvdev-cuda.so) so that
  * the core never links CUDA: it is looked for in $VDEV_CUDA_PLUGIN (a path),
  * then in the plugin folder of an installed tree, found from the file that
- * holds this code (dladdr), then on the loader's search path, which in the
- * build tree holds the build folder (the RUNPATH of its binaries). */
+ * holds this code (dladdr), then in the folders of that module's RUNPATH (which
+ * in the build tree holds the build folder), then on the loader's search path. */
 #define _GNU_SOURCE
 #include "backend/backend.h"
 
@@ -159,6 +159,66 @@ static int installed_plugin_path(char *out, size_t cap)
     return n > 0 && (size_t)n < cap;
 }
 
+/* The first folder of the RUNPATH (or, without one, the RPATH) of the module
+ * that holds this code that has `file` in it, written as a path to out (cap
+ * bytes); 0 when none has. This is the search dlopen(file) makes by itself,
+ * done by hand because a sanitizer's dlopen interceptor makes the loader
+ * search the interceptor's own library's paths instead of the caller's (the
+ * build tree's binaries find their plugins through RUNPATH). $ORIGIN is
+ * expanded; other dynamic-string tokens are left alone. */
+static int runpath_plugin_path(const char *file, char *out, size_t cap)
+{
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!dladdr1(&plugin_anchor, &info, (void **)&map, RTLD_DL_LINKMAP) || !map || !map->l_ld)
+        return 0;
+    const char *strtab = NULL;
+    long runpath = -1, rpath = -1;
+    for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_STRTAB)
+            strtab = (const char *)d->d_un.d_ptr; /* relocated by the loader on this platform */
+        else if (d->d_tag == DT_RUNPATH)
+            runpath = (long)d->d_un.d_val;
+        else if (d->d_tag == DT_RPATH)
+            rpath = (long)d->d_un.d_val;
+    }
+    long at = runpath >= 0 ? runpath : rpath;
+    if (!strtab || at < 0)
+        return 0;
+    /* $ORIGIN: the folder of the module. */
+    char origin[PATH_MAX] = ".";
+    if (map->l_name && map->l_name[0]) {
+        vdev_strlcpy(origin, map->l_name, sizeof origin);
+    } else {
+        ssize_t len = readlink("/proc/self/exe", origin, sizeof origin - 1);
+        origin[len > 0 ? len : 0] = '\0';
+    }
+    char *slash = strrchr(origin, '/');
+    if (slash)
+        *slash = '\0';
+    for (const char *p = strtab + at; *p;) {
+        size_t len = strcspn(p, ":");
+        char dir[PATH_MAX];
+        if (len < sizeof dir) {
+            memcpy(dir, p, len);
+            dir[len] = '\0';
+            const char *rest = NULL;
+            if (!strncmp(dir, "$ORIGIN", 7))
+                rest = dir + 7;
+            else if (!strncmp(dir, "${ORIGIN}", 9))
+                rest = dir + 9;
+            int n = rest ? snprintf(out, cap, "%s%s/%s", origin, rest, file)
+                         : snprintf(out, cap, "%s/%s", dir, file);
+            if (n > 0 && (size_t)n < cap && access(out, F_OK) == 0)
+                return 1;
+        }
+        p += len;
+        if (*p == ':')
+            p++;
+    }
+    return 0;
+}
+
 /* Whether a failed dlopen(name) found a file that did not load (a missing
  * dependency, a bad ELF file) rather than no file at all. */
 static int plugin_is_there(const char *name, const char *err)
@@ -174,8 +234,8 @@ static int plugin_is_there(const char *name, const char *err)
 enum vdev_status vdev_backend_cuda_new(struct vdev_backend *out, char *reason, size_t cap)
 {
     memset(out, 0, sizeof *out);
-    const char *tries[2];
-    char installed[PATH_MAX];
+    const char *tries[3];
+    char installed[PATH_MAX], in_runpath[PATH_MAX];
     int n = 0;
     const char *env = getenv("VDEV_CUDA_PLUGIN");
     if (env && *env) {
@@ -183,6 +243,8 @@ enum vdev_status vdev_backend_cuda_new(struct vdev_backend *out, char *reason, s
     } else {
         if (installed_plugin_path(installed, sizeof installed))
             tries[n++] = installed;
+        if (runpath_plugin_path(CUDA_PLUGIN_NAME, in_runpath, sizeof in_runpath))
+            tries[n++] = in_runpath;
         tries[n++] = CUDA_PLUGIN_NAME; /* LD_LIBRARY_PATH, RUNPATH, ld.so.cache */
     }
 
