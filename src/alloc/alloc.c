@@ -456,7 +456,7 @@ static __attribute__((noinline)) enum vdev_status malloc_bad(struct vdev_alloc *
 
 /* The general path, with the lock held (released here): pending frees,
  * record growth, a limit lowered below what is reserved, growth of the
- * device memory (alloc_grow.c, which may release the lock once to let other
+ * device memory (alloc_grow.c, which may release the lock to let other
  * devices lend, and then this starts over), tracing, the lookup table. */
 static __attribute__((noinline)) enum vdev_status malloc_slow(struct vdev_alloc *a, uint64_t bytes,
                                                               struct vdev_block *out)

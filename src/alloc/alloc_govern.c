@@ -224,18 +224,28 @@ uint64_t vdev_pool_reserved(vdev_pool_t *p, int member)
 /* ------------------------------------------------------------------------ */
 /* lending */
 
-/* Member b gives back its empty regions above its floor, after its device's
- * queued work is done; returns the bytes released. Takes b's lock (none may
- * be held). A source without sync lends nothing: nothing says its freed
- * blocks are no longer used by queued work. */
-static uint64_t lend(struct vdev_alloc *b)
+static int fits(vdev_pool_t *p, int i, uint64_t need);
+
+/* Member b gives back empty regions above its floor, largest first, after
+ * its device's queued work is done, until member i of b's pool can reserve
+ * `need` more bytes (i < 0: until the floor); returns the bytes released.
+ * Takes b's lock (none may be held). A source without sync lends nothing:
+ * nothing says its freed blocks are no longer used by queued work. */
+static uint64_t lend(struct vdev_alloc *b, int i, uint64_t need)
 {
     uint64_t got = 0;
     lock(b);
     uint64_t keep = vdev_pool_floor(b->pool, b->member);
     if (b->src.sync && b->reserved > keep && vdev_alloc_empty_bytes(b)) {
         b->src.sync(b->src.ctx);
-        got = vdev_alloc_release_empty(b, keep);
+        for (;;) {
+            /* One region at a time: the largest empty one. */
+            uint64_t one = vdev_alloc_release_empty(b, b->reserved - 1 > keep ? b->reserved - 1
+                                                                              : keep);
+            got += one;
+            if (!one || b->reserved <= keep || (i >= 0 && fits(b->pool, i, need)))
+                break;
+        }
     }
     unlock(b);
     return got;
@@ -303,6 +313,8 @@ static void report(vdev_pool_t *p, int i, const char *what, char *out, size_t ca
         char live[64];
         if (h[k].live == h[k].above)
             snprintf(live, sizeof live, "all of it live");
+        else if (h[k].live == 0)
+            snprintf(live, sizeof live, "none of it live");
         else
             snprintf(live, sizeof live, "%s of it live",
                      vdev_format_bytes(h[k].live, b3, sizeof b3));
@@ -369,24 +381,24 @@ uint64_t vdev_pool_reclaim(vdev_pool_t *p, int member, uint64_t sz, char *out, s
     struct member snap[VDEV_POOL_MAX_MEMBERS];
     int idx[VDEV_POOL_MAX_MEMBERS];
     last_report[0] = '\0';
-    if (fits(p, member, sz)) { /* freed meanwhile: the retry will do */
-        if (cap)
-            out[0] = '\0';
-        return 0;
+    int n = fits(p, member, sz) ? 0 : lenders(p, member, 0, snap, idx); /* 0: freed meanwhile */
+    if (n || !fits(p, member, sz)) {
+        pthread_mutex_lock(&p->lock);
+        struct member me = p->m[member];
+        pthread_mutex_unlock(&p->lock);
+        tell(&me, VDEV_PRESSURE_CARD_FULL, sz);
     }
-    int n = lenders(p, member, 0, snap, idx);
-    tell(&snap[member], VDEV_PRESSURE_CARD_FULL, sz);
     uint64_t released = 0;
     for (int k = 0; k < n && !fits(p, member, sz); k++) {
-        uint64_t got = lend(snap[idx[k]].a);
+        uint64_t got = lend(snap[idx[k]].a, member, sz);
         if (got)
             tell(&snap[idx[k]], VDEV_PRESSURE_LENT, got);
         released += got;
     }
-    if (!fits(p, member, sz)) {
-        char b[32];
-        report(p, member, vdev_format_bytes(sz, b, sizeof b), last_report, sizeof last_report);
-    }
+    /* Written even when the request fits now: others may take the room
+     * before the caller retries, and then its OOM quotes this. */
+    char b[32];
+    report(p, member, vdev_format_bytes(sz, b, sizeof b), last_report, sizeof last_report);
     if (cap)
         vdev_strlcpy(out, last_report, cap);
     return released;
@@ -401,9 +413,11 @@ static uint64_t set_limit_locked(struct vdev_alloc *a, uint64_t limit)
 {
     uint64_t old = a->limit, released = 0;
     a->limit = limit;
+    /* Lowered: set; raised: cleared only once everything held fits again
+     * (a raise that stays below what is reserved is still a lowered one). */
     if (limit < old)
         a->limit_lowered = 1;
-    else if (limit > old)
+    else if (limit > old && a->reserved <= limit)
         a->limit_lowered = 0;
     if (a->reserved > limit && vdev_alloc_empty_bytes(a)) {
         if (a->src.sync)
@@ -484,7 +498,7 @@ enum vdev_status vdev_pool_set_limits(vdev_pool_t *p, int i, uint64_t floor, uin
         int idx[VDEV_POOL_MAX_MEMBERS];
         int n = lenders(p, i, 1, snap, idx);
         for (int k = 0; k < n; k++) {
-            uint64_t got = lend(snap[idx[k]].a);
+            uint64_t got = lend(snap[idx[k]].a, -1, 0);
             if (got)
                 tell(&snap[idx[k]], VDEV_PRESSURE_LENT, got);
             pthread_mutex_lock(&p->lock);

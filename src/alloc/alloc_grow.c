@@ -451,7 +451,7 @@ enum vdev_status vdev_alloc_make_room(struct vdev_alloc *a, uint64_t bytes, uint
     /* Garbage collection: release empty regions and grow again. */
     if (st == VDEV_ERR_OOM && why != WHY_HOST && vdev_alloc_collect(a, sz))
         st = vdev_alloc_grow(a, sz, &why);
-    if (st == VDEV_ERR_OOM && why == WHY_CARD && round == 0) {
+    if (st == VDEV_ERR_OOM && why == WHY_CARD && round < 2) {
         /* Lending: devices of lower priority give their empty regions back.
          * They take their own locks (and wait for their streams), so this
          * one is released meanwhile; the caller then starts over. */

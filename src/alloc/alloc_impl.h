@@ -261,8 +261,9 @@ uint64_t vdev_alloc_release_empty(struct vdev_alloc *a, uint64_t keep);
 uint64_t vdev_alloc_empty_bytes(const struct vdev_alloc *a);
 /* No free chunk of sz bytes: grows (GROW and PREALLOCATE alike: the limit,
  * the card's pool and the source decide), collects empty regions and grows
- * again; on the first round, when the card's pool refused, releases the lock,
- * lends (vdev_pool_reclaim) and sets *again (the caller retakes and retries).
+ * again; on the first two rounds, when the card's pool refused, releases the
+ * lock, lends (vdev_pool_reclaim) and sets *again (the caller retakes and
+ * retries: others may have taken the room meanwhile).
  * VDEV_OK: a free chunk of sz bytes exists (unless *again). Otherwise the OOM
  * or the source's error, with the message set and the failure counted. */
 enum vdev_status vdev_alloc_make_room(struct vdev_alloc *a, uint64_t bytes, uint64_t sz,

@@ -279,7 +279,9 @@ static enum vdev_status env_limit(const char *var, const char *v, char *lim, lon
         for (const char *c = lim; *c; c++)
             unitless &= isdigit((unsigned char)*c) || *c == '.';
         char hint[96];
-        if (bytes == 0)
+        if (bytes == 0 && what[0] == 'c')
+            snprintf(hint, sizeof hint, " (leave it out for the card's budget: FLOOR..)");
+        else if (bytes == 0)
             snprintf(hint, sizeof hint,
                      " (Setting memory limit is required for GPU virtual devices)");
         else if (unitless)
