@@ -371,7 +371,9 @@ enum vdev_pressure {
     VDEV_PRESSURE_CARD_FULL = 0, /* it asked the card for `bytes` of shared memory and there was
                                     none left: vdev now tries lending; the allocation may fail */
     VDEV_PRESSURE_LENT,          /* a device of higher priority took `bytes` of its cached memory */
-    VDEV_PRESSURE_CEILING,       /* its ceiling was lowered below what it holds (`bytes` more) */
+    VDEV_PRESSURE_CEILING,       /* its ceiling was set below what it holds, or below its peak
+                                    in use since start-up or the last peak reset (`bytes`: by
+                                    how much) */
     VDEV_PRESSURE_COUNT
 };
 typedef void (*vdev_pressure_fn)(const char *device, enum vdev_pressure what, uint64_t bytes,

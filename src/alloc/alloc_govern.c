@@ -529,7 +529,10 @@ enum vdev_status vdev_pool_set_limits(vdev_pool_t *p, int i, uint64_t floor, uin
     uint64_t rel = 0, over = 0;
     if (st == VDEV_OK && a) {
         rel = set_limit_locked(a, ceiling);
-        over = a->reserved > ceiling ? a->reserved - ceiling : 0;
+        /* Pressure: the ceiling is below what the device holds, or below
+         * its peak in use (its next step is likely to need as much). */
+        uint64_t need = a->reserved > a->peak_in_use ? a->reserved : a->peak_in_use;
+        over = need > ceiling ? need - ceiling : 0;
     }
     if (a)
         unlock(a);
