@@ -7,9 +7,12 @@
  *    with a floor of half the trace's peak beside a second member with a
  *    floor of its own ("governed"). Between passes the live blocks are freed
  *    and every region released (untimed), so each pass grows again and the
- *    timed malloc calls go through the pool's claims as a fresh run would;
- *    a run replays back to back until at least 1,000,000 events have run.
- *    The two are timed alternately, pinned to one CPU, median of N runs each.
+ *    timed malloc calls go through the pool's claims as a fresh run would
+ *    (the worst case for governance); then again with the regions kept;
+ *    a run replays back to back until at least 1,000,000 events have run
+ *    on each, their passes alternating (so both meet the same disturbances),
+ *    pinned to one CPU. Medians of N runs, and the median of the per-run
+ *    differences.
  * 2. Ceiling change to memory released: on a simulated card, a logical
  *    device grows to a given size in its usual doubling regions, frees every
  *    block, and vdev_memory_set_limits() lowers its ceiling to 64 MiB; the
@@ -57,36 +60,55 @@ static void fake_sync(void *ctx) { (void)ctx; }
 
 /* ---- 1. the allocation path ---- */
 
-/* One timed run: passes of the trace until min_events have run; returns ns
- * per event. */
-static double timed_run(const struct vdev_trace *t, vdev_alloc_t *a, uint32_t *h,
-                        uint64_t min_events)
+/* One timed pass of the trace; returns its ns. Untimed after it: the blocks
+ * left live are freed and every region released, so the next pass grows
+ * (and, governed, claims) again. */
+static int regrow = 1; /* release every region after each pass (else keep them) */
+
+static uint64_t timed_pass(const struct vdev_trace *t, vdev_alloc_t *a, uint32_t *h)
 {
-    uint64_t done = 0, ns = 0;
-    while (done < min_events) {
-        uint64_t t0 = vdev_now_ns();
-        for (uint64_t i = 0; i < t->n_events; i++) {
-            const struct vdev_trace_event *e = &t->events[i];
-            if (e->bytes) {
-                struct vdev_block b;
-                if (vdev_alloc_malloc(a, e->bytes, &b) != VDEV_OK) {
-                    fprintf(stderr, "bench_govern: %s\n", vdev_last_error());
-                    exit(1);
-                }
-                h[e->slot] = b.handle;
-            } else {
-                vdev_alloc_free(a, h[e->slot]);
+    uint64_t t0 = vdev_now_ns();
+    for (uint64_t i = 0; i < t->n_events; i++) {
+        const struct vdev_trace_event *e = &t->events[i];
+        if (e->bytes) {
+            struct vdev_block b;
+            if (vdev_alloc_malloc(a, e->bytes, &b) != VDEV_OK) {
+                fprintf(stderr, "bench_govern: %s\n", vdev_last_error());
+                exit(1);
             }
+            h[e->slot] = b.handle;
+        } else {
+            vdev_alloc_free(a, h[e->slot]);
         }
-        ns += vdev_now_ns() - t0;
-        done += t->n_events;
-        /* untimed: the blocks left live, then every region, so the next pass
-         * grows (and claims) again */
-        for (uint32_t k = 0; k < t->n_live_at_end; k++)
-            vdev_alloc_free(a, h[t->live_at_end[k]]);
-        vdev_alloc_release_cached(a);
     }
-    return (double)ns / (double)done;
+    uint64_t ns = vdev_now_ns() - t0;
+    for (uint32_t k = 0; k < t->n_live_at_end; k++)
+        vdev_alloc_free(a, h[t->live_at_end[k]]);
+    if (regrow)
+        vdev_alloc_release_cached(a);
+    return ns;
+}
+
+/* One run: passes alternate between the two allocators (so both see the
+ * same disturbances) until each has replayed min_events; ns per event of
+ * each. */
+static void paired_run(const struct vdev_trace *t, vdev_alloc_t *plain, vdev_alloc_t *gov,
+                       uint32_t *h, uint64_t min_events, double *ns_plain, double *ns_gov)
+{
+    uint64_t done = 0, np = 0, ng = 0;
+    for (int k = 0; done < min_events; k++) {
+        /* which goes first alternates too */
+        if (k % 2) {
+            np += timed_pass(t, plain, h);
+            ng += timed_pass(t, gov, h);
+        } else {
+            ng += timed_pass(t, gov, h);
+            np += timed_pass(t, plain, h);
+        }
+        done += t->n_events;
+    }
+    *ns_plain = (double)np / (double)done;
+    *ns_gov = (double)ng / (double)done;
 }
 
 static int cmp_double(const void *x, const void *y)
@@ -129,21 +151,20 @@ static void bench_path(const char *path, int runs)
         exit(1);
     }
     vdev_pool_attach(pool, m0, gov);
-    uint64_t min_events = 1000000;
-    double p[64], g[64];
-    timed_run(t, plain, h, t->n_events); /* warm both */
-    timed_run(t, gov, h, t->n_events);
+    double p[64], g[64], d[64];
+    paired_run(t, plain, gov, h, t->n_events, &p[0], &g[0]); /* warm both */
     for (int r = 0; r < runs; r++) {
-        p[r] = timed_run(t, plain, h, min_events);
-        g[r] = timed_run(t, gov, h, min_events);
+        paired_run(t, plain, gov, h, 1000000, &p[r], &g[r]);
+        d[r] = 100.0 * (g[r] - p[r]) / p[r];
     }
     qsort(p, (size_t)runs, sizeof *p, cmp_double);
     qsort(g, (size_t)runs, sizeof *g, cmp_double);
-    double mp = p[runs / 2], mg = g[runs / 2];
+    qsort(d, (size_t)runs, sizeof *d, cmp_double);
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    printf("| %s | %llu | %.1f (%.1f–%.1f) | %.1f (%.1f–%.1f) | %+.1f%% |\n", name,
-           (unsigned long long)t->n_events, mp, p[0], p[runs - 1], mg, g[0], g[runs - 1],
-           100.0 * (mg - mp) / mp);
+    printf("| %s | %llu | %.1f (%.1f–%.1f) | %.1f (%.1f–%.1f) "
+           "| %+.1f%% (%+.1f%%…%+.1f%%) |\n",
+           name, (unsigned long long)t->n_events, p[runs / 2], p[0], p[runs - 1], g[runs / 2],
+           g[0], g[runs - 1], d[runs / 2], d[0], d[runs - 1]);
     vdev_alloc_destroy(plain);
     vdev_alloc_destroy(gov);
     vdev_pool_destroy(pool);
@@ -187,8 +208,8 @@ static void bench_release(uint64_t grow_to, int runs)
     }
     qsort(us, (size_t)runs, sizeof *us, cmp_double);
     char b[32];
-    printf("| %s in %llu regions | %.1f (%.1f–%.1f) |\n", vdev_format_bytes(released, b, sizeof b),
-           (unsigned long long)regions, us[runs / 2], us[0], us[runs - 1]);
+    printf("| %s in %llu regions | %.1f (%.1f–%.1f) |\n",
+           vdev_format_bytes(released, b, sizeof b), (unsigned long long)regions, us[runs / 2], us[0], us[runs - 1]);
     vdev_shutdown();
 }
 
@@ -219,8 +240,17 @@ int main(int argc, char **argv)
     printf("Allocation path, ns/event (median of %d runs, min–max), regions released between "
            "passes so every pass grows through the pool:\n\n",
            runs);
-    printf("| trace | events | plain | governed (floors set) | difference |\n");
+    printf("| trace | events | plain | governed (floors set) | difference, per run (min…max) "
+           "|\n");
     printf("|---|---:|---:|---:|---:|\n");
+    for (int i = 0; i < n; i++)
+        bench_path(paths[i], runs);
+    printf("\nThe same with the regions kept between passes (the steady state of a training "
+           "loop):\n\n");
+    printf("| trace | events | plain | governed (floors set) | difference, per run (min…max) "
+           "|\n");
+    printf("|---|---:|---:|---:|---:|\n");
+    regrow = 0;
     for (int i = 0; i < n; i++)
         bench_path(paths[i], runs);
     printf("\nCeiling lowered to 64 MiB on a simulated card, every block freed: duration of "

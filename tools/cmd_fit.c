@@ -161,7 +161,8 @@ static int prepare(struct model *m, char *err, size_t cap)
             m->cut = i + 1;
     }
     free(size);
-    const char *nb = vdev_trace_field(t, "pre_live_blocks"), *bb = vdev_trace_field(t, "pre_live_bytes");
+    const char *nb = vdev_trace_field(t, "pre_live_blocks");
+    const char *bb = vdev_trace_field(t, "pre_live_bytes");
     m->n_pre = 0;
     m->pre_bytes = 0;
     if (nb && bb) {

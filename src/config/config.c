@@ -356,7 +356,7 @@ static enum vdev_status set_gpu_split(const char *name, int gpu, int n, const ui
         const struct vdev_gpu_cfg *e = &S.eff[gpu];
         int same = e->n_logical == n;
         for (int i = 0; same && i < n; i++)
-            same = (ceilings[i] ? e->limits[i] == ceilings[i] : e->limits[i] == S.eff_budget[gpu]) &&
+            same = e->limits[i] == (ceilings[i] ? ceilings[i] : S.eff_budget[gpu]) &&
                    e->floors[i] == floors[i] && e->prios[i] == res[i];
         if (same)
             return VDEV_OK;
@@ -583,9 +583,9 @@ VDEV_API enum vdev_status vdev_config_get_logical_devices(const char *name, uint
     return end(VDEV_OK);
 }
 
-VDEV_API enum vdev_status vdev_config_get_logical_devices_ex(const char *name,
-                                                             struct vdev_logical_device_config *devs,
-                                                             int cap, int *n)
+VDEV_API enum vdev_status
+vdev_config_get_logical_devices_ex(const char *name, struct vdev_logical_device_config *devs,
+                                   int cap, int *n)
 {
     if (!n || cap < 0 || (cap > 0 && !devs))
         return vdev_error(VDEV_ERR_INVALID_ARG,

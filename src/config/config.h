@@ -36,7 +36,8 @@ struct vdev_plan {
     int n_cpus;                   /* logical CPUs, at least 1 (/device:CPU:0..n_cpus-1) */
     int n_devices;                /* logical GPUs */
     struct vdev_plan_device devices[VDEV_MAX_GPUS * 2];
-    uint64_t card_budget[VDEV_MAX_GPUS]; /* per physical GPU in use: what its logical devices share */
+    uint64_t card_budget[VDEV_MAX_GPUS]; /* per physical GPU in use: what its logical
+                                            devices share */
     char alloc_trace_path[1024];  /* VDEV_ALLOC_TRACE, "" if unset */
 };
 
