@@ -531,6 +531,12 @@ static void test_runtime_limits(void)
               "unknown device (there are 2 logical GPUs)");
     CHECK_ERR(vdev_memory_get_limits("GPU:0", NULL), VDEV_ERR_INVALID_ARG,
               "vdev_memory_get_limits: out is NULL");
+    CHECK_STATUS(vdev_memory_get_limits("GPU", &l), VDEV_ERR_INVALID_ARG);
+    CHECK_MSG("Failed parsing device name: 'GPU'");
+    CHECK_STATUS(vdev_memory_set_priority("GPU:5", VDEV_PRIORITY_LOW), VDEV_ERR_NOT_FOUND);
+    CHECK_MSG("No matching devices found for 'GPU:5'");
+    CHECK_STATUS(vdev_memory_set_pressure_callback("CPU:3", on_pressure, NULL), VDEV_ERR_NOT_FOUND);
+    CHECK_MSG("No matching devices found for 'CPU:3'");
     STATS_ADD_UP();
     CHECK_OK(vdev_mem_free("GPU:1", big));
     CHECK_OK(vdev_mem_free("GPU:1", q));
@@ -539,6 +545,110 @@ static void test_runtime_limits(void)
     CHECK_OK(vdev_memory_info("CPU:0", &mi));
     CHECK_EQ_U64(mi.bytes_limit, 64 * MIB);
     STATS_ADD_UP();
+}
+
+/* ---- the pool and the allocator, below the runtime ---- */
+
+static enum vdev_status fake_reserve(void *ctx, uint64_t bytes, void **base)
+{
+    uint64_t *next = ctx;
+    *base = (void *)(uintptr_t)*next;
+    *next += bytes + (1ull << 20);
+    return VDEV_OK;
+}
+
+static void fake_release(void *ctx, void *base, uint64_t bytes)
+{
+    (void)ctx;
+    (void)base;
+    (void)bytes;
+}
+
+static void fake_sync(void *ctx) { (void)ctx; }
+
+static void test_pool_internal(void)
+{
+    vdev_pool_t *p;
+    int m[20];
+    CHECK_OK(vdev_pool_new("/physical_device:GPU:9", 64 * MIB, &p));
+    CHECK_ERR(vdev_pool_add(p, "/device:GPU:0", 32 * MIB, 16 * MIB, VDEV_PRIORITY_LOW, &m[0]),
+              VDEV_ERR_CONFIG,
+              "/physical_device:GPU:9: /device:GPU:0's floor 32.00 MiB and ceiling 16.00 MiB do "
+              "not fit its budget of 64.00 MiB");
+    CHECK_OK(vdev_pool_add(p, "/device:GPU:0", 40 * MIB, 64 * MIB, VDEV_PRIORITY_LOW, &m[0]));
+    CHECK_ERR(vdev_pool_add(p, "/device:GPU:1", 30 * MIB, 64 * MIB, VDEV_PRIORITY_LOW, &m[1]),
+              VDEV_ERR_CONFIG,
+              "/physical_device:GPU:9: its logical devices' floors sum to 70.00 MiB, more than "
+              "its budget of 64.00 MiB");
+    for (int i = 1; i < 16; i++)
+        CHECK_OK(vdev_pool_add(p, "/device:GPU:1", 0, 64 * MIB, VDEV_PRIORITY_DEFAULT, &m[i]));
+    CHECK_ERR(vdev_pool_add(p, "/device:GPU:16", 0, 64 * MIB, VDEV_PRIORITY_LOW, &m[16]),
+              VDEV_ERR_CONFIG, "/physical_device:GPU:9: more than 16 logical devices");
+    /* Claims: member 1 may hold the budget less member 0's floor. */
+    CHECK_EQ_U64(vdev_pool_max_reserved(p, m[1]), 24 * MIB);
+    CHECK_EQ_U64(vdev_pool_claim(p, m[1], 32 * MIB, 8 * MIB), 24 * MIB);
+    CHECK_EQ_U64(vdev_pool_claim(p, m[2], 2 * MIB, 1 * MIB), 0); /* nothing left */
+    CHECK_EQ_U64(vdev_pool_claim(p, m[0], 40 * MIB, 40 * MIB), 40 * MIB); /* its floor */
+    vdev_pool_unclaim(p, m[0], 40 * MIB);
+    vdev_pool_unclaim(p, m[1], 24 * MIB);
+    CHECK_OK(vdev_pool_check(p));
+    /* A preallocating allocator claims its region first: with the pool's
+     * room taken, creation fails and leaves the pool as it was. */
+    uint64_t next = 1ull << 40;
+    struct vdev_alloc_config cfg = {
+        .name = "/device:GPU:2",
+        .limit_bytes = 64 * MIB,
+        .policy = VDEV_POLICY_PREALLOCATE,
+        .source = {.reserve = fake_reserve, .release = fake_release, .sync = fake_sync,
+                   .ctx = &next},
+        .pool = p,
+        .member = m[2],
+        .prealloc_bytes = 32 * MIB,
+    };
+    vdev_alloc_t *a = NULL;
+    CHECK_ERR(vdev_alloc_new(&cfg, &a), VDEV_ERR_OOM,
+              "preallocating 32.00 MiB on /device:GPU:2: the card's pool has no room");
+    CHECK(a == NULL);
+    CHECK_EQ_U64(vdev_pool_reserved(p, m[2]), 0);
+    cfg.prealloc_bytes = 16 * MIB;
+    CHECK_OK(vdev_alloc_new(&cfg, &a));
+    vdev_pool_attach(p, m[2], a);
+    CHECK_EQ_U64(vdev_pool_reserved(p, m[2]), 16 * MIB);
+    CHECK_OK(vdev_alloc_check(a));
+    CHECK_OK(vdev_pool_check(p));
+    vdev_alloc_destroy(a); /* gives its claim back and detaches */
+    CHECK_EQ_U64(vdev_pool_reserved(p, m[2]), 0);
+    CHECK_OK(vdev_pool_check(p));
+    vdev_pool_destroy(p);
+    vdev_pool_destroy(NULL);
+
+    /* An allocator without a pool: its limit moves too. */
+    cfg.pool = NULL;
+    cfg.policy = VDEV_POLICY_GROW;
+    CHECK_OK(vdev_alloc_new(&cfg, &a));
+    struct vdev_block b[3];
+    for (int i = 0; i < 3; i++) /* regions of 8, 16 and 32 MiB */
+        CHECK_OK(vdev_alloc_malloc(a, 8 * MIB << i, &b[i]));
+    vdev_alloc_free(a, b[2].handle);
+    uint64_t rel = 0;
+    CHECK_OK(vdev_alloc_set_limit(a, 16 * MIB, &rel));
+    CHECK_EQ_U64(rel, 32 * MIB);
+    CHECK_OK(vdev_alloc_check(a));
+    struct vdev_block c;
+    CHECK_STATUS(vdev_alloc_malloc(a, 256, &c), VDEV_ERR_OOM);
+    CHECK_MSG("; the ceiling was lowered at run time: new allocations fail until usage fits "
+              "under it (short by 8.00 MiB)");
+    CHECK_ERR(vdev_alloc_set_limit(a, 100, NULL), VDEV_ERR_INVALID_ARG,
+              "vdev_alloc_set_limit: a limit below 256 bytes");
+    CHECK_ERR(vdev_alloc_set_limit(NULL, MIB, NULL), VDEV_ERR_INVALID_ARG,
+              "vdev_alloc_set_limit: NULL allocator");
+    vdev_alloc_free(a, b[1].handle);
+    CHECK_OK(vdev_alloc_malloc(a, 256, &c)); /* usage fits: the 16 MiB region went back */
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_free(a, c.handle);
+    vdev_alloc_free(a, b[0].handle);
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_destroy(a);
 }
 
 /* ---- the trace and the metrics ---- */
@@ -642,6 +752,7 @@ int main(void)
     test_lending();
     test_runtime_limits();
     test_trace_and_metrics();
+    test_pool_internal();
     vdev_shutdown();
     return check_done();
 }
