@@ -14,7 +14,11 @@
  *
  * Policies: VDEV_POLICY_GROW adds regions on demand, each larger than the last
  * (2 MiB, 4 MiB, 8 MiB, ... capped by what is left of the limit), up to the
- * limit; VDEV_POLICY_PREALLOCATE reserves the whole limit in vdev_alloc_new().
+ * limit; VDEV_POLICY_PREALLOCATE reserves the whole limit in vdev_alloc_new()
+ * (or prealloc_bytes of it, a pinned region, and grows above it like GROW).
+ * Governance (govern.h): an allocator in a card's pool claims each region
+ * from the pool before reserving it, so the card's floors hold; its limit
+ * (the ceiling) may change at run time (vdev_alloc_set_limit).
  * Releasing empty regions (vdev_alloc_release_cached(), or the garbage
  * collection below) restarts the doubling from the largest region still
  * held, 2 MiB when none is. Before failing with OOM in growth mode, the
