@@ -172,6 +172,9 @@ VDEV_API enum vdev_status vdev_config_set_logical_devices(const char *physical_d
  * start-up would put in force before it. tf.config.get_logical_device_configuration. */
 VDEV_API enum vdev_status vdev_config_get_logical_devices(const char *physical_device,
                                                           uint64_t *limits_bytes, int cap, int *n);
+/* Floors, ceilings and priorities per logical device, from code and at run
+ * time (vdev_config_set_logical_devices_ex, vdev_memory_set_limits, ...):
+ * vdev/govern.h, included at the end of this header. */
 /* The per-process memory fraction of a GPU's total memory, in (0, 1]; NULL
  * device sets it for every GPU; fraction 0 removes it. A fraction that gives
  * a GPU a budget below 1 MiB is VDEV_ERR_INVALID_ARG naming the smallest
@@ -761,4 +764,7 @@ VDEV_API enum vdev_status vdev_checkpoint_metadata_at(const vdev_checkpoint_t *c
 #ifdef __cplusplus
 }
 #endif
+
+#include "vdev/govern.h" /* floors, ceilings, priorities, limits at run time */
+
 #endif /* VDEV_H */

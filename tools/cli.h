@@ -15,5 +15,6 @@ int vdev_cmd_replay(int argc, char **argv);
 int vdev_cmd_plot(int argc, char **argv);
 int vdev_cmd_demo(int argc, char **argv);
 int vdev_cmd_top(int argc, char **argv);
+int vdev_cmd_fit(int argc, char **argv);
 
 #endif

@@ -4,6 +4,8 @@
  *   vdev demo [options]                three chained models on three GPUs
  *   vdev demo --tf-placement [opts]    the bug report under TensorFlow's rule
  *   vdev demo --split [opts]           two models on one GPU with hard limits
+ *   vdev demo --priority [--steps N]   a critical model keeps its share while two
+ *                                      others grow and shrink (examples/priority.c)
  *
  * Every scenario takes the same options (examples/demo.c parses them and
  * sizes the devices). This file picks the scenario and handles --help and
@@ -63,11 +65,25 @@ static int write_report(const char *dir, const char *trace)
 int vdev_example_chain3(int argc, char **argv);
 int vdev_example_tf_placement(int argc, char **argv);
 int vdev_example_split(int argc, char **argv);
+int vdev_example_priority(int argc, char **argv);
+
+/* The usage of every scenario: demo.c's, then --priority's. */
+static void usage(FILE *f)
+{
+    demo_usage(f);
+    fprintf(f, "\n"
+               "  vdev demo --priority [--steps N] [--report DIR]\n"
+               "                    one GPU split three ways: a critical model with a floor keeps\n"
+               "                    its share while two secondary models grow and shrink in the\n"
+               "                    rest; a monitor thread moves their ceilings, they halve their\n"
+               "                    batch on an out-of-memory error or on memory pressure\n"
+               "                    (--steps N: their training steps, default 40)\n");
+}
 
 static int usage_error(const char *what)
 {
     fprintf(stderr, "vdev demo: %s\n\n", what);
-    demo_usage(stderr);
+    usage(stderr);
     return 2;
 }
 
@@ -80,14 +96,22 @@ int vdev_cmd_demo(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            demo_usage(stdout);
+            usage(stdout);
             return 0;
         }
-        if (!strcmp(a, "--tf-placement") || !strcmp(a, "--split")) {
-            if (scenario && strcmp(scenario, a))
+        if (!strcmp(a, "--tf-placement") || !strcmp(a, "--split") || !strcmp(a, "--priority")) {
+            if (scenario && strcmp(scenario, a) && strcmp(scenario, "--priority") &&
+                strcmp(a, "--priority"))
                 return usage_error("--tf-placement and --split are two scenarios: choose one");
+            if (scenario && strcmp(scenario, a)) {
+                char msg[128];
+                snprintf(msg, sizeof msg, "%s and %s are two scenarios: choose one", scenario, a);
+                return usage_error(msg);
+            }
             scenario = a;
-            run = a[2] == 't' ? vdev_example_tf_placement : vdev_example_split;
+            run = a[2] == 't'   ? vdev_example_tf_placement
+                  : a[2] == 's' ? vdev_example_split
+                                : vdev_example_priority;
         } else if (!strcmp(a, "--report")) {
             if (i + 1 >= argc || !argv[i + 1][0] || argv[i + 1][0] == '-')
                 return usage_error("--report needs a directory");

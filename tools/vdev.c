@@ -2,6 +2,7 @@
  *
  *   vdev devices [--json]        physical and logical devices
  *   vdev replay [--json] TRACE   replay an allocation trace against the allocator
+ *   vdev fit --card C TRACE...   will these models fit this card (replayed together)
  *   vdev plot [--placement] TRACE -o OUT.svg   draw a profiler trace
  *   vdev demo [...]              the main job (see cmd_demo.c)
  *   vdev top [--url U] [--once]  live memory and op rates from a metrics endpoint
@@ -17,6 +18,8 @@
 static const struct vdev_cli_command commands[] = {
     {"devices", "list physical and logical devices, memory and policies", vdev_cmd_devices},
     {"replay", "replay an allocation trace and measure the allocator", vdev_cmd_replay},
+    {"fit", "will these models fit this card: replay their traces together, before they run",
+     vdev_cmd_fit},
     {"top", "live view of memory, ops and copies per device from a metrics endpoint",
      vdev_cmd_top},
     {"plot", "draw a trace (VDEV_TRACE_FILE) as SVG: memory over time, ops per device",

@@ -49,6 +49,7 @@
  */
 #define _GNU_SOURCE
 #include "alloc/alloc_impl.h"
+#include "alloc/govern.h"
 
 /* ------------------------------------------------------------------------ */
 /* records */
@@ -332,7 +333,8 @@ static void pending_poll(struct vdev_alloc *a, int wait)
 /* creation */
 
 /* Checks the config, lays out the records and sentinels, and with PREALLOCATE
- * reserves the whole limit as one region. */
+ * reserves prealloc_bytes (the whole limit by default) as one pinned region,
+ * claimed from the card's pool first when governed. */
 enum vdev_status vdev_alloc_new(const struct vdev_alloc_config *cfg, vdev_alloc_t **out)
 {
     if (!out)
@@ -359,6 +361,13 @@ enum vdev_status vdev_alloc_new(const struct vdev_alloc_config *cfg, vdev_alloc_
     a->hooks = a->trace ? HOOK_TRACE : 0;
     a->free_rec = NIL;
     a->ext_region = NIL;
+    a->pool = cfg->pool;
+    a->member = cfg->member;
+    a->pinned = NIL;
+    uint64_t pre = cfg->prealloc_bytes & SZ_MASK;
+    if (!pre || pre > limit)
+        pre = limit;
+    uint64_t claimed = 0;
     enum vdev_status st = vdev_alloc_records_reserve(a, 1);
     if (st != VDEV_OK)
         goto fail;
@@ -368,7 +377,14 @@ enum vdev_status vdev_alloc_new(const struct vdev_alloc_config *cfg, vdev_alloc_
             st = vdev_error(VDEV_ERR_OOM, "vdev_alloc_new: host out of memory");
             goto fail;
         }
+        if (a->pool && !(claimed = vdev_pool_claim(a->pool, a->member, pre, pre))) {
+            char b[32];
+            st = vdev_error(VDEV_ERR_OOM, "preallocating %s on %s: the card's pool has no room",
+                            vdev_format_bytes(pre, b, sizeof b), a->name);
+            goto fail;
+        }
         void *base = NULL;
+        limit = pre;
         st = a->src.reserve(a->src.ctx, limit, &base);
         if (st != VDEV_OK) {
             char b[32];
@@ -383,12 +399,15 @@ enum vdev_status vdev_alloc_new(const struct vdev_alloc_config *cfg, vdev_alloc_
             goto fail;
         }
         vdev_alloc_region_install(a, slot, base, limit);
+        a->pinned = slot;
         if (a->src.extend)
             a->ext_region = slot;
     }
     *out = a;
     return VDEV_OK;
 fail:
+    if (claimed)
+        vdev_pool_unclaim(a->pool, a->member, claimed);
     free(a->ch);
     free(a->tid);
     free(a->reg);
@@ -408,6 +427,10 @@ void vdev_alloc_destroy(vdev_alloc_t *a)
     for (uint32_t r = 0; r < a->n_reg_slots; r++)
         if (a->reg[r].bytes)
             a->src.release(a->src.ctx, (void *)(uintptr_t)a->reg[r].base, a->reg[r].bytes);
+    if (a->pool) {
+        vdev_pool_unclaim(a->pool, a->member, a->reserved);
+        vdev_pool_attach(a->pool, a->member, NULL);
+    }
     free(a->ch);
     free(a->tid);
     free(a->reg);
@@ -432,52 +455,40 @@ static __attribute__((noinline)) enum vdev_status malloc_bad(struct vdev_alloc *
 }
 
 /* The general path, with the lock held (released here): pending frees,
- * record growth, growth of the device memory, tracing, the lookup table. */
+ * record growth, a limit lowered below what is reserved, growth of the
+ * device memory (alloc_grow.c, which may release the lock to let other
+ * devices lend, and then this starts over), tracing, the lookup table. */
 static __attribute__((noinline)) enum vdev_status malloc_slow(struct vdev_alloc *a, uint64_t bytes,
                                                               struct vdev_block *out)
 {
     uint64_t sz = (bytes + VDEV_ALLOC_ALIGN - 1) & SZ_MASK;
     enum vdev_status st = VDEV_OK;
     uint32_t h;
-    if (a->n_pending)
-        pending_poll(a, 0);
-    if (a->free_rec == NIL && (st = vdev_alloc_records_reserve(a, 1)) != VDEV_OK) {
-        a->n_failed++;
-        goto out;
-    }
-    h = take(a, sz);
-    if (h == NIL && a->n_pending) {
-        /* Rather than fail, wait for the blocks freed after events. */
-        pending_poll(a, 1);
-        h = take(a, sz);
-    }
-    if (h == NIL) {
-        if (a->policy != VDEV_POLICY_GROW) {
-            st = vdev_alloc_fail_oom(a, bytes, sz, WHY_LIMIT, NULL);
+    for (int round = 0;; round++) {
+        if (a->n_pending)
+            pending_poll(a, 0);
+        if ((a->hooks & HOOK_OVER) && (st = vdev_alloc_over_limit(a, bytes, sz)) != VDEV_OK)
             goto out;
-        }
-        enum vdev_alloc_why why;
-        st = vdev_alloc_grow(a, sz, &why);
-        /* Garbage collection: release empty regions and grow again. */
-        if (st == VDEV_ERR_OOM && why != WHY_HOST && vdev_alloc_collect(a, sz))
-            st = vdev_alloc_grow(a, sz, &why);
-        if (st == VDEV_ERR_OOM) {
-            /* The standard message, then the source's reason if it gave one. */
-            char msg[200] = "";
-            if (why != WHY_LIMIT)
-                vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
-            st = vdev_alloc_fail_oom(a, bytes, sz, why, msg);
-            goto out;
-        }
-        if (st != VDEV_OK) {
-            char b0[32];
+        if (a->free_rec == NIL && (st = vdev_alloc_records_reserve(a, 1)) != VDEV_OK) {
             a->n_failed++;
-            vdev_error_prefix("allocating %s on %s", vdev_format_bytes(bytes, b0, sizeof b0),
-                              a->name);
             goto out;
         }
+        h = take(a, sz);
+        if (h == NIL && a->n_pending) {
+            /* Rather than fail, wait for the blocks freed after events. */
+            pending_poll(a, 1);
+            h = take(a, sz);
+        }
+        if (h != NIL)
+            break;
+        int again;
+        if ((st = vdev_alloc_make_room(a, bytes, sz, round, &again)) != VDEV_OK)
+            goto out;
+        if (again)
+            continue;
         h = take(a, sz);
         VDEV_ASSERT(h != NIL);
+        break;
     }
     a->in_use += sz;
     if (a->in_use > a->peak_in_use)

@@ -14,7 +14,11 @@
  *
  * Policies: VDEV_POLICY_GROW adds regions on demand, each larger than the last
  * (2 MiB, 4 MiB, 8 MiB, ... capped by what is left of the limit), up to the
- * limit; VDEV_POLICY_PREALLOCATE reserves the whole limit in vdev_alloc_new().
+ * limit; VDEV_POLICY_PREALLOCATE reserves the whole limit in vdev_alloc_new()
+ * (or prealloc_bytes of it, a pinned region, and grows above it like GROW).
+ * Governance (govern.h): an allocator in a card's pool claims each region
+ * from the pool before reserving it, so the card's floors hold; its limit
+ * (the ceiling) may change at run time (vdev_alloc_set_limit).
  * Releasing empty regions (vdev_alloc_release_cached(), or the garbage
  * collection below) restarts the doubling from the largest region still
  * held, 2 MiB when none is. Before failing with OOM in growth mode, the
@@ -85,16 +89,29 @@ struct vdev_region_source {
     void *ctx;
 };
 
+typedef struct vdev_pool vdev_pool_t; /* a card's shared memory (govern.h) */
+
 struct vdev_alloc_config {
     const char *name;            /* device name used in messages, "/device:GPU:0" (copied) */
     uint64_t limit_bytes;        /* hard cap on reserved bytes (rounded down to 256) */
     enum vdev_memory_policy policy;
     struct vdev_region_source source;
     vdev_alloc_trace_t *trace;   /* (optional) shared trace writer; not owned */
+    /* (optional) governance: the card's pool and this device's member in it
+     * (vdev_pool_add); every region reserved or released is claimed from or
+     * given back to the pool, and growth stops where the pool says. NULL:
+     * the allocator answers to its limit alone. */
+    vdev_pool_t *pool;
+    int member;
+    /* PREALLOCATE: bytes reserved at creation, as one region that is never
+     * released (rounded down to 256); 0: the whole limit. Memory above it is
+     * taken on demand up to the limit, in regions released like growth's. */
+    uint64_t prealloc_bytes;
 };
 
 /* VDEV_OK: *out is yours, release it with vdev_alloc_destroy(). With
- * PREALLOCATE the whole limit is reserved here; a failed reserve gives its
+ * PREALLOCATE prealloc_bytes (the whole limit by default) is reserved here,
+ * claimed from the pool first if there is one; a failed reserve gives its
  * status (VDEV_ERR_OOM) with "preallocating <size> on <device>: " before the
  * source's message. VDEV_ERR_INVALID_ARG for a NULL config, a source without
  * reserve/release, an unknown policy or a limit below 256 bytes. On failure
@@ -181,6 +198,19 @@ void vdev_alloc_reset_peak(vdev_alloc_t *a);
 uint64_t vdev_alloc_release_cached(vdev_alloc_t *a);
 /* Waits for every pending event and frees those blocks. */
 void vdev_alloc_flush_pending(vdev_alloc_t *a);
+
+/* ---- run-time limits (alloc_govern.c) ---- */
+
+/* Sets the limit (rounded down to 256; at least 256) at any time. Raising
+ * takes effect at once. Lowering it below what is reserved syncs the device
+ * (source's sync) and releases empty regions until the reserved bytes fit,
+ * largest first; live memory is never touched: while in use + a request
+ * exceeds the limit, vdev_alloc_malloc() fails with an OOM that says the
+ * ceiling was lowered (reserved memory above the limit is still used for
+ * requests that fit under it). Returns the bytes released; *released may be
+ * NULL. VDEV_ERR_INVALID_ARG for a NULL allocator or a limit below 256. A
+ * governed allocator changes its limit through vdev_pool_set_limits(). */
+enum vdev_status vdev_alloc_set_limit(vdev_alloc_t *a, uint64_t limit_bytes, uint64_t *released);
 
 /* Walks every region and chunk and checks the invariants (chunks tile each
  * region, no two adjacent free chunks, bins hold exactly the free chunks,

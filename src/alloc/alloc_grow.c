@@ -12,12 +12,20 @@
  * DeallocateFreeRegions, "garbage collection"), after one sync of the
  * device, since blocks freed from the host may still be used by queued work.
  * The OOM message then says whether the limit is short (exhaustion), the
- * free memory too split (fragmentation), or the device itself full, and
- * only what would help. Everything here runs with the allocator's lock held
- * and off the fast path.
+ * free memory too split (fragmentation), the card's shared memory held by
+ * other logical devices (governance), or the device itself full, and only
+ * what would help. Everything here runs with the allocator's lock held and
+ * off the fast path, except the lending round of vdev_alloc_make_room(),
+ * which releases the lock while other devices give memory back.
+ *
+ * Governance (govern.h): a governed allocator claims each region from its
+ * card's pool before it asks the source, and gives it back when it releases
+ * it; the pool caps growth at what the card leaves this device. A
+ * preallocated region (the floor) is pinned: never released.
  */
 #define _GNU_SOURCE
 #include "alloc/alloc_impl.h"
+#include "alloc/govern.h"
 
 /* ------------------------------------------------------------------------ */
 /* regions and growth */
@@ -75,6 +83,7 @@ void vdev_alloc_region_install(struct vdev_alloc *a, uint32_t slot, void *base, 
     if (a->reserved > a->peak_reserved)
         a->peak_reserved = a->reserved;
     a->last_region_bytes = bytes;
+    over_hook_update(a);
 }
 
 /* Asks the source for `want` bytes, backing off by 0.9x down to `need` while
@@ -100,10 +109,30 @@ static enum vdev_status reserve_backoff(struct vdev_alloc *a, uint64_t want, uin
     }
 }
 
+/* Room left under the limit (0 when a lowered limit is below what is held). */
+static uint64_t limit_room(const struct vdev_alloc *a)
+{
+    return a->limit > a->reserved ? a->limit - a->reserved : 0;
+}
+
+/* Claims between need and want bytes from the card's pool (all of want when
+ * not governed): the bytes claimed, 0 when the pool has fewer than need. */
+static uint64_t claim(struct vdev_alloc *a, uint64_t want, uint64_t need)
+{
+    return a->pool ? vdev_pool_claim(a->pool, a->member, want, need) : want;
+}
+
+static void unclaim(struct vdev_alloc *a, uint64_t bytes)
+{
+    if (a->pool && bytes)
+        vdev_pool_unclaim(a->pool, a->member, bytes);
+}
+
 /* Grows the in-place region so that its free tail holds sz bytes: by the
- * region's size (doubling it) or what the request needs, capped by the limit,
- * backing off by 0.9x while the source answers OOM. The new space merges with
- * a free tail, so the region stays one free range at the top. */
+ * region's size (doubling it) or what the request needs, capped by the limit
+ * and the card's pool, backing off by 0.9x while the source answers OOM.
+ * The new space merges with a free tail, so the region stays one free range
+ * at the top. */
 static enum vdev_status grow_extend(struct vdev_alloc *a, uint64_t sz, enum vdev_alloc_why *why)
 {
     struct region *r = &a->reg[a->ext_region];
@@ -111,12 +140,18 @@ static enum vdev_status grow_extend(struct vdev_alloc *a, uint64_t sz, enum vdev
     while (a->ch[t].next != NO_NEIGHBOUR)
         t = a->ch[t].next;
     uint64_t tail = cstate(&a->ch[t]) == ST_FREE ? csize(&a->ch[t]) : 0;
-    uint64_t need = sz - tail, avail = a->limit - a->reserved;
+    uint64_t need = sz - tail, avail = limit_room(a);
     if (need > avail)
         return VDEV_ERR_OOM;
     uint64_t want = r->bytes < avail ? r->bytes : avail; /* doubles the region */
     if (want < need)
         want = need;
+    uint64_t claimed = claim(a, want, need);
+    if (!claimed) {
+        *why = WHY_CARD;
+        return VDEV_ERR_OOM;
+    }
+    want = claimed;
     enum vdev_status st;
     for (;;) {
         st = a->src.extend(a->src.ctx, (void *)(uintptr_t)r->base, r->bytes, r->bytes + want);
@@ -126,9 +161,11 @@ static enum vdev_status grow_extend(struct vdev_alloc *a, uint64_t sz, enum vdev
         want = next > need ? next : need;
     }
     if (st != VDEV_OK) {
+        unclaim(a, claimed);
         *why = WHY_SOURCE; /* the source said why */
         return st;
     }
+    unclaim(a, claimed - want);
     if (tail) {
         bin_remove(a, t, bin_of(tail));
         a->ch[t].szst = (tail + want) | ST_FREE;
@@ -147,14 +184,15 @@ static enum vdev_status grow_extend(struct vdev_alloc *a, uint64_t sz, enum vdev
     if (a->reserved > a->peak_reserved)
         a->peak_reserved = a->reserved;
     a->last_region_bytes = r->bytes;
+    over_hook_update(a);
     return VDEV_OK;
 }
 
-/* GROW: adds (or extends) a region so that a free chunk of sz bytes exists.
- * VDEV_ERR_OOM when the limit or the source says no; another status when the
- * source fails otherwise. *why says which (see enum vdev_alloc_why); the thread's error
- * message is set unless the limit alone said no. Nothing observable changes
- * unless it succeeds. */
+/* Adds (or extends) a region so that a free chunk of sz bytes exists.
+ * VDEV_ERR_OOM when the limit, the card's pool or the source says no;
+ * another status when the source fails otherwise. *why says which (see enum
+ * vdev_alloc_why); the thread's error message is set unless the limit or the
+ * pool said no. Nothing observable changes unless it succeeds. */
 enum vdev_status vdev_alloc_grow(struct vdev_alloc *a, uint64_t sz, enum vdev_alloc_why *why)
 {
     *why = WHY_LIMIT;
@@ -165,7 +203,7 @@ enum vdev_status vdev_alloc_grow(struct vdev_alloc *a, uint64_t sz, enum vdev_al
     }
     if (a->src.extend && a->ext_region != NIL)
         return grow_extend(a, sz, why);
-    uint64_t avail = a->limit - a->reserved;
+    uint64_t avail = limit_room(a);
     if (sz > avail)
         return VDEV_ERR_OOM;
     uint64_t want;
@@ -182,10 +220,17 @@ enum vdev_status vdev_alloc_grow(struct vdev_alloc *a, uint64_t sz, enum vdev_al
         *why = WHY_HOST;
         return vdev_error(VDEV_ERR_OOM, "%s: host out of memory for regions", a->name);
     }
+    uint64_t claimed = claim(a, want, sz);
+    if (!claimed) {
+        *why = WHY_CARD;
+        return VDEV_ERR_OOM;
+    }
+    want = claimed;
     void *base = NULL;
     uint64_t got = 0;
     *why = WHY_SOURCE; /* from here on, every failure is the source's, with its message */
     enum vdev_status st = reserve_backoff(a, want, sz, &base, &got);
+    unclaim(a, st == VDEV_OK ? claimed - got : claimed);
     if (st != VDEV_OK)
         return st;
     *why = WHY_LIMIT;
@@ -195,16 +240,16 @@ enum vdev_status vdev_alloc_grow(struct vdev_alloc *a, uint64_t sz, enum vdev_al
     return VDEV_OK;
 }
 
-/* Whether region slot r is empty: one free chunk (no live or pending block). */
+/* Whether region slot r is empty: one free chunk (no live or pending block),
+ * and not the pinned (preallocated) region, which is never released. */
 static int region_empty(const struct vdev_alloc *a, uint32_t r)
 {
     const struct region *g = &a->reg[r];
     const struct chunk *c = &a->ch[g->first];
-    return g->bytes && cstate(c) == ST_FREE && csize(c) == g->bytes;
+    return g->bytes && r != a->pinned && cstate(c) == ST_FREE && csize(c) == g->bytes;
 }
 
-/* Bytes in empty regions. */
-static uint64_t empty_bytes(const struct vdev_alloc *a)
+uint64_t vdev_alloc_empty_bytes(const struct vdev_alloc *a)
 {
     uint64_t empty = 0;
     for (uint32_t r = 0; r < a->n_reg_slots; r++)
@@ -213,61 +258,84 @@ static uint64_t empty_bytes(const struct vdev_alloc *a)
     return empty;
 }
 
-/* Whether releasing the empty regions would leave room under the limit for
- * a new region of sz bytes (TensorFlow's test before it collects). */
-static int release_makes_room(const struct vdev_alloc *a, uint64_t sz)
+/* Whether releasing the empty regions would leave room for a new region of
+ * sz bytes under the limit and under what the card's pool leaves this
+ * device (TensorFlow's test before it collects, with the pool added). */
+static int release_makes_room(struct vdev_alloc *a, uint64_t sz)
 {
-    uint64_t empty = a->policy == VDEV_POLICY_GROW ? empty_bytes(a) : 0;
-    return empty && sz <= a->limit - a->reserved + empty;
+    uint64_t empty = vdev_alloc_empty_bytes(a);
+    if (!empty)
+        return 0;
+    uint64_t cap = a->limit;
+    if (a->pool) {
+        uint64_t most = vdev_pool_max_reserved(a->pool, a->member);
+        cap = most < cap ? most : cap;
+    }
+    uint64_t after = a->reserved - empty;
+    return cap > after && sz <= cap - after;
 }
 
-/* Gives every empty region back to the source and returns the bytes released.
- * A region with a pending block is not empty, so it stays until the block's
- * event has passed. Releasing restarts the growth schedule: the next region
- * doubles the largest region still held (2 MiB when none is), not the
- * regions just released, which would make every release-and-grow cycle
- * reserve twice as much as the last (2, 4, 8 MiB ... then the limit). */
-static uint64_t release_empty(struct vdev_alloc *a)
+/* Gives one empty region back to the source and the pool. */
+static void release_region(struct vdev_alloc *a, uint32_t r)
 {
-    uint64_t released = 0, held = 0;
-    for (uint32_t r = 0; r < a->n_reg_slots; r++) {
-        struct region *g = &a->reg[r];
-        if (!g->bytes)
-            continue;
-        if (!region_empty(a, r)) {
-            held = g->bytes > held ? g->bytes : held;
-            continue;
-        }
-        bin_remove(a, g->first, bin_of(g->bytes));
-        record_push(a, g->first);
-        a->src.release(a->src.ctx, (void *)(uintptr_t)g->base, g->bytes);
-        released += g->bytes;
-        a->reserved -= g->bytes;
-        a->n_regions--;
-        g->bytes = 0;
-        if (a->ext_region == r)
-            a->ext_region = NIL;
+    struct region *g = &a->reg[r];
+    bin_remove(a, g->first, bin_of(g->bytes));
+    record_push(a, g->first);
+    a->src.release(a->src.ctx, (void *)(uintptr_t)g->base, g->bytes);
+    unclaim(a, g->bytes);
+    a->reserved -= g->bytes;
+    a->n_regions--;
+    g->bytes = 0;
+    if (a->ext_region == r)
+        a->ext_region = NIL;
+}
+
+/* Gives empty regions back while more than `keep` bytes are reserved,
+ * largest first (keep 0: every empty region), and returns the bytes
+ * released. A region with a pending block is not empty, so it stays until
+ * the block's event has passed; the pinned region always stays. Releasing
+ * restarts the growth schedule: the next region doubles the largest region
+ * still held (2 MiB when none is), not the regions just released, which
+ * would make every release-and-grow cycle reserve twice as much as the last
+ * (2, 4, 8 MiB ... then the limit). */
+uint64_t vdev_alloc_release_empty(struct vdev_alloc *a, uint64_t keep)
+{
+    uint64_t released = 0;
+    while (a->reserved > keep) {
+        uint32_t best = NIL;
+        for (uint32_t r = 0; r < a->n_reg_slots; r++)
+            if (region_empty(a, r) && (best == NIL || a->reg[r].bytes > a->reg[best].bytes))
+                best = r;
+        if (best == NIL)
+            break;
+        released += a->reg[best].bytes;
+        release_region(a, best);
     }
-    if (released)
+    if (released) {
+        uint64_t held = 0;
+        for (uint32_t r = 0; r < a->n_reg_slots; r++)
+            held = a->reg[r].bytes > held ? a->reg[r].bytes : held;
         a->last_region_bytes = held;
+        over_hook_update(a);
+    }
     return released;
 }
 
 /* Garbage collection before OOM, as TensorFlow's BFC allocator does it (its
  * DeallocateFreeRegions): when a request of sz bytes found no free chunk and
  * growth failed, and releasing the empty regions would leave room under the
- * limit for sz, syncs the device once (blocks freed with vdev_alloc_free()
- * may still be used by queued work) and releases them; the caller then
- * grows again. Regions holding a live or pending block stay; by the time
- * malloc gets here it has waited for every pending event. GROW only, and
- * only with a source that can sync. Returns the bytes released (0: nothing
- * was done). */
+ * limit (and the card's pool) for sz, syncs the device once (blocks freed
+ * with vdev_alloc_free() may still be used by queued work) and releases
+ * them; the caller then grows again. Regions holding a live or pending block
+ * stay, and so does the pinned one; by the time malloc gets here it has
+ * waited for every pending event. Only with a source that can sync. Returns
+ * the bytes released (0: nothing was done). */
 uint64_t vdev_alloc_collect(struct vdev_alloc *a, uint64_t sz)
 {
     if (!a->src.sync || !release_makes_room(a, sz))
         return 0;
     a->src.sync(a->src.ctx);
-    return release_empty(a);
+    return vdev_alloc_release_empty(a, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -281,7 +349,7 @@ static void free_blocks(const struct vdev_alloc *a, uint64_t *total, uint64_t *n
                         uint64_t *largest)
 {
     const struct chunk *ch = a->ch;
-    uint64_t room = a->limit - a->reserved;
+    uint64_t room = limit_room(a);
     uint32_t tail = NIL;
     if (room && a->src.extend && a->ext_region != NIL) {
         uint32_t t = a->reg[a->ext_region].first;
@@ -308,7 +376,10 @@ static void free_blocks(const struct vdev_alloc *a, uint64_t *total, uint64_t *n
 /* The OOM error of the header; counts the failure. Called with the lock.
  * sz: the request after rounding (bytes itself when it cannot be rounded).
  * Says which kind of failure it is and what would help, only what applies:
- *  - exhaustion (in use + sz > limit): by how much the limit is short;
+ *  - exhaustion (in use + sz > limit): by how much the limit is short, or,
+ *    after the limit was lowered at run time, that the ceiling was lowered;
+ *  - the card's pool had no shared memory left for this device (governed):
+ *    msg, vdev_pool_reclaim()'s report of whose memory is where;
  *  - the source said no below the limit (the physical device is full): its
  *    message, and that memory held by others on it would help;
  *  - host out of memory: its message;
@@ -324,11 +395,23 @@ enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint6
     a->n_failed++;
     if (a->trace)
         vdev_alloc_trace_failed(a->trace, bytes);
-    uint64_t room = a->limit - a->in_use;
+    uint64_t room = a->limit > a->in_use ? a->limit - a->in_use : 0;
     if (sz > room) {
-        snprintf(tail, sizeof tail,
-                 "; the limit is short by %s; would help: a larger limit, a smaller batch",
-                 vdev_format_bytes(sz - room, b4, sizeof b4));
+        uint64_t over = a->in_use > a->limit ? a->in_use - a->limit : 0;
+        uint64_t short_by = sz - room > UINT64_MAX - over ? UINT64_MAX : sz - room + over;
+        if (a->limit_lowered)
+            snprintf(tail, sizeof tail,
+                     "; the ceiling was lowered at run time: new allocations fail until usage "
+                     "fits under it (short by %s); would help: freeing memory on this device, a "
+                     "smaller batch, a higher ceiling",
+                     vdev_format_bytes(short_by, b4, sizeof b4));
+        else
+            snprintf(tail, sizeof tail,
+                     "; the limit is short by %s; would help: a larger limit, a smaller batch",
+                     vdev_format_bytes(short_by, b4, sizeof b4));
+    } else if (why == WHY_CARD) {
+        snprintf(tail, sizeof tail, "; %s",
+                 msg && *msg ? msg : "the card's shared memory is taken");
     } else if (why == WHY_SOURCE) {
         snprintf(tail, sizeof tail,
                  "; %s; would help: vdev_memory_release_cached() or memory growth on for the "
@@ -356,14 +439,68 @@ enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint6
                       vdev_format_bytes(vdev_alloc_largest_free(a), b3, sizeof b3), tail);
 }
 
-/* GROW only: hands back every empty region (see release_empty), which also
- * restarts the growth schedule. */
+/* ------------------------------------------------------------------------ */
+/* what malloc's general path calls */
+
+enum vdev_status vdev_alloc_make_room(struct vdev_alloc *a, uint64_t bytes, uint64_t sz,
+                                      int round, int *again)
+{
+    *again = 0;
+    enum vdev_alloc_why why;
+    enum vdev_status st = vdev_alloc_grow(a, sz, &why);
+    /* Garbage collection: release empty regions and grow again. */
+    if (st == VDEV_ERR_OOM && why != WHY_HOST && vdev_alloc_collect(a, sz))
+        st = vdev_alloc_grow(a, sz, &why);
+    if (st == VDEV_ERR_OOM && why == WHY_CARD && round < 2) {
+        /* Lending: devices of lower priority give their empty regions back.
+         * They take their own locks (and wait for their streams), so this
+         * one is released meanwhile; the caller then starts over. */
+        vdev_pool_t *pool = a->pool;
+        int member = a->member;
+        unlock(a);
+        char report[400];
+        vdev_pool_reclaim(pool, member, sz, report, sizeof report);
+        lock(a);
+        *again = 1;
+        return VDEV_OK;
+    }
+    if (st == VDEV_ERR_OOM) {
+        /* The standard message, then the source's reason if it gave one, or
+         * the pool's report of whose memory is where. */
+        char msg[400] = "";
+        if (why == WHY_CARD)
+            vdev_strlcpy(msg, vdev_pool_last_report(), sizeof msg);
+        else if (why != WHY_LIMIT)
+            vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+        return vdev_alloc_fail_oom(a, bytes, sz, why, msg);
+    }
+    if (st != VDEV_OK) {
+        char b0[32];
+        a->n_failed++;
+        vdev_error_prefix("allocating %s on %s", vdev_format_bytes(bytes, b0, sizeof b0), a->name);
+    }
+    return st;
+}
+
+enum vdev_status vdev_alloc_over_limit(struct vdev_alloc *a, uint64_t bytes, uint64_t sz)
+{
+    /* Regions emptied since the limit was lowered go back first. */
+    if (a->reserved > a->limit && a->src.sync && vdev_alloc_empty_bytes(a)) {
+        a->src.sync(a->src.ctx);
+        vdev_alloc_release_empty(a, a->limit);
+    }
+    uint64_t room = a->limit > a->in_use ? a->limit - a->in_use : 0;
+    if (sz > room)
+        return vdev_alloc_fail_oom(a, bytes, sz, WHY_LIMIT, NULL);
+    return VDEV_OK;
+}
+
+/* Hands back every empty region but the pinned one (see
+ * vdev_alloc_release_empty), which also restarts the growth schedule. */
 uint64_t vdev_alloc_release_cached(vdev_alloc_t *a)
 {
-    uint64_t released = 0;
     lock(a);
-    if (a->policy == VDEV_POLICY_GROW)
-        released = release_empty(a);
+    uint64_t released = vdev_alloc_release_empty(a, 0);
     unlock(a);
     return released;
 }

@@ -47,6 +47,9 @@ enum { ST_UNUSED = 0, ST_FREE = 1, ST_LIVE = 2, ST_PENDING = 3 };
 
 /* hooks: the reasons to leave the fast path */
 enum { HOOK_TRACE = 1, HOOK_LOOKUP = 2, HOOK_PENDING = 4 };
+/* governance (alloc_govern.c): more is reserved than the limit allows (the
+ * limit was lowered at run time), so malloc must check the limit itself. */
+enum { HOOK_OVER = 8 };
 
 struct chunk {
     uint64_t addr;         /* device address of the first byte */
@@ -95,6 +98,13 @@ struct vdev_alloc {
     uint32_t *lk;          /* lookup table: handles, NIL = empty */
     uint32_t lk_cap, lk_n; /* slots (a power of two), entries */
     char name[64];
+
+    /* ---- governance (alloc_govern.c; off the fast path) ---- */
+    struct vdev_pool *pool; /* the card's pool of shared memory; NULL: not governed */
+    int member;             /* this allocator's index in the pool */
+    uint32_t pinned;        /* PREALLOCATE: the region reserved at creation, never released
+                               (NIL: none) */
+    int limit_lowered;      /* 1 after vdev_alloc_set_limit() lowered the limit, until a raise */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -229,8 +239,9 @@ static inline void record_push(struct vdev_alloc *a, uint32_t r)
 /* shared between the files of src/alloc (all called with the lock held) */
 
 /* Why growth failed: the limit left no room (no message set), the source
- * said no (its message is set), or the host ran out (message set). */
-enum vdev_alloc_why { WHY_LIMIT, WHY_SOURCE, WHY_HOST };
+ * said no (its message is set), the host ran out (message set), or the
+ * card's pool had no shared memory left for this device (no message set). */
+enum vdev_alloc_why { WHY_LIMIT, WHY_SOURCE, WHY_HOST, WHY_CARD };
 
 /* alloc.c: makes sure `need` unused records exist (host OOM: nothing changes). */
 enum vdev_status vdev_alloc_records_reserve(struct vdev_alloc *a, uint32_t need);
@@ -243,5 +254,32 @@ enum vdev_status vdev_alloc_grow(struct vdev_alloc *a, uint64_t sz, enum vdev_al
 uint64_t vdev_alloc_collect(struct vdev_alloc *a, uint64_t sz);
 enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint64_t sz,
                                      enum vdev_alloc_why why, const char *msg);
+/* Gives empty regions back (never the pinned one) while more than `keep`
+ * bytes are reserved, largest first; returns the bytes released. */
+uint64_t vdev_alloc_release_empty(struct vdev_alloc *a, uint64_t keep);
+/* Bytes in empty regions that may be released (the pinned one excluded). */
+uint64_t vdev_alloc_empty_bytes(const struct vdev_alloc *a);
+/* No free chunk of sz bytes: grows (GROW and PREALLOCATE alike: the limit,
+ * the card's pool and the source decide), collects empty regions and grows
+ * again; on the first two rounds, when the card's pool refused, releases the
+ * lock, lends (vdev_pool_reclaim) and sets *again (the caller retakes and
+ * retries: others may have taken the room meanwhile).
+ * VDEV_OK: a free chunk of sz bytes exists (unless *again). Otherwise the OOM
+ * or the source's error, with the message set and the failure counted. */
+enum vdev_status vdev_alloc_make_room(struct vdev_alloc *a, uint64_t bytes, uint64_t sz,
+                                      int round, int *again);
+/* HOOK_OVER is set: releases empty regions above the limit (after a sync),
+ * then fails with the OOM of a lowered ceiling when in use + sz exceeds the
+ * limit. VDEV_OK: the request may go on. */
+enum vdev_status vdev_alloc_over_limit(struct vdev_alloc *a, uint64_t bytes, uint64_t sz);
+
+/* HOOK_OVER set exactly when more is reserved than the limit allows. */
+static inline void over_hook_update(struct vdev_alloc *a)
+{
+    if (a->reserved > a->limit)
+        a->hooks |= HOOK_OVER;
+    else
+        a->hooks &= ~(unsigned)HOOK_OVER;
+}
 
 #endif /* VDEV_ALLOC_IMPL_H */

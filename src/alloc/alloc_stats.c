@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "alloc/alloc_impl.h"
+#include "alloc/govern.h"
 
 /* ------------------------------------------------------------------------ */
 /* statistics */
@@ -196,9 +197,21 @@ enum vdev_status vdev_alloc_check(vdev_alloc_t *a)
             (unsigned long long)(a->n_allocs_total - a->n_frees_total), (unsigned long long)pend,
             (unsigned long long)a->pending_bytes, (unsigned long long)reserved,
             (unsigned long long)a->reserved, n_reg, a->n_regions);
-    if (a->reserved > a->limit || a->peak_reserved < a->reserved || a->peak_in_use < a->in_use)
+    /* More may be reserved than the limit only after the limit was lowered
+     * at run time, and then HOOK_OVER must send malloc to the general path. */
+    if ((a->reserved > a->limit && !a->limit_lowered) || a->peak_reserved < a->reserved ||
+        a->peak_in_use < a->in_use)
         BAD("reserved %llu exceeds the limit %llu or a peak is below its current value",
             (unsigned long long)a->reserved, (unsigned long long)a->limit);
+    if (!!(a->hooks & HOOK_OVER) != (a->reserved > a->limit))
+        BAD("hook flags %#x disagree with reserved %llu and limit %llu", a->hooks,
+            (unsigned long long)a->reserved, (unsigned long long)a->limit);
+    if (a->pinned != NIL && (a->pinned >= a->n_reg_slots || !a->reg[a->pinned].bytes))
+        BAD("the pinned region %u is not held", a->pinned);
+    if (a->pool && vdev_pool_reserved(a->pool, a->member) != a->reserved)
+        BAD("the card's pool counts %llu bytes reserved, the allocator holds %llu",
+            (unsigned long long)vdev_pool_reserved(a->pool, a->member),
+            (unsigned long long)a->reserved);
     for (uint32_t i = 0; i < a->n_pending; i++)
         if (cstate(&ch[a->pend[i].handle]) != ST_PENDING)
             BAD("pending entry %u names chunk %u, which is not pending", i, a->pend[i].handle);

@@ -305,6 +305,73 @@ static enum vdev_status set_logical_cpus(const char *name, const uint64_t *limit
     return VDEV_OK;
 }
 
+/* Checks one size of logical device i of `name` ("limit", "floor" or
+ * "ceiling"): at least 1 MiB (TensorFlow takes MiB: 4096 meant as 4 GiB is
+ * 4 KiB here); a floor or ceiling may be 0 (none, the card's budget). */
+static enum vdev_status check_size(const char *name, int i, const char *what, uint64_t bytes)
+{
+    if (bytes == 0 && what[0] == 'l')
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "Setting memory limit is required for GPU virtual devices: logical "
+                          "device %d of %s has a limit of 0 bytes (at least 1 MiB)",
+                          i, name);
+    if (bytes == 0 || bytes >= MIB)
+        return VDEV_OK;
+    return vdev_error(VDEV_ERR_INVALID_ARG,
+                      "logical device %d of %s has a %s of %llu bytes, less than 1 MiB: %ss are "
+                      "in bytes (did you mean %lluMiB, i.e. %lluull << 20?)",
+                      i, name, what, (unsigned long long)bytes, what, (unsigned long long)bytes,
+                      (unsigned long long)bytes);
+}
+
+/* Records a GPU's split (checked), or compares it with what is in force
+ * after start-up. Lock held. */
+static enum vdev_status set_gpu_split(const char *name, int gpu, int n, const uint64_t *floors,
+                                      const uint64_t *ceilings, const enum vdev_priority *prios)
+{
+    if (n > VDEV_MAX_LOGICAL_PER_GPU)
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "%d logical devices requested on %s; at most %d per GPU", n, name,
+                          VDEV_MAX_LOGICAL_PER_GPU);
+    for (int i = 0; i < n; i++) {
+        if ((unsigned)prios[i] >= VDEV_PRIORITY_COUNT)
+            return vdev_error(VDEV_ERR_INVALID_ARG,
+                              "logical device %d of %s has priority %d (low, normal, high or "
+                              "critical)",
+                              i, name, (int)prios[i]);
+        if (ceilings[i] && floors[i] > ceilings[i]) {
+            char b1[32], b2[32];
+            return vdev_error(VDEV_ERR_INVALID_ARG,
+                              "logical device %d of %s has a floor of %s above its ceiling of %s",
+                              i, name, vdev_format_bytes(floors[i], b1, sizeof b1),
+                              vdev_format_bytes(ceilings[i], b2, sizeof b2));
+        }
+    }
+    enum vdev_priority res[VDEV_MAX_LOGICAL_PER_GPU];
+    for (int i = 0; i < n; i++)
+        res[i] = prios[i] == VDEV_PRIORITY_DEFAULT ? VDEV_PRIORITY_NORMAL : prios[i];
+    struct vdev_gpu_cfg *g = &S.gpus[gpu];
+    if (S.frozen) {
+        /* In force: ceilings of 0 were resolved to the card's budget. */
+        const struct vdev_gpu_cfg *e = &S.eff[gpu];
+        int same = e->n_logical == n;
+        for (int i = 0; same && i < n; i++)
+            same = e->limits[i] == (ceilings[i] ? ceilings[i] : S.eff_budget[gpu]) &&
+                   e->floors[i] == floors[i] && e->prios[i] == res[i];
+        if (same)
+            return VDEV_OK;
+        return vdev_error(VDEV_ERR_ALREADY_INITIALIZED,
+                          "Virtual devices cannot be modified after being initialized");
+    }
+    g->n_logical = n;
+    for (int i = 0; i < n; i++) {
+        g->limits[i] = ceilings[i];
+        g->floors[i] = floors[i];
+        g->prios[i] = res[i];
+    }
+    return VDEV_OK;
+}
+
 VDEV_API enum vdev_status vdev_config_set_logical_devices(const char *name, const uint64_t *limits,
                                                           int n)
 {
@@ -327,37 +394,62 @@ VDEV_API enum vdev_status vdev_config_set_logical_devices(const char *name, cons
         return end(vdev_error(VDEV_ERR_INVALID_ARG,
                               "%d logical devices requested on %s; at most %d per GPU", n, name,
                               VDEV_MAX_LOGICAL_PER_GPU));
+    enum vdev_priority prios[VDEV_MAX_LOGICAL_PER_GPU];
     for (int i = 0; i < n; i++) {
-        if (limits[i] == 0)
-            return end(vdev_error(VDEV_ERR_INVALID_ARG,
-                                  "Setting memory limit is required for GPU virtual devices: "
-                                  "logical device %d of %s has a limit of 0 bytes (at least "
-                                  "1 MiB)",
-                                  i, name));
-        /* TensorFlow takes MiB: 4096 meant as 4 GiB is 4 KiB here. */
-        if (limits[i] < MIB)
-            return end(vdev_error(VDEV_ERR_INVALID_ARG,
-                                  "logical device %d of %s has a limit of %llu bytes, less than "
-                                  "1 MiB: limits are in bytes (did you mean %lluMiB, i.e. "
-                                  "%lluull << 20?)",
-                                  i, name, (unsigned long long)limits[i],
-                                  (unsigned long long)limits[i], (unsigned long long)limits[i]));
+        if ((st = check_size(name, i, "limit", limits[i])) != VDEV_OK)
+            return end(st);
+        prios[i] = VDEV_PRIORITY_NORMAL;
     }
-    struct vdev_gpu_cfg *g = &S.gpus[gpu];
-    if (S.frozen) {
-        const struct vdev_gpu_cfg *e = &S.eff[gpu];
-        int same = e->n_logical == n;
-        for (int i = 0; same && i < n; i++)
-            same = e->limits[i] == limits[i];
-        if (same)
-            return end(VDEV_OK);
-        return end(vdev_error(VDEV_ERR_ALREADY_INITIALIZED,
-                              "Virtual devices cannot be modified after being initialized"));
+    /* A plain limit is a fixed share: floor and ceiling alike. */
+    return end(set_gpu_split(name, gpu, n, limits, limits, prios));
+}
+
+VDEV_API enum vdev_status vdev_config_set_logical_devices_ex(
+    const char *name, const struct vdev_logical_device_config *devs, int n)
+{
+    if (n < 0 || (n > 0 && !devs))
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "vdev_config_set_logical_devices_ex: bad arguments (%s)",
+                          n < 0 ? "n < 0" : "devs NULL");
+    enum vdev_status st = begin();
+    if (st != VDEV_OK)
+        return st;
+    int gpu, is_cpu;
+    if ((st = physical_gpu(name, &gpu, &is_cpu)) != VDEV_OK)
+        return end(st);
+    if (is_cpu) {
+        for (int i = 0; i < n; i++) {
+            if (devs[i].floor_bytes || devs[i].ceiling_bytes)
+                return end(vdev_error(VDEV_ERR_INVALID_ARG,
+                                      "Setting memory limit on CPU virtual devices is currently "
+                                      "not supported (logical device %d of %s has a floor of "
+                                      "%llu and a ceiling of %llu bytes; pass zeros)",
+                                      i, name, (unsigned long long)devs[i].floor_bytes,
+                                      (unsigned long long)devs[i].ceiling_bytes));
+            if (devs[i].priority != VDEV_PRIORITY_DEFAULT)
+                return end(vdev_error(VDEV_ERR_INVALID_ARG,
+                                      "Setting experimental_priority on CPU virtual devices is "
+                                      "currently not supported (logical device %d of %s; set "
+                                      "it at run time with vdev_memory_set_priority)",
+                                      i, name));
+        }
+        return end(set_logical_cpus(name, NULL, n));
     }
-    g->n_logical = n;
-    for (int i = 0; i < n; i++)
-        g->limits[i] = limits[i];
-    return end(VDEV_OK);
+    if (n > VDEV_MAX_LOGICAL_PER_GPU)
+        return end(vdev_error(VDEV_ERR_INVALID_ARG,
+                              "%d logical devices requested on %s; at most %d per GPU", n, name,
+                              VDEV_MAX_LOGICAL_PER_GPU));
+    uint64_t floors[VDEV_MAX_LOGICAL_PER_GPU], ceilings[VDEV_MAX_LOGICAL_PER_GPU];
+    enum vdev_priority prios[VDEV_MAX_LOGICAL_PER_GPU];
+    for (int i = 0; i < n; i++) {
+        if ((st = check_size(name, i, "floor", devs[i].floor_bytes)) != VDEV_OK ||
+            (st = check_size(name, i, "ceiling", devs[i].ceiling_bytes)) != VDEV_OK)
+            return end(st);
+        floors[i] = devs[i].floor_bytes;
+        ceilings[i] = devs[i].ceiling_bytes;
+        prios[i] = devs[i].priority;
+    }
+    return end(set_gpu_split(name, gpu, n, floors, ceilings, prios));
 }
 
 /* A fraction whose budget is below 1 MiB on GPU `gpu` holds nothing. */
@@ -443,6 +535,30 @@ VDEV_API enum vdev_status vdev_config_get_visible_devices(int *gpu_indices, int 
     return end(VDEV_OK);
 }
 
+/* The split in force (after start-up) or that start-up would put in force:
+ * *g is NULL for the CPU, whose logical devices *n_cpus counts. Lock held;
+ * *r is to be freed by the caller. */
+static enum vdev_status split_of(int gpu, int is_cpu, struct vdev_config_resolved **r,
+                                 const struct vdev_gpu_cfg **g, int *n_cpus)
+{
+    *r = NULL;
+    *g = is_cpu ? NULL : &S.eff[gpu];
+    *n_cpus = S.eff_n_cpus;
+    if (S.frozen)
+        return VDEV_OK;
+    if (!(*r = malloc(sizeof **r)))
+        return vdev_error(VDEV_ERR_OOM, "out of host memory");
+    enum vdev_status st = vdev_config_resolve_locked(*r);
+    if (st != VDEV_OK) {
+        free(*r);
+        *r = NULL;
+        return st;
+    }
+    *g = is_cpu ? NULL : &(*r)->gpu[gpu];
+    *n_cpus = (*r)->n_cpus;
+    return VDEV_OK;
+}
+
 VDEV_API enum vdev_status vdev_config_get_logical_devices(const char *name, uint64_t *limits,
                                                           int cap, int *n)
 {
@@ -451,26 +567,49 @@ VDEV_API enum vdev_status vdev_config_get_logical_devices(const char *name, uint
     enum vdev_status st = begin();
     if (st != VDEV_OK)
         return st;
-    int gpu, is_cpu;
+    int gpu, is_cpu, n_cpus;
     if ((st = physical_gpu(name, &gpu, &is_cpu)) != VDEV_OK)
         return end(st);
-    struct vdev_config_resolved *r = NULL;
-    const struct vdev_gpu_cfg *g = is_cpu ? NULL : &S.eff[gpu];
-    int n_cpus = S.eff_n_cpus;
-    if (!S.frozen) {
-        if (!(r = malloc(sizeof *r)))
-            return end(vdev_error(VDEV_ERR_OOM, "out of host memory"));
-        if ((st = vdev_config_resolve_locked(r)) != VDEV_OK) {
-            free(r);
-            return end(st);
-        }
-        g = is_cpu ? NULL : &r->gpu[gpu];
-        n_cpus = r->n_cpus;
-    }
+    struct vdev_config_resolved *r;
+    const struct vdev_gpu_cfg *g;
+    if ((st = split_of(gpu, is_cpu, &r, &g, &n_cpus)) != VDEV_OK)
+        return end(st);
     /* The CPU unsplit is no configuration, as one GPU unsplit is. */
     int count = is_cpu ? (n_cpus > 1 ? n_cpus : 0) : g->n_logical;
     for (int i = 0; i < count && i < cap; i++)
         limits[i] = is_cpu ? 0 : g->limits[i];
+    *n = count;
+    free(r);
+    return end(VDEV_OK);
+}
+
+VDEV_API enum vdev_status
+vdev_config_get_logical_devices_ex(const char *name, struct vdev_logical_device_config *devs,
+                                   int cap, int *n)
+{
+    if (!n || cap < 0 || (cap > 0 && !devs))
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "vdev_config_get_logical_devices_ex: bad arguments");
+    enum vdev_status st = begin();
+    if (st != VDEV_OK)
+        return st;
+    int gpu, is_cpu, n_cpus;
+    if ((st = physical_gpu(name, &gpu, &is_cpu)) != VDEV_OK)
+        return end(st);
+    struct vdev_config_resolved *r;
+    const struct vdev_gpu_cfg *g;
+    if ((st = split_of(gpu, is_cpu, &r, &g, &n_cpus)) != VDEV_OK)
+        return end(st);
+    int count = is_cpu ? (n_cpus > 1 ? n_cpus : 0) : g->n_logical;
+    for (int i = 0; i < count && i < cap; i++) {
+        memset(&devs[i], 0, sizeof devs[i]);
+        devs[i].priority = VDEV_PRIORITY_NORMAL;
+        if (!is_cpu) {
+            devs[i].floor_bytes = g->floors[i];
+            devs[i].ceiling_bytes = g->limits[i];
+            devs[i].priority = g->prios[i];
+        }
+    }
     *n = count;
     free(r);
     return end(VDEV_OK);

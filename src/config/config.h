@@ -22,7 +22,9 @@
 /* One logical device of the plan. */
 struct vdev_plan_device {
     int physical;                 /* physical GPU index */
-    uint64_t limit_bytes;
+    uint64_t limit_bytes;         /* its ceiling */
+    uint64_t floor_bytes;         /* guaranteed to it (governance); <= limit_bytes */
+    enum vdev_priority priority;  /* LOW..CRITICAL */
     enum vdev_memory_policy policy;
     int is_split;                 /* carved out by a logical-device configuration */
 };
@@ -34,6 +36,8 @@ struct vdev_plan {
     int n_cpus;                   /* logical CPUs, at least 1 (/device:CPU:0..n_cpus-1) */
     int n_devices;                /* logical GPUs */
     struct vdev_plan_device devices[VDEV_MAX_GPUS * 2];
+    uint64_t card_budget[VDEV_MAX_GPUS]; /* per physical GPU in use: what its logical
+                                            devices share */
     char alloc_trace_path[1024];  /* VDEV_ALLOC_TRACE, "" if unset */
 };
 
@@ -71,6 +75,15 @@ enum vdev_status vdev_config_parse_bool(const char *var, const char *value, int 
  * when the text is a size but not a whole number of bytes, 0 when it is not
  * a size at all. The caller writes the message. */
 enum vdev_status vdev_config_parse_size(const char *text, uint64_t *out, int *not_whole);
+
+/* Parses a comma-separated list of logical devices of one GPU, in the form
+ * of VDEV_LOGICAL_DEVICES: each "LIMIT" (floor and ceiling), "FLOOR..CEILING",
+ * "..CEILING", "FLOOR.." (ceiling: the card's budget) or "..", optionally
+ * followed by "@low", "@normal", "@high" or "@critical". `list` is modified.
+ * Errors (VDEV_ERR_CONFIG) read "<var>="<v>": <what is wrong> for GPU <gpu>",
+ * naming the bad part. Fills at most VDEV_MAX_LOGICAL_PER_GPU entries. */
+enum vdev_status vdev_config_parse_split(const char *var, const char *v, char *list, long gpu,
+                                         struct vdev_logical_device_config *out, int *n);
 
 /* ---- determinism (determinism.c) ---- */
 

@@ -256,28 +256,32 @@ void vdev_config_min_fraction(uint64_t total, char *out, size_t cap)
     snprintf(out, cap, "%.*f", decimals, v);
 }
 
-/* One limit of VDEV_LOGICAL_DEVICES: a whole number of bytes, 1 MiB or more. */
+/* One size of VDEV_LOGICAL_DEVICES (`what`: "limit", "floor" or "ceiling"):
+ * a whole number of bytes, 1 MiB or more; a floor may also be 0 (none). */
 static enum vdev_status env_limit(const char *var, const char *v, char *lim, long gpu,
-                                  uint64_t *out)
+                                  const char *what, uint64_t *out)
 {
     int not_whole;
     uint64_t bytes = 0;
     if (vdev_config_parse_size(lim, &bytes, &not_whole) != VDEV_OK) {
         if (not_whole)
             return vdev_error(VDEV_ERR_CONFIG,
-                              "%s=\"%s\": limit '%s' for GPU %ld is not a whole number of bytes "
+                              "%s=\"%s\": %s '%s' for GPU %ld is not a whole number of bytes "
                               "(a fraction needs a unit that makes it whole, e.g. 1.5GiB)",
-                              var, v, lim, gpu);
+                              var, v, what, lim, gpu);
         return vdev_error(VDEV_ERR_CONFIG,
-                          "%s=\"%s\": bad limit '%s' for GPU %ld (a size such as 4GiB)", var, v,
-                          lim, gpu);
+                          "%s=\"%s\": bad %s '%s' for GPU %ld (a size such as 4GiB)", var, v,
+                          what, lim, gpu);
     }
-    if (bytes < MIB) {
+    int is_floor = what[0] == 'f';
+    if (bytes < MIB && !(is_floor && bytes == 0)) {
         int unitless = 1;
         for (const char *c = lim; *c; c++)
             unitless &= isdigit((unsigned char)*c) || *c == '.';
         char hint[96];
-        if (bytes == 0)
+        if (bytes == 0 && what[0] == 'c')
+            snprintf(hint, sizeof hint, " (leave it out for the card's budget: FLOOR..)");
+        else if (bytes == 0)
             snprintf(hint, sizeof hint,
                      " (Setting memory limit is required for GPU virtual devices)");
         else if (unitless)
@@ -285,10 +289,80 @@ static enum vdev_status env_limit(const char *var, const char *v, char *lim, lon
         else
             hint[0] = '\0';
         return vdev_error(VDEV_ERR_CONFIG,
-                          "%s=\"%s\": limit '%s' for GPU %ld is %llu bytes, less than 1 MiB%s",
-                          var, v, lim, gpu, (unsigned long long)bytes, hint);
+                          "%s=\"%s\": %s '%s' for GPU %ld is %llu bytes, less than 1 MiB%s",
+                          var, v, what, lim, gpu, (unsigned long long)bytes, hint);
     }
     *out = bytes;
+    return VDEV_OK;
+}
+
+/* "low", "normal", "high", "critical" in any case; VDEV_PRIORITY_COUNT
+ * for anything else. */
+static enum vdev_priority priority_of(const char *name)
+{
+    for (int p = VDEV_PRIORITY_LOW; p < VDEV_PRIORITY_COUNT; p++)
+        if (vdev_strcasecmp(name, vdev_priority_name((enum vdev_priority)p)) == 0)
+            return (enum vdev_priority)p;
+    return VDEV_PRIORITY_COUNT;
+}
+
+/* One logical device: "4GiB", "2GiB..6GiB", "..6GiB", "2GiB..", "..", each
+ * optionally followed by "@PRIORITY". */
+static enum vdev_status env_device(const char *var, const char *v, char *spec, long gpu,
+                                   struct vdev_logical_device_config *d)
+{
+    enum vdev_status st;
+    memset(d, 0, sizeof *d);
+    d->priority = VDEV_PRIORITY_NORMAL;
+    char *at = strchr(spec, '@');
+    if (at) {
+        *at = '\0';
+        d->priority = priority_of(at + 1);
+        if (d->priority == VDEV_PRIORITY_COUNT)
+            return vdev_error(VDEV_ERR_CONFIG,
+                              "%s=\"%s\": bad priority '%s' for GPU %ld (low, normal, high or "
+                              "critical)",
+                              var, v, at + 1, gpu);
+    }
+    char *dots = strstr(spec, "..");
+    if (!dots) {
+        if ((st = env_limit(var, v, spec, gpu, "limit", &d->ceiling_bytes)) != VDEV_OK)
+            return st;
+        d->floor_bytes = d->ceiling_bytes;
+        return VDEV_OK;
+    }
+    *dots = '\0';
+    char *ceil = dots + 2;
+    if (*spec && (st = env_limit(var, v, spec, gpu, "floor", &d->floor_bytes)) != VDEV_OK)
+        return st;
+    if (*ceil == '.')
+        return vdev_error(VDEV_ERR_CONFIG,
+                          "%s=\"%s\": bad ceiling '%s' for GPU %ld (FLOOR..CEILING, e.g. "
+                          "2GiB..6GiB)",
+                          var, v, ceil, gpu);
+    if (*ceil && (st = env_limit(var, v, ceil, gpu, "ceiling", &d->ceiling_bytes)) != VDEV_OK)
+        return st;
+    if (d->ceiling_bytes && d->floor_bytes > d->ceiling_bytes)
+        return vdev_error(VDEV_ERR_CONFIG,
+                          "%s=\"%s\": floor '%s' for GPU %ld is above its ceiling '%s'", var, v,
+                          spec, gpu, ceil);
+    return VDEV_OK;
+}
+
+enum vdev_status vdev_config_parse_split(const char *var, const char *v, char *list, long gpu,
+                                         struct vdev_logical_device_config *out, int *n)
+{
+    *n = 0;
+    for (char *spec; (spec = strsep(&list, ",")) != NULL;) {
+        if (*n == VDEV_MAX_LOGICAL_PER_GPU)
+            return vdev_error(VDEV_ERR_CONFIG,
+                              "%s=\"%s\": more than %d logical devices on GPU %ld", var, v,
+                              VDEV_MAX_LOGICAL_PER_GPU, gpu);
+        enum vdev_status st = env_device(var, v, spec, gpu, &out[*n]);
+        if (st != VDEV_OK)
+            return st;
+        (*n)++;
+    }
     return VDEV_OK;
 }
 
@@ -307,8 +381,8 @@ static enum vdev_status env_cpus(const char *var, const char *v, const char *cou
     return VDEV_OK;
 }
 
-/* VDEV_LOGICAL_DEVICES="cpu:4;0:4GiB,2GiB;1:3GiB". Empty groups and empty
- * limits ("0:4GiB,", "0:4GiB;") are errors. */
+/* VDEV_LOGICAL_DEVICES="cpu:4;0:4GiB@critical,2GiB..6GiB;1:3GiB". Empty
+ * groups and empty limits ("0:4GiB,", "0:4GiB;") are errors. */
 enum vdev_status vdev_env_logical(const char *var, const char *v, int n_gpus,
                                   struct vdev_gpu_cfg *cfg, int set[VDEV_MAX_GPUS], int *n_cpus)
 {
@@ -347,17 +421,17 @@ enum vdev_status vdev_env_logical(const char *var, const char *v, int n_gpus,
         g->n_logical = 0;
         if (!*lims)
             return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": GPU %ld has no limits", var, v, gpu);
-        for (char *lim; (lim = strsep(&lims, ",")) != NULL;) {
-            uint64_t bytes = 0;
-            enum vdev_status st = env_limit(var, v, lim, gpu, &bytes);
-            if (st != VDEV_OK)
-                return st;
-            if (g->n_logical == VDEV_MAX_LOGICAL_PER_GPU)
-                return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": more than %d logical devices on "
-                                                   "GPU %ld",
-                                  var, v, VDEV_MAX_LOGICAL_PER_GPU, gpu);
-            g->limits[g->n_logical++] = bytes;
+        struct vdev_logical_device_config devs[VDEV_MAX_LOGICAL_PER_GPU];
+        int n = 0;
+        enum vdev_status st = vdev_config_parse_split(var, v, lims, gpu, devs, &n);
+        if (st != VDEV_OK)
+            return st;
+        for (int i = 0; i < n; i++) {
+            g->limits[i] = devs[i].ceiling_bytes;
+            g->floors[i] = devs[i].floor_bytes;
+            g->prios[i] = devs[i].priority;
         }
+        g->n_logical = n;
     }
     return VDEV_OK;
 }

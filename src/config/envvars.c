@@ -32,8 +32,9 @@ static const struct vdev_envvar TABLE[] = {
      "cap every GPU at that fraction of its total memory"},
     {"TF_GPU_MEMORY_FRACTION", "a decimal in (0, 1], e.g. 0.5",
      "the name popular guides use for VDEV_MEMORY_FRACTION; both set: they must agree"},
-    {"VDEV_LOGICAL_DEVICES", "0:4GiB,2GiB;1:3GiB;cpu:4",
-     "logical devices per physical GPU (limits of 1 MiB or more) and logical CPUs"},
+    {"VDEV_LOGICAL_DEVICES", "0:4GiB,2GiB;1:3GiB;cpu:4, or 0:4GiB@critical,2GiB..6GiB,..@low",
+     "logical devices per physical GPU (limits of 1 MiB or more, or FLOOR..CEILING with an "
+     "optional @low/normal/high/critical) and logical CPUs"},
     {"TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "whole MiB >= 0",
      "memory left to the driver on each GPU, instead of TensorFlow's default reserve"},
     {"VDEV_PLACEMENT", "copy (default), strict, tf; any case",

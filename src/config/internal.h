@@ -16,7 +16,9 @@
 struct vdev_gpu_cfg {
     int growth;                   /* -1 unset, 0 off, 1 on */
     int n_logical;                /* 0: not split */
-    uint64_t limits[VDEV_MAX_LOGICAL_PER_GPU];
+    uint64_t limits[VDEV_MAX_LOGICAL_PER_GPU]; /* ceilings; 0: the card's budget */
+    uint64_t floors[VDEV_MAX_LOGICAL_PER_GPU]; /* a plain limit is its own floor */
+    enum vdev_priority prios[VDEV_MAX_LOGICAL_PER_GPU]; /* never DEFAULT */
     double fraction;              /* 0: unset */
 };
 
@@ -42,6 +44,7 @@ struct vdev_config_state {
     int eff_n_visible;
     int eff_visible[VDEV_MAX_GPUS];
     int eff_n_cpus;
+    uint64_t eff_budget[VDEV_MAX_GPUS]; /* each visible GPU's budget (ceilings of 0 mean it) */
 };
 
 /* The layer's state. Every field is read and written with `lock` held,
@@ -69,8 +72,8 @@ enum vdev_status vdev_env_growth(const char *var, const char *v, int n_gpus,
                                  int growth[VDEV_MAX_GPUS]);
 /* VDEV_MEMORY_FRACTION and its alias: a decimal in (0, 1]. */
 enum vdev_status vdev_env_fraction(const char *var, const char *v, double *out);
-/* VDEV_LOGICAL_DEVICES: per GPU limits into cfg[] (set[] marks the GPUs it
- * names), and "cpu:N" into *n_cpus (0 when absent). */
+/* VDEV_LOGICAL_DEVICES: per GPU floors, ceilings and priorities into cfg[]
+ * (set[] marks the GPUs it names), and "cpu:N" into *n_cpus (0 when absent). */
 enum vdev_status vdev_env_logical(const char *var, const char *v, int n_gpus,
                                   struct vdev_gpu_cfg *cfg, int set[VDEV_MAX_GPUS], int *n_cpus);
 /* VDEV_VISIBLE_DEVICES: GPU indices in the order given. */

@@ -226,17 +226,21 @@ enum vdev_status vdev_config_resolve_locked(struct vdev_config_resolved *r)
         const struct vdev_gpu_cfg *src = (c->n_logical == 0 && env_split[gpu]) ? &env_cfg[gpu] : c;
         e->n_logical = src->n_logical;
         memcpy(e->limits, src->limits, sizeof(uint64_t) * (size_t)src->n_logical);
+        memcpy(e->floors, src->floors, sizeof(uint64_t) * (size_t)src->n_logical);
+        memcpy(e->prios, src->prios, sizeof(enum vdev_priority) * (size_t)src->n_logical);
     }
     return VDEV_OK;
 }
 
-/* The error for logical devices whose limits exceed the card's budget. */
-static enum vdev_status over_budget(int gpu, int n_log, uint64_t sum, uint64_t budget,
-                                    double frac, int min_sys_set, uint64_t free_bytes,
-                                    uint64_t reserve)
+/* The error for logical devices whose limits (or floors, or one ceiling)
+ * exceed the card's budget: `what` is "limits", "floors" or "logical device
+ * N's ceiling" (n_log 0: one device, "is" rather than "sum to"). */
+static enum vdev_status over_budget(int gpu, int n_log, const char *what, uint64_t sum,
+                                    uint64_t budget, double frac, int min_sys_set,
+                                    uint64_t free_bytes, uint64_t reserve)
 {
     struct vdev_config_state *S = vdev_config_state();
-    char how[160], b1[32], b2[32], b3[32], b4[32];
+    char how[160], b1[32], b2[32], b3[32], b4[32], whose[64];
     uint64_t fr_now, total = 0;
     if (vdev_backend_mem_info(&S->gpu, gpu, &fr_now, &total) != VDEV_OK)
         total = 0;
@@ -247,10 +251,14 @@ static enum vdev_status over_budget(int gpu, int n_log, uint64_t sum, uint64_t b
         snprintf(how, sizeof how, "%s free less the %s driver reserve",
                  vdev_format_bytes(free_bytes, b3, sizeof b3),
                  vdev_format_bytes(reserve, b4, sizeof b4));
+    if (n_log)
+        snprintf(whose, sizeof whose, "its %d logical devices' %s sum to", n_log, what);
+    else
+        snprintf(whose, sizeof whose, "%s is", what);
     return vdev_error(VDEV_ERR_CONFIG,
-                      "/physical_device:GPU:%d: its %d logical devices' limits sum to %s "
-                      "(%llu bytes), more than the card's budget of %s (%llu bytes: %s)",
-                      gpu, n_log, vdev_format_bytes(sum, b1, sizeof b1), (unsigned long long)sum,
+                      "/physical_device:GPU:%d: %s %s (%llu bytes), more than the card's budget "
+                      "of %s (%llu bytes: %s)",
+                      gpu, whose, vdev_format_bytes(sum, b1, sizeof b1), (unsigned long long)sum,
                       vdev_format_bytes(budget, b2, sizeof b2), (unsigned long long)budget, how);
 }
 
@@ -288,6 +296,7 @@ static enum vdev_status build_plan(struct vdev_plan *plan, struct vdev_config_re
             VDEV_OK)
             return st;
         enum vdev_memory_policy pol = e->growth ? VDEV_POLICY_GROW : VDEV_POLICY_PREALLOCATE;
+        plan->card_budget[gpu] = budget;
         int n_new = n_log ? n_log : 1;
         if (plan->n_devices + n_new > (int)VDEV_ARRAY_LEN(plan->devices))
             return vdev_error(VDEV_ERR_CONFIG,
@@ -297,22 +306,42 @@ static enum vdev_status build_plan(struct vdev_plan *plan, struct vdev_config_re
             struct vdev_plan_device *d = &plan->devices[plan->n_devices++];
             d->physical = gpu;
             d->limit_bytes = budget;
+            d->floor_bytes = budget; /* alone on its card: all of it is its own */
+            d->priority = VDEV_PRIORITY_NORMAL;
             d->policy = pol;
             d->is_split = 0;
             continue;
         }
+        /* The floors must fit the budget (a plain limit is its own floor, so
+         * for plain limits this is the sum of the limits), and so must each
+         * ceiling; a ceiling of 0 is the budget. */
+        struct vdev_gpu_cfg *w = &r->gpu[gpu];
         uint64_t sum = 0;
+        int plain = 1;
         for (int i = 0; i < n_log; i++) {
-            uint64_t l = e->limits[i] & ~(uint64_t)255;
-            sum = sum > UINT64_MAX - l ? UINT64_MAX : sum + l;
+            if (!w->limits[i])
+                w->limits[i] = budget;
+            plain &= w->floors[i] == w->limits[i];
+            uint64_t f = w->floors[i] & ~(uint64_t)255;
+            sum = sum > UINT64_MAX - f ? UINT64_MAX : sum + f;
         }
         if (sum > budget)
-            return over_budget(gpu, n_log, sum, budget, e->fraction, r->min_sys_set, free_bytes,
-                               reserve);
+            return over_budget(gpu, n_log, plain ? "limits" : "floors", sum, budget, e->fraction,
+                               r->min_sys_set, free_bytes, reserve);
+        for (int i = 0; i < n_log; i++) {
+            if ((w->limits[i] & ~(uint64_t)255) <= budget)
+                continue;
+            char what[64];
+            snprintf(what, sizeof what, "logical device %d's ceiling", i);
+            return over_budget(gpu, 0, what, w->limits[i], budget, e->fraction, r->min_sys_set,
+                               free_bytes, reserve);
+        }
         for (int i = 0; i < n_log; i++) {
             struct vdev_plan_device *d = &plan->devices[plan->n_devices++];
             d->physical = gpu;
-            d->limit_bytes = e->limits[i] & ~(uint64_t)255;
+            d->limit_bytes = w->limits[i] & ~(uint64_t)255;
+            d->floor_bytes = w->floors[i] & ~(uint64_t)255;
+            d->priority = w->prios[i];
             d->policy = pol;
             d->is_split = 1;
         }
@@ -339,6 +368,7 @@ enum vdev_status vdev_config_freeze(struct vdev_plan *plan)
     st = build_plan(plan, r);
     if (st == VDEV_OK) {
         memcpy(S->eff, r->gpu, sizeof S->eff);
+        memcpy(S->eff_budget, plan->card_budget, sizeof S->eff_budget);
         S->eff_n_visible = r->n_visible;
         memcpy(S->eff_visible, r->visible, sizeof S->eff_visible);
         S->eff_n_cpus = r->n_cpus;

@@ -204,6 +204,42 @@ static void write_metrics(FILE *f)
         fprintf(f, "} %llu\n", (unsigned long long)st[i].n_failed_allocs);
     }
 
+    /* Governance: each device's floor and ceiling, and its card's budget. */
+    struct vdev_memory_limits lim[VDEV_MAX_LDEVS];
+    for (int i = 0; i < n; i++)
+        vdev_pool_get(vdev_runtime_device(i)->pool, vdev_runtime_device(i)->member, &lim[i]);
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } gov[] = {
+        {"vdev_memory_floor_bytes",
+         "Bytes guaranteed to the logical device: its card keeps them aside for it.",
+         offsetof(struct vdev_memory_limits, floor_bytes)},
+        {"vdev_memory_ceiling_bytes",
+         "The most bytes the logical device may reserve (its hard limit; may change at run time).",
+         offsetof(struct vdev_memory_limits, ceiling_bytes)},
+        {"vdev_memory_card_budget_bytes",
+         "Bytes the logical device's card shares among its logical devices.",
+         offsetof(struct vdev_memory_limits, card_budget_bytes)},
+    };
+    for (size_t g = 0; g < VDEV_ARRAY_LEN(gov); g++) {
+        family(f, gov[g].name, "gauge", gov[g].help);
+        for (int i = 0; i < n; i++) {
+            uint64_t v;
+            memcpy(&v, (const char *)&lim[i] + gov[g].off, sizeof v);
+            fprintf(f, "%s{", gov[g].name);
+            dev_labels(f, vdev_runtime_device(i));
+            fprintf(f, "} %llu\n", (unsigned long long)v);
+        }
+    }
+    family(f, "vdev_memory_priority", "gauge",
+           "The logical device's priority: 1 low, 2 normal, 3 high, 4 critical.");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "vdev_memory_priority{");
+        dev_labels(f, vdev_runtime_device(i));
+        fprintf(f, "} %d\n", (int)lim[i].priority);
+    }
+
     family(f, "vdev_ops_total", "counter", "Ops run, by logical device and op type.");
     for (int i = 0; i < n; i++) {
         const char *dn = vdev_runtime_device(i)->name;

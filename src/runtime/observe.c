@@ -325,6 +325,26 @@ void vdev_observe_oom(const struct vdev_ldev *dev, uint64_t bytes)
     pthread_mutex_unlock(&T.lock);
 }
 
+void vdev_observe_limits(const struct vdev_ldev *dev, uint64_t floor, uint64_t ceiling,
+                         const char *priority, const char *what)
+{
+    if (!atomic_load_explicit(&tracing, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&T.lock);
+    if (writable_locked()) {
+        double ts = us(vdev_now_ns());
+        put_locked(",\n{\"name\":\"limits\",\"cat\":\"govern\",\"ph\":\"i\",\"s\":\"t\","
+                   "\"ts\":%.3f,\"pid\":1,\"tid\":%d,\"args\":{\"change\":\"%s\",\"floor\":%llu,"
+                   "\"ceiling\":%llu,\"priority\":\"%s\"}}"
+                   ",\n{\"name\":\"limits %s\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":1,\"tid\":%d,"
+                   "\"args\":{\"floor\":%llu,\"ceiling\":%llu}}",
+                   ts, dev->id, what, (unsigned long long)floor, (unsigned long long)ceiling,
+                   priority, dev->name, ts, dev->id, (unsigned long long)floor,
+                   (unsigned long long)ceiling);
+    }
+    pthread_mutex_unlock(&T.lock);
+}
+
 void vdev_observe_op_times(int dev_id, struct vdev_op_time_hist *out)
 {
     memset(out, 0, sizeof *out);

@@ -15,8 +15,9 @@
  * track), timed on the thread that issued it; memory in use and reserved per
  * device are counter events ("ph":"C"), sampled at most every 100 us but at
  * every new high and every change of reserved memory; an out-of-memory
- * failure is an instant event ("ph":"i"). Timestamps are microseconds since
- * start-up. */
+ * failure is an instant event ("ph":"i"), and so is each run-time change of
+ * a device's floor, ceiling or priority ("limits", with a "limits <device>"
+ * counter beside it). Timestamps are microseconds since start-up. */
 #ifndef VDEV_OBSERVE_H
 #define VDEV_OBSERVE_H
 
@@ -62,6 +63,12 @@ void vdev_observe_copy(int from_id, int to_id, uint64_t bytes, uint64_t t0, uint
 void vdev_observe_memory(const struct vdev_ldev *dev);
 /* An out-of-memory failure on a device (an instant event in the trace). */
 void vdev_observe_oom(const struct vdev_ldev *dev, uint64_t bytes);
+/* A device's floor, ceiling or priority changed at run time (`what`:
+ * "limits" or "priority"): an instant event "limits" on its track with the
+ * new values, and a counter "limits <device>" (floor, ceiling) that draws
+ * them over time. */
+void vdev_observe_limits(const struct vdev_ldev *dev, uint64_t floor, uint64_t ceiling,
+                         const char *priority, const char *what);
 
 /* A snapshot of a device's op-time histogram. */
 void vdev_observe_op_times(int dev_id, struct vdev_op_time_hist *out);

@@ -3,10 +3,16 @@
  * vdev_init() freezes the configuration into a plan and builds the device
  * table from it. Each logical device's allocator takes its regions from the
  * backend of its physical device through a small region source; a
- * preallocating device reserves its whole limit here, so a configuration that
- * cannot be honoured fails at start-up, not at the first large tensor. If any
- * step fails, everything built so far is torn down and the configuration is
- * unfrozen, so the caller can fix it and call vdev_init() again. */
+ * preallocating device reserves its floor here (a whole card, or a plain
+ * limit, is its own floor), so a configuration that cannot be honoured fails
+ * at start-up, not at the first large tensor. If any step fails, everything
+ * built so far is torn down and the configuration is unfrozen, so the caller
+ * can fix it and call vdev_init() again.
+ *
+ * Governance: each card gets a pool (src/alloc/govern.h) with its budget,
+ * and each of its logical devices a member with its floor, ceiling and
+ * priority; the logical CPUs share one pool over host memory. The calls of
+ * vdev_memory_set_limits() and friends at the end of this file go to it. */
 #define _GNU_SOURCE
 #include "runtime/metrics.h"
 #include "runtime/observe.h"
@@ -21,11 +27,17 @@ static struct {
     int n;
     int n_cpus;
     struct vdev_ldev devs[VDEV_MAX_LDEVS];
+    vdev_pool_t *pools[VDEV_MAX_GPUS]; /* per physical GPU in use */
+    vdev_pool_t *cpu_pool;
     vdev_alloc_trace_t *trace;
     _Atomic uint32_t generation; /* counts start-ups; tensors remember theirs */
 } R = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Atomic int oom_report; /* VDEV_OOM_REPORT */
+
+_Static_assert(VDEV_POOL_MAX_MEMBERS >= VDEV_MAX_LOGICAL_PER_GPU &&
+                   VDEV_POOL_MAX_MEMBERS >= VDEV_MAX_LOGICAL_CPUS,
+               "a card's pool holds every logical device of the card");
 
 int vdev_runtime_oom_report(void) { return atomic_load_explicit(&oom_report, memory_order_relaxed); }
 
@@ -96,6 +108,12 @@ static void teardown_locked(void)
         vdev_alloc_destroy(d->alloc);
         d->alloc = NULL;
     }
+    for (int g = 0; g < VDEV_MAX_GPUS; g++) {
+        vdev_pool_destroy(R.pools[g]);
+        R.pools[g] = NULL;
+    }
+    vdev_pool_destroy(R.cpu_pool);
+    R.cpu_pool = NULL;
     vdev_observe_shutdown();
     R.n = 0;
     R.n_cpus = 0;
@@ -104,9 +122,12 @@ static void teardown_locked(void)
     R.trace = NULL;
 }
 
+/* One logical device: its member of the card's pool, then its allocator
+ * (a preallocating one reserves its floor; with no floor it grows). */
 static enum vdev_status add_device(struct vdev_backend *b, int bdev, enum vdev_device_type type,
-                                   int index, int physical, uint64_t limit,
-                                   enum vdev_memory_policy policy, int is_split)
+                                   int index, int physical, uint64_t limit, uint64_t floor,
+                                   enum vdev_priority priority, enum vdev_memory_policy policy,
+                                   int is_split, vdev_pool_t *pool)
 {
     struct vdev_ldev *d = &R.devs[R.n];
     memset(d, 0, sizeof *d);
@@ -123,10 +144,17 @@ static enum vdev_status add_device(struct vdev_backend *b, int bdev, enum vdev_d
     snprintf(d->name, sizeof d->name, "/device:%s:%d", tn, index);
     snprintf(d->long_name, sizeof d->long_name, "/job:localhost/replica:0/task:0/device:%s:%d", tn,
              index);
+    d->pool = pool;
+    enum vdev_status st = vdev_pool_add(pool, d->name, floor, limit, priority, &d->member);
+    if (st != VDEV_OK)
+        return st;
     struct vdev_alloc_config cfg = {
         .name = d->name,
         .limit_bytes = limit,
-        .policy = policy,
+        .policy = policy == VDEV_POLICY_PREALLOCATE && floor == 0 ? VDEV_POLICY_GROW : policy,
+        .pool = pool,
+        .member = d->member,
+        .prealloc_bytes = floor,
         .source = {.reserve = src_reserve,
                    .release = src_release,
                    .extend = b->ops->extend ? src_extend : NULL,
@@ -137,15 +165,31 @@ static enum vdev_status add_device(struct vdev_backend *b, int bdev, enum vdev_d
                    .ctx = d},
         .trace = R.trace,
     };
-    enum vdev_status st = vdev_alloc_new(&cfg, &d->alloc);
+    st = vdev_alloc_new(&cfg, &d->alloc);
     if (st != VDEV_OK) {
         char b1[32];
         vdev_error_prefix("%s: cannot %s its %s", d->name,
-                          policy == VDEV_POLICY_PREALLOCATE ? "preallocate" : "set up",
-                          vdev_format_bytes(limit, b1, sizeof b1));
+                          cfg.policy == VDEV_POLICY_PREALLOCATE ? "preallocate" : "set up",
+                          vdev_format_bytes(cfg.policy == VDEV_POLICY_PREALLOCATE ? floor : limit,
+                                            b1, sizeof b1));
         return st;
     }
+    vdev_pool_attach(pool, d->member, d->alloc);
     R.n++;
+    return VDEV_OK;
+}
+
+/* The pool of physical GPU `gpu`, made on first use with its budget. */
+static enum vdev_status card_pool(const struct vdev_plan *plan, int gpu, vdev_pool_t **out)
+{
+    if (!R.pools[gpu]) {
+        char name[64];
+        snprintf(name, sizeof name, "/physical_device:GPU:%d", gpu);
+        enum vdev_status st = vdev_pool_new(name, plan->card_budget[gpu], &R.pools[gpu]);
+        if (st != VDEV_OK)
+            return st;
+    }
+    *out = R.pools[gpu];
     return VDEV_OK;
 }
 
@@ -171,16 +215,21 @@ VDEV_API enum vdev_status vdev_init(void)
         vdev_error_prefix("VDEV_ALLOC_TRACE");
         goto fail;
     }
-    /* The logical CPUs, each its own allocator over host memory. */
-    st = VDEV_OK;
+    /* The logical CPUs, each its own allocator over host memory, sharing
+     * the host's memory with no floors. */
+    st = vdev_pool_new("/physical_device:CPU:0", plan->cpu_limit_bytes, &R.cpu_pool);
     for (int i = 0; st == VDEV_OK && i < plan->n_cpus; i++)
-        st = add_device(plan->cpu, 0, VDEV_DEVICE_CPU, i, 0, plan->cpu_limit_bytes,
-                        VDEV_POLICY_GROW, plan->n_cpus > 1);
+        st = add_device(plan->cpu, 0, VDEV_DEVICE_CPU, i, 0, plan->cpu_limit_bytes, 0,
+                        VDEV_PRIORITY_NORMAL, VDEV_POLICY_GROW, plan->n_cpus > 1, R.cpu_pool);
     R.n_cpus = R.n;
     for (int i = 0; st == VDEV_OK && i < plan->n_devices; i++) {
         const struct vdev_plan_device *p = &plan->devices[i];
-        st = add_device(plan->gpu, p->physical, VDEV_DEVICE_GPU, i, p->physical, p->limit_bytes,
-                        p->policy, p->is_split);
+        vdev_pool_t *pool = NULL;
+        st = card_pool(plan, p->physical, &pool);
+        if (st == VDEV_OK)
+            st = add_device(plan->gpu, p->physical, VDEV_DEVICE_GPU, i, p->physical,
+                            p->limit_bytes, p->floor_bytes, p->priority, p->policy, p->is_split,
+                            pool);
     }
     if (st != VDEV_OK)
         goto fail;
@@ -322,7 +371,9 @@ VDEV_API enum vdev_status vdev_list_logical_devices(struct vdev_logical_device *
         o->physical_index = d->physical;
         vdev_strlcpy(o->backend, d->backend->ops->name, sizeof o->backend);
         o->policy = d->policy;
-        o->limit_bytes = d->limit_bytes;
+        struct vdev_alloc_stats s;
+        vdev_alloc_get_stats(d->alloc, &s);
+        o->limit_bytes = s.bytes_limit; /* the ceiling now: it may change at run time */
     }
     *n = R.n;
     return VDEV_OK;
@@ -423,4 +474,81 @@ VDEV_API enum vdev_status vdev_mem_free(const char *device, void *ptr)
                           d->name);
     vdev_alloc_free(d->alloc, h);
     return VDEV_OK;
+}
+
+/* ---- governance at run time ---- */
+
+VDEV_API enum vdev_status vdev_memory_get_limits(const char *device, struct vdev_memory_limits *out)
+{
+    struct vdev_ldev *d = NULL;
+    if (!out)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_memory_get_limits: out is NULL");
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    vdev_pool_get(d->pool, d->member, out);
+    return VDEV_OK;
+}
+
+/* A floor or ceiling other than 0 is at least 1 MiB (TensorFlow takes MiB:
+ * 4096 meant as 4 GiB would be 4 KiB here). */
+static enum vdev_status check_limit(const struct vdev_ldev *d, const char *what, uint64_t bytes)
+{
+    if (bytes == 0 || bytes >= (1ull << 20))
+        return VDEV_OK;
+    return vdev_error(VDEV_ERR_INVALID_ARG,
+                      "%s: a %s of %llu bytes is less than 1 MiB: sizes are in bytes (did you "
+                      "mean %lluMiB, i.e. %lluull << 20?)",
+                      d->name, what, (unsigned long long)bytes, (unsigned long long)bytes,
+                      (unsigned long long)bytes);
+}
+
+/* The profiler trace's record of a device's limits (after a change). */
+static void trace_limits(const struct vdev_ldev *d, const char *why)
+{
+    struct vdev_memory_limits l;
+    vdev_pool_get(d->pool, d->member, &l);
+    vdev_observe_limits(d, l.floor_bytes, l.ceiling_bytes, vdev_priority_name(l.priority), why);
+}
+
+VDEV_API enum vdev_status vdev_memory_set_limits(const char *device, uint64_t floor_bytes,
+                                                 uint64_t ceiling_bytes)
+{
+    struct vdev_ldev *d = NULL;
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    if ((st = check_limit(d, "floor", floor_bytes)) != VDEV_OK ||
+        (st = check_limit(d, "ceiling", ceiling_bytes)) != VDEV_OK)
+        return st;
+    if ((st = vdev_pool_set_limits(d->pool, d->member, floor_bytes, ceiling_bytes, NULL)) !=
+        VDEV_OK)
+        return st;
+    trace_limits(d, "limits");
+    vdev_observe_memory(d);
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_memory_set_priority(const char *device, enum vdev_priority priority)
+{
+    struct vdev_ldev *d = NULL;
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    if ((st = vdev_pool_set_priority(d->pool, d->member, priority)) != VDEV_OK) {
+        vdev_error_prefix("%s", d->name);
+        return st;
+    }
+    trace_limits(d, "priority");
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_memory_set_pressure_callback(const char *device, vdev_pressure_fn fn,
+                                                            void *user)
+{
+    struct vdev_ldev *d = NULL;
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    return vdev_pool_set_pressure(d->pool, d->member, fn, user);
 }

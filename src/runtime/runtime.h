@@ -4,13 +4,17 @@
  * devices: the logical CPUs first (CPU:0, and CPU:1.. when the host is split,
  * each over host memory), then GPU:0..N-1 numbered over the visible physical
  * GPUs and then their logical devices, each device with its own allocator
- * whose regions come from its physical device's backend. After start-up the
+ * whose regions come from its physical device's backend. The logical
+ * devices of one card (and the logical CPUs, over host memory) share the
+ * card's budget through a pool (src/alloc/govern.h): floors, ceilings,
+ * priorities, lending, limits changed at run time. After start-up the
  * device table is immutable, so lookups take no lock. Code that walks the
  * devices must not take id 0 for the only CPU: ids 0..n_cpus-1 are CPUs. */
 #ifndef VDEV_RUNTIME_H
 #define VDEV_RUNTIME_H
 
 #include "alloc/alloc.h"
+#include "alloc/govern.h"
 #include "backend/backend.h"
 #include "config/config.h"
 
@@ -25,8 +29,10 @@ struct vdev_ldev {
     int bdev;                      /* device index inside the backend */
     vdev_alloc_t *alloc;
     enum vdev_memory_policy policy;
-    uint64_t limit_bytes;
+    uint64_t limit_bytes;          /* the ceiling at start-up (the allocator has the current one) */
     int is_split;
+    vdev_pool_t *pool;             /* its card's shared memory (logical CPUs: the host's) */
+    int member;                    /* its index in the pool */
 };
 
 #define VDEV_MAX_LDEVS VDEV_MAX_LOGICAL_DEVICES

@@ -1,0 +1,291 @@
+/* priority.c — a critical model keeps its share of a GPU while two secondary
+ * models grow and shrink in what is left (`vdev demo --priority`).
+ *
+ * "Give the critical task a fixed share of memory and let the secondary
+ * tasks use what is left; watch the memory info and adjust what they get."
+ * One GPU (a simulated 3 GiB card where no GPU is present) is split into
+ * three logical GPUs: the critical model's, with a floor and the critical
+ * priority, and two secondary models' with no floor and low priority. Each
+ * model trains in its own thread. The secondary models double their batch
+ * every few steps; when an allocation fails they halve it and go on, and
+ * when vdev tells them of memory pressure (their ceiling lowered below what
+ * they hold) they halve it before the next step. A monitor thread runs the
+ * policy loop below: the critical model keeps its peak and a quarter (at
+ * least its floor); the rest is split between the secondary models in
+ * proportion to what each used since the last look. The critical model
+ * never sees an out-of-memory error: its floor is kept aside for it, and as
+ * the highest priority it would take the others' cached memory first.
+ * Written with the public header alone. */
+#define _POSIX_C_SOURCE 200809L
+#include "vdev.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MIB (1ull << 20)
+#define GIB (1ull << 30)
+
+struct model {
+    const char *name, *dev;
+    int64_t in, hidden, out;
+    long steps;
+    int64_t batch, max_batch, batch_seen;
+    int critical;
+    vdev_mlp_t *mlp, *teacher;
+    vdev_optimizer_t *adam;
+    vdev_tensor_t *vars[4];
+    long ooms, shrinks, done;
+    _Atomic int pressure;   /* set by vdev's pressure callback */
+    double solo[16], shared[512]; /* step times of the critical model */
+    int n_solo, n_shared;
+};
+
+static _Atomic int secondaries_go, finished;
+static _Atomic long ceiling_moves, polls;
+
+/* One training step (MSE against a fixed teacher) at `batch`; 0 on success,
+ * else the status, vdev_last_error() saying why. */
+static enum vdev_status step(struct model *m, int64_t batch, uint64_t seed, int evaluate)
+{
+    enum vdev_status st = VDEV_ERR_INTERNAL;
+    vdev_scope_begin();
+    vdev_device_push(m->dev);
+    int64_t xs[2] = {batch, m->in};
+    vdev_tensor_t *x = vdev_tensor_uniform(xs, 2, -1, 1, seed);
+    vdev_tensor_t *target = vdev_mlp_forward(m->teacher, x);
+    if (evaluate) { /* a forward pass on a large batch: a burst of memory */
+        vdev_tensor_t *l = vdev_mse(vdev_mlp_forward(m->mlp, x), target);
+        st = l && !isnan(vdev_tensor_item(l)) ? VDEV_OK : vdev_last_status();
+    } else {
+        vdev_tape_t *tape = vdev_tape_begin();
+        vdev_tensor_t *l = vdev_mse(vdev_mlp_forward(m->mlp, x), target), *g[4];
+        if (vdev_tape_gradient(tape, l, m->vars, 4, g) == VDEV_OK &&
+            vdev_optimizer_apply(m->adam, m->vars, g, 4) == VDEV_OK &&
+            !isnan(vdev_tensor_item(l)))
+            st = VDEV_OK;
+        else
+            st = vdev_last_status();
+        vdev_tape_end(tape);
+    }
+    vdev_device_pop();
+    vdev_scope_end();
+    return st;
+}
+
+/* vdev's pressure callback: shrink before the next allocation fails. */
+static void on_pressure(const char *device, enum vdev_pressure what, uint64_t bytes, void *user)
+{
+    (void)device;
+    (void)bytes;
+    struct model *m = user;
+    if (what != VDEV_PRESSURE_LENT)
+        atomic_store(&m->pressure, 1);
+}
+
+static void *train(void *arg)
+{
+    struct model *m = arg;
+    while (!m->critical && !atomic_load(&secondaries_go))
+        sched_yield();
+    for (long s = 0; s < m->steps; s++) {
+        if (!m->critical && atomic_exchange(&m->pressure, 0) && m->batch > 64) {
+            m->batch /= 2;
+            m->shrinks++;
+        }
+        double t0 = vdev_clock_seconds();
+        enum vdev_status st = step(m, m->batch, 1000 * (uint64_t)s + (uint64_t)m->in, 0);
+        if (m->critical && st == VDEV_OK && s % 10 == 9)
+            st = step(m, 16 * m->batch, 7 + (uint64_t)s, 1);
+        double dt = vdev_clock_seconds() - t0;
+        if (st == VDEV_ERR_OOM) {
+            m->ooms++;
+            if (m->critical || m->batch <= 64)
+                break;
+            m->batch /= 2; /* recover: half the batch, and on */
+            s--;
+            continue;
+        }
+        if (st != VDEV_OK) {
+            fprintf(stderr, "%s: %s\n", m->name, vdev_last_error());
+            break;
+        }
+        m->done++;
+        if (m->critical) {
+            if (!atomic_load(&secondaries_go) && m->n_solo < 16)
+                m->solo[m->n_solo++] = dt;
+            else if (m->n_shared < 512)
+                m->shared[m->n_shared++] = dt;
+            if (s == 9)
+                atomic_store(&secondaries_go, 1); /* ten steps alone first */
+        } else if (s % 4 == 3 && m->batch < m->max_batch) {
+            m->batch *= 2; /* grow */
+        }
+        if (m->batch > m->batch_seen)
+            m->batch_seen = m->batch;
+    }
+    atomic_fetch_add(&finished, 1);
+    if (m->critical)
+        atomic_store(&secondaries_go, 1);
+    return NULL;
+}
+
+struct policy {
+    const char *crit, *sec[2];
+    uint64_t arena, floor;
+};
+
+static uint64_t peak(const char *dev)
+{
+    struct vdev_memory_info mi;
+    return vdev_memory_info(dev, &mi) == VDEV_OK ? mi.peak_bytes_in_use : 0;
+}
+
+/* The policy loop: the critical model keeps its peak and a quarter (at
+ * least its floor); the secondary models split the rest by what each used
+ * since the last look. */
+static void *monitor(void *arg)
+{
+    const struct policy *p = arg;
+    while (atomic_load(&finished) < 3) {
+        uint64_t keep = peak(p->crit) * 5 / 4 > p->floor ? peak(p->crit) * 5 / 4 : p->floor;
+        uint64_t rest = p->arena - keep, d0 = peak(p->sec[0]) + MIB, d1 = peak(p->sec[1]) + MIB;
+        uint64_t c0 = rest / (d0 + d1) * d0, c1 = rest - c0;
+        if (vdev_memory_set_limits(p->sec[0], 0, c0 > 64 * MIB ? c0 : 64 * MIB) == VDEV_OK &&
+            vdev_memory_set_limits(p->sec[1], 0, c1 > 64 * MIB ? c1 : 64 * MIB) == VDEV_OK)
+            atomic_fetch_add(&ceiling_moves, 2);
+        vdev_memory_reset_peak(p->sec[0]);
+        vdev_memory_reset_peak(p->sec[1]);
+        atomic_fetch_add(&polls, 1);
+        nanosleep(&(struct timespec){.tv_nsec = 5 * 1000 * 1000}, NULL);
+    }
+    return NULL;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_ms(double *v, int n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    return 1000.0 * v[n / 2];
+}
+
+int vdev_example_priority(int argc, char **argv);
+int vdev_example_priority(int argc, char **argv)
+{
+    const char *prog = "vdev demo --priority";
+    long steps = 40;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--steps") && i + 1 < argc && atol(argv[i + 1]) >= 10 &&
+            atol(argv[i + 1]) <= 100000) {
+            steps = atol(argv[++i]);
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: %s [--steps N]\n\nA critical model keeps its share of one GPU while "
+                   "two secondary models grow\nand shrink in the rest; a monitor thread moves "
+                   "their ceilings. --steps N:\nthe secondary models' training steps (10 to "
+                   "100000, default 40).\n",
+                   prog);
+            return 0;
+        } else {
+            fprintf(stderr, "%s: unknown option '%s' (see --help)\n", prog, argv[i]);
+            return 2;
+        }
+    }
+    /* The card: the first GPU, or a simulated 3 GiB one. */
+    struct vdev_physical_device pd[2];
+    int n = 0;
+    if (vdev_list_physical_devices(pd, 2, &n) != VDEV_OK)
+        return fprintf(stderr, "%s: %s\n", prog, vdev_last_error()), 1;
+    if (n < 2 && !getenv("VDEV_SIM_GPUS")) {
+        setenv("VDEV_SIM_GPUS", "1x3GiB", 1);
+        vdev_shutdown(); /* discover again */
+        if (vdev_list_physical_devices(pd, 2, &n) != VDEV_OK || n < 2)
+            return fprintf(stderr, "%s: no GPU: %s\n", prog, vdev_gpu_absence_reason()), 1;
+    }
+    /* The arena the three share: what the card leaves (its free memory less
+     * vdev's driver reserve, at most 3 GiB, so the demo stays quick). */
+    uint64_t free_b = pd[1].free_bytes, reserve = free_b < 2 * GIB ? 225 * MIB : 1536 * MIB;
+    uint64_t arena = free_b > reserve ? free_b - reserve : free_b / 2;
+    arena = (arena > 3 * GIB ? 3 * GIB : arena) & ~(MIB - 1);
+    uint64_t floor = arena / 4 & ~(MIB - 1);
+    struct vdev_logical_device_config cfg[3] = {
+        {.floor_bytes = floor, .priority = VDEV_PRIORITY_CRITICAL},
+        {.ceiling_bytes = (arena - floor) / 2, .priority = VDEV_PRIORITY_LOW},
+        {.ceiling_bytes = (arena - floor) / 2, .priority = VDEV_PRIORITY_LOW}};
+    if (vdev_config_set_logical_devices_ex("GPU:0", cfg, 3) != VDEV_OK || vdev_init() != VDEV_OK)
+        return fprintf(stderr, "%s: %s\n", prog, vdev_last_error()), 1;
+    char b1[32], b2[32];
+    printf("One GPU (%s, %s), three logical GPUs sharing %s:\n", pd[1].model,
+           vdev_format_bytes(pd[1].total_bytes, b1, sizeof b1),
+           vdev_format_bytes(arena, b2, sizeof b2));
+    printf("  GPU:0 critical model: floor %s, priority critical\n",
+           vdev_format_bytes(floor, b1, sizeof b1));
+    printf("  GPU:1, GPU:2 secondary models A and B: no floor, priority low, ceilings moved by "
+           "the monitor\n");
+    /* Secondary rows cost about 8 floats of 2048 (activations and gradients). */
+    int64_t max_batch = 1;
+    while ((uint64_t)max_batch * 2 * 2048 * 4 * 8 < arena)
+        max_batch *= 2;
+    struct model m[3] = {
+        {.name = "critical", .dev = "GPU:0", .in = 64, .hidden = 1024, .out = 8, .batch = 256,
+         .critical = 1},
+        {.name = "A", .dev = "GPU:1", .in = 16, .hidden = 2048, .out = 4, .batch = 512},
+        {.name = "B", .dev = "GPU:2", .in = 16, .hidden = 2048, .out = 4, .batch = 512}};
+    for (int k = 0; k < 3; k++) {
+        int64_t sizes[3] = {m[k].in, m[k].hidden, m[k].out};
+        m[k].steps = m[k].critical ? steps + 10 : steps;
+        m[k].max_batch = max_batch;
+        vdev_device_push(m[k].dev);
+        m[k].mlp = vdev_mlp_new(sizes, 3, VDEV_ACT_RELU, VDEV_ACT_NONE, 1 + (uint64_t)k);
+        m[k].teacher = vdev_mlp_new(sizes, 3, VDEV_ACT_TANH, VDEV_ACT_NONE, 11 + (uint64_t)k);
+        vdev_device_pop();
+        m[k].adam = vdev_adam_new(0.001f, 0.9f, 0.999f, 1e-7f);
+        if (!m[k].mlp || !m[k].teacher || !m[k].adam)
+            return fprintf(stderr, "%s: building the models: %s\n", prog, vdev_last_error()), 1;
+        vdev_mlp_variables(m[k].mlp, m[k].vars, 4);
+        if (!m[k].critical)
+            vdev_memory_set_pressure_callback(m[k].dev, on_pressure, &m[k]);
+    }
+    struct policy pol = {"GPU:0", {"GPU:1", "GPU:2"}, arena, floor};
+    pthread_t t[3], mon;
+    pthread_create(&mon, NULL, monitor, &pol);
+    for (int k = 0; k < 3; k++)
+        pthread_create(&t[k], NULL, train, &m[k]);
+    for (int k = 0; k < 3; k++)
+        pthread_join(t[k], NULL);
+    pthread_join(mon, NULL);
+    printf("critical model: %ld steps, %ld out-of-memory error%s; median step %.2f ms alone, "
+           "%.2f ms beside the others (they share the card's compute)\n",
+           m[0].done, m[0].ooms, m[0].ooms == 1 ? "" : "s", median_ms(m[0].solo, m[0].n_solo),
+           median_ms(m[0].shared, m[0].n_shared));
+    for (int k = 1; k < 3; k++)
+        printf("model %s: %ld steps, %ld out-of-memory error%s recovered from by halving its "
+               "batch, %ld halving%s on pressure, batch up to %lld\n",
+               m[k].name, m[k].done, m[k].ooms, m[k].ooms == 1 ? "" : "s", m[k].shrinks,
+               m[k].shrinks == 1 ? "" : "s", (long long)m[k].batch_seen);
+    printf("monitor: %ld looks, %ld ceiling changes\n", atomic_load(&polls),
+           atomic_load(&ceiling_moves));
+    int ok = m[0].ooms == 0 && m[0].done == m[0].steps && m[1].done == steps &&
+             m[2].done == steps;
+    for (int k = 0; k < 3; k++) {
+        vdev_mlp_free(m[k].mlp);
+        vdev_mlp_free(m[k].teacher);
+        vdev_optimizer_free(m[k].adam);
+    }
+    vdev_shutdown();
+    return ok ? 0 : 1;
+}
+
+#ifndef VDEV_EXAMPLE_NO_MAIN
+int main(int argc, char **argv) { return vdev_example_priority(argc, argv); }
+#endif

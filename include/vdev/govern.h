@@ -1,0 +1,142 @@
+/* vdev/govern.h — memory governance: floors, ceilings and priorities of the
+ * logical devices of one card, set before start-up and changed at run time.
+ * Part of the public API (vdev.h includes it; it may also be included
+ * alone). Same conventions as vdev.h: every fallible call returns enum
+ * vdev_status and leaves a message in vdev_last_error(); sizes in bytes;
+ * every call is thread-safe.
+ *
+ * Example: a critical model keeps 4 GiB of a card, two others share the rest
+ *
+ *     struct vdev_logical_device_config devs[3] = {
+ *         {.floor_bytes = 4ull << 30, .priority = VDEV_PRIORITY_CRITICAL},
+ *         {.priority = VDEV_PRIORITY_LOW}, {.priority = VDEV_PRIORITY_LOW}};
+ *     vdev_config_set_logical_devices_ex("GPU:0", devs, 3);   // before start-up
+ *     vdev_init();
+ *     ...
+ *     vdev_memory_set_limits("GPU:2", 0, 2ull << 30);        // any time later
+ */
+#ifndef VDEV_GOVERN_H
+#define VDEV_GOVERN_H
+
+#include "vdev.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- governance: floors, ceilings and priorities ----
+ * Each logical device of a card has a floor (memory guaranteed to it: the
+ * card keeps it aside, and no other logical device of the card can take it),
+ * a ceiling (its hard limit) and a priority. The floors of a card must fit
+ * its budget; the ceilings may sum to more: the memory above the floors is
+ * shared, first come, each device up to its ceiling. When a device needs
+ * shared memory that a device of lower priority holds cached (reserved but
+ * free), vdev releases that device's empty regions before it fails; live
+ * memory is never taken. A plain limit (vdev_config_set_logical_devices) is
+ * a floor and a ceiling of that size: a fixed share. With growth on, a
+ * device reserves its floor lazily, but the card keeps it aside from the
+ * start; with preallocation the floor is reserved at start-up and memory
+ * above it is taken on demand. All three can change at run time
+ * (vdev_memory_set_limits, vdev_memory_set_priority). */
+enum vdev_priority {
+    VDEV_PRIORITY_DEFAULT = 0, /* in a configuration: normal */
+    VDEV_PRIORITY_LOW,
+    VDEV_PRIORITY_NORMAL,
+    VDEV_PRIORITY_HIGH,
+    VDEV_PRIORITY_CRITICAL,
+    VDEV_PRIORITY_COUNT
+};
+/* "low", "normal", "high", "critical" ("normal" for DEFAULT), or "?" for a
+ * value out of range. Static strings. */
+VDEV_API const char *vdev_priority_name(enum vdev_priority p);
+
+struct vdev_logical_device_config {
+    uint64_t floor_bytes;        /* guaranteed; 0: none, else at least 1 MiB */
+    uint64_t ceiling_bytes;      /* hard limit, at least 1 MiB; 0: the card's budget */
+    enum vdev_priority priority; /* DEFAULT (0): normal */
+};
+/* Splits a physical GPU into n logical GPUs, each with a floor, a ceiling and
+ * a priority (the text form is VDEV_LOGICAL_DEVICES's: "2GiB..6GiB@high").
+ * Checks as vdev_config_set_logical_devices, and: a floor above its ceiling
+ * or a priority out of range is VDEV_ERR_INVALID_ARG naming the logical
+ * device. At start-up the floors must fit the card's budget, and so must
+ * each ceiling (VDEV_ERR_CONFIG naming the card, its budget and the sum);
+ * the ceilings together may exceed it. n == 0 removes the split. A
+ * "CPU:0" takes floors and ceilings of 0 only (as many logical CPUs). */
+VDEV_API enum vdev_status vdev_config_set_logical_devices_ex(
+    const char *physical_device, const struct vdev_logical_device_config *devs, int n);
+/* The split with floors, ceilings and priorities, as
+ * vdev_config_get_logical_devices reports limits (a plain limit reads as
+ * floor == ceiling; before start-up a ceiling of 0 stands for the card's
+ * budget, after it the budget itself; priorities read back resolved, never
+ * DEFAULT). */
+VDEV_API enum vdev_status vdev_config_get_logical_devices_ex(
+    const char *physical_device, struct vdev_logical_device_config *devs, int cap, int *n);
+
+/* ---- governance at run time ----------------------------------------------- */
+
+struct vdev_memory_limits {
+    uint64_t floor_bytes;        /* guaranteed to the device */
+    uint64_t ceiling_bytes;      /* the most it may reserve (vdev_memory_info's bytes_limit) */
+    enum vdev_priority priority;
+    int ceiling_lowered;         /* 1 after a run-time change lowered the ceiling, until one
+                                    raises it */
+    uint64_t card_budget_bytes;  /* the budget its card shares among its logical devices */
+    uint64_t card_floors_bytes;  /* the floors of the card's logical devices, summed */
+    uint64_t card_claimed_bytes; /* what they hold or keep aside: the sum of max(reserved, floor) */
+    uint64_t available_bytes;    /* how much more this device may reserve now: up to its ceiling,
+                                    and what the card leaves it (0 when it holds more than that) */
+};
+/* A consistent snapshot of a logical device's floor, ceiling, priority and
+ * its card's sharing. Errors as vdev_memory_info. Thread-safe. */
+VDEV_API enum vdev_status vdev_memory_get_limits(const char *device,
+                                                 struct vdev_memory_limits *out);
+/* Sets a logical device's floor and ceiling, at any time, from any thread
+ * (ceiling 0: the card's budget). Raising takes effect at once. Lowering the
+ * ceiling below what the device has reserved waits for the device's queued
+ * work and releases its empty regions until it fits; live memory is never
+ * taken: while the memory in use stays above the ceiling, every new
+ * allocation on the device fails with VDEV_ERR_OOM saying that the ceiling
+ * was lowered. (A region preallocated at start-up stays reserved until
+ * shutdown, whatever the ceiling; the ceiling still caps what is in use.) Raising the floor takes the memory it needs from what the
+ * card has unclaimed, else from the empty regions other devices hold above
+ * their floors. Errors, nothing changed: VDEV_ERR_INVALID_ARG (a floor above
+ * the ceiling, a floor or ceiling below 1 MiB other than 0), VDEV_ERR_CONFIG
+ * (a ceiling above the card's budget, or floors that would no longer fit it:
+ * the message names the card, its budget and the floors' sum), VDEV_ERR_OOM
+ * (the new floor fits the budget but other devices hold that memory live:
+ * the message says whose memory is where), and vdev_memory_info's errors for
+ * the name. Recorded in the profiler trace (VDEV_TRACE_FILE) and exported
+ * by the metrics endpoint. */
+VDEV_API enum vdev_status vdev_memory_set_limits(const char *device, uint64_t floor_bytes,
+                                                 uint64_t ceiling_bytes);
+/* Sets a logical device's priority (DEFAULT: normal), at any time. A device
+ * under pressure takes cached memory from devices of strictly lower priority
+ * of its card; devices of equal priority share first come. */
+VDEV_API enum vdev_status vdev_memory_set_priority(const char *device,
+                                                   enum vdev_priority priority);
+
+/* Memory pressure on a logical device, told to its callback. */
+enum vdev_pressure {
+    VDEV_PRESSURE_CARD_FULL = 0, /* it asked the card for `bytes` of shared memory and there was
+                                    none left: vdev now tries lending; the allocation may fail */
+    VDEV_PRESSURE_LENT,          /* a device of higher priority took `bytes` of its cached memory */
+    VDEV_PRESSURE_CEILING,       /* its ceiling was set below what it holds, or below its peak
+                                    in use since start-up or the last peak reset (`bytes`: by
+                                    how much) */
+    VDEV_PRESSURE_COUNT
+};
+typedef void (*vdev_pressure_fn)(const char *device, enum vdev_pressure what, uint64_t bytes,
+                                 void *user);
+/* Calls fn (NULL: none) on pressure, so a model can shrink its batch before
+ * its allocations fail. fn runs on the thread that met the pressure (an
+ * allocating thread, or the one that lowered the ceiling) with no vdev lock
+ * held; it may call vdev, and should be quick. `device` is the device's
+ * "/device:GPU:1" name. */
+VDEV_API enum vdev_status vdev_memory_set_pressure_callback(const char *device, vdev_pressure_fn fn,
+                                                            void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VDEV_GOVERN_H */

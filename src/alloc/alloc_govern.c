@@ -1,0 +1,630 @@
+/* alloc_govern.c — memory governance between the logical devices of a card:
+ * the pool of shared memory, lending, and limits changed at run time.
+ *
+ * A pool (govern.h) counts, under its mutex, what each member (a logical
+ * device's allocator) has reserved, beside its floor, ceiling and priority,
+ * and keeps sum(max(reserved, floor)) <= budget: the floors are kept aside
+ * from the start, and memory above them goes to whoever claims it first, up
+ * to each ceiling. Allocators claim a region before they reserve it and give
+ * it back when they release it (alloc_grow.c), so the pool is consulted only
+ * where regions come and go, never per block: the allocator's fast path is
+ * the same with or without governance.
+ *
+ * Lending happens when the pool refuses a member: the allocator drops its
+ * lock and calls vdev_pool_reclaim(), which asks every member of strictly
+ * lower priority that holds memory above its floor, lowest priority first,
+ * to give back its empty regions (after its device's queued work is done,
+ * as its blocks freed from the host may still be in use there), until the
+ * request fits. Only empty regions go: live and pending blocks stay where
+ * they are. Whatever the outcome, it writes a report of whose memory is
+ * where, which the allocator's OOM message quotes if the retry fails.
+ *
+ * Limits change at run time through vdev_pool_set_limits() (floor and
+ * ceiling together, so they are never seen crossed) and
+ * vdev_alloc_set_limit() for an allocator without a pool. Lowering a limit
+ * below what is reserved releases empty regions at once; while the memory in
+ * use stays above it, the allocator's HOOK_OVER sends every malloc to the
+ * general path, which refuses what does not fit under the new limit.
+ *
+ * Locks: an allocator's lock, then the pool's mutex, never the reverse;
+ * functions that take other allocators' locks (reclaim, set_limits, get,
+ * check) are called with none held and take one at a time.
+ */
+#define _GNU_SOURCE
+#include "alloc/alloc_impl.h"
+#include "alloc/govern.h"
+
+#include <pthread.h>
+
+struct member {
+    vdev_alloc_t *a;          /* NULL until attached, and after destruction */
+    char name[64];            /* "/device:GPU:1" */
+    uint64_t floor, ceiling;  /* bytes, multiples of 256 */
+    uint64_t reserved;        /* claimed: what its allocator holds, plus claims in flight */
+    enum vdev_priority prio;  /* LOW..CRITICAL */
+    vdev_pressure_fn fn;      /* (optional) pressure callback */
+    void *user;
+};
+
+struct vdev_pool {
+    pthread_mutex_t lock; /* guards everything below but name, budget and n */
+    char name[64];        /* "/physical_device:GPU:0" */
+    uint64_t budget;
+    int n;                /* members; fixed once the runtime has started */
+    struct member m[VDEV_POOL_MAX_MEMBERS];
+};
+
+static _Thread_local char last_report[400];
+
+VDEV_API const char *vdev_priority_name(enum vdev_priority p)
+{
+    static const char *const names[VDEV_PRIORITY_COUNT] = {"normal", "low", "normal", "high",
+                                                            "critical"};
+    return (unsigned)p < VDEV_PRIORITY_COUNT ? names[p] : "?";
+}
+
+const char *vdev_pool_last_report(void) { return last_report; }
+
+/* "GPU:1" for "/device:GPU:1": the short name of the OOM report. */
+static const char *short_name(const char *name)
+{
+    return strncmp(name, "/device:", 8) == 0 ? name + 8 : name;
+}
+
+static uint64_t claim_of(const struct member *m)
+{
+    return m->reserved > m->floor ? m->reserved : m->floor;
+}
+
+/* Sum over the members but `skip` of max(reserved, floor). Lock held. */
+static uint64_t others_claim(const struct vdev_pool *p, int skip)
+{
+    uint64_t sum = 0;
+    for (int j = 0; j < p->n; j++)
+        if (j != skip)
+            sum += claim_of(&p->m[j]);
+    return sum;
+}
+
+/* The most member i could hold now. Lock held. */
+static uint64_t most_locked(const struct vdev_pool *p, int i)
+{
+    uint64_t others = others_claim(p, i);
+    return p->budget > others ? p->budget - others : 0;
+}
+
+static uint64_t floors_locked(const struct vdev_pool *p)
+{
+    uint64_t sum = 0;
+    for (int j = 0; j < p->n; j++)
+        sum += p->m[j].floor;
+    return sum;
+}
+
+static enum vdev_priority resolve_prio(enum vdev_priority p)
+{
+    return p == VDEV_PRIORITY_DEFAULT ? VDEV_PRIORITY_NORMAL : p;
+}
+
+/* ------------------------------------------------------------------------ */
+/* creation */
+
+enum vdev_status vdev_pool_new(const char *name, uint64_t budget, vdev_pool_t **out)
+{
+    *out = NULL;
+    struct vdev_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return vdev_error(VDEV_ERR_OOM, "%s: host out of memory for its pool", name);
+    pthread_mutex_init(&p->lock, NULL);
+    vdev_strlcpy(p->name, name, sizeof p->name);
+    p->budget = budget & SZ_MASK;
+    *out = p;
+    return VDEV_OK;
+}
+
+void vdev_pool_destroy(vdev_pool_t *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+enum vdev_status vdev_pool_add(vdev_pool_t *p, const char *device, uint64_t floor, uint64_t ceiling,
+                               enum vdev_priority priority, int *member)
+{
+    char b1[32], b2[32], b3[32];
+    floor &= SZ_MASK;
+    ceiling &= SZ_MASK;
+    if (p->n == VDEV_POOL_MAX_MEMBERS)
+        return vdev_error(VDEV_ERR_CONFIG, "%s: more than %d logical devices", p->name,
+                          VDEV_POOL_MAX_MEMBERS);
+    if (floor > ceiling || ceiling > p->budget || (unsigned)priority >= VDEV_PRIORITY_COUNT)
+        return vdev_error(VDEV_ERR_CONFIG,
+                          "%s: %s's floor %s and ceiling %s do not fit its budget of %s", p->name,
+                          device, vdev_format_bytes(floor, b1, sizeof b1),
+                          vdev_format_bytes(ceiling, b2, sizeof b2),
+                          vdev_format_bytes(p->budget, b3, sizeof b3));
+    pthread_mutex_lock(&p->lock);
+    uint64_t floors = floors_locked(p) + floor;
+    pthread_mutex_unlock(&p->lock);
+    if (floors > p->budget)
+        return vdev_error(VDEV_ERR_CONFIG,
+                          "%s: its logical devices' floors sum to %s, more than its budget of %s",
+                          p->name, vdev_format_bytes(floors, b1, sizeof b1),
+                          vdev_format_bytes(p->budget, b2, sizeof b2));
+    pthread_mutex_lock(&p->lock);
+    struct member *m = &p->m[p->n];
+    memset(m, 0, sizeof *m);
+    vdev_strlcpy(m->name, device, sizeof m->name);
+    m->floor = floor;
+    m->ceiling = ceiling;
+    m->prio = resolve_prio(priority);
+    *member = p->n++;
+    pthread_mutex_unlock(&p->lock);
+    return VDEV_OK;
+}
+
+void vdev_pool_attach(vdev_pool_t *p, int member, vdev_alloc_t *a)
+{
+    pthread_mutex_lock(&p->lock);
+    p->m[member].a = a;
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* ------------------------------------------------------------------------ */
+/* claims (called under the claiming allocator's lock) */
+
+uint64_t vdev_pool_claim(vdev_pool_t *p, int member, uint64_t want, uint64_t need)
+{
+    pthread_mutex_lock(&p->lock);
+    struct member *m = &p->m[member];
+    uint64_t most = most_locked(p, member);
+    uint64_t room = most > m->reserved ? most - m->reserved : 0;
+    uint64_t got = want < room ? want : room;
+    if (got < need)
+        got = 0;
+    m->reserved += got;
+    pthread_mutex_unlock(&p->lock);
+    return got;
+}
+
+void vdev_pool_unclaim(vdev_pool_t *p, int member, uint64_t bytes)
+{
+    pthread_mutex_lock(&p->lock);
+    VDEV_ASSERT(p->m[member].reserved >= bytes);
+    p->m[member].reserved -= bytes;
+    pthread_mutex_unlock(&p->lock);
+}
+
+uint64_t vdev_pool_max_reserved(vdev_pool_t *p, int member)
+{
+    pthread_mutex_lock(&p->lock);
+    uint64_t most = most_locked(p, member);
+    pthread_mutex_unlock(&p->lock);
+    return most;
+}
+
+uint64_t vdev_pool_floor(vdev_pool_t *p, int member)
+{
+    pthread_mutex_lock(&p->lock);
+    uint64_t f = p->m[member].floor;
+    pthread_mutex_unlock(&p->lock);
+    return f;
+}
+
+uint64_t vdev_pool_reserved(vdev_pool_t *p, int member)
+{
+    pthread_mutex_lock(&p->lock);
+    uint64_t r = p->m[member].reserved;
+    pthread_mutex_unlock(&p->lock);
+    return r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* lending */
+
+static int fits(vdev_pool_t *p, int i, uint64_t need);
+
+/* Member b gives back empty regions above its floor, largest first, after
+ * its device's queued work is done, until member i of b's pool can reserve
+ * `need` more bytes (i < 0: until the floor); returns the bytes released.
+ * Takes b's lock (none may be held). A source without sync lends nothing:
+ * nothing says its freed blocks are no longer used by queued work. */
+static uint64_t lend(struct vdev_alloc *b, int i, uint64_t need)
+{
+    uint64_t got = 0;
+    lock(b);
+    uint64_t keep = vdev_pool_floor(b->pool, b->member);
+    if (b->src.sync && b->reserved > keep && vdev_alloc_empty_bytes(b)) {
+        b->src.sync(b->src.ctx);
+        for (;;) {
+            /* One region at a time: the largest empty one. */
+            uint64_t one = vdev_alloc_release_empty(b, b->reserved - 1 > keep ? b->reserved - 1
+                                                                              : keep);
+            got += one;
+            if (!one || b->reserved <= keep || (i >= 0 && fits(b->pool, i, need)))
+                break;
+        }
+    }
+    unlock(b);
+    return got;
+}
+
+/* What the report says of one other member. */
+struct held {
+    int j;
+    uint64_t above, live;
+};
+
+/* Writes whose memory is where, for member i that asked for `what` (e.g.
+ * "1.00 GiB"): what the card leaves it, then the members holding memory
+ * above their floors (most first, at most three named) with how much of it
+ * is live, then what would help. Takes each of those members' locks in turn
+ * for their bytes in use; none may be held. */
+static void report(vdev_pool_t *p, int i, const char *what, char *out, size_t cap)
+{
+    struct member snap[VDEV_POOL_MAX_MEMBERS];
+    pthread_mutex_lock(&p->lock);
+    memcpy(snap, p->m, sizeof snap);
+    uint64_t most = most_locked(p, i), floors_others = floors_locked(p) - p->m[i].floor;
+    pthread_mutex_unlock(&p->lock);
+    struct held h[VDEV_POOL_MAX_MEMBERS];
+    int n = 0;
+    for (int j = 0; j < p->n; j++) {
+        if (j == i || snap[j].reserved <= snap[j].floor)
+            continue;
+        uint64_t in_use = 0, reserved = 0;
+        if (snap[j].a)
+            vdev_alloc_usage(snap[j].a, &in_use, &reserved);
+        h[n].j = j;
+        h[n].above = snap[j].reserved - snap[j].floor;
+        h[n].live = in_use > snap[j].floor ? in_use - snap[j].floor : 0;
+        if (h[n].live > h[n].above)
+            h[n].live = h[n].above;
+        /* most held first (insertion: at most 16) */
+        for (int k = n; k > 0 && h[k - 1].above < h[k].above; k--) {
+            struct held t = h[k];
+            h[k] = h[k - 1];
+            h[k - 1] = t;
+        }
+        n++;
+    }
+    char b1[32], b2[32], b3[32];
+    const struct member *me = &snap[i];
+    uint64_t left = most > me->reserved ? most - me->reserved : 0;
+    size_t len = (size_t)snprintf(out, cap, "%s (%s) asked for %s and %s has %s left for it",
+                                  short_name(me->name), vdev_priority_name(me->prio), what,
+                                  p->name, vdev_format_bytes(left, b1, sizeof b1));
+    if (n == 0) {
+        snprintf(out + (len < cap ? len : cap), cap - (len < cap ? len : cap),
+                 ": the other devices' floors keep %s aside; would help: lower floors on the "
+                 "other devices, a smaller batch",
+                 vdev_format_bytes(floors_others, b2, sizeof b2));
+        return;
+    }
+    uint64_t rest = 0;
+    for (int k = 0; k < n; k++) {
+        if (k >= 3) {
+            rest += h[k].above;
+            continue;
+        }
+        const struct member *o = &snap[h[k].j];
+        char live[64];
+        if (h[k].live == h[k].above)
+            snprintf(live, sizeof live, "all of it live");
+        else if (h[k].live == 0)
+            snprintf(live, sizeof live, "none of it live");
+        else
+            snprintf(live, sizeof live, "%s of it live",
+                     vdev_format_bytes(h[k].live, b3, sizeof b3));
+        if (len < cap)
+            len += (size_t)snprintf(out + len, cap - len, "; %s (%s) holds %s above its floor, %s",
+                                    short_name(o->name), vdev_priority_name(o->prio),
+                                    vdev_format_bytes(h[k].above, b2, sizeof b2), live);
+    }
+    if (rest && len < cap)
+        len += (size_t)snprintf(out + len, cap - len, "; %d more hold %s", n - 3,
+                                vdev_format_bytes(rest, b2, sizeof b2));
+    if (len < cap)
+        snprintf(out + len, cap - len,
+                 "; would help: freeing memory or lower ceilings on those devices, a smaller "
+                 "batch");
+}
+
+/* Calls a pressure callback, if any, with no lock held. */
+static void tell(const struct member *m, enum vdev_pressure what, uint64_t bytes)
+{
+    if (m->fn)
+        m->fn(m->name, what, bytes, m->user);
+}
+
+/* Lenders of member i: attached members holding memory above their floors,
+ * of priority strictly below i's (any priority when `any`), lowest priority
+ * first, then most held above the floor. Fills snap (a snapshot of the
+ * members) and idx; returns their number. */
+static int lenders(vdev_pool_t *p, int i, int any, struct member *snap, int *idx)
+{
+    int n = 0;
+    pthread_mutex_lock(&p->lock);
+    memcpy(snap, p->m, sizeof p->m);
+    pthread_mutex_unlock(&p->lock);
+    int max_prio = any ? VDEV_PRIORITY_COUNT : (int)snap[i].prio;
+    for (int j = 0; j < p->n; j++) {
+        if (j == i || !snap[j].a || (int)snap[j].prio >= max_prio ||
+            snap[j].reserved <= snap[j].floor)
+            continue;
+        int k = n++;
+        for (; k > 0; k--) {
+            const struct member *x = &snap[idx[k - 1]], *y = &snap[j];
+            if (x->prio < y->prio ||
+                (x->prio == y->prio && x->reserved - x->floor >= y->reserved - y->floor))
+                break;
+            idx[k] = idx[k - 1];
+        }
+        idx[k] = j;
+    }
+    return n;
+}
+
+/* Whether member i could reserve `need` more bytes now. */
+static int fits(vdev_pool_t *p, int i, uint64_t need)
+{
+    pthread_mutex_lock(&p->lock);
+    uint64_t most = most_locked(p, i), r = p->m[i].reserved;
+    pthread_mutex_unlock(&p->lock);
+    return most >= r && most - r >= need;
+}
+
+uint64_t vdev_pool_reclaim(vdev_pool_t *p, int member, uint64_t sz, char *out, size_t cap)
+{
+    struct member snap[VDEV_POOL_MAX_MEMBERS];
+    int idx[VDEV_POOL_MAX_MEMBERS];
+    last_report[0] = '\0';
+    int n = fits(p, member, sz) ? 0 : lenders(p, member, 0, snap, idx); /* 0: freed meanwhile */
+    if (n || !fits(p, member, sz)) {
+        pthread_mutex_lock(&p->lock);
+        struct member me = p->m[member];
+        pthread_mutex_unlock(&p->lock);
+        tell(&me, VDEV_PRESSURE_CARD_FULL, sz);
+    }
+    uint64_t released = 0;
+    for (int k = 0; k < n && !fits(p, member, sz); k++) {
+        uint64_t got = lend(snap[idx[k]].a, member, sz);
+        if (got)
+            tell(&snap[idx[k]], VDEV_PRESSURE_LENT, got);
+        released += got;
+    }
+    /* Written even when the request fits now: others may take the room
+     * before the caller retries, and then its OOM quotes this. */
+    char b[32];
+    report(p, member, vdev_format_bytes(sz, b, sizeof b), last_report, sizeof last_report);
+    if (cap)
+        vdev_strlcpy(out, last_report, cap);
+    return released;
+}
+
+/* ------------------------------------------------------------------------ */
+/* run-time limits */
+
+/* The limit of an allocator whose lock is held: releases empty regions above
+ * a lowered limit (after a sync), keeps HOOK_OVER right. */
+static uint64_t set_limit_locked(struct vdev_alloc *a, uint64_t limit)
+{
+    uint64_t old = a->limit, released = 0;
+    a->limit = limit;
+    /* Lowered: set; raised: cleared only once everything held fits again
+     * (a raise that stays below what is reserved is still a lowered one). */
+    if (limit < old)
+        a->limit_lowered = 1;
+    else if (limit > old && a->reserved <= limit)
+        a->limit_lowered = 0;
+    if (a->reserved > limit && vdev_alloc_empty_bytes(a)) {
+        if (a->src.sync)
+            a->src.sync(a->src.ctx);
+        released = vdev_alloc_release_empty(a, limit);
+    }
+    over_hook_update(a);
+    return released;
+}
+
+enum vdev_status vdev_alloc_set_limit(vdev_alloc_t *a, uint64_t limit_bytes, uint64_t *released)
+{
+    if (released)
+        *released = 0;
+    if (!a || (limit_bytes & SZ_MASK) == 0)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_alloc_set_limit: %s",
+                          a ? "a limit below 256 bytes" : "NULL allocator");
+    lock(a);
+    uint64_t r = set_limit_locked(a, limit_bytes & SZ_MASK);
+    unlock(a);
+    if (released)
+        *released = r;
+    return VDEV_OK;
+}
+
+/* The new floor of member i cannot be kept aside now: others hold the memory. */
+static enum vdev_status floor_taken(vdev_pool_t *p, int i, uint64_t floor)
+{
+    char b[32], what[64], msg[400];
+    snprintf(what, sizeof what, "a floor of %s", vdev_format_bytes(floor, b, sizeof b));
+    report(p, i, what, msg, sizeof msg);
+    return vdev_error(VDEV_ERR_OOM, "cannot raise the floor now: %s", msg);
+}
+
+/* Checks the new floor against the budget and what the others hold; lock
+ * held. VDEV_OK, VDEV_ERR_CONFIG (the floors do not fit the budget, message
+ * set) or VDEV_ERR_OOM (they fit, but others hold the memory; no message). */
+static enum vdev_status floor_check_locked(vdev_pool_t *p, int i, uint64_t floor)
+{
+    char b1[32], b2[32];
+    uint64_t floors = floors_locked(p) - p->m[i].floor + floor;
+    if (floors > p->budget)
+        return vdev_error(VDEV_ERR_CONFIG,
+                          "%s: its logical devices' floors would sum to %s, more than its budget "
+                          "of %s",
+                          p->name, vdev_format_bytes(floors, b1, sizeof b1),
+                          vdev_format_bytes(p->budget, b2, sizeof b2));
+    uint64_t want = p->m[i].reserved > floor ? p->m[i].reserved : floor;
+    return others_claim(p, i) + want <= p->budget ? VDEV_OK : VDEV_ERR_OOM;
+}
+
+enum vdev_status vdev_pool_set_limits(vdev_pool_t *p, int i, uint64_t floor, uint64_t ceiling,
+                                      uint64_t *released)
+{
+    char b1[32], b2[32];
+    if (released)
+        *released = 0;
+    floor &= SZ_MASK;
+    ceiling = ceiling ? ceiling & SZ_MASK : p->budget;
+    struct member *m = &p->m[i];
+    if (floor > ceiling)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "%s: floor %s is above the ceiling %s", m->name,
+                          vdev_format_bytes(floor, b1, sizeof b1),
+                          vdev_format_bytes(ceiling, b2, sizeof b2));
+    if (ceiling > p->budget)
+        return vdev_error(VDEV_ERR_CONFIG, "%s: ceiling %s is more than %s's budget of %s",
+                          m->name, vdev_format_bytes(ceiling, b1, sizeof b1), p->name,
+                          vdev_format_bytes(p->budget, b2, sizeof b2));
+    pthread_mutex_lock(&p->lock);
+    enum vdev_status st = floor_check_locked(p, i, floor);
+    pthread_mutex_unlock(&p->lock);
+    if (st == VDEV_ERR_CONFIG)
+        return st;
+    if (st == VDEV_ERR_OOM) {
+        /* A floor outranks shared memory: any device's empty regions above
+         * its floor may go. */
+        struct member snap[VDEV_POOL_MAX_MEMBERS];
+        int idx[VDEV_POOL_MAX_MEMBERS];
+        int n = lenders(p, i, 1, snap, idx);
+        for (int k = 0; k < n; k++) {
+            uint64_t got = lend(snap[idx[k]].a, -1, 0);
+            if (got)
+                tell(&snap[idx[k]], VDEV_PRESSURE_LENT, got);
+            pthread_mutex_lock(&p->lock);
+            st = floor_check_locked(p, i, floor);
+            pthread_mutex_unlock(&p->lock);
+            if (st != VDEV_ERR_OOM)
+                break;
+        }
+        if (st == VDEV_ERR_OOM)
+            return floor_taken(p, i, floor);
+        if (st != VDEV_OK)
+            return st;
+    }
+    /* Allocator, then pool: checked again under both, then set together. */
+    pthread_mutex_lock(&p->lock);
+    struct vdev_alloc *a = m->a;
+    pthread_mutex_unlock(&p->lock);
+    if (a)
+        lock(a);
+    pthread_mutex_lock(&p->lock);
+    st = floor_check_locked(p, i, floor);
+    if (st == VDEV_OK) {
+        m->floor = floor;
+        m->ceiling = ceiling;
+    }
+    struct member me = *m;
+    pthread_mutex_unlock(&p->lock);
+    uint64_t rel = 0, over = 0;
+    if (st == VDEV_OK && a) {
+        rel = set_limit_locked(a, ceiling);
+        /* Pressure: the ceiling is below what the device holds, or below
+         * its peak in use (its next step is likely to need as much). */
+        uint64_t need = a->reserved > a->peak_in_use ? a->reserved : a->peak_in_use;
+        over = need > ceiling ? need - ceiling : 0;
+    }
+    if (a)
+        unlock(a);
+    if (st == VDEV_ERR_OOM)
+        return floor_taken(p, i, floor);
+    if (st != VDEV_OK)
+        return st;
+    if (released)
+        *released = rel;
+    if (over)
+        tell(&me, VDEV_PRESSURE_CEILING, over);
+    return VDEV_OK;
+}
+
+enum vdev_status vdev_pool_set_priority(vdev_pool_t *p, int member, enum vdev_priority priority)
+{
+    if ((unsigned)priority >= VDEV_PRIORITY_COUNT)
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "priority %d is not one of low, normal, high, critical", (int)priority);
+    pthread_mutex_lock(&p->lock);
+    p->m[member].prio = resolve_prio(priority);
+    pthread_mutex_unlock(&p->lock);
+    return VDEV_OK;
+}
+
+enum vdev_status vdev_pool_set_pressure(vdev_pool_t *p, int member, vdev_pressure_fn fn, void *user)
+{
+    pthread_mutex_lock(&p->lock);
+    p->m[member].fn = fn;
+    p->m[member].user = user;
+    pthread_mutex_unlock(&p->lock);
+    return VDEV_OK;
+}
+
+void vdev_pool_get(vdev_pool_t *p, int member, struct vdev_memory_limits *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&p->lock);
+    struct vdev_alloc *a = p->m[member].a;
+    pthread_mutex_unlock(&p->lock);
+    if (a)
+        lock(a);
+    pthread_mutex_lock(&p->lock);
+    const struct member *m = &p->m[member];
+    out->floor_bytes = m->floor;
+    out->ceiling_bytes = a ? a->limit : m->ceiling;
+    out->priority = m->prio;
+    out->ceiling_lowered = a ? a->limit_lowered : 0;
+    out->card_budget_bytes = p->budget;
+    out->card_floors_bytes = floors_locked(p);
+    out->card_claimed_bytes = others_claim(p, -1);
+    uint64_t most = most_locked(p, member);
+    uint64_t cap = most < out->ceiling_bytes ? most : out->ceiling_bytes;
+    out->available_bytes = cap > m->reserved ? cap - m->reserved : 0;
+    pthread_mutex_unlock(&p->lock);
+    if (a)
+        unlock(a);
+}
+
+enum vdev_status vdev_pool_check(vdev_pool_t *p)
+{
+    char b1[32], b2[32];
+    for (int j = 0; j < p->n; j++) {
+        pthread_mutex_lock(&p->lock);
+        struct vdev_alloc *a = p->m[j].a;
+        pthread_mutex_unlock(&p->lock);
+        if (!a)
+            continue;
+        lock(a);
+        uint64_t r = vdev_pool_reserved(p, j), have = a->reserved;
+        unlock(a);
+        if (r != have)
+            return vdev_error(VDEV_ERR_INTERNAL, "%s: the pool counts %llu bytes reserved by %s, "
+                                                 "its allocator holds %llu",
+                              p->name, (unsigned long long)r, p->m[j].name,
+                              (unsigned long long)have);
+    }
+    pthread_mutex_lock(&p->lock);
+    uint64_t claimed = others_claim(p, -1), floors = floors_locked(p);
+    int bad = -1;
+    for (int j = 0; j < p->n; j++)
+        if (p->m[j].floor > p->m[j].ceiling || p->m[j].ceiling > p->budget)
+            bad = j;
+    pthread_mutex_unlock(&p->lock);
+    if (claimed > p->budget || floors > p->budget)
+        return vdev_error(VDEV_ERR_INTERNAL, "%s: claims %s and floors %s exceed the budget %s",
+                          p->name, vdev_format_bytes(claimed, b1, sizeof b1),
+                          vdev_format_bytes(floors, b2, sizeof b2),
+                          vdev_format_bytes(p->budget, (char[32]){0}, 32));
+    if (bad >= 0)
+        return vdev_error(VDEV_ERR_INTERNAL, "%s: %s's floor is above its ceiling or its ceiling "
+                                             "above the budget",
+                          p->name, p->m[bad].name);
+    return VDEV_OK;
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# cli_fit.sh — `vdev fit` through the command line: usage errors (exit 2, one
+# line "vdev fit: ..." on stderr), bad input (exit 1), the table, the JSON
+# (keys and values that must hold on any machine, checked with python3 where
+# installed), known GPU names and their budgets, and a model that does not fit
+# (exit 1, with the line it fails at). Never checks timings. test_fit.c checks
+# the answers against an actual run.
+# Usage: cli_fit.sh VDEV DATA (DATA/traces: the repository's data/traces)
+set -u
+vdev=$1
+data=${2:-}
+fail=0; pass=0
+ok()  { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+[ -x "$vdev" ] || { echo "cli_fit: no vdev binary at '$vdev'"; exit 77; }
+[ -n "$data" ] && [ -f "$data/traces/mlp.trace" ] ||
+  { echo "FAIL: cli_fit: no traces in '$data' (the repository's data/traces)"; exit 1; }
+mlp=$data/traces/mlp.trace
+tr=$data/traces/transformer.trace
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run() {
+  env -u VDEV_SIM_GPUS -u TF_DEVICE_MIN_SYS_MEMORY_IN_MB "$vdev" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+}
+has() { grep -qF -- "$2" <<<"$1"; }
+lines() { if [ -z "$1" ]; then echo 0; else printf '%s\n' "$1" | wc -l; fi; }
+# error WHAT CODE MESSAGE: exit CODE, stderr exactly MESSAGE, nothing on stdout.
+error() {
+  [ $rc -eq "$2" ] && ok || bad "$1: exit $rc, expected $2"
+  [ "$err" = "$3" ] && ok || bad "$1: stderr '$err', expected '$3'"
+  [ -z "$out" ] && ok || bad "$1: wrote to stdout: $out"
+}
+
+# ---- usage errors ----
+run fit "$mlp"
+error "no card" 2 "vdev fit: no card given (--card 24GiB or --card h100) (see 'vdev fit --help')"
+run fit --card 4GiB
+error "no trace" 2 "vdev fit: no trace given (see 'vdev fit --help')"
+run fit --card 4GiX "$mlp"
+error "bad card" 2 "vdev fit: --card '4GiX' is neither a size of 1 MiB or more (24GiB) nor a known GPU (h200, h100, a100-80gb, a100-40gb, l40s, a10, l4, t4, rtx5090, rtx4090, rtx3090)"
+run fit --card 4GiB --split "1GiB@urgent" "$mlp"
+error "bad split" 2 "vdev fit: --split=\"1GiB@urgent\": bad priority 'urgent' for GPU 0 (low, normal, high or critical)"
+run fit --card 4GiB --split "1GiB,1GiB" "$mlp"
+error "split count" 2 "vdev fit: --split gives 2 logical devices for 1 trace (one each)"
+run fit --card 4GiB --frobnicate "$mlp"
+error "unknown option" 2 "vdev fit: unknown option '--frobnicate' (see 'vdev fit --help')"
+run fit --card
+error "card without value" 2 "vdev fit: --card needs a value (see 'vdev fit --help')"
+
+# ---- bad input ----
+run fit --card 4GiB "$tmp/none.trace"
+[ $rc -eq 1 ] && ok || bad "missing trace: exit $rc"
+[[ $err == "vdev fit: "*"none.trace"* ]] && [ "$(lines "$err")" -eq 1 ] && ok ||
+  bad "missing trace: stderr '$err'"
+run fit --card 4GiB --split "2GiB,1GiB" "$mlp" "$tr"
+error "floors over budget" 1 "vdev fit: /physical_device:GPU:0: its 2 logical devices' limits sum to 3.00 GiB (3221225472 bytes), more than the card's budget of 2.50 GiB (2684354560 bytes: 4.00 GiB free less the 1.50 GiB driver reserve)"
+
+# ---- the table ----
+run fit --card 4GiB --split "1GiB@critical,..@low" "$mlp" "$tr"
+[ $rc -eq 0 ] && ok || bad "table: exit $rc: $err"
+for s in "card      4GiB: 4.00 GiB, budget 2.50 GiB (simulated, one logical device per trace), growth" \
+         "order     peak-aligned round-robin: every model at its peak at the same moment" \
+         "device  trace                  floor      ceiling    priority fits  peak in use peak reserved smallest limit margin" \
+         "GPU:0   mlp.trace              1.00 GiB   1.00 GiB   critical yes" \
+         "GPU:1   transformer.trace      0 B        2.50 GiB   low      yes" \
+         "smallest card for these traces side by side: growth "; do
+  has "$out" "$s" && ok || bad "table: no '$s' in: $out"
+done
+[ -z "$err" ] && ok || bad "table: stderr: $err"
+
+# ---- a model that does not fit ----
+run fit --card 4GiB --split "..400MiB,.." --no-search "$mlp" "$tr"
+[ $rc -eq 1 ] && ok || bad "no fit: exit $rc"
+has "$out" "GPU:0   mlp.trace              0 B        400.00 MiB normal   no" && ok ||
+  bad "no fit: table: $out"
+has "$out" "GPU:0 fails at line " && has "$out" "mlp.trace: OOM when allocating " && ok ||
+  bad "no fit: no failure line: $out"
+
+# ---- JSON and known cards ----
+run fit --json --card h100 "$mlp" "$tr"
+[ $rc -eq 0 ] && ok || bad "json: exit $rc: $err"
+if command -v python3 >/dev/null 2>&1; then
+  python3 - "$tmp/out" <<'EOF' && ok || bad "json: values: $out"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert list(r) == ["card", "policy", "interleaving", "all_fit", "models", "min_card_bytes"], list(r)
+assert r["card"]["name"] == "NVIDIA H100 80GB" and r["card"]["total_bytes"] == 81559 << 20, r["card"]
+assert r["card"]["budget_bytes"] == (81559 - 1536) << 20, r["card"]
+assert r["policy"] == "growth" and r["interleaving"] == "peak-aligned round-robin", r
+assert r["all_fit"] is True and len(r["models"]) == 2, r
+for i, m in enumerate(r["models"]):
+    assert m["device"] == "/device:GPU:%d" % i and m["fits"] is True, m
+    assert m["failed_at_line"] is None and m["error"] is None, m
+    assert m["ceiling_bytes"] == r["card"]["budget_bytes"] and m["floor_bytes"] == 0, m
+    assert 0 < m["peak_in_use_bytes"] <= m["peak_reserved_bytes"], m
+    assert m["peak_in_use_bytes"] <= m["smallest_limit_bytes"] <= m["ceiling_bytes"], m
+    assert m["margin_bytes"] == m["ceiling_bytes"] - m["smallest_limit_bytes"], m
+c = r["min_card_bytes"]
+assert c["growth"] > 0 and c["preallocate"] > 0 and len(c["preallocate_limits_bytes"]) == 2, c
+assert c["preallocate"] >= sum(c["preallocate_limits_bytes"]), c
+EOF
+fi
+run fit --json --no-search --card T4 "$mlp"
+has "$out" '"name": "NVIDIA T4", "total_bytes": 16106127360, "budget_bytes": 15005122560' && ok ||
+  bad "t4: card: $out"
+has "$out" '"min_card_bytes": null' && ok || bad "t4: --no-search: $out"
+
+# ---- help ----
+run fit --help
+[ $rc -eq 0 ] && has "$out" "usage: vdev fit --card SIZE|GPU" && has "$out" "peak-aligned round-robin" &&
+  ok || bad "help: $out"
+run --help
+has "$out" "  fit        will these models fit this card" && ok || bad "vdev --help lacks fit: $out"
+
+echo "cli_fit: $pass passed, $fail failed"
+[ $fail -eq 0 ]
