@@ -75,7 +75,7 @@ VDEV_API enum vdev_status vdev_tensor_to_dlpack(vdev_tensor_t *h, struct DLManag
     if (dev->backend->ops->host_addressable)
         d->device = (DLDevice){kDLCPU, 0};
     else
-        d->device = (DLDevice){kDLCUDA, dev->bdev};
+        d->device = (DLDevice){kDLCUDA, dev->physical};
     d->ndim = t->ndim;
     d->dtype = (DLDataType){t->dtype == VDEV_I32 ? kDLInt : kDLFloat, 32, 1};
     d->shape = e->shape;
