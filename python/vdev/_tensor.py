@@ -125,8 +125,9 @@ class Tensor:
         self._owner = owner
 
     def __del__(self, _free=lib.vdev_tensor_free):
-        h, self._h = self._h, None
-        if h and self._owner is None:
+        h = getattr(self, "_h", None)  # unset when __init__ failed
+        self._h = None
+        if h and getattr(self, "_owner", None) is None:
             _free(h)
 
     @property
