@@ -134,3 +134,14 @@ foreach(_t ${VDEV_PY_TESTS} ${PROJECT_SOURCE_DIR}/python/tests/gpu_torch_allocat
     ENVIRONMENT "${_vdev_py_env}" LABELS python)
 endforeach()
 set_tests_properties(python_gpu_torch_allocator PROPERTIES LABELS "python;cuda")
+
+# `cmake --install` of this build, then the installed package run alone.
+if(_vdev_py_skip)
+  add_test(NAME python_install COMMAND sh -c "echo 'SKIP: ${_vdev_py_skip}'; exit 77")
+else()
+  add_test(NAME python_install COMMAND bash ${PROJECT_SOURCE_DIR}/python/tests/install_test.sh
+    ${CMAKE_BINARY_DIR} ${VDEV_PYTHON} ${VDEV_PYTHON_INSTALL_DIR} ${CMAKE_INSTALL_LIBDIR})
+endif()
+list(FILTER _vdev_py_env EXCLUDE REGEX "^(VDEV_LIBRARY|PYTHONPATH)=")
+set_tests_properties(python_install PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
+  ENVIRONMENT "${_vdev_py_env}" LABELS python)

@@ -283,3 +283,20 @@ def test_example_prints_the_c_demos_numbers(extra):
     if not extra:
         assert "Memory per step: steady (nothing leaks)" in py.stdout
         assert "moved with .cpu(): shape (16, 8) on " + LONG + "/device:CPU:0" in py.stdout
+
+
+def test_readme_shows_the_numbers():
+    """The README's Python section shows the losses that vdev demo and
+    three_models.py print with their default options."""
+    readme = open(os.path.join(SRC, "README.md")).read()
+    block = readme.split("both print (the step rates aside)\n\n```text\n")[1].split("```")[0]
+    want = block.strip().splitlines()
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", VDEV_SIM_GPUS="3x16GiB")
+    c = subprocess.run([_vdev_cli(), "demo"], env=env, capture_output=True, text=True,
+                       timeout=300)
+    py = subprocess.run([sys.executable, os.path.join(SRC, "examples", "python",
+                                                      "three_models.py")],
+                        env=env, capture_output=True, text=True, timeout=300)
+    for out in (c.stdout, py.stdout):
+        got = _losses(out) + [l for l in out.splitlines() if l.startswith("Final loss")]
+        assert got == want
