@@ -242,8 +242,8 @@ static int resolve(int torch)
     if (t >= 0)
         G.map[torch] = t + 1;
     else if (G.env_name[torch][0]) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "%s", err);
+        char msg[sizeof err];
+        memcpy(msg, err, sizeof msg); /* err is terminated within its size */
         fail(VDEV_ERR_CONFIG, "%s maps PyTorch device %d to %s: %s", ENV, torch,
              G.env_name[torch], msg);
     }

@@ -202,3 +202,20 @@ def test_imports_outlive_shutdown():
     del t  # the handle goes, numpy's deleter runs
     gc.collect()
     assert a.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_tensorflow_namespace_and_exit():
+    """vdev.experimental.dlpack is tf.experimental.dlpack's; a capsule left to
+    the interpreter's exit is released without a crash."""
+    cap = vdev.experimental.dlpack.to_dlpack(vdev.constant([1.0, 2.0]))
+    t = vdev.experimental.dlpack.from_dlpack(cap)
+    assert t.numpy().tolist() == [1.0, 2.0]
+    del t, cap
+    from conftest import run_python
+    rc, out, err = run_python(
+        "import vdev, numpy as np\n"
+        "keep = vdev.constant([1.0]).__dlpack__()\n"     # never consumed
+        "arr = np.from_dlpack(vdev.constant([2.0]))\n"   # alive at exit
+        "print('done')\n")
+    assert rc == 0 and out == "done\n", err
+    assert "Exception ignored" not in err and "Error" not in err

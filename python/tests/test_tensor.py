@@ -359,3 +359,17 @@ def test_threads_run_side_by_side():
     for t in th:
         t.join()
     assert len(set(results.values())) == 1 and len(results) == 3
+
+
+def test_python_number_protocols():
+    assert int(vdev.constant([7])) == 7 and float(vdev.constant(2.5)) == 2.5
+    assert [10, 20, 30][vdev.constant(1)] == 20  # __index__ of an int32 scalar
+    with pytest.raises(TypeError) as e:
+        [1, 2][vdev.constant(1.0)]
+    assert str(e.value) == "only int32 tensors can be used as an index"
+    assert bool(vdev.constant([1.0])) and not bool(vdev.constant(0.0))
+    assert str(vdev.constant([1.0])) == "vdev.Tensor([1.], shape=(1,), dtype=float32)"
+    assert vdev.as_dtype(np.int32) is vdev.int32 and repr(vdev.float32) == "vdev.float32"
+    assert vdev.float32.is_floating and vdev.int32.is_integer and vdev.float32.size == 4
+    with pytest.raises(TypeError):
+        vdev.as_dtype(object())

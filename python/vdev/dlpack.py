@@ -62,20 +62,26 @@ class _DLManagedTensor(ctypes.Structure):
                 ("deleter", ctypes.c_void_p)]
 
 
-def _delete(managed):
-    m = _DLManagedTensor.from_address(managed)
+def _delete(managed, _cls=_DLManagedTensor, _deleter=_DELETER):
+    m = _cls.from_address(managed)
     if m.deleter:
-        _DELETER(m.deleter)(managed)
+        _deleter(m.deleter)(managed)
 
 
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _capsule_destructor(capsule):
-    # Unconsumed (still "dltensor"): the export is ours to delete.
-    if _raw.PyCapsule_IsValid(capsule, _DLTENSOR):
-        _delete(_raw.PyCapsule_GetPointer(capsule, _DLTENSOR))
+def _capsule_destructor(capsule, _raw=_raw, _name=_DLTENSOR, _delete=_delete):
+    # Unconsumed (still "dltensor"): the export is ours to delete. (What it
+    # uses is bound here, so it works while the interpreter tears modules down.)
+    if _raw.PyCapsule_IsValid(capsule, _name):
+        _delete(_raw.PyCapsule_GetPointer(capsule, _name))
 
 
-_KEEP = (_capsule_destructor, _DLTENSOR, _USED, _raw)  # never collected
+# A capsule may outlive this module (collected at exit): its destructor and
+# names must outlive every capsule, so they hold one reference that nothing
+# drops.
+for _o in (_capsule_destructor, _DLTENSOR, _USED):
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(_o))
+del _o
 
 
 def to_capsule(t):
