@@ -180,7 +180,14 @@ static void test_set_device_and_push(void)
     CHECK(L.set_device(0, "GPU:0") == VDEV_OK); /* the same mapping: fine */
     L.free_(p, 256, 0, S1);
 
+    /* an index whose blocks all came through a pushed device is not mapped
+     * yet: mapping it is fine */
     CHECK(L.push("GPU:1") == VDEV_OK);
+    void *pushed = L.malloc_(256, 3, S1);
+    CHECK(pushed != NULL && in_use("GPU:1") == 256);
+    CHECK(L.set_device(3, "GPU:0") == VDEV_OK);
+    L.free_(pushed, 256, 3, S1);
+    CHECK(in_use("GPU:1") == 0);
     p = L.malloc_(512, 0, S1);
     CHECK(in_use("GPU:1") == 512 && in_use("GPU:0") == 0);
     CHECK(L.pop() == VDEV_OK);

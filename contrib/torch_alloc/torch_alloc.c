@@ -487,7 +487,7 @@ VDEV_API enum vdev_status vdev_torch_set_device(int torch, const char *name)
     int t = target_of(name);
     if (t < 0)
         st = vdev_last_status();
-    else if (G.n_live_torch[torch] && G.map[torch] != t + 1)
+    else if (G.map[torch] && G.map[torch] != t + 1 && G.n_live_torch[torch])
         st = fail(VDEV_ERR_INVALID_ARG,
                   "vdev_torch_set_device: PyTorch device %d has %d live blocks on %s; map it "
                   "before its first allocation",

@@ -64,9 +64,9 @@ VDEV_API void vdev_torch_free(void *ptr, ssize_t size, int device, cudaStream_t 
 /* Maps PyTorch's device index (0..63) to a vdev logical device, in any
  * accepted form ("GPU:1", "/device:GPU:1"); code wins over
  * VDEV_TORCH_DEVICES. VDEV_ERR_INVALID_ARG for an index out of range, a
- * malformed name ("Failed parsing device name: ..."), or a device index that
- * has live blocks; VDEV_ERR_NOT_FOUND for a device that does not exist
- * (starts vdev's runtime). */
+ * malformed name ("Failed parsing device name: ..."), or a device index with
+ * live blocks that is mapped elsewhere already; VDEV_ERR_NOT_FOUND for a
+ * device that does not exist (starts vdev's runtime). */
 VDEV_API enum vdev_status vdev_torch_set_device(int torch_device, const char *vdev_device);
 /* The calling thread's allocations go to `vdev_device`, whatever PyTorch's
  * device index, until the matching pop (nests 16 deep); frees go where the
@@ -85,7 +85,8 @@ struct vdev_torch_stats {
     uint64_t n_failed;             /* allocations that failed */
     uint64_t n_same_stream_reuses; /* allocations served by a block freed on their stream */
     uint64_t n_event_waits;        /* events waited for before an out-of-memory failure */
-    uint64_t n_bad_frees;          /* frees of pointers that were not live blocks */
+    uint64_t n_bad_frees;          /* frees of pointers that were not live blocks (all
+                                      devices: such a pointer has no device) */
 };
 /* The statistics of what PyTorch allocated from one vdev logical device.
  * VDEV_ERR_NOT_FOUND when nothing was ever allocated there. */
@@ -112,8 +113,9 @@ VDEV_API void vdev_torch_empty_cache(void);
 /* The calling thread's last failure ("" if none); valid until its next call. */
 VDEV_API const char *vdev_torch_last_error(void);
 /* Forgets the mappings, statistics, events and VDEV_TORCH_DEVICES (read again
- * at the next allocation), for a fresh start after vdev_shutdown().
- * VDEV_ERR_INVALID_ARG while blocks are live (nothing changes). */
+ * at the next allocation), for a fresh start after vdev_shutdown(); no thread
+ * may have a device pushed. VDEV_ERR_INVALID_ARG while blocks are live or
+ * wait for events (nothing changes). */
 VDEV_API enum vdev_status vdev_torch_reset(void);
 
 #ifdef __cplusplus
