@@ -9,8 +9,11 @@
 # VDEV_LIBRARY a missing library is an ImportError that says what to do; no
 # installed Python file holds the build folder's path.
 # Usage: install_test.sh BUILD PYTHON PYDIR LIBDIR (PYDIR, LIBDIR relative to the prefix).
+# PYTHON_PRELOAD: a sanitizer's runtime to preload into Python (sanitized builds).
 set -u
-build=$1 py=$2 pydir=$3 libdir=$4
+build=$1 pydir=$3 libdir=$4
+py=("$2")
+[ -n "${PYTHON_PRELOAD:-}" ] && py=(env "LD_PRELOAD=$PYTHON_PRELOAD" "$2")
 src=$(cd "$(dirname "$0")/../.." && pwd)
 fail=0; pass=0
 ok()  { pass=$((pass + 1)); }
@@ -37,7 +40,7 @@ readelf -d "$prefix/$libdir/libvdev-torch-alloc.so" | grep -q 'R.*PATH.*\[\$ORIG
 
 # The installed package, run from outside the source and build folders.
 cd "$tmp"
-out=$(PYTHONPATH=$prefix/$pydir VDEV_SIM_GPUS=2x1GiB "$py" - "$prefix" <<'EOF' 2>&1
+out=$(PYTHONPATH=$prefix/$pydir VDEV_SIM_GPUS=2x1GiB "${py[@]}" - "$prefix" <<'EOF' 2>&1
 import os, sys
 import numpy as np
 import vdev, vdev.torch
@@ -70,17 +73,17 @@ for want in "library True" "package True" "trained True" "dlpack (16, 4)" "torch
   grep -qxF "$want" <<<"$out" && ok || bad "installed package: no line '$want' in: $out"
 done
 
-out=$(PYTHONPATH=$prefix/$pydir "$py" "$src/examples/python/three_models.py" --epochs 1 --steps 5 2>&1)
+out=$(PYTHONPATH=$prefix/$pydir "${py[@]}" "$src/examples/python/three_models.py" --epochs 1 --steps 5 2>&1)
 grep -q "^epoch 1/1  loss  model 1 " <<<"$out" && ok || bad "three_models.py with the installed package: $out"
 
 # Without the install, nothing to load: an ImportError saying what to do
 # (unless this machine has a libvdev.so.0 installed for the system loader).
 if ! ldconfig -p 2>/dev/null | grep -q 'libvdev\.so\.0 '; then
-  out=$(PYTHONPATH=$src/python "$py" -c "import vdev" 2>&1)
+  out=$(PYTHONPATH=$src/python "${py[@]}" -c "import vdev" 2>&1)
   grep -q "ImportError: vdev: cannot load libvdev.so; tried libvdev.so.0 (the system loader)" <<<"$out" &&
     grep -q "set VDEV_LIBRARY=/path/to/libvdev.so" <<<"$out" && ok || bad "import without a library: $out"
 fi
-out=$(PYTHONPATH=$src/python VDEV_LIBRARY=$tmp/none.so "$py" -c "import vdev" 2>&1)
+out=$(PYTHONPATH=$src/python VDEV_LIBRARY=$tmp/none.so "${py[@]}" -c "import vdev" 2>&1)
 grep -q "tried $tmp/none.so (VDEV_LIBRARY): " <<<"$out" && ok || bad "a bad VDEV_LIBRARY: $out"
 
 echo "$pass passed, $fail failed"
