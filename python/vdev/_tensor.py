@@ -2,10 +2,8 @@
 conversion from Python and numpy values, and creation.
 
 A ``Tensor`` holds one handle and frees it when the object goes
-(``__del__`` → ``vdev_tensor_free``), exactly once. Tensors a C object owns
-(a model's variables) are wrapped with ``owner`` set and never freed here; the
-owner stays alive as long as they do. Handles are checked by vdev: after
-``vdev.shutdown()`` a tensor's handle is stale, using it raises
+(``__del__`` → ``vdev_tensor_free``), exactly once. Handles are checked by
+vdev: after ``vdev.shutdown()`` a tensor's handle is stale, using it raises
 ``InvalidArgumentError`` ("... belongs to a runtime that was shut down") and
 freeing it only gives the slot back.
 
@@ -118,16 +116,15 @@ class Tensor:
     """A vdev tensor, as TensorFlow's EagerTensor: ``.numpy()``, ``.shape``,
     ``.dtype``, ``.device``, ``.cpu()``, operators, and DLPack."""
 
-    __slots__ = ("_h", "_owner", "__weakref__")
+    __slots__ = ("_h", "__weakref__")
 
-    def __init__(self, handle, owner=None):
+    def __init__(self, handle):
         self._h = handle
-        self._owner = owner
 
     def __del__(self, _free=lib.vdev_tensor_free):
         h = getattr(self, "_h", None)  # unset when __init__ failed
         self._h = None
-        if h and getattr(self, "_owner", None) is None:
+        if h:
             _free(h)
 
     @property
@@ -295,7 +292,7 @@ class Variable(Tensor):
     __slots__ = ("trainable", "name")
 
     def __init__(self, initial_value=None, trainable=True, name=None, dtype=None, *,
-                 _handle=None, _owner=None):
+                 _handle=None):
         if _handle is None:
             if initial_value is None:
                 raise ValueError("initial_value must be specified.")
@@ -313,7 +310,7 @@ class Variable(Tensor):
                 err = _lib.error()
                 lib.vdev_tensor_free(h)
                 raise err
-        super().__init__(_handle, _owner)
+        super().__init__(_handle)
         self.trainable = trainable
         self.name = name if name is not None else "Variable"
 
