@@ -151,6 +151,8 @@ static struct vdev_tens *tens_struct(struct vdev_ldev *dev, enum vdev_dtype dtyp
     t->dev = dev;
     t->data = NULL;
     t->base = NULL;
+    t->ext_release = NULL;
+    t->ext_ctx = NULL;
     t->block = UINT32_MAX;
     t->rgen = vdev_runtime_generation();
     t->home = -1;
@@ -201,6 +203,20 @@ struct vdev_tens *vdev_tens_new(struct vdev_ldev *dev, enum vdev_dtype dtype,
         if (vdev_observe_on())
             vdev_observe_memory(dev);
     }
+    vdev_tens_scope_add(t);
+    return t;
+}
+
+struct vdev_tens *vdev_tens_wrap(struct vdev_ldev *dev, enum vdev_dtype dtype,
+                                 const int64_t *shape, int ndim, void *data,
+                                 void (*release)(void *ctx), void *ctx)
+{
+    struct vdev_tens *t = tens_struct(dev, dtype, shape, ndim);
+    if (!t)
+        return NULL;
+    t->data = t->bytes ? data : NULL;
+    t->ext_release = release;
+    t->ext_ctx = ctx;
     vdev_tens_scope_add(t);
     return t;
 }
@@ -261,6 +277,8 @@ void vdev_tens_release(const struct vdev_tens *ct)
     VDEV_DEBUG_ASSERT(!atomic_load_explicit(&t->scope_thread, memory_order_relaxed));
     if (t->base)
         vdev_tens_release(t->base);
+    else if (t->ext_release)
+        t->ext_release(t->ext_ctx); /* another framework's memory, runtime or not */
     else if (t->block != UINT32_MAX && vdev_tens_current(t))
         free_block(t);
     /* else: the runtime that held its memory has shut down; nothing to give back */

@@ -44,6 +44,11 @@ struct vdev_tens {
     struct vdev_ldev *dev;
     void *data;                     /* device address; NULL when numel == 0 */
     struct vdev_tens *base;         /* a view's owner (holds a reference), else NULL */
+    /* Memory another framework owns (a DLPack import, dlpack.c): called with
+     * ext_ctx when the last reference goes, whether or not the runtime still
+     * runs; else NULL. Such a tensor owns no block. */
+    void (*ext_release)(void *ext_ctx);
+    void *ext_ctx;
     uint32_t block;                 /* allocator handle when it owns a block, else UINT32_MAX */
     uint32_t rgen;                  /* the runtime generation it was made under */
     int16_t home;                   /* device id of the variables it derives from, -1 none */
@@ -117,6 +122,12 @@ struct vdev_tens *vdev_tens_new(struct vdev_ldev *dev, enum vdev_dtype dtype,
                                 const int64_t *shape, int ndim);
 /* A view of t with another shape (same numel), registered with the scope. */
 struct vdev_tens *vdev_tens_view(const struct vdev_tens *t, const int64_t *shape, int ndim);
+/* A tensor on dev over memory it does not own (`data`, numel * 4 bytes),
+ * registered with the current scope; release(ctx) runs when its last
+ * reference goes. NULL (nothing called) when no handle is left. */
+struct vdev_tens *vdev_tens_wrap(struct vdev_ldev *dev, enum vdev_dtype dtype,
+                                 const int64_t *shape, int ndim, void *data,
+                                 void (*release)(void *ctx), void *ctx);
 /* A copy of t on dst, counted in the placement record. */
 struct vdev_tens *vdev_tens_copy_to(const struct vdev_tens *t, struct vdev_ldev *dst);
 /* A new tensor on dev with every element `value` (a valid value of dtype). */

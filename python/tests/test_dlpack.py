@@ -1,0 +1,221 @@
+"""DLPack both ways with Debian's numpy (1.24) and PyTorch (1.13, CPU): both
+speak DLPack 0.x through the "dltensor" capsule (no versioned capsules).
+Zero copy (a write on one side is seen on the other), the lifetimes (an
+export keeps vdev's memory after the tensor object goes; an import keeps the
+producer's array alive after its last Python name goes; an unconsumed
+capsule releases its export), strided inputs copied, refused inputs, and
+vdev.shutdown() refusing while exports are alive."""
+import gc
+import sys
+
+import numpy as np
+import pytest
+
+import vdev
+
+torch = pytest.importorskip("torch")
+LONG = "/job:localhost/replica:0/task:0"
+
+
+def in_use(device):
+    return vdev.config.experimental.get_memory_info(device)["current"]
+
+
+def test_dlpack_device():
+    with vdev.device("GPU:1"):
+        t = vdev.constant([1.0])
+    assert t.__dlpack_device__() == (1, 0)  # simulated GPU memory is host memory: kDLCPU
+    assert vdev.constant(1.0).cpu().__dlpack_device__() == (1, 0)
+
+
+def test_numpy_reads_vdev_in_place():
+    with vdev.device("GPU:1"):
+        t = vdev.constant([[1.0, 2.0], [3.0, 4.0]]) * 2  # made by an op on the GPU's stream
+    a = np.from_dlpack(t)
+    assert a.dtype == np.float32 and a.shape == (2, 2)
+    np.testing.assert_array_equal(a, [[2, 4], [6, 8]])
+    assert vdev.dlpack.live_exports() == 1
+    assert not a.flags.writeable  # numpy 1.24 makes imported arrays read-only
+    base = in_use("GPU:1")
+    del t
+    gc.collect()
+    assert in_use("GPU:1") == base  # the export holds the tensor's memory
+    np.testing.assert_array_equal(a, [[2, 4], [6, 8]])
+    del a
+    assert vdev.dlpack.live_exports() == 0
+    assert in_use("GPU:1") == 0
+
+
+def test_numpy_int32_scalar_and_empty():
+    i = vdev.constant([1, 2, 3])
+    a = np.from_dlpack(i)
+    assert a.dtype == np.int32 and a.tolist() == [1, 2, 3]
+    s = np.from_dlpack(vdev.constant(2.5))
+    assert s.shape == () and s[()] == 2.5
+    e = np.from_dlpack(vdev.zeros([0, 3]))
+    assert e.shape == (0, 3)
+    del a, s, e
+
+
+def test_vdev_reads_numpy_in_place():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    base = in_use("CPU:0")
+    t = vdev.from_dlpack(a)
+    assert t.device == LONG + "/device:CPU:0" and t.shape == (2, 3)
+    assert in_use("CPU:0") == base  # no vdev memory: numpy's
+    a[1, 2] = 50.0
+    assert t.numpy()[1, 2] == 50.0
+    # the producer stays alive as long as the tensor
+    ref = sys.getrefcount(a)
+    del a
+    gc.collect()
+    np.testing.assert_array_equal(t.numpy(), [[0, 1, 2], [3, 4, 50]])
+    # ops read it, on any device
+    with vdev.device("GPU:2"):
+        s = vdev.reduce_sum(vdev.identity(t))
+    assert float(s) == 60.0 and s.device == LONG + "/device:GPU:2"
+    assert ref >= 2
+
+
+def test_vdev_import_keeps_producer_alive():
+    import weakref
+
+    class Holder(np.ndarray):
+        pass
+
+    a = np.ones(4, dtype=np.float32).view(Holder)
+    w = weakref.ref(a)
+    t = vdev.from_dlpack(a)
+    del a
+    gc.collect()
+    assert w() is not None  # the DLPack export of numpy holds the array
+    del t
+    gc.collect()
+    assert w() is None
+
+
+def test_vdev_copies_strided_numpy():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = vdev.from_dlpack(a[:, ::2])  # strided: copied
+    np.testing.assert_array_equal(t.numpy(), a[:, ::2])
+    a[0, 0] = 99
+    assert t.numpy()[0, 0] == 0
+    tt = vdev.from_dlpack(a.T)
+    np.testing.assert_array_equal(tt.numpy(), a.T)
+
+
+def test_torch_both_ways():
+    with vdev.device("GPU:0"):
+        t = vdev.random.uniform([3, 4], seed=1)
+    x = torch.from_dlpack(t)
+    assert x.dtype == torch.float32 and tuple(x.shape) == (3, 4)
+    np.testing.assert_array_equal(x.numpy(), t.numpy())
+    x[0, 0] = -7.0
+    assert t.numpy()[0, 0] == -7.0
+    x2 = torch.utils.dlpack.from_dlpack(vdev.dlpack.to_dlpack(t))  # the capsule route
+    assert x2[0, 0].item() == -7.0
+    del x, x2
+    assert vdev.dlpack.live_exports() == 0
+
+    y = torch.arange(8, dtype=torch.int32).reshape(2, 4)
+    v = vdev.from_dlpack(y)
+    assert v.dtype is vdev.int32 and v.numpy().tolist() == y.tolist()
+    y[1, 3] = 70
+    assert v.numpy()[1, 3] == 70
+    z = vdev.from_dlpack(torch.utils.dlpack.to_dlpack(torch.ones(5)))  # a capsule
+    assert z.numpy().tolist() == [1.0] * 5
+    w = vdev.from_dlpack(torch.arange(6.0).reshape(2, 3).t())  # strided: copied
+    np.testing.assert_array_equal(w.numpy(), np.arange(6.0).reshape(2, 3).T)
+    # into training: an imported tensor feeds a model on a simulated GPU
+    with vdev.device("GPU:1"):
+        m = vdev.models.MLP([4, 2], seed=1)
+    out = m(vdev.from_dlpack(torch.ones(3, 4)))
+    assert out.device == LONG + "/device:GPU:1" and out.shape == (3, 2)
+
+
+def test_refused_imports():
+    with pytest.raises(vdev.errors.UnimplementedError) as e:
+        vdev.from_dlpack(np.ones(3))  # float64
+    assert str(e.value) == ("vdev_tensor_from_dlpack: dtype float64; vdev tensors are float32 or "
+                            "int32")
+    with pytest.raises(vdev.errors.UnimplementedError) as e:
+        vdev.from_dlpack(torch.ones(2, dtype=torch.int64))
+    assert "dtype int64;" in str(e.value)
+    with pytest.raises(vdev.errors.UnimplementedError) as e:
+        vdev.from_dlpack(np.zeros((1, 1, 1, 1, 2), np.float32))
+    assert str(e.value) == "vdev_tensor_from_dlpack: 5 dimensions; vdev tensors have 0 to 4"
+    with pytest.raises(TypeError) as e:
+        vdev.from_dlpack([1.0, 2.0])
+    assert str(e.value).startswith("from_dlpack takes an object with __dlpack__")
+    cap = torch.utils.dlpack.to_dlpack(torch.ones(2))
+    vdev.from_dlpack(cap)
+    with pytest.raises(ValueError) as e:
+        vdev.from_dlpack(cap)  # consumed already
+    assert "consumed already" in str(e.value)
+
+
+def test_unconsumed_capsule_releases_its_export():
+    with vdev.device("GPU:2"):
+        t = vdev.zeros([256])
+    cap = t.__dlpack__()
+    assert vdev.dlpack.live_exports() == 1
+    del t
+    gc.collect()
+    assert in_use("GPU:2") == 1024
+    del cap  # never consumed: its destructor runs the deleter
+    assert vdev.dlpack.live_exports() == 0
+    assert in_use("GPU:2") == 0
+
+
+def test_round_trip_and_stale_export():
+    t = vdev.constant([1.0, 2.0])
+    u = vdev.from_dlpack(t)  # vdev's own export, back as a CPU tensor over the same memory
+    assert u.device == LONG + "/device:CPU:0" and u.numpy().tolist() == [1.0, 2.0]
+    del t, u
+    assert vdev.dlpack.live_exports() == 0
+    s = vdev.constant([1.0])
+    vdev.shutdown()
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        s.__dlpack__()
+    assert str(e.value) == ("vdev_tensor_to_dlpack: the tensor belongs to a runtime that was "
+                            "shut down (made before vdev_shutdown)")
+
+
+def test_shutdown_refuses_while_exports_live():
+    a = np.from_dlpack(vdev.constant([1.0, 2.0]))
+    with pytest.raises(RuntimeError) as e:
+        vdev.shutdown()
+    assert str(e.value) == ("vdev.shutdown(): 1 DLPack export of vdev tensors is still alive "
+                            "(numpy arrays or torch tensors over vdev memory); delete them first")
+    assert vdev.is_initialized()
+    del a
+    vdev.shutdown()
+    assert not vdev.is_initialized()
+
+
+def test_imports_outlive_shutdown():
+    a = np.arange(3, dtype=np.float32)
+    t = vdev.from_dlpack(a)
+    vdev.shutdown()  # the memory is numpy's: nothing to refuse
+    with pytest.raises(vdev.errors.InvalidArgumentError):
+        t.numpy()
+    del t  # the handle goes, numpy's deleter runs
+    gc.collect()
+    assert a.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_tensorflow_namespace_and_exit():
+    """vdev.experimental.dlpack is tf.experimental.dlpack's; a capsule left to
+    the interpreter's exit is released without a crash."""
+    cap = vdev.experimental.dlpack.to_dlpack(vdev.constant([1.0, 2.0]))
+    t = vdev.experimental.dlpack.from_dlpack(cap)
+    assert t.numpy().tolist() == [1.0, 2.0]
+    del t, cap
+    from conftest import run_python
+    rc, out, err = run_python(
+        "import vdev, numpy as np\n"
+        "keep = vdev.constant([1.0]).__dlpack__()\n"     # never consumed
+        "arr = np.from_dlpack(vdev.constant([2.0]))\n"   # alive at exit
+        "print('done')\n")
+    assert rc == 0 and out == "done\n", err
+    assert "Exception ignored" not in err and "Error" not in err

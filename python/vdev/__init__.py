@@ -1,0 +1,81 @@
+"""vdev: several models on several GPUs without them stepping on each other,
+from Python, in TensorFlow's words.
+
+    import vdev
+    gpus = vdev.config.list_physical_devices('GPU')
+    vdev.config.set_memory_growth(gpus[0], True)
+    with vdev.device('/device:GPU:1'):
+        model = vdev.models.MLP([32, 64, 8], seed=1)
+    opt = vdev.optimizers.Adam()
+    with vdev.GradientTape() as tape:
+        loss = vdev.losses.MeanSquaredError()(y, model(x))
+    opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                            model.trainable_variables))
+    vdev.config.experimental.get_memory_info('GPU:1')   # {'current': ..., 'peak': ..., ...}
+
+A pure-Python package over libvdev.so (ctypes; see vdev._lib for how the
+library is found). Tensors free their device memory when the Python object
+goes; ``vdev.shutdown()`` frees every device's memory and returns to the
+unconfigured state (for tests), after which old tensors raise when used.
+"""
+
+import gc as _gc
+
+from . import errors
+from ._lib import lib as _c, last_error
+from ._tensor import (DType, Tensor, TensorShape, Variable, as_dtype, constant,
+                      convert_to_tensor, fill, float32, int32, ones, ones_like, zeros,
+                      zeros_like)
+from ._ops import (add, argmax, divide, exp, identity, log, matmul, multiply, negative, pow,
+                   reduce_mean, reduce_sum, reshape, sigmoid, sqrt, square, subtract, tanh,
+                   transpose)
+from ._device import device
+from ._tape import GradientTape
+from .errors import OutOfMemoryError
+from . import config, debugging, layers, losses, math, models, nn, optimizers, placement
+from . import random
+from .dlpack import from_dlpack
+
+__version__ = _c.vdev_version().decode()
+
+
+def init():
+    """Starts the runtime now (else the first op or list_logical_devices does):
+    reads the environment, checks the configuration, makes the logical
+    devices, and freezes the configuration."""
+    from . import _lib
+    _lib.check(_c.vdev_init())
+
+
+def is_initialized():
+    return bool(_c.vdev_is_initialized())
+
+
+def shutdown():
+    """Frees every device's memory and returns vdev to the unconfigured state.
+    Tensors made before raise InvalidArgumentError when used and free nothing
+    when collected. RuntimeError while arrays shared through DLPack are alive,
+    since their memory would go."""
+    _gc.collect()
+    n = _c.vdev_dlpack_live_exports()
+    if n:
+        raise RuntimeError("vdev.shutdown(): %d DLPack export%s of vdev tensors %s still alive "
+                           "(numpy arrays or torch tensors over vdev memory); delete them first"
+                           % (n, "" if n == 1 else "s", "is" if n == 1 else "are"))
+    _c.vdev_shutdown()
+
+
+class experimental:
+    """``tf.experimental``'s namespace: ``vdev.experimental.dlpack``."""
+
+    from . import dlpack
+
+
+__all__ = ["DType", "Tensor", "TensorShape", "Variable", "as_dtype", "constant",
+           "convert_to_tensor", "fill", "float32", "int32", "ones", "ones_like", "zeros",
+           "zeros_like", "add", "argmax", "divide", "exp", "identity", "log", "matmul",
+           "multiply", "negative", "pow", "reduce_mean", "reduce_sum", "reshape", "sigmoid",
+           "sqrt", "square", "subtract", "tanh", "transpose", "device", "GradientTape",
+           "OutOfMemoryError", "errors", "config", "debugging", "layers", "losses", "math",
+           "models", "nn", "optimizers", "placement", "random", "from_dlpack", "init",
+           "is_initialized", "shutdown", "last_error", "experimental"]

@@ -1,0 +1,278 @@
+"""The shared library under the package: finding libvdev.so, the C
+prototypes, and turning a failed call into a Python exception.
+
+libvdev.so is looked for, in order: at the path in VDEV_LIBRARY; beside the
+package, where ``cmake --install`` put both (``_install.py``, written at
+install time, holds the library folder relative to the package); then by the
+system loader's search (``libvdev.so.0``: ldconfig's cache, LD_LIBRARY_PATH).
+The C library is loaded with ctypes.CDLL, which releases the GIL during every
+call, so threads of Python run vdev calls side by side.
+
+Handles (tensors, tapes, optimizers) are opaque integers that vdev checks on
+every use: a freed or stale one is an error, never a crash, so Python objects
+hold them as plain integers.
+"""
+
+import ctypes
+import os
+
+from . import errors
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _candidates():
+    env = os.environ.get("VDEV_LIBRARY")
+    if env:
+        return [("VDEV_LIBRARY", env)]
+    out = []
+    try:
+        from . import _install  # written by cmake --install
+        out.append(("the installed package", os.path.normpath(
+            os.path.join(_HERE, _install.LIBDIR_FROM_PACKAGE, "libvdev.so.%d" % _install.SOVERSION))))
+    except ImportError:
+        pass
+    out.append(("the system loader", "libvdev.so.0"))
+    return out
+
+
+def _load():
+    tried = []
+    for where, path in _candidates():
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            tried.append("%s (%s): %s" % (path, where, e))
+    raise ImportError(
+        "vdev: cannot load libvdev.so; tried " + "; ".join(tried) +
+        ". Install vdev with `cmake --install BUILD --prefix P` (the package then finds the "
+        "library beside it), or set VDEV_LIBRARY=/path/to/libvdev.so")
+
+
+lib, path = _load()
+
+# ---- types -----------------------------------------------------------------------
+
+c_handle = ctypes.c_void_p  # vdev_tensor_t *, vdev_tape_t *, ...
+STATUS = ctypes.c_int
+STATUS_NAMES = ["VDEV_OK", "VDEV_ERR_INVALID_ARG", "VDEV_ERR_NOT_FOUND", "VDEV_ERR_OOM",
+                "VDEV_ERR_ALREADY_INITIALIZED", "VDEV_ERR_CONFIG", "VDEV_ERR_BACKEND",
+                "VDEV_ERR_IO", "VDEV_ERR_PARSE", "VDEV_ERR_SHAPE", "VDEV_ERR_PLACEMENT",
+                "VDEV_ERR_UNSUPPORTED", "VDEV_ERR_INTERNAL"]
+OK, INVALID_ARG, NOT_FOUND, OOM, ALREADY_INITIALIZED, CONFIG = 0, 1, 2, 3, 4, 5
+UNSUPPORTED = 11
+F32, I32 = 0, 1
+DEVICE_CPU, DEVICE_GPU = 0, 1
+
+
+class PhysicalDeviceC(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("index", ctypes.c_int), ("name", ctypes.c_char * 64),
+                ("model", ctypes.c_char * 96), ("backend", ctypes.c_char * 16),
+                ("total_bytes", ctypes.c_uint64), ("free_bytes", ctypes.c_uint64),
+                ("cc_major", ctypes.c_int), ("cc_minor", ctypes.c_int)]
+
+
+class LogicalDeviceC(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char * 64), ("type", ctypes.c_int), ("index", ctypes.c_int),
+                ("physical_index", ctypes.c_int), ("backend", ctypes.c_char * 16),
+                ("policy", ctypes.c_int), ("limit_bytes", ctypes.c_uint64)]
+
+
+class MemoryInfoC(ctypes.Structure):
+    _fields_ = [("bytes_in_use", ctypes.c_uint64), ("peak_bytes_in_use", ctypes.c_uint64),
+                ("bytes_reserved", ctypes.c_uint64), ("peak_bytes_reserved", ctypes.c_uint64),
+                ("bytes_limit", ctypes.c_uint64), ("largest_free_block", ctypes.c_uint64),
+                ("n_allocs", ctypes.c_uint64), ("n_allocs_total", ctypes.c_uint64),
+                ("n_failed_allocs", ctypes.c_uint64), ("n_regions", ctypes.c_uint64),
+                ("fragmentation", ctypes.c_double), ("largest_alloc_size", ctypes.c_uint64)]
+
+
+class DeviceDetailsC(ctypes.Structure):
+    _fields_ = [("device_name", ctypes.c_char * 96), ("cc_major", ctypes.c_int),
+                ("cc_minor", ctypes.c_int)]
+
+
+class AuditEntryC(ctypes.Structure):
+    _fields_ = [("op_type", ctypes.c_char * 32), ("ran_on", ctypes.c_char * 64),
+                ("home", ctypes.c_char * 64), ("count", ctypes.c_uint64),
+                ("bytes_copied", ctypes.c_uint64)]
+
+
+_i64p = ctypes.POINTER(ctypes.c_int64)
+_u64p = ctypes.POINTER(ctypes.c_uint64)
+_intp = ctypes.POINTER(ctypes.c_int)
+_h = c_handle
+_s = ctypes.c_char_p
+_b = ctypes.c_bool
+
+# name: (restype, argtypes)
+_PROTOS = {
+    "vdev_version": (_s, []),
+    "vdev_status_str": (_s, [STATUS]),
+    "vdev_last_error": (_s, []),
+    "vdev_last_status": (STATUS, []),
+    "vdev_clear_error": (None, []),
+    "vdev_format_bytes": (_s, [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t]),
+    "vdev_list_physical_devices": (STATUS, [ctypes.POINTER(PhysicalDeviceC), ctypes.c_int, _intp]),
+    "vdev_gpu_absence_reason": (_s, []),
+    "vdev_config_set_visible_devices": (STATUS, [_intp, ctypes.c_int]),
+    "vdev_config_get_visible_devices": (STATUS, [_intp, ctypes.c_int, _intp]),
+    "vdev_config_set_memory_growth": (STATUS, [_s, _b]),
+    "vdev_config_get_memory_growth": (STATUS, [_s, _intp]),
+    "vdev_config_set_logical_devices": (STATUS, [_s, _u64p, ctypes.c_int]),
+    "vdev_config_get_logical_devices": (STATUS, [_s, _u64p, ctypes.c_int, _intp]),
+    "vdev_config_set_memory_fraction": (STATUS, [_s, ctypes.c_double]),
+    "vdev_config_set_soft_device_placement": (None, [_b]),
+    "vdev_config_get_soft_device_placement": (_b, []),
+    "vdev_config_set_deterministic": (None, [_b]),
+    "vdev_config_get_deterministic": (_b, []),
+    "vdev_device_details": (STATUS, [_s, ctypes.POINTER(DeviceDetailsC)]),
+    "vdev_init": (STATUS, []),
+    "vdev_is_initialized": (_b, []),
+    "vdev_shutdown": (None, []),
+    "vdev_list_logical_devices": (STATUS, [ctypes.POINTER(LogicalDeviceC), ctypes.c_int, _intp]),
+    "vdev_device_canonical_name": (STATUS, [_s, ctypes.c_char_p, ctypes.c_size_t]),
+    "vdev_memory_info": (STATUS, [_s, ctypes.POINTER(MemoryInfoC)]),
+    "vdev_memory_reset_peak": (STATUS, [_s]),
+    "vdev_memory_release_cached": (STATUS, [_s, _u64p]),
+    # tensors
+    "vdev_tensor_zeros": (_h, [_i64p, ctypes.c_int, ctypes.c_int]),
+    "vdev_tensor_ones": (_h, [_i64p, ctypes.c_int, ctypes.c_int]),
+    "vdev_tensor_fill": (_h, [_i64p, ctypes.c_int, ctypes.c_int, ctypes.c_double]),
+    "vdev_tensor_from_host": (_h, [ctypes.c_void_p, _i64p, ctypes.c_int, ctypes.c_int]),
+    "vdev_tensor_uniform": (_h, [_i64p, ctypes.c_int, ctypes.c_float, ctypes.c_float,
+                                 ctypes.c_uint64]),
+    "vdev_tensor_normal": (_h, [_i64p, ctypes.c_int, ctypes.c_float, ctypes.c_float,
+                                ctypes.c_uint64]),
+    "vdev_tensor_to_host": (STATUS, [_h, ctypes.c_void_p, ctypes.c_size_t]),
+    "vdev_tensor_to": (_h, [_h, _s]),
+    "vdev_identity": (_h, [_h]),
+    "vdev_tensor_free": (None, [_h]),
+    "vdev_tensor_ndim": (ctypes.c_int, [_h]),
+    "vdev_tensor_dim": (ctypes.c_int64, [_h, ctypes.c_int]),
+    "vdev_tensor_numel": (ctypes.c_int64, [_h]),
+    "vdev_tensor_dtype": (ctypes.c_int, [_h]),
+    "vdev_tensor_device": (_s, [_h]),
+    "vdev_variable": (_h, [_h]),
+    "vdev_assign": (STATUS, [_h, _h]),
+    # placement
+    "vdev_device_push": (STATUS, [_s]),
+    "vdev_device_pop": (STATUS, []),
+    "vdev_device_current": (_s, []),
+    "vdev_set_placement_policy": (STATUS, [ctypes.c_int]),
+    "vdev_get_placement_policy": (ctypes.c_int, []),
+    "vdev_set_log_device_placement": (None, [_b]),
+    "vdev_get_log_device_placement": (_b, []),
+    "vdev_placement_op_count": (ctypes.c_uint64, [_s, _s]),
+    "vdev_placement_bytes_copied": (ctypes.c_uint64, [_s, _s]),
+    "vdev_placement_audit": (STATUS, [ctypes.POINTER(AuditEntryC), ctypes.c_int, _intp]),
+    "vdev_placement_report": (None, [ctypes.c_void_p]),
+    "vdev_placement_reset": (None, []),
+    "vdev_device_report": (None, [ctypes.c_void_p]),
+    "vdev_metrics_serve": (STATUS, [_s]),
+    "vdev_metrics_stop": (None, []),
+    "vdev_metrics_port": (ctypes.c_int, []),
+    # ops
+    "vdev_matmul": (_h, [_h, _h, _b, _b]),
+    "vdev_add": (_h, [_h, _h]),
+    "vdev_sub": (_h, [_h, _h]),
+    "vdev_mul": (_h, [_h, _h]),
+    "vdev_div": (_h, [_h, _h]),
+    "vdev_add_scalar": (_h, [_h, ctypes.c_float]),
+    "vdev_mul_scalar": (_h, [_h, ctypes.c_float]),
+    "vdev_pow_scalar": (_h, [_h, ctypes.c_float]),
+    "vdev_relu": (_h, [_h]),
+    "vdev_tanh": (_h, [_h]),
+    "vdev_sigmoid": (_h, [_h]),
+    "vdev_exp": (_h, [_h]),
+    "vdev_log": (_h, [_h]),
+    "vdev_softmax": (_h, [_h]),
+    "vdev_log_softmax": (_h, [_h]),
+    "vdev_sum": (_h, [_h, ctypes.c_int, _b]),
+    "vdev_mean": (_h, [_h, ctypes.c_int, _b]),
+    "vdev_sum_all": (_h, [_h]),
+    "vdev_mean_all": (_h, [_h]),
+    "vdev_reshape": (_h, [_h, _i64p, ctypes.c_int]),
+    "vdev_transpose": (_h, [_h]),
+    "vdev_mse": (_h, [_h, _h]),
+    "vdev_softmax_cross_entropy": (_h, [_h, _h]),
+    "vdev_argmax": (_h, [_h]),
+    # autograd, nn
+    "vdev_tape_begin": (_h, []),
+    "vdev_tape_gradient": (STATUS, [_h, _h, ctypes.POINTER(_h), ctypes.c_int,
+                                    ctypes.POINTER(_h)]),
+    "vdev_tape_end": (None, [_h]),
+    "vdev_sgd_new": (_h, [ctypes.c_float, ctypes.c_float]),
+    "vdev_adam_new": (_h, [ctypes.c_float, ctypes.c_float, ctypes.c_float, ctypes.c_float]),
+    "vdev_optimizer_apply": (STATUS, [_h, ctypes.POINTER(_h), ctypes.POINTER(_h), ctypes.c_int]),
+    "vdev_optimizer_free": (None, [_h]),
+    # DLPack
+    "vdev_tensor_to_dlpack": (STATUS, [_h, ctypes.POINTER(ctypes.c_void_p)]),
+    "vdev_tensor_from_dlpack": (_h, [ctypes.c_void_p]),
+    "vdev_dlpack_live_exports": (ctypes.c_int, []),
+}
+
+for _name, (_res, _args) in _PROTOS.items():
+    _f = getattr(lib, _name)
+    _f.restype = _res
+    _f.argtypes = _args
+
+# ---- errors ------------------------------------------------------------------------
+
+
+def last_error():
+    """The calling thread's last vdev error message ('' if none)."""
+    return lib.vdev_last_error().decode("utf-8", "replace")
+
+
+def error(status=None, overrides=None):
+    """The exception for the calling thread's last failure (status: the code a
+    call returned, else vdev_last_status()). overrides maps codes to
+    exception classes (config calls raise ValueError where TensorFlow does)."""
+    if status is None:
+        status = lib.vdev_last_status()
+    msg = last_error()
+    if overrides and status in overrides:
+        return overrides[status](msg)
+    return errors.from_status(status, msg)
+
+
+def check(status, overrides=None):
+    """Raises for a failed status; returns None."""
+    if status != OK:
+        raise error(status, overrides)
+
+
+def made(handle, overrides=None):
+    """The handle a call made, or raises for its failure (NULL)."""
+    if not handle:
+        raise error(None, overrides)
+    return handle
+
+
+def enc(name):
+    """A device name for C: str → bytes; anything else is a TypeError."""
+    if isinstance(name, bytes):
+        return name
+    if not isinstance(name, str):
+        raise TypeError("a device name must be a string, not %s (%r)" % (type(name).__name__, name))
+    return name.encode("utf-8")
+
+
+_arrays = {}
+
+
+def handles(values):
+    """A C array of handles (its type cached per length: a new ctypes array
+    type per call would leave reference cycles for the garbage collector)."""
+    n = max(len(values), 1)
+    t = _arrays.get(n)
+    if t is None:
+        t = _arrays.setdefault(n, c_handle * n)
+    return t(*values)
+
+
+def shape_array(shape):
+    n = len(shape)
+    arr = (ctypes.c_int64 * max(n, 1))(*shape)
+    return arr, n

@@ -1,0 +1,221 @@
+"""Ops as functions, under TensorFlow's names (``vdev.matmul``, ``vdev.add``,
+``vdev.reduce_mean``, ``vdev.nn.relu``, ...), each one vdev op or a short,
+exact composition of them.
+
+Each returns a new tensor. Where it runs is vdev's rule: the innermost
+``vdev.device`` scope, else where its inputs are (and where their variables
+live when they disagree). A Python number next to a tensor is that tensor's
+scalar operand (``x + 1`` is AddScalar on x's device); where an op needs it as
+a tensor, the tensor is made on x's device, so a scalar never drags work to
+another device. Inputs that are not tensors (lists, numpy arrays) are made
+into tensors with ``vdev.constant``.
+"""
+
+import numbers
+
+from . import _lib
+from ._lib import lib
+from ._tensor import Tensor, convert_to_tensor, float32, int32
+
+
+def _t(x):
+    return x if isinstance(x, Tensor) else convert_to_tensor(x)
+
+
+def _new(h):
+    return Tensor(_lib.made(h))
+
+
+def _is_scalar(x):
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def _fill_like(x, value):
+    """A tensor of x's shape and dtype, every element value, on x's device."""
+    from ._device import on_device_of
+    from ._tensor import fill
+    with on_device_of(x):
+        t = fill(x.shape, int(value) if x.dtype is int32 else float(value))
+    return t
+
+
+def _unary(cfn):
+    def op(x, name=None):
+        x = _t(x)
+        return _new(cfn(x._handle))
+    return op
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
+    """a @ b, 2-D, either operand transposed (OpenBLAS on CPU and simulated GPUs)."""
+    a, b = _t(a), _t(b)
+    return _new(lib.vdev_matmul(a._handle, b._handle, bool(transpose_a), bool(transpose_b)))
+
+
+def add(x, y, name=None):
+    """x + y: same shape, a row broadcast over the last axis, or one element."""
+    if _is_scalar(y) and isinstance(x, Tensor):
+        return _new(lib.vdev_add_scalar(x._handle, float(y)))
+    if _is_scalar(x) and isinstance(y, Tensor):
+        return _new(lib.vdev_add_scalar(y._handle, float(x)))
+    x, y = _t(x), _t(y)
+    return _new(lib.vdev_add(x._handle, y._handle))
+
+
+def subtract(x, y, name=None):
+    if _is_scalar(y) and isinstance(x, Tensor):
+        return _new(lib.vdev_add_scalar(x._handle, -float(y)))
+    if _is_scalar(x) and isinstance(y, Tensor):
+        f = _fill_like(y, x)
+        return _new(lib.vdev_sub(f._handle, y._handle))
+    x, y = _t(x), _t(y)
+    return _new(lib.vdev_sub(x._handle, y._handle))
+
+
+def multiply(x, y, name=None):
+    if _is_scalar(y) and isinstance(x, Tensor):
+        return _new(lib.vdev_mul_scalar(x._handle, float(y)))
+    if _is_scalar(x) and isinstance(y, Tensor):
+        return _new(lib.vdev_mul_scalar(y._handle, float(x)))
+    x, y = _t(x), _t(y)
+    return _new(lib.vdev_mul(x._handle, y._handle))
+
+
+def divide(x, y, name=None):
+    """x / y, computed as a division (not a multiplication by 1/y)."""
+    if _is_scalar(y) and isinstance(x, Tensor):
+        from ._device import on_device_of
+        from ._tensor import fill
+        with on_device_of(x):
+            s = fill((), float(y))
+        return _new(lib.vdev_div(x._handle, s._handle))
+    if _is_scalar(x) and isinstance(y, Tensor):
+        f = _fill_like(y, x)
+        return _new(lib.vdev_div(f._handle, y._handle))
+    x, y = _t(x), _t(y)
+    return _new(lib.vdev_div(x._handle, y._handle))
+
+
+def negative(x, name=None):
+    x = _t(x)
+    return _new(lib.vdev_mul_scalar(x._handle, -1.0))
+
+
+def pow(x, y, name=None):
+    """x ** y for a scalar exponent y."""
+    if not _is_scalar(y):
+        raise TypeError("vdev.pow takes a scalar exponent, not %r" % (y,))
+    x = _t(x)
+    return _new(lib.vdev_pow_scalar(x._handle, float(y)))
+
+
+def square(x, name=None):
+    x = _t(x)
+    return _new(lib.vdev_mul(x._handle, x._handle))
+
+
+def sqrt(x, name=None):
+    x = _t(x)
+    return _new(lib.vdev_pow_scalar(x._handle, 0.5))
+
+
+relu = _unary(lib.vdev_relu)
+tanh = _unary(lib.vdev_tanh)
+sigmoid = _unary(lib.vdev_sigmoid)
+exp = _unary(lib.vdev_exp)
+log = _unary(lib.vdev_log)
+
+
+def softmax(logits, axis=-1, name=None):
+    logits = _t(logits)
+    if axis not in (-1, logits.ndim - 1):
+        raise ValueError("vdev's softmax runs over the last axis (axis=-1), not axis %r" % axis)
+    return _new(lib.vdev_softmax(logits._handle))
+
+
+def log_softmax(logits, axis=-1, name=None):
+    logits = _t(logits)
+    if axis not in (-1, logits.ndim - 1):
+        raise ValueError("vdev's log_softmax runs over the last axis (axis=-1), not axis %r"
+                         % axis)
+    return _new(lib.vdev_log_softmax(logits._handle))
+
+
+def _axis(axis):
+    if isinstance(axis, (list, tuple)):
+        if len(axis) != 1:
+            raise ValueError("vdev reduces over one axis or all of them, not %r" % (axis,))
+        axis = axis[0]
+    if not isinstance(axis, numbers.Integral) or isinstance(axis, bool):
+        raise TypeError("axis must be an int, not %r" % (axis,))
+    return int(axis)
+
+
+def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
+    x = _t(input_tensor)
+    if axis is None:
+        if keepdims:
+            return reshape(_new(lib.vdev_sum_all(x._handle)), [1] * x.ndim)
+        return _new(lib.vdev_sum_all(x._handle))
+    return _new(lib.vdev_sum(x._handle, _axis(axis), bool(keepdims)))
+
+
+def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
+    x = _t(input_tensor)
+    if axis is None:
+        if keepdims:
+            return reshape(_new(lib.vdev_mean_all(x._handle)), [1] * x.ndim)
+        return _new(lib.vdev_mean_all(x._handle))
+    return _new(lib.vdev_mean(x._handle, _axis(axis), bool(keepdims)))
+
+
+def reshape(tensor, shape, name=None):
+    """Same elements, new shape (one dimension may be -1); a view, no copy."""
+    from ._tensor import _shape_arg
+    s, n = _lib.shape_array(_shape_arg(shape))
+    tensor = _t(tensor)
+    return _new(lib.vdev_reshape(tensor._handle, s, n))
+
+
+def transpose(a, perm=None, name=None):
+    """The transpose of a 2-D tensor."""
+    if perm is not None and list(perm) != [1, 0]:
+        raise ValueError("vdev transposes 2-D tensors (perm=[1, 0]), not perm=%r" % (perm,))
+    a = _t(a)
+    return _new(lib.vdev_transpose(a._handle))
+
+
+def argmax(input, axis=None, name=None):
+    """Index of the largest element along axis, int32. vdev reduces over the
+    last axis: axis=None means 0, as in TensorFlow, so it takes 1-D input."""
+    x = _t(input)
+    a = 0 if axis is None else _axis(axis)
+    if a not in (-1, x.ndim - 1):
+        raise ValueError("vdev's argmax runs over the last axis (%d), not axis %r"
+                         % (x.ndim - 1, axis))
+    return _new(lib.vdev_argmax(x._handle))
+
+
+def identity(input, name=None):
+    """A copy on the device of the current scope (an explicit copy between
+    devices), else on the input's device, as ``tf.identity``."""
+    input = _t(input)
+    return _new(lib.vdev_identity(input._handle))
+
+
+def mean_squared_error_scalar(y_true, y_pred):
+    """mean((y_pred - y_true)^2) over every element: a 0-d tensor."""
+    y_pred, y_true = _t(y_pred), _t(y_true)
+    return _new(lib.vdev_mse(y_pred._handle, y_true._handle))
+
+
+def sparse_softmax_cross_entropy_mean(labels, logits):
+    """The mean over rows of -log softmax(logits)[label] (labels int32)."""
+    lab = labels if isinstance(labels, Tensor) else convert_to_tensor(labels, int32)
+    logits = _t(logits)
+    return _new(lib.vdev_softmax_cross_entropy(logits._handle, lab._handle))
+
+
+__all__ = ["matmul", "add", "subtract", "multiply", "divide", "negative", "pow", "square", "sqrt",
+           "relu", "tanh", "sigmoid", "exp", "log", "softmax", "log_softmax", "reduce_sum",
+           "reduce_mean", "reshape", "transpose", "argmax", "identity", "float32"]

@@ -1,0 +1,448 @@
+"""Tensors: the Python object over a vdev tensor handle, dtypes and shapes,
+conversion from Python and numpy values, and creation.
+
+A ``Tensor`` holds one handle and frees it when the object goes
+(``__del__`` → ``vdev_tensor_free``), exactly once. Handles are checked by
+vdev: after ``vdev.shutdown()`` a tensor's handle is stale, using it raises
+``InvalidArgumentError`` ("... belongs to a runtime that was shut down") and
+freeing it only gives the slot back.
+
+Python never opens vdev's tensor scopes: every tensor an op makes belongs to
+its Python object, and Python's reference counting frees temporaries as soon
+as the last name for them goes, which is what scopes do in C.
+"""
+
+import ctypes
+import numbers
+
+import numpy as np
+
+from . import _lib
+from ._lib import lib
+
+_LONG_PREFIX = "/job:localhost/replica:0/task:0"
+
+
+class DType:
+    """A tensor element type, as ``tf.DType``: ``vdev.float32``, ``vdev.int32``."""
+
+    __slots__ = ("name", "_code", "as_numpy_dtype")
+
+    def __init__(self, name, code, np_dtype):
+        self.name = name
+        self._code = code
+        self.as_numpy_dtype = np_dtype
+
+    @property
+    def size(self):
+        return 4
+
+    @property
+    def is_floating(self):
+        return self._code == _lib.F32
+
+    @property
+    def is_integer(self):
+        return self._code == _lib.I32
+
+    def __eq__(self, other):
+        try:
+            return as_dtype(other) is self
+        except TypeError:
+            return NotImplemented
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __repr__(self):
+        return "vdev.%s" % self.name
+
+
+float32 = DType("float32", _lib.F32, np.float32)
+int32 = DType("int32", _lib.I32, np.int32)
+
+
+def as_dtype(x):
+    """A vdev DType from a DType, a name ('float32'), or a numpy dtype/type."""
+    if isinstance(x, DType):
+        return x
+    if isinstance(x, str):
+        if x in ("float32", "float"):
+            return float32
+        if x in ("int32",):
+            return int32
+        raise TypeError("vdev tensors are float32 or int32, not %r" % x)
+    try:
+        d = np.dtype(x)
+    except TypeError:
+        raise TypeError("cannot interpret %r as a vdev dtype" % (x,)) from None
+    if d == np.float32:
+        return float32
+    if d == np.int32:
+        return int32
+    raise TypeError("vdev tensors are float32 or int32, not %s" % d)
+
+
+def _dtype_of_code(code):
+    return float32 if code == _lib.F32 else int32
+
+
+class TensorShape(tuple):
+    """A tensor's shape: a tuple of ints, with ``tf.TensorShape``'s
+    ``as_list()`` and ``rank``."""
+
+    def as_list(self):
+        return list(self)
+
+    @property
+    def rank(self):
+        return len(self)
+
+    @property
+    def ndims(self):
+        return len(self)
+
+    def num_elements(self):
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+    def __repr__(self):
+        return "TensorShape(%s)" % list(self)
+
+
+class Tensor:
+    """A vdev tensor, as TensorFlow's EagerTensor: ``.numpy()``, ``.shape``,
+    ``.dtype``, ``.device``, ``.cpu()``, operators, and DLPack."""
+
+    __slots__ = ("_h", "__weakref__")
+
+    def __init__(self, handle):
+        self._h = handle
+
+    def __del__(self, _free=lib.vdev_tensor_free):
+        h = getattr(self, "_h", None)  # unset when __init__ failed
+        self._h = None
+        if h:
+            _free(h)
+
+    @property
+    def _handle(self):
+        if self._h is None:
+            raise ValueError("the tensor was freed")
+        return self._h
+
+    # ---- what it is ----
+    @property
+    def shape(self):
+        h = self._handle
+        nd = lib.vdev_tensor_ndim(h)
+        if nd < 0:
+            raise _lib.error()
+        return TensorShape(lib.vdev_tensor_dim(h, i) for i in range(nd))
+
+    @property
+    def ndim(self):
+        nd = lib.vdev_tensor_ndim(self._handle)
+        if nd < 0:
+            raise _lib.error()
+        return nd
+
+    @property
+    def dtype(self):
+        code = lib.vdev_tensor_dtype(self._handle)
+        if code not in (_lib.F32, _lib.I32):
+            raise _lib.error()
+        return _dtype_of_code(code)
+
+    @property
+    def device(self):
+        """The device in TensorFlow's long form,
+        '/job:localhost/replica:0/task:0/device:GPU:1'."""
+        d = lib.vdev_tensor_device(self._handle)
+        if d is None:
+            raise _lib.error()
+        return _LONG_PREFIX + d.decode()
+
+    def numpy(self):
+        """A numpy copy of the contents (a numpy scalar for a 0-dimensional
+        tensor, as TensorFlow). Waits for the work that makes the tensor."""
+        shape, dt = self.shape, self.dtype
+        out = np.empty(shape, dtype=dt.as_numpy_dtype)
+        _lib.check(lib.vdev_tensor_to_host(self._handle, out.ctypes.data_as(ctypes.c_void_p),
+                                           out.nbytes))
+        return out[()] if out.ndim == 0 else out
+
+    def __array__(self, dtype=None):
+        a = np.asarray(self.numpy())
+        return a.astype(dtype) if dtype is not None else a
+
+    def cpu(self):
+        """A copy on CPU:0 (TensorFlow's ``EagerTensor.cpu()``)."""
+        return Tensor(_lib.made(lib.vdev_tensor_to(self._handle, b"CPU:0")))
+
+    def gpu(self, gpu_index=0):
+        """A copy on GPU:gpu_index."""
+        return Tensor(_lib.made(lib.vdev_tensor_to(self._handle, b"GPU:%d" % gpu_index)))
+
+    def _copy_to(self, device):
+        return Tensor(_lib.made(lib.vdev_tensor_to(self._handle, _lib.enc(device))))
+
+    # ---- Python protocols ----
+    def __len__(self):
+        s = self.shape
+        if not s:
+            raise TypeError("Scalar tensor has no `len()`")
+        return s[0]
+
+    def _one(self):
+        if self.shape.num_elements() != 1:
+            raise ValueError("The truth value of an array with more than one element is "
+                             "ambiguous. Use a.any() or a.all()")
+        return self.numpy().reshape(())[()]
+
+    def __bool__(self):
+        return bool(self._one())
+
+    def __float__(self):
+        return float(self._one())
+
+    def __int__(self):
+        return int(self._one())
+
+    def __index__(self):
+        if self.dtype is not int32:
+            raise TypeError("only int32 tensors can be used as an index")
+        return int(self._one())
+
+    def __repr__(self):
+        try:
+            return "<vdev.Tensor: shape=%s, dtype=%s, device=%s, numpy=%r>" % (
+                tuple(self.shape), self.dtype.name, self.device, self.numpy())
+        except Exception as e:  # a stale handle still prints
+            return "<vdev.Tensor: %s>" % e
+
+    def __str__(self):
+        return "vdev.Tensor(%s, shape=%s, dtype=%s)" % (self.numpy(), tuple(self.shape),
+                                                        self.dtype.name)
+
+    __array_priority__ = 100  # numpy defers to our operators
+
+    # ---- DLPack ----
+    def __dlpack__(self, stream=None):
+        from . import dlpack
+        return dlpack.to_capsule(self)
+
+    def __dlpack_device__(self):
+        from . import dlpack
+        return dlpack.device_of(self)
+
+    # ---- operators (vdev._ops) ----
+    def __add__(self, other):
+        return _ops().add(self, other)
+
+    def __radd__(self, other):
+        return _ops().add(other, self)
+
+    def __sub__(self, other):
+        return _ops().subtract(self, other)
+
+    def __rsub__(self, other):
+        return _ops().subtract(other, self)
+
+    def __mul__(self, other):
+        return _ops().multiply(self, other)
+
+    def __rmul__(self, other):
+        return _ops().multiply(other, self)
+
+    def __truediv__(self, other):
+        return _ops().divide(self, other)
+
+    def __rtruediv__(self, other):
+        return _ops().divide(other, self)
+
+    def __matmul__(self, other):
+        return _ops().matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _ops().matmul(other, self)
+
+    def __neg__(self):
+        return _ops().negative(self)
+
+    def __pos__(self):
+        return self
+
+    def __pow__(self, p):
+        return _ops().pow(self, p)
+
+
+def _ops():
+    from . import _ops as ops
+    return ops
+
+
+class Variable(Tensor):
+    """A variable, as ``tf.Variable``: a tensor that tapes differentiate
+    against and optimizers update in place, on the device it was made on
+    (the current device scope, else where its initial value lives)."""
+
+    __slots__ = ("trainable", "name")
+
+    def __init__(self, initial_value=None, trainable=True, name=None, dtype=None, *,
+                 _handle=None):
+        if _handle is None:
+            if initial_value is None:
+                raise ValueError("initial_value must be specified.")
+            if callable(initial_value):
+                initial_value = initial_value()
+            if isinstance(initial_value, Tensor):
+                if dtype is not None and as_dtype(dtype) is not initial_value.dtype:
+                    raise TypeError("initial_value is %s, not %s" % (initial_value.dtype.name,
+                                                                     as_dtype(dtype).name))
+                h = _lib.made(lib.vdev_identity(initial_value._handle))
+            else:
+                h = _from_value(initial_value, dtype)
+            _handle = lib.vdev_variable(h)
+            if not _handle:
+                err = _lib.error()
+                lib.vdev_tensor_free(h)
+                raise err
+        super().__init__(_handle)
+        self.trainable = trainable
+        self.name = name if name is not None else "Variable"
+
+    def assign(self, value):
+        """Copies value into the variable (same shape and dtype); returns it."""
+        v = convert_to_tensor(value, dtype=self.dtype)
+        _lib.check(lib.vdev_assign(self._handle, v._handle))
+        return self
+
+    def assign_add(self, delta):
+        return self.assign(_ops().add(self, delta))
+
+    def assign_sub(self, delta):
+        return self.assign(_ops().subtract(self, delta))
+
+    def read_value(self):
+        return Tensor(_lib.made(lib.vdev_identity(self._handle)))
+
+    def __repr__(self):
+        try:
+            return "<vdev.Variable '%s' shape=%s dtype=%s, device=%s, numpy=%r>" % (
+                self.name, tuple(self.shape), self.dtype.name, self.device, self.numpy())
+        except Exception as e:
+            return "<vdev.Variable: %s>" % e
+
+
+# ---- conversion and creation -------------------------------------------------------
+
+
+def _to_numpy(value, dtype):
+    """value as a C-contiguous float32/int32 array (TensorFlow's defaults:
+    Python floats → float32, Python ints → int32; float64 is narrowed to
+    float32, int64 to int32 when it fits)."""
+    if isinstance(value, Tensor):
+        raise TypeError("already a tensor")
+    if isinstance(value, (str, bytes)) or (isinstance(value, np.ndarray) and value.dtype.kind in "USO"):
+        raise TypeError("vdev tensors are float32 or int32; cannot convert %r" % (value,))
+    want = as_dtype(dtype) if dtype is not None else None
+    arr = np.asarray(value)
+    if arr.dtype == bool:
+        raise TypeError("vdev tensors are float32 or int32; cannot convert booleans (%r)" % (value,))
+    if arr.dtype.kind in "OUSbcV":
+        raise TypeError("vdev tensors are float32 or int32; cannot convert %r (%s)" % (value, arr.dtype))
+    if want is None:
+        want = int32 if arr.dtype.kind in "iu" else float32
+    if want is int32:
+        if arr.dtype.kind == "f":
+            raise TypeError("Cannot convert %r to EagerTensor of dtype int32" % (value,))
+        if arr.size and (arr.min() < -2**31 or arr.max() > 2**31 - 1):
+            raise ValueError("Can't convert Python int to C int32: a value is outside "
+                             "[-2147483648, 2147483647]")
+    if arr.ndim > 4:
+        raise ValueError("vdev tensors have 0 to 4 dimensions, not %d" % arr.ndim)
+    # (np.ascontiguousarray would make a 0-d array 1-d)
+    return np.require(arr, dtype=want.as_numpy_dtype, requirements="C"), want
+
+
+def _from_value(value, dtype=None):
+    arr, dt = _to_numpy(value, dtype)
+    shape, n = _lib.shape_array(arr.shape)
+    return _lib.made(lib.vdev_tensor_from_host(arr.ctypes.data_as(ctypes.c_void_p), shape, n,
+                                               dt._code))
+
+
+def constant(value, dtype=None, shape=None):
+    """A tensor holding a copy of value (a number, a nested list, a numpy
+    array, or a tensor), on the current device scope (else the default
+    device), as ``tf.constant``. shape reshapes value, or fills it with a
+    single value."""
+    if isinstance(value, Tensor):
+        value = value.numpy()
+    if shape is not None:
+        arr, dt = _to_numpy(value, dtype)
+        shape = tuple(int(s) for s in shape)
+        if arr.size == 1:
+            arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
+        elif arr.size == int(np.prod(shape, dtype=np.int64)):
+            arr = arr.reshape(shape)
+        else:
+            raise TypeError("Eager execution of tf.constant with unsupported shape. Tensor %r "
+                            "(converted from %r) has %d elements, but got `shape` %s with %d "
+                            "elements)." % (arr, value, arr.size, shape,
+                                            int(np.prod(shape, dtype=np.int64))))
+        value, dtype = arr, dt
+    return Tensor(_from_value(value, dtype))
+
+
+def convert_to_tensor(value, dtype=None):
+    """value itself when it is a tensor (of dtype, if given), else constant(value)."""
+    if isinstance(value, Tensor):
+        if dtype is not None and as_dtype(dtype) is not value.dtype:
+            raise ValueError("Tensor conversion requested dtype %s for Tensor with dtype %s"
+                             % (as_dtype(dtype).name, value.dtype.name))
+        return value
+    return constant(value, dtype)
+
+
+def _shape_arg(shape):
+    if isinstance(shape, Tensor):
+        shape = shape.numpy().tolist()
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
+    if isinstance(shape, (str, bytes)) or not all(
+            isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in shape):
+        raise TypeError("shape must be a sequence of ints, not %r" % (shape,))
+    return tuple(int(s) for s in shape)
+
+
+def zeros(shape, dtype=float32):
+    s, n = _lib.shape_array(_shape_arg(shape))
+    return Tensor(_lib.made(lib.vdev_tensor_zeros(s, n, as_dtype(dtype)._code)))
+
+
+def ones(shape, dtype=float32):
+    s, n = _lib.shape_array(_shape_arg(shape))
+    return Tensor(_lib.made(lib.vdev_tensor_ones(s, n, as_dtype(dtype)._code)))
+
+
+def fill(dims, value):
+    """A tensor of shape dims, every element value (dtype from value, as tf.fill)."""
+    dt = int32 if isinstance(value, numbers.Integral) and not isinstance(value, bool) else float32
+    if isinstance(value, bool):
+        raise TypeError("vdev tensors are float32 or int32; cannot fill with %r" % value)
+    s, n = _lib.shape_array(_shape_arg(dims))
+    return Tensor(_lib.made(lib.vdev_tensor_fill(s, n, dt._code, float(value))))
+
+
+def zeros_like(t):
+    t = convert_to_tensor(t)
+    return zeros(t.shape, t.dtype)
+
+
+def ones_like(t):
+    t = convert_to_tensor(t)
+    return ones(t.shape, t.dtype)

@@ -1,0 +1,217 @@
+"""Device configuration, as ``tf.config``: physical devices, visibility,
+memory growth, logical devices with memory limits (in MiB, as TensorFlow),
+soft placement, and the memory queries (also under ``experimental``).
+
+Everything before start-up configures vdev; start-up (``vdev.init()``, the
+first op, or ``list_logical_devices``) freezes it: a later call that would
+change something raises ``RuntimeError`` with TensorFlow's message ("Physical
+devices cannot be modified after being initialized", "Visible devices ...",
+"Virtual devices ..."); one that repeats what is in force does nothing. Bad
+arguments raise ``ValueError`` in TensorFlow's words ("Unrecognized device:
+..."). The state lives in the C library, so C code and the environment
+(VDEV_LOGICAL_DEVICES, VDEV_MEMORY_GROWTH, ...) see the same configuration;
+code wins where both speak.
+
+Where vdev differs from TensorFlow (README, "Where vdev differs"): growth may
+differ between GPUs and may be combined with logical devices (each grows up
+to its limit), limits beyond a card's budget fail at start-up, and memory
+queries work on CPUs too.
+"""
+
+import collections
+import ctypes
+
+from .. import _lib
+from .._lib import lib
+
+PhysicalDevice = collections.namedtuple("PhysicalDevice", ["name", "device_type"])
+LogicalDevice = collections.namedtuple("LogicalDevice", ["name", "device_type"])
+
+
+class LogicalDeviceConfiguration(
+        collections.namedtuple("LogicalDeviceConfiguration",
+                               ["memory_limit", "experimental_priority",
+                                "experimental_device_ordinal"])):
+    """One logical device of a split physical device: memory_limit in MiB
+    (required for GPUs, absent for CPUs). vdev has no priorities or
+    ordinals: setting them is a ValueError."""
+
+    def __new__(cls, memory_limit=None, experimental_priority=None,
+                experimental_device_ordinal=None):
+        return super().__new__(cls, memory_limit, experimental_priority,
+                               experimental_device_ordinal)
+
+
+_VALUE = {_lib.INVALID_ARG: ValueError, _lib.NOT_FOUND: ValueError}
+_TYPES = ["CPU", "GPU"]
+
+
+def _physical():
+    n = ctypes.c_int(0)
+    _lib.check(lib.vdev_list_physical_devices(None, 0, ctypes.byref(n)))
+    cap = n.value
+    arr = (_lib.PhysicalDeviceC * max(cap, 1))()
+    _lib.check(lib.vdev_list_physical_devices(arr, cap, ctypes.byref(n)))
+    return arr[:min(cap, n.value)]
+
+
+def list_physical_devices(device_type=None):
+    """[PhysicalDevice('/physical_device:CPU:0', 'CPU'), PhysicalDevice(
+    '/physical_device:GPU:0', 'GPU'), ...]: every device, visible or not.
+    Does not start the runtime."""
+    out = [PhysicalDevice(d.name.decode(), _TYPES[d.type]) for d in _physical()]
+    return [d for d in out if device_type is None or d.device_type == device_type]
+
+
+def _check_physical(dev):
+    if dev not in list_physical_devices():
+        raise ValueError("Unrecognized device: %s" % repr(dev))
+    return dev.name.encode()
+
+
+def _gpu_index(dev):
+    return int(dev.name.rsplit(":", 1)[1])
+
+
+def get_visible_devices(device_type=None):
+    """The visible physical devices: CPU:0, then the visible GPUs in the
+    order they were given."""
+    n = ctypes.c_int(0)
+    _lib.check(lib.vdev_config_get_visible_devices(None, 0, ctypes.byref(n)))
+    cap = n.value
+    arr = (ctypes.c_int * max(cap, 1))()
+    _lib.check(lib.vdev_config_get_visible_devices(arr, cap, ctypes.byref(n)))
+    phys = list_physical_devices()
+    gpus = {_gpu_index(d): d for d in phys if d.device_type == "GPU"}
+    out = [d for d in phys if d.device_type == "CPU"] + [gpus[i] for i in arr[:cap] if i in gpus]
+    return [d for d in out if device_type is None or d.device_type == device_type]
+
+
+def set_visible_devices(devices, device_type=None):
+    """Makes only `devices` (of device_type, when given) visible. Logical GPUs
+    are numbered over the visible GPUs in physical order. The CPU stays
+    visible whatever the list says."""
+    if not isinstance(devices, list):
+        devices = [devices]
+    phys = list_physical_devices()
+    for d in devices:
+        if d not in phys:
+            raise ValueError("Unrecognized device: %s" % repr(d))
+        if device_type is not None and d.device_type != device_type:
+            raise ValueError("Unrecognized device: %s" % repr(d))
+    if device_type not in (None, "GPU") and not any(d.device_type == "GPU" for d in devices):
+        return  # only other types named: the GPUs stay as they are
+    idx = [_gpu_index(d) for d in devices if d.device_type == "GPU"]
+    arr = (ctypes.c_int * max(len(idx), 1))(*idx)
+    _lib.check(lib.vdev_config_set_visible_devices(arr, len(idx)), _VALUE)
+
+
+def list_logical_devices(device_type=None):
+    """[LogicalDevice('/device:CPU:0', 'CPU'), LogicalDevice('/device:GPU:0',
+    'GPU'), ...]. Starts the runtime (freezes the configuration)."""
+    out = [LogicalDevice(d.name.decode(), _TYPES[d.type]) for d in _logical()]
+    return [d for d in out if device_type is None or d.device_type == device_type]
+
+
+def _logical():
+    n = ctypes.c_int(0)
+    _lib.check(lib.vdev_list_logical_devices(None, 0, ctypes.byref(n)))
+    cap = n.value
+    arr = (_lib.LogicalDeviceC * max(cap, 1))()
+    _lib.check(lib.vdev_list_logical_devices(arr, cap, ctypes.byref(n)))
+    return arr[:min(cap, n.value)]
+
+
+def _logical_table():
+    """{'/device:GPU:0': (backend, physical index), ...} of the running runtime."""
+    return {d.name.decode(): (d.backend.decode(), d.physical_index) for d in _logical()}
+
+
+def set_memory_growth(device, enable):
+    """Growth (on: memory is taken as it is needed) or preallocation (off)
+    for one physical GPU. Unlike TensorFlow, growth may differ between GPUs
+    and combines with logical devices."""
+    name = _check_physical(device)
+    if device.device_type != "GPU":
+        raise ValueError("Cannot set memory growth on non-GPU and non-Pluggable devices")
+    _lib.check(lib.vdev_config_set_memory_growth(name, bool(enable)), _VALUE)
+
+
+def get_memory_growth(device):
+    """What code set: True, False, or None (never set)."""
+    name = _check_physical(device)
+    out = ctypes.c_int(-1)
+    _lib.check(lib.vdev_config_get_memory_growth(name, ctypes.byref(out)), _VALUE)
+    return None if out.value < 0 else bool(out.value)
+
+
+def set_logical_device_configuration(device, logical_devices):
+    """Splits a physical device into logical devices: GPUs with
+    LogicalDeviceConfiguration(memory_limit=MiB) each, the CPU with
+    LogicalDeviceConfiguration() each. An empty list removes the split."""
+    name = _check_physical(device)
+    logical_devices = list(logical_devices)
+    if device.device_type == "CPU":
+        for v in logical_devices:
+            if v.memory_limit is not None:
+                raise ValueError("Setting memory limit on CPU virtual devices is currently "
+                                 "not supported")
+            if v.experimental_priority is not None:
+                raise ValueError("Setting experimental_priority on CPU virtual  devices is "
+                                 "currently not supported")
+        _lib.check(lib.vdev_config_set_logical_devices(name, None, len(logical_devices)), _VALUE)
+        return
+    if device.device_type != "GPU":
+        raise ValueError("Virtual devices are not supported for %s" % device.device_type)
+    limits = []
+    for v in logical_devices:
+        if v.memory_limit is None:
+            raise ValueError("Setting memory limit is required for GPU virtual devices")
+        if v.experimental_priority is not None or v.experimental_device_ordinal is not None:
+            raise ValueError("vdev has no priorities or ordinals for logical devices "
+                             "(experimental_priority, experimental_device_ordinal)")
+        if isinstance(v.memory_limit, bool) or v.memory_limit < 0:
+            raise ValueError("memory_limit must be a number of MiB >= 0, not %r"
+                             % (v.memory_limit,))
+        limits.append(int(v.memory_limit) << 20)  # whole MiB, as TensorFlow
+    arr = (ctypes.c_uint64 * max(len(limits), 1))(*limits)
+    _lib.check(lib.vdev_config_set_logical_devices(name, arr, len(limits)), _VALUE)
+
+
+def get_logical_device_configuration(device):
+    """The split of a physical device (code, else VDEV_LOGICAL_DEVICES) as a
+    list of LogicalDeviceConfiguration (memory_limit in MiB), or None."""
+    name = _check_physical(device)
+    n = ctypes.c_int(0)
+    _lib.check(lib.vdev_config_get_logical_devices(name, None, 0, ctypes.byref(n)), _VALUE)
+    if n.value == 0:
+        return None
+    cap = n.value
+    arr = (ctypes.c_uint64 * cap)()
+    _lib.check(lib.vdev_config_get_logical_devices(name, arr, cap, ctypes.byref(n)), _VALUE)
+    if device.device_type == "CPU":
+        return [LogicalDeviceConfiguration() for _ in range(cap)]
+    mib = [b >> 20 if b % (1 << 20) == 0 else b / (1 << 20) for b in arr[:cap]]
+    return [LogicalDeviceConfiguration(memory_limit=m) for m in mib]
+
+
+def set_soft_device_placement(enabled):
+    """A device scope naming a missing device runs its ops on GPU:0 (else
+    CPU:0) with a warning instead of failing. Off by default in vdev."""
+    lib.vdev_config_set_soft_device_placement(bool(enabled))
+
+
+def get_soft_device_placement():
+    return bool(lib.vdev_config_get_soft_device_placement())
+
+
+from . import experimental  # noqa: E402
+from .experimental import (get_memory_info, get_memory_usage, reset_memory_stats,  # noqa: E402
+                           get_device_details)
+
+__all__ = ["PhysicalDevice", "LogicalDevice", "LogicalDeviceConfiguration",
+           "list_physical_devices", "get_visible_devices", "set_visible_devices",
+           "list_logical_devices", "set_memory_growth", "get_memory_growth",
+           "set_logical_device_configuration", "get_logical_device_configuration",
+           "set_soft_device_placement", "get_soft_device_placement", "get_memory_info",
+           "get_memory_usage", "reset_memory_stats", "get_device_details", "experimental"]

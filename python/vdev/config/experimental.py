@@ -1,0 +1,117 @@
+"""``tf.config.experimental``: memory queries, memory growth, device details,
+op determinism, the device policy; and vdev's own knobs (memory fraction,
+handing cached memory back, the placement policy).
+
+``get_memory_info('GPU:0')`` returns TensorFlow's ``current`` and ``peak``
+(bytes in use, 256-byte rounded, and its peak) plus vdev's keys: reserved,
+peak_reserved, limit, largest_free_block, num_allocs (live), num_allocs_total,
+num_failed_allocs, num_regions, fragmentation, largest_alloc_size. Device
+names take every accepted form; a malformed or missing one is a ValueError in
+TensorFlow's words.
+"""
+
+import ctypes
+
+from .. import _lib
+from .._lib import lib
+from . import (PhysicalDevice, LogicalDeviceConfiguration, get_logical_device_configuration,
+               get_memory_growth, get_visible_devices, list_logical_devices,
+               list_physical_devices, set_logical_device_configuration, set_memory_growth,
+               set_visible_devices, _VALUE)
+
+VirtualDeviceConfiguration = LogicalDeviceConfiguration
+
+
+def get_memory_info(device):
+    mi = _lib.MemoryInfoC()
+    _lib.check(lib.vdev_memory_info(_lib.enc(device), ctypes.byref(mi)), _VALUE)
+    return {"current": mi.bytes_in_use, "peak": mi.peak_bytes_in_use,
+            "reserved": mi.bytes_reserved, "peak_reserved": mi.peak_bytes_reserved,
+            "limit": mi.bytes_limit, "largest_free_block": mi.largest_free_block,
+            "num_allocs": mi.n_allocs, "num_allocs_total": mi.n_allocs_total,
+            "num_failed_allocs": mi.n_failed_allocs, "num_regions": mi.n_regions,
+            "fragmentation": mi.fragmentation, "largest_alloc_size": mi.largest_alloc_size}
+
+
+def get_memory_usage(device):
+    """Bytes in use (deprecated in TensorFlow: get_memory_info(d)['current'])."""
+    return get_memory_info(device)["current"]
+
+
+def reset_memory_stats(device):
+    """peak := current, largest_alloc_size := 0 (and the reserved peak)."""
+    _lib.check(lib.vdev_memory_reset_peak(_lib.enc(device)), _VALUE)
+
+
+def release_cached_memory(device):
+    """vdev's own: waits for the device's queued work, hands every empty
+    region back (growth mode), and returns how many bytes."""
+    out = ctypes.c_uint64(0)
+    _lib.check(lib.vdev_memory_release_cached(_lib.enc(device), ctypes.byref(out)), _VALUE)
+    return out.value
+
+
+def get_device_details(device):
+    """{'device_name': 'Simulated GPU', 'compute_capability': (8, 0)} for a
+    GPU, {} for the CPU."""
+    if not isinstance(device, PhysicalDevice):
+        raise ValueError("device must be a tf.config.PhysicalDevice, but got: %s" % (device,))
+    if device not in list_physical_devices():
+        raise ValueError("The PhysicalDevice must be one obtained from calling "
+                         "`tf.config.list_physical_devices`, but got: %s" % (device,))
+    d = _lib.DeviceDetailsC()
+    _lib.check(lib.vdev_device_details(device.name.encode(), ctypes.byref(d)), _VALUE)
+    if not d.device_name:
+        return {}
+    return {"device_name": d.device_name.decode(), "compute_capability": (d.cc_major, d.cc_minor)}
+
+
+def set_memory_fraction(fraction, device=None):
+    """vdev's own (TensorFlow's per_process_gpu_memory_fraction): cap a
+    physical GPU (None: every GPU) at fraction of its total memory; 0 removes
+    the cap."""
+    name = None
+    if device is not None:
+        if device not in list_physical_devices("GPU"):
+            raise ValueError("Unrecognized device: %s" % repr(device))
+        name = device.name.encode()
+    _lib.check(lib.vdev_config_set_memory_fraction(name, float(fraction)), _VALUE)
+
+
+def enable_op_determinism():
+    """Every op gives the same bits run to run (see vdev_config_set_deterministic)."""
+    lib.vdev_config_set_deterministic(True)
+
+
+def disable_op_determinism():
+    lib.vdev_config_set_deterministic(False)
+
+
+def is_op_determinism_enabled():
+    return bool(lib.vdev_config_get_deterministic())
+
+
+_POLICIES = {None: 0, "silent": 0, "explicit": 1}
+
+
+def set_device_policy(device_policy):
+    """'silent' (None): an input on another device is copied (vdev's 'copy');
+    'explicit': that is an error (vdev's 'strict'). vdev has no 'warn' or
+    'silent_for_int32'."""
+    if device_policy not in _POLICIES:
+        raise ValueError("Not a valid device policy: %r" % (device_policy,))
+    _lib.check(lib.vdev_set_placement_policy(_POLICIES[device_policy]))
+
+
+def get_device_policy():
+    """'silent' or 'explicit' ('silent' also under vdev's 'tf' placement rule)."""
+    return "explicit" if lib.vdev_get_placement_policy() == 1 else "silent"
+
+
+__all__ = ["get_memory_info", "get_memory_usage", "reset_memory_stats", "release_cached_memory",
+           "get_device_details", "set_memory_fraction", "enable_op_determinism",
+           "disable_op_determinism", "is_op_determinism_enabled", "set_device_policy",
+           "get_device_policy", "set_memory_growth", "get_memory_growth", "set_visible_devices",
+           "get_visible_devices", "list_physical_devices", "list_logical_devices",
+           "set_logical_device_configuration", "get_logical_device_configuration",
+           "VirtualDeviceConfiguration"]

@@ -1,0 +1,144 @@
+"""DLPack: sharing tensors with numpy, PyTorch and others without copying.
+
+``np.from_dlpack(t)`` and ``torch.from_dlpack(t)`` read a vdev tensor in
+place (``Tensor.__dlpack__`` / ``__dlpack_device__``); ``vdev.from_dlpack(x)``
+makes a CPU:0 tensor over the memory of any object with ``__dlpack__``, or of
+a DLPack capsule (``torch.utils.dlpack.to_dlpack``). Tensors on the CPU and on
+simulated GPUs, whose memory the host reads, go out as CPU memory (kDLCPU);
+tensors on CUDA GPUs as kDLCUDA.
+
+Lifetimes follow the protocol: the capsule is named "dltensor" until a
+consumer takes it and renames it "used_dltensor"; an export keeps the vdev
+tensor's memory until the consumer's array goes (its deleter runs), and an
+import keeps the producer's array alive until the vdev tensor goes. A capsule
+nobody consumed runs its deleter when it is collected. ``vdev.shutdown()``
+refuses to run while exports are alive, since it frees their memory.
+"""
+
+import ctypes
+
+from . import _lib
+from ._lib import lib
+from ._tensor import Tensor
+
+kDLCPU, kDLCUDA = 1, 2
+
+# Python's capsule API. Two handles: one takes Python objects, the other raw
+# object pointers (the destructor is called while its capsule dies, when no
+# new reference to it may be made).
+_api = ctypes.PyDLL(None)
+_api.PyCapsule_New.restype = ctypes.py_object
+_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_api.PyCapsule_IsValid.restype = ctypes.c_int
+_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_SetName.restype = ctypes.c_int
+_api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_raw = ctypes.PyDLL(None)
+_raw.PyCapsule_IsValid.restype = ctypes.c_int
+_raw.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+_raw.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_raw.PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+
+# A capsule keeps its name's address: these buffers live as long as the process.
+_DLTENSOR = ctypes.create_string_buffer(b"dltensor")
+_USED = ctypes.create_string_buffer(b"used_dltensor")
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("dtype_code", ctypes.c_uint8), ("dtype_bits", ctypes.c_uint8),
+                ("dtype_lanes", ctypes.c_uint16), ("shape", ctypes.c_void_p),
+                ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64)]
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+def _delete(managed, _cls=_DLManagedTensor, _deleter=_DELETER):
+    m = _cls.from_address(managed)
+    if m.deleter:
+        _deleter(m.deleter)(managed)
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def _capsule_destructor(capsule, _raw=_raw, _name=_DLTENSOR, _delete=_delete):
+    # Unconsumed (still "dltensor"): the export is ours to delete. (What it
+    # uses is bound here, so it works while the interpreter tears modules down.)
+    if _raw.PyCapsule_IsValid(capsule, _name):
+        _delete(_raw.PyCapsule_GetPointer(capsule, _name))
+
+
+# A capsule may outlive this module (collected at exit): its destructor and
+# names must outlive every capsule, so they hold one reference that nothing
+# drops.
+for _o in (_capsule_destructor, _DLTENSOR, _USED):
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(_o))
+del _o
+
+
+def to_capsule(t):
+    """A DLPack capsule over t's memory (``t.__dlpack__()``)."""
+    m = ctypes.c_void_p()
+    _lib.check(lib.vdev_tensor_to_dlpack(t._handle, ctypes.byref(m)))
+    try:
+        return _api.PyCapsule_New(m.value, _DLTENSOR,
+                                  ctypes.cast(_capsule_destructor, ctypes.c_void_p).value)
+    except BaseException:
+        _delete(m.value)
+        raise
+
+
+def device_of(t):
+    """(device type, device id), as ``__dlpack_device__``: (kDLCPU, 0) for the
+    CPU and simulated GPUs, (kDLCUDA, ordinal) for CUDA GPUs."""
+    from .config import _logical_table
+    name = lib.vdev_tensor_device(t._handle)
+    if name is None:
+        raise _lib.error()
+    backend, physical = _logical_table().get(name.decode(), ("cpu", 0))
+    if backend == "cuda":
+        return (kDLCUDA, physical)
+    return (kDLCPU, 0)
+
+
+def from_dlpack(x):
+    """A CPU:0 tensor over x's memory: x has ``__dlpack__`` (numpy arrays,
+    PyTorch tensors, vdev tensors) or is a DLPack capsule. Without a copy when
+    the memory is compact and aligned float32/int32 host memory; strided
+    memory is copied. Other dtypes, more than 4 dimensions and memory the
+    host cannot read raise UnimplementedError."""
+    if hasattr(x, "__dlpack__"):
+        capsule = x.__dlpack__()
+    elif type(x).__name__ == "PyCapsule":
+        capsule = x
+    else:
+        raise TypeError("from_dlpack takes an object with __dlpack__ (a numpy array, a PyTorch "
+                        "tensor, a vdev tensor) or a DLPack capsule, not %s" % type(x).__name__)
+    if not _api.PyCapsule_IsValid(capsule, _DLTENSOR):
+        raise ValueError("from_dlpack: the capsule is not a DLPack tensor, or was consumed "
+                         "already (a capsule can be used once)")
+    managed = _api.PyCapsule_GetPointer(capsule, _DLTENSOR)
+    h = lib.vdev_tensor_from_dlpack(managed)
+    if not h:
+        raise _lib.error()
+    # vdev owns it now: the capsule must not delete it.
+    _api.PyCapsule_SetName(capsule, _USED)
+    return Tensor(h)
+
+
+def to_dlpack(t):
+    """A DLPack capsule over t (``tf.experimental.dlpack.to_dlpack``)."""
+    return to_capsule(t)
+
+
+def live_exports():
+    """Exports whose consumer has not let go."""
+    return int(lib.vdev_dlpack_live_exports())

@@ -1,0 +1,93 @@
+"""Exceptions, named as TensorFlow's ``tf.errors``.
+
+A failed op raises an ``OpError`` subclass chosen from vdev's status code, as
+TensorFlow maps its status codes: a shape mismatch or a bad argument is
+``InvalidArgumentError``, an unknown object ``NotFoundError``, memory
+exhausted ``ResourceExhaustedError`` (vdev raises its subclass
+``OutOfMemoryError``, which carries vdev's report: what was asked for, on which
+device, what is in use of what limit, the largest free block, and what would
+help). Configuration calls raise ``ValueError`` and ``RuntimeError`` where
+``tf.config`` does. Each exception's ``status`` is vdev's code name
+("VDEV_ERR_OOM") and ``message`` the text.
+"""
+
+
+class OpError(Exception):
+    """A vdev call failed (TensorFlow's ``tf.errors.OpError``)."""
+
+    error_code = 2  # TensorFlow's UNKNOWN
+
+    def __init__(self, message, status="VDEV_ERR_INTERNAL"):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+class InvalidArgumentError(OpError):
+    error_code = 3
+
+
+class NotFoundError(OpError):
+    error_code = 5
+
+
+class ResourceExhaustedError(OpError):
+    error_code = 8
+
+
+class FailedPreconditionError(OpError):
+    error_code = 9
+
+
+class UnimplementedError(OpError):
+    error_code = 12
+
+
+class InternalError(OpError):
+    error_code = 13
+
+
+class UnknownError(OpError):
+    error_code = 2
+
+
+class OutOfMemoryError(ResourceExhaustedError):
+    """Device memory exhausted. ``report`` is vdev's whole out-of-memory
+    message (the same as ``message``); the device's memory is as it was
+    before the failed call, so the caller may retry smaller."""
+
+    @property
+    def report(self):
+        return self.message
+
+
+_BY_STATUS = {
+    1: InvalidArgumentError,      # VDEV_ERR_INVALID_ARG
+    2: NotFoundError,             # VDEV_ERR_NOT_FOUND
+    3: OutOfMemoryError,          # VDEV_ERR_OOM
+    5: InvalidArgumentError,      # VDEV_ERR_CONFIG: a configuration that cannot be honoured
+    6: InternalError,             # VDEV_ERR_BACKEND
+    7: UnknownError,              # VDEV_ERR_IO
+    8: InvalidArgumentError,      # VDEV_ERR_PARSE
+    9: InvalidArgumentError,      # VDEV_ERR_SHAPE
+    10: InvalidArgumentError,     # VDEV_ERR_PLACEMENT (TensorFlow's explicit device policy)
+    11: UnimplementedError,       # VDEV_ERR_UNSUPPORTED
+    12: InternalError,            # VDEV_ERR_INTERNAL
+}
+
+_NAMES = ["VDEV_OK", "VDEV_ERR_INVALID_ARG", "VDEV_ERR_NOT_FOUND", "VDEV_ERR_OOM",
+          "VDEV_ERR_ALREADY_INITIALIZED", "VDEV_ERR_CONFIG", "VDEV_ERR_BACKEND", "VDEV_ERR_IO",
+          "VDEV_ERR_PARSE", "VDEV_ERR_SHAPE", "VDEV_ERR_PLACEMENT", "VDEV_ERR_UNSUPPORTED",
+          "VDEV_ERR_INTERNAL"]
+
+
+def status_name(status):
+    return _NAMES[status] if 0 <= status < len(_NAMES) else "VDEV_STATUS_%d" % status
+
+
+def from_status(status, message):
+    """The exception for a vdev status code and its message."""
+    if status == 4:  # VDEV_ERR_ALREADY_INITIALIZED: tf.config's RuntimeError
+        return RuntimeError(message)
+    cls = _BY_STATUS.get(status, InternalError)
+    return cls(message, status_name(status))

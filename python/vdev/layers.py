@@ -1,0 +1,107 @@
+"""Layers, as ``tf.keras.layers``: ``Dense``.
+
+``Dense(units, activation)`` computes act(x @ W + b) with W Glorot-uniform
+and b zeros, the same ops and the same numbers as vdev's C dense layer for
+the same seed. Its variables are made when the layer learns its input size:
+at once when ``input_dim`` (or ``input_shape``) is given, else at the first
+call, and in both cases on the device scope that was current when the layer
+was made, so ``with vdev.device('GPU:1'): layer = Dense(...)`` puts the layer
+on GPU:1 even if it is first called outside the scope (Keras would make the
+variables where the first call happens).
+"""
+
+import math
+
+from . import _ops, random
+from ._device import current_device, device
+from ._tensor import Tensor, Variable
+
+_ACTIVATIONS = {None: None, "linear": None, "relu": _ops.relu, "tanh": _ops.tanh,
+                "sigmoid": _ops.sigmoid, "softmax": _ops.softmax}
+
+
+def _activation(a):
+    if callable(a):
+        return a
+    if a not in _ACTIVATIONS:
+        raise ValueError("Unknown activation function: %r. vdev has %s"
+                         % (a, ", ".join(repr(k) for k in _ACTIVATIONS if k)))
+    return _ACTIVATIONS[a]
+
+
+def _adopt(t):
+    """Makes the fresh tensor t a Variable without a copy (t gives up its handle)."""
+    from ._lib import lib, made
+    h, t._h = t._h, None
+    return Variable(_handle=made(lib.vdev_variable(h)))
+
+
+class Layer:
+    """A callable holding variables."""
+
+    def __init__(self, name=None):
+        self.name = name or type(self).__name__.lower()
+        self._variables = []
+
+    @property
+    def variables(self):
+        return list(self._variables)
+
+    @property
+    def trainable_variables(self):
+        return [v for v in self._variables if v.trainable]
+
+    @property
+    def trainable_weights(self):
+        return self.trainable_variables
+
+
+class Dense(Layer):
+    def __init__(self, units, activation=None, use_bias=True, input_dim=None, input_shape=None,
+                 seed=None, name=None):
+        super().__init__(name)
+        if not isinstance(units, int) or isinstance(units, bool) or units <= 0:
+            raise ValueError("Received an invalid value for `units`, expected a positive "
+                             "integer. Received: units=%r" % (units,))
+        self.units = units
+        self.activation = _activation(activation)
+        self.use_bias = bool(use_bias)
+        self.seed = random._seed(seed)
+        self._device = current_device()
+        self.kernel = self.bias = None
+        if input_shape is not None:
+            input_dim = input_shape[-1]
+        if input_dim is not None:
+            self.build(input_dim)
+
+    def build(self, input_dim):
+        """Makes W [input_dim, units] and b [units] on the layer's device."""
+        if self.kernel is not None:
+            return
+        input_dim = int(input_dim)
+        r = math.sqrt(6.0 / (input_dim + self.units))  # Glorot (Xavier) uniform
+        scope = device(self._device) if self._device else None
+        if scope:
+            scope.__enter__()
+        try:
+            w = random.uniform((input_dim, self.units), -r, r, seed=self.seed)
+            self.kernel = _adopt(w)
+            self.kernel.name = self.name + "/kernel"
+            if self.use_bias:
+                from ._tensor import zeros
+                self.bias = _adopt(zeros((self.units,)))
+                self.bias.name = self.name + "/bias"
+        finally:
+            if scope:
+                scope.__exit__(None, None, None)
+        self._variables = [self.kernel] + ([self.bias] if self.bias is not None else [])
+
+    def __call__(self, x):
+        if not isinstance(x, Tensor):
+            x = _ops.convert_to_tensor(x)
+        if self.kernel is None:
+            self.build(x.shape[-1])
+        y = _ops.matmul(x, self.kernel)
+        if self.bias is not None:
+            y = _ops.add(y, self.bias)
+        return self.activation(y) if self.activation else y

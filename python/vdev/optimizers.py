@@ -1,0 +1,72 @@
+"""Optimizers, as ``tf.keras.optimizers``: ``SGD`` and ``Adam`` with Keras's
+arguments and defaults. ``apply_gradients(zip(grads, vars))`` updates each
+variable in place on its own device with one fused op there; the optimizer's
+slots (momentum; Adam's m and v) live beside each variable."""
+
+from . import _lib
+from ._lib import lib
+from ._tensor import Tensor, Variable
+
+
+class Optimizer:
+    def __init__(self, handle, name):
+        self._h = handle
+        self.name = name
+
+    def apply_gradients(self, grads_and_vars, name=None):
+        pairs = list(grads_and_vars)
+        for g, v in pairs:
+            if not isinstance(v, Variable):
+                raise TypeError("apply_gradients updates vdev.Variables, not %r" % (v,))
+            if g is not None and not isinstance(g, Tensor):
+                raise TypeError("a gradient must be a vdev tensor or None, not %r" % (g,))
+        kept = [(g, v) for g, v in pairs if g is not None]
+        if not kept:
+            raise ValueError("No gradients provided for any variable: (%s,). Provided "
+                             "`grads_and_vars` is %r." % ([v.name for _, v in pairs], pairs))
+        n = len(kept)
+        hv = _lib.handles([v._handle for _, v in kept])
+        hg = _lib.handles([g._handle for g, _ in kept])
+        _lib.check(lib.vdev_optimizer_apply(self._h, hv, hg, n))
+
+    def minimize(self, loss, var_list, tape=None):
+        """loss: a callable of no arguments, or a tensor recorded by `tape`."""
+        from ._tape import GradientTape
+        if callable(loss):
+            with GradientTape() as tape:
+                value = loss()
+        elif tape is None:
+            raise ValueError("`tape` is required when a `Tensor` loss is passed. Received: "
+                             "loss=%r, tape=None." % (loss,))
+        else:
+            value = loss
+        var_list = list(var_list)
+        grads = tape.gradient(value, var_list)
+        self.apply_gradients(zip(grads, var_list))
+
+    def __del__(self, _free=lib.vdev_optimizer_free):
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            _free(h)
+
+
+class SGD(Optimizer):
+    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD"):
+        if nesterov:
+            raise ValueError("vdev's SGD has no Nesterov momentum")
+        if not 0 <= momentum <= 1:
+            raise ValueError("`momentum` must be between [0, 1]. Received: momentum=%r"
+                             % (momentum,))
+        self.learning_rate, self.momentum = float(learning_rate), float(momentum)
+        super().__init__(_lib.made(lib.vdev_sgd_new(self.learning_rate, self.momentum)), name)
+
+
+class Adam(Optimizer):
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-07,
+                 amsgrad=False, name="Adam"):
+        if amsgrad:
+            raise ValueError("vdev's Adam has no AMSGrad")
+        self.learning_rate, self.beta_1 = float(learning_rate), float(beta_1)
+        self.beta_2, self.epsilon = float(beta_2), float(epsilon)
+        super().__init__(_lib.made(lib.vdev_adam_new(self.learning_rate, self.beta_1,
+                                                     self.beta_2, self.epsilon)), name)
