@@ -135,7 +135,7 @@ foreach(_t ${VDEV_PY_TESTS} ${PROJECT_SOURCE_DIR}/python/tests/gpu_torch_allocat
   set_tests_properties(python_${_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
     ENVIRONMENT "${_vdev_py_env}" LABELS python)
 endforeach()
-set_tests_properties(python_gpu_torch_allocator PROPERTIES LABELS "python;cuda")
+set_tests_properties(python_gpu_torch_allocator PROPERTIES LABELS "python;cuda-torch")
 
 # `cmake --install` of this build, then the installed package run alone.
 if(_vdev_py_skip)
