@@ -355,7 +355,7 @@ static enum vdev_status call_list(vdev_comm_t *h, int rank, enum vdev_coll_kind 
     if (!c)
         return VDEV_ERR_INVALID_ARG;
     char msg[512] = "";
-    struct vdev_tens *stack_t[16], **t = stack_t;
+    struct vdev_tens *stack_t[16] = {0}, **t = stack_t;
     enum vdev_status status = VDEV_OK;
     if (kind == VDEV_COLL_ALL_REDUCE && (unsigned)op >= VDEV_REDUCE_OP_COUNT) {
         status = VDEV_ERR_INVALID_ARG;
