@@ -241,9 +241,10 @@ static enum vdev_status broadcast(struct ring *R, struct ring_slot *s, int r, in
             vdev_ring_publish_progress(R, s, r, j + 1);
         }
     }
-    if ((st = vdev_ring_publish_event(R, s, r, 1, origin)) != VDEV_OK)
+    /* Each rank but the root read its left neighbour's buffers: it publishes
+     * an event for that neighbour to follow. */
+    if (r != root && (st = vdev_ring_publish_event(R, s, r, 1, origin)) != VDEV_OK)
         return st;
-    /* the next rank read this one's buffers, unless it is the root */
     return next == root ? VDEV_OK : vdev_ring_follow_event(R, s, r, next, 1, origin);
 }
 

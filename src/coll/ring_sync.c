@@ -26,11 +26,14 @@
 
 static void slot_recycle(struct ring *R, struct ring_slot *s)
 {
+    /* Events left by a failed call; after a shutdown their backend is gone
+     * (and so is what they point to). */
+    int live = R->comm->rgen == vdev_runtime_generation() && vdev_is_initialized();
     for (int q = 0; q < R->n; q++) {
         const struct vdev_ldev *d = R->comm->devs[q];
-        if (s->ev_phase_set[q])
+        if (s->ev_phase_set[q] && live)
             d->backend->ops->event_drop(d->backend->ctx, s->ev_phase[q]);
-        if (s->ev_end_set[q])
+        if (s->ev_end_set[q] && live)
             d->backend->ops->event_drop(d->backend->ctx, s->ev_end[q]);
         s->ev_phase_set[q] = s->ev_end_set[q] = 0;
         s->ev_phase[q] = s->ev_end[q] = NULL;
@@ -499,12 +502,15 @@ enum vdev_status vdev_ring_follow_event(struct ring *R, struct ring_slot *s, int
         pthread_mutex_unlock(&R->lock);
         return st;
     }
+    /* This rank is the event's one reader: it takes it, waits on it (the
+     * stream copies what it needs) and drops it. */
     void *ev = evs[q];
+    set[q] = 0;
+    evs[q] = NULL;
     pthread_mutex_unlock(&R->lock);
-    /* The event stays published until the slot is recycled; waiting on it
-     * copies what the stream needs. */
-    const struct vdev_ldev *d = R->comm->devs[rank];
+    const struct vdev_ldev *d = R->comm->devs[rank], *o = R->comm->devs[q];
     enum vdev_status st = d->backend->ops->stream_wait_event(d->backend->ctx, d->bdev, ev);
+    o->backend->ops->event_drop(o->backend->ctx, ev);
     if (st != VDEV_OK)
         *origin = rank;
     return st;
