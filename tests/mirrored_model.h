@@ -34,7 +34,7 @@ struct mm {
 
 /* Builds replica r's model on its device from the seed, then makes every
  * replica's variables replica 0's. */
-static enum vdev_status mm_build(vdev_replica_context_t *ctx, void *u)
+static inline enum vdev_status mm_build(vdev_replica_context_t *ctx, void *u)
 {
     struct mm *m = u;
     int r = vdev_replica_id(ctx);
@@ -49,7 +49,7 @@ static enum vdev_status mm_build(vdev_replica_context_t *ctx, void *u)
 }
 
 /* mean((pred - y)^2, axis 1): the per-example loss, [rows]. */
-static vdev_tensor_t *mm_per_example(vdev_mlp_t *mlp, const vdev_tensor_t *x,
+static inline vdev_tensor_t *mm_per_example(vdev_mlp_t *mlp, const vdev_tensor_t *x,
                                      const vdev_tensor_t *y)
 {
     vdev_tensor_t *d = vdev_sub(vdev_mlp_forward(mlp, x), y);
@@ -58,7 +58,7 @@ static vdev_tensor_t *mm_per_example(vdev_mlp_t *mlp, const vdev_tensor_t *x,
 
 /* One training step on this replica's rows; returns the replica's share of
  * the loss. */
-static enum vdev_status mm_step(vdev_replica_context_t *ctx, void *u)
+static inline enum vdev_status mm_step(vdev_replica_context_t *ctx, void *u)
 {
     struct mm *m = u;
     int r = vdev_replica_id(ctx);
@@ -81,7 +81,7 @@ static enum vdev_status mm_step(vdev_replica_context_t *ctx, void *u)
 }
 
 /* The global batch: x uniform in [-1, 1], y a fixed function of x. */
-static void mm_batch(struct mm *m, int64_t rows, uint64_t seed)
+static inline void mm_batch(struct mm *m, int64_t rows, uint64_t seed)
 {
     vdev_tensor_free(m->x);
     vdev_tensor_free(m->y);
@@ -106,7 +106,7 @@ static void mm_batch(struct mm *m, int64_t rows, uint64_t seed)
 
 /* The same model on one device, one step on the whole batch: the
  * reference. Returns the loss. */
-static float mm_single_step(const char *dev, struct mm *m, vdev_mlp_t **mlp, vdev_optimizer_t **opt,
+static inline float mm_single_step(const char *dev, struct mm *m, vdev_mlp_t **mlp, vdev_optimizer_t **opt,
                             vdev_tensor_t **vars)
 {
     float out = NAN;
@@ -135,7 +135,7 @@ static float mm_single_step(const char *dev, struct mm *m, vdev_mlp_t **mlp, vde
 #define MM_PARAMS (MM_IN * 16 + 16 + 16 * MM_OUT + MM_OUT)
 
 /* Every variable of a model, flat, into out[MM_PARAMS]. */
-static void mm_read(vdev_tensor_t *const *vars, float *out)
+static inline void mm_read(vdev_tensor_t *const *vars, float *out)
 {
     size_t off = 0;
     for (int i = 0; i < MM_NV; i++) {
@@ -146,7 +146,7 @@ static void mm_read(vdev_tensor_t *const *vars, float *out)
 }
 
 /* The largest |a - b| over the parameters. */
-static double mm_max_diff(const float *a, const float *b)
+static inline double mm_max_diff(const float *a, const float *b)
 {
     double worst = 0;
     for (int i = 0; i < MM_PARAMS; i++) {
@@ -156,7 +156,7 @@ static double mm_max_diff(const float *a, const float *b)
     return worst;
 }
 
-static void mm_free(struct mm *m, int n)
+static inline void mm_free(struct mm *m, int n)
 {
     for (int r = 0; r < n; r++) {
         vdev_mlp_free(m->mlp[r]);
