@@ -4,6 +4,7 @@
  *   vdev demo [options]                three chained models on three GPUs
  *   vdev demo --tf-placement [opts]    the bug report under TensorFlow's rule
  *   vdev demo --split [opts]           two models on one GPU with hard limits
+ *   vdev demo --mirrored [opts]        one model data-parallel on every GPU
  *
  * Every scenario takes the same options (examples/demo.c parses them and
  * sizes the devices). This file picks the scenario and handles --help and
@@ -63,11 +64,20 @@ static int write_report(const char *dir, const char *trace)
 int vdev_example_chain3(int argc, char **argv);
 int vdev_example_tf_placement(int argc, char **argv);
 int vdev_example_split(int argc, char **argv);
+int vdev_example_mirrored(int argc, char **argv);
+void vdev_example_mirrored_usage(FILE *f);
+
+/* The usage of every scenario: demo.c's, then the mirrored one's. */
+static void usage(FILE *f)
+{
+    demo_usage(f);
+    vdev_example_mirrored_usage(f);
+}
 
 static int usage_error(const char *what)
 {
     fprintf(stderr, "vdev demo: %s\n\n", what);
-    demo_usage(stderr);
+    usage(stderr);
     return 2;
 }
 
@@ -80,14 +90,19 @@ int vdev_cmd_demo(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            demo_usage(stdout);
+            usage(stdout);
             return 0;
         }
-        if (!strcmp(a, "--tf-placement") || !strcmp(a, "--split")) {
-            if (scenario && strcmp(scenario, a))
-                return usage_error("--tf-placement and --split are two scenarios: choose one");
+        if (!strcmp(a, "--tf-placement") || !strcmp(a, "--split") || !strcmp(a, "--mirrored")) {
+            if (scenario && strcmp(scenario, a)) {
+                char what[96];
+                snprintf(what, sizeof what, "%s and %s are two scenarios: choose one", scenario, a);
+                return usage_error(what);
+            }
             scenario = a;
-            run = a[2] == 't' ? vdev_example_tf_placement : vdev_example_split;
+            run = a[2] == 't'   ? vdev_example_tf_placement
+                  : a[2] == 's' ? vdev_example_split
+                                : vdev_example_mirrored;
         } else if (!strcmp(a, "--report")) {
             if (i + 1 >= argc || !argv[i + 1][0] || argv[i + 1][0] == '-')
                 return usage_error("--report needs a directory");
