@@ -63,21 +63,23 @@ static inline void rank_record(struct rank_job *j, enum vdev_status st)
 
 /* Every rank returned `code`, with a message containing `sub` (NULL: any),
  * and the same message on every rank. */
-#define CHECK_RANKS(jobs, n, code, sub)                                                            \
-    do {                                                                                           \
-        for (int r_ = 0; r_ < (n); r_++) {                                                         \
-            if ((jobs)[r_].st != (code))                                                           \
-                check_fail(__FILE__, __LINE__, "rank %d returned %s, expected %s (%s)", r_,        \
-                           vdev_status_str((jobs)[r_].st), vdev_status_str(code), (jobs)[r_].msg); \
-            else if ((sub) && !strstr((jobs)[r_].msg, (sub) ? (sub) : ""))                         \
-                check_fail(__FILE__, __LINE__, "rank %d: message \"%s\" lacks \"%s\"", r_,         \
-                           (jobs)[r_].msg, (sub) ? (sub) : "");                                    \
-            else if (strcmp((jobs)[r_].msg, (jobs)[0].msg) != 0)                                   \
-                check_fail(__FILE__, __LINE__, "rank %d says \"%s\", rank 0 \"%s\"", r_,           \
-                           (jobs)[r_].msg, (jobs)[0].msg);                                         \
-            else                                                                                   \
-                check_passed++;                                                                    \
-        }                                                                                          \
-    } while (0)
+#define CHECK_RANKS(jobs, n, code, sub) check_ranks(__FILE__, __LINE__, (jobs), (n), (code), (sub))
+
+static inline void check_ranks(const char *file, int line, const struct rank_job *jobs, int n,
+                               enum vdev_status code, const char *sub)
+{
+    for (int r = 0; r < n; r++) {
+        if (jobs[r].st != code)
+            check_fail(file, line, "rank %d returned %s, expected %s (%s)", r,
+                       vdev_status_str(jobs[r].st), vdev_status_str(code), jobs[r].msg);
+        else if (sub && !strstr(jobs[r].msg, sub))
+            check_fail(file, line, "rank %d: message \"%s\" lacks \"%s\"", r, jobs[r].msg, sub);
+        else if (strcmp(jobs[r].msg, jobs[0].msg) != 0)
+            check_fail(file, line, "rank %d says \"%s\", rank 0 \"%s\"", r, jobs[r].msg,
+                       jobs[0].msg);
+        else
+            check_passed++;
+    }
+}
 
 #endif

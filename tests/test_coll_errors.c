@@ -3,10 +3,14 @@
  * argument, which fails the call on every rank and leaves the communicator
  * usable; disagreements between ranks (TensorFlow's shape mismatch message);
  * no memory for the staging buffer on one rank (every tensor unchanged, and
- * the call works once memory is freed); an abort, and a timeout, which spend
- * the communicator. */
+ * the call works once memory is freed); a backend failure while data moves
+ * (injected into one rank's copies), an abort, and a timeout, which spend
+ * the communicator; no host memory for a communicator's handle. */
 #define _GNU_SOURCE
 #include "ranks.h"
+
+#include "base/handles.h"
+#include "coll/ring.h"
 
 #include <math.h>
 
@@ -368,11 +372,72 @@ static void test_timeout(void)
     vdev_comm_free(comm);
 }
 
+/* A copy that fails on rank 1 in the middle of a call: every rank fails with
+ * that error (none hangs), and every later call fails at once. */
+static void do_kind(struct rank_job *j)
+{
+    int kind = *(int *)j->arg;
+    if (kind == 0)
+        rank_record(j, vdev_comm_all_reduce(j->comm, j->rank, j->t, 1, VDEV_REDUCE_MEAN));
+    else if (kind == 1)
+        rank_record(j, vdev_comm_broadcast(j->comm, j->rank, j->t, 1, 2));
+    else
+        rank_record(j, vdev_comm_all_gather(j->comm, j->rank, j->t[0], j->t[1]));
+}
+
+static void test_backend_failure(void)
+{
+    static const char *const what[3] = {"all-reduce", "broadcast", "all-gather"};
+    for (int kind = 0; kind < 3; kind++) {
+        check_fresh("3x1GiB");
+        vdev_comm_t *comm;
+        CHECK_OK(vdev_comm_new(gpus, 3, &comm));
+        struct rank_job jobs[3];
+        const int64_t count = 3 * 262144 + 7; /* several slices */
+        for (int r = 0; r < 3; r++) {
+            jobs[r] = (struct rank_job){.rank = r, .n = 3, .comm = comm, .arg = &kind};
+            jobs[r].t[0] = on(gpus[r], count, (float)r, VDEV_F32);
+            jobs[r].t[1] = on(gpus[r], 3 * count, 0, VDEV_F32);
+        }
+        vdev_coll_ring_fail_copy(1, 3);
+        run_ranks(3, do_kind, jobs);
+        vdev_coll_ring_fail_copy(0, 0);
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s (call 0): rank 1 (/device:GPU:1): /device:GPU:1: injected "
+                                  "failure of a device-to-device copy",
+                 what[kind]);
+        CHECK_RANKS(jobs, 3, VDEV_ERR_BACKEND, msg);
+        EXPECT_ERR(vdev_comm_barrier(comm, 0), VDEV_ERR_BACKEND, msg);
+        for (int r = 0; r < 3; r++) {
+            vdev_tensor_free(jobs[r].t[0]);
+            vdev_tensor_free(jobs[r].t[1]);
+        }
+        vdev_comm_free(comm);
+    }
+}
+
+/* No host memory for the handle of the first communicator of the process:
+ * VDEV_ERR_OOM, nothing left behind. Runs first: the table has no segment. */
+static void test_no_handle(void)
+{
+    check_fresh("2x1GiB");
+    vdev_comm_t *c = (vdev_comm_t *)1;
+    vdev_handles_fail_segment(1);
+    EXPECT_ERR(vdev_comm_new(gpus, 2, &c), VDEV_ERR_OOM,
+               "out of host memory for 1024 more communicator handles");
+    vdev_handles_fail_segment(0);
+    CHECK(c == NULL);
+    CHECK_OK(vdev_comm_new(gpus, 2, &c));
+    vdev_comm_free(c);
+}
+
 int main(void)
 {
+    test_no_handle();
     test_new();
     test_local_failures();
     test_staging_oom();
+    test_backend_failure();
     test_abort();
     test_timeout();
     vdev_shutdown();

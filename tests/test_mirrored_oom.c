@@ -7,9 +7,17 @@
  *  - out of memory on one replica while apply_gradients copies its
  *    gradients (the all-reduce fails on every replica);
  *  - a replica that cannot make its optimizer's slots (here: its optimizer
- *    was freed): the replicas agree before any update, so none updates. */
+ *    was freed): the replicas agree before any update, so none updates;
+ *  - a backend failure while the gradients move (injected into one replica's
+ *    copies): no replica updates, and the next step works (the strategy
+ *    resets its communicator);
+ *  - no host memory for the handles a strategy makes: VDEV_ERR_OOM, and
+ *    nothing left behind (threads, communicator). */
 #define _GNU_SOURCE
 #include "mirrored_model.h"
+
+#include "base/handles.h"
+#include "coll/ring.h"
 
 static const char *const devs[3] = {"GPU:0", "GPU:1", "GPU:2"};
 
@@ -177,11 +185,60 @@ static void test_no_slots_on_one(void)
     vdev_strategy_free(s);
 }
 
+static void test_backend_failure(void)
+{
+    check_fresh("3x1GiB");
+    vdev_strategy_t *s;
+    CHECK_OK(vdev_mirrored_strategy_new(devs, 3, &s));
+    struct mm m = {.seed = 6, .lr = 0.1f};
+    CHECK_OK(vdev_strategy_run(s, mm_build, &m, NULL));
+    mm_batch(&m, 30, 1);
+    float before[3 * MM_PARAMS], after[3 * MM_PARAMS];
+    read_all(&m, before);
+    vdev_coll_ring_fail_copy(2, 1);
+    CHECK_STATUS(vdev_strategy_run(s, mm_step, &m, NULL), VDEV_ERR_BACKEND);
+    vdev_coll_ring_fail_copy(0, 0);
+    CHECK_MSG("replica 2 (/device:GPU:2): all-reduce (call 0): rank 2 (/device:GPU:2): "
+              "/device:GPU:2: injected failure of a device-to-device copy");
+    read_all(&m, after);
+    CHECK(memcmp(before, after, sizeof before) == 0);
+    good_step(s, &m, before);
+    mm_free(&m, 3);
+    vdev_strategy_free(s);
+}
+
+/* The first strategy of the process: each handle table it uses makes its
+ * first segment, which the test makes fail in turn. */
+static void test_no_handles(void)
+{
+    check_fresh("2x1GiB");
+    static const char *const what[3] = {"communicator", "replica context", "strategy"};
+    /* the nth new segment fails: the communicator's (the first), then the
+     * replica contexts' (after the communicator's, now made), then the
+     * strategy's (after the replica contexts') */
+    static const int nth[3] = {1, 2, 2};
+    for (int k = 0; k < 3; k++) {
+        vdev_strategy_t *s = (vdev_strategy_t *)1;
+        vdev_handles_fail_segment(nth[k]);
+        CHECK_STATUS(vdev_mirrored_strategy_new(devs, 2, &s), VDEV_ERR_OOM);
+        vdev_handles_fail_segment(0);
+        char msg[96];
+        snprintf(msg, sizeof msg, "out of host memory for 1024 more %s handles", what[k]);
+        CHECK_MSG(msg);
+        CHECK(s == NULL);
+    }
+    vdev_strategy_t *s;
+    CHECK_OK(vdev_mirrored_strategy_new(devs, 2, &s));
+    vdev_strategy_free(s);
+}
+
 int main(void)
 {
+    test_no_handles();
     test_oom_in_forward();
     test_oom_in_apply();
     test_no_slots_on_one();
+    test_backend_failure();
     vdev_shutdown();
     return check_done();
 }

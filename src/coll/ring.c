@@ -36,6 +36,30 @@
 
 static int mod(int a, int n) { return ((a % n) + n) % n; }
 
+/* ---- fault injection (tests) ---- */
+
+static _Atomic int fail_rank = -1, fail_countdown;
+
+void vdev_coll_ring_fail_copy(int rank, int nth)
+{
+    atomic_store(&fail_countdown, 0);
+    atomic_store(&fail_rank, nth > 0 ? rank : -1);
+    atomic_store(&fail_countdown, nth);
+}
+
+/* A device-to-device copy for rank r, or the injected failure. */
+static enum vdev_status copy_d2d(const struct vdev_ldev *dd, int r, void *to,
+                                 const struct vdev_ldev *sd, const void *from, uint64_t bytes)
+{
+    if (atomic_load_explicit(&fail_rank, memory_order_relaxed) == r &&
+        atomic_fetch_sub(&fail_countdown, 1) == 1) {
+        atomic_store(&fail_rank, -1);
+        return vdev_error(VDEV_ERR_BACKEND, "%s: injected failure of a device-to-device copy",
+                          dd->name);
+    }
+    return dd->backend->ops->copy_d2d(dd->backend->ctx, dd->bdev, to, sd->bdev, from, bytes);
+}
+
 /* ---- the work a schedule queues ---- */
 
 /* The k-th segment of T elements cut into n: [lo, hi). */
@@ -68,7 +92,6 @@ static enum vdev_status copy_range(const struct ring *R, const struct ring_slot 
 {
     const struct ring_post *src = &s->post[q], *own = &s->post[r];
     const struct vdev_ldev *dd = R->comm->devs[r], *sd = R->comm->devs[q];
-    const struct vdev_backend_ops *o = dd->backend->ops;
     for (int i = buf_at(src, lo); i < src->n_bufs && src->prefix[i] < hi; i++) {
         uint64_t a = lo > src->prefix[i] ? lo : src->prefix[i];
         uint64_t b = hi < src->prefix[i + 1] ? hi : src->prefix[i + 1];
@@ -77,8 +100,7 @@ static enum vdev_status copy_range(const struct ring *R, const struct ring_slot 
         const char *from = (const char *)src->bufs[i].data + (a - src->prefix[i]) * ESZ;
         char *to = staging ? (char *)staging + (a - lo) * ESZ
                            : (char *)own->bufs[i].data + (a - own->prefix[i]) * ESZ;
-        enum vdev_status st =
-            o->copy_d2d(dd->backend->ctx, dd->bdev, to, sd->bdev, from, (b - a) * ESZ);
+        enum vdev_status st = copy_d2d(dd, r, to, sd, from, (b - a) * ESZ);
         if (st != VDEV_OK)
             return st;
     }
@@ -255,8 +277,7 @@ static enum vdev_status copy_out(const struct ring *R, const struct ring_slot *s
     const struct vdev_ldev *dd = R->comm->devs[r], *sd = R->comm->devs[q];
     const char *from = (const char *)s->post[q].bufs[1].data + lo * ESZ;
     char *to = (char *)s->post[r].bufs[1].data + lo * ESZ;
-    return dd->backend->ops->copy_d2d(dd->backend->ctx, dd->bdev, to, sd->bdev, from,
-                                      (hi - lo) * ESZ);
+    return copy_d2d(dd, r, to, sd, from, (hi - lo) * ESZ);
 }
 
 static enum vdev_status all_gather(struct ring *R, struct ring_slot *s, int r, int *origin)
@@ -267,9 +288,8 @@ static enum vdev_status all_gather(struct ring *R, struct ring_slot *s, int r, i
     enum vdev_status st;
     /* step 0: this rank's own part, a copy on its own device */
     const struct vdev_ldev *d = R->comm->devs[r];
-    st = d->backend->ops->copy_d2d(d->backend->ctx, d->bdev,
-                                   (char *)s->post[r].bufs[1].data + (uint64_t)r * c * ESZ, d->bdev,
-                                   s->post[r].bufs[0].data, c * ESZ);
+    st = copy_d2d(d, r, (char *)s->post[r].bufs[1].data + (uint64_t)r * c * ESZ, d,
+                  s->post[r].bufs[0].data, c * ESZ);
     if (st != VDEV_OK) {
         *origin = r;
         return st;

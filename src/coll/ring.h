@@ -105,6 +105,11 @@ enum vdev_status vdev_ring_follow_event(struct ring *R, struct ring_slot *s, int
 enum vdev_status vdev_ring_leave_schedule(struct ring *R, struct ring_slot *s, int rank,
                                           enum vdev_status st, int *origin);
 
+/* Test hook (fault injection): the nth device-to-device copy (1: the next)
+ * that rank `rank` queues in a collective fails as a backend error would
+ * (VDEV_ERR_BACKEND), on any communicator; nth 0 disarms. Thread-safe. */
+void vdev_coll_ring_fail_copy(int rank, int nth);
+
 /* "<kind> (call K)" of a slot, into buf. */
 const char *vdev_ring_call_name(const struct ring_slot *s, char *buf, size_t cap);
 
