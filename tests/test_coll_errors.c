@@ -431,9 +431,27 @@ static void test_no_handle(void)
     vdev_comm_free(c);
 }
 
+/* A plugin's table of another API version is refused. */
+static void test_wrong_version(void)
+{
+    check_fresh("2x1GiB");
+    struct vdev_ldev *d[2];
+    CHECK_OK(vdev_runtime_find("GPU:0", &d[0]));
+    CHECK_OK(vdev_runtime_find("GPU:1", &d[1]));
+    struct vdev_coll_ops ops = vdev_coll_ring_ops;
+    ops.api_version = VDEV_COLL_API_VERSION + 1;
+    struct vdev_coll_comm *c = (struct vdev_coll_comm *)1;
+    EXPECT_ERR(vdev_coll_comm_make_with(&ops, d, 2, &c), VDEV_ERR_UNSUPPORTED,
+               "a collectives implementation of API version 2; vdev needs 1");
+    CHECK(c == NULL);
+    CHECK_OK(vdev_coll_comm_make_with(&vdev_coll_ring_ops, d, 2, &c));
+    vdev_coll_comm_free(c);
+}
+
 int main(void)
 {
     test_no_handle();
+    test_wrong_version();
     test_new();
     test_local_failures();
     test_staging_oom();

@@ -58,6 +58,19 @@
  * number of ranks and the buffers' sizes: never on timing. Every rank gets
  * the same bits.
  *
+ * Implementations to come. NCCL (inside the CUDA plugin) serves a
+ * communicator whose ranks are distinct physical CUDA GPUs: one ncclComm per
+ * rank from ncclCommInitAll, each call a group call on the rank's own stream
+ * (vdev_coll_comm_make picks it there; logical devices of one card stay on
+ * the ring). MPI across processes serves the local ranks of its process: the
+ * strategy's ranks are still its local replicas, and the implementation
+ * reduces among them (the ring), across processes (MPI_Allreduce on a host
+ * buffer: Debian's Open MPI is not CUDA-aware), then broadcasts locally; the
+ * pre-data check of the contract becomes an MPI_Allreduce of the ranks'
+ * statuses, and a timeout or a dead process fails every local rank as above.
+ * Either is a struct vdev_coll_ops handed to vdev_coll_comm_make_with; the
+ * strategy does not change.
+ *
  * Example (what vdev_coll_tensors does for the public all-reduce):
  *
  *     struct vdev_coll_call c = {.kind = VDEV_COLL_ALL_REDUCE, .op = VDEV_REDUCE_SUM,
@@ -150,6 +163,11 @@ extern const struct vdev_coll_ops vdev_coll_ring_ops;
  * is the caller's, freed with vdev_coll_comm_free. */
 enum vdev_status vdev_coll_comm_make(struct vdev_ldev *const *devs, int n,
                                      struct vdev_coll_comm **out);
+/* The same with a given implementation (a plugin's table; its api_version
+ * must be VDEV_COLL_API_VERSION, else VDEV_ERR_UNSUPPORTED). */
+enum vdev_status vdev_coll_comm_make_with(const struct vdev_coll_ops *ops,
+                                          struct vdev_ldev *const *devs, int n,
+                                          struct vdev_coll_comm **out);
 void vdev_coll_comm_free(struct vdev_coll_comm *c);
 
 /* A public handle for a communicator that something else owns (a

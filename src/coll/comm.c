@@ -48,7 +48,19 @@ static void tuple_of(struct vdev_ldev *const *devs, int n, char *buf, size_t cap
 enum vdev_status vdev_coll_comm_make(struct vdev_ldev *const *devs, int n,
                                      struct vdev_coll_comm **out)
 {
+    /* The ring serves every set of devices vdev has (one backend). */
+    return vdev_coll_comm_make_with(&vdev_coll_ring_ops, devs, n, out);
+}
+
+enum vdev_status vdev_coll_comm_make_with(const struct vdev_coll_ops *ops,
+                                          struct vdev_ldev *const *devs, int n,
+                                          struct vdev_coll_comm **out)
+{
     *out = NULL;
+    if (!ops || ops->api_version != VDEV_COLL_API_VERSION)
+        return vdev_error(VDEV_ERR_UNSUPPORTED, "a collectives implementation of API version %d; "
+                                                "vdev needs %d",
+                          ops ? ops->api_version : -1, VDEV_COLL_API_VERSION);
     if (n < 1)
         return vdev_error(VDEV_ERR_INVALID_ARG, "Must specify at least one device.");
     if (n > VDEV_COLL_MAX_RANKS)
@@ -81,8 +93,7 @@ enum vdev_status vdev_coll_comm_make(struct vdev_ldev *const *devs, int n,
     c->devs = d;
     c->rgen = vdev_runtime_generation();
     atomic_init(&c->timeout_ns, (uint64_t)(VDEV_COMM_DEFAULT_TIMEOUT_S * 1e9));
-    /* The ring serves every set of devices vdev has (one backend). */
-    c->ops = &vdev_coll_ring_ops;
+    c->ops = ops;
     enum vdev_status st = c->ops->create(c, &c->ctx);
     if (st != VDEV_OK) {
         free(d);
