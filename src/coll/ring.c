@@ -115,21 +115,37 @@ struct reduce_arg {
     int divide;
 };
 
-/* dst += src (then /= divisor), on the stream. */
+/* dst += src (then /= divisor), on the stream, four floats at a time in
+ * the vectors of GCC and Clang (the library is built at -O2, where GCC 12 does
+ * not vectorize such a loop itself); the tail is scalar. Each element is one
+ * f32 addition (and division) either way, so the bits do not depend on it. */
+typedef float vf4 __attribute__((vector_size(16)));
+
 static void reduce_fn(void *varg)
 {
     const struct reduce_arg *a = varg;
-    float *restrict d = a->dst;
-    const float *restrict s = a->src;
-    uint64_t n = a->n;
-    if (a->divide) {
-        float div = a->divisor;
-        for (uint64_t i = 0; i < n; i++)
-            d[i] = (d[i] + s[i]) / div;
-    } else {
-        for (uint64_t i = 0; i < n; i++)
-            d[i] = d[i] + s[i];
+    float *d = a->dst;
+    const float *s = a->src;
+    uint64_t n = a->n, i = 0;
+    const float div = a->divisor;
+    const vf4 vdiv = {div, div, div, div};
+    for (; i + 8 <= n; i += 8) {
+        vf4 x0, x1, y0, y1;
+        memcpy(&x0, d + i, sizeof x0);
+        memcpy(&x1, d + i + 4, sizeof x1);
+        memcpy(&y0, s + i, sizeof y0);
+        memcpy(&y1, s + i + 4, sizeof y1);
+        x0 = x0 + y0;
+        x1 = x1 + y1;
+        if (a->divide) {
+            x0 = x0 / vdiv;
+            x1 = x1 / vdiv;
+        }
+        memcpy(d + i, &x0, sizeof x0);
+        memcpy(d + i + 4, &x1, sizeof x1);
     }
+    for (; i < n; i++)
+        d[i] = a->divide ? (d[i] + s[i]) / div : d[i] + s[i];
 }
 
 /* A kernel of the backend's own table on [n] f32 operands: out = a OP b (b
