@@ -304,8 +304,10 @@ VDEV_API enum vdev_status vdev_replica_apply_gradients(vdev_replica_context_t *c
                                                        vdev_tensor_t *const *vars,
                                                        vdev_tensor_t *const *grads, int n);
 /* The replica's value for the caller of vdev_strategy_run (its results[i]):
- * a tensor of the step (kept past the step's scope). A second call replaces
- * the first value (which is freed). NULL clears it. */
+ * any live tensor, usually one the step made; it outlives the step's scope
+ * (a variable, or a tensor whose handle lives on, comes back as a view of
+ * it). A second call replaces the first value; NULL clears it. If the run
+ * fails, the value is let go. */
 VDEV_API enum vdev_status vdev_replica_return(vdev_replica_context_t *ctx, vdev_tensor_t *value);
 
 #ifdef __cplusplus
