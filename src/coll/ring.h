@@ -39,7 +39,7 @@ struct ring_post {
  * everyone out of k), so the slots alternate. */
 struct ring_slot {
     uint64_t call;              /* the call it serves */
-    enum vdev_coll_kind kind;   /* as the first rank to arrive called it */
+    enum vdev_coll_kind kind;   /* as rank 0 called it (the first to arrive, until all have) */
     int in_use;
     int arrived;                /* ranks posted */
     unsigned char *posted;      /* n */
@@ -49,6 +49,8 @@ struct ring_slot {
     int verdict_origin;
     char verdict_msg[RING_WHY];
     int in_schedule;            /* ranks running the schedule (set to n by the verdict) */
+    int failed_call;            /* the communicator had failed when the last rank left the
+                                   schedule: the call's outcome, the same for every rank */
     uint64_t *progress;         /* n: slices each rank has queued */
     void **ev_phase;            /* n: after its reduce-scatter (NULL: not yet) */
     void **ev_end;              /* n: after everything it queued */
@@ -97,11 +99,12 @@ enum vdev_status vdev_ring_publish_event(struct ring *R, struct ring_slot *s, in
  * wait on it. */
 enum vdev_status vdev_ring_follow_event(struct ring *R, struct ring_slot *s, int rank, int q,
                                         int phase, int *origin);
-/* Leaves the schedule: on success just that; on failure (st != VDEV_OK, error
- * set) marks the communicator failed (unless it is already), waits until
- * every rank has left the schedule and the streams of every rank have
- * finished, so nothing touches this rank's buffers afterwards. Returns st
- * with the communicator's error. */
+/* Leaves the schedule and waits until every rank has: a rank's own failure
+ * (st != VDEV_OK, error set) first marks the communicator failed (unless it
+ * is already). The call failed when the communicator had failed by the time
+ * the last rank left (the outcome every rank returns); then every rank waits
+ * for the streams of every rank to finish, so nothing touches its buffers
+ * afterwards, and returns the communicator's error. */
 enum vdev_status vdev_ring_leave_schedule(struct ring *R, struct ring_slot *s, int rank,
                                           enum vdev_status st, int *origin);
 

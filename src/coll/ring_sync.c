@@ -49,6 +49,7 @@ static void slot_recycle(struct ring *R, struct ring_slot *s)
     s->verdict_origin = -1;
     s->verdict_msg[0] = '\0';
     s->in_schedule = 0;
+    s->failed_call = 0;
 }
 
 static void slot_free(struct ring *R, struct ring_slot *s)
@@ -267,6 +268,7 @@ static void decide(struct ring *R, struct ring_slot *s)
 {
     char cn[64], s1[96], s2[96];
     const struct ring_post *p0 = &s->post[0];
+    s->kind = p0->kind; /* the call is named as rank 0 made it, whoever came first */
     vdev_ring_call_name(s, cn, sizeof cn);
     s->verdict = VDEV_OK;
     s->verdict_origin = -1;
@@ -519,33 +521,44 @@ enum vdev_status vdev_ring_follow_event(struct ring *R, struct ring_slot *s, int
 enum vdev_status vdev_ring_leave_schedule(struct ring *R, struct ring_slot *s, int rank,
                                           enum vdev_status st, int *origin)
 {
+    char cn[64];
     pthread_mutex_lock(&R->lock);
     if (st != VDEV_OK && !R->failed) {
         /* this rank's own failure (a backend error): spend the communicator */
-        char cn[64], why[RING_REASON];
+        char why[RING_REASON];
         vdev_strlcpy(why, vdev_last_error(), sizeof why);
         fail_locked(R, st, rank, "%s: rank %d (%s): %s", vdev_ring_call_name(s, cn, sizeof cn),
                     rank, R->comm->devs[rank]->name, why);
     }
-    s->in_schedule--;
+    /* Every rank waits for every other here, so that all return the same
+     * outcome: a rank may finish its part before another fails its own. */
+    if (--s->in_schedule == 0)
+        s->failed_call = R->failed;
     pthread_cond_broadcast(&R->cond);
-    if (st == VDEV_OK && !R->failed) {
+    struct timespec dl = deadline_in(timeout_ns(R));
+    while (s->in_schedule > 0) {
+        if (wait_until(R, &dl) && s->in_schedule > 0) {
+            /* a rank stuck in its backend: fail rather than hang */
+            fail_locked(R, VDEV_ERR_BACKEND, -1,
+                        "Collective has timed out during execution: %s on rank %d (%s) waited "
+                        "%.3g s for the other ranks to finish",
+                        vdev_ring_call_name(s, cn, sizeof cn), rank, R->comm->devs[rank]->name,
+                        (double)timeout_ns(R) * 1e-9);
+            break;
+        }
+    }
+    int failed = s->in_schedule > 0 || s->failed_call;
+    if (!failed) {
         pthread_mutex_unlock(&R->lock);
         *origin = -1;
         return VDEV_OK;
     }
-    /* Every rank notices the failure at its next wait and leaves too. */
-    struct timespec dl = deadline_in(timeout_ns(R));
-    while (s->in_schedule > 0)
-        if (wait_until(R, &dl))
-            break; /* a rank stuck in its backend: go on rather than hang */
-    st = failure(R, origin);
     pthread_mutex_unlock(&R->lock);
     for (int q = 0; q < R->n; q++) {
         const struct vdev_ldev *d = R->comm->devs[q];
         vdev_backend_synchronize(d->backend, d->bdev);
     }
-    /* the synchronisation may have set another error: restore ours */
+    /* the communicator's failure (the first one, kept until a reset) */
     pthread_mutex_lock(&R->lock);
     st = failure(R, origin);
     pthread_mutex_unlock(&R->lock);
