@@ -6,9 +6,10 @@
  * Collectives. A communicator is a list of logical devices, its ranks (rank i
  * is devices[i]). Each rank is driven by a host thread of its own, and every
  * rank makes the same collective calls in the same order, as NCCL and MPI
- * ranks do: an all-reduce returns on a rank once that rank's part of the work
- * is queued on its device's stream, so the result is ready for the next op on
- * that device and is read back with vdev_tensor_to_host like any tensor.
+ * ranks do: an all-reduce returns once every rank's part of the work is
+ * queued on its device's stream (the host does not wait for the streams), so
+ * the result is ready for the next op on the rank's device and is read back
+ * with vdev_tensor_to_host like any tensor.
  * vdev's own implementation is a ring (reduce-scatter, then all-gather) over
  * the backend's device-to-device copies, cut into slices so that one rank
  * copies a slice while its neighbour reduces the previous one. It works on

@@ -13,8 +13,9 @@
  * Threads. Each rank has its own host thread, and only that thread makes the
  * rank's calls. Every rank makes the same calls in the same order (the k-th
  * call of rank 0 goes with the k-th call of every other rank), concurrently.
- * A call returns on a rank when that rank's part is done or queued; it never
- * waits for a rank's later calls. `abort` and `leave` may come from any
+ * A call returns on a rank once every rank's part is done or queued (so that
+ * every rank knows the call's outcome); it never waits for a rank's later
+ * calls, nor for the devices' streams. `abort` and `leave` may come from any
  * thread; `reset`, `set_timeout` and `destroy` only when no rank is inside a
  * call.
  *
