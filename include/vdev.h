@@ -197,7 +197,8 @@ VDEV_API bool vdev_config_get_soft_device_placement(void);
  * the number of threads, or add in the order threads finish, take a fixed-order
  * path. Off by default. May change at any time (ops already submitted keep
  * the mode they were submitted with); code wins over VDEV_DETERMINISTIC=1
- * (read at start-up); vdev_shutdown() turns it off. */
+ * (read at start-up); vdev_shutdown() turns it off. Collectives
+ * (vdev/distribute.h) are deterministic whether it is on or not. */
 VDEV_API void vdev_config_set_deterministic(bool enable);
 VDEV_API bool vdev_config_get_deterministic(void);
 
@@ -818,5 +819,11 @@ VDEV_API int vdev_dlpack_live_exports(void);
 #endif
 
 #include "vdev/govern.h" /* floors, ceilings, priorities, limits at run time */
+
+/* ==== data parallel: collectives and the mirrored strategy ================
+ * Communicators (vdev_comm_*: all-reduce, broadcast, all-gather, barrier over
+ * logical devices) and tf.distribute.MirroredStrategy (vdev_strategy_*,
+ * vdev_replica_*), in vdev/distribute.h, part of this header. */
+#include "vdev/distribute.h"
 
 #endif /* VDEV_H */

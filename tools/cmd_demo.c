@@ -6,6 +6,7 @@
  *   vdev demo --split [opts]           two models on one GPU with hard limits
  *   vdev demo --priority [--steps N]   a critical model keeps its share while two
  *                                      others grow and shrink (examples/priority.c)
+ *   vdev demo --mirrored [opts]        one model data-parallel on every GPU
  *
  * Every scenario takes the same options (examples/demo.c parses them and
  * sizes the devices). This file picks the scenario and handles --help and
@@ -66,8 +67,10 @@ int vdev_example_chain3(int argc, char **argv);
 int vdev_example_tf_placement(int argc, char **argv);
 int vdev_example_split(int argc, char **argv);
 int vdev_example_priority(int argc, char **argv);
+int vdev_example_mirrored(int argc, char **argv);
+void vdev_example_mirrored_usage(FILE *f);
 
-/* The usage of every scenario: demo.c's, then --priority's. */
+/* The usage of every scenario: demo.c's, then --priority's and --mirrored's. */
 static void usage(FILE *f)
 {
     demo_usage(f);
@@ -78,6 +81,7 @@ static void usage(FILE *f)
                "                    rest; a monitor thread moves their ceilings, they halve their\n"
                "                    batch on an out-of-memory error or on memory pressure\n"
                "                    (--steps N: their training steps, default 40)\n");
+    vdev_example_mirrored_usage(f);
 }
 
 static int usage_error(const char *what)
@@ -99,19 +103,18 @@ int vdev_cmd_demo(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-        if (!strcmp(a, "--tf-placement") || !strcmp(a, "--split") || !strcmp(a, "--priority")) {
-            if (scenario && strcmp(scenario, a) && strcmp(scenario, "--priority") &&
-                strcmp(a, "--priority"))
-                return usage_error("--tf-placement and --split are two scenarios: choose one");
+        if (!strcmp(a, "--tf-placement") || !strcmp(a, "--split") || !strcmp(a, "--priority") ||
+            !strcmp(a, "--mirrored")) {
             if (scenario && strcmp(scenario, a)) {
-                char msg[128];
-                snprintf(msg, sizeof msg, "%s and %s are two scenarios: choose one", scenario, a);
-                return usage_error(msg);
+                char what[96];
+                snprintf(what, sizeof what, "%s and %s are two scenarios: choose one", scenario, a);
+                return usage_error(what);
             }
             scenario = a;
             run = a[2] == 't'   ? vdev_example_tf_placement
                   : a[2] == 's' ? vdev_example_split
-                                : vdev_example_priority;
+                  : a[2] == 'p' ? vdev_example_priority
+                                : vdev_example_mirrored;
         } else if (!strcmp(a, "--report")) {
             if (i + 1 >= argc || !argv[i + 1][0] || argv[i + 1][0] == '-')
                 return usage_error("--report needs a directory");

@@ -7,7 +7,10 @@
  * op follows its variables (placement.h), so the model runs where it lives.
  *
  * The optimizers keep their slots (velocity; Adam's m and v) beside each
- * variable on its device and update it in place with one fused op there. Adam
+ * variable on its device and update it in place with one fused op there.
+ * An update makes every slot it needs before it changes anything, so one
+ * that runs out of memory leaves the variables and the step count as they
+ * were (vdev_optimizer_prepare makes them ahead, for the mirrored strategy). Adam
  * follows TensorFlow: lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t),
  * m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2, var -= lr_t m / (sqrt(v) + eps).
  *
@@ -16,6 +19,7 @@
  * hold public tensor handles and call the public ops, like any caller; the
  * optimizers look their variables up once per update to run the fused
  * update op on the library's tensors. */
+#include "nn/nn.h"
 #include "ops/ops.h"
 
 #include <math.h>
@@ -327,28 +331,65 @@ static struct slot *slot_of(struct optim *o, const vdev_tensor_t *hvar, const st
     return s;
 }
 
+/* Makes the slots of vars[0..n) that do not exist yet (fn names the caller
+ * in errors). A slot made here stays when a later one fails: it is zeros,
+ * as a new slot would be, so no update is affected. */
+static enum vdev_status make_slots(struct optim *o, vdev_tensor_t *const *vars, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!slot_of(o, vars[i], vdev_tens_peek(vars[i])))
+            return vdev_last_status();
+    return VDEV_OK;
+}
+
+/* Checks an apply's arguments (grads may be NULL: prepare). */
+static struct optim *apply_args(vdev_optimizer_t *h, vdev_tensor_t *const *vars,
+                                vdev_tensor_t *const *grads, int n, int with_grads, const char *fn)
+{
+    struct optim *o = object_of(&optims, h, fn);
+    if (!o)
+        return NULL;
+    if (n < 0 || (n && (!vars || (with_grads && !grads)))) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "%s: bad arguments (n %d, vars %s, grads %s)", fn, n,
+                   vars ? "set" : "NULL", grads ? "set" : "NULL");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        if (with_grads && !grads[i]) {
+            if (vdev_last_status() == VDEV_OK)
+                vdev_error(VDEV_ERR_INVALID_ARG, "gradient %d is NULL", i);
+            return NULL;
+        }
+        const struct vdev_tens *v = vdev_tens_use(vars[i], fn);
+        if (!v || (with_grads && !vdev_tens_use(grads[i], fn)))
+            return NULL;
+        if (!v->is_variable) {
+            vdev_error(VDEV_ERR_INVALID_ARG, "%s: tensor %d is not a variable", fn, i);
+            return NULL;
+        }
+    }
+    return o;
+}
+
+enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *h, vdev_tensor_t *const *vars, int n)
+{
+    struct optim *o = apply_args(h, vars, NULL, n, 0, "vdev_optimizer_prepare");
+    if (!o)
+        return vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
+    return make_slots(o, vars, n);
+}
+
 VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_t *const *vars,
                                                vdev_tensor_t *const *grads, int n)
 {
-    struct optim *o = object_of(&optims, h, "vdev_optimizer_apply");
+    struct optim *o = apply_args(h, vars, grads, n, 1, "vdev_optimizer_apply");
     if (!o)
-        return VDEV_ERR_INVALID_ARG;
-    if (n < 0 || (n && (!vars || !grads)))
-        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_optimizer_apply: bad arguments (n %d, vars "
-                                                "%s, grads %s)",
-                          n, vars ? "set" : "NULL", grads ? "set" : "NULL");
-    for (int i = 0; i < n; i++) {
-        if (!grads[i])
-            return vdev_last_status() != VDEV_OK
-                       ? vdev_last_status()
-                       : vdev_error(VDEV_ERR_INVALID_ARG, "gradient %d is NULL", i);
-        const struct vdev_tens *v = vdev_tens_use(vars[i], "vdev_optimizer_apply");
-        if (!v || !vdev_tens_use(grads[i], "vdev_optimizer_apply"))
-            return VDEV_ERR_INVALID_ARG;
-        if (!v->is_variable)
-            return vdev_error(VDEV_ERR_INVALID_ARG,
-                              "vdev_optimizer_apply: tensor %d is not a variable", i);
-    }
+        return vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
+    /* Every slot first: a slot that cannot be made fails the call before any
+     * variable (or Adam's step count) changes. */
+    enum vdev_status mst = make_slots(o, vars, n);
+    if (mst != VDEV_OK)
+        return mst;
     struct vdev_op_params p;
     memset(&p, 0, sizeof p);
     if (o->kind == OPT_ADAM) {

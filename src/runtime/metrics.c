@@ -34,6 +34,7 @@
 #include "runtime/metrics.h"
 #include "runtime/observe.h"
 #include "runtime/placement.h"
+#include "runtime/replicas.h"
 #include "runtime/runtime.h"
 
 #include <arpa/inet.h>
@@ -288,6 +289,9 @@ static void write_metrics(FILE *f)
         dev_labels(f, d);
         fprintf(f, "} %llu\n", (unsigned long long)cum);
     }
+
+    /* The devices of strategies, labelled by replica (replicas.c). */
+    vdev_replicas_write_metrics(f);
 }
 
 /* ---- HTTP ---- */

@@ -1,0 +1,433 @@
+/* replica.c — what a step function of the mirrored strategy calls through
+ * its replica context (vdev/distribute.h): its id and device, its rows of a
+ * global batch, TensorFlow's compute_average_loss, and the collectives of a
+ * replica context (all-reduce, broadcast, apply_gradients).
+ *
+ * Every collective here is entered by every replica, even one whose own
+ * arguments are bad or that ran out of memory making its copies: it enters
+ * with its failure as its status, so every replica fails the same call with
+ * the same error instead of waiting for it (coll.h). apply_gradients is the
+ * all-or-nothing update: it reduces copies of the gradients, makes the
+ * optimizer's slots, and only when every replica says it got that far (a
+ * barrier that carries each replica's status) does any replica update its
+ * variables, with an update that allocates nothing. */
+#define _GNU_SOURCE
+#include "dist/strategy.h"
+
+#include "nn/nn.h"
+
+#include <string.h>
+
+static struct vdev_handle_table contexts =
+    VDEV_HANDLE_TABLE("replica context", 15, struct vdev_rep *);
+
+vdev_replica_context_t *vdev_rep_publish(struct vdev_rep *r)
+{
+    uint64_t h;
+    struct vdev_rep **p = vdev_handle_alloc(&contexts, &h);
+    if (!p)
+        return NULL;
+    *p = r;
+    return (vdev_replica_context_t *)(uintptr_t)h;
+}
+
+void vdev_rep_unpublish(vdev_replica_context_t *h)
+{
+    struct vdev_rep **p = vdev_handle_get(&contexts, h);
+    if (p)
+        vdev_handle_release(&contexts, p);
+}
+
+struct vdev_rep *vdev_rep_of(const vdev_replica_context_t *h, const char *fn)
+{
+    struct vdev_rep **p = vdev_handle_get(&contexts, h);
+    if (!p) {
+        vdev_error(VDEV_ERR_INVALID_ARG, h ? "%s: not a live replica context (freed already, or "
+                                             "not a replica context)"
+                                           : "%s: replica context is NULL",
+                   fn);
+        return NULL;
+    }
+    struct vdev_rep *r = *p;
+    if (!atomic_load(&r->active) || atomic_load(&r->thread_id) != vdev_thread_id()) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "%s: a replica context is used only inside its step "
+                                         "function, on its replica's thread",
+                   fn);
+        return NULL;
+    }
+    return r;
+}
+
+VDEV_API int vdev_replica_id(const vdev_replica_context_t *ctx)
+{
+    const struct vdev_rep *r = vdev_rep_of(ctx, "vdev_replica_id");
+    return r ? r->id : -1;
+}
+
+VDEV_API int vdev_replica_num_replicas(const vdev_replica_context_t *ctx)
+{
+    const struct vdev_rep *r = vdev_rep_of(ctx, "vdev_replica_num_replicas");
+    return r ? r->s->n : -1;
+}
+
+VDEV_API const char *vdev_replica_device(const vdev_replica_context_t *ctx)
+{
+    const struct vdev_rep *r = vdev_rep_of(ctx, "vdev_replica_device");
+    return r ? r->dev->name : NULL;
+}
+
+VDEV_API enum vdev_status vdev_replica_return(vdev_replica_context_t *ctx, vdev_tensor_t *value)
+{
+    struct vdev_rep *r = vdev_rep_of(ctx, "vdev_replica_return");
+    if (!r)
+        return VDEV_ERR_INVALID_ARG;
+    struct vdev_tens *t = NULL;
+    if (value && !(t = vdev_tens_use(value, "vdev_replica_return")))
+        return VDEV_ERR_INVALID_ARG;
+    /* A reference of the strategy's own: the step's scope may free the
+     * handle, the tensor lives on for the caller of the run. */
+    if (t)
+        vdev_tens_retain(t);
+    if (r->result)
+        vdev_tens_release(r->result);
+    r->result = t;
+    return VDEV_OK;
+}
+
+/* ---- the batch ---- */
+
+/* Copies the bytes of src from `offset` into dst (on another device or the
+ * same), counted as a copy between the devices. */
+static enum vdev_status copy_rows(const struct vdev_tens *src, uint64_t offset,
+                                  struct vdev_tens *dst)
+{
+    if (!dst->bytes)
+        return VDEV_OK;
+    struct vdev_ldev *s = src->dev, *d = dst->dev;
+    const char *from = (const char *)src->data + offset;
+    enum vdev_status st;
+    if (s->backend == d->backend) {
+        st = d->backend->ops->copy_d2d(d->backend->ctx, d->bdev, dst->data, s->bdev, from,
+                                       dst->bytes);
+        if (st == VDEV_OK && s->bdev != d->bdev)
+            vdev_tens_mark_read_by(src, d); /* freed after d's stream has read it */
+    } else if (!s->backend->ops->is_gpu) {
+        st = d->backend->ops->copy_h2d(d->backend->ctx, d->bdev, dst->data, from, dst->bytes);
+    } else if (!d->backend->ops->is_gpu) {
+        st = s->backend->ops->copy_d2h(s->backend->ctx, s->bdev, dst->data, from, dst->bytes);
+    } else {
+        st = vdev_error(VDEV_ERR_UNSUPPORTED, "no copy path from %s to %s", s->name, d->name);
+    }
+    if (st == VDEV_OK && s != d)
+        vdev_placement_record_copy(s, d, dst->bytes);
+    return st;
+}
+
+VDEV_API vdev_tensor_t *vdev_replica_batch(vdev_replica_context_t *ctx,
+                                           const vdev_tensor_t *global)
+{
+    const char *fn = "vdev_replica_batch";
+    struct vdev_rep *r = vdev_rep_of(ctx, fn);
+    if (!r)
+        return NULL;
+    if (!global)
+        return NULL; /* an op chain's NULL: its error stays */
+    const struct vdev_tens *g = vdev_tens_use(global, fn);
+    if (!g)
+        return NULL;
+    if (g->ndim < 1) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "%s: the global batch is 0-dimensional; its rows run "
+                                         "along axis 0",
+                   fn);
+        return NULL;
+    }
+    int64_t off, rows, shape[VDEV_MAX_DIMS];
+    vdev_strat_split(r->s, r->id, g->shape[0], &off, &rows);
+    memcpy(shape, g->shape, sizeof shape);
+    shape[0] = rows;
+    uint64_t row_bytes = g->shape[0] ? g->bytes / (uint64_t)g->shape[0] : 0;
+    const char *tag = vdev_tensor_op_tag;
+    vdev_tensor_op_tag = "ReplicaBatch";
+    struct vdev_tens *t = vdev_tens_new(r->dev, g->dtype, shape, g->ndim);
+    vdev_tensor_op_tag = tag;
+    if (!t)
+        return NULL;
+    if (copy_rows(g, (uint64_t)off * row_bytes, t) != VDEV_OK) {
+        vdev_tens_drop(t);
+        return NULL;
+    }
+    r->global_batch = g->shape[0];
+    return vdev_tens_handle(t);
+}
+
+VDEV_API vdev_tensor_t *vdev_replica_compute_average_loss(vdev_replica_context_t *ctx,
+                                                          const vdev_tensor_t *per_example_loss,
+                                                          int64_t global_batch_size)
+{
+    const char *fn = "vdev_replica_compute_average_loss";
+    struct vdev_rep *r = vdev_rep_of(ctx, fn);
+    if (!r || !per_example_loss)
+        return NULL;
+    const struct vdev_tens *l = vdev_tens_use(per_example_loss, fn);
+    if (!l)
+        return NULL;
+    char sh[96];
+    if (l->ndim == 0) {
+        vdev_error(VDEV_ERR_INVALID_ARG,
+                   "Invalid value passed for `per_example_loss`. Expected a tensor with at least "
+                   "rank 1. Received per_example_loss of shape %s with rank 0",
+                   vdev_shape_str(l->shape, l->ndim, sh, sizeof sh));
+        return NULL;
+    }
+    if (global_batch_size < 0) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "global_batch_size must be positive.");
+        return NULL;
+    }
+    int64_t gbs = global_batch_size ? global_batch_size
+                  : r->global_batch ? r->global_batch
+                                    : l->shape[0] * r->s->n;
+    if (gbs == 0) { /* an empty per-replica batch under TensorFlow's default */
+        vdev_error(VDEV_ERR_INVALID_ARG, "global_batch_size must be positive.");
+        return NULL;
+    }
+    /* reduce_sum(per_example_loss) / global_batch_size, on this replica */
+    return vdev_div(vdev_sum_all(per_example_loss),
+                    vdev_tensor_fill(NULL, 0, VDEV_F32, (double)gbs));
+}
+
+/* ---- collectives of a replica context ---- */
+
+/* A collective on the replica's tensors for the step function; marks the
+ * replica's failure as derived when another replica caused it. */
+static enum vdev_status collective(struct vdev_rep *r, enum vdev_coll_kind kind,
+                                   enum vdev_reduce_op op, int root, struct vdev_tens *const *t,
+                                   int n, const char *fn, enum vdev_status status, const char *why)
+{
+    int origin = -1;
+    enum vdev_status st =
+        vdev_coll_tensors(r->s->comm, r->id, kind, op, root, t, n, fn, status, why, &origin);
+    if (st != VDEV_OK && origin >= 0 && origin != r->id)
+        r->derived = 1;
+    return st;
+}
+
+/* The tensors behind n handles for `fn`; a local failure (status, message in
+ * why) for a bad list or a dead handle, or a tensor not on the replica's
+ * device when `here` is set. */
+static enum vdev_status local_tensors(const struct vdev_rep *r, vdev_tensor_t *const *h, int n,
+                                      const char *fn, int here, struct vdev_tens **t, char *why,
+                                      size_t cap)
+{
+    if (n < 0 || (n > 0 && !h)) {
+        snprintf(why, cap, "%s: tensors is %s and n %d", fn, h ? "set" : "NULL", n);
+        return VDEV_ERR_INVALID_ARG;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!h[i] && vdev_last_status() != VDEV_OK) { /* an op chain's NULL: its error */
+            snprintf(why, cap, "tensor #%d: %s", i, vdev_last_error());
+            return vdev_last_status();
+        }
+        if (!(t[i] = vdev_tens_use(h[i], fn))) {
+            snprintf(why, cap, "tensor #%d: %s", i, vdev_last_error());
+            return VDEV_ERR_INVALID_ARG;
+        }
+        if (here && t[i]->dev != r->dev) {
+            snprintf(why, cap, "%s: tensor #%d is on %s, not on the replica's device %s", fn, i,
+                     t[i]->dev->name, r->dev->name);
+            return VDEV_ERR_INVALID_ARG;
+        }
+    }
+    return VDEV_OK;
+}
+
+/* Copies of in[0..n) on the replica's device (the current device scope),
+ * new tensors of the step's scope, into out; a local failure on error (the
+ * copies made are freed). */
+static enum vdev_status copies_of(struct vdev_tens *const *in, int n, vdev_tensor_t **out,
+                                  struct vdev_tens **t, char *why, size_t cap)
+{
+    for (int i = 0; i < n; i++) {
+        out[i] = vdev_identity(vdev_tens_handle(in[i]));
+        if (!out[i]) {
+            snprintf(why, cap, "%s", vdev_last_error());
+            enum vdev_status st = vdev_last_status();
+            for (int k = 0; k < i; k++) {
+                vdev_tensor_free(out[k]);
+                out[k] = NULL;
+            }
+            return st;
+        }
+        t[i] = vdev_tens_peek(out[i]);
+    }
+    return VDEV_OK;
+}
+
+/* Room for n tensors: the stack's, or the heap's (a local failure without). */
+struct lists {
+    struct vdev_tens *in_s[16], *cp_s[16];
+    vdev_tensor_t *h_s[16];
+    struct vdev_tens **in, **cp;
+    vdev_tensor_t **h;
+};
+
+static enum vdev_status lists_make(struct lists *l, int n, const char *fn, char *why, size_t cap)
+{
+    l->in = l->in_s;
+    l->cp = l->cp_s;
+    l->h = l->h_s;
+    if (n <= 16)
+        return VDEV_OK;
+    l->in = malloc((size_t)n * sizeof *l->in);
+    l->cp = malloc((size_t)n * sizeof *l->cp);
+    l->h = calloc((size_t)n, sizeof *l->h);
+    if (l->in && l->cp && l->h)
+        return VDEV_OK;
+    snprintf(why, cap, "%s: out of host memory for %d tensors", fn, n);
+    return VDEV_ERR_OOM;
+}
+
+static void lists_free(struct lists *l)
+{
+    if (l->in != l->in_s)
+        free(l->in);
+    if (l->cp != l->cp_s)
+        free(l->cp);
+    if (l->h != l->h_s)
+        free(l->h);
+}
+
+VDEV_API enum vdev_status vdev_replica_all_reduce(vdev_replica_context_t *ctx,
+                                                  enum vdev_reduce_op op,
+                                                  vdev_tensor_t *const *in, int n,
+                                                  vdev_tensor_t **out)
+{
+    const char *fn = "vdev_replica_all_reduce";
+    struct vdev_rep *r = vdev_rep_of(ctx, fn);
+    if (!r)
+        return VDEV_ERR_INVALID_ARG;
+    char why[512] = "";
+    struct lists l;
+    enum vdev_status status = lists_make(&l, n > 0 ? n : 0, fn, why, sizeof why);
+    if (status == VDEV_OK && (unsigned)op >= VDEV_REDUCE_OP_COUNT) {
+        status = VDEV_ERR_INVALID_ARG;
+        snprintf(why, sizeof why, "%s: unknown reduce op %d", fn, (int)op);
+    }
+    if (status == VDEV_OK && n > 0 && !out) {
+        status = VDEV_ERR_INVALID_ARG;
+        snprintf(why, sizeof why, "%s: out is NULL", fn);
+    }
+    if (status == VDEV_OK)
+        status = local_tensors(r, in, n, fn, 0, l.in, why, sizeof why);
+    if (status == VDEV_OK)
+        status = copies_of(l.in, n, l.h, l.cp, why, sizeof why);
+    enum vdev_status st = collective(r, VDEV_COLL_ALL_REDUCE, op, 0, l.cp, status ? 0 : n, fn,
+                                     status, status ? why : NULL);
+    for (int i = 0; out && i < n; i++) {
+        if (st != VDEV_OK && status == VDEV_OK)
+            vdev_tensor_free(l.h[i]);
+        out[i] = st == VDEV_OK ? l.h[i] : NULL;
+    }
+    lists_free(&l);
+    return st;
+}
+
+VDEV_API enum vdev_status vdev_replica_broadcast(vdev_replica_context_t *ctx,
+                                                 vdev_tensor_t *const *tensors, int n, int root)
+{
+    const char *fn = "vdev_replica_broadcast";
+    struct vdev_rep *r = vdev_rep_of(ctx, fn);
+    if (!r)
+        return VDEV_ERR_INVALID_ARG;
+    char why[512] = "";
+    struct lists l;
+    enum vdev_status status = lists_make(&l, n > 0 ? n : 0, fn, why, sizeof why);
+    if (status == VDEV_OK && (root < 0 || root >= r->s->n)) {
+        status = VDEV_ERR_INVALID_ARG;
+        snprintf(why, sizeof why, "%s: root %d of %d replicas", fn, root, r->s->n);
+    }
+    if (status == VDEV_OK)
+        status = local_tensors(r, tensors, n, fn, 1, l.in, why, sizeof why);
+    enum vdev_status st = collective(r, VDEV_COLL_BROADCAST, VDEV_REDUCE_SUM, root, l.in,
+                                     status ? 0 : n, fn, status, status ? why : NULL);
+    lists_free(&l);
+    return st;
+}
+
+VDEV_API enum vdev_status vdev_replica_apply_gradients(vdev_replica_context_t *ctx,
+                                                       vdev_optimizer_t *opt,
+                                                       vdev_tensor_t *const *vars,
+                                                       vdev_tensor_t *const *grads, int n)
+{
+    const char *fn = "vdev_replica_apply_gradients";
+    struct vdev_rep *r = vdev_rep_of(ctx, fn);
+    if (!r)
+        return VDEV_ERR_INVALID_ARG;
+    char why[512] = "", s1[96], s2[96];
+    struct lists l;
+    struct vdev_tens *vt_s[16], **vt = vt_s;
+    enum vdev_status status = lists_make(&l, n > 0 ? n : 0, fn, why, sizeof why);
+    if (status == VDEV_OK && n > 16 && !(vt = malloc((size_t)n * sizeof *vt))) {
+        vt = vt_s;
+        status = VDEV_ERR_OOM;
+        snprintf(why, sizeof why, "%s: out of host memory for %d tensors", fn, n);
+    }
+    /* 1. this replica's arguments */
+    if (status == VDEV_OK)
+        status = local_tensors(r, vars, n, fn, 1, vt, why, sizeof why);
+    if (status == VDEV_OK)
+        status = local_tensors(r, grads, n, fn, 0, l.in, why, sizeof why);
+    for (int i = 0; status == VDEV_OK && i < n; i++) {
+        if (!vt[i]->is_variable) {
+            status = VDEV_ERR_INVALID_ARG;
+            snprintf(why, sizeof why, "%s: tensor #%d is not a variable", fn, i);
+        } else if (vt[i]->ndim != l.in[i]->ndim ||
+                   memcmp(vt[i]->shape, l.in[i]->shape, sizeof vt[i]->shape) ||
+                   l.in[i]->dtype != VDEV_F32) {
+            status = VDEV_ERR_SHAPE;
+            snprintf(why, sizeof why, "%s: gradient #%d is %s of shape%s for a variable of "
+                                      "shape%s",
+                     fn, i, vdev_dtype_name(l.in[i]->dtype),
+                     vdev_shape_str(l.in[i]->shape, l.in[i]->ndim, s1, sizeof s1),
+                     vdev_shape_str(vt[i]->shape, vt[i]->ndim, s2, sizeof s2));
+        }
+    }
+    /* 2. the gradients summed over the replicas, in copies */
+    if (status == VDEV_OK)
+        status = copies_of(l.in, n, l.h, l.cp, why, sizeof why);
+    int have_copies = status == VDEV_OK;
+    enum vdev_status st = collective(r, VDEV_COLL_ALL_REDUCE, VDEV_REDUCE_SUM, 0, l.cp,
+                                     status ? 0 : n, fn, status, status ? why : NULL);
+    /* 3. the optimizer's slots, then every replica's word */
+    if (st == VDEV_OK) {
+        status = vdev_optimizer_prepare(opt, vars, n);
+        if (status != VDEV_OK)
+            snprintf(why, sizeof why, "%s", vdev_last_error());
+        st = collective(r, VDEV_COLL_BARRIER, VDEV_REDUCE_SUM, 0, NULL, 0, fn, status,
+                        status ? why : NULL);
+    }
+    /* 4. the update: nothing left to allocate */
+    if (st == VDEV_OK) {
+        st = vdev_optimizer_apply(opt, vars, l.h, n);
+        if (st != VDEV_OK) {
+            /* a backend failure after others may have updated: say so everywhere */
+            snprintf(why, sizeof why, "the update failed after the replicas agreed to it, so "
+                                      "they may differ now: %s",
+                     vdev_last_error());
+            r->s->comm->ops->abort(r->s->comm->ctx, r->id, st, why);
+            vdev_error(st, "%s: %s", fn, why);
+        }
+    }
+    if (have_copies) {
+        enum vdev_status keep = vdev_last_status();
+        char msg[512];
+        vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+        for (int i = 0; i < n; i++)
+            vdev_tensor_free(l.h[i]);
+        if (st != VDEV_OK)
+            vdev_error(keep, "%s", msg);
+    }
+    if (vt != vt_s)
+        free(vt);
+    lists_free(&l);
+    return st;
+}

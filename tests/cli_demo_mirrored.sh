@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# cli_demo_mirrored.sh — `vdev demo --mirrored`: one model trained
+# data-parallel on every logical GPU. The loss falls, the replicas stay
+# identical bit for bit, no replica holds more memory than another (the
+# imbalance figure is 1.000), the step rate against one GPU is printed; it
+# runs on every GPU there is (simulated ones without a GPU, and logical GPUs
+# of one card), takes the demo's options, and a second scenario beside it is
+# a usage error.
+# Usage: cli_demo_mirrored.sh VDEV DATA
+set -u
+vdev=$1
+fail=0; pass=0
+ok()  { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+for v in $(compgen -e); do
+  case $v in VDEV_*|TF_*) unset "$v" ;; esac
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run() {
+  "$vdev" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+  out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+}
+has() { grep -qF -- "$2" <<<"$1"; }
+
+# Three simulated GPUs: three replicas.
+VDEV_SIM_GPUS=3x2GiB run demo --mirrored --steps 60 --batch 96 --seed 2
+[ $rc -eq 0 ] && ok || bad "exit $rc: $err"
+[ -z "$err" ] && ok || bad "stderr: $err"
+has "$out" "Replicas: 3, on /device:GPU:0 /device:GPU:1 /device:GPU:2" && ok || bad "devices: $out"
+has "$out" "global batch 96 (32 per replica), 60 steps" && ok || bad "batch: $out"
+has "$out" "replicas identical bit for bit: yes" && ok || bad "replicas differ: $out"
+has "$out" "Memory imbalance (largest peak / smallest): 1.000" && ok || bad "imbalance: $out"
+grep -Eq "^step +0  loss [0-9.]+  replicas [0-9.]+ [0-9.]+ [0-9.]+$" <<<"$out" && ok ||
+  bad "no per-replica losses: $out"
+ratio=$(sed -n 's/^Loss fell \([0-9.]*\) -> \([0-9.]*\);.*/\2 \1/p' <<<"$out" | awk '{ print $1 / $2 }')
+awk -v r="${ratio:-1}" 'BEGIN { exit !(r < 0.5) }' && ok || bad "loss fell only to $ratio of its first"
+grep -Eq "^Step rate: 3 replicas [0-9.]+ steps/s \([0-9]+ examples/s\); one GPU, same global batch, [0-9.]+ steps/s: [0-9.]+x$" <<<"$out" \
+  && ok || bad "no step rate: $out"
+for r in 0 1 2; do
+  grep -q "^  replica $r  /device:GPU:$r " <<<"$out" && ok || bad "no memory line for replica $r"
+done
+
+# No GPU: four simulated ones. One card split in two: two replicas on it.
+run demo --mirrored --steps 3 --batch 8
+[ $rc -eq 0 ] && ok || bad "no GPU: exit $rc: $err"
+has "$out" "running on simulated GPUs, VDEV_SIM_GPUS=4x16GiB" && ok || bad "no GPU: $out"
+has "$out" "Replicas: 4," && ok || bad "no GPU: not four replicas: $out"
+VDEV_SIM_GPUS=1x8GiB VDEV_LOGICAL_DEVICES="0:2GiB,2GiB" run demo --mirrored --steps 3 --batch 7
+[ $rc -eq 0 ] && ok || bad "one card: exit $rc: $err"
+has "$out" "Replicas: 2, on /device:GPU:0 /device:GPU:1" && ok || bad "one card: $out"
+has "$out" "(3 per replica, a row more on some)" && ok || bad "uneven batch: $out"
+has "$out" "replicas identical bit for bit: yes" && ok || bad "one card: replicas differ: $out"
+
+# Options and usage.
+VDEV_SIM_GPUS=2x1GiB run demo --mirrored --help
+[ $rc -eq 0 ] && ok || bad "--help: exit $rc"
+has "$out" "  --mirrored " && ok || bad "--help lacks --mirrored: $out"
+has "$out" "usage: vdev demo [--tf-placement [--vdev-placement] | --split]" && ok || bad "--help: $out"
+run help demo
+has "$out" "Data parallel: vdev demo --mirrored" && ok || bad "help demo: $out"
+run demo --mirrored --split
+[ $rc -eq 2 ] && ok || bad "two scenarios: exit $rc"
+[ "$(head -1 <<<"$err")" = "vdev demo: --mirrored and --split are two scenarios: choose one" ] && ok ||
+  bad "two scenarios: $err"
+run demo --mirrored --steps 0
+[ $rc -eq 2 ] && ok || bad "--steps 0: exit $rc"
+[ "$(head -1 <<<"$err")" = "vdev demo: --steps takes a whole number from 1 to 1000000, not '0'" ] && ok ||
+  bad "--steps 0: $err"
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,244 @@
+/* test_mirrored_oom.c — a step that fails on one replica changes nothing on
+ * any replica, and can be retried:
+ *  - out of memory in the forward pass on the smallest of three logical GPUs
+ *    (the others wait in the gradients' all-reduce and fail at once): every
+ *    replica's variables are bit for bit as before, nothing leaks, and the
+ *    same step with a smaller global batch succeeds;
+ *  - out of memory on one replica while apply_gradients copies its
+ *    gradients (the all-reduce fails on every replica);
+ *  - a replica that cannot make its optimizer's slots (here: its optimizer
+ *    was freed): the replicas agree before any update, so none updates;
+ *  - a backend failure while the gradients move (injected into one replica's
+ *    copies): no replica updates, and the next step works (the strategy
+ *    resets its communicator);
+ *  - no host memory for the handles a strategy makes: VDEV_ERR_OOM, and
+ *    nothing left behind (threads, communicator). */
+#define _GNU_SOURCE
+#include "mirrored_model.h"
+
+#include "base/handles.h"
+#include "coll/ring.h"
+
+static const char *const devs[3] = {"GPU:0", "GPU:1", "GPU:2"};
+
+/* Every replica's parameters, flat, into out[3][MM_PARAMS]. */
+static void read_all(struct mm *m, float *out)
+{
+    for (int r = 0; r < 3; r++)
+        mm_read(m->vars[r], out + r * MM_PARAMS);
+}
+
+static uint64_t in_use(const char *dev)
+{
+    struct vdev_memory_info mi;
+    CHECK_OK(vdev_memory_info(dev, &mi));
+    return mi.bytes_in_use;
+}
+
+/* ---- a victim replica fills its device just before apply_gradients ---- */
+
+struct victim {
+    struct mm *m;
+    int replica;                 /* the one that fills its device */
+    int free_optimizer;          /* frees its optimizer instead */
+};
+
+#define MAX_BLOCKS 1024
+
+/* Takes every free byte of dev in blocks of 1 MiB down to 256 B. */
+static int fill(const char *dev, void **blocks)
+{
+    int n = 0;
+    for (uint64_t size = 1u << 20; size >= 256; size /= 4)
+        while (n < MAX_BLOCKS && vdev_mem_alloc(dev, size, &blocks[n]) == VDEV_OK)
+            n++;
+    return n;
+}
+
+static enum vdev_status step_with_victim(vdev_replica_context_t *ctx, void *u)
+{
+    struct victim *v = u;
+    struct mm *m = v->m;
+    int r = vdev_replica_id(ctx);
+    vdev_tensor_t *x = vdev_replica_batch(ctx, m->x), *y = vdev_replica_batch(ctx, m->y);
+    vdev_tape_t *tape = vdev_tape_begin();
+    vdev_tensor_t *loss =
+        vdev_replica_compute_average_loss(ctx, mm_per_example(m->mlp[r], x, y), 0);
+    vdev_tensor_t *grads[MM_NV];
+    enum vdev_status st = loss ? vdev_tape_gradient(tape, loss, m->vars[r], MM_NV, grads)
+                               : vdev_last_status();
+    vdev_tape_end(tape);
+    if (st != VDEV_OK)
+        return st;
+    void *blocks[MAX_BLOCKS];
+    int nb = 0;
+    if (r == v->replica && v->free_optimizer) {
+        vdev_optimizer_free(m->opt[r]);
+    } else if (r == v->replica) {
+        nb = fill(vdev_replica_device(ctx), blocks);
+    }
+    st = vdev_replica_apply_gradients(ctx, m->opt[r], m->vars[r], grads, MM_NV);
+    while (nb)
+        vdev_mem_free(vdev_replica_device(ctx), blocks[--nb]);
+    return st;
+}
+
+/* A good step after a failed one: it works, and the replicas agree. */
+static void good_step(vdev_strategy_t *s, struct mm *m, const float *before)
+{
+    mm_batch(m, 30, 9);
+    CHECK_OK(vdev_strategy_run(s, mm_step, m, NULL));
+    float after[3 * MM_PARAMS];
+    read_all(m, after);
+    CHECK(memcmp(after, before, MM_PARAMS * 4) != 0); /* it learned */
+    CHECK(memcmp(after, after + MM_PARAMS, MM_PARAMS * 4) == 0);
+    CHECK(memcmp(after, after + 2 * MM_PARAMS, MM_PARAMS * 4) == 0);
+}
+
+static void test_oom_in_forward(void)
+{
+    check_fresh("1x8GiB");
+    uint64_t limits[3] = {64ull << 20, 64ull << 20, 8ull << 20};
+    CHECK_OK(vdev_config_set_logical_devices("GPU:0", limits, 3));
+    vdev_config_set_deterministic(true);
+    vdev_strategy_t *s;
+    CHECK_OK(vdev_mirrored_strategy_new(devs, 3, &s));
+    struct mm m = {.seed = 3, .lr = 0.1f, .adam = 1};
+    CHECK_OK(vdev_strategy_run(s, mm_build, &m, NULL));
+    mm_batch(&m, 30, 1);
+    CHECK_OK(vdev_strategy_run(s, mm_step, &m, NULL)); /* Adam's slots exist now */
+    float before[3 * MM_PARAMS], after[3 * MM_PARAMS];
+    read_all(&m, before);
+    uint64_t used[3];
+    for (int r = 0; r < 3; r++)
+        used[r] = in_use(devs[r]);
+
+    /* 120000 rows: 40000 a replica, about 10 MiB of activations each */
+    mm_batch(&m, 120000, 2);
+    CHECK_STATUS(vdev_strategy_run(s, mm_step, &m, NULL), VDEV_ERR_OOM);
+    CHECK_MSG("replica 2 (/device:GPU:2): OOM when allocating tensor with shape[40000,");
+    CHECK_MSG("on /job:localhost/replica:0/task:0/device:GPU:2");
+    read_all(&m, after);
+    CHECK(memcmp(before, after, sizeof before) == 0); /* no replica changed */
+    for (int r = 0; r < 3; r++)
+        CHECK_EQ_U64(in_use(devs[r]), used[r]);       /* nothing leaked */
+
+    /* retried smaller, it works */
+    mm_batch(&m, 12000, 2);
+    CHECK_OK(vdev_strategy_run(s, mm_step, &m, NULL));
+    read_all(&m, after);
+    CHECK(memcmp(before, after, MM_PARAMS * 4) != 0);
+    CHECK(memcmp(after, after + MM_PARAMS, MM_PARAMS * 4) == 0);
+    CHECK(memcmp(after, after + 2 * MM_PARAMS, MM_PARAMS * 4) == 0);
+    mm_free(&m, 3);
+    vdev_strategy_free(s);
+}
+
+/* Three logical GPUs of 16 MiB on one card. */
+static void small_devices(void)
+{
+    check_fresh("1x4GiB");
+    uint64_t limits[3] = {16ull << 20, 16ull << 20, 16ull << 20};
+    CHECK_OK(vdev_config_set_logical_devices("GPU:0", limits, 3));
+}
+
+static void test_oom_in_apply(void)
+{
+    small_devices();
+    vdev_strategy_t *s;
+    CHECK_OK(vdev_mirrored_strategy_new(devs, 3, &s));
+    struct mm m = {.seed = 4, .lr = 0.1f};
+    CHECK_OK(vdev_strategy_run(s, mm_build, &m, NULL));
+    mm_batch(&m, 30, 1);
+    float before[3 * MM_PARAMS], after[3 * MM_PARAMS];
+    read_all(&m, before);
+    struct victim v = {&m, 1, 0};
+    CHECK_STATUS(vdev_strategy_run(s, step_with_victim, &v, NULL), VDEV_ERR_OOM);
+    CHECK_MSG("replica 1 (/device:GPU:1): all-reduce (call 0): rank 1 (/device:GPU:1): OOM when "
+              "allocating tensor with shape[8,16] and type float");
+    read_all(&m, after);
+    CHECK(memcmp(before, after, sizeof before) == 0);
+    good_step(s, &m, before);
+    mm_free(&m, 3);
+    vdev_strategy_free(s);
+}
+
+static void test_no_slots_on_one(void)
+{
+    small_devices();
+    vdev_strategy_t *s;
+    CHECK_OK(vdev_mirrored_strategy_new(devs, 3, &s));
+    struct mm m = {.seed = 4, .lr = 0.1f, .adam = 1};
+    CHECK_OK(vdev_strategy_run(s, mm_build, &m, NULL));
+    mm_batch(&m, 30, 1);
+    float before[3 * MM_PARAMS], after[3 * MM_PARAMS];
+    read_all(&m, before);
+    struct victim v = {&m, 2, 1};
+    CHECK_STATUS(vdev_strategy_run(s, step_with_victim, &v, NULL), VDEV_ERR_INVALID_ARG);
+    CHECK_MSG("replica 2 (/device:GPU:2): barrier (call 1): rank 2 (/device:GPU:2): "
+              "vdev_optimizer_prepare: not a live optimizer");
+    read_all(&m, after);
+    CHECK(memcmp(before, after, sizeof before) == 0); /* replicas 0 and 1 did not update */
+    m.opt[2] = vdev_adam_new(m.lr, 0.9f, 0.999f, 1e-7f);
+    good_step(s, &m, before);
+    mm_free(&m, 3);
+    vdev_strategy_free(s);
+}
+
+static void test_backend_failure(void)
+{
+    check_fresh("3x1GiB");
+    vdev_strategy_t *s;
+    CHECK_OK(vdev_mirrored_strategy_new(devs, 3, &s));
+    struct mm m = {.seed = 6, .lr = 0.1f};
+    CHECK_OK(vdev_strategy_run(s, mm_build, &m, NULL));
+    mm_batch(&m, 30, 1);
+    float before[3 * MM_PARAMS], after[3 * MM_PARAMS];
+    read_all(&m, before);
+    vdev_coll_ring_fail_copy(2, 1);
+    CHECK_STATUS(vdev_strategy_run(s, mm_step, &m, NULL), VDEV_ERR_BACKEND);
+    vdev_coll_ring_fail_copy(0, 0);
+    CHECK_MSG("replica 2 (/device:GPU:2): all-reduce (call 0): rank 2 (/device:GPU:2): "
+              "/device:GPU:2: injected failure of a device-to-device copy");
+    read_all(&m, after);
+    CHECK(memcmp(before, after, sizeof before) == 0);
+    good_step(s, &m, before);
+    mm_free(&m, 3);
+    vdev_strategy_free(s);
+}
+
+/* The first strategy of the process: each handle table it uses makes its
+ * first segment, which the test makes fail in turn. */
+static void test_no_handles(void)
+{
+    check_fresh("2x1GiB");
+    static const char *const what[3] = {"communicator", "replica context", "strategy"};
+    /* the nth new segment fails: the communicator's (the first), then the
+     * replica contexts' (after the communicator's, now made), then the
+     * strategy's (after the replica contexts') */
+    static const int nth[3] = {1, 2, 2};
+    for (int k = 0; k < 3; k++) {
+        vdev_strategy_t *s = (vdev_strategy_t *)1;
+        vdev_handles_fail_segment(nth[k]);
+        CHECK_STATUS(vdev_mirrored_strategy_new(devs, 2, &s), VDEV_ERR_OOM);
+        vdev_handles_fail_segment(0);
+        char msg[96];
+        snprintf(msg, sizeof msg, "out of host memory for 1024 more %s handles", what[k]);
+        CHECK_MSG(msg);
+        CHECK(s == NULL);
+    }
+    vdev_strategy_t *s;
+    CHECK_OK(vdev_mirrored_strategy_new(devs, 2, &s));
+    vdev_strategy_free(s);
+}
+
+int main(void)
+{
+    test_no_handles();
+    test_oom_in_forward();
+    test_oom_in_apply();
+    test_no_slots_on_one();
+    test_backend_failure();
+    vdev_shutdown();
+    return check_done();
+}
