@@ -297,11 +297,14 @@ static enum vdev_status one_less_call(vdev_replica_context_t *ctx, void *u)
     return st;
 }
 
-static vdev_replica_context_t *leaked;
+/* One slot per replica: replicas run on their own threads at once. */
+static vdev_replica_context_t *leaked[2];
 static enum vdev_status keep_ctx(vdev_replica_context_t *ctx, void *u)
 {
     (void)u;
-    leaked = ctx;
+    int r = vdev_replica_id(ctx);
+    if (r >= 0 && r < 2)
+        leaked[r] = ctx;
     return VDEV_OK;
 }
 
@@ -388,7 +391,7 @@ static void test_errors(void)
     vdev_tensor_free(res[1]);
     /* a context outside its step; a run from inside a step */
     CHECK_OK(vdev_strategy_run(s, keep_ctx, NULL, NULL));
-    CHECK(vdev_replica_id(leaked) == -1);
+    CHECK(vdev_replica_id(leaked[0]) == -1 && vdev_replica_id(leaked[1]) == -1);
     CHECK_MSG("vdev_replica_id: a replica context is used only inside its step function, on its "
               "replica's thread");
     EXPECT_ERR(vdev_strategy_run(s, nested_run, s, NULL), VDEV_ERR_INVALID_ARG,
@@ -405,7 +408,7 @@ static void test_errors(void)
     CHECK(vdev_strategy_num_replicas_in_sync(s) == -1);
     CHECK_MSG("vdev_strategy_num_replicas_in_sync: not a live strategy (freed already, or not a "
               "strategy)");
-    CHECK(vdev_replica_id(leaked) == -1);
+    CHECK(vdev_replica_id(leaked[0]) == -1 && vdev_replica_id(leaked[1]) == -1);
     CHECK_MSG("vdev_replica_id: not a live replica context");
     vdev_strategy_free(s);
     CHECK_MSG("vdev_strategy_free: not a live strategy");
