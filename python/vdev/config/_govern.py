@@ -160,7 +160,8 @@ def set_memory_pressure_callback(device, fn):
     key = _canonical(device)
     with _callbacks_lock:
         cb = _adapter(fn) if fn is not None else None
-        _lib.check(lib.vdev_memory_set_pressure_callback(_lib.enc(device), cb, None), _VALUE)
+        c_fn = cb if cb is not None else _lib.PRESSURE_FN()  # NULL: none
+        _lib.check(lib.vdev_memory_set_pressure_callback(_lib.enc(device), c_fn, None), _VALUE)
         old = _callbacks.pop(key, None)
         if old is not None:
             _retired.append(old)
