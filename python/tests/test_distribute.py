@@ -62,7 +62,8 @@ def test_default_strategy_over_logical_cpus():
     """Without GPUs the strategy takes every logical CPU, as TensorFlow's."""
     vdev.config.set_visible_devices([], "GPU")
     cpu = vdev.config.list_physical_devices("CPU")[0]
-    vdev.config.set_logical_device_configuration(cpu, [vdev.config.LogicalDeviceConfiguration()] * 2)
+    vdev.config.set_logical_device_configuration(cpu,
+                                                 [vdev.config.LogicalDeviceConfiguration()] * 2)
     s = D.MirroredStrategy()
     assert s.extended.worker_devices == ("/device:CPU:0", "/device:CPU:1")
     with s.scope():
@@ -206,8 +207,10 @@ def test_distributed_batches():
 
 def test_reduce():
     s = D.MirroredStrategy()
-    per = s.experimental_distribute_values_from_function(
-        lambda c: vdev.constant([1.0 + c.replica_id_in_sync_group] * (1 + c.replica_id_in_sync_group)))
+    def value(c):
+        r = c.replica_id_in_sync_group
+        return vdev.constant([1.0 + r] * (1 + r))
+    per = s.experimental_distribute_values_from_function(value)
     # each replica: [1], [2, 2], [3, 3, 3]
     assert float(s.reduce("SUM", per, axis=0)) == 14.0
     assert float(s.reduce(D.ReduceOp.MEAN, per, axis=0)) == pytest.approx(14.0 / 6)
@@ -536,7 +539,6 @@ def test_communicator():
     assert _ranks(2, lambda r: comm.all_reduce(r, ts[r], "mean")) == [None, None]
     assert [t.numpy().tolist() for t in ts] == [[3.0, 6.0, 9.0]] * 2
     with vdev.device("GPU:2"):
-        ts[1].assign if False else None
         ts[1] = vdev.constant([0.0, 0.0, 0.0])
     assert _ranks(2, lambda r: comm.broadcast(r, [ts[r]], root=0)) == [None, None]
     assert ts[1].numpy().tolist() == [3.0, 6.0, 9.0]
@@ -576,8 +578,6 @@ def test_communicator():
         D.Communicator("GPU:1")
     c2 = D.Communicator(["GPU:0"])
     c2.set_timeout(5)
-    with vdev.device("GPU:0"):
-        t = vdev.constant([1.0])
     c2.abort(0, vdev.OutOfMemoryError("no room", "VDEV_ERR_OOM"))
     with pytest.raises(vdev.OutOfMemoryError):
         c2.barrier(0)

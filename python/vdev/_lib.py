@@ -357,12 +357,6 @@ def handles(values):
     return t(*values)
 
 
-def strings(values):
-    """A C array of char * from str (or bytes) values; keep it alive while C
-    reads it."""
-    return (ctypes.c_char_p * max(len(values), 1))(*[enc(v) for v in values])
-
-
 def shape_array(shape):
     n = len(shape)
     arr = (ctypes.c_int64 * max(n, 1))(*shape)

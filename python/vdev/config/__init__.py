@@ -15,7 +15,10 @@ code wins where both speak.
 Where vdev differs from TensorFlow (README, "Where vdev differs"): growth may
 differ between GPUs and may be combined with logical devices (each grows up
 to its limit), limits beyond a card's budget fail at start-up, and memory
-queries work on CPUs too.
+queries work on CPUs too. A logical GPU may also have a floor (memory
+guaranteed to it) and a memory priority (LogicalDeviceConfiguration's
+memory_floor and memory_priority), which change at run time with
+``experimental.set_memory_limits`` and ``set_memory_priority``.
 """
 
 import collections

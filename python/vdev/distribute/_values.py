@@ -20,7 +20,7 @@ import enum
 
 from .. import _lib
 from .._lib import lib
-from .._tensor import Tensor, Variable, convert_to_tensor
+from .._tensor import Variable, convert_to_tensor
 from .. import _strategy_context as _context
 
 
