@@ -127,6 +127,26 @@ def test_scope_mirrors_variables_layers_and_optimizers():
     assert [E.get_memory_info(d)["current"] for d in GPUS] == base
 
 
+def test_mirroring_that_fails_frees_the_copies():
+    """A variable that does not fit one replica's device: OutOfMemoryError,
+    and the copies made on the others are freed."""
+    gpu2 = vdev.config.list_physical_devices("GPU")[2]
+    vdev.config.set_logical_device_configuration(
+        gpu2, [vdev.config.LogicalDeviceConfiguration(memory_limit=16)])
+    s = D.MirroredStrategy()
+    base = [E.get_memory_info(d)["current"] for d in GPUS]
+    with s.scope():
+        small = vdev.Variable(np.ones(1024, np.float32))
+        with pytest.raises(vdev.OutOfMemoryError) as e:
+            vdev.Variable(np.ones(8 << 20, np.float32))  # 32 MiB
+    assert str(e.value).startswith("OOM when allocating tensor with shape[8388608] and type "
+                                   "float (32.00 MiB) on %s/device:GPU:2: " % LONG)
+    del e
+    assert [E.get_memory_info(d)["current"] for d in GPUS] == [b + 4096 for b in base]
+    del small
+    assert [E.get_memory_info(d)["current"] for d in GPUS] == base
+
+
 def test_run_results_threads_and_structures():
     s = D.MirroredStrategy()
     seen = {}
