@@ -31,6 +31,7 @@ def fresh_vdev(monkeypatch):
     except RuntimeError:
         # An export left by a failed test (its traceback holds the array):
         # that test has failed already; start this one fresh all the same.
+        vdev.distribute._mirrored.free_all()
         vdev._lib.lib.vdev_shutdown()
     vdev.placement.set_policy("copy")
     vdev.config.set_soft_device_placement(False)

@@ -13,6 +13,10 @@ from Python, in TensorFlow's words.
                             model.trainable_variables))
     vdev.config.experimental.get_memory_info('GPU:1')   # {'current': ..., 'peak': ..., ...}
 
+Data parallel training is ``vdev.distribute.MirroredStrategy``, checkpoints
+``vdev.train``, run-time floors, ceilings and priorities
+``vdev.config.experimental.set_memory_limits`` and ``set_memory_priority``.
+
 A pure-Python package over libvdev.so (ctypes; see vdev._lib for how the
 library is found). Tensors free their device memory when the Python object
 goes; ``vdev.shutdown()`` frees every device's memory and returns to the
@@ -33,7 +37,7 @@ from ._device import device
 from ._tape import GradientTape
 from .errors import OutOfMemoryError
 from . import config, debugging, layers, losses, math, models, nn, optimizers, placement
-from . import random
+from . import distribute, random, train
 from .dlpack import from_dlpack
 
 __version__ = _c.vdev_version().decode()
@@ -54,15 +58,21 @@ def is_initialized():
 def shutdown():
     """Frees every device's memory and returns vdev to the unconfigured state.
     Tensors made before raise InvalidArgumentError when used and free nothing
-    when collected. RuntimeError while arrays shared through DLPack are alive,
-    since their memory would go."""
+    when collected; strategies and communicators are freed first (their use
+    then raises RuntimeError), and memory pressure callbacks forgotten.
+    RuntimeError while arrays shared through DLPack are alive, since their
+    memory would go."""
     _gc.collect()
     n = _c.vdev_dlpack_live_exports()
     if n:
         raise RuntimeError("vdev.shutdown(): %d DLPack export%s of vdev tensors %s still alive "
                            "(numpy arrays or torch tensors over vdev memory); delete them first"
                            % (n, "" if n == 1 else "s", "is" if n == 1 else "are"))
+    from .distribute import _mirrored
+    from .config import _govern
+    _mirrored.free_all()
     _c.vdev_shutdown()
+    _govern._forget_callbacks()
 
 
 class experimental:
@@ -78,4 +88,5 @@ __all__ = ["DType", "Tensor", "TensorShape", "Variable", "as_dtype", "constant",
            "sqrt", "square", "subtract", "tanh", "transpose", "device", "GradientTape",
            "OutOfMemoryError", "errors", "config", "debugging", "layers", "losses", "math",
            "models", "nn", "optimizers", "placement", "random", "from_dlpack", "init",
+           "distribute", "train",
            "is_initialized", "shutdown", "last_error", "experimental"]

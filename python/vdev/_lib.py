@@ -92,6 +92,32 @@ class DeviceDetailsC(ctypes.Structure):
                 ("cc_minor", ctypes.c_int)]
 
 
+class LogicalDeviceConfigC(ctypes.Structure):  # struct vdev_logical_device_config
+    _fields_ = [("floor_bytes", ctypes.c_uint64), ("ceiling_bytes", ctypes.c_uint64),
+                ("priority", ctypes.c_int)]
+
+
+class MemoryLimitsC(ctypes.Structure):  # struct vdev_memory_limits
+    _fields_ = [("floor_bytes", ctypes.c_uint64), ("ceiling_bytes", ctypes.c_uint64),
+                ("priority", ctypes.c_int), ("ceiling_lowered", ctypes.c_int),
+                ("card_budget_bytes", ctypes.c_uint64), ("card_floors_bytes", ctypes.c_uint64),
+                ("card_claimed_bytes", ctypes.c_uint64), ("available_bytes", ctypes.c_uint64)]
+
+
+class CheckpointEntryC(ctypes.Structure):  # struct vdev_checkpoint_entry
+    _fields_ = [("name", ctypes.c_char_p), ("dtype_name", ctypes.c_char_p),
+                ("dtype", ctypes.c_int), ("ndim", ctypes.c_int),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("offset_bytes", ctypes.c_uint64),
+                ("size_bytes", ctypes.c_uint64)]
+
+
+# Callbacks from C. ctypes takes the GIL for the call (on any thread, one that
+# Python did not make included) and gives it back when the function returns.
+PRESSURE_FN = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint64,
+                               ctypes.c_void_p)
+REPLICA_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+
 class AuditEntryC(ctypes.Structure):
     _fields_ = [("op_type", ctypes.c_char * 32), ("ran_on", ctypes.c_char * 64),
                 ("home", ctypes.c_char * 64), ("count", ctypes.c_uint64),
@@ -135,6 +161,16 @@ _PROTOS = {
     "vdev_memory_info": (STATUS, [_s, ctypes.POINTER(MemoryInfoC)]),
     "vdev_memory_reset_peak": (STATUS, [_s]),
     "vdev_memory_release_cached": (STATUS, [_s, _u64p]),
+    # governance (vdev/govern.h)
+    "vdev_priority_name": (_s, [ctypes.c_int]),
+    "vdev_config_set_logical_devices_ex": (STATUS, [_s, ctypes.POINTER(LogicalDeviceConfigC),
+                                                    ctypes.c_int]),
+    "vdev_config_get_logical_devices_ex": (STATUS, [_s, ctypes.POINTER(LogicalDeviceConfigC),
+                                                    ctypes.c_int, _intp]),
+    "vdev_memory_get_limits": (STATUS, [_s, ctypes.POINTER(MemoryLimitsC)]),
+    "vdev_memory_set_limits": (STATUS, [_s, ctypes.c_uint64, ctypes.c_uint64]),
+    "vdev_memory_set_priority": (STATUS, [_s, ctypes.c_int]),
+    "vdev_memory_set_pressure_callback": (STATUS, [_s, PRESSURE_FN, ctypes.c_void_p]),
     # tensors
     "vdev_tensor_zeros": (_h, [_i64p, ctypes.c_int, ctypes.c_int]),
     "vdev_tensor_ones": (_h, [_i64p, ctypes.c_int, ctypes.c_int]),
@@ -154,6 +190,7 @@ _PROTOS = {
     "vdev_tensor_dtype": (ctypes.c_int, [_h]),
     "vdev_tensor_device": (_s, [_h]),
     "vdev_variable": (_h, [_h]),
+    "vdev_keep": (_h, [_h]),
     "vdev_assign": (STATUS, [_h, _h]),
     # placement
     "vdev_device_push": (STATUS, [_s]),
@@ -206,6 +243,54 @@ _PROTOS = {
     "vdev_adam_new": (_h, [ctypes.c_float, ctypes.c_float, ctypes.c_float, ctypes.c_float]),
     "vdev_optimizer_apply": (STATUS, [_h, ctypes.POINTER(_h), ctypes.POINTER(_h), ctypes.c_int]),
     "vdev_optimizer_free": (None, [_h]),
+    # collectives and the mirrored strategy (vdev/distribute.h)
+    "vdev_comm_new": (STATUS, [ctypes.POINTER(_s), ctypes.c_int, ctypes.POINTER(_h)]),
+    "vdev_comm_free": (None, [_h]),
+    "vdev_comm_size": (ctypes.c_int, [_h]),
+    "vdev_comm_device": (_s, [_h, ctypes.c_int]),
+    "vdev_comm_implementation": (_s, [_h]),
+    "vdev_comm_set_timeout": (STATUS, [_h, ctypes.c_double]),
+    "vdev_comm_all_reduce": (STATUS, [_h, ctypes.c_int, ctypes.POINTER(_h), ctypes.c_int,
+                                      ctypes.c_int]),
+    "vdev_comm_broadcast": (STATUS, [_h, ctypes.c_int, ctypes.POINTER(_h), ctypes.c_int,
+                                     ctypes.c_int]),
+    "vdev_comm_all_gather": (STATUS, [_h, ctypes.c_int, _h, _h]),
+    "vdev_comm_barrier": (STATUS, [_h, ctypes.c_int]),
+    "vdev_comm_abort": (STATUS, [_h, ctypes.c_int, ctypes.c_int, _s]),
+    "vdev_mirrored_strategy_new": (STATUS, [ctypes.POINTER(_s), ctypes.c_int,
+                                            ctypes.POINTER(_h)]),
+    "vdev_strategy_free": (None, [_h]),
+    "vdev_strategy_num_replicas_in_sync": (ctypes.c_int, [_h]),
+    "vdev_strategy_device": (_s, [_h, ctypes.c_int]),
+    "vdev_strategy_set_batch_proportions": (STATUS, [_h, ctypes.POINTER(ctypes.c_double),
+                                                     ctypes.c_int]),
+    "vdev_strategy_run": (STATUS, [_h, REPLICA_FN, ctypes.c_void_p, ctypes.POINTER(_h)]),
+    "vdev_strategy_reduce": (_h, [_h, ctypes.c_int, ctypes.POINTER(_h)]),
+    "vdev_strategy_memory_info": (STATUS, [_h, ctypes.c_int, ctypes.POINTER(MemoryInfoC)]),
+    "vdev_strategy_memory_imbalance": (ctypes.c_double, [_h]),
+    "vdev_replica_id": (ctypes.c_int, [_h]),
+    "vdev_replica_num_replicas": (ctypes.c_int, [_h]),
+    "vdev_replica_device": (_s, [_h]),
+    "vdev_replica_batch": (_h, [_h, _h]),
+    "vdev_replica_compute_average_loss": (_h, [_h, _h, ctypes.c_int64]),
+    "vdev_replica_all_reduce": (STATUS, [_h, ctypes.c_int, ctypes.POINTER(_h), ctypes.c_int,
+                                         ctypes.POINTER(_h)]),
+    "vdev_replica_broadcast": (STATUS, [_h, ctypes.POINTER(_h), ctypes.c_int, ctypes.c_int]),
+    "vdev_replica_apply_gradients": (STATUS, [_h, _h, ctypes.POINTER(_h), ctypes.POINTER(_h),
+                                              ctypes.c_int]),
+    # checkpoints
+    "vdev_checkpoint_save": (STATUS, [_s, ctypes.POINTER(_s), ctypes.POINTER(_h), ctypes.c_int,
+                                      ctypes.POINTER(_s), ctypes.c_int]),
+    "vdev_checkpoint_load": (STATUS, [_s, ctypes.POINTER(_s), ctypes.POINTER(_h),
+                                      ctypes.c_int]),
+    "vdev_checkpoint_metadata": (STATUS, [_s, _s, ctypes.c_char_p, ctypes.c_size_t]),
+    "vdev_checkpoint_open": (STATUS, [_s, ctypes.POINTER(_h)]),
+    "vdev_checkpoint_close": (None, [_h]),
+    "vdev_checkpoint_n_entries": (ctypes.c_int, [_h]),
+    "vdev_checkpoint_entry": (STATUS, [_h, ctypes.c_int, ctypes.POINTER(CheckpointEntryC)]),
+    "vdev_checkpoint_n_metadata": (ctypes.c_int, [_h]),
+    "vdev_checkpoint_metadata_at": (STATUS, [_h, ctypes.c_int, ctypes.POINTER(_s),
+                                             ctypes.POINTER(_s)]),
     # DLPack
     "vdev_tensor_to_dlpack": (STATUS, [_h, ctypes.POINTER(ctypes.c_void_p)]),
     "vdev_tensor_from_dlpack": (_h, [ctypes.c_void_p]),

@@ -17,7 +17,7 @@ import numbers
 
 import numpy as np
 
-from . import _lib
+from . import _lib, _strategy_context
 from ._lib import lib
 
 _LONG_PREFIX = "/job:localhost/replica:0/task:0"
@@ -291,20 +291,20 @@ class Variable(Tensor):
 
     __slots__ = ("trainable", "name")
 
+    def __new__(cls, initial_value=None, trainable=True, name=None, dtype=None, *,
+                _handle=None):
+        # Under a strategy's scope (outside a step function) a new variable is
+        # mirrored: one copy on each replica's device (vdev.distribute).
+        if cls is Variable and _handle is None:
+            strategy = _strategy_context.mirroring_strategy()
+            if strategy is not None:
+                return strategy._make_variable(initial_value, trainable, name, dtype)
+        return super().__new__(cls)
+
     def __init__(self, initial_value=None, trainable=True, name=None, dtype=None, *,
                  _handle=None):
         if _handle is None:
-            if initial_value is None:
-                raise ValueError("initial_value must be specified.")
-            if callable(initial_value):
-                initial_value = initial_value()
-            if isinstance(initial_value, Tensor):
-                if dtype is not None and as_dtype(dtype) is not initial_value.dtype:
-                    raise TypeError("initial_value is %s, not %s" % (initial_value.dtype.name,
-                                                                     as_dtype(dtype).name))
-                h = _lib.made(lib.vdev_identity(initial_value._handle))
-            else:
-                h = _from_value(initial_value, dtype)
+            h = _initial_handle(initial_value, dtype)
             _handle = lib.vdev_variable(h)
             if not _handle:
                 err = _lib.error()
@@ -335,6 +335,21 @@ class Variable(Tensor):
                 self.name, tuple(self.shape), self.dtype.name, self.device, self.numpy())
         except Exception as e:
             return "<vdev.Variable: %s>" % e
+
+
+def _initial_handle(initial_value, dtype):
+    """A new tensor handle holding a variable's initial value (a value, a
+    tensor, or a callable giving one), on the current device scope."""
+    if initial_value is None:
+        raise ValueError("initial_value must be specified.")
+    if callable(initial_value):
+        initial_value = initial_value()
+    if isinstance(initial_value, Tensor):
+        if dtype is not None and as_dtype(dtype) is not initial_value.dtype:
+            raise TypeError("initial_value is %s, not %s" % (initial_value.dtype.name,
+                                                             as_dtype(dtype).name))
+        return _lib.made(lib.vdev_identity(initial_value._handle))
+    return _from_value(initial_value, dtype)
 
 
 # ---- conversion and creation -------------------------------------------------------

@@ -7,12 +7,14 @@ at once when ``input_dim`` (or ``input_shape``) is given, else at the first
 call, and in both cases on the device scope that was current when the layer
 was made, so ``with vdev.device('GPU:1'): layer = Dense(...)`` puts the layer
 on GPU:1 even if it is first called outside the scope (Keras would make the
-variables where the first call happens).
+variables where the first call happens). A layer made under a
+MirroredStrategy's scope gets MirroredVariables (one copy per replica), made
+outside strategy.run (building it inside a step function is an error).
 """
 
 import math
 
-from . import _ops, random
+from . import _ops, _strategy_context, random
 from ._device import current_device, device
 from ._tensor import Tensor, Variable
 
@@ -29,8 +31,13 @@ def _activation(a):
     return _ACTIVATIONS[a]
 
 
-def _adopt(t):
-    """Makes the fresh tensor t a Variable without a copy (t gives up its handle)."""
+def _adopt(t, strategy=None):
+    """Makes the fresh tensor t a Variable without a copy (t gives up its
+    handle), or, for a layer made under a strategy's scope, a
+    MirroredVariable: a copy on each replica's device."""
+    if strategy is not None:
+        from .distribute._values import mirror_tensor
+        return mirror_tensor(strategy, t)
     from ._lib import lib, made
     h, t._h = t._h, None
     return Variable(_handle=made(lib.vdev_variable(h)))
@@ -68,6 +75,7 @@ class Dense(Layer):
         self.use_bias = bool(use_bias)
         self.seed = random._seed(seed)
         self._device = current_device()
+        self._strategy = _strategy_context.mirroring_strategy()
         self.kernel = self.bias = None
         if input_shape is not None:
             input_dim = input_shape[-1]
@@ -78,18 +86,26 @@ class Dense(Layer):
         """Makes W [input_dim, units] and b [units] on the layer's device."""
         if self.kernel is not None:
             return
+        if self._strategy is not None and _strategy_context.replica() is not None:
+            raise RuntimeError(
+                "layer %r, made under strategy.scope(), is built inside strategy.run: its "
+                "variables must be made once for every replica. Give it input_dim (or call it "
+                "once) under strategy.scope()" % self.name)
         input_dim = int(input_dim)
         r = math.sqrt(6.0 / (input_dim + self.units))  # Glorot (Xavier) uniform
-        scope = device(self._device) if self._device else None
+        # Mirrored: the initial values are made on the host, then copied to
+        # each replica, so no replica's device holds more than another's.
+        where = self._device or ("CPU:0" if self._strategy is not None else None)
+        scope = device(where) if where else None
         if scope:
             scope.__enter__()
         try:
             w = random.uniform((input_dim, self.units), -r, r, seed=self.seed)
-            self.kernel = _adopt(w)
+            self.kernel = _adopt(w, self._strategy)
             self.kernel.name = self.name + "/kernel"
             if self.use_bias:
                 from ._tensor import zeros
-                self.bias = _adopt(zeros((self.units,)))
+                self.bias = _adopt(zeros((self.units,)), self._strategy)
                 self.bias.name = self.name + "/bias"
         finally:
             if scope:

@@ -1,36 +1,89 @@
-"""Losses, as ``tf.keras.losses``, called ``loss(y_true, y_pred)`` and
-returning the mean over the batch (Keras's default reduction)."""
+"""Losses, as ``tf.keras.losses``, called ``loss(y_true, y_pred)``: the mean
+over the batch (Keras's default reduction, 'auto' or
+'sum_over_batch_size'), or one loss per example (reduction 'none', what
+``vdev.nn.compute_average_loss`` takes in a data-parallel step)."""
 
 from . import _ops
 
 
-def _check_reduction(reduction):
-    if reduction not in ("auto", "sum_over_batch_size"):
+class Reduction:
+    """``tf.keras.losses.Reduction``'s names; vdev has AUTO,
+    SUM_OVER_BATCH_SIZE (the mean over the batch) and NONE."""
+
+    AUTO = "auto"
+    NONE = "none"
+    SUM = "sum"
+    SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
+
+
+def _check_reduction(reduction, per_example=True):
+    allowed = ("auto", "sum_over_batch_size") + (("none",) if per_example else ())
+    if reduction not in allowed:
         raise ValueError("vdev's losses average over the batch (reduction 'auto' or "
-                         "'sum_over_batch_size'), not %r" % (reduction,))
+                         "'sum_over_batch_size')%s, not %r"
+                         % (" or give one loss per example ('none')" if per_example else "",
+                            reduction))
+    return reduction
+
+
+def _no_weights(sample_weight):
+    if sample_weight is not None:
+        raise ValueError("vdev's losses take no sample_weight")
 
 
 class MeanSquaredError:
-    """mean((y_pred - y_true)^2): one vdev op, MeanSquaredError."""
+    """mean((y_pred - y_true)^2): one vdev op, MeanSquaredError. With
+    reduction 'none', the mean over the last axis of each example, as Keras."""
 
     def __init__(self, reduction="auto", name="mean_squared_error"):
-        _check_reduction(reduction)
+        self.reduction = _check_reduction(reduction)
         self.name = name
 
     def __call__(self, y_true, y_pred, sample_weight=None):
-        if sample_weight is not None:
-            raise ValueError("vdev's losses take no sample_weight")
+        _no_weights(sample_weight)
+        if self.reduction == "none":
+            y_pred, y_true = _ops._t(y_pred), _ops._t(y_true)
+            d = _ops.subtract(y_pred, y_true)
+            return _ops.reduce_mean(_ops.multiply(d, d), axis=d.ndim - 1)
         return _ops.mean_squared_error_scalar(y_true, y_pred)
+
+
+class CategoricalCrossentropy:
+    """-sum(y_true * log_softmax(logits)) over the last axis: y_true holds
+    one-hot (or probability) rows. vdev computes it from logits, so
+    from_logits must be True. Reduction 'none' gives one loss per example."""
+
+    def __init__(self, from_logits=False, label_smoothing=0.0, reduction="auto",
+                 name="categorical_crossentropy"):
+        self.reduction = _check_reduction(reduction)
+        if not from_logits:
+            raise ValueError("vdev computes the cross-entropy from logits: pass "
+                             "from_logits=True (and give the model no softmax at its end)")
+        if label_smoothing:
+            raise ValueError("vdev's CategoricalCrossentropy has no label smoothing")
+        self.from_logits = True
+        self.name = name
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        _no_weights(sample_weight)
+        y_true, y_pred = _ops._t(y_true), _ops._t(y_pred)
+        lp = _ops.log_softmax(y_pred)
+        per_example = _ops.negative(_ops.reduce_sum(_ops.multiply(y_true, lp),
+                                                    axis=lp.ndim - 1))
+        if self.reduction == "none":
+            return per_example
+        return _ops.reduce_mean(per_example)
 
 
 class SparseCategoricalCrossentropy:
     """The mean over the batch of -log softmax(logits)[label]; y_true holds
     int32 labels in [0, classes). vdev computes it from logits, so
-    from_logits must be True."""
+    from_logits must be True. vdev's op gives the mean only: for one loss
+    per example, use CategoricalCrossentropy with one-hot labels."""
 
     def __init__(self, from_logits=False, reduction="auto",
                  name="sparse_categorical_crossentropy"):
-        _check_reduction(reduction)
+        self.reduction = _check_reduction(reduction, per_example=False)
         if not from_logits:
             raise ValueError("vdev computes the cross-entropy from logits: pass "
                              "from_logits=True (and give the model no softmax at its end)")
@@ -38,6 +91,5 @@ class SparseCategoricalCrossentropy:
         self.name = name
 
     def __call__(self, y_true, y_pred, sample_weight=None):
-        if sample_weight is not None:
-            raise ValueError("vdev's losses take no sample_weight")
+        _no_weights(sample_weight)
         return _ops.sparse_softmax_cross_entropy_mean(y_true, y_pred)

@@ -1,5 +1,55 @@
-"""Neural-network ops under ``tf.nn``'s names."""
+"""Neural-network ops under ``tf.nn``'s names, and ``compute_average_loss``.
 
-from ._ops import log_softmax, relu, sigmoid, softmax, tanh
+``compute_average_loss(per_example_loss)`` is the loss of a replica's rows
+scaled to the global batch: sum(per_example_loss) / global_batch_size, so
+that the gradients, summed over the replicas by apply_gradients, are those
+of the mean loss over the global batch. Inside strategy.run it is vdev's
+vdev_replica_compute_average_loss: without global_batch_size it divides by
+the rows of the global batch the replica took its rows from in this step
+(a DistributedBatch), else by per_example_loss's rows times the number of
+replicas (TensorFlow's default; with uneven splits TensorFlow's default
+would weigh rows unequally). Outside a strategy it is the mean over the
+rows (one replica).
+"""
 
-__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax"]
+import numbers
+
+from . import _lib, _strategy_context, errors
+from ._lib import lib
+from ._ops import divide, log_softmax, multiply, reduce_sum, relu, sigmoid, softmax, tanh
+from ._tensor import Tensor, convert_to_tensor
+
+
+def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size=None):
+    """sum(per_example_loss * sample_weight) / global_batch_size, a
+    0-dimensional tensor (see the module's notes for the default
+    global_batch_size). per_example_loss has at least one dimension."""
+    t = convert_to_tensor(per_example_loss)
+    if sample_weight is not None:
+        t = multiply(t, sample_weight)
+    if global_batch_size is not None:
+        if isinstance(global_batch_size, Tensor):
+            global_batch_size = int(global_batch_size)
+        if isinstance(global_batch_size, bool) or not isinstance(global_batch_size,
+                                                                 numbers.Integral):
+            raise TypeError("global_batch_size must be an integer, not %r"
+                            % (global_batch_size,))
+        if global_batch_size <= 0:
+            raise errors.InvalidArgumentError("global_batch_size must be positive.",
+                                              "VDEV_ERR_INVALID_ARG")
+    ctx = _strategy_context.replica()
+    if ctx is not None:
+        return Tensor(_lib.made(lib.vdev_replica_compute_average_loss(
+            ctx._check(), t._handle, int(global_batch_size or 0))))
+    if global_batch_size is None and _strategy_context.scope_strategy() is not None:
+        raise RuntimeError("You are calling `compute_average_loss` in cross replica context, "
+                           "while it was expected to be called in replica context.")
+    shape = t.shape
+    if len(shape) == 0:
+        raise errors.InvalidArgumentError(
+            "Invalid value passed for `per_example_loss`. Expected a tensor with at least "
+            "rank 1. Received per_example_loss of shape [] with rank 0", "VDEV_ERR_INVALID_ARG")
+    return divide(reduce_sum(t), float(global_batch_size or shape[0]))
+
+
+__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "compute_average_loss"]

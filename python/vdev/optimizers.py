@@ -1,19 +1,43 @@
 """Optimizers, as ``tf.keras.optimizers``: ``SGD`` and ``Adam`` with Keras's
 arguments and defaults. ``apply_gradients(zip(grads, vars))`` updates each
 variable in place on its own device with one fused op there; the optimizer's
-slots (momentum; Adam's m and v) live beside each variable."""
+slots (momentum; Adam's m and v) live beside each variable. An optimizer
+made under a MirroredStrategy's scope is one vdev optimizer per replica, as
+each replica needs its own state, and is used inside strategy.run."""
 
-from . import _lib
+from . import _lib, _strategy_context
 from ._lib import lib
 from ._tensor import Tensor, Variable
 
 
 class Optimizer:
-    def __init__(self, handle, name):
-        self._h = handle
+    """make: a function that makes a new vdev optimizer (one, or one per
+    replica for an optimizer made under a strategy's scope)."""
+
+    def __init__(self, make, name):
+        self._h = None
+        self._replica_h = None  # under a strategy: one optimizer per replica
+        self._strategy = _strategy_context.mirroring_strategy()
         self.name = name
+        if self._strategy is None:
+            self._h = _lib.made(make())
+            return
+        hs = []
+        try:
+            for _ in range(self._strategy.num_replicas_in_sync):
+                hs.append(_lib.made(make()))
+        except BaseException:
+            for h in hs:
+                lib.vdev_optimizer_free(h)
+            raise
+        self._replica_h = tuple(hs)
 
     def apply_gradients(self, grads_and_vars, name=None):
+        """Updates each variable in place on its own device. Inside
+        strategy.run (an optimizer made under strategy.scope()), sums each
+        gradient over the replicas first and updates every replica's copy
+        alike, all or nothing: when any replica fails before the update, no
+        replica's variables change."""
         pairs = list(grads_and_vars)
         for g, v in pairs:
             if not isinstance(v, Variable):
@@ -24,10 +48,22 @@ class Optimizer:
         if not kept:
             raise ValueError("No gradients provided for any variable: (%s,). Provided "
                              "`grads_and_vars` is %r." % ([v.name for _, v in pairs], pairs))
+        ctx = _strategy_context.replica()
+        if ctx is None and self._replica_h is not None:
+            raise RuntimeError("`apply_gradients() cannot be called in cross-replica context. "
+                               "Use `MirroredStrategy.run` to enter replica context.")
+        if ctx is not None and (self._replica_h is None or ctx.strategy is not self._strategy):
+            raise ValueError("optimizer %r is used inside strategy.run but was not made under "
+                             "that strategy's scope(): each replica needs its own optimizer "
+                             "state. Make it under strategy.scope()" % self.name)
         n = len(kept)
         hv = _lib.handles([v._handle for _, v in kept])
         hg = _lib.handles([g._handle for g, _ in kept])
-        _lib.check(lib.vdev_optimizer_apply(self._h, hv, hg, n))
+        if ctx is None:
+            _lib.check(lib.vdev_optimizer_apply(self._h, hv, hg, n))
+        else:
+            _lib.check(lib.vdev_replica_apply_gradients(
+                ctx._h, self._replica_h[ctx.replica_id_in_sync_group], hv, hg, n))
 
     def minimize(self, loss, var_list, tape=None):
         """loss: a callable of no arguments, or a tensor recorded by `tape`."""
@@ -46,8 +82,10 @@ class Optimizer:
 
     def __del__(self, _free=lib.vdev_optimizer_free):
         h, self._h = getattr(self, "_h", None), None
-        if h:
-            _free(h)
+        hs, self._replica_h = getattr(self, "_replica_h", None) or (), None
+        for x in (h,) + tuple(hs):
+            if x:
+                _free(x)
 
 
 class SGD(Optimizer):
@@ -58,7 +96,7 @@ class SGD(Optimizer):
             raise ValueError("`momentum` must be between [0, 1]. Received: momentum=%r"
                              % (momentum,))
         self.learning_rate, self.momentum = float(learning_rate), float(momentum)
-        super().__init__(_lib.made(lib.vdev_sgd_new(self.learning_rate, self.momentum)), name)
+        super().__init__(lambda: lib.vdev_sgd_new(self.learning_rate, self.momentum), name)
 
 
 class Adam(Optimizer):
@@ -68,5 +106,5 @@ class Adam(Optimizer):
             raise ValueError("vdev's Adam has no AMSGrad")
         self.learning_rate, self.beta_1 = float(learning_rate), float(beta_1)
         self.beta_2, self.epsilon = float(beta_2), float(epsilon)
-        super().__init__(_lib.made(lib.vdev_adam_new(self.learning_rate, self.beta_1,
-                                                     self.beta_2, self.epsilon)), name)
+        super().__init__(lambda: lib.vdev_adam_new(self.learning_rate, self.beta_1,
+                                                   self.beta_2, self.epsilon), name)

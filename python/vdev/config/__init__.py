@@ -15,11 +15,15 @@ code wins where both speak.
 Where vdev differs from TensorFlow (README, "Where vdev differs"): growth may
 differ between GPUs and may be combined with logical devices (each grows up
 to its limit), limits beyond a card's budget fail at start-up, and memory
-queries work on CPUs too.
+queries work on CPUs too. A logical GPU may also have a floor (memory
+guaranteed to it) and a memory priority (LogicalDeviceConfiguration's
+memory_floor and memory_priority), which change at run time with
+``experimental.set_memory_limits`` and ``set_memory_priority``.
 """
 
 import collections
 import ctypes
+import numbers
 
 from .. import _lib
 from .._lib import lib
@@ -31,15 +35,46 @@ LogicalDevice = collections.namedtuple("LogicalDevice", ["name", "device_type"])
 class LogicalDeviceConfiguration(
         collections.namedtuple("LogicalDeviceConfiguration",
                                ["memory_limit", "experimental_priority",
-                                "experimental_device_ordinal"])):
-    """One logical device of a split physical device: memory_limit in MiB
-    (required for GPUs, absent for CPUs). vdev has no priorities or
-    ordinals: setting them is a ValueError."""
+                                "experimental_device_ordinal", "memory_floor",
+                                "memory_priority"])):
+    """One logical device of a split physical device, as TensorFlow's:
+    memory_limit in MiB (for GPUs; absent for CPUs). vdev's own, for sharing
+    a card (README, "Sharing a card"), also in MiB:
+
+    - memory_floor: memory guaranteed to the device (its card keeps it
+      aside). None: the whole memory_limit, a fixed share, as in TensorFlow;
+      0: nothing guaranteed, the device takes shared memory up to its limit.
+    - memory_priority: 'low', 'normal' (None), 'high' or 'critical': who may
+      take whose cached memory when the card runs short.
+
+    With memory_floor or memory_priority, memory_limit may be None: the
+    card's budget. vdev has no stream priorities or ordinals: setting
+    experimental_priority or experimental_device_ordinal is a ValueError."""
 
     def __new__(cls, memory_limit=None, experimental_priority=None,
-                experimental_device_ordinal=None):
+                experimental_device_ordinal=None, memory_floor=None, memory_priority=None):
         return super().__new__(cls, memory_limit, experimental_priority,
-                               experimental_device_ordinal)
+                               experimental_device_ordinal, memory_floor, memory_priority)
+
+
+# enum vdev_priority (DEFAULT = 0 reads as normal)
+PRIORITIES = {"low": 1, "normal": 2, "high": 3, "critical": 4}
+PRIORITY_NAMES = {0: "normal", 1: "low", 2: "normal", 3: "high", 4: "critical"}
+
+
+def priority_code(priority, what="memory_priority"):
+    """enum vdev_priority of 'low', 'normal', 'high' or 'critical' (any case)."""
+    if isinstance(priority, str) and priority.lower() in PRIORITIES:
+        return PRIORITIES[priority.lower()]
+    raise ValueError("%s must be 'low', 'normal', 'high' or 'critical', not %r"
+                     % (what, priority))
+
+
+def _mib(value, what):
+    """A size in MiB (TensorFlow's unit) as bytes, whole MiB as TensorFlow."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value < 0:
+        raise ValueError("%s must be a number of MiB >= 0, not %r" % (what, value))
+    return int(value) << 20
 
 
 _VALUE = {_lib.INVALID_ARG: ValueError, _lib.NOT_FOUND: ValueError}
@@ -147,8 +182,9 @@ def get_memory_growth(device):
 
 def set_logical_device_configuration(device, logical_devices):
     """Splits a physical device into logical devices: GPUs with
-    LogicalDeviceConfiguration(memory_limit=MiB) each, the CPU with
-    LogicalDeviceConfiguration() each. An empty list removes the split."""
+    LogicalDeviceConfiguration(memory_limit=MiB) each (and vdev's
+    memory_floor, memory_priority), the CPU with LogicalDeviceConfiguration()
+    each. An empty list removes the split."""
     name = _check_physical(device)
     logical_devices = list(logical_devices)
     if device.device_type == "CPU":
@@ -159,40 +195,68 @@ def set_logical_device_configuration(device, logical_devices):
             if v.experimental_priority is not None:
                 raise ValueError("Setting experimental_priority on CPU virtual  devices is "
                                  "currently not supported")
+            if v.memory_floor is not None or v.memory_priority is not None:
+                raise ValueError("Setting memory_floor or memory_priority on CPU virtual "
+                                 "devices is not supported (logical CPUs share the host)")
         _lib.check(lib.vdev_config_set_logical_devices(name, None, len(logical_devices)), _VALUE)
         return
     if device.device_type != "GPU":
         raise ValueError("Virtual devices are not supported for %s" % device.device_type)
-    limits = []
-    for v in logical_devices:
-        if v.memory_limit is None:
+    governed = any(v.memory_floor is not None or v.memory_priority is not None
+                   for v in logical_devices)
+    cfg = (_lib.LogicalDeviceConfigC * max(len(logical_devices), 1))()
+    for i, v in enumerate(logical_devices):
+        extras = v.memory_floor is not None or v.memory_priority is not None
+        if v.memory_limit is None and not extras:
             raise ValueError("Setting memory limit is required for GPU virtual devices")
         if v.experimental_priority is not None or v.experimental_device_ordinal is not None:
             raise ValueError("vdev has no priorities or ordinals for logical devices "
-                             "(experimental_priority, experimental_device_ordinal)")
-        if isinstance(v.memory_limit, bool) or v.memory_limit < 0:
-            raise ValueError("memory_limit must be a number of MiB >= 0, not %r"
-                             % (v.memory_limit,))
-        limits.append(int(v.memory_limit) << 20)  # whole MiB, as TensorFlow
-    arr = (ctypes.c_uint64 * max(len(limits), 1))(*limits)
-    _lib.check(lib.vdev_config_set_logical_devices(name, arr, len(limits)), _VALUE)
+                             "(experimental_priority, experimental_device_ordinal); vdev's "
+                             "memory priority is memory_priority")
+        ceiling = 0 if v.memory_limit is None else _mib(v.memory_limit, "memory_limit")
+        floor = ceiling if v.memory_floor is None else _mib(v.memory_floor, "memory_floor")
+        prio = 0 if v.memory_priority is None else priority_code(v.memory_priority)
+        cfg[i].floor_bytes, cfg[i].ceiling_bytes, cfg[i].priority = floor, ceiling, prio
+    if not governed:  # TensorFlow's form: fixed shares
+        arr = (ctypes.c_uint64 * max(len(logical_devices), 1))(
+            *[cfg[i].ceiling_bytes for i in range(len(logical_devices))])
+        _lib.check(lib.vdev_config_set_logical_devices(name, arr, len(logical_devices)), _VALUE)
+        return
+    _lib.check(lib.vdev_config_set_logical_devices_ex(name, cfg, len(logical_devices)), _VALUE)
+
+
+def _to_mib(b):
+    return b >> 20 if b % (1 << 20) == 0 else b / (1 << 20)
 
 
 def get_logical_device_configuration(device):
     """The split of a physical device (code, else VDEV_LOGICAL_DEVICES) as a
-    list of LogicalDeviceConfiguration (memory_limit in MiB), or None."""
+    list of LogicalDeviceConfiguration, or None. Each reads back in the
+    shortest form that means the same: a fixed share as
+    LogicalDeviceConfiguration(memory_limit=MiB); a floor below the limit as
+    memory_floor; a priority other than normal as memory_priority; a limit
+    that is the card's budget as None before start-up (after it, the budget
+    in MiB)."""
     name = _check_physical(device)
     n = ctypes.c_int(0)
-    _lib.check(lib.vdev_config_get_logical_devices(name, None, 0, ctypes.byref(n)), _VALUE)
+    _lib.check(lib.vdev_config_get_logical_devices_ex(name, None, 0, ctypes.byref(n)), _VALUE)
     if n.value == 0:
         return None
     cap = n.value
-    arr = (ctypes.c_uint64 * cap)()
-    _lib.check(lib.vdev_config_get_logical_devices(name, arr, cap, ctypes.byref(n)), _VALUE)
+    arr = (_lib.LogicalDeviceConfigC * cap)()
+    _lib.check(lib.vdev_config_get_logical_devices_ex(name, arr, cap, ctypes.byref(n)), _VALUE)
     if device.device_type == "CPU":
         return [LogicalDeviceConfiguration() for _ in range(cap)]
-    mib = [b >> 20 if b % (1 << 20) == 0 else b / (1 << 20) for b in arr[:cap]]
-    return [LogicalDeviceConfiguration(memory_limit=m) for m in mib]
+    out = []
+    for d in arr[:cap]:
+        limit = None if d.ceiling_bytes == 0 else _to_mib(d.ceiling_bytes)
+        fixed = d.floor_bytes == d.ceiling_bytes and d.ceiling_bytes
+        floor = None if fixed else _to_mib(d.floor_bytes)
+        prio = PRIORITY_NAMES.get(d.priority, "normal")
+        out.append(LogicalDeviceConfiguration(
+            memory_limit=limit, memory_floor=floor,
+            memory_priority=None if prio == "normal" else prio))
+    return out
 
 
 def set_soft_device_placement(enabled):

@@ -1,6 +1,7 @@
 """``tf.config.experimental``: memory queries, memory growth, device details,
 op determinism, the device policy; and vdev's own knobs (memory fraction,
-handing cached memory back, the placement policy).
+handing cached memory back, the placement policy, and the run-time floors,
+ceilings and priorities of ``_govern``).
 
 ``get_memory_info('GPU:0')`` returns TensorFlow's ``current`` and ``peak``
 (bytes in use, 256-byte rounded, and its peak) plus vdev's keys: reserved,
@@ -19,12 +20,20 @@ from . import (PhysicalDevice, LogicalDeviceConfiguration, get_logical_device_co
                list_physical_devices, set_logical_device_configuration, set_memory_growth,
                set_visible_devices, _VALUE)
 
+from ._govern import (get_memory_limits, get_memory_pressure_callback,  # noqa: E402
+                      get_memory_priority, set_memory_limits, set_memory_pressure_callback,
+                      set_memory_priority)
+
 VirtualDeviceConfiguration = LogicalDeviceConfiguration
 
 
 def get_memory_info(device):
     mi = _lib.MemoryInfoC()
     _lib.check(lib.vdev_memory_info(_lib.enc(device), ctypes.byref(mi)), _VALUE)
+    return _memory_info_dict(mi)
+
+
+def _memory_info_dict(mi):
     return {"current": mi.bytes_in_use, "peak": mi.peak_bytes_in_use,
             "reserved": mi.bytes_reserved, "peak_reserved": mi.peak_bytes_reserved,
             "limit": mi.bytes_limit, "largest_free_block": mi.largest_free_block,
@@ -79,11 +88,16 @@ def set_memory_fraction(fraction, device=None):
 
 
 def enable_op_determinism():
-    """Every op gives the same bits run to run (see vdev_config_set_deterministic)."""
+    """Every op and collective gives the same bits run to run, on every
+    backend, however many threads run host kernels (vdev_config_set_deterministic).
+    Takes effect at once, before or after start-up; code wins over
+    VDEV_DETERMINISTIC=1; vdev.shutdown() turns it off."""
     lib.vdev_config_set_deterministic(True)
 
 
 def disable_op_determinism():
+    """vdev's own (TensorFlow's switch cannot be turned off): ops may again
+    split their work by the number of threads."""
     lib.vdev_config_set_deterministic(False)
 
 
@@ -114,4 +128,6 @@ __all__ = ["get_memory_info", "get_memory_usage", "reset_memory_stats", "release
            "get_device_policy", "set_memory_growth", "get_memory_growth", "set_visible_devices",
            "get_visible_devices", "list_physical_devices", "list_logical_devices",
            "set_logical_device_configuration", "get_logical_device_configuration",
-           "VirtualDeviceConfiguration"]
+           "VirtualDeviceConfiguration", "get_memory_limits", "set_memory_limits",
+           "set_memory_priority", "get_memory_priority", "set_memory_pressure_callback",
+           "get_memory_pressure_callback"]

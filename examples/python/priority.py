@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""priority.py — a critical model keeps its share of a GPU while two
+secondary models grow and shrink in what is left; the Python form of
+``vdev demo --priority`` (examples/priority.c).
+
+"Give the critical task a fixed share of memory and let the secondary tasks
+use what is left; watch the memory info and adjust what they get." One GPU
+(a simulated 3 GiB card where no GPU is present) is split into three
+logical GPUs before start-up: the critical model's, with the critical
+priority, and two secondary models' with low priority. Once the runtime
+runs and the card's budget is known, the shares are set at run time: the
+critical model gets a floor (a quarter of the arena, guaranteed), the
+secondary models no floor and half the rest each as their ceilings. Each
+model trains in its own thread. The secondary models double their batch
+every few steps; when an allocation fails (vdev.OutOfMemoryError) they
+halve it and go on, and when vdev tells them of memory pressure (their
+ceiling lowered below what they hold) they halve it before the next step. A
+monitor thread runs the policy loop below: the critical model keeps its
+peak and a quarter (at least its floor); the rest is split between the
+secondary models in proportion to what each used since the last look. The
+critical model never sees an out-of-memory error: its floor is kept aside
+for it, and as the highest priority it would take the others' cached memory
+first.
+"""
+import argparse
+import os
+import statistics
+import sys
+import threading
+import time
+
+import vdev
+
+MIB, GIB = 1 << 20, 1 << 30
+E = vdev.config.experimental
+
+p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+p.add_argument("--steps", type=int, default=40,
+               help="the secondary models' training steps (10 to 100000, default 40)")
+args = p.parse_args()
+if not 10 <= args.steps <= 100000:
+    sys.exit("priority.py: --steps must be 10 to 100000")
+
+# ---- the card, split three ways ------------------------------------------------------------
+gpus = vdev.config.list_physical_devices("GPU")
+if not gpus and "VDEV_SIM_GPUS" not in os.environ:
+    os.environ["VDEV_SIM_GPUS"] = "1x3GiB"
+    vdev.shutdown()  # discover again
+    gpus = vdev.config.list_physical_devices("GPU")
+if not gpus:
+    sys.exit("priority.py: no GPU")
+L = vdev.config.LogicalDeviceConfiguration
+vdev.config.set_logical_device_configuration(gpus[0], [
+    L(memory_floor=0, memory_priority="critical"),
+    L(memory_floor=0, memory_priority="low"),
+    L(memory_floor=0, memory_priority="low")])
+vdev.init()
+# The arena the three share: the card's budget (its free memory less the
+# driver's reserve), at most 3 GiB so the example stays quick.
+budget = E.get_memory_limits("GPU:0")["card_budget"]
+arena = min(budget, 3 * GIB) & ~(MIB - 1)
+floor = arena // 4 & ~(MIB - 1)
+E.set_memory_limits("GPU:0", floor=floor)  # guaranteed: no other device can take it
+for d in ("GPU:1", "GPU:2"):
+    E.set_memory_limits(d, floor=0, ceiling=(arena - floor) // 2)
+
+
+def fmt(b):
+    return "%.2f GiB" % (b / GIB) if b >= GIB else "%.2f MiB" % (b / MIB)
+
+
+print("One GPU (%s), three logical GPUs sharing %s:"
+      % (E.get_device_details(gpus[0])["device_name"], fmt(arena)))
+print("  GPU:0 critical model: floor %s, priority critical" % fmt(floor))
+print("  GPU:1, GPU:2 secondary models A and B: no floor, priority low, ceilings moved by the "
+      "monitor")
+
+# Secondary rows cost about 8 floats of 2048 (activations and gradients).
+max_batch = 1
+while max_batch * 2 * 2048 * 4 * 8 < arena:
+    max_batch *= 2
+
+
+class Model:
+    def __init__(self, name, dev, sizes, batch, seed, critical=False):
+        self.name, self.dev, self.batch, self.critical = name, dev, batch, critical
+        self.steps = args.steps + 10 if critical else args.steps
+        self.done = self.ooms = self.shrinks = 0
+        self.batch_seen = batch
+        self.pressure = threading.Event()
+        self.solo, self.shared = [], []
+        with vdev.device(dev):
+            self.model = vdev.models.MLP(sizes, activation="relu", seed=seed)
+            self.teacher = vdev.models.MLP(sizes, activation="tanh", seed=10 + seed)
+        self.adam = vdev.optimizers.Adam(learning_rate=0.001)
+        self.in_dim = sizes[0]
+        if not critical:  # vdev's pressure callback: shrink before the next allocation fails
+            E.set_memory_pressure_callback(dev, self.on_pressure)
+
+    def on_pressure(self, device, kind, nbytes):
+        if kind != "lent":
+            self.pressure.set()
+
+    def step(self, batch, seed, evaluate=False):
+        """One training step (MSE against a fixed teacher) at `batch`, or a
+        forward pass on a large batch: a burst of memory."""
+        with vdev.device(self.dev):
+            x = vdev.random.uniform([batch, self.in_dim], -1, 1, seed=seed)
+            target = self.teacher(x)
+            if evaluate:
+                float(mse(target, self.model(x)))
+                return
+            with vdev.GradientTape() as tape:
+                loss = mse(target, self.model(x))
+            grads = tape.gradient(loss, self.model.trainable_variables)
+            self.adam.apply_gradients(zip(grads, self.model.trainable_variables))
+            float(loss)
+
+
+mse = vdev.losses.MeanSquaredError()
+models = [Model("critical", "GPU:0", [64, 1024, 8], 256, 1, critical=True),
+          Model("A", "GPU:1", [16, 2048, 4], 512, 2),
+          Model("B", "GPU:2", [16, 2048, 4], 512, 3)]
+secondaries_go = threading.Event()
+finished = threading.Semaphore(0)
+n_finished = [0]
+looks = [0]
+moves = [0]
+
+
+def train(m):
+    if not m.critical:
+        secondaries_go.wait()
+    s = 0
+    while s < m.steps:
+        if not m.critical and m.pressure.is_set() and m.batch > 64:
+            m.pressure.clear()
+            m.batch //= 2
+            m.shrinks += 1
+        t0 = time.perf_counter()
+        try:
+            m.step(m.batch, 1000 * s + m.in_dim)
+            if m.critical and s % 10 == 9:
+                m.step(16 * m.batch, 7 + s, evaluate=True)
+        except vdev.OutOfMemoryError:
+            m.ooms += 1
+            if m.critical or m.batch <= 64:
+                break
+            m.batch //= 2  # recover: half the batch, and on
+            continue
+        dt = time.perf_counter() - t0
+        m.done += 1
+        if m.critical:
+            (m.solo if not secondaries_go.is_set() else m.shared).append(dt)
+            if s == 9:
+                secondaries_go.set()  # ten steps alone first
+        elif s % 4 == 3 and m.batch < max_batch:
+            m.batch *= 2  # grow
+        m.batch_seen = max(m.batch_seen, m.batch)
+        s += 1
+    n_finished[0] += 1
+    if m.critical:
+        secondaries_go.set()
+
+
+def peak(dev):
+    return E.get_memory_info(dev)["peak"]
+
+
+def monitor():
+    """The policy loop: the critical model keeps its peak and a quarter (at
+    least its floor); the secondary models split the rest by what each used
+    since the last look."""
+    while n_finished[0] < 3:
+        keep = max(peak("GPU:0") * 5 // 4, floor)
+        rest = arena - keep
+        d0, d1 = peak("GPU:1") + MIB, peak("GPU:2") + MIB
+        c0 = rest // (d0 + d1) * d0
+        c1 = rest - c0
+        E.set_memory_limits("GPU:1", floor=0, ceiling=max(c0, 64 * MIB))
+        E.set_memory_limits("GPU:2", floor=0, ceiling=max(c1, 64 * MIB))
+        moves[0] += 2
+        E.reset_memory_stats("GPU:1")
+        E.reset_memory_stats("GPU:2")
+        looks[0] += 1
+        time.sleep(0.005)
+
+
+threads = [threading.Thread(target=train, args=(m,)) for m in models]
+mon = threading.Thread(target=monitor)
+mon.start()
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+mon.join()
+
+crit = models[0]
+print("critical model: %d steps, %d out-of-memory error%s; median step %.2f ms alone, %.2f ms "
+      "beside the others (they share the card's compute)"
+      % (crit.done, crit.ooms, "" if crit.ooms == 1 else "s",
+         1000 * statistics.median(crit.solo or [0]), 1000 * statistics.median(crit.shared or [0])))
+for m in models[1:]:
+    print("model %s: %d steps, %d out-of-memory error%s recovered from by halving its batch, %d "
+          "halving%s on pressure, batch up to %d"
+          % (m.name, m.done, m.ooms, "" if m.ooms == 1 else "s", m.shrinks,
+             "" if m.shrinks == 1 else "s", m.batch_seen))
+print("monitor: %d looks, %d ceiling changes" % (looks[0], moves[0]))
+ok = crit.ooms == 0 and crit.done == crit.steps and all(m.done == args.steps for m in models[1:])
+sys.exit(0 if ok else 1)

@@ -1,0 +1,172 @@
+"""vdev.train checkpoints from Python: save and load round trip (tensors on
+several devices, f32 and i32, 0-dimensional), metadata, the entries and
+list_variables, the file read with json and numpy alone, every error with
+vdev's message and nothing changed by a failed load, a MirroredVariable
+saved once and restored into every replica, and the determinism switch
+(enable_op_determinism / disable_op_determinism)."""
+import json
+import os
+import pathlib
+import struct
+
+import numpy as np
+import pytest
+
+import vdev
+
+T = vdev.train
+E = vdev.config.experimental
+
+
+@pytest.fixture
+def tensors():
+    with vdev.device("GPU:1"):
+        w = vdev.Variable(np.arange(6, dtype=np.float32).reshape(2, 3))
+    with vdev.device("CPU:0"):
+        it = vdev.Variable(np.int32(7))
+    b = vdev.constant([0.5, -1.5])
+    return {"dense0/w": w, "optimizer/iterations": it, "dense0/b": b}
+
+
+def test_round_trip(tmp_path, tensors):
+    path = tmp_path / "ckpt.safetensors"
+    T.save_checkpoint(path, tensors, metadata={"step": 12, "loss": 0.25, "note": "x"})
+    meta = T.checkpoint_metadata(str(path))
+    assert meta.pop("vdev.crc32") and meta == {"vdev.format": "1", "step": "12",
+                                               "loss": "0.25", "note": "x"}
+    assert T.checkpoint_entries(path) == [
+        ("dense0/w", "F32", [2, 3], 0, 24), ("optimizer/iterations", "I32", [], 24, 4),
+        ("dense0/b", "F32", [2], 28, 8)]
+    e = T.checkpoint_entries(path)[1]
+    assert (e.name, e.dtype, e.shape, e.offset, e.size) == ("optimizer/iterations", "I32", [],
+                                                            24, 4)
+    assert repr(e) == ("CheckpointEntry(name='optimizer/iterations', dtype='I32', shape=[], "
+                       "offset=24, size=4)")
+    assert T.list_variables(path) == [("dense0/b", [2]), ("dense0/w", [2, 3]),
+                                      ("optimizer/iterations", [])]
+    # Python reads the file without vdev: the header is JSON, the data raw.
+    raw = path.read_bytes()
+    n = struct.unpack("<Q", raw[:8])[0]
+    head = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    lo, hi = head["dense0/w"]["data_offsets"]
+    assert np.frombuffer(data[lo:hi], "<f4").reshape(2, 3).tolist() == [[0, 1, 2], [3, 4, 5]]
+    tensors["dense0/w"].assign(np.zeros((2, 3), np.float32))
+    tensors["optimizer/iterations"].assign(0)
+    fresh = vdev.zeros([2])
+    T.load_checkpoint(path, {"dense0/w": tensors["dense0/w"],
+                             "optimizer/iterations": tensors["optimizer/iterations"],
+                             "dense0/b": fresh})
+    assert tensors["dense0/w"].numpy().tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert tensors["dense0/w"].device.endswith("/device:GPU:1")
+    assert int(tensors["optimizer/iterations"].numpy()) == 7
+    assert fresh.numpy().tolist() == [0.5, -1.5]
+    T.load_checkpoint(path, {})  # verifies the file
+    T.save_checkpoint(str(path), {})  # no tensors: fine, and replaces the file
+    assert T.checkpoint_entries(path) == []
+
+
+def test_errors_change_nothing(tmp_path, tensors):
+    path = str(tmp_path / "ckpt.safetensors")
+    T.save_checkpoint(path, tensors, metadata={"step": "3"})
+    w = tensors["dense0/w"]
+    w.assign(np.full((2, 3), 9.0, np.float32))
+    q = "checkpoint '%s': " % path
+    missing = str(tmp_path / "none.safetensors")
+    cases = [
+        (lambda: T.load_checkpoint(missing, {"dense0/w": w}), vdev.errors.NotFoundError,
+         "checkpoint '%s': cannot open: No such file or directory" % missing),
+        (lambda: T.checkpoint_metadata(missing), vdev.errors.NotFoundError,
+         "checkpoint '%s': cannot open: No such file or directory" % missing),
+        (lambda: T.load_checkpoint(path, {"dense0/w": w, "nope": tensors["dense0/b"]}),
+         vdev.errors.NotFoundError,
+         q + "no entry 'nope' (asked for by names[1]; the file has 3 entries)"),
+        (lambda: T.load_checkpoint(path, {"dense0/w": tensors["optimizer/iterations"]}),
+         vdev.errors.InvalidArgumentError,
+         q + "entry 'dense0/w' is F32 [2, 3] in the file, but tensors[0] is I32 []"),
+        (lambda: T.load_checkpoint(path, {"dense0/b": w}), vdev.errors.InvalidArgumentError,
+         q + "entry 'dense0/b' is F32 [2] in the file, but tensors[0] is F32 [2, 3]"),
+        (lambda: T.save_checkpoint(str(tmp_path / "no" / "x"), {"a": w}), vdev.errors.UnknownError,
+         None),
+        (lambda: T.save_checkpoint(path, {"": w}), vdev.errors.InvalidArgumentError,
+         q + "names[0] is empty"),
+        (lambda: T.save_checkpoint(path, {"a": w}, metadata={"vdev.x": "1"}),
+         vdev.errors.InvalidArgumentError,
+         q + "metadata key 'vdev.x' starts with \"vdev.\", which vdev reserves"),
+        (lambda: T.save_checkpoint(path, {"__metadata__": w}), vdev.errors.InvalidArgumentError,
+         q + "names[0] is '__metadata__', which the format reserves"),
+        (lambda: T.save_checkpoint(path, {"a": 1.0}), TypeError,
+         "'a': a checkpoint holds vdev tensors, not 1.0"),
+        (lambda: T.save_checkpoint(path, [w]), TypeError, None),
+        (lambda: T.save_checkpoint(path, {1: w}), TypeError,
+         "a tensor's name must be a string, not 1"),
+        (lambda: T.save_checkpoint(path, {"a": w}, metadata={"m": [1]}), TypeError,
+         "metadata 'm': a value is a string or a number, not [1]"),
+        (lambda: T.save_checkpoint(path, {"a": w}, metadata={"m": True}), TypeError, None),
+        (lambda: T.save_checkpoint(3, {"a": w}), TypeError, None),
+    ]
+    for fn, cls, msg in cases:
+        with pytest.raises(cls) as e:
+            fn()
+        if msg is not None:
+            assert str(e.value) == msg
+    if os.path.exists(str(tmp_path / "no")):
+        pytest.fail("a failed save made a folder")
+    assert T.checkpoint_metadata(path)["step"] == "3"  # the checkpoint is still in place
+    assert sorted(os.listdir(tmp_path)) == ["ckpt.safetensors"]  # no temporary file left
+    raw = pathlib.Path(path).read_bytes()
+    trunc = tmp_path / "trunc.safetensors"
+    trunc.write_bytes(raw[:-3])
+    with pytest.raises(vdev.errors.UnknownError) as e:
+        T.load_checkpoint(trunc, {"dense0/w": w})
+    assert str(e.value) == ("checkpoint '%s': entry 'dense0/b' ends at byte 36 of the data, but "
+                            "the file holds 33 bytes of data (truncated?)" % trunc)
+    flipped = bytearray(raw)
+    flipped[-1] ^= 0x40
+    bad = tmp_path / "crc.safetensors"
+    bad.write_bytes(bytes(flipped))
+    with pytest.raises(vdev.errors.UnknownError) as e:
+        T.load_checkpoint(bad, {"dense0/w": w})
+    assert str(e.value).startswith("checkpoint '%s': checksum mismatch: the data's CRC-32 is "
+                                   % bad) and str(e.value).endswith("(the file is damaged)")
+    junk = tmp_path / "junk.safetensors"
+    junk.write_bytes(struct.pack("<Q", 8) + b"not json")
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        T.load_checkpoint(junk, {"dense0/w": w})
+    assert e.value.status == "VDEV_ERR_PARSE"
+    assert str(e.value) == "checkpoint '%s': the header does not start with '{'" % junk
+    with pytest.raises(vdev.errors.InvalidArgumentError):
+        T.checkpoint_entries(junk)
+    assert w.numpy().tolist() == [[9.0] * 3] * 2  # every failed load changed nothing
+
+
+def test_mirrored_variables(tmp_path):
+    s = vdev.distribute.MirroredStrategy()
+    with s.scope():
+        model = vdev.models.MLP([3, 4, 2], seed=9)
+    names = {"w%d" % i: v for i, v in enumerate(model.trainable_variables)}
+    path = tmp_path / "m.safetensors"
+    T.save_checkpoint(path, names)
+    assert [e.shape for e in T.checkpoint_entries(path)] == [[3, 4], [4], [4, 2], [2]]
+    want = [v.numpy().tobytes() for v in model.trainable_variables]
+    for v in model.trainable_variables:
+        v.assign(np.zeros(v.shape, np.float32))
+    T.load_checkpoint(path, names)  # into every replica
+    for v, w in zip(model.trainable_variables, want):
+        assert [c.numpy().tobytes() for c in v.values] == [w] * 3
+
+
+def test_determinism_switch():
+    assert E.is_op_determinism_enabled() is False
+    E.enable_op_determinism()
+    assert E.is_op_determinism_enabled() is True
+    with vdev.device("GPU:0"):
+        a = vdev.random.normal([64, 64], seed=1)
+        r1 = (a @ a).numpy().tobytes()
+        r2 = (a @ a).numpy().tobytes()
+    assert r1 == r2
+    E.disable_op_determinism()
+    assert E.is_op_determinism_enabled() is False
+    E.enable_op_determinism()
+    vdev.shutdown()  # turns it off, as vdev_shutdown() does
+    assert E.is_op_determinism_enabled() is False

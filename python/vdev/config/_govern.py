@@ -1,0 +1,184 @@
+"""Memory governance at run time (vdev/govern.h), for
+``vdev.config.experimental``: a logical device's floor (memory guaranteed
+to it), ceiling (its hard limit) and priority, changed at any time from any
+thread, the snapshot of them and of the card's sharing, and a callback told
+of memory pressure.
+
+Sizes here are bytes, as ``get_memory_info`` reports them (an int), or a
+string with a unit as ``VDEV_LOGICAL_DEVICES`` writes them ('2GiB', '512MiB',
+'1.5GiB'; B, KiB, MiB, GiB, TiB are powers of 1024, KB, MB, GB, TB of 1000).
+The configuration before start-up (``LogicalDeviceConfiguration``) keeps
+TensorFlow's MiB. Errors carry vdev's message: a bad argument or a device
+that does not exist is a ValueError, floors that no longer fit their card
+too, and a floor whose memory other devices hold live an OutOfMemoryError
+saying who holds it.
+
+Pressure callbacks run on the thread that met the pressure (an allocating
+thread, or the one that lowered a ceiling), a thread of vdev's own included:
+ctypes takes the GIL for the call. An exception in one cannot reach the
+allocation that caused it, so it is printed (as an exception in a thread is)
+and the allocation goes on.
+"""
+
+import ctypes
+import numbers
+import re
+import sys
+import threading
+import traceback
+
+from .. import _lib
+from .._lib import lib
+from . import PRIORITY_NAMES, priority_code
+
+_VALUE = {_lib.INVALID_ARG: ValueError, _lib.NOT_FOUND: ValueError, _lib.CONFIG: ValueError}
+
+_UNITS = {"": 1, "B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40,
+          "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)\s*$")
+
+
+def parse_bytes(value, what):
+    """A size as bytes: an int >= 0, or a string with a unit ('2GiB')."""
+    if isinstance(value, bool):
+        raise TypeError("%s must be a number of bytes or a size such as '2GiB', not %r"
+                        % (what, value))
+    if isinstance(value, numbers.Integral):
+        if value < 0:
+            raise ValueError("%s must be >= 0 bytes, not %d" % (what, value))
+        return int(value)
+    if isinstance(value, str):
+        m = _SIZE.match(value)
+        unit = m.group(2).upper() if m else None
+        if m and unit in _UNITS:
+            num = m.group(1)
+            whole, _, frac = num.partition(".")
+            scaled = int(whole or "0") * _UNITS[unit]
+            if frac:
+                scaled_frac = int(frac) * _UNITS[unit]
+                q, r = divmod(scaled_frac, 10 ** len(frac))
+                if r:
+                    raise ValueError("%s %r is not a whole number of bytes" % (what, value))
+                scaled += q
+            return scaled
+        raise ValueError("%s %r is not a size (a number and a unit: B, KiB, MiB, GiB, TiB, "
+                         "KB, MB, GB, TB)" % (what, value))
+    raise TypeError("%s must be a number of bytes or a size such as '2GiB', not %r"
+                    % (what, value))
+
+
+def get_memory_limits(device):
+    """A logical device's floor, ceiling and priority, and its card's
+    sharing, as one consistent snapshot:
+
+    {'floor': bytes guaranteed, 'ceiling': the most it may reserve (its
+    'limit' in get_memory_info), 'priority': 'low' | 'normal' | 'high' |
+    'critical', 'ceiling_lowered': True after a run-time change lowered the
+    ceiling (until one raises it), 'card_budget': what the card shares among
+    its logical devices, 'card_floors': their floors summed, 'card_claimed':
+    what they hold or keep aside, 'available': how much more this device may
+    reserve now}. Starts the runtime."""
+    ml = _lib.MemoryLimitsC()
+    _lib.check(lib.vdev_memory_get_limits(_lib.enc(device), ctypes.byref(ml)), _VALUE)
+    return {"floor": ml.floor_bytes, "ceiling": ml.ceiling_bytes,
+            "priority": PRIORITY_NAMES.get(ml.priority, "normal"),
+            "ceiling_lowered": bool(ml.ceiling_lowered), "card_budget": ml.card_budget_bytes,
+            "card_floors": ml.card_floors_bytes, "card_claimed": ml.card_claimed_bytes,
+            "available": ml.available_bytes}
+
+
+def set_memory_limits(device, floor=None, ceiling=None):
+    """Sets a logical device's floor and ceiling at run time (bytes, or
+    '2GiB'; None keeps the present value; a ceiling of 0 is the card's
+    budget). Raising takes effect at once. Lowering the ceiling below what
+    the device holds releases its empty regions; live memory is never taken:
+    while the memory in use stays above the ceiling, new allocations on the
+    device raise OutOfMemoryError saying the ceiling was lowered. A new floor
+    must fit the card (ValueError naming the card, its budget and the
+    floors' sum) and takes its memory from what the card has unclaimed or
+    from other devices' empty regions (OutOfMemoryError when they hold it
+    live). Thread-safe; with None for one of them, the present value is read
+    first, so a change by another thread in between is overwritten."""
+    if floor is None or ceiling is None:
+        now = get_memory_limits(device)
+        floor = now["floor"] if floor is None else floor
+        ceiling = now["ceiling"] if ceiling is None else ceiling
+    f, c = parse_bytes(floor, "floor"), parse_bytes(ceiling, "ceiling")
+    if f >= 1 << 64 or c >= 1 << 64:
+        raise ValueError("floor and ceiling must be below 2**64 bytes")
+    _lib.check(lib.vdev_memory_set_limits(_lib.enc(device), f, c), _VALUE)
+
+
+def set_memory_priority(device, priority):
+    """Sets a logical device's priority at run time: 'low', 'normal',
+    'high' or 'critical'. A device under pressure takes cached memory from
+    devices of strictly lower priority of its card."""
+    code = priority_code(priority, "priority")
+    _lib.check(lib.vdev_memory_set_priority(_lib.enc(device), code), _VALUE)
+
+
+def get_memory_priority(device):
+    return get_memory_limits(device)["priority"]
+
+
+PRESSURE_KINDS = ("card_full", "lent", "ceiling")  # enum vdev_pressure
+
+_callbacks_lock = threading.Lock()
+_callbacks = {}  # canonical device name -> (python function, its C callback)
+_retired = []    # callbacks replaced: a call may still be under way
+
+
+def _canonical(device):
+    buf = ctypes.create_string_buffer(96)
+    _lib.check(lib.vdev_device_canonical_name(_lib.enc(device), buf, len(buf)), _VALUE)
+    return buf.value.decode()
+
+
+def _adapter(fn):
+    def call(device, what, nbytes, _user):
+        try:
+            kind = PRESSURE_KINDS[what] if 0 <= what < len(PRESSURE_KINDS) else str(what)
+            fn(device.decode(), kind, int(nbytes))
+        except BaseException:  # nowhere to raise it: print it, as threading does
+            print("Exception in the memory pressure callback %r:" % (fn,), file=sys.stderr)
+            traceback.print_exc()
+    return _lib.PRESSURE_FN(call)
+
+
+def set_memory_pressure_callback(device, fn):
+    """Calls fn(device, kind, nbytes) when a logical device meets memory
+    pressure, so a model can shrink its batch before its allocations fail:
+    kind 'card_full' (it asked its card for nbytes of shared memory and none
+    was left; vdev now tries lending, and the allocation may fail), 'lent'
+    (a device of higher priority took nbytes of its cached memory), or
+    'ceiling' (its ceiling went below what it holds, or below its peak in
+    use, by nbytes). device is its '/device:GPU:1' name. fn runs on the
+    thread that met the pressure, with no vdev lock held; it may call vdev
+    and should be quick. None removes the callback."""
+    if fn is not None and not callable(fn):
+        raise TypeError("the pressure callback must be callable or None, not %r" % (fn,))
+    key = _canonical(device)
+    with _callbacks_lock:
+        cb = _adapter(fn) if fn is not None else None
+        c_fn = cb if cb is not None else _lib.PRESSURE_FN()  # NULL: none
+        _lib.check(lib.vdev_memory_set_pressure_callback(_lib.enc(device), c_fn, None), _VALUE)
+        old = _callbacks.pop(key, None)
+        if old is not None:
+            _retired.append(old)
+        if cb is not None:
+            _callbacks[key] = (fn, cb)
+
+
+def get_memory_pressure_callback(device):
+    """The function set_memory_pressure_callback gave for the device, or None."""
+    key = _canonical(device)
+    with _callbacks_lock:
+        entry = _callbacks.get(key)
+    return entry[0] if entry else None
+
+
+def _forget_callbacks():
+    """After vdev_shutdown(): the runtime that called them is gone."""
+    with _callbacks_lock:
+        _callbacks.clear()
+        del _retired[:]

@@ -1,0 +1,170 @@
+"""Checkpoints, as ``tf.train``'s reading functions: named tensors saved to
+and restored from one safetensors file (vdev_checkpoint_* in vdev.h).
+
+    vdev.train.save_checkpoint("run/ckpt.safetensors",
+                               {"dense_0/w": w0, "dense_0/b": b0}, metadata={"step": 1200})
+    vdev.train.load_checkpoint("run/ckpt.safetensors", {"dense_0/w": w0, "dense_0/b": b0})
+    vdev.train.checkpoint_metadata("run/ckpt.safetensors")["step"]   # '1200'
+    vdev.train.list_variables("run/ckpt.safetensors")  # [('dense_0/b', [64]), ...]
+
+The file is the public safetensors format (an 8-byte header length, a JSON
+header, then the raw little-endian data), with vdev's format version and a
+CRC-32 of the data in its metadata; Python reads it with json and numpy
+alone. A save writes a temporary file beside the target, syncs it and
+renames it over the target, so a crash never leaves a half-written
+checkpoint in place. A load checks the header, every name, dtype and shape
+and the checksum before it changes any tensor, so a failed load leaves every
+tensor as it was. A missing file is NotFoundError (no checkpoint yet); a
+damaged one UnknownError (truncated, checksum) or InvalidArgumentError (a
+header that is not safetensors, a shape that differs), each with vdev's
+message naming the file and the problem.
+
+A MirroredVariable (made under a MirroredStrategy's scope) saves its first
+replica's value (the replicas are identical) and loads into every replica.
+Optimizer slots (Adam's moments) live inside vdev's optimizers, which the C
+API does not expose, so they are not saved.
+"""
+
+import ctypes
+import numbers
+import os
+
+from . import _lib
+from ._lib import lib
+from ._tensor import Tensor
+
+
+def _path(path):
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if isinstance(path, bytes):
+        return path
+    if not isinstance(path, str):
+        raise TypeError("a checkpoint path must be a string or a path, not %r" % (path,))
+    return path.encode("utf-8")
+
+
+def _name(name, what):
+    if not isinstance(name, str):
+        raise TypeError("%s must be a string, not %r" % (what, name))
+    return name.encode("utf-8")
+
+
+def _tensors(tensors, expand):
+    """(names, handles) of a {name: tensor} mapping; expand: a mirrored
+    variable gives every replica's handle under its name."""
+    if not hasattr(tensors, "items"):
+        raise TypeError("tensors must be a mapping {name: tensor}, not %r" % (tensors,))
+    names, handles = [], []
+    for name, t in tensors.items():
+        n = _name(name, "a tensor's name")
+        if not isinstance(t, Tensor):
+            raise TypeError("%r: a checkpoint holds vdev tensors, not %r" % (name, t))
+        hs = t._replica_handles() if expand and hasattr(t, "_replica_handles") else [t._handle]
+        for h in hs:
+            names.append(n)
+            handles.append(h)
+    return names, handles
+
+
+def _meta_text(value, key):
+    if isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Number) and not isinstance(value, bool):
+        return str(value)
+    raise TypeError("metadata %r: a value is a string or a number, not %r" % (key, value))
+
+
+def save_checkpoint(path, tensors, metadata=None):
+    """Writes tensors ({name: tensor}, in that order, on any devices) and
+    metadata ({key: str or number}; numbers are written as decimal text) to
+    path, replacing it atomically; its folder must exist. Names and keys are
+    non-empty UTF-8 of at most 1024 bytes; keys starting with 'vdev.' are
+    vdev's. On error path is unchanged."""
+    names, handles = _tensors(tensors, expand=False)
+    meta = []
+    for k, v in (metadata or {}).items():
+        meta += [_name(k, "a metadata key"), _meta_text(v, k).encode("utf-8")]
+    c_names = (ctypes.c_char_p * max(len(names), 1))(*names)
+    c_meta = (ctypes.c_char_p * max(len(meta), 1))(*meta)
+    _lib.check(lib.vdev_checkpoint_save(_path(path), c_names, _lib.handles(handles), len(names),
+                                        c_meta, len(meta) // 2))
+
+
+def load_checkpoint(path, tensors):
+    """Restores each tensor of {name: tensor} in place from the entry of that
+    name (same dtype and shape). Everything is checked first: on error no
+    tensor has changed."""
+    names, handles = _tensors(tensors, expand=True)
+    c_names = (ctypes.c_char_p * max(len(names), 1))(*names)
+    _lib.check(lib.vdev_checkpoint_load(_path(path), c_names, _lib.handles(handles), len(names)))
+
+
+class _Open:
+    """vdev_checkpoint_open ... vdev_checkpoint_close."""
+
+    def __init__(self, path):
+        self.h = ctypes.c_void_p()
+        _lib.check(lib.vdev_checkpoint_open(_path(path), ctypes.byref(self.h)))
+
+    def __enter__(self):
+        return self.h
+
+    def __exit__(self, *exc):
+        lib.vdev_checkpoint_close(self.h)
+        return False
+
+
+def checkpoint_metadata(path):
+    """{key: value} of the file's metadata, vdev's own ('vdev.format',
+    'vdev.crc32') included; values are strings. Reads only the header."""
+    out = {}
+    with _Open(path) as h:
+        for i in range(lib.vdev_checkpoint_n_metadata(h)):
+            k, v = ctypes.c_char_p(), ctypes.c_char_p()
+            _lib.check(lib.vdev_checkpoint_metadata_at(h, i, ctypes.byref(k), ctypes.byref(v)))
+            out[k.value.decode("utf-8")] = v.value.decode("utf-8")
+    return out
+
+
+class CheckpointEntry(tuple):
+    """One tensor of a checkpoint: name, dtype (the file's: 'F32', 'I32', or
+    another safetensors dtype vdev has no tensors of), shape, and where its
+    bytes are (offset from the start of the data, size)."""
+
+    __slots__ = ()
+
+    def __new__(cls, name, dtype, shape, offset, size):
+        return super().__new__(cls, (name, dtype, shape, offset, size))
+
+    name = property(lambda self: self[0])
+    dtype = property(lambda self: self[1])
+    shape = property(lambda self: self[2])
+    offset = property(lambda self: self[3])
+    size = property(lambda self: self[4])
+
+    def __repr__(self):
+        return ("CheckpointEntry(name=%r, dtype=%r, shape=%r, offset=%d, size=%d)"
+                % tuple(self))
+
+
+def checkpoint_entries(path):
+    """[CheckpointEntry, ...] in the order of their data. Reads only the header."""
+    out = []
+    with _Open(path) as h:
+        for i in range(lib.vdev_checkpoint_n_entries(h)):
+            e = _lib.CheckpointEntryC()
+            _lib.check(lib.vdev_checkpoint_entry(h, i, ctypes.byref(e)))
+            out.append(CheckpointEntry(e.name.decode("utf-8"), e.dtype_name.decode("utf-8"),
+                                       [e.shape[d] for d in range(e.ndim)], e.offset_bytes,
+                                       e.size_bytes))
+    return out
+
+
+def list_variables(path):
+    """[(name, shape), ...] sorted by name, as ``tf.train.list_variables``."""
+    return sorted((e.name, e.shape) for e in checkpoint_entries(path))
+
+
+__all__ = ["save_checkpoint", "load_checkpoint", "checkpoint_metadata", "checkpoint_entries",
+           "list_variables", "CheckpointEntry"]
