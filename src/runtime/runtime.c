@@ -14,8 +14,11 @@
  * of one card run side by side, and its index becomes the device's bdev.
  * The device memory those streams take for themselves (the CUDA plugin's
  * scratch buffers and cuBLAS workspaces) comes out of the card's budget
- * before its pool is made, so a logical device's limit is what its tensors
- * can really get.
+ * before its pool is made, and on a backend that holds memory of its own
+ * (CUDA: the context, the streams) no budget exceeds what the card has free
+ * once they are open (a budget from a memory fraction is a share of the
+ * card's total, of which the context has already taken its part), so a
+ * logical device's limit is what its tensors can really get.
  *
  * Governance: each card gets a pool (src/alloc/govern.h) with its budget,
  * and each of its logical devices a member with its floor, ceiling and
@@ -42,7 +45,9 @@ static struct {
     vdev_pool_t *pools[VDEV_MAX_GPUS]; /* per physical GPU in use */
     int lib_member[VDEV_MAX_GPUS];     /* the library's member of the pool, or -1 */
     uint64_t lib_bytes[VDEV_MAX_GPUS]; /* its floor: what communicators hold */
-    pthread_mutex_t lib_lock;          /* lib_bytes */
+    uint64_t lib_cut_floor[VDEV_MAX_GPUS]; /* taken off the card's logical device's floor */
+    uint64_t lib_cut_ceil[VDEV_MAX_GPUS];  /* and off its ceiling, for the library */
+    pthread_mutex_t lib_lock;          /* lib_bytes, lib_cut_* */
     vdev_pool_t *cpu_pool;
     vdev_alloc_trace_t *trace;
     _Atomic uint32_t generation; /* counts start-ups; tensors remember theirs */
@@ -131,6 +136,7 @@ static void teardown_locked(void)
         R.pools[g] = NULL;
         R.lib_member[g] = -1;
         R.lib_bytes[g] = 0;
+        R.lib_cut_floor[g] = R.lib_cut_ceil[g] = 0;
     }
     vdev_pool_destroy(R.cpu_pool);
     R.cpu_pool = NULL;
@@ -220,6 +226,7 @@ struct plan_streams {
     unsigned char opened[VDEV_MAX_GPUS * 2]; /* opened here; closed on failure unless added */
     uint64_t held[VDEV_MAX_GPUS];     /* device memory the streams of each card took */
     int on_card[VDEV_MAX_GPUS];       /* logical GPUs of each card */
+    uint64_t free_now[VDEV_MAX_GPUS]; /* free on each card once its streams are open */
 };
 
 /* Opens a stream for every logical GPU of the plan (with its priority), or
@@ -243,6 +250,23 @@ static enum vdev_status open_streams(const struct vdev_plan *plan, struct plan_s
         }
         ps->opened[i] = 1;
         ps->held[p->physical] += held;
+    }
+    /* What each card really has free now, on a backend that holds device
+     * memory of its own (the CUDA plugin: its context, the streams just
+     * opened): a budget from a memory fraction is a share of the card's
+     * total, of which the context has taken its part. Simulated GPUs have
+     * no context: there a fraction stays a share of the total, as in
+     * TensorFlow, and memory others hold makes preallocation fail. */
+    for (int g = 0; g < VDEV_MAX_GPUS; g++) {
+        ps->free_now[g] = UINT64_MAX;
+        if (!ps->on_card[g] || !b->ops->held_bytes)
+            continue;
+        uint64_t total = 0;
+        enum vdev_status st = vdev_backend_mem_info(b, g, &ps->free_now[g], &total);
+        if (st != VDEV_OK) {
+            vdev_error_prefix("/physical_device:GPU:%d: cannot read its free memory", g);
+            return st;
+        }
     }
     return VDEV_OK;
 }
@@ -273,7 +297,11 @@ static enum vdev_status card_budget(const struct vdev_plan *plan, const struct p
                           vdev_format_bytes(held, b1, sizeof b1),
                           vdev_format_bytes(budget, b2, sizeof b2));
     }
-    *out = (budget - held) & ~(uint64_t)255;
+    budget -= held;
+    /* never more than the card has free: the limit is what tensors can get */
+    if (budget > ps->free_now[gpu])
+        budget = ps->free_now[gpu];
+    *out = budget & ~(uint64_t)255;
     return VDEV_OK;
 }
 
@@ -324,6 +352,15 @@ static enum vdev_status add_lib_members(const struct vdev_plan *plan,
     return VDEV_OK;
 }
 
+/* The pool member of the one logical device of card gpu, or -1. */
+static int sole_member(int gpu)
+{
+    for (int i = R.n_cpus; i < R.n; i++)
+        if (R.devs[i].type == VDEV_DEVICE_GPU && R.devs[i].physical == gpu)
+            return R.devs[i].member;
+    return -1;
+}
+
 enum vdev_status vdev_runtime_card_charge(int gpu, int64_t delta)
 {
     if (gpu < 0 || gpu >= VDEV_MAX_GPUS || !R.pools[gpu] || R.lib_member[gpu] < 0)
@@ -336,10 +373,51 @@ enum vdev_status vdev_runtime_card_charge(int gpu, int64_t delta)
     uint64_t want = delta < 0 && (uint64_t)-delta > now ? 0 : now + (uint64_t)delta;
     want = (want + 255) & ~(uint64_t)255;
     vdev_pool_t *p = R.pools[gpu];
-    struct vdev_memory_limits l;
-    vdev_pool_get(p, R.lib_member[gpu], &l);
-    enum vdev_status st = vdev_pool_set_limits(p, R.lib_member[gpu], want,
-                                               want > l.card_budget_bytes ? want : 0, NULL);
+    int dev = sole_member(gpu), lib = R.lib_member[gpu];
+    struct vdev_memory_limits d, l;
+    vdev_pool_get(p, dev, &d);
+    vdev_pool_get(p, lib, &l);
+    enum vdev_status st = VDEV_OK;
+    if (want > now) {
+        /* The card's logical device (alone on it, its floor often the whole
+         * budget) makes room: its floor and ceiling come down to what the
+         * library leaves; refused while it holds more than that in use. */
+        uint64_t room = want < d.card_budget_bytes ? d.card_budget_bytes - want : 0;
+        uint64_t floor = d.floor_bytes < room ? d.floor_bytes : room;
+        uint64_t ceil = d.ceiling_bytes < room ? d.ceiling_bytes : room;
+        st = vdev_pool_set_limits(p, dev, floor, ceil, NULL);
+        if (st == VDEV_OK) {
+            st = vdev_pool_set_limits(p, lib, want, want, NULL);
+            if (st != VDEV_OK) {
+                enum vdev_status keep = vdev_last_status();
+                char msg[256];
+                vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+                vdev_pool_set_limits(p, dev, d.floor_bytes, d.ceiling_bytes, NULL);
+                vdev_error(keep, "%s", msg);
+            }
+        }
+        if (st == VDEV_OK) {
+            R.lib_cut_floor[gpu] += d.floor_bytes - floor;
+            R.lib_cut_ceil[gpu] += d.ceiling_bytes - ceil;
+        }
+    } else if (want < now) {
+        st = vdev_pool_set_limits(p, lib, want, want > l.ceiling_bytes ? want : l.ceiling_bytes,
+                                  NULL);
+        if (st == VDEV_OK && want == 0) {
+            /* the library's share back to the device */
+            uint64_t ceil = d.ceiling_bytes + R.lib_cut_ceil[gpu];
+            uint64_t floor = d.floor_bytes + R.lib_cut_floor[gpu];
+            if (ceil > d.card_budget_bytes)
+                ceil = d.card_budget_bytes;
+            if (floor > ceil)
+                floor = ceil;
+            if (vdev_pool_set_limits(p, lib, 0, 0, NULL) == VDEV_OK &&
+                vdev_pool_set_limits(p, dev, floor, ceil, NULL) == VDEV_OK)
+                R.lib_cut_floor[gpu] = R.lib_cut_ceil[gpu] = 0;
+            else
+                vdev_clear_error();
+        }
+    }
     if (st == VDEV_OK)
         R.lib_bytes[gpu] = want;
     pthread_mutex_unlock(&R.lib_lock);
