@@ -13,8 +13,11 @@
  *    back; logical devices of one card fall back to the ring;
  *  - a failing rank fails the call on every rank, aborts NCCL's
  *    communicator, and the next call runs on a new one;
- *  - without NCCL (VDEV_NCCL_LIBRARY naming no library) the ring serves,
- *    and the plugin says why.
+ *  - a bad argument on one rank fails every rank before NCCL is asked, and
+ *    the communicator goes on; NCCL's buffers that do not fit beside what
+ *    the card holds leave the ring to serve, the limits unchanged;
+ *  - without NCCL (VDEV_NCCL_LIBRARY naming no library), or with one older
+ *    than 2.10, the ring serves, and the plugin says why.
  * Kernels do not run on the stand-in, so the ring's own arithmetic is left
  * to the tests on simulated GPUs (test_coll_ring). */
 #define _GNU_SOURCE
@@ -274,6 +277,34 @@ static void test_public(void)
     expect_sum(jobs, 2, 0);
     CHECK(N.calls("ncclCommInitAll") == 2);
     free_jobs(jobs, 2);
+    /* ncclGroupEnd failing on a rank: the same, and no rank waits for ever */
+    N.fail("ncclGroupEnd", 0, ncclSystemError);
+    fill_jobs(jobs, 2, c, devs, &sum);
+    run_ranks(2, do_all_reduce, jobs);
+    CHECK_RANKS(jobs, 2, VDEV_ERR_BACKEND, "NCCL: ncclGroupEnd on CUDA GPU ");
+    CHECK(strstr(jobs[0].msg, "failed: unhandled system error") != NULL);
+    CHECK(N.calls("ncclCommAbort") == 4);
+    free_jobs(jobs, 2);
+    vdev_comm_free(c);
+    /* a bad argument on one rank: every rank fails before NCCL is asked */
+    uint64_t before = N.calls("ncclAllReduce");
+    CHECK_OK(vdev_comm_new(devs, 2, &c));
+    fill_jobs(jobs, 2, c, devs, &sum);
+    vdev_tensor_free(jobs[1].t[0]);
+    {
+        static float h2[COUNT / 2];
+        jobs[1].t[0] = upload(devs[1], h2, COUNT / 2);
+    }
+    run_ranks(2, do_all_reduce, jobs);
+    CHECK_RANKS(jobs, 2, VDEV_ERR_INVALID_ARG, "Shape mismatch in the collective instance");
+    CHECK(N.calls("ncclAllReduce") == before);
+    free_jobs(jobs, 2);
+    /* and the communicator still works */
+    fill_jobs(jobs, 2, c, devs, &sum);
+    run_ranks(2, do_all_reduce, jobs);
+    CHECK_RANKS(jobs, 2, VDEV_OK, NULL);
+    expect_sum(jobs, 2, 0);
+    free_jobs(jobs, 2);
 
     vdev_comm_free(c);
     N.stats(&ns);
@@ -283,6 +314,22 @@ static void test_public(void)
     CHECK_EQ_U64(l.ceiling_bytes, l0.ceiling_bytes);
     CHECK_EQ_U64(l.floor_bytes, l0.floor_bytes);
     CHECK_OK(vdev_mem_alloc("GPU:0", l0.ceiling_bytes - 32 * MiB, &big));
+    CHECK_OK(vdev_mem_free("GPU:0", big));
+    /* NCCL's buffers do not fit beside what GPU:0 holds in use: the ring
+     * serves, NCCL's communicators are destroyed, the limits unchanged */
+    CHECK_OK(vdev_mem_alloc("GPU:0", l0.ceiling_bytes - 32 * MiB, &big));
+    uint64_t destroyed = N.calls("ncclCommDestroy");
+    CHECK_OK(vdev_comm_new(devs, 2, &c));
+    CHECK_STR(vdev_comm_implementation(c), "ring");
+    N.stats(&ns);
+    CHECK(ns.comms == 0);
+    CHECK(N.calls("ncclCommDestroy") == destroyed + 2);
+    CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
+    CHECK_EQ_U64(l.ceiling_bytes, l0.ceiling_bytes);
+    CHECK_EQ_U64(l.floor_bytes, l0.floor_bytes);
+    CHECK_OK(vdev_memory_get_limits("GPU:1", &l));
+    CHECK_EQ_U64(l.ceiling_bytes, l0.ceiling_bytes);
+    vdev_comm_free(c);
     CHECK_OK(vdev_mem_free("GPU:0", big));
     expect_clean("collectives through NCCL", 0);
     check_fresh(NULL);
@@ -325,6 +372,50 @@ static void test_absent(void)
     expect_clean("the ring without NCCL", 1);
 }
 
+/* NCCL older than 2.10 (no ncclAvg): refused, the ring serves. */
+static void test_too_old(void)
+{
+    if (stub_load_nccl() != 0) {
+        check_fail(__FILE__, __LINE__, "cannot load the stand-in NCCL %s", VDEV_STUB_NCCL_PATH);
+        return;
+    }
+    stub_setup(2, 4 * GiB, 13000, 0, 0, 0);
+    struct vdev_stub_nccl_config nc = {20905, 64 * MiB};
+    N.setup(&nc);
+    check_fresh(NULL);
+    CHECK_OK(vdev_init());
+    char status[512];
+    CHECK(vdev_coll_library_status(status, sizeof status) == 0);
+    CHECK_STR(status, "vdev's ring (NCCL: libnccl.so.2 is version 2.9.5; vdev needs 2.10 or "
+                      "newer (ncclAvg))");
+    const char *devs[2] = {"GPU:0", "GPU:1"};
+    vdev_comm_t *c = NULL;
+    CHECK_OK(vdev_comm_new(devs, 2, &c));
+    CHECK_STR(vdev_comm_implementation(c), "ring");
+    CHECK(N.calls("ncclCommInitAll") == 0);
+    vdev_comm_free(c);
+    check_fresh(NULL);
+    expect_clean("NCCL too old", 1);
+}
+
+/* Runs fn in a child process (the plugin keeps what it found of NCCL for
+ * the life of a process); a failed check if the child's checks failed. */
+static void in_child(void (*fn)(void), const char *what)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        fn();
+        S.setup(NULL);
+        _exit(check_done());
+    }
+    int wst = 0;
+    if (pid > 0 && waitpid(pid, &wst, 0) == pid && WIFEXITED(wst) && WEXITSTATUS(wst) == 0)
+        check_passed++;
+    else
+        check_fail(__FILE__, __LINE__, "%s: the child process's checks failed", what);
+}
+
 int main(void)
 {
     check_fresh(NULL);
@@ -332,18 +423,8 @@ int main(void)
         check_fail(__FILE__, __LINE__, "cannot load the stand-in driver %s", VDEV_STUB_CUDA_PATH);
         return check_done();
     }
-    /* NCCL's absence in a child process: the plugin keeps what it found
-     * for the life of a process */
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        test_absent();
-        S.setup(NULL);
-        _exit(check_done());
-    }
-    int wst = 0;
-    CHECK(pid > 0 && waitpid(pid, &wst, 0) == pid);
-    CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+    in_child(test_absent, "NCCL absent");
+    in_child(test_too_old, "NCCL too old");
     if (stub_load_nccl() != 0) {
         check_fail(__FILE__, __LINE__, "cannot load the stand-in NCCL %s", VDEV_STUB_NCCL_PATH);
         return check_done();
