@@ -11,8 +11,9 @@
  *    all-gather, the right values on every rank, every call a group on the
  *    ranks' streams), NCCL's buffers come out of the card's budget and go
  *    back; logical devices of one card fall back to the ring;
- *  - a failing rank fails the call on every rank, aborts NCCL's
- *    communicator, and the next call runs on a new one;
+ *  - a failing rank fails the call on every rank and aborts NCCL's
+ *    communicator; the communicator is spent until a reset (the mirrored
+ *    strategy's), which makes new NCCL communicators, or says why not;
  *  - a bad argument on one rank fails every rank before NCCL is asked, and
  *    the communicator goes on; NCCL's buffers that do not fit beside what
  *    the card holds leave the ring to serve, the limits unchanged;
@@ -28,6 +29,8 @@
 #include "backend/backend.h"
 #include "backend/cuda/nccl_abi.h"
 #include "coll/coll.h"
+#include "runtime/runtime.h"
+#include "tensor/tensor.h"
 #include "stub_client.h"
 
 #include <cuda.h>
@@ -350,6 +353,114 @@ static void test_public(void)
     expect_clean("after shutdown", 1);
 }
 
+/* ---- a reset after a failure (what the mirrored strategy does) ---- */
+
+struct int_job {
+    struct vdev_coll_comm *c;
+    int rank;
+    vdev_tensor_t *t;
+    enum vdev_status st;
+    char msg[512];
+};
+
+static void *int_rank(void *p)
+{
+    struct int_job *j = p;
+    struct vdev_tens *t = vdev_tens_peek(j->t);
+    int origin = -1;
+    j->st = vdev_coll_tensors(j->c, j->rank, VDEV_COLL_ALL_REDUCE, VDEV_REDUCE_SUM, 0, &t, 1,
+                              "all_reduce", VDEV_OK, NULL, &origin);
+    snprintf(j->msg, sizeof j->msg, "%s", j->st == VDEV_OK ? "" : vdev_last_error());
+    return NULL;
+}
+
+static void run_internal(struct vdev_coll_comm *c, struct int_job *j)
+{
+    static float h[COUNT];
+    pthread_t th[2];
+    for (int r = 0; r < 2; r++) {
+        for (int i = 0; i < COUNT; i++)
+            h[i] = val(r, i);
+        j[r] = (struct int_job){c, r, NULL, VDEV_OK, ""};
+        j[r].t = upload(r ? "GPU:1" : "GPU:0", h, COUNT);
+    }
+    for (int r = 0; r < 2; r++)
+        pthread_create(&th[r], NULL, int_rank, &j[r]);
+    for (int r = 0; r < 2; r++)
+        pthread_join(th[r], NULL);
+}
+
+static void test_reset(void)
+{
+    stub_setup(2, 4 * GiB, 13000, 0, 0, 0);
+    struct vdev_stub_nccl_config nc = {0, 64 * MiB};
+    N.setup(&nc);
+    check_fresh(NULL);
+    CHECK_OK(vdev_init());
+    struct vdev_ldev *d[2] = {NULL, NULL};
+    CHECK_OK(vdev_runtime_find("GPU:0", &d[0]));
+    CHECK_OK(vdev_runtime_find("GPU:1", &d[1]));
+    struct vdev_memory_limits l0, l;
+    CHECK_OK(vdev_memory_get_limits("GPU:0", &l0));
+    struct vdev_coll_comm *c = NULL;
+    CHECK_OK(vdev_coll_comm_make(d, 2, &c));
+    if (!c)
+        return;
+    CHECK_STR(c->ops->name, "nccl");
+    struct int_job j[2];
+    N.fail("ncclAllReduce", 0, ncclInvalidUsage);
+    run_internal(c, j);
+    for (int r = 0; r < 2; r++) {
+        CHECK(j[r].st == VDEV_ERR_BACKEND);
+        CHECK(strstr(j[r].msg, "NCCL: ncclAllReduce on CUDA GPU ") != NULL);
+        vdev_tensor_free(j[r].t);
+    }
+    /* spent until a reset, which makes new NCCL communicators */
+    run_internal(c, j);
+    for (int r = 0; r < 2; r++) {
+        CHECK(j[r].st != VDEV_OK);
+        vdev_tensor_free(j[r].t);
+    }
+    CHECK(N.calls("ncclCommInitAll") == 1);
+    c->ops->reset(c->ctx);
+    CHECK(N.calls("ncclCommInitAll") == 2);
+    struct vdev_stub_nccl_stats ns;
+    N.stats(&ns);
+    CHECK(ns.comms == 2 && ns.cliques == 1);
+    CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
+    CHECK_EQ_U64(l.ceiling_bytes, l0.ceiling_bytes - 64 * MiB); /* charged once, not twice */
+    run_internal(c, j);
+    static float back[COUNT];
+    for (int r = 0; r < 2; r++) {
+        CHECK(j[r].st == VDEV_OK);
+        CHECK_OK(vdev_tensor_to_host(j[r].t, back, sizeof back));
+        CHECK(back[7] == val(0, 7) + val(1, 7));
+        vdev_tensor_free(j[r].t);
+    }
+    /* a reset that cannot make NCCL's communicators: the next call says why */
+    N.fail("ncclAllReduce", 0, ncclInvalidUsage);
+    run_internal(c, j);
+    for (int r = 0; r < 2; r++)
+        vdev_tensor_free(j[r].t);
+    N.fail("ncclCommInitAll", 0, ncclSystemError);
+    c->ops->reset(c->ctx);
+    CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
+    CHECK_EQ_U64(l.ceiling_bytes, l0.ceiling_bytes); /* nothing held, nothing charged */
+    run_internal(c, j);
+    for (int r = 0; r < 2; r++) {
+        CHECK(j[r].st == VDEV_ERR_BACKEND);
+        CHECK(strstr(j[r].msg, "NCCL: no communicator: NCCL: ncclCommInitAll over 2 GPUs failed: "
+                               "unhandled system error") != NULL);
+        vdev_tensor_free(j[r].t);
+    }
+    vdev_coll_comm_free(c);
+    N.stats(&ns);
+    CHECK(ns.comms == 0);
+    expect_clean("a reset", 0);
+    check_fresh(NULL);
+    expect_clean("after shutdown", 1);
+}
+
 /* ---- NCCL absent ---- */
 
 static void test_absent(void)
@@ -431,6 +542,7 @@ int main(void)
     }
     test_backend();
     test_public();
+    test_reset();
     check_fresh(NULL);
     S.setup(NULL);
     return check_done();
