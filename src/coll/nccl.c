@@ -23,7 +23,7 @@
  * logical GPUs of a backend with a collective library, each on a physical GPU
  * of its own, and the library loads; otherwise the ring does, and the reason
  * is logged once (as TensorFlow warns "NCCL is not supported when using
- * virtual GPUs, falling back to reduction to one device"). */
+ * virtual GPUs, fallingback to reduction to one device" (sic)). */
 #include "coll/ring.h"
 
 #include <string.h>
