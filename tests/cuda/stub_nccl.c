@@ -557,7 +557,16 @@ EXPORT ncclResult_t ncclGroupStart(void)
 
 EXPORT ncclResult_t ncclGroupEnd(void)
 {
-    ENTER("ncclGroupEnd");
+    ncclResult_t r_;
+    pthread_mutex_lock(&lock);
+    int fault = enter("ncclGroupEnd", &r_);
+    pthread_mutex_unlock(&lock);
+    if (fault) {
+        /* an injected failure still ends the group, and drops its calls */
+        if (grp.depth > 0 && --grp.depth == 0)
+            grp.n = 0;
+        return r_;
+    }
     if (grp.depth == 0) {
         violation("ncclGroupEnd without ncclGroupStart");
         return ncclInvalidUsage;
