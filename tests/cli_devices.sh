@@ -34,7 +34,8 @@ run devices
 [ -z "$err" ] && ok || bad "devices wrote to stderr: $err"
 for s in "GPUs: 3 from the sim backend (simulated GPUs from VDEV_SIM_GPUS)" \
          "Physical devices" "Logical devices" "/physical_device:CPU:0" \
-         "/physical_device:GPU:2" "Simulated GPU" "/device:CPU:0" "/device:GPU:2"; do
+         "/physical_device:GPU:2" "Simulated GPU" "/device:CPU:0" "/device:GPU:2" \
+         "Collectives: vdev's ring (the sim backend has no collective library: simulated GPUs)"; do
   has "$out" "$s" && ok || bad "devices: no '$s' in: $out"
 done
 # GPU rows: physical 16 GiB total and free; logical 16 GiB - 1.5 GiB, growing.
@@ -87,6 +88,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["gpu_backend"] == "sim", d["gpu_backend"]
 assert d["no_gpu_reason"] == ""
+assert d["collectives"] == "vdev's ring (the sim backend has no collective library: simulated GPUs)", d
 p, l = d["physical"], d["logical"]
 assert [x["name"] for x in p] == ["/physical_device:CPU:0"] + ["/physical_device:GPU:%d" % i for i in range(3)]
 assert p[0]["backend"] == "cpu" and all(x["backend"] == "sim" for x in p[1:])

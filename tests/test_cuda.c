@@ -35,12 +35,22 @@
  *  - one GPU split into three logical GPUs of 1 GiB
  *    (VDEV_LOGICAL_DEVICES="0:1GiB,1GiB,1GiB"): an allocation past 1 GiB on
  *    GPU:1 fails with VDEV_ERR_OOM while GPU:0 is untouched, and tensors copy
- *    between the logical GPUs of the one card. */
+ *    between the logical GPUs of the one card;
+ *  - a stream per logical device: the three logical GPUs of a card split
+ *    "0:1GiB@critical,1GiB,1GiB@low" get three streams (the normal one the
+ *    card's own), each holding its scratch buffer and cuBLAS workspace, which
+ *    the card's budget leaves out, and each runs products with its own
+ *    cuBLAS handle;
+ *  - the whole budget: with VDEV_MEMORY_FRACTION=1.0 the limit is no more
+ *    than the card has free once the context and the streams exist (not the
+ *    card's total), and an allocation of all but 1 GiB of it succeeds. */
 #define _GNU_SOURCE
 #include "check.h"
 #include "backend/backend.h"
+#include "backend/cuda/cuda_kernels.h"
 #include "config/config.h"
 #include "ops/ops.h"
+#include "runtime/runtime.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -599,6 +609,66 @@ static void test_split(void)
     fresh();
 }
 
+static void test_streams_and_budget(void)
+{
+    fresh();
+    setenv("VDEV_LOGICAL_DEVICES", "0:1GiB@critical,1GiB,1GiB@low", 1);
+    CHECK_OK(vdev_init());
+    struct vdev_ldev *g[3];
+    for (int i = 0; i < 3; i++)
+        g[i] = vdev_runtime_lookup(VDEV_DEVICE_GPU, i);
+    CHECK(g[0] && g[1] && g[2]);
+    if (!g[0] || !g[1] || !g[2])
+        return;
+    CHECK(g[1]->bdev == 0); /* the normal device: the card's own stream */
+    CHECK(g[0]->bdev != 0 && g[2]->bdev != 0 && g[0]->bdev != g[2]->bdev);
+    struct vdev_backend_device_info di;
+    CHECK_OK(vdev_backend_device_info(g[0]->backend, 0, &di));
+    uint64_t per = (uint64_t)VDEV_CUDA_SCRATCH_BYTES + VDEV_CUDA_WORKSPACE_BYTES(di.cc_major);
+    CHECK_EQ_U64(g[0]->backend->ops->held_bytes(g[0]->backend->ctx, 0), 3 * per);
+    struct vdev_memory_limits l;
+    CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
+    printf("streams: 3 logical GPUs, 3 streams, %llu MiB held by them; card budget %.2f GiB\n",
+           (unsigned long long)(3 * per / MiB), (double)l.card_budget_bytes / (double)GiB);
+    /* a product on each, with each stream's own cuBLAS handle and workspace */
+    int64_t shape[2] = {128, 128};
+    for (int i = 0; i < 3; i++) {
+        char dev[16];
+        snprintf(dev, sizeof dev, "GPU:%d", i);
+        CHECK_OK(vdev_device_push(dev));
+        vdev_tensor_t *x = vdev_tensor_uniform(shape, 2, -1, 1, 3);
+        vdev_tensor_t *y = vdev_matmul(x, x, false, false);
+        CHECK_OK(vdev_device_pop());
+        CHECK(y != NULL);
+        float h[4];
+        if (y)
+            CHECK_OK(vdev_tensor_to_host(y, h, sizeof h));
+        vdev_tensor_free(y);
+        vdev_tensor_free(x);
+    }
+    CHECK_EQ_U64(g[0]->backend->ops->held_bytes(g[0]->backend->ctx, 0), 3 * per);
+    fresh();
+
+    setenv("VDEV_MEMORY_FRACTION", "1.0", 1);
+    CHECK_OK(vdev_init());
+    CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
+    struct vdev_physical_device pd[16];
+    int n = 0;
+    CHECK_OK(vdev_list_physical_devices(pd, 16, &n));
+    CHECK(n >= 2);
+    struct vdev_memory_info mi;
+    CHECK_OK(vdev_memory_info("GPU:0", &mi));
+    printf("whole budget: total %.2f GiB, free %.2f GiB after start-up, limit %.2f GiB\n",
+           (double)pd[1].total_bytes / (double)GiB, (double)pd[1].free_bytes / (double)GiB,
+           (double)l.ceiling_bytes / (double)GiB);
+    CHECK(l.ceiling_bytes <= pd[1].free_bytes + mi.bytes_reserved);
+    CHECK(l.ceiling_bytes < pd[1].total_bytes);
+    void *p = NULL;
+    CHECK_OK(vdev_mem_alloc("GPU:0", (l.ceiling_bytes - GiB) & ~(uint64_t)(2 * MiB - 1), &p));
+    CHECK_OK(vdev_mem_free("GPU:0", p));
+    fresh();
+}
+
 int main(void)
 {
     fresh();
@@ -640,6 +710,7 @@ int main(void)
     test_growth();
     test_preallocate();
     test_split();
+    test_streams_and_budget();
     fresh();
     return check_done();
 }

@@ -2,8 +2,10 @@
  * (or why there are none, and how to simulate some), and the logical devices
  * start-up makes of them, with each one's policy, limit and memory in use,
  * and why a GPU's limit is less than its free memory (the driver reserve,
- * worked out from the free memory before start-up and the limit after). */
+ * worked out from the free memory before start-up and the limit after), and
+ * what serves collectives between the GPUs (NCCL or vdev's ring, and why). */
 #include "cli.h"
+#include "coll/coll.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +141,9 @@ int vdev_cmd_devices(int argc, char **argv)
     /* Again after start-up, so FREE shows what preallocation took. */
     if (vdev_list_physical_devices(phys, 130, &n_phys) != VDEV_OK)
         return fail("");
+    char coll[400] = "";
+    if (n_phys > 1)
+        vdev_coll_library_status(coll, sizeof coll);
 
     if (json) {
         printf("{\"gpu_backend\": ");
@@ -167,7 +172,9 @@ int vdev_cmd_devices(int argc, char **argv)
                    policy_name(logi[i].policy), (unsigned long long)logi[i].limit_bytes,
                    (unsigned long long)mi[i].bytes_reserved, (unsigned long long)mi[i].bytes_in_use);
         }
-        printf("]}\n");
+        printf("], \"collectives\": ");
+        json_str(coll);
+        printf("}\n");
         return 0;
     }
 
@@ -198,7 +205,9 @@ int vdev_cmd_devices(int argc, char **argv)
                vdev_format_bytes(mi[i].bytes_reserved, b3, sizeof b3),
                vdev_format_bytes(mi[i].bytes_in_use, b4, sizeof b4));
     }
-    if (n_phys > 1)
+    if (n_phys > 1) {
+        printf("\nCollectives: %s\n", coll);
         explain_limits(before, n_before, logi, n_log < 130 ? n_log : 130);
+    }
     return 0;
 }

@@ -84,8 +84,9 @@ VDEV_API int vdev_comm_size(const vdev_comm_t *comm);
 /* Rank's device, "/device:GPU:1"; NULL (VDEV_ERR_INVALID_ARG) for a bad
  * handle or rank. Valid while the communicator lives. */
 VDEV_API const char *vdev_comm_device(const vdev_comm_t *comm, int rank);
-/* The implementation serving it: "ring" (vdev's own). Static string; NULL
- * for a bad handle. */
+/* The implementation serving it: "nccl" (every rank on a CUDA GPU of its
+ * own, and NCCL loads) or "ring" (vdev's own, everything else). Static
+ * string; NULL for a bad handle. */
 VDEV_API const char *vdev_comm_implementation(const vdev_comm_t *comm);
 /* How long a rank waits for another (seconds, > 0, finite); applies to calls
  * that start after it. VDEV_ERR_INVALID_ARG otherwise. */

@@ -91,7 +91,7 @@ def test_configuration_errors(card):
     with pytest.raises(ValueError) as e:  # TensorFlow's rule without vdev's extras
         C.set_logical_device_configuration(card, [L()])
     assert str(e.value) == "Setting memory limit is required for GPU virtual devices"
-    with pytest.raises(ValueError) as e:  # stream priorities: still not vdev's
+    with pytest.raises(ValueError) as e:  # CUDA's numbered priorities: vdev names them
         C.set_logical_device_configuration(card, [L(memory_limit=10, experimental_priority=1)])
     assert "experimental_priority" in str(e.value) and "memory_priority" in str(e.value)
     cpu = C.list_physical_devices("CPU")[0]

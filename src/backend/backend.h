@@ -9,8 +9,17 @@
  * the vdev_backend_* wrappers in backend.c.
  *
  * Backends: "cpu" (host memory, work runs on the calling thread), "sim"
- * (simulated GPUs from VDEV_SIM_GPUS, each with its own worker thread), and
- * "cuda" (a plugin loaded with dlopen; see src/backend/cuda/).
+ * (simulated GPUs from VDEV_SIM_GPUS, each stream with its own worker
+ * thread), and "cuda" (a plugin loaded with dlopen; see src/backend/cuda/).
+ *
+ * Devices and streams. Entries take a device index `dev`: 0..n_devices-1 are
+ * the physical devices, each with its own stream. A backend with stream_open
+ * hands out more streams, each with an index of its own (n_devices and up)
+ * that every entry accepts in place of a device index: entries about memory
+ * (reserve, release, extend, mem_info) act on the stream's physical device,
+ * entries about work (copies, fills, host functions, kernels, events,
+ * synchronize) on the stream. The runtime gives each logical device a stream
+ * of its own this way, so logical devices of one card run side by side.
  */
 #ifndef VDEV_BACKEND_H
 #define VDEV_BACKEND_H
@@ -19,8 +28,11 @@
 
 #include <stdint.h>
 
-/* 3: the optional fill entry (the table's layout changed). */
-#define VDEV_BACKEND_API_VERSION 3
+/* 3: the optional fill entry (the table's layout changed).
+ * 4: streams per logical device (stream_open, stream_close), the device
+ *    memory a backend holds itself (held_bytes), collectives through the
+ *    backend's own library (coll_*). */
+#define VDEV_BACKEND_API_VERSION 4
 /* Most bytes of argument a host function may be given (submit_host). */
 #define VDEV_HOST_ARG_MAX 512
 
@@ -52,6 +64,24 @@ struct vdev_kernel_args {
     int out_dtype[VDEV_KERNEL_MAX_OUT];
     double f[4];                              /* op parameters: scalars, eps, ... */
     int64_t i[4];                             /* op parameters: axis, transpose flags, ... */
+};
+
+/* One rank's part of a collective through the backend's own library
+ * (coll_run). Buffers are device memory of the rank's stream's device, 4-byte
+ * elements; every rank of a call passes the same kind, mean, root, n_bufs and
+ * counts (the caller has checked). */
+enum vdev_backend_coll_kind {
+    VDEV_BACKEND_COLL_ALL_REDUCE = 0, /* f32, in place; a sum, or the mean */
+    VDEV_BACKEND_COLL_BROADCAST,      /* in place: root's bytes everywhere */
+    VDEV_BACKEND_COLL_ALL_GATHER      /* data[0] (count[0]) into data[1] (n_ranks x count[0]) */
+};
+struct vdev_backend_coll {
+    enum vdev_backend_coll_kind kind;
+    int mean;                  /* all-reduce: divide by the number of ranks */
+    int root;                  /* broadcast */
+    int n_bufs;                /* all-gather: 2 (in, out) */
+    void *const *data;         /* n_bufs device addresses (NULL where the count is 0) */
+    const uint64_t *count;     /* n_bufs element counts */
 };
 
 struct vdev_backend_ops {
@@ -107,6 +137,48 @@ struct vdev_backend_ops {
 
     /* Releases the backend and its context. */
     void (*destroy)(void *ctx);
+
+    /* ---- (optional, API 4) ---- */
+
+    /* Streams beyond each device's own (see the top of this file).
+     * stream_open gives a stream on physical device `dev` with `priority` (an
+     * enum vdev_priority, LOW..CRITICAL; what a backend makes of it is its
+     * own: sim.c, cuda_stream.c) in *q; *held_bytes gets the device memory
+     * the stream took for itself (scratch, library workspaces), which the
+     * card's budget must leave out. The device's own stream (index dev) is
+     * handed out once for a normal priority, while no other open holds it.
+     * stream_close waits for the stream, then closes it (the device's own
+     * stream stays, free for the next open). default (NULL): every logical
+     * device of a card works on the card's own stream. */
+    enum vdev_status (*stream_open)(void *ctx, int dev, int priority, int *q,
+                                    uint64_t *held_bytes);
+    void (*stream_close)(void *ctx, int q);
+    /* Device memory of `dev` the backend holds outside the regions it handed
+     * out: its streams' scratch buffers and workspaces, a collective
+     * library's buffers. default (NULL): none. */
+    uint64_t (*held_bytes)(void *ctx, int dev);
+
+    /* Collectives through the backend's own library across distinct
+     * physical devices (CUDA: NCCL), for src/coll/nccl.c.
+     * coll_library: 1 when the library can serve, 0 when not; buf (cap
+     * bytes) gets one line either way ("NCCL 2.21.5 (libnccl.so.2)", or why
+     * not). Loads the library on first use; thread-safe.
+     * coll_open: a communicator of n ranks, rank i working on stream qs[i];
+     * held[i] gets the device memory the library took on rank i's device.
+     * VDEV_ERR_UNSUPPORTED (message set) when it cannot serve them: no
+     * library, two ranks on one physical device.
+     * coll_run: queues rank's part of a call on its stream and returns; every
+     * rank makes its part of each call, each from its own thread, in the same
+     * order. On failure the other ranks' parts may never finish: coll_abort.
+     * coll_abort: ends every rank's queued work of the communicator for good
+     * (its streams can then be synchronized); any thread.
+     * coll_close: frees the communicator (no call in flight). */
+    int (*coll_library)(void *ctx, char *buf, size_t cap);
+    enum vdev_status (*coll_open)(void *ctx, const int *qs, int n, void **comm, uint64_t *held);
+    enum vdev_status (*coll_run)(void *ctx, void *comm, int rank,
+                                 const struct vdev_backend_coll *call);
+    void (*coll_abort)(void *ctx, void *comm);
+    void (*coll_close)(void *ctx, void *comm);
 };
 
 /* A backend instance. */

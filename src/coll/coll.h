@@ -59,7 +59,7 @@
  * number of ranks and the buffers' sizes: never on timing. Every rank gets
  * the same bits.
  *
- * Implementations to come. NCCL (inside the CUDA plugin) serves a
+ * Implementations. NCCL (inside the CUDA plugin, nccl.c here) serves a
  * communicator whose ranks are distinct physical CUDA GPUs: one ncclComm per
  * rank from ncclCommInitAll, each call a group call on the rank's own stream
  * (vdev_coll_comm_make picks it there; logical devices of one card stay on
@@ -154,14 +154,16 @@ struct vdev_coll_comm {
     uint32_t rgen;                  /* the runtime generation it was made under */
 };
 
-/* vdev's ring (ring.c). */
+/* vdev's ring (ring.c), and the backend's own library (nccl.c: NCCL). */
 extern const struct vdev_coll_ops vdev_coll_ring_ops;
+extern const struct vdev_coll_ops vdev_coll_nccl_ops;
 
 /* Checks the devices (non-empty, distinct, one backend: the messages of
  * vdev_comm_new) and makes a communicator over them with the implementation
- * that serves them: the ring, the one there is today (NCCL is to be chosen
- * here when every rank is a distinct physical CUDA GPU and NCCL loads). *out
- * is the caller's, freed with vdev_coll_comm_free. */
+ * that serves them: NCCL when every rank is a logical GPU on a physical GPU
+ * of its own, on a backend with a collective library that loads (and whose
+ * buffers fit the cards' budgets), else the ring, saying why once in the
+ * log. *out is the caller's, freed with vdev_coll_comm_free. */
 enum vdev_status vdev_coll_comm_make(struct vdev_ldev *const *devs, int n,
                                      struct vdev_coll_comm **out);
 /* The same with a given implementation (a plugin's table; its api_version
@@ -170,6 +172,17 @@ enum vdev_status vdev_coll_comm_make_with(const struct vdev_coll_ops *ops,
                                           struct vdev_ldev *const *devs, int n,
                                           struct vdev_coll_comm **out);
 void vdev_coll_comm_free(struct vdev_coll_comm *c);
+/* NCCL's part of that choice (nccl.c): VDEV_OK with *out when NCCL serves
+ * devs; VDEV_ERR_INVALID_ARG for a bad list of devices; else
+ * VDEV_ERR_UNSUPPORTED, no error set, the reason logged once where there is
+ * one to give (logical devices of one GPU, no library, no room). */
+enum vdev_status vdev_coll_nccl_make(struct vdev_ldev *const *devs, int n,
+                                     struct vdev_coll_comm **out);
+/* One line on the collectives of the GPU backend, for `vdev devices`:
+ * "NCCL 2.21.5 (libnccl.so.2) for ranks on distinct physical GPUs; vdev's
+ * ring for logical devices of one GPU", or "vdev's ring (why not NCCL)".
+ * Returns 1 when NCCL can serve. Loads the library. */
+int vdev_coll_library_status(char *buf, size_t cap);
 
 /* A public handle for a communicator that something else owns (a
  * strategy's): vdev_comm_free refuses it; vdev_coll_comm_unpublish kills it

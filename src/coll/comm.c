@@ -1,5 +1,6 @@
 /* comm.c — communicators: making one over a list of logical devices (and
- * choosing the implementation that serves them), the public vdev_comm_*
+ * choosing the implementation that serves them: nccl.c, else the ring), the
+ * public vdev_comm_*
  * calls, and vdev_coll_tensors, which turns a rank's tensors into the
  * buffers of a call (coll.h) for the public calls and the strategy alike.
  *
@@ -48,7 +49,11 @@ static void tuple_of(struct vdev_ldev *const *devs, int n, char *buf, size_t cap
 enum vdev_status vdev_coll_comm_make(struct vdev_ldev *const *devs, int n,
                                      struct vdev_coll_comm **out)
 {
-    /* The ring serves every set of devices vdev has (one backend). */
+    /* NCCL where it serves (nccl.c); the ring serves every set of devices
+     * vdev has (one backend). */
+    enum vdev_status st = vdev_coll_nccl_make(devs, n, out);
+    if (st != VDEV_ERR_UNSUPPORTED)
+        return st;
     return vdev_coll_comm_make_with(&vdev_coll_ring_ops, devs, n, out);
 }
 

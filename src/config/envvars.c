@@ -56,6 +56,9 @@ static const struct vdev_envvar TABLE[] = {
     {"VDEV_METRICS_ADDR", "127.0.0.1:9400, [::1]:9400",
      "serve Prometheus metrics on GET /metrics at that address"},
     {"VDEV_CUDA_PLUGIN", "a file path", "where to load the CUDA plugin from"},
+    {"VDEV_NCCL_LIBRARY", "a file path",
+     "the NCCL library the CUDA plugin loads (default: libnccl.so.2 from the loader's path, "
+     "then the CUDA toolkit's library folder)"},
     {"VDEV_TORCH_DEVICES", "0:GPU:1,1:GPU:2",
      "libvdev-torch-alloc.so: the vdev logical device of each PyTorch CUDA device index"},
     {"VDEV_LIBRARY", "a file path",

@@ -9,10 +9,25 @@
  * built so far is torn down and the configuration is unfrozen, so the caller
  * can fix it and call vdev_init() again.
  *
+ * Streams: each logical GPU gets a stream of its own from its card's
+ * backend (stream_open, with the device's priority), so the logical devices
+ * of one card run side by side, and its index becomes the device's bdev.
+ * The device memory those streams take for themselves (the CUDA plugin's
+ * scratch buffers and cuBLAS workspaces) comes out of the card's budget
+ * before its pool is made, and on a backend that holds memory of its own
+ * (CUDA: the context, the streams) no budget exceeds what the card has free
+ * once they are open (a budget from a memory fraction is a share of the
+ * card's total, of which the context has already taken its part), so a
+ * logical device's limit is what its tensors can really get.
+ *
  * Governance: each card gets a pool (src/alloc/govern.h) with its budget,
  * and each of its logical devices a member with its floor, ceiling and
  * priority; the logical CPUs share one pool over host memory. The calls of
- * vdev_memory_set_limits() and friends at the end of this file go to it. */
+ * vdev_memory_set_limits() and friends at the end of this file go to it. A
+ * card with one logical device, on a backend whose own library can run
+ * collectives (NCCL), gets one more member: the library's buffers, a floor
+ * set when a communicator takes them (vdev_runtime_card_charge), so they too
+ * come out of the card's budget. */
 #define _GNU_SOURCE
 #include "runtime/metrics.h"
 #include "runtime/observe.h"
@@ -28,10 +43,15 @@ static struct {
     int n_cpus;
     struct vdev_ldev devs[VDEV_MAX_LDEVS];
     vdev_pool_t *pools[VDEV_MAX_GPUS]; /* per physical GPU in use */
+    int lib_member[VDEV_MAX_GPUS];     /* the library's member of the pool, or -1 */
+    uint64_t lib_bytes[VDEV_MAX_GPUS]; /* its floor: what communicators hold */
+    uint64_t lib_cut_floor[VDEV_MAX_GPUS]; /* taken off the card's logical device's floor */
+    uint64_t lib_cut_ceil[VDEV_MAX_GPUS];  /* and off its ceiling, for the library */
+    pthread_mutex_t lib_lock;          /* lib_bytes, lib_cut_* */
     vdev_pool_t *cpu_pool;
     vdev_alloc_trace_t *trace;
     _Atomic uint32_t generation; /* counts start-ups; tensors remember theirs */
-} R = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} R = {.lock = PTHREAD_MUTEX_INITIALIZER, .lib_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Atomic int oom_report; /* VDEV_OOM_REPORT */
 
@@ -107,10 +127,16 @@ static void teardown_locked(void)
         struct vdev_ldev *d = &R.devs[i];
         vdev_alloc_destroy(d->alloc);
         d->alloc = NULL;
+        if (d->own_stream)
+            d->backend->ops->stream_close(d->backend->ctx, d->bdev);
+        d->own_stream = 0;
     }
     for (int g = 0; g < VDEV_MAX_GPUS; g++) {
         vdev_pool_destroy(R.pools[g]);
         R.pools[g] = NULL;
+        R.lib_member[g] = -1;
+        R.lib_bytes[g] = 0;
+        R.lib_cut_floor[g] = R.lib_cut_ceil[g] = 0;
     }
     vdev_pool_destroy(R.cpu_pool);
     R.cpu_pool = NULL;
@@ -124,10 +150,10 @@ static void teardown_locked(void)
 
 /* One logical device: its member of the card's pool, then its allocator
  * (a preallocating one reserves its floor; with no floor it grows). */
-static enum vdev_status add_device(struct vdev_backend *b, int bdev, enum vdev_device_type type,
-                                   int index, int physical, uint64_t limit, uint64_t floor,
-                                   enum vdev_priority priority, enum vdev_memory_policy policy,
-                                   int is_split, vdev_pool_t *pool)
+static enum vdev_status add_device(struct vdev_backend *b, int bdev, int own_stream,
+                                   enum vdev_device_type type, int index, int physical,
+                                   uint64_t limit, uint64_t floor, enum vdev_priority priority,
+                                   enum vdev_memory_policy policy, int is_split, vdev_pool_t *pool)
 {
     struct vdev_ldev *d = &R.devs[R.n];
     memset(d, 0, sizeof *d);
@@ -175,22 +201,227 @@ static enum vdev_status add_device(struct vdev_backend *b, int bdev, enum vdev_d
         return st;
     }
     vdev_pool_attach(pool, d->member, d->alloc);
+    d->own_stream = own_stream;
     R.n++;
     return VDEV_OK;
 }
 
-/* The pool of physical GPU `gpu`, made on first use with its budget. */
-static enum vdev_status card_pool(const struct vdev_plan *plan, int gpu, vdev_pool_t **out)
+/* The pool of physical GPU `gpu`, made on first use with `budget`. */
+static enum vdev_status card_pool(int gpu, uint64_t budget, vdev_pool_t **out)
 {
     if (!R.pools[gpu]) {
         char name[64];
         snprintf(name, sizeof name, "/physical_device:GPU:%d", gpu);
-        enum vdev_status st = vdev_pool_new(name, plan->card_budget[gpu], &R.pools[gpu]);
+        enum vdev_status st = vdev_pool_new(name, budget, &R.pools[gpu]);
         if (st != VDEV_OK)
             return st;
     }
     *out = R.pools[gpu];
     return VDEV_OK;
+}
+
+/* Streams of the plan's logical GPUs, opened before any pool is made. */
+struct plan_streams {
+    int q[VDEV_MAX_GPUS * 2];         /* each logical GPU's stream (bdev) */
+    unsigned char opened[VDEV_MAX_GPUS * 2]; /* opened here; closed on failure unless added */
+    uint64_t held[VDEV_MAX_GPUS];     /* device memory the streams of each card took */
+    int on_card[VDEV_MAX_GPUS];       /* logical GPUs of each card */
+    uint64_t free_now[VDEV_MAX_GPUS]; /* free on each card once its streams are open */
+};
+
+/* Opens a stream for every logical GPU of the plan (with its priority), or
+ * gives each its card's index where the backend has no stream_open. */
+static enum vdev_status open_streams(const struct vdev_plan *plan, struct plan_streams *ps)
+{
+    memset(ps, 0, sizeof *ps);
+    const struct vdev_backend *b = plan->gpu;
+    for (int i = 0; i < plan->n_devices; i++) {
+        const struct vdev_plan_device *p = &plan->devices[i];
+        ps->on_card[p->physical]++;
+        ps->q[i] = p->physical;
+        if (!b->ops->stream_open)
+            continue;
+        uint64_t held = 0;
+        enum vdev_status st =
+            b->ops->stream_open(b->ctx, p->physical, (int)p->priority, &ps->q[i], &held);
+        if (st != VDEV_OK) {
+            vdev_error_prefix("/device:GPU:%d: cannot open its stream", i);
+            return st;
+        }
+        ps->opened[i] = 1;
+        ps->held[p->physical] += held;
+    }
+    /* What each card really has free now, on a backend that holds device
+     * memory of its own (the CUDA plugin: its context, the streams just
+     * opened): a budget from a memory fraction is a share of the card's
+     * total, of which the context has taken its part. Simulated GPUs have
+     * no context: there a fraction stays a share of the total, as in
+     * TensorFlow, and memory others hold makes preallocation fail. */
+    for (int g = 0; g < VDEV_MAX_GPUS; g++) {
+        ps->free_now[g] = UINT64_MAX;
+        if (!ps->on_card[g] || !b->ops->held_bytes)
+            continue;
+        uint64_t total = 0;
+        enum vdev_status st = vdev_backend_mem_info(b, g, &ps->free_now[g], &total);
+        if (st != VDEV_OK) {
+            vdev_error_prefix("/physical_device:GPU:%d: cannot read its free memory", g);
+            return st;
+        }
+    }
+    return VDEV_OK;
+}
+
+/* Closes the streams open_streams opened that no device took over. */
+static void close_streams(const struct vdev_plan *plan, struct plan_streams *ps)
+{
+    for (int i = 0; i < plan->n_devices; i++)
+        if (ps->opened[i]) {
+            plan->gpu->ops->stream_close(plan->gpu->ctx, ps->q[i]);
+            ps->opened[i] = 0;
+        }
+}
+
+/* The budget of card gpu once its streams' own memory is out of it, or
+ * VDEV_ERR_CONFIG when they take all of it. */
+static enum vdev_status card_budget(const struct vdev_plan *plan, const struct plan_streams *ps,
+                                    int gpu, uint64_t *out)
+{
+    uint64_t budget = plan->card_budget[gpu], held = ps->held[gpu];
+    if (held >= budget) {
+        char b1[32], b2[32];
+        return vdev_error(VDEV_ERR_CONFIG,
+                          "/physical_device:GPU:%d: the streams of its %d logical device%s take "
+                          "%s of device memory (scratch buffers, cuBLAS workspaces), all of its "
+                          "budget of %s",
+                          gpu, ps->on_card[gpu], ps->on_card[gpu] == 1 ? "" : "s",
+                          vdev_format_bytes(held, b1, sizeof b1),
+                          vdev_format_bytes(budget, b2, sizeof b2));
+    }
+    budget -= held;
+    /* never more than the card has free: the limit is what tensors can get */
+    if (budget > ps->free_now[gpu])
+        budget = ps->free_now[gpu];
+    *out = budget & ~(uint64_t)255;
+    return VDEV_OK;
+}
+
+/* Adds plan device i (stream ps->q[i]) to its card's pool: its ceiling and
+ * floor at most the card's budget left after the streams (a whole card's
+ * limit is that budget); floors that no longer fit say what took the rest. */
+static enum vdev_status add_gpu(const struct vdev_plan *plan, struct plan_streams *ps, int i)
+{
+    const struct vdev_plan_device *p = &plan->devices[i];
+    uint64_t budget = 0;
+    vdev_pool_t *pool = NULL;
+    enum vdev_status st = card_budget(plan, ps, p->physical, &budget);
+    if (st == VDEV_OK)
+        st = card_pool(p->physical, budget, &pool);
+    if (st != VDEV_OK)
+        return st;
+    uint64_t limit = p->limit_bytes < budget ? p->limit_bytes : budget;
+    uint64_t floor = p->floor_bytes < limit ? p->floor_bytes : limit;
+    st = add_device(plan->gpu, ps->q[i], ps->opened[i], VDEV_DEVICE_GPU, i, p->physical, limit,
+                    floor, p->priority, p->policy, p->is_split, pool);
+    if (st == VDEV_OK) {
+        ps->opened[i] = 0; /* the device closes it at teardown */
+    } else if (ps->held[p->physical] && vdev_last_status() == VDEV_ERR_CONFIG) {
+        char b1[32];
+        vdev_error_prefix("after %s for the streams of its logical devices (scratch buffers, "
+                          "cuBLAS workspaces)",
+                          vdev_format_bytes(ps->held[p->physical], b1, sizeof b1));
+    }
+    return st;
+}
+
+/* The library's member of each card with one logical device on a backend
+ * whose library runs collectives: a floor of 0 until a communicator charges
+ * it. */
+static enum vdev_status add_lib_members(const struct vdev_plan *plan,
+                                        const struct plan_streams *ps)
+{
+    if (!plan->gpu || !plan->gpu->ops->coll_open)
+        return VDEV_OK;
+    for (int g = 0; g < VDEV_MAX_GPUS; g++) {
+        if (!R.pools[g] || ps->on_card[g] != 1)
+            continue;
+        enum vdev_status st = vdev_pool_add(R.pools[g], "collective library buffers", 0, 0,
+                                            VDEV_PRIORITY_NORMAL, &R.lib_member[g]);
+        if (st != VDEV_OK)
+            return st;
+    }
+    return VDEV_OK;
+}
+
+/* The pool member of the one logical device of card gpu, or -1. */
+static int sole_member(int gpu)
+{
+    for (int i = R.n_cpus; i < R.n; i++)
+        if (R.devs[i].type == VDEV_DEVICE_GPU && R.devs[i].physical == gpu)
+            return R.devs[i].member;
+    return -1;
+}
+
+enum vdev_status vdev_runtime_card_charge(int gpu, int64_t delta)
+{
+    if (gpu < 0 || gpu >= VDEV_MAX_GPUS || !R.pools[gpu] || R.lib_member[gpu] < 0)
+        return vdev_error(VDEV_ERR_UNSUPPORTED, "/physical_device:GPU:%d: no share of its budget "
+                                                "for a collective library (it has more than one "
+                                                "logical device)",
+                          gpu);
+    pthread_mutex_lock(&R.lib_lock);
+    uint64_t now = R.lib_bytes[gpu];
+    uint64_t want = delta < 0 && (uint64_t)-delta > now ? 0 : now + (uint64_t)delta;
+    want = (want + 255) & ~(uint64_t)255;
+    vdev_pool_t *p = R.pools[gpu];
+    int dev = sole_member(gpu), lib = R.lib_member[gpu];
+    struct vdev_memory_limits d, l;
+    vdev_pool_get(p, dev, &d);
+    vdev_pool_get(p, lib, &l);
+    enum vdev_status st = VDEV_OK;
+    if (want > now) {
+        /* The card's logical device (alone on it, its floor often the whole
+         * budget) makes room: its floor and ceiling come down to what the
+         * library leaves; refused while it holds more than that in use. */
+        uint64_t room = want < d.card_budget_bytes ? d.card_budget_bytes - want : 0;
+        uint64_t floor = d.floor_bytes < room ? d.floor_bytes : room;
+        uint64_t ceil = d.ceiling_bytes < room ? d.ceiling_bytes : room;
+        st = vdev_pool_set_limits(p, dev, floor, ceil, NULL);
+        if (st == VDEV_OK) {
+            st = vdev_pool_set_limits(p, lib, want, want, NULL);
+            if (st != VDEV_OK) {
+                enum vdev_status keep = vdev_last_status();
+                char msg[256];
+                vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+                vdev_pool_set_limits(p, dev, d.floor_bytes, d.ceiling_bytes, NULL);
+                vdev_error(keep, "%s", msg);
+            }
+        }
+        if (st == VDEV_OK) {
+            R.lib_cut_floor[gpu] += d.floor_bytes - floor;
+            R.lib_cut_ceil[gpu] += d.ceiling_bytes - ceil;
+        }
+    } else if (want < now) {
+        st = vdev_pool_set_limits(p, lib, want, want > l.ceiling_bytes ? want : l.ceiling_bytes,
+                                  NULL);
+        if (st == VDEV_OK && want == 0) {
+            /* the library's share back to the device */
+            uint64_t ceil = d.ceiling_bytes + R.lib_cut_ceil[gpu];
+            uint64_t floor = d.floor_bytes + R.lib_cut_floor[gpu];
+            if (ceil > d.card_budget_bytes)
+                ceil = d.card_budget_bytes;
+            if (floor > ceil)
+                floor = ceil;
+            if (vdev_pool_set_limits(p, lib, 0, 0, NULL) == VDEV_OK &&
+                vdev_pool_set_limits(p, dev, floor, ceil, NULL) == VDEV_OK)
+                R.lib_cut_floor[gpu] = R.lib_cut_ceil[gpu] = 0;
+            else
+                vdev_clear_error();
+        }
+    }
+    if (st == VDEV_OK)
+        R.lib_bytes[gpu] = want;
+    pthread_mutex_unlock(&R.lib_lock);
+    return st;
 }
 
 VDEV_API enum vdev_status vdev_init(void)
@@ -210,6 +441,8 @@ VDEV_API enum vdev_status vdev_init(void)
     enum vdev_status st = vdev_config_freeze(plan);
     if (st != VDEV_OK)
         goto fail_plan;
+    for (int g = 0; g < VDEV_MAX_GPUS; g++)
+        R.lib_member[g] = -1;
     if (plan->alloc_trace_path[0] &&
         (st = vdev_alloc_trace_open(plan->alloc_trace_path, &R.trace)) != VDEV_OK) {
         vdev_error_prefix("VDEV_ALLOC_TRACE");
@@ -219,18 +452,23 @@ VDEV_API enum vdev_status vdev_init(void)
      * the host's memory with no floors. */
     st = vdev_pool_new("/physical_device:CPU:0", plan->cpu_limit_bytes, &R.cpu_pool);
     for (int i = 0; st == VDEV_OK && i < plan->n_cpus; i++)
-        st = add_device(plan->cpu, 0, VDEV_DEVICE_CPU, i, 0, plan->cpu_limit_bytes, 0,
+        st = add_device(plan->cpu, 0, 0, VDEV_DEVICE_CPU, i, 0, plan->cpu_limit_bytes, 0,
                         VDEV_PRIORITY_NORMAL, VDEV_POLICY_GROW, plan->n_cpus > 1, R.cpu_pool);
     R.n_cpus = R.n;
-    for (int i = 0; st == VDEV_OK && i < plan->n_devices; i++) {
-        const struct vdev_plan_device *p = &plan->devices[i];
-        vdev_pool_t *pool = NULL;
-        st = card_pool(plan, p->physical, &pool);
-        if (st == VDEV_OK)
-            st = add_device(plan->gpu, p->physical, VDEV_DEVICE_GPU, i, p->physical,
-                            p->limit_bytes, p->floor_bytes, p->priority, p->policy, p->is_split,
-                            pool);
-    }
+    /* The logical GPUs: their streams first (what the streams take comes out
+     * of the budgets), then the pools and the devices. */
+    struct plan_streams *ps = calloc(1, sizeof *ps);
+    if (st == VDEV_OK && !ps)
+        st = vdev_error(VDEV_ERR_OOM, "out of host memory at start-up");
+    if (st == VDEV_OK && plan->n_devices)
+        st = open_streams(plan, ps);
+    for (int i = 0; st == VDEV_OK && i < plan->n_devices; i++)
+        st = add_gpu(plan, ps, i);
+    if (st == VDEV_OK && plan->n_devices)
+        st = add_lib_members(plan, ps);
+    if (ps && plan->n_devices)
+        close_streams(plan, ps);
+    free(ps);
     if (st != VDEV_OK)
         goto fail;
     if ((st = vdev_placement_init_env()) != VDEV_OK)

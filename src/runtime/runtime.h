@@ -26,7 +26,9 @@ struct vdev_ldev {
     int index;                     /* N in /device:GPU:N */
     int physical;                  /* physical device index */
     struct vdev_backend *backend;
-    int bdev;                      /* device index inside the backend */
+    int bdev;                      /* device index inside the backend: its own stream's
+                                      (backend.h), or its card's */
+    int own_stream;                /* bdev is a stream opened for it (closed at shutdown) */
     vdev_alloc_t *alloc;
     enum vdev_memory_policy policy;
     uint64_t limit_bytes;          /* the ceiling at start-up (the allocator has the current one) */
@@ -60,6 +62,13 @@ struct vdev_ldev *vdev_runtime_default_device(void);
 /* Counts start-ups: a tensor made under another generation outlived its
  * runtime (vdev_shutdown) and owns no memory any more. */
 uint32_t vdev_runtime_generation(void);
+/* Moves the floor of card gpu's share for a collective library (NCCL's
+ * buffers) by delta bytes, so they come out of the card's budget: lending
+ * the others' cached memory if it must. VDEV_ERR_UNSUPPORTED for a card
+ * without that share (more than one logical device, or a backend without
+ * such a library), VDEV_ERR_OOM or VDEV_ERR_CONFIG (message set, nothing
+ * changed) when the budget cannot make room. Thread-safe. */
+enum vdev_status vdev_runtime_card_charge(int gpu, int64_t delta);
 /* VDEV_OOM_REPORT=1: print the allocator's state after an out-of-memory
  * failure (the tensor layer tags blocks with the ops that made them). */
 int vdev_runtime_oom_report(void);

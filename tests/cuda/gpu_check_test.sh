@@ -33,8 +33,9 @@ expect "$r" '^ok   preflight: NVIDIA H200, driver 580.159.03, CUDA 1[0-9]\.[0-9]
 expect "$r" '^FAIL tests: a GPU test was skipped or not run: SKIP: no GPU: CUDA plugin: '
 expect "$r" '^FAIL devices: no GPU from the cuda backend: GPUs: none '
 expect "$r" '^FAIL demo: the models did not run on the cuda backend \(0 of 3 did\)$'
+expect "$r" '^FAIL mirrored: '
 expect "$r" '^FAIL bench: '
-expect "$r" '^gpu-check: FAIL: tests, devices, demo, bench \([0-9]+ s\)$'
+expect "$r" '^gpu-check: FAIL: tests, devices, demo, mirrored, bench \([0-9]+ s\)$'
 [ "$(tail -1 "$r")" = "$(tail -1 "$tmp/console")" ] && echo "ok: the verdict is the last line" ||
   { echo "FAIL: the verdict is not the last line printed"; fail=1; }
 for f in gpu-check.log ctest.log nvidia-smi.txt; do

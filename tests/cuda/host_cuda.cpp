@@ -278,11 +278,13 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
 
 struct vdev_emu_blas {
     cudaStream_t stream;
+    void *workspace;
+    size_t workspace_bytes;
 };
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t *h)
 {
-    *h = new vdev_emu_blas{nullptr};
+    *h = new vdev_emu_blas{nullptr, nullptr, 0};
     std::lock_guard<std::mutex> l(state_lock);
     counts.blas_handles++;
     return CUBLAS_STATUS_SUCCESS;
@@ -303,6 +305,19 @@ cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s)
     if (!h)
         return CUBLAS_STATUS_NOT_INITIALIZED;
     h->stream = s;
+    h->workspace = nullptr; /* as cuBLAS does: back to its own workspace */
+    h->workspace_bytes = 0;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t h, void *workspace, size_t bytes)
+{
+    if (!h)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (((uintptr_t)workspace & 255) != 0)
+        return CUBLAS_STATUS_INVALID_VALUE; /* cuBLAS needs 256-byte alignment */
+    h->workspace = workspace;
+    h->workspace_bytes = bytes;
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -139,6 +139,7 @@ enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
 cublasStatus_t cublasCreate_v2(cublasHandle_t *h);
 cublasStatus_t cublasDestroy_v2(cublasHandle_t h);
 cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s);
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t h, void *workspace, size_t bytes);
 cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
                               int n, int k, const float *alpha, const float *A, int lda,
                               const float *B, int ldb, const float *beta, float *C, int ldc);

@@ -27,7 +27,11 @@
  *    stream the host has not waited for may still touch it is one too;
  *  - every broken rule is a violation (vdev_stub_stats, vdev_stub_violation,
  *    stderr); fault injection makes the nth call of a function fail
- *    (vdev_stub_fail); calls are counted and stream work is traced.
+ *    (vdev_stub_fail); calls are counted and stream work is traced;
+ *  - a retained primary context takes context_bytes of device memory, as a
+ *    real one does (cuMemGetInfo shows it), streams remember their priority,
+ *    and a stand-in library (stub_nccl.c) works on the streams through the
+ *    vdev_stub_lib_* functions, under the same checks.
  * One mutex guards everything; the current context is per thread, as the
  * driver's is. Host functions (cuLaunchHostFunc) run at once, outside the
  * lock. The CUDA runtime's own use of the driver (kernel launches, cuBLAS)
@@ -359,6 +363,10 @@ EXPORT void vdev_stub_setup(const struct vdev_stub_config *c)
      * process: retains held across it (the plugin keeps one per GPU for
      * good) stay valid. */
     memset(ST.used, 0, sizeof ST.used);
+    for (int d = 0; d < MAX_DEV; d++)
+        if (ST.ctxs[d].refs > 0 && d < ST.cfg.n_devices)
+            ST.used[d] = ST.cfg.context_bytes;
+    ST.n_made = 0;
     memset(ST.peer_on, 0, sizeof ST.peer_on);
     memset(ST.host_vc, 0, sizeof ST.host_vc);
     memset(ST.acc, 0, sizeof ST.acc);
@@ -450,6 +458,103 @@ EXPORT void vdev_stub_trace_mark(void)
 {
     pthread_mutex_lock(&ST.lock);
     ST.trace_n = 0;
+    pthread_mutex_unlock(&ST.lock);
+}
+
+EXPORT int vdev_stub_stream_priority(int id);
+EXPORT int vdev_stub_stream_priority(int id)
+{
+    pthread_mutex_lock(&ST.lock);
+    int p = -100;
+    for (int i = 0; i < ST.n_made; i++)
+        if (ST.made[i].id == id)
+            p = ST.made[i].priority;
+    pthread_mutex_unlock(&ST.lock);
+    return p;
+}
+
+/* ---- for a stand-in library (stub_cuda.h) ---- */
+
+static struct CUstream_st *lib_stream(void *hs)
+{
+    for (int i = 0; i < MAX_STREAMS; i++)
+        if (ST.streams[i] && ST.streams[i] == hs)
+            return ST.streams[i];
+    return NULL;
+}
+
+EXPORT int vdev_stub_lib_access(void *hs, unsigned long long p, size_t n, int write, void *host,
+                                const char *op);
+EXPORT int vdev_stub_lib_access(void *hs, unsigned long long p, size_t n, int write, void *host,
+                                const char *op)
+{
+    pthread_mutex_lock(&ST.lock);
+    struct CUstream_st *s = lib_stream(hs);
+    CUresult r = CUDA_ERROR_INVALID_HANDLE;
+    if (!s) {
+        stub_violation("%s on a stream that does not exist (%p)", op, hs);
+    } else {
+        stub_tick(s);
+        r = stub_dev_move((CUdeviceptr)p, n, s->dev, write ? COPY_IN : COPY_OUT, host, 0, op);
+        if (r == CUDA_SUCCESS)
+            stub_touch(s, (CUdeviceptr)p, n, write, op);
+        stub_tracef("S%d %s %s %zu", s->id, op, write ? "write" : "read", n);
+    }
+    pthread_mutex_unlock(&ST.lock);
+    return (int)r;
+}
+
+EXPORT void vdev_stub_lib_join(void *const *hs, int n);
+EXPORT void vdev_stub_lib_join(void *const *hs, int n)
+{
+    pthread_mutex_lock(&ST.lock);
+    uint32_t all[MAX_STREAMS] = {0};
+    for (int i = 0; i < n; i++) {
+        struct CUstream_st *s = lib_stream(hs[i]);
+        if (s)
+            stub_join(all, s->vc);
+    }
+    for (int i = 0; i < n; i++) {
+        struct CUstream_st *s = lib_stream(hs[i]);
+        if (s)
+            stub_join(s->vc, all);
+    }
+    pthread_mutex_unlock(&ST.lock);
+}
+
+EXPORT int vdev_stub_lib_take(int dev, long long bytes);
+EXPORT int vdev_stub_lib_take(int dev, long long bytes)
+{
+    pthread_mutex_lock(&ST.lock);
+    int r = CUDA_SUCCESS;
+    if (!stub_dev_ok(dev))
+        r = CUDA_ERROR_INVALID_DEVICE;
+    else if (bytes > 0 && ST.used[dev] + (uint64_t)bytes > ST.cfg.total_bytes)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    else if (bytes < 0 && (uint64_t)-bytes > ST.used[dev])
+        stub_violation("a library gives back %lld bytes of GPU %d, which holds %llu", -bytes, dev,
+                       (unsigned long long)ST.used[dev]);
+    else
+        ST.used[dev] += (uint64_t)bytes;
+    pthread_mutex_unlock(&ST.lock);
+    return r;
+}
+
+EXPORT int vdev_stub_lib_stream_dev(void *hs);
+EXPORT int vdev_stub_lib_stream_dev(void *hs)
+{
+    pthread_mutex_lock(&ST.lock);
+    struct CUstream_st *s = lib_stream(hs);
+    int d = s ? s->dev : -1;
+    pthread_mutex_unlock(&ST.lock);
+    return d;
+}
+
+EXPORT void vdev_stub_lib_violation(const char *msg);
+EXPORT void vdev_stub_lib_violation(const char *msg)
+{
+    pthread_mutex_lock(&ST.lock);
+    stub_violation("%s", msg);
     pthread_mutex_unlock(&ST.lock);
 }
 

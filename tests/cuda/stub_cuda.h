@@ -34,6 +34,7 @@ struct vdev_stub_config {
     int init_result;      /* what cuInit returns (a CUresult; 0: success) */
     int no_vmm;           /* devices report no virtual memory management */
     int no_peer;          /* devices cannot access each other's memory */
+    uint64_t context_bytes; /* device memory a primary context takes while retained */
 };
 
 /* Live objects, for leak checks; bytes_used is physical memory of device
@@ -61,6 +62,9 @@ typedef const char *(*vdev_stub_trace_fn)(char *buf, size_t cap);
 typedef void (*vdev_stub_trace_mark_fn)(void);
 /* The id (S<id> in the trace) of the last stream created on device dev. */
 typedef int (*vdev_stub_stream_id_fn)(int dev);
+/* The priority stream S<id> was created with (cuStreamCreateWithPriority;
+ * 0 for cuStreamCreate), or -100 when there is no such stream. */
+typedef int (*vdev_stub_stream_priority_fn)(int id);
 
 struct vdev_stub_api {
     vdev_stub_setup_fn setup;
@@ -71,6 +75,33 @@ struct vdev_stub_api {
     vdev_stub_trace_fn trace;
     vdev_stub_trace_mark_fn trace_mark;
     vdev_stub_stream_id_fn stream_id;
+    vdev_stub_stream_priority_fn stream_priority;
 };
+
+/* Stream priorities the stand-in reports (cuCtxGetStreamPriorityRange), as
+ * an H100's: least 0, greatest -5. */
+#define VDEV_STUB_PRIO_LEAST 0
+#define VDEV_STUB_PRIO_GREATEST (-5)
+
+/* ---- for a stand-in library that works on the stand-in's streams ----
+ * (stub_nccl.c dlopens libcuda.so.1, which is this library, and looks these
+ * up by name.) */
+
+/* Work of a library call on stream hs (any context may be current): reads
+ * (write 0) or writes (write 1) the n bytes of device memory at p, to or from
+ * host, with the rules and race checks of every stream's work, as the
+ * device of hs; `op` names it in violations and in the trace. */
+typedef int (*vdev_stub_lib_access_fn)(void *hs, unsigned long long p, size_t n, int write,
+                                       void *host, const char *op);
+/* The n streams take each other's clocks: a collective finishes on each
+ * only once every one of them has taken part. */
+typedef void (*vdev_stub_lib_join_fn)(void *const *hs, int n);
+/* Device memory a library takes (bytes > 0) or gives back (bytes < 0) on
+ * device dev: 0, or CUDA_ERROR_OUT_OF_MEMORY past the capacity. */
+typedef int (*vdev_stub_lib_take_fn)(int dev, long long bytes);
+/* The device of stream hs, or -1 when hs is no stream. */
+typedef int (*vdev_stub_lib_stream_dev_fn)(void *hs);
+/* Records a violation found by the library. */
+typedef void (*vdev_stub_lib_violation_fn)(const char *msg);
 
 #endif /* VDEV_STUB_CUDA_H */

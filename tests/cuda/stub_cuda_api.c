@@ -132,7 +132,13 @@ EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d)
     if (!stub_dev_ok(d))
         OUT(CUDA_ERROR_INVALID_DEVICE);
     ST.ctxs[d].dev = d;
-    ST.ctxs[d].refs++;
+    if (ST.ctxs[d].refs++ == 0) { /* made: its memory is taken */
+        if (ST.used[d] + ST.cfg.context_bytes > ST.cfg.total_bytes) {
+            ST.ctxs[d].refs--;
+            OUT(CUDA_ERROR_OUT_OF_MEMORY);
+        }
+        ST.used[d] += ST.cfg.context_bytes;
+    }
     *ctx = &ST.ctxs[d];
     OUT(CUDA_SUCCESS);
 }
@@ -146,7 +152,8 @@ EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice d)
         stub_violation("cuDevicePrimaryCtxRelease of GPU %d, which is not retained", d);
         OUT(CUDA_ERROR_INVALID_CONTEXT);
     }
-    ST.ctxs[d].refs--;
+    if (--ST.ctxs[d].refs == 0)
+        ST.used[d] -= ST.used[d] < ST.cfg.context_bytes ? ST.used[d] : ST.cfg.context_bytes;
     OUT(CUDA_SUCCESS);
 }
 
@@ -185,25 +192,56 @@ EXPORT CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags
 
 /* ---- ST.streams and ST.events ---- */
 
-EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *out, unsigned int flags)
+static CUresult stream_create(CUstream *out, int priority)
 {
-    ENTER("cuStreamCreate");
-    NEED_CTX();
     int slot = 0;
     while (slot < MAX_STREAMS && ST.streams[slot])
         slot++;
     struct CUstream_st *s = slot < MAX_STREAMS ? calloc(1, sizeof *s) : NULL;
     if (!s)
-        OUT(CUDA_ERROR_OUT_OF_MEMORY);
+        return CUDA_ERROR_OUT_OF_MEMORY;
     s->slot = slot;
     s->id = ST.next_stream_id++;
     s->dev = vdev_stub_current->dev;
     memcpy(s->vc, ST.host_vc, sizeof s->vc);
     s->vc[slot] = ST.slot_epoch[slot];
+    s->priority = priority;
     ST.streams[slot] = s;
     ST.last_stream[s->dev] = s->id;
+    if (ST.n_made < (int)(sizeof ST.made / sizeof ST.made[0])) {
+        ST.made[ST.n_made].id = s->id;
+        ST.made[ST.n_made++].priority = priority;
+    }
     *out = s;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *out, unsigned int flags)
+{
+    ENTER("cuStreamCreate");
+    NEED_CTX();
     (void)flags;
+    OUT(stream_create(out, 0));
+}
+
+EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *out, unsigned int flags, int priority)
+{
+    ENTER("cuStreamCreateWithPriority");
+    NEED_CTX();
+    if (priority > VDEV_STUB_PRIO_LEAST || priority < VDEV_STUB_PRIO_GREATEST)
+        stub_violation("cuStreamCreateWithPriority with priority %d, outside [%d, %d] (the driver "
+                       "would clamp it)",
+                       priority, VDEV_STUB_PRIO_GREATEST, VDEV_STUB_PRIO_LEAST);
+    (void)flags;
+    OUT(stream_create(out, priority));
+}
+
+EXPORT CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *least, int *greatest)
+{
+    ENTER("cuCtxGetStreamPriorityRange");
+    NEED_CTX();
+    *least = VDEV_STUB_PRIO_LEAST;
+    *greatest = VDEV_STUB_PRIO_GREATEST;
     OUT(CUDA_SUCCESS);
 }
 

@@ -31,7 +31,7 @@ struct CUctx_st {
 };
 
 struct CUstream_st {
-    int slot, id, dev;
+    int slot, id, dev, priority;
     uint32_t vc[MAX_STREAMS];
 };
 
@@ -102,6 +102,10 @@ struct stub_state {
     struct CUstream_st *streams[MAX_STREAMS];
     uint32_t slot_epoch[MAX_STREAMS];
     int next_stream_id, next_event_id, last_stream[MAX_DEV];
+    struct {
+        int id, priority;
+    } made[256];            /* priority of each stream made since setup (by id) */
+    int n_made;
     uint32_t host_vc[MAX_STREAMS];
     struct access acc[MAX_ACCESS];
     int acc_next;

@@ -35,14 +35,14 @@
 _Static_assert(sizeof(struct vdev_cuda_args) == sizeof(struct vdev_kernel_args),
                "struct vdev_cuda_args differs from struct vdev_kernel_args");
 
-static void *scratch;
+static void *scratch, *workspace;
 static void *blas_handle;
 
 static int run_emu(const struct vdev_kernel_args *ka, char *msg, size_t cap)
 {
     struct vdev_cuda_args a;
     memcpy(&a, ka, sizeof a);
-    struct vdev_cuda_launch_env env = {NULL, &blas_handle, scratch, 2};
+    struct vdev_cuda_launch_env env = {NULL, &blas_handle, scratch, 2, workspace, 4u << 20};
     return vdev_cuda_run_op(&a, &env, msg, cap);
 }
 
@@ -312,6 +312,7 @@ int main(void)
 {
     check_fresh(NULL);
     scratch = malloc(VDEV_CUDA_SCRATCH_BYTES);
+    workspace = aligned_alloc(256, 4u << 20); /* the handle's workspace: cublasSetWorkspace */
     CHECK_OK(vdev_init());
     test_empty();
     test_huge_logits();
@@ -328,6 +329,7 @@ int main(void)
     vdev_emu_counts_get(&c);
     CHECK(c.blas_handles == 0);
     free(scratch);
+    free(workspace);
     check_fresh(NULL);
     return check_done();
 }

@@ -30,7 +30,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "ops/op_ids.h"
-#include "stub_cuda.h"
+#include "stub_client.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -41,63 +41,9 @@
 
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
-
-static struct vdev_stub_api S;
-static void *stub;
-
-static int load_stub(void)
-{
-    stub = dlopen(VDEV_STUB_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (!stub) {
-        fprintf(stderr, "dlopen(%s): %s\n", VDEV_STUB_CUDA_PATH, dlerror());
-        return -1;
-    }
-#define GET(field, name)                                                                           \
-    if (!(*(void **)&S.field = dlsym(stub, name)))                                                 \
-        return -1;
-    GET(setup, "vdev_stub_setup");
-    GET(fail, "vdev_stub_fail");
-    GET(stats, "vdev_stub_stats");
-    GET(calls, "vdev_stub_calls");
-    GET(violation, "vdev_stub_violation");
-    GET(trace, "vdev_stub_trace");
-    GET(trace_mark, "vdev_stub_trace_mark");
-    GET(stream_id, "vdev_stub_stream_id");
-#undef GET
-    return 0;
-}
-
-static void setup(int n, uint64_t total, int driver, int init_result, int no_vmm, int no_peer)
-{
-    struct vdev_stub_config c = {n, total, 0, driver, init_result, no_vmm, no_peer};
-    S.setup(&c);
-}
-
-/* No violation so far, and (when `empty`) no object of the stand-in alive. */
-static void expect_clean(const char *where, int empty)
-{
-    struct vdev_stub_stats st;
-    S.stats(0, &st);
-    if (st.violations) {
-        for (int i = 0; S.violation(i); i++)
-            fprintf(stderr, "  violation: %s\n", S.violation(i));
-        check_fail(__FILE__, __LINE__, "%s: %llu violation(s) of the driver's rules", where,
-                   (unsigned long long)st.violations);
-    } else {
-        check_passed++;
-    }
-    if (!empty)
-        return;
-    if (st.reservations || st.handles || st.mappings || st.blocks || st.host_allocs || st.streams ||
-        st.events)
-        check_fail(__FILE__, __LINE__,
-                   "%s: left alive: %d reservations, %d handles, %d mappings, %d blocks, %d host "
-                   "buffers, %d streams, %d events",
-                   where, st.reservations, st.handles, st.mappings, st.blocks, st.host_allocs,
-                   st.streams, st.events);
-    else
-        check_passed++;
-}
+/* What a stream of the plugin holds on the stand-in (compute capability
+ * 9.0): its scratch buffer and its cuBLAS workspace. */
+#define STREAM_BYTES ((uint64_t)VDEV_CUDA_SCRATCH_BYTES + VDEV_CUDA_WORKSPACE_BYTES(9))
 
 static int found_lib;
 static const char *find_name;
@@ -116,14 +62,6 @@ static int mapped(const char *name)
     find_name = name;
     dl_iterate_phdr(find_lib, NULL);
     return found_lib;
-}
-
-static void open_backend(struct vdev_backend *b)
-{
-    char reason[256] = "";
-    enum vdev_status st = vdev_backend_cuda_new(b, reason, sizeof reason);
-    if (st != VDEV_OK)
-        check_fail(__FILE__, __LINE__, "the plugin did not open: %s", reason);
 }
 
 /* ---- why an open fails ---- */
@@ -146,13 +84,13 @@ static void expect_reason(const char *what, enum vdev_status code, const char *w
 
 static void test_open(void)
 {
-    setup(1, 4 * GiB, 13000, CUDA_ERROR_NO_DEVICE, 0, 0);
+    stub_setup(1, 4 * GiB, 13000, CUDA_ERROR_NO_DEVICE, 0, 0);
     expect_reason("cuInit fails", VDEV_ERR_UNSUPPORTED,
                   "CUDA plugin: cuInit failed: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is "
                   "detected");
 
     /* a driver for CUDA 12.4 (550), the plugin built with CUDA 13 */
-    setup(1, 4 * GiB, 12040, 0, 0, 0);
+    stub_setup(1, 4 * GiB, 12040, 0, 0, 0);
     char want[256];
     snprintf(want, sizeof want,
              "CUDA plugin: the NVIDIA driver supports CUDA 12.4 (cuDriverGetVersion 12040), older "
@@ -164,30 +102,31 @@ static void test_open(void)
     /* checked at every open, not only the first */
     expect_reason("driver still too old", VDEV_ERR_UNSUPPORTED, want);
 
-    setup(1, 4 * GiB, 13000, 0, 0, 0);
+    stub_setup(1, 4 * GiB, 13000, 0, 0, 0);
     S.fail("cuDriverGetVersion", 0, CUDA_ERROR_UNKNOWN);
     expect_reason("cuDriverGetVersion fails", VDEV_ERR_UNSUPPORTED,
                   "CUDA plugin: cuDriverGetVersion failed: CUDA_ERROR_UNKNOWN: unknown error");
 
-    setup(0, 4 * GiB, 13000, 0, 0, 0);
+    stub_setup(0, 4 * GiB, 13000, 0, 0, 0);
     expect_reason("no device", VDEV_ERR_UNSUPPORTED, "CUDA plugin: no CUDA device found");
 
     /* set-up failing half-way: GPU 1's stream, then GPU 1's scratch memory */
-    setup(2, 4 * GiB, 13000, 0, 0, 0);
-    S.fail("cuStreamCreate", 1, CUDA_ERROR_OUT_OF_MEMORY);
-    expect_reason("cuStreamCreate fails", VDEV_ERR_BACKEND,
-                  "CUDA plugin: GPU 1: cuStreamCreate failed: CUDA_ERROR_OUT_OF_MEMORY: out of "
-                  "memory");
+    stub_setup(2, 4 * GiB, 13000, 0, 0, 0);
+    S.fail("cuStreamCreateWithPriority", 1, CUDA_ERROR_OUT_OF_MEMORY);
+    expect_reason("cuStreamCreateWithPriority fails", VDEV_ERR_BACKEND,
+                  "CUDA plugin: GPU 1: cuStreamCreateWithPriority failed: CUDA_ERROR_OUT_OF_MEMORY: "
+                  "out of memory");
     expect_clean("after a failed open", 1);
-    S.fail("cuMemAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY);
-    expect_reason("cuMemAlloc fails", VDEV_ERR_BACKEND,
-                  "CUDA plugin: GPU 1: cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY: out of memory");
+    S.fail("cuCtxGetStreamPriorityRange", 1, CUDA_ERROR_UNKNOWN);
+    expect_reason("cuCtxGetStreamPriorityRange fails", VDEV_ERR_BACKEND,
+                  "CUDA plugin: GPU 1: cuCtxGetStreamPriorityRange failed: CUDA_ERROR_UNKNOWN: "
+                  "unknown error");
     expect_clean("after a failed open", 1);
 
     /* a newer minor version of the same major is fine */
-    setup(2, 4 * GiB, CUDA_VERSION + 20, 0, 0, 0);
+    stub_setup(2, 4 * GiB, CUDA_VERSION + 20, 0, 0, 0);
     struct vdev_backend b;
-    open_backend(&b);
+    stub_open_backend(&b);
     if (b.ops) {
         CHECK_STR(b.ops->name, "cuda");
         CHECK(b.ops->extend != NULL && b.ops->fill != NULL);
@@ -205,7 +144,7 @@ static void test_open(void)
 
 static void test_memory(void)
 {
-    setup(2, 4 * GiB, 13000, 0, 0, 0);
+    stub_setup(2, 4 * GiB, 13000, 0, 0, 0);
     check_fresh(NULL);
     CHECK_OK(vdev_init());
     struct vdev_physical_device pd[4];
@@ -226,9 +165,10 @@ static void test_memory(void)
     }
     S.stats(0, &st);
     CHECK(st.reservations == 1 && st.handles == st.mappings && st.mappings >= 2);
-    /* the stand-in's physical bytes: vdev's reserve (in granules) and the scratch buffer */
-    CHECK(st.bytes_used >= mi.bytes_reserved + VDEV_CUDA_SCRATCH_BYTES);
-    CHECK(st.bytes_used < mi.bytes_reserved + VDEV_CUDA_SCRATCH_BYTES + 2 * MiB);
+    /* the stand-in's physical bytes: vdev's reserve (in granules), and the
+     * scratch buffer and cuBLAS workspace of GPU:0's stream */
+    CHECK(st.bytes_used >= mi.bytes_reserved + STREAM_BYTES);
+    CHECK(st.bytes_used < mi.bytes_reserved + STREAM_BYTES + 2 * MiB);
     CHECK_OK(vdev_list_physical_devices(pd, 4, &n));
     CHECK_EQ_U64(pd[1].free_bytes, 4 * GiB - st.bytes_used); /* from cuMemGetInfo */
     printf("growth: %d chunks mapped into one range, %llu MiB\n", st.mappings,
@@ -265,19 +205,19 @@ static void test_memory(void)
     CHECK_OK(vdev_memory_release_cached("GPU:1", NULL));
     S.stats(0, &st);
     CHECK(st.reservations == 0 && st.handles == 0 && st.mappings == 0);
-    CHECK_EQ_U64(st.bytes_used, VDEV_CUDA_SCRATCH_BYTES);
+    CHECK_EQ_U64(st.bytes_used, STREAM_BYTES);
     printf("release: %llu MiB handed back\n", (unsigned long long)(released / MiB));
     expect_clean("growth and release", 0);
     check_fresh(NULL);
     expect_clean("after shutdown", 1);
 
     /* preallocation and a split card: limits from the logical devices */
-    setup(1, 4 * GiB, 13000, 0, 0, 0);
+    stub_setup(1, 4 * GiB, 13000, 0, 0, 0);
     setenv("VDEV_MEMORY_GROWTH", "false", 1);
     setenv("VDEV_LOGICAL_DEVICES", "0:512MiB,256MiB", 1);
     CHECK_OK(vdev_init());
     S.stats(0, &st);
-    CHECK_EQ_U64(st.bytes_used, 768 * MiB + VDEV_CUDA_SCRATCH_BYTES);
+    CHECK_EQ_U64(st.bytes_used, 768 * MiB + 2 * STREAM_BYTES); /* the card's stream, GPU:1's */
     void *a = NULL, *b = NULL;
     CHECK_OK(vdev_mem_alloc("GPU:1", 200 * MiB, &a));
     CHECK_STATUS(vdev_mem_alloc("GPU:1", 100 * MiB, &b), VDEV_ERR_OOM);
@@ -287,15 +227,15 @@ static void test_memory(void)
     expect_clean("preallocation", 1);
 
     /* no VMM: cuMemAlloc regions, no growth in place */
-    setup(1, 4 * GiB, 13000, 0, 1, 0);
+    stub_setup(1, 4 * GiB, 13000, 0, 1, 0);
     struct vdev_backend be;
-    open_backend(&be);
+    stub_open_backend(&be);
     if (be.ops) {
         CHECK(be.ops->extend == NULL);
         void *base = NULL;
         CHECK_OK(be.ops->reserve(be.ctx, 0, 3 * MiB, &base));
         S.stats(0, &st);
-        CHECK(st.blocks == 2 && st.reservations == 0); /* scratch and the region */
+        CHECK(st.blocks == 1 && st.reservations == 0); /* the region (no kernel ran) */
         be.ops->release(be.ctx, 0, base, 3 * MiB);
         vdev_backend_destroy(&be);
     }
@@ -305,9 +245,9 @@ static void test_memory(void)
 /* Every failing VMM call leaves nothing behind; growth failing keeps the region. */
 static void test_memory_errors(void)
 {
-    setup(1, 4 * GiB, 13000, 0, 0, 0);
+    stub_setup(1, 4 * GiB, 13000, 0, 0, 0);
     struct vdev_backend b;
-    open_backend(&b);
+    stub_open_backend(&b);
     if (!b.ops)
         return;
     struct vdev_stub_stats st;
@@ -336,7 +276,7 @@ static void test_memory_errors(void)
         CHECK_STR(vdev_last_error(), cases[i].msg);
         S.stats(0, &st);
         CHECK(st.reservations == 0 && st.handles == 0 && st.mappings == 0);
-        CHECK_EQ_U64(st.bytes_used, VDEV_CUDA_SCRATCH_BYTES);
+        CHECK_EQ_U64(st.bytes_used, 0); /* the backend used alone: no stream took memory yet */
     }
     /* more than the card: the driver's own out of memory */
     CHECK_STATUS(b.ops->reserve(b.ctx, 0, 5 * GiB, &base), VDEV_ERR_OOM);
@@ -367,36 +307,11 @@ static void test_memory_errors(void)
 
 /* ---- copies between GPUs: ordered both ways ---- */
 
-/* Whether the trace holds, in order, lines matching each pattern (a pattern
- * is a line with %d where an event id goes, matched by sscanf). */
-static int trace_has(const char *trace, const char *const *pat, int n_pat)
-{
-    const char *line = trace;
-    int k = 0;
-    while (*line && k < n_pat) {
-        const char *end = strchr(line, '\n');
-        size_t len = end ? (size_t)(end - line) : strlen(line);
-        char buf[128];
-        snprintf(buf, sizeof buf, "%.*s", (int)len, line);
-        int ev = -1, consumed = -1;
-        char fmt[160];
-        snprintf(fmt, sizeof fmt, "%s%%n", pat[k]);
-        if (strstr(pat[k], "%d")) {
-            if (sscanf(buf, fmt, &ev, &consumed) == 1 && consumed == (int)len)
-                k++;
-        } else if (!strcmp(buf, pat[k])) {
-            k++;
-        }
-        line = end ? end + 1 : line + len;
-    }
-    return k == n_pat;
-}
-
 static void test_peer_copy(void)
 {
-    setup(2, 4 * GiB, 13000, 0, 0, 0);
+    stub_setup(2, 4 * GiB, 13000, 0, 0, 0);
     struct vdev_backend b;
-    open_backend(&b);
+    stub_open_backend(&b);
     if (!b.ops)
         return;
     void *src = NULL, *dst = NULL;
@@ -421,7 +336,7 @@ static void test_peer_copy(void)
     snprintf(l[3], sizeof l[3], "S%d wait E%%d", s0);
     snprintf(l[4], sizeof l[4], "S%d memset %llu", s0, MiB);
     const char *pat[] = {l[0], l[1], l[2], l[3], l[4]};
-    if (!trace_has(tr, pat, 5))
+    if (!stub_trace_has(tr, pat, 5))
         check_fail(__FILE__, __LINE__, "the source's stream does not wait for the copy:\n%s", tr);
     else
         check_passed++;
@@ -448,8 +363,8 @@ static void test_peer_copy(void)
     expect_clean("copies between GPUs", 1);
 
     /* without peer access: through the host, complete on return */
-    setup(2, 4 * GiB, 13000, 0, 0, 1);
-    open_backend(&b);
+    stub_setup(2, 4 * GiB, 13000, 0, 0, 1);
+    stub_open_backend(&b);
     if (b.ops) {
         CHECK_OK(b.ops->reserve(b.ctx, 0, 2 * MiB, &src));
         CHECK_OK(b.ops->reserve(b.ctx, 1, 2 * MiB, &dst));
@@ -475,9 +390,9 @@ static void host_fn(void *arg) { memcpy(&host_seen, arg, sizeof host_seen); }
 
 static void test_fill_and_staging(void)
 {
-    setup(1, 4 * GiB, 13000, 0, 0, 0);
+    stub_setup(1, 4 * GiB, 13000, 0, 0, 0);
     struct vdev_backend b;
-    open_backend(&b);
+    stub_open_backend(&b);
     if (!b.ops)
         return;
     void *base = NULL;
@@ -573,9 +488,9 @@ static void *matmul_thread(void *p)
 
 static void test_lazy_cublas(void)
 {
-    setup(2, 4 * GiB, 13000, 0, 0, 0);
+    stub_setup(2, 4 * GiB, 13000, 0, 0, 0);
     struct vdev_backend b;
-    open_backend(&b);
+    stub_open_backend(&b);
     if (!b.ops)
         return;
     void *mem[2] = {0};
@@ -615,10 +530,10 @@ static void test_lazy_cublas(void)
 
 static void test_stub_rules(void)
 {
-    setup(1, 4 * GiB, 13000, 0, 0, 0);
+    stub_setup(1, 4 * GiB, 13000, 0, 0, 0);
 #define FN(name)                                                                                   \
     __typeof__(&name) p_##name;                                                                    \
-    *(void **)&p_##name = dlsym(stub, XSTR(name))
+    *(void **)&p_##name = dlsym(stub_handle, XSTR(name))
 #define STR_(x) #x
 #define XSTR(x) STR_(x)
     FN(cuInit);
@@ -702,7 +617,7 @@ static void test_stub_rules(void)
 int main(void)
 {
     check_fresh(NULL);
-    if (load_stub() != 0) {
+    if (stub_load() != 0) {
         check_fail(__FILE__, __LINE__, "cannot load the stand-in driver %s", VDEV_STUB_CUDA_PATH);
         return check_done();
     }

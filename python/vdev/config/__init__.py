@@ -45,11 +45,13 @@ class LogicalDeviceConfiguration(
       aside). None: the whole memory_limit, a fixed share, as in TensorFlow;
       0: nothing guaranteed, the device takes shared memory up to its limit.
     - memory_priority: 'low', 'normal' (None), 'high' or 'critical': who may
-      take whose cached memory when the card runs short.
+      take whose cached memory when the card runs short, and the priority of
+      the device's stream.
 
     With memory_floor or memory_priority, memory_limit may be None: the
-    card's budget. vdev has no stream priorities or ordinals: setting
-    experimental_priority or experimental_device_ordinal is a ValueError."""
+    card's budget. vdev's priorities are named, not CUDA's signed numbers,
+    and it has no ordinals: setting experimental_priority or
+    experimental_device_ordinal is a ValueError."""
 
     def __new__(cls, memory_limit=None, experimental_priority=None,
                 experimental_device_ordinal=None, memory_floor=None, memory_priority=None):
@@ -210,9 +212,9 @@ def set_logical_device_configuration(device, logical_devices):
         if v.memory_limit is None and not extras:
             raise ValueError("Setting memory limit is required for GPU virtual devices")
         if v.experimental_priority is not None or v.experimental_device_ordinal is not None:
-            raise ValueError("vdev has no priorities or ordinals for logical devices "
-                             "(experimental_priority, experimental_device_ordinal); vdev's "
-                             "memory priority is memory_priority")
+            raise ValueError("vdev takes no numbered priorities or ordinals for logical "
+                             "devices (experimental_priority, experimental_device_ordinal); "
+                             "vdev's priority, of memory and of the stream, is memory_priority")
         ceiling = 0 if v.memory_limit is None else _mib(v.memory_limit, "memory_limit")
         floor = ceiling if v.memory_floor is None else _mib(v.memory_floor, "memory_floor")
         prio = 0 if v.memory_priority is None else priority_code(v.memory_priority)

@@ -12,8 +12,12 @@
  * then in that folder by full path. The library stays loaded for the life of
  * the process. A failure is kept and reported by every later product:
  *   "CUDA plugin: MatMul needs cuBLAS: libcublas.so.13: cannot open shared object file: ..."
- * Each device's handle is created on its first non-empty product (the caller
- * holds the device's launch lock), with the device's context current.
+ * Each stream's handle is created on its first non-empty product (the caller
+ * holds the stream's launch lock), with the device's context current, bound
+ * to the stream once and given the stream's workspace (cublasSetWorkspace,
+ * after cublasSetStream, which resets it): cuBLAS then allocates no device
+ * memory of its own for products, and the workspace is counted in the card's
+ * budget with the stream.
  *
  * A row-major C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T, so B
  * goes first and no data moves. Empty products return before cuBLAS is
@@ -47,6 +51,7 @@ struct Blas {
     decltype(&cublasCreate_v2) create;
     decltype(&cublasDestroy_v2) destroy;
     decltype(&cublasSetStream_v2) set_stream;
+    decltype(&cublasSetWorkspace_v2) set_workspace;
     decltype(&cublasSgemm_v2) sgemm;
     decltype(&cublasSgemm_v2_64) sgemm_64;
     decltype(&cublasGetStatusString) status_string;
@@ -60,8 +65,9 @@ char blas_error[320];
 #ifdef VDEV_CUDA_HOST_EMULATION
 int load_blas_locked()
 {
-    blas = Blas{&cublasCreate_v2, &cublasDestroy_v2, &cublasSetStream_v2, &cublasSgemm_v2,
-                &cublasSgemm_v2_64, &cublasGetStatusString};
+    blas = Blas{&cublasCreate_v2,    &cublasDestroy_v2,  &cublasSetStream_v2,
+                &cublasSetWorkspace_v2, &cublasSgemm_v2, &cublasSgemm_v2_64,
+                &cublasGetStatusString};
     return 1;
 }
 #else
@@ -89,6 +95,7 @@ int load_blas_locked()
         {XSTR(cublasCreate), (void **)&blas.create},
         {XSTR(cublasDestroy), (void **)&blas.destroy},
         {XSTR(cublasSetStream), (void **)&blas.set_stream},
+        {XSTR(cublasSetWorkspace), (void **)&blas.set_workspace},
         {XSTR(cublasSgemm), (void **)&blas.sgemm},
         {XSTR(cublasSgemm_64), (void **)&blas.sgemm_64},
         {"cublasGetStatusString", (void **)&blas.status_string},
@@ -138,10 +145,11 @@ int run_matmul(const vdev_cuda_args *a, const vdev_cuda_launch_env *env, char *m
         }
         return VDEV_CUDA_RC_OK;
     }
-    if (!*env->cublas && vdev_cuda_blas_create(env->cublas, msg, cap) != 0)
+    if (!*env->cublas && vdev_cuda_blas_create(env->cublas, env->stream, env->workspace,
+                                               env->workspace_bytes, msg, cap) != 0)
         return VDEV_CUDA_RC_FAILED;
-    cublasHandle_t h = (cublasHandle_t)*env->cublas;
-    cublasStatus_t st = blas.set_stream(h, s);
+    cublasHandle_t h = (cublasHandle_t)*env->cublas; /* bound to this stream */
+    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
     const float one = 1.0f, zero = 0.0f;
     const float *A = (const float *)a->in[0], *B = (const float *)a->in[1];
     cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -165,7 +173,8 @@ int run_matmul(const vdev_cuda_args *a, const vdev_cuda_launch_env *env, char *m
 
 } // namespace vdev_cuda
 
-extern "C" int vdev_cuda_blas_create(void **handle, char *msg, size_t cap)
+extern "C" int vdev_cuda_blas_create(void **handle, void *stream, void *workspace,
+                                     size_t workspace_bytes, char *msg, size_t cap)
 {
     using namespace vdev_cuda;
     if (load_blas(msg, cap) != 0)
@@ -174,6 +183,17 @@ extern "C" int vdev_cuda_blas_create(void **handle, char *msg, size_t cap)
     cublasStatus_t st = blas.create(&h);
     if (st != CUBLAS_STATUS_SUCCESS) {
         snprintf(msg, cap, "CUDA plugin: cublasCreate failed: %s", blas.status_string(st));
+        return -1;
+    }
+    const char *what = "cublasSetStream";
+    st = blas.set_stream(h, (cudaStream_t)stream);
+    if (st == CUBLAS_STATUS_SUCCESS && workspace) {
+        what = "cublasSetWorkspace";
+        st = blas.set_workspace(h, workspace, workspace_bytes);
+    }
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        snprintf(msg, cap, "CUDA plugin: %s failed: %s", what, blas.status_string(st));
+        blas.destroy(h);
         return -1;
     }
     *handle = h;

@@ -1,10 +1,12 @@
 /* cuda_internal.h — what the C files of the CUDA plugin share: the driver
  * functions resolved from libcuda.so.1 (cuda_plugin.c resolves them), the
- * state of the backend (one struct cu_dev per GPU), and the error helpers
- * that reach the core's vdev_error(). The plugin is split by concern:
- *   cuda_plugin.c  loading the driver, devices, life cycle, the table;
+ * state of the backend (one struct cu_dev per GPU, one struct cu_stream per
+ * stream), and the error helpers that reach the core's vdev_error(). The
+ * plugin is split by concern:
+ *   cuda_plugin.c  loading the driver, devices, streams, life cycle, the table;
  *   cuda_memory.c  regions through the driver's virtual memory management;
- *   cuda_stream.c  copies, fills, host functions, events, kernel launches.
+ *   cuda_stream.c  copies, fills, host functions, events, kernel launches;
+ *   cuda_nccl.c    collectives through NCCL, loaded at run time.
  * Nothing here is exported from libvdev-cuda.so (hidden visibility and a
  * version script that exports vdev_cuda_plugin_open alone). */
 #ifndef VDEV_CUDA_INTERNAL_H
@@ -56,7 +58,8 @@
     X(cuMemcpyDtoDAsync)                                                                           \
     X(cuMemcpyPeerAsync)                                                                           \
     X(cuMemsetD32Async)                                                                            \
-    X(cuStreamCreate)                                                                              \
+    X(cuStreamCreateWithPriority)                                                                  \
+    X(cuCtxGetStreamPriorityRange)                                                                 \
     X(cuStreamDestroy)                                                                             \
     X(cuStreamSynchronize)                                                                         \
     X(cuStreamWaitEvent)                                                                           \
@@ -77,6 +80,7 @@ struct vdev_cu_driver {
 extern struct vdev_cu_driver vdev_cu;
 
 #define VDEV_CU_MAX_GPUS 64
+#define VDEV_CU_MAX_QUEUES 256 /* streams: each GPU's own, then the opened ones */
 
 /* ---- the backend's state ---- */
 
@@ -97,9 +101,29 @@ struct cu_region {
     struct cu_region *next;
 };
 
+struct cu_dev;
+
+/* A stream of a GPU: the GPU's own one (index = the GPU's), or one opened
+ * for a logical device (stream_open), each with what a kernel launch needs
+ * of its own, so that streams of one GPU never share scratch memory. */
+struct cu_stream {
+    struct cu_dev *d;
+    int q;                       /* its index: what the backend's entries take */
+    CUstream s;
+    int priority;                /* the CUDA stream priority it was made with */
+    CUdeviceptr scratch;         /* VDEV_CUDA_SCRATCH_BYTES: partial sums of reductions */
+    CUdeviceptr workspace;       /* cuBLAS's workspace (cublasSetWorkspace), d->ws_bytes */
+    pthread_mutex_t launch_lock; /* the cuBLAS handle, scratch, multi-kernel ops */
+    void *cublas;                /* made on the first product that needs it */
+    pthread_mutex_t copy_lock;   /* the staging buffers of host copies (made on first use) */
+    void *stage[2];
+    CUevent stage_ev[2];
+};
+
 struct cu_event {
     CUevent ev;
     struct cu_dev *d;
+    struct cu_stream *s;   /* where it was last recorded */
     struct cu_event *next; /* in the device's free list */
 };
 
@@ -107,24 +131,21 @@ struct cu_dev {
     int index;
     CUdevice dev;
     CUcontext ctx;
-    CUstream stream;
     char name[96];
     uint64_t total;
     int cc_major, cc_minor, n_sm, vmm;
     size_t gran;                              /* physical allocation granularity (VMM) */
+    size_t ws_bytes;                          /* cuBLAS workspace per stream */
+    int prio_least, prio_greatest;            /* cuCtxGetStreamPriorityRange */
     CUmemAccessDesc access[VDEV_CU_MAX_GPUS]; /* this GPU and its peers: who may read regions */
     int n_access;
 
-    pthread_mutex_t mem_lock; /* regions */
+    pthread_mutex_t mem_lock; /* regions, held bytes, collectives in flight */
     struct cu_region *regions;
-
-    pthread_mutex_t copy_lock; /* staging buffers */
-    void *stage[2];
-    CUevent stage_ev[2];
-
-    pthread_mutex_t launch_lock; /* cuBLAS handle, scratch, multi-kernel ops */
-    void *cublas;                /* created on the first matmul that needs it */
-    CUdeviceptr scratch;
+    uint64_t streams_held;    /* device memory of its streams (scratch, workspaces) */
+    uint64_t coll_held;       /* device memory of NCCL communicators on it */
+    CUevent coll_ev;          /* after the last collective queued on it (NULL: none yet) */
+    int coll_pending;         /* coll_ev recorded and not yet seen passed */
 
     pthread_mutex_t ev_lock; /* event free list */
     struct cu_event *ev_free;
@@ -134,12 +155,20 @@ struct cu_ctx {
     int n;
     struct cu_dev *devs;
     unsigned char *peer; /* peer[i * n + j]: GPU i can read GPU j's memory */
+    pthread_mutex_t lock; /* free slots of qs, own_taken */
+    /* 0..n-1: the GPUs' own streams, for the life of the backend; n..: the
+     * opened ones. A slot changes only in stream_open and stream_close, which
+     * the runtime calls while no other thread uses that stream. */
+    struct cu_stream *qs[VDEV_CU_MAX_QUEUES];
+    unsigned char *own_taken; /* n: the GPU's own stream is handed out */
 };
 
-static inline struct cu_dev *vdev_cu_dev(void *vctx, int dev)
+/* The stream of index q, and its GPU. */
+static inline struct cu_stream *vdev_cu_q(void *vctx, int q)
 {
-    return &((struct cu_ctx *)vctx)->devs[dev];
+    return ((struct cu_ctx *)vctx)->qs[q];
 }
+static inline struct cu_dev *vdev_cu_dev(void *vctx, int q) { return vdev_cu_q(vctx, q)->d; }
 
 /* ---- errors (cuda_plugin.c) ---- */
 
@@ -156,6 +185,11 @@ enum vdev_status vdev_cu_fail_call(CUresult r, int dev, const char *what);
 CUresult vdev_cu_use_ctx(const struct cu_dev *d);
 /* "1.50 GiB" */
 char *vdev_cu_fmt_bytes(uint64_t b, char *buf, size_t cap);
+/* Gives stream s its scratch buffer and cuBLAS workspace where it has none
+ * (context current; the caller holds its launch lock or owns it alone).
+ * 0, with *taken (may be NULL) the bytes taken now; -1 with *r and *what
+ * saying which call failed, nothing taken. */
+int vdev_cu_stream_equip(struct cu_stream *s, uint64_t *taken, CUresult *r, const char **what);
 
 /* ---- memory (cuda_memory.c) ---- */
 
@@ -184,5 +218,18 @@ void vdev_cu_event_drop(void *vctx, void *event);
 enum vdev_status vdev_cu_run_kernel(void *vctx, int dev, const struct vdev_kernel_args *args);
 /* Destroys the pooled events of d (teardown). */
 void vdev_cu_events_destroy(struct cu_dev *d);
+/* Waits, with d's mem_lock held, for the collectives queued on d to finish
+ * before its memory is mapped or unmapped (an NCCL kernel that waits for its
+ * peers must not be held up behind a driver call that synchronizes). */
+void vdev_cu_coll_drain_locked(struct cu_dev *d);
+
+/* ---- collectives (cuda_nccl.c) ---- */
+
+int vdev_cu_coll_library(void *vctx, char *buf, size_t cap);
+enum vdev_status vdev_cu_coll_open(void *vctx, const int *qs, int n, void **comm, uint64_t *held);
+enum vdev_status vdev_cu_coll_run(void *vctx, void *comm, int rank,
+                                  const struct vdev_backend_coll *call);
+void vdev_cu_coll_abort(void *vctx, void *comm);
+void vdev_cu_coll_close(void *vctx, void *comm);
 
 #endif /* VDEV_CUDA_INTERNAL_H */

@@ -40,22 +40,29 @@ struct vdev_cuda_args {
     int64_t i[4];
 };
 
-/* What a launch needs besides the arguments: the device's stream (opaque
- * here: CUstream), where its cuBLAS handle lives (a cublasHandle_t, NULL
- * until the first product that needs one creates it, under the device's
+/* What a launch needs besides the arguments: the stream (opaque here:
+ * CUstream), where the stream's cuBLAS handle lives (a cublasHandle_t, NULL
+ * until the first product that needs one creates it, under the stream's
  * launch lock), a scratch buffer in device memory for the partial sums of
- * multi-block reductions, and the device's multiprocessor count (to size
- * grids). */
+ * multi-block reductions, the device's multiprocessor count (to size grids),
+ * and the stream's cuBLAS workspace (device memory vdev took, handed to the
+ * handle with cublasSetWorkspace so that cuBLAS allocates none of its own;
+ * NULL: cuBLAS's default). */
 struct vdev_cuda_launch_env {
     void *stream;
     void **cublas;
     void *scratch;          /* device memory, VDEV_CUDA_SCRATCH_BYTES, 256-byte aligned */
     int n_sm;
+    void *workspace;
+    size_t workspace_bytes;
 };
 
-/* Scratch per device: partial sums of reductions (doubles). Every use is
- * ordered on the device's one stream, so one buffer per device suffices. */
+/* Scratch per stream: partial sums of reductions (doubles). Every use is
+ * ordered on its stream, so one buffer per stream suffices. */
 #define VDEV_CUDA_SCRATCH_BYTES (1u << 20)
+/* cuBLAS workspace per stream, as NVIDIA recommends: 32 MiB on Hopper
+ * (compute capability 9.0) and later, 4 MiB before. */
+#define VDEV_CUDA_WORKSPACE_BYTES(cc_major) ((cc_major) >= 9 ? (32u << 20) : (4u << 20))
 
 /* Status codes of vdev_cuda_run_op, mapped to enum vdev_status by the caller
  * (kept numeric here so the .cu file needs none of the core's headers beyond
@@ -72,10 +79,12 @@ enum vdev_cuda_rc {
 int vdev_cuda_run_op(const struct vdev_cuda_args *a, const struct vdev_cuda_launch_env *env,
                      char *msg, size_t cap);
 
-/* A cuBLAS handle for the device whose context is current, loading cuBLAS
- * first if no product has yet (cuda_blas.cu; thread-safe). 0 on success,
- * else msg says why. vdev_cuda_blas_destroy(NULL) does nothing. */
-int vdev_cuda_blas_create(void **handle, char *msg, size_t cap);
+/* A cuBLAS handle for the device whose context is current, bound to
+ * `stream` with `workspace` (workspace_bytes; NULL: cuBLAS's own), loading
+ * cuBLAS first if no product has yet (cuda_blas.cu; thread-safe). 0 on
+ * success, else msg says why. vdev_cuda_blas_destroy(NULL) does nothing. */
+int vdev_cuda_blas_create(void **handle, void *stream, void *workspace, size_t workspace_bytes,
+                          char *msg, size_t cap);
 void vdev_cuda_blas_destroy(void *handle);
 
 #ifdef __cplusplus

@@ -9,10 +9,19 @@
  * granularity). extend() maps more physical chunks right after the mapped
  * part, so a growing logical device stays one contiguous range, exactly what
  * the allocator's in-place growth wants; a preallocated device is the same
- * with one chunk. release() waits for the device's stream, then unmaps and
- * releases every chunk and frees the address range. A GPU without VMM
- * support falls back to cuMemAlloc and a table without extend (the
- * allocator then grows by adding regions).
+ * with one chunk. release() waits for the stream it is called for (the
+ * logical device's own, the only one that still uses the region's blocks:
+ * other streams' reads were waited for before those blocks were freed),
+ * then unmaps and releases every chunk and frees the address range. A GPU
+ * without VMM support falls back to cuMemAlloc and a table without extend
+ * (the allocator then grows by adding regions).
+ *
+ * Collectives. An NCCL kernel queued on a GPU spins until its peers' kernels
+ * run; a driver call that maps or unmaps memory on that GPU while it spins
+ * may wait behind it. So before any map or unmap on a GPU, the collectives
+ * queued on it are waited for (coll_ev: after the last one cuda_nccl.c
+ * queued); every rank of a collective has queued its part before any rank
+ * returns from the call (src/coll/nccl.c), so the wait ends.
  *
  * Every failure leaves things as they were: a chunk that was created but
  * could not be mapped, or mapped but not made accessible, is undone before
@@ -87,9 +96,18 @@ void vdev_cu_region_free(struct cu_dev *d, struct cu_region *r)
     free(r->chunks);
 }
 
+void vdev_cu_coll_drain_locked(struct cu_dev *d)
+{
+    if (!d->coll_pending)
+        return;
+    vdev_cu.cuEventSynchronize(d->coll_ev); /* an error: nothing left to wait for either */
+    d->coll_pending = 0;
+}
+
 enum vdev_status vdev_cu_reserve(void *vctx, int dev, uint64_t bytes, void **base)
 {
     struct cu_dev *d = vdev_cu_dev(vctx, dev);
+    dev = d->index;
     CUresult res = vdev_cu_use_ctx(d);
     if (res != CUDA_SUCCESS)
         return vdev_cu_fail_call(res, dev, "cuCtxSetCurrent");
@@ -99,6 +117,7 @@ enum vdev_status vdev_cu_reserve(void *vctx, int dev, uint64_t bytes, void **bas
     char e[160], b1[32];
     enum vdev_status st = VDEV_OK;
     pthread_mutex_lock(&d->mem_lock);
+    vdev_cu_coll_drain_locked(d);
     if (!d->vmm) {
         res = vdev_cu.cuMemAlloc(&r->base, bytes);
         if (res != CUDA_SUCCESS)
@@ -148,6 +167,7 @@ enum vdev_status vdev_cu_extend(void *vctx, int dev, void *base, uint64_t old_by
                                 uint64_t new_bytes)
 {
     struct cu_dev *d = vdev_cu_dev(vctx, dev);
+    dev = d->index;
     CUresult res = vdev_cu_use_ctx(d);
     if (res != CUDA_SUCCESS)
         return vdev_cu_fail_call(res, dev, "cuCtxSetCurrent");
@@ -163,8 +183,10 @@ enum vdev_status vdev_cu_extend(void *vctx, int dev, void *base, uint64_t old_by
                           "CUDA GPU %d: cannot grow a region to %s: its address range holds %s",
                           dev, vdev_cu_fmt_bytes(new_bytes, b1, sizeof b1),
                           vdev_cu_fmt_bytes(r->va_bytes, b2, sizeof b2));
-    else if (new_bytes > r->mapped)
+    else if (new_bytes > r->mapped) {
+        vdev_cu_coll_drain_locked(d);
         st = map_more(d, r, round_up(new_bytes, d->gran));
+    }
     pthread_mutex_unlock(&d->mem_lock);
     (void)old_bytes;
     return st;
@@ -172,12 +194,15 @@ enum vdev_status vdev_cu_extend(void *vctx, int dev, void *base, uint64_t old_by
 
 void vdev_cu_release(void *vctx, int dev, void *base, uint64_t bytes)
 {
-    struct cu_dev *d = vdev_cu_dev(vctx, dev);
+    struct cu_stream *s = vdev_cu_q(vctx, dev);
+    struct cu_dev *d = s->d;
+    dev = d->index;
     if (vdev_cu_use_ctx(d) != CUDA_SUCCESS)
         return;
     /* Work still queued may use the region: let it finish first. */
-    vdev_cu.cuStreamSynchronize(d->stream);
+    vdev_cu.cuStreamSynchronize(s->s);
     pthread_mutex_lock(&d->mem_lock);
+    vdev_cu_coll_drain_locked(d);
     struct cu_region **link = NULL;
     struct cu_region *r = find_region(d, (CUdeviceptr)(uintptr_t)base, &link);
     if (r) {

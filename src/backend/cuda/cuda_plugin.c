@@ -30,8 +30,20 @@
  * Devices. Each GPU's primary context (the one the CUDA runtime and cuBLAS
  * use too) is retained (once more for the life of the process, see
  * kept_ctx) and made current on the calling thread before any call that
- * needs it. Several logical devices may share one GPU (and so one stream and
- * one index `dev` here).
+ * needs it.
+ *
+ * Streams. Each GPU has a stream of its own (index = the GPU's), and
+ * stream_open makes more on the GPU's context, one per logical device (the
+ * runtime asks), so logical devices of one card run side by side. Every
+ * stream has its own scratch buffer and cuBLAS workspace (taken when
+ * stream_open hands the stream out, and reported as held so that the card's
+ * budget leaves them out; the GPU's own stream, used without stream_open,
+ * takes them at its first kernel), its own cuBLAS handle and launch lock. A logical device's priority
+ * becomes the stream's CUDA priority (cuStreamCreateWithPriority, within
+ * cuCtxGetStreamPriorityRange): critical the greatest, high half-way, normal
+ * and low the least, CUDA's default (no lower one exists). The GPU's own
+ * stream has the default priority and is handed out to a device of normal or
+ * low priority.
  *
  * Errors. The plugin cannot link the core (it is loaded into programs that
  * link the core statically and export nothing), so the core hands its error
@@ -181,12 +193,124 @@ static enum vdev_status cu_mem_info(void *vctx, int dev, uint64_t *free_bytes, u
 
 /* ---- life cycle ---- */
 
-static void dev_teardown(struct cu_dev *d)
+/* The CUDA priority of a vdev priority on d: critical the greatest, high
+ * half-way, normal and low the least (CUDA's default). */
+static int cu_priority(const struct cu_dev *d, int priority)
+{
+    if (priority == VDEV_PRIORITY_CRITICAL)
+        return d->prio_greatest;
+    if (priority == VDEV_PRIORITY_HIGH)
+        return d->prio_greatest + (d->prio_least - d->prio_greatest) / 2;
+    return d->prio_least;
+}
+
+/* Gives back what a stream holds on its GPU: its cuBLAS handle, scratch
+ * buffer and workspace (d's context current, the stream idle). */
+static void stream_unequip(struct cu_stream *s)
+{
+    struct cu_dev *d = s->d;
+    vdev_cuda_blas_destroy(s->cublas);
+    s->cublas = NULL;
+    uint64_t held = 0;
+    if (s->scratch) {
+        vdev_cu.cuMemFree(s->scratch);
+        held += VDEV_CUDA_SCRATCH_BYTES;
+    }
+    if (s->workspace) {
+        vdev_cu.cuMemFree(s->workspace);
+        held += d->ws_bytes;
+    }
+    s->scratch = s->workspace = 0;
+    pthread_mutex_lock(&d->mem_lock);
+    d->streams_held -= held;
+    pthread_mutex_unlock(&d->mem_lock);
+}
+
+int vdev_cu_stream_equip(struct cu_stream *s, uint64_t *taken, CUresult *r, const char **what)
+{
+    struct cu_dev *d = s->d;
+    uint64_t got = 0;
+    *r = CUDA_SUCCESS;
+    *what = "cuMemAlloc";
+    if (!s->scratch) {
+        if ((*r = vdev_cu.cuMemAlloc(&s->scratch, VDEV_CUDA_SCRATCH_BYTES)) != CUDA_SUCCESS)
+            s->scratch = 0;
+        else
+            got += VDEV_CUDA_SCRATCH_BYTES;
+    }
+    if (*r == CUDA_SUCCESS && !s->workspace) {
+        if ((*r = vdev_cu.cuMemAlloc(&s->workspace, d->ws_bytes)) != CUDA_SUCCESS)
+            s->workspace = 0;
+        else
+            got += d->ws_bytes;
+    }
+    pthread_mutex_lock(&d->mem_lock);
+    d->streams_held += got;
+    pthread_mutex_unlock(&d->mem_lock);
+    if (*r != CUDA_SUCCESS) {
+        stream_unequip(s); /* all or nothing */
+        got = 0;
+    }
+    if (taken)
+        *taken = got;
+    return *r == CUDA_SUCCESS ? 0 : -1;
+}
+
+/* Waits for a stream and frees it and what it holds (d's context current). */
+static void stream_free(struct cu_stream *s)
+{
+    if (!s)
+        return;
+    if (s->s)
+        vdev_cu.cuStreamSynchronize(s->s);
+    stream_unequip(s);
+    for (int i = 0; i < 2; i++) {
+        if (s->stage[i])
+            vdev_cu.cuMemFreeHost(s->stage[i]);
+        if (s->stage_ev[i])
+            vdev_cu.cuEventDestroy(s->stage_ev[i]);
+    }
+    if (s->s)
+        vdev_cu.cuStreamDestroy(s->s);
+    pthread_mutex_destroy(&s->launch_lock);
+    pthread_mutex_destroy(&s->copy_lock);
+    free(s);
+}
+
+/* A stream on d (context current) with CUDA priority `prio`, equipped or
+ * not; NULL on failure, *r and *what saying which call failed
+ * (CUDA_ERROR_OUT_OF_MEMORY and "calloc" for host memory). */
+static struct cu_stream *stream_make(struct cu_dev *d, int q, int prio, int equip, CUresult *r,
+                                     const char **what)
+{
+    struct cu_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        *r = CUDA_ERROR_OUT_OF_MEMORY;
+        *what = "calloc";
+        return NULL;
+    }
+    s->d = d;
+    s->q = q;
+    s->priority = prio;
+    pthread_mutex_init(&s->launch_lock, NULL);
+    pthread_mutex_init(&s->copy_lock, NULL);
+    *what = "cuStreamCreateWithPriority";
+    *r = vdev_cu.cuStreamCreateWithPriority(&s->s, CU_STREAM_NON_BLOCKING, prio);
+    if (*r != CUDA_SUCCESS)
+        s->s = NULL;
+    else if (!equip || vdev_cu_stream_equip(s, NULL, r, what) == 0)
+        return s;
+    stream_free(s); /* what was made, and nothing else */
+    return NULL;
+}
+
+static void dev_teardown(struct cu_dev *d, struct cu_stream *own)
 {
     if (d->ctx && vdev_cu_use_ctx(d) == CUDA_SUCCESS) {
-        if (d->stream)
-            vdev_cu.cuStreamSynchronize(d->stream);
-        vdev_cuda_blas_destroy(d->cublas);
+        stream_free(own);
+        if (d->coll_ev)
+            vdev_cu.cuEventDestroy(d->coll_ev);
+        d->coll_ev = NULL;
         while (d->regions) { /* normally none: the allocators released theirs */
             struct cu_region *r = d->regions;
             d->regions = r->next;
@@ -194,34 +318,106 @@ static void dev_teardown(struct cu_dev *d)
             free(r);
         }
         vdev_cu_events_destroy(d);
-        for (int i = 0; i < 2; i++) {
-            if (d->stage[i])
-                vdev_cu.cuMemFreeHost(d->stage[i]);
-            if (d->stage_ev[i])
-                vdev_cu.cuEventDestroy(d->stage_ev[i]);
-        }
-        if (d->scratch)
-            vdev_cu.cuMemFree(d->scratch);
-        if (d->stream)
-            vdev_cu.cuStreamDestroy(d->stream);
     }
     if (d->ctx)
         vdev_cu.cuDevicePrimaryCtxRelease(d->dev);
     d->ctx = NULL;
     pthread_mutex_destroy(&d->mem_lock);
-    pthread_mutex_destroy(&d->copy_lock);
-    pthread_mutex_destroy(&d->launch_lock);
     pthread_mutex_destroy(&d->ev_lock);
 }
 
 static void cu_destroy(void *vctx)
 {
     struct cu_ctx *c = vctx;
+    /* Opened streams first (normally none: the runtime closed them), each
+     * with its GPU's context current. */
+    for (int q = c->n; q < VDEV_CU_MAX_QUEUES; q++)
+        if (c->qs[q] && vdev_cu_use_ctx(c->qs[q]->d) == CUDA_SUCCESS)
+            stream_free(c->qs[q]);
     for (int i = 0; i < c->n; i++)
-        dev_teardown(&c->devs[i]);
+        dev_teardown(&c->devs[i], c->qs[i]);
+    pthread_mutex_destroy(&c->lock);
+    free(c->own_taken);
     free(c->devs);
     free(c->peer);
     free(c);
+}
+
+/* ---- streams ---- */
+
+static enum vdev_status cu_stream_open(void *vctx, int dev, int priority, int *q, uint64_t *held)
+{
+    struct cu_ctx *c = vctx;
+    *held = 0;
+    if (dev < 0 || dev >= c->n)
+        return vdev_cu_fail(VDEV_ERR_NOT_FOUND, "cuda backend has no device %d", dev);
+    struct cu_dev *d = &c->devs[dev];
+    int prio = cu_priority(d, priority);
+    CUresult r = vdev_cu_use_ctx(d);
+    if (r != CUDA_SUCCESS)
+        return vdev_cu_fail_call(r, dev, "cuCtxSetCurrent");
+    const char *what = "";
+    pthread_mutex_lock(&c->lock);
+    if (prio == d->prio_least && !c->own_taken[dev]) {
+        /* the GPU's own stream, with its scratch and workspace taken now */
+        struct cu_stream *own = c->qs[dev];
+        pthread_mutex_lock(&own->launch_lock);
+        int bad = vdev_cu_stream_equip(own, held, &r, &what);
+        pthread_mutex_unlock(&own->launch_lock);
+        c->own_taken[dev] = !bad;
+        pthread_mutex_unlock(&c->lock);
+        if (bad)
+            return vdev_cu_fail_call(r, dev, what);
+        *q = dev;
+        return VDEV_OK;
+    }
+    int slot = c->n;
+    while (slot < VDEV_CU_MAX_QUEUES && c->qs[slot])
+        slot++;
+    if (slot == VDEV_CU_MAX_QUEUES) {
+        pthread_mutex_unlock(&c->lock);
+        return vdev_cu_fail(VDEV_ERR_UNSUPPORTED, "cuda backend: more than %d streams",
+                            VDEV_CU_MAX_QUEUES);
+    }
+    struct cu_stream *s = stream_make(d, slot, prio, 1, &r, &what);
+    if (s)
+        c->qs[slot] = s;
+    pthread_mutex_unlock(&c->lock);
+    if (!s)
+        return vdev_cu_fail_call(r, dev, what);
+    *q = slot;
+    *held = VDEV_CUDA_SCRATCH_BYTES + d->ws_bytes;
+    return VDEV_OK;
+}
+
+static void cu_stream_close(void *vctx, int q)
+{
+    struct cu_ctx *c = vctx;
+    struct cu_stream *s = c->qs[q];
+    if (vdev_cu_use_ctx(s->d) == CUDA_SUCCESS)
+        vdev_cu.cuStreamSynchronize(s->s);
+    pthread_mutex_lock(&c->lock);
+    if (q < c->n) {
+        /* the GPU's own stream stays, without its memory */
+        if (vdev_cu_use_ctx(s->d) == CUDA_SUCCESS)
+            stream_unequip(s);
+        c->own_taken[q] = 0;
+        s = NULL;
+    } else {
+        c->qs[q] = NULL;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (s && vdev_cu_use_ctx(s->d) == CUDA_SUCCESS)
+        stream_free(s);
+}
+
+static uint64_t cu_held_bytes(void *vctx, int dev)
+{
+    struct cu_dev *d = vdev_cu_dev(vctx, dev);
+    pthread_mutex_lock(&d->mem_lock);
+    uint64_t h = d->streams_held + d->coll_held;
+    pthread_mutex_unlock(&d->mem_lock);
+    return h;
 }
 
 #define OPS_COMMON                                                                                 \
@@ -232,23 +428,26 @@ static void cu_destroy(void *vctx)
     .submit_host = vdev_cu_submit_host, .synchronize = vdev_cu_synchronize,                        \
     .event_record = vdev_cu_event_record, .event_done = vdev_cu_event_done,                        \
     .event_wait = vdev_cu_event_wait, .stream_wait_event = vdev_cu_stream_wait_event,              \
-    .event_drop = vdev_cu_event_drop, .run_kernel = vdev_cu_run_kernel, .destroy = cu_destroy
+    .event_drop = vdev_cu_event_drop, .run_kernel = vdev_cu_run_kernel, .destroy = cu_destroy,   \
+    .stream_open = cu_stream_open, .stream_close = cu_stream_close,                                \
+    .held_bytes = cu_held_bytes, .coll_library = vdev_cu_coll_library,                            \
+    .coll_open = vdev_cu_coll_open, .coll_run = vdev_cu_coll_run,                                  \
+    .coll_abort = vdev_cu_coll_abort, .coll_close = vdev_cu_coll_close
 
 /* Every GPU has VMM: regions grow in place. */
 static const struct vdev_backend_ops cu_ops_vmm = {OPS_COMMON, .extend = vdev_cu_extend};
 /* Some GPU lacks it: cuMemAlloc regions, growth by adding regions. */
 static const struct vdev_backend_ops cu_ops_plain = {OPS_COMMON, .extend = NULL};
 
-/* Sets up GPU i: context, properties, stream, scratch. */
-static int dev_setup(struct cu_dev *d, int i, char *reason, size_t cap)
+/* Sets up GPU i: context, properties, its own stream (with its scratch and
+ * workspace) in *own. */
+static int dev_setup(struct cu_dev *d, int i, struct cu_stream **own, char *reason, size_t cap)
 {
     char e[160];
     const char *what;
     CUresult r;
     d->index = i;
     pthread_mutex_init(&d->mem_lock, NULL);
-    pthread_mutex_init(&d->copy_lock, NULL);
-    pthread_mutex_init(&d->launch_lock, NULL);
     pthread_mutex_init(&d->ev_lock, NULL);
 #define TRY(fn, ...)                                                                               \
     do {                                                                                           \
@@ -284,9 +483,11 @@ static int dev_setup(struct cu_dev *d, int i, char *reason, size_t cap)
         if (d->gran == 0)
             d->gran = 2u << 20;
     }
-    TRY(cuStreamCreate, &d->stream, CU_STREAM_NON_BLOCKING);
-    TRY(cuMemAlloc, &d->scratch, VDEV_CUDA_SCRATCH_BYTES);
+    d->ws_bytes = VDEV_CUDA_WORKSPACE_BYTES(d->cc_major);
+    TRY(cuCtxGetStreamPriorityRange, &d->prio_least, &d->prio_greatest);
 #undef TRY
+    if (!(*own = stream_make(d, i, d->prio_least, 0, &r, &what)))
+        goto bad;
     return 0;
 bad:
     snprintf(reason, cap, "CUDA plugin: GPU %d: %s failed: %s", i, what,
@@ -396,26 +597,29 @@ EXPORT enum vdev_status vdev_cuda_plugin_open(int api_version, struct vdev_backe
     if (n > VDEV_CU_MAX_GPUS)
         n = VDEV_CU_MAX_GPUS;
     struct cu_ctx *c = calloc(1, sizeof *c);
-    if (c)
+    if (c) {
         c->devs = calloc((size_t)n, sizeof *c->devs);
-    if (c)
         c->peer = calloc((size_t)n * (size_t)n, 1);
-    if (!c || !c->devs || !c->peer) {
+        c->own_taken = calloc((size_t)n, 1);
+    }
+    if (!c || !c->devs || !c->peer || !c->own_taken) {
         if (c) {
             free(c->devs);
             free(c->peer);
+            free(c->own_taken);
         }
         free(c);
         snprintf(reason, cap, "CUDA plugin: out of host memory");
         return VDEV_ERR_OOM;
     }
+    pthread_mutex_init(&c->lock, NULL);
     /* Save the caller's current context: opening must not change it. */
     CUcontext prev = NULL;
     vdev_cu.cuCtxGetCurrent(&prev);
     int all_vmm = 1;
     for (int i = 0; i < n; i++) {
         c->n = i + 1;
-        if (dev_setup(&c->devs[i], i, reason, cap) != 0) {
+        if (dev_setup(&c->devs[i], i, &c->qs[i], reason, cap) != 0) {
             cu_destroy(c);
             vdev_cu.cuCtxSetCurrent(prev);
             return VDEV_ERR_BACKEND;

@@ -1,30 +1,31 @@
-/* cuda_stream.c — the work the CUDA plugin puts on a GPU's stream: copies,
- * fills, host functions, events and kernel launches.
+/* cuda_stream.c — the work the CUDA plugin puts on a stream: copies, fills,
+ * host functions, events and kernel launches.
  *
- * Each GPU has one stream (CU_STREAM_NON_BLOCKING): every kernel, copy, fill
- * and host function for the device goes there, in order, so it is the
- * device's queue in the sense of backend.h.
+ * Each index the backend's entries take is a stream (CU_STREAM_NON_BLOCKING):
+ * a GPU's own one, or one opened for a logical device (cuda_plugin.c). Every
+ * kernel, copy, fill and host function for it goes there, in order, so it is
+ * a queue in the sense of backend.h; streams of one GPU run side by side.
  *
- * Copies. Host<->device copies go through two pinned staging buffers per GPU
- * (cuMemHostAlloc, with an event each, made on first use) in chunks,
+ * Copies. Host<->device copies go through two pinned staging buffers per
+ * stream (cuMemHostAlloc, with an event each, made on first use) in chunks,
  * double-buffered so the memcpy of one chunk overlaps the DMA of the other,
  * and return when complete (backend.h). A device->device copy between two
- * GPUs is ordered both ways, as PyTorch's copy engine path does it: the
- * destination's stream waits for an event recorded on the source's stream
- * (the copy reads what was written before it), and the source's stream then
- * waits for an event recorded on the destination's stream after the copy
- * (a later write to the source, queued on its own stream, cannot land before
- * the copy has read it). It runs peer to peer where the driver allows it,
- * else through the host.
+ * streams, of one GPU or two, is ordered both ways, as PyTorch's copy engine
+ * path does it: the destination's stream waits for an event recorded on the
+ * source's stream (the copy reads what was written before it), and the
+ * source's stream then waits for an event recorded on the destination's
+ * stream after the copy (a later write to the source, queued on its own
+ * stream, cannot land before the copy has read it). Between GPUs it runs
+ * peer to peer where the driver allows it, else through the host.
  *
  * Fills run on the stream with cuMemsetD32Async: nothing crosses PCIe.
  *
  * Kernels. run_kernel hands the op to the nvcc side (cuda_kernels.cu), which
- * launches it on the device's stream; matmul goes to cuBLAS, which the nvcc
- * side loads on the first product that needs it (cuda_blas.cu). A per-GPU
- * lock is held while an op is launched: the cuBLAS handle and the scratch
+ * launches it on the stream; matmul goes to cuBLAS, which the nvcc side loads
+ * on the first product that needs it (cuda_blas.cu). A per-stream lock is
+ * held while an op is launched: the stream's cuBLAS handle and the scratch
  * buffer of multi-pass reductions are shared by every thread that submits to
- * the GPU, and the passes of one reduction must be adjacent on the stream. */
+ * the stream, and the passes of one reduction must be adjacent on it. */
 #define _GNU_SOURCE
 #include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_kernels.h"
@@ -59,7 +60,7 @@ _Static_assert(sizeof(struct vdev_cuda_args) == sizeof(struct vdev_kernel_args),
 /* ---- copies through the staging buffers ---- */
 
 /* Makes the staging buffers and their events; what failed goes to *what. */
-static CUresult stage_init(struct cu_dev *d, const char **what)
+static CUresult stage_init(struct cu_stream *d, const char **what)
 {
     for (int i = 0; i < 2; i++) {
         CUresult r;
@@ -83,10 +84,11 @@ static CUresult stage_init(struct cu_dev *d, const char **what)
 /* Host -> device through the staging buffers; complete on return. */
 enum vdev_status vdev_cu_copy_h2d(void *vctx, int dev, void *dst, const void *src, uint64_t bytes)
 {
-    struct cu_dev *d = vdev_cu_dev(vctx, dev);
+    struct cu_stream *d = vdev_cu_q(vctx, dev);
     if (!bytes)
         return VDEV_OK;
-    CUresult r = vdev_cu_use_ctx(d);
+    dev = d->d->index;
+    CUresult r = vdev_cu_use_ctx(d->d);
     if (r != CUDA_SUCCESS)
         return vdev_cu_fail_call(r, dev, "cuCtxSetCurrent");
     pthread_mutex_lock(&d->copy_lock);
@@ -102,10 +104,10 @@ enum vdev_status vdev_cu_copy_h2d(void *vctx, int dev, void *dst, const void *sr
         }
         memcpy(d->stage[b], (const char *)src + off, n);
         what = "cuMemcpyHtoDAsync";
-        r = vdev_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst + off, d->stage[b], n, d->stream);
+        r = vdev_cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst + off, d->stage[b], n, d->s);
         if (r == CUDA_SUCCESS) {
             what = "cuEventRecord";
-            r = vdev_cu.cuEventRecord(d->stage_ev[b], d->stream);
+            r = vdev_cu.cuEventRecord(d->stage_ev[b], d->s);
         }
         used[b] = 1;
         off += n;
@@ -116,7 +118,7 @@ enum vdev_status vdev_cu_copy_h2d(void *vctx, int dev, void *dst, const void *sr
         what = "cuEventSynchronize";
         r = vdev_cu.cuEventSynchronize(d->stage_ev[(k - 1) & 1]);
     } else {
-        vdev_cu.cuStreamSynchronize(d->stream);
+        vdev_cu.cuStreamSynchronize(d->s);
     }
     pthread_mutex_unlock(&d->copy_lock);
     return r == CUDA_SUCCESS ? VDEV_OK : vdev_cu_fail_call(r, dev, what);
@@ -126,10 +128,11 @@ enum vdev_status vdev_cu_copy_h2d(void *vctx, int dev, void *dst, const void *sr
  * chunk k is copied out. Ordered after the work queued before it. */
 enum vdev_status vdev_cu_copy_d2h(void *vctx, int dev, void *dst, const void *src, uint64_t bytes)
 {
-    struct cu_dev *d = vdev_cu_dev(vctx, dev);
+    struct cu_stream *d = vdev_cu_q(vctx, dev);
     if (!bytes)
         return VDEV_OK;
-    CUresult r = vdev_cu_use_ctx(d);
+    dev = d->d->index;
+    CUresult r = vdev_cu_use_ctx(d->d);
     if (r != CUDA_SUCCESS)
         return vdev_cu_fail_call(r, dev, "cuCtxSetCurrent");
     pthread_mutex_lock(&d->copy_lock);
@@ -144,10 +147,10 @@ enum vdev_status vdev_cu_copy_d2h(void *vctx, int dev, void *dst, const void *sr
             int b = (int)(k & 1);
             what = "cuMemcpyDtoHAsync";
             r = vdev_cu.cuMemcpyDtoHAsync(d->stage[b], (CUdeviceptr)(uintptr_t)src + off, n,
-                                          d->stream);
+                                          d->s);
             if (r == CUDA_SUCCESS) {
                 what = "cuEventRecord";
-                r = vdev_cu.cuEventRecord(d->stage_ev[b], d->stream);
+                r = vdev_cu.cuEventRecord(d->stage_ev[b], d->s);
             }
         }
         if (r == CUDA_SUCCESS && k > 0) {
@@ -161,7 +164,7 @@ enum vdev_status vdev_cu_copy_d2h(void *vctx, int dev, void *dst, const void *sr
         }
     }
     if (r != CUDA_SUCCESS)
-        vdev_cu.cuStreamSynchronize(d->stream);
+        vdev_cu.cuStreamSynchronize(d->s);
     pthread_mutex_unlock(&d->copy_lock);
     return r == CUDA_SUCCESS ? VDEV_OK : vdev_cu_fail_call(r, dev, what);
 }
@@ -177,9 +180,10 @@ static void event_put(struct cu_event *e)
     pthread_mutex_unlock(&d->ev_lock);
 }
 
-/* Records an event on d's stream (makes d's context current). */
-static enum vdev_status event_record_dev(struct cu_dev *d, struct cu_event **out)
+/* Records an event on stream s (makes its GPU's context current). */
+static enum vdev_status event_record_dev(struct cu_stream *s, struct cu_event **out)
 {
+    struct cu_dev *d = s->d;
     CUresult r = vdev_cu_use_ctx(d);
     if (r != CUDA_SUCCESS)
         return vdev_cu_fail_call(r, d->index, "cuCtxSetCurrent");
@@ -198,10 +202,11 @@ static enum vdev_status event_record_dev(struct cu_dev *d, struct cu_event **out
             return vdev_cu_fail_call(r, d->index, "cuEventCreate");
         }
     }
-    if ((r = vdev_cu.cuEventRecord(e->ev, d->stream)) != CUDA_SUCCESS) {
+    if ((r = vdev_cu.cuEventRecord(e->ev, s->s)) != CUDA_SUCCESS) {
         event_put(e);
         return vdev_cu_fail_call(r, d->index, "cuEventRecord");
     }
+    e->s = s;
     *out = e;
     return VDEV_OK;
 }
@@ -209,17 +214,18 @@ static enum vdev_status event_record_dev(struct cu_dev *d, struct cu_event **out
 /* Makes `waiter`'s stream wait for work queued on `signaller`'s stream so
  * far (an event recorded now, back in the pool at once: a queued wait took
  * the event's state when it was queued). */
-static enum vdev_status stream_follow(struct cu_dev *waiter, struct cu_dev *signaller)
+static enum vdev_status stream_follow(struct cu_stream *waiter, struct cu_stream *signaller)
 {
     struct cu_event *e = NULL;
     enum vdev_status st = event_record_dev(signaller, &e);
     if (st != VDEV_OK)
         return st;
-    CUresult r = vdev_cu_use_ctx(waiter);
+    CUresult r = vdev_cu_use_ctx(waiter->d);
     if (r == CUDA_SUCCESS)
-        r = vdev_cu.cuStreamWaitEvent(waiter->stream, e->ev, 0);
+        r = vdev_cu.cuStreamWaitEvent(waiter->s, e->ev, 0);
     event_put(e);
-    return r == CUDA_SUCCESS ? VDEV_OK : vdev_cu_fail_call(r, waiter->index, "cuStreamWaitEvent");
+    return r == CUDA_SUCCESS ? VDEV_OK
+                             : vdev_cu_fail_call(r, waiter->d->index, "cuStreamWaitEvent");
 }
 
 /* ---- device -> device ---- */
@@ -231,28 +237,31 @@ enum vdev_status vdev_cu_copy_d2d(void *vctx, int dst_dev, void *dst, int src_de
                                   uint64_t bytes)
 {
     struct cu_ctx *c = vctx;
-    struct cu_dev *dd = vdev_cu_dev(vctx, dst_dev), *sd = vdev_cu_dev(vctx, src_dev);
+    struct cu_stream *ds = vdev_cu_q(vctx, dst_dev), *ss = vdev_cu_q(vctx, src_dev);
+    struct cu_dev *dd = ds->d, *sd = ss->d;
     CUdeviceptr dp = (CUdeviceptr)(uintptr_t)dst, sp = (CUdeviceptr)(uintptr_t)src;
     if (!bytes)
         return VDEV_OK;
     CUresult r;
-    if (dd == sd) {
+    if (ds == ss) {
         if ((r = vdev_cu_use_ctx(dd)) == CUDA_SUCCESS)
-            r = vdev_cu.cuMemcpyDtoDAsync(dp, sp, bytes, dd->stream);
-        return r == CUDA_SUCCESS ? VDEV_OK : vdev_cu_fail_call(r, dst_dev, "cuMemcpyDtoDAsync");
+            r = vdev_cu.cuMemcpyDtoDAsync(dp, sp, bytes, ds->s);
+        return r == CUDA_SUCCESS ? VDEV_OK : vdev_cu_fail_call(r, dd->index, "cuMemcpyDtoDAsync");
     }
-    if (c->peer[dst_dev * c->n + src_dev]) {
+    if (dd == sd || c->peer[dd->index * c->n + sd->index]) {
         /* the copy reads what the source's stream wrote before it */
-        enum vdev_status st = stream_follow(dd, sd);
+        enum vdev_status st = stream_follow(ds, ss);
         if (st != VDEV_OK)
             return st;
-        r = vdev_cu.cuMemcpyPeerAsync(dp, dd->ctx, sp, sd->ctx, bytes, dd->stream);
+        const char *what = dd == sd ? "cuMemcpyDtoDAsync" : "cuMemcpyPeerAsync";
+        r = dd == sd ? vdev_cu.cuMemcpyDtoDAsync(dp, sp, bytes, ds->s)
+                     : vdev_cu.cuMemcpyPeerAsync(dp, dd->ctx, sp, sd->ctx, bytes, ds->s);
         if (r != CUDA_SUCCESS)
-            return vdev_cu_fail_call(r, dst_dev, "cuMemcpyPeerAsync");
+            return vdev_cu_fail_call(r, dd->index, what);
         /* and the source's later writes wait for the copy to have read it */
-        st = stream_follow(sd, dd);
+        st = stream_follow(ss, ds);
         if (st != VDEV_OK && vdev_cu_use_ctx(dd) == CUDA_SUCCESS)
-            vdev_cu.cuStreamSynchronize(dd->stream); /* no hazard left behind */
+            vdev_cu.cuStreamSynchronize(ds->s); /* no hazard left behind */
         return st;
     }
     /* No peer access: through host memory, one bounce buffer at a time (the
@@ -261,7 +270,7 @@ enum vdev_status vdev_cu_copy_d2d(void *vctx, int dst_dev, void *dst, int src_de
     char *tmp = malloc(cap);
     if (!tmp)
         return vdev_cu_fail(VDEV_ERR_OOM, "out of host memory copying between GPUs %d and %d",
-                            src_dev, dst_dev);
+                            sd->index, dd->index);
     enum vdev_status st = VDEV_OK;
     for (uint64_t off = 0; st == VDEV_OK && off < bytes; off += cap) {
         size_t n = bytes - off < cap ? (size_t)(bytes - off) : cap;
@@ -277,14 +286,13 @@ enum vdev_status vdev_cu_copy_d2d(void *vctx, int dst_dev, void *dst, int src_de
 
 enum vdev_status vdev_cu_fill(void *vctx, int dev, void *dst, uint32_t value, uint64_t n_words)
 {
-    struct cu_dev *d = vdev_cu_dev(vctx, dev);
+    struct cu_stream *s = vdev_cu_q(vctx, dev);
     if (!n_words)
         return VDEV_OK;
-    CUresult r = vdev_cu_use_ctx(d);
+    CUresult r = vdev_cu_use_ctx(s->d);
     if (r == CUDA_SUCCESS)
-        r = vdev_cu.cuMemsetD32Async((CUdeviceptr)(uintptr_t)dst, value, (size_t)n_words,
-                                     d->stream);
-    return r == CUDA_SUCCESS ? VDEV_OK : vdev_cu_fail_call(r, dev, "cuMemsetD32Async");
+        r = vdev_cu.cuMemsetD32Async((CUdeviceptr)(uintptr_t)dst, value, (size_t)n_words, s->s);
+    return r == CUDA_SUCCESS ? VDEV_OK : vdev_cu_fail_call(r, s->d->index, "cuMemsetD32Async");
 }
 
 /* ---- host functions and synchronisation ---- */
@@ -305,7 +313,9 @@ static void CUDA_CB host_trampoline(void *p)
 enum vdev_status vdev_cu_submit_host(void *vctx, int dev, vdev_host_fn fn, const void *arg,
                                      size_t arg_bytes)
 {
-    struct cu_dev *d = vdev_cu_dev(vctx, dev);
+    struct cu_stream *s = vdev_cu_q(vctx, dev);
+    struct cu_dev *d = s->d;
+    dev = d->index;
     if (arg_bytes > VDEV_HOST_ARG_MAX)
         return vdev_cu_fail(VDEV_ERR_INTERNAL,
                             "CUDA GPU %d: host function argument of %zu bytes exceeds %d", dev,
@@ -319,7 +329,7 @@ enum vdev_status vdev_cu_submit_host(void *vctx, int dev, vdev_host_fn fn, const
         memcpy(it->arg, arg, arg_bytes);
     CUresult r = vdev_cu_use_ctx(d);
     if (r == CUDA_SUCCESS)
-        r = vdev_cu.cuLaunchHostFunc(d->stream, host_trampoline, it);
+        r = vdev_cu.cuLaunchHostFunc(s->s, host_trampoline, it);
     if (r != CUDA_SUCCESS) {
         free(it);
         return vdev_cu_fail_call(r, dev, "cuLaunchHostFunc");
@@ -329,11 +339,11 @@ enum vdev_status vdev_cu_submit_host(void *vctx, int dev, vdev_host_fn fn, const
 
 enum vdev_status vdev_cu_synchronize(void *vctx, int dev)
 {
-    struct cu_dev *d = vdev_cu_dev(vctx, dev);
-    CUresult r = vdev_cu_use_ctx(d);
+    struct cu_stream *s = vdev_cu_q(vctx, dev);
+    CUresult r = vdev_cu_use_ctx(s->d);
     if (r == CUDA_SUCCESS)
-        r = vdev_cu.cuStreamSynchronize(d->stream);
-    return r == CUDA_SUCCESS ? VDEV_OK : vdev_cu_fail_call(r, dev, "cuStreamSynchronize");
+        r = vdev_cu.cuStreamSynchronize(s->s);
+    return r == CUDA_SUCCESS ? VDEV_OK : vdev_cu_fail_call(r, s->d->index, "cuStreamSynchronize");
 }
 
 /* ---- events, as the backend table has them ---- */
@@ -341,7 +351,7 @@ enum vdev_status vdev_cu_synchronize(void *vctx, int dev)
 enum vdev_status vdev_cu_event_record(void *vctx, int dev, void **event)
 {
     struct cu_event *e = NULL;
-    enum vdev_status st = event_record_dev(vdev_cu_dev(vctx, dev), &e);
+    enum vdev_status st = event_record_dev(vdev_cu_q(vctx, dev), &e);
     if (st == VDEV_OK)
         *event = e;
     return st;
@@ -367,13 +377,13 @@ void vdev_cu_event_wait(void *vctx, void *event)
 enum vdev_status vdev_cu_stream_wait_event(void *vctx, int dev, void *event)
 {
     struct cu_event *e = event;
-    struct cu_dev *d = vdev_cu_dev(vctx, dev);
-    if (e->d == d)
+    struct cu_stream *s = vdev_cu_q(vctx, dev);
+    if (e->s == s)
         return VDEV_OK; /* one stream: already in order */
-    CUresult r = vdev_cu_use_ctx(d);
+    CUresult r = vdev_cu_use_ctx(s->d);
     if (r == CUDA_SUCCESS)
-        r = vdev_cu.cuStreamWaitEvent(d->stream, e->ev, 0);
-    return r == CUDA_SUCCESS ? VDEV_OK : vdev_cu_fail_call(r, dev, "cuStreamWaitEvent");
+        r = vdev_cu.cuStreamWaitEvent(s->s, e->ev, 0);
+    return r == CUDA_SUCCESS ? VDEV_OK : vdev_cu_fail_call(r, s->d->index, "cuStreamWaitEvent");
 }
 
 void vdev_cu_event_drop(void *vctx, void *event) { event_put(event); }
@@ -392,18 +402,29 @@ void vdev_cu_events_destroy(struct cu_dev *d)
 
 enum vdev_status vdev_cu_run_kernel(void *vctx, int dev, const struct vdev_kernel_args *args)
 {
-    struct cu_dev *d = vdev_cu_dev(vctx, dev);
+    struct cu_stream *s = vdev_cu_q(vctx, dev);
+    struct cu_dev *d = s->d;
+    dev = d->index;
     struct vdev_cuda_args a;
     memcpy(&a, args, sizeof a); /* same layout: checked above */
     CUresult r = vdev_cu_use_ctx(d);
     if (r != CUDA_SUCCESS)
         return vdev_cu_fail_call(r, dev, "cuCtxSetCurrent");
     char msg[384] = "";
-    pthread_mutex_lock(&d->launch_lock);
-    struct vdev_cuda_launch_env env = {(void *)d->stream, &d->cublas, (void *)(uintptr_t)d->scratch,
-                                       d->n_sm};
+    pthread_mutex_lock(&s->launch_lock);
+    const char *what;
+    if (!s->scratch && vdev_cu_stream_equip(s, NULL, &r, &what) != 0) {
+        pthread_mutex_unlock(&s->launch_lock);
+        return vdev_cu_fail_call(r, dev, what);
+    }
+    struct vdev_cuda_launch_env env = {(void *)s->s,
+                                       &s->cublas,
+                                       (void *)(uintptr_t)s->scratch,
+                                       d->n_sm,
+                                       (void *)(uintptr_t)s->workspace,
+                                       d->ws_bytes};
     int rc = vdev_cuda_run_op(&a, &env, msg, sizeof msg);
-    pthread_mutex_unlock(&d->launch_lock);
+    pthread_mutex_unlock(&s->launch_lock);
     if (rc == VDEV_CUDA_RC_OK)
         return VDEV_OK;
     return vdev_cu_fail(rc == VDEV_CUDA_RC_UNSUPPORTED ? VDEV_ERR_UNSUPPORTED : VDEV_ERR_BACKEND,

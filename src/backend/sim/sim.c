@@ -7,27 +7,47 @@
  *  - reports free and total memory as cuMemGetInfo does;
  *  - backs its memory with anonymous MAP_NORESERVE mappings, so a 80 GiB card
  *    costs nothing until its pages are touched;
- *  - runs the work submitted to it on its own worker thread, in submission
- *    order: its stream. Work on three GPUs therefore really runs side by side,
+ *  - runs the work submitted to it on worker threads, each a stream: the
+ *    card's own stream, and one more for every stream_open (the runtime opens
+ *    one per logical device, so the logical devices of one card run side by
+ *    side, drawing on the card's one capacity). Each stream runs its work in
+ *    submission order. Work on three GPUs therefore really runs side by side,
  *    and a missing synchronisation shows up here first.
  *
- * The stream is a ring of fixed-size slots guarded by one mutex; the worker
+ * A stream is a ring of fixed-size slots guarded by one mutex; the worker
  * runs each item without the lock held. Sequence numbers make events cheap:
  * an event is (stream, number of items submitted when recorded), and it has
  * passed once the stream has completed that many items. The worker spins
  * briefly before sleeping, so a busy stream hands work over without a futex
- * round trip.
+ * round trip. A copy between two streams runs on the destination's stream
+ * after everything submitted to the source's so far, and the source's stream
+ * then waits for the copy, so a later write to the source cannot land before
+ * the copy has read it (the CUDA plugin orders its copies the same way).
+ *
+ * Priorities. A stream's worker moves its nice value by its priority, itself,
+ * when it starts (on Linux the nice value is a thread's, inherited from the
+ * thread that opened the stream): low +10, normal unchanged, high -5 and critical -10 where the
+ * process may lower nice values (root, or RLIMIT_NICE), else unchanged. Any
+ * process may raise its own nice values, so a card split into a critical and
+ * two low devices gives the critical device's worker the larger share of the
+ * cores without privileges. The card's own stream is handed out only for a
+ * normal priority, so its worker keeps the process's nice value.
  */
 #define _GNU_SOURCE
 #include "backend/backend.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define SIM_MAX_GPUS 64
+#define SIM_MAX_QUEUES 256       /* streams: the cards' own ones, then the opened ones */
 #define SIM_RING 1024            /* slots per stream */
 #define SIM_ARG_BYTES VDEV_HOST_ARG_MAX /* inline argument bytes per slot */
 #define SIM_SPIN_ITERS 20000     /* polls before the worker sleeps */
@@ -37,13 +57,19 @@ struct sim_slot {
     _Alignas(16) unsigned char arg[SIM_ARG_BYTES];
 };
 
-struct sim_gpu {
+struct sim_card {
     int index;
     uint64_t capacity;
     uint64_t reserved;           /* guarded by mem_lock */
     pthread_mutex_t mem_lock;
+    int own_taken;               /* its own stream is handed out (ctx lock) */
+};
 
-    /* the stream */
+struct sim_stream {
+    struct sim_card *card;
+    int q;                       /* its index in the table */
+    int nice_delta;              /* asked of the worker when it starts */
+
     pthread_t worker;
     pthread_mutex_t lock;
     pthread_cond_t not_empty, not_full, progress;
@@ -56,20 +82,52 @@ struct sim_gpu {
 };
 
 struct sim_ctx {
-    int n;
-    struct sim_gpu *gpus;
+    int n;                       /* cards */
+    struct sim_card *cards;
+    pthread_mutex_t lock;        /* free slots of qs, own_taken */
+    /* 0..n-1: the cards' own streams, for the life of the backend; n..: the
+     * opened ones. A slot is written only by stream_open and stream_close,
+     * which the runtime calls when no other thread uses that stream. */
+    struct sim_stream *qs[SIM_MAX_QUEUES];
 };
 
 struct sim_event {
-    struct sim_gpu *gpu;
+    struct sim_stream *s;
     uint64_t seq;
 };
 
 /* ---- the stream ---- */
 
+/* The nice value of a priority: low +10, normal 0, high -5, critical -10. */
+static int nice_delta(int priority)
+{
+    return priority == VDEV_PRIORITY_LOW        ? 10
+           : priority == VDEV_PRIORITY_HIGH     ? -5
+           : priority == VDEV_PRIORITY_CRITICAL ? -10
+                                                : 0;
+}
+
+static void *sim_worker(void *varg);
+
+static void *sim_worker_main(void *varg)
+{
+    struct sim_stream *g = varg;
+    if (g->nice_delta) {
+        /* Linux: the nice value of this thread alone. A raise below the
+         * process's (a negative delta) needs privileges; without them the
+         * worker keeps the nice value it inherited. */
+        pid_t tid = (pid_t)syscall(SYS_gettid);
+        errno = 0;
+        int now = getpriority(PRIO_PROCESS, (id_t)tid);
+        if (errno == 0)
+            (void)setpriority(PRIO_PROCESS, (id_t)tid, now + g->nice_delta);
+    }
+    return sim_worker(g);
+}
+
 static void *sim_worker(void *vgpu)
 {
-    struct sim_gpu *g = vgpu;
+    struct sim_stream *g = vgpu;
     for (;;) {
         uint64_t tail = atomic_load_explicit(&g->completed, memory_order_relaxed);
         /* Spin a little for new work before taking the lock to sleep. */
@@ -103,7 +161,7 @@ static void *sim_worker(void *vgpu)
     }
 }
 
-static enum vdev_status sim_submit_gpu(struct sim_gpu *g, vdev_host_fn fn, const void *arg,
+static enum vdev_status sim_submit_gpu(struct sim_stream *g, vdev_host_fn fn, const void *arg,
                                        size_t arg_bytes, uint64_t *seq_out)
 {
     if (arg_bytes > SIM_ARG_BYTES)
@@ -133,7 +191,7 @@ static enum vdev_status sim_submit_gpu(struct sim_gpu *g, vdev_host_fn fn, const
     return VDEV_OK;
 }
 
-static void sim_wait_seq(struct sim_gpu *g, uint64_t seq)
+static void sim_wait_seq(struct sim_stream *g, uint64_t seq)
 {
     if (atomic_load_explicit(&g->completed, memory_order_acquire) >= seq)
         return;
@@ -145,20 +203,71 @@ static void sim_wait_seq(struct sim_gpu *g, uint64_t seq)
     pthread_mutex_unlock(&g->lock);
 }
 
+/* Stops a stream's worker (after the work queued on it) and frees it. */
+static void stream_free(struct sim_stream *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->stop = 1;
+    pthread_cond_signal(&g->not_empty);
+    pthread_mutex_unlock(&g->lock);
+    pthread_join(g->worker, NULL);
+    pthread_mutex_destroy(&g->lock);
+    pthread_cond_destroy(&g->not_empty);
+    pthread_cond_destroy(&g->not_full);
+    pthread_cond_destroy(&g->progress);
+    free(g->ring);
+    free(g);
+}
+
+/* A stream on `card` whose worker takes `delta` on its nice value, or NULL
+ * (error set). */
+static struct sim_stream *stream_new(struct sim_card *card, int q, int delta)
+{
+    struct sim_stream *g = calloc(1, sizeof *g);
+    if (g)
+        g->ring = calloc(SIM_RING, sizeof *g->ring);
+    if (!g || !g->ring) {
+        free(g);
+        vdev_error(VDEV_ERR_OOM, "out of host memory making a stream of simulated GPU %d",
+                   card->index);
+        return NULL;
+    }
+    g->card = card;
+    g->q = q;
+    g->nice_delta = delta;
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->not_empty, NULL);
+    pthread_cond_init(&g->not_full, NULL);
+    pthread_cond_init(&g->progress, NULL);
+    if (pthread_create(&g->worker, NULL, sim_worker_main, g) != 0) {
+        pthread_mutex_destroy(&g->lock);
+        pthread_cond_destroy(&g->not_empty);
+        pthread_cond_destroy(&g->not_full);
+        pthread_cond_destroy(&g->progress);
+        free(g->ring);
+        free(g);
+        vdev_error(VDEV_ERR_BACKEND, "cannot start a stream of simulated GPU %d", card->index);
+        return NULL;
+    }
+    return g;
+}
+
 /* ---- devices ---- */
 
-static struct sim_gpu *gpu_of(void *vctx, int dev)
+static struct sim_stream *gpu_of(void *vctx, int q)
 {
     struct sim_ctx *ctx = vctx;
-    VDEV_ASSERT(dev >= 0 && dev < ctx->n);
-    return &ctx->gpus[dev];
+    VDEV_ASSERT(q >= 0 && q < SIM_MAX_QUEUES && ctx->qs[q]);
+    return ctx->qs[q];
 }
+
+static struct sim_card *card_of(void *vctx, int q) { return gpu_of(vctx, q)->card; }
 
 static int sim_n_devices(void *vctx) { return ((struct sim_ctx *)vctx)->n; }
 
 static enum vdev_status sim_device_info(void *vctx, int dev, struct vdev_backend_device_info *out)
 {
-    struct sim_gpu *g = gpu_of(vctx, dev);
+    struct sim_card *g = card_of(vctx, dev);
     memset(out, 0, sizeof *out);
     vdev_strlcpy(out->model, "Simulated GPU", sizeof out->model);
     out->total_bytes = g->capacity;
@@ -169,7 +278,7 @@ static enum vdev_status sim_device_info(void *vctx, int dev, struct vdev_backend
 
 static enum vdev_status sim_mem_info(void *vctx, int dev, uint64_t *free_bytes, uint64_t *total)
 {
-    struct sim_gpu *g = gpu_of(vctx, dev);
+    struct sim_card *g = card_of(vctx, dev);
     pthread_mutex_lock(&g->mem_lock);
     *free_bytes = g->capacity - g->reserved;
     pthread_mutex_unlock(&g->mem_lock);
@@ -179,7 +288,7 @@ static enum vdev_status sim_mem_info(void *vctx, int dev, uint64_t *free_bytes, 
 
 static enum vdev_status sim_reserve(void *vctx, int dev, uint64_t bytes, void **base)
 {
-    struct sim_gpu *g = gpu_of(vctx, dev);
+    struct sim_card *g = card_of(vctx, dev);
     char b1[32], b2[32];
     pthread_mutex_lock(&g->mem_lock);
     if (bytes > g->capacity - g->reserved) {
@@ -208,7 +317,7 @@ static enum vdev_status sim_reserve(void *vctx, int dev, uint64_t bytes, void **
 
 static void sim_release(void *vctx, int dev, void *base, uint64_t bytes)
 {
-    struct sim_gpu *g = gpu_of(vctx, dev);
+    struct sim_card *g = card_of(vctx, dev);
     munmap(base, bytes);
     pthread_mutex_lock(&g->mem_lock);
     VDEV_ASSERT(g->reserved >= bytes);
@@ -222,7 +331,7 @@ struct copy_arg {
     void *dst;
     const void *src;
     uint64_t bytes;
-    struct sim_gpu *wait_gpu; /* d2d: the source stream to wait for first */
+    struct sim_stream *wait_gpu; /* d2d: the source stream to wait for first */
     uint64_t wait_seq;
 };
 
@@ -235,11 +344,22 @@ static void copy_fn(void *varg)
         memcpy(a->dst, a->src, a->bytes);
 }
 
+struct wait_arg {
+    struct sim_stream *gpu;
+    uint64_t seq;
+};
+
+static void wait_fn(void *varg)
+{
+    struct wait_arg *a = varg;
+    sim_wait_seq(a->gpu, a->seq);
+}
+
 /* h2d and d2h: ordered on the stream, and complete on return. */
 static enum vdev_status sim_copy_sync(void *vctx, int dev, void *dst, const void *src,
                                       uint64_t bytes)
 {
-    struct sim_gpu *g = gpu_of(vctx, dev);
+    struct sim_stream *g = gpu_of(vctx, dev);
     struct copy_arg a = {dst, src, bytes, NULL, 0};
     uint64_t seq;
     enum vdev_status st = sim_submit_gpu(g, copy_fn, &a, sizeof a, &seq);
@@ -250,17 +370,26 @@ static enum vdev_status sim_copy_sync(void *vctx, int dev, void *dst, const void
 }
 
 /* d2d: on the destination's stream, after everything submitted so far to the
- * source's stream. Returns at once. */
+ * source's stream; the source's stream then waits for the copy. Returns at
+ * once. */
 static enum vdev_status sim_copy_d2d(void *vctx, int dst_dev, void *dst, int src_dev,
                                      const void *src, uint64_t bytes)
 {
-    struct sim_gpu *gd = gpu_of(vctx, dst_dev), *gs = gpu_of(vctx, src_dev);
+    struct sim_stream *gd = gpu_of(vctx, dst_dev), *gs = gpu_of(vctx, src_dev);
     struct copy_arg a = {dst, src, bytes, NULL, 0};
     if (gs != gd) {
         a.wait_gpu = gs;
         a.wait_seq = atomic_load_explicit(&gs->submitted, memory_order_acquire);
     }
-    return sim_submit_gpu(gd, copy_fn, &a, sizeof a, NULL);
+    uint64_t seq;
+    enum vdev_status st = sim_submit_gpu(gd, copy_fn, &a, sizeof a, &seq);
+    if (st != VDEV_OK || gs == gd)
+        return st;
+    struct wait_arg w = {gd, seq};
+    st = sim_submit_gpu(gs, wait_fn, &w, sizeof w, NULL);
+    if (st != VDEV_OK)
+        sim_wait_seq(gd, seq); /* no hazard left behind */
+    return st;
 }
 
 /* ---- streams and events ---- */
@@ -273,18 +402,18 @@ static enum vdev_status sim_submit(void *vctx, int dev, vdev_host_fn fn, const v
 
 static enum vdev_status sim_sync(void *vctx, int dev)
 {
-    struct sim_gpu *g = gpu_of(vctx, dev);
+    struct sim_stream *g = gpu_of(vctx, dev);
     sim_wait_seq(g, atomic_load_explicit(&g->submitted, memory_order_acquire));
     return VDEV_OK;
 }
 
 static enum vdev_status sim_event_record(void *vctx, int dev, void **event)
 {
-    struct sim_gpu *g = gpu_of(vctx, dev);
+    struct sim_stream *g = gpu_of(vctx, dev);
     struct sim_event *e = malloc(sizeof *e);
     if (!e)
         return vdev_error(VDEV_ERR_OOM, "out of host memory recording an event");
-    e->gpu = g;
+    e->s = g;
     e->seq = atomic_load_explicit(&g->submitted, memory_order_acquire);
     *event = e;
     return VDEV_OK;
@@ -292,59 +421,99 @@ static enum vdev_status sim_event_record(void *vctx, int dev, void **event)
 
 static int sim_event_done(void *vctx, void *event)
 {
+    (void)vctx;
     struct sim_event *e = event;
-    return atomic_load_explicit(&e->gpu->completed, memory_order_acquire) >= e->seq;
+    return atomic_load_explicit(&e->s->completed, memory_order_acquire) >= e->seq;
 }
 
 static void sim_event_wait(void *vctx, void *event)
 {
+    (void)vctx;
     struct sim_event *e = event;
-    sim_wait_seq(e->gpu, e->seq);
-}
-
-struct wait_arg {
-    struct sim_gpu *gpu;
-    uint64_t seq;
-};
-
-static void wait_fn(void *varg)
-{
-    struct wait_arg *a = varg;
-    sim_wait_seq(a->gpu, a->seq);
+    sim_wait_seq(e->s, e->seq);
 }
 
 static enum vdev_status sim_stream_wait(void *vctx, int dev, void *event)
 {
     struct sim_event *e = event;
-    struct sim_gpu *g = gpu_of(vctx, dev);
-    if (e->gpu == g || sim_event_done(vctx, event))
+    struct sim_stream *g = gpu_of(vctx, dev);
+    if (e->s == g || sim_event_done(vctx, event))
         return VDEV_OK;
-    struct wait_arg a = {e->gpu, e->seq};
+    struct wait_arg a = {e->s, e->seq};
     return sim_submit_gpu(g, wait_fn, &a, sizeof a, NULL);
 }
 
-static void sim_event_drop(void *vctx, void *event) { free(event); }
+static void sim_event_drop(void *vctx, void *event)
+{
+    (void)vctx;
+    free(event);
+}
+
+/* Another stream on card `dev`: the card's own one when it is free and the
+ * priority normal, else a new worker. */
+static enum vdev_status sim_stream_open(void *vctx, int dev, int priority, int *q,
+                                        uint64_t *held)
+{
+    struct sim_ctx *ctx = vctx;
+    if (dev < 0 || dev >= ctx->n)
+        return vdev_error(VDEV_ERR_NOT_FOUND, "sim backend has no device %d", dev);
+    struct sim_card *card = &ctx->cards[dev];
+    int delta = nice_delta(priority);
+    *held = 0;
+    pthread_mutex_lock(&ctx->lock);
+    if (!delta && !card->own_taken) {
+        card->own_taken = 1;
+        pthread_mutex_unlock(&ctx->lock);
+        *q = dev;
+        return VDEV_OK;
+    }
+    int slot = ctx->n;
+    while (slot < SIM_MAX_QUEUES && ctx->qs[slot])
+        slot++;
+    if (slot == SIM_MAX_QUEUES) {
+        pthread_mutex_unlock(&ctx->lock);
+        return vdev_error(VDEV_ERR_UNSUPPORTED, "sim backend: more than %d streams",
+                          SIM_MAX_QUEUES);
+    }
+    struct sim_stream *g = stream_new(card, slot, delta);
+    if (g)
+        ctx->qs[slot] = g;
+    pthread_mutex_unlock(&ctx->lock);
+    if (!g)
+        return vdev_last_status();
+    *q = slot;
+    return VDEV_OK;
+}
+
+static void sim_stream_close(void *vctx, int q)
+{
+    struct sim_ctx *ctx = vctx;
+    struct sim_stream *g = gpu_of(vctx, q);
+    sim_sync(vctx, q);
+    pthread_mutex_lock(&ctx->lock);
+    if (q < ctx->n) {
+        g->card->own_taken = 0;
+        g = NULL;
+    } else {
+        ctx->qs[q] = NULL;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    if (g)
+        stream_free(g);
+}
 
 /* ---- life cycle ---- */
 
 static void sim_destroy(void *vctx)
 {
     struct sim_ctx *ctx = vctx;
-    for (int i = 0; i < ctx->n; i++) {
-        struct sim_gpu *g = &ctx->gpus[i];
-        pthread_mutex_lock(&g->lock);
-        g->stop = 1;
-        pthread_cond_signal(&g->not_empty);
-        pthread_mutex_unlock(&g->lock);
-        pthread_join(g->worker, NULL);
-        pthread_mutex_destroy(&g->lock);
-        pthread_mutex_destroy(&g->mem_lock);
-        pthread_cond_destroy(&g->not_empty);
-        pthread_cond_destroy(&g->not_full);
-        pthread_cond_destroy(&g->progress);
-        free(g->ring);
-    }
-    free(ctx->gpus);
+    for (int q = 0; q < SIM_MAX_QUEUES; q++)
+        if (ctx->qs[q])
+            stream_free(ctx->qs[q]);
+    for (int i = 0; i < ctx->n; i++)
+        pthread_mutex_destroy(&ctx->cards[i].mem_lock);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx->cards);
     free(ctx);
 }
 
@@ -371,6 +540,9 @@ static const struct vdev_backend_ops sim_ops = {
     .event_drop = sim_event_drop,
     .run_kernel = NULL,
     .destroy = sim_destroy,
+    .stream_open = sim_stream_open,
+    .stream_close = sim_stream_close,
+    .held_bytes = NULL, /* streams hold no device memory */
 };
 
 /* ---- the spec: "3x16GiB", "2x80GiB,1x24GiB", "16GiB" ---- */
@@ -442,40 +614,24 @@ enum vdev_status vdev_backend_sim_new(const char *spec, const char *var, struct 
     if (st != VDEV_OK)
         return st;
     struct sim_ctx *ctx = calloc(1, sizeof *ctx);
-    if (!ctx)
-        return vdev_error(VDEV_ERR_OOM, "out of host memory creating simulated GPUs");
-    ctx->gpus = calloc((size_t)n, sizeof *ctx->gpus);
-    if (!ctx->gpus) {
+    if (ctx)
+        ctx->cards = calloc((size_t)n, sizeof *ctx->cards);
+    if (!ctx || !ctx->cards) {
         free(ctx);
         return vdev_error(VDEV_ERR_OOM, "out of host memory creating simulated GPUs");
     }
+    pthread_mutex_init(&ctx->lock, NULL);
     for (int i = 0; i < n; i++) {
-        struct sim_gpu *g = &ctx->gpus[i];
-        g->index = i;
-        g->capacity = caps[i];
-        g->ring = calloc(SIM_RING, sizeof *g->ring);
-        if (!g->ring) {
-            ctx->n = i;
-            sim_destroy(ctx);
-            return vdev_error(VDEV_ERR_OOM, "out of host memory creating simulated GPU %d", i);
-        }
-        pthread_mutex_init(&g->lock, NULL);
-        pthread_mutex_init(&g->mem_lock, NULL);
-        pthread_cond_init(&g->not_empty, NULL);
-        pthread_cond_init(&g->not_full, NULL);
-        pthread_cond_init(&g->progress, NULL);
-        if (pthread_create(&g->worker, NULL, sim_worker, g) != 0) {
-            free(g->ring);
-            pthread_mutex_destroy(&g->lock);
-            pthread_mutex_destroy(&g->mem_lock);
-            pthread_cond_destroy(&g->not_empty);
-            pthread_cond_destroy(&g->not_full);
-            pthread_cond_destroy(&g->progress);
-            ctx->n = i;
-            sim_destroy(ctx);
-            return vdev_error(VDEV_ERR_BACKEND, "cannot start the stream of simulated GPU %d", i);
-        }
+        struct sim_card *c = &ctx->cards[i];
+        c->index = i;
+        c->capacity = caps[i];
+        pthread_mutex_init(&c->mem_lock, NULL);
         ctx->n = i + 1;
+        if (!(ctx->qs[i] = stream_new(c, i, 0))) {
+            st = vdev_last_status();
+            sim_destroy(ctx);
+            return vdev_error(st, "cannot start the stream of simulated GPU %d", i);
+        }
     }
     out->ops = &sim_ops;
     out->ctx = ctx;

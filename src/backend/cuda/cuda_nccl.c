@@ -1,0 +1,406 @@
+/* cuda_nccl.c — collectives of the CUDA plugin through NCCL, for
+ * communicators whose ranks are distinct physical GPUs (src/coll/nccl.c
+ * drives it through the backend's coll_* entries).
+ *
+ * Loading. NCCL is never linked: the first use dlopens libnccl.so.2 (the
+ * loader's path, which holds the plugin's RUNPATH, the toolkit's library
+ * folder; then that folder by full path), or exactly the library
+ * VDEV_NCCL_LIBRARY names when it is set, and resolves the functions of
+ * nccl_abi.h, under a lock, once per process; a failure is kept and every
+ * later use reports it ("NCCL: libnccl.so.2: cannot open shared object file:
+ * ..."), and src/coll/ falls back to vdev's ring. NCCL older than 2.10 (no
+ * ncclAvg) is refused the same way.
+ *
+ * Communicators. coll_open makes one ncclComm per rank with ncclCommInitAll
+ * over the ranks' GPUs (every rank in this process, one GPU each: NCCL
+ * refuses two ranks on one GPU, and so does coll_open, first, in vdev's
+ * words). What NCCL allocates on each GPU is measured with cuMemGetInfo
+ * before and after, with every rank's GPU's memory lock held so that no
+ * region of vdev's is mapped meanwhile, and reported as held (the runtime
+ * takes it out of the card's budget).
+ *
+ * Calls. coll_run queues one rank's part on the rank's stream (vdev's stream
+ * of the logical device) inside ncclGroupStart/ncclGroupEnd, one NCCL call
+ * per buffer (an all-reduce of a strategy's gradients is one group), and
+ * checks ncclCommGetAsyncError; then it records an event on the stream after
+ * the collective (coll_ev of the GPU), which cuda_memory.c waits for before
+ * it maps or unmaps memory there. All-reduce is ncclFloat32 with ncclSum or
+ * ncclAvg; broadcast and all-gather move bytes (ncclUint8), whatever the
+ * element type. coll_abort ends every rank's NCCL work with ncclCommAbort,
+ * so that the streams can be synchronized after a rank failed; the
+ * communicator is then spent (src/coll/nccl.c makes a new one at a reset).
+ * A rank's comm is never aborted while its thread is inside coll_run with
+ * it: that thread aborts its own comm as it leaves. */
+#define _GNU_SOURCE
+#include "backend/cuda/cuda_internal.h"
+#include "backend/cuda/nccl_abi.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+#ifndef VDEV_CUDA_LIB_DIR
+#define VDEV_CUDA_LIB_DIR ""
+#endif
+#define NCCL_SONAME "libnccl.so.2"
+#define NCCL_MIN_VERSION VDEV_NCCL_VERSION_CODE(2, 10, 0) /* ncclAvg */
+
+static struct {
+    vdev_ncclGetVersion_fn get_version;
+    vdev_ncclGetErrorString_fn error_string;
+    vdev_ncclCommInitAll_fn init_all;
+    vdev_ncclCommDestroy_fn destroy;
+    vdev_ncclCommAbort_fn abort;
+    vdev_ncclCommGetAsyncError_fn async_error;
+    vdev_ncclGroupStart_fn group_start;
+    vdev_ncclGroupEnd_fn group_end;
+    vdev_ncclAllReduce_fn all_reduce;
+    vdev_ncclBroadcast_fn broadcast;
+    vdev_ncclAllGather_fn all_gather;
+} nccl;
+
+static pthread_mutex_t nccl_lock = PTHREAD_MUTEX_INITIALIZER;
+static int nccl_state;        /* 0 not tried, 1 loaded, -1 failed */
+static char nccl_line[256];   /* "NCCL 2.21.5 (libnccl.so.2)", or why not */
+
+static int resolve_locked(void *h, const char *name);
+
+/* Loads NCCL once; 1 when usable. nccl_line says which, or why not. */
+static int load_nccl(void)
+{
+    pthread_mutex_lock(&nccl_lock);
+    if (nccl_state != 0) {
+        int st = nccl_state;
+        pthread_mutex_unlock(&nccl_lock);
+        return st > 0;
+    }
+    nccl_state = -1;
+    const char *want = getenv("VDEV_NCCL_LIBRARY");
+    if (want && *want) {
+        /* the user's choice, and nothing else */
+        void *h = dlopen(want, RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            const char *e = dlerror();
+            snprintf(nccl_line, sizeof nccl_line, "NCCL: VDEV_NCCL_LIBRARY: %s",
+                     e ? e : "not found");
+            pthread_mutex_unlock(&nccl_lock);
+            return 0;
+        }
+        return resolve_locked(h, want);
+    }
+    void *h = dlopen(NCCL_SONAME, RTLD_NOW | RTLD_LOCAL);
+    char first[200] = "";
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(first, sizeof first, "%s", e ? e : "not found");
+        if (VDEV_CUDA_LIB_DIR[0]) {
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", VDEV_CUDA_LIB_DIR, NCCL_SONAME);
+            h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        }
+    }
+    if (!h) {
+        snprintf(nccl_line, sizeof nccl_line, "NCCL: %s", first);
+        pthread_mutex_unlock(&nccl_lock);
+        return 0;
+    }
+    return resolve_locked(h, NCCL_SONAME);
+}
+
+/* Resolves NCCL's functions from h (loaded as `name`), nccl_lock held, and
+ * releases the lock; 1 when usable. */
+static int resolve_locked(void *h, const char *name)
+{
+    struct {
+        const char *name;
+        void **slot;
+    } fns[] = {
+        {"ncclGetVersion", (void **)&nccl.get_version},
+        {"ncclGetErrorString", (void **)&nccl.error_string},
+        {"ncclCommInitAll", (void **)&nccl.init_all},
+        {"ncclCommDestroy", (void **)&nccl.destroy},
+        {"ncclCommAbort", (void **)&nccl.abort},
+        {"ncclCommGetAsyncError", (void **)&nccl.async_error},
+        {"ncclGroupStart", (void **)&nccl.group_start},
+        {"ncclGroupEnd", (void **)&nccl.group_end},
+        {"ncclAllReduce", (void **)&nccl.all_reduce},
+        {"ncclBroadcast", (void **)&nccl.broadcast},
+        {"ncclAllGather", (void **)&nccl.all_gather},
+    };
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
+        if (!(*fns[i].slot = dlsym(h, fns[i].name))) {
+            /* h stays loaded: unloading NCCL is not safe */
+            snprintf(nccl_line, sizeof nccl_line, "NCCL: %s lacks %s (NCCL too old?)", name,
+                     fns[i].name);
+            pthread_mutex_unlock(&nccl_lock);
+            return 0;
+        }
+    int v = 0;
+    ncclResult_t r = nccl.get_version(&v);
+    if (r != ncclSuccess || v < NCCL_MIN_VERSION) {
+        if (r != ncclSuccess)
+            snprintf(nccl_line, sizeof nccl_line, "NCCL: ncclGetVersion failed: %s",
+                     nccl.error_string(r));
+        else
+            snprintf(nccl_line, sizeof nccl_line,
+                     "NCCL: %s is version %d.%d.%d; vdev needs 2.10 or newer (ncclAvg)",
+                     name, v / 10000, v % 10000 / 100, v % 100);
+        pthread_mutex_unlock(&nccl_lock);
+        return 0;
+    }
+    snprintf(nccl_line, sizeof nccl_line, "NCCL %d.%d.%d (%s)", v / 10000, v % 10000 / 100,
+             v % 100, name);
+    nccl_state = 1;
+    pthread_mutex_unlock(&nccl_lock);
+    return 1;
+}
+
+int vdev_cu_coll_library(void *vctx, char *buf, size_t cap)
+{
+    (void)vctx;
+    int ok = load_nccl();
+    snprintf(buf, cap, "%s", nccl_line);
+    return ok;
+}
+
+/* ---- communicators ---- */
+
+struct cu_coll {
+    int n;
+    ncclComm_t *comms;     /* n; NULL once aborted (lock) */
+    struct cu_stream **s;  /* n: each rank's stream */
+    uint64_t *held;        /* n: device memory NCCL took on each rank's GPU */
+    unsigned char *busy;   /* n: the rank's thread is inside coll_run (lock) */
+    pthread_mutex_t lock;
+    int aborted;
+};
+
+static void coll_free(struct cu_coll *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_destroy(&c->lock);
+    free(c->comms);
+    free(c->s);
+    free(c->held);
+    free(c->busy);
+    free(c);
+}
+
+/* Aborts rank i's comm if it has one left (lock not held). */
+static void abort_rank(struct cu_coll *c, int i)
+{
+    pthread_mutex_lock(&c->lock);
+    ncclComm_t nc = c->comms[i];
+    c->comms[i] = NULL;
+    pthread_mutex_unlock(&c->lock);
+    if (nc && vdev_cu_use_ctx(c->s[i]->d) == CUDA_SUCCESS)
+        nccl.abort(nc); /* ends its queued work, frees the comm and its memory */
+}
+
+/* Gives the held bytes of c back to its GPUs' accounting. */
+static void coll_unhold(struct cu_coll *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        struct cu_dev *d = c->s[i]->d;
+        pthread_mutex_lock(&d->mem_lock);
+        d->coll_held -= c->held[i];
+        pthread_mutex_unlock(&d->mem_lock);
+        c->held[i] = 0;
+    }
+}
+
+enum vdev_status vdev_cu_coll_open(void *vctx, const int *qs, int n, void **out, uint64_t *held)
+{
+    *out = NULL;
+    if (n < 1)
+        return vdev_cu_fail(VDEV_ERR_INVALID_ARG, "NCCL: a communicator of %d ranks", n);
+    /* two ranks on one GPU: NCCL's "Duplicate GPU detected", in vdev's words */
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (vdev_cu_dev(vctx, qs[i]) == vdev_cu_dev(vctx, qs[j]))
+                return vdev_cu_fail(VDEV_ERR_UNSUPPORTED,
+                                    "NCCL needs a GPU of its own for every rank: ranks %d and %d "
+                                    "are both on CUDA GPU %d",
+                                    j, i, vdev_cu_dev(vctx, qs[i])->index);
+    if (!load_nccl())
+        return vdev_cu_fail(VDEV_ERR_UNSUPPORTED, "%s", nccl_line);
+    struct cu_coll *c = calloc(1, sizeof *c);
+    if (c) {
+        c->comms = calloc((size_t)n, sizeof *c->comms);
+        c->s = calloc((size_t)n, sizeof *c->s);
+        c->held = calloc((size_t)n, sizeof *c->held);
+        c->busy = calloc((size_t)n, 1);
+    }
+    int *devlist = malloc((size_t)n * sizeof *devlist);
+    size_t *before = malloc((size_t)n * sizeof *before);
+    if (!c || !c->comms || !c->s || !c->held || !c->busy || !devlist || !before) {
+        if (c) {
+            free(c->comms);
+            free(c->s);
+            free(c->held);
+            free(c->busy);
+        }
+        free(c);
+        free(devlist);
+        free(before);
+        return vdev_cu_fail(VDEV_ERR_OOM, "out of host memory making an NCCL communicator");
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    c->n = n;
+    /* The ranks' GPUs in index order, so that two opens never lock crosswise. */
+    struct cu_ctx *cc = vctx;
+    for (int i = 0; i < n; i++) {
+        c->s[i] = vdev_cu_q(vctx, qs[i]);
+        devlist[i] = c->s[i]->d->index;
+    }
+    for (int g = 0; g < cc->n; g++)
+        for (int i = 0; i < n; i++)
+            if (devlist[i] == g)
+                pthread_mutex_lock(&cc->devs[g].mem_lock);
+    CUresult cr = CUDA_SUCCESS;
+    size_t total;
+    for (int i = 0; i < n && cr == CUDA_SUCCESS; i++)
+        if ((cr = vdev_cu_use_ctx(c->s[i]->d)) == CUDA_SUCCESS)
+            cr = vdev_cu.cuMemGetInfo(&before[i], &total);
+    ncclResult_t r = cr == CUDA_SUCCESS ? nccl.init_all(c->comms, n, devlist) : ncclSuccess;
+    for (int i = 0; i < n && cr == CUDA_SUCCESS && r == ncclSuccess; i++) {
+        size_t after = 0;
+        struct cu_dev *d = c->s[i]->d;
+        if (vdev_cu_use_ctx(d) == CUDA_SUCCESS &&
+            vdev_cu.cuMemGetInfo(&after, &total) == CUDA_SUCCESS && after < before[i])
+            c->held[i] = before[i] - after;
+        d->coll_held += c->held[i];
+        held[i] = c->held[i];
+    }
+    for (int g = 0; g < cc->n; g++)
+        for (int i = 0; i < n; i++)
+            if (devlist[i] == g)
+                pthread_mutex_unlock(&cc->devs[g].mem_lock);
+    free(devlist);
+    free(before);
+    if (cr != CUDA_SUCCESS) {
+        coll_free(c);
+        return vdev_cu_fail_call(cr, 0, "cuMemGetInfo");
+    }
+    if (r != ncclSuccess) {
+        coll_free(c);
+        return vdev_cu_fail(VDEV_ERR_BACKEND, "NCCL: ncclCommInitAll over %d GPUs failed: %s", n,
+                            nccl.error_string(r));
+    }
+    *out = c;
+    return VDEV_OK;
+}
+
+/* "NCCL: ncclAllReduce on CUDA GPU 1 failed: <NCCL's words>" */
+static enum vdev_status nccl_fail(const char *what, const struct cu_stream *s, ncclResult_t r)
+{
+    return vdev_cu_fail(VDEV_ERR_BACKEND, "NCCL: %s on CUDA GPU %d failed: %s", what, s->d->index,
+                        nccl.error_string(r));
+}
+
+/* One rank's part (see coll_run), with the rank marked busy. */
+static enum vdev_status run_rank(struct cu_coll *c, int rank, ncclComm_t nc,
+                                 const struct vdev_backend_coll *call)
+{
+    struct cu_stream *s = c->s[rank];
+    CUresult cr = vdev_cu_use_ctx(s->d);
+    if (cr != CUDA_SUCCESS)
+        return vdev_cu_fail_call(cr, s->d->index, "cuCtxSetCurrent");
+    vdev_nccl_stream_t st = (vdev_nccl_stream_t)s->s;
+    const char *what = "ncclGroupStart";
+    ncclResult_t r = nccl.group_start();
+    if (r != ncclSuccess)
+        return nccl_fail(what, s, r);
+    ncclResult_t first = ncclSuccess;
+    for (int i = 0; i < call->n_bufs && first == ncclSuccess; i++) {
+        uint64_t count = call->count[i];
+        if (call->kind == VDEV_BACKEND_COLL_ALL_REDUCE && count) {
+            what = "ncclAllReduce";
+            first = nccl.all_reduce(call->data[i], call->data[i], (size_t)count, ncclFloat32,
+                                    call->mean ? ncclAvg : ncclSum, nc, st);
+        } else if (call->kind == VDEV_BACKEND_COLL_BROADCAST && count) {
+            what = "ncclBroadcast";
+            first = nccl.broadcast(call->data[i], call->data[i], (size_t)count * 4, ncclUint8,
+                                   call->root, nc, st);
+        } else if (call->kind == VDEV_BACKEND_COLL_ALL_GATHER && i == 0 && count) {
+            what = "ncclAllGather";
+            first = nccl.all_gather(call->data[0], call->data[1], (size_t)count * 4, ncclUint8,
+                                    nc, st);
+        }
+    }
+    /* A group once started is always ended, even after a failed call in it. */
+    r = nccl.group_end();
+    if (first != ncclSuccess)
+        return nccl_fail(what, s, first);
+    if (r != ncclSuccess)
+        return nccl_fail("ncclGroupEnd", s, r);
+    ncclResult_t async = ncclSuccess;
+    r = nccl.async_error(nc, &async);
+    if (r != ncclSuccess || (async != ncclSuccess && async != ncclInProgress))
+        return nccl_fail("ncclCommGetAsyncError", s, r != ncclSuccess ? r : async);
+    /* After the collective on the rank's stream, for cuda_memory.c. */
+    struct cu_dev *d = s->d;
+    pthread_mutex_lock(&d->mem_lock);
+    cr = d->coll_ev ? CUDA_SUCCESS : vdev_cu.cuEventCreate(&d->coll_ev, CU_EVENT_DISABLE_TIMING);
+    if (cr == CUDA_SUCCESS)
+        cr = vdev_cu.cuEventRecord(d->coll_ev, s->s);
+    d->coll_pending = cr == CUDA_SUCCESS;
+    pthread_mutex_unlock(&d->mem_lock);
+    if (cr != CUDA_SUCCESS) {
+        /* nothing to wait for later: wait now */
+        vdev_cu.cuStreamSynchronize(s->s);
+    }
+    return VDEV_OK;
+}
+
+enum vdev_status vdev_cu_coll_run(void *vctx, void *comm, int rank,
+                                  const struct vdev_backend_coll *call)
+{
+    (void)vctx;
+    struct cu_coll *c = comm;
+    pthread_mutex_lock(&c->lock);
+    ncclComm_t nc = c->aborted ? NULL : c->comms[rank];
+    c->busy[rank] = nc != NULL;
+    pthread_mutex_unlock(&c->lock);
+    if (!nc)
+        return vdev_cu_fail(VDEV_ERR_BACKEND, "NCCL: the communicator was aborted");
+    enum vdev_status st = run_rank(c, rank, nc, call);
+    pthread_mutex_lock(&c->lock);
+    c->busy[rank] = 0;
+    int aborted = c->aborted;
+    pthread_mutex_unlock(&c->lock);
+    if (aborted) /* coll_abort came meanwhile and left this rank's comm to it */
+        abort_rank(c, rank);
+    return st;
+}
+
+void vdev_cu_coll_abort(void *vctx, void *comm)
+{
+    (void)vctx;
+    struct cu_coll *c = comm;
+    pthread_mutex_lock(&c->lock);
+    c->aborted = 1;
+    pthread_mutex_unlock(&c->lock);
+    for (int i = 0; i < c->n; i++) {
+        pthread_mutex_lock(&c->lock);
+        int busy = c->busy[i];
+        pthread_mutex_unlock(&c->lock);
+        if (!busy)
+            abort_rank(c, i);
+    }
+}
+
+void vdev_cu_coll_close(void *vctx, void *comm)
+{
+    (void)vctx;
+    struct cu_coll *c = comm;
+    if (!c)
+        return;
+    for (int i = 0; i < c->n; i++)
+        if (c->comms[i] && vdev_cu_use_ctx(c->s[i]->d) == CUDA_SUCCESS) {
+            vdev_cu.cuStreamSynchronize(c->s[i]->s);
+            nccl.destroy(c->comms[i]);
+        }
+    coll_unhold(c);
+    coll_free(c);
+}
