@@ -104,17 +104,22 @@ static enum vdev_status check_env_fraction(const char *var, const char *text, do
                       text, vdev_format_bytes(bad_total, b2, sizeof b2), least);
 }
 
-/* TF_FORCE_GPU_ALLOW_GROWTH and VDEV_MEMORY_GROWTH: growth[i] 0/1, or -1. */
+/* TF_FORCE_GPU_ALLOW_GROWTH and VDEV_MEMORY_GROWTH: growth[i] 0/1, or -1.
+ * Every variable is read through vdev_config_getenv (this task's entry of
+ * the cluster file stands in for it) and named by its label. */
 static enum vdev_status env_growth_all(int n_gpus, int growth[VDEV_MAX_GPUS])
 {
     enum vdev_status st;
+    char l1[1200], l2[1200];
     for (int i = 0; i < VDEV_MAX_GPUS; i++)
         growth[i] = -1;
-    const char *tf_grow = getenv("TF_FORCE_GPU_ALLOW_GROWTH");
-    const char *vd_grow = getenv("VDEV_MEMORY_GROWTH");
+    const char *tf_grow = vdev_config_getenv("TF_FORCE_GPU_ALLOW_GROWTH");
+    const char *vd_grow = vdev_config_getenv("VDEV_MEMORY_GROWTH");
+    const char *tf_l = vdev_config_var_label("TF_FORCE_GPU_ALLOW_GROWTH", l1, sizeof l1);
+    const char *vd_l = vdev_config_var_label("VDEV_MEMORY_GROWTH", l2, sizeof l2);
     if (tf_grow) {
         int b;
-        if ((st = vdev_config_parse_bool("TF_FORCE_GPU_ALLOW_GROWTH", tf_grow, &b)) != VDEV_OK)
+        if ((st = vdev_config_parse_bool(tf_l, tf_grow, &b)) != VDEV_OK)
             return st;
         for (int i = 0; i < VDEV_MAX_GPUS; i++)
             growth[i] = b;
@@ -123,7 +128,7 @@ static enum vdev_status env_growth_all(int n_gpus, int growth[VDEV_MAX_GPUS])
         int g2[VDEV_MAX_GPUS];
         for (int i = 0; i < VDEV_MAX_GPUS; i++)
             g2[i] = -1;
-        if ((st = vdev_env_growth("VDEV_MEMORY_GROWTH", vd_grow, n_gpus, g2)) != VDEV_OK)
+        if ((st = vdev_env_growth(vd_l, vd_grow, n_gpus, g2)) != VDEV_OK)
             return st;
         for (int i = 0; i < VDEV_MAX_GPUS; i++) {
             if (g2[i] < 0)
@@ -143,13 +148,15 @@ static enum vdev_status env_growth_all(int n_gpus, int growth[VDEV_MAX_GPUS])
 static enum vdev_status env_fraction_all(double *out)
 {
     enum vdev_status st;
+    char l1[1200];
     *out = 0;
-    const char *vd_frac = getenv("VDEV_MEMORY_FRACTION");
-    const char *tf_frac = getenv("TF_GPU_MEMORY_FRACTION");
+    const char *vd_frac = vdev_config_getenv("VDEV_MEMORY_FRACTION");
+    const char *tf_frac = vdev_config_getenv("TF_GPU_MEMORY_FRACTION");
+    const char *vd_l = vdev_config_var_label("VDEV_MEMORY_FRACTION", l1, sizeof l1);
     if (vd_frac) {
-        if ((st = vdev_env_fraction("VDEV_MEMORY_FRACTION", vd_frac, out)) != VDEV_OK)
+        if ((st = vdev_env_fraction(vd_l, vd_frac, out)) != VDEV_OK)
             return st;
-        if ((st = check_env_fraction("VDEV_MEMORY_FRACTION", vd_frac, *out)) != VDEV_OK)
+        if ((st = check_env_fraction(vd_l, vd_frac, *out)) != VDEV_OK)
             return st;
     }
     if (tf_frac) {
@@ -182,14 +189,18 @@ enum vdev_status vdev_config_resolve_locked(struct vdev_config_resolved *r)
         return st;
     struct vdev_gpu_cfg env_cfg[VDEV_MAX_GPUS];
     int env_split[VDEV_MAX_GPUS] = {0}, env_cpus = 0;
-    const char *vd_log = getenv("VDEV_LOGICAL_DEVICES");
-    if (vd_log && (st = vdev_env_logical("VDEV_LOGICAL_DEVICES", vd_log, S->n_gpus, env_cfg,
-                                         env_split, &env_cpus)) != VDEV_OK)
+    char label[1200];
+    const char *vd_log = vdev_config_getenv("VDEV_LOGICAL_DEVICES");
+    if (vd_log && (st = vdev_env_logical(vdev_config_var_label("VDEV_LOGICAL_DEVICES", label,
+                                                               sizeof label),
+                                         vd_log, S->n_gpus, env_cfg, env_split, &env_cpus)) !=
+                      VDEV_OK)
         return st;
     int env_vis[VDEV_MAX_GPUS], env_n_vis = 0;
-    const char *vd_vis = getenv("VDEV_VISIBLE_DEVICES");
-    if (vd_vis && (st = vdev_env_visible("VDEV_VISIBLE_DEVICES", vd_vis, S->n_gpus, env_vis,
-                                         &env_n_vis)) != VDEV_OK)
+    const char *vd_vis = vdev_config_getenv("VDEV_VISIBLE_DEVICES");
+    if (vd_vis && (st = vdev_env_visible(vdev_config_var_label("VDEV_VISIBLE_DEVICES", label,
+                                                               sizeof label),
+                                         vd_vis, S->n_gpus, env_vis, &env_n_vis)) != VDEV_OK)
         return st;
     if ((st = vdev_env_min_sys(&r->min_sys, &r->min_sys_set)) != VDEV_OK)
         return st;

@@ -142,8 +142,10 @@ static enum vdev_status add_device(struct vdev_backend *b, int bdev, enum vdev_d
     d->is_split = is_split;
     const char *tn = type == VDEV_DEVICE_GPU ? "GPU" : "CPU";
     snprintf(d->name, sizeof d->name, "/device:%s:%d", tn, index);
-    snprintf(d->long_name, sizeof d->long_name, "/job:localhost/replica:0/task:0/device:%s:%d", tn,
-             index);
+    /* TensorFlow's full name: this task's in a cluster (config/cluster.c) */
+    struct vdev_cluster_view cv;
+    vdev_cluster_get(&cv);
+    snprintf(d->long_name, sizeof d->long_name, "%s/device:%s:%d", cv.name, tn, index);
     d->pool = pool;
     enum vdev_status st = vdev_pool_add(pool, d->name, floor, limit, priority, &d->member);
     if (st != VDEV_OK)
