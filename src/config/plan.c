@@ -235,6 +235,7 @@ enum vdev_status vdev_config_resolve_locked(struct vdev_config_resolved *r)
         e->growth = c->growth >= 0 ? c->growth : env_grow[gpu] >= 0 ? env_grow[gpu] : 1;
         e->fraction = c->fraction > 0 ? c->fraction : env_frac;
         const struct vdev_gpu_cfg *src = (c->n_logical == 0 && env_split[gpu]) ? &env_cfg[gpu] : c;
+        r->split_from_env[gpu] = src != c;
         e->n_logical = src->n_logical;
         memcpy(e->limits, src->limits, sizeof(uint64_t) * (size_t)src->n_logical);
         memcpy(e->floors, src->floors, sizeof(uint64_t) * (size_t)src->n_logical);
@@ -248,7 +249,7 @@ enum vdev_status vdev_config_resolve_locked(struct vdev_config_resolved *r)
  * N's ceiling" (n_log 0: one device, "is" rather than "sum to"). */
 static enum vdev_status over_budget(int gpu, int n_log, const char *what, uint64_t sum,
                                     uint64_t budget, double frac, int min_sys_set,
-                                    uint64_t free_bytes, uint64_t reserve)
+                                    uint64_t free_bytes, uint64_t reserve, int from_env)
 {
     struct vdev_config_state *S = vdev_config_state();
     char how[160], b1[32], b2[32], b3[32], b4[32], whose[64];
@@ -266,11 +267,17 @@ static enum vdev_status over_budget(int gpu, int n_log, const char *what, uint64
         snprintf(whose, sizeof whose, "its %d logical devices' %s sum to", n_log, what);
     else
         snprintf(whose, sizeof whose, "%s is", what);
+    /* a split from the cluster file: say whose entry it is */
+    char label[1200], from[1300] = "";
+    vdev_config_var_label("VDEV_LOGICAL_DEVICES", label, sizeof label);
+    if (from_env && strcmp(label, "VDEV_LOGICAL_DEVICES") != 0)
+        snprintf(from, sizeof from, " (%s)", label);
     return vdev_error(VDEV_ERR_CONFIG,
                       "/physical_device:GPU:%d: %s %s (%llu bytes), more than the card's budget "
-                      "of %s (%llu bytes: %s)",
+                      "of %s (%llu bytes: %s)%s",
                       gpu, whose, vdev_format_bytes(sum, b1, sizeof b1), (unsigned long long)sum,
-                      vdev_format_bytes(budget, b2, sizeof b2), (unsigned long long)budget, how);
+                      vdev_format_bytes(budget, b2, sizeof b2), (unsigned long long)budget, how,
+                      from);
 }
 
 static enum vdev_status build_plan(struct vdev_plan *plan, struct vdev_config_resolved *r)
@@ -338,14 +345,14 @@ static enum vdev_status build_plan(struct vdev_plan *plan, struct vdev_config_re
         }
         if (sum > budget)
             return over_budget(gpu, n_log, plain ? "limits" : "floors", sum, budget, e->fraction,
-                               r->min_sys_set, free_bytes, reserve);
+                               r->min_sys_set, free_bytes, reserve, r->split_from_env[gpu]);
         for (int i = 0; i < n_log; i++) {
             if ((w->limits[i] & ~(uint64_t)255) <= budget)
                 continue;
             char what[64];
             snprintf(what, sizeof what, "logical device %d's ceiling", i);
             return over_budget(gpu, 0, what, w->limits[i], budget, e->fraction, r->min_sys_set,
-                               free_bytes, reserve);
+                               free_bytes, reserve, r->split_from_env[gpu]);
         }
         for (int i = 0; i < n_log; i++) {
             struct vdev_plan_device *d = &plan->devices[plan->n_devices++];
