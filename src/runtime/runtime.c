@@ -308,10 +308,10 @@ enum vdev_status vdev_runtime_unknown_device(enum vdev_device_type type, int ind
 {
     int cpu = type == VDEV_DEVICE_CPU;
     int have = cpu ? R.n_cpus : R.n - R.n_cpus;
-    return vdev_error(VDEV_ERR_NOT_FOUND,
-                      "/job:localhost/replica:0/task:0/device:%s:%d unknown device (there %s %d "
-                      "%s%s)",
-                      cpu ? "CPU" : "GPU", index, have == 1 ? "is" : "are", have,
+    struct vdev_cluster_view cv; /* the task's name, as its devices' (add_device) */
+    vdev_cluster_get(&cv);
+    return vdev_error(VDEV_ERR_NOT_FOUND, "%s/device:%s:%d unknown device (there %s %d %s%s)",
+                      cv.name, cpu ? "CPU" : "GPU", index, have == 1 ? "is" : "are", have,
                       cpu ? "CPU device" : "logical GPU", have == 1 ? "" : "s");
 }
 

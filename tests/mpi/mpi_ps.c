@@ -12,8 +12,15 @@
  * on GPU:0 (no MPI) and writes OUT/params.reference, which staleness 0 must
  * equal bit for bit.
  *
+ * With --errors, every process also checks the calls' errors (exact codes
+ * and messages): options one process gets wrong fail vdev_ps_strategy_new
+ * on every process, naming that process; a worker cannot schedule; a step
+ * cannot push twice; a step that fails is reported by join and fetch,
+ * naming the step and the worker; the chief cannot serve; unknown steps and
+ * servers; a worker context used outside its step.
+ *
  * Options: --out DIR, --steps N (20), --staleness K (-1: unbounded),
- * --reference. Exits 0 when everything went, else prints
+ * --reference, --errors. Exits 0 when everything went, else prints
  * "<task>: <what>: <message>" on stderr and exits 1. */
 #define _GNU_SOURCE
 #include "../mirrored_model.h"
@@ -23,6 +30,18 @@
 #define ROWS 48
 
 static char task_id[64] = "reference";
+static int check_errors;
+
+/* The last call returned `code` with exactly `msg`. */
+#define CHECK_ERR(call, code, msg)                                                                 \
+    do {                                                                                           \
+        CHECK_STATUS(call, code);                                                                  \
+        if (strcmp(vdev_last_error(), msg) == 0)                                                   \
+            check_passed++;                                                                        \
+        else                                                                                       \
+            check_fail(__FILE__, __LINE__, "message \"%s\", expected \"%s\"", vdev_last_error(), \
+                       msg);                                                                       \
+    } while (0)
 
 static int die(const char *what)
 {
@@ -63,6 +82,8 @@ struct worker {
 static enum vdev_status step_fn(vdev_ps_worker_t *w, int64_t step, void *user)
 {
     struct worker *k = user;
+    if (step < 0) /* a step that fails, pushing nothing: a device it lacks */
+        return vdev_device_push("GPU:7");
     mm_batch(&k->m, ROWS, (uint64_t)step);
     vdev_tensor_t *x = vdev_identity(k->m.x), *y = vdev_identity(k->m.y);
     vdev_tape_t *tape = vdev_tape_begin();
@@ -75,6 +96,9 @@ static enum vdev_status step_fn(vdev_ps_worker_t *w, int64_t step, void *user)
     vdev_tape_end(tape);
     if (st == VDEV_OK)
         st = vdev_ps_worker_push(w, grads, MM_NV);
+    if (st == VDEV_OK && check_errors && step == 0)
+        CHECK_ERR(vdev_ps_worker_push(w, grads, MM_NV), VDEV_ERR_INVALID_ARG,
+                  "vdev_ps_worker_push: this step pushed its gradients already");
     if (st == VDEV_OK)
         st = vdev_ps_worker_return(w, vdev_tensor_item(loss));
     vdev_tensor_free(k->m.x); /* made inside the step's scope: free them here */
@@ -115,6 +139,8 @@ int main(int argc, char **argv)
             staleness = atoi(argv[++i]);
         else if (!strcmp(a, "--reference"))
             ref = 1;
+        else if (!strcmp(a, "--errors"))
+            check_errors = 1;
         else
             return fprintf(stderr, "mpi_ps: bad option %s\n", a), 2;
     }
@@ -128,6 +154,15 @@ int main(int argc, char **argv)
     struct vdev_ps_options o = {.optimizer = VDEV_PS_SGD, .learning_rate = 0.1f,
                                 .max_staleness = staleness};
     vdev_ps_strategy_t *s;
+    if (check_errors) { /* worker 1 alone passes a bad learning rate */
+        struct vdev_ps_options bad = o;
+        if (!strcmp(task.type, "worker") && task.index == 1)
+            bad.learning_rate = 0;
+        CHECK_ERR(vdev_ps_strategy_new(&bad, &s), VDEV_ERR_INVALID_ARG,
+                  "/job:worker/replica:0/task:1: vdev_ps_strategy_new: learning_rate 0 "
+                  "(expected > 0)");
+        CHECK(s == NULL);
+    }
     if (vdev_ps_strategy_new(&o, &s) != VDEV_OK)
         return die("making the strategy");
     struct worker k = {.m = {.seed = 11, .lr = 0.1f}};
@@ -174,12 +209,50 @@ int main(int argc, char **argv)
             fclose(f);
             write_params(out, "params.chief", k.vars);
         }
-    } else if (vdev_ps_strategy_serve(s, step_fn, &k) != VDEV_OK) {
-        rc = die("serving");
+        if (rc == 0 && check_errors) {
+            float l;
+            int64_t id;
+            CHECK_ERR(vdev_ps_fetch(s, 9999, &l), VDEV_ERR_NOT_FOUND,
+                      "vdev_ps_fetch: step 9999 is not scheduled");
+            CHECK_ERR(vdev_ps_strategy_serve(s, step_fn, &k), VDEV_ERR_INVALID_ARG,
+                      "vdev_ps_strategy_serve: the chief schedules steps; workers and ps tasks "
+                      "serve");
+            struct vdev_ps_shard_info info;
+            CHECK_ERR(vdev_ps_shard_info(s, task.num_ps, &info), VDEV_ERR_INVALID_ARG,
+                      "vdev_ps_shard_info: no such server");
+            CHECK_ERR(vdev_ps_worker_push(NULL, k.vars, MM_NV), VDEV_ERR_INVALID_ARG,
+                      "vdev_ps_worker_push: the worker context is NULL");
+            /* a failing step: every worker is idle, so worker 0 runs it */
+            CHECK_OK(vdev_ps_schedule(s, -1, &id));
+            CHECK_EQ_U64(id, steps);
+            char want[256];
+            snprintf(want, sizeof want, "step %d (argument -1) on /job:worker/replica:0/task:0: "
+                                        "/job:worker/replica:0/task:0/device:GPU:7 unknown device "
+                                        "(there is 1 logical GPU)", steps);
+            CHECK_ERR(vdev_ps_join(s), VDEV_ERR_NOT_FOUND, want);
+            CHECK_ERR(vdev_ps_fetch(s, id, &l), VDEV_ERR_NOT_FOUND, want);
+            /* the servers counted it: the next step runs */
+            CHECK_OK(vdev_ps_schedule(s, 0, &id));
+            CHECK_STATUS(vdev_ps_join(s), VDEV_ERR_NOT_FOUND); /* the failed step still */
+            CHECK_OK(vdev_ps_fetch(s, id, &l));
+            CHECK(l > 0);
+        }
+    } else {
+        if (check_errors) {
+            int64_t id;
+            char want[160];
+            snprintf(want, sizeof want, "vdev_ps_schedule: only the chief schedules steps (this is "
+                                        "%s)", task.name);
+            CHECK_ERR(vdev_ps_schedule(s, 0, &id), VDEV_ERR_INVALID_ARG, want);
+        }
+        if (vdev_ps_strategy_serve(s, step_fn, &k) != VDEV_OK)
+            rc = die("serving");
     }
     vdev_ps_strategy_free(s);
     vdev_mlp_free(k.mlp);
     mm_free(&k.m, 0);
     vdev_shutdown();
-    return rc;
+    if (check_errors && check_failed)
+        fprintf(stderr, "%s: %d checks of errors failed\n", task_id, check_failed);
+    return rc || check_failed;
 }

@@ -19,7 +19,8 @@
 #   ps        parameter-server training (a chief, two servers, two workers):
 #             the loss falls, the shards are balanced within 10% by bytes,
 #             and with max_staleness 0 the result equals one process
-#             training on the same batches.
+#             training on the same batches; that run also checks the
+#             errors of the calls (mpi_ps.c --errors).
 #
 # Usage: mpi_tests.sh TEST MPIRUN BUILD_DIR  (MPIRUN empty: MPI is missing)
 set -uo pipefail
@@ -171,7 +172,7 @@ print("  loss %.4f -> %.4f, balance %.4f, bytes %s" % (first, last, balance, kv[
 sys.exit(0 if last < 0.5 * first and balance <= 1.10 else 1)
 EOF
   # staleness 0: the steps apply one after another, as one process would
-  VDEV_CLUSTER_CONFIG=$work/ps.json run 5 "$ps_train" --out "$work/ps0" --steps 20 --staleness 0 ||
+  VDEV_CLUSTER_CONFIG=$work/ps.json run 5 "$ps_train" --out "$work/ps0" --steps 20 --staleness 0 --errors ||
     { fail "parameter-server training with staleness 0"; cat "$work/out.txt"; }
   "$ps_train" --reference --out "$work/ps0" --steps 20 || fail "the one-process reference"
   same_file "$work/ps0/params.reference" "$work/ps0/params.chief" "staleness 0 equals one process, bit for bit"
