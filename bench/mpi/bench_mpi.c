@@ -8,9 +8,11 @@
  *              the exchange of descriptors, then MPI_Allreduce of the
  *              buffer) against a plain MPI_Allreduce (in place, MPI_SUM,
  *              floats) of the same bytes on a host buffer, in the same run,
- *              for 4 MiB and 64 MiB per process; bytes per second of one
- *              process's buffer ("algorithm bandwidth"), the median of 5
- *              batches of back-to-back calls after 2 warm-ups;
+ *              for 4 MiB and 64 MiB per process, timed on the same clock in
+ *              alternating batches (so that both see the same load of the
+ *              machine); bytes per second of one process's buffer
+ *              ("algorithm bandwidth"), the median of 9 batches of
+ *              back-to-back calls after 2 warm-ups;
  *   mirrored   examples per second of a multi-worker mirrored training step
  *              (MLP 256-1024-1024-10, SGD, 128 rows per process), the
  *              median of 9 steps after 2 warm-ups;
@@ -57,23 +59,29 @@ static void die(const char *what)
 
 /* ---- all-reduce ---- */
 
-#define BATCHES 5
+#define BATCHES 9
 
-/* Seconds per all-reduce of n floats on GPU:0 through the strategy's
- * communicator (its one local rank, called from this thread), the median
- * of BATCHES batches of iters calls after 2 warm-ups. */
-static double vdev_allreduce(vdev_comm_t *comm, int64_t n, int iters)
+/* The all-reduce of n floats both ways, batch by batch in turn (so that
+ * both see the same load of the machine): vdev's on GPU:0 through the
+ * strategy's communicator (its one local rank, called from this thread),
+ * and plain MPI_Allreduce on a host buffer. Seconds per call, the median of
+ * BATCHES batches of iters calls each, after 2 warm-ups of each. */
+static void allreduce_pair(vdev_comm_t *comm, int64_t n, int iters, double *vdev_s,
+                           double *mpi_s)
 {
     int64_t shape[1] = {n};
     vdev_device_push("GPU:0");
     vdev_tensor_t *t = vdev_tensor_zeros(shape, 1, VDEV_F32);
     vdev_device_pop();
-    if (!t)
-        die("tensor");
-    double s[BATCHES];
-    for (int k = 0; k < 2; k++)
+    float *buf = calloc((size_t)n, sizeof *buf);
+    if (!t || !buf)
+        die("buffers");
+    double v[BATCHES], p[BATCHES];
+    for (int k = 0; k < 2; k++) {
         if (vdev_comm_all_reduce(comm, 0, &t, 1, VDEV_REDUCE_SUM) != VDEV_OK)
             die("all-reduce");
+        MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    }
     for (int b = 0; b < BATCHES; b++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = vdev_clock_seconds();
@@ -81,29 +89,17 @@ static double vdev_allreduce(vdev_comm_t *comm, int64_t n, int iters)
             if (vdev_comm_all_reduce(comm, 0, &t, 1, VDEV_REDUCE_SUM) != VDEV_OK)
                 die("all-reduce");
         (void)vdev_tensor_item(t); /* the device's work has ended too */
-        s[b] = (vdev_clock_seconds() - t0) / iters;
-    }
-    vdev_tensor_free(t);
-    return median(s, BATCHES);
-}
-
-static double plain_allreduce(int64_t n, int iters)
-{
-    float *buf = calloc((size_t)n, sizeof *buf);
-    if (!buf)
-        die("host buffer");
-    double s[BATCHES];
-    for (int k = 0; k < 2; k++)
-        MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    for (int b = 0; b < BATCHES; b++) {
+        v[b] = (vdev_clock_seconds() - t0) / iters;
         MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
+        t0 = vdev_clock_seconds();
         for (int k = 0; k < iters; k++)
             MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        s[b] = (MPI_Wtime() - t0) / iters;
+        p[b] = (vdev_clock_seconds() - t0) / iters;
     }
+    vdev_tensor_free(t);
     free(buf);
-    return median(s, BATCHES);
+    *vdev_s = median(v, BATCHES);
+    *mpi_s = median(p, BATCHES);
 }
 
 static void bench_allreduce(void)
@@ -116,18 +112,12 @@ static void bench_allreduce(void)
     const int64_t mib[2] = {4, 64};
     for (int i = 0; i < 2; i++) {
         int64_t n = mib[i] * 262144;
-        int iters = quick ? 2 : (mib[i] == 4 ? 20 : 4);
-        double bytes = (double)n * 4;
-        /* vdev, plain MPI, vdev again: the better vdev median */
-        double v0 = vdev_allreduce(comm, n, iters);
-        double p = plain_allreduce(n, iters);
-        double v1 = vdev_allreduce(comm, n, iters);
-        double v = v0 < v1 ? v0 : v1;
+        int iters = quick ? 2 : (mib[i] == 4 ? 10 : 2);
+        double bytes = (double)n * 4, v, p;
+        allreduce_pair(comm, n, iters, &v, &p);
         if (me == 0)
-            printf("bench_mpi allreduce_%lldMiB vdev_GBps %.3f (runs %.3f %.3f) mpi_GBps %.3f "
-                   "ratio %.2f\n",
-                   (long long)mib[i], bytes / v / 1e9, bytes / v0 / 1e9, bytes / v1 / 1e9,
-                   bytes / p / 1e9, p / v);
+            printf("bench_mpi allreduce_%lldMiB vdev_GBps %.3f mpi_GBps %.3f ratio %.2f\n",
+                   (long long)mib[i], bytes / v / 1e9, bytes / p / 1e9, p / v);
     }
     vdev_strategy_free(s);
 }
