@@ -119,6 +119,7 @@ static void ps_destroy(struct vdev_ps *ps)
     free(ps->done_above);
     free(ps->wait_src);
     free(ps->wait_seq);
+    free(ps->wait_need);
     free(ps->steps);
     free(ps->busy);
     free(ps);
@@ -281,6 +282,7 @@ VDEV_API void vdev_ps_strategy_free(vdev_ps_strategy_t *h)
         struct ps_msg m;
         memset(&m, 0, sizeof m);
         m.id = -1;
+        m.arg = ps->n_steps;
         for (int r = 0; r < ps->n_procs && !ps->spent; r++)
             if (r != ps->me &&
                 vdev_mpi_send(ps->mpi, &m, sizeof m, r, PS_STOP, vdev_mpi_deadline()) != VDEV_OK)
@@ -589,6 +591,8 @@ static enum vdev_status wait_done(struct vdev_ps *ps, const char *fn)
     ps->busy[s->worker] = -1;
     ps->outstanding--;
     ps->pushes += (uint64_t)s->pushed;
+    while (ps->done_prefix < ps->n_steps && ps->steps[ps->done_prefix].done)
+        ps->done_prefix++;
     return VDEV_OK;
 }
 
@@ -685,5 +689,5 @@ VDEV_API enum vdev_status vdev_ps_fetch(vdev_ps_strategy_t *h, int64_t id, float
 VDEV_API enum vdev_status vdev_ps_pull(vdev_ps_strategy_t *h)
 {
     struct vdev_ps *ps = chief_of(h, "vdev_ps_pull");
-    return ps ? vdev_ps_pull_all(ps, -1) : VDEV_ERR_INVALID_ARG;
+    return ps ? vdev_ps_pull_all(ps, -1, ps->done_prefix) : VDEV_ERR_INVALID_ARG;
 }

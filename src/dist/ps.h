@@ -9,15 +9,23 @@
  *   chief  -> worker  PS_RUN    run step (id, argument); id -1: stop
  *   worker -> chief   PS_DONE   how step id went: status, message, value
  *   worker -> server  PS_PULL   the values of the server's shards, for step
- *                               seq (-1: now, for the chief)
+ *                               seq (-1: the chief's, once the server has
+ *                               applied the first arg steps: those the chief
+ *                               knows finished, so a pull after join sees
+ *                               every push)
  *   server -> worker  PS_VALUES header (the server's status), then its values
  *   worker -> server  PS_PUSH   header (seq, skip), then the gradients of the
  *                               server's shards (none when skip: the step
  *                               pushes nothing, but the server counts it done)
  *   chief  -> server  PS_INIT   the initial values of its shards
- *   chief  -> all     PS_STOP   stop serving
+ *   chief  -> all     PS_STOP   stop serving (arg: the steps scheduled; a
+ *                               server first counts every one of them, so no
+ *                               push is left unreceived)
  * Messages between two processes arrive in the order they were sent (MPI's
- * rule for one sender, one tag and one communicator); the chief's initial
+ * rule for one sender and one communicator), but nothing orders messages of
+ * different senders: a worker's push may reach a server after the chief,
+ * told by the worker that the step is done, asks that server for values;
+ * hence the counts that PS_PULL and PS_STOP carry. The chief's initial
  * values are received inside add_variables, before any pull can come.
  *
  * Partition: the variables' elements, laid end to end in their order, are
@@ -98,14 +106,16 @@ struct vdev_ps {
     int64_t counted;            /* every step below is counted done */
     unsigned char *done_above;  /* steps counted at or above `counted` (a ring of marks) */
     int64_t done_cap;
-    int *wait_src;              /* pulls waiting for staleness: source, step */
-    int64_t *wait_seq;
+    int *wait_src;              /* pulls waiting: source, step, steps needed counted */
+    int64_t *wait_seq, *wait_need;
+    int64_t stop_at;            /* a stop came: serve until this many steps are counted */
     int n_wait, wait_cap;
     /* the chief */
     struct ps_step *steps;
     int64_t n_steps, steps_cap;
     int64_t *busy;              /* per worker: the step it runs, -1 idle */
     int64_t outstanding;
+    int64_t done_prefix;        /* steps 0..done_prefix-1 have finished */
     uint64_t pushes;
 };
 
@@ -134,8 +144,9 @@ enum vdev_status vdev_ps_scatter(struct vdev_ps *ps, int s, const float *vals);
 /* ---- ps_serve.c ---- */
 
 /* Pulls every server's values for step seq into this process's variables
- * (a worker's or the chief's, seq -1). */
-enum vdev_status vdev_ps_pull_all(struct vdev_ps *ps, int64_t seq);
+ * (a worker's; the chief's: seq -1, once every server has counted the first
+ * `need` steps). */
+enum vdev_status vdev_ps_pull_all(struct vdev_ps *ps, int64_t seq, int64_t need);
 /* The server's loop, and the worker's. */
 enum vdev_status vdev_ps_serve_server(struct vdev_ps *ps);
 enum vdev_status vdev_ps_serve_worker(struct vdev_ps *ps, vdev_ps_step_fn fn, void *user);

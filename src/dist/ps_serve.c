@@ -4,11 +4,13 @@
  *
  * A server waits for messages from anyone (no deadline: a server idles as
  * long as the job lives), and for each: a pull is answered with its shards'
- * values now, or queued until the staleness bound lets it through; a push
- * is applied with the optimizer to its shards (the gradient pieces become
- * tensors on the server's device, one vdev_optimizer_apply for all its
- * shards, so Adam counts one step per push) and counted, then the queued
- * pulls it lets through are answered; a stop ends the loop.
+ * values now, or queued until the staleness bound lets it through (the
+ * chief's, until the server has counted the steps the chief knows
+ * finished); a push is applied with the optimizer to its shards (the
+ * gradient pieces become tensors on the server's device, one
+ * vdev_optimizer_apply for all its shards, so Adam counts one step per push)
+ * and counted, then the queued pulls it lets through are answered; a stop
+ * ends the loop once every step the chief scheduled is counted.
  *
  * A worker waits for the chief's next step, pulls every server's values into
  * its copies of the variables, runs the step function on its device inside a
@@ -37,11 +39,12 @@ static uint64_t start_of(const struct vdev_ps *ps, int s)
 
 /* ---- pulls ---- */
 
-enum vdev_status vdev_ps_pull_all(struct vdev_ps *ps, int64_t seq)
+enum vdev_status vdev_ps_pull_all(struct vdev_ps *ps, int64_t seq, int64_t need)
 {
     struct ps_msg m;
     memset(&m, 0, sizeof m);
     m.seq = seq;
+    m.arg = need;
     for (int s = 0; s < ps->n_ps; s++)
         if (vdev_mpi_send(ps->mpi, &m, sizeof m, ps->ps_rank[s], PS_PULL, vdev_mpi_deadline()) !=
             VDEV_OK)
@@ -75,9 +78,12 @@ enum vdev_status vdev_ps_pull_all(struct vdev_ps *ps, int64_t seq)
 
 /* ---- the server ---- */
 
-/* Whether the pull of step seq may be answered now. */
-static int may_answer(const struct vdev_ps *ps, int64_t seq)
+/* Whether the pull of step seq, which needs the first `need` steps
+ * counted, may be answered now. */
+static int may_answer(const struct vdev_ps *ps, int64_t seq, int64_t need)
 {
+    if (ps->counted < need)
+        return 0;
     return ps->o.max_staleness < 0 || seq < 0 || ps->counted >= seq - ps->o.max_staleness;
 }
 
@@ -164,7 +170,7 @@ static enum vdev_status count(struct vdev_ps *ps, int64_t seq)
     return VDEV_OK;
 }
 
-static enum vdev_status queue_pull(struct vdev_ps *ps, int src, int64_t seq)
+static enum vdev_status queue_pull(struct vdev_ps *ps, int src, int64_t seq, int64_t need)
 {
     if (ps->n_wait == ps->wait_cap) {
         int cap = ps->wait_cap ? 2 * ps->wait_cap : 16;
@@ -174,11 +180,15 @@ static enum vdev_status queue_pull(struct vdev_ps *ps, int src, int64_t seq)
         int64_t *q = realloc(ps->wait_seq, (size_t)cap * sizeof *q);
         if (q)
             ps->wait_seq = q;
-        if (!s || !q)
+        int64_t *nd = realloc(ps->wait_need, (size_t)cap * sizeof *nd);
+        if (nd)
+            ps->wait_need = nd;
+        if (!s || !q || !nd)
             return vdev_error(VDEV_ERR_OOM, "out of host memory for waiting pulls");
         ps->wait_cap = cap;
     }
     ps->wait_src[ps->n_wait] = src;
+    ps->wait_need[ps->n_wait] = need;
     ps->wait_seq[ps->n_wait++] = seq;
     return VDEV_OK;
 }
@@ -187,7 +197,7 @@ static enum vdev_status queue_pull(struct vdev_ps *ps, int src, int64_t seq)
 static enum vdev_status answer_queued(struct vdev_ps *ps)
 {
     for (int i = 0; i < ps->n_wait;) {
-        if (!may_answer(ps, ps->wait_seq[i])) {
+        if (!may_answer(ps, ps->wait_seq[i], ps->wait_need[i])) {
             i++;
             continue;
         }
@@ -196,6 +206,7 @@ static enum vdev_status answer_queued(struct vdev_ps *ps)
             return st;
         ps->wait_src[i] = ps->wait_src[ps->n_wait - 1];
         ps->wait_seq[i] = ps->wait_seq[ps->n_wait - 1];
+        ps->wait_need[i] = ps->wait_need[ps->n_wait - 1];
         ps->n_wait--;
     }
     return VDEV_OK;
@@ -204,6 +215,7 @@ static enum vdev_status answer_queued(struct vdev_ps *ps)
 enum vdev_status vdev_ps_serve_server(struct vdev_ps *ps)
 {
     uint64_t cap = vdev_ps_msg_bytes(ps, ps->index);
+    ps->stop_at = -1;
     for (;;) {
         int src, tag;
         uint64_t bytes;
@@ -213,10 +225,14 @@ enum vdev_status vdev_ps_serve_server(struct vdev_ps *ps)
         const struct ps_msg *m = ps->buf;
         enum vdev_status st = VDEV_OK;
         switch (tag) {
-        case PS_STOP:
-            return VDEV_OK;
+        case PS_STOP: /* once every scheduled step's push is counted */
+            if (ps->counted >= m->arg)
+                return VDEV_OK;
+            ps->stop_at = m->arg;
+            break;
         case PS_PULL:
-            st = may_answer(ps, m->seq) ? answer(ps, src) : queue_pull(ps, src, m->seq);
+            st = may_answer(ps, m->seq, m->arg) ? answer(ps, src)
+                                                : queue_pull(ps, src, m->seq, m->arg);
             break;
         case PS_PUSH: {
             int64_t seq = m->seq;
@@ -230,6 +246,8 @@ enum vdev_status vdev_ps_serve_server(struct vdev_ps *ps)
             }
             if ((st = count(ps, seq)) == VDEV_OK)
                 st = answer_queued(ps);
+            if (st == VDEV_OK && ps->stop_at >= 0 && ps->counted >= ps->stop_at)
+                return VDEV_OK;
             break;
         }
         default:
@@ -350,7 +368,7 @@ static enum vdev_status run_step(struct vdev_ps *ps, struct vdev_ps_worker *w,
     w->pushed = w->has_value = 0;
     w->value = NAN;
     w->seq = m->seq;
-    enum vdev_status st = vdev_ps_pull_all(ps, m->seq);
+    enum vdev_status st = vdev_ps_pull_all(ps, m->seq, 0);
     if (ps->spent)
         return st;
     int scoped = st == VDEV_OK; /* a begin, even a failed one, gets its end */
