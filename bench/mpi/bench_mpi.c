@@ -155,7 +155,8 @@ static enum vdev_status mw_step(vdev_replica_context_t *ctx, void *u)
     vdev_tape_t *tape = vdev_tape_begin();
     vdev_tensor_t *loss = vdev_replica_compute_average_loss(ctx, loss_rows(m->mlp, x, y), 0);
     vdev_tensor_t *g[NV];
-    enum vdev_status st = loss ? vdev_tape_gradient(tape, loss, m->vars, NV, g) : vdev_last_status();
+    enum vdev_status st =
+        loss ? vdev_tape_gradient(tape, loss, m->vars, NV, g) : vdev_last_status();
     vdev_tape_end(tape);
     if (st == VDEV_OK)
         st = vdev_replica_apply_gradients(ctx, m->sgd, m->vars, g, NV);
@@ -221,7 +222,8 @@ static enum vdev_status ps_step(vdev_ps_worker_t *w, int64_t step, void *u)
     vdev_tensor_t *loss = vdev_div(vdev_sum_all(loss_rows(m->mlp, x, y)),
                                    vdev_tensor_fill(NULL, 0, VDEV_F32, (double)ROWS));
     vdev_tensor_t *g[NV];
-    enum vdev_status st = loss ? vdev_tape_gradient(tape, loss, m->vars, NV, g) : vdev_last_status();
+    enum vdev_status st =
+        loss ? vdev_tape_gradient(tape, loss, m->vars, NV, g) : vdev_last_status();
     vdev_tape_end(tape);
     return st == VDEV_OK ? vdev_ps_worker_push(w, g, NV) : st;
 }
