@@ -193,8 +193,8 @@ static void test_malformed(void)
         bad(rank, "{" C4 ", \"workers\": {}}", VDEV_ERR_CONFIG,
             "VDEV_CLUSTER_CONFIG=%s: unknown key \"workers\" (expected cluster, default or tasks)");
         bad(rank, "{\"cluster\": {\"evaluator\": [\"a\"]}}", VDEV_ERR_CONFIG,
-            "VDEV_CLUSTER_CONFIG=%s: cluster: job \"evaluator\" is not one vdev runs (chief, worker "
-            "or ps)");
+            "VDEV_CLUSTER_CONFIG=%s: cluster: job \"evaluator\" is not one vdev runs (chief, "
+            "worker or ps)");
         bad(rank, "{\"cluster\": {\"chief\": [\"a\", \"b\"], \"worker\": 2}}", VDEV_ERR_CONFIG,
             "VDEV_CLUSTER_CONFIG=%s: cluster: 2 chief tasks; a cluster has at most one");
         bad(rank, "{\"cluster\": {\"worker\": [\"a\", 7]}}", VDEV_ERR_CONFIG,
