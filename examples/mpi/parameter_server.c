@@ -53,8 +53,8 @@ int main(void)
     struct vdev_cluster_task task;
     if (vdev_cluster_task(&task) != VDEV_OK)
         return fprintf(stderr, "%s\n", vdev_last_error()), 1;
-    struct vdev_ps_options o = {.optimizer = VDEV_PS_SGD, .learning_rate = 0.05f,
-                                .momentum = 0.9f, .max_staleness = -1};
+    struct vdev_ps_options o = {.optimizer = VDEV_PS_SGD, .learning_rate = 0.1f,
+                                .momentum = 0.5f, .max_staleness = -1};
     vdev_ps_strategy_t *s;
     if (vdev_ps_strategy_new(&o, &s) != VDEV_OK)
         return fprintf(stderr, "%s: %s\n", task.name, vdev_last_error()), 1;

@@ -21,6 +21,11 @@
 #             and with max_staleness 0 the result equals one process
 #             training on the same batches; that run also checks the
 #             errors of the calls (mpi_ps.c --errors).
+#   examples  the README's two examples (examples/mpi), run as the README
+#             runs them: multi_worker.c on 4 processes fits 384 MiB everywhere
+#             but on worker 1 (256 MiB), whose error names its device;
+#             parameter_server.c with 2 servers and 2 workers lowers the loss
+#             and splits the bytes within one float.
 #
 # Usage: mpi_tests.sh TEST MPIRUN BUILD_DIR  (MPIRUN empty: MPI is missing)
 set -uo pipefail
@@ -182,11 +187,45 @@ EOF
   same_file "$work/ps0/params.reference" "$work/ps0/params.chief" "staleness 0 equals one process, bit for bit"
 }
 
+t_examples() {
+  local src t
+  src=$(cd "$(dirname "$0")/../.." && pwd)
+  ( cd "$src" && "$mpirun" -np 4 env VDEV_CLUSTER_CONFIG=examples/mpi/cluster.json \
+      "$build/examples/mpi/example_multi_worker" ) >"$work/mw.txt" 2>&1 ||
+    { fail "examples/mpi/multi_worker.c"; cat "$work/mw.txt"; }
+  grep -qx '4 workers in sync, 4 replicas' "$work/mw.txt" && pass "multi_worker: 4 workers" ||
+    fail "multi_worker: the strategy"
+  python3 - "$work/mw.txt" <<'EOF' && pass "multi_worker: the loss fell" || fail "multi_worker: the loss"
+import sys
+l = [float(x.split()[3]) for x in open(sys.argv[1]) if x.startswith("step ")]
+print("  loss %s" % l)
+sys.exit(0 if len(l) == 4 and l[-1] < 0.2 * l[0] else 1)
+EOF
+  for t in chief:0 worker:0 worker:2; do
+    grep -qx "/job:${t%:*}/replica:0/task:${t#*:}: limit [0-9]* MiB; 384 MiB: ok" "$work/mw.txt" &&
+      pass "multi_worker: 384 MiB fit $t" || fail "multi_worker: $t"
+  done
+  grep -q '^/job:worker/replica:0/task:1: limit 256 MiB; 384 MiB: OOM when allocating tensor with shape\[100663296\] and type float (384.00 MiB) on /job:worker/replica:0/task:1/device:GPU:0: ' \
+    "$work/mw.txt" && pass "multi_worker: 384 MiB fail on worker:1, named" || fail "multi_worker: worker:1"
+  ( cd "$src" && "$mpirun" -np 5 env VDEV_CLUSTER_CONFIG=examples/mpi/ps_cluster.json \
+      "$build/examples/mpi/example_parameter_server" ) >"$work/ps.txt" 2>&1 ||
+    { fail "examples/mpi/parameter_server.c"; cat "$work/ps.txt"; }
+  python3 - "$work/ps.txt" <<'EOF' && pass "parameter_server: the loss fell, the shares differ by a float" || fail "parameter_server"
+import sys
+t = open(sys.argv[1]).read().splitlines()
+loss = [float(x.split()[-1]) for x in t if x.startswith("steps ")]
+held = [int(x.split()[2]) for x in t if x.startswith("ps:")]
+print("  mean losses %s, bytes %s" % (loss, held))
+sys.exit(0 if len(loss) == 4 and loss[-1] < 0.5 * loss[0] and sorted(held) == [640, 644] else 1)
+EOF
+}
+
 case $test in
   mirrored) t_mirrored ;;
   cluster) t_cluster ;;
   failure) t_failure ;;
   ps) t_ps ;;
+  examples) t_examples ;;
   *) echo "mpi_tests.sh: unknown test $test"; exit 2 ;;
 esac
 [ $fails -eq 0 ] && echo "all passed" || echo "$fails failed"
