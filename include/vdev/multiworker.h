@@ -197,7 +197,9 @@ VDEV_API enum vdev_status vdev_ps_join(vdev_ps_strategy_t *s);
  * when it returned none). VDEV_ERR_NOT_FOUND for an id not scheduled or not
  * finished. */
 VDEV_API enum vdev_status vdev_ps_fetch(vdev_ps_strategy_t *s, int64_t id, float *value);
-/* Chief: copies the servers' current values into its own variables. */
+/* Chief: copies the servers' current values into its own variables, once
+ * every server has applied the steps the chief has seen finish (after
+ * vdev_ps_join: every step scheduled). */
 VDEV_API enum vdev_status vdev_ps_pull(vdev_ps_strategy_t *s);
 /* Any process after add_variables: server i's share (0..num_ps-1). */
 VDEV_API enum vdev_status vdev_ps_shard_info(const vdev_ps_strategy_t *s, int server,
