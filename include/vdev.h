@@ -826,4 +826,9 @@ VDEV_API int vdev_dlpack_live_exports(void);
  * vdev_replica_*), in vdev/distribute.h, part of this header. */
 #include "vdev/distribute.h"
 
+/* ==== across processes: the cluster, multi-worker and parameter servers ===
+ * vdev_cluster_task, vdev_multi_worker_mirrored_strategy_new and the
+ * parameter-server strategy (vdev_ps_*), over MPI, in vdev/multiworker.h. */
+#include "vdev/multiworker.h"
+
 #endif /* VDEV_H */

@@ -1,7 +1,8 @@
 /* backend.c — wrappers over the backend tables (they supply the defaults of
- * optional entries: a fill without a fill entry), and the loader of the CUDA
- * plugin. The plugin is a separate shared library (libvdev-cuda.so) so that
- * the core never links CUDA: it is looked for in $VDEV_CUDA_PLUGIN (a path),
+ * optional entries: a fill without a fill entry), and the loader of plugins
+ * (the CUDA plugin here; the MPI plugin through vdev_plugin_dlopen). A plugin
+ * is a separate shared library (libvdev-cuda.so, libvdev-mpi.so) so that
+ * the core never links CUDA or MPI: it is looked for in $VDEV_CUDA_PLUGIN (a path),
  * then in the plugin folder of an installed tree, found from the file that
  * holds this code (dladdr), then in the folders of that module's RUNPATH (which
  * in the build tree holds the build folder), then on the loader's search path. */
@@ -124,7 +125,7 @@ static const char plugin_anchor; /* an address inside this file's module, for dl
  * from the module (shared library or program) that holds this code. Returns
  * 0 when that cannot be told (no answer from dladdr, no /proc/self/exe, a path
  * longer than cap). */
-static int installed_plugin_path(char *out, size_t cap)
+static int installed_plugin_path(const char *file, char *out, size_t cap)
 {
     Dl_info info;
     struct link_map *map = NULL;
@@ -155,7 +156,7 @@ static int installed_plugin_path(char *out, size_t cap)
     int n = snprintf(folder, sizeof folder, "%s/%s", dir, rel);
     if (n <= 0 || (size_t)n >= sizeof folder || !realpath(folder, resolved))
         return 0;
-    n = snprintf(out, cap, "%s/%s", resolved, CUDA_PLUGIN_NAME);
+    n = snprintf(out, cap, "%s/%s", resolved, file);
     return n > 0 && (size_t)n < cap;
 }
 
@@ -231,21 +232,22 @@ static int plugin_is_there(const char *name, const char *err)
     return strncmp(err, name, len) != 0 || strncmp(err + len, ": cannot open", 13) != 0;
 }
 
-enum vdev_status vdev_backend_cuda_new(struct vdev_backend *out, char *reason, size_t cap)
+enum vdev_status vdev_plugin_dlopen(const char *file, const char *env_var, const char *what,
+                                    void **handle, char *reason, size_t cap)
 {
-    memset(out, 0, sizeof *out);
+    *handle = NULL;
     const char *tries[3];
     char installed[PATH_MAX], in_runpath[PATH_MAX];
     int n = 0;
-    const char *env = getenv("VDEV_CUDA_PLUGIN");
+    const char *env = getenv(env_var);
     if (env && *env) {
         tries[n++] = env; /* an explicit path is the only one tried */
     } else {
-        if (installed_plugin_path(installed, sizeof installed))
+        if (installed_plugin_path(file, installed, sizeof installed))
             tries[n++] = installed;
-        if (runpath_plugin_path(CUDA_PLUGIN_NAME, in_runpath, sizeof in_runpath))
+        if (runpath_plugin_path(file, in_runpath, sizeof in_runpath))
             tries[n++] = in_runpath;
-        tries[n++] = CUDA_PLUGIN_NAME; /* LD_LIBRARY_PATH, RUNPATH, ld.so.cache */
+        tries[n++] = file; /* LD_LIBRARY_PATH, RUNPATH, ld.so.cache */
     }
 
     void *h = NULL;
@@ -265,11 +267,23 @@ enum vdev_status vdev_backend_cuda_new(struct vdev_backend *out, char *reason, s
     }
     if (!h) {
         if (failed)
-            snprintf(reason, cap, "CUDA plugin: cannot load %s (%s)", failed, failed_err);
+            snprintf(reason, cap, "%s: cannot load %s (%s)", what, failed, failed_err);
         else
-            snprintf(reason, cap, "CUDA plugin: %s not built or not found", CUDA_PLUGIN_NAME);
+            snprintf(reason, cap, "%s: %s not built or not found", what, file);
         return vdev_error(VDEV_ERR_UNSUPPORTED, "%s", reason);
     }
+    *handle = h;
+    return VDEV_OK;
+}
+
+enum vdev_status vdev_backend_cuda_new(struct vdev_backend *out, char *reason, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    void *h;
+    enum vdev_status lst =
+        vdev_plugin_dlopen(CUDA_PLUGIN_NAME, "VDEV_CUDA_PLUGIN", "CUDA plugin", &h, reason, cap);
+    if (lst != VDEV_OK)
+        return lst;
     vdev_cuda_plugin_open_fn open_fn;
     *(void **)(&open_fn) = dlsym(h, VDEV_CUDA_PLUGIN_SYMBOL);
     if (!open_fn) {

@@ -194,9 +194,20 @@ enum vdev_status vdev_backend_cpu_new(struct vdev_backend *out);
 /* Simulated GPUs from a spec such as "3x16GiB" or "2x80GiB,1x24GiB".
  * VDEV_ERR_CONFIG naming `var` and the bad part when the spec is malformed. */
 enum vdev_status vdev_backend_sim_new(const char *spec, const char *var, struct vdev_backend *out);
+/* Checks such a spec without making the GPUs (the same errors). */
+enum vdev_status vdev_backend_sim_check(const char *spec, const char *var);
 /* The CUDA plugin, when it can be loaded and finds GPUs. On failure *out is
  * empty and `reason` (cap bytes) says why in one line. */
 enum vdev_status vdev_backend_cuda_new(struct vdev_backend *out, char *reason, size_t cap);
+/* Loads a plugin (dlopen, RTLD_NOW | RTLD_LOCAL): the path in $env_var when it
+ * is set (the only one tried then), else `file` in the plugin folder of an
+ * installed tree, in the folders of this module's RUNPATH, and on the
+ * loader's search path. VDEV_ERR_UNSUPPORTED when none loads, with reason
+ * (cap bytes) "<what>: cannot load PATH (dlerror)" for a file found that did
+ * not load, else "<what>: FILE not built or not found". *handle is the
+ * caller's (closed only while nothing of the plugin is in use). */
+enum vdev_status vdev_plugin_dlopen(const char *file, const char *env_var, const char *what,
+                                    void **handle, char *reason, size_t cap);
 void vdev_backend_destroy(struct vdev_backend *b);
 
 /* ---- wrappers: argument checks, defaults, error messages ---- */

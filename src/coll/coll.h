@@ -148,7 +148,11 @@ struct vdev_coll_ops {
 struct vdev_coll_comm {
     const struct vdev_coll_ops *ops;
     void *ctx;
-    int n;                          /* ranks */
+    int n;                          /* ranks (this process's) */
+    /* Ranks across every process of the communicator, and the global rank of
+     * local rank 0 (n and 0 for one process; hier.h for several). Broadcast
+     * roots are global ranks; an all-gather's output holds n_global parts. */
+    int n_global, first;
     struct vdev_ldev **devs;        /* n devices, rank order */
     _Atomic uint64_t timeout_ns;    /* how long a rank waits for another */
     uint32_t rgen;                  /* the runtime generation it was made under */

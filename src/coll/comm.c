@@ -95,6 +95,8 @@ enum vdev_status vdev_coll_comm_make_with(const struct vdev_coll_ops *ops,
     }
     memcpy(d, devs, (size_t)n * sizeof *d);
     c->n = n;
+    c->n_global = n;
+    c->first = 0;
     c->devs = d;
     c->rgen = vdev_runtime_generation();
     atomic_init(&c->timeout_ns, (uint64_t)(VDEV_COMM_DEFAULT_TIMEOUT_S * 1e9));
@@ -299,12 +301,12 @@ enum vdev_status vdev_coll_tensors(struct vdev_coll_comm *c, int rank, enum vdev
     }
     if (status == VDEV_OK && kind == VDEV_COLL_ALL_GATHER) {
         const struct vdev_tens *in = tensors[0], *out = tensors[1];
-        if (out->numel != in->numel * c->n) {
+        if (out->numel != in->numel * c->n_global) {
             status = VDEV_ERR_INVALID_ARG;
             snprintf(msg, sizeof msg, "%s: out has %lld elements; gathering %lld elements from %d "
                                       "ranks needs %lld",
-                     what, (long long)out->numel, (long long)in->numel, c->n,
-                     (long long)(in->numel * c->n));
+                     what, (long long)out->numel, (long long)in->numel, c->n_global,
+                     (long long)(in->numel * c->n_global));
             why = msg;
         } else if (out->dtype != in->dtype) {
             status = VDEV_ERR_INVALID_ARG;
@@ -376,9 +378,10 @@ static enum vdev_status call_list(vdev_comm_t *h, int rank, enum vdev_coll_kind 
     if (kind == VDEV_COLL_ALL_REDUCE && (unsigned)op >= VDEV_REDUCE_OP_COUNT) {
         status = VDEV_ERR_INVALID_ARG;
         snprintf(msg, sizeof msg, "%s: unknown reduce op %d", fn, (int)op);
-    } else if (kind == VDEV_COLL_BROADCAST && (root < 0 || root >= c->n)) {
+    } else if (kind == VDEV_COLL_BROADCAST && (root < 0 || root >= c->n_global)) {
         status = VDEV_ERR_INVALID_ARG;
-        snprintf(msg, sizeof msg, "%s: root %d of a communicator of %d ranks", fn, root, c->n);
+        snprintf(msg, sizeof msg, "%s: root %d of a communicator of %d ranks", fn, root,
+                 c->n_global);
     } else if (n > (int)VDEV_ARRAY_LEN(stack_t) && !(t = malloc((size_t)n * sizeof *t))) {
         t = stack_t;
         status = VDEV_ERR_OOM;

@@ -48,13 +48,17 @@ static enum vdev_status discover_locked(void)
     if (S.discovered)
         return VDEV_OK;
     struct vdev_backend cpu = {0}, gpu = {0};
-    enum vdev_status st = vdev_backend_cpu_new(&cpu);
+    /* the cluster file first: it may give this process its simulated GPUs */
+    enum vdev_status st = vdev_cluster_load();
     if (st != VDEV_OK)
         return st;
-    char reason[256] = "";
-    const char *sim = getenv("VDEV_SIM_GPUS");
+    if ((st = vdev_backend_cpu_new(&cpu)) != VDEV_OK)
+        return st;
+    char reason[256] = "", label[1200];
+    const char *sim = vdev_config_getenv("VDEV_SIM_GPUS");
     if (sim) {
-        st = vdev_backend_sim_new(sim, "VDEV_SIM_GPUS", &gpu);
+        st = vdev_backend_sim_new(sim, vdev_config_var_label("VDEV_SIM_GPUS", label, sizeof label),
+                                  &gpu);
         if (st != VDEV_OK) {
             vdev_backend_destroy(&cpu);
             return st;
@@ -108,6 +112,7 @@ void vdev_config_reset(void)
     S.n_gpus = 0;
     S.absence[0] = '\0';
     reset_gpu_cfg();
+    vdev_cluster_forget();
     pthread_mutex_unlock(&S.lock);
 }
 

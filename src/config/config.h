@@ -125,4 +125,36 @@ struct vdev_device_name {
  * letter); VDEV_ERR_NOT_FOUND for another job/replica/task. */
 enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_name *out);
 
+/* ---- the cluster (cluster.c) ---- */
+
+/* The jobs of a cluster (TensorFlow's task types); LOCAL: no cluster. */
+enum vdev_cluster_job { VDEV_JOB_LOCAL = -1, VDEV_JOB_CHIEF = 0, VDEV_JOB_WORKER, VDEV_JOB_PS,
+                        VDEV_JOB_COUNT };
+
+/* What the cluster says of this process. */
+struct vdev_cluster_view {
+    int job;                      /* enum vdev_cluster_job */
+    int index;                    /* its task index in the job */
+    int n[VDEV_JOB_COUNT];        /* tasks of each job (0 without a cluster) */
+    char name[64];                /* "/job:worker/replica:0/task:1", "/job:localhost/..." */
+};
+
+/* Reads VDEV_CLUSTER_CONFIG and TF_CONFIG (discovery, with the
+ * configuration's lock held): VDEV_ERR_CONFIG (or IO, NOT_FOUND for a
+ * missing file) naming the file, the task and the key of a bad entry. */
+enum vdev_status vdev_cluster_load(void);
+/* Back to no cluster (vdev_config_reset). */
+void vdev_cluster_forget(void);
+void vdev_cluster_get(struct vdev_cluster_view *out);
+/* "chief", "worker", "ps"; "localhost" for VDEV_JOB_LOCAL. */
+const char *vdev_cluster_job_name(int job);
+/* getenv(var), or this task's value of it from the cluster file (NULL for a
+ * variable that the file's value hides: TF_FORCE_GPU_ALLOW_GROWTH under
+ * memory_growth). The configuration reads its variables through this. */
+const char *vdev_config_getenv(const char *var);
+/* How messages name var: "VDEV_LOGICAL_DEVICES", or
+ * "VDEV_CLUSTER_CONFIG=FILE: worker:1: logical_devices" when the value is
+ * the cluster file's. Writes into buf and returns it. */
+const char *vdev_config_var_label(const char *var, char *buf, size_t cap);
+
 #endif /* VDEV_CONFIG_H */

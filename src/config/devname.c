@@ -86,6 +86,9 @@ enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_nam
     memcpy(buf, text, len + 1);
 
     int have_dev = 0, remote = 0;
+    /* the job, replica and task named ("" / -1: not named, or "*") */
+    char job[64] = "";
+    int replica = -1, task = -1;
     struct vdev_device_name r = {VDEV_DEVICE_CPU, -1, 0, 0};
     char *save = NULL;
     for (char *f = strtok_r(buf, "/", &save); f; f = strtok_r(NULL, "/", &save)) {
@@ -112,8 +115,7 @@ enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_nam
                                   "spec: '%s'. (a job name starts with a letter, then letters, "
                                   "digits or '_')",
                                   text);
-            if (strcmp(parts[1], "localhost") != 0)
-                remote = 1;
+            vdev_strlcpy(job, parts[1], sizeof job);
             continue;
         }
         if (np == 2 && (strcmp(parts[0], "replica") == 0 || strcmp(parts[0], "task") == 0)) {
@@ -122,8 +124,7 @@ enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_nam
                 continue;
             if (!parse_index(parts[1], &v))
                 return bad_attr(parts[0], text);
-            if (v != 0)
-                remote = 1;
+            *(parts[0][0] == 'r' ? &replica : &task) = v;
             continue;
         }
         /* device:TYPE[:N], physical_device:TYPE[:N], TYPE[:N] */
@@ -174,6 +175,19 @@ enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_nam
         return vdev_error(VDEV_ERR_INVALID_ARG,
                           "'%s' names no device (expected e.g. /device:GPU:0, GPU:0 or CPU:0)",
                           text);
+    /* Local: /job:localhost/replica:0/task:0, and this process's own task
+     * of a cluster (/job:worker/replica:0/task:1), each part optional. */
+    struct vdev_cluster_view cv;
+    vdev_cluster_get(&cv);
+    const char *own = vdev_cluster_job_name(cv.job);
+    int as_localhost = (!job[0] || !strcmp(job, "localhost")) && task <= 0;
+    int as_own = cv.job >= 0 && (!job[0] || !strcmp(job, own)) && (task < 0 || task == cv.index);
+    remote = replica > 0 || !(as_localhost || as_own);
+    if (remote && cv.job >= 0)
+        return vdev_error(VDEV_ERR_NOT_FOUND,
+                          "%s unknown device: only /job:localhost/replica:0/task:0 and "
+                          "%s are local",
+                          text, cv.name);
     if (remote)
         return vdev_error(VDEV_ERR_NOT_FOUND,
                           "%s unknown device: only /job:localhost/replica:0/task:0 is local", text);

@@ -59,6 +59,14 @@ static const struct vdev_envvar TABLE[] = {
     {"VDEV_NCCL_LIBRARY", "a file path",
      "the NCCL library the CUDA plugin loads (default: libnccl.so.2 from the loader's path, "
      "then the CUDA toolkit's library folder)"},
+    {"VDEV_CLUSTER_CONFIG", "a file path (JSON)",
+     "the cluster file: each task's device configuration and the cluster's jobs (chief, worker, "
+     "ps)"},
+    {"TF_CONFIG", "{\"cluster\": {...}, \"task\": {\"type\": \"worker\", \"index\": 1}}",
+     "TensorFlow's cluster and this process's task, for the roles"},
+    {"VDEV_MPI_TIMEOUT", "seconds > 0, e.g. 30 or 2.5 (default 300)",
+     "how long a process waits for another in a collective or for a parameter server"},
+    {"VDEV_MPI_PLUGIN", "a file path", "where to load the MPI plugin from"},
     {"VDEV_TORCH_DEVICES", "0:GPU:1,1:GPU:2",
      "libvdev-torch-alloc.so: the vdev logical device of each PyTorch CUDA device index"},
     {"VDEV_LIBRARY", "a file path",

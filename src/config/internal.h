@@ -60,6 +60,7 @@ struct vdev_config_resolved {
     int n_cpus;                   /* >= 1 */
     int min_sys_set;              /* TF_DEVICE_MIN_SYS_MEMORY_IN_MB is set */
     uint64_t min_sys;             /* its value in bytes */
+    int split_from_env[VDEV_MAX_GPUS]; /* the GPU's split is VDEV_LOGICAL_DEVICES's */
 };
 /* Reads the environment (every variable validated, even where code
  * overrides it) and merges it with what code asked for. Lock held. */

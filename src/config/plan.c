@@ -104,17 +104,22 @@ static enum vdev_status check_env_fraction(const char *var, const char *text, do
                       text, vdev_format_bytes(bad_total, b2, sizeof b2), least);
 }
 
-/* TF_FORCE_GPU_ALLOW_GROWTH and VDEV_MEMORY_GROWTH: growth[i] 0/1, or -1. */
+/* TF_FORCE_GPU_ALLOW_GROWTH and VDEV_MEMORY_GROWTH: growth[i] 0/1, or -1.
+ * Every variable is read through vdev_config_getenv (this task's entry of
+ * the cluster file stands in for it) and named by its label. */
 static enum vdev_status env_growth_all(int n_gpus, int growth[VDEV_MAX_GPUS])
 {
     enum vdev_status st;
+    char l1[1200], l2[1200];
     for (int i = 0; i < VDEV_MAX_GPUS; i++)
         growth[i] = -1;
-    const char *tf_grow = getenv("TF_FORCE_GPU_ALLOW_GROWTH");
-    const char *vd_grow = getenv("VDEV_MEMORY_GROWTH");
+    const char *tf_grow = vdev_config_getenv("TF_FORCE_GPU_ALLOW_GROWTH");
+    const char *vd_grow = vdev_config_getenv("VDEV_MEMORY_GROWTH");
+    const char *tf_l = vdev_config_var_label("TF_FORCE_GPU_ALLOW_GROWTH", l1, sizeof l1);
+    const char *vd_l = vdev_config_var_label("VDEV_MEMORY_GROWTH", l2, sizeof l2);
     if (tf_grow) {
         int b;
-        if ((st = vdev_config_parse_bool("TF_FORCE_GPU_ALLOW_GROWTH", tf_grow, &b)) != VDEV_OK)
+        if ((st = vdev_config_parse_bool(tf_l, tf_grow, &b)) != VDEV_OK)
             return st;
         for (int i = 0; i < VDEV_MAX_GPUS; i++)
             growth[i] = b;
@@ -123,7 +128,7 @@ static enum vdev_status env_growth_all(int n_gpus, int growth[VDEV_MAX_GPUS])
         int g2[VDEV_MAX_GPUS];
         for (int i = 0; i < VDEV_MAX_GPUS; i++)
             g2[i] = -1;
-        if ((st = vdev_env_growth("VDEV_MEMORY_GROWTH", vd_grow, n_gpus, g2)) != VDEV_OK)
+        if ((st = vdev_env_growth(vd_l, vd_grow, n_gpus, g2)) != VDEV_OK)
             return st;
         for (int i = 0; i < VDEV_MAX_GPUS; i++) {
             if (g2[i] < 0)
@@ -143,13 +148,15 @@ static enum vdev_status env_growth_all(int n_gpus, int growth[VDEV_MAX_GPUS])
 static enum vdev_status env_fraction_all(double *out)
 {
     enum vdev_status st;
+    char l1[1200];
     *out = 0;
-    const char *vd_frac = getenv("VDEV_MEMORY_FRACTION");
-    const char *tf_frac = getenv("TF_GPU_MEMORY_FRACTION");
+    const char *vd_frac = vdev_config_getenv("VDEV_MEMORY_FRACTION");
+    const char *tf_frac = vdev_config_getenv("TF_GPU_MEMORY_FRACTION");
+    const char *vd_l = vdev_config_var_label("VDEV_MEMORY_FRACTION", l1, sizeof l1);
     if (vd_frac) {
-        if ((st = vdev_env_fraction("VDEV_MEMORY_FRACTION", vd_frac, out)) != VDEV_OK)
+        if ((st = vdev_env_fraction(vd_l, vd_frac, out)) != VDEV_OK)
             return st;
-        if ((st = check_env_fraction("VDEV_MEMORY_FRACTION", vd_frac, *out)) != VDEV_OK)
+        if ((st = check_env_fraction(vd_l, vd_frac, *out)) != VDEV_OK)
             return st;
     }
     if (tf_frac) {
@@ -182,14 +189,18 @@ enum vdev_status vdev_config_resolve_locked(struct vdev_config_resolved *r)
         return st;
     struct vdev_gpu_cfg env_cfg[VDEV_MAX_GPUS];
     int env_split[VDEV_MAX_GPUS] = {0}, env_cpus = 0;
-    const char *vd_log = getenv("VDEV_LOGICAL_DEVICES");
-    if (vd_log && (st = vdev_env_logical("VDEV_LOGICAL_DEVICES", vd_log, S->n_gpus, env_cfg,
-                                         env_split, &env_cpus)) != VDEV_OK)
+    char label[1200];
+    const char *vd_log = vdev_config_getenv("VDEV_LOGICAL_DEVICES");
+    if (vd_log && (st = vdev_env_logical(vdev_config_var_label("VDEV_LOGICAL_DEVICES", label,
+                                                               sizeof label),
+                                         vd_log, S->n_gpus, env_cfg, env_split, &env_cpus)) !=
+                      VDEV_OK)
         return st;
     int env_vis[VDEV_MAX_GPUS], env_n_vis = 0;
-    const char *vd_vis = getenv("VDEV_VISIBLE_DEVICES");
-    if (vd_vis && (st = vdev_env_visible("VDEV_VISIBLE_DEVICES", vd_vis, S->n_gpus, env_vis,
-                                         &env_n_vis)) != VDEV_OK)
+    const char *vd_vis = vdev_config_getenv("VDEV_VISIBLE_DEVICES");
+    if (vd_vis && (st = vdev_env_visible(vdev_config_var_label("VDEV_VISIBLE_DEVICES", label,
+                                                               sizeof label),
+                                         vd_vis, S->n_gpus, env_vis, &env_n_vis)) != VDEV_OK)
         return st;
     if ((st = vdev_env_min_sys(&r->min_sys, &r->min_sys_set)) != VDEV_OK)
         return st;
@@ -224,6 +235,7 @@ enum vdev_status vdev_config_resolve_locked(struct vdev_config_resolved *r)
         e->growth = c->growth >= 0 ? c->growth : env_grow[gpu] >= 0 ? env_grow[gpu] : 1;
         e->fraction = c->fraction > 0 ? c->fraction : env_frac;
         const struct vdev_gpu_cfg *src = (c->n_logical == 0 && env_split[gpu]) ? &env_cfg[gpu] : c;
+        r->split_from_env[gpu] = src != c;
         e->n_logical = src->n_logical;
         memcpy(e->limits, src->limits, sizeof(uint64_t) * (size_t)src->n_logical);
         memcpy(e->floors, src->floors, sizeof(uint64_t) * (size_t)src->n_logical);
@@ -237,7 +249,7 @@ enum vdev_status vdev_config_resolve_locked(struct vdev_config_resolved *r)
  * N's ceiling" (n_log 0: one device, "is" rather than "sum to"). */
 static enum vdev_status over_budget(int gpu, int n_log, const char *what, uint64_t sum,
                                     uint64_t budget, double frac, int min_sys_set,
-                                    uint64_t free_bytes, uint64_t reserve)
+                                    uint64_t free_bytes, uint64_t reserve, int from_env)
 {
     struct vdev_config_state *S = vdev_config_state();
     char how[160], b1[32], b2[32], b3[32], b4[32], whose[64];
@@ -255,11 +267,17 @@ static enum vdev_status over_budget(int gpu, int n_log, const char *what, uint64
         snprintf(whose, sizeof whose, "its %d logical devices' %s sum to", n_log, what);
     else
         snprintf(whose, sizeof whose, "%s is", what);
+    /* a split from the cluster file: say whose entry it is */
+    char label[1200], from[1300] = "";
+    vdev_config_var_label("VDEV_LOGICAL_DEVICES", label, sizeof label);
+    if (from_env && strcmp(label, "VDEV_LOGICAL_DEVICES") != 0)
+        snprintf(from, sizeof from, " (%s)", label);
     return vdev_error(VDEV_ERR_CONFIG,
                       "/physical_device:GPU:%d: %s %s (%llu bytes), more than the card's budget "
-                      "of %s (%llu bytes: %s)",
+                      "of %s (%llu bytes: %s)%s",
                       gpu, whose, vdev_format_bytes(sum, b1, sizeof b1), (unsigned long long)sum,
-                      vdev_format_bytes(budget, b2, sizeof b2), (unsigned long long)budget, how);
+                      vdev_format_bytes(budget, b2, sizeof b2), (unsigned long long)budget, how,
+                      from);
 }
 
 static enum vdev_status build_plan(struct vdev_plan *plan, struct vdev_config_resolved *r)
@@ -327,14 +345,14 @@ static enum vdev_status build_plan(struct vdev_plan *plan, struct vdev_config_re
         }
         if (sum > budget)
             return over_budget(gpu, n_log, plain ? "limits" : "floors", sum, budget, e->fraction,
-                               r->min_sys_set, free_bytes, reserve);
+                               r->min_sys_set, free_bytes, reserve, r->split_from_env[gpu]);
         for (int i = 0; i < n_log; i++) {
             if ((w->limits[i] & ~(uint64_t)255) <= budget)
                 continue;
             char what[64];
             snprintf(what, sizeof what, "logical device %d's ceiling", i);
             return over_budget(gpu, 0, what, w->limits[i], budget, e->fraction, r->min_sys_set,
-                               free_bytes, reserve);
+                               free_bytes, reserve, r->split_from_env[gpu]);
         }
         for (int i = 0; i < n_log; i++) {
             struct vdev_plan_device *d = &plan->devices[plan->n_devices++];

@@ -9,10 +9,17 @@
  * because a collective was aborted under it is "derived" and named only when
  * no other failed); the results replicas handed back are then freed, so a
  * failed run leaves nothing behind. The replicas' results of a good run join
- * the caller's current scope, as any tensor the caller makes would. */
+ * the caller's current scope, as any tensor the caller makes would.
+ *
+ * A multi-worker strategy (multiworker.c) is the same strategy over this
+ * process's devices with a hierarchical communicator (coll/hier.h): replica
+ * ids and the split of a batch count every worker's replicas, a run ends
+ * with every worker agreeing on its outcome, and reduce adds across
+ * workers. */
 #define _GNU_SOURCE
 #include "dist/strategy.h"
 
+#include "coll/hier.h"
 #include "runtime/replicas.h"
 
 #include <math.h>
@@ -130,8 +137,7 @@ static void strat_destroy(struct vdev_strat *s)
     free(s);
 }
 
-/* Every logical GPU, else every logical CPU (TensorFlow's all_local_devices). */
-static int default_devices(struct vdev_ldev **devs)
+int vdev_strat_default_devices(struct vdev_ldev **devs)
 {
     int n = 0, total = vdev_runtime_n_devices(), cpus = vdev_runtime_n_cpus();
     int gpus = total - cpus;
@@ -159,7 +165,7 @@ VDEV_API enum vdev_status vdev_mirrored_strategy_new(const char *const *devices,
         return st;
     struct vdev_ldev *devs[VDEV_MAX_REPLICAS];
     if (!devices) {
-        n = default_devices(devs);
+        n = vdev_strat_default_devices(devs);
     } else if (n == 0) {
         return vdev_error(VDEV_ERR_INVALID_ARG, "Must specify at least one device.");
     } else {
@@ -167,21 +173,32 @@ VDEV_API enum vdev_status vdev_mirrored_strategy_new(const char *const *devices,
             if ((st = vdev_runtime_find(devices[i], &devs[i])) != VDEV_OK)
                 return st;
     }
+    struct vdev_coll_comm *comm;
+    if ((st = vdev_coll_comm_make(devs, n, &comm)) != VDEV_OK)
+        return st;
+    return vdev_strat_make(devs, n, comm, out);
+}
+
+enum vdev_status vdev_strat_make(struct vdev_ldev *const *devs, int n, struct vdev_coll_comm *comm,
+                                 vdev_strategy_t **out)
+{
+    const char *fn = "vdev_mirrored_strategy_new";
     struct vdev_strat *s = calloc(1, sizeof *s);
     if (!s || !(s->reps = calloc((size_t)n, sizeof *s->reps))) {
         free(s);
+        vdev_coll_comm_free(comm);
         return vdev_error(VDEV_ERR_OOM, "out of host memory making a strategy");
     }
     s->n = n;
+    s->comm = comm;
+    s->n_global = comm->n_global;
+    s->first = comm->first;
+    s->multi = strcmp(comm->ops->name, "mpi") == 0;
     s->rgen = vdev_runtime_generation();
     pthread_mutex_init(&s->run_lock, NULL);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->go, NULL);
     pthread_cond_init(&s->done, NULL);
-    if ((st = vdev_coll_comm_make(devs, n, &s->comm)) != VDEV_OK) {
-        strat_destroy(s);
-        return st;
-    }
     s->comm_handle = vdev_coll_comm_publish(s->comm);
     if (!s->comm_handle) {
         strat_destroy(s);
@@ -191,6 +208,7 @@ VDEV_API enum vdev_status vdev_mirrored_strategy_new(const char *const *devices,
         struct vdev_rep *r = &s->reps[i];
         r->s = s;
         r->id = i;
+        r->gid = s->first + i;
         r->dev = devs[i];
         if (!(r->ctx = vdev_rep_publish(r))) {
             strat_destroy(s);
@@ -212,9 +230,14 @@ VDEV_API enum vdev_status vdev_mirrored_strategy_new(const char *const *devices,
         return VDEV_ERR_OOM;
     }
     *slot = s;
-    s->metrics_id = vdev_replicas_register(devs, n);
+    s->metrics_id = vdev_replicas_register((struct vdev_ldev **)(uintptr_t)devs, n);
     *out = (vdev_strategy_t *)(uintptr_t)h;
     return VDEV_OK;
+}
+
+const char *vdev_rep_device_name(const struct vdev_rep *r)
+{
+    return r->s->multi ? r->dev->long_name : r->dev->name;
 }
 
 /* 1 when the calling thread is one of s's replica threads. */
@@ -256,6 +279,12 @@ VDEV_API void vdev_strategy_free(vdev_strategy_t *h)
 VDEV_API int vdev_strategy_num_replicas_in_sync(const vdev_strategy_t *h)
 {
     const struct vdev_strat *s = strat_of(h, "vdev_strategy_num_replicas_in_sync");
+    return s ? s->n_global : -1;
+}
+
+VDEV_API int vdev_strategy_num_local_replicas(const vdev_strategy_t *h)
+{
+    const struct vdev_strat *s = strat_of(h, "vdev_strategy_num_local_replicas");
     return s ? s->n : -1;
 }
 
@@ -291,9 +320,13 @@ VDEV_API enum vdev_status vdev_strategy_set_batch_proportions(vdev_strategy_t *h
         s->proportions = NULL;
         return VDEV_OK;
     }
-    if (!p || n != s->n)
+    if (!p || n != s->n_global)
         return vdev_error(VDEV_ERR_INVALID_ARG, "%s: %d proportions for %d replicas", fn,
-                          p ? n : 0, s->n);
+                          p ? n : 0, s->n_global);
+    if (n > VDEV_MAX_REPLICAS)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "%s: proportions for %d replicas; at most %d "
+                                                "(an even split has no such limit)",
+                          fn, n, VDEV_MAX_REPLICAS);
     for (int i = 0; i < n; i++)
         if (!(p[i] > 0) || !isfinite(p[i]))
             return vdev_error(VDEV_ERR_INVALID_ARG, "%s: proportion %d is %g; each is > 0 and "
@@ -310,7 +343,13 @@ VDEV_API enum vdev_status vdev_strategy_set_batch_proportions(vdev_strategy_t *h
 
 void vdev_strat_split(const struct vdev_strat *s, int r, int64_t B, int64_t *off, int64_t *rows)
 {
-    int n = s->n;
+    int n = s->n_global;
+    if (!s->proportions) { /* even: the first B mod n replicas get one more row */
+        int64_t q = B / n, rem = B % n;
+        *off = q * r + (r < rem ? r : rem);
+        *rows = q + (r < rem ? 1 : 0);
+        return;
+    }
     int64_t share[VDEV_MAX_REPLICAS];
     double frac[VDEV_MAX_REPLICAS], sum = 0;
     for (int i = 0; i < n; i++)
@@ -384,8 +423,15 @@ VDEV_API enum vdev_status vdev_strategy_run(vdev_strategy_t *h, vdev_replica_fn 
         if (s->reps[i].st != VDEV_OK)
             bad = &s->reps[i];
     enum vdev_status st = VDEV_OK;
-    if (bad) {
-        st = vdev_error(bad->st, "replica %d (%s): %s", bad->id, bad->dev->name, bad->msg);
+    if (bad)
+        st = vdev_error(bad->st, "replica %d (%s): %s", bad->gid, vdev_rep_device_name(bad),
+                        bad->msg);
+    if (s->multi) { /* every worker ends the run with the same outcome */
+        char msg[512];
+        vdev_strlcpy(msg, bad ? vdev_last_error() : "", sizeof msg);
+        st = vdev_coll_hier_finish_run(s->comm, st, bad ? bad->derived : 0, msg);
+    }
+    if (st != VDEV_OK) {
         for (int i = 0; i < s->n; i++)
             if (s->reps[i].result) {
                 vdev_tens_release(s->reps[i].result);
@@ -408,42 +454,11 @@ VDEV_API enum vdev_status vdev_strategy_run(vdev_strategy_t *h, vdev_replica_fn 
 
 /* ---- reduce ---- */
 
-VDEV_API vdev_tensor_t *vdev_strategy_reduce(vdev_strategy_t *h, enum vdev_reduce_op op,
-                                             vdev_tensor_t *const *per_replica)
+/* The sum (or mean) over this process's replicas, in replica order, on dev:
+ * a new tensor of the current scope, NULL on error. */
+static vdev_tensor_t *local_reduce(const struct vdev_strat *s, enum vdev_reduce_op op,
+                                   vdev_tensor_t *const *per_replica, struct vdev_ldev *dev)
 {
-    const char *fn = "vdev_strategy_reduce";
-    struct vdev_strat *s = strat_of(h, fn);
-    if (!s)
-        return NULL;
-    if ((unsigned)op >= VDEV_REDUCE_OP_COUNT) {
-        vdev_error(VDEV_ERR_INVALID_ARG, "%s: unknown reduce op %d", fn, (int)op);
-        return NULL;
-    }
-    if (!per_replica) {
-        vdev_error(VDEV_ERR_INVALID_ARG, "%s: per_replica is NULL", fn);
-        return NULL;
-    }
-    const struct vdev_tens *t0 = NULL;
-    char s1[96], s2[96];
-    for (int i = 0; i < s->n; i++) {
-        const struct vdev_tens *t = vdev_tens_use(per_replica[i], fn);
-        if (!t)
-            return NULL;
-        if (!t0) {
-            t0 = t;
-        } else if (t->ndim != t0->ndim || memcmp(t->shape, t0->shape, sizeof t->shape) ||
-                   t->dtype != t0->dtype) {
-            vdev_error(VDEV_ERR_SHAPE, "%s: replica %d's value is %s of shape%s but replica 0's "
-                                       "is %s of shape%s",
-                       fn, i, vdev_dtype_name(t->dtype), vdev_shape_str(t->shape, t->ndim, s1, 96),
-                       vdev_dtype_name(t0->dtype), vdev_shape_str(t0->shape, t0->ndim, s2, 96));
-            return NULL;
-        }
-    }
-    /* TensorFlow reduces to the current device, else the host. */
-    struct vdev_ldev *dev = vdev_placement_scope_device();
-    if (!dev)
-        dev = vdev_runtime_lookup(VDEV_DEVICE_CPU, 0);
     if (vdev_scope_begin() != VDEV_OK) {
         vdev_scope_end();
         return NULL;
@@ -452,12 +467,110 @@ VDEV_API vdev_tensor_t *vdev_strategy_reduce(vdev_strategy_t *h, enum vdev_reduc
     vdev_tensor_t *acc = vdev_identity(per_replica[0]);
     for (int i = 1; i < s->n; i++)
         acc = vdev_add(acc, per_replica[i]);
-    if (op == VDEV_REDUCE_MEAN && s->n > 1)
-        acc = vdev_div(acc, vdev_tensor_fill(NULL, 0, VDEV_F32, (double)s->n));
+    if (op == VDEV_REDUCE_MEAN && s->n_global > 1)
+        acc = vdev_div(acc, vdev_tensor_fill(NULL, 0, VDEV_F32, (double)s->n_global));
     vdev_placement_pop_dev();
     vdev_keep(acc);
     vdev_scope_end();
     return acc;
+}
+
+/* A multi-worker reduce: each worker's local sum, added across the workers
+ * on the host (every worker calls it; a worker's failure fails it on every
+ * worker), divided by the replicas for MEAN, on dev. */
+static vdev_tensor_t *reduce_across(struct vdev_strat *s, enum vdev_reduce_op op,
+                                    vdev_tensor_t *const *per_replica, enum vdev_status status,
+                                    struct vdev_ldev *dev)
+{
+    const char *fn = "vdev_strategy_reduce";
+    char why[512] = "";
+    vdev_tensor_t *acc = NULL;
+    float *h = NULL;
+    uint64_t n = 0;
+    int64_t shape[VDEV_MAX_DIMS];
+    int ndim = 0;
+    if (status == VDEV_OK) {
+        acc = local_reduce(s, VDEV_REDUCE_SUM, per_replica, dev);
+        if (acc && vdev_tensor_dtype(acc) != VDEV_F32) {
+            vdev_error(VDEV_ERR_INVALID_ARG, "%s: across workers, values are float tensors", fn);
+            vdev_tensor_free(acc);
+            acc = NULL;
+        }
+        if (acc) {
+            n = (uint64_t)vdev_tensor_numel(acc);
+            ndim = vdev_tensor_ndim(acc);
+            for (int d = 0; d < ndim; d++)
+                shape[d] = vdev_tensor_dim(acc, d);
+            h = malloc(n ? n * sizeof *h : 1);
+            if (!h)
+                vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
+            else if (vdev_tensor_to_host(acc, h, n * sizeof *h) != VDEV_OK) {
+                free(h);
+                h = NULL;
+            }
+        }
+        vdev_tensor_free(acc);
+        if (!h) {
+            status = vdev_last_status();
+            n = 0;
+        }
+    }
+    if (status != VDEV_OK)
+        vdev_strlcpy(why, vdev_last_error(), sizeof why);
+    enum vdev_status st = vdev_coll_hier_host_all_reduce(s->comm, h, n, status, why, fn);
+    vdev_tensor_t *out = NULL;
+    if (st == VDEV_OK) {
+        if (op == VDEV_REDUCE_MEAN)
+            for (uint64_t i = 0; i < n; i++)
+                h[i] /= (float)s->n_global;
+        vdev_placement_push_dev(dev);
+        out = vdev_tensor_from_host(h, shape, ndim, VDEV_F32);
+        vdev_placement_pop_dev();
+    }
+    free(h);
+    return out;
+}
+
+VDEV_API vdev_tensor_t *vdev_strategy_reduce(vdev_strategy_t *h, enum vdev_reduce_op op,
+                                             vdev_tensor_t *const *per_replica)
+{
+    const char *fn = "vdev_strategy_reduce";
+    struct vdev_strat *s = strat_of(h, fn);
+    if (!s)
+        return NULL;
+    /* TensorFlow reduces to the current device, else the host. */
+    struct vdev_ldev *dev = vdev_placement_scope_device();
+    if (!dev)
+        dev = vdev_runtime_lookup(VDEV_DEVICE_CPU, 0);
+    enum vdev_status st = VDEV_OK;
+    if ((unsigned)op >= VDEV_REDUCE_OP_COUNT) {
+        st = vdev_error(VDEV_ERR_INVALID_ARG, "%s: unknown reduce op %d", fn, (int)op);
+    } else if (!per_replica) {
+        st = vdev_error(VDEV_ERR_INVALID_ARG, "%s: per_replica is NULL", fn);
+    } else {
+        const struct vdev_tens *t0 = NULL;
+        char s1[96], s2[96];
+        for (int i = 0; i < s->n && st == VDEV_OK; i++) {
+            const struct vdev_tens *t = vdev_tens_use(per_replica[i], fn);
+            if (!t) {
+                st = vdev_last_status();
+            } else if (!t0) {
+                t0 = t;
+            } else if (t->ndim != t0->ndim || memcmp(t->shape, t0->shape, sizeof t->shape) ||
+                       t->dtype != t0->dtype) {
+                st = vdev_error(VDEV_ERR_SHAPE,
+                                "%s: replica %d's value is %s of shape%s but replica %d's is %s "
+                                "of shape%s",
+                                fn, s->first + i, vdev_dtype_name(t->dtype),
+                                vdev_shape_str(t->shape, t->ndim, s1, 96), s->first,
+                                vdev_dtype_name(t0->dtype),
+                                vdev_shape_str(t0->shape, t0->ndim, s2, 96));
+            }
+        }
+    }
+    if (s->multi)
+        return reduce_across(s, op, per_replica, st, dev);
+    return st == VDEV_OK ? local_reduce(s, op, per_replica, dev) : NULL;
 }
 
 /* ---- memory ---- */

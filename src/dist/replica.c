@@ -61,13 +61,13 @@ struct vdev_rep *vdev_rep_of(const vdev_replica_context_t *h, const char *fn)
 VDEV_API int vdev_replica_id(const vdev_replica_context_t *ctx)
 {
     const struct vdev_rep *r = vdev_rep_of(ctx, "vdev_replica_id");
-    return r ? r->id : -1;
+    return r ? r->gid : -1;
 }
 
 VDEV_API int vdev_replica_num_replicas(const vdev_replica_context_t *ctx)
 {
     const struct vdev_rep *r = vdev_rep_of(ctx, "vdev_replica_num_replicas");
-    return r ? r->s->n : -1;
+    return r ? r->s->n_global : -1;
 }
 
 VDEV_API const char *vdev_replica_device(const vdev_replica_context_t *ctx)
@@ -142,7 +142,7 @@ VDEV_API vdev_tensor_t *vdev_replica_batch(vdev_replica_context_t *ctx,
         return NULL;
     }
     int64_t off, rows, shape[VDEV_MAX_DIMS];
-    vdev_strat_split(r->s, r->id, g->shape[0], &off, &rows);
+    vdev_strat_split(r->s, r->gid, g->shape[0], &off, &rows);
     memcpy(shape, g->shape, sizeof shape);
     shape[0] = rows;
     uint64_t row_bytes = g->shape[0] ? g->bytes / (uint64_t)g->shape[0] : 0;
@@ -185,7 +185,7 @@ VDEV_API vdev_tensor_t *vdev_replica_compute_average_loss(vdev_replica_context_t
     }
     int64_t gbs = global_batch_size ? global_batch_size
                   : r->global_batch ? r->global_batch
-                                    : l->shape[0] * r->s->n;
+                                    : l->shape[0] * r->s->n_global;
     if (gbs == 0) { /* an empty per-replica batch under TensorFlow's default */
         vdev_error(VDEV_ERR_INVALID_ARG, "global_batch_size must be positive.");
         return NULL;
@@ -206,7 +206,8 @@ static enum vdev_status collective(struct vdev_rep *r, enum vdev_coll_kind kind,
     int origin = -1;
     enum vdev_status st =
         vdev_coll_tensors(r->s->comm, r->id, kind, op, root, t, n, fn, status, why, &origin);
-    if (st != VDEV_OK && origin >= 0 && origin != r->id)
+    /* another rank, or another worker (VDEV_COLL_ORIGIN_REMOTE), failed it */
+    if (st != VDEV_OK && origin != -1 && origin != r->id)
         r->derived = 1;
     return st;
 }
@@ -341,9 +342,9 @@ VDEV_API enum vdev_status vdev_replica_broadcast(vdev_replica_context_t *ctx,
     char why[512] = "";
     struct lists l;
     enum vdev_status status = lists_make(&l, n > 0 ? n : 0, fn, why, sizeof why);
-    if (status == VDEV_OK && (root < 0 || root >= r->s->n)) {
+    if (status == VDEV_OK && (root < 0 || root >= r->s->n_global)) {
         status = VDEV_ERR_INVALID_ARG;
-        snprintf(why, sizeof why, "%s: root %d of %d replicas", fn, root, r->s->n);
+        snprintf(why, sizeof why, "%s: root %d of %d replicas", fn, root, r->s->n_global);
     }
     if (status == VDEV_OK)
         status = local_tensors(r, tensors, n, fn, 1, l.in, why, sizeof why);

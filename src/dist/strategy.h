@@ -21,7 +21,8 @@ struct vdev_strat;
  * went. */
 struct vdev_rep {
     struct vdev_strat *s;
-    int id;
+    int id;                         /* its rank in the communicator: local index */
+    int gid;                        /* replica_id_in_sync_group: first + id */
     struct vdev_ldev *dev;
     vdev_replica_context_t *ctx;    /* its public handle */
     pthread_t thread;
@@ -38,11 +39,13 @@ struct vdev_rep {
 };
 
 struct vdev_strat {
-    int n;
+    int n;                          /* this process's replicas */
+    int n_global, first;            /* replicas of every worker; the global id of reps[0] */
+    int multi;                      /* a multi-worker strategy: comm is hierarchical */
     struct vdev_rep *reps;          /* n */
     struct vdev_coll_comm *comm;
     vdev_comm_t *comm_handle;       /* published: vdev_strategy_communicator */
-    double *proportions;            /* n, or NULL: even */
+    double *proportions;            /* n_global, or NULL: even */
     uint32_t rgen;                  /* runtime generation it was made under */
     int metrics_id;                 /* runtime/replicas.h */
     pthread_mutex_t run_lock;       /* one run at a time */
@@ -62,7 +65,23 @@ struct vdev_rep *vdev_rep_of(const vdev_replica_context_t *ctx, const char *fn);
 vdev_replica_context_t *vdev_rep_publish(struct vdev_rep *r);
 void vdev_rep_unpublish(vdev_replica_context_t *h);
 
-/* Rows [*off, *off + *rows) of a global batch of B rows for replica r. */
-void vdev_strat_split(const struct vdev_strat *s, int r, int64_t B, int64_t *off, int64_t *rows);
+/* Rows [*off, *off + *rows) of a global batch of B rows for the replica of
+ * global id g. */
+void vdev_strat_split(const struct vdev_strat *s, int g, int64_t B, int64_t *off, int64_t *rows);
+
+/* Makes a strategy over n local devices served by comm (taken over: freed
+ * with the strategy, or on failure). mirrored.c; multiworker.c passes a
+ * hierarchical communicator. */
+enum vdev_status vdev_strat_make(struct vdev_ldev *const *devs, int n, struct vdev_coll_comm *comm,
+                                 vdev_strategy_t **out);
+
+/* Every logical GPU, else every logical CPU (TensorFlow's
+ * all_local_devices), at most VDEV_MAX_REPLICAS, into devs; their number. */
+int vdev_strat_default_devices(struct vdev_ldev **devs);
+
+/* The name of replica r in messages: its device's long name for a
+ * multi-worker strategy ("/job:worker/replica:0/task:1/device:GPU:0"), else
+ * its short name. */
+const char *vdev_rep_device_name(const struct vdev_rep *r);
 
 #endif /* VDEV_DIST_STRATEGY_H */

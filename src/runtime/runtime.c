@@ -168,8 +168,10 @@ static enum vdev_status add_device(struct vdev_backend *b, int bdev, int own_str
     d->is_split = is_split;
     const char *tn = type == VDEV_DEVICE_GPU ? "GPU" : "CPU";
     snprintf(d->name, sizeof d->name, "/device:%s:%d", tn, index);
-    snprintf(d->long_name, sizeof d->long_name, "/job:localhost/replica:0/task:0/device:%s:%d", tn,
-             index);
+    /* TensorFlow's full name: this task's in a cluster (config/cluster.c) */
+    struct vdev_cluster_view cv;
+    vdev_cluster_get(&cv);
+    snprintf(d->long_name, sizeof d->long_name, "%s/device:%s:%d", cv.name, tn, index);
     d->pool = pool;
     enum vdev_status st = vdev_pool_add(pool, d->name, floor, limit, priority, &d->member);
     if (st != VDEV_OK)
@@ -544,10 +546,10 @@ enum vdev_status vdev_runtime_unknown_device(enum vdev_device_type type, int ind
 {
     int cpu = type == VDEV_DEVICE_CPU;
     int have = cpu ? R.n_cpus : R.n - R.n_cpus;
-    return vdev_error(VDEV_ERR_NOT_FOUND,
-                      "/job:localhost/replica:0/task:0/device:%s:%d unknown device (there %s %d "
-                      "%s%s)",
-                      cpu ? "CPU" : "GPU", index, have == 1 ? "is" : "are", have,
+    struct vdev_cluster_view cv; /* the task's name, as its devices' (add_device) */
+    vdev_cluster_get(&cv);
+    return vdev_error(VDEV_ERR_NOT_FOUND, "%s/device:%s:%d unknown device (there %s %d %s%s)",
+                      cv.name, cpu ? "CPU" : "GPU", index, have == 1 ? "is" : "are", have,
                       cpu ? "CPU device" : "logical GPU", have == 1 ? "" : "s");
 }
 

@@ -606,6 +606,13 @@ static enum vdev_status parse_spec(const char *spec, const char *var, uint64_t *
     return VDEV_OK;
 }
 
+enum vdev_status vdev_backend_sim_check(const char *spec, const char *var)
+{
+    uint64_t caps[SIM_MAX_GPUS];
+    int n = 0;
+    return parse_spec(spec, var, caps, &n);
+}
+
 enum vdev_status vdev_backend_sim_new(const char *spec, const char *var, struct vdev_backend *out)
 {
     uint64_t caps[SIM_MAX_GPUS];

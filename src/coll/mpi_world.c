@@ -1,0 +1,394 @@
+/* mpi_world.c — the process's MPI (see mpi_world.h): the plugin's loader,
+ * the one start of MPI, the watchdog over blocking collectives, and the exit
+ * handler that finalises MPI or, after a failure, ends the job.
+ *
+ * The plugin is found as the CUDA plugin is (vdev_plugin_dlopen:
+ * $VDEV_MPI_PLUGIN, the installed plugin folder, the build tree's RUNPATH,
+ * the loader's path) and asked for its table by its one symbol. Its table's
+ * entries write one line into a buffer; the wrappers here make that line the
+ * calling thread's error.
+ *
+ * The watchdog is a thread started with MPI. Each blocking collective arms a
+ * slot with its deadline and a description before it calls MPI and disarms
+ * it after; the thread sleeps until the earliest armed deadline (or a
+ * change), and when one passes it prints "vdev: <what> did not finish within
+ * N s (VDEV_MPI_TIMEOUT) ..." and calls MPI_Abort. Everything here is one
+ * struct guarded by one mutex. */
+#define _GNU_SOURCE
+#include "coll/mpi_world.h"
+
+#include "backend/backend.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#define WATCH_SLOTS 32
+#define WHY 512
+
+struct watch_slot {
+    int armed;
+    uint64_t deadline;
+    char what[200];
+};
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;            /* the watchdog's: armed slots changed */
+    const struct vdev_mpi_ops *ops; /* the plugin's table, once loaded */
+    int started;                    /* MPI started */
+    int rank, size;
+    uint64_t timeout_ns;
+    int failed;
+    char fail_msg[WHY];
+    int exit_registered;
+    int watchdog_running;
+    struct watch_slot slot[WATCH_SLOTS];
+} W = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---- VDEV_MPI_TIMEOUT ---- */
+
+static enum vdev_status read_timeout(uint64_t *out)
+{
+    const char *v = getenv("VDEV_MPI_TIMEOUT");
+    if (!v) {
+        *out = (uint64_t)(VDEV_COMM_DEFAULT_TIMEOUT_S * 1e9);
+        return VDEV_OK;
+    }
+    /* digits with at most one point: no signs, exponents, spaces or "nan" */
+    int digits = 0, dots = 0, other = 0;
+    for (const char *p = v; *p; p++) {
+        if (*p >= '0' && *p <= '9')
+            digits++;
+        else if (*p == '.')
+            dots++;
+        else
+            other++;
+    }
+    double s = (digits && dots <= 1 && !other) ? strtod(v, NULL) : -1.0;
+    if (!(s > 0) || s > 1e9)
+        return vdev_error(VDEV_ERR_CONFIG,
+                          "VDEV_MPI_TIMEOUT=\"%s\": expected the seconds a process waits for "
+                          "another, a number > 0 and at most 1e9 (such as 30 or 2.5)",
+                          v);
+    *out = (uint64_t)(s * 1e9);
+    if (!*out)
+        *out = 1;
+    return VDEV_OK;
+}
+
+/* ---- the watchdog ---- */
+
+static void *watchdog_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&W.lock);
+    for (;;) {
+        uint64_t first = UINT64_MAX;
+        int which = -1;
+        for (int i = 0; i < WATCH_SLOTS; i++)
+            if (W.slot[i].armed && W.slot[i].deadline < first) {
+                first = W.slot[i].deadline;
+                which = i;
+            }
+        if (which >= 0 && vdev_now_ns() >= first) {
+            char what[200];
+            vdev_strlcpy(what, W.slot[which].what, sizeof what);
+            double s = (double)W.timeout_ns / 1e9;
+            const struct vdev_mpi_ops *ops = W.ops;
+            pthread_mutex_unlock(&W.lock);
+            fprintf(stderr,
+                    "vdev: %s did not finish within %g s (VDEV_MPI_TIMEOUT): a process of the job "
+                    "stopped or died; ending the job\n",
+                    what, s);
+            fflush(stderr);
+            ops->abort(1);
+            return NULL; /* not reached: MPI_Abort ends the process */
+        }
+        if (which < 0) {
+            pthread_cond_wait(&W.cond, &W.lock);
+        } else {
+            struct timespec ts = {(time_t)(first / 1000000000ull), (long)(first % 1000000000ull)};
+            pthread_cond_timedwait(&W.cond, &W.lock, &ts);
+        }
+    }
+}
+
+/* A free slot armed with now + timeout, or -1 when every slot is taken
+ * (then the call runs unwatched). */
+static int watch_arm(const char *what)
+{
+    pthread_mutex_lock(&W.lock);
+    int s = -1;
+    for (int i = 0; i < WATCH_SLOTS && s < 0; i++)
+        if (!W.slot[i].armed)
+            s = i;
+    if (s >= 0) {
+        W.slot[s].armed = 1;
+        W.slot[s].deadline = vdev_now_ns() + W.timeout_ns;
+        vdev_strlcpy(W.slot[s].what, what ? what : "a collective", sizeof W.slot[s].what);
+        pthread_cond_signal(&W.cond);
+    }
+    pthread_mutex_unlock(&W.lock);
+    return s;
+}
+
+static void watch_disarm(int s)
+{
+    if (s < 0)
+        return;
+    pthread_mutex_lock(&W.lock);
+    W.slot[s].armed = 0;
+    pthread_cond_signal(&W.cond);
+    pthread_mutex_unlock(&W.lock);
+}
+
+/* ---- start and exit ---- */
+
+static void at_exit(void)
+{
+    pthread_mutex_lock(&W.lock);
+    const struct vdev_mpi_ops *ops = W.started ? W.ops : NULL;
+    int failed = W.failed;
+    char msg[WHY];
+    vdev_strlcpy(msg, W.fail_msg, sizeof msg);
+    pthread_mutex_unlock(&W.lock);
+    if (!ops)
+        return;
+    if (failed) {
+        fprintf(stderr, "vdev: ending the job (MPI_Abort) after: %s\n", msg);
+        fflush(stderr);
+        ops->abort(1);
+    }
+    ops->finalize();
+}
+
+/* Loads the plugin's table (lock held). */
+static enum vdev_status load_locked(void)
+{
+    if (W.ops)
+        return VDEV_OK;
+    char reason[WHY];
+    void *h;
+    enum vdev_status st = vdev_plugin_dlopen(VDEV_MPI_PLUGIN_NAME, "VDEV_MPI_PLUGIN",
+                                             "MPI plugin", &h, reason, sizeof reason);
+    if (st != VDEV_OK)
+        return st;
+    vdev_mpi_plugin_open_fn open_fn;
+    *(void **)(&open_fn) = dlsym(h, VDEV_MPI_PLUGIN_SYMBOL);
+    if (!open_fn) {
+        dlclose(h);
+        return vdev_error(VDEV_ERR_BACKEND, "MPI plugin: %s lacks the symbol %s",
+                          VDEV_MPI_PLUGIN_NAME, VDEV_MPI_PLUGIN_SYMBOL);
+    }
+    const struct vdev_mpi_ops *ops = NULL;
+    reason[0] = '\0';
+    st = open_fn(VDEV_MPI_API_VERSION, &ops, reason, sizeof reason);
+    if (st != VDEV_OK || !ops || ops->api_version != VDEV_MPI_API_VERSION)
+        /* the plugin stays loaded: nothing of it is in use, but closing
+         * MPI's libraries is not always safe */
+        return vdev_error(st != VDEV_OK ? st : VDEV_ERR_BACKEND, "MPI plugin: %s",
+                          reason[0] ? reason : "API version mismatch");
+    W.ops = ops;
+    return VDEV_OK;
+}
+
+enum vdev_status vdev_mpi_world_start(void)
+{
+    pthread_mutex_lock(&W.lock);
+    enum vdev_status st = VDEV_OK;
+    if (W.started)
+        goto out;
+    uint64_t t = 0;
+    if ((st = read_timeout(&t)) != VDEV_OK || (st = load_locked()) != VDEV_OK)
+        goto out;
+    if (!W.watchdog_running) {
+        pthread_condattr_t ca;
+        int ok = pthread_condattr_init(&ca) == 0 &&
+                 pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+                 pthread_cond_init(&W.cond, &ca) == 0;
+        pthread_condattr_destroy(&ca);
+        pthread_t th;
+        pthread_attr_t at;
+        ok = ok && pthread_attr_init(&at) == 0;
+        if (ok) {
+            pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+            ok = pthread_create(&th, &at, watchdog_main, NULL) == 0;
+            pthread_attr_destroy(&at);
+        }
+        if (!ok) {
+            st = vdev_error(VDEV_ERR_BACKEND, "cannot start the MPI watchdog thread");
+            goto out;
+        }
+        W.watchdog_running = 1;
+    }
+    char why[WHY] = "";
+    int rank = 0, size = 1;
+    st = W.ops->init(&rank, &size, why, sizeof why);
+    if (st != VDEV_OK) {
+        st = vdev_error(st, "MPI: %s", why);
+        goto out;
+    }
+    W.timeout_ns = t;
+    W.rank = rank;
+    W.size = size;
+    W.started = 1;
+    if (!W.exit_registered && atexit(at_exit) == 0)
+        W.exit_registered = 1;
+out:
+    pthread_mutex_unlock(&W.lock);
+    return st;
+}
+
+int vdev_mpi_world_rank(void)
+{
+    pthread_mutex_lock(&W.lock);
+    int r = W.rank;
+    pthread_mutex_unlock(&W.lock);
+    return r;
+}
+
+int vdev_mpi_world_size(void)
+{
+    pthread_mutex_lock(&W.lock);
+    int n = W.started ? W.size : 0;
+    pthread_mutex_unlock(&W.lock);
+    return n;
+}
+
+const char *vdev_mpi_world_library(void)
+{
+    pthread_mutex_lock(&W.lock);
+    const char *s = W.started ? W.ops->library() : "";
+    pthread_mutex_unlock(&W.lock);
+    return s;
+}
+
+uint64_t vdev_mpi_timeout_ns(void)
+{
+    pthread_mutex_lock(&W.lock);
+    uint64_t t = W.timeout_ns;
+    pthread_mutex_unlock(&W.lock);
+    return t;
+}
+
+uint64_t vdev_mpi_deadline(void) { return vdev_now_ns() + vdev_mpi_timeout_ns(); }
+
+void vdev_mpi_world_fail(const char *why)
+{
+    pthread_mutex_lock(&W.lock);
+    if (!W.failed) {
+        W.failed = 1;
+        vdev_strlcpy(W.fail_msg, why ? why : "an MPI failure", sizeof W.fail_msg);
+    }
+    pthread_mutex_unlock(&W.lock);
+}
+
+int vdev_mpi_world_failed(void)
+{
+    pthread_mutex_lock(&W.lock);
+    int f = W.failed;
+    pthread_mutex_unlock(&W.lock);
+    return f;
+}
+
+/* ---- calls ---- */
+
+/* The table, for a started world (the callers hold a communicator, which
+ * only a started world makes). */
+static const struct vdev_mpi_ops *ops(void)
+{
+    pthread_mutex_lock(&W.lock);
+    const struct vdev_mpi_ops *o = W.ops;
+    pthread_mutex_unlock(&W.lock);
+    return o;
+}
+
+/* A plugin failure as this thread's error: "MPI: <why>". */
+static enum vdev_status mpi_error(enum vdev_status st, const char *why)
+{
+    return vdev_error(st, "MPI: %s", why);
+}
+
+enum vdev_status vdev_mpi_comm_new(vdev_mpi_comm_t **out)
+{
+    *out = NULL;
+    enum vdev_status st = vdev_mpi_world_start();
+    if (st != VDEV_OK)
+        return st;
+    char why[WHY] = "";
+    st = ops()->comm_dup(out, why, sizeof why);
+    return st == VDEV_OK ? VDEV_OK : mpi_error(st, why);
+}
+
+void vdev_mpi_comm_free(vdev_mpi_comm_t *c, int spent)
+{
+    if (c)
+        ops()->comm_free(c, spent);
+}
+
+enum vdev_status vdev_mpi_exchange(vdev_mpi_comm_t *c, int tag, const void *mine, void *all,
+                                   size_t bytes, uint64_t deadline, unsigned char *arrived)
+{
+    char why[WHY] = "";
+    enum vdev_status st = ops()->exchange(c, tag, mine, all, bytes, deadline, arrived, why,
+                                          sizeof why);
+    return st == VDEV_OK ? VDEV_OK : mpi_error(st, why);
+}
+
+enum vdev_status vdev_mpi_allreduce(vdev_mpi_comm_t *c, void *buf, uint64_t count,
+                                    enum vdev_mpi_type type, enum vdev_mpi_op op,
+                                    const char *what)
+{
+    char why[WHY] = "";
+    int s = watch_arm(what);
+    enum vdev_status st = ops()->allreduce(c, buf, count, type, op, why, sizeof why);
+    watch_disarm(s);
+    return st == VDEV_OK ? VDEV_OK : mpi_error(st, why);
+}
+
+enum vdev_status vdev_mpi_bcast(vdev_mpi_comm_t *c, void *buf, uint64_t bytes, int root,
+                                const char *what)
+{
+    char why[WHY] = "";
+    int s = watch_arm(what);
+    enum vdev_status st = ops()->bcast(c, buf, bytes, root, why, sizeof why);
+    watch_disarm(s);
+    return st == VDEV_OK ? VDEV_OK : mpi_error(st, why);
+}
+
+enum vdev_status vdev_mpi_allgatherv(vdev_mpi_comm_t *c, const void *in, void *out,
+                                     const uint64_t *bytes, const char *what)
+{
+    char why[WHY] = "";
+    int s = watch_arm(what);
+    enum vdev_status st = ops()->allgatherv(c, in, out, bytes, why, sizeof why);
+    watch_disarm(s);
+    return st == VDEV_OK ? VDEV_OK : mpi_error(st, why);
+}
+
+enum vdev_status vdev_mpi_send(vdev_mpi_comm_t *c, const void *buf, uint64_t bytes, int dest,
+                               int tag, uint64_t deadline)
+{
+    char why[WHY] = "";
+    enum vdev_status st = ops()->send(c, buf, bytes, dest, tag, deadline, why, sizeof why);
+    return st == VDEV_OK ? VDEV_OK : mpi_error(st, why);
+}
+
+enum vdev_status vdev_mpi_probe(vdev_mpi_comm_t *c, int src, int tag, uint64_t deadline,
+                                int *src_out, int *tag_out, uint64_t *bytes_out)
+{
+    char why[WHY] = "";
+    enum vdev_status st =
+        ops()->probe(c, src, tag, deadline, src_out, tag_out, bytes_out, why, sizeof why);
+    return st == VDEV_OK ? VDEV_OK : mpi_error(st, why);
+}
+
+enum vdev_status vdev_mpi_recv(vdev_mpi_comm_t *c, void *buf, uint64_t cap_bytes)
+{
+    char why[WHY] = "";
+    enum vdev_status st = ops()->recv(c, buf, cap_bytes, why, sizeof why);
+    return st == VDEV_OK ? VDEV_OK : mpi_error(st, why);
+}

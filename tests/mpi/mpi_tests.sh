@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# mpi_tests.sh — the tests across processes, each a function run by its own
+# ctest entry (tests/mpi/CMakeLists.txt):
+#
+#   mirrored  two workers of one replica each equal a one-process mirrored
+#             strategy over two devices bit for bit (losses and parameters);
+#             four workers, and two workers of two replicas, equal one over
+#             four devices within 1e-6 (the sums are added in another
+#             order); the cluster file gives the two workers different
+#             memory limits, and an allocation past worker 1's limit fails
+#             there alone, with its name;
+#   cluster   every malformed cluster file is rejected at start-up by every
+#             process with the same message;
+#   failure   a worker killed mid-training ends the job with an error within
+#             10 s; a restart resumes from the chief's checkpoint with the
+#             losses of an uninterrupted run, bit for bit; a worker that
+#             stops answering fails the others after VDEV_MPI_TIMEOUT, with
+#             a message naming it, and the job ends;
+#   ps        parameter-server training (a chief, two servers, two workers):
+#             the loss falls, the shards are balanced within 10% by bytes,
+#             and with max_staleness 0 the result equals one process
+#             training on the same batches; that run also checks the
+#             errors of the calls (mpi_ps.c --errors).
+#   examples  the README's two examples (examples/mpi), run as the README
+#             runs them: multi_worker.c on 4 processes fits 384 MiB everywhere
+#             but on worker 1 (256 MiB), whose error names its device;
+#             parameter_server.c with 2 servers and 2 workers lowers the loss
+#             and splits the bytes within one float.
+#
+# Usage: mpi_tests.sh TEST MPIRUN BUILD_DIR  (MPIRUN empty: MPI is missing)
+set -uo pipefail
+test=$1 mpirun=${2:-} build=$3
+if [ -z "$mpirun" ] || [ ! -x "$build/libvdev-mpi.so" ]; then
+  echo "SKIP: MPI not found (install libopenmpi-dev openmpi-bin and configure with -DVDEV_MPI=AUTO or ON)"
+  exit 77
+fi
+train=$build/tests/mpi/mpi_train
+ps_train=$build/tests/mpi/mpi_ps
+work=$(mktemp -d /tmp/vdev_mpi_test.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+export OPENBLAS_NUM_THREADS=1
+# Root in a container, two cores: run as root, oversubscribe, shared memory.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader
+# Under AddressSanitizer: LeakSanitizer unwinds each allocation's stack in
+# full, so that Open MPI's own leaks (made inside MPI_Init, in libraries
+# built without frame pointers) show the libraries that lsan.supp names.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+pass() { echo "ok: $*"; }
+
+# run NP ARGS...: mpirun with NP processes; its output in $work/out.txt
+run() {
+  local np=$1; shift
+  "$mpirun" -np "$np" "$@" >"$work/out.txt" 2>&1
+}
+
+# same_file A B WHAT
+same_file() { if cmp -s "$1" "$2"; then pass "$3"; else fail "$3: $1 and $2 differ"; diff "$1" "$2" | head -5; fi; }
+
+# close A B TOL WHAT: the hex floats of the last column of A and B within TOL
+close() {
+  python3 - "$1" "$2" "$3" <<'EOF' && pass "$4" || fail "$4"
+import sys
+a = [float.fromhex(l.split()[-2 if len(l.split()) > 2 else -1]) for l in open(sys.argv[1])]
+b = [float.fromhex(l.split()[-2 if len(l.split()) > 2 else -1]) for l in open(sys.argv[2])]
+worst = max(abs(x - y) for x, y in zip(a, b)) if a else 0
+print("  %d values, largest difference %.3g" % (len(a), worst))
+sys.exit(0 if len(a) == len(b) and len(a) > 0 and worst <= float(sys.argv[3]) else 1)
+EOF
+}
+
+t_mirrored() {
+  mkdir -p "$work/ref2" "$work/ref4" "$work/w2" "$work/w4" "$work/w22"
+  VDEV_SIM_GPUS=4x1GiB "$train" --reference 2 --out "$work/ref2" || fail "reference over 2 devices"
+  VDEV_SIM_GPUS=4x1GiB "$train" --reference 4 --out "$work/ref4" || fail "reference over 4 devices"
+  cat >"$work/limits.json" <<'EOF'
+{"cluster": {"worker": ["host0:2222", "host1:2222"]},
+ "default": {"sim_gpus": "1x1GiB"},
+ "tasks": {"worker:0": {"logical_devices": "0:64MiB"},
+           "worker:1": {"logical_devices": "0:32MiB"}}}
+EOF
+  VDEV_CLUSTER_CONFIG=$work/limits.json run 2 "$train" --out "$work/w2" --alloc 50331648 ||
+    { fail "2 workers"; cat "$work/out.txt"; }
+  for w in 0 1; do
+    same_file "$work/ref2/losses.reference" "$work/w2/losses.$w" "2 workers: worker $w's losses"
+    same_file "$work/ref2/params.reference" "$work/w2/params.$w" "2 workers: worker $w's parameters"
+  done
+  if [ "$(cat "$work/w2/alloc.0" 2>/dev/null)" = ok ]; then pass "48 MiB fit worker 0's 64 MiB"
+  else fail "worker 0's allocation: $(cat "$work/w2/alloc.0" 2>/dev/null)"; fi
+  want="VDEV_ERR_OOM OOM when allocating tensor with shape[12582912] and type float (48.00 MiB) on /job:worker/replica:0/task:1/device:GPU:0: "
+  got=$(cat "$work/w2/alloc.1" 2>/dev/null)
+  if [ "${got:0:${#want}}" = "$want" ]; then pass "48 MiB fail on worker 1 (32 MiB), with its name"
+  else fail "worker 1's allocation: '$got'"; fi
+
+  VDEV_SIM_GPUS=1x1GiB run 4 "$train" --out "$work/w4" || { fail "4 workers"; cat "$work/out.txt"; }
+  VDEV_SIM_GPUS=2x1GiB run 2 "$train" --replicas 2 --out "$work/w22" ||
+    { fail "2 workers of 2 replicas"; cat "$work/out.txt"; }
+  for w in 1 2 3; do
+    same_file "$work/w4/params.0" "$work/w4/params.$w" "4 workers: worker $w holds worker 0's bits"
+  done
+  same_file "$work/w22/params.0" "$work/w22/params.1" "2x2: worker 1 holds worker 0's bits"
+  close "$work/ref4/params.reference" "$work/w4/params.0" 1e-6 "4 workers: parameters within 1e-6"
+  close "$work/ref4/losses.reference" "$work/w4/losses.0" 1e-6 "4 workers: losses within 1e-6"
+  close "$work/ref4/params.reference" "$work/w22/params.0" 1e-6 "2x2: parameters within 1e-6"
+  close "$work/ref4/losses.reference" "$work/w22/losses.0" 1e-6 "2x2: losses within 1e-6"
+}
+
+t_cluster() {
+  mkdir -p "$work/cases" "$work/res"
+  local c='"cluster": {"worker": 2}'
+  echo '{"cluster": ' >"$work/cases/01-not-json.json"
+  echo "{$c, \"tasks\": {\"worker:1\": {\"logical_devices\": \"0:4XB\"}}}" >"$work/cases/02-logical.json"
+  echo "{$c, \"tasks\": {\"worker:0\": {\"memory_fraction\": 2}}}" >"$work/cases/03-fraction.json"
+  echo "{$c, \"tasks\": {\"worker:1\": {\"memory_limit\": \"1GiB\"}}}" >"$work/cases/04-key.json"
+  echo "{$c, \"tasks\": {\"worker:2\": {}}}" >"$work/cases/05-task.json"
+  echo "{$c, \"default\": {\"sim_gpus\": \"2xfoo\"}}" >"$work/cases/06-sim.json"
+  echo "{\"cluster\": {\"worker\": 2, \"evaluator\": 1}}" >"$work/cases/07-job.json"
+  echo "{$c, \"tasks\": {\"worker:0\": {\"memory_growth\": \"maybe\"}}}" >"$work/cases/08-growth.json"
+  VDEV_SIM_GPUS=1x1GiB run 2 "$train" --cases "$work/cases" --out "$work/res" ||
+    { fail "the launch"; cat "$work/out.txt"; }
+  same_file "$work/res/cases.0" "$work/res/cases.1" "every process rejects each file with the same message"
+  local n
+  n=$(grep -c ' VDEV_ERR_CONFIG VDEV_CLUSTER_CONFIG=' "$work/res/cases.0" 2>/dev/null)
+  if [ "$n" = 8 ]; then pass "8 files, 8 VDEV_ERR_CONFIG naming the file"
+  else fail "expected 8 rejections, got: $(cat "$work/res/cases.0")"; fi
+  grep -q '^04-key.json VDEV_ERR_CONFIG VDEV_CLUSTER_CONFIG=[^ ]*: worker:1: unknown key "memory_limit"' \
+    "$work/res/cases.0" && pass "the message names the task and the key" || fail "04-key.json's message"
+}
+
+t_failure() {
+  mkdir -p "$work/full" "$work/kill" "$work/resume" "$work/hang"
+  export VDEV_SIM_GPUS=1x1GiB
+  run 2 "$train" --out "$work/full" || { fail "uninterrupted run"; cat "$work/out.txt"; }
+  # worker 1 kills itself before step 12; the chief saved after step 10
+  run 2 "$train" --out "$work/kill" --ckpt "$work/ckpt.safetensors" --every 5 --kill-at 12
+  local rc=$? end
+  end=$(date +%s.%N)
+  if [ $rc -ne 0 ]; then pass "the job failed (exit $rc)"; else fail "the job with a killed worker exited 0"; fi
+  grep -q 'exited on signal 9' "$work/out.txt" && pass "the error names the killed process: $(grep -o 'process rank [0-9]* .*signal 9 (Killed)' "$work/out.txt" | head -1)" ||
+    { fail "no error names the killed worker"; cat "$work/out.txt"; }
+  if python3 -c "import sys; t=float(open(sys.argv[1]).read()); d=float(sys.argv[2])-t; print('  ended %.2f s after the kill' % d); sys.exit(0 if 0 <= d <= 10 else 1)" \
+    "$work/kill/event.1" "$end"; then pass "the job ended within 10 s of the kill"; else fail "the job took longer than 10 s to end"; fi
+  run 2 "$train" --out "$work/resume" --ckpt "$work/ckpt.safetensors" --resume ||
+    { fail "the restart"; cat "$work/out.txt"; }
+  if [ "$(head -c 3 "$work/resume/losses.0")" = "10 " ]; then pass "the restart resumed at step 10"
+  else fail "the restart began at: $(head -1 "$work/resume/losses.0")"; fi
+  tail -n 10 "$work/full/losses.0" >"$work/full_tail"
+  for w in 0 1; do
+    same_file "$work/full_tail" "$work/resume/losses.$w" "worker $w's losses after the restart equal the uninterrupted run's"
+    same_file "$work/full/params.0" "$work/resume/params.$w" "worker $w's parameters equal the uninterrupted run's"
+  done
+  # worker 1 stops answering before step 5; worker 0 gives up after 2 s
+  VDEV_MPI_TIMEOUT=2 run 2 "$train" --out "$work/hang" --hang-at 5
+  rc=$?
+  end=$(date +%s.%N)
+  if [ $rc -ne 0 ]; then pass "the job failed (exit $rc)"; else fail "the job with a stopped worker exited 0"; fi
+  want='0: step 5: Collective has timed out waiting for other workers: all-reduce (call '
+  want2=') on worker 0 (/job:worker/replica:0/task:0) waited 2 s (VDEV_MPI_TIMEOUT) for worker 1 (/job:worker/replica:0/task:1), which did not make this call (stopped, died, or making other calls)'
+  if grep -qF "$want" "$work/out.txt" && grep -qF "$want2" "$work/out.txt"; then pass "worker 0 names the worker it waited for"
+  else fail "worker 0's message"; cat "$work/out.txt"; fi
+  if python3 -c "import sys; t=float(open(sys.argv[1]).read()); d=float(sys.argv[2])-t; print('  ended %.2f s after the stop' % d); sys.exit(0 if 0 <= d <= 10 else 1)" \
+    "$work/hang/event.1" "$end"; then pass "the job ended within 10 s of the stop"; else fail "the job took longer than 10 s to end"; fi
+}
+
+t_ps() {
+  mkdir -p "$work/ps" "$work/ps0"
+  export VDEV_SIM_GPUS=1x1GiB
+  cat >"$work/ps.json" <<'EOF'
+{"cluster": {"chief": ["h0:1"], "worker": ["h1:1", "h2:1"], "ps": ["h3:1", "h4:1"]},
+ "tasks": {"ps:0": {"visible_devices": ""}, "ps:1": {"visible_devices": ""}}}
+EOF
+  VDEV_CLUSTER_CONFIG=$work/ps.json run 5 "$ps_train" --out "$work/ps" --steps 60 ||
+    { fail "parameter-server training"; cat "$work/out.txt"; }
+  python3 - "$work/ps/chief.txt" <<'EOF' && pass "the loss fell and the shards are balanced" || fail "loss or balance"
+import sys
+kv = dict(l.split(None, 1) for l in open(sys.argv[1]) if l.strip())
+first, last, balance = float(kv["first_loss"]), float(kv["last_loss"]), float(kv["balance"])
+print("  loss %.4f -> %.4f, balance %.4f, bytes %s" % (first, last, balance, kv["bytes"].strip()))
+sys.exit(0 if last < 0.5 * first and balance <= 1.10 else 1)
+EOF
+  # staleness 0: the steps apply one after another, as one process would
+  VDEV_CLUSTER_CONFIG=$work/ps.json run 5 "$ps_train" --out "$work/ps0" --steps 20 --staleness 0 --errors ||
+    { fail "parameter-server training with staleness 0"; cat "$work/out.txt"; }
+  "$ps_train" --reference --out "$work/ps0" --steps 20 || fail "the one-process reference"
+  same_file "$work/ps0/params.reference" "$work/ps0/params.chief" "staleness 0 equals one process, bit for bit"
+}
+
+t_examples() {
+  local src t
+  src=$(cd "$(dirname "$0")/../.." && pwd)
+  ( cd "$src" && "$mpirun" -np 4 env VDEV_CLUSTER_CONFIG=examples/mpi/cluster.json \
+      "$build/examples/mpi/example_multi_worker" ) >"$work/mw.txt" 2>&1 ||
+    { fail "examples/mpi/multi_worker.c"; cat "$work/mw.txt"; }
+  grep -qx '4 workers in sync, 4 replicas' "$work/mw.txt" && pass "multi_worker: 4 workers" ||
+    fail "multi_worker: the strategy"
+  python3 - "$work/mw.txt" <<'EOF' && pass "multi_worker: the loss fell" || fail "multi_worker: the loss"
+import sys
+l = [float(x.split()[3]) for x in open(sys.argv[1]) if x.startswith("step ")]
+print("  loss %s" % l)
+sys.exit(0 if len(l) == 4 and l[-1] < 0.2 * l[0] else 1)
+EOF
+  for t in chief:0 worker:0 worker:2; do
+    grep -qx "/job:${t%:*}/replica:0/task:${t#*:}: limit [0-9]* MiB; 384 MiB: ok" "$work/mw.txt" &&
+      pass "multi_worker: 384 MiB fit $t" || fail "multi_worker: $t"
+  done
+  grep -q '^/job:worker/replica:0/task:1: limit 256 MiB; 384 MiB: OOM when allocating tensor with shape\[100663296\] and type float (384.00 MiB) on /job:worker/replica:0/task:1/device:GPU:0: ' \
+    "$work/mw.txt" && pass "multi_worker: 384 MiB fail on worker:1, named" || fail "multi_worker: worker:1"
+  ( cd "$src" && "$mpirun" -np 5 env VDEV_CLUSTER_CONFIG=examples/mpi/ps_cluster.json \
+      "$build/examples/mpi/example_parameter_server" ) >"$work/ps.txt" 2>&1 ||
+    { fail "examples/mpi/parameter_server.c"; cat "$work/ps.txt"; }
+  python3 - "$work/ps.txt" <<'EOF' && pass "parameter_server: the loss fell, the shares differ by a float" || fail "parameter_server"
+import sys
+t = open(sys.argv[1]).read().splitlines()
+loss = [float(x.split()[-1]) for x in t if x.startswith("steps ")]
+held = [int(x.split()[2]) for x in t if x.startswith("ps:")]
+print("  mean losses %s, bytes %s" % (loss, held))
+sys.exit(0 if len(loss) == 4 and loss[-1] < 0.5 * loss[0] and sorted(held) == [640, 644] else 1)
+EOF
+}
+
+case $test in
+  mirrored) t_mirrored ;;
+  cluster) t_cluster ;;
+  failure) t_failure ;;
+  ps) t_ps ;;
+  examples) t_examples ;;
+  *) echo "mpi_tests.sh: unknown test $test"; exit 2 ;;
+esac
+[ $fails -eq 0 ] && echo "all passed" || echo "$fails failed"
+[ $fails -eq 0 ]

@@ -1,0 +1,252 @@
+/* mpi_train.c — the program the MPI tests run (tests/mpi/mpi_tests.sh), one
+ * copy per MPI process: the mirrored test model (tests/mirrored_model.h)
+ * trained with the multi-worker mirrored strategy, or with the one-process
+ * mirrored strategy for the reference, writing what the script compares
+ * into files of an output folder:
+ *   OUT/losses.<task>   the global loss of each step, "STEP HEXFLOAT DECIMAL"
+ *   OUT/params.<task>   replica 0's parameters after the last step, one
+ *                       hex float a line (every replica of the worker equal)
+ *   OUT/alloc.<task>    with --alloc: "ok", or the status and message of an
+ *                       allocation of that size on GPU:0
+ *   OUT/event.<task>    with --kill-at/--hang-at: the wall-clock second the
+ *                       process killed itself or stopped answering
+ * <task> is "reference", or the worker's task index.
+ *
+ * Options: --steps N (20), --replicas R (local devices GPU:0..R-1; 1),
+ * --reference R (the one-process mirrored strategy over R GPUs), --out DIR,
+ * --ckpt FILE --every N (the chief saves after every N steps), --resume
+ * (every worker restores FILE and goes on from its step), --kill-at K and
+ * --hang-at K (worker 1 kills itself with SIGKILL, or sleeps for a minute,
+ * before step K), --alloc BYTES, --cases DIR (no training: for each file of
+ * DIR, sorted, starts vdev with VDEV_CLUSTER_CONFIG=that file and writes
+ * OUT/cases.<launch rank> with one line per file: its name and the status
+ * and message of start-up). Exits 0 when everything it was asked did
+ * happen, else prints "<task>: <what>: <message>" on stderr and exits 1. */
+#define _GNU_SOURCE
+#include "../mirrored_model.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const names[MM_NV] = {"dense0/w", "dense0/b", "dense1/w", "dense1/b"};
+
+struct opts {
+    int steps, replicas, reference, every, resume, kill_at, hang_at;
+    const char *out, *ckpt, *cases;
+    uint64_t alloc;
+};
+
+static char task_id[32] = "reference";
+
+static int die(const char *what)
+{
+    fprintf(stderr, "%s: %s: %s\n", task_id, what, vdev_last_error());
+    return 1;
+}
+
+static FILE *out_file(const struct opts *o, const char *kind)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.%s", o->out, kind, task_id);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "%s: cannot write %s\n", task_id, path);
+        exit(1);
+    }
+    return f;
+}
+
+static double wall_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* --cases: start-up with each cluster file of the folder. */
+static int run_cases(const struct opts *o)
+{
+    DIR *d = opendir(o->cases);
+    if (!d)
+        return fprintf(stderr, "cannot open %s\n", o->cases), 1;
+    char *files[256];
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) && n < 256;)
+        if (e->d_name[0] != '.')
+            files[n++] = strdup(e->d_name);
+    closedir(d);
+    qsort(files, (size_t)n, sizeof *files, compare_names);
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    snprintf(task_id, sizeof task_id, "%s", rank ? rank : "0");
+    FILE *f = out_file(o, "cases");
+    for (int i = 0; i < n; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", o->cases, files[i]);
+        setenv("VDEV_CLUSTER_CONFIG", path, 1);
+        enum vdev_status st = vdev_init();
+        fprintf(f, "%s %s %s\n", files[i], vdev_status_str(st),
+                st == VDEV_OK ? "" : vdev_last_error());
+        vdev_shutdown();
+        free(files[i]);
+    }
+    fclose(f);
+    return 0;
+}
+
+/* The sum of the replicas' losses, read on the host. */
+static float global_loss(vdev_strategy_t *s, vdev_tensor_t **losses)
+{
+    vdev_tensor_t *t = vdev_strategy_reduce(s, VDEV_REDUCE_SUM, losses);
+    float l = t ? vdev_tensor_item(t) : NAN;
+    vdev_tensor_free(t);
+    for (int i = 0; i < vdev_strategy_num_local_replicas(s); i++)
+        vdev_tensor_free(losses[i]);
+    return l;
+}
+
+static int train(const struct opts *o)
+{
+    struct vdev_cluster_task task;
+    int chief = 1;
+    const char *devs[MM_MAX_REPLICAS] = {"GPU:0", "GPU:1", "GPU:2", "GPU:3",
+                                         "GPU:4", "GPU:5", "GPU:6", "GPU:7"};
+    vdev_strategy_t *s;
+    if (o->reference) {
+        if (vdev_mirrored_strategy_new(devs, o->reference, &s) != VDEV_OK)
+            return die("making the strategy");
+    } else {
+        if (vdev_cluster_task(&task) != VDEV_OK)
+            return die("reading the cluster");
+        snprintf(task_id, sizeof task_id, "%d", task.index);
+        chief = task.is_chief;
+        if (vdev_multi_worker_mirrored_strategy_new(devs, o->replicas, &s) != VDEV_OK)
+            return die("making the strategy");
+    }
+    struct mm m = {.seed = 11, .lr = 0.1f};
+    if (vdev_strategy_run(s, mm_build, &m, NULL) != VDEV_OK)
+        return die("building the model");
+    int first = -1, local = vdev_strategy_num_local_replicas(s);
+    for (int r = 0; r < MM_MAX_REPLICAS && first < 0; r++)
+        if (m.vars[r][0])
+            first = r;
+    int start = 0;
+    if (o->resume) {
+        char buf[32];
+        const char *nm[MM_MAX_REPLICAS * MM_NV];
+        vdev_tensor_t *t[MM_MAX_REPLICAS * MM_NV];
+        for (int r = 0; r < local; r++)
+            for (int i = 0; i < MM_NV; i++) {
+                nm[r * MM_NV + i] = names[i];
+                t[r * MM_NV + i] = m.vars[first + r][i];
+            }
+        if (vdev_checkpoint_metadata(o->ckpt, "step", buf, sizeof buf) != VDEV_OK ||
+            vdev_checkpoint_load(o->ckpt, nm, t, local * MM_NV) != VDEV_OK)
+            return die("restoring the checkpoint");
+        start = atoi(buf);
+    }
+    FILE *lf = out_file(o, "losses");
+    for (int k = start; k < o->steps; k++) {
+        if (!o->reference && task.index == 1 && (k == o->kill_at || k == o->hang_at)) {
+            FILE *ef = out_file(o, "event");
+            fprintf(ef, "%.3f\n", wall_seconds());
+            fclose(ef);
+            if (k == o->kill_at)
+                raise(SIGKILL);
+            sleep(60);
+        }
+        mm_batch(&m, 48, (uint64_t)k);
+        vdev_tensor_t *losses[MM_MAX_REPLICAS];
+        if (vdev_strategy_run(s, mm_step, &m, losses) != VDEV_OK) {
+            char what[32];
+            snprintf(what, sizeof what, "step %d", k);
+            return die(what);
+        }
+        float l = global_loss(s, losses);
+        if (isnan(l))
+            return die("reducing the loss");
+        fprintf(lf, "%d %a %.9g\n", k, (double)l, (double)l);
+        fflush(lf);
+        if (o->ckpt && o->every > 0 && (k + 1) % o->every == 0 && chief) {
+            char step[16];
+            snprintf(step, sizeof step, "%d", k + 1);
+            const char *meta[2] = {"step", step};
+            if (vdev_checkpoint_save(o->ckpt, names, m.vars[first], MM_NV, meta, 1) != VDEV_OK)
+                return die("saving the checkpoint");
+        }
+    }
+    fclose(lf);
+    /* every local replica holds the same bits; write the first one's */
+    float p[MM_PARAMS], q[MM_PARAMS];
+    mm_read(m.vars[first], p);
+    for (int r = 1; r < local; r++) {
+        mm_read(m.vars[first + r], q);
+        if (memcmp(p, q, sizeof p) != 0)
+            return fprintf(stderr, "%s: replica %d differs from replica %d\n", task_id,
+                           first + r, first),
+                   1;
+    }
+    FILE *pf = out_file(o, "params");
+    for (int i = 0; i < MM_PARAMS; i++)
+        fprintf(pf, "%a\n", (double)p[i]);
+    fclose(pf);
+    if (o->alloc) {
+        FILE *af = out_file(o, "alloc");
+        int64_t shape[1] = {(int64_t)(o->alloc / 4)};
+        vdev_device_push("GPU:0");
+        vdev_tensor_t *t = vdev_tensor_zeros(shape, 1, VDEV_F32);
+        vdev_device_pop();
+        if (t)
+            fprintf(af, "ok\n");
+        else
+            fprintf(af, "%s %s\n", vdev_status_str(vdev_last_status()), vdev_last_error());
+        vdev_tensor_free(t);
+        fclose(af);
+    }
+    mm_free(&m, MM_MAX_REPLICAS);
+    vdev_strategy_free(s);
+    vdev_shutdown();
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = {.steps = 20, .replicas = 1, .kill_at = -1, .hang_at = -1, .out = "."};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = 1;
+        if (!strcmp(a, "--steps") && v)
+            o.steps = atoi(v);
+        else if (!strcmp(a, "--replicas") && v)
+            o.replicas = atoi(v);
+        else if (!strcmp(a, "--reference") && v)
+            o.reference = atoi(v);
+        else if (!strcmp(a, "--out") && v)
+            o.out = v;
+        else if (!strcmp(a, "--ckpt") && v)
+            o.ckpt = v;
+        else if (!strcmp(a, "--every") && v)
+            o.every = atoi(v);
+        else if (!strcmp(a, "--kill-at") && v)
+            o.kill_at = atoi(v);
+        else if (!strcmp(a, "--hang-at") && v)
+            o.hang_at = atoi(v);
+        else if (!strcmp(a, "--alloc") && v)
+            o.alloc = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--cases") && v)
+            o.cases = v;
+        else if (!strcmp(a, "--resume"))
+            o.resume = 1, takes = 0;
+        else
+            return fprintf(stderr, "mpi_train: bad option %s\n", a), 2;
+        i += takes;
+    }
+    return o.cases ? run_cases(&o) : train(&o);
+}
