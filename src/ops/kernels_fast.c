@@ -91,9 +91,9 @@ BINARY(mul, p * q)
 BINARY(div, p / q)
 
 /* Unary and pairwise elementwise ops: one loop body each, over the elements
- * of input K. */
-#define ELEMENTWISE(NAME, K, ...)                                                                    \
-    CLONES static void NAME##_part(void *vctx, int64_t lo, int64_t hi)                                    \
+ * of input K, split into parts of at least MIN elements. */
+#define ELEMENTWISE_MIN(NAME, K, MIN, ...)                                                         \
+    CLONES static void NAME##_part(void *vctx, int64_t lo, int64_t hi)                             \
     {                                                                                              \
         const struct vdev_kernel_args *a = ((const struct ew *)vctx)->a;                           \
         __VA_ARGS__                                                                                \
@@ -101,8 +101,13 @@ BINARY(div, p / q)
     KERNEL(vdev_fast_##NAME)                                                                       \
     {                                                                                              \
         struct ew c = {a, 0};                                                                      \
-        vdev_parallel_for(vdev_args_numel(a, K), NAME##_part, &c);                                 \
+        vdev_parallel_for_min(vdev_args_numel(a, K), MIN, NAME##_part, &c);                        \
     }
+#define ELEMENTWISE(NAME, K, ...) ELEMENTWISE_MIN(NAME, K, VDEV_PARALLEL_MIN, __VA_ARGS__)
+
+/* The optimizer updates read and write 20 to 28 bytes per element: a part
+ * of 2^15 elements is ~1 MB of traffic, worth a thread. */
+#define UPDATE_MIN (1 << 15)
 
 /* One-input elementwise ops: o = EXPR of p = x[i] (and s = f[0]). */
 #define UNARY(NAME, EXPR)                                                                          \
@@ -155,7 +160,7 @@ ELEMENTWISE(mse_grad, 1, {
  * traffic, where the double arithmetic costs nothing. */
 
 /* (var, grad, velocity): velocity = momentum velocity - lr grad; var += velocity. */
-ELEMENTWISE(sgd_update, 0, {
+ELEMENTWISE_MIN(sgd_update, 0, UPDATE_MIN, {
     float *restrict var = OUT_F(0), *restrict vel = OUT_F(2);
     const float *restrict g = IN_F(1);
     const double lr = a->f[0], mom = a->f[1];
@@ -170,7 +175,7 @@ ELEMENTWISE(sgd_update, 0, {
  * float: double square roots and divisions do not vectorize well, and this
  * loop is a large share of a small model's step. tests/test_ops.c bounds its
  * difference from the reference by a few ulps of the terms involved. */
-ELEMENTWISE(adam_update, 0, {
+ELEMENTWISE_MIN(adam_update, 0, UPDATE_MIN, {
     float *restrict var = OUT_F(0), *restrict m = OUT_F(2), *restrict v = OUT_F(3);
     const float *restrict g = IN_F(1);
     const float lr = (float)a->f[0], b1 = (float)a->f[1], b2 = (float)a->f[2];
