@@ -124,12 +124,20 @@ int main(int argc, char **argv)
     bench_restart(NULL);
     struct bench_times t_mlp = bench_mlp();
     print_times("mlp 1024-4096-4096-10 batch 256, cpu", &t_mlp, 0);
+    vdev_config_set_deterministic(true);
+    struct bench_times t_det = bench_mlp();
+    vdev_config_set_deterministic(false);
+    print_times("the same under the determinism switch", &t_det, 0);
     struct bench_times c_cpu = bench_chain3(cpu3);
     print_times("chain3 256-512-512-256 x3 batch 64, cpu", &c_cpu, 0);
     bench_restart("3x4GiB");
     struct bench_times c_sim = bench_chain3(gpu3);
     print_times("chain3 on 3 simulated GPUs", &c_sim, 1);
     vdev_shutdown();
+    /* For bench/run: the figures PyTorch's are compared with. */
+    printf("vdev_mlp_ms=%.3f %.3f\nvdev_chain3_ms=%.3f %.3f\nvdev_chain3_sim_ms=%.3f %.3f\n",
+           t_mlp.step_med, t_mlp.step_min, c_cpu.step_med, c_cpu.step_min, c_sim.step_med,
+           c_sim.step_min);
 
     if (md) {
         FILE *f = fopen(md, "w");
@@ -157,6 +165,9 @@ int main(int argc, char **argv)
             fprintf(f, "| %s | %.2f ms (%.2f) | %s: %.2f ms (%.2f) | %.2fx (%.2fx) |\n", rows[i].name,
                     t->step_med, t->step_min, rows[i].ref, p, pm, t->step_med / p, t->step_min / pm);
         }
+        fprintf(f, "| the MLP step under the determinism switch (one OpenBLAS thread) | %.2f ms (%.2f) | the MLP step without it: %.2f ms (%.2f) | %.2fx (%.2fx) |\n",
+                t_det.step_med, t_det.step_min, t_mlp.step_med, t_mlp.step_min,
+                t_det.step_med / t_mlp.step_med, t_det.step_min / t_mlp.step_min);
         fprintf(f, "\nEnvironment: %s%s.\n", env, quick ? " (quick mode: fewer repetitions)" : "");
         fclose(f);
     }
