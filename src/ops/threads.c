@@ -15,8 +15,10 @@
  * vdev_shutdown() while a simulated GPU's stream still runs its queue would
  * otherwise have a product running while the exit handlers tear OpenBLAS
  * down (its destructor frees the buffers sgemm works in: a crash). An exit
- * handler, registered at the first product, waits for the running products
- * and holds every later one back for good; the process ends around it. */
+ * handler, registered when the first product is submitted (on the
+ * submitting thread, so before main can return), waits for the running
+ * products and holds every later one back for good; the process ends around
+ * it. */
 #define _GNU_SOURCE
 #include "ops/threads.h"
 
@@ -277,10 +279,12 @@ static void register_exit(void)
     atexit(at_exit); /* if refused: products are not held back at exit */
 }
 
+void vdev_threads_arm_exit(void) { pthread_once(&exit_once, register_exit); }
+
 void vdev_threads_product_begin(int det)
 {
     uint64_t key = key_now(det);
-    pthread_once(&exit_once, register_exit);
+    vdev_threads_arm_exit();
     pthread_mutex_lock(&G.lock);
     for (;;) {
         if (G.exiting) { /* held back until the process is gone */

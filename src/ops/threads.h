@@ -45,6 +45,10 @@ struct vdev_thread_plan vdev_threads_plan(void);
  * changing it, then waits for a slot when products are limited. */
 void vdev_threads_product_begin(int deterministic);
 void vdev_threads_product_end(void);
+/* Registers (once per process) the exit handler that holds products back
+ * while the process exits; called where a product is submitted, so that it
+ * is in place before main can return. */
+void vdev_threads_arm_exit(void);
 
 /* Parts an elementwise kernel may be split into (1: run it inline). */
 int vdev_threads_kernel_parts(void);
