@@ -21,8 +21,11 @@
  * multiply-adds (GCC keeps -ffp-contract=off in ISO C mode, -std=c11, as the
  * build sets), and no reordering of sums,
  * so the choice changes speed only. The transcendental loops call libm's
- * scalar functions whatever the clone. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute)
+ * scalar functions whatever the clone. Not under ThreadSanitizer: the
+ * loader runs the clones' resolver before TSan's runtime is up, and the
+ * instrumented resolver crashes the process at start-up. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute) && \
+    !defined(__SANITIZE_THREAD__)
 #if __has_attribute(target_clones)
 #define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
