@@ -35,16 +35,23 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Looks at a full set of product slots before sleeping (see below). */
+#define SLOT_SPINS 64
+
 static struct {
     pthread_mutex_t lock;
-    pthread_cond_t cv;
-    int in_flight;                /* products running */
+    pthread_cond_t cv;            /* broadcast when no product runs any more */
+    pthread_cond_t slot;          /* signalled when a product ends (one waiter wakes) */
+    int slot_waiters;             /* threads waiting on `slot` */
+    _Atomic int in_flight;        /* products running (changed under the lock) */
     int peak_in_flight;           /* the most that ran at once (tests) */
     int exiting;                  /* the process is exiting: no new product starts */
     struct vdev_thread_plan plan; /* plan.key 0: none yet (generations start at 1) */
     _Atomic uint64_t key;         /* plan.key, for the lock-free check */
     _Atomic int kernel_parts;
-} G = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+} G = {.lock = PTHREAD_MUTEX_INITIALIZER,
+       .cv = PTHREAD_COND_INITIALIZER,
+       .slot = PTHREAD_COND_INITIALIZER};
 
 /* ---- the pieces ---- */
 
@@ -248,6 +255,7 @@ static void apply_plan(int det)
         openblas_set_num_threads(G.plan.info.blas_threads);
     atomic_store_explicit(&G.kernel_parts, G.plan.info.kernel_threads, memory_order_relaxed);
     atomic_store_explicit(&G.key, G.plan.key, memory_order_release);
+    pthread_cond_broadcast(&G.slot); /* the number of slots may have changed */
 }
 
 struct vdev_thread_plan vdev_threads_plan(void)
@@ -301,7 +309,21 @@ void vdev_threads_product_begin(int det)
         int permits = G.plan.info.concurrent_products;
         if (!permits || G.in_flight < permits)
             break;
-        pthread_cond_wait(&G.cv, &G.lock);
+        /* All slots taken: products are short, so look again a few times,
+         * giving the CPU away in between (a futex sleep and wake-up costs
+         * tens of microseconds on a busy machine, per product), then sleep
+         * until one ends. */
+        pthread_mutex_unlock(&G.lock);
+        for (int i = 0; i < SLOT_SPINS &&
+                        atomic_load_explicit(&G.in_flight, memory_order_relaxed) >= permits;
+             i++)
+            sched_yield();
+        pthread_mutex_lock(&G.lock);
+        if (G.exiting || G.plan.key != key || G.in_flight < permits)
+            continue;
+        G.slot_waiters++;
+        pthread_cond_wait(&G.slot, &G.lock);
+        G.slot_waiters--;
     }
     if (++G.in_flight > G.peak_in_flight)
         G.peak_in_flight = G.in_flight;
@@ -320,8 +342,10 @@ int vdev_threads_peak_products(void)
 void vdev_threads_product_end(void)
 {
     pthread_mutex_lock(&G.lock);
-    G.in_flight--;
-    pthread_cond_broadcast(&G.cv);
+    if (--G.in_flight == 0)
+        pthread_cond_broadcast(&G.cv);
+    if (G.slot_waiters)
+        pthread_cond_signal(&G.slot);
     pthread_mutex_unlock(&G.lock);
 }
 
