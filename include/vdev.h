@@ -204,7 +204,8 @@ VDEV_API bool vdev_config_get_deterministic(void);
  * OpenBLAS thread, whatever OPENBLAS_NUM_THREADS says; a product takes the
  * mode it was submitted in. Its cost is the products' lost parallelism: on
  * the 2-core development machine the MLP 1024-4096-4096-10 step (batch 256)
- * takes 1.5x as long (BENCHMARKS.md). Every other host kernel already gives
+ * took 1.6x as long (BENCHMARKS.md), and a machine with more cores loses
+ * more. Every other host kernel already gives
  * the same bits whatever the thread count: elementwise kernels (which the
  * pool splits by element; each element is computed alone), and reductions
  * and losses (Sum, Mean, MeanSquaredError, the softmax cross-entropy, the
