@@ -202,10 +202,12 @@ VDEV_API bool vdev_config_get_deterministic(void);
  * thread counts (0.3.21: most elements of a 1000x1000x1000 product differ
  * between 1 and 2 threads), so under the switch every product runs with one
  * OpenBLAS thread, whatever OPENBLAS_NUM_THREADS says; a product takes the
- * mode it was submitted in. Its cost is the products' lost parallelism: on
- * the 2-core development machine the MLP 1024-4096-4096-10 step (batch 256)
- * took 1.6x as long (BENCHMARKS.md), and a machine with more cores loses
- * more. Every other host kernel already gives
+ * mode it was submitted in. Its cost is the products' lost parallelism: at
+ * most the speed-up OpenBLAS gets from its threads (up to 2x on the 2-core
+ * development machine; BENCHMARKS.md gives the MLP 1024-4096-4096-10 step
+ * with and without the switch), more on a machine with more cores; with two
+ * or more streams the products are single-threaded anyway and nothing is
+ * lost. Every other host kernel already gives
  * the same bits whatever the thread count: elementwise kernels (which the
  * pool splits by element; each element is computed alone), and reductions
  * and losses (Sum, Mean, MeanSquaredError, the softmax cross-entropy, the
