@@ -201,6 +201,61 @@ VDEV_API bool vdev_config_get_soft_device_placement(void);
  * (vdev/distribute.h) are deterministic whether it is on or not. */
 VDEV_API void vdev_config_set_deterministic(bool enable);
 VDEV_API bool vdev_config_get_deterministic(void);
+/* What the switch constrains in the host kernels (cpu backend, simulated
+ * GPUs): only MatMul. OpenBLAS's sgemm gives different bits with different
+ * thread counts (0.3.21: most elements of a 1000x1000x1000 product differ
+ * between 1 and 2 threads), so under the switch every product runs with one
+ * OpenBLAS thread, whatever OPENBLAS_NUM_THREADS says; a product takes the
+ * mode it was submitted in. Its cost is the products' lost parallelism: at
+ * most the speed-up OpenBLAS gets from its threads (up to 2x on the 2-core
+ * development machine; BENCHMARKS.md gives the MLP 1024-4096-4096-10 step
+ * with and without the switch), more on a machine with more cores; with two
+ * or more streams the products are single-threaded anyway and nothing is
+ * lost. Every other host kernel already gives
+ * the same bits whatever the thread count: elementwise kernels (which the
+ * pool splits by element; each element is computed alone), and reductions
+ * and losses (Sum, Mean, MeanSquaredError, the softmax cross-entropy, the
+ * bias gradient), which run on one thread in a fixed order. Gradients that
+ * reach a tensor from several ops are added in the tape's order. The same
+ * bits means: same machine, same OpenBLAS and OPENBLAS_CORETYPE (which
+ * choose the kernels), same inputs and seeds. */
+
+/* ---- threads ----------------------------------------------------------------
+ * What vdev does with the CPU's threads. Matrix products run in OpenBLAS;
+ * the user's OPENBLAS_NUM_THREADS (else OMP_NUM_THREADS, else the CPUs the
+ * process may use) is a budget that vdev divides among the streams that run
+ * products at the same time, never a multiplier:
+ *  - one stream (the cpu backend, or one simulated GPU): each product runs
+ *    with the whole budget;
+ *  - two or more (simulated GPUs, each a stream with a thread of its own, or
+ *    logical CPUs that replicas drive from threads of their own): OpenBLAS
+ *    runs single-threaded and at most `budget` products run at the same
+ *    time, the others wait their turn. OpenBLAS's thread count is one number
+ *    for the whole process (openblas_set_num_threads is global), so it
+ *    cannot be split per stream: on a machine with many more cores than
+ *    streams, each stream's products use one core each.
+ * vdev sets OpenBLAS's thread count itself, at the first product after each
+ * start-up (and again when the determinism switch changes, see above): a
+ * program that calls OpenBLAS directly while vdev runs gets that count too.
+ * Large elementwise kernels (Adam, ReLU, ...) are split over vdev's own pool
+ * of threads: OMP_NUM_THREADS, else the CPUs the process may use, divided
+ * among the streams. "The CPUs the process may use" is its affinity mask
+ * (taskset), capped by the CPU quota of its cgroup (cgroup v2 cpu.max, v1
+ * cpu.cfs_quota_us / cpu.cfs_period_us, rounded up), as a container's limit
+ * sets it. */
+struct vdev_thread_info {
+    int cpus;                /* CPUs the process may use: affinity mask, cgroup quota */
+    int cgroup_cpus;         /* the cgroup CPU quota in whole CPUs, rounded up; 0: none */
+    int blas_budget;         /* threads for products: OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, cpus */
+    int streams;             /* host threads that may run products at the same time */
+    int blas_threads;        /* OpenBLAS threads per product */
+    int concurrent_products; /* products that may run at the same time; 0: no limit */
+    int kernel_threads;      /* threads a large elementwise kernel is split over */
+    bool deterministic;      /* the plan was made under the determinism switch */
+};
+/* The plan vdev follows now (starts the runtime). VDEV_ERR_INVALID_ARG when
+ * out is NULL. Thread-safe. */
+VDEV_API enum vdev_status vdev_thread_info(struct vdev_thread_info *out);
 
 /* tf.config.experimental.get_device_details: the card's name and compute
  * capability; empty ("" and 0.0) for the CPU, as TensorFlow's empty dict. */

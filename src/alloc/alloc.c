@@ -54,9 +54,11 @@
 /* ------------------------------------------------------------------------ */
 /* records */
 
-/* Grows the record array (doubling) so that at least `need` unused records
- * exist. The first call also lays out the sentinels. Handles stay valid: they
- * are indices. On host OOM nothing changes. */
+/* Grows the record array (by half its size each time, which keeps growth
+ * amortised O(1) while leaving at most a third of the array unused: the
+ * bookkeeping stays near 32 bytes per chunk) so that at least `need` unused
+ * records exist. The first call also lays out the sentinels. Handles stay
+ * valid: they are indices. On host OOM nothing changes. */
 enum vdev_status vdev_alloc_records_reserve(struct vdev_alloc *a, uint32_t need)
 {
     uint32_t have = 0;
@@ -66,9 +68,9 @@ enum vdev_status vdev_alloc_records_reserve(struct vdev_alloc *a, uint32_t need)
         return VDEV_OK;
     if (a->cap_ch > (NIL - 1) / 2)
         return vdev_error(VDEV_ERR_OOM, "%s: more than 2^31 chunks", a->name);
-    uint32_t cap = a->cap_ch ? a->cap_ch * 2 : INITIAL_RECORDS;
+    uint32_t cap = a->cap_ch ? a->cap_ch + a->cap_ch / 2 : INITIAL_RECORDS;
     while (cap < FIRST_RECORD + need + 16)
-        cap *= 2;
+        cap += cap / 2;
     if (a->trace) {
         uint64_t *nt = realloc(a->tid, (size_t)cap * sizeof *nt);
         if (!nt)

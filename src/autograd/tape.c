@@ -12,6 +12,17 @@
  * gradient temporaries are freed as soon as it is done; a gradient is freed as
  * soon as the op that produced its tensor has used it.
  *
+ * Only what leads to the variables asked for is computed. Before the
+ * backward walk, a forward pass over the recorded ops marks every tensor
+ * that depends on one of those variables (a variable itself, or the output
+ * of an op with a marked input); the walk skips ops whose output is not
+ * marked, and asks each gradient function only for the inputs that are
+ * (vdev_grad_args.need). So a model whose input came from another model (a
+ * tensor that requires a gradient but is no variable of this call) costs no
+ * product for that input's gradient, as in TensorFlow, whose tape also
+ * computes only the paths between the target and the sources. The marks
+ * live in a hash set beside the gradient map.
+ *
  * Tapes are checked handles (base/handles.h): ending a tape twice, or asking
  * an ended tape for gradients, is an error, not a use of freed memory. A tape
  * records on the thread that began it; another thread may neither end it nor
@@ -49,6 +60,32 @@ static size_t gmap_slot(const struct gmap *m, const struct vdev_tens *k)
     while (m->keys[i] && m->keys[i] != k)
         i = (i + 1) & (m->cap - 1);
     return i;
+}
+
+/* The tensors that lead to a requested variable: a set over tensor pointers,
+ * open addressing, the same capacity and hash as the gradient map. */
+struct tset {
+    const struct vdev_tens **keys;
+    size_t cap;
+};
+
+static size_t tset_slot(const struct tset *s, const struct vdev_tens *k)
+{
+    size_t h = ((uintptr_t)k >> 4) * 0x9e3779b97f4a7c15ull;
+    size_t i = h & (s->cap - 1);
+    while (s->keys[i] && s->keys[i] != k)
+        i = (i + 1) & (s->cap - 1);
+    return i;
+}
+
+static int tset_has(const struct tset *s, const struct vdev_tens *k)
+{
+    return s->keys[tset_slot(s, k)] != NULL;
+}
+
+static void tset_add(struct tset *s, const struct vdev_tens *k)
+{
+    s->keys[tset_slot(s, k)] = k;
 }
 
 static enum vdev_status record(void *vtape, const struct vdev_op_record *r)
@@ -235,10 +272,12 @@ VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *htape, const vdev_tens
         m.cap *= 2;
     m.keys = calloc(m.cap, sizeof *m.keys);
     m.vals = calloc(m.cap, sizeof *m.vals);
+    struct tset leads = {calloc(m.cap, sizeof *leads.keys), m.cap};
     const struct vdev_tens **vars = malloc(((size_t)n_vars + 1) * sizeof *vars);
-    if (!m.keys || !m.vals || !vars) {
+    if (!m.keys || !m.vals || !leads.keys || !vars) {
         free(m.keys);
         free(m.vals);
+        free(leads.keys);
         free(vars);
         return vdev_error(VDEV_ERR_OOM, "out of host memory computing gradients");
     }
@@ -247,6 +286,17 @@ VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *htape, const vdev_tens
             st = VDEV_ERR_INVALID_ARG;
     if (st != VDEV_OK)
         goto done;
+    /* Mark what depends on a requested variable, in recording order. */
+    for (int i = 0; i < n_vars; i++)
+        tset_add(&leads, vars[i]);
+    for (int k = 0; k < t->n; k++) {
+        const struct vdev_op_record *r = &t->nodes[k];
+        for (int i = 0; i < r->n_in; i++)
+            if (tset_has(&leads, r->target[i])) {
+                tset_add(&leads, r->out);
+                break;
+            }
+    }
 
     struct vdev_tens *seed = vdev_tens_filled(loss->dev, VDEV_F32, loss->shape, loss->ndim, 1.0);
     if (!seed) {
@@ -267,8 +317,23 @@ VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *htape, const vdev_tens
         memset(&ga, 0, sizeof ga);
         ga.op = r->op;
         ga.n_in = r->n_in;
-        for (int i = 0; i < r->n_in; i++)
+        for (int i = 0; i < r->n_in; i++) {
             ga.in[i] = r->in[i];
+            if (r->target[i]->requires_grad && tset_has(&leads, r->target[i]))
+                ga.need |= 1u << i;
+        }
+        if (!ga.need) {
+            /* Nothing asked for lies behind this op (a variable asked for
+             * as its output keeps its gradient, below). */
+            int wanted = 0;
+            for (int i = 0; i < n_vars; i++)
+                wanted |= vars[i] == r->out;
+            if (!wanted) {
+                vdev_tens_release(m.vals[slot]);
+                m.vals[slot] = NULL;
+            }
+            continue;
+        }
         ga.out = r->out;
         ga.dout = m.vals[slot];
         ga.p = r->p;
@@ -288,7 +353,7 @@ VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *htape, const vdev_tens
             if (!din[i])
                 continue;
             vdev_tens_disown(din[i]); /* the map's reference now */
-            if (st == VDEV_OK && r->target[i]->requires_grad)
+            if (st == VDEV_OK && ((ga.need >> i) & 1u))
                 st = accumulate(&m, r->target[i], din[i]);
             else
                 vdev_tens_release(din[i]);
@@ -326,6 +391,7 @@ done:
             vdev_tens_release(m.vals[i]);
     free(m.keys);
     free(m.vals);
+    free(leads.keys);
     free(vars);
     if (st != VDEV_OK)
         for (int i = 0; i < n_vars; i++) {

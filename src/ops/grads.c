@@ -11,7 +11,9 @@
  *
  * din[k] is always a new tensor made here (a view or an op's output), never
  * dout itself, because the tape takes ownership of it. It stays NULL for an
- * input with no gradient (the labels of the cross-entropy).
+ * input with no gradient (the labels of the cross-entropy), and for an input
+ * whose bit in g->need is clear where that saves work (a matrix product, a
+ * reduction of a broadcast operand): the tape needs no gradient there.
  *
  * Formulas (G = dout):
  *   matmul  C = op(A) op(B): dA, dB by the four transpose cases below
@@ -35,11 +37,14 @@ static enum vdev_status status_of(const struct vdev_tens *t)
     return st != VDEV_OK ? st : vdev_error(VDEV_ERR_INTERNAL, "a gradient op failed silently");
 }
 
-/* Both gradients of a two-input op. */
-static enum vdev_status status2(struct vdev_tens **din)
+/* 1 when the caller needs input k's gradient. */
+#define NEED(k) ((g->need >> (k)) & 1u)
+
+/* Both gradients of a two-input op, each checked where it was needed. */
+static enum vdev_status status2_need(const struct vdev_grad_args *g, struct vdev_tens **din)
 {
-    enum vdev_status st = status_of(din[0]);
-    return st != VDEV_OK ? st : status_of(din[1]);
+    enum vdev_status st = NEED(0) ? status_of(din[0]) : VDEV_OK;
+    return st != VDEV_OK || !NEED(1) ? st : status_of(din[1]);
 }
 
 /* Ops on library tensors (a NULL input gives NULL, the error kept). */
@@ -119,51 +124,53 @@ GRAD(vdev_grad_matmul)
 {
     const struct vdev_tens *A = g->in[0], *B = g->in[1], *G = g->dout;
     int ta = g->p.i[0] != 0, tb = g->p.i[1] != 0;
+    int na = (int)NEED(0), nb = (int)NEED(1);
     if (!ta && !tb) {
-        din[0] = matmul(G, B, 0, 1);
-        din[1] = matmul(A, G, 1, 0);
+        din[0] = na ? matmul(G, B, 0, 1) : NULL;
+        din[1] = nb ? matmul(A, G, 1, 0) : NULL;
     } else if (!ta && tb) {
-        din[0] = matmul(G, B, 0, 0);
-        din[1] = matmul(G, A, 1, 0);
+        din[0] = na ? matmul(G, B, 0, 0) : NULL;
+        din[1] = nb ? matmul(G, A, 1, 0) : NULL;
     } else if (ta && !tb) {
-        din[0] = matmul(B, G, 0, 1);
-        din[1] = matmul(A, G, 0, 0);
+        din[0] = na ? matmul(B, G, 0, 1) : NULL;
+        din[1] = nb ? matmul(A, G, 0, 0) : NULL;
     } else {
-        din[0] = matmul(B, G, 1, 1);
-        din[1] = matmul(G, A, 1, 1);
+        din[0] = na ? matmul(B, G, 1, 1) : NULL;
+        din[1] = nb ? matmul(G, A, 1, 1) : NULL;
     }
-    return status2(din);
+    return status2_need(g, din);
 }
 
 /* ---- binary elementwise ---- */
 
 GRAD(vdev_grad_add)
 {
-    din[0] = pass(g->dout);
-    din[1] = reduce_to(g->dout, g->in[1]);
-    return status2(din);
+    din[0] = NEED(0) ? pass(g->dout) : NULL;
+    din[1] = NEED(1) ? reduce_to(g->dout, g->in[1]) : NULL;
+    return status2_need(g, din);
 }
 
 GRAD(vdev_grad_sub)
 {
-    din[0] = pass(g->dout);
-    din[1] = scale(reduce_to(g->dout, g->in[1]), -1.0f);
-    return status2(din);
+    din[0] = NEED(0) ? pass(g->dout) : NULL;
+    din[1] = NEED(1) ? scale(reduce_to(g->dout, g->in[1]), -1.0f) : NULL;
+    return status2_need(g, din);
 }
 
 GRAD(vdev_grad_mul)
 {
-    din[0] = mul(g->dout, g->in[1]);
-    din[1] = reduce_to(mul(g->dout, g->in[0]), g->in[1]);
-    return status2(din);
+    din[0] = NEED(0) ? mul(g->dout, g->in[1]) : NULL;
+    din[1] = NEED(1) ? reduce_to(mul(g->dout, g->in[0]), g->in[1]) : NULL;
+    return status2_need(g, din);
 }
 
 /* y = a / b: dA = G / b; dB = -G a / b^2 = -(G y) / b, summed to b's shape. */
 GRAD(vdev_grad_div)
 {
-    din[0] = divide(g->dout, g->in[1]);
-    din[1] = scale(reduce_to(divide(mul(g->dout, g->out), g->in[1]), g->in[1]), -1.0f);
-    return status2(din);
+    din[0] = NEED(0) ? divide(g->dout, g->in[1]) : NULL;
+    din[1] = NEED(1) ? scale(reduce_to(divide(mul(g->dout, g->out), g->in[1]), g->in[1]), -1.0f)
+                     : NULL;
+    return status2_need(g, din);
 }
 
 /* ---- unary elementwise ---- */
@@ -294,11 +301,14 @@ GRAD(vdev_grad_identity)
 
 /* ---- losses ---- */
 
+/* dtarget = -dpred: dpred is made even when only dtarget is needed. */
 GRAD(vdev_grad_mse)
 {
-    din[0] = op3(VDEV_OP_MSE_GRAD, g->dout, g->in[0], g->in[1]);
-    din[1] = scale(din[0], -1.0f);
-    return status2(din);
+    struct vdev_tens *dpred = op3(VDEV_OP_MSE_GRAD, g->dout, g->in[0], g->in[1]);
+    din[0] = NEED(0) ? dpred : NULL;
+    din[1] = NEED(1) ? scale(dpred, -1.0f) : NULL;
+    enum vdev_status st = status_of(dpred);
+    return st != VDEV_OK ? st : status2_need(g, din);
 }
 
 /* The labels take no gradient: din[1] stays NULL. */

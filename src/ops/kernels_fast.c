@@ -14,6 +14,26 @@
 #include <math.h>
 #include <string.h>
 
+/* Each loop is compiled for AVX-512, AVX2 and the baseline x86-64 (SSE2), and
+ * the loader picks the widest the CPU has (GCC's target_clones, an ifunc).
+ * Every clone computes the same bits: the loops use only IEEE operations that
+ * round exactly (+, -, *, /, sqrt, compare), no contraction into fused
+ * multiply-adds (GCC keeps -ffp-contract=off in ISO C mode, -std=c11, as the
+ * build sets), and no reordering of sums,
+ * so the choice changes speed only. The transcendental loops call libm's
+ * scalar functions whatever the clone. Not under ThreadSanitizer: the
+ * loader runs the clones' resolver before TSan's runtime is up, and the
+ * instrumented resolver crashes the process at start-up. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute) && \
+    !defined(__SANITIZE_THREAD__)
+#if __has_attribute(target_clones)
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef CLONES
+#define CLONES
+#endif
+
 #define IN_F(k) ((const float *)a->in[k])
 #define OUT_F(k) ((float *)a->out[k])
 
@@ -30,7 +50,7 @@ static int64_t last_dim(const struct vdev_kernel_args *a, int k)
 /* Binary ops: b the same shape (mode 0), a row over the last axis (1), or one
  * element (2), as vdev_shape_broadcast_b set a->i[3]. */
 #define BINARY(NAME, EXPR)                                                                         \
-    static void NAME##_part(void *vctx, int64_t lo, int64_t hi)                                    \
+    CLONES static void NAME##_part(void *vctx, int64_t lo, int64_t hi)                                    \
     {                                                                                              \
         const struct ew *c = vctx;                                                                 \
         const struct vdev_kernel_args *a = c->a;                                                   \
@@ -74,9 +94,9 @@ BINARY(mul, p * q)
 BINARY(div, p / q)
 
 /* Unary and pairwise elementwise ops: one loop body each, over the elements
- * of input K. */
-#define ELEMENTWISE(NAME, K, ...)                                                                    \
-    static void NAME##_part(void *vctx, int64_t lo, int64_t hi)                                    \
+ * of input K, split into parts of at least MIN elements. */
+#define ELEMENTWISE_MIN(NAME, K, MIN, ...)                                                         \
+    CLONES static void NAME##_part(void *vctx, int64_t lo, int64_t hi)                             \
     {                                                                                              \
         const struct vdev_kernel_args *a = ((const struct ew *)vctx)->a;                           \
         __VA_ARGS__                                                                                \
@@ -84,8 +104,13 @@ BINARY(div, p / q)
     KERNEL(vdev_fast_##NAME)                                                                       \
     {                                                                                              \
         struct ew c = {a, 0};                                                                      \
-        vdev_parallel_for(vdev_args_numel(a, K), NAME##_part, &c);                                 \
+        vdev_parallel_for_min(vdev_args_numel(a, K), MIN, NAME##_part, &c);                        \
     }
+#define ELEMENTWISE(NAME, K, ...) ELEMENTWISE_MIN(NAME, K, VDEV_PARALLEL_MIN, __VA_ARGS__)
+
+/* The optimizer updates read and write 20 to 28 bytes per element: a part
+ * of 2^15 elements is ~1 MB of traffic, worth a thread. */
+#define UPDATE_MIN (1 << 15)
 
 /* One-input elementwise ops: o = EXPR of p = x[i] (and s = f[0]). */
 #define UNARY(NAME, EXPR)                                                                          \
@@ -111,12 +136,16 @@ UNARY(sigmoid, 1.0f / (1.0f + expf(-p)))
 UNARY(exp, expf(p))
 UNARY(log, logf(p))
 
-/* (dy, x) -> dy where x > 0, else 0. */
+/* (dy, x) -> dy where x > 0, else 0. Both loads are unconditional, so the
+ * compare becomes a mask and the loop vectorizes (a load under the condition
+ * compiled to a branch per element, mispredicted half the time). */
 ELEMENTWISE(relu_grad, 0, {
     const float *restrict dy = IN_F(0), *restrict x = IN_F(1);
     float *restrict o = OUT_F(0);
-    for (int64_t i = lo; i < hi; i++)
-        o[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+    for (int64_t i = lo; i < hi; i++) {
+        const float d = dy[i], v = x[i];
+        o[i] = v > 0.0f ? d : 0.0f;
+    }
 })
 
 /* (dy, pred, target) -> dy * 2 (pred - target) / n, dy one element. */
@@ -134,7 +163,7 @@ ELEMENTWISE(mse_grad, 1, {
  * traffic, where the double arithmetic costs nothing. */
 
 /* (var, grad, velocity): velocity = momentum velocity - lr grad; var += velocity. */
-ELEMENTWISE(sgd_update, 0, {
+ELEMENTWISE_MIN(sgd_update, 0, UPDATE_MIN, {
     float *restrict var = OUT_F(0), *restrict vel = OUT_F(2);
     const float *restrict g = IN_F(1);
     const double lr = a->f[0], mom = a->f[1];
@@ -149,7 +178,7 @@ ELEMENTWISE(sgd_update, 0, {
  * float: double square roots and divisions do not vectorize well, and this
  * loop is a large share of a small model's step. tests/test_ops.c bounds its
  * difference from the reference by a few ulps of the terms involved. */
-ELEMENTWISE(adam_update, 0, {
+ELEMENTWISE_MIN(adam_update, 0, UPDATE_MIN, {
     float *restrict var = OUT_F(0), *restrict m = OUT_F(2), *restrict v = OUT_F(3);
     const float *restrict g = IN_F(1);
     const float lr = (float)a->f[0], b1 = (float)a->f[1], b2 = (float)a->f[2];

@@ -6,47 +6,23 @@
  * sgemm accumulates in float, so results differ from the double-accumulating
  * reference by a few ulps of sum |a_ip b_pj| (the tests bound it as
  * 4 k 2^-24 sum_p |a_ip| |b_pj|). Empty operands never reach BLAS: an empty
- * output needs nothing, an empty inner dimension gives zeros. */
+ * output needs nothing, an empty inner dimension gives zeros.
+ *
+ * Threads: every product goes through the gate of threads.h, which sets
+ * OpenBLAS's thread count to the plan (the user's budget, divided among the
+ * streams that run products at the same time) and, with several streams,
+ * lets at most the budget's number of products run at once. OpenBLAS's
+ * results depend on its thread count (measured: 0.3.21 on Zen 4, 1000x1000x
+ * 1000 differs in 71% of the elements between 1 and 2 threads, and with
+ * OPENBLAS_CORETYPE=Haswell even 64x512x256 does), so a product submitted
+ * under the determinism switch (i[2], set by the shape rule) runs with one
+ * OpenBLAS thread. */
 #include "ops/impl.h"
+#include "ops/threads.h"
 
 #include <cblas.h>
 #include <limits.h>
-#include <stdatomic.h>
 #include <string.h>
-
-/* OpenBLAS's own threads. With two or more simulated GPUs, each GPU's stream
- * already runs its products on a thread of its own; OpenBLAS threads inside
- * each would oversubscribe the cores (three streams times two BLAS threads
- * on two cores ran the chain3 benchmark 2.7x slower). So, once per start-up
- * and unless OPENBLAS_NUM_THREADS or OMP_NUM_THREADS says otherwise, BLAS
- * runs single-threaded when there are two or more host-run GPU streams, and
- * with its default thread count otherwise. Decided at the first product of a
- * start-up, before any other product of that start-up runs. */
-static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic uint32_t blas_generation; /* the start-up it was decided for */
-static int blas_default_threads;          /* OpenBLAS's own choice, 0: not read yet */
-
-static void blas_configure(void)
-{
-    uint32_t gen = vdev_runtime_generation();
-    if (atomic_load_explicit(&blas_generation, memory_order_acquire) == gen)
-        return;
-    pthread_mutex_lock(&blas_lock);
-    if (atomic_load_explicit(&blas_generation, memory_order_relaxed) != gen) {
-        if (!getenv("OPENBLAS_NUM_THREADS") && !getenv("OMP_NUM_THREADS")) {
-            if (!blas_default_threads)
-                blas_default_threads = openblas_get_num_threads();
-            int streams = 0;
-            for (int i = 0; i < vdev_runtime_n_devices(); i++) {
-                const struct vdev_ldev *d = vdev_runtime_device(i);
-                streams += d->backend->ops->is_gpu && d->backend->ops->host_addressable;
-            }
-            openblas_set_num_threads(streams >= 2 ? 1 : blas_default_threads);
-        }
-        atomic_store_explicit(&blas_generation, gen, memory_order_release);
-    }
-    pthread_mutex_unlock(&blas_lock);
-}
 
 /* out[m,n] = op(a) op(b): a [m,k] or [k,m] (i[0]), b [k,n] or [n,k] (i[1]). */
 KERNEL(vdev_host_matmul)
@@ -67,10 +43,11 @@ KERNEL(vdev_host_matmul)
         vdev_ref_matmul(a);
         return;
     }
-    blas_configure();
     /* Leading dimensions are the stored row lengths, whatever the transpose. */
     int lda = (int)a->in_shape[0][1], ldb = (int)a->in_shape[1][1], ldc = (int)n;
+    vdev_threads_product_begin(a->i[2] != 0);
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 (int)m, (int)n, (int)k, 1.0f, (const float *)a->in[0], lda, (const float *)a->in[1],
                 ldb, 0.0f, (float *)a->out[0], ldc);
+    vdev_threads_product_end();
 }

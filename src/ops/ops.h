@@ -28,10 +28,14 @@ struct vdev_op_params {
 };
 
 /* What a gradient function gets: the forward op's inputs, output and
- * parameters, and the gradient of its output. */
+ * parameters, the gradient of its output, and which inputs' gradients the
+ * caller needs (bit k: input k). A function may leave din[k] NULL for an
+ * input whose bit is clear (the tape skips a product that feeds nothing it
+ * was asked for); one that computes it anyway is correct, only slower. */
 struct vdev_grad_args {
     enum vdev_op op;
     int n_in;
+    unsigned need;
     const struct vdev_tens *in[VDEV_KERNEL_MAX_IN];
     const struct vdev_tens *out;
     const struct vdev_tens *dout;

@@ -4,31 +4,33 @@
  * job under the pool's mutex with a new generation number, and runs part 0
  * itself; each worker runs the part matching its index and counts down. The
  * caller waits for the count to reach zero before returning, so the job's
- * context (on the caller's stack) outlives every use. Workers are started on
- * first use and live as long as the process. */
+ * context (on the caller's stack) outlives every use. How many parts a job
+ * gets is the thread plan's (threads.h: OMP_NUM_THREADS or the CPUs the
+ * process may use, divided among the streams); workers are started when a
+ * job first needs them and live as long as the process. Which elements each
+ * part gets changes nothing in the result: every kernel that uses the pool
+ * computes each output element on its own. */
 #define _GNU_SOURCE
 #include "ops/parallel.h"
 
 #include "base/base.h"
+#include "ops/threads.h"
 
-#include <unistd.h>
-
-#define MAX_WORKERS 15
+#define MAX_WORKERS 63
 
 static struct {
-    pthread_once_t once;
     pthread_mutex_t busy;       /* held by the caller that owns the pool */
     pthread_mutex_t lock;       /* guards everything below */
     pthread_cond_t go, done;
     int n_workers;
+    uint64_t start_gen[MAX_WORKERS + 1]; /* the generation when worker i started */
     uint64_t generation;
     int remaining;
     void (*fn)(void *, int64_t, int64_t);
     void *ctx;
     int64_t n;
     int parts;
-} P = {.once = PTHREAD_ONCE_INIT,
-       .busy = PTHREAD_MUTEX_INITIALIZER,
+} P = {.busy = PTHREAD_MUTEX_INITIALIZER,
        .lock = PTHREAD_MUTEX_INITIALIZER,
        .go = PTHREAD_COND_INITIALIZER,
        .done = PTHREAD_COND_INITIALIZER};
@@ -44,8 +46,8 @@ static void part_range(int64_t n, int parts, int k, int64_t *lo, int64_t *hi)
 static void *worker(void *arg)
 {
     int index = (int)(intptr_t)arg; /* 1..n_workers; the caller is part 0 */
-    uint64_t seen = 0;
     pthread_mutex_lock(&P.lock);
+    uint64_t seen = P.start_gen[index]; /* jobs up to this one are not its own */
     for (;;) {
         while (P.generation == seen)
             pthread_cond_wait(&P.go, &P.lock);
@@ -66,39 +68,54 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static void start_pool(void)
+/* Starts workers up to `want` (the caller holds `busy`); fewer when the
+ * system refuses threads, the caller then runs the rest. */
+static void start_workers(int want)
 {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int n = cores > 1 ? (int)cores - 1 : 0;
-    if (n > MAX_WORKERS)
-        n = MAX_WORKERS;
-    for (int i = 0; i < n; i++) {
+    if (want > MAX_WORKERS)
+        want = MAX_WORKERS;
+    while (P.n_workers < want) {
         pthread_t t;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int ok = pthread_create(&t, &attr, worker, (void *)(intptr_t)(i + 1)) == 0;
+        pthread_mutex_lock(&P.lock);
+        P.start_gen[P.n_workers + 1] = P.generation; /* no job runs: the caller holds busy */
+        pthread_mutex_unlock(&P.lock);
+        int ok = pthread_create(&t, &attr, worker, (void *)(intptr_t)(P.n_workers + 1)) == 0;
         pthread_attr_destroy(&attr);
         if (!ok)
-            break; /* fewer workers: the caller runs the rest */
-        P.n_workers = i + 1;
+            return;
+        pthread_mutex_lock(&P.lock);
+        P.n_workers++;
+        pthread_mutex_unlock(&P.lock);
     }
 }
 
-void vdev_parallel_for(int64_t n, void (*fn)(void *ctx, int64_t lo, int64_t hi), void *ctx)
+void vdev_parallel_for_min(int64_t n, int64_t min_part, void (*fn)(void *, int64_t, int64_t),
+                           void *ctx)
 {
-    if (n < 2 * VDEV_PARALLEL_MIN) {
+    if (min_part < 1)
+        min_part = 1;
+    if (n < 2 * min_part) {
         fn(ctx, 0, n);
         return;
     }
-    pthread_once(&P.once, start_pool);
-    if (P.n_workers == 0 || pthread_mutex_trylock(&P.busy) != 0) {
+    int parts = vdev_threads_kernel_parts();
+    if (n / parts < min_part)
+        parts = (int)(n / min_part);
+    if (parts < 2 || pthread_mutex_trylock(&P.busy) != 0) {
         fn(ctx, 0, n);
         return;
     }
-    int parts = 1 + P.n_workers;
-    if (n / parts < VDEV_PARALLEL_MIN)
-        parts = (int)(n / VDEV_PARALLEL_MIN);
+    start_workers(parts - 1);
+    if (parts > 1 + P.n_workers)
+        parts = 1 + P.n_workers;
+    if (parts < 2) {
+        pthread_mutex_unlock(&P.busy);
+        fn(ctx, 0, n);
+        return;
+    }
     pthread_mutex_lock(&P.lock);
     P.fn = fn;
     P.ctx = ctx;
@@ -118,4 +135,9 @@ void vdev_parallel_for(int64_t n, void (*fn)(void *ctx, int64_t lo, int64_t hi),
         pthread_cond_wait(&P.done, &P.lock);
     pthread_mutex_unlock(&P.lock);
     pthread_mutex_unlock(&P.busy);
+}
+
+void vdev_parallel_for(int64_t n, void (*fn)(void *ctx, int64_t lo, int64_t hi), void *ctx)
+{
+    vdev_parallel_for_min(n, VDEV_PARALLEL_MIN, fn, ctx);
 }

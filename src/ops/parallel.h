@@ -1,9 +1,10 @@
 /* parallel.h — a small thread pool for host kernels of large elementwise ops.
  *
  * vdev_parallel_for(n, fn, ctx) calls fn(ctx, lo, hi) over [0, n) split into
- * one part per core, the calling thread taking one part. Small ranges, a
- * one-core machine, or a pool already busy (another stream's kernel) run
- * inline on the caller, so it never waits for another kernel's work. */
+ * as many parts as the thread plan allows (threads.h), the calling thread
+ * taking one part. Small ranges, a plan of one thread, or a pool already busy
+ * (another stream's kernel) run inline on the caller, so it never waits for
+ * another kernel's work. Parts start at multiples of 16 elements. */
 #ifndef VDEV_PARALLEL_H
 #define VDEV_PARALLEL_H
 
@@ -13,5 +14,10 @@
 #define VDEV_PARALLEL_MIN (1 << 18)
 
 void vdev_parallel_for(int64_t n, void (*fn)(void *ctx, int64_t lo, int64_t hi), void *ctx);
+/* The same with parts of at least min_part elements: kernels that do much
+ * per element (Adam reads and writes 28 bytes of each) pay for a thread
+ * sooner. */
+void vdev_parallel_for_min(int64_t n, int64_t min_part,
+                           void (*fn)(void *ctx, int64_t lo, int64_t hi), void *ctx);
 
 #endif

@@ -11,6 +11,8 @@
  * tensor contents: values that are out of range (a label >= C) are the
  * kernels' business. */
 #include "ops/impl.h"
+#include "config/config.h"
+#include "ops/threads.h"
 
 #include <string.h>
 
@@ -135,6 +137,10 @@ enum vdev_status vdev_shape_matmul(struct vdev_kernel_args *a)
     }
     int64_t shape[2] = {m, n};
     out_shape(a, shape, 2, VDEV_F32);
+    /* The determinism switch as the product is submitted: a product queued
+     * on a stream runs in the mode it was asked in (kernels_host.c). */
+    a->i[2] = vdev_deterministic();
+    vdev_threads_arm_exit(); /* before main can return with products queued */
     return VDEV_OK;
 }
 

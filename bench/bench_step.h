@@ -1,0 +1,328 @@
+/* bench_step.h — what the step benchmarks share (bench_ops.c, bench_scaling.c):
+ * training steps of MLPs through vdev's public API, the same step's matrix
+ * products run alone through cblas_sgemm, and a timer that alternates the two.
+ *
+ * A model is an MLP d0-d1-d2-d3 (ReLU between layers, no activation at the
+ * end), trained with Adam (lr 0.001, betas 0.9 and 0.999, epsilon 1e-7) on
+ * a mean squared error against a fixed target, or on softmax cross-entropy
+ * against fixed labels. A chain of models feeds each model's output to the
+ * next, each model on its own device, its own tape and its own Adam (as
+ * examples/chain3.c does); a model's input from the model before it takes
+ * no gradient.
+ *
+ * "Its products" are the step's 8 matrix products per model — 3 forward,
+ * 3 weight gradients, 2 input gradients between layers — on operands of
+ * their own, laid out as in the step: each layer's weights, activations and
+ * gradients in separate buffers, so the products read and write as much
+ * memory as they do inside the step. Both are timed in turns (products,
+ * step, products, step, ...), so a disturbance from other work on the
+ * machine hits both alike; the median and the minimum of the turns are
+ * reported. The products run on the calling thread with OpenBLAS's thread
+ * count as vdev left it after a warm-up step (the count vdev's steps use). */
+#ifndef VDEV_BENCH_STEP_H
+#define VDEV_BENCH_STEP_H
+
+#define _POSIX_C_SOURCE 200809L
+#include "vdev.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BENCH_MAX_MODELS 8
+
+static void bench_die(const char *what)
+{
+    fprintf(stderr, "bench: %s: %s\n", what, vdev_last_error());
+    exit(1);
+}
+
+static int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v[0..n) (sorts v). */
+static double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double bench_min(const double *v, int n)
+{
+    double m = v[0];
+    for (int i = 1; i < n; i++)
+        m = v[i] < m ? v[i] : m;
+    return m;
+}
+
+/* Restarts vdev with VDEV_SIM_GPUS=sim (NULL: no simulated GPU). */
+static void bench_restart(const char *sim)
+{
+    vdev_shutdown();
+    if (sim)
+        setenv("VDEV_SIM_GPUS", sim, 1);
+    else
+        unsetenv("VDEV_SIM_GPUS");
+    if (vdev_init() != VDEV_OK)
+        bench_die("start-up");
+}
+
+/* ---- the products alone ---- */
+
+struct bench_prods {
+    int d[4], batch;
+    float *x, *w[3], *h[3], *gh[3], *dw[3]; /* h[l] = output of layer l, gh its gradient */
+};
+
+static float *bench_buf(size_t n)
+{
+    float *p = malloc(n * sizeof *p);
+    if (!p) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++)
+        p[i] = (float)((i * 7919u) % 13u) * 0.01f - 0.06f;
+    return p;
+}
+
+static void bench_prods_init(struct bench_prods *p, const int *d, int batch)
+{
+    memcpy(p->d, d, sizeof p->d);
+    p->batch = batch;
+    p->x = bench_buf((size_t)batch * (size_t)d[0]);
+    for (int l = 0; l < 3; l++) {
+        p->w[l] = bench_buf((size_t)d[l] * (size_t)d[l + 1]);
+        p->dw[l] = bench_buf((size_t)d[l] * (size_t)d[l + 1]);
+        p->h[l] = bench_buf((size_t)batch * (size_t)d[l + 1]);
+        p->gh[l] = bench_buf((size_t)batch * (size_t)d[l + 1]);
+    }
+}
+
+static void bench_prods_free(struct bench_prods *p)
+{
+    free(p->x);
+    for (int l = 0; l < 3; l++) {
+        free(p->w[l]);
+        free(p->dw[l]);
+        free(p->h[l]);
+        free(p->gh[l]);
+    }
+}
+
+/* One step's 8 products, in the step's order. */
+static void bench_prods_run(const struct bench_prods *p)
+{
+    const int *d = p->d, B = p->batch;
+    const float *in = p->x;
+    for (int l = 0; l < 3; l++) { /* h[l] = in W[l] */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, d[l + 1], d[l], 1.0f, in, d[l],
+                    p->w[l], d[l + 1], 0.0f, p->h[l], d[l + 1]);
+        in = p->h[l];
+    }
+    for (int l = 2; l >= 0; l--) {
+        if (l > 0) /* gh[l-1] = gh[l] W[l]^T */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, d[l], d[l + 1], 1.0f,
+                        p->gh[l], d[l + 1], p->w[l], d[l + 1], 0.0f, p->gh[l - 1], d[l]);
+        const float *x = l ? p->h[l - 1] : p->x; /* dW[l] = x^T gh[l] */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d[l], d[l + 1], B, 1.0f, x, d[l],
+                    p->gh[l], d[l + 1], 0.0f, p->dw[l], d[l + 1]);
+    }
+}
+
+/* ---- vdev's step ---- */
+
+struct bench_model {
+    const char *dev;
+    vdev_mlp_t *mlp;
+    vdev_optimizer_t *opt;
+    vdev_tensor_t *vars[6];
+    vdev_tensor_t *target; /* MSE target [batch, d3], or labels [batch] (cross-entropy) */
+    int ce;
+};
+
+static void bench_model_init(struct bench_model *m, const char *dev, const int *d, int batch,
+                             int ce, uint64_t seed)
+{
+    int64_t sizes[4] = {d[0], d[1], d[2], d[3]};
+    m->dev = dev;
+    m->ce = ce;
+    vdev_device_push(dev);
+    m->mlp = vdev_mlp_new(sizes, 4, VDEV_ACT_RELU, VDEV_ACT_NONE, seed);
+    if (ce) {
+        int32_t *labels = malloc((size_t)batch * sizeof *labels);
+        if (!labels)
+            bench_die("labels");
+        for (int i = 0; i < batch; i++)
+            labels[i] = (int32_t)(i % d[3]);
+        int64_t ls[1] = {batch};
+        m->target = vdev_tensor_from_host(labels, ls, 1, VDEV_I32);
+        free(labels);
+    } else {
+        int64_t ts[2] = {batch, d[3]};
+        m->target = vdev_tensor_uniform(ts, 2, -1, 1, seed + 1000);
+    }
+    vdev_device_pop();
+    m->opt = vdev_adam_new(0.001f, 0.9f, 0.999f, 1e-7f);
+    if (!m->mlp || !m->target || !m->opt || vdev_mlp_variables(m->mlp, m->vars, 6) != 6)
+        bench_die("making a model");
+}
+
+static void bench_model_free(struct bench_model *m)
+{
+    vdev_mlp_free(m->mlp);
+    vdev_optimizer_free(m->opt);
+    vdev_tensor_free(m->target);
+}
+
+/* One training step of m on input x; returns the model's output (in the
+ * caller's scope). */
+static const vdev_tensor_t *bench_model_step(struct bench_model *m, const vdev_tensor_t *x)
+{
+    vdev_device_push(m->dev);
+    vdev_tape_t *tape = vdev_tape_begin();
+    vdev_tensor_t *y = vdev_mlp_forward(m->mlp, x);
+    vdev_tensor_t *loss = m->ce ? vdev_softmax_cross_entropy(y, m->target) : vdev_mse(y, m->target);
+    vdev_tensor_t *g[6];
+    if (vdev_tape_gradient(tape, loss, m->vars, 6, g) != VDEV_OK ||
+        vdev_optimizer_apply(m->opt, m->vars, g, 6) != VDEV_OK)
+        bench_die("a training step");
+    vdev_tape_end(tape);
+    vdev_device_pop();
+    return y;
+}
+
+/* A chain of n models, model k on dev[k], each d0-d1-d2-d3 with d3 == d0
+ * (so each feeds the next), batch rows; or one model when n == 1. */
+struct bench_chain {
+    int n, batch;
+    int d[4];
+    struct bench_model m[BENCH_MAX_MODELS];
+    vdev_tensor_t *x;
+    struct bench_prods p[BENCH_MAX_MODELS];
+};
+
+static void bench_chain_init(struct bench_chain *c, int n, const char *const *dev, const int *d,
+                             int batch, int ce)
+{
+    c->n = n;
+    c->batch = batch;
+    memcpy(c->d, d, sizeof c->d);
+    for (int k = 0; k < n; k++) {
+        bench_model_init(&c->m[k], dev[k], d, batch, ce, 10 + (uint64_t)k);
+        bench_prods_init(&c->p[k], d, batch);
+    }
+    int64_t xs[2] = {batch, d[0]};
+    vdev_device_push(dev[0]);
+    c->x = vdev_tensor_uniform(xs, 2, -1, 1, 20);
+    vdev_device_pop();
+    if (!c->x)
+        bench_die("the input");
+}
+
+static void bench_chain_free(struct bench_chain *c)
+{
+    for (int k = 0; k < c->n; k++) {
+        bench_model_free(&c->m[k]);
+        bench_prods_free(&c->p[k]);
+    }
+    vdev_tensor_free(c->x);
+}
+
+/* `steps` steps of the chain; waits for every device's stream at the end. */
+static void bench_chain_steps(struct bench_chain *c, int steps)
+{
+    for (int s = 0; s < steps; s++) {
+        vdev_scope_begin();
+        const vdev_tensor_t *in = c->x;
+        for (int k = 0; k < c->n; k++)
+            in = bench_model_step(&c->m[k], in);
+        vdev_scope_end();
+    }
+    vdev_scope_begin();
+    for (int k = 0; k < c->n; k++)
+        vdev_tensor_item(vdev_sum_all(c->m[k].vars[5])); /* waits for the stream */
+    vdev_scope_end();
+}
+
+/* The products of `steps` steps of models [from, to) alone. */
+static void bench_chain_prods(const struct bench_chain *c, int from, int to, int steps)
+{
+    for (int s = 0; s < steps; s++)
+        for (int k = from; k < to; k++)
+            bench_prods_run(&c->p[k]);
+}
+
+struct bench_times {
+    double step_med, step_min;   /* ms per step */
+    double prod_med, prod_min;   /* ms per step: all models' products */
+    double prod1_med, prod1_min; /* ms per step: the products of one model */
+    double step_cpu, prod_cpu;   /* ms per step of the calling thread's CPU time (minimum
+                                    over the turns): work done on this thread alone, which
+                                    other programs on the machine do not inflate */
+};
+
+/* CPU time of the calling thread, in seconds. */
+static double bench_thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Times the chain's steps and its products in turns: a warm-up, then reps
+ * turns of `steps` steps each. */
+static struct bench_times bench_chain_time(struct bench_chain *c, int steps, int reps)
+{
+    double ts[32], tp[32], t1[32], cs[32], cp[32];
+    if (reps > 32)
+        reps = 32;
+    bench_chain_steps(c, 2); /* warm-up: memory grown, BLAS threads decided */
+    bench_chain_prods(c, 0, c->n, 2);
+    for (int r = 0; r < reps; r++) {
+        double c0 = bench_thread_cpu(), t0 = vdev_clock_seconds();
+        bench_chain_prods(c, 0, c->n, steps);
+        double c1 = bench_thread_cpu(), t1s = vdev_clock_seconds();
+        bench_chain_steps(c, steps);
+        double c2 = bench_thread_cpu(), t2 = vdev_clock_seconds();
+        cp[r] = (c1 - c0) * 1e3 / steps;
+        cs[r] = (c2 - c1) * 1e3 / steps;
+        bench_chain_prods(c, 0, 1, steps);
+        double t3 = vdev_clock_seconds();
+        tp[r] = (t1s - t0) * 1e3 / steps;
+        ts[r] = (t2 - t1s) * 1e3 / steps;
+        t1[r] = (t3 - t2) * 1e3 / steps;
+    }
+    struct bench_times bt;
+    bt.step_min = bench_min(ts, reps);
+    bt.prod_min = bench_min(tp, reps);
+    bt.prod1_min = bench_min(t1, reps);
+    bt.step_med = bench_median(ts, reps);
+    bt.prod_med = bench_median(tp, reps);
+    bt.prod1_med = bench_median(t1, reps);
+    bt.step_cpu = bench_min(cs, reps);
+    bt.prod_cpu = bench_min(cp, reps);
+    return bt;
+}
+
+/* OpenBLAS's environment, for the record: "OPENBLAS_NUM_THREADS=2,
+ * OMP_NUM_THREADS unset, OPENBLAS_CORETYPE unset". */
+static const char *bench_blas_env(char *buf, size_t cap)
+{
+    const char *names[3] = {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_CORETYPE"};
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 3 && n < cap; i++) {
+        const char *v = getenv(names[i]);
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s%s%s", i ? ", " : "", names[i],
+                              v ? "=" : " unset", v ? v : "");
+    }
+    return buf;
+}
+
+#endif

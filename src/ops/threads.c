@@ -1,0 +1,371 @@
+/* threads.c — the thread plan of host work (see threads.h): CPUs from the
+ * affinity mask and the cgroup quota, the matrix-product budget from the
+ * environment, streams from the runtime's devices; OpenBLAS's thread count
+ * set to match, and a gate around products that counts the ones running.
+ *
+ * The gate is one mutex and condition variable: a product takes a slot
+ * (waiting while `permits` run already), runs without the lock, and gives
+ * the slot back. OpenBLAS's thread count is a process-wide setting, so it is
+ * changed only when no product runs: a product that finds the plan out of
+ * date (a new start-up, or the determinism switch flipped) waits for the
+ * running ones to finish, changes it, and goes on. The pool reads its part
+ * count from an atomic, updated with the plan.
+ *
+ * At exit, products stop: a program that returns from main without
+ * vdev_shutdown() while a simulated GPU's stream still runs its queue would
+ * otherwise have a product running while the exit handlers tear OpenBLAS
+ * down (its destructor frees the buffers sgemm works in: a crash). An exit
+ * handler, registered when the first product is submitted (on the
+ * submitting thread, so before main can return), waits for the running
+ * products and holds every later one back for good; the process ends around
+ * it. */
+#define _GNU_SOURCE
+#include "ops/threads.h"
+
+#include "config/config.h"
+#include "runtime/runtime.h"
+
+#include <cblas.h>
+#include <ctype.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Looks at a full set of product slots before sleeping (see below). */
+#define SLOT_SPINS 64
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cv;            /* broadcast when no product runs any more */
+    pthread_cond_t slot;          /* signalled when a product ends (one waiter wakes) */
+    int slot_waiters;             /* threads waiting on `slot` */
+    _Atomic int in_flight;        /* products running (changed under the lock) */
+    int peak_in_flight;           /* the most that ran at once (tests) */
+    int exiting;                  /* the process is exiting: no new product starts */
+    struct vdev_thread_plan plan; /* plan.key 0: none yet (generations start at 1) */
+    _Atomic uint64_t key;         /* plan.key, for the lock-free check */
+    _Atomic int kernel_parts;
+} G = {.lock = PTHREAD_MUTEX_INITIALIZER,
+       .cv = PTHREAD_COND_INITIALIZER,
+       .slot = PTHREAD_COND_INITIALIZER};
+
+/* ---- the pieces ---- */
+
+int vdev_threads_parse_count(const char *v)
+{
+    if (!v)
+        return 0;
+    while (isspace((unsigned char)*v))
+        v++;
+    if (!isdigit((unsigned char)*v))
+        return 0;
+    char *end;
+    long n = strtol(v, &end, 10);
+    while (isspace((unsigned char)*end))
+        end++;
+    if ((*end && *end != ',') || n < 1 || n > 4096)
+        return 0;
+    return (int)n;
+}
+
+/* The quota in whole CPUs from one cgroup folder: v2's cpu.max ("max 100000"
+ * or "150000 100000"), else v1's cpu.cfs_quota_us / cpu.cfs_period_us (-1:
+ * none). 0: none, or nothing readable. */
+/* dir/name opened for reading, or NULL (also for a path too long). */
+static FILE *open_in(const char *dir, const char *name)
+{
+    char path[PATH_MAX + 32];
+    int n = snprintf(path, sizeof path, "%s/%s", dir, name);
+    return n > 0 && (size_t)n < sizeof path ? fopen(path, "r") : NULL;
+}
+
+static int quota_in(const char *dir)
+{
+    long long quota = -1, period = 0;
+    FILE *f = open_in(dir, "cpu.max");
+    if (f) {
+        char q[32] = "";
+        if (fscanf(f, "%31s %lld", q, &period) == 2 && strcmp(q, "max") != 0)
+            quota = strtoll(q, NULL, 10);
+        fclose(f);
+    } else {
+        if ((f = open_in(dir, "cpu.cfs_quota_us"))) {
+            if (fscanf(f, "%lld", &quota) != 1)
+                quota = -1;
+            fclose(f);
+        }
+        if ((f = open_in(dir, "cpu.cfs_period_us"))) {
+            if (fscanf(f, "%lld", &period) != 1)
+                period = 0;
+            fclose(f);
+        }
+    }
+    if (quota <= 0 || period <= 0)
+        return 0;
+    long long cpus = (quota + period - 1) / period;
+    return cpus > INT_MAX ? INT_MAX : (int)cpus;
+}
+
+/* The smallest quota from dir up to stop (both included; dir lies under
+ * stop), 0 when none. */
+static int quota_up(char *dir, size_t stop_len)
+{
+    int best = 0;
+    for (;;) {
+        int q = quota_in(dir);
+        if (q && (!best || q < best))
+            best = q;
+        if (strlen(dir) <= stop_len)
+            return best;
+        char *slash = strrchr(dir + stop_len, '/');
+        if (!slash)
+            return best;
+        *slash = '\0';
+    }
+}
+
+int vdev_threads_cgroup_cpus(const char *proc_cgroup, const char *root)
+{
+    FILE *f = fopen(proc_cgroup, "r");
+    if (!f)
+        return 0;
+    char line[1024], dir[PATH_MAX];
+    int best = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        /* "ID:CONTROLLERS:PATH"; v2 has ID 0 and no controllers. */
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c1 = *c2 = '\0';
+        const char *ctl = c1 + 1, *path = c2 + 1;
+        if (strcmp(path, "/") == 0)
+            path = "";
+        const char *subs[3] = {NULL, NULL, NULL};
+        if (!*ctl && !strcmp(line, "0")) {
+            subs[0] = ""; /* v2: one hierarchy at the root */
+        } else {
+            int has_cpu = 0;
+            char ctls[256];
+            vdev_strlcpy(ctls, ctl, sizeof ctls);
+            for (char *save, *t = strtok_r(ctls, ",", &save); t; t = strtok_r(NULL, ",", &save))
+                has_cpu |= !strcmp(t, "cpu");
+            if (!has_cpu)
+                continue;
+            subs[0] = "/cpu";
+            subs[1] = "/cpu,cpuacct";
+            subs[2] = "/cpuacct,cpu";
+        }
+        for (int s = 0; s < 3 && subs[s]; s++) {
+            /* The process's own folder and those above it; inside a container
+             * without a cgroup namespace the path names the host's folders,
+             * which are not mounted: then the mount's root alone. */
+            int n = snprintf(dir, sizeof dir, "%s%s%s", root, subs[s], path);
+            if (n < 0 || (size_t)n >= sizeof dir)
+                continue;
+            size_t stop = strlen(root) + strlen(subs[s]);
+            int q = quota_up(dir, stop);
+            if (q && (!best || q < best))
+                best = q;
+        }
+    }
+    fclose(f);
+    return best;
+}
+
+/* CPUs in the affinity mask (the online CPUs when it cannot be read). */
+static int affinity_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* ---- the plan ---- */
+
+static uint64_t key_now(int deterministic)
+{
+    return ((uint64_t)vdev_runtime_generation() << 1) | (deterministic ? 1u : 0u);
+}
+
+/* Host threads that may run products at the same time: one per simulated
+ * GPU stream (a physical device running host kernels), plus the logical
+ * CPUs when there are several. */
+static int count_streams(void)
+{
+    int streams = 0, cpus = 0;
+    const struct vdev_backend *seen_b[VDEV_MAX_LDEVS];
+    int seen_d[VDEV_MAX_LDEVS], n_seen = 0;
+    for (int i = 0; i < vdev_runtime_n_devices(); i++) {
+        const struct vdev_ldev *d = vdev_runtime_device(i);
+        const struct vdev_backend_ops *o = d->backend->ops;
+        if (!o->is_gpu) {
+            cpus++;
+            continue;
+        }
+        if (!o->host_addressable || o->run_kernel)
+            continue; /* a real GPU: its products are not host threads */
+        int dup = 0;
+        for (int k = 0; k < n_seen && !dup; k++)
+            dup = seen_b[k] == d->backend && seen_d[k] == d->bdev;
+        if (dup || n_seen == VDEV_MAX_LDEVS)
+            continue;
+        seen_b[n_seen] = d->backend;
+        seen_d[n_seen++] = d->bdev;
+        streams++;
+    }
+    if (cpus > 1)
+        streams += cpus;
+    return streams > 0 ? streams : 1;
+}
+
+static void make_plan(struct vdev_thread_plan *p, int deterministic)
+{
+    struct vdev_thread_info *t = &p->info;
+    memset(p, 0, sizeof *p);
+    int aff = affinity_cpus();
+    t->cgroup_cpus = vdev_threads_cgroup_cpus("/proc/self/cgroup", "/sys/fs/cgroup");
+    t->cpus = t->cgroup_cpus && t->cgroup_cpus < aff ? t->cgroup_cpus : aff;
+    int blas_env = vdev_threads_parse_count(getenv("OPENBLAS_NUM_THREADS"));
+    int omp_env = vdev_threads_parse_count(getenv("OMP_NUM_THREADS"));
+    t->blas_budget = blas_env ? blas_env : omp_env ? omp_env : t->cpus;
+    t->streams = vdev_is_initialized() ? count_streams() : 1;
+    t->deterministic = deterministic != 0;
+    if (t->streams >= 2 || deterministic)
+        t->blas_threads = 1;
+    else
+        t->blas_threads = t->blas_budget;
+    t->concurrent_products = t->streams >= 2 ? t->blas_budget : 0;
+    int pool = omp_env ? omp_env : t->cpus;
+    t->kernel_threads = pool / t->streams > 1 ? pool / t->streams : 1;
+    p->key = key_now(deterministic);
+}
+
+/* Makes the plan for `det` current; the lock is held and no product runs. */
+static void apply_plan(int det)
+{
+    make_plan(&G.plan, det);
+    if (openblas_get_num_threads() != G.plan.info.blas_threads)
+        openblas_set_num_threads(G.plan.info.blas_threads);
+    atomic_store_explicit(&G.kernel_parts, G.plan.info.kernel_threads, memory_order_relaxed);
+    atomic_store_explicit(&G.key, G.plan.key, memory_order_release);
+    pthread_cond_broadcast(&G.slot); /* the number of slots may have changed */
+}
+
+struct vdev_thread_plan vdev_threads_plan(void)
+{
+    int det = vdev_deterministic();
+    pthread_mutex_lock(&G.lock);
+    while (G.plan.key != key_now(det) && G.in_flight)
+        pthread_cond_wait(&G.cv, &G.lock);
+    if (G.plan.key != key_now(det))
+        apply_plan(det);
+    struct vdev_thread_plan p = G.plan;
+    pthread_mutex_unlock(&G.lock);
+    return p;
+}
+
+static void at_exit(void)
+{
+    pthread_mutex_lock(&G.lock);
+    G.exiting = 1;
+    while (G.in_flight)
+        pthread_cond_wait(&G.cv, &G.lock);
+    pthread_mutex_unlock(&G.lock);
+}
+
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+static void register_exit(void)
+{
+    atexit(at_exit); /* if refused: products are not held back at exit */
+}
+
+void vdev_threads_arm_exit(void) { pthread_once(&exit_once, register_exit); }
+
+void vdev_threads_product_begin(int det)
+{
+    uint64_t key = key_now(det);
+    vdev_threads_arm_exit();
+    pthread_mutex_lock(&G.lock);
+    for (;;) {
+        if (G.exiting) { /* held back until the process is gone */
+            pthread_cond_wait(&G.cv, &G.lock);
+            continue;
+        }
+        if (G.plan.key != key) {
+            if (G.in_flight) {
+                pthread_cond_wait(&G.cv, &G.lock);
+                continue;
+            }
+            apply_plan(det);
+        }
+        int permits = G.plan.info.concurrent_products;
+        if (!permits || G.in_flight < permits)
+            break;
+        /* All slots taken: products are short, so look again a few times,
+         * giving the CPU away in between (a futex sleep and wake-up costs
+         * tens of microseconds on a busy machine, per product), then sleep
+         * until one ends. */
+        pthread_mutex_unlock(&G.lock);
+        for (int i = 0; i < SLOT_SPINS &&
+                        atomic_load_explicit(&G.in_flight, memory_order_relaxed) >= permits;
+             i++)
+            sched_yield();
+        pthread_mutex_lock(&G.lock);
+        if (G.exiting || G.plan.key != key || G.in_flight < permits)
+            continue;
+        G.slot_waiters++;
+        pthread_cond_wait(&G.slot, &G.lock);
+        G.slot_waiters--;
+    }
+    if (++G.in_flight > G.peak_in_flight)
+        G.peak_in_flight = G.in_flight;
+    pthread_mutex_unlock(&G.lock);
+}
+
+int vdev_threads_peak_products(void)
+{
+    pthread_mutex_lock(&G.lock);
+    int peak = G.peak_in_flight;
+    G.peak_in_flight = G.in_flight;
+    pthread_mutex_unlock(&G.lock);
+    return peak;
+}
+
+void vdev_threads_product_end(void)
+{
+    pthread_mutex_lock(&G.lock);
+    if (--G.in_flight == 0)
+        pthread_cond_broadcast(&G.cv);
+    if (G.slot_waiters)
+        pthread_cond_signal(&G.slot);
+    pthread_mutex_unlock(&G.lock);
+}
+
+int vdev_threads_kernel_parts(void)
+{
+    uint64_t key = key_now(vdev_deterministic());
+    if (atomic_load_explicit(&G.key, memory_order_acquire) != key)
+        vdev_threads_plan();
+    return atomic_load_explicit(&G.kernel_parts, memory_order_relaxed);
+}
+
+/* ---- the public query ---- */
+
+VDEV_API enum vdev_status vdev_thread_info(struct vdev_thread_info *out)
+{
+    if (!out)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_thread_info: out is NULL");
+    enum vdev_status st = vdev_runtime_ensure();
+    if (st != VDEV_OK)
+        return st;
+    *out = vdev_threads_plan().info;
+    return VDEV_OK;
+}

@@ -1,0 +1,71 @@
+/* threads.h — how many threads vdev's host work uses: OpenBLAS's threads for
+ * matrix products, and the pool that splits large elementwise kernels.
+ *
+ * The plan is made at the first product or pool job of each start-up (and
+ * again when the determinism switch changes), from:
+ *   cpus     the CPUs the process may use: its affinity mask, capped by the
+ *            cgroup CPU quota (cgroup v2 cpu.max, v1 cpu.cfs_quota_us over
+ *            cpu.cfs_period_us, rounded up) of its own cgroup and those above;
+ *   budget   the threads the user allows matrix products: OPENBLAS_NUM_THREADS,
+ *            else OMP_NUM_THREADS (its first number), else cpus;
+ *   streams  the host threads that may run products at the same time: one
+ *            per simulated GPU (its stream), one per logical CPU when the
+ *            host is split into several (a mirrored strategy runs a replica
+ *            on each from a thread of its own); 1 otherwise.
+ * With one stream, each product gets the whole budget (OpenBLAS's thread
+ * count, which is one number per process, is set to it). With two or more,
+ * OpenBLAS runs single-threaded, since its thread count cannot differ
+ * between the streams, and at most `budget` products run at the same time
+ * (the others wait for one to finish): the budget is divided among the
+ * streams, never multiplied by them. Under the determinism switch, OpenBLAS
+ * always runs single-threaded: its results depend on its thread count.
+ * The pool splits an elementwise kernel into max(1, pool / streams) parts,
+ * where pool is OMP_NUM_THREADS, else cpus.
+ *
+ * Private to src/ops/. */
+#ifndef VDEV_OPS_THREADS_H
+#define VDEV_OPS_THREADS_H
+
+#include "vdev.h"
+
+#include <stddef.h>
+
+/* What vdev_thread_info reports (vdev.h), plus what the plan was made for. */
+struct vdev_thread_plan {
+    struct vdev_thread_info info;
+    uint64_t key; /* (runtime generation << 1) | deterministic */
+};
+
+/* The current plan (made or remade if needed). Needs a started runtime. */
+struct vdev_thread_plan vdev_threads_plan(void);
+
+/* Brackets every matrix product run by OpenBLAS. begin brings OpenBLAS's
+ * thread count in line with the plan for `deterministic` (the mode the
+ * product was submitted under), waiting until no other product runs before
+ * changing it, then waits for a slot when products are limited. */
+void vdev_threads_product_begin(int deterministic);
+void vdev_threads_product_end(void);
+/* Registers (once per process) the exit handler that holds products back
+ * while the process exits; called where a product is submitted, so that it
+ * is in place before main can return. */
+void vdev_threads_arm_exit(void);
+
+/* Parts an elementwise kernel may be split into (1: run it inline). */
+int vdev_threads_kernel_parts(void);
+
+/* ---- the pieces, for tests ---- */
+
+/* The most products that ran at the same time since the last call. */
+int vdev_threads_peak_products(void);
+
+/* A thread count from an environment value: "4" -> 4, "4,2" (OpenMP's list
+ * of nesting levels) -> 4; 0 for NULL, empty, malformed or < 1 (OpenBLAS
+ * ignores those too). */
+int vdev_threads_parse_count(const char *value);
+/* The CPU quota of the cgroup named in proc_cgroup (a /proc/self/cgroup
+ * file) under cgroup_root (/sys/fs/cgroup), in whole CPUs rounded up, the
+ * smallest along the path to the root; 0 when there is none or it cannot
+ * be read. */
+int vdev_threads_cgroup_cpus(const char *proc_cgroup, const char *cgroup_root);
+
+#endif

@@ -1,0 +1,257 @@
+/* test_threads.c — the thread plan (src/ops/threads.h, vdev_thread_info):
+ * the user's OPENBLAS_NUM_THREADS / OMP_NUM_THREADS is a budget divided
+ * among the streams that run products at the same time, never multiplied by
+ * them.
+ *
+ *  - parsing of thread counts ("4", "4,2", junk);
+ *  - the cgroup CPU quota, v2 (cpu.max) and v1 (cpu.cfs_quota_us), on fake
+ *    trees: rounding up, no quota, the smallest along the path, a path not
+ *    mounted (a container without a cgroup namespace);
+ *  - the plan under each setting: the cpu backend alone (the whole budget
+ *    per product), three simulated GPUs with OPENBLAS_NUM_THREADS=2 (one
+ *    OpenBLAS thread per product, at most 2 products at once: the trap that
+ *    made chain3 3-4x slower), logical CPUs, one GPU split in logical GPUs
+ *    (one stream), OMP_NUM_THREADS alone, junk in the variables;
+ *  - OpenBLAS's own count after a product, and the most products seen
+ *    running at once on three streams with a budget of 1;
+ *  - the determinism switch: one OpenBLAS thread while it is on, the budget
+ *    again when it is off;
+ *  - vdev_thread_info(NULL). */
+#define _GNU_SOURCE
+#include "check.h"
+#include "ops/threads.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char root[256];
+
+/* Writes text to root/rel, making the folders on the way. */
+static void put(const char *rel, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    for (char *p = path + strlen(root) + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(path, 0755);
+            *p = '/';
+        }
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static int quota(const char *proc_text)
+{
+    put("proc_cgroup", proc_text);
+    char proc[512], sys[512];
+    snprintf(proc, sizeof proc, "%s/proc_cgroup", root);
+    snprintf(sys, sizeof sys, "%s/sys", root);
+    return vdev_threads_cgroup_cpus(proc, sys);
+}
+
+static void parse_counts(void)
+{
+    CHECK(vdev_threads_parse_count("4") == 4);
+    CHECK(vdev_threads_parse_count(" 3 ") == 3);
+    CHECK(vdev_threads_parse_count("4,2") == 4);
+    CHECK(vdev_threads_parse_count(NULL) == 0);
+    CHECK(vdev_threads_parse_count("") == 0);
+    CHECK(vdev_threads_parse_count("0") == 0);
+    CHECK(vdev_threads_parse_count("-2") == 0);
+    CHECK(vdev_threads_parse_count("two") == 0);
+    CHECK(vdev_threads_parse_count("2x") == 0);
+    CHECK(vdev_threads_parse_count("99999") == 0);
+}
+
+static void cgroups(void)
+{
+    snprintf(root, sizeof root, "/tmp/vdev_test_threads_%d", (int)getpid());
+    mkdir(root, 0755);
+    /* v2: the process's folder and its parent */
+    put("sys/cpu.max", "max 100000\n");
+    put("sys/box/cpu.max", "max 100000\n");
+    put("sys/box/app/cpu.max", "150000 100000\n");
+    CHECK(quota("0::/box/app\n") == 2); /* 1.5 CPUs, rounded up */
+    put("sys/box/cpu.max", "100000 100000\n");
+    CHECK(quota("0::/box/app\n") == 1); /* the parent's is smaller */
+    put("sys/box/app/cpu.max", "max 100000\n");
+    put("sys/box/cpu.max", "max 100000\n");
+    CHECK(quota("0::/box/app\n") == 0); /* no quota anywhere */
+    put("sys/cpu.max", "300000 100000\n");
+    CHECK(quota("0::/\n") == 3); /* a container: its root */
+    CHECK(quota("0::/not/mounted/here\n") == 3); /* the host's path: the root's quota */
+    put("sys/cpu.max", "max 100000\n");
+    CHECK(quota("0::/not/mounted/here\n") == 0);
+    /* v1: cpu,cpuacct; -1 is no quota */
+    put("sys/cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
+    put("sys/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
+    put("sys/cpu,cpuacct/job/cpu.cfs_quota_us", "250000\n");
+    put("sys/cpu,cpuacct/job/cpu.cfs_period_us", "100000\n");
+    const char *v1 = "12:memory:/job\n4:cpu,cpuacct:/job\n1:name=systemd:/job\n";
+    CHECK(quota(v1) == 3);
+    put("sys/cpu,cpuacct/job/cpu.cfs_quota_us", "-1\n");
+    CHECK(quota(v1) == 0);
+    CHECK(quota("4:cpuset:/job\n") == 0); /* no cpu controller */
+    CHECK(quota("garbage\n") == 0);
+    char missing[512];
+    snprintf(missing, sizeof missing, "%s/no_such_file", root);
+    CHECK(vdev_threads_cgroup_cpus(missing, root) == 0);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    CHECK(system(cmd) == 0);
+}
+
+/* A fresh start with the given environment (NULL: unset), then one product
+ * on dev so that OpenBLAS's count follows the plan. */
+static struct vdev_thread_info start(const char *sim, const char *logical, const char *blas,
+                                     const char *omp, const char *dev)
+{
+    check_fresh(sim);
+    if (logical)
+        setenv("VDEV_LOGICAL_DEVICES", logical, 1);
+    if (blas)
+        setenv("OPENBLAS_NUM_THREADS", blas, 1);
+    else
+        unsetenv("OPENBLAS_NUM_THREADS");
+    if (omp)
+        setenv("OMP_NUM_THREADS", omp, 1);
+    else
+        unsetenv("OMP_NUM_THREADS");
+    struct vdev_thread_info t;
+    memset(&t, 0xff, sizeof t);
+    CHECK_OK(vdev_thread_info(&t));
+    vdev_scope_begin();
+    int64_t s[2] = {8, 8};
+    vdev_device_push(dev);
+    vdev_tensor_t *a = vdev_tensor_uniform(s, 2, -1, 1, 1);
+    CHECK(vdev_tensor_item(vdev_sum_all(vdev_matmul(a, a, false, false))) ==
+          vdev_tensor_item(vdev_sum_all(vdev_matmul(a, a, false, false))));
+    vdev_device_pop();
+    vdev_scope_end();
+    return t;
+}
+
+static int cpus_allowed(void)
+{
+    cpu_set_t set;
+    CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
+    int n = CPU_COUNT(&set);
+    int q = vdev_threads_cgroup_cpus("/proc/self/cgroup", "/sys/fs/cgroup");
+    return q && q < n ? q : n;
+}
+
+static void plans(void)
+{
+    int cpus = cpus_allowed();
+    /* The cpu backend alone: one stream, the whole budget per product. */
+    struct vdev_thread_info t = start(NULL, NULL, "3", NULL, "CPU:0");
+    CHECK(t.cpus == cpus);
+    CHECK(t.blas_budget == 3 && t.streams == 1 && t.blas_threads == 3);
+    CHECK(t.concurrent_products == 0 && !t.deterministic);
+    CHECK(t.kernel_threads == (cpus > 1 ? cpus : 1));
+    CHECK(openblas_get_num_threads() == 3);
+
+    /* Three simulated GPUs with the user's 2: one thread per product, two
+     * products at a time, the pool not split further than the CPUs allow. */
+    t = start("3x1GiB", NULL, "2", NULL, "GPU:1");
+    CHECK(t.blas_budget == 2 && t.streams == 3 && t.blas_threads == 1);
+    CHECK(t.concurrent_products == 2);
+    CHECK(t.kernel_threads == (cpus / 3 > 1 ? cpus / 3 : 1));
+    CHECK(openblas_get_num_threads() == 1);
+
+    /* Unset: the CPUs are the budget. */
+    t = start("3x1GiB", NULL, NULL, NULL, "GPU:0");
+    CHECK(t.blas_budget == cpus && t.streams == 3 && t.blas_threads == 1);
+    CHECK(t.concurrent_products == cpus);
+
+    /* One GPU split into three logical GPUs: one stream. */
+    t = start("1x8GiB", "0:1GiB,1GiB,1GiB", "2", NULL, "GPU:2");
+    CHECK(t.streams == 1 && t.blas_threads == 2 && t.concurrent_products == 0);
+    CHECK(openblas_get_num_threads() == 2);
+
+    /* Logical CPUs: replicas' threads run products side by side. */
+    t = start(NULL, "cpu:2", "2", NULL, "CPU:1");
+    CHECK(t.streams == 2 && t.blas_threads == 1 && t.concurrent_products == 2);
+
+    /* OMP_NUM_THREADS alone: the budget, and the pool's size. */
+    t = start(NULL, NULL, NULL, "4,2", "CPU:0");
+    CHECK(t.blas_budget == 4 && t.blas_threads == 4 && t.kernel_threads == 4);
+    CHECK(openblas_get_num_threads() == 4);
+    t = start("2x1GiB", NULL, NULL, "4", "GPU:0");
+    CHECK(t.blas_budget == 4 && t.streams == 2 && t.kernel_threads == 2);
+
+    /* Junk is ignored, as OpenBLAS ignores it: OMP_NUM_THREADS, else the CPUs. */
+    t = start(NULL, NULL, "lots", "2", "CPU:0");
+    CHECK(t.blas_budget == 2);
+    t = start(NULL, NULL, "0", NULL, "CPU:0");
+    CHECK(t.blas_budget == cpus);
+}
+
+/* Three streams and a budget of one: products one at a time. */
+static void one_at_a_time(void)
+{
+    start("3x1GiB", NULL, "1", NULL, "GPU:0");
+    const char *dev[3] = {"GPU:0", "GPU:1", "GPU:2"};
+    vdev_tensor_t *a[3];
+    int64_t s[2] = {160, 160};
+    for (int k = 0; k < 3; k++) {
+        vdev_device_push(dev[k]);
+        a[k] = vdev_tensor_uniform(s, 2, -1, 1, (uint64_t)k + 1);
+        vdev_device_pop();
+    }
+    vdev_threads_peak_products(); /* from here on */
+    vdev_scope_begin();
+    for (int i = 0; i < 40; i++)
+        for (int k = 0; k < 3; k++) {
+            vdev_device_push(dev[k]);
+            vdev_matmul(a[k], a[k], false, false);
+            vdev_device_pop();
+        }
+    for (int k = 0; k < 3; k++)
+        vdev_tensor_item(vdev_sum_all(a[k])); /* waits for each stream */
+    vdev_scope_end();
+    CHECK(vdev_threads_peak_products() == 1);
+    for (int k = 0; k < 3; k++)
+        vdev_tensor_free(a[k]);
+}
+
+static void determinism(void)
+{
+    start(NULL, NULL, "2", NULL, "CPU:0");
+    CHECK(openblas_get_num_threads() == 2);
+    vdev_config_set_deterministic(true);
+    struct vdev_thread_info t;
+    CHECK_OK(vdev_thread_info(&t));
+    CHECK(t.deterministic && t.blas_threads == 1 && t.blas_budget == 2);
+    int64_t s[2] = {8, 8};
+    vdev_scope_begin();
+    vdev_tensor_t *a = vdev_tensor_uniform(s, 2, -1, 1, 1);
+    vdev_tensor_item(vdev_sum_all(vdev_matmul(a, a, false, false)));
+    CHECK(openblas_get_num_threads() == 1);
+    vdev_config_set_deterministic(false);
+    vdev_tensor_item(vdev_sum_all(vdev_matmul(a, a, false, false)));
+    CHECK(openblas_get_num_threads() == 2);
+    vdev_scope_end();
+    CHECK_OK(vdev_thread_info(&t));
+    CHECK(!t.deterministic && t.blas_threads == 2);
+}
+
+int main(void)
+{
+    parse_counts();
+    cgroups();
+    plans();
+    one_at_a_time();
+    determinism();
+    CHECK_STATUS(vdev_thread_info(NULL), VDEV_ERR_INVALID_ARG);
+    CHECK_MSG("vdev_thread_info: out is NULL");
+    vdev_shutdown();
+    return check_done();
+}
