@@ -171,10 +171,10 @@ static void plans(void)
     CHECK(t.blas_budget == cpus && t.streams == 3 && t.blas_threads == 1);
     CHECK(t.concurrent_products == cpus);
 
-    /* One GPU split into three logical GPUs: one stream. */
+    /* One GPU split into three logical GPUs: a stream each, so three. */
     t = start("1x8GiB", "0:1GiB,1GiB,1GiB", "2", NULL, "GPU:2");
-    CHECK(t.streams == 1 && t.blas_threads == 2 && t.concurrent_products == 0);
-    CHECK(openblas_get_num_threads() == 2);
+    CHECK(t.streams == 3 && t.blas_threads == 1 && t.concurrent_products == 2);
+    CHECK(openblas_get_num_threads() == 1);
 
     /* Logical CPUs: replicas' threads run products side by side. */
     t = start(NULL, "cpu:2", "2", NULL, "CPU:1");

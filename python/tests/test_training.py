@@ -4,6 +4,7 @@ Dense and MLP (the same weights as vdev's C MLP), SGD and Adam with Keras's
 arguments, the losses, the placement audit, and the example program, whose
 losses equal the C demo's for the same options."""
 import os
+import re
 import subprocess
 import sys
 
@@ -278,7 +279,9 @@ def test_example_prints_the_c_demos_numbers(extra):
     want = _losses(c.stdout)
     assert len(want) == 2 and _losses(py.stdout) == want
     if extra == ["--tf-placement"]:
-        assert "Placement audit: 16 kinds of op ran away" in py.stdout
+        # Some kinds ran away (how many follows the tape: only the gradients
+        # the variables need are computed), and exactly what the C demo lists.
+        assert re.search(r"Placement audit: [1-9][0-9]* kinds? of op ran away", py.stdout)
         assert py.stdout.split("Placement audit")[1] == c.stdout.split("Placement audit")[1]
     if not extra:
         assert "Memory per step: steady (nothing leaks)" in py.stdout

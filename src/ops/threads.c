@@ -195,8 +195,8 @@ static uint64_t key_now(int deterministic)
 }
 
 /* Host threads that may run products at the same time: one per simulated
- * GPU stream (a physical device running host kernels), plus the logical
- * CPUs when there are several. */
+ * GPU stream (each logical GPU has a stream of its own, so a card split
+ * three ways counts three), plus the logical CPUs when there are several. */
 static int count_streams(void)
 {
     int streams = 0, cpus = 0;
