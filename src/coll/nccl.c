@@ -26,6 +26,7 @@
  * virtual GPUs, fallingback to reduction to one device" (sic)). */
 #include "coll/ring.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct nccl {
@@ -37,6 +38,7 @@ struct nccl {
     int spent;                     /* aborted: made again at the next reset */
     uint64_t *held;                /* n: device memory charged to each rank's card */
     char why[RING_REASON];
+    char spent_by[RING_REASON];    /* the failure that spent it: "rank R failed: ..." (lock) */
 };
 
 /* Whether the runtime the communicator was made under is still up: after a
@@ -160,16 +162,28 @@ static enum vdev_status run_lib(struct nccl *N, int rank, const struct vdev_coll
         .n_bufs = c->n_bufs,
         .data = d,
         .count = k};
+    char spent_by[RING_REASON] = "";
     pthread_mutex_lock(&N->lock);
     void *lib = N->spent ? NULL : N->lib;
+    if (N->spent)
+        vdev_strlcpy(spent_by, N->spent_by, sizeof spent_by);
     pthread_mutex_unlock(&N->lock);
     enum vdev_status st;
     if (!lib) {
-        st = vdev_error(VDEV_ERR_BACKEND, "NCCL: no communicator: %s",
-                        N->why[0] ? N->why : "it was aborted");
+        /* Another rank's failure spent it: name that failure, the cause. */
+        st = spent_by[0] ? vdev_error(VDEV_ERR_BACKEND,
+                                      "NCCL: no communicator: it was aborted after %s", spent_by)
+                         : vdev_error(VDEV_ERR_BACKEND, "NCCL: no communicator: %s",
+                                      N->why[0] ? N->why : "it was aborted");
     } else if ((st = N->b->ops->coll_run(N->b->ctx, lib, rank, &bc)) != VDEV_OK) {
         /* the other ranks' parts would wait for this one for ever */
+        char msg[RING_REASON];
+        snprintf(msg, sizeof msg, "rank %d failed: ", rank);
+        size_t used = strlen(msg);
+        vdev_strlcpy(msg + used, vdev_last_error(), sizeof msg - used);
         pthread_mutex_lock(&N->lock);
+        if (!N->spent)
+            vdev_strlcpy(N->spent_by, msg, sizeof N->spent_by);
         N->spent = 1;
         pthread_mutex_unlock(&N->lock);
         N->b->ops->coll_abort(N->b->ctx, lib);
@@ -216,6 +230,7 @@ static void nccl_reset(void *ctx)
     N->lib = NULL;
     uncharge(N);
     N->why[0] = '\0';
+    N->spent_by[0] = '\0';
     if (open_lib(N) != VDEV_OK) {
         vdev_strlcpy(N->why, vdev_last_error(), sizeof N->why);
         vdev_clear_error();
