@@ -13,7 +13,7 @@
  * 0.4% of the peak), and 1.27 x the peak instead of 1.34 on the synthetic one
  * (mean of 1.27 against 1.35 on seven synthetic traces of that kind), while
  * LIFO or FIFO order inside the same bins needs 1.39-1.43 x. See
- * bench/ALLOC_RESULTS.md. (Johnstone and Wilson, "The Memory Fragmentation
+ * BENCHMARKS.md, "Allocator". (Johnstone and Wilson, "The Memory Fragmentation
  * Problem: Solved?", ISMM 1998, found address-ordered policies best too.)
  *
  * Data structures. Every region is tiled by chunks: address-ordered, doubly

@@ -7,7 +7,7 @@
  * that fits, else the lowest-addressed chunk of the next non-empty bin, found
  * through a bitmap in O(1), as TLSF does. On the shared traces this packs as
  * tightly as exact best fit on training traces and tighter on random ones
- * (see alloc.c and bench/ALLOC_RESULTS.md). Sizes are rounded up to 256 bytes
+ * (see alloc.c and BENCHMARKS.md, "Allocator"). Sizes are rounded up to 256 bytes
  * and every block is 256-aligned. All bookkeeping lives on the host (device
  * memory is not host-readable) and costs O(number of chunks), never O(bytes
  * managed): 32 bytes a chunk, about 5 KiB for an empty allocator.
