@@ -1,0 +1,390 @@
+/* ops_expect.h — the expected results of test_ops.c's cases, computed here
+ * by direct loops in double precision, never by the kernel under test:
+ * expect() fills a struct texp for a case built by ops_cases.h. */
+#ifndef VDEV_TESTS_OPS_EXPECT_H
+#define VDEV_TESTS_OPS_EXPECT_H
+
+#include "ops_cases.h"
+
+/* ---- the expected results: direct loops, double precision ----
+ *
+ * Written from the op's definition, not from the kernel: other loop orders,
+ * other index arithmetic, plain exp() of x - logsumexp. */
+
+/* Expected output k: its shape, dtype and a zeroed value array. */
+static void exp_out(struct texp *e, int k, const int64_t *shape, int ndim, enum vdev_dtype dt)
+{
+    e->ndim[k] = ndim;
+    for (int d = 0; d < VDEV_MAX_DIMS; d++)
+        e->shape[k][d] = d < ndim ? shape[d] : 1;
+    e->dtype[k] = dt;
+    e->numel[k] = numel_of(shape, ndim);
+    e->v[k] = calloc((size_t)(e->numel[k] ? e->numel[k] : 1), sizeof(double));
+    if (k >= e->n)
+        e->n = k + 1;
+}
+
+static void exp_free(struct texp *e)
+{
+    for (int k = 0; k < VDEV_KERNEL_MAX_IN; k++) {
+        free(e->v[k]);
+        free(e->mag[k]);
+    }
+    memset(e, 0, sizeof *e);
+}
+
+static double sigm(double u) { return 1.0 / (1.0 + exp(-u)); }
+
+/* log(sum(exp(x))) of a row, via the row maximum. */
+static double logsumexp(const float *x, int64_t n)
+{
+    double m = -INFINITY, s = 0.0;
+    for (int64_t j = 0; j < n; j++)
+        m = x[j] > m ? x[j] : m;
+    for (int64_t j = 0; j < n; j++)
+        s += exp(x[j] - m);
+    return m + log(s);
+}
+
+/* Fills e with what c's op must produce, and its tolerance. */
+static void expect(const struct tcase *c, struct texp *e)
+{
+    memset(e, 0, sizeof *e);
+    const struct hin *x = &c->in[0];
+    int64_t n = x->n, cols = x->ndim ? x->shape[x->ndim - 1] : 1;
+    int64_t rows = cols ? n / cols : 0;
+    double s = c->p.f[0];
+    e->atol = 0.0;
+    e->rtol = 1e-6;
+    /* default: one f32 output with input 0's shape */
+    if (!(vdev_op_defs[c->op].flags & VDEV_OP_INPLACE))
+        exp_out(e, 0, x->shape, x->ndim, VDEV_F32);
+    double *o = e->v[0];
+    const float *a = F(c, 0);
+    switch (c->op) {
+    case VDEV_OP_MATMUL: {
+        /* C[i,j] = sum_p op(A)[i,p] op(B)[p,j]; mag = sum_p |...| bounds
+         * the float-accumulation error of BLAS */
+        int ta = (int)c->p.i[0], tb = (int)c->p.i[1];
+        int64_t m = x->shape[ta ? 1 : 0], k = x->shape[ta ? 0 : 1];
+        int64_t nn = c->in[1].shape[tb ? 0 : 1];
+        int64_t sh[2] = {m, nn};
+        free(e->v[0]);
+        exp_out(e, 0, sh, 2, VDEV_F32);
+        e->mag[0] = calloc((size_t)(m * nn + 1), sizeof(double));
+        const float *b = F(c, 1);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < nn; j++) {
+                double acc = 0, mag = 0;
+                for (int64_t p = 0; p < k; p++) {
+                    double av = ta ? a[p * m + i] : a[i * k + p];
+                    double bv = tb ? b[j * k + p] : b[p * nn + j];
+                    acc += av * bv;
+                    mag += fabs(av * bv);
+                }
+                e->v[0][i * nn + j] = acc;
+                e->mag[0][i * nn + j] = mag;
+            }
+        e->atol = 1e-6;
+        break;
+    }
+    case VDEV_OP_ADD:
+    case VDEV_OP_SUB:
+    case VDEV_OP_MUL:
+    case VDEV_OP_DIV: {
+        /* b's element by the variant: same shape, row (i mod cols), one */
+        const float *b = F(c, 1);
+        for (int64_t i = 0; i < n; i++) {
+            double bv = c->var == 0 ? b[i] : c->var <= 2 ? b[i % cols] : b[0];
+            o[i] = c->op == VDEV_OP_ADD   ? a[i] + bv
+                   : c->op == VDEV_OP_SUB ? a[i] - bv
+                   : c->op == VDEV_OP_MUL ? a[i] * bv
+                                          : a[i] / bv;
+        }
+        break;
+    }
+    case VDEV_OP_ADD_SCALAR:
+    case VDEV_OP_MUL_SCALAR:
+    case VDEV_OP_RELU:
+    case VDEV_OP_IDENTITY:
+        if (x->dtype == VDEV_I32) { /* identity of an i32: the same words */
+            e->dtype[0] = VDEV_I32;
+            for (int64_t i = 0; i < n; i++)
+                o[i] = I(c, 0)[i];
+            break;
+        }
+        for (int64_t i = 0; i < n; i++)
+            o[i] = c->op == VDEV_OP_ADD_SCALAR   ? a[i] + s
+                   : c->op == VDEV_OP_MUL_SCALAR ? a[i] * s
+                   : c->op == VDEV_OP_RELU       ? (a[i] > 0 ? a[i] : 0.0)
+                                                 : a[i];
+        break;
+    case VDEV_OP_POW_SCALAR:
+    case VDEV_OP_TANH:
+    case VDEV_OP_SIGMOID:
+    case VDEV_OP_EXP:
+    case VDEV_OP_LOG:
+        for (int64_t i = 0; i < n; i++)
+            o[i] = c->op == VDEV_OP_POW_SCALAR ? pow(a[i], s)
+                   : c->op == VDEV_OP_TANH     ? tanh(a[i])
+                   : c->op == VDEV_OP_SIGMOID  ? sigm(a[i])
+                   : c->op == VDEV_OP_EXP      ? exp(a[i])
+                                               : log(a[i]);
+        e->atol = 1e-6;
+        e->rtol = 1e-5;
+        break;
+    case VDEV_OP_SOFTMAX:
+    case VDEV_OP_LOG_SOFTMAX:
+        for (int64_t r = 0; r < rows; r++) {
+            double lse = logsumexp(a + r * cols, cols);
+            for (int64_t j = 0; j < cols; j++) {
+                double ls = a[r * cols + j] - lse;
+                o[r * cols + j] = c->op == VDEV_OP_SOFTMAX ? exp(ls) : ls;
+            }
+        }
+        e->atol = 1e-6;
+        e->rtol = 1e-5;
+        break;
+    case VDEV_OP_ARGMAX: {
+        /* strictly greater: the first of equal maxima wins */
+        free(e->v[0]);
+        exp_out(e, 0, x->shape, x->ndim - 1, VDEV_I32);
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t best = 0;
+            for (int64_t j = 1; j < cols; j++)
+                if (a[r * cols + j] > a[r * cols + best])
+                    best = j;
+            e->v[0][r] = (double)best;
+        }
+        break;
+    }
+    case VDEV_OP_SUM:
+    case VDEV_OP_MEAN: {
+        /* outer x len x inner around the axis; the output shape drops the
+         * axis (or keeps it as 1) */
+        int64_t ax = c->p.i[0], keep = c->p.i[1];
+        int all = ax == VDEV_AXIS_ALL;
+        if (!all && ax < 0)
+            ax += x->ndim;
+        int64_t outer = 1, len = 1, inner = 1, sh[4];
+        int nd = 0;
+        for (int d = 0; d < x->ndim; d++) {
+            int red = all || d == ax;
+            if (red)
+                len *= x->shape[d];
+            else if (all || d < ax)
+                outer *= x->shape[d];
+            else
+                inner *= x->shape[d];
+            if (!red || keep)
+                sh[nd++] = red ? 1 : x->shape[d];
+        }
+        free(e->v[0]);
+        exp_out(e, 0, sh, nd, VDEV_F32);
+        for (int64_t p = 0; p < outer; p++)
+            for (int64_t j = 0; j < inner; j++) {
+                double acc = 0;
+                for (int64_t l = 0; l < len; l++)
+                    acc += a[(p * len + l) * inner + j];
+                e->v[0][p * inner + j] = c->op == VDEV_OP_MEAN ? acc / (double)len : acc;
+            }
+        e->atol = 1e-6;
+        e->rtol = 1e-5;
+        break;
+    }
+    case VDEV_OP_RESHAPE: {
+        /* the same words in a new shape, -1 inferred */
+        int nd = (int)c->p.f[0];
+        int64_t sh[4], known = 1;
+        int inf = -1;
+        for (int d = 0; d < nd; d++) {
+            sh[d] = c->p.i[d];
+            if (sh[d] == -1)
+                inf = d;
+            else
+                known *= sh[d];
+        }
+        if (inf >= 0)
+            sh[inf] = n / known;
+        free(e->v[0]);
+        exp_out(e, 0, sh, nd, VDEV_F32);
+        for (int64_t i = 0; i < n; i++)
+            e->v[0][i] = a[i];
+        break;
+    }
+    case VDEV_OP_TRANSPOSE: {
+        int64_t m = x->shape[0], nn = x->shape[1], sh[2] = {nn, m};
+        free(e->v[0]);
+        exp_out(e, 0, sh, 2, x->dtype);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < nn; j++)
+                e->v[0][j * m + i] = x->dtype == VDEV_I32 ? I(c, 0)[i * nn + j] : a[i * nn + j];
+        break;
+    }
+    case VDEV_OP_MSE: {
+        free(e->v[0]);
+        exp_out(e, 0, NULL, 0, VDEV_F32);
+        double acc = 0;
+        for (int64_t i = 0; i < n; i++)
+            acc += ((double)a[i] - F(c, 1)[i]) * ((double)a[i] - F(c, 1)[i]);
+        e->v[0][0] = acc / (double)n; /* NaN for no elements */
+        e->atol = 1e-6;
+        e->rtol = 1e-5;
+        break;
+    }
+    case VDEV_OP_SOFTMAX_CE: {
+        free(e->v[0]);
+        exp_out(e, 0, NULL, 0, VDEV_F32);
+        double acc = 0;
+        for (int64_t r = 0; r < rows; r++)
+            acc += logsumexp(a + r * cols, cols) - a[r * cols + I(c, 1)[r]];
+        e->v[0][0] = acc / (double)rows; /* NaN for no rows */
+        e->atol = 1e-6;
+        e->rtol = 1e-5;
+        break;
+    }
+    case VDEV_OP_RELU_GRAD:
+    case VDEV_OP_TANH_GRAD:
+    case VDEV_OP_SIGMOID_GRAD: {
+        /* relu: dy where x > 0; tanh: dy (1 - y^2); sigmoid: dy y (1 - y) */
+        const float *y = F(c, 1);
+        for (int64_t i = 0; i < n; i++)
+            o[i] = c->op == VDEV_OP_RELU_GRAD   ? (y[i] > 0 ? a[i] : 0.0)
+                   : c->op == VDEV_OP_TANH_GRAD ? a[i] * (1.0 - (double)y[i] * y[i])
+                                                : a[i] * (double)y[i] * (1.0 - y[i]);
+        break;
+    }
+    case VDEV_OP_SOFTMAX_GRAD:
+    case VDEV_OP_LOG_SOFTMAX_GRAD: {
+        /* softmax: y (dy - sum(dy y)); log_softmax: dy - exp(y) sum(dy) */
+        const float *y = F(c, 1);
+        for (int64_t r = 0; r < rows; r++) {
+            double sdy = 0, sdyy = 0;
+            for (int64_t j = 0; j < cols; j++) {
+                sdy += a[r * cols + j];
+                sdyy += (double)a[r * cols + j] * y[r * cols + j];
+            }
+            for (int64_t j = 0; j < cols; j++) {
+                int64_t i = r * cols + j;
+                o[i] =
+                    c->op == VDEV_OP_SOFTMAX_GRAD ? y[i] * (a[i] - sdyy) : a[i] - exp(y[i]) * sdy;
+            }
+        }
+        e->atol = 1e-6;
+        e->rtol = 1e-5;
+        break;
+    }
+    case VDEV_OP_BROADCAST: {
+        const struct hin *lk = &c->in[1];
+        free(e->v[0]);
+        exp_out(e, 0, lk->shape, lk->ndim, VDEV_F32);
+        int64_t ax = c->p.i[0];
+        int all = ax == VDEV_AXIS_ALL;
+        if (!all && ax < 0)
+            ax += lk->ndim;
+        /* walk like's elements by multi-index; x's index drops the axis
+         * (for keepdims x has a 1 there, which gives the same offset) */
+        for (int64_t i = 0; i < lk->n; i++) {
+            int64_t rem = i, xi = 0, xstride = 1;
+            for (int d = lk->ndim - 1; d >= 0; d--) {
+                int64_t id = rem % lk->shape[d];
+                rem /= lk->shape[d];
+                if (!all && d != ax) {
+                    xi += id * xstride;
+                    xstride *= lk->shape[d];
+                }
+            }
+            e->v[0][i] = a[all ? 0 : xi];
+        }
+        break;
+    }
+    case VDEV_OP_MSE_GRAD: {
+        /* dy 2 (pred - target) / n */
+        const struct hin *pr = &c->in[1];
+        free(e->v[0]);
+        exp_out(e, 0, pr->shape, pr->ndim, VDEV_F32);
+        for (int64_t i = 0; i < pr->n; i++)
+            e->v[0][i] = a[0] * 2.0 * ((double)F(c, 1)[i] - F(c, 2)[i]) / (double)pr->n;
+        break;
+    }
+    case VDEV_OP_SOFTMAX_CE_GRAD: {
+        /* dy (softmax - onehot(label)) / N */
+        const struct hin *lg = &c->in[1];
+        int64_t nr = lg->shape[0], nc = lg->shape[1];
+        free(e->v[0]);
+        exp_out(e, 0, lg->shape, 2, VDEV_F32);
+        for (int64_t r = 0; r < nr; r++) {
+            double lse = logsumexp(F(c, 1) + r * nc, nc);
+            for (int64_t j = 0; j < nc; j++)
+                e->v[0][r * nc + j] =
+                    a[0] * (exp(F(c, 1)[r * nc + j] - lse) - (j == I(c, 2)[r])) / (double)nr;
+        }
+        e->atol = 1e-6;
+        e->rtol = 1e-5;
+        break;
+    }
+    case VDEV_OP_REDUCE_ROWS: {
+        /* every element of dy adds into the element of b it was paired with */
+        const struct hin *lk = &c->in[1];
+        free(e->v[0]);
+        exp_out(e, 0, lk->shape, lk->ndim, VDEV_F32);
+        /* the host kernel sums in float: its bound scales with sum |dy| */
+        e->mag[0] = calloc((size_t)(e->numel[0] + 1), sizeof(double));
+        for (int64_t i = 0; i < n; i++) {
+            int64_t j = c->var == 0 ? i : c->var <= 2 ? i % cols : 0;
+            e->v[0][j] += a[i];
+            e->mag[0][j] += fabs(a[i]);
+        }
+        e->atol = 1e-6;
+        e->rtol = 1e-6;
+        break;
+    }
+    case VDEV_OP_SGD_UPDATE: {
+        /* velocity and var are stored as float after each step */
+        for (int k = 0; k < 3; k++)
+            exp_out(e, k, x->shape, x->ndim, VDEV_F32);
+        double lr = c->p.f[0], mom = c->p.f[1];
+        for (int64_t i = 0; i < n; i++) {
+            float vel = (float)(mom * F(c, 2)[i] - lr * F(c, 1)[i]);
+            e->v[2][i] = vel;
+            e->v[0][i] = (double)a[i] + vel;
+            e->v[1][i] = F(c, 1)[i];
+        }
+        e->atol = 1e-7;
+        break;
+    }
+    case VDEV_OP_ADAM_UPDATE: {
+        /* m and v stored as float, then var -= lr_t m / (sqrt(v) + eps) */
+        for (int k = 0; k < 4; k++)
+            exp_out(e, k, x->shape, x->ndim, VDEV_F32);
+        e->mag[0] = calloc((size_t)(n + 1), sizeof(double));
+        e->mag[2] = calloc((size_t)(n + 1), sizeof(double));
+        e->mag[3] = calloc((size_t)(n + 1), sizeof(double));
+        double lr = c->p.f[0], b1 = c->p.f[1], b2 = c->p.f[2], eps = c->p.f[3];
+        for (int64_t i = 0; i < n; i++) {
+            double g = F(c, 1)[i];
+            float m = (float)(b1 * F(c, 2)[i] + (1 - b1) * g);
+            float v = (float)(b2 * F(c, 3)[i] + (1 - b2) * g * g);
+            e->v[0][i] = a[i] - lr * m / (sqrt(v) + eps);
+            e->v[1][i] = g;
+            e->v[2][i] = m;
+            e->v[3][i] = v;
+            /* the host kernel computes in float: ulps of each term, with m's
+             * and v's own terms taken apart (they may cancel) */
+            double sv = sqrt(v) + eps;
+            e->mag[0][i] = fabs(a[i]) + lr * (fabs(b1 * F(c, 2)[i]) + fabs((1 - b1) * g)) / sv +
+                           lr * fabs(m) * (fabs(b2 * F(c, 3)[i]) + fabs((1 - b2) * g * g)) /
+                               (sv * sv * (sqrt(v) + 1e-30));
+            e->mag[2][i] = fabs(b1 * F(c, 2)[i]) + fabs((1 - b1) * g);
+            e->mag[3][i] = fabs(b2 * F(c, 3)[i]) + fabs((1 - b2) * g * g);
+        }
+        e->atol = 1e-7;
+        break;
+    }
+    case VDEV_OP_COUNT:
+        break;
+    }
+}
+
+
+#endif
