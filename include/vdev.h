@@ -225,10 +225,11 @@ VDEV_API bool vdev_config_get_deterministic(void);
  * the user's OPENBLAS_NUM_THREADS (else OMP_NUM_THREADS, else the CPUs the
  * process may use) is a budget that vdev divides among the streams that run
  * products at the same time, never a multiplier:
- *  - one stream (the cpu backend, or one simulated GPU): each product runs
- *    with the whole budget;
- *  - two or more (simulated GPUs, each a stream with a thread of its own, or
- *    logical CPUs that replicas drive from threads of their own): OpenBLAS
+ *  - one stream (the cpu backend, or one simulated GPU not split): each
+ *    product runs with the whole budget;
+ *  - two or more (simulated GPUs and the logical GPUs of a split one, each a
+ *    stream with a thread of its own, or logical CPUs that replicas drive
+ *    from threads of their own): OpenBLAS
  *    runs single-threaded and at most `budget` products run at the same
  *    time, the others wait their turn. OpenBLAS's thread count is one number
  *    for the whole process (openblas_set_num_threads is global), so it

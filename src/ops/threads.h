@@ -9,9 +9,10 @@
  *   budget   the threads the user allows matrix products: OPENBLAS_NUM_THREADS,
  *            else OMP_NUM_THREADS (its first number), else cpus;
  *   streams  the host threads that may run products at the same time: one
- *            per simulated GPU (its stream), one per logical CPU when the
- *            host is split into several (a mirrored strategy runs a replica
- *            on each from a thread of its own); 1 otherwise.
+ *            per simulated GPU stream (each logical GPU has its own), one
+ *            per logical CPU when the host is split into several (a mirrored
+ *            strategy runs a replica on each from a thread of its own); 1
+ *            otherwise.
  * With one stream, each product gets the whole budget (OpenBLAS's thread
  * count, which is one number per process, is set to it). With two or more,
  * OpenBLAS runs single-threaded, since its thread count cannot differ
