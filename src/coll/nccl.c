@@ -254,8 +254,9 @@ const struct vdev_coll_ops vdev_coll_nccl_ops = {
 static void log_once(const char *fmt, const char *a, const char *b)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static char last[RING_WHY];
-    char line[RING_WHY];
+    /* room for a whole reason (RING_WHY) and the words around it */
+    static char last[RING_WHY + 256];
+    char line[RING_WHY + 256];
     snprintf(line, sizeof line, fmt, a, b);
     pthread_mutex_lock(&lock);
     int fresh = strcmp(line, last) != 0;
