@@ -194,7 +194,8 @@ static inline uint32_t bmap_find(const struct vdev_alloc *a, unsigned b)
  * conditional move instead of a branch saves about a quarter of the
  * mispredictions (callgrind on the synthetic trace: 1.60 per event instead of
  * 2.08), but its longer dependency chain makes the predictable traces about
- * 10% slower. So the allocator counts the steps of malloc's walks and, every
+ * 10% slower. So the allocator counts the steps of malloc's walks (in the
+ * plain loop's body, which the predictable traces seldom enter) and, every
  * WALK_WINDOW mallocs (walk_decide), walks in pairs for the next window if
  * the last one took more than a quarter of a step per malloc (random-order
  * traces take over one, training and inference traces about 0.02). A
@@ -216,14 +217,15 @@ static inline uint32_t bmap_find(const struct vdev_alloc *a, unsigned b)
             i = ch[j].fnext;                                                                       \
             steps += 2;                                                                            \
         }                                                                                          \
+        if (count)                                                                                 \
+            a->walk_steps += steps;                                                                \
     } else {                                                                                       \
         while (ch[i].field < key) {                                                                \
             i = ch[i].fnext;                                                                       \
-            steps++;                                                                               \
+            if (count)                                                                             \
+                a->walk_steps++;                                                                   \
         }                                                                                          \
     }                                                                                              \
-    if (count)                                                                                     \
-        a->walk_steps += steps;                                                                    \
     return i
 
 static inline uint32_t walk_addr(struct vdev_alloc *a, uint32_t i, uint64_t key)
