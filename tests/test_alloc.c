@@ -13,10 +13,15 @@
  * the model). Then targeted tests: stream-ordered frees, fault injection on
  * the Nth reserve, a source that extends in place, lookup, host memory for a
  * 141 GB limit, and argument checks. Growth, release, garbage collection and
- * the OOM messages have their own file, test_alloc_growth.c. Never asserts
+ * the OOM messages have their own file, test_alloc_growth.c. The placement
+ * test replays random-order and last-in-first-out workloads against the
+ * documented policy, worked out from the model, in both ways of walking the
+ * bins (the allocator picks one by how long its walks are). Never asserts
  * on time.
  */
 #include "alloc_fake.h"
+
+#include "alloc/alloc_impl.h" /* the walk mode, read by test_placement_policy */
 
 /* ---- the property test ----------------------------------------------------- */
 
@@ -419,6 +424,98 @@ static void test_arguments(void)
     vdev_alloc_destroy(a);
 }
 
+/* ---- placement policy ------------------------------------------------------- */
+
+static unsigned ref_bin(uint64_t bytes) { return 63u - (unsigned)__builtin_clzll(bytes >> 8); }
+
+/* Where the policy (alloc.c) puts sz bytes in the one region [base, end), the
+ * live blocks being m's: the lowest-addressed gap of sz's own bin that fits,
+ * else the lowest-addressed gap of the next bin that has gaps; UINT64_MAX
+ * when no gap fits. */
+static uint64_t ref_place(const struct model *m, uint64_t base, uint64_t end, uint64_t sz)
+{
+    unsigned b = ref_bin(sz), next_bin = UINT32_MAX;
+    uint64_t next_addr = UINT64_MAX, at = base;
+    for (int i = 0; i <= m->n; i++) {
+        uint64_t gap_end = i < m->n ? m->b[i].addr : end;
+        if (gap_end > at) {
+            uint64_t g = gap_end - at;
+            unsigned gb = ref_bin(g);
+            if (gb == b && g >= sz)
+                return at;
+            if (gb > b && gb < next_bin) {
+                next_bin = gb;
+                next_addr = at;
+            }
+        }
+        if (i < m->n)
+            at = m->b[i].addr + m->b[i].size;
+    }
+    return next_addr;
+}
+
+/* One allocation checked against ref_place: the same address, or OOM when
+ * nothing fits. Records whether the allocator walked in pairs. */
+static void placed_alloc(vdev_alloc_t *a, struct model *m, uint64_t base, uint64_t end,
+                         uint64_t bytes, int *seen_pairs)
+{
+    uint64_t sz = (bytes + 255) / 256 * 256, want = ref_place(m, base, end, sz);
+    struct vdev_block blk;
+    enum vdev_status st = vdev_alloc_malloc(a, bytes, &blk);
+    *seen_pairs |= a->walk_pairs;
+    if (want == UINT64_MAX) {
+        CHECK_STATUS(st, VDEV_ERR_OOM);
+        return;
+    }
+    CHECK_OK(st);
+    if (st != VDEV_OK)
+        return;
+    CHECK_EQ_U64((uintptr_t)blk.ptr, want);
+    model_add(m, (struct mblock){(uintptr_t)blk.ptr, sz, blk.handle});
+}
+
+/* Random-order frees make the walks long and unpredictable, so the
+ * allocator walks in pairs; a last-in-first-out pattern afterwards brings
+ * back the plain walk. Every placement, in both, is the policy's. */
+static void test_placement_policy(void)
+{
+    struct fake_source s;
+    fake_init(&s);
+    const uint64_t limit = 1ull << 30;
+    vdev_alloc_t *a = make(&s, VDEV_POLICY_PREALLOCATE, limit, 0, 0);
+    if (!a)
+        return;
+    uint64_t base = s.reg[0].base, end = base + s.reg[0].bytes;
+    struct model m = {0};
+    uint64_t rng = 12345;
+    int seen_pairs = 0;
+    for (int step = 0; step < 20000; step++) {
+        if (m.n == 0 || rng_unit(&rng) < 0.5) {
+            uint64_t bytes = (uint64_t)exp(rng_unit(&rng) * log(16.0 * 1048576.0));
+            placed_alloc(a, &m, base, end, bytes ? bytes : 1, &seen_pairs);
+        } else {
+            vdev_alloc_free(a, model_take(&m, (int)(rng_next(&rng) % (uint64_t)m.n)).handle);
+        }
+    }
+    CHECK(seen_pairs);
+    CHECK_OK(vdev_alloc_check(a));
+    while (m.n)
+        vdev_alloc_free(a, model_take(&m, m.n - 1).handle);
+    /* Last in, first out: eight blocks, freed in reverse, many times. */
+    for (int round = 0; round < 400; round++) {
+        for (int k = 0; k < 8; k++)
+            placed_alloc(a, &m, base, end, (uint64_t)(k + 1) * 100000, &seen_pairs);
+        while (m.n) {
+            /* the most recent allocation: the highest address here */
+            vdev_alloc_free(a, model_take(&m, m.n - 1).handle);
+        }
+    }
+    CHECK(!a->walk_pairs);
+    CHECK_OK(vdev_alloc_check(a));
+    free(m.b);
+    vdev_alloc_destroy(a);
+}
+
 int main(void)
 {
     test_arguments();
@@ -428,5 +525,6 @@ int main(void)
     test_lookup();
     test_host_memory();
     test_property();
+    test_placement_policy();
     return check_done();
 }

@@ -26,7 +26,9 @@
  * them without a NULL test), and one that stands for "no neighbour" at region
  * ends (never free, so merges need no end test). A bitmap of non-empty
  * bins finds the next non-empty bin in O(1); the walk inside a bin is short
- * in practice (bins hold the free chunks of one size octave).
+ * in practice (bins hold the free chunks of one size octave), and when frees
+ * come in random order the walks switch to a form with fewer mispredicted
+ * branches (alloc_impl.h, "The walks along a bin list").
  *
  * Splitting and merging keep list positions: the rest of a split chunk and a
  * chunk merged with its upper neighbour sit where the old chunk sat in address
@@ -114,9 +116,7 @@ static inline __attribute__((always_inline)) uint32_t take(struct vdev_alloc *a,
     unsigned b = bin_of(sz);
     uint64_t key = sz | ST_FREE;
     /* Own bin, lowest address first; the sentinel (all ones) ends the walk. */
-    uint32_t i = ch[b].fnext;
-    while (ch[i].szst < key)
-        i = ch[i].fnext;
+    uint32_t i = walk_size(a, ch[b].fnext, key);
     /* Every chunk of the higher sub-bins of the same octave fits: the lowest
      * address among their first chunks and i wins (sentinels: all ones). */
     unsigned top = b | (SUBS - 1);
@@ -527,7 +527,8 @@ enum vdev_status vdev_alloc_malloc(vdev_alloc_t *a, uint64_t bytes, struct vdev_
         a->peak_in_use = a->in_use;
     if (sz > a->largest_alloc)
         a->largest_alloc = sz;
-    a->n_allocs_total++;
+    if (__builtin_expect(++a->n_allocs_total % WALK_WINDOW == 0, 0))
+        walk_decide(a);
     out->ptr = (void *)(uintptr_t)a->ch[h].addr;
     out->handle = h;
     unlock(a);

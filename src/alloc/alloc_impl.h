@@ -75,6 +75,8 @@ struct vdev_alloc {
     /* ---- hot ---- */
     struct chunk *ch; /* records; [0, N_BINS] are sentinels */
     uint64_t bmap[N_WORDS]; /* bit b: bin b is not empty */
+    uint32_t walk_steps; /* steps of malloc's walks since the last WALK_WINDOW-th malloc */
+    int walk_pairs;      /* 1: walks look two chunks ahead without a branch */
     uint32_t free_rec; /* stack of unused records (NIL: empty) */
     uint32_t n_unused; /* records on that stack (statistics in O(1)) */
     uint32_t cap_ch;   /* records allocated */
@@ -179,16 +181,81 @@ static inline uint32_t bmap_find(const struct vdev_alloc *a, unsigned b)
     return NIL;
 }
 
-/* Puts free chunk h into bin b, in address order. The walk stops at the
- * sentinel at the latest, whose address is all ones. (Walking from the nearer
- * end of the list measured no faster: the bins are short.) */
+/* The walks along a bin list, from chunk i to the first chunk whose address
+ * (walk_addr, for insertion) or size-and-state word (walk_size, malloc's
+ * first fit) is not below the key; a sentinel (all ones) ends every walk.
+ *
+ * Two ways to walk, with the same result. The plain loop is fastest when the
+ * walk's length is predictable: on the training and inference traces over
+ * 95% of walks stop on the first chunk, and the branch predictor knows it.
+ * When frees come in random order, walks of 0, 1, 2 and more steps are all
+ * common and the plain loop's exit is mispredicted about once a walk; there,
+ * looking two chunks ahead per round and choosing between them with a
+ * conditional move instead of a branch saves about a quarter of the
+ * mispredictions (callgrind on the synthetic trace: 1.60 per event instead of
+ * 2.08), but its longer dependency chain makes the predictable traces about
+ * 10% slower. So the allocator counts the steps of malloc's walks (in the
+ * plain loop's body, which the predictable traces seldom enter) and, every
+ * WALK_WINDOW mallocs (walk_decide), walks in pairs for the next window if
+ * the last one took more than a quarter of a step per malloc (random-order
+ * traces take over one, training and inference traces about 0.02). A
+ * sentinel's fnext is a valid record, so the look ahead stays in the array. */
+#define WALK_WINDOW 256u
+
+#define WALK(field, count)                                                                         \
+    const struct chunk *ch = a->ch;                                                                \
+    uint32_t steps = 0;                                                                            \
+    if (a->walk_pairs) {                                                                           \
+        for (;;) {                                                                                 \
+            uint32_t j = ch[i].fnext;                                                              \
+            int lt0 = ch[i].field < key, lt1 = ch[j].field < key;                                  \
+            i = lt0 ? j : i;                                                                       \
+            if (!(lt0 & lt1)) {                                                                    \
+                steps += (uint32_t)lt0;                                                            \
+                break;                                                                             \
+            }                                                                                      \
+            i = ch[j].fnext;                                                                       \
+            steps += 2;                                                                            \
+        }                                                                                          \
+        if (count)                                                                                 \
+            a->walk_steps += steps;                                                                \
+    } else {                                                                                       \
+        while (ch[i].field < key) {                                                                \
+            i = ch[i].fnext;                                                                       \
+            if (count)                                                                             \
+                a->walk_steps++;                                                                   \
+        }                                                                                          \
+    }                                                                                              \
+    return i
+
+static inline uint32_t walk_addr(struct vdev_alloc *a, uint32_t i, uint64_t key)
+{
+    WALK(addr, 0);
+}
+
+static inline uint32_t walk_size(struct vdev_alloc *a, uint32_t i, uint64_t key)
+{
+    WALK(szst, 1);
+}
+#undef WALK
+
+/* Called every WALK_WINDOW mallocs (fast path): picks the way to walk for the
+ * next ones. */
+static inline void walk_decide(struct vdev_alloc *a)
+{
+    a->walk_pairs = a->walk_steps > WALK_WINDOW / 4;
+    a->walk_steps = 0;
+}
+
+/* Puts free chunk h into bin b, in address order. (Walking from the nearer
+ * end of the list measured no faster: the bins are short. Cutting each bin
+ * into address slices, each with its first chunk known, measured slower:
+ * walks average 1.8 steps on the random traces, and a small bin's chunks sit
+ * close together.) */
 static inline void bin_insert(struct vdev_alloc *a, uint32_t h, unsigned b)
 {
     struct chunk *ch = a->ch;
-    uint64_t addr = ch[h].addr;
-    uint32_t i = ch[b].fnext;
-    while (ch[i].addr < addr)
-        i = ch[i].fnext;
+    uint32_t i = walk_addr(a, ch[b].fnext, ch[h].addr);
     uint32_t p = ch[i].fprev;
     ch[h].fprev = p;
     ch[h].fnext = i;
