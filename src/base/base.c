@@ -142,6 +142,16 @@ void vdev_strlcpy(char *dst, const char *src, size_t cap)
     dst[n] = '\0';
 }
 
+uint64_t vdev_fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
 /* ---- sizes ---- */
 
 struct unit {

@@ -56,4 +56,9 @@ int vdev_strncasecmp(const char *a, const char *b, size_t n);
 /* Copies at most cap-1 bytes and always terminates (cap > 0). */
 void vdev_strlcpy(char *dst, const char *src, size_t cap);
 
+/* FNV-1a over n bytes, continued from h (start from VDEV_FNV1A_START): a
+ * digest for checking that processes agree, never for security. */
+#define VDEV_FNV1A_START 1469598103934665603ull
+uint64_t vdev_fnv1a(uint64_t h, const void *p, size_t n);
+
 #endif /* VDEV_BASE_H */

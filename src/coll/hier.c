@@ -32,17 +32,6 @@ const char *vdev_hier_call_name(int kind, uint64_t call, char *buf, size_t cap)
     return buf;
 }
 
-/* FNV-1a over n bytes, continued from h. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 void vdev_hier_desc_fill(struct hier_desc *d, const struct vdev_coll_call *c)
 {
     memset(d, 0, sizeof *d);
@@ -58,7 +47,7 @@ void vdev_hier_desc_fill(struct hier_desc *d, const struct vdev_coll_call *c)
     }
     /* all-gather: the outputs differ with the ranks; compare the inputs */
     int nb = c->kind == VDEV_COLL_ALL_GATHER ? (c->n_bufs > 0) : c->n_bufs;
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = VDEV_FNV1A_START;
     for (int i = 0; i < nb; i++) {
         const struct vdev_coll_buf *b = &c->bufs[i];
         struct hier_shape s;
@@ -67,7 +56,7 @@ void vdev_hier_desc_fill(struct hier_desc *d, const struct vdev_coll_call *c)
         s.dtype = (int32_t)b->dtype;
         for (int k = 0; k < b->ndim && k < VDEV_MAX_DIMS; k++)
             s.dim[k] = b->shape[k];
-        h = fnv(h, &s, sizeof s);
+        h = vdev_fnv1a(h, &s, sizeof s);
         d->total += b->count;
         if (d->n_shapes < HIER_SHAPES)
             d->shape[d->n_shapes++] = s;

@@ -293,16 +293,6 @@ VDEV_API void vdev_ps_strategy_free(vdev_ps_strategy_t *h)
 
 /* ---- the variables ---- */
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 /* The partition (ps.h) of the variables' elements over the servers. */
 static enum vdev_status partition(struct vdev_ps *ps)
 {
@@ -406,7 +396,7 @@ VDEV_API enum vdev_status vdev_ps_strategy_add_variables(vdev_ps_strategy_t *h,
     memset(&mine, 0, sizeof mine);
     vdev_strlcpy(mine.task, ps->task[ps->me], sizeof mine.task);
     enum vdev_status st = VDEV_OK;
-    uint64_t digest = 1469598103934665603ull, total = 0;
+    uint64_t digest = VDEV_FNV1A_START, total = 0;
     if (ps->vars)
         st = vdev_error(VDEV_ERR_INVALID_ARG, "%s: the strategy has its variables already", fn);
     else if (n < 1 || !vars)
@@ -420,8 +410,8 @@ VDEV_API enum vdev_status vdev_ps_strategy_add_variables(vdev_ps_strategy_t *h,
             st = vdev_error(VDEV_ERR_INVALID_ARG, "%s: variable #%d is %s; variables are float", fn,
                             i, vdev_dtype_name(t->dtype));
         } else {
-            digest = fnv(digest, &t->ndim, sizeof t->ndim);
-            digest = fnv(digest, t->shape, sizeof t->shape[0] * (size_t)t->ndim);
+            digest = vdev_fnv1a(digest, &t->ndim, sizeof t->ndim);
+            digest = vdev_fnv1a(digest, t->shape, sizeof t->shape[0] * (size_t)t->ndim);
             total += (uint64_t)t->numel;
         }
     }
