@@ -35,10 +35,6 @@
 #include <pthread.h>
 #include <string.h>
 
-#ifndef VDEV_CUDA_LIB_DIR
-#define VDEV_CUDA_LIB_DIR ""
-#endif
-
 #define STR_(x) #x
 #define XSTR(x) STR_(x)
 #define CUBLAS_SONAME "libcublas.so." XSTR(CUBLAS_VER_MAJOR)
@@ -73,17 +69,8 @@ int load_blas_locked()
 #else
 int load_blas_locked()
 {
-    void *h = dlopen(CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
     char first[200] = "";
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(first, sizeof first, "%s", e ? e : "not found");
-        if (VDEV_CUDA_LIB_DIR[0]) {
-            char path[512];
-            snprintf(path, sizeof path, "%s/%s", VDEV_CUDA_LIB_DIR, CUBLAS_SONAME);
-            h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        }
-    }
+    void *h = vdev_cuda_dlopen_toolkit(CUBLAS_SONAME, first, sizeof first);
     if (!h) {
         snprintf(blas_error, sizeof blas_error, "CUDA plugin: MatMul needs cuBLAS: %s", first);
         return -1;

@@ -33,14 +33,12 @@
  * it: that thread aborts its own comm as it leaves. */
 #define _GNU_SOURCE
 #include "backend/cuda/cuda_internal.h"
+#include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/nccl_abi.h"
 
 #include <dlfcn.h>
 #include <string.h>
 
-#ifndef VDEV_CUDA_LIB_DIR
-#define VDEV_CUDA_LIB_DIR ""
-#endif
 #define NCCL_SONAME "libnccl.so.2"
 #define NCCL_MIN_VERSION VDEV_NCCL_VERSION_CODE(2, 10, 0) /* ncclAvg */
 
@@ -87,17 +85,8 @@ static int load_nccl(void)
         }
         return resolve_locked(h, want);
     }
-    void *h = dlopen(NCCL_SONAME, RTLD_NOW | RTLD_LOCAL);
     char first[200] = "";
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(first, sizeof first, "%s", e ? e : "not found");
-        if (VDEV_CUDA_LIB_DIR[0]) {
-            char path[512];
-            snprintf(path, sizeof path, "%s/%s", VDEV_CUDA_LIB_DIR, NCCL_SONAME);
-            h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        }
-    }
+    void *h = vdev_cuda_dlopen_toolkit(NCCL_SONAME, first, sizeof first);
     if (!h) {
         snprintf(nccl_line, sizeof nccl_line, "NCCL: %s", first);
         pthread_mutex_unlock(&nccl_lock);

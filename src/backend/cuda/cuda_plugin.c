@@ -57,6 +57,25 @@
 #include <stdarg.h>
 #include <string.h>
 
+#ifndef VDEV_CUDA_LIB_DIR
+#define VDEV_CUDA_LIB_DIR ""
+#endif
+
+void *vdev_cuda_dlopen_toolkit(const char *soname, char *why, size_t cap)
+{
+    void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    if (h)
+        return h;
+    const char *e = dlerror();
+    snprintf(why, cap, "%s", e ? e : "not found");
+    if (VDEV_CUDA_LIB_DIR[0]) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", VDEV_CUDA_LIB_DIR, soname);
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    }
+    return h;
+}
+
 #define EXPORT __attribute__((visibility("default")))
 
 #define CUDA_MAJOR_BUILT (CUDA_VERSION / 1000)
