@@ -55,19 +55,9 @@ extern "C" {
 }
 #undef _Noreturn
 
+#include "bench_stats.h"
+
 static int quick;
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void die(const char *what)
 {
@@ -184,7 +174,7 @@ static void bench_matmul(int reps)
             tc[r] = t3 - t2;
         }
     }
-    double mv = median(tv, reps), mc = median(tc, reps);
+    double mv = bench_median(tv, reps), mc = bench_median(tc, reps);
     double fv = flops / mv / 1e12, fc = flops / mc / 1e12;
     printf("matmul %lldx%lld f32: vdev %.2f TFLOP/s (%.2f ms), cublasSgemm %.2f TFLOP/s "
            "(%.2f ms), ratio %.3f\n",
@@ -232,7 +222,7 @@ static void bench_dispatch(void)
             t[r] = (vdev_clock_seconds() - t0) / n;
     }
     float v = vdev_tensor_item(a);
-    double m = median(t, reps);
+    double m = bench_median(t, reps);
     printf("dispatch: one-element add on GPU:0: %.2f us/op, %.0f ops/s (check %g)\n", m * 1e6,
            1.0 / m, (double)v);
     row("| dispatch, 1-element add on GPU:0 | %.2f us/op (%.0f ops/s) | < 5 us %s |\n", m * 1e6,
@@ -279,7 +269,7 @@ static void bench_reduce(int reps)
                 t[r] = vdev_clock_seconds() - t0;
             vdev_tensor_free(y);
         }
-        double m = median(t, reps);
+        double m = bench_median(t, reps);
         printf("reduce [%lld,%lld] %s: %.3f ms, %.0f GB/s read\n", (long long)rows,
                (long long)cols, cases[c].what, m * 1e3, bytes / m / 1e9);
         row("| reduce [%lld,%lld], %s | %.0f GB/s (%.3f ms) | |\n", (long long)rows,
@@ -298,7 +288,7 @@ static void bench_reduce(int reps)
         if (r >= 0)
             t[r] = vdev_clock_seconds() - t0;
     }
-    double m = median(t, reps);
+    double m = bench_median(t, reps);
     printf("copy of the same bytes, device to device: %.0f GB/s read + written\n",
            2 * bytes / m / 1e9);
     row("| device-to-device copy of the same bytes (reference) | %.0f GB/s read + written | |\n",
@@ -329,7 +319,7 @@ static void bench_fill(int reps)
         if (r >= 0)
             t[r] = vdev_clock_seconds() - t0;
     }
-    double mf = median(t, reps);
+    double mf = bench_median(t, reps);
     uint32_t *h = (uint32_t *)malloc(bytes);
     if (!h)
         die("host buffer");
@@ -343,7 +333,7 @@ static void bench_fill(int reps)
         if (r >= 0)
             t[r] = vdev_clock_seconds() - t0;
     }
-    double mh = median(t, reps);
+    double mh = bench_median(t, reps);
     free(h);
     b->ops->release(b->ctx, 0, base, bytes);
     printf("fill %llu MiB: backend fill %.3f ms (%.0f GB/s), host buffer + copy %.3f ms "
@@ -466,7 +456,7 @@ static void bench_trace(const char *path)
         steady[p] = replay_pass(al, t, handles, live);
     struct vdev_alloc_stats st;
     vdev_alloc_get_stats(al, &st);
-    double ms = median(steady, passes);
+    double ms = bench_median(steady, passes);
     printf("alloc %s on GPU:0 with growth: first pass %.1f ns/event (%d reserve, %d extend), "
            "later passes %.1f ns/event; reserved %.1f MiB in %llu region(s)\n",
            name, first, src.n_reserve, src.n_extend, ms, (double)st.bytes_reserved / 1048576.0,

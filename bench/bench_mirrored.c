@@ -19,6 +19,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "vdev.h"
 
+#include "bench_stats.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,18 +31,6 @@
 static int quick;
 static const int64_t sizes[4] = {256, 1024, 1024, 10};
 static const char *const gpus[MAXR] = {"GPU:0", "GPU:1", "GPU:2", "GPU:3"};
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void die(const char *what)
 {
@@ -137,7 +127,7 @@ static double bench_mirrored_step(int n, int64_t batch, double *imbalance)
     vdev_tensor_free(m.x);
     vdev_tensor_free(m.y);
     vdev_strategy_free(s);
-    return median(t, reps);
+    return bench_median(t, reps);
 }
 
 /* ms per step of the same model and batch on GPU:0 alone. */
@@ -177,7 +167,7 @@ static double bench_single_step(int64_t batch)
     vdev_optimizer_free(m.sgd[0]);
     vdev_tensor_free(m.x);
     vdev_tensor_free(m.y);
-    return median(t, reps);
+    return bench_median(t, reps);
 }
 
 /* ---- all-reduce ---- */
@@ -244,7 +234,7 @@ static double bench_ring(int n, size_t bytes)
         vdev_tensor_free(rk[r].tiny);
     }
     vdev_comm_free(comm);
-    return median(t, reps);
+    return bench_median(t, reps);
 }
 
 /* Seconds per plain reduction of n host buffers of `bytes` each, one thread. */
@@ -279,7 +269,7 @@ static double bench_memcpy(int n, size_t bytes)
     for (int r = 0; r < n; r++)
         free(buf[r]);
     free(sum);
-    return median(t, reps);
+    return bench_median(t, reps);
 }
 
 int main(int argc, char **argv)

@@ -25,6 +25,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "vdev.h"
 
+#include "bench_stats.h"
+
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,27 +39,6 @@ static void bench_die(const char *what)
 {
     fprintf(stderr, "bench: %s: %s\n", what, vdev_last_error());
     exit(1);
-}
-
-static int bench_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median of v[0..n) (sorts v). */
-static double bench_median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static double bench_min(const double *v, int n)
-{
-    double m = v[0];
-    for (int i = 1; i < n; i++)
-        m = v[i] < m ? v[i] : m;
-    return m;
 }
 
 /* Restarts vdev with VDEV_SIM_GPUS=sim (NULL: no simulated GPU). */

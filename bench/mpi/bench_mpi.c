@@ -28,6 +28,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "vdev.h"
 
+#include "../bench_stats.h"
+
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,18 +39,6 @@
 
 static int quick, me, np;
 static const int64_t sizes[4] = {256, 1024, 1024, 10};
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void die(const char *what)
 {
@@ -98,8 +88,8 @@ static void allreduce_pair(vdev_comm_t *comm, int64_t n, int iters, double *vdev
     }
     vdev_tensor_free(t);
     free(buf);
-    *vdev_s = median(v, BATCHES);
-    *mpi_s = median(p, BATCHES);
+    *vdev_s = bench_median(v, BATCHES);
+    *mpi_s = bench_median(p, BATCHES);
 }
 
 static void bench_allreduce(void)
@@ -203,7 +193,7 @@ static void bench_mirrored(void)
         if (k >= 0)
             t[k] = vdev_clock_seconds() - t0;
     }
-    double step = median(t, reps);
+    double step = bench_median(t, reps);
     if (me == 0)
         printf("bench_mpi mirrored_step_ms %.2f\nbench_mpi mirrored_examples_per_s %.0f\n",
                step * 1e3, ROWS * np / step);
