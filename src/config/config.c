@@ -540,27 +540,33 @@ VDEV_API enum vdev_status vdev_config_get_visible_devices(int *gpu_indices, int 
     return end(VDEV_OK);
 }
 
-/* The split in force (after start-up) or that start-up would put in force:
- * *g is NULL for the CPU, whose logical devices *n_cpus counts. Lock held;
- * *r is to be freed by the caller. */
-static enum vdev_status split_of(int gpu, int is_cpu, struct vdev_config_resolved **r,
-                                 const struct vdev_gpu_cfg **g, int *n_cpus)
+/* The split of device `name` in force (after start-up) or that start-up
+ * would put in force: *count logical devices (0: not split; the CPU unsplit
+ * is no configuration, as one GPU unsplit is) and *g the GPU's
+ * configuration, NULL for the CPU. Lock held; *r is to be freed by the
+ * caller. */
+static enum vdev_status split_of(const char *name, struct vdev_config_resolved **r,
+                                 const struct vdev_gpu_cfg **g, int *count)
 {
     *r = NULL;
-    *g = is_cpu ? NULL : &S.eff[gpu];
-    *n_cpus = S.eff_n_cpus;
-    if (S.frozen)
-        return VDEV_OK;
-    if (!(*r = malloc(sizeof **r)))
-        return vdev_error(VDEV_ERR_OOM, "out of host memory");
-    enum vdev_status st = vdev_config_resolve_locked(*r);
-    if (st != VDEV_OK) {
-        free(*r);
-        *r = NULL;
+    int gpu, is_cpu;
+    enum vdev_status st = physical_gpu(name, &gpu, &is_cpu);
+    if (st != VDEV_OK)
         return st;
+    *g = is_cpu ? NULL : &S.eff[gpu];
+    int n_cpus = S.eff_n_cpus;
+    if (!S.frozen) {
+        if (!(*r = malloc(sizeof **r)))
+            return vdev_error(VDEV_ERR_OOM, "out of host memory");
+        if ((st = vdev_config_resolve_locked(*r)) != VDEV_OK) {
+            free(*r);
+            *r = NULL;
+            return st;
+        }
+        *g = is_cpu ? NULL : &(*r)->gpu[gpu];
+        n_cpus = (*r)->n_cpus;
     }
-    *g = is_cpu ? NULL : &(*r)->gpu[gpu];
-    *n_cpus = (*r)->n_cpus;
+    *count = is_cpu ? (n_cpus > 1 ? n_cpus : 0) : (*g)->n_logical;
     return VDEV_OK;
 }
 
@@ -572,17 +578,13 @@ VDEV_API enum vdev_status vdev_config_get_logical_devices(const char *name, uint
     enum vdev_status st = begin();
     if (st != VDEV_OK)
         return st;
-    int gpu, is_cpu, n_cpus;
-    if ((st = physical_gpu(name, &gpu, &is_cpu)) != VDEV_OK)
-        return end(st);
     struct vdev_config_resolved *r;
     const struct vdev_gpu_cfg *g;
-    if ((st = split_of(gpu, is_cpu, &r, &g, &n_cpus)) != VDEV_OK)
+    int count;
+    if ((st = split_of(name, &r, &g, &count)) != VDEV_OK)
         return end(st);
-    /* The CPU unsplit is no configuration, as one GPU unsplit is. */
-    int count = is_cpu ? (n_cpus > 1 ? n_cpus : 0) : g->n_logical;
     for (int i = 0; i < count && i < cap; i++)
-        limits[i] = is_cpu ? 0 : g->limits[i];
+        limits[i] = g ? g->limits[i] : 0;
     *n = count;
     free(r);
     return end(VDEV_OK);
@@ -598,18 +600,15 @@ vdev_config_get_logical_devices_ex(const char *name, struct vdev_logical_device_
     enum vdev_status st = begin();
     if (st != VDEV_OK)
         return st;
-    int gpu, is_cpu, n_cpus;
-    if ((st = physical_gpu(name, &gpu, &is_cpu)) != VDEV_OK)
-        return end(st);
     struct vdev_config_resolved *r;
     const struct vdev_gpu_cfg *g;
-    if ((st = split_of(gpu, is_cpu, &r, &g, &n_cpus)) != VDEV_OK)
+    int count;
+    if ((st = split_of(name, &r, &g, &count)) != VDEV_OK)
         return end(st);
-    int count = is_cpu ? (n_cpus > 1 ? n_cpus : 0) : g->n_logical;
     for (int i = 0; i < count && i < cap; i++) {
         memset(&devs[i], 0, sizeof devs[i]);
         devs[i].priority = VDEV_PRIORITY_NORMAL;
-        if (!is_cpu) {
+        if (g) {
             devs[i].floor_bytes = g->floors[i];
             devs[i].ceiling_bytes = g->limits[i];
             devs[i].priority = g->prios[i];
