@@ -53,13 +53,20 @@ struct gmap {
     size_t cap;
 };
 
-static size_t gmap_slot(const struct gmap *m, const struct vdev_tens *k)
+/* k's slot among keys[0..cap) (cap a power of two): where it is, or the
+ * empty slot where it goes. The gradient map and the tensor set share it. */
+static size_t ptr_slot(const struct vdev_tens *const *keys, size_t cap, const struct vdev_tens *k)
 {
     size_t h = ((uintptr_t)k >> 4) * 0x9e3779b97f4a7c15ull;
-    size_t i = h & (m->cap - 1);
-    while (m->keys[i] && m->keys[i] != k)
-        i = (i + 1) & (m->cap - 1);
+    size_t i = h & (cap - 1);
+    while (keys[i] && keys[i] != k)
+        i = (i + 1) & (cap - 1);
     return i;
+}
+
+static size_t gmap_slot(const struct gmap *m, const struct vdev_tens *k)
+{
+    return ptr_slot(m->keys, m->cap, k);
 }
 
 /* The tensors that lead to a requested variable: a set over tensor pointers,
@@ -71,11 +78,7 @@ struct tset {
 
 static size_t tset_slot(const struct tset *s, const struct vdev_tens *k)
 {
-    size_t h = ((uintptr_t)k >> 4) * 0x9e3779b97f4a7c15ull;
-    size_t i = h & (s->cap - 1);
-    while (s->keys[i] && s->keys[i] != k)
-        i = (i + 1) & (s->cap - 1);
-    return i;
+    return ptr_slot(s->keys, s->cap, k);
 }
 
 static int tset_has(const struct tset *s, const struct vdev_tens *k)
