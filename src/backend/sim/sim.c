@@ -203,6 +203,17 @@ static void sim_wait_seq(struct sim_stream *g, uint64_t seq)
     pthread_mutex_unlock(&g->lock);
 }
 
+/* Frees a stream whose worker is not running (never started, or joined). */
+static void stream_release(struct sim_stream *g)
+{
+    pthread_mutex_destroy(&g->lock);
+    pthread_cond_destroy(&g->not_empty);
+    pthread_cond_destroy(&g->not_full);
+    pthread_cond_destroy(&g->progress);
+    free(g->ring);
+    free(g);
+}
+
 /* Stops a stream's worker (after the work queued on it) and frees it. */
 static void stream_free(struct sim_stream *g)
 {
@@ -211,12 +222,7 @@ static void stream_free(struct sim_stream *g)
     pthread_cond_signal(&g->not_empty);
     pthread_mutex_unlock(&g->lock);
     pthread_join(g->worker, NULL);
-    pthread_mutex_destroy(&g->lock);
-    pthread_cond_destroy(&g->not_empty);
-    pthread_cond_destroy(&g->not_full);
-    pthread_cond_destroy(&g->progress);
-    free(g->ring);
-    free(g);
+    stream_release(g);
 }
 
 /* A stream on `card` whose worker takes `delta` on its nice value, or NULL
@@ -240,12 +246,7 @@ static struct sim_stream *stream_new(struct sim_card *card, int q, int delta)
     pthread_cond_init(&g->not_full, NULL);
     pthread_cond_init(&g->progress, NULL);
     if (pthread_create(&g->worker, NULL, sim_worker_main, g) != 0) {
-        pthread_mutex_destroy(&g->lock);
-        pthread_cond_destroy(&g->not_empty);
-        pthread_cond_destroy(&g->not_full);
-        pthread_cond_destroy(&g->progress);
-        free(g->ring);
-        free(g);
+        stream_release(g);
         vdev_error(VDEV_ERR_BACKEND, "cannot start a stream of simulated GPU %d", card->index);
         return NULL;
     }
