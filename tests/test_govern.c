@@ -11,13 +11,10 @@
  * has a budget of exactly 1 GiB and the figures in messages are round. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "http_client.h"
 #include "runtime/runtime.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #define MIB (1ull << 20)
@@ -672,39 +669,6 @@ static char *slurp(const char *path)
     return buf;
 }
 
-static char *scrape(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        if (fd >= 0)
-            close(fd);
-        return NULL;
-    }
-    const char *req = "GET /metrics HTTP/1.0\r\n\r\n";
-    if (send(fd, req, strlen(req), 0) < 0) {
-        close(fd);
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        if (poll(&pf, 1, 10000) <= 0)
-            break;
-        if (n + 4096 > cap)
-            buf = realloc(buf, cap *= 2);
-        ssize_t r = recv(fd, buf + n, cap - n - 1, 0);
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    buf[n] = '\0';
-    close(fd);
-    return buf;
-}
-
 static void test_trace_and_metrics(void)
 {
     char path[] = "/tmp/vdev_test_govern_XXXXXX";
@@ -718,7 +682,7 @@ static void test_trace_and_metrics(void)
     CHECK_OK(vdev_memory_set_limits("GPU:1", 64 * MIB, 256 * MIB));
     CHECK_OK(vdev_memory_set_priority("GPU:1", VDEV_PRIORITY_LOW));
     CHECK_OK(vdev_metrics_serve("127.0.0.1:0"));
-    char *m = scrape(vdev_metrics_port());
+    char *m = http_get(vdev_metrics_port(), "/metrics");
     CHECK(m && strstr(m, "vdev_memory_floor_bytes{device=\"/device:GPU:0\",physical=\"0\","
                          "backend=\"sim\"} 134217728\n"));
     CHECK(m && strstr(m, "vdev_memory_ceiling_bytes{device=\"/device:GPU:1\",physical=\"0\","

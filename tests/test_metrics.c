@@ -4,6 +4,7 @@
  * VDEV_METRICS_ADDR at start-up. Talks HTTP over a plain socket. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "http_client.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,60 +13,6 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-static int connect_port(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* Sends req (len bytes), reads until EOF or 10 s of silence; returns the
- * malloc'd response (NUL-terminated) or NULL when the connection failed. */
-static char *exchange(int port, const char *req, size_t len)
-{
-    int fd = connect_port(port);
-    if (fd < 0)
-        return NULL;
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = send(fd, req + off, len - off, MSG_NOSIGNAL);
-        if (w <= 0)
-            break; /* the server may close early (huge headers): read what it said */
-        off += (size_t)w;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, 10000) <= 0)
-            break;
-        if (n + 4096 > cap)
-            buf = realloc(buf, cap *= 2);
-        ssize_t r = recv(fd, buf + n, cap - n - 1, 0);
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    buf[n] = '\0';
-    close(fd);
-    return buf;
-}
-
-static char *get(int port, const char *path)
-{
-    char req[256];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-                     path);
-    return exchange(port, req, (size_t)n);
-}
 
 static int status_of(const char *resp)
 {
@@ -133,7 +80,7 @@ static void test_values(void)
     void *big = NULL;
     CHECK_STATUS(vdev_mem_alloc("GPU:2", 4ull << 30, &big), VDEV_ERR_OOM);
 
-    char *r = get(port, "/metrics");
+    char *r = http_get(port, "/metrics");
     CHECK_EQ_U64(status_of(r), 200);
     CHECK(r && strstr(r, "text/plain; version=0.0.4"));
     const char *body = body_of(r);
@@ -219,18 +166,18 @@ static void test_robustness(void)
     int port = vdev_metrics_port();
     CHECK(port > 0);
 
-    char *r = get(port, "/nope");
+    char *r = http_get(port, "/nope");
     CHECK_EQ_U64(status_of(r), 404);
     free(r);
     const char post[] = "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
                         "Connection: close\r\n\r\nabc";
-    r = exchange(port, post, sizeof post - 1);
+    r = http_exchange(port, post, sizeof post - 1);
     CHECK_EQ_U64(status_of(r), 405);
     CHECK(r && strstr(r, "Allow: GET"));
     free(r);
 
     /* an idle client: connected, half a request line, then nothing */
-    int idle = connect_port(port);
+    int idle = http_connect(port);
     CHECK(idle >= 0);
     CHECK(send(idle, "GET /met", 8, MSG_NOSIGNAL) == 8);
 
@@ -240,7 +187,7 @@ static void test_robustness(void)
     int n = sprintf(req, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ");
     memset(req + n, 'a', big);
     memcpy(req + n + big, "\r\n\r\n", 4);
-    r = exchange(port, req, (size_t)n + big + 4);
+    r = http_exchange(port, req, (size_t)n + big + 4);
     int code = status_of(r);
     CHECK(code == 0 || (code >= 400 && code < 500)); /* 0: closed without a word */
     printf("100 KB header answered with %d\n", code);
@@ -249,13 +196,13 @@ static void test_robustness(void)
 
     /* a malformed request */
     const char junk[] = "\x01\x02 not http at all\r\n\r\n";
-    r = exchange(port, junk, sizeof junk - 1);
+    r = http_exchange(port, junk, sizeof junk - 1);
     code = status_of(r);
     CHECK(code == 0 || (code >= 400 && code < 500));
     free(r);
 
     /* still answering, with the idle client still connected */
-    r = get(port, "/metrics");
+    r = http_get(port, "/metrics");
     CHECK_EQ_U64(status_of(r), 200);
     CHECK(r && strstr(r, "vdev_memory_limit_bytes{device=\"/device:GPU:1\""));
     free(r);
@@ -272,7 +219,7 @@ static void test_robustness(void)
     }
     CHECK(dropped);
     close(idle);
-    r = get(port, "/metrics");
+    r = http_get(port, "/metrics");
     CHECK_EQ_U64(status_of(r), 200);
     free(r);
     vdev_shutdown(); /* stops the endpoint */
@@ -297,7 +244,7 @@ static void test_env_and_errors(void)
     CHECK_OK(vdev_init());
     int port = vdev_metrics_port();
     CHECK(port > 0);
-    char *r = get(port, "/metrics");
+    char *r = http_get(port, "/metrics");
     CHECK_EQ_U64(status_of(r), 200);
     free(r);
 

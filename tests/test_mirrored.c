@@ -15,11 +15,9 @@
  *    strategy tests use them;
  *  - the API's errors, in TensorFlow's words where it has them. */
 #define _GNU_SOURCE
+#include "http_client.h"
 #include "mirrored_model.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #define EXPECT_ERR(call, code, sub)                                                                \
@@ -202,31 +200,6 @@ static void test_memory_balance(void)
     vdev_strategy_free(s);
 }
 
-/* GET /metrics from the endpoint on `port`, into buf. */
-static void scrape(int port, char *buf, size_t cap)
-{
-    buf[0] = '\0';
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        if (fd >= 0)
-            close(fd);
-        return;
-    }
-    const char *req = "GET /metrics HTTP/1.0\r\n\r\n";
-    if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
-        close(fd);
-        return;
-    }
-    size_t n = 0;
-    ssize_t k;
-    while (n + 1 < cap && (k = read(fd, buf + n, cap - 1 - n)) > 0)
-        n += (size_t)k;
-    buf[n] = '\0';
-    close(fd);
-}
-
 static void test_metrics(void)
 {
     check_fresh("3x1GiB");
@@ -234,8 +207,9 @@ static void test_metrics(void)
     CHECK_OK(vdev_mirrored_strategy_new(NULL, 0, &s)); /* every GPU */
     CHECK(vdev_strategy_num_replicas_in_sync(s) == 3);
     CHECK_OK(vdev_metrics_serve("127.0.0.1:0"));
-    static char body[1 << 17];
-    scrape(vdev_metrics_port(), body, sizeof body);
+    char *got = http_get(vdev_metrics_port(), "/metrics");
+    CHECK(got != NULL);
+    const char *body = got ? got : "";
     for (int r = 0; r < 3; r++) {
         char want[128];
         snprintf(want, sizeof want, ",replica=\"%d\",device=\"/device:GPU:%d\"} 1\n", r, r);
@@ -245,9 +219,13 @@ static void test_metrics(void)
     CHECK(strstr(body, "# TYPE vdev_strategy_memory_imbalance gauge") != NULL);
     CHECK(strstr(body, "} 1.000000\n") != NULL); /* nothing allocated yet: balanced */
     vdev_strategy_free(s);
-    scrape(vdev_metrics_port(), body, sizeof body); /* freed: no longer reported */
+    free(got);
+    got = http_get(vdev_metrics_port(), "/metrics"); /* freed: no longer reported */
+    CHECK(got != NULL);
+    body = got ? got : "";
     CHECK(strstr(body, "vdev_replica_info") == NULL);
     CHECK(strstr(body, "vdev_memory_in_use_bytes") != NULL);
+    free(got);
     vdev_metrics_stop();
 }
 
