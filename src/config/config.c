@@ -549,7 +549,7 @@ static enum vdev_status split_of(const char *name, struct vdev_config_resolved *
                                  const struct vdev_gpu_cfg **g, int *count)
 {
     *r = NULL;
-    int gpu, is_cpu;
+    int gpu = 0, is_cpu = 0; /* set by physical_gpu on success */
     enum vdev_status st = physical_gpu(name, &gpu, &is_cpu);
     if (st != VDEV_OK)
         return st;
