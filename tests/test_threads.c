@@ -14,6 +14,11 @@
  *    (one stream), OMP_NUM_THREADS alone, junk in the variables;
  *  - OpenBLAS's own count after a product, and the most products seen
  *    running at once on three streams with a budget of 1;
+ *  - the gate: with every slot taken, a product is run by the slot's holder
+ *    (on its thread, the submitter waiting until it is done), and a product
+ *    of a more important thread (lower nice value) is handed the slot and
+ *    runs on its own thread; the products' results on three streams at a
+ *    budget of one against a plain reference;
  *  - the determinism switch: one OpenBLAS thread while it is on, the budget
  *    again when it is off;
  *  - vdev_thread_info(NULL). */
@@ -22,8 +27,14 @@
 #include "ops/threads.h"
 
 #include <cblas.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static char root[256];
@@ -222,6 +233,137 @@ static void one_at_a_time(void)
         vdev_tensor_free(a[k]);
 }
 
+/* A product for the gate's tests: records the thread it ran on; `hold`
+ * keeps it running until the test lets it go. */
+struct probe {
+    atomic_int hold, running, ran;
+    pthread_t on;
+};
+
+static void probe_fn(void *varg)
+{
+    struct probe *p = varg;
+    p->on = pthread_self();
+    atomic_store(&p->running, 1);
+    while (atomic_load(&p->hold))
+        usleep(100);
+    atomic_store(&p->ran, 1);
+}
+
+struct submitter {
+    struct probe *p;
+    int nice_delta; /* applied to this thread before it submits */
+    pthread_t self;
+    int nice_ok, done_on_return; /* checked by the main thread after the join */
+};
+
+static void *submit_main(void *varg)
+{
+    struct submitter *s = varg;
+    s->self = pthread_self();
+    s->nice_ok = 1;
+    if (s->nice_delta) {
+        pid_t tid = (pid_t)syscall(SYS_gettid);
+        errno = 0;
+        int now = getpriority(PRIO_PROCESS, (id_t)tid);
+        s->nice_ok = errno == 0 && setpriority(PRIO_PROCESS, (id_t)tid, now + s->nice_delta) == 0;
+    }
+    vdev_threads_product_run(0, probe_fn, s->p);
+    s->done_on_return = atomic_load(&s->p->ran) == 1;
+    return NULL;
+}
+
+static void wait_until(atomic_int *flag)
+{
+    for (int i = 0; i < 100000 && !atomic_load(flag); i++)
+        usleep(100);
+    CHECK(atomic_load(flag));
+}
+
+static void wait_queued(int n)
+{
+    for (int i = 0; i < 100000 && vdev_threads_queued() != n; i++)
+        usleep(100);
+    CHECK(vdev_threads_queued() == n);
+}
+
+/* Budget 1 on three streams: one slot. A holds it; B (as important) queues
+ * and is run by A's thread; then C (a nice value raised by 5) holds it and
+ * D (the process's nice value: more important) queues, and gets the slot to
+ * run on its own thread. */
+static void gate(void)
+{
+    struct vdev_thread_info t = start("3x1GiB", NULL, "1", NULL, "GPU:0");
+    CHECK(t.concurrent_products == 1);
+    vdev_threads_plan();
+    struct probe pa = {.hold = 1}, pb = {0};
+    struct submitter sa = {.p = &pa}, sb = {.p = &pb};
+    pthread_t ta, tb;
+    CHECK(pthread_create(&ta, NULL, submit_main, &sa) == 0);
+    wait_until(&pa.running);
+    CHECK(pthread_create(&tb, NULL, submit_main, &sb) == 0);
+    wait_queued(1);
+    CHECK(!atomic_load(&pb.running));
+    atomic_store(&pa.hold, 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    CHECK(sa.done_on_return && sb.done_on_return);
+    CHECK(atomic_load(&pb.ran) && pthread_equal(pb.on, sa.self));
+    CHECK(vdev_threads_queued() == 0);
+
+    struct probe pc = {.hold = 1}, pd = {0};
+    struct submitter sc = {.p = &pc, .nice_delta = 5}, sd = {.p = &pd};
+    pthread_t tc, td;
+    CHECK(pthread_create(&tc, NULL, submit_main, &sc) == 0);
+    wait_until(&pc.running);
+    CHECK(pthread_create(&td, NULL, submit_main, &sd) == 0);
+    wait_queued(1);
+    atomic_store(&pc.hold, 0);
+    pthread_join(tc, NULL);
+    pthread_join(td, NULL);
+    CHECK(sc.nice_ok && sc.done_on_return && sd.done_on_return);
+    CHECK(atomic_load(&pd.ran) && pthread_equal(pd.on, sd.self));
+    CHECK(vdev_threads_peak_products() == 1);
+}
+
+/* Products on three streams at a budget of one, whichever thread ran each:
+ * every result against a plain sum in double precision. */
+static void gate_results(void)
+{
+    start("3x1GiB", NULL, "1", NULL, "GPU:0");
+    enum { N = 96 };
+    const char *dev[3] = {"GPU:0", "GPU:1", "GPU:2"};
+    vdev_tensor_t *a[3], *out[3][8];
+    int64_t s[2] = {N, N};
+    vdev_scope_begin();
+    for (int k = 0; k < 3; k++) {
+        vdev_device_push(dev[k]);
+        a[k] = vdev_tensor_uniform(s, 2, -1, 1, (uint64_t)k + 7);
+        for (int i = 0; i < 8; i++)
+            out[k][i] = vdev_matmul(a[k], a[k], i & 1, i & 2);
+        vdev_device_pop();
+    }
+    static float x[N * N], y[N * N];
+    int bad = 0;
+    for (int k = 0; k < 3; k++) {
+        CHECK_OK(vdev_tensor_to_host(a[k], x, sizeof x));
+        for (int v = 0; v < 8; v++) {
+            int ta = v & 1, tb = (v & 2) != 0;
+            CHECK_OK(vdev_tensor_to_host(out[k][v], y, sizeof y));
+            for (int i = 0; i < N; i++)
+                for (int j = 0; j < N; j++) {
+                    double sum = 0;
+                    for (int q = 0; q < N; q++)
+                        sum += (double)x[ta ? q * N + i : i * N + q] *
+                               (double)x[tb ? j * N + q : q * N + j];
+                    bad += fabs(sum - (double)y[i * N + j]) > 1e-4 * (1 + fabs(sum));
+                }
+        }
+    }
+    CHECK(bad == 0);
+    vdev_scope_end();
+}
+
 static void determinism(void)
 {
     start(NULL, NULL, "2", NULL, "CPU:0");
@@ -249,6 +391,8 @@ int main(void)
     cgroups();
     plans();
     one_at_a_time();
+    gate();
+    gate_results();
     determinism();
     CHECK_STATUS(vdev_thread_info(NULL), VDEV_ERR_INVALID_ARG);
     CHECK_MSG("vdev_thread_info: out is NULL");

@@ -24,6 +24,22 @@
 #include <limits.h>
 #include <string.h>
 
+/* One cblas_sgemm call, as the product gate runs it (possibly on another
+ * stream's thread: it reads nothing but its arguments). */
+struct sgemm_call {
+    int ta, tb, m, n, k, lda, ldb, ldc;
+    const float *a, *b;
+    float *c;
+};
+
+static void sgemm_run(void *varg)
+{
+    const struct sgemm_call *c = varg;
+    cblas_sgemm(CblasRowMajor, c->ta ? CblasTrans : CblasNoTrans,
+                c->tb ? CblasTrans : CblasNoTrans, c->m, c->n, c->k, 1.0f, c->a, c->lda, c->b,
+                c->ldb, 0.0f, c->c, c->ldc);
+}
+
 /* out[m,n] = op(a) op(b): a [m,k] or [k,m] (i[0]), b [k,n] or [n,k] (i[1]). */
 KERNEL(vdev_host_matmul)
 {
@@ -44,10 +60,8 @@ KERNEL(vdev_host_matmul)
         return;
     }
     /* Leading dimensions are the stored row lengths, whatever the transpose. */
-    int lda = (int)a->in_shape[0][1], ldb = (int)a->in_shape[1][1], ldc = (int)n;
-    vdev_threads_product_begin(a->i[2] != 0);
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                (int)m, (int)n, (int)k, 1.0f, (const float *)a->in[0], lda, (const float *)a->in[1],
-                ldb, 0.0f, (float *)a->out[0], ldc);
-    vdev_threads_product_end();
+    struct sgemm_call c = {ta, tb, (int)m, (int)n, (int)k,
+                           (int)a->in_shape[0][1], (int)a->in_shape[1][1], (int)n,
+                           (const float *)a->in[0], (const float *)a->in[1], (float *)a->out[0]};
+    vdev_threads_product_run(a->i[2] != 0, sgemm_run, &c);
 }

@@ -3,9 +3,17 @@
  * environment, streams from the runtime's devices; OpenBLAS's thread count
  * set to match, and a gate around products that counts the ones running.
  *
- * The gate is one mutex and condition variable: a product takes a slot
- * (waiting while `permits` run already), runs without the lock, and gives
- * the slot back. OpenBLAS's thread count is a process-wide setting, so it is
+ * The gate is one mutex: a product takes a slot when fewer than `permits`
+ * run, and runs without the lock. When every slot is taken, it is queued
+ * for a thread that holds a slot: that thread, having run its own product,
+ * runs the queued ones before it gives its slot back, and the submitter
+ * sleeps until its product is done. So a slot never waits for a sleeping
+ * thread to wake up (with a budget of one and three streams, a wake-up per
+ * product left the one slot idle for tens of microseconds 24 times a
+ * chain3 step). A queued product of a more important thread (a lower nice
+ * value: a critical or high-priority device's stream) is not run by a less
+ * important one: the slot is handed to its own thread instead, and such
+ * products queue ahead of the others. OpenBLAS's thread count is a process-wide setting, so it is
  * changed only when no product runs: a product that finds the plan out of
  * date (a new start-up, or the determinism switch flipped) waits for the
  * running ones to finish, changes it, and goes on. The pool reads its part
@@ -27,31 +35,39 @@
 
 #include <cblas.h>
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
-/* Looks at a full set of product slots before sleeping (see below). */
-#define SLOT_SPINS 64
+/* A product waiting for a slot: run by a slot's holder, or handed the slot. */
+struct product_req {
+    void (*fn)(void *);
+    void *arg;
+    int nice;     /* the submitting thread's nice value */
+    int state;    /* REQ_WAITING, REQ_DONE (run for it), REQ_SLOT (its own now) */
+    pthread_cond_t cv;
+    struct product_req *next;
+};
+enum { REQ_WAITING, REQ_DONE, REQ_SLOT };
 
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t cv;            /* broadcast when no product runs any more */
-    pthread_cond_t slot;          /* signalled when a product ends (one waiter wakes) */
-    int slot_waiters;             /* threads waiting on `slot` */
+    struct product_req *queue;    /* by nice value, then submission order */
     _Atomic int in_flight;        /* products running (changed under the lock) */
     int peak_in_flight;           /* the most that ran at once (tests) */
     int exiting;                  /* the process is exiting: no new product starts */
     struct vdev_thread_plan plan; /* plan.key 0: none yet (generations start at 1) */
     _Atomic uint64_t key;         /* plan.key, for the lock-free check */
     _Atomic int kernel_parts;
-} G = {.lock = PTHREAD_MUTEX_INITIALIZER,
-       .cv = PTHREAD_COND_INITIALIZER,
-       .slot = PTHREAD_COND_INITIALIZER};
+} G = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* ---- the pieces ---- */
 
@@ -255,7 +271,6 @@ static void apply_plan(int det)
         openblas_set_num_threads(G.plan.info.blas_threads);
     atomic_store_explicit(&G.kernel_parts, G.plan.info.kernel_threads, memory_order_relaxed);
     atomic_store_explicit(&G.key, G.plan.key, memory_order_release);
-    pthread_cond_broadcast(&G.slot); /* the number of slots may have changed */
 }
 
 struct vdev_thread_plan vdev_threads_plan(void)
@@ -289,11 +304,36 @@ static void register_exit(void)
 
 void vdev_threads_arm_exit(void) { pthread_once(&exit_once, register_exit); }
 
-void vdev_threads_product_begin(int det)
+/* This thread's nice value, read once (a stream's worker sets its own when
+ * it starts, before its first product). */
+static int thread_nice(void)
+{
+    static _Thread_local int known, nice;
+    if (!known) {
+        errno = 0;
+        int v = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+        nice = errno ? 0 : v;
+        known = 1;
+    }
+    return nice;
+}
+
+/* Queues r behind every request at least as important (lock held). */
+static void queue_put(struct product_req *r)
+{
+    struct product_req **at = &G.queue;
+    while (*at && (*at)->nice <= r->nice)
+        at = &(*at)->next;
+    r->next = *at;
+    *at = r;
+}
+
+/* Takes a slot for a product of `det`'s plan, or queues `fn` for a holder
+ * of one: returns 1 when the caller holds a slot (and must run fn, then
+ * product_finish), 0 when fn has been run for it. Lock held throughout. */
+static int product_start(int det, void (*fn)(void *), void *arg)
 {
     uint64_t key = key_now(det);
-    vdev_threads_arm_exit();
-    pthread_mutex_lock(&G.lock);
     for (;;) {
         if (G.exiting) { /* held back until the process is gone */
             pthread_cond_wait(&G.cv, &G.lock);
@@ -309,24 +349,55 @@ void vdev_threads_product_begin(int det)
         int permits = G.plan.info.concurrent_products;
         if (!permits || G.in_flight < permits)
             break;
-        /* All slots taken: products are short, so look again a few times,
-         * giving the CPU away in between (a futex sleep and wake-up costs
-         * tens of microseconds on a busy machine, per product), then sleep
-         * until one ends. */
-        pthread_mutex_unlock(&G.lock);
-        for (int i = 0; i < SLOT_SPINS &&
-                        atomic_load_explicit(&G.in_flight, memory_order_relaxed) >= permits;
-             i++)
-            sched_yield();
-        pthread_mutex_lock(&G.lock);
-        if (G.exiting || G.plan.key != key || G.in_flight < permits)
-            continue;
-        G.slot_waiters++;
-        pthread_cond_wait(&G.slot, &G.lock);
-        G.slot_waiters--;
+        /* Every slot is taken, and each holder runs the queue before it lets
+         * go (the plan cannot change meanwhile: that waits for no product to
+         * run), so the request is run or handed a slot. */
+        struct product_req r = {.fn = fn, .arg = arg, .nice = thread_nice(), .state = REQ_WAITING};
+        pthread_cond_init(&r.cv, NULL);
+        queue_put(&r);
+        while (r.state == REQ_WAITING)
+            pthread_cond_wait(&r.cv, &G.lock);
+        pthread_cond_destroy(&r.cv);
+        return r.state == REQ_SLOT;
     }
     if (++G.in_flight > G.peak_in_flight)
         G.peak_in_flight = G.in_flight;
+    return 1;
+}
+
+/* The caller's product has run: runs the queued ones it may, hands its slot
+ * to a more important one or gives it back (lock held). */
+static void product_finish(void)
+{
+    int mine = thread_nice();
+    while (G.queue && !G.exiting) {
+        struct product_req *r = G.queue;
+        G.queue = r->next;
+        if (r->nice < mine) {
+            r->state = REQ_SLOT; /* in_flight stays: the slot changes hands */
+            pthread_cond_signal(&r->cv);
+            return;
+        }
+        pthread_mutex_unlock(&G.lock);
+        r->fn(r->arg);
+        pthread_mutex_lock(&G.lock);
+        r->state = REQ_DONE;
+        pthread_cond_signal(&r->cv);
+    }
+    if (--G.in_flight == 0)
+        pthread_cond_broadcast(&G.cv);
+}
+
+void vdev_threads_product_run(int det, void (*fn)(void *), void *arg)
+{
+    vdev_threads_arm_exit();
+    pthread_mutex_lock(&G.lock);
+    if (product_start(det, fn, arg)) {
+        pthread_mutex_unlock(&G.lock);
+        fn(arg);
+        pthread_mutex_lock(&G.lock);
+        product_finish();
+    }
     pthread_mutex_unlock(&G.lock);
 }
 
@@ -339,14 +410,14 @@ int vdev_threads_peak_products(void)
     return peak;
 }
 
-void vdev_threads_product_end(void)
+int vdev_threads_queued(void)
 {
     pthread_mutex_lock(&G.lock);
-    if (--G.in_flight == 0)
-        pthread_cond_broadcast(&G.cv);
-    if (G.slot_waiters)
-        pthread_cond_signal(&G.slot);
+    int n = 0;
+    for (const struct product_req *r = G.queue; r; r = r->next)
+        n++;
     pthread_mutex_unlock(&G.lock);
+    return n;
 }
 
 int vdev_threads_kernel_parts(void)

@@ -40,12 +40,13 @@ struct vdev_thread_plan {
 /* The current plan (made or remade if needed). Needs a started runtime. */
 struct vdev_thread_plan vdev_threads_plan(void);
 
-/* Brackets every matrix product run by OpenBLAS. begin brings OpenBLAS's
- * thread count in line with the plan for `deterministic` (the mode the
- * product was submitted under), waiting until no other product runs before
- * changing it, then waits for a slot when products are limited. */
-void vdev_threads_product_begin(int deterministic);
-void vdev_threads_product_end(void);
+/* Runs every matrix product done by OpenBLAS: brings OpenBLAS's thread
+ * count in line with the plan for `deterministic` (the mode the product was
+ * submitted under), waiting until no other product runs before changing it,
+ * then runs fn(arg) in a slot when products are limited, on this thread or,
+ * when every slot is taken, on a thread that holds one (this one sleeps
+ * until it is done). fn must not depend on the thread it runs on. */
+void vdev_threads_product_run(int deterministic, void (*fn)(void *), void *arg);
 /* Registers (once per process) the exit handler that holds products back
  * while the process exits; called where a product is submitted, so that it
  * is in place before main can return. */
@@ -58,6 +59,8 @@ int vdev_threads_kernel_parts(void);
 
 /* The most products that ran at the same time since the last call. */
 int vdev_threads_peak_products(void);
+/* Products waiting for a slot now. */
+int vdev_threads_queued(void);
 
 /* A thread count from an environment value: "4" -> 4, "4,2" (OpenMP's list
  * of nesting levels) -> 4; 0 for NULL, empty, malformed or < 1 (OpenBLAS

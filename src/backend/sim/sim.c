@@ -78,6 +78,9 @@ struct sim_stream {
     _Atomic uint64_t completed;  /* items finished (tail) */
     int sleeping;                /* worker waits on not_empty (under lock) */
     int waiters;                 /* threads waiting on progress (under lock) */
+    int full_waiters;            /* submitters waiting on not_full (under lock) */
+    uint64_t wake_at;            /* the lowest count a progress waiter waits for
+                                    (UINT64_MAX: none; under lock) */
     int stop;
 };
 
@@ -154,9 +157,18 @@ static void *sim_worker(void *vgpu)
 
         pthread_mutex_lock(&g->lock);
         atomic_store_explicit(&g->completed, tail + 1, memory_order_release);
-        if (g->waiters)
+        /* Waiters are woken when the first of them is due, not on every
+         * item: a thread waiting for the end of a long queue (a read-back,
+         * another stream's copy) would otherwise wake, take this lock and
+         * sleep again once per item, costing the busy cores a context switch
+         * each time. Those still not due go back to sleep and say again
+         * what they wait for. */
+        if (g->waiters && tail + 1 >= g->wake_at) {
+            g->wake_at = UINT64_MAX;
             pthread_cond_broadcast(&g->progress);
-        pthread_cond_signal(&g->not_full);
+        }
+        if (g->full_waiters)
+            pthread_cond_signal(&g->not_full);
         pthread_mutex_unlock(&g->lock);
     }
 }
@@ -174,9 +186,9 @@ static enum vdev_status sim_submit_gpu(struct sim_stream *g, vdev_host_fn fn, co
     while ((head = atomic_load_explicit(&g->submitted, memory_order_relaxed)) -
                atomic_load_explicit(&g->completed, memory_order_acquire) >=
            SIM_RING) {
-        g->waiters++;
+        g->full_waiters++;
         pthread_cond_wait(&g->not_full, &g->lock);
-        g->waiters--;
+        g->full_waiters--;
     }
     struct sim_slot *s = &g->ring[head % SIM_RING];
     s->fn = fn;
@@ -197,8 +209,11 @@ static void sim_wait_seq(struct sim_stream *g, uint64_t seq)
         return;
     pthread_mutex_lock(&g->lock);
     g->waiters++;
-    while (atomic_load_explicit(&g->completed, memory_order_acquire) < seq)
+    while (atomic_load_explicit(&g->completed, memory_order_acquire) < seq) {
+        if (seq < g->wake_at)
+            g->wake_at = seq;
         pthread_cond_wait(&g->progress, &g->lock);
+    }
     g->waiters--;
     pthread_mutex_unlock(&g->lock);
 }
@@ -241,6 +256,7 @@ static struct sim_stream *stream_new(struct sim_card *card, int q, int delta)
     g->card = card;
     g->q = q;
     g->nice_delta = delta;
+    g->wake_at = UINT64_MAX;
     pthread_mutex_init(&g->lock, NULL);
     pthread_cond_init(&g->not_empty, NULL);
     pthread_cond_init(&g->not_full, NULL);
