@@ -17,7 +17,8 @@
  * count, which is one number per process, is set to it). With two or more,
  * OpenBLAS runs single-threaded, since its thread count cannot differ
  * between the streams, and at most `budget` products run at the same time
- * (the others wait for one to finish): the budget is divided among the
+ * (the others are queued, and run by a thread that holds a slot, after its
+ * own product, or handed its slot: see threads.c): the budget is divided among the
  * streams, never multiplied by them. Under the determinism switch, OpenBLAS
  * always runs single-threaded: its results depend on its thread count.
  * The pool splits an elementwise kernel into max(1, pool / streams) parts,
