@@ -1,149 +1,27 @@
 // offsetallocator_replay.cpp — replays allocation traces against Sebastian
 // Aaltonen's OffsetAllocator (github.com/sebbbi/OffsetAllocator, MIT; not part
 // of this repository: bench/peers/run.sh builds this file against a copy the
-// user fetched) exactly as vdev_replay_run replays them against vdev:
-//  - capacity: the smallest one-region size (256-byte units, as OffsetAllocator
-//    counts in 32-bit units) that serves the whole trace, by the same
-//    bisection to 1e-4 of the peak of live bytes;
-//  - time: runs of the pre-parsed events back to back until at least
-//    1,000,000 events, in a region of twice that capacity, a spinlock (atomic
-//    exchange, then a release store) taken around every call as vdev's
-//    allocator takes its own, on a thread pinned to its CPU; blocks a pass
-//    leaves live freed untimed; the median and range of 5 runs.
-// Prints one line per trace: name, ns/event (median, min, max), capacity ratio.
+// user fetched) by the replay of peer_replay.hpp. OffsetAllocator counts in
+// 32-bit units: 256 bytes here, vdev's granule.
 #include "offsetAllocator.hpp"
+#include "peer_replay.hpp"
 
-#include <algorithm>
-#include <atomic>
-#include <cstdio>
-#include <ctime>
-#include <sched.h>
-#include <vector>
+class OffsetPeer {
+  public:
+    using Handle = OffsetAllocator::Allocation;
+    explicit OffsetPeer(unsigned long long cap)
+        : a_(cap / 256 ? (unsigned)(cap / 256) : 1, 1u << 22)
+    {
+    }
+    bool take(unsigned long long bytes, Handle &h)
+    {
+        h = a_.allocate((unsigned)((bytes + 255) / 256));
+        return h.offset != Handle::NO_SPACE;
+    }
+    void give(Handle h) { a_.free(h); }
 
-struct peer_event {
-    unsigned long long bytes;
-    unsigned slot;
-};
-extern "C" int peer_trace_load(const char *, peer_event **, unsigned long long *, unsigned *,
-                               unsigned long long *, unsigned **, unsigned *);
-
-using OffsetAllocator::Allocation;
-using OffsetAllocator::Allocator;
-
-static std::atomic<int> spin{0};
-static const unsigned MAX_NODES = 1u << 22;
-
-static unsigned units(unsigned long long bytes) { return (unsigned)((bytes + 255) / 256); }
-
-static unsigned long long now_ns()
-{
-    timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
-}
-
-struct trace {
-    peer_event *ev;
-    unsigned long long n, peak;
-    unsigned slots, *live_end, n_live_end;
+  private:
+    OffsetAllocator::Allocator a_;
 };
 
-static bool fits(const trace &t, unsigned long long cap)
-{
-    Allocator a(units(cap) ? (unsigned)(cap / 256) : 1, MAX_NODES);
-    std::vector<Allocation> h(t.slots ? t.slots : 1);
-    for (unsigned long long i = 0; i < t.n; i++) {
-        if (t.ev[i].bytes) {
-            Allocation x = a.allocate(units(t.ev[i].bytes));
-            if (x.offset == Allocation::NO_SPACE)
-                return false;
-            h[t.ev[i].slot] = x;
-        } else {
-            a.free(h[t.ev[i].slot]);
-        }
-    }
-    return true;
-}
-
-static unsigned long long min_capacity(const trace &t)
-{
-    const unsigned long long step = 256;
-    unsigned long long lo = t.peak, hi;
-    if (fits(t, lo))
-        return lo;
-    unsigned long long gap = lo / 64 > step ? (lo / 64) & ~(step - 1) : step;
-    for (;;) {
-        hi = lo + gap;
-        if (fits(t, hi))
-            break;
-        lo = hi;
-        gap *= 2;
-    }
-    unsigned long long tol = (unsigned long long)((double)t.peak * 1e-4);
-    if (tol < step)
-        tol = step;
-    while (hi - lo > tol && hi - lo > step) {
-        unsigned long long mid = (lo + (hi - lo) / 2) & ~(step - 1);
-        if (mid <= lo)
-            mid = lo + step;
-        if (fits(t, mid))
-            hi = mid;
-        else
-            lo = mid;
-    }
-    return hi;
-}
-
-int main(int argc, char **argv)
-{
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(sched_getcpu(), &one);
-    sched_setaffinity(0, sizeof one, &one);
-    for (int k = 1; k < argc; k++) {
-        trace t;
-        if (peer_trace_load(argv[k], &t.ev, &t.n, &t.slots, &t.peak, &t.live_end, &t.n_live_end))
-            return 1;
-        unsigned long long cap = min_capacity(t);
-        unsigned long long passes = (1000000 + t.n - 1) / t.n;
-        std::vector<double> ns;
-        std::vector<Allocation> h(t.slots ? t.slots : 1);
-        for (int r = 0; r < 5; r++) {
-            Allocator a((unsigned)(2 * cap / 256), MAX_NODES);
-            unsigned long long total = 0, per = t.n_live_end ? 1 : passes;
-            for (unsigned long long p = 0; p < passes; p += per) {
-                unsigned long long t0 = now_ns();
-                for (unsigned long long q = 0; q < per; q++)
-                    for (unsigned long long i = 0; i < t.n; i++) {
-                        const peer_event *e = &t.ev[i];
-                        while (spin.exchange(1, std::memory_order_acquire)) {
-                        }
-                        if (e->bytes) {
-                            Allocation x = a.allocate(units(e->bytes));
-                            spin.store(0, std::memory_order_release);
-                            if (x.offset == Allocation::NO_SPACE) {
-                                fprintf(stderr, "%s: allocation failed while timing\n", argv[k]);
-                                return 1;
-                            }
-                            h[e->slot] = x;
-                        } else {
-                            a.free(h[e->slot]);
-                            spin.store(0, std::memory_order_release);
-                        }
-                    }
-                total += now_ns() - t0;
-                for (unsigned q = 0; q < t.n_live_end; q++) /* untimed */
-                    a.free(h[t.live_end[q]]);
-            }
-            ns.push_back((double)total / (double)(passes * t.n));
-        }
-        std::sort(ns.begin(), ns.end());
-        const char *name = argv[k];
-        for (const char *p = argv[k]; *p; p++)
-            if (*p == '/')
-                name = p + 1;
-        printf("%s %.1f %.1f %.1f %.4f\n", name, ns[2], ns[0], ns[4], (double)cap / (double)t.peak);
-        fflush(stdout);
-    }
-    return 0;
-}
+int main(int argc, char **argv) { return peer_main<OffsetPeer>(argc, argv); }
