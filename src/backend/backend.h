@@ -179,6 +179,15 @@ struct vdev_backend_ops {
                                  const struct vdev_backend_coll *call);
     void (*coll_abort)(void *ctx, void *comm);
     void (*coll_close)(void *ctx, void *comm);
+
+    /* Optional (NULL: the runtime uses copy_d2d). A d2d copy like copy_d2d,
+     * on the destination's stream after the source stream's work so far,
+     * except that the source's stream is not made to wait for the copy: the
+     * caller orders every later write to the source itself (the runtime
+     * makes a writer's stream wait for the reader first, and frees the
+     * source after the reader's stream; see tensor.c, copy_contents). */
+    enum vdev_status (*copy_d2d_lazy)(void *ctx, int dst_dev, void *dst, int src_dev,
+                                      const void *src, uint64_t bytes);
 };
 
 /* A backend instance. */

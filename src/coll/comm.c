@@ -289,6 +289,7 @@ enum vdev_status vdev_coll_tensors(struct vdev_coll_comm *c, int rank, enum vdev
             snprintf(msg, sizeof msg, "%s: tensor #%d is %s; all-reduce takes float tensors",
                      what, i, vdev_dtype_name(t->dtype));
         } else {
+            vdev_tens_before_write(t, dev); /* collectives write in place */
             struct vdev_coll_buf *b = &bufs[i];
             b->data = t->data;
             b->count = (uint64_t)t->numel;

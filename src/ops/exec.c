@@ -267,6 +267,9 @@ enum vdev_status vdev_op_exec_inplace(enum vdev_op op, struct vdev_tens *const *
         drop_tmp(tmp, n_in);
         return st;
     }
+    for (int i = 0; i < n_in; i++)
+        if (i != 1)
+            vdev_tens_before_write(in[i], dev);
     struct vdev_kernel_args ka;
     vdev_kernel_args_fill(&ka, op, use, n_in, p);
     if ((st = def->shape(&ka)) != VDEV_OK) {

@@ -55,7 +55,9 @@ VDEV_API enum vdev_status vdev_tensor_to_dlpack(vdev_tensor_t *h, struct DLManag
     if (!t)
         return VDEV_ERR_INVALID_ARG;
     struct vdev_ldev *dev = t->dev;
-    /* The consumer reads the memory as soon as it has it. */
+    /* The consumer reads the memory as soon as it has it, and may write it:
+     * another stream still reading it (a lazy copy) finishes first. */
+    vdev_tens_before_write(t, NULL);
     enum vdev_status st = vdev_backend_synchronize(dev->backend, dev->bdev);
     if (st != VDEV_OK)
         return st;

@@ -157,6 +157,7 @@ static struct vdev_tens *tens_struct(struct vdev_ldev *dev, enum vdev_dtype dtyp
     t->rgen = vdev_runtime_generation();
     t->home = -1;
     atomic_init(&t->xstream, (int16_t)-1);
+    atomic_init(&t->lazy_reader, (int16_t)-1);
     t->is_variable = t->requires_grad = t->kept = t->host_written = 0;
     atomic_init(&t->scope_thread, (uintptr_t)0);
     t->scope_depth = -1;
@@ -247,6 +248,25 @@ void vdev_tens_mark_read_by(const struct vdev_tens *t, const struct vdev_ldev *r
     if (reader->backend != owner->dev->backend || reader->bdev != owner->dev->bdev)
         atomic_store_explicit(&vdev_tens_mut(owner)->xstream, (int16_t)reader->id,
                               memory_order_relaxed);
+}
+
+void vdev_tens_before_write(const struct vdev_tens *t, const struct vdev_ldev *writer)
+{
+    struct vdev_tens *owner = vdev_tens_mut(t->base ? t->base : t);
+    int xs = atomic_exchange_explicit(&owner->lazy_reader, (int16_t)-1, memory_order_acq_rel);
+    struct vdev_ldev *reader = xs >= 0 ? vdev_runtime_device(xs) : NULL;
+    if (!reader)
+        return;
+    const struct vdev_backend_ops *ops = reader->backend->ops;
+    void *ev = NULL;
+    if (writer && writer->backend == reader->backend && ops->stream_wait_event &&
+        ops->event_record(reader->backend->ctx, reader->bdev, &ev) == VDEV_OK) {
+        if (ops->stream_wait_event(reader->backend->ctx, writer->bdev, ev) != VDEV_OK)
+            vdev_backend_synchronize(reader->backend, reader->bdev);
+        ops->event_drop(reader->backend->ctx, ev);
+    } else {
+        vdev_backend_synchronize(reader->backend, reader->bdev);
+    }
 }
 
 /* Gives t's block back to its allocator, ordered after every stream that
@@ -387,6 +407,25 @@ VDEV_API const char *vdev_tensor_device(const vdev_tensor_t *h)
 
 /* ---- copies ---- */
 
+/* Whether a copy of src to d's stream may be lazy: the source's stream is
+ * then not held until the copy has run (so it can run ahead: a chain of
+ * models on several GPUs keeps every stream busy). Every later write to the
+ * source waits for the reader instead (vdev_tens_before_write), and its
+ * block is freed after the reader's stream (free_block). Only one lazy
+ * reader is remembered, so a second reader on another device, a variable
+ * (written in place every step) and memory another framework owns take
+ * the plain copy, whose source stream waits. */
+static int copy_may_be_lazy(const struct vdev_tens *src, const struct vdev_ldev *d)
+{
+    struct vdev_tens *owner = vdev_tens_mut(src->base ? src->base : src);
+    if (!d->backend->ops->copy_d2d_lazy || owner->is_variable || owner->ext_release)
+        return 0;
+    int16_t none = -1;
+    return atomic_compare_exchange_strong_explicit(&owner->lazy_reader, &none, (int16_t)d->id,
+                                                   memory_order_acq_rel, memory_order_acquire) ||
+           none == d->id;
+}
+
 /* Copies src's contents into dst's memory (same bytes), ordered on both
  * streams. */
 static enum vdev_status copy_contents(const struct vdev_tens *src, struct vdev_tens *dst)
@@ -395,7 +434,13 @@ static enum vdev_status copy_contents(const struct vdev_tens *src, struct vdev_t
         return VDEV_OK;
     struct vdev_ldev *s = src->dev, *d = dst->dev;
     enum vdev_status st;
-    if (s->backend == d->backend) {
+    vdev_tens_before_write(dst, d);
+    if (s->backend == d->backend && s->bdev != d->bdev && copy_may_be_lazy(src, d)) {
+        st = d->backend->ops->copy_d2d_lazy(d->backend->ctx, d->bdev, dst->data, s->bdev,
+                                            src->data, src->bytes);
+        if (st == VDEV_OK)
+            vdev_tens_mark_read_by(src, d);
+    } else if (s->backend == d->backend) {
         st = d->backend->ops->copy_d2d(d->backend->ctx, d->bdev, dst->data, s->bdev, src->data,
                                        src->bytes);
         if (st == VDEV_OK && s->bdev != d->bdev)

@@ -53,6 +53,8 @@ struct vdev_tens {
     uint32_t rgen;                  /* the runtime generation it was made under */
     int16_t home;                   /* device id of the variables it derives from, -1 none */
     _Atomic int16_t xstream;        /* id of another device whose stream read it, -1 none */
+    _Atomic int16_t lazy_reader;    /* id of a device whose stream may still be reading it
+                                       (a lazy copy: copy_contents), -1 none */
     uint8_t is_variable;
     uint8_t requires_grad;
     uint8_t kept;                   /* vdev_keep() called in the current scope */
@@ -150,6 +152,12 @@ struct vdev_tens *vdev_tens_publish(struct vdev_tens *t);
 
 /* Notes that the stream of device `reader` reads t's memory. */
 void vdev_tens_mark_read_by(const struct vdev_tens *t, const struct vdev_ldev *reader);
+/* Before a write to t's memory is queued on the stream of `writer` (NULL: the
+ * host, or code outside vdev, writes it): waits, on that stream (or on the
+ * host), for a stream that may still be reading t after a lazy copy. Every
+ * path that writes into an existing tensor calls it: in-place ops,
+ * vdev_assign, collectives, DLPack export. */
+void vdev_tens_before_write(const struct vdev_tens *t, const struct vdev_ldev *writer);
 
 /* The device where a new tensor with no inputs goes. */
 struct vdev_ldev *vdev_tens_creation_device(void);

@@ -387,10 +387,10 @@ static enum vdev_status sim_copy_sync(void *vctx, int dev, void *dst, const void
 }
 
 /* d2d: on the destination's stream, after everything submitted so far to the
- * source's stream; the source's stream then waits for the copy. Returns at
- * once. */
-static enum vdev_status sim_copy_d2d(void *vctx, int dst_dev, void *dst, int src_dev,
-                                     const void *src, uint64_t bytes)
+ * source's stream; unless lazy, the source's stream then waits for the copy.
+ * Returns at once. */
+static enum vdev_status copy_d2d(void *vctx, int dst_dev, void *dst, int src_dev,
+                                 const void *src, uint64_t bytes, int lazy)
 {
     struct sim_stream *gd = gpu_of(vctx, dst_dev), *gs = gpu_of(vctx, src_dev);
     struct copy_arg a = {dst, src, bytes, NULL, 0};
@@ -400,13 +400,25 @@ static enum vdev_status sim_copy_d2d(void *vctx, int dst_dev, void *dst, int src
     }
     uint64_t seq;
     enum vdev_status st = sim_submit_gpu(gd, copy_fn, &a, sizeof a, &seq);
-    if (st != VDEV_OK || gs == gd)
+    if (st != VDEV_OK || gs == gd || lazy)
         return st;
     struct wait_arg w = {gd, seq};
     st = sim_submit_gpu(gs, wait_fn, &w, sizeof w, NULL);
     if (st != VDEV_OK)
         sim_wait_seq(gd, seq); /* no hazard left behind */
     return st;
+}
+
+static enum vdev_status sim_copy_d2d(void *vctx, int dst_dev, void *dst, int src_dev,
+                                     const void *src, uint64_t bytes)
+{
+    return copy_d2d(vctx, dst_dev, dst, src_dev, src, bytes, 0);
+}
+
+static enum vdev_status sim_copy_d2d_lazy(void *vctx, int dst_dev, void *dst, int src_dev,
+                                          const void *src, uint64_t bytes)
+{
+    return copy_d2d(vctx, dst_dev, dst, src_dev, src, bytes, 1);
 }
 
 /* ---- streams and events ---- */
@@ -548,6 +560,7 @@ static const struct vdev_backend_ops sim_ops = {
     .copy_h2d = sim_copy_sync,
     .copy_d2h = sim_copy_sync,
     .copy_d2d = sim_copy_d2d,
+    .copy_d2d_lazy = sim_copy_d2d_lazy,
     .submit_host = sim_submit,
     .synchronize = sim_sync,
     .event_record = sim_event_record,
