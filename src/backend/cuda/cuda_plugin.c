@@ -451,7 +451,8 @@ static uint64_t cu_held_bytes(void *vctx, int dev)
     .stream_open = cu_stream_open, .stream_close = cu_stream_close,                                \
     .held_bytes = cu_held_bytes, .coll_library = vdev_cu_coll_library,                            \
     .coll_open = vdev_cu_coll_open, .coll_run = vdev_cu_coll_run,                                  \
-    .coll_abort = vdev_cu_coll_abort, .coll_close = vdev_cu_coll_close
+    .coll_abort = vdev_cu_coll_abort, .coll_close = vdev_cu_coll_close,                            \
+    .copy_d2d_lazy = vdev_cu_copy_d2d_lazy
 
 /* Every GPU has VMM: regions grow in place. */
 static const struct vdev_backend_ops cu_ops_vmm = {OPS_COMMON, .extend = vdev_cu_extend};

@@ -231,10 +231,11 @@ static enum vdev_status stream_follow(struct cu_stream *waiter, struct cu_stream
 /* ---- device -> device ---- */
 
 /* On the destination's stream, after the work queued on the source's stream
- * so far; later work on the source's stream follows the copy. Returns at
+ * so far; unless lazy, later work on the source's stream follows the copy
+ * (lazy: the runtime orders later writes to the source itself). Returns at
  * once, except through the host. */
-enum vdev_status vdev_cu_copy_d2d(void *vctx, int dst_dev, void *dst, int src_dev, const void *src,
-                                  uint64_t bytes)
+static enum vdev_status copy_d2d(void *vctx, int dst_dev, void *dst, int src_dev, const void *src,
+                                 uint64_t bytes, int lazy)
 {
     struct cu_ctx *c = vctx;
     struct cu_stream *ds = vdev_cu_q(vctx, dst_dev), *ss = vdev_cu_q(vctx, src_dev);
@@ -258,6 +259,8 @@ enum vdev_status vdev_cu_copy_d2d(void *vctx, int dst_dev, void *dst, int src_de
                      : vdev_cu.cuMemcpyPeerAsync(dp, dd->ctx, sp, sd->ctx, bytes, ds->s);
         if (r != CUDA_SUCCESS)
             return vdev_cu_fail_call(r, dd->index, what);
+        if (lazy)
+            return VDEV_OK;
         /* and the source's later writes wait for the copy to have read it */
         st = stream_follow(ss, ds);
         if (st != VDEV_OK && vdev_cu_use_ctx(dd) == CUDA_SUCCESS)
@@ -280,6 +283,18 @@ enum vdev_status vdev_cu_copy_d2d(void *vctx, int dst_dev, void *dst, int src_de
     }
     free(tmp);
     return st;
+}
+
+enum vdev_status vdev_cu_copy_d2d(void *vctx, int dst_dev, void *dst, int src_dev, const void *src,
+                                  uint64_t bytes)
+{
+    return copy_d2d(vctx, dst_dev, dst, src_dev, src, bytes, 0);
+}
+
+enum vdev_status vdev_cu_copy_d2d_lazy(void *vctx, int dst_dev, void *dst, int src_dev,
+                                       const void *src, uint64_t bytes)
+{
+    return copy_d2d(vctx, dst_dev, dst, src_dev, src, bytes, 1);
 }
 
 /* ---- fills ---- */
