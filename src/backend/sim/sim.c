@@ -22,7 +22,11 @@
  * round trip. A copy between two streams runs on the destination's stream
  * after everything submitted to the source's so far, and the source's stream
  * then waits for the copy, so a later write to the source cannot land before
- * the copy has read it (the CUDA plugin orders its copies the same way).
+ * the copy has read it (the CUDA plugin orders its copies the same way). The
+ * lazy copy (copy_d2d_lazy) leaves that wait out: the runtime uses it for
+ * tensors it can order the later writes of itself (tensor.c, copy_contents).
+ * A thread waiting for a stream is woken when what it waits for is done,
+ * not on every item.
  *
  * Priorities. A stream's worker moves its nice value by its priority, itself,
  * when it starts (on Linux the nice value is a thread's, inherited from the
