@@ -8,7 +8,8 @@
  * gate), so the copy is queued but cannot run, then writes the source in
  * one of the ways a tensor is written in place: vdev_assign, an all-reduce,
  * a DLPack export written through its pointer; the source is also freed and
- * a new tensor of its size written at once (it must not get the memory yet). After the gate opens, the copy
+ * a new tensor of its size written at once (it must not get the memory yet),
+ * also after a plain copy to a third GPU has followed the lazy one. After the gate opens, the copy
  * must hold the source's values from before the write. Also: the source's
  * stream runs ahead while the copy waits (work queued on it after the copy
  * finishes before the gate opens), and a variable, which is written in
@@ -237,6 +238,28 @@ static void by_reuse(void)
     vdev_scope_end();
 }
 
+/* As by_reuse, with a plain copy to a third GPU after the lazy one (it
+ * replaces the lazy reader as the last reader the tensor remembers): the
+ * memory still waits for the lazy copy. */
+static void by_reuse_after_two_readers(void)
+{
+    vdev_scope_begin();
+    vdev_tensor_t *a = ramp("GPU:0", 1);
+    hold("GPU:1");
+    vdev_tensor_t *c = copy_to_gpu1(a);
+    vdev_device_push("GPU:2");
+    vdev_tensor_t *c2 = vdev_identity(a);
+    vdev_device_pop();
+    CHECK(c2 != NULL);
+    CHECK(is_ramp(c2, 1));
+    vdev_tensor_free(a);
+    vdev_tensor_t *n = ramp("GPU:0", 500);
+    release();
+    CHECK(is_ramp(c, 1));
+    CHECK(is_ramp(n, 500));
+    vdev_scope_end();
+}
+
 static float job_buf[N];
 
 static void read_first(struct job *j)
@@ -292,6 +315,7 @@ int main(void)
     by_dlpack();
     by_all_reduce();
     by_reuse();
+    by_reuse_after_two_readers();
     runs_ahead(0);
     runs_ahead(1);
     check_fresh(NULL);

@@ -270,10 +270,15 @@ void vdev_tens_before_write(const struct vdev_tens *t, const struct vdev_ldev *w
 }
 
 /* Gives t's block back to its allocator, ordered after every stream that
- * read it. */
+ * read it. A plain copy made t's own stream wait for it, so the block's
+ * next user, on that stream, comes after it; a lazy copy did not, so when
+ * there is a lazy reader, the free waits for that one (a plain copy to a
+ * third device may have replaced it in xstream since). */
 static void free_block(struct vdev_tens *t)
 {
-    int xs = atomic_load_explicit(&t->xstream, memory_order_relaxed);
+    int xs = atomic_load_explicit(&t->lazy_reader, memory_order_acquire);
+    if (xs < 0)
+        xs = atomic_load_explicit(&t->xstream, memory_order_relaxed);
     struct vdev_ldev *reader = xs >= 0 ? vdev_runtime_device(xs) : NULL;
     void *ev = NULL;
     if (reader && reader->backend == t->dev->backend &&
