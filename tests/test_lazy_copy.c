@@ -12,8 +12,10 @@
  * also after a plain copy to a third GPU has followed the lazy one. After the gate opens, the copy
  * must hold the source's values from before the write. Also: the source's
  * stream runs ahead while the copy waits (work queued on it after the copy
- * finishes before the gate opens), and a variable, which is written in
- * place every step, still takes the plain copy that holds its stream.
+ * finishes before the gate opens), a lazy copy waits for the op that wrote
+ * its source but not for what that stream queued after it, and a variable,
+ * which is written in place every step, still takes the plain copy that
+ * holds its stream.
  * Nothing asserts on time: where the test needs to know that something did
  * not happen, it waits for it with a generous timeout and checks what it saw. */
 #define _GNU_SOURCE
@@ -308,6 +310,64 @@ static void runs_ahead(int variable)
     vdev_scope_end();
 }
 
+/* A lazy copy waits for the op that wrote its source, not for what its
+ * stream queued after that op: with GPU:0 held after y was made, y's copy
+ * runs; with GPU:0 held before, it waits for the op. */
+static void after_its_producer(int held_before)
+{
+    vdev_scope_begin();
+    vdev_tensor_t *a = ramp("GPU:0", 1);
+    CHECK(is_ramp(a, 1));
+    if (held_before)
+        hold("GPU:0");
+    vdev_device_push("GPU:0");
+    vdev_tensor_t *y = vdev_add(a, a);
+    vdev_device_pop();
+    CHECK(y != NULL);
+    if (!held_before)
+        hold("GPU:0");
+    vdev_tensor_t *c = copy_to_gpu1(y);
+    struct job j = {.fn = read_first, .t = c};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, job_main, &j) == 0);
+    if (held_before) {
+        sleep_ms(300); /* room to go wrong */
+        CHECK(!atomic_load(&j.done));
+    } else {
+        CHECK(wait_flag(&j.done));
+    }
+    release();
+    pthread_join(th, NULL);
+    CHECK_OK(j.st);
+    CHECK(j.first == 2.0f);
+    vdev_scope_end();
+}
+
+/* A tensor written after the op that made it (vdev_assign, queued behind a
+ * held GPU:0): its copy waits for that write too. */
+static void after_a_write(void)
+{
+    vdev_scope_begin();
+    vdev_tensor_t *a = ramp("GPU:0", 1), *z = ramp("GPU:0", 100);
+    vdev_device_push("GPU:0");
+    vdev_tensor_t *y = vdev_add(a, a);
+    vdev_device_pop();
+    CHECK(y != NULL && is_ramp(z, 100));
+    hold("GPU:0");
+    CHECK_OK(vdev_assign(y, z));
+    vdev_tensor_t *c = copy_to_gpu1(y);
+    struct job j = {.fn = read_first, .t = c};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, job_main, &j) == 0);
+    sleep_ms(300); /* room to go wrong */
+    CHECK(!atomic_load(&j.done));
+    release();
+    pthread_join(th, NULL);
+    CHECK_OK(j.st);
+    CHECK(is_ramp(c, 100));
+    vdev_scope_end();
+}
+
 int main(void)
 {
     check_fresh("3x1GiB");
@@ -318,6 +378,9 @@ int main(void)
     by_reuse_after_two_readers();
     runs_ahead(0);
     runs_ahead(1);
+    after_its_producer(0);
+    after_its_producer(1);
+    after_a_write();
     check_fresh(NULL);
     return check_done();
 }

@@ -181,13 +181,19 @@ struct vdev_backend_ops {
     void (*coll_close)(void *ctx, void *comm);
 
     /* Optional (NULL: the runtime uses copy_d2d). A d2d copy like copy_d2d,
-     * on the destination's stream after the source stream's work so far,
+     * on the destination's stream after the source stream's work up to
+     * position `after` (a stream_position of the source's stream; UINT64_MAX:
+     * all of it so far; a backend without positions waits for all of it),
      * except that the source's stream is not made to wait for the copy: the
      * caller orders every later write to the source itself (the runtime
      * makes a writer's stream wait for the reader first, and frees the
      * source after the reader's stream; see tensor.c, copy_contents). */
     enum vdev_status (*copy_d2d_lazy)(void *ctx, int dst_dev, void *dst, int src_dev,
-                                      const void *src, uint64_t bytes);
+                                      const void *src, uint64_t bytes, uint64_t after);
+    /* Optional: how much work has been queued on the stream of `dev` so far,
+     * a number that only grows; work queued by the time it is read is within
+     * that position. */
+    uint64_t (*stream_position)(void *ctx, int dev);
 };
 
 /* A backend instance. */

@@ -203,6 +203,12 @@ struct vdev_tens *vdev_op_exec(enum vdev_op op, const struct vdev_tens *const *i
             if (out->numel && dispatch(dev, def, &ka) != VDEV_OK) {
                 vdev_tens_drop(out);
                 out = NULL;
+            } else if (out->numel && dev->backend->ops->stream_position) {
+                /* a copy of out elsewhere waits for this op, not for what follows */
+                atomic_store_explicit(
+                    &out->produced_at,
+                    dev->backend->ops->stream_position(dev->backend->ctx, dev->bdev),
+                    memory_order_release);
             }
         }
     }

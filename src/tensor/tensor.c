@@ -158,6 +158,7 @@ static struct vdev_tens *tens_struct(struct vdev_ldev *dev, enum vdev_dtype dtyp
     t->home = -1;
     atomic_init(&t->xstream, (int16_t)-1);
     atomic_init(&t->lazy_reader, (int16_t)-1);
+    atomic_init(&t->produced_at, UINT64_MAX);
     t->is_variable = t->requires_grad = t->kept = t->host_written = 0;
     atomic_init(&t->scope_thread, (uintptr_t)0);
     t->scope_depth = -1;
@@ -253,6 +254,8 @@ void vdev_tens_mark_read_by(const struct vdev_tens *t, const struct vdev_ldev *r
 void vdev_tens_before_write(const struct vdev_tens *t, const struct vdev_ldev *writer)
 {
     struct vdev_tens *owner = vdev_tens_mut(t->base ? t->base : t);
+    /* who writes it next is not the op that made it: copies wait for all */
+    atomic_store_explicit(&owner->produced_at, UINT64_MAX, memory_order_release);
     int xs = atomic_exchange_explicit(&owner->lazy_reader, (int16_t)-1, memory_order_acq_rel);
     struct vdev_ldev *reader = xs >= 0 ? vdev_runtime_device(xs) : NULL;
     if (!reader)
@@ -441,8 +444,11 @@ static enum vdev_status copy_contents(const struct vdev_tens *src, struct vdev_t
     enum vdev_status st;
     vdev_tens_before_write(dst, d);
     if (s->backend == d->backend && s->bdev != d->bdev && copy_may_be_lazy(src, d)) {
+        /* after the op that wrote src, not after all its stream's work */
+        const struct vdev_tens *owner = src->base ? src->base : src;
+        uint64_t after = atomic_load_explicit(&owner->produced_at, memory_order_acquire);
         st = d->backend->ops->copy_d2d_lazy(d->backend->ctx, d->bdev, dst->data, s->bdev,
-                                            src->data, src->bytes);
+                                            src->data, src->bytes, after);
         if (st == VDEV_OK)
             vdev_tens_mark_read_by(src, d);
     } else if (s->backend == d->backend) {

@@ -55,6 +55,8 @@ struct vdev_tens {
     _Atomic int16_t xstream;        /* id of another device whose stream read it, -1 none */
     _Atomic int16_t lazy_reader;    /* id of a device whose stream may still be reading it
                                        (a lazy copy: copy_contents), -1 none */
+    _Atomic uint64_t produced_at;   /* its device's stream_position once the op that wrote
+                                       it was queued; UINT64_MAX: unknown (all work so far) */
     uint8_t is_variable;
     uint8_t requires_grad;
     uint8_t kept;                   /* vdev_keep() called in the current scope */

@@ -207,7 +207,7 @@ enum vdev_status vdev_cu_copy_d2h(void *vctx, int dev, void *dst, const void *sr
 enum vdev_status vdev_cu_copy_d2d(void *vctx, int dst_dev, void *dst, int src_dev, const void *src,
                                   uint64_t bytes);
 enum vdev_status vdev_cu_copy_d2d_lazy(void *vctx, int dst_dev, void *dst, int src_dev,
-                                       const void *src, uint64_t bytes);
+                                       const void *src, uint64_t bytes, uint64_t after);
 enum vdev_status vdev_cu_fill(void *vctx, int dev, void *dst, uint32_t value, uint64_t n_words);
 enum vdev_status vdev_cu_submit_host(void *vctx, int dev, vdev_host_fn fn, const void *arg,
                                      size_t arg_bytes);

@@ -292,8 +292,9 @@ enum vdev_status vdev_cu_copy_d2d(void *vctx, int dst_dev, void *dst, int src_de
 }
 
 enum vdev_status vdev_cu_copy_d2d_lazy(void *vctx, int dst_dev, void *dst, int src_dev,
-                                       const void *src, uint64_t bytes)
+                                       const void *src, uint64_t bytes, uint64_t after)
 {
+    (void)after; /* no stream positions here: after all the source's work so far */
     return copy_d2d(vctx, dst_dev, dst, src_dev, src, bytes, 1);
 }
 

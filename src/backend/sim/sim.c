@@ -394,13 +394,15 @@ static enum vdev_status sim_copy_sync(void *vctx, int dev, void *dst, const void
  * source's stream; unless lazy, the source's stream then waits for the copy.
  * Returns at once. */
 static enum vdev_status copy_d2d(void *vctx, int dst_dev, void *dst, int src_dev,
-                                 const void *src, uint64_t bytes, int lazy)
+                                 const void *src, uint64_t bytes, int lazy, uint64_t after)
 {
     struct sim_stream *gd = gpu_of(vctx, dst_dev), *gs = gpu_of(vctx, src_dev);
     struct copy_arg a = {dst, src, bytes, NULL, 0};
     if (gs != gd) {
         a.wait_gpu = gs;
         a.wait_seq = atomic_load_explicit(&gs->submitted, memory_order_acquire);
+        if (after < a.wait_seq)
+            a.wait_seq = after;
     }
     uint64_t seq;
     enum vdev_status st = sim_submit_gpu(gd, copy_fn, &a, sizeof a, &seq);
@@ -416,13 +418,19 @@ static enum vdev_status copy_d2d(void *vctx, int dst_dev, void *dst, int src_dev
 static enum vdev_status sim_copy_d2d(void *vctx, int dst_dev, void *dst, int src_dev,
                                      const void *src, uint64_t bytes)
 {
-    return copy_d2d(vctx, dst_dev, dst, src_dev, src, bytes, 0);
+    return copy_d2d(vctx, dst_dev, dst, src_dev, src, bytes, 0, UINT64_MAX);
 }
 
 static enum vdev_status sim_copy_d2d_lazy(void *vctx, int dst_dev, void *dst, int src_dev,
-                                          const void *src, uint64_t bytes)
+                                          const void *src, uint64_t bytes, uint64_t after)
 {
-    return copy_d2d(vctx, dst_dev, dst, src_dev, src, bytes, 1);
+    return copy_d2d(vctx, dst_dev, dst, src_dev, src, bytes, 1, after);
+}
+
+/* The items submitted to the stream so far (an event's sequence number). */
+static uint64_t sim_stream_position(void *vctx, int dev)
+{
+    return atomic_load_explicit(&gpu_of(vctx, dev)->submitted, memory_order_acquire);
 }
 
 /* ---- streams and events ---- */
@@ -565,6 +573,7 @@ static const struct vdev_backend_ops sim_ops = {
     .copy_d2h = sim_copy_sync,
     .copy_d2d = sim_copy_d2d,
     .copy_d2d_lazy = sim_copy_d2d_lazy,
+    .stream_position = sim_stream_position,
     .submit_host = sim_submit,
     .synchronize = sim_sync,
     .event_record = sim_event_record,
