@@ -4,7 +4,10 @@
 #include "check.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 extern char **environ;
 
@@ -49,4 +52,18 @@ void check_fresh(const char *sim)
     if (sim)
         setenv("VDEV_SIM_GPUS", sim, 1);
     vdev_clear_error();
+}
+
+void check_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int check_wait_flag(const void *vflag)
+{
+    atomic_int *flag = (atomic_int *)(uintptr_t)vflag;
+    for (int i = 0; i < 20000 && !atomic_load(flag); i++)
+        check_sleep_ms(1);
+    return atomic_load(flag);
 }

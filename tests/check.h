@@ -17,6 +17,12 @@ void check_fail(const char *file, int line, const char *fmt, ...)
 void check_fresh(const char *sim);
 /* Prints the summary and returns the exit status (0 when nothing failed). */
 int check_done(void);
+/* Sleeps ms milliseconds. */
+void check_sleep_ms(int ms);
+/* Waits until *flag (an atomic int) is nonzero, for at most about 20 s;
+ * returns the flag. Tests that need to know that something happened wait
+ * with it, never asserting on how long it took. */
+int check_wait_flag(const void *flag);
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

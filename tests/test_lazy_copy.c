@@ -33,19 +33,6 @@
 
 enum { N = 4096 };
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static int wait_flag(atomic_int *flag)
-{
-    for (int i = 0; i < 20000 && !atomic_load(flag); i++)
-        sleep_ms(1);
-    return atomic_load(flag);
-}
-
 /* A stream held by a host function until the gate opens. */
 static struct {
     pthread_mutex_t lock;
@@ -79,7 +66,7 @@ static void hold(const char *device)
     pthread_mutex_unlock(&gate.lock);
     char unused = 0;
     CHECK_OK(vdev_backend_submit_host(d->backend, d->bdev, gate_fn, &unused, sizeof unused));
-    CHECK(wait_flag(&gate.entered));
+    CHECK(check_wait_flag(&gate.entered));
 }
 
 static void release(void)
@@ -182,7 +169,7 @@ static void by_dlpack(void)
     struct job j = {.fn = export_and_write, .t = a};
     pthread_t th;
     CHECK(pthread_create(&th, NULL, job_main, &j) == 0);
-    sleep_ms(300); /* room to go wrong: the export must wait for GPU:1 */
+    check_sleep_ms(300); /* room to go wrong: the export must wait for GPU:1 */
     CHECK(!atomic_load(&j.done));
     release();
     pthread_join(th, NULL);
@@ -210,7 +197,7 @@ static void by_all_reduce(void)
     pthread_t th[2];
     for (int r = 0; r < 2; r++)
         CHECK(pthread_create(&th[r], NULL, job_main, &j[r]) == 0);
-    sleep_ms(300); /* room for the all-reduce to be queued on GPU:0 */
+    check_sleep_ms(300); /* room for the all-reduce to be queued on GPU:0 */
     release();
     for (int r = 0; r < 2; r++) {
         pthread_join(th[r], NULL);
@@ -225,35 +212,22 @@ static void by_all_reduce(void)
 }
 
 /* The source is freed while the copy waits; a new tensor of its size on
- * GPU:0, written at once from the host, must not take its memory yet. */
-static void by_reuse(void)
-{
-    vdev_scope_begin();
-    vdev_tensor_t *a = ramp("GPU:0", 1);
-    hold("GPU:1");
-    vdev_tensor_t *c = copy_to_gpu1(a);
-    vdev_tensor_free(a);
-    vdev_tensor_t *n = ramp("GPU:0", 500);
-    release();
-    CHECK(is_ramp(c, 1));
-    CHECK(is_ramp(n, 500));
-    vdev_scope_end();
-}
-
-/* As by_reuse, with a plain copy to a third GPU after the lazy one (it
+ * GPU:0, written at once from the host, must not take its memory yet. With
+ * third_reader, a plain copy to GPU:2 follows the lazy one first (it
  * replaces the lazy reader as the last reader the tensor remembers): the
- * memory still waits for the lazy copy. */
-static void by_reuse_after_two_readers(void)
+ * memory must still wait for the lazy copy. */
+static void by_reuse(int third_reader)
 {
     vdev_scope_begin();
     vdev_tensor_t *a = ramp("GPU:0", 1);
     hold("GPU:1");
     vdev_tensor_t *c = copy_to_gpu1(a);
-    vdev_device_push("GPU:2");
-    vdev_tensor_t *c2 = vdev_identity(a);
-    vdev_device_pop();
-    CHECK(c2 != NULL);
-    CHECK(is_ramp(c2, 1));
+    if (third_reader) {
+        vdev_device_push("GPU:2");
+        vdev_tensor_t *c2 = vdev_identity(a);
+        vdev_device_pop();
+        CHECK(c2 != NULL && is_ramp(c2, 1));
+    }
     vdev_tensor_free(a);
     vdev_tensor_t *n = ramp("GPU:0", 500);
     release();
@@ -268,6 +242,29 @@ static void read_first(struct job *j)
 {
     j->st = vdev_tensor_to_host(j->t, job_buf, sizeof job_buf);
     j->first = job_buf[0];
+}
+
+/* Reads t on a thread while the gate holds a stream. finishes 1: the read
+ * must end while the gate is closed; 0: it must not (given 300 ms to go
+ * wrong). Then opens the gate and returns the first element read. */
+static float read_under_gate(vdev_tensor_t *t, int finishes)
+{
+    struct job j = {.fn = read_first, .t = t, .first = -1};
+    pthread_t th;
+    int started = pthread_create(&th, NULL, job_main, &j) == 0;
+    CHECK(started);
+    if (finishes) {
+        CHECK(check_wait_flag(&j.done));
+    } else {
+        check_sleep_ms(300);
+        CHECK(!atomic_load(&j.done));
+    }
+    release();
+    if (!started)
+        return -1;
+    pthread_join(th, NULL);
+    CHECK_OK(j.st);
+    return j.first;
 }
 
 static float first_of(const vdev_tensor_t *t)
@@ -292,19 +289,7 @@ static void runs_ahead(int variable)
     vdev_tensor_t *y = vdev_add(a, a);
     vdev_device_pop();
     CHECK(y != NULL);
-    struct job j = {.fn = read_first, .t = y};
-    pthread_t th;
-    CHECK(pthread_create(&th, NULL, job_main, &j) == 0);
-    if (variable) {
-        sleep_ms(300); /* room to go wrong */
-        CHECK(!atomic_load(&j.done));
-    } else {
-        CHECK(wait_flag(&j.done));
-    }
-    release();
-    pthread_join(th, NULL);
-    CHECK_OK(j.st);
-    CHECK(j.first == 2.0f);
+    CHECK(read_under_gate(y, !variable) == 2.0f);
     CHECK(is_ramp(c, 1));
     CHECK(first_of(y) == 2.0f);
     vdev_scope_end();
@@ -327,19 +312,7 @@ static void after_its_producer(int held_before)
     if (!held_before)
         hold("GPU:0");
     vdev_tensor_t *c = copy_to_gpu1(y);
-    struct job j = {.fn = read_first, .t = c};
-    pthread_t th;
-    CHECK(pthread_create(&th, NULL, job_main, &j) == 0);
-    if (held_before) {
-        sleep_ms(300); /* room to go wrong */
-        CHECK(!atomic_load(&j.done));
-    } else {
-        CHECK(wait_flag(&j.done));
-    }
-    release();
-    pthread_join(th, NULL);
-    CHECK_OK(j.st);
-    CHECK(j.first == 2.0f);
+    CHECK(read_under_gate(c, !held_before) == 2.0f);
     vdev_scope_end();
 }
 
@@ -356,14 +329,7 @@ static void after_a_write(void)
     hold("GPU:0");
     CHECK_OK(vdev_assign(y, z));
     vdev_tensor_t *c = copy_to_gpu1(y);
-    struct job j = {.fn = read_first, .t = c};
-    pthread_t th;
-    CHECK(pthread_create(&th, NULL, job_main, &j) == 0);
-    sleep_ms(300); /* room to go wrong */
-    CHECK(!atomic_load(&j.done));
-    release();
-    pthread_join(th, NULL);
-    CHECK_OK(j.st);
+    CHECK(read_under_gate(c, 0) == 100.0f);
     CHECK(is_ramp(c, 100));
     vdev_scope_end();
 }
@@ -374,8 +340,8 @@ int main(void)
     by_assign();
     by_dlpack();
     by_all_reduce();
-    by_reuse();
-    by_reuse_after_two_readers();
+    by_reuse(0);
+    by_reuse(1);
     runs_ahead(0);
     runs_ahead(1);
     after_its_producer(0);

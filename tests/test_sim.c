@@ -19,21 +19,6 @@
 #define GiB (1ull << 30)
 #define MiB (1ull << 20)
 
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* Waits until *flag is nonzero, for at most about 20 s; returns the flag. */
-static int wait_flag(atomic_int *flag)
-{
-    for (int i = 0; i < 20000 && !atomic_load(flag); i++)
-        sleep_ms(1);
-    return atomic_load(flag);
-}
-
 static struct vdev_backend *sim_backend(void)
 {
     CHECK_OK(vdev_config_discover());
@@ -358,7 +343,7 @@ static atomic_int gate, passed, flag, seen, x_val, y_val;
 
 static void wait_gate_fn(void *arg)
 {
-    wait_flag(&gate);
+    check_wait_flag(&gate);
     append_fn(arg);
 }
 
@@ -421,7 +406,7 @@ static void *open_gate_after_1000(void *arg)
 {
     atomic_int *count = arg;
     for (int i = 0; i < 20000 && atomic_load(count) < 1000; i++)
-        sleep_ms(1);
+        check_sleep_ms(1);
     atomic_store(&passed, atomic_load(count) >= 1000);
     atomic_store(&gate, 1);
     return NULL;
@@ -506,7 +491,7 @@ static void test_stream_threads(void)
 
 /* Two GPUs run side by side: an item on GPU 0 sees a flag that an item
  * submitted later to GPU 1 sets while the first still runs. */
-static void wait_flag_fn(void *arg) { atomic_store(&seen, wait_flag(&flag)); }
+static void wait_flag_fn(void *arg) { atomic_store(&seen, check_wait_flag(&flag)); }
 static void set_flag_fn(void *arg) { atomic_store(&flag, 1); }
 
 static void test_stream_concurrent(void)
@@ -535,7 +520,7 @@ static void test_stream_concurrent(void)
 
 static void gated_write_fn(void *arg)
 {
-    wait_flag(&gate);
+    check_wait_flag(&gate);
     atomic_store(&x_val, 42);
 }
 
@@ -591,13 +576,13 @@ struct fill_arg {
 static void gated_fill_fn(void *arg)
 {
     const struct fill_arg *a = arg;
-    wait_flag(&gate);
+    check_wait_flag(&gate);
     memset(a->p, a->value, a->n);
 }
 
 static void *open_gate_when_passed(void *arg)
 {
-    int ok = wait_flag(&passed);
+    int ok = check_wait_flag(&passed);
     atomic_store(&seen, ok);
     atomic_store(&gate, 1);
     return NULL;

@@ -27,20 +27,6 @@
 
 #define MiB (1ull << 20)
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* Waits until *flag is nonzero, for at most about 20 s; returns the flag. */
-static int wait_flag(atomic_int *flag)
-{
-    for (int i = 0; i < 20000 && !atomic_load(flag); i++)
-        sleep_ms(1);
-    return atomic_load(flag);
-}
-
 /* Threads of this process now. */
 static int n_threads(void)
 {
@@ -99,7 +85,7 @@ static void block_stream(const struct vdev_backend *b, int q)
 {
     struct gate *g = &gate;
     CHECK_OK(vdev_backend_submit_host(b, q, gate_fn, &g, sizeof g));
-    CHECK(wait_flag(&gate.entered));
+    CHECK(check_wait_flag(&gate.entered));
 }
 
 /* ---- which stream each logical device gets ---- */
@@ -184,7 +170,7 @@ static void test_sibling_runs(void)
     pthread_t t;
     pthread_create(&t, NULL, sibling_work, &s);
     /* GPU:1's op and its read-back finish while GPU:0 is still held */
-    int finished = wait_flag(&s.done);
+    int finished = check_wait_flag(&s.done);
     if (!finished)
         check_fail(__FILE__, __LINE__,
                    "GPU:1's work did not finish while GPU:0's stream was held: the logical "
