@@ -18,6 +18,7 @@
  * is in, and a second tape on a thread that already records. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "ops_rng.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -28,23 +29,6 @@
 #define RTOL 1e-2
 #define MAXV 3 /* variables per case */
 
-/* The test's own generator (xorshift64), independent of the library. */
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rng_next(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-
-/* Uniform in [lo, hi). */
-static float rng_uniform(float lo, float hi)
-{
-    return (float)(lo + (hi - lo) * ((double)(rng_next() >> 11) / 9007199254740992.0));
-}
 
 /* A case: the function of the variables, the variables' shapes and value
  * ranges, and the op's parameters. */
@@ -564,6 +548,7 @@ static void check_no_leak(const char *dev)
 
 int main(void)
 {
+    rng_state = 0x9e3779b97f4a7c15ull; /* this test's own seed (ops_rng.h's generator) */
     /* the cpu backend alone */
     check_fresh(NULL);
     CHECK_OK(vdev_init());
