@@ -218,6 +218,20 @@ VDEV_API void vdev_tape_end(vdev_tape_t *h)
     vdev_handle_release(&tapes, t);
 }
 
+/* Node k's output gradient (in slot) is complete and no longer needed once
+ * k has run or been skipped, since node k is the only producer of out and
+ * earlier nodes cannot read it: it is released unless the caller asked for
+ * out itself as one of the n_vars variables. */
+static void gmap_drop_unasked(struct gmap *m, size_t slot, const struct vdev_tens *out,
+                              const struct vdev_tens *const *vars, int n_vars)
+{
+    for (int i = 0; i < n_vars; i++)
+        if (vars[i] == out)
+            return;
+    vdev_tens_release(m->vals[slot]);
+    m->vals[slot] = NULL;
+}
+
 /* Adds g (the map's own reference) to the map entry of key. */
 static enum vdev_status accumulate(struct gmap *m, const struct vdev_tens *key,
                                    struct vdev_tens *g)
@@ -326,15 +340,8 @@ VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *htape, const vdev_tens
                 ga.need |= 1u << i;
         }
         if (!ga.need) {
-            /* Nothing asked for lies behind this op (a variable asked for
-             * as its output keeps its gradient, below). */
-            int wanted = 0;
-            for (int i = 0; i < n_vars; i++)
-                wanted |= vars[i] == r->out;
-            if (!wanted) {
-                vdev_tens_release(m.vals[slot]);
-                m.vals[slot] = NULL;
-            }
+            /* Nothing asked for lies behind this op. */
+            gmap_drop_unasked(&m, slot, r->out, vars, n_vars);
             continue;
         }
         ga.out = r->out;
@@ -362,16 +369,7 @@ VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *htape, const vdev_tens
                 vdev_tens_release(din[i]);
         }
         vdev_placement_pop_dev();
-        /* Node k is the only producer of r->out and earlier nodes cannot read
-         * it, so its gradient is complete and no longer needed, unless the
-         * caller asked for it. */
-        int wanted = 0;
-        for (int i = 0; i < n_vars; i++)
-            wanted |= vars[i] == r->out;
-        if (!wanted) {
-            vdev_tens_release(m.vals[slot]);
-            m.vals[slot] = NULL;
-        }
+        gmap_drop_unasked(&m, slot, r->out, vars, n_vars);
     }
 
     for (int i = 0; i < n_vars && st == VDEV_OK; i++) {
