@@ -1,7 +1,8 @@
 /* http_client.h — the tests' HTTP client for vdev's metrics endpoint: a
  * plain socket to 127.0.0.1:port, the request written whole, the reply read
  * until the server closes or 10 s of silence. Shared by test_metrics.c,
- * test_govern.c and test_mirrored.c. */
+ * test_govern.c and test_mirrored.c; test_metrics_load.c, which opens its
+ * own sockets, uses its reader. */
 #ifndef VDEV_TESTS_HTTP_CLIENT_H
 #define VDEV_TESTS_HTTP_CLIENT_H
 
@@ -29,26 +30,15 @@ static inline int http_connect(int port)
     return fd;
 }
 
-/* Sends req (len bytes), reads until EOF or 10 s of silence; returns the
- * malloc'd response (NUL-terminated), or NULL when the connection failed or
- * host memory ran out. */
-static inline char *http_exchange(int port, const char *req, size_t len)
+/* Reads fd until EOF or wait_ms of silence; the malloc'd text
+ * (NUL-terminated), or NULL when host memory ran out. */
+static inline char *http_read_reply(int fd, int wait_ms)
 {
-    int fd = http_connect(port);
-    if (fd < 0)
-        return NULL;
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = send(fd, req + off, len - off, MSG_NOSIGNAL);
-        if (w <= 0)
-            break; /* the server may close early (huge headers): read what it said */
-        off += (size_t)w;
-    }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     while (buf) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, 10000) <= 0)
+        if (poll(&p, 1, wait_ms) <= 0)
             break;
         if (n + 4096 > cap) {
             char *more = realloc(buf, cap * 2);
@@ -67,6 +57,25 @@ static inline char *http_exchange(int port, const char *req, size_t len)
     }
     if (buf)
         buf[n] = '\0';
+    return buf;
+}
+
+/* Sends req (len bytes), reads until EOF or 10 s of silence; returns the
+ * malloc'd response (NUL-terminated), or NULL when the connection failed or
+ * host memory ran out. */
+static inline char *http_exchange(int port, const char *req, size_t len)
+{
+    int fd = http_connect(port);
+    if (fd < 0)
+        return NULL;
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = send(fd, req + off, len - off, MSG_NOSIGNAL);
+        if (w <= 0)
+            break; /* the server may close early (huge headers): read what it said */
+        off += (size_t)w;
+    }
+    char *buf = http_read_reply(fd, 10000);
     close(fd);
     return buf;
 }

@@ -10,6 +10,7 @@
  * how fast the server is, only on what happens before a generous end. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "http_client.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -59,34 +60,6 @@ static int send_all(int fd, const char *s)
     return send(fd, s, n, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -1;
 }
 
-/* Reads fd until EOF or `wait_ms` of silence; the malloc'd text, or NULL
- * (no memory). */
-static char *read_reply(int fd, int wait_ms)
-{
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    if (!buf)
-        return NULL;
-    for (;;) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, wait_ms) <= 0)
-            break;
-        if (n + 4096 > cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb)
-                break;
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t r = recv(fd, buf + n, cap - n - 1, 0);
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    buf[n] = '\0';
-    return buf;
-}
-
 static int status_of(const char *resp)
 {
     int code = 0;
@@ -104,7 +77,7 @@ static int scrape(int port)
     int code = 0;
     if (send_all(fd, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") ==
         0) {
-        char *r = read_reply(fd, 10000);
+        char *r = http_read_reply(fd, 10000);
         code = status_of(r);
         free(r);
     }
@@ -259,7 +232,7 @@ static void test_flood(void)
             refused++;
             continue;
         }
-        char *r = read_reply(fd[i], 30000);
+        char *r = http_read_reply(fd[i], 30000);
         int code = status_of(r);
         if (code == 200)
             served++;
