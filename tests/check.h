@@ -74,4 +74,11 @@ int check_wait_flag(const void *flag);
                        b_ ? b_ : "(null)");                                                        \
     } while (0)
 
+/* A vdev call that must return `code` with exactly the message `msg`. */
+#define CHECK_ERR(call, code, msg)                                                                 \
+    do {                                                                                           \
+        CHECK_STATUS(call, code);                                                                  \
+        CHECK_STR(vdev_last_error(), msg);                                                         \
+    } while (0)
+
 #endif

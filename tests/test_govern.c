@@ -82,13 +82,6 @@ static uint64_t in_use(const char *dev)
     return mi.bytes_in_use;
 }
 
-/* The exact message of the last failure. */
-#define CHECK_ERR(call, code, text)                                                                \
-    do {                                                                                           \
-        CHECK_STATUS(call, code);                                                                  \
-        CHECK_STR(vdev_last_error(), text);                                                        \
-    } while (0)
-
 /* ---- VDEV_LOGICAL_DEVICES ---- */
 
 static void test_env_malformed(void)

@@ -18,17 +18,6 @@
 
 #define MISSING "/nonexistent/libvdev-mpi.so"
 
-/* An exact error: the code and the whole message. */
-#define CHECK_ERR(call, code, msg)                                                                 \
-    do {                                                                                           \
-        CHECK_STATUS(call, code);                                                                  \
-        if (strcmp(vdev_last_error(), msg) == 0)                                                   \
-            check_passed++;                                                                        \
-        else                                                                                       \
-            check_fail(__FILE__, __LINE__, "message \"%s\", expected \"%s\"", vdev_last_error(), \
-                       msg);                                                                       \
-    } while (0)
-
 static void test_missing_plugin(void)
 {
     check_fresh("1x1GiB");

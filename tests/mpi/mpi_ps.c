@@ -32,17 +32,6 @@
 static char task_id[64] = "reference";
 static int check_errors;
 
-/* The last call returned `code` with exactly `msg`. */
-#define CHECK_ERR(call, code, msg)                                                                 \
-    do {                                                                                           \
-        CHECK_STATUS(call, code);                                                                  \
-        if (strcmp(vdev_last_error(), msg) == 0)                                                   \
-            check_passed++;                                                                        \
-        else                                                                                       \
-            check_fail(__FILE__, __LINE__, "message \"%s\", expected \"%s\"", vdev_last_error(), \
-                       msg);                                                                       \
-    } while (0)
-
 static int die(const char *what)
 {
     fprintf(stderr, "%s: %s: %s\n", task_id, what, vdev_last_error());
