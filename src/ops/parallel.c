@@ -1,51 +1,90 @@
 /* parallel.c — the host kernels' thread pool (see parallel.h).
  *
  * One job at a time: a caller takes the pool with a trylock, publishes the
- * job under the pool's mutex with a new generation number, and runs part 0
- * itself; each worker runs the part matching its index and counts down. The
- * caller waits for the count to reach zero before returning, so the job's
- * context (on the caller's stack) outlives every use. How many parts a job
- * gets is the thread plan's (threads.h: OMP_NUM_THREADS or the CPUs the
- * process may use, divided among the streams); workers are started when a
- * job first needs them and live as long as the process. Which elements each
- * part gets changes nothing in the result: every kernel that uses the pool
- * computes each output element on its own. */
+ * job under the pool's mutex with a new generation number, wakes the
+ * workers, and starts on the job itself. A job is cut into chunks (about
+ * four per thread, multiples of 16 elements) that the caller and the
+ * workers claim one at a time from a shared counter, so the caller never
+ * waits for a worker that has not woken yet: on a machine whose other cores
+ * are busy (or a virtual machine whose other CPU is taken), it runs the
+ * chunks itself, and waits only for the chunks a worker has claimed. The
+ * counter holds the job's generation beside the next chunk, and a claim is a
+ * compare-and-swap on both, so a worker that woke for an earlier job cannot
+ * claim a chunk of a later one; the caller returns once every chunk is done,
+ * so the job's context (on the caller's stack) outlives every use. How many
+ * threads a job may use is the thread plan's (threads.h: OMP_NUM_THREADS or
+ * the CPUs the process may use, divided among the streams); workers are
+ * started when a job first needs them and live as long as the process.
+ * Which thread computes which elements changes nothing in the result: every
+ * kernel that uses the pool computes each output element on its own. */
 #define _GNU_SOURCE
 #include "ops/parallel.h"
 
 #include "base/base.h"
 #include "ops/threads.h"
 
+#include <stdatomic.h>
+
 #define MAX_WORKERS 63
+#define CHUNKS_PER_THREAD 4
+#define SPINS 2000 /* the caller's polls for claimed chunks before it sleeps */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
 
 static struct {
     pthread_mutex_t busy;       /* held by the caller that owns the pool */
-    pthread_mutex_t lock;       /* guards everything below */
+    pthread_mutex_t lock;       /* guards the job's description and the workers' count */
     pthread_cond_t go, done;
     int n_workers;
     uint64_t start_gen[MAX_WORKERS + 1]; /* the generation when worker i started */
     uint64_t generation;
-    int remaining;
     void (*fn)(void *, int64_t, int64_t);
     void *ctx;
-    int64_t n;
+    int64_t n, chunk;
+    uint32_t n_chunks;
     int parts;
+    _Atomic uint64_t claim;   /* (generation's low 32 bits << 32) | next chunk */
+    _Atomic uint32_t n_done;  /* chunks of the current job finished */
 } P = {.busy = PTHREAD_MUTEX_INITIALIZER,
        .lock = PTHREAD_MUTEX_INITIALIZER,
        .go = PTHREAD_COND_INITIALIZER,
        .done = PTHREAD_COND_INITIALIZER};
 
-static void part_range(int64_t n, int parts, int k, int64_t *lo, int64_t *hi)
+struct job {
+    uint32_t gen;
+    void (*fn)(void *, int64_t, int64_t);
+    void *ctx;
+    int64_t n, chunk;
+    uint32_t n_chunks;
+};
+
+/* Claims and runs chunks of job j until none is left (or a later job has
+ * replaced it); returns 1 if this thread finished the job's last chunk. */
+static int run_chunks(const struct job *j)
 {
-    /* parts of equal size, rounded to 16 elements so vector loops stay whole */
-    int64_t per = ((n + parts - 1) / parts + 15) & ~(int64_t)15;
-    *lo = per * k < n ? per * k : n;
-    *hi = per * (k + 1) < n ? per * (k + 1) : n;
+    for (;;) {
+        uint64_t s = atomic_load_explicit(&P.claim, memory_order_acquire);
+        do {
+            if ((uint32_t)(s >> 32) != j->gen || (uint32_t)s >= j->n_chunks)
+                return 0;
+        } while (!atomic_compare_exchange_weak_explicit(&P.claim, &s, s + 1, memory_order_acq_rel,
+                                                        memory_order_acquire));
+        int64_t lo = (int64_t)(uint32_t)s * j->chunk;
+        int64_t hi = lo + j->chunk < j->n ? lo + j->chunk : j->n;
+        j->fn(j->ctx, lo, hi);
+        if (atomic_fetch_add_explicit(&P.n_done, 1, memory_order_acq_rel) + 1 == j->n_chunks)
+            return 1;
+    }
 }
 
 static void *worker(void *arg)
 {
-    int index = (int)(intptr_t)arg; /* 1..n_workers; the caller is part 0 */
+    int index = (int)(intptr_t)arg; /* 1..n_workers; the caller is thread 0 */
     pthread_mutex_lock(&P.lock);
     uint64_t seen = P.start_gen[index]; /* jobs up to this one are not its own */
     for (;;) {
@@ -54,15 +93,11 @@ static void *worker(void *arg)
         seen = P.generation;
         if (index >= P.parts)
             continue;
-        void (*fn)(void *, int64_t, int64_t) = P.fn;
-        void *ctx = P.ctx;
-        int64_t lo, hi;
-        part_range(P.n, P.parts, index, &lo, &hi);
+        struct job j = {(uint32_t)seen, P.fn, P.ctx, P.n, P.chunk, P.n_chunks};
         pthread_mutex_unlock(&P.lock);
-        if (lo < hi)
-            fn(ctx, lo, hi);
+        int last = run_chunks(&j);
         pthread_mutex_lock(&P.lock);
-        if (--P.remaining == 0)
+        if (last)
             pthread_cond_signal(&P.done);
     }
     return NULL;
@@ -116,24 +151,34 @@ void vdev_parallel_for_min(int64_t n, int64_t min_part, void (*fn)(void *, int64
         fn(ctx, 0, n);
         return;
     }
+    int64_t want = (int64_t)parts * CHUNKS_PER_THREAD;
+    int64_t chunk = ((n + want - 1) / want + 15) & ~(int64_t)15;
+    struct job j = {0, fn, ctx, n, chunk, (uint32_t)((n + chunk - 1) / chunk)};
     pthread_mutex_lock(&P.lock);
     P.fn = fn;
     P.ctx = ctx;
     P.n = n;
+    P.chunk = chunk;
+    P.n_chunks = j.n_chunks;
     P.parts = parts;
-    P.remaining = parts - 1;
     P.generation++;
+    j.gen = (uint32_t)P.generation;
+    atomic_store_explicit(&P.n_done, 0, memory_order_relaxed);
+    atomic_store_explicit(&P.claim, (uint64_t)j.gen << 32, memory_order_release);
     pthread_cond_broadcast(&P.go);
     pthread_mutex_unlock(&P.lock);
 
-    int64_t lo, hi;
-    part_range(n, parts, 0, &lo, &hi);
-    fn(ctx, lo, hi);
-
-    pthread_mutex_lock(&P.lock);
-    while (P.remaining > 0)
-        pthread_cond_wait(&P.done, &P.lock);
-    pthread_mutex_unlock(&P.lock);
+    if (!run_chunks(&j)) {
+        /* Workers hold the last chunks: poll a while (a chunk is short), then sleep. */
+        int spins = 0;
+        while (atomic_load_explicit(&P.n_done, memory_order_acquire) < j.n_chunks &&
+               spins++ < SPINS)
+            cpu_relax();
+        pthread_mutex_lock(&P.lock);
+        while (atomic_load_explicit(&P.n_done, memory_order_acquire) < j.n_chunks)
+            pthread_cond_wait(&P.done, &P.lock);
+        pthread_mutex_unlock(&P.lock);
+    }
     pthread_mutex_unlock(&P.busy);
 }
 
