@@ -12,7 +12,12 @@
  *              and on three simulated GPUs against the products of one model
  *              (the three streams run side by side, so the step approaches
  *              the largest model's products plus the copies between GPUs).
- * Usage: bench_ops [--quick] [--md FILE] [--only dispatch|mlp|chain3-cpu|chain3-sim]
+ *   phases     where chain3's step goes on the cpu backend: the forward pass
+ *              and loss, the gradients, and Adam, each timed within the step,
+ *              the first two beside their own products alone, Adam beside the
+ *              bytes it reads and writes.
+ * Usage: bench_ops [--quick] [--md FILE]
+ *                  [--only dispatch|mlp|chain3-cpu|chain3-phases|chain3-sim]
  *   --md FILE   writes a markdown table to FILE
  *   --only X    runs one figure (for profiling: callgrind, perf) */
 #include "bench_step.h"
@@ -71,6 +76,28 @@ static struct bench_times bench_chain3(const char *const *dev)
     return t;
 }
 
+/* Where chain3's step goes on the cpu backend (bench_chain_phases); *bytes
+ * gets what Adam reads and writes per step. */
+static struct bench_phases bench_chain3_phases(double *bytes)
+{
+    const char *cpu3[3] = {"CPU:0", "CPU:0", "CPU:0"};
+    int d[4] = {256, 512, 512, 256};
+    struct bench_chain c;
+    bench_chain_init(&c, 3, cpu3, d, 64, 0);
+    struct bench_phases ph = bench_chain_phases(&c, quick ? 10 : 20, quick ? 5 : 11);
+    *bytes = bench_chain_adam_bytes(&c);
+    bench_chain_free(&c);
+    return ph;
+}
+
+static void print_phases(const struct bench_phases *ph, double bytes)
+{
+    printf("chain3 phases, cpu: forward and loss %.3f ms (its 9 products %.3f ms), gradients "
+           "%.3f ms (its 15 products %.3f ms), Adam %.3f ms (%.1f MB read and written: %.1f GB/s)\n",
+           ph->ms[PH_FORWARD], ph->fwd_prod, ph->ms[PH_GRADIENT], ph->grad_prod,
+           ph->ms[PH_OPTIMIZER], bytes / 1e6, bytes / 1e6 / ph->ms[PH_OPTIMIZER]);
+}
+
 static void print_times(const char *what, const struct bench_times *t, int vs_one)
 {
     double p = vs_one ? t->prod1_med : t->prod_med, pm = vs_one ? t->prod1_min : t->prod_min;
@@ -103,7 +130,11 @@ int main(int argc, char **argv)
         int sim = !strcmp(only, "chain3-sim");
         bench_restart(sim ? "3x4GiB" : NULL);
         struct bench_times t;
-        if (!strcmp(only, "chain3-cpu") || sim) {
+        if (!strcmp(only, "chain3-phases")) {
+            double bytes;
+            struct bench_phases ph = bench_chain3_phases(&bytes);
+            print_phases(&ph, bytes);
+        } else if (!strcmp(only, "chain3-cpu") || sim) {
             t = bench_chain3(sim ? gpu3 : cpu3);
             print_times(only, &t, sim);
         } else if (!strcmp(only, "mlp")) {
@@ -112,7 +143,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(only, "dispatch")) {
             printf("dispatch: %.0f ns/op\n", bench_dispatch("CPU:0"));
         } else {
-            fprintf(stderr, "bench_ops: --only dispatch, mlp, chain3-cpu or chain3-sim\n");
+            fprintf(stderr, "bench_ops: --only dispatch, mlp, chain3-cpu, chain3-phases or chain3-sim\n");
             return 2;
         }
         vdev_shutdown();
@@ -130,6 +161,9 @@ int main(int argc, char **argv)
     print_times("the same under the determinism switch", &t_det, 0);
     struct bench_times c_cpu = bench_chain3(cpu3);
     print_times("chain3 256-512-512-256 x3 batch 64, cpu", &c_cpu, 0);
+    double adam_bytes;
+    struct bench_phases ph = bench_chain3_phases(&adam_bytes);
+    print_phases(&ph, adam_bytes);
     bench_restart("3x4GiB");
     struct bench_times c_sim = bench_chain3(gpu3);
     print_times("chain3 on 3 simulated GPUs", &c_sim, 1);
@@ -168,6 +202,18 @@ int main(int argc, char **argv)
         fprintf(f, "| the MLP step under the determinism switch (one OpenBLAS thread) | %.2f ms (%.2f) | the MLP step without it: %.2f ms (%.2f) | %.2fx (%.2fx) |\n",
                 t_det.step_med, t_det.step_min, t_mlp.step_med, t_mlp.step_min,
                 t_det.step_med / t_mlp.step_med, t_det.step_min / t_mlp.step_min);
+        fprintf(f, "\nWhere chain3's step goes on the cpu backend (`--only chain3-phases`): each "
+                   "phase timed inside the step (the backend runs ops as they are called), in turns "
+                   "with the same phase's products alone; ms per step, medians.\n\n"
+                   "| phase | vdev | its products alone | ratio |\n|---|---:|---:|---:|\n");
+        fprintf(f, "| forward pass and loss (3 models) | %.3f | 9 products: %.3f | %.2fx |\n",
+                ph.ms[PH_FORWARD], ph.fwd_prod, ph.ms[PH_FORWARD] / ph.fwd_prod);
+        fprintf(f, "| gradients, tape (3 models) | %.3f | 15 products: %.3f | %.2fx |\n",
+                ph.ms[PH_GRADIENT], ph.grad_prod, ph.ms[PH_GRADIENT] / ph.grad_prod);
+        fprintf(f, "| Adam (18 variables, %.2f M elements) | %.3f | no products: %.1f MB read and "
+                   "written, %.1f GB/s | |\n",
+                adam_bytes / 28.0 / 1e6, ph.ms[PH_OPTIMIZER], adam_bytes / 1e6,
+                adam_bytes / 1e6 / ph.ms[PH_OPTIMIZER]);
         fprintf(f, "\nEnvironment: %s%s.\n", env, quick ? " (quick mode: fewer repetitions)" : "");
         fclose(f);
     }

@@ -96,8 +96,8 @@ static void bench_prods_free(struct bench_prods *p)
     }
 }
 
-/* One step's 8 products, in the step's order. */
-static void bench_prods_run(const struct bench_prods *p)
+/* The forward pass's 3 products. */
+static void bench_prods_forward(const struct bench_prods *p)
 {
     const int *d = p->d, B = p->batch;
     const float *in = p->x;
@@ -106,6 +106,12 @@ static void bench_prods_run(const struct bench_prods *p)
                     p->w[l], d[l + 1], 0.0f, p->h[l], d[l + 1]);
         in = p->h[l];
     }
+}
+
+/* The gradients' 5 products, in the step's order. */
+static void bench_prods_backward(const struct bench_prods *p)
+{
+    const int *d = p->d, B = p->batch;
     for (int l = 2; l >= 0; l--) {
         if (l > 0) /* gh[l-1] = gh[l] W[l]^T */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, d[l], d[l + 1], 1.0f,
@@ -114,6 +120,13 @@ static void bench_prods_run(const struct bench_prods *p)
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d[l], d[l + 1], B, 1.0f, x, d[l],
                     p->gh[l], d[l + 1], 0.0f, p->dw[l], d[l + 1]);
     }
+}
+
+/* One step's 8 products, in the step's order. */
+static void bench_prods_run(const struct bench_prods *p)
+{
+    bench_prods_forward(p);
+    bench_prods_backward(p);
 }
 
 /* ---- vdev's step ---- */
@@ -161,20 +174,37 @@ static void bench_model_free(struct bench_model *m)
     vdev_tensor_free(m->target);
 }
 
+/* Where a step's time goes, in seconds summed over steps (bench_chain_phases):
+ * the forward pass with the loss, the gradients, the optimizer. Meaningful on
+ * the cpu backend only, whose ops run on the calling thread as they are
+ * called. */
+enum { PH_FORWARD, PH_GRADIENT, PH_OPTIMIZER, PH_COUNT };
+
 /* One training step of m on input x; returns the model's output (in the
- * caller's scope). */
-static const vdev_tensor_t *bench_model_step(struct bench_model *m, const vdev_tensor_t *x)
+ * caller's scope). With `phase`, adds each phase's wall time to it. */
+static const vdev_tensor_t *bench_model_step(struct bench_model *m, const vdev_tensor_t *x,
+                                             double *phase)
 {
+    double t0 = phase ? vdev_clock_seconds() : 0;
     vdev_device_push(m->dev);
     vdev_tape_t *tape = vdev_tape_begin();
     vdev_tensor_t *y = vdev_mlp_forward(m->mlp, x);
     vdev_tensor_t *loss = m->ce ? vdev_softmax_cross_entropy(y, m->target) : vdev_mse(y, m->target);
+    double t1 = phase ? vdev_clock_seconds() : 0;
     vdev_tensor_t *g[6];
-    if (vdev_tape_gradient(tape, loss, m->vars, 6, g) != VDEV_OK ||
-        vdev_optimizer_apply(m->opt, m->vars, g, 6) != VDEV_OK)
-        bench_die("a training step");
+    if (vdev_tape_gradient(tape, loss, m->vars, 6, g) != VDEV_OK)
+        bench_die("a training step's gradients");
+    double t2 = phase ? vdev_clock_seconds() : 0;
+    if (vdev_optimizer_apply(m->opt, m->vars, g, 6) != VDEV_OK)
+        bench_die("a training step's update");
     vdev_tape_end(tape);
     vdev_device_pop();
+    if (phase) {
+        double t3 = vdev_clock_seconds();
+        phase[PH_FORWARD] += t1 - t0;
+        phase[PH_GRADIENT] += t2 - t1;
+        phase[PH_OPTIMIZER] += t3 - t2;
+    }
     return y;
 }
 
@@ -215,20 +245,26 @@ static void bench_chain_free(struct bench_chain *c)
     vdev_tensor_free(c->x);
 }
 
-/* `steps` steps of the chain; waits for every device's stream at the end. */
-static void bench_chain_steps(struct bench_chain *c, int steps)
+/* `steps` steps of the chain; waits for every device's stream at the end.
+ * With `phase`, sums each phase's time into it (bench_model_step). */
+static void bench_chain_steps_timed(struct bench_chain *c, int steps, double *phase)
 {
     for (int s = 0; s < steps; s++) {
         vdev_scope_begin();
         const vdev_tensor_t *in = c->x;
         for (int k = 0; k < c->n; k++)
-            in = bench_model_step(&c->m[k], in);
+            in = bench_model_step(&c->m[k], in, phase);
         vdev_scope_end();
     }
     vdev_scope_begin();
     for (int k = 0; k < c->n; k++)
         vdev_tensor_item(vdev_sum_all(c->m[k].vars[5])); /* waits for the stream */
     vdev_scope_end();
+}
+
+static void bench_chain_steps(struct bench_chain *c, int steps)
+{
+    bench_chain_steps_timed(c, steps, NULL);
 }
 
 /* The products of `steps` steps of models [from, to) alone. */
@@ -304,6 +340,58 @@ static const char *bench_blas_env(char *buf, size_t cap)
                               v ? "=" : " unset", v ? v : "");
     }
     return buf;
+}
+
+/* Where the step's time goes (cpu backend): reps turns, each `steps` steps
+ * timed phase by phase and the same steps' forward and gradient products
+ * alone; medians per step in ms. ms[PH_*] the phases, fwd_prod and
+ * grad_prod the products of the forward pass (3 per model) and of the
+ * gradients (5 per model). */
+struct bench_phases {
+    double ms[PH_COUNT];
+    double fwd_prod, grad_prod;
+};
+
+static inline struct bench_phases bench_chain_phases(struct bench_chain *c, int steps, int reps)
+{
+    double ph[PH_COUNT][32], pf[32], pg[32];
+    if (reps > 32)
+        reps = 32;
+    bench_chain_steps(c, 2);
+    for (int r = 0; r < reps; r++) {
+        double acc[PH_COUNT] = {0};
+        bench_chain_steps_timed(c, steps, acc);
+        for (int k = 0; k < PH_COUNT; k++)
+            ph[k][r] = acc[k] * 1e3 / steps;
+        double t0 = vdev_clock_seconds();
+        for (int s = 0; s < steps; s++)
+            for (int k = 0; k < c->n; k++)
+                bench_prods_forward(&c->p[k]);
+        double t1 = vdev_clock_seconds();
+        for (int s = 0; s < steps; s++)
+            for (int k = 0; k < c->n; k++)
+                bench_prods_backward(&c->p[k]);
+        double t2 = vdev_clock_seconds();
+        pf[r] = (t1 - t0) * 1e3 / steps;
+        pg[r] = (t2 - t1) * 1e3 / steps;
+    }
+    struct bench_phases out;
+    for (int k = 0; k < PH_COUNT; k++)
+        out.ms[k] = bench_median(ph[k], reps);
+    out.fwd_prod = bench_median(pf, reps);
+    out.grad_prod = bench_median(pg, reps);
+    return out;
+}
+
+/* Bytes Adam reads and writes per step over the chain's variables: each
+ * element's value, gradient and two slots read, value and slots written. */
+static inline double bench_chain_adam_bytes(const struct bench_chain *c)
+{
+    double n = 0;
+    for (int k = 0; k < c->n; k++)
+        for (int v = 0; v < 6; v++)
+            n += (double)vdev_tensor_numel(c->m[k].vars[v]);
+    return n * 28.0;
 }
 
 #endif
