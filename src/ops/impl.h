@@ -76,6 +76,7 @@ KERNEL(vdev_fast_add_scalar);
 KERNEL(vdev_fast_mul_scalar);
 KERNEL(vdev_fast_relu);
 KERNEL(vdev_fast_relu_grad);
+KERNEL(vdev_fast_mse);
 KERNEL(vdev_fast_mse_grad);
 KERNEL(vdev_fast_sgd_update);
 KERNEL(vdev_fast_adam_update);

@@ -1,7 +1,7 @@
 /* kernels_fast.c — host kernels for the ops that dominate a training step on
  * the CPU and on simulated GPUs: elementwise arithmetic with broadcasting,
- * ReLU and its gradient, bias gradients, the MSE gradient, and the SGD and
- * Adam updates.
+ * ReLU and its gradient, bias gradients, the MSE loss and its gradient, and
+ * the SGD and Adam updates.
  *
  * They compute in float (the reference kernels compute each element in double
  * and round once), in loops the compiler vectorizes (this file is built with
@@ -157,6 +157,30 @@ ELEMENTWISE(mse_grad, 1, {
     for (int64_t i = lo; i < hi; i++)
         o[i] = s * (pred[i] - tgt[i]);
 })
+
+/* (pred, target) -> the mean of squared differences. Each difference and
+ * square in double, as the reference, but summed in eight interleaved
+ * accumulators (element i into lane i mod 8, the lanes added pairwise, the
+ * tail last) instead of one chain whose every add waits for the last: a
+ * fixed order whatever the machine and the clone, so the same bits every run,
+ * within a few ulps of the double sum before its one rounding to float. */
+CLONES KERNEL(vdev_fast_mse)
+{
+    const float *restrict p = IN_F(0), *restrict t = IN_F(1);
+    int64_t n = vdev_args_numel(a, 0), i = 0;
+    double acc[8] = {0};
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) {
+            double d = (double)p[i + j] - (double)t[i + j];
+            acc[j] += d * d;
+        }
+    double sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; i++) {
+        double d = (double)p[i] - (double)t[i];
+        sum += d * d;
+    }
+    OUT_F(0)[0] = (float)(sum / (double)n);
+}
 
 /* SGD keeps the reference's arithmetic (each value computed in double,
  * rounded once to float) and matches it bit for bit: it is bound by memory
