@@ -17,8 +17,11 @@
  * memory as they do inside the step. Both are timed in turns (products,
  * step, products, step, ...), so a disturbance from other work on the
  * machine hits both alike; the median and the minimum of the turns are
- * reported. The products run on the calling thread with OpenBLAS's thread
- * count as vdev left it after a warm-up step (the count vdev's steps use). */
+ * reported. The products alone run as OpenBLAS runs them by itself: on its
+ * own threads, as many as vdev gives one product (vdev_thread_info's
+ * blas_threads: the whole budget with one stream, one with two or more),
+ * set around them and put back to one after (vdev keeps OpenBLAS at one
+ * thread and splits a product over its own pool). */
 #ifndef VDEV_BENCH_STEP_H
 #define VDEV_BENCH_STEP_H
 
@@ -267,12 +270,30 @@ static void bench_chain_steps(struct bench_chain *c, int steps)
     bench_chain_steps_timed(c, steps, NULL);
 }
 
+
+/* Gives OpenBLAS (cblas.h declares its thread calls) the threads vdev gives one product, for the products alone
+ * (bench_blas_end puts it back to vdev's one). */
+static void bench_blas_begin(void)
+{
+    struct vdev_thread_info t;
+    if (vdev_thread_info(&t) != VDEV_OK)
+        bench_die("the thread plan");
+    openblas_set_num_threads(t.blas_threads);
+}
+
+static void bench_blas_end(void)
+{
+    openblas_set_num_threads(1);
+}
+
 /* The products of `steps` steps of models [from, to) alone. */
 static void bench_chain_prods(const struct bench_chain *c, int from, int to, int steps)
 {
+    bench_blas_begin();
     for (int s = 0; s < steps; s++)
         for (int k = from; k < to; k++)
             bench_prods_run(&c->p[k]);
+    bench_blas_end();
 }
 
 struct bench_times {
@@ -363,6 +384,7 @@ static inline struct bench_phases bench_chain_phases(struct bench_chain *c, int 
         bench_chain_steps_timed(c, steps, acc);
         for (int k = 0; k < PH_COUNT; k++)
             ph[k][r] = acc[k] * 1e3 / steps;
+        bench_blas_begin();
         double t0 = vdev_clock_seconds();
         for (int s = 0; s < steps; s++)
             for (int k = 0; k < c->n; k++)
@@ -372,6 +394,7 @@ static inline struct bench_phases bench_chain_phases(struct bench_chain *c, int 
             for (int k = 0; k < c->n; k++)
                 bench_prods_backward(&c->p[k]);
         double t2 = vdev_clock_seconds();
+        bench_blas_end();
         pf[r] = (t1 - t0) * 1e3 / steps;
         pg[r] = (t2 - t1) * 1e3 / steps;
     }

@@ -8,19 +8,21 @@
  *    trees: rounding up, no quota, the smallest along the path, a path not
  *    mounted (a container without a cgroup namespace);
  *  - the plan under each setting: the cpu backend alone (the whole budget
- *    per product), three simulated GPUs with OPENBLAS_NUM_THREADS=2 (one
- *    OpenBLAS thread per product, at most 2 products at once: the trap that
- *    made chain3 3-4x slower), logical CPUs, one GPU split in logical GPUs
- *    (one stream), OMP_NUM_THREADS alone, junk in the variables;
- *  - OpenBLAS's own count after a product, and the most products seen
- *    running at once on three streams with a budget of 1;
+ *    per product, split by vdev's pool), three simulated GPUs with
+ *    OPENBLAS_NUM_THREADS=2 (one thread per product, at most 2 products at
+ *    once: the trap that made chain3 3-4x slower), logical CPUs, one GPU
+ *    split in logical GPUs (one stream), OMP_NUM_THREADS alone, junk in the
+ *    variables;
+ *  - OpenBLAS's own count after a product (always 1: vdev splits products
+ *    itself), and the most products seen running at once on three streams
+ *    with a budget of 1;
  *  - the gate: with every slot taken, a product is run by the slot's holder
  *    (on its thread, the submitter waiting until it is done), and a product
  *    of a more important thread (lower nice value) is handed the slot and
  *    runs on its own thread; the products' results on three streams at a
  *    budget of one against a plain reference;
- *  - the determinism switch: one OpenBLAS thread while it is on, the budget
- *    again when it is off;
+ *  - the determinism switch: one thread per product while it is on, the
+ *    budget again when it is off;
  *  - vdev_thread_info(NULL). */
 #define _GNU_SOURCE
 #include "check.h"
@@ -167,7 +169,7 @@ static void plans(void)
     CHECK(t.blas_budget == 3 && t.streams == 1 && t.blas_threads == 3);
     CHECK(t.concurrent_products == 0 && !t.deterministic);
     CHECK(t.kernel_threads == (cpus > 1 ? cpus : 1));
-    CHECK(openblas_get_num_threads() == 3);
+    CHECK(openblas_get_num_threads() == 1); /* vdev splits products itself */
 
     /* Three simulated GPUs with the user's 2: one thread per product, two
      * products at a time, the pool not split further than the CPUs allow. */
@@ -194,7 +196,7 @@ static void plans(void)
     /* OMP_NUM_THREADS alone: the budget, and the pool's size. */
     t = start(NULL, NULL, NULL, "4,2", "CPU:0");
     CHECK(t.blas_budget == 4 && t.blas_threads == 4 && t.kernel_threads == 4);
-    CHECK(openblas_get_num_threads() == 4);
+    CHECK(openblas_get_num_threads() == 1);
     t = start("2x1GiB", NULL, NULL, "4", "GPU:0");
     CHECK(t.blas_budget == 4 && t.streams == 2 && t.kernel_threads == 2);
 
@@ -366,8 +368,8 @@ static void gate_results(void)
 
 static void determinism(void)
 {
-    start(NULL, NULL, "2", NULL, "CPU:0");
-    CHECK(openblas_get_num_threads() == 2);
+    struct vdev_thread_info t0 = start(NULL, NULL, "2", NULL, "CPU:0");
+    CHECK(t0.blas_threads == 2 && openblas_get_num_threads() == 1);
     vdev_config_set_deterministic(true);
     struct vdev_thread_info t;
     CHECK_OK(vdev_thread_info(&t));
@@ -379,7 +381,7 @@ static void determinism(void)
     CHECK(openblas_get_num_threads() == 1);
     vdev_config_set_deterministic(false);
     vdev_tensor_item(vdev_sum_all(vdev_matmul(a, a, false, false)));
-    CHECK(openblas_get_num_threads() == 2);
+    CHECK(openblas_get_num_threads() == 1);
     vdev_scope_end();
     CHECK_OK(vdev_thread_info(&t));
     CHECK(!t.deterministic && t.blas_threads == 2);

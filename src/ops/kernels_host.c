@@ -8,16 +8,19 @@
  * 4 k 2^-24 sum_p |a_ip| |b_pj|). Empty operands never reach BLAS: an empty
  * output needs nothing, an empty inner dimension gives zeros.
  *
- * Threads: every product goes through the gate of threads.h, which sets
- * OpenBLAS's thread count to the plan (the user's budget, divided among the
- * streams that run products at the same time) and, with several streams,
- * lets at most the budget's number of products run at once. OpenBLAS's
+ * Threads: every product goes through the gate of threads.h, which keeps
+ * OpenBLAS single-threaded and, with several streams, lets at most the
+ * budget's number of products run at once. With one stream, a product large
+ * enough is split over the plan's threads (vdev_threads_product_parts) by
+ * vdev's pool: the output's columns (or its rows, when it has more of them)
+ * in one block per thread, each block one single-threaded sgemm. OpenBLAS's
  * results depend on its thread count (measured: 0.3.21 on Zen 4, 1000x1000x
  * 1000 differs in 71% of the elements between 1 and 2 threads, and with
- * OPENBLAS_CORETYPE=Haswell even 64x512x256 does), so a product submitted
- * under the determinism switch (i[2], set by the shape rule) runs with one
- * OpenBLAS thread. */
+ * OPENBLAS_CORETYPE=Haswell even 64x512x256 does), and a block's may depend
+ * on its size, so a product submitted under the determinism switch (i[2],
+ * set by the shape rule) is never split: one call, one thread. */
 #include "ops/impl.h"
+#include "ops/parallel.h"
 #include "ops/threads.h"
 
 #include <cblas.h>
@@ -32,12 +35,53 @@ struct sgemm_call {
     float *c;
 };
 
-static void sgemm_run(void *varg)
+static void sgemm_one(const struct sgemm_call *c)
 {
-    const struct sgemm_call *c = varg;
     cblas_sgemm(CblasRowMajor, c->ta ? CblasTrans : CblasNoTrans,
                 c->tb ? CblasTrans : CblasNoTrans, c->m, c->n, c->k, 1.0f, c->a, c->lda, c->b,
                 c->ldb, 0.0f, c->c, c->ldc);
+}
+
+/* Below this many multiply-adds a product is not split (OpenBLAS 0.3.21 runs
+ * those on one thread too: 65536 x its GEMM_MULTITHREAD_THRESHOLD of 4). */
+#define SPLIT_MIN_MACS (1ll << 18)
+#define SPLIT_GRAIN 16 /* block edges at multiples of 16 rows or columns */
+
+/* Output columns [lo, hi) of the product: op(b)'s columns are b's columns
+ * (b [k,n]) or its rows (b stored [n,k]). */
+static void sgemm_cols(void *varg, int64_t lo, int64_t hi)
+{
+    struct sgemm_call c = *(const struct sgemm_call *)varg;
+    c.b += c.tb ? lo * c.ldb : lo;
+    c.c += lo;
+    c.n = (int)(hi - lo);
+    sgemm_one(&c);
+}
+
+/* Output rows [lo, hi): op(a)'s rows are a's rows (a [m,k]) or its columns
+ * (a stored [k,m]). */
+static void sgemm_rows(void *varg, int64_t lo, int64_t hi)
+{
+    struct sgemm_call c = *(const struct sgemm_call *)varg;
+    c.a += c.ta ? lo : lo * c.lda;
+    c.c += lo * c.ldc;
+    c.m = (int)(hi - lo);
+    sgemm_one(&c);
+}
+
+/* Runs under the gate, with the plan the product was started under. */
+static void sgemm_run(void *varg)
+{
+    const struct sgemm_call *c = varg;
+    int parts = vdev_threads_product_parts();
+    if (parts < 2 || (int64_t)c->m * c->n * c->k <= SPLIT_MIN_MACS) {
+        sgemm_one(c);
+        return;
+    }
+    if (c->n >= c->m)
+        vdev_parallel_split(c->n, parts, SPLIT_GRAIN, sgemm_cols, varg);
+    else
+        vdev_parallel_split(c->m, parts, SPLIT_GRAIN, sgemm_rows, varg);
 }
 
 /* out[m,n] = op(a) op(b): a [m,k] or [k,m] (i[0]), b [k,n] or [n,k] (i[1]). */

@@ -3,20 +3,25 @@
  * One job at a time: a caller takes the pool with a trylock, publishes the
  * job under the pool's mutex with a new generation number, wakes the
  * workers, and starts on the job itself. A job is cut into chunks (about
- * four per thread, multiples of 16 elements) that the caller and the
- * workers claim one at a time from a shared counter, so the caller never
- * waits for a worker that has not woken yet: on a machine whose other cores
- * are busy (or a virtual machine whose other CPU is taken), it runs the
- * chunks itself, and waits only for the chunks a worker has claimed. The
- * counter holds the job's generation beside the next chunk, and a claim is a
- * compare-and-swap on both, so a worker that woke for an earlier job cannot
- * claim a chunk of a later one; the caller returns once every chunk is done,
- * so the job's context (on the caller's stack) outlives every use. How many
- * threads a job may use is the thread plan's (threads.h: OMP_NUM_THREADS or
- * the CPUs the process may use, divided among the streams); workers are
- * started when a job first needs them and live as long as the process.
- * Which thread computes which elements changes nothing in the result: every
- * kernel that uses the pool computes each output element on its own. */
+ * four per thread for elementwise kernels, multiples of 16 elements; exactly
+ * one per thread for matrix products, whose every call packs its operands)
+ * that the caller and the workers claim one at a time from a shared counter,
+ * so the caller never waits for a worker that has not woken yet: on a
+ * machine whose other cores are busy (or a virtual machine whose other CPU
+ * is taken), it runs the chunks itself, and waits only for the chunks a
+ * worker has claimed. The counter holds the job's generation beside the next
+ * chunk, and a claim is a compare-and-swap on both, so a worker that woke for
+ * an earlier job cannot claim a chunk of a later one; the caller returns once
+ * every chunk is done, so the job's context (on the caller's stack) outlives
+ * every use. A worker done with a job watches for the next one for
+ * WORKER_WAIT_NS (0.2 ms) before it sleeps: a training step's products and
+ * updates come microseconds apart, and a wake-up from sleep (tens of
+ * microseconds in a virtual machine) costs about as long as a small
+ * product's half. OpenBLAS's own idle threads spin about 2^28 cycles. How many threads a job may
+ * use is the thread plan's (threads.h); workers are started when a job first
+ * needs them and live as long as the process. Which thread computes which
+ * elements changes nothing in the result: every kernel that uses the pool
+ * computes each output element on its own. */
 #define _GNU_SOURCE
 #include "ops/parallel.h"
 
@@ -27,7 +32,8 @@
 
 #define MAX_WORKERS 63
 #define CHUNKS_PER_THREAD 4
-#define SPINS 2000 /* the caller's polls for claimed chunks before it sleeps */
+#define SPINS 2000        /* the caller's polls for claimed chunks before it sleeps */
+#define WORKER_WAIT_NS 200000 /* how long a worker watches for the next job before it sleeps */
 
 static inline void cpu_relax(void)
 {
@@ -42,7 +48,7 @@ static struct {
     pthread_cond_t go, done;
     int n_workers;
     uint64_t start_gen[MAX_WORKERS + 1]; /* the generation when worker i started */
-    uint64_t generation;
+    _Atomic uint64_t generation; /* changed under `lock`; read without it while a worker polls */
     void (*fn)(void *, int64_t, int64_t);
     void *ctx;
     int64_t n, chunk;
@@ -88,9 +94,21 @@ static void *worker(void *arg)
     pthread_mutex_lock(&P.lock);
     uint64_t seen = P.start_gen[index]; /* jobs up to this one are not its own */
     for (;;) {
-        while (P.generation == seen)
+        if (atomic_load_explicit(&P.generation, memory_order_relaxed) == seen) {
+            /* Watch for the next job a while, then sleep. */
+            pthread_mutex_unlock(&P.lock);
+            uint64_t until = vdev_now_ns() + WORKER_WAIT_NS;
+            for (unsigned i = 1; atomic_load_explicit(&P.generation, memory_order_relaxed) == seen;
+                 i++) {
+                cpu_relax();
+                if (i % 64 == 0 && vdev_now_ns() > until)
+                    break;
+            }
+            pthread_mutex_lock(&P.lock);
+        }
+        while (atomic_load_explicit(&P.generation, memory_order_relaxed) == seen)
             pthread_cond_wait(&P.go, &P.lock);
-        seen = P.generation;
+        seen = atomic_load_explicit(&P.generation, memory_order_relaxed);
         if (index >= P.parts)
             continue;
         struct job j = {(uint32_t)seen, P.fn, P.ctx, P.n, P.chunk, P.n_chunks};
@@ -115,7 +133,8 @@ static void start_workers(int want)
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         pthread_mutex_lock(&P.lock);
-        P.start_gen[P.n_workers + 1] = P.generation; /* no job runs: the caller holds busy */
+        /* no job runs: the caller holds busy */
+        P.start_gen[P.n_workers + 1] = atomic_load_explicit(&P.generation, memory_order_relaxed);
         pthread_mutex_unlock(&P.lock);
         int ok = pthread_create(&t, &attr, worker, (void *)(intptr_t)(P.n_workers + 1)) == 0;
         pthread_attr_destroy(&attr);
@@ -127,19 +146,13 @@ static void start_workers(int want)
     }
 }
 
-void vdev_parallel_for_min(int64_t n, int64_t min_part, void (*fn)(void *, int64_t, int64_t),
-                           void *ctx)
+/* Runs fn over [0, n) in pieces of `chunk` elements on up to `parts` threads
+ * (parts >= 2), or on the caller alone when the pool is busy or no worker
+ * can be had. */
+static void run_job(int64_t n, int parts, int64_t chunk, void (*fn)(void *, int64_t, int64_t),
+                    void *ctx)
 {
-    if (min_part < 1)
-        min_part = 1;
-    if (n < 2 * min_part) {
-        fn(ctx, 0, n);
-        return;
-    }
-    int parts = vdev_threads_kernel_parts();
-    if (n / parts < min_part)
-        parts = (int)(n / min_part);
-    if (parts < 2 || pthread_mutex_trylock(&P.busy) != 0) {
+    if (pthread_mutex_trylock(&P.busy) != 0) {
         fn(ctx, 0, n);
         return;
     }
@@ -151,8 +164,6 @@ void vdev_parallel_for_min(int64_t n, int64_t min_part, void (*fn)(void *, int64
         fn(ctx, 0, n);
         return;
     }
-    int64_t want = (int64_t)parts * CHUNKS_PER_THREAD;
-    int64_t chunk = ((n + want - 1) / want + 15) & ~(int64_t)15;
     struct job j = {0, fn, ctx, n, chunk, (uint32_t)((n + chunk - 1) / chunk)};
     pthread_mutex_lock(&P.lock);
     P.fn = fn;
@@ -161,10 +172,11 @@ void vdev_parallel_for_min(int64_t n, int64_t min_part, void (*fn)(void *, int64
     P.chunk = chunk;
     P.n_chunks = j.n_chunks;
     P.parts = parts;
-    P.generation++;
-    j.gen = (uint32_t)P.generation;
+    uint64_t gen = atomic_load_explicit(&P.generation, memory_order_relaxed) + 1;
+    j.gen = (uint32_t)gen;
     atomic_store_explicit(&P.n_done, 0, memory_order_relaxed);
     atomic_store_explicit(&P.claim, (uint64_t)j.gen << 32, memory_order_release);
+    atomic_store_explicit(&P.generation, gen, memory_order_release);
     pthread_cond_broadcast(&P.go);
     pthread_mutex_unlock(&P.lock);
 
@@ -180,6 +192,41 @@ void vdev_parallel_for_min(int64_t n, int64_t min_part, void (*fn)(void *, int64
         pthread_mutex_unlock(&P.lock);
     }
     pthread_mutex_unlock(&P.busy);
+}
+
+void vdev_parallel_for_min(int64_t n, int64_t min_part, void (*fn)(void *, int64_t, int64_t),
+                           void *ctx)
+{
+    if (min_part < 1)
+        min_part = 1;
+    if (n < 2 * min_part) {
+        fn(ctx, 0, n);
+        return;
+    }
+    int parts = vdev_threads_kernel_parts();
+    if (n / parts < min_part)
+        parts = (int)(n / min_part);
+    if (parts < 2) {
+        fn(ctx, 0, n);
+        return;
+    }
+    int64_t want = (int64_t)parts * CHUNKS_PER_THREAD;
+    run_job(n, parts, ((n + want - 1) / want + 15) & ~(int64_t)15, fn, ctx);
+}
+
+void vdev_parallel_split(int64_t n, int parts, int64_t grain,
+                         void (*fn)(void *, int64_t, int64_t), void *ctx)
+{
+    if (grain < 1)
+        grain = 1;
+    if (parts > 1 && n / grain < parts)
+        parts = (int)(n / grain);
+    if (parts < 2) {
+        fn(ctx, 0, n);
+        return;
+    }
+    int64_t chunk = (n + parts - 1) / parts;
+    run_job(n, parts, (chunk + grain - 1) / grain * grain, fn, ctx);
 }
 
 void vdev_parallel_for(int64_t n, void (*fn)(void *ctx, int64_t lo, int64_t hi), void *ctx)

@@ -19,5 +19,12 @@ void vdev_parallel_for(int64_t n, void (*fn)(void *ctx, int64_t lo, int64_t hi),
  * sooner. */
 void vdev_parallel_for_min(int64_t n, int64_t min_part,
                            void (*fn)(void *ctx, int64_t lo, int64_t hi), void *ctx);
+/* [0, n) in at most `parts` pieces, each a multiple of `grain` elements but
+ * the last (fewer when n is small), one per thread: for work whose every
+ * call has a fixed cost, such as a matrix product (each call packs its
+ * operands). The caller runs a piece and any a worker has not claimed; a
+ * busy pool or parts < 2 runs everything on the caller. */
+void vdev_parallel_split(int64_t n, int parts, int64_t grain,
+                         void (*fn)(void *ctx, int64_t lo, int64_t hi), void *ctx);
 
 #endif

@@ -1,7 +1,8 @@
 /* threads.c — the thread plan of host work (see threads.h): CPUs from the
  * affinity mask and the cgroup quota, the matrix-product budget from the
- * environment, streams from the runtime's devices; OpenBLAS's thread count
- * set to match, and a gate around products that counts the ones running.
+ * environment, streams from the runtime's devices; OpenBLAS kept at one
+ * thread (vdev splits a product over its own pool instead: parallel.c), and a
+ * gate around products that counts the ones running.
  *
  * The gate is one mutex: a product takes a slot when fewer than `permits`
  * run, and runs without the lock. When every slot is taken, it is queued
@@ -13,11 +14,22 @@
  * chain3 step). A queued product of a more important thread (a lower nice
  * value: a critical or high-priority device's stream) is not run by a less
  * important one: the slot is handed to its own thread instead, and such
- * products queue ahead of the others. OpenBLAS's thread count is a process-wide setting, so it is
- * changed only when no product runs: a product that finds the plan out of
- * date (a new start-up, or the determinism switch flipped) waits for the
- * running ones to finish, changes it, and goes on. The pool reads its part
- * count from an atomic, updated with the plan.
+ * products queue ahead of the others. The plan changes only when no
+ * product runs: a product that finds it out of date (a new start-up, or the
+ * determinism switch flipped) waits for the running ones to finish, makes
+ * it, and goes on. The pool reads its part counts (a kernel's, a product's)
+ * from atomics, updated with the plan.
+ *
+ * Why OpenBLAS runs single-threaded even with one stream: its idle threads
+ * wait for the next product by spinning on sched_yield for about 2^28 cycles
+ * (0.3.21's default THREAD_TIMEOUT), so between products they hold the other
+ * cores. An Adam update right after a product ran 1.5-2x slower beside them
+ * on the 2-core development machine, and the process used every core all the
+ * time. vdev's pool splits the product instead, each part an OpenBLAS call
+ * of its own, and its workers sleep after a short wait (parallel.c). In runs
+ * that alternated the two ways in one process, chain3's step on the cpu
+ * backend was faster this way (fastest of twelve: 5.70-5.85 ms against
+ * 6.36-6.51) and the MLP 1024-4096-4096-10's the same within the noise.
  *
  * At exit, products stop: a program that returns from main without
  * vdev_shutdown() while a simulated GPU's stream still runs its queue would
@@ -67,6 +79,7 @@ static struct {
     struct vdev_thread_plan plan; /* plan.key 0: none yet (generations start at 1) */
     _Atomic uint64_t key;         /* plan.key, for the lock-free check */
     _Atomic int kernel_parts;
+    _Atomic int product_parts; /* plan.info.blas_threads */
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* ---- the pieces ---- */
@@ -253,6 +266,8 @@ static void make_plan(struct vdev_thread_plan *p, int deterministic)
     t->blas_budget = blas_env ? blas_env : omp_env ? omp_env : t->cpus;
     t->streams = vdev_is_initialized() ? count_streams() : 1;
     t->deterministic = deterministic != 0;
+    /* vdev splits a product over its pool, OpenBLAS computing each part
+     * single-threaded (apply_plan): never OpenBLAS's own threads. */
     if (t->streams >= 2 || deterministic)
         t->blas_threads = 1;
     else
@@ -267,9 +282,10 @@ static void make_plan(struct vdev_thread_plan *p, int deterministic)
 static void apply_plan(int det)
 {
     make_plan(&G.plan, det);
-    if (openblas_get_num_threads() != G.plan.info.blas_threads)
-        openblas_set_num_threads(G.plan.info.blas_threads);
+    if (openblas_get_num_threads() != 1)
+        openblas_set_num_threads(1);
     atomic_store_explicit(&G.kernel_parts, G.plan.info.kernel_threads, memory_order_relaxed);
+    atomic_store_explicit(&G.product_parts, G.plan.info.blas_threads, memory_order_relaxed);
     atomic_store_explicit(&G.key, G.plan.key, memory_order_release);
 }
 
@@ -418,6 +434,11 @@ int vdev_threads_queued(void)
         n++;
     pthread_mutex_unlock(&G.lock);
     return n;
+}
+
+int vdev_threads_product_parts(void)
+{
+    return atomic_load_explicit(&G.product_parts, memory_order_relaxed);
 }
 
 int vdev_threads_kernel_parts(void)

@@ -13,14 +13,15 @@
  *            per logical CPU when the host is split into several (a mirrored
  *            strategy runs a replica on each from a thread of its own); 1
  *            otherwise.
- * With one stream, each product gets the whole budget (OpenBLAS's thread
- * count, which is one number per process, is set to it). With two or more,
- * OpenBLAS runs single-threaded, since its thread count cannot differ
- * between the streams, and at most `budget` products run at the same time
- * (the others are queued, and run by a thread that holds a slot, after its
- * own product, or handed its slot: see threads.c): the budget is divided among the
- * streams, never multiplied by them. Under the determinism switch, OpenBLAS
- * always runs single-threaded: its results depend on its thread count.
+ * OpenBLAS itself always runs single-threaded (threads.c says why). With
+ * one stream, vdev splits each product over `budget` threads of its pool,
+ * each part an OpenBLAS call of its own (vdev_threads_product_parts). With
+ * two or more streams a product is not split, and at most `budget` products
+ * run at the same time (the others are queued, and run by a thread that
+ * holds a slot, after its own product, or handed its slot: see threads.c):
+ * the budget is divided among the streams, never multiplied by them. Under
+ * the determinism switch a product is never split: each is one OpenBLAS
+ * call on one thread, whose results do not depend on any thread count.
  * The pool splits an elementwise kernel into max(1, pool / streams) parts,
  * where pool is OMP_NUM_THREADS, else cpus.
  *
@@ -55,6 +56,10 @@ void vdev_threads_arm_exit(void);
 
 /* Parts an elementwise kernel may be split into (1: run it inline). */
 int vdev_threads_kernel_parts(void);
+/* The threads one product is split over (the plan's blas_threads); read
+ * while a product runs (vdev_threads_product_run's fn), when the plan is
+ * the one the product was started under. */
+int vdev_threads_product_parts(void);
 
 /* ---- the pieces, for tests ---- */
 

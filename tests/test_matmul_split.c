@@ -1,0 +1,120 @@
+/* test_matmul_split.c — a matrix product split over vdev's pool (the cpu
+ * backend with a budget of two threads: kernels_host.c):
+ *
+ *  - the plan: two threads per product, OpenBLAS itself at one;
+ *  - every transpose combination of products split by output columns (more
+ *    columns than rows) and by rows (more rows), with edges that are not
+ *    multiples of the 16-element grain, one too small to split, and one
+ *    with a single block of columns: each element against a double-precision
+ *    sum within sgemm's float error bound (4 k 2^-24 sum |a||b|, plus 1e-6);
+ *    a block placed at the wrong offset or with the wrong operand slice
+ *    fails it;
+ *  - under the determinism switch the product is not split: its bits equal
+ *    one cblas_sgemm call on one thread, made here. */
+#define _GNU_SOURCE
+#include "check.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+
+static float *host_of(const vdev_tensor_t *t, size_t n)
+{
+    float *p = malloc(n * sizeof *p);
+    CHECK(p != NULL);
+    if (p)
+        CHECK_OK(vdev_tensor_to_host(t, p, n * sizeof *p));
+    return p;
+}
+
+/* out = op(a) op(b) with op(a) [m,k], op(b) [k,n]; stored a is [k,m] when
+ * ta, b is [n,k] when tb. Returns the number of bad elements. */
+static int check_product(int m, int k, int n, int ta, int tb)
+{
+    int64_t sa[2] = {ta ? k : m, ta ? m : k}, sb[2] = {tb ? n : k, tb ? k : n};
+    vdev_scope_begin();
+    vdev_tensor_t *a = vdev_tensor_uniform(sa, 2, -1, 1, (uint64_t)(m * 31 + k));
+    vdev_tensor_t *b = vdev_tensor_uniform(sb, 2, -1, 1, (uint64_t)(n * 17 + k));
+    vdev_tensor_t *c = vdev_matmul(a, b, ta, tb);
+    CHECK(c != NULL);
+    int bad = 0;
+    float *x = host_of(a, (size_t)m * k), *y = host_of(b, (size_t)k * n);
+    float *z = c ? host_of(c, (size_t)m * n) : NULL;
+    if (x && y && z)
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                double sum = 0, mag = 0;
+                for (int q = 0; q < k; q++) {
+                    double u = x[ta ? q * m + i : i * k + q], v = y[tb ? j * k + q : q * n + j];
+                    sum += u * v;
+                    mag += fabs(u * v);
+                }
+                double tol = 4.0 * k * ldexp(1.0, -24) * mag + 1e-6;
+                if (fabs(sum - (double)z[i * n + j]) > tol) {
+                    if (!bad)
+                        check_fail(__FILE__, __LINE__,
+                                   "%dx%dx%d ta %d tb %d: [%d,%d] = %.9g, expected %.9g", m, k,
+                                   n, ta, tb, i, j, (double)z[i * n + j], sum);
+                    bad++;
+                }
+            }
+    else
+        bad = 1;
+    free(x);
+    free(y);
+    free(z);
+    vdev_scope_end();
+    return bad;
+}
+
+static void split_products(void)
+{
+    /* m, k, n: columns split (n >= m), rows split (m > n), edges off the
+     * grain, too small to split (m n k <= 2^18), one block of columns. */
+    const int shapes[][3] = {{45, 129, 67}, {67, 129, 45}, {64, 512, 512}, {300, 40, 33},
+                             {130, 70, 130}, {33, 33, 33}, {16, 2048, 17}, {257, 64, 513}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int t = 0; t < 4; t++)
+            CHECK(check_product(shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t >> 1) == 0);
+}
+
+/* Under the switch: one call on one thread, bit for bit. */
+static void deterministic_unsplit(void)
+{
+    vdev_config_set_deterministic(true);
+    enum { M = 64, K = 200, N = 300 };
+    int64_t sa[2] = {M, K}, sb[2] = {K, N};
+    vdev_scope_begin();
+    vdev_tensor_t *a = vdev_tensor_uniform(sa, 2, -1, 1, 3), *b = vdev_tensor_uniform(sb, 2, -1, 1, 4);
+    vdev_tensor_t *c = vdev_matmul(a, b, false, false);
+    float *x = host_of(a, (size_t)M * K), *y = host_of(b, (size_t)K * N);
+    float *z = host_of(c, (size_t)M * N), *want = malloc((size_t)M * N * sizeof *want);
+    CHECK(want != NULL);
+    if (x && y && z && want) {
+        CHECK(openblas_get_num_threads() == 1);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, x, K, y, N, 0.0f,
+                    want, N);
+        CHECK(memcmp(z, want, (size_t)M * N * sizeof *z) == 0);
+    }
+    free(x);
+    free(y);
+    free(z);
+    free(want);
+    vdev_scope_end();
+    vdev_config_set_deterministic(false);
+}
+
+int main(void)
+{
+    check_fresh(NULL);
+    setenv("OPENBLAS_NUM_THREADS", "2", 1);
+    setenv("OMP_NUM_THREADS", "2", 1);
+    struct vdev_thread_info t;
+    CHECK_OK(vdev_thread_info(&t));
+    CHECK(t.blas_threads == 2 && t.streams == 1);
+    split_products();
+    CHECK(openblas_get_num_threads() == 1);
+    deterministic_unsplit();
+    vdev_shutdown();
+    return check_done();
+}
