@@ -164,10 +164,9 @@ ELEMENTWISE(mse_grad, 1, {
  * tail last) instead of one chain whose every add waits for the last: a
  * fixed order whatever the machine and the clone, so the same bits every run,
  * within a few ulps of the double sum before its one rounding to float. */
-CLONES KERNEL(vdev_fast_mse)
+CLONES static double mse_sum(const float *restrict p, const float *restrict t, int64_t n)
 {
-    const float *restrict p = IN_F(0), *restrict t = IN_F(1);
-    int64_t n = vdev_args_numel(a, 0), i = 0;
+    int64_t i = 0;
     double acc[8] = {0};
     for (; i + 8 <= n; i += 8)
         for (int j = 0; j < 8; j++) {
@@ -179,7 +178,15 @@ CLONES KERNEL(vdev_fast_mse)
         double d = (double)p[i] - (double)t[i];
         sum += d * d;
     }
-    OUT_F(0)[0] = (float)(sum / (double)n);
+    return sum;
+}
+
+/* The clones stay inside this file (static), as every other cloned loop
+ * here: a cloned global would be exported through its resolver. */
+KERNEL(vdev_fast_mse)
+{
+    int64_t n = vdev_args_numel(a, 0);
+    OUT_F(0)[0] = (float)(mse_sum(IN_F(0), IN_F(1), n) / (double)n);
 }
 
 /* SGD keeps the reference's arithmetic (each value computed in double,
