@@ -133,7 +133,7 @@ int main(int argc, char **argv)
                  "%.2fx the cpu backend's step (medians); one model's products %.2f ms; the "
                  "products here ran with one OpenBLAS thread each, as the streams run them",
                  tg.step_med / tc.step_med, one);
-        row(f, what, &tg, n >= 2 ? extra : "one stream: OpenBLAS's threads as on the cpu backend");
+        row(f, what, &tg, n >= 2 ? extra : "one stream: each product split over vdev's threads, as on the cpu backend");
     }
     vdev_shutdown();
     if (f) {

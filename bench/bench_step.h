@@ -273,27 +273,37 @@ static void bench_chain_steps(struct bench_chain *c, int steps)
 
 /* Gives OpenBLAS (cblas.h declares its thread calls) the threads vdev gives one product, for the products alone
  * (bench_blas_end puts it back to vdev's one). */
-static void bench_blas_begin(void)
+static void bench_blas_begin(const struct bench_prods *warm)
 {
     struct vdev_thread_info t;
     if (vdev_thread_info(&t) != VDEV_OK)
         bench_die("the thread plan");
     openblas_set_num_threads(t.blas_threads);
+    bench_prods_run(warm); /* untimed: OpenBLAS's threads started, their buffers touched */
 }
 
+/* OpenBLAS's server threads, exported by its pthread builds (weak: absent
+ * elsewhere). */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
+/* Back to vdev's one thread, and OpenBLAS's idle threads stopped: they would
+ * otherwise spin on sched_yield through the next turn of steps (about 2^28
+ * cycles after their last product), which vdev's own use of OpenBLAS never
+ * wakes them for. OpenBLAS starts them again at its next threaded product. */
 static void bench_blas_end(void)
 {
     openblas_set_num_threads(1);
+    if (blas_thread_shutdown_)
+        blas_thread_shutdown_();
 }
 
-/* The products of `steps` steps of models [from, to) alone. */
+/* The products of `steps` steps of models [from, to) alone (between
+ * bench_blas_begin and bench_blas_end). */
 static void bench_chain_prods(const struct bench_chain *c, int from, int to, int steps)
 {
-    bench_blas_begin();
     for (int s = 0; s < steps; s++)
         for (int k = from; k < to; k++)
             bench_prods_run(&c->p[k]);
-    bench_blas_end();
 }
 
 struct bench_times {
@@ -321,20 +331,28 @@ static struct bench_times bench_chain_time(struct bench_chain *c, int steps, int
     if (reps > 32)
         reps = 32;
     bench_chain_steps(c, 2); /* warm-up: memory grown, BLAS threads decided */
+    bench_blas_begin(&c->p[0]);
     bench_chain_prods(c, 0, c->n, 2);
+    bench_blas_end();
     for (int r = 0; r < reps; r++) {
+        bench_blas_begin(&c->p[0]);
         double c0 = bench_thread_cpu(), t0 = vdev_clock_seconds();
         bench_chain_prods(c, 0, c->n, steps);
         double c1 = bench_thread_cpu(), t1s = vdev_clock_seconds();
+        bench_blas_end();
+        double c2s = bench_thread_cpu(), t2s = vdev_clock_seconds();
         bench_chain_steps(c, steps);
         double c2 = bench_thread_cpu(), t2 = vdev_clock_seconds();
         cp[r] = (c1 - c0) * 1e3 / steps;
-        cs[r] = (c2 - c1) * 1e3 / steps;
+        cs[r] = (c2 - c2s) * 1e3 / steps;
+        bench_blas_begin(&c->p[0]);
+        double t3s = vdev_clock_seconds();
         bench_chain_prods(c, 0, 1, steps);
         double t3 = vdev_clock_seconds();
+        bench_blas_end();
         tp[r] = (t1s - t0) * 1e3 / steps;
-        ts[r] = (t2 - t1s) * 1e3 / steps;
-        t1[r] = (t3 - t2) * 1e3 / steps;
+        ts[r] = (t2 - t2s) * 1e3 / steps;
+        t1[r] = (t3 - t3s) * 1e3 / steps;
     }
     struct bench_times bt;
     bt.step_min = bench_min(ts, reps);
@@ -384,7 +402,7 @@ static inline struct bench_phases bench_chain_phases(struct bench_chain *c, int 
         bench_chain_steps_timed(c, steps, acc);
         for (int k = 0; k < PH_COUNT; k++)
             ph[k][r] = acc[k] * 1e3 / steps;
-        bench_blas_begin();
+        bench_blas_begin(&c->p[0]);
         double t0 = vdev_clock_seconds();
         for (int s = 0; s < steps; s++)
             for (int k = 0; k < c->n; k++)
