@@ -65,13 +65,22 @@ static struct bench_times bench_mlp(void)
     return t;
 }
 
+/* chain3's models (256-512-512-256, batch 64, MSE) on devices dev[0..2], and
+ * how many steps a turn takes and how many turns. */
+static void chain3_init(struct bench_chain *c, const char *const *dev)
+{
+    int d[4] = {256, 512, 512, 256};
+    bench_chain_init(c, 3, dev, d, 64, 0);
+}
+#define CHAIN3_STEPS (quick ? 10 : 20)
+#define CHAIN3_TURNS (quick ? 5 : 11)
+
 /* chain3 on three devices (CPU:0 three times, or three simulated GPUs). */
 static struct bench_times bench_chain3(const char *const *dev)
 {
-    int d[4] = {256, 512, 512, 256};
     struct bench_chain c;
-    bench_chain_init(&c, 3, dev, d, 64, 0);
-    struct bench_times t = bench_chain_time(&c, quick ? 10 : 20, quick ? 5 : 11);
+    chain3_init(&c, dev);
+    struct bench_times t = bench_chain_time(&c, CHAIN3_STEPS, CHAIN3_TURNS);
     bench_chain_free(&c);
     return t;
 }
@@ -81,10 +90,9 @@ static struct bench_times bench_chain3(const char *const *dev)
 static struct bench_phases bench_chain3_phases(double *bytes)
 {
     const char *cpu3[3] = {"CPU:0", "CPU:0", "CPU:0"};
-    int d[4] = {256, 512, 512, 256};
     struct bench_chain c;
-    bench_chain_init(&c, 3, cpu3, d, 64, 0);
-    struct bench_phases ph = bench_chain_phases(&c, quick ? 10 : 20, quick ? 5 : 11);
+    chain3_init(&c, cpu3);
+    struct bench_phases ph = bench_chain_phases(&c, CHAIN3_STEPS, CHAIN3_TURNS);
     *bytes = bench_chain_adam_bytes(&c);
     bench_chain_free(&c);
     return ph;
