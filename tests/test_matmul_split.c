@@ -4,11 +4,11 @@
  *  - the plan: two threads per product, OpenBLAS itself at one;
  *  - every transpose combination of products split by output columns (more
  *    columns than rows) and by rows (more rows), with edges that are not
- *    multiples of the 16-element grain, one too small to split, and one
- *    with a single block of columns: each element against a double-precision
- *    sum within sgemm's float error bound (4 k 2^-24 sum |a||b|, plus 1e-6);
- *    a block placed at the wrong offset or with the wrong operand slice
- *    fails it;
+ *    multiples of the 16-element grain, one too small to split (under two
+ *    blocks of 2^21 multiply-adds), and one with a single block of columns:
+ *    each element against a double-precision sum within sgemm's float
+ *    error bound (4 k 2^-24 sum |a||b|, plus 1e-6); a block placed at the
+ *    wrong offset or with the wrong operand slice fails it;
  *  - under the determinism switch the product is not split: its bits equal
  *    one cblas_sgemm call on one thread, made here. */
 #define _GNU_SOURCE
@@ -70,9 +70,10 @@ static int check_product(int m, int k, int n, int ta, int tb)
 static void split_products(void)
 {
     /* m, k, n: columns split (n >= m), rows split (m > n), edges off the
-     * grain, too small to split (m n k <= 2^18), one block of columns. */
-    const int shapes[][3] = {{45, 129, 67}, {67, 129, 45}, {64, 512, 512}, {300, 40, 33},
-                             {130, 70, 130}, {33, 33, 33}, {16, 2048, 17}, {257, 64, 513}};
+     * grain (each at least 2 x 2^21 multiply-adds: two blocks), too small to
+     * split (under 2 x 2^21), one block of columns. */
+    const int shapes[][3] = {{45, 1500, 67}, {67, 1500, 45}, {64, 512, 512}, {300, 500, 33},
+                             {130, 300, 130}, {33, 33, 33}, {16, 20000, 17}, {257, 64, 513}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         for (int t = 0; t < 4; t++)
             CHECK(check_product(shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t >> 1) == 0);

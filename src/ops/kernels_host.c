@@ -11,9 +11,10 @@
  * Threads: every product goes through the gate of threads.h, which keeps
  * OpenBLAS single-threaded and, with several streams, lets at most the
  * budget's number of products run at once. With one stream, a product large
- * enough is split over the plan's threads (vdev_threads_product_parts) by
- * vdev's pool: the output's columns (or its rows, when it has more of them)
- * in one block per thread, each block one single-threaded sgemm. OpenBLAS's
+ * enough is split over the plan's threads (vdev_threads_product_parts; at
+ * most one per SPLIT_MIN_MACS multiply-adds) by vdev's pool: the output's
+ * columns (or its rows, when it has more of them) in one block per thread,
+ * each block one single-threaded sgemm. OpenBLAS's
  * results depend on its thread count (measured: 0.3.21 on Zen 4, 1000x1000x
  * 1000 differs in 71% of the elements between 1 and 2 threads, and with
  * OPENBLAS_CORETYPE=Haswell even 64x512x256 does), and a block's may depend
@@ -42,9 +43,11 @@ static void sgemm_one(const struct sgemm_call *c)
                 c->ldb, 0.0f, c->c, c->ldc);
 }
 
-/* Below this many multiply-adds a product is not split (OpenBLAS 0.3.21 runs
- * those on one thread too: 65536 x its GEMM_MULTITHREAD_THRESHOLD of 4). */
-#define SPLIT_MIN_MACS (1ll << 18)
+/* Each block of a split product gets at least this many multiply-adds (tens
+ * of microseconds on one core), so that a small product on a machine with
+ * many cores is not cut into blocks whose operand packing costs as much as
+ * their arithmetic. */
+#define SPLIT_MIN_MACS (1ll << 21)
 #define SPLIT_GRAIN 16 /* block edges at multiples of 16 rows or columns */
 
 /* Output columns [lo, hi) of the product: op(b)'s columns are b's columns
@@ -74,7 +77,10 @@ static void sgemm_run(void *varg)
 {
     const struct sgemm_call *c = varg;
     int parts = vdev_threads_product_parts();
-    if (parts < 2 || (int64_t)c->m * c->n * c->k <= SPLIT_MIN_MACS) {
+    int64_t blocks = (int64_t)c->m * c->n * c->k / SPLIT_MIN_MACS;
+    if (blocks < parts)
+        parts = (int)blocks;
+    if (parts < 2) {
         sgemm_one(c);
         return;
     }
