@@ -325,7 +325,7 @@ static double bench_thread_cpu(void)
 
 /* Times the chain's steps and its products in turns: a warm-up, then reps
  * turns of `steps` steps each. */
-static struct bench_times bench_chain_time(struct bench_chain *c, int steps, int reps)
+static inline struct bench_times bench_chain_time(struct bench_chain *c, int steps, int reps)
 {
     double ts[32], tp[32], t1[32], cs[32], cp[32];
     if (reps > 32)
@@ -368,7 +368,7 @@ static struct bench_times bench_chain_time(struct bench_chain *c, int steps, int
 
 /* OpenBLAS's environment, for the record: "OPENBLAS_NUM_THREADS=2,
  * OMP_NUM_THREADS unset, OPENBLAS_CORETYPE unset". */
-static const char *bench_blas_env(char *buf, size_t cap)
+static inline const char *bench_blas_env(char *buf, size_t cap)
 {
     const char *names[3] = {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_CORETYPE"};
     size_t n = 0;

@@ -250,8 +250,9 @@ struct vdev_thread_info {
     int blas_budget;         /* threads for products: OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, cpus */
     int streams;             /* host threads that may run products at the same time */
     int blas_threads;        /* threads one product is split over (vdev's pool; OpenBLAS
-                                itself always runs single-threaded) */
-    int concurrent_products; /* products that may run at the same time; 0: no limit */
+                                itself always runs single-threaded): at most cpus */
+    int concurrent_products; /* products that may run at the same time (at most
+                                cpus); 0: no limit */
     int kernel_threads;      /* threads a large elementwise kernel is split over */
     bool deterministic;      /* the plan was made under the determinism switch */
 };

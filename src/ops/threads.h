@@ -13,13 +13,15 @@
  *            per logical CPU when the host is split into several (a mirrored
  *            strategy runs a replica on each from a thread of its own); 1
  *            otherwise.
+ * The budget is a ceiling: products never use more threads than cpus.
  * OpenBLAS itself always runs single-threaded (threads.c says why). With
- * one stream, vdev splits each product over `budget` threads of its pool,
- * each part an OpenBLAS call of its own (vdev_threads_product_parts). With
- * two or more streams a product is not split, and at most `budget` products
- * run at the same time (the others are queued, and run by a thread that
- * holds a slot, after its own product, or handed its slot: see threads.c):
- * the budget is divided among the streams, never multiplied by them. Under
+ * one stream, vdev splits each product over min(budget, cpus) threads of
+ * its pool, each part an OpenBLAS call of its own
+ * (vdev_threads_product_parts). With two or more streams a product is not
+ * split, and at most min(budget, cpus) products run at the same time (the
+ * others are queued, and run by a thread that holds a slot, after its own
+ * product, or handed its slot: see threads.c): the budget is divided among
+ * the streams, never multiplied by them. Under
  * the determinism switch a product is never split: each is one OpenBLAS
  * call on one thread, whose results do not depend on any thread count.
  * The pool splits an elementwise kernel into max(1, pool / streams) parts,
