@@ -72,8 +72,12 @@ static const struct vdev_envvar TABLE[] = {
     {"VDEV_LIBRARY", "a file path",
      "the Python package: the libvdev.so to load instead of the one installed beside it"},
     {"OPENBLAS_NUM_THREADS", "a whole number >= 1",
-     "OpenBLAS threads (unset: all cores; 1 under two or more simulated GPUs)"},
-    {"OMP_NUM_THREADS", "a whole number >= 1", "read by OpenBLAS when OPENBLAS_NUM_THREADS is unset"},
+     "the threads for matrix products: a budget divided among the streams that run them at "
+     "once, at most the CPUs (unset: OMP_NUM_THREADS, else the CPUs); vdev splits a product "
+     "over its own threads, OpenBLAS runs on one"},
+    {"OMP_NUM_THREADS", "a whole number >= 1",
+     "the products' budget when OPENBLAS_NUM_THREADS is unset, and the size of vdev's pool for "
+     "large elementwise kernels"},
 };
 
 const struct vdev_envvar *vdev_config_envvars(int *n)
