@@ -17,9 +17,9 @@
  * WORKER_WAIT_NS (0.2 ms) before it sleeps: a training step's products and
  * updates come microseconds apart, and a wake-up from sleep (tens of
  * microseconds in a virtual machine) costs about as long as a small
- * product's half. OpenBLAS's own idle threads spin about 2^28 cycles. How many threads a job may
- * use is the thread plan's (threads.h); workers are started when a job first
- * needs them and live as long as the process. Which thread computes which
+ * product's half (OpenBLAS's own idle threads spin about 2^28 cycles). How
+ * many threads a job may use is the thread plan's (threads.h); workers are
+ * started when a job first needs them and live as long as the process. Which thread computes which
  * elements changes nothing in the result: every kernel that uses the pool
  * computes each output element on its own. */
 #define _GNU_SOURCE
