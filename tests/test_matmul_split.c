@@ -9,6 +9,8 @@
  *    each element against a double-precision sum within sgemm's float
  *    error bound (4 k 2^-24 sum |a||b|, plus 1e-6); a block placed at the
  *    wrong offset or with the wrong operand slice fails it;
+ *  - three threads multiplying on CPU:0 at once (the pool taken by one, the
+ *    others running their products whole): every result right;
  *  - under the determinism switch the product is not split: its bits equal
  *    one cblas_sgemm call on one thread, made here. */
 #define _GNU_SOURCE
@@ -16,30 +18,36 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 
+/* The harness's counters are not for other threads: `quiet` (a thread of
+ * concurrent_products) reports nothing and only returns its count. */
 static float *host_of(const vdev_tensor_t *t, size_t n)
 {
-    float *p = malloc(n * sizeof *p);
-    CHECK(p != NULL);
-    if (p)
-        CHECK_OK(vdev_tensor_to_host(t, p, n * sizeof *p));
+    float *p = t ? malloc(n * sizeof *p) : NULL;
+    if (p && vdev_tensor_to_host(t, p, n * sizeof *p) != VDEV_OK) {
+        free(p);
+        p = NULL;
+    }
     return p;
 }
 
 /* out = op(a) op(b) with op(a) [m,k], op(b) [k,n]; stored a is [k,m] when
- * ta, b is [n,k] when tb. Returns the number of bad elements. */
-static int check_product(int m, int k, int n, int ta, int tb)
+ * ta, b is [n,k] when tb. Returns the number of bad elements (1 when the
+ * product or a read-back failed). */
+static int product_errors(int m, int k, int n, int ta, int tb, int quiet)
 {
     int64_t sa[2] = {ta ? k : m, ta ? m : k}, sb[2] = {tb ? n : k, tb ? k : n};
     vdev_scope_begin();
     vdev_tensor_t *a = vdev_tensor_uniform(sa, 2, -1, 1, (uint64_t)(m * 31 + k));
     vdev_tensor_t *b = vdev_tensor_uniform(sb, 2, -1, 1, (uint64_t)(n * 17 + k));
-    vdev_tensor_t *c = vdev_matmul(a, b, ta, tb);
-    CHECK(c != NULL);
+    vdev_tensor_t *c = a && b ? vdev_matmul(a, b, ta, tb) : NULL;
     int bad = 0;
     float *x = host_of(a, (size_t)m * k), *y = host_of(b, (size_t)k * n);
-    float *z = c ? host_of(c, (size_t)m * n) : NULL;
+    float *z = host_of(c, (size_t)m * n);
     if (x && y && z)
         for (int i = 0; i < m; i++)
             for (int j = 0; j < n; j++) {
@@ -51,20 +59,29 @@ static int check_product(int m, int k, int n, int ta, int tb)
                 }
                 double tol = 4.0 * k * ldexp(1.0, -24) * mag + 1e-6;
                 if (fabs(sum - (double)z[i * n + j]) > tol) {
-                    if (!bad)
+                    if (!bad && !quiet)
                         check_fail(__FILE__, __LINE__,
                                    "%dx%dx%d ta %d tb %d: [%d,%d] = %.9g, expected %.9g", m, k,
                                    n, ta, tb, i, j, (double)z[i * n + j], sum);
                     bad++;
                 }
             }
-    else
+    else {
+        if (!quiet)
+            check_fail(__FILE__, __LINE__, "%dx%dx%d ta %d tb %d: %s", m, k, n, ta, tb,
+                       vdev_last_error());
         bad = 1;
+    }
     free(x);
     free(y);
     free(z);
     vdev_scope_end();
     return bad;
+}
+
+static int check_product(int m, int k, int n, int ta, int tb)
+{
+    return product_errors(m, k, n, ta, tb, 0);
 }
 
 static void split_products(void)
@@ -79,6 +96,37 @@ static void split_products(void)
             CHECK(check_product(shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t >> 1) == 0);
 }
 
+/* Several threads multiplying on CPU:0 at once: one takes the pool and
+ * splits its product, the others find it busy and run theirs whole; every
+ * result still right. */
+static _Atomic int concurrent_bad;
+
+static void *multiply_thread(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    for (int r = 0; r < 6; r++) {
+        int t = (id + r) & 3;
+        if (product_errors(64 + 16 * id, 300, 96 + 8 * r, t & 1, t >> 1, 1) != 0)
+            atomic_fetch_add(&concurrent_bad, 1);
+    }
+    return NULL;
+}
+
+static void concurrent_products(void)
+{
+    pthread_t th[3];
+    int started = 0;
+    for (int i = 0; i < 3; i++)
+        if (pthread_create(&th[i], NULL, multiply_thread, (void *)(intptr_t)i) == 0)
+            started++;
+        else
+            break;
+    CHECK(started == 3);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    CHECK(atomic_load(&concurrent_bad) == 0);
+}
+
 /* Under the switch: one call on one thread, bit for bit. */
 static void deterministic_unsplit(void)
 {
@@ -90,7 +138,7 @@ static void deterministic_unsplit(void)
     vdev_tensor_t *c = vdev_matmul(a, b, false, false);
     float *x = host_of(a, (size_t)M * K), *y = host_of(b, (size_t)K * N);
     float *z = host_of(c, (size_t)M * N), *want = malloc((size_t)M * N * sizeof *want);
-    CHECK(want != NULL);
+    CHECK(x && y && z && want);
     if (x && y && z && want) {
         CHECK(openblas_get_num_threads() == 1);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, x, K, y, N, 0.0f,
@@ -119,6 +167,7 @@ int main(void)
     }
     CHECK(t.blas_threads == 2 && t.streams == 1);
     split_products();
+    concurrent_products();
     CHECK(openblas_get_num_threads() == 1);
     deterministic_unsplit();
     vdev_shutdown();
