@@ -3,7 +3,9 @@
 # JSON on simulated GPUs, the environment's configuration in both, why a
 # GPU's limit is less than its memory, how to get simulated GPUs when there
 # is none, one line on stderr and exit 1 for a bad environment, exit 2 for a
-# bad option, and the help texts (every environment variable vdev reads).
+# bad option, the help texts (every environment variable vdev reads), and the
+# thread plan (the budget divided among three streams and capped at the CPUs;
+# one stream splitting each product).
 # Usage: cli_devices.sh VDEV DATA
 set -u
 vdev=$1
@@ -116,6 +118,32 @@ else
            '"name": "/device:GPU:2"' '"policy": "grow"' '"limit_bytes": 15569256448'; do
     has "$out" "$k" && ok || bad "devices --json: no '$k' in: $out"
   done
+fi
+
+# ---- the thread plan: the budget divided among three streams, capped at the CPUs ----
+OPENBLAS_NUM_THREADS=2 run devices
+[ $rc -eq 0 ] && ok || bad "devices with OPENBLAS_NUM_THREADS=2: exit $rc: $err"
+has "$out" "budget for products 2 (OPENBLAS_NUM_THREADS=2, OMP_NUM_THREADS unset)" && ok ||
+  bad "devices: no budget line in: $out"
+has "$out" "3 streams run products: one thread each, at most" && ok ||
+  bad "devices: no streams line in: $out"
+if command -v python3 >/dev/null 2>&1; then
+  OPENBLAS_NUM_THREADS=2 run devices --json
+  python3 - "$tmp/out" <<'EOF' && ok || bad "devices --json: threads: $out"
+import json, sys
+t = json.load(open(sys.argv[1]))["threads"]
+assert t["budget"] == 2 and t["streams"] == 3 and t["threads_per_product"] == 1, t
+assert t["cpus"] >= 1 and t["concurrent_products"] == min(2, t["cpus"]), t
+assert t["kernel_threads"] >= 1 and t["deterministic"] is False, t
+EOF
+  env -u VDEV_SIM_GPUS OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=1 "$vdev" devices --json \
+    >"$tmp/out" 2>"$tmp/err"
+  python3 - "$tmp/out" <<'EOF' && ok || bad "devices --json: threads, cpu alone: $out"
+import json, sys
+t = json.load(open(sys.argv[1]))["threads"]
+assert t["streams"] == 1 and t["threads_per_product"] == min(2, t["cpus"]), t
+assert t["concurrent_products"] == 0 and t["kernel_threads"] == 1, t
+EOF
 fi
 
 # ---- errors: one line on stderr, nothing on stdout ----

@@ -2,8 +2,10 @@
  * (or why there are none, and how to simulate some), and the logical devices
  * start-up makes of them, with each one's policy, limit and memory in use,
  * and why a GPU's limit is less than its free memory (the driver reserve,
- * worked out from the free memory before start-up and the limit after), and
- * what serves collectives between the GPUs (NCCL or vdev's ring, and why). */
+ * worked out from the free memory before start-up and the limit after),
+ * what serves collectives between the GPUs (NCCL or vdev's ring, and why),
+ * and the thread plan (vdev_thread_info): the CPUs, the products' budget and
+ * how the streams share it, the threads an elementwise kernel uses. */
 #include "cli.h"
 #include "coll/coll.h"
 
@@ -14,6 +16,28 @@
 static const char *policy_name(enum vdev_memory_policy p)
 {
     return p == VDEV_POLICY_PREALLOCATE ? "preallocate" : "grow";
+}
+
+/* The thread plan in words: "Threads: ..." and one line on how it is used. */
+static void print_threads(const struct vdev_thread_info *t)
+{
+    const char *b = getenv("OPENBLAS_NUM_THREADS"), *o = getenv("OMP_NUM_THREADS");
+    printf("\nThreads: %d CPU%s", t->cpus, t->cpus == 1 ? "" : "s");
+    if (t->cgroup_cpus)
+        printf(" (cgroup quota %d)", t->cgroup_cpus);
+    printf(", budget for products %d (OPENBLAS_NUM_THREADS%s%s, OMP_NUM_THREADS%s%s)\n",
+           t->blas_budget, b ? "=" : " unset", b ? b : "", o ? "=" : " unset", o ? o : "");
+    if (t->deterministic)
+        printf("  determinism switch on: every product one OpenBLAS call on one thread\n");
+    else if (t->streams == 1)
+        printf("  1 stream runs products: each split over %d thread%s of vdev's pool "
+               "(OpenBLAS itself on one)\n",
+               t->blas_threads, t->blas_threads == 1 ? "" : "s");
+    else
+        printf("  %d streams run products: one thread each, at most %d at once\n", t->streams,
+               t->concurrent_products);
+    printf("  large elementwise kernels: %d thread%s per stream\n", t->kernel_threads,
+           t->kernel_threads == 1 ? "" : "s");
 }
 
 static void json_str(const char *s)
@@ -107,9 +131,11 @@ int vdev_cmd_devices(int argc, char **argv)
                    "Lists the physical devices (backend, model, total and free memory), says\n"
                    "where the GPUs come from or why there are none, then starts the runtime\n"
                    "with the configuration of the environment and lists the logical devices\n"
-                   "(policy, limit, memory reserved and in use).\n\n"
+                   "(policy, limit, memory reserved and in use) and the thread plan (how\n"
+                   "many threads products and elementwise kernels use).\n\n"
                    "  --json   one JSON object: {\"gpu_backend\", \"no_gpu_reason\",\n"
-                   "           \"physical\": [...], \"logical\": [...]}\n");
+                   "           \"physical\": [...], \"logical\": [...], \"collectives\",\n"
+                   "           \"threads\": {...}}\n");
             return 0;
         } else {
             fprintf(stderr, "vdev devices: unknown option '%s' (see 'vdev devices --help')\n",
@@ -144,6 +170,9 @@ int vdev_cmd_devices(int argc, char **argv)
     char coll[400] = "";
     if (n_phys > 1)
         vdev_coll_library_status(coll, sizeof coll);
+    struct vdev_thread_info th;
+    if (vdev_thread_info(&th) != VDEV_OK)
+        return fail("the thread plan");
 
     if (json) {
         printf("{\"gpu_backend\": ");
@@ -174,6 +203,11 @@ int vdev_cmd_devices(int argc, char **argv)
         }
         printf("], \"collectives\": ");
         json_str(coll);
+        printf(", \"threads\": {\"cpus\": %d, \"cgroup_cpus\": %d, \"budget\": %d, "
+               "\"streams\": %d, \"threads_per_product\": %d, \"concurrent_products\": %d, "
+               "\"kernel_threads\": %d, \"deterministic\": %s}",
+               th.cpus, th.cgroup_cpus, th.blas_budget, th.streams, th.blas_threads,
+               th.concurrent_products, th.kernel_threads, th.deterministic ? "true" : "false");
         printf("}\n");
         return 0;
     }
@@ -205,6 +239,7 @@ int vdev_cmd_devices(int argc, char **argv)
                vdev_format_bytes(mi[i].bytes_reserved, b3, sizeof b3),
                vdev_format_bytes(mi[i].bytes_in_use, b4, sizeof b4));
     }
+    print_threads(&th);
     if (n_phys > 1) {
         printf("\nCollectives: %s\n", coll);
         explain_limits(before, n_before, logi, n_log < 130 ? n_log : 130);
