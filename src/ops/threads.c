@@ -28,8 +28,9 @@
  * time. vdev's pool splits the product instead, each part an OpenBLAS call
  * of its own, and its workers sleep after a short wait (parallel.c). In runs
  * that alternated the two ways in one process, chain3's step on the cpu
- * backend was faster this way (fastest of twelve: 5.70-5.85 ms against
- * 6.36-6.51) and the MLP 1024-4096-4096-10's the same within the noise.
+ * backend was faster this way (fastest of twelve turns, three runs: 5.70-
+ * 5.94 ms against 6.36-6.51) and the MLP 1024-4096-4096-10's the same
+ * within the noise.
  *
  * At exit, products stop: a program that returns from main without
  * vdev_shutdown() while a simulated GPU's stream still runs its queue would
