@@ -207,7 +207,7 @@ int main(int argc, char **argv)
             fprintf(f, "| %s | %.2f ms (%.2f) | %s: %.2f ms (%.2f) | %.2fx (%.2fx) |\n", rows[i].name,
                     t->step_med, t->step_min, rows[i].ref, p, pm, t->step_med / p, t->step_min / pm);
         }
-        fprintf(f, "| the MLP step under the determinism switch (one OpenBLAS thread) | %.2f ms (%.2f) | the MLP step without it: %.2f ms (%.2f) | %.2fx (%.2fx) |\n",
+        fprintf(f, "| the MLP step under the determinism switch (blocks fixed by shape) | %.2f ms (%.2f) | the MLP step without it: %.2f ms (%.2f) | %.2fx (%.2fx) |\n",
                 t_det.step_med, t_det.step_min, t_mlp.step_med, t_mlp.step_min,
                 t_det.step_med / t_mlp.step_med, t_det.step_min / t_mlp.step_min);
         fprintf(f, "\nWhere chain3's step goes on the cpu backend (`--only chain3-phases`): each "

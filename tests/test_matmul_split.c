@@ -11,8 +11,10 @@
  *    wrong offset or with the wrong operand slice fails it;
  *  - three threads multiplying on CPU:0 at once (the pool taken by one, the
  *    others running their products whole): every result right;
- *  - under the determinism switch the product is not split: its bits equal
- *    one cblas_sgemm call on one thread, made here. */
+ *  - under the determinism switch a product too small for two blocks is one
+ *    call: its bits equal one cblas_sgemm call on one thread, made here; a
+ *    larger one is cut into blocks fixed by its shape: the same bits with a
+ *    budget of two threads and of one. */
 #define _GNU_SOURCE
 #include "check.h"
 
@@ -127,7 +129,40 @@ static void concurrent_products(void)
     CHECK(atomic_load(&concurrent_bad) == 0);
 }
 
-/* Under the switch: one call on one thread, bit for bit. */
+/* Under the switch, a product of 256x512x512 (four blocks fixed by its
+ * shape) with the budget of two, and again after a restart with a budget of
+ * one: the same bits, and right. */
+static void deterministic_any_threads(void)
+{
+    enum { M = 256, K = 512, N = 512 };
+    float *got[2] = {NULL, NULL};
+    for (int run = 0; run < 2; run++) {
+        vdev_shutdown();
+        setenv("OPENBLAS_NUM_THREADS", run ? "1" : "2", 1);
+        setenv("VDEV_DETERMINISTIC", "1", 1);
+        CHECK_OK(vdev_init());
+        struct vdev_thread_info t;
+        CHECK_OK(vdev_thread_info(&t));
+        CHECK(t.deterministic && t.blas_threads == (run ? 1 : 2));
+        int64_t sa[2] = {M, K}, sb[2] = {K, N};
+        vdev_scope_begin();
+        vdev_tensor_t *a = vdev_tensor_uniform(sa, 2, -1, 1, 5);
+        vdev_tensor_t *b = vdev_tensor_uniform(sb, 2, -1, 1, 6);
+        got[run] = host_of(vdev_matmul(a, b, false, true), (size_t)M * N);
+        vdev_scope_end();
+        CHECK(got[run] != NULL);
+    }
+    if (got[0] && got[1])
+        CHECK(memcmp(got[0], got[1], (size_t)M * N * sizeof(float)) == 0);
+    free(got[0]);
+    free(got[1]);
+    unsetenv("VDEV_DETERMINISTIC");
+    /* and right, split or not */
+    CHECK(product_errors(M, K, N, 0, 1, 0) == 0);
+}
+
+/* Under the switch, a product too small for two blocks: one call on one
+ * thread, bit for bit. */
 static void deterministic_unsplit(void)
 {
     vdev_config_set_deterministic(true);
@@ -170,6 +205,7 @@ int main(void)
     concurrent_products();
     CHECK(openblas_get_num_threads() == 1);
     deterministic_unsplit();
+    deterministic_any_threads();
     vdev_shutdown();
     return check_done();
 }

@@ -19,7 +19,8 @@
  * 1000 differs in 71% of the elements between 1 and 2 threads, and with
  * OPENBLAS_CORETYPE=Haswell even 64x512x256 does), and a block's may depend
  * on its size, so a product submitted under the determinism switch (i[2],
- * set by the shape rule) is never split: one call, one thread. */
+ * set by the shape rule) is cut into blocks fixed by its shape alone
+ * (sgemm_det): the same single-threaded calls whatever the thread count. */
 #include "ops/impl.h"
 #include "ops/parallel.h"
 #include "ops/threads.h"
@@ -32,6 +33,7 @@
  * stream's thread: it reads nothing but its arguments). */
 struct sgemm_call {
     int ta, tb, m, n, k, lda, ldb, ldc;
+    int det; /* submitted under the determinism switch */
     const float *a, *b;
     float *c;
 };
@@ -72,10 +74,38 @@ static void sgemm_rows(void *varg, int64_t lo, int64_t hi)
     sgemm_one(&c);
 }
 
+/* Under the determinism switch: blocks fixed by the product's shape alone
+ * (one per DET_BLOCK_MACS multiply-adds, at most DET_MAX_BLOCKS, edges at
+ * multiples of 16), each one single-threaded sgemm whichever thread runs it:
+ * the same calls, so the same bits, with any thread count. */
+#define DET_BLOCK_MACS (1ll << 24)
+#define DET_MAX_BLOCKS 16
+
+static void sgemm_det(struct sgemm_call *c, int parts)
+{
+    int cols = c->n >= c->m;
+    int64_t dim = cols ? c->n : c->m;
+    int64_t nb = (int64_t)c->m * c->n * c->k / DET_BLOCK_MACS;
+    if (nb > DET_MAX_BLOCKS)
+        nb = DET_MAX_BLOCKS;
+    if (nb > dim / SPLIT_GRAIN)
+        nb = dim / SPLIT_GRAIN;
+    if (nb < 2) {
+        sgemm_one(c);
+        return;
+    }
+    int64_t block = ((dim + nb - 1) / nb + SPLIT_GRAIN - 1) / SPLIT_GRAIN * SPLIT_GRAIN;
+    vdev_parallel_blocks(dim, block, parts, cols ? sgemm_cols : sgemm_rows, c);
+}
+
 /* Runs under the gate, with the plan the product was started under. */
 static void sgemm_run(void *varg)
 {
-    const struct sgemm_call *c = varg;
+    struct sgemm_call *c = varg;
+    if (c->det) {
+        sgemm_det(c, vdev_threads_product_parts());
+        return;
+    }
     int parts = vdev_threads_product_parts();
     int64_t blocks = (int64_t)c->m * c->n * c->k / SPLIT_MIN_MACS;
     if (blocks < parts)
@@ -111,7 +141,7 @@ KERNEL(vdev_host_matmul)
     }
     /* Leading dimensions are the stored row lengths, whatever the transpose. */
     struct sgemm_call c = {ta, tb, (int)m, (int)n, (int)k,
-                           (int)a->in_shape[0][1], (int)a->in_shape[1][1], (int)n,
+                           (int)a->in_shape[0][1], (int)a->in_shape[1][1], (int)n, a->i[2] != 0,
                            (const float *)a->in[0], (const float *)a->in[1], (float *)a->out[0]};
-    vdev_threads_product_run(a->i[2] != 0, sgemm_run, &c);
+    vdev_threads_product_run(c.det, sgemm_run, &c);
 }

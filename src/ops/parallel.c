@@ -146,14 +146,27 @@ static void start_workers(int want)
     }
 }
 
+/* The whole range on the caller: in one call, or (blocks) chunk by chunk,
+ * the same calls the pool would make. */
+static void run_alone(int64_t n, int64_t chunk, int blocks,
+                      void (*fn)(void *, int64_t, int64_t), void *ctx)
+{
+    if (!blocks) {
+        fn(ctx, 0, n);
+        return;
+    }
+    for (int64_t lo = 0; lo < n; lo += chunk)
+        fn(ctx, lo, lo + chunk < n ? lo + chunk : n);
+}
+
 /* Runs fn over [0, n) in pieces of `chunk` elements on up to `parts` threads
- * (parts >= 2), or on the caller alone when the pool is busy or no worker
- * can be had. */
-static void run_job(int64_t n, int parts, int64_t chunk, void (*fn)(void *, int64_t, int64_t),
-                    void *ctx)
+ * (parts >= 2), or on the caller alone (run_alone) when the pool is busy or
+ * no worker can be had. */
+static void run_job(int64_t n, int parts, int64_t chunk, int blocks,
+                    void (*fn)(void *, int64_t, int64_t), void *ctx)
 {
     if (pthread_mutex_trylock(&P.busy) != 0) {
-        fn(ctx, 0, n);
+        run_alone(n, chunk, blocks, fn, ctx);
         return;
     }
     start_workers(parts - 1);
@@ -161,7 +174,7 @@ static void run_job(int64_t n, int parts, int64_t chunk, void (*fn)(void *, int6
         parts = 1 + P.n_workers;
     if (parts < 2) {
         pthread_mutex_unlock(&P.busy);
-        fn(ctx, 0, n);
+        run_alone(n, chunk, blocks, fn, ctx);
         return;
     }
     struct job j = {0, fn, ctx, n, chunk, (uint32_t)((n + chunk - 1) / chunk)};
@@ -211,7 +224,7 @@ void vdev_parallel_for_min(int64_t n, int64_t min_part, void (*fn)(void *, int64
         return;
     }
     int64_t want = (int64_t)parts * CHUNKS_PER_THREAD;
-    run_job(n, parts, ((n + want - 1) / want + 15) & ~(int64_t)15, fn, ctx);
+    run_job(n, parts, ((n + want - 1) / want + 15) & ~(int64_t)15, 0, fn, ctx);
 }
 
 void vdev_parallel_split(int64_t n, int parts, int64_t grain,
@@ -226,7 +239,21 @@ void vdev_parallel_split(int64_t n, int parts, int64_t grain,
         return;
     }
     int64_t chunk = (n + parts - 1) / parts;
-    run_job(n, parts, (chunk + grain - 1) / grain * grain, fn, ctx);
+    run_job(n, parts, (chunk + grain - 1) / grain * grain, 0, fn, ctx);
+}
+
+void vdev_parallel_blocks(int64_t n, int64_t block, int parts,
+                          void (*fn)(void *, int64_t, int64_t), void *ctx)
+{
+    if (block < 1)
+        block = 1;
+    int64_t nb = (n + block - 1) / block;
+    if (parts > nb)
+        parts = (int)nb;
+    if (parts < 2)
+        run_alone(n, block, 1, fn, ctx);
+    else
+        run_job(n, parts, block, 1, fn, ctx);
 }
 
 void vdev_parallel_for(int64_t n, void (*fn)(void *ctx, int64_t lo, int64_t hi), void *ctx)

@@ -26,5 +26,11 @@ void vdev_parallel_for_min(int64_t n, int64_t min_part,
  * busy pool or parts < 2 runs everything on the caller. */
 void vdev_parallel_split(int64_t n, int parts, int64_t grain,
                          void (*fn)(void *ctx, int64_t lo, int64_t hi), void *ctx);
+/* [0, n) in blocks of exactly `block` elements (the last shorter), one call
+ * per block whoever runs it, on up to `parts` threads: the calls do not
+ * depend on the thread count or on the pool being free (the determinism
+ * switch's products). */
+void vdev_parallel_blocks(int64_t n, int64_t block, int parts,
+                          void (*fn)(void *ctx, int64_t lo, int64_t hi), void *ctx);
 
 #endif

@@ -273,10 +273,9 @@ static void make_plan(struct vdev_thread_plan *p, int deterministic)
      * products would only share them by time slices (chain3 with a budget of
      * 4 on 2 CPUs: 10.9 ms a step against 5.8 with 2). */
     int usable = t->blas_budget < t->cpus ? t->blas_budget : t->cpus;
-    if (t->streams >= 2 || deterministic)
-        t->blas_threads = 1;
-    else
-        t->blas_threads = usable;
+    /* Under the determinism switch too: its products are cut into blocks
+     * fixed by their shapes (kernels_host.c), whatever runs them. */
+    t->blas_threads = t->streams >= 2 ? 1 : usable;
     t->concurrent_products = t->streams >= 2 ? usable : 0;
     int pool = omp_env ? omp_env : t->cpus;
     t->kernel_threads = pool / t->streams > 1 ? pool / t->streams : 1;

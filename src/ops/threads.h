@@ -21,9 +21,10 @@
  * split, and at most min(budget, cpus) products run at the same time (the
  * others are queued, and run by a thread that holds a slot, after its own
  * product, or handed its slot: see threads.c): the budget is divided among
- * the streams, never multiplied by them. Under
- * the determinism switch a product is never split: each is one OpenBLAS
- * call on one thread, whose results do not depend on any thread count.
+ * the streams, never multiplied by them. Under the determinism switch a
+ * product is cut into blocks fixed by its shape alone, each one
+ * single-threaded OpenBLAS call whichever thread runs it, so its bits do not
+ * depend on any thread count.
  * The pool splits an elementwise kernel into max(1, pool / streams) parts,
  * where pool is OMP_NUM_THREADS, else cpus.
  *
