@@ -20,7 +20,7 @@
  * OPENBLAS_CORETYPE=Haswell even 64x512x256 does), and a block's may depend
  * on its size, so a product submitted under the determinism switch (i[2],
  * set by the shape rule) is cut into blocks fixed by its shape alone
- * (sgemm_det): the same single-threaded calls whatever the thread count. */
+ * (sgemm_run): the same single-threaded calls whatever the thread count. */
 #include "ops/impl.h"
 #include "ops/parallel.h"
 #include "ops/threads.h"
@@ -81,43 +81,37 @@ static void sgemm_rows(void *varg, int64_t lo, int64_t hi)
 #define DET_BLOCK_MACS (1ll << 24)
 #define DET_MAX_BLOCKS 16
 
-static void sgemm_det(struct sgemm_call *c, int parts)
-{
-    int cols = c->n >= c->m;
-    int64_t dim = cols ? c->n : c->m;
-    int64_t nb = (int64_t)c->m * c->n * c->k / DET_BLOCK_MACS;
-    if (nb > DET_MAX_BLOCKS)
-        nb = DET_MAX_BLOCKS;
-    if (nb > dim / SPLIT_GRAIN)
-        nb = dim / SPLIT_GRAIN;
-    if (nb < 2) {
-        sgemm_one(c);
-        return;
-    }
-    int64_t block = ((dim + nb - 1) / nb + SPLIT_GRAIN - 1) / SPLIT_GRAIN * SPLIT_GRAIN;
-    vdev_parallel_blocks(dim, block, parts, cols ? sgemm_cols : sgemm_rows, c);
-}
-
-/* Runs under the gate, with the plan the product was started under. */
+/* Runs under the gate, with the plan the product was started under. A
+ * product is cut along its output's longer side. */
 static void sgemm_run(void *varg)
 {
     struct sgemm_call *c = varg;
+    int parts = vdev_threads_product_parts();
+    int64_t macs = (int64_t)c->m * c->n * c->k;
+    int cols = c->n >= c->m;
+    int64_t dim = cols ? c->n : c->m;
+    void (*block_fn)(void *, int64_t, int64_t) = cols ? sgemm_cols : sgemm_rows;
     if (c->det) {
-        sgemm_det(c, vdev_threads_product_parts());
+        int64_t nb = macs / DET_BLOCK_MACS;
+        if (nb > DET_MAX_BLOCKS)
+            nb = DET_MAX_BLOCKS;
+        if (nb > dim / SPLIT_GRAIN)
+            nb = dim / SPLIT_GRAIN;
+        if (nb < 2) {
+            sgemm_one(c);
+            return;
+        }
+        int64_t block = ((dim + nb - 1) / nb + SPLIT_GRAIN - 1) / SPLIT_GRAIN * SPLIT_GRAIN;
+        vdev_parallel_blocks(dim, block, parts, block_fn, c);
         return;
     }
-    int parts = vdev_threads_product_parts();
-    int64_t blocks = (int64_t)c->m * c->n * c->k / SPLIT_MIN_MACS;
-    if (blocks < parts)
-        parts = (int)blocks;
+    if (macs / SPLIT_MIN_MACS < parts)
+        parts = (int)(macs / SPLIT_MIN_MACS);
     if (parts < 2) {
         sgemm_one(c);
         return;
     }
-    if (c->n >= c->m)
-        vdev_parallel_split(c->n, parts, SPLIT_GRAIN, sgemm_cols, varg);
-    else
-        vdev_parallel_split(c->m, parts, SPLIT_GRAIN, sgemm_rows, varg);
+    vdev_parallel_split(dim, parts, SPLIT_GRAIN, block_fn, c);
 }
 
 /* out[m,n] = op(a) op(b): a [m,k] or [k,m] (i[0]), b [k,n] or [n,k] (i[1]). */
