@@ -19,6 +19,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "vdev.h"
 
+#include "bench_args.h"
 #include "bench_stats.h"
 
 #include <pthread.h>
@@ -274,17 +275,11 @@ static double bench_memcpy(int n, size_t bytes)
 
 int main(int argc, char **argv)
 {
-    const char *md = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick"))
-            quick = 1;
-        else if (!strcmp(argv[i], "--md") && i + 1 < argc)
-            md = argv[++i];
-        else {
-            fprintf(stderr, "usage: bench_mirrored [--quick] [--md FILE]\n");
-            return 2;
-        }
-    }
+    struct bench_args args;
+    if (bench_args_parse(argc, argv, "bench_mirrored", 0, &args))
+        return 2;
+    quick = args.quick;
+    const char *md = args.md;
     setenv("VDEV_SIM_GPUS", "4x16GiB", 1);
     if (vdev_init() != VDEV_OK)
         die("start-up");

@@ -22,6 +22,8 @@
  *   --only X    runs one figure (for profiling: callgrind, perf) */
 #include "bench_step.h"
 
+#include "bench_args.h"
+
 static int quick;
 static const char *only; /* --only NAME: run that figure alone (for profiling) */
 
@@ -118,19 +120,12 @@ static void print_times(const char *what, const struct bench_times *t, int vs_on
 
 int main(int argc, char **argv)
 {
-    const char *md = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick"))
-            quick = 1;
-        else if (!strcmp(argv[i], "--md") && i + 1 < argc)
-            md = argv[++i];
-        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-            only = argv[++i];
-        else {
-            fprintf(stderr, "usage: bench_ops [--quick] [--md FILE] [--only NAME]\n");
-            return 2;
-        }
-    }
+    struct bench_args args;
+    if (bench_args_parse(argc, argv, "bench_ops", 1, &args))
+        return 2;
+    quick = args.quick;
+    only = args.only;
+    const char *md = args.md;
     char env[160];
     bench_blas_env(env, sizeof env);
     const char *cpu3[3] = {"CPU:0", "CPU:0", "CPU:0"}, *gpu3[3] = {"GPU:0", "GPU:1", "GPU:2"};

@@ -14,6 +14,8 @@
  * Usage: bench_scaling [--quick] [--md FILE] */
 #include "bench_step.h"
 
+#include "bench_args.h"
+
 static int quick;
 
 /* `turns` turns of enough steps for about 60 ms each. */
@@ -52,17 +54,11 @@ static void row(FILE *f, const char *what, const struct bench_times *t, const ch
 
 int main(int argc, char **argv)
 {
-    const char *md = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick"))
-            quick = 1;
-        else if (!strcmp(argv[i], "--md") && i + 1 < argc)
-            md = argv[++i];
-        else {
-            fprintf(stderr, "usage: bench_scaling [--quick] [--md FILE]\n");
-            return 2;
-        }
-    }
+    struct bench_args args;
+    if (bench_args_parse(argc, argv, "bench_scaling", 0, &args))
+        return 2;
+    quick = args.quick;
+    const char *md = args.md;
     FILE *f = md ? fopen(md, "w") : NULL;
     if (md && !f) {
         perror(md);

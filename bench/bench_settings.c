@@ -11,6 +11,8 @@
  * Usage: bench_settings [--quick] [--md FILE] */
 #include "bench_step.h"
 
+#include "bench_args.h"
+
 static const char *const settings[][2] = {
     /* OPENBLAS_NUM_THREADS, OMP_NUM_THREADS (NULL: unset) */
     {NULL, NULL}, {"1", NULL}, {"2", NULL}, {"4", NULL}, {NULL, "1"}, {"2", "2"},
@@ -53,18 +55,11 @@ static void name_of(size_t s, char *buf, size_t cap)
 
 int main(int argc, char **argv)
 {
-    const char *md = NULL;
-    int quick = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick"))
-            quick = 1;
-        else if (!strcmp(argv[i], "--md") && i + 1 < argc)
-            md = argv[++i];
-        else {
-            fprintf(stderr, "usage: bench_settings [--quick] [--md FILE]\n");
-            return 2;
-        }
-    }
+    struct bench_args args;
+    if (bench_args_parse(argc, argv, "bench_settings", 0, &args))
+        return 2;
+    int quick = args.quick;
+    const char *md = args.md;
     int steps = quick ? 10 : 20, turns = quick ? 3 : 7;
     double cpu[N_SETTINGS], gpu[N_SETTINGS];
     turn(0, 2); /* untimed: the process's first pages, OpenBLAS's buffers */
