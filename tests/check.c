@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -66,4 +67,16 @@ int check_wait_flag(const void *vflag)
     for (int i = 0; i < 20000 && !atomic_load(flag); i++)
         check_sleep_ms(1);
     return atomic_load(flag);
+}
+
+int check_run_threads(int n, void *(*fn)(void *))
+{
+    pthread_t t[CHECK_MAX_THREADS];
+    int started = 0;
+    while (started < n && started < CHECK_MAX_THREADS &&
+           pthread_create(&t[started], NULL, fn, (void *)(intptr_t)started) == 0)
+        started++;
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    return started;
 }

@@ -23,6 +23,12 @@ void check_sleep_ms(int ms);
  * returns the flag. Tests that need to know that something happened wait
  * with it, never asserting on how long it took. */
 int check_wait_flag(const void *flag);
+/* Runs fn on n threads at once (at most CHECK_MAX_THREADS), thread i given
+ * (void *)(intptr_t)i, and joins them; returns how many started (a test
+ * checks it is n). The threads must not use the CHECK macros: the counters
+ * are the main thread's. */
+#define CHECK_MAX_THREADS 16
+int check_run_threads(int n, void *(*fn)(void *));
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

@@ -20,7 +20,6 @@
 
 #include <cblas.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -116,16 +115,7 @@ static void *multiply_thread(void *arg)
 
 static void concurrent_products(void)
 {
-    pthread_t th[3];
-    int started = 0;
-    for (int i = 0; i < 3; i++)
-        if (pthread_create(&th[i], NULL, multiply_thread, (void *)(intptr_t)i) == 0)
-            started++;
-        else
-            break;
-    CHECK(started == 3);
-    for (int i = 0; i < started; i++)
-        pthread_join(th[i], NULL);
+    CHECK(check_run_threads(3, multiply_thread) == 3);
     CHECK(atomic_load(&concurrent_bad) == 0);
 }
 

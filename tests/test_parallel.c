@@ -152,7 +152,7 @@ static _Atomic int submit_failed;
 
 static void *submitter(void *arg)
 {
-    int64_t base = (int64_t)(intptr_t)arg;
+    int64_t base = (int64_t)(intptr_t)arg + 1;
     for (int j = 0; j < 300; j++) {
         int64_t n = 16 + (base * 7919 + (int64_t)j * 104729) % 20000;
         if (!cover_once(n, 16, NULL))
@@ -163,16 +163,7 @@ static void *submitter(void *arg)
 
 static void test_concurrent_submitters(void)
 {
-    pthread_t t[4];
-    int started = 0;
-    for (int i = 0; i < 4; i++)
-        if (pthread_create(&t[i], NULL, submitter, (void *)(intptr_t)(i + 1)) == 0)
-            started++;
-        else
-            break;
-    CHECK(started == 4);
-    for (int i = 0; i < started; i++)
-        pthread_join(t[i], NULL);
+    CHECK(check_run_threads(4, submitter) == 4);
     CHECK(!atomic_load(&submit_failed));
 }
 
