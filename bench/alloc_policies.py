@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""alloc_policies.py — the capacity other placement policies would need on the
+same traces, beside vdev's own, from a model of the allocator (no timing).
+
+The model keeps free chunks by address and by size class and replays a trace
+(the text format of `vdev replay`) in one region, coalescing on free as the
+allocator does. A policy is a choice of free chunk for a request and a choice
+of end of that chunk for the block:
+
+  octave        vdev's policy (src/alloc/alloc.c): the lowest-addressed chunk
+                of the request's power-of-two class that fits, else the
+                lowest-addressed chunk of the next non-empty class
+  classes-K     the same with 2^K classes per power of two (TLSF's second
+                level, with address-ordered lists)
+  next-best     octave, but the smallest chunk (lowest address among equals)
+                of the next non-empty class when the request's own has none
+  best-fit      the smallest chunk that fits, lowest address among equals
+                (the rule of TensorFlow's BFC allocator)
+  ...+older     the block goes to the end of the chunk whose neighbouring
+                block is the older one (allocated earlier), when both
+                neighbours are blocks; otherwise to the low end
+
+For each trace it prints the minimum capacity over the peak of live bytes
+under each policy, found the way `vdev replay` finds it (the same bracketing
+and bisection to 1e-4 of the peak, so the same answer where fitting is not
+monotonic in the capacity). With --check VDEV it first replays each trace
+with the `octave` model and with VDEV's `replay --json` and fails unless the
+two capacities agree exactly: the model is vdev's policy, not a guess at it.
+
+  bench/alloc_policies.py [--check build/vdev] [--policies P,P,...] TRACE...
+
+Pure Python; a 200,000-event trace takes tens of seconds per policy.
+"""
+import bisect
+import gzip
+import json
+import math
+import subprocess
+import sys
+
+UNIT = 256
+
+
+def load(path):
+    """Events as (id, bytes) for allocations and (id, 0) for frees."""
+    opener = gzip.open if path.endswith(".gz") else open
+    events = []
+    with opener(path, "rt") as f:
+        for line in f:
+            if line.startswith("a "):
+                _, i, b = line.split()
+                b = max(int(b), 1)
+                events.append((int(i), (b + UNIT - 1) // UNIT * UNIT))
+            elif line.startswith("f "):
+                events.append((int(line.split()[1]), 0))
+    return events
+
+
+def peak_live(events):
+    live, cur, peak = {}, 0, 0
+    for i, b in events:
+        if b:
+            live[i] = b
+            cur += b
+            peak = max(peak, cur)
+        else:
+            cur -= live.pop(i)
+    return peak
+
+
+def class_of(size, k):
+    u = size // UNIT
+    m = u.bit_length() - 1
+    if m < k:
+        return u
+    return ((m - k + 1) << k) | ((u >> (m - k)) & ((1 << k) - 1))
+
+
+class Region:
+    """Free chunks of one region: by address, by class, by size."""
+
+    def __init__(self, capacity, k):
+        self.k = k
+        self.addrs = []   # free chunk addresses, sorted
+        self.size = {}    # free chunk address -> size
+        self.bins = {}    # class -> sorted addresses
+        self.classes = []  # non-empty classes, sorted
+        self.by_size = []  # (size, address), sorted
+        self.add(0, capacity)
+
+    def add(self, a, s):
+        bisect.insort(self.addrs, a)
+        self.size[a] = s
+        c = class_of(s, self.k)
+        lst = self.bins.get(c)
+        if not lst:
+            self.bins[c] = lst = []
+            bisect.insort(self.classes, c)
+        bisect.insort(lst, a)
+        bisect.insort(self.by_size, (s, a))
+
+    def remove(self, a):
+        s = self.size.pop(a)
+        del self.addrs[bisect.bisect_left(self.addrs, a)]
+        c = class_of(s, self.k)
+        lst = self.bins[c]
+        del lst[bisect.bisect_left(lst, a)]
+        if not lst:
+            del self.classes[bisect.bisect_left(self.classes, c)]
+        del self.by_size[bisect.bisect_left(self.by_size, (s, a))]
+        return s
+
+    def first_fit_in_class(self, sz):
+        """(address or None, class): own class first fit."""
+        c = class_of(sz, self.k)
+        for a in self.bins.get(c, ()):
+            if self.size[a] >= sz:
+                return a, c
+        return None, c
+
+    def next_class(self, c):
+        j = bisect.bisect_right(self.classes, c)
+        return self.classes[j] if j < len(self.classes) else None
+
+
+def choose_octave(r, sz):
+    a, c = r.first_fit_in_class(sz)
+    if a is not None:
+        return a
+    n = r.next_class(c)
+    return None if n is None else r.bins[n][0]
+
+
+def choose_next_best(r, sz):
+    a, c = r.first_fit_in_class(sz)
+    if a is not None:
+        return a
+    n = r.next_class(c)
+    if n is None:
+        return None
+    return min(r.bins[n], key=lambda x: (r.size[x], x))
+
+
+def choose_best_fit(r, sz):
+    j = bisect.bisect_left(r.by_size, (sz, -1))
+    return r.by_size[j][1] if j < len(r.by_size) else None
+
+
+POLICIES = {
+    "octave": (0, choose_octave),
+    "classes-1": (1, choose_octave),
+    "classes-2": (2, choose_octave),
+    "classes-3": (3, choose_octave),
+    "next-best": (0, choose_next_best),
+    "best-fit": (0, choose_best_fit),
+}
+
+
+def fits(events, capacity, policy):
+    """Replays the trace in one region of `capacity` bytes; True if nothing failed."""
+    name, older = (policy[:-6], True) if policy.endswith("+older") else (policy, False)
+    k, choose = POLICIES[name]
+    r = Region(capacity, k)
+    live = {}    # id -> (address, size)
+    born = {}    # block start -> allocation number, for +older
+    ends = {}    # block end -> block start, for +older
+    n = 0
+    for i, sz in events:
+        if sz:
+            a = choose(r, sz)
+            if a is None:
+                return False
+            s = r.remove(a)
+            at = a
+            if s > sz:
+                high = False
+                if older:
+                    below, above = ends.get(a), a + s
+                    if below is not None and above in born:
+                        high = born[above] < born[below]
+                if high:
+                    at = a + s - sz
+                    r.add(a, s - sz)
+                else:
+                    r.add(a + sz, s - sz)
+            n += 1
+            live[i] = (at, sz)
+            born[at] = n
+            ends[at + sz] = at
+        else:
+            a, sz = live.pop(i)
+            del born[a]
+            del ends[a + sz]
+            lo, hi = a, a + sz
+            j = bisect.bisect_left(r.addrs, a)
+            if j > 0:
+                p = r.addrs[j - 1]
+                if p + r.size[p] == a:
+                    r.remove(p)
+                    lo = p
+            if hi in r.size:
+                hi += r.remove(hi)
+            r.add(lo, hi - lo)
+    return True
+
+
+def min_capacity(events, policy, peak):
+    """vdev replay's search (src/alloc/replay.c, min_capacity)."""
+    lo = peak
+    if fits(events, lo, policy):
+        return lo
+    gap = (lo // 64) & ~(UNIT - 1) if lo // 64 > UNIT else UNIT
+    while True:
+        hi = lo + gap
+        if fits(events, hi, policy):
+            break
+        lo = hi
+        gap *= 2
+    tol = max(int(peak * 1e-4), UNIT)
+    while hi - lo > tol and hi - lo > UNIT:
+        mid = (lo + (hi - lo) // 2) & ~(UNIT - 1)
+        if mid <= lo:
+            mid = lo + UNIT
+        if fits(events, mid, policy):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def main(argv):
+    check, policies, traces = None, list(POLICIES), []
+    it = iter(argv)
+    for arg in it:
+        if arg == "--check":
+            check = next(it, None)
+        elif arg == "--policies":
+            policies = next(it, "").split(",")
+        elif arg in ("-h", "--help"):
+            print(__doc__.strip())
+            return 0
+        else:
+            traces.append(arg)
+    for p in policies:
+        if (p[:-6] if p.endswith("+older") else p) not in POLICIES:
+            print(f"unknown policy {p!r}; known: {', '.join(POLICIES)} (each also with +older)",
+                  file=sys.stderr)
+            return 2
+    if not traces or (check is not None and not check):
+        print("usage: alloc_policies.py [--check VDEV] [--policies P,...] TRACE...",
+              file=sys.stderr)
+        return 2
+    print("| trace | " + " | ".join(policies) + " |")
+    print("|---|" + "---:|" * len(policies))
+    logs = [0.0] * len(policies)
+    for t in traces:
+        events = load(t)
+        peak = peak_live(events)
+        row = []
+        for p in policies:
+            row.append(min_capacity(events, p, peak) / peak)
+            print(f"{t}: {p} {row[-1]:.4f}", file=sys.stderr, flush=True)
+        if check:
+            out = subprocess.run([check, "replay", "--json", "--repeats", "1", "--quiet", t],
+                                 check=True, capture_output=True, text=True).stdout
+            want = json.loads(out)["min_capacity_bytes"]
+            got = min_capacity(events, "octave", peak)
+            if got != want:
+                print(f"{t}: the model needs {got} bytes, {check} replay {want}: "
+                      "the model is not vdev's policy", file=sys.stderr)
+                return 1
+        name = t.rsplit("/", 1)[-1]
+        print(f"| {name} | " + " | ".join(f"{v:.4f}" for v in row) + " |", flush=True)
+        logs = [s + math.log(v) for s, v in zip(logs, row)]
+    geo = [math.exp(s / len(traces)) for s in logs]
+    print("| geometric mean | " + " | ".join(f"{v:.4f}" for v in geo) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
