@@ -41,18 +41,40 @@ import sys
 UNIT = 256
 
 
+class TraceError(Exception):
+    pass
+
+
 def load(path):
-    """Events as (id, bytes) for allocations and (id, 0) for frees."""
+    """Events as (id, bytes) for allocations and (id, 0) for frees; checks
+    that every free names a live block and every allocation a free id."""
     opener = gzip.open if path.endswith(".gz") else open
-    events = []
+    events, live = [], set()
     with opener(path, "rt") as f:
-        for line in f:
-            if line.startswith("a "):
-                _, i, b = line.split()
-                b = max(int(b), 1)
-                events.append((int(i), (b + UNIT - 1) // UNIT * UNIT))
-            elif line.startswith("f "):
-                events.append((int(line.split()[1]), 0))
+        for n, line in enumerate(f, 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            w = line.split()
+            try:
+                if w[0] == "a" and len(w) == 3:
+                    i, b = int(w[1]), max(int(w[2]), 1)
+                    if i in live:
+                        raise TraceError(f"{path}:{n}: id {i} allocated while live")
+                    live.add(i)
+                    events.append((i, (b + UNIT - 1) // UNIT * UNIT))
+                    continue
+                if w[0] == "f" and len(w) == 2:
+                    i = int(w[1])
+                    if i not in live:
+                        raise TraceError(f"{path}:{n}: free of id {i}, which is not live")
+                    live.discard(i)
+                    events.append((i, 0))
+                    continue
+            except ValueError:
+                pass
+            raise TraceError(f"{path}:{n}: not 'a ID BYTES' or 'f ID': {line.strip()[:60]}")
+    if not any(b for _, b in events):
+        raise TraceError(f"{path}: no allocations")
     return events
 
 
@@ -228,12 +250,28 @@ def min_capacity(events, policy, peak):
     return hi
 
 
+def vdev_capacity(vdev, trace):
+    """`vdev replay`'s minimum capacity for the trace, or an error string."""
+    try:
+        run = subprocess.run([vdev, "replay", "--json", "--repeats", "1", "--quiet", trace],
+                             capture_output=True, text=True)
+    except OSError as e:
+        return str(e)
+    if run.returncode != 0:
+        return f"exit {run.returncode}: {run.stderr.strip()[:200]}"
+    try:
+        return int(json.loads(run.stdout)["min_capacity_bytes"])
+    except (ValueError, KeyError, TypeError) as e:
+        return f"no min_capacity_bytes in its JSON ({e})"
+
+
 def main(argv):
+    me = "alloc_policies.py"
     check, policies, traces = None, list(POLICIES), []
     it = iter(argv)
     for arg in it:
         if arg == "--check":
-            check = next(it, None)
+            check = next(it, "")
         elif arg == "--policies":
             policies = next(it, "").split(",")
         elif arg in ("-h", "--help"):
@@ -241,38 +279,48 @@ def main(argv):
             return 0
         else:
             traces.append(arg)
+    if not traces or check == "":
+        print(f"usage: {me} [--check VDEV] [--policies P,...] TRACE...", file=sys.stderr)
+        return 2
     for p in policies:
         if (p[:-6] if p.endswith("+older") else p) not in POLICIES:
-            print(f"unknown policy {p!r}; known: {', '.join(POLICIES)} (each also with +older)",
-                  file=sys.stderr)
+            print(f"{me}: unknown policy {p!r}; known: {', '.join(POLICIES)} "
+                  "(each also with +older)", file=sys.stderr)
             return 2
-    if not traces or (check is not None and not check):
-        print("usage: alloc_policies.py [--check VDEV] [--policies P,...] TRACE...",
-              file=sys.stderr)
-        return 2
+    # Every trace is read (and with --check, held to vdev) before the table starts.
+    loaded = []
+    for t in traces:
+        try:
+            events = load(t)
+        except (OSError, EOFError, UnicodeDecodeError, TraceError) as e:
+            print(f"{me}: {e}", file=sys.stderr)
+            return 1
+        peak = peak_live(events)
+        known = {}
+        if check:
+            want = vdev_capacity(check, t)
+            if isinstance(want, str):
+                print(f"{me}: {check} replay {t}: {want}", file=sys.stderr)
+                return 1
+            known["octave"] = min_capacity(events, "octave", peak)
+            if known["octave"] != want:
+                print(f"{me}: {t}: the model needs {known['octave']} bytes, {check} replay "
+                      f"{want}: the model is not vdev's policy", file=sys.stderr)
+                return 1
+        loaded.append((t, events, peak, known))
     print("| trace | " + " | ".join(policies) + " |")
     print("|---|" + "---:|" * len(policies))
     logs = [0.0] * len(policies)
-    for t in traces:
-        events = load(t)
-        peak = peak_live(events)
+    for t, events, peak, known in loaded:
         row = []
         for p in policies:
-            row.append(min_capacity(events, p, peak) / peak)
+            need = known[p] if p in known else min_capacity(events, p, peak)
+            row.append(need / peak)
             print(f"{t}: {p} {row[-1]:.4f}", file=sys.stderr, flush=True)
-        if check:
-            out = subprocess.run([check, "replay", "--json", "--repeats", "1", "--quiet", t],
-                                 check=True, capture_output=True, text=True).stdout
-            want = json.loads(out)["min_capacity_bytes"]
-            got = min_capacity(events, "octave", peak)
-            if got != want:
-                print(f"{t}: the model needs {got} bytes, {check} replay {want}: "
-                      "the model is not vdev's policy", file=sys.stderr)
-                return 1
         name = t.rsplit("/", 1)[-1]
         print(f"| {name} | " + " | ".join(f"{v:.4f}" for v in row) + " |", flush=True)
         logs = [s + math.log(v) for s, v in zip(logs, row)]
-    geo = [math.exp(s / len(traces)) for s in logs]
+    geo = [math.exp(s / len(loaded)) for s in logs]
     print("| geometric mean | " + " | ".join(f"{v:.4f}" for v in geo) + " |")
     return 0
 
