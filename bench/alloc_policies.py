@@ -19,6 +19,8 @@ of end of that chunk for the block:
   ...+older     the block goes to the end of the chunk whose neighbouring
                 block is the older one (allocated earlier), when both
                 neighbours are blocks; otherwise to the low end
+  ...+olderN    the same, only for a block of at least 1/N of the chunk
+                (a small block in a large hole stays at the low end)
 
 For each trace it prints the minimum capacity over the peak of live bytes
 under each policy, found the way `vdev replay` finds it (the same bracketing
@@ -179,9 +181,17 @@ POLICIES = {
 }
 
 
+def parse_policy(policy):
+    """(base policy, older placement, its share N or 0), or None if malformed."""
+    name, sep, rest = policy.partition("+older")
+    if name not in POLICIES or (sep and rest and not (rest.isdigit() and int(rest) >= 1)):
+        return None
+    return name, bool(sep), int(rest) if rest else 0
+
+
 def fits(events, capacity, policy):
     """Replays the trace in one region of `capacity` bytes; True if nothing failed."""
-    name, older = (policy[:-6], True) if policy.endswith("+older") else (policy, False)
+    name, older, share = parse_policy(policy)
     k, choose = POLICIES[name]
     r = Region(capacity, k)
     live = {}    # id -> (address, size)
@@ -197,7 +207,7 @@ def fits(events, capacity, policy):
             at = a
             if s > sz:
                 high = False
-                if older:
+                if older and (share == 0 or sz * share >= s):
                     below, above = ends.get(a), a + s
                     if below is not None and above in born:
                         high = born[above] < born[below]
@@ -284,9 +294,9 @@ def main(argv):
         print(f"usage: {me} [--check VDEV] [--policies P,...] TRACE...", file=sys.stderr)
         return 2
     for p in policies:
-        if (p[:-6] if p.endswith("+older") else p) not in POLICIES:
+        if parse_policy(p) is None:
             print(f"{me}: unknown policy {p!r}; known: {', '.join(POLICIES)} "
-                  "(each also with +older)", file=sys.stderr)
+                  "(each also with +older or +olderN, N >= 1)", file=sys.stderr)
             return 2
     # Every trace is read (and with --check, held to vdev) before the table starts.
     loaded = []

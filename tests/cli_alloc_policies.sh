@@ -110,6 +110,13 @@ one_error "bad second trace" 1 "bad1.trace:2"
 # ---- usage ----
 run --policies octave,nearest "$tmp/gen.trace"
 one_error "unknown policy" 2 "unknown policy 'nearest'"
+run --policies best-fit+older0 "$tmp/gen.trace"
+one_error "older share 0" 2 "unknown policy 'best-fit+older0'"
+run --policies octave+olderx "$tmp/gen.trace"
+one_error "older share not a number" 2 "unknown policy 'octave+olderx'"
+run --policies octave+older16 "$tmp/gen.trace"
+[ $rc -eq 0 ] && ok || bad "octave+older16: exit $rc: $err"
+has "$out" "| trace | octave+older16 |" && ok || bad "octave+older16: no header: $out"
 run
 one_error "no traces" 2 "TRACE..."
 run "$tmp/gen.trace" --check
