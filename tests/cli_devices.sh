@@ -127,6 +127,14 @@ has "$out" "budget for products 2 (OPENBLAS_NUM_THREADS=2, OMP_NUM_THREADS unset
   bad "devices: no budget line in: $out"
 has "$out" "3 streams run products: one thread each, at most" && ok ||
   bad "devices: no streams line in: $out"
+has "$out" "determinism switch on" && bad "devices: determinism line while off: $out" || ok
+env -u VDEV_SIM_GPUS VDEV_DETERMINISTIC=1 OPENBLAS_NUM_THREADS=2 "$vdev" devices \
+  >"$tmp/out" 2>"$tmp/err"; rc=$?; out=$(cat "$tmp/out")
+[ $rc -eq 0 ] && ok || bad "devices under VDEV_DETERMINISTIC=1: exit $rc"
+has "$out" "1 stream runs products: each split over" && ok ||
+  bad "devices, determinism switch: no split line in: $out"
+has "$out" "determinism switch on: each product cut into blocks fixed by its shape" && ok ||
+  bad "devices, determinism switch: no determinism line in: $out"
 if command -v python3 >/dev/null 2>&1; then
   OPENBLAS_NUM_THREADS=2 run devices --json
   python3 - "$tmp/out" <<'EOF' && ok || bad "devices --json: threads: $out"

@@ -27,15 +27,16 @@ static void print_threads(const struct vdev_thread_info *t)
         printf(" (cgroup quota %d)", t->cgroup_cpus);
     printf(", budget for products %d (OPENBLAS_NUM_THREADS%s%s, OMP_NUM_THREADS%s%s)\n",
            t->blas_budget, b ? "=" : " unset", b ? b : "", o ? "=" : " unset", o ? o : "");
-    if (t->deterministic)
-        printf("  determinism switch on: every product one OpenBLAS call on one thread\n");
-    else if (t->streams == 1)
+    if (t->streams == 1)
         printf("  1 stream runs products: each split over %d thread%s of vdev's pool "
                "(OpenBLAS itself on one)\n",
                t->blas_threads, t->blas_threads == 1 ? "" : "s");
     else
         printf("  %d streams run products: one thread each, at most %d at once\n", t->streams,
                t->concurrent_products);
+    if (t->deterministic)
+        printf("  determinism switch on: each product cut into blocks fixed by its shape, "
+               "the same bits with any thread count\n");
     printf("  large elementwise kernels: %d thread%s per stream\n", t->kernel_threads,
            t->kernel_threads == 1 ? "" : "s");
 }
