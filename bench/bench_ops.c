@@ -67,13 +67,7 @@ static struct bench_times bench_mlp(void)
     return t;
 }
 
-/* chain3's models (256-512-512-256, batch 64, MSE) on devices dev[0..2], and
- * how many steps a turn takes and how many turns. */
-static void chain3_init(struct bench_chain *c, const char *const *dev)
-{
-    int d[4] = {256, 512, 512, 256};
-    bench_chain_init(c, 3, dev, d, 64, 0);
-}
+/* How many steps a turn of chain3 takes, and how many turns. */
 #define CHAIN3_STEPS (quick ? 10 : 20)
 #define CHAIN3_TURNS (quick ? 5 : 11)
 
@@ -81,7 +75,7 @@ static void chain3_init(struct bench_chain *c, const char *const *dev)
 static struct bench_times bench_chain3(const char *const *dev)
 {
     struct bench_chain c;
-    chain3_init(&c, dev);
+    bench_chain3_init(&c, dev);
     struct bench_times t = bench_chain_time(&c, CHAIN3_STEPS, CHAIN3_TURNS);
     bench_chain_free(&c);
     return t;
@@ -93,7 +87,7 @@ static struct bench_phases bench_chain3_phases(double *bytes)
 {
     const char *cpu3[3] = {"CPU:0", "CPU:0", "CPU:0"};
     struct bench_chain c;
-    chain3_init(&c, cpu3);
+    bench_chain3_init(&c, cpu3);
     struct bench_phases ph = bench_chain_phases(&c, CHAIN3_STEPS, CHAIN3_TURNS);
     *bytes = bench_chain_adam_bytes(&c);
     bench_chain_free(&c);

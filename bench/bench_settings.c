@@ -31,10 +31,9 @@ static void set_or_unset(const char *name, const char *v)
 static double turn(int gpu, int steps)
 {
     const char *cpu3[3] = {"CPU:0", "CPU:0", "CPU:0"}, *gpu3[3] = {"GPU:0", "GPU:1", "GPU:2"};
-    int d[4] = {256, 512, 512, 256};
     bench_restart(gpu ? "3x4GiB" : NULL);
     struct bench_chain c;
-    bench_chain_init(&c, 3, gpu ? gpu3 : cpu3, d, 64, 0);
+    bench_chain3_init(&c, gpu ? gpu3 : cpu3);
     bench_chain_steps(&c, 2);
     double t0 = vdev_clock_seconds();
     bench_chain_steps(&c, steps);

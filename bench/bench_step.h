@@ -239,6 +239,14 @@ static void bench_chain_init(struct bench_chain *c, int n, const char *const *de
         bench_die("the input");
 }
 
+/* chain3, the demo's three chained models as the benchmarks run them:
+ * 256-512-512-256 each, batch 64, MSE, model k on dev[k]. */
+static inline void bench_chain3_init(struct bench_chain *c, const char *const *dev)
+{
+    static const int d[4] = {256, 512, 512, 256};
+    bench_chain_init(c, 3, dev, d, 64, 0);
+}
+
 static void bench_chain_free(struct bench_chain *c)
 {
     for (int k = 0; k < c->n; k++) {
@@ -270,9 +278,9 @@ static void bench_chain_steps(struct bench_chain *c, int steps)
     bench_chain_steps_timed(c, steps, NULL);
 }
 
-
-/* Gives OpenBLAS (cblas.h declares its thread calls) the threads vdev gives one product, for the products alone
- * (bench_blas_end puts it back to vdev's one). */
+/* Gives OpenBLAS (cblas.h declares its thread calls) the threads vdev gives
+ * one product, for the products alone (bench_blas_end puts it back to vdev's
+ * one). */
 static void bench_blas_begin(const struct bench_prods *warm)
 {
     struct vdev_thread_info t;
