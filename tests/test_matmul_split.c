@@ -24,8 +24,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* The harness's counters are not for other threads: `quiet` (a thread of
- * concurrent_products) reports nothing and only returns its count. */
+/* t's n floats copied to a new host buffer; NULL if t is NULL or the copy
+ * fails. */
 static float *host_of(const vdev_tensor_t *t, size_t n)
 {
     float *p = t ? malloc(n * sizeof *p) : NULL;
@@ -38,7 +38,9 @@ static float *host_of(const vdev_tensor_t *t, size_t n)
 
 /* out = op(a) op(b) with op(a) [m,k], op(b) [k,n]; stored a is [k,m] when
  * ta, b is [n,k] when tb. Returns the number of bad elements (1 when the
- * product or a read-back failed). */
+ * product or a read-back failed). The harness's counters are not for other
+ * threads: with `quiet` (a thread of concurrent_products) it reports nothing
+ * and only returns its count. */
 static int product_errors(int m, int k, int n, int ta, int tb, int quiet)
 {
     int64_t sa[2] = {ta ? k : m, ta ? m : k}, sb[2] = {tb ? n : k, tb ? k : n};
