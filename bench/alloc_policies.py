@@ -102,15 +102,16 @@ def class_of(size, k):
 
 
 class Region:
-    """Free chunks of one region: by address, by class, by size."""
+    """Free chunks of one region: by address, by class, and (for the policies
+    that choose by size) by size."""
 
-    def __init__(self, capacity, k):
+    def __init__(self, capacity, k, by_size):
         self.k = k
         self.addrs = []   # free chunk addresses, sorted
         self.size = {}    # free chunk address -> size
         self.bins = {}    # class -> sorted addresses
         self.classes = []  # non-empty classes, sorted
-        self.by_size = []  # (size, address), sorted
+        self.by_size = [] if by_size else None  # (size, address), sorted
         self.add(0, capacity)
 
     def add(self, a, s):
@@ -122,7 +123,8 @@ class Region:
             self.bins[c] = lst = []
             bisect.insort(self.classes, c)
         bisect.insort(lst, a)
-        bisect.insort(self.by_size, (s, a))
+        if self.by_size is not None:
+            bisect.insort(self.by_size, (s, a))
 
     def remove(self, a):
         s = self.size.pop(a)
@@ -132,7 +134,8 @@ class Region:
         del lst[bisect.bisect_left(lst, a)]
         if not lst:
             del self.classes[bisect.bisect_left(self.classes, c)]
-        del self.by_size[bisect.bisect_left(self.by_size, (s, a))]
+        if self.by_size is not None:
+            del self.by_size[bisect.bisect_left(self.by_size, (s, a))]
         return s
 
     def first_fit_in_class(self, sz):
@@ -171,13 +174,14 @@ def choose_best_fit(r, sz):
     return r.by_size[j][1] if j < len(r.by_size) else None
 
 
+# name: (class bits, the choice, whether it needs the chunks by size)
 POLICIES = {
-    "octave": (0, choose_octave),
-    "classes-1": (1, choose_octave),
-    "classes-2": (2, choose_octave),
-    "classes-3": (3, choose_octave),
-    "next-best": (0, choose_next_best),
-    "best-fit": (0, choose_best_fit),
+    "octave": (0, choose_octave, False),
+    "classes-1": (1, choose_octave, False),
+    "classes-2": (2, choose_octave, False),
+    "classes-3": (3, choose_octave, False),
+    "next-best": (0, choose_next_best, False),
+    "best-fit": (0, choose_best_fit, True),
 }
 
 
@@ -192,11 +196,11 @@ def parse_policy(policy):
 def fits(events, capacity, policy):
     """Replays the trace in one region of `capacity` bytes; True if nothing failed."""
     name, older, share = parse_policy(policy)
-    k, choose = POLICIES[name]
-    r = Region(capacity, k)
+    k, choose, by_size = POLICIES[name]
+    r = Region(capacity, k, by_size)
     live = {}    # id -> (address, size)
-    born = {}    # block start -> allocation number, for +older
-    ends = {}    # block end -> block start, for +older
+    born = {}    # block start -> allocation number (kept for +older only)
+    ends = {}    # block end -> block start (kept for +older only)
     n = 0
     for i, sz in events:
         if sz:
@@ -216,14 +220,16 @@ def fits(events, capacity, policy):
                     r.add(a, s - sz)
                 else:
                     r.add(a + sz, s - sz)
-            n += 1
             live[i] = (at, sz)
-            born[at] = n
-            ends[at + sz] = at
+            if older:
+                n += 1
+                born[at] = n
+                ends[at + sz] = at
         else:
             a, sz = live.pop(i)
-            del born[a]
-            del ends[a + sz]
+            if older:
+                del born[a]
+                del ends[a + sz]
             lo, hi = a, a + sz
             j = bisect.bisect_left(r.addrs, a)
             if j > 0:
