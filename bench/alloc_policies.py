@@ -31,8 +31,8 @@ two capacities agree exactly: the model is vdev's policy, not a guess at it.
 
   bench/alloc_policies.py [--check build/vdev] [--policies P,P,...] TRACE...
 
-Pure Python: a 200,000-event trace takes about ten seconds a policy here, the
-synthetic trace (a million events) about a minute and a half.
+Pure Python: a 200,000-event trace takes about five seconds a policy here, the
+synthetic trace (a million events) about half a minute.
 """
 import bisect
 import gzip
