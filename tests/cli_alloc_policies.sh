@@ -11,9 +11,7 @@
 set -u
 vdev=$1
 data=${2:-}
-fail=0; pass=0
-ok()  { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 [ -x "$vdev" ] || { echo "cli_alloc_policies: no vdev binary at '$vdev'"; exit 77; }
 [ -n "$data" ] && [ -f "$data/traces/mlp.trace" ] ||
   { echo "FAIL: cli_alloc_policies: no traces in '$data'"; exit 1; }
@@ -28,7 +26,6 @@ run() {
   python3 "$tool" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
   out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
 }
-has() { grep -qF -- "$2" <<<"$1"; }
 # one_error WHAT CODE TEXT: exit CODE, nothing on stdout, exactly one line on
 # stderr, starting with the tool's name (or "usage:") and holding TEXT.
 one_error() {
@@ -125,5 +122,4 @@ run --help
 [ $rc -eq 0 ] && ok || bad "--help: exit $rc"
 has "$out" "octave        vdev's policy" && ok || bad "--help lacks the policies: $out"
 
-echo "cli_alloc_policies: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_alloc_policies

@@ -6,9 +6,7 @@
 # line naming the variable. Usage: cli_config_env.sh VDEV SHARED
 set -u
 vdev=$1
-fail=0; pass=0
-ok()  { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 [ -x "$vdev" ] || { echo "cli_config_env: no vdev binary at '$vdev'"; exit 77; }
 
 for v in $(compgen -e); do
@@ -20,7 +18,6 @@ run() {
   "$vdev" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
   out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
 }
-lines() { if [ -z "$1" ]; then echo 0; else printf '%s\n' "$1" | wc -l; fi; }
 export VDEV_SIM_GPUS=2x4GiB
 
 # Logical CPUs, then the logical GPUs.
@@ -58,5 +55,4 @@ VDEV_LOGICAL_DEVICES="0:4096,2048" run devices
 grep -qF 'VDEV_LOGICAL_DEVICES="0:4096,2048": limit '"'"'4096'"'"' for GPU 0 is 4096 bytes, less than 1 MiB (did you mean 4096MiB?)' <<<"$err" \
   && ok || bad "devices with 0:4096,2048: $err"
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -9,9 +9,7 @@
 # Usage: cli_demo.sh VDEV DATA
 set -u
 vdev=$1
-fail=0; pass=0
-ok()   { pass=$((pass + 1)); }
-bad()  { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 for v in $(compgen -e); do
   case $v in VDEV_*|TF_*) unset "$v" ;; esac
 done
@@ -22,8 +20,6 @@ run() {
   "$vdev" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
   out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
 }
-has() { grep -qF -- "$2" <<<"$1"; }
-lines() { if [ -z "$1" ]; then echo 0; else printf '%s\n' "$1" | wc -l; fi; }
 
 # ---- the main job: losses, steady memory, audit ----
 export VDEV_SIM_GPUS=3x2GiB
@@ -191,5 +187,4 @@ VDEV_SIM_GPUS=1x2GiB run demo --split --steps 4 --report "$tmp/report"
 for f in run.json memory.svg placement.svg; do
   [ -s "$tmp/report/$f" ] && ok || bad "--report: no $f"
 done
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

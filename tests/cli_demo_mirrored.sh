@@ -9,9 +9,7 @@
 # Usage: cli_demo_mirrored.sh VDEV DATA
 set -u
 vdev=$1
-fail=0; pass=0
-ok()  { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 for v in $(compgen -e); do
   case $v in VDEV_*|TF_*) unset "$v" ;; esac
 done
@@ -21,7 +19,6 @@ run() {
   "$vdev" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
   out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
 }
-has() { grep -qF -- "$2" <<<"$1"; }
 
 # Three simulated GPUs: three replicas.
 VDEV_SIM_GPUS=3x2GiB run demo --mirrored --steps 60 --batch 96 --seed 2
@@ -67,5 +64,4 @@ run demo --mirrored --steps 0
 [ $rc -eq 2 ] && ok || bad "--steps 0: exit $rc"
 [ "$(head -1 <<<"$err")" = "vdev demo: --steps takes a whole number from 1 to 1000000, not '0'" ] && ok ||
   bad "--steps 0: $err"
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

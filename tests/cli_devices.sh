@@ -9,9 +9,7 @@
 # Usage: cli_devices.sh VDEV DATA
 set -u
 vdev=$1
-fail=0; pass=0
-ok()  { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 [ -x "$vdev" ] || { echo "cli_devices: no vdev binary at '$vdev'"; exit 77; }
 
 # Start from a clean environment: no VDEV_* or TF_* variable from outside.
@@ -26,8 +24,6 @@ run() {
   "$vdev" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
   out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
 }
-has() { grep -qF -- "$2" <<<"$1"; }
-lines() { if [ -z "$1" ]; then echo 0; else printf '%s\n' "$1" | wc -l; fi; }
 
 # ---- the table ----
 export VDEV_SIM_GPUS=3x16GiB
@@ -233,5 +229,4 @@ else
   echo "cli_devices: CUDA GPUs present, the no-GPU case was not run"
 fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

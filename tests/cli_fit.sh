@@ -9,9 +9,7 @@
 set -u
 vdev=$1
 data=${2:-}
-fail=0; pass=0
-ok()  { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 [ -x "$vdev" ] || { echo "cli_fit: no vdev binary at '$vdev'"; exit 77; }
 [ -n "$data" ] && [ -f "$data/traces/mlp.trace" ] ||
   { echo "FAIL: cli_fit: no traces in '$data' (the repository's data/traces)"; exit 1; }
@@ -25,8 +23,6 @@ run() {
   rc=$?
   out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
 }
-has() { grep -qF -- "$2" <<<"$1"; }
-lines() { if [ -z "$1" ]; then echo 0; else printf '%s\n' "$1" | wc -l; fi; }
 # error WHAT CODE MESSAGE: exit CODE, stderr exactly MESSAGE, nothing on stdout.
 error() {
   [ $rc -eq "$2" ] && ok || bad "$1: exit $rc, expected $2"
@@ -115,5 +111,4 @@ run fit --help
 run --help
 has "$out" "  fit        will these models fit this card" && ok || bad "vdev --help lacks fit: $out"
 
-echo "cli_fit: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_fit

@@ -7,9 +7,7 @@ set -u
 vdev=$1
 here=$(cd "$(dirname "$0")" && pwd)
 dash=$here/../contrib/grafana/vdev-dashboard.json
-fail=0; pass=0
-ok()   { pass=$((pass + 1)); }
-bad()  { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 unset VDEV_PLACEMENT VDEV_LOGICAL_DEVICES VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWTH VDEV_TRACE_FILE
 export VDEV_SIM_GPUS=3x1GiB
@@ -67,5 +65,4 @@ print("dashboard: %d panels, metrics used: %s" % (len(d["panels"]), ", ".join(so
 sys.exit(1 if errors else 0)
 PY
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -13,10 +13,7 @@
 # folder is the build folder).
 set -u
 vdev=$1
-fail=0; pass=0
-ok()   { pass=$((pass + 1)); }
-bad()  { echo "FAIL: $*"; fail=$((fail + 1)); }
-has()  { grep -qF -- "$2" <<<"$1"; }
+. "${BASH_SOURCE%/*}/testlib.sh"
 skip() { echo "cli_install: skipped: $*"; exit 77; }
 
 build_logical=$(cd "$(dirname "$vdev")" && pwd)
@@ -60,7 +57,7 @@ export OPENBLAS_NUM_THREADS=1
 
 # ---- install ----
 "$cmake_cmd" --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 && ok ||
-  { bad "cmake --install: $(cat "$tmp/install.log")"; echo "$pass passed, $fail failed"; exit 1; }
+  { bad "cmake --install: $(cat "$tmp/install.log")"; finish; exit 1; }
 
 ver=$("$vdev" --version | awk '{print $2}')
 major=${ver%%.*}
@@ -211,5 +208,4 @@ out=$(LD_LIBRARY_PATH=$tmp/ldpath "$tmp/gpu_reason" 2>&1)
 has "$out" "reason: CUDA plugin: cannot load libvdev-cuda.so ($tmp/ldpath/libvdev-cuda.so: " && ok ||
   bad "a broken plugin on LD_LIBRARY_PATH: $out"
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

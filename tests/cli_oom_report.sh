@@ -6,9 +6,7 @@
 # what would help. Usage: cli_oom_report.sh VDEV SHARED
 set -u
 vdev=$1
-fail=0; pass=0
-ok()  { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 unset VDEV_LOGICAL_DEVICES VDEV_PLACEMENT VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWTH
 err=$(VDEV_SIM_GPUS=1x8GiB VDEV_OOM_REPORT=1 "$vdev" demo --split --steps 4 2>&1 >/dev/null); rc=$?
 [ $rc -eq 0 ] && ok || bad "split demo exit $rc"
@@ -29,5 +27,4 @@ if echo "$err" | grep -q "Allocator (/device"; then bad "dump printed without VD
 err=$(VDEV_SIM_GPUS=1x8GiB VDEV_OOM_REPORT=maybe "$vdev" demo --split --steps 4 2>&1 >/dev/null); rc=$?
 [ $rc -ne 0 ] && ok || bad "VDEV_OOM_REPORT=maybe accepted"
 echo "$err" | grep -q 'VDEV_OOM_REPORT="maybe"' && ok || bad "bad value not named: $err"
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -7,9 +7,7 @@ set -u
 vdev=$1
 command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0; pass=0
-ok()   { pass=$((pass + 1)); }
-bad()  { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 unset VDEV_SIM_GPUS VDEV_PLACEMENT VDEV_LOGICAL_DEVICES VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWTH \
       VDEV_TRACE_FILE VDEV_PLACEMENT_REPORT
 # svg.py FILE WHAT...: well-formed XML with an <svg> root, and each WHAT:
@@ -87,5 +85,4 @@ out=$("$vdev" plot "$tmp/bad2.json" 2>&1 >/dev/null); rc=$?
 [ $rc -eq 1 ] && echo "$out" | grep -q "bad2.json:1:" && ok || bad "not a trace: $rc $out"
 : >"$tmp/empty.json"
 "$vdev" plot "$tmp/empty.json" >/dev/null 2>&1; [ $? -eq 1 ] && ok || bad "empty file: not exit 1"
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -10,9 +10,7 @@ set -u
 vdev=$1
 command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0; pass=0
-ok()   { pass=$((pass + 1)); }
-bad()  { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 unset VDEV_SIM_GPUS VDEV_PLACEMENT VDEV_LOGICAL_DEVICES VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWTH \
       VDEV_TRACE_FILE VDEV_PLACEMENT_REPORT
 
@@ -144,5 +142,4 @@ for sig in SIGKILL SIGTERM SIGINT; do
   rm -f "$tmp/k.json"
 done
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

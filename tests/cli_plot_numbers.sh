@@ -10,9 +10,7 @@ set -u
 vdev=$1
 command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0; pass=0
-ok()   { pass=$((pass + 1)); }
-bad()  { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 
 # trace FIELD VALUE: a small trace whose line 4 carries VALUE in FIELD
 trace() {
@@ -87,5 +85,4 @@ for fv in ts=9.2e15 dur=9.2e15 tid=2147483647 in_use=9223372036854775807 \
   done
 done
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

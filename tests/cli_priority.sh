@@ -6,13 +6,10 @@
 # Usage: cli_priority.sh VDEV
 set -u
 vdev=$1
-fail=0; pass=0
-ok()  { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 [ -x "$vdev" ] || { echo "cli_priority: no vdev binary at '$vdev'"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-has() { grep -qF -- "$2" <<<"$1"; }
 
 env -u VDEV_SIM_GPUS -u VDEV_LOGICAL_DEVICES "$vdev" demo --priority --steps 10 >"$tmp/out" 2>"$tmp/err"
 rc=$?
@@ -34,5 +31,4 @@ rc=$?
 "$vdev" demo --help >"$tmp/out" 2>&1
 grep -qF "vdev demo --priority [--steps N] [--report DIR]" "$tmp/out" && ok || bad "help lacks --priority"
 
-echo "cli_priority: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_priority

@@ -10,9 +10,7 @@ if ! command -v prometheus >/dev/null 2>&1; then
   echo "skipped: prometheus is not installed (Debian: apt-get install prometheus)"
   exit 77
 fi
-fail=0; pass=0
-ok()   { pass=$((pass + 1)); }
-bad()  { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 unset VDEV_PLACEMENT VDEV_LOGICAL_DEVICES VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWTH VDEV_TRACE_FILE
 export VDEV_SIM_GPUS=3x1GiB
@@ -92,5 +90,4 @@ echo "$h" | grep -q "GPU:1" && ok || bad "no op-time histogram: '$h'"
 up=$(query 'up')
 echo "$up" | grep -q " 1$" && ok || bad "target not up: '$up'"
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

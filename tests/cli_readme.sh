@@ -18,9 +18,7 @@ cc_real=${3:-cc}
 lib=${4:-$(dirname "$vdev")/libvdev.so}
 cflags=${5:-}
 src=$(cd "$(dirname "$0")/.." && pwd)
-fail=0; pass=0
-ok()  { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 [ -f "$lib" ] || { echo "FAIL: no shared library at '$lib'"; exit 1; }
 for v in $(compgen -e); do
   case $v in VDEV_*|TF_*) unset "$v" ;; esac
@@ -82,5 +80,4 @@ for k in $(seq 1 "$n"); do
   grep -q "VDEV_SIM_GPUS=" "$d/err" && ok ||
     bad "$what without a GPU: does not say how to simulate one: $(cat "$d/err")"
 done
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -9,9 +9,7 @@
 # Usage: cli_readme_install.sh VDEV DATA
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
-fail=0; pass=0
-ok()  { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -96,5 +94,4 @@ cp "$src/.ci/run" "$tmp/ci/.ci/run"
 cp "$src/README.md" "$tmp/ci/README.md"
 ci=$(PATH="$tmp/nosudo" "$tmp/ci/.ci/run" --packages 2>"$tmp/err" | tr ' ' '\n' | sort)
 [ "$ci" = "$(cat "$tmp/pkgs2")" ] && ok || bad ".ci/run installs '$ci', the README's test command $(cat "$tmp/pkgs2")"
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

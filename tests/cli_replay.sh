@@ -7,9 +7,7 @@
 set -u
 vdev=$1
 data=${2:-}
-fail=0; pass=0
-ok()  { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 [ -x "$vdev" ] || { echo "cli_replay: no vdev binary at '$vdev'"; exit 77; }
 [ -n "$data" ] && [ -f "$data/traces/mlp.trace" ] ||
   { echo "FAIL: cli_replay: no traces in '$data' (the repository's data/traces)"; exit 1; }
@@ -22,8 +20,6 @@ run() {
   "$vdev" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
   out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
 }
-has() { grep -qF -- "$2" <<<"$1"; }
-lines() { if [ -z "$1" ]; then echo 0; else printf '%s\n' "$1" | wc -l; fi; }
 # one_error WHAT CODE: exit CODE and exactly one line "vdev replay: ..." on stderr.
 one_error() {
   [ $rc -eq "$2" ] && ok || bad "$1: exit $rc, expected $2"
@@ -126,5 +122,4 @@ for h in --help -h; do
   [ -z "$err" ] && ok || bad "replay $h wrote to stderr: $err"
 done
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -6,9 +6,7 @@
 # Usage: cli_skips.sh VDEV DATA
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
-fail=0; pass=0
-ok()  { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -56,5 +54,4 @@ CMAKE
 out=$("$src/scripts/test" --ctest "$tmp/p/build" 2>&1); rc=$?
 [ $rc -eq 0 ] && ok || bad "nothing skipped: exit $rc"
 [ "$(tail -1 <<<"$out")" = "== $tmp/p/build: no test skipped" ] && ok || bad "nothing skipped: $out"
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -9,16 +9,14 @@
 set -u
 build=$(cd "$(dirname "$1")" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
-fail=0; pass=0
-ok()   { pass=$((pass + 1)); }
-bad()  { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 command -v nm >/dev/null 2>&1 || { echo "cli_symbols: skipped: nm not found"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # The shared library: its dynamic symbols against the headers' declarations.
 lib=$build/libvdev.so
-[ -f "$lib" ] && ok || { bad "no $lib"; echo "$pass passed, $fail failed"; exit 1; }
+[ -f "$lib" ] && ok || { bad "no $lib"; finish; exit 1; }
 nm -D --defined-only "$lib" | awk '{print $NF}' | sed 's/@.*//' | sort -u >"$tmp/exported"
 [ -s "$tmp/exported" ] && ok || bad "nm -D found no symbol in $lib"
 others=$(grep -v '^vdev_' "$tmp/exported")
@@ -50,5 +48,4 @@ if [ -f "$plugin" ]; then
   [ "$exports" = "vdev_cuda_plugin_open" ] && ok || bad "libvdev-cuda.so exports: $(echo $exports)"
 fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

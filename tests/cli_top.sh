@@ -4,9 +4,7 @@
 # exit 1 when nothing listens; exit 2 on bad options. Usage: cli_top.sh VDEV SHARED
 set -u
 vdev=$1
-fail=0; pass=0
-ok()   { pass=$((pass + 1)); }
-bad()  { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 unset VDEV_PLACEMENT VDEV_LOGICAL_DEVICES VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWTH VDEV_TRACE_FILE
 export VDEV_SIM_GPUS=3x1GiB
@@ -49,5 +47,4 @@ echo "$out" | grep -q "ops run in all" && ok || bad "no total: $out"
 # the default URL and a full /metrics path both work
 out=$("$vdev" top --once --interval 0.1 --url "http://127.0.0.1:$port/metrics" 2>&1) && ok || bad "path url: $out"
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -10,9 +10,7 @@ set -u
 vdev=$1
 command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0; pass=0
-ok()   { pass=$((pass + 1)); }
-bad()  { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "${BASH_SOURCE%/*}/testlib.sh"
 unset VDEV_SIM_GPUS VDEV_PLACEMENT VDEV_LOGICAL_DEVICES VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWTH \
       VDEV_TRACE_FILE VDEV_PLACEMENT_REPORT
 
@@ -147,5 +145,4 @@ if [ -w /dev/full ]; then
   [ "$n" -eq 1 ] && ok || bad "/dev/full: $n warnings in: $out"
 fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish
