@@ -390,11 +390,34 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
     enum vdev_status mst = make_slots(o, vars, n);
     if (mst != VDEV_OK)
         return mst;
+    /* The operand lists of every update, then one call that checks them all
+     * (shapes, dtypes, devices) and copies every gradient from elsewhere
+     * before the first variable changes: a bad gradient fails the call with
+     * no variable, slot or step count changed. */
+    int k_in = o->kind == OPT_ADAM ? 4 : 3;
+    struct vdev_tens **lists = n ? malloc((size_t)n * (size_t)k_in * sizeof *lists) : NULL;
+    struct vdev_tens **ins[64], ***pins = n <= 64 ? ins : malloc((size_t)n * sizeof *pins);
+    if (n && (!lists || !pins)) {
+        free(lists);
+        if (pins != ins)
+            free(pins);
+        return vdev_error(VDEV_ERR_OOM, "vdev_optimizer_apply: out of host memory");
+    }
+    for (int i = 0; i < n; i++) {
+        struct vdev_tens *var = vdev_tens_peek(vars[i]);
+        struct slot *s = slot_of(o, vars[i], var); /* made above: a lookup */
+        struct vdev_tens **l = lists + (size_t)i * (size_t)k_in;
+        l[0] = var;
+        l[1] = vdev_tens_peek(grads[i]);
+        l[2] = vdev_tens_peek(s->s[0]);
+        if (k_in == 4)
+            l[3] = vdev_tens_peek(s->s[1]);
+        pins[i] = l;
+    }
     struct vdev_op_params p;
     memset(&p, 0, sizeof p);
     if (o->kind == OPT_ADAM) {
-        o->step++;
-        double t = (double)o->step;
+        double t = (double)(o->step + 1);
         p.f[0] = o->lr * sqrt(1.0 - pow(o->beta2, t)) / (1.0 - pow(o->beta1, t));
         p.f[1] = o->beta1;
         p.f[2] = o->beta2;
@@ -403,23 +426,17 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
         p.f[0] = o->lr;
         p.f[1] = o->momentum;
     }
-    for (int i = 0; i < n; i++) {
-        struct vdev_tens *var = vdev_tens_peek(vars[i]), *g = vdev_tens_peek(grads[i]);
-        struct slot *s = slot_of(o, vars[i], var);
-        if (!s)
-            return vdev_last_status();
-        enum vdev_status st;
-        if (o->kind == OPT_ADAM) {
-            struct vdev_tens *in[4] = {var, g, vdev_tens_peek(s->s[0]), vdev_tens_peek(s->s[1])};
-            st = vdev_op_exec_inplace(VDEV_OP_ADAM_UPDATE, in, 4, &p);
-        } else {
-            struct vdev_tens *in[3] = {var, g, vdev_tens_peek(s->s[0])};
-            st = vdev_op_exec_inplace(VDEV_OP_SGD_UPDATE, in, 3, &p);
-        }
-        if (st != VDEV_OK)
-            return st;
-    }
-    return VDEV_OK;
+    enum vdev_status st = vdev_op_exec_inplace_all(
+        o->kind == OPT_ADAM ? VDEV_OP_ADAM_UPDATE : VDEV_OP_SGD_UPDATE,
+        (struct vdev_tens *const *const *)pins, n, k_in, &p);
+    /* Adam counts a step once its updates were submitted (a backend failure
+     * part way counts too: some variables moved with this step's factor). */
+    if (o->kind == OPT_ADAM && (st == VDEV_OK || vdev_last_status() == VDEV_ERR_BACKEND))
+        o->step++;
+    free(lists);
+    if (pins != ins)
+        free(pins);
+    return st;
 }
 
 VDEV_API void vdev_optimizer_free(vdev_optimizer_t *h)

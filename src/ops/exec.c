@@ -9,6 +9,7 @@
 #include "ops/ops.h"
 #include "runtime/observe.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 _Thread_local struct vdev_tape_hook vdev_tape_hook;
@@ -248,10 +249,12 @@ struct vdev_tens *vdev_op_exec(enum vdev_op op, const struct vdev_tens *const *i
     return out;
 }
 
-enum vdev_status vdev_op_exec_inplace(enum vdev_op op, struct vdev_tens *const *in, int n_in,
-                                      const struct vdev_op_params *p)
+/* What an in-place op checks before it touches anything: its inputs, the
+ * written operands' device (in[0]'s), strict placement for the others, and
+ * the shapes. VDEV_OK or the op's error. */
+static enum vdev_status check_inplace(const struct vdev_op_def *def, struct vdev_tens *const *in,
+                                      int n_in, const struct vdev_op_params *p)
 {
-    const struct vdev_op_def *def = &vdev_op_defs[op];
     const struct vdev_tens *const *cin = (const struct vdev_tens *const *)in;
     if (!check_inputs(def, cin, n_in))
         return vdev_last_status() != VDEV_OK ? vdev_last_status()
@@ -265,23 +268,44 @@ enum vdev_status vdev_op_exec_inplace(enum vdev_op op, struct vdev_tens *const *
                               "%s: operand #%d is on %s but the variable is on %s; an update "
                               "writes its operands on the variable's device",
                               def->name, i, in[i]->dev->name, dev->name);
+    if (vdev_placement_policy_now() == VDEV_PLACEMENT_STRICT)
+        for (int i = 0; i < n_in; i++)
+            if (in[i]->dev != dev)
+                return vdev_error(
+                    VDEV_ERR_PLACEMENT,
+                    "Tensors on conflicting devices: cannot compute %s as input #%d was "
+                    "expected to be on %s but is actually on %s (operation running on %s). Copy "
+                    "it explicitly with vdev_tensor_to() or vdev_identity() under a device "
+                    "scope, or use VDEV_PLACEMENT=copy",
+                    def->name, i, dev->long_name, in[i]->dev->long_name, dev->long_name);
+    /* The shape rule reads shapes and dtypes only, so the inputs as they are
+     * (before any copy) answer it. */
+    struct vdev_kernel_args ka;
+    vdev_kernel_args_fill(&ka, (enum vdev_op)(def - vdev_op_defs), cin, n_in, p);
+    return def->shape(&ka);
+}
+
+/* One checked in-place op with its inputs gathered: use[] (tmp[] the copies
+ * made), then the kernel. */
+struct inplace {
     const struct vdev_tens *use[VDEV_KERNEL_MAX_IN];
-    struct vdev_tens *tmp[VDEV_KERNEL_MAX_IN] = {0};
+    struct vdev_tens *tmp[VDEV_KERNEL_MAX_IN];
     uint64_t copied;
-    enum vdev_status st = gather_inputs(def, dev, cin, n_in, use, tmp, &copied);
-    if (st != VDEV_OK) {
-        drop_tmp(tmp, n_in);
-        return st;
-    }
+};
+
+static enum vdev_status run_inplace(const struct vdev_op_def *def, struct vdev_tens *const *in,
+                                    int n_in, const struct vdev_op_params *p,
+                                    const struct inplace *g)
+{
+    struct vdev_ldev *dev = in[0]->dev;
     for (int i = 0; i < n_in; i++)
         if (i != 1)
             vdev_tens_before_write(in[i], dev);
     struct vdev_kernel_args ka;
-    vdev_kernel_args_fill(&ka, op, use, n_in, p);
-    if ((st = def->shape(&ka)) != VDEV_OK) {
-        drop_tmp(tmp, n_in);
+    vdev_kernel_args_fill(&ka, (enum vdev_op)(def - vdev_op_defs), g->use, n_in, p);
+    enum vdev_status st = def->shape(&ka);
+    if (st != VDEV_OK)
         return st;
-    }
     /* The written operands are the inputs themselves. */
     for (int i = 0; i < n_in && i < VDEV_KERNEL_MAX_OUT; i++)
         ka.out[i] = in[i]->data;
@@ -291,8 +315,43 @@ enum vdev_status vdev_op_exec_inplace(enum vdev_op op, struct vdev_tens *const *
     if (in[0]->numel)
         st = dispatch(dev, def, &ka);
     if (st == VDEV_OK)
-        vdev_placement_record((int)op, def->name, dev, home_of(cin, n_in), copied);
-    drop_tmp(tmp, n_in);
+        vdev_placement_record((int)(def - vdev_op_defs), def->name, dev,
+                              home_of((const struct vdev_tens *const *)in, n_in), g->copied);
+    return st;
+}
+
+enum vdev_status vdev_op_exec_inplace(enum vdev_op op, struct vdev_tens *const *in, int n_in,
+                                      const struct vdev_op_params *p)
+{
+    return vdev_op_exec_inplace_all(op, &in, 1, n_in, p);
+}
+
+enum vdev_status vdev_op_exec_inplace_all(enum vdev_op op, struct vdev_tens *const *const *ins,
+                                          int n, int n_in, const struct vdev_op_params *p)
+{
+    const struct vdev_op_def *def = &vdev_op_defs[op];
+    enum vdev_status st = VDEV_OK;
+    for (int k = 0; k < n && st == VDEV_OK; k++)
+        st = check_inplace(def, ins[k], n_in, p);
+    if (st != VDEV_OK || n <= 0)
+        return st;
+    struct inplace one;
+    memset(&one, 0, sizeof one);
+    struct inplace *g = n == 1 ? &one : calloc((size_t)n, sizeof *g);
+    if (!g)
+        return vdev_error(VDEV_ERR_OOM, "%s: out of host memory for %d updates", def->name, n);
+    /* Every copy before any kernel: a copy that fails (device memory) leaves
+     * every operand as it was. */
+    int k = 0;
+    for (; k < n && st == VDEV_OK; k++)
+        st = gather_inputs(def, ins[k][0]->dev, (const struct vdev_tens *const *)ins[k], n_in,
+                           g[k].use, g[k].tmp, &g[k].copied);
+    for (int j = 0; j < n && st == VDEV_OK; j++)
+        st = run_inplace(def, ins[j], n_in, p, &g[j]);
+    for (int j = 0; j < k; j++)
+        drop_tmp(g[j].tmp, n_in);
+    if (g != &one)
+        free(g);
     return st;
 }
 
