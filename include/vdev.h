@@ -70,7 +70,7 @@ enum vdev_status {
     VDEV_ERR_BACKEND,             /* the backend (driver, plugin) failed */
     VDEV_ERR_IO,                  /* a file could not be read or written */
     VDEV_ERR_PARSE,               /* malformed input text (trace, size, list) */
-    VDEV_ERR_SHAPE,               /* shapes that do not fit the op */
+    VDEV_ERR_SHAPE,               /* shapes or dtypes that do not fit the op */
     VDEV_ERR_PLACEMENT,           /* input on the wrong device in strict placement */
     VDEV_ERR_UNSUPPORTED,         /* valid request this build cannot serve */
     VDEV_ERR_INTERNAL,            /* a bug in vdev */

@@ -131,6 +131,23 @@ static void test_shape_errors(const char *dev)
     }
     CHECK(vdev_add(a34, lab5) == NULL); /* i32 into a float op */
     CHECK(vdev_last_status() == VDEV_ERR_SHAPE);
+    /* a dtype mismatch names the input and its dtype, not the shapes */
+    int64_t s34[2] = {3, 4};
+    vdev_tensor_t *i34 = vdev_tensor_zeros(s34, 2, VDEV_I32);
+    char want[128];
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 2; k++) {
+            vdev_clear_error();
+            CHECK(bin[i](k ? a34 : i34, k ? i34 : a34) == NULL);
+            CHECK(vdev_last_status() == VDEV_ERR_SHAPE);
+            snprintf(want, sizeof want, "%s: input #%d (shape [3,4]) is int32, expected float",
+                     names[i], k);
+            CHECK(strcmp(vdev_last_error(), want) == 0);
+        }
+    CHECK(vdev_exp(i34) == NULL);
+    CHECK(strcmp(vdev_last_error(), "Exp: input #0 (shape [3,4]) is int32, expected float") == 0);
+    CHECK(vdev_relu(i34) == NULL);
+    CHECK(strcmp(vdev_last_error(), "Relu: input #0 (shape [3,4]) is int32, expected float") == 0);
 
     int64_t ns[2] = {5, 6}, bad[2] = {-1, -1}, inf[2] = {-1, 5};
     CHECK(vdev_reshape(a34, ns, 2) == NULL);

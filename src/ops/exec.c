@@ -417,6 +417,16 @@ enum vdev_status vdev_shape_error(const struct vdev_kernel_args *a, const char *
                       what);
 }
 
+enum vdev_status vdev_dtype_error(const struct vdev_kernel_args *a, int k, int want)
+{
+    char s[96];
+    vdev_shape_str(a->in_shape[k], a->in_ndim[k], s, sizeof s);
+    return vdev_error(VDEV_ERR_SHAPE, "%s: input #%d (shape %s) is %s, expected %s",
+                      vdev_op_defs[a->op].name, k, s,
+                      vdev_dtype_name((enum vdev_dtype)a->in_dtype[k]),
+                      vdev_dtype_name((enum vdev_dtype)want));
+}
+
 static void out_like_in(struct vdev_kernel_args *a, int k, int dtype)
 {
     a->n_out = 1;
@@ -429,7 +439,7 @@ enum vdev_status vdev_shape_same_as_in0(struct vdev_kernel_args *a)
 {
     for (int i = 0; i < a->n_in; i++)
         if (a->in_dtype[i] != VDEV_F32)
-            return vdev_shape_error(a, "float tensors only");
+            return vdev_dtype_error(a, i, VDEV_F32);
     for (int i = 1; i < a->n_in; i++) {
         int same = a->in_ndim[i] == a->in_ndim[0];
         for (int d = 0; same && d < a->in_ndim[0]; d++)
@@ -453,8 +463,9 @@ static int64_t numel_of(const int64_t *shape, int ndim)
  * Kernels read i[3]: 0 same shape, 1 row, 2 one element. */
 enum vdev_status vdev_shape_broadcast_b(struct vdev_kernel_args *a)
 {
-    if (a->in_dtype[0] != VDEV_F32 || a->in_dtype[1] != VDEV_F32)
-        return vdev_shape_error(a, "float tensors only");
+    for (int i = 0; i < 2; i++)
+        if (a->in_dtype[i] != VDEV_F32)
+            return vdev_dtype_error(a, i, VDEV_F32);
     int na = a->in_ndim[0], nb = a->in_ndim[1];
     int same = na == nb;
     for (int d = 0; same && d < na; d++)

@@ -104,10 +104,13 @@ void vdev_kernel_args_init(struct vdev_kernel_args *a, enum vdev_op op,
                            const vdev_tensor_t *const *in, int n_in,
                            const struct vdev_op_params *p);
 
-/* Shape rules shared by many ops (ops_shapes.c). */
+/* Shape rules shared by many ops (exec.c). */
 enum vdev_status vdev_shape_same_as_in0(struct vdev_kernel_args *a);   /* unary, f32 */
 enum vdev_status vdev_shape_broadcast_b(struct vdev_kernel_args *a);   /* binary, f32 */
 enum vdev_status vdev_shape_error(const struct vdev_kernel_args *a, const char *what);
+/* VDEV_ERR_SHAPE for input k of the wrong dtype: "NAME: input #k (shape S)
+ * is int32, expected float". */
+enum vdev_status vdev_dtype_error(const struct vdev_kernel_args *a, int k, int want);
 
 /* ---- the tape hook (src/autograd/ sets it) ---- */
 struct vdev_op_record {

@@ -58,23 +58,12 @@ static enum vdev_status shape_error_pair(const struct vdev_kernel_args *a, int i
                       vdev_op_defs[a->op].name, si, sj, what);
 }
 
-/* VDEV_ERR_SHAPE for a wrong dtype of input k. */
-static enum vdev_status dtype_error(const struct vdev_kernel_args *a, int k, int want)
-{
-    char s[96];
-    vdev_shape_str(a->in_shape[k], a->in_ndim[k], s, sizeof s);
-    return vdev_error(VDEV_ERR_SHAPE, "%s: input #%d (shape %s) is %s, expected %s",
-                      vdev_op_defs[a->op].name, k, s,
-                      vdev_dtype_name((enum vdev_dtype)a->in_dtype[k]),
-                      vdev_dtype_name((enum vdev_dtype)want));
-}
-
 /* Checks every input listed in `want` (one dtype per input; -1: any). */
 static enum vdev_status check_dtypes(const struct vdev_kernel_args *a, const int *want)
 {
     for (int k = 0; k < a->n_in; k++)
         if (want[k] >= 0 && a->in_dtype[k] != want[k])
-            return dtype_error(a, k, want[k]);
+            return vdev_dtype_error(a, k, want[k]);
     return VDEV_OK;
 }
 
@@ -248,9 +237,9 @@ enum vdev_status vdev_shape_scalar_loss(struct vdev_kernel_args *a)
 static enum vdev_status check_logits_labels(const struct vdev_kernel_args *a, int l)
 {
     if (a->in_dtype[l] != VDEV_F32)
-        return dtype_error(a, l, VDEV_F32);
+        return vdev_dtype_error(a, l, VDEV_F32);
     if (a->in_dtype[l + 1] != VDEV_I32)
-        return dtype_error(a, l + 1, VDEV_I32);
+        return vdev_dtype_error(a, l + 1, VDEV_I32);
     if (a->in_ndim[l] != 2 || a->in_ndim[l + 1] != 1 || a->in_shape[l][0] != a->in_shape[l + 1][0])
         return shape_error_pair(a, l, l + 1, "logits must be [N,C] and labels [N]");
     return VDEV_OK;
@@ -400,7 +389,7 @@ enum vdev_status vdev_shape_mse_grad(struct vdev_kernel_args *a)
 enum vdev_status vdev_shape_softmax_ce_grad(struct vdev_kernel_args *a)
 {
     if (a->in_dtype[0] != VDEV_F32)
-        return dtype_error(a, 0, VDEV_F32);
+        return vdev_dtype_error(a, 0, VDEV_F32);
     if (vdev_args_numel(a, 0) != 1)
         return vdev_shape_error(a, "the gradient of a loss has one element");
     enum vdev_status st = check_logits_labels(a, 1);
@@ -418,7 +407,7 @@ enum vdev_status vdev_shape_update(struct vdev_kernel_args *a)
 {
     for (int k = 0; k < a->n_in; k++) {
         if (a->in_dtype[k] != VDEV_F32)
-            return dtype_error(a, k, VDEV_F32);
+            return vdev_dtype_error(a, k, VDEV_F32);
         if (!same_shape(a, 0, k))
             return shape_error_pair(a, 0, k,
                                     "every operand of an update has the variable's "
