@@ -97,7 +97,11 @@ VDEV_API enum vdev_status vdev_cluster_task(struct vdev_cluster_task *out);
  * process of the job calls it. Starts MPI (through the plugin) and the
  * runtime. A worker's own error (a device it does not have) fails the call
  * on every worker, "worker 1 (/job:worker/replica:0/task:1): ..."; a cluster
- * with ps tasks is VDEV_ERR_CONFIG. Otherwise the errors of
+ * with ps tasks is VDEV_ERR_CONFIG, and so, on every process, are a job
+ * whose number of processes is not the cluster's number of tasks ("the job
+ * has 2 processes, the cluster 4 tasks; launch one process per task") and
+ * two processes that are the same task (given the same TF_CONFIG: "two
+ * processes are /job:worker/replica:0/task:0 (ranks 0 and 1); ..."). Otherwise the errors of
  * vdev_mirrored_strategy_new, and VDEV_ERR_UNSUPPORTED without the MPI
  * plugin. */
 VDEV_API enum vdev_status vdev_multi_worker_mirrored_strategy_new(const char *const *devices,

@@ -446,7 +446,7 @@ static const struct vdev_coll_ops hier_ops = {
 /* ---- making one ---- */
 
 enum vdev_status vdev_coll_hier_make(struct vdev_ldev *const *devs, int n, const char *task,
-                                     enum vdev_status status, const char *why,
+                                     int n_tasks, enum vdev_status status, const char *why,
                                      struct vdev_coll_comm **out)
 {
     *out = NULL;
@@ -516,6 +516,24 @@ enum vdev_status vdev_coll_hier_make(struct vdev_ldev *const *devs, int n, const
         if (H->records[w].d.status != VDEV_OK)
             st = vdev_error((enum vdev_status)H->records[w].d.status, "worker %d (%s): %s", w,
                             H->task[w], H->records[w].d.why);
+    /* Every process has every task's name now, so every process reaches the
+     * same verdict on these two: one process per task, each task once (two
+     * processes given the same TF_CONFIG would both be the chief). */
+    if (st == VDEV_OK && n_tasks > 0 && H->n_workers != n_tasks)
+        st = vdev_error(VDEV_ERR_CONFIG,
+                        "the job has %d processes, the cluster %d tasks; launch one process "
+                        "per task",
+                        H->n_workers, n_tasks);
+    for (int w = 1; st == VDEV_OK && w < H->n_workers; w++)
+        for (int v = 0; v < w; v++)
+            if (!strcmp(H->task[v], H->task[w])) {
+                st = vdev_error(VDEV_ERR_CONFIG,
+                                "two processes are %s (ranks %d and %d); give each process its "
+                                "own task (TF_CONFIG's \"task\", or none: rank r is the r-th "
+                                "task)",
+                                H->task[w], v, w);
+                break;
+            }
     if (st != VDEV_OK) {
         hier_free(H);
         free(c);

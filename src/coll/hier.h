@@ -45,10 +45,13 @@
  * calls it, in the same order, with its own devices). status/why: this
  * process's own failure so far (VDEV_OK: none), which fails the call on
  * every process ("<task>: <why>"). task: this process's name in messages,
- * "/job:worker/replica:0/task:1". Starts MPI (mpi_world.h). On success *out
- * is the caller's (vdev_coll_comm_free); its n is the local ranks, n_global
- * and first are set. */
+ * "/job:worker/replica:0/task:1". n_tasks: the tasks the cluster names (0:
+ * no cluster); a job of another number of processes, or two processes with
+ * the same task, fails on every process (VDEV_ERR_CONFIG). Starts MPI
+ * (mpi_world.h). On success *out is the caller's (vdev_coll_comm_free); its
+ * n is the local ranks, n_global and first are set. */
 enum vdev_status vdev_coll_hier_make(struct vdev_ldev *const *devs, int n, const char *task,
+                                     int n_tasks,
                                      enum vdev_status status, const char *why,
                                      struct vdev_coll_comm **out);
 

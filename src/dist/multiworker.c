@@ -58,7 +58,11 @@ VDEV_API enum vdev_status vdev_multi_worker_mirrored_strategy_new(const char *co
         n_devs = 0;
     }
     struct vdev_coll_comm *comm;
-    enum vdev_status st = vdev_coll_hier_make(devs, n_devs, cv.name, status, why, &comm);
+    /* With a cluster, one process per chief and worker task (ps tasks were
+     * refused above); without one, every process of the launch is a worker. */
+    int n_tasks = cv.n[VDEV_JOB_CHIEF] + cv.n[VDEV_JOB_WORKER];
+    enum vdev_status st =
+        vdev_coll_hier_make(devs, n_devs, cv.name, n_tasks, status, why, &comm);
     if (st != VDEV_OK)
         return st;
     return vdev_strat_make(devs, n_devs, comm, out);

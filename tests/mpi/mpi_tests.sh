@@ -10,7 +10,9 @@
 #             memory limits, and an allocation past worker 1's limit fails
 #             there alone, with its name;
 #   cluster   every malformed cluster file is rejected at start-up by every
-#             process with the same message;
+#             process with the same message, and so are (when making a
+#             multi-worker strategy) a cluster with more tasks than
+#             processes and two processes given the same task;
 #   failure   a worker killed mid-training ends the job with an error within
 #             10 s; a restart resumes from the chief's checkpoint with the
 #             losses of an uninterrupted run, bit for bit; a worker that
@@ -118,6 +120,11 @@ t_cluster() {
   echo "{$c, \"default\": {\"sim_gpus\": \"2xfoo\"}}" >"$work/cases/06-sim.json"
   echo "{\"cluster\": {\"worker\": 2, \"evaluator\": 1}}" >"$work/cases/07-job.json"
   echo "{$c, \"tasks\": {\"worker:0\": {\"memory_growth\": \"maybe\"}}}" >"$work/cases/08-growth.json"
+  # two cases that start up but cannot make a strategy: the cluster has three
+  # workers for two processes, or both processes are told they are worker 0
+  echo '{"cluster": {"worker": 3}}' >"$work/cases/09-count.json"
+  echo '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}}' \
+    >"$work/cases/10-same.tfconfig"
   VDEV_SIM_GPUS=1x1GiB run 2 "$train" --cases "$work/cases" --out "$work/res" ||
     { fail "the launch"; cat "$work/out.txt"; }
   same_file "$work/res/cases.0" "$work/res/cases.1" "every process rejects each file with the same message"
@@ -127,6 +134,12 @@ t_cluster() {
   else fail "expected 8 rejections, got: $(cat "$work/res/cases.0")"; fi
   grep -q '^04-key.json VDEV_ERR_CONFIG VDEV_CLUSTER_CONFIG=[^ ]*: worker:1: unknown key "memory_limit"' \
     "$work/res/cases.0" && pass "the message names the task and the key" || fail "04-key.json's message"
+  grep -qx '09-count.json VDEV_ERR_CONFIG the job has 2 processes, the cluster 3 tasks; launch one process per task' \
+    "$work/res/cases.0" && pass "a cluster of 3 workers on 2 processes is refused" ||
+    fail "09-count.json: $(grep 09- "$work/res/cases.0")"
+  grep -qxF '10-same.tfconfig VDEV_ERR_CONFIG two processes are /job:worker/replica:0/task:0 (ranks 0 and 1); give each process its own task (TF_CONFIG'"'"'s "task", or none: rank r is the r-th task)' \
+    "$work/res/cases.0" && pass "two processes with the same task are refused" ||
+    fail "10-same.tfconfig: $(grep 10- "$work/res/cases.0")"
 }
 
 t_failure() {

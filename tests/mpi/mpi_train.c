@@ -18,9 +18,12 @@
  * (every worker restores FILE and goes on from its step), --kill-at K and
  * --hang-at K (worker 1 kills itself with SIGKILL, or sleeps for a minute,
  * before step K), --alloc BYTES, --cases DIR (no training: for each file of
- * DIR, sorted, starts vdev with VDEV_CLUSTER_CONFIG=that file and writes
- * OUT/cases.<launch rank> with one line per file: its name and the status
- * and message of start-up). Exits 0 when everything it was asked did
+ * DIR, sorted, starts vdev with VDEV_CLUSTER_CONFIG=that file, or, for a
+ * file named *.tfconfig, with TF_CONFIG set to its text and no cluster file,
+ * and when start-up succeeds makes a multi-worker mirrored strategy on the
+ * default devices; writes OUT/cases.<launch rank> with one line per file:
+ * its name and the status and message of start-up, or of the strategy).
+ * Exits 0 when everything it was asked did
  * happen, else prints "<task>: <what>: <message>" on stderr and exits 1. */
 #define _GNU_SOURCE
 #include "../mirrored_model.h"
@@ -90,10 +93,27 @@ static int run_cases(const struct opts *o)
     for (int i = 0; i < n; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", o->cases, files[i]);
-        setenv("VDEV_CLUSTER_CONFIG", path, 1);
+        size_t len = strlen(files[i]);
+        if (len > 9 && !strcmp(files[i] + len - 9, ".tfconfig")) {
+            char text[4096] = "";
+            FILE *t = fopen(path, "r");
+            size_t got = t ? fread(text, 1, sizeof text - 1, t) : 0;
+            text[got] = 0;
+            if (t)
+                fclose(t);
+            unsetenv("VDEV_CLUSTER_CONFIG");
+            setenv("TF_CONFIG", text, 1);
+        } else {
+            unsetenv("TF_CONFIG");
+            setenv("VDEV_CLUSTER_CONFIG", path, 1);
+        }
         enum vdev_status st = vdev_init();
+        vdev_strategy_t *s = NULL;
+        if (st == VDEV_OK)
+            st = vdev_multi_worker_mirrored_strategy_new(NULL, 0, &s);
         fprintf(f, "%s %s %s\n", files[i], vdev_status_str(st),
                 st == VDEV_OK ? "" : vdev_last_error());
+        vdev_strategy_free(s);
         vdev_shutdown();
         free(files[i]);
     }
