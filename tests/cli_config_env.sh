@@ -3,7 +3,8 @@
 # command: logical CPUs ("cpu:N" in VDEV_LOGICAL_DEVICES) in `vdev devices`,
 # table and JSON; a misspelt variable warned about once on stderr while the
 # command still succeeds; a limit written in MiB refused with exit 1 and one
-# line naming the variable. Usage: cli_config_env.sh VDEV SHARED
+# line naming the variable; a driver reserve that overrides a memory fraction
+# (TensorFlow's rule) said once on stderr. Usage: cli_config_env.sh VDEV SHARED
 set -u
 vdev=$1
 . "${BASH_SOURCE%/*}/testlib.sh"
@@ -54,5 +55,15 @@ VDEV_LOGICAL_DEVICES="0:4096,2048" run devices
 [ "$(lines "$err")" -eq 1 ] && ok || bad "devices with 0:4096,2048: stderr not one line: $err"
 grep -qF 'VDEV_LOGICAL_DEVICES="0:4096,2048": limit '"'"'4096'"'"' for GPU 0 is 4096 bytes, less than 1 MiB (did you mean 4096MiB?)' <<<"$err" \
   && ok || bad "devices with 0:4096,2048: $err"
+
+# A reserve and a fraction: the reserve wins, as in TensorFlow, and says so.
+VDEV_MEMORY_FRACTION=0.5 run devices
+grep -q '^  /device:GPU:0 *GPU:0 *sim *grow *2.00 GiB' <<<"$out" && [ -z "$err" ] \
+  && ok || bad "fraction 0.5 alone: $out $err"
+VDEV_MEMORY_FRACTION=0.5 TF_DEVICE_MIN_SYS_MEMORY_IN_MB=100 run devices
+[ $rc -eq 0 ] && ok || bad "fraction and reserve: exit $rc: $err"
+grep -q '^  /device:GPU:0 *GPU:0 *sim *grow *3.90 GiB' <<<"$out" && ok || bad "the reserve's budget: $out"
+[ "$err" = 'vdev: warning: TF_DEVICE_MIN_SYS_MEMORY_IN_MB="100" is set, so a GPU'"'"'s budget is its free memory less that reserve and the memory fraction 0.5 is not applied (TensorFlow'"'"'s rule); unset one of the two' ] \
+  && ok || bad "fraction and reserve: one warning: $err"
 
 finish

@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include "config/internal.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #define MIB (1ull << 20)
@@ -61,6 +62,15 @@ enum vdev_status vdev_config_gpu_budget(int gpu, double fraction, uint64_t *budg
                               vdev_format_bytes(free_bytes, b2, sizeof b2), gpu);
         }
         reserve = user_reserve;
+    }
+    if (fraction > 0 && set) {
+        /* TensorFlow's rule, which it applies silently: say it, once. */
+        static atomic_flag said = ATOMIC_FLAG_INIT;
+        if (!atomic_flag_test_and_set(&said))
+            vdev_log_warning("TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"%s\" is set, so a GPU's budget is "
+                             "its free memory less that reserve and the memory fraction %g is "
+                             "not applied (TensorFlow's rule); unset one of the two",
+                             getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB"), fraction);
     }
     uint64_t b;
     if (fraction > 0 && !set)
