@@ -4,7 +4,8 @@
 # table and JSON; a misspelt variable warned about once on stderr while the
 # command still succeeds; a limit written in MiB refused with exit 1 and one
 # line naming the variable; a driver reserve that overrides a memory fraction
-# (TensorFlow's rule) said once on stderr. Usage: cli_config_env.sh VDEV SHARED
+# (TensorFlow's rule) said once on stderr; a thread count that is not a
+# number ignored, as OpenBLAS ignores it, with one warning. Usage: cli_config_env.sh VDEV SHARED
 set -u
 vdev=$1
 . "${BASH_SOURCE%/*}/testlib.sh"
@@ -65,5 +66,11 @@ VDEV_MEMORY_FRACTION=0.5 TF_DEVICE_MIN_SYS_MEMORY_IN_MB=100 run devices
 grep -q '^  /device:GPU:0 *GPU:0 *sim *grow *3.90 GiB' <<<"$out" && ok || bad "the reserve's budget: $out"
 [ "$err" = 'vdev: warning: TF_DEVICE_MIN_SYS_MEMORY_IN_MB="100" is set, so a GPU'"'"'s budget is its free memory less that reserve and the memory fraction 0.5 is not applied (TensorFlow'"'"'s rule); unset one of the two' ] \
   && ok || bad "fraction and reserve: one warning: $err"
+
+# A thread count that is junk: ignored, and said.
+OMP_NUM_THREADS=abc run devices
+[ $rc -eq 0 ] && ok || bad "OMP_NUM_THREADS=abc: exit $rc: $err"
+[ "$err" = 'vdev: warning: OMP_NUM_THREADS="abc" is not a whole number >= 1, so it is ignored (as OpenBLAS and OpenMP ignore it)' ] \
+  && ok || bad "OMP_NUM_THREADS=abc: one warning: $err"
 
 finish

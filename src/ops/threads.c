@@ -255,6 +255,22 @@ static int count_streams(void)
     return streams > 0 ? streams : 1;
 }
 
+/* A thread count from the environment (0: unset or junk). Junk is ignored,
+ * as OpenBLAS and OpenMP ignore it, but said once a process: a budget the
+ * user meant to set and did not is not silent. */
+static atomic_flag warned_blas = ATOMIC_FLAG_INIT, warned_omp = ATOMIC_FLAG_INIT;
+
+static int count_from_env(const char *var, atomic_flag *warned)
+{
+    const char *v = getenv(var);
+    int n = vdev_threads_parse_count(v);
+    if (v && !n && !atomic_flag_test_and_set(warned))
+        vdev_log_warning("%s=\"%s\" is not a whole number >= 1, so it is ignored (as OpenBLAS "
+                         "and OpenMP ignore it)",
+                         var, v);
+    return n;
+}
+
 static void make_plan(struct vdev_thread_plan *p, int deterministic)
 {
     struct vdev_thread_info *t = &p->info;
@@ -262,8 +278,8 @@ static void make_plan(struct vdev_thread_plan *p, int deterministic)
     int aff = affinity_cpus();
     t->cgroup_cpus = vdev_threads_cgroup_cpus("/proc/self/cgroup", "/sys/fs/cgroup");
     t->cpus = t->cgroup_cpus && t->cgroup_cpus < aff ? t->cgroup_cpus : aff;
-    int blas_env = vdev_threads_parse_count(getenv("OPENBLAS_NUM_THREADS"));
-    int omp_env = vdev_threads_parse_count(getenv("OMP_NUM_THREADS"));
+    int blas_env = count_from_env("OPENBLAS_NUM_THREADS", &warned_blas);
+    int omp_env = count_from_env("OMP_NUM_THREADS", &warned_omp);
     t->blas_budget = blas_env ? blas_env : omp_env ? omp_env : t->cpus;
     t->streams = vdev_is_initialized() ? count_streams() : 1;
     t->deterministic = deterministic != 0;
@@ -277,7 +293,7 @@ static void make_plan(struct vdev_thread_plan *p, int deterministic)
      * fixed by their shapes (kernels_host.c), whatever runs them. */
     t->blas_threads = t->streams >= 2 ? 1 : usable;
     t->concurrent_products = t->streams >= 2 ? usable : 0;
-    int pool = omp_env ? omp_env : t->cpus;
+    int pool = omp_env && omp_env < t->cpus ? omp_env : t->cpus; /* a ceiling too */
     t->kernel_threads = pool / t->streams > 1 ? pool / t->streams : 1;
     p->key = key_now(deterministic);
 }
