@@ -308,7 +308,9 @@ VDEV_API enum vdev_status vdev_list_logical_devices(struct vdev_logical_device *
  * takes a logical device, as TensorFlow's memory queries: VDEV_ERR_INVALID_ARG
  * "Failed parsing device name: ..." for a malformed name or one without an
  * index ("GPU"), VDEV_ERR_NOT_FOUND "No matching devices found for ..." for a
- * device that does not exist. */
+ * device that does not exist. out holds cap bytes; a name that does not fit
+ * (with its NUL) is VDEV_ERR_INVALID_ARG ("needs 14 bytes, out holds 4") and
+ * out is left empty; 64 bytes hold any name. */
 VDEV_API enum vdev_status vdev_device_canonical_name(const char *device, char *out, size_t cap);
 
 struct vdev_memory_info {

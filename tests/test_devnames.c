@@ -159,6 +159,14 @@ static void test_garbage(void)
     char out[64];
     CHECK_STATUS(vdev_device_canonical_name("GPU:0", NULL, 10), VDEV_ERR_INVALID_ARG);
     CHECK_STATUS(vdev_device_canonical_name("GPU:0", out, 0), VDEV_ERR_INVALID_ARG);
+    /* too small for the name: refused, out left empty, never a cut name */
+    CHECK_STATUS(vdev_device_canonical_name("gpu:0", out, 4), VDEV_ERR_INVALID_ARG);
+    CHECK(strcmp(vdev_last_error(), "vdev_device_canonical_name: \"/device:GPU:0\" needs 14 "
+                                    "bytes, out holds 4") == 0);
+    CHECK(out[0] == 0);
+    CHECK_STATUS(vdev_device_canonical_name("gpu:0", out, 13), VDEV_ERR_INVALID_ARG);
+    CHECK_OK(vdev_device_canonical_name("gpu:0", out, 14));
+    CHECK(strcmp(out, "/device:GPU:0") == 0);
 }
 
 /* A malformed name is refused before the runtime starts. */

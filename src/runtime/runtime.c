@@ -627,7 +627,14 @@ VDEV_API enum vdev_status vdev_device_canonical_name(const char *device, char *o
     enum vdev_status st = vdev_runtime_find(device, &d);
     if (st != VDEV_OK)
         return st;
-    vdev_strlcpy(out, d->name, cap);
+    size_t need = strlen(d->name) + 1;
+    if (need > cap) {
+        out[0] = 0;
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "vdev_device_canonical_name: \"%s\" needs %zu bytes, out holds %zu",
+                          d->name, need, cap);
+    }
+    memcpy(out, d->name, need);
     return VDEV_OK;
 }
 
