@@ -740,6 +740,27 @@ static void test_threads(void) {
     remove_all();
 }
 
+/* A tensor made before vdev_shutdown is named as such, not as dead, by save
+ * and load alike. */
+static void test_after_shutdown(void) {
+    check_fresh(NULL);
+    float v[2] = {1, 2};
+    int64_t s[1] = {2};
+    vdev_tensor_t *old = make("CPU:0", v, s, 1, VDEV_F32);
+    const char *path = P("old.safetensors"), *names[1] = {"w"};
+    CHECK_OK(vdev_checkpoint_save(path, names, &old, 1, NULL, 0));
+    vdev_shutdown();
+    CHECK_OK(vdev_init());
+    EXPECT(vdev_checkpoint_save(path, names, &old, 1, NULL, 0), VDEV_ERR_INVALID_ARG,
+           "checkpoint '%s': tensors[0] ('w') belongs to a runtime that was shut down (made "
+           "before vdev_shutdown)",
+           path);
+    EXPECT(vdev_checkpoint_load(path, names, &old, 1), VDEV_ERR_INVALID_ARG,
+           "checkpoint '%s': tensors[0] ('w') belongs to a runtime that was shut down (made "
+           "before vdev_shutdown)",
+           path);
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/vdev-ckpt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -753,6 +774,7 @@ int main(void) {
     test_load_errors();
     test_resume();
     test_threads();
+    test_after_shutdown();
     vdev_shutdown();
     remove_all();
     rmdir(dir);

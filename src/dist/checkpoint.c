@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #define _FILE_OFFSET_BITS 64 /* files past 2 GiB on 32-bit hosts too */
 #include "dist/checkpoint.h"
+#include "tensor/tensor.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -321,9 +322,14 @@ static enum vdev_status check_tensor(const char *path, int i, const char *name,
     if (!t)
         return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG, "tensors[%d] ('" Q "') is NULL", i,
                                name);
-    if (vdev_tensor_ndim(t) < 0)
+    if (!vdev_tens_peek(t))
         return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG,
                                "tensors[%d] ('" Q "') is not a live tensor", i, name);
+    if (!vdev_tens_current(vdev_tens_peek(t)))
+        return vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG,
+                               "tensors[%d] ('" Q "') belongs to a runtime that was shut down "
+                               "(made before vdev_shutdown)",
+                               i, name);
     enum vdev_dtype dt = vdev_tensor_dtype(t);
     if (dt != VDEV_F32 && dt != VDEV_I32)
         return vdev_dist_ckerr(path, VDEV_ERR_UNSUPPORTED,
