@@ -684,7 +684,10 @@ struct DLManagedTensor; /* dlpack/dlpack.h */
  * device's stream has finished it). The memory is vdev's: vdev_shutdown()
  * frees it whatever exports are alive, so consumers must be done with it
  * before (vdev_dlpack_live_exports() counts them). Writes through the export
- * are writes to the tensor. Errors (*out NULL): VDEV_ERR_INVALID_ARG (out
+ * are writes to the tensor. Memory the host can read (cpu, simulated GPUs)
+ * goes out as kDLCPU, and while such an export lives, vdev's own writes to
+ * it (ops in place, vdev_assign, optimizer updates) finish before the call
+ * returns. Errors (*out NULL): VDEV_ERR_INVALID_ARG (out
  * NULL, a dead handle, a runtime shut down), VDEV_ERR_OOM (host memory for the
  * description), or the backend's error from waiting for the device. */
 VDEV_API enum vdev_status vdev_tensor_to_dlpack(vdev_tensor_t *t, struct DLManagedTensor **out);

@@ -3,7 +3,8 @@
  * device and contents; the export keeping the memory after the handle is
  * freed, and after vdev_shutdown() its deleter still running cleanly; import
  * of compact host memory without a copy (the producer's deleter runs when the
- * tensor's last reference goes, also after shutdown), of strided, negative-
+ * tensor's last reference goes, also after shutdown), a simulated GPU's
+ * export seeing vdev's later writes at once, of strided, negative-
  * stride and unaligned memory by copy (deleter at once); every refused input
  * with its status and message, the producer's memory untouched and its
  * deleter not called. Run under ASan: the deleters free what they should,
@@ -137,6 +138,46 @@ static void test_export_sim(void)
     m->deleter(m);
     vdev_tensor_free(i);
     CHECK(in_use("GPU:0") == 0);
+    vdev_device_pop();
+}
+
+/* A simulated GPU's variable exported as host memory: a write after the
+ * export (assign, an optimizer update) is finished when the call returns,
+ * since the consumer reads the memory at once and has no stream to wait on.
+ * A large product queued first keeps the stream busy, so a write that did
+ * not wait would still be queued when the memory is read. */
+static void test_export_sim_then_write(void)
+{
+    check_fresh("1x1GiB");
+    CHECK_OK(vdev_device_push("GPU:0"));
+    int64_t s[1] = {4}, sb[2] = {768, 768};
+    float h[4] = {1, 2, 3, 4}, h2[4] = {7, 8, 9, 10};
+    vdev_tensor_t *w = vdev_variable(from(h, s, 1)), *v2 = from(h2, s, 1);
+    vdev_tensor_t *big = vdev_tensor_fill(sb, 2, VDEV_F32, 1);
+    DLManagedTensor *m;
+    CHECK_OK(vdev_tensor_to_dlpack(w, &m));
+    const volatile float *p = m->dl_tensor.data;
+    vdev_tensor_t *busy[3];
+    for (int k = 0; k < 3; k++)
+        busy[k] = vdev_matmul(big, big, false, false);
+    CHECK_OK(vdev_assign(w, v2));
+    CHECK(p[0] == 7 && p[3] == 10);
+    for (int k = 0; k < 3; k++)
+    {
+        vdev_tensor_free(busy[k]);
+        busy[k] = vdev_matmul(big, big, false, false);
+    }
+    vdev_tensor_t *g = vdev_tensor_fill(s, 1, VDEV_F32, 1);
+    vdev_optimizer_t *o = vdev_sgd_new(0.5f, 0);
+    CHECK_OK(vdev_optimizer_apply(o, &w, &g, 1)); /* 7 - 0.5 */
+    CHECK(p[0] == 6.5f && p[3] == 9.5f);
+    m->deleter(m);
+    vdev_optimizer_free(o);
+    for (int k = 0; k < 3; k++)
+        vdev_tensor_free(busy[k]);
+    vdev_tensor_t *all[] = {w, v2, big, g};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        vdev_tensor_free(all[k]);
     vdev_device_pop();
 }
 
@@ -480,6 +521,7 @@ int main(void)
 {
     test_export_cpu();
     test_export_sim();
+    test_export_sim_then_write();
     test_export_view_scalar_empty();
     test_export_errors();
     test_export_across_shutdown();

@@ -314,6 +314,9 @@ static enum vdev_status run_inplace(const struct vdev_op_def *def, struct vdev_t
             in[i]->host_written = 0;
     if (in[0]->numel)
         st = dispatch(dev, def, &ka);
+    for (int i = 0; i < n_in; i++)
+        if (i != 1)
+            vdev_tens_after_write(in[i]);
     if (st == VDEV_OK)
         vdev_placement_record((int)(def - vdev_op_defs), def->name, dev,
                               home_of((const struct vdev_tens *const *)in, n_in), g->copied);

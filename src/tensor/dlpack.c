@@ -7,7 +7,11 @@
  * stays whatever the caller does with the handle, until the consumer calls
  * the deleter, which drops the reference. Host-readable memory (cpu, sim)
  * goes out as kDLCPU; CUDA memory as kDLCUDA with the card's ordinal. Export
- * waits for the device's stream, so the consumer reads finished contents.
+ * waits for the device's stream, so the consumer reads finished contents;
+ * while a kDLCPU export of a simulated GPU's memory lives, every later write
+ * to that memory by vdev (ops in place, assign, optimizer updates) waits for
+ * the stream too (vdev_tens_after_write), as its consumer has no stream to
+ * wait on: it reads the memory when it likes.
  *
  * Import makes a CPU:0 tensor. Compact, row-major, 4-byte aligned host memory
  * is wrapped without copying: the tensor owns no block, and its last
@@ -30,6 +34,7 @@ struct export {
     int64_t shape[VDEV_MAX_DIMS];    /* m.dl_tensor.shape points here */
     int64_t strides[VDEV_MAX_DIMS];  /* in elements, row-major */
     struct vdev_tens *owner;         /* the tensor owning the memory; holds a reference */
+    int host;                        /* counted in owner->host_exports */
 };
 
 /* The address of an export with no elements: DLPack consumers expect a
@@ -41,6 +46,8 @@ static void export_deleter(DLManagedTensor *m)
     if (!m)
         return;
     struct export *e = m->manager_ctx;
+    if (e->host)
+        atomic_fetch_sub(&e->owner->host_exports, 1);
     vdev_tens_release(e->owner);
     free(e);
     atomic_fetch_sub(&live_exports, 1);
@@ -74,9 +81,11 @@ VDEV_API enum vdev_status vdev_tensor_to_dlpack(vdev_tensor_t *h, struct DLManag
     vdev_tens_retain(e->owner);
     DLTensor *d = &e->m.dl_tensor;
     d->data = t->data ? t->data : (void *)(uintptr_t)no_elements;
-    if (dev->backend->ops->host_addressable)
+    if (dev->backend->ops->host_addressable) {
         d->device = (DLDevice){kDLCPU, 0};
-    else
+        e->host = 1;
+        atomic_fetch_add(&e->owner->host_exports, 1);
+    } else
         d->device = (DLDevice){kDLCUDA, dev->physical};
     d->ndim = t->ndim;
     d->dtype = (DLDataType){t->dtype == VDEV_I32 ? kDLInt : kDLFloat, 32, 1};

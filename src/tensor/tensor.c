@@ -159,6 +159,7 @@ static struct vdev_tens *tens_struct(struct vdev_ldev *dev, enum vdev_dtype dtyp
     atomic_init(&t->xstream, (int16_t)-1);
     atomic_init(&t->lazy_reader, (int16_t)-1);
     atomic_init(&t->produced_at, UINT64_MAX);
+    atomic_init(&t->host_exports, 0);
     t->is_variable = t->requires_grad = t->kept = t->host_written = 0;
     atomic_init(&t->scope_thread, (uintptr_t)0);
     t->scope_depth = -1;
@@ -270,6 +271,13 @@ void vdev_tens_before_write(const struct vdev_tens *t, const struct vdev_ldev *w
     } else {
         vdev_backend_synchronize(reader->backend, reader->bdev);
     }
+}
+
+void vdev_tens_after_write(const struct vdev_tens *t)
+{
+    const struct vdev_tens *owner = t->base ? t->base : t;
+    if (atomic_load_explicit(&owner->host_exports, memory_order_acquire) > 0)
+        vdev_backend_synchronize(t->dev->backend, t->dev->bdev);
 }
 
 /* Gives t's block back to its allocator, ordered after every stream that
@@ -540,5 +548,7 @@ VDEV_API enum vdev_status vdev_assign(vdev_tensor_t *hvar, const vdev_tensor_t *
     if (value->dev != var->dev)
         vdev_placement_record_copy(value->dev, var->dev, value->bytes);
     var->host_written = 0;
-    return copy_contents(value, var);
+    enum vdev_status st = copy_contents(value, var);
+    vdev_tens_after_write(var);
+    return st;
 }

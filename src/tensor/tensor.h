@@ -57,6 +57,8 @@ struct vdev_tens {
                                        (a lazy copy: copy_contents), -1 none */
     _Atomic uint64_t produced_at;   /* its device's stream_position once the op that wrote
                                        it was queued; UINT64_MAX: unknown (all work so far) */
+    _Atomic int host_exports;       /* live DLPack exports of this memory as host memory
+                                       (the owner's count: dlpack.c) */
     uint8_t is_variable;
     uint8_t requires_grad;
     uint8_t kept;                   /* vdev_keep() called in the current scope */
@@ -160,6 +162,10 @@ void vdev_tens_mark_read_by(const struct vdev_tens *t, const struct vdev_ldev *r
  * path that writes into an existing tensor calls it: in-place ops,
  * vdev_assign, collectives, DLPack export. */
 void vdev_tens_before_write(const struct vdev_tens *t, const struct vdev_ldev *writer);
+/* After a write to t was queued: when t's memory is exported to another
+ * framework as host memory (a simulated GPU's, dlpack.c), waits for t's
+ * stream, since such a consumer has no stream to wait on and reads at once. */
+void vdev_tens_after_write(const struct vdev_tens *t);
 
 /* The device where a new tensor with no inputs goes. */
 struct vdev_ldev *vdev_tens_creation_device(void);
