@@ -600,8 +600,9 @@ VDEV_API vdev_tensor_t *vdev_argmax(const vdev_tensor_t *a);
 typedef struct vdev_tape vdev_tape_t;
 /* Starts recording; NULL if a tape is already recording on this thread. */
 VDEV_API vdev_tape_t *vdev_tape_begin(void);
-/* Gradients of a one-element loss with respect to each variable (zeros for a
- * variable the loss does not depend on). Each gradient op runs on the device
+/* Gradients of a float loss with respect to each variable (zeros for a
+ * variable the loss does not depend on); a loss of several elements stands
+ * for their sum, as in TensorFlow. Each gradient op runs on the device
  * of its forward op; a variable's gradient is handed back on the variable's
  * own device (copied there if its forward ops ran elsewhere). The gradients
  * belong to the current scope and must be treated as read-only (one may share

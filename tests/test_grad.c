@@ -442,6 +442,47 @@ static void test_used_twice_and_unused(const char *dev)
     CHECK_OK(vdev_device_pop());
 }
 
+/* A loss of several elements stands for their sum, as in TensorFlow: the
+ * gradients of y = x @ w equal those of sum(y), bit for bit (the same ops
+ * after the seed); an int32 loss is refused naming its dtype. */
+static void test_nonscalar_loss(const char *dev)
+{
+    CHECK_OK(vdev_device_push(dev));
+    float hx[6] = {1, -2, 3, 0.5f, -0.25f, 4}, hw[6] = {0.5f, 1, -1, 2, 0.25f, -3};
+    vdev_tensor_t *x = var_from(hx, 2, 3), *w = var_from(hw, 3, 2);
+    vdev_scope_begin();
+    vdev_tensor_t *vars[2] = {x, w}, *g[2], *gs[2];
+    vdev_tape_t *t = vdev_tape_begin();
+    vdev_tensor_t *y = vdev_matmul(x, w, false, false);
+    CHECK_OK(vdev_tape_gradient(t, y, vars, 2, g));
+    vdev_tape_end(t);
+    t = vdev_tape_begin();
+    vdev_tensor_t *ys = vdev_sum_all(vdev_matmul(x, w, false, false));
+    CHECK_OK(vdev_tape_gradient(t, ys, vars, 2, gs));
+    vdev_tape_end(t);
+    for (int k = 0; k < 2; k++) {
+        float a[6], b[6];
+        CHECK_OK(vdev_tensor_to_host(g[k], a, sizeof a));
+        CHECK_OK(vdev_tensor_to_host(gs[k], b, sizeof b));
+        CHECK(memcmp(a, b, sizeof a) == 0);
+    }
+    /* d sum(x @ w) / dx[i][j] = sum_k w[j][k]: row j of w summed */
+    float gx[6];
+    CHECK_OK(vdev_tensor_to_host(g[0], gx, sizeof gx));
+    CHECK(gx[0] == 1.5f && gx[1] == 1.0f && gx[2] == -2.75f && gx[3] == 1.5f);
+    int64_t s2[1] = {2};
+    vdev_tensor_t *li = vdev_tensor_zeros(s2, 1, VDEV_I32);
+    t = vdev_tape_begin();
+    CHECK_STATUS(vdev_tape_gradient(t, li, vars, 2, g), VDEV_ERR_INVALID_ARG);
+    CHECK_STR(vdev_last_error(), "vdev_tape_gradient: the loss is int32; gradients are of float "
+                                 "tensors");
+    vdev_tape_end(t);
+    vdev_scope_end();
+    vdev_tensor_free(x);
+    vdev_tensor_free(w);
+    CHECK_OK(vdev_device_pop());
+}
+
 /* A summed gradient handed out inside nested scopes and kept past the inner
  * one stays valid in the outer scope and is freed by it; a variable asked
  * for twice gets the same values twice, each its own tensor. */
@@ -524,13 +565,14 @@ static void test_tape_twice(void)
     t = vdev_tape_begin(); /* recording again once the first has ended */
     CHECK(t != NULL);
     vdev_tape_end(t);
-    /* a loss that is not one element */
+    /* a loss that is not float */
     t = vdev_tape_begin();
     int64_t s[1] = {2};
     vdev_tensor_t *x = vdev_variable(vdev_tensor_ones(s, 1, VDEV_F32)), *g = NULL;
     vdev_scope_begin();
     g = x; /* must be set to NULL on failure */
-    CHECK_STATUS(vdev_tape_gradient(t, vdev_mul(x, x), &x, 1, &g), VDEV_ERR_INVALID_ARG);
+    CHECK_STATUS(vdev_tape_gradient(t, vdev_tensor_zeros(s, 1, VDEV_I32), &x, 1, &g),
+                 VDEV_ERR_INVALID_ARG);
     CHECK(g == NULL);
     vdev_scope_end();
     vdev_tape_end(t);
@@ -554,6 +596,7 @@ int main(void)
     CHECK_OK(vdev_init());
     all_cases("CPU:0");
     test_used_twice_and_unused("CPU:0");
+    test_nonscalar_loss("CPU:0");
     test_kept_gradient("CPU:0");
     test_tape_twice();
     check_no_leak("CPU:0");
@@ -563,6 +606,7 @@ int main(void)
     CHECK_OK(vdev_init());
     all_cases("GPU:0");
     test_used_twice_and_unused("GPU:1");
+    test_nonscalar_loss("GPU:0");
     test_kept_gradient("GPU:1");
     test_gradient_device();
     check_no_leak("GPU:0");

@@ -239,9 +239,9 @@ def test_op_errors():
         vdev.reduce_sum(a, axis="0")
     with pytest.raises(ValueError):
         vdev.transpose(a, perm=[0, 1])
-    with pytest.raises(ValueError) as e:
-        vdev.argmax(a, axis=0)
-    assert str(e.value) == "vdev's argmax runs over the last axis (1), not axis 0"
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        vdev.argmax(a, axis=2)
+    assert str(e.value) == "Expected dimension in the range [-2, 2), but got 2"
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
         vdev.reshape(a, [3])
     assert e.value.status == "VDEV_ERR_SHAPE"

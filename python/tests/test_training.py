@@ -107,9 +107,8 @@ def test_tape_stops_recording_at_the_block_end():
     w2 = vdev.Variable([1.0, 2.0])
     with vdev.GradientTape() as t3:
         v = w2 * 2
-    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
-        t3.gradient(v, [w2])
-    assert str(e.value) == "vdev_tape_gradient: the loss must be a one-element float tensor"
+    # after the block, a two-element target stands for its sum
+    assert t3.gradient(v, [w2])[0].numpy().tolist() == [2.0, 2.0]
 
 
 def test_gradients_run_on_the_forward_device():

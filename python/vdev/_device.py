@@ -4,11 +4,14 @@ A scope is vdev's thread-local device stack (vdev_device_push/pop): ops and
 new tensors of the calling thread go to the innermost scope's device. Names
 take every form TensorFlow accepts ('GPU:1', '/gpu:1', '/device:GPU:1', the
 '/job:localhost/replica:0/task:0/device:GPU:1' long form, and 'GPU' alone,
-which takes the enclosing scope's index). A name that is not a string is a
-ValueError in TensorFlow's words; a malformed one a ValueError; a device that
-does not exist a RuntimeError ("... unknown device"), raised when the scope
-is entered (TensorFlow raises it at the first op), unless soft placement is
-on.
+which takes the enclosing scope's index). As in TensorFlow, ``device('')``
+keeps the enclosing scope (it changes nothing) and ``device(None)`` clears
+every enclosing scope for the block: its ops go where unscoped ops go (where
+their inputs are, else the default device). A name that is neither a string
+nor None is a ValueError in TensorFlow's words; a malformed one a ValueError;
+a device that does not exist a RuntimeError ("... unknown device"), raised
+when the scope is entered (TensorFlow raises it at the first op), unless soft
+placement is on.
 """
 
 from . import _lib
@@ -16,27 +19,60 @@ from ._lib import lib
 
 
 class device:
-    """Context manager: ops in the block run on `device_name`."""
+    """Context manager: ops in the block run on `device_name`; '' keeps the
+    enclosing scope, None clears every enclosing scope (as tf.device)."""
 
-    __slots__ = ("_name", "_depth")
+    __slots__ = ("_name", "_depth", "_cleared")
 
     def __init__(self, device_name):
-        if not isinstance(device_name, str):
+        if device_name is not None and not isinstance(device_name, str):
             raise ValueError("Expecting a string device name. Got %s(%s)"
                              % (type(device_name), device_name))
         self._name = device_name
         self._depth = 0
+        self._cleared = []  # device(None): the scopes each entry took off, innermost first
 
     def __enter__(self):
-        st = lib.vdev_device_push(self._name.encode("utf-8"))
-        _lib.check(st, {_lib.INVALID_ARG: ValueError, _lib.NOT_FOUND: RuntimeError})
+        if self._name is None:
+            self._cleared.append(_clear_scopes())
+        elif self._name:
+            st = lib.vdev_device_push(self._name.encode("utf-8"))
+            _lib.check(st, {_lib.INVALID_ARG: ValueError, _lib.NOT_FOUND: RuntimeError})
         self._depth += 1
         return self
 
     def __exit__(self, *exc):
         self._depth -= 1
-        _lib.check(lib.vdev_device_pop())
+        if self._name is None:
+            _restore_scopes(self._cleared.pop())
+        elif self._name:
+            _lib.check(lib.vdev_device_pop())
         return False
+
+
+def _clear_scopes():
+    """Pops every device scope of the calling thread; returns their names,
+    innermost first, for _restore_scopes. (vdev's C API has no scope that
+    clears the stack, so the stack is taken off and put back.)"""
+    names = []
+    while True:
+        d = lib.vdev_device_current()
+        if d is None:
+            return names
+        names.append(bytes(d))  # valid until popped: copied first
+        lib.vdev_device_pop()
+
+
+def _restore_scopes(names):
+    """Pushes back what _clear_scopes took off (each scope's device, by its
+    resolved name), outermost first."""
+    for i, name in enumerate(reversed(names)):
+        st = lib.vdev_device_push(name)
+        if st != _lib.OK:
+            raise RuntimeError("vdev.device(None): cannot reopen the enclosing device scope %s "
+                               "(%s); %d enclosing scope%s lost"
+                               % (name.decode(), _lib.last_error(), len(names) - i,
+                                  "" if len(names) - i == 1 else "s"))
 
 
 class on_device_of:

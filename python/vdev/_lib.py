@@ -14,6 +14,7 @@ hold them as plain integers.
 """
 
 import ctypes
+import operator
 import os
 
 from . import errors
@@ -316,7 +317,7 @@ def error(status=None, overrides=None):
     exception classes (config calls raise ValueError where TensorFlow does)."""
     if status is None:
         status = lib.vdev_last_status()
-    msg = last_error()
+    msg = errors.python_message(status, last_error())
     if overrides and status in overrides:
         return overrides[status](msg)
     return errors.from_status(status, msg)
@@ -342,6 +343,18 @@ def enc(name):
     if not isinstance(name, str):
         raise TypeError("a device name must be a string, not %s (%r)" % (type(name).__name__, name))
     return name.encode("utf-8")
+
+
+def index(value, what):
+    """A whole number given as any integer type (int, numpy's int64, a
+    0-d int32 tensor: anything with __index__), as an int; a bool or a float
+    is a TypeError."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError("%s must be an integer, not %r" % (what, value))
 
 
 _arrays = {}

@@ -11,6 +11,7 @@ another device. Inputs that are not tensors (lists, numpy arrays) are made
 into tensors with ``vdev.constant``.
 """
 
+import math
 import numbers
 
 from . import _lib
@@ -43,6 +44,8 @@ def _unary(cfn):
     def op(x, name=None):
         x = _t(x)
         return _new(cfn(x._handle))
+    # named as the module names it, so pickle finds it (a layer's activation)
+    op.__name__ = op.__qualname__ = cfn.__name__[len("vdev_"):]
     return op
 
 
@@ -102,7 +105,14 @@ def negative(x, name=None):
 
 
 def pow(x, y, name=None):
-    """x ** y for a scalar exponent y."""
+    """x ** y for a scalar exponent y, or a positive scalar base x (``2 **
+    t``), computed as exp(y * log(x)), on y's device."""
+    if _is_scalar(x) and isinstance(y, Tensor):
+        if not x > 0:
+            raise ValueError("vdev computes number ** tensor as exp(tensor * log(number)), "
+                             "for a positive number, not %r" % (x,))
+        scaled = multiply(y, math.log(x))
+        return _new(lib.vdev_exp(scaled._handle))
     if not _is_scalar(y):
         raise TypeError("vdev.pow takes a scalar exponent, not %r" % (y,))
     x = _t(x)
@@ -186,14 +196,35 @@ def transpose(a, perm=None, name=None):
 
 
 def argmax(input, axis=None, name=None):
-    """Index of the largest element along axis, int32. vdev reduces over the
-    last axis: axis=None means 0, as in TensorFlow, so it takes 1-D input."""
+    """Index of the largest element along axis, int32 (TensorFlow's is int64).
+    axis=None means 0, as in TensorFlow. vdev's ArgMax runs over the last
+    axis; another axis is brought last with reshapes and 2-D transposes
+    (copies of the input), so every axis works."""
     x = _t(input)
+    nd = x.ndim
     a = 0 if axis is None else _axis(axis)
-    if a not in (-1, x.ndim - 1):
-        raise ValueError("vdev's argmax runs over the last axis (%d), not axis %r"
-                         % (x.ndim - 1, axis))
-    return _new(lib.vdev_argmax(x._handle))
+    if not -nd <= a < nd:
+        from .errors import InvalidArgumentError
+        raise InvalidArgumentError("Expected dimension in the range [%d, %d), but got %d"
+                                   % (-nd, nd, a), "VDEV_ERR_INVALID_ARG")
+    a %= nd
+    if a == nd - 1:
+        return _new(lib.vdev_argmax(x._handle))
+    shape = x.shape
+    if shape[a] == 0:
+        from .errors import InvalidArgumentError
+        raise InvalidArgumentError("Reduction axis %d is empty in shape %s"
+                                   % (a, list(shape)), "VDEV_ERR_INVALID_ARG")
+    before, after = 1, 1
+    for d in shape[:a]:
+        before *= d
+    for d in shape[a + 1:]:
+        after *= d
+    # [before, n, after] -> [before*n, after] -> [after, before*n] -> [after, before, n]
+    # -> argmax [after, before] -> [before, after] -> shape without axis a
+    t = reshape(transpose(reshape(x, [before * shape[a], after])), [after, before, shape[a]])
+    m = _new(lib.vdev_argmax(t._handle))
+    return reshape(transpose(m), shape[:a] + shape[a + 1:])
 
 
 def identity(input, name=None):

@@ -10,6 +10,14 @@ gradient op runs on the device of its forward op, whatever scope is current
 when the gradient is asked for. vdev differentiates with respect to
 Variables: a source that is a plain tensor gets None, as an unwatched tensor
 does in TensorFlow. A non-persistent tape answers one gradient call.
+
+A target of more than one element stands for its sum, as in TensorFlow
+(the gradient of reduce_sum(target)): vdev's tape seeds ones of the
+target's shape.
+
+Where vdev differs: a Variable the target does not depend on gets zeros,
+not TensorFlow's None (vdev's C tape hands back zeros for it and does not
+say which variables the target reached).
 """
 
 from . import _lib
@@ -80,8 +88,9 @@ class GradientTape:
                                  "one (make it a vdev.Variable)" % (t,))
 
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients=None):
-        """The gradient of a one-element target with respect to each source,
-        in the structure of sources."""
+        """The gradient of target with respect to each source, in the
+        structure of sources. A target of more than one element stands for
+        its sum, as TensorFlow's does."""
         if self._h is None:
             if self._used:
                 raise RuntimeError("A non-persistent GradientTape can only be used to compute "
@@ -110,6 +119,11 @@ class GradientTape:
         grads = iter([Tensor(hg[i]) for i in range(n)])
         out = [next(grads) if isinstance(s, Variable) else None for s in flat]
         return _pack(sources, iter(out)) if isinstance(sources, (list, tuple, dict)) else out[0]
+
+    def _no_copy(self, *args):
+        raise TypeError("cannot copy or pickle a vdev.GradientTape: it holds vdev's recording")
+
+    __copy__ = __deepcopy__ = __reduce_ex__ = _no_copy
 
     def __del__(self, _end=lib.vdev_tape_end):
         h, self._h = getattr(self, "_h", None), None

@@ -184,7 +184,8 @@ class Tensor:
 
     def gpu(self, gpu_index=0):
         """A copy on GPU:gpu_index."""
-        return Tensor(_lib.made(lib.vdev_tensor_to(self._handle, b"GPU:%d" % gpu_index)))
+        return Tensor(_lib.made(lib.vdev_tensor_to(
+            self._handle, b"GPU:%d" % _lib.index(gpu_index, "gpu_index"))))
 
     def _copy_to(self, device):
         return Tensor(_lib.made(lib.vdev_tensor_to(self._handle, _lib.enc(device))))
@@ -278,10 +279,64 @@ class Tensor:
     def __pow__(self, p):
         return _ops().pow(self, p)
 
+    def __rpow__(self, base):
+        return _ops().pow(base, self)
+
+    # ---- copies and pickling ----
+    def __copy__(self):
+        """The tensor itself: tensors are immutable (TensorFlow's EagerTensor
+        returns itself too), and two Python objects never share a handle."""
+        return self
+
+    def __deepcopy__(self, memo):
+        """An independent copy, same values and dtype, on the same device
+        (TensorFlow's EagerTensor returns itself; a vdev tensor may be a view
+        of a variable, so this copies)."""
+        return Tensor(_copy_handle(self))
+
+    def __reduce__(self):
+        """Pickles by value, as TensorFlow's EagerTensor: the numpy array and
+        the device name as written (``.device``). Unpickling makes the tensor
+        on that device, as ``with vdev.device(name):`` would: a device that
+        does not exist there is a RuntimeError ("... unknown device"), unless
+        soft placement is on (then GPU:0, else CPU:0)."""
+        return _tensor_from_pickle, (np.asarray(self.numpy()), self.dtype.name, self.device)
+
 
 def _ops():
     from . import _ops as ops
     return ops
+
+
+def _copy_handle(t):
+    """A new handle holding a copy of t's values on t's own device."""
+    return _copy_raw(t._handle)
+
+
+def _copy_raw(h):
+    """A new handle holding a copy of handle h's values on h's own device."""
+    d = lib.vdev_tensor_device(h)
+    if d is None:
+        raise _lib.error()
+    _lib.check(lib.vdev_device_push(d))
+    try:
+        return _lib.made(lib.vdev_identity(h))
+    finally:
+        lib.vdev_device_pop()
+
+
+def _handle_from_pickle(array, dtype, device):
+    from ._device import device as device_scope
+    with device_scope(device):
+        return _from_value(array, dtype)
+
+
+def _tensor_from_pickle(array, dtype, device):
+    return Tensor(_handle_from_pickle(array, dtype, device))
+
+
+def _variable_from_pickle(cls, array, dtype, device, trainable, name):
+    return cls._adopt_handle(_handle_from_pickle(array, dtype, device), trainable, name)
 
 
 class Variable(Tensor):
@@ -328,6 +383,44 @@ class Variable(Tensor):
 
     def read_value(self):
         return Tensor(_lib.made(lib.vdev_identity(self._handle)))
+
+    # ---- copies and pickling ----
+    @classmethod
+    def _adopt_handle(cls, h, trainable, name):
+        """A variable of class cls over the fresh tensor handle h (made a
+        vdev variable here; freed if that fails)."""
+        v = lib.vdev_variable(h)
+        if not v:
+            err = _lib.error()
+            lib.vdev_tensor_free(h)
+            raise err
+        out = cls.__new__(cls, _handle=v)
+        Variable.__init__(out, trainable=trainable, name=name, _handle=v)
+        return out
+
+    def _copy_type(self):
+        return type(self)
+
+    def __deepcopy__(self, memo):
+        """An independent variable with the same values, dtype, device, name
+        and trainable flag, as TensorFlow's deepcopy of a tf.Variable."""
+        return self._copy_type()._adopt_handle(_copy_handle(self), self.trainable, self.name)
+
+    def __copy__(self):
+        """The same as deepcopy: a variable is mutable, so a copy is a new
+        variable with its own memory (TensorFlow's copy.copy returns the
+        variable itself)."""
+        return self.__deepcopy__({})
+
+    def __reduce__(self):
+        """Pickles by value, as TensorFlow's tf.Variable: the numpy array,
+        dtype, name, trainable flag and the device name as written
+        (``.device``). Unpickling makes the variable on that device, as
+        ``with vdev.device(name):`` would: a device that does not exist there
+        is a RuntimeError ("... unknown device"), unless soft placement is on
+        (then GPU:0, else CPU:0)."""
+        return _variable_from_pickle, (self._copy_type(), np.asarray(self.numpy()),
+                                       self.dtype.name, self.device, self.trainable, self.name)
 
     def __repr__(self):
         try:
@@ -399,7 +492,7 @@ def constant(value, dtype=None, shape=None):
         value = value.numpy()
     if shape is not None:
         arr, dt = _to_numpy(value, dtype)
-        shape = tuple(int(s) for s in shape)
+        shape = _shape_arg(shape)
         if arr.size == 1:
             arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
         elif arr.size == int(np.prod(shape, dtype=np.int64)):

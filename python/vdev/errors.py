@@ -85,8 +85,27 @@ def status_name(status):
     return _NAMES[status] if 0 <= status < len(_NAMES) else "VDEV_STATUS_%d" % status
 
 
+# vdev's C advice in a strict placement error, and what a Python user does instead.
+_C_PLACEMENT_ADVICE = ("Copy it explicitly with vdev_tensor_to() or vdev_identity() under a "
+                       "device scope, or use VDEV_PLACEMENT=copy")
+_PY_PLACEMENT_ADVICE = ("Copy it explicitly with vdev.identity(x) under `with "
+                        "vdev.device(...)`, or x.cpu() / x.gpu(i), or use "
+                        "vdev.placement.set_policy('copy')")
+
+
+def python_message(status, message):
+    """vdev's message with its advice in Python's words: a strict placement
+    error (VDEV_ERR_PLACEMENT) names vdev.identity, .cpu()/.gpu(i) and
+    vdev.placement.set_policy('copy') instead of the C calls and variable."""
+    if status == _NAMES.index("VDEV_ERR_PLACEMENT"):
+        return message.replace(_C_PLACEMENT_ADVICE, _PY_PLACEMENT_ADVICE)
+    return message
+
+
 def from_status(status, message):
-    """The exception for a vdev status code and its message."""
+    """The exception for a vdev status code and its message (advice in
+    Python's words, python_message)."""
+    message = python_message(status, message)
     if status == 4:  # VDEV_ERR_ALREADY_INITIALIZED: tf.config's RuntimeError
         return RuntimeError(message)
     cls = _BY_STATUS.get(status, InternalError)

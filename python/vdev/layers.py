@@ -14,7 +14,7 @@ outside strategy.run (building it inside a step function is an error).
 
 import math
 
-from . import _ops, _strategy_context, random
+from . import _lib, _ops, _strategy_context, random
 from ._device import current_device, device
 from ._tensor import Tensor, Variable
 
@@ -67,10 +67,14 @@ class Dense(Layer):
     def __init__(self, units, activation=None, use_bias=True, input_dim=None, input_shape=None,
                  seed=None, name=None):
         super().__init__(name)
-        if not isinstance(units, int) or isinstance(units, bool) or units <= 0:
+        try:
+            n = _lib.index(units, "units")
+        except TypeError:
+            n = 0
+        if n <= 0:
             raise ValueError("Received an invalid value for `units`, expected a positive "
                              "integer. Received: units=%r" % (units,))
-        self.units = units
+        self.units = n
         self.activation = _activation(activation)
         self.use_bias = bool(use_bias)
         self.seed = random._seed(seed)
@@ -78,7 +82,7 @@ class Dense(Layer):
         self._strategy = _strategy_context.mirroring_strategy()
         self.kernel = self.bias = None
         if input_shape is not None:
-            input_dim = input_shape[-1]
+            input_dim = tuple(input_shape)[-1]  # None: unknown until the first call
         if input_dim is not None:
             self.build(input_dim)
 
@@ -91,7 +95,7 @@ class Dense(Layer):
                 "layer %r, made under strategy.scope(), is built inside strategy.run: its "
                 "variables must be made once for every replica. Give it input_dim (or call it "
                 "once) under strategy.scope()" % self.name)
-        input_dim = int(input_dim)
+        input_dim = _lib.index(input_dim, "input_dim")
         r = math.sqrt(6.0 / (input_dim + self.units))  # Glorot (Xavier) uniform
         # Mirrored: the initial values are made on the host, then copied to
         # each replica, so no replica's device holds more than another's.

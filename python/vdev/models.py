@@ -3,6 +3,7 @@ layers with the seeds vdev's C ``vdev_mlp_new`` uses, so a model built here
 starts from the same weights as the C model of the same seed (and trains to
 the same numbers)."""
 
+from . import _lib
 from .layers import Dense, Layer
 
 
@@ -38,13 +39,13 @@ class MLP(Sequential):
     seed * 1000003 + i * 7919 + 1, as in vdev_mlp_new."""
 
     def __init__(self, sizes, activation="relu", output_activation=None, seed=0, name=None):
-        sizes = [int(s) for s in sizes]
+        sizes = [_lib.index(s, "an MLP's sizes") for s in sizes]
         if len(sizes) < 2:
             raise ValueError("an MLP needs at least two sizes, got %r" % (sizes,))
         layers = []
         for i in range(len(sizes) - 1):
             act = output_activation if i + 2 == len(sizes) else activation
-            s = (int(seed) * 1000003 + i * 7919 + 1) & (2**64 - 1)
+            s = (_lib.index(seed, "seed") * 1000003 + i * 7919 + 1) & (2**64 - 1)
             layers.append(Dense(sizes[i + 1], activation=act, input_dim=sizes[i], seed=s,
                                 name="dense_%d" % i))
         super().__init__(layers, name)

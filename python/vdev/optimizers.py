@@ -3,11 +3,21 @@ arguments and defaults. ``apply_gradients(zip(grads, vars))`` updates each
 variable in place on its own device with one fused op there; the optimizer's
 slots (momentum; Adam's m and v) live beside each variable. An optimizer
 made under a MirroredStrategy's scope is one vdev optimizer per replica, as
-each replica needs its own state, and is used inside strategy.run."""
+each replica needs its own state, and is used inside strategy.run.
+
+A pair whose gradient is None is skipped with Keras's warning ("Gradients do
+not exist for variables [...] when minimizing the loss.", on the "vdev"
+logger); all None is Keras's ValueError. An optimizer cannot be copied or
+pickled (TypeError): its slots live in vdev's C optimizer, which the C API
+does not expose."""
+
+import logging
 
 from . import _lib, _strategy_context
 from ._lib import lib
 from ._tensor import Tensor, Variable
+
+_log = logging.getLogger("vdev")
 
 
 class Optimizer:
@@ -48,6 +58,10 @@ class Optimizer:
         if not kept:
             raise ValueError("No gradients provided for any variable: (%s,). Provided "
                              "`grads_and_vars` is %r." % ([v.name for _, v in pairs], pairs))
+        if len(kept) < len(pairs):
+            # Keras 2.x: a warning, and the variables without a gradient are skipped.
+            _log.warning("Gradients do not exist for variables %s when minimizing the loss.",
+                         [v.name for g, v in pairs if g is None])
         ctx = _strategy_context.replica()
         if ctx is None and self._replica_h is not None:
             raise RuntimeError("`apply_gradients() cannot be called in cross-replica context. "
@@ -79,6 +93,13 @@ class Optimizer:
         var_list = list(var_list)
         grads = tape.gradient(value, var_list)
         self.apply_gradients(zip(grads, var_list))
+
+    def _no_copy(self, *args):
+        raise TypeError("cannot copy or pickle a vdev optimizer (%s): its state (slots, step "
+                        "count) lives in vdev's C optimizer, which cannot be copied; make a new "
+                        "one" % self.name)
+
+    __copy__ = __deepcopy__ = __reduce_ex__ = _no_copy
 
     def __del__(self, _free=lib.vdev_optimizer_free):
         h, self._h = getattr(self, "_h", None), None

@@ -18,12 +18,12 @@ _next = [0x5eed]
 def set_seed(seed):
     """Restarts the counter that seed=None draws from."""
     with _lock:
-        _next[0] = int(seed) & (2**64 - 1)
+        _next[0] = _lib.index(seed, "seed") & (2**64 - 1)
 
 
 def _seed(seed):
     if seed is not None:
-        return int(seed) & (2**64 - 1)
+        return _lib.index(seed, "seed") & (2**64 - 1)
     with _lock:
         s = _next[0]
         _next[0] = (s + 0x9E3779B97F4A7C15) & (2**64 - 1)

@@ -279,9 +279,12 @@ VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *htape, const vdev_tens
     const struct vdev_tens *loss = vdev_tens_use(hloss, "vdev_tape_gradient");
     if (!loss)
         return VDEV_ERR_INVALID_ARG;
-    if (loss->numel != 1 || loss->dtype != VDEV_F32)
+    /* A loss of several elements stands for their sum, as in TensorFlow: the
+     * seed below is ones of the loss's shape. */
+    if (loss->dtype != VDEV_F32)
         return vdev_error(VDEV_ERR_INVALID_ARG,
-                          "vdev_tape_gradient: the loss must be a one-element float tensor");
+                          "vdev_tape_gradient: the loss is %s; gradients are of float tensors",
+                          vdev_dtype_name(loss->dtype));
 
     struct gmap m;
     m.cap = 64;

@@ -23,6 +23,7 @@ memory_floor and memory_priority), which change at run time with
 
 import collections
 import ctypes
+import math
 import numbers
 
 from .. import _lib
@@ -73,10 +74,17 @@ def priority_code(priority, what="memory_priority"):
 
 
 def _mib(value, what):
-    """A size in MiB (TensorFlow's unit) as bytes, whole MiB as TensorFlow."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value < 0:
+    """A size in MiB (TensorFlow's unit) as bytes, whole MiB as TensorFlow.
+    vdev holds sizes in 64 bits: a size of 2**44 MiB or more is a ValueError,
+    as set_memory_limits says of bytes."""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0
+            or value == math.inf):
         raise ValueError("%s must be a number of MiB >= 0, not %r" % (what, value))
-    return int(value) << 20
+    b = int(value) << 20
+    if b >= 1 << 64:
+        raise ValueError("%s must be below 2**64 bytes: %r MiB is %d bytes"
+                         % (what, value, b))
+    return b
 
 
 _VALUE = {_lib.INVALID_ARG: ValueError, _lib.NOT_FOUND: ValueError}
@@ -188,7 +196,17 @@ def set_logical_device_configuration(device, logical_devices):
     memory_floor, memory_priority), the CPU with LogicalDeviceConfiguration()
     each. An empty list removes the split."""
     name = _check_physical(device)
+    if isinstance(logical_devices, LogicalDeviceConfiguration):
+        raise TypeError("set_logical_device_configuration takes a list of "
+                        "LogicalDeviceConfiguration, not one: pass [%r]" % (logical_devices,))
+    if isinstance(logical_devices, (str, bytes)) or not hasattr(logical_devices, "__iter__"):
+        raise TypeError("set_logical_device_configuration takes a list of "
+                        "LogicalDeviceConfiguration, not %r" % (logical_devices,))
     logical_devices = list(logical_devices)
+    for v in logical_devices:
+        if not isinstance(v, LogicalDeviceConfiguration):
+            raise TypeError("set_logical_device_configuration takes a list of "
+                            "LogicalDeviceConfiguration; %r is not one" % (v,))
     if device.device_type == "CPU":
         for v in logical_devices:
             if v.memory_limit is not None:

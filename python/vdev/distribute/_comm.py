@@ -76,6 +76,17 @@ class Communicator:
         if getattr(self, "_h", None):
             self._free()
 
+    # Shared, as a strategy is: a copy is the communicator itself.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("cannot pickle a vdev Communicator: it holds vdev's collectives; make "
+                        "a new one where it is unpickled")
+
     def _handle(self):
         if self._h is None:
             raise RuntimeError("the communicator was freed (vdev.shutdown() frees every "
@@ -95,15 +106,15 @@ class Communicator:
         """Rank's tensors (f32, on its device, the same shapes on every rank)
         become, in place, their sum (or mean) over the ranks. Returns them."""
         ts = _tensor_list(tensors)
-        _lib.check(lib.vdev_comm_all_reduce(self._handle(), int(rank), handles_of(ts), len(ts),
-                                            reduce_code(reduce_op)))
+        _lib.check(lib.vdev_comm_all_reduce(self._handle(), _lib.index(rank, "rank"),
+                                            handles_of(ts), len(ts), reduce_code(reduce_op)))
         return tensors
 
     def broadcast(self, rank, tensors, root=0):
         """Every rank's tensors take root's values, in place. Returns them."""
         ts = _tensor_list(tensors)
-        _lib.check(lib.vdev_comm_broadcast(self._handle(), int(rank), handles_of(ts), len(ts),
-                                           int(root)))
+        _lib.check(lib.vdev_comm_broadcast(self._handle(), _lib.index(rank, "rank"),
+                                           handles_of(ts), len(ts), _lib.index(root, "root")))
         return tensors
 
     def all_gather(self, rank, input, output):
@@ -112,13 +123,13 @@ class Communicator:
         for t in (input, output):
             if not isinstance(t, Tensor):
                 raise TypeError("collectives take vdev tensors, not %r" % (t,))
-        _lib.check(lib.vdev_comm_all_gather(self._handle(), int(rank), input._handle,
+        _lib.check(lib.vdev_comm_all_gather(self._handle(), _lib.index(rank, "rank"), input._handle,
                                             output._handle))
         return output
 
     def barrier(self, rank):
         """Returns once every rank has called it."""
-        _lib.check(lib.vdev_comm_barrier(self._handle(), int(rank)))
+        _lib.check(lib.vdev_comm_barrier(self._handle(), _lib.index(rank, "rank")))
 
     def abort(self, rank, reason=None):
         """Rank gives up: every call in flight and every later one fails on
@@ -130,7 +141,7 @@ class Communicator:
         if isinstance(reason, errors.OpError):
             code = _CODES.get(reason.status, code)
         text = None if reason is None else str(reason)
-        _lib.check(lib.vdev_comm_abort(self._handle(), int(rank), code,
+        _lib.check(lib.vdev_comm_abort(self._handle(), _lib.index(rank, "rank"), code,
                                        None if text is None else text.encode("utf-8")))
 
     def __repr__(self):

@@ -305,6 +305,18 @@ class MirroredStrategy:
         if getattr(self, "_h", None):
             self._free()
 
+    # A strategy is a set of devices and their threads, shared as a device
+    # is: copies (a deepcopied model's layers) are the strategy itself.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("cannot pickle a vdev MirroredStrategy: it holds vdev's replica threads "
+                        "and collectives; make a new one where it is unpickled")
+
     def _handle_now(self):
         if self._h is None:
             raise RuntimeError("the strategy was freed (vdev.shutdown() frees every strategy)")
@@ -483,7 +495,8 @@ class MirroredStrategy:
         """vdev's own: get_memory_info of a replica's device."""
         from ..config.experimental import _memory_info_dict
         mi = _lib.MemoryInfoC()
-        _lib.check(lib.vdev_strategy_memory_info(self._handle_now(), int(replica),
+        _lib.check(lib.vdev_strategy_memory_info(self._handle_now(),
+                                                 _lib.index(replica, "replica"),
                                                  ctypes.byref(mi)), _VALUE)
         return _memory_info_dict(mi)
 

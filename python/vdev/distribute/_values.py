@@ -18,9 +18,11 @@ identical.
 
 import enum
 
+import numpy as np
+
 from .. import _lib
 from .._lib import lib
-from .._tensor import Variable, convert_to_tensor
+from .._tensor import Variable, _copy_raw, convert_to_tensor
 from .. import _strategy_context as _context
 
 
@@ -104,6 +106,9 @@ class _ReplicaView(Variable):
     def __del__(self):
         self._h = None
 
+    def _copy_type(self):
+        return Variable  # a copy owns its memory: a plain variable
+
 
 class MirroredVariable(Variable):
     """A variable made under ``strategy.scope()``: one copy per replica,
@@ -157,6 +162,40 @@ class MirroredVariable(Variable):
         if ctx is not None and ctx.strategy is self._strategy:
             return self._handles[ctx.replica_id_in_sync_group]
         return self._handles[0]
+
+    # ---- copies and pickling ----
+    def __deepcopy__(self, memo):
+        """A new MirroredVariable of the same strategy: each replica's copy
+        copied on its own device."""
+        hs = []
+        try:
+            for h in self._replica_handles():
+                c = _copy_raw(h)
+                v = lib.vdev_variable(c)
+                if not v:
+                    err = _lib.error()
+                    lib.vdev_tensor_free(c)
+                    raise err
+                hs.append(v)
+        except BaseException:
+            for h in hs:
+                lib.vdev_tensor_free(h)
+            raise
+        out = object.__new__(type(self))
+        out._handles = tuple(hs)
+        out._h = hs[0]
+        out._strategy = self._strategy
+        out.trainable = self.trainable
+        out.name = self.name
+        return out
+
+    def __reduce__(self):
+        """Pickles by value (replica 0's, as reads outside strategy.run
+        give): unpickling makes ``vdev.Variable(value, trainable, name)``,
+        which under a strategy's scope is a MirroredVariable of that strategy,
+        else a plain variable on the current device scope."""
+        return _mirrored_from_pickle, (np.asarray(self.numpy()), self.dtype.name,
+                                       self.trainable, self.name)
 
     def _replica_handles(self):
         if not self._handles:
@@ -216,6 +255,10 @@ def mirror_tensor(strategy, tensor, trainable=True, name=None):
         h, tensor._h = tensor._h, None
         if h:
             lib.vdev_tensor_free(h)
+
+
+def _mirrored_from_pickle(array, dtype, trainable, name):
+    return Variable(array, trainable=trainable, name=name, dtype=dtype)
 
 
 def handles_of(values):

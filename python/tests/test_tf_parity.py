@@ -1,0 +1,367 @@
+"""Where the package follows TensorFlow more closely than it did: copies and
+pickles of tensors, variables and models by value, reflected ``**``, numpy
+integers wherever a whole number is taken, MiB sizes that do not fit 64 bits,
+a single LogicalDeviceConfiguration, ``vdev.device(None)`` and
+``vdev.device('')``, strict placement advice in Python's words, argmax over
+any axis (axis=None: 0), the implicit sum of a non-scalar gradient target,
+and Keras's warning for variables without a gradient."""
+import copy
+import gc
+import logging
+import pickle
+
+import numpy as np
+import pytest
+
+import vdev
+
+LONG = "/job:localhost/replica:0/task:0"
+
+
+# ---- 1. copy, deepcopy and pickle ----
+
+def test_deepcopy_tensor_is_independent():
+    with vdev.device("GPU:1"):
+        v = vdev.Variable([1.0, 2.0])
+    view = vdev.reshape(v, [2, 1])  # a view of the variable's memory
+    c = copy.deepcopy(view)
+    assert c is not view and c._h != view._h
+    assert c.device == LONG + "/device:GPU:1" and c.dtype is vdev.float32
+    v.assign([5.0, 6.0])
+    assert view.numpy().tolist() == [[5.0], [6.0]]
+    assert c.numpy().tolist() == [[1.0], [2.0]]  # a copy, not the view
+    del view
+    gc.collect()
+    assert c.numpy().tolist() == [[1.0], [2.0]]
+    t = vdev.constant([1, 2])
+    assert copy.copy(t) is t  # immutable: itself, as TensorFlow's EagerTensor
+    d = copy.deepcopy(t)
+    assert d.dtype is vdev.int32 and d.numpy().tolist() == [1, 2] and d._h != t._h
+
+
+@pytest.mark.parametrize("copier", [copy.copy, copy.deepcopy])
+def test_copy_variable_is_a_new_variable(copier):
+    with vdev.device("GPU:2"):
+        v = vdev.Variable([1.0, 2.0], trainable=False, name="w")
+    c = copier(v)
+    assert type(c) is vdev.Variable and c._h != v._h
+    assert c.trainable is False and c.name == "w"
+    assert c.device == LONG + "/device:GPU:2" and c.dtype is vdev.float32
+    v.assign([3.0, 4.0])
+    assert c.numpy().tolist() == [1.0, 2.0]
+    c.assign_add([1.0, 1.0])
+    assert v.numpy().tolist() == [3.0, 4.0]
+    del v
+    gc.collect()
+    assert c.numpy().tolist() == [2.0, 3.0]
+    with vdev.GradientTape() as tape:  # the copy is a variable tapes differentiate against
+        loss = vdev.reduce_sum(c * c)
+    assert tape.gradient(loss, c).numpy().tolist() == [4.0, 6.0]
+
+
+def test_deepcopy_model_is_independent():
+    with vdev.device("GPU:1"):
+        m = vdev.models.MLP([4, 8, 2], seed=1)
+    m2 = copy.deepcopy(m)
+    x = np.ones((3, 4), np.float32)
+    want = m(x).numpy()
+    np.testing.assert_array_equal(m2(x).numpy(), want)
+    assert m2.layers[0].kernel is m2.trainable_variables[0]  # one copy per variable
+    assert all(a._h != b._h for a, b in zip(m.variables, m2.variables))
+    assert all(b.device == LONG + "/device:GPU:1" for b in m2.variables)
+    opt = vdev.optimizers.SGD(0.5)
+    with vdev.GradientTape() as tape:
+        loss = vdev.reduce_mean(vdev.square(m(x)))
+    opt.apply_gradients(zip(tape.gradient(loss, m.trainable_variables), m.trainable_variables))
+    assert not np.array_equal(m(x).numpy(), want)
+    np.testing.assert_array_equal(m2(x).numpy(), want)  # training m left m2 alone
+    del m, opt, tape, loss
+    gc.collect()
+    np.testing.assert_array_equal(m2(x).numpy(), want)
+
+
+def test_pickle_by_value():
+    with vdev.device("GPU:2"):
+        t = vdev.constant([[1.0, 2.0]])
+        v = vdev.Variable([3, 4], trainable=False, name="counts")
+        m = vdev.models.MLP([4, 8, 2], seed=2)
+    t2 = pickle.loads(pickle.dumps(t))
+    assert type(t2) is vdev.Tensor and t2._h != t._h
+    assert t2.numpy().tolist() == [[1.0, 2.0]] and t2.device == LONG + "/device:GPU:2"
+    v2 = pickle.loads(pickle.dumps(v))
+    assert type(v2) is vdev.Variable and v2.dtype is vdev.int32
+    assert v2.numpy().tolist() == [3, 4] and v2.trainable is False and v2.name == "counts"
+    assert v2.device == LONG + "/device:GPU:2"
+    x = np.ones((2, 4), np.float32)
+    m2 = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(m2(x).numpy(), m(x).numpy())
+    assert m2.variables[0].device == LONG + "/device:GPU:2"
+    s = pickle.loads(pickle.dumps(vdev.constant(2.5)))
+    assert s.shape == () and float(s) == 2.5
+
+
+def test_pickle_to_a_missing_device():
+    with vdev.device("GPU:2"):
+        data = pickle.dumps(vdev.constant([1.0]))
+    vdev.shutdown()
+    vdev.config.set_visible_devices(vdev.config.list_physical_devices("GPU")[:1], "GPU")
+    with pytest.raises(RuntimeError) as e:
+        pickle.loads(data)
+    assert str(e.value) == LONG + "/device:GPU:2 unknown device (there is 1 logical GPU)"
+
+
+def test_things_that_cannot_be_copied():
+    opt = vdev.optimizers.Adam()
+    for f in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError) as e:
+            f(opt)
+        assert str(e.value) == ("cannot copy or pickle a vdev optimizer (Adam): its state "
+                                "(slots, step count) lives in vdev's C optimizer, which cannot "
+                                "be copied; make a new one")
+        with pytest.raises(TypeError) as e:
+            f(vdev.GradientTape())
+        assert str(e.value) == ("cannot copy or pickle a vdev.GradientTape: it holds vdev's "
+                                "recording")
+
+
+def test_copies_of_mirrored_variables():
+    strategy = vdev.distribute.MirroredStrategy(["GPU:0", "GPU:1"])
+    with strategy.scope():
+        v = vdev.Variable([1.0, 2.0], name="mv")
+    c = copy.deepcopy(v)
+    assert type(c) is type(v) and c._strategy is strategy
+    assert [r.device for r in c.values] == [r.device for r in v.values]
+    v.assign([7.0, 8.0])
+    assert [r.numpy().tolist() for r in c.values] == [[1.0, 2.0], [1.0, 2.0]]
+    r = copy.deepcopy(v.values[1])  # one replica's copy: a variable of its own
+    assert type(r) is vdev.Variable and r.device == LONG + "/device:GPU:1"
+    assert r.numpy().tolist() == [7.0, 8.0]
+    assert copy.deepcopy(strategy) is strategy
+    with pytest.raises(TypeError):
+        pickle.dumps(strategy)
+    p = pickle.loads(pickle.dumps(v))  # outside any strategy: a plain variable
+    assert type(p) is vdev.Variable and p.numpy().tolist() == [7.0, 8.0] and p.name == "mv"
+    with strategy.scope():
+        q = pickle.loads(pickle.dumps(v))
+    assert type(q) is type(v) and [x.numpy().tolist() for x in q.values] == [[7.0, 8.0]] * 2
+
+
+# ---- 2. MiB sizes beyond 64 bits ----
+
+@pytest.mark.parametrize("field", ["memory_limit", "memory_floor"])
+def test_mib_beyond_64_bits(field):
+    L = vdev.config.LogicalDeviceConfiguration
+    gpu = vdev.config.list_physical_devices("GPU")[0]
+    kw = {"memory_limit": 1024} if field == "memory_floor" else {}
+    for mib in (2**44, 2**44 + 1, 2**60):
+        kw[field] = mib
+        with pytest.raises(ValueError) as e:
+            vdev.config.set_logical_device_configuration(gpu, [L(**kw)])
+        assert str(e.value) == "%s must be below 2**64 bytes: %d MiB is %d bytes" % (
+            field, mib, mib << 20)
+    assert vdev.config.get_logical_device_configuration(gpu) is None  # nothing was set
+    with pytest.raises(ValueError) as e:
+        vdev.config.set_logical_device_configuration(gpu, [L(memory_limit=float("inf"))])
+    assert str(e.value) == "memory_limit must be a number of MiB >= 0, not inf"
+
+
+# ---- 3. reflected operators ----
+
+def test_reflected_operators():
+    a = vdev.constant([1.0, 2.0, 3.0])
+    na = a.numpy()
+    np.testing.assert_allclose((2 ** a).numpy(), 2.0 ** na, rtol=1e-6)
+    np.testing.assert_allclose((0.5 ** a).numpy(), 0.5 ** na, rtol=1e-6)
+    np.testing.assert_allclose((np.float32(3) ** a).numpy(), 3.0 ** na, rtol=1e-6)
+    np.testing.assert_array_equal((1 ** a).numpy(), [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal((1 + a).numpy(), 1 + na)
+    np.testing.assert_array_equal((1 - a).numpy(), 1 - na)
+    np.testing.assert_array_equal((2 * a).numpy(), 2 * na)
+    np.testing.assert_array_equal((1 / a).numpy(), np.float32(1) / na)
+    m = vdev.constant([[1.0], [2.0]])
+    np.testing.assert_array_equal(([[1.0, 2.0]] @ m).numpy(), [[5.0]])
+    np.testing.assert_array_equal((np.array([[1.0, 2.0]], np.float32) @ m).numpy(), [[5.0]])
+    with pytest.raises(ValueError) as e:
+        (-2) ** a
+    assert str(e.value) == ("vdev computes number ** tensor as exp(tensor * log(number)), for a "
+                            "positive number, not -2")
+    w = vdev.Variable([1.0, 2.0])
+    with vdev.GradientTape() as tape:
+        y = vdev.reduce_sum(3 ** w)
+    np.testing.assert_allclose(tape.gradient(y, w).numpy(), np.log(3) * 3.0 ** np.array([1, 2]),
+                               rtol=1e-5)
+
+
+# ---- 4. variables without a gradient ----
+
+def test_apply_gradients_skips_none_with_keras_warning(caplog):
+    w = vdev.Variable([1.0], name="w")
+    u = vdev.Variable([5.0], name="u")
+    opt = vdev.optimizers.SGD(0.5)
+    with caplog.at_level(logging.WARNING, logger="vdev"):
+        opt.apply_gradients([(vdev.constant([2.0]), w), (None, u)])
+    assert w.numpy().tolist() == [0.0] and u.numpy().tolist() == [5.0]
+    assert [r.getMessage() for r in caplog.records] == [
+        "Gradients do not exist for variables ['u'] when minimizing the loss."]
+
+
+# ---- 5. one LogicalDeviceConfiguration instead of a list ----
+
+def test_single_logical_device_configuration():
+    L = vdev.config.LogicalDeviceConfiguration
+    gpu = vdev.config.list_physical_devices("GPU")[0]
+    with pytest.raises(TypeError) as e:
+        vdev.config.set_logical_device_configuration(gpu, L(memory_limit=1024))
+    assert str(e.value) == (
+        "set_logical_device_configuration takes a list of LogicalDeviceConfiguration, not one: "
+        "pass [LogicalDeviceConfiguration(memory_limit=1024, experimental_priority=None, "
+        "experimental_device_ordinal=None, memory_floor=None, memory_priority=None)]")
+    with pytest.raises(TypeError) as e:
+        vdev.config.set_logical_device_configuration(gpu, [1024])
+    assert str(e.value) == ("set_logical_device_configuration takes a list of "
+                            "LogicalDeviceConfiguration; 1024 is not one")
+    with pytest.raises(TypeError) as e:
+        vdev.config.set_logical_device_configuration(gpu, 1024)
+    assert str(e.value) == ("set_logical_device_configuration takes a list of "
+                            "LogicalDeviceConfiguration, not 1024")
+    vdev.config.set_logical_device_configuration(gpu, (L(memory_limit=1024),))  # a tuple is fine
+    assert vdev.config.get_logical_device_configuration(gpu) == [L(memory_limit=1024)]
+
+
+# ---- 6. numpy integers ----
+
+def test_numpy_integers_are_whole_numbers():
+    d = vdev.layers.Dense(np.int64(3), input_dim=np.int32(2), seed=np.uint8(4))
+    assert d.units == 3 and type(d.units) is int and d.kernel.shape == (2, 3)
+    ref = vdev.layers.Dense(3, input_dim=2, seed=4)
+    np.testing.assert_array_equal(d.kernel.numpy(), ref.kernel.numpy())
+    m = vdev.models.MLP([np.int64(4), np.int32(2)], seed=np.int64(1))
+    np.testing.assert_array_equal(m.variables[0].numpy(),
+                                  vdev.models.MLP([4, 2], seed=1).variables[0].numpy())
+    assert vdev.constant([1.0, 2.0]).gpu(np.int64(2)).device == LONG + "/device:GPU:2"
+    assert vdev.constant(1.0, shape=(np.int64(2),)).numpy().tolist() == [1.0, 1.0]
+    vdev.random.set_seed(np.int64(7))
+    for bad in (True, 3.0, 2.5, np.float32(3), "3"):
+        with pytest.raises(ValueError) as e:
+            vdev.layers.Dense(bad)
+        assert str(e.value) == ("Received an invalid value for `units`, expected a positive "
+                                "integer. Received: units=%r" % (bad,))
+    for bad in (True, 2.0):
+        with pytest.raises(TypeError) as e:
+            vdev.models.MLP([4, bad])
+        assert str(e.value) == "an MLP's sizes must be an integer, not %r" % (bad,)
+        with pytest.raises(TypeError) as e:
+            vdev.layers.Dense(3, input_dim=bad)
+        assert str(e.value) == "input_dim must be an integer, not %r" % (bad,)
+        with pytest.raises(TypeError) as e:
+            vdev.random.uniform([2], seed=bad)
+        assert str(e.value) == "seed must be an integer, not %r" % (bad,)
+        with pytest.raises(TypeError) as e:
+            vdev.constant([1.0]).gpu(bad)
+        assert str(e.value) == "gpu_index must be an integer, not %r" % (bad,)
+        with pytest.raises(TypeError) as e:
+            vdev.constant(1.0, shape=(bad,))
+        assert str(e.value) == "shape must be a sequence of ints, not (%r,)" % (bad,)
+
+
+# ---- 7. vdev.device(None) and vdev.device('') ----
+
+def test_device_none_clears_and_empty_keeps():
+    cur = vdev._device.current_device
+    with vdev.device("GPU:1"):
+        with vdev.device(""):
+            assert cur() == LONG + "/device:GPU:1"
+            assert vdev.constant([1.0]).device == LONG + "/device:GPU:1"
+        with vdev.device("GPU:2"):
+            with vdev.device(None):
+                assert cur() is None
+                assert vdev.constant([1.0]).device == LONG + "/device:GPU:0"  # the default
+                with vdev.device("GPU:1"):
+                    x = vdev.constant([1.0])
+                assert (x + 1).device == LONG + "/device:GPU:1"  # follows its input
+                d = vdev.layers.Dense(2, input_dim=1)
+                assert d.kernel.device == LONG + "/device:GPU:0"
+            assert cur() == LONG + "/device:GPU:2"
+            assert vdev.constant([1.0]).device == LONG + "/device:GPU:2"
+        assert cur() == LONG + "/device:GPU:1"
+    assert cur() is None
+    with vdev.device(None):
+        assert cur() is None
+    with pytest.raises(ValueError) as e:
+        vdev.device(1)
+    assert str(e.value) == "Expecting a string device name. Got <class 'int'>(1)"
+
+
+# ---- 8. strict placement advice in Python's words ----
+
+def test_strict_placement_advice_is_python():
+    with vdev.device("GPU:1"):
+        a = vdev.constant([1.0])
+    with vdev.device("GPU:2"):
+        b = vdev.constant([1.0])
+    vdev.placement.set_policy("strict")
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        with vdev.device("GPU:2"):
+            a + b
+    want = ("Tensors on conflicting devices: cannot compute AddV2 as input #0 was expected to be "
+            "on {0}/device:GPU:2 but is actually on {0}/device:GPU:1 (operation running on "
+            "{0}/device:GPU:2). Copy it explicitly with vdev.identity(x) under `with "
+            "vdev.device(...)`, or x.cpu() / x.gpu(i), or use "
+            "vdev.placement.set_policy('copy')").format(LONG)
+    assert str(e.value) == want and e.value.message == want
+    assert e.value.status == "VDEV_ERR_PLACEMENT"
+    with vdev.device("GPU:2"):  # the advice works
+        assert (vdev.identity(a) + b).numpy().tolist() == [2.0]
+        assert (a.gpu(2) + b).numpy().tolist() == [2.0]
+    vdev.placement.set_policy("copy")
+    with vdev.device("GPU:2"):
+        assert (a + b).numpy().tolist() == [2.0]
+
+
+# ---- 9. argmax over any axis, axis=None meaning 0 ----
+
+def test_argmax_any_axis():
+    rng = np.random.default_rng(0)
+    for shape in [(5,), (3, 4), (2, 3, 4), (2, 3, 4, 5), (4, 1)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        for axis in [None] + list(range(-len(shape), len(shape))):
+            got = vdev.argmax(x, axis=axis)
+            want = np.argmax(x, axis=0 if axis is None else axis)
+            assert got.dtype is vdev.int32 and got.shape == want.shape
+            np.testing.assert_array_equal(got.numpy(), want)
+    x = vdev.constant([[1.0, 9.0, 3.0], [4.0, 5.0, 6.0]])
+    assert vdev.argmax(x).numpy().tolist() == [1, 0, 1]  # TensorFlow's axis 0
+    assert vdev.math.argmax(x, 1).numpy().tolist() == [1, 2]
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        vdev.argmax(x, axis=2)
+    assert str(e.value) == "Expected dimension in the range [-2, 2), but got 2"
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        vdev.argmax(np.zeros((0, 3), np.float32))
+    assert str(e.value) == "Reduction axis 0 is empty in shape [0, 3]"
+
+
+# ---- 10. a non-scalar target is summed ----
+
+def test_gradient_of_non_scalar_target_is_summed():
+    w = vdev.Variable([[1.0, 2.0], [3.0, 4.0]])
+    x = vdev.constant([[1.0, -1.0], [0.5, 2.0]])
+    with vdev.GradientTape() as tape:
+        y = w * w * x  # [2, 2]
+        g = tape.gradient(y, w)
+    np.testing.assert_allclose(g.numpy(), 2 * w.numpy() * x.numpy())
+    with vdev.GradientTape(persistent=True) as tape:
+        y = vdev.matmul(x, w)
+        gs = tape.gradient(y, [w])
+    with vdev.GradientTape() as tape2:
+        s = vdev.reduce_sum(vdev.matmul(x, w))
+    np.testing.assert_allclose(gs[0].numpy(), tape2.gradient(s, w).numpy())
+    # after the block too (the tape seeds ones of the target's shape)
+    with vdev.GradientTape() as tape:
+        y = w * 3.0
+    assert tape.gradient(y, w).numpy().tolist() == [[3.0, 3.0], [3.0, 3.0]]
+    with vdev.GradientTape() as tape:
+        w * 1.0
+    li = vdev.constant([1, 2])
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        tape.gradient(li, w)
+    assert str(e.value) == "vdev_tape_gradient: the loss is int32; gradients are of float tensors"
