@@ -347,7 +347,8 @@ static void test_budget_exceeded(void)
     CHECK_OK(vdev_config_set_logical_devices(
         "GPU:0", (const uint64_t[]){UINT64_MAX - 255, UINT64_MAX - 255, GiB}, 3));
     EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG, "/physical_device:GPU:0: its 3 logical devices' "
-                                             "limits sum to");
+                                             "limits sum to more than 16.00 EiB (2^64 - 1 "
+                                             "bytes), more than the card's budget");
     CHECK(!vdev_is_initialized());
 }
 

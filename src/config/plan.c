@@ -282,10 +282,18 @@ static enum vdev_status over_budget(int gpu, int n_log, const char *what, uint64
     vdev_config_var_label("VDEV_LOGICAL_DEVICES", label, sizeof label);
     if (from_env && strcmp(label, "VDEV_LOGICAL_DEVICES") != 0)
         snprintf(from, sizeof from, " (%s)", label);
+    /* a sum past 2^64 - 1 was held there (build_plan): say "more than" */
+    char amount[96];
+    if (sum == UINT64_MAX && n_log)
+        snprintf(amount, sizeof amount, "more than %s (2^64 - 1 bytes)",
+                 vdev_format_bytes(sum, b1, sizeof b1));
+    else
+        snprintf(amount, sizeof amount, "%s (%llu bytes)", vdev_format_bytes(sum, b1, sizeof b1),
+                 (unsigned long long)sum);
     return vdev_error(VDEV_ERR_CONFIG,
-                      "/physical_device:GPU:%d: %s %s (%llu bytes), more than the card's budget "
+                      "/physical_device:GPU:%d: %s %s, more than the card's budget "
                       "of %s (%llu bytes: %s)%s",
-                      gpu, whose, vdev_format_bytes(sum, b1, sizeof b1), (unsigned long long)sum,
+                      gpu, whose, amount,
                       vdev_format_bytes(budget, b2, sizeof b2), (unsigned long long)budget, how,
                       from);
 }
