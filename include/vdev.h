@@ -611,6 +611,17 @@ VDEV_API vdev_tape_t *vdev_tape_begin(void);
 VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *tape, const vdev_tensor_t *loss,
                                              vdev_tensor_t *const *vars, int n_vars,
                                              vdev_tensor_t **grads);
+/* What a variable the loss does not reach gets (TensorFlow's
+ * UnconnectedGradients): zeros of its shape, or NULL (TensorFlow's None). */
+enum vdev_unconnected { VDEV_UNCONNECTED_ZERO = 0, VDEV_UNCONNECTED_NONE = 1 };
+/* vdev_tape_gradient, choosing what an unconnected variable gets; with
+ * VDEV_UNCONNECTED_NONE a NULL gradient on success means "not reached", and
+ * every other gradient is set. Another value of `unconnected` is
+ * VDEV_ERR_INVALID_ARG. */
+VDEV_API enum vdev_status vdev_tape_gradient_ex(vdev_tape_t *tape, const vdev_tensor_t *loss,
+                                                vdev_tensor_t *const *vars, int n_vars,
+                                                vdev_tensor_t **grads,
+                                                enum vdev_unconnected unconnected);
 /* Stops recording (if still) and frees the tape. NULL is a no-op; a tape
  * ended already is VDEV_ERR_INVALID_ARG. */
 VDEV_API void vdev_tape_end(vdev_tape_t *tape);

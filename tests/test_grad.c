@@ -436,6 +436,24 @@ static void test_used_twice_and_unused(const char *dev)
     CHECK(ok);
     CHECK(vdev_tensor_ndim(g[1]) == 2 && vdev_tensor_dim(g[1], 0) == 3);
     CHECK_STR(vdev_tensor_device(g[1]), vdev_tensor_device(u));
+    /* TensorFlow's UnconnectedGradients.NONE: NULL for u, x's gradient the same */
+    t = vdev_tape_begin();
+    loss = vdev_add(vdev_sum_all(vdev_mul(x, x)), vdev_sum_all(vdev_mul_scalar(x, 2)));
+    vdev_tensor_t *gn[2];
+    CHECK_OK(vdev_tape_gradient_ex(t, loss, vars, 2, gn, VDEV_UNCONNECTED_NONE));
+    CHECK(gn[0] != NULL && gn[1] == NULL);
+    float gx2[6];
+    CHECK_OK(vdev_tensor_to_host(gn[0], gx2, sizeof gx2));
+    CHECK(memcmp(gx, gx2, sizeof gx) == 0);
+    CHECK_OK(vdev_tape_gradient_ex(t, loss, vars, 2, gn, VDEV_UNCONNECTED_ZERO));
+    CHECK(gn[1] != NULL && vdev_tensor_dim(gn[1], 1) == 2);
+    gn[1] = u;
+    CHECK_STATUS(vdev_tape_gradient_ex(t, loss, vars, 2, gn, (enum vdev_unconnected)2),
+                 VDEV_ERR_INVALID_ARG);
+    CHECK_STR(vdev_last_error(), "vdev_tape_gradient_ex: unconnected is 2, not "
+                                 "VDEV_UNCONNECTED_ZERO or VDEV_UNCONNECTED_NONE");
+    CHECK(gn[0] == NULL && gn[1] == NULL);
+    vdev_tape_end(t);
     vdev_scope_end();
     vdev_tensor_free(x);
     vdev_tensor_free(u);

@@ -205,6 +205,30 @@ def test_apply_gradients_skips_none_with_keras_warning(caplog):
         "Gradients do not exist for variables ['u'] when minimizing the loss."]
 
 
+def test_unconnected_gradients_none_or_zero(caplog):
+    w = vdev.Variable([1.0, 2.0], name="w")
+    u = vdev.Variable([[5.0]], name="u")
+    x = vdev.constant([3.0, 4.0])
+    with vdev.GradientTape(persistent=True) as tape:
+        y = vdev.reduce_sum(w * x)
+    gw, gu = tape.gradient(y, [w, u])
+    assert gw.numpy().tolist() == [3.0, 4.0] and gu is None
+    gz = tape.gradient(y, [w, u], unconnected_gradients=vdev.UnconnectedGradients.ZERO)
+    assert gz[1].numpy().tolist() == [[0.0]]
+    assert tape.gradient(y, u, unconnected_gradients="zero").shape == (1, 1)
+    assert tape.gradient(y, u, unconnected_gradients="none") is None
+    with pytest.raises(ValueError) as e:
+        tape.gradient(y, u, unconnected_gradients="zeros")
+    assert str(e.value) == "Unknown value for unconnected_gradients: 'zeros'"
+    # minimize: the unreached variable is skipped with Keras's warning
+    opt = vdev.optimizers.SGD(0.5)
+    with caplog.at_level(logging.WARNING, logger="vdev"):
+        opt.minimize(lambda: vdev.reduce_sum(w * x), [w, u])
+    assert w.numpy().tolist() == [-0.5, 0.0] and u.numpy().tolist() == [[5.0]]
+    assert "Gradients do not exist for variables ['u'] when minimizing the loss." in \
+        [r.getMessage() for r in caplog.records]
+
+
 # ---- 5. one LogicalDeviceConfiguration instead of a list ----
 
 def test_single_logical_device_configuration():
@@ -364,4 +388,4 @@ def test_gradient_of_non_scalar_target_is_summed():
     li = vdev.constant([1, 2])
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
         tape.gradient(li, w)
-    assert str(e.value) == "vdev_tape_gradient: the loss is int32; gradients are of float tensors"
+    assert str(e.value) == "vdev_tape_gradient_ex: the loss is int32; gradients are of float tensors"

@@ -239,6 +239,8 @@ _PROTOS = {
     "vdev_tape_begin": (_h, []),
     "vdev_tape_gradient": (STATUS, [_h, _h, ctypes.POINTER(_h), ctypes.c_int,
                                     ctypes.POINTER(_h)]),
+    "vdev_tape_gradient_ex": (STATUS, [_h, _h, ctypes.POINTER(_h), ctypes.c_int,
+                                       ctypes.POINTER(_h), ctypes.c_int]),
     "vdev_tape_end": (None, [_h]),
     "vdev_sgd_new": (_h, [ctypes.c_float, ctypes.c_float]),
     "vdev_adam_new": (_h, [ctypes.c_float, ctypes.c_float, ctypes.c_float, ctypes.c_float]),

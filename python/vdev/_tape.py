@@ -15,9 +15,9 @@ A target of more than one element stands for its sum, as in TensorFlow
 (the gradient of reduce_sum(target)): vdev's tape seeds ones of the
 target's shape.
 
-Where vdev differs: a Variable the target does not depend on gets zeros,
-not TensorFlow's None (vdev's C tape hands back zeros for it and does not
-say which variables the target reached).
+A Variable the target does not reach gets None, as in TensorFlow
+(unconnected_gradients=UnconnectedGradients.NONE, the default), or zeros of
+its shape with UnconnectedGradients.ZERO (or the strings 'none', 'zero').
 """
 
 from . import _lib
@@ -49,6 +49,23 @@ def _pack(x, it):
     if isinstance(x, dict):
         return {k: _pack(x[k], it) for k in sorted(x)}
     return next(it)
+
+
+class UnconnectedGradients:
+    """What tape.gradient gives a source the target does not reach, as
+    tf.UnconnectedGradients: NONE (None, the default) or ZERO (zeros)."""
+    NONE = "none"
+    ZERO = "zero"
+
+
+def _unconnected(v):
+    """The C value (VDEV_UNCONNECTED_ZERO 0, _NONE 1) of an
+    unconnected_gradients argument."""
+    if v is None or v == UnconnectedGradients.NONE:
+        return 1
+    if v == UnconnectedGradients.ZERO:
+        return 0
+    raise ValueError("Unknown value for unconnected_gradients: %r" % (v,))
 
 
 class GradientTape:
@@ -87,7 +104,8 @@ class GradientTape:
                 raise ValueError("vdev differentiates with respect to Variables only; %r is not "
                                  "one (make it a vdev.Variable)" % (t,))
 
-    def gradient(self, target, sources, output_gradients=None, unconnected_gradients=None):
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients=UnconnectedGradients.NONE):
         """The gradient of target with respect to each source, in the
         structure of sources. A target of more than one element stands for
         its sum, as TensorFlow's does."""
@@ -105,18 +123,19 @@ class GradientTape:
         for s in flat:
             if not isinstance(s, Tensor):
                 raise TypeError("sources must be vdev tensors or Variables, not %r" % (s,))
+        unconnected = _unconnected(unconnected_gradients)
         self._recording = False
         vars_ = [s for s in flat if isinstance(s, Variable)]
         n = len(vars_)
         hv = _lib.handles([v._handle for v in vars_])
         hg = _lib.handles([None] * n)
-        st = lib.vdev_tape_gradient(self._h, target._handle, hv, n, hg)
+        st = lib.vdev_tape_gradient_ex(self._h, target._handle, hv, n, hg, unconnected)
         if not self._persistent:
             lib.vdev_tape_end(self._h)
             self._h = None
             self._used = True
         _lib.check(st)
-        grads = iter([Tensor(hg[i]) for i in range(n)])
+        grads = iter([Tensor(hg[i]) if hg[i] else None for i in range(n)])
         out = [next(grads) if isinstance(s, Variable) else None for s in flat]
         return _pack(sources, iter(out)) if isinstance(sources, (list, tuple, dict)) else out[0]
 

@@ -253,37 +253,40 @@ static enum vdev_status accumulate(struct gmap *m, const struct vdev_tens *key,
     return VDEV_OK;
 }
 
-VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
-                                             vdev_tensor_t *const *hvars, int n_vars,
-                                             vdev_tensor_t **grads)
+/* vdev_tape_gradient and vdev_tape_gradient_ex: `none` gives NULL instead of
+ * zeros for a variable the loss does not reach; fn names the call. */
+static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
+                                 vdev_tensor_t *const *hvars, int n_vars, vdev_tensor_t **grads,
+                                 int none, const char *fn)
 {
     if (!htape || n_vars < 0 || (n_vars && (!hvars || !grads)))
-        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tape_gradient: bad arguments");
+        return vdev_error(VDEV_ERR_INVALID_ARG, "%s: bad arguments", fn);
     /* On any failure every gradient is NULL, early returns included. */
     for (int i = 0; i < n_vars; i++)
         grads[i] = NULL;
-    struct tape *t = tape_of(htape, "vdev_tape_gradient");
+    struct tape *t = tape_of(htape, fn);
     if (!t)
         return VDEV_ERR_INVALID_ARG;
-    enum vdev_status st = check_thread(t, "vdev_tape_gradient");
+    enum vdev_status st = check_thread(t, fn);
     if (st != VDEV_OK)
         return st;
     stop(t);
     if (t->rgen != vdev_runtime_generation() || !vdev_is_initialized())
         return vdev_error(VDEV_ERR_INVALID_ARG,
-                          "vdev_tape_gradient: the tape belongs to a runtime that was shut down "
-                          "(begun before vdev_shutdown)");
+                          "%s: the tape belongs to a runtime that was shut down (begun before "
+                          "vdev_shutdown)",
+                          fn);
     if (!hloss)
         return vdev_last_status() != VDEV_OK ? vdev_last_status()
                                              : vdev_error(VDEV_ERR_INVALID_ARG, "loss is NULL");
-    const struct vdev_tens *loss = vdev_tens_use(hloss, "vdev_tape_gradient");
+    const struct vdev_tens *loss = vdev_tens_use(hloss, fn);
     if (!loss)
         return VDEV_ERR_INVALID_ARG;
     /* A loss of several elements stands for their sum, as in TensorFlow: the
      * seed below is ones of the loss's shape. */
     if (loss->dtype != VDEV_F32)
         return vdev_error(VDEV_ERR_INVALID_ARG,
-                          "vdev_tape_gradient: the loss is %s; gradients are of float tensors",
+                          "%s: the loss is %s; gradients are of float tensors", fn,
                           vdev_dtype_name(loss->dtype));
 
     struct gmap m;
@@ -302,7 +305,7 @@ VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *htape, const vdev_tens
         return vdev_error(VDEV_ERR_OOM, "out of host memory computing gradients");
     }
     for (int i = 0; i < n_vars && st == VDEV_OK; i++)
-        if (!(vars[i] = vdev_tens_use(hvars[i], "vdev_tape_gradient")))
+        if (!(vars[i] = vdev_tens_use(hvars[i], fn)))
             st = VDEV_ERR_INVALID_ARG;
     if (st != VDEV_OK)
         goto done;
@@ -382,6 +385,8 @@ VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *htape, const vdev_tens
             g = m.vals[slot];
             /* A variable used on another device: its gradient comes home. */
             g = g->dev != vars[i]->dev ? vdev_tens_copy_to(g, vars[i]->dev) : vdev_tens_publish(g);
+        } else if (none) {
+            continue; /* unconnected: NULL, as TensorFlow's None */
         } else {
             g = vdev_tens_filled(vars[i]->dev, vars[i]->dtype, vars[i]->shape, vars[i]->ndim, 0.0);
         }
@@ -403,4 +408,28 @@ done:
             grads[i] = NULL;
         }
     return st;
+}
+
+VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *tape, const vdev_tensor_t *loss,
+                                             vdev_tensor_t *const *vars, int n,
+                                             vdev_tensor_t **grads)
+{
+    return gradient(tape, loss, vars, n, grads, 0, "vdev_tape_gradient");
+}
+
+VDEV_API enum vdev_status vdev_tape_gradient_ex(vdev_tape_t *tape, const vdev_tensor_t *loss,
+                                                vdev_tensor_t *const *vars, int n,
+                                                vdev_tensor_t **grads,
+                                                enum vdev_unconnected unconnected)
+{
+    if ((unsigned)unconnected > VDEV_UNCONNECTED_NONE) {
+        for (int i = 0; grads && i < n; i++)
+            grads[i] = NULL;
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "vdev_tape_gradient_ex: unconnected is %d, not VDEV_UNCONNECTED_ZERO "
+                          "or VDEV_UNCONNECTED_NONE",
+                          (int)unconnected);
+    }
+    return gradient(tape, loss, vars, n, grads, unconnected == VDEV_UNCONNECTED_NONE,
+                    "vdev_tape_gradient_ex");
 }
