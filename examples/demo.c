@@ -123,13 +123,19 @@ int demo_parse(int argc, char **argv, enum demo_scenario sc, struct demo_opts *o
 
 uint64_t demo_model_bytes(enum demo_scenario sc, long batch)
 {
-    /* Measured peaks in use (256-byte blocks) plus room for the allocator's
-     * growing regions: chain3's models (32-64-64-16 and alike, with their
-     * teachers) 0.4 MiB at batch 64, 38.6 MiB at 10000; split's 16-8192-4
-     * 42 MiB at batch 256. */
+    /* What the models allocate, and a quarter more for the allocator's
+     * regions. chain3's models (32-64-64-16 and alike, each with its teacher;
+     * tf_placement's 32-64-64-32) keep everything a step makes until its end:
+     * input, both forward passes, the gradients, about 1000 floats (4 KiB)
+     * per example, measured peaks 0.4 MiB at batch 64, 38.6 MiB at 10000;
+     * their weights and Adam's slots are 150 KiB. So 768 KiB and 5 KiB per
+     * example: the smallest limit each ran in without an OOM was below it at
+     * every batch tried, 1 to 100000 (4.26 KiB per example at 10000, 4.55 at
+     * 30000, 4.15 at 100000; tests/cli_demo.sh runs at the boundary). split's
+     * 16-8192-4: 42 MiB at batch 256. */
     if (sc == DEMO_SPLIT)
         return 8 * MIB + (uint64_t)batch * 192 * 1024;
-    return 4 * MIB + (uint64_t)batch * 6 * 1024;
+    return 768 * 1024 + (uint64_t)batch * 5 * 1024;
 }
 
 static int fail(const struct demo_opts *o, const char *what)
@@ -315,12 +321,15 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
     for (int k = 0; k < d->n; k++) {
         uint64_t want = sc == DEMO_TF_PLACEMENT && !o->vdev_placement && k == 0 ? 3 * need : need;
         if (d->limit_bytes[k] < want) {
+            /* At batch 1 there is no smaller batch to give: the GPU is too small. */
             fprintf(stderr,
-                    "%s: %s has %s, less than the %s %s at batch %ld; give a smaller --batch, "
-                    "or run on larger GPUs (VDEV_SIM_GPUS=%s)\n",
+                    "%s: %s has %s, less than the %s %s at batch %ld%s run on larger GPUs "
+                    "(VDEV_SIM_GPUS=%s)\n",
                     o->prog, d->name[k], vdev_format_bytes(d->limit_bytes[k], b1, sizeof b1),
                     vdev_format_bytes(want, b2, sizeof b2),
                     want > need ? "the three models need there" : "its model needs", o->batch,
+                    o->batch > 1 ? "; give a smaller --batch, or"
+                                 : ", the smallest batch: the GPU is too small;",
                     sc == DEMO_SPLIT ? "1x8GiB" : "3x16GiB");
             return 1;
         }

@@ -1,27 +1,30 @@
 /* priority.c — a critical model keeps its share of a GPU while two secondary
  * models grow and shrink in what is left (`vdev demo --priority`).
  *
- * "Give the critical task a fixed share of memory and let the secondary
- * tasks use what is left; watch the memory info and adjust what they get."
- * One GPU (a simulated 3 GiB card where no GPU is present) is split into
- * three logical GPUs: the critical model's, with a floor and the critical
+ * "Give the critical task a fixed share of memory and let the secondary tasks
+ * use what is left; watch the memory info and adjust what they get." The first
+ * visible GPU (a simulated 3 GiB card where no GPU is present; with every GPU
+ * hidden, or a card with less than 501 MiB free, it stops, saying so) is split
+ * into three logical GPUs: the critical model's, with a floor and the critical
  * priority, and two secondary models' with no floor and low priority. Each
- * model trains in its own thread. The secondary models double their batch
- * every few steps; when an allocation fails they halve it and go on, and
- * when vdev tells them of memory pressure (their ceiling lowered below what
- * they hold) they halve it before the next step. A monitor thread runs the
- * policy loop below: the critical model keeps its peak and a quarter (at
- * least its floor); the rest is split between the secondary models in
- * proportion to what each used since the last look. The critical model
- * never sees an out-of-memory error: its floor is kept aside for it, and as
- * the highest priority it would take the others' cached memory first.
+ * model trains in its own thread. The secondary models double their batch every
+ * few steps; when an allocation fails they halve it and go on, and when vdev
+ * tells them of memory pressure (their ceiling lowered below what they hold)
+ * they halve it before the next step. A monitor thread runs the policy loop
+ * below: the critical model keeps its peak and a quarter (at least its floor);
+ * the rest is split between the secondary models in proportion to what each
+ * used since the last look. The critical model never sees an out-of-memory
+ * error: its floor is kept aside for it, and as the highest priority it would
+ * take the others' cached memory first.
  * Written with the public header alone. */
 #define _POSIX_C_SOURCE 200809L
 #include "vdev.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,17 @@
 
 #define MIB (1ull << 20)
 #define GIB (1ull << 30)
+
+/* The critical model (64 -> 1024 -> 8, batch 256) and its evaluation burst
+ * every tenth step, a forward pass of it and its teacher on 16 times the
+ * batch. */
+#define CRIT_IN 64
+#define CRIT_HIDDEN 1024
+#define CRIT_OUT 8
+#define CRIT_BATCH 256
+#define EVAL_TIMES 16
+/* The smallest ceiling the monitor gives a secondary model. */
+#define MIN_CEILING (64 * MIB)
 
 struct model {
     const char *name, *dev;
@@ -100,7 +114,7 @@ static void *train(void *arg)
         double t0 = vdev_clock_seconds();
         enum vdev_status st = step(m, m->batch, 1000 * (uint64_t)s + (uint64_t)m->in, 0);
         if (m->critical && st == VDEV_OK && s % 10 == 9)
-            st = step(m, 16 * m->batch, 7 + (uint64_t)s, 1);
+            st = step(m, EVAL_TIMES * m->batch, 7 + (uint64_t)s, 1);
         double dt = vdev_clock_seconds() - t0;
         if (st == VDEV_ERR_OOM) {
             m->ooms++;
@@ -180,53 +194,159 @@ static double median_ms(double *v, int n)
     return 1000.0 * v[n / 2];
 }
 
+#ifdef VDEV_EXAMPLE_NO_MAIN
+/* Under the vdev command (tools/cmd_demo.c): the usage of every scenario. */
+void vdev_demo_usage(FILE *f);
+#endif
+
+static void usage(FILE *f, const char *prog)
+{
+#ifdef VDEV_EXAMPLE_NO_MAIN
+    if (!strcmp(prog, "vdev demo")) {
+        vdev_demo_usage(f);
+        return;
+    }
+#endif
+    fprintf(f, "usage: %s [--steps N]\n\nA critical model keeps its share of one GPU while two "
+               "secondary models grow\nand shrink in the rest; a monitor thread moves their "
+               "ceilings. --steps N:\nthe secondary models' training steps (10 to 100000, default "
+               "40).\n",
+            prog);
+}
+
+/* A usage error: one line "PROG: what is wrong", then the usage, on stderr;
+ * exit status 2 (as examples/demo.c). */
+__attribute__((format(printf, 2, 3))) static int usage_error(const char *prog, const char *fmt,
+                                                              ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", prog);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n\n");
+    va_end(ap);
+    usage(stderr, prog);
+    return 2;
+}
+
+/* What the three models need of the arena: the critical model's peak in use
+ * (its evaluation burst: six batch x hidden activations, of the model and its
+ * teacher, live at once, with both models' weights and Adam's two slots),
+ * and half as much again (the monitor keeps a quarter more than the peak for
+ * it, and its allocator's regions round up), plus the smallest ceiling of
+ * each secondary model. 276 MiB. */
+static uint64_t arena_needed(void)
+{
+    uint64_t params = CRIT_IN * CRIT_HIDDEN + CRIT_HIDDEN + CRIT_HIDDEN * CRIT_OUT + CRIT_OUT;
+    uint64_t rows = (uint64_t)EVAL_TIMES * CRIT_BATCH;
+    uint64_t peak = 4 * (4 * params + rows * (CRIT_IN + 6 * CRIT_HIDDEN + 4 * CRIT_OUT));
+    return (peak * 3 / 2 + 2 * MIN_CEILING + MIB - 1) & ~(MIB - 1);
+}
+
+/* The arena the three share: what the card leaves (its free memory less
+ * vdev's driver reserve, at most 3 GiB, so the demo stays quick). */
+static uint64_t arena_of(uint64_t free_b)
+{
+    uint64_t reserve = free_b < 2 * GIB ? 225 * MIB : 1536 * MIB;
+    uint64_t arena = free_b > reserve ? free_b - reserve : free_b / 2;
+    return (arena > 3 * GIB ? 3 * GIB : arena) & ~(MIB - 1);
+}
+
+/* The least free memory whose arena is `need` (need <= 3 GiB). */
+static uint64_t free_needed(uint64_t need)
+{
+    if (need * 2 < 225 * MIB)
+        return need * 2;
+    if (need + 225 * MIB < 2 * GIB)
+        return need + 225 * MIB;
+    return need + 1536 * MIB < 2 * GIB ? 2 * GIB : need + 1536 * MIB;
+}
+
 int vdev_example_priority(int argc, char **argv);
 int vdev_example_priority(int argc, char **argv)
 {
-    const char *prog = "vdev demo --priority";
+    /* "vdev demo" under the vdev command (argv[0] "demo"), else the program. */
+    const char *a0 = argc > 0 && argv[0] ? argv[0] : "demo";
+    const char *prog = strrchr(a0, '/') ? strrchr(a0, '/') + 1 : a0;
+    if (!strcmp(prog, "demo"))
+        prog = "vdev demo";
     long steps = 40;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--steps") && i + 1 < argc && atol(argv[i + 1]) >= 10 &&
-            atol(argv[i + 1]) <= 100000) {
-            steps = atol(argv[++i]);
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: %s [--steps N]\n\nA critical model keeps its share of one GPU while "
-                   "two secondary models grow\nand shrink in the rest; a monitor thread moves "
-                   "their ceilings. --steps N:\nthe secondary models' training steps (10 to "
-                   "100000, default 40).\n",
-                   prog);
+        const char *a = argv[i];
+        if (!strcmp(a, "--steps")) {
+            if (i + 1 >= argc)
+                return usage_error(prog, "--steps needs a number");
+            char *end;
+            errno = 0;
+            long v = strtol(argv[i + 1], &end, 10);
+            if (end == argv[i + 1] || *end || errno || v < 10 || v > 100000)
+                return usage_error(prog, "--steps takes a whole number from 10 to 100000, not '%s'",
+                                   argv[i + 1]);
+            steps = v;
+            i++;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout, prog);
             return 0;
+        } else if (!strcmp(a, "--epochs") || !strcmp(a, "--batch") || !strcmp(a, "--seed") ||
+                   !strcmp(a, "--log-placement") || !strcmp(a, "--vdev-placement")) {
+            return usage_error(prog, "--priority takes --steps N and --report DIR, not %s", a);
         } else {
-            fprintf(stderr, "%s: unknown option '%s' (see --help)\n", prog, argv[i]);
-            return 2;
+            return usage_error(prog, "unknown option '%s'", a);
         }
     }
-    /* The card: the first GPU, or a simulated 3 GiB one. */
-    struct vdev_physical_device pd[2];
+    /* The card: the first visible GPU, or a simulated 3 GiB one where there
+     * is no GPU. */
     int n = 0;
-    if (vdev_list_physical_devices(pd, 2, &n) != VDEV_OK)
-        return fprintf(stderr, "%s: %s\n", prog, vdev_last_error()), 1;
+    if (vdev_list_physical_devices(NULL, 0, &n) != VDEV_OK)
+        return fprintf(stderr, "%s: devices: %s\n", prog, vdev_last_error()), 1;
     if (n < 2 && !getenv("VDEV_SIM_GPUS")) {
         setenv("VDEV_SIM_GPUS", "1x3GiB", 1);
         vdev_shutdown(); /* discover again */
-        if (vdev_list_physical_devices(pd, 2, &n) != VDEV_OK || n < 2)
+        if (vdev_list_physical_devices(NULL, 0, &n) != VDEV_OK || n < 2)
             return fprintf(stderr, "%s: no GPU: %s\n", prog, vdev_gpu_absence_reason()), 1;
     }
-    /* The arena the three share: what the card leaves (its free memory less
-     * vdev's driver reserve, at most 3 GiB, so the demo stays quick). */
-    uint64_t free_b = pd[1].free_bytes, reserve = free_b < 2 * GIB ? 225 * MIB : 1536 * MIB;
-    uint64_t arena = free_b > reserve ? free_b - reserve : free_b / 2;
-    arena = (arena > 3 * GIB ? 3 * GIB : arena) & ~(MIB - 1);
+    struct vdev_physical_device *pds = calloc((size_t)n, sizeof *pds), pd = {0};
+    int vis[64], n_vis = 0;
+    if (!pds)
+        return fprintf(stderr, "%s: out of host memory\n", prog), 1;
+    if (vdev_list_physical_devices(pds, n, &n) != VDEV_OK ||
+        vdev_config_get_visible_devices(vis, 64, &n_vis) != VDEV_OK) {
+        free(pds);
+        return fprintf(stderr, "%s: devices: %s\n", prog, vdev_last_error()), 1;
+    }
+    for (int i = 0; i < n && n_vis > 0; i++)
+        if (pds[i].type == VDEV_DEVICE_GPU && pds[i].index == vis[0])
+            pd = pds[i];
+    free(pds);
+    if (n_vis == 0 || pd.type != VDEV_DEVICE_GPU) {
+        const char *v = getenv("VDEV_VISIBLE_DEVICES");
+        fprintf(stderr,
+                "%s: no GPU is visible (VDEV_VISIBLE_DEVICES=\"%s\" hides the %d there are); "
+                "the demo needs at least one GPU, real or simulated\n",
+                prog, v ? v : "", n - 1);
+        return 1;
+    }
+    uint64_t arena = arena_of(pd.free_bytes), need = arena_needed();
+    char b1[32], b2[32], b3[32], b4[32];
+    if (arena < need) {
+        uint64_t want = free_needed(need);
+        fprintf(stderr,
+                "%s: %s has %s free, which leaves %s to share, less than the %s the three "
+                "models need; run on a GPU with %s free or more (VDEV_SIM_GPUS=1x%lluMiB)\n",
+                prog, pd.name, vdev_format_bytes(pd.free_bytes, b1, sizeof b1),
+                vdev_format_bytes(arena, b2, sizeof b2), vdev_format_bytes(need, b3, sizeof b3),
+                vdev_format_bytes(want, b4, sizeof b4), (unsigned long long)(want / MIB));
+        return 1;
+    }
     uint64_t floor = arena / 4 & ~(MIB - 1);
     struct vdev_logical_device_config cfg[3] = {
         {.floor_bytes = floor, .priority = VDEV_PRIORITY_CRITICAL},
         {.ceiling_bytes = (arena - floor) / 2, .priority = VDEV_PRIORITY_LOW},
         {.ceiling_bytes = (arena - floor) / 2, .priority = VDEV_PRIORITY_LOW}};
-    if (vdev_config_set_logical_devices_ex("GPU:0", cfg, 3) != VDEV_OK || vdev_init() != VDEV_OK)
-        return fprintf(stderr, "%s: %s\n", prog, vdev_last_error()), 1;
-    char b1[32], b2[32];
-    printf("One GPU (%s, %s), three logical GPUs sharing %s:\n", pd[1].model,
-           vdev_format_bytes(pd[1].total_bytes, b1, sizeof b1),
+    if (vdev_config_set_logical_devices_ex(pd.name, cfg, 3) != VDEV_OK || vdev_init() != VDEV_OK)
+        return fprintf(stderr, "%s: start-up: %s\n", prog, vdev_last_error()), 1;
+    printf("One GPU (%s, %s), three logical GPUs sharing %s:\n", pd.model,
+           vdev_format_bytes(pd.total_bytes, b1, sizeof b1),
            vdev_format_bytes(arena, b2, sizeof b2));
     printf("  GPU:0 critical model: floor %s, priority critical\n",
            vdev_format_bytes(floor, b1, sizeof b1));
@@ -237,8 +357,8 @@ int vdev_example_priority(int argc, char **argv)
     while ((uint64_t)max_batch * 2 * 2048 * 4 * 8 < arena)
         max_batch *= 2;
     struct model m[3] = {
-        {.name = "critical", .dev = "GPU:0", .in = 64, .hidden = 1024, .out = 8, .batch = 256,
-         .critical = 1},
+        {.name = "critical", .dev = "GPU:0", .in = CRIT_IN, .hidden = CRIT_HIDDEN, .out = CRIT_OUT,
+         .batch = CRIT_BATCH, .critical = 1},
         {.name = "A", .dev = "GPU:1", .in = 16, .hidden = 2048, .out = 4, .batch = 512},
         {.name = "B", .dev = "GPU:2", .in = 16, .hidden = 2048, .out = 4, .batch = 512}};
     for (int k = 0; k < 3; k++) {

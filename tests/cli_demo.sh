@@ -4,8 +4,11 @@
 # finds the bug under TensorFlow's rule and nothing under vdev's, and the split
 # scenario recovers from an out-of-memory batch. The devices are sized from
 # what there is (one 8 GiB or 2 GiB GPU, two GPUs, three, none, none visible,
-# too little memory), every scenario takes the same options, and usage errors
-# print "vdev demo: ..." and the usage on stderr and exit 2.
+# too little memory: refused, at batch 1 as a GPU too small; the estimate
+# checked at its boundary), every scenario takes the same options, usage
+# errors print "vdev demo: ..." and the usage on stderr and exit 2, --report
+# names its folder and leaves no picture it could not write, and a write
+# error on standard output is one line and exit 1.
 # Usage: cli_demo.sh VDEV DATA
 set -u
 vdev=$1
@@ -127,8 +130,38 @@ one_error() { # one_error WHAT CODE MESSAGE
 VDEV_SIM_GPUS=2x8GiB VDEV_VISIBLE_DEVICES= run demo
 one_error "no visible GPU" 1 'vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 2 there are); the demo needs at least one GPU, real or simulated'
 [ "$(lines "$err")" -eq 1 ] && ok || bad "no visible GPU: not one line: $err"
-VDEV_SIM_GPUS=1x8MiB run demo
-one_error "card too small" 1 "vdev demo: /device:GPU:0 has 2.00 MiB, less than the 4.38 MiB its model needs at batch 64; give a smaller --batch, or run on larger GPUs (VDEV_SIM_GPUS=3x16GiB)"
+VDEV_SIM_GPUS=1x8MiB run demo --batch 1000
+one_error "card too small" 1 "vdev demo: /device:GPU:0 has 2.00 MiB, less than the 5.63 MiB its model needs at batch 1000; give a smaller --batch, or run on larger GPUs (VDEV_SIM_GPUS=3x16GiB)"
+# At batch 1 there is no smaller batch to give.
+VDEV_SIM_GPUS=1x3MiB run demo --split --batch 1
+one_error "split card too small at batch 1" 1 "vdev demo: /device:GPU:0 has 2.00 MiB, less than the 8.19 MiB its model needs at batch 1, the smallest batch: the GPU is too small; run on larger GPUs (VDEV_SIM_GPUS=1x8GiB)"
+VDEV_SIM_GPUS=3x1MiB run demo --tf-placement --batch 1
+one_error "tf-placement card too small at batch 1" 1 "vdev demo: /device:GPU:0 has 1.00 MiB, less than the 2.26 MiB the three models need there at batch 1, the smallest batch: the GPU is too small; run on larger GPUs (VDEV_SIM_GPUS=3x16GiB)"
+# The estimate is what the models allocate (768 KiB and 5 KiB per example),
+# not four times it: 1 MiB GPUs run the main job at batch 1 and 51, 2 MiB
+# GPUs at the default batch 64, 3 MiB GPUs at batch 300.
+for c in 3x1MiB:1 3x1MiB:51 3x2MiB:64 3x3MiB:300; do
+  VDEV_SIM_GPUS=${c%:*} run demo --batch "${c#*:}" --epochs 2 --steps 5
+  [ $rc -eq 0 ] && [ -z "$err" ] && ok || bad "${c%:*} --batch ${c#*:}: exit $rc: $err"
+done
+# At the boundary: a limit of exactly the estimate runs without an OOM (the
+# check is a safe bound), 256 bytes less is refused. Batch 1000: 768 KiB and
+# 5 KiB per example, 5768 KiB; batch 10000: 50768 KiB.
+for b in 1000:5768 10000:50768; do
+  n=${b%:*} kib=${b#*:}
+  VDEV_SIM_GPUS=1x1GiB VDEV_LOGICAL_DEVICES="0:${kib}KiB,${kib}KiB,${kib}KiB" \
+    run demo --batch "$n" --epochs 2 --steps 5
+  [ $rc -eq 0 ] && [ -z "$err" ] && ok || bad "batch $n at ${kib}KiB: exit $rc: $err"
+  has "$out" "Memory per step: steady" && ok || bad "batch $n at ${kib}KiB: $out"
+  VDEV_SIM_GPUS=1x1GiB VDEV_LOGICAL_DEVICES="0:$((kib * 1024 - 256)),${kib}KiB,${kib}KiB" \
+    run demo --batch "$n" --epochs 2 --steps 5
+  [ $rc -eq 1 ] && [[ $err == "vdev demo: /device:GPU:0 has "*" its model needs at batch $n; give a smaller --batch"* ]] &&
+    ok || bad "batch $n below ${kib}KiB: exit $rc: $err"
+done
+# Under TensorFlow's rule GPU:0 holds the three models' work: three times it.
+VDEV_SIM_GPUS=1x1GiB VDEV_LOGICAL_DEVICES="0:17304KiB,5768KiB,5768KiB" \
+  run demo --tf-placement --batch 1000 --steps 5
+[ $rc -eq 0 ] && [ -z "$err" ] && ok || bad "tf-placement at the boundary: exit $rc: $err"
 VDEV_SIM_GPUS=1x1GiB run demo --split --batch 4096
 one_error "split batch too large" 1 "vdev demo: /device:GPU:0 has 532.00 MiB, less than the 776.00 MiB its model needs at batch 4096; give a smaller --batch, or run on larger GPUs (VDEV_SIM_GPUS=1x8GiB)"
 VDEV_SIM_GPUS=3x16GiB VDEV_MEMORY_GROWTH=maybe run demo
@@ -187,4 +220,36 @@ VDEV_SIM_GPUS=1x2GiB run demo --split --steps 4 --report "$tmp/report"
 for f in run.json memory.svg placement.svg; do
   [ -s "$tmp/report/$f" ] && ok || bad "--report: no $f"
 done
+# --report names its folder, not the VDEV_TRACE_FILE it would set.
+: >"$tmp/afile"
+VDEV_SIM_GPUS=1x2GiB run demo --split --steps 4 --report "$tmp/afile"
+one_error "--report a file" 1 "vdev demo: --report: $tmp/afile is not a directory"
+[ "$(lines "$err")" -eq 1 ] && [ -z "$out" ] && ok || bad "--report a file: $out $err"
+has "$err" VDEV_TRACE_FILE && bad "--report a file: names VDEV_TRACE_FILE: $err" || ok
+VDEV_SIM_GPUS=1x2GiB run demo --split --steps 4 --report "$tmp/afile/sub"
+one_error "--report under a file" 1 "vdev demo: --report: cannot create directory $tmp/afile/sub: Not a directory"
+# A picture that cannot be written is named and not left behind, empty.
+if [ -w /dev/full ]; then
+  mkdir "$tmp/full" && ln -s /dev/full "$tmp/full/memory.svg"
+  VDEV_SIM_GPUS=1x2GiB run demo --split --steps 4 --report "$tmp/full"
+  one_error "--report write error" 1 "vdev demo: --report: $tmp/full/memory.svg: write error: No space left on device"
+  [ "$(lines "$err")" -eq 1 ] && ok || bad "--report write error: not one line: $err"
+  [ ! -e "$tmp/full/memory.svg" ] && [ ! -L "$tmp/full/memory.svg" ] && ok ||
+    bad "--report write error: memory.svg left behind"
+  [ -s "$tmp/full/placement.svg" ] && ok || bad "--report write error: no placement.svg"
+  has "$out" "Report: $tmp/full/placement.svg" && ok || bad "--report write error: $out"
+  has "$out" "Report: $tmp/full/memory.svg" && bad "--report write error: memory.svg reported: $out" || ok
+
+  # ---- standard output that cannot be written: one line, exit 1 ----
+  VDEV_SIM_GPUS=3x1GiB "$vdev" demo --epochs 1 --steps 2 >/dev/full 2>"$tmp/err"; rc=$?; err=$(cat "$tmp/err")
+  one_error "demo >/dev/full" 1 "vdev demo: write error on standard output: No space left on device"
+  [ "$(lines "$err")" -eq 1 ] && ok || bad "demo >/dev/full: not one line: $err"
+  VDEV_SIM_GPUS=1x3GiB "$vdev" demo --priority --steps 10 >/dev/full 2>"$tmp/err"; rc=$?; err=$(cat "$tmp/err")
+  one_error "demo --priority >/dev/full" 1 "vdev demo: write error on standard output: No space left on device"
+  for h in --help "help demo" "demo --help" --version; do
+    "$vdev" $h >/dev/full 2>"$tmp/err"; rc=$?; err=$(cat "$tmp/err")
+    who=vdev; [[ $h == *demo* ]] && who="vdev demo"
+    one_error "vdev $h >/dev/full" 1 "$who: write error on standard output: No space left on device"
+  done
+fi
 finish

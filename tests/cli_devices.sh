@@ -5,7 +5,8 @@
 # is none, one line on stderr and exit 1 for a bad environment, exit 2 for a
 # bad option, the help texts (every environment variable vdev reads), and the
 # thread plan (the budget divided among three streams and capped at the CPUs;
-# one stream splitting each product).
+# one stream splitting each product); a write error on standard output (exit
+# 1, one line, for `vdev devices`, `vdev --help` and `vdev plot` alike).
 # Usage: cli_devices.sh VDEV DATA
 set -u
 vdev=$1
@@ -204,6 +205,23 @@ run
 run bogus-command
 [ $rc -eq 2 ] && ok || bad "unknown command: exit $rc"
 has "$err" "vdev: unknown command 'bogus-command'" && ok || bad "unknown command: $err"
+
+# ---- standard output that cannot be written: one line, exit 1 ----
+if [ -w /dev/full ]; then
+  for a in "" --json --help; do
+    VDEV_SIM_GPUS=3x16GiB "$vdev" devices $a >/dev/full 2>"$tmp/err"; rc=$?; err=$(cat "$tmp/err")
+    [ $rc -eq 1 ] && [ "$err" = "vdev devices: write error on standard output: No space left on device" ] &&
+      ok || bad "devices $a >/dev/full: exit $rc: $err"
+  done
+  "$vdev" --help >/dev/full 2>"$tmp/err"; rc=$?; err=$(cat "$tmp/err")
+  [ $rc -eq 1 ] && [ "$err" = "vdev: write error on standard output: No space left on device" ] &&
+    ok || bad "vdev --help >/dev/full: exit $rc: $err"
+  # what `vdev plot` said before every command did (its wording, one line)
+  VDEV_SIM_GPUS=3x1GiB VDEV_TRACE_FILE="$tmp/t.json" "$vdev" demo --epochs 1 --steps 2 >/dev/null 2>&1
+  "$vdev" plot "$tmp/t.json" >/dev/full 2>"$tmp/err"; rc=$?; err=$(cat "$tmp/err")
+  [ $rc -eq 1 ] && [ "$err" = "vdev plot: write error on standard output: No space left on device" ] &&
+    ok || bad "plot >/dev/full: exit $rc: $err"
+fi
 
 # ---- no GPUs: no VDEV_SIM_GPUS and no CUDA plugin ----
 unset VDEV_SIM_GPUS

@@ -2,8 +2,9 @@
 # cli_fit.sh — `vdev fit` through the command line: usage errors (exit 2, one
 # line "vdev fit: ..." on stderr), bad input (exit 1), the table, the JSON
 # (keys and values that must hold on any machine, checked with python3 where
-# installed), known GPU names and their budgets, and a model that does not fit
-# (exit 1, with the line it fails at). Never checks timings. test_fit.c checks
+# installed), known GPU names and their budgets, a model that does not fit
+# (exit 1, with the line it fails at), an empty trace (exit 1), the exit
+# statuses in --help, a write error on stdout (exit 1). Never checks timings. test_fit.c checks
 # the answers against an actual run.
 # Usage: cli_fit.sh VDEV DATA (DATA/traces: the repository's data/traces)
 set -u
@@ -51,6 +52,15 @@ run fit --card 4GiB "$tmp/none.trace"
 [ $rc -eq 1 ] && ok || bad "missing trace: exit $rc"
 [[ $err == "vdev fit: "*"none.trace"* ]] && [ "$(lines "$err")" -eq 1 ] && ok ||
   bad "missing trace: stderr '$err'"
+# A trace without one allocation (an empty file, comments only) is refused.
+: >"$tmp/empty.trace"
+printf '# trace v1 model=none\n' >"$tmp/comments.trace"
+for t in empty comments; do
+  run fit --card 4GiB "$mlp" "$tmp/$t.trace"
+  error "$t trace" 1 "vdev fit: $tmp/$t.trace: no allocation events, nothing to fit"
+  run fit --json --card 24GiB "$tmp/$t.trace"
+  error "$t trace --json" 1 "vdev fit: $tmp/$t.trace: no allocation events, nothing to fit"
+done
 run fit --card 4GiB --split "2GiB,1GiB" "$mlp" "$tr"
 error "floors over budget" 1 "vdev fit: /physical_device:GPU:0: its 2 logical devices' limits sum to 3.00 GiB (3221225472 bytes), more than the card's budget of 2.50 GiB (2684354560 bytes: 4.00 GiB free less the 1.50 GiB driver reserve)"
 
@@ -108,7 +118,21 @@ has "$out" '"min_card_bytes": null' && ok || bad "t4: --no-search: $out"
 run fit --help
 [ $rc -eq 0 ] && has "$out" "usage: vdev fit --card SIZE|GPU" && has "$out" "peak-aligned round-robin" &&
   ok || bad "help: $out"
+# The exit statuses it lists are the ones it gives: 0, 1, and 2 for usage errors.
+has "$out" "Exit status: 0 when every model fits, 1 when one does not or on an error" && ok ||
+  bad "help: no exit status 0 and 1: $out"
+has "$out" "2 on a usage error" && ok || bad "help: no exit status 2: $out"
 run --help
 has "$out" "  fit        will these models fit this card" && ok || bad "vdev --help lacks fit: $out"
+
+# ---- standard output that cannot be written: one line, exit 1 ----
+if [ -w /dev/full ]; then
+  for j in --json ""; do
+    env -u VDEV_SIM_GPUS "$vdev" fit $j --no-search --card 24GiB "$mlp" >/dev/full 2>"$tmp/err"; rc=$?
+    err=$(cat "$tmp/err")
+    [ $rc -eq 1 ] && [ "$err" = "vdev fit: write error on standard output: No space left on device" ] &&
+      ok || bad "fit $j >/dev/full: exit $rc: $err"
+  done
+fi
 
 finish cli_fit

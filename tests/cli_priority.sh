@@ -2,7 +2,9 @@
 # cli_priority.sh — `vdev demo --priority`: the critical model never sees an
 # out-of-memory error and finishes its steps, the two secondary models finish
 # theirs (recovering from theirs by halving their batch), the monitor moves
-# their ceilings; scenario conflicts are usage errors. Never checks timings.
+# their ceilings; scenario conflicts are usage errors. It runs on the first
+# visible GPU and stops, saying so, when none is visible or the card is too
+# small; --steps is parsed as the other demo options. Never checks timings.
 # Usage: cli_priority.sh VDEV
 set -u
 vdev=$1
@@ -30,5 +32,67 @@ rc=$?
   ok || bad "two scenarios: exit $rc: $(cat "$tmp/err")"
 "$vdev" demo --help >"$tmp/out" 2>&1
 grep -qF "vdev demo --priority [--steps N] [--report DIR]" "$tmp/out" && ok || bad "help lacks --priority"
+
+# run ARGS...: runs vdev, sets rc, out (stdout) and err (stderr).
+run() {
+  "$vdev" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+  out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+}
+# one_error WHAT CODE LINE: exit CODE, stderr starts with LINE.
+one_error() {
+  [ $rc -eq "$2" ] && ok || bad "$1: exit $rc, expected $2"
+  [ "$(head -1 <<<"$err")" = "$3" ] && ok || bad "$1: stderr starts '$(head -1 <<<"$err")', expected '$3'"
+}
+
+# ---- the card: the first visible GPU, none when every GPU is hidden ----
+# Every op on the logical GPUs of the visible card (physical GPU 1), none on the CPU.
+VDEV_SIM_GPUS=1x1GiB,1x16GiB VDEV_VISIBLE_DEVICES=1 VDEV_LOG_DEVICE_PLACEMENT=1 \
+  run demo --priority --steps 10
+[ $rc -eq 0 ] && ok || bad "visible GPU 1: exit $rc: $(grep -v '^Executing op' <<<"$err")"
+has "$out" "One GPU (Simulated GPU, 16.00 GiB), three logical GPUs sharing 3.00 GiB:" && ok ||
+  bad "visible GPU 1: not the 16 GiB card: $out"
+grep -q "^Executing op .* in device .*/device:GPU:[012]$" <<<"$err" && ok ||
+  bad "visible GPU 1: no op on a GPU"
+grep -q "^Executing op .* in device .*/device:CPU:0$" <<<"$err" &&
+  bad "visible GPU 1: ops ran on CPU:0: $(grep -m3 CPU:0 <<<"$err")" || ok
+hidden='vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 1 there are); the demo needs at least one GPU, real or simulated'
+VDEV_SIM_GPUS=1x3GiB VDEV_VISIBLE_DEVICES= run demo --priority --steps 10
+one_error "every GPU hidden" 1 "$hidden"
+[ "$(lines "$err")" -eq 1 ] && [ -z "$out" ] && ok || bad "every GPU hidden: not one line: $out $err"
+env -u VDEV_SIM_GPUS VDEV_VISIBLE_DEVICES= VDEV_CUDA_PLUGIN=/nonexistent/libvdev-cuda.so \
+  "$vdev" demo --priority --steps 10 >"$tmp/out" 2>"$tmp/err"; rc=$?; err=$(cat "$tmp/err")
+one_error "every GPU hidden, none simulated" 1 "$hidden"
+
+# ---- a card too small for the scenario: refused before it runs ----
+VDEV_SIM_GPUS=1x100MiB run demo --priority --steps 10
+one_error "100 MiB card" 1 "vdev demo: /physical_device:GPU:0 has 100.00 MiB free, which leaves 50.00 MiB to share, less than the 276.00 MiB the three models need; run on a GPU with 501.00 MiB free or more (VDEV_SIM_GPUS=1x501MiB)"
+[ -z "$out" ] && ok || bad "100 MiB card: ran: $out"
+VDEV_SIM_GPUS=1x500MiB run demo --priority --steps 10
+one_error "500 MiB card" 1 "vdev demo: /physical_device:GPU:0 has 500.00 MiB free, which leaves 275.00 MiB to share, less than the 276.00 MiB the three models need; run on a GPU with 501.00 MiB free or more (VDEV_SIM_GPUS=1x501MiB)"
+# the smallest card it asks for is enough: the critical model sees no OOM
+VDEV_SIM_GPUS=1x501MiB run demo --priority --steps 10
+[ $rc -eq 0 ] && [ -z "$err" ] && ok || bad "501 MiB card: exit $rc: $err"
+has "$out" "critical model: 20 steps, 0 out-of-memory errors;" && ok || bad "501 MiB card: $out"
+
+# ---- options: --steps as the other demo options, usage errors with the usage ----
+# usage_error WHAT LINE ARGS...: exit 2, nothing on stdout, LINE then the usage on stderr.
+usage_error() {
+  local what=$1 line=$2; shift 2
+  run "$@"
+  [ $rc -eq 2 ] && ok || bad "$what: exit $rc, expected 2"
+  [ -z "$out" ] && ok || bad "$what: wrote to stdout: $out"
+  [ "$(head -1 <<<"$err")" = "$line" ] && ok || bad "$what: stderr starts '$(head -1 <<<"$err")', expected '$line'"
+  has "$err" "usage: vdev demo" && has "$err" "vdev demo --priority [--steps N]" && ok ||
+    bad "$what: no usage on stderr: $err"
+}
+for v in 5 0 9 100001 10abc -3 ""; do
+  usage_error "--steps '$v'" "vdev demo: --steps takes a whole number from 10 to 100000, not '$v'" \
+    demo --priority --steps "$v"
+done
+usage_error "bare --steps" "vdev demo: --steps needs a number" demo --priority --steps
+usage_error "--steps=5" "vdev demo: unknown option '--steps=5'" demo --priority --steps=5
+usage_error "--priority --epochs" "vdev demo: --priority takes --steps N and --report DIR, not --epochs" \
+  demo --priority --epochs 3
+usage_error "--priority --bogus" "vdev demo: unknown option '--bogus'" demo --priority --bogus
 
 finish cli_priority

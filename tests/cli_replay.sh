@@ -2,7 +2,8 @@
 # cli_replay.sh — `vdev replay` through the command line: the table, the JSON
 # (its keys, in order, and values that must hold on any machine), exit codes
 # (0 ok, 1 bad input, 2 usage) with one line "vdev replay: ..." on stderr, a
-# gzip trace, and the help text. Never checks timings.
+# gzip trace, an empty trace refused, a write error on stdout (exit 1, one
+# line), and the help text. Never checks timings.
 # Usage: cli_replay.sh VDEV DATA (DATA/traces: the repository's data/traces)
 set -u
 vdev=$1
@@ -102,6 +103,32 @@ gzip -c "$data/traces/mlp.trace" | head -c 500 >"$tmp/short.trace.gz"
 run replay "$tmp/short.trace.gz"
 one_error "gzip cut short" 1
 has "$err" "short.trace.gz: the gzip stream is cut short" && ok || bad "gzip cut short: $err"
+
+# A trace without one allocation (an empty file, comments only) is refused,
+# as `vdev plot` refuses an empty file.
+: >"$tmp/empty.trace"
+printf '# trace v1 model=none\n' >"$tmp/comments.trace"
+for t in empty comments; do
+  run replay "$tmp/$t.trace"
+  one_error "$t trace" 1
+  [ "$err" = "vdev replay: $tmp/$t.trace: no allocation events, nothing to replay" ] && ok ||
+    bad "$t trace: $err"
+  run replay --json "$tmp/$t.trace"
+  one_error "$t trace --json" 1
+done
+
+# Standard output that cannot be written: one line, exit 1 (as `vdev plot`).
+if [ -w /dev/full ]; then
+  for j in "" --json; do
+    "$vdev" replay $j --repeats 1 "$data/traces/mlp.trace" >/dev/full 2>"$tmp/err"; rc=$?
+    err=$(cat "$tmp/err")
+    [ $rc -eq 1 ] && [ "$err" = "vdev replay: write error on standard output: No space left on device" ] &&
+      ok || bad "replay $j >/dev/full: exit $rc: $err"
+  done
+  "$vdev" replay --help >/dev/full 2>"$tmp/err"; rc=$?
+  [ $rc -eq 1 ] && [ "$(cat "$tmp/err")" = "vdev replay: write error on standard output: No space left on device" ] &&
+    ok || bad "replay --help >/dev/full: exit $rc: $(cat "$tmp/err")"
+fi
 
 run replay --bogus "$data/traces/mlp.trace"
 one_error "unknown flag" 2

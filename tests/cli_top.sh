@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # cli_top.sh — `vdev top` against a running demo that serves metrics: one
 # frame with every device, its memory and an op rate; a one-line error and
-# exit 1 when nothing listens; exit 2 on bad options. Usage: cli_top.sh VDEV SHARED
+# exit 1 when nothing listens; exit 2 on bad options (a port outside
+# 1..65535 too); "?" for a served value that cannot be (NaN, negative, huge),
+# the columns kept; exit 1 and one line when stdout cannot be written.
+# Usage: cli_top.sh VDEV SHARED
 set -u
 vdev=$1
 . "${BASH_SOURCE%/*}/testlib.sh"
@@ -9,14 +12,91 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 unset VDEV_PLACEMENT VDEV_LOGICAL_DEVICES VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWTH VDEV_TRACE_FILE
 export VDEV_SIM_GPUS=3x1GiB
 tmp=$(mktemp -d)
-demo_pid=
-cleanup() { [ -n "$demo_pid" ] && kill "$demo_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+demo_pid= fake_pid=
+cleanup() {
+  [ -n "$demo_pid" ] && kill "$demo_pid" 2>/dev/null
+  [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null
+  wait 2>/dev/null; rm -rf "$tmp"
+}
 trap cleanup EXIT
 
 "$vdev" top --help | grep -q "usage: vdev top" && ok || bad "--help"
 "$vdev" top --bogus >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "bad option is not exit 2"
 "$vdev" top --url ftp://x >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "bad url is not exit 2"
 "$vdev" top --interval 0 >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--interval 0 is not exit 2"
+# A port outside 1..65535 is a usage error, not a refused connection.
+for p in 99999 0 65536 123456789012; do
+  err=$("$vdev" top --once --url "http://127.0.0.1:$p" 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] && [ "$err" = "vdev top: --url 'http://127.0.0.1:$p': the port must be a number from 1 to 65535" ] &&
+    ok || bad "port $p: exit $rc: $err"
+done
+
+# ---- an endpoint serving values vdev never serves: NaN, negative, huge ----
+# Each is shown as "?", every line of the table as wide as its header.
+cat >"$tmp/metrics.txt" <<'EOF'
+# TYPE vdev_memory_in_use_bytes gauge
+vdev_memory_in_use_bytes{device="/device:GPU:0",backend="sim"} NaN
+vdev_memory_reserved_bytes{device="/device:GPU:0",backend="sim"} 2097152
+vdev_memory_limit_bytes{device="/device:GPU:0",backend="sim"} 1073741824
+vdev_memory_peak_in_use_bytes{device="/device:GPU:0",backend="sim"} -5
+vdev_allocation_failures_total{device="/device:GPU:0",backend="sim"} +Inf
+vdev_ops_total{device="/device:GPU:0",op="MatMul"} 1e300
+vdev_memory_in_use_bytes{device="/device:GPU:1",backend="sim"} 1048576
+vdev_memory_reserved_bytes{device="/device:GPU:1",backend="sim"} 12345678901234567890123
+vdev_memory_limit_bytes{device="/device:GPU:1",backend="sim"} 1073741824
+vdev_memory_peak_in_use_bytes{device="/device:GPU:1",backend="sim"} 1048576
+vdev_allocation_failures_total{device="/device:GPU:1",backend="sim"} 3
+vdev_ops_total{device="/device:GPU:1",op="MatMul"} 10
+vdev_copied_bytes_total{from="/device:GPU:0",to="/device:GPU:1"} -1
+EOF
+cat >"$tmp/serve.py" <<'EOF'
+import http.server, sys
+body = open(sys.argv[1], "rb").read()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+EOF
+python3 "$tmp/serve.py" "$tmp/metrics.txt" >"$tmp/fake.port" 2>"$tmp/fake.err" &
+fake_pid=$!
+for _ in $(seq 1 40); do [ -s "$tmp/fake.port" ] && break; sleep 0.25; done   # bounded: 10 s
+fake=http://127.0.0.1:$(cat "$tmp/fake.port")
+out=$("$vdev" top --once --interval 0.1 --url "$fake" 2>"$tmp/err"); rc=$?
+[ $rc -eq 0 ] && ok || bad "bogus values: exit $rc: $(cat "$tmp/err") $(cat "$tmp/fake.err")"
+g0=$(grep "^/device:GPU:0 " <<<"$out"); g1=$(grep "^/device:GPU:1 " <<<"$out")
+[ "$(tr -s ' ' <<<"$g0")" = \
+  "/device:GPU:0 sim [????????????????????????????????] ? 2.0 MiB 1.0 GiB ? ? ? ? 0 B" ] && ok ||
+  bad "bogus values: GPU:0 line: $g0"
+[ "$(tr -s ' ' <<<"$g1")" = \
+  "/device:GPU:1 sim [????????????????????????????????] 1.0 MiB ? 1.0 GiB 1.0 MiB 3 0.0 0 B ?" ] && ok ||
+  bad "bogus values: GPU:1 line: $g1"
+has "$out" "2 devices, ? ops run in all" && ok || bad "bogus values: total: $out"
+for w in nan inf -5 12345678901234567890123; do
+  grep -qiw -- "$w" <<<"$out" && bad "bogus values: '$w' shown: $out" || ok
+done
+head_len=$(grep "^device " <<<"$out" | awk '{ print length }')
+for l in "$g0" "$g1"; do
+  [ "$(awk '{ print length }' <<<"$l")" = "$head_len" ] && ok || bad "bogus values: columns broken: $out"
+done
+# Standard output that cannot be written: one line, exit 1.
+if [ -w /dev/full ]; then
+  err=$("$vdev" top --once --interval 0.1 --url "$fake" 2>&1 >/dev/full); rc=$?
+  [ $rc -eq 1 ] && [ "$err" = "vdev top: write error on standard output: No space left on device" ] &&
+    ok || bad "top >/dev/full: exit $rc: $err"
+  # without --once it stops at the first frame it cannot write
+  err=$(timeout 20 "$vdev" top --interval 0.1 --url "$fake" 2>&1 >/dev/full); rc=$?
+  [ $rc -eq 1 ] && [ "$err" = "vdev top: write error on standard output: No space left on device" ] &&
+    ok || bad "top (live) >/dev/full: exit $rc: $err"
+fi
+kill "$fake_pid" 2>/dev/null
+wait "$fake_pid" 2>/dev/null
 
 port=$(free_port)
 err=$("$vdev" top --once --url "http://127.0.0.1:$port" 2>&1 >/dev/null); rc=$?

@@ -17,4 +17,12 @@ int vdev_cmd_demo(int argc, char **argv);
 int vdev_cmd_top(int argc, char **argv);
 int vdev_cmd_fit(int argc, char **argv);
 
+/* Flushes standard output (for a command that shows something before it
+ * ends, as `vdev top` does); a failure is remembered, and main() reports it
+ * with its reason when the command returns. 0, or -1 on a write error. */
+int vdev_cli_flush(void);
+
+/* The usage of every scenario of `vdev demo` (cmd_demo.c). */
+void vdev_demo_usage(FILE *f);
+
 #endif

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Creates dir and its parents (mkdir -p). */
 static int make_dir(const char *dir)
@@ -41,7 +42,9 @@ static int make_dir(const char *dir)
     return mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-/* Draws the trace of the run into dir; returns 0 or 1. */
+/* Draws the trace of the run into dir; returns 0 or 1. A picture that could
+ * not be written is removed (no empty or partial file is left behind) and
+ * named on stderr. */
 static int write_report(const char *dir, const char *trace)
 {
     static const struct {
@@ -54,6 +57,7 @@ static int write_report(const char *dir, const char *trace)
         char out[4200], err[512];
         snprintf(out, sizeof out, "%s/%s", dir, pics[i].file);
         if (vdev_plot_file(trace, out, pics[i].kind, err, sizeof err) != 0) {
+            unlink(out);
             fprintf(stderr, "vdev demo: --report: %s\n", err);
             rc = 1;
         } else {
@@ -70,8 +74,9 @@ int vdev_example_priority(int argc, char **argv);
 int vdev_example_mirrored(int argc, char **argv);
 void vdev_example_mirrored_usage(FILE *f);
 
-/* The usage of every scenario: demo.c's, then --priority's and --mirrored's. */
-static void usage(FILE *f)
+/* The usage of every scenario: demo.c's, then --priority's and --mirrored's
+ * (examples/priority.c prints it after a usage error of its own). */
+void vdev_demo_usage(FILE *f)
 {
     demo_usage(f);
     fprintf(f, "\n"
@@ -87,7 +92,7 @@ static void usage(FILE *f)
 static int usage_error(const char *what)
 {
     fprintf(stderr, "vdev demo: %s\n\n", what);
-    usage(stderr);
+    vdev_demo_usage(stderr);
     return 2;
 }
 
@@ -100,7 +105,7 @@ int vdev_cmd_demo(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
+            vdev_demo_usage(stdout);
             return 0;
         }
         if (!strcmp(a, "--tf-placement") || !strcmp(a, "--split") || !strcmp(a, "--priority") ||
@@ -127,8 +132,20 @@ int vdev_cmd_demo(int argc, char **argv)
     argv[argc] = NULL;
     if (!dir)
         return run(argc, argv);
+    /* The folder must be one this run can write in: it is named here, not
+     * the VDEV_TRACE_FILE that start-up would fail to open in it. */
+    struct stat st;
     if (make_dir(dir) != 0) {
         fprintf(stderr, "vdev demo: --report: cannot create directory %s: %s\n", dir,
+                strerror(errno));
+        return 1;
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "vdev demo: --report: %s is not a directory\n", dir);
+        return 1;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "vdev demo: --report: cannot write in directory %s: %s\n", dir,
                 strerror(errno));
         return 1;
     }

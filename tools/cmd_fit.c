@@ -107,7 +107,8 @@ static void usage(FILE *f)
             "  --no-search      skip the smallest limits and the smallest cards\n\n"
             "Interleaving: peak-aligned round-robin (every model at its peak at the same\n"
             "moment: the most live memory the models can demand of the card together).\n"
-            "Exit status: 0 when every model fits, 1 when one does not or on an error.\n");
+            "Exit status: 0 when every model fits, 1 when one does not or on an error\n"
+            "(an unreadable or empty trace, a write error), 2 on a usage error.\n");
 }
 
 /* ---- the card ---- */
@@ -605,12 +606,20 @@ int vdev_cmd_fit(int argc, char **argv)
             f.m[i].cfg = cfg[i];
     }
     char err[256];
-    for (int i = 0; i < n; i++)
-        if (vdev_trace_load(paths[i], &f.m[i].t) != VDEV_OK ||
-            prepare(&f.m[i], err, sizeof err) != 0) {
-            fprintf(stderr, "vdev fit: %s\n", f.m[i].t ? err : vdev_last_error());
+    for (int i = 0; i < n; i++) {
+        if (vdev_trace_load(paths[i], &f.m[i].t) != VDEV_OK) {
+            fprintf(stderr, "vdev fit: %s\n", vdev_last_error());
             goto done;
         }
+        if (f.m[i].t->n_allocs == 0) { /* an empty file, or comments only */
+            fprintf(stderr, "vdev fit: %s: no allocation events, nothing to fit\n", paths[i]);
+            goto done;
+        }
+        if (prepare(&f.m[i], err, sizeof err) != 0) {
+            fprintf(stderr, "vdev fit: %s\n", err);
+            goto done;
+        }
+    }
     clean_env(cc);
     struct vdev_logical_device_config cfg[MAX_MODELS];
     for (int i = 0; i < n; i++)

@@ -413,13 +413,22 @@ int vdev_plot_trace(const char *trace, const char *out, enum vdev_plot_kind kind
     else
         plot_placement(T, o, title);
     plot_trace_free(T);
-    int bad = ferror(o) != 0;
-    if (o != stdout)
-        bad |= fclose(o) != 0;
-    else
-        bad |= fflush(o) != 0;
+    /* Standard output is checked by main() before the command exits, as for
+     * every command (tools/vdev.c); a file is checked here. */
+    if (o == stdout)
+        return 0;
+    errno = 0;
+    int bad = fflush(o) != 0, e = errno;
+    bad |= ferror(o) != 0;
+    if (fclose(o) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
     if (bad) {
-        seterr(err, cap, "%s: write error", out);
+        if (e)
+            seterr(err, cap, "%s: write error: %s", out, strerror(e));
+        else
+            seterr(err, cap, "%s: write error", out);
         return 1;
     }
     return 0;

@@ -7,7 +7,8 @@
  * trace (bisection to 0.01% of the peak, fine enough to tell 1.003 from
  * 1.006) with its ratio to the peak live bytes. A trace that cannot be read
  * whole (a last event line without its newline, a gzip stream cut short, a
- * size beyond 64 bits) is an error naming the file and line. */
+ * size beyond 64 bits) is an error naming the file and line; one without a
+ * single allocation (an empty file) is an error naming the file. */
 #include "cli.h"
 
 #include "alloc/replay.h"
@@ -85,6 +86,11 @@ int vdev_cmd_replay(int argc, char **argv)
     struct vdev_trace *t;
     if (vdev_trace_load(path, &t) != VDEV_OK) {
         fprintf(stderr, "vdev replay: %s\n", vdev_last_error());
+        return 1;
+    }
+    if (t->n_allocs == 0) { /* an empty file, or comments only (as `vdev plot` refuses it) */
+        fprintf(stderr, "vdev replay: %s: no allocation events, nothing to replay\n", path);
+        vdev_trace_free(t);
         return 1;
     }
     struct vdev_replay_options o;

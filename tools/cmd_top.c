@@ -12,6 +12,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <math.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -47,7 +48,8 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* http://HOST[:PORT][/PATH]; PATH defaults to /metrics. 0 on success. */
+/* http://HOST[:PORT][/PATH]; PATH defaults to /metrics. 0 on success, -2
+ * for a port outside 1..65535, -1 for anything else wrong. */
 static int parse_url(const char *s, struct url *u)
 {
     memset(u, 0, sizeof *u);
@@ -74,9 +76,14 @@ static int parse_url(const char *s, struct url *u)
             *colon = '\0';
         snprintf(u->host, sizeof u->host, "%s", hp);
     }
-    snprintf(u->port, sizeof u->port, "%s", colon && colon[1] ? colon + 1 : "80");
-    if (strspn(u->port, "0123456789") != strlen(u->port) || !u->host[0])
+    const char *port = colon && colon[1] ? colon + 1 : "80";
+    if (strspn(port, "0123456789") != strlen(port) || !u->host[0])
         return -1;
+    while (port[0] == '0' && port[1])
+        port++;
+    if (strlen(port) > 5 || strtol(port, NULL, 10) < 1 || strtol(port, NULL, 10) > 65535)
+        return -2;
+    snprintf(u->port, sizeof u->port, "%s", port);
     if (slash && strlen(slash) >= sizeof u->path)
         return -1;
     snprintf(u->path, sizeof u->path, "%s", slash && slash[1] ? slash : "/metrics");
@@ -237,15 +244,45 @@ static void parse_metrics(char *text, struct top_sample *s)
     }
 }
 
+/* A served value that cannot be a byte count or a counter: not a number,
+ * infinite, negative, or beyond 2^64 (a sample vdev never serves). */
+static int bogus(double v) { return !isfinite(v) || v < 0 || v >= 18446744073709551616.0; }
+
+/* Bytes in at most 10 characters ("1023.9 PiB"), "?" for a bogus value. */
 static const char *human(double b, char *buf, size_t cap)
 {
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (bogus(b)) {
+        snprintf(buf, cap, "?");
+        return buf;
+    }
     int i = 0;
-    while (b >= 1024 && i < 4) {
+    while (b >= 1024 && i < 6) {
         b /= 1024;
         i++;
     }
     snprintf(buf, cap, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+    return buf;
+}
+
+/* A count or a rate in at most `width` characters: as it is ("%.*f"),
+ * else with k, M, G, T, P or E; "?" for a bogus value. */
+static const char *count(double v, int decimals, int width, char *buf, size_t cap)
+{
+    static const char sfx[] = "kMGTPE";
+    if (bogus(v)) {
+        snprintf(buf, cap, "?");
+        return buf;
+    }
+    if (snprintf(buf, cap, "%.*f", decimals, v) <= width)
+        return buf;
+    for (int i = 0; i < 6; i++) {
+        v /= 1000;
+        if (snprintf(buf, cap, "%.1f%c", v, sfx[i]) <= width ||
+            snprintf(buf, cap, "%.0f%c", v, sfx[i]) <= width)
+            return buf;
+    }
+    snprintf(buf, cap, "?");
     return buf;
 }
 
@@ -264,33 +301,41 @@ static void frame(const struct url *u, const struct top_sample *prev, const stru
         const struct top_dev *d = &cur->dev[i];
         char bar[BAR_WIDTH + 1];
         int used = 0, res = 0;
-        if (d->limit > 0) {
-            used = (int)(d->in_use / d->limit * BAR_WIDTH + 0.5);
-            res = (int)(d->reserved / d->limit * BAR_WIDTH + 0.5);
+        /* A bar needs three good values; else it is all '?'. */
+        int unknown = bogus(d->in_use) || bogus(d->reserved) || bogus(d->limit);
+        if (!unknown && d->limit > 0) {
+            double fu = d->in_use / d->limit * BAR_WIDTH + 0.5;
+            double fr = d->reserved / d->limit * BAR_WIDTH + 0.5;
+            used = fu > BAR_WIDTH ? BAR_WIDTH : (int)fu;
+            res = fr > BAR_WIDTH ? BAR_WIDTH : (int)fr;
         }
         for (int k = 0; k < BAR_WIDTH; k++)
-            bar[k] = k < used ? '#' : k < res ? '+' : '.';
+            bar[k] = unknown ? '?' : k < used ? '#' : k < res ? '+' : '.';
         bar[BAR_WIDTH] = '\0';
-        double rate = -1;
+        double rate = -1; /* none yet */
         for (int j = 0; prev && j < prev->n; j++)
             if (!strcmp(prev->dev[j].name, d->name) && cur->t > prev->t)
-                rate = (d->ops - prev->dev[j].ops) / (cur->t - prev->t);
-        char a[24], b[24], c[24], p[24], o[24], in[24], r[24];
-        if (rate >= 0)
-            snprintf(r, sizeof r, "%.1f", rate);
+                rate = bogus(d->ops) || bogus(prev->dev[j].ops)
+                           ? NAN
+                           : (d->ops - prev->dev[j].ops) / (cur->t - prev->t);
+        char a[24], b[24], c[24], p[24], o[24], in[24], r[24], f[24];
+        if (rate < 0 && !isnan(rate))
+            snprintf(r, sizeof r, "-"); /* none yet, or the counter went back (a restart) */
         else
-            snprintf(r, sizeof r, "-");
-        printf("%-16s %-8s [%s] %10s %10s %10s %10s %5.0f %10s %10s %10s\n", d->name,
+            count(rate, 1, 10, r, sizeof r);
+        printf("%-16s %-8s [%s] %10s %10s %10s %10s %5s %10s %10s %10s\n", d->name,
                d->backend[0] ? d->backend : "?", bar, human(d->in_use, a, sizeof a),
                human(d->reserved, b, sizeof b), human(d->limit, c, sizeof c),
-               human(d->peak, p, sizeof p), d->fails, r, human(d->copied_out, o, sizeof o),
-               human(d->copied_in, in, sizeof in));
+               human(d->peak, p, sizeof p), count(d->fails, 0, 5, f, sizeof f), r,
+               human(d->copied_out, o, sizeof o), human(d->copied_in, in, sizeof in));
     }
     double total = 0;
     for (int i = 0; i < cur->n; i++)
-        total += cur->dev[i].ops;
-    printf("\n%d devices, %.0f ops run in all\n", cur->n, total);
-    fflush(stdout);
+        total += bogus(cur->dev[i].ops) ? NAN : cur->dev[i].ops;
+    char tot[24];
+    printf("\n%d devices, %s ops run in all\n", cur->n,
+           bogus(total) ? "?" : count(total, 0, 20, tot, sizeof tot));
+    vdev_cli_flush();
 }
 
 static int sample(const struct url *u, struct top_sample *s)
@@ -348,7 +393,13 @@ int vdev_cmd_top(int argc, char **argv)
         }
     }
     struct url u;
-    if (parse_url(url_text, &u) != 0) {
+    int pr = parse_url(url_text, &u);
+    if (pr == -2) {
+        fprintf(stderr, "vdev top: --url '%s': the port must be a number from 1 to 65535\n",
+                url_text);
+        return 2;
+    }
+    if (pr != 0) {
         fprintf(stderr, "vdev top: --url '%s': expected http://HOST:PORT[/PATH]\n", url_text);
         return 2;
     }
@@ -362,7 +413,7 @@ int vdev_cmd_top(int argc, char **argv)
         if (!once)
             printf("\033[H\033[2J"); /* home, clear */
         frame(&u, &s[k ^ 1], &s[k]);
-        if (once)
-            return 0;
+        if (once || ferror(stdout))
+            return 0; /* a write error: main() says so, exit status 1 */
     }
 }

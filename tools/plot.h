@@ -16,8 +16,10 @@ struct vdev_plot_info {
 
 /* Reads the trace at `trace` and writes the picture to `out` ("-": stdout).
  * Returns 0, or 1 with a one-line message in err (naming the file and line
- * for malformed input). A trace cut short is drawn up to its last whole
- * event; info (may be NULL) says how much was read and whether it was cut. */
+ * for malformed input, the file for a write error; a write error on stdout
+ * is left to the caller, which checks stdout as tools/vdev.c does). A trace
+ * cut short is drawn up to its last whole event; info (may be NULL) says how
+ * much was read and whether it was cut. */
 int vdev_plot_trace(const char *trace, const char *out, enum vdev_plot_kind kind,
                     struct vdev_plot_info *info, char *err, size_t cap);
 /* vdev_plot_trace without the info. */

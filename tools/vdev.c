@@ -8,10 +8,14 @@
  *   vdev top [--url U] [--once]  live memory and op rates from a metrics endpoint
  *
  * Every subcommand prints one line "vdev <cmd>: <error>" on stderr and exits
- * non-zero on bad input: 2 for usage errors, 1 for everything else. */
+ * non-zero on bad input: 2 for usage errors, 1 for everything else. Standard
+ * output is checked here, once, for every command: when what it printed
+ * could not be written (a full disk, a closed pipe), one line
+ * "vdev <cmd>: write error on standard output: <why>" and exit status 1. */
 #include "cli.h"
 #include "config/config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,7 +52,22 @@ static void usage(FILE *f)
                 env[i].values);
 }
 
-int main(int argc, char **argv)
+/* The reason of the first write error on standard output, or 0. */
+static int stdout_errno;
+
+int vdev_cli_flush(void)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return 0;
+    if (!stdout_errno)
+        stdout_errno = errno;
+    return -1;
+}
+
+/* Runs the command line; returns the exit status. *who is the name its
+ * errors go under ("vdev" or "vdev <cmd>"). */
+static int dispatch(int argc, char **argv, char *who, size_t cap)
 {
     if (argc < 2) {
         usage(stderr);
@@ -60,6 +79,7 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
                 if (!strcmp(argv[2], commands[i].name)) {
                     char *hv[] = {argv[2], (char *)"--help", NULL};
+                    snprintf(who, cap, "vdev %s", commands[i].name);
                     return commands[i].run(2, hv);
                 }
             fprintf(stderr, "vdev: unknown command '%s' (see 'vdev --help')\n", argv[2]);
@@ -73,8 +93,28 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(cmd, commands[i].name))
+        if (!strcmp(cmd, commands[i].name)) {
+            snprintf(who, cap, "vdev %s", commands[i].name);
             return commands[i].run(argc - 1, argv + 1);
+        }
     fprintf(stderr, "vdev: unknown command '%s' (see 'vdev --help')\n", cmd);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    char who[64] = "vdev";
+    int rc = dispatch(argc, argv, who, sizeof who);
+    /* What the command printed must have reached standard output: flush it,
+     * and say so when it did not (exit status 1). (Not closed: the library's
+     * exit handlers may still print, on stderr.) */
+    int bad = vdev_cli_flush() != 0, e = stdout_errno;
+    if (bad) {
+        if (e)
+            fprintf(stderr, "%s: write error on standard output: %s\n", who, strerror(e));
+        else
+            fprintf(stderr, "%s: write error on standard output\n", who);
+        return rc ? rc : 1;
+    }
+    return rc;
 }
