@@ -125,6 +125,10 @@ has "$out" "budget for products 2 (OPENBLAS_NUM_THREADS=2, OMP_NUM_THREADS unset
 has "$out" "3 streams run products: one thread each, at most" && ok ||
   bad "devices: no streams line in: $out"
 has "$out" "determinism switch on" && bad "devices: determinism line while off: $out" || ok
+has "$out" "capped at the CPUs" && bad "devices: a budget of 2 said capped: $out" || ok
+OPENBLAS_NUM_THREADS=4096 run devices
+has "$out" "budget for products 4096 (OPENBLAS_NUM_THREADS=4096, OMP_NUM_THREADS unset), capped at the CPUs" &&
+  ok || bad "devices: a budget of 4096 not said capped: $out"
 env -u VDEV_SIM_GPUS VDEV_DETERMINISTIC=1 OPENBLAS_NUM_THREADS=2 "$vdev" devices \
   >"$tmp/out" 2>"$tmp/err"; rc=$?; out=$(cat "$tmp/out")
 [ $rc -eq 0 ] && ok || bad "devices under VDEV_DETERMINISTIC=1: exit $rc"

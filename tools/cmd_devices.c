@@ -25,8 +25,9 @@ static void print_threads(const struct vdev_thread_info *t)
     printf("\nThreads: %d CPU%s", t->cpus, t->cpus == 1 ? "" : "s");
     if (t->cgroup_cpus)
         printf(" (cgroup quota %d)", t->cgroup_cpus);
-    printf(", budget for products %d (OPENBLAS_NUM_THREADS%s%s, OMP_NUM_THREADS%s%s)\n",
-           t->blas_budget, b ? "=" : " unset", b ? b : "", o ? "=" : " unset", o ? o : "");
+    printf(", budget for products %d (OPENBLAS_NUM_THREADS%s%s, OMP_NUM_THREADS%s%s)%s\n",
+           t->blas_budget, b ? "=" : " unset", b ? b : "", o ? "=" : " unset", o ? o : "",
+           t->blas_budget > t->cpus ? ", capped at the CPUs" : "");
     if (t->streams == 1)
         printf("  1 stream runs products: each split over %d thread%s of vdev's pool "
                "(OpenBLAS itself on one)\n",

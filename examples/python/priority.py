@@ -42,13 +42,15 @@ if not 10 <= args.steps <= 100000:
     sys.exit("priority.py: --steps must be 10 to 100000")
 
 # ---- the card, split three ways ------------------------------------------------------------
+# The first visible GPU (VDEV_VISIBLE_DEVICES may hide some), as `vdev demo --priority`.
 gpus = vdev.config.list_physical_devices("GPU")
 if not gpus and "VDEV_SIM_GPUS" not in os.environ:
     os.environ["VDEV_SIM_GPUS"] = "1x3GiB"
     vdev.shutdown()  # discover again
     gpus = vdev.config.list_physical_devices("GPU")
+gpus = vdev.config.get_visible_devices("GPU")
 if not gpus:
-    sys.exit("priority.py: no GPU")
+    sys.exit("priority.py: no GPU is visible; the example needs one, real or simulated")
 L = vdev.config.LogicalDeviceConfiguration
 vdev.config.set_logical_device_configuration(gpus[0], [
     L(memory_floor=0, memory_priority="critical"),
