@@ -379,9 +379,15 @@ static enum vdev_status load(struct loader *l)
     for (;;) {
         size_t len;
         int r = read_line(l, &len);
+        /* zlib decompresses ahead of the lines read, so the line is where
+         * the cut was noticed, not where it is: none when it was noticed
+         * before the first line. */
+        if (r == LINE_GZIP_CUT && line == 0)
+            return PARSE_ERR("%s: the gzip stream is cut short (the file ends inside it)",
+                             l->path);
         if (r == LINE_GZIP_CUT)
-            return PARSE_ERR("%s: the gzip stream is cut short (the file ends inside it, after "
-                             "line %u)",
+            return PARSE_ERR("%s: the gzip stream is cut short (the file ends inside it; noticed "
+                             "after line %u)",
                              l->path, line);
         if (r == LINE_ERROR) {
             int err;
