@@ -113,6 +113,11 @@ run fit --json --no-search --card T4 "$mlp"
 has "$out" '"name": "NVIDIA T4", "total_bytes": 16106127360, "budget_bytes": 15005122560' && ok ||
   bad "t4: card: $out"
 has "$out" '"min_card_bytes": null' && ok || bad "t4: --no-search: $out"
+# A T4 (compute capability 7) reserves 1050 MiB, but under 2 GiB free TensorFlow's 225 MiB:
+# the smallest card for the MLP is then well under 1 GiB (675 MiB), as on other cards.
+run fit --json --card t4 "$mlp"
+g=$(grep -o '"growth": [0-9]*' <<<"$out" | head -1 | awk '{print $2}')
+[ -n "$g" ] && [ "$g" -lt 1073741824 ] && ok || bad "t4: smallest card '$g' not under 1 GiB: $out"
 
 # ---- help ----
 run fit --help

@@ -85,6 +85,9 @@ struct fit {
     char label[96];
     int growth;
     uint64_t budget; /* of the card, as start-up computed it */
+    /* The card is of compute capability 7 and the user set no reserve, so
+     * each run sets TensorFlow's (MinSystemMemory) for its card's size. */
+    int cc7_reserve;
 };
 
 static void usage(FILE *f)
@@ -236,6 +239,8 @@ static enum vdev_status run(const struct fit *f, uint64_t card,
     char sim[48];
     snprintf(sim, sizeof sim, "1x%llu", (unsigned long long)card);
     setenv("VDEV_SIM_GPUS", sim, 1);
+    if (f->cc7_reserve) /* a simulated card's free memory is all of it */
+        setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", card < (2ull << 30) ? "225" : "1050", 1);
     enum vdev_status st;
     if ((st = vdev_config_set_memory_growth("GPU:0", growth)) != VDEV_OK ||
         (st = vdev_config_set_logical_devices_ex("GPU:0", cfg, f->n)) != VDEV_OK ||
@@ -517,8 +522,9 @@ static void print_table(const struct fit *f, const struct report *r)
 
 /* ---- the command ---- */
 
-/* Sets the environment aside: the run is on the simulated card alone. */
-static void clean_env(int cc)
+/* Sets the environment aside: the run is on the simulated card alone.
+ * 1: the card's reserve is for run() to set (compute capability 7). */
+static int clean_env(int cc)
 {
     static const char *const drop[] = {
         "VDEV_VISIBLE_DEVICES", "VDEV_LOGICAL_DEVICES",  "VDEV_MEMORY_GROWTH",
@@ -527,9 +533,9 @@ static void clean_env(int cc)
         "VDEV_PLACEMENT_REPORT", "VDEV_LOG_DEVICE_PLACEMENT"};
     for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
         unsetenv(drop[i]);
-    /* TensorFlow's reserve for compute capability 7 (simulated cards are 8). */
-    if (cc == 7 && !getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB"))
-        setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "1050", 1);
+    /* TensorFlow's reserve for compute capability 7 (simulated cards are
+     * 8): set per card by run(), as it steps at 2 GiB free. */
+    return cc == 7 && !getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
 }
 
 int vdev_cmd_fit(int argc, char **argv)
@@ -620,7 +626,7 @@ int vdev_cmd_fit(int argc, char **argv)
             goto done;
         }
     }
-    clean_env(cc);
+    f.cc7_reserve = clean_env(cc);
     struct vdev_logical_device_config cfg[MAX_MODELS];
     for (int i = 0; i < n; i++)
         cfg[i] = f.m[i].cfg;
