@@ -119,6 +119,11 @@ run fit --json --card t4 "$mlp"
 g=$(grep -o '"growth": [0-9]*' <<<"$out" | head -1 | awk '{print $2}')
 [ -n "$g" ] && [ "$g" -lt 1073741824 ] && ok || bad "t4: smallest card '$g' not under 1 GiB: $out"
 
+# A VDEV_LOGICAL_DEVICES entry as written, with its GPU index, is the same split.
+run fit --json --no-search --card 24GiB --split 0:14GiB,8GiB "$mlp" "$tr"
+[ $rc -eq 0 ] && has "$out" '"ceiling_bytes": 15032385536' && has "$out" '"ceiling_bytes": 8589934592' &&
+  ok || bad "--split 0:14GiB,8GiB: exit $rc: $out $err"
+
 # ---- help ----
 run fit --help
 [ $rc -eq 0 ] && has "$out" "usage: vdev fit --card SIZE|GPU" && has "$out" "peak-aligned round-robin" &&

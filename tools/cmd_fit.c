@@ -597,8 +597,14 @@ int vdev_cmd_fit(int argc, char **argv)
         char buf[1024];
         int k = 0;
         struct vdev_logical_device_config cfg[VDEV_MAX_LOGICAL_PER_GPU];
-        snprintf(buf, sizeof buf, "%s", split);
-        if (vdev_config_parse_split("--split", split, buf, 0, cfg, &k) != VDEV_OK) {
+        /* a VDEV_LOGICAL_DEVICES entry as written, "0:16GiB,8GiB": its GPU
+         * index says nothing here (the card is the one simulated GPU) */
+        const char *list = split;
+        size_t digits = strspn(list, "0123456789");
+        if (digits && list[digits] == ':' && !strchr(list + digits + 1, ';'))
+            list += digits + 1;
+        snprintf(buf, sizeof buf, "%s", list);
+        if (vdev_config_parse_split("--split", list, buf, 0, cfg, &k) != VDEV_OK) {
             fprintf(stderr, "vdev fit: %s\n", vdev_last_error());
             return 2;
         }
