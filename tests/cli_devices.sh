@@ -55,6 +55,9 @@ has "$out" "225 MiB when less than 2 GiB is free; here 1.50 GiB on GPU 0, 225.00
   && ok || bad "devices: reserves of two cards: $out"
 VDEV_SIM_GPUS=1x8GiB run devices
 has "$out" "225 MiB when less than 2 GiB is free; here 1.50 GiB." && ok || bad "devices: one card: $out"
+VDEV_SIM_GPUS=1x200MiB run devices
+has "$out" "225 MiB when less than 2 GiB is free; here none (a reserve not smaller than the free memory is not
+taken: the GPU keeps all of it)." && ok || bad "devices: a 200 MiB card: $out"
 TF_DEVICE_MIN_SYS_MEMORY_IN_MB=100 run devices
 [ "$(tail -2 <<<"$out")" = "A GPU's limit is its free memory less the 100 MiB that
 TF_DEVICE_MIN_SYS_MEMORY_IN_MB=100 leaves to the driver and libraries." ] \

@@ -108,7 +108,11 @@ static void explain_limits(const struct vdev_physical_device *phys, int n_phys,
            "driver and libraries (its MinSystemMemory): 1536 MiB for compute capability 8.0\n"
            "and later (simulated GPUs report 8.0), 1050 MiB for 7.x, 500 MiB before, and\n"
            "225 MiB when less than 2 GiB is free");
-    if (n_whole > 0 && same)
+    if (n_whole > 0 && same && first == 0)
+        printf("; here none%s (a reserve not smaller than the free memory is not\n"
+               "taken: the GPU keeps all of it)",
+               n_whole > 1 ? " on each GPU" : "");
+    else if (n_whole > 0 && same)
         printf("; here %s%s", vdev_format_bytes(first, b, sizeof b),
                n_whole > 1 ? " on each GPU" : "");
     else if (n_whole > 0)
