@@ -436,6 +436,56 @@ static void test_lending(void)
     STATS_ADD_UP();
 }
 
+/* A ceiling lowered below live memory: once that memory is freed, what the
+ * device holds above its ceiling goes to any device that needs it, of any
+ * priority (before, only an explicit release or the device's own next
+ * allocation trimmed it, and a device of the same priority ran out). A
+ * request the card refuses tells its device CARD_FULL once, though it tries
+ * twice. A floor raise that live memory blocks releases nobody's cache and
+ * tells nobody LENT: it changes nothing. */
+static void test_over_ceiling(void)
+{
+    fresh_card("1x1GiB");
+    setenv("VDEV_LOGICAL_DEVICES", "0:..@low,..@low", 1);
+    CHECK_OK(vdev_init());
+    struct events e0 = {0}, e1 = {0};
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:0", on_pressure, &e0));
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", on_pressure, &e1));
+    void *p[8];
+    for (int i = 0; i < 8; i++)
+        CHECK_OK(vdev_mem_alloc("GPU:0", 100 * MIB, &p[i]));
+    CHECK_EQ_U64(reserved("GPU:0"), 1024 * MIB);
+    CHECK_OK(vdev_memory_set_limits("GPU:0", 0, 256 * MIB)); /* live: nothing to release yet */
+    for (int i = 0; i < 8; i++)
+        CHECK_OK(vdev_mem_free("GPU:0", p[i]));
+    CHECK_EQ_U64(reserved("GPU:0"), 1024 * MIB);
+    STATS_ADD_UP();
+    void *q;
+    CHECK_OK(vdev_mem_alloc("GPU:1", 700 * MIB, &q)); /* same priority: GPU:0 is over its ceiling */
+    CHECK_EQ_U64(reserved("GPU:0"), 300 * MIB);
+    CHECK(e1.n[VDEV_PRESSURE_CARD_FULL] == 1 && e0.n[VDEV_PRESSURE_LENT] == 1);
+    STATS_ADD_UP();
+    /* GPU:0 no longer over (ceiling raised): same priority, nothing lent. */
+    CHECK_OK(vdev_memory_set_limits("GPU:0", 0, 0));
+    void *r;
+    CHECK_STATUS(vdev_mem_alloc("GPU:1", 200 * MIB, &r), VDEV_ERR_OOM);
+    CHECK(e1.n[VDEV_PRESSURE_CARD_FULL] == 2); /* one more, not two */
+    CHECK(e0.n[VDEV_PRESSURE_LENT] == 1);
+    CHECK_EQ_U64(reserved("GPU:0"), 300 * MIB);
+    /* A floor of 600 MiB for GPU:1's neighbour: GPU:1's 700 MiB are live, so
+     * no cache release could make room: refused with nothing released. */
+    void *c;
+    CHECK_OK(vdev_mem_alloc("GPU:1", 16 * MIB, &c));
+    CHECK_OK(vdev_mem_free("GPU:1", c));
+    uint64_t r1 = reserved("GPU:1");
+    CHECK_STATUS(vdev_memory_set_limits("GPU:0", 900 * MIB, 0), VDEV_ERR_OOM);
+    CHECK_MSG("cannot raise the floor now");
+    CHECK_EQ_U64(reserved("GPU:1"), r1);
+    CHECK(e1.n[VDEV_PRESSURE_LENT] == 0);
+    STATS_ADD_UP();
+    CHECK_OK(vdev_mem_free("GPU:1", q));
+}
+
 /* ---- run-time limits ---- */
 
 static void test_runtime_limits(void)
@@ -707,6 +757,7 @@ int main(void)
     test_floor_kept_aside();
     test_floor_preallocated();
     test_lending();
+    test_over_ceiling();
     test_runtime_limits();
     test_trace_and_metrics();
     test_pool_internal();

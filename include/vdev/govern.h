@@ -97,7 +97,8 @@ VDEV_API enum vdev_status vdev_memory_get_limits(const char *device,
  * work and releases its empty regions until it fits; live memory is never
  * taken: while the memory in use stays above the ceiling, every new
  * allocation on the device fails with VDEV_ERR_OOM saying that the ceiling
- * was lowered. (A region preallocated at start-up stays reserved until
+ * was lowered; once it is freed, what the device holds above its ceiling is
+ * lent first, whatever its priority, to a device the card cannot serve. (A region preallocated at start-up stays reserved until
  * shutdown, whatever the ceiling; the ceiling still caps what is in use.) Raising the floor takes the memory it needs from what the
  * card has unclaimed, else from the empty regions other devices hold above
  * their floors. Errors, nothing changed: VDEV_ERR_INVALID_ARG (a floor above

@@ -341,8 +341,10 @@ static void tell(const struct member *m, enum vdev_pressure what, uint64_t bytes
 
 /* Lenders of member i: attached members holding memory above their floors,
  * of priority strictly below i's (any priority when `any`), lowest priority
- * first, then most held above the floor. Fills snap (a snapshot of the
- * members) and idx; returns their number. */
+ * first, then most held above the floor; before them, of any priority,
+ * members holding more than their ceiling (lowered at run time while their
+ * memory was live: what they hold above it is no longer theirs to keep).
+ * Fills snap (a snapshot of the members) and idx; returns their number. */
 static int lenders(vdev_pool_t *p, int i, int any, struct member *snap, int *idx)
 {
     int n = 0;
@@ -351,14 +353,17 @@ static int lenders(vdev_pool_t *p, int i, int any, struct member *snap, int *idx
     pthread_mutex_unlock(&p->lock);
     int max_prio = any ? VDEV_PRIORITY_COUNT : (int)snap[i].prio;
     for (int j = 0; j < p->n; j++) {
-        if (j == i || !snap[j].a || (int)snap[j].prio >= max_prio ||
+        int over = snap[j].reserved > snap[j].ceiling;
+        if (j == i || !snap[j].a || ((int)snap[j].prio >= max_prio && !over) ||
             snap[j].reserved <= snap[j].floor)
             continue;
         int k = n++;
         for (; k > 0; k--) {
             const struct member *x = &snap[idx[k - 1]], *y = &snap[j];
-            if (x->prio < y->prio ||
-                (x->prio == y->prio && x->reserved - x->floor >= y->reserved - y->floor))
+            int xo = x->reserved > x->ceiling, yo = y->reserved > y->ceiling;
+            if (xo > yo || (xo == yo && x->prio < y->prio) ||
+                (xo == yo && x->prio == y->prio &&
+                 x->reserved - x->floor >= y->reserved - y->floor))
                 break;
             idx[k] = idx[k - 1];
         }
@@ -376,13 +381,14 @@ static int fits(vdev_pool_t *p, int i, uint64_t need)
     return most >= r && most - r >= need;
 }
 
-uint64_t vdev_pool_reclaim(vdev_pool_t *p, int member, uint64_t sz, char *out, size_t cap)
+uint64_t vdev_pool_reclaim(vdev_pool_t *p, int member, uint64_t sz, int first, char *out,
+                           size_t cap)
 {
     struct member snap[VDEV_POOL_MAX_MEMBERS];
     int idx[VDEV_POOL_MAX_MEMBERS];
     last_report[0] = '\0';
     int n = fits(p, member, sz) ? 0 : lenders(p, member, 0, snap, idx); /* 0: freed meanwhile */
-    if (n || !fits(p, member, sz)) {
+    if (first && (n || !fits(p, member, sz))) {
         pthread_mutex_lock(&p->lock);
         struct member me = p->m[member];
         pthread_mutex_unlock(&p->lock);
@@ -497,6 +503,22 @@ enum vdev_status vdev_pool_set_limits(vdev_pool_t *p, int i, uint64_t floor, uin
         struct member snap[VDEV_POOL_MAX_MEMBERS];
         int idx[VDEV_POOL_MAX_MEMBERS];
         int n = lenders(p, i, 1, snap, idx);
+        /* Nothing is released unless the lenders' empty regions could make
+         * room: a raise that fails anyway changes nothing (live memory, not
+         * cache, is in the way). */
+        uint64_t empty = 0;
+        for (int k = 0; k < n; k++) {
+            lock(snap[idx[k]].a);
+            empty += vdev_alloc_empty_bytes(snap[idx[k]].a);
+            unlock(snap[idx[k]].a);
+        }
+        pthread_mutex_lock(&p->lock);
+        uint64_t want = p->m[i].reserved > floor ? p->m[i].reserved : floor;
+        uint64_t claim = others_claim(p, i) + want;
+        uint64_t short_by = claim > p->budget ? claim - p->budget : 0;
+        pthread_mutex_unlock(&p->lock);
+        if (empty < short_by)
+            n = 0;
         for (int k = 0; k < n; k++) {
             uint64_t got = lend(snap[idx[k]].a, -1, 0);
             if (got)

@@ -459,7 +459,7 @@ enum vdev_status vdev_alloc_make_room(struct vdev_alloc *a, uint64_t bytes, uint
         int member = a->member;
         unlock(a);
         char report[400];
-        vdev_pool_reclaim(pool, member, sz, report, sizeof report);
+        vdev_pool_reclaim(pool, member, sz, round == 0, report, sizeof report);
         lock(a);
         *again = 1;
         return VDEV_OK;

@@ -85,9 +85,13 @@ uint64_t vdev_pool_reserved(vdev_pool_t *p, int member);
  * lowest priority first, until sz fits; then writes into report (cap bytes)
  * whose memory is where, in the words of the OOM message ("GPU:1 (critical)
  * asked for 1.00 GiB; ... GPU:2 (low) holds 3.00 GiB above its floor, 2.50
- * GiB of it live"). Calls the pressure callbacks: CARD_FULL for the member,
- * LENT for each lender. Returns the bytes released. */
-uint64_t vdev_pool_reclaim(vdev_pool_t *p, int member, uint64_t sz, char *report, size_t cap);
+ * GiB of it live"). Members holding more than their ceiling (lowered while
+ * their memory was live) lend first, whatever their priority. Calls the
+ * pressure callbacks: CARD_FULL for the member (only when `first`: the
+ * first try of one request, which may try twice), LENT for each lender.
+ * Returns the bytes released. */
+uint64_t vdev_pool_reclaim(vdev_pool_t *p, int member, uint64_t sz, int first, char *report,
+                           size_t cap);
 /* The report of the last vdev_pool_reclaim() on this thread ("" if none). */
 const char *vdev_pool_last_report(void);
 
