@@ -169,7 +169,8 @@ VDEV_API enum vdev_status vdev_config_set_logical_devices(const char *physical_d
 /* The logical-device split of a physical device (code, else
  * VDEV_LOGICAL_DEVICES): *n logical devices (0: not split), their limits in
  * limits_bytes[0..min(n, cap)) (0 for CPUs). In force after start-up, what
- * start-up would put in force before it. tf.config.get_logical_device_configuration. */
+ * start-up would put in force before it (run-time changes of a ceiling are
+ * read with vdev_memory_get_limits). tf.config.get_logical_device_configuration. */
 VDEV_API enum vdev_status vdev_config_get_logical_devices(const char *physical_device,
                                                           uint64_t *limits_bytes, int cap, int *n);
 /* Floors, ceilings and priorities per logical device, from code and at run

@@ -517,9 +517,15 @@ static void test_runtime_limits(void)
               "of 128.00 MiB limit, largest free block 192.00 MiB; the ceiling was lowered at run "
               "time: new allocations fail until usage fits under it (short by 1.00 MiB); would "
               "help: freeing memory on this device, a smaller batch, a higher ceiling");
+    /* A request larger than the ceiling itself: the ordinary message, as
+     * freeing memory could not help. */
+    CHECK_ERR(vdev_mem_alloc("GPU:1", 200 * MIB, &q), VDEV_ERR_OOM,
+              "OOM when allocating 200.00 MiB (209715200 bytes) on /device:GPU:1: 128.00 MiB in "
+              "use of 128.00 MiB limit, largest free block 192.00 MiB; the limit is short by "
+              "200.00 MiB; would help: a larger limit, a smaller batch");
     struct vdev_memory_info mi;
     CHECK_OK(vdev_memory_info("GPU:1", &mi));
-    CHECK_EQ_U64(mi.n_failed_allocs, 1);
+    CHECK_EQ_U64(mi.n_failed_allocs, 2);
     /* Usage falls under it: the 256 MiB region empties and goes back at the
      * next allocation, which succeeds in a new 64 MiB region (the growth
      * schedule restarts from the 64 MiB region still held, capped by the

@@ -69,7 +69,9 @@ VDEV_API enum vdev_status vdev_config_set_logical_devices_ex(
  * vdev_config_get_logical_devices reports limits (a plain limit reads as
  * floor == ceiling; before start-up a ceiling of 0 stands for the card's
  * budget, after it the budget itself; priorities read back resolved, never
- * DEFAULT). */
+ * DEFAULT). This is the configuration start-up put in force; changes made
+ * at run time (vdev_memory_set_limits, vdev_memory_set_priority) are read
+ * with vdev_memory_get_limits. */
 VDEV_API enum vdev_status vdev_config_get_logical_devices_ex(
     const char *physical_device, struct vdev_logical_device_config *devs, int cap, int *n);
 
@@ -98,7 +100,9 @@ VDEV_API enum vdev_status vdev_memory_get_limits(const char *device,
  * taken: while the memory in use stays above the ceiling, every new
  * allocation on the device fails with VDEV_ERR_OOM saying that the ceiling
  * was lowered; once it is freed, what the device holds above its ceiling is
- * lent first, whatever its priority, to a device the card cannot serve. (A region preallocated at start-up stays reserved until
+ * lent first, whatever its priority, to a device the card cannot serve.
+ * Logical CPUs take limits here too (the host's memory is their budget),
+ * though start-up gives them none, as TensorFlow's. (A region preallocated at start-up stays reserved until
  * shutdown, whatever the ceiling; the ceiling still caps what is in use.) Raising the floor takes the memory it needs from what the
  * card has unclaimed, else from the empty regions other devices hold above
  * their floors. Errors, nothing changed: VDEV_ERR_INVALID_ARG (a floor above

@@ -399,7 +399,9 @@ enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint6
     if (sz > room) {
         uint64_t over = a->in_use > a->limit ? a->in_use - a->limit : 0;
         uint64_t short_by = sz - room > UINT64_MAX - over ? UINT64_MAX : sz - room + over;
-        if (a->limit_lowered)
+        /* "lowered" only when freeing memory could help: a request larger
+         * than the ceiling itself is the ordinary short limit */
+        if (a->limit_lowered && sz <= a->limit)
             snprintf(tail, sizeof tail,
                      "; the ceiling was lowered at run time: new allocations fail until usage "
                      "fits under it (short by %s); would help: freeing memory on this device, a "
