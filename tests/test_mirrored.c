@@ -115,6 +115,33 @@ static void test_proportions(void)
     mm_batch(&m, 2, 1); /* fewer rows than replicas: one gets none */
     CHECK_OK(vdev_strategy_run(s, mm_step, &m, NULL));
     CHECK(m.rows[0] == 1 && m.rows[1] == 1 && m.rows[2] == 0);
+    /* Proportions whose sum is not finite split as their ratios do (1:1:1,
+     * 1:1:2), and so do tiny ones. */
+    const double huge[3] = {1e308, 1e308, 1e308}, tiny[3] = {1e-300, 1e-300, 2e-300};
+    mm_batch(&m, 12, 1);
+    CHECK_OK(vdev_strategy_set_batch_proportions(s, huge, 3));
+    CHECK_OK(vdev_strategy_run(s, mm_step, &m, NULL));
+    CHECK(m.rows[0] == 4 && m.rows[1] == 4 && m.rows[2] == 4);
+    const double huge2[3] = {5e307, 5e307, 1e308};
+    CHECK_OK(vdev_strategy_set_batch_proportions(s, huge2, 3));
+    CHECK_OK(vdev_strategy_run(s, mm_step, &m, NULL));
+    CHECK(m.rows[0] == 3 && m.rows[1] == 3 && m.rows[2] == 6);
+    CHECK_OK(vdev_strategy_set_batch_proportions(s, tiny, 3));
+    CHECK_OK(vdev_strategy_run(s, mm_step, &m, NULL));
+    CHECK(m.rows[0] == 3 && m.rows[1] == 3 && m.rows[2] == 6);
+    /* One optimizer passed by two replicas: refused on every replica before
+     * any variable moves (its slots would mix the replicas' states). */
+    vdev_optimizer_t *own1 = m.opt[1];
+    m.opt[1] = m.opt[0];
+    float before[MM_PARAMS], after[MM_PARAMS];
+    mm_read(m.vars[2], before);
+    CHECK_STATUS(vdev_strategy_run(s, mm_step, &m, NULL), VDEV_ERR_INVALID_ARG);
+    CHECK_MSG("vdev_replica_apply_gradients: replicas 0 and 1 pass the same optimizer; each "
+              "replica needs its own (its slots hold that replica's state)");
+    mm_read(m.vars[2], after);
+    CHECK(memcmp(before, after, sizeof before) == 0);
+    m.opt[1] = own1;
+    CHECK_OK(vdev_strategy_run(s, mm_step, &m, NULL));
     const double bad[3] = {1, 0, 1}, inf[3] = {1, INFINITY, 1};
     EXPECT_ERR(vdev_strategy_set_batch_proportions(s, bad, 3), VDEV_ERR_INVALID_ARG,
                "vdev_strategy_set_batch_proportions: proportion 1 is 0; each is > 0 and finite");

@@ -298,7 +298,9 @@ VDEV_API enum vdev_status vdev_replica_broadcast(vdev_replica_context_t *ctx,
  * replicas (all-reduce on copies, so the gradients are not written), makes
  * the optimizer's slots, checks with every replica that each got this far,
  * then updates vars[i] in place. vars must be this replica's variables, on
- * its device; opt this replica's own optimizer. When any replica fails
+ * its device; opt this replica's own optimizer (one passed by two replicas
+ * of this process is VDEV_ERR_INVALID_ARG on every replica, "replicas 0 and
+ * 1 pass the same optimizer; ..."). When any replica fails
  * before the update, no replica updates anything (every replica returns the
  * same code and message). The update itself cannot run out of memory. */
 VDEV_API enum vdev_status vdev_replica_apply_gradients(vdev_replica_context_t *ctx,

@@ -351,12 +351,16 @@ void vdev_strat_split(const struct vdev_strat *s, int r, int64_t B, int64_t *off
         return;
     }
     int64_t share[VDEV_MAX_REPLICAS];
-    double frac[VDEV_MAX_REPLICAS], sum = 0;
+    double frac[VDEV_MAX_REPLICAS], sum = 0, top = 0;
+    /* Scaled by the largest first: proportions of 1e308 are finite, their
+     * sum is not. */
     for (int i = 0; i < n; i++)
-        sum += s->proportions ? s->proportions[i] : 1.0;
+        top = s->proportions[i] > top ? s->proportions[i] : top;
+    for (int i = 0; i < n; i++)
+        sum += s->proportions[i] / top;
     int64_t given = 0;
     for (int i = 0; i < n; i++) {
-        double want = (double)B * (s->proportions ? s->proportions[i] : 1.0) / sum;
+        double want = (double)B * (s->proportions[i] / top) / sum;
         share[i] = (int64_t)floor(want);
         if (share[i] > B)
             share[i] = B;

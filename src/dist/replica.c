@@ -392,16 +392,30 @@ VDEV_API enum vdev_status vdev_replica_apply_gradients(vdev_replica_context_t *c
                      vdev_shape_str(vt[i]->shape, vt[i]->ndim, s2, sizeof s2));
         }
     }
+    atomic_store_explicit(&r->apply_opt, (uintptr_t)opt, memory_order_relaxed);
     /* 2. the gradients summed over the replicas, in copies */
     if (status == VDEV_OK)
         status = copies_of(l.in, n, l.h, l.cp, why, sizeof why);
     int have_copies = status == VDEV_OK;
     enum vdev_status st = collective(r, VDEV_COLL_ALL_REDUCE, VDEV_REDUCE_SUM, 0, l.cp,
                                      status ? 0 : n, fn, status, status ? why : NULL);
-    /* 3. the optimizer's slots, then every replica's word */
+    /* 3. the optimizer's slots, then every replica's word. Every replica
+     * wrote its optimizer before the all-reduce, so each sees the others'
+     * now and all reach the same verdict on one shared between replicas. */
     if (st == VDEV_OK) {
-        status = vdev_optimizer_prepare(opt, vars, n);
-        if (status != VDEV_OK)
+        for (int j = 0; j < r->s->n && status == VDEV_OK; j++)
+            if (j != r->id &&
+                atomic_load_explicit(&r->s->reps[j].apply_opt, memory_order_relaxed) ==
+                    (uintptr_t)opt) {
+                status = VDEV_ERR_INVALID_ARG;
+                snprintf(why, sizeof why,
+                         "%s: replicas %d and %d pass the same optimizer; each replica needs "
+                         "its own (its slots hold that replica's state)",
+                         fn, j < r->id ? j : r->id, j < r->id ? r->id : j);
+            }
+        if (status == VDEV_OK)
+            status = vdev_optimizer_prepare(opt, vars, n);
+        if (status != VDEV_OK && !why[0])
             snprintf(why, sizeof why, "%s", vdev_last_error());
         st = collective(r, VDEV_COLL_BARRIER, VDEV_REDUCE_SUM, 0, NULL, 0, fn, status,
                         status ? why : NULL);

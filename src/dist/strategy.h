@@ -22,6 +22,10 @@ struct vdev_strat;
 struct vdev_rep {
     struct vdev_strat *s;
     int id;                         /* its rank in the communicator: local index */
+    /* The optimizer its vdev_replica_apply_gradients passes, written before
+     * that call's first collective and read by the other replicas after it
+     * (each replica needs its own: the slots are per replica). */
+    _Atomic(uintptr_t) apply_opt;
     int gid;                        /* replica_id_in_sync_group: first + id */
     struct vdev_ldev *dev;
     vdev_replica_context_t *ctx;    /* its public handle */
