@@ -632,3 +632,28 @@ def test_mirrored_example_prints_the_c_demos_numbers(sim, opts):
     assert len(want) >= 5 and _demo_lines(py.stdout) == want
     assert "replicas identical bit for bit: yes" in py.stdout
     assert "Memory imbalance (largest peak / smallest): 1.0" in py.stdout
+
+
+def test_another_strategy_inside_a_step_is_refused():
+    # TensorFlow: a strategy's scope inside another's step mixes strategies,
+    # and strategy.run inside a step needs cross-replica context.
+    s = D.MirroredStrategy()
+    s2 = D.MirroredStrategy(["GPU:0", "GPU:1"])
+
+    def enter_other():
+        with s2.scope():
+            vdev.Variable([1.0])
+
+    with pytest.raises(ValueError) as e:
+        s.run(enter_other)
+    assert str(e.value).startswith("Mixing different tf.distribute.Strategy objects: ")
+
+    def nested_run():
+        s2.run(lambda: None)
+
+    with pytest.raises(RuntimeError) as e:
+        s.run(nested_run)
+    assert str(e.value) == ("Method requires being in cross-replica context, use "
+                            "get_replica_context().merge_call()")
+    with s2.scope():  # both still work
+        assert s2.run(lambda: 7) == 7  # the strategy still runs

@@ -240,6 +240,9 @@ class _Scope:
 
     def __enter__(self):
         cur = _context.scope_strategy()
+        ctx = _context.replica()
+        if ctx is not None and ctx.strategy is not self._s:  # another's step: as TensorFlow
+            cur = ctx.strategy
         if cur is not None and cur is not self._s:
             raise ValueError("Mixing different tf.distribute.Strategy objects: %s is not %s"
                              % (cur, self._s))
@@ -420,6 +423,10 @@ class MirroredStrategy:
             raise TypeError("strategy.run takes a function, not %r" % (fn,))
         if options is not None:
             raise ValueError("vdev takes no run options")
+        ctx = _context.replica()
+        if ctx is not None and ctx.strategy is not self:  # another's step: TensorFlow's words
+            raise RuntimeError("Method requires being in cross-replica context, use "
+                               "get_replica_context().merge_call()")
         h = self._handle_now()
         run = _Run(self, fn, tuple(args), dict(kwargs or {}))
         key = next(_run_keys)
