@@ -129,6 +129,12 @@ done
 $cc $cflags_strict $sanflags -o "$tmp/app_pc" "$consumer/readme_example.c" "$consumer/loaded_from.c" \
   $(pkg-config --cflags --libs vdev) -Wl,-rpath,"$pc_libdir" >"$tmp/cc.log" 2>&1 && ok ||
   bad "cc with pkg-config: $(cat "$tmp/cc.log")"
+# The static library with what pkg-config --static says it needs: it links.
+# shellcheck disable=SC2046,SC2086
+$cc $cflags_strict $sanflags -o "$tmp/app_pc_static" "$consumer/readme_example.c" \
+  "$consumer/loaded_from.c" $(pkg-config --cflags vdev) "$pc_libdir/libvdev.a" \
+  $(pkg-config --static --libs vdev) >"$tmp/cc.log" 2>&1 && ok ||
+  bad "cc with libvdev.a and pkg-config --static: $(cat "$tmp/cc.log")"
 # shellcheck disable=SC2046,SC2086
 $cc $cflags_strict $sanflags -o "$tmp/gpu_reason" "$consumer/gpu_reason.c" \
   $(pkg-config --cflags --libs vdev) -Wl,-rpath,"$pc_libdir" >"$tmp/cc.log" 2>&1 && ok ||
