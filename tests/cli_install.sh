@@ -85,6 +85,13 @@ for b in "$build" "$build_logical"; do
   hits=$(grep -rlF -- "$b" "$prefix")
   [ -z "$hits" ] && ok || bad "installed files hold the build path $b: $hits"
 done
+# The text a program shows (assertion messages name source files) names them
+# from the source tree's root, not by the path it was built at.
+srcdir=$(cd "$(dirname "$0")/.." && pwd -P)
+for f in "$L/libvdev.so.$ver" "$L/libvdev.a" "$prefix/$bindir/vdev"; do
+  readelf -p .rodata "$f" 2>/dev/null | grep -qF "$srcdir/" &&
+    bad "$f: the source path $srcdir in its read-only data" || ok
+done
 for f in "$L/libvdev.so.$ver" "$prefix/$bindir/vdev"; do
   readelf -d "$f" | grep -E 'R(UN)?PATH' | grep -qF "$build" && bad "$f: build folder in its RUNPATH" || ok
   ldd "$f" | grep -qF "$build" && bad "$f resolves a library in the build folder: $(ldd "$f")" || ok
