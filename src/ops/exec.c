@@ -116,6 +116,19 @@ static int home_of(const struct vdev_tens *const *in, int n)
     return -1;
 }
 
+/* VDEV_ERR_PLACEMENT under strict placement: input i of def is on another
+ * device than dev, where the op runs (TensorFlow's words). */
+static enum vdev_status strict_error(const struct vdev_op_def *def, int i,
+                                     const struct vdev_tens *in, const struct vdev_ldev *dev)
+{
+    return vdev_error(VDEV_ERR_PLACEMENT,
+                      "Tensors on conflicting devices: cannot compute %s as input #%d was "
+                      "expected to be on %s but is actually on %s (operation running on %s). "
+                      "Copy it explicitly with vdev_tensor_to() or vdev_identity() under a "
+                      "device scope, or use VDEV_PLACEMENT=copy",
+                      def->name, i, dev->long_name, in->dev->long_name, dev->long_name);
+}
+
 /* Brings every input to dev: copies (policy copy) or an error (strict).
  * tmp[i] is the copy made for input i; the caller passes tmp all NULL, so
  * whatever happens drop_tmp() may follow (it frees only what was made). */
@@ -132,12 +145,7 @@ static enum vdev_status gather_inputs(const struct vdev_op_def *def, struct vdev
         /* Identity is the explicit copy, as in TensorFlow: exempt. */
         if (vdev_placement_policy_now() == VDEV_PLACEMENT_STRICT && def->n_in &&
             def != &vdev_op_defs[VDEV_OP_IDENTITY])
-            return vdev_error(VDEV_ERR_PLACEMENT,
-                              "Tensors on conflicting devices: cannot compute %s as input #%d was "
-                              "expected to be on %s but is actually on %s (operation running on "
-                              "%s). Copy it explicitly with vdev_tensor_to() or "
-                              "vdev_identity() under a device scope, or use VDEV_PLACEMENT=copy",
-                              def->name, i, dev->long_name, in[i]->dev->long_name, dev->long_name);
+            return strict_error(def, i, in[i], dev);
         tmp[i] = vdev_tens_copy_to(in[i], dev);
         if (!tmp[i])
             return vdev_last_status();
@@ -271,13 +279,7 @@ static enum vdev_status check_inplace(const struct vdev_op_def *def, struct vdev
     if (vdev_placement_policy_now() == VDEV_PLACEMENT_STRICT)
         for (int i = 0; i < n_in; i++)
             if (in[i]->dev != dev)
-                return vdev_error(
-                    VDEV_ERR_PLACEMENT,
-                    "Tensors on conflicting devices: cannot compute %s as input #%d was "
-                    "expected to be on %s but is actually on %s (operation running on %s). Copy "
-                    "it explicitly with vdev_tensor_to() or vdev_identity() under a device "
-                    "scope, or use VDEV_PLACEMENT=copy",
-                    def->name, i, dev->long_name, in[i]->dev->long_name, dev->long_name);
+                return strict_error(def, i, in[i], dev);
     /* The shape rule reads shapes and dtypes only, so the inputs as they are
      * (before any copy) answer it. */
     struct vdev_kernel_args ka;
