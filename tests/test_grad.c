@@ -501,6 +501,30 @@ static void test_nonscalar_loss(const char *dev)
     CHECK_OK(vdev_device_pop());
 }
 
+/* The gradient of a broadcast row (a bias) sums many rows: 100,000 rows of
+ * 1/400,000 each must give 0.25 to float precision (a float running sum
+ * was 1e-3 off here, and stopped growing at 2^24). */
+static void test_bias_gradient_many_rows(const char *dev)
+{
+    CHECK_OK(vdev_device_push(dev));
+    const int64_t R = 100000;
+    int64_t xs[2] = {R, 4}, bs[1] = {4};
+    vdev_tensor_t *b = vdev_variable(vdev_tensor_zeros(bs, 1, VDEV_F32));
+    vdev_scope_begin();
+    vdev_tensor_t *x = vdev_tensor_fill(xs, 2, VDEV_F32, 0.5f), *g;
+    vdev_tape_t *t = vdev_tape_begin();
+    vdev_tensor_t *loss = vdev_mean_all(vdev_add(x, b));
+    CHECK_OK(vdev_tape_gradient(t, loss, &b, 1, &g));
+    vdev_tape_end(t);
+    float h[4];
+    CHECK_OK(vdev_tensor_to_host(g, h, sizeof h));
+    for (int k = 0; k < 4; k++)
+        CHECK(fabs(h[k] - 0.25) <= 0.25 * 1e-6);
+    vdev_scope_end();
+    vdev_tensor_free(b);
+    CHECK_OK(vdev_device_pop());
+}
+
 /* A summed gradient handed out inside nested scopes and kept past the inner
  * one stays valid in the outer scope and is freed by it; a variable asked
  * for twice gets the same values twice, each its own tensor. */
@@ -615,6 +639,7 @@ int main(void)
     all_cases("CPU:0");
     test_used_twice_and_unused("CPU:0");
     test_nonscalar_loss("CPU:0");
+    test_bias_gradient_many_rows("CPU:0");
     test_kept_gradient("CPU:0");
     test_tape_twice();
     check_no_leak("CPU:0");
@@ -625,6 +650,7 @@ int main(void)
     all_cases("GPU:0");
     test_used_twice_and_unused("GPU:1");
     test_nonscalar_loss("GPU:0");
+    test_bias_gradient_many_rows("GPU:1");
     test_kept_gradient("GPU:1");
     test_gradient_device();
     check_no_leak("GPU:0");
