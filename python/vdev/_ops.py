@@ -106,7 +106,9 @@ def negative(x, name=None):
 
 def pow(x, y, name=None):
     """x ** y for a scalar exponent y, or a positive scalar base x (``2 **
-    t``), computed as exp(y * log(x)), on y's device."""
+    t``), computed as exp(y * log(x)), on y's device: within a few float
+    roundings (about 4e-6 relative at worst), not exact for whole exponents,
+    and 1 ** t is NaN where t is infinite or NaN (IEEE pow gives 1)."""
     if _is_scalar(x) and isinstance(y, Tensor):
         if not x > 0:
             raise ValueError("vdev computes number ** tensor as exp(tensor * log(number)), "
