@@ -389,3 +389,14 @@ def test_gradient_of_non_scalar_target_is_summed():
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
         tape.gradient(li, w)
     assert str(e.value) == "vdev_tape_gradient_ex: the loss is int32; gradients are of float tensors"
+
+
+# ---- Keras's label shapes for the sparse cross-entropy ----
+
+def test_sparse_crossentropy_takes_keras_label_shapes():
+    loss = vdev.losses.SparseCategoricalCrossentropy(from_logits=True)
+    logits = vdev.constant([[2.0, 0.5, -1.0], [0.1, 0.2, 3.0]])
+    want = loss(np.array([0, 2], np.int32), logits).numpy()
+    for labels in ([[0], [2]], np.array([[0], [2]], np.int32), np.array([0.0, 2.0], np.float32),
+                   vdev.constant([[0.0], [2.0]]), vdev.constant(np.array([[0], [2]], np.int32))):
+        assert loss(labels, logits).numpy() == want

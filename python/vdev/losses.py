@@ -3,7 +3,10 @@ over the batch (Keras's default reduction, 'auto' or
 'sum_over_batch_size'), or one loss per example (reduction 'none', what
 ``vdev.nn.compute_average_loss`` takes in a data-parallel step)."""
 
+import numpy as np
+
 from . import _ops
+from ._tensor import Tensor, int32
 
 
 class Reduction:
@@ -75,6 +78,20 @@ class CategoricalCrossentropy:
         return _ops.reduce_mean(per_example)
 
 
+def _keras_labels(y):
+    """Labels as Keras takes them: a trailing dimension of 1 dropped ([N, 1]
+    -> [N]) and float labels cast to int32 (Keras casts y_true to int, which
+    truncates); int32 labels of shape [N] pass as they are."""
+    if isinstance(y, Tensor) and y.dtype == int32 and len(y.shape) == 1:
+        return y
+    a = np.asarray(y.numpy() if isinstance(y, Tensor) else y)
+    if a.ndim == 2 and a.shape[1] == 1:
+        a = a[:, 0]
+    if a.dtype.kind == "f":
+        a = a.astype(np.int32)
+    return a
+
+
 class SparseCategoricalCrossentropy:
     """The mean over the batch of -log softmax(logits)[label]; y_true holds
     int32 labels in [0, classes). vdev computes it from logits, so
@@ -92,4 +109,4 @@ class SparseCategoricalCrossentropy:
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         _no_weights(sample_weight)
-        return _ops.sparse_softmax_cross_entropy_mean(y_true, y_pred)
+        return _ops.sparse_softmax_cross_entropy_mean(_keras_labels(y_true), y_pred)
