@@ -61,13 +61,19 @@ int stub_load_nccl(void)
 
 void stub_setup(int n, uint64_t total, int driver, int init_result, int no_vmm, int no_peer)
 {
-    struct vdev_stub_config c = {n, total, 0, driver, init_result, no_vmm, no_peer, 0};
+    struct vdev_stub_config c = {n, total, 0, driver, init_result, no_vmm, no_peer, 0, 0};
     S.setup(&c);
 }
 
 void stub_setup_ctx(int n, uint64_t total, uint64_t context_bytes)
 {
-    struct vdev_stub_config c = {n, total, 0, 0, 0, 0, 0, context_bytes};
+    struct vdev_stub_config c = {n, total, 0, 0, 0, 0, 0, context_bytes, 0};
+    S.setup(&c);
+}
+
+void stub_setup_cc(int n, uint64_t total, int cc)
+{
+    struct vdev_stub_config c = {n, total, 0, 0, 0, 0, 0, 0, cc};
     S.setup(&c);
 }
 

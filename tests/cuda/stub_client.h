@@ -25,6 +25,8 @@ int stub_load_nccl(void);
 /* A new configuration of the stand-in driver. */
 void stub_setup(int n, uint64_t total, int driver, int init_result, int no_vmm, int no_peer);
 void stub_setup_ctx(int n, uint64_t total, uint64_t context_bytes);
+/* n devices of compute capability cc (major * 10 + minor). */
+void stub_setup_cc(int n, uint64_t total, int cc);
 /* No violation of the driver's rules so far (a check), and when `empty`, no
  * object of the stand-in alive (another). */
 void stub_expect_clean_at(const char *file, int line, const char *where, int empty);

@@ -35,6 +35,7 @@ struct vdev_stub_config {
     int no_vmm;           /* devices report no virtual memory management */
     int no_peer;          /* devices cannot access each other's memory */
     uint64_t context_bytes; /* device memory a primary context takes while retained */
+    int cc;                 /* compute capability, major * 10 + minor; 0: 90 */
 };
 
 /* Live objects, for leak checks; bytes_used is physical memory of device

@@ -84,6 +84,13 @@ static void expect_reason(const char *what, enum vdev_status code, const char *w
 
 static void test_open(void)
 {
+    /* a GPU older than the kernels' architecture: refused, not half working */
+    stub_setup_cc(1, 4 * GiB, 80);
+    expect_reason("compute capability 8.0", VDEV_ERR_UNSUPPORTED,
+                  "CUDA plugin: GPU 0 has compute capability 8.0; this build's kernels need 9.0 "
+                  "or newer (configure with -DCMAKE_CUDA_ARCHITECTURES=\"80-real;90-virtual\" to "
+                  "build them for it)");
+
     stub_setup(1, 4 * GiB, 13000, CUDA_ERROR_NO_DEVICE, 0, 0);
     expect_reason("cuInit fails", VDEV_ERR_UNSUPPORTED,
                   "CUDA plugin: cuInit failed: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is "

@@ -460,7 +460,8 @@ static const struct vdev_backend_ops cu_ops_vmm = {OPS_COMMON, .extend = vdev_cu
 static const struct vdev_backend_ops cu_ops_plain = {OPS_COMMON, .extend = NULL};
 
 /* Sets up GPU i: context, properties, its own stream (with its scratch and
- * workspace) in *own. */
+ * workspace) in *own. 0, or -1 (a CUDA call failed) or -2 (a GPU this build
+ * cannot run kernels on) with reason set. */
 static int dev_setup(struct cu_dev *d, int i, struct cu_stream **own, char *reason, size_t cap)
 {
     char e[160];
@@ -490,6 +491,18 @@ static int dev_setup(struct cu_dev *d, int i, struct cu_stream **own, char *reas
     d->total = total;
     TRY(cuDeviceGetAttribute, &d->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev);
     TRY(cuDeviceGetAttribute, &d->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev);
+    if (d->cc_major * 10 + d->cc_minor < VDEV_CUDA_MIN_ARCH) {
+        /* The kernels are built for VDEV_CUDA_MIN_ARCH and newer (PTX of that
+         * architecture JIT-compiles forward, never back): on an older GPU
+         * every kernel would fail while copies worked. */
+        snprintf(reason, cap,
+                 "CUDA plugin: GPU %d has compute capability %d.%d; this build's kernels need "
+                 "%d.%d or newer (configure with -DCMAKE_CUDA_ARCHITECTURES=\"%d%d-real;%d-virtual\" "
+                 "to build them for it)",
+                 i, d->cc_major, d->cc_minor, VDEV_CUDA_MIN_ARCH / 10, VDEV_CUDA_MIN_ARCH % 10,
+                 d->cc_major, d->cc_minor, VDEV_CUDA_MIN_ARCH);
+        return -2;
+    }
     TRY(cuDeviceGetAttribute, &d->n_sm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d->dev);
     TRY(cuDeviceGetAttribute, &d->vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
         d->dev);
@@ -639,10 +652,11 @@ EXPORT enum vdev_status vdev_cuda_plugin_open(int api_version, struct vdev_backe
     int all_vmm = 1;
     for (int i = 0; i < n; i++) {
         c->n = i + 1;
-        if (dev_setup(&c->devs[i], i, &c->qs[i], reason, cap) != 0) {
+        int bad = dev_setup(&c->devs[i], i, &c->qs[i], reason, cap);
+        if (bad) {
             cu_destroy(c);
             vdev_cu.cuCtxSetCurrent(prev);
-            return VDEV_ERR_BACKEND;
+            return bad == -2 ? VDEV_ERR_UNSUPPORTED : VDEV_ERR_BACKEND;
         }
         all_vmm &= c->devs[i].vmm != 0;
     }
