@@ -128,6 +128,7 @@ int run_matmul(const vdev_cuda_args *a, const vdev_cuda_launch_env *env, char *m
         if (e != cudaSuccess) {
             snprintf(msg, cap, "CUDA plugin: MatMul: cudaMemsetAsync failed: %s",
                      cudaGetErrorString(e));
+            (void)cudaGetLastError(); /* cleared: the next launch must not report it */
             return VDEV_CUDA_RC_FAILED;
         }
         return VDEV_CUDA_RC_OK;

@@ -443,6 +443,7 @@ int copy_words(const vdev_cuda_args *a, cudaStream_t s, char *msg, size_t cap)
     if (e != cudaSuccess) {
         snprintf(msg, cap, "CUDA plugin: %s: device copy failed: %s", op_name(a->op),
                  cudaGetErrorString(e));
+        (void)cudaGetLastError(); /* cleared: the next launch must not report it */
         return VDEV_CUDA_RC_FAILED;
     }
     return VDEV_CUDA_RC_OK;
