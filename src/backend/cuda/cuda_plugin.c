@@ -415,16 +415,20 @@ static void cu_stream_close(void *vctx, int q)
     struct cu_stream *s = c->qs[q];
     if (vdev_cu_use_ctx(s->d) == CUDA_SUCCESS)
         vdev_cu.cuStreamSynchronize(s->s);
-    pthread_mutex_lock(&c->lock);
     if (q < c->n) {
-        /* the GPU's own stream stays, without its memory */
+        /* The GPU's own stream stays, without its memory. Unequipped before
+         * the lock: cublasDestroy synchronises the whole device, which must
+         * not hold every other stream's open and close; the stream is still
+         * taken meanwhile, so nobody else equips it. */
         if (vdev_cu_use_ctx(s->d) == CUDA_SUCCESS)
             stream_unequip(s);
+        pthread_mutex_lock(&c->lock);
         c->own_taken[q] = 0;
-        s = NULL;
-    } else {
-        c->qs[q] = NULL;
+        pthread_mutex_unlock(&c->lock);
+        return;
     }
+    pthread_mutex_lock(&c->lock);
+    c->qs[q] = NULL;
     pthread_mutex_unlock(&c->lock);
     if (s && vdev_cu_use_ctx(s->d) == CUDA_SUCCESS)
         stream_free(s);
