@@ -101,7 +101,9 @@ VDEV_API enum vdev_status vdev_cluster_task(struct vdev_cluster_task *out);
  * whose number of processes is not the cluster's number of tasks ("the job
  * has 2 processes, the cluster 4 tasks; launch one process per task") and
  * two processes that are the same task (given the same TF_CONFIG: "two
- * processes are /job:worker/replica:0/task:0 (ranks 0 and 1); ..."). Otherwise the errors of
+ * processes are /job:worker/replica:0/task:0 (ranks 0 and 1); ..."), and a
+ * chief that is not MPI rank 0 (replica 0, a broadcast's root, is rank 0's;
+ * it must be the chief's, as in TensorFlow). Otherwise the errors of
  * vdev_mirrored_strategy_new, and VDEV_ERR_UNSUPPORTED without the MPI
  * plugin. */
 VDEV_API enum vdev_status vdev_multi_worker_mirrored_strategy_new(const char *const *devices,

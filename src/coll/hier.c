@@ -524,6 +524,16 @@ enum vdev_status vdev_coll_hier_make(struct vdev_ldev *const *devs, int n, const
                         "the job has %d processes, the cluster %d tasks; launch one process "
                         "per task",
                         H->n_workers, n_tasks);
+    /* Replica 0 (a broadcast's root 0, whose values are the chief's in
+     * TensorFlow) is rank 0's: the chief must be that process. */
+    for (int w = 1; st == VDEV_OK && w < H->n_workers; w++)
+        if (!strncmp(H->task[w], "/job:chief/", 11))
+            st = vdev_error(VDEV_ERR_CONFIG,
+                            "the chief (%s) is MPI rank %d; replica 0, whose values a "
+                            "broadcast from root 0 gives every replica, is rank 0's: launch the "
+                            "chief as rank 0 (first in the TF_CONFIG order, or give no task: "
+                            "rank 0 is then the chief)",
+                            H->task[w], w);
     for (int w = 1; st == VDEV_OK && w < H->n_workers; w++)
         for (int v = 0; v < w; v++)
             if (!strcmp(H->task[v], H->task[w])) {

@@ -214,31 +214,30 @@ VDEV_API enum vdev_status vdev_ps_strategy_new(const struct vdev_ps_options *opt
     st = agree(ps, PS_TAG_MAKE, &mine, all, "vdev_ps_strategy_new");
     for (size_t p = 0; st == VDEV_OK && p < P; p++)
         vdev_strlcpy(ps->task[p], all[p].task, sizeof ps->task[0]);
-    /* the roles: one process for each task of the cluster */
-    int seen_chief = 0;
-    for (int w = 0; w < (int)P; w++)
-        ps->worker_rank[w] = ps->ps_rank[w] = -1;
-    for (size_t p = 0; st == VDEV_OK && p < P; p++) {
-        int j = all[p].job, i = all[p].index;
-        int *slot = j == VDEV_JOB_WORKER ? &ps->worker_rank[i]
-                    : j == VDEV_JOB_PS   ? &ps->ps_rank[i]
-                                         : NULL;
-        if (j == VDEV_JOB_CHIEF) {
-            ps->chief = (int)p;
-            seen_chief++;
-        }
-        if ((slot && *slot >= 0) || (j == VDEV_JOB_CHIEF && seen_chief > 1))
-            st = vdev_error(VDEV_ERR_CONFIG, "%s: two processes are %s (ranks %d and %zu)", fn,
-                            all[p].task, slot ? *slot : ps->chief, p);
-        else if (slot)
-            *slot = (int)p;
-    }
+    /* One process for each task of the cluster: the count first, as the
+     * roles below index arrays of one slot per process with task indices. */
     ps->n_workers = cv.n[VDEV_JOB_WORKER];
     ps->n_ps = cv.n[VDEV_JOB_PS];
     if (st == VDEV_OK && (int)P != 1 + ps->n_workers + ps->n_ps)
         st = vdev_error(VDEV_ERR_CONFIG, "%s: the job has %zu processes, the cluster %d tasks; "
                                          "launch one process per task",
                         fn, P, 1 + ps->n_workers + ps->n_ps);
+    int chief = -1;
+    for (int w = 0; w < (int)P; w++)
+        ps->worker_rank[w] = ps->ps_rank[w] = -1;
+    for (size_t p = 0; st == VDEV_OK && p < P; p++) {
+        int j = all[p].job, i = all[p].index;
+        int *slot = j == VDEV_JOB_WORKER ? &ps->worker_rank[i]
+                    : j == VDEV_JOB_PS   ? &ps->ps_rank[i]
+                    : j == VDEV_JOB_CHIEF ? &chief
+                                          : NULL;
+        if (slot && *slot >= 0)
+            st = vdev_error(VDEV_ERR_CONFIG, "%s: two processes are %s (ranks %d and %zu)", fn,
+                            all[p].task, *slot, p);
+        else if (slot)
+            *slot = (int)p;
+    }
+    ps->chief = chief;
     free(all);
     if (st == VDEV_OK && ps->me == ps->chief) {
         ps->busy = malloc((size_t)ps->n_workers * sizeof *ps->busy);

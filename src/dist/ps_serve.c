@@ -322,6 +322,15 @@ VDEV_API enum vdev_status vdev_ps_worker_push(vdev_ps_worker_t *h, vdev_tensor_t
                                               "variable has %lld floats",
                               fn, i, vdev_dtype_name(t->dtype), (long long)t->numel,
                               (long long)ps->numel[i]);
+        /* the same shape, not only as many elements (a [1,5] gradient for a
+         * [5] variable is a mistake TensorFlow refuses too) */
+        const struct vdev_tens *v = vdev_tens_peek(ps->vars[i]);
+        char s1[96], s2[96];
+        if (v && (v->ndim != t->ndim || memcmp(v->shape, t->shape, sizeof v->shape)))
+            return vdev_error(VDEV_ERR_SHAPE, "%s: gradient #%d has shape %s; its variable has "
+                                              "shape %s",
+                              fn, i, vdev_shape_str(t->shape, t->ndim, s1, sizeof s1),
+                              vdev_shape_str(v->shape, v->ndim, s2, sizeof s2));
     }
     float *g = malloc(ps->total * sizeof *g + 1);
     if (!g)

@@ -83,6 +83,16 @@ static enum vdev_status step_fn(vdev_ps_worker_t *w, int64_t step, void *user)
     enum vdev_status st = loss ? vdev_tape_gradient(tape, loss, k->vars, MM_NV, grads)
                                : vdev_last_status();
     vdev_tape_end(tape);
+    if (st == VDEV_OK && check_errors && step == 0) {
+        /* as many elements, another shape: refused, nothing pushed */
+        vdev_tensor_t *flat[MM_NV];
+        memcpy(flat, grads, sizeof flat);
+        int64_t n0[1] = {vdev_tensor_numel(grads[0])};
+        flat[0] = vdev_reshape(grads[0], n0, 1);
+        CHECK_STATUS(vdev_ps_worker_push(w, flat, MM_NV), VDEV_ERR_SHAPE);
+        CHECK_MSG("vdev_ps_worker_push: gradient #0 has shape [");
+        CHECK_MSG("]; its variable has shape [");
+    }
     if (st == VDEV_OK)
         st = vdev_ps_worker_push(w, grads, MM_NV);
     if (st == VDEV_OK && check_errors && step == 0)

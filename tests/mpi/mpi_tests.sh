@@ -125,6 +125,14 @@ t_cluster() {
   echo '{"cluster": {"worker": 3}}' >"$work/cases/09-count.json"
   echo '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}}' \
     >"$work/cases/10-same.tfconfig"
+  # the chief at rank 1: replica 0 (a broadcast's root) would not be the chief's
+  printf '%s\n' '{"cluster": {"chief": ["a:1"], "worker": ["b:1"]}, "task": {"type": "worker", "index": 0}}' \
+    '{"cluster": {"chief": ["a:1"], "worker": ["b:1"]}, "task": {"type": "chief", "index": 0}}' \
+    >"$work/cases/11-chief-second.tfconfig"
+  # parameter servers: a worker index past the number of processes (it once
+  # read and wrote past an array of one slot per process)
+  echo '{"cluster": {"chief": ["a:1"], "worker": ["b:1", "c:1", "d:1"], "ps": ["e:1"]}, "task": {"type": "worker", "index": 2}}' \
+    >"$work/cases/12-count.ps.tfconfig"
   VDEV_SIM_GPUS=1x1GiB run 2 "$train" --cases "$work/cases" --out "$work/res" ||
     { fail "the launch"; cat "$work/out.txt"; }
   same_file "$work/res/cases.0" "$work/res/cases.1" "every process rejects each file with the same message"
@@ -140,6 +148,12 @@ t_cluster() {
   grep -qxF '10-same.tfconfig VDEV_ERR_CONFIG two processes are /job:worker/replica:0/task:0 (ranks 0 and 1); give each process its own task (TF_CONFIG'"'"'s "task", or none: rank r is the r-th task)' \
     "$work/res/cases.0" && pass "two processes with the same task are refused" ||
     fail "10-same.tfconfig: $(grep 10- "$work/res/cases.0")"
+  grep -qxF '11-chief-second.tfconfig VDEV_ERR_CONFIG the chief (/job:chief/replica:0/task:0) is MPI rank 1; replica 0, whose values a broadcast from root 0 gives every replica, is rank 0'"'"'s: launch the chief as rank 0 (first in the TF_CONFIG order, or give no task: rank 0 is then the chief)' \
+    "$work/res/cases.0" && pass "a chief that is not rank 0 is refused" ||
+    fail "11-chief-second.tfconfig: $(grep 11- "$work/res/cases.0")"
+  grep -qxF '12-count.ps.tfconfig VDEV_ERR_CONFIG vdev_ps_strategy_new: the job has 2 processes, the cluster 5 tasks; launch one process per task' \
+    "$work/res/cases.0" && pass "parameter servers: too few processes refused before the roles" ||
+    fail "12-count.ps.tfconfig: $(grep 12- "$work/res/cases.0")"
 }
 
 t_failure() {

@@ -19,9 +19,10 @@
  * --hang-at K (worker 1 kills itself with SIGKILL, or sleeps for a minute,
  * before step K), --alloc BYTES, --cases DIR (no training: for each file of
  * DIR, sorted, starts vdev with VDEV_CLUSTER_CONFIG=that file, or, for a
- * file named *.tfconfig, with TF_CONFIG set to its text and no cluster file,
- * and when start-up succeeds makes a multi-worker mirrored strategy on the
- * default devices; writes OUT/cases.<launch rank> with one line per file:
+ * file named *.tfconfig, with TF_CONFIG set to its text and no cluster file
+ * (rank r reads line r + 1 of a file of several lines), and when start-up
+ * succeeds makes a multi-worker mirrored strategy on the default devices, or
+ * for a *.ps.tfconfig a parameter-server strategy; writes OUT/cases.<launch rank> with one line per file:
  * its name and the status and message of start-up, or of the strategy).
  * Exits 0 when everything it was asked did
  * happen, else prints "<task>: <what>: <message>" on stderr and exits 1. */
@@ -94,11 +95,15 @@ static int run_cases(const struct opts *o)
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", o->cases, files[i]);
         size_t len = strlen(files[i]);
+        int ps = len > 12 && !strcmp(files[i] + len - 12, ".ps.tfconfig");
         if (len > 9 && !strcmp(files[i] + len - 9, ".tfconfig")) {
             char text[4096] = "";
             FILE *t = fopen(path, "r");
-            size_t got = t ? fread(text, 1, sizeof text - 1, t) : 0;
-            text[got] = 0;
+            /* line r + 1 for rank r where there are several, else the one */
+            for (int line = 0; t && fgets(text, sizeof text, t); line++)
+                if (line == atoi(task_id))
+                    break;
+            text[strcspn(text, "\n")] = 0;
             if (t)
                 fclose(t);
             unsetenv("VDEV_CLUSTER_CONFIG");
@@ -109,10 +114,14 @@ static int run_cases(const struct opts *o)
         }
         enum vdev_status st = vdev_init();
         vdev_strategy_t *s = NULL;
+        vdev_ps_strategy_t *p = NULL;
+        struct vdev_ps_options po = {.optimizer = VDEV_PS_SGD, .learning_rate = 0.1f};
         if (st == VDEV_OK)
-            st = vdev_multi_worker_mirrored_strategy_new(NULL, 0, &s);
+            st = ps ? vdev_ps_strategy_new(&po, &p)
+                    : vdev_multi_worker_mirrored_strategy_new(NULL, 0, &s);
         fprintf(f, "%s %s %s\n", files[i], vdev_status_str(st),
                 st == VDEV_OK ? "" : vdev_last_error());
+        vdev_ps_strategy_free(p);
         vdev_strategy_free(s);
         vdev_shutdown();
         free(files[i]);
