@@ -40,6 +40,18 @@ static void test_errors(void)
     vdev_shutdown();
 }
 
+/* The in_use of the last memory counter of `dev` in trace s (-1: none). */
+static long long last_in_use(const char *s, const char *dev)
+{
+    char key[96];
+    snprintf(key, sizeof key, "\"name\":\"memory %s\",\"ph\":\"C\"", dev);
+    const char *last = NULL;
+    for (const char *p = strstr(s, key); p; p = strstr(p + 1, key))
+        last = p;
+    const char *v = last ? strstr(last, "\"in_use\":") : NULL;
+    return v ? atoll(v + 9) : -1;
+}
+
 static void test_trace_written(void)
 {
     char path[] = "/tmp/vdev-test-trace-XXXXXX";
@@ -74,6 +86,10 @@ static void test_trace_written(void)
         CHECK(strstr(s, "\"from\":\"/device:GPU:0\",\"to\":\"/device:GPU:1\"") != NULL);
         CHECK(strstr(s, "\"name\":\"memory /device:GPU:0\",\"ph\":\"C\"") != NULL);
         CHECK(strstr(s, "\"name\":\"memory /device:GPU:1\",\"ph\":\"C\"") != NULL);
+        /* every tensor freed: the pictures end at nothing in use (a sample
+         * skipped for coming soon after another is written at the end) */
+        CHECK(last_in_use(s, "/device:GPU:0") == 0);
+        CHECK(last_in_use(s, "/device:GPU:1") == 0);
         CHECK(strstr(s, ",\n]") == NULL && strstr(s, "[,") == NULL);
         free(s);
     }

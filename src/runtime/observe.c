@@ -276,6 +276,11 @@ void vdev_observe_copy(int from_id, int to_id, uint64_t bytes, uint64_t t0, uint
 struct mem_sample {
     int seen;
     uint64_t last_ns, high, reserved;
+    /* The newest sample skipped (within MEM_SAMPLE_NS), written when the
+     * trace ends, so that the picture ends at the memory then in use. */
+    int skipped;
+    uint64_t skip_ns, skip_in_use, skip_reserved;
+    char name[64];
 };
 static struct mem_sample M[VDEV_MAX_LDEVS]; /* guarded by T.lock */
 
@@ -296,10 +301,17 @@ void vdev_observe_memory(const struct vdev_ldev *dev)
         struct mem_sample *m = &M[dev->id];
         if (m->seen && now - m->last_ns < MEM_SAMPLE_NS && s.bytes_in_use <= m->high &&
             s.bytes_reserved == m->reserved) {
+            m->skipped = 1;
+            m->skip_ns = now;
+            m->skip_in_use = s.bytes_in_use;
+            m->skip_reserved = s.bytes_reserved;
             pthread_mutex_unlock(&T.lock);
             return;
         }
+        if (!m->seen)
+            vdev_strlcpy(m->name, dev->name, sizeof m->name);
         m->seen = 1;
+        m->skipped = 0;
         m->last_ns = now;
         if (s.bytes_in_use > m->high)
             m->high = s.bytes_in_use;
@@ -411,6 +423,15 @@ void vdev_observe_shutdown(void)
     /* the streams are idle here (teardown waited for them): their buffers too */
     for (struct tbuf *b = all_bufs; b; b = b->next)
         tbuf_flush_locked(b);
+    /* the last memory of each device, where its newest sample was skipped */
+    for (int i = 0; i < VDEV_MAX_LDEVS; i++)
+        if (M[i].seen && M[i].skipped && writable_locked()) {
+            put_locked(",\n{\"name\":\"memory %s\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":1,"
+                       "\"tid\":%d,\"args\":{\"in_use\":%llu,\"reserved\":%llu}}",
+                       M[i].name, us(M[i].skip_ns), i, (unsigned long long)M[i].skip_in_use,
+                       (unsigned long long)M[i].skip_reserved);
+            M[i].skipped = 0;
+        }
     FILE *f = T.f;
     atomic_store(&tracing, 0);
     int werr = 0;
