@@ -73,6 +73,9 @@ static void test_trace_written(void)
     vdev_tensor_free(a);
     vdev_tensor_free(b);
     vdev_tensor_free(c);
+    /* vdev_mem_alloc's out-of-memory failure is an OOM event too */
+    void *big = NULL;
+    CHECK_STATUS(vdev_mem_alloc("GPU:1", 4ull << 30, &big), VDEV_ERR_OOM);
     vdev_shutdown();
     char *s = slurp(path);
     CHECK(s != NULL);
@@ -89,6 +92,7 @@ static void test_trace_written(void)
         /* every tensor freed: the pictures end at nothing in use (a sample
          * skipped for coming soon after another is written at the end) */
         CHECK(last_in_use(s, "/device:GPU:0") == 0);
+        CHECK(strstr(s, "{\"name\":\"OOM\",\"cat\":\"oom\",\"ph\":\"i\"") != NULL);
         CHECK(last_in_use(s, "/device:GPU:1") == 0);
         CHECK(strstr(s, ",\n]") == NULL && strstr(s, "[,") == NULL);
         free(s);

@@ -701,9 +701,19 @@ VDEV_API enum vdev_status vdev_mem_alloc(const char *device, uint64_t bytes, voi
     if (st != VDEV_OK)
         return st;
     struct vdev_block blk;
-    if ((st = vdev_alloc_malloc(d->alloc, bytes, &blk)) != VDEV_OK)
+    if ((st = vdev_alloc_malloc(d->alloc, bytes, &blk)) != VDEV_OK) {
+        /* traced and reported as a tensor's out-of-memory failure is */
+        if (st == VDEV_ERR_OOM && vdev_observe_on())
+            vdev_observe_oom(d, bytes);
+        if (st == VDEV_ERR_OOM && vdev_runtime_oom_report()) {
+            fprintf(stderr, "%s\n", vdev_last_error());
+            vdev_alloc_dump(d->alloc, stderr, NULL, NULL);
+        }
         return st;
+    }
     *out = blk.ptr;
+    if (vdev_observe_on())
+        vdev_observe_memory(d);
     return VDEV_OK;
 }
 
@@ -720,6 +730,8 @@ VDEV_API enum vdev_status vdev_mem_free(const char *device, void *ptr)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mem_free: %p is not a live block of %s", ptr,
                           d->name);
     vdev_alloc_free(d->alloc, h);
+    if (vdev_observe_on())
+        vdev_observe_memory(d);
     return VDEV_OK;
 }
 
