@@ -94,6 +94,11 @@ void vdev_observe_release(void)
 #define TBUF_BYTES (64 * 1024)
 
 struct tbuf {
+    /* data and len: its thread appends under it, and a flush (T.lock held
+     * first) takes it too, so a flush at exit, while streams of a program
+     * that skipped vdev_shutdown still run, never reads a half-written
+     * event. Uncontended but for those flushes. */
+    pthread_mutex_t lock;
     char *data;
     size_t len;
     struct tbuf *next; /* in all_bufs, guarded by T.lock */
@@ -107,12 +112,14 @@ static pthread_once_t buf_key_once = PTHREAD_ONCE_INIT;
 /* Writes b's events to the trace; T.lock held. */
 static void tbuf_flush_locked(struct tbuf *b)
 {
+    pthread_mutex_lock(&b->lock);
     if (writable_locked() && b->len) {
         errno = 0;
         if (fwrite(b->data, 1, b->len, T.f) != b->len)
             write_failed_locked(errno);
     }
     b->len = 0;
+    pthread_mutex_unlock(&b->lock);
 }
 
 /* A thread ends: its events go to the file, its buffer away. */
@@ -127,6 +134,7 @@ static void tbuf_destroy(void *v)
             break;
         }
     pthread_mutex_unlock(&T.lock);
+    pthread_mutex_destroy(&b->lock);
     free(b->data);
     free(b);
 }
@@ -143,6 +151,7 @@ static struct tbuf *tbuf_get(void)
         free(b);
         return NULL;
     }
+    pthread_mutex_init(&b->lock, NULL);
     pthread_mutex_lock(&T.lock);
     b->next = all_bufs;
     all_bufs = b;
@@ -163,15 +172,21 @@ static void emit(const char *json)
         pthread_mutex_unlock(&T.lock);
         return;
     }
+    pthread_mutex_lock(&b->lock);
     if (b->len + n + 2 > TBUF_BYTES) {
+        pthread_mutex_unlock(&b->lock); /* T.lock comes first */
         pthread_mutex_lock(&T.lock);
         tbuf_flush_locked(b);
         pthread_mutex_unlock(&T.lock);
+        pthread_mutex_lock(&b->lock);
     }
-    b->data[b->len++] = ',';
-    b->data[b->len++] = '\n';
-    memcpy(b->data + b->len, json, n);
-    b->len += n;
+    if (b->len + n + 2 <= TBUF_BYTES) { /* a flush at exit may have come between */
+        b->data[b->len++] = ',';
+        b->data[b->len++] = '\n';
+        memcpy(b->data + b->len, json, n);
+        b->len += n;
+    }
+    pthread_mutex_unlock(&b->lock);
 }
 
 static _Atomic uint64_t t_zero; /* ns at start-up: the trace's zero */
