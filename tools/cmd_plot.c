@@ -418,7 +418,16 @@ int vdev_plot_trace(const char *trace, const char *out, enum vdev_plot_kind kind
     if (o == stdout)
         return 0;
     errno = 0;
-    int bad = fflush(o) != 0, e = errno;
+    int bad = fflush(o) != 0, e = bad ? errno : 0;
+    if (ferror(o) && !e) {
+        /* The write that failed came earlier, and its errno is long gone:
+         * one more byte (the file is bad anyway) says why. */
+        bad = 1;
+        clearerr(o);
+        errno = 0;
+        if (fputc('\n', o) == EOF || fflush(o) != 0)
+            e = errno;
+    }
     bad |= ferror(o) != 0;
     if (fclose(o) != 0 && !bad) {
         bad = 1;
