@@ -325,6 +325,17 @@ def _copy_raw(h):
         lib.vdev_device_pop()
 
 
+def _variable_handle(h):
+    """The fresh tensor handle h made a vdev variable; when that fails, h is
+    freed and vdev's error raised."""
+    v = lib.vdev_variable(h)
+    if not v:
+        err = _lib.error()
+        lib.vdev_tensor_free(h)
+        raise err
+    return v
+
+
 def _handle_from_pickle(array, dtype, device):
     from ._device import device as device_scope
     with device_scope(device):
@@ -359,12 +370,7 @@ class Variable(Tensor):
     def __init__(self, initial_value=None, trainable=True, name=None, dtype=None, *,
                  _handle=None):
         if _handle is None:
-            h = _initial_handle(initial_value, dtype)
-            _handle = lib.vdev_variable(h)
-            if not _handle:
-                err = _lib.error()
-                lib.vdev_tensor_free(h)
-                raise err
+            _handle = _variable_handle(_initial_handle(initial_value, dtype))
         super().__init__(_handle)
         self.trainable = trainable
         self.name = name if name is not None else "Variable"
@@ -389,11 +395,7 @@ class Variable(Tensor):
     def _adopt_handle(cls, h, trainable, name):
         """A variable of class cls over the fresh tensor handle h (made a
         vdev variable here; freed if that fails)."""
-        v = lib.vdev_variable(h)
-        if not v:
-            err = _lib.error()
-            lib.vdev_tensor_free(h)
-            raise err
+        v = _variable_handle(h)
         out = cls.__new__(cls, _handle=v)
         Variable.__init__(out, trainable=trainable, name=name, _handle=v)
         return out

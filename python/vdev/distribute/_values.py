@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _lib
 from .._lib import lib
-from .._tensor import Variable, _copy_raw, convert_to_tensor
+from .._tensor import Variable, _copy_raw, _variable_handle, convert_to_tensor
 from .. import _strategy_context as _context
 
 
@@ -125,22 +125,15 @@ class MirroredVariable(Variable):
     def _make(cls, strategy, initial, trainable=True, name=None):
         """Copies the tensor `initial` to every replica's device, each copy a
         vdev variable. Frees what it made if one fails."""
-        handles = []
-        try:
-            for dev in strategy.extended.worker_devices:
-                h = _lib.made(lib.vdev_tensor_to(initial._handle, dev.encode()))
-                v = lib.vdev_variable(h)
-                if not v:
-                    err = _lib.error()
-                    lib.vdev_tensor_free(h)
-                    raise err
-                handles.append(v)
-        except BaseException:
-            for h in handles:
-                lib.vdev_tensor_free(h)
-            raise
+        return cls._of_handles(strategy, _variable_handles(
+            _lib.made(lib.vdev_tensor_to(initial._handle, dev.encode()))
+            for dev in strategy.extended.worker_devices), trainable, name)
+
+    @classmethod
+    def _of_handles(cls, strategy, handles, trainable, name):
+        """The MirroredVariable over one variable handle per replica."""
         self = object.__new__(cls)
-        self._handles = tuple(handles)
+        self._handles = handles
         self._h = handles[0]
         self._strategy = strategy
         self.trainable = bool(trainable)
@@ -167,27 +160,8 @@ class MirroredVariable(Variable):
     def __deepcopy__(self, memo):
         """A new MirroredVariable of the same strategy: each replica's copy
         copied on its own device."""
-        hs = []
-        try:
-            for h in self._replica_handles():
-                c = _copy_raw(h)
-                v = lib.vdev_variable(c)
-                if not v:
-                    err = _lib.error()
-                    lib.vdev_tensor_free(c)
-                    raise err
-                hs.append(v)
-        except BaseException:
-            for h in hs:
-                lib.vdev_tensor_free(h)
-            raise
-        out = object.__new__(type(self))
-        out._handles = tuple(hs)
-        out._h = hs[0]
-        out._strategy = self._strategy
-        out.trainable = self.trainable
-        out.name = self.name
-        return out
+        return type(self)._of_handles(self._strategy, _variable_handles(
+            _copy_raw(h) for h in self._replica_handles()), self.trainable, self.name)
 
     def __reduce__(self):
         """Pickles by value (replica 0's, as reads outside strategy.run
@@ -244,6 +218,21 @@ class MirroredVariable(Variable):
                 for i, v in enumerate(self.values))
         except Exception as e:
             return "<vdev.MirroredVariable: %s>" % e
+
+
+def _variable_handles(fresh):
+    """The fresh tensor handles `fresh` yields, each made a vdev variable in
+    turn, as a tuple; when one fails, those made are freed and the error
+    raised."""
+    handles = []
+    try:
+        for h in fresh:
+            handles.append(_variable_handle(h))
+    except BaseException:
+        for h in handles:
+            lib.vdev_tensor_free(h)
+        raise
+    return tuple(handles)
 
 
 def mirror_tensor(strategy, tensor, trainable=True, name=None):
