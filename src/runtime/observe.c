@@ -299,6 +299,15 @@ struct mem_sample {
 };
 static struct mem_sample M[VDEV_MAX_LDEVS]; /* guarded by T.lock */
 
+/* One memory counter event of device `id` (its name), T.lock held. */
+static void put_memory_locked(const char *name, int id, uint64_t ns, uint64_t in_use,
+                              uint64_t reserved)
+{
+    put_locked(",\n{\"name\":\"memory %s\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":1,\"tid\":%d,"
+               "\"args\":{\"in_use\":%llu,\"reserved\":%llu}}",
+               name, us(ns), id, (unsigned long long)in_use, (unsigned long long)reserved);
+}
+
 void vdev_observe_memory(const struct vdev_ldev *dev)
 {
     if (!atomic_load_explicit(&tracing, memory_order_relaxed))
@@ -331,10 +340,7 @@ void vdev_observe_memory(const struct vdev_ldev *dev)
         if (s.bytes_in_use > m->high)
             m->high = s.bytes_in_use;
         m->reserved = s.bytes_reserved;
-        put_locked(",\n{\"name\":\"memory %s\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":1,\"tid\":%d,"
-                   "\"args\":{\"in_use\":%llu,\"reserved\":%llu}}",
-                   dev->name, us(now), dev->id, (unsigned long long)s.bytes_in_use,
-                   (unsigned long long)s.bytes_reserved);
+        put_memory_locked(dev->name, dev->id, now, s.bytes_in_use, s.bytes_reserved);
     }
     pthread_mutex_unlock(&T.lock);
 }
@@ -441,10 +447,7 @@ void vdev_observe_shutdown(void)
     /* the last memory of each device, where its newest sample was skipped */
     for (int i = 0; i < VDEV_MAX_LDEVS; i++)
         if (M[i].seen && M[i].skipped && writable_locked()) {
-            put_locked(",\n{\"name\":\"memory %s\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":1,"
-                       "\"tid\":%d,\"args\":{\"in_use\":%llu,\"reserved\":%llu}}",
-                       M[i].name, us(M[i].skip_ns), i, (unsigned long long)M[i].skip_in_use,
-                       (unsigned long long)M[i].skip_reserved);
+            put_memory_locked(M[i].name, i, M[i].skip_ns, M[i].skip_in_use, M[i].skip_reserved);
             M[i].skipped = 0;
         }
     FILE *f = T.f;

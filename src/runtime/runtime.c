@@ -61,6 +61,17 @@ _Static_assert(VDEV_POOL_MAX_MEMBERS >= VDEV_MAX_LOGICAL_PER_GPU &&
 
 int vdev_runtime_oom_report(void) { return atomic_load_explicit(&oom_report, memory_order_relaxed); }
 
+void vdev_runtime_oom_seen(struct vdev_ldev *d, uint64_t bytes,
+                           const char *(*tag_of)(void *user, uint32_t handle), void *user)
+{
+    if (vdev_observe_on())
+        vdev_observe_oom(d, bytes);
+    if (vdev_runtime_oom_report()) {
+        fprintf(stderr, "%s\n", vdev_last_error());
+        vdev_alloc_dump(d->alloc, stderr, tag_of, user);
+    }
+}
+
 uint32_t vdev_runtime_generation(void)
 {
     return atomic_load_explicit(&R.generation, memory_order_relaxed);
@@ -702,13 +713,8 @@ VDEV_API enum vdev_status vdev_mem_alloc(const char *device, uint64_t bytes, voi
         return st;
     struct vdev_block blk;
     if ((st = vdev_alloc_malloc(d->alloc, bytes, &blk)) != VDEV_OK) {
-        /* traced and reported as a tensor's out-of-memory failure is */
-        if (st == VDEV_ERR_OOM && vdev_observe_on())
-            vdev_observe_oom(d, bytes);
-        if (st == VDEV_ERR_OOM && vdev_runtime_oom_report()) {
-            fprintf(stderr, "%s\n", vdev_last_error());
-            vdev_alloc_dump(d->alloc, stderr, NULL, NULL);
-        }
+        if (st == VDEV_ERR_OOM) /* traced and reported as a tensor's is */
+            vdev_runtime_oom_seen(d, bytes, NULL, NULL);
         return st;
     }
     *out = blk.ptr;

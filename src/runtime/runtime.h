@@ -72,5 +72,11 @@ enum vdev_status vdev_runtime_card_charge(int gpu, int64_t delta);
 /* VDEV_OOM_REPORT=1: print the allocator's state after an out-of-memory
  * failure (the tensor layer tags blocks with the ops that made them). */
 int vdev_runtime_oom_report(void);
+/* An allocation of `bytes` on d failed out of memory, its message set: an
+ * OOM event in the profiler trace and, under VDEV_OOM_REPORT, the message
+ * and the allocator's state (each live block tagged by tag_of, may be NULL)
+ * on stderr. */
+void vdev_runtime_oom_seen(struct vdev_ldev *d, uint64_t bytes,
+                           const char *(*tag_of)(void *user, uint32_t handle), void *user);
 
 #endif /* VDEV_RUNTIME_H */

@@ -190,12 +190,7 @@ struct vdev_tens *vdev_tens_new(struct vdev_ldev *dev, enum vdev_dtype dtype,
                        "OOM when allocating tensor with shape%s and type %s (%s) on %s: %s",
                        vdev_shape_str(shape, ndim, sh, sizeof sh), vdev_dtype_name(dtype),
                        vdev_format_bytes(t->bytes, b, sizeof b), dev->long_name, msg);
-            if (vdev_observe_on())
-                vdev_observe_oom(dev, t->bytes);
-            if (vdev_runtime_oom_report()) {
-                fprintf(stderr, "%s\n", vdev_last_error());
-                vdev_alloc_dump(dev->alloc, stderr, tag_of, dev);
-            }
+            vdev_runtime_oom_seen(dev, t->bytes, tag_of, dev);
             vdev_handle_release(&vdev_tens_table, t);
             return NULL;
         }
