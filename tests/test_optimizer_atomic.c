@@ -174,6 +174,40 @@ static void copy_fails(int adam)
     vdev_tensor_free(v[1]);
 }
 
+/* More variables than the lists kept on the stack (64 for the optimizer,
+ * 32 for the updates): the heap serves, every variable updated, and a bad
+ * last gradient still changes none. */
+static void many_variables(void)
+{
+    check_fresh(NULL);
+    enum { N = 70 };
+    vdev_tensor_t *v[N], *g[N];
+    for (int i = 0; i < N; i++) {
+        v[i] = vdev_variable(filled(3, 1));
+        g[i] = filled(3, 0.5f);
+    }
+    vdev_optimizer_t *o = new_opt(0);
+    vdev_tensor_t *last = g[N - 1];
+    g[N - 1] = filled(4, 0.5f);
+    CHECK_STATUS(vdev_optimizer_apply(o, v, g, N), VDEV_ERR_SHAPE);
+    int unchanged = 1;
+    for (int i = 0; i < N; i++)
+        unchanged &= first(v[i]) == 1.0f;
+    CHECK(unchanged);
+    vdev_tensor_free(g[N - 1]);
+    g[N - 1] = last;
+    CHECK_OK(vdev_optimizer_apply(o, v, g, N));
+    int moved = 1;
+    for (int i = 0; i < N; i++)
+        moved &= first(v[i]) == 1.0f - 0.1f * 0.5f;
+    CHECK(moved);
+    vdev_optimizer_free(o);
+    for (int i = 0; i < N; i++) {
+        vdev_tensor_free(v[i]);
+        vdev_tensor_free(g[i]);
+    }
+}
+
 int main(void)
 {
     one_optimizer(0);
@@ -182,6 +216,7 @@ int main(void)
     bad_gradient(1);
     copy_fails(0);
     copy_fails(1);
+    many_variables();
     vdev_shutdown();
     return check_done();
 }

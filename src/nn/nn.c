@@ -395,12 +395,17 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
      * before the first variable changes: a bad gradient fails the call with
      * no variable, slot or step count changed. */
     int k_in = o->kind == OPT_ADAM ? 4 : 3;
-    struct vdev_tens **lists = n ? malloc((size_t)n * (size_t)k_in * sizeof *lists) : NULL;
-    struct vdev_tens **ins[64], ***pins = n <= 64 ? ins : malloc((size_t)n * sizeof *pins);
-    if (n && (!lists || !pins)) {
-        free(lists);
-        if (pins != ins)
+    /* on the stack for a model's usual number of variables: this runs every
+     * training step */
+    struct vdev_tens *lists_s[64 * 4], **ins[64];
+    int big = n > 64;
+    struct vdev_tens **lists = big ? malloc((size_t)n * (size_t)k_in * sizeof *lists) : lists_s;
+    struct vdev_tens ***pins = big ? malloc((size_t)n * sizeof *pins) : ins;
+    if (!lists || !pins) {
+        if (big) {
+            free(lists);
             free(pins);
+        }
         return vdev_error(VDEV_ERR_OOM, "vdev_optimizer_apply: out of host memory");
     }
     for (int i = 0; i < n; i++) {
@@ -433,9 +438,10 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
      * part way counts too: some variables moved with this step's factor). */
     if (o->kind == OPT_ADAM && (st == VDEV_OK || vdev_last_status() == VDEV_ERR_BACKEND))
         o->step++;
-    free(lists);
-    if (pins != ins)
+    if (big) {
+        free(lists);
         free(pins);
+    }
     return st;
 }
 

@@ -340,11 +340,14 @@ enum vdev_status vdev_op_exec_inplace_all(enum vdev_op op, struct vdev_tens *con
         st = check_inplace(def, ins[k], n_in, p);
     if (st != VDEV_OK || n <= 0)
         return st;
-    struct inplace one;
-    memset(&one, 0, sizeof one);
-    struct inplace *g = n == 1 ? &one : calloc((size_t)n, sizeof *g);
+    /* on the stack for a model's usual number of variables: an optimizer
+     * step comes here once */
+    struct inplace small[32];
+    struct inplace *g = n <= 32 ? small : calloc((size_t)n, sizeof *g);
     if (!g)
         return vdev_error(VDEV_ERR_OOM, "%s: out of host memory for %d updates", def->name, n);
+    if (g == small)
+        memset(small, 0, (size_t)n * sizeof *small);
     /* Every copy before any kernel: a copy that fails (device memory) leaves
      * every operand as it was. */
     int k = 0;
@@ -355,7 +358,7 @@ enum vdev_status vdev_op_exec_inplace_all(enum vdev_op op, struct vdev_tens *con
         st = run_inplace(def, ins[j], n_in, p, &g[j]);
     for (int j = 0; j < k; j++)
         drop_tmp(g[j].tmp, n_in);
-    if (g != &one)
+    if (g != small)
         free(g);
     return st;
 }
