@@ -261,12 +261,22 @@ def test_strict_placement_is_explicit_policy():
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
         with vdev.device("GPU:2"):
             a + b
+    # the advice in Python's words, not C's
+    want = ("Tensors on conflicting devices: cannot compute AddV2 as input #0 was expected to be "
+            "on {0}/device:GPU:2 but is actually on {0}/device:GPU:1 (operation running on "
+            "{0}/device:GPU:2). Copy it explicitly with vdev.identity(x) under `with "
+            "vdev.device(...)`, or x.cpu() / x.gpu(i), or use "
+            "vdev.placement.set_policy('copy')").format(LONG)
+    assert str(e.value) == want and e.value.message == want
     assert e.value.status == "VDEV_ERR_PLACEMENT"
-    with vdev.device("GPU:2"):
-        c = vdev.identity(a) + b  # identity is the explicit copy
-    assert c.numpy().tolist() == [2.0]
+    with vdev.device("GPU:2"):  # the advice works: identity is the explicit copy
+        assert (vdev.identity(a) + b).numpy().tolist() == [2.0]
+        assert (a.gpu(2) + b).numpy().tolist() == [2.0]
     with pytest.raises(ValueError):
         vdev.placement.set_policy("loose")
+    vdev.placement.set_policy("copy")
+    with vdev.device("GPU:2"):
+        assert (a + b).numpy().tolist() == [2.0]
 
 
 # ---- handles and memory ----

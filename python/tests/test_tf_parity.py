@@ -316,32 +316,6 @@ def test_device_none_clears_and_empty_keeps():
     assert str(e.value) == "Expecting a string device name. Got <class 'int'>(1)"
 
 
-# ---- 8. strict placement advice in Python's words ----
-
-def test_strict_placement_advice_is_python():
-    with vdev.device("GPU:1"):
-        a = vdev.constant([1.0])
-    with vdev.device("GPU:2"):
-        b = vdev.constant([1.0])
-    vdev.placement.set_policy("strict")
-    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
-        with vdev.device("GPU:2"):
-            a + b
-    want = ("Tensors on conflicting devices: cannot compute AddV2 as input #0 was expected to be "
-            "on {0}/device:GPU:2 but is actually on {0}/device:GPU:1 (operation running on "
-            "{0}/device:GPU:2). Copy it explicitly with vdev.identity(x) under `with "
-            "vdev.device(...)`, or x.cpu() / x.gpu(i), or use "
-            "vdev.placement.set_policy('copy')").format(LONG)
-    assert str(e.value) == want and e.value.message == want
-    assert e.value.status == "VDEV_ERR_PLACEMENT"
-    with vdev.device("GPU:2"):  # the advice works
-        assert (vdev.identity(a) + b).numpy().tolist() == [2.0]
-        assert (a.gpu(2) + b).numpy().tolist() == [2.0]
-    vdev.placement.set_policy("copy")
-    with vdev.device("GPU:2"):
-        assert (a + b).numpy().tolist() == [2.0]
-
-
 # ---- 9. argmax over any axis, axis=None meaning 0 ----
 
 def test_argmax_any_axis():
