@@ -22,6 +22,12 @@ int vdev_cmd_fit(int argc, char **argv);
  * with its reason when the command returns. 0, or -1 on a write error. */
 int vdev_cli_flush(void);
 
+/* Flushes f and says whether everything written to it got there: 0, or the
+ * reason of the failure (an errno; -1 when none is known). When the write
+ * that failed was an earlier, buffered one, its errno is long gone: one more
+ * byte (the output is bad anyway) is written to learn it. */
+int vdev_cli_write_error(FILE *f);
+
 /* The usage of every scenario of `vdev demo` (cmd_demo.c). */
 void vdev_demo_usage(FILE *f);
 

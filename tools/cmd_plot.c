@@ -417,24 +417,12 @@ int vdev_plot_trace(const char *trace, const char *out, enum vdev_plot_kind kind
      * every command (tools/vdev.c); a file is checked here. */
     if (o == stdout)
         return 0;
+    int e = vdev_cli_write_error(o);
     errno = 0;
-    int bad = fflush(o) != 0, e = bad ? errno : 0;
-    if (ferror(o) && !e) {
-        /* The write that failed came earlier, and its errno is long gone:
-         * one more byte (the file is bad anyway) says why. */
-        bad = 1;
-        clearerr(o);
-        errno = 0;
-        if (fputc('\n', o) == EOF || fflush(o) != 0)
-            e = errno;
-    }
-    bad |= ferror(o) != 0;
-    if (fclose(o) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    if (bad) {
-        if (e)
+    if (fclose(o) != 0 && !e)
+        e = errno ? errno : -1;
+    if (e) {
+        if (e > 0)
             seterr(err, cap, "%s: write error: %s", out, strerror(e));
         else
             seterr(err, cap, "%s: write error", out);

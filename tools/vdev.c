@@ -52,17 +52,30 @@ static void usage(FILE *f)
                 env[i].values);
 }
 
-/* The reason of the first write error on standard output, or 0. */
+/* The reason of the first write error on standard output (-1: unknown), or 0. */
 static int stdout_errno;
+
+int vdev_cli_write_error(FILE *f)
+{
+    errno = 0;
+    if (fflush(f) == 0 && !ferror(f))
+        return 0;
+    int e = errno;
+    if (!e) {
+        clearerr(f);
+        errno = 0;
+        if (fputc('\n', f) == EOF || fflush(f) != 0)
+            e = errno;
+    }
+    return e ? e : -1;
+}
 
 int vdev_cli_flush(void)
 {
-    errno = 0;
-    if (fflush(stdout) == 0 && !ferror(stdout))
-        return 0;
-    if (!stdout_errno)
-        stdout_errno = errno;
-    return -1;
+    int e = vdev_cli_write_error(stdout);
+    if (e && !stdout_errno)
+        stdout_errno = e;
+    return e ? -1 : 0;
 }
 
 /* Runs the command line; returns the exit status. *who is the name its
@@ -110,7 +123,7 @@ int main(int argc, char **argv)
      * exit handlers may still print, on stderr.) */
     int bad = vdev_cli_flush() != 0, e = stdout_errno;
     if (bad) {
-        if (e)
+        if (e > 0)
             fprintf(stderr, "%s: write error on standard output: %s\n", who, strerror(e));
         else
             fprintf(stderr, "%s: write error on standard output\n", who);
