@@ -189,15 +189,8 @@ for sc in "" --tf-placement --split; do
   grep -q "^Executing op MatMul in device /job:localhost/replica:0/task:0/device:GPU:0" <<<"$out$err" \
     && ok || bad "demo $sc --log-placement: no placement log"
 done
-# usage_error WHAT LINE ARGS...: exit 2, stdout empty, LINE then the usage on stderr.
-usage_error() {
-  local what=$1 line=$2; shift 2
-  run "$@"
-  [ $rc -eq 2 ] && ok || bad "$what: exit $rc, expected 2"
-  [ -z "$out" ] && ok || bad "$what: wrote to stdout: $out"
-  [ "$(head -1 <<<"$err")" = "$line" ] && ok || bad "$what: stderr starts '$(head -1 <<<"$err")', expected '$line'"
-  has "$err" "usage: vdev demo" && ok || bad "$what: no usage on stderr"
-}
+# usage_error (tests/testlib.sh) checks a refusal against this usage line.
+usage_marks=("usage: vdev demo")
 for sc in "" --tf-placement --split; do
   usage_error "demo $sc --bogus" "vdev demo: unknown option '--bogus'" demo $sc --bogus
   usage_error "demo $sc --steps 0" "vdev demo: --steps takes a whole number from 1 to 1000000, not '0'" \

@@ -75,16 +75,8 @@ VDEV_SIM_GPUS=1x501MiB run demo --priority --steps 10
 has "$out" "critical model: 20 steps, 0 out-of-memory errors;" && ok || bad "501 MiB card: $out"
 
 # ---- options: --steps as the other demo options, usage errors with the usage ----
-# usage_error WHAT LINE ARGS...: exit 2, nothing on stdout, LINE then the usage on stderr.
-usage_error() {
-  local what=$1 line=$2; shift 2
-  run "$@"
-  [ $rc -eq 2 ] && ok || bad "$what: exit $rc, expected 2"
-  [ -z "$out" ] && ok || bad "$what: wrote to stdout: $out"
-  [ "$(head -1 <<<"$err")" = "$line" ] && ok || bad "$what: stderr starts '$(head -1 <<<"$err")', expected '$line'"
-  has "$err" "usage: vdev demo" && has "$err" "vdev demo --priority [--steps N]" && ok ||
-    bad "$what: no usage on stderr: $err"
-}
+# usage_error (tests/testlib.sh) checks a refusal against these usage lines.
+usage_marks=("usage: vdev demo" "vdev demo --priority [--steps N]")
 for v in 5 0 9 100001 10abc -3 ""; do
   usage_error "--steps '$v'" "vdev demo: --steps takes a whole number from 10 to 100000, not '$v'" \
     demo --priority --steps "$v"
