@@ -234,8 +234,8 @@ static void test_malformed(void)
             "0 (a size such as 4GiB)");
         bad(rank, "{" C4 ", \"tasks\": {\"worker:1\": {\"memory_fraction\": 1.5}}}",
             VDEV_ERR_CONFIG,
-            "VDEV_CLUSTER_CONFIG=%s: worker:1: memory_fraction=\"1.5\" is not a fraction in (0, "
-            "1] (e.g. 0.5 for half of each GPU's total memory)");
+            "VDEV_CLUSTER_CONFIG=%s: worker:1: memory_fraction=\"1.5\" is not a fraction in [0, "
+            "1] (e.g. 0.5 for half of each GPU's total memory; 0 for none)");
         bad(rank, "{" C4 ", \"tasks\": {\"worker:1\": {\"memory_growth\": \"maybe\"}}}",
             VDEV_ERR_CONFIG,
             "VDEV_CLUSTER_CONFIG=%s: worker:1: memory_growth=\"maybe\" could not be parsed: valid "

@@ -138,13 +138,21 @@ static void test_env_fraction(void)
         check_fresh("1x16GiB");
         setenv(vars[v], ".25", 1);
         EXPECT_GPUS({0, 4 * GiB, GROW});
-        static const char *const bad[] = {"0", "1.5", "abc", "0.5x", "", "-0.5", "nan", "inf",
-                                          "0x0.8", " 0.5", "5e-1", "0.5.1", ".", "1.0000001"};
+        /* 0 is no fraction (as in code): the default budget, free less the reserve. */
+        static const char *const none[] = {"0", "0.0", "00", ".0"};
+        for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+            check_fresh("2x8GiB");
+            setenv(vars[v], none[i], 1);
+            EXPECT_GPUS({0, 8 * GiB - RESERVE, GROW}, {1, 8 * GiB - RESERVE, GROW});
+        }
+        static const char *const bad[] = {"1.5",  "abc",   "0.5x", "",      "-0.5",
+                                          "nan",  "inf",   "0x0.8", " 0.5", "5e-1",
+                                          "0.5.1", ".",    "1.0000001", "-0"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             char msg[160];
             snprintf(msg, sizeof msg,
-                     "%s=\"%s\" is not a fraction in (0, 1] (e.g. 0.5 for half of each GPU's "
-                     "total memory)",
+                     "%s=\"%s\" is not a fraction in [0, 1] (e.g. 0.5 for half of each GPU's "
+                     "total memory; 0 for none)",
                      vars[v], bad[i]);
             EXPECT_ENV_ERROR("1x16GiB", vars[v], bad[i], msg);
         }
@@ -154,6 +162,12 @@ static void test_env_fraction(void)
     setenv("TF_GPU_MEMORY_FRACTION", "0.25", 1);
     EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG,
                "VDEV_MEMORY_FRACTION=\"0.5\" and TF_GPU_MEMORY_FRACTION=\"0.25\" disagree; set "
+               "one");
+    check_fresh("1x16GiB");
+    setenv("VDEV_MEMORY_FRACTION", "0", 1);
+    setenv("TF_GPU_MEMORY_FRACTION", "0.5", 1);
+    EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG,
+               "VDEV_MEMORY_FRACTION=\"0\" and TF_GPU_MEMORY_FRACTION=\"0.5\" disagree; set "
                "one");
     check_fresh("1x16GiB");
     setenv("VDEV_MEMORY_FRACTION", "0.5", 1);

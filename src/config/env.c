@@ -213,7 +213,9 @@ enum vdev_status vdev_env_growth(const char *var, const char *v, int n_gpus,
 }
 
 /* A decimal fraction such as 0.5 or 1: digits and at most one '.', nothing
- * else (strtod alone would also take " 0.5", "5e-1", "0x0.8p0" and "nan"). */
+ * else (strtod alone would also take " 0.5", "5e-1", "0x0.8p0" and "nan").
+ * 0 (or 0.0) means no fraction, as vdev_config_set_memory_fraction(0) and
+ * TensorFlow Serving's default of 0 do: *out is 0 and the caller applies none. */
 enum vdev_status vdev_env_fraction(const char *var, const char *v, double *out)
 {
     int digits = 0, dots = 0;
@@ -227,10 +229,10 @@ enum vdev_status vdev_env_fraction(const char *var, const char *v, double *out)
             break;
     }
     double f = (digits && dots <= 1 && !*q) ? strtod(v, NULL) : -1.0;
-    if (!(f > 0.0 && f <= 1.0))
+    if (!(f >= 0.0 && f <= 1.0))
         return vdev_error(VDEV_ERR_CONFIG,
-                          "%s=\"%s\" is not a fraction in (0, 1] (e.g. 0.5 for half of each "
-                          "GPU's total memory)",
+                          "%s=\"%s\" is not a fraction in [0, 1] (e.g. 0.5 for half of each "
+                          "GPU's total memory; 0 for none)",
                           var, v);
     *out = f;
     return VDEV_OK;

@@ -89,6 +89,8 @@ enum vdev_status vdev_config_gpu_budget(int gpu, double fraction, uint64_t *budg
 static enum vdev_status check_env_fraction(const char *var, const char *text, double f)
 {
     struct vdev_config_state *S = vdev_config_state();
+    if (f == 0)
+        return VDEV_OK; /* no fraction */
     int bad = -1;
     uint64_t worst_total = UINT64_MAX, bad_total = 0;
     for (int gpu = 0; gpu < S->n_gpus; gpu++) {
@@ -154,7 +156,8 @@ static enum vdev_status env_growth_all(int n_gpus, int growth[VDEV_MAX_GPUS])
     return VDEV_OK;
 }
 
-/* VDEV_MEMORY_FRACTION and TF_GPU_MEMORY_FRACTION: 0 when neither is set. */
+/* VDEV_MEMORY_FRACTION and TF_GPU_MEMORY_FRACTION: 0 when neither is set or
+ * both say 0 (no fraction). */
 static enum vdev_status env_fraction_all(double *out)
 {
     enum vdev_status st;
