@@ -28,9 +28,9 @@ static const struct vdev_envvar TABLE[] = {
      "memory growth (on, the default) or preallocation (off)"},
     {"TF_FORCE_GPU_ALLOW_GROWTH", "true/false (any case), 1/0",
      "TensorFlow's name for memory growth on every GPU; must agree with VDEV_MEMORY_GROWTH"},
-    {"VDEV_MEMORY_FRACTION", "a decimal in (0, 1], e.g. 0.5",
+    {"VDEV_MEMORY_FRACTION", "a decimal in [0, 1], e.g. 0.5 (0: none)",
      "cap every GPU at that fraction of its total memory"},
-    {"TF_GPU_MEMORY_FRACTION", "a decimal in (0, 1], e.g. 0.5",
+    {"TF_GPU_MEMORY_FRACTION", "a decimal in [0, 1], e.g. 0.5 (0: none)",
      "the name popular guides use for VDEV_MEMORY_FRACTION; both set: they must agree"},
     {"VDEV_LOGICAL_DEVICES", "0:4GiB,2GiB;1:3GiB;cpu:4, or 0:4GiB@critical,2GiB..6GiB,..@low",
      "logical devices per physical GPU (limits of 1 MiB or more, or FLOOR..CEILING with an "

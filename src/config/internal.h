@@ -71,7 +71,7 @@ enum vdev_status vdev_config_resolve_locked(struct vdev_config_resolved *r);
 /* VDEV_MEMORY_GROWTH: growth[i] = 0/1 for each GPU it names, -1 elsewhere. */
 enum vdev_status vdev_env_growth(const char *var, const char *v, int n_gpus,
                                  int growth[VDEV_MAX_GPUS]);
-/* VDEV_MEMORY_FRACTION and its alias: a decimal in (0, 1]. */
+/* VDEV_MEMORY_FRACTION and its alias: a decimal in [0, 1] (0: no fraction). */
 enum vdev_status vdev_env_fraction(const char *var, const char *v, double *out);
 /* VDEV_LOGICAL_DEVICES: per GPU floors, ceilings and priorities into cfg[]
  * (set[] marks the GPUs it names), and "cpu:N" into *n_cpus (0 when absent). */
