@@ -55,6 +55,7 @@ def test_copy_variable_is_a_new_variable(copier):
     gc.collect()
     assert c.numpy().tolist() == [2.0, 3.0]
     with vdev.GradientTape() as tape:  # the copy is a variable tapes differentiate against
+        tape.watch(c)  # not trainable: watched only when asked, as in TensorFlow
         loss = vdev.reduce_sum(c * c)
     assert tape.gradient(loss, c).numpy().tolist() == [4.0, 6.0]
 

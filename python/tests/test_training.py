@@ -100,7 +100,9 @@ def test_tape_stops_recording_at_the_block_end():
         with vdev.GradientTape():
             with vdev.GradientTape():
                 pass
-    assert str(e.value) == "a tape is already recording on this thread"
+    assert str(e.value) == ("a tape is already recording on this thread: vdev records one "
+                            "GradientTape at a time on a thread, so nested tapes (higher-order "
+                            "gradients) and tapes recording together are not supported")
     with pytest.raises(RuntimeError) as e:
         vdev.GradientTape().gradient(loss, [w])
     assert "never entered" in str(e.value)
@@ -156,6 +158,20 @@ def test_dense_and_mlp():
     with pytest.raises(TypeError):
         seq.add(3)
 
+
+
+def test_dense_frees_its_initial_value_when_it_cannot_become_a_variable(monkeypatch):
+    """A layer's initial value that vdev_variable refuses (here a view, as a
+    reshape gives) is freed, not leaked, and vdev's error raised."""
+    real = vdev.random.uniform
+    monkeypatch.setattr(vdev.random, "uniform",
+                        lambda shape, *a, **k: vdev.reshape(real(shape, *a, **k), [-1]))
+    with vdev.device("GPU:1"):
+        with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+            vdev.layers.Dense(4, input_dim=64)
+    assert str(e.value) == "a view (reshape) cannot become a variable"
+    del e
+    assert vdev.config.experimental.get_memory_info("GPU:1")["current"] == 0
 
 def test_mlp_matches_the_c_mlp():
     """Layer i's seed is seed * 1000003 + i * 7919 + 1: the C MLP's weights."""

@@ -163,22 +163,49 @@ def _axis(axis):
     return int(axis)
 
 
-def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
-    x = _t(input_tensor)
+def _reduce(cfn, cfn_all, x, axis, keepdims):
+    """x reduced by cfn over axis (an int, or a list or tuple of ints, as
+    TensorFlow takes), by cfn_all over every axis (axis None, or all of
+    them). Several axes are reduced one at a time, the highest first, so
+    that the others keep their numbers; no axis ([]) reduces nothing."""
+    x = _t(x)
+    keepdims = bool(keepdims)
+    if isinstance(axis, (list, tuple)) and len(axis) != 1:
+        nd = x.ndim
+        axes = [_axis(a) for a in axis]
+        for a in axes:
+            if not -nd <= a < nd:
+                return _new(cfn(x._handle, a, keepdims))  # vdev's out-of-range error
+        axes = [a % nd for a in axes]
+        for i, a in enumerate(axes):
+            if a in axes[:i]:
+                from .errors import InvalidArgumentError
+                raise InvalidArgumentError("Invalid reduction arguments: Axes contains "
+                                           "duplicate dimension: %d" % a, "VDEV_ERR_INVALID_ARG")
+        if not axes:
+            return _new(lib.vdev_identity(x._handle))
+        if len(axes) < nd:
+            y = x
+            for a in sorted(axes, reverse=True):
+                y = _new(cfn(y._handle, a, keepdims))
+            return y
+        axis = None
     if axis is None:
         if keepdims:
-            return reshape(_new(lib.vdev_sum_all(x._handle)), [1] * x.ndim)
-        return _new(lib.vdev_sum_all(x._handle))
-    return _new(lib.vdev_sum(x._handle, _axis(axis), bool(keepdims)))
+            return reshape(_new(cfn_all(x._handle)), [1] * x.ndim)
+        return _new(cfn_all(x._handle))
+    return _new(cfn(x._handle, _axis(axis), keepdims))
+
+
+def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
+    """The sum over axis (an int or a list of ints; None: every axis)."""
+    return _reduce(lib.vdev_sum, lib.vdev_sum_all, input_tensor, axis, keepdims)
 
 
 def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
-    x = _t(input_tensor)
-    if axis is None:
-        if keepdims:
-            return reshape(_new(lib.vdev_mean_all(x._handle)), [1] * x.ndim)
-        return _new(lib.vdev_mean_all(x._handle))
-    return _new(lib.vdev_mean(x._handle, _axis(axis), bool(keepdims)))
+    """The mean over axis (an int or a list of ints; None: every axis): over
+    several axes, the mean of the means, one axis at a time."""
+    return _reduce(lib.vdev_mean, lib.vdev_mean_all, input_tensor, axis, keepdims)
 
 
 def reshape(tensor, shape, name=None):
@@ -236,6 +263,17 @@ def identity(input, name=None):
     return _new(lib.vdev_identity(input._handle))
 
 
+def stop_gradient(input, name=None):
+    """input's values as a tensor a tape treats as a constant, as
+    ``tf.stop_gradient``: a copy on input's device made by vdev_tensor_to,
+    which no tape records, so no gradient flows back through it."""
+    x = _t(input)
+    d = lib.vdev_tensor_device(x._handle)
+    if d is None:
+        raise _lib.error()
+    return _new(lib.vdev_tensor_to(x._handle, d))
+
+
 def mean_squared_error_scalar(y_true, y_pred):
     """mean((y_pred - y_true)^2) over every element: a 0-d tensor."""
     y_pred, y_true = _t(y_pred), _t(y_true)
@@ -251,4 +289,4 @@ def sparse_softmax_cross_entropy_mean(labels, logits):
 
 __all__ = ["matmul", "add", "subtract", "multiply", "divide", "negative", "pow", "square", "sqrt",
            "relu", "tanh", "sigmoid", "exp", "log", "softmax", "log_softmax", "reduce_sum",
-           "reduce_mean", "reshape", "transpose", "argmax", "identity", "float32"]
+           "reduce_mean", "reshape", "transpose", "argmax", "identity", "stop_gradient", "float32"]

@@ -7,9 +7,23 @@
 The tape records the calling thread's ops while the block runs (vdev's tape
 records until it is asked for gradients; leaving the block stops it). Every
 gradient op runs on the device of its forward op, whatever scope is current
-when the gradient is asked for. vdev differentiates with respect to
-Variables: a source that is a plain tensor gets None, as an unwatched tensor
-does in TensorFlow. A non-persistent tape answers one gradient call.
+when the gradient is asked for. Sources are the Variables the tape watches
+(every trainable one it meets, or only those given to ``watch`` with
+``watch_accessed_variables=False``; another Variable gets None, as in
+TensorFlow) and tensors the tape computed from them; a plain tensor made
+before the block gets None, as an unwatched tensor does in TensorFlow
+(``watch`` takes Variables only). A non-persistent tape answers one gradient
+call.
+
+A target may be a list (or tuple, or dict) of tensors: the gradient is the
+sum of each target's, as in TensorFlow.
+
+vdev's tape records one stretch of ops: it stops at the end of the ``with``
+block or at the first gradient call, whichever comes first, and cannot
+resume, so re-entering a tape that stopped is a RuntimeError, and a
+persistent tape asked for a gradient inside its block records nothing after
+(vdev logs a warning). One tape records at a time on a thread: nested tapes
+(higher-order gradients) are a RuntimeError saying so.
 
 A target of more than one element stands for its sum, as in TensorFlow
 (the gradient of reduce_sum(target)): vdev's tape seeds ones of the
@@ -19,6 +33,8 @@ A Variable the target does not reach gets None, as in TensorFlow
 (unconnected_gradients=UnconnectedGradients.NONE, the default), or zeros of
 its shape with UnconnectedGradients.ZERO (or the strings 'none', 'zero').
 """
+
+import logging
 
 from . import _lib
 from ._lib import lib
@@ -68,20 +84,38 @@ def _unconnected(v):
     raise ValueError("Unknown value for unconnected_gradients: %r" % (v,))
 
 
+_log = logging.getLogger("vdev")
+
+_NESTED = "a tape is already recording on this thread"
+
+
 class GradientTape:
-    __slots__ = ("_h", "_persistent", "_used", "_recording")
+    __slots__ = ("_h", "_persistent", "_used", "_recording", "_watch_accessed", "_watched")
 
     def __init__(self, persistent=False, watch_accessed_variables=True):
         self._h = None
         self._persistent = bool(persistent)
         self._used = False
         self._recording = False
+        self._watch_accessed = bool(watch_accessed_variables)
+        self._watched = {}  # id -> Variable given to watch (kept alive, as TensorFlow's tape does)
 
     def __enter__(self):
         if self._h is not None:
-            raise ValueError("Tape is still recording, This can happen if you try to re-enter "
-                             "an already-active tape.")
-        self._h = _lib.made(lib.vdev_tape_begin(), {_lib.INVALID_ARG: RuntimeError})
+            if self._recording:
+                raise ValueError("Tape is still recording, This can happen if you try to "
+                                 "re-enter an already-active tape.")
+            raise RuntimeError("vdev's GradientTape cannot resume recording: this tape stopped "
+                               "at the end of its `with` block (or at its first gradient call). "
+                               "Record every op in one `with` block, or use a new GradientTape")
+        h = lib.vdev_tape_begin()
+        if not h:
+            if _lib.last_error() == _NESTED:
+                raise RuntimeError(_NESTED + ": vdev records one GradientTape at a time on a "
+                                   "thread, so nested tapes (higher-order gradients) and tapes "
+                                   "recording together are not supported")
+            raise _lib.error(None, {_lib.INVALID_ARG: RuntimeError})
+        self._h = h
         self._recording = True
         return self
 
@@ -98,11 +132,24 @@ class GradientTape:
             self._recording = False
 
     def watch(self, tensor):
-        """Variables are watched already; vdev differentiates nothing else."""
-        for t in _flatten(tensor, []):
+        """Watches Variables (trainable ones are watched already, unless
+        watch_accessed_variables=False); vdev's tape cannot watch another
+        tensor (a tensor the tape computes from variables needs no watch)."""
+        flat = _flatten(tensor, [])
+        for t in flat:
             if not isinstance(t, Variable):
                 raise ValueError("vdev differentiates with respect to Variables only; %r is not "
                                  "one (make it a vdev.Variable)" % (t,))
+        for t in flat:
+            self._watched[id(t)] = t
+
+    def _watches(self, s):
+        """Whether the tape differentiates with respect to source s: a
+        Variable it watches, or any other tensor (vdev's tape knows whether
+        it computed that one)."""
+        if not isinstance(s, Variable):
+            return True
+        return (self._watch_accessed and s.trainable) or id(s) in self._watched
 
     def gradient(self, target, sources, output_gradients=None,
                  unconnected_gradients=UnconnectedGradients.NONE):
@@ -117,27 +164,61 @@ class GradientTape:
                                "tape:`")
         if output_gradients is not None:
             raise ValueError("vdev's GradientTape takes no output_gradients")
-        if not isinstance(target, Tensor):
-            raise TypeError("target must be a vdev tensor, not %r" % (target,))
+        targets = _flatten(target, []) if isinstance(target, (list, tuple, dict)) else [target]
+        for t in targets:
+            if not isinstance(t, Tensor):
+                raise TypeError("target must be a vdev tensor, not %r" % (t,))
         flat = _flatten(sources, [])
         for s in flat:
             if not isinstance(s, Tensor):
                 raise TypeError("sources must be vdev tensors or Variables, not %r" % (s,))
         unconnected = _unconnected(unconnected_gradients)
+        if self._recording and self._persistent:
+            _log.warning("GradientTape.gradient was called inside the tape's `with` block: "
+                         "vdev's tape stops recording here, so ops after this call are not "
+                         "recorded and gradients of their results are None (TensorFlow's "
+                         "persistent tape goes on recording). Ask for gradients after the "
+                         "block.")
         self._recording = False
-        vars_ = [s for s in flat if isinstance(s, Variable)]
-        n = len(vars_)
-        hv = _lib.handles([v._handle for v in vars_])
-        hg = _lib.handles([None] * n)
-        st = lib.vdev_tape_gradient_ex(self._h, target._handle, hv, n, hg, unconnected)
-        if not self._persistent:
-            lib.vdev_tape_end(self._h)
-            self._h = None
-            self._used = True
-        _lib.check(st)
-        grads = iter([Tensor(hg[i]) if hg[i] else None for i in range(n)])
-        out = [next(grads) if isinstance(s, Variable) else None for s in flat]
+        asked = [s for s in flat if self._watches(s)]
+        try:
+            sums = self._sum_over_targets(targets, asked, unconnected)
+        finally:
+            if not self._persistent:
+                lib.vdev_tape_end(self._h)
+                self._h = None
+                self._used = True
+        grads = iter(sums)
+        out = []
+        for s in flat:
+            if self._watches(s):
+                out.append(next(grads))
+            elif unconnected == 0:  # an unwatched Variable with UnconnectedGradients.ZERO
+                from ._ops import _fill_like
+                out.append(_fill_like(s, 0))
+            else:
+                out.append(None)
         return _pack(sources, iter(out)) if isinstance(sources, (list, tuple, dict)) else out[0]
+
+    def _sum_over_targets(self, targets, asked, unconnected):
+        """For each tensor of `asked`, the sum of its gradients from every
+        target (None where no target reaches it, with
+        UnconnectedGradients.NONE)."""
+        from ._ops import add
+        n = len(asked)
+        hv = _lib.handles([s._handle for s in asked])
+        sums = [None] * n
+        if unconnected == 0 and not targets:
+            from ._ops import _fill_like
+            return [_fill_like(s, 0) for s in asked]
+        for t in targets:
+            hg = _lib.handles([None] * n)
+            _lib.check(lib.vdev_tape_gradient_ex(self._h, t._handle, hv, n, hg, unconnected))
+            for i in range(n):
+                if hg[i]:
+                    g = Tensor(hg[i])
+                    sums[i] = g if sums[i] is None else add(sums[i], g)
+        return sums
 
     def _no_copy(self, *args):
         raise TypeError("cannot copy or pickle a vdev.GradientTape: it holds vdev's recording")

@@ -179,16 +179,26 @@ class Tensor:
         return a.astype(dtype) if dtype is not None else a
 
     def cpu(self):
-        """A copy on CPU:0 (TensorFlow's ``EagerTensor.cpu()``)."""
-        return Tensor(_lib.made(lib.vdev_tensor_to(self._handle, b"CPU:0")))
+        """A copy on CPU:0 (TensorFlow's ``EagerTensor.cpu()``); a recording
+        tape differentiates through it."""
+        return self._copy_to(b"CPU:0")
 
     def gpu(self, gpu_index=0):
-        """A copy on GPU:gpu_index."""
-        return Tensor(_lib.made(lib.vdev_tensor_to(
-            self._handle, b"GPU:%d" % _lib.index(gpu_index, "gpu_index"))))
+        """A copy on GPU:gpu_index; a recording tape differentiates through it."""
+        return self._copy_to(b"GPU:%d" % _lib.index(gpu_index, "gpu_index"))
 
     def _copy_to(self, device):
-        return Tensor(_lib.made(lib.vdev_tensor_to(self._handle, _lib.enc(device))))
+        """A copy on device (which must exist: soft placement does not
+        apply), made by vdev_identity under that device's scope, so that a
+        recording tape records it and the gradient flows back to self, as
+        through TensorFlow's EagerTensor copies."""
+        buf = ctypes.create_string_buffer(128)
+        _lib.check(lib.vdev_device_canonical_name(_lib.enc(device), buf, len(buf)))
+        _lib.check(lib.vdev_device_push(buf.value))
+        try:
+            return Tensor(_lib.made(lib.vdev_identity(self._handle)))
+        finally:
+            lib.vdev_device_pop()
 
     # ---- Python protocols ----
     def __len__(self):
@@ -375,17 +385,21 @@ class Variable(Tensor):
         self.trainable = trainable
         self.name = name if name is not None else "Variable"
 
-    def assign(self, value):
-        """Copies value into the variable (same shape and dtype); returns it."""
+    def assign(self, value, use_locking=None, name=None, read_value=True):
+        """Copies value into the variable (same shape and dtype); returns the
+        variable, or None with read_value=False, as TensorFlow's eager
+        assign."""
         v = convert_to_tensor(value, dtype=self.dtype)
         _lib.check(lib.vdev_assign(self._handle, v._handle))
-        return self
+        return self if read_value else None
 
-    def assign_add(self, delta):
-        return self.assign(_ops().add(self, delta))
+    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        self.assign(_ops().add(self, delta))
+        return self if read_value else None
 
-    def assign_sub(self, delta):
-        return self.assign(_ops().subtract(self, delta))
+    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+        self.assign(_ops().subtract(self, delta))
+        return self if read_value else None
 
     def read_value(self):
         return Tensor(_lib.made(lib.vdev_identity(self._handle)))

@@ -38,9 +38,9 @@ def _adopt(t, strategy=None):
     if strategy is not None:
         from .distribute._values import mirror_tensor
         return mirror_tensor(strategy, t)
-    from ._lib import lib, made
+    from ._tensor import _variable_handle
     h, t._h = t._h, None
-    return Variable(_handle=made(lib.vdev_variable(h)))
+    return Variable(_handle=_variable_handle(h))  # frees h if it cannot be one
 
 
 class Layer:
