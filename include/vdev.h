@@ -86,6 +86,11 @@ VDEV_API const char *vdev_last_error(void);
 VDEV_API enum vdev_status vdev_last_status(void);
 /* Clears the calling thread's error. */
 VDEV_API void vdev_clear_error(void);
+/* With VDEV_OOM_REPORT on: the calling thread's last out-of-memory report,
+ * the error message and then the allocator's state, as printed on stderr
+ * ("" when this thread has had none, or the variable is off). Valid until
+ * this thread's next out-of-memory failure. */
+VDEV_API const char *vdev_last_oom_report(void);
 
 /* ---- sizes ------------------------------------------------------------- */
 

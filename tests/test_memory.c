@@ -6,11 +6,15 @@
  * growth at 2 MiB, largest_alloc_size and its reset, the OOM message that
  * names exhaustion or fragmentation with what would help, and the empty
  * regions of a 64 MiB logical device that stand between it and a 60 MiB
- * request.
+ * request, and the VDEV_OOM_REPORT report kept for the thread.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "check.h"
 
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MiB (1ull << 20)
@@ -117,12 +121,60 @@ static void test_tensor_oom_message(void)
     vdev_device_pop();
 }
 
+static void *other_thread_report(void *out)
+{
+    *(const char **)out = vdev_last_oom_report();
+    return NULL;
+}
+
+static int starts_with(const char *s, const char *prefix)
+{
+    return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* VDEV_OOM_REPORT: the report printed on stderr is also kept for the thread
+ * (vdev_last_oom_report), for bindings to hand to the program. */
+static void test_oom_report_kept(void)
+{
+    check_fresh("1x8GiB");
+    CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){64 * MiB}, 1));
+    void *h;
+    CHECK_STATUS(vdev_mem_alloc("GPU:0", 65 * MiB, &h), VDEV_ERR_OOM);
+    CHECK_STR(vdev_last_oom_report(), ""); /* the variable is off */
+
+    check_fresh("1x8GiB");
+    setenv("VDEV_OOM_REPORT", "1", 1);
+    CHECK_OK(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){64 * MiB}, 1));
+    CHECK_OK(vdev_device_push("GPU:0"));
+    vdev_tensor_t *t = vdev_tensor_zeros((const int64_t[]){4096, 8192}, 2, VDEV_F32);
+    CHECK(t == NULL);
+    char first[1024];
+    snprintf(first, sizeof first, "%s\n", vdev_last_error());
+    const char *r = vdev_last_oom_report();
+    CHECK(starts_with(first, "OOM when allocating tensor with shape[4096,8192]"));
+    CHECK(starts_with(r, first));
+    CHECK(strstr(r, "\nAllocator (/device:GPU:0) state: ") != NULL);
+    CHECK(strstr(r, "\nLargest free block: ") != NULL);
+    const char *other = NULL;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, other_thread_report, &other) == 0);
+    CHECK(pthread_join(th, NULL) == 0);
+    CHECK(other != NULL && other[0] == '\0'); /* per thread */
+    vdev_device_pop();
+    /* the next one replaces it */
+    CHECK_STATUS(vdev_mem_alloc("GPU:0", 65 * MiB, &h), VDEV_ERR_OOM);
+    snprintf(first, sizeof first, "%s\n", vdev_last_error());
+    CHECK(!starts_with(first, "OOM when allocating tensor"));
+    CHECK(starts_with(vdev_last_oom_report(), first));
+}
+
 int main(void)
 {
     test_release_restarts_growth();
     test_largest_alloc_size();
     test_empty_regions_before_oom();
     test_tensor_oom_message();
+    test_oom_report_kept();
     check_fresh(NULL);
     return check_done();
 }

@@ -79,6 +79,29 @@ def test_out_of_memory_is_recoverable():
     del keep, half
 
 
+def test_oom_report_with_VDEV_OOM_REPORT(monkeypatch, capfd):
+    """With VDEV_OOM_REPORT=1, report is the message then the allocator's state
+    that went to stderr; without it, the message alone (above)."""
+    monkeypatch.setenv("VDEV_OOM_REPORT", "1")
+    gpu = C.list_physical_devices("GPU")[0]
+    C.set_logical_device_configuration(gpu, [C.LogicalDeviceConfiguration(memory_limit=64),
+                                             C.LogicalDeviceConfiguration(memory_limit=32)])
+    with vdev.device("GPU:1"):
+        keep = vdev.zeros([4 * MIB // 4])
+        with pytest.raises(vdev.OutOfMemoryError) as e:
+            vdev.zeros([10 * MIB])
+    report = e.value.report
+    assert report.startswith(str(e.value) + "\n")
+    assert "\nAllocator (/device:GPU:1) state: " in report
+    assert "\nLargest free block: " in report
+    assert "\nBiggest live blocks:" in report
+    assert report in capfd.readouterr().err
+    # a later error of another kind does not carry it
+    with pytest.raises(ValueError):
+        C.get_memory_info("GPU:9")
+    del keep
+
+
 def test_oom_in_an_op_and_training_goes_on():
     gpu = C.list_physical_devices("GPU")[0]
     C.set_memory_growth(gpu, False)  # one region of the whole limit

@@ -298,6 +298,7 @@ _PROTOS = {
     "vdev_tensor_to_dlpack": (STATUS, [_h, ctypes.POINTER(ctypes.c_void_p)]),
     "vdev_tensor_from_dlpack": (_h, [ctypes.c_void_p]),
     "vdev_dlpack_live_exports": (ctypes.c_int, []),
+    "vdev_last_oom_report": (ctypes.c_char_p, []),
 }
 
 for _name, (_res, _args) in _PROTOS.items():
@@ -322,7 +323,10 @@ def error(status=None, overrides=None):
     msg = errors.python_message(status, last_error())
     if overrides and status in overrides:
         return overrides[status](msg)
-    return errors.from_status(status, msg)
+    report = ""
+    if status == OOM:
+        report = lib.vdev_last_oom_report().decode("utf-8", "replace")
+    return errors.from_status(status, msg, report)
 
 
 def check(status, overrides=None):

@@ -53,12 +53,18 @@ class UnknownError(OpError):
 
 class OutOfMemoryError(ResourceExhaustedError):
     """Device memory exhausted. ``report`` is vdev's whole out-of-memory
-    message (the same as ``message``); the device's memory is as it was
-    before the failed call, so the caller may retry smaller."""
+    report: with VDEV_OOM_REPORT=1 the message and then the allocator's state
+    (bins, largest free block, biggest live blocks and the ops that made
+    them, as printed on stderr), else the message alone. The device's memory
+    is as it was before the failed call, so the caller may retry smaller."""
+
+    def __init__(self, message, status="VDEV_ERR_OOM", report=None):
+        super().__init__(message, status)
+        self._report = report
 
     @property
     def report(self):
-        return self.message
+        return self._report if self._report else self.message
 
 
 _BY_STATUS = {
@@ -102,11 +108,16 @@ def python_message(status, message):
     return message
 
 
-def from_status(status, message):
+def from_status(status, message, oom_report=""):
     """The exception for a vdev status code and its message (advice in
-    Python's words, python_message)."""
+    Python's words, python_message); oom_report: the thread's last
+    out-of-memory report (vdev_last_oom_report), kept by an OutOfMemoryError
+    when it is this message's."""
     message = python_message(status, message)
     if status == 4:  # VDEV_ERR_ALREADY_INITIALIZED: tf.config's RuntimeError
         return RuntimeError(message)
     cls = _BY_STATUS.get(status, InternalError)
+    if cls is OutOfMemoryError:
+        mine = oom_report.startswith(message + "\n")
+        return cls(message, status_name(status), oom_report if mine else None)
     return cls(message, status_name(status))

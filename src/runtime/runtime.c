@@ -33,7 +33,10 @@
 #include "runtime/observe.h"
 #include "runtime/placement.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct {
@@ -61,15 +64,64 @@ _Static_assert(VDEV_POOL_MAX_MEMBERS >= VDEV_MAX_LOGICAL_PER_GPU &&
 
 int vdev_runtime_oom_report(void) { return atomic_load_explicit(&oom_report, memory_order_relaxed); }
 
+/* The calling thread's last out-of-memory report (VDEV_OOM_REPORT), kept for
+ * vdev_last_oom_report(); a thread's is freed when the thread ends. */
+static pthread_key_t report_key;
+static pthread_once_t report_once = PTHREAD_ONCE_INIT;
+static int report_key_ok;
+
+static void report_key_make(void) { report_key_ok = pthread_key_create(&report_key, free) == 0; }
+
+/* Keeps text (malloc'd) as the thread's report, or frees it. */
+static void report_keep(char *text)
+{
+    pthread_once(&report_once, report_key_make);
+    if (!report_key_ok) {
+        free(text);
+        return;
+    }
+    char *old = pthread_getspecific(report_key);
+    if (pthread_setspecific(report_key, text) != 0) {
+        free(text);
+        return;
+    }
+    free(old);
+}
+
+VDEV_API const char *vdev_last_oom_report(void)
+{
+    pthread_once(&report_once, report_key_make);
+    const char *text = report_key_ok ? pthread_getspecific(report_key) : NULL;
+    return text ? text : "";
+}
+
 void vdev_runtime_oom_seen(struct vdev_ldev *d, uint64_t bytes,
                            const char *(*tag_of)(void *user, uint32_t handle), void *user)
 {
     if (vdev_observe_on())
         vdev_observe_oom(d, bytes);
-    if (vdev_runtime_oom_report()) {
+    if (!vdev_runtime_oom_report())
+        return;
+    /* The report is written once into memory, then to stderr and kept for the
+     * thread; without the host memory for that, it goes to stderr alone. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f) {
+        fprintf(f, "%s\n", vdev_last_error());
+        vdev_alloc_dump(d->alloc, f, tag_of, user);
+        if (fclose(f) != 0) {
+            free(text);
+            text = NULL;
+        }
+    }
+    if (!text) {
         fprintf(stderr, "%s\n", vdev_last_error());
         vdev_alloc_dump(d->alloc, stderr, tag_of, user);
+        return;
     }
+    fputs(text, stderr);
+    report_keep(text);
 }
 
 uint32_t vdev_runtime_generation(void)
