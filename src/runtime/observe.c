@@ -4,6 +4,16 @@
  * reads it without stopping anything. The trace is one buffered FILE guarded
  * by a mutex: each event is formatted on the stack and written in one call.
  *
+ * The trace file's name may hold placeholders, expanded at start-up: %p (the
+ * process id), %r (the MPI rank, from the launcher's environment as in
+ * src/config/cluster.c; 0 for a process started alone) and %%. A regular
+ * file is opened without truncating it, locked with fcntl's write lock (held
+ * until it is closed, released by the kernel if the process dies), and only
+ * then emptied: a second process given the same file fails start-up with
+ * VDEV_ERR_IO, naming the process that writes it and how to give each
+ * process its own file, and leaves the first one's trace as it was. A child
+ * forked from the writing process writes nothing to its parent's trace.
+ *
  * Every write to the trace is checked, and so are the flush and the close at
  * shutdown (a full disk often shows only there, when stdio's buffer goes
  * out). The first failure is reported once on standard error, as it
@@ -13,15 +23,24 @@
 #include "runtime/observe.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
+#include <stdio_ext.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const double vdev_op_time_bounds[VDEV_OP_TIME_BUCKETS] = {
     1e-6, 4e-6, 16e-6, 64e-6, 256e-6, 1e-3, 4e-3, 16e-3, 64e-3, 256e-3, 1.0, 4.0};
 
-/* The track of a device's copies ("/device:GPU:1 copies"), next to the track
- * of its ops (tid = device id). */
-#define VDEV_TRACE_COPY_TID(id) (1000 + (id))
+/* Copy tracks: tids from 1000 up (a device's op track is its id), in the
+ * order they were first needed; at most COPY_TRACKS_MAX in a trace. */
+#define COPY_TID_BASE 1000
+#define COPY_TRACKS_MAX 4096
+/* Track order (thread_sort_index): device by device, its op track first,
+ * then the tracks of the copies it sent. */
+#define SORT_STRIDE (1 << 20)
 
 _Atomic int vdev_observe_flag;
 static _Atomic int consumers;
@@ -38,7 +57,8 @@ static struct {
     FILE *f;
     int atexit_done;
     int werr;       /* errno of the first failed write (0: none); nothing is written after it */
-    char path[512]; /* VDEV_TRACE_FILE, for messages */
+    int forked;     /* this is a child forked from the process writing the trace: not ours */
+    char path[PATH_MAX]; /* the file written (VDEV_TRACE_FILE expanded), for messages */
 } T = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 #define WRITE_FAILED_FMT "VDEV_TRACE_FILE=\"%s\": write failed: %s (the trace is incomplete)"
@@ -54,7 +74,18 @@ static void write_failed_locked(int e)
 }
 
 /* The trace can be written to. T.lock held. */
-static int writable_locked(void) { return T.f && !T.werr; }
+static int writable_locked(void) { return T.f && !T.werr && !T.forked; }
+
+/* fork(): T.lock is held across it, so the child's copy is consistent, and
+ * the child knows the trace is its parent's (it writes nothing to it, not
+ * even at exit, where stdio would flush the parent's buffered events). */
+static void fork_prepare(void) { pthread_mutex_lock(&T.lock); }
+static void fork_parent(void) { pthread_mutex_unlock(&T.lock); }
+static void fork_child(void)
+{
+    T.forked = 1;
+    pthread_mutex_unlock(&T.lock);
+}
 
 /* fprintf to the trace, checked. T.lock held. */
 static void put_locked(const char *fmt, ...) VDEV_PRINTF(1, 2);
@@ -86,11 +117,12 @@ void vdev_observe_release(void)
         atomic_store(&vdev_observe_flag, 0);
 }
 
-/* Op and copy events go to a buffer of the thread that records them and
- * reach the file a buffer at a time (and at shutdown, or when the thread
- * ends), so a stream's worker does not take the trace's lock for every op.
- * Every event a thread records for a track stays in order; a track's ops are
- * recorded by one thread (its stream, or the caller on the CPU). */
+/* Op events go to a buffer of the thread that records them and reach the
+ * file a buffer at a time (and at shutdown, or when the thread ends), so a
+ * stream's worker does not take the trace's lock for every op. Every event a
+ * thread records for a track stays in order; a track's ops are recorded by
+ * one thread (its stream, or the caller on the CPU). Copies, recorded by any
+ * thread, go straight to the file (vdev_observe_copy). */
 #define TBUF_BYTES (64 * 1024)
 
 struct tbuf {
@@ -264,23 +296,85 @@ void vdev_observe_op(int op_type, const char *name, int dev_id, uint64_t t0, uin
     emit(line);
 }
 
+/* Copy tracks. A copy is timed on the thread that issued it, and several
+ * threads may copy at once, between any devices: one track per pair of
+ * devices ("copies /device:GPU:0 -> /device:GPU:1"), and a copy that starts
+ * before the last one on each of its pair's tracks ended goes to the pair's
+ * next track ("... (2)"), made when first needed. Each track's copies are
+ * written under T.lock in the order they were placed on it, which is their
+ * order in time, and none starts before the one before it ended: events on
+ * one track never overlap, as trace viewers need. Sorted under the source
+ * device's op track, by destination. All guarded by T.lock. */
+struct copy_track {
+    uint64_t end_ns;     /* when its last copy ended */
+    uint16_t next;       /* the pair's next track, as an index + 1 (0: none) */
+};
+static struct copy_track CT[COPY_TRACKS_MAX];
+static uint16_t ct_first[VDEV_MAX_LDEVS][VDEV_MAX_LDEVS]; /* index + 1 of a pair's first track */
+static int ct_n;                                          /* tracks made */
+static int ct_full_said;                                  /* the warning of a full table */
+
+#define COPY_FULL_FMT                                                                              \
+    "VDEV_TRACE_FILE=\"%s\": all %d copy tracks are taken; copies that overlap every track of "   \
+    "their pair of devices are left out of the trace"
+
+/* The track (index) of a copy of pair (from, to) from t0 to t1, made and
+ * named when needed; -1 when the table is full (said once). T.lock held. */
+static int copy_track_locked(const struct vdev_ldev *f, const struct vdev_ldev *t, uint64_t t0,
+                             uint64_t t1)
+{
+    uint16_t *link = &ct_first[f->id][t->id];
+    int lane = 0;
+    for (; *link; link = &CT[*link - 1].next, lane++) {
+        struct copy_track *c = &CT[*link - 1];
+        if (t0 >= c->end_ns) {
+            c->end_ns = t1;
+            return *link - 1;
+        }
+    }
+    if (ct_n == COPY_TRACKS_MAX) {
+        if (!ct_full_said)
+            vdev_log_warning(COPY_FULL_FMT, T.path, COPY_TRACKS_MAX);
+        ct_full_said = 1;
+        return -1;
+    }
+    int i = ct_n++;
+    CT[i] = (struct copy_track){.end_ns = t1};
+    *link = (uint16_t)(i + 1);
+    char nth[16] = "";
+    if (lane)
+        snprintf(nth, sizeof nth, " (%d)", lane + 1);
+    put_locked(",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+               "\"args\":{\"name\":\"copies %s -> %s%s\"}}"
+               ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+               "\"args\":{\"sort_index\":%d}}",
+               COPY_TID_BASE + i, f->name, t->name, nth, COPY_TID_BASE + i,
+               f->id * SORT_STRIDE + 1 + t->id * COPY_TRACKS_MAX + lane);
+    return i;
+}
+
 void vdev_observe_copy(int from_id, int to_id, uint64_t bytes, uint64_t t0, uint64_t t1)
 {
     if (!atomic_load_explicit(&tracing, memory_order_relaxed))
         return;
     struct vdev_ldev *f = vdev_runtime_device(from_id), *t = vdev_runtime_device(to_id);
-    char line[384];
-    /* On each device's copy track, not its op track: a copy is timed where
-     * it was issued and overlaps the kernels of both streams. */
-    for (int side = 0; side < 2; side++) {
-        snprintf(line, sizeof line,
-                 "{\"name\":\"Copy\",\"cat\":\"copy\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,"
-                 "\"pid\":1,\"tid\":%d,\"args\":{\"from\":\"%s\",\"to\":\"%s\",\"bytes\":%llu}}",
-                 us(t0), (double)(t1 > t0 ? t1 - t0 : 0) / 1000.0,
-                 VDEV_TRACE_COPY_TID(side ? to_id : from_id), f ? f->name : "?", t ? t->name : "?",
-                 (unsigned long long)bytes);
-        emit(line);
-    }
+    if (!f || !t)
+        return;
+    uint64_t z = atomic_load_explicit(&t_zero, memory_order_relaxed);
+    if (t0 < z)
+        t0 = z;
+    if (t1 < t0)
+        t1 = t0;
+    char ts[32], dur[32];
+    *put_us(ts, t0 - z) = '\0';
+    *put_us(dur, t1 - t0) = '\0';
+    pthread_mutex_lock(&T.lock);
+    int i = writable_locked() ? copy_track_locked(f, t, t0, t1) : -1;
+    if (i >= 0)
+        put_locked(",\n{\"name\":\"Copy\",\"cat\":\"copy\",\"ph\":\"X\",\"ts\":%s,\"dur\":%s,"
+                   "\"pid\":1,\"tid\":%d,\"args\":{\"from\":\"%s\",\"to\":\"%s\",\"bytes\":%llu}}",
+                   ts, dur, COPY_TID_BASE + i, f->name, t->name, (unsigned long long)bytes);
+    pthread_mutex_unlock(&T.lock);
 }
 
 /* Counter and instant events take their time and values under the lock, so
@@ -391,6 +485,104 @@ void vdev_observe_op_times(int dev_id, struct vdev_op_time_hist *out)
 
 static void close_at_exit(void) { vdev_observe_shutdown(); }
 
+/* The MPI rank the launcher gave this process (OMPI_COMM_WORLD_RANK,
+ * PMIX_RANK or PMI_RANK, the first that is a number), or -1. */
+static long launch_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (!v || !*v || strlen(v) > 9 || strspn(v, "0123456789") != strlen(v))
+            continue;
+        return atol(v);
+    }
+    return -1;
+}
+
+#define PLACEHOLDERS "%%p: the process id, %%r: the MPI rank, %%%%: a %%"
+
+/* VDEV_TRACE_FILE `spec` with its placeholders expanded into out[cap]. */
+static enum vdev_status expand_path(const char *spec, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (const char *p = spec; *p; p++) {
+        char num[24] = {*p, '\0'};
+        if (*p == '%') {
+            if (p[1] == 'p')
+                snprintf(num, sizeof num, "%ld", (long)getpid());
+            else if (p[1] == 'r')
+                snprintf(num, sizeof num, "%ld", launch_rank() < 0 ? 0L : launch_rank());
+            else if (p[1] != '%')
+                return vdev_error(VDEV_ERR_CONFIG,
+                                  "VDEV_TRACE_FILE=\"%s\": \"%.2s\" is not a placeholder "
+                                  "(" PLACEHOLDERS ")",
+                                  spec, p);
+            p++;
+        }
+        size_t k = strlen(num);
+        if (n + k >= cap)
+            return vdev_error(VDEV_ERR_CONFIG,
+                              "VDEV_TRACE_FILE is too long: more than %zu bytes once expanded",
+                              cap - 1);
+        memcpy(out + n, num, k + 1);
+        n += k;
+    }
+    return VDEV_OK;
+}
+
+/* What the message of a trace in use suggests: spec with ".%r" (launched by
+ * MPI) or ".%p" before the extension of its last component, if any. */
+static void suggest_path(const char *spec, char *out, size_t cap)
+{
+    const char *base = strrchr(spec, '/');
+    base = base ? base + 1 : spec;
+    const char *dot = strrchr(base, '.');
+    size_t at = dot && dot > base ? (size_t)(dot - spec) : strlen(spec);
+    snprintf(out, cap, "%.*s.%s%s", (int)at, spec, launch_rank() >= 0 ? "%r" : "%p", spec + at);
+}
+
+/* Opens the trace for writing. A regular file is opened without emptying
+ * it, locked (fcntl's write lock on the whole file, which another process
+ * cannot take while this one holds it) and only then emptied. Returns the
+ * stream, or NULL with errno set: EAGAIN when another process holds the
+ * lock, with its process id in *holder (0: not known). A file system
+ * without locks gets the file unlocked, as before locking existed. */
+static FILE *open_locked(const char *path, long *holder)
+{
+    *holder = 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    int e = fstat(fd, &st) != 0 ? errno : 0;
+    if (!e && S_ISREG(st.st_mode)) {
+        struct flock want = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        for (int tries = 0;; tries++) {
+            if (fcntl(fd, F_SETLK, &want) == 0)
+                break;
+            if (errno != EAGAIN && errno != EACCES)
+                break; /* no locks here (ENOLCK, EINVAL): written unlocked */
+            struct flock who = want;
+            int known = fcntl(fd, F_GETLK, &who) == 0;
+            if (known && who.l_type == F_UNLCK && tries < 2)
+                continue; /* released meanwhile: try again */
+            *holder = known && who.l_type != F_UNLCK ? (long)who.l_pid : 0;
+            e = EAGAIN;
+            break;
+        }
+        if (!e && ftruncate(fd, 0) != 0)
+            e = errno;
+    }
+    FILE *f = e ? NULL : fdopen(fd, "w");
+    if (!f) {
+        if (!e)
+            e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
 enum vdev_status vdev_observe_init(void)
 {
     for (int d = 0; d < VDEV_MAX_LDEVS; d++) {
@@ -399,37 +591,54 @@ enum vdev_status vdev_observe_init(void)
         atomic_store_explicit(&H[d].total, 0, memory_order_relaxed);
         atomic_store_explicit(&H[d].sum_ns, 0, memory_order_relaxed);
     }
-    const char *path = getenv("VDEV_TRACE_FILE");
-    if (!path)
+    const char *spec = getenv("VDEV_TRACE_FILE");
+    if (!spec)
         return VDEV_OK;
-    if (!*path)
+    if (!*spec)
         return vdev_error(VDEV_ERR_CONFIG, "VDEV_TRACE_FILE is empty (expected a file path)");
-    FILE *f = fopen(path, "w");
+    char path[sizeof T.path];
+    enum vdev_status st = expand_path(spec, path, sizeof path);
+    if (st != VDEV_OK)
+        return st;
+    long holder;
+    FILE *f = open_locked(path, &holder);
+    if (!f && errno == EAGAIN) {
+        char who[48] = "another process", fix[sizeof path + 8];
+        if (holder > 0)
+            snprintf(who, sizeof who, "process %ld", holder);
+        suggest_path(spec, fix, sizeof fix);
+        return vdev_error(VDEV_ERR_IO,
+                          "VDEV_TRACE_FILE=\"%s\": %s is writing this trace; give each process "
+                          "its own file, e.g. VDEV_TRACE_FILE=%s (" PLACEHOLDERS ")",
+                          path, who, fix);
+    }
     if (!f)
         return vdev_error(VDEV_ERR_IO, "VDEV_TRACE_FILE=\"%s\": cannot open for writing: %s", path,
                           strerror(errno));
     pthread_mutex_lock(&T.lock);
     T.f = f;
     T.werr = 0;
+    T.forked = 0;
     vdev_strlcpy(T.path, path, sizeof T.path);
     memset(M, 0, sizeof M);
+    memset(ct_first, 0, sizeof ct_first);
+    ct_n = 0;
+    ct_full_said = 0;
     atomic_store(&t_zero, vdev_now_ns());
     put_locked(
         "[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"vdev\"}}");
-    /* name each device's tracks: its ops, then its copies */
+    /* name each device's op track; its copies' tracks sort under it */
     for (int i = 0; i < vdev_runtime_n_devices(); i++) {
         struct vdev_ldev *d = vdev_runtime_device(i);
-        for (int k = 0; k < 2; k++) {
-            int tid = k ? VDEV_TRACE_COPY_TID(i) : i;
-            put_locked(",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
-                       "\"args\":{\"name\":\"%s (%s)%s\"}}"
-                       ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
-                       "\"args\":{\"sort_index\":%d}}",
-                       tid, d->name, d->backend->ops->name, k ? " copies" : "", tid, 2 * i + k);
-        }
+        put_locked(",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+                   "\"args\":{\"name\":\"%s (%s)\"}}"
+                   ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+                   "\"args\":{\"sort_index\":%d}}",
+                   i, d->name, d->backend->ops->name, i, i * SORT_STRIDE);
     }
     if (!T.atexit_done) {
         atexit(close_at_exit);
+        pthread_atfork(fork_prepare, fork_parent, fork_child);
         T.atexit_done = 1;
     }
     atomic_store(&tracing, 1);
@@ -441,8 +650,9 @@ enum vdev_status vdev_observe_init(void)
 void vdev_observe_shutdown(void)
 {
     pthread_mutex_lock(&T.lock);
-    /* the streams are idle here (teardown waited for them): their buffers too */
-    for (struct tbuf *b = all_bufs; b; b = b->next)
+    /* the streams are idle here (teardown waited for them): their buffers
+     * too; a forked child's copies of them are its parent's */
+    for (struct tbuf *b = all_bufs; b && !T.forked; b = b->next)
         tbuf_flush_locked(b);
     /* the last memory of each device, where its newest sample was skipped */
     for (int i = 0; i < VDEV_MAX_LDEVS; i++)
@@ -454,7 +664,13 @@ void vdev_observe_shutdown(void)
     atomic_store(&tracing, 0);
     int werr = 0;
     char path[sizeof T.path];
-    if (f) {
+    if (f && T.forked) {
+        /* the parent's file: its buffered events dropped, closed unwritten */
+        __fpurge(f);
+        fclose(f);
+        f = NULL;
+        vdev_observe_release();
+    } else if (f) {
         put_locked("\n]\n");
         /* stdio keeps what did not fit its buffer: the flush and the close
          * write it, and may be the first to fail */

@@ -11,10 +11,14 @@
  * named after it; every op is a complete event ("ph":"X") on the track of
  * the device it ran on, timed where it ran (on a simulated GPU's stream
  * thread, or inline on the CPU); a copy between devices is a complete event
- * on both devices' copy tracks (tid 1000 + device id, shown under the op
- * track), timed on the thread that issued it; memory in use and reserved per
- * device are counter events ("ph":"C"), sampled at most every 100 us but at
- * every new high and every change of reserved memory; an out-of-memory
+ * on the track of its pair of devices ("copies /device:GPU:0 ->
+ * /device:GPU:1", tids from 1000 up, shown under the source device's op
+ * track), timed on the thread that issued it, and a copy that overlaps the
+ * last one on each of its pair's tracks (threads copying at once) goes to
+ * the pair's next track ("... (2)"), so no two events on a track overlap;
+ * memory in use and reserved per device are counter events ("ph":"C"),
+ * sampled at most every 100 us but at every new high and every change of
+ * reserved memory; an out-of-memory
  * failure is an instant event ("ph":"i"), and so is each run-time change of
  * a device's floor, ceiling or priority ("limits", with a "limits <device>"
  * counter beside it). Timestamps are microseconds since start-up. */
@@ -46,7 +50,11 @@ static inline int vdev_observe_on(void)
 void vdev_observe_acquire(void);
 void vdev_observe_release(void);
 
-/* Reads VDEV_TRACE_FILE and opens the trace (vdev_init). */
+/* Reads VDEV_TRACE_FILE, expands its placeholders (%p: the process id,
+ * %r: the MPI rank, %%) and opens the trace, locked against other processes
+ * (vdev_init): VDEV_ERR_CONFIG for an empty name, a bad placeholder or a
+ * name too long; VDEV_ERR_IO when the file cannot be opened or another
+ * process is writing it. */
 enum vdev_status vdev_observe_init(void);
 /* Closes the trace, writing its end (vdev_shutdown, and at exit). */
 void vdev_observe_shutdown(void);
