@@ -1,8 +1,11 @@
 /* test_checkpoint_corrupt.c — checkpoints that are damaged, hostile or
  * interrupted: a file cut at every offset, a flipped data byte (checksum),
- * single-bit flips anywhere in the header, some forty malformed headers (each
- * with its exact code and message), files written by other programs (no
- * checksum, other dtypes, any key order), and saves that fail half-way, by a
+ * single-bit flips anywhere in the header (the header's own checksum), an
+ * edited metadata value, some forty malformed headers and files that are not
+ * safetensors at all (each with its exact code and message), files written
+ * by other programs (no checksum, other dtypes, any key order, offsets that
+ * are not multiples of the element size) and by earlier versions of vdev (no
+ * header checksum), and saves that fail half-way, by a
  * file-size limit (RLIMIT_FSIZE: a real EFBIG from write) and by failing each
  * system call and allocation in turn. A failed load leaves every tensor as it
  * was; a failed save leaves the old checkpoint in place, byte for byte, and
@@ -244,9 +247,11 @@ static void test_truncation(vdev_tensor_t *const *t, vdev_tensor_t *const *u) {
     }
     CHECK(untouched(u));
 
-    /* Single-bit flips anywhere in the length or the header: each load fails,
-     * or succeeds with exactly the saved values (e.g. a flip in a padding
-     * space that keeps it white space). Nothing crashes, nothing leaks. */
+    /* Single-bit flips anywhere in the length or the header: the header's
+     * CRC refuses each one, except a flip in the name of its own key
+     * ("vdev.header_crc32", which then reads as a key of the caller's and
+     * leaves a header without a CRC, otherwise intact): that load succeeds
+     * with exactly the saved values. Nothing crashes, nothing leaks. */
     int failed = 0, passed = 0;
     for (size_t i = 0; i < 8 + n; i++)
         for (int bit = 0; bit < 8; bit++) {
@@ -259,6 +264,7 @@ static void test_truncation(vdev_tensor_t *const *t, vdev_tensor_t *const *u) {
             if (st == VDEV_OK) {
                 passed++;
                 CHECK(restored(v));
+                CHECK(i >= 8 + VDEV_CKPT_HCRC_AT - 20 && i < 8 + VDEV_CKPT_HCRC_AT - 3);
             } else {
                 failed++;
                 CHECK(untouched(v));
@@ -319,7 +325,6 @@ static const struct bad BAD[] = {
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", 12, VDEV_ERR_PARSE, "a gap of 4 bytes in the data before entry 'b'"},
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, VDEV_ERR_PARSE, "a gap of 4 bytes in the data before entry 'a'"},
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 8, VDEV_ERR_PARSE, "4 bytes of data after the last entry"},
-    {"{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[1,5]}}", 5, VDEV_ERR_PARSE, "entry 'b': data offset 1 is not a multiple of its element size 4 (misaligned)"},
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, VDEV_ERR_PARSE, "entry 'a' appears twice"},
     {"{\"__metadata__\":{},\"__metadata__\":{}}", 0, VDEV_ERR_PARSE, "key '__metadata__' appears twice"},
     {"{\"__metadata__\":[]}", 0, VDEV_ERR_PARSE, "__metadata__ is not a JSON object"},
@@ -330,6 +335,9 @@ static const struct bad BAD[] = {
     {"{\"__metadata__\":{\"vdev.format\":\"1\",\"vdev.crc32\":\"DEADBEEF\"}}", 0, VDEV_ERR_PARSE, "vdev.crc32 is \"DEADBEEF\", not 8 lowercase hex digits"},
     {"{\"__metadata__\":{\"vdev.format\":\"1\",\"vdev.crc32\":\"0\"}}", 0, VDEV_ERR_PARSE, "vdev.crc32 is \"0\", not 8 lowercase hex digits"},
     {"{\"__metadata__\":{\"vdev.crc32\":\"1234567\"}}", 0, VDEV_ERR_PARSE, "vdev.crc32 is \"1234567\", not 8 lowercase hex digits"},
+    {"{\"__metadata__\":{\"vdev.header_crc32\":\"0000000g\"}}", 0, VDEV_ERR_PARSE, "vdev.header_crc32 is \"0000000g\", not 8 lowercase hex digits"},
+    {"{\"__metadata__\":{\"step\":\"7\",\"vdev.header_crc32\":\"00000000\"}}", 0, VDEV_ERR_IO, "vdev.header_crc32 is not at the start of the header, where vdev writes it (the header was changed)"},
+    {"{\"__metadata__\":{\"vdev.format\":\"1\",\"vdev.crc32\":\"00000000\",\"vdev.header_crc32\":\"00000000\"}}", 0, VDEV_ERR_IO, "header checksum mismatch: the header's CRC-32 is 01abd9bd, vdev.header_crc32 says 00000000 (the header is damaged)"},
 };
 /* clang-format on */
 
@@ -358,13 +366,25 @@ static void test_bad_headers(vdev_tensor_t *const *u) {
            "checkpoint '%s': the header nests deeper than 64 levels", bad);
     forge(bad, 100000001, "{}", 2, NULL, 0);
     EXPECT(vdev_checkpoint_load(bad, NULL, NULL, 0), VDEV_ERR_PARSE,
-           "checkpoint '%s': the header length 100000001 exceeds the format's limit of "
-           "100000000 bytes",
+           "checkpoint '%s': not a safetensors file: its first 8 bytes, read as the header's "
+           "length, give 100000001, past the format's limit of 100000000 bytes",
            bad);
     forge(bad, -2 /* 2^64 - 2 */, "{}", 2, NULL, 0);
     EXPECT(vdev_checkpoint_load(bad, NULL, NULL, 0), VDEV_ERR_PARSE,
-           "checkpoint '%s': the header length 18446744073709551614 exceeds the format's limit "
-           "of 100000000 bytes",
+           "checkpoint '%s': not a safetensors file: its first 8 bytes, read as the header's "
+           "length, give 18446744073709551614, past the format's limit of 100000000 bytes",
+           bad);
+    /* A text file, as /etc/passwd: "root:x:0" read as a little-endian number. */
+    const char *passwd = "root:x:0:0:root:/root:/bin/bash\n";
+    spill(bad, passwd, strlen(passwd));
+    EXPECT(vdev_checkpoint_load(bad, NULL, NULL, 0), VDEV_ERR_PARSE,
+           "checkpoint '%s': not a safetensors file: its first 8 bytes, read as the header's "
+           "length, give 3475222254926655346, past the format's limit of 100000000 bytes",
+           bad);
+    char buf[8];
+    EXPECT(vdev_checkpoint_metadata(bad, "step", buf, sizeof buf), VDEV_ERR_PARSE,
+           "checkpoint '%s': not a safetensors file: its first 8 bytes, read as the header's "
+           "length, give 3475222254926655346, past the format's limit of 100000000 bytes",
            bad);
     CHECK(untouched(u));
 }
@@ -413,8 +433,29 @@ static void test_foreign(void) {
     EXPECT(vdev_checkpoint_load(path, nh, &y, 1), VDEV_ERR_SHAPE,
            "checkpoint '%s': entry 'h' is F16 [2] in the file, but tensors[0] is F32 [2]", path);
     char buf[8];
-    EXPECT(vdev_checkpoint_metadata(path, "vdev.crc32", buf, sizeof buf), VDEV_ERR_NOT_FOUND,
+    EXPECT(vdev_checkpoint_metadata(path, "vdev.crc32", buf, sizeof buf), VDEV_ERR_INVALID_ARG,
            "checkpoint '%s': no metadata key 'vdev.crc32'", path);
+
+    /* Offsets that are not multiples of the element size, as other writers
+     * leave them: F32 and I32 entries after a 10-byte F16 one. */
+    const char *odd = "{\"h\":{\"dtype\":\"F16\",\"shape\":[5],\"data_offsets\":[0,10]},"
+                      "\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[10,18]},"
+                      "\"i\":{\"dtype\":\"I32\",\"shape\":[],\"data_offsets\":[18,22]}}";
+    unsigned char odd_data[22] = {0};
+    int32_t i_val = -77;
+    memcpy(odd_data + 10, x, 8);
+    memcpy(odd_data + 18, &i_val, 4);
+    forge(path, -1, odd, strlen(odd), odd_data, sizeof odd_data);
+    vdev_tensor_t *iv = vdev_tensor_zeros(NULL, 0, VDEV_I32);
+    const char *nxi[2] = {"x", "i"};
+    vdev_tensor_t *txi[2] = {y, iv};
+    CHECK_OK(vdev_checkpoint_load(path, nxi, txi, 2));
+    int32_t i_got = 0;
+    memset(yv, 0, sizeof yv);
+    CHECK_OK(vdev_tensor_to_host(y, yv, sizeof yv));
+    CHECK_OK(vdev_tensor_to_host(iv, &i_got, sizeof i_got));
+    CHECK(yv[0] == 1.25f && yv[1] == -3.5f && i_got == -77);
+    vdev_tensor_free(iv);
 
     /* A damaged "vdev.format" key does not turn the checksum off. */
     const char *dmg = "{\"__metadata__\":{\"vdev.formaT\":\"1\",\"vdev.crc32\":\"00000000\"},"
@@ -425,6 +466,67 @@ static void test_foreign(void) {
            "00000000 (the file is damaged)",
            path, crc32(0L, (const unsigned char *)x, 8));
     vdev_tensor_free(y);
+}
+
+/* The header's own CRC: an edited value is refused by load, open and
+ * metadata alike; files without it (as vdev wrote them before it existed)
+ * still load. */
+static void test_header_crc(void) {
+    const char *path = P("hcrc.safetensors");
+    float x[2] = {1.5f, -2.0f};
+    int64_t s2[1] = {2};
+    vdev_tensor_t *t = vdev_tensor_from_host(x, s2, 1, VDEV_F32);
+    const char *nx[1] = {"x"}, *meta[2] = {"step", "7"};
+    CHECK_OK(vdev_checkpoint_save(path, nx, &t, 1, meta, 1));
+    size_t len;
+    unsigned char *f = slurp(path, &len);
+    CHECK(f != NULL);
+    size_t n = f[0]; /* under 256 */
+    char *step = strstr((char *)f + 8, "\"step\":\"7\"");
+    CHECK(step != NULL);
+    char was[9];
+    memcpy(was, (char *)f + 8 + VDEV_CKPT_HCRC_AT, 8);
+    was[8] = '\0';
+    step[8] = '9';
+    spill(path, f, len);
+    memcpy(f + 8 + VDEV_CKPT_HCRC_AT, "00000000", 8);
+    unsigned long got = crc32(0L, f + 8, (uInt)n);
+    char want[400];
+    snprintf(want, sizeof want,
+             "checkpoint '%s': header checksum mismatch: the header's CRC-32 is %08lx, "
+             "vdev.header_crc32 says %s (the header is damaged)",
+             path, got, was);
+    char buf[8] = "x";
+    CHECK_STATUS(vdev_checkpoint_metadata(path, "step", buf, sizeof buf), VDEV_ERR_IO);
+    CHECK_STR(vdev_last_error(), want);
+    CHECK_STR(buf, "x");
+    vdev_checkpoint_t *ck = (vdev_checkpoint_t *)1;
+    CHECK_STATUS(vdev_checkpoint_open(path, &ck), VDEV_ERR_IO);
+    CHECK_STR(vdev_last_error(), want);
+    CHECK(ck == NULL);
+    CHECK_STATUS(vdev_checkpoint_load(path, nx, &t, 1), VDEV_ERR_IO);
+    CHECK_STR(vdev_last_error(), want);
+    free(f);
+
+    /* A file as earlier versions wrote it: the data's CRC only. */
+    char old[256];
+    int k = snprintf(old, sizeof old,
+                     "{\"__metadata__\":{\"vdev.format\":\"1\",\"vdev.crc32\":\"%08lx\","
+                     "\"step\":\"7\"},\"x\":{\"dtype\":\"F32\",\"shape\":[2],"
+                     "\"data_offsets\":[0,8]}}",
+                     crc32(0L, (const unsigned char *)x, 8));
+    while (k % 8)
+        old[k++] = ' ';
+    forge(path, -1, old, (size_t)k, x, 8);
+    vdev_tensor_t *y = vdev_tensor_zeros(s2, 1, VDEV_F32);
+    CHECK_OK(vdev_checkpoint_load(path, nx, &y, 1));
+    float yv[2];
+    CHECK_OK(vdev_tensor_to_host(y, yv, sizeof yv));
+    CHECK(yv[0] == 1.5f && yv[1] == -2.0f);
+    CHECK_OK(vdev_checkpoint_metadata(path, "step", buf, sizeof buf));
+    CHECK_STR(buf, "7");
+    vdev_tensor_free(y);
+    vdev_tensor_free(t);
 }
 
 /* ---- saves that fail half-way ---- */
@@ -458,10 +560,10 @@ static void test_size_limit(vdev_tensor_t *const *t) {
         CHECK(setrlimit(RLIMIT_FSIZE, &saved) == 0);
         CHECK_STATUS(st, VDEV_ERR_IO);
         char want[600];
-        snprintf(want, sizeof want, "checkpoint '%s': cannot write '%s.tmp.%ld.", path, path,
+        snprintf(want, sizeof want, "checkpoint '%s': cannot write '%s/.vdev-%ld-", path, dir,
                  (long)getpid());
         CHECK(strncmp(vdev_last_error(), want, strlen(want)) == 0);
-        CHECK_MSG("': File too large");
+        CHECK_MSG(".tmp': File too large");
         CHECK(intact(path, old, old_len, 0));
     }
     signal(SIGXFSZ, was);
@@ -522,9 +624,9 @@ static void test_save_faults(vdev_tensor_t *const *t) {
             CHECK(intact(path, old, old_len, 0));
         }
     }
-    /* open, 2+4 writes, pwrite, fsync, close, rename fail before the rename;
-     * naming, opening and syncing the folder after it. */
-    CHECK(n_fail >= 11 && n_after_rename == 3 && n_oom >= 4 && n_copy == 3);
+    /* lstat, open, fchmod, 2+4 writes, pwrite, fsync, close, rename fail
+     * before the rename; opening and syncing the folder after it. */
+    CHECK(n_fail >= 13 && n_after_rename == 2 && n_oom >= 4 && n_copy == 3);
     printf("save faults: %d failures (%d allocations, %d copies, %d after the rename)\n", n_fail,
            n_oom, n_copy, n_after_rename);
     free(nw);
@@ -565,8 +667,9 @@ static void test_load_faults(vdev_tensor_t *const *t, vdev_tensor_t *const *u) {
             if (what == 0)
                 CHECK(untouched(u));
         }
-        /* load: open, fstat, 2 reads, 3 parse allocations, 4 more, 4 reads */
-        CHECK(n_fail >= (what == 0 ? 12 : 7));
+        /* load: stat, open, fstat, fcntl, 2 reads, 3 parse allocations, 4
+         * more, 4 reads */
+        CHECK(n_fail >= (what == 0 ? 14 : 9));
         printf("%s faults: %d failures\n",
                what == 0   ? "load"
                : what == 1 ? "open"
@@ -591,6 +694,7 @@ int main(void) {
     test_truncation(t, u);
     test_bad_headers(u);
     test_foreign();
+    test_header_crc();
     test_size_limit(t);
     test_save_faults(t);
     test_load_faults(t, u);

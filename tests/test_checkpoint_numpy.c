@@ -8,9 +8,11 @@
  * bit pattern of every element. A Python script then parses the header with
  * the json module, checks the metadata (format, the CRC-32 with zlib.crc32,
  * the caller's step), reads each tensor with numpy.frombuffer and compares
- * the bits exactly. The script also writes a safetensors file of its own
- * from numpy arrays, the way the format's reference writer lays it out, and
- * the test loads it and compares the values exactly.
+ * the bits exactly, and checks the header's own CRC-32 the same way. The
+ * script also writes a safetensors file of its own from numpy arrays, the way
+ * the format's reference writer lays it out (an F16 entry of 10 bytes puts
+ * the next ones at offsets that are not multiples of 4), and the test loads
+ * it and compares the values exactly.
  *
  * It uses the first of `python3` (on PATH) and /usr/bin/python3 that imports
  * numpy, and exits 77 (skipped), saying why, when neither does. */
@@ -73,6 +75,12 @@ static const char SCRIPT[] =
     "meta = header.pop('__metadata__')\n"
     "assert meta['vdev.format'] == '1', meta\n"
     "assert meta['vdev.crc32'] == '%08x' % zlib.crc32(data), meta\n"
+    "# The header's own CRC: over its n bytes, with its 8 digits read as zeros.\n"
+    "lead = (b'{\"__metadata__\":{\"vdev.format\":\"1\",\"vdev.crc32\":\"' +\n"
+    "        meta['vdev.crc32'].encode() + b'\",\"vdev.header_crc32\":\"')\n"
+    "assert raw[8:8 + len(lead)] == lead, raw[:120]\n"
+    "blank = lead + b'00000000' + raw[8 + len(lead) + 8:8 + n]\n"
+    "assert meta['vdev.header_crc32'] == '%08x' % zlib.crc32(blank), meta\n"
     "assert meta['step'] == '300', meta\n"
     "expect = json.load(open(expect_path, encoding='utf-8'))\n"
     "assert list(header) == list(expect), (list(header), list(expect))\n"
@@ -92,14 +100,17 @@ static const char SCRIPT[] =
     "w = np.frombuffer(data[slice(*header['dense/w']['data_offsets'])], '<f4')\n"
     "print('numpy read %d entries, %d bytes of data; dense/w mean %.6f' % (len(header), len(data), "
     "w.mean()))\n"
-    "# A file of Python's own, laid out as the reference writer does.\n"
+    "# A file of Python's own, laid out as the reference writer does: an F16\n"
+    "# entry of 10 bytes leaves 'b' and 's' at offsets that are not multiples of 4.\n"
     "arrays = {'a': (np.arange(12, dtype='<f4').reshape(3, 4) * np.float32(0.5) - np.float32(1)),\n"
+    "          'a2': np.arange(5, dtype='<f2'),\n"
     "          'b': np.array([-2**31, 7, 2**31 - 1], dtype='<i4'),\n"
     "          's': np.array(2.5, dtype='<f4')}\n"
     "hdr, blob = {'__metadata__': {'format': 'np'}}, b''\n"
     "for name in sorted(arrays):\n"
     "    a = arrays[name]\n"
-    "    hdr[name] = {'dtype': 'F32' if a.dtype == np.float32 else 'I32', 'shape': list(a.shape),\n"
+    "    dt = {'float32': 'F32', 'int32': 'I32', 'float16': 'F16'}[a.dtype.name]\n"
+    "    hdr[name] = {'dtype': dt, 'shape': list(a.shape),\n"
     "                 'data_offsets': [len(blob), len(blob) + a.nbytes]}\n"
     "    blob += a.tobytes()\n"
     "text = json.dumps(hdr, separators=(',', ':')).encode('utf-8')\n"

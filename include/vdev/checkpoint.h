@@ -1,9 +1,9 @@
 /* vdev/checkpoint.h — checkpoints: named tensors saved to one safetensors
  * file, written atomically, and restored into existing tensors after every
- * name, dtype, shape and the checksum were checked. Part of the public API
- * (vdev.h includes it; it may also be included alone). Same conventions as
- * vdev.h: every fallible call returns enum vdev_status and leaves a message
- * in vdev_last_error(). */
+ * name, dtype, shape and both checksums (header and data) were checked. Part
+ * of the public API (vdev.h includes it; it may also be included alone).
+ * Same conventions as vdev.h: every fallible call returns enum vdev_status
+ * and leaves a message in vdev_last_error(). */
 #ifndef VDEV_CHECKPOINT_H
 #define VDEV_CHECKPOINT_H
 
@@ -26,7 +26,7 @@ extern "C" {
  *   - N bytes: a JSON object (UTF-8, at most 100,000,000 bytes, padded with
  *     spaces so that the data starts on a multiple of 8 bytes):
  *       {"__metadata__": {"vdev.format": "1", "vdev.crc32": "9a3c4f01",
- *                         "step": "1200"},
+ *                         "vdev.header_crc32": "5be0a3d2", "step": "1200"},
  *        "dense0/w": {"dtype": "F32", "shape": [784, 128],
  *                     "data_offsets": [0, 401408]},
  *        ...}
@@ -36,9 +36,15 @@ extern "C" {
  *   - the data: each tensor's elements, row-major, packed one after another
  *     in the entries' order, with no gaps.
  * "__metadata__" holds strings only: the caller's key/value pairs, plus
- * "vdev.format" (the version of these rules, "1") and "vdev.crc32" (zlib's
- * CRC-32 of the whole data section, 8 lowercase hex digits). Keys starting
- * with "vdev." are vdev's.
+ * "vdev.format" (the version of these rules, "1"), "vdev.crc32" (zlib's
+ * CRC-32 of the whole data section, 8 lowercase hex digits) and
+ * "vdev.header_crc32" (the CRC-32 of the header's N bytes as written, its
+ * own 8 digits counted as "00000000"; vdev writes these three keys first,
+ * in this order, at the very start of the header, and expects the last one
+ * there). Keys starting with "vdev." are vdev's. Files written before
+ * "vdev.header_crc32" existed (and files of other programs) have no header
+ * checksum and still load. Offsets need not be multiples of the element
+ * size (vdev writes aligned data; other writers' files may not be).
  *
  * Names: a tensor's name (and a metadata key) is non-empty valid UTF-8 of at
  * most VDEV_CHECKPOINT_NAME_MAX bytes, unique within the file, and not
@@ -51,19 +57,30 @@ extern "C" {
  *   - the training position in metadata, as decimal text: "step", "epoch".
  *
  * Atomicity: vdev_checkpoint_save writes a temporary file next to the target
- * (same folder, "<path>.tmp.<pid>.<n>"), fsyncs it, renames it over the
+ * (same folder, ".vdev-<pid>-<n>.tmp"), fsyncs it, renames it over the
  * target and fsyncs the folder. A crash or a failure at any point leaves
  * either the old checkpoint or the new one at `path`, complete, never a mix;
  * a failed save removes its temporary file (a crash can leave one behind;
- * nothing reads it).
+ * nothing reads it). The target is `path`, or, when `path` is a symbolic
+ * link, the file it leads to (the link stays, its target is replaced). A
+ * target that exists must be a regular file: a directory, device, FIFO or
+ * socket is refused before anything is written. The new file keeps the
+ * replaced file's permission bits (and, when saving as root, its owner and
+ * group); a new file gets 0666 less the umask.
  *
  * Integrity: vdev_checkpoint_load checks everything before it changes any
- * tensor: the header (every size bounded by the file's size), that each name
- * asked for is there with the tensor's dtype and shape, and the checksum of
- * the data. So a failed load leaves every tensor as it was. (A file without
+ * tensor: the header (its checksum, every size bounded by the file's size),
+ * that each name asked for is there with the tensor's dtype and shape, and
+ * the checksum of the data. So a failed load leaves every tensor as it was.
+ * vdev_checkpoint_open and vdev_checkpoint_metadata check the header's
+ * checksum too, so an edited "step" is refused, not believed. (A file without
  * "vdev.crc32", written by another program, carries no checksum; its sizes
- * and offsets are still checked.) A missing file is VDEV_ERR_NOT_FOUND, so a
- * job can tell "no checkpoint yet" from a damaged one (VDEV_ERR_IO/PARSE).
+ * and offsets are still checked. The CRCs catch damage, not deliberate
+ * edits: whoever removes the checksum keys can change the file.) A path
+ * that is not a regular file (a FIFO, a device) is refused at once, without
+ * opening it. VDEV_ERR_NOT_FOUND means only "no file at path": a job tells
+ * "no checkpoint yet" from a file it cannot use (VDEV_ERR_IO, PARSE, SHAPE,
+ * or INVALID_ARG for a name or metadata key the file lacks).
  *
  * Thread-safety: every call may run on any thread. Saves and loads of
  * different files run side by side; two saves to one path each leave a
@@ -84,9 +101,11 @@ extern "C" {
  *         if (vdev_checkpoint_load(ckpt, names, vars, 4) != VDEV_OK)
  *             die(vdev_last_error());
  *         step = strtol(buf, NULL, 10);
- *     } else if (st != VDEV_ERR_NOT_FOUND) {        // damaged: never start over silently
+ *     } else if (st != VDEV_ERR_NOT_FOUND) {
+ *         // A file is there but cannot be read, or lacks "step": never start
+ *         // over, or the first save would replace it.
  *         die(vdev_last_error());
- *     }
+ *     }                                             // NOT_FOUND: no file, start at step 0
  *     for (; step < n_steps; step++) {
  *         ... one training step ...
  *         if ((step + 1) % 100 == 0) {
@@ -108,9 +127,11 @@ extern "C" {
  * Errors (path unchanged, no temporary file left): VDEV_ERR_INVALID_ARG (a
  * NULL, freed or unnamed tensor, a name or key that is empty, too long, not
  * UTF-8, reserved or repeated: the message names the entry), VDEV_ERR_IO (the
- * file cannot be created, written, synced or renamed: the message names it
- * and the system's reason), VDEV_ERR_OOM (no host memory for one tensor's
- * bytes), or what copying a tensor to the host returns. One exception: when
+ * target is, or links to, something other than a regular file; or the file
+ * cannot be created, given the old file's mode, written, synced or renamed:
+ * the message names it and the system's reason), VDEV_ERR_OOM (no host
+ * memory for one tensor's bytes), or what copying a tensor to the host
+ * returns. One exception: when
  * only the final fsync of the folder fails, the new checkpoint is in place
  * and the call returns VDEV_ERR_IO saying so. */
 VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *const *names,
@@ -127,13 +148,13 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
  * tensor's device in the placement statistics.
  * Errors, each with a message naming the file and the problem, every tensor
  * unchanged: VDEV_ERR_INVALID_ARG (NULL arguments, a NULL or freed tensor, one
- * tensor under two names), VDEV_ERR_NOT_FOUND (no file at path, or a name the
- * file lacks),
- * VDEV_ERR_SHAPE (dtype or shape differ: the message gives both),
- * VDEV_ERR_IO (cannot open or read, truncated, checksum mismatch),
- * VDEV_ERR_PARSE (the header is not JSON, or not a valid safetensors header:
- * bad types, unknown dtype, offsets that overlap, leave gaps, are misaligned
- * or disagree with the shape), VDEV_ERR_UNSUPPORTED (a "vdev.format" this
+ * tensor under two names, a name the file lacks), VDEV_ERR_NOT_FOUND (no file
+ * at path, and only that), VDEV_ERR_SHAPE (dtype or shape differ: the message
+ * gives both), VDEV_ERR_IO (not a regular file, cannot open or read,
+ * truncated, a checksum mismatch in the header or the data), VDEV_ERR_PARSE
+ * (not a safetensors file, a header that is not JSON, or not a valid
+ * safetensors header: bad types, unknown dtype, offsets that overlap, leave
+ * gaps or disagree with the shape), VDEV_ERR_UNSUPPORTED (a "vdev.format" this
  * version does not read), VDEV_ERR_OOM (host or CPU memory for staging).
  * One exception: when the final host-to-device copy itself fails (the
  * backend's error, e.g. a CUDA fault), tensors restored before it keep their
@@ -142,9 +163,11 @@ VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *con
                                                vdev_tensor_t *const *tensors, int n);
 
 /* Copies the metadata value of `key` (with its terminating NUL) into buf.
- * Reads and checks only the header. VDEV_ERR_NOT_FOUND when there is no file
- * at path or it has no such key, VDEV_ERR_INVALID_ARG when cap is too small (the message says how
- * many bytes it needs), else the errors of vdev_checkpoint_open. */
+ * Reads and checks only the header (its checksum included).
+ * VDEV_ERR_NOT_FOUND only when there is no file at path; VDEV_ERR_INVALID_ARG
+ * when the file has no such key ("no metadata key 'step'") or cap is too
+ * small (the message says how many bytes it needs); else the errors of
+ * vdev_checkpoint_open. */
 VDEV_API enum vdev_status vdev_checkpoint_metadata(const char *path, const char *key, char *buf,
                                                    size_t cap);
 
@@ -162,10 +185,11 @@ struct vdev_checkpoint_entry {
     uint64_t size_bytes;
 };
 
-/* Reads and checks the header of the file at `path` (not the data, so not the
- * checksum): *out is yours, to free with vdev_checkpoint_close. Errors as
- * vdev_checkpoint_load's for the file itself (NOT_FOUND for no file, IO,
- * PARSE, UNSUPPORTED, OOM); *out is NULL then. Does not start the runtime. */
+/* Reads and checks the header of the file at `path` (its checksum included;
+ * not the data, so not the data's checksum): *out is yours, to free with
+ * vdev_checkpoint_close. Errors as vdev_checkpoint_load's for the file itself
+ * (NOT_FOUND for no file, IO, PARSE, UNSUPPORTED, OOM); *out is NULL then.
+ * Does not start the runtime. */
 VDEV_API enum vdev_status vdev_checkpoint_open(const char *path, vdev_checkpoint_t **out);
 /* NULL is a no-op. */
 VDEV_API void vdev_checkpoint_close(vdev_checkpoint_t *ck);

@@ -8,13 +8,14 @@ and restored from one safetensors file (vdev_checkpoint_* in vdev.h).
     vdev.train.list_variables("run/ckpt.safetensors")  # [('dense_0/b', [64]), ...]
 
 The file is the public safetensors format (an 8-byte header length, a JSON
-header, then the raw little-endian data), with vdev's format version and a
-CRC-32 of the data in its metadata; Python reads it with json and numpy
+header, then the raw little-endian data), with vdev's format version and
+CRC-32s of the data and of the header in its metadata; Python reads it with json and numpy
 alone. A save writes a temporary file beside the target, syncs it and
 renames it over the target, so a crash never leaves a half-written
 checkpoint in place. A load checks the header, every name, dtype and shape
-and the checksum before it changes any tensor, so a failed load leaves every
+and the checksums before it changes any tensor, so a failed load leaves every
 tensor as it was. A missing file is NotFoundError (no checkpoint yet); a
+name the file lacks is InvalidArgumentError; a
 damaged one UnknownError (truncated, checksum) or InvalidArgumentError (a
 header that is not safetensors, a shape that differs), each with vdev's
 message naming the file and the problem.
@@ -117,7 +118,7 @@ class _Open:
 
 def checkpoint_metadata(path):
     """{key: value} of the file's metadata, vdev's own ('vdev.format',
-    'vdev.crc32') included; values are strings. Reads only the header."""
+    'vdev.crc32', 'vdev.header_crc32') included; values are strings. Reads only the header."""
     out = {}
     with _Open(path) as h:
         for i in range(lib.vdev_checkpoint_n_metadata(h)):

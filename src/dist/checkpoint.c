@@ -1,21 +1,25 @@
 /* checkpoint.c — saving and restoring named tensors in the safetensors
- * format (see "checkpoints" in vdev.h for the file and the guarantees).
+ * format (see vdev/checkpoint.h for the file and the guarantees).
  *
- * Save checks every argument first, lays the entries out one after another
- * in the caller's order, and builds the header with a placeholder CRC. It
- * then writes a temporary file next to the target: the header, then each
- * tensor as it comes off its device (one tensor's bytes on the host at a
- * time), folding the bytes into zlib's CRC-32 as they go; it patches the CRC
- * into the header with pwrite, fsyncs, closes, renames over the target and
- * fsyncs the folder (the rename is the commit point: before it the old file
- * is untouched, after it the new one is complete). Any failure before the
+ * Save checks every argument first, finds what it replaces (ckpt_file.c:
+ * refused unless it is a regular file or nothing; symbolic links followed),
+ * lays the entries out one after another in the caller's order, and builds
+ * the header with placeholder CRCs. It then writes a temporary file beside
+ * the target: the header, then each tensor as it comes off its device (one
+ * tensor's bytes on the host at a time), folding the bytes into zlib's CRC-32
+ * as they go; it patches the data's CRC and then the header's own CRC into
+ * the header with pwrite, fsyncs, closes, renames over the target and fsyncs
+ * the folder (the rename is the commit point: before it the old file is
+ * untouched, after it the new one is complete). Any failure before the
  * rename removes the temporary file.
  *
- * Load reads and checks the header (ckpt_format.c), matches every requested
- * name, dtype and shape, then reads the data in order, computing the CRC over
- * all of it and staging the requested entries in CPU tensors. Only when the
- * CRC matches does it copy the staged tensors into the caller's tensors with
- * vdev_assign, so a failure leaves them unchanged.
+ * Load reads and checks the header (ckpt_file.c, ckpt_format.c: the header's
+ * CRC among the rest), matches every requested name, dtype and shape, then
+ * reads the data in order, computing the CRC over all of it and staging each
+ * requested entry in a CPU tensor from an aligned buffer (so entries at any
+ * offset load). Only when the CRC matches does it copy the staged tensors
+ * into the caller's tensors with vdev_assign, so a failure leaves them
+ * unchanged.
  *
  * Tensors are reached only through the public API (vdev_tensor_to_host,
  * vdev_tensor_from_host, vdev_assign and the accessors). Each system call and
@@ -28,16 +32,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #define Q VDEV_CKPT_QUOTE
-
-/* ---- system calls through the fault counter ---- */
 
 /* Data is little-endian in the file: big-endian hosts swap 4-byte words. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -53,138 +53,9 @@ static void to_from_le32(void *p, uint64_t bytes) {
 }
 #endif
 
-/* Writes all n bytes (at `off` when off >= 0); 0, or -1 with errno set. */
-static int write_all(int fd, const void *buf, size_t n, off_t off) {
-    const char *p = buf;
-    while (n) {
-        if (vdev_dist_fault()) {
-            errno = ENOSPC;
-            return -1;
-        }
-        size_t chunk = n < (1u << 30) ? n : (1u << 30);
-        ssize_t w = off >= 0 ? pwrite(fd, p, chunk, off) : write(fd, p, chunk);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            if (w == 0)
-                errno = ENOSPC;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-        if (off >= 0)
-            off += w;
-    }
-    return 0;
-}
+#define SYS VDEV_CKPT_SYS
 
-/* Reads up to n bytes, stopping early only at the end of the file; the
- * number read, or -1 with errno set. */
-static int64_t read_all(int fd, void *buf, size_t n) {
-    char *p = buf;
-    size_t got = 0;
-    while (got < n) {
-        if (vdev_dist_fault()) {
-            errno = EIO;
-            return -1;
-        }
-        size_t chunk = n - got < (1u << 30) ? n - got : (1u << 30);
-        ssize_t r = read(fd, p + got, chunk);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
-    return (int64_t)got;
-}
-
-/* A system call that may be made to fail: `call` is evaluated unless the
- * fault counter fires, in which case the result is -1 with errno EIO. */
-#define SYS(call) (vdev_dist_fault() ? (errno = EIO, -1) : (call))
-
-/* ---- reading a file's header ---- */
-
-/* Opens path and reads and checks its header; on VDEV_OK *fd is open at the
- * start of the data and *out holds the header. */
-static enum vdev_status open_checkpoint(const char *path, int *fd_out,
-                                        struct vdev_checkpoint **out) {
-    *fd_out = -1;
-    *out = NULL;
-    int fd = SYS(open(path, O_RDONLY | O_CLOEXEC));
-    if (fd < 0) /* no file is "no checkpoint yet", not damage */
-        return vdev_dist_ckerr(path, errno == ENOENT ? VDEV_ERR_NOT_FOUND : VDEV_ERR_IO,
-                               "cannot open: %s", strerror(errno));
-    enum vdev_status st;
-    char *text = NULL;
-    struct stat sb;
-    unsigned char len8[8];
-    if (SYS(fstat(fd, &sb)) != 0) {
-        st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot stat: %s", strerror(errno));
-        goto fail;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        st = vdev_dist_ckerr(path, VDEV_ERR_IO, "not a regular file");
-        goto fail;
-    }
-    uint64_t size = (uint64_t)sb.st_size;
-    int64_t got = read_all(fd, len8, sizeof len8);
-    if (got < 0) {
-        st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot read: %s", strerror(errno));
-        goto fail;
-    }
-    if (got < 8) {
-        st = vdev_dist_ckerr(path, VDEV_ERR_IO,
-                             "the file holds %lld bytes, fewer than the 8 of the header's "
-                             "length (truncated?)",
-                             (long long)got);
-        goto fail;
-    }
-    uint64_t n = 0;
-    for (int i = 7; i >= 0; i--)
-        n = n << 8 | len8[i];
-    if (n > VDEV_CKPT_HEADER_MAX) {
-        st = vdev_dist_ckerr(path, VDEV_ERR_PARSE,
-                             "the header length %llu exceeds the format's limit of %llu bytes",
-                             (unsigned long long)n, VDEV_CKPT_HEADER_MAX);
-        goto fail;
-    }
-    if (size < 8 || n > size - 8) { /* size < 8: the file grew since fstat */
-        st = vdev_dist_ckerr(path, VDEV_ERR_IO,
-                             "the header of %llu bytes runs past the end of the file (%llu "
-                             "bytes; truncated?)",
-                             (unsigned long long)n, (unsigned long long)size);
-        goto fail;
-    }
-    text = vdev_dist_malloc((size_t)n + 1);
-    if (!text) {
-        st = vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for a header of %llu bytes",
-                             (unsigned long long)n);
-        goto fail;
-    }
-    got = read_all(fd, text, (size_t)n);
-    if (got < 0) {
-        st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot read: %s", strerror(errno));
-        goto fail;
-    }
-    if ((uint64_t)got < n) { /* the file shrank after fstat */
-        st = vdev_dist_ckerr(path, VDEV_ERR_IO, "the file ends inside its header (truncated?)");
-        goto fail;
-    }
-    text[n] = '\0';
-    st = vdev_dist_ckpt_parse(path, text, n, size, out);
-    if (st != VDEV_OK)
-        goto fail;
-    free(text);
-    *fd_out = fd;
-    return VDEV_OK;
-fail:
-    free(text);
-    close(fd);
-    return st;
-}
+/* ---- reading a header, for tools ---- */
 
 VDEV_API enum vdev_status vdev_checkpoint_open(const char *path, vdev_checkpoint_t **out) {
     if (!out)
@@ -193,7 +64,7 @@ VDEV_API enum vdev_status vdev_checkpoint_open(const char *path, vdev_checkpoint
     if (!path)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_checkpoint_open: path is NULL");
     int fd;
-    enum vdev_status st = open_checkpoint(path, &fd, out);
+    enum vdev_status st = vdev_dist_ckpt_read_header(path, &fd, out);
     if (st == VDEV_OK)
         close(fd);
     return st;
@@ -268,8 +139,8 @@ VDEV_API enum vdev_status vdev_checkpoint_metadata(const char *path, const char 
     int i = 0;
     while (i < ck->n_meta && strcmp(ck->meta_keys[i], key) != 0)
         i++;
-    if (i == ck->n_meta) {
-        st = vdev_dist_ckerr(path, VDEV_ERR_NOT_FOUND, "no metadata key '" Q "'", key);
+    if (i == ck->n_meta) { /* not NOT_FOUND, which means "no file": see checkpoint.h */
+        st = vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG, "no metadata key '" Q "'", key);
     } else {
         size_t len = strlen(ck->meta_values[i]);
         if (len + 1 > cap)
@@ -344,22 +215,6 @@ static const char *dtype_str(enum vdev_dtype dt) { return dt == VDEV_I32 ? "I32"
 
 /* ---- save ---- */
 
-/* Numbers temporary files, with the process id, so that concurrent saves
- * never share one. */
-static atomic_uint tmp_counter;
-
-/* The folder holding path ("." when it names none); malloc'ed. */
-static char *folder_of(const char *path) {
-    const char *slash = strrchr(path, '/');
-    size_t len = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
-    char *d = vdev_dist_malloc(len + 1);
-    if (d) {
-        memcpy(d, !slash ? "." : path, len);
-        d[len] = '\0';
-    }
-    return d;
-}
-
 /* Every argument of a save, before anything is written. */
 static enum vdev_status check_save_args(const char *path, const char *const *names,
                                         vdev_tensor_t *const *tensors, int n,
@@ -423,8 +278,12 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
     if (st != VDEV_OK)
         return st;
 
+    /* What the save replaces: refused unless it is a regular file or nothing. */
+    struct vdev_ckpt_target target;
+    if ((st = vdev_dist_ckpt_target(path, &target)) != VDEV_OK)
+        return st;
     struct vdev_ckpt_out_entry *oe = NULL;
-    char *header = NULL, *tmp = NULL, *dir = NULL;
+    char *header = NULL, *tmp = NULL;
     void *buf = NULL;
     int fd = -1;
 
@@ -449,8 +308,8 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
         if (bytes > max_bytes)
             max_bytes = bytes;
     }
-    size_t header_len, crc_at;
-    st = vdev_dist_ckpt_build_header(oe, n, metadata, n_metadata, &header, &header_len, &crc_at);
+    size_t header_len;
+    st = vdev_dist_ckpt_build_header(oe, n, metadata, n_metadata, &header, &header_len);
     if (st != VDEV_OK) {
         vdev_error_prefix("checkpoint '" Q "'", path);
         goto fail;
@@ -463,29 +322,14 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
     }
 
     /* The temporary file, in the target's folder so the rename stays there. */
-    size_t tmp_cap = strlen(path) + 64;
-    tmp = vdev_dist_malloc(tmp_cap);
-    if (!tmp) {
-        st = vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for a file name");
-        goto fail;
-    }
-    for (int tries = 0; fd < 0; tries++) {
-        snprintf(tmp, tmp_cap, "%s.tmp.%ld.%u", path, (long)getpid(),
-                 atomic_fetch_add(&tmp_counter, 1));
-        fd = SYS(open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
-        if (fd < 0 && (errno != EEXIST || tries == 100)) {
-            st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot create '" Q "': %s", tmp,
-                                 strerror(errno));
-            free(tmp);
-            tmp = NULL; /* nothing to remove */
-            goto fail;
-        }
-    }
+    if ((st = vdev_dist_ckpt_create_temp(path, &target, &tmp, &fd)) != VDEV_OK)
+        goto fail; /* nothing to remove */
 
     unsigned char len8[8];
     for (int i = 0; i < 8; i++)
         len8[i] = (unsigned char)((uint64_t)header_len >> (8 * i));
-    if (write_all(fd, len8, 8, -1) != 0 || write_all(fd, header, header_len, -1) != 0)
+    if (vdev_dist_write_all(fd, len8, 8, -1) != 0 ||
+        vdev_dist_write_all(fd, header, header_len, -1) != 0)
         goto write_error;
     uLong crc = crc32_z(0L, Z_NULL, 0);
     for (int i = 0; i < n; i++) {
@@ -501,12 +345,13 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
         }
         to_from_le32(buf, bytes);
         crc = crc32_z(crc, buf, bytes);
-        if (write_all(fd, buf, bytes, -1) != 0)
+        if (vdev_dist_write_all(fd, buf, bytes, -1) != 0)
             goto write_error;
     }
-    char hex[9];
-    snprintf(hex, sizeof hex, "%08lx", (unsigned long)(crc & 0xffffffffu));
-    if (write_all(fd, hex, 8, (off_t)(8 + crc_at)) != 0)
+    /* Both CRCs, which sit next to each other at the header's start. */
+    vdev_dist_ckpt_seal_header(header, header_len, (uint32_t)(crc & 0xffffffffu));
+    if (vdev_dist_write_all(fd, header + VDEV_CKPT_CRC_AT, VDEV_CKPT_HCRC_AT + 8 - VDEV_CKPT_CRC_AT,
+                            (long long)(8 + VDEV_CKPT_CRC_AT)) != 0)
         goto write_error;
     if (SYS(fsync(fd)) != 0) {
         st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot sync '" Q "': %s", tmp, strerror(errno));
@@ -520,9 +365,9 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
         st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot close '" Q "': %s", tmp, strerror(errno));
         goto fail;
     }
-    if (SYS(rename(tmp, path)) != 0) {
-        st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot rename '" Q "' over it: %s", tmp,
-                             strerror(errno));
+    if (SYS(rename(tmp, target.path)) != 0) {
+        st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot rename '" Q "' over '" Q "': %s", tmp,
+                             target.path, strerror(errno));
         goto fail;
     }
     free(tmp);
@@ -530,8 +375,7 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
 
     /* Make the rename durable. A folder that cannot be synced (EINVAL: the
      * file system does not sync folders) is not an error. */
-    dir = folder_of(path);
-    int dfd = dir ? SYS(open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) : -1;
+    int dfd = SYS(open(target.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     int synced = dfd >= 0 && (SYS(fsync(dfd)) == 0 || errno == EINVAL);
     int e = errno;
     if (dfd >= 0)
@@ -540,7 +384,7 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
         st = vdev_dist_ckerr(path, VDEV_ERR_IO,
                              "the new checkpoint is in place, but its folder '" Q "' could not "
                              "be synced: %s",
-                             dir ? dir : "?", dir ? strerror(e) : "no host memory");
+                             target.dir, strerror(e));
     goto done;
 
 write_error:
@@ -551,7 +395,7 @@ fail:
     if (tmp)
         unlink(tmp);
 done:
-    free(dir);
+    vdev_dist_ckpt_target_free(&target);
     free(tmp);
     free(buf);
     free(header);
@@ -614,8 +458,8 @@ static enum vdev_status check_load_args(const char *path, const char *const *nam
 static enum vdev_status match_entry(const struct vdev_checkpoint *ck, int i, const char *name,
                                     const vdev_tensor_t *t, int *entry) {
     int k = vdev_dist_ckpt_find(ck, name);
-    if (k < 0)
-        return vdev_dist_ckerr(ck->path, VDEV_ERR_NOT_FOUND,
+    if (k < 0) /* not NOT_FOUND, which means "no file": see checkpoint.h */
+        return vdev_dist_ckerr(ck->path, VDEV_ERR_INVALID_ARG,
                                "no entry '" Q "' (asked for by names[%d]; the file has %d "
                                "entries)",
                                name, i, ck->n_entries);
@@ -652,7 +496,7 @@ VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *con
     vdev_tensor_t **stage = NULL;
     unsigned char *wanted = NULL;
     void *buf = NULL;
-    st = open_checkpoint(path, &fd, &ck);
+    st = vdev_dist_ckpt_read_header(path, &fd, &ck);
     if (st != VDEV_OK)
         return st;
 
@@ -703,7 +547,7 @@ VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *con
         uint64_t left = e->end - e->begin;
         while (left) {
             size_t chunk = (size_t)(wanted[k] || left < buf_bytes ? left : buf_bytes);
-            int64_t got = read_all(fd, buf, chunk);
+            int64_t got = vdev_dist_read_all(fd, buf, chunk);
             if (got < 0) {
                 st = vdev_dist_ckerr(path, VDEV_ERR_IO, "cannot read: %s", strerror(errno));
                 goto done;

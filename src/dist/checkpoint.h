@@ -1,7 +1,9 @@
 /* checkpoint.h — private to src/dist/: the parsed header of a safetensors
- * file, shared by the public calls (checkpoint.c) and the format code
- * (ckpt_format.c), the header writer, and a fault-injection hook that the
- * tests use to fail the Nth system call or allocation of a checkpoint call.
+ * file, shared by the public calls (checkpoint.c), the format code
+ * (ckpt_format.c) and the file code (ckpt_file.c); the header writer; the
+ * file helpers (reading a header from a path, the target and temporary file
+ * of a save); and a fault-injection hook that the tests use to fail the Nth
+ * system call or allocation of a checkpoint call.
  *
  * A parsed header keeps yajl's tree alive: entry names and metadata strings
  * point into it, so parsing copies no strings. */
@@ -20,6 +22,15 @@
 #define VDEV_CKPT_MAX_DEPTH 64
 /* The value of "vdev.format" this version writes and reads. */
 #define VDEV_CKPT_FORMAT "1"
+/* How every header vdev writes starts: these two strings, each followed by 8
+ * hex digits, the data's CRC-32 ("vdev.crc32") and then the header's own
+ * ("vdev.header_crc32", computed with its 8 digits as "00000000"). The reader
+ * finds the header's CRC at this place, so it covers every other byte. */
+#define VDEV_CKPT_HEAD1                                                                            \
+    "{\"__metadata__\":{\"vdev.format\":\"" VDEV_CKPT_FORMAT "\",\"vdev.crc32\":\""
+#define VDEV_CKPT_HEAD2 "\",\"vdev.header_crc32\":\""
+#define VDEV_CKPT_CRC_AT (sizeof VDEV_CKPT_HEAD1 - 1)
+#define VDEV_CKPT_HCRC_AT (VDEV_CKPT_CRC_AT + 8 + sizeof VDEV_CKPT_HEAD2 - 1)
 
 /* Messages quote names and paths at most this long. */
 #define VDEV_CKPT_QUOTE "%.120s"
@@ -52,7 +63,8 @@ struct vdev_checkpoint {
     int n_meta;
     const char **meta_keys; /* n_meta of each, in the header's order */
     const char **meta_values;
-    int has_crc; /* the file is vdev's: crc holds vdev.crc32 */
+    int has_crc; /* the file is vdev's: crc holds vdev.crc32 (the header's own
+                  * CRC, vdev.header_crc32, is checked while parsing) */
     uint32_t crc;
 };
 
@@ -89,12 +101,48 @@ struct vdev_ckpt_out_entry {
 };
 
 /* Builds the JSON header, padded with spaces to a multiple of 8 bytes, with
- * "00000000" in place of the CRC: *crc_at is the offset of those 8 bytes in
- * the header. *out is malloc'ed (the caller frees it); *n_out is its length.
- * VDEV_ERR_OOM, or VDEV_ERR_INVALID_ARG past VDEV_CKPT_HEADER_MAX. */
+ * "00000000" in place of both CRCs (at VDEV_CKPT_CRC_AT and
+ * VDEV_CKPT_HCRC_AT). *out is malloc'ed (the caller frees it); *n_out is its
+ * length. VDEV_ERR_OOM, or VDEV_ERR_INVALID_ARG past VDEV_CKPT_HEADER_MAX. */
 enum vdev_status vdev_dist_ckpt_build_header(const struct vdev_ckpt_out_entry *e, int n,
                                              const char *const *meta, int n_meta, char **out,
-                                             size_t *n_out, size_t *crc_at);
+                                             size_t *n_out);
+/* Writes the data's CRC into a built header, then the header's CRC over
+ * all of its bytes (its own 8 digits as "00000000"). */
+void vdev_dist_ckpt_seal_header(char *header, size_t n, uint32_t data_crc);
+
+/* ---- files (ckpt_file.c) ---- */
+
+/* Opens path and reads and checks its header; on VDEV_OK *fd is open at the
+ * start of the data and *out holds the header. A path that is not a regular
+ * file is refused before it is opened. No file is VDEV_ERR_NOT_FOUND. */
+enum vdev_status vdev_dist_ckpt_read_header(const char *path, int *fd,
+                                            struct vdev_checkpoint **out);
+
+/* What a save to `path` replaces: `path` itself, or the file its symbolic
+ * links lead to. */
+struct vdev_ckpt_target {
+    char *path;    /* the file to replace (malloc'ed) */
+    char *dir;     /* its folder, where the temporary file goes (malloc'ed) */
+    int exists;    /* a regular file is there: mode, uid and gid are its */
+    unsigned mode; /* its permission bits */
+    unsigned uid, gid;
+};
+/* Fills *t, refusing (VDEV_ERR_IO, nothing written) a path that is, or
+ * links to, anything but a regular file. */
+enum vdev_status vdev_dist_ckpt_target(const char *path, struct vdev_ckpt_target *t);
+void vdev_dist_ckpt_target_free(struct vdev_ckpt_target *t);
+/* Creates the temporary file in t->dir, open for writing, with the mode (and,
+ * for root, the owner) of the file it will replace. On failure nothing is
+ * left behind. */
+enum vdev_status vdev_dist_ckpt_create_temp(const char *path, const struct vdev_ckpt_target *t,
+                                            char **tmp, int *fd);
+
+/* Writes all n bytes (at `off` when off >= 0); 0, or -1 with errno set. */
+int vdev_dist_write_all(int fd, const void *buf, size_t n, long long off);
+/* Reads up to n bytes, stopping early only at the end of the file; the
+ * number read, or -1 with errno set. */
+int64_t vdev_dist_read_all(int fd, void *buf, size_t n);
 
 /* ---- fault injection, for tests ---- */
 
@@ -107,6 +155,9 @@ void vdev_dist_checkpoint_fail_at(int n);
 int vdev_dist_checkpoint_fault_pending(void);
 /* Counts one call; 1 when this one must fail. */
 int vdev_dist_fault(void);
+/* A system call that may be made to fail: `call` is evaluated unless the
+ * fault counter fires, in which case the result is -1 with errno EIO. */
+#define VDEV_CKPT_SYS(call) (vdev_dist_fault() ? (errno = EIO, -1) : (call))
 /* malloc and realloc through the fault counter. */
 void *vdev_dist_malloc(size_t n);
 void *vdev_dist_realloc(void *p, size_t n);

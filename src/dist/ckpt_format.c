@@ -5,24 +5,31 @@
  * an empty header, one that does not start with '{', NUL bytes, invalid
  * UTF-8, comments (yajl's tree parser allows them; JSON does not) and nesting
  * deeper than VDEV_CKPT_MAX_DEPTH (yajl frees its tree recursively). yajl's
- * tree API then parses it; every number must be a non-negative integer that
- * fits 63 bits (yajl marks larger ones, and non-integers, as not integers;
- * JSON has no NaN or infinity). Each entry's byte count must equal its
- * shape's element count times its dtype's size (with overflow checks), every
- * range must lie inside the data section the file really has, and, sorted by
- * offset, the ranges must tile the data exactly (no overlap, no gap, nothing
- * after the last), as the safetensors reference reader requires. Offsets must
- * also be multiples of the element size.
+ * tree API then parses it. A header with "vdev.header_crc32" must hold it at
+ * the place vdev writes it, and its CRC-32 (with those 8 digits read as
+ * "00000000") must match, before anything else is looked at; headers
+ * without it (earlier vdev versions, other programs) skip that check. Every
+ * number must be a non-negative integer that fits 63 bits (yajl marks larger
+ * ones, and non-integers, as not integers; JSON has no NaN or infinity). Each
+ * entry's byte count must equal its shape's element count times its dtype's
+ * size (with overflow checks), every range must lie inside the data section
+ * the file really has, and, sorted by offset, the ranges must tile the data
+ * exactly (no overlap, no gap, nothing after the last), as the safetensors
+ * reference reader requires. Offsets need not be multiples of the element
+ * size: the format does not ask for it, and the loader copies each entry
+ * into an aligned buffer.
  *
  * Writing builds the JSON with "__metadata__" first (vdev's keys, then the
  * caller's), then the entries in the caller's order, padded with spaces to a
- * multiple of 8 bytes so the data that follows is aligned. */
+ * multiple of 8 bytes so the data that follows is aligned; sealing it fills in
+ * the data's CRC and then the header's. */
 #include "dist/checkpoint.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 /* ---- fault injection ---- */
 
@@ -302,12 +309,63 @@ static enum vdev_status parse_entry(struct vdev_checkpoint *ck, const char *name
             name, (unsigned long long)e->begin, (unsigned long long)e->end,
             (unsigned long long)(e->end - e->begin), e->dtype_name, overflow ? "more than " : "",
             overflow ? (unsigned long long)UINT64_MAX : (unsigned long long)bytes);
-    if (e->begin % e->elem_bytes)
+    return VDEV_OK;
+}
+
+/* 1 when s is 8 lowercase hex digits, their value in *out. */
+static int parse_hex8(const char *s, uint32_t *out) {
+    uint32_t x = 0;
+    int ok = strlen(s) == 8;
+    for (int i = 0; ok && i < 8; i++) {
+        char c = s[i];
+        int h = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        ok = h >= 0;
+        x = x << 4 | (uint32_t)(h & 15);
+    }
+    *out = x;
+    return ok;
+}
+
+/* The CRC-32 of a header's n bytes, its own CRC's 8 digits read as "00000000". */
+static uint32_t header_crc(const char *text, size_t n) {
+    uLong c = crc32_z(0L, Z_NULL, 0);
+    c = crc32_z(c, (const Bytef *)text, VDEV_CKPT_HCRC_AT);
+    c = crc32_z(c, (const Bytef *)"00000000", 8);
+    c = crc32_z(c, (const Bytef *)text + VDEV_CKPT_HCRC_AT + 8, n - VDEV_CKPT_HCRC_AT - 8);
+    return (uint32_t)(c & 0xffffffffu);
+}
+
+/* The value of `key` in object v, NULL if none (the first, if repeated). */
+static yajl_val member(yajl_val v, const char *key) {
+    for (size_t k = 0; YAJL_IS_OBJECT(v) && k < v->u.object.len; k++)
+        if (!strcmp(v->u.object.keys[k], key))
+            return v->u.object.values[k];
+    return NULL;
+}
+
+/* The header's own CRC, when it has one (see the file comment). */
+static enum vdev_status check_header_crc(const char *path, yajl_val root, const char *text,
+                                         uint64_t n) {
+    yajl_val v = member(member(root, "__metadata__"), "vdev.header_crc32");
+    if (!YAJL_IS_STRING(v)) /* none, or not a string: parse_metadata says so */
+        return VDEV_OK;
+    uint32_t want;
+    if (!parse_hex8(v->u.string, &want))
         return vdev_dist_ckerr(path, VDEV_ERR_PARSE,
-                               "entry '" VDEV_CKPT_QUOTE
-                               "': data offset %llu is not a multiple of its "
-                               "element size %u (misaligned)",
-                               name, (unsigned long long)e->begin, e->elem_bytes);
+                               "vdev.header_crc32 is \"%.20s\", not 8 lowercase hex digits",
+                               v->u.string);
+    if (n < VDEV_CKPT_HCRC_AT + 9 || memcmp(text, VDEV_CKPT_HEAD1, VDEV_CKPT_CRC_AT) != 0 ||
+        memcmp(text + VDEV_CKPT_CRC_AT + 8, VDEV_CKPT_HEAD2, sizeof VDEV_CKPT_HEAD2 - 1) != 0 ||
+        memcmp(text + VDEV_CKPT_HCRC_AT, v->u.string, 8) != 0 || text[VDEV_CKPT_HCRC_AT + 8] != '"')
+        return vdev_dist_ckerr(path, VDEV_ERR_IO,
+                               "vdev.header_crc32 is not at the start of the header, where vdev "
+                               "writes it (the header was changed)");
+    uint32_t got = header_crc(text, (size_t)n);
+    if (got != want)
+        return vdev_dist_ckerr(path, VDEV_ERR_IO,
+                               "header checksum mismatch: the header's CRC-32 is %08lx, "
+                               "vdev.header_crc32 says %08lx (the header is damaged)",
+                               (unsigned long)got, (unsigned long)want);
     return VDEV_OK;
 }
 
@@ -356,15 +414,8 @@ static enum vdev_status parse_metadata(struct vdev_checkpoint *ck, yajl_val v) {
                                "vdev.format is set but vdev.crc32 is missing");
     if (!crc)
         return VDEV_OK;
-    uint32_t x = 0;
-    int ok = strlen(crc) == 8;
-    for (int i = 0; ok && i < 8; i++) {
-        char c = crc[i];
-        int h = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        ok = h >= 0;
-        x = x << 4 | (uint32_t)(h & 15);
-    }
-    if (!ok)
+    uint32_t x;
+    if (!parse_hex8(crc, &x))
         return vdev_dist_ckerr(path, VDEV_ERR_PARSE,
                                "vdev.crc32 is \"%.20s\", not 8 lowercase hex digits", crc);
     ck->has_crc = 1;
@@ -448,6 +499,8 @@ enum vdev_status vdev_dist_ckpt_parse(const char *path, const char *text, uint64
         st = vdev_dist_ckerr(path, VDEV_ERR_PARSE, "the header is not a JSON object");
         goto fail;
     }
+    if ((st = check_header_crc(path, root, text, n)) != VDEV_OK)
+        goto fail;
 
     /* Count entries and their dimensions, then fill. */
     size_t n_entries = 0, n_dims = 0, n_meta_objs = 0;
@@ -596,13 +649,11 @@ static void add_json_string(struct sbuf *b, const char *s) {
 
 enum vdev_status vdev_dist_ckpt_build_header(const struct vdev_ckpt_out_entry *e, int n,
                                              const char *const *meta, int n_meta, char **out,
-                                             size_t *n_out, size_t *crc_at) {
+                                             size_t *n_out) {
     struct sbuf b = {0};
     char num[64];
     *out = NULL;
-    adds(&b, "{\"__metadata__\":{\"vdev.format\":\"" VDEV_CKPT_FORMAT "\",\"vdev.crc32\":\"");
-    *crc_at = b.n;
-    adds(&b, "00000000\"");
+    adds(&b, VDEV_CKPT_HEAD1 "00000000" VDEV_CKPT_HEAD2 "00000000\"");
     for (int i = 0; i < n_meta; i++) {
         adds(&b, ",");
         add_json_string(&b, meta[2 * i]);
@@ -639,4 +690,12 @@ enum vdev_status vdev_dist_ckpt_build_header(const struct vdev_ckpt_out_entry *e
     *out = b.p;
     *n_out = b.n;
     return VDEV_OK;
+}
+
+void vdev_dist_ckpt_seal_header(char *header, size_t n, uint32_t data_crc) {
+    char hex[9];
+    snprintf(hex, sizeof hex, "%08lx", (unsigned long)data_crc);
+    memcpy(header + VDEV_CKPT_CRC_AT, hex, 8);
+    snprintf(hex, sizeof hex, "%08lx", (unsigned long)header_crc(header, n));
+    memcpy(header + VDEV_CKPT_HCRC_AT, hex, 8);
 }
