@@ -168,21 +168,36 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
     case VDEV_OP_SUB:
     case VDEV_OP_MUL:
     case VDEV_OP_DIV: {
-        /* b: 0 same shape, 1 [n], 2 [1,n], 3 [1], 4 0-dimensional */
+        /* NumPy's broadcasting, a [r,c] and b: 0 same shape, 1 [c], 2 [1,c],
+         * 3 [1], 4 0-dimensional; then a broadcast too (a, b):
+         * 5 [c] [r,c]; 6 [r,1] [1,c]; 7 [2,1,c] [r,c] -> [2,r,c];
+         * 8 [] [r,c]; 9 [c] [1,c] -> [1,c]; 10 [r,c] [r,1] */
         static const int64_t one[2] = {1, 1};
-        int64_t row1[1] = {col}, row2[2] = {1, col};
-        if (var > 4)
+        if (var > 10)
             return 0;
-        in_f(c, 0, s2, 2, -2, 2);
-        const int64_t *sb = var == 0 ? s2 : var == 1 ? row1 : var == 2 ? row2 : one;
-        int nb = var == 0 || var == 2 ? 2 : var == 4 ? 0 : 1;
+        int64_t row1[1] = {col}, row2[2] = {1, col}, colv[2] = {r, 1}, a3[3] = {2, 1, col};
+        static const int na_of[11] = {2, 2, 2, 2, 2, 1, 2, 3, 0, 1, 2};
+        static const int nb_of[11] = {2, 1, 2, 1, 0, 2, 2, 2, 2, 2, 2};
+        const int64_t *sa = var == 5 || var == 9 ? row1 : var == 6 ? colv : var == 7 ? a3 : s2;
+        const int64_t *sb = var == 0 || var == 5 || var == 7 || var == 8 ? s2
+                            : var == 1                                  ? row1
+                            : var == 2 || var == 6 || var == 9          ? row2
+                            : var == 10                                 ? colv
+                                                                        : one;
+        in_f(c, 0, sa, na_of[var], -2, 2);
         /* the shape rule picks the broadcast mode; the test only sets shapes */
         if (op == VDEV_OP_DIV)
-            in_f_signed(c, 1, sb, nb, 0.5f, 2.0f);
+            in_f_signed(c, 1, sb, nb_of[var], 0.5f, 2.0f);
         else
-            in_f(c, 1, sb, nb, -2, 2);
+            in_f(c, 1, sb, nb_of[var], -2, 2);
         return 1;
     }
+    case VDEV_OP_SQRT:
+        /* var 0: [0, 4); var 1: [-4, 4), NaN below 0 */
+        if (var > 1)
+            return 0;
+        in_f(c, 0, s2, 2, var ? -4.0f : 0.0f, 4.0f);
+        return 1;
     case VDEV_OP_ADD_SCALAR:
     case VDEV_OP_MUL_SCALAR:
     case VDEV_OP_RELU:
@@ -301,15 +316,20 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
             in_f(c, 0, s2, 2, -2, 2);
         }
         return 1;
-    case VDEV_OP_MSE:
-        if (var > 0)
+    case VDEV_OP_MSE: {
+        /* var 0: [r,c] (size 0 has no example: 0); 1: [c, r] (size 0: examples
+         * of no element, NaN); 2: [r*c] (one example) */
+        if (var > 2)
             return 0;
-        in_f(c, 0, s2, 2, -2, 2);
-        in_f(c, 1, s2, 2, -2, 2);
+        int64_t st[2] = {col, r}, s1[1] = {r * col};
+        const int64_t *sh = var == 0 ? s2 : var == 1 ? st : s1;
+        in_f(c, 0, sh, var == 2 ? 1 : 2, -2, 2);
+        in_f(c, 1, sh, var == 2 ? 1 : 2, -2, 2);
         return 1;
+    }
     case VDEV_OP_SOFTMAX_CE:
         /* var 1: logits near 1000, where exp() without the max overflows;
-         * size 0 has no rows: the mean over them is NaN */
+         * size 0 has no rows: the mean over an empty batch is 0 */
         if (var > 1)
             return 0;
         in_f(c, 0, s2, 2, var ? 990.0f : -5.0f, var ? 1010.0f : 5.0f);
@@ -378,14 +398,28 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
         in_labels(c, 2, r, col);
         return 1;
     case VDEV_OP_REDUCE_ROWS: {
-        /* like: 0 same shape, 1 [c], 2 [1,c], 3 [1], 4 0-dimensional */
-        static const int64_t one[2] = {1, 1};
-        int64_t row1[1] = {col}, row2[2] = {1, col};
-        if (var > 4)
+        /* dy [r,c], like: 0 same shape, 1 [c], 2 [1,c], 3 [1], 4 0-dimensional,
+         * 5 [r,1], 6 [1,1,c] (a rank above dy's); dy [2,r,c], like: 7 [2,1,c],
+         * 8 [r,c], 9 [2,1,1] */
+        static const int64_t one[3] = {1, 1, 1};
+        int64_t row1[1] = {col}, row2[2] = {1, col}, colv[2] = {r, 1}, row3[3] = {1, 1, col};
+        int64_t d3[3] = {2, r, col}, l7[3] = {2, 1, col}, l9[3] = {2, 1, 1};
+        static const int nl_of[10] = {2, 1, 2, 1, 0, 2, 3, 3, 2, 3};
+        if (var > 9)
             return 0;
-        in_f(c, 0, s2, 2, -2, 2);
-        const int64_t *sb = var == 0 ? s2 : var == 1 ? row1 : var == 2 ? row2 : one;
-        in_f(c, 1, sb, var == 0 || var == 2 ? 2 : var == 4 ? 0 : 1, -2, 2);
+        if (var >= 7)
+            in_f(c, 0, d3, 3, -2, 2);
+        else
+            in_f(c, 0, s2, 2, -2, 2);
+        const int64_t *sb = var == 0 || var == 8 ? s2
+                            : var == 1           ? row1
+                            : var == 2           ? row2
+                            : var == 5           ? colv
+                            : var == 6           ? row3
+                            : var == 7           ? l7
+                            : var == 9           ? l9
+                                                 : one;
+        in_f(c, 1, sb, nl_of[var], -2, 2);
         return 1;
     }
     case VDEV_OP_SGD_UPDATE:

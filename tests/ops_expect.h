@@ -46,6 +46,38 @@ static double logsumexp(const float *x, int64_t n)
     return m + log(s);
 }
 
+/* NumPy's broadcast of inputs x and y (aligned at their last dimensions):
+ * the shape into osh, its rank returned. */
+static int bcast_shape(const struct hin *x, const struct hin *y, int64_t *osh)
+{
+    int nd = x->ndim > y->ndim ? x->ndim : y->ndim;
+    for (int d = 0; d < nd; d++) {
+        int dx = d - (nd - x->ndim), dy = d - (nd - y->ndim);
+        int64_t u = dx >= 0 ? x->shape[dx] : 1, v = dy >= 0 ? y->shape[dy] : 1;
+        osh[d] = u == 1 ? v : u;
+    }
+    return nd;
+}
+
+/* The element of h that broadcasts to element i (row-major) of a tensor of
+ * shape osh (ond dimensions): i taken apart into indices, h's dimensions of
+ * 1 ignoring theirs. */
+static int64_t bcast_offset(const struct hin *h, const int64_t *osh, int ond, int64_t i)
+{
+    int64_t off = 0, stride = 1, rem = i;
+    for (int d = ond - 1; d >= 0; d--) {
+        int64_t id = rem % osh[d];
+        rem /= osh[d];
+        int hd = d - (ond - h->ndim);
+        if (hd >= 0) {
+            if (h->shape[hd] != 1)
+                off += id * stride;
+            stride *= h->shape[hd];
+        }
+    }
+    return off;
+}
+
 /* Fills e with what c's op must produce, and its tolerance. */
 static void expect(const struct tcase *c, struct texp *e)
 {
@@ -92,17 +124,27 @@ static void expect(const struct tcase *c, struct texp *e)
     case VDEV_OP_SUB:
     case VDEV_OP_MUL:
     case VDEV_OP_DIV: {
-        /* b's element by the variant: same shape, row (i mod cols), one */
+        /* the output has NumPy's broadcast shape; each element pairs the
+         * elements of a and b that broadcast to it */
         const float *b = F(c, 1);
-        for (int64_t i = 0; i < n; i++) {
-            double bv = c->var == 0 ? b[i] : c->var <= 2 ? b[i % cols] : b[0];
-            o[i] = c->op == VDEV_OP_ADD   ? a[i] + bv
-                   : c->op == VDEV_OP_SUB ? a[i] - bv
-                   : c->op == VDEV_OP_MUL ? a[i] * bv
-                                          : a[i] / bv;
+        int64_t osh[4];
+        int ond = bcast_shape(x, &c->in[1], osh);
+        free(e->v[0]);
+        exp_out(e, 0, osh, ond, VDEV_F32);
+        for (int64_t i = 0; i < e->numel[0]; i++) {
+            double av = a[bcast_offset(x, osh, ond, i)];
+            double bv = b[bcast_offset(&c->in[1], osh, ond, i)];
+            e->v[0][i] = c->op == VDEV_OP_ADD   ? av + bv
+                         : c->op == VDEV_OP_SUB ? av - bv
+                         : c->op == VDEV_OP_MUL ? av * bv
+                                                : av / bv;
         }
         break;
     }
+    case VDEV_OP_SQRT:
+        for (int64_t i = 0; i < n; i++)
+            o[i] = a[i] < 0 ? NAN : sqrt(a[i]);
+        break;
     case VDEV_OP_ADD_SCALAR:
     case VDEV_OP_MUL_SCALAR:
     case VDEV_OP_RELU:
@@ -227,7 +269,11 @@ static void expect(const struct tcase *c, struct texp *e)
         double acc = 0;
         for (int64_t i = 0; i < n; i++)
             acc += ((double)a[i] - F(c, 1)[i]) * ((double)a[i] - F(c, 1)[i]);
-        e->v[0][0] = acc / (double)n; /* NaN for no elements */
+        /* Keras: the mean over examples (all dimensions but the last) of
+         * each example's mean, with divide_no_nan: no example gives 0,
+         * examples without elements NaN */
+        int64_t examples = x->ndim >= 2 ? numel_of(x->shape, x->ndim - 1) : 1;
+        e->v[0][0] = examples ? acc / (double)n : 0.0;
         e->atol = 1e-6;
         e->rtol = 1e-5;
         break;
@@ -238,7 +284,7 @@ static void expect(const struct tcase *c, struct texp *e)
         double acc = 0;
         for (int64_t r = 0; r < rows; r++)
             acc += logsumexp(a + r * cols, cols) - a[r * cols + I(c, 1)[r]];
-        e->v[0][0] = acc / (double)rows; /* NaN for no rows */
+        e->v[0][0] = rows ? acc / (double)rows : 0.0; /* an empty batch: 0 (Keras) */
         e->atol = 1e-6;
         e->rtol = 1e-5;
         break;
@@ -331,7 +377,7 @@ static void expect(const struct tcase *c, struct texp *e)
         /* the host kernel sums in float: its bound scales with sum |dy| */
         e->mag[0] = calloc((size_t)(e->numel[0] + 1), sizeof(double));
         for (int64_t i = 0; i < n; i++) {
-            int64_t j = c->var == 0 ? i : c->var <= 2 ? i % cols : 0;
+            int64_t j = bcast_offset(lk, x->shape, x->ndim, i);
             e->v[0][j] += a[i];
             e->mag[0][j] += fabs(a[i]);
         }

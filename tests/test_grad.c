@@ -9,8 +9,8 @@
  *     |grad - fd| <= 2e-3 + 1e-2 |fd|.
  * (Truncation error is eps^2/6 |f'''|, about 1e-4 here; the float rounding of
  * L, about 1e-6 |L|, becomes 1e-4 after dividing by 2 eps.) Inputs are smooth
- * and away from kinks: relu inputs have |x| >= 0.2, log and pow inputs are
- * positive, divisors are away from 0.
+ * and away from kinks: relu inputs have |x| >= 0.2, log, pow and sqrt inputs
+ * are positive, divisors are away from 0.
  *
  * Also: a variable used twice, a variable the loss does not use (zeros), a
  * summed gradient kept past a nested scope, a variable asked for twice,
@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include "check.h"
 #include "ops_rng.h"
+#include "ops/ops.h" /* vdev_sqrt */
 
 #include <math.h>
 #include <stdlib.h>
@@ -82,6 +83,10 @@ static vdev_tensor_t *f_mul_scalar(vdev_tensor_t *const *v, const struct gcase *
 static vdev_tensor_t *f_pow_scalar(vdev_tensor_t *const *v, const struct gcase *c)
 {
     return vdev_pow_scalar(v[0], c->s);
+}
+static vdev_tensor_t *f_sqrt(vdev_tensor_t *const *v, const struct gcase *c)
+{
+    return vdev_sqrt(v[0]);
 }
 static vdev_tensor_t *f_relu(vdev_tensor_t *const *v, const struct gcase *c)
 {
@@ -324,13 +329,15 @@ static void all_cases(const char *dev)
     c = one("mul_scalar", f_mul_scalar, 3, 4, -2, 2);
     c.s = -1.5f;
     gradcheck(dev, &c);
-    /* pow: p = 0 (zeros) and p = 1 (dout passed on) are special-cased */
+    /* pow: p = 0 (zeros away from x = 0) and p = 1 (dout passed on) too */
     static const float pw[6] = {2, 3, 0.5f, -1, 0, 1};
     for (int i = 0; i < 6; i++) {
         c = one("pow_scalar", f_pow_scalar, 3, 4, 0.5f, 2.0f);
         c.s = pw[i];
         gradcheck(dev, &c);
     }
+    c = one("sqrt", f_sqrt, 3, 4, 0.5f, 3.0f);
+    gradcheck(dev, &c);
     /* |x| >= 0.2 keeps x +- EPS on one side of relu's kink */
     c = one("relu", f_relu, 3, 4, 0.2f, 2.0f);
     c.away = 1;

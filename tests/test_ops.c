@@ -18,7 +18,8 @@
  *
  * Tolerances (atol, rtol), by op:
  *   add sub mul div, scalars, relu, identity, transpose, reshape, broadcast,
- *   reduce_rows, relu/tanh/sigmoid grads, mse_grad, sgd, adam  0, 1e-6
+ *   reduce_rows, relu/tanh/sigmoid grads, mse_grad, sgd, adam,
+ *   sqrt                                                      0, 1e-6
  *     (one float rounding of a double result: at most 2^-24 relative)
  *   pow, tanh, sigmoid, exp, log                              1e-6, 1e-5
  *   softmax, log_softmax, their grads, sum, mean, mse, ce     1e-6, 1e-5

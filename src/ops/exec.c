@@ -70,12 +70,44 @@ void vdev_kernel_args_init(struct vdev_kernel_args *a, enum vdev_op op,
     vdev_kernel_args_fill(a, op, t, n_in, p);
 }
 
+/* Whether a backend's own kernel table (CUDA) can run ka: its broadcasting
+ * kernels know modes 0 to 2 of vdev_shape_broadcast_b (b the same shape, a
+ * row, one element); mode 3 is the host kernels' alone. VDEV_OK, or
+ * VDEV_ERR_UNSUPPORTED naming the op, the shapes and the device. */
+static enum vdev_status device_kernel_fits(const struct vdev_ldev *dev,
+                                           const struct vdev_op_def *def,
+                                           const struct vdev_kernel_args *ka)
+{
+    switch (ka->op) {
+    case VDEV_OP_ADD:
+    case VDEV_OP_SUB:
+    case VDEV_OP_MUL:
+    case VDEV_OP_DIV:
+    case VDEV_OP_REDUCE_ROWS:
+        if (ka->i[3] != 3)
+            return VDEV_OK;
+        break;
+    default:
+        return VDEV_OK;
+    }
+    char s0[96], s1[96];
+    vdev_shape_str(ka->in_shape[0], ka->in_ndim[0], s0, sizeof s0);
+    vdev_shape_str(ka->in_shape[1], ka->in_ndim[1], s1, sizeof s1);
+    return vdev_error(VDEV_ERR_UNSUPPORTED,
+                      "%s: shapes %s and %s broadcast beyond what the kernels of %s do (the same "
+                      "shape, a row over the last axis, or one element for the second operand)",
+                      def->name, s0, s1, dev->long_name);
+}
+
 static enum vdev_status dispatch(struct vdev_ldev *dev, const struct vdev_op_def *def,
                                  const struct vdev_kernel_args *ka)
 {
     struct vdev_backend *b = dev->backend;
     int timed = vdev_observe_on();
     if (b->ops->run_kernel) {
+        enum vdev_status fit = device_kernel_fits(dev, def, ka);
+        if (fit != VDEV_OK)
+            return fit;
         /* timed as submitted: the device's own timing needs its events */
         uint64_t t0 = timed ? vdev_observe_now() : 0;
         enum vdev_status st = b->ops->run_kernel(b->ctx, dev->bdev, ka);
@@ -467,28 +499,57 @@ static int64_t numel_of(const int64_t *shape, int ndim)
     return n;
 }
 
-/* b equal to a, a row over a's last axis ([n] or [1, n]), or one element.
- * Kernels read i[3]: 0 same shape, 1 row, 2 one element. */
+/* NumPy's broadcasting, as TensorFlow's binary ops: the shapes are aligned
+ * at their last dimensions, the output has the larger rank, and each of its
+ * dimensions is the inputs' where they agree, else the one that is not 1 (a
+ * missing dimension counts as 1). Kernels read the mode in i[3]:
+ *   0  a and b both have the output's shape (up to leading 1s): elementwise;
+ *   1  a has it and b is a row: every dimension 1 but the last, which is the
+ *      output's last (b[i mod cols]);
+ *   2  a has it and b has one element;
+ *   3  anything else (a broadcast too, inner dimensions of 1, ...): each
+ *      input indexed through strides of 0 along its broadcast dimensions.
+ * Modes 0 to 2 read a and b as flat arrays of a's element count, which is
+ * the output's. */
 enum vdev_status vdev_shape_broadcast_b(struct vdev_kernel_args *a)
 {
     for (int i = 0; i < 2; i++)
         if (a->in_dtype[i] != VDEV_F32)
             return vdev_dtype_error(a, i, VDEV_F32);
-    int na = a->in_ndim[0], nb = a->in_ndim[1];
-    int same = na == nb;
-    for (int d = 0; same && d < na; d++)
-        same = a->in_shape[0][d] == a->in_shape[1][d];
-    int64_t nbe = numel_of(a->in_shape[1], nb);
-    if (same)
+    int na = a->in_ndim[0], nb = a->in_ndim[1], no = na > nb ? na : nb;
+    int64_t out[VDEV_MAX_DIMS] = {1, 1, 1, 1};
+    int a_full = 1, b_full = 1;
+    for (int d = 0; d < no; d++) {
+        /* dimension d of the output, counted from its first */
+        int da = d - (no - na), db = d - (no - nb);
+        int64_t x = da >= 0 ? a->in_shape[0][da] : 1, y = db >= 0 ? a->in_shape[1][db] : 1;
+        if (x != y && x != 1 && y != 1) {
+            char what[160];
+            snprintf(what, sizeof what,
+                     "dimensions %lld and %lld, %d from the end, differ and neither is 1",
+                     (long long)x, (long long)y, no - d);
+            return vdev_shape_error(a, what);
+        }
+        out[d] = x == 1 ? y : x;
+        a_full &= x == out[d];
+        b_full &= y == out[d];
+    }
+    int64_t cols = no ? out[no - 1] : 1, nbe = numel_of(a->in_shape[1], nb);
+    int b_row = 1; /* every dimension of b but its last is 1 */
+    for (int d = 0; d + 1 < nb; d++)
+        b_row &= a->in_shape[1][d] == 1;
+    if (a_full && b_full)
         a->i[3] = 0;
-    else if (na >= 1 && nbe == a->in_shape[0][na - 1] &&
-             (nb == 1 || (nb == 2 && a->in_shape[1][0] == 1)))
+    else if (a_full && nb >= 1 && b_row && nbe == cols)
         a->i[3] = 1;
-    else if (nbe == 1)
+    else if (a_full && nbe == 1)
         a->i[3] = 2;
     else
-        return vdev_shape_error(a, "b must have a's shape, be a row of a's last dimension, or "
-                                   "have one element");
-    out_like_in(a, 0, VDEV_F32);
+        a->i[3] = 3;
+    a->n_out = 1;
+    a->out_ndim[0] = no;
+    for (int d = 0; d < VDEV_MAX_DIMS; d++)
+        a->out_shape[0][d] = d < no ? out[d] : 1;
+    a->out_dtype[0] = VDEV_F32;
     return VDEV_OK;
 }

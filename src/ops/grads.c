@@ -15,11 +15,16 @@
  * whose bit in g->need is clear where that saves work (a matrix product, a
  * reduction of a broadcast operand): the tape needs no gradient there.
  *
- * Formulas (G = dout):
+ * Formulas (G = dout; reduce_to(T, x): T summed over the dimensions along
+ * which x was broadcast, then given x's shape, as TensorFlow's
+ * reshape(reduce_sum(T, rx), sx)):
  *   matmul  C = op(A) op(B): dA, dB by the four transpose cases below
- *   add/sub dA = G, dB = ±reduce(G) (reduce: sum down to b's broadcast shape)
- *   mul     dA = G b, dB = reduce(G a);  div dA = G / b, dB = -reduce(G y / b)
- *   pow     dA = G p x^(p-1); exp dA = G y; log dA = G / x
+ *   add/sub dA = reduce_to(G, a), dB = ±reduce_to(G, b)
+ *   mul     dA = reduce_to(G b, a), dB = reduce_to(G a, b)
+ *   div     dA = reduce_to(G / b, a), dB = -reduce_to(G y / b, b)
+ *   pow     dA = (G p) x^(p-1) (TensorFlow's grad * y * pow(x, y - 1))
+ *   sqrt    dA = (0.5 G) / y (TensorFlow's SqrtGrad)
+ *   exp     dA = G y; log dA = G / x
  *   sum     dA = broadcast(G); mean dA = broadcast(G) / len
  *   mse     dpred = G 2 (pred - target) / n, dtarget = -dpred */
 #include "ops/impl.h"
@@ -102,15 +107,26 @@ static struct vdev_tens *pass(const struct vdev_tens *dout)
     return op1(VDEV_OP_IDENTITY, dout, NULL);
 }
 
-/* dy (a's shape) summed down to b's shape for a binary op with broadcast b. */
-static struct vdev_tens *reduce_to(const struct vdev_tens *dy, const struct vdev_tens *b)
+/* dy (the output's shape) summed down to input x's shape for a broadcasting
+ * binary op: dy itself when the shapes are equal, a view with x's shape when
+ * only leading 1s differ (the same elements), else REDUCE_ROWS. */
+static struct vdev_tens *reduce_to(const struct vdev_tens *dy, const struct vdev_tens *x)
 {
     if (!dy)
         return NULL;
-    int same = dy->ndim == b->ndim;
+    int same = dy->ndim == x->ndim;
     for (int d = 0; same && d < dy->ndim; d++)
-        same = dy->shape[d] == b->shape[d];
-    return same ? pass(dy) : op2(VDEV_OP_REDUCE_ROWS, dy, b, NULL);
+        same = dy->shape[d] == x->shape[d];
+    if (same)
+        return pass(dy);
+    if (dy->numel != x->numel)
+        return op2(VDEV_OP_REDUCE_ROWS, dy, x, NULL);
+    struct vdev_op_params p;
+    memset(&p, 0, sizeof p);
+    p.f[0] = x->ndim;
+    for (int d = 0; d < x->ndim; d++)
+        p.i[d] = x->shape[d];
+    return op1(VDEV_OP_RESHAPE, dy, &p);
 }
 
 /* ---- MATMUL ---- */
@@ -145,29 +161,30 @@ GRAD(vdev_grad_matmul)
 
 GRAD(vdev_grad_add)
 {
-    din[0] = NEED(0) ? pass(g->dout) : NULL;
+    din[0] = NEED(0) ? reduce_to(g->dout, g->in[0]) : NULL;
     din[1] = NEED(1) ? reduce_to(g->dout, g->in[1]) : NULL;
     return status2_need(g, din);
 }
 
 GRAD(vdev_grad_sub)
 {
-    din[0] = NEED(0) ? pass(g->dout) : NULL;
+    din[0] = NEED(0) ? reduce_to(g->dout, g->in[0]) : NULL;
     din[1] = NEED(1) ? scale(reduce_to(g->dout, g->in[1]), -1.0f) : NULL;
     return status2_need(g, din);
 }
 
 GRAD(vdev_grad_mul)
 {
-    din[0] = NEED(0) ? mul(g->dout, g->in[1]) : NULL;
+    din[0] = NEED(0) ? reduce_to(mul(g->dout, g->in[1]), g->in[0]) : NULL;
     din[1] = NEED(1) ? reduce_to(mul(g->dout, g->in[0]), g->in[1]) : NULL;
     return status2_need(g, din);
 }
 
-/* y = a / b: dA = G / b; dB = -G a / b^2 = -(G y) / b, summed to b's shape. */
+/* y = a / b: dA = G / b; dB = -G a / b^2 = -(G y) / b, each summed to its
+ * input's shape. */
 GRAD(vdev_grad_div)
 {
-    din[0] = NEED(0) ? divide(g->dout, g->in[1]) : NULL;
+    din[0] = NEED(0) ? reduce_to(divide(g->dout, g->in[1]), g->in[0]) : NULL;
     din[1] = NEED(1) ? scale(reduce_to(divide(mul(g->dout, g->out), g->in[1]), g->in[1]), -1.0f)
                      : NULL;
     return status2_need(g, din);
@@ -187,18 +204,26 @@ GRAD(vdev_grad_mul_scalar)
     return status_of(din[0]);
 }
 
-/* d x^p = p x^(p-1); p = 0 gives zeros (not 0 * x^-1, which is NaN at 0). */
+/* d x^p = p x^(p-1), as TensorFlow's Pow gradient computes it in float:
+ * (G p) pow(x, p - 1), with p - 1 rounded to float. So p = 0 gives 0 * x^-1:
+ * zeros, but NaN at x = 0 (0 * inf) as in TensorFlow. p = 1 passes G on
+ * (G 1 x^0 is G for every x, NaN included, since pow(x, 0) = 1). */
 GRAD(vdev_grad_pow_scalar)
 {
     float p = (float)g->p.f[0];
-    if (p == 0.0f)
-        din[0] = scale(g->dout, 0.0f);
-    else if (p == 1.0f)
+    if (p == 1.0f) {
         din[0] = pass(g->dout);
-    else {
+    } else {
         struct vdev_op_params pm1 = {.f = {p - 1.0f}};
-        din[0] = mul(g->dout, scale(op1(VDEV_OP_POW_SCALAR, g->in[0], &pm1), p));
+        din[0] = mul(scale(g->dout, p), op1(VDEV_OP_POW_SCALAR, g->in[0], &pm1));
     }
+    return status_of(din[0]);
+}
+
+/* y = sqrt(x): dA = (0.5 G) / y, TensorFlow's SqrtGrad (inf at x = 0). */
+GRAD(vdev_grad_sqrt)
+{
+    din[0] = divide(scale(g->dout, 0.5f), g->out);
     return status_of(din[0]);
 }
 

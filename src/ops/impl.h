@@ -43,6 +43,7 @@ KERNEL(vdev_ref_tanh);
 KERNEL(vdev_ref_sigmoid);
 KERNEL(vdev_ref_exp);
 KERNEL(vdev_ref_log);
+KERNEL(vdev_ref_sqrt);
 KERNEL(vdev_ref_softmax);
 KERNEL(vdev_ref_log_softmax);
 KERNEL(vdev_ref_sum);
@@ -86,6 +87,7 @@ KERNEL(vdev_fast_tanh);
 KERNEL(vdev_fast_sigmoid);
 KERNEL(vdev_fast_exp);
 KERNEL(vdev_fast_log);
+KERNEL(vdev_fast_sqrt);
 
 /* grads.c */
 GRAD(vdev_grad_matmul);
@@ -101,6 +103,7 @@ GRAD(vdev_grad_tanh);
 GRAD(vdev_grad_sigmoid);
 GRAD(vdev_grad_exp);
 GRAD(vdev_grad_log);
+GRAD(vdev_grad_sqrt);
 GRAD(vdev_grad_softmax);
 GRAD(vdev_grad_log_softmax);
 GRAD(vdev_grad_sum);
@@ -124,6 +127,16 @@ static inline int64_t vdev_args_out_numel(const struct vdev_kernel_args *a, int 
     int64_t n = 1;
     for (int d = 0; d < a->out_ndim[k]; d++)
         n *= a->out_shape[k][d];
+    return n;
+}
+/* The examples of a loss's input 0 as Keras counts them for its mean over
+ * the batch: the product of every dimension but the last (1 for 0 or 1
+ * dimensions). A loss over no example is 0 (divide_no_nan). */
+static inline int64_t vdev_loss_examples(const struct vdev_kernel_args *a)
+{
+    int64_t n = 1;
+    for (int d = 0; d + 1 < a->in_ndim[0]; d++)
+        n *= a->in_shape[0][d];
     return n;
 }
 

@@ -1,13 +1,14 @@
 /* kernels_fast.c — host kernels for the ops that dominate a training step on
  * the CPU and on simulated GPUs: elementwise arithmetic with broadcasting,
- * ReLU and its gradient, bias gradients, the MSE loss and its gradient, and
- * the SGD and Adam updates.
+ * square roots, ReLU and its gradient, bias gradients, the MSE loss and its
+ * gradient, and the SGD and Adam updates.
  *
  * They compute in float (the reference kernels compute each element in double
  * and round once), in loops the compiler vectorizes (this file is built with
- * -O3 -fno-math-errno, so sqrtf vectorizes too), split over the cores by vdev_parallel_for when large. tests/test_ops.c
- * holds each one to its reference kernel: bit-exact where float arithmetic is
- * exact per element (+, -, *, /, max), within a few ulps otherwise. */
+ * -O3 -fno-math-errno, so sqrtf vectorizes too), split over the cores by
+ * vdev_parallel_for when large. tests/test_ops.c holds each one to its
+ * reference kernel: bit-exact where float arithmetic is exact per element
+ * (+, -, *, /, sqrt, max), within a few ulps otherwise. */
 #include "ops/impl.h"
 #include "ops/parallel.h"
 
@@ -48,7 +49,9 @@ static int64_t last_dim(const struct vdev_kernel_args *a, int k)
 }
 
 /* Binary ops: b the same shape (mode 0), a row over the last axis (1), or one
- * element (2), as vdev_shape_broadcast_b set a->i[3]. */
+ * element (2), as vdev_shape_broadcast_b set a->i[3]; any other broadcast
+ * (mode 3) is the reference kernel's, which gives the same bits for these
+ * four operations. */
 #define BINARY(NAME, EXPR)                                                                         \
     CLONES static void NAME##_part(void *vctx, int64_t lo, int64_t hi)                                    \
     {                                                                                              \
@@ -84,6 +87,10 @@ static int64_t last_dim(const struct vdev_kernel_args *a, int k)
     }                                                                                              \
     KERNEL(vdev_fast_##NAME)                                                                       \
     {                                                                                              \
+        if (a->i[3] == 3) {                                                                        \
+            vdev_ref_##NAME(a);                                                                    \
+            return;                                                                                \
+        }                                                                                          \
         struct ew c = {a, last_dim(a, 0)};                                                         \
         vdev_parallel_for(vdev_args_out_numel(a, 0), NAME##_part, &c);                             \
     }
@@ -135,6 +142,9 @@ UNARY(tanh, tanhf(p))
 UNARY(sigmoid, 1.0f / (1.0f + expf(-p)))
 UNARY(exp, expf(p))
 UNARY(log, logf(p))
+/* sqrtf rounds exactly, as the reference's double sqrt rounded to float:
+ * the same bits, NaN below 0 (-inf included), -0 for -0 */
+UNARY(sqrt, sqrtf(p))
 
 /* (dy, x) -> dy where x > 0, else 0. Both loads are unconditional, so the
  * compare becomes a mask and the loop vectorizes (a load under the condition
@@ -186,7 +196,8 @@ CLONES static double mse_sum(const float *restrict p, const float *restrict t, i
 KERNEL(vdev_fast_mse)
 {
     int64_t n = vdev_args_numel(a, 0);
-    OUT_F(0)[0] = (float)(mse_sum(IN_F(0), IN_F(1), n) / (double)n);
+    /* no example: 0, as the reference */
+    OUT_F(0)[0] = vdev_loss_examples(a) ? (float)(mse_sum(IN_F(0), IN_F(1), n) / (double)n) : 0.0f;
 }
 
 /* SGD keeps the reference's arithmetic (each value computed in double,

@@ -13,9 +13,13 @@
  * last dimension (1 for a 0-dimensional tensor), rows = numel / C.
  *
  * Values with no defined answer:
- *  - MEAN over zero elements, MSE of empty tensors and the cross-entropy of
- *    zero rows are NaN (0/0, as NumPy and TensorFlow give); SUM over zero
- *    elements is 0.
+ *  - MEAN over zero elements is NaN (0/0, as NumPy and tf.reduce_mean give);
+ *    SUM over zero elements is 0.
+ *  - The losses average over the batch as Keras's default reduction
+ *    (SUM_OVER_BATCH_SIZE) does, dividing with divide_no_nan: an empty batch
+ *    gives 0. The cross-entropy of zero rows is 0; MSE is 0 when there is
+ *    no example (every dimension but the last multiplies to 0) and NaN when
+ *    examples have no element (Keras's mean over an empty last axis).
  *  - SOFTMAX_CE with a label outside [0, C) gives NaN (the shape rule cannot
  *    see values); its gradient gives NaN for that row.
  *  - ARGMAX: the first maximal index; a NaN counts as the maximum (the first
@@ -60,8 +64,28 @@ static void split_axis(const struct vdev_kernel_args *a, int k, int64_t ax, int6
         *inner *= a->in_shape[k][d];
 }
 
+/* Broadcasting over 4 dimensions: a shape of rank <= 4 padded with leading
+ * 1s, and the strides with which input k is read along the output's 4
+ * (padded) dimensions: 0 along its dimensions of 1, the ones it is
+ * broadcast along. */
+static void pad4(const int64_t *shape, int ndim, int64_t *s4)
+{
+    for (int d = 0; d < 4; d++)
+        s4[d] = d >= 4 - ndim ? shape[d - (4 - ndim)] : 1;
+}
+
+static void strides4(const struct vdev_kernel_args *a, int k, int64_t *st)
+{
+    int64_t s4[4], s = 1;
+    pad4(a->in_shape[k], a->in_ndim[k], s4);
+    for (int d = 3; d >= 0; d--) {
+        st[d] = s4[d] == 1 ? 0 : s;
+        s *= s4[d];
+    }
+}
+
 /* The element of b (input 1) that pairs with element i of a, by the
- * broadcast mode i[3] that vdev_shape_broadcast_b chose. */
+ * broadcast mode i[3] (0 to 2) that vdev_shape_broadcast_b chose. */
 static inline float b_at(const struct vdev_kernel_args *a, int64_t i, int64_t cols)
 {
     const float *b = IN_F(1);
@@ -99,11 +123,28 @@ KERNEL(vdev_ref_matmul)
 
 /* ---- binary elementwise with b broadcast ---- */
 
+/* Modes 0 to 2: a has the output's elements, b by b_at. Mode 3: both
+ * inputs read through strides4 over the output's 4 (padded) dimensions. */
 #define BINARY(NAME, EXPR)                                                                         \
     KERNEL(NAME)                                                                                   \
     {                                                                                              \
-        const float *x = IN_F(0);                                                                  \
+        const float *x = IN_F(0), *y = IN_F(1);                                                    \
         float *o = OUT_F(0);                                                                       \
+        if (a->i[3] == 3) {                                                                        \
+            int64_t o4[4], sx[4], sy[4], i = 0;                                                    \
+            pad4(a->out_shape[0], a->out_ndim[0], o4);                                             \
+            strides4(a, 0, sx);                                                                    \
+            strides4(a, 1, sy);                                                                    \
+            for (int64_t p = 0; p < o4[0]; p++)                                                    \
+                for (int64_t q = 0; q < o4[1]; q++)                                                \
+                    for (int64_t r = 0; r < o4[2]; r++)                                            \
+                        for (int64_t c = 0; c < o4[3]; c++) {                                      \
+                            double u = x[p * sx[0] + q * sx[1] + r * sx[2] + c * sx[3]];           \
+                            double v = y[p * sy[0] + q * sy[1] + r * sy[2] + c * sy[3]];           \
+                            o[i++] = (float)(EXPR);                                                \
+                        }                                                                          \
+            return;                                                                                \
+        }                                                                                          \
         int64_t n = vdev_args_numel(a, 0), cols = last_dim(a, 0);                                  \
         for (int64_t i = 0; i < n; i++) {                                                          \
             double u = x[i], v = b_at(a, i, cols);                                                 \
@@ -141,6 +182,8 @@ UNARY(vdev_ref_relu, (u > 0.0 || u != u) ? u : 0.0)
 UNARY(vdev_ref_tanh, tanh(u))
 UNARY(vdev_ref_exp, exp(u))
 UNARY(vdev_ref_log, log(u))
+/* sqrt, not pow(u, 0.5): sqrt(-inf) is NaN and sqrt(-0) is -0 */
+UNARY(vdev_ref_sqrt, sqrt(u))
 
 /* 1 / (1 + e^-u) without overflow: e^-|u| is at most 1. */
 static double sigmoid(double u)
@@ -240,7 +283,7 @@ KERNEL(vdev_ref_identity)
 
 /* ---- losses ---- */
 
-/* mean((pred - target)^2) over every element. */
+/* mean((pred - target)^2) over every element; 0 without examples. */
 KERNEL(vdev_ref_mse)
 {
     const float *p = IN_F(0), *t = IN_F(1);
@@ -250,13 +293,17 @@ KERNEL(vdev_ref_mse)
         double d = (double)p[i] - (double)t[i];
         acc += d * d;
     }
-    OUT_F(0)[0] = (float)(acc / (double)n);
+    OUT_F(0)[0] = vdev_loss_examples(a) ? (float)(acc / (double)n) : 0.0f;
 }
 
-/* mean over rows of -log_softmax(logits)[label]. */
+/* mean over rows of -log_softmax(logits)[label]; 0 for zero rows. */
 KERNEL(vdev_ref_softmax_ce)
 {
     int64_t n = a->in_shape[0][0], c = a->in_shape[0][1];
+    if (n == 0) {
+        OUT_F(0)[0] = 0.0f;
+        return;
+    }
     const int32_t *lab = IN_I(1);
     double acc = 0.0;
     for (int64_t r = 0; r < n; r++) {
@@ -393,14 +440,46 @@ KERNEL(vdev_ref_softmax_ce_grad)
     }
 }
 
-/* (dy, like) -> dy summed to like's shape, by the mode in i[3]: 0 same shape
- * (a copy), 1 a row (sum over every leading row), 2 one element (sum of
- * everything). */
+/* (dy, like) -> dy summed to like's shape, by the mode in i[3]: 0 like has
+ * dy's elements (a copy), 1 a row (sum over every leading row), 2 one
+ * element (sum of everything), 3 each element of like the sum of the block
+ * of dy it was broadcast over (in dy's order, in double). */
 KERNEL(vdev_ref_reduce_rows)
 {
     const float *dy = IN_F(0);
     float *o = OUT_F(0);
     int64_t n = vdev_args_numel(a, 0);
+    if (a->i[3] == 3) {
+        int64_t d4[4], l4[4], sd[4], s = 1, j = 0;
+        pad4(a->in_shape[0], a->in_ndim[0], d4);
+        pad4(a->in_shape[1], a->in_ndim[1], l4);
+        for (int d = 3; d >= 0; d--) {
+            sd[d] = s;
+            s *= d4[d];
+        }
+        /* like's index l, and along each dimension of 1 that dy fills, all
+         * of dy's indices: the block [lo, hi) of dimension d */
+        int64_t l[4], lo[4], hi[4], k[4];
+        for (l[0] = 0; l[0] < l4[0]; l[0]++)
+            for (l[1] = 0; l[1] < l4[1]; l[1]++)
+                for (l[2] = 0; l[2] < l4[2]; l[2]++)
+                    for (l[3] = 0; l[3] < l4[3]; l[3]++) {
+                        for (int d = 0; d < 4; d++) {
+                            int spread = l4[d] == 1 && d4[d] != 1;
+                            lo[d] = spread ? 0 : l[d];
+                            hi[d] = spread ? d4[d] : l[d] + 1;
+                        }
+                        double acc = 0.0;
+                        for (k[0] = lo[0]; k[0] < hi[0]; k[0]++)
+                            for (k[1] = lo[1]; k[1] < hi[1]; k[1]++)
+                                for (k[2] = lo[2]; k[2] < hi[2]; k[2]++)
+                                    for (k[3] = lo[3]; k[3] < hi[3]; k[3]++)
+                                        acc += dy[k[0] * sd[0] + k[1] * sd[1] + k[2] * sd[2] +
+                                                  k[3] * sd[3]];
+                        o[j++] = (float)acc;
+                    }
+        return;
+    }
     if (a->i[3] == 0) {
         for (int64_t i = 0; i < n; i++)
             o[i] = dy[i];

@@ -6,7 +6,7 @@
 enum vdev_op {
     /* forward ops of the public API */
     VDEV_OP_MATMUL = 0,   /* i[0] trans_a, i[1] trans_b */
-    VDEV_OP_ADD,          /* b: same shape, a row [n]/[1,n], or one element */
+    VDEV_OP_ADD,          /* a, b broadcast as NumPy's; i[3] the mode (shape rule) */
     VDEV_OP_SUB,
     VDEV_OP_MUL,
     VDEV_OP_DIV,
@@ -41,6 +41,8 @@ enum vdev_op {
     /* in-place updates of variables */
     VDEV_OP_SGD_UPDATE,   /* (var, grad, velocity); f[0] lr, f[1] momentum */
     VDEV_OP_ADAM_UPDATE,  /* (var, grad, m, v); f[0] lr_t, f[1] beta1, f[2] beta2, f[3] eps_hat */
+    /* forward ops added later */
+    VDEV_OP_SQRT,         /* std::sqrt: NaN below 0, -0 for -0 */
     VDEV_OP_COUNT
 };
 

@@ -104,6 +104,12 @@ void vdev_kernel_args_init(struct vdev_kernel_args *a, enum vdev_op op,
                            const vdev_tensor_t *const *in, int n_in,
                            const struct vdev_op_params *p);
 
+/* Sqrt on a handle, as the public element-wise ops (ops_table.c): std::sqrt
+ * per element, NaN below 0 (-inf included) and -0 for -0, where pow(x, 0.5)
+ * gives +inf and +0. Exported from the shared library once include/vdev.h
+ * declares it with VDEV_API; until then the tests and the library call it. */
+vdev_tensor_t *vdev_sqrt(const vdev_tensor_t *a);
+
 /* Shape rules shared by many ops (exec.c). */
 enum vdev_status vdev_shape_same_as_in0(struct vdev_kernel_args *a);   /* unary, f32 */
 enum vdev_status vdev_shape_broadcast_b(struct vdev_kernel_args *a);   /* binary, f32 */

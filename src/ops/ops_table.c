@@ -89,6 +89,8 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
                              .flags = VDEV_OP_NO_GRAD | VDEV_OP_INPLACE,
                              .shape = vdev_shape_update, .ref = vdev_ref_adam_update,
                              .host = vdev_fast_adam_update},
+    FWD_FAST(VDEV_OP_SQRT, "Sqrt", 1, vdev_shape_same_as_in0, vdev_ref_sqrt, vdev_fast_sqrt,
+             vdev_grad_sqrt),
 };
 
 /* ---- the public ops ---- */
@@ -171,6 +173,8 @@ VDEV_API vdev_tensor_t *vdev_sigmoid(const vdev_tensor_t *a)
 }
 VDEV_API vdev_tensor_t *vdev_exp(const vdev_tensor_t *a) { return run1(VDEV_OP_EXP, a, NULL); }
 VDEV_API vdev_tensor_t *vdev_log(const vdev_tensor_t *a) { return run1(VDEV_OP_LOG, a, NULL); }
+/* Not VDEV_API here: exported once include/vdev.h declares it (ops.h). */
+vdev_tensor_t *vdev_sqrt(const vdev_tensor_t *a) { return run1(VDEV_OP_SQRT, a, NULL); }
 VDEV_API vdev_tensor_t *vdev_softmax(const vdev_tensor_t *a)
 {
     return run1(VDEV_OP_SOFTMAX, a, NULL);

@@ -357,14 +357,25 @@ enum vdev_status vdev_shape_broadcast(struct vdev_kernel_args *a)
     return VDEV_OK;
 }
 
-/* REDUCE_ROWS (dy, like): like is the b of a broadcasting binary op whose a
- * had dy's shape; the output has like's shape. The broadcast mode goes to
- * i[3] exactly as vdev_shape_broadcast_b sets it for the forward op. */
+/* REDUCE_ROWS (dy, like): like is an input of a broadcasting binary op
+ * whose output had dy's shape, so like broadcast against dy gives dy's shape
+ * (like may have leading 1s beyond dy's rank); the output has like's shape.
+ * The mode goes to i[3] as vdev_shape_broadcast_b sets it for the forward
+ * op with dy as a: 0 like has dy's elements (a copy), 1 like is a row, 2 one
+ * element, 3 like is summed over each of its dimensions of 1 that dy fills. */
 enum vdev_status vdev_shape_reduce_rows(struct vdev_kernel_args *a)
 {
     enum vdev_status st = vdev_shape_broadcast_b(a);
     if (st != VDEV_OK)
         return st;
+    /* the broadcast shape must be dy's, up to leading 1s */
+    int nd = a->in_ndim[0], no = a->out_ndim[0], fits = 1;
+    for (int d = 0; d < no; d++) {
+        int dd = d - (no - nd);
+        fits &= a->out_shape[0][d] == (dd >= 0 ? a->in_shape[0][dd] : 1);
+    }
+    if (!fits)
+        return vdev_shape_error(a, "the second shape must broadcast to the first");
     out_like(a, 1, VDEV_F32);
     return VDEV_OK;
 }
