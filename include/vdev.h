@@ -548,8 +548,12 @@ VDEV_API int vdev_metrics_port(void);
 
 VDEV_API vdev_tensor_t *vdev_matmul(const vdev_tensor_t *a, const vdev_tensor_t *b, bool trans_a,
                                     bool trans_b);
-/* Elementwise; b may also be a row broadcast over a's last axis ([n] or
- * [1, n] against [..., n]) or a one-element tensor. */
+/* Elementwise, broadcasting by numpy's (and TensorFlow's) rule: the output
+ * has the larger rank, each dimension 1 on one side takes the other's
+ * ([5] + [1,5] is [1,5]; [3,1] * [1,4] is [3,4]), and each input's gradient is
+ * summed back to its own shape. On a CUDA GPU only the same shape, a row
+ * over the last axis and a one-element tensor run for now (another form is
+ * VDEV_ERR_UNSUPPORTED there). */
 VDEV_API vdev_tensor_t *vdev_add(const vdev_tensor_t *a, const vdev_tensor_t *b);
 VDEV_API vdev_tensor_t *vdev_sub(const vdev_tensor_t *a, const vdev_tensor_t *b);
 VDEV_API vdev_tensor_t *vdev_mul(const vdev_tensor_t *a, const vdev_tensor_t *b);
@@ -557,6 +561,8 @@ VDEV_API vdev_tensor_t *vdev_div(const vdev_tensor_t *a, const vdev_tensor_t *b)
 VDEV_API vdev_tensor_t *vdev_add_scalar(const vdev_tensor_t *a, float s);
 VDEV_API vdev_tensor_t *vdev_mul_scalar(const vdev_tensor_t *a, float s);
 VDEV_API vdev_tensor_t *vdev_pow_scalar(const vdev_tensor_t *a, float p);
+/* std::sqrt elementwise (TensorFlow's Sqrt): sqrt(-0) = -0, below 0 NaN. */
+VDEV_API vdev_tensor_t *vdev_sqrt(const vdev_tensor_t *a);
 VDEV_API vdev_tensor_t *vdev_relu(const vdev_tensor_t *a);
 VDEV_API vdev_tensor_t *vdev_tanh(const vdev_tensor_t *a);
 VDEV_API vdev_tensor_t *vdev_sigmoid(const vdev_tensor_t *a);
@@ -574,10 +580,11 @@ VDEV_API vdev_tensor_t *vdev_mean_all(const vdev_tensor_t *a);
 /* Same elements, new shape; one dimension may be -1. */
 VDEV_API vdev_tensor_t *vdev_reshape(const vdev_tensor_t *a, const int64_t *shape, int ndim);
 VDEV_API vdev_tensor_t *vdev_transpose(const vdev_tensor_t *a); /* 2-D */
-/* mean((pred - target)^2), a 0-dimensional tensor. */
+/* mean((pred - target)^2), a 0-dimensional tensor; 0 for an empty batch
+ * (no rows: Keras's divide_no_nan). */
 VDEV_API vdev_tensor_t *vdev_mse(const vdev_tensor_t *pred, const vdev_tensor_t *target);
-/* mean over rows of -log softmax(logits)[label]; logits [N, C] f32, labels [N]
- * i32 in [0, C). A label outside [0, C) is VDEV_ERR_INVALID_ARG with
+/* mean over rows of -log softmax(logits)[label] (0 for N = 0, as Keras);
+ * logits [N, C] f32, labels [N] i32 in [0, C). A label outside [0, C) is VDEV_ERR_INVALID_ARG with
  * TensorFlow's words ("Received a label value of 7 which is outside the valid
  * range of [0, 7).  Label values: ...") when the labels live on the CPU or a
  * simulated GPU, whose memory the host reads (labels that an op made there
@@ -669,6 +676,21 @@ VDEV_API vdev_optimizer_t *vdev_adam_new(float learning_rate, float beta1, float
 /* Updates each variable in place on its own device. */
 VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *opt, vdev_tensor_t *const *vars,
                                                vdev_tensor_t *const *grads, int n);
+/* The optimizer's state for variable var, to save in a checkpoint and load
+ * back (training then goes on bit for bit as if it had never stopped): its
+ * slots, as variables on var's device, made (zeros) if they do not exist yet —
+ * Adam: "m" then "v"; SGD with momentum: "momentum" (Keras's names); SGD
+ * without momentum keeps none. Returns their number, filling at most cap of
+ * out (and of names, unless NULL); -1 with VDEV_ERR_INVALID_ARG for a bad
+ * optimizer or variable, a negative cap or out NULL with cap > 0, or the error
+ * of making a slot (VDEV_ERR_OOM). The tensors stay the optimizer's. */
+VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *opt, vdev_tensor_t *var, vdev_tensor_t **out,
+                                  const char **names, int cap);
+/* Updates applied so far (Keras's `iterations`; Adam's bias correction
+ * counts from it): save it beside the slots and set it on restore. */
+VDEV_API enum vdev_status vdev_optimizer_get_iterations(const vdev_optimizer_t *opt,
+                                                        int64_t *out);
+VDEV_API enum vdev_status vdev_optimizer_set_iterations(vdev_optimizer_t *opt, int64_t n);
 VDEV_API void vdev_optimizer_free(vdev_optimizer_t *opt);
 
 /* ==== DLPack: sharing tensors with other frameworks ========================

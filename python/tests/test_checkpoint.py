@@ -170,3 +170,74 @@ def test_determinism_switch():
     E.enable_op_determinism()
     vdev.shutdown()  # turns it off, as vdev_shutdown() does
     assert E.is_op_determinism_enabled() is False
+
+
+def _train(model, opt, steps, first):
+    mse = vdev.losses.MeanSquaredError()
+    for k in range(first, first + steps):
+        x = vdev.random.uniform([16, 6], seed=100 + k)
+        y = vdev.random.uniform([16, 3], seed=200 + k)
+        with vdev.GradientTape() as tape:
+            loss = mse(y, model(x))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+
+
+@pytest.mark.parametrize("make", [lambda: vdev.optimizers.Adam(0.01),
+                                  lambda: vdev.optimizers.SGD(0.05, momentum=0.9)])
+@pytest.mark.parametrize("with_optimizer", [True, False])
+def test_optimizer_state_resumes_bit_for_bit(tmp_path, make, with_optimizer):
+    """Saved with the optimizer, a stopped run goes on as if it had not
+    stopped; without it, the slots start from zero and the run differs."""
+    with vdev.device("GPU:0"):
+        model = vdev.models.MLP([6, 8, 3], seed=1)
+        opt = make()
+        _train(model, opt, 12, 0)
+        full = [v.numpy().tobytes() for v in model.trainable_variables]
+
+        model = vdev.models.MLP([6, 8, 3], seed=1)
+        opt = make()
+        _train(model, opt, 6, 0)
+        assert opt.iterations == 6
+        names = {"w%d" % i: v for i, v in enumerate(model.trainable_variables)}
+        path = tmp_path / "resume.safetensors"
+        T.save_checkpoint(path, names, metadata={"step": 6}, optimizer=opt)
+        slots = opt.get_slot_names()
+        assert T.list_variables(path) == sorted(
+            [(n, list(v.shape)) for n, v in names.items()] +
+            [("%s/%s" % (n, s), list(v.shape)) for n, v in names.items() for s in slots])
+        assert T.checkpoint_metadata(path)["optimizer/iterations"] == "6"
+
+        model = vdev.models.MLP([6, 8, 3], seed=2)
+        opt = make()
+        names = {"w%d" % i: v for i, v in enumerate(model.trainable_variables)}
+        if with_optimizer:
+            T.load_checkpoint(path, names, optimizer=opt)
+            assert opt.iterations == 6
+        else:
+            T.load_checkpoint(path, names)
+        _train(model, opt, 6, 6)
+        resumed = [v.numpy().tobytes() for v in model.trainable_variables]
+    assert (resumed == full) == with_optimizer
+
+
+def test_optimizer_state_errors(tmp_path):
+    model = vdev.models.MLP([2, 2], seed=1)
+    names = {"w%d" % i: v for i, v in enumerate(model.trainable_variables)}
+    path = tmp_path / "plain.safetensors"
+    T.save_checkpoint(path, names)
+    opt = vdev.optimizers.Adam()
+    w = names["w0"].numpy().tobytes()
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        T.load_checkpoint(path, names, optimizer=opt)
+    assert str(e.value) == ("checkpoint '%s': metadata key 'optimizer/iterations' is missing, "
+                            "not a whole number (saved without an optimizer?)" % path)
+    assert names["w0"].numpy().tobytes() == w and opt.iterations == 0
+    with pytest.raises(TypeError):
+        T.save_checkpoint(path, names, optimizer="adam")
+    with pytest.raises(TypeError):
+        opt.iterations = 1.5
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        opt.iterations = -1
+    assert str(e.value) == "vdev_optimizer_set_iterations: -1 updates is negative"
+    assert vdev.optimizers.SGD(0.1).get_slot_names() == []

@@ -5,19 +5,36 @@ slots (momentum; Adam's m and v) live beside each variable. An optimizer
 made under a MirroredStrategy's scope is one vdev optimizer per replica, as
 each replica needs its own state, and is used inside strategy.run.
 
+The optimizer's state (``iterations`` and the slots of each variable, as
+``get_slot_names``) can be saved with the variables:
+``vdev.train.save_checkpoint(path, tensors, optimizer=opt)`` and
+``load_checkpoint(path, tensors, optimizer=opt)``, after which training goes
+on bit for bit as if it had never stopped.
+
 A pair whose gradient is None is skipped with Keras's warning ("Gradients do
 not exist for variables [...] when minimizing the loss.", on the "vdev"
 logger); all None is Keras's ValueError. An optimizer cannot be copied or
-pickled (TypeError): its slots live in vdev's C optimizer, which the C API
-does not expose."""
+pickled (TypeError): its slots live in vdev's C optimizer."""
 
+import ctypes
 import logging
+import numbers
 
 from . import _lib, _strategy_context
 from ._lib import lib
 from ._tensor import Tensor, Variable
 
 _log = logging.getLogger("vdev")
+
+for _name, _res, _args in (
+        ("vdev_optimizer_slots", ctypes.c_int,
+         [_lib.c_handle, _lib.c_handle, ctypes.POINTER(_lib.c_handle),
+          ctypes.POINTER(ctypes.c_char_p), ctypes.c_int]),
+        ("vdev_optimizer_get_iterations", ctypes.c_int,
+         [_lib.c_handle, ctypes.POINTER(ctypes.c_int64)]),
+        ("vdev_optimizer_set_iterations", ctypes.c_int, [_lib.c_handle, ctypes.c_int64])):
+    getattr(lib, _name).restype = _res
+    getattr(lib, _name).argtypes = _args
 
 
 class Optimizer:
@@ -93,6 +110,54 @@ class Optimizer:
         var_list = list(var_list)
         grads = tape.gradient(value, var_list)
         self.apply_gradients(zip(grads, var_list))
+
+    def _handles(self):
+        """The vdev optimizers: one, or one per replica."""
+        return (self._h,) if self._h else self._replica_h
+
+    @property
+    def iterations(self):
+        """Updates applied so far (Keras's ``iterations``; Adam's bias
+        correction counts from it)."""
+        n = ctypes.c_int64()
+        _lib.check(lib.vdev_optimizer_get_iterations(self._handles()[0], ctypes.byref(n)))
+        return n.value
+
+    @iterations.setter
+    def iterations(self, n):
+        if not isinstance(n, numbers.Integral) or isinstance(n, bool):
+            raise TypeError("iterations is a whole number, not %r" % (n,))
+        for h in self._handles():
+            _lib.check(lib.vdev_optimizer_set_iterations(h, int(n)))
+
+    def get_slot_names(self):
+        """Keras's slot names: Adam ['m', 'v'], SGD with momentum
+        ['momentum'], SGD without []."""
+        if isinstance(self, Adam):
+            return ["m", "v"]
+        return ["momentum"] if self.momentum > 0 else []
+
+    def _slot_handles(self, var):
+        """[(slot name, [the slot's handle per replica])] of Variable var
+        (made, zeros, if the optimizer has not updated var yet); the handles
+        stay the optimizer's."""
+        if not isinstance(var, Variable):
+            raise TypeError("optimizer slots belong to vdev.Variables, not %r" % (var,))
+        mine = self._handles()
+        vs = var._replica_handles() if hasattr(var, "_replica_handles") else [var._handle]
+        if len(vs) != len(mine):
+            raise ValueError("%r has %d replica(s) but the optimizer %s has %d: make both under "
+                             "the same strategy" % (var.name, len(vs), self.name, len(mine)))
+        out = {}
+        for h, v in zip(mine, vs):
+            hs = (_lib.c_handle * 2)()
+            names = (ctypes.c_char_p * 2)()
+            n = lib.vdev_optimizer_slots(h, v, hs, names, 2)
+            if n < 0:
+                raise _lib.error()
+            for k in range(n):
+                out.setdefault(names[k].decode(), []).append(hs[k])
+        return list(out.items())
 
     def _no_copy(self, *args):
         raise TypeError("cannot copy or pickle a vdev optimizer (%s): its state (slots, step "

@@ -22,17 +22,22 @@ message naming the file and the problem.
 
 A MirroredVariable (made under a MirroredStrategy's scope) saves its first
 replica's value (the replicas are identical) and loads into every replica.
-Optimizer slots (Adam's moments) live inside vdev's optimizers, which the C
-API does not expose, so they are not saved.
+Given an optimizer, a save also writes its state: each Variable's slots,
+named "<variable's name>/<slot>" (Keras's slot names: "m" and "v" for Adam,
+"momentum" for SGD with momentum), and its iteration count as the metadata
+key "optimizer/iterations"; a load with that optimizer restores both, so
+training goes on bit for bit as if it had never stopped.
 """
 
 import ctypes
 import numbers
 import os
 
-from . import _lib
+from . import _lib, errors
 from ._lib import lib
-from ._tensor import Tensor
+from ._tensor import Tensor, Variable
+
+_ITERATIONS = "optimizer/iterations"
 
 
 def _path(path):
@@ -76,15 +81,39 @@ def _meta_text(value, key):
     raise TypeError("metadata %r: a value is a string or a number, not %r" % (key, value))
 
 
-def save_checkpoint(path, tensors, metadata=None):
+def _optimizer_state(tensors, optimizer, every_replica):
+    """(names, handles) of the optimizer's slots for the Variables of
+    tensors: the first replica's, or every replica's."""
+    from .optimizers import Optimizer
+    if not isinstance(optimizer, Optimizer):
+        raise TypeError("optimizer must be a vdev optimizer, not %r" % (optimizer,))
+    names, handles = [], []
+    for name, t in tensors.items():
+        if not isinstance(t, Variable):
+            continue
+        for slot, hs in optimizer._slot_handles(t):
+            n = _name("%s/%s" % (name, slot), "a slot's name")
+            for h in (hs if every_replica else hs[:1]):
+                names.append(n)
+                handles.append(h)
+    return names, handles
+
+
+def save_checkpoint(path, tensors, metadata=None, optimizer=None):
     """Writes tensors ({name: tensor}, in that order, on any devices) and
     metadata ({key: str or number}; numbers are written as decimal text) to
     path, replacing it atomically; its folder must exist. Names and keys are
     non-empty UTF-8 of at most 1024 bytes; keys starting with 'vdev.' are
-    vdev's. On error path is unchanged."""
+    vdev's. With an optimizer, also its state (the module's text says how).
+    On error path is unchanged."""
     names, handles = _tensors(tensors, expand=False)
+    metadata = dict(metadata or {})
+    if optimizer is not None:
+        n, h = _optimizer_state(tensors, optimizer, every_replica=False)
+        names, handles = names + n, handles + h
+        metadata[_ITERATIONS] = optimizer.iterations
     meta = []
-    for k, v in (metadata or {}).items():
+    for k, v in metadata.items():
         meta += [_name(k, "a metadata key"), _meta_text(v, k).encode("utf-8")]
     c_names = (ctypes.c_char_p * max(len(names), 1))(*names)
     c_meta = (ctypes.c_char_p * max(len(meta), 1))(*meta)
@@ -92,13 +121,29 @@ def save_checkpoint(path, tensors, metadata=None):
                                         c_meta, len(meta) // 2))
 
 
-def load_checkpoint(path, tensors):
+def load_checkpoint(path, tensors, optimizer=None):
     """Restores each tensor of {name: tensor} in place from the entry of that
-    name (same dtype and shape). Everything is checked first: on error no
-    tensor has changed."""
+    name (same dtype and shape), and with an optimizer its state. Everything
+    is checked first: on error no tensor, slot or count has changed."""
     names, handles = _tensors(tensors, expand=True)
+    iterations = None
+    if optimizer is not None:
+        n, h = _optimizer_state(tensors, optimizer, every_replica=True)
+        names, handles = names + n, handles + h
+        meta = checkpoint_metadata(path)
+        text = meta.get(_ITERATIONS, "")
+        if not text.isdigit():
+            raise errors.InvalidArgumentError(
+                "checkpoint '%s': metadata key '%s' is %s, not a whole number (saved without "
+                "an optimizer?)" % (os.fsdecode(_path(path)), _ITERATIONS,
+                                    repr(meta[_ITERATIONS]) if _ITERATIONS in meta else "missing"),
+                "VDEV_ERR_INVALID_ARG")
+        iterations = int(text)
     c_names = (ctypes.c_char_p * max(len(names), 1))(*names)
     _lib.check(lib.vdev_checkpoint_load(_path(path), c_names, _lib.handles(handles), len(names)))
+    if iterations is not None:
+        optimizer.iterations = iterations
+
 
 
 class _Open:

@@ -10,7 +10,9 @@
  * variable on its device and update it in place with one fused op there.
  * An update makes every slot it needs before it changes anything, so one
  * that runs out of memory leaves the variables and the step count as they
- * were (vdev_optimizer_prepare makes them ahead, for the mirrored strategy). Adam
+ * were (vdev_optimizer_prepare makes them ahead, for the mirrored strategy).
+ * vdev_optimizer_slots and the iteration count give that state to a
+ * checkpoint, so a restored run goes on as if it had never stopped. Adam
  * follows TensorFlow: lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t),
  * m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2, var -= lr_t m / (sqrt(v) + eps).
  *
@@ -238,7 +240,7 @@ struct slot {
 struct optim {
     enum opt_kind kind;
     float lr, momentum, beta1, beta2, eps;
-    int64_t step;               /* Adam: updates applied */
+    int64_t step;               /* updates applied (Keras's iterations; Adam's t) */
     struct slot *slots;
     int n_slots, cap_slots;
 };
@@ -434,15 +436,75 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
     enum vdev_status st = vdev_op_exec_inplace_all(
         o->kind == OPT_ADAM ? VDEV_OP_ADAM_UPDATE : VDEV_OP_SGD_UPDATE,
         (struct vdev_tens *const *const *)pins, n, k_in, &p);
-    /* Adam counts a step once its updates were submitted (a backend failure
-     * part way counts too: some variables moved with this step's factor). */
-    if (o->kind == OPT_ADAM && (st == VDEV_OK || vdev_last_status() == VDEV_ERR_BACKEND))
+    /* A step counts once its updates were submitted (a backend failure part
+     * way counts too: some variables moved with this step's Adam factor). */
+    if (st == VDEV_OK || vdev_last_status() == VDEV_ERR_BACKEND)
         o->step++;
     if (big) {
         free(lists);
         free(pins);
     }
     return st;
+}
+
+/* Slots that carry state from one step to the next: SGD's velocity only
+ * with momentum (without, the kernel overwrites it every step). */
+static int stateful_slots(const struct optim *o)
+{
+    if (o->kind == OPT_ADAM)
+        return 2;
+    return o->momentum > 0 ? 1 : 0;
+}
+
+VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *h, vdev_tensor_t *var, vdev_tensor_t **out,
+                                  const char **names, int cap)
+{
+    static const char *const adam_names[] = {"m", "v"}, *const sgd_names[] = {"momentum"};
+    struct optim *o = apply_args(h, &var, NULL, 1, 0, "vdev_optimizer_slots");
+    if (!o)
+        return -1;
+    if (cap < 0 || (cap > 0 && !out)) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_optimizer_slots: out is %s and cap %d (out may be "
+                                         "NULL only with cap 0)",
+                   out ? "set" : "NULL", cap);
+        return -1;
+    }
+    int n = stateful_slots(o);
+    if (n == 0)
+        return 0;
+    struct slot *sl = slot_of(o, var, vdev_tens_peek(var));
+    if (!sl)
+        return -1;
+    for (int k = 0; k < n && k < cap; k++) {
+        out[k] = sl->s[k];
+        if (names)
+            names[k] = o->kind == OPT_ADAM ? adam_names[k] : sgd_names[k];
+    }
+    return n;
+}
+
+VDEV_API enum vdev_status vdev_optimizer_get_iterations(const vdev_optimizer_t *h, int64_t *out)
+{
+    const struct optim *o = object_of(&optims, h, "vdev_optimizer_get_iterations");
+    if (!o)
+        return vdev_last_status();
+    if (!out)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_optimizer_get_iterations: out is NULL");
+    *out = o->step;
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_optimizer_set_iterations(vdev_optimizer_t *h, int64_t n)
+{
+    struct optim *o = object_of(&optims, h, "vdev_optimizer_set_iterations");
+    if (!o)
+        return vdev_last_status();
+    if (n < 0)
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "vdev_optimizer_set_iterations: %lld updates is negative",
+                          (long long)n);
+    o->step = n;
+    return VDEV_OK;
 }
 
 VDEV_API void vdev_optimizer_free(vdev_optimizer_t *h)
