@@ -254,4 +254,12 @@ else
   echo "cli_devices: CUDA GPUs present, the no-GPU case was not run"
 fi
 
+# ---- a setting for a hidden GPU: applied to nothing, and said so ----
+w="vdev: warning: /physical_device:GPU:0 is not visible, so the logical devices of VDEV_LOGICAL_DEVICES for it are not applied (settings name GPUs by their physical index, not by their place among the visible ones)"
+VDEV_SIM_GPUS=1x4GiB,1x8GiB,1x16GiB VDEV_VISIBLE_DEVICES=2 VDEV_LOGICAL_DEVICES="0:1GiB,1GiB" run devices
+[ $rc -eq 0 ] && ok || bad "hidden GPU's split: exit $rc: $err"
+[ "$err" = "$w" ] && ok || bad "hidden GPU's split: stderr '$err', expected '$w'"
+VDEV_SIM_GPUS=1x4GiB,1x8GiB,1x16GiB VDEV_VISIBLE_DEVICES=0,2 VDEV_LOGICAL_DEVICES="0:1GiB,1GiB" run devices
+[ $rc -eq 0 ] && [ -z "$err" ] && ok || bad "visible GPU's split: exit $rc, stderr '$err'"
+
 finish

@@ -301,6 +301,31 @@ static enum vdev_status over_budget(int gpu, int n_log, const char *what, uint64
                       from);
 }
 
+/* Settings for a GPU that is not visible are not applied: say so at
+ * start-up (indices in settings are physical, not positions among the
+ * visible GPUs, which a CUDA_VISIBLE_DEVICES habit may expect). */
+static void warn_hidden(const struct vdev_config_resolved *r)
+{
+    struct vdev_config_state *S = vdev_config_state();
+    for (int gpu = 0; gpu < S->n_gpus; gpu++) {
+        int shown = 0;
+        for (int k = 0; k < r->n_visible; k++)
+            shown |= r->order[k] == gpu;
+        if (shown)
+            continue;
+        const struct vdev_gpu_cfg *c = &S->gpus[gpu];
+        const char *what = c->n_logical ? "logical devices set in code"
+                           : r->split_from_env[gpu] ? "logical devices of VDEV_LOGICAL_DEVICES"
+                           : c->growth >= 0 ? "memory growth set in code"
+                                            : NULL;
+        if (what)
+            vdev_log_warning("/physical_device:GPU:%d is not visible, so the %s for it %s "
+                             "not applied (settings name GPUs by their physical index, not "
+                             "by their place among the visible ones)",
+                             gpu, what, c->n_logical || r->split_from_env[gpu] ? "are" : "is");
+    }
+}
+
 static enum vdev_status build_plan(struct vdev_plan *plan, struct vdev_config_resolved *r)
 {
     struct vdev_config_state *S = vdev_config_state();
@@ -324,6 +349,7 @@ static enum vdev_status build_plan(struct vdev_plan *plan, struct vdev_config_re
     if ((st = vdev_config_resolve_locked(r)) != VDEV_OK)
         return st;
     plan->n_cpus = r->n_cpus;
+    warn_hidden(r);
 
     /* The plan: the visible GPUs in numbering order, each one's logical devices. */
     for (int k = 0; k < r->n_visible; k++) {
