@@ -262,4 +262,10 @@ VDEV_SIM_GPUS=1x4GiB,1x8GiB,1x16GiB VDEV_VISIBLE_DEVICES=2 VDEV_LOGICAL_DEVICES=
 VDEV_SIM_GPUS=1x4GiB,1x8GiB,1x16GiB VDEV_VISIBLE_DEVICES=0,2 VDEV_LOGICAL_DEVICES="0:1GiB,1GiB" run devices
 [ $rc -eq 0 ] && [ -z "$err" ] && ok || bad "visible GPU's split: exit $rc, stderr '$err'"
 
+# ---- a fraction of 0 is none: the limit is explained as free less the reserve ----
+VDEV_SIM_GPUS=1x4GiB VDEV_MEMORY_FRACTION=0 run devices
+[ $rc -eq 0 ] && ok || bad "fraction 0: exit $rc: $err"
+has "$out" "A GPU's limit is its free memory less the reserve" && ok || bad "fraction 0 explained as: $out"
+if has "$out" "VDEV_MEMORY_FRACTION=0"; then bad "fraction 0 named as the limit: $out"; else ok; fi
+
 finish

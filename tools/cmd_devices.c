@@ -65,9 +65,11 @@ static void explain_limits(const struct vdev_physical_device *phys, int n_phys,
                            const struct vdev_logical_device *logi, int n_log)
 {
     const char *min_sys = getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
-    const char *frac_var = getenv("VDEV_MEMORY_FRACTION") ? "VDEV_MEMORY_FRACTION"
-                           : getenv("TF_GPU_MEMORY_FRACTION") ? "TF_GPU_MEMORY_FRACTION"
-                                                               : NULL;
+    /* a fraction of 0 is none (start-up checked the text already) */
+    const char *vd = getenv("VDEV_MEMORY_FRACTION"), *tf = getenv("TF_GPU_MEMORY_FRACTION");
+    const char *frac_var = vd && strtod(vd, NULL) > 0   ? "VDEV_MEMORY_FRACTION"
+                           : tf && strtod(tf, NULL) > 0 ? "TF_GPU_MEMORY_FRACTION"
+                                                        : NULL;
     if (frac_var && !min_sys) {
         printf("\nA GPU's limit is %s=%s of its total memory (without it, its free\n"
                "memory less the reserve TensorFlow leaves to the driver and libraries).\n",
