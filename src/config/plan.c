@@ -301,7 +301,7 @@ static enum vdev_status over_budget(int gpu, int n_log, const char *what, uint64
                       from);
 }
 
-/* Settings for a GPU that is not visible are not applied: say so at
+/* Logical devices for a GPU that is not visible are not applied: say so at
  * start-up (indices in settings are physical, not positions among the
  * visible GPUs, which a CUDA_VISIBLE_DEVICES habit may expect). */
 static void warn_hidden(const struct vdev_config_resolved *r)
@@ -314,15 +314,16 @@ static void warn_hidden(const struct vdev_config_resolved *r)
         if (shown)
             continue;
         const struct vdev_gpu_cfg *c = &S->gpus[gpu];
+        /* (memory growth is not named: code commonly sets it for every
+         * physical GPU, hidden or not) */
         const char *what = c->n_logical ? "logical devices set in code"
                            : r->split_from_env[gpu] ? "logical devices of VDEV_LOGICAL_DEVICES"
-                           : c->growth >= 0 ? "memory growth set in code"
-                                            : NULL;
+                                                    : NULL;
         if (what)
-            vdev_log_warning("/physical_device:GPU:%d is not visible, so the %s for it %s "
+            vdev_log_warning("/physical_device:GPU:%d is not visible, so the %s for it are "
                              "not applied (settings name GPUs by their physical index, not "
                              "by their place among the visible ones)",
-                             gpu, what, c->n_logical || r->split_from_env[gpu] ? "are" : "is");
+                             gpu, what);
     }
 }
 
