@@ -64,4 +64,10 @@ run demo --mirrored --steps 0
 [ $rc -eq 2 ] && ok || bad "--steps 0: exit $rc"
 [ "$(head -1 <<<"$err")" = "vdev demo: --steps takes a whole number from 1 to 1000000, not '0'" ] && ok ||
   bad "--steps 0: $err"
+# Every GPU hidden: stops, saying so, as the other scenarios do.
+VDEV_SIM_GPUS=2x1GiB VDEV_VISIBLE_DEVICES= run demo --mirrored --steps 2
+[ $rc -eq 1 ] && ok || bad "no visible GPU: exit $rc"
+[ "$err" = 'vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 2 there are); the demo needs at least one GPU, real or simulated' ] &&
+  ok || bad "no visible GPU: stderr '$err'"
+
 finish
