@@ -468,8 +468,10 @@ VDEV_API vdev_tensor_t *vdev_keep(vdev_tensor_t *t);
  *
  * vdev_device_push("GPU:1") ... vdev_device_pop(): a thread-local stack of
  * device scopes; an op runs on the innermost scope's device. An unscoped op
- * runs on the device of its inputs when they agree, else on the default
- * device. Gradients run on the device of their forward op. */
+ * runs on the device of its inputs when they agree; when they disagree, on
+ * the device of the variables its inputs derive from (a variable input's
+ * first), else on the default device (VDEV_PLACEMENT=tf: always the default device,
+ * TensorFlow's rule). Gradients run on the device of their forward op. */
 
 /* Opens a device scope, as tf.device: any accepted name, and a type without
  * an index ("GPU", "/gpu", "/device:GPU", "GPU:*"), which takes the
