@@ -23,6 +23,7 @@ struct vdev_alloc_trace {
     vdev_mutex_t mu;          /* guards f */
     FILE *f;
     atomic_uint_fast64_t next_id; /* the ID of the next allocation */
+    char path[];                  /* for the message of a failed write */
 };
 
 enum vdev_status vdev_alloc_trace_open(const char *path, vdev_alloc_trace_t **out)
@@ -32,7 +33,8 @@ enum vdev_status vdev_alloc_trace_open(const char *path, vdev_alloc_trace_t **ou
     *out = NULL;
     if (!path || !path[0])
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_alloc_trace_open: no path");
-    struct vdev_alloc_trace *t = calloc(1, sizeof *t);
+    size_t len = strlen(path) + 1;
+    struct vdev_alloc_trace *t = calloc(1, sizeof *t + len);
     if (!t)
         return vdev_error(VDEV_ERR_OOM, "vdev_alloc_trace_open: host out of memory");
     t->f = fopen(path, "w");
@@ -41,6 +43,7 @@ enum vdev_status vdev_alloc_trace_open(const char *path, vdev_alloc_trace_t **ou
         free(t);
         return vdev_error(VDEV_ERR_IO, "cannot write allocation trace %s: %s", path, strerror(e));
     }
+    memcpy(t->path, path, len);
     vdev_mutex_init(&t->mu);
     atomic_init(&t->next_id, 0);
     char when[32] = "unknown";
@@ -59,7 +62,8 @@ void vdev_alloc_trace_close(vdev_alloc_trace_t *t)
     if (!t)
         return;
     if (fclose(t->f) != 0)
-        vdev_log_warning("allocation trace: write failed: %s", strerror(errno));
+        vdev_log_warning("VDEV_ALLOC_TRACE=\"%s\": write failed: %s (the trace is incomplete)",
+                         t->path, strerror(errno));
     vdev_mutex_destroy(&t->mu);
     free(t);
 }
