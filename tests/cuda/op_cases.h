@@ -3,7 +3,8 @@
  * host: input generators, tolerances per op, the comparison, and the list of
  * cases, chosen to reach every code path of the kernels (broadcast modes,
  * axes, short and long rows, each kind of reduction with and without a split
- * axis, transposes, empty tensors, NaN, bad labels, huge logits).
+ * axis, transposes, empty tensors and empty batches, NaN, bad labels, huge
+ * logits, square roots of special values and subnormals).
  *
  * The includer defines run_case() (declared here) and, to run smaller
  * versions of the largest cases, OP_CASES_SMALL before including: BIG(a, b)
@@ -35,8 +36,12 @@ enum gen {
     G_TIES,     /* {0, 1, 2} with an occasional NaN: argmax ties */
     G_LABEL,    /* i32 in [0, C) */
     G_BADLABEL, /* i32 in [0, C), one of them C */
-    G_HUGE      /* logits of 1e10, 3e12, 1e15, -3e12 (by row), a few float ulps
+    G_HUGE,     /* logits of 1e10, 3e12, 1e15, -3e12 (by row), a few float ulps
                  * apart or all equal: log-softmax and cross-entropy exactness */
+    G_ROOTS     /* every 4th element a special value of sqrt (-inf, -1, -0, +0,
+                 * +inf, NaN, subnormals of both signs, FLT_MIN, FLT_MAX, exact
+                 * squares), the rest positive over every exponent, subnormals
+                 * included (2^-149 to 2^128) */
 };
 
 struct tin {
@@ -91,6 +96,20 @@ static void *make_host(const struct tin *t, int64_t classes)
         case G_BADLABEL:
             l[i] = i == n / 2 ? (int32_t)classes : (int32_t)(u * (double)classes);
             break;
+        case G_ROOTS: {
+            static const float sp[] = {-INFINITY, -1.0f, -0.0f, 0.0f, INFINITY, NAN,
+                                       0x1p-149f,            /* the least subnormal */
+                                       0x1.fffffcp-127f,     /* the largest */
+                                       0x1.8p-140f, -0x1p-149f, 0x1p-126f /* FLT_MIN */,
+                                       0x1.fffffep127f /* FLT_MAX */, 1.0f, 4.0f, 2.0f, 0.25f};
+            if (i % 4 == 1) {
+                f[i] = sp[(i / 4) % (int64_t)(sizeof sp / sizeof sp[0])];
+            } else { /* (1 + fraction) 2^e, e from -149 to 127 */
+                double y = 277.0 * u;
+                f[i] = (float)ldexp(1.0 + (y - floor(y)), (int)y - 149);
+            }
+            break;
+        }
         case G_HUGE: {
             static const float base[] = {1e10f, 3e12f, 1e15f, -3e12f};
             int64_t c = t->ndim ? t->shape[t->ndim - 1] : 1, row = c ? i / c : 0;
@@ -106,12 +125,17 @@ static void *make_host(const struct tin *t, int64_t classes)
     return p;
 }
 
-/* Tolerances per op: |gpu - cpu| <= atol + rtol |cpu|; NaN must meet NaN and
- * an infinity the same infinity. Why each:
+/* Tolerances per op: |gpu - cpu| <= atol + rtol |cpu|; NaN must meet NaN,
+ * an infinity the same infinity, and at tolerance 0 a zero the same zero.
+ * Why each:
  *  - exact: float + - * / and moves (the reference rounds the double result
- *    once, which for these equals the float operation the kernels do), and
- *    the double-arithmetic gradients and updates the kernels compute in the
- *    same order without FMA contraction (--fmad=false);
+ *    once, which for these equals the float operation the kernels do), sqrt
+ *    (IEEE's double sqrt is correctly rounded on the host and the device,
+ *    and a correctly rounded double sqrt of a float rounds to the correctly
+ *    rounded float sqrt), and the double-arithmetic gradients and updates
+ *    the kernels compute in the same order without FMA contraction
+ *    (--fmad=false). Exact also means a zero of the same sign (sqrt(-0) is
+ *    -0);
  *  - 2 ulp (rtol 2.4e-7): exp, log, tanh, sigmoid, pow: the device's double
  *    functions are within 1-2 ulp of double, which after rounding to float
  *    differs from the host's result by at most one float ulp, rarely;
@@ -161,6 +185,8 @@ static int close_enough(float g, float c, double atol, double rtol)
         return g != g;
     if (isinf(c))
         return g == c;
+    if (atol == 0 && rtol == 0 && c == 0)
+        return g == 0 && signbit(g) == signbit(c);
     return fabs((double)g - (double)c) <= atol + rtol * fabs((double)c);
 }
 
@@ -274,6 +300,12 @@ op_cases(void)
     CASE("wide", VDEV_OP_EXP, none, 0, TF(G_WIDE, 2, 20, 30));
     CASE("positive", VDEV_OP_LOG, none, 0, TF(G_POS, 2, 20, 30));
     CASE("large", VDEV_OP_TANH, none, 0, TF(G_UNIFORM, 1, 1 << 20));
+    CASE("special values, subnormals", VDEV_OP_SQRT, none, 0, TF(G_ROOTS, 2, 20, 30));
+    CASE("positive", VDEV_OP_SQRT, none, 0, TF(G_POS, 2, 20, 30));
+    CASE("NaN, inf, -0", VDEV_OP_SQRT, none, 0, TF(G_SPECIAL, 2, 20, 30));
+    CASE("0-d", VDEV_OP_SQRT, none, 0, TF(G_POS, 0, 0));
+    CASE("empty", VDEV_OP_SQRT, none, 0, TF(G_ROOTS, 2, 0, 5));
+    CASE("large", VDEV_OP_SQRT, none, 0, TF(G_ROOTS, 1, BIG(1 << 20, 100003)));
 
     /* row-wise: short rows (a warp a row), long rows (a block), 1-D, 3-D */
     static const enum vdev_op rowops[] = {VDEV_OP_SOFTMAX, VDEV_OP_LOG_SOFTMAX};
@@ -336,7 +368,17 @@ op_cases(void)
     /* losses */
     CASE("[50,40]", VDEV_OP_MSE, none, 0, TF(G_UNIFORM, 2, 50, 40), TF(G_UNIFORM, 2, 50, 40));
     CASE("1M", VDEV_OP_MSE, none, 0, TF(G_UNIFORM, 1, 1 << 20), TF(G_UNIFORM, 1, 1 << 20));
-    CASE("empty", VDEV_OP_MSE, none, 0, TF(G_UNIFORM, 1, 0), TF(G_UNIFORM, 1, 0));
+    /* an empty batch is 0 (divide_no_nan); examples without elements are
+     * 0/0 = NaN: [0] (one example of none), [3,0] */
+    CASE("empty [0]: NaN", VDEV_OP_MSE, none, 0, TF(G_UNIFORM, 1, 0), TF(G_UNIFORM, 1, 0));
+    CASE("[3,0]: NaN", VDEV_OP_MSE, none, 0, TF(G_UNIFORM, 2, 3, 0), TF(G_UNIFORM, 2, 3, 0));
+    CASE("empty batch [0,3]", VDEV_OP_MSE, none, 0, TF(G_UNIFORM, 2, 0, 3),
+         TF(G_UNIFORM, 2, 0, 3));
+    CASE("empty batch [0,0]", VDEV_OP_MSE, none, 0, TF(G_UNIFORM, 2, 0, 0),
+         TF(G_UNIFORM, 2, 0, 0));
+    CASE("empty batch [2,0,4]", VDEV_OP_MSE, none, 0, TF(G_UNIFORM, 3, 2, 0, 4),
+         TF(G_UNIFORM, 3, 2, 0, 4));
+    CASE("0-d", VDEV_OP_MSE, none, 0, TF(G_UNIFORM, 0, 0), TF(G_UNIFORM, 0, 0));
     CASE("[64,10]", VDEV_OP_SOFTMAX_CE, none, 10, TF(G_WIDE, 2, 64, 10), TI(G_LABEL, 1, 64));
     CASE("[8,3000]", VDEV_OP_SOFTMAX_CE, none, 3000, TF(G_UNIFORM, 2, 8, 3000), TI(G_LABEL, 1, 8));
     CASE("[5000,5]", VDEV_OP_SOFTMAX_CE, none, 5, TF(G_UNIFORM, 2, BIG(5000, 1100), 5),
@@ -344,6 +386,8 @@ op_cases(void)
     CASE("bad label", VDEV_OP_SOFTMAX_CE, none, 10, TF(G_UNIFORM, 2, 16, 10),
          TI(G_BADLABEL, 1, 16));
     CASE("no rows", VDEV_OP_SOFTMAX_CE, none, 10, TF(G_UNIFORM, 2, 0, 10), TI(G_LABEL, 1, 0));
+    CASE("no rows, long", VDEV_OP_SOFTMAX_CE, none, 3000, TF(G_UNIFORM, 2, 0, 3000),
+         TI(G_LABEL, 1, 0));
     CASE("huge logits", VDEV_OP_SOFTMAX_CE, none, 10, TF(G_HUGE, 2, 16, 10), TI(G_LABEL, 1, 16));
     CASE("huge logits, long rows", VDEV_OP_SOFTMAX_CE, none, 3000, TF(G_HUGE, 2, 8, 3000),
          TI(G_LABEL, 1, 8));

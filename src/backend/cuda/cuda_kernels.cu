@@ -9,8 +9,10 @@
  *  - elementwise results are computed in double and rounded once to float,
  *    exactly as the reference does (for + - * / that is the float operation;
  *    for exp, tanh, log, pow the device's double functions, within 1-2 ulp of
- *    double, then rounded to float). The files are compiled with --fmad=false
- *    so that a*b+c is never contracted into an FMA the reference does not do.
+ *    double, then rounded to float; sqrt is correctly rounded in double on
+ *    both sides, and so, rounded to float, the same bits). The files are
+ *    compiled with --fmad=false so that a*b+c is never contracted into an
+ *    FMA the reference does not do.
  *  - row-wise ops (softmax, log-softmax, cross-entropy) accumulate in double
  *    across a block: per-thread partial sums, then warp shuffles, then shared
  *    memory across the warps of a block. The order of the additions differs
@@ -40,7 +42,7 @@ const char *op_name(int op)
         "Reshape", "Transpose", "MeanSquaredError", "SparseSoftmaxCrossEntropyWithLogits",
         "ArgMax", "Identity", "ReluGrad", "TanhGrad", "SigmoidGrad", "SoftmaxGrad",
         "LogSoftmaxGrad", "BroadcastTo", "MeanSquaredErrorGrad", "SparseSoftmaxCrossEntropyGrad",
-        "ReduceToShape", "ApplyMomentum", "ApplyAdam"};
+        "ReduceToShape", "ApplyMomentum", "ApplyAdam", "Sqrt"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -137,7 +139,7 @@ void launch_binary(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
 
 /* ---- unary elementwise; s is f[0] rounded to float (as the reference) ---- */
 
-enum { U_ADDS, U_MULS, U_POWS, U_RELU, U_TANH, U_SIGMOID, U_EXP, U_LOG };
+enum { U_ADDS, U_MULS, U_POWS, U_RELU, U_TANH, U_SIGMOID, U_EXP, U_LOG, U_SQRT };
 
 __device__ double sigmoid_d(double u)
 {
@@ -161,6 +163,8 @@ __global__ void k_unary(const float *x, float *o, int64_t n, double s)
         case U_TANH: r = tanh(u); break;
         case U_SIGMOID: r = sigmoid_d(u); break;
         case U_EXP: r = exp(u); break;
+        /* sqrt, as the reference: NaN below 0 (-inf included), -0 for -0 */
+        case U_SQRT: r = sqrt(u); break;
         default: r = log(u); break;
         }
         o[i] = (float)r;
@@ -295,14 +299,15 @@ __global__ void k_softmax_ce_rows(const float *x, const int32_t *lab, int64_t n,
         partial[blockIdx.x] = acc;
 }
 
-/* Pass 2: the partials in order, divided by n (0/0 = NaN for no rows). */
+/* Pass 2: the partials in order, divided by n; no rows give 0, as the
+ * reference (no partials are read then). */
 __global__ void k_mean_of_partials(const double *partial, int nparts, int64_t n, float *out)
 {
     if (threadIdx.x == 0 && blockIdx.x == 0) {
         double acc = 0.0;
         for (int i = 0; i < nparts; i++)
             acc += partial[i];
-        out[0] = (float)(acc / (double)n);
+        out[0] = n > 0 ? (float)(acc / (double)n) : 0.0f;
     }
 }
 
@@ -451,8 +456,9 @@ int copy_words(const vdev_cuda_args *a, cudaStream_t s, char *msg, size_t cap)
 
 /* Whether the op has no element to write: it then returns before touching
  * the device (a grid of size 0 is a launch error). Reductions of an empty
- * axis, MSE and cross-entropy still write their outputs (0, or 0/0 = NaN);
- * matmul decides in run_matmul. */
+ * axis, MSE and cross-entropy still write their outputs (SUM 0, MEAN 0/0 =
+ * NaN; the losses 0 for an empty batch, MSE NaN for examples without
+ * elements); matmul decides in run_matmul. */
 bool nothing_to_do(const vdev_cuda_args *a)
 {
     switch (a->op) {
@@ -505,6 +511,7 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_SIGMOID: launch_unary<U_SIGMOID>(a, s, n_sm); break;
     case VDEV_OP_EXP: launch_unary<U_EXP>(a, s, n_sm); break;
     case VDEV_OP_LOG: launch_unary<U_LOG>(a, s, n_sm); break;
+    case VDEV_OP_SQRT: launch_unary<U_SQRT>(a, s, n_sm); break;
     case VDEV_OP_SOFTMAX:
     case VDEV_OP_LOG_SOFTMAX: {
         int64_t c = last_dim(a, 0), rows = numel_in(a, 0) / c;
@@ -535,8 +542,15 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
         break;
     }
     case VDEV_OP_MSE: {
-        int64_t n = numel_in(a, 0); /* n 0: 0/0 */
-        reduce_sum(in0, (const float *)a->in[1], 1, n, 1, true, (double)n, out0, env);
+        /* Over every element, divided by their count, as the reference; no
+         * example (every dimension but the last multiplies to 0, as
+         * vdev_loss_examples counts them): the empty sum undivided, 0.
+         * Examples without elements ([3,0], or [0] with its one example)
+         * still give 0/0 = NaN. */
+        int64_t n = numel_in(a, 0), examples = 1;
+        for (int d = 0; d + 1 < a->in_ndim[0]; d++)
+            examples *= a->in_shape[0][d];
+        reduce_sum(in0, (const float *)a->in[1], 1, n, 1, examples != 0, (double)n, out0, env);
         break;
     }
     case VDEV_OP_SOFTMAX_CE: {

@@ -47,7 +47,8 @@ struct LoadSquaredDiff {
 };
 
 /* How a sum becomes its output: divided by `div` (mean: the length, MSE:
- * the element count; 0/0 = NaN by design) or not. */
+ * the element count; 0/0 = NaN by design) or not (MSE of an empty batch:
+ * the empty sum, 0). */
 struct Finish {
     int divide;
     double div;
