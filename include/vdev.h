@@ -543,6 +543,11 @@ VDEV_API enum vdev_status vdev_metrics_serve(const char *addr);
 VDEV_API void vdev_metrics_stop(void);
 /* The port being served, 0 when not serving. */
 VDEV_API int vdev_metrics_port(void);
+/* The profiler trace (VDEV_TRACE_FILE, read at start-up) this process is
+ * writing, or wrote last, with its placeholders (%p, %r, %%) expanded,
+ * copied with its NUL into out[cap]; "" when it has written none. VDEV_ERR_INVALID_ARG for out
+ * NULL or too small (the message says how many bytes it needs). */
+VDEV_API enum vdev_status vdev_trace_path(char *out, size_t cap);
 
 /* ==== ops =================================================================
  * Each returns a new tensor, or NULL (see above). A shape mismatch is

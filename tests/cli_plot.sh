@@ -66,6 +66,12 @@ out=$(VDEV_SIM_GPUS=3x1GiB "$vdev" demo --tf-placement --steps 2 --report "$tmp/
 VDEV_SIM_GPUS=3x1GiB VDEV_TRACE_FILE=$tmp/own.json "$vdev" demo --steps 2 --epochs 1 \
   --report "$tmp/rep/own" >/dev/null 2>&1 && [ -s "$tmp/own.json" ] && [ ! -e "$tmp/rep/own/run.json" ] \
   && svg "$tmp/rep/own/memory.svg" && ok || bad "--report with VDEV_TRACE_FILE set"
+# a placeholder in VDEV_TRACE_FILE: the report draws the file written (%p expanded)
+out=$(VDEV_SIM_GPUS=3x1GiB VDEV_TRACE_FILE=$tmp/own.%p.json "$vdev" demo --steps 2 --epochs 1 \
+  --report "$tmp/rep/pid" 2>&1); rc=$?
+written=$(ls "$tmp"/own.[0-9]*.json 2>/dev/null | wc -l)
+[ $rc -eq 0 ] && [ "$written" -eq 1 ] && svg "$tmp/rep/pid/memory.svg" && ok ||
+  bad "--report with %p in VDEV_TRACE_FILE: exit $rc, $written files: $out"
 "$vdev" demo --help | grep -q -- "--report DIR" && ok || bad "--report not in demo --help"
 
 # errors

@@ -276,8 +276,20 @@ static void test_placeholders(void)
     /* %p: this process; %%: a percent sign */
     setenv("VDEV_TRACE_FILE", "/tmp/vdev-test-trace-%p-100%%.json", 1);
     CHECK_OK(vdev_init());
-    vdev_shutdown();
     snprintf(want, sizeof want, "/tmp/vdev-test-trace-%ld-100%%.json", (long)getpid());
+    /* vdev_trace_path: the file written, while it is written and after */
+    char got[256], tiny[8];
+    CHECK_OK(vdev_trace_path(got, sizeof got));
+    CHECK_STR(got, want);
+    CHECK_STATUS(vdev_trace_path(NULL, 8), VDEV_ERR_INVALID_ARG);
+    CHECK_STR(vdev_last_error(), "vdev_trace_path: out is NULL or cap is 0");
+    CHECK_STATUS(vdev_trace_path(tiny, sizeof tiny), VDEV_ERR_INVALID_ARG);
+    char need[96];
+    snprintf(need, sizeof need, "vdev_trace_path: needs %zu bytes, out holds 8", strlen(want) + 1);
+    CHECK_STR(vdev_last_error(), need);
+    vdev_shutdown();
+    CHECK_OK(vdev_trace_path(got, sizeof got));
+    CHECK_STR(got, want);
     CHECK(trace_whole(want));
     CHECK(unlink(want) == 0);
     /* %r: the first of OMPI_COMM_WORLD_RANK, PMIX_RANK and PMI_RANK that is

@@ -158,6 +158,11 @@ int vdev_cmd_demo(int argc, char **argv)
         setenv("VDEV_TRACE_FILE", trace, 1);
     }
     int rc = run(argc, argv);
+    /* the file written: VDEV_TRACE_FILE with its placeholders expanded */
+    if (rc == 0 && vdev_trace_path(trace, sizeof trace) == VDEV_OK && !trace[0]) {
+        fprintf(stderr, "vdev demo: --report: no trace was written\n");
+        rc = 1;
+    }
     vdev_shutdown(); /* closes the trace */
     if (rc != 0)
         return rc;

@@ -61,6 +61,22 @@ static struct {
     char path[PATH_MAX]; /* the file written (VDEV_TRACE_FILE expanded), for messages */
 } T = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+VDEV_API enum vdev_status vdev_trace_path(char *out, size_t cap)
+{
+    if (!out || cap == 0)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_trace_path: out is NULL or cap is 0");
+    pthread_mutex_lock(&T.lock);
+    const char *p = T.forked ? "" : T.path; /* kept after the trace is closed */
+    size_t need = strlen(p) + 1;
+    if (need <= cap)
+        memcpy(out, p, need);
+    pthread_mutex_unlock(&T.lock);
+    if (need > cap)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_trace_path: needs %zu bytes, out holds %zu",
+                          need, cap);
+    return VDEV_OK;
+}
+
 #define WRITE_FAILED_FMT "VDEV_TRACE_FILE=\"%s\": write failed: %s (the trace is incomplete)"
 
 /* A write to the trace failed with errno e: said once, on standard error;
