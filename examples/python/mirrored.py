@@ -22,6 +22,7 @@ Without a GPU it runs on four simulated ones (VDEV_SIM_GPUS=4x16GiB).
 """
 import argparse
 import os
+import re
 import sys
 import time
 
@@ -29,12 +30,35 @@ import numpy as np
 
 import vdev
 
-p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-p.add_argument("--epochs", type=int, default=1, help="epochs (default 1)")
-p.add_argument("--steps", type=int, default=200, help="steps per epoch (default 200)")
-p.add_argument("--batch", type=int, default=1024, help="global batch (default 1024)")
-p.add_argument("--seed", type=int, default=1, help="seed of the data and the weights")
+
+class Parser(argparse.ArgumentParser):
+    """Refuses a bad option as `vdev demo --mirrored` does: a line saying
+    why, then the usage, exit status 2."""
+
+    def error(self, message):
+        self.exit(2, "%s: %s\n\n%s" % (self.prog, message, self.format_usage()))
+
+
+def whole(opt, lo, hi, default):
+    """Option opt's value, a whole number from lo to hi (default if not given)."""
+    text = getattr(args, opt[2:])
+    if text is None:
+        return default
+    if not re.fullmatch(r"\s*[+-]?[0-9]+", text) or not lo <= int(text) <= hi:
+        p.error("%s takes a whole number from %d to %d, not '%s'" % (opt, lo, hi, text))
+    return int(text)
+
+
+p = Parser(description=__doc__.split("\n\n")[0])
+p.add_argument("--epochs", metavar="N", help="epochs (default 1)")
+p.add_argument("--steps", metavar="N", help="steps per epoch (default 200)")
+p.add_argument("--batch", metavar="N", help="global batch (default 1024)")
+p.add_argument("--seed", metavar="N", help="seed of the data and the weights (default 1)")
 args = p.parse_args()
+args.epochs = whole("--epochs", 1, 1000000, 1)
+args.steps = whole("--steps", 1, 1000000, 200)
+args.batch = whole("--batch", 1, 1 << 20, 1024)
+args.seed = whole("--seed", 0, 1000000000, 1)
 IN, HIDDEN, CLASSES = 32, 256, 4
 
 if not vdev.config.list_physical_devices("GPU") and "VDEV_SIM_GPUS" not in os.environ:

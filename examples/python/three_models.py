@@ -21,24 +21,49 @@ one or two GPUs the first is split into logical GPUs of 1 GiB each.
 """
 import argparse
 import os
+import re
 import sys
 import time
 
 import vdev
 
-p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+
+class Parser(argparse.ArgumentParser):
+    """Refuses a bad option as `vdev demo` does: a line saying why, then the
+    usage, exit status 2."""
+
+    def error(self, message):
+        self.exit(2, "%s: %s\n\n%s" % (self.prog, message, self.format_usage()))
+
+
+def whole(opt, lo, hi, default):
+    """Option opt's value, a whole number from lo to hi (default if not given)."""
+    text = getattr(args, opt[2:].replace("-", "_"))
+    if text is None:
+        return default
+    if not re.fullmatch(r"\s*[+-]?[0-9]+", text) or not lo <= int(text) <= hi:
+        p.error("%s takes a whole number from %d to %d, not '%s'" % (opt, lo, hi, text))
+    return int(text)
+
+
+p = Parser(description=__doc__.split("\n\n")[0])
 p.add_argument("--tf-placement", action="store_true",
                help="scopes only around building the models, TensorFlow's placement rule")
 p.add_argument("--vdev-placement", action="store_true",
                help="with --tf-placement: vdev's placement rule instead")
-p.add_argument("--epochs", type=int, help="epochs (default 5; 1 with --tf-placement)")
-p.add_argument("--steps", type=int, help="steps per epoch (default 100; 50 with --tf-placement)")
-p.add_argument("--batch", type=int, default=64, help="examples per step (default 64)")
-p.add_argument("--seed", type=int, default=1, help="seed of the data and the weights")
+p.add_argument("--epochs", metavar="N", help="epochs (default 5; 1 with --tf-placement)")
+p.add_argument("--steps", metavar="N",
+               help="steps per epoch (default 100; 50 with --tf-placement)")
+p.add_argument("--batch", metavar="N", help="examples per step (default 64)")
+p.add_argument("--seed", metavar="N", help="seed of the data and the weights (default 1)")
 p.add_argument("--log-placement", action="store_true", help="print the device of every op")
 args = p.parse_args()
-epochs = args.epochs or (1 if args.tf_placement else 5)
-steps = args.steps or (50 if args.tf_placement else 100)
+epochs = whole("--epochs", 1, 1000000, 1 if args.tf_placement else 5)
+steps = whole("--steps", 1, 1000000, 50 if args.tf_placement else 100)
+args.batch = whole("--batch", 1, 1 << 20, 64)
+args.seed = whole("--seed", 0, 1000000000, 1)
+if args.vdev_placement and not args.tf_placement:
+    p.error("--vdev-placement goes with --tf-placement")
 
 # ---- devices: three logical GPUs, whatever the machine has ------------------------------
 gpus = vdev.config.list_physical_devices("GPU")

@@ -4,11 +4,16 @@ integers wherever a whole number is taken, MiB sizes that do not fit 64 bits,
 a single LogicalDeviceConfiguration, ``vdev.device(None)`` and
 ``vdev.device('')``, strict placement advice in Python's words, argmax over
 any axis (axis=None: 0), the implicit sum of a non-scalar gradient target,
-and Keras's warning for variables without a gradient."""
+Keras's warning for variables without a gradient, std::pow's and
+std::sqrt's special values, Keras's loss of an empty batch, and the Python
+examples refusing bad options as ``vdev demo`` does."""
 import copy
 import gc
 import logging
+import os
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -182,10 +187,7 @@ def test_reflected_operators():
     m = vdev.constant([[1.0], [2.0]])
     np.testing.assert_array_equal(([[1.0, 2.0]] @ m).numpy(), [[5.0]])
     np.testing.assert_array_equal((np.array([[1.0, 2.0]], np.float32) @ m).numpy(), [[5.0]])
-    with pytest.raises(ValueError) as e:
-        (-2) ** a
-    assert str(e.value) == ("vdev computes number ** tensor as exp(tensor * log(number)), for a "
-                            "positive number, not -2")
+    np.testing.assert_array_equal(((-2) ** a).numpy(), [-2.0, 4.0, -8.0])
     w = vdev.Variable([1.0, 2.0])
     with vdev.GradientTape() as tape:
         y = vdev.reduce_sum(3 ** w)
@@ -375,3 +377,164 @@ def test_sparse_crossentropy_takes_keras_label_shapes():
     for labels in ([[0], [2]], np.array([[0], [2]], np.int32), np.array([0.0, 2.0], np.float32),
                    vdev.constant([[0.0], [2.0]]), vdev.constant(np.array([[0], [2]], np.int32))):
         assert loss(labels, logits).numpy() == want
+
+
+# ---- std::pow and std::sqrt: special values and gradients ----
+
+INF, NAN = np.inf, np.nan
+# Exponents: infinities, NaN, signed zeros, the smallest subnormals, halves,
+# odd and even whole numbers (2^24 + 2 even, 1e30 even), either sign.
+EXPONENTS = np.array([-INF, -1e30, -3, -2.5, -2, -1, -0.5, -1e-45, -0.0, 0.0, 1e-45, 0.5, 1,
+                      2, 2.5, 3, 16777218, 1e30, INF, NAN], np.float32)
+
+
+def _same(got, want):
+    """Equal as floats, NaN equal to NaN, and zeros of the same sign."""
+    np.testing.assert_array_equal(got, want)
+    zero = want == 0
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
+
+
+@pytest.mark.parametrize("base", [1, 1.0, -1, 0.0, -0.0, 2, 0.5, 3.0, -2, -0.5, -3.0, INF, -INF,
+                                  NAN, 1e-50, 1e40, np.float32(0.1)])
+def test_number_to_tensor_power_is_std_pow(base):
+    """number ** tensor gives TensorFlow's Pow (std::pow, as numpy's float32
+    power) for every special value: exactly where the result is 0, 1, inf or
+    NaN or the exponent special, within float roundings elsewhere. The
+    gradient is TensorFlow's, grad * x**t * log(x) (log(x) taken as 0 for
+    x <= 0), wherever that is a number (base inf: where t >= 0)."""
+    t = vdev.constant(EXPONENTS)
+    got = (base ** t).numpy()
+    with np.errstate(all="ignore"):
+        b = np.float32(base)
+        want = np.power(b, EXPONENTS)
+    exact = ~np.isfinite(want) | (want == 0) | (np.abs(want) == 1) | ~np.isfinite(EXPONENTS) | (
+        EXPONENTS == 0)
+    _same(got[exact], want[exact])
+    np.testing.assert_allclose(got, want, rtol=4e-6)
+    np.testing.assert_array_equal(vdev.pow(base, t).numpy(), got)
+    w = vdev.Variable(EXPONENTS)
+    with vdev.GradientTape() as tape:
+        y = vdev.reduce_sum(base ** w)
+    g = tape.gradient(y, w).numpy()
+    with np.errstate(all="ignore"):
+        tf_grad = want * (np.log(b) if b > 0 else np.float32(0))
+    defined = ~np.isnan(tf_grad)
+    np.testing.assert_allclose(g[defined], tf_grad[defined], rtol=1e-5)
+    if not b == INF:  # base inf: 0 for t < 0, where TensorFlow's is NaN
+        np.testing.assert_array_equal(np.isnan(g), ~defined)
+
+
+def test_power_of_one_and_of_a_negative_base():
+    """The cases of the report: 1 ** [inf, nan, 2] is [1, 1, 1] as std::pow
+    gives (not exp(t * log 1), which is NaN at inf and NaN), and a negative
+    base takes whole exponents; on the exponent's device."""
+    with vdev.device("GPU:1"):
+        t = vdev.constant([INF, NAN, 2.0])
+        u = vdev.constant([3.0, 0.5, -2.0])
+    r = 1 ** t
+    assert r.device == LONG + "/device:GPU:1"
+    np.testing.assert_array_equal(r.numpy(), [1.0, 1.0, 1.0])
+    r = (-2) ** u
+    assert r.device == LONG + "/device:GPU:1"
+    np.testing.assert_array_equal(r.numpy(), [-8.0, NAN, 0.25])
+    np.testing.assert_array_equal((0 ** u).numpy(), [0.0, 0.0, INF])
+    np.testing.assert_array_equal((INF ** vdev.constant([0.0, -0.0])).numpy(), [1.0, 1.0])
+    with pytest.raises(vdev.errors.InvalidArgumentError):
+        (-2) ** vdev.constant([1, 2])  # int32, as every vdev op
+
+
+def test_sqrt_is_std_sqrt_with_torchs_gradient():
+    """vdev.sqrt is the Sqrt op (std::sqrt: NaN at -inf, -0 at -0), not
+    pow(x, 0.5) (inf at -inf, +0 at -0); its gradient 0.5 * grad / sqrt(x)
+    is torch's, -inf at -0 included."""
+    torch = pytest.importorskip("torch")
+    x = np.array([-INF, -1.0, -0.0, 0.0, 1e-45, 0.25, 2.0, 3.0, 1e30, INF, NAN], np.float32)
+    got = vdev.sqrt(vdev.constant(x)).numpy()
+    with np.errstate(invalid="ignore"):
+        want = np.sqrt(x)
+    _same(got, want)
+    assert vdev.math.sqrt is vdev.sqrt
+    tx = torch.tensor(x, requires_grad=True)
+    torch.sqrt(tx).sum().backward()
+    _same(got, torch.sqrt(torch.tensor(x)).numpy())
+    w = vdev.Variable(x)
+    with vdev.GradientTape() as tape:
+        y = vdev.reduce_sum(vdev.sqrt(w))
+    g = tape.gradient(y, w).numpy()
+    _same(g, tx.grad.numpy())
+
+
+# ---- Keras's losses of an empty batch ----
+
+def test_losses_of_an_empty_batch():
+    """Keras's reduction sum_over_batch_size divides with divide_no_nan: the
+    loss of an empty batch is 0 (not the NaN of a mean over nothing), and
+    its gradient 0; reduction 'none' gives an empty tensor."""
+    L = vdev.losses
+    w = vdev.Variable(np.ones((2, 3), np.float32))
+    x = vdev.constant(np.zeros((0, 2), np.float32))
+    y = vdev.constant(np.zeros((0, 3), np.float32))
+    losses = [L.MeanSquaredError(), L.MeanSquaredError(reduction="sum_over_batch_size"),
+              L.CategoricalCrossentropy(from_logits=True),
+              L.CategoricalCrossentropy(from_logits=True, reduction="sum_over_batch_size")]
+    for loss in losses:
+        with vdev.GradientTape() as tape:
+            v = loss(y, vdev.matmul(x, w))
+        assert v.shape == () and v.numpy() == 0.0, loss
+        np.testing.assert_array_equal(tape.gradient(v, w).numpy(), np.zeros((2, 3)))
+    one = vdev.constant(np.zeros((0, 1), np.float32))
+    assert L.CategoricalCrossentropy(from_logits=True)(one, one).numpy() == 0.0
+    assert L.MeanSquaredError()(one, one).numpy() == 0.0
+    for loss in (L.MeanSquaredError(reduction="none"),
+                 L.CategoricalCrossentropy(from_logits=True, reduction="none")):
+        v = loss(y, y)
+        assert v.shape == (0,) and v.numpy().shape == (0,) and v.dtype is vdev.float32
+    sparse = L.SparseCategoricalCrossentropy(from_logits=True)
+    for labels in (np.zeros((0,), np.int32), np.zeros((0, 1), np.float32), [],
+                   vdev.constant(np.zeros((0,), np.int32))):
+        assert sparse(labels, y).numpy() == 0.0
+
+
+# ---- the Python examples take options as `vdev demo` does ----
+
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _example(name, *opts):
+    return subprocess.run([sys.executable, os.path.join(SRC, "examples", "python", name)]
+                          + list(opts), capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("name,opts,message", [
+    ("three_models.py", ["--epochs", "0"], "--epochs takes a whole number from 1 to 1000000, "
+                                           "not '0'"),
+    ("three_models.py", ["--steps", "-1"], "--steps takes a whole number from 1 to 1000000, "
+                                           "not '-1'"),
+    ("three_models.py", ["--batch", "0"], "--batch takes a whole number from 1 to 1048576, "
+                                          "not '0'"),
+    ("three_models.py", ["--batch", "1048577"], "--batch takes a whole number from 1 to "
+                                                "1048576, not '1048577'"),
+    ("three_models.py", ["--seed", "-1"], "--seed takes a whole number from 0 to 1000000000, "
+                                          "not '-1'"),
+    ("three_models.py", ["--steps", "2x"], "--steps takes a whole number from 1 to 1000000, "
+                                           "not '2x'"),
+    ("three_models.py", ["--vdev-placement"], "--vdev-placement goes with --tf-placement"),
+    ("mirrored.py", ["--steps", "0"], "--steps takes a whole number from 1 to 1000000, not '0'"),
+    ("mirrored.py", ["--epochs", "0"], "--epochs takes a whole number from 1 to 1000000, "
+                                       "not '0'"),
+    ("mirrored.py", ["--batch", "-3"], "--batch takes a whole number from 1 to 1048576, "
+                                       "not '-3'"),
+    ("mirrored.py", ["--seed", "x"], "--seed takes a whole number from 0 to 1000000000, "
+                                     "not 'x'"),
+])
+def test_examples_refuse_bad_options(name, opts, message):
+    """As `vdev demo` (exit status 2, a line saying why, then the usage),
+    before any work: the bad values ran on (--epochs 0 ran 5 epochs) or
+    failed later (ZeroDivisionError, TypeError)."""
+    r = _example(name, *opts)
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert lines[0] == "%s: %s" % (name, message)
+    assert lines[1] == "" and lines[2].startswith("usage: %s [-h]" % name)
+    assert "[--steps N] [--batch N] [--seed N]" in " ".join(r.stderr.split())

@@ -219,6 +219,7 @@ _PROTOS = {
     "vdev_add_scalar": (_h, [_h, ctypes.c_float]),
     "vdev_mul_scalar": (_h, [_h, ctypes.c_float]),
     "vdev_pow_scalar": (_h, [_h, ctypes.c_float]),
+    "vdev_sqrt": (_h, [_h]),
     "vdev_relu": (_h, [_h]),
     "vdev_tanh": (_h, [_h]),
     "vdev_sigmoid": (_h, [_h]),

@@ -14,6 +14,8 @@ into tensors with ``vdev.constant``.
 import math
 import numbers
 
+import numpy as np
+
 from . import _lib
 from ._lib import lib
 from ._tensor import Tensor, convert_to_tensor, float32, int32
@@ -105,16 +107,50 @@ def negative(x, name=None):
 
 
 def pow(x, y, name=None):
-    """x ** y for a scalar exponent y, or a positive scalar base x (``2 **
-    t``), computed as exp(y * log(x)), on y's device: within a few float
-    roundings (about 4e-6 relative at worst), not exact for whole exponents,
-    and 1 ** t is NaN where t is infinite or NaN (IEEE pow gives 1)."""
+    """x ** y for a scalar exponent y (PowScalar: C's pow), or a scalar base
+    x and a tensor exponent t (``2 ** t``), as TensorFlow's Pow (std::pow)
+    on float32: x is rounded to float32 first, and every special case is
+    std::pow's (1 ** t is 1 for every t, NaN and inf included; x ** 0 is 1
+    for every x; a negative base gives NaN for an exponent that is not a
+    whole number and a negative result for an odd one; a base of 0 or inf
+    gives 0 or inf by the exponent's sign).
+
+    How x ** t runs, and its gradient (TensorFlow's: grad * x**t * log(x)
+    for x > 0, grad * x**t * 0 otherwise):
+      x = 1: pow(relu(t) + 1, 0) on t's device; gradient 0 everywhere.
+      other finite x > 0: exp(t * log(x)) on t's device, within a few float
+        roundings of std::pow (about 4e-6 relative), not exact for whole
+        exponents; TensorFlow's gradient.
+      x = inf: exp(t * FLT_MAX * FLT_MAX) (0, 1 or inf, exactly); gradient
+        inf for t >= 0, 0 for t < 0 (TensorFlow's is NaN there).
+      x <= 0 or NaN: std::pow on the host (t is read back; the result is
+        made on t's device), times 1 + 0 * tanh(t), which is exactly 1 and
+        carries the gradient to t: 0 where x**t is finite, NaN where it is
+        not, as TensorFlow's."""
     if _is_scalar(x) and isinstance(y, Tensor):
-        if not x > 0:
-            raise ValueError("vdev computes number ** tensor as exp(tensor * log(number)), "
-                             "for a positive number, not %r" % (x,))
-        scaled = multiply(y, math.log(x))
-        return _new(lib.vdev_exp(scaled._handle))
+        with np.errstate(over="ignore"):
+            b = np.float32(x)  # TensorFlow's float32 base (1e40: inf)
+        if b == 1:
+            # pow(u, 0) is 1 for every u (NaN too). Its gradient, 0 * u^-1,
+            # is 0 for u = relu(t) + 1 >= 1, and relu's drops the NaN of t NaN.
+            u = add(relu(y), 1.0)
+            return _new(lib.vdev_pow_scalar(u._handle, 0.0))
+        if 0 < b < math.inf:
+            scaled = multiply(y, math.log(b))
+            return _new(lib.vdev_exp(scaled._handle))
+        if b == math.inf:
+            big = float(np.finfo(np.float32).max)
+            scaled = multiply(multiply(y, big), big)  # +-inf for any t != 0, 0 for t = 0
+            return _new(lib.vdev_exp(scaled._handle))
+        # 1 for every t but NaN (where x ** t is NaN too); gradient 0 * (1 - tanh(t)^2)
+        one = add(multiply(tanh(y), 0.0), 1.0)
+        from ._device import on_device_of
+        from ._tensor import constant
+        with np.errstate(all="ignore"):
+            value = np.power(b, y.numpy())
+        with on_device_of(y):
+            value = constant(value)
+        return multiply(value, one)
     if not _is_scalar(y):
         raise TypeError("vdev.pow takes a scalar exponent, not %r" % (y,))
     x = _t(x)
@@ -126,16 +162,12 @@ def square(x, name=None):
     return _new(lib.vdev_mul(x._handle, x._handle))
 
 
-def sqrt(x, name=None):
-    x = _t(x)
-    return _new(lib.vdev_pow_scalar(x._handle, 0.5))
-
-
 relu = _unary(lib.vdev_relu)
 tanh = _unary(lib.vdev_tanh)
 sigmoid = _unary(lib.vdev_sigmoid)
 exp = _unary(lib.vdev_exp)
 log = _unary(lib.vdev_log)
+sqrt = _unary(lib.vdev_sqrt)  # std::sqrt: NaN below 0 (-inf too), -0 for -0
 
 
 def softmax(logits, axis=-1, name=None):

@@ -1,7 +1,9 @@
 """Losses, as ``tf.keras.losses``, called ``loss(y_true, y_pred)``: the mean
 over the batch (Keras's default reduction, 'auto' or
-'sum_over_batch_size'), or one loss per example (reduction 'none', what
-``vdev.nn.compute_average_loss`` takes in a data-parallel step)."""
+'sum_over_batch_size'; 0 for an empty batch, as Keras's divide_no_nan
+gives), or one loss per example (reduction 'none', what
+``vdev.nn.compute_average_loss`` takes in a data-parallel step; an empty
+tensor for an empty batch)."""
 
 import numpy as np
 
@@ -75,6 +77,10 @@ class CategoricalCrossentropy:
                                                     axis=lp.ndim - 1))
         if self.reduction == "none":
             return per_example
+        if per_example.shape.num_elements() == 0:
+            # Keras divides the sum by the batch size with divide_no_nan: an
+            # empty batch's loss is 0, not the NaN of a mean over nothing.
+            return _ops.reduce_sum(per_example)
         return _ops.reduce_mean(per_example)
 
 
