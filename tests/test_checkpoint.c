@@ -12,7 +12,7 @@
  * test_checkpoint_corrupt.c; numpy reading vdev's files in
  * test_checkpoint_numpy.c. */
 #define _GNU_SOURCE
-#include "check.h"
+#include "ckpt_testlib.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -22,43 +22,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
-
-/* The call returns `code` and the message is exactly the formatted text. */
-#define EXPECT(call, code, ...)                                                                    \
-    do {                                                                                           \
-        enum vdev_status ex_ = (call);                                                             \
-        char want_[1024];                                                                          \
-        snprintf(want_, sizeof want_, __VA_ARGS__);                                                \
-        CHECK_STATUS(ex_, code);                                                                   \
-        CHECK_STR(vdev_last_error(), want_);                                                       \
-    } while (0)
-
-static char dir[256];
-
-/* dir/name, in one of four rotating buffers. */
-/* Paths handed out by P(), freed at the end. */
-static char **paths;
-static size_t n_paths;
-
-/* dir/name, valid until free_paths(). */
-static const char *P(const char *name) {
-    char **grown = realloc(paths, (n_paths + 1) * sizeof *paths);
-    size_t len = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(len);
-    if (!grown || !p) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    paths = grown;
-    snprintf(p, len, "%s/%s", dir, name);
-    return paths[n_paths++] = p;
-}
-
-static void free_paths(void) {
-    for (size_t i = 0; i < n_paths; i++)
-        free(paths[i]);
-    free(paths);
-}
 
 /* The file's bytes (malloc'ed, *len set), NULL if it cannot be read. */
 static unsigned char *slurp(const char *path, size_t *len) {
@@ -774,12 +737,8 @@ static void test_after_shutdown(void) {
 }
 
 int main(void) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/vdev-ckpt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (ckpt_dir_make() != 0)
         return 1;
-    }
     test_round_trip();
     test_exact_header();
     test_save_errors();

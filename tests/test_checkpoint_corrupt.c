@@ -11,7 +11,7 @@
  * was; a failed save leaves the old checkpoint in place, byte for byte, and
  * no temporary file. */
 #define _GNU_SOURCE
-#include "check.h"
+#include "ckpt_testlib.h"
 #include "dist/checkpoint.h"
 
 #include <dirent.h>
@@ -21,41 +21,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
-
-#define EXPECT(call, code, ...)                                                                    \
-    do {                                                                                           \
-        enum vdev_status ex_ = (call);                                                             \
-        char want_[1024];                                                                          \
-        snprintf(want_, sizeof want_, __VA_ARGS__);                                                \
-        CHECK_STATUS(ex_, code);                                                                   \
-        CHECK_STR(vdev_last_error(), want_);                                                       \
-    } while (0)
-
-static char dir[256];
-
-/* Paths handed out by P(), freed at the end. */
-static char **paths;
-static size_t n_paths;
-
-/* dir/name, valid until free_paths(). */
-static const char *P(const char *name) {
-    char **grown = realloc(paths, (n_paths + 1) * sizeof *paths);
-    size_t len = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(len);
-    if (!grown || !p) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    paths = grown;
-    snprintf(p, len, "%s/%s", dir, name);
-    return paths[n_paths++] = p;
-}
-
-static void free_paths(void) {
-    for (size_t i = 0; i < n_paths; i++)
-        free(paths[i]);
-    free(paths);
-}
 
 static unsigned char *slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
@@ -681,12 +646,8 @@ static void test_load_faults(vdev_tensor_t *const *t, vdev_tensor_t *const *u) {
 }
 
 int main(void) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/vdev-ckpt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (ckpt_dir_make() != 0)
         return 1;
-    }
     check_fresh("2x1GiB");
     vdev_tensor_t *t[N_T], *u[N_T];
     make_tensors(t);

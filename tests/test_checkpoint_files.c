@@ -21,7 +21,7 @@
  * instead of starting over and replacing it. Every message is checked
  * whole. */
 #define _GNU_SOURCE
-#include "check.h"
+#include "ckpt_testlib.h"
 #include "dist/checkpoint.h"
 
 #include <dirent.h>
@@ -34,41 +34,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#define EXPECT(call, code, ...)                                                                    \
-    do {                                                                                           \
-        enum vdev_status ex_ = (call);                                                             \
-        char want_[2048];                                                                          \
-        snprintf(want_, sizeof want_, __VA_ARGS__);                                                \
-        CHECK_STATUS(ex_, code);                                                                   \
-        CHECK_STR(vdev_last_error(), want_);                                                       \
-    } while (0)
-
-static char dir[256];
-
-/* Paths handed out by P(), freed at the end. */
-static char **paths;
-static size_t n_paths;
-
-/* dir/name, valid until free_paths(). */
-static const char *P(const char *name) {
-    char **grown = realloc(paths, (n_paths + 1) * sizeof *paths);
-    size_t len = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(len);
-    if (!grown || !p) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    paths = grown;
-    snprintf(p, len, "%s/%s", dir, name);
-    return paths[n_paths++] = p;
-}
-
-static void free_paths(void) {
-    for (size_t i = 0; i < n_paths; i++)
-        free(paths[i]);
-    free(paths);
-}
 
 /* Entries in folder d, "." and ".." aside. */
 static int n_in(const char *d) {
@@ -442,12 +407,8 @@ static void test_missing_file_or_key(void) {
 }
 
 int main(void) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/vdev-ckpt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (ckpt_dir_make() != 0)
         return 1;
-    }
     check_fresh(NULL);
     test_refused();
     test_links_followed();

@@ -17,7 +17,7 @@
  * It uses the first of `python3` (on PATH) and /usr/bin/python3 that imports
  * numpy, and exits 77 (skipped), saying why, when neither does. */
 #define _GNU_SOURCE
-#include "check.h"
+#include "ckpt_testlib.h"
 
 #include <dirent.h>
 #include <float.h>
@@ -26,32 +26,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static char dir[256];
-
-/* Paths handed out by P(), freed at the end. */
-static char **paths;
-static size_t n_paths;
-
-/* dir/name, valid until free_paths(). */
-static const char *P(const char *name) {
-    char **grown = realloc(paths, (n_paths + 1) * sizeof *paths);
-    size_t len = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(len);
-    if (!grown || !p) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    paths = grown;
-    snprintf(p, len, "%s/%s", dir, name);
-    return paths[n_paths++] = p;
-}
-
-static void free_paths(void) {
-    for (size_t i = 0; i < n_paths; i++)
-        free(paths[i]);
-    free(paths);
-}
 
 static void cleanup(void) {
     DIR *d = opendir(dir);
@@ -174,12 +148,8 @@ int main(void) {
         printf("skipped: %s\n", why);
         return 77;
     }
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/vdev-ckpt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (ckpt_dir_make() != 0)
         return 1;
-    }
     check_fresh("2x1GiB");
 
     uint32_t special_bits[10] = {0x7fc00001u, 0xffa00000u, 0x7f800000u, 0xff800000u, 0x80000000u,
