@@ -165,6 +165,19 @@ static const char FULL_MSG[] =
     "VDEV_TRACE_FILE=\"/dev/full\": write failed: No space left on device (the trace is "
     "incomplete)";
 
+/* Starts a fresh runtime (simulated GPUs `sim`, or the CPU alone for NULL)
+ * tracing to a new temporary file named from the template `path`. */
+static void trace_start(char *path, const char *sim)
+{
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0)
+        close(fd);
+    check_fresh(sim);
+    setenv("VDEV_TRACE_FILE", path, 1);
+    CHECK_OK(vdev_init());
+}
+
 /* A short run: everything fits stdio's buffer, so only the flush and the
  * close at shutdown meet the full disk. */
 static void test_full_at_close(void)
@@ -191,12 +204,7 @@ static void test_full_at_close(void)
     free(err);
     /* a new start-up with a good trace is not haunted by the old failure */
     char path[] = "/tmp/vdev-test-trace-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
-    check_fresh("2x1GiB");
-    setenv("VDEV_TRACE_FILE", path, 1);
-    CHECK_OK(vdev_init());
+    trace_start(path, "2x1GiB");
     capture_begin();
     vdev_shutdown();
     err = capture_end();
@@ -452,12 +460,7 @@ static void test_lock(void)
 static void test_forked_child(void)
 {
     char path[] = "/tmp/vdev-test-trace-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
-    check_fresh(NULL); /* the CPU alone: no stream threads at the fork */
-    setenv("VDEV_TRACE_FILE", path, 1);
-    CHECK_OK(vdev_init());
+    trace_start(path, NULL); /* the CPU alone: no stream threads at the fork */
     static const int64_t shape[2] = {8, 8};
     vdev_tensor_t *a = vdev_tensor_fill(shape, 2, VDEV_F32, 1.0f);
     vdev_tensor_t *b = vdev_relu(a);
@@ -609,12 +612,7 @@ static int check_tracks(const char *s)
 static void test_copy_tracks(void)
 {
     char path[] = "/tmp/vdev-test-trace-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
-    check_fresh("3x1GiB");
-    setenv("VDEV_TRACE_FILE", path, 1);
-    CHECK_OK(vdev_init());
+    trace_start(path, "3x1GiB");
     int g0 = vdev_runtime_lookup(VDEV_DEVICE_GPU, 0)->id;
     int g1 = vdev_runtime_lookup(VDEV_DEVICE_GPU, 1)->id;
     int g2 = vdev_runtime_lookup(VDEV_DEVICE_GPU, 2)->id;
@@ -683,12 +681,7 @@ static void test_copy_tracks(void)
 static void test_copy_tracks_full(void)
 {
     char path[] = "/tmp/vdev-test-trace-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
-    check_fresh("2x1GiB");
-    setenv("VDEV_TRACE_FILE", path, 1);
-    CHECK_OK(vdev_init());
+    trace_start(path, "2x1GiB");
     int g0 = vdev_runtime_lookup(VDEV_DEVICE_GPU, 0)->id;
     int g1 = vdev_runtime_lookup(VDEV_DEVICE_GPU, 1)->id;
     uint64_t t = vdev_observe_now();
@@ -747,12 +740,7 @@ static void *copier(void *arg)
 static void test_concurrent_copies(void)
 {
     char path[] = "/tmp/vdev-test-trace-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
-    check_fresh("3x1GiB");
-    setenv("VDEV_TRACE_FILE", path, 1);
-    CHECK_OK(vdev_init());
+    trace_start(path, "3x1GiB");
     static const char *const from[4] = {"CPU:0", "CPU:0", "GPU:1", "GPU:0"};
     static const int64_t shape[2] = {256, 1024}; /* 1 MiB */
     for (int i = 0; i < COPY_THREADS; i++) {
