@@ -194,17 +194,25 @@ VDEV_API vdev_tensor_t *vdev_mlp_forward(vdev_mlp_t *hm, const vdev_tensor_t *x)
     return y;
 }
 
+/* An (out, cap) pair of a call that fills at most cap of out and returns how
+ * many there are: out may be NULL only with cap 0. 0 with VDEV_ERR_INVALID_ARG
+ * naming fn otherwise. */
+static int out_fits(const void *out, int cap, const char *fn)
+{
+    if (cap >= 0 && (cap == 0 || out))
+        return 1;
+    vdev_error(VDEV_ERR_INVALID_ARG, "%s: out is %s and cap %d (out may be NULL only with cap 0)",
+               fn, out ? "set" : "NULL", cap);
+    return 0;
+}
+
 VDEV_API int vdev_mlp_variables(const vdev_mlp_t *hm, vdev_tensor_t **out, int cap)
 {
     const struct mlp *m = object_of(&mlps, hm, "vdev_mlp_variables");
     if (!m)
         return -1;
-    if (cap < 0 || (cap > 0 && !out)) {
-        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mlp_variables: out is %s and cap %d (out may be "
-                                         "NULL only with cap 0)",
-                   out ? "set" : "NULL", cap);
+    if (!out_fits(out, cap, "vdev_mlp_variables"))
         return -1;
-    }
     int n = 0;
     for (int i = 0; i < m->n_layers; i++) {
         const struct dense *l = vdev_handle_get(&denses, m->layers[i]); /* owned: always live */
@@ -463,12 +471,8 @@ VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *h, vdev_tensor_t *var, vdev_
     struct optim *o = apply_args(h, &var, NULL, 1, 0, "vdev_optimizer_slots");
     if (!o)
         return -1;
-    if (cap < 0 || (cap > 0 && !out)) {
-        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_optimizer_slots: out is %s and cap %d (out may be "
-                                         "NULL only with cap 0)",
-                   out ? "set" : "NULL", cap);
+    if (!out_fits(out, cap, "vdev_optimizer_slots"))
         return -1;
-    }
     int n = stateful_slots(o);
     if (n == 0)
         return 0;
