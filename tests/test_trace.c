@@ -75,17 +75,26 @@ static long long last_in_use(const char *s, const char *dev)
     return v ? atoll(v + 9) : -1;
 }
 
-static void test_trace_written(void)
+/* Starts a fresh runtime (simulated GPUs `sim`, or the CPU alone for NULL)
+ * tracing to a new temporary file named from the template `path`; 0 when
+ * that file cannot be made (the failure is counted). */
+static int trace_start(char *path, const char *sim)
 {
-    char path[] = "/tmp/vdev-test-trace-XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     if (fd < 0)
-        return;
+        return 0;
     close(fd);
-    check_fresh("2x1GiB");
+    check_fresh(sim);
     setenv("VDEV_TRACE_FILE", path, 1);
     CHECK_OK(vdev_init());
+    return 1;
+}
+
+/* Some ops and a copy, so the trace has events before and after the second
+ * process comes. */
+static void some_work(void)
+{
     static const int64_t shape[2] = {8, 8};
     CHECK_OK(vdev_device_push("GPU:0"));
     vdev_tensor_t *a = vdev_tensor_fill(shape, 2, VDEV_F32, 1.0f);
@@ -96,6 +105,14 @@ static void test_trace_written(void)
     vdev_tensor_free(a);
     vdev_tensor_free(b);
     vdev_tensor_free(c);
+}
+
+static void test_trace_written(void)
+{
+    char path[] = "/tmp/vdev-test-trace-XXXXXX";
+    if (!trace_start(path, "2x1GiB"))
+        return;
+    some_work();
     /* vdev_mem_alloc's out-of-memory failure is an OOM event too */
     void *big = NULL;
     CHECK_STATUS(vdev_mem_alloc("GPU:1", 4ull << 30, &big), VDEV_ERR_OOM);
@@ -164,19 +181,6 @@ static char *capture_end(void)
 static const char FULL_MSG[] =
     "VDEV_TRACE_FILE=\"/dev/full\": write failed: No space left on device (the trace is "
     "incomplete)";
-
-/* Starts a fresh runtime (simulated GPUs `sim`, or the CPU alone for NULL)
- * tracing to a new temporary file named from the template `path`. */
-static void trace_start(char *path, const char *sim)
-{
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    if (fd >= 0)
-        close(fd);
-    check_fresh(sim);
-    setenv("VDEV_TRACE_FILE", path, 1);
-    CHECK_OK(vdev_init());
-}
 
 /* A short run: everything fits stdio's buffer, so only the flush and the
  * close at shutdown meet the full disk. */
@@ -394,22 +398,6 @@ static int run_second(char *out, size_t cap)
     if (pid < 0 || waitpid(pid, &st, 0) != pid)
         return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* Some ops and a copy, so the trace has events before and after the second
- * process comes. */
-static void some_work(void)
-{
-    static const int64_t shape[2] = {8, 8};
-    CHECK_OK(vdev_device_push("GPU:0"));
-    vdev_tensor_t *a = vdev_tensor_fill(shape, 2, VDEV_F32, 1.0f);
-    vdev_tensor_t *b = vdev_relu(a);
-    CHECK_OK(vdev_device_pop());
-    vdev_tensor_t *c = vdev_tensor_to(b, "GPU:1");
-    CHECK(a && b && c);
-    vdev_tensor_free(a);
-    vdev_tensor_free(b);
-    vdev_tensor_free(c);
 }
 
 static void test_lock(void)
