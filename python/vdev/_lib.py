@@ -247,6 +247,10 @@ _PROTOS = {
     "vdev_adam_new": (_h, [ctypes.c_float, ctypes.c_float, ctypes.c_float, ctypes.c_float]),
     "vdev_optimizer_apply": (STATUS, [_h, ctypes.POINTER(_h), ctypes.POINTER(_h), ctypes.c_int]),
     "vdev_optimizer_free": (None, [_h]),
+    "vdev_optimizer_slots": (ctypes.c_int, [_h, _h, ctypes.POINTER(_h),
+                                            ctypes.POINTER(ctypes.c_char_p), ctypes.c_int]),
+    "vdev_optimizer_get_iterations": (STATUS, [_h, _i64p]),
+    "vdev_optimizer_set_iterations": (STATUS, [_h, ctypes.c_int64]),
     # collectives and the mirrored strategy (vdev/distribute.h)
     "vdev_comm_new": (STATUS, [ctypes.POINTER(_s), ctypes.c_int, ctypes.POINTER(_h)]),
     "vdev_comm_free": (None, [_h]),

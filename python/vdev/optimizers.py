@@ -26,16 +26,6 @@ from ._tensor import Tensor, Variable
 
 _log = logging.getLogger("vdev")
 
-for _name, _res, _args in (
-        ("vdev_optimizer_slots", ctypes.c_int,
-         [_lib.c_handle, _lib.c_handle, ctypes.POINTER(_lib.c_handle),
-          ctypes.POINTER(ctypes.c_char_p), ctypes.c_int]),
-        ("vdev_optimizer_get_iterations", ctypes.c_int,
-         [_lib.c_handle, ctypes.POINTER(ctypes.c_int64)]),
-        ("vdev_optimizer_set_iterations", ctypes.c_int, [_lib.c_handle, ctypes.c_int64])):
-    getattr(lib, _name).restype = _res
-    getattr(lib, _name).argtypes = _args
-
 
 class Optimizer:
     """make: a function that makes a new vdev optimizer (one, or one per
