@@ -36,6 +36,7 @@ import os
 from . import _lib, errors
 from ._lib import lib
 from ._tensor import Tensor, Variable
+from .optimizers import Optimizer
 
 _ITERATIONS = "optimizer/iterations"
 
@@ -84,7 +85,6 @@ def _meta_text(value, key):
 def _optimizer_state(tensors, optimizer, every_replica):
     """(names, handles) of the optimizer's slots for the Variables of
     tensors: the first replica's, or every replica's."""
-    from .optimizers import Optimizer
     if not isinstance(optimizer, Optimizer):
         raise TypeError("optimizer must be a vdev optimizer, not %r" % (optimizer,))
     names, handles = [], []
