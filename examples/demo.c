@@ -205,6 +205,16 @@ restore:
 
 static uint64_t mib_floor(uint64_t bytes) { return bytes / MIB * MIB; }
 
+int demo_no_gpu(const char *prog, int n_gpus)
+{
+    const char *vis = getenv("VDEV_VISIBLE_DEVICES");
+    fprintf(stderr,
+            "%s: no GPU is visible (VDEV_VISIBLE_DEVICES=\"%s\" hides the %d there are); "
+            "the demo needs at least one GPU, real or simulated\n",
+            prog, vis ? vis : "", n_gpus);
+    return 1;
+}
+
 int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_devices *d)
 {
     memset(d, 0, sizeof *d);
@@ -247,14 +257,8 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
             cap[k] += ld[i].limit_bytes;
     }
     free(ld);
-    if (n_gpu == 0) {
-        const char *vis = getenv("VDEV_VISIBLE_DEVICES");
-        fprintf(stderr,
-                "%s: no GPU is visible (VDEV_VISIBLE_DEVICES=\"%s\" hides the %d there are); "
-                "the demo needs at least one GPU, real or simulated\n",
-                o->prog, vis ? vis : "", n_phys - 1);
-        return 1;
-    }
+    if (n_gpu == 0)
+        return demo_no_gpu(o->prog, n_phys - 1);
 
     /* Choose, and say so. */
     char b1[32], b2[32], b3[32];

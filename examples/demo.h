@@ -46,6 +46,11 @@ struct demo_devices {
  * budget too small for the models at this batch, start-up failed). */
 int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_devices *d);
 
+/* Says on stderr that no GPU is visible ("PROG: no GPU is visible
+ * (VDEV_VISIBLE_DEVICES=... hides the N there are); ..."), n_gpus the GPUs
+ * there are; returns 1, the exit status. */
+int demo_no_gpu(const char *prog, int n_gpus);
+
 /* Bytes one model needs at a batch, with room for the allocator's regions:
  * the estimate demo_start() checks the limits against. */
 uint64_t demo_model_bytes(enum demo_scenario sc, long batch);

@@ -213,14 +213,8 @@ int vdev_example_mirrored(int argc, char **argv)
     if (vdev_config_get_visible_devices(NULL, 0, &n_vis) != VDEV_OK ||
         vdev_list_physical_devices(NULL, 0, &n_phys) != VDEV_OK)
         DIE("visible devices");
-    if (n_vis == 0) {
-        const char *vis = getenv("VDEV_VISIBLE_DEVICES");
-        fprintf(stderr,
-                "%s: no GPU is visible (VDEV_VISIBLE_DEVICES=\"%s\" hides the %d there are); "
-                "the demo needs at least one GPU, real or simulated\n",
-                o.prog, vis ? vis : "", n_phys - 1);
-        return 1;
-    }
+    if (n_vis == 0)
+        return demo_no_gpu(o.prog, n_phys - 1);
     if (vdev_mirrored_strategy_new(NULL, 0, &s) != VDEV_OK)
         DIE("the strategy");
     if (o.log_placement)
