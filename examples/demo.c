@@ -44,7 +44,7 @@ void demo_usage(FILE *f)
             "                    too large for its GPU, lowers it after the out-of-memory\n"
             "                    error and goes on, while model A is untouched\n"
             "\n"
-            "Options (every scenario):\n"
+            "Options (the scenarios above):\n"
             "  --epochs N        epochs (default 5; 1 with --tf-placement or --split)\n"
             "  --steps N         training steps per epoch (default 100; 50 with\n"
             "                    --tf-placement, 60 with --split)\n"

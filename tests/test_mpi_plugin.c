@@ -6,6 +6,8 @@
  *  - VDEV_MPI_PLUGIN naming a file that is not there: making a multi-worker
  *    mirrored strategy or a parameter-server strategy is
  *    VDEV_ERR_UNSUPPORTED "MPI plugin: cannot load FILE (...)", *out NULL;
+ *  - VDEV_MPI_PLUGIN naming a library that is not the plugin (zlib's): the
+ *    error names that file, not the plugin's usual name;
  *  - a malformed VDEV_MPI_TIMEOUT: VDEV_ERR_CONFIG naming the variable,
  *    before any plugin is loaded;
  *  - NULL or dead handles: every parameter-server call and
@@ -13,8 +15,11 @@
 #define _GNU_SOURCE
 #include "check.h"
 
+#include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
 
 #define MISSING "/nonexistent/libvdev-mpi.so"
 
@@ -37,6 +42,25 @@ static void test_missing_plugin(void)
     /* the runtime goes on */
     CHECK_OK(vdev_device_push("GPU:0"));
     CHECK_OK(vdev_device_pop());
+    unsetenv("VDEV_MPI_PLUGIN");
+}
+
+static void test_not_the_plugin(void)
+{
+    Dl_info info;
+    const char *(*fn)(void) = zlibVersion;
+    void *addr;
+    memcpy(&addr, &fn, sizeof addr); /* a function's address as data (POSIX allows it) */
+    CHECK(dladdr(addr, &info) != 0 && info.dli_fname);
+    check_fresh("1x1GiB");
+    setenv("VDEV_MPI_PLUGIN", info.dli_fname, 1);
+    char want[512];
+    snprintf(want, sizeof want, "MPI plugin: %s lacks the symbol vdev_mpi_plugin_open",
+             info.dli_fname);
+    const char *gpu[1] = {"GPU:0"};
+    vdev_strategy_t *s = (vdev_strategy_t *)1;
+    CHECK_ERR(vdev_multi_worker_mirrored_strategy_new(gpu, 1, &s), VDEV_ERR_BACKEND, want);
+    CHECK(s == NULL);
     unsetenv("VDEV_MPI_PLUGIN");
 }
 
@@ -103,6 +127,7 @@ static void test_handles(void)
 int main(void)
 {
     test_missing_plugin();
+    test_not_the_plugin();
     test_bad_timeout();
     test_handles();
     vdev_shutdown();

@@ -127,6 +127,8 @@ static void test_spec_malformed(void)
         {"2x0x10MiB", "bad size in '2x0x10MiB'"},
         {"2x99999999999TiB", "bad size in '2x99999999999TiB'"},
         {"0", "size in '0' is below the smallest card of 1 MiB"},
+        {"3x16", "VDEV_SIM_GPUS=\"3x16\": size in '3x16' is below the smallest card of 1 MiB (a "
+                 "size without a unit is bytes: 16GiB for gibibytes)"},
         {"banana", "bad size in 'banana'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -67,7 +67,8 @@ int main(void)
     if (vdev_strategy_run(s, build, &m, NULL) != VDEV_OK)
         return fprintf(stderr, "%s: %s\n", task.name, vdev_last_error()), 1;
     if (task.is_chief)
-        printf("%d workers in sync, %d replicas\n", task.num_chief + task.num_workers,
+        printf("%d workers in sync, %d replicas\n", /* a lone process is one worker */
+               vdev_strategy_num_replicas_in_sync(s) / vdev_strategy_num_local_replicas(s),
                vdev_strategy_num_replicas_in_sync(s));
     for (int k = 0; k < STEPS; k++) {
         vdev_tensor_t *losses[1];

@@ -39,7 +39,7 @@ p.add_argument("--steps", type=int, default=40,
                help="the secondary models' training steps (10 to 100000, default 40)")
 args = p.parse_args()
 if not 10 <= args.steps <= 100000:
-    sys.exit("priority.py: --steps must be 10 to 100000")
+    p.error("--steps takes a whole number from 10 to 100000, not %d" % args.steps)
 
 # ---- the card, split three ways ------------------------------------------------------------
 # The first visible GPU (VDEV_VISIBLE_DEVICES may hide some), as `vdev demo --priority`.

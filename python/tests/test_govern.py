@@ -290,4 +290,7 @@ def test_priority_example():
     assert lines[6].startswith("monitor: ") and not lines[6].startswith("monitor: 0 looks")
     r = subprocess.run([sys.executable, os.path.join(SRC, "examples", "python", "priority.py"),
                         "--steps", "5"], env=env, capture_output=True, text=True, timeout=60)
-    assert r.returncode == 1 and "--steps must be 10 to 100000" in r.stderr
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("usage: priority.py")
+    assert r.stderr.endswith("priority.py: error: --steps takes a whole number from 10 to 100000, "
+                             "not 5\n")

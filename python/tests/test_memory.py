@@ -22,7 +22,8 @@ def test_memory_info_keys_and_stats():
     assert info["current"] == 4096 and info["peak"] == 4096 and info["num_allocs"] == 1
     assert info["reserved"] == 2 * MIB and info["num_regions"] == 1  # growth: a 2 MiB region
     assert info["largest_alloc_size"] == 4096
-    assert E.get_memory_usage("GPU:1") == 4096
+    with pytest.warns(DeprecationWarning, match=r"get_memory_info\(device\)\['current'\]"):
+        assert E.get_memory_usage("GPU:1") == 4096
     assert C.get_memory_info("/job:localhost/replica:0/task:0/device:GPU:1") == info
     del a
     info = E.get_memory_info("GPU:1")

@@ -276,6 +276,14 @@ enum vdev_status vdev_plugin_dlopen(const char *file, const char *env_var, const
     return VDEV_OK;
 }
 
+const char *vdev_plugin_file(void *handle, const char *fallback)
+{
+    struct link_map *lm = NULL;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && *lm->l_name)
+        return lm->l_name;
+    return fallback;
+}
+
 enum vdev_status vdev_backend_cuda_new(struct vdev_backend *out, char *reason, size_t cap)
 {
     memset(out, 0, sizeof *out);
@@ -287,8 +295,8 @@ enum vdev_status vdev_backend_cuda_new(struct vdev_backend *out, char *reason, s
     vdev_cuda_plugin_open_fn open_fn;
     *(void **)(&open_fn) = dlsym(h, VDEV_CUDA_PLUGIN_SYMBOL);
     if (!open_fn) {
-        snprintf(reason, cap, "CUDA plugin: %s lacks the symbol %s", CUDA_PLUGIN_NAME,
-                 VDEV_CUDA_PLUGIN_SYMBOL);
+        snprintf(reason, cap, "CUDA plugin: %s lacks the symbol %s",
+                 vdev_plugin_file(h, CUDA_PLUGIN_NAME), VDEV_CUDA_PLUGIN_SYMBOL);
         dlclose(h);
         return vdev_error(VDEV_ERR_BACKEND, "%s", reason);
     }

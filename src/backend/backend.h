@@ -223,6 +223,9 @@ enum vdev_status vdev_backend_cuda_new(struct vdev_backend *out, char *reason, s
  * caller's (closed only while nothing of the plugin is in use). */
 enum vdev_status vdev_plugin_dlopen(const char *file, const char *env_var, const char *what,
                                     void **handle, char *reason, size_t cap);
+/* The file a loaded plugin came from (the loader's name for it, as the path
+ * tried), or `fallback` when the loader does not say: for messages. */
+const char *vdev_plugin_file(void *handle, const char *fallback);
 void vdev_backend_destroy(struct vdev_backend *b);
 
 /* ---- wrappers: argument checks, defaults, error messages ---- */

@@ -179,9 +179,10 @@ static enum vdev_status load_locked(void)
     vdev_mpi_plugin_open_fn open_fn;
     *(void **)(&open_fn) = dlsym(h, VDEV_MPI_PLUGIN_SYMBOL);
     if (!open_fn) {
+        st = vdev_error(VDEV_ERR_BACKEND, "MPI plugin: %s lacks the symbol %s",
+                        vdev_plugin_file(h, VDEV_MPI_PLUGIN_NAME), VDEV_MPI_PLUGIN_SYMBOL);
         dlclose(h);
-        return vdev_error(VDEV_ERR_BACKEND, "MPI plugin: %s lacks the symbol %s",
-                          VDEV_MPI_PLUGIN_NAME, VDEV_MPI_PLUGIN_SYMBOL);
+        return st;
     }
     const struct vdev_mpi_ops *ops = NULL;
     reason[0] = '\0';

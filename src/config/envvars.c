@@ -56,7 +56,7 @@ static const struct vdev_envvar TABLE[] = {
      "write a profiler trace (Chrome trace event format), one file per process"},
     {"VDEV_METRICS_ADDR", "127.0.0.1:9400, [::1]:9400",
      "serve Prometheus metrics on GET /metrics at that address"},
-    {"VDEV_CUDA_PLUGIN", "a file path", "where to load the CUDA plugin from"},
+    {"VDEV_CUDA_PLUGIN", "a file path (empty: as unset)", "where to load the CUDA plugin from"},
     {"VDEV_NCCL_LIBRARY", "a file path",
      "the NCCL library the CUDA plugin loads (default: libnccl.so.2 from the loader's path, "
      "then the CUDA toolkit's library folder)"},
@@ -67,7 +67,7 @@ static const struct vdev_envvar TABLE[] = {
      "TensorFlow's cluster and this process's task, for the roles"},
     {"VDEV_MPI_TIMEOUT", "seconds > 0, e.g. 30 or 2.5 (default 300)",
      "how long a process waits for another in a collective or for a parameter server"},
-    {"VDEV_MPI_PLUGIN", "a file path", "where to load the MPI plugin from"},
+    {"VDEV_MPI_PLUGIN", "a file path (empty: as unset)", "where to load the MPI plugin from"},
     {"VDEV_TORCH_DEVICES", "0:GPU:1,1:GPU:2",
      "libvdev-torch-alloc.so: the vdev logical device of each PyTorch CUDA device index"},
     {"VDEV_LIBRARY", "a file path",

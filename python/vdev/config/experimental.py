@@ -12,6 +12,7 @@ TensorFlow's words.
 """
 
 import ctypes
+import warnings
 
 from .. import _lib
 from .._lib import lib
@@ -43,7 +44,11 @@ def _memory_info_dict(mi):
 
 
 def get_memory_usage(device):
-    """Bytes in use (deprecated in TensorFlow: get_memory_info(d)['current'])."""
+    """Bytes in use. Deprecated, as in TensorFlow: says so with a
+    DeprecationWarning and gives get_memory_info(device)['current']."""
+    warnings.warn("get_memory_usage is deprecated and will be removed in a future version; "
+                  "use vdev.config.experimental.get_memory_info(device)['current'] instead",
+                  DeprecationWarning, stacklevel=2)
     return get_memory_info(device)["current"]
 
 

@@ -628,10 +628,14 @@ static enum vdev_status parse_spec(const char *spec, const char *var, uint64_t *
         if (vdev_parse_bytes(size_txt, &cap) != VDEV_OK)
             return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": bad size in '%s' (%s)", var, spec,
                               part, SPEC_HELP);
-        if (cap < (1ull << 20))
+        if (cap < (1ull << 20)) {
+            /* A bare number is bytes: "3x16" most likely meant 16 GiB. */
+            int bare = size_txt[strspn(size_txt, "0123456789")] == '\0' && cap > 0;
             return vdev_error(VDEV_ERR_CONFIG,
-                              "%s=\"%s\": size in '%s' is below the smallest card of 1 MiB", var,
-                              spec, part);
+                              "%s=\"%s\": size in '%s' is below the smallest card of 1 MiB%s%s%s",
+                              var, spec, part, bare ? " (a size without a unit is bytes: " : "",
+                              bare ? size_txt : "", bare ? "GiB for gibibytes)" : "");
+        }
         if (n + count > SIM_MAX_GPUS)
             return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": more than %d simulated GPUs", var,
                               spec, SIM_MAX_GPUS);
