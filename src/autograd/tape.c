@@ -102,10 +102,17 @@ static enum vdev_status record(void *vtape, const struct vdev_op_record *r)
         t->nodes = nodes;
         t->cap = cap;
     }
-    t->nodes[t->n++] = *r;
+    struct vdev_op_record *k = &t->nodes[t->n++];
+    *k = *r;
+    k->in_read = 0;
     for (int i = 0; i < r->n_in; i++) {
         vdev_tens_retain(r->in[i]);
         vdev_tens_retain(r->target[i]);
+        if (r->in[i]->is_variable) {
+            /* the value read, not the variable: see tensor.h */
+            k->in_ver[i] = vdev_tens_tape_read(vdev_tens_mut(r->in[i]));
+            k->in_read |= 1u << i;
+        }
     }
     vdev_tens_retain(r->out);
     return VDEV_OK;
@@ -116,6 +123,8 @@ static void release_nodes(struct tape *t)
     for (int k = 0; k < t->n; k++) {
         struct vdev_op_record *r = &t->nodes[k];
         for (int i = 0; i < r->n_in; i++) {
+            if ((r->in_read >> i) & 1u)
+                vdev_tens_tape_unread(vdev_tens_mut(r->in[i]));
             vdev_tens_release(r->in[i]);
             vdev_tens_release(r->target[i]);
         }
@@ -350,6 +359,13 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
             gmap_drop_unasked(&m, slot, r->out, vars, n_vars);
             continue;
         }
+        /* A variable written since the op read it: the value it read. */
+        for (int i = 0; i < r->n_in && st == VDEV_OK; i++)
+            if (((r->in_read >> i) & 1u) &&
+                !(ga.in[i] = vdev_tens_value_at(r->in[i], r->in_ver[i], def->name)))
+                st = vdev_last_status();
+        if (st != VDEV_OK)
+            break;
         ga.out = r->out;
         ga.dout = m.vals[slot];
         ga.p = r->p;

@@ -234,7 +234,18 @@ struct vdev_tens *vdev_op_exec(enum vdev_op op, const struct vdev_tens *const *i
     }
     struct vdev_tens *out;
     if (def->flags & VDEV_OP_VIEW) {
-        out = vdev_tens_view(use[0], ka.out_shape[0], ka.out_ndim[0]);
+        /* A view of a variable would show its later writes; TensorFlow's
+         * reshape of a variable is a value, so a variable is copied first. */
+        const struct vdev_tens *src = use[0];
+        struct vdev_tens *copy = NULL;
+        if ((src->base ? src->base : src)->is_variable &&
+            !(src = copy = vdev_tens_copy_to(src, dev))) {
+            drop_tmp(tmp, n_in);
+            return NULL;
+        }
+        out = vdev_tens_view(src, ka.out_shape[0], ka.out_ndim[0]);
+        if (copy)
+            vdev_tens_drop(copy); /* the view holds it */
     } else {
         vdev_tensor_op_tag = def->name;
         out = vdev_tens_new(dev, (enum vdev_dtype)ka.out_dtype[0], ka.out_shape[0],

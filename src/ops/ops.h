@@ -128,6 +128,10 @@ struct vdev_op_record {
     struct vdev_tens *out;
     struct vdev_op_params p;
     struct vdev_ldev *dev;  /* where it ran: its gradient runs there too */
+    /* Set by the tape: bit i when in[i] is a variable whose read it counted
+     * (vdev_tens_tape_read), and the version read. */
+    unsigned in_read;
+    uint32_t in_ver[VDEV_KERNEL_MAX_IN];
 };
 /* Thread-local: the recording tape and how it records. */
 struct vdev_tape_hook {

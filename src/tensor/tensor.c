@@ -160,6 +160,10 @@ static struct vdev_tens *tens_struct(struct vdev_ldev *dev, enum vdev_dtype dtyp
     atomic_init(&t->lazy_reader, (int16_t)-1);
     atomic_init(&t->produced_at, UINT64_MAX);
     atomic_init(&t->host_exports, 0);
+    atomic_init(&t->version, 0u);
+    atomic_init(&t->read_version, 0u);
+    atomic_init(&t->tape_reads, 0);
+    t->snaps = NULL;
     t->is_variable = t->requires_grad = t->kept = t->host_written = 0;
     atomic_init(&t->scope_thread, (uintptr_t)0);
     t->scope_depth = -1;
@@ -247,9 +251,16 @@ void vdev_tens_mark_read_by(const struct vdev_tens *t, const struct vdev_ldev *r
                               memory_order_relaxed);
 }
 
+static void save_for_tapes(struct vdev_tens *var, const struct vdev_ldev *writer);
+
 void vdev_tens_before_write(const struct vdev_tens *t, const struct vdev_ldev *writer)
 {
     struct vdev_tens *owner = vdev_tens_mut(t->base ? t->base : t);
+    if (owner->is_variable) {
+        if (atomic_load_explicit(&owner->tape_reads, memory_order_acquire) > 0)
+            save_for_tapes(owner, writer);
+        atomic_fetch_add_explicit(&owner->version, 1u, memory_order_acq_rel);
+    }
     /* who writes it next is not the op that made it: copies wait for all */
     atomic_store_explicit(&owner->produced_at, UINT64_MAX, memory_order_release);
     int xs = atomic_exchange_explicit(&owner->lazy_reader, (int16_t)-1, memory_order_acq_rel);
@@ -300,12 +311,120 @@ static void free_block(struct vdev_tens *t)
         vdev_observe_memory(t->dev);
 }
 
+/* ---- values a tape read (tensor.h) ---- */
+
+struct vdev_snap {
+    uint32_t version;
+    struct vdev_tens *value; /* the library's reference; NULL: could not be kept */
+    struct vdev_snap *next;
+};
+
+/* Guards every variable's snaps list (rarely taken: only when a variable
+ * that a live tape read is written, and when the last such record goes). */
+static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct vdev_snap *take_snaps(struct vdev_tens *var)
+{
+    pthread_mutex_lock(&snap_lock);
+    struct vdev_snap *s = var->snaps;
+    var->snaps = NULL;
+    pthread_mutex_unlock(&snap_lock);
+    return s;
+}
+
+static void free_snaps(struct vdev_snap *s)
+{
+    while (s) {
+        struct vdev_snap *next = s->next;
+        if (s->value)
+            vdev_tens_release(s->value);
+        free(s);
+        s = next;
+    }
+}
+
+uint32_t vdev_tens_tape_read(struct vdev_tens *var)
+{
+    atomic_fetch_add_explicit(&var->tape_reads, 1, memory_order_acq_rel);
+    uint32_t v = atomic_load_explicit(&var->version, memory_order_acquire);
+    atomic_store_explicit(&var->read_version, v, memory_order_release);
+    return v;
+}
+
+void vdev_tens_tape_unread(struct vdev_tens *var)
+{
+    struct vdev_snap *s = NULL;
+    pthread_mutex_lock(&snap_lock);
+    if (atomic_fetch_sub_explicit(&var->tape_reads, 1, memory_order_acq_rel) == 1) {
+        s = var->snaps;
+        var->snaps = NULL;
+    }
+    pthread_mutex_unlock(&snap_lock);
+    free_snaps(s);
+}
+
+/* Before a write to var, which a live tape record read: saves the value
+ * being overwritten, unless no record read this version or it is saved
+ * already. Out of memory, the entry says so (value NULL) and the gradient
+ * that needs it fails; the write goes on. */
+static void save_for_tapes(struct vdev_tens *var, const struct vdev_ldev *writer)
+{
+    uint32_t v = atomic_load_explicit(&var->version, memory_order_acquire);
+    if (atomic_load_explicit(&var->read_version, memory_order_acquire) != v)
+        return;
+    pthread_mutex_lock(&snap_lock);
+    struct vdev_snap *s = var->snaps;
+    while (s && s->version != v)
+        s = s->next;
+    if (!s && atomic_load_explicit(&var->tape_reads, memory_order_acquire) > 0 &&
+        (s = malloc(sizeof *s)) != NULL) {
+        s->version = v;
+        /* a copy on var's stream, queued before the write; the library's own */
+        struct vdev_tens *c = vdev_tens_copy_to(var, var->dev);
+        if (c) {
+            vdev_tens_disown(c);
+            if (writer != var->dev) /* the host or another stream writes: wait for the copy */
+                vdev_backend_synchronize(var->dev->backend, var->dev->bdev);
+        }
+        s->value = c;
+        s->next = var->snaps;
+        var->snaps = s;
+    }
+    pthread_mutex_unlock(&snap_lock);
+}
+
+const struct vdev_tens *vdev_tens_value_at(const struct vdev_tens *var, uint32_t version,
+                                           const char *op)
+{
+    if (atomic_load_explicit(&var->version, memory_order_acquire) == version)
+        return var;
+    const struct vdev_tens *value = NULL;
+    pthread_mutex_lock(&snap_lock);
+    for (const struct vdev_snap *s = var->snaps; s; s = s->next)
+        if (s->version == version) {
+            value = s->value;
+            break;
+        }
+    pthread_mutex_unlock(&snap_lock);
+    if (!value) {
+        char sh[96];
+        vdev_error(VDEV_ERR_OOM,
+                   "%s read a variable of shape%s on %s that was written before the gradient "
+                   "was asked for, and its value then could not be kept (out of memory); end "
+                   "the tape or take the gradients before updating the variable",
+                   op, vdev_shape_str(var->shape, var->ndim, sh, sizeof sh), var->dev->long_name);
+    }
+    return value;
+}
+
 void vdev_tens_release(const struct vdev_tens *ct)
 {
     struct vdev_tens *t = vdev_tens_mut(ct);
     if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
         return;
     VDEV_DEBUG_ASSERT(!atomic_load_explicit(&t->scope_thread, memory_order_relaxed));
+    if (t->snaps) /* saved for tapes whose records are all gone (a race with a write) */
+        free_snaps(take_snaps(t));
     if (t->base)
         vdev_tens_release(t->base);
     else if (t->ext_release)

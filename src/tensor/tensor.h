@@ -59,6 +59,11 @@ struct vdev_tens {
                                        it was queued; UINT64_MAX: unknown (all work so far) */
     _Atomic int host_exports;       /* live DLPack exports of this memory as host memory
                                        (the owner's count: dlpack.c) */
+    /* Values a tape read (variables only; see "values a tape read" below). */
+    _Atomic uint32_t version;       /* writes so far */
+    _Atomic uint32_t read_version;  /* the version a tape record read last */
+    _Atomic int tape_reads;         /* live tape records that read it */
+    struct vdev_snap *snaps;        /* values saved before a write (snap_lock) */
     uint8_t is_variable;
     uint8_t requires_grad;
     uint8_t kept;                   /* vdev_keep() called in the current scope */
@@ -166,6 +171,28 @@ void vdev_tens_before_write(const struct vdev_tens *t, const struct vdev_ldev *w
  * framework as host memory (a simulated GPU's, dlpack.c), waits for t's
  * stream, since such a consumer has no stream to wait on and reads at once. */
 void vdev_tens_after_write(const struct vdev_tens *t);
+
+/* ---- values a tape read (tensor.c) ----
+ *
+ * A tape keeps the inputs of the ops it records, and a variable among them
+ * may be written in place (vdev_assign, an optimizer step, a collective)
+ * before the tape is asked for gradients. TensorFlow's gradients use the
+ * value the op read, as PyTorch's do, so the first write to a variable after
+ * a live tape record read it saves that value first: a copy on the variable's
+ * device, ordered before the write, kept until no live record holds the
+ * variable. The record notes the version it read; the gradient takes the
+ * variable itself while the version is unchanged, else the saved copy. A
+ * program that ends its tape before it updates, as training loops do, never
+ * pays for a copy. */
+/* A live tape record reads variable var: counts it and returns var's version. */
+uint32_t vdev_tens_tape_read(struct vdev_tens *var);
+/* A record that read var is gone; the last one frees var's saved values. */
+void vdev_tens_tape_unread(struct vdev_tens *var);
+/* The value var had at `version`: var itself while unchanged, else the copy
+ * saved before the write; NULL with VDEV_ERR_OOM, naming `op`, when that copy
+ * could not be made. */
+const struct vdev_tens *vdev_tens_value_at(const struct vdev_tens *var, uint32_t version,
+                                           const char *op);
 
 /* The device where a new tensor with no inputs goes. */
 struct vdev_ldev *vdev_tens_creation_device(void);
