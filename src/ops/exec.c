@@ -70,44 +70,12 @@ void vdev_kernel_args_init(struct vdev_kernel_args *a, enum vdev_op op,
     vdev_kernel_args_fill(a, op, t, n_in, p);
 }
 
-/* Whether a backend's own kernel table (CUDA) can run ka: its broadcasting
- * kernels know modes 0 to 2 of vdev_shape_broadcast_b (b the same shape, a
- * row, one element); mode 3 is the host kernels' alone. VDEV_OK, or
- * VDEV_ERR_UNSUPPORTED naming the op, the shapes and the device. */
-static enum vdev_status device_kernel_fits(const struct vdev_ldev *dev,
-                                           const struct vdev_op_def *def,
-                                           const struct vdev_kernel_args *ka)
-{
-    switch (ka->op) {
-    case VDEV_OP_ADD:
-    case VDEV_OP_SUB:
-    case VDEV_OP_MUL:
-    case VDEV_OP_DIV:
-    case VDEV_OP_REDUCE_ROWS:
-        if (ka->i[3] != 3)
-            return VDEV_OK;
-        break;
-    default:
-        return VDEV_OK;
-    }
-    char s0[96], s1[96];
-    vdev_shape_str(ka->in_shape[0], ka->in_ndim[0], s0, sizeof s0);
-    vdev_shape_str(ka->in_shape[1], ka->in_ndim[1], s1, sizeof s1);
-    return vdev_error(VDEV_ERR_UNSUPPORTED,
-                      "%s: shapes %s and %s broadcast beyond what the kernels of %s do (the same "
-                      "shape, a row over the last axis, or one element for the second operand)",
-                      def->name, s0, s1, dev->long_name);
-}
-
 static enum vdev_status dispatch(struct vdev_ldev *dev, const struct vdev_op_def *def,
                                  const struct vdev_kernel_args *ka)
 {
     struct vdev_backend *b = dev->backend;
     int timed = vdev_observe_on();
     if (b->ops->run_kernel) {
-        enum vdev_status fit = device_kernel_fits(dev, def, ka);
-        if (fit != VDEV_OK)
-            return fit;
         /* timed as submitted: the device's own timing needs its events */
         uint64_t t0 = timed ? vdev_observe_now() : 0;
         enum vdev_status st = b->ops->run_kernel(b->ctx, dev->bdev, ka);

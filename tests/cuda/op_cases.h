@@ -286,6 +286,16 @@ op_cases(void)
         CASE("one element", op, none, 0, TF(G_UNIFORM, 2, 33, 47), TF(gb, 1, 1));
         CASE("0-d", op, none, 0, TF(G_UNIFORM, 0, 0), TF(gb, 0, 0));
         CASE("large", op, none, 0, TF(G_UNIFORM, 1, 1000003), TF(gb, 1, 1000003));
+        /* numpy's rule in general (mode 3): strides over the padded output */
+        CASE("[5] by [3,5]", op, none, 0, TF(G_UNIFORM, 1, 5), TF(gb, 2, 3, 5));
+        CASE("[3,1] by [1,4]", op, none, 0, TF(G_UNIFORM, 2, 3, 1), TF(gb, 2, 1, 4));
+        CASE("column [33,1]", op, none, 0, TF(G_UNIFORM, 2, 33, 47), TF(gb, 2, 33, 1));
+        CASE("[2,3,1,5] by [3,4,1]", op, none, 0, TF(G_UNIFORM, 4, 2, 3, 1, 5),
+             TF(gb, 3, 3, 4, 1));
+        CASE("0-d by [2,3]", op, none, 0, TF(G_UNIFORM, 0, 0), TF(gb, 2, 2, 3));
+        CASE("[3,1] by [0]", op, none, 0, TF(G_UNIFORM, 2, 3, 1), TF(gb, 1, 0));
+        CASE("[1,1000] by [1000,1]", op, none, 0, TF(G_UNIFORM, 2, 1, BIG(1000, 100)),
+             TF(gb, 2, BIG(1000, 100), 1));
     }
 
     /* unary ops */
@@ -435,6 +445,15 @@ op_cases(void)
     CASE("bias gradient", VDEV_OP_REDUCE_ROWS, none, 0,
          TF(G_UNIFORM, 2, BIG(65536, 2048), BIG(4096, 64)), TF(G_UNIFORM, 1, BIG(4096, 64)));
     CASE("no rows", VDEV_OP_REDUCE_ROWS, none, 0, TF(G_UNIFORM, 2, 0, 47), TF(G_UNIFORM, 1, 47));
+    /* mode 3: each element of like sums the block of dy it was broadcast over */
+    CASE("column", VDEV_OP_REDUCE_ROWS, none, 0, TF(G_UNIFORM, 2, 33, 47),
+         TF(G_UNIFORM, 2, 33, 1));
+    CASE("[2,3,4,5] to [3,1,5]", VDEV_OP_REDUCE_ROWS, none, 0, TF(G_UNIFORM, 4, 2, 3, 4, 5),
+         TF(G_UNIFORM, 3, 3, 1, 5));
+    CASE("[4,1,6] to [4,1,1]", VDEV_OP_REDUCE_ROWS, none, 0, TF(G_UNIFORM, 3, 4, 1, 6),
+         TF(G_UNIFORM, 3, 4, 1, 1));
+    CASE("empty blocks", VDEV_OP_REDUCE_ROWS, none, 0, TF(G_UNIFORM, 2, 3, 0),
+         TF(G_UNIFORM, 2, 3, 1));
 
     /* in-place updates */
     CASE("momentum 0.9", VDEV_OP_SGD_UPDATE, P(0.01, 0.9, 0, 0), 0, TF(G_UNIFORM, 1, 1000),

@@ -117,12 +117,61 @@ __global__ void k_binary(const float *x, const float *b, float *o, int64_t n, in
     }
 }
 
+/* Mode 3 (numpy's broadcasting in general): the output's 4 padded
+ * dimensions, and each input's strides over them (0 along a dimension it is
+ * broadcast over), as the reference's pad4/strides4. */
+struct bcast4 {
+    int64_t d[4];
+    int64_t sx[4], sy[4];
+};
+
+void pad4(const int64_t *shape, int ndim, int64_t *s4)
+{
+    for (int d = 0; d < 4; d++)
+        s4[d] = d >= 4 - ndim ? shape[d - (4 - ndim)] : 1;
+}
+
+void strides4(const vdev_cuda_args *a, int k, int64_t *st)
+{
+    int64_t s4[4], s = 1;
+    pad4(a->in_shape[k], a->in_ndim[k], s4);
+    for (int d = 3; d >= 0; d--) {
+        st[d] = s4[d] == 1 ? 0 : s;
+        s *= s4[d];
+    }
+}
+
+template <int OP>
+__global__ void k_binary_bcast(const float *x, const float *b, float *o, int64_t n, bcast4 g)
+{
+    GRID_LOOP(i, n)
+    {
+        int64_t c = i % g.d[3], t = i / g.d[3];
+        int64_t r = t % g.d[2];
+        t /= g.d[2];
+        int64_t q = t % g.d[1], p = t / g.d[1];
+        double u = x[p * g.sx[0] + q * g.sx[1] + r * g.sx[2] + c * g.sx[3]];
+        double v = b[p * g.sy[0] + q * g.sy[1] + r * g.sy[2] + c * g.sy[3]];
+        double res = OP == OP_ADD ? u + v : OP == OP_SUB ? u - v : OP == OP_MUL ? u * v : u / v;
+        o[i] = (float)res;
+    }
+}
+
 template <int OP>
 void launch_binary(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
 {
     int64_t n = numel_in(a, 0), cols = last_dim(a, 0);
     const float *x = (const float *)a->in[0], *b = (const float *)a->in[1];
     float *o = (float *)a->out[0];
+    if (a->i[3] == 3) {
+        bcast4 g;
+        pad4(a->out_shape[0], a->out_ndim[0], g.d);
+        strides4(a, 0, g.sx);
+        strides4(a, 1, g.sy);
+        n = g.d[0] * g.d[1] * g.d[2] * g.d[3];
+        LAUNCH(grid_for(n, kThreads, n_sm), kThreads, s, k_binary_bcast<OP>)(x, b, o, n, g);
+        return;
+    }
     unsigned g = grid_for(n, kThreads, n_sm);
     switch (a->i[3]) {
     case 1:
@@ -135,6 +184,52 @@ void launch_binary(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
         LAUNCH(g, kThreads, s, k_binary<OP, 0>)(x, b, o, n, cols);
         break;
     }
+}
+
+/* REDUCE_ROWS mode 3: element j of like (padded dims l4) is the sum, in
+ * double and in dy's order as the reference, of the block of dy (padded dims
+ * d4, strides sd) it was broadcast over: one thread per element of like. */
+struct reduce4 {
+    int64_t l[4], d[4], sd[4];
+};
+
+__global__ void k_reduce_bcast(const float *dy, float *o, int64_t n, reduce4 g)
+{
+    GRID_LOOP(j, n)
+    {
+        int64_t idx[4], t = j, lo[4], hi[4];
+        for (int d = 3; d >= 0; d--) {
+            idx[d] = t % g.l[d];
+            t /= g.l[d];
+        }
+        for (int d = 0; d < 4; d++) {
+            bool spread = g.l[d] == 1 && g.d[d] != 1;
+            lo[d] = spread ? 0 : idx[d];
+            hi[d] = spread ? g.d[d] : idx[d] + 1;
+        }
+        double acc = 0.0;
+        for (int64_t k0 = lo[0]; k0 < hi[0]; k0++)
+            for (int64_t k1 = lo[1]; k1 < hi[1]; k1++)
+                for (int64_t k2 = lo[2]; k2 < hi[2]; k2++)
+                    for (int64_t k3 = lo[3]; k3 < hi[3]; k3++)
+                        acc += dy[k0 * g.sd[0] + k1 * g.sd[1] + k2 * g.sd[2] + k3 * g.sd[3]];
+        o[j] = (float)acc;
+    }
+}
+
+void launch_reduce_bcast(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
+{
+    reduce4 g;
+    pad4(a->in_shape[0], a->in_ndim[0], g.d);
+    pad4(a->in_shape[1], a->in_ndim[1], g.l);
+    int64_t st = 1;
+    for (int d = 3; d >= 0; d--) {
+        g.sd[d] = st;
+        st *= g.d[d];
+    }
+    int64_t n = g.l[0] * g.l[1] * g.l[2] * g.l[3];
+    LAUNCH(grid_for(n, kThreads, n_sm), kThreads, s, k_reduce_bcast)(
+        (const float *)a->in[0], (float *)a->out[0], n, g);
 }
 
 /* ---- unary elementwise; s is f[0] rounded to float (as the reference) ---- */
@@ -476,8 +571,19 @@ bool nothing_to_do(const vdev_cuda_args *a)
     case VDEV_OP_MSE_GRAD:
     case VDEV_OP_SOFTMAX_CE_GRAD:
         return numel_in(a, 1) == 0;
-    case VDEV_OP_REDUCE_ROWS:
-        return a->i[3] == 2 ? false : numel_in(a, a->i[3] == 1 ? 1 : 0) == 0;
+    case VDEV_OP_REDUCE_ROWS: /* mode 3: sums over empty blocks are zeros to write */
+        return a->i[3] == 2 ? false : numel_in(a, a->i[3] == 0 ? 0 : 1) == 0;
+    case VDEV_OP_ADD:
+    case VDEV_OP_SUB:
+    case VDEV_OP_MUL:
+    case VDEV_OP_DIV: { /* mode 3: the output may be smaller or larger than a */
+        if (a->i[3] != 3)
+            return numel_in(a, 0) == 0;
+        int64_t n = 1;
+        for (int d = 0; d < a->out_ndim[0]; d++)
+            n *= a->out_shape[0][d];
+        return n == 0;
+    }
     default:
         return numel_in(a, 0) == 0;
     }
@@ -608,6 +714,10 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
         int64_t n = numel_in(a, 0);
         if (a->i[3] == 0)
             return copy_words(a, s, msg, cap);
+        if (a->i[3] == 3) {
+            launch_reduce_bcast(a, s, n_sm);
+            break;
+        }
         int64_t cols = a->i[3] == 1 ? numel_in(a, 1) : 1;
         int64_t rows = cols ? n / cols : 0;
         /* o[j] = sum_r dy[r cols + j]: one outer block, the rows as the axis */
