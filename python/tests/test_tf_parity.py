@@ -28,16 +28,22 @@ LONG = "/job:localhost/replica:0/task:0"
 def test_deepcopy_tensor_is_independent():
     with vdev.device("GPU:1"):
         v = vdev.Variable([1.0, 2.0])
-    view = vdev.reshape(v, [2, 1])  # a view of the variable's memory
+    view = vdev.reshape(v, [2, 1])  # a value, as TensorFlow's reshape of a variable
     c = copy.deepcopy(view)
     assert c is not view and c._h != view._h
     assert c.device == LONG + "/device:GPU:1" and c.dtype is vdev.float32
     v.assign([5.0, 6.0])
-    assert view.numpy().tolist() == [[5.0], [6.0]]
-    assert c.numpy().tolist() == [[1.0], [2.0]]  # a copy, not the view
+    assert view.numpy().tolist() == [[1.0], [2.0]]  # the value read, not the variable
+    assert c.numpy().tolist() == [[1.0], [2.0]]
     del view
     gc.collect()
     assert c.numpy().tolist() == [[1.0], [2.0]]
+    r = vdev.reshape(vdev.constant([1.0, 2.0]), [2, 1])
+    d = copy.deepcopy(r)
+    assert d._h != r._h and d.numpy().tolist() == [[1.0], [2.0]]
+    del r
+    gc.collect()
+    assert d.numpy().tolist() == [[1.0], [2.0]]
     t = vdev.constant([1, 2])
     assert copy.copy(t) is t  # immutable: itself, as TensorFlow's EagerTensor
     d = copy.deepcopy(t)
