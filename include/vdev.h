@@ -765,6 +765,8 @@ VDEV_API int vdev_dlpack_live_exports(void);
 
 #include "vdev/govern.h" /* floors, ceilings, priorities, limits at run time */
 
+#include "vdev/nn.h" /* optimizers' hyperparameters changed between updates */
+
 /* ==== data parallel: collectives and the mirrored strategy ================
  * Communicators (vdev_comm_*: all-reduce, broadcast, all-gather, barrier over
  * logical devices) and tf.distribute.MirroredStrategy (vdev_strategy_*,

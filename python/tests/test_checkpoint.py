@@ -117,15 +117,16 @@ def test_errors_change_nothing(tmp_path, tensors):
     raw = pathlib.Path(path).read_bytes()
     trunc = tmp_path / "trunc.safetensors"
     trunc.write_bytes(raw[:-3])
-    with pytest.raises(vdev.errors.UnknownError) as e:
+    with pytest.raises(vdev.errors.DataLossError) as e:  # TensorFlow's, for a truncated file
         T.load_checkpoint(trunc, {"dense0/w": w})
+    assert e.value.error_code == 15 and e.value.status == "VDEV_ERR_IO"
     assert str(e.value) == ("checkpoint '%s': entry 'dense0/b' ends at byte 36 of the data, but "
                             "the file holds 33 bytes of data (truncated?)" % trunc)
     flipped = bytearray(raw)
     flipped[-1] ^= 0x40
     bad = tmp_path / "crc.safetensors"
     bad.write_bytes(bytes(flipped))
-    with pytest.raises(vdev.errors.UnknownError) as e:
+    with pytest.raises(vdev.errors.DataLossError) as e:  # TensorFlow's, for a bad checksum
         T.load_checkpoint(bad, {"dense0/w": w})
     assert str(e.value).startswith("checkpoint '%s': checksum mismatch: the data's CRC-32 is "
                                    % bad) and str(e.value).endswith("(the file is damaged)")

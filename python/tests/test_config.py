@@ -256,8 +256,11 @@ def test_determinism_and_device_policy():
     E.set_device_policy(None)
     assert E.get_device_policy() == "silent"
     with pytest.raises(ValueError) as e:
+        E.set_device_policy("warm")  # a typo: TensorFlow's words
+    assert str(e.value) == "Not a valid device policy: 'warm'"
+    with pytest.raises(ValueError) as e:  # TensorFlow's, which vdev does not support
         E.set_device_policy("warn")
-    assert str(e.value) == "Not a valid device policy: 'warn'"
+    assert str(e.value).startswith("vdev does not support TensorFlow's device policy 'warn'")
 
 
 def test_memory_fraction():

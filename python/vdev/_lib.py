@@ -251,6 +251,10 @@ _PROTOS = {
                                             ctypes.POINTER(ctypes.c_char_p), ctypes.c_int]),
     "vdev_optimizer_get_iterations": (STATUS, [_h, _i64p]),
     "vdev_optimizer_set_iterations": (STATUS, [_h, ctypes.c_int64]),
+    # hyperparameters after construction (vdev/nn.h)
+    "vdev_sgd_set": (STATUS, [_h, ctypes.c_float, ctypes.c_float]),
+    "vdev_adam_set": (STATUS, [_h, ctypes.c_float, ctypes.c_float, ctypes.c_float,
+                               ctypes.c_float]),
     # collectives and the mirrored strategy (vdev/distribute.h)
     "vdev_comm_new": (STATUS, [ctypes.POINTER(_s), ctypes.c_int, ctypes.POINTER(_h)]),
     "vdev_comm_free": (None, [_h]),

@@ -8,7 +8,15 @@ live when they disagree). A Python number next to a tensor is that tensor's
 scalar operand (``x + 1`` is AddScalar on x's device); where an op needs it as
 a tensor, the tensor is made on x's device, so a scalar never drags work to
 another device. Inputs that are not tensors (lists, numpy arrays) are made
-into tensors with ``vdev.constant``.
+into tensors as TensorFlow's op wrappers make them (args_to_matching_eager):
+beside a tensor, with that tensor's dtype (``f + [1, 2, 3]`` and
+``f * np.arange(3)`` are float32 for a float32 f; a float value beside an
+int32 tensor is TensorFlow's TypeError), made on that tensor's device unless
+a device scope is open; with no tensor among the operands, the first is
+converted on its own and the second with the first's dtype. ``matmul``
+converts as ``tf.matmul``: a on its own, b with a's dtype as a hint (so
+``matmul([[1., 2.]], [[1], [2]])`` is float32). Two tensors of different
+dtypes are refused (InvalidArgumentError), as in TensorFlow.
 """
 
 import math
@@ -18,11 +26,85 @@ import numpy as np
 
 from . import _lib
 from ._lib import lib
-from ._tensor import Tensor, convert_to_tensor, float32, int32
+from ._tensor import Tensor, _to_numpy, constant, convert_to_tensor, float32, int32
 
 
 def _t(x):
     return x if isinstance(x, Tensor) else convert_to_tensor(x)
+
+
+class _near:
+    """Context manager: the device of tensor t when no device scope is open
+    (a value converted beside t is made where t is, so that it does not
+    drag the op to another device); nothing inside a scope, which decides."""
+
+    __slots__ = ("_scope",)
+
+    def __init__(self, t):
+        from ._device import current_device, on_device_of
+        self._scope = on_device_of(t) if current_device() is None else None
+
+    def __enter__(self):
+        if self._scope is not None:
+            self._scope.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self._scope is not None:
+            self._scope.__exit__(*exc)
+        return False
+
+
+def _like(value, t, hint=False):
+    """value (not a tensor) as a tensor of t's dtype, made near t, as
+    TensorFlow converts an operand beside a tensor: a value that cannot have
+    t's dtype (a float for int32) is TensorFlow's TypeError, or, as a hint
+    (hint=True, tf.matmul's b), converted with its own dtype instead, for the
+    op to refuse."""
+    with _near(t):
+        try:
+            return convert_to_tensor(value, t.dtype)
+        except (TypeError, ValueError):
+            if not hint:
+                raise
+            return convert_to_tensor(value)
+
+
+def _operands(x, y):
+    """x and y as tensors for an element-wise op: a value beside a tensor
+    takes the tensor's dtype; with no tensor, y takes x's."""
+    if isinstance(x, Tensor):
+        return x, (y if isinstance(y, Tensor) else _like(y, x))
+    if isinstance(y, Tensor):
+        return _like(x, y), y
+    x = convert_to_tensor(x)
+    return x, _like(y, x)
+
+
+def _cast(x, dtype):
+    """x (a tensor or a value) as a tensor of dtype, as ``tf.cast`` (a float
+    to int32 truncates toward zero). A tensor of dtype already is returned
+    as it is; another one is cast through the host (vdev has no cast op;
+    the result is no longer connected to a tape, as an int32 tensor takes
+    no gradient), onto x's device unless a device scope is open."""
+    from ._tensor import as_dtype
+    dtype = as_dtype(dtype)
+    if isinstance(x, Tensor):
+        if x.dtype is dtype:
+            return x
+        with _near(x):
+            return constant(np.asarray(x.numpy()).astype(dtype.as_numpy_dtype))
+    arr, _ = _to_numpy(x, None)
+    return constant(arr.astype(dtype.as_numpy_dtype))
+
+
+def _cast_like(x, t):
+    """x as a tensor of t's dtype, made near t: how Keras's losses take
+    y_true (tf.cast(y_true, y_pred.dtype))."""
+    if isinstance(x, Tensor) and x.dtype is t.dtype:
+        return x
+    with _near(t):
+        return _cast(x, t.dtype)
 
 
 def _new(h):
@@ -52,8 +134,12 @@ def _unary(cfn):
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
-    """a @ b, 2-D, either operand transposed (OpenBLAS on CPU and simulated GPUs)."""
-    a, b = _t(a), _t(b)
+    """a @ b, 2-D, either operand transposed (OpenBLAS on CPU and simulated
+    GPUs). As tf.matmul: a value for a is converted on its own, one for b
+    with a's dtype as a hint."""
+    a = _t(a)
+    if not isinstance(b, Tensor):
+        b = _like(b, a, hint=True)
     return _new(lib.vdev_matmul(a._handle, b._handle, bool(transpose_a), bool(transpose_b)))
 
 
@@ -63,7 +149,7 @@ def add(x, y, name=None):
         return _new(lib.vdev_add_scalar(x._handle, float(y)))
     if _is_scalar(x) and isinstance(y, Tensor):
         return _new(lib.vdev_add_scalar(y._handle, float(x)))
-    x, y = _t(x), _t(y)
+    x, y = _operands(x, y)
     return _new(lib.vdev_add(x._handle, y._handle))
 
 
@@ -73,7 +159,7 @@ def subtract(x, y, name=None):
     if _is_scalar(x) and isinstance(y, Tensor):
         f = _fill_like(y, x)
         return _new(lib.vdev_sub(f._handle, y._handle))
-    x, y = _t(x), _t(y)
+    x, y = _operands(x, y)
     return _new(lib.vdev_sub(x._handle, y._handle))
 
 
@@ -82,7 +168,7 @@ def multiply(x, y, name=None):
         return _new(lib.vdev_mul_scalar(x._handle, float(y)))
     if _is_scalar(x) and isinstance(y, Tensor):
         return _new(lib.vdev_mul_scalar(y._handle, float(x)))
-    x, y = _t(x), _t(y)
+    x, y = _operands(x, y)
     return _new(lib.vdev_mul(x._handle, y._handle))
 
 
@@ -97,7 +183,7 @@ def divide(x, y, name=None):
     if _is_scalar(x) and isinstance(y, Tensor):
         f = _fill_like(y, x)
         return _new(lib.vdev_div(f._handle, y._handle))
-    x, y = _t(x), _t(y)
+    x, y = _operands(x, y)
     return _new(lib.vdev_div(x._handle, y._handle))
 
 
@@ -263,6 +349,13 @@ def argmax(input, axis=None, name=None):
     (copies of the input), so every axis works."""
     x = _t(input)
     nd = x.ndim
+    if x.dtype is not float32:
+        # vdev's ArgMax's own error, naming the caller's shape (the reshapes
+        # below would name theirs)
+        from .errors import InvalidArgumentError
+        raise InvalidArgumentError("ArgMax: input #0 (shape [%s]) is %s, expected float"
+                                   % (",".join(str(d) for d in x.shape), x.dtype.name),
+                                   "VDEV_ERR_SHAPE")
     a = 0 if axis is None else _axis(axis)
     if not -nd <= a < nd:
         from .errors import InvalidArgumentError
@@ -307,8 +400,10 @@ def stop_gradient(input, name=None):
 
 
 def mean_squared_error_scalar(y_true, y_pred):
-    """mean((y_pred - y_true)^2) over every element: a 0-d tensor."""
-    y_pred, y_true = _t(y_pred), _t(y_true)
+    """mean((y_pred - y_true)^2) over every element: a 0-d tensor. y_true
+    is cast to y_pred's dtype, as Keras's losses do."""
+    y_pred = _t(y_pred)
+    y_true = _cast_like(y_true, y_pred)
     return _new(lib.vdev_mse(y_pred._handle, y_true._handle))
 
 

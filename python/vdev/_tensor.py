@@ -278,7 +278,11 @@ class Tensor:
         return _ops().matmul(self, other)
 
     def __rmatmul__(self, other):
-        return _ops().matmul(other, self)
+        # TensorFlow's r_binary_op_wrapper: the value takes this tensor's dtype
+        ops = _ops()
+        if not isinstance(other, Tensor):
+            other = ops._like(other, self)
+        return ops.matmul(other, self)
 
     def __neg__(self):
         return _ops().negative(self)
@@ -394,6 +398,8 @@ class Variable(Tensor):
         return self if read_value else None
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        """Adds delta (a tensor, or a value converted with the variable's
+        dtype, as assign converts it) in place."""
         self.assign(_ops().add(self, delta))
         return self if read_value else None
 

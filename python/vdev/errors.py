@@ -6,16 +6,44 @@ TensorFlow maps its status codes: a shape mismatch or a bad argument is
 exhausted ``ResourceExhaustedError`` (vdev raises its subclass
 ``OutOfMemoryError``, which carries vdev's report: what was asked for, on which
 device, what is in use of what limit, the largest free block, and what would
-help). Configuration calls raise ``ValueError`` and ``RuntimeError`` where
-``tf.config`` does. Each exception's ``status`` is vdev's code name
-("VDEV_ERR_OOM") and ``message`` the text.
+help), a truncated or damaged checkpoint ``DataLossError`` (as TensorFlow's
+checkpoint reader), another file error ``UnknownError``. Configuration calls
+raise ``ValueError`` and ``RuntimeError`` where ``tf.config`` does. Each
+exception's ``status`` is vdev's code name ("VDEV_ERR_OOM"), ``message`` the
+text and ``error_code`` TensorFlow's code (``vdev.errors.DATA_LOSS`` ...).
+
+Every ``tf.errors`` class is here, with TensorFlow's code, so that
+``except vdev.errors.AbortedError:`` is valid code; vdev itself raises
+InvalidArgumentError, NotFoundError, ResourceExhaustedError (OutOfMemoryError),
+UnimplementedError, InternalError, DataLossError and UnknownError, and
+nothing else (a collective that times out is InternalError with TensorFlow's
+message, as vdev's C status has no deadline code).
 """
+
+# TensorFlow's error codes (tf.errors.OK ... tf.errors.UNAUTHENTICATED).
+OK = 0
+CANCELLED = 1
+UNKNOWN = 2
+INVALID_ARGUMENT = 3
+DEADLINE_EXCEEDED = 4
+NOT_FOUND = 5
+ALREADY_EXISTS = 6
+PERMISSION_DENIED = 7
+RESOURCE_EXHAUSTED = 8
+FAILED_PRECONDITION = 9
+ABORTED = 10
+OUT_OF_RANGE = 11
+UNIMPLEMENTED = 12
+INTERNAL = 13
+UNAVAILABLE = 14
+DATA_LOSS = 15
+UNAUTHENTICATED = 16
 
 
 class OpError(Exception):
     """A vdev call failed (TensorFlow's ``tf.errors.OpError``)."""
 
-    error_code = 2  # TensorFlow's UNKNOWN
+    error_code = UNKNOWN
 
     def __init__(self, message, status="VDEV_ERR_INTERNAL"):
         super().__init__(message)
@@ -23,32 +51,68 @@ class OpError(Exception):
         self.status = status
 
 
-class InvalidArgumentError(OpError):
-    error_code = 3
-
-
-class NotFoundError(OpError):
-    error_code = 5
-
-
-class ResourceExhaustedError(OpError):
-    error_code = 8
-
-
-class FailedPreconditionError(OpError):
-    error_code = 9
-
-
-class UnimplementedError(OpError):
-    error_code = 12
-
-
-class InternalError(OpError):
-    error_code = 13
+class CancelledError(OpError):
+    error_code = CANCELLED
 
 
 class UnknownError(OpError):
-    error_code = 2
+    error_code = UNKNOWN
+
+
+class InvalidArgumentError(OpError):
+    error_code = INVALID_ARGUMENT
+
+
+class DeadlineExceededError(OpError):
+    error_code = DEADLINE_EXCEEDED
+
+
+class NotFoundError(OpError):
+    error_code = NOT_FOUND
+
+
+class AlreadyExistsError(OpError):
+    error_code = ALREADY_EXISTS
+
+
+class PermissionDeniedError(OpError):
+    error_code = PERMISSION_DENIED
+
+
+class ResourceExhaustedError(OpError):
+    error_code = RESOURCE_EXHAUSTED
+
+
+class FailedPreconditionError(OpError):
+    error_code = FAILED_PRECONDITION
+
+
+class AbortedError(OpError):
+    error_code = ABORTED
+
+
+class OutOfRangeError(OpError):
+    error_code = OUT_OF_RANGE
+
+
+class UnimplementedError(OpError):
+    error_code = UNIMPLEMENTED
+
+
+class InternalError(OpError):
+    error_code = INTERNAL
+
+
+class UnavailableError(OpError):
+    error_code = UNAVAILABLE
+
+
+class DataLossError(OpError):
+    error_code = DATA_LOSS
+
+
+class UnauthenticatedError(OpError):
+    error_code = UNAUTHENTICATED
 
 
 class OutOfMemoryError(ResourceExhaustedError):
@@ -67,13 +131,32 @@ class OutOfMemoryError(ResourceExhaustedError):
         return self._report if self._report else self.message
 
 
+_BY_CODE = {c.error_code: c for c in (
+    CancelledError, UnknownError, InvalidArgumentError, DeadlineExceededError, NotFoundError,
+    AlreadyExistsError, PermissionDeniedError, ResourceExhaustedError, FailedPreconditionError,
+    AbortedError, OutOfRangeError, UnimplementedError, InternalError, UnavailableError,
+    DataLossError, UnauthenticatedError)}
+
+
+def exception_type_from_error_code(error_code):
+    """The class of a TensorFlow error code, as tf.errors'; KeyError for
+    another number."""
+    return _BY_CODE[error_code]
+
+
+def error_code_from_exception_type(cls):
+    """The TensorFlow error code of an OpError class, as tf.errors'."""
+    return cls.error_code
+
+
 _BY_STATUS = {
     1: InvalidArgumentError,      # VDEV_ERR_INVALID_ARG
     2: NotFoundError,             # VDEV_ERR_NOT_FOUND
     3: OutOfMemoryError,          # VDEV_ERR_OOM
     5: InvalidArgumentError,      # VDEV_ERR_CONFIG: a configuration that cannot be honoured
     6: InternalError,             # VDEV_ERR_BACKEND
-    7: UnknownError,              # VDEV_ERR_IO
+    7: UnknownError,              # VDEV_ERR_IO (a file that cannot be read or written;
+                                  # a truncated or damaged one is DataLossError, below)
     8: InvalidArgumentError,      # VDEV_ERR_PARSE
     9: InvalidArgumentError,      # VDEV_ERR_SHAPE
     10: InvalidArgumentError,     # VDEV_ERR_PLACEMENT (TensorFlow's explicit device policy)
@@ -108,6 +191,21 @@ def python_message(status, message):
     return message
 
 
+# The VDEV_ERR_IO messages of a checkpoint that is truncated or damaged
+# (src/dist/ckpt_file.c, ckpt_format.c, checkpoint.c): TensorFlow's checkpoint
+# reader raises DataLossError for these ("truncated block read", "Checksum
+# does not match"); other file errors (cannot open, read, create) stay
+# UnknownError, as TensorFlow gives EIO and most errno values.
+_DATA_LOSS_MARKS = ("(truncated?)", "checksum mismatch", "(the file is damaged)",
+                    "(the header is damaged)", "(the header was changed)")
+
+
+def _class_of(status, message):
+    if status == _NAMES.index("VDEV_ERR_IO") and any(m in message for m in _DATA_LOSS_MARKS):
+        return DataLossError
+    return _BY_STATUS.get(status, InternalError)
+
+
 def from_status(status, message, oom_report=""):
     """The exception for a vdev status code and its message (advice in
     Python's words, python_message); oom_report: the thread's last
@@ -116,7 +214,7 @@ def from_status(status, message, oom_report=""):
     message = python_message(status, message)
     if status == 4:  # VDEV_ERR_ALREADY_INITIALIZED: tf.config's RuntimeError
         return RuntimeError(message)
-    cls = _BY_STATUS.get(status, InternalError)
+    cls = _class_of(status, message)
     if cls is OutOfMemoryError:
         mine = oom_report.startswith(message + "\n")
         return cls(message, status_name(status), oom_report if mine else None)

@@ -10,13 +10,15 @@ on GPU:1 even if it is first called outside the scope (Keras would make the
 variables where the first call happens). A layer made under a
 MirroredStrategy's scope gets MirroredVariables (one copy per replica), made
 outside strategy.run (building it inside a step function is an error).
+As in Keras, a layer computes in float32: int inputs (values, int32 tensors)
+are cast to float32 first.
 """
 
 import math
 
 from . import _lib, _ops, _strategy_context, random
 from ._device import current_device, device
-from ._tensor import Tensor, Variable
+from ._tensor import Tensor, Variable, float32
 
 _ACTIVATIONS = {None: None, "linear": None, "relu": _ops.relu, "tanh": _ops.tanh,
                 "sigmoid": _ops.sigmoid, "softmax": _ops.softmax}
@@ -117,8 +119,12 @@ class Dense(Layer):
         self._variables = [self.kernel] + ([self.bias] if self.bias is not None else [])
 
     def __call__(self, x):
+        # Keras's Dense computes in its dtype (float32): an int input, a
+        # value or an int32 tensor, is cast first.
         if not isinstance(x, Tensor):
-            x = _ops.convert_to_tensor(x)
+            x = _ops.convert_to_tensor(x, float32)
+        elif x.dtype is not float32:
+            x = _ops._cast(x, float32)
         if self.kernel is None:
             self.build(x.shape[-1])
         y = _ops.matmul(x, self.kernel)

@@ -3,7 +3,9 @@ over the batch (Keras's default reduction, 'auto' or
 'sum_over_batch_size'; 0 for an empty batch, as Keras's divide_no_nan
 gives), or one loss per example (reduction 'none', what
 ``vdev.nn.compute_average_loss`` takes in a data-parallel step; an empty
-tensor for an empty batch)."""
+tensor for an empty batch). As in Keras, y_true is cast to y_pred's dtype
+(int labels or one-hot rows given as ints are float32 beside float32
+predictions); SparseCategoricalCrossentropy takes int32 labels."""
 
 import numpy as np
 
@@ -47,7 +49,8 @@ class MeanSquaredError:
     def __call__(self, y_true, y_pred, sample_weight=None):
         _no_weights(sample_weight)
         if self.reduction == "none":
-            y_pred, y_true = _ops._t(y_pred), _ops._t(y_true)
+            y_pred = _ops._t(y_pred)
+            y_true = _ops._cast_like(y_true, y_pred)
             d = _ops.subtract(y_pred, y_true)
             return _ops.reduce_mean(_ops.multiply(d, d), axis=d.ndim - 1)
         return _ops.mean_squared_error_scalar(y_true, y_pred)
@@ -71,7 +74,8 @@ class CategoricalCrossentropy:
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         _no_weights(sample_weight)
-        y_true, y_pred = _ops._t(y_true), _ops._t(y_pred)
+        y_pred = _ops._t(y_pred)
+        y_true = _ops._cast_like(y_true, y_pred)
         lp = _ops.log_softmax(y_pred)
         per_example = _ops.negative(_ops.reduce_sum(_ops.multiply(y_true, lp),
                                                     axis=lp.ndim - 1))

@@ -11,6 +11,13 @@ The optimizer's state (``iterations`` and the slots of each variable, as
 ``load_checkpoint(path, tensors, optimizer=opt)``, after which training goes
 on bit for bit as if it had never stopped.
 
+The hyperparameters (``learning_rate``; SGD's ``momentum``; Adam's
+``beta_1``, ``beta_2``, ``epsilon``) may be set after construction, as in
+Keras (``opt.learning_rate = 0.001``): the next update uses them. A value the
+constructor would refuse is refused the same way, and changes nothing. They
+are plain numbers: ``learning_rate`` is no variable (no ``.assign``), and a
+schedule (a callable) is refused, by the constructor as by the setter.
+
 A pair whose gradient is None is skipped with Keras's warning ("Gradients do
 not exist for variables [...] when minimizing the loss.", on the "vdev"
 logger); all None is Keras's ValueError. An optimizer cannot be copied or
@@ -164,23 +171,71 @@ class Optimizer:
                 _free(x)
 
 
+def _momentum(momentum):
+    """momentum as SGD takes it: Keras's ValueError outside [0, 1] (vdev's C
+    optimizer refuses 1 too, with InvalidArgumentError), then a float."""
+    if not 0 <= momentum <= 1:
+        raise ValueError("`momentum` must be between [0, 1]. Received: momentum=%r"
+                         % (momentum,))
+    return float(momentum)
+
+
 class SGD(Optimizer):
+    """Keras's SGD. ``learning_rate`` and ``momentum`` may be set at any time
+    (``opt.learning_rate = 0.001``): the next update uses them, checked as
+    the constructor checks them (vdev_sgd_set). Momentum switched on after
+    updates made without it starts from a zero velocity."""
+
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD"):
         if nesterov:
             raise ValueError("vdev's SGD has no Nesterov momentum")
-        if not 0 <= momentum <= 1:
-            raise ValueError("`momentum` must be between [0, 1]. Received: momentum=%r"
-                             % (momentum,))
-        self.learning_rate, self.momentum = float(learning_rate), float(momentum)
-        super().__init__(lambda: lib.vdev_sgd_new(self.learning_rate, self.momentum), name)
+        momentum = _momentum(momentum)
+        self._lr, self._momentum = float(learning_rate), momentum
+        super().__init__(lambda: lib.vdev_sgd_new(self._lr, self._momentum), name)
+
+    def _set(self, lr, momentum):
+        for h in self._handles():
+            _lib.check(lib.vdev_sgd_set(h, lr, momentum))
+        self._lr, self._momentum = lr, momentum
+
+    @property
+    def learning_rate(self):
+        return self._lr
+
+    @learning_rate.setter
+    def learning_rate(self, value):
+        self._set(float(value), self._momentum)
+
+    @property
+    def momentum(self):
+        return self._momentum
+
+    @momentum.setter
+    def momentum(self, value):
+        self._set(self._lr, _momentum(value))
 
 
 class Adam(Optimizer):
+    """Keras's Adam. ``learning_rate``, ``beta_1``, ``beta_2`` and
+    ``epsilon`` may be set at any time: the next update uses them, checked as
+    the constructor checks them (vdev_adam_set); the bias correction takes
+    the new betas with the steps counted so far (``iterations``)."""
+
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-07,
                  amsgrad=False, name="Adam"):
         if amsgrad:
             raise ValueError("vdev's Adam has no AMSGrad")
-        self.learning_rate, self.beta_1 = float(learning_rate), float(beta_1)
-        self.beta_2, self.epsilon = float(beta_2), float(epsilon)
-        super().__init__(lambda: lib.vdev_adam_new(self.learning_rate, self.beta_1,
-                                                   self.beta_2, self.epsilon), name)
+        self._hyper = (float(learning_rate), float(beta_1), float(beta_2), float(epsilon))
+        super().__init__(lambda: lib.vdev_adam_new(*self._hyper), name)
+
+    def _set(self, k, value):
+        hyper = list(self._hyper)
+        hyper[k] = float(value)
+        for h in self._handles():
+            _lib.check(lib.vdev_adam_set(h, *hyper))
+        self._hyper = tuple(hyper)
+
+    learning_rate = property(lambda self: self._hyper[0], lambda self, x: self._set(0, x))
+    beta_1 = property(lambda self: self._hyper[1], lambda self, x: self._set(1, x))
+    beta_2 = property(lambda self: self._hyper[2], lambda self, x: self._set(2, x))
+    epsilon = property(lambda self: self._hyper[3], lambda self, x: self._set(3, x))

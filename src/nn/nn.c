@@ -15,6 +15,11 @@
  * checkpoint, so a restored run goes on as if it had never stopped. Adam
  * follows TensorFlow: lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t),
  * m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2, var -= lr_t m / (sqrt(v) + eps).
+ * The hyperparameters may change between updates (vdev_sgd_set,
+ * vdev_adam_set in vdev/nn.h, checked as the constructors check them); the
+ * next update uses the new values. SGD's update without momentum leaves
+ * -lr g in the velocity slot, which is no velocity: once momentum is
+ * switched on, such a slot starts over from zeros, as a fresh optimizer's.
  *
  * Layers, models and optimizers are checked handles (base/handles.h), each
  * kind in a table of its own, so a freed or foreign one is an error. They
@@ -23,6 +28,7 @@
  * update op on the library's tensors. */
 #include "nn/nn.h"
 #include "ops/ops.h"
+#include "vdev/nn.h"
 
 #include <math.h>
 #include <string.h>
@@ -243,6 +249,9 @@ enum opt_kind { OPT_SGD, OPT_ADAM };
 struct slot {
     const vdev_tensor_t *var;   /* its handle: not owned, compared only */
     vdev_tensor_t *s[2];        /* SGD: velocity; Adam: m, v (variables, owned) */
+    int stale;                  /* SGD: s[0] holds what an update without momentum
+                                 * left (-lr g), not a velocity: zeroed before it
+                                 * is used or handed out with momentum on */
 };
 
 struct optim {
@@ -266,14 +275,36 @@ static vdev_optimizer_t *optim_new(enum opt_kind kind)
     return (vdev_optimizer_t *)(uintptr_t)h;
 }
 
-VDEV_API vdev_optimizer_t *vdev_sgd_new(float lr, float momentum)
+/* SGD's hyperparameters are valid (else VDEV_ERR_INVALID_ARG naming fn):
+ * the one check of vdev_sgd_new and vdev_sgd_set. */
+static int sgd_values_ok(const char *fn, float lr, float momentum)
 {
     if (!(lr > 0) || !(momentum >= 0 && momentum < 1)) {
-        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_sgd_new: learning rate %g must be > 0 and "
-                                         "momentum %g in [0, 1)",
-                   lr, momentum);
-        return NULL;
+        vdev_error(VDEV_ERR_INVALID_ARG, "%s: learning rate %g must be > 0 and momentum %g in "
+                                         "[0, 1)",
+                   fn, lr, momentum);
+        return 0;
     }
+    return 1;
+}
+
+/* Adam's, for vdev_adam_new and vdev_adam_set. */
+static int adam_values_ok(const char *fn, float lr, float beta1, float beta2, float eps)
+{
+    if (!(lr > 0) || !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) || !(eps > 0)) {
+        vdev_error(VDEV_ERR_INVALID_ARG,
+                   "%s: needs learning rate > 0, betas in [0, 1), epsilon > 0 (got %g, %g, %g, "
+                   "%g)",
+                   fn, lr, beta1, beta2, eps);
+        return 0;
+    }
+    return 1;
+}
+
+VDEV_API vdev_optimizer_t *vdev_sgd_new(float lr, float momentum)
+{
+    if (!sgd_values_ok("vdev_sgd_new", lr, momentum))
+        return NULL;
     vdev_optimizer_t *h = optim_new(OPT_SGD);
     struct optim *o = vdev_handle_get(&optims, h);
     if (o) {
@@ -285,13 +316,8 @@ VDEV_API vdev_optimizer_t *vdev_sgd_new(float lr, float momentum)
 
 VDEV_API vdev_optimizer_t *vdev_adam_new(float lr, float beta1, float beta2, float eps)
 {
-    if (!(lr > 0) || !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) || !(eps > 0)) {
-        vdev_error(VDEV_ERR_INVALID_ARG,
-                   "vdev_adam_new: needs learning rate > 0, betas in [0, 1), epsilon > 0 (got "
-                   "%g, %g, %g, %g)",
-                   lr, beta1, beta2, eps);
+    if (!adam_values_ok("vdev_adam_new", lr, beta1, beta2, eps))
         return NULL;
-    }
     vdev_optimizer_t *h = optim_new(OPT_ADAM);
     struct optim *o = vdev_handle_get(&optims, h);
     if (o) {
@@ -301,6 +327,46 @@ VDEV_API vdev_optimizer_t *vdev_adam_new(float lr, float beta1, float beta2, flo
         o->eps = eps;
     }
     return h;
+}
+
+/* The live optimizer behind h for fn, of kind `kind`; NULL with
+ * VDEV_ERR_INVALID_ARG naming what is wrong otherwise. */
+static struct optim *optim_of_kind(vdev_optimizer_t *h, enum opt_kind kind, const char *fn)
+{
+    struct optim *o = object_of(&optims, h, fn);
+    if (o && o->kind != kind) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "%s: the optimizer is %s, not %s", fn,
+                   o->kind == OPT_ADAM ? "Adam" : "SGD", kind == OPT_ADAM ? "Adam" : "SGD");
+        return NULL;
+    }
+    return o;
+}
+
+VDEV_API enum vdev_status vdev_sgd_set(vdev_optimizer_t *h, float lr, float momentum)
+{
+    struct optim *o = optim_of_kind(h, OPT_SGD, "vdev_sgd_set");
+    if (!o)
+        return vdev_last_status();
+    if (!sgd_values_ok("vdev_sgd_set", lr, momentum))
+        return vdev_last_status();
+    o->lr = lr;
+    o->momentum = momentum;
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_adam_set(vdev_optimizer_t *h, float lr, float beta1, float beta2,
+                                        float eps)
+{
+    struct optim *o = optim_of_kind(h, OPT_ADAM, "vdev_adam_set");
+    if (!o)
+        return vdev_last_status();
+    if (!adam_values_ok("vdev_adam_set", lr, beta1, beta2, eps))
+        return vdev_last_status();
+    o->lr = lr;
+    o->beta1 = beta1;
+    o->beta2 = beta2;
+    o->eps = eps;
+    return VDEV_OK;
 }
 
 /* The slots of variable hvar (tensor var), made (zeros, on var's device) on
@@ -341,13 +407,35 @@ static struct slot *slot_of(struct optim *o, const vdev_tensor_t *hvar, const st
     return s;
 }
 
-/* Makes the slots of vars[0..n) that do not exist yet (fn names the caller
- * in errors). A slot made here stays when a later one fails: it is zeros,
- * as a new slot would be, so no update is affected. */
+/* The slots of hvar as slot_of gives them, with a stale velocity (see
+ * struct slot) zeroed first when SGD's momentum is on: the first update with
+ * momentum then starts from zeros, as a fresh optimizer's. The zeros are
+ * copied in (vdev_assign), so the slot's handle stays. */
+static struct slot *live_slot(struct optim *o, const vdev_tensor_t *hvar,
+                              const struct vdev_tens *var)
+{
+    struct slot *s = slot_of(o, hvar, var);
+    if (!s || !s->stale || o->momentum == 0)
+        return s;
+    vdev_placement_push_dev(var->dev);
+    vdev_tensor_t *z = vdev_tensor_zeros(var->shape, var->ndim, VDEV_F32);
+    vdev_placement_pop_dev();
+    enum vdev_status st = z ? vdev_assign(s->s[0], z) : vdev_last_status();
+    vdev_tensor_free(z);
+    if (st != VDEV_OK)
+        return NULL;
+    s->stale = 0;
+    return s;
+}
+
+/* Makes the slots of vars[0..n) that do not exist yet, and zeroes stale
+ * velocities (live_slot). A slot made or zeroed here stays so when a later
+ * one fails: it is zeros, as a new slot would be (or as the stale one stands
+ * for), so no update is affected. */
 static enum vdev_status make_slots(struct optim *o, vdev_tensor_t *const *vars, int n)
 {
     for (int i = 0; i < n; i++)
-        if (!slot_of(o, vars[i], vdev_tens_peek(vars[i])))
+        if (!live_slot(o, vars[i], vdev_tens_peek(vars[i])))
             return vdev_last_status();
     return VDEV_OK;
 }
@@ -446,8 +534,13 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
         (struct vdev_tens *const *const *)pins, n, k_in, &p);
     /* A step counts once its updates were submitted (a backend failure part
      * way counts too: some variables moved with this step's Adam factor). */
-    if (st == VDEV_OK || vdev_last_status() == VDEV_ERR_BACKEND)
+    if (st == VDEV_OK || vdev_last_status() == VDEV_ERR_BACKEND) {
         o->step++;
+        /* without momentum the kernel left -lr g in each velocity slot */
+        if (o->kind == OPT_SGD && o->momentum == 0)
+            for (int i = 0; i < n; i++)
+                slot_of(o, vars[i], vdev_tens_peek(vars[i]))->stale = 1;
+    }
     if (big) {
         free(lists);
         free(pins);
@@ -476,7 +569,7 @@ VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *h, vdev_tensor_t *var, vdev_
     int n = stateful_slots(o);
     if (n == 0)
         return 0;
-    struct slot *sl = slot_of(o, var, vdev_tens_peek(var));
+    struct slot *sl = live_slot(o, var, vdev_tens_peek(var));
     if (!sl)
         return -1;
     for (int k = 0; k < n && k < cap; k++) {

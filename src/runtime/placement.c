@@ -81,6 +81,27 @@ static void warn_soft(enum vdev_device_type type, int index, const struct vdev_l
                          type == VDEV_DEVICE_GPU ? "GPU" : "CPU", index, to->long_name);
 }
 
+/* VDEV_ERR_NOT_FOUND for the missing device a scope named (dn, index). When
+ * the name had no index and took the enclosing scope's (make_merged_spec:
+ * 'CPU' inside 'GPU:1' is CPU:1), the message says so, and names the
+ * device in full when the type has one: "... unknown device (there is 1 CPU
+ * device) (the index 1 came from the enclosing scope /device:GPU:1; name the
+ * device in full, such as 'CPU:0')". */
+static enum vdev_status unknown_device(const struct vdev_device_name *dn, int index)
+{
+    enum vdev_status st = vdev_runtime_unknown_device(dn->type, index);
+    if (dn->has_index || !scope_depth)
+        return st;
+    const struct scope *outer = &scope_stack[scope_depth - 1];
+    const char *type = dn->type == VDEV_DEVICE_GPU ? "GPU" : "CPU";
+    char msg[512], hint[64] = "";
+    vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+    if (vdev_runtime_lookup(dn->type, 0))
+        snprintf(hint, sizeof hint, "; name the device in full, such as '%s:0'", type);
+    return vdev_error(st, "%s (the index %d came from the enclosing scope /device:%s:%d%s)", msg,
+                      index, outer->type == VDEV_DEVICE_GPU ? "GPU" : "CPU", outer->index, hint);
+}
+
 VDEV_API enum vdev_status vdev_device_push(const char *device)
 {
     struct vdev_device_name dn;
@@ -98,7 +119,7 @@ VDEV_API enum vdev_status vdev_device_push(const char *device)
     struct vdev_ldev *d = vdev_runtime_lookup(dn.type, index);
     if (!d) {
         if (!atomic_load(&soft_placement))
-            return vdev_runtime_unknown_device(dn.type, index);
+            return unknown_device(&dn, index);
         d = vdev_runtime_default_device();
     }
     if (scope_depth == MAX_SCOPE_DEPTH)

@@ -26,6 +26,8 @@ import ctypes
 import math
 import numbers
 
+import numpy as np
+
 from .. import _lib
 from .._lib import lib
 
@@ -172,14 +174,31 @@ def _logical_table():
     return {d.name.decode(): (d.backend.decode(), d.physical_index) for d in _logical()}
 
 
+def _growth_flag(enable):
+    """enable as a bool: True, False, numpy's bool_, or the integers 0 and 1.
+    TensorFlow keeps the value and puts it in its GPUOptions proto at
+    start-up, whose bool field takes any integer (protobuf's bool checker
+    takes what has __index__) and refuses strings; vdev takes 0 and 1 of the
+    integers (another number is more likely a mistake than a wish for
+    growth) and refuses the rest at once: bool('false') is True, and None,
+    which TensorFlow reads as "not set", cannot be set in vdev (growth that
+    was never set reads None from get_memory_growth)."""
+    if isinstance(enable, (bool, np.bool_)):
+        return bool(enable)
+    if isinstance(enable, numbers.Integral) and enable in (0, 1):
+        return bool(enable)
+    raise TypeError("set_memory_growth takes a bool (True or False), not %r" % (enable,))
+
+
 def set_memory_growth(device, enable):
     """Growth (on: memory is taken as it is needed) or preallocation (off)
     for one physical GPU. Unlike TensorFlow, growth may differ between GPUs
-    and combines with logical devices."""
+    and combines with logical devices. enable is a bool (or 0 or 1); another
+    value (None, a string) is a TypeError."""
     name = _check_physical(device)
     if device.device_type != "GPU":
         raise ValueError("Cannot set memory growth on non-GPU and non-Pluggable devices")
-    _lib.check(lib.vdev_config_set_memory_growth(name, bool(enable)), _VALUE)
+    _lib.check(lib.vdev_config_set_memory_growth(name, _growth_flag(enable)), _VALUE)
 
 
 def get_memory_growth(device):

@@ -111,12 +111,28 @@ def is_op_determinism_enabled():
 
 
 _POLICIES = {None: 0, "silent": 0, "explicit": 1}
+# TensorFlow's policies that vdev cannot honour: what each means there, and
+# what to use instead.
+_UNSUPPORTED_POLICIES = {
+    "warn": ("copies an input on another device with a warning for each copy; vdev copies "
+             "without one. Use 'silent' (the copies are counted: "
+             "vdev.placement.bytes_copied() and vdev.placement.audit() list them) or "
+             "'explicit' (a copy is an error)"),
+    "silent_for_int32": ("copies int32 inputs and refuses other ones; vdev's policy does not "
+                         "depend on the dtype. Use 'explicit' (every copy is an error: copy "
+                         "int32 tensors yourself with vdev.identity or .gpu(i)) or 'silent'"),
+}
 
 
 def set_device_policy(device_policy):
     """'silent' (None): an input on another device is copied (vdev's 'copy');
-    'explicit': that is an error (vdev's 'strict'). vdev has no 'warn' or
-    'silent_for_int32'."""
+    'explicit': that is an error (vdev's 'strict'). TensorFlow's 'warn' and
+    'silent_for_int32' are ValueErrors saying that vdev does not support
+    them and what to use instead: vdev copies without a per-copy warning, and
+    its policy does not depend on the dtype."""
+    if isinstance(device_policy, str) and device_policy in _UNSUPPORTED_POLICIES:
+        raise ValueError("vdev does not support TensorFlow's device policy %r, which %s"
+                         % (device_policy, _UNSUPPORTED_POLICIES[device_policy]))
     if device_policy not in _POLICIES:
         raise ValueError("Not a valid device policy: %r" % (device_policy,))
     _lib.check(lib.vdev_set_placement_policy(_POLICIES[device_policy]))
