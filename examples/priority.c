@@ -3,12 +3,18 @@
  *
  * "Give the critical task a fixed share of memory and let the secondary tasks
  * use what is left; watch the memory info and adjust what they get." The first
- * visible GPU (a simulated 3 GiB card where no GPU is present; with every GPU
- * hidden, or a card with less than 501 MiB free, it stops, saying so) is split
- * into three logical GPUs: the critical model's, with a floor and the critical
- * priority, and two secondary models' with no floor and low priority. Each
- * model trains in its own thread. The secondary models double their batch every
- * few steps; when an allocation fails they halve it and go on, and when vdev
+ * visible GPU (a simulated 3 GiB card where no GPU is present) is split into
+ * three logical GPUs: the critical model's, with the critical priority, and
+ * two secondary models' with low priority. The arena they share is the card's
+ * budget as vdev governs it (its free memory less the driver reserve, or
+ * TF_DEVICE_MIN_SYS_MEMORY_IN_MB, or a memory fraction), at most 3 GiB; with
+ * every GPU hidden, or a budget under 276 MiB, it stops, saying so. Once
+ * started, the critical model gets a floor (a quarter of the arena) and the
+ * secondary models half the rest each as their ceilings, set at run time (a
+ * refused change, there or in the monitor, is reported on stderr and makes
+ * the exit status 1, as a model that stops early does). Each model trains in
+ * its own thread. The secondary models double their batch every few steps;
+ * when an allocation fails they halve it and go on, and when vdev
  * tells them of memory pressure (their ceiling lowered below what they hold)
  * they halve it before the next step. A monitor thread runs the policy loop
  * below: the critical model keeps its peak and a quarter (at least its floor);
@@ -54,6 +60,8 @@ struct model {
     vdev_optimizer_t *adam;
     vdev_tensor_t *vars[4];
     long ooms, shrinks, done;
+    char error[512];        /* why it stopped before its last step ("": it did not) */
+    int oom_stop;           /* 1: an out-of-memory error with nothing left to halve */
     _Atomic int pressure;   /* set by vdev's pressure callback */
     double solo[16], shared[512]; /* step times of the critical model */
     int n_solo, n_shared;
@@ -118,14 +126,17 @@ static void *train(void *arg)
         double dt = vdev_clock_seconds() - t0;
         if (st == VDEV_ERR_OOM) {
             m->ooms++;
-            if (m->critical || m->batch <= 64)
+            if (m->critical || m->batch <= 64) { /* nothing left to halve */
+                snprintf(m->error, sizeof m->error, "%s", vdev_last_error());
+                m->oom_stop = 1;
                 break;
+            }
             m->batch /= 2; /* recover: half the batch, and on */
             s--;
             continue;
         }
         if (st != VDEV_OK) {
-            fprintf(stderr, "%s: %s\n", m->name, vdev_last_error());
+            snprintf(m->error, sizeof m->error, "%s", vdev_last_error());
             break;
         }
         m->done++;
@@ -151,6 +162,8 @@ static void *train(void *arg)
 struct policy {
     const char *crit, *sec[2];
     uint64_t arena, floor;
+    long refused;         /* the monitor's vdev_memory_set_limits calls that failed */
+    char first_error[512]; /* the first one's message (written by the monitor alone) */
 };
 
 static uint64_t peak(const char *dev)
@@ -159,18 +172,29 @@ static uint64_t peak(const char *dev)
     return vdev_memory_info(dev, &mi) == VDEV_OK ? mi.peak_bytes_in_use : 0;
 }
 
+/* Sets a secondary model's ceiling (at least MIN_CEILING); a refusal is
+ * counted and the first one's message kept, for main to report. */
+static int set_ceiling(struct policy *p, const char *dev, uint64_t ceiling)
+{
+    if (vdev_memory_set_limits(dev, 0, ceiling > MIN_CEILING ? ceiling : MIN_CEILING) == VDEV_OK)
+        return 1;
+    if (p->refused++ == 0)
+        snprintf(p->first_error, sizeof p->first_error, "%s", vdev_last_error());
+    return 0;
+}
+
 /* The policy loop: the critical model keeps its peak and a quarter (at
  * least its floor); the secondary models split the rest by what each used
  * since the last look. */
 static void *monitor(void *arg)
 {
-    const struct policy *p = arg;
+    struct policy *p = arg;
     while (atomic_load(&finished) < 3) {
         uint64_t keep = peak(p->crit) * 5 / 4 > p->floor ? peak(p->crit) * 5 / 4 : p->floor;
-        uint64_t rest = p->arena - keep, d0 = peak(p->sec[0]) + MIB, d1 = peak(p->sec[1]) + MIB;
+        uint64_t rest = p->arena > keep ? p->arena - keep : 0;
+        uint64_t d0 = peak(p->sec[0]) + MIB, d1 = peak(p->sec[1]) + MIB;
         uint64_t c0 = rest / (d0 + d1) * d0, c1 = rest - c0;
-        if (vdev_memory_set_limits(p->sec[0], 0, c0 > 64 * MIB ? c0 : 64 * MIB) == VDEV_OK &&
-            vdev_memory_set_limits(p->sec[1], 0, c1 > 64 * MIB ? c1 : 64 * MIB) == VDEV_OK)
+        if (set_ceiling(p, p->sec[0], c0) && set_ceiling(p, p->sec[1], c1))
             atomic_fetch_add(&ceiling_moves, 2);
         vdev_memory_reset_peak(p->sec[0]);
         vdev_memory_reset_peak(p->sec[1]);
@@ -243,23 +267,51 @@ static uint64_t arena_needed(void)
     return (peak * 3 / 2 + 2 * MIN_CEILING + MIB - 1) & ~(MIB - 1);
 }
 
-/* The arena the three share: what the card leaves (its free memory less
- * vdev's driver reserve, at most 3 GiB, so the demo stays quick). */
-static uint64_t arena_of(uint64_t free_b)
-{
-    uint64_t reserve = free_b < 2 * GIB ? 225 * MIB : 1536 * MIB;
-    uint64_t arena = free_b > reserve ? free_b - reserve : free_b / 2;
-    return (arena > 3 * GIB ? 3 * GIB : arena) & ~(MIB - 1);
-}
-
-/* The least free memory whose arena is `need` (need <= 3 GiB). */
+/* The least free memory whose budget (free less TensorFlow's driver
+ * reserve, as vdev takes it: none from a card with 225 MiB or less free) is
+ * `need`. */
 static uint64_t free_needed(uint64_t need)
 {
-    if (need * 2 < 225 * MIB)
-        return need * 2;
+    if (need <= 225 * MIB)
+        return need;
     if (need + 225 * MIB < 2 * GIB)
         return need + 225 * MIB;
     return need + 1536 * MIB < 2 * GIB ? 2 * GIB : need + 1536 * MIB;
+}
+
+/* The card's budget is below `need`: says so on stderr, with where the
+ * budget comes from (the driver reserve; TF_DEVICE_MIN_SYS_MEMORY_IN_MB,
+ * which wins over a fraction; or a memory fraction) and what would give
+ * enough. The same words as examples/python/priority.py. */
+static void too_small(const char *prog, const char *card, uint64_t budget, uint64_t need)
+{
+    char b1[32], b2[32], b3[32], why[96], fix[160];
+    const char *min_sys = getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
+    const char *var = "VDEV_MEMORY_FRACTION";
+    if (!getenv(var) || atof(getenv(var)) <= 0)
+        var = "TF_GPU_MEMORY_FRACTION";
+    double fraction = getenv(var) ? atof(getenv(var)) : 0;
+    uint64_t want = free_needed(need); /* free memory, or with a fraction total memory */
+    const char *what = "free";
+    snprintf(why, sizeof why, "what the driver reserve leaves of its free memory");
+    if (min_sys && *min_sys) {
+        want = need + strtoull(min_sys, NULL, 10) * MIB;
+        snprintf(why, sizeof why, "its free memory less TF_DEVICE_MIN_SYS_MEMORY_IN_MB=%s",
+                 min_sys);
+    } else if (fraction > 0) {
+        want = ((uint64_t)ceil((double)need / fraction) + MIB - 1) & ~(MIB - 1);
+        what = "of memory";
+        snprintf(why, sizeof why, "%s=%s of its total memory", var, getenv(var));
+    }
+    double f = ceil(fraction * (double)need / (double)budget * 100.0 - 1e-9) / 100.0;
+    if (!(min_sys && *min_sys) && fraction > 0 && f <= 1.0)
+        snprintf(fix, sizeof fix, "set %s to %.2f or more", var, f);
+    else
+        snprintf(fix, sizeof fix, "run on a GPU with %s %s or more (VDEV_SIM_GPUS=1x%lluMiB)",
+                 vdev_format_bytes(want, b3, sizeof b3), what, (unsigned long long)(want / MIB));
+    fprintf(stderr, "%s: %s leaves %s to share (%s), less than the %s the three models need; %s\n",
+            prog, card, vdev_format_bytes(budget, b1, sizeof b1), why,
+            vdev_format_bytes(need, b2, sizeof b2), fix);
 }
 
 int vdev_example_priority(int argc, char **argv);
@@ -326,25 +378,36 @@ int vdev_example_priority(int argc, char **argv)
                 prog, v ? v : "", n - 1);
         return 1;
     }
-    uint64_t arena = arena_of(pd.free_bytes), need = arena_needed();
-    char b1[32], b2[32], b3[32], b4[32];
+    /* Split before start-up; the shares come after it, from the budget
+     * vdev gives the card (free memory less the driver reserve, or a
+     * fraction): at most 3 GiB of it, so the demo stays quick. */
+    struct vdev_logical_device_config cfg[3] = {{.priority = VDEV_PRIORITY_CRITICAL},
+                                                {.priority = VDEV_PRIORITY_LOW},
+                                                {.priority = VDEV_PRIORITY_LOW}};
+    if (vdev_config_set_logical_devices_ex(pd.name, cfg, 3) != VDEV_OK || vdev_init() != VDEV_OK)
+        return fprintf(stderr, "%s: start-up: %s\n", prog, vdev_last_error()), 1;
+    struct vdev_memory_limits lim;
+    if (vdev_memory_get_limits("GPU:0", &lim) != VDEV_OK) {
+        fprintf(stderr, "%s: start-up: %s\n", prog, vdev_last_error());
+        vdev_shutdown();
+        return 1;
+    }
+    uint64_t budget = lim.card_budget_bytes, need = arena_needed();
+    uint64_t arena = (budget > 3 * GIB ? 3 * GIB : budget) & ~(MIB - 1);
+    char b1[32], b2[32];
     if (arena < need) {
-        uint64_t want = free_needed(need);
-        fprintf(stderr,
-                "%s: %s has %s free, which leaves %s to share, less than the %s the three "
-                "models need; run on a GPU with %s free or more (VDEV_SIM_GPUS=1x%lluMiB)\n",
-                prog, pd.name, vdev_format_bytes(pd.free_bytes, b1, sizeof b1),
-                vdev_format_bytes(arena, b2, sizeof b2), vdev_format_bytes(need, b3, sizeof b3),
-                vdev_format_bytes(want, b4, sizeof b4), (unsigned long long)(want / MIB));
+        too_small(prog, pd.name, budget, need);
+        vdev_shutdown();
         return 1;
     }
     uint64_t floor = arena / 4 & ~(MIB - 1);
-    struct vdev_logical_device_config cfg[3] = {
-        {.floor_bytes = floor, .priority = VDEV_PRIORITY_CRITICAL},
-        {.ceiling_bytes = (arena - floor) / 2, .priority = VDEV_PRIORITY_LOW},
-        {.ceiling_bytes = (arena - floor) / 2, .priority = VDEV_PRIORITY_LOW}};
-    if (vdev_config_set_logical_devices_ex(pd.name, cfg, 3) != VDEV_OK || vdev_init() != VDEV_OK)
-        return fprintf(stderr, "%s: start-up: %s\n", prog, vdev_last_error()), 1;
+    if (vdev_memory_set_limits("GPU:0", floor, 0) != VDEV_OK ||
+        vdev_memory_set_limits("GPU:1", 0, (arena - floor) / 2) != VDEV_OK ||
+        vdev_memory_set_limits("GPU:2", 0, (arena - floor) / 2) != VDEV_OK) {
+        fprintf(stderr, "%s: setting the shares: %s\n", prog, vdev_last_error());
+        vdev_shutdown();
+        return 1;
+    }
     printf("One GPU (%s, %s), three logical GPUs sharing %s:\n", pd.model,
            vdev_format_bytes(pd.total_bytes, b1, sizeof b1),
            vdev_format_bytes(arena, b2, sizeof b2));
@@ -376,7 +439,8 @@ int vdev_example_priority(int argc, char **argv)
         if (!m[k].critical)
             vdev_memory_set_pressure_callback(m[k].dev, on_pressure, &m[k]);
     }
-    struct policy pol = {"GPU:0", {"GPU:1", "GPU:2"}, arena, floor};
+    struct policy pol = {.crit = "GPU:0", .sec = {"GPU:1", "GPU:2"}, .arena = arena,
+                         .floor = floor};
     pthread_t t[3], mon;
     pthread_create(&mon, NULL, monitor, &pol);
     for (int k = 0; k < 3; k++)
@@ -384,19 +448,40 @@ int vdev_example_priority(int argc, char **argv)
     for (int k = 0; k < 3; k++)
         pthread_join(t[k], NULL);
     pthread_join(mon, NULL);
-    printf("critical model: %ld steps, %ld out-of-memory error%s; median step %.2f ms alone, "
+    char of[32] = "";
+    if (m[0].done < m[0].steps)
+        snprintf(of, sizeof of, " of %ld", m[0].steps);
+    printf("critical model: %ld%s steps, %ld out-of-memory error%s; median step %.2f ms alone, "
            "%.2f ms beside the others (they share the card's compute)\n",
-           m[0].done, m[0].ooms, m[0].ooms == 1 ? "" : "s", median_ms(m[0].solo, m[0].n_solo),
+           m[0].done, of, m[0].ooms, m[0].ooms == 1 ? "" : "s", median_ms(m[0].solo, m[0].n_solo),
            median_ms(m[0].shared, m[0].n_shared));
-    for (int k = 1; k < 3; k++)
-        printf("model %s: %ld steps, %ld out-of-memory error%s recovered from by halving its "
-               "batch, %ld halving%s on pressure, batch up to %lld\n",
-               m[k].name, m[k].done, m[k].ooms, m[k].ooms == 1 ? "" : "s", m[k].shrinks,
+    for (int k = 1; k < 3; k++) {
+        if (m[k].done == steps) /* then every error was recovered from */
+            printf("model %s: %ld steps, %ld out-of-memory error%s recovered from by halving its "
+                   "batch, ",
+                   m[k].name, m[k].done, m[k].ooms, m[k].ooms == 1 ? "" : "s");
+        else
+            printf("model %s: %ld of %ld steps, stopped by %s; %ld out-of-memory error%s, ",
+                   m[k].name, m[k].done, steps,
+                   m[k].oom_stop ? "an out-of-memory error at its smallest batch (64)"
+                                 : "an error",
+                   m[k].ooms, m[k].ooms == 1 ? "" : "s");
+        printf("%ld halving%s on pressure, batch up to %lld\n", m[k].shrinks,
                m[k].shrinks == 1 ? "" : "s", (long long)m[k].batch_seen);
+    }
     printf("monitor: %ld looks, %ld ceiling changes\n", atomic_load(&polls),
            atomic_load(&ceiling_moves));
+    for (int k = 0; k < 3; k++)
+        if (m[k].error[0])
+            fprintf(stderr, m[k].critical ? "%s: %s model stopped: %s\n"
+                                          : "%s: model %s stopped: %s\n",
+                    prog, m[k].name, m[k].error);
+    if (pol.refused)
+        fprintf(stderr,
+                "%s: the monitor's vdev_memory_set_limits failed %ld time%s; the first: %s\n",
+                prog, pol.refused, pol.refused == 1 ? "" : "s", pol.first_error);
     int ok = m[0].ooms == 0 && m[0].done == m[0].steps && m[1].done == steps &&
-             m[2].done == steps;
+             m[2].done == steps && pol.refused == 0;
     for (int k = 0; k < 3; k++) {
         vdev_mlp_free(m[k].mlp);
         vdev_mlp_free(m[k].teacher);

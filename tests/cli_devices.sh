@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cli_devices.sh — `vdev devices` through the command line: the table and the
-# JSON on simulated GPUs, the environment's configuration in both, why a
+# JSON on simulated GPUs, the environment's configuration in both (floors and
+# priorities, and the budget a card's logical devices share), why a
 # GPU's limit is less than its memory, how to get simulated GPUs when there
 # is none, one line on stderr and exit 1 for a bad environment, exit 2 for a
 # bad option, the help texts (every environment variable vdev reads), and the
@@ -37,11 +38,15 @@ for s in "GPUs: 3 from the sim backend (simulated GPUs from VDEV_SIM_GPUS)" \
          "Collectives: vdev's ring (the sim backend has no collective library: simulated GPUs)"; do
   has "$out" "$s" && ok || bad "devices: no '$s' in: $out"
 done
-# GPU rows: physical 16 GiB total and free; logical 16 GiB - 1.5 GiB, growing.
+# GPU rows: physical 16 GiB total and free; logical 16 GiB - 1.5 GiB, growing, the whole
+# card its own (its floor), normal priority; no card is shared, so no line says so.
 [ "$(grep -c '^  /physical_device:GPU:[0-2] *sim *Simulated GPU *16.00 GiB *16.00 GiB$' <<<"$out")" -eq 3 ] \
   && ok || bad "devices: physical GPU rows: $out"
-[ "$(grep -c '^  /device:GPU:[0-2] *GPU:[0-2] *sim *grow *14.50 GiB *0 B *0 B$' <<<"$out")" -eq 3 ] \
+grep -q '^  NAME *PHYSICAL *BACKEND *POLICY *LIMIT *FLOOR *PRIORITY *RESERVED *IN USE$' <<<"$out" \
+  && ok || bad "devices: logical devices' header: $out"
+[ "$(grep -c '^  /device:GPU:[0-2] *GPU:[0-2] *sim *grow *14.50 GiB *14.50 GiB *normal *0 B *0 B$' <<<"$out")" -eq 3 ] \
   && ok || bad "devices: logical GPU rows: $out"
+has "$out" "logical devices share a budget" && bad "devices: a card said shared: $out" || ok
 
 # Why 16 GiB gives 14.50 GiB: the driver reserve, how much, and how to change it.
 want="A GPU's limit is its free memory less the reserve TensorFlow also leaves to the
@@ -71,12 +76,24 @@ memory less the reserve TensorFlow leaves to the driver and libraries)." ] \
 # The environment's configuration shows in it.
 VDEV_LOGICAL_DEVICES="1:4GiB,2GiB" VDEV_MEMORY_GROWTH="1:false" run devices
 [ $rc -eq 0 ] && ok || bad "devices with logical devices: exit $rc: $err"
-grep -q '^  /device:GPU:1 *GPU:1 *sim *preallocate *4.00 GiB *4.00 GiB *0 B$' <<<"$out" \
+grep -q '^  /device:GPU:1 *GPU:1 *sim *preallocate *4.00 GiB *4.00 GiB *normal *4.00 GiB *0 B$' <<<"$out" \
   && ok || bad "devices: GPU:1 row: $out"
-grep -q '^  /device:GPU:2 *GPU:1 *sim *preallocate *2.00 GiB *2.00 GiB *0 B$' <<<"$out" \
+grep -q '^  /device:GPU:2 *GPU:1 *sim *preallocate *2.00 GiB *2.00 GiB *normal *2.00 GiB *0 B$' <<<"$out" \
   && ok || bad "devices: GPU:2 row: $out"
 grep -q '^  /device:GPU:3 *GPU:2 *sim *grow *14.50 GiB' <<<"$out" \
   && ok || bad "devices: GPU:3 row: $out"
+
+# Floors, ceilings and priorities: each device's floor and priority, and the card's budget
+# that the ceilings (LIMIT, summing to more) share.
+VDEV_SIM_GPUS=1x8GiB VDEV_LOGICAL_DEVICES="0:4GiB@critical,2GiB..6GiB,..@low" run devices
+[ $rc -eq 0 ] && ok || bad "devices with floors: exit $rc: $err"
+for row in '^  /device:GPU:0 *GPU:0 *sim *grow *4.00 GiB *4.00 GiB *critical *0 B *0 B$' \
+           '^  /device:GPU:1 *GPU:0 *sim *grow *6.00 GiB *2.00 GiB *normal *0 B *0 B$' \
+           '^  /device:GPU:2 *GPU:0 *sim *grow *6.50 GiB *0 B *low *0 B *0 B$'; do
+  grep -q "$row" <<<"$out" && ok || bad "devices with floors: no row '$row' in: $out"
+done
+has "$out" "  /physical_device:GPU:0: 3 logical devices share a budget of 6.50 GiB; floors 6.00 GiB kept aside, the rest first come, each up to its LIMIT" \
+  && ok || bad "devices with floors: no budget line: $out"
 
 # ---- JSON ----
 run devices --json
@@ -112,6 +129,21 @@ assert [(x["physical_index"], x["limit_bytes"], x["policy"]) for x in l[1:]] == 
     [(0, 1 << 30, "preallocate"), (0, 3 << 30, "preallocate"),
      (1, (8 << 30) - (1536 << 20), "preallocate")], l
 assert all(x["reserved_bytes"] == x["limit_bytes"] for x in l[1:])
+assert all(x["floor_bytes"] == x["limit_bytes"] and x["priority"] == "normal" for x in l[1:]), l
+assert [x["card_budget_bytes"] for x in l[1:]] == [(8 << 30) - (1536 << 20)] * 3, l
+EOF
+  VDEV_SIM_GPUS=1x8GiB VDEV_LOGICAL_DEVICES="0:4GiB@critical,2GiB..6GiB,..@low" run devices --json
+  python3 - "$tmp/out" <<'EOF' && ok || bad "devices --json: floors and priorities: $out"
+import json, sys
+l = json.load(open(sys.argv[1]))["logical"]
+assert list(l[1]) == ["name", "physical_index", "backend", "policy", "limit_bytes",
+                      "reserved_bytes", "in_use_bytes", "floor_bytes", "priority",
+                      "card_budget_bytes"], list(l[1])
+G = 1 << 30
+assert [(x["floor_bytes"], x["limit_bytes"], x["priority"], x["card_budget_bytes"])
+        for x in l[1:]] == [(4 * G, 4 * G, "critical", 6.5 * G), (2 * G, 6 * G, "normal", 6.5 * G),
+                            (0, 6.5 * G, "low", 6.5 * G)], l
+assert l[0]["floor_bytes"] == 0 and l[0]["priority"] == "normal", l[0]
 EOF
 else
   for k in '"gpu_backend": "sim"' '"no_gpu_reason": ""' '"physical": [' '"logical": [' \

@@ -2,10 +2,13 @@
 # cli_fit.sh — `vdev fit` through the command line: usage errors (exit 2, one
 # line "vdev fit: ..." on stderr), bad input (exit 1), the table, the JSON
 # (keys and values that must hold on any machine, checked with python3 where
-# installed), known GPU names and their budgets, a model that does not fit
-# (exit 1, with the line it fails at), an empty trace (exit 1), the exit
-# statuses in --help, a write error on stdout (exit 1). Never checks timings. test_fit.c checks
-# the answers against an actual run.
+# installed), the smallest cards in whole MiB and the preallocation split, each
+# rerun as printed, a card size with a fraction of a byte (rounded down),
+# --split naming another GPU (refused), at most 16 traces, known GPU names and
+# their budgets, a model that does not fit (exit 1, with the line it fails
+# at), an empty trace (exit 1), the exit statuses in --help, a write error on
+# stdout (exit 1). Never checks timings. test_fit.c checks the answers against
+# an actual run.
 # Usage: cli_fit.sh VDEV DATA (DATA/traces: the repository's data/traces)
 set -u
 vdev=$1
@@ -77,6 +80,34 @@ for s in "card      4GiB: 4.00 GiB, budget 2.50 GiB (simulated, one logical devi
 done
 [ -z "$err" ] && ok || bad "table: stderr: $err"
 
+# The smallest cards in whole MiB, as --card takes them, and the split the preallocation
+# answer assumes, as --split takes it: each, run as printed, fits.
+line=$(grep '^smallest card for these traces side by side: ' <<<"$out")
+[[ $line =~ ^smallest\ card\ for\ these\ traces\ side\ by\ side:\ growth\ ([0-9]+)MiB\ \([0-9.]+\ GiB\),\ preallocation\ ([0-9]+)MiB\ \([0-9.]+\ GiB\)\;\ growth\ needs\ ([0-9]+)MiB\ more$ ]] &&
+  ok || bad "table: smallest card line: '$line'"
+g=${BASH_REMATCH[1]:-0}; p=${BASH_REMATCH[2]:-0}
+[ "${BASH_REMATCH[3]:-x}" = "$((g - p))" ] && ok || bad "table: growth needs ${BASH_REMATCH[3]:-?}MiB more, not $((g - p)): $line"
+split_line=$(grep '^preallocation: ' <<<"$out")
+[[ $split_line =~ ^preallocation:\ each\ model\'s\ device\ preallocated\ to\ the\ smallest\ region\ it\ fits\ in:\ --preallocate\ --split\ ([0-9]+MiB,[0-9]+MiB)$ ]] &&
+  ok || bad "table: no split for the preallocation answer: '$split_line'"
+pre_split=${BASH_REMATCH[1]:-none}
+run fit --no-search --card "${g}MiB" "$mlp" "$tr"
+[ $rc -eq 0 ] && ok || bad "growth card ${g}MiB as printed: exit $rc: $out"
+run fit --no-search --card "$((g - 1))MiB" "$mlp" "$tr"
+[ $rc -eq 1 ] && ok || bad "growth card $((g - 1))MiB (1 MiB less): exit $rc"
+run fit --no-search --preallocate --split "$pre_split" --card "${p}MiB" "$mlp" "$tr"
+[ $rc -eq 0 ] && ok || bad "preallocation card ${p}MiB --split $pre_split as printed: exit $rc: $out $err"
+
+# A card's size with a fraction of a byte is rounded down, as VDEV_SIM_GPUS does
+# (1.40 GiB is what fit itself printed before it printed whole MiB).
+run fit --no-search --card 1.40GiB "$mlp"
+[ $rc -eq 0 ] && has "$out" "card      1.40GiB: 1.40 GiB, budget " && ok ||
+  bad "--card 1.40GiB: exit $rc: $out $err"
+run fit --json --no-search --card 1.40GiB "$mlp"
+has "$out" '"total_bytes": 1503238400,' && ok || bad "--card 1.40GiB: not rounded down to 256: $out"
+run fit --card 512KiB "$mlp"
+error "card under 1 MiB" 2 "vdev fit: --card '512KiB' is neither a size of 1 MiB or more (24GiB) nor a known GPU (h200, h100, a100-80gb, a100-40gb, l40s, a10, l4, t4, rtx5090, rtx4090, rtx3090)"
+
 # ---- a model that does not fit ----
 run fit --card 4GiB --split "..400MiB,.." --no-search "$mlp" "$tr"
 [ $rc -eq 1 ] && ok || bad "no fit: exit $rc"
@@ -123,6 +154,18 @@ g=$(grep -o '"growth": [0-9]*' <<<"$out" | head -1 | awk '{print $2}')
 run fit --json --no-search --card 24GiB --split 0:14GiB,8GiB "$mlp" "$tr"
 [ $rc -eq 0 ] && has "$out" '"ceiling_bytes": 15032385536' && has "$out" '"ceiling_bytes": 8589934592' &&
   ok || bad "--split 0:14GiB,8GiB: exit $rc: $out $err"
+# fit simulates one card, GPU 0: another GPU's index, or several GPUs, are refused.
+run fit --no-search --card 24GiB --split 1:8GiB "$mlp"
+error "--split 1:8GiB" 2 "vdev fit: --split '1:8GiB' names GPU 1: fit simulates one card, GPU 0 (write '0:8GiB' or '8GiB')"
+run fit --no-search --card 24GiB --split "0:8GiB;1:2GiB" "$mlp"
+error "--split 0:8GiB;1:2GiB" 2 "vdev fit: --split '0:8GiB;1:2GiB' lists more than one GPU: fit simulates one card (write its logical devices alone, e.g. 16GiB,8GiB)"
+run fit --json --no-search --card 24GiB --split 00:8GiB "$mlp"
+[ $rc -eq 0 ] && has "$out" '"ceiling_bytes": 8589934592' && ok || bad "--split 00:8GiB: exit $rc: $err"
+
+# At most 16 traces, as --help says.
+args=(); for i in $(seq 17); do args+=("$mlp"); done
+run fit --no-search --card 24GiB "${args[@]}"
+error "17 traces" 2 "vdev fit: more than 16 traces"
 
 # ---- help ----
 run fit --help
@@ -132,6 +175,10 @@ run fit --help
 has "$out" "Exit status: 0 when every model fits, 1 when one does not or on an error" && ok ||
   bad "help: no exit status 0 and 1: $out"
 has "$out" "2 on a usage error" && ok || bad "help: no exit status 2: $out"
+has "$out" "At most 16 traces (one logical device each, as on one card)." && ok ||
+  bad "help: no limit of 16 traces: $out"
+has "$out" "(in whole MiB, as --card takes it; preallocation with the --split it assumes)." && ok ||
+  bad "help: no word of the smallest cards' form: $out"
 run --help
 has "$out" "  fit        will these models fit this card" && ok || bad "vdev --help lacks fit: $out"
 

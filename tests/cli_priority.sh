@@ -3,8 +3,10 @@
 # out-of-memory error and finishes its steps, the two secondary models finish
 # theirs (recovering from theirs by halving their batch), the monitor moves
 # their ceilings; scenario conflicts are usage errors. It runs on the first
-# visible GPU and stops, saying so, when none is visible or the card is too
-# small; --steps is parsed as the other demo options. Never checks timings.
+# visible GPU and stops, saying so, when none is visible or the card's budget
+# (with a memory fraction or TF_DEVICE_MIN_SYS_MEMORY_IN_MB, as governed) is
+# too small, naming what would be enough; --steps is parsed as the other demo
+# options. Never checks timings.
 # Usage: cli_priority.sh VDEV
 set -u
 vdev=$1
@@ -64,11 +66,29 @@ env -u VDEV_SIM_GPUS VDEV_VISIBLE_DEVICES= VDEV_CUDA_PLUGIN=/nonexistent/libvdev
 one_error "every GPU hidden, none simulated" 1 "$hidden"
 
 # ---- a card too small for the scenario: refused before it runs ----
+# The arena is the card's budget as vdev governs it (a card with 225 MiB or less free keeps
+# all of it; a memory fraction or TF_DEVICE_MIN_SYS_MEMORY_IN_MB sets it), and the message
+# says which, and what would give enough.
 VDEV_SIM_GPUS=1x100MiB run demo --priority --steps 10
-one_error "100 MiB card" 1 "vdev demo: /physical_device:GPU:0 has 100.00 MiB free, which leaves 50.00 MiB to share, less than the 276.00 MiB the three models need; run on a GPU with 501.00 MiB free or more (VDEV_SIM_GPUS=1x501MiB)"
-[ -z "$out" ] && ok || bad "100 MiB card: ran: $out"
+one_error "100 MiB card" 1 "vdev demo: /physical_device:GPU:0 leaves 100.00 MiB to share (what the driver reserve leaves of its free memory), less than the 276.00 MiB the three models need; run on a GPU with 501.00 MiB free or more (VDEV_SIM_GPUS=1x501MiB)"
+[ -z "$out" ] && [ "$(lines "$err")" -eq 1 ] && ok || bad "100 MiB card: ran: $out $err"
 VDEV_SIM_GPUS=1x500MiB run demo --priority --steps 10
-one_error "500 MiB card" 1 "vdev demo: /physical_device:GPU:0 has 500.00 MiB free, which leaves 275.00 MiB to share, less than the 276.00 MiB the three models need; run on a GPU with 501.00 MiB free or more (VDEV_SIM_GPUS=1x501MiB)"
+one_error "500 MiB card" 1 "vdev demo: /physical_device:GPU:0 leaves 275.00 MiB to share (what the driver reserve leaves of its free memory), less than the 276.00 MiB the three models need; run on a GPU with 501.00 MiB free or more (VDEV_SIM_GPUS=1x501MiB)"
+VDEV_SIM_GPUS=1x2GiB VDEV_MEMORY_FRACTION=0.1 run demo --priority --steps 10
+one_error "fraction 0.1 of 2 GiB" 1 "vdev demo: /physical_device:GPU:0 leaves 204.80 MiB to share (VDEV_MEMORY_FRACTION=0.1 of its total memory), less than the 276.00 MiB the three models need; set VDEV_MEMORY_FRACTION to 0.14 or more"
+[ -z "$out" ] && ok || bad "fraction 0.1: ran: $out"
+VDEV_SIM_GPUS=1x200MiB TF_GPU_MEMORY_FRACTION=0.5 run demo --priority --steps 10
+one_error "fraction 0.5 of 200 MiB" 1 "vdev demo: /physical_device:GPU:0 leaves 100.00 MiB to share (TF_GPU_MEMORY_FRACTION=0.5 of its total memory), less than the 276.00 MiB the three models need; run on a GPU with 552.00 MiB of memory or more (VDEV_SIM_GPUS=1x552MiB)"
+VDEV_SIM_GPUS=1x1GiB TF_DEVICE_MIN_SYS_MEMORY_IN_MB=900 run demo --priority --steps 10
+one_error "900 MiB reserve" 1 "vdev demo: /physical_device:GPU:0 leaves 124.00 MiB to share (its free memory less TF_DEVICE_MIN_SYS_MEMORY_IN_MB=900), less than the 276.00 MiB the three models need; run on a GPU with 1.15 GiB free or more (VDEV_SIM_GPUS=1x1176MiB)"
+# Each suggestion is enough.
+VDEV_SIM_GPUS=1x2GiB VDEV_MEMORY_FRACTION=0.14 run demo --priority --steps 10
+[ $rc -eq 0 ] && [ -z "$err" ] && ok || bad "fraction 0.14: exit $rc: $err"
+has "$out" "One GPU (Simulated GPU, 2.00 GiB), three logical GPUs sharing 286.00 MiB:" && ok ||
+  bad "fraction 0.14: not the fraction's budget: $out"
+VDEV_SIM_GPUS=1x1176MiB TF_DEVICE_MIN_SYS_MEMORY_IN_MB=900 run demo --priority --steps 10
+[ $rc -eq 0 ] && has "$out" "three logical GPUs sharing 276.00 MiB:" && ok ||
+  bad "1176 MiB card, 900 MiB reserve: exit $rc: $out $err"
 # the smallest card it asks for is enough: the critical model sees no OOM
 VDEV_SIM_GPUS=1x501MiB run demo --priority --steps 10
 [ $rc -eq 0 ] && [ -z "$err" ] && ok || bad "501 MiB card: exit $rc: $err"

@@ -408,24 +408,15 @@ static void test_lending(void)
               "lower ceilings on those devices, a smaller batch");
     CHECK(all_equal(t[0], E, 0.0f) && all_equal(t[3], E, 3.0f));
     STATS_ADD_UP();
-    /* Lending goes to a higher priority only: GPU:1 (low) gets nothing of
-     * GPU:0's cached memory. */
+    /* An empty region hurts nobody: before GPU:1 (low) fails, GPU:0
+     * (critical) gives its cached region back too, and hears LENT. */
     CHECK_OK(vdev_mem_free("GPU:0", a));
     CHECK_EQ_U64(reserved("GPU:0"), 600 * MIB);
     void *b;
-    CHECK_STATUS(vdev_mem_alloc("GPU:1", 512 * MIB, &b), VDEV_ERR_OOM);
-    CHECK_MSG("GPU:1 (low) asked for 512.00 MiB and /physical_device:GPU:0 has 104.00 MiB left "
-              "for it; GPU:0 (critical) holds 600.00 MiB above its floor, none of it live");
-    CHECK_EQ_U64(reserved("GPU:0"), 600 * MIB);
-    /* Equal priorities share first come: no lending either. */
-    CHECK_OK(vdev_memory_set_priority("GPU:1", VDEV_PRIORITY_CRITICAL));
-    CHECK_STATUS(vdev_mem_alloc("GPU:1", 512 * MIB, &b), VDEV_ERR_OOM);
-    CHECK_EQ_U64(reserved("GPU:0"), 600 * MIB);
-    /* Higher now: it takes GPU:0's cached region. */
-    CHECK_OK(vdev_memory_set_priority("GPU:0", VDEV_PRIORITY_DEFAULT));
     CHECK_OK(vdev_mem_alloc("GPU:1", 512 * MIB, &b));
     CHECK_EQ_U64(reserved("GPU:0"), 0);
     CHECK(ea.n[VDEV_PRESSURE_LENT] == 1 && ea.bytes[VDEV_PRESSURE_LENT] == 600 * MIB);
+    CHECK(eb.n[VDEV_PRESSURE_CARD_FULL] == 1 && eb.bytes[VDEV_PRESSURE_CARD_FULL] == 512 * MIB);
     CHECK(all_equal(t[0], E, 0.0f) && all_equal(t[3], E, 3.0f));
     STATS_ADD_UP();
     CHECK_ERR(vdev_memory_set_priority("GPU:1", VDEV_PRIORITY_COUNT), VDEV_ERR_INVALID_ARG,
@@ -441,8 +432,9 @@ static void test_lending(void)
  * priority (before, only an explicit release or the device's own next
  * allocation trimmed it, and a device of the same priority ran out). A
  * request the card refuses tells its device CARD_FULL once, though it tries
- * twice. A floor raise that live memory blocks releases nobody's cache and
- * tells nobody LENT: it changes nothing. */
+ * twice; one that the others' empty regions cannot make room for releases
+ * none of them. A floor raise that live memory blocks releases nobody's
+ * cache and tells nobody LENT: it changes nothing. */
 static void test_over_ceiling(void)
 {
     fresh_card("1x1GiB");
@@ -465,13 +457,23 @@ static void test_over_ceiling(void)
     CHECK_EQ_U64(reserved("GPU:0"), 300 * MIB);
     CHECK(e1.n[VDEV_PRESSURE_CARD_FULL] == 1 && e0.n[VDEV_PRESSURE_LENT] == 1);
     STATS_ADD_UP();
-    /* GPU:0 no longer over (ceiling raised): same priority, nothing lent. */
+    /* GPU:0 no longer over (ceiling raised): its empty regions would still
+     * go before GPU:1 fails, but with 8 MiB live in its 100 MiB region only
+     * 200 MiB are empty, and 300 MiB cannot fit (24 MiB left): nothing is
+     * released, and the OOM says so. */
     CHECK_OK(vdev_memory_set_limits("GPU:0", 0, 0));
-    void *r;
-    CHECK_STATUS(vdev_mem_alloc("GPU:1", 200 * MIB, &r), VDEV_ERR_OOM);
+    void *r, *z;
+    CHECK_OK(vdev_mem_alloc("GPU:0", 8 * MIB, &z));
+    CHECK_ERR(vdev_mem_alloc("GPU:1", 300 * MIB, &r), VDEV_ERR_OOM,
+              "OOM when allocating 300.00 MiB (314572800 bytes) on /device:GPU:1: 700.00 MiB in "
+              "use of 1.00 GiB limit, largest free block 0 B; GPU:1 (low) asked for 300.00 MiB "
+              "and /physical_device:GPU:0 has 24.00 MiB left for it; GPU:0 (low) holds 300.00 MiB "
+              "above its floor, 8.00 MiB of it live; would help: freeing memory or lower ceilings "
+              "on those devices, a smaller batch");
     CHECK(e1.n[VDEV_PRESSURE_CARD_FULL] == 2); /* one more, not two */
     CHECK(e0.n[VDEV_PRESSURE_LENT] == 1);
     CHECK_EQ_U64(reserved("GPU:0"), 300 * MIB);
+    CHECK_OK(vdev_mem_free("GPU:0", z));
     /* A floor of 600 MiB for GPU:1's neighbour: GPU:1's 700 MiB are live, so
      * no cache release could make room: refused with nothing released. */
     void *c;

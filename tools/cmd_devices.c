@@ -1,6 +1,9 @@
 /* cmd_devices.c — `vdev devices`: the physical devices, where GPUs come from
  * (or why there are none, and how to simulate some), and the logical devices
- * start-up makes of them, with each one's policy, limit and memory in use,
+ * start-up makes of them, with each one's policy, limit (its ceiling),
+ * floor, priority and memory in use (and, for a card whose logical devices'
+ * ceilings sum to more than its budget, that budget and the floors kept
+ * aside),
  * and why a GPU's limit is less than its free memory (the driver reserve,
  * worked out from the free memory before start-up and the limit after),
  * what serves collectives between the GPUs (NCCL or vdev's ring, and why),
@@ -122,6 +125,34 @@ static void explain_limits(const struct vdev_physical_device *phys, int n_phys,
     printf(".\nTF_DEVICE_MIN_SYS_MEMORY_IN_MB=N leaves N MiB instead.\n");
 }
 
+/* For each card whose logical devices' limits (ceilings) sum to more than
+ * its budget, one line: the budget they share, the floors kept aside, and
+ * that the rest goes first come, each up to its limit. */
+static void print_shared(const struct vdev_logical_device *logi,
+                         const struct vdev_memory_limits *ml, int n_log)
+{
+    char b1[32], b2[32];
+    for (int i = 0; i < n_log; i++) {
+        if (logi[i].type != VDEV_DEVICE_GPU)
+            continue;
+        int first = 1, n = 0;
+        uint64_t ceilings = 0;
+        for (int j = 0; j < n_log; j++)
+            if (logi[j].type == VDEV_DEVICE_GPU &&
+                logi[j].physical_index == logi[i].physical_index) {
+                first &= j >= i;
+                ceilings += ml[j].ceiling_bytes;
+                n++;
+            }
+        if (!first || ceilings <= ml[i].card_budget_bytes)
+            continue;
+        printf("  /physical_device:GPU:%d: %d logical devices share a budget of %s; floors %s "
+               "kept aside, the rest first come, each up to its LIMIT\n",
+               logi[i].physical_index, n, vdev_format_bytes(ml[i].card_budget_bytes, b1, sizeof b1),
+               vdev_format_bytes(ml[i].card_floors_bytes, b2, sizeof b2));
+    }
+}
+
 static int fail(const char *what)
 {
     fprintf(stderr, "vdev devices: %s%s%s\n", what, *what ? ": " : "", vdev_last_error());
@@ -139,8 +170,9 @@ int vdev_cmd_devices(int argc, char **argv)
                    "Lists the physical devices (backend, model, total and free memory), says\n"
                    "where the GPUs come from or why there are none, then starts the runtime\n"
                    "with the configuration of the environment and lists the logical devices\n"
-                   "(policy, limit, memory reserved and in use) and the thread plan (how\n"
-                   "many threads products and elementwise kernels use).\n\n"
+                   "(policy, limit: its ceiling, floor, priority, memory reserved and in use)\n"
+                   "and the thread plan (how many threads products and elementwise kernels\n"
+                   "use).\n\n"
                    "  --json   one JSON object: {\"gpu_backend\", \"no_gpu_reason\",\n"
                    "           \"physical\": [...], \"logical\": [...], \"collectives\",\n"
                    "           \"threads\": {...}}\n");
@@ -169,8 +201,10 @@ int vdev_cmd_devices(int argc, char **argv)
     if (vdev_list_logical_devices(logi, 130, &n_log) != VDEV_OK)
         return fail("start-up failed");
     struct vdev_memory_info mi[130];
+    struct vdev_memory_limits ml[130];
     for (int i = 0; i < n_log && i < 130; i++)
-        if (vdev_memory_info(logi[i].name, &mi[i]) != VDEV_OK)
+        if (vdev_memory_info(logi[i].name, &mi[i]) != VDEV_OK ||
+            vdev_memory_get_limits(logi[i].name, &ml[i]) != VDEV_OK)
             return fail(logi[i].name);
     /* Again after start-up, so FREE shows what preallocation took. */
     if (vdev_list_physical_devices(phys, 130, &n_phys) != VDEV_OK)
@@ -205,9 +239,12 @@ int vdev_cmd_devices(int argc, char **argv)
             printf(", \"physical_index\": %d, \"backend\": ", logi[i].physical_index);
             json_str(logi[i].backend);
             printf(", \"policy\": \"%s\", \"limit_bytes\": %llu, \"reserved_bytes\": %llu, "
-                   "\"in_use_bytes\": %llu}",
+                   "\"in_use_bytes\": %llu, \"floor_bytes\": %llu, \"priority\": \"%s\", "
+                   "\"card_budget_bytes\": %llu}",
                    policy_name(logi[i].policy), (unsigned long long)logi[i].limit_bytes,
-                   (unsigned long long)mi[i].bytes_reserved, (unsigned long long)mi[i].bytes_in_use);
+                   (unsigned long long)mi[i].bytes_reserved, (unsigned long long)mi[i].bytes_in_use,
+                   (unsigned long long)ml[i].floor_bytes, vdev_priority_name(ml[i].priority),
+                   (unsigned long long)ml[i].card_budget_bytes);
         }
         printf("], \"collectives\": ");
         json_str(coll);
@@ -235,18 +272,21 @@ int vdev_cmd_devices(int argc, char **argv)
                vdev_format_bytes(phys[i].total_bytes, b1, sizeof b1),
                vdev_format_bytes(phys[i].free_bytes, b2, sizeof b2));
     printf("\nLogical devices\n");
-    printf("  %-16s %-10s %-7s %-12s %12s %12s %12s\n", "NAME", "PHYSICAL", "BACKEND", "POLICY",
-           "LIMIT", "RESERVED", "IN USE");
+    printf("  %-16s %-10s %-7s %-12s %12s %12s %-8s %12s %12s\n", "NAME", "PHYSICAL", "BACKEND",
+           "POLICY", "LIMIT", "FLOOR", "PRIORITY", "RESERVED", "IN USE");
     for (int i = 0; i < n_log; i++) {
         char phys_name[32];
         snprintf(phys_name, sizeof phys_name, "%s:%d",
                  logi[i].type == VDEV_DEVICE_GPU ? "GPU" : "CPU", logi[i].physical_index);
-        printf("  %-16s %-10s %-7s %-12s %12s %12s %12s\n", logi[i].name, phys_name,
+        printf("  %-16s %-10s %-7s %-12s %12s %12s %-8s %12s %12s\n", logi[i].name, phys_name,
                logi[i].backend, policy_name(logi[i].policy),
                vdev_format_bytes(logi[i].limit_bytes, b1, sizeof b1),
+               vdev_format_bytes(ml[i].floor_bytes, b2, sizeof b2),
+               vdev_priority_name(ml[i].priority),
                vdev_format_bytes(mi[i].bytes_reserved, b3, sizeof b3),
                vdev_format_bytes(mi[i].bytes_in_use, b4, sizeof b4));
     }
+    print_shared(logi, ml, n_log < 130 ? n_log : 130);
     print_threads(&th);
     if (n_phys > 1) {
         printf("\nCollectives: %s\n", coll);

@@ -12,7 +12,9 @@
  * the margin; then the smallest card that holds the traces side by side, in
  * growth mode (each model on a device that shares the whole card) and with
  * preallocation (each model's device preallocated to the smallest region it
- * fits in), and which of the two needs more.
+ * fits in, rounded up to whole MiB), and which of the two needs more: whole
+ * MiB, printed as --card takes them, with the split the preallocation answer
+ * assumes printed as --split takes it, so that either can be run again.
  *
  * Interleaving: peak-aligned round-robin. Each trace is cut after the event
  * at which its live bytes first reach their peak; the first parts run
@@ -99,11 +101,15 @@ static void usage(FILE *f)
             "simulated card, each model on its own logical device, through vdev's allocator\n"
             "and the card's floors, ceilings and priorities, and says for each model whether\n"
             "it fits, its peak, the smallest ceiling that fits and the margin; then the\n"
-            "smallest card for the traces side by side, with growth and with preallocation.\n\n"
-            "  --card SIZE|GPU  the card: a size (24GiB) or a GPU: h200, h100, a100-80gb,\n"
+            "smallest card for the traces side by side, with growth and with preallocation\n"
+            "(in whole MiB, as --card takes it; preallocation with the --split it assumes).\n"
+            "At most %d traces (one logical device each, as on one card).\n\n"
+            "  --card SIZE|GPU  the card: a size (24GiB, 1.4GiB: rounded down to whole bytes,\n"
+            "                   as VDEV_SIM_GPUS does) or a GPU: h200, h100, a100-80gb,\n"
             "                   a100-40gb, l40s, a10, l4, t4, rtx5090, rtx4090, rtx3090\n"
             "  --split LIST     the logical devices, one per trace, as VDEV_LOGICAL_DEVICES\n"
-            "                   writes them: 16GiB,8GiB or 4GiB@critical,2GiB..6GiB,..@low\n"
+            "                   writes them for GPU 0 (a '0:' prefix is allowed, no other GPU):\n"
+            "                   16GiB,8GiB or 4GiB@critical,2GiB..6GiB,..@low\n"
             "                   (default: each trace shares the whole card, '..')\n"
             "  --preallocate    growth off for the run (default: growth on)\n"
             "  --json           one JSON object instead of the table\n"
@@ -111,7 +117,8 @@ static void usage(FILE *f)
             "Interleaving: peak-aligned round-robin (every model at its peak at the same\n"
             "moment: the most live memory the models can demand of the card together).\n"
             "Exit status: 0 when every model fits, 1 when one does not or on an error\n"
-            "(an unreadable or empty trace, a write error), 2 on a usage error.\n");
+            "(an unreadable or empty trace, a write error), 2 on a usage error.\n",
+            MAX_MODELS);
 }
 
 /* ---- the card ---- */
@@ -131,9 +138,14 @@ static int parse_card(const char *text, uint64_t *bytes, int *cc, char *label, s
             snprintf(label, cap, "%s", known[i].label);
             return 0;
         }
-    int not_whole;
-    if (vdev_config_parse_size(text, bytes, &not_whole) != VDEV_OK || *bytes < MIB)
+    /* A card's size, as VDEV_SIM_GPUS reads it: a fraction of a byte
+     * ("1.40GiB") is rounded down, and the simulated card to 256 bytes.
+     * (Limits, which --split gives, must be whole numbers of bytes.) */
+    if (vdev_parse_bytes(text, bytes) != VDEV_OK || *bytes < MIB) {
+        vdev_clear_error();
         return -1;
+    }
+    *bytes &= ~(uint64_t)255;
     *cc = 0;
     snprintf(label, cap, "%s", text);
     return 0;
@@ -340,14 +352,15 @@ static int fits_on(const struct fit *f, uint64_t card, const struct vdev_logical
     return st == VDEV_OK && all_fit(o, f->n);
 }
 
-/* The smallest card in (lo, hi] (lo known too small, hi known to fit), to
- * 1 MiB. */
+/* The smallest card in (lo, hi] (lo known too small, hi known to fit; both
+ * whole MiB), to 1 MiB: a whole number of MiB, which --card takes as it is
+ * printed. */
 static uint64_t bisect_card(const struct fit *f, const struct vdev_logical_device_config *cfg,
                             int growth, uint64_t lo, uint64_t hi)
 {
     int started;
     while (hi - lo > MIB) {
-        uint64_t mid = (lo + (hi - lo) / 2) & ~(uint64_t)255;
+        uint64_t mid = (lo + (hi - lo) / 2) & ~(MIB - 1);
         if (fits_on(f, mid, cfg, growth, &started))
             hi = mid;
         else
@@ -356,7 +369,7 @@ static uint64_t bisect_card(const struct fit *f, const struct vdev_logical_devic
     return hi;
 }
 
-/* The smallest card (to 1 MiB) on which cfg fits every model; 0 if none up
+/* The smallest card (whole MiB) on which cfg fits every model; 0 if none up
  * to 2^46 bytes does (or, without growth, when the fixed limits themselves
  * do not hold the traces). `from` is a size known too small. The driver
  * reserve (TensorFlow's MinSystemMemory) steps up at 2 GiB of free memory,
@@ -368,7 +381,7 @@ static uint64_t smallest_card(const struct fit *f, const struct vdev_logical_dev
 {
     const uint64_t step = 2ull << 30;
     int started;
-    uint64_t lo = from < MIB ? MIB : from;
+    uint64_t lo = from < MIB ? MIB : from & ~(MIB - 1);
     if (lo < step - MIB && fits_on(f, step - MIB, cfg, growth, &started))
         return fits_on(f, lo, cfg, growth, &started) ? lo
                                                       : bisect_card(f, cfg, growth, lo, step - MIB);
@@ -466,7 +479,7 @@ static void print_json(const struct fit *f, const struct report *r)
 
 static void print_table(const struct fit *f, const struct report *r)
 {
-    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
+    char b1[32], b2[32], b3[32], b4[32], b6[32];
     printf("card      %s: %s, budget %s (simulated, one logical device per trace), %s\n",
            f->label, vdev_format_bytes(f->card, b1, sizeof b1),
            vdev_format_bytes(f->budget, b2, sizeof b2), f->growth ? "growth" : "preallocation");
@@ -507,16 +520,31 @@ static void print_table(const struct fit *f, const struct report *r)
                        i, f->m[i].n_pre, r->o[i].error);
         }
     if (r->searched) {
-        printf("\nsmallest card for these traces side by side: growth %s, preallocation %s",
-               r->card_grow ? vdev_format_bytes(r->card_grow, b1, sizeof b1) : "none",
-               r->card_pre ? vdev_format_bytes(r->card_pre, b2, sizeof b2) : "none");
+        /* Whole MiB, as --card takes them, and the split the preallocation
+         * answer assumes, as --split takes it. */
+        char g[64] = "none", pa[64] = "none";
+        if (r->card_grow)
+            snprintf(g, sizeof g, "%lluMiB (%s)", (unsigned long long)(r->card_grow / MIB),
+                     vdev_format_bytes(r->card_grow, b1, sizeof b1));
+        if (r->card_pre)
+            snprintf(pa, sizeof pa, "%lluMiB (%s)", (unsigned long long)(r->card_pre / MIB),
+                     vdev_format_bytes(r->card_pre, b2, sizeof b2));
+        printf("\nsmallest card for these traces side by side: growth %s, preallocation %s", g, pa);
         if (r->card_grow && r->card_pre && r->card_grow != r->card_pre)
-            printf(" (%s needs %s more)\n", r->card_grow > r->card_pre ? "growth" : "preallocation",
-                   vdev_format_bytes(r->card_grow > r->card_pre ? r->card_grow - r->card_pre
-                                                                : r->card_pre - r->card_grow,
-                                     b5, sizeof b5));
+            printf("; %s needs %lluMiB more\n",
+                   r->card_grow > r->card_pre ? "growth" : "preallocation",
+                   (unsigned long long)((r->card_grow > r->card_pre ? r->card_grow - r->card_pre
+                                                                    : r->card_pre - r->card_grow) /
+                                        MIB));
         else
             printf("\n");
+        if (r->card_pre) {
+            printf("preallocation: each model's device preallocated to the smallest region it "
+                   "fits in: --preallocate --split ");
+            for (int i = 0; i < f->n; i++)
+                printf("%s%lluMiB", i ? "," : "", (unsigned long long)(r->pre_cap[i] / MIB));
+            printf("\n");
+        }
     }
 }
 
@@ -597,12 +625,25 @@ int vdev_cmd_fit(int argc, char **argv)
         char buf[1024];
         int k = 0;
         struct vdev_logical_device_config cfg[VDEV_MAX_LOGICAL_PER_GPU];
-        /* a VDEV_LOGICAL_DEVICES entry as written, "0:16GiB,8GiB": its GPU
-         * index says nothing here (the card is the one simulated GPU) */
+        /* a VDEV_LOGICAL_DEVICES entry as written, "0:16GiB,8GiB": the card
+         * is the one simulated GPU, GPU 0, so no other GPU may be named */
         const char *list = split;
         size_t digits = strspn(list, "0123456789");
-        if (digits && list[digits] == ':' && !strchr(list + digits + 1, ';'))
+        if (strchr(list, ';')) {
+            fprintf(stderr, "vdev fit: --split '%s' lists more than one GPU: fit simulates one "
+                            "card (write its logical devices alone, e.g. 16GiB,8GiB)\n",
+                    split);
+            return 2;
+        }
+        if (digits && list[digits] == ':') {
+            if (strspn(list, "0") != digits) {
+                fprintf(stderr, "vdev fit: --split '%s' names GPU %.*s: fit simulates one card, "
+                                "GPU 0 (write '0:%s' or '%s')\n",
+                        split, (int)digits, list, list + digits + 1, list + digits + 1);
+                return 2;
+            }
             list += digits + 1;
+        }
         snprintf(buf, sizeof buf, "%s", list);
         if (vdev_config_parse_split("--split", list, buf, 0, cfg, &k) != VDEV_OK) {
             fprintf(stderr, "vdev fit: %s\n", vdev_last_error());
@@ -657,7 +698,10 @@ int vdev_cmd_fit(int argc, char **argv)
             if (vdev_replay_run(f.m[i].t, &o, &rr) == VDEV_OK)
                 cap = rr.min_capacity_bytes;
             cap += (uint64_t)f.m[i].n_pre * ((f.m[i].pre_bytes + 255) & ~(uint64_t)255);
-            cap = cap < MIB ? MIB : (cap + 255) & ~(uint64_t)255;
+            /* whole MiB (a larger region holds what a smaller one does), so
+             * the split it assumes prints as --split takes it */
+            cap = (cap + MIB - 1) & ~(MIB - 1);
+            cap = cap < MIB ? MIB : cap;
             pre[i] = (struct vdev_logical_device_config){.floor_bytes = cap, .ceiling_bytes = cap};
             r.pre_cap[i] = cap;
             sum_caps += cap;

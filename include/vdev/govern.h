@@ -30,14 +30,17 @@ extern "C" {
  * a ceiling (its hard limit) and a priority. The floors of a card must fit
  * its budget; the ceilings may sum to more: the memory above the floors is
  * shared, first come, each device up to its ceiling. When a device needs
- * shared memory that a device of lower priority holds cached (reserved but
- * free), vdev releases that device's empty regions before it fails; live
- * memory is never taken. A plain limit (vdev_config_set_logical_devices) is
- * a floor and a ceiling of that size: a fixed share. With growth on, a
- * device reserves its floor lazily, but the card keeps it aside from the
- * start; with preallocation the floor is reserved at start-up and memory
- * above it is taken on demand. All three can change at run time
- * (vdev_memory_set_limits, vdev_memory_set_priority). */
+ * shared memory and the card has none left, vdev releases other devices'
+ * cached memory (empty regions above their floors) before it fails: of
+ * devices over a lowered ceiling first, then of lower priority (lowest
+ * first), then, as an empty region hurts nobody, of any priority; live
+ * memory is never taken, and nothing is released for a request that their
+ * empty regions cannot make room for. A plain limit
+ * (vdev_config_set_logical_devices) is a floor and a ceiling of that size:
+ * a fixed share. With growth on, a device reserves its floor lazily, but
+ * the card keeps it aside from the start; with preallocation the floor is
+ * reserved at start-up and memory above it is taken on demand. All three
+ * can change at run time (vdev_memory_set_limits, vdev_memory_set_priority). */
 enum vdev_priority {
     VDEV_PRIORITY_DEFAULT = 0, /* in a configuration: normal */
     VDEV_PRIORITY_LOW,
@@ -102,10 +105,15 @@ VDEV_API enum vdev_status vdev_memory_get_limits(const char *device,
  * was lowered; once it is freed, what the device holds above its ceiling is
  * lent first, whatever its priority, to a device the card cannot serve.
  * Logical CPUs take limits here too (the host's memory is their budget),
- * though start-up gives them none, as TensorFlow's. (A region preallocated at start-up stays reserved until
- * shutdown, whatever the ceiling; the ceiling still caps what is in use.) Raising the floor takes the memory it needs from what the
- * card has unclaimed, else from the empty regions other devices hold above
- * their floors. Errors, nothing changed: VDEV_ERR_INVALID_ARG (a floor above
+ * though start-up gives them none, as TensorFlow's. With preallocation
+ * (growth off) the region reserved at start-up holds the floor: a floor
+ * lowered below it (a ceiling lowered below it lowers the floor too)
+ * releases it at once when it is empty, and preallocates the new floor, if
+ * any, in its place; when it is in use, it becomes an ordinary region,
+ * released (or, above the ceiling, lent) once emptied; a raised floor is
+ * kept aside and reserved on demand. Raising the floor takes the memory it
+ * needs from what the card has unclaimed, else from the empty regions other
+ * devices hold above their floors. Errors, nothing changed: VDEV_ERR_INVALID_ARG (a floor above
  * the ceiling, a floor or ceiling below 1 MiB other than 0), VDEV_ERR_CONFIG
  * (a ceiling above the card's budget, or floors that would no longer fit it:
  * the message names the card, its budget and the floors' sum), VDEV_ERR_OOM
@@ -116,8 +124,9 @@ VDEV_API enum vdev_status vdev_memory_get_limits(const char *device,
 VDEV_API enum vdev_status vdev_memory_set_limits(const char *device, uint64_t floor_bytes,
                                                  uint64_t ceiling_bytes);
 /* Sets a logical device's priority (DEFAULT: normal), at any time. A device
- * under pressure takes cached memory from devices of strictly lower priority
- * of its card; devices of equal priority share first come. */
+ * the card cannot serve takes cached memory from the other devices of its
+ * card, of strictly lower priority first (lowest first), then of equal or
+ * higher priority; live memory is shared first come. */
 VDEV_API enum vdev_status vdev_memory_set_priority(const char *device,
                                                    enum vdev_priority priority);
 
@@ -125,7 +134,9 @@ VDEV_API enum vdev_status vdev_memory_set_priority(const char *device,
 enum vdev_pressure {
     VDEV_PRESSURE_CARD_FULL = 0, /* it asked the card for `bytes` of shared memory and there was
                                     none left: vdev now tries lending; the allocation may fail */
-    VDEV_PRESSURE_LENT,          /* a device of higher priority took `bytes` of its cached memory */
+    VDEV_PRESSURE_LENT,          /* another device of its card, which the card could not serve
+                                    otherwise, took `bytes` of its cached memory (empty regions
+                                    above its floor) */
     VDEV_PRESSURE_CEILING,       /* its ceiling was set below what it holds, or below its peak
                                     in use since start-up or the last peak reset (`bytes`: by
                                     how much) */

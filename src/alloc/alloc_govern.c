@@ -11,13 +11,16 @@
  * the same with or without governance.
  *
  * Lending happens when the pool refuses a member: the allocator drops its
- * lock and calls vdev_pool_reclaim(), which asks every member of strictly
- * lower priority that holds memory above its floor, lowest priority first,
- * to give back its empty regions (after its device's queued work is done,
- * as its blocks freed from the host may still be in use there), until the
- * request fits. Only empty regions go: live and pending blocks stay where
- * they are. Whatever the outcome, it writes a report of whose memory is
- * where, which the allocator's OOM message quotes if the retry fails.
+ * lock and calls vdev_pool_reclaim(), which asks the members that hold
+ * memory above their floors to give back their empty regions (after their
+ * device's queued work is done, as blocks freed from the host may still be
+ * in use there), until the request fits: those over a lowered ceiling
+ * first, then those of strictly lower priority, lowest first, then, before
+ * the request fails, those of equal or higher priority (an empty region
+ * hurts nobody: a device's own are collected before its OOM too). Only
+ * empty regions go: live and pending blocks stay where they are. Whatever
+ * the outcome, it writes a report of whose memory is where, which the
+ * allocator's OOM message quotes if the retry fails.
  *
  * Limits change at run time through vdev_pool_set_limits() (floor and
  * ceiling together, so they are never seen crossed) and
@@ -54,7 +57,7 @@ struct vdev_pool {
     struct member m[VDEV_POOL_MAX_MEMBERS];
 };
 
-static _Thread_local char last_report[400];
+static _Thread_local char last_report[512];
 
 VDEV_API const char *vdev_priority_name(enum vdev_priority p)
 {
@@ -257,11 +260,26 @@ struct held {
     uint64_t above, live;
 };
 
+/* A member's bytes in use and in empty (releasable) regions. Takes its lock. */
+static void holder_state(struct vdev_alloc *a, uint64_t *in_use, uint64_t *empty)
+{
+    lock(a);
+    *in_use = a->in_use;
+    *empty = vdev_alloc_empty_bytes(a);
+    unlock(a);
+}
+
 /* Writes whose memory is where, for member i that asked for `what` (e.g.
  * "1.00 GiB"): what the card leaves it, then the members holding memory
  * above their floors (most first, at most three named) with how much of it
- * is live, then what would help. Takes each of those members' locks in turn
- * for their bytes in use; none may be held. */
+ * is live, then what would help, only what applies: freeing memory on those
+ * devices when some of it is live, and lower ceilings on them when one
+ * holding live memory is still below its ceiling (a device at or over its
+ * ceiling cannot grow, and what it holds above it is lent once freed); when
+ * none of it is live, a smaller batch alone, and, when they hold no empty
+ * region either, that the memory is free space in regions still in use
+ * (regions that hold live or pending blocks, which cannot be released).
+ * Takes each of those members' locks in turn; none may be held. */
 static void report(vdev_pool_t *p, int i, const char *what, char *out, size_t cap)
 {
     struct member snap[VDEV_POOL_MAX_MEMBERS];
@@ -270,18 +288,22 @@ static void report(vdev_pool_t *p, int i, const char *what, char *out, size_t ca
     uint64_t most = most_locked(p, i), floors_others = floors_locked(p) - p->m[i].floor;
     pthread_mutex_unlock(&p->lock);
     struct held h[VDEV_POOL_MAX_MEMBERS];
-    int n = 0;
+    int n = 0, live_any = 0, may_grow = 0;
+    uint64_t empty_all = 0;
     for (int j = 0; j < p->n; j++) {
         if (j == i || snap[j].reserved <= snap[j].floor)
             continue;
-        uint64_t in_use = 0, reserved = 0;
+        uint64_t in_use = 0, empty = 0;
         if (snap[j].a)
-            vdev_alloc_usage(snap[j].a, &in_use, &reserved);
+            holder_state(snap[j].a, &in_use, &empty);
         h[n].j = j;
         h[n].above = snap[j].reserved - snap[j].floor;
         h[n].live = in_use > snap[j].floor ? in_use - snap[j].floor : 0;
         if (h[n].live > h[n].above)
             h[n].live = h[n].above;
+        live_any |= h[n].live > 0;
+        may_grow |= h[n].live > 0 && snap[j].reserved < snap[j].ceiling;
+        empty_all += empty;
         /* most held first (insertion: at most 16) */
         for (int k = n; k > 0 && h[k - 1].above < h[k].above; k--) {
             struct held t = h[k];
@@ -326,10 +348,16 @@ static void report(vdev_pool_t *p, int i, const char *what, char *out, size_t ca
     if (rest && len < cap)
         len += (size_t)snprintf(out + len, cap - len, "; %d more hold %s", n - 3,
                                 vdev_format_bytes(rest, b2, sizeof b2));
-    if (len < cap)
-        snprintf(out + len, cap - len,
-                 "; would help: freeing memory or lower ceilings on those devices, a smaller "
-                 "batch");
+    if (len >= cap)
+        return;
+    if (live_any)
+        snprintf(out + len, cap - len, "; would help: freeing memory%s on those devices, a "
+                                       "smaller batch",
+                 may_grow ? " or lower ceilings" : "");
+    else
+        snprintf(out + len, cap - len, "; %swould help: a smaller batch",
+                 empty_all ? "" : "none of it can be released (free, but in regions still in "
+                                  "use); ");
 }
 
 /* Calls a pressure callback, if any, with no lock held. */
@@ -341,9 +369,10 @@ static void tell(const struct member *m, enum vdev_pressure what, uint64_t bytes
 
 /* Lenders of member i: attached members holding memory above their floors,
  * of priority strictly below i's (any priority when `any`), lowest priority
- * first, then most held above the floor; before them, of any priority,
- * members holding more than their ceiling (lowered at run time while their
- * memory was live: what they hold above it is no longer theirs to keep).
+ * first (so those below i's come before those of i's priority or above),
+ * then most held above the floor; before them, of any priority, members
+ * holding more than their ceiling (lowered at run time while their memory
+ * was live: what they hold above it is no longer theirs to keep).
  * Fills snap (a snapshot of the members) and idx; returns their number. */
 static int lenders(vdev_pool_t *p, int i, int any, struct member *snap, int *idx)
 {
@@ -381,19 +410,52 @@ static int fits(vdev_pool_t *p, int i, uint64_t need)
     return most >= r && most - r >= need;
 }
 
+/* Whether the n lenders' empty regions (as lend() would release them: up
+ * to what each holds above its floor, and only with a source that syncs)
+ * and what the card leaves member i make room for `need` bytes. Takes each
+ * lender's lock in turn; none may be held. */
+static int could_fit(vdev_pool_t *p, int i, uint64_t need, const struct member *snap,
+                     const int *idx, int n)
+{
+    uint64_t sum = 0;
+    for (int k = 0; k < n; k++) {
+        struct vdev_alloc *b = snap[idx[k]].a;
+        lock(b);
+        uint64_t keep = vdev_pool_floor(b->pool, b->member);
+        uint64_t above = b->reserved > keep ? b->reserved - keep : 0;
+        uint64_t empty = b->src.sync ? vdev_alloc_empty_bytes(b) : 0;
+        unlock(b);
+        sum += empty < above ? empty : above;
+    }
+    pthread_mutex_lock(&p->lock);
+    uint64_t most = most_locked(p, i), r = p->m[i].reserved;
+    pthread_mutex_unlock(&p->lock);
+    uint64_t left = most > r ? most - r : 0;
+    return sum >= need || left >= need - sum;
+}
+
 uint64_t vdev_pool_reclaim(vdev_pool_t *p, int member, uint64_t sz, int first, char *out,
                            size_t cap)
 {
     struct member snap[VDEV_POOL_MAX_MEMBERS];
     int idx[VDEV_POOL_MAX_MEMBERS];
     last_report[0] = '\0';
-    int n = fits(p, member, sz) ? 0 : lenders(p, member, 0, snap, idx); /* 0: freed meanwhile */
+    /* Every member's empty regions above its floor: over its ceiling
+     * first, then lower priorities (lowest first), then the rest; an empty
+     * region hurts nobody, so equal and higher priorities give theirs too
+     * before this request fails (as a device's own are collected). */
+    int n = fits(p, member, sz) ? 0 : lenders(p, member, 1, snap, idx); /* 0: freed meanwhile */
     if (first && (n || !fits(p, member, sz))) {
         pthread_mutex_lock(&p->lock);
         struct member me = p->m[member];
         pthread_mutex_unlock(&p->lock);
         tell(&me, VDEV_PRESSURE_CARD_FULL, sz);
     }
+    /* Nothing is released for a request that fails anyway: the lenders
+     * keep their cache (and their growth schedule) when it cannot make
+     * room, as a floor raise that cannot succeed releases nothing. */
+    if (n && !could_fit(p, member, sz, snap, idx, n))
+        n = 0;
     uint64_t released = 0;
     for (int k = 0; k < n && !fits(p, member, sz); k++) {
         uint64_t got = lend(snap[idx[k]].a, member, sz);
@@ -452,7 +514,7 @@ enum vdev_status vdev_alloc_set_limit(vdev_alloc_t *a, uint64_t limit_bytes, uin
 /* The new floor of member i cannot be kept aside now: others hold the memory. */
 static enum vdev_status floor_taken(vdev_pool_t *p, int i, uint64_t floor)
 {
-    char b[32], what[64], msg[400];
+    char b[32], what[64], msg[512];
     snprintf(what, sizeof what, "a floor of %s", vdev_format_bytes(floor, b, sizeof b));
     report(p, i, what, msg, sizeof msg);
     return vdev_error(VDEV_ERR_OOM, "cannot raise the floor now: %s", msg);
@@ -550,7 +612,11 @@ enum vdev_status vdev_pool_set_limits(vdev_pool_t *p, int i, uint64_t floor, uin
     pthread_mutex_unlock(&p->lock);
     uint64_t rel = 0, over = 0;
     if (st == VDEV_OK && a) {
+        /* Empty regions above the ceiling go, then a preallocated region
+         * the floor no longer covers (govern.h: memory above a floor is
+         * shared, so none of it stays pinned). */
         rel = set_limit_locked(a, ceiling);
+        rel += vdev_alloc_repin(a, floor);
         /* Pressure: the ceiling is below what the device holds, or below
          * its peak in use (its next step is likely to need as much). */
         uint64_t need = a->reserved > a->peak_in_use ? a->reserved : a->peak_in_use;

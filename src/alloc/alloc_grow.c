@@ -21,7 +21,9 @@
  * Governance (govern.h): a governed allocator claims each region from its
  * card's pool before it asks the source, and gives it back when it releases
  * it; the pool caps growth at what the card leaves this device. A
- * preallocated region (the floor) is pinned: never released.
+ * preallocated region (the floor) is pinned: never released while the floor
+ * holds it; a floor lowered below it at run time unpins it
+ * (vdev_alloc_repin).
  */
 #define _GNU_SOURCE
 #include "alloc/alloc_impl.h"
@@ -321,6 +323,63 @@ uint64_t vdev_alloc_release_empty(struct vdev_alloc *a, uint64_t keep)
     return released;
 }
 
+/* Preallocates `bytes` as the pinned region (PREALLOCATE, after the old one
+ * went back): claimed from the card's pool, then reserved from the source;
+ * 0 when either says no, nothing changed and no message left (the floor is
+ * then kept aside by the card and reserved on demand, as a raised one is). */
+static uint64_t prealloc_again(struct vdev_alloc *a, uint64_t bytes)
+{
+    uint32_t slot = vdev_alloc_region_slot(a);
+    if (slot == NIL || vdev_alloc_records_reserve(a, 1) != VDEV_OK || !claim(a, bytes, bytes))
+        return 0;
+    void *base = NULL;
+    enum vdev_status st = a->src.reserve(a->src.ctx, bytes, &base);
+    if (st == VDEV_OK && (uintptr_t)base % VDEV_ALLOC_ALIGN) {
+        a->src.release(a->src.ctx, base, bytes);
+        st = VDEV_ERR_BACKEND;
+    }
+    if (st != VDEV_OK) {
+        unclaim(a, bytes);
+        vdev_clear_error();
+        return 0;
+    }
+    vdev_alloc_region_install(a, slot, base, bytes);
+    a->pinned = slot;
+    if (a->src.extend)
+        a->ext_region = slot;
+    return bytes;
+}
+
+/* The pinned region holds the device's floor, never more (start-up
+ * preallocates the floor): when a run-time change puts the floor below it,
+ * it is no longer pinned. Empty, it goes back at once (after one sync of the
+ * device) and, with PREALLOCATE, the new floor is preallocated in its place;
+ * in use, it becomes an ordinary region, released like growth's once empty
+ * (and, above a lowered ceiling, lent to any device the card cannot serve).
+ * A source without sync keeps it as an ordinary region (nothing says its
+ * freed blocks are no longer used by queued work). Returns the bytes
+ * released. */
+uint64_t vdev_alloc_repin(struct vdev_alloc *a, uint64_t floor)
+{
+    uint32_t r = a->pinned;
+    if (r == NIL || a->reg[r].bytes <= floor)
+        return 0;
+    a->pinned = NIL;
+    if (!a->src.sync || !region_empty(a, r))
+        return 0;
+    a->src.sync(a->src.ctx);
+    uint64_t released = a->reg[r].bytes;
+    release_region(a, r);
+    uint64_t held = 0;
+    for (uint32_t k = 0; k < a->n_reg_slots; k++)
+        held = a->reg[k].bytes > held ? a->reg[k].bytes : held;
+    a->last_region_bytes = held;
+    if (a->policy == VDEV_POLICY_PREALLOCATE && floor)
+        prealloc_again(a, floor);
+    over_hook_update(a);
+    return released;
+}
+
 /* Garbage collection before OOM, as TensorFlow's BFC allocator does it (its
  * DeallocateFreeRegions): when a request of sz bytes found no free chunk and
  * growth failed, and releasing the empty regions would leave room under the
@@ -391,7 +450,7 @@ enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint6
                                      enum vdev_alloc_why why, const char *msg)
 {
     char b0[32], b1[32], b2[32], b3[32], b4[32], b5[32];
-    char tail[400];
+    char tail[512];
     a->n_failed++;
     if (a->trace)
         vdev_alloc_trace_failed(a->trace, bytes);
@@ -460,7 +519,7 @@ enum vdev_status vdev_alloc_make_room(struct vdev_alloc *a, uint64_t bytes, uint
         vdev_pool_t *pool = a->pool;
         int member = a->member;
         unlock(a);
-        char report[400];
+        char report[512];
         vdev_pool_reclaim(pool, member, sz, round == 0, report, sizeof report);
         lock(a);
         *again = 1;
@@ -469,7 +528,7 @@ enum vdev_status vdev_alloc_make_room(struct vdev_alloc *a, uint64_t bytes, uint
     if (st == VDEV_ERR_OOM) {
         /* The standard message, then the source's reason if it gave one, or
          * the pool's report of whose memory is where. */
-        char msg[400] = "";
+        char msg[512] = "";
         if (why == WHY_CARD)
             vdev_strlcpy(msg, vdev_pool_last_report(), sizeof msg);
         else if (why != WHY_LIMIT)

@@ -326,6 +326,10 @@ enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint6
 uint64_t vdev_alloc_release_empty(struct vdev_alloc *a, uint64_t keep);
 /* Bytes in empty regions that may be released (the pinned one excluded). */
 uint64_t vdev_alloc_empty_bytes(const struct vdev_alloc *a);
+/* Governance: the floor went to `floor` at run time; a pinned region larger
+ * than it is unpinned, and released (and the floor preallocated anew) when
+ * empty. Returns the bytes released. */
+uint64_t vdev_alloc_repin(struct vdev_alloc *a, uint64_t floor);
 /* No free chunk of sz bytes: grows (GROW and PREALLOCATE alike: the limit,
  * the card's pool and the source decide), collects empty regions and grows
  * again; on the first two rounds, when the card's pool refused, releases the

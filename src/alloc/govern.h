@@ -17,11 +17,13 @@
  *     budget - sum over the others of max(reserved, floor)
  *
  * When the pool refuses a member (the card's shared memory is taken), the
- * allocator releases its own lock and calls vdev_pool_reclaim(): members of
- * strictly lower priority give back their empty regions above their floors
- * (after their device's queued work is done), lowest priority first, until
- * the request fits; live memory is never taken. The failure message, built
- * there, says whose memory is where.
+ * allocator releases its own lock and calls vdev_pool_reclaim(): the other
+ * members give back their empty regions above their floors (after their
+ * device's queued work is done), those over a lowered ceiling first, then
+ * by priority, lowest first (strictly lower ones before equal and higher
+ * ones), until the request fits; live memory is never taken, and nothing
+ * is released when the empty regions cannot make room. The failure message,
+ * built there, says whose memory is where and what would help.
  *
  * Locks: the pool's mutex nests inside an allocator's lock (allocator, then
  * pool), never the other way, and no pool call made under an allocator's
@@ -80,14 +82,16 @@ uint64_t vdev_pool_reserved(vdev_pool_t *p, int member);
 
 /* ---- what the runtime and the allocator call with no allocator lock ---- */
 
-/* Lending, for a member whose request of sz bytes the pool refused: members
- * of strictly lower priority release their empty regions above their floors,
- * lowest priority first, until sz fits; then writes into report (cap bytes)
- * whose memory is where, in the words of the OOM message ("GPU:1 (critical)
- * asked for 1.00 GiB; ... GPU:2 (low) holds 3.00 GiB above its floor, 2.50
- * GiB of it live"). Members holding more than their ceiling (lowered while
- * their memory was live) lend first, whatever their priority. Calls the
- * pressure callbacks: CARD_FULL for the member (only when `first`: the
+/* Lending, for a member whose request of sz bytes the pool refused: the
+ * other members release their empty regions above their floors until sz
+ * fits: those holding more than their ceiling (lowered while their memory
+ * was live) first, then by priority, lowest first (so strictly lower
+ * priorities before equal and higher ones), then most held; nothing when
+ * all their empty regions could not make room. Then writes into report (cap
+ * bytes) whose memory is where and what would help, in the words of the
+ * OOM message ("GPU:1 (critical) asked for 1.00 GiB; ... GPU:2 (low) holds
+ * 3.00 GiB above its floor, 2.50 GiB of it live; would help: ..."). Calls
+ * the pressure callbacks: CARD_FULL for the member (only when `first`: the
  * first try of one request, which may try twice), LENT for each lender.
  * Returns the bytes released. */
 uint64_t vdev_pool_reclaim(vdev_pool_t *p, int member, uint64_t sz, int first, char *report,
@@ -98,7 +102,8 @@ const char *vdev_pool_last_report(void);
 /* Sets a member's floor and ceiling (see vdev_memory_set_limits in vdev.h:
  * the same rules and errors; ceiling 0 is the budget). *released (may be
  * NULL) gets the bytes of the member's empty regions released because the
- * ceiling went below them. */
+ * ceiling went below them, and of its preallocated region when the floor
+ * went below it while it was empty (vdev_alloc_repin). */
 enum vdev_status vdev_pool_set_limits(vdev_pool_t *p, int member, uint64_t floor, uint64_t ceiling,
                                       uint64_t *released);
 enum vdev_status vdev_pool_set_priority(vdev_pool_t *p, int member, enum vdev_priority priority);

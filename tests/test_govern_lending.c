@@ -1,0 +1,268 @@
+/* test_govern_lending.c — what a card does with cached memory before an
+ * allocation fails, and with a preallocated region whose floor is lowered:
+ *  - empty regions of any device, whatever the two priorities, are released
+ *    before an OOM (lower priorities first), each lender told LENT and the
+ *    asker CARD_FULL once; nothing is released for a request they cannot
+ *    make room for;
+ *  - the OOM's advice follows the facts: "freeing memory" only when some of
+ *    the holders' memory is live, "lower ceilings" only when such a holder
+ *    can still grow, and free space in regions still in use said as such;
+ *  - preallocation (growth off): a floor lowered below the preallocated
+ *    region releases it when it is empty (and preallocates the new floor),
+ *    else unpins it so that it goes, or is lent, once freed.
+ * Cards are simulated with TF_DEVICE_MIN_SYS_MEMORY_IN_MB=0, so the figures
+ * in messages are round. */
+#define _GNU_SOURCE
+#include "check.h"
+#include "runtime/runtime.h"
+
+#include <stdlib.h>
+
+#define MIB (1ull << 20)
+#define GIB (1ull << 30)
+
+/* Every allocator's invariant walk and every pool's invariant. */
+static void stats_add_up(int line)
+{
+    for (int i = 0; i < vdev_runtime_n_devices(); i++) {
+        struct vdev_ldev *d = vdev_runtime_device(i);
+        if (vdev_alloc_check(d->alloc) != VDEV_OK || vdev_pool_check(d->pool) != VDEV_OK)
+            check_fail(__FILE__, line, "%s: %s", d->name, vdev_last_error());
+        else
+            check_passed++;
+    }
+}
+#define STATS_ADD_UP() stats_add_up(__LINE__)
+
+static void fresh_card(const char *card)
+{
+    check_fresh(card);
+    setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "0", 1);
+}
+
+static uint64_t reserved(const char *dev)
+{
+    struct vdev_memory_info mi;
+    CHECK_OK(vdev_memory_info(dev, &mi));
+    return mi.bytes_reserved;
+}
+
+struct events {
+    int n[VDEV_PRESSURE_COUNT];
+    uint64_t bytes[VDEV_PRESSURE_COUNT]; /* summed */
+};
+
+static void on_pressure(const char *device, enum vdev_pressure what, uint64_t bytes, void *user)
+{
+    (void)device;
+    struct events *e = user;
+    e->n[what]++;
+    e->bytes[what] += bytes;
+}
+
+/* The probe's case: two devices of equal priority; the first one's growth
+ * took the budget for its tensors and freed them; the second one gets the
+ * memory (before, an OOM on an idle card that advised freeing memory). */
+static void test_equal_priority(void)
+{
+    fresh_card("1x2560MiB");
+    setenv("VDEV_LOGICAL_DEVICES", "0:..,..", 1);
+    CHECK_OK(vdev_init());
+    struct events e0 = {0}, e1 = {0};
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:0", on_pressure, &e0));
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", on_pressure, &e1));
+    void *a, *b;
+    CHECK_OK(vdev_mem_alloc("GPU:0", GIB, &a));
+    CHECK_OK(vdev_mem_alloc("GPU:0", GIB, &b));
+    CHECK_OK(vdev_mem_free("GPU:0", a));
+    CHECK_OK(vdev_mem_free("GPU:0", b));
+    CHECK_EQ_U64(reserved("GPU:0"), 2560 * MIB); /* growth took the whole budget */
+    void *c;
+    CHECK_OK(vdev_mem_alloc("GPU:1", 512 * MIB, &c));
+    uint64_t r0 = reserved("GPU:0");
+    CHECK(r0 < 2560 * MIB && r0 <= 2048 * MIB);
+    CHECK(e0.n[VDEV_PRESSURE_LENT] >= 1 && e0.bytes[VDEV_PRESSURE_LENT] == 2560 * MIB - r0);
+    CHECK(e1.n[VDEV_PRESSURE_CARD_FULL] == 1 && e1.bytes[VDEV_PRESSURE_CARD_FULL] == 512 * MIB);
+    CHECK(e0.n[VDEV_PRESSURE_CARD_FULL] == 0 && e1.n[VDEV_PRESSURE_LENT] == 0);
+    STATS_ADD_UP();
+    CHECK_OK(vdev_mem_free("GPU:1", c));
+    STATS_ADD_UP();
+}
+
+/* A holder of higher priority than the asker gives its empty regions too,
+ * after those of lower priority, and never below its floor. */
+static void test_higher_priority_holder(void)
+{
+    fresh_card("1x8GiB");
+    setenv("VDEV_LOGICAL_DEVICES", "0:4GiB@critical,2GiB..6GiB,..@low", 1);
+    CHECK_OK(vdev_init());
+    struct events e1 = {0};
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", on_pressure, &e1));
+    void *p[4];
+    for (int i = 0; i < 4; i++) /* 4 GiB on GPU:1: its floor and 2 GiB above it */
+        CHECK_OK(vdev_mem_alloc("GPU:1", GIB, &p[i]));
+    for (int i = 0; i < 4; i++)
+        CHECK_OK(vdev_mem_free("GPU:1", p[i]));
+    uint64_t r1 = reserved("GPU:1");
+    CHECK(r1 > 2 * GIB);
+    void *q;
+    CHECK_OK(vdev_mem_alloc("GPU:2", 2 * GIB, &q)); /* GPU:2 (low) asks a normal device */
+    CHECK(reserved("GPU:1") < r1);
+    CHECK(e1.n[VDEV_PRESSURE_LENT] >= 1 && e1.bytes[VDEV_PRESSURE_LENT] == r1 - reserved("GPU:1"));
+    /* GPU:1's floor is still its own: it gets its 2 GiB back at once. */
+    void *f;
+    CHECK_OK(vdev_mem_alloc("GPU:1", 2 * GIB, &f));
+    CHECK_OK(vdev_mem_free("GPU:1", f));
+    STATS_ADD_UP();
+    CHECK_OK(vdev_mem_free("GPU:2", q));
+    STATS_ADD_UP();
+}
+
+/* The OOM's advice. (a) A holder whose memory above its floor is not live
+ * but sits in regions that hold its live blocks: nothing could be released,
+ * and freeing memory is not advised. (b) A holder over a lowered ceiling
+ * with live memory: freeing memory, not lower ceilings; once freed, what it
+ * held goes to the asker. */
+static void test_advice(void)
+{
+    fresh_card("1x1GiB");
+    setenv("VDEV_LOGICAL_DEVICES", "0:256MiB..,..", 1);
+    CHECK_OK(vdev_init());
+    void *p[4];
+    for (int i = 0; i < 4; i++) /* regions of 64, 128 (two blocks) and 256 MiB */
+        CHECK_OK(vdev_mem_alloc("GPU:0", 64 * MIB, &p[i]));
+    CHECK_EQ_U64(reserved("GPU:0"), 448 * MIB);
+    CHECK_OK(vdev_mem_free("GPU:0", p[2])); /* a block live in each region: 192 MiB */
+    void *q;
+    CHECK_ERR(vdev_mem_alloc("GPU:1", 600 * MIB, &q), VDEV_ERR_OOM,
+              "OOM when allocating 600.00 MiB (629145600 bytes) on /device:GPU:1: 0 B in use of "
+              "1.00 GiB limit, largest free block 0 B; GPU:1 (normal) asked for 600.00 MiB and "
+              "/physical_device:GPU:0 has 576.00 MiB left for it; GPU:0 (normal) holds 192.00 "
+              "MiB above its floor, none of it live; none of it can be released (free, but in "
+              "regions still in use); would help: a smaller batch");
+    CHECK_EQ_U64(reserved("GPU:0"), 448 * MIB);
+    STATS_ADD_UP();
+    for (int i = 0; i < 4; i++)
+        if (i != 2)
+            CHECK_OK(vdev_mem_free("GPU:0", p[i]));
+    /* All empty now: the largest goes, and that is enough (GPU:0's floor
+     * is still kept aside: 576 MiB + 448 MiB - 256 MiB). */
+    CHECK_OK(vdev_mem_alloc("GPU:1", 600 * MIB, &q));
+    CHECK_EQ_U64(reserved("GPU:0"), 192 * MIB);
+    CHECK_OK(vdev_mem_free("GPU:1", q));
+    STATS_ADD_UP();
+
+    fresh_card("1x1GiB");
+    setenv("VDEV_LOGICAL_DEVICES", "0:..,..", 1);
+    CHECK_OK(vdev_init());
+    void *big;
+    CHECK_OK(vdev_mem_alloc("GPU:0", 600 * MIB, &big));
+    CHECK_OK(vdev_memory_set_limits("GPU:0", 0, 256 * MIB)); /* live: stays */
+    CHECK_ERR(vdev_mem_alloc("GPU:1", 600 * MIB, &q), VDEV_ERR_OOM,
+              "OOM when allocating 600.00 MiB (629145600 bytes) on /device:GPU:1: 0 B in use of "
+              "1.00 GiB limit, largest free block 0 B; GPU:1 (normal) asked for 600.00 MiB and "
+              "/physical_device:GPU:0 has 424.00 MiB left for it; GPU:0 (normal) holds 600.00 "
+              "MiB above its floor, all of it live; would help: freeing memory on those devices, "
+              "a smaller batch");
+    CHECK_OK(vdev_mem_free("GPU:0", big));
+    CHECK_OK(vdev_mem_alloc("GPU:1", 600 * MIB, &q));
+    CHECK_EQ_U64(reserved("GPU:0"), 0);
+    CHECK_OK(vdev_mem_free("GPU:1", q));
+    STATS_ADD_UP();
+}
+
+/* Preallocation: the probe's case. GPU:0's floor and ceiling go from 2 GiB
+ * to none and 256 MiB while its preallocated region is empty: the region
+ * goes back to the card (before, it stayed reserved, and GPU:1 ran out). */
+static void test_prealloc_released(void)
+{
+    fresh_card("1x2560MiB");
+    setenv("VDEV_MEMORY_GROWTH", "false", 1);
+    setenv("VDEV_LOGICAL_DEVICES", "0:2GiB,..@low", 1);
+    CHECK_OK(vdev_init());
+    CHECK_EQ_U64(reserved("GPU:0"), 2 * GIB);
+    void *u;
+    CHECK_STATUS(vdev_mem_alloc("GPU:1", GIB, &u), VDEV_ERR_OOM);
+    CHECK_MSG("GPU:1 (low) asked for 1.00 GiB and /physical_device:GPU:0 has 512.00 MiB left "
+              "for it: the other devices' floors keep 2.00 GiB aside");
+    CHECK_OK(vdev_memory_set_limits("GPU:0", 0, 256 * MIB));
+    CHECK_EQ_U64(reserved("GPU:0"), 0);
+    struct vdev_memory_limits l;
+    CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
+    CHECK(l.floor_bytes == 0 && l.ceiling_bytes == 256 * MIB && l.card_claimed_bytes == 0);
+    CHECK_OK(vdev_mem_alloc("GPU:1", GIB, &u));
+    STATS_ADD_UP();
+    /* GPU:0 grows on demand now, up to its ceiling, and gives back. */
+    void *v;
+    CHECK_OK(vdev_mem_alloc("GPU:0", 200 * MIB, &v));
+    CHECK_OK(vdev_mem_free("GPU:0", v));
+    uint64_t rel = 0;
+    CHECK_OK(vdev_memory_release_cached("GPU:0", &rel));
+    CHECK(rel > 0 && reserved("GPU:0") == 0);
+    CHECK_OK(vdev_mem_free("GPU:1", u));
+    STATS_ADD_UP();
+
+    /* A plain limit lowered to another plain limit: the new floor is
+     * preallocated in place of the old region, and stays. */
+    fresh_card("1x2560MiB");
+    setenv("VDEV_MEMORY_GROWTH", "false", 1);
+    setenv("VDEV_LOGICAL_DEVICES", "0:2GiB,..@low", 1);
+    CHECK_OK(vdev_init());
+    CHECK_OK(vdev_memory_set_limits("GPU:0", 512 * MIB, 512 * MIB));
+    CHECK_EQ_U64(reserved("GPU:0"), 512 * MIB);
+    CHECK_OK(vdev_memory_release_cached("GPU:0", &rel));
+    CHECK_EQ_U64(rel, 0);
+    CHECK_EQ_U64(reserved("GPU:0"), 512 * MIB);
+    CHECK_OK(vdev_mem_alloc("GPU:0", 512 * MIB, &v)); /* the whole of it, in one block */
+    CHECK_OK(vdev_mem_alloc("GPU:1", 2 * GIB, &u));  /* the rest of the card */
+    CHECK_OK(vdev_mem_free("GPU:0", v));
+    CHECK_OK(vdev_mem_free("GPU:1", u));
+    /* A floor raised back: kept aside by the card, reserved on demand. */
+    CHECK_OK(vdev_memory_set_limits("GPU:0", GIB, GIB));
+    CHECK_EQ_U64(reserved("GPU:0"), 512 * MIB);
+    CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
+    CHECK_EQ_U64(l.card_claimed_bytes, GIB);
+    STATS_ADD_UP();
+}
+
+/* Preallocation, the region in use when the floor and ceiling go down: it
+ * stays while its block is live (and the OOM does not advise lowering the
+ * ceiling again), then goes to a device the card cannot serve once freed. */
+static void test_prealloc_in_use(void)
+{
+    fresh_card("1x2560MiB");
+    setenv("VDEV_MEMORY_GROWTH", "false", 1);
+    setenv("VDEV_LOGICAL_DEVICES", "0:2GiB,..@low", 1);
+    CHECK_OK(vdev_init());
+    struct events e0 = {0};
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:0", on_pressure, &e0));
+    void *a, *u;
+    CHECK_OK(vdev_mem_alloc("GPU:0", 100 * MIB, &a));
+    CHECK_OK(vdev_memory_set_limits("GPU:0", 0, 256 * MIB));
+    CHECK_EQ_U64(reserved("GPU:0"), 2 * GIB);
+    CHECK(e0.n[VDEV_PRESSURE_CEILING] == 1 && e0.bytes[VDEV_PRESSURE_CEILING] == 1792 * MIB);
+    CHECK_ERR(vdev_mem_alloc("GPU:1", GIB, &u), VDEV_ERR_OOM,
+              "OOM when allocating 1.00 GiB (1073741824 bytes) on /device:GPU:1: 0 B in use of "
+              "2.50 GiB limit, largest free block 0 B; GPU:1 (low) asked for 1.00 GiB and "
+              "/physical_device:GPU:0 has 512.00 MiB left for it; GPU:0 (normal) holds 2.00 GiB "
+              "above its floor, 100.00 MiB of it live; would help: freeing memory on those "
+              "devices, a smaller batch");
+    STATS_ADD_UP();
+    CHECK_OK(vdev_mem_free("GPU:0", a));
+    CHECK_OK(vdev_mem_alloc("GPU:1", GIB, &u)); /* lent: above GPU:0's ceiling */
+    CHECK_EQ_U64(reserved("GPU:0"), 0);
+    CHECK(e0.n[VDEV_PRESSURE_LENT] == 1 && e0.bytes[VDEV_PRESSURE_LENT] == 2 * GIB);
+    CHECK_OK(vdev_mem_free("GPU:1", u));
+    STATS_ADD_UP();
+}
+
+int main(void)
+{
+    test_equal_priority();
+    test_higher_priority_holder();
+    test_advice();
+    test_prealloc_released();
+    test_prealloc_in_use();
+    vdev_shutdown();
+    return check_done();
+}
