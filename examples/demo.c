@@ -221,10 +221,14 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
     int n_phys;
     if (vdev_list_physical_devices(NULL, 0, &n_phys) != VDEV_OK)
         return fail(o, "devices");
+    /* Why it simulates GPUs: said once it knows it runs on them (no word of
+     * them when every GPU is hidden and it refuses). */
+    char simulated[256] = "";
     if (n_phys == 1 && !getenv("VDEV_SIM_GPUS")) {
         const char *sim = sc == DEMO_SPLIT ? "1x8GiB" : "3x16GiB";
-        printf("No GPU found (%s): running on simulated GPUs, VDEV_SIM_GPUS=%s\n",
-               vdev_gpu_absence_reason(), sim);
+        snprintf(simulated, sizeof simulated,
+                 "No GPU found (%s): running on simulated GPUs, VDEV_SIM_GPUS=%s",
+                 vdev_gpu_absence_reason(), sim);
         if (setenv("VDEV_SIM_GPUS", sim, 1) != 0) {
             fprintf(stderr, "%s: cannot set VDEV_SIM_GPUS\n", o->prog);
             return 1;
@@ -259,6 +263,8 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
     free(ld);
     if (n_gpu == 0)
         return demo_no_gpu(o->prog, n_phys - 1);
+    if (simulated[0])
+        printf("%s\n", simulated);
 
     /* Choose, and say so. */
     char b1[32], b2[32], b3[32];

@@ -40,6 +40,7 @@ struct job {
     uint64_t seed;
     int want_losses;                           /* read each replica's loss (a sync) */
     float replica_loss[VDEV_MAX_REPLICAS];     /* mean over its own rows */
+    int64_t replica_rows[VDEV_MAX_REPLICAS];   /* its rows (0: no mean to show) */
 };
 
 #define DIE(what) return fprintf(stderr, "%s: %s: %s\n", o.prog, what, vdev_last_error()), 1
@@ -82,8 +83,10 @@ static enum vdev_status step(vdev_replica_context_t *ctx, void *u)
     vdev_tape_end(tape);
     if (st == VDEV_OK)
         st = vdev_replica_apply_gradients(ctx, j->adam[r], j->vars[r], grads, NV);
-    if (st == VDEV_OK && j->want_losses)
-        j->replica_loss[r] = vdev_tensor_dim(per, 0) ? vdev_tensor_item(vdev_mean_all(per)) : 0;
+    if (st == VDEV_OK && j->want_losses) {
+        j->replica_rows[r] = vdev_tensor_dim(per, 0);
+        j->replica_loss[r] = j->replica_rows[r] ? vdev_tensor_item(vdev_mean_all(per)) : 0;
+    }
     return st == VDEV_OK ? vdev_replica_return(ctx, loss) : st;
 }
 
@@ -199,9 +202,13 @@ int vdev_example_mirrored(int argc, char **argv)
     int n_phys;
     if (vdev_list_physical_devices(NULL, 0, &n_phys) != VDEV_OK)
         DIE("devices");
+    /* Why it simulates GPUs, said once the demo knows it runs on them (read
+     * now: the reason is the first start-up's). */
+    char simulated[256] = "";
     if (n_phys == 1 && !getenv("VDEV_SIM_GPUS")) {
-        printf("No GPU found (%s): running on simulated GPUs, VDEV_SIM_GPUS=4x16GiB\n",
-               vdev_gpu_absence_reason());
+        snprintf(simulated, sizeof simulated,
+                 "No GPU found (%s): running on simulated GPUs, VDEV_SIM_GPUS=4x16GiB",
+                 vdev_gpu_absence_reason());
         if (setenv("VDEV_SIM_GPUS", "4x16GiB", 1) != 0)
             return fprintf(stderr, "%s: cannot set VDEV_SIM_GPUS\n", o.prog), 1;
         vdev_shutdown(); /* forget the devices found so far */
@@ -213,8 +220,10 @@ int vdev_example_mirrored(int argc, char **argv)
     if (vdev_config_get_visible_devices(NULL, 0, &n_vis) != VDEV_OK ||
         vdev_list_physical_devices(NULL, 0, &n_phys) != VDEV_OK)
         DIE("visible devices");
-    if (n_vis == 0)
+    if (n_vis == 0) /* it runs nothing: no word of simulated GPUs */
         return demo_no_gpu(o.prog, n_phys - 1);
+    if (simulated[0])
+        printf("%s\n", simulated);
     if (vdev_mirrored_strategy_new(NULL, 0, &s) != VDEV_OK)
         DIE("the strategy");
     if (o.log_placement)
@@ -256,13 +265,23 @@ int vdev_example_mirrored(int argc, char **argv)
             vdev_tensor_free(losses[r]);
         if (j.want_losses) {
             printf("step %4ld  loss %.4f  replicas", k, last);
-            for (int r = 0; r < j.n; r++)
-                printf(" %.4f", j.replica_loss[r]);
+            for (int r = 0; r < j.n; r++) /* no rows, no mean: "-" */
+                if (j.replica_rows[r])
+                    printf(" %.4f", j.replica_loss[r]);
+                else
+                    printf(" -");
             printf("\n");
         }
     }
-    printf("Loss fell %.4f -> %.4f; replicas identical bit for bit: %s\n", first, last,
-           replicas_identical(&j) ? "yes" : "NO");
+    /* the direction of the numbers as printed */
+    char f4[32], l4[32];
+    snprintf(f4, sizeof f4, "%.4f", first);
+    snprintf(l4, sizeof l4, "%.4f", last);
+    if (!strcmp(f4, l4))
+        printf("Loss stayed at %s", f4);
+    else
+        printf("Loss %s %s -> %s", last < first ? "fell" : "rose", f4, l4);
+    printf("; replicas identical bit for bit: %s\n", replicas_identical(&j) ? "yes" : "NO");
 
     printf("Memory per replica (in use, peak, limit):\n");
     char b1[32], b2[32], b3[32];

@@ -2,10 +2,12 @@
 # cli_demo_mirrored.sh — `vdev demo --mirrored`: one model trained
 # data-parallel on every logical GPU. The loss falls, the replicas stay
 # identical bit for bit, no replica holds more memory than another (the
-# imbalance figure is 1.000), the step rate against one GPU is printed; it
+# imbalance figure is 1.000), the step rate against one GPU is printed; a
+# replica without rows shows "-" for its loss, and the last line says
+# whether the loss fell, rose or stayed; it
 # runs on every GPU there is (simulated ones without a GPU, and logical GPUs
 # of one card), takes the demo's options, and a second scenario beside it is
-# a usage error.
+# a usage error; with every GPU hidden it refuses, saying nothing else.
 # Usage: cli_demo_mirrored.sh VDEV DATA
 set -u
 vdev=$1
@@ -69,5 +71,46 @@ VDEV_SIM_GPUS=2x1GiB VDEV_VISIBLE_DEVICES= run demo --mirrored --steps 2
 [ $rc -eq 1 ] && ok || bad "no visible GPU: exit $rc"
 [ "$err" = 'vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 2 there are); the demo needs at least one GPU, real or simulated' ] &&
   ok || bad "no visible GPU: stderr '$err'"
+[ -z "$out" ] && ok || bad "no visible GPU: stdout '$out'"
+# No GPU at all and every simulated one hidden: the refusal alone, with no
+# word of "running on simulated GPUs" (it runs nothing); the same for the
+# other scenarios (examples/demo.c).
+VDEV_VISIBLE_DEVICES= run demo --mirrored --steps 2
+[ $rc -eq 1 ] && ok || bad "no GPU, all hidden: exit $rc"
+[ "$err" = 'vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 4 there are); the demo needs at least one GPU, real or simulated' ] &&
+  ok || bad "no GPU, all hidden: stderr '$err'"
+[ -z "$out" ] && ok || bad "no GPU, all hidden: stdout '$out'"
+VDEV_VISIBLE_DEVICES= run demo --steps 2
+[ $rc -eq 1 ] && ok || bad "demo, no GPU, all hidden: exit $rc"
+[ "$err" = 'vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 3 there are); the demo needs at least one GPU, real or simulated' ] &&
+  ok || bad "demo, no GPU, all hidden: stderr '$err'"
+[ -z "$out" ] && ok || bad "demo, no GPU, all hidden: stdout '$out'"
+
+# Fewer rows than replicas: a replica without rows has no mean ("-"), and
+# the last line says which way the loss went, by the numbers it printed.
+# expect_direction: the "Loss ..." line from the first and last step lines.
+expect_direction() {
+  local first last
+  first=$(grep -E '^step ' <<<"$out" | head -1 | awk '{ print $4 }')
+  last=$(grep -E '^step ' <<<"$out" | tail -1 | awk '{ print $4 }')
+  if [ "$first" = "$last" ]; then echo "Loss stayed at $first; replicas identical bit for bit: yes"
+  elif awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }'; then
+    echo "Loss fell $first -> $last; replicas identical bit for bit: yes"
+  else echo "Loss rose $first -> $last; replicas identical bit for bit: yes"; fi
+}
+VDEV_SIM_GPUS=4x1GiB run demo --mirrored --batch 1 --steps 2
+[ $rc -eq 0 ] && ok || bad "batch 1: exit $rc: $err"
+grep -Eq '^step +0  loss [0-9.]+  replicas [0-9.]+ - - -$' <<<"$out" && ok || bad "batch 1, step 0: $out"
+grep -Eq '^step +1  loss [0-9.]+  replicas [0-9.]+ - - -$' <<<"$out" && ok || bad "batch 1, step 1: $out"
+want=$(expect_direction)
+[ "$(grep '^Loss ' <<<"$out")" = "$want" ] && ok || bad "batch 1: '$(grep '^Loss ' <<<"$out")', expected '$want'"
+# these two steps raise the loss (0.9488 -> 1.0703 when written): say "rose"
+has "$want" "Loss rose " && ok || bad "batch 1: the loss no longer rises, the check of 'rose' is gone: $want"
+VDEV_SIM_GPUS=4x1GiB run demo --mirrored --batch 3 --steps 1
+[ $rc -eq 0 ] && ok || bad "one step: exit $rc: $err"
+grep -Eq '^step +0  loss [0-9.]+  replicas [0-9.]+ [0-9.]+ [0-9.]+ -$' <<<"$out" && ok || bad "batch 3: $out"
+want=$(expect_direction)
+[ "$(grep '^Loss ' <<<"$out")" = "$want" ] && has "$want" "Loss stayed at " && ok ||
+  bad "one step: '$(grep '^Loss ' <<<"$out")', expected '$want'"
 
 finish

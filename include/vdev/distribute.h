@@ -216,7 +216,12 @@ VDEV_API vdev_comm_t *vdev_strategy_communicator(vdev_strategy_t *s);
  * proportions NULL (n 0) goes back to even. A batch of B rows gives replica r
  * floor(B p_r / sum p) rows, and the rows left over go one each to the
  * replicas with the largest remainders (the lowest id first on a tie), so
- * every replica's share is fixed by B alone. */
+ * every replica's share is fixed by B alone. A run splits every batch with
+ * the proportions it started with: a call from another thread during a run
+ * applies from the next run; a call from a step function of the strategy is
+ * refused (VDEV_ERR_INVALID_ARG, "vdev_strategy_set_batch_proportions:
+ * called from a step function of the strategy; ..."), as are a bad handle,
+ * n other than num_replicas_in_sync, and a proportion <= 0 or not finite. */
 VDEV_API enum vdev_status vdev_strategy_set_batch_proportions(vdev_strategy_t *s,
                                                               const double *proportions, int n);
 
@@ -262,8 +267,10 @@ VDEV_API const char *vdev_replica_device(const vdev_replica_context_t *ctx);
  * rows along axis 0, on any device; the host, CPU:0, keeps the devices
  * balanced), copied to the replica's device: a new tensor of the step's
  * scope. The rows are split evenly (the first B mod n replicas get one more)
- * or in the strategy's proportions, in replica order. Remembers B for
- * vdev_replica_compute_average_loss. NULL on error. */
+ * or in the proportions the run started with, in replica order. Remembers
+ * B for vdev_replica_compute_average_loss. NULL on error. Across several
+ * workers it is a collective that checks every worker passes a batch of the
+ * same rows (vdev/multiworker.h). */
 VDEV_API vdev_tensor_t *vdev_replica_batch(vdev_replica_context_t *ctx,
                                            const vdev_tensor_t *global);
 

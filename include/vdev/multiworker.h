@@ -79,7 +79,14 @@ VDEV_API enum vdev_status vdev_cluster_task(struct vdev_cluster_task *out);
  *    w-1's); vdev_strategy_num_replicas_in_sync counts every worker's;
  *    vdev_replica_batch takes the replica's rows of the global batch (every
  *    worker passes the same global batch); compute_average_loss divides by
- *    the global batch;
+ *    the global batch. With several workers vdev_replica_batch is a
+ *    collective (every replica calls it as often, in the same order as its
+ *    other collectives): the replicas compare the batch's rows, and
+ *    batches of different sizes fail it on every replica of every worker,
+ *    VDEV_ERR_INVALID_ARG "vdev_replica_batch: worker 0 (<task>) passes a
+ *    global batch of 64 rows but worker 1 (<task>) one of 50 rows; every
+ *    worker passes the same global batch ..." (a replica's unusable batch,
+ *    a NULL or 0-d one, fails it on every replica too, with its message);
  *  - vdev_replica_broadcast(ctx, vars, n, 0) makes every replica of every
  *    worker hold replica 0's values (the chief's, as TensorFlow);
  *  - vdev_strategy_run's results, vdev_strategy_device and the memory calls

@@ -308,6 +308,17 @@ VDEV_API vdev_comm_t *vdev_strategy_communicator(vdev_strategy_t *h)
 
 /* ---- the global batch ---- */
 
+/* Replaces the proportions with c (taken over; NULL: even) for the runs
+ * that start from now on; the run in flight keeps its copy (run_prop). */
+static void set_proportions(struct vdev_strat *s, double *c)
+{
+    pthread_mutex_lock(&s->lock);
+    double *old = s->proportions;
+    s->proportions = c;
+    pthread_mutex_unlock(&s->lock);
+    free(old);
+}
+
 VDEV_API enum vdev_status vdev_strategy_set_batch_proportions(vdev_strategy_t *h,
                                                               const double *p, int n)
 {
@@ -315,9 +326,15 @@ VDEV_API enum vdev_status vdev_strategy_set_batch_proportions(vdev_strategy_t *h
     struct vdev_strat *s = strat_of(h, fn);
     if (!s)
         return VDEV_ERR_INVALID_ARG;
+    /* A run splits every batch as it did when it started: a change from its
+     * step function would give replicas overlapping rows. */
+    if (on_replica_thread(s))
+        return vdev_error(VDEV_ERR_INVALID_ARG, "%s: called from a step function of the "
+                                                "strategy; a run keeps the split it started "
+                                                "with (set the proportions between runs)",
+                          fn);
     if (!p && n == 0) {
-        free(s->proportions);
-        s->proportions = NULL;
+        set_proportions(s, NULL);
         return VDEV_OK;
     }
     if (!p || n != s->n_global)
@@ -336,15 +353,14 @@ VDEV_API enum vdev_status vdev_strategy_set_batch_proportions(vdev_strategy_t *h
     if (!c)
         return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
     memcpy(c, p, (size_t)n * sizeof *c);
-    free(s->proportions);
-    s->proportions = c;
+    set_proportions(s, c);
     return VDEV_OK;
 }
 
 void vdev_strat_split(const struct vdev_strat *s, int r, int64_t B, int64_t *off, int64_t *rows)
 {
     int n = s->n_global;
-    if (!s->proportions) { /* even: the first B mod n replicas get one more row */
+    if (!s->run_uneven) { /* even: the first B mod n replicas get one more row */
         int64_t q = B / n, rem = B % n;
         *off = q * r + (r < rem ? r : rem);
         *rows = q + (r < rem ? 1 : 0);
@@ -354,13 +370,14 @@ void vdev_strat_split(const struct vdev_strat *s, int r, int64_t B, int64_t *off
     double frac[VDEV_MAX_REPLICAS], sum = 0, top = 0;
     /* Scaled by the largest first: proportions of 1e308 are finite, their
      * sum is not. */
+    const double *prop = s->run_prop;
     for (int i = 0; i < n; i++)
-        top = s->proportions[i] > top ? s->proportions[i] : top;
+        top = prop[i] > top ? prop[i] : top;
     for (int i = 0; i < n; i++)
-        sum += s->proportions[i] / top;
+        sum += prop[i] / top;
     int64_t given = 0;
     for (int i = 0; i < n; i++) {
-        double want = (double)B * (s->proportions[i] / top) / sum;
+        double want = (double)B * (prop[i] / top) / sum;
         share[i] = (int64_t)floor(want);
         if (share[i] > B)
             share[i] = B;
@@ -412,6 +429,10 @@ VDEV_API enum vdev_status vdev_strategy_run(vdev_strategy_t *h, vdev_replica_fn 
     pthread_mutex_lock(&s->lock);
     s->fn = fn;
     s->user = user;
+    /* this run's split: the replica threads read it, never s->proportions */
+    s->run_uneven = s->proportions != NULL;
+    if (s->proportions)
+        memcpy(s->run_prop, s->proportions, (size_t)s->n_global * sizeof *s->run_prop);
     s->n_done = 0;
     s->gen++;
     pthread_cond_broadcast(&s->go);

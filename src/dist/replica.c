@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "dist/strategy.h"
 
+#include "coll/hier.h"
 #include "nn/nn.h"
 
 #include <string.h>
@@ -123,6 +124,101 @@ static enum vdev_status copy_rows(const struct vdev_tens *src, uint64_t offset,
     return st;
 }
 
+static enum vdev_status collective(struct vdev_rep *r, enum vdev_coll_kind kind,
+                                   enum vdev_reduce_op op, int root, struct vdev_tens *const *t,
+                                   int n, const char *fn, enum vdev_status status, const char *why);
+
+/* Global replica g's worker, and its name in messages: "worker 1
+ * (/job:worker/replica:0/task:1)", or "replica 3 on worker 1 (...)" when
+ * `replica` is set. */
+static int worker_of(const struct vdev_coll_comm *c, int g)
+{
+    int w = vdev_coll_hier_n_workers(c) - 1;
+    while (w > 0 && g < vdev_coll_hier_first(c, w))
+        w--;
+    return w;
+}
+
+static const char *who(const struct vdev_coll_comm *c, int g, int replica, char *buf, size_t cap)
+{
+    int w = worker_of(c, g);
+    if (replica)
+        snprintf(buf, cap, "replica %d on worker %d (%s)", g, w, vdev_coll_hier_task(c, w));
+    else
+        snprintf(buf, cap, "worker %d (%s)", w, vdev_coll_hier_task(c, w));
+    return buf;
+}
+
+/* A multi-worker strategy's check that every replica of every worker passes
+ * a global batch of the same rows (vdev/multiworker.h): an all-gather of
+ * each replica's row count, so every replica reaches the same verdict from
+ * the same numbers. status/why: this replica's own failure (its batch
+ * unusable), which fails the call on every replica instead. VDEV_OK, or
+ * the error (VDEV_ERR_INVALID_ARG for batches of different sizes). */
+static enum vdev_status same_batch_everywhere(struct vdev_rep *r, int64_t B,
+                                              enum vdev_status status, const char *why)
+{
+    const char *fn = "vdev_replica_batch";
+    struct vdev_coll_comm *c = r->s->comm;
+    int n = r->s->n_global;
+    /* B in two 31-bit halves: int32 is the one integer dtype */
+    int32_t mine[2] = {(int32_t)(B & 0x7fffffff), (int32_t)(B >> 31)}, *all = NULL;
+    vdev_tensor_t *in = NULL, *out = NULL;
+    struct vdev_tens *t[2] = {NULL, NULL};
+    char msg[512];
+    if (status == VDEV_OK) {
+        int64_t s_in[1] = {2}, s_out[1] = {2 * (int64_t)n};
+        const char *tag = vdev_tensor_op_tag;
+        vdev_tensor_op_tag = "ReplicaBatch";
+        vdev_placement_push_dev(r->dev);
+        in = vdev_tensor_from_host(mine, s_in, 1, VDEV_I32);
+        out = in ? vdev_tensor_zeros(s_out, 1, VDEV_I32) : NULL;
+        vdev_placement_pop_dev();
+        vdev_tensor_op_tag = tag;
+        all = out ? malloc((size_t)n * sizeof mine) : NULL;
+        if (!all) {
+            status = out ? vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn)
+                         : vdev_last_status();
+            vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+            why = msg;
+        } else {
+            t[0] = vdev_tens_peek(in);
+            t[1] = vdev_tens_peek(out);
+        }
+    }
+    enum vdev_status st =
+        collective(r, VDEV_COLL_ALL_GATHER, VDEV_REDUCE_SUM, 0, t, status ? 0 : 2, fn, status,
+                   status ? why : NULL);
+    if (st == VDEV_OK)
+        st = vdev_tensor_to_host(out, all, (size_t)n * sizeof mine);
+    if (st == VDEV_OK) {
+        int64_t b0 = ((int64_t)all[1] << 31) | all[0];
+        for (int g = 1; g < n; g++) {
+            int64_t bg = ((int64_t)all[2 * g + 1] << 31) | all[2 * g];
+            if (bg == b0)
+                continue;
+            /* name workers; replicas where the two are on one worker */
+            int one = worker_of(c, g) == worker_of(c, 0);
+            char a[160], b[160];
+            st = vdev_error(VDEV_ERR_INVALID_ARG,
+                            "%s: %s passes a global batch of %lld rows but %s one of %lld rows; "
+                            "every worker passes the same global batch (each replica takes its "
+                            "rows of it)",
+                            fn, who(c, 0, one, a, sizeof a), (long long)b0,
+                            who(c, g, one, b, sizeof b), (long long)bg);
+            break;
+        }
+    }
+    enum vdev_status keep = vdev_last_status();
+    vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+    vdev_tensor_free(in);
+    vdev_tensor_free(out);
+    free(all);
+    if (st != VDEV_OK)
+        vdev_error(keep, "%s", msg);
+    return st;
+}
+
 VDEV_API vdev_tensor_t *vdev_replica_batch(vdev_replica_context_t *ctx,
                                            const vdev_tensor_t *global)
 {
@@ -130,17 +226,30 @@ VDEV_API vdev_tensor_t *vdev_replica_batch(vdev_replica_context_t *ctx,
     struct vdev_rep *r = vdev_rep_of(ctx, fn);
     if (!r)
         return NULL;
-    if (!global)
+    /* Across workers every replica enters the check of the batch's size,
+     * even one whose batch is unusable (with that failure). */
+    int across = r->s->multi && vdev_coll_hier_n_workers(r->s->comm) > 1;
+    if (!global && !across)
         return NULL; /* an op chain's NULL: its error stays */
-    const struct vdev_tens *g = vdev_tens_use(global, fn);
-    if (!g)
-        return NULL;
-    if (g->ndim < 1) {
-        vdev_error(VDEV_ERR_INVALID_ARG, "%s: the global batch is 0-dimensional; its rows run "
-                                         "along axis 0",
-                   fn);
-        return NULL;
+    enum vdev_status status = VDEV_OK;
+    const struct vdev_tens *g = NULL;
+    if (!global)
+        status = vdev_last_status() != VDEV_OK
+                     ? vdev_last_status()
+                     : vdev_error(VDEV_ERR_INVALID_ARG, "%s: the global batch is NULL", fn);
+    else if (!(g = vdev_tens_use(global, fn)))
+        status = vdev_last_status();
+    else if (g->ndim < 1)
+        status = vdev_error(VDEV_ERR_INVALID_ARG, "%s: the global batch is 0-dimensional; its "
+                                                  "rows run along axis 0",
+                            fn);
+    if (across) {
+        char why[512];
+        vdev_strlcpy(why, status ? vdev_last_error() : "", sizeof why);
+        status = same_batch_everywhere(r, status ? 0 : g->shape[0], status, why);
     }
+    if (status != VDEV_OK)
+        return NULL;
     int64_t off, rows, shape[VDEV_MAX_DIMS];
     vdev_strat_split(r->s, r->gid, g->shape[0], &off, &rows);
     memcpy(shape, g->shape, sizeof shape);

@@ -49,11 +49,17 @@ struct vdev_strat {
     struct vdev_rep *reps;          /* n */
     struct vdev_coll_comm *comm;
     vdev_comm_t *comm_handle;       /* published: vdev_strategy_communicator */
-    double *proportions;            /* n_global, or NULL: even */
     uint32_t rgen;                  /* runtime generation it was made under */
     int metrics_id;                 /* runtime/replicas.h */
+    /* The split of the current run: the proportions as they were when it
+     * started (run_uneven 0: even), written by the run's caller while every
+     * replica thread is idle and read by them during the run, so a later
+     * vdev_strategy_set_batch_proportions changes only later runs. */
+    int run_uneven;
+    double run_prop[VDEV_MAX_REPLICAS];
     pthread_mutex_t run_lock;       /* one run at a time */
     pthread_mutex_t lock;           /* the fields below */
+    double *proportions;            /* n_global, or NULL: even (set_batch_proportions) */
     pthread_cond_t go, done;
     uint64_t gen;                   /* runs published */
     int n_done;
@@ -70,7 +76,8 @@ vdev_replica_context_t *vdev_rep_publish(struct vdev_rep *r);
 void vdev_rep_unpublish(vdev_replica_context_t *h);
 
 /* Rows [*off, *off + *rows) of a global batch of B rows for the replica of
- * global id g. */
+ * global id g, split as the current run's proportions say (on a replica
+ * thread during a run). */
 void vdev_strat_split(const struct vdev_strat *s, int g, int64_t B, int64_t *off, int64_t *rows);
 
 /* Makes a strategy over n local devices served by comm (taken over: freed

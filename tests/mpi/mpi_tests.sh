@@ -8,7 +8,9 @@
 #             four devices within 1e-6 (the sums are added in another
 #             order); the cluster file gives the two workers different
 #             memory limits, and an allocation past worker 1's limit fails
-#             there alone, with its name;
+#             there alone, with its name; workers whose global batches
+#             differ in size (48 and 40 rows) fail the step on every worker
+#             with a message naming both sizes and both workers;
 #   cluster   every malformed cluster file is rejected at start-up by every
 #             process with the same message, and so are (when making a
 #             multi-worker strategy) a cluster with more tasks than
@@ -97,8 +99,16 @@ EOF
   else fail "worker 1's allocation: '$got'"; fi
 
   VDEV_SIM_GPUS=1x1GiB run 4 "$train" --out "$work/w4" || { fail "4 workers"; cat "$work/out.txt"; }
-  VDEV_SIM_GPUS=2x1GiB run 2 "$train" --replicas 2 --out "$work/w22" ||
+  # after its training, one more step where worker 1's global batch has 40
+  # rows and worker 0's 48: the run fails on every worker, naming both
+  VDEV_SIM_GPUS=2x1GiB run 2 "$train" --replicas 2 --out "$work/w22" --mismatch 40 ||
     { fail "2 workers of 2 replicas"; cat "$work/out.txt"; }
+  want='VDEV_ERR_INVALID_ARG replica 0 (/job:worker/replica:0/task:0/device:GPU:0): vdev_replica_batch: worker 0 (/job:worker/replica:0/task:0) passes a global batch of 48 rows but worker 1 (/job:worker/replica:0/task:1) one of 40 rows; every worker passes the same global batch (each replica takes its rows of it)'
+  for w in 0 1; do
+    got=$(cat "$work/w22/mismatch.$w" 2>/dev/null)
+    if [ "$got" = "$want" ]; then pass "global batches of 48 and 40 rows: refused on worker $w, naming both"
+    else fail "worker $w, batches of 48 and 40 rows: '$got'"; fi
+  done
   for w in 1 2 3; do
     same_file "$work/w4/params.0" "$work/w4/params.$w" "4 workers: worker $w holds worker 0's bits"
   done
@@ -183,7 +193,9 @@ t_failure() {
   rc=$?
   end=$(date +%s.%N)
   if [ $rc -ne 0 ]; then pass "the job failed (exit $rc)"; else fail "the job with a stopped worker exited 0"; fi
-  want='0: step 5: Collective has timed out waiting for other workers: all-reduce (call '
+  # (a step's first collective is vdev_replica_batch's check of the batch's
+  # rows across workers: an all-gather)
+  want='0: step 5: Collective has timed out waiting for other workers: all-gather (call '
   want2=') on worker 0 (/job:worker/replica:0/task:0) waited 2 s (VDEV_MPI_TIMEOUT) for worker 1 (/job:worker/replica:0/task:1), which did not make this call (stopped, died, or making other calls)'
   if grep -qF "$want" "$work/out.txt" && grep -qF "$want2" "$work/out.txt"; then pass "worker 0 names the worker it waited for"
   else fail "worker 0's message"; cat "$work/out.txt"; fi

@@ -10,6 +10,9 @@
  *                       allocation of that size on GPU:0
  *   OUT/event.<task>    with --kill-at/--hang-at: the wall-clock second the
  *                       process killed itself or stopped answering
+ *   OUT/mismatch.<task> with --mismatch B: after the training, one more step
+ *                       on a global batch of B rows on worker 1 and 48 on the
+ *                       others: the status and message of that run
  * <task> is "reference", or the worker's task index.
  *
  * Options: --steps N (20), --replicas R (local devices GPU:0..R-1; 1),
@@ -17,7 +20,7 @@
  * --ckpt FILE --every N (the chief saves after every N steps), --resume
  * (every worker restores FILE and goes on from its step), --kill-at K and
  * --hang-at K (worker 1 kills itself with SIGKILL, or sleeps for a minute,
- * before step K), --alloc BYTES, --cases DIR (no training: for each file of
+ * before step K), --alloc BYTES, --mismatch B, --cases DIR (no training: for each file of
  * DIR, sorted, starts vdev with VDEV_CLUSTER_CONFIG=that file, or, for a
  * file named *.tfconfig, with TF_CONFIG set to its text and no cluster file
  * (rank r reads line r + 1 of a file of several lines), and when start-up
@@ -38,7 +41,7 @@
 static const char *const names[MM_NV] = {"dense0/w", "dense0/b", "dense1/w", "dense1/b"};
 
 struct opts {
-    int steps, replicas, reference, every, resume, kill_at, hang_at;
+    int steps, replicas, reference, every, resume, kill_at, hang_at, mismatch;
     const char *out, *ckpt, *cases;
     uint64_t alloc;
 };
@@ -239,6 +242,16 @@ static int train(const struct opts *o)
         vdev_tensor_free(t);
         fclose(af);
     }
+    if (o->mismatch && !o->reference) { /* workers whose global batches differ: every one fails the run */
+        FILE *mf = out_file(o, "mismatch");
+        mm_batch(&m, task.index == 1 ? o->mismatch : 48, 99);
+        vdev_tensor_t *losses[MM_MAX_REPLICAS];
+        enum vdev_status st = vdev_strategy_run(s, mm_step, &m, losses);
+        fprintf(mf, "%s %s\n", vdev_status_str(st), st == VDEV_OK ? "" : vdev_last_error());
+        if (st == VDEV_OK)
+            global_loss(s, losses);
+        fclose(mf);
+    }
     mm_free(&m, MM_MAX_REPLICAS);
     vdev_strategy_free(s);
     vdev_shutdown();
@@ -269,6 +282,8 @@ int main(int argc, char **argv)
             o.hang_at = atoi(v);
         else if (!strcmp(a, "--alloc") && v)
             o.alloc = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--mismatch") && v)
+            o.mismatch = atoi(v);
         else if (!strcmp(a, "--cases") && v)
             o.cases = v;
         else if (!strcmp(a, "--resume"))
