@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # cli_grafana.sh — contrib/grafana/vdev-dashboard.json is valid JSON, a
-# Grafana dashboard with a Prometheus datasource variable, and every metric
-# its panels query is one the endpoint really serves (names taken from a
-# /metrics page of a small run). Usage: cli_grafana.sh VDEV SHARED
+# Grafana dashboard with a Prometheus datasource variable and no declared
+# input that nothing uses, every metric its panels query is one the endpoint
+# really serves (names taken from a /metrics page of a small run), and every
+# panel honours the device filter (the copies panel: copies from or to a
+# selected device). Usage: cli_grafana.sh VDEV SHARED
 set -u
 vdev=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -59,6 +61,24 @@ for want in ["memory in use", "peak", "reserved", "oom", "op rate", "copied"]:
 if not any(re.search(r"sum by \(device\) \(rate\(vdev_ops_total(\{[^}]*\})?\[1m\]\)\)", e)
            for e in exprs):
     errors.append("no op-rate panel summing rate(vdev_ops_total[1m]) by device")
+# every declared input is used (an import asks for each one)
+text = open(sys.argv[1]).read()
+for inp in d.get("__inputs", []):
+    if "${%s}" % inp.get("name") not in text:
+        errors.append("input %s is declared but no panel uses it" % inp.get("name"))
+# every panel honours the device filter: each metric it queries is selected
+# by $device (copies by their source or their destination)
+for p in d["panels"]:
+    for t in p.get("targets", []):
+        for m in re.finditer(r"\b(vdev_[a-z0-9_]+)(\{[^}]*\})?", t["expr"]):
+            sel = m.group(2) or ""
+            if not re.search(r'\b(device|from|to)=~"\$device"', sel):
+                errors.append("panel '%s': %s ignores the device filter" % (p["title"], m.group(0)))
+    if "copied" in p["title"].lower():
+        exprs_p = " ".join(t["expr"] for t in p.get("targets", []))
+        for lab in ("from", "to"):
+            if '%s=~"$device"' % lab not in exprs_p:
+                errors.append("panel '%s': no copies selected by %s=~\"$device\"" % (p["title"], lab))
 for e in errors:
     print("FAIL:", e)
 print("dashboard: %d panels, metrics used: %s" % (len(d["panels"]), ", ".join(sorted(used))))

@@ -3,7 +3,9 @@
 # frame with every device, its memory and an op rate; a one-line error and
 # exit 1 when nothing listens; exit 2 on bad options (a port outside
 # 1..65535 too); "?" for a served value that cannot be (NaN, negative, huge),
-# the columns kept; exit 1 and one line when stdout cannot be written.
+# the columns kept; exit 1 and one line when stdout cannot be written; plain
+# frames (no escape codes) when stdout is not a terminal, a cleared screen
+# per frame when it is.
 # Usage: cli_top.sh VDEV SHARED
 set -u
 vdev=$1
@@ -95,6 +97,32 @@ if [ -w /dev/full ]; then
   [ $rc -eq 1 ] && [ "$err" = "vdev top: write error on standard output: No space left on device" ] &&
     ok || bad "top (live) >/dev/full: exit $rc: $err"
 fi
+# Not a terminal: plain frames, one after another, a blank line between, no
+# escape codes (as `top -b`); on a terminal, each frame clears the screen.
+timeout -s INT 3 "$vdev" top --interval 0.4 --url "$fake" >"$tmp/top.log" 2>"$tmp/err"
+frames=$(grep -c "^vdev top  $fake/metrics  [0-9][0-9]:[0-9][0-9]:[0-9][0-9]   (" "$tmp/top.log")
+[ "$frames" -ge 2 ] && ok || bad "top to a file: $frames frames: $(cat "$tmp/top.log" "$tmp/err")"
+grep -q $'\e' "$tmp/top.log" && bad "top to a file: escape codes: $(cat -v "$tmp/top.log" | head -3)" || ok
+awk -v first=1 '/^vdev top  / { if (!first && prev != "") exit 1; first = 0 } { prev = $0 }' "$tmp/top.log" &&
+  [ "$(head -1 "$tmp/top.log" | cut -c1-10)" = "vdev top  " ] && ok ||
+  bad "top to a file: frames not separated by one blank line: $(head -30 "$tmp/top.log")"
+python3 - "$vdev" "$fake" >"$tmp/tty.txt" 2>&1 <<'PY'
+import os, pty, select, signal, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "top", "--interval", "0.3", "--url", sys.argv[2]])
+got, end = b"", time.time() + 10
+while time.time() < end and got.count(b"\x1b[H\x1b[2J") < 2:
+    r, _, _ = select.select([fd], [], [], 0.5)
+    if r:
+        try:
+            got += os.read(fd, 65536)
+        except OSError:
+            break
+os.kill(pid, signal.SIGINT); os.waitpid(pid, 0)
+print("clears", got.count(b"\x1b[H\x1b[2J"))
+PY
+grep -q "^clears [2-9]" "$tmp/tty.txt" && ok || bad "top on a terminal: $(cat "$tmp/tty.txt")"
 kill "$fake_pid" 2>/dev/null
 wait "$fake_pid" 2>/dev/null
 

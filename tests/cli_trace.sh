@@ -9,8 +9,9 @@
 # copies between three pairs of GPUs from eight threads at once (its copies
 # overlap in time, on tracks that do not), run while a second process is
 # given the same file: the second is refused with the message that names
-# the first, and the first's trace is whole. And the file name's
-# placeholders: %p, %r (the launcher's rank), a bad one refused.
+# the first, and the first's trace is whole; the same for its allocation
+# trace (VDEV_ALLOC_TRACE). And the file names' placeholders: %p, %r (the
+# launcher's rank), a bad one refused, in both variables.
 # Usage: cli_trace.sh VDEV SHARED [CC LIBVDEV "CFLAGS"]
 set -u
 vdev=$1
@@ -22,7 +23,7 @@ command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 . "${BASH_SOURCE%/*}/testlib.sh"
 unset VDEV_SIM_GPUS VDEV_PLACEMENT VDEV_LOGICAL_DEVICES VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWTH \
-      VDEV_TRACE_FILE VDEV_PLACEMENT_REPORT OMPI_COMM_WORLD_RANK PMIX_RANK PMI_RANK
+      VDEV_TRACE_FILE VDEV_ALLOC_TRACE VDEV_PLACEMENT_REPORT OMPI_COMM_WORLD_RANK PMIX_RANK PMI_RANK
 
 # check.py TRACE OUTPUT [--oom DEVICE] [--no-summary]: prints one line per
 # failure and "checks N" at the end; exits 1 when anything failed. Only the
@@ -246,7 +247,7 @@ if "$cc" $cflags -I"$src/include" -o "$tmp/copies" "$tmp/copies.c" "$lib" -lpthr
   ok
   # one file, two processes: the first holds it while the second is refused
   mkfifo "$tmp/go"
-  VDEV_SIM_GPUS=3x1GiB VDEV_TRACE_FILE=$tmp/same.json \
+  VDEV_SIM_GPUS=3x1GiB VDEV_TRACE_FILE=$tmp/same.json VDEV_ALLOC_TRACE=$tmp/same.trace \
     "$tmp/copies" <"$tmp/go" >"$tmp/copies.txt" 2>"$tmp/copies.err" & first=$!
   exec 3>"$tmp/go"
   for _ in $(seq 1 600); do # until it says so, or ends
@@ -265,11 +266,22 @@ if "$cc" $cflags -I"$src/include" -o "$tmp/copies" "$tmp/copies.c" "$lib" -lpthr
         "$vdev" devices 2>&1 >/dev/null); rc=$?
   want="vdev devices: start-up failed: $busy, e.g. VDEV_TRACE_FILE=$tmp/same.%r.json $placeholders"
   [ $rc -eq 1 ] && [ "$out" = "$want" ] && ok || bad "second process under MPI: rc $rc: '$out', expected '$want'"
+  # the allocation trace is held the same way
+  out=$(VDEV_SIM_GPUS=3x1GiB VDEV_ALLOC_TRACE=$tmp/same.trace "$vdev" devices 2>&1 >/dev/null); rc=$?
+  want="vdev devices: start-up failed: VDEV_ALLOC_TRACE: allocation trace \"$tmp/same.trace\": process"
+  want="$want $first is writing this trace; give each process its own file, e.g."
+  want="$want VDEV_ALLOC_TRACE=$tmp/same.%p.trace $placeholders"
+  [ $rc -eq 1 ] && [ "$out" = "$want" ] && ok || bad "second allocation trace: rc $rc: '$out', expected '$want'"
   exec 3>&-
   wait $first; rc=$?
   [ $rc -eq 0 ] && ok || bad "copies exit $rc: $(cat "$tmp/copies.err")"
   python3 "$tmp/check.py" "$tmp/same.json" "$tmp/copies.txt" --no-summary --copies 800 && ok ||
     bad "concurrent copies' trace"
+  # one header, of the first process, and a trace that replays
+  heads=$(grep -c '^# trace' "$tmp/same.trace")
+  [ "$heads" = 1 ] && grep -q "^# trace v1 source=vdev pid=$first " "$tmp/same.trace" &&
+    "$vdev" replay --repeats 1 "$tmp/same.trace" >/dev/null 2>&1 && ok ||
+    bad "the first process's allocation trace: $heads headers, or it does not replay"
 else
   bad "cannot build the copies program: $(cat "$tmp/cc.txt")"
 fi
@@ -284,6 +296,16 @@ for r in "OMPI_COMM_WORLD_RANK=3 3" "PMIX_RANK=4 4" "PMI_RANK=5 5" "X=1 0"; do
   [ $rc -eq 0 ] && python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/rank.${r#* }.json" && ok ||
     bad "%r with ${r% *}: rc $rc, no trace $tmp/rank.${r#* }.json"
 done
+# and in VDEV_ALLOC_TRACE's name
+VDEV_SIM_GPUS=3x1GiB PMIX_RANK=2 VDEV_ALLOC_TRACE=$tmp/at.%p.%r.%%.trace "$vdev" devices >/dev/null 2>"$tmp/err.txt" & pid=$!
+wait $pid; rc=$?
+[ $rc -eq 0 ] && grep -q "^# trace v1 source=vdev pid=$pid " "$tmp/at.$pid.2.%.trace" && ok ||
+  bad "VDEV_ALLOC_TRACE placeholders: rc $rc, no trace $tmp/at.$pid.2.%.trace: $(ls "$tmp") $(cat "$tmp/err.txt")"
+out=$(VDEV_SIM_GPUS=3x1GiB VDEV_ALLOC_TRACE=$tmp/bad.%q.trace "$vdev" devices 2>&1 >/dev/null); rc=$?
+want="vdev devices: start-up failed: VDEV_ALLOC_TRACE: allocation trace \"$tmp/bad.%q.trace\": \"%q\" is"
+want="$want not a placeholder (%p: the process id, %r: the MPI rank, %%: a %)"
+[ $rc -eq 1 ] && [ "$out" = "$want" ] && [ ! -e "$tmp/bad.%q.trace" ] && ok ||
+  bad "VDEV_ALLOC_TRACE %q: rc $rc: '$out', expected '$want'"
 out=$(VDEV_SIM_GPUS=3x1GiB VDEV_TRACE_FILE=$tmp/bad.%q.json "$vdev" devices 2>&1 >/dev/null); rc=$?
 want="vdev devices: start-up failed: VDEV_TRACE_FILE=\"$tmp/bad.%q.json\": \"%q\" is not a placeholder"
 want="$want (%p: the process id, %r: the MPI rank, %%: a %)"

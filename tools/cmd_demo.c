@@ -13,13 +13,26 @@
  * --report DIR: the run writes its profiler trace to DIR/run.json (unless
  * VDEV_TRACE_FILE is set), then it is drawn as DIR/memory.svg and
  * DIR/placement.svg (tools/cmd_plot.c). Usage errors print one line
- * "vdev demo: ..." and the usage on stderr and exit 2. */
+ * "vdev demo: ..." and the usage on stderr and exit 2.
+ *
+ * Ctrl-C during a --report run still gives the pictures: SIGINT wakes a
+ * thread of its own (the run's threads block it), which closes the trace
+ * where the run is (its whole events, then its end: valid JSON), draws it,
+ * and then ends the process by SIGINT, as Ctrl-C would have (a second Ctrl-C
+ * while it draws ends it at once). The run goes on meanwhile (a scenario
+ * has no way to be stopped between steps), untraced. A lock decides who
+ * writes the report: the interrupt when it comes first, else the run once
+ * it is over (then Ctrl-C just ends the process, as before). */
 #define _GNU_SOURCE
 #include "../examples/demo.h"
 #include "cli.h"
 #include "plot.h"
+#include "runtime/observe.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +78,81 @@ static int write_report(const char *dir, const char *trace)
         }
     }
     return rc;
+}
+
+/* Ctrl-C during a --report run (see the top of the file). */
+static struct {
+    pthread_mutex_t lock; /* held by whoever writes the report */
+    sem_t wake;           /* posted by the handler: SIGINT came */
+    const char *dir;      /* set before the thread starts, then only read */
+} I = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    int e = errno;
+    sem_post(&I.wake); /* async-signal-safe */
+    errno = e;
+}
+
+static void *on_interrupt(void *arg)
+{
+    (void)arg;
+    /* this thread takes SIGINT; the run's threads block it */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    while (sem_wait(&I.wake) != 0) {
+    }
+    signal(SIGINT, SIG_DFL); /* from now on a Ctrl-C ends the process at once */
+    char trace[4200];
+    if (pthread_mutex_trylock(&I.lock) != 0) {
+        /* the run is over and its report is being written: just end */
+    } else if (vdev_trace_path(trace, sizeof trace) == VDEV_OK && trace[0]) {
+        fprintf(stderr,
+                "\nvdev demo: interrupted: closing the trace %s where the run is and drawing it "
+                "(Ctrl-C again quits at once)\n",
+                trace);
+        vdev_observe_shutdown(); /* its whole events, then its end */
+        write_report(I.dir, trace);
+    } else {
+        fprintf(stderr, "\nvdev demo: interrupted before the run's trace was opened: nothing to "
+                        "draw\n");
+    }
+    fflush(stdout);
+    fflush(stderr);
+    raise(SIGINT);
+    return NULL;
+}
+
+/* Hands SIGINT to a thread that draws the report. SIGINT is blocked in
+ * this thread, so in every thread the run starts; a thread started before
+ * (a BLAS pool) may still take it, and its handler wakes the drawing thread
+ * all the same. Nothing changes where SIGINT is ignored (a background job).
+ * 0, or -1 when it could not be set up (the run goes on as without it). */
+static int catch_interrupt(const char *dir)
+{
+    struct sigaction old, sa = {.sa_handler = on_sigint, .sa_flags = SA_RESTART};
+    if (sigaction(SIGINT, NULL, &old) != 0 || old.sa_handler == SIG_IGN)
+        return -1;
+    I.dir = dir;
+    if (sem_init(&I.wake, 0, 0) != 0)
+        return -1;
+    sigset_t set, old_mask;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigemptyset(&sa.sa_mask);
+    pthread_t t;
+    if (pthread_sigmask(SIG_BLOCK, &set, &old_mask) != 0)
+        return -1;
+    if (pthread_create(&t, NULL, on_interrupt, NULL) != 0) {
+        pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+        return -1;
+    }
+    pthread_detach(t);
+    sigaction(SIGINT, &sa, NULL);
+    return 0;
 }
 
 int vdev_example_chain3(int argc, char **argv);
@@ -157,7 +245,11 @@ int vdev_cmd_demo(int argc, char **argv)
         snprintf(trace, sizeof trace, "%s/run.json", dir);
         setenv("VDEV_TRACE_FILE", trace, 1);
     }
+    catch_interrupt(dir);
     int rc = run(argc, argv);
+    /* the report is the run's to write now, unless an interrupt took it
+     * first (then this waits for the end that it brings) */
+    pthread_mutex_lock(&I.lock);
     /* the file written: VDEV_TRACE_FILE with its placeholders expanded */
     if (rc == 0 && vdev_trace_path(trace, sizeof trace) == VDEV_OK && !trace[0]) {
         fprintf(stderr, "vdev demo: --report: no trace was written\n");

@@ -17,10 +17,13 @@
 #include "plot_read.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_TRACKS PLOT_MAX_TRACKS
 #define MAX_OPS PLOT_MAX_OPS
@@ -388,6 +391,99 @@ static int plot_placement(const struct plot_trace *T, FILE *o, const char *title
     return 0;
 }
 
+/* Where a picture goes. A regular file, or a new one, is written whole or
+ * not at all: the picture goes to a temporary file beside it (same folder,
+ * so the rename stays on one file system), which replaces it only once all
+ * of it is written, with the old file's permissions (a new one's: 0666 less
+ * the umask, as fopen would); on a failure the temporary is removed and the
+ * old file is left as it was. Anything else (standard output, a device, a
+ * FIFO, a symbolic link) is written in place, as given. */
+struct out_file {
+    FILE *f;
+    char tmp[4200]; /* the temporary file; "" when written in place */
+    int existed;    /* out was there before (a regular file) */
+};
+
+static int out_open(struct out_file *o, const char *out, char *err, size_t cap)
+{
+    o->tmp[0] = '\0';
+    o->existed = 0;
+    if (!strcmp(out, "-")) {
+        o->f = stdout;
+        return 0;
+    }
+    struct stat st;
+    int there = lstat(out, &st) == 0;
+    if (there && !S_ISREG(st.st_mode)) {
+        o->f = fopen(out, "w");
+        if (!o->f)
+            seterr(err, cap, "%s: cannot open for writing: %s", out, strerror(errno));
+        return o->f ? 0 : 1;
+    }
+    const char *slash = strrchr(out, '/');
+    int dir_len = slash ? (int)(slash - out) + 1 : 0; /* with its '/' */
+    if (snprintf(o->tmp, sizeof o->tmp, "%.*s.%s.XXXXXX", dir_len, out,
+                 slash ? slash + 1 : out) >= (int)sizeof o->tmp) {
+        o->tmp[0] = '\0';
+        seterr(err, cap, "%s: cannot open for writing: %s", out, strerror(ENAMETOOLONG));
+        return 1;
+    }
+    int fd = mkostemp(o->tmp, O_CLOEXEC);
+    if (fd < 0) {
+        seterr(err, cap, "%s: cannot open for writing: %s", out, strerror(errno));
+        o->tmp[0] = '\0';
+        return 1;
+    }
+    mode_t mode;
+    if (there) {
+        mode = st.st_mode & 07777;
+        o->existed = 1;
+    } else {
+        mode_t mask = umask(0);
+        umask(mask);
+        mode = 0666 & ~mask;
+    }
+    o->f = fchmod(fd, mode) == 0 ? fdopen(fd, "w") : NULL;
+    if (!o->f) {
+        seterr(err, cap, "%s: cannot open for writing: %s", out, strerror(errno));
+        close(fd);
+        unlink(o->tmp);
+        o->tmp[0] = '\0';
+        return 1;
+    }
+    return 0;
+}
+
+/* Finishes the picture: 0, or 1 with the message in err. */
+static int out_close(struct out_file *o, const char *out, char *err, size_t cap)
+{
+    /* Standard output is checked by main() before the command exits, as for
+     * every command (tools/vdev.c); a file is checked here. */
+    if (o->f == stdout)
+        return 0;
+    int e = vdev_cli_write_error(o->f);
+    errno = 0;
+    if (fclose(o->f) != 0 && !e)
+        e = errno ? errno : -1;
+    if (!e && o->tmp[0] && rename(o->tmp, out) != 0) {
+        seterr(err, cap, "%s: cannot replace it with %s: %s", out, o->tmp, strerror(errno));
+        unlink(o->tmp);
+        return 1;
+    }
+    if (!e)
+        return 0;
+    if (o->tmp[0])
+        unlink(o->tmp);
+    char left[4300] = "";
+    if (o->existed)
+        snprintf(left, sizeof left, " (%s is left as it was)", out);
+    if (e > 0)
+        seterr(err, cap, "%s: write error: %s%s", out, strerror(e), left);
+    else
+        seterr(err, cap, "%s: write error%s", out, left);
+    return 1;
+}
+
 int vdev_plot_trace(const char *trace, const char *out, enum vdev_plot_kind kind,
                     struct vdev_plot_info *info, char *err, size_t cap)
 {
@@ -397,9 +493,8 @@ int vdev_plot_trace(const char *trace, const char *out, enum vdev_plot_kind kind
     if (info)
         *info = (struct vdev_plot_info){
             .n_events = T->n_events, .cut = T->cut, .cut_line = T->cut_line};
-    FILE *o = strcmp(out, "-") ? fopen(out, "w") : stdout;
-    if (!o) {
-        seterr(err, cap, "%s: cannot open for writing: %s", out, strerror(errno));
+    struct out_file o;
+    if (out_open(&o, out, err, cap) != 0) {
         plot_trace_free(T);
         return 1;
     }
@@ -409,26 +504,11 @@ int vdev_plot_trace(const char *trace, const char *out, enum vdev_plot_kind kind
     snprintf(title, sizeof title, "%s per device: %s",
              kind == VDEV_PLOT_MEMORY ? "Memory" : "Ops", base);
     if (kind == VDEV_PLOT_MEMORY)
-        plot_memory(T, o, title);
+        plot_memory(T, o.f, title);
     else
-        plot_placement(T, o, title);
+        plot_placement(T, o.f, title);
     plot_trace_free(T);
-    /* Standard output is checked by main() before the command exits, as for
-     * every command (tools/vdev.c); a file is checked here. */
-    if (o == stdout)
-        return 0;
-    int e = vdev_cli_write_error(o);
-    errno = 0;
-    if (fclose(o) != 0 && !e)
-        e = errno ? errno : -1;
-    if (e) {
-        if (e > 0)
-            seterr(err, cap, "%s: write error: %s", out, strerror(e));
-        else
-            seterr(err, cap, "%s: write error", out);
-        return 1;
-    }
-    return 0;
+    return out_close(&o, out, err, cap);
 }
 
 int vdev_plot_file(const char *trace, const char *out, enum vdev_plot_kind kind, char *err,
@@ -440,11 +520,14 @@ int vdev_plot_file(const char *trace, const char *out, enum vdev_plot_kind kind,
 static void usage(FILE *f)
 {
     fprintf(f, "usage: vdev plot [--placement] TRACE [-o OUT.svg]\n\n"
-               "Draws a profiler trace written by vdev (VDEV_TRACE_FILE=run.json) as SVG:\n"
+               "Draws a profiler trace written by vdev (VDEV_TRACE_FILE=run.json; plain or\n"
+               "gzip-compressed) as SVG:\n"
                "  (default)     memory in use (solid) and reserved (dashed) per device over\n"
                "                time, each device's peak and every out-of-memory failure marked\n"
                "  --placement   ops per device, stacked by op type\n"
-               "  -o FILE       where to write the picture (default: standard output)\n\n"
+               "  -o FILE       where to write the picture (default: standard output); it\n"
+               "                replaces FILE only once written whole, so a failed write\n"
+               "                leaves FILE as it was\n\n"
                "A trace cut short (its process was killed) is drawn up to its last whole\n"
                "event, with a note on standard error.\n\n"
                "Exit status: 0 done, 1 unreadable or malformed trace, 2 usage error.\n");

@@ -7,7 +7,9 @@
  * It speaks just enough HTTP/1.0 to GET the page and reads the Prometheus
  * text format line by line; it links no vdev state of its own. The op rate
  * comes from two samples; --once takes two samples --interval apart, prints
- * one frame and exits (without clearing the screen). */
+ * one frame and exits (without clearing the screen). When standard output is
+ * not a terminal, frames follow one another as plain text, with no escape
+ * codes (as `top -b` does). */
 #define _GNU_SOURCE
 #include "cli.h"
 
@@ -373,7 +375,8 @@ int vdev_cmd_top(int argc, char **argv)
                    "VDEV_METRICS_ADDR=127.0.0.1:9400): per logical device a memory bar (in use,\n"
                    "reserved, limit), the peak, OOMs, the op rate and bytes copied, refreshed\n"
                    "every --interval seconds (default 1). --once takes two samples --interval\n"
-                   "apart, prints one frame and exits. Ctrl-C quits.\n");
+                   "apart, prints one frame and exits. Ctrl-C quits. When standard output is\n"
+                   "not a terminal, the frames are printed one after another as plain text.\n");
             return 0;
         } else if (!strcmp(a, "--once")) {
             once = 1;
@@ -403,15 +406,21 @@ int vdev_cmd_top(int argc, char **argv)
         fprintf(stderr, "vdev top: --url '%s': expected http://HOST:PORT[/PATH]\n", url_text);
         return 2;
     }
+    /* A terminal gets each frame over the last; anything else (a file, a
+     * pipe) gets plain frames one after the other, a blank line between,
+     * and no escape codes. */
+    int tty = isatty(STDOUT_FILENO);
     static struct top_sample s[2];
     if (sample(&u, &s[0]) != 0)
         return 1;
-    for (int k = 1;; k ^= 1) {
+    for (int k = 1, first = 1;; k ^= 1, first = 0) {
         sleep_s(interval);
         if (sample(&u, &s[k]) != 0)
             return 1;
-        if (!once)
+        if (!once && tty)
             printf("\033[H\033[2J"); /* home, clear */
+        else if (!first)
+            printf("\n");
         frame(&u, &s[k ^ 1], &s[k]);
         if (once || ferror(stdout))
             return 0; /* a write error: main() says so, exit status 1 */

@@ -7,6 +7,10 @@
  * document as a tree first (several times the file's size). Each event is
  * taken as its closing "}" arrives; only the samples drawn are kept.
  *
+ * The file is read through zlib, so a trace may be plain or gzip-compressed
+ * (run.json.gz), as for `vdev replay` and `vdev fit`; a gzip stream cut short
+ * is an error (a plain file cut short is drawn, see below).
+ *
  * The text is fed to the parser one line at a time, so every callback knows
  * its line and every error names it. vdev writes one event per line inside
  * one JSON array; the reader checks that layout (an event ends on the line
@@ -37,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yajl/yajl_parse.h>
+#include <zlib.h>
 
 #define MAX_TIME_US 9.2e15  /* 2^63 ns is 9.22e15 us */
 #define MAX_NUMBER_CHARS 63 /* longer number literals are refused */
@@ -420,11 +425,14 @@ void plot_trace_free(struct plot_trace *T)
 
 struct plot_trace *plot_trace_read(const char *path, char *err, size_t cap)
 {
-    FILE *f = fopen(path, "r");
+    errno = 0;
+    gzFile f = gzopen(path, "rb"); /* reads gzip and plain text alike */
     if (!f) {
-        snprintf(err, cap, "%s: cannot open: %s", path, strerror(errno));
+        snprintf(err, cap, "%s: cannot open: %s", path,
+                 errno ? strerror(errno) : "out of memory");
         return NULL;
     }
+    gzbuffer(f, 1u << 18);
     struct reader r = {.path = path, .err = err, .cap = cap, .line = 1};
     unsigned char *buf = malloc(READ_CHUNK);
     r.T = calloc(1, sizeof *r.T);
@@ -435,8 +443,9 @@ struct plot_trace *plot_trace_read(const char *path, char *err, size_t cap)
     }
     int any = 0;     /* saw text other than white space */
     int ends_nl = 1; /* the last byte read is a newline */
-    size_t n;
-    while ((n = fread(buf, 1, READ_CHUNK, f)) > 0) {
+    int got;
+    while ((got = gzread(f, buf, READ_CHUNK)) > 0) {
+        size_t n = (size_t)got;
         for (size_t off = 0; off < n;) {
             unsigned char *nl = memchr(buf + off, '\n', n - off);
             size_t seg = nl ? (size_t)(nl - (buf + off)) + 1 : n - off;
@@ -458,8 +467,14 @@ struct plot_trace *plot_trace_read(const char *path, char *err, size_t cap)
             }
         }
     }
-    if (ferror(f)) {
-        snprintf(err, cap, "%s: read error: %s", path, strerror(errno));
+    int zerr = Z_OK;
+    const char *zmsg = gzerror(f, &zerr);
+    if (zerr == Z_BUF_ERROR) { /* zlib: "unexpected end of file" */
+        snprintf(err, cap, "%s: the gzip stream is cut short (the file ends inside it)", path);
+        goto fail;
+    }
+    if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
+        snprintf(err, cap, "%s: read error: %s", path, zerr == Z_ERRNO ? strerror(errno) : zmsg);
         goto fail;
     }
     if (ends_nl && r.line > 1)
@@ -482,13 +497,13 @@ struct plot_trace *plot_trace_read(const char *path, char *err, size_t cap)
     }
     yajl_free(h);
     free(buf);
-    fclose(f);
+    gzclose(f);
     return r.T;
 fail:
     if (h)
         yajl_free(h);
     free(buf);
     plot_trace_free(r.T);
-    fclose(f);
+    gzclose(f);
     return NULL;
 }

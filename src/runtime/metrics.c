@@ -87,7 +87,9 @@ static uint64_t mono_ns(void)
 /* ---- addresses ---- */
 
 /* "127.0.0.1:9400", "[::1]:9400", "localhost:9400" (IPv4 loopback); port
- * 0..65535 (0: any free port). Fills ss and its length; 0 on success. */
+ * 0..65535 (0: any free port). Fills ss and its length; 0 on success. No
+ * other host name is accepted: nothing is looked up, so the endpoint binds
+ * exactly the address given, whatever the resolver says. */
 static int parse_addr(const char *text, struct sockaddr_storage *ss, socklen_t *len)
 {
     memset(ss, 0, sizeof *ss);
@@ -477,8 +479,9 @@ static enum vdev_status start_locked(const char *addr, const char *what, enum vd
     socklen_t sl = 0;
     if (strlen(addr) >= sizeof M.addr || parse_addr(addr, &ss, &sl) != 0)
         return vdev_error(bad,
-                          "%s=\"%s\": expected HOST:PORT with a numeric address, e.g. "
-                          "127.0.0.1:9400 or [::1]:9400 (port 0 picks a free one)",
+                          "%s=\"%s\": expected HOST:PORT with a numeric address or localhost, "
+                          "e.g. 127.0.0.1:9400, [::1]:9400 or localhost:9400 (port 0 picks a "
+                          "free one)",
                           what, addr);
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)

@@ -13,6 +13,8 @@
  * VDEV_ERR_IO, naming the process that writes it and how to give each
  * process its own file, and leaves the first one's trace as it was. A child
  * forked from the writing process writes nothing to its parent's trace.
+ * (The placeholders, the lock and the fork guard are tracefile.c's, shared
+ * with the allocation trace, VDEV_ALLOC_TRACE.)
  *
  * Every write to the trace is checked, and so are the flush and the close at
  * shutdown (a full disk often shows only there, when stdio's buffer goes
@@ -21,14 +23,12 @@
  * VDEV_ERR_IO and the same message in vdev_last_error(). */
 #define _GNU_SOURCE
 #include "runtime/observe.h"
+#include "runtime/tracefile.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <stdio_ext.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 const double vdev_op_time_bounds[VDEV_OP_TIME_BUCKETS] = {
@@ -59,7 +59,13 @@ static struct {
     int werr;       /* errno of the first failed write (0: none); nothing is written after it */
     int forked;     /* this is a child forked from the process writing the trace: not ours */
     char path[PATH_MAX]; /* the file written (VDEV_TRACE_FILE expanded), for messages */
-} T = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    /* fork(): lock is held across it, so the child's copy is consistent, and
+     * the child knows the trace is its parent's (it writes nothing to it,
+     * not even at exit, where stdio would flush the parent's buffered
+     * events): tracefile.c's guard, watching this trace from its first
+     * start on */
+    struct vdev_tracefile_fork fork;
+} T = {.lock = PTHREAD_MUTEX_INITIALIZER, .fork = {&T.lock, &T.f, &T.forked, NULL}};
 
 VDEV_API enum vdev_status vdev_trace_path(char *out, size_t cap)
 {
@@ -91,17 +97,6 @@ static void write_failed_locked(int e)
 
 /* The trace can be written to. T.lock held. */
 static int writable_locked(void) { return T.f && !T.werr && !T.forked; }
-
-/* fork(): T.lock is held across it, so the child's copy is consistent, and
- * the child knows the trace is its parent's (it writes nothing to it, not
- * even at exit, where stdio would flush the parent's buffered events). */
-static void fork_prepare(void) { pthread_mutex_lock(&T.lock); }
-static void fork_parent(void) { pthread_mutex_unlock(&T.lock); }
-static void fork_child(void)
-{
-    T.forked = 1;
-    pthread_mutex_unlock(&T.lock);
-}
 
 /* fprintf to the trace, checked. T.lock held. */
 static void put_locked(const char *fmt, ...) VDEV_PRINTF(1, 2);
@@ -501,103 +496,10 @@ void vdev_observe_op_times(int dev_id, struct vdev_op_time_hist *out)
 
 static void close_at_exit(void) { vdev_observe_shutdown(); }
 
-/* The MPI rank the launcher gave this process (OMPI_COMM_WORLD_RANK,
- * PMIX_RANK or PMI_RANK, the first that is a number), or -1. */
-static long launch_rank(void)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (!v || !*v || strlen(v) > 9 || strspn(v, "0123456789") != strlen(v))
-            continue;
-        return atol(v);
-    }
-    return -1;
-}
-
-#define PLACEHOLDERS "%%p: the process id, %%r: the MPI rank, %%%%: a %%"
-
-/* VDEV_TRACE_FILE `spec` with its placeholders expanded into out[cap]. */
-static enum vdev_status expand_path(const char *spec, char *out, size_t cap)
-{
-    size_t n = 0;
-    for (const char *p = spec; *p; p++) {
-        char num[24] = {*p, '\0'};
-        if (*p == '%') {
-            if (p[1] == 'p')
-                snprintf(num, sizeof num, "%ld", (long)getpid());
-            else if (p[1] == 'r')
-                snprintf(num, sizeof num, "%ld", launch_rank() < 0 ? 0L : launch_rank());
-            else if (p[1] != '%')
-                return vdev_error(VDEV_ERR_CONFIG,
-                                  "VDEV_TRACE_FILE=\"%s\": \"%.2s\" is not a placeholder "
-                                  "(" PLACEHOLDERS ")",
-                                  spec, p);
-            p++;
-        }
-        size_t k = strlen(num);
-        if (n + k >= cap)
-            return vdev_error(VDEV_ERR_CONFIG,
-                              "VDEV_TRACE_FILE is too long: more than %zu bytes once expanded",
-                              cap - 1);
-        memcpy(out + n, num, k + 1);
-        n += k;
-    }
-    return VDEV_OK;
-}
-
-/* What the message of a trace in use suggests: spec with ".%r" (launched by
- * MPI) or ".%p" before the extension of its last component, if any. */
-static void suggest_path(const char *spec, char *out, size_t cap)
-{
-    const char *base = strrchr(spec, '/');
-    base = base ? base + 1 : spec;
-    const char *dot = strrchr(base, '.');
-    size_t at = dot && dot > base ? (size_t)(dot - spec) : strlen(spec);
-    snprintf(out, cap, "%.*s.%s%s", (int)at, spec, launch_rank() >= 0 ? "%r" : "%p", spec + at);
-}
-
-/* Opens the trace for writing. A regular file is opened without emptying
- * it, locked (fcntl's write lock on the whole file, which another process
- * cannot take while this one holds it) and only then emptied. Returns the
- * stream, or NULL with errno set: EAGAIN when another process holds the
- * lock, with its process id in *holder (0: not known). A file system
- * without locks gets the file unlocked, as before locking existed. */
-static FILE *open_locked(const char *path, long *holder)
-{
-    *holder = 0;
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    int e = fstat(fd, &st) != 0 ? errno : 0;
-    if (!e && S_ISREG(st.st_mode)) {
-        struct flock want = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-        for (int tries = 0;; tries++) {
-            if (fcntl(fd, F_SETLK, &want) == 0)
-                break;
-            if (errno != EAGAIN && errno != EACCES)
-                break; /* no locks here (ENOLCK, EINVAL): written unlocked */
-            struct flock who = want;
-            int known = fcntl(fd, F_GETLK, &who) == 0;
-            if (known && who.l_type == F_UNLCK && tries < 2)
-                continue; /* released meanwhile: try again */
-            *holder = known && who.l_type != F_UNLCK ? (long)who.l_pid : 0;
-            e = EAGAIN;
-            break;
-        }
-        if (!e && ftruncate(fd, 0) != 0)
-            e = errno;
-    }
-    FILE *f = e ? NULL : fdopen(fd, "w");
-    if (!f) {
-        if (!e)
-            e = errno;
-        close(fd);
-        errno = e;
-    }
-    return f;
-}
+/* The trace is watched for good from its first start: a child forked after
+ * it closed is not its writer either. */
+static pthread_once_t watch_once = PTHREAD_ONCE_INIT;
+static void watch_trace(void) { vdev_tracefile_watch(&T.fork); }
 
 enum vdev_status vdev_observe_init(void)
 {
@@ -612,25 +514,18 @@ enum vdev_status vdev_observe_init(void)
         return VDEV_OK;
     if (!*spec)
         return vdev_error(VDEV_ERR_CONFIG, "VDEV_TRACE_FILE is empty (expected a file path)");
+    static const struct vdev_tracefile_names names = {"VDEV_TRACE_FILE", "VDEV_TRACE_FILE=",
+                                                         "VDEV_TRACE_FILE"};
     char path[sizeof T.path];
-    enum vdev_status st = expand_path(spec, path, sizeof path);
-    if (st != VDEV_OK)
-        return st;
-    long holder;
-    FILE *f = open_locked(path, &holder);
-    if (!f && errno == EAGAIN) {
-        char who[48] = "another process", fix[sizeof path + 8];
-        if (holder > 0)
-            snprintf(who, sizeof who, "process %ld", holder);
-        suggest_path(spec, fix, sizeof fix);
-        return vdev_error(VDEV_ERR_IO,
-                          "VDEV_TRACE_FILE=\"%s\": %s is writing this trace; give each process "
-                          "its own file, e.g. VDEV_TRACE_FILE=%s (" PLACEHOLDERS ")",
-                          path, who, fix);
-    }
-    if (!f)
+    FILE *f;
+    int open_failed;
+    enum vdev_status st = vdev_tracefile_open(&names, spec, path, sizeof path, &f, &open_failed);
+    if (open_failed)
         return vdev_error(VDEV_ERR_IO, "VDEV_TRACE_FILE=\"%s\": cannot open for writing: %s", path,
                           strerror(errno));
+    if (st != VDEV_OK)
+        return st;
+    pthread_once(&watch_once, watch_trace);
     pthread_mutex_lock(&T.lock);
     T.f = f;
     T.werr = 0;
@@ -654,7 +549,6 @@ enum vdev_status vdev_observe_init(void)
     }
     if (!T.atexit_done) {
         atexit(close_at_exit);
-        pthread_atfork(fork_prepare, fork_parent, fork_child);
         T.atexit_done = 1;
     }
     atomic_store(&tracing, 1);
@@ -682,8 +576,7 @@ void vdev_observe_shutdown(void)
     char path[sizeof T.path];
     if (f && T.forked) {
         /* the parent's file: its buffered events dropped, closed unwritten */
-        __fpurge(f);
-        fclose(f);
+        vdev_tracefile_drop(f);
         f = NULL;
         vdev_observe_release();
     } else if (f) {

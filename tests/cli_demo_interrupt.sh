@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# cli_demo_interrupt.sh — Ctrl-C (SIGINT) during `vdev demo --report DIR`:
+# the demo says on stderr that it closes the trace where the run is and
+# draws it, DIR/run.json is then whole JSON (its events up to the
+# interruption, then its end), DIR/memory.svg and DIR/placement.svg are
+# drawn from it and named on stdout, nothing else is left in DIR, and the
+# process ends by SIGINT as Ctrl-C would end it. Usage: cli_demo_interrupt.sh VDEV SHARED
+set -u
+vdev=$1
+command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
+. "${BASH_SOURCE%/*}/testlib.sh"
+unset VDEV_PLACEMENT VDEV_LOGICAL_DEVICES VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWTH VDEV_TRACE_FILE \
+      VDEV_ALLOC_TRACE VDEV_METRICS_ADDR VDEV_PLACEMENT_REPORT
+export VDEV_SIM_GPUS=3x1GiB
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+# run.py DIR: runs the demo into DIR (SIGINT at its default, whatever this
+# shell was given), sends SIGINT once the trace has grown, prints "rc N" and
+# what the demo wrote on stdout and stderr into DIR.out and DIR.err
+cat >"$tmp/run.py" <<'PY'
+import os, signal, subprocess, sys, time
+vdev, d = sys.argv[1], sys.argv[2]
+with open(d + ".out", "wb") as out, open(d + ".err", "wb") as err:
+    p = subprocess.Popen([vdev, "demo", "--epochs", "1000", "--report", d], stdout=out, stderr=err,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    end = time.time() + 60
+    while time.time() < end and p.poll() is None:
+        try:
+            if os.path.getsize(os.path.join(d, "run.json")) > 200000:
+                break
+        except OSError:
+            pass
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    try:
+        print("rc", p.wait(timeout=120))
+    except subprocess.TimeoutExpired:
+        p.kill(); print("rc timeout")
+PY
+rc=$(python3 "$tmp/run.py" "$vdev" "$tmp/rep")
+[ "$rc" = "rc -2" ] && ok || bad "exit: $rc, expected death by SIGINT (-2): $(cat "$tmp/rep.err")"
+want="vdev demo: interrupted: closing the trace $tmp/rep/run.json where the run is and drawing it (Ctrl-C again quits at once)"
+grep -qxF -- "$want" "$tmp/rep.err" && ok || bad "stderr lacks '$want': $(cat "$tmp/rep.err")"
+grep -vxF -- "$want" "$tmp/rep.err" | grep -q . && bad "more on stderr: $(cat "$tmp/rep.err")" || ok
+for f in memory placement; do
+  grep -qxF "Report: $tmp/rep/$f.svg" "$tmp/rep.out" && ok || bad "stdout does not name $f.svg: $(tail -5 "$tmp/rep.out")"
+done
+python3 - "$tmp/rep" <<'PY' && ok || bad "the report after the interruption (above)"
+import json, os, sys, xml.etree.ElementTree as E
+d = sys.argv[1]
+events = json.load(open(os.path.join(d, "run.json")))   # whole: it has its end
+assert sum(1 for e in events if e.get("ph") == "X") > 100, "too few ops in the trace"
+for f in ("memory.svg", "placement.svg"):
+    assert E.parse(os.path.join(d, f)).getroot().tag.endswith("svg"), f
+assert sorted(os.listdir(d)) == ["memory.svg", "placement.svg", "run.json"], os.listdir(d)
+PY
+
+finish

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# cli_metrics_addr.sh — what VDEV_METRICS_ADDR takes, as the README and the
+# error text say: a numeric address (127.0.0.1:PORT, [::1]:PORT) or
+# localhost (which is 127.0.0.1; no name is looked up), with a port from 0
+# to 65535. localhost:PORT serves on 127.0.0.1; a host name, or a value that
+# is no HOST:PORT, stops start-up with one line that names the variable and
+# says what it takes, exit 1. Usage: cli_metrics_addr.sh VDEV SHARED
+set -u
+vdev=$1
+. "${BASH_SOURCE%/*}/testlib.sh"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+unset VDEV_PLACEMENT VDEV_LOGICAL_DEVICES VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWTH VDEV_TRACE_FILE \
+      VDEV_ALLOC_TRACE
+export VDEV_SIM_GPUS=3x1GiB
+command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
+tmp=$(mktemp -d)
+demo_pid=
+cleanup() { [ -n "$demo_pid" ] && kill "$demo_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+takes="expected HOST:PORT with a numeric address or localhost, e.g. 127.0.0.1:9400, [::1]:9400"
+takes="$takes or localhost:9400 (port 0 picks a free one)"
+for v in example.com:9400 localhost.localdomain:9400 127.0.0.1 localhost: localhost:70000 :9400; do
+  err=$(VDEV_METRICS_ADDR=$v "$vdev" devices 2>&1 >/dev/null); rc=$?
+  want="vdev devices: start-up failed: VDEV_METRICS_ADDR=\"$v\": $takes"
+  [ $rc -eq 1 ] && [ "$err" = "$want" ] && ok || bad "VDEV_METRICS_ADDR=$v: exit $rc: '$err', expected '$want'"
+done
+
+# localhost:PORT: served on 127.0.0.1
+port=$(free_port)
+VDEV_METRICS_ADDR=localhost:$port "$vdev" demo --epochs 1000 --steps 100 >"$tmp/demo.out" 2>&1 &
+demo_pid=$!
+got=
+for _ in $(seq 1 40); do   # bounded: 20 s
+  got=$(python3 - "$port" <<'PY' 2>/dev/null
+import sys, urllib.request
+with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5) as r:
+    print(sum(1 for l in r.read().decode().splitlines() if l.startswith("# TYPE vdev_")))
+PY
+)
+  [ -n "$got" ] && [ "$got" -gt 0 ] && break
+  kill -0 "$demo_pid" 2>/dev/null || break
+  sleep 0.5
+done
+[ -n "$got" ] && [ "$got" -gt 0 ] && ok || bad "localhost:$port: nothing served on 127.0.0.1: $(cat "$tmp/demo.out")"
+
+finish
