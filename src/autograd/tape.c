@@ -290,7 +290,7 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
                                              : vdev_error(VDEV_ERR_INVALID_ARG, "loss is NULL");
     const struct vdev_tens *loss = vdev_tens_use(hloss, fn);
     if (!loss)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status();
     /* A loss of several elements stands for their sum, as in TensorFlow: the
      * seed below is ones of the loss's shape. */
     if (loss->dtype != VDEV_F32)

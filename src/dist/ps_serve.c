@@ -316,7 +316,7 @@ VDEV_API enum vdev_status vdev_ps_worker_push(vdev_ps_worker_t *h, vdev_tensor_t
     for (int i = 0; i < n; i++) {
         const struct vdev_tens *t = vdev_tens_use(grads[i], fn);
         if (!t)
-            return VDEV_ERR_INVALID_ARG;
+            return vdev_last_status();
         if (t->dtype != VDEV_F32 || t->numel != ps->numel[i])
             return vdev_error(VDEV_ERR_SHAPE, "%s: gradient #%d is %s of %lld elements; its "
                                               "variable has %lld floats",

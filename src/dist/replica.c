@@ -84,7 +84,7 @@ VDEV_API enum vdev_status vdev_replica_return(vdev_replica_context_t *ctx, vdev_
         return VDEV_ERR_INVALID_ARG;
     struct vdev_tens *t = NULL;
     if (value && !(t = vdev_tens_use(value, "vdev_replica_return")))
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status();
     /* A reference of the strategy's own: the step's scope may free the
      * handle, the tensor lives on for the caller of the run. */
     if (t)

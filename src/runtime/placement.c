@@ -426,7 +426,11 @@ void vdev_placement_report_if_asked(void)
         vdev_placement_report(stderr);
 }
 
-static void report_at_exit(void) { vdev_placement_report_if_asked(); }
+static void report_at_exit(void)
+{
+    if (!vdev_runtime_forked_from()) /* a forked child's would repeat the parent's */
+        vdev_placement_report_if_asked();
+}
 
 enum vdev_status vdev_placement_init_env(void)
 {

@@ -27,7 +27,17 @@
  * card with one logical device, on a backend whose own library can run
  * collectives (NCCL), gets one more member: the library's buffers, a floor
  * set when a communicator takes them (vdev_runtime_card_charge), so they too
- * come out of the card's budget. */
+ * come out of the card's budget.
+ *
+ * fork(): a child of a process whose runtime runs gets none of its threads
+ * (the streams' workers, the product pool), so whatever waits on them would
+ * wait forever. A pthread_atfork handler marks such a child: its runtime is
+ * stopped, not torn down (vdev_shutdown there gives nothing back, as the
+ * memory is the parent's), and every call that needs it, vdev_init and
+ * every use of a tensor included, fails with VDEV_ERR_UNSUPPORTED saying to
+ * start vdev after fork() or to spawn children instead, as CUDA refuses a
+ * forked child the parent's context. A child forked while no runtime runs
+ * starts its own as any process does. */
 #define _GNU_SOURCE
 #include "runtime/metrics.h"
 #include "runtime/observe.h"
@@ -38,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static struct {
     pthread_mutex_t lock;
@@ -54,6 +65,7 @@ static struct {
     vdev_pool_t *cpu_pool;
     vdev_alloc_trace_t *trace;
     _Atomic uint32_t generation; /* counts start-ups; tensors remember theirs */
+    _Atomic long forked_from;    /* vdev_runtime_forked_from */
 } R = {.lock = PTHREAD_MUTEX_INITIALIZER, .lib_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Atomic int oom_report; /* VDEV_OOM_REPORT */
@@ -128,6 +140,36 @@ uint32_t vdev_runtime_generation(void)
 {
     return atomic_load_explicit(&R.generation, memory_order_relaxed);
 }
+
+long vdev_runtime_forked_from(void)
+{
+    return atomic_load_explicit(&R.forked_from, memory_order_relaxed);
+}
+
+enum vdev_status vdev_runtime_forked_error(const char *fn)
+{
+    return vdev_error(VDEV_ERR_UNSUPPORTED,
+                      "%s: vdev was started in process %ld, from which this process was forked; "
+                      "a forked child can neither use that runtime (its device streams and "
+                      "worker threads stayed in the parent) nor start another: start vdev after "
+                      "fork() in each process that uses it, or start children with spawn "
+                      "(Python: multiprocessing.get_context('spawn'))",
+                      fn, vdev_runtime_forked_from());
+}
+
+/* In the child, single-threaded: a runtime that ran in the parent stops
+ * here (see the opening comment). */
+static void fork_child(void)
+{
+    if (atomic_load_explicit(&R.initialized, memory_order_relaxed) &&
+        !atomic_load_explicit(&R.forked_from, memory_order_relaxed))
+        atomic_store_explicit(&R.forked_from, (long)getppid(), memory_order_relaxed);
+    atomic_store_explicit(&R.initialized, 0, memory_order_release);
+}
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void watch_fork(void) { pthread_atfork(NULL, NULL, fork_child); }
 
 /* ---- region source over a backend device ---- */
 
@@ -493,6 +535,9 @@ VDEV_API enum vdev_status vdev_init(void)
 {
     if (atomic_load_explicit(&R.initialized, memory_order_acquire))
         return VDEV_OK;
+    if (vdev_runtime_forked_from())
+        return vdev_runtime_forked_error("vdev_init");
+    pthread_once(&fork_once, watch_fork);
     pthread_mutex_lock(&R.lock);
     if (R.initialized) {
         pthread_mutex_unlock(&R.lock);
@@ -570,6 +615,8 @@ VDEV_API bool vdev_is_initialized(void)
 
 VDEV_API void vdev_shutdown(void)
 {
+    if (vdev_runtime_forked_from())
+        return; /* the parent's runtime: nothing of it to give back here */
     vdev_placement_report_if_asked();
     pthread_mutex_lock(&R.lock);
     teardown_locked();

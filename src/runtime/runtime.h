@@ -62,6 +62,13 @@ struct vdev_ldev *vdev_runtime_default_device(void);
 /* Counts start-ups: a tensor made under another generation outlived its
  * runtime (vdev_shutdown) and owns no memory any more. */
 uint32_t vdev_runtime_generation(void);
+/* In a child that fork() made from a process whose runtime was running: the
+ * parent's pid (that runtime's streams and worker threads stayed there, so
+ * the child may neither use it nor start another); 0 elsewhere. */
+long vdev_runtime_forked_from(void);
+/* Sets VDEV_ERR_UNSUPPORTED "<fn>: vdev was started in process N, from
+ * which this process was forked; ..." (what to do instead) and returns it. */
+enum vdev_status vdev_runtime_forked_error(const char *fn);
 /* Moves the floor of card gpu's share for a collective library (NCCL's
  * buffers) by delta bytes, so they come out of the card's budget: lending
  * the others' cached memory if it must. VDEV_ERR_UNSUPPORTED for a card

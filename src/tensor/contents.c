@@ -125,7 +125,7 @@ VDEV_API enum vdev_status vdev_tensor_to_host(const vdev_tensor_t *h, void *dst,
 {
     const struct vdev_tens *t = vdev_tens_use(h, "vdev_tensor_to_host");
     if (!t)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status();
     if (!dst && t->bytes)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tensor_to_host: dst is NULL");
     if (dst_bytes < t->bytes)

@@ -60,7 +60,7 @@ VDEV_API enum vdev_status vdev_tensor_to_dlpack(vdev_tensor_t *h, struct DLManag
     *out = NULL;
     struct vdev_tens *t = vdev_tens_use(h, "vdev_tensor_to_dlpack");
     if (!t)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status();
     struct vdev_ldev *dev = t->dev;
     /* The consumer reads the memory as soon as it has it, and may write it:
      * another stream still reading it (a lazy copy) finishes first. */

@@ -60,12 +60,22 @@ struct vdev_tens *vdev_tens_use(const vdev_tensor_t *h, const char *fn)
     struct vdev_tens *t = vdev_tens_peek(h);
     if (t && vdev_tens_current(t))
         return t;
+    if (t && vdev_runtime_forked_from()) {
+        vdev_runtime_forked_error(fn);
+        return NULL;
+    }
     vdev_error(VDEV_ERR_INVALID_ARG, "%s: %s", fn, !h ? "tensor is NULL" : !t ? NOT_LIVE : SHUT_DOWN);
     return NULL;
 }
 
 void vdev_tens_input_error(const vdev_tensor_t *h, const char *op, int k)
 {
+    if (vdev_tens_peek(h) && vdev_runtime_forked_from()) {
+        char fn[96];
+        snprintf(fn, sizeof fn, "%s: input #%d", op, k);
+        vdev_runtime_forked_error(fn);
+        return;
+    }
     vdev_error(VDEV_ERR_INVALID_ARG, "%s: input #%d: %s", op, k,
                vdev_tens_peek(h) ? SHUT_DOWN : NOT_LIVE);
 }
@@ -649,7 +659,7 @@ VDEV_API enum vdev_status vdev_assign(vdev_tensor_t *hvar, const vdev_tensor_t *
     struct vdev_tens *var = vdev_tens_use(hvar, "vdev_assign");
     const struct vdev_tens *value = var ? vdev_tens_use(hvalue, "vdev_assign") : NULL;
     if (!var || !value)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status();
     char s1[96], s2[96];
     if (var->numel != value->numel || var->ndim != value->ndim || var->dtype != value->dtype ||
         memcmp(var->shape, value->shape, sizeof var->shape) != 0)

@@ -1,0 +1,84 @@
+"""A process forked from one whose vdev runs (multiprocessing's default start
+method on Linux) gets none of vdev's threads: its use of the parent's
+tensors and devices is an UnimplementedError saying to use spawn, at once,
+where it used to wait forever; the parent goes on; a 'spawn' child starts
+its own vdev and works."""
+import multiprocessing
+import os
+import signal
+
+import pytest
+
+import vdev
+
+
+def _in_fork(fn):
+    """Runs fn() in a forked child (at most 60 s); returns what it wrote."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, never return into pytest
+        os.close(r)
+        try:
+            signal.alarm(60)  # a hang ends the child, and the test fails
+            out = fn()
+        except BaseException as e:  # noqa: BLE001 - everything goes to the parent
+            out = "%s: %s" % (type(e).__name__, e)
+        os.write(w, out.encode())
+        os._exit(0)
+    os.close(w)
+    chunks = []
+    while True:
+        b = os.read(r, 65536)
+        if not b:
+            break
+        chunks.append(b)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status), "the child died (signal %d)" % os.WTERMSIG(status)
+    return b"".join(chunks).decode()
+
+
+def test_forked_child_is_refused_not_hung():
+    with vdev.device("GPU:0"):
+        t = vdev.constant([1.0, 2.0])
+        q = t * 5.0  # work queued on the stream when the child is made
+    parent = os.getpid()
+
+    def child():
+        try:
+            (t + 1.0).numpy()
+        except vdev.errors.UnimplementedError as e:
+            return str(e)
+        return "no error"
+
+    msg = _in_fork(child)
+    assert msg.startswith("AddScalar: input #0: vdev was started in process %d, from which this "
+                          "process was forked" % parent), msg
+    assert "multiprocessing.get_context('spawn')" in msg
+    assert q.numpy().tolist() == [5.0, 10.0]  # the parent goes on
+
+    def child_new():
+        try:
+            vdev.zeros([2])
+        except vdev.errors.UnimplementedError as e:
+            return str(e)
+        return "no error"
+
+    assert "vdev was started in process %d" % parent in _in_fork(child_new)
+
+
+def _spawned(q):
+    import vdev as v
+    with v.device("GPU:1"):
+        q.put((v.constant([1.0, 2.0]) * 3.0).numpy().tolist())
+
+
+def test_spawn_child_works():
+    vdev.zeros([1])  # vdev runs in the parent
+    ctx = multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_spawned, args=(q,))
+    p.start()
+    got = q.get(timeout=120)
+    p.join(60)
+    assert p.exitcode == 0 and got == [3.0, 6.0]
