@@ -237,6 +237,17 @@ static void test_malformed(void)
     expect_parse_error("a 1 100\na 1 200\n", 2, "allocation of id 1, which is live (allocated at "
                                                  "line 1)");
     expect_parse_error("a 1 100\r\nA 2 5\r\n", 2, "unknown op 'A'");
+    /* vdev's own traces never reuse an ID and have one header: an ID that
+     * comes back, or a second header, means two runs in one file */
+    const char *own = "# trace v1 source=vdev pid=7 start=2026-12-04T00:00:00Z ids=never-reused\n";
+    char two[512];
+    snprintf(two, sizeof two, "%sa 0 256\na 1 512\nf 0\na 0 256\n", own);
+    expect_parse_error(two, 5, "allocation of id 0, freed at line 4, but the header says "
+                               "ids=never-reused: the file holds more than one run (two "
+                               "processes, or a forked child, wrote it)");
+    snprintf(two, sizeof two, "%sa 0 256\nf 0\n%sa 5 256\n", own, own);
+    expect_parse_error(two, 4, "a second trace header: the file holds more than one run (two "
+                               "processes, or a forked child, wrote it)");
     /* A last event line without its newline may be cut short ("a 7 10" cut
      * to "a 7 1"): rejected, whether or not it was, with the rule in the
      * message. A last comment line without one is harmless. */

@@ -101,6 +101,7 @@ struct loader {
     uint32_t cap_slots;
     uint64_t cap_events;
     uint64_t live, live_raw; /* live bytes now: rounded to 256, and as requested */
+    int unique_ids;          /* the header says ids=never-reused (vdev's own traces) */
 };
 
 /* What read_line() found. */
@@ -313,9 +314,16 @@ static enum vdev_status parse_event(struct loader *l, char *s, uint32_t line)
     int known = l->ids.used[i];
     struct vdev_trace *t = l->t;
     if (is_a) {
-        /* An ID may come back after its free, never while live. */
+        /* An ID may come back after its free, never while live; in a trace
+         * whose header says its IDs are never reused, not at all (two runs
+         * written into one file: two processes, or a forked child). */
         if (known && e->slot != NIL)
             return PARSE_ERR("%s:%u: allocation of id %llu, which is live (allocated at line %u)",
+                             path, line, (unsigned long long)id, e->line);
+        if (known && l->unique_ids)
+            return PARSE_ERR("%s:%u: allocation of id %llu, freed at line %u, but the header says "
+                             "ids=never-reused: the file holds more than one run (two processes, "
+                             "or a forked child, wrote it)",
                              path, line, (unsigned long long)id, e->line);
         uint32_t slot;
         if (l->n_free_slots) {
@@ -417,6 +425,17 @@ static enum vdev_status load(struct loader *l)
                 t->header = strdup(h);
                 if (!t->header || (strncmp(h, "trace v1", 8) == 0 && !parse_fields(t, h + 8)))
                     return HOST_OOM();
+                const char *ids = vdev_trace_field(t, "ids");
+                l->unique_ids = ids && strcmp(ids, "never-reused") == 0;
+            } else if (l->unique_ids) {
+                /* vdev writes its header once, on line 1 */
+                const char *h = s + 1;
+                while (*h == ' ')
+                    h++;
+                if (strncmp(h, "trace v1", 8) == 0 && (h[8] == ' ' || !h[8]))
+                    return PARSE_ERR("%s:%u: a second trace header: the file holds more than one "
+                                     "run (two processes, or a forked child, wrote it)",
+                                     l->path, line);
             }
             continue;
         }
