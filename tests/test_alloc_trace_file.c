@@ -187,6 +187,32 @@ static void test_lock(void)
     unsetenv("VDEV_ALLOC_TRACE");
 }
 
+/* The profiler trace and the allocation trace named alike in one process:
+ * start-up refuses the second (they would write into each other), and the
+ * file is free once start-up has failed. */
+static void test_same_file(void)
+{
+    char path[128], want[512];
+    snprintf(path, sizeof path, "%s/both.trace", dir);
+    check_fresh("1x1GiB");
+    setenv("VDEV_ALLOC_TRACE", path, 1);
+    setenv("VDEV_TRACE_FILE", path, 1);
+    snprintf(want, sizeof want,
+             "VDEV_TRACE_FILE=\"%s\": this process writes it already, as its other trace "
+             "(VDEV_TRACE_FILE and VDEV_ALLOC_TRACE name the same file); give each trace its "
+             "own file",
+             path);
+    CHECK_ERR(vdev_init(), VDEV_ERR_IO, want);
+    CHECK(!vdev_is_initialized());
+    unsetenv("VDEV_TRACE_FILE");
+    CHECK_OK(vdev_init());
+    alloc_free(500);
+    vdev_shutdown();
+    check_trace(__LINE__, path, (long)getpid(), "a 0 500\nf 0\n");
+    CHECK(unlink(path) == 0);
+    unsetenv("VDEV_ALLOC_TRACE");
+}
+
 /* Forks a child that runs `child` and ends with exit(0); waits for it. */
 static void in_child(void (*child)(void))
 {
@@ -210,8 +236,8 @@ static void child_allocates(void)
 
 static void child_shuts_down(void) { vdev_shutdown(); }
 
-/* The CPU alone: no stream threads at the fork (a child's vdev_shutdown
- * would wait on their copies). */
+/* The children are refused vdev (test_fork.c); what matters here is that
+ * neither their calls nor their exits write to the parent's trace. */
 static void test_forked_child(void)
 {
     char path[128];
@@ -246,6 +272,7 @@ int main(int argc, char **argv)
     }
     test_placeholders();
     test_lock();
+    test_same_file();
     test_forked_child();
     rmdir(dir);
     return check_done();

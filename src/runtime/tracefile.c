@@ -71,9 +71,55 @@ static void suggest_path(const char *spec, char *out, size_t cap)
              vdev_tracefile_launch_rank() >= 0 ? "%r" : "%p", spec + at);
 }
 
+/* The lock of a trace file is two one-byte locks past its start: an open
+ * file description's lock (F_OFD_SETLK) on byte 0, which excludes every
+ * other opening of the file, in this process too (the profiler trace and
+ * the allocation trace named alike), and the process's own record lock on
+ * byte 1, which only says who holds the file (F_GETLK gives its pid; an
+ * OFD lock has none). Where OFD locks are missing, the record lock on byte
+ * 0 does the excluding, between processes only. */
+enum { LOCK_EXCLUDE = 0, LOCK_OWNER = 1 };
+
+/* Tries the lock on fd; 0, or EAGAIN with the holder's pid in *holder (0:
+ * not known, -1: this process), or another errno (no locks here). */
+static int lock_trace(int fd, long *holder)
+{
+    struct flock want = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = LOCK_EXCLUDE,
+                         .l_len = 1};
+    int ofd = 1;
+    for (int tries = 0;; tries++) {
+        int r = fcntl(fd, ofd ? F_OFD_SETLK : F_SETLK, &want);
+        if (r != 0 && ofd && errno == EINVAL) {
+            ofd = 0; /* a kernel without OFD locks */
+            continue;
+        }
+        if (r == 0)
+            break;
+        if (errno != EAGAIN && errno != EACCES)
+            return errno;
+        struct flock who = {.l_type = F_WRLCK, .l_whence = SEEK_SET,
+                            .l_start = ofd ? LOCK_OWNER : LOCK_EXCLUDE, .l_len = 1};
+        int known = fcntl(fd, F_GETLK, &who) == 0;
+        struct flock again = want;
+        if (tries < 2 && fcntl(fd, ofd ? F_OFD_GETLK : F_GETLK, &again) == 0 &&
+            again.l_type == F_UNLCK)
+            continue; /* released meanwhile: try again */
+        /* a holder without a record lock on byte 1 is this process (a
+         * record lock never conflicts with its own process's) */
+        *holder = !known ? 0 : who.l_type != F_UNLCK ? (long)who.l_pid : ofd ? -1 : 0;
+        return EAGAIN;
+    }
+    if (ofd) {
+        struct flock owner = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = LOCK_OWNER,
+                              .l_len = 1};
+        (void)fcntl(fd, F_SETLK, &owner); /* for the messages only */
+    }
+    return 0;
+}
+
 /* Opens path for writing, locked, then empty. Returns the stream, or NULL
  * with errno set: EAGAIN when another process holds the lock, with its
- * process id in *holder (0: not known). */
+ * process id in *holder (0: not known), or this process (-1). */
 static FILE *open_locked(const char *path, long *holder)
 {
     *holder = 0;
@@ -83,20 +129,9 @@ static FILE *open_locked(const char *path, long *holder)
     struct stat st;
     int e = fstat(fd, &st) != 0 ? errno : 0;
     if (!e && S_ISREG(st.st_mode)) {
-        struct flock want = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-        for (int tries = 0;; tries++) {
-            if (fcntl(fd, F_SETLK, &want) == 0)
-                break;
-            if (errno != EAGAIN && errno != EACCES)
-                break; /* no locks here (ENOLCK, EINVAL): written unlocked */
-            struct flock who = want;
-            int known = fcntl(fd, F_GETLK, &who) == 0;
-            if (known && who.l_type == F_UNLCK && tries < 2)
-                continue; /* released meanwhile: try again */
-            *holder = known && who.l_type != F_UNLCK ? (long)who.l_pid : 0;
-            e = EAGAIN;
-            break;
-        }
+        int l = lock_trace(fd, holder);
+        if (l == EAGAIN)
+            e = EAGAIN; /* else no locks here (ENOLCK, EINVAL): written unlocked */
         if (!e && ftruncate(fd, 0) != 0)
             e = errno;
     }
@@ -120,6 +155,12 @@ enum vdev_status vdev_tracefile_open(const struct vdev_tracefile_names *names, c
         return st;
     long holder;
     FILE *f = open_locked(path, &holder);
+    if (!f && errno == EAGAIN && holder == -1)
+        return vdev_error(VDEV_ERR_IO,
+                          "%s\"%s\": this process writes it already, as its other trace "
+                          "(VDEV_TRACE_FILE and VDEV_ALLOC_TRACE name the same file); give each "
+                          "trace its own file",
+                          names->prefix, path);
     if (!f && errno == EAGAIN) {
         char who[48] = "another process", fix[4096 + 8];
         if (holder > 0)

@@ -31,14 +31,16 @@ long vdev_tracefile_launch_rank(void);
 
 /* Opens the trace file `spec` names: its placeholders expanded into
  * path[cap] (what the messages of later failures name), then the file opened
- * without emptying it, locked (fcntl's write lock on the whole file, held
- * until it is closed, released by the kernel if the process dies) and only
- * then emptied. A file system without locks gets the file unlocked.
+ * without emptying it, locked (an open file description's lock, which
+ * excludes this process's other trace too, and a record lock that names the
+ * holder; held until it is closed, released by the kernel if the process
+ * dies) and only then emptied. A file system without locks gets the file unlocked.
  * Failures: VDEV_ERR_CONFIG for a bad placeholder ("PREFIX\"SPEC\": \"%q\"
  * is not a placeholder (...)") or a name too long once expanded ("NAME is
  * too long: ..."); VDEV_ERR_IO with "PREFIX\"PATH\": process N is writing this
  * trace; give each process its own file, e.g. VAR=..." when another process
- * holds the lock. Any other failure to open returns VDEV_ERR_IO with errno
+ * holds the lock, "PREFIX\"PATH\": this process writes it already, as its
+ * other trace (...)" when this process does. Any other failure to open returns VDEV_ERR_IO with errno
  * set and no message, *open_failed set: the caller says it its own way. */
 enum vdev_status vdev_tracefile_open(const struct vdev_tracefile_names *names, const char *spec,
                                      char *path, size_t cap, FILE **out, int *open_failed);
