@@ -344,3 +344,28 @@ def test_every_tf_errors_class_with_its_code():
                                   "(truncated?)")) is E.DataLossError
     assert type(E.from_status(io, "checkpoint 'x': cannot read: Input/output error")) \
         is E.UnknownError
+
+
+def test_hyperparameter_assign_as_keras():
+    """opt.learning_rate.assign(x), Keras's habit of a variable, sets the
+    optimizer's value as opt.learning_rate = x does; numpy() reads the value
+    in force; the value is a float for arithmetic, copies and pickles."""
+    import pickle
+    v = vdev.Variable([1.0])
+    sgd = vdev.optimizers.SGD(0.5)
+    lr = sgd.learning_rate
+    assert isinstance(lr, float) and lr == 0.5 and lr * 2 == 1.0
+    assert lr.assign(0.25) == 0.25
+    assert sgd.learning_rate == 0.25 and lr.numpy() == 0.25 and float(lr) == 0.5
+    sgd.apply_gradients([(vdev.constant([1.0]), v)])
+    assert v.numpy().tolist() == [0.75]  # the assigned rate: 1 - 0.25 * 1
+    with pytest.raises(vdev.errors.InvalidArgumentError):
+        sgd.learning_rate.assign(-1.0)  # checked as the setter checks it
+    assert sgd.learning_rate == 0.25
+    assert sgd.momentum.assign(0.5, read_value=False) is None and sgd.momentum == 0.5
+    adam = vdev.optimizers.Adam(0.1)
+    adam.beta_1.assign(0.5)
+    adam.epsilon.assign(1e-3)
+    assert (adam.beta_1, adam.epsilon) == (0.5, 1e-3)
+    assert type(pickle.loads(pickle.dumps(adam.learning_rate))) is float
+    assert adam.learning_rate.numpy() == pytest.approx(0.1)

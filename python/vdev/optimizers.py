@@ -15,8 +15,10 @@ The hyperparameters (``learning_rate``; SGD's ``momentum``; Adam's
 ``beta_1``, ``beta_2``, ``epsilon``) may be set after construction, as in
 Keras (``opt.learning_rate = 0.001``): the next update uses them. A value the
 constructor would refuse is refused the same way, and changes nothing. They
-are plain numbers: ``learning_rate`` is no variable (no ``.assign``), and a
-schedule (a callable) is refused, by the constructor as by the setter.
+are numbers (floats), not variables, though each also takes Keras's habits
+of a variable: ``opt.learning_rate.assign(x)`` is ``opt.learning_rate = x``
+and ``.numpy()`` gives the value in force. A schedule (a callable) is
+refused, by the constructor as by the setter.
 
 A pair whose gradient is None is skipped with Keras's warning ("Gradients do
 not exist for variables [...] when minimizing the loss.", on the "vdev"
@@ -171,6 +173,29 @@ class Optimizer:
                 _free(x)
 
 
+class Hyperparameter(float):
+    """An optimizer's hyperparameter as its getter gives it: a float (the
+    value when it was read) that also answers Keras's habits of a variable:
+    ``assign(x)`` sets the optimizer's value, as the setter does, and
+    ``numpy()`` reads the value in force (so after ``lr.assign(x)``,
+    ``lr.numpy()`` is x while ``float(lr)`` stays what was read)."""
+
+    def __new__(cls, value, owner, attr):
+        h = float.__new__(cls, value)
+        h._owner, h._attr = owner, attr
+        return h
+
+    def assign(self, value, use_locking=None, name=None, read_value=True):
+        setattr(self._owner, self._attr, value)
+        return getattr(self._owner, self._attr) if read_value else None
+
+    def numpy(self):
+        return float(getattr(self._owner, self._attr))
+
+    def __reduce__(self):  # a copy or a pickle is the plain number
+        return (float, (float(self),))
+
+
 def _momentum(momentum):
     """momentum as SGD takes it: Keras's ValueError outside [0, 1] (vdev's C
     optimizer refuses 1 too, with InvalidArgumentError), then a float."""
@@ -200,7 +225,7 @@ class SGD(Optimizer):
 
     @property
     def learning_rate(self):
-        return self._lr
+        return Hyperparameter(self._lr, self, "learning_rate")
 
     @learning_rate.setter
     def learning_rate(self, value):
@@ -208,7 +233,7 @@ class SGD(Optimizer):
 
     @property
     def momentum(self):
-        return self._momentum
+        return Hyperparameter(self._momentum, self, "momentum")
 
     @momentum.setter
     def momentum(self, value):
@@ -235,7 +260,11 @@ class Adam(Optimizer):
             _lib.check(lib.vdev_adam_set(h, *hyper))
         self._hyper = tuple(hyper)
 
-    learning_rate = property(lambda self: self._hyper[0], lambda self, x: self._set(0, x))
-    beta_1 = property(lambda self: self._hyper[1], lambda self, x: self._set(1, x))
-    beta_2 = property(lambda self: self._hyper[2], lambda self, x: self._set(2, x))
-    epsilon = property(lambda self: self._hyper[3], lambda self, x: self._set(3, x))
+    def _get(self, k, attr):
+        return Hyperparameter(self._hyper[k], self, attr)
+
+    learning_rate = property(lambda self: self._get(0, "learning_rate"),
+                             lambda self, x: self._set(0, x))
+    beta_1 = property(lambda self: self._get(1, "beta_1"), lambda self, x: self._set(1, x))
+    beta_2 = property(lambda self: self._get(2, "beta_2"), lambda self, x: self._set(2, x))
+    epsilon = property(lambda self: self._get(3, "epsilon"), lambda self, x: self._set(3, x))
