@@ -20,7 +20,9 @@
  * where the run is (its whole events, then its end: valid JSON), draws it,
  * and then ends the process by SIGINT, as Ctrl-C would have (a second Ctrl-C
  * while it draws ends it at once). The run goes on meanwhile (a scenario
- * has no way to be stopped between steps), untraced. A lock decides who
+ * has no way to be stopped between steps), untraced, until its next line of
+ * progress, which waits for stdout, held by the drawing thread to the end
+ * so that the report's lines come whole. A lock decides who
  * writes the report: the interrupt when it comes first, else the run once
  * it is over (then Ctrl-C just ends the process, as before). */
 #define _GNU_SOURCE
@@ -110,6 +112,10 @@ static void *on_interrupt(void *arg)
     if (pthread_mutex_trylock(&I.lock) != 0) {
         /* the run is over and its report is being written: just end */
     } else if (vdev_trace_path(trace, sizeof trace) == VDEV_OK && trace[0]) {
+        /* stdout is this thread's until the end: the run, which goes on,
+         * waits at its next line of progress instead of splitting the
+         * report's lines (the report starts on a line of its own) */
+        flockfile(stdout);
         fprintf(stderr,
                 "\nvdev demo: interrupted: closing the trace %s where the run is and drawing it "
                 "(Ctrl-C again quits at once)\n",
