@@ -192,7 +192,8 @@ void vdev_alloc_reset_peak(vdev_alloc_t *a);
 /* Releases every region that holds no live or pending block (a pending block
  * keeps its region until its event has passed: this call does not wait) and
  * restarts the growth schedule; returns the bytes released. With PREALLOCATE
- * nothing is released (the policy keeps the whole limit). The caller makes
+ * the pinned region (the preallocated floor) is never released; regions
+ * taken above it on demand are, as growth's. The caller makes
  * sure no queued work still uses blocks freed in those regions (the runtime
  * synchronizes the device's stream first). */
 uint64_t vdev_alloc_release_cached(vdev_alloc_t *a);
