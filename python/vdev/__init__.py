@@ -34,6 +34,7 @@ from ._ops import (add, argmax, divide, exp, identity, log, matmul, multiply, ne
                    reduce_mean, reduce_sum, reshape, sigmoid, sqrt, square, stop_gradient,
                    subtract, tanh, transpose)
 from ._device import device
+from ._device_spec import DeviceSpec
 from ._tape import GradientTape, UnconnectedGradients
 from .errors import OutOfMemoryError
 from . import config, debugging, layers, losses, math, models, nn, optimizers, placement
@@ -85,7 +86,7 @@ __all__ = ["DType", "Tensor", "TensorShape", "Variable", "as_dtype", "constant",
            "convert_to_tensor", "fill", "float32", "int32", "ones", "ones_like", "zeros",
            "zeros_like", "add", "argmax", "divide", "exp", "identity", "log", "matmul",
            "multiply", "negative", "pow", "reduce_mean", "reduce_sum", "reshape", "sigmoid",
-           "sqrt", "square", "stop_gradient", "subtract", "tanh", "transpose", "device", "GradientTape", "UnconnectedGradients",
+           "sqrt", "square", "stop_gradient", "subtract", "tanh", "transpose", "device", "DeviceSpec", "GradientTape", "UnconnectedGradients",
            "OutOfMemoryError", "errors", "config", "debugging", "layers", "losses", "math",
            "models", "nn", "optimizers", "placement", "random", "from_dlpack", "init",
            "distribute", "train",

@@ -12,7 +12,7 @@ nor None is a ValueError in TensorFlow's words; a malformed one a ValueError;
 a device that does not exist a RuntimeError ("... unknown device"), raised
 when the scope is entered (TensorFlow raises it at the first op), unless soft
 placement is on. As TensorFlow's ``tf.device``, a ``LogicalDevice`` (from
-``vdev.config.list_logical_devices``) stands for its name, and a name of a
+``vdev.config.list_logical_devices``) or a ``vdev.DeviceSpec`` stands for its name, and a name of a
 job, replica or task alone ('/job:localhost', '/job:localhost/replica:0/task:0')
 merges into the enclosing scope, which it leaves as it is (the job must be
 local: another is a RuntimeError, "... unknown device").
@@ -30,8 +30,11 @@ class device:
 
     def __init__(self, device_name):
         from .config import LogicalDevice
+        from ._device_spec import DeviceSpec
         if isinstance(device_name, LogicalDevice):  # as TensorFlow's context.device
             device_name = device_name.name
+        elif isinstance(device_name, DeviceSpec):  # its name, as tf.device takes it
+            device_name = device_name.to_string()
         if device_name is not None and not isinstance(device_name, str):
             raise ValueError("Expecting a string device name. Got %s(%s)"
                              % (type(device_name), device_name))
