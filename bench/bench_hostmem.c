@@ -164,12 +164,12 @@ static void demo_training(int steps)
             vdev_tensor_t *target = vdev_mlp_forward(teacher[k], clean);
             vdev_tape_t *tape = vdev_tape_begin();
             vdev_tensor_t *y = vdev_mlp_forward(model[k], in), *g[6];
-            if (vdev_tape_gradient(tape, vdev_mse(y, target), vars[k], 6, g) != VDEV_OK ||
-                vdev_optimizer_apply(adam[k], vars[k], g, 6) != VDEV_OK) {
+            enum vdev_status st = vdev_tape_gradient(tape, vdev_mse(y, target), vars[k], 6, g);
+            vdev_tape_end(tape); /* before the update: a live tape keeps the old values */
+            if (st != VDEV_OK || vdev_optimizer_apply(adam[k], vars[k], g, 6) != VDEV_OK) {
                 fprintf(stderr, "bench_hostmem: %s\n", vdev_last_error());
                 exit(1);
             }
-            vdev_tape_end(tape);
             vdev_device_pop();
             in = y;
             clean = target;

@@ -154,10 +154,10 @@ static double bench_single_step(int64_t batch)
         vdev_tape_t *tape = vdev_tape_begin();
         vdev_tensor_t *loss = vdev_div(vdev_sum_all(loss_rows(m.mlp[0], x, y)),
                                        vdev_tensor_fill(NULL, 0, VDEV_F32, (double)batch));
-        if (vdev_tape_gradient(tape, loss, m.vars[0], NV, g) != VDEV_OK ||
-            vdev_optimizer_apply(m.sgd[0], m.vars[0], g, NV) != VDEV_OK)
+        enum vdev_status st = vdev_tape_gradient(tape, loss, m.vars[0], NV, g);
+        vdev_tape_end(tape); /* before the update: a live tape would keep the old values */
+        if (st != VDEV_OK || vdev_optimizer_apply(m.sgd[0], m.vars[0], g, NV) != VDEV_OK)
             die("one-device step");
-        vdev_tape_end(tape);
         (void)vdev_tensor_item(loss);
         vdev_device_pop();
         vdev_scope_end();

@@ -197,10 +197,10 @@ static const vdev_tensor_t *bench_model_step(struct bench_model *m, const vdev_t
     vdev_tensor_t *g[6];
     if (vdev_tape_gradient(tape, loss, m->vars, 6, g) != VDEV_OK)
         bench_die("a training step's gradients");
+    vdev_tape_end(tape); /* before the update: a live tape would keep the old values */
     double t2 = phase ? vdev_clock_seconds() : 0;
     if (vdev_optimizer_apply(m->opt, m->vars, g, 6) != VDEV_OK)
         bench_die("a training step's update");
-    vdev_tape_end(tape);
     vdev_device_pop();
     if (phase) {
         double t3 = vdev_clock_seconds();

@@ -132,10 +132,10 @@ static float one_device_step(const char *dev, vdev_mlp_t *mlp, vdev_optimizer_t 
     vdev_tensor_t *per = per_example(mlp, x, t);
     vdev_tensor_t *loss = vdev_div(vdev_sum_all(per), vdev_tensor_fill(NULL, 0, VDEV_F32,
                                                                        (double)vdev_tensor_dim(j->x, 0)));
-    if (vdev_tape_gradient(tape, loss, vars, NV, grads) == VDEV_OK &&
-        vdev_optimizer_apply(adam, vars, grads, NV) == VDEV_OK)
+    enum vdev_status st = vdev_tape_gradient(tape, loss, vars, NV, grads);
+    vdev_tape_end(tape); /* before the update: a live tape would keep the old values */
+    if (st == VDEV_OK && vdev_optimizer_apply(adam, vars, grads, NV) == VDEV_OK)
         l = vdev_tensor_item(loss);
-    vdev_tape_end(tape);
     vdev_device_pop();
     vdev_scope_end();
     return l;

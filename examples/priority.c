@@ -86,13 +86,13 @@ static enum vdev_status step(struct model *m, int64_t batch, uint64_t seed, int 
     } else {
         vdev_tape_t *tape = vdev_tape_begin();
         vdev_tensor_t *l = vdev_mse(vdev_mlp_forward(m->mlp, x), target), *g[4];
-        if (vdev_tape_gradient(tape, l, m->vars, 4, g) == VDEV_OK &&
-            vdev_optimizer_apply(m->adam, m->vars, g, 4) == VDEV_OK &&
+        st = vdev_tape_gradient(tape, l, m->vars, 4, g);
+        vdev_tape_end(tape); /* before the update: a live tape would keep the old values */
+        if (st == VDEV_OK && vdev_optimizer_apply(m->adam, m->vars, g, 4) == VDEV_OK &&
             !isnan(vdev_tensor_item(l)))
             st = VDEV_OK;
         else
             st = vdev_last_status();
-        vdev_tape_end(tape);
     }
     vdev_device_pop();
     vdev_scope_end();

@@ -43,10 +43,10 @@ static float step(struct model *m, int64_t batch, uint64_t seed)
         vdev_tensor_t *y = vdev_tensor_from_host(labels, ls, 1, VDEV_I32), *grads[4];
         vdev_tape_t *tape = vdev_tape_begin();
         vdev_tensor_t *loss = vdev_softmax_cross_entropy(vdev_mlp_forward(m->mlp, x), y);
-        if (vdev_tape_gradient(tape, loss, m->vars, 4, grads) == VDEV_OK &&
-            vdev_optimizer_apply(m->adam, m->vars, grads, 4) == VDEV_OK)
+        enum vdev_status st = vdev_tape_gradient(tape, loss, m->vars, 4, grads);
+        vdev_tape_end(tape); /* before the update: a live tape would keep the old values */
+        if (st == VDEV_OK && vdev_optimizer_apply(m->adam, m->vars, grads, 4) == VDEV_OK)
             loss_value = vdev_tensor_item(loss);
-        vdev_tape_end(tape);
     }
     free(labels);
     free(host);

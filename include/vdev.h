@@ -631,7 +631,10 @@ VDEV_API vdev_tape_t *vdev_tape_begin(void);
  * own device (copied there if its forward ops ran elsewhere). The gradients
  * belong to the current scope and must be treated as read-only (one may share
  * memory with another). Stops the recording; the tape can answer further
- * calls, for other losses, until vdev_tape_end. */
+ * calls, for other losses, until vdev_tape_end. So that a later call sees
+ * the values the ops read, the first write to a variable the tape read
+ * (vdev_assign, vdev_optimizer_apply) saves a copy of its old value while
+ * the tape lives: end the tape before updating the variables, as above. */
 VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *tape, const vdev_tensor_t *loss,
                                              vdev_tensor_t *const *vars, int n_vars,
                                              vdev_tensor_t **grads);
