@@ -145,10 +145,12 @@ static void test_advice(void)
     for (int i = 0; i < 4; i++)
         if (i != 2)
             CHECK_OK(vdev_mem_free("GPU:0", p[i]));
-    /* All empty now: the largest goes, and that is enough (GPU:0's floor
-     * is still kept aside: 576 MiB + 448 MiB - 256 MiB). */
+    /* All empty now: GPU:1 is 24 MiB short (576 MiB left), so the smallest
+     * region that is enough goes, 64 MiB, of those wholly above GPU:0's
+     * floor (256 MiB of 448 MiB). Before, the largest went (256 MiB, half
+     * of it inside the floor), leaving GPU:0 192 MiB. */
     CHECK_OK(vdev_mem_alloc("GPU:1", 600 * MIB, &q));
-    CHECK_EQ_U64(reserved("GPU:0"), 192 * MIB);
+    CHECK_EQ_U64(reserved("GPU:0"), 384 * MIB);
     CHECK_OK(vdev_mem_free("GPU:1", q));
     STATS_ADD_UP();
 

@@ -66,6 +66,15 @@ def test_higher_priority_cache_is_lent(monkeypatch):
     del u
 
 
+def test_priority_help_says_who_lends():
+    """help(set_memory_priority) says what the C library does: cached
+    memory comes from devices of any priority, lower ones first (it said
+    "strictly lower" only, as before lending from any priority)."""
+    doc = " ".join(E.set_memory_priority.__doc__.split())
+    assert "strictly lower priority (lowest first), then those of equal or higher" in doc
+    assert "a floor is never given away" in doc
+
+
 def test_preallocated_region_goes_back(card, monkeypatch):
     """Growth off: GPU:0 preallocated 2 GiB; its floor and ceiling lowered to
     none and 256 MiB while the region is empty give it back, and GPU:1 can

@@ -365,7 +365,7 @@ enum vdev_status vdev_alloc_new(const struct vdev_alloc_config *cfg, vdev_alloc_
     a->ext_region = NIL;
     a->pool = cfg->pool;
     a->member = cfg->member;
-    a->pinned = NIL;
+    a->pinned = a->unpinned = NIL;
     uint64_t pre = cfg->prealloc_bytes & SZ_MASK;
     if (!pre || pre > limit)
         pre = limit;
@@ -402,6 +402,7 @@ enum vdev_status vdev_alloc_new(const struct vdev_alloc_config *cfg, vdev_alloc_
         }
         vdev_alloc_region_install(a, slot, base, limit);
         a->pinned = slot;
+        a->pinned_bytes = limit;
         if (a->src.extend)
             a->ext_region = slot;
     }

@@ -14,13 +14,19 @@
  * lock and calls vdev_pool_reclaim(), which asks the members that hold
  * memory above their floors to give back their empty regions (after their
  * device's queued work is done, as blocks freed from the host may still be
- * in use there), until the request fits: those over a lowered ceiling
- * first, then those of strictly lower priority, lowest first, then, before
- * the request fails, those of equal or higher priority (an empty region
- * hurts nobody: a device's own are collected before its OOM too). Only
- * empty regions go: live and pending blocks stay where they are. Whatever
- * the outcome, it writes a report of whose memory is where, which the
- * allocator's OOM message quotes if the retry fails.
+ * in use there), until the request fits beside the asker's own empty
+ * regions (which it collects itself when it retries): those over a lowered
+ * ceiling first, then those of strictly lower priority, lowest first, then,
+ * before the request fails, those of equal or higher priority (an empty
+ * region hurts nobody: a device's own are collected before its OOM too).
+ * Each lender gives the smallest region that is enough, of those wholly
+ * above its floor, and one that reaches into its floor only when nothing
+ * else makes room (the card keeps the floor aside all the same). The
+ * regions are parked under the lender's lock and its stream is waited for
+ * with that lock released, so a lender of any priority keeps allocating
+ * meanwhile. Only empty regions go: live and pending blocks stay where they
+ * are. Whatever the outcome, it writes a report of whose memory is where,
+ * which the allocator's OOM message quotes if the retry fails.
  *
  * Limits change at run time through vdev_pool_set_limits() (floor and
  * ceiling together, so they are never seen crossed) and
@@ -31,7 +37,8 @@
  *
  * Locks: an allocator's lock, then the pool's mutex, never the reverse;
  * functions that take other allocators' locks (reclaim, set_limits, get,
- * check) are called with none held and take one at a time.
+ * check) are called with none held and take one at a time; no lock is held
+ * while a lender's stream is waited for, nor while a callback runs.
  */
 #define _GNU_SOURCE
 #include "alloc/alloc_impl.h"
@@ -227,31 +234,106 @@ uint64_t vdev_pool_reserved(vdev_pool_t *p, int member)
 /* ------------------------------------------------------------------------ */
 /* lending */
 
-static int fits(vdev_pool_t *p, int i, uint64_t need);
+/* What lending makes room for: a request of `need` bytes of member i (the
+ * part its own empty regions do not cover), or (raise) a floor of `floor`
+ * bytes for it. */
+struct ask {
+    vdev_pool_t *p;
+    int i, raise;
+    uint64_t need, floor;
+};
 
-/* Member b gives back empty regions above its floor, largest first, after
- * its device's queued work is done, until member i of b's pool can reserve
- * `need` more bytes (i < 0: until the floor); returns the bytes released.
- * Takes b's lock (none may be held). A source without sync lends nothing:
- * nothing says its freed blocks are no longer used by queued work. */
-static uint64_t lend(struct vdev_alloc *b, int i, uint64_t need)
+/* By how much the other members' claims must still drop for the ask to fit
+ * (0: it fits now). Takes the pool's lock (an allocator's may be held). */
+static uint64_t shortfall(const struct ask *k)
 {
-    uint64_t got = 0;
-    lock(b);
-    uint64_t keep = vdev_pool_floor(b->pool, b->member);
-    if (b->src.sync && b->reserved > keep && vdev_alloc_empty_bytes(b)) {
-        b->src.sync(b->src.ctx);
-        for (;;) {
-            /* One region at a time: the largest empty one. */
-            uint64_t one = vdev_alloc_release_empty(b, b->reserved - 1 > keep ? b->reserved - 1
-                                                                              : keep);
-            got += one;
-            if (!one || b->reserved <= keep || (i >= 0 && fits(b->pool, i, need)))
-                break;
-        }
+    pthread_mutex_lock(&k->p->lock);
+    const struct member *m = &k->p->m[k->i];
+    uint64_t s;
+    if (k->raise) {
+        uint64_t want = m->reserved > k->floor ? m->reserved : k->floor;
+        uint64_t claim = others_claim(k->p, k->i) + want;
+        s = claim > k->p->budget ? claim - k->p->budget : 0;
+    } else {
+        uint64_t most = most_locked(k->p, k->i);
+        uint64_t left = most > m->reserved ? most - m->reserved : 0;
+        s = k->need > left ? k->need - left : 0;
     }
+    pthread_mutex_unlock(&k->p->lock);
+    return s;
+}
+
+/* Calls a pressure callback, if any, with no lock held, or gathers it into
+ * calls (not NULL) for the caller to make later. */
+static void tell(struct vdev_pool_calls *calls, const struct member *m, enum vdev_pressure what,
+                 uint64_t bytes)
+{
+    if (!m->fn)
+        return;
+    if (!calls) {
+        m->fn(m->name, what, bytes, m->user);
+        return;
+    }
+    if (calls->n == (int)(sizeof calls->c / sizeof calls->c[0]))
+        return;
+    struct vdev_pool_call *c = &calls->c[calls->n++];
+    c->fn = m->fn;
+    c->user = m->user;
+    vdev_strlcpy(c->device, m->name, sizeof c->device);
+    c->what = what;
+    c->bytes = bytes;
+}
+
+void vdev_pool_calls_make(struct vdev_pool_calls *c)
+{
+    for (int k = 0; k < c->n; k++)
+        c->c[k].fn(c->c[k].device, c->c[k].what, c->c[k].bytes, c->c[k].user);
+    c->n = 0;
+}
+
+/* Member b gives back empty regions above its floor until the ask fits
+ * (vdev_alloc_park: regions wholly above the floor, with `cross` one that
+ * reaches into it when those are not enough), after its device's queued
+ * work is done: the regions are parked under b's lock, the stream is waited
+ * for with the lock released (b's own allocations and frees go on
+ * meanwhile, and no block can be placed in a parked region), then they are
+ * released under the lock as far as still needed. Returns how much b's
+ * claim dropped. Takes b's lock (none may be held). A source without sync
+ * lends nothing: nothing says its freed blocks are no longer used by queued
+ * work. */
+static uint64_t lend(struct vdev_alloc *b, const struct ask *k, int cross)
+{
+    if (!b->src.sync)
+        return 0;
+    lock(b);
+    uint32_t ticket = vdev_alloc_park(b, vdev_pool_floor(b->pool, b->member), shortfall(k), cross);
+    unlock(b);
+    if (!ticket)
+        return 0;
+    b->src.sync(b->src.ctx);
+    lock(b);
+    uint64_t got =
+        vdev_alloc_unpark(b, ticket, vdev_pool_floor(b->pool, b->member), shortfall(k), cross);
     unlock(b);
     return got;
+}
+
+/* What the n lenders' empty regions can give (as lend() would release them:
+ * up to what each holds above its floor, and only with a source that
+ * syncs). Takes each lender's lock in turn; none may be held. */
+static uint64_t lendable(const struct member *snap, const int *idx, int n)
+{
+    uint64_t sum = 0;
+    for (int k = 0; k < n; k++) {
+        struct vdev_alloc *b = snap[idx[k]].a;
+        lock(b);
+        uint64_t keep = vdev_pool_floor(b->pool, b->member);
+        uint64_t above = b->reserved > keep ? b->reserved - keep : 0;
+        uint64_t empty = b->src.sync ? vdev_alloc_empty_bytes(b) : 0;
+        unlock(b);
+        sum += empty < above ? empty : above;
+    }
+    return sum;
 }
 
 /* What the report says of one other member. */
@@ -360,13 +442,6 @@ static void report(vdev_pool_t *p, int i, const char *what, char *out, size_t ca
                                   "use); ");
 }
 
-/* Calls a pressure callback, if any, with no lock held. */
-static void tell(const struct member *m, enum vdev_pressure what, uint64_t bytes)
-{
-    if (m->fn)
-        m->fn(m->name, what, bytes, m->user);
-}
-
 /* Lenders of member i: attached members holding memory above their floors,
  * of priority strictly below i's (any priority when `any`), lowest priority
  * first (so those below i's come before those of i's priority or above),
@@ -401,41 +476,32 @@ static int lenders(vdev_pool_t *p, int i, int any, struct member *snap, int *idx
     return n;
 }
 
-/* Whether member i could reserve `need` more bytes now. */
-static int fits(vdev_pool_t *p, int i, uint64_t need)
+/* The n lenders, in order, give until the ask fits: first regions wholly
+ * above their floors, then, if that was not enough, regions that reach into
+ * them (the card keeps the floor aside: only what was above it is lent).
+ * Each lender that gave is told LENT once, with how much less it claims.
+ * Nothing is released when all of them could not make room: the lenders
+ * keep their cache (and their growth schedule) for a request that fails
+ * anyway. Returns the drop of their claims. */
+static uint64_t lend_all(const struct ask *k, const struct member *snap, const int *idx, int n,
+                         struct vdev_pool_calls *calls)
 {
-    pthread_mutex_lock(&p->lock);
-    uint64_t most = most_locked(p, i), r = p->m[i].reserved;
-    pthread_mutex_unlock(&p->lock);
-    return most >= r && most - r >= need;
-}
-
-/* Whether the n lenders' empty regions (as lend() would release them: up
- * to what each holds above its floor, and only with a source that syncs)
- * and what the card leaves member i make room for `need` bytes. Takes each
- * lender's lock in turn; none may be held. */
-static int could_fit(vdev_pool_t *p, int i, uint64_t need, const struct member *snap,
-                     const int *idx, int n)
-{
-    uint64_t sum = 0;
-    for (int k = 0; k < n; k++) {
-        struct vdev_alloc *b = snap[idx[k]].a;
-        lock(b);
-        uint64_t keep = vdev_pool_floor(b->pool, b->member);
-        uint64_t above = b->reserved > keep ? b->reserved - keep : 0;
-        uint64_t empty = b->src.sync ? vdev_alloc_empty_bytes(b) : 0;
-        unlock(b);
-        sum += empty < above ? empty : above;
+    uint64_t got[VDEV_POOL_MAX_MEMBERS] = {0}, total = 0;
+    if (n && lendable(snap, idx, n) < shortfall(k))
+        return 0;
+    for (int cross = 0; cross < 2; cross++)
+        for (int j = 0; j < n && shortfall(k); j++)
+            got[j] += lend(snap[idx[j]].a, k, cross);
+    for (int j = 0; j < n; j++) {
+        if (got[j])
+            tell(calls, &snap[idx[j]], VDEV_PRESSURE_LENT, got[j]);
+        total += got[j];
     }
-    pthread_mutex_lock(&p->lock);
-    uint64_t most = most_locked(p, i), r = p->m[i].reserved;
-    pthread_mutex_unlock(&p->lock);
-    uint64_t left = most > r ? most - r : 0;
-    return sum >= need || left >= need - sum;
+    return total;
 }
 
-uint64_t vdev_pool_reclaim(vdev_pool_t *p, int member, uint64_t sz, int first, char *out,
-                           size_t cap)
+uint64_t vdev_pool_reclaim(vdev_pool_t *p, int member, uint64_t sz, uint64_t own, int first,
+                           char *out, size_t cap)
 {
     struct member snap[VDEV_POOL_MAX_MEMBERS];
     int idx[VDEV_POOL_MAX_MEMBERS];
@@ -443,26 +509,17 @@ uint64_t vdev_pool_reclaim(vdev_pool_t *p, int member, uint64_t sz, int first, c
     /* Every member's empty regions above its floor: over its ceiling
      * first, then lower priorities (lowest first), then the rest; an empty
      * region hurts nobody, so equal and higher priorities give theirs too
-     * before this request fails (as a device's own are collected). */
-    int n = fits(p, member, sz) ? 0 : lenders(p, member, 1, snap, idx); /* 0: freed meanwhile */
-    if (first && (n || !fits(p, member, sz))) {
+     * before this request fails (as a device's own are collected, which
+     * count here: the others make room for the rest). */
+    struct ask k = {.p = p, .i = member, .need = sz > own ? sz - own : 0};
+    int n = shortfall(&k) ? lenders(p, member, 1, snap, idx) : 0; /* 0: freed meanwhile */
+    if (first && (n || shortfall(&k))) {
         pthread_mutex_lock(&p->lock);
         struct member me = p->m[member];
         pthread_mutex_unlock(&p->lock);
-        tell(&me, VDEV_PRESSURE_CARD_FULL, sz);
+        tell(NULL, &me, VDEV_PRESSURE_CARD_FULL, sz);
     }
-    /* Nothing is released for a request that fails anyway: the lenders
-     * keep their cache (and their growth schedule) when it cannot make
-     * room, as a floor raise that cannot succeed releases nothing. */
-    if (n && !could_fit(p, member, sz, snap, idx, n))
-        n = 0;
-    uint64_t released = 0;
-    for (int k = 0; k < n && !fits(p, member, sz); k++) {
-        uint64_t got = lend(snap[idx[k]].a, member, sz);
-        if (got)
-            tell(&snap[idx[k]], VDEV_PRESSURE_LENT, got);
-        released += got;
-    }
+    uint64_t released = lend_all(&k, snap, idx, n, NULL);
     /* Written even when the request fits now: others may take the room
      * before the caller retries, and then its OOM quotes this. */
     char b[32];
@@ -537,8 +594,9 @@ static enum vdev_status floor_check_locked(vdev_pool_t *p, int i, uint64_t floor
     return others_claim(p, i) + want <= p->budget ? VDEV_OK : VDEV_ERR_OOM;
 }
 
-enum vdev_status vdev_pool_set_limits(vdev_pool_t *p, int i, uint64_t floor, uint64_t ceiling,
-                                      uint64_t *released)
+enum vdev_status vdev_pool_set_limits_ex(vdev_pool_t *p, int i, uint64_t floor, uint64_t ceiling,
+                                         unsigned flags, uint64_t *released,
+                                         struct vdev_pool_calls *calls)
 {
     char b1[32], b2[32];
     if (released)
@@ -561,36 +619,16 @@ enum vdev_status vdev_pool_set_limits(vdev_pool_t *p, int i, uint64_t floor, uin
         return st;
     if (st == VDEV_ERR_OOM) {
         /* A floor outranks shared memory: any device's empty regions above
-         * its floor may go. */
+         * its floor may go, as lending gives them; nothing is released
+         * unless they could make room (a raise that fails anyway changes
+         * nothing: live memory, not cache, is in the way). */
         struct member snap[VDEV_POOL_MAX_MEMBERS];
         int idx[VDEV_POOL_MAX_MEMBERS];
-        int n = lenders(p, i, 1, snap, idx);
-        /* Nothing is released unless the lenders' empty regions could make
-         * room: a raise that fails anyway changes nothing (live memory, not
-         * cache, is in the way). */
-        uint64_t empty = 0;
-        for (int k = 0; k < n; k++) {
-            lock(snap[idx[k]].a);
-            empty += vdev_alloc_empty_bytes(snap[idx[k]].a);
-            unlock(snap[idx[k]].a);
-        }
+        struct ask k = {.p = p, .i = i, .raise = 1, .floor = floor};
+        lend_all(&k, snap, idx, lenders(p, i, 1, snap, idx), calls);
         pthread_mutex_lock(&p->lock);
-        uint64_t want = p->m[i].reserved > floor ? p->m[i].reserved : floor;
-        uint64_t claim = others_claim(p, i) + want;
-        uint64_t short_by = claim > p->budget ? claim - p->budget : 0;
+        st = floor_check_locked(p, i, floor);
         pthread_mutex_unlock(&p->lock);
-        if (empty < short_by)
-            n = 0;
-        for (int k = 0; k < n; k++) {
-            uint64_t got = lend(snap[idx[k]].a, -1, 0);
-            if (got)
-                tell(&snap[idx[k]], VDEV_PRESSURE_LENT, got);
-            pthread_mutex_lock(&p->lock);
-            st = floor_check_locked(p, i, floor);
-            pthread_mutex_unlock(&p->lock);
-            if (st != VDEV_ERR_OOM)
-                break;
-        }
         if (st == VDEV_ERR_OOM)
             return floor_taken(p, i, floor);
         if (st != VDEV_OK)
@@ -604,6 +642,7 @@ enum vdev_status vdev_pool_set_limits(vdev_pool_t *p, int i, uint64_t floor, uin
         lock(a);
     pthread_mutex_lock(&p->lock);
     st = floor_check_locked(p, i, floor);
+    uint64_t old_floor = m->floor;
     if (st == VDEV_OK) {
         m->floor = floor;
         m->ceiling = ceiling;
@@ -612,11 +651,15 @@ enum vdev_status vdev_pool_set_limits(vdev_pool_t *p, int i, uint64_t floor, uin
     pthread_mutex_unlock(&p->lock);
     uint64_t rel = 0, over = 0;
     if (st == VDEV_OK && a) {
-        /* Empty regions above the ceiling go, then a preallocated region
-         * the floor no longer covers (govern.h: memory above a floor is
-         * shared, so none of it stays pinned). */
+        /* Empty regions above the ceiling go, then, when the floor was
+         * lowered, a preallocated region it no longer covers (govern.h:
+         * memory above a floor is shared, so none of it stays pinned); a
+         * rollback pins or preallocates it again. */
         rel = set_limit_locked(a, ceiling);
-        rel += vdev_alloc_repin(a, floor);
+        if (flags & VDEV_POOL_UNDO)
+            vdev_alloc_unrepin(a, floor);
+        else if (floor < old_floor)
+            rel += vdev_alloc_repin(a, floor);
         /* Pressure: the ceiling is below what the device holds, or below
          * its peak in use (its next step is likely to need as much). */
         uint64_t need = a->reserved > a->peak_in_use ? a->reserved : a->peak_in_use;
@@ -631,8 +674,14 @@ enum vdev_status vdev_pool_set_limits(vdev_pool_t *p, int i, uint64_t floor, uin
     if (released)
         *released = rel;
     if (over)
-        tell(&me, VDEV_PRESSURE_CEILING, over);
+        tell(calls, &me, VDEV_PRESSURE_CEILING, over);
     return VDEV_OK;
+}
+
+enum vdev_status vdev_pool_set_limits(vdev_pool_t *p, int i, uint64_t floor, uint64_t ceiling,
+                                      uint64_t *released)
+{
+    return vdev_pool_set_limits_ex(p, i, floor, ceiling, 0, released, NULL);
 }
 
 enum vdev_status vdev_pool_set_priority(vdev_pool_t *p, int member, enum vdev_priority priority)

@@ -23,7 +23,9 @@
  * it; the pool caps growth at what the card leaves this device. A
  * preallocated region (the floor) is pinned: never released while the floor
  * holds it; a floor lowered below it at run time unpins it
- * (vdev_alloc_repin).
+ * (vdev_alloc_repin). Lending parks the empty regions it will give back
+ * (vdev_alloc_park) while it waits, with the lock released, for the
+ * device's stream, then releases them (vdev_alloc_unpark).
  */
 #define _GNU_SOURCE
 #include "alloc/alloc_impl.h"
@@ -80,6 +82,7 @@ void vdev_alloc_region_install(struct vdev_alloc *a, uint32_t slot, void *base, 
     a->reg[slot].base = (uint64_t)(uintptr_t)base;
     a->reg[slot].bytes = bytes;
     a->reg[slot].first = h;
+    a->reg[slot].parked = 0;
     a->n_regions++;
     a->reserved += bytes;
     if (a->reserved > a->peak_reserved)
@@ -288,8 +291,22 @@ static void release_region(struct vdev_alloc *a, uint32_t r)
     a->reserved -= g->bytes;
     a->n_regions--;
     g->bytes = 0;
+    g->parked = 0;
     if (a->ext_region == r)
         a->ext_region = NIL;
+    if (a->unpinned == r)
+        a->unpinned = NIL;
+}
+
+/* After regions went back: the growth schedule restarts from the largest
+ * region still held (see vdev_alloc_release_empty), and HOOK_OVER follows. */
+static void growth_restart(struct vdev_alloc *a)
+{
+    uint64_t held = 0;
+    for (uint32_t r = 0; r < a->n_reg_slots; r++)
+        held = a->reg[r].bytes > held ? a->reg[r].bytes : held;
+    a->last_region_bytes = held;
+    over_hook_update(a);
 }
 
 /* Gives empty regions back while more than `keep` bytes are reserved,
@@ -313,22 +330,23 @@ uint64_t vdev_alloc_release_empty(struct vdev_alloc *a, uint64_t keep)
         released += a->reg[best].bytes;
         release_region(a, best);
     }
-    if (released) {
-        uint64_t held = 0;
-        for (uint32_t r = 0; r < a->n_reg_slots; r++)
-            held = a->reg[r].bytes > held ? a->reg[r].bytes : held;
-        a->last_region_bytes = held;
-        over_hook_update(a);
-    }
+    if (released)
+        growth_restart(a);
     return released;
 }
 
-/* Preallocates `bytes` as the pinned region (PREALLOCATE, after the old one
- * went back): claimed from the card's pool, then reserved from the source;
- * 0 when either says no, nothing changed and no message left (the floor is
- * then kept aside by the card and reserved on demand, as a raised one is). */
-static uint64_t prealloc_again(struct vdev_alloc *a, uint64_t bytes)
+/* Preallocates the floor as the pinned region (PREALLOCATE, after the old
+ * one went back), as far as the limit leaves room above the regions still
+ * held (a lowered ceiling is never exceeded by vdev's own reservation; the
+ * rest of the floor is kept aside by the card and reserved on demand):
+ * claimed from the card's pool, then reserved from the source; 0 when there
+ * is no room or either says no, nothing changed and no message left (the
+ * floor is then reserved on demand, as a raised one is). */
+static uint64_t prealloc_again(struct vdev_alloc *a, uint64_t floor)
 {
+    uint64_t bytes = floor < limit_room(a) ? floor : limit_room(a);
+    if (!bytes)
+        return 0;
     uint32_t slot = vdev_alloc_region_slot(a);
     if (slot == NIL || vdev_alloc_records_reserve(a, 1) != VDEV_OK || !claim(a, bytes, bytes))
         return 0;
@@ -345,39 +363,158 @@ static uint64_t prealloc_again(struct vdev_alloc *a, uint64_t bytes)
     }
     vdev_alloc_region_install(a, slot, base, bytes);
     a->pinned = slot;
+    a->pinned_bytes = bytes;
     if (a->src.extend)
         a->ext_region = slot;
     return bytes;
 }
 
+/* Whether region r holds nothing (one free chunk), pinned or not. */
+static int region_unused(const struct vdev_alloc *a, uint32_t r)
+{
+    const struct chunk *c = &a->ch[a->reg[r].first];
+    return cstate(c) == ST_FREE && csize(c) == a->reg[r].bytes;
+}
+
 /* The pinned region holds the device's floor, never more (start-up
- * preallocates the floor): when a run-time change puts the floor below it,
- * it is no longer pinned. Empty, it goes back at once (after one sync of the
- * device) and, with PREALLOCATE, the new floor is preallocated in its place;
- * in use, it becomes an ordinary region, released like growth's once empty
- * (and, above a lowered ceiling, lent to any device the card cannot serve).
- * A source without sync keeps it as an ordinary region (nothing says its
- * freed blocks are no longer used by queued work). Returns the bytes
- * released. */
+ * preallocates the floor): when a run-time change lowers the floor below
+ * what was preallocated (pinned_bytes: a source that extends in place may
+ * have grown the region since, which changes nothing), it is no longer
+ * pinned. Empty, it goes back at once (after one sync of the device) and,
+ * with PREALLOCATE, the new floor is preallocated in its place, as far as
+ * the limit allows; in use, it becomes an ordinary region, released like
+ * growth's once empty (and, above a lowered ceiling, lent to any device the
+ * card cannot serve). A source without sync keeps it as an ordinary region
+ * (nothing says its freed blocks are no longer used by queued work).
+ * Returns the bytes released. */
 uint64_t vdev_alloc_repin(struct vdev_alloc *a, uint64_t floor)
 {
     uint32_t r = a->pinned;
-    if (r == NIL || a->reg[r].bytes <= floor)
+    if (r == NIL || a->pinned_bytes <= floor)
         return 0;
     a->pinned = NIL;
-    if (!a->src.sync || !region_empty(a, r))
+    if (!a->src.sync || !region_empty(a, r)) {
+        a->unpinned = r; /* vdev_alloc_unrepin() may pin it again */
+        a->unpinned_bytes = a->pinned_bytes;
         return 0;
+    }
     a->src.sync(a->src.ctx);
     uint64_t released = a->reg[r].bytes;
     release_region(a, r);
-    uint64_t held = 0;
-    for (uint32_t k = 0; k < a->n_reg_slots; k++)
-        held = a->reg[k].bytes > held ? a->reg[k].bytes : held;
-    a->last_region_bytes = held;
+    growth_restart(a);
     if (a->policy == VDEV_POLICY_PREALLOCATE && floor)
         prealloc_again(a, floor);
     over_hook_update(a);
     return released;
+}
+
+void vdev_alloc_unrepin(struct vdev_alloc *a, uint64_t floor)
+{
+    if (a->policy != VDEV_POLICY_PREALLOCATE || !floor)
+        return;
+    if (a->pinned == NIL && a->unpinned != NIL) {
+        if (a->unpinned_bytes <= floor) {
+            a->pinned = a->unpinned; /* still held (release_region forgets it) */
+            a->pinned_bytes = a->unpinned_bytes;
+            a->unpinned = NIL;
+        }
+        return;
+    }
+    uint32_t r = a->pinned;
+    if (r != NIL) {
+        if (a->pinned_bytes >= floor || !a->src.sync || !region_unused(a, r))
+            return;
+        a->src.sync(a->src.ctx);
+        a->pinned = NIL;
+        release_region(a, r);
+        growth_restart(a);
+    }
+    prealloc_again(a, floor);
+    over_hook_update(a);
+}
+
+/* ------------------------------------------------------------------------ */
+/* lending (see vdev_alloc_park in alloc_impl.h) */
+
+/* The region lending takes next, of those empty and not parked (ticket 0) or
+ * parked under `ticket`: of the regions that fit in `above` (the bytes held
+ * above the floor), the smallest one of at least `want` bytes, else the
+ * largest; with `cross`, when none fits, the smallest one. NIL: none. */
+static uint32_t lend_choice(const struct vdev_alloc *a, uint64_t above, uint64_t want, int cross,
+                            uint32_t ticket)
+{
+    uint32_t enough = NIL, largest = NIL, smallest = NIL;
+    if (!above || !want)
+        return NIL;
+    for (uint32_t r = 0; r < a->n_reg_slots; r++) {
+        const struct region *g = &a->reg[r];
+        if (ticket ? g->parked != ticket || r == a->pinned : !region_empty(a, r))
+            continue;
+        if (smallest == NIL || g->bytes < a->reg[smallest].bytes)
+            smallest = r;
+        if (g->bytes > above)
+            continue;
+        if (g->bytes >= want && (enough == NIL || g->bytes < a->reg[enough].bytes))
+            enough = r;
+        if (largest == NIL || g->bytes > a->reg[largest].bytes)
+            largest = r;
+    }
+    if (enough != NIL)
+        return enough;
+    if (largest != NIL)
+        return largest;
+    return cross ? smallest : NIL;
+}
+
+uint32_t vdev_alloc_park(struct vdev_alloc *a, uint64_t keep, uint64_t want, int cross)
+{
+    uint64_t above = a->reserved > keep ? a->reserved - keep : 0;
+    uint32_t ticket = 0, r;
+    while ((r = lend_choice(a, above, want, cross, 0)) != NIL) {
+        if (!ticket && !(ticket = ++a->park_ticket))
+            ticket = ++a->park_ticket; /* 0 means "not parked" */
+        struct region *g = &a->reg[r];
+        bin_remove(a, g->first, bin_of(g->bytes));
+        a->ch[g->first].szst = g->bytes | ST_PENDING;
+        a->pending_bytes += g->bytes;
+        g->parked = ticket;
+        uint64_t drop = g->bytes < above ? g->bytes : above;
+        above -= drop;
+        want -= drop < want ? drop : want;
+    }
+    return ticket;
+}
+
+uint64_t vdev_alloc_unpark(struct vdev_alloc *a, uint32_t ticket, uint64_t keep, uint64_t want,
+                           int cross)
+{
+    uint64_t got = 0;
+    for (;;) {
+        uint64_t above = a->reserved > keep ? a->reserved - keep : 0;
+        int release = 1;
+        uint32_t r = lend_choice(a, above, want, cross, ticket);
+        if (r == NIL) { /* what is left goes back to the bins */
+            release = 0;
+            for (r = 0; r < a->n_reg_slots && a->reg[r].parked != ticket; r++)
+                ;
+            if (r == a->n_reg_slots)
+                break;
+        }
+        struct region *g = &a->reg[r];
+        a->ch[g->first].szst = g->bytes | ST_FREE;
+        a->pending_bytes -= g->bytes;
+        g->parked = 0;
+        bin_insert(a, g->first, bin_of(g->bytes));
+        if (release) {
+            uint64_t drop = g->bytes < above ? g->bytes : above;
+            release_region(a, r);
+            got += drop;
+            want -= drop < want ? drop : want;
+        }
+    }
+    if (got)
+        growth_restart(a);
+    return got;
 }
 
 /* Garbage collection before OOM, as TensorFlow's BFC allocator does it (its
@@ -513,14 +650,18 @@ enum vdev_status vdev_alloc_make_room(struct vdev_alloc *a, uint64_t bytes, uint
     if (st == VDEV_ERR_OOM && why != WHY_HOST && vdev_alloc_collect(a, sz))
         st = vdev_alloc_grow(a, sz, &why);
     if (st == VDEV_ERR_OOM && why == WHY_CARD && round < 2) {
-        /* Lending: devices of lower priority give their empty regions back.
-         * They take their own locks (and wait for their streams), so this
-         * one is released meanwhile; the caller then starts over. */
+        /* Lending: other devices give their empty regions back. They take
+         * their own locks (and wait for their streams), so this one is
+         * released meanwhile; the caller then starts over. This device's
+         * own empty regions count too: the others need only make room for
+         * the rest, and the next round collects them (they are released
+         * then, once releasing them makes room). */
         vdev_pool_t *pool = a->pool;
         int member = a->member;
+        uint64_t own = a->src.sync ? vdev_alloc_empty_bytes(a) : 0;
         unlock(a);
         char report[512];
-        vdev_pool_reclaim(pool, member, sz, round == 0, report, sizeof report);
+        vdev_pool_reclaim(pool, member, sz, own, round == 0, report, sizeof report);
         lock(a);
         *again = 1;
         return VDEV_OK;

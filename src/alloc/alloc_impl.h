@@ -61,6 +61,7 @@ struct chunk {
 struct region {
     uint64_t base, bytes; /* bytes == 0: an unused slot */
     uint32_t first;       /* the chunk at base */
+    uint32_t parked;      /* lending's ticket while parked (vdev_alloc_park), else 0 */
 };
 
 struct pending {
@@ -106,6 +107,11 @@ struct vdev_alloc {
     int member;             /* this allocator's index in the pool */
     uint32_t pinned;        /* PREALLOCATE: the region reserved at creation, never released
                                (NIL: none) */
+    uint64_t pinned_bytes;  /* its size when preallocated (an extending source grows it) */
+    uint32_t unpinned;      /* the pinned region vdev_alloc_repin() left in use, while held
+                               (NIL: none), and its preallocated size */
+    uint64_t unpinned_bytes;
+    uint32_t park_ticket;   /* the last ticket vdev_alloc_park() handed out */
     int limit_lowered;      /* 1 after vdev_alloc_set_limit() lowered the limit, until a raise */
 };
 
@@ -326,10 +332,31 @@ enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint6
 uint64_t vdev_alloc_release_empty(struct vdev_alloc *a, uint64_t keep);
 /* Bytes in empty regions that may be released (the pinned one excluded). */
 uint64_t vdev_alloc_empty_bytes(const struct vdev_alloc *a);
-/* Governance: the floor went to `floor` at run time; a pinned region larger
- * than it is unpinned, and released (and the floor preallocated anew) when
- * empty. Returns the bytes released. */
+/* Governance: the floor was lowered to `floor` at run time; a pinned region
+ * preallocated larger than it is unpinned, and released (and the floor
+ * preallocated anew, as far as the limit allows) when empty. Returns the
+ * bytes released. */
 uint64_t vdev_alloc_repin(struct vdev_alloc *a, uint64_t floor);
+/* Governance: undoes vdev_alloc_repin() when a change of limits is rolled
+ * back to `floor`: re-pins the region it left in use, or (PREALLOCATE)
+ * preallocates `floor` again in place of a smaller pinned region that is
+ * empty (or of none). Best effort: nothing when the memory is not there. */
+void vdev_alloc_unrepin(struct vdev_alloc *a, uint64_t floor);
+/* Lending (alloc_govern.c), in two steps around a wait for the device's
+ * stream made with the lock released. vdev_alloc_park() chooses empty
+ * regions that give back `want` bytes of what is held above `keep` (the
+ * floor): regions wholly above it, the smallest one that alone is enough,
+ * else the largest, and so on; with `cross`, when those are not enough, also
+ * the smallest one that reaches below `keep`. It parks them: their free
+ * chunk leaves the bins and reads as pending (counted in pending_bytes), so
+ * no block is placed in them and nothing else releases them while the lock
+ * is free. Returns their ticket, 0 when none was parked. After the wait,
+ * vdev_alloc_unpark() releases the ticket's regions by the same rule while
+ * the claim (max(reserved, keep)) must still drop by `want` bytes, and puts
+ * the others back in the bins; it returns how much the claim dropped. */
+uint32_t vdev_alloc_park(struct vdev_alloc *a, uint64_t keep, uint64_t want, int cross);
+uint64_t vdev_alloc_unpark(struct vdev_alloc *a, uint32_t ticket, uint64_t keep, uint64_t want,
+                           int cross);
 /* No free chunk of sz bytes: grows (GROW and PREALLOCATE alike: the limit,
  * the card's pool and the source decide), collects empty regions and grows
  * again; on the first two rounds, when the card's pool refused, releases the

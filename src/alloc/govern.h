@@ -19,9 +19,10 @@
  * When the pool refuses a member (the card's shared memory is taken), the
  * allocator releases its own lock and calls vdev_pool_reclaim(): the other
  * members give back their empty regions above their floors (after their
- * device's queued work is done), those over a lowered ceiling first, then
- * by priority, lowest first (strictly lower ones before equal and higher
- * ones), until the request fits; live memory is never taken, and nothing
+ * device's queued work is done, waited for with their lock free), those
+ * over a lowered ceiling first, then by priority, lowest first (strictly
+ * lower ones before equal and higher ones), until the request fits beside
+ * the asker's own empty regions; live memory is never taken, and nothing
  * is released when the empty regions cannot make room. The failure message,
  * built there, says whose memory is where and what would help.
  *
@@ -82,20 +83,24 @@ uint64_t vdev_pool_reserved(vdev_pool_t *p, int member);
 
 /* ---- what the runtime and the allocator call with no allocator lock ---- */
 
-/* Lending, for a member whose request of sz bytes the pool refused: the
- * other members release their empty regions above their floors until sz
- * fits: those holding more than their ceiling (lowered while their memory
- * was live) first, then by priority, lowest first (so strictly lower
- * priorities before equal and higher ones), then most held; nothing when
- * all their empty regions could not make room. Then writes into report (cap
+/* Lending, for a member whose request of sz bytes the pool refused, which
+ * holds `own` bytes in empty regions it can release itself (its caller
+ * collects them next): the other members release their empty regions above
+ * their floors until sz - own fits: those holding more than their ceiling
+ * (lowered while their memory was live) first, then by priority, lowest
+ * first (so strictly lower priorities before equal and higher ones), then
+ * most held; regions wholly above a floor first (the smallest that is
+ * enough), one that reaches into a floor only when those cannot make room;
+ * nothing when all of them could not make room. Then writes into report (cap
  * bytes) whose memory is where and what would help, in the words of the
  * OOM message ("GPU:1 (critical) asked for 1.00 GiB; ... GPU:2 (low) holds
  * 3.00 GiB above its floor, 2.50 GiB of it live; would help: ..."). Calls
  * the pressure callbacks: CARD_FULL for the member (only when `first`: the
- * first try of one request, which may try twice), LENT for each lender.
- * Returns the bytes released. */
-uint64_t vdev_pool_reclaim(vdev_pool_t *p, int member, uint64_t sz, int first, char *report,
-                           size_t cap);
+ * first try of one request, which may try twice), LENT for each lender, once,
+ * with how much less it now claims (what it held above its floor and gave).
+ * Returns the bytes the lenders' claims dropped by. */
+uint64_t vdev_pool_reclaim(vdev_pool_t *p, int member, uint64_t sz, uint64_t own, int first,
+                           char *report, size_t cap);
 /* The report of the last vdev_pool_reclaim() on this thread ("" if none). */
 const char *vdev_pool_last_report(void);
 
@@ -103,9 +108,42 @@ const char *vdev_pool_last_report(void);
  * the same rules and errors; ceiling 0 is the budget). *released (may be
  * NULL) gets the bytes of the member's empty regions released because the
  * ceiling went below them, and of its preallocated region when the floor
- * went below it while it was empty (vdev_alloc_repin). */
+ * was lowered below it while it was empty (vdev_alloc_repin). A raised floor
+ * that others' empty regions must make room for takes it as lending does
+ * (vdev_pool_reclaim), releasing nothing when they cannot. */
 enum vdev_status vdev_pool_set_limits(vdev_pool_t *p, int member, uint64_t floor, uint64_t ceiling,
                                       uint64_t *released);
+
+/* Pressure calls gathered instead of made, for a caller that holds a lock of
+ * its own across several changes (the runtime's vdev_runtime_card_charge):
+ * it makes them once that lock is released (callbacks run with no vdev lock
+ * held, and may call vdev). Calls past the capacity are dropped. */
+struct vdev_pool_call {
+    vdev_pressure_fn fn;
+    void *user;
+    char device[64];
+    enum vdev_pressure what;
+    uint64_t bytes;
+};
+struct vdev_pool_calls {
+    int n;
+    struct vdev_pool_call c[2 * VDEV_POOL_MAX_MEMBERS];
+};
+/* Makes the gathered calls, in order, and empties c. No lock may be held. */
+void vdev_pool_calls_make(struct vdev_pool_calls *c);
+
+/* flags of vdev_pool_set_limits_ex */
+#define VDEV_POOL_UNDO 1u /* the change undoes one that lowered the floor */
+/* vdev_pool_set_limits with the pressure calls gathered into `calls` (NULL:
+ * made before it returns). With VDEV_POOL_UNDO, the change is the rollback
+ * of one that lowered the floor (a later step of the caller failed): the
+ * preallocated region that change gave up, when still held, is pinned again,
+ * else the floor is preallocated again when the device preallocates and its
+ * memory is free (vdev_alloc_unrepin); a plain raise keeps the new floor
+ * aside and reserves it on demand. */
+enum vdev_status vdev_pool_set_limits_ex(vdev_pool_t *p, int member, uint64_t floor,
+                                         uint64_t ceiling, unsigned flags, uint64_t *released,
+                                         struct vdev_pool_calls *calls);
 enum vdev_status vdev_pool_set_priority(vdev_pool_t *p, int member, enum vdev_priority priority);
 enum vdev_status vdev_pool_set_pressure(vdev_pool_t *p, int member, vdev_pressure_fn fn,
                                         void *user);

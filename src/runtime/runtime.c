@@ -475,6 +475,10 @@ enum vdev_status vdev_runtime_card_charge(int gpu, int64_t delta)
                                                 "for a collective library (it has more than one "
                                                 "logical device)",
                           gpu);
+    /* The pressure callbacks these changes call are made once lib_lock is
+     * released: one may create or destroy a communicator (charge again). */
+    struct vdev_pool_calls calls;
+    calls.n = 0;
     pthread_mutex_lock(&R.lib_lock);
     uint64_t now = R.lib_bytes[gpu];
     uint64_t want = delta < 0 && (uint64_t)-delta > now ? 0 : now + (uint64_t)delta;
@@ -492,14 +496,17 @@ enum vdev_status vdev_runtime_card_charge(int gpu, int64_t delta)
         uint64_t room = want < d.card_budget_bytes ? d.card_budget_bytes - want : 0;
         uint64_t floor = d.floor_bytes < room ? d.floor_bytes : room;
         uint64_t ceil = d.ceiling_bytes < room ? d.ceiling_bytes : room;
-        st = vdev_pool_set_limits(p, dev, floor, ceil, NULL);
+        st = vdev_pool_set_limits_ex(p, dev, floor, ceil, 0, NULL, &calls);
         if (st == VDEV_OK) {
-            st = vdev_pool_set_limits(p, lib, want, want, NULL);
+            st = vdev_pool_set_limits_ex(p, lib, want, want, 0, NULL, &calls);
             if (st != VDEV_OK) {
+                /* Undone as it was: a preallocated region that lowering the
+                 * floor gave up is pinned (or preallocated) again. */
                 enum vdev_status keep = vdev_last_status();
-                char msg[256];
+                char msg[512];
                 vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
-                vdev_pool_set_limits(p, dev, d.floor_bytes, d.ceiling_bytes, NULL);
+                vdev_pool_set_limits_ex(p, dev, d.floor_bytes, d.ceiling_bytes, VDEV_POOL_UNDO,
+                                        NULL, &calls);
                 vdev_error(keep, "%s", msg);
             }
         }
@@ -508,8 +515,9 @@ enum vdev_status vdev_runtime_card_charge(int gpu, int64_t delta)
             R.lib_cut_ceil[gpu] += d.ceiling_bytes - ceil;
         }
     } else if (want < now) {
-        st = vdev_pool_set_limits(p, lib, want, want > l.ceiling_bytes ? want : l.ceiling_bytes,
-                                  NULL);
+        st = vdev_pool_set_limits_ex(p, lib, want,
+                                     want > l.ceiling_bytes ? want : l.ceiling_bytes, 0, NULL,
+                                     &calls);
         if (st == VDEV_OK && want == 0) {
             /* the library's share back to the device */
             uint64_t ceil = d.ceiling_bytes + R.lib_cut_ceil[gpu];
@@ -518,8 +526,8 @@ enum vdev_status vdev_runtime_card_charge(int gpu, int64_t delta)
                 ceil = d.card_budget_bytes;
             if (floor > ceil)
                 floor = ceil;
-            if (vdev_pool_set_limits(p, lib, 0, 0, NULL) == VDEV_OK &&
-                vdev_pool_set_limits(p, dev, floor, ceil, NULL) == VDEV_OK)
+            if (vdev_pool_set_limits_ex(p, lib, 0, 0, 0, NULL, &calls) == VDEV_OK &&
+                vdev_pool_set_limits_ex(p, dev, floor, ceil, 0, NULL, &calls) == VDEV_OK)
                 R.lib_cut_floor[gpu] = R.lib_cut_ceil[gpu] = 0;
             else
                 vdev_clear_error();
@@ -528,6 +536,14 @@ enum vdev_status vdev_runtime_card_charge(int gpu, int64_t delta)
     if (st == VDEV_OK)
         R.lib_bytes[gpu] = want;
     pthread_mutex_unlock(&R.lib_lock);
+    if (calls.n) {
+        /* a callback may leave an error of its own: the charge's stays */
+        char msg[512];
+        vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+        vdev_pool_calls_make(&calls);
+        if (st != VDEV_OK)
+            vdev_error(st, "%s", msg);
+    }
     return st;
 }
 

@@ -111,8 +111,11 @@ def set_memory_limits(device, floor=None, ceiling=None):
 
 def set_memory_priority(device, priority):
     """Sets a logical device's priority at run time: 'low', 'normal',
-    'high' or 'critical'. A device under pressure takes cached memory from
-    devices of strictly lower priority of its card."""
+    'high' or 'critical'. A device the card cannot serve takes cached memory
+    (empty regions above their floors) from the other devices of its card:
+    from those over a lowered ceiling first, then those of strictly lower
+    priority (lowest first), then those of equal or higher priority; live
+    memory is shared first come, and a floor is never given away."""
     code = priority_code(priority, "priority")
     _lib.check(lib.vdev_memory_set_priority(_lib.enc(device), code), _VALUE)
 
