@@ -61,3 +61,43 @@ def test_reshape_of_a_variable_is_a_value():
         loss = vdev.reduce_sum(r * 3. * r)
     v.assign([10., 20., 30., 40.])
     assert t.gradient(loss, v).numpy().tolist() == [6., 12., 18., 24.]
+
+
+def _in_use(device):
+    return vdev.config.experimental.get_memory_info(device)["current"]
+
+
+def test_persistent_tape_keeps_one_value():
+    # A persistent tape that lives on while a training loop updates the
+    # variable keeps the one value it read, not one per update (before: one
+    # more copy of v each step, until the persistent tape went).
+    with vdev.device("GPU:0"):
+        v = vdev.Variable(np.ones(1024, np.float32))
+        opt = vdev.optimizers.SGD(0.25)
+        with vdev.GradientTape(persistent=True) as keep:
+            kept = vdev.reduce_sum(v * v)
+        sizes = []
+        for _ in range(4):
+            with vdev.GradientTape() as t:
+                loss = vdev.reduce_sum(v * v)
+            g = t.gradient(loss, v)
+            opt.apply_gradients([(g, v)])
+            del g, t, loss
+            sizes.append(_in_use("GPU:0"))
+        assert sizes == sizes[:1] * 4
+        assert keep.gradient(kept, v).numpy().tolist() == [2.0] * 1024
+        del keep
+
+
+def test_add_saves_nothing():
+    # AddV2's and Sub's gradients read no input's value: a write after them
+    # saves no copy (before: the variable's value was copied).
+    with vdev.device("GPU:0"):
+        v = vdev.Variable(np.ones(1024, np.float32))
+        c = vdev.constant(np.full(1024, 3.0, np.float32))
+        with vdev.GradientTape() as t:
+            loss = vdev.reduce_sum(v + c) + vdev.reduce_sum(c - v * 2.0)
+        before = _in_use("GPU:0")
+        v.assign(np.zeros(1024, np.float32))
+        assert _in_use("GPU:0") == before
+        assert t.gradient(loss, v).numpy().tolist() == [-1.0] * 1024

@@ -23,6 +23,15 @@
  * computes only the paths between the target and the sources. The marks
  * live in a hash set beside the gradient map.
  *
+ * The values read. A record carries the versions of the tensors whose values
+ * its gradient reads, counted by the dispatcher before the op's kernel was
+ * queued (ops.h, in_read and in_ver); the tape gives those counts back when
+ * the record goes, so a value saved by a write in place (tensor.h, "values
+ * a tape read") lives as long as a record that needs it. The gradient uses
+ * the value each op read: the tensor itself while its version is unchanged,
+ * else the saved value; a version that moves while the gradient's kernels
+ * are queued (another thread's write) runs that gradient again (run_grad).
+ *
  * Tapes are checked handles (base/handles.h): ending a tape twice, or asking
  * an ended tape for gradients, is an error, not a use of freed memory. A tape
  * records on the thread that began it; another thread may neither end it nor
@@ -102,17 +111,11 @@ static enum vdev_status record(void *vtape, const struct vdev_op_record *r)
         t->nodes = nodes;
         t->cap = cap;
     }
-    struct vdev_op_record *k = &t->nodes[t->n++];
-    *k = *r;
-    k->in_read = 0;
+    /* with the reads the dispatcher counted (in_read, in_ver): released with it */
+    t->nodes[t->n++] = *r;
     for (int i = 0; i < r->n_in; i++) {
         vdev_tens_retain(r->in[i]);
         vdev_tens_retain(r->target[i]);
-        if (r->in[i]->is_variable) {
-            /* the value read, not the variable: see tensor.h */
-            k->in_ver[i] = vdev_tens_tape_read(vdev_tens_mut(r->in[i]));
-            k->in_read |= 1u << i;
-        }
     }
     vdev_tens_retain(r->out);
     return VDEV_OK;
@@ -124,10 +127,12 @@ static void release_nodes(struct tape *t)
         struct vdev_op_record *r = &t->nodes[k];
         for (int i = 0; i < r->n_in; i++) {
             if ((r->in_read >> i) & 1u)
-                vdev_tens_tape_unread(vdev_tens_mut(r->in[i]));
+                vdev_tens_tape_unread(r->in[i], r->in_ver[i]);
             vdev_tens_release(r->in[i]);
             vdev_tens_release(r->target[i]);
         }
+        if (r->in_read & VDEV_GRAD_OUT)
+            vdev_tens_tape_unread(r->out, r->in_ver[VDEV_KERNEL_MAX_IN]);
         vdev_tens_release(r->out);
     }
     t->n = 0;
@@ -262,6 +267,54 @@ static enum vdev_status accumulate(struct gmap *m, const struct vdev_tens *key,
     return VDEV_OK;
 }
 
+/* Read slot i of r: input i, or the output (VDEV_GRAD_OUT's bit). */
+static const struct vdev_tens *read_slot(const struct vdev_op_record *r, int i)
+{
+    return i == VDEV_KERNEL_MAX_IN ? r->out : r->in[i];
+}
+
+/* Runs r's gradient on the values its op read (tensor.h, "values a tape
+ * read"): a tensor written since the read gives the value saved before the
+ * write. Another thread's write may land after that choice and before the
+ * gradient's kernels are queued, so the versions are checked again once they
+ * are; the gradient then runs again with the saved values of those that
+ * moved (each time at least one more, so it ends). In the caller's scope:
+ * what a run that is dropped made goes with the scope. */
+static enum vdev_status run_grad(const struct vdev_op_def *def, const struct vdev_op_record *r,
+                                 struct vdev_grad_args *ga, struct vdev_tens **din)
+{
+    unsigned saved = 0; /* slots given the value saved for them */
+    for (;;) {
+        for (int i = 0; i <= VDEV_KERNEL_MAX_IN; i++) {
+            if (!((r->in_read >> i) & 1u) || ((saved >> i) & 1u))
+                continue;
+            const struct vdev_tens *x = read_slot(r, i);
+            const struct vdev_tens *v = vdev_tens_value_at(x, r->in_ver[i], def->name);
+            if (!v)
+                return vdev_last_status();
+            if (v != x)
+                saved |= 1u << i;
+            if (i == VDEV_KERNEL_MAX_IN)
+                ga->out = v;
+            else
+                ga->in[i] = v;
+        }
+        enum vdev_status st = def->grad(ga, din);
+        unsigned moved = 0;
+        for (int i = 0; i <= VDEV_KERNEL_MAX_IN; i++)
+            if (((r->in_read & ~saved) >> i) & 1u &&
+                vdev_tens_version(read_slot(r, i)) != r->in_ver[i])
+                moved |= 1u << i;
+        if (st != VDEV_OK || !moved)
+            return st;
+        for (int i = 0; i < r->n_in; i++)
+            if (din[i]) {
+                vdev_tens_drop(din[i]);
+                din[i] = NULL;
+            }
+    }
+}
+
 /* vdev_tape_gradient and vdev_tape_gradient_ex: `none` gives NULL instead of
  * zeros for a variable the loss does not reach; fn names the call. */
 static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
@@ -359,13 +412,6 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
             gmap_drop_unasked(&m, slot, r->out, vars, n_vars);
             continue;
         }
-        /* A variable written since the op read it: the value it read. */
-        for (int i = 0; i < r->n_in && st == VDEV_OK; i++)
-            if (((r->in_read >> i) & 1u) &&
-                !(ga.in[i] = vdev_tens_value_at(r->in[i], r->in_ver[i], def->name)))
-                st = vdev_last_status();
-        if (st != VDEV_OK)
-            break;
         ga.out = r->out;
         ga.dout = m.vals[slot];
         ga.p = r->p;
@@ -376,7 +422,7 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
             break;
         }
         vdev_placement_push_dev(r->dev);
-        st = def->grad(&ga, din);
+        st = run_grad(def, r, &ga, din);
         for (int i = 0; i < r->n_in; i++)
             if (din[i])
                 din[i]->kept = 1;

@@ -344,9 +344,13 @@ enum vdev_status vdev_ps_scatter(struct vdev_ps *ps, int s, const float *vals)
                                                     "parameter-server strategy uses it",
                               sh->var);
         struct vdev_backend *b = t->dev->backend;
+        /* a write in place, as any: a tape that read the variable keeps the
+         * value it read, and a stream still reading it (a lazy copy) goes first */
+        vdev_tens_write_begin(t, t->dev);
         enum vdev_status st = b->ops->copy_h2d(b->ctx, t->dev->bdev,
                                                (char *)t->data + sh->off * sizeof(float),
                                                vals + sh->at, sh->count * sizeof(float));
+        vdev_tens_write_end(t);
         if (st != VDEV_OK)
             return st;
         t->host_written = 0; /* partly written: not the host's contents alone */

@@ -162,6 +162,110 @@ static void drop_tmp(struct vdev_tens **tmp, int n)
             vdev_tens_drop(tmp[i]);
 }
 
+/* ---- the values a tape record reads (tensor.h, "values a tape read") ---- */
+
+/* Before the kernel of an op that a tape records is queued: for each input
+ * whose value the op's gradient reads, the read is counted at its owner's
+ * version (ver[i], bit i of *reads), so a later in-place write saves the value
+ * first. An input that cannot be counted (a write to it is under way on
+ * another thread, or a DLPack consumer may write it unseen) is copied on dev
+ * instead, and the kernel and the record read the copy: the same value. An
+ * input copied from another device is the op's own already. */
+static enum vdev_status track_reads(const struct vdev_op_def *def, struct vdev_ldev *dev,
+                                    const struct vdev_tens **use, struct vdev_tens **tmp,
+                                    int n, uint64_t *ver, unsigned *reads)
+{
+    unsigned todo = 0;
+    for (int i = 0; i < n; i++)
+        if (((def->grad_reads >> i) & 1u) && !tmp[i])
+            todo |= 1u << i;
+    for (int i = 0; i < n; i++) {
+        if (!((todo >> i) & 1u))
+            continue;
+        /* inputs of one owner (x * x) read one version, or one copy */
+        const struct vdev_tens *x = use[i], *o = x->base ? x->base : x;
+        unsigned same = 0;
+        int k = 0;
+        for (int j = i; j < n; j++)
+            if (((todo >> j) & 1u) && (use[j]->base ? use[j]->base : use[j]) == o) {
+                same |= 1u << j;
+                k++;
+            }
+        todo &= ~same;
+        uint64_t v;
+        if (vdev_tens_tape_read(x, k, &v)) {
+            for (int j = i; j < n; j++)
+                if ((same >> j) & 1u)
+                    ver[j] = v;
+            *reads |= same;
+            continue;
+        }
+        struct vdev_tens *c = vdev_tens_copy_to(x, dev);
+        if (!c)
+            return vdev_last_status();
+        tmp[i] = c;
+        use[i] = c;
+        for (int j = i + 1; j < n; j++) {
+            if (!((same >> j) & 1u))
+                continue;
+            if (use[j] != x && !(tmp[j] = vdev_tens_view(c, use[j]->shape, use[j]->ndim)))
+                return vdev_last_status();
+            use[j] = tmp[j] ? tmp[j] : c;
+        }
+    }
+    return VDEV_OK;
+}
+
+static void untrack_reads(const struct vdev_tens *const *use, int n, const struct vdev_tens *out,
+                          const uint64_t *ver, unsigned reads)
+{
+    for (int i = 0; i < n; i++)
+        if ((reads >> i) & 1u)
+            vdev_tens_tape_unread(use[i], ver[i]);
+    if (reads & VDEV_GRAD_OUT)
+        vdev_tens_tape_unread(out, ver[VDEV_KERNEL_MAX_IN]);
+}
+
+/* After the kernel was queued: an input written since its read was counted
+ * (another thread's write) may have been read before or after that write, so
+ * the kernel runs again into the same output (no one has it yet), on the
+ * values saved for the versions counted: the output and the gradient then
+ * see the same values. Without them (out of memory), as it ran. */
+static void rerun_if_written(struct vdev_ldev *dev, const struct vdev_op_def *def,
+                             struct vdev_kernel_args *ka, const struct vdev_tens *const *use,
+                             int n, const uint64_t *ver, unsigned reads)
+{
+    unsigned saved = 0;
+    for (int round = 0; round <= n; round++) {
+        unsigned moved = 0;
+        for (int i = 0; i < n; i++)
+            if (((reads & ~saved) >> i) & 1u && vdev_tens_version(use[i]) != ver[i])
+                moved |= 1u << i;
+        if (!moved)
+            return;
+        char msg[512];
+        enum vdev_status code = vdev_last_status();
+        vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+        const struct vdev_tens *val[VDEV_KERNEL_MAX_IN] = {0};
+        int ok = 1;
+        for (int i = 0; i < n; i++)
+            if ((moved >> i) & 1u) {
+                ok &= (val[i] = vdev_tens_value_at(use[i], ver[i], def->name)) != NULL;
+                if (val[i])
+                    ka->in[i] = val[i]->data;
+            }
+        if (ok)
+            dispatch(dev, def, ka);
+        for (int i = 0; i < n; i++)
+            if (val[i] && val[i] != use[i] && use[i]->base) /* a view made by value_at */
+                vdev_tens_drop(vdev_tens_mut(val[i]));
+        vdev_error(code, "%s", msg);
+        if (!ok)
+            return;
+        saved |= moved;
+    }
+}
+
 /* 0 (error set, or kept for a NULL input) unless the op gets n_in inputs. */
 static int check_inputs(const struct vdev_op_def *def, const struct vdev_tens *const *in, int n_in)
 {
@@ -187,16 +291,25 @@ struct vdev_tens *vdev_op_exec(enum vdev_op op, const struct vdev_tens *const *i
     /* An explicit copy (Identity) starts fresh data with no home. */
     int home = op == VDEV_OP_IDENTITY ? -1 : home_of(in, n_in);
     struct vdev_ldev *dev = vdev_placement_choose(devs, n_in, home);
+    /* recorded on the tape: an input needs a gradient */
+    int rec = 0;
+    if (vdev_tape_hook.tape && !(def->flags & VDEV_OP_NO_GRAD))
+        for (int i = 0; i < n_in; i++)
+            rec |= in[i]->requires_grad;
     const struct vdev_tens *use[VDEV_KERNEL_MAX_IN];
     struct vdev_tens *tmp[VDEV_KERNEL_MAX_IN] = {0};
-    uint64_t copied;
-    if (gather_inputs(def, dev, in, n_in, use, tmp, &copied) != VDEV_OK) {
+    uint64_t copied, ver[VDEV_KERNEL_MAX_IN + 1] = {0};
+    unsigned reads = 0;
+    if (gather_inputs(def, dev, in, n_in, use, tmp, &copied) != VDEV_OK ||
+        (rec && def->grad_reads && track_reads(def, dev, use, tmp, n_in, ver, &reads) != VDEV_OK)) {
+        untrack_reads(use, n_in, NULL, ver, reads);
         drop_tmp(tmp, n_in);
         return NULL;
     }
     struct vdev_kernel_args ka;
     vdev_kernel_args_fill(&ka, op, use, n_in, p);
     if (def->shape(&ka) != VDEV_OK || (def->check && def->check(in, &ka) != VDEV_OK)) {
+        untrack_reads(use, n_in, NULL, ver, reads);
         drop_tmp(tmp, n_in);
         return NULL;
     }
@@ -223,45 +336,52 @@ struct vdev_tens *vdev_op_exec(enum vdev_op op, const struct vdev_tens *const *i
             if (out->numel && dispatch(dev, def, &ka) != VDEV_OK) {
                 vdev_tens_drop(out);
                 out = NULL;
-            } else if (out->numel && dev->backend->ops->stream_position) {
+            } else if (out->numel) {
+                if (reads)
+                    rerun_if_written(dev, def, &ka, use, n_in, ver, reads);
                 /* a copy of out elsewhere waits for this op, not for what follows */
-                atomic_store_explicit(
-                    &out->produced_at,
-                    dev->backend->ops->stream_position(dev->backend->ctx, dev->bdev),
-                    memory_order_release);
+                if (dev->backend->ops->stream_position)
+                    atomic_store_explicit(
+                        &out->produced_at,
+                        dev->backend->ops->stream_position(dev->backend->ctx, dev->bdev),
+                        memory_order_release);
             }
         }
     }
     if (!out) {
+        untrack_reads(use, n_in, NULL, ver, reads);
         drop_tmp(tmp, n_in);
         return NULL;
     }
     out->home = (int16_t)home;
     vdev_placement_record((int)op, def->name, dev, home, copied);
 
-    if (vdev_tape_hook.tape && !(def->flags & VDEV_OP_NO_GRAD)) {
-        int needs = 0;
-        for (int i = 0; i < n_in; i++)
-            needs |= in[i]->requires_grad;
-        if (needs) {
-            out->requires_grad = 1;
-            struct vdev_op_record r;
-            memset(&r, 0, sizeof r);
-            r.op = op;
-            r.n_in = n_in;
-            for (int i = 0; i < n_in; i++) {
-                r.in[i] = use[i];
-                r.target[i] = in[i];
-            }
-            r.out = out;
-            if (p)
-                r.p = *p;
-            r.dev = dev;
-            if (vdev_tape_hook.record(vdev_tape_hook.tape, &r) != VDEV_OK) {
-                drop_tmp(tmp, n_in);
-                vdev_tens_drop(out);
-                return NULL;
-            }
+    if (rec) {
+        out->requires_grad = 1;
+        /* no one else has out yet: counted, unless it is copied in place */
+        if ((def->grad_reads & VDEV_GRAD_OUT) &&
+            vdev_tens_tape_read(out, 1, &ver[VDEV_KERNEL_MAX_IN]))
+            reads |= VDEV_GRAD_OUT;
+        struct vdev_op_record r;
+        memset(&r, 0, sizeof r);
+        r.op = op;
+        r.n_in = n_in;
+        for (int i = 0; i < n_in; i++) {
+            r.in[i] = use[i];
+            r.target[i] = in[i];
+            r.in_ver[i] = (reads >> i) & 1u ? ver[i] : 0;
+        }
+        r.in_ver[VDEV_KERNEL_MAX_IN] = reads & VDEV_GRAD_OUT ? ver[VDEV_KERNEL_MAX_IN] : 0;
+        r.in_read = reads; /* the record's now */
+        r.out = out;
+        if (p)
+            r.p = *p;
+        r.dev = dev;
+        if (vdev_tape_hook.record(vdev_tape_hook.tape, &r) != VDEV_OK) {
+            untrack_reads(use, n_in, out, ver, reads);
+            drop_tmp(tmp, n_in);
+            vdev_tens_drop(out);
+            return NULL;
         }
     }
     drop_tmp(tmp, n_in);
@@ -313,23 +433,23 @@ static enum vdev_status run_inplace(const struct vdev_op_def *def, struct vdev_t
     struct vdev_ldev *dev = in[0]->dev;
     for (int i = 0; i < n_in; i++)
         if (i != 1)
-            vdev_tens_before_write(in[i], dev);
+            vdev_tens_write_begin(in[i], dev);
     struct vdev_kernel_args ka;
     vdev_kernel_args_fill(&ka, (enum vdev_op)(def - vdev_op_defs), g->use, n_in, p);
     enum vdev_status st = def->shape(&ka);
-    if (st != VDEV_OK)
-        return st;
-    /* The written operands are the inputs themselves. */
-    for (int i = 0; i < n_in && i < VDEV_KERNEL_MAX_OUT; i++)
-        ka.out[i] = in[i]->data;
+    if (st == VDEV_OK) {
+        /* The written operands are the inputs themselves. */
+        for (int i = 0; i < n_in && i < VDEV_KERNEL_MAX_OUT; i++)
+            ka.out[i] = in[i]->data;
+        for (int i = 0; i < n_in; i++)
+            if (i != 1)
+                in[i]->host_written = 0;
+        if (in[0]->numel)
+            st = dispatch(dev, def, &ka);
+    }
     for (int i = 0; i < n_in; i++)
         if (i != 1)
-            in[i]->host_written = 0;
-    if (in[0]->numel)
-        st = dispatch(dev, def, &ka);
-    for (int i = 0; i < n_in; i++)
-        if (i != 1)
-            vdev_tens_after_write(in[i]);
+            vdev_tens_write_end(in[i]);
     if (st == VDEV_OK)
         vdev_placement_record((int)(def - vdev_op_defs), def->name, dev,
                               home_of((const struct vdev_tens *const *)in, n_in), g->copied);

@@ -15,7 +15,10 @@
  *   5. run the kernel on the device's stream: the backend's own kernel when it
  *      has a kernel table (CUDA), else the host kernel via submit_host;
  *   6. record the op (placement summary, log, audit) and, when a tape is
- *      recording and an input needs a gradient, on the tape. */
+ *      recording and an input needs a gradient, on the tape; for such an op
+ *      the reads of the inputs whose values its gradient reads (grad_reads)
+ *      are counted before step 5, so that a later write in place keeps the
+ *      value read (tensor.h, "values a tape read"). */
 #ifndef VDEV_OPS_H
 #define VDEV_OPS_H
 
@@ -62,12 +65,22 @@ struct vdev_op_def {
     vdev_kernel_fn ref;     /* reference kernel: plain loops */
     vdev_kernel_fn host;    /* (optional) faster host kernel; default: ref */
     vdev_grad_fn grad;      /* NULL only with VDEV_OP_NO_GRAD */
+    /* Bit i: grad reads input i's values, not only its shape (Mul reads both,
+     * RealDiv b, Relu and Log x; AddV2, Sub, Identity, Reshape, Sum read
+     * none); VDEV_GRAD_OUT: it reads the output's (Tanh, Exp, RealDiv...).
+     * Only those reads are counted for the tape (tensor.h, "values a tape
+     * read"): a write to a tensor that no gradient reads saves nothing, and
+     * the gradient cannot fail for want of its value. */
+    unsigned grad_reads;
     /* (optional) default: none. Checks of input values that no shape rule
      * sees (labels in range), run after the shape rule on the inputs as the
      * caller passed them; it reads them on the host where their backend
      * allows (cpu, sim) and accepts them unread elsewhere (CUDA). */
     enum vdev_status (*check)(const struct vdev_tens *const *in, const struct vdev_kernel_args *a);
 };
+
+/* grad_reads' bit for the output, after the inputs'. */
+#define VDEV_GRAD_OUT (1u << VDEV_KERNEL_MAX_IN)
 
 /* The table, indexed by enum vdev_op (ops_table.c). */
 extern const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT];
@@ -128,10 +141,13 @@ struct vdev_op_record {
     struct vdev_tens *out;
     struct vdev_op_params p;
     struct vdev_ldev *dev;  /* where it ran: its gradient runs there too */
-    /* Set by the tape: bit i when in[i] is a variable whose read it counted
-     * (vdev_tens_tape_read), and the version read. */
+    /* Bit i when the dispatcher counted the read of in[i] (the op's
+     * grad_reads, vdev_tens_tape_read, before the kernel was queued), and the
+     * version read; VDEV_GRAD_OUT and in_ver[VDEV_KERNEL_MAX_IN] for out.
+     * The tape's to drop (vdev_tens_tape_unread) with the record once its
+     * record() succeeds; the dispatcher's when that fails. */
     unsigned in_read;
-    uint32_t in_ver[VDEV_KERNEL_MAX_IN];
+    uint64_t in_ver[VDEV_KERNEL_MAX_IN + 1];
 };
 /* Thread-local: the recording tape and how it records. */
 struct vdev_tape_hook {

@@ -7,11 +7,13 @@
 
 #include <string.h>
 
-#define FWD(ID, NAME, N, SHAPEFN, REF, GRADFN)                                                     \
-    [ID] = {.name = NAME, .n_in = N, .flags = 0, .shape = SHAPEFN, .ref = REF, .grad = GRADFN}
-#define FWD_FAST(ID, NAME, N, SHAPEFN, REF, FAST, GRADFN)                                          \
+/* READS: the op's grad_reads (ops.h), the inputs whose values its gradient reads. */
+#define FWD(ID, NAME, N, SHAPEFN, REF, GRADFN, READS)                                              \
+    [ID] = {.name = NAME, .n_in = N, .flags = 0, .shape = SHAPEFN, .ref = REF, .grad = GRADFN,     \
+            .grad_reads = READS}
+#define FWD_FAST(ID, NAME, N, SHAPEFN, REF, FAST, GRADFN, READS)                                   \
     [ID] = {.name = NAME, .n_in = N, .flags = 0, .shape = SHAPEFN, .ref = REF, .host = FAST,       \
-            .grad = GRADFN}
+            .grad = GRADFN, .grad_reads = READS}
 #define NOGRAD_FAST(ID, NAME, N, SHAPEFN, REF, FAST)                                               \
     [ID] = {.name = NAME, .n_in = N, .flags = VDEV_OP_NO_GRAD, .shape = SHAPEFN, .ref = REF,       \
             .host = FAST}
@@ -21,50 +23,51 @@
 const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
     [VDEV_OP_MATMUL] = {.name = "MatMul", .n_in = 2, .shape = vdev_shape_matmul,
                         .ref = vdev_ref_matmul, .host = vdev_host_matmul,
-                        .grad = vdev_grad_matmul},
+                        .grad = vdev_grad_matmul, .grad_reads = 3},
     FWD_FAST(VDEV_OP_ADD, "AddV2", 2, vdev_shape_broadcast_b, vdev_ref_add, vdev_fast_add,
-             vdev_grad_add),
+             vdev_grad_add, 0),
     FWD_FAST(VDEV_OP_SUB, "Sub", 2, vdev_shape_broadcast_b, vdev_ref_sub, vdev_fast_sub,
-             vdev_grad_sub),
+             vdev_grad_sub, 0),
     FWD_FAST(VDEV_OP_MUL, "Mul", 2, vdev_shape_broadcast_b, vdev_ref_mul, vdev_fast_mul,
-             vdev_grad_mul),
+             vdev_grad_mul, 3),
     FWD_FAST(VDEV_OP_DIV, "RealDiv", 2, vdev_shape_broadcast_b, vdev_ref_div, vdev_fast_div,
-             vdev_grad_div),
+             vdev_grad_div, 2 | VDEV_GRAD_OUT),
     FWD_FAST(VDEV_OP_ADD_SCALAR, "AddScalar", 1, vdev_shape_same_as_in0, vdev_ref_add_scalar,
-             vdev_fast_add_scalar, vdev_grad_add_scalar),
+             vdev_fast_add_scalar, vdev_grad_add_scalar, 0),
     FWD_FAST(VDEV_OP_MUL_SCALAR, "MulScalar", 1, vdev_shape_same_as_in0, vdev_ref_mul_scalar,
-             vdev_fast_mul_scalar, vdev_grad_mul_scalar),
+             vdev_fast_mul_scalar, vdev_grad_mul_scalar, 0),
     FWD(VDEV_OP_POW_SCALAR, "PowScalar", 1, vdev_shape_same_as_in0, vdev_ref_pow_scalar,
-        vdev_grad_pow_scalar),
+        vdev_grad_pow_scalar, 1),
     FWD_FAST(VDEV_OP_RELU, "Relu", 1, vdev_shape_same_as_in0, vdev_ref_relu, vdev_fast_relu,
-             vdev_grad_relu),
+             vdev_grad_relu, 1),
     FWD_FAST(VDEV_OP_TANH, "Tanh", 1, vdev_shape_same_as_in0, vdev_ref_tanh, vdev_fast_tanh,
-             vdev_grad_tanh),
+             vdev_grad_tanh, VDEV_GRAD_OUT),
     FWD_FAST(VDEV_OP_SIGMOID, "Sigmoid", 1, vdev_shape_same_as_in0, vdev_ref_sigmoid,
-             vdev_fast_sigmoid, vdev_grad_sigmoid),
+             vdev_fast_sigmoid, vdev_grad_sigmoid, VDEV_GRAD_OUT),
     FWD_FAST(VDEV_OP_EXP, "Exp", 1, vdev_shape_same_as_in0, vdev_ref_exp, vdev_fast_exp,
-             vdev_grad_exp),
+             vdev_grad_exp, VDEV_GRAD_OUT),
     FWD_FAST(VDEV_OP_LOG, "Log", 1, vdev_shape_same_as_in0, vdev_ref_log, vdev_fast_log,
-             vdev_grad_log),
+             vdev_grad_log, 1),
     FWD(VDEV_OP_SOFTMAX, "Softmax", 1, vdev_shape_same_as_in0, vdev_ref_softmax,
-        vdev_grad_softmax),
+        vdev_grad_softmax, VDEV_GRAD_OUT),
     FWD(VDEV_OP_LOG_SOFTMAX, "LogSoftmax", 1, vdev_shape_same_as_in0, vdev_ref_log_softmax,
-        vdev_grad_log_softmax),
-    FWD(VDEV_OP_SUM, "Sum", 1, vdev_shape_reduce, vdev_ref_sum, vdev_grad_sum),
-    FWD(VDEV_OP_MEAN, "Mean", 1, vdev_shape_reduce, vdev_ref_mean, vdev_grad_mean),
+        vdev_grad_log_softmax, VDEV_GRAD_OUT),
+    FWD(VDEV_OP_SUM, "Sum", 1, vdev_shape_reduce, vdev_ref_sum, vdev_grad_sum, 0),
+    FWD(VDEV_OP_MEAN, "Mean", 1, vdev_shape_reduce, vdev_ref_mean, vdev_grad_mean, 0),
     [VDEV_OP_RESHAPE] = {.name = "Reshape", .n_in = 1, .flags = VDEV_OP_VIEW,
                          .shape = vdev_shape_reshape, .ref = vdev_ref_identity,
-                         .grad = vdev_grad_reshape},
+                         .grad = vdev_grad_reshape, .grad_reads = 0},
     FWD(VDEV_OP_TRANSPOSE, "Transpose", 1, vdev_shape_transpose, vdev_ref_transpose,
-        vdev_grad_transpose),
+        vdev_grad_transpose, 0),
     FWD_FAST(VDEV_OP_MSE, "MeanSquaredError", 2, vdev_shape_scalar_loss, vdev_ref_mse,
-             vdev_fast_mse, vdev_grad_mse),
+             vdev_fast_mse, vdev_grad_mse, 3),
     [VDEV_OP_SOFTMAX_CE] = {.name = "SparseSoftmaxCrossEntropyWithLogits", .n_in = 2,
                             .shape = vdev_shape_softmax_ce, .ref = vdev_ref_softmax_ce,
-                            .grad = vdev_grad_softmax_ce, .check = vdev_check_ce_labels},
+                            .grad = vdev_grad_softmax_ce, .grad_reads = 3,
+                            .check = vdev_check_ce_labels},
     NOGRAD(VDEV_OP_ARGMAX, "ArgMax", 1, vdev_shape_argmax, vdev_ref_argmax),
     FWD_FAST(VDEV_OP_IDENTITY, "Identity", 1, vdev_shape_identity, vdev_ref_identity,
-             vdev_fast_identity, vdev_grad_identity),
+             vdev_fast_identity, vdev_grad_identity, 0),
     NOGRAD_FAST(VDEV_OP_RELU_GRAD, "ReluGrad", 2, vdev_shape_same_as_in0, vdev_ref_relu_grad,
                 vdev_fast_relu_grad),
     NOGRAD(VDEV_OP_TANH_GRAD, "TanhGrad", 2, vdev_shape_same_as_in0, vdev_ref_tanh_grad),
@@ -90,7 +93,7 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
                              .shape = vdev_shape_update, .ref = vdev_ref_adam_update,
                              .host = vdev_fast_adam_update},
     FWD_FAST(VDEV_OP_SQRT, "Sqrt", 1, vdev_shape_same_as_in0, vdev_ref_sqrt, vdev_fast_sqrt,
-             vdev_grad_sqrt),
+             vdev_grad_sqrt, VDEV_GRAD_OUT),
 };
 
 /* ---- the public ops ---- */

@@ -11,7 +11,10 @@
  * while a kDLCPU export of a simulated GPU's memory lives, every later write
  * to that memory by vdev (ops in place, assign, optimizer updates) waits for
  * the stream too (vdev_tens_after_write), as its consumer has no stream to
- * wait on: it reads the memory when it likes.
+ * wait on: it reads the memory when it likes. The consumer's writes bump no
+ * version (tensor.h, "values a tape read"), so while any export lives, an op
+ * that a tape records reads a copy of the memory when its gradient reads the
+ * value (exec.c, counted in the owner's `exports`).
  *
  * Import makes a CPU:0 tensor. Compact, row-major, 4-byte aligned host memory
  * is wrapped without copying: the tensor owns no block, and its last
@@ -48,6 +51,7 @@ static void export_deleter(DLManagedTensor *m)
     struct export *e = m->manager_ctx;
     if (e->host)
         atomic_fetch_sub(&e->owner->host_exports, 1);
+    atomic_fetch_sub(&e->owner->exports, 1);
     vdev_tens_release(e->owner);
     free(e);
     atomic_fetch_sub(&live_exports, 1);
@@ -62,22 +66,28 @@ VDEV_API enum vdev_status vdev_tensor_to_dlpack(vdev_tensor_t *h, struct DLManag
     if (!t)
         return vdev_last_status();
     struct vdev_ldev *dev = t->dev;
-    /* The consumer reads the memory as soon as it has it, and may write it:
-     * another stream still reading it (a lazy copy) finishes first. */
-    vdev_tens_before_write(t, NULL);
-    enum vdev_status st = vdev_backend_synchronize(dev->backend, dev->bdev);
-    if (st != VDEV_OK)
-        return st;
+    struct vdev_tens *owner = t->base ? t->base : t;
     struct export *e = calloc(1, sizeof *e);
     if (!e)
         return vdev_error(VDEV_ERR_OOM, "vdev_tensor_to_dlpack: out of host memory");
+    /* The consumer reads the memory as soon as it has it, and may write it:
+     * another stream still reading it (a lazy copy) finishes first. Counted
+     * first, so a tape's read from now on is of a copy (exec.c). */
+    atomic_fetch_add(&owner->exports, 1);
+    vdev_tens_before_write(t, NULL);
+    enum vdev_status st = vdev_backend_synchronize(dev->backend, dev->bdev);
+    if (st != VDEV_OK) {
+        atomic_fetch_sub(&owner->exports, 1);
+        free(e);
+        return st;
+    }
     int64_t stride = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         e->shape[i] = t->shape[i];
         e->strides[i] = stride;
         stride *= t->shape[i];
     }
-    e->owner = t->base ? t->base : t;
+    e->owner = owner;
     vdev_tens_retain(e->owner);
     DLTensor *d = &e->m.dl_tensor;
     d->data = t->data ? t->data : (void *)(uintptr_t)no_elements;

@@ -170,10 +170,11 @@ static struct vdev_tens *tens_struct(struct vdev_ldev *dev, enum vdev_dtype dtyp
     atomic_init(&t->lazy_reader, (int16_t)-1);
     atomic_init(&t->produced_at, UINT64_MAX);
     atomic_init(&t->host_exports, 0);
-    atomic_init(&t->version, 0u);
-    atomic_init(&t->read_version, 0u);
-    atomic_init(&t->tape_reads, 0);
+    atomic_init(&t->version, (uint64_t)0);
+    t->tape_readers = 0;
     t->snaps = NULL;
+    atomic_init(&t->exports, 0);
+    atomic_init(&t->writing, 0);
     t->is_variable = t->requires_grad = t->kept = t->host_written = 0;
     atomic_init(&t->scope_thread, (uintptr_t)0);
     t->scope_depth = -1;
@@ -181,8 +182,10 @@ static struct vdev_tens *tens_struct(struct vdev_ldev *dev, enum vdev_dtype dtyp
     return t;
 }
 
-struct vdev_tens *vdev_tens_new(struct vdev_ldev *dev, enum vdev_dtype dtype,
-                                const int64_t *shape, int ndim)
+/* vdev_tens_new; quiet: out of memory is no OOM event (report, trace), as
+ * for a copy that a write may go on without (save_value). */
+static struct vdev_tens *tens_new(struct vdev_ldev *dev, enum vdev_dtype dtype,
+                                  const int64_t *shape, int ndim, int quiet)
 {
     if (vdev_shape_check(shape, ndim) != VDEV_OK)
         return NULL;
@@ -196,6 +199,10 @@ struct vdev_tens *vdev_tens_new(struct vdev_ldev *dev, enum vdev_dtype dtype,
     if (t->bytes) {
         struct vdev_block blk;
         if (vdev_alloc_malloc(dev->alloc, t->bytes, &blk) != VDEV_OK) {
+            if (quiet) {
+                vdev_handle_release(&vdev_tens_table, t);
+                return NULL;
+            }
             char sh[96], msg[512];
             const char *detail = strstr(vdev_last_error(), ": ");
             vdev_strlcpy(msg, detail ? detail + 2 : vdev_last_error(), sizeof msg);
@@ -217,6 +224,12 @@ struct vdev_tens *vdev_tens_new(struct vdev_ldev *dev, enum vdev_dtype dtype,
     }
     vdev_tens_scope_add(t);
     return t;
+}
+
+struct vdev_tens *vdev_tens_new(struct vdev_ldev *dev, enum vdev_dtype dtype,
+                                const int64_t *shape, int ndim)
+{
+    return tens_new(dev, dtype, shape, ndim, 0);
 }
 
 struct vdev_tens *vdev_tens_wrap(struct vdev_ldev *dev, enum vdev_dtype dtype,
@@ -261,16 +274,12 @@ void vdev_tens_mark_read_by(const struct vdev_tens *t, const struct vdev_ldev *r
                               memory_order_relaxed);
 }
 
-static void save_for_tapes(struct vdev_tens *var, const struct vdev_ldev *writer);
+static void new_version(struct vdev_tens *owner, const struct vdev_ldev *writer, int begin);
 
-void vdev_tens_before_write(const struct vdev_tens *t, const struct vdev_ldev *writer)
+static void before_write(const struct vdev_tens *t, const struct vdev_ldev *writer, int begin)
 {
     struct vdev_tens *owner = vdev_tens_mut(t->base ? t->base : t);
-    if (owner->is_variable) {
-        if (atomic_load_explicit(&owner->tape_reads, memory_order_acquire) > 0)
-            save_for_tapes(owner, writer);
-        atomic_fetch_add_explicit(&owner->version, 1u, memory_order_acq_rel);
-    }
+    new_version(owner, writer, begin);
     /* who writes it next is not the op that made it: copies wait for all */
     atomic_store_explicit(&owner->produced_at, UINT64_MAX, memory_order_release);
     int xs = atomic_exchange_explicit(&owner->lazy_reader, (int16_t)-1, memory_order_acq_rel);
@@ -287,6 +296,23 @@ void vdev_tens_before_write(const struct vdev_tens *t, const struct vdev_ldev *w
     } else {
         vdev_backend_synchronize(reader->backend, reader->bdev);
     }
+}
+
+void vdev_tens_before_write(const struct vdev_tens *t, const struct vdev_ldev *writer)
+{
+    before_write(t, writer, 0);
+}
+
+void vdev_tens_write_begin(const struct vdev_tens *t, const struct vdev_ldev *writer)
+{
+    before_write(t, writer, 1);
+}
+
+void vdev_tens_write_end(const struct vdev_tens *t)
+{
+    const struct vdev_tens *owner = t->base ? t->base : t;
+    atomic_fetch_sub_explicit(&vdev_tens_mut(owner)->writing, 1, memory_order_release);
+    vdev_tens_after_write(t);
 }
 
 void vdev_tens_after_write(const struct vdev_tens *t)
@@ -323,23 +349,34 @@ static void free_block(struct vdev_tens *t)
 
 /* ---- values a tape read (tensor.h) ---- */
 
+/* A version of an owner that live tape records read, and was written since. */
 struct vdev_snap {
-    uint32_t version;
-    struct vdev_tens *value; /* the library's reference; NULL: could not be kept */
+    uint64_t version;
+    int readers;             /* the live records that read it */
+    struct vdev_tens *value; /* saved before the write (the library's reference);
+                                NULL: could not be kept */
     struct vdev_snap *next;
 };
 
-/* Guards every variable's snaps list (rarely taken: only when a variable
- * that a live tape read is written, and when the last such record goes). */
-static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The tape locks: an owner's version, tape_readers and snaps change under
+ * the lock its address picks (one of 64), which no one holds while taking
+ * another. A writer holds it while it queues the copy of the value it saves
+ * (allocation, no OOM report), never while it waits for a stream. */
+#define TL PTHREAD_MUTEX_INITIALIZER
+#define TL8 TL, TL, TL, TL, TL, TL, TL, TL
+static pthread_mutex_t tape_locks[64] = {TL8, TL8, TL8, TL8, TL8, TL8, TL8, TL8};
+#undef TL8
+#undef TL
 
-static struct vdev_snap *take_snaps(struct vdev_tens *var)
+static pthread_mutex_t *tape_lock(const struct vdev_tens *owner)
 {
-    pthread_mutex_lock(&snap_lock);
-    struct vdev_snap *s = var->snaps;
-    var->snaps = NULL;
-    pthread_mutex_unlock(&snap_lock);
-    return s;
+    uint64_t h = (uint64_t)((uintptr_t)owner >> 4) * 0x9e3779b97f4a7c15ull;
+    return &tape_locks[h >> 58];
+}
+
+static struct vdev_tens *owner_of(const struct vdev_tens *t)
+{
+    return vdev_tens_mut(t->base ? t->base : t);
 }
 
 static void free_snaps(struct vdev_snap *s)
@@ -353,78 +390,124 @@ static void free_snaps(struct vdev_snap *s)
     }
 }
 
-uint32_t vdev_tens_tape_read(struct vdev_tens *var)
+int vdev_tens_tape_read(const struct vdev_tens *t, int n, uint64_t *version)
 {
-    atomic_fetch_add_explicit(&var->tape_reads, 1, memory_order_acq_rel);
-    uint32_t v = atomic_load_explicit(&var->version, memory_order_acquire);
-    atomic_store_explicit(&var->read_version, v, memory_order_release);
-    return v;
-}
-
-void vdev_tens_tape_unread(struct vdev_tens *var)
-{
-    struct vdev_snap *s = NULL;
-    pthread_mutex_lock(&snap_lock);
-    if (atomic_fetch_sub_explicit(&var->tape_reads, 1, memory_order_acq_rel) == 1) {
-        s = var->snaps;
-        var->snaps = NULL;
+    struct vdev_tens *o = owner_of(t);
+    pthread_mutex_t *l = tape_lock(o);
+    pthread_mutex_lock(l);
+    int counted = !atomic_load_explicit(&o->writing, memory_order_acquire) &&
+                  !atomic_load_explicit(&o->exports, memory_order_acquire);
+    if (counted) {
+        *version = atomic_load_explicit(&o->version, memory_order_relaxed);
+        o->tape_readers += n;
     }
-    pthread_mutex_unlock(&snap_lock);
-    free_snaps(s);
+    pthread_mutex_unlock(l);
+    return counted;
 }
 
-/* Before a write to var, which a live tape record read: saves the value
- * being overwritten, unless no record read this version or it is saved
- * already. Out of memory, the entry says so (value NULL) and the gradient
- * that needs it fails; the write goes on. */
-static void save_for_tapes(struct vdev_tens *var, const struct vdev_ldev *writer)
+void vdev_tens_tape_unread(const struct vdev_tens *t, uint64_t version)
 {
-    uint32_t v = atomic_load_explicit(&var->version, memory_order_acquire);
-    if (atomic_load_explicit(&var->read_version, memory_order_acquire) != v)
-        return;
-    pthread_mutex_lock(&snap_lock);
-    struct vdev_snap *s = var->snaps;
-    while (s && s->version != v)
-        s = s->next;
-    if (!s && atomic_load_explicit(&var->tape_reads, memory_order_acquire) > 0 &&
-        (s = malloc(sizeof *s)) != NULL) {
-        s->version = v;
-        /* a copy on var's stream, queued before the write; the library's own */
-        struct vdev_tens *c = vdev_tens_copy_to(var, var->dev);
-        if (c) {
-            vdev_tens_disown(c);
-            if (writer != var->dev) /* the host or another stream writes: wait for the copy */
-                vdev_backend_synchronize(var->dev->backend, var->dev->bdev);
+    struct vdev_tens *o = owner_of(t);
+    struct vdev_snap *gone = NULL;
+    pthread_mutex_t *l = tape_lock(o);
+    pthread_mutex_lock(l);
+    if (atomic_load_explicit(&o->version, memory_order_relaxed) == version) {
+        o->tape_readers--;
+    } else { /* an earlier version's entry (none when it could not be made) */
+        for (struct vdev_snap **p = &o->snaps; *p; p = &(*p)->next)
+            if ((*p)->version == version) {
+                if (--(*p)->readers == 0) {
+                    gone = *p;
+                    *p = gone->next;
+                    gone->next = NULL;
+                }
+                break;
+            }
+    }
+    pthread_mutex_unlock(l);
+    free_snaps(gone);
+}
+
+static enum vdev_status copy_contents(const struct vdev_tens *src, struct vdev_tens *dst,
+                                      int fresh);
+
+/* A copy of o on its own stream, queued now, or NULL: out of memory is no
+ * error of the write that needs it, so the thread's error stays as it was
+ * and no OOM event is raised (the gradient that needs the value says so). */
+static struct vdev_tens *save_value(const struct vdev_tens *o)
+{
+    char msg[512];
+    enum vdev_status code = vdev_last_status();
+    vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+    vdev_tensor_op_tag = "SavedForTape";
+    struct vdev_tens *c = tens_new(o->dev, o->dtype, o->shape, o->ndim, 1);
+    if (c && copy_contents(o, c, 1) != VDEV_OK) {
+        vdev_tens_drop(c);
+        c = NULL;
+    }
+    if (c)
+        vdev_tens_disown(c);
+    vdev_error(code, "%s", msg);
+    return c;
+}
+
+/* Before a write to owner (see vdev_tens_before_write): the next version;
+ * the value first when live records read this one. A writer other than
+ * owner's stream (the host, another stream) waits for that copy. begin: the
+ * write is under way until vdev_tens_write_end. */
+static void new_version(struct vdev_tens *o, const struct vdev_ldev *writer, int begin)
+{
+    pthread_mutex_t *l = tape_lock(o);
+    pthread_mutex_lock(l);
+    if (begin)
+        atomic_fetch_add_explicit(&o->writing, 1, memory_order_relaxed);
+    uint64_t v = atomic_load_explicit(&o->version, memory_order_relaxed);
+    int wait = 0;
+    if (o->tape_readers > 0) {
+        struct vdev_snap *s = malloc(sizeof *s);
+        if (s) {
+            s->version = v;
+            s->readers = o->tape_readers;
+            s->value = save_value(o);
+            s->next = o->snaps;
+            o->snaps = s;
+            wait = s->value && (!writer || writer->backend != o->dev->backend ||
+                                writer->bdev != o->dev->bdev);
         }
-        s->value = c;
-        s->next = var->snaps;
-        var->snaps = s;
+        o->tape_readers = 0;
     }
-    pthread_mutex_unlock(&snap_lock);
+    atomic_store_explicit(&o->version, v + 1, memory_order_seq_cst);
+    pthread_mutex_unlock(l);
+    if (wait)
+        vdev_backend_synchronize(o->dev->backend, o->dev->bdev);
 }
 
-const struct vdev_tens *vdev_tens_value_at(const struct vdev_tens *var, uint32_t version,
+const struct vdev_tens *vdev_tens_value_at(const struct vdev_tens *t, uint64_t version,
                                            const char *op)
 {
-    if (atomic_load_explicit(&var->version, memory_order_acquire) == version)
-        return var;
+    struct vdev_tens *o = owner_of(t);
+    if (atomic_load_explicit(&o->version, memory_order_seq_cst) == version)
+        return t;
     const struct vdev_tens *value = NULL;
-    pthread_mutex_lock(&snap_lock);
-    for (const struct vdev_snap *s = var->snaps; s; s = s->next)
+    pthread_mutex_t *l = tape_lock(o);
+    pthread_mutex_lock(l);
+    for (const struct vdev_snap *s = o->snaps; s; s = s->next)
         if (s->version == version) {
             value = s->value;
             break;
         }
-    pthread_mutex_unlock(&snap_lock);
-    if (!value) {
-        char sh[96];
-        vdev_error(VDEV_ERR_OOM,
-                   "%s read a variable of shape%s on %s that was written before the gradient "
-                   "was asked for, and its value then could not be kept (out of memory); end "
-                   "the tape or take the gradients before updating the variable",
-                   op, vdev_shape_str(var->shape, var->ndim, sh, sizeof sh), var->dev->long_name);
-    }
-    return value;
+    pthread_mutex_unlock(l);
+    if (value) /* kept by the caller's record; a view's value has the view's shape */
+        return t->base ? vdev_tens_view(value, t->shape, t->ndim) : value;
+    char sh[96];
+    vdev_error(VDEV_ERR_OOM,
+               "%s read a %s of shape%s on %s that was written before the gradient was asked "
+               "for, and its value then could not be kept (out of memory); end the tape or take "
+               "the gradients before updating the %s",
+               op, o->is_variable ? "variable" : "tensor",
+               vdev_shape_str(t->shape, t->ndim, sh, sizeof sh), o->dev->long_name,
+               o->is_variable ? "variable" : "tensor");
+    return NULL;
 }
 
 void vdev_tens_release(const struct vdev_tens *ct)
@@ -433,8 +516,10 @@ void vdev_tens_release(const struct vdev_tens *ct)
     if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
         return;
     VDEV_DEBUG_ASSERT(!atomic_load_explicit(&t->scope_thread, memory_order_relaxed));
-    if (t->snaps) /* saved for tapes whose records are all gone (a race with a write) */
-        free_snaps(take_snaps(t));
+    if (t->snaps) { /* none while records hold t; freed all the same */
+        free_snaps(t->snaps);
+        t->snaps = NULL;
+    }
     if (t->base)
         vdev_tens_release(t->base);
     else if (t->ext_release)
@@ -567,14 +652,16 @@ static int copy_may_be_lazy(const struct vdev_tens *src, const struct vdev_ldev 
 }
 
 /* Copies src's contents into dst's memory (same bytes), ordered on both
- * streams. */
-static enum vdev_status copy_contents(const struct vdev_tens *src, struct vdev_tens *dst)
+ * streams. fresh: dst was just made, so nothing else reads or writes it. */
+static enum vdev_status copy_contents(const struct vdev_tens *src, struct vdev_tens *dst,
+                                      int fresh)
 {
     if (!src->bytes)
         return VDEV_OK;
     struct vdev_ldev *s = src->dev, *d = dst->dev;
     enum vdev_status st;
-    vdev_tens_before_write(dst, d);
+    if (!fresh)
+        vdev_tens_write_begin(dst, d); /* vdev_assign ends it */
     if (s->backend == d->backend && s->bdev != d->bdev && copy_may_be_lazy(src, d)) {
         /* after the op that wrote src, not after all its stream's work */
         const struct vdev_tens *owner = src->base ? src->base : src;
@@ -607,7 +694,7 @@ struct vdev_tens *vdev_tens_copy_to(const struct vdev_tens *t, struct vdev_ldev 
     if (!c)
         return NULL;
     uint64_t t0 = vdev_observe_on() ? vdev_observe_now() : 0;
-    if (copy_contents(t, c) != VDEV_OK) {
+    if (copy_contents(t, c, 1) != VDEV_OK) {
         vdev_tens_drop(c);
         return NULL;
     }
@@ -672,7 +759,8 @@ VDEV_API enum vdev_status vdev_assign(vdev_tensor_t *hvar, const vdev_tensor_t *
     if (value->dev != var->dev)
         vdev_placement_record_copy(value->dev, var->dev, value->bytes);
     var->host_written = 0;
-    enum vdev_status st = copy_contents(value, var);
-    vdev_tens_after_write(var);
+    enum vdev_status st = copy_contents(value, var, 0);
+    if (value->bytes)
+        vdev_tens_write_end(var); /* begun by copy_contents */
     return st;
 }

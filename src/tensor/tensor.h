@@ -59,11 +59,14 @@ struct vdev_tens {
                                        it was queued; UINT64_MAX: unknown (all work so far) */
     _Atomic int host_exports;       /* live DLPack exports of this memory as host memory
                                        (the owner's count: dlpack.c) */
-    /* Values a tape read (variables only; see "values a tape read" below). */
-    _Atomic uint32_t version;       /* writes so far */
-    _Atomic uint32_t read_version;  /* the version a tape record read last */
-    _Atomic int tape_reads;         /* live tape records that read it */
-    struct vdev_snap *snaps;        /* values saved before a write (snap_lock) */
+    /* Values a tape read (the owner's; see "values a tape read" below). */
+    _Atomic uint64_t version;       /* in-place writes so far (vdev_tens_before_write) */
+    int tape_readers;               /* live tape records that read the current version
+                                       (under its tape lock) */
+    struct vdev_snap *snaps;        /* earlier versions that live records read, each with
+                                       its readers and saved value (under its tape lock) */
+    _Atomic int exports;            /* live DLPack exports of its memory (dlpack.c) */
+    _Atomic int writing;            /* writes begun and not yet queued (vdev_tens_write_begin) */
     uint8_t is_variable;
     uint8_t requires_grad;
     uint8_t kept;                   /* vdev_keep() called in the current scope */
@@ -162,11 +165,21 @@ struct vdev_tens *vdev_tens_publish(struct vdev_tens *t);
 /* Notes that the stream of device `reader` reads t's memory. */
 void vdev_tens_mark_read_by(const struct vdev_tens *t, const struct vdev_ldev *reader);
 /* Before a write to t's memory is queued on the stream of `writer` (NULL: the
- * host, or code outside vdev, writes it): waits, on that stream (or on the
- * host), for a stream that may still be reading t after a lazy copy. Every
- * path that writes into an existing tensor calls it: in-place ops,
- * vdev_assign, collectives, DLPack export. */
+ * host, or code outside vdev, writes it): bumps the version of t's owner,
+ * first saving its value when live tape records read it (see "values a tape
+ * read" below; the copy's failure leaves the thread's error as it was), and
+ * waits, on that stream (or on the host), for a stream that may still be
+ * reading t after a lazy copy. Every path that writes into an existing
+ * tensor calls it: in-place ops, vdev_assign, collectives, the parameter
+ * server's pulls, DLPack export. */
 void vdev_tens_before_write(const struct vdev_tens *t, const struct vdev_ldev *writer);
+/* vdev_tens_before_write for a write that says when it is queued, by
+ * vdev_tens_write_end (which also does vdev_tens_after_write): until then, a
+ * tape's read of t is of a copy, since it may come before or after the
+ * write (exec.c). Paths that can, use these: in-place ops, vdev_assign, the
+ * parameter server's pulls. */
+void vdev_tens_write_begin(const struct vdev_tens *t, const struct vdev_ldev *writer);
+void vdev_tens_write_end(const struct vdev_tens *t);
 /* After a write to t was queued: when t's memory is exported to another
  * framework as host memory (a simulated GPU's, dlpack.c), waits for t's
  * stream, since such a consumer has no stream to wait on and reads at once. */
@@ -174,24 +187,40 @@ void vdev_tens_after_write(const struct vdev_tens *t);
 
 /* ---- values a tape read (tensor.c) ----
  *
- * A tape keeps the inputs of the ops it records, and a variable among them
- * may be written in place (vdev_assign, an optimizer step, a collective)
- * before the tape is asked for gradients. TensorFlow's gradients use the
- * value the op read, as PyTorch's do, so the first write to a variable after
- * a live tape record read it saves that value first: a copy on the variable's
- * device, ordered before the write, kept until no live record holds the
- * variable. The record notes the version it read; the gradient takes the
- * variable itself while the version is unchanged, else the saved copy. A
- * program that ends its tape before it updates, as training loops do, never
- * pays for a copy. */
-/* A live tape record reads variable var: counts it and returns var's version. */
-uint32_t vdev_tens_tape_read(struct vdev_tens *var);
-/* A record that read var is gone; the last one frees var's saved values. */
-void vdev_tens_tape_unread(struct vdev_tens *var);
-/* The value var had at `version`: var itself while unchanged, else the copy
- * saved before the write; NULL with VDEV_ERR_OOM, naming `op`, when that copy
- * could not be made. */
-const struct vdev_tens *vdev_tens_value_at(const struct vdev_tens *var, uint32_t version,
+ * A tape keeps the inputs of the ops it records, and one of them may be
+ * written in place (vdev_assign, an optimizer step, a collective) before the
+ * tape is asked for gradients. TensorFlow's gradients use the value the op
+ * read, as PyTorch's do. So every tensor that owns memory (a view's base) has
+ * a version, bumped by each in-place write (vdev_tens_before_write), and a
+ * count of the live tape records that read each version: the dispatcher
+ * counts a read (vdev_tens_tape_read) before the op's kernel is queued, for
+ * the inputs whose values the op's gradient reads (vdev_op_def.grad_reads),
+ * and the tape drops it (vdev_tens_tape_unread) when the record goes. A
+ * write to a version that live records read first saves its value, a copy
+ * on the tensor's device queued before the write, which goes when the last
+ * of those records goes; a write to a version that no record read saves
+ * nothing. The gradient takes the tensor itself while its version is the
+ * one read, else the saved copy (vdev_tens_value_at). A program that ends
+ * its tape before it updates, as training loops do, never pays for a copy.
+ * Versions and counts are under a lock per owner (a striped table), taken
+ * only while a tape records or when a tensor is written in place. */
+/* Before the kernel that reads t for a live tape record is queued: counts n
+ * reads of the version t's owner has now (*version) and returns 1; or counts
+ * nothing and returns 0 while a write to it is under way (write_begin) or a
+ * DLPack export of it lives, when the caller reads a copy of t instead. */
+int vdev_tens_tape_read(const struct vdev_tens *t, int n, uint64_t *version);
+/* The record that read t at `version` is gone; the last one frees the value
+ * saved for it. */
+void vdev_tens_tape_unread(const struct vdev_tens *t, uint64_t version);
+/* The version of t's owner now. */
+static inline uint64_t vdev_tens_version(const struct vdev_tens *t)
+{
+    return atomic_load_explicit(&(t->base ? t->base : t)->version, memory_order_acquire);
+}
+/* The value t had at `version`: t itself while unchanged, else the copy
+ * saved before the write (a view of it, in the current scope, for a view);
+ * NULL with VDEV_ERR_OOM, naming `op`, when that copy could not be made. */
+const struct vdev_tens *vdev_tens_value_at(const struct vdev_tens *t, uint64_t version,
                                            const char *op);
 
 /* The device where a new tensor with no inputs goes. */
