@@ -179,12 +179,14 @@ void vdev_coll_comm_free(struct vdev_coll_comm *c);
 /* NCCL's part of that choice (nccl.c): VDEV_OK with *out when NCCL serves
  * devs; VDEV_ERR_INVALID_ARG for a bad list of devices; else
  * VDEV_ERR_UNSUPPORTED, no error set, the reason logged once where there is
- * one to give (logical devices of one GPU, no library, no room). */
+ * one to give (logical devices of one GPU, no library, no room, a GPU that
+ * has an NCCL communicator already). */
 enum vdev_status vdev_coll_nccl_make(struct vdev_ldev *const *devs, int n,
                                      struct vdev_coll_comm **out);
 /* One line on the collectives of the GPU backend, for `vdev devices`:
- * "NCCL 2.21.5 (libnccl.so.2) for ranks on distinct physical GPUs; vdev's
- * ring for logical devices of one GPU", or "vdev's ring (why not NCCL)".
+ * "NCCL 2.21.5 (libnccl.so.2) for ranks on distinct physical GPUs, one
+ * communicator per GPU; vdev's ring for logical devices of one GPU and for
+ * further communicators", or "vdev's ring (why not NCCL)".
  * Returns 1 when NCCL can serve. Loads the library. */
 int vdev_coll_library_status(char *buf, size_t cap);
 

@@ -23,7 +23,16 @@
  * logical GPUs of a backend with a collective library, each on a physical GPU
  * of its own, and the library loads; otherwise the ring does, and the reason
  * is logged once (as TensorFlow warns "NCCL is not supported when using
- * virtual GPUs, fallingback to reduction to one device" (sic)). */
+ * virtual GPUs, fallingback to reduction to one device" (sic)). The plugin
+ * also refuses a communicator with a rank on a GPU where another NCCL
+ * communicator is open (two, driven from different threads, can deadlock):
+ * the ring serves that one too, logged the same way ("NCCL cannot serve this
+ * communicator (NCCL: CUDA GPU 0 already has an NCCL communicator, ...)").
+ *
+ * Shutdown. A library communicator still open when the runtime shuts down
+ * goes with the backend (the plugin aborts and frees it); nothing here
+ * touches it afterwards (runtime_live), so freeing the communicator later
+ * only frees vdev's own state. */
 #include "coll/ring.h"
 
 #include <stdio.h>
@@ -102,6 +111,8 @@ static void nccl_destroy(void *ctx)
         return;
     if (N->lib && runtime_live(N))
         N->b->ops->coll_close(N->b->ctx, N->lib); /* waits for the ranks' streams */
+    /* else the backend went with the runtime, and freed N->lib with it */
+    N->lib = NULL;
     uncharge(N);
     vdev_ring_destroy(N->sync);
     pthread_mutex_destroy(&N->lock);
@@ -313,8 +324,9 @@ int vdev_coll_library_status(char *buf, size_t cap)
     char line[200];
     int ok = b->ops->coll_library(b->ctx, line, sizeof line);
     if (ok)
-        snprintf(buf, cap, "%s for ranks on distinct physical GPUs; vdev's ring for logical "
-                           "devices of one GPU",
+        snprintf(buf, cap, "%s for ranks on distinct physical GPUs, one communicator per GPU; "
+                           "vdev's ring for logical devices of one GPU and for further "
+                           "communicators",
                  line);
     else
         snprintf(buf, cap, "vdev's ring (%s)", line);

@@ -13,7 +13,11 @@
  * call k + 2 once every rank has left it. A wait lasts at most 60 s (a
  * violation: a rank never came). ncclCommAbort fails every wait of its
  * clique at once. Group calls are kept per thread, as NCCL keeps them, and
- * run in order at the outermost ncclGroupEnd. */
+ * run in order at the outermost ncclGroupEnd. A communicator's buffers are
+ * taken as NCCL 2.22+ takes them: at ncclCommInitAll when
+ * NCCL_RUNTIME_CONNECT is 0, else (NCCL's default, 1) at the communicator's
+ * first collective, when the ranks connect (read at every ncclCommInitAll;
+ * NCCL reads it once per process). */
 #define _GNU_SOURCE
 #include "stub_cuda.h"
 #include "stub_nccl.h"
@@ -138,6 +142,7 @@ struct ncclComm {
     struct clique *q;
     int rank;
     uint64_t seq;              /* its next collective */
+    int connected;             /* its buffers are taken (at init, or its first collective) */
 };
 
 static struct {
@@ -253,13 +258,15 @@ EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devl
     pthread_mutex_lock(&lock);
     uint64_t bytes = st.cfg.buffer_bytes;
     pthread_mutex_unlock(&lock);
+    const char *rc = getenv("NCCL_RUNTIME_CONNECT");
+    int eager = rc && strtoll(rc, NULL, 0) == 0;
     int took = 0;
-    for (; took < ndev; took++) {
+    for (; took < ndev && eager; took++) {
         int r = drv.take(devlist[took], (long long)bytes);
         if (r != 0)
             break;
     }
-    if (took < ndev) {
+    if (eager && took < ndev) {
         for (int i = 0; i < took; i++)
             drv.take(devlist[i], -(long long)bytes);
         return ncclUnhandledCudaError;
@@ -280,11 +287,11 @@ EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devl
                 free(comms[j]);
             pthread_cond_destroy(&q->cond);
             free(q);
-            for (int j = 0; j < ndev; j++)
+            for (int j = 0; j < ndev && eager; j++)
                 drv.take(devlist[j], -(long long)bytes);
             return ncclSystemError;
         }
-        *c = (struct ncclComm){COMM_MAGIC, q, i, 0};
+        *c = (struct ncclComm){COMM_MAGIC, q, i, 0, eager};
         comms[i] = c;
     }
     pthread_mutex_lock(&lock);
@@ -298,7 +305,8 @@ EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devl
 static void comm_drop(struct ncclComm *c)
 {
     struct clique *q = c->q;
-    drv.take(q->devs[c->rank], -(long long)st.cfg.buffer_bytes);
+    if (c->connected)
+        drv.take(q->devs[c->rank], -(long long)st.cfg.buffer_bytes);
     c->magic = 0;
     c->q = NULL;
     free(c);
@@ -447,6 +455,14 @@ static ncclResult_t run_op(const struct op *o)
         return ncclInvalidArgument;
     }
     struct clique *q = c->q;
+    if (!c->connected) {
+        /* the first collective connects the rank: its buffers now */
+        if (drv.take(q->devs[c->rank], (long long)st.cfg.buffer_bytes) != 0) {
+            pthread_mutex_unlock(&lock);
+            return ncclUnhandledCudaError;
+        }
+        c->connected = 1;
+    }
     uint64_t seq = c->seq++;
     struct slot *s = &q->slot[seq % 2];
     struct timespec dl;

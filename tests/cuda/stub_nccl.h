@@ -4,8 +4,10 @@
  * The stand-in exports the NCCL functions the CUDA plugin resolves
  * (src/backend/cuda/nccl_abi.h) and works on the stand-in driver's memory
  * and streams (stub_cuda.h's vdev_stub_lib_* functions): ncclCommInitAll
- * makes one communicator per GPU of a clique and takes buffer_bytes of each
- * GPU's memory (cuMemGetInfo shows it); a collective reads every rank's
+ * makes one communicator per GPU of a clique, each of which takes
+ * buffer_bytes of its GPU's memory (cuMemGetInfo shows it) when NCCL 2.22+
+ * would: at ncclCommInitAll with NCCL_RUNTIME_CONNECT=0, else at its first
+ * collective (NCCL's default); a collective reads every rank's
  * buffers and writes the results, as work on each rank's stream, checked for
  * races like any other stream work, once every rank has made its part (a
  * rank's call blocks until then: the collective runs when its last rank

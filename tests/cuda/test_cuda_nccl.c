@@ -187,8 +187,9 @@ static void test_public(void)
     CHECK_OK(vdev_init());
     char status[512];
     CHECK(vdev_coll_library_status(status, sizeof status) == 1);
-    CHECK_STR(status, "NCCL 2.27.3 (libnccl.so.2) for ranks on distinct physical GPUs; vdev's "
-                      "ring for logical devices of one GPU");
+    CHECK_STR(status, "NCCL 2.27.3 (libnccl.so.2) for ranks on distinct physical GPUs, one "
+                      "communicator per GPU; vdev's ring for logical devices of one GPU and "
+                      "for further communicators");
     struct vdev_memory_limits l0, l1;
     CHECK_OK(vdev_memory_get_limits("GPU:0", &l0));
     const char *devs[2] = {"GPU:0", "GPU:1"};

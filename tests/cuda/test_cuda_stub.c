@@ -24,6 +24,8 @@
  *    under its own name, and a later copy works;
  *  - cuBLAS is not mapped until the first non-empty product; empty products
  *    load nothing; threads of two GPUs arriving at once load it once;
+ *  - every entry leaves the caller's current context as it found it (none,
+ *    or another GPU's);
  *  - the stand-in's own rules catch what they should (a race, a bad map). */
 #define _GNU_SOURCE
 #include "check.h"
@@ -533,6 +535,77 @@ static void test_lazy_cublas(void)
     expect_clean("products", 1);
 }
 
+/* ---- the caller's current context ---- */
+
+static void noop_host(void *arg) { (void)arg; }
+
+/* Every entry leaves the calling thread's current context as it found it:
+ * none, or another GPU's (what CuPy or PyTorch on the same thread work on). */
+static void test_caller_context(void)
+{
+    stub_setup(2, 4 * GiB, 13000, 0, 0, 0);
+    struct vdev_backend b;
+    stub_open_backend(&b);
+    if (!b.ops)
+        return;
+    CUresult (*get)(CUcontext *), (*set)(CUcontext), (*retain)(CUcontext *, CUdevice);
+    CUresult (*release)(CUdevice);
+    *(void **)&get = dlsym(stub_handle, "cuCtxGetCurrent");
+    *(void **)&set = dlsym(stub_handle, "cuCtxSetCurrent");
+    *(void **)&retain = dlsym(stub_handle, "cuDevicePrimaryCtxRetain");
+    *(void **)&release = dlsym(stub_handle, "cuDevicePrimaryCtxRelease_v2");
+    CHECK(get && set && retain && release);
+    if (!get || !set || !retain || !release)
+        return;
+    CUcontext gpu1 = NULL, now = NULL;
+    CHECK(retain(&gpu1, 1) == CUDA_SUCCESS);
+    for (int round = 0; round < 2; round++) {
+        CUcontext want = round ? gpu1 : NULL;
+        CHECK(set(want) == CUDA_SUCCESS);
+        int kept = 0, calls = 0;
+#define KEPT(call)                                                                                 \
+    do {                                                                                           \
+        call;                                                                                      \
+        calls++;                                                                                   \
+        kept += get(&now) == CUDA_SUCCESS && now == want;                                          \
+        if (now != want)                                                                           \
+            check_fail(__FILE__, __LINE__, "%s changed the current context", #call);             \
+    } while (0)
+        uint64_t f = 0, t = 0, held = 0;
+        void *mem = NULL, *ev = NULL;
+        int q = -1;
+        float h[64] = {1};
+        KEPT(CHECK_OK(b.ops->mem_info(b.ctx, 0, &f, &t)));
+        KEPT(CHECK_OK(b.ops->stream_open(b.ctx, 0, VDEV_PRIORITY_HIGH, &q, &held)));
+        KEPT(CHECK_OK(b.ops->reserve(b.ctx, q, 2 * MiB, &mem)));
+        KEPT(CHECK_OK(b.ops->extend(b.ctx, q, mem, 2 * MiB, 4 * MiB)));
+        KEPT(CHECK_OK(b.ops->copy_h2d(b.ctx, q, mem, h, sizeof h)));
+        KEPT(CHECK_OK(b.ops->fill(b.ctx, q, (char *)mem + 4096, 7, 64)));
+        KEPT(CHECK_OK(b.ops->copy_d2d(b.ctx, q, (char *)mem + 8192, q, mem, sizeof h)));
+        KEPT(CHECK_OK(b.ops->copy_d2h(b.ctx, q, h, mem, sizeof h)));
+        KEPT(CHECK_OK(b.ops->submit_host(b.ctx, q, noop_host, NULL, 0)));
+        KEPT(CHECK_OK(b.ops->event_record(b.ctx, q, &ev)));
+        KEPT(CHECK_OK(b.ops->stream_wait_event(b.ctx, 0, ev)));
+        KEPT((void)b.ops->event_done(b.ctx, ev));
+        KEPT(b.ops->event_wait(b.ctx, ev));
+        KEPT(b.ops->event_drop(b.ctx, ev));
+        struct vdev_kernel_args ka = matmul_args(mem, 0, 8, 8); /* empty: no cuBLAS */
+        KEPT(CHECK_OK(b.ops->run_kernel(b.ctx, q, &ka)));
+        KEPT(CHECK_OK(b.ops->synchronize(b.ctx, q)));
+        KEPT(b.ops->release(b.ctx, q, mem, 4 * MiB));
+        KEPT(b.ops->stream_close(b.ctx, q));
+#undef KEPT
+        CHECK(kept == calls);
+        CHECK(h[0] == 1.0f);
+    }
+    /* the backend's destroy too (gpu1 is still current) */
+    vdev_backend_destroy(&b);
+    CHECK(get(&now) == CUDA_SUCCESS && now == gpu1);
+    CHECK(set(NULL) == CUDA_SUCCESS);
+    CHECK(release(1) == CUDA_SUCCESS);
+    expect_clean("the caller's context", 1);
+}
+
 /* ---- the stand-in's own rules ---- */
 
 static void test_stub_rules(void)
@@ -635,6 +708,7 @@ int main(void)
     test_peer_copy();
     test_fill_and_staging();
     test_lazy_cublas();
+    test_caller_context();
     check_fresh(NULL);
     S.setup(NULL);
     return check_done();

@@ -102,6 +102,7 @@ struct cu_region {
 };
 
 struct cu_dev;
+struct cu_coll;
 
 /* A stream of a GPU: the GPU's own one (index = the GPU's), or one opened
  * for a logical device (stream_open), each with what a kernel launch needs
@@ -118,6 +119,10 @@ struct cu_stream {
     pthread_mutex_t copy_lock;   /* the staging buffers of host copies (made on first use) */
     void *stage[2];
     CUevent stage_ev[2];
+    /* Collectives (cuda_nccl.c), under its GPU's mem_lock: */
+    CUevent coll_ev;              /* after the last collective queued on it (NULL: none yet) */
+    int coll_pending;             /* coll_ev recorded and not yet waited for */
+    struct cu_stream *coll_next;  /* in its GPU's coll_streams while coll_pending */
 };
 
 struct cu_event {
@@ -144,8 +149,8 @@ struct cu_dev {
     struct cu_region *regions;
     uint64_t streams_held;    /* device memory of its streams (scratch, workspaces) */
     uint64_t coll_held;       /* device memory of NCCL communicators on it */
-    CUevent coll_ev;          /* after the last collective queued on it (NULL: none yet) */
-    int coll_pending;         /* coll_ev recorded and not yet seen passed */
+    int nccl_comms;           /* NCCL communicators with a rank on it (at most one) */
+    struct cu_stream *coll_streams; /* its streams with a collective pending (coll_next) */
 
     pthread_mutex_t ev_lock; /* event free list */
     struct cu_event *ev_free;
@@ -161,6 +166,8 @@ struct cu_ctx {
      * the runtime calls while no other thread uses that stream. */
     struct cu_stream *qs[VDEV_CU_MAX_QUEUES];
     unsigned char *own_taken; /* n: the GPU's own stream is handed out */
+    pthread_mutex_t coll_lock; /* colls */
+    struct cu_coll *colls;     /* the NCCL communicators open (cuda_nccl.c) */
 };
 
 /* The stream of index q, and its GPU. */
@@ -224,6 +231,9 @@ void vdev_cu_events_destroy(struct cu_dev *d);
  * before its memory is mapped or unmapped (an NCCL kernel that waits for its
  * peers must not be held up behind a driver call that synchronizes). */
 void vdev_cu_coll_drain_locked(struct cu_dev *d);
+/* Takes stream s off its GPU's list of streams with a collective pending
+ * (d's mem_lock held), before s is freed. */
+void vdev_cu_coll_forget_locked(struct cu_dev *d, struct cu_stream *s);
 
 /* ---- collectives (cuda_nccl.c) ---- */
 
@@ -233,5 +243,11 @@ enum vdev_status vdev_cu_coll_run(void *vctx, void *comm, int rank,
                                   const struct vdev_backend_coll *call);
 void vdev_cu_coll_abort(void *vctx, void *comm);
 void vdev_cu_coll_close(void *vctx, void *comm);
+/* Sets NCCL_RUNTIME_CONNECT=0 unless the environment has it (once per
+ * process, at the plugin's first open, before any NCCL call). */
+void vdev_cu_nccl_env_init(void);
+/* Aborts and frees every NCCL communicator still open (cu_destroy, before
+ * the streams go): nothing may use them afterwards. */
+void vdev_cu_coll_destroy_all(struct cu_ctx *c);
 
 #endif /* VDEV_CUDA_INTERNAL_H */

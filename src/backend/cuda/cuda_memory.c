@@ -19,9 +19,12 @@
  * Collectives. An NCCL kernel queued on a GPU spins until its peers' kernels
  * run; a driver call that maps or unmaps memory on that GPU while it spins
  * may wait behind it. So before any map or unmap on a GPU, the collectives
- * queued on it are waited for (coll_ev: after the last one cuda_nccl.c
- * queued); every rank of a collective has queued its part before any rank
- * returns from the call (src/coll/nccl.c), so the wait ends.
+ * queued on it are waited for: every stream of the GPU that ran one since
+ * the last wait is on the GPU's list (coll_streams), each with an event
+ * after its own last collective (coll_ev: one per stream, so a collective
+ * on one stream is never hidden by a later one on another); every rank of a
+ * collective has queued its part before any rank returns from the call
+ * (src/coll/nccl.c), so the wait ends.
  *
  * Every failure leaves things as they were: a chunk that was created but
  * could not be mapped, or mapped but not made accessible, is undone before
@@ -98,10 +101,25 @@ void vdev_cu_region_free(struct cu_dev *d, struct cu_region *r)
 
 void vdev_cu_coll_drain_locked(struct cu_dev *d)
 {
-    if (!d->coll_pending)
-        return;
-    vdev_cu.cuEventSynchronize(d->coll_ev); /* an error: nothing left to wait for either */
-    d->coll_pending = 0;
+    while (d->coll_streams) {
+        struct cu_stream *s = d->coll_streams;
+        d->coll_streams = s->coll_next;
+        s->coll_next = NULL;
+        if (s->coll_pending) /* an error: nothing left to wait for either */
+            vdev_cu.cuEventSynchronize(s->coll_ev);
+        s->coll_pending = 0;
+    }
+}
+
+void vdev_cu_coll_forget_locked(struct cu_dev *d, struct cu_stream *s)
+{
+    for (struct cu_stream **p = &d->coll_streams; *p; p = &(*p)->coll_next)
+        if (*p == s) {
+            *p = s->coll_next;
+            break;
+        }
+    s->coll_next = NULL;
+    s->coll_pending = 0;
 }
 
 enum vdev_status vdev_cu_reserve(void *vctx, int dev, uint64_t bytes, void **base)

@@ -19,11 +19,37 @@
  * region of vdev's is mapped meanwhile, and reported as held (the runtime
  * takes it out of the card's budget).
  *
+ * That measure holds because NCCL allocates its buffers inside
+ * ncclCommInitAll: since NCCL 2.22 it connects the ranks, and allocates most
+ * of its buffers, at a communicator's first collective instead, unless
+ * NCCL_RUNTIME_CONNECT=0. So the plugin's first open sets
+ * NCCL_RUNTIME_CONNECT=0 (setenv without overwrite: a value the user set
+ * stays), before any NCCL call; NCCL reads it once per process, so a process
+ * that used NCCL before vdev keeps what NCCL read then. A user who sets it to
+ * 1 gets a warning at the first communicator: what NCCL takes at the first
+ * collective is not measured, and not in the cards' budgets (a charge after
+ * the fact would come from inside a rank's call, where the memory is taken
+ * already and a budget that cannot hold it can only be overrun).
+ *
+ * One per GPU. NCCL is not safe with communicators of one GPU driven from
+ * different threads (NCCL's "Thread Safety": they can deadlock, each one's
+ * kernels spinning for peers queued behind the other's). coll_open refuses
+ * (VDEV_ERR_UNSUPPORTED, saying which GPU) a communicator with a rank on a
+ * GPU where another NCCL communicator is open; src/coll/nccl.c then lets
+ * vdev's ring serve it and logs why.
+ *
+ * The backend keeps its open communicators in a list (cu_ctx colls):
+ * cu_destroy aborts and frees those still open, before the streams go, so a
+ * runtime shut down with a communicator open leaves no NCCL communicator,
+ * buffer or proxy thread behind; src/coll/nccl.c never closes a communicator
+ * of a runtime that was shut down (its runtime_live).
+ *
  * Calls. coll_run queues one rank's part on the rank's stream (vdev's stream
  * of the logical device) inside ncclGroupStart/ncclGroupEnd, one NCCL call
  * per buffer (an all-reduce of a strategy's gradients is one group), and
  * checks ncclCommGetAsyncError; then it records an event on the stream after
- * the collective (coll_ev of the GPU), which cuda_memory.c waits for before
+ * the collective (the stream's coll_ev; the stream goes on its GPU's list of
+ * streams with a collective pending), which cuda_memory.c waits for before
  * it maps or unmaps memory there. All-reduce is ncclFloat32 with ncclSum or
  * ncclAvg; broadcast and all-gather move bytes (ncclUint8), whatever the
  * element type. coll_abort ends every rank's NCCL work with ncclCommAbort,
@@ -37,6 +63,8 @@
 #include "backend/cuda/nccl_abi.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define NCCL_SONAME "libnccl.so.2"
@@ -59,6 +87,39 @@ static struct {
 static pthread_mutex_t nccl_lock = PTHREAD_MUTEX_INITIALIZER;
 static int nccl_state;        /* 0 not tried, 1 loaded, -1 failed */
 static char nccl_line[256];   /* "NCCL 2.21.5 (libnccl.so.2)", or why not */
+static int env_done;          /* vdev_cu_nccl_env_init ran (nccl_lock) */
+static int lazy_warned;       /* the NCCL_RUNTIME_CONNECT warning was given (nccl_lock) */
+
+#define RUNTIME_CONNECT "NCCL_RUNTIME_CONNECT"
+
+void vdev_cu_nccl_env_init(void)
+{
+    pthread_mutex_lock(&nccl_lock);
+    if (!env_done)
+        setenv(RUNTIME_CONNECT, "0", 0); /* 0: the user's value, if any, stays */
+    env_done = 1;
+    pthread_mutex_unlock(&nccl_lock);
+}
+
+/* Warns once when the environment makes NCCL connect at the first
+ * collective (NCCL_RUNTIME_CONNECT other than 0; NCCL's default when unset,
+ * which the plugin's open does not leave). */
+static void warn_lazy_connect(void)
+{
+    const char *v = getenv(RUNTIME_CONNECT);
+    if (!v || strtoll(v, NULL, 0) == 0)
+        return;
+    pthread_mutex_lock(&nccl_lock);
+    int first = !lazy_warned;
+    lazy_warned = 1;
+    pthread_mutex_unlock(&nccl_lock);
+    if (first)
+        fprintf(stderr,
+                "vdev: warning: %s=%s: NCCL connects its ranks, and allocates most of its "
+                "buffers, at a communicator's first collective, after vdev measured what it "
+                "took; those buffers are not in the cards' budgets (unset it, or set it to 0)\n",
+                RUNTIME_CONNECT, v);
+}
 
 static int resolve_locked(void *h, const char *name);
 
@@ -156,11 +217,14 @@ int vdev_cu_coll_library(void *vctx, char *buf, size_t cap)
 struct cu_coll {
     int n;
     ncclComm_t *comms;     /* n; NULL once aborted (lock) */
-    struct cu_stream **s;  /* n: each rank's stream */
+    struct cu_stream **s;  /* n: each rank's stream (gone at cu_destroy: see dev) */
+    struct cu_dev **dev;   /* n: each rank's GPU */
     uint64_t *held;        /* n: device memory NCCL took on each rank's GPU */
     unsigned char *busy;   /* n: the rank's thread is inside coll_run (lock) */
     pthread_mutex_t lock;
     int aborted;
+    int counted;           /* counted in its GPUs' nccl_comms */
+    struct cu_coll *next;  /* in the backend's list (cu_ctx colls, coll_lock) */
 };
 
 static void coll_free(struct cu_coll *c)
@@ -170,6 +234,7 @@ static void coll_free(struct cu_coll *c)
     pthread_mutex_destroy(&c->lock);
     free(c->comms);
     free(c->s);
+    free(c->dev);
     free(c->held);
     free(c->busy);
     free(c);
@@ -182,20 +247,36 @@ static void abort_rank(struct cu_coll *c, int i)
     ncclComm_t nc = c->comms[i];
     c->comms[i] = NULL;
     pthread_mutex_unlock(&c->lock);
-    if (nc && vdev_cu_use_ctx(c->s[i]->d) == CUDA_SUCCESS)
+    if (nc && vdev_cu_use_ctx(c->dev[i]) == CUDA_SUCCESS)
         nccl.abort(nc); /* ends its queued work, frees the comm and its memory */
 }
 
-/* Gives the held bytes of c back to its GPUs' accounting. */
+/* Gives c's GPUs back: the held bytes to their accounting, and their place
+ * for another NCCL communicator. */
 static void coll_unhold(struct cu_coll *c)
 {
     for (int i = 0; i < c->n; i++) {
-        struct cu_dev *d = c->s[i]->d;
+        struct cu_dev *d = c->dev[i];
         pthread_mutex_lock(&d->mem_lock);
         d->coll_held -= c->held[i];
+        d->nccl_comms -= c->counted;
         pthread_mutex_unlock(&d->mem_lock);
         c->held[i] = 0;
     }
+    c->counted = 0;
+}
+
+/* Takes c off the backend's list. */
+static void coll_unlist(struct cu_ctx *cc, struct cu_coll *c)
+{
+    pthread_mutex_lock(&cc->coll_lock);
+    for (struct cu_coll **p = &cc->colls; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    c->next = NULL;
+    pthread_mutex_unlock(&cc->coll_lock);
 }
 
 enum vdev_status vdev_cu_coll_open(void *vctx, const int *qs, int n, void **out, uint64_t *held)
@@ -217,15 +298,17 @@ enum vdev_status vdev_cu_coll_open(void *vctx, const int *qs, int n, void **out,
     if (c) {
         c->comms = calloc((size_t)n, sizeof *c->comms);
         c->s = calloc((size_t)n, sizeof *c->s);
+        c->dev = calloc((size_t)n, sizeof *c->dev);
         c->held = calloc((size_t)n, sizeof *c->held);
         c->busy = calloc((size_t)n, 1);
     }
     int *devlist = malloc((size_t)n * sizeof *devlist);
     size_t *before = malloc((size_t)n * sizeof *before);
-    if (!c || !c->comms || !c->s || !c->held || !c->busy || !devlist || !before) {
+    if (!c || !c->comms || !c->s || !c->dev || !c->held || !c->busy || !devlist || !before) {
         if (c) {
             free(c->comms);
             free(c->s);
+            free(c->dev);
             free(c->held);
             free(c->busy);
         }
@@ -236,29 +319,40 @@ enum vdev_status vdev_cu_coll_open(void *vctx, const int *qs, int n, void **out,
     }
     pthread_mutex_init(&c->lock, NULL);
     c->n = n;
+    warn_lazy_connect();
     /* The ranks' GPUs in index order, so that two opens never lock crosswise. */
     struct cu_ctx *cc = vctx;
     for (int i = 0; i < n; i++) {
         c->s[i] = vdev_cu_q(vctx, qs[i]);
-        devlist[i] = c->s[i]->d->index;
+        c->dev[i] = c->s[i]->d;
+        devlist[i] = c->dev[i]->index;
     }
     for (int g = 0; g < cc->n; g++)
         for (int i = 0; i < n; i++)
             if (devlist[i] == g)
                 pthread_mutex_lock(&cc->devs[g].mem_lock);
+    /* A GPU with an NCCL communicator already: none more (see the top). */
+    int taken = -1;
+    for (int i = 0; i < n && taken < 0; i++)
+        if (c->dev[i]->nccl_comms > 0)
+            taken = devlist[i];
     CUresult cr = CUDA_SUCCESS;
+    ncclResult_t r = ncclSuccess;
     size_t total;
-    for (int i = 0; i < n && cr == CUDA_SUCCESS; i++)
-        if ((cr = vdev_cu_use_ctx(c->s[i]->d)) == CUDA_SUCCESS)
+    for (int i = 0; i < n && cr == CUDA_SUCCESS && taken < 0; i++)
+        if ((cr = vdev_cu_use_ctx(c->dev[i])) == CUDA_SUCCESS)
             cr = vdev_cu.cuMemGetInfo(&before[i], &total);
-    ncclResult_t r = cr == CUDA_SUCCESS ? nccl.init_all(c->comms, n, devlist) : ncclSuccess;
-    for (int i = 0; i < n && cr == CUDA_SUCCESS && r == ncclSuccess; i++) {
+    if (cr == CUDA_SUCCESS && taken < 0)
+        r = nccl.init_all(c->comms, n, devlist);
+    for (int i = 0; i < n && cr == CUDA_SUCCESS && r == ncclSuccess && taken < 0; i++) {
         size_t after = 0;
-        struct cu_dev *d = c->s[i]->d;
+        struct cu_dev *d = c->dev[i];
         if (vdev_cu_use_ctx(d) == CUDA_SUCCESS &&
             vdev_cu.cuMemGetInfo(&after, &total) == CUDA_SUCCESS && after < before[i])
             c->held[i] = before[i] - after;
         d->coll_held += c->held[i];
+        d->nccl_comms++;
+        c->counted = 1;
         held[i] = c->held[i];
     }
     for (int g = 0; g < cc->n; g++)
@@ -267,6 +361,14 @@ enum vdev_status vdev_cu_coll_open(void *vctx, const int *qs, int n, void **out,
                 pthread_mutex_unlock(&cc->devs[g].mem_lock);
     free(devlist);
     free(before);
+    if (taken >= 0) {
+        coll_free(c);
+        return vdev_cu_fail(VDEV_ERR_UNSUPPORTED,
+                            "NCCL: CUDA GPU %d already has an NCCL communicator, and two driven "
+                            "from different threads can deadlock (NCCL's thread safety rules); "
+                            "vdev makes one per GPU",
+                            taken);
+    }
     if (cr != CUDA_SUCCESS) {
         coll_free(c);
         return vdev_cu_fail_call(cr, 0, "cuMemGetInfo");
@@ -276,6 +378,10 @@ enum vdev_status vdev_cu_coll_open(void *vctx, const int *qs, int n, void **out,
         return vdev_cu_fail(VDEV_ERR_BACKEND, "NCCL: ncclCommInitAll over %d GPUs failed: %s", n,
                             nccl.error_string(r));
     }
+    pthread_mutex_lock(&cc->coll_lock);
+    c->next = cc->colls;
+    cc->colls = c;
+    pthread_mutex_unlock(&cc->coll_lock);
     *out = c;
     return VDEV_OK;
 }
@@ -330,10 +436,18 @@ static enum vdev_status run_rank(struct cu_coll *c, int rank, ncclComm_t nc,
     /* After the collective on the rank's stream, for cuda_memory.c. */
     struct cu_dev *d = s->d;
     pthread_mutex_lock(&d->mem_lock);
-    cr = d->coll_ev ? CUDA_SUCCESS : vdev_cu.cuEventCreate(&d->coll_ev, CU_EVENT_DISABLE_TIMING);
+    cr = s->coll_ev ? CUDA_SUCCESS : vdev_cu.cuEventCreate(&s->coll_ev, CU_EVENT_DISABLE_TIMING);
     if (cr == CUDA_SUCCESS)
-        cr = vdev_cu.cuEventRecord(d->coll_ev, s->s);
-    d->coll_pending = cr == CUDA_SUCCESS;
+        cr = vdev_cu.cuEventRecord(s->coll_ev, s->s);
+    int listed = 0;
+    for (struct cu_stream *o = d->coll_streams; o && !listed; o = o->coll_next)
+        listed = o == s;
+    if (cr == CUDA_SUCCESS && !listed) {
+        s->coll_next = d->coll_streams;
+        d->coll_streams = s;
+    }
+    /* a stream already listed stays so: waiting for a passed event costs nothing */
+    s->coll_pending = cr == CUDA_SUCCESS;
     pthread_mutex_unlock(&d->mem_lock);
     if (cr != CUDA_SUCCESS) {
         /* nothing to wait for later: wait now */
@@ -381,15 +495,34 @@ void vdev_cu_coll_abort(void *vctx, void *comm)
 
 void vdev_cu_coll_close(void *vctx, void *comm)
 {
-    (void)vctx;
     struct cu_coll *c = comm;
     if (!c)
         return;
+    coll_unlist(vctx, c);
     for (int i = 0; i < c->n; i++)
-        if (c->comms[i] && vdev_cu_use_ctx(c->s[i]->d) == CUDA_SUCCESS) {
+        if (c->comms[i] && vdev_cu_use_ctx(c->dev[i]) == CUDA_SUCCESS) {
             vdev_cu.cuStreamSynchronize(c->s[i]->s);
             nccl.destroy(c->comms[i]);
         }
     coll_unhold(c);
     coll_free(c);
+}
+
+void vdev_cu_coll_destroy_all(struct cu_ctx *cc)
+{
+    pthread_mutex_lock(&cc->coll_lock);
+    struct cu_coll *list = cc->colls;
+    cc->colls = NULL;
+    pthread_mutex_unlock(&cc->coll_lock);
+    while (list) {
+        struct cu_coll *c = list;
+        list = c->next;
+        /* Aborted, not destroyed: ncclCommAbort does not wait for peers, and
+         * its ranks' streams may be gone already (the runtime closes them
+         * first), so c->s is not touched; the runtime waited for them. */
+        for (int i = 0; i < c->n; i++)
+            abort_rank(c, i);
+        coll_unhold(c);
+        coll_free(c);
+    }
 }

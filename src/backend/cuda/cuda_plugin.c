@@ -30,7 +30,10 @@
  * Devices. Each GPU's primary context (the one the CUDA runtime and cuBLAS
  * use too) is retained (once more for the life of the process, see
  * kept_ctx) and made current on the calling thread before any call that
- * needs it.
+ * needs it. Every entry of the table that may make a context current gives
+ * the caller's back on the way out (the SCOPED wrappers at the table), as
+ * opening does: a thread that works with CuPy or PyTorch on the device it
+ * chose stays on it, whichever GPU vdev worked on.
  *
  * Streams. Each GPU has a stream of its own (index = the GPU's), and
  * stream_open makes more on the GPU's context, one per logical device (the
@@ -38,10 +41,11 @@
  * stream has its own scratch buffer and cuBLAS workspace (taken when
  * stream_open hands the stream out, and reported as held so that the card's
  * budget leaves them out; the GPU's own stream, used without stream_open,
- * takes them at its first kernel), its own cuBLAS handle and launch lock. A logical device's priority
- * becomes the stream's CUDA priority (cuStreamCreateWithPriority, within
- * cuCtxGetStreamPriorityRange): critical the greatest, high half-way, normal
- * and low the least, CUDA's default (no lower one exists). The GPU's own
+ * takes them at its first kernel), its own cuBLAS handle and launch lock.
+ * A logical device's priority becomes the stream's CUDA priority
+ * (cuStreamCreateWithPriority, within cuCtxGetStreamPriorityRange): critical
+ * the greatest, high half-way, normal and low the least, CUDA's default (no
+ * lower one exists). The GPU's own
  * stream has the default priority and is handed out to a device of normal or
  * low priority.
  *
@@ -282,6 +286,11 @@ static void stream_free(struct cu_stream *s)
         return;
     if (s->s)
         vdev_cu.cuStreamSynchronize(s->s);
+    pthread_mutex_lock(&s->d->mem_lock);
+    vdev_cu_coll_forget_locked(s->d, s); /* its collectives are done: waited for above */
+    pthread_mutex_unlock(&s->d->mem_lock);
+    if (s->coll_ev)
+        vdev_cu.cuEventDestroy(s->coll_ev);
     stream_unequip(s);
     for (int i = 0; i < 2; i++) {
         if (s->stage[i])
@@ -327,9 +336,6 @@ static void dev_teardown(struct cu_dev *d, struct cu_stream *own)
 {
     if (d->ctx && vdev_cu_use_ctx(d) == CUDA_SUCCESS) {
         stream_free(own);
-        if (d->coll_ev)
-            vdev_cu.cuEventDestroy(d->coll_ev);
-        d->coll_ev = NULL;
         while (d->regions) { /* normally none: the allocators released theirs */
             struct cu_region *r = d->regions;
             d->regions = r->next;
@@ -348,7 +354,10 @@ static void dev_teardown(struct cu_dev *d, struct cu_stream *own)
 static void cu_destroy(void *vctx)
 {
     struct cu_ctx *c = vctx;
-    /* Opened streams first (normally none: the runtime closed them), each
+    /* NCCL communicators still open first (a runtime's that was shut down
+     * with them open), while their GPUs' contexts are retained. */
+    vdev_cu_coll_destroy_all(c);
+    /* Opened streams next (normally none: the runtime closed them), each
      * with its GPU's context current. */
     for (int q = c->n; q < VDEV_CU_MAX_QUEUES; q++)
         if (c->qs[q] && vdev_cu_use_ctx(c->qs[q]->d) == CUDA_SUCCESS)
@@ -356,6 +365,7 @@ static void cu_destroy(void *vctx)
     for (int i = 0; i < c->n; i++)
         dev_teardown(&c->devs[i], c->qs[i]);
     pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->coll_lock);
     free(c->own_taken);
     free(c->devs);
     free(c->peer);
@@ -443,23 +453,100 @@ static uint64_t cu_held_bytes(void *vctx, int dev)
     return h;
 }
 
+/* ---- the table: each entry keeps the caller's current context ---- */
+
+/* The context current on the calling thread when an entry began. */
+struct cu_scope {
+    CUcontext prev;
+    int known;
+};
+
+static struct cu_scope scope_enter(void)
+{
+    struct cu_scope sc = {NULL, 0};
+    sc.known = vdev_cu.cuCtxGetCurrent(&sc.prev) == CUDA_SUCCESS;
+    return sc;
+}
+
+/* Makes the context of scope_enter current again if the entry changed it. */
+static void scope_leave(struct cu_scope sc)
+{
+    CUcontext now = NULL;
+    if (sc.known && vdev_cu.cuCtxGetCurrent(&now) == CUDA_SUCCESS && now != sc.prev)
+        vdev_cu.cuCtxSetCurrent(sc.prev);
+}
+
+/* scoped_<fn>: fn between scope_enter and scope_leave. */
+#define SCOPED(ret, fn, params, args)                                                              \
+    static ret scoped_##fn params                                                                  \
+    {                                                                                              \
+        struct cu_scope sc = scope_enter();                                                        \
+        ret ret_ = fn args;                                                                        \
+        scope_leave(sc);                                                                           \
+        return ret_;                                                                               \
+    }
+#define SCOPED_VOID(fn, params, args)                                                              \
+    static void scoped_##fn params                                                                 \
+    {                                                                                              \
+        struct cu_scope sc = scope_enter();                                                        \
+        fn args;                                                                                   \
+        scope_leave(sc);                                                                           \
+    }
+#define ST enum vdev_status
+SCOPED(ST, cu_mem_info, (void *c, int d, uint64_t *f, uint64_t *t), (c, d, f, t))
+SCOPED(ST, vdev_cu_reserve, (void *c, int d, uint64_t n, void **b), (c, d, n, b))
+SCOPED_VOID(vdev_cu_release, (void *c, int d, void *b, uint64_t n), (c, d, b, n))
+SCOPED(ST, vdev_cu_extend, (void *c, int d, void *b, uint64_t o, uint64_t n), (c, d, b, o, n))
+SCOPED(ST, vdev_cu_copy_h2d, (void *c, int d, void *x, const void *y, uint64_t n),
+       (c, d, x, y, n))
+SCOPED(ST, vdev_cu_copy_d2h, (void *c, int d, void *x, const void *y, uint64_t n),
+       (c, d, x, y, n))
+SCOPED(ST, vdev_cu_copy_d2d, (void *c, int dd, void *x, int sd, const void *y, uint64_t n),
+       (c, dd, x, sd, y, n))
+SCOPED(ST, vdev_cu_copy_d2d_lazy,
+       (void *c, int dd, void *x, int sd, const void *y, uint64_t n, uint64_t a),
+       (c, dd, x, sd, y, n, a))
+SCOPED(ST, vdev_cu_fill, (void *c, int d, void *x, uint32_t v, uint64_t n), (c, d, x, v, n))
+SCOPED(ST, vdev_cu_submit_host, (void *c, int d, vdev_host_fn f, const void *a, size_t n),
+       (c, d, f, a, n))
+SCOPED(ST, vdev_cu_synchronize, (void *c, int d), (c, d))
+SCOPED(ST, vdev_cu_event_record, (void *c, int d, void **e), (c, d, e))
+SCOPED(int, vdev_cu_event_done, (void *c, void *e), (c, e))
+SCOPED_VOID(vdev_cu_event_wait, (void *c, void *e), (c, e))
+SCOPED(ST, vdev_cu_stream_wait_event, (void *c, int d, void *e), (c, d, e))
+SCOPED(ST, vdev_cu_run_kernel, (void *c, int d, const struct vdev_kernel_args *a), (c, d, a))
+SCOPED_VOID(cu_destroy, (void *c), (c))
+SCOPED(ST, cu_stream_open, (void *c, int d, int p, int *q, uint64_t *h), (c, d, p, q, h))
+SCOPED_VOID(cu_stream_close, (void *c, int q), (c, q))
+SCOPED(ST, vdev_cu_coll_open, (void *c, const int *qs, int n, void **m, uint64_t *h),
+       (c, qs, n, m, h))
+SCOPED(ST, vdev_cu_coll_run, (void *c, void *m, int r, const struct vdev_backend_coll *k),
+       (c, m, r, k))
+SCOPED_VOID(vdev_cu_coll_abort, (void *c, void *m), (c, m))
+SCOPED_VOID(vdev_cu_coll_close, (void *c, void *m), (c, m))
+#undef ST
+
+/* n_devices, device_info, held_bytes, event_drop and coll_library make no
+ * context current: they go in as they are. */
 #define OPS_COMMON                                                                                 \
     .api_version = VDEV_BACKEND_API_VERSION, .name = "cuda", .is_gpu = 1, .host_addressable = 0,   \
-    .n_devices = cu_n_devices, .device_info = cu_device_info, .mem_info = cu_mem_info,             \
-    .reserve = vdev_cu_reserve, .release = vdev_cu_release, .copy_h2d = vdev_cu_copy_h2d,          \
-    .copy_d2h = vdev_cu_copy_d2h, .copy_d2d = vdev_cu_copy_d2d, .fill = vdev_cu_fill,              \
-    .submit_host = vdev_cu_submit_host, .synchronize = vdev_cu_synchronize,                        \
-    .event_record = vdev_cu_event_record, .event_done = vdev_cu_event_done,                        \
-    .event_wait = vdev_cu_event_wait, .stream_wait_event = vdev_cu_stream_wait_event,              \
-    .event_drop = vdev_cu_event_drop, .run_kernel = vdev_cu_run_kernel, .destroy = cu_destroy,   \
-    .stream_open = cu_stream_open, .stream_close = cu_stream_close,                                \
-    .held_bytes = cu_held_bytes, .coll_library = vdev_cu_coll_library,                            \
-    .coll_open = vdev_cu_coll_open, .coll_run = vdev_cu_coll_run,                                  \
-    .coll_abort = vdev_cu_coll_abort, .coll_close = vdev_cu_coll_close,                            \
-    .copy_d2d_lazy = vdev_cu_copy_d2d_lazy
+    .n_devices = cu_n_devices, .device_info = cu_device_info, .mem_info = scoped_cu_mem_info,      \
+    .reserve = scoped_vdev_cu_reserve, .release = scoped_vdev_cu_release,                          \
+    .copy_h2d = scoped_vdev_cu_copy_h2d, .copy_d2h = scoped_vdev_cu_copy_d2h,                      \
+    .copy_d2d = scoped_vdev_cu_copy_d2d, .fill = scoped_vdev_cu_fill,                              \
+    .submit_host = scoped_vdev_cu_submit_host, .synchronize = scoped_vdev_cu_synchronize,          \
+    .event_record = scoped_vdev_cu_event_record, .event_done = scoped_vdev_cu_event_done,          \
+    .event_wait = scoped_vdev_cu_event_wait,                                                       \
+    .stream_wait_event = scoped_vdev_cu_stream_wait_event, .event_drop = vdev_cu_event_drop,       \
+    .run_kernel = scoped_vdev_cu_run_kernel, .destroy = scoped_cu_destroy,                         \
+    .stream_open = scoped_cu_stream_open, .stream_close = scoped_cu_stream_close,                  \
+    .held_bytes = cu_held_bytes, .coll_library = vdev_cu_coll_library,                             \
+    .coll_open = scoped_vdev_cu_coll_open, .coll_run = scoped_vdev_cu_coll_run,                    \
+    .coll_abort = scoped_vdev_cu_coll_abort, .coll_close = scoped_vdev_cu_coll_close,              \
+    .copy_d2d_lazy = scoped_vdev_cu_copy_d2d_lazy
 
 /* Every GPU has VMM: regions grow in place. */
-static const struct vdev_backend_ops cu_ops_vmm = {OPS_COMMON, .extend = vdev_cu_extend};
+static const struct vdev_backend_ops cu_ops_vmm = {OPS_COMMON, .extend = scoped_vdev_cu_extend};
 /* Some GPU lacks it: cuMemAlloc regions, growth by adding regions. */
 static const struct vdev_backend_ops cu_ops_plain = {OPS_COMMON, .extend = NULL};
 
@@ -501,7 +588,8 @@ static int dev_setup(struct cu_dev *d, int i, struct cu_stream **own, char *reas
          * every kernel would fail while copies worked. */
         snprintf(reason, cap,
                  "CUDA plugin: GPU %d has compute capability %d.%d; this build's kernels need "
-                 "%d.%d or newer (configure with -DCMAKE_CUDA_ARCHITECTURES=\"%d%d-real;%d-virtual\" "
+                 "%d.%d or newer (configure with "
+                 "-DCMAKE_CUDA_ARCHITECTURES=\"%d%d-real;%d-virtual\" "
                  "to build them for it)",
                  i, d->cc_major, d->cc_minor, VDEV_CUDA_MIN_ARCH / 10, VDEV_CUDA_MIN_ARCH % 10,
                  d->cc_major, d->cc_minor, VDEV_CUDA_MIN_ARCH);
@@ -650,6 +738,7 @@ EXPORT enum vdev_status vdev_cuda_plugin_open(int api_version, struct vdev_backe
         return VDEV_ERR_OOM;
     }
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->coll_lock, NULL);
     /* Save the caller's current context: opening must not change it. */
     CUcontext prev = NULL;
     vdev_cu.cuCtxGetCurrent(&prev);
@@ -696,6 +785,8 @@ EXPORT enum vdev_status vdev_cuda_plugin_open(int api_version, struct vdev_backe
             a->flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
         }
     vdev_cu.cuCtxSetCurrent(prev);
+    /* Before any NCCL call (NCCL loads on the first collective use). */
+    vdev_cu_nccl_env_init();
     out->ops = all_vmm ? &cu_ops_vmm : &cu_ops_plain;
     out->ctx = c;
     return VDEV_OK;
