@@ -445,7 +445,8 @@ VDEV_API const char *vdev_tensor_device(const vdev_tensor_t *t);
  * optimizers update in place. Takes t out of any scope; the caller frees it
  * with vdev_tensor_free. Returns t (NULL in, NULL out). */
 VDEV_API vdev_tensor_t *vdev_variable(vdev_tensor_t *t);
-/* Copies value into the variable in place (shapes must match). */
+/* Copies value into the variable in place (shapes must match). Any tensor
+ * may be assigned; a live tape that read it keeps the value it read. */
 VDEV_API enum vdev_status vdev_assign(vdev_tensor_t *var, const vdev_tensor_t *value);
 
 /* ---- scopes that free temporaries ----
@@ -632,9 +633,10 @@ VDEV_API vdev_tape_t *vdev_tape_begin(void);
  * belong to the current scope and must be treated as read-only (one may share
  * memory with another). Stops the recording; the tape can answer further
  * calls, for other losses, until vdev_tape_end. So that a later call sees
- * the values the ops read, the first write to a variable the tape read
- * (vdev_assign, vdev_optimizer_apply) saves a copy of its old value while
- * the tape lives: end the tape before updating the variables, as above. */
+ * the values the ops read, the first write to a value the tape read, where
+ * the op's gradient reads it (vdev_assign, vdev_optimizer_apply), saves a
+ * copy of it while the tape lives: end the tape before updating the
+ * variables, as above. */
 VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *tape, const vdev_tensor_t *loss,
                                              vdev_tensor_t *const *vars, int n_vars,
                                              vdev_tensor_t **grads);
@@ -738,7 +740,9 @@ struct DLManagedTensor; /* dlpack/dlpack.h */
  * device's stream has finished it). The memory is vdev's: vdev_shutdown()
  * frees it whatever exports are alive, so consumers must be done with it
  * before (vdev_dlpack_live_exports() counts them). Writes through the export
- * are writes to the tensor. Memory the host can read (cpu, simulated GPUs)
+ * are writes to the tensor; while it lives, an op that a tape records reads
+ * a copy of the tensor, so gradients see the value read. Memory the host can
+ * read (cpu, simulated GPUs)
  * goes out as kDLCPU, and while such an export lives, vdev's own writes to
  * it (ops in place, vdev_assign, optimizer updates) finish before the call
  * returns. Errors (*out NULL): VDEV_ERR_INVALID_ARG (out

@@ -109,7 +109,8 @@ VDEV_API enum vdev_status vdev_memory_get_limits(const char *device,
  * (growth off) the region reserved at start-up holds the floor: a floor
  * lowered below it (a ceiling lowered below it lowers the floor too)
  * releases it at once when it is empty, and preallocates the new floor, if
- * any, in its place; when it is in use, it becomes an ordinary region,
+ * any, in its place as far as the new ceiling allows (the rest is reserved
+ * on demand); when it is in use, it becomes an ordinary region,
  * released (or, above the ceiling, lent) once emptied; a raised floor is
  * kept aside and reserved on demand. Raising the floor takes the memory it
  * needs from what the card has unclaimed, else from the empty regions other
@@ -136,7 +137,8 @@ enum vdev_pressure {
                                     none left: vdev now tries lending; the allocation may fail */
     VDEV_PRESSURE_LENT,          /* another device of its card, which the card could not serve
                                     otherwise, took `bytes` of its cached memory (empty regions
-                                    above its floor) */
+                                    above its floor; `bytes` is how much less it now claims:
+                                    what it held above its floor and gave) */
     VDEV_PRESSURE_CEILING,       /* its ceiling was set below what it holds, or below its peak
                                     in use since start-up or the last peak reset (`bytes`: by
                                     how much) */
@@ -148,7 +150,9 @@ typedef void (*vdev_pressure_fn)(const char *device, enum vdev_pressure what, ui
  * its allocations fail. fn runs on the thread that met the pressure (an
  * allocating thread, or the one that lowered the ceiling) with no vdev lock
  * held; it may call vdev, and should be quick. `device` is the device's
- * "/device:GPU:1" name. */
+ * "/device:GPU:1" name. A call already under way on another thread when fn
+ * is replaced (or set to NULL) may still be made with the old fn and user:
+ * free `user` only once no such call can be running. */
 VDEV_API enum vdev_status vdev_memory_set_pressure_callback(const char *device, vdev_pressure_fn fn,
                                                             void *user);
 

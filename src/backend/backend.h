@@ -166,7 +166,8 @@ struct vdev_backend_ops {
      * coll_open: a communicator of n ranks, rank i working on stream qs[i];
      * held[i] gets the device memory the library took on rank i's device.
      * VDEV_ERR_UNSUPPORTED (message set) when it cannot serve them: no
-     * library, two ranks on one physical device.
+     * library, two ranks on one physical device, a device that already has
+     * a communicator of the library.
      * coll_run: queues rank's part of a call on its stream and returns; every
      * rank makes its part of each call, each from its own thread, in the same
      * order. On failure the other ranks' parts may never finish: coll_abort.

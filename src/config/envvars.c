@@ -61,6 +61,9 @@ static const struct vdev_envvar TABLE[] = {
     {"VDEV_NCCL_LIBRARY", "a file path",
      "the NCCL library the CUDA plugin loads (default: libnccl.so.2 from the loader's path, "
      "then the CUDA toolkit's library folder)"},
+    {"NCCL_RUNTIME_CONNECT", "NCCL's own: 0 or 1",
+     "set to 0 by the CUDA plugin when it opens, unless already set, so NCCL's buffers are "
+     "allocated (and counted in the card's budget) when a communicator opens"},
     {"VDEV_CLUSTER_CONFIG", "a file path (JSON)",
      "the cluster file: each task's device configuration and the cluster's jobs (chief, worker, "
      "ps)"},
