@@ -11,9 +11,17 @@
  * k-th collective waits in slot k % 2 until every rank has posted its k-th,
  * the last to post does the arithmetic for all, and the slot is free for
  * call k + 2 once every rank has left it. A wait lasts at most 60 s (a
- * violation: a rank never came). ncclCommAbort fails every wait of its
- * clique at once. Group calls are kept per thread, as NCCL keeps them, and
- * run in order at the outermost ncclGroupEnd. A communicator's buffers are
+ * violation: a rank never came). ncclCommAbort sets its communicator's
+ * abort flag, which the communicator's waits poll, as NCCL's blocked waits
+ * do: a rank waiting for a peer that never comes is freed by the abort of
+ * its own communicator only (a peer's abort does not free it: NCCL's
+ * kernels would spin on). Group calls are kept per thread, as NCCL keeps
+ * them, and run in order at the outermost ncclGroupEnd. A communicator
+ * aborted or destroyed while another thread is inside ncclGroupEnd (or a
+ * lone collective) with it is freed when that call leaves, which then
+ * returns an error; aborting or destroying one that has calls queued in
+ * some thread's group, not yet ended, is a violation (NCCL's calls on a
+ * communicator must not overlap there). A communicator's buffers are
  * taken as NCCL 2.22+ takes them: at ncclCommInitAll when
  * NCCL_RUNTIME_CONNECT is 0, else (NCCL's default, 1) at the communicator's
  * first collective, when the ranks connect (read at every ncclCommInitAll;
@@ -143,11 +151,15 @@ struct ncclComm {
     int rank;
     uint64_t seq;              /* its next collective */
     int connected;             /* its buffers are taken (at init, or its first collective) */
+    int aborted;               /* its abort flag: its waits end (ncclCommAbort) */
+    int queued;                /* its calls in threads' groups not yet ended */
+    int inside;                /* its calls running (ncclGroupEnd, a lone collective) */
 };
 
 static struct {
     struct vdev_stub_nccl_config cfg;
     int comms, cliques;
+    int waiting;               /* ranks inside a collective, waiting */
     uint64_t collectives, groups;
     struct {
         char name[32];
@@ -291,7 +303,7 @@ EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devl
                 drv.take(devlist[j], -(long long)bytes);
             return ncclSystemError;
         }
-        *c = (struct ncclComm){COMM_MAGIC, q, i, 0, eager};
+        *c = (struct ncclComm){.magic = COMM_MAGIC, .q = q, .rank = i, .connected = eager};
         comms[i] = c;
     }
     pthread_mutex_lock(&lock);
@@ -318,6 +330,36 @@ static void comm_drop(struct ncclComm *c)
     }
 }
 
+/* Ends comm c (lock held): freed now, or by the last call that holds it
+ * (comm_put), whose use of it is then an error (magic gone). */
+static void comm_end(struct ncclComm *c)
+{
+    c->magic = 0;
+    if (!c->queued && !c->inside)
+        comm_drop(c);
+}
+
+/* A call lets go of comm c (lock held): one of its queued calls, or one
+ * running; the comm goes if it was ended meanwhile. */
+static void comm_put(struct ncclComm *c, int queued)
+{
+    if (queued)
+        c->queued--;
+    else
+        c->inside--;
+    if (c->magic != COMM_MAGIC && !c->queued && !c->inside)
+        comm_drop(c);
+}
+
+/* A violation when c has calls queued in a group not yet ended (lock held). */
+static void check_not_queued(const char *fn, const struct ncclComm *c)
+{
+    if (c->queued)
+        violation("%s of rank %d while a thread has %d call(s) on it queued in a group not yet "
+                  "ended",
+                  fn, c->rank, c->queued);
+}
+
 EXPORT ncclResult_t ncclCommDestroy(ncclComm_t c)
 {
     ENTER("ncclCommDestroy");
@@ -332,7 +374,11 @@ EXPORT ncclResult_t ncclCommDestroy(ncclComm_t c)
         if (q->slot[k].posted && !q->slot[k].done && !q->aborted)
             violation("ncclCommDestroy of rank %d while call %llu of its clique is in flight",
                       c->rank, (unsigned long long)q->slot[k].seq);
-    comm_drop(c);
+    check_not_queued("ncclCommDestroy", c);
+    if (c->inside)
+        violation("ncclCommDestroy of rank %d while another thread is inside a call with it",
+                  c->rank);
+    comm_end(c);
     pthread_mutex_unlock(&lock);
     return ncclSuccess;
 }
@@ -346,9 +392,11 @@ EXPORT ncclResult_t ncclCommAbort(ncclComm_t c)
         violation("ncclCommAbort of a communicator that does not exist (%p)", (void *)c);
         return ncclInvalidArgument;
     }
+    check_not_queued("ncclCommAbort", c);
+    c->aborted = 1;
     c->q->aborted = 1;
-    pthread_cond_broadcast(&c->q->cond);
-    comm_drop(c);
+    pthread_cond_broadcast(&c->q->cond); /* its waits see the flag */
+    comm_end(c);
     pthread_mutex_unlock(&lock);
     return ncclSuccess;
 }
@@ -445,14 +493,15 @@ static int same_call(const struct op *a, const struct op *b)
 }
 
 /* Runs one rank's collective: posts it, waits for the others, the last one
- * computing for all. */
+ * computing for all. The caller holds o->comm (inside). */
 static ncclResult_t run_op(const struct op *o)
 {
     struct ncclComm *c = o->comm;
     pthread_mutex_lock(&lock);
     if (!comm_ok(c)) {
+        /* aborted or destroyed by another thread since the call began */
         pthread_mutex_unlock(&lock);
-        return ncclInvalidArgument;
+        return c->aborted ? ncclRemoteError : ncclInvalidArgument;
     }
     struct clique *q = c->q;
     if (!c->connected) {
@@ -469,12 +518,13 @@ static ncclResult_t run_op(const struct op *o)
     clock_gettime(CLOCK_REALTIME, &dl);
     dl.tv_sec += WAIT_S;
     int timed_out = 0;
+    st.waiting++;
     /* the slot is free for this call once every rank left call seq - 2 */
-    while (s->seq != seq && !q->aborted && !timed_out)
+    while (s->seq != seq && !c->aborted && !timed_out)
         timed_out = pthread_cond_timedwait(&q->cond, &lock, &dl) == ETIMEDOUT;
     ncclResult_t r = ncclSuccess;
-    if (q->aborted || timed_out) {
-        r = q->aborted ? ncclRemoteError : ncclSystemError;
+    if (c->aborted || timed_out) {
+        r = c->aborted ? ncclRemoteError : ncclSystemError;
     } else {
         s->ops[c->rank] = *o;
         if (++s->posted == q->n) {
@@ -487,9 +537,10 @@ static ncclResult_t run_op(const struct op *o)
             s->done = 1;
             pthread_cond_broadcast(&q->cond);
         }
-        while (!s->done && !q->aborted && !timed_out)
+        /* only this comm's own abort ends the wait: a peer's does not */
+        while (!s->done && !c->aborted && !timed_out)
             timed_out = pthread_cond_timedwait(&q->cond, &lock, &dl) == ETIMEDOUT;
-        r = s->done ? s->result : q->aborted ? ncclRemoteError : ncclSystemError;
+        r = s->done ? s->result : c->aborted ? ncclRemoteError : ncclSystemError;
         if (timed_out && !s->done)
             violation("rank %d (GPU %d) waited %d s for the other ranks of call %llu", c->rank,
                       q->devs[c->rank], WAIT_S, (unsigned long long)seq);
@@ -501,6 +552,7 @@ static ncclResult_t run_op(const struct op *o)
             pthread_cond_broadcast(&q->cond);
         }
     }
+    st.waiting--;
     pthread_mutex_unlock(&lock);
     return r;
 }
@@ -528,13 +580,56 @@ static ncclResult_t collective(const char *fn, struct op *o)
         violation("%s of a type other than float32: the stand-in adds only floats", fn);
         return ncclInvalidArgument;
     }
+    if (grp.depth > 0 && grp.n == MAX_GROUP)
+        return ncclInvalidUsage;
+    pthread_mutex_lock(&lock);
+    ok = comm_ok(o->comm);
+    if (ok && grp.depth > 0)
+        o->comm->queued++; /* until its group ends */
+    else if (ok)
+        o->comm->inside++;
+    pthread_mutex_unlock(&lock);
+    if (!ok) {
+        violation("%s on a communicator ended by another thread meanwhile (%p)", fn,
+                  (void *)o->comm);
+        return ncclInvalidArgument;
+    }
     if (grp.depth > 0) {
-        if (grp.n == MAX_GROUP)
-            return ncclInvalidUsage;
         grp.ops[grp.n++] = *o;
         return ncclSuccess;
     }
-    return run_op(o);
+    ncclResult_t r = run_op(o);
+    pthread_mutex_lock(&lock);
+    comm_put(o->comm, 0);
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* The thread's group, ended: its calls' comms let go of as queued, and,
+ * when `run`, run in order (each held while the group runs). */
+static ncclResult_t group_finish(int run)
+{
+    int n = grp.n;
+    grp.n = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n; i++) {
+        if (run)
+            grp.ops[i].comm->inside++;
+        comm_put(grp.ops[i].comm, 1);
+    }
+    pthread_mutex_unlock(&lock);
+    if (!run)
+        return ncclSuccess;
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; i < n && r == ncclSuccess; i++)
+        r = run_op(&grp.ops[i]);
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n; i++)
+        comm_put(grp.ops[i].comm, 0);
+    if (n)
+        st.groups++;
+    pthread_mutex_unlock(&lock);
+    return r;
 }
 
 EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
@@ -580,7 +675,7 @@ EXPORT ncclResult_t ncclGroupEnd(void)
     if (fault) {
         /* an injected failure still ends the group, and drops its calls */
         if (grp.depth > 0 && --grp.depth == 0)
-            grp.n = 0;
+            group_finish(0);
         return r_;
     }
     if (grp.depth == 0) {
@@ -589,17 +684,7 @@ EXPORT ncclResult_t ncclGroupEnd(void)
     }
     if (--grp.depth > 0)
         return ncclSuccess;
-    ncclResult_t r = ncclSuccess;
-    int n = grp.n;
-    grp.n = 0;
-    for (int i = 0; i < n && r == ncclSuccess; i++)
-        r = run_op(&grp.ops[i]);
-    if (n) {
-        pthread_mutex_lock(&lock);
-        st.groups++;
-        pthread_mutex_unlock(&lock);
-    }
-    return r;
+    return group_finish(1);
 }
 
 /* ---- control (stub_nccl.h) ---- */
@@ -647,6 +732,7 @@ EXPORT void vdev_stub_nccl_stats(struct vdev_stub_nccl_stats *out)
     pthread_mutex_lock(&lock);
     out->comms = st.comms;
     out->cliques = st.cliques;
+    out->waiting = st.waiting;
     out->collectives = st.collectives;
     out->groups = st.groups;
     pthread_mutex_unlock(&lock);

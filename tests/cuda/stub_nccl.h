@@ -11,7 +11,9 @@
  * buffers and writes the results, as work on each rank's stream, checked for
  * races like any other stream work, once every rank has made its part (a
  * rank's call blocks until then: the collective runs when its last rank
- * comes, as NCCL's kernels finish only when every rank's has run); the
+ * comes, as NCCL's kernels finish only when every rank's has run, or its
+ * own communicator is aborted: ncclCommAbort sets the flag its waits poll,
+ * from any thread, as NCCL's does; a peer's abort does not end it); the
  * streams of a collective take each other's clocks. Group semantics are
  * checked (calls inside ncclGroupStart/ncclGroupEnd run at ncclGroupEnd; an
  * End without a Start is an error), so are the ranks' calls against each
@@ -33,6 +35,7 @@ struct vdev_stub_nccl_config {
 struct vdev_stub_nccl_stats {
     int comms;              /* communicators alive */
     int cliques;            /* ncclCommInitAll cliques alive */
+    int waiting;            /* ranks inside a collective now, waiting for peers (or an abort) */
     uint64_t collectives;   /* collectives completed (one per buffer and call) */
     uint64_t groups;        /* ncclGroupEnd calls that ran at least one collective */
 };

@@ -52,11 +52,24 @@
  * streams with a collective pending), which cuda_memory.c waits for before
  * it maps or unmaps memory there. All-reduce is ncclFloat32 with ncclSum or
  * ncclAvg; broadcast and all-gather move bytes (ncclUint8), whatever the
- * element type. coll_abort ends every rank's NCCL work with ncclCommAbort,
- * so that the streams can be synchronized after a rank failed; the
- * communicator is then spent (src/coll/nccl.c makes a new one at a reset).
- * A rank's comm is never aborted while its thread is inside coll_run with
- * it: that thread aborts its own comm as it leaves. */
+ * element type.
+ *
+ * Aborts. coll_abort ends every rank's NCCL work with ncclCommAbort, so that
+ * the streams can be synchronized after a rank failed; the communicator is
+ * then spent (src/coll/nccl.c makes a new one at a reset). It aborts the
+ * ranks whose threads are inside ncclGroupEnd too, from its own thread: a
+ * rank blocked there (waiting for a peer that failed before its NCCL call,
+ * on the host when NCCL connects lazily) is freed only by its comm's abort
+ * flag, which ncclCommAbort sets and NCCL's waits poll (the watchdog pattern
+ * of PyTorch's ProcessGroupNCCL). Each comm is taken (comms[i] set to NULL)
+ * under the lock by whoever aborts it, so it is aborted exactly once, and a
+ * rank's thread never touches its comm again once it is taken: its call
+ * fails ("the communicator was aborted"). A rank's thread is not aborted
+ * while it queues its calls (ncclGroupStart and the calls up to
+ * ncclGroupEnd, ncclCommGetAsyncError after it): NCCL's communicators are
+ * not safe for concurrent calls there, and those steps never wait, so
+ * coll_abort waits for them to end. A call that the abort overtook after its
+ * ncclGroupEnd fails too: the abort stopped its kernels. */
 #define _GNU_SOURCE
 #include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_kernels.h"
@@ -220,11 +233,19 @@ struct cu_coll {
     struct cu_stream **s;  /* n: each rank's stream (gone at cu_destroy: see dev) */
     struct cu_dev **dev;   /* n: each rank's GPU */
     uint64_t *held;        /* n: device memory NCCL took on each rank's GPU */
-    unsigned char *busy;   /* n: the rank's thread is inside coll_run (lock) */
+    unsigned char *busy;   /* n: where the rank's thread is (RANK_*, lock) */
     pthread_mutex_t lock;
+    pthread_cond_t queued; /* a rank's thread left RANK_QUEUING */
     int aborted;
     int counted;           /* counted in its GPUs' nccl_comms */
     struct cu_coll *next;  /* in the backend's list (cu_ctx colls, coll_lock) */
+};
+
+/* Where a rank's thread is in coll_run (busy). */
+enum {
+    RANK_OUT,      /* not in coll_run with its comm */
+    RANK_QUEUING,  /* calls on its comm that never wait: coll_abort waits for them */
+    RANK_WAITING,  /* inside ncclGroupEnd: coll_abort aborts its comm from its own thread */
 };
 
 static void coll_free(struct cu_coll *c)
@@ -232,6 +253,7 @@ static void coll_free(struct cu_coll *c)
     if (!c)
         return;
     pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->queued);
     free(c->comms);
     free(c->s);
     free(c->dev);
@@ -240,7 +262,8 @@ static void coll_free(struct cu_coll *c)
     free(c);
 }
 
-/* Aborts rank i's comm if it has one left (lock not held). */
+/* Aborts rank i's comm if it has one left (lock not held): whoever takes
+ * it from comms[i] aborts it, so it is aborted once. */
 static void abort_rank(struct cu_coll *c, int i)
 {
     pthread_mutex_lock(&c->lock);
@@ -318,6 +341,7 @@ enum vdev_status vdev_cu_coll_open(void *vctx, const int *qs, int n, void **out,
         return vdev_cu_fail(VDEV_ERR_OOM, "out of host memory making an NCCL communicator");
     }
     pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->queued, NULL);
     c->n = n;
     warn_lazy_connect();
     /* The ranks' GPUs in index order, so that two opens never lock crosswise. */
@@ -393,7 +417,16 @@ static enum vdev_status nccl_fail(const char *what, const struct cu_stream *s, n
                         nccl.error_string(r));
 }
 
-/* One rank's part (see coll_run), with the rank marked busy. */
+/* Moves rank's thread to `where` (c->lock held). */
+static void rank_at(struct cu_coll *c, int rank, int where)
+{
+    if (c->busy[rank] == RANK_QUEUING)
+        pthread_cond_broadcast(&c->queued);
+    c->busy[rank] = (unsigned char)where;
+}
+
+/* One rank's part (see coll_run), entered in RANK_QUEUING and left in
+ * RANK_OUT (the caller's coll_run sets both). */
 static enum vdev_status run_rank(struct cu_coll *c, int rank, ncclComm_t nc,
                                  const struct vdev_backend_coll *call)
 {
@@ -423,16 +456,32 @@ static enum vdev_status run_rank(struct cu_coll *c, int rank, ncclComm_t nc,
                                     nc, st);
         }
     }
-    /* A group once started is always ended, even after a failed call in it. */
+    /* A group once started is always ended, even after a failed call in it;
+     * while it waits there, coll_abort may abort nc (see the top). */
+    pthread_mutex_lock(&c->lock);
+    rank_at(c, rank, RANK_WAITING);
+    pthread_mutex_unlock(&c->lock);
     r = nccl.group_end();
+    /* nc is touched again only if nobody took it, and under the lock, so
+     * that no abort comes meanwhile (ncclCommGetAsyncError never waits). */
+    ncclResult_t async = ncclSuccess, ar = ncclSuccess;
+    pthread_mutex_lock(&c->lock);
+    int taken = c->comms[rank] != nc;
+    if (!taken && first == ncclSuccess && r == ncclSuccess)
+        ar = nccl.async_error(nc, &async);
+    rank_at(c, rank, RANK_OUT);
+    pthread_mutex_unlock(&c->lock);
     if (first != ncclSuccess)
         return nccl_fail(what, s, first);
+    if (taken)
+        return vdev_cu_fail(VDEV_ERR_BACKEND,
+                            "NCCL: ncclGroupEnd on CUDA GPU %d failed: the communicator was "
+                            "aborted",
+                            s->d->index);
     if (r != ncclSuccess)
         return nccl_fail("ncclGroupEnd", s, r);
-    ncclResult_t async = ncclSuccess;
-    r = nccl.async_error(nc, &async);
-    if (r != ncclSuccess || (async != ncclSuccess && async != ncclInProgress))
-        return nccl_fail("ncclCommGetAsyncError", s, r != ncclSuccess ? r : async);
+    if (ar != ncclSuccess || (async != ncclSuccess && async != ncclInProgress))
+        return nccl_fail("ncclCommGetAsyncError", s, ar != ncclSuccess ? ar : async);
     /* After the collective on the rank's stream, for cuda_memory.c. */
     struct cu_dev *d = s->d;
     pthread_mutex_lock(&d->mem_lock);
@@ -463,17 +512,20 @@ enum vdev_status vdev_cu_coll_run(void *vctx, void *comm, int rank,
     struct cu_coll *c = comm;
     pthread_mutex_lock(&c->lock);
     ncclComm_t nc = c->aborted ? NULL : c->comms[rank];
-    c->busy[rank] = nc != NULL;
+    if (nc)
+        rank_at(c, rank, RANK_QUEUING);
     pthread_mutex_unlock(&c->lock);
     if (!nc)
         return vdev_cu_fail(VDEV_ERR_BACKEND, "NCCL: the communicator was aborted");
     enum vdev_status st = run_rank(c, rank, nc, call);
     pthread_mutex_lock(&c->lock);
-    c->busy[rank] = 0;
+    rank_at(c, rank, RANK_OUT); /* run_rank's early returns */
     int aborted = c->aborted;
     pthread_mutex_unlock(&c->lock);
-    if (aborted) /* coll_abort came meanwhile and left this rank's comm to it */
-        abort_rank(c, rank);
+    /* An abort after the rank's ncclGroupEnd stopped its kernels as well:
+     * what it queued did not run (coll_abort aborts, or aborted, its comm). */
+    if (aborted && st == VDEV_OK)
+        return vdev_cu_fail(VDEV_ERR_BACKEND, "NCCL: the communicator was aborted");
     return st;
 }
 
@@ -482,15 +534,17 @@ void vdev_cu_coll_abort(void *vctx, void *comm)
     (void)vctx;
     struct cu_coll *c = comm;
     pthread_mutex_lock(&c->lock);
-    c->aborted = 1;
-    pthread_mutex_unlock(&c->lock);
+    c->aborted = 1; /* no rank's thread starts another call with its comm */
     for (int i = 0; i < c->n; i++) {
-        pthread_mutex_lock(&c->lock);
-        int busy = c->busy[i];
+        /* A rank queuing its calls is at ncclGroupEnd soon (those calls
+         * never wait); it is aborted there, or after, never before. */
+        while (c->busy[i] == RANK_QUEUING && c->comms[i])
+            pthread_cond_wait(&c->queued, &c->lock);
         pthread_mutex_unlock(&c->lock);
-        if (!busy)
-            abort_rank(c, i);
+        abort_rank(c, i); /* also a rank blocked in ncclGroupEnd: this frees it */
+        pthread_mutex_lock(&c->lock);
     }
+    pthread_mutex_unlock(&c->lock);
 }
 
 void vdev_cu_coll_close(void *vctx, void *comm)

@@ -1,0 +1,246 @@
+/* test_cuda_nccl_abort.c — coll_abort against a rank blocked inside NCCL,
+ * with the real CUDA plugin on the stand-in driver and the stand-in NCCL,
+ * whose waits end, as NCCL's blocked waits do, only when the waiting rank's
+ * own communicator is aborted (a peer's abort does not free it; else a
+ * violation after 60 s):
+ *  - a rank blocked in ncclGroupEnd, waiting for a peer that failed before
+ *    its NCCL call (its ncclGroupStart failed), is freed by coll_abort from
+ *    the failing rank's thread: its call fails ("ncclGroupEnd on CUDA GPU 0
+ *    failed: the communicator was aborted"), every rank's comm is aborted
+ *    exactly once (a second abort of one is a violation of the stand-in),
+ *    its thread never touches the comm again (a use after the abort is one
+ *    too), and later calls fail at once;
+ *  - after that, coll_close, or the backend's destroy with the communicator
+ *    left open, frees everything and aborts nothing twice (ASan, the
+ *    stand-in's counts);
+ *  - through the public API, the first or the second rank to reach NCCL
+ *    failing before its NCCL call fails both ranks' calls with the failing
+ *    rank's words, and no rank waits for ever. */
+#define _GNU_SOURCE
+#include "check.h"
+#include "ranks.h"
+#include "vdev.h"
+
+#include "backend/backend.h"
+#include "backend/cuda/nccl_abi.h"
+#include "stub_client.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+#define COUNT 256
+
+static void nccl_setup(int n_gpus)
+{
+    stub_setup(n_gpus, 4 * GiB, 13000, 0, 0, 0);
+    struct vdev_stub_nccl_config nc = {0, 64 * MiB};
+    N.setup(&nc);
+}
+
+/* One rank's part of an all-reduce straight through the backend's table. */
+struct coll_job {
+    struct vdev_backend *b;
+    void *comm;
+    int rank;
+    void *buf;
+    enum vdev_status st;
+    char msg[512];
+    atomic_int done;
+};
+
+static void *coll_rank(void *p)
+{
+    struct coll_job *j = p;
+    void *data[1] = {j->buf};
+    uint64_t count[1] = {COUNT};
+    struct vdev_backend_coll call = {.kind = VDEV_BACKEND_COLL_ALL_REDUCE,
+                                     .n_bufs = 1,
+                                     .data = data,
+                                     .count = count};
+    j->st = j->b->ops->coll_run(j->b->ctx, j->comm, j->rank, &call);
+    snprintf(j->msg, sizeof j->msg, "%s", j->st == VDEV_OK ? "" : vdev_last_error());
+    atomic_store(&j->done, 1);
+    return NULL;
+}
+
+static void job_init(struct coll_job *j, struct vdev_backend *b, void *comm, int rank, void *buf)
+{
+    j->b = b;
+    j->comm = comm;
+    j->rank = rank;
+    j->buf = buf;
+    j->st = VDEV_ERR_INTERNAL;
+    j->msg[0] = '\0';
+    atomic_init(&j->done, 0);
+}
+
+/* Waits until the stand-in has `n` ranks waiting inside a collective, or
+ * j's call has returned (then it did not wait there: a check fails later). */
+static void wait_blocked(int n, struct coll_job *j)
+{
+    struct timespec ms = {0, 1000000};
+    struct vdev_stub_nccl_stats ns;
+    for (N.stats(&ns); ns.waiting < n && !atomic_load(&j->done); N.stats(&ns))
+        nanosleep(&ms, NULL);
+}
+
+/* ---- through the backend ---- */
+
+/* Rank 0 blocks in ncclGroupEnd; rank 1 fails at its ncclGroupStart and
+ * aborts, as src/coll/nccl.c does; then the communicator is closed, or left
+ * for the backend's destroy when !close. */
+static void blocked_rank(int close)
+{
+    nccl_setup(2);
+    struct vdev_backend b;
+    stub_open_backend(&b);
+    if (!b.ops)
+        return;
+    int q[2] = {-1, -1};
+    uint64_t h = 0, held[2];
+    void *bufs[2] = {NULL, NULL}, *comm = NULL;
+    for (int g = 0; g < 2; g++) {
+        CHECK_OK(b.ops->stream_open(b.ctx, g, VDEV_PRIORITY_HIGH, &q[g], &h));
+        CHECK_OK(b.ops->reserve(b.ctx, q[g], 2 * MiB, &bufs[g]));
+    }
+    CHECK_OK(b.ops->coll_open(b.ctx, q, 2, &comm, held));
+    /* it works first */
+    struct coll_job j[2];
+    pthread_t th[2];
+    for (int r = 0; r < 2; r++) {
+        job_init(&j[r], &b, comm, r, bufs[r]);
+        pthread_create(&th[r], NULL, coll_rank, &j[r]);
+    }
+    for (int r = 0; r < 2; r++) {
+        pthread_join(th[r], NULL);
+        CHECK_STATUS(j[r].st, VDEV_OK);
+    }
+    /* rank 0 inside NCCL, waiting for rank 1 */
+    job_init(&j[0], &b, comm, 0, bufs[0]);
+    pthread_create(&th[0], NULL, coll_rank, &j[0]);
+    wait_blocked(1, &j[0]);
+    CHECK(!atomic_load(&j[0].done));
+    /* rank 1 fails before its NCCL call, and aborts */
+    N.fail("ncclGroupStart", 0, ncclSystemError);
+    job_init(&j[1], &b, comm, 1, bufs[1]);
+    coll_rank(&j[1]);
+    CHECK_STATUS(j[1].st, VDEV_ERR_BACKEND);
+    CHECK_STR(j[1].msg, "NCCL: ncclGroupStart on CUDA GPU 1 failed: unhandled system error");
+    CHECK(N.calls("ncclCommAbort") == 0);
+    b.ops->coll_abort(b.ctx, comm);
+    pthread_join(th[0], NULL);
+    /* rank 0 freed, failing with the abort's words; each comm aborted once */
+    CHECK_STATUS(j[0].st, VDEV_ERR_BACKEND);
+    CHECK_STR(j[0].msg, "NCCL: ncclGroupEnd on CUDA GPU 0 failed: the communicator was aborted");
+    CHECK(N.calls("ncclCommAbort") == 2);
+    CHECK(N.calls("ncclCommGetAsyncError") == 2); /* the first call's, none after */
+    struct vdev_stub_nccl_stats ns;
+    N.stats(&ns);
+    CHECK(ns.comms == 0 && ns.cliques == 0 && ns.waiting == 0);
+    /* another abort has nothing left to abort; a later call fails at once */
+    b.ops->coll_abort(b.ctx, comm);
+    CHECK(N.calls("ncclCommAbort") == 2);
+    uint64_t starts = N.calls("ncclGroupStart");
+    for (int r = 0; r < 2; r++) {
+        job_init(&j[r], &b, comm, r, bufs[r]);
+        coll_rank(&j[r]);
+        CHECK_STATUS(j[r].st, VDEV_ERR_BACKEND);
+        CHECK_STR(j[r].msg, "NCCL: the communicator was aborted");
+    }
+    CHECK(N.calls("ncclGroupStart") == starts);
+    if (close)
+        b.ops->coll_close(b.ctx, comm);
+    for (int g = 0; g < 2; g++) {
+        b.ops->release(b.ctx, q[g], bufs[g], 2 * MiB);
+        b.ops->stream_close(b.ctx, q[g]);
+    }
+    vdev_backend_destroy(&b); /* with comm still open when !close */
+    CHECK(N.calls("ncclCommAbort") == 2 && N.calls("ncclCommDestroy") == 0);
+    struct vdev_stub_stats s;
+    for (int g = 0; g < 2; g++) {
+        S.stats(g, &s);
+        CHECK_EQ_U64(s.bytes_used, 0); /* NCCL's buffers given back */
+    }
+    expect_clean(close ? "a blocked rank aborted, then closed" : "a blocked rank aborted, left open",
+                 1);
+}
+
+static void test_blocked_closed(void) { blocked_rank(1); }
+static void test_blocked_left_open(void) { blocked_rank(0); }
+
+/* ---- through the public API ---- */
+
+static void do_all_reduce(struct rank_job *j)
+{
+    rank_record(j, vdev_comm_all_reduce(j->comm, j->rank, j->t, 1, VDEV_REDUCE_SUM));
+}
+
+/* An all-reduce on GPU:0 and GPU:1 where the nth ncclGroupStart fails. */
+static void public_failure(vdev_comm_t *c, int nth)
+{
+    static const float h[COUNT];
+    const char *devs[2] = {"GPU:0", "GPU:1"};
+    struct rank_job jobs[2];
+    int64_t shape[1] = {COUNT};
+    for (int r = 0; r < 2; r++) {
+        memset(&jobs[r], 0, sizeof jobs[r]);
+        jobs[r].rank = r;
+        jobs[r].n = 2;
+        jobs[r].comm = c;
+        CHECK_OK(vdev_device_push(devs[r]));
+        jobs[r].t[0] = vdev_tensor_from_host(h, shape, 1, VDEV_F32);
+        CHECK_OK(vdev_device_pop());
+    }
+    uint64_t aborts = N.calls("ncclCommAbort");
+    N.fail("ncclGroupStart", nth, ncclSystemError);
+    run_ranks(2, do_all_reduce, jobs);
+    CHECK_RANKS(jobs, 2, VDEV_ERR_BACKEND, "NCCL: ncclGroupStart on CUDA GPU ");
+    CHECK(strstr(jobs[0].msg, "failed: unhandled system error") != NULL);
+    CHECK(N.calls("ncclCommAbort") == aborts + 2);
+    struct vdev_stub_nccl_stats ns;
+    N.stats(&ns);
+    CHECK(ns.waiting == 0);
+    for (int r = 0; r < 2; r++)
+        vdev_tensor_free(jobs[r].t[0]);
+}
+
+static void test_public(void)
+{
+    nccl_setup(2);
+    check_fresh(NULL);
+    CHECK_OK(vdev_init());
+    const char *devs[2] = {"GPU:0", "GPU:1"};
+    for (int nth = 0; nth < 2; nth++) {
+        vdev_comm_t *c = NULL;
+        CHECK_OK(vdev_comm_new(devs, 2, &c));
+        CHECK_STR(vdev_comm_implementation(c), "nccl");
+        public_failure(c, nth);
+        vdev_comm_free(c);
+    }
+    struct vdev_stub_nccl_stats ns;
+    N.stats(&ns);
+    CHECK(ns.comms == 0 && ns.cliques == 0);
+    expect_clean("a rank failing before NCCL (public)", 0);
+    check_fresh(NULL);
+    expect_clean("after shutdown", 1);
+}
+
+int main(void)
+{
+    check_fresh(NULL);
+    if (stub_load() != 0 || stub_load_nccl() != 0) {
+        check_fail(__FILE__, __LINE__, "cannot load the stand-in driver or NCCL");
+        return check_done();
+    }
+    test_blocked_closed();
+    test_blocked_left_open();
+    test_public();
+    check_fresh(NULL);
+    S.setup(NULL);
+    return check_done();
+}
