@@ -11,8 +11,9 @@
  * per buffer). Every rank that got the verdict queues its part at once, so no
  * NCCL kernel waits for a rank that will not come; if a rank's part fails,
  * it aborts the library's communicator (coll_abort: NCCL's kernels of the
- * other ranks stop), the communicator is spent as the ring's is, and a reset
- * makes a new library communicator.
+ * other ranks stop, and a rank blocked inside NCCL is freed, its call failing
+ * with the first failure named), the communicator is spent as the ring's is,
+ * and a reset makes a new library communicator.
  *
  * Memory. What the library takes on each rank's GPU (NCCL's buffers,
  * measured by the plugin) is charged to the card's budget
@@ -193,11 +194,19 @@ static enum vdev_status run_lib(struct nccl *N, int rank, const struct vdev_coll
         size_t used = strlen(msg);
         vdev_strlcpy(msg + used, vdev_last_error(), sizeof msg - used);
         pthread_mutex_lock(&N->lock);
-        if (!N->spent)
+        int first = !N->spent;
+        if (first)
             vdev_strlcpy(N->spent_by, msg, sizeof N->spent_by);
+        else
+            vdev_strlcpy(spent_by, N->spent_by, sizeof spent_by);
         N->spent = 1;
         pthread_mutex_unlock(&N->lock);
         N->b->ops->coll_abort(N->b->ctx, lib);
+        /* Spent already: most likely another rank's failure aborted this
+         * rank's call (a rank blocked in NCCL is freed so); name the cause,
+         * whichever rank's failure the verdict keeps. */
+        if (!first)
+            st = vdev_error(st, "%s (after %s)", msg + used, spent_by);
     }
     if (d != data) {
         free(d);

@@ -166,7 +166,8 @@ static void blocked_rank(int close)
         S.stats(g, &s);
         CHECK_EQ_U64(s.bytes_used, 0); /* NCCL's buffers given back */
     }
-    expect_clean(close ? "a blocked rank aborted, then closed" : "a blocked rank aborted, left open",
+    expect_clean(close ? "a blocked rank aborted, then closed"
+                       : "a blocked rank aborted, left open",
                  1);
 }
 
