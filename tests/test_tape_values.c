@@ -14,8 +14,9 @@
  *  - the copy cannot be saved (the device is full): the write goes on and
  *    the gradient that needs the old value fails with VDEV_ERR_OOM and a
  *    message naming the op, the variable and the way out; nothing leaks;
- *    the write leaves the thread's error and OOM report as they were, and
- *    the gradient of an op that reads no value (AddV2) succeeds;
+ *    the write leaves the thread's error, OOM report and count of failed
+ *    allocations (n_failed_allocs) as they were, and the gradient of an op
+ *    that reads no value (AddV2) succeeds;
  *  - ops whose gradients read no input's value (AddV2, Sub, Reshape,
  *    Identity, Sum) save nothing when the input is written after them;
  *  - a tape that lives on while a training loop's tapes read v and update
@@ -188,10 +189,16 @@ static void no_room(void)
     CHECK(vdev_tensor_dim(v, 3) == -1); /* an error of the program's own, before */
     char err[512];
     snprintf(err, sizeof err, "%s", vdev_last_error());
+    struct vdev_memory_info before, after;
+    CHECK_OK(vdev_memory_info("GPU:0", &before));
+    CHECK(before.n_failed_allocs == 1); /* the program's own fill */
     CHECK_OK(vdev_assign(v, value)); /* the write goes on */
     CHECK(vdev_last_status() == VDEV_ERR_INVALID_ARG); /* and leaves both as they were */
     CHECK_STR(vdev_last_error(), err);
     CHECK(!strncmp(vdev_last_oom_report(), full, strlen(full)));
+    CHECK_OK(vdev_memory_info("GPU:0", &after)); /* the copy's failure is not the program's */
+    CHECK_EQ_U64(after.n_failed_allocs, before.n_failed_allocs);
+    CHECK_EQ_U64(after.n_allocs_total, before.n_allocs_total);
     vdev_scope_end();
     float *host = malloc(100000 * sizeof *host);
     CHECK(host && vdev_tensor_to_host(v, host, 100000 * sizeof *host) == VDEV_OK &&

@@ -473,7 +473,7 @@ static __attribute__((noinline)) enum vdev_status malloc_slow(struct vdev_alloc 
         if ((a->hooks & HOOK_OVER) && (st = vdev_alloc_over_limit(a, bytes, sz)) != VDEV_OK)
             goto out;
         if (a->free_rec == NIL && (st = vdev_alloc_records_reserve(a, 1)) != VDEV_OK) {
-            a->n_failed++;
+            vdev_alloc_count_failed(a);
             goto out;
         }
         h = take(a, sz);
@@ -534,6 +534,16 @@ enum vdev_status vdev_alloc_malloc(vdev_alloc_t *a, uint64_t bytes, struct vdev_
     out->handle = h;
     unlock(a);
     return VDEV_OK;
+}
+
+_Thread_local int vdev_alloc_quiet;
+
+enum vdev_status vdev_alloc_malloc_quiet(vdev_alloc_t *a, uint64_t bytes, struct vdev_block *out)
+{
+    vdev_alloc_quiet++;
+    enum vdev_status st = vdev_alloc_malloc(a, bytes, out);
+    vdev_alloc_quiet--;
+    return st;
 }
 
 /* Takes a live block out of use: checks the handle, counts, traces. */

@@ -152,6 +152,13 @@ struct vdev_block {
  * with "allocating <size> on <device>". VDEV_ERR_INVALID_ARG for bytes == 0
  * or a NULL argument. */
 enum vdev_status vdev_alloc_malloc(vdev_alloc_t *a, uint64_t bytes, struct vdev_block *out);
+/* vdev_alloc_malloc for the runtime's own optional copies (the value a tape
+ * keeps when a variable it read is written in place), which the caller does
+ * without when there is no room: the same, except that a failure is not
+ * counted in n_failed_allocs, which counts the program's allocations (the
+ * error is still set, and a trace still notes it). */
+enum vdev_status vdev_alloc_malloc_quiet(vdev_alloc_t *a, uint64_t bytes,
+                                         struct vdev_block *out);
 /* Frees a live block at once (stream-ordered reuse) and merges it with free
  * neighbours. A handle that is not live aborts (VDEV_ASSERT). */
 void vdev_alloc_free(vdev_alloc_t *a, uint32_t handle);

@@ -571,6 +571,7 @@ static void free_blocks(const struct vdev_alloc *a, uint64_t *total, uint64_t *n
 
 /* The OOM error of the header; counts the failure. Called with the lock.
  * sz: the request after rounding (bytes itself when it cannot be rounded).
+ * A quiet allocation's failure is not counted (vdev_alloc_malloc_quiet).
  * Says which kind of failure it is and what would help, only what applies:
  *  - exhaustion (in use + sz > limit): by how much the limit is short, or,
  *    after the limit was lowered at run time, that the ceiling was lowered;
@@ -588,7 +589,7 @@ enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint6
 {
     char b0[32], b1[32], b2[32], b3[32], b4[32], b5[32];
     char tail[512];
-    a->n_failed++;
+    vdev_alloc_count_failed(a);
     if (a->trace)
         vdev_alloc_trace_failed(a->trace, bytes);
     uint64_t room = a->limit > a->in_use ? a->limit - a->in_use : 0;
@@ -678,7 +679,7 @@ enum vdev_status vdev_alloc_make_room(struct vdev_alloc *a, uint64_t bytes, uint
     }
     if (st != VDEV_OK) {
         char b0[32];
-        a->n_failed++;
+        vdev_alloc_count_failed(a);
         vdev_error_prefix("allocating %s on %s", vdev_format_bytes(bytes, b0, sizeof b0), a->name);
     }
     return st;

@@ -327,6 +327,14 @@ enum vdev_status vdev_alloc_grow(struct vdev_alloc *a, uint64_t sz, enum vdev_al
 uint64_t vdev_alloc_collect(struct vdev_alloc *a, uint64_t sz);
 enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint64_t sz,
                                      enum vdev_alloc_why why, const char *msg);
+/* Nonzero while the calling thread is inside vdev_alloc_malloc_quiet (alloc.c). */
+extern _Thread_local int vdev_alloc_quiet;
+/* Counts a failed allocation in n_failed, unless it is a quiet one. With the lock. */
+static inline void vdev_alloc_count_failed(struct vdev_alloc *a)
+{
+    if (!vdev_alloc_quiet)
+        a->n_failed++;
+}
 /* Gives empty regions back (never the pinned one) while more than `keep`
  * bytes are reserved, largest first; returns the bytes released. */
 uint64_t vdev_alloc_release_empty(struct vdev_alloc *a, uint64_t keep);

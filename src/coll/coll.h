@@ -199,8 +199,11 @@ void vdev_coll_comm_unpublish(vdev_comm_t *h);
 /* Runs a collective for rank on tensors (live tensors of this runtime, or
  * NULL entries when `status` says why): fills the buffers, checks each
  * tensor is on the rank's device (and f32 for an all-reduce; same dtype for
- * the rest), passes a local failure on to every rank, and marks the tensors
- * it writes. status/why: a failure of the caller's to pass on to every rank
+ * the rest), passes a local failure on to every rank, and brackets the
+ * writes of the tensors it writes (all of an all-reduce, a broadcast's but
+ * the root's, an all-gather's out) with vdev_tens_write_begin and _end, the
+ * end whether the call succeeds or fails, even on another rank's failure
+ * (none begins on a local one). status/why: a failure of the caller's to pass on to every rank
  * instead of running (VDEV_OK: none). For all-gather, tensors[0] is in and
  * tensors[1] out (n 2). */
 enum vdev_status vdev_coll_tensors(struct vdev_coll_comm *c, int rank, enum vdev_coll_kind kind,

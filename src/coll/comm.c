@@ -261,6 +261,17 @@ VDEV_API enum vdev_status vdev_comm_set_timeout(vdev_comm_t *h, double seconds)
 
 /* ---- calls ---- */
 
+/* Whether a call writes the rank's tensor #i: every one of an all-reduce,
+ * a broadcast's but the root's (which the others read), an all-gather's
+ * output (#1) and not its input. */
+static int writes(const struct vdev_coll_comm *c, int rank, enum vdev_coll_kind kind, int root,
+                  int i)
+{
+    if (kind == VDEV_COLL_BROADCAST)
+        return c->first + rank != root;
+    return kind != VDEV_COLL_ALL_GATHER || i == 1;
+}
+
 enum vdev_status vdev_coll_tensors(struct vdev_coll_comm *c, int rank, enum vdev_coll_kind kind,
                                    enum vdev_reduce_op op, int root,
                                    struct vdev_tens *const *tensors, int n, const char *what,
@@ -289,7 +300,6 @@ enum vdev_status vdev_coll_tensors(struct vdev_coll_comm *c, int rank, enum vdev
             snprintf(msg, sizeof msg, "%s: tensor #%d is %s; all-reduce takes float tensors",
                      what, i, vdev_dtype_name(t->dtype));
         } else {
-            vdev_tens_before_write(t, dev); /* collectives write in place */
             struct vdev_coll_buf *b = &bufs[i];
             b->data = t->data;
             b->count = (uint64_t)t->numel;
@@ -316,6 +326,15 @@ enum vdev_status vdev_coll_tensors(struct vdev_coll_comm *c, int rank, enum vdev
             why = msg;
         }
     }
+    /* Collectives write in place, as any in-place write (tensor.h): begun
+     * once the rank's own checks passed (a local failure changes nothing),
+     * so a tape that read a tensor keeps the value it read, and one that
+     * reads it meanwhile reads a copy; ended once the call returned, failed
+     * or not (its copies and kernels are queued by then). */
+    int begun = status == VDEV_OK;
+    for (int i = 0; begun && i < n; i++)
+        if (writes(c, rank, kind, root, i))
+            vdev_tens_write_begin(tensors[i], dev);
     struct vdev_coll_call call = {.kind = kind,
                                   .op = op,
                                   .root = root,
@@ -329,8 +348,11 @@ enum vdev_status vdev_coll_tensors(struct vdev_coll_comm *c, int rank, enum vdev
         free(bufs);
     /* What the call wrote (or may have written, when it failed while data
      * moved) was written by copies and kernels, not by the host. */
-    for (int i = kind == VDEV_COLL_ALL_GATHER ? 1 : 0; status == VDEV_OK && i < n; i++)
-        vdev_tens_mut(tensors[i])->host_written = 0;
+    for (int i = 0; begun && i < n; i++)
+        if (writes(c, rank, kind, root, i)) {
+            vdev_tens_mut(tensors[i])->host_written = 0;
+            vdev_tens_write_end(tensors[i]);
+        }
     return st;
 }
 

@@ -182,8 +182,10 @@ static struct vdev_tens *tens_struct(struct vdev_ldev *dev, enum vdev_dtype dtyp
     return t;
 }
 
-/* vdev_tens_new; quiet: out of memory is no OOM event (report, trace), as
- * for a copy that a write may go on without (save_value). */
+/* vdev_tens_new; quiet: out of memory is no OOM event (report, trace) and
+ * no failed allocation in the device's statistics (n_failed_allocs counts
+ * the program's own), as for a copy that a write goes on without
+ * (save_value). */
 static struct vdev_tens *tens_new(struct vdev_ldev *dev, enum vdev_dtype dtype,
                                   const int64_t *shape, int ndim, int quiet)
 {
@@ -198,7 +200,9 @@ static struct vdev_tens *tens_new(struct vdev_ldev *dev, enum vdev_dtype dtype,
         return NULL;
     if (t->bytes) {
         struct vdev_block blk;
-        if (vdev_alloc_malloc(dev->alloc, t->bytes, &blk) != VDEV_OK) {
+        enum vdev_status st = quiet ? vdev_alloc_malloc_quiet(dev->alloc, t->bytes, &blk)
+                                    : vdev_alloc_malloc(dev->alloc, t->bytes, &blk);
+        if (st != VDEV_OK) {
             if (quiet) {
                 vdev_handle_release(&vdev_tens_table, t);
                 return NULL;

@@ -176,8 +176,8 @@ void vdev_tens_before_write(const struct vdev_tens *t, const struct vdev_ldev *w
 /* vdev_tens_before_write for a write that says when it is queued, by
  * vdev_tens_write_end (which also does vdev_tens_after_write): until then, a
  * tape's read of t is of a copy, since it may come before or after the
- * write (exec.c). Paths that can, use these: in-place ops, vdev_assign, the
- * parameter server's pulls. */
+ * write (exec.c). Paths that can, use these: in-place ops, vdev_assign,
+ * collectives, the parameter server's pulls. */
 void vdev_tens_write_begin(const struct vdev_tens *t, const struct vdev_ldev *writer);
 void vdev_tens_write_end(const struct vdev_tens *t);
 /* After a write to t was queued: when t's memory is exported to another
