@@ -332,7 +332,9 @@ struct vdev_memory_info {
     uint64_t largest_free_block;  /* inside the reserved regions */
     uint64_t n_allocs;            /* live allocations */
     uint64_t n_allocs_total;      /* allocations made since start */
-    uint64_t n_failed_allocs;     /* allocations that failed with OOM */
+    uint64_t n_failed_allocs;     /* allocations that failed with OOM (not the copy a tape
+                                     would keep of a tensor written in place, which the write
+                                     does without) */
     uint64_t n_regions;           /* regions reserved now */
     double fragmentation;         /* (free - largest free) / free, 0 when nothing is free */
     uint64_t largest_alloc_size;  /* largest single allocation (after 256-byte rounding) since
