@@ -422,16 +422,21 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
         in_f(c, 1, sb, nl_of[var], -2, 2);
         return 1;
     }
-    case VDEV_OP_SGD_UPDATE:
-        /* var 0: momentum 0; 1: momentum 0.9 */
-        if (var > 1)
+    case VDEV_OP_SGD_UPDATE: {
+        /* var 0: momentum 0; 1: momentum 0.9; 2: momentum 0 with a NaN
+         * velocity, which the update must neither read (0 NaN is NaN) nor
+         * write */
+        if (var > 2)
             return 0;
         in_f(c, 0, s2, 2, -2, 2);
         in_f(c, 1, s2, 2, -1, 1);
-        in_f(c, 2, s2, 2, -0.5f, 0.5f);
+        float *vel = in_f(c, 2, s2, 2, -0.5f, 0.5f);
+        for (int64_t i = 0; var == 2 && i < c->in[2].n; i++)
+            vel[i] = NAN;
         c->p.f[0] = 0.1f;
-        c->p.f[1] = var ? 0.9f : 0.0f;
+        c->p.f[1] = var == 1 ? 0.9f : 0.0f;
         return 1;
+    }
     case VDEV_OP_ADAM_UPDATE:
         /* (var, grad, m, v >= 0) with TensorFlow's default betas */
         if (var > 0)

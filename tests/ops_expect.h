@@ -386,14 +386,16 @@ static void expect(const struct tcase *c, struct texp *e)
         break;
     }
     case VDEV_OP_SGD_UPDATE: {
-        /* velocity and var are stored as float after each step */
+        /* velocity and var are stored as float after each step; momentum 0:
+         * var -= lr g (lr g rounded to float, as TensorFlow's float
+         * ApplyGradientDescent) and the velocity stays as it was */
         for (int k = 0; k < 3; k++)
             exp_out(e, k, x->shape, x->ndim, VDEV_F32);
         double lr = c->p.f[0], mom = c->p.f[1];
         for (int64_t i = 0; i < n; i++) {
             float vel = (float)(mom * F(c, 2)[i] - lr * F(c, 1)[i]);
-            e->v[2][i] = vel;
-            e->v[0][i] = (double)a[i] + vel;
+            e->v[2][i] = mom == 0 ? F(c, 2)[i] : vel;
+            e->v[0][i] = mom == 0 ? (double)a[i] - (float)(lr * F(c, 1)[i]) : (double)a[i] + vel;
             e->v[1][i] = F(c, 1)[i];
         }
         e->atol = 1e-7;

@@ -14,7 +14,8 @@
  *     the bit (the sim backend runs the same host kernels);
  *  5. the reference kernel (and the host kernel where there is one) called
  *     directly on host buffers with guard zones around every written buffer:
- *     guards untouched, every output element written, inputs unchanged.
+ *     guards untouched, every output element written, inputs unchanged; SGD's
+ *     host kernel gives the reference kernel's bits (momentum 0 and on).
  *
  * Tolerances (atol, rtol), by op:
  *   add sub mul div, scalars, relu, identity, transpose, reshape, broadcast,
@@ -280,6 +281,14 @@ static void run_kernel_direct(const char *what, vdev_kernel_fn fn, const struct 
 
 /* ---- the sweep over every op, size and variant ---- */
 
+/* Ops whose host kernel promises the reference's bits, not just its
+ * tolerance: SGD computes as the reference does (kernels_fast.c), for
+ * momentum 0 (no velocity) as for momentum on. */
+static int host_same_bits(enum vdev_op op)
+{
+    return op == VDEV_OP_SGD_UPDATE;
+}
+
 /* Every case on `dev`; on a GPU also on CPU:0, bit for bit. `direct`: also
  * run the kernels on host buffers (once per case is enough). An op with no
  * case at all fails: a new op must come with its test. */
@@ -324,17 +333,19 @@ static void sweep(const char *dev, int vs_cpu, int direct)
                 res_free(&r);
                 const struct vdev_op_def *def = &vdev_op_defs[op];
                 if (direct && !(def->flags & VDEV_OP_VIEW)) {
-                    struct tres rd;
+                    struct tres rd, rh;
                     run_kernel_direct("reference kernel", def->ref, &c, &rd);
                     for (int k = 0; k < rd.n && k < e.n; k++)
                         compare("reference kernel", &c, &rd, k, &e, 1e-12);
-                    res_free(&rd);
                     if (def->host) {
-                        run_kernel_direct("host kernel", def->host, &c, &rd);
-                        for (int k = 0; k < rd.n && k < e.n; k++)
-                            compare("host kernel", &c, &rd, k, &e, mtol_host);
-                        res_free(&rd);
+                        run_kernel_direct("host kernel", def->host, &c, &rh);
+                        for (int k = 0; k < rh.n && k < e.n; k++)
+                            compare("host kernel", &c, &rh, k, &e, mtol_host);
+                        if (host_same_bits((enum vdev_op)op))
+                            same_bits("host vs reference kernel", &c, &rh, &rd);
+                        res_free(&rh);
                     }
+                    res_free(&rd);
                 }
                 exp_free(&e);
                 case_free(&c);

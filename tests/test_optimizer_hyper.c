@@ -3,7 +3,8 @@
  * next update: every update below is checked exactly against the value
  * worked out by hand (the numbers are chosen so that every step is exact in
  * float); SGD's velocity starts from zeros when momentum is switched on after
- * updates made without it, and carries on when momentum stays on; every bad
+ * it was off (with or without updates between: momentum 0 is no velocity),
+ * and carries on when momentum stays on; every bad
  * value, a NULL, freed or foreign handle and an optimizer of the other kind
  * get their exact message, and a refused call changes nothing. */
 #include "check.h"
@@ -70,11 +71,14 @@ static void sgd(void)
     CHECK(vdev_optimizer_slots(o, v, slot, names, 2) == 1);
     CHECK_STR(names[0], "momentum");
     CHECK_ALL(slot[0], -0.25f);
-    /* off and on again with no update between: the velocity carries on */
+    /* off and on again with no update between: off is no velocity (the slot
+     * reads zeros at once), so it starts over: vel = 0.5 * 0 - 0.25 */
     CHECK_OK(vdev_sgd_set(o, 0.5f, 0));
+    CHECK_ALL(slot[0], 0.0f);
     CHECK_OK(vdev_sgd_set(o, 0.5f, 0.5f));
-    step(o, v, 0.5f); /* vel = 0.5 * -0.25 - 0.25 = -0.375 */
-    CHECK_ALL(v, -0.375f);
+    step(o, v, 0.5f);
+    CHECK_ALL(v, -0.25f);
+    CHECK_ALL(slot[0], -0.25f);
     int64_t it = -1;
     CHECK_OK(vdev_optimizer_get_iterations(o, &it));
     CHECK_EQ_U64(it, 5);

@@ -25,12 +25,16 @@ extern "C" {
 /* Sets an SGD optimizer's learning rate and momentum; the next
  * vdev_optimizer_apply uses them. The values are checked as vdev_sgd_new
  * checks them, with its message ("vdev_sgd_set: learning rate %g must be > 0
- * and momentum %g in [0, 1)"). Switching momentum on after updates made
- * without it starts the velocity from zeros, as a fresh optimizer's; while
- * momentum is on, the velocity carries on as it is. Errors
- * (VDEV_ERR_INVALID_ARG): opt NULL, freed or not an optimizer, an Adam
- * optimizer ("vdev_sgd_set: the optimizer is Adam, not SGD"), a bad value.
- * Not at the same time as an update by the same optimizer on another thread. */
+ * and momentum %g in [0, 1)"). Momentum 0 means no velocity, as in Keras:
+ * switching momentum off zeroes the velocity slots at once (a slot handle
+ * kept from vdev_optimizer_slots reads zeros), updates without momentum
+ * leave them so (var -= lr g), and momentum switched on again starts from
+ * zeros, as a fresh optimizer's; while momentum stays on, the velocity
+ * carries on as it is. Errors: VDEV_ERR_INVALID_ARG for opt NULL, freed or
+ * not an optimizer, an Adam optimizer ("vdev_sgd_set: the optimizer is
+ * Adam, not SGD"), a bad value; VDEV_ERR_OOM when switching momentum off
+ * finds no memory for the zeros (nothing changed). Not at the same time as
+ * an update by the same optimizer on another thread. */
 VDEV_API enum vdev_status vdev_sgd_set(vdev_optimizer_t *opt, float learning_rate,
                                        float momentum);
 

@@ -17,9 +17,11 @@
  * m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2, var -= lr_t m / (sqrt(v) + eps).
  * The hyperparameters may change between updates (vdev_sgd_set,
  * vdev_adam_set in vdev/nn.h, checked as the constructors check them); the
- * next update uses the new values. SGD's update without momentum leaves
- * -lr g in the velocity slot, which is no velocity: once momentum is
- * switched on, such a slot starts over from zeros, as a fresh optimizer's.
+ * next update uses the new values. SGD without momentum has no velocity,
+ * as Keras's makes no momentum slot: its update (var -= lr g) leaves the
+ * slot alone, and switching momentum off zeroes the slots at once, so a
+ * slot handle a caller keeps reads zeros while momentum is off, and momentum
+ * switched on again starts from zeros, as a fresh optimizer's.
  *
  * Layers, models and optimizers are checked handles (base/handles.h), each
  * kind in a table of its own, so a freed or foreign one is an error. They
@@ -248,10 +250,8 @@ enum opt_kind { OPT_SGD, OPT_ADAM };
 
 struct slot {
     const vdev_tensor_t *var;   /* its handle: not owned, compared only */
-    vdev_tensor_t *s[2];        /* SGD: velocity; Adam: m, v (variables, owned) */
-    int stale;                  /* SGD: s[0] holds what an update without momentum
-                                 * left (-lr g), not a velocity: zeroed before it
-                                 * is used or handed out with momentum on */
+    vdev_tensor_t *s[2];        /* SGD: velocity (zeros while momentum is 0);
+                                 * Adam: m, v (variables, owned) */
 };
 
 struct optim {
@@ -342,6 +342,51 @@ static struct optim *optim_of_kind(vdev_optimizer_t *h, enum opt_kind kind, cons
     return o;
 }
 
+/* The first slot of o, up to i, whose velocity has the device and shape of
+ * slot i's: one tensor of zeros serves them all. */
+static int zeros_for(const struct optim *o, int i)
+{
+    const struct vdev_tens *t = vdev_tens_peek(o->slots[i].s[0]);
+    for (int j = 0; j < i; j++) {
+        const struct vdev_tens *u = vdev_tens_peek(o->slots[j].s[0]);
+        if (u->dev == t->dev && u->ndim == t->ndim &&
+            !memcmp(u->shape, t->shape, (size_t)t->ndim * sizeof t->shape[0]))
+            return j;
+    }
+    return i;
+}
+
+/* Zeroes SGD's velocity slots: momentum switched off, there is no velocity.
+ * The zeros are copied in (vdev_assign), so each slot keeps its handle. They
+ * are all made before the first slot is written, so running out of memory
+ * changes nothing (VDEV_ERR_OOM); only a backend failure can stop the
+ * copies part way. */
+static enum vdev_status zero_velocities(struct optim *o)
+{
+    if (o->n_slots == 0)
+        return VDEV_OK;
+    vdev_tensor_t **z = calloc((size_t)o->n_slots, sizeof *z);
+    if (!z)
+        return vdev_error(VDEV_ERR_OOM, "vdev_sgd_set: out of host memory");
+    enum vdev_status st = VDEV_OK;
+    for (int i = 0; i < o->n_slots && st == VDEV_OK; i++) {
+        if (zeros_for(o, i) != i)
+            continue;
+        const struct vdev_tens *t = vdev_tens_peek(o->slots[i].s[0]);
+        vdev_placement_push_dev(t->dev);
+        z[i] = vdev_tensor_zeros(t->shape, t->ndim, VDEV_F32);
+        vdev_placement_pop_dev();
+        if (!z[i])
+            st = vdev_last_status();
+    }
+    for (int i = 0; i < o->n_slots && st == VDEV_OK; i++)
+        st = vdev_assign(o->slots[i].s[0], z[zeros_for(o, i)]);
+    for (int i = 0; i < o->n_slots; i++)
+        vdev_tensor_free(z[i]);
+    free(z);
+    return st;
+}
+
 VDEV_API enum vdev_status vdev_sgd_set(vdev_optimizer_t *h, float lr, float momentum)
 {
     struct optim *o = optim_of_kind(h, OPT_SGD, "vdev_sgd_set");
@@ -349,6 +394,13 @@ VDEV_API enum vdev_status vdev_sgd_set(vdev_optimizer_t *h, float lr, float mome
         return vdev_last_status();
     if (!sgd_values_ok("vdev_sgd_set", lr, momentum))
         return vdev_last_status();
+    /* momentum off: no velocity from here on (a held slot handle reads zeros,
+     * and momentum switched on again starts from them) */
+    if (o->momentum != 0 && momentum == 0) {
+        enum vdev_status st = zero_velocities(o);
+        if (st != VDEV_OK)
+            return st;
+    }
     o->lr = lr;
     o->momentum = momentum;
     return VDEV_OK;
@@ -407,35 +459,13 @@ static struct slot *slot_of(struct optim *o, const vdev_tensor_t *hvar, const st
     return s;
 }
 
-/* The slots of hvar as slot_of gives them, with a stale velocity (see
- * struct slot) zeroed first when SGD's momentum is on: the first update with
- * momentum then starts from zeros, as a fresh optimizer's. The zeros are
- * copied in (vdev_assign), so the slot's handle stays. */
-static struct slot *live_slot(struct optim *o, const vdev_tensor_t *hvar,
-                              const struct vdev_tens *var)
-{
-    struct slot *s = slot_of(o, hvar, var);
-    if (!s || !s->stale || o->momentum == 0)
-        return s;
-    vdev_placement_push_dev(var->dev);
-    vdev_tensor_t *z = vdev_tensor_zeros(var->shape, var->ndim, VDEV_F32);
-    vdev_placement_pop_dev();
-    enum vdev_status st = z ? vdev_assign(s->s[0], z) : vdev_last_status();
-    vdev_tensor_free(z);
-    if (st != VDEV_OK)
-        return NULL;
-    s->stale = 0;
-    return s;
-}
-
-/* Makes the slots of vars[0..n) that do not exist yet, and zeroes stale
- * velocities (live_slot). A slot made or zeroed here stays so when a later
- * one fails: it is zeros, as a new slot would be (or as the stale one stands
- * for), so no update is affected. */
+/* Makes the slots of vars[0..n) that do not exist yet. A slot made here
+ * stays when a later one fails: it is zeros, as a new slot would be, so no
+ * update is affected. */
 static enum vdev_status make_slots(struct optim *o, vdev_tensor_t *const *vars, int n)
 {
     for (int i = 0; i < n; i++)
-        if (!live_slot(o, vars[i], vdev_tens_peek(vars[i])))
+        if (!slot_of(o, vars[i], vdev_tens_peek(vars[i])))
             return vdev_last_status();
     return VDEV_OK;
 }
@@ -526,6 +556,7 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
         p.f[2] = o->beta2;
         p.f[3] = o->eps;
     } else {
+        /* momentum 0: the kernel updates var alone, leaving the velocity */
         p.f[0] = o->lr;
         p.f[1] = o->momentum;
     }
@@ -534,13 +565,8 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
         (struct vdev_tens *const *const *)pins, n, k_in, &p);
     /* A step counts once its updates were submitted (a backend failure part
      * way counts too: some variables moved with this step's Adam factor). */
-    if (st == VDEV_OK || vdev_last_status() == VDEV_ERR_BACKEND) {
+    if (st == VDEV_OK || vdev_last_status() == VDEV_ERR_BACKEND)
         o->step++;
-        /* without momentum the kernel left -lr g in each velocity slot */
-        if (o->kind == OPT_SGD && o->momentum == 0)
-            for (int i = 0; i < n; i++)
-                slot_of(o, vars[i], vdev_tens_peek(vars[i]))->stale = 1;
-    }
     if (big) {
         free(lists);
         free(pins);
@@ -549,7 +575,8 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
 }
 
 /* Slots that carry state from one step to the next: SGD's velocity only
- * with momentum (without, the kernel overwrites it every step). */
+ * with momentum (without, there is none: the slot holds zeros, which
+ * updates leave alone). */
 static int stateful_slots(const struct optim *o)
 {
     if (o->kind == OPT_ADAM)
@@ -569,7 +596,7 @@ VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *h, vdev_tensor_t *var, vdev_
     int n = stateful_slots(o);
     if (n == 0)
         return 0;
-    struct slot *sl = live_slot(o, var, vdev_tens_peek(var));
+    struct slot *sl = slot_of(o, var, vdev_tens_peek(var));
     if (!sl)
         return -1;
     for (int k = 0; k < n && k < cap; k++) {

@@ -204,11 +204,18 @@ KERNEL(vdev_fast_mse)
  * rounded once to float) and matches it bit for bit: it is bound by memory
  * traffic, where the double arithmetic costs nothing. */
 
-/* (var, grad, velocity): velocity = momentum velocity - lr grad; var += velocity. */
+/* (var, grad, velocity): velocity = momentum velocity - lr grad; var += velocity.
+ * With momentum 0, var -= lr grad and the velocity is left alone, as the
+ * reference. */
 ELEMENTWISE_MIN(sgd_update, 0, UPDATE_MIN, {
     float *restrict var = OUT_F(0), *restrict vel = OUT_F(2);
     const float *restrict g = IN_F(1);
     const double lr = a->f[0], mom = a->f[1];
+    if (mom == 0) {
+        for (int64_t i = lo; i < hi; i++)
+            var[i] = (float)((double)var[i] - (float)(lr * g[i]));
+        return;
+    }
     for (int64_t i = lo; i < hi; i++) {
         float v = (float)(mom * vel[i] - lr * g[i]);
         vel[i] = v;

@@ -498,13 +498,21 @@ KERNEL(vdev_ref_reduce_rows)
 /* ---- in-place updates (out[k] is input k's memory) ---- */
 
 /* Keras SGD with momentum: velocity = momentum velocity - lr grad;
- * var += velocity. With momentum 0: var -= lr grad. */
+ * var += velocity. With momentum 0 there is no velocity (Keras makes no
+ * slot): var -= lr grad, rounded as TensorFlow's ApplyGradientDescent rounds
+ * it in float, and the velocity operand is neither read nor written, so the
+ * slot keeps what it holds (zeros: nn.c) and the pass costs no traffic. */
 KERNEL(vdev_ref_sgd_update)
 {
     float *var = OUT_F(0), *vel = OUT_F(2);
     const float *g = IN_F(1);
     double lr = a->f[0], mom = a->f[1];
     int64_t n = vdev_args_numel(a, 0);
+    if (mom == 0) {
+        for (int64_t i = 0; i < n; i++)
+            var[i] = (float)((double)var[i] - (float)(lr * g[i]));
+        return;
+    }
     for (int64_t i = 0; i < n; i++) {
         vel[i] = (float)(mom * vel[i] - lr * g[i]);
         var[i] = (float)((double)var[i] + vel[i]);

@@ -515,12 +515,18 @@ __global__ void k_transpose(const uint32_t *x, uint32_t *o, int64_t m, int64_t n
 
 /* ---- in-place updates ---- */
 
+/* As vdev_ref_sgd_update: with momentum 0, var -= lr g and the velocity is
+ * neither read nor written. */
 __global__ void k_sgd(float *var, const float *g, float *vel, int64_t n, double lr, double mom)
 {
     GRID_LOOP(i, n)
     {
-        vel[i] = (float)(mom * vel[i] - lr * g[i]);
-        var[i] = (float)((double)var[i] + vel[i]);
+        if (mom == 0) {
+            var[i] = (float)((double)var[i] - (float)(lr * g[i]));
+        } else {
+            vel[i] = (float)(mom * vel[i] - lr * g[i]);
+            var[i] = (float)((double)var[i] + vel[i]);
+        }
     }
 }
 
