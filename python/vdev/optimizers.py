@@ -208,8 +208,10 @@ def _momentum(momentum):
 class SGD(Optimizer):
     """Keras's SGD. ``learning_rate`` and ``momentum`` may be set at any time
     (``opt.learning_rate = 0.001``): the next update uses them, checked as
-    the constructor checks them (vdev_sgd_set). Momentum switched on after
-    updates made without it starts from a zero velocity."""
+    the constructor checks them (vdev_sgd_set). Momentum 0 is no velocity,
+    as in Keras: switching momentum off zeroes the velocity slots at once
+    (updates without momentum leave them so), and momentum switched on again
+    starts from zeros."""
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD"):
         if nesterov:
