@@ -698,7 +698,8 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *opt, vdev_tenso
  * back (training then goes on bit for bit as if it had never stopped): its
  * slots, as variables on var's device, made (zeros) if they do not exist yet —
  * Adam: "m" then "v"; SGD with momentum: "momentum" (Keras's names); SGD
- * without momentum keeps none. Returns their number, filling at most cap of
+ * without momentum keeps none (a velocity handle kept from an earlier call
+ * holds zeros while momentum is 0). Returns their number, filling at most cap of
  * out (and of names, unless NULL); -1 with VDEV_ERR_INVALID_ARG for a bad
  * optimizer or variable, a negative cap or out NULL with cap > 0, or the error
  * of making a slot (VDEV_ERR_OOM). The tensors stay the optimizer's. */
