@@ -20,7 +20,8 @@
  *    (on its thread, the submitter waiting until it is done), and a product
  *    of a more important thread (lower nice value) is handed the slot and
  *    runs on its own thread; the products' results on three streams at a
- *    budget of one against a plain reference;
+ *    budget of one against a plain reference; a waiting product polls, then
+ *    sleeps, and is woken either way;
  *  - the determinism switch: the same threads per product while it is on
  *    (its products are cut into blocks fixed by their shapes), OpenBLAS at
  *    one thread either way;
@@ -311,6 +312,11 @@ static void gate(void)
     CHECK(pthread_create(&tb, NULL, submit_main, &sb) == 0);
     wait_queued(1);
     CHECK(!atomic_load(&pb.running));
+    /* B polls for a while (a CPU is left over: 1 slot), then sleeps; A's
+     * thread wakes it when its product is done. */
+    for (int i = 0; i < 100000 && vdev_threads_sleepers() != 1; i++)
+        usleep(100);
+    CHECK(vdev_threads_sleepers() == 1);
     atomic_store(&pa.hold, 0);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
@@ -325,6 +331,7 @@ static void gate(void)
     wait_until(&pc.running);
     CHECK(pthread_create(&td, NULL, submit_main, &sd) == 0);
     wait_queued(1);
+    /* D is let go while it may still be polling: it sees the slot itself. */
     atomic_store(&pc.hold, 0);
     pthread_join(tc, NULL);
     pthread_join(td, NULL);

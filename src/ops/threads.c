@@ -57,6 +57,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A product waiting for a slot: run by a slot's holder, or handed the slot. */
@@ -65,6 +66,7 @@ struct product_req {
     void *arg;
     int nice;     /* the submitting thread's nice value */
     int state;    /* REQ_WAITING, REQ_DONE (run for it), REQ_SLOT (its own now) */
+    int sleeping; /* waits on cv (else it polls: the holder need not wake it) */
     pthread_cond_t cv;
     struct product_req *next;
 };
@@ -354,6 +356,16 @@ static int thread_nice(void)
     return nice;
 }
 
+/* How long a request for a slot polls before it sleeps (product_start). */
+#define POLL_NS 1000000
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* Queues r behind every request at least as important (lock held). */
 static void queue_put(struct product_req *r)
 {
@@ -391,8 +403,25 @@ static int product_start(int det, void (*fn)(void *), void *arg)
         struct product_req r = {.fn = fn, .arg = arg, .nice = thread_nice(), .state = REQ_WAITING};
         pthread_cond_init(&r.cv, NULL);
         queue_put(&r);
-        while (r.state == REQ_WAITING)
+        /* Where the plan leaves a CPU that no slot uses, the request polls
+         * for a while, yielding that CPU to any other work, before it
+         * sleeps: waking a sleeper costs the holder a system call, and the
+         * sleeper a trip through the scheduler, on every product handed
+         * back (chain3 on three simulated GPUs with a budget of one
+         * product at a time: 6.44 ms a step sleeping, 6.13 polling, fastest
+         * of ten turns). Where the slots use every CPU, a poller would take
+         * time from the products themselves: it sleeps at once. */
+        int64_t poll_until = permits < G.plan.info.cpus ? now_ns() + POLL_NS : 0;
+        for (unsigned i = 0; r.state == REQ_WAITING; i++) {
+            if (poll_until && ((i & 15) || now_ns() < poll_until)) {
+                pthread_mutex_unlock(&G.lock);
+                sched_yield();
+                pthread_mutex_lock(&G.lock);
+                continue;
+            }
+            r.sleeping = 1;
             pthread_cond_wait(&r.cv, &G.lock);
+        }
         pthread_cond_destroy(&r.cv);
         return r.state == REQ_SLOT;
     }
@@ -411,14 +440,16 @@ static void product_finish(void)
         G.queue = r->next;
         if (r->nice < mine) {
             r->state = REQ_SLOT; /* in_flight stays: the slot changes hands */
-            pthread_cond_signal(&r->cv);
+            if (r->sleeping)
+                pthread_cond_signal(&r->cv);
             return;
         }
         pthread_mutex_unlock(&G.lock);
         r->fn(r->arg);
         pthread_mutex_lock(&G.lock);
         r->state = REQ_DONE;
-        pthread_cond_signal(&r->cv);
+        if (r->sleeping)
+            pthread_cond_signal(&r->cv);
     }
     if (--G.in_flight == 0)
         pthread_cond_broadcast(&G.cv);
@@ -452,6 +483,16 @@ int vdev_threads_queued(void)
     int n = 0;
     for (const struct product_req *r = G.queue; r; r = r->next)
         n++;
+    pthread_mutex_unlock(&G.lock);
+    return n;
+}
+
+int vdev_threads_sleepers(void)
+{
+    pthread_mutex_lock(&G.lock);
+    int n = 0;
+    for (const struct product_req *r = G.queue; r; r = r->next)
+        n += r->sleeping;
     pthread_mutex_unlock(&G.lock);
     return n;
 }

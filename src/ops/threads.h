@@ -70,6 +70,8 @@ int vdev_threads_product_parts(void);
 int vdev_threads_peak_products(void);
 /* Products waiting for a slot now. */
 int vdev_threads_queued(void);
+/* Of those, the ones whose threads sleep (the others poll: product_start). */
+int vdev_threads_sleepers(void);
 
 /* A thread count from an environment value: "4" -> 4, "4,2" (OpenMP's list
  * of nesting levels) -> 4; 0 for NULL, empty, malformed or < 1 (OpenBLAS
