@@ -1,4 +1,5 @@
-/* runtime.c — start-up, logical devices, memory information.
+/* runtime.c — start-up, the logical devices and their lookup, out-of-memory
+ * reports.
  *
  * vdev_init() freezes the configuration into a plan and builds the device
  * table from it. Each logical device's allocator takes its regions from the
@@ -22,12 +23,11 @@
  *
  * Governance: each card gets a pool (src/alloc/govern.h) with its budget,
  * and each of its logical devices a member with its floor, ceiling and
- * priority; the logical CPUs share one pool over host memory. The calls of
- * vdev_memory_set_limits() and friends at the end of this file go to it. A
- * card with one logical device, on a backend whose own library can run
- * collectives (NCCL), gets one more member: the library's buffers, a floor
- * set when a communicator takes them (vdev_runtime_card_charge), so they too
- * come out of the card's budget.
+ * priority; the logical CPUs share one pool over host memory. A card with
+ * one logical device, on a backend whose own library can run collectives
+ * (NCCL), gets one more member: the library's buffers (runtime_memory.c
+ * charges it). The memory calls of the public API once the runtime runs,
+ * vdev_memory_set_limits() and friends included, are in runtime_memory.c.
  *
  * fork(): a child of a process whose runtime runs gets none of its threads
  * (the streams' workers, the product pool), so whatever waits on them would
@@ -57,16 +57,11 @@ static struct {
     int n_cpus;
     struct vdev_ldev devs[VDEV_MAX_LDEVS];
     vdev_pool_t *pools[VDEV_MAX_GPUS]; /* per physical GPU in use */
-    int lib_member[VDEV_MAX_GPUS];     /* the library's member of the pool, or -1 */
-    uint64_t lib_bytes[VDEV_MAX_GPUS]; /* its floor: what communicators hold */
-    uint64_t lib_cut_floor[VDEV_MAX_GPUS]; /* taken off the card's logical device's floor */
-    uint64_t lib_cut_ceil[VDEV_MAX_GPUS];  /* and off its ceiling, for the library */
-    pthread_mutex_t lib_lock;          /* lib_bytes, lib_cut_* */
     vdev_pool_t *cpu_pool;
     vdev_alloc_trace_t *trace;
     _Atomic uint32_t generation; /* counts start-ups; tensors remember theirs */
     _Atomic long forked_from;    /* vdev_runtime_forked_from */
-} R = {.lock = PTHREAD_MUTEX_INITIALIZER, .lib_lock = PTHREAD_MUTEX_INITIALIZER};
+} R = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Atomic int oom_report; /* VDEV_OOM_REPORT */
 
@@ -74,7 +69,10 @@ _Static_assert(VDEV_POOL_MAX_MEMBERS >= VDEV_MAX_LOGICAL_PER_GPU &&
                    VDEV_POOL_MAX_MEMBERS >= VDEV_MAX_LOGICAL_CPUS,
                "a card's pool holds every logical device of the card");
 
-int vdev_runtime_oom_report(void) { return atomic_load_explicit(&oom_report, memory_order_relaxed); }
+int vdev_runtime_oom_report(void)
+{
+    return atomic_load_explicit(&oom_report, memory_order_relaxed);
+}
 
 /* The calling thread's last out-of-memory report (VDEV_OOM_REPORT), kept for
  * vdev_last_oom_report(); a thread's is freed when the thread ends. */
@@ -239,10 +237,8 @@ static void teardown_locked(void)
     for (int g = 0; g < VDEV_MAX_GPUS; g++) {
         vdev_pool_destroy(R.pools[g]);
         R.pools[g] = NULL;
-        R.lib_member[g] = -1;
-        R.lib_bytes[g] = 0;
-        R.lib_cut_floor[g] = R.lib_cut_ceil[g] = 0;
     }
+    vdev_runtime_lib_forget();
     vdev_pool_destroy(R.cpu_pool);
     R.cpu_pool = NULL;
     vdev_observe_shutdown();
@@ -451,100 +447,11 @@ static enum vdev_status add_lib_members(const struct vdev_plan *plan,
     for (int g = 0; g < VDEV_MAX_GPUS; g++) {
         if (!R.pools[g] || ps->on_card[g] != 1)
             continue;
-        enum vdev_status st = vdev_pool_add(R.pools[g], "collective library buffers", 0, 0,
-                                            VDEV_PRIORITY_NORMAL, &R.lib_member[g]);
+        enum vdev_status st = vdev_runtime_lib_add(g, R.pools[g]);
         if (st != VDEV_OK)
             return st;
     }
     return VDEV_OK;
-}
-
-/* The pool member of the one logical device of card gpu, or -1. */
-static int sole_member(int gpu)
-{
-    for (int i = R.n_cpus; i < R.n; i++)
-        if (R.devs[i].type == VDEV_DEVICE_GPU && R.devs[i].physical == gpu)
-            return R.devs[i].member;
-    return -1;
-}
-
-enum vdev_status vdev_runtime_card_charge(int gpu, int64_t delta)
-{
-    if (gpu < 0 || gpu >= VDEV_MAX_GPUS || !R.pools[gpu] || R.lib_member[gpu] < 0)
-        return vdev_error(VDEV_ERR_UNSUPPORTED, "/physical_device:GPU:%d: no share of its budget "
-                                                "for a collective library (it has more than one "
-                                                "logical device)",
-                          gpu);
-    /* The pressure callbacks these changes call are made once lib_lock is
-     * released: one may create or destroy a communicator (charge again). */
-    struct vdev_pool_calls calls;
-    calls.n = 0;
-    pthread_mutex_lock(&R.lib_lock);
-    uint64_t now = R.lib_bytes[gpu];
-    uint64_t want = delta < 0 && (uint64_t)-delta > now ? 0 : now + (uint64_t)delta;
-    want = (want + 255) & ~(uint64_t)255;
-    vdev_pool_t *p = R.pools[gpu];
-    int dev = sole_member(gpu), lib = R.lib_member[gpu];
-    struct vdev_memory_limits d, l;
-    vdev_pool_get(p, dev, &d);
-    vdev_pool_get(p, lib, &l);
-    enum vdev_status st = VDEV_OK;
-    if (want > now) {
-        /* The card's logical device (alone on it, its floor often the whole
-         * budget) makes room: its floor and ceiling come down to what the
-         * library leaves; refused while it holds more than that in use. */
-        uint64_t room = want < d.card_budget_bytes ? d.card_budget_bytes - want : 0;
-        uint64_t floor = d.floor_bytes < room ? d.floor_bytes : room;
-        uint64_t ceil = d.ceiling_bytes < room ? d.ceiling_bytes : room;
-        st = vdev_pool_set_limits_ex(p, dev, floor, ceil, 0, NULL, &calls);
-        if (st == VDEV_OK) {
-            st = vdev_pool_set_limits_ex(p, lib, want, want, 0, NULL, &calls);
-            if (st != VDEV_OK) {
-                /* Undone as it was: a preallocated region that lowering the
-                 * floor gave up is pinned (or preallocated) again. */
-                enum vdev_status keep = vdev_last_status();
-                char msg[512];
-                vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
-                vdev_pool_set_limits_ex(p, dev, d.floor_bytes, d.ceiling_bytes, VDEV_POOL_UNDO,
-                                        NULL, &calls);
-                vdev_error(keep, "%s", msg);
-            }
-        }
-        if (st == VDEV_OK) {
-            R.lib_cut_floor[gpu] += d.floor_bytes - floor;
-            R.lib_cut_ceil[gpu] += d.ceiling_bytes - ceil;
-        }
-    } else if (want < now) {
-        st = vdev_pool_set_limits_ex(p, lib, want,
-                                     want > l.ceiling_bytes ? want : l.ceiling_bytes, 0, NULL,
-                                     &calls);
-        if (st == VDEV_OK && want == 0) {
-            /* the library's share back to the device */
-            uint64_t ceil = d.ceiling_bytes + R.lib_cut_ceil[gpu];
-            uint64_t floor = d.floor_bytes + R.lib_cut_floor[gpu];
-            if (ceil > d.card_budget_bytes)
-                ceil = d.card_budget_bytes;
-            if (floor > ceil)
-                floor = ceil;
-            if (vdev_pool_set_limits_ex(p, lib, 0, 0, 0, NULL, &calls) == VDEV_OK &&
-                vdev_pool_set_limits_ex(p, dev, floor, ceil, 0, NULL, &calls) == VDEV_OK)
-                R.lib_cut_floor[gpu] = R.lib_cut_ceil[gpu] = 0;
-            else
-                vdev_clear_error();
-        }
-    }
-    if (st == VDEV_OK)
-        R.lib_bytes[gpu] = want;
-    pthread_mutex_unlock(&R.lib_lock);
-    if (calls.n) {
-        /* a callback may leave an error of its own: the charge's stays */
-        char msg[512];
-        vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
-        vdev_pool_calls_make(&calls);
-        if (st != VDEV_OK)
-            vdev_error(st, "%s", msg);
-    }
-    return st;
 }
 
 VDEV_API enum vdev_status vdev_init(void)
@@ -567,8 +474,7 @@ VDEV_API enum vdev_status vdev_init(void)
     enum vdev_status st = vdev_config_freeze(plan);
     if (st != VDEV_OK)
         goto fail_plan;
-    for (int g = 0; g < VDEV_MAX_GPUS; g++)
-        R.lib_member[g] = -1;
+    vdev_runtime_lib_forget();
     if (plan->alloc_trace_path[0] &&
         (st = vdev_alloc_trace_open(plan->alloc_trace_path, &R.trace)) != VDEV_OK) {
         vdev_error_prefix("VDEV_ALLOC_TRACE");
@@ -720,7 +626,8 @@ enum vdev_status vdev_runtime_find(const char *name, struct vdev_ldev **out)
 
 /* ---- public queries ---- */
 
-VDEV_API enum vdev_status vdev_list_logical_devices(struct vdev_logical_device *out, int cap, int *n)
+VDEV_API enum vdev_status vdev_list_logical_devices(struct vdev_logical_device *out, int cap,
+                                                    int *n)
 {
     if (!n || cap < 0 || (cap > 0 && !out))
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_list_logical_devices: bad arguments");
@@ -762,173 +669,4 @@ VDEV_API enum vdev_status vdev_device_canonical_name(const char *device, char *o
     }
     memcpy(out, d->name, need);
     return VDEV_OK;
-}
-
-VDEV_API enum vdev_status vdev_memory_info(const char *device, struct vdev_memory_info *out)
-{
-    struct vdev_ldev *d = NULL;
-    if (!out)
-        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_memory_info: out is NULL");
-    enum vdev_status st = vdev_runtime_find(device, &d);
-    if (st != VDEV_OK)
-        return st;
-    struct vdev_alloc_stats s;
-    vdev_alloc_get_stats(d->alloc, &s);
-    memset(out, 0, sizeof *out);
-    out->bytes_in_use = s.bytes_in_use;
-    out->peak_bytes_in_use = s.peak_bytes_in_use;
-    out->bytes_reserved = s.bytes_reserved;
-    out->peak_bytes_reserved = s.peak_bytes_reserved;
-    out->bytes_limit = s.bytes_limit;
-    out->largest_free_block = s.largest_free_block;
-    out->n_allocs = s.n_allocs;
-    out->n_allocs_total = s.n_allocs_total;
-    out->n_failed_allocs = s.n_failed_allocs;
-    out->n_regions = s.n_regions;
-    out->fragmentation = s.fragmentation;
-    out->largest_alloc_size = s.largest_alloc_size;
-    return VDEV_OK;
-}
-
-VDEV_API enum vdev_status vdev_memory_reset_peak(const char *device)
-{
-    struct vdev_ldev *d = NULL;
-    enum vdev_status st = vdev_runtime_find(device, &d);
-    if (st != VDEV_OK)
-        return st;
-    vdev_alloc_reset_peak(d->alloc);
-    return VDEV_OK;
-}
-
-VDEV_API enum vdev_status vdev_memory_release_cached(const char *device, uint64_t *released)
-{
-    struct vdev_ldev *d = NULL;
-    enum vdev_status st = vdev_runtime_find(device, &d);
-    if (st != VDEV_OK)
-        return st;
-    /* Work still queued may use blocks freed from the host: let it finish. */
-    vdev_backend_synchronize(d->backend, d->bdev);
-    vdev_alloc_flush_pending(d->alloc);
-    uint64_t r = vdev_alloc_release_cached(d->alloc);
-    if (released)
-        *released = r;
-    return VDEV_OK;
-}
-
-VDEV_API enum vdev_status vdev_mem_alloc(const char *device, uint64_t bytes, void **out)
-{
-    struct vdev_ldev *d = NULL;
-    if (!out)
-        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mem_alloc: out is NULL");
-    *out = NULL;
-    if (bytes == 0)
-        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mem_alloc: size 0");
-    enum vdev_status st = vdev_runtime_find(device, &d);
-    if (st != VDEV_OK)
-        return st;
-    struct vdev_block blk;
-    if ((st = vdev_alloc_malloc(d->alloc, bytes, &blk)) != VDEV_OK) {
-        if (st == VDEV_ERR_OOM) /* traced and reported as a tensor's is */
-            vdev_runtime_oom_seen(d, bytes, NULL, NULL);
-        return st;
-    }
-    *out = blk.ptr;
-    if (vdev_observe_on())
-        vdev_observe_memory(d);
-    return VDEV_OK;
-}
-
-VDEV_API enum vdev_status vdev_mem_free(const char *device, void *ptr)
-{
-    struct vdev_ldev *d = NULL;
-    if (!ptr)
-        return VDEV_OK;
-    enum vdev_status st = vdev_runtime_find(device, &d);
-    if (st != VDEV_OK)
-        return st;
-    uint32_t h;
-    if ((st = vdev_alloc_lookup(d->alloc, ptr, &h)) != VDEV_OK)
-        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mem_free: %p is not a live block of %s", ptr,
-                          d->name);
-    vdev_alloc_free(d->alloc, h);
-    if (vdev_observe_on())
-        vdev_observe_memory(d);
-    return VDEV_OK;
-}
-
-/* ---- governance at run time ---- */
-
-VDEV_API enum vdev_status vdev_memory_get_limits(const char *device, struct vdev_memory_limits *out)
-{
-    struct vdev_ldev *d = NULL;
-    if (!out)
-        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_memory_get_limits: out is NULL");
-    enum vdev_status st = vdev_runtime_find(device, &d);
-    if (st != VDEV_OK)
-        return st;
-    vdev_pool_get(d->pool, d->member, out);
-    return VDEV_OK;
-}
-
-/* A floor or ceiling other than 0 is at least 1 MiB (TensorFlow takes MiB:
- * 4096 meant as 4 GiB would be 4 KiB here). */
-static enum vdev_status check_limit(const struct vdev_ldev *d, const char *what, uint64_t bytes)
-{
-    if (bytes == 0 || bytes >= (1ull << 20))
-        return VDEV_OK;
-    return vdev_error(VDEV_ERR_INVALID_ARG,
-                      "%s: a %s of %llu bytes is less than 1 MiB: sizes are in bytes (did you "
-                      "mean %lluMiB, i.e. %lluull << 20?)",
-                      d->name, what, (unsigned long long)bytes, (unsigned long long)bytes,
-                      (unsigned long long)bytes);
-}
-
-/* The profiler trace's record of a device's limits (after a change). */
-static void trace_limits(const struct vdev_ldev *d, const char *why)
-{
-    struct vdev_memory_limits l;
-    vdev_pool_get(d->pool, d->member, &l);
-    vdev_observe_limits(d, l.floor_bytes, l.ceiling_bytes, vdev_priority_name(l.priority), why);
-}
-
-VDEV_API enum vdev_status vdev_memory_set_limits(const char *device, uint64_t floor_bytes,
-                                                 uint64_t ceiling_bytes)
-{
-    struct vdev_ldev *d = NULL;
-    enum vdev_status st = vdev_runtime_find(device, &d);
-    if (st != VDEV_OK)
-        return st;
-    if ((st = check_limit(d, "floor", floor_bytes)) != VDEV_OK ||
-        (st = check_limit(d, "ceiling", ceiling_bytes)) != VDEV_OK)
-        return st;
-    if ((st = vdev_pool_set_limits(d->pool, d->member, floor_bytes, ceiling_bytes, NULL)) !=
-        VDEV_OK)
-        return st;
-    trace_limits(d, "limits");
-    vdev_observe_memory(d);
-    return VDEV_OK;
-}
-
-VDEV_API enum vdev_status vdev_memory_set_priority(const char *device, enum vdev_priority priority)
-{
-    struct vdev_ldev *d = NULL;
-    enum vdev_status st = vdev_runtime_find(device, &d);
-    if (st != VDEV_OK)
-        return st;
-    if ((st = vdev_pool_set_priority(d->pool, d->member, priority)) != VDEV_OK) {
-        vdev_error_prefix("%s", d->name);
-        return st;
-    }
-    trace_limits(d, "priority");
-    return VDEV_OK;
-}
-
-VDEV_API enum vdev_status vdev_memory_set_pressure_callback(const char *device, vdev_pressure_fn fn,
-                                                            void *user)
-{
-    struct vdev_ldev *d = NULL;
-    enum vdev_status st = vdev_runtime_find(device, &d);
-    if (st != VDEV_OK)
-        return st;
-    return vdev_pool_set_pressure(d->pool, d->member, fn, user);
 }

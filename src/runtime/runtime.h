@@ -86,4 +86,14 @@ int vdev_runtime_oom_report(void);
 void vdev_runtime_oom_seen(struct vdev_ldev *d, uint64_t bytes,
                            const char *(*tag_of)(void *user, uint32_t handle), void *user);
 
+/* ---- between runtime.c and runtime_memory.c ---- */
+
+/* Forgets every card's collective library member (start-up, teardown, after
+ * the pools are destroyed). */
+void vdev_runtime_lib_forget(void);
+/* Adds the collective library's member to the pool of card gpu, which has
+ * one logical device (start-up, runtime's lock held): a floor of 0 until a
+ * communicator charges it (vdev_runtime_card_charge). */
+enum vdev_status vdev_runtime_lib_add(int gpu, vdev_pool_t *pool);
+
 #endif /* VDEV_RUNTIME_H */

@@ -1,0 +1,307 @@
+/* runtime_memory.c — the memory of the logical devices at run time: the
+ * queries and raw blocks of the public API (vdev_memory_info,
+ * vdev_mem_alloc and friends), the governance calls (vdev_memory_set_limits,
+ * the priority, the pressure callback), each going to its device's member of
+ * its card's pool (src/alloc/govern.h), and the collective library's share
+ * of a card's budget. A card with one logical device, on a backend whose own
+ * library can run collectives (NCCL), gets one more member at start-up
+ * (vdev_runtime_lib_add): the library's buffers, a floor set when a
+ * communicator takes them (vdev_runtime_card_charge), so they too come out
+ * of the card's budget; the card's logical device makes room for it, and
+ * gets back what it gave once the last communicator is gone. The device
+ * table itself, built and torn down in runtime.c, is immutable while the
+ * runtime runs, so nothing here locks it. */
+#include "runtime/observe.h"
+
+#include <pthread.h>
+#include <string.h>
+
+/* The collective library's member of each card (runtime.c adds them). */
+static struct {
+    vdev_pool_t *pool[VDEV_MAX_GPUS];  /* the card's pool, where it has the member */
+    int member[VDEV_MAX_GPUS];         /* the library's member of the pool, or -1 */
+    uint64_t bytes[VDEV_MAX_GPUS];     /* its floor: what communicators hold */
+    uint64_t cut_floor[VDEV_MAX_GPUS]; /* taken off the card's logical device's floor */
+    uint64_t cut_ceil[VDEV_MAX_GPUS];  /* and off its ceiling, for the library */
+    pthread_mutex_t lock;              /* bytes, cut_* */
+} Lib = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+void vdev_runtime_lib_forget(void)
+{
+    for (int g = 0; g < VDEV_MAX_GPUS; g++) {
+        Lib.pool[g] = NULL;
+        Lib.member[g] = -1;
+        Lib.bytes[g] = 0;
+        Lib.cut_floor[g] = Lib.cut_ceil[g] = 0;
+    }
+}
+
+enum vdev_status vdev_runtime_lib_add(int gpu, vdev_pool_t *pool)
+{
+    enum vdev_status st = vdev_pool_add(pool, "collective library buffers", 0, 0,
+                                        VDEV_PRIORITY_NORMAL, &Lib.member[gpu]);
+    if (st == VDEV_OK)
+        Lib.pool[gpu] = pool;
+    return st;
+}
+
+/* The pool member of the one logical device of card gpu, or -1. */
+static int sole_member(int gpu)
+{
+    for (int i = vdev_runtime_n_cpus(); i < vdev_runtime_n_devices(); i++) {
+        const struct vdev_ldev *d = vdev_runtime_device(i);
+        if (d->type == VDEV_DEVICE_GPU && d->physical == gpu)
+            return d->member;
+    }
+    return -1;
+}
+
+enum vdev_status vdev_runtime_card_charge(int gpu, int64_t delta)
+{
+    if (gpu < 0 || gpu >= VDEV_MAX_GPUS || !Lib.pool[gpu] || Lib.member[gpu] < 0)
+        return vdev_error(VDEV_ERR_UNSUPPORTED, "/physical_device:GPU:%d: no share of its budget "
+                                                "for a collective library (it has more than one "
+                                                "logical device)",
+                          gpu);
+    /* The pressure callbacks these changes call are made once Lib.lock is
+     * released: one may create or destroy a communicator (charge again). */
+    struct vdev_pool_calls calls;
+    calls.n = 0;
+    pthread_mutex_lock(&Lib.lock);
+    uint64_t now = Lib.bytes[gpu];
+    uint64_t want = delta < 0 && (uint64_t)-delta > now ? 0 : now + (uint64_t)delta;
+    want = (want + 255) & ~(uint64_t)255;
+    vdev_pool_t *p = Lib.pool[gpu];
+    int dev = sole_member(gpu), lib = Lib.member[gpu];
+    struct vdev_memory_limits d, l;
+    vdev_pool_get(p, dev, &d);
+    vdev_pool_get(p, lib, &l);
+    enum vdev_status st = VDEV_OK;
+    if (want > now) {
+        /* The card's logical device (alone on it, its floor often the whole
+         * budget) makes room: its floor and ceiling come down to what the
+         * library leaves; refused while it holds more than that in use. */
+        uint64_t room = want < d.card_budget_bytes ? d.card_budget_bytes - want : 0;
+        uint64_t floor = d.floor_bytes < room ? d.floor_bytes : room;
+        uint64_t ceil = d.ceiling_bytes < room ? d.ceiling_bytes : room;
+        st = vdev_pool_set_limits_ex(p, dev, floor, ceil, 0, NULL, &calls);
+        if (st == VDEV_OK) {
+            st = vdev_pool_set_limits_ex(p, lib, want, want, 0, NULL, &calls);
+            if (st != VDEV_OK) {
+                /* Undone as it was: a preallocated region that lowering the
+                 * floor gave up is pinned (or preallocated) again. */
+                enum vdev_status keep = vdev_last_status();
+                char msg[512];
+                vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+                vdev_pool_set_limits_ex(p, dev, d.floor_bytes, d.ceiling_bytes, VDEV_POOL_UNDO,
+                                        NULL, &calls);
+                vdev_error(keep, "%s", msg);
+            }
+        }
+        if (st == VDEV_OK) {
+            Lib.cut_floor[gpu] += d.floor_bytes - floor;
+            Lib.cut_ceil[gpu] += d.ceiling_bytes - ceil;
+        }
+    } else if (want < now) {
+        st = vdev_pool_set_limits_ex(p, lib, want,
+                                     want > l.ceiling_bytes ? want : l.ceiling_bytes, 0, NULL,
+                                     &calls);
+        if (st == VDEV_OK && want == 0) {
+            /* the library's share back to the device */
+            uint64_t ceil = d.ceiling_bytes + Lib.cut_ceil[gpu];
+            uint64_t floor = d.floor_bytes + Lib.cut_floor[gpu];
+            if (ceil > d.card_budget_bytes)
+                ceil = d.card_budget_bytes;
+            if (floor > ceil)
+                floor = ceil;
+            if (vdev_pool_set_limits_ex(p, lib, 0, 0, 0, NULL, &calls) == VDEV_OK &&
+                vdev_pool_set_limits_ex(p, dev, floor, ceil, 0, NULL, &calls) == VDEV_OK)
+                Lib.cut_floor[gpu] = Lib.cut_ceil[gpu] = 0;
+            else
+                vdev_clear_error();
+        }
+    }
+    if (st == VDEV_OK)
+        Lib.bytes[gpu] = want;
+    pthread_mutex_unlock(&Lib.lock);
+    if (calls.n) {
+        /* a callback may leave an error of its own: the charge's stays */
+        char msg[512];
+        vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+        vdev_pool_calls_make(&calls);
+        if (st != VDEV_OK)
+            vdev_error(st, "%s", msg);
+    }
+    return st;
+}
+
+/* ---- queries and raw blocks ---- */
+
+VDEV_API enum vdev_status vdev_memory_info(const char *device, struct vdev_memory_info *out)
+{
+    struct vdev_ldev *d = NULL;
+    if (!out)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_memory_info: out is NULL");
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    struct vdev_alloc_stats s;
+    vdev_alloc_get_stats(d->alloc, &s);
+    memset(out, 0, sizeof *out);
+    out->bytes_in_use = s.bytes_in_use;
+    out->peak_bytes_in_use = s.peak_bytes_in_use;
+    out->bytes_reserved = s.bytes_reserved;
+    out->peak_bytes_reserved = s.peak_bytes_reserved;
+    out->bytes_limit = s.bytes_limit;
+    out->largest_free_block = s.largest_free_block;
+    out->n_allocs = s.n_allocs;
+    out->n_allocs_total = s.n_allocs_total;
+    out->n_failed_allocs = s.n_failed_allocs;
+    out->n_regions = s.n_regions;
+    out->fragmentation = s.fragmentation;
+    out->largest_alloc_size = s.largest_alloc_size;
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_memory_reset_peak(const char *device)
+{
+    struct vdev_ldev *d = NULL;
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    vdev_alloc_reset_peak(d->alloc);
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_memory_release_cached(const char *device, uint64_t *released)
+{
+    struct vdev_ldev *d = NULL;
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    /* Work still queued may use blocks freed from the host: let it finish. */
+    vdev_backend_synchronize(d->backend, d->bdev);
+    vdev_alloc_flush_pending(d->alloc);
+    uint64_t r = vdev_alloc_release_cached(d->alloc);
+    if (released)
+        *released = r;
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_mem_alloc(const char *device, uint64_t bytes, void **out)
+{
+    struct vdev_ldev *d = NULL;
+    if (!out)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mem_alloc: out is NULL");
+    *out = NULL;
+    if (bytes == 0)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mem_alloc: size 0");
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    struct vdev_block blk;
+    if ((st = vdev_alloc_malloc(d->alloc, bytes, &blk)) != VDEV_OK) {
+        if (st == VDEV_ERR_OOM) /* traced and reported as a tensor's is */
+            vdev_runtime_oom_seen(d, bytes, NULL, NULL);
+        return st;
+    }
+    *out = blk.ptr;
+    if (vdev_observe_on())
+        vdev_observe_memory(d);
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_mem_free(const char *device, void *ptr)
+{
+    struct vdev_ldev *d = NULL;
+    if (!ptr)
+        return VDEV_OK;
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    uint32_t h;
+    if ((st = vdev_alloc_lookup(d->alloc, ptr, &h)) != VDEV_OK)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mem_free: %p is not a live block of %s", ptr,
+                          d->name);
+    vdev_alloc_free(d->alloc, h);
+    if (vdev_observe_on())
+        vdev_observe_memory(d);
+    return VDEV_OK;
+}
+
+/* ---- governance at run time ---- */
+
+VDEV_API enum vdev_status vdev_memory_get_limits(const char *device, struct vdev_memory_limits *out)
+{
+    struct vdev_ldev *d = NULL;
+    if (!out)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_memory_get_limits: out is NULL");
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    vdev_pool_get(d->pool, d->member, out);
+    return VDEV_OK;
+}
+
+/* A floor or ceiling other than 0 is at least 1 MiB (TensorFlow takes MiB:
+ * 4096 meant as 4 GiB would be 4 KiB here). */
+static enum vdev_status check_limit(const struct vdev_ldev *d, const char *what, uint64_t bytes)
+{
+    if (bytes == 0 || bytes >= (1ull << 20))
+        return VDEV_OK;
+    return vdev_error(VDEV_ERR_INVALID_ARG,
+                      "%s: a %s of %llu bytes is less than 1 MiB: sizes are in bytes (did you "
+                      "mean %lluMiB, i.e. %lluull << 20?)",
+                      d->name, what, (unsigned long long)bytes, (unsigned long long)bytes,
+                      (unsigned long long)bytes);
+}
+
+/* The profiler trace's record of a device's limits (after a change). */
+static void trace_limits(const struct vdev_ldev *d, const char *why)
+{
+    struct vdev_memory_limits l;
+    vdev_pool_get(d->pool, d->member, &l);
+    vdev_observe_limits(d, l.floor_bytes, l.ceiling_bytes, vdev_priority_name(l.priority), why);
+}
+
+VDEV_API enum vdev_status vdev_memory_set_limits(const char *device, uint64_t floor_bytes,
+                                                 uint64_t ceiling_bytes)
+{
+    struct vdev_ldev *d = NULL;
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    if ((st = check_limit(d, "floor", floor_bytes)) != VDEV_OK ||
+        (st = check_limit(d, "ceiling", ceiling_bytes)) != VDEV_OK)
+        return st;
+    if ((st = vdev_pool_set_limits(d->pool, d->member, floor_bytes, ceiling_bytes, NULL)) !=
+        VDEV_OK)
+        return st;
+    trace_limits(d, "limits");
+    vdev_observe_memory(d);
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_memory_set_priority(const char *device, enum vdev_priority priority)
+{
+    struct vdev_ldev *d = NULL;
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    if ((st = vdev_pool_set_priority(d->pool, d->member, priority)) != VDEV_OK) {
+        vdev_error_prefix("%s", d->name);
+        return st;
+    }
+    trace_limits(d, "priority");
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_memory_set_pressure_callback(const char *device, vdev_pressure_fn fn,
+                                                            void *user)
+{
+    struct vdev_ldev *d = NULL;
+    enum vdev_status st = vdev_runtime_find(device, &d);
+    if (st != VDEV_OK)
+        return st;
+    return vdev_pool_set_pressure(d->pool, d->member, fn, user);
+}
