@@ -150,9 +150,16 @@ typedef void (*vdev_pressure_fn)(const char *device, enum vdev_pressure what, ui
  * its allocations fail. fn runs on the thread that met the pressure (an
  * allocating thread, or the one that lowered the ceiling) with no vdev lock
  * held; it may call vdev, and should be quick. `device` is the device's
- * "/device:GPU:1" name. A call already under way on another thread when fn
- * is replaced (or set to NULL) may still be made with the old fn and user:
- * free `user` only once no such call can be running. */
+ * "/device:GPU:1" name. Each call is made with the fn and user in place
+ * when it starts. When this returns, no call made with the old fn and user
+ * is still running (it waits for those under way on other threads), so the
+ * old `user` may be freed; except, as waiting for them would never end, a
+ * call on the calling thread itself (this called from inside the callback:
+ * that call goes on once this returns) and one whose thread is itself in
+ * this function from inside it (callbacks that replace callbacks on two
+ * threads). So a callback that replaces itself must leave freeing its own
+ * `user` until it returns, and this must not be called holding a lock the
+ * callback takes. */
 VDEV_API enum vdev_status vdev_memory_set_pressure_callback(const char *device, vdev_pressure_fn fn,
                                                             void *user);
 

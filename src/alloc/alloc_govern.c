@@ -39,6 +39,11 @@
  * functions that take other allocators' locks (reclaim, set_limits, get,
  * check) are called with none held and take one at a time; no lock is held
  * while a lender's stream is waited for, nor while a callback runs.
+ *
+ * Pressure callbacks are called (or gathered, for a caller that holds a
+ * lock of its own) once the pool's lock is released, and are read when the
+ * call is made, not when the pressure was seen: alloc_pressure.c counts
+ * them under way, so that replacing one waits for the calls of the old.
  */
 #define _GNU_SOURCE
 #include "alloc/alloc_impl.h"
@@ -52,12 +57,12 @@ struct member {
     uint64_t floor, ceiling;  /* bytes, multiples of 256 */
     uint64_t reserved;        /* claimed: what its allocator holds, plus claims in flight */
     enum vdev_priority prio;  /* LOW..CRITICAL */
-    vdev_pressure_fn fn;      /* (optional) pressure callback */
-    void *user;
+    struct vdev_pressure_slot pressure; /* its callback (optional), and calls under way */
 };
 
 struct vdev_pool {
     pthread_mutex_t lock; /* guards everything below but name, budget and n */
+    pthread_cond_t calls_done; /* a pressure call returned, or its thread is replacing */
     char name[64];        /* "/physical_device:GPU:0" */
     uint64_t budget;
     int n;                /* members; fixed once the runtime has started */
@@ -126,6 +131,7 @@ enum vdev_status vdev_pool_new(const char *name, uint64_t budget, vdev_pool_t **
     if (!p)
         return vdev_error(VDEV_ERR_OOM, "%s: host out of memory for its pool", name);
     pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->calls_done, NULL);
     vdev_strlcpy(p->name, name, sizeof p->name);
     p->budget = budget & SZ_MASK;
     *out = p;
@@ -136,6 +142,7 @@ void vdev_pool_destroy(vdev_pool_t *p)
 {
     if (!p)
         return;
+    pthread_cond_destroy(&p->calls_done);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }
@@ -263,31 +270,30 @@ static uint64_t shortfall(const struct ask *k)
     return s;
 }
 
-/* Calls a pressure callback, if any, with no lock held, or gathers it into
- * calls (not NULL) for the caller to make later. */
-static void tell(struct vdev_pool_calls *calls, const struct member *m, enum vdev_pressure what,
+/* Calls member i's pressure callback, if it has one then (alloc_pressure.c),
+ * or gathers the call into calls (not NULL) for the caller to make later.
+ * No lock may be held. */
+static void tell(struct vdev_pool_calls *calls, vdev_pool_t *p, int i, enum vdev_pressure what,
                  uint64_t bytes)
 {
-    if (!m->fn)
-        return;
+    struct member *m = &p->m[i];
     if (!calls) {
-        m->fn(m->name, what, bytes, m->user);
+        vdev_pressure_call(&m->pressure, &p->lock, &p->calls_done, m->name, what, bytes);
         return;
     }
-    if (calls->n == (int)(sizeof calls->c / sizeof calls->c[0]))
+    pthread_mutex_lock(&p->lock);
+    int any = m->pressure.fn != NULL;
+    pthread_mutex_unlock(&p->lock);
+    if (!any || calls->n == (int)(sizeof calls->c / sizeof calls->c[0]))
         return;
-    struct vdev_pool_call *c = &calls->c[calls->n++];
-    c->fn = m->fn;
-    c->user = m->user;
-    vdev_strlcpy(c->device, m->name, sizeof c->device);
-    c->what = what;
-    c->bytes = bytes;
+    calls->c[calls->n++] = (struct vdev_pool_call){.p = p, .member = i, .what = what,
+                                                   .bytes = bytes};
 }
 
 void vdev_pool_calls_make(struct vdev_pool_calls *c)
 {
     for (int k = 0; k < c->n; k++)
-        c->c[k].fn(c->c[k].device, c->c[k].what, c->c[k].bytes, c->c[k].user);
+        tell(NULL, c->c[k].p, c->c[k].member, c->c[k].what, c->c[k].bytes);
     c->n = 0;
 }
 
@@ -494,7 +500,7 @@ static uint64_t lend_all(const struct ask *k, const struct member *snap, const i
             got[j] += lend(snap[idx[j]].a, k, cross);
     for (int j = 0; j < n; j++) {
         if (got[j])
-            tell(calls, &snap[idx[j]], VDEV_PRESSURE_LENT, got[j]);
+            tell(calls, k->p, idx[j], VDEV_PRESSURE_LENT, got[j]);
         total += got[j];
     }
     return total;
@@ -513,12 +519,8 @@ uint64_t vdev_pool_reclaim(vdev_pool_t *p, int member, uint64_t sz, uint64_t own
      * count here: the others make room for the rest). */
     struct ask k = {.p = p, .i = member, .need = sz > own ? sz - own : 0};
     int n = shortfall(&k) ? lenders(p, member, 1, snap, idx) : 0; /* 0: freed meanwhile */
-    if (first && (n || shortfall(&k))) {
-        pthread_mutex_lock(&p->lock);
-        struct member me = p->m[member];
-        pthread_mutex_unlock(&p->lock);
-        tell(NULL, &me, VDEV_PRESSURE_CARD_FULL, sz);
-    }
+    if (first && (n || shortfall(&k)))
+        tell(NULL, p, member, VDEV_PRESSURE_CARD_FULL, sz);
     uint64_t released = lend_all(&k, snap, idx, n, NULL);
     /* Written even when the request fits now: others may take the room
      * before the caller retries, and then its OOM quotes this. */
@@ -647,7 +649,6 @@ enum vdev_status vdev_pool_set_limits_ex(vdev_pool_t *p, int i, uint64_t floor, 
         m->floor = floor;
         m->ceiling = ceiling;
     }
-    struct member me = *m;
     pthread_mutex_unlock(&p->lock);
     uint64_t rel = 0, over = 0;
     if (st == VDEV_OK && a) {
@@ -674,7 +675,7 @@ enum vdev_status vdev_pool_set_limits_ex(vdev_pool_t *p, int i, uint64_t floor, 
     if (released)
         *released = rel;
     if (over)
-        tell(calls, &me, VDEV_PRESSURE_CEILING, over);
+        tell(calls, p, i, VDEV_PRESSURE_CEILING, over);
     return VDEV_OK;
 }
 
@@ -697,10 +698,7 @@ enum vdev_status vdev_pool_set_priority(vdev_pool_t *p, int member, enum vdev_pr
 
 enum vdev_status vdev_pool_set_pressure(vdev_pool_t *p, int member, vdev_pressure_fn fn, void *user)
 {
-    pthread_mutex_lock(&p->lock);
-    p->m[member].fn = fn;
-    p->m[member].user = user;
-    pthread_mutex_unlock(&p->lock);
+    vdev_pressure_set(&p->m[member].pressure, &p->lock, &p->calls_done, fn, user);
     return VDEV_OK;
 }
 

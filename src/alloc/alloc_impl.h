@@ -7,13 +7,16 @@
  * holds statistics, the invariant check and the state dump. What they share
  * is here: the chunk records and regions, the lock, and the bin and record
  * operations, as static inline functions so the fast path in alloc.c
- * compiles exactly as it did in one file. See alloc.c for the design.
+ * compiles exactly as it did in one file. See alloc.c for the design. At
+ * the end, for the card's pool (alloc_govern.c): a member's pressure
+ * callback, which alloc_pressure.c calls and replaces.
  */
 #ifndef VDEV_ALLOC_IMPL_H
 #define VDEV_ALLOC_IMPL_H
 
 #include "alloc/alloc.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -387,5 +390,27 @@ static inline void over_hook_update(struct vdev_alloc *a)
     else
         a->hooks &= ~(unsigned)HOOK_OVER;
 }
+
+/* ---- a pool member's pressure callback (alloc_pressure.c) ---- */
+
+struct vdev_pcall; /* a call under way */
+/* Guarded by the pool's lock; zeroed: no callback. */
+struct vdev_pressure_slot {
+    vdev_pressure_fn fn; /* NULL: none */
+    void *user;
+    uint64_t epoch;           /* counts the callbacks set */
+    struct vdev_pcall *calls; /* the calls under way */
+};
+/* Calls the slot's callback, if it has one now, with `device`, what and
+ * bytes, counted under way until it returns. `lock` is the pool's (not held
+ * by the caller: none may be), `done` the condition signalled when a call
+ * returns. */
+void vdev_pressure_call(struct vdev_pressure_slot *s, pthread_mutex_t *lock, pthread_cond_t *done,
+                        const char *device, enum vdev_pressure what, uint64_t bytes);
+/* Installs fn and user, then waits until no call made with an earlier pair
+ * is under way, but those on this thread and on threads that are in this
+ * function themselves (alloc_pressure.c says why). No lock may be held. */
+void vdev_pressure_set(struct vdev_pressure_slot *s, pthread_mutex_t *lock, pthread_cond_t *done,
+                       vdev_pressure_fn fn, void *user);
 
 #endif /* VDEV_ALLOC_IMPL_H */

@@ -117,11 +117,11 @@ enum vdev_status vdev_pool_set_limits(vdev_pool_t *p, int member, uint64_t floor
 /* Pressure calls gathered instead of made, for a caller that holds a lock of
  * its own across several changes (the runtime's vdev_runtime_card_charge):
  * it makes them once that lock is released (callbacks run with no vdev lock
- * held, and may call vdev). Calls past the capacity are dropped. */
+ * held, and may call vdev), each to the member's callback in place then
+ * (none: no call). Calls past the capacity are dropped. */
 struct vdev_pool_call {
-    vdev_pressure_fn fn;
-    void *user;
-    char device[64];
+    vdev_pool_t *p;
+    int member;
     enum vdev_pressure what;
     uint64_t bytes;
 };
@@ -145,6 +145,9 @@ enum vdev_status vdev_pool_set_limits_ex(vdev_pool_t *p, int member, uint64_t fl
                                          uint64_t ceiling, unsigned flags, uint64_t *released,
                                          struct vdev_pool_calls *calls);
 enum vdev_status vdev_pool_set_priority(vdev_pool_t *p, int member, enum vdev_priority priority);
+/* Sets the member's pressure callback (see vdev_memory_set_pressure_callback
+ * in vdev/govern.h), then waits until no call of the old one is under way,
+ * but those it cannot wait for (alloc_pressure.c). No lock may be held. */
 enum vdev_status vdev_pool_set_pressure(vdev_pool_t *p, int member, vdev_pressure_fn fn,
                                         void *user);
 /* A snapshot of a member's limits and its card's sharing. */

@@ -128,7 +128,9 @@ PRESSURE_KINDS = ("card_full", "lent", "ceiling")  # enum vdev_pressure
 
 _callbacks_lock = threading.Lock()
 _callbacks = {}  # canonical device name -> (python function, its C callback)
-_retired = []    # callbacks replaced: a call may still be under way
+# Callbacks replaced, kept: one replaced from inside a callback may still be
+# running (vdev_memory_set_pressure_callback does not wait for that call).
+_retired = []
 
 
 def _canonical(device):
