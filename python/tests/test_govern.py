@@ -7,6 +7,7 @@ card: its budget is 1.50 GiB (3 GiB less the 1.5 GiB driver reserve)."""
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -240,6 +241,41 @@ def test_pressure_callback(card, capfd):
     E.set_memory_pressure_callback("GPU:2", print)
     vdev.shutdown()  # forgotten with the runtime
     assert _govern._callbacks == {}
+
+
+def test_pressure_callback_replaced_while_running(card):
+    """A callback that reads and replaces the callbacks, from inside and
+    while another thread replaces it, deadlocks nowhere; after removal from
+    inside itself, the next pressure calls nobody."""
+    three(card)
+    entered, go, seen = threading.Event(), threading.Event(), []
+
+    def slow(device, kind, nbytes):
+        entered.set()
+        go.wait(20)
+        seen.append(E.get_memory_pressure_callback(device))
+        E.set_memory_pressure_callback(device, None)  # from inside
+
+    E.set_memory_pressure_callback("GPU:1", slow)
+    with vdev.device("GPU:1"):
+        t = vdev.zeros([64 * 256 * 1024])  # 64 MiB
+    lower = threading.Thread(target=E.set_memory_limits, args=("GPU:1", 0, 32 * MIB))
+    lower.start()
+    assert entered.wait(20)
+    other = []
+    setter = threading.Thread(target=E.set_memory_pressure_callback,
+                              args=("GPU:1", lambda *a: other.append(a)))
+    setter.start()
+    setter.join(20)
+    assert not setter.is_alive()
+    go.set()
+    lower.join(20)
+    assert not lower.is_alive()
+    assert len(seen) == 1 and seen[0] is not slow  # the new one was in place
+    assert E.get_memory_pressure_callback("GPU:1") is None
+    E.set_memory_limits("GPU:1", ceiling="16MiB")
+    assert other == []
+    del t
 
 
 def test_lending_tells_the_lender(card):

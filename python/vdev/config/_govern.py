@@ -127,10 +127,12 @@ def get_memory_priority(device):
 PRESSURE_KINDS = ("card_full", "lent", "ceiling")  # enum vdev_pressure
 
 _callbacks_lock = threading.Lock()
-_callbacks = {}  # canonical device name -> (python function, its C callback)
-# Callbacks replaced, kept: one replaced from inside a callback may still be
-# running (vdev_memory_set_pressure_callback does not wait for that call).
-_retired = []
+_callbacks = {}  # canonical device name -> the python function
+# Devices whose C callback is the dispatcher below. It stays installed: the
+# functions change in _callbacks alone, so no lock is held across the C call
+# (which waits for calls of a replaced C callback still running on other
+# threads; a Python callback taking a lock held across it would deadlock).
+_installed = set()
 
 
 def _canonical(device):
@@ -139,15 +141,21 @@ def _canonical(device):
     return buf.value.decode()
 
 
-def _adapter(fn):
-    def call(device, what, nbytes, _user):
-        try:
-            kind = PRESSURE_KINDS[what] if 0 <= what < len(PRESSURE_KINDS) else str(what)
-            fn(device.decode(), kind, int(nbytes))
-        except BaseException:  # nowhere to raise it: print it, as threading does
-            print("Exception in the memory pressure callback %r:" % (fn,), file=sys.stderr)
-            traceback.print_exc()
-    return _lib.PRESSURE_FN(call)
+def _dispatch(device, what, nbytes, _user):
+    name = device.decode()
+    with _callbacks_lock:
+        fn = _callbacks.get(name)
+    if fn is None:
+        return
+    try:
+        kind = PRESSURE_KINDS[what] if 0 <= what < len(PRESSURE_KINDS) else str(what)
+        fn(name, kind, int(nbytes))
+    except BaseException:  # nowhere to raise it: print it, as threading does
+        print("Exception in the memory pressure callback %r:" % (fn,), file=sys.stderr)
+        traceback.print_exc()
+
+
+_DISPATCH = _lib.PRESSURE_FN(_dispatch)  # one C callback for every device, kept
 
 
 def set_memory_pressure_callback(device, fn):
@@ -155,35 +163,39 @@ def set_memory_pressure_callback(device, fn):
     pressure, so a model can shrink its batch before its allocations fail:
     kind 'card_full' (it asked its card for nbytes of shared memory and none
     was left; vdev now tries lending, and the allocation may fail), 'lent'
-    (a device of higher priority took nbytes of its cached memory), or
+    (another device of its card took nbytes of its cached memory), or
     'ceiling' (its ceiling went below what it holds, or below its peak in
     use, by nbytes). device is its '/device:GPU:1' name. fn runs on the
     thread that met the pressure, with no vdev lock held; it may call vdev
-    and should be quick. None removes the callback."""
+    and should be quick, and may itself set or get the callbacks. None
+    removes the callback; a call already under way on another thread may
+    still finish after that."""
     if fn is not None and not callable(fn):
         raise TypeError("the pressure callback must be callable or None, not %r" % (fn,))
     key = _canonical(device)
     with _callbacks_lock:
-        cb = _adapter(fn) if fn is not None else None
-        c_fn = cb if cb is not None else _lib.PRESSURE_FN()  # NULL: none
-        _lib.check(lib.vdev_memory_set_pressure_callback(_lib.enc(device), c_fn, None), _VALUE)
-        old = _callbacks.pop(key, None)
-        if old is not None:
-            _retired.append(old)
-        if cb is not None:
-            _callbacks[key] = (fn, cb)
+        install = fn is not None and key not in _installed
+    if install:
+        _lib.check(lib.vdev_memory_set_pressure_callback(_lib.enc(device), _DISPATCH, None),
+                   _VALUE)
+    with _callbacks_lock:
+        if install:
+            _installed.add(key)
+        if fn is None:
+            _callbacks.pop(key, None)
+        else:
+            _callbacks[key] = fn
 
 
 def get_memory_pressure_callback(device):
     """The function set_memory_pressure_callback gave for the device, or None."""
     key = _canonical(device)
     with _callbacks_lock:
-        entry = _callbacks.get(key)
-    return entry[0] if entry else None
+        return _callbacks.get(key)
 
 
 def _forget_callbacks():
     """After vdev_shutdown(): the runtime that called them is gone."""
     with _callbacks_lock:
         _callbacks.clear()
-        del _retired[:]
+        _installed.clear()
