@@ -8,7 +8,8 @@
  * run, and runs without the lock. When every slot is taken, it is queued
  * for a thread that holds a slot: that thread, having run its own product,
  * runs the queued ones before it gives its slot back, and the submitter
- * sleeps until its product is done. So a slot never waits for a sleeping
+ * waits until its product is done (polling a while first where the plan
+ * leaves a CPU no slot uses: product_start). So a slot never waits for a sleeping
  * thread to wake up (with a budget of one and three streams, a wake-up per
  * product left the one slot idle for tens of microseconds 24 times a
  * chain3 step). A queued product of a more important thread (a lower nice
