@@ -44,6 +44,7 @@
 #define _GNU_SOURCE
 #include "ops/threads.h"
 
+#include "base/base.h"
 #include "config/config.h"
 #include "runtime/runtime.h"
 
@@ -58,7 +59,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 /* A product waiting for a slot: run by a slot's holder, or handed the slot. */
@@ -360,13 +360,6 @@ static int thread_nice(void)
 /* How long a request for a slot polls before it sleeps (product_start). */
 #define POLL_NS 1000000
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Queues r behind every request at least as important (lock held). */
 static void queue_put(struct product_req *r)
 {
@@ -412,9 +405,9 @@ static int product_start(int det, void (*fn)(void *), void *arg)
          * product at a time: 6.44 ms a step sleeping, 6.13 polling, fastest
          * of ten turns). Where the slots use every CPU, a poller would take
          * time from the products themselves: it sleeps at once. */
-        int64_t poll_until = permits < G.plan.info.cpus ? now_ns() + POLL_NS : 0;
+        uint64_t poll_until = permits < G.plan.info.cpus ? vdev_now_ns() + POLL_NS : 0;
         for (unsigned i = 0; r.state == REQ_WAITING; i++) {
-            if (poll_until && ((i & 15) || now_ns() < poll_until)) {
+            if (poll_until && ((i & 15) || vdev_now_ns() < poll_until)) {
                 pthread_mutex_unlock(&G.lock);
                 sched_yield();
                 pthread_mutex_lock(&G.lock);
