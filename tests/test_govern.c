@@ -10,15 +10,12 @@
  * Cards are simulated with TF_DEVICE_MIN_SYS_MEMORY_IN_MB=0, so a 1 GiB card
  * has a budget of exactly 1 GiB and the figures in messages are round. */
 #define _GNU_SOURCE
-#include "check.h"
+#include "govern_check.h"
 #include "http_client.h"
-#include "runtime/runtime.h"
 
 #include <stdlib.h>
 #include <unistd.h>
 
-#define MIB (1ull << 20)
-#define GIB (1ull << 30)
 
 /* ---- helpers ---- */
 
@@ -60,20 +57,6 @@ static void stats_add_up(int line)
     }
 }
 #define STATS_ADD_UP() stats_add_up(__LINE__)
-
-/* A fresh start on one simulated card of `card` with no driver reserve. */
-static void fresh_card(const char *card)
-{
-    check_fresh(card);
-    setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "0", 1);
-}
-
-static uint64_t reserved(const char *dev)
-{
-    struct vdev_memory_info mi;
-    CHECK_OK(vdev_memory_info(dev, &mi));
-    return mi.bytes_reserved;
-}
 
 static uint64_t in_use(const char *dev)
 {
@@ -332,15 +315,17 @@ static void test_floor_preallocated(void)
 
 /* ---- lending ---- */
 
-struct events {
+/* As govern_check.h's events, but the bytes and the device of the last call. */
+struct last_calls {
     int n[VDEV_PRESSURE_COUNT];
     uint64_t bytes[VDEV_PRESSURE_COUNT];
     char device[64];
 };
 
-static void on_pressure(const char *device, enum vdev_pressure what, uint64_t bytes, void *user)
+static void on_pressure_last(const char *device, enum vdev_pressure what, uint64_t bytes,
+                             void *user)
 {
-    struct events *e = user;
+    struct last_calls *e = user;
     e->n[what]++;
     e->bytes[what] = bytes;
     snprintf(e->device, sizeof e->device, "%s", device);
@@ -370,9 +355,9 @@ static void test_lending(void)
     fresh_card("1x1GiB");
     setenv("VDEV_LOGICAL_DEVICES", "0:..@critical,..@low", 1);
     CHECK_OK(vdev_init());
-    struct events ea = {0}, eb = {0};
-    CHECK_OK(vdev_memory_set_pressure_callback("GPU:0", on_pressure, &ea));
-    CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", on_pressure, &eb));
+    struct last_calls ea = {0}, eb = {0};
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:0", on_pressure_last, &ea));
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", on_pressure_last, &eb));
     /* GPU:1 (low) fills regions of 64, 128, 256 and 512 MiB with 64 MiB
      * tensors, then keeps two of them live, in the 64 and 256 MiB regions;
      * the rest is cached. */
@@ -440,9 +425,9 @@ static void test_over_ceiling(void)
     fresh_card("1x1GiB");
     setenv("VDEV_LOGICAL_DEVICES", "0:..@low,..@low", 1);
     CHECK_OK(vdev_init());
-    struct events e0 = {0}, e1 = {0};
-    CHECK_OK(vdev_memory_set_pressure_callback("GPU:0", on_pressure, &e0));
-    CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", on_pressure, &e1));
+    struct last_calls e0 = {0}, e1 = {0};
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:0", on_pressure_last, &e0));
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", on_pressure_last, &e1));
     void *p[8];
     for (int i = 0; i < 8; i++)
         CHECK_OK(vdev_mem_alloc("GPU:0", 100 * MIB, &p[i]));
@@ -495,8 +480,8 @@ static void test_runtime_limits(void)
     fresh_card("1x1GiB");
     setenv("VDEV_LOGICAL_DEVICES", "0:..,..", 1);
     CHECK_OK(vdev_init());
-    struct events e = {0};
-    CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", on_pressure, &e));
+    struct last_calls e = {0};
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", on_pressure_last, &e));
     void *p[4];
     for (int i = 0; i < 4; i++) /* regions of 64, 128 (two blocks) and 256 MiB */
         CHECK_OK(vdev_mem_alloc("GPU:1", 64 * MIB, &p[i]));
@@ -583,7 +568,8 @@ static void test_runtime_limits(void)
     CHECK_MSG("Failed parsing device name: 'GPU'");
     CHECK_STATUS(vdev_memory_set_priority("GPU:5", VDEV_PRIORITY_LOW), VDEV_ERR_NOT_FOUND);
     CHECK_MSG("No matching devices found for 'GPU:5'");
-    CHECK_STATUS(vdev_memory_set_pressure_callback("CPU:3", on_pressure, NULL), VDEV_ERR_NOT_FOUND);
+    CHECK_STATUS(vdev_memory_set_pressure_callback("CPU:3", on_pressure_last, NULL),
+                 VDEV_ERR_NOT_FOUND);
     CHECK_MSG("No matching devices found for 'CPU:3'");
     STATS_ADD_UP();
     CHECK_OK(vdev_mem_free("GPU:1", big));

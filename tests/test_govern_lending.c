@@ -13,52 +13,9 @@
  * Cards are simulated with TF_DEVICE_MIN_SYS_MEMORY_IN_MB=0, so the figures
  * in messages are round. */
 #define _GNU_SOURCE
-#include "check.h"
-#include "runtime/runtime.h"
+#include "govern_check.h"
 
 #include <stdlib.h>
-
-#define MIB (1ull << 20)
-#define GIB (1ull << 30)
-
-/* Every allocator's invariant walk and every pool's invariant. */
-static void stats_add_up(int line)
-{
-    for (int i = 0; i < vdev_runtime_n_devices(); i++) {
-        struct vdev_ldev *d = vdev_runtime_device(i);
-        if (vdev_alloc_check(d->alloc) != VDEV_OK || vdev_pool_check(d->pool) != VDEV_OK)
-            check_fail(__FILE__, line, "%s: %s", d->name, vdev_last_error());
-        else
-            check_passed++;
-    }
-}
-#define STATS_ADD_UP() stats_add_up(__LINE__)
-
-static void fresh_card(const char *card)
-{
-    check_fresh(card);
-    setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "0", 1);
-}
-
-static uint64_t reserved(const char *dev)
-{
-    struct vdev_memory_info mi;
-    CHECK_OK(vdev_memory_info(dev, &mi));
-    return mi.bytes_reserved;
-}
-
-struct events {
-    int n[VDEV_PRESSURE_COUNT];
-    uint64_t bytes[VDEV_PRESSURE_COUNT]; /* summed */
-};
-
-static void on_pressure(const char *device, enum vdev_pressure what, uint64_t bytes, void *user)
-{
-    (void)device;
-    struct events *e = user;
-    e->n[what]++;
-    e->bytes[what] += bytes;
-}
 
 /* The probe's case: two devices of equal priority; the first one's growth
  * took the budget for its tensors and freed them; the second one gets the
@@ -84,9 +41,9 @@ static void test_equal_priority(void)
     CHECK(e0.n[VDEV_PRESSURE_LENT] >= 1 && e0.bytes[VDEV_PRESSURE_LENT] == 2560 * MIB - r0);
     CHECK(e1.n[VDEV_PRESSURE_CARD_FULL] == 1 && e1.bytes[VDEV_PRESSURE_CARD_FULL] == 512 * MIB);
     CHECK(e0.n[VDEV_PRESSURE_CARD_FULL] == 0 && e1.n[VDEV_PRESSURE_LENT] == 0);
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
     CHECK_OK(vdev_mem_free("GPU:1", c));
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
 }
 
 /* A holder of higher priority than the asker gives its empty regions too,
@@ -113,9 +70,9 @@ static void test_higher_priority_holder(void)
     void *f;
     CHECK_OK(vdev_mem_alloc("GPU:1", 2 * GIB, &f));
     CHECK_OK(vdev_mem_free("GPU:1", f));
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
     CHECK_OK(vdev_mem_free("GPU:2", q));
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
 }
 
 /* The OOM's advice. (a) A holder whose memory above its floor is not live
@@ -141,7 +98,7 @@ static void test_advice(void)
               "MiB above its floor, none of it live; none of it can be released (free, but in "
               "regions still in use); would help: a smaller batch");
     CHECK_EQ_U64(reserved("GPU:0"), 448 * MIB);
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
     for (int i = 0; i < 4; i++)
         if (i != 2)
             CHECK_OK(vdev_mem_free("GPU:0", p[i]));
@@ -152,7 +109,7 @@ static void test_advice(void)
     CHECK_OK(vdev_mem_alloc("GPU:1", 600 * MIB, &q));
     CHECK_EQ_U64(reserved("GPU:0"), 384 * MIB);
     CHECK_OK(vdev_mem_free("GPU:1", q));
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
 
     fresh_card("1x1GiB");
     setenv("VDEV_LOGICAL_DEVICES", "0:..,..", 1);
@@ -170,7 +127,7 @@ static void test_advice(void)
     CHECK_OK(vdev_mem_alloc("GPU:1", 600 * MIB, &q));
     CHECK_EQ_U64(reserved("GPU:0"), 0);
     CHECK_OK(vdev_mem_free("GPU:1", q));
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
 }
 
 /* Preallocation: the probe's case. GPU:0's floor and ceiling go from 2 GiB
@@ -193,7 +150,7 @@ static void test_prealloc_released(void)
     CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
     CHECK(l.floor_bytes == 0 && l.ceiling_bytes == 256 * MIB && l.card_claimed_bytes == 0);
     CHECK_OK(vdev_mem_alloc("GPU:1", GIB, &u));
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
     /* GPU:0 grows on demand now, up to its ceiling, and gives back. */
     void *v;
     CHECK_OK(vdev_mem_alloc("GPU:0", 200 * MIB, &v));
@@ -202,7 +159,7 @@ static void test_prealloc_released(void)
     CHECK_OK(vdev_memory_release_cached("GPU:0", &rel));
     CHECK(rel > 0 && reserved("GPU:0") == 0);
     CHECK_OK(vdev_mem_free("GPU:1", u));
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
 
     /* A plain limit lowered to another plain limit: the new floor is
      * preallocated in place of the old region, and stays. */
@@ -224,7 +181,7 @@ static void test_prealloc_released(void)
     CHECK_EQ_U64(reserved("GPU:0"), 512 * MIB);
     CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
     CHECK_EQ_U64(l.card_claimed_bytes, GIB);
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
 }
 
 /* Preallocation, the region in use when the floor and ceiling go down: it
@@ -249,13 +206,13 @@ static void test_prealloc_in_use(void)
               "/physical_device:GPU:0 has 512.00 MiB left for it; GPU:0 (normal) holds 2.00 GiB "
               "above its floor, 100.00 MiB of it live; would help: freeing memory on those "
               "devices, a smaller batch");
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
     CHECK_OK(vdev_mem_free("GPU:0", a));
     CHECK_OK(vdev_mem_alloc("GPU:1", GIB, &u)); /* lent: above GPU:0's ceiling */
     CHECK_EQ_U64(reserved("GPU:0"), 0);
     CHECK(e0.n[VDEV_PRESSURE_LENT] == 1 && e0.bytes[VDEV_PRESSURE_LENT] == 2 * GIB);
     CHECK_OK(vdev_mem_free("GPU:1", u));
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
 }
 
 int main(void)

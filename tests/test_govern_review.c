@@ -19,55 +19,12 @@
  * are round. Nothing asserts on time: where the test needs to know that
  * something happened, it waits for it with check_wait_flag. */
 #define _GNU_SOURCE
-#include "check.h"
-#include "runtime/runtime.h"
+#include "govern_check.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-
-#define MIB (1ull << 20)
-#define GIB (1ull << 30)
-
-/* Every allocator's invariant walk and every pool's invariant. */
-static void stats_add_up(int line)
-{
-    for (int i = 0; i < vdev_runtime_n_devices(); i++) {
-        struct vdev_ldev *d = vdev_runtime_device(i);
-        if (vdev_alloc_check(d->alloc) != VDEV_OK || vdev_pool_check(d->pool) != VDEV_OK)
-            check_fail(__FILE__, line, "%s: %s", d->name, vdev_last_error());
-        else
-            check_passed++;
-    }
-}
-#define STATS_ADD_UP() stats_add_up(__LINE__)
-
-static void fresh_card(const char *card)
-{
-    check_fresh(card);
-    setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "0", 1);
-}
-
-static uint64_t reserved(const char *dev)
-{
-    struct vdev_memory_info mi;
-    CHECK_OK(vdev_memory_info(dev, &mi));
-    return mi.bytes_reserved;
-}
-
-struct events {
-    int n[VDEV_PRESSURE_COUNT];
-    uint64_t bytes[VDEV_PRESSURE_COUNT]; /* summed */
-};
-
-static void on_pressure(const char *device, enum vdev_pressure what, uint64_t bytes, void *user)
-{
-    (void)device;
-    struct events *e = user;
-    e->n[what]++;
-    e->bytes[what] += bytes;
-}
 
 /* 1. GPU:0 and GPU:1 each hold 1 GiB live and 1 GiB empty on a 4 GiB card;
  * GPU:0 asks 1.5 GiB: its own empty GiB and GPU:1's make room together. */
@@ -92,11 +49,11 @@ static void test_own_regions_count(void)
     CHECK_EQ_U64(reserved("GPU:0"), 3 * GIB); /* its live GiB and a new 2 GiB region */
     CHECK(e1.n[VDEV_PRESSURE_LENT] == 1 && e1.bytes[VDEV_PRESSURE_LENT] == GIB);
     CHECK(e0.n[VDEV_PRESSURE_CARD_FULL] == 1 && e0.bytes[VDEV_PRESSURE_CARD_FULL] == 1536 * MIB);
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
     CHECK_OK(vdev_mem_free("GPU:0", c));
     CHECK_OK(vdev_mem_free("GPU:0", a[0]));
     CHECK_OK(vdev_mem_free("GPU:1", b[0]));
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
 }
 
 /* 2. Preallocated 2 GiB (empty) and a 1 GiB region above it (live); floor
@@ -117,7 +74,7 @@ static void test_repin_under_ceiling(void)
     struct vdev_memory_limits l;
     CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
     CHECK_EQ_U64(l.card_claimed_bytes, 1536 * MIB);
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
     /* Freed and released: the pinned 512 MiB stay, and the floor's other
      * 512 MiB come on demand. */
     CHECK_OK(vdev_mem_free("GPU:0", grown));
@@ -127,7 +84,7 @@ static void test_repin_under_ceiling(void)
     CHECK_EQ_U64(reserved("GPU:0"), 512 * MIB);
     CHECK_OK(vdev_mem_alloc("GPU:0", GIB, &again));
     CHECK_OK(vdev_mem_free("GPU:0", again));
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
 }
 
 /* 3. A host function holds the lender's stream; the lender's regions are
@@ -205,11 +162,11 @@ static void test_lend_without_lock(void)
     pthread_join(tp, NULL);
     CHECK_STATUS(asker_status, VDEV_OK);
     CHECK_EQ_U64(reserved("GPU:0"), 2 * MIB);
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
     if (asker_status == VDEV_OK)
         CHECK_OK(vdev_mem_free("GPU:1", u));
     CHECK_OK(vdev_mem_free("GPU:0", hold));
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
 }
 
 /* 4. GPU:0 (floor 1 GiB) holds regions of 256 MiB (empty), 512 MiB (live)
@@ -234,7 +191,7 @@ static void test_lend_above_floor(void)
     CHECK_OK(vdev_mem_alloc("GPU:1", 256 * MIB, &x));
     CHECK_EQ_U64(reserved("GPU:0"), 1536 * MIB);
     CHECK(e0.n[VDEV_PRESSURE_LENT] == 1 && e0.bytes[VDEV_PRESSURE_LENT] == 256 * MIB);
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
     /* Only the 1 GiB region is left, and it reaches into the floor: it goes,
      * as nothing else makes room, and GPU:0 is told it gave the 512 MiB it
      * held above its floor (before: 1 GiB). The card keeps its floor aside. */
@@ -245,13 +202,13 @@ static void test_lend_above_floor(void)
     CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
     CHECK_EQ_U64(l.available_bytes, 512 * MIB); /* GPU:1 grew into the rest: 3 GiB */
     CHECK_OK(vdev_mem_alloc("GPU:0", 512 * MIB, &f)); /* its floor, reserved again */
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
     CHECK_OK(vdev_mem_free("GPU:0", f));
     CHECK_OK(vdev_mem_free("GPU:0", b));
     CHECK_OK(vdev_mem_free("GPU:1", x));
     CHECK_OK(vdev_mem_free("GPU:1", y));
     CHECK_OK(vdev_mem_free("GPU:1", rest));
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
 }
 
 /* 5. GPU:1 (floor 1 GiB) holds 1 GiB empty and 256 MiB live: only 256 MiB
@@ -278,15 +235,15 @@ static void test_floor_raise_releases_nothing(void)
               "smaller batch");
     CHECK_EQ_U64(reserved("GPU:1"), 1280 * MIB);
     CHECK_EQ_U64(e1.n[VDEV_PRESSURE_LENT], 0);
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
     CHECK_OK(vdev_memory_set_limits("GPU:0", 1280 * MIB, 0));
     CHECK_EQ_U64(reserved("GPU:1"), 256 * MIB);
     CHECK(e1.n[VDEV_PRESSURE_LENT] == 1 && e1.bytes[VDEV_PRESSURE_LENT] == 256 * MIB);
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
     CHECK_OK(vdev_mem_free("GPU:0", a));
     CHECK_OK(vdev_mem_free("GPU:1", b0));
     CHECK_OK(vdev_mem_free("GPU:2", c));
-    STATS_ADD_UP();
+    INVARIANTS_HOLD();
 }
 
 /* ---- pool-level cases: a source that extends in place (CUDA's) ---- */
