@@ -1,5 +1,5 @@
-/* check.c — counters and reporting for check.h, and the fresh start every
- * configuration test needs. */
+/* check.c — counters and reporting for check.h, the fresh start every
+ * configuration test needs, and capturing standard error. */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 
@@ -7,8 +7,11 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -79,4 +82,38 @@ int check_run_threads(int n, void *(*fn)(void *))
     for (int i = 0; i < started; i++)
         pthread_join(t[i], NULL);
     return started;
+}
+
+static FILE *cap_file;
+static int cap_saved = -1;
+
+void check_capture_begin(void)
+{
+    fflush(stderr);
+    cap_file = tmpfile();
+    cap_saved = dup(2);
+    if (cap_file && cap_saved >= 0)
+        dup2(fileno(cap_file), 2);
+}
+
+char *check_capture_end(void)
+{
+    fflush(stderr);
+    if (cap_saved >= 0) {
+        dup2(cap_saved, 2);
+        close(cap_saved);
+        cap_saved = -1;
+    }
+    if (!cap_file)
+        return strdup("(capture failed)");
+    long n = ftell(cap_file);
+    char *buf = calloc(1, (size_t)(n > 0 ? n : 0) + 1);
+    if (buf && n > 0) {
+        rewind(cap_file);
+        if (fread(buf, 1, (size_t)n, cap_file) != (size_t)n)
+            buf[0] = '\0';
+    }
+    fclose(cap_file);
+    cap_file = NULL;
+    return buf ? buf : strdup("");
 }

@@ -29,6 +29,11 @@ int check_wait_flag(const void *flag);
  * are the main thread's. */
 #define CHECK_MAX_THREADS 16
 int check_run_threads(int n, void *(*fn)(void *));
+/* Standard error goes into a temporary file between check_capture_begin() and
+ * check_capture_end(), which returns what was written (malloc'd; "" for nothing).
+ * One capture at a time. */
+void check_capture_begin(void);
+char *check_capture_end(void);
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

@@ -19,42 +19,6 @@ static const int64_t SHAPE[2] = {2, 2};
         CHECK_MSG(sub);                                                                            \
     } while (0)
 
-/* stderr into a temporary file between capture_begin() and capture_end(). */
-static FILE *cap_file;
-static int cap_saved = -1;
-
-static void capture_begin(void)
-{
-    fflush(stderr);
-    cap_file = tmpfile();
-    cap_saved = dup(2);
-    if (cap_file && cap_saved >= 0)
-        dup2(fileno(cap_file), 2);
-}
-
-/* What was written (malloc'd, "" for nothing). */
-static char *capture_end(void)
-{
-    fflush(stderr);
-    if (cap_saved >= 0) {
-        dup2(cap_saved, 2);
-        close(cap_saved);
-        cap_saved = -1;
-    }
-    if (!cap_file)
-        return strdup("(capture failed)");
-    long n = ftell(cap_file);
-    char *buf = calloc(1, (size_t)(n > 0 ? n : 0) + 1);
-    if (buf && n > 0) {
-        rewind(cap_file);
-        if (fread(buf, 1, (size_t)n, cap_file) != (size_t)n)
-            buf[0] = '\0';
-    }
-    fclose(cap_file);
-    cap_file = NULL;
-    return buf;
-}
-
 static void test_default_off(void)
 {
     check_fresh("3x1GiB");
@@ -70,11 +34,11 @@ static void test_soft_on(void)
     check_fresh("3x1GiB");
     vdev_config_set_soft_device_placement(true);
     CHECK(vdev_config_get_soft_device_placement());
-    capture_begin();
+    check_capture_begin();
     enum vdev_status st = vdev_device_push("GPU:42");
     vdev_tensor_t *a = vdev_tensor_ones(SHAPE, 2, VDEV_F32);
     vdev_tensor_t *r = vdev_relu(a);
-    char *err = capture_end();
+    char *err = check_capture_end();
     CHECK_OK(st);
     /* The scope reports the device it named; its ops ran on GPU:0. */
     CHECK_STR(vdev_device_current(), "/job:localhost/replica:0/task:0/device:GPU:42");
@@ -87,22 +51,22 @@ static void test_soft_on(void)
     free(err);
     CHECK_OK(vdev_device_pop());
     /* Once per device: the same name again says nothing; another one warns. */
-    capture_begin();
+    check_capture_begin();
     CHECK_OK(vdev_device_push("/device:GPU:42"));
     CHECK_OK(vdev_device_pop());
     CHECK_OK(vdev_device_push("gpu:43"));
     CHECK_OK(vdev_device_pop());
-    err = capture_end();
+    err = check_capture_end();
     CHECK_STR(err, "vdev: warning: soft device placement: /job:localhost/replica:0/task:0/"
                    "device:GPU:43 does not exist; ops placed there run on "
                    "/job:localhost/replica:0/task:0/device:GPU:0\n");
     free(err);
     /* A missing CPU goes to GPU:0 too: the type is dropped, as TensorFlow's
      * eager placement drops it, and GPUs come first in its priority order. */
-    capture_begin();
+    check_capture_begin();
     CHECK_OK(vdev_device_push("CPU:7"));
     vdev_tensor_t *c = vdev_tensor_zeros(SHAPE, 2, VDEV_F32);
-    err = capture_end();
+    err = check_capture_end();
     CHECK_STR(vdev_tensor_device(c), "/device:GPU:0");
     CHECK(err && strstr(err, "device:CPU:7 does not exist; ops placed there run on "
                              "/job:localhost/replica:0/task:0/device:GPU:0\n"));
@@ -145,10 +109,10 @@ static void test_no_gpu(void)
     CHECK_OK(vdev_config_set_visible_devices(NULL, 0));
     CHECK_OK(vdev_config_set_logical_devices("CPU:0", NULL, 2));
     vdev_config_set_soft_device_placement(true);
-    capture_begin();
+    check_capture_begin();
     enum vdev_status st = vdev_device_push("GPU:0");
     vdev_tensor_t *t = vdev_tensor_zeros(SHAPE, 2, VDEV_F32);
-    char *err = capture_end();
+    char *err = check_capture_end();
     CHECK_OK(st);
     CHECK_STR(vdev_tensor_device(t), "/device:CPU:0");
     CHECK_STR(err, "vdev: warning: soft device placement: /job:localhost/replica:0/task:0/"
@@ -156,10 +120,10 @@ static void test_no_gpu(void)
                    "/job:localhost/replica:0/task:0/device:CPU:0\n");
     free(err);
     CHECK_OK(vdev_device_pop());
-    capture_begin();
+    check_capture_begin();
     CHECK_OK(vdev_device_push("CPU:1")); /* exists: no warning */
     vdev_tensor_t *u = vdev_tensor_zeros(SHAPE, 2, VDEV_F32);
-    err = capture_end();
+    err = check_capture_end();
     CHECK_STR(err, "");
     free(err);
     CHECK_STR(vdev_tensor_device(u), "/device:CPU:1");
@@ -174,9 +138,9 @@ static void test_env(void)
     setenv("VDEV_SOFT_DEVICE_PLACEMENT", "1", 1);
     CHECK_OK(vdev_init());
     CHECK(vdev_config_get_soft_device_placement());
-    capture_begin();
+    check_capture_begin();
     enum vdev_status st = vdev_device_push("GPU:5");
-    char *err = capture_end();
+    char *err = check_capture_end();
     CHECK_OK(st);
     CHECK(err && strstr(err, "device:GPU:5 does not exist"));
     free(err);

@@ -39,42 +39,6 @@
 
 /* ---- helpers ---- */
 
-/* stderr into a temporary file between capture_begin() and capture_end(). */
-static FILE *cap_file;
-static int cap_saved = -1;
-
-static void capture_begin(void)
-{
-    fflush(stderr);
-    cap_file = tmpfile();
-    cap_saved = dup(2);
-    if (cap_file && cap_saved >= 0)
-        dup2(fileno(cap_file), 2);
-}
-
-/* What was written (malloc'd; "" for nothing). */
-static char *capture_end(void)
-{
-    fflush(stderr);
-    if (cap_saved >= 0) {
-        dup2(cap_saved, 2);
-        close(cap_saved);
-        cap_saved = -1;
-    }
-    if (!cap_file)
-        return strdup("(capture failed)");
-    long n = ftell(cap_file);
-    char *buf = calloc(1, (size_t)(n > 0 ? n : 0) + 1);
-    if (buf && n > 0) {
-        rewind(cap_file);
-        if (fread(buf, 1, (size_t)n, cap_file) != (size_t)n)
-            buf[0] = '\0';
-    }
-    fclose(cap_file);
-    cap_file = NULL;
-    return buf ? buf : strdup("");
-}
-
 static void nccl_setup(int n_gpus)
 {
     stub_setup(n_gpus, 4 * GiB, 13000, 0, 0, 0);
@@ -164,9 +128,9 @@ static void test_env_default(void)
     int qs[2] = {0, 1};
     uint64_t held[2] = {0, 0};
     void *comm = NULL;
-    capture_begin();
+    check_capture_begin();
     CHECK_OK(b.ops->coll_open(b.ctx, qs, 2, &comm, held));
-    char *err = capture_end();
+    char *err = check_capture_end();
     CHECK_STR(err, ""); /* no warning */
     free(err);
     CHECK_EQ_U64(held[0], 64 * MiB);
@@ -191,9 +155,9 @@ static void test_env_user(void)
     int qs[2] = {0, 1};
     uint64_t held[2] = {1, 1};
     void *comm = NULL;
-    capture_begin();
+    check_capture_begin();
     CHECK_OK(b.ops->coll_open(b.ctx, qs, 2, &comm, held));
-    char *err = capture_end();
+    char *err = check_capture_end();
     CHECK(strstr(err, "vdev: warning: NCCL_RUNTIME_CONNECT=1: NCCL connects its ranks") != NULL);
     CHECK(strstr(err, "not in the cards' budgets (unset it, or set it to 0)") != NULL);
     free(err);
@@ -209,9 +173,9 @@ static void test_env_user(void)
     CHECK_EQ_U64(s1.bytes_used, s0.bytes_used + 2 * MiB + 64 * MiB); /* taken at the call */
     /* a second communicator warns no more (and waits for the first's close) */
     b.ops->coll_close(b.ctx, comm);
-    capture_begin();
+    check_capture_begin();
     CHECK_OK(b.ops->coll_open(b.ctx, qs, 2, &comm, held));
-    err = capture_end();
+    err = check_capture_end();
     CHECK_STR(err, "");
     free(err);
     b.ops->coll_close(b.ctx, comm);
@@ -275,9 +239,9 @@ static void test_one_per_gpu_public(void)
     vdev_comm_t *c1 = NULL, *c2 = NULL, *c3 = NULL;
     CHECK_OK(vdev_comm_new(devs, 2, &c1));
     CHECK_STR(vdev_comm_implementation(c1), "nccl");
-    capture_begin();
+    check_capture_begin();
     CHECK_OK(vdev_comm_new(devs, 2, &c2));
-    char *err = capture_end();
+    char *err = check_capture_end();
     CHECK_STR(vdev_comm_implementation(c2), "ring");
     CHECK(strstr(err, "NCCL cannot serve this communicator (NCCL: CUDA GPU 0 already has an "
                       "NCCL communicator") != NULL);
