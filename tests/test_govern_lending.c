@@ -9,11 +9,14 @@
  *    can still grow, and free space in regions still in use said as such;
  *  - preallocation (growth off): a floor lowered below the preallocated
  *    region releases it when it is empty (and preallocates the new floor),
- *    else unpins it so that it goes, or is lent, once freed.
+ *    else unpins it so that it goes, or is lent, once freed;
+ *  - the lending counters (vdev_memory_get_limits) of two devices that lend
+ *    to each other turn by turn, and a floor that stops it.
  * Cards are simulated with TF_DEVICE_MIN_SYS_MEMORY_IN_MB=0, so the figures
  * in messages are round. */
 #define _GNU_SOURCE
 #include "govern_check.h"
+#include "http_client.h"
 
 #include <stdlib.h>
 
@@ -215,8 +218,75 @@ static void test_prealloc_in_use(void)
     INVARIANTS_HOLD();
 }
 
+static struct vdev_memory_limits limits(const char *dev)
+{
+    struct vdev_memory_limits l;
+    CHECK_OK(vdev_memory_get_limits(dev, &l));
+    return l;
+}
+
+/* Two devices whose needs take turns and together exceed the card lend to
+ * each other at every turn: the counters show it (each lend once, the bytes
+ * as LENT told them, one's borrowing the other's lending). A floor on one
+ * stops it: what lies within a floor is never lent, and the other's request
+ * fails without anything released or counted. */
+static void test_turns_counted(void)
+{
+    fresh_card("1x2560MiB");
+    setenv("VDEV_LOGICAL_DEVICES", "0:..,..", 1);
+    CHECK_OK(vdev_init());
+    struct events e[2] = {{{0}, {0}}, {{0}, {0}}};
+    const char *dev[2] = {"GPU:0", "GPU:1"};
+    for (int d = 0; d < 2; d++)
+        CHECK_OK(vdev_memory_set_pressure_callback(dev[d], on_pressure, &e[d]));
+    for (int turn = 0; turn < 6; turn++) { /* GPU:0, GPU:1, GPU:0, ... 1.5 GiB each */
+        void *p;
+        CHECK_OK(vdev_mem_alloc(dev[turn % 2], 1536 * MIB, &p));
+        CHECK_OK(vdev_mem_free(dev[turn % 2], p));
+        INVARIANTS_HOLD();
+    }
+    struct vdev_memory_limits l0 = limits("GPU:0"), l1 = limits("GPU:1");
+    /* GPU:0 lent on turns 1, 3 and 5, GPU:1 on turns 2 and 4. */
+    CHECK_EQ_U64(l0.n_lends, 3);
+    CHECK_EQ_U64(l1.n_lends, 2);
+    CHECK(e[0].n[VDEV_PRESSURE_LENT] == 3 && e[1].n[VDEV_PRESSURE_LENT] == 2);
+    CHECK_EQ_U64(l0.lent_bytes, e[0].bytes[VDEV_PRESSURE_LENT]);
+    CHECK_EQ_U64(l1.lent_bytes, e[1].bytes[VDEV_PRESSURE_LENT]);
+    CHECK(l0.lent_bytes >= 3 * 1024 * MIB && l1.lent_bytes >= 2 * 1024 * MIB);
+    CHECK_EQ_U64(l0.borrowed_bytes, l1.lent_bytes);
+    CHECK_EQ_U64(l1.borrowed_bytes, l0.lent_bytes);
+    /* The same counters as Prometheus counters. */
+    CHECK_OK(vdev_metrics_serve("127.0.0.1:0"));
+    char *m = http_get(vdev_metrics_port(), "/metrics");
+    char want[160];
+    CHECK(m && strstr(m, "# TYPE vdev_memory_lends_total counter\n"));
+    CHECK(m && strstr(m, "vdev_memory_lends_total{device=\"/device:GPU:0\",physical=\"0\","
+                         "backend=\"sim\"} 3\n"));
+    snprintf(want, sizeof want, "vdev_memory_lent_bytes_total{device=\"/device:GPU:1\","
+             "physical=\"0\",backend=\"sim\"} %llu\n", (unsigned long long)l1.lent_bytes);
+    CHECK(m && strstr(m, want));
+    snprintf(want, sizeof want, "vdev_memory_borrowed_bytes_total{device=\"/device:GPU:0\","
+             "physical=\"0\",backend=\"sim\"} %llu\n", (unsigned long long)l0.borrowed_bytes);
+    CHECK(m && strstr(m, want));
+    free(m);
+    /* GPU:1 holds its 1.5 GiB (empty) after the last turn; a floor keeps it. */
+    CHECK_OK(vdev_memory_set_limits("GPU:1", 1536 * MIB, 0));
+    void *p;
+    CHECK_STATUS(vdev_mem_alloc("GPU:0", 1536 * MIB, &p), VDEV_ERR_OOM);
+    CHECK_MSG("has 1.00 GiB left for it: the other devices' floors keep 1.50 GiB aside");
+    CHECK_EQ_U64(reserved("GPU:1"), 1536 * MIB);
+    struct vdev_memory_limits m0 = limits("GPU:0"), m1 = limits("GPU:1");
+    CHECK_EQ_U64(m1.n_lends, l1.n_lends);
+    CHECK_EQ_U64(m1.lent_bytes, l1.lent_bytes);
+    CHECK_EQ_U64(m0.borrowed_bytes, l0.borrowed_bytes);
+    CHECK_OK(vdev_mem_alloc("GPU:0", 1024 * MIB, &p)); /* what the card has left still goes */
+    CHECK_OK(vdev_mem_free("GPU:0", p));
+    INVARIANTS_HOLD();
+}
+
 int main(void)
 {
+    test_turns_counted();
     test_equal_priority();
     test_higher_priority_holder();
     test_advice();

@@ -91,6 +91,12 @@ struct vdev_memory_limits {
     uint64_t card_claimed_bytes; /* what they hold or keep aside: the sum of max(reserved, floor) */
     uint64_t available_bytes;    /* how much more this device may reserve now: up to its ceiling,
                                     and what the card leaves it (0 when it holds more than that) */
+    /* Lending since start-up (counters, never reset): two devices whose needs above their
+     * floors take turns lend to each other again and again, each time after the other's
+     * queued work; floors that cover each one's steady need stop it. */
+    uint64_t n_lends;            /* times this device gave empty regions to another */
+    uint64_t lent_bytes;         /* by how much its claim dropped when it did, summed */
+    uint64_t borrowed_bytes;     /* by how much the others' claims dropped for this device */
 };
 /* A consistent snapshot of a logical device's floor, ceiling, priority and
  * its card's sharing. Errors as vdev_memory_info. Thread-safe. */

@@ -53,7 +53,7 @@ def test_configuration_reads_back_and_starts(card):
     assert E.get_memory_limits("GPU:0") == {
         "floor": 512 * MIB, "ceiling": BUDGET, "priority": "critical", "ceiling_lowered": False,
         "card_budget": BUDGET, "card_floors": 640 * MIB, "card_claimed": 640 * MIB,
-        "available": BUDGET - 128 * MIB}
+        "available": BUDGET - 128 * MIB, "lends": 0, "lent": 0, "borrowed": 0}
     lim = E.get_memory_limits("GPU:1")
     assert (lim["floor"], lim["ceiling"], lim["priority"]) == (0, 256 * MIB, "low")
     lim = E.get_memory_limits("/device:GPU:2")  # any name form

@@ -44,6 +44,10 @@ def test_equal_priority_cache_is_lent(card):
     assert left < 2560 * MIB
     assert got and all(kind == "lent" for kind, _ in got)
     assert sum(n for _, n in got) == 2560 * MIB - left
+    # The counters say the same: GPU:0 lent (as often as it heard 'lent'), GPU:1 borrowed.
+    l0, l1 = E.get_memory_limits("GPU:0"), E.get_memory_limits("GPU:1")
+    assert (l0["lends"], l0["lent"], l0["borrowed"]) == (len(got), 2560 * MIB - left, 0)
+    assert (l1["lends"], l1["lent"], l1["borrowed"]) == (0, 0, 2560 * MIB - left)
     del u
 
 

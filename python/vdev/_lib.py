@@ -102,7 +102,9 @@ class MemoryLimitsC(ctypes.Structure):  # struct vdev_memory_limits
     _fields_ = [("floor_bytes", ctypes.c_uint64), ("ceiling_bytes", ctypes.c_uint64),
                 ("priority", ctypes.c_int), ("ceiling_lowered", ctypes.c_int),
                 ("card_budget_bytes", ctypes.c_uint64), ("card_floors_bytes", ctypes.c_uint64),
-                ("card_claimed_bytes", ctypes.c_uint64), ("available_bytes", ctypes.c_uint64)]
+                ("card_claimed_bytes", ctypes.c_uint64), ("available_bytes", ctypes.c_uint64),
+                ("n_lends", ctypes.c_uint64), ("lent_bytes", ctypes.c_uint64),
+                ("borrowed_bytes", ctypes.c_uint64)]
 
 
 class CheckpointEntryC(ctypes.Structure):  # struct vdev_checkpoint_entry

@@ -57,6 +57,9 @@ struct member {
     uint64_t floor, ceiling;  /* bytes, multiples of 256 */
     uint64_t reserved;        /* claimed: what its allocator holds, plus claims in flight */
     enum vdev_priority prio;  /* LOW..CRITICAL */
+    uint64_t n_lends;         /* times it lent (each told LENT once) */
+    uint64_t lent_bytes;      /* by how much its claim dropped when it lent, summed */
+    uint64_t borrowed_bytes;  /* by how much the others' claims dropped for it, summed */
     struct vdev_pressure_slot pressure; /* its callback (optional), and calls under way */
 };
 
@@ -485,10 +488,11 @@ static int lenders(vdev_pool_t *p, int i, int any, struct member *snap, int *idx
 /* The n lenders, in order, give until the ask fits: first regions wholly
  * above their floors, then, if that was not enough, regions that reach into
  * them (the card keeps the floor aside: only what was above it is lent).
- * Each lender that gave is told LENT once, with how much less it claims.
- * Nothing is released when all of them could not make room: the lenders
- * keep their cache (and their growth schedule) for a request that fails
- * anyway. Returns the drop of their claims. */
+ * Each lender that gave is told LENT once, with how much less it claims,
+ * and counted (n_lends, lent_bytes; the asker's borrowed_bytes). Nothing is
+ * released when all of them could not make room: the lenders keep their
+ * cache (and their growth schedule) for a request that fails anyway.
+ * Returns the drop of their claims. */
 static uint64_t lend_all(const struct ask *k, const struct member *snap, const int *idx, int n,
                          struct vdev_pool_calls *calls)
 {
@@ -498,11 +502,18 @@ static uint64_t lend_all(const struct ask *k, const struct member *snap, const i
     for (int cross = 0; cross < 2; cross++)
         for (int j = 0; j < n && shortfall(k); j++)
             got[j] += lend(snap[idx[j]].a, k, cross);
+    pthread_mutex_lock(&k->p->lock);
     for (int j = 0; j < n; j++) {
-        if (got[j])
-            tell(calls, k->p, idx[j], VDEV_PRESSURE_LENT, got[j]);
+        struct member *m = &k->p->m[idx[j]];
+        m->n_lends += got[j] != 0;
+        m->lent_bytes += got[j];
         total += got[j];
     }
+    k->p->m[k->i].borrowed_bytes += total;
+    pthread_mutex_unlock(&k->p->lock);
+    for (int j = 0; j < n; j++)
+        if (got[j])
+            tell(calls, k->p, idx[j], VDEV_PRESSURE_LENT, got[j]);
     return total;
 }
 
@@ -722,6 +733,9 @@ void vdev_pool_get(vdev_pool_t *p, int member, struct vdev_memory_limits *out)
     uint64_t most = most_locked(p, member);
     uint64_t cap = most < out->ceiling_bytes ? most : out->ceiling_bytes;
     out->available_bytes = cap > m->reserved ? cap - m->reserved : 0;
+    out->n_lends = m->n_lends;
+    out->lent_bytes = m->lent_bytes;
+    out->borrowed_bytes = m->borrowed_bytes;
     pthread_mutex_unlock(&p->lock);
     if (a)
         unlock(a);

@@ -212,21 +212,30 @@ static void write_metrics(FILE *f)
     for (int i = 0; i < n; i++)
         vdev_pool_get(vdev_runtime_device(i)->pool, vdev_runtime_device(i)->member, &lim[i]);
     static const struct {
-        const char *name, *help;
+        const char *name, *type, *help;
         size_t off;
     } gov[] = {
-        {"vdev_memory_floor_bytes",
+        {"vdev_memory_floor_bytes", "gauge",
          "Bytes guaranteed to the logical device: its card keeps them aside for it.",
          offsetof(struct vdev_memory_limits, floor_bytes)},
-        {"vdev_memory_ceiling_bytes",
+        {"vdev_memory_ceiling_bytes", "gauge",
          "The most bytes the logical device may reserve (its hard limit; may change at run time).",
          offsetof(struct vdev_memory_limits, ceiling_bytes)},
-        {"vdev_memory_card_budget_bytes",
+        {"vdev_memory_card_budget_bytes", "gauge",
          "Bytes the logical device's card shares among its logical devices.",
          offsetof(struct vdev_memory_limits, card_budget_bytes)},
+        {"vdev_memory_lends_total", "counter",
+         "Times the logical device gave empty regions to another device of its card.",
+         offsetof(struct vdev_memory_limits, n_lends)},
+        {"vdev_memory_lent_bytes_total", "counter",
+         "Bytes by which the logical device's claim dropped when it lent.",
+         offsetof(struct vdev_memory_limits, lent_bytes)},
+        {"vdev_memory_borrowed_bytes_total", "counter",
+         "Bytes by which other devices' claims dropped for the logical device.",
+         offsetof(struct vdev_memory_limits, borrowed_bytes)},
     };
     for (size_t g = 0; g < VDEV_ARRAY_LEN(gov); g++) {
-        family(f, gov[g].name, "gauge", gov[g].help);
+        family(f, gov[g].name, gov[g].type, gov[g].help);
         for (int i = 0; i < n; i++) {
             uint64_t v;
             memcpy(&v, (const char *)&lim[i] + gov[g].off, sizeof v);

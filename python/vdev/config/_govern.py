@@ -77,14 +77,20 @@ def get_memory_limits(device):
     ceiling (until one raises it), 'card_budget': what the card shares among
     its logical devices, 'card_floors': their floors summed, 'card_claimed':
     what they hold or keep aside, 'available': how much more this device may
-    reserve now}. Starts the runtime."""
+    reserve now, 'lends': times it gave empty regions to another device of
+    its card, 'lent': by how much its claim dropped when it did, 'borrowed':
+    by how much the others' claims dropped for it (the three since start-up)}.
+    Two devices whose needs above their floors take turns lend to each other
+    at every turn; floors that cover each one's steady need stop it. Starts
+    the runtime."""
     ml = _lib.MemoryLimitsC()
     _lib.check(lib.vdev_memory_get_limits(_lib.enc(device), ctypes.byref(ml)), _VALUE)
     return {"floor": ml.floor_bytes, "ceiling": ml.ceiling_bytes,
             "priority": PRIORITY_NAMES.get(ml.priority, "normal"),
             "ceiling_lowered": bool(ml.ceiling_lowered), "card_budget": ml.card_budget_bytes,
             "card_floors": ml.card_floors_bytes, "card_claimed": ml.card_claimed_bytes,
-            "available": ml.available_bytes}
+            "available": ml.available_bytes, "lends": ml.n_lends, "lent": ml.lent_bytes,
+            "borrowed": ml.borrowed_bytes}
 
 
 def set_memory_limits(device, floor=None, ceiling=None):
