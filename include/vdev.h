@@ -423,10 +423,16 @@ VDEV_API vdev_tensor_t *vdev_tensor_normal(const int64_t *shape, int ndim, float
 VDEV_API enum vdev_status vdev_tensor_to_host(const vdev_tensor_t *t, void *dst, size_t dst_bytes);
 /* The value of a one-element f32 tensor, NaN on error. */
 VDEV_API float vdev_tensor_item(const vdev_tensor_t *t);
-/* A copy on another logical device (any accepted name). */
+/* A copy on another logical device (any accepted name). A recording tape
+ * differentiates through it (the gradient goes back to t's device), as
+ * TensorFlow's copies between devices; it is a copy, not an op: counted in
+ * the bytes copied, not logged as an op. */
 VDEV_API vdev_tensor_t *vdev_tensor_to(const vdev_tensor_t *t, const char *device);
 /* A copy on the placement device (TensorFlow's tf.identity). */
 VDEV_API vdev_tensor_t *vdev_identity(const vdev_tensor_t *t);
+/* A copy on t's device that no tape differentiates through: gradients stop
+ * there (TensorFlow's tf.stop_gradient). */
+VDEV_API vdev_tensor_t *vdev_stop_gradient(const vdev_tensor_t *t);
 /* Releases the caller's tensor; NULL is a no-op. A dead handle (freed twice)
  * is VDEV_ERR_INVALID_ARG and frees nothing, whatever tensor now uses the
  * memory it had. A tensor held by a scope of another thread can be freed only

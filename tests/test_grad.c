@@ -600,6 +600,63 @@ static void test_gradient_device(void)
     vdev_tensor_free(w);
 }
 
+/* A copy between devices (vdev_tensor_to) passes the gradient back, to the
+ * source's device, as TensorFlow's copies do; it is a copy, not an op (no
+ * Identity counted, its bytes counted as copied). vdev_stop_gradient's copy
+ * stops it. w = [1, 2, 3] on GPU:0, h = w*w: sum((h on GPU:1)^2) has the
+ * gradient 4w^3, through CPU:0 and back too; sum(stop(h) * h) has 2w^3. */
+static void test_copy_gradient(void)
+{
+    static const float w0[3] = {1, 2, 3};
+    CHECK_OK(vdev_device_push("GPU:0"));
+    vdev_tensor_t *w = var_from(w0, 1, 3);
+    CHECK_OK(vdev_device_pop());
+    static const char *const via[2][2] = {{"GPU:1", NULL}, {"CPU:0", "GPU:1"}};
+    for (int k = 0; k < 2; k++) {
+        vdev_scope_begin();
+        vdev_placement_reset();
+        vdev_tape_t *t = vdev_tape_begin();
+        vdev_tensor_t *h = vdev_mul(w, w);
+        vdev_tensor_t *h1 = vdev_tensor_to(h, via[k][0]);
+        if (via[k][1])
+            h1 = vdev_tensor_to(h1, via[k][1]);
+        CHECK_STR(vdev_tensor_device(h1), "/device:GPU:1");
+        CHECK(vdev_placement_op_count("Identity", NULL) == 0); /* a copy, not an op */
+        vdev_tensor_t *loss = vdev_sum_all(vdev_mul(h1, h1)), *g = NULL;
+        CHECK_OK(vdev_tape_gradient(t, loss, &w, 1, &g));
+        vdev_tape_end(t);
+        float got[3];
+        CHECK_OK(vdev_tensor_to_host(g, got, sizeof got));
+        CHECK(got[0] == 4 && got[1] == 32 && got[2] == 108);
+        CHECK_STR(vdev_tensor_device(g), "/device:GPU:0");
+        CHECK_EQ_U64(vdev_placement_bytes_copied("GPU:0", via[k][0]), 12);
+        vdev_scope_end();
+    }
+    vdev_scope_begin();
+    vdev_tape_t *t = vdev_tape_begin();
+    vdev_tensor_t *h = vdev_mul(w, w);
+    vdev_tensor_t *s = vdev_stop_gradient(h);
+    CHECK_STR(vdev_tensor_device(s), "/device:GPU:0");
+    vdev_tensor_t *loss = vdev_sum_all(vdev_mul(s, h)), *g = NULL;
+    CHECK_OK(vdev_tape_gradient(t, loss, &w, 1, &g));
+    vdev_tape_end(t);
+    float got[3];
+    CHECK_OK(vdev_tensor_to_host(g, got, sizeof got));
+    CHECK(got[0] == 2 && got[1] == 16 && got[2] == 54);
+    /* Copies made while no tape records need no gradient. */
+    t = vdev_tape_begin();
+    vdev_tape_end(t);
+    vdev_tensor_t *c = vdev_tensor_to(w, "GPU:1");
+    t = vdev_tape_begin();
+    loss = vdev_sum_all(vdev_mul(c, c));
+    CHECK_OK(vdev_tape_gradient_ex(t, loss, &w, 1, &g, VDEV_UNCONNECTED_NONE));
+    CHECK(g == NULL); /* not reached */
+    vdev_tape_end(t);
+    CHECK(vdev_stop_gradient(NULL) == NULL);
+    vdev_scope_end();
+    vdev_tensor_free(w);
+}
+
 /* One tape records per thread at a time; bad losses fail cleanly with
  * every gradient NULL. */
 static void test_tape_twice(void)
@@ -660,6 +717,7 @@ int main(void)
     test_bias_gradient_many_rows("GPU:1");
     test_kept_gradient("GPU:1");
     test_gradient_device();
+    test_copy_gradient();
     check_no_leak("GPU:0");
     check_no_leak("GPU:1");
     check_no_leak("CPU:0");

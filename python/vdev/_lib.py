@@ -186,6 +186,7 @@ _PROTOS = {
     "vdev_tensor_to_host": (STATUS, [_h, ctypes.c_void_p, ctypes.c_size_t]),
     "vdev_tensor_to": (_h, [_h, _s]),
     "vdev_identity": (_h, [_h]),
+    "vdev_stop_gradient": (_h, [_h]),
     "vdev_tensor_free": (None, [_h]),
     "vdev_tensor_ndim": (ctypes.c_int, [_h]),
     "vdev_tensor_dim": (ctypes.c_int64, [_h, ctypes.c_int]),

@@ -390,13 +390,9 @@ def identity(input, name=None):
 
 def stop_gradient(input, name=None):
     """input's values as a tensor a tape treats as a constant, as
-    ``tf.stop_gradient``: a copy on input's device made by vdev_tensor_to,
-    which no tape records, so no gradient flows back through it."""
-    x = _t(input)
-    d = lib.vdev_tensor_device(x._handle)
-    if d is None:
-        raise _lib.error()
-    return _new(lib.vdev_tensor_to(x._handle, d))
+    ``tf.stop_gradient``: a copy on input's device (vdev_stop_gradient), so
+    no gradient flows back through it."""
+    return _new(lib.vdev_stop_gradient(_t(input)._handle))
 
 
 def mean_squared_error_scalar(y_true, y_pred):

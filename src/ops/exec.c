@@ -388,6 +388,33 @@ struct vdev_tens *vdev_op_exec(enum vdev_op op, const struct vdev_tens *const *i
     return out;
 }
 
+/* vdev_tensor_to and vdev_stop_gradient (ops_table.c): a copy of t on d. With
+ * `record`, a recording tape that needs t's gradient records it as an
+ * Identity, whose gradient passes dout back to t (on t's device, as every
+ * gradient reaches its target), as TensorFlow differentiates its copies
+ * between devices; it is not an op: placement logs and op counts leave it
+ * out, and the copy is counted as one. Without `record`, gradients stop at
+ * it (tf.stop_gradient). */
+struct vdev_tens *vdev_op_copy_to(const struct vdev_tens *t, struct vdev_ldev *d, int record)
+{
+    struct vdev_tens *c = vdev_tens_copy_to(t, d);
+    if (!c || !record || !vdev_tape_hook.tape || !t->requires_grad)
+        return c;
+    c->requires_grad = 1;
+    struct vdev_op_record r;
+    memset(&r, 0, sizeof r);
+    r.op = VDEV_OP_IDENTITY;
+    r.n_in = 1;
+    r.in[0] = r.target[0] = t;
+    r.out = c;
+    r.dev = d;
+    if (vdev_tape_hook.record(vdev_tape_hook.tape, &r) != VDEV_OK) {
+        vdev_tens_drop(c);
+        return NULL;
+    }
+    return c;
+}
+
 /* What an in-place op checks before it touches anything: its inputs, the
  * written operands' device (in[0]'s), strict placement for the others, and
  * the shapes. VDEV_OK or the op's error. */

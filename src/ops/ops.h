@@ -131,6 +131,10 @@ enum vdev_status vdev_shape_error(const struct vdev_kernel_args *a, const char *
  * is int32, expected float". */
 enum vdev_status vdev_dtype_error(const struct vdev_kernel_args *a, int k, int want);
 
+/* A copy of t on d; with `record`, one a recording tape differentiates
+ * through (vdev_tensor_to), else one it does not (vdev_stop_gradient). */
+struct vdev_tens *vdev_op_copy_to(const struct vdev_tens *t, struct vdev_ldev *d, int record);
+
 /* ---- the tape hook (src/autograd/ sets it) ---- */
 struct vdev_op_record {
     enum vdev_op op;

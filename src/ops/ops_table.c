@@ -243,3 +243,22 @@ VDEV_API vdev_tensor_t *vdev_identity(const vdev_tensor_t *a)
 {
     return run1(VDEV_OP_IDENTITY, a, NULL);
 }
+
+VDEV_API vdev_tensor_t *vdev_tensor_to(const vdev_tensor_t *h, const char *device)
+{
+    if (!h)
+        return NULL;
+    const struct vdev_tens *t = vdev_tens_use(h, "vdev_tensor_to");
+    struct vdev_ldev *d;
+    if (!t || vdev_runtime_find(device, &d) != VDEV_OK)
+        return NULL;
+    return vdev_tens_handle(vdev_op_copy_to(t, d, 1));
+}
+
+VDEV_API vdev_tensor_t *vdev_stop_gradient(const vdev_tensor_t *h)
+{
+    if (!h)
+        return NULL;
+    const struct vdev_tens *t = vdev_tens_use(h, "vdev_stop_gradient");
+    return t ? vdev_tens_handle(vdev_op_copy_to(t, t->dev, 0)) : NULL;
+}

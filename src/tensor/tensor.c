@@ -709,19 +709,6 @@ struct vdev_tens *vdev_tens_copy_to(const struct vdev_tens *t, struct vdev_ldev 
     return c;
 }
 
-VDEV_API vdev_tensor_t *vdev_tensor_to(const vdev_tensor_t *h, const char *device)
-{
-    if (!h)
-        return NULL;
-    const struct vdev_tens *t = vdev_tens_use(h, "vdev_tensor_to");
-    if (!t)
-        return NULL;
-    struct vdev_ldev *d;
-    if (vdev_runtime_find(device, &d) != VDEV_OK)
-        return NULL;
-    return vdev_tens_handle(vdev_tens_copy_to(t, d));
-}
-
 VDEV_API vdev_tensor_t *vdev_variable(vdev_tensor_t *h)
 {
     if (!h)
