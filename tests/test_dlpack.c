@@ -181,6 +181,45 @@ static void test_export_sim_then_write(void)
     vdev_device_pop();
 }
 
+/* The other way round: the consumer writes the exported memory after vdev
+ * queued reads of it (an op's input, a copy's source), which must see what
+ * it held when they were issued. Large products queued first keep the
+ * stream busy, so a read that did not wait would still be queued when the
+ * consumer writes. */
+static void test_export_sim_then_consumer_writes(void)
+{
+    check_fresh("2x1GiB");
+    CHECK_OK(vdev_device_push("GPU:0"));
+    int64_t s[1] = {4}, sb[2] = {768, 768};
+    float h[4] = {1, 2, 3, 4};
+    vdev_tensor_t *x = from(h, s, 1);
+    vdev_tensor_t *big = vdev_tensor_fill(sb, 2, VDEV_F32, 1);
+    DLManagedTensor *m;
+    CHECK_OK(vdev_tensor_to_dlpack(x, &m));
+    volatile float *p = m->dl_tensor.data;
+    vdev_tensor_t *busy[6];
+    for (int k = 0; k < 3; k++)
+        busy[k] = vdev_matmul(big, big, false, false);
+    vdev_tensor_t *y = vdev_mul_scalar(x, 10); /* an op reading x */
+    p[0] = 100;                                /* the consumer writes x at once */
+    for (int k = 3; k < 6; k++)
+        busy[k] = vdev_matmul(big, big, false, false);
+    vdev_tensor_t *c = vdev_tensor_to(x, "GPU:1"); /* a copy reading x */
+    p[1] = 200;
+    float gy[4], gc[4];
+    CHECK_OK(vdev_tensor_to_host(y, gy, sizeof gy));
+    CHECK_OK(vdev_tensor_to_host(c, gc, sizeof gc));
+    CHECK(gy[0] == 10 && gy[1] == 20 && gy[3] == 40);
+    CHECK(gc[0] == 100 && gc[1] == 2 && gc[3] == 4);
+    m->deleter(m);
+    for (int k = 0; k < 6; k++)
+        vdev_tensor_free(busy[k]);
+    vdev_tensor_t *all[] = {x, big, y, c};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        vdev_tensor_free(all[k]);
+    vdev_device_pop();
+}
+
 /* A view (reshape) keeps its base's memory; scalars and empty tensors have a
  * valid shape pointer and a non-NULL data pointer. */
 static void test_export_view_scalar_empty(void)
@@ -522,6 +561,7 @@ int main(void)
     test_export_cpu();
     test_export_sim();
     test_export_sim_then_write();
+    test_export_sim_then_consumer_writes();
     test_export_view_scalar_empty();
     test_export_errors();
     test_export_across_shutdown();

@@ -384,6 +384,8 @@ struct vdev_tens *vdev_op_exec(enum vdev_op op, const struct vdev_tens *const *i
             return NULL;
         }
     }
+    for (int i = 0; i < n_in; i++)
+        vdev_tens_after_read(in[i], dev);
     drop_tmp(tmp, n_in);
     return out;
 }
@@ -477,6 +479,8 @@ static enum vdev_status run_inplace(const struct vdev_op_def *def, struct vdev_t
     for (int i = 0; i < n_in; i++)
         if (i != 1)
             vdev_tens_write_end(in[i]);
+        else
+            vdev_tens_after_read(in[i], dev);
     if (st == VDEV_OK)
         vdev_placement_record((int)(def - vdev_op_defs), def->name, dev,
                               home_of((const struct vdev_tens *const *)in, n_in), g->copied);

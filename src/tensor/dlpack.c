@@ -11,7 +11,10 @@
  * while a kDLCPU export of a simulated GPU's memory lives, every later write
  * to that memory by vdev (ops in place, assign, optimizer updates) waits for
  * the stream too (vdev_tens_after_write), as its consumer has no stream to
- * wait on: it reads the memory when it likes. The consumer's writes bump no
+ * wait on: it reads the memory when it likes; and so does every later read
+ * of it queued by vdev (an op's input, a copy's source: vdev_tens_after_read),
+ * as the consumer may write the memory when it likes, and the read must see
+ * what it held when the read was issued. The consumer's writes bump no
  * version (tensor.h, "values a tape read"), so while any export lives, an op
  * that a tape records reads a copy of the memory when its gradient reads the
  * value (exec.c, counted in the owner's `exports`).
@@ -49,8 +52,10 @@ static void export_deleter(DLManagedTensor *m)
     if (!m)
         return;
     struct export *e = m->manager_ctx;
-    if (e->host)
+    if (e->host) {
         atomic_fetch_sub(&e->owner->host_exports, 1);
+        atomic_fetch_sub(&vdev_tens_host_exports_live, 1);
+    }
     atomic_fetch_sub(&e->owner->exports, 1);
     vdev_tens_release(e->owner);
     free(e);
@@ -95,6 +100,7 @@ VDEV_API enum vdev_status vdev_tensor_to_dlpack(vdev_tensor_t *h, struct DLManag
         d->device = (DLDevice){kDLCPU, 0};
         e->host = 1;
         atomic_fetch_add(&e->owner->host_exports, 1);
+        atomic_fetch_add(&vdev_tens_host_exports_live, 1);
     } else
         d->device = (DLDevice){kDLCUDA, dev->physical};
     d->ndim = t->ndim;

@@ -326,6 +326,15 @@ void vdev_tens_after_write(const struct vdev_tens *t)
         vdev_backend_synchronize(t->dev->backend, t->dev->bdev);
 }
 
+_Atomic int vdev_tens_host_exports_live;
+
+void vdev_tens_after_read_exported(const struct vdev_tens *t, const struct vdev_ldev *reader)
+{
+    const struct vdev_tens *owner = t->base ? t->base : t;
+    if (atomic_load_explicit(&owner->host_exports, memory_order_acquire) > 0)
+        vdev_backend_synchronize(reader->backend, reader->bdev);
+}
+
 /* Gives t's block back to its allocator, ordered after every stream that
  * read it. A plain copy made t's own stream wait for it, so the block's
  * next user, on that stream, comes after it; a lazy copy did not, so when
@@ -688,6 +697,8 @@ static enum vdev_status copy_contents(const struct vdev_tens *src, struct vdev_t
     } else {
         st = vdev_error(VDEV_ERR_UNSUPPORTED, "no copy path from %s to %s", s->name, d->name);
     }
+    if (st == VDEV_OK)
+        vdev_tens_after_read(src, d);
     return st;
 }
 

@@ -184,6 +184,19 @@ void vdev_tens_write_end(const struct vdev_tens *t);
  * framework as host memory (a simulated GPU's, dlpack.c), waits for t's
  * stream, since such a consumer has no stream to wait on and reads at once. */
 void vdev_tens_after_write(const struct vdev_tens *t);
+/* Live DLPack exports of memory as host memory, over all tensors (dlpack.c):
+ * while 0, vdev_tens_after_read costs one load. */
+extern _Atomic int vdev_tens_host_exports_live;
+void vdev_tens_after_read_exported(const struct vdev_tens *t, const struct vdev_ldev *reader);
+/* After a read of t was queued on reader's stream (an op's input, a copy's
+ * source): when t's memory is exported as host memory, waits for that
+ * stream, since the consumer may write the memory at once and the read must
+ * see the values it had when it was issued. */
+static inline void vdev_tens_after_read(const struct vdev_tens *t, const struct vdev_ldev *reader)
+{
+    if (atomic_load_explicit(&vdev_tens_host_exports_live, memory_order_relaxed))
+        vdev_tens_after_read_exported(t, reader);
+}
 
 /* ---- values a tape read (tensor.c) ----
  *
