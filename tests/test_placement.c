@@ -61,6 +61,51 @@ static void test_scopes(void)
     vdev_tensor_free(w);
 }
 
+/* A scope held across vdev_shutdown() and a start-up with other devices
+ * names its device again (by type and index, as TensorFlow resolves a
+ * scope's name per op): GPU:0 stays GPU:0, though its slot now holds CPU:1;
+ * a device that is gone is an error naming the scope, not an op somewhere
+ * else (or, with soft placement, the default device, as a scope pushed now). */
+static void test_scope_across_restart(void)
+{
+    start("2x1GiB", NULL);
+    CHECK_OK(vdev_device_push("GPU:0"));
+    vdev_shutdown();
+    setenv("VDEV_LOGICAL_DEVICES", "cpu:2", 1); /* CPU:0, CPU:1, GPU:0, GPU:1 */
+    CHECK_OK(vdev_init());
+    CHECK_STR(vdev_device_current(), "/job:localhost/replica:0/task:0/device:GPU:0");
+    vdev_tensor_t *t = vdev_tensor_ones(S2, 2, VDEV_F32), *u = vdev_relu(t);
+    CHECK_STR(vdev_tensor_device(t), "/device:GPU:0");
+    CHECK_STR(vdev_tensor_device(u), "/device:GPU:0");
+    vdev_tensor_free(t);
+    vdev_tensor_free(u);
+    CHECK_OK(vdev_device_pop());
+
+    CHECK_OK(vdev_device_push("GPU:1"));
+    vdev_shutdown();
+    unsetenv("VDEV_LOGICAL_DEVICES");
+    setenv("VDEV_SIM_GPUS", "1x1GiB", 1);
+    CHECK_OK(vdev_init());
+    CHECK_STR(vdev_device_current(), "/job:localhost/replica:0/task:0/device:GPU:1");
+    CHECK(vdev_tensor_ones(S2, 2, VDEV_F32) == NULL);
+    CHECK(vdev_last_status() == VDEV_ERR_NOT_FOUND);
+    CHECK_MSG("GPU:1 unknown device");
+    CHECK_MSG("(a device scope opened before vdev_shutdown() names it; pop that scope)");
+    vdev_clear_error();
+    t = on("GPU:0", 1);
+    CHECK(vdev_relu(t) == NULL);
+    CHECK(vdev_last_status() == VDEV_ERR_NOT_FOUND);
+    CHECK_MSG("pop that scope");
+    vdev_tensor_free(t);
+    vdev_config_set_soft_device_placement(true);
+    t = vdev_tensor_ones(S2, 2, VDEV_F32);
+    CHECK_STR(vdev_tensor_device(t), "/device:GPU:0");
+    vdev_tensor_free(t);
+    vdev_config_set_soft_device_placement(false);
+    CHECK_OK(vdev_device_pop());
+    CHECK(vdev_device_current() == NULL);
+}
+
 static void test_unscoped_rules(void)
 {
     start("3x1GiB", NULL);
@@ -265,6 +310,7 @@ static void test_bug_program(void)
 int main(void)
 {
     test_scopes();
+    test_scope_across_restart();
     test_unscoped_rules();
     test_policies();
     test_gradient_device();

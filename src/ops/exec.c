@@ -291,6 +291,8 @@ struct vdev_tens *vdev_op_exec(enum vdev_op op, const struct vdev_tens *const *i
     /* An explicit copy (Identity) starts fresh data with no home. */
     int home = op == VDEV_OP_IDENTITY ? -1 : home_of(in, n_in);
     struct vdev_ldev *dev = vdev_placement_choose(devs, n_in, home);
+    if (!dev)
+        return NULL; /* a stale scope names no device: error set */
     /* recorded on the tape: an input needs a gradient */
     int rec = 0;
     if (vdev_tape_hook.tape && !(def->flags & VDEV_OP_NO_GRAD))

@@ -21,11 +21,13 @@
 
 #define MAX_SOFT_WARNED 64
 
-/* One device scope: where its ops run, and the device it named. */
+/* One device scope: where its ops run, the device it named, and the
+ * runtime that `dev` belongs to (vdev_runtime_generation). */
 struct scope {
     struct vdev_ldev *dev;
     enum vdev_device_type type;
     int index;
+    uint32_t rgen;
 };
 static _Thread_local struct scope scope_stack[MAX_SCOPE_DEPTH];
 static _Thread_local int scope_depth;
@@ -127,7 +129,7 @@ VDEV_API enum vdev_status vdev_device_push(const char *device)
                           MAX_SCOPE_DEPTH);
     if (d->type != dn.type || d->index != index)
         warn_soft(dn.type, index, d);
-    scope_stack[scope_depth++] = (struct scope){d, dn.type, index};
+    scope_stack[scope_depth++] = (struct scope){d, dn.type, index, vdev_runtime_generation()};
     return VDEV_OK;
 }
 
@@ -139,13 +141,46 @@ VDEV_API enum vdev_status vdev_device_pop(void)
     return VDEV_OK;
 }
 
+/* Scope s's device in the running runtime: a scope opened before
+ * vdev_shutdown() (its thread's stack outlives the runtime) names its device
+ * again by type and index; NULL when there is none and soft placement is
+ * off (with `report`, the error set and scope_failed). */
+static _Thread_local int scope_failed;
+static struct vdev_ldev *scope_resolve(struct scope *s, int report)
+{
+    uint32_t gen = vdev_runtime_generation();
+    if (__builtin_expect(s->rgen == gen, 1))
+        return s->dev;
+    struct vdev_ldev *d = vdev_runtime_lookup(s->type, s->index);
+    if (!d) {
+        if (!report)
+            return NULL;
+        if (!atomic_load(&soft_placement)) {
+            char msg[384];
+            vdev_runtime_unknown_device(s->type, s->index);
+            vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+            vdev_error(vdev_last_status(), "%s (a device scope opened before vdev_shutdown() "
+                                           "names it; pop that scope)",
+                       msg);
+            scope_failed = 1;
+            return NULL;
+        }
+        d = vdev_runtime_default_device();
+        warn_soft(s->type, s->index, d);
+    }
+    s->dev = d;
+    s->rgen = gen;
+    return d;
+}
+
 VDEV_API const char *vdev_device_current(void)
 {
     if (!scope_depth)
         return NULL;
-    const struct scope *s = &scope_stack[scope_depth - 1];
-    if (s->dev->type == s->type && s->dev->index == s->index)
-        return s->dev->long_name;
+    struct scope *s = &scope_stack[scope_depth - 1];
+    struct vdev_ldev *d = scope_resolve(s, 0); /* a getter sets no error */
+    if (d && d->type == s->type && d->index == s->index)
+        return d->long_name;
     snprintf(scope_name, sizeof scope_name, "/job:localhost/replica:0/task:0/device:%s:%d",
              s->type == VDEV_DEVICE_GPU ? "GPU" : "CPU", s->index);
     return scope_name;
@@ -153,13 +188,16 @@ VDEV_API const char *vdev_device_current(void)
 
 struct vdev_ldev *vdev_placement_scope_device(void)
 {
-    return scope_depth ? scope_stack[scope_depth - 1].dev : NULL;
+    scope_failed = 0;
+    return scope_depth ? scope_resolve(&scope_stack[scope_depth - 1], 1) : NULL;
 }
+
+int vdev_placement_scope_failed(void) { return scope_failed; }
 
 void vdev_placement_push_dev(struct vdev_ldev *d)
 {
     VDEV_ASSERT(scope_depth < MAX_SCOPE_DEPTH);
-    scope_stack[scope_depth++] = (struct scope){d, d->type, d->index};
+    scope_stack[scope_depth++] = (struct scope){d, d->type, d->index, vdev_runtime_generation()};
 }
 
 void vdev_placement_pop_dev(void)
@@ -213,6 +251,8 @@ struct vdev_ldev *vdev_placement_choose(struct vdev_ldev *const *in, int n, int 
     struct vdev_ldev *d = vdev_placement_scope_device();
     if (d)
         return d;
+    if (scope_failed)
+        return NULL;
     if (vdev_placement_policy_now() != VDEV_PLACEMENT_TF && n > 0) {
         int agree = 1;
         for (int i = 1; i < n; i++)

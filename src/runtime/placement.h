@@ -27,14 +27,20 @@
  * the same. VDEV_ERR_CONFIG on a malformed value, even one code overrides. */
 enum vdev_status vdev_placement_init_env(void);
 
-/* The innermost scope's device, or NULL. */
+/* The innermost scope's device, or NULL when there is none. A scope opened
+ * before vdev_shutdown() names its device again in the running runtime (by
+ * type and index, as TensorFlow resolves a scope's name per op); when there
+ * is no such device (and soft placement is off), NULL with the error set:
+ * vdev_placement_scope_failed() tells it from no scope. */
 struct vdev_ldev *vdev_placement_scope_device(void);
+int vdev_placement_scope_failed(void);
 /* Pushes/pops a device scope by pointer (for gradients). */
 void vdev_placement_push_dev(struct vdev_ldev *d);
 void vdev_placement_pop_dev(void);
 
 /* Chooses the device for an op whose inputs live on in_devs[0..n) and derive
- * from variables on device `home` (-1: none). */
+ * from variables on device `home` (-1: none); NULL (error set) when the
+ * innermost scope names a device that no longer exists (see above). */
 struct vdev_ldev *vdev_placement_choose(struct vdev_ldev *const *in_devs, int n, int home);
 enum vdev_placement_policy vdev_placement_policy_now(void);
 

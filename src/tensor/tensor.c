@@ -136,7 +136,7 @@ static const char *tag_of(void *user, uint32_t handle)
 struct vdev_ldev *vdev_tens_creation_device(void)
 {
     struct vdev_ldev *d = vdev_placement_scope_device();
-    return d ? d : vdev_runtime_default_device();
+    return d || vdev_placement_scope_failed() ? d : vdev_runtime_default_device();
 }
 
 /* A struct in a fresh slot, one (creation) reference, a live handle, no
@@ -189,6 +189,8 @@ static struct vdev_tens *tens_struct(struct vdev_ldev *dev, enum vdev_dtype dtyp
 static struct vdev_tens *tens_new(struct vdev_ldev *dev, enum vdev_dtype dtype,
                                   const int64_t *shape, int ndim, int quiet)
 {
+    if (!dev)
+        return NULL; /* the caller's error: a scope names no device (vdev_tens_creation_device) */
     if (vdev_shape_check(shape, ndim) != VDEV_OK)
         return NULL;
     if ((unsigned)dtype >= VDEV_DTYPE_COUNT) {
