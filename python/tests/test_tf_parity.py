@@ -5,7 +5,9 @@ a single LogicalDeviceConfiguration, ``vdev.device(None)`` and
 ``vdev.device('')``, strict placement advice in Python's words, argmax over
 any axis (axis=None: 0), the implicit sum of a non-scalar gradient target,
 Keras's warning for variables without a gradient, std::pow's and
-std::sqrt's special values, Keras's loss of an empty batch, and the Python
+std::sqrt's special values, Keras's loss of an empty batch, Keras's ranks
+for MeanSquaredError's operands ([N] targets against [N, 1] predictions are
+one loss per row, under every reduction alike), and the Python
 examples refusing bad options as ``vdev demo`` does."""
 import copy
 import gc
@@ -500,6 +502,58 @@ def test_losses_of_an_empty_batch():
     for labels in (np.zeros((0,), np.int32), np.zeros((0, 1), np.float32), [],
                    vdev.constant(np.zeros((0,), np.int32))):
         assert sparse(labels, y).numpy() == 0.0
+
+
+# ---- Keras's ranks for MeanSquaredError's operands ----
+
+def test_mse_brings_operands_to_one_rank_as_keras():
+    """Keras adds or drops a trailing 1 so that y_true and y_pred have one
+    rank before the loss: [N] targets against [N, 1] predictions compare
+    row by row (not [N, N] by broadcasting), and 'none' and 'auto' accept
+    and refuse the same pairs."""
+    L = vdev.losses
+    none, auto = L.MeanSquaredError(reduction="none"), L.MeanSquaredError()
+    col = vdev.constant([[1.0], [2.0], [3.0]])
+    for y_true, y_pred in (([1.0, 2.0, 3.0], col), (col, vdev.constant([1.0, 2.0, 3.0])),
+                           (np.array([1, 2, 3]), col)):
+        v = none(y_true, y_pred)
+        assert v.shape == (3,) and v.numpy().tolist() == [0.0, 0.0, 0.0]
+        assert auto(y_true, y_pred).numpy() == 0.0
+    assert none([1.0, 2.0, 3.0], vdev.constant([[1.0], [4.0], [3.0]])).numpy().tolist() == \
+        [0.0, 4.0, 0.0]
+    # the reshaped prediction keeps its gradient: d/dp mean((p - t)^2) = 2(p - t)/N
+    p = vdev.Variable([1.0, 4.0, 3.0])
+    with vdev.GradientTape() as tape:
+        v = auto(np.array([[1.0], [2.0], [3.0]], np.float32), p)
+    assert float(v) == pytest.approx(4 / 3)
+    np.testing.assert_allclose(tape.gradient(v, p).numpy(), [0.0, 4 / 3, 0.0], rtol=1e-6)
+    # [N, 1] targets against [N, 4] predictions broadcast in both, as Keras's
+    t = np.array([[0.0], [1.0]], np.float32)
+    p4 = vdev.constant(np.arange(8, dtype=np.float32).reshape(2, 4))
+    want = ((np.arange(8).reshape(2, 4) - t) ** 2).mean(axis=1)
+    np.testing.assert_allclose(none(t, p4).numpy(), want, rtol=1e-6)
+    assert float(auto(t, p4)) == pytest.approx(want.mean())
+    # [N, 3, 1] against [N, 3]: the larger loses its trailing 1
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert none(a[:, :, None], vdev.constant(a)).numpy().tolist() == [0.0, 0.0]
+    assert auto(a, vdev.constant(a[:, :, None])).numpy() == 0.0
+    # a 0-d pair is its own loss in both
+    assert none(1.0, vdev.constant(3.0)).numpy() == 4.0 and \
+        auto(1.0, vdev.constant(3.0)).numpy() == 4.0
+    # an empty batch that broadcasts: 'none' is empty, 'auto' 0
+    e = vdev.constant(np.zeros((0, 4), np.float32))
+    assert none(np.zeros((0, 1), np.float32), e).shape == (0,)
+    assert auto(np.zeros((0, 1), np.float32), e).numpy() == 0.0
+    # what still does not broadcast: one error for both reductions
+    for y_true, y_pred, shapes in ((np.zeros((2, 3)), np.zeros((2, 4)), "[2,4] and [2,3]"),
+                                   (np.zeros(3), np.zeros((3, 4)), "[3,4] and [3]"),
+                                   (np.zeros(3), np.zeros((4, 1)), "[4,1] and [3]")):
+        for loss in (none, auto):
+            with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+                loss(y_true, vdev.constant(y_pred.astype(np.float32)))
+            assert str(e.value) == (
+                "MeanSquaredError: incompatible shapes " + shapes + " (prediction and target "
+                "must broadcast, once a trailing 1 is added or dropped to match their ranks)")
 
 
 # ---- the Python examples take options as `vdev demo` does ----

@@ -10,6 +10,7 @@ predictions); SparseCategoricalCrossentropy takes int32 labels."""
 import numpy as np
 
 from . import _ops
+from .errors import InvalidArgumentError
 from ._tensor import Tensor, int32
 
 
@@ -38,9 +39,48 @@ def _no_weights(sample_weight):
         raise ValueError("vdev's losses take no sample_weight")
 
 
+def _shape_str(shape):
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def _same_rank(y_true, y_pred):
+    """y_true and y_pred brought to one rank as Keras's losses do (Keras 3's
+    squeeze_or_expand_to_same_rank): where the ranks differ by one and the
+    larger ends in 1, a rank-1 operand gains a trailing 1 ([N] beside
+    [N, 1] becomes [N, 1]) and otherwise the larger loses its trailing 1,
+    so targets [N] against predictions [N, 1] compare row by row instead of
+    broadcasting to [N, N]. The one reshaped is a view (a tape sees through
+    it). What still does not broadcast is refused naming the shapes given,
+    prediction first, the same for every reduction."""
+    st, sp = list(y_true.shape), list(y_pred.shape)
+    nt, np_ = len(st), len(sp)
+    if nt == np_ + 1 and st[-1] == 1:
+        if np_ == 1:
+            y_pred = _ops.reshape(y_pred, sp + [1])
+        else:
+            y_true = _ops.reshape(y_true, st[:-1])
+    elif np_ == nt + 1 and sp[-1] == 1:
+        if nt == 1:
+            y_true = _ops.reshape(y_true, st + [1])
+        else:
+            y_pred = _ops.reshape(y_pred, sp[:-1])
+    try:
+        np.broadcast_shapes(tuple(y_true.shape), tuple(y_pred.shape))
+    except ValueError:
+        raise InvalidArgumentError(
+            "MeanSquaredError: incompatible shapes %s and %s (prediction and target must "
+            "broadcast, once a trailing 1 is added or dropped to match their ranks)"
+            % (_shape_str(sp), _shape_str(st)), "VDEV_ERR_SHAPE") from None
+    return y_true, y_pred
+
+
 class MeanSquaredError:
-    """mean((y_pred - y_true)^2): one vdev op, MeanSquaredError. With
-    reduction 'none', the mean over the last axis of each example, as Keras."""
+    """mean((y_pred - y_true)^2). With reduction 'none', the mean over the
+    last axis of each example, as Keras (a 0-d pair is its own loss). As in
+    Keras, y_true and y_pred first get the same rank (a trailing 1 added or
+    dropped: targets [N] against predictions [N, 1] are one loss per row),
+    then broadcast, under every reduction alike; equal shapes take one vdev
+    op, MeanSquaredError."""
 
     def __init__(self, reduction="auto", name="mean_squared_error"):
         self.reduction = _check_reduction(reduction)
@@ -48,12 +88,20 @@ class MeanSquaredError:
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         _no_weights(sample_weight)
+        y_pred = _ops._t(y_pred)
+        y_true = _ops._cast_like(y_true, y_pred)
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        if self.reduction != "none" and y_true.shape == y_pred.shape:
+            return _ops.mean_squared_error_scalar(y_true, y_pred)
+        d = _ops.subtract(y_pred, y_true)
+        sq = _ops.multiply(d, d)
+        per_example = sq if sq.ndim == 0 else _ops.reduce_mean(sq, axis=sq.ndim - 1)
         if self.reduction == "none":
-            y_pred = _ops._t(y_pred)
-            y_true = _ops._cast_like(y_true, y_pred)
-            d = _ops.subtract(y_pred, y_true)
-            return _ops.reduce_mean(_ops.multiply(d, d), axis=d.ndim - 1)
-        return _ops.mean_squared_error_scalar(y_true, y_pred)
+            return per_example
+        if per_example.shape.num_elements() == 0:
+            # Keras's divide_no_nan: an empty batch's loss is 0
+            return _ops.reduce_sum(per_example)
+        return _ops.reduce_mean(per_example)
 
 
 class CategoricalCrossentropy:
