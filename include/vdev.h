@@ -692,7 +692,7 @@ VDEV_API int vdev_mlp_variables(const vdev_mlp_t *m, vdev_tensor_t **out, int ca
 VDEV_API void vdev_mlp_free(vdev_mlp_t *m);
 
 typedef struct vdev_optimizer vdev_optimizer_t;
-/* SGD with momentum (0 for plain SGD). */
+/* SGD with momentum in [0, 1] as Keras's (0 for plain SGD). */
 VDEV_API vdev_optimizer_t *vdev_sgd_new(float learning_rate, float momentum);
 /* Adam; TensorFlow's defaults are 0.001, 0.9, 0.999, 1e-7. */
 VDEV_API vdev_optimizer_t *vdev_adam_new(float learning_rate, float beta1, float beta2,

@@ -4,7 +4,8 @@
  * worked out by hand (the numbers are chosen so that every step is exact in
  * float); SGD's velocity starts from zeros when momentum is switched on after
  * it was off (with or without updates between: momentum 0 is no velocity),
- * and carries on when momentum stays on; every bad
+ * and carries on when momentum stays on; momentum 1 (Keras's range is
+ * [0, 1]) is taken, made or set, and keeps the whole velocity; every bad
  * value, a NULL, freed or foreign handle and an optimizer of the other kind
  * get their exact message, and a refused call changes nothing. */
 #include "check.h"
@@ -101,6 +102,21 @@ static void sgd(void)
     CHECK(slot[0] == kept);
     CHECK_ALL(kept, -0.125f);
     vdev_optimizer_free(o);
+
+    /* momentum 1, made so and set so: the velocity never decays */
+    vdev_tensor_t *u = vdev_variable(filled(1));
+    o = vdev_sgd_new(0.25f, 1.0f);
+    CHECK(o != NULL);
+    step(o, u, 0.5f); /* vel = -0.125 */
+    CHECK_ALL(u, 0.875f);
+    step(o, u, 0.5f); /* vel = 1 * -0.125 - 0.125 = -0.25 */
+    CHECK_ALL(u, 0.625f);
+    CHECK_OK(vdev_sgd_set(o, 0.5f, 0.5f));
+    CHECK_OK(vdev_sgd_set(o, 0.5f, 1.0f));
+    step(o, u, 0.25f); /* vel = -0.25 - 0.125 = -0.375 */
+    CHECK_ALL(u, 0.25f);
+    vdev_optimizer_free(o);
+    vdev_tensor_free(u);
     vdev_tensor_free(v);
     vdev_tensor_free(w);
     CHECK_OK(vdev_device_pop());
@@ -147,17 +163,17 @@ static void refused(void)
     CHECK(s && a);
 
     CHECK_ERR(vdev_sgd_set(s, 0, 0.5f), VDEV_ERR_INVALID_ARG,
-              "vdev_sgd_set: learning rate 0 must be > 0 and momentum 0.5 in [0, 1)");
+              "vdev_sgd_set: learning rate 0 must be > 0 and momentum 0.5 in [0, 1]");
     CHECK_ERR(vdev_sgd_set(s, -1.5f, 0.5f), VDEV_ERR_INVALID_ARG,
-              "vdev_sgd_set: learning rate -1.5 must be > 0 and momentum 0.5 in [0, 1)");
+              "vdev_sgd_set: learning rate -1.5 must be > 0 and momentum 0.5 in [0, 1]");
     CHECK_ERR(vdev_sgd_set(s, NAN, 0.5f), VDEV_ERR_INVALID_ARG,
-              "vdev_sgd_set: learning rate nan must be > 0 and momentum 0.5 in [0, 1)");
-    CHECK_ERR(vdev_sgd_set(s, 0.5f, 1.0f), VDEV_ERR_INVALID_ARG,
-              "vdev_sgd_set: learning rate 0.5 must be > 0 and momentum 1 in [0, 1)");
+              "vdev_sgd_set: learning rate nan must be > 0 and momentum 0.5 in [0, 1]");
+    CHECK_ERR(vdev_sgd_set(s, 0.5f, 1.5f), VDEV_ERR_INVALID_ARG,
+              "vdev_sgd_set: learning rate 0.5 must be > 0 and momentum 1.5 in [0, 1]");
     CHECK_ERR(vdev_sgd_set(s, 0.5f, -0.25f), VDEV_ERR_INVALID_ARG,
-              "vdev_sgd_set: learning rate 0.5 must be > 0 and momentum -0.25 in [0, 1)");
+              "vdev_sgd_set: learning rate 0.5 must be > 0 and momentum -0.25 in [0, 1]");
     CHECK_ERR(vdev_sgd_set(s, 0.5f, NAN), VDEV_ERR_INVALID_ARG,
-              "vdev_sgd_set: learning rate 0.5 must be > 0 and momentum nan in [0, 1)");
+              "vdev_sgd_set: learning rate 0.5 must be > 0 and momentum nan in [0, 1]");
     CHECK_ERR(vdev_sgd_set(NULL, 0.5f, 0), VDEV_ERR_INVALID_ARG,
               "vdev_sgd_set: optimizer is NULL");
     CHECK_ERR(vdev_sgd_set(a, 0.5f, 0), VDEV_ERR_INVALID_ARG,
@@ -191,7 +207,10 @@ static void refused(void)
     /* the constructors' own messages, from the same check */
     CHECK(vdev_sgd_new(0, 1) == NULL);
     CHECK_STR(vdev_last_error(),
-              "vdev_sgd_new: learning rate 0 must be > 0 and momentum 1 in [0, 1)");
+              "vdev_sgd_new: learning rate 0 must be > 0 and momentum 1 in [0, 1]");
+    CHECK(vdev_sgd_new(0.5f, 1.0001f) == NULL);
+    CHECK_STR(vdev_last_error(),
+              "vdev_sgd_new: learning rate 0.5 must be > 0 and momentum 1.0001 in [0, 1]");
     CHECK(vdev_adam_new(0.5f, 0.5f, 0.75f, 0) == NULL);
     CHECK_STR(vdev_last_error(), "vdev_adam_new: needs learning rate > 0, betas in [0, 1), "
                                  "epsilon > 0 (got 0.5, 0.5, 0.75, 0)");

@@ -25,8 +25,9 @@ extern "C" {
 /* Sets an SGD optimizer's learning rate and momentum; the next
  * vdev_optimizer_apply uses them. The values are checked as vdev_sgd_new
  * checks them, with its message ("vdev_sgd_set: learning rate %g must be > 0
- * and momentum %g in [0, 1)"). Momentum 0 means no velocity, as in Keras:
- * switching momentum off zeroes the velocity slots at once (a slot handle
+ * and momentum %g in [0, 1]"; momentum 1 is allowed, as Keras's SGD allows
+ * it). Momentum 0 means no velocity, as in Keras: switching momentum off
+ * zeroes the velocity slots at once (a slot handle
  * kept from vdev_optimizer_slots reads zeros), updates without momentum
  * leave them so (var -= lr g), and momentum switched on again starts from
  * zeros, as a fresh optimizer's; while momentum stays on, the velocity

@@ -197,8 +197,8 @@ class Hyperparameter(float):
 
 
 def _momentum(momentum):
-    """momentum as SGD takes it: Keras's ValueError outside [0, 1] (vdev's C
-    optimizer refuses 1 too, with InvalidArgumentError), then a float."""
+    """momentum as SGD takes it: Keras's ValueError outside [0, 1] (the
+    range of vdev's C optimizer too), then a float."""
     if not 0 <= momentum <= 1:
         raise ValueError("`momentum` must be between [0, 1]. Received: momentum=%r"
                          % (momentum,))

@@ -276,12 +276,13 @@ static vdev_optimizer_t *optim_new(enum opt_kind kind)
 }
 
 /* SGD's hyperparameters are valid (else VDEV_ERR_INVALID_ARG naming fn):
- * the one check of vdev_sgd_new and vdev_sgd_set. */
+ * the one check of vdev_sgd_new and vdev_sgd_set. Momentum may be 1, as
+ * Keras's SGD takes [0, 1]: the velocity then never decays. */
 static int sgd_values_ok(const char *fn, float lr, float momentum)
 {
-    if (!(lr > 0) || !(momentum >= 0 && momentum < 1)) {
+    if (!(lr > 0) || !(momentum >= 0 && momentum <= 1)) {
         vdev_error(VDEV_ERR_INVALID_ARG, "%s: learning rate %g must be > 0 and momentum %g in "
-                                         "[0, 1)",
+                                         "[0, 1]",
                    fn, lr, momentum);
         return 0;
     }
