@@ -413,7 +413,9 @@ VDEV_API vdev_tensor_t *vdev_tensor_fill(const int64_t *shape, int ndim, enum vd
 VDEV_API vdev_tensor_t *vdev_tensor_from_host(const void *data, const int64_t *shape, int ndim,
                                               enum vdev_dtype dtype);
 /* f32 random tensors from a counter-based generator: the same seed gives the
- * same numbers on every device and backend. */
+ * same numbers on every device and backend. The arguments must be finite
+ * (VDEV_ERR_INVALID_ARG naming one that is NaN or infinite: "vdev_tensor_uniform:
+ * lo is NaN, not a finite number"), with hi >= lo and stddev >= 0. */
 VDEV_API vdev_tensor_t *vdev_tensor_uniform(const int64_t *shape, int ndim, float lo, float hi,
                                             uint64_t seed);
 VDEV_API vdev_tensor_t *vdev_tensor_normal(const int64_t *shape, int ndim, float mean, float stddev,

@@ -166,14 +166,21 @@ static void refused(void)
               "vdev_sgd_set: learning rate 0 must be > 0 and momentum 0.5 in [0, 1]");
     CHECK_ERR(vdev_sgd_set(s, -1.5f, 0.5f), VDEV_ERR_INVALID_ARG,
               "vdev_sgd_set: learning rate -1.5 must be > 0 and momentum 0.5 in [0, 1]");
+    /* NaN and infinities are named, not compared (inf would pass "> 0") */
     CHECK_ERR(vdev_sgd_set(s, NAN, 0.5f), VDEV_ERR_INVALID_ARG,
-              "vdev_sgd_set: learning rate nan must be > 0 and momentum 0.5 in [0, 1]");
+              "vdev_sgd_set: learning rate is NaN, not a finite number");
+    CHECK_ERR(vdev_sgd_set(s, INFINITY, 0.5f), VDEV_ERR_INVALID_ARG,
+              "vdev_sgd_set: learning rate is inf, not a finite number");
+    CHECK_ERR(vdev_sgd_set(s, -INFINITY, 0.5f), VDEV_ERR_INVALID_ARG,
+              "vdev_sgd_set: learning rate is -inf, not a finite number");
+    CHECK_ERR(vdev_sgd_set(s, 0.5f, INFINITY), VDEV_ERR_INVALID_ARG,
+              "vdev_sgd_set: momentum is inf, not a finite number");
     CHECK_ERR(vdev_sgd_set(s, 0.5f, 1.5f), VDEV_ERR_INVALID_ARG,
               "vdev_sgd_set: learning rate 0.5 must be > 0 and momentum 1.5 in [0, 1]");
     CHECK_ERR(vdev_sgd_set(s, 0.5f, -0.25f), VDEV_ERR_INVALID_ARG,
               "vdev_sgd_set: learning rate 0.5 must be > 0 and momentum -0.25 in [0, 1]");
     CHECK_ERR(vdev_sgd_set(s, 0.5f, NAN), VDEV_ERR_INVALID_ARG,
-              "vdev_sgd_set: learning rate 0.5 must be > 0 and momentum nan in [0, 1]");
+              "vdev_sgd_set: momentum is NaN, not a finite number");
     CHECK_ERR(vdev_sgd_set(NULL, 0.5f, 0), VDEV_ERR_INVALID_ARG,
               "vdev_sgd_set: optimizer is NULL");
     CHECK_ERR(vdev_sgd_set(a, 0.5f, 0), VDEV_ERR_INVALID_ARG,
@@ -188,8 +195,8 @@ static void refused(void)
     const char *adam_msg[] = {
         ADAM_MSG("0, 0.5, 0.75, 1"),   ADAM_MSG("0.5, 1, 0.75, 1"),
         ADAM_MSG("0.5, -0.5, 0.75, 1"), ADAM_MSG("0.5, 0.5, 1, 1"),
-        ADAM_MSG("0.5, 0.5, nan, 1"),  ADAM_MSG("0.5, 0.5, 0.75, 0"),
-        ADAM_MSG("0.5, 0.5, 0.75, -1"), ADAM_MSG("nan, 0.5, 0.75, 1"),
+        "vdev_adam_set: beta2 is NaN, not a finite number", ADAM_MSG("0.5, 0.5, 0.75, 0"),
+        ADAM_MSG("0.5, 0.5, 0.75, -1"), "vdev_adam_set: learning rate is NaN, not a finite number",
     };
     CHECK_ERR(vdev_adam_set(a, 0, 0.5f, 0.75f, 1), VDEV_ERR_INVALID_ARG, adam_msg[0]);
     CHECK_ERR(vdev_adam_set(a, 0.5f, 1, 0.75f, 1), VDEV_ERR_INVALID_ARG, adam_msg[1]);
@@ -199,6 +206,14 @@ static void refused(void)
     CHECK_ERR(vdev_adam_set(a, 0.5f, 0.5f, 0.75f, 0), VDEV_ERR_INVALID_ARG, adam_msg[5]);
     CHECK_ERR(vdev_adam_set(a, 0.5f, 0.5f, 0.75f, -1), VDEV_ERR_INVALID_ARG, adam_msg[6]);
     CHECK_ERR(vdev_adam_set(a, NAN, 0.5f, 0.75f, 1), VDEV_ERR_INVALID_ARG, adam_msg[7]);
+    CHECK_ERR(vdev_adam_set(a, INFINITY, 0.5f, 0.75f, 1), VDEV_ERR_INVALID_ARG,
+              "vdev_adam_set: learning rate is inf, not a finite number");
+    CHECK_ERR(vdev_adam_set(a, 0.5f, -INFINITY, 0.75f, 1), VDEV_ERR_INVALID_ARG,
+              "vdev_adam_set: beta1 is -inf, not a finite number");
+    CHECK_ERR(vdev_adam_set(a, 0.5f, 0.5f, 0.75f, INFINITY), VDEV_ERR_INVALID_ARG,
+              "vdev_adam_set: epsilon is inf, not a finite number");
+    CHECK_ERR(vdev_adam_set(a, 0.5f, 0.5f, 0.75f, NAN), VDEV_ERR_INVALID_ARG,
+              "vdev_adam_set: epsilon is NaN, not a finite number");
     CHECK_ERR(vdev_adam_set(NULL, 0.5f, 0.5f, 0.75f, 1), VDEV_ERR_INVALID_ARG,
               "vdev_adam_set: optimizer is NULL");
     CHECK_ERR(vdev_adam_set(s, 0.5f, 0.5f, 0.75f, 1), VDEV_ERR_INVALID_ARG,
@@ -211,6 +226,14 @@ static void refused(void)
     CHECK(vdev_sgd_new(0.5f, 1.0001f) == NULL);
     CHECK_STR(vdev_last_error(),
               "vdev_sgd_new: learning rate 0.5 must be > 0 and momentum 1.0001 in [0, 1]");
+    CHECK(vdev_sgd_new(INFINITY, 0) == NULL);
+    CHECK_STR(vdev_last_error(), "vdev_sgd_new: learning rate is inf, not a finite number");
+    CHECK(vdev_sgd_new(0.5f, NAN) == NULL);
+    CHECK_STR(vdev_last_error(), "vdev_sgd_new: momentum is NaN, not a finite number");
+    CHECK(vdev_adam_new(INFINITY, 0.9f, 0.999f, 1e-7f) == NULL);
+    CHECK_STR(vdev_last_error(), "vdev_adam_new: learning rate is inf, not a finite number");
+    CHECK(vdev_adam_new(0.5f, 0.5f, NAN, 1) == NULL);
+    CHECK_STR(vdev_last_error(), "vdev_adam_new: beta2 is NaN, not a finite number");
     CHECK(vdev_adam_new(0.5f, 0.5f, 0.75f, 0) == NULL);
     CHECK_STR(vdev_last_error(), "vdev_adam_new: needs learning rate > 0, betas in [0, 1), "
                                  "epsilon > 0 (got 0.5, 0.5, 0.75, 0)");

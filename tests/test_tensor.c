@@ -130,8 +130,35 @@ static void test_bad_args(const char *dev)
     CHECK(vdev_last_status() == VDEV_ERR_INVALID_ARG);
     CHECK(vdev_tensor_uniform(s2, 1, 1.0f, 0.0f, 1) == NULL);
     CHECK(vdev_last_status() == VDEV_ERR_INVALID_ARG);
+    CHECK_STR(vdev_last_error(), "vdev_tensor_uniform: hi (0) < lo (1)");
     CHECK(vdev_tensor_normal(s2, 1, 0.0f, -1.0f, 1) == NULL);
     CHECK(vdev_last_status() == VDEV_ERR_INVALID_ARG);
+    CHECK_STR(vdev_last_error(), "vdev_tensor_normal: stddev -1 < 0");
+    /* a NaN or infinite argument is named, not compared ("hi (1) < lo
+     * (nan)"); infinite bounds would draw only NaN or infinities */
+    static const struct {
+        float lo, hi, mean, stddev;
+        const char *uniform, *normal;
+    } nonfinite[] = {
+        {NAN, 1, NAN, 1, "vdev_tensor_uniform: lo is NaN, not a finite number",
+         "vdev_tensor_normal: mean is NaN, not a finite number"},
+        {0, NAN, 0, NAN, "vdev_tensor_uniform: hi is NaN, not a finite number",
+         "vdev_tensor_normal: stddev is NaN, not a finite number"},
+        {-INFINITY, 1, -INFINITY, 1, "vdev_tensor_uniform: lo is -inf, not a finite number",
+         "vdev_tensor_normal: mean is -inf, not a finite number"},
+        {0, INFINITY, 0, INFINITY, "vdev_tensor_uniform: hi is inf, not a finite number",
+         "vdev_tensor_normal: stddev is inf, not a finite number"},
+        {NAN, -INFINITY, INFINITY, NAN, "vdev_tensor_uniform: lo is NaN, not a finite number",
+         "vdev_tensor_normal: mean is inf, not a finite number"},
+    };
+    for (size_t i = 0; i < sizeof nonfinite / sizeof nonfinite[0]; i++) {
+        CHECK(vdev_tensor_uniform(s2, 1, nonfinite[i].lo, nonfinite[i].hi, 1) == NULL);
+        CHECK(vdev_last_status() == VDEV_ERR_INVALID_ARG);
+        CHECK_STR(vdev_last_error(), nonfinite[i].uniform);
+        CHECK(vdev_tensor_normal(s2, 1, nonfinite[i].mean, nonfinite[i].stddev, 1) == NULL);
+        CHECK(vdev_last_status() == VDEV_ERR_INVALID_ARG);
+        CHECK_STR(vdev_last_error(), nonfinite[i].normal);
+    }
     /* an i32 fill takes finite values that truncate into int32; C leaves
      * the conversion of anything else undefined */
     static const struct {

@@ -26,7 +26,8 @@ extern "C" {
  * vdev_optimizer_apply uses them. The values are checked as vdev_sgd_new
  * checks them, with its message ("vdev_sgd_set: learning rate %g must be > 0
  * and momentum %g in [0, 1]"; momentum 1 is allowed, as Keras's SGD allows
- * it). Momentum 0 means no velocity, as in Keras: switching momentum off
+ * it; a NaN or infinite value is named first: "vdev_sgd_set: learning rate
+ * is inf, not a finite number"). Momentum 0 means no velocity, as in Keras: switching momentum off
  * zeroes the velocity slots at once (a slot handle
  * kept from vdev_optimizer_slots reads zeros), updates without momentum
  * leave them so (var -= lr g), and momentum switched on again starts from
@@ -44,7 +45,8 @@ VDEV_API enum vdev_status vdev_sgd_set(vdev_optimizer_t *opt, float learning_rat
  * the step count so far, as TensorFlow's ApplyAdam computes it from the
  * betas of each step). Checked as vdev_adam_new checks them, with its
  * message ("vdev_adam_set: needs learning rate > 0, betas in [0, 1), epsilon
- * > 0 (got ...)"). Errors (VDEV_ERR_INVALID_ARG): opt NULL, freed or not an
+ * > 0 (got ...)"; a NaN or infinite value is named first: "vdev_adam_set:
+ * beta2 is NaN, not a finite number"). Errors (VDEV_ERR_INVALID_ARG): opt NULL, freed or not an
  * optimizer, an SGD optimizer ("vdev_adam_set: the optimizer is SGD, not
  * Adam"), a bad value. Not at the same time as an update by the same
  * optimizer on another thread. */

@@ -101,6 +101,19 @@ def test_creation():
     np.testing.assert_array_equal(x, vdev.random.uniform([8]).numpy())
     with pytest.raises(TypeError):
         vdev.random.uniform([2], dtype=vdev.int32)
+    # a NaN or infinite argument is named (vdev's check), not compared
+    nan, inf = float("nan"), float("inf")
+    for draw, said in [(lambda: vdev.random.uniform([2], minval=nan, seed=1),
+                        "vdev_tensor_uniform: lo is NaN"),
+                       (lambda: vdev.random.uniform([2], maxval=inf, seed=1),
+                        "vdev_tensor_uniform: hi is inf"),
+                       (lambda: vdev.random.normal([2], stddev=nan, seed=1),
+                        "vdev_tensor_normal: stddev is NaN"),
+                       (lambda: vdev.random.normal([2], mean=-inf, seed=1),
+                        "vdev_tensor_normal: mean is -inf")]:
+        with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+            draw()
+        assert str(e.value) == said + ", not a finite number"
 
 
 # ---- devices ----

@@ -90,12 +90,30 @@ def test_bad_hyperparameters_are_refused_as_the_constructor_refuses_them():
     adam = vdev.optimizers.Adam(0.25, 0.5, 0.75, 1.0)
     for attr, value, got in [("learning_rate", -1, "-1, 0.5, 0.75, 1"),
                              ("beta_1", 1, "0.25, 1, 0.75, 1"),
-                             ("beta_2", float("nan"), "0.25, 0.5, nan, 1"),
                              ("epsilon", 0, "0.25, 0.5, 0.75, 0")]:
         with pytest.raises(vdev.errors.InvalidArgumentError) as e:
             setattr(adam, attr, value)
         assert str(e.value) == ("vdev_adam_set: needs learning rate > 0, betas in [0, 1), "
                                 "epsilon > 0 (got %s)" % got)
+    # NaN and infinities are named, by the constructors and the setters alike
+    for attr, value, said in [("beta_2", float("nan"), "beta2 is NaN"),
+                              ("learning_rate", float("inf"), "learning rate is inf"),
+                              ("epsilon", float("-inf"), "epsilon is -inf")]:
+        with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+            setattr(adam, attr, value)
+        assert str(e.value) == "vdev_adam_set: %s, not a finite number" % said
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        vdev.optimizers.Adam(float("inf"))
+    assert str(e.value) == "vdev_adam_new: learning rate is inf, not a finite number"
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        sgd.learning_rate = float("inf")
+    assert str(e.value) == "vdev_sgd_set: learning rate is inf, not a finite number"
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        vdev.optimizers.SGD(float("nan"))
+    assert str(e.value) == "vdev_sgd_new: learning rate is NaN, not a finite number"
+    with pytest.raises(ValueError) as e:  # Keras's own check of momentum comes first
+        vdev.optimizers.SGD(momentum=float("nan"))
+    assert str(e.value) == "`momentum` must be between [0, 1]. Received: momentum=nan"
     # nothing changed: the updates use the values in force before
     assert (sgd.learning_rate, sgd.momentum) == (0.25, 0.5)
     assert (adam.learning_rate, adam.beta_1, adam.beta_2, adam.epsilon) == (0.25, 0.5, 0.75, 1.0)

@@ -133,6 +133,14 @@ int vdev_strncasecmp(const char *a, const char *b, size_t n)
 
 int vdev_strcasecmp(const char *a, const char *b) { return vdev_strncasecmp(a, b, (size_t)-1); }
 
+enum vdev_status vdev_check_finite(const char *fn, const char *what, double x)
+{
+    if (isfinite(x))
+        return VDEV_OK;
+    return vdev_error(VDEV_ERR_INVALID_ARG, "%s: %s is %s, not a finite number", fn, what,
+                      isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf");
+}
+
 void vdev_strlcpy(char *dst, const char *src, size_t cap)
 {
     size_t n = strlen(src);

@@ -22,6 +22,10 @@
 enum vdev_status vdev_error(enum vdev_status code, const char *fmt, ...) VDEV_PRINTF(2, 3);
 /* Prefixes the current message with more context: "<prefix>: <old message>". */
 void vdev_error_prefix(const char *fmt, ...) VDEV_PRINTF(1, 2);
+/* VDEV_OK when x is finite; else VDEV_ERR_INVALID_ARG saying so by name,
+ * "<fn>: <what> is NaN, not a finite number" (or inf, -inf), where a range
+ * check such as !(x > 0) would print a comparison NaN never failed. */
+enum vdev_status vdev_check_finite(const char *fn, const char *what, double x);
 
 /* Logging to stderr: "vdev: warning: ...". Thread-safe (one fprintf per line). */
 void vdev_log_warning(const char *fmt, ...) VDEV_PRINTF(1, 2);

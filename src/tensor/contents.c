@@ -209,6 +209,11 @@ static vdev_tensor_t *make_random(const int64_t *shape, int ndim, int normal, fl
 VDEV_API vdev_tensor_t *vdev_tensor_uniform(const int64_t *shape, int ndim, float lo, float hi,
                                             uint64_t seed)
 {
+    /* finite bounds: lo + (hi - lo) u is NaN or infinite otherwise (TensorFlow
+     * gives those NaNs silently); a NaN is named, not compared */
+    if (vdev_check_finite("vdev_tensor_uniform", "lo", lo) != VDEV_OK ||
+        vdev_check_finite("vdev_tensor_uniform", "hi", hi) != VDEV_OK)
+        return NULL;
     if (!(hi >= lo)) {
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tensor_uniform: hi (%g) < lo (%g)", hi, lo);
         return NULL;
@@ -219,6 +224,9 @@ VDEV_API vdev_tensor_t *vdev_tensor_uniform(const int64_t *shape, int ndim, floa
 VDEV_API vdev_tensor_t *vdev_tensor_normal(const int64_t *shape, int ndim, float mean, float stddev,
                                            uint64_t seed)
 {
+    if (vdev_check_finite("vdev_tensor_normal", "mean", mean) != VDEV_OK ||
+        vdev_check_finite("vdev_tensor_normal", "stddev", stddev) != VDEV_OK)
+        return NULL;
     if (!(stddev >= 0)) {
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tensor_normal: stddev %g < 0", stddev);
         return NULL;
