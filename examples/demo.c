@@ -1,5 +1,7 @@
-/* demo.c — what the three demo programs share (see demo.h): their options,
- * and the devices they run on, sized from what the machine has.
+/* demo.c — what the demo programs share (see demo.h): their options and
+ * usage (an example program's own, and `vdev demo`'s, from the same text),
+ * and the devices the three-model ones run on, sized from what the machine
+ * has.
  *
  * Sizing needs each GPU's budget (free memory less the driver reserve, or a
  * fraction, or what VDEV_LOGICAL_DEVICES gives it) before the configuration
@@ -19,49 +21,209 @@
 #define MIB (1ull << 20)
 #define GIB (1ull << 30)
 
-/* ---- options ---- */
+/* ---- options and usage ---- */
 
+/* Each scenario: its switch under `vdev demo`, its defaults, the GPUs it
+ * simulates where there is none, and what it runs (printed beside its switch
+ * in `vdev demo --help` and under an example program's own usage). */
+static const struct scenario {
+    const char *flag; /* "" for vdev demo's default */
+    long def[4];      /* --epochs, --steps, --batch, --seed */
+    const char *sim;  /* VDEV_SIM_GPUS without a GPU */
+    const char *about;
+} scenarios[DEMO_SCENARIO_COUNT] = {
+    [DEMO_CHAIN3] = {"", {5, 100, 64, 1}, "3x16GiB",
+                     "three chained MLPs, one per GPU, each trained inside its own device scope; "
+                     "prints each model's loss per epoch and what every device ran, holds and "
+                     "copied"},
+    [DEMO_TF_PLACEMENT] = {"--tf-placement", {1, 50, 64, 1}, "3x16GiB",
+                           "the bug report's program (device scopes only around building the "
+                           "models) under TensorFlow's placement rule: GPU:0 carries everything "
+                           "and the placement audit names what ran away; --vdev-placement runs "
+                           "it under vdev's rule instead"},
+    [DEMO_SPLIT] = {"--split", {1, 60, 256, 1}, "1x8GiB",
+                    "one GPU split into two logical GPUs with hard limits (4 GiB and 2 GiB where "
+                    "the card has room); model B is given a batch too large for its GPU, lowers "
+                    "it after the out-of-memory error and goes on, while model A is untouched"},
+    [DEMO_MIRRORED] = {"--mirrored", {1, 200, 1024, 1}, "4x16GiB",
+                       "one model trained data-parallel on every logical GPU (the mirrored "
+                       "strategy: a replica on each, the global batch split among them, "
+                       "gradients summed by vdev's ring all-reduce); prints the loss of every "
+                       "replica, their memory and imbalance, and the step rate against the same "
+                       "model and batch on one GPU"},
+};
+
+/* The options every scenario takes: the numbers, then --log-placement. */
 static const struct {
-    long epochs, steps, batch;
-} defaults[DEMO_SCENARIO_COUNT] = {{5, 100, 64}, {1, 50, 64}, {1, 60, 256}};
+    const char *name, *what;
+    long lo, hi;
+} num_opts[4] = {{"--epochs", "epochs", 1, 1000000},
+                 {"--steps", "training steps per epoch", 1, 1000000},
+                 {"--batch", "examples per step", 1, 1L << 20},
+                 {"--seed", "seed of the data and the weights", 0, 1000000000}};
+static const char log_what[] = "print the device of every op (VDEV_LOG_DEVICE_PLACEMENT=1)";
+static const char opts_usage[] = "[--epochs N] [--steps N] [--batch N] [--seed N] "
+                                 "[--log-placement]";
+
+/* Where the three-model scenarios run (chain3, tf_placement). */
+static const char devices_text[] =
+    "Devices: three or more GPUs carry one model each; two GPUs: the first is split into two "
+    "logical GPUs; one GPU is split into three, each sized from the card's budget (its free "
+    "memory less the driver reserve; see 'vdev devices').";
+
+/* `vdev demo --priority` (examples/priority.c, which has no demo_parse). */
+static const char priority_text[] =
+    "one GPU split three ways: a critical model with a floor keeps its share while two "
+    "secondary models grow and shrink in the rest; a monitor thread moves their ceilings, they "
+    "halve their batch on an out-of-memory error or on memory pressure (--steps N: their "
+    "training steps, default 40)";
+
+#define COLS 80 /* the width of the usage */
+#define DESC 20 /* the column descriptions start at */
+
+/* Prints `lead`, then `text` after it, broken at spaces (not within
+ * brackets: "[--steps N]" stays whole) so that no line passes COLS columns;
+ * every further line starts with `hang` spaces. */
+static void wrap(FILE *f, const char *lead, int hang, const char *text)
+{
+    int col = fprintf(f, "%s", lead), first = 1;
+    for (const char *p = text; *p;) {
+        const char *e = p;
+        for (int depth = 0; *e && (*e != ' ' || depth); e++)
+            depth += (*e == '[') - (*e == ']');
+        int len = (int)(e - p);
+        if (!first && col + 1 + len > COLS)
+            col = fprintf(f, "\n%*s", hang, "") - 1;
+        else if (!first)
+            col += fprintf(f, " ");
+        col += fprintf(f, "%.*s", len, p);
+        first = 0;
+        p = *e ? e + 1 : e;
+    }
+    fputc('\n', f);
+}
+
+/* One option: its name in the first columns, what it does from DESC on. */
+static void option(FILE *f, const char *name, const char *what)
+{
+    char lead[48];
+    snprintf(lead, sizeof lead, "  %-*s", DESC - 2, name);
+    wrap(f, lead, DESC, what);
+}
+
+/* Appends to out (cap bytes, always terminated). */
+__attribute__((format(printf, 3, 4))) static void add(char *out, size_t cap, const char *fmt, ...)
+{
+    size_t n = strlen(out);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n < cap)
+        vsnprintf(out + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
+/* What option k does under `vdev demo` (the first three scenarios): its
+ * default, then the scenarios whose default differs ("epochs (default 5; 1
+ * with --tf-placement or --split)"). */
+static void vdev_option(FILE *f, int k)
+{
+    char name[32], what[256] = "";
+    long def = scenarios[DEMO_CHAIN3].def[k];
+    add(what, sizeof what, "%s (default %ld", num_opts[k].what, def);
+    int said[DEMO_MIRRORED] = {0};
+    const char *sep = "; ";
+    for (int s = DEMO_CHAIN3 + 1; s < DEMO_MIRRORED; s++) {
+        if (said[s] || scenarios[s].def[k] == def)
+            continue;
+        add(what, sizeof what, "%s%ld with %s", sep, scenarios[s].def[k], scenarios[s].flag);
+        for (int t = s + 1; t < DEMO_MIRRORED; t++)
+            if (scenarios[t].def[k] == scenarios[s].def[k]) {
+                add(what, sizeof what, " or %s", scenarios[t].flag);
+                said[t] = 1;
+            }
+        sep = ", ";
+    }
+    add(what, sizeof what, ")");
+    snprintf(name, sizeof name, "%s N", num_opts[k].name);
+    option(f, name, what);
+}
 
 void demo_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: vdev demo [--tf-placement [--vdev-placement] | --split] [--epochs N]\n"
-            "                 [--steps N] [--batch N] [--seed N] [--log-placement] [--report DIR]\n"
-            "\n"
-            "Scenarios, on the GPUs there are (simulated ones where there are none):\n"
-            "  (default)         three chained MLPs, one per GPU, each trained inside its own\n"
-            "                    device scope; prints each model's loss per epoch and what\n"
-            "                    every device ran, holds and copied\n"
-            "  --tf-placement    the bug report's program (device scopes only around building\n"
-            "                    the models) under TensorFlow's placement rule: GPU:0 carries\n"
-            "                    everything and the placement audit names what ran away;\n"
-            "                    --vdev-placement runs it under vdev's rule instead\n"
-            "  --split           one GPU split into two logical GPUs with hard limits (4 GiB\n"
-            "                    and 2 GiB where the card has room); model B is given a batch\n"
-            "                    too large for its GPU, lowers it after the out-of-memory\n"
-            "                    error and goes on, while model A is untouched\n"
-            "\n"
-            "Options (the scenarios above):\n"
-            "  --epochs N        epochs (default 5; 1 with --tf-placement or --split)\n"
-            "  --steps N         training steps per epoch (default 100; 50 with\n"
-            "                    --tf-placement, 60 with --split)\n"
-            "  --batch N         examples per step (default 64; 256 with --split)\n"
-            "  --seed N          seed of the data and the weights (default 1)\n"
-            "  --log-placement   print the device of every op (VDEV_LOG_DEVICE_PLACEMENT=1)\n"
-            "  --report DIR      also write the run's profiler trace to DIR/run.json (unless\n"
-            "                    VDEV_TRACE_FILE is set) and draw DIR/memory.svg and\n"
-            "                    DIR/placement.svg from it (see 'vdev plot')\n"
-            "\n"
-            "Devices: three or more GPUs carry one model each; two GPUs: the first is split\n"
-            "into two logical GPUs; one GPU is split into three, each sized from the card's\n"
-            "budget (its free memory less the driver reserve; see 'vdev devices').\n"
-            "Without a GPU the demo runs on simulated ones (VDEV_SIM_GPUS=3x16GiB).\n");
+    const struct scenario *mir = &scenarios[DEMO_MIRRORED];
+    char text[512];
+    wrap(f, "usage: vdev demo ", 17,
+         "[--tf-placement [--vdev-placement] | --split] [--epochs N] [--steps N] [--batch N] "
+         "[--seed N] [--log-placement] [--report DIR]");
+    fprintf(f, "\nScenarios, on the GPUs there are (simulated ones where there are none):\n");
+    for (int s = DEMO_CHAIN3; s < DEMO_MIRRORED; s++)
+        option(f, s == DEMO_CHAIN3 ? "(default)" : scenarios[s].flag, scenarios[s].about);
+    fprintf(f, "\nOptions (the scenarios above):\n");
+    for (int k = 0; k < 4; k++)
+        vdev_option(f, k);
+    option(f, "--log-placement", log_what);
+    option(f, "--report DIR",
+           "also write the run's profiler trace to DIR/run.json (unless VDEV_TRACE_FILE is set) "
+           "and draw DIR/memory.svg and DIR/placement.svg from it (see 'vdev plot')");
+    fputc('\n', f);
+    wrap(f, "", 0, devices_text);
+    snprintf(text, sizeof text,
+             "Without a GPU the demo runs on simulated ones (VDEV_SIM_GPUS=%s; %s with %s).",
+             scenarios[DEMO_CHAIN3].sim, scenarios[DEMO_SPLIT].sim, scenarios[DEMO_SPLIT].flag);
+    wrap(f, "", 0, text);
+    fprintf(f, "\n  vdev demo --priority [--steps N] [--report DIR]\n");
+    wrap(f, "                    ", DESC, priority_text);
+    fprintf(f, "\nData parallel:\n");
+    snprintf(text, sizeof text, "%s [--report DIR]", opts_usage);
+    wrap(f, "  vdev demo --mirrored ", 23, text);
+    snprintf(text, sizeof text,
+             "%s (defaults: %ld epoch%s of %ld steps, a global batch of %ld; without a GPU, "
+             "VDEV_SIM_GPUS=%s)",
+             mir->about, mir->def[0], mir->def[0] == 1 ? "" : "s", mir->def[1], mir->def[2],
+             mir->sim);
+    wrap(f, "                    ", DESC, text);
 }
 
-__attribute__((format(printf, 2, 3))) static int usage_error(const struct demo_opts *o,
+/* An example program's usage: the options it takes (the scenario switches
+ * and --report DIR are the vdev command's), with its own defaults. */
+static void program_usage(FILE *f, const char *prog, enum demo_scenario sc)
+{
+    const struct scenario *s = &scenarios[sc];
+    char lead[96], text[160];
+    snprintf(lead, sizeof lead, "usage: %s ", prog);
+    snprintf(text, sizeof text, "%s%s", sc == DEMO_TF_PLACEMENT ? "[--vdev-placement] " : "",
+             opts_usage);
+    wrap(f, lead, (int)strlen(lead), text);
+    fprintf(f, "\nWhat it runs, on the GPUs there are (simulated ones where there are none):\n");
+    wrap(f, "  ", 2, s->about);
+    fprintf(f, "\nOptions:\n");
+    for (int k = 0; k < 4; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s N", num_opts[k].name);
+        snprintf(text, sizeof text, "%s (default %ld)", num_opts[k].what, s->def[k]);
+        option(f, name, text);
+    }
+    option(f, "--log-placement", log_what);
+    fputc('\n', f);
+    if (sc == DEMO_CHAIN3 || sc == DEMO_TF_PLACEMENT)
+        wrap(f, "", 0, devices_text);
+    fprintf(f, "Without a GPU it runs on simulated ones (VDEV_SIM_GPUS=%s).\n", s->sim);
+    fprintf(f, "The vdev command runs the same program: see 'vdev demo --help'.\n");
+}
+
+const char *demo_simulated_gpus(enum demo_scenario sc) { return scenarios[sc].sim; }
+
+/* The usage of the program running: `vdev demo`'s under the vdev command. */
+static void usage(FILE *f, const struct demo_opts *o, enum demo_scenario sc)
+{
+    if (o->under_vdev)
+        demo_usage(f);
+    else
+        program_usage(f, o->prog, sc);
+}
+
+__attribute__((format(printf, 3, 4))) static int usage_error(const struct demo_opts *o,
+                                                              enum demo_scenario sc,
                                                               const char *fmt, ...)
 {
     va_list ap;
@@ -70,7 +232,7 @@ __attribute__((format(printf, 2, 3))) static int usage_error(const struct demo_o
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n\n");
     va_end(ap);
-    demo_usage(stderr);
+    usage(stderr, o, sc);
     return 2;
 }
 
@@ -79,41 +241,38 @@ int demo_parse(int argc, char **argv, enum demo_scenario sc, struct demo_opts *o
     memset(o, 0, sizeof *o);
     const char *a0 = argc > 0 && argv[0] ? argv[0] : "demo";
     const char *base = strrchr(a0, '/') ? strrchr(a0, '/') + 1 : a0;
-    snprintf(o->prog, sizeof o->prog, "%s", strcmp(base, "demo") ? base : "vdev demo");
-    o->epochs = defaults[sc].epochs;
-    o->steps = defaults[sc].steps;
-    o->batch = defaults[sc].batch;
-    o->seed = 1;
-    static const char *const names[4] = {"--epochs", "--steps", "--batch", "--seed"};
-    static const long lo[4] = {1, 1, 1, 0}, hi[4] = {1000000, 1000000, 1L << 20, 1000000000};
+    o->under_vdev = !strcmp(base, "demo");
+    snprintf(o->prog, sizeof o->prog, "%s", o->under_vdev ? "vdev demo" : base);
     long *vals[4] = {&o->epochs, &o->steps, &o->batch, &o->seed};
+    for (int k = 0; k < 4; k++)
+        *vals[k] = scenarios[sc].def[k];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int k = 0;
-        while (k < 4 && strcmp(a, names[k]))
+        while (k < 4 && strcmp(a, num_opts[k].name))
             k++;
         if (k < 4) {
             if (i + 1 >= argc)
-                return usage_error(o, "%s needs a number", a);
+                return usage_error(o, sc, "%s needs a number", a);
             char *end;
             errno = 0;
             long v = strtol(argv[i + 1], &end, 10);
-            if (end == argv[i + 1] || *end || errno || v < lo[k] || v > hi[k])
-                return usage_error(o, "%s takes a whole number from %ld to %ld, not '%s'", a,
-                                   lo[k], hi[k], argv[i + 1]);
+            if (end == argv[i + 1] || *end || errno || v < num_opts[k].lo || v > num_opts[k].hi)
+                return usage_error(o, sc, "%s takes a whole number from %ld to %ld, not '%s'", a,
+                                   num_opts[k].lo, num_opts[k].hi, argv[i + 1]);
             *vals[k] = v;
             i++;
         } else if (!strcmp(a, "--log-placement")) {
             o->log_placement = 1;
-        } else if (!strcmp(a, "--vdev-placement")) {
-            if (sc != DEMO_TF_PLACEMENT)
-                return usage_error(o, "--vdev-placement goes with --tf-placement");
+        } else if (!strcmp(a, "--vdev-placement") && sc == DEMO_TF_PLACEMENT) {
             o->vdev_placement = 1;
+        } else if (!strcmp(a, "--vdev-placement") && o->under_vdev) {
+            return usage_error(o, sc, "--vdev-placement goes with --tf-placement");
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            demo_usage(stdout);
+            usage(stdout, o, sc);
             return 0;
         } else {
-            return usage_error(o, "unknown option '%s'", a);
+            return usage_error(o, sc, "unknown option '%s'", a);
         }
     }
     return -1;
@@ -225,7 +384,7 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
      * them when every GPU is hidden and it refuses). */
     char simulated[256] = "";
     if (n_phys == 1 && !getenv("VDEV_SIM_GPUS")) {
-        const char *sim = sc == DEMO_SPLIT ? "1x8GiB" : "3x16GiB";
+        const char *sim = scenarios[sc].sim;
         snprintf(simulated, sizeof simulated,
                  "No GPU found (%s): running on simulated GPUs, VDEV_SIM_GPUS=%s",
                  vdev_gpu_absence_reason(), sim);
@@ -340,7 +499,7 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
                     want > need ? "the three models need there" : "its model needs", o->batch,
                     o->batch > 1 ? "; give a smaller --batch, or"
                                  : ", the smallest batch: the GPU is too small;",
-                    sc == DEMO_SPLIT ? "1x8GiB" : "3x16GiB");
+                    scenarios[sc].sim);
             return 1;
         }
     }

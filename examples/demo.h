@@ -1,16 +1,24 @@
-/* demo.h — what the three demo programs (chain3.c, tf_placement.c, split.c)
- * share: the options every scenario takes, and the choice of devices from
- * what the machine has. Written with the public header alone, like the
- * programs; examples/demo.c implements it. */
+/* demo.h — what the demo programs (chain3.c, tf_placement.c, split.c,
+ * mirrored.c) share: the options every scenario takes and their usage, and,
+ * for the three-model ones, the choice of devices from what the machine has.
+ * Written with the public header alone, like the programs; examples/demo.c
+ * implements it. */
 #ifndef VDEV_EXAMPLES_DEMO_H
 #define VDEV_EXAMPLES_DEMO_H
 
 #include "vdev.h"
 
-enum demo_scenario { DEMO_CHAIN3 = 0, DEMO_TF_PLACEMENT, DEMO_SPLIT, DEMO_SCENARIO_COUNT };
+enum demo_scenario {
+    DEMO_CHAIN3 = 0,
+    DEMO_TF_PLACEMENT,
+    DEMO_SPLIT,
+    DEMO_MIRRORED, /* options and usage only: it chooses its devices itself */
+    DEMO_SCENARIO_COUNT
+};
 
 struct demo_opts {
     char prog[64];        /* "vdev demo" under the vdev command, else the program's name */
+    int under_vdev;       /* run by the vdev command (`vdev demo`) */
     long epochs, steps;   /* epochs, and training steps in each */
     long batch;           /* examples per step */
     long seed;            /* seed of the data and the weights */
@@ -21,11 +29,17 @@ struct demo_opts {
 /* Parses argv (argv[0] is "demo" under the vdev command, else the program's
  * path) with the scenario's defaults. Returns -1 to go on; 0 after --help
  * (the usage on stdout); 2 after a usage error, having printed one line
- * "PROG: what is wrong" and the usage on stderr. */
+ * "PROG: what is wrong" and the usage on stderr. The usage is `vdev demo`'s
+ * under the vdev command, else the program's own: the options it takes
+ * (--vdev-placement only for DEMO_TF_PLACEMENT; the scenario switches and
+ * --report DIR are the vdev command's), with its defaults. */
 int demo_parse(int argc, char **argv, enum demo_scenario sc, struct demo_opts *o);
 
-/* The usage of `vdev demo`: every scenario and option. */
+/* The usage of `vdev demo`: every scenario (--priority's too) and option. */
 void demo_usage(FILE *f);
+
+/* What VDEV_SIM_GPUS a scenario sets where there is no GPU ("3x16GiB"). */
+const char *demo_simulated_gpus(enum demo_scenario sc);
 
 /* The devices a scenario runs on, after demo_start(). */
 struct demo_devices {
@@ -43,7 +57,8 @@ struct demo_devices {
  * GPUs; with one splits it into three. DEMO_SPLIT splits the first GPU into
  * two logical GPUs of 4 GiB and 2 GiB, or 2/3 and 1/3 of a smaller budget.
  * Returns 0, or 1 after printing "PROG: why" on stderr (no visible GPU, a
- * budget too small for the models at this batch, start-up failed). */
+ * budget too small for the models at this batch, start-up failed). Not for
+ * DEMO_MIRRORED. */
 int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_devices *d);
 
 /* Says on stderr that no GPU is visible ("PROG: no GPU is visible

@@ -14,9 +14,9 @@
  * same global batch and compares the step rates.
  *
  * Written with the public header alone, like the other demo programs; the
- * options are theirs (examples/demo.c parses them), with defaults of its own:
- * one epoch of 200 steps, a global batch of 1024. Without a GPU it simulates
- * four (VDEV_SIM_GPUS=4x16GiB). */
+ * options are theirs (examples/demo.c parses them and holds its usage), with
+ * defaults of its own: one epoch of 200 steps, a global batch of 1024.
+ * Without a GPU it simulates four (VDEV_SIM_GPUS=4x16GiB). */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "demo.h"
 
@@ -157,47 +157,13 @@ static int replicas_identical(const struct job *j)
     return same;
 }
 
-/* Whether argv names option `opt`. */
-static int given(int argc, char **argv, const char *opt)
-{
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], opt))
-            return 1;
-    return 0;
-}
-
-void vdev_example_mirrored_usage(FILE *f);
-void vdev_example_mirrored_usage(FILE *f)
-{
-    fprintf(f,
-            "\n"
-            "Data parallel: vdev demo --mirrored [--epochs N] [--steps N] [--batch N] [--seed N]\n"
-            "  --mirrored        one model trained data-parallel on every logical GPU (the\n"
-            "                    mirrored strategy: a replica on each, the global batch split\n"
-            "                    among them, gradients summed by vdev's ring all-reduce); prints\n"
-            "                    the loss of every replica, their memory and imbalance, and the\n"
-            "                    step rate against the same model and batch on one GPU\n"
-            "                    (defaults: 1 epoch of 200 steps, a global batch of 1024;\n"
-            "                    without a GPU, VDEV_SIM_GPUS=4x16GiB)\n");
-}
-
 int vdev_example_mirrored(int argc, char **argv);
 int vdev_example_mirrored(int argc, char **argv)
 {
     struct demo_opts o;
-    int rc = demo_parse(argc, argv, DEMO_CHAIN3, &o);
+    int rc = demo_parse(argc, argv, DEMO_MIRRORED, &o);
     if (rc >= 0)
         return rc;
-    if (!given(argc, argv, "--epochs"))
-        o.epochs = 1;
-    if (!given(argc, argv, "--steps"))
-        o.steps = 200;
-    if (!given(argc, argv, "--batch"))
-        o.batch = 1024;
-    if (o.vdev_placement) {
-        fprintf(stderr, "%s: --vdev-placement goes with --tf-placement\n", o.prog);
-        return 2;
-    }
 
     int n_phys;
     if (vdev_list_physical_devices(NULL, 0, &n_phys) != VDEV_OK)
@@ -206,10 +172,11 @@ int vdev_example_mirrored(int argc, char **argv)
      * now: the reason is the first start-up's). */
     char simulated[256] = "";
     if (n_phys == 1 && !getenv("VDEV_SIM_GPUS")) {
+        const char *sim = demo_simulated_gpus(DEMO_MIRRORED);
         snprintf(simulated, sizeof simulated,
-                 "No GPU found (%s): running on simulated GPUs, VDEV_SIM_GPUS=4x16GiB",
-                 vdev_gpu_absence_reason());
-        if (setenv("VDEV_SIM_GPUS", "4x16GiB", 1) != 0)
+                 "No GPU found (%s): running on simulated GPUs, VDEV_SIM_GPUS=%s",
+                 vdev_gpu_absence_reason(), sim);
+        if (setenv("VDEV_SIM_GPUS", sim, 1) != 0)
             return fprintf(stderr, "%s: cannot set VDEV_SIM_GPUS\n", o.prog), 1;
         vdev_shutdown(); /* forget the devices found so far */
     }

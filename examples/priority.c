@@ -219,15 +219,16 @@ static double median_ms(double *v, int n)
 }
 
 #ifdef VDEV_EXAMPLE_NO_MAIN
-/* Under the vdev command (tools/cmd_demo.c): the usage of every scenario. */
-void vdev_demo_usage(FILE *f);
+/* Under the vdev command (tools/cmd_demo.c): the usage of every scenario
+ * (examples/demo.c, which the vdev command holds). */
+void demo_usage(FILE *f);
 #endif
 
 static void usage(FILE *f, const char *prog)
 {
 #ifdef VDEV_EXAMPLE_NO_MAIN
     if (!strcmp(prog, "vdev demo")) {
-        vdev_demo_usage(f);
+        demo_usage(f);
         return;
     }
 #endif

@@ -54,10 +54,10 @@ has "$out" "replicas identical bit for bit: yes" && ok || bad "one card: replica
 # Options and usage.
 VDEV_SIM_GPUS=2x1GiB run demo --mirrored --help
 [ $rc -eq 0 ] && ok || bad "--help: exit $rc"
-has "$out" "  --mirrored " && ok || bad "--help lacks --mirrored: $out"
+has "$out" "  vdev demo --mirrored " && ok || bad "--help lacks --mirrored: $out"
 has "$out" "usage: vdev demo [--tf-placement [--vdev-placement] | --split]" && ok || bad "--help: $out"
 run help demo
-has "$out" "Data parallel: vdev demo --mirrored" && ok || bad "help demo: $out"
+has "$out" "  vdev demo --mirrored [--epochs N]" && ok || bad "help demo: $out"
 run demo --mirrored --split
 [ $rc -eq 2 ] && ok || bad "two scenarios: exit $rc"
 [ "$(head -1 <<<"$err")" = "vdev demo: --mirrored and --split are two scenarios: choose one" ] && ok ||

@@ -28,7 +28,4 @@ int vdev_cli_flush(void);
  * byte (the output is bad anyway) is written to learn it. */
 int vdev_cli_write_error(FILE *f);
 
-/* The usage of every scenario of `vdev demo` (cmd_demo.c). */
-void vdev_demo_usage(FILE *f);
-
 #endif

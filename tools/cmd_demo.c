@@ -8,8 +8,9 @@
  *                                      others grow and shrink (examples/priority.c)
  *   vdev demo --mirrored [opts]        one model data-parallel on every GPU
  *
- * Every scenario takes the same options (examples/demo.c parses them and
- * sizes the devices). This file picks the scenario and handles --help and
+ * The scenarios but --priority take the same options (examples/demo.c
+ * parses them, holds the usage of every scenario and sizes the devices).
+ * This file picks the scenario and handles --help and
  * --report DIR: the run writes its profiler trace to DIR/run.json (unless
  * VDEV_TRACE_FILE is set), then it is drawn as DIR/memory.svg and
  * DIR/placement.svg (tools/cmd_plot.c). Usage errors print one line
@@ -166,27 +167,11 @@ int vdev_example_tf_placement(int argc, char **argv);
 int vdev_example_split(int argc, char **argv);
 int vdev_example_priority(int argc, char **argv);
 int vdev_example_mirrored(int argc, char **argv);
-void vdev_example_mirrored_usage(FILE *f);
-
-/* The usage of every scenario: demo.c's, then --priority's and --mirrored's
- * (examples/priority.c prints it after a usage error of its own). */
-void vdev_demo_usage(FILE *f)
-{
-    demo_usage(f);
-    fprintf(f, "\n"
-               "  vdev demo --priority [--steps N] [--report DIR]\n"
-               "                    one GPU split three ways: a critical model with a floor keeps\n"
-               "                    its share while two secondary models grow and shrink in the\n"
-               "                    rest; a monitor thread moves their ceilings, they halve their\n"
-               "                    batch on an out-of-memory error or on memory pressure\n"
-               "                    (--steps N: their training steps, default 40)\n");
-    vdev_example_mirrored_usage(f);
-}
 
 static int usage_error(const char *what)
 {
     fprintf(stderr, "vdev demo: %s\n\n", what);
-    vdev_demo_usage(stderr);
+    demo_usage(stderr);
     return 2;
 }
 
@@ -199,7 +184,7 @@ int vdev_cmd_demo(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            vdev_demo_usage(stdout);
+            demo_usage(stdout);
             return 0;
         }
         if (!strcmp(a, "--tf-placement") || !strcmp(a, "--split") || !strcmp(a, "--priority") ||
