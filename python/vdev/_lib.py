@@ -5,6 +5,9 @@ libvdev.so is looked for, in order: at the path in VDEV_LIBRARY; beside the
 package, where ``cmake --install`` put both (``_install.py``, written at
 install time, holds the library folder relative to the package); then by the
 system loader's search (``libvdev.so.0``: ldconfig's cache, LD_LIBRARY_PATH).
+A library that loads but lacks a function the package binds (not libvdev,
+or another version of it) does not do either: the ImportError names each
+path tried and why it would not do.
 The C library is loaded with ctypes.CDLL, which releases the GIL during every
 call, so threads of Python run vdev calls side by side.
 
@@ -37,20 +40,40 @@ def _candidates():
     return out
 
 
+def _bind(lib):
+    """Gives every function of _PROTOS its C types; the name of the first
+    that the library lacks (it is not libvdev, or not the version this
+    package binds), else None."""
+    for name, (res, args) in _PROTOS.items():
+        try:
+            f = getattr(lib, name)
+        except AttributeError:
+            return name
+        f.restype = res
+        f.argtypes = args
+    return None
+
+
 def _load():
+    """The first candidate that loads and holds every function of _PROTOS,
+    bound: (library, path); else an ImportError naming each one tried and
+    why it would not do."""
     tried = []
     for where, path in _candidates():
         try:
-            return ctypes.CDLL(path), path
+            lib = ctypes.CDLL(path)
         except OSError as e:
             tried.append("%s (%s): %s" % (path, where, e))
+            continue
+        missing = _bind(lib)
+        if missing is None:
+            return lib, path
+        tried.append("%s (%s): not libvdev, or another version of it than this package's "
+                     "(it lacks the function %s)" % (path, where, missing))
     raise ImportError(
         "vdev: cannot load libvdev.so; tried " + "; ".join(tried) +
         ". Install vdev with `cmake --install BUILD --prefix P` (the package then finds the "
         "library beside it), or set VDEV_LIBRARY=/path/to/libvdev.so")
-
-
-lib, path = _load()
 
 # ---- types -----------------------------------------------------------------------
 
@@ -313,10 +336,7 @@ _PROTOS = {
     "vdev_last_oom_report": (ctypes.c_char_p, []),
 }
 
-for _name, (_res, _args) in _PROTOS.items():
-    _f = getattr(lib, _name)
-    _f.restype = _res
-    _f.argtypes = _args
+lib, path = _load()
 
 # ---- errors ------------------------------------------------------------------------
 
