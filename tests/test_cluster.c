@@ -239,7 +239,7 @@ static void test_malformed(void)
         bad(rank, "{" C4 ", \"tasks\": {\"worker:1\": {\"memory_growth\": \"maybe\"}}}",
             VDEV_ERR_CONFIG,
             "VDEV_CLUSTER_CONFIG=%s: worker:1: memory_growth=\"maybe\" could not be parsed: valid "
-            "values are true or false (any case), 1 or 0");
+            "values are true or false (any case), 1 or 0, or per GPU 0:true,1:false");
         bad(rank, "{" C4 ", \"tasks\": {\"worker:1\": {\"visible_devices\": \"0,0\"}}}",
             VDEV_ERR_CONFIG,
             "VDEV_CLUSTER_CONFIG=%s: worker:1: visible_devices=\"0,0\": VDEV_CLUSTER_CONFIG=%s: "

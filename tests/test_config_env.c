@@ -46,14 +46,21 @@ static void test_env_growth(void)
             setenv(vars[v], off[i], 1);
             EXPECT_GPUS({0, 8 * GiB - RESERVE, PRE}, {1, 8 * GiB - RESERVE, PRE});
         }
+        /* The same message, but VDEV_MEMORY_GROWTH's names its per-GPU form
+         * too; the whole message, exactly. */
         static const char *const bad[] = {"yes", "", "2", " true", "true ", "no", "on"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             char msg[160];
             snprintf(msg, sizeof msg,
                      "%s=\"%s\" could not be parsed: valid values are true or false (any "
-                     "case), 1 or 0",
-                     vars[v], bad[i]);
+                     "case), 1 or 0%s",
+                     vars[v], bad[i], v ? ", or per GPU 0:true,1:false" : "");
             EXPECT_ENV_ERROR("2x8GiB", vars[v], bad[i], msg);
+            check_fresh("2x8GiB");
+            setenv(vars[v], bad[i], 1);
+            CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
+            CHECK_STR(vdev_last_error(), msg);
+            unsetenv(vars[v]);
         }
     }
     /* Per GPU. */

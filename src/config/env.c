@@ -169,15 +169,19 @@ static long part_gpu(char *part, char **after)
     return gpu;
 }
 
-/* VDEV_MEMORY_GROWTH: "true" for every GPU, or per GPU "0:true,1:false". */
+/* VDEV_MEMORY_GROWTH: "true" for every GPU, or per GPU "0:true,1:false".
+ * A value that is neither names both forms (the boolean parser's message
+ * knows only the first). */
 enum vdev_status vdev_env_growth(const char *var, const char *v, int n_gpus,
                                  int growth[VDEV_MAX_GPUS])
 {
     if (!strchr(v, ':')) {
         int b;
-        enum vdev_status st = vdev_config_parse_bool(var, v, &b);
-        if (st != VDEV_OK)
-            return st;
+        if (vdev_config_parse_bool(var, v, &b) != VDEV_OK)
+            return vdev_error(VDEV_ERR_CONFIG,
+                              "%s=\"%s\" could not be parsed: valid values are true or false "
+                              "(any case), 1 or 0, or per GPU 0:true,1:false",
+                              var, v);
         for (int i = 0; i < VDEV_MAX_GPUS; i++)
             growth[i] = b;
         return VDEV_OK;
