@@ -193,7 +193,12 @@ VDEV_API enum vdev_status vdev_config_set_memory_fraction(const char *physical_d
  * once on stderr per such name. Off by default, unlike TensorFlow's eager
  * mode: a silent fallback is how models end up on the wrong device.
  * Malformed names and other jobs stay errors. May change at any time; code
- * wins over VDEV_SOFT_DEVICE_PLACEMENT (read at start-up). */
+ * wins over VDEV_SOFT_DEVICE_PLACEMENT (read at start-up). Before start-up
+ * the getter reports what start-up will put in force: code's setting, else
+ * the variable's; a malformed variable reads as off and leaves start-up's
+ * error as vdev_last_error() (vdev_last_status() VDEV_ERR_CONFIG). The same
+ * holds for the getters of determinism, placement logging and the placement
+ * policy. */
 VDEV_API void vdev_config_set_soft_device_placement(bool enable);
 VDEV_API bool vdev_config_get_soft_device_placement(void);
 
@@ -203,7 +208,8 @@ VDEV_API bool vdev_config_get_soft_device_placement(void);
  * the number of threads, or add in the order threads finish, take a fixed-order
  * path. Off by default. May change at any time (ops already submitted keep
  * the mode they were submitted with); code wins over VDEV_DETERMINISTIC=1
- * (read at start-up); vdev_shutdown() turns it off. Collectives
+ * (read at start-up, and by the getter before it, as soft placement's);
+ * vdev_shutdown() turns it off. Collectives
  * (vdev/distribute.h) are deterministic whether it is on or not. */
 VDEV_API void vdev_config_set_deterministic(bool enable);
 VDEV_API bool vdev_config_get_deterministic(void);
@@ -507,14 +513,17 @@ enum vdev_placement_policy {
     VDEV_PLACEMENT_TF,       /* unscoped ops go to the default device, as TensorFlow does */
     VDEV_PLACEMENT_POLICY_COUNT
 };
-/* Code wins over VDEV_PLACEMENT (copy|strict|tf), read at start-up. */
+/* Code wins over VDEV_PLACEMENT (copy|strict|tf), read at start-up (and by
+ * the getter before it, as vdev_config_get_soft_device_placement: a
+ * malformed value reads as VDEV_PLACEMENT_COPY, with start-up's error). */
 VDEV_API enum vdev_status vdev_set_placement_policy(enum vdev_placement_policy p);
 VDEV_API enum vdev_placement_policy vdev_get_placement_policy(void);
 /* One line per op executed on stderr, in TensorFlow's form:
  * "Executing op MatMul in device /job:localhost/replica:0/task:0/device:GPU:1".
  * Also VDEV_LOG_DEVICE_PLACEMENT=1. */
 VDEV_API void vdev_set_log_device_placement(bool enable);
-/* Whether placement logging is on (tf.debugging.get_log_device_placement). */
+/* Whether placement logging is on (tf.debugging.get_log_device_placement);
+ * before start-up, whether it will be (code's, else the variable's). */
 VDEV_API bool vdev_get_log_device_placement(void);
 
 /* Ops run of one type (NULL: all) on one device (NULL: all). */

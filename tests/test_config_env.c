@@ -357,6 +357,115 @@ static void test_env_combined(void)
     CHECK_EQ_U64(phys_free(0), 16 * GiB);
 }
 
+/* The four settings' getters: (soft placement, determinism, placement
+ * logging, policy) as one string, "1 1 1 2". */
+static const char *settings(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%d %d %d %d", vdev_config_get_soft_device_placement(),
+             vdev_config_get_deterministic(), vdev_get_log_device_placement(),
+             (int)vdev_get_placement_policy());
+    return buf;
+}
+
+static void set_all_env(void)
+{
+    setenv("VDEV_SOFT_DEVICE_PLACEMENT", "1", 1);
+    setenv("VDEV_DETERMINISTIC", "TRUE", 1);
+    setenv("VDEV_LOG_DEVICE_PLACEMENT", "true", 1);
+    setenv("VDEV_PLACEMENT", "Strict", 1);
+}
+
+/* Before start-up the getters of soft placement, determinism, placement
+ * logging and the policy report what start-up will put in force: code's
+ * setting, else the environment's, else the default; a malformed variable
+ * reads as the default and leaves start-up's error as the last error. */
+static void test_env_getters(void)
+{
+    char b[32];
+    check_fresh("1x1GiB");
+    CHECK_STR(settings(b, sizeof b), "0 0 0 0");
+    set_all_env();
+    vdev_clear_error();
+    CHECK_STR(settings(b, sizeof b), "1 1 1 1");
+    CHECK(vdev_last_status() == VDEV_OK && !vdev_is_initialized());
+    CHECK_OK(vdev_init());
+    CHECK_STR(settings(b, sizeof b), "1 1 1 1");
+    /* After start-up the environment is read no more. */
+    setenv("VDEV_SOFT_DEVICE_PLACEMENT", "0", 1);
+    setenv("VDEV_PLACEMENT", "tf", 1);
+    CHECK_STR(settings(b, sizeof b), "1 1 1 1");
+
+    /* Code wins, before start-up as at it. */
+    check_fresh("1x1GiB");
+    set_all_env();
+    vdev_config_set_soft_device_placement(false);
+    vdev_config_set_deterministic(false);
+    vdev_set_log_device_placement(false);
+    CHECK_OK(vdev_set_placement_policy(VDEV_PLACEMENT_TF));
+    CHECK_STR(settings(b, sizeof b), "0 0 0 2");
+    CHECK_OK(vdev_init());
+    CHECK_STR(settings(b, sizeof b), "0 0 0 2");
+    /* One set by code, the others from the environment. */
+    check_fresh("1x1GiB");
+    set_all_env();
+    vdev_config_set_deterministic(false);
+    CHECK_STR(settings(b, sizeof b), "1 0 1 1");
+    CHECK_OK(vdev_init());
+    CHECK_STR(settings(b, sizeof b), "1 0 1 1");
+
+    /* A malformed variable: the default, and start-up's error. */
+    static const struct {
+        const char *var, *value, *want, *msg;
+    } bad[] = {
+        {"VDEV_SOFT_DEVICE_PLACEMENT", "yes", "0 1 1 1",
+         "VDEV_SOFT_DEVICE_PLACEMENT=\"yes\" could not be parsed: valid values are true or "
+         "false (any case), 1 or 0"},
+        {"VDEV_DETERMINISTIC", "on", "1 0 1 1",
+         "VDEV_DETERMINISTIC=\"on\" could not be parsed: valid values are true or false (any "
+         "case), 1 or 0"},
+        {"VDEV_LOG_DEVICE_PLACEMENT", "2", "1 1 0 1",
+         "VDEV_LOG_DEVICE_PLACEMENT=\"2\" could not be parsed: valid values are true or false "
+         "(any case), 1 or 0"},
+        {"VDEV_PLACEMENT", "copies", "1 1 1 0",
+         "VDEV_PLACEMENT=\"copies\" is not a placement policy (copy, strict or tf)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        check_fresh("1x1GiB");
+        set_all_env();
+        setenv(bad[i].var, bad[i].value, 1);
+        vdev_clear_error();
+        CHECK_STR(settings(b, sizeof b), bad[i].want);
+        CHECK(vdev_last_status() == VDEV_ERR_CONFIG);
+        CHECK_STR(vdev_last_error(), bad[i].msg);
+        CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
+        CHECK_STR(vdev_last_error(), bad[i].msg);
+        /* Where code has set it, the variable is not read for the getter. */
+        vdev_config_set_soft_device_placement(true);
+        vdev_config_set_deterministic(true);
+        vdev_set_log_device_placement(true);
+        CHECK_OK(vdev_set_placement_policy(VDEV_PLACEMENT_STRICT));
+        vdev_clear_error();
+        CHECK_STR(settings(b, sizeof b), "1 1 1 1");
+        CHECK(vdev_last_status() == VDEV_OK);
+    }
+
+    /* A start-up that failed leaves nothing of the environment behind: with
+     * the variables gone, the next one puts the defaults in force. */
+    check_fresh("1x1GiB");
+    set_all_env();
+    setenv("VDEV_OOM_REPORT", "maybe", 1); /* read after the four */
+    CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
+    CHECK_STR(settings(b, sizeof b), "1 1 1 1");
+    static const char *const vars[] = {"VDEV_SOFT_DEVICE_PLACEMENT", "VDEV_DETERMINISTIC",
+                                       "VDEV_LOG_DEVICE_PLACEMENT", "VDEV_PLACEMENT",
+                                       "VDEV_OOM_REPORT"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        unsetenv(vars[i]);
+    CHECK_STR(settings(b, sizeof b), "0 0 0 0");
+    CHECK_OK(vdev_init());
+    CHECK_STR(settings(b, sizeof b), "0 0 0 0");
+}
+
 int main(void)
 {
     test_env_growth();
@@ -366,6 +475,7 @@ int main(void)
     test_env_min_sys();
     test_env_trace();
     test_env_combined();
+    test_env_getters();
     check_fresh(NULL);
     return check_done();
 }

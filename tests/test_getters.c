@@ -142,9 +142,13 @@ static void test_log_placement(void)
     CHECK(!vdev_get_log_device_placement());
     check_fresh("1x1GiB");
     setenv("VDEV_LOG_DEVICE_PLACEMENT", "1", 1);
+    CHECK(vdev_get_log_device_placement()); /* before start-up: what it will be */
     CHECK_OK(vdev_init());
     CHECK(vdev_get_log_device_placement());
+    /* Shut down, the environment applies again at the next start-up. */
     vdev_shutdown();
+    CHECK(vdev_get_log_device_placement());
+    unsetenv("VDEV_LOG_DEVICE_PLACEMENT");
     CHECK(!vdev_get_log_device_placement());
 }
 

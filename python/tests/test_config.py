@@ -282,3 +282,68 @@ def test_log_device_placement(capfd):
         vdev.constant([1.0, 2.0]) * 2
     err = capfd.readouterr().err
     assert "Executing op MulScalar in device /job:localhost/replica:0/task:0/device:GPU:1" in err
+
+
+def _settings():
+    return (C.get_soft_device_placement(), C.experimental.is_op_determinism_enabled(),
+            vdev.debugging.get_log_device_placement(), vdev.placement.get_policy(),
+            C.experimental.get_device_policy())
+
+
+def _set_all_env(monkeypatch):
+    monkeypatch.setenv("VDEV_SOFT_DEVICE_PLACEMENT", "1")
+    monkeypatch.setenv("VDEV_DETERMINISTIC", "true")
+    monkeypatch.setenv("VDEV_LOG_DEVICE_PLACEMENT", "TRUE")
+    monkeypatch.setenv("VDEV_PLACEMENT", "strict")
+
+
+def test_settings_before_start_up_are_the_environments(monkeypatch):
+    vdev.shutdown()  # forgets what the fixture set by code
+    assert _settings() == (False, False, False, "copy", "silent")
+    _set_all_env(monkeypatch)
+    assert not vdev.is_initialized()
+    assert _settings() == (True, True, True, "strict", "explicit")
+    vdev.init()
+    assert _settings() == (True, True, True, "strict", "explicit")
+    monkeypatch.setenv("VDEV_PLACEMENT", "tf")  # read at start-up only
+    assert vdev.placement.get_policy() == "strict"
+
+
+def test_settings_code_wins_before_start_up(monkeypatch):
+    vdev.shutdown()
+    _set_all_env(monkeypatch)
+    C.set_soft_device_placement(False)
+    vdev.debugging.set_log_device_placement(False)
+    assert _settings() == (False, True, False, "strict", "explicit")
+    C.experimental.disable_op_determinism()
+    vdev.placement.set_policy("tf")
+    assert _settings() == (False, False, False, "tf", "silent")
+    vdev.init()
+    assert _settings() == (False, False, False, "tf", "silent")
+
+
+@pytest.mark.parametrize("var,value,getter,msg", [
+    ("VDEV_SOFT_DEVICE_PLACEMENT", "yes", lambda: C.get_soft_device_placement(),
+     'VDEV_SOFT_DEVICE_PLACEMENT="yes" could not be parsed: valid values are true or false '
+     '(any case), 1 or 0'),
+    ("VDEV_DETERMINISTIC", "on", lambda: C.experimental.is_op_determinism_enabled(),
+     'VDEV_DETERMINISTIC="on" could not be parsed: valid values are true or false (any case), '
+     '1 or 0'),
+    ("VDEV_LOG_DEVICE_PLACEMENT", "2", lambda: vdev.debugging.get_log_device_placement(),
+     'VDEV_LOG_DEVICE_PLACEMENT="2" could not be parsed: valid values are true or false (any '
+     'case), 1 or 0'),
+    ("VDEV_PLACEMENT", "copies", lambda: vdev.placement.get_policy(),
+     'VDEV_PLACEMENT="copies" is not a placement policy (copy, strict or tf)'),
+    ("VDEV_PLACEMENT", "copies", lambda: C.experimental.get_device_policy(),
+     'VDEV_PLACEMENT="copies" is not a placement policy (copy, strict or tf)'),
+])
+def test_settings_malformed_environment(monkeypatch, var, value, getter, msg):
+    """The getter raises start-up's error, as get_visible_devices does."""
+    vdev.shutdown()
+    monkeypatch.setenv(var, value)
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        getter()
+    assert str(e.value) == msg
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        vdev.init()
+    assert str(e.value) == msg

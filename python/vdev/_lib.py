@@ -361,6 +361,18 @@ def error(status=None, overrides=None):
     return errors.from_status(status, msg, report)
 
 
+def setting(getter):
+    """What a C getter of a setting returns (it has no status to give):
+    before start-up that is read from the environment, and a malformed
+    variable leaves start-up's error as the last error, raised here as the
+    getters with a status raise it."""
+    lib.vdev_clear_error()
+    value = getter()
+    if lib.vdev_last_status() != OK:
+        raise error()
+    return value
+
+
 def check(status, overrides=None):
     """Raises for a failed status; returns None."""
     if status != OK:

@@ -2,6 +2,7 @@
 "Executing op MatMul in device /job:localhost/replica:0/task:0/device:GPU:1"
 on standard error for every op (also VDEV_LOG_DEVICE_PLACEMENT=1)."""
 
+from . import _lib
 from ._lib import lib
 
 
@@ -10,4 +11,6 @@ def set_log_device_placement(enabled):
 
 
 def get_log_device_placement():
-    return bool(lib.vdev_get_log_device_placement())
+    """Whether placement logging is on; before start-up, whether it will be
+    (code's setting, else VDEV_LOG_DEVICE_PLACEMENT's)."""
+    return bool(_lib.setting(lib.vdev_get_log_device_placement))

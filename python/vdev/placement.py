@@ -95,4 +95,6 @@ def set_policy(policy):
 
 
 def get_policy():
-    return _POLICIES[lib.vdev_get_placement_policy()]
+    """The placement policy; before start-up, the one start-up will put in
+    force (code's, else VDEV_PLACEMENT's)."""
+    return _POLICIES[_lib.setting(lib.vdev_get_placement_policy)]

@@ -208,6 +208,55 @@ void vdev_placement_pop_dev(void)
 
 /* ---- policy ---- */
 
+/* The policy VDEV_PLACEMENT gives: *out is left as it is where the variable
+ * is unset. Any case, as every other value. */
+static enum vdev_status env_policy(int *out)
+{
+    const char *p = getenv("VDEV_PLACEMENT");
+    if (!p)
+        return VDEV_OK;
+    if (!vdev_strcasecmp(p, "copy"))
+        *out = VDEV_PLACEMENT_COPY;
+    else if (!vdev_strcasecmp(p, "strict"))
+        *out = VDEV_PLACEMENT_STRICT;
+    else if (!vdev_strcasecmp(p, "tf"))
+        *out = VDEV_PLACEMENT_TF;
+    else
+        return vdev_error(VDEV_ERR_CONFIG,
+                          "VDEV_PLACEMENT=\"%s\" is not a placement policy (copy, strict or tf)", p);
+    return VDEV_OK;
+}
+
+/* A switch's variable (VDEV_SOFT_DEVICE_PLACEMENT, ...): *out is left as it
+ * is where it is unset. */
+static enum vdev_status env_switch(const char *var, int *out)
+{
+    const char *v = getenv(var);
+    int b;
+    if (!v)
+        return VDEV_OK;
+    enum vdev_status st = vdev_config_parse_bool(var, v, &b);
+    if (st == VDEV_OK)
+        *out = b;
+    return st;
+}
+
+/* A setting as its getter reports it: the one in force after start-up, and
+ * before it the one start-up would put in force, code's where code has set
+ * it, else the environment's (var, or VDEV_PLACEMENT where var is NULL),
+ * else `def`. A malformed variable gives `def`, with start-up's error left
+ * as the calling thread's last error, as vdev_config_get_visible_devices
+ * fails with it. */
+static int setting(_Atomic int *value, _Atomic int *by_code, const char *var, int def)
+{
+    if (vdev_is_initialized() || atomic_load(by_code))
+        return atomic_load(value);
+    int v = def;
+    if ((var ? env_switch(var, &v) : env_policy(&v)) != VDEV_OK)
+        return def;
+    return v;
+}
+
 VDEV_API enum vdev_status vdev_set_placement_policy(enum vdev_placement_policy p)
 {
     if ((unsigned)p >= VDEV_PLACEMENT_POLICY_COUNT)
@@ -219,7 +268,8 @@ VDEV_API enum vdev_status vdev_set_placement_policy(enum vdev_placement_policy p
 
 VDEV_API enum vdev_placement_policy vdev_get_placement_policy(void)
 {
-    return (enum vdev_placement_policy)atomic_load(&policy);
+    return (enum vdev_placement_policy)setting(&policy, &policy_set_by_code, NULL,
+                                               VDEV_PLACEMENT_COPY);
 }
 
 enum vdev_placement_policy vdev_placement_policy_now(void)
@@ -233,7 +283,10 @@ VDEV_API void vdev_set_log_device_placement(bool enable)
     atomic_store(&log_set_by_code, 1);
 }
 
-VDEV_API bool vdev_get_log_device_placement(void) { return atomic_load(&log_placement) != 0; }
+VDEV_API bool vdev_get_log_device_placement(void)
+{
+    return setting(&log_placement, &log_set_by_code, "VDEV_LOG_DEVICE_PLACEMENT", 0) != 0;
+}
 
 VDEV_API void vdev_config_set_soft_device_placement(bool enable)
 {
@@ -243,7 +296,7 @@ VDEV_API void vdev_config_set_soft_device_placement(bool enable)
 
 VDEV_API bool vdev_config_get_soft_device_placement(void)
 {
-    return atomic_load(&soft_placement) != 0;
+    return setting(&soft_placement, &soft_set_by_code, "VDEV_SOFT_DEVICE_PLACEMENT", 0) != 0;
 }
 
 struct vdev_ldev *vdev_placement_choose(struct vdev_ldev *const *in, int n, int home)
@@ -474,47 +527,25 @@ static void report_at_exit(void)
 
 enum vdev_status vdev_placement_init_env(void)
 {
-    const char *p = getenv("VDEV_PLACEMENT");
-    if (p) {
-        /* Any case, as every other value. Validated even where code set the policy. */
-        int v;
-        if (!vdev_strcasecmp(p, "copy"))
-            v = VDEV_PLACEMENT_COPY;
-        else if (!vdev_strcasecmp(p, "strict"))
-            v = VDEV_PLACEMENT_STRICT;
-        else if (!vdev_strcasecmp(p, "tf"))
-            v = VDEV_PLACEMENT_TF;
-        else
-            return vdev_error(VDEV_ERR_CONFIG,
-                              "VDEV_PLACEMENT=\"%s\" is not a placement policy (copy, strict or tf)",
-                              p);
-        if (!atomic_load(&policy_set_by_code))
-            atomic_store(&policy, v);
-    }
-    int b;
-    const char *soft = getenv("VDEV_SOFT_DEVICE_PLACEMENT");
-    if (soft) {
-        enum vdev_status st = vdev_config_parse_bool("VDEV_SOFT_DEVICE_PLACEMENT", soft, &b);
-        if (st != VDEV_OK)
-            return st;
-        if (!atomic_load(&soft_set_by_code))
-            atomic_store(&soft_placement, b);
-    }
-    const char *l = getenv("VDEV_LOG_DEVICE_PLACEMENT");
-    if (l) {
-        enum vdev_status st = vdev_config_parse_bool("VDEV_LOG_DEVICE_PLACEMENT", l, &b);
-        if (st != VDEV_OK)
-            return st;
-        if (!atomic_load(&log_set_by_code))
-            atomic_store(&log_placement, b);
-    }
+    /* Each variable is validated even where code has set its setting; where
+     * code has not, the variable's value, or the default where it is unset
+     * (not what an earlier start-up that failed left). */
+    int v = VDEV_PLACEMENT_COPY, soft = 0, logging = 0;
+    enum vdev_status st;
+    if ((st = env_policy(&v)) != VDEV_OK ||
+        (st = env_switch("VDEV_SOFT_DEVICE_PLACEMENT", &soft)) != VDEV_OK ||
+        (st = env_switch("VDEV_LOG_DEVICE_PLACEMENT", &logging)) != VDEV_OK)
+        return st;
+    if (!atomic_load(&policy_set_by_code))
+        atomic_store(&policy, v);
+    if (!atomic_load(&soft_set_by_code))
+        atomic_store(&soft_placement, soft);
+    if (!atomic_load(&log_set_by_code))
+        atomic_store(&log_placement, logging);
     const char *r = getenv("VDEV_PLACEMENT_REPORT");
     int report = 0;
-    if (r) {
-        enum vdev_status st = vdev_config_parse_bool("VDEV_PLACEMENT_REPORT", r, &report);
-        if (st != VDEV_OK)
-            return st;
-    }
+    if (r && (st = vdev_config_parse_bool("VDEV_PLACEMENT_REPORT", r, &report)) != VDEV_OK)
+        return st;
     pthread_mutex_lock(&A.lock);
     A.n_devs = vdev_runtime_n_devices();
     for (int i = 0; i < A.n_devs; i++)

@@ -305,7 +305,9 @@ def set_soft_device_placement(enabled):
 
 
 def get_soft_device_placement():
-    return bool(lib.vdev_config_get_soft_device_placement())
+    """Whether soft placement is on; before start-up, whether it will be
+    (code's setting, else VDEV_SOFT_DEVICE_PLACEMENT's)."""
+    return bool(_lib.setting(lib.vdev_config_get_soft_device_placement))
 
 
 from . import experimental  # noqa: E402

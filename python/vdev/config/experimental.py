@@ -107,7 +107,9 @@ def disable_op_determinism():
 
 
 def is_op_determinism_enabled():
-    return bool(lib.vdev_config_get_deterministic())
+    """Before start-up, whether it will be (code's setting, else
+    VDEV_DETERMINISTIC's)."""
+    return bool(_lib.setting(lib.vdev_config_get_deterministic))
 
 
 _POLICIES = {None: 0, "silent": 0, "explicit": 1}
@@ -140,7 +142,7 @@ def set_device_policy(device_policy):
 
 def get_device_policy():
     """'silent' or 'explicit' ('silent' also under vdev's 'tf' placement rule)."""
-    return "explicit" if lib.vdev_get_placement_policy() == 1 else "silent"
+    return "explicit" if _lib.setting(lib.vdev_get_placement_policy) == 1 else "silent"
 
 
 __all__ = ["get_memory_info", "get_memory_usage", "reset_memory_stats", "release_cached_memory",
