@@ -3,7 +3,8 @@
 # (examples/example_*), each as a program of its own: its --help names it and
 # lists only what it takes (every option printed is accepted; `vdev demo`'s
 # --report DIR and scenario switches are neither printed nor accepted) with
-# its own defaults, example_mirrored's being the ones it runs with; its usage
+# its own defaults, example_mirrored's being the ones it runs with
+# (example_priority's usage is its own: --steps N); its usage
 # errors show its own usage. `vdev demo --help` lists --log-placement and
 # --report DIR for --mirrored too, and a usage error of a scenario shows the
 # usage of every scenario.
@@ -67,6 +68,17 @@ for spec in chain3:5:100:64:3x16GiB tf_placement:1:50:64:3x16GiB split:1:60:256:
       ok || bad "$p --vdev-placement: exit $rc: $err"
   fi
 done
+
+# example_priority has a usage of its own (examples/priority.c): --steps N.
+run "$ex/example_priority" --help
+[ $rc -eq 0 ] && [ "$(head -1 <<<"$out")" = "usage: example_priority [--steps N]" ] && ok ||
+  bad "example_priority --help: exit $rc: $out"
+has "$out" "--report" && bad "example_priority --help prints --report: $out" || ok
+run "$ex/example_priority" --steps 10 --help
+[ $rc -eq 0 ] && ok || bad "example_priority --steps 10 --help: exit $rc: $err"
+run "$ex/example_priority" --report /tmp
+[ $rc -eq 2 ] && [ "$(head -1 <<<"$err")" = "example_priority: unknown option '--report'" ] &&
+  ok || bad "example_priority --report: exit $rc: $err"
 
 # example_mirrored runs with the defaults it prints: a global batch of 1024
 # in one epoch, of 200 steps.
