@@ -135,9 +135,10 @@ static enum vdev_status check_options(const struct vdev_ps_options *o, const cha
     if (!(o->learning_rate > 0) || !isfinite(o->learning_rate))
         return vdev_error(VDEV_ERR_INVALID_ARG, "%s: learning_rate %g (expected > 0)", fn,
                           (double)o->learning_rate);
-    if (!(o->momentum >= 0 && o->momentum < 1))
-        return vdev_error(VDEV_ERR_INVALID_ARG, "%s: momentum %g (expected 0 <= momentum < 1)",
-                          fn, (double)o->momentum);
+    if (!(o->momentum >= 0 && o->momentum <= 1))
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "%s: momentum %g (expected 0 <= momentum <= 1, as vdev_sgd_new)", fn,
+                          (double)o->momentum);
     if (o->max_staleness < -1)
         return vdev_error(VDEV_ERR_INVALID_ARG, "%s: max_staleness %d (expected -1 or >= 0)", fn,
                           o->max_staleness);

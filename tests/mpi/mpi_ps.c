@@ -161,6 +161,13 @@ int main(int argc, char **argv)
                   "/job:worker/replica:0/task:1: vdev_ps_strategy_new: learning_rate 0 "
                   "(expected > 0)");
         CHECK(s == NULL);
+        bad = o; /* momentum 1 is SGD's limit (Keras's and vdev_sgd_new's); above it, not */
+        if (!strcmp(task.type, "worker") && task.index == 1)
+            bad.momentum = 1.5f;
+        CHECK_ERR(vdev_ps_strategy_new(&bad, &s), VDEV_ERR_INVALID_ARG,
+                  "/job:worker/replica:0/task:1: vdev_ps_strategy_new: momentum 1.5 (expected 0 "
+                  "<= momentum <= 1, as vdev_sgd_new)");
+        CHECK(s == NULL);
     }
     if (vdev_ps_strategy_new(&o, &s) != VDEV_OK)
         return die("making the strategy");
