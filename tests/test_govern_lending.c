@@ -284,9 +284,56 @@ static void test_turns_counted(void)
     INVARIANTS_HOLD();
 }
 
+/* A pressure callback (on the thread that allocates) frees an input of the
+ * op whose output met the pressure: the op holds no reference to it, so it
+ * must not return a result (it may have read whatever took the input's
+ * slot) but fail, saying so. Stands for another thread's free racing an op. */
+static vdev_tensor_t *to_free;
+
+static void free_on_pressure(const char *device, enum vdev_pressure what, uint64_t bytes,
+                             void *user)
+{
+    (void)device, (void)bytes, (void)user;
+    if (what == VDEV_PRESSURE_CARD_FULL && to_free) {
+        vdev_tensor_free(to_free);
+        to_free = NULL;
+    }
+}
+
+static void test_input_freed_during_op(void)
+{
+    fresh_card("1x2560MiB");
+    setenv("VDEV_LOGICAL_DEVICES", "0:..,..", 1);
+    CHECK_OK(vdev_init());
+    CHECK_OK(vdev_device_push("GPU:1"));
+    int64_t sa[2] = {8192, 1}, sb[2] = {1, 8192};
+    vdev_tensor_t *a = vdev_tensor_fill(sa, 2, VDEV_F32, 1), *b = vdev_tensor_fill(sb, 2,
+                                                                                 VDEV_F32, 2);
+    void *p[2];
+    for (int i = 0; i < 2; i++) /* GPU:0's growth takes the rest of the card */
+        CHECK_OK(vdev_mem_alloc("GPU:0", GIB, &p[i]));
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(vdev_mem_free("GPU:0", p[i]));
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", free_on_pressure, NULL));
+    to_free = a;
+    vdev_clear_error();
+    CHECK(vdev_add(a, b) == NULL); /* its 256 MiB output needs GPU:0's cache */
+    CHECK(to_free == NULL);
+    CHECK(vdev_last_status() == VDEV_ERR_INVALID_ARG);
+    CHECK_MSG("AddV2: input #0 was freed by another thread while the op used it");
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", NULL, NULL));
+    vdev_tensor_free(b);
+    CHECK_OK(vdev_device_pop());
+    struct vdev_memory_info mi;
+    CHECK_OK(vdev_memory_info("GPU:1", &mi));
+    CHECK_EQ_U64(mi.bytes_in_use, 0); /* the output was dropped, a and b freed */
+    INVARIANTS_HOLD();
+}
+
 int main(void)
 {
     test_turns_counted();
+    test_input_freed_during_op();
     test_equal_priority();
     test_higher_priority_holder();
     test_advice();

@@ -552,13 +552,43 @@ static int lookup(const struct vdev_op_def *def, const vdev_tensor_t *const *in,
     return 1;
 }
 
+/* After the op: whether every input handle still names the tensor lookup()
+ * found. An op holds no reference to its inputs between the check and their
+ * use, so another thread that frees one meanwhile (a race in the caller's
+ * program) may let a new tensor take its slot, and the op read that one;
+ * the freed handle stays dead, so checking again catches every such free,
+ * and the op fails (VDEV_ERR_INVALID_ARG) instead of returning a result
+ * computed from another tensor's values. */
+int vdev_op_still_live(const struct vdev_op_def *def, const vdev_tensor_t *const *in, int n,
+                       const struct vdev_tens *const *t)
+{
+    for (int i = 0; i < n; i++)
+        if (vdev_tens_peek(in[i]) != t[i]) {
+            vdev_error(VDEV_ERR_INVALID_ARG,
+                       "%s: input #%d was freed by another thread while the op used it",
+                       def->name, i);
+            return 0;
+        }
+    return 1;
+}
+
 vdev_tensor_t *vdev_op_run(enum vdev_op op, const vdev_tensor_t *const *in, int n_in,
                            const struct vdev_op_params *p)
 {
     const struct vdev_tens *t[VDEV_KERNEL_MAX_IN];
     if (!lookup(&vdev_op_defs[op], in, n_in, t))
         return NULL;
-    return vdev_tens_handle(vdev_op_exec(op, t, n_in, p));
+    return vdev_op_result(op, in, n_in, t, vdev_op_exec(op, t, n_in, p));
+}
+
+vdev_tensor_t *vdev_op_result(enum vdev_op op, const vdev_tensor_t *const *in, int n,
+                              const struct vdev_tens *const *t, struct vdev_tens *out)
+{
+    if (out && !vdev_op_still_live(&vdev_op_defs[op], in, n, t)) {
+        vdev_tens_drop(out);
+        return NULL;
+    }
+    return vdev_tens_handle(out);
 }
 
 enum vdev_status vdev_op_run_inplace(enum vdev_op op, vdev_tensor_t *const *in, int n_in,
@@ -571,7 +601,11 @@ enum vdev_status vdev_op_run_inplace(enum vdev_op op, vdev_tensor_t *const *in, 
     struct vdev_tens *w[VDEV_KERNEL_MAX_IN];
     for (int i = 0; i < n_in; i++)
         w[i] = vdev_tens_mut(t[i]);
-    return vdev_op_exec_inplace(op, w, n_in, p);
+    enum vdev_status st = vdev_op_exec_inplace(op, w, n_in, p);
+    if (st == VDEV_OK &&
+        !vdev_op_still_live(&vdev_op_defs[op], (const vdev_tensor_t *const *)in, n_in, t))
+        return vdev_last_status();
+    return st;
 }
 
 /* ---- shape rules shared by many ops ---- */

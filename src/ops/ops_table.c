@@ -114,7 +114,7 @@ static vdev_tensor_t *run1(enum vdev_op op, const vdev_tensor_t *a, const struct
     const struct vdev_tens *t = vdev_tens_peek(a);
     if (!t || !vdev_tens_current(t))
         return bad_input(op, a, 0);
-    return vdev_tens_handle(vdev_op_exec(op, &t, 1, p));
+    return vdev_op_result(op, &a, 1, &t, vdev_op_exec(op, &t, 1, p));
 }
 
 static vdev_tensor_t *run2(enum vdev_op op, const vdev_tensor_t *a, const vdev_tensor_t *b,
@@ -125,7 +125,8 @@ static vdev_tensor_t *run2(enum vdev_op op, const vdev_tensor_t *a, const vdev_t
         return bad_input(op, a, 0);
     if (!t[1] || t[1]->rgen != t[0]->rgen) /* the same runtime as input 0: the current one */
         return bad_input(op, b, 1);
-    return vdev_tens_handle(vdev_op_exec(op, t, 2, p));
+    const vdev_tensor_t *h[2] = {a, b};
+    return vdev_op_result(op, h, 2, t, vdev_op_exec(op, t, 2, p));
 }
 
 VDEV_API vdev_tensor_t *vdev_matmul(const vdev_tensor_t *a, const vdev_tensor_t *b, bool ta,
