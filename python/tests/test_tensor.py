@@ -57,6 +57,16 @@ def test_conversion_errors():
     with pytest.raises(TypeError) as e:
         vdev.constant(np.ones(2, np.complex64))
     assert "cannot convert" in str(e.value)
+    # Dates and durations are refused too, not read as their numbers (two
+    # timestamps a second apart would become one float32, and units be lost).
+    for arr in (np.array(["2024-05-01T12:00:01", "2024-05-01T12:00:02"], "datetime64[s]"),
+                np.array([1, 2], "timedelta64[ms]")):
+        with pytest.raises(TypeError) as e:
+            vdev.constant(arr)
+        assert str(e.value) == ("vdev tensors are float32 or int32; cannot convert %r (%s)"
+                                % (arr, arr.dtype))
+        with pytest.raises(TypeError):
+            vdev.Variable(arr)
     with pytest.raises(TypeError) as e:
         vdev.constant([1.5], dtype=vdev.int32)
     assert str(e.value) == "Cannot convert [1.5] to EagerTensor of dtype int32"

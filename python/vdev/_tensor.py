@@ -482,7 +482,7 @@ def _to_numpy(value, dtype):
     arr = np.asarray(value)
     if arr.dtype == bool:
         raise TypeError("vdev tensors are float32 or int32; cannot convert booleans (%r)" % (value,))
-    if arr.dtype.kind in "OUSbcV":
+    if arr.dtype.kind in "OUSbcVmM":  # datetime64 and timedelta64 too, as TensorFlow
         raise TypeError("vdev tensors are float32 or int32; cannot convert %r (%s)" % (value, arr.dtype))
     if want is None:
         want = int32 if arr.dtype.kind in "iu" else float32
