@@ -160,13 +160,13 @@ static void test_truncation(vdev_tensor_t *const *t, vdev_tensor_t *const *u) {
         spill(cut, f, cut_at);
         if (cut_at < 8) {
             snprintf(want, sizeof want,
-                     "checkpoint '%s': the file holds %zu bytes, fewer than the 8 of the header's "
-                     "length (truncated?)",
+                     "checkpoint '%s' is damaged: the file holds %zu bytes, fewer than the 8 of "
+                     "the header's length (truncated?)",
                      cut, cut_at);
         } else if (cut_at < 8 + n) {
             snprintf(want, sizeof want,
-                     "checkpoint '%s': the header of %llu bytes runs past the end of the file "
-                     "(%zu bytes; truncated?)",
+                     "checkpoint '%s' is damaged: the header of %llu bytes runs past the end of "
+                     "the file (%zu bytes; truncated?)",
                      cut, (unsigned long long)n, cut_at);
         } else {
             uint64_t have = cut_at - 8 - n;
@@ -174,8 +174,8 @@ static void test_truncation(vdev_tensor_t *const *t, vdev_tensor_t *const *u) {
             while (ends[k] <= have)
                 k++;
             snprintf(want, sizeof want,
-                     "checkpoint '%s': entry '%s' ends at byte %llu of the data, but the file "
-                     "holds %llu bytes of data (truncated?)",
+                     "checkpoint '%s' is damaged: entry '%s' ends at byte %llu of the data, but "
+                     "the file holds %llu bytes of data (truncated?)",
                      cut, names[k], (unsigned long long)ends[k], (unsigned long long)have);
         }
         CHECK_STATUS(vdev_checkpoint_load(cut, names, u, N_T), VDEV_ERR_IO);
@@ -206,8 +206,8 @@ static void test_truncation(vdev_tensor_t *const *t, vdev_tensor_t *const *u) {
         unsigned long crc = crc32(0L, g + 8 + n, (uInt)(len - 8 - n));
         unsigned long was = crc32(0L, f + 8 + n, (uInt)(len - 8 - n));
         EXPECT(vdev_checkpoint_load(cut, names, u, N_T), VDEV_ERR_IO,
-               "checkpoint '%s': checksum mismatch: the data's CRC-32 is %08lx, the header says "
-               "%08lx (the file is damaged)",
+               "checkpoint '%s' is damaged: checksum mismatch: the data's CRC-32 is %08lx, the "
+               "header says %08lx",
                cut, crc, was);
     }
     CHECK(untouched(u));
@@ -302,7 +302,7 @@ static const struct bad BAD[] = {
     {"{\"__metadata__\":{\"vdev.crc32\":\"1234567\"}}", 0, VDEV_ERR_PARSE, "vdev.crc32 is \"1234567\", not 8 lowercase hex digits"},
     {"{\"__metadata__\":{\"vdev.header_crc32\":\"0000000g\"}}", 0, VDEV_ERR_PARSE, "vdev.header_crc32 is \"0000000g\", not 8 lowercase hex digits"},
     {"{\"__metadata__\":{\"step\":\"7\",\"vdev.header_crc32\":\"00000000\"}}", 0, VDEV_ERR_IO, "vdev.header_crc32 is not at the start of the header, where vdev writes it (the header was changed)"},
-    {"{\"__metadata__\":{\"vdev.format\":\"1\",\"vdev.crc32\":\"00000000\",\"vdev.header_crc32\":\"00000000\"}}", 0, VDEV_ERR_IO, "header checksum mismatch: the header's CRC-32 is 01abd9bd, vdev.header_crc32 says 00000000 (the header is damaged)"},
+    {"{\"__metadata__\":{\"vdev.format\":\"1\",\"vdev.crc32\":\"00000000\",\"vdev.header_crc32\":\"00000000\"}}", 0, VDEV_ERR_IO, "header checksum mismatch: the header's CRC-32 is 01abd9bd, vdev.header_crc32 says 00000000"},
 };
 /* clang-format on */
 
@@ -311,7 +311,10 @@ static void test_bad_headers(vdev_tensor_t *const *u) {
     char want[600];
     for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
         forge(bad, -1, BAD[i].header, strlen(BAD[i].header), NULL, BAD[i].data_len);
-        snprintf(want, sizeof want, "checkpoint '%s': %s", bad, BAD[i].msg);
+        if (BAD[i].code == VDEV_ERR_IO) /* damage: every such message has this form */
+            snprintf(want, sizeof want, "checkpoint '%s' is damaged: %s", bad, BAD[i].msg);
+        else
+            snprintf(want, sizeof want, "checkpoint '%s': %s", bad, BAD[i].msg);
         CHECK_STATUS(vdev_checkpoint_load(bad, names, u, N_T), BAD[i].code);
         CHECK_STR(vdev_last_error(), want);
         vdev_checkpoint_t *ck;
@@ -427,8 +430,8 @@ static void test_foreign(void) {
                       "\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
     forge(path, -1, dmg, strlen(dmg), x, 8);
     EXPECT(vdev_checkpoint_load(path, nx, &y, 1), VDEV_ERR_IO,
-           "checkpoint '%s': checksum mismatch: the data's CRC-32 is %08lx, the header says "
-           "00000000 (the file is damaged)",
+           "checkpoint '%s' is damaged: checksum mismatch: the data's CRC-32 is %08lx, the "
+           "header says 00000000",
            path, crc32(0L, (const unsigned char *)x, 8));
     vdev_tensor_free(y);
 }
@@ -458,8 +461,8 @@ static void test_header_crc(void) {
     unsigned long got = crc32(0L, f + 8, (uInt)n);
     char want[400];
     snprintf(want, sizeof want,
-             "checkpoint '%s': header checksum mismatch: the header's CRC-32 is %08lx, "
-             "vdev.header_crc32 says %s (the header is damaged)",
+             "checkpoint '%s' is damaged: header checksum mismatch: the header's CRC-32 is "
+             "%08lx, vdev.header_crc32 says %s",
              path, got, was);
     char buf[8] = "x";
     CHECK_STATUS(vdev_checkpoint_metadata(path, "step", buf, sizeof buf), VDEV_ERR_IO);
@@ -628,6 +631,8 @@ static void test_load_faults(vdev_tensor_t *const *t, vdev_tensor_t *const *u) {
             n_fail++;
             CHECK(st == VDEV_ERR_IO || st == VDEV_ERR_OOM);
             CHECK(strstr(vdev_last_error(), "checkpoint '") == vdev_last_error());
+            /* A failed read is not damage: only damage has the marker. */
+            CHECK(strstr(vdev_last_error(), VDEV_CKPT_DAMAGED) == NULL);
             CHECK(ck == NULL);
             if (what == 0)
                 CHECK(untouched(u));

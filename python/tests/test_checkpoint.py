@@ -7,6 +7,7 @@ saved once and restored into every replica, and the determinism switch
 import json
 import os
 import pathlib
+import re
 import struct
 
 import numpy as np
@@ -120,16 +121,17 @@ def test_errors_change_nothing(tmp_path, tensors):
     with pytest.raises(vdev.errors.DataLossError) as e:  # TensorFlow's, for a truncated file
         T.load_checkpoint(trunc, {"dense0/w": w})
     assert e.value.error_code == 15 and e.value.status == "VDEV_ERR_IO"
-    assert str(e.value) == ("checkpoint '%s': entry 'dense0/b' ends at byte 36 of the data, but "
-                            "the file holds 33 bytes of data (truncated?)" % trunc)
+    assert str(e.value) == ("checkpoint '%s' is damaged: entry 'dense0/b' ends at byte 36 of "
+                            "the data, but the file holds 33 bytes of data (truncated?)" % trunc)
     flipped = bytearray(raw)
     flipped[-1] ^= 0x40
     bad = tmp_path / "crc.safetensors"
     bad.write_bytes(bytes(flipped))
     with pytest.raises(vdev.errors.DataLossError) as e:  # TensorFlow's, for a bad checksum
         T.load_checkpoint(bad, {"dense0/w": w})
-    assert str(e.value).startswith("checkpoint '%s': checksum mismatch: the data's CRC-32 is "
-                                   % bad) and str(e.value).endswith("(the file is damaged)")
+    assert re.fullmatch("checkpoint '%s' is damaged: checksum mismatch: the data's CRC-32 is "
+                        "[0-9a-f]{8}, the header says [0-9a-f]{8}" % re.escape(str(bad)),
+                        str(e.value))
     junk = tmp_path / "junk.safetensors"
     junk.write_bytes(struct.pack("<Q", 8) + b"not json")
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
@@ -139,6 +141,28 @@ def test_errors_change_nothing(tmp_path, tensors):
     with pytest.raises(vdev.errors.InvalidArgumentError):
         T.checkpoint_entries(junk)
     assert w.numpy().tolist() == [[9.0] * 3] * 2  # every failed load changed nothing
+
+
+def test_every_truncation_is_data_loss(tmp_path):
+    """A checkpoint cut at any length, inside the length, the header or the
+    data, is DataLossError for a load, the metadata and the entries alike;
+    its message says the file is damaged and the tensor keeps its value."""
+    w = vdev.Variable(np.arange(48, dtype=np.float32).reshape(6, 8))
+    full = tmp_path / "full.safetensors"
+    T.save_checkpoint(full, {"dense0/w": w, "b": vdev.zeros([300])}, metadata={"step": 1})
+    raw = full.read_bytes()
+    w.assign(np.full((6, 8), 9.0, np.float32))
+    cut = tmp_path / "cut.safetensors"
+    for n in range(len(raw)):
+        cut.write_bytes(raw[:n])
+        for call in (lambda: T.load_checkpoint(cut, {"dense0/w": w}),
+                     lambda: T.checkpoint_metadata(cut), lambda: T.checkpoint_entries(cut)):
+            with pytest.raises(vdev.errors.DataLossError) as e:
+                call()
+            assert e.value.status == "VDEV_ERR_IO", n
+            assert str(e.value).startswith("checkpoint '%s' is damaged: " % cut), n
+            assert "truncated?" in str(e.value), n
+    assert w.numpy().tolist() == [[9.0] * 8] * 6
 
 
 def test_mirrored_variables(tmp_path):

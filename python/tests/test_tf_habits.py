@@ -361,9 +361,13 @@ def test_every_tf_errors_class_with_its_code():
     assert issubclass(E.OutOfMemoryError, E.ResourceExhaustedError)
     # vdev's statuses: a damaged checkpoint is DataLossError, another file error UnknownError
     io = E._NAMES.index("VDEV_ERR_IO")
-    assert type(E.from_status(io, "checkpoint 'x': checksum mismatch: ...")) is E.DataLossError
-    assert type(E.from_status(io, "checkpoint 'x': the file ends inside its header "
+    assert type(E.from_status(io, "checkpoint 'x' is damaged: checksum mismatch: ...")) \
+        is E.DataLossError
+    assert type(E.from_status(io, "checkpoint 'x' is damaged: the file ends inside its header "
                                   "(truncated?)")) is E.DataLossError
+    # the marker alone decides, not words that other errors may hold
+    assert type(E.from_status(io, "checkpoint 'x': cannot open: checksum mismatch "
+                                  "(truncated?)")) is E.UnknownError
     assert type(E.from_status(io, "checkpoint 'x': cannot read: Input/output error")) \
         is E.UnknownError
 

@@ -191,17 +191,18 @@ def python_message(status, message):
     return message
 
 
-# The VDEV_ERR_IO messages of a checkpoint that is truncated or damaged
-# (src/dist/ckpt_file.c, ckpt_format.c, checkpoint.c): TensorFlow's checkpoint
-# reader raises DataLossError for these ("truncated block read", "Checksum
-# does not match"); other file errors (cannot open, read, create) stay
-# UnknownError, as TensorFlow gives EIO and most errno values.
-_DATA_LOSS_MARKS = ("(truncated?)", "checksum mismatch", "(the file is damaged)",
-                    "(the header is damaged)", "(the header was changed)")
+# A checkpoint that is truncated or damaged: VDEV_ERR_IO with the message
+# "checkpoint '<path>' is damaged: ...", which one C helper writes for every
+# such case and for nothing else (vdev_dist_ckloss, src/dist/checkpoint.h).
+# TensorFlow's checkpoint reader raises DataLossError for these ("truncated
+# block read", "Checksum does not match"); other file errors (cannot open,
+# read, create) stay UnknownError, as TensorFlow gives EIO and most errno values.
+_DATA_LOSS_MARK = "' is damaged: "
 
 
 def _class_of(status, message):
-    if status == _NAMES.index("VDEV_ERR_IO") and any(m in message for m in _DATA_LOSS_MARKS):
+    if (status == _NAMES.index("VDEV_ERR_IO") and message.startswith("checkpoint '")
+            and _DATA_LOSS_MARK in message):
         return DataLossError
     return _BY_STATUS.get(status, InternalError)
 

@@ -15,10 +15,11 @@ renames it over the target, so a crash never leaves a half-written
 checkpoint in place. A load checks the header, every name, dtype and shape
 and the checksums before it changes any tensor, so a failed load leaves every
 tensor as it was. A missing file is NotFoundError (no checkpoint yet); a
-name the file lacks is InvalidArgumentError; a
-damaged one UnknownError (truncated, checksum) or InvalidArgumentError (a
-header that is not safetensors, a shape that differs), each with vdev's
-message naming the file and the problem.
+name the file lacks is InvalidArgumentError; a truncated or damaged file
+(a checksum that does not match) DataLossError, as TensorFlow's checkpoint
+reader raises; another file error (cannot read) UnknownError; a header that
+is not safetensors or a shape that differs InvalidArgumentError; each with
+vdev's message naming the file and the problem.
 
 A MirroredVariable (made under a MirroredStrategy's scope) saves its first
 replica's value (the replicas are identical) and loads into every replica.

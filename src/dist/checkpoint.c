@@ -553,8 +553,8 @@ VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *con
                 goto done;
             }
             if ((uint64_t)got < chunk) { /* the file shrank after it was opened */
-                st = vdev_dist_ckerr(path, VDEV_ERR_IO,
-                                     "the file ends inside entry '" Q "' (truncated?)", e->name);
+                st = vdev_dist_ckloss(path, "the file ends inside entry '" Q "' (truncated?)",
+                                      e->name);
                 goto done;
             }
             crc = crc32_z(crc, buf, chunk);
@@ -574,10 +574,10 @@ VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *con
         }
     }
     if (ck->has_crc && (crc & 0xffffffffu) != ck->crc) {
-        st = vdev_dist_ckerr(path, VDEV_ERR_IO,
-                             "checksum mismatch: the data's CRC-32 is %08lx, the header says "
-                             "%08lx (the file is damaged)",
-                             (unsigned long)(crc & 0xffffffffu), (unsigned long)ck->crc);
+        st = vdev_dist_ckloss(path,
+                              "checksum mismatch: the data's CRC-32 is %08lx, the header says "
+                              "%08lx",
+                              (unsigned long)(crc & 0xffffffffu), (unsigned long)ck->crc);
         goto done;
     }
 

@@ -71,6 +71,14 @@ struct vdev_checkpoint {
 /* Sets the error, "checkpoint '<path>': <message>", and returns code. */
 enum vdev_status vdev_dist_ckerr(const char *path, enum vdev_status code, const char *fmt, ...)
     VDEV_PRINTF(3, 4);
+/* What follows the quoted path in the message of a truncated or damaged file
+ * (and of nothing else). */
+#define VDEV_CKPT_DAMAGED "' is damaged: "
+/* Sets the error of a file that is truncated or damaged, VDEV_ERR_IO with
+ * "checkpoint '<path>' is damaged: <message>", and returns VDEV_ERR_IO. Every
+ * such error is made here, so a caller tells data loss from the other file
+ * errors by that one marker (Python raises DataLossError for it). */
+enum vdev_status vdev_dist_ckloss(const char *path, const char *fmt, ...) VDEV_PRINTF(2, 3);
 
 /* Parses and checks a header: `text` holds its n bytes plus a terminating
  * NUL; file_bytes is the file's size (8 + n <= file_bytes). Checks the JSON,

@@ -131,10 +131,10 @@ enum vdev_status vdev_dist_ckpt_read_header(const char *path, int *fd_out,
         goto fail;
     }
     if (got < 8) {
-        st = vdev_dist_ckerr(path, VDEV_ERR_IO,
-                             "the file holds %lld bytes, fewer than the 8 of the header's "
-                             "length (truncated?)",
-                             (long long)got);
+        st = vdev_dist_ckloss(path,
+                              "the file holds %lld bytes, fewer than the 8 of the header's "
+                              "length (truncated?)",
+                              (long long)got);
         goto fail;
     }
     uint64_t n = 0;
@@ -148,10 +148,10 @@ enum vdev_status vdev_dist_ckpt_read_header(const char *path, int *fd_out,
         goto fail;
     }
     if (size < 8 || n > size - 8) { /* size < 8: the file grew since fstat */
-        st = vdev_dist_ckerr(path, VDEV_ERR_IO,
-                             "the header of %llu bytes runs past the end of the file (%llu "
-                             "bytes; truncated?)",
-                             (unsigned long long)n, (unsigned long long)size);
+        st = vdev_dist_ckloss(path,
+                              "the header of %llu bytes runs past the end of the file (%llu "
+                              "bytes; truncated?)",
+                              (unsigned long long)n, (unsigned long long)size);
         goto fail;
     }
     text = vdev_dist_malloc((size_t)n + 1);
@@ -166,7 +166,7 @@ enum vdev_status vdev_dist_ckpt_read_header(const char *path, int *fd_out,
         goto fail;
     }
     if ((uint64_t)got < n) { /* the file shrank after fstat */
-        st = vdev_dist_ckerr(path, VDEV_ERR_IO, "the file ends inside its header (truncated?)");
+        st = vdev_dist_ckloss(path, "the file ends inside its header (truncated?)");
         goto fail;
     }
     text[n] = '\0';

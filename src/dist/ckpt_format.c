@@ -68,6 +68,16 @@ enum vdev_status vdev_dist_ckerr(const char *path, enum vdev_status code, const 
     return vdev_error(code, "checkpoint '" VDEV_CKPT_QUOTE "': %s", path, msg);
 }
 
+enum vdev_status vdev_dist_ckloss(const char *path, const char *fmt, ...) {
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return vdev_error(VDEV_ERR_IO, "checkpoint '" VDEV_CKPT_QUOTE VDEV_CKPT_DAMAGED "%s", path,
+                      msg);
+}
+
 int vdev_dist_utf8_valid(const char *str, size_t n) {
     const unsigned char *s = (const unsigned char *)str;
     size_t i = 0;
@@ -296,8 +306,8 @@ static enum vdev_status parse_entry(struct vdev_checkpoint *ck, const char *name
                                "': data_offsets [%llu, %llu] end before they begin",
                                name, (unsigned long long)e->begin, (unsigned long long)e->end);
     if (e->end > ck->data_bytes)
-        return vdev_dist_ckerr(
-            path, VDEV_ERR_IO,
+        return vdev_dist_ckloss(
+            path,
             "entry '" VDEV_CKPT_QUOTE "' ends at byte %llu of the data, but the file "
             "holds %llu bytes of data (truncated?)",
             name, (unsigned long long)e->end, (unsigned long long)ck->data_bytes);
@@ -357,15 +367,14 @@ static enum vdev_status check_header_crc(const char *path, yajl_val root, const 
     if (n < VDEV_CKPT_HCRC_AT + 9 || memcmp(text, VDEV_CKPT_HEAD1, VDEV_CKPT_CRC_AT) != 0 ||
         memcmp(text + VDEV_CKPT_CRC_AT + 8, VDEV_CKPT_HEAD2, sizeof VDEV_CKPT_HEAD2 - 1) != 0 ||
         memcmp(text + VDEV_CKPT_HCRC_AT, v->u.string, 8) != 0 || text[VDEV_CKPT_HCRC_AT + 8] != '"')
-        return vdev_dist_ckerr(path, VDEV_ERR_IO,
-                               "vdev.header_crc32 is not at the start of the header, where vdev "
-                               "writes it (the header was changed)");
+        return vdev_dist_ckloss(path, "vdev.header_crc32 is not at the start of the header, "
+                                      "where vdev writes it (the header was changed)");
     uint32_t got = header_crc(text, (size_t)n);
     if (got != want)
-        return vdev_dist_ckerr(path, VDEV_ERR_IO,
-                               "header checksum mismatch: the header's CRC-32 is %08lx, "
-                               "vdev.header_crc32 says %08lx (the header is damaged)",
-                               (unsigned long)got, (unsigned long)want);
+        return vdev_dist_ckloss(path,
+                                "header checksum mismatch: the header's CRC-32 is %08lx, "
+                                "vdev.header_crc32 says %08lx",
+                                (unsigned long)got, (unsigned long)want);
     return VDEV_OK;
 }
 
