@@ -497,6 +497,88 @@ static void test_header_crc(void) {
     vdev_tensor_free(t);
 }
 
+/* The vdev checkpoint at path rewritten with "vdev.format" fmt, its header's
+ * CRC made right for the new bytes when `seal` (as a newer vdev keeping this
+ * layout would write it), else left as it was (a damaged "1"). *got: the CRC
+ * of the new header (its digits as zeros); was: its digits as written. */
+static void reformat(const char *path, const char *fmt, int seal, unsigned long *got, char *was) {
+    size_t len, k = strlen("{\"__metadata__\":{\"vdev.format\":\""), fl = strlen(fmt);
+    unsigned char *f = slurp(path, &len);
+    CHECK(f != NULL && memcmp(f + 8 + k, "1\"", 2) == 0);
+    size_t n = f[0] | (size_t)f[1] << 8, hn = n - 1 + fl; /* under 65536 */
+    char *h = calloc(1, hn + 1);
+    memcpy(h, f + 8, k);
+    memcpy(h + k, fmt, fl);
+    memcpy(h + k + fl, f + 8 + k + 1, n - k - 1);
+    size_t at = (size_t)(strstr(h, "\"vdev.header_crc32\":\"") - h) + 21;
+    memcpy(was, h + at, 8);
+    was[8] = '\0';
+    memcpy(h + at, "00000000", 8);
+    *got = crc32(0L, (const unsigned char *)h, (uInt)hn);
+    char hex[9];
+    snprintf(hex, sizeof hex, "%08lx", *got);
+    memcpy(h + at, seal ? hex : was, 8);
+    if (seal)
+        memcpy(was, hex, 9);
+    forge(path, -1, h, hn, f + 8 + n, len - 8 - n);
+    free(h);
+    free(f);
+}
+
+/* A newer format with this layout and a right CRC is refused for its version
+ * (as one without the CRC keys), by load, open and metadata alike; so is one
+ * whose CRC sits elsewhere or that is damaged (this vdev cannot judge another
+ * format). A damaged "1" is damage: the CRC matches with "1" put back. */
+static void test_newer_format(void) {
+    const char *path = P("v2.safetensors");
+    float x[2] = {1.5f, -2.0f};
+    int64_t s2[1] = {2};
+    vdev_tensor_t *t = vdev_tensor_from_host(x, s2, 1, VDEV_F32);
+    const char *nx[1] = {"x"}, *meta[2] = {"step", "7"};
+    static const char *const fmts[] = {"2", "10", "1.1"};
+    unsigned long got;
+    char was[9], buf[8];
+    for (size_t i = 0; i < 3; i++) {
+        CHECK_OK(vdev_checkpoint_save(path, nx, &t, 1, meta, 1));
+        reformat(path, fmts[i], 1, &got, was);
+        for (int edit = 0; edit < 2; edit++) { /* then with a changed step too */
+            const char *want = "checkpoint '%s': vdev.format is \"%s\"; this vdev reads format 1";
+            EXPECT(vdev_checkpoint_load(path, nx, &t, 1), VDEV_ERR_UNSUPPORTED, want, path,
+                   fmts[i]);
+            vdev_checkpoint_t *ck = (vdev_checkpoint_t *)1;
+            EXPECT(vdev_checkpoint_open(path, &ck), VDEV_ERR_UNSUPPORTED, want, path, fmts[i]);
+            CHECK(ck == NULL);
+            EXPECT(vdev_checkpoint_metadata(path, "step", buf, sizeof buf), VDEV_ERR_UNSUPPORTED,
+                   want, path, fmts[i]);
+            if (edit)
+                break;
+            size_t len;
+            unsigned char *f = slurp(path, &len);
+            char *step = strstr((char *)f + 8, "\"step\":\"7\"");
+            CHECK(step != NULL);
+            step[8] = '9';
+            spill(path, f, len);
+            free(f);
+        }
+    }
+    /* The CRC key in another place: a newer layout, not damage. */
+    const char *moved = "{\"__metadata__\":{\"vdev.format\":\"2\",\"vdev.crc32\":\"00000000\","
+                        "\"step\":\"7\",\"vdev.header_crc32\":\"00000000\"}}";
+    forge(path, -1, moved, strlen(moved), NULL, 0);
+    EXPECT(vdev_checkpoint_load(path, NULL, NULL, 0), VDEV_ERR_UNSUPPORTED,
+           "checkpoint '%s': vdev.format is \"2\"; this vdev reads format 1", path);
+    /* A damaged "1" (the CRC left as saved). */
+    for (int c = 0; c < 2; c++) {
+        CHECK_OK(vdev_checkpoint_save(path, nx, &t, 1, meta, 1));
+        reformat(path, c ? "3" : "0", 0, &got, was);
+        EXPECT(vdev_checkpoint_load(path, nx, &t, 1), VDEV_ERR_IO,
+               "checkpoint '%s' is damaged: header checksum mismatch: the header's CRC-32 is "
+               "%08lx, vdev.header_crc32 says %s",
+               path, got, was);
+    }
+    vdev_tensor_free(t);
+}
+
 /* ---- saves that fail half-way ---- */
 
 /* The target holds exactly `want` and the folder holds nothing else. */
@@ -661,6 +743,7 @@ int main(void) {
     test_bad_headers(u);
     test_foreign();
     test_header_crc();
+    test_newer_format();
     test_size_limit(t);
     test_save_faults(t);
     test_load_faults(t, u);

@@ -9,6 +9,7 @@ import os
 import pathlib
 import re
 import struct
+import zlib
 
 import numpy as np
 import pytest
@@ -163,6 +164,36 @@ def test_every_truncation_is_data_loss(tmp_path):
             assert str(e.value).startswith("checkpoint '%s' is damaged: " % cut), n
             assert "truncated?" in str(e.value), n
     assert w.numpy().tolist() == [[9.0] * 8] * 6
+
+
+def test_newer_format_is_unimplemented(tmp_path):
+    """A file of a newer vdev.format, with its header's CRC right (what a newer
+    vdev keeping this layout writes), is UnimplementedError naming the
+    version, not a damaged file; a damaged "1" is DataLossError."""
+    w = vdev.zeros([2])
+    v1 = tmp_path / "v1.st"
+    T.save_checkpoint(v1, {"w": w})
+    raw = v1.read_bytes()
+    n = struct.unpack("<Q", raw[:8])[0]
+    for fmt, seal in ((b"2", True), (b"3", False)):
+        h = raw[8:8 + n].replace(b'"vdev.format":"1"', b'"vdev.format":"' + fmt + b'"')
+        m = re.search(rb'"vdev.header_crc32":"([0-9a-f]{8})"', h)
+        if seal:
+            crc = b"%08x" % zlib.crc32(h[:m.start(1)] + b"00000000" + h[m.end(1):])
+            h = h[:m.start(1)] + crc + h[m.end(1):]
+        path = tmp_path / ("v%s.st" % fmt.decode())
+        path.write_bytes(raw[:8] + h + raw[8 + n:])
+        for call in (lambda: T.load_checkpoint(path, {"w": w}),
+                     lambda: T.checkpoint_metadata(path)):
+            with pytest.raises(vdev.errors.UnimplementedError if seal
+                               else vdev.errors.DataLossError) as e:
+                call()
+            if seal:
+                assert str(e.value) == ("checkpoint '%s': vdev.format is \"2\"; this vdev reads "
+                                        "format 1" % path)
+            else:
+                assert str(e.value).startswith("checkpoint '%s' is damaged: header checksum "
+                                               "mismatch: " % path)
 
 
 def test_mirrored_variables(tmp_path):

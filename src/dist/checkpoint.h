@@ -25,10 +25,15 @@
 /* How every header vdev writes starts: these two strings, each followed by 8
  * hex digits, the data's CRC-32 ("vdev.crc32") and then the header's own
  * ("vdev.header_crc32", computed with its 8 digits as "00000000"). The reader
- * finds the header's CRC at this place, so it covers every other byte. */
-#define VDEV_CKPT_HEAD1                                                                            \
-    "{\"__metadata__\":{\"vdev.format\":\"" VDEV_CKPT_FORMAT "\",\"vdev.crc32\":\""
-#define VDEV_CKPT_HEAD2 "\",\"vdev.header_crc32\":\""
+ * finds the header's CRC at this place, so it covers every other byte. HEAD1
+ * is HEAD_FMT, the format's value, then HEAD_CRC: a reader looks for the CRC
+ * after the value the file has, so that a newer format with the same layout
+ * is told apart from damage. */
+#define VDEV_CKPT_HEAD_FMT "{\"__metadata__\":{\"vdev.format\":\""
+#define VDEV_CKPT_HEAD_CRC "\",\"vdev.crc32\":\""
+#define VDEV_CKPT_HEAD1 VDEV_CKPT_HEAD_FMT VDEV_CKPT_FORMAT VDEV_CKPT_HEAD_CRC
+#define VDEV_CKPT_HCRC_KEY "vdev.header_crc32"
+#define VDEV_CKPT_HEAD2 "\",\"" VDEV_CKPT_HCRC_KEY "\":\""
 #define VDEV_CKPT_CRC_AT (sizeof VDEV_CKPT_HEAD1 - 1)
 #define VDEV_CKPT_HCRC_AT (VDEV_CKPT_CRC_AT + 8 + sizeof VDEV_CKPT_HEAD2 - 1)
 

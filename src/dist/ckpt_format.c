@@ -8,7 +8,9 @@
  * tree API then parses it. A header with "vdev.header_crc32" must hold it at
  * the place vdev writes it, and its CRC-32 (with those 8 digits read as
  * "00000000") must match, before anything else is looked at; headers
- * without it (earlier vdev versions, other programs) skip that check. Every
+ * without it (earlier vdev versions, other programs) skip that check, and a
+ * header of a newer "vdev.format" is refused for its version, not judged by
+ * this version's rules. Every
  * number must be a non-negative integer that fits 63 bits (yajl marks larger
  * ones, and non-integers, as not integers; JSON has no NaN or infinity). Each
  * entry's byte count must equal its shape's element count times its dtype's
@@ -336,13 +338,39 @@ static int parse_hex8(const char *s, uint32_t *out) {
     return ok;
 }
 
-/* The CRC-32 of a header's n bytes, its own CRC's 8 digits read as "00000000". */
-static uint32_t header_crc(const char *text, size_t n) {
+/* The CRC-32 of a header's n bytes, its own CRC's 8 digits (at `at`) read as
+ * "00000000" and, when fmt is not NULL, the format's value (the fmt_len bytes
+ * after VDEV_CKPT_HEAD_FMT) read as fmt. */
+static uint32_t header_crc(const char *text, size_t n, size_t at, const char *fmt,
+                           size_t fmt_len) {
+    const size_t fmt_at = sizeof VDEV_CKPT_HEAD_FMT - 1;
     uLong c = crc32_z(0L, Z_NULL, 0);
-    c = crc32_z(c, (const Bytef *)text, VDEV_CKPT_HCRC_AT);
+    size_t from = 0;
+    if (fmt) {
+        c = crc32_z(c, (const Bytef *)text, fmt_at);
+        c = crc32_z(c, (const Bytef *)fmt, strlen(fmt));
+        from = fmt_at + fmt_len;
+    }
+    c = crc32_z(c, (const Bytef *)text + from, at - from);
     c = crc32_z(c, (const Bytef *)"00000000", 8);
-    c = crc32_z(c, (const Bytef *)text + VDEV_CKPT_HCRC_AT + 8, n - VDEV_CKPT_HCRC_AT - 8);
+    c = crc32_z(c, (const Bytef *)text + at + 8, n - at - 8);
     return (uint32_t)(c & 0xffffffffu);
+}
+
+/* Where the header's own CRC is when the header starts as vdev writes it
+ * (VDEV_CKPT_HEAD1 and HEAD2, with the format's value fmt in HEAD1): the
+ * offset of its 8 digits, or 0 when the header does not start that way. */
+static size_t hcrc_place(const char *text, uint64_t n, const char *fmt) {
+    const size_t fmt_at = sizeof VDEV_CKPT_HEAD_FMT - 1, flen = strlen(fmt);
+    const size_t crc_at = fmt_at + flen + sizeof VDEV_CKPT_HEAD_CRC - 1;
+    const size_t at = crc_at + 8 + sizeof VDEV_CKPT_HEAD2 - 1;
+    if (n < at + 9 || memcmp(text, VDEV_CKPT_HEAD_FMT, fmt_at) != 0 ||
+        memcmp(text + fmt_at, fmt, flen) != 0 ||
+        memcmp(text + fmt_at + flen, VDEV_CKPT_HEAD_CRC, sizeof VDEV_CKPT_HEAD_CRC - 1) != 0 ||
+        memcmp(text + crc_at + 8, VDEV_CKPT_HEAD2, sizeof VDEV_CKPT_HEAD2 - 1) != 0 ||
+        text[at + 8] != '"')
+        return 0;
+    return at;
 }
 
 /* The value of `key` in object v, NULL if none (the first, if repeated). */
@@ -353,10 +381,16 @@ static yajl_val member(yajl_val v, const char *key) {
     return NULL;
 }
 
-/* The header's own CRC, when it has one (see the file comment). */
+/* The header's own CRC, when it has one (see the file comment). A file of
+ * another "vdev.format" (a newer vdev's) is judged only where it keeps this
+ * layout and CRC: when its CRC sits elsewhere or does not match, it passes
+ * here and parse_metadata refuses its version, since this vdev cannot know a
+ * newer format's rules. The exception is a format-1 file whose "1" was
+ * damaged: its CRC matches with "1" put back, and it is refused as damaged. */
 static enum vdev_status check_header_crc(const char *path, yajl_val root, const char *text,
                                          uint64_t n) {
-    yajl_val v = member(member(root, "__metadata__"), "vdev.header_crc32");
+    yajl_val meta = member(root, "__metadata__");
+    yajl_val v = member(meta, VDEV_CKPT_HCRC_KEY), f = member(meta, "vdev.format");
     if (!YAJL_IS_STRING(v)) /* none, or not a string: parse_metadata says so */
         return VDEV_OK;
     uint32_t want;
@@ -364,13 +398,17 @@ static enum vdev_status check_header_crc(const char *path, yajl_val root, const 
         return vdev_dist_ckerr(path, VDEV_ERR_PARSE,
                                "vdev.header_crc32 is \"%.20s\", not 8 lowercase hex digits",
                                v->u.string);
-    if (n < VDEV_CKPT_HCRC_AT + 9 || memcmp(text, VDEV_CKPT_HEAD1, VDEV_CKPT_CRC_AT) != 0 ||
-        memcmp(text + VDEV_CKPT_CRC_AT + 8, VDEV_CKPT_HEAD2, sizeof VDEV_CKPT_HEAD2 - 1) != 0 ||
-        memcmp(text + VDEV_CKPT_HCRC_AT, v->u.string, 8) != 0 || text[VDEV_CKPT_HCRC_AT + 8] != '"')
-        return vdev_dist_ckloss(path, "vdev.header_crc32 is not at the start of the header, "
-                                      "where vdev writes it (the header was changed)");
-    uint32_t got = header_crc(text, (size_t)n);
-    if (got != want)
+    const char *fmt = YAJL_IS_STRING(f) ? f->u.string : VDEV_CKPT_FORMAT;
+    int ours = strcmp(fmt, VDEV_CKPT_FORMAT) == 0;
+    size_t at = hcrc_place(text, n, fmt);
+    if (at == 0 || memcmp(text + at, v->u.string, 8) != 0)
+        return ours ? vdev_dist_ckloss(path, "vdev.header_crc32 is not at the start of the "
+                                             "header, where vdev writes it (the header was "
+                                             "changed)")
+                    : VDEV_OK;
+    uint32_t got = header_crc(text, (size_t)n, at, NULL, 0);
+    if (got != want &&
+        (ours || header_crc(text, (size_t)n, at, VDEV_CKPT_FORMAT, strlen(fmt)) == want))
         return vdev_dist_ckloss(path,
                                 "header checksum mismatch: the header's CRC-32 is %08lx, "
                                 "vdev.header_crc32 says %08lx",
@@ -705,6 +743,7 @@ void vdev_dist_ckpt_seal_header(char *header, size_t n, uint32_t data_crc) {
     char hex[9];
     snprintf(hex, sizeof hex, "%08lx", (unsigned long)data_crc);
     memcpy(header + VDEV_CKPT_CRC_AT, hex, 8);
-    snprintf(hex, sizeof hex, "%08lx", (unsigned long)header_crc(header, n));
+    snprintf(hex, sizeof hex, "%08lx",
+             (unsigned long)header_crc(header, n, VDEV_CKPT_HCRC_AT, NULL, 0));
     memcpy(header + VDEV_CKPT_HCRC_AT, hex, 8);
 }
