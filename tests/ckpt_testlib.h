@@ -1,7 +1,10 @@
 /* ckpt_testlib.h — what the checkpoint tests share: EXPECT (a call's status
  * and exact message), the test's scratch folder `dir` (ckpt_dir_make at the
- * start of main) and P(name), a path in it, freed by free_paths() at the end.
- * Included by one test file each (the definitions are static). */
+ * start of main) and P(name), a path in it, freed by free_paths() at the end;
+ * and files by hand: slurp (read one whole), spill (write one), forge (a
+ * safetensors file from a header and data). Included by one test file each
+ * (the definitions are static; the file helpers inline, as not every test
+ * uses them). */
 #ifndef VDEV_CKPT_TESTLIB_H
 #define VDEV_CKPT_TESTLIB_H
 
@@ -59,6 +62,60 @@ static int ckpt_dir_make(void)
         return -1;
     }
     return 0;
+}
+
+/* The file's bytes (malloc'ed, *len set) and a NUL after them, so that
+ * strstr stops there; NULL if it cannot be read. */
+static inline unsigned char *slurp(const char *path, size_t *len)
+{
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)n + 1);
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    if (b)
+        b[n] = '\0';
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+/* Writes len bytes to path, replacing it. */
+static inline void spill(const char *path, const void *bytes, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK(fwrite(bytes, 1, len, f) == len);
+        fclose(f);
+    }
+}
+
+/* A file: the 8-byte length `n` (the header's length when n is -1), the
+ * header, then `data_len` bytes of data (0x11, 0x22, ... when data is NULL). */
+static inline void forge(const char *path, long long n, const char *header, size_t hlen,
+                         const void *data, size_t data_len)
+{
+    size_t len = 8 + hlen + data_len;
+    unsigned char *b = malloc(len);
+    CHECK(b != NULL);
+    if (!b)
+        return;
+    uint64_t v = n == -1 ? (uint64_t)hlen : (uint64_t)n;
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+    memcpy(b + 8, header, hlen);
+    for (size_t i = 0; i < data_len; i++)
+        b[8 + hlen + i] = data ? ((const unsigned char *)data)[i] : (unsigned char)(0x11 * (i + 1));
+    spill(path, b, len);
+    free(b);
 }
 
 #endif

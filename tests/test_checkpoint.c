@@ -23,24 +23,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-/* The file's bytes (malloc'ed, *len set), NULL if it cannot be read. */
-static unsigned char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return b;
-}
-
 /* Files in dir, "." and ".." aside. */
 static int n_files(void) {
     DIR *d = opendir(dir);

@@ -1,0 +1,176 @@
+/* test_checkpoint_header.c — the header's version and its own checksum: an
+ * edited value is refused by load, open and metadata alike; files of earlier
+ * vdev versions (no header checksum) still load; a file of a newer
+ * "vdev.format" is refused for its version, whether or not this vdev could
+ * check it, while a damaged "1" is refused as damage. Each with its exact
+ * code and message. */
+#define _GNU_SOURCE
+#include "ckpt_testlib.h"
+#include "dist/checkpoint.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* The header's own CRC: an edited value is refused by load, open and
+ * metadata alike; files without it (as vdev wrote them before it existed)
+ * still load. */
+static void test_header_crc(void) {
+    const char *path = P("hcrc.safetensors");
+    float x[2] = {1.5f, -2.0f};
+    int64_t s2[1] = {2};
+    vdev_tensor_t *t = vdev_tensor_from_host(x, s2, 1, VDEV_F32);
+    const char *nx[1] = {"x"}, *meta[2] = {"step", "7"};
+    CHECK_OK(vdev_checkpoint_save(path, nx, &t, 1, meta, 1));
+    size_t len;
+    unsigned char *f = slurp(path, &len);
+    CHECK(f != NULL);
+    size_t n = f[0]; /* under 256 */
+    char *step = strstr((char *)f + 8, "\"step\":\"7\"");
+    CHECK(step != NULL);
+    char was[9];
+    memcpy(was, (char *)f + 8 + VDEV_CKPT_HCRC_AT, 8);
+    was[8] = '\0';
+    step[8] = '9';
+    spill(path, f, len);
+    memcpy(f + 8 + VDEV_CKPT_HCRC_AT, "00000000", 8);
+    unsigned long got = crc32(0L, f + 8, (uInt)n);
+    char want[400];
+    snprintf(want, sizeof want,
+             "checkpoint '%s' is damaged: header checksum mismatch: the header's CRC-32 is "
+             "%08lx, vdev.header_crc32 says %s",
+             path, got, was);
+    char buf[8] = "x";
+    CHECK_STATUS(vdev_checkpoint_metadata(path, "step", buf, sizeof buf), VDEV_ERR_IO);
+    CHECK_STR(vdev_last_error(), want);
+    CHECK_STR(buf, "x");
+    vdev_checkpoint_t *ck = (vdev_checkpoint_t *)1;
+    CHECK_STATUS(vdev_checkpoint_open(path, &ck), VDEV_ERR_IO);
+    CHECK_STR(vdev_last_error(), want);
+    CHECK(ck == NULL);
+    CHECK_STATUS(vdev_checkpoint_load(path, nx, &t, 1), VDEV_ERR_IO);
+    CHECK_STR(vdev_last_error(), want);
+    free(f);
+
+    /* A file as earlier versions wrote it: the data's CRC only. */
+    char old[256];
+    int k = snprintf(old, sizeof old,
+                     "{\"__metadata__\":{\"vdev.format\":\"1\",\"vdev.crc32\":\"%08lx\","
+                     "\"step\":\"7\"},\"x\":{\"dtype\":\"F32\",\"shape\":[2],"
+                     "\"data_offsets\":[0,8]}}",
+                     crc32(0L, (const unsigned char *)x, 8));
+    while (k % 8)
+        old[k++] = ' ';
+    forge(path, -1, old, (size_t)k, x, 8);
+    vdev_tensor_t *y = vdev_tensor_zeros(s2, 1, VDEV_F32);
+    CHECK_OK(vdev_checkpoint_load(path, nx, &y, 1));
+    float yv[2];
+    CHECK_OK(vdev_tensor_to_host(y, yv, sizeof yv));
+    CHECK(yv[0] == 1.5f && yv[1] == -2.0f);
+    CHECK_OK(vdev_checkpoint_metadata(path, "step", buf, sizeof buf));
+    CHECK_STR(buf, "7");
+    vdev_tensor_free(y);
+    vdev_tensor_free(t);
+}
+
+/* The vdev checkpoint at path rewritten with "vdev.format" fmt, its header's
+ * CRC made right for the new bytes when `seal` (as a newer vdev keeping this
+ * layout would write it), else left as it was (a damaged "1"). *got: the CRC
+ * of the new header (its digits as zeros); was: its digits as written. */
+static void reformat(const char *path, const char *fmt, int seal, unsigned long *got, char *was) {
+    size_t len, k = strlen("{\"__metadata__\":{\"vdev.format\":\""), fl = strlen(fmt);
+    unsigned char *f = slurp(path, &len);
+    CHECK(f != NULL && memcmp(f + 8 + k, "1\"", 2) == 0);
+    size_t n = f[0] | (size_t)f[1] << 8, hn = n - 1 + fl; /* under 65536 */
+    char *h = calloc(1, hn + 1);
+    memcpy(h, f + 8, k);
+    memcpy(h + k, fmt, fl);
+    memcpy(h + k + fl, f + 8 + k + 1, n - k - 1);
+    size_t at = (size_t)(strstr(h, "\"vdev.header_crc32\":\"") - h) + 21;
+    memcpy(was, h + at, 8);
+    was[8] = '\0';
+    memcpy(h + at, "00000000", 8);
+    *got = crc32(0L, (const unsigned char *)h, (uInt)hn);
+    char hex[9];
+    snprintf(hex, sizeof hex, "%08lx", *got);
+    memcpy(h + at, seal ? hex : was, 8);
+    if (seal)
+        memcpy(was, hex, 9);
+    forge(path, -1, h, hn, f + 8 + n, len - 8 - n);
+    free(h);
+    free(f);
+}
+
+/* A newer format with this layout and a right CRC is refused for its version
+ * (as one without the CRC keys), by load, open and metadata alike; so is one
+ * whose CRC sits elsewhere or that is damaged (this vdev cannot judge another
+ * format). A damaged "1" is damage: the CRC matches with "1" put back. */
+static void test_newer_format(void) {
+    const char *path = P("v2.safetensors");
+    float x[2] = {1.5f, -2.0f};
+    int64_t s2[1] = {2};
+    vdev_tensor_t *t = vdev_tensor_from_host(x, s2, 1, VDEV_F32);
+    const char *nx[1] = {"x"}, *meta[2] = {"step", "7"};
+    static const char *const fmts[] = {"2", "10", "1.1"};
+    unsigned long got;
+    char was[9], buf[8];
+    for (size_t i = 0; i < 3; i++) {
+        CHECK_OK(vdev_checkpoint_save(path, nx, &t, 1, meta, 1));
+        reformat(path, fmts[i], 1, &got, was);
+        for (int edit = 0; edit < 2; edit++) { /* then with a changed step too */
+            const char *want = "checkpoint '%s': vdev.format is \"%s\"; this vdev reads format 1";
+            EXPECT(vdev_checkpoint_load(path, nx, &t, 1), VDEV_ERR_UNSUPPORTED, want, path,
+                   fmts[i]);
+            vdev_checkpoint_t *ck = (vdev_checkpoint_t *)1;
+            EXPECT(vdev_checkpoint_open(path, &ck), VDEV_ERR_UNSUPPORTED, want, path, fmts[i]);
+            CHECK(ck == NULL);
+            EXPECT(vdev_checkpoint_metadata(path, "step", buf, sizeof buf), VDEV_ERR_UNSUPPORTED,
+                   want, path, fmts[i]);
+            if (edit)
+                break;
+            size_t len;
+            unsigned char *f = slurp(path, &len);
+            char *step = strstr((char *)f + 8, "\"step\":\"7\"");
+            CHECK(step != NULL);
+            step[8] = '9';
+            spill(path, f, len);
+            free(f);
+        }
+    }
+    /* The CRC key in another place: a newer layout, not damage. */
+    const char *moved = "{\"__metadata__\":{\"vdev.format\":\"2\",\"vdev.crc32\":\"00000000\","
+                        "\"step\":\"7\",\"vdev.header_crc32\":\"00000000\"}}";
+    forge(path, -1, moved, strlen(moved), NULL, 0);
+    EXPECT(vdev_checkpoint_load(path, NULL, NULL, 0), VDEV_ERR_UNSUPPORTED,
+           "checkpoint '%s': vdev.format is \"2\"; this vdev reads format 1", path);
+    /* A damaged "1" (the CRC left as saved). */
+    for (int c = 0; c < 2; c++) {
+        CHECK_OK(vdev_checkpoint_save(path, nx, &t, 1, meta, 1));
+        reformat(path, c ? "3" : "0", 0, &got, was);
+        EXPECT(vdev_checkpoint_load(path, nx, &t, 1), VDEV_ERR_IO,
+               "checkpoint '%s' is damaged: header checksum mismatch: the header's CRC-32 is "
+               "%08lx, vdev.header_crc32 says %s",
+               path, got, was);
+    }
+    vdev_tensor_free(t);
+}
+
+int main(void) {
+    if (ckpt_dir_make() != 0)
+        return 1;
+    check_fresh("2x1GiB");
+    test_header_crc();
+    test_newer_format();
+    vdev_shutdown();
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            unlink(P(e->d_name));
+    if (d)
+        closedir(d);
+    rmdir(dir);
+    free_paths();
+    return check_done();
+}
