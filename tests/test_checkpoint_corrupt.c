@@ -169,11 +169,9 @@ static void test_truncation(vdev_tensor_t *const *t, vdev_tensor_t *const *u) {
     }
     CHECK(untouched(u));
 
-    /* Single-bit flips anywhere in the length or the header: the header's
-     * CRC refuses each one, except a flip in the name of its own key
-     * ("vdev.header_crc32", which then reads as a key of the caller's and
-     * leaves a header without a CRC, otherwise intact): that load succeeds
-     * with exactly the saved values. Nothing crashes, nothing leaks. */
+    /* Single-bit flips anywhere in the length or the header: each one is
+     * refused, a flip in the name of the CRC's own key too
+     * (test_checkpoint_header.c). Nothing crashes, nothing leaks. */
     int failed = 0, passed = 0;
     for (size_t i = 0; i < 8 + n; i++)
         for (int bit = 0; bit < 8; bit++) {
@@ -186,7 +184,6 @@ static void test_truncation(vdev_tensor_t *const *t, vdev_tensor_t *const *u) {
             if (st == VDEV_OK) {
                 passed++;
                 CHECK(restored(v));
-                CHECK(i >= 8 + VDEV_CKPT_HCRC_AT - 20 && i < 8 + VDEV_CKPT_HCRC_AT - 3);
             } else {
                 failed++;
                 CHECK(untouched(v));
@@ -195,7 +192,7 @@ static void test_truncation(vdev_tensor_t *const *t, vdev_tensor_t *const *u) {
             for (int k = 0; k < N_T; k++)
                 vdev_tensor_free(v[k]);
         }
-    CHECK(failed > 0);
+    CHECK(failed == (int)(8 * (8 + n)) && passed == 0);
     printf("header bit flips: %d refused, %d harmless\n", failed, passed);
     free(g);
     free(f);

@@ -2,8 +2,9 @@
  * edited value is refused by load, open and metadata alike; files of earlier
  * vdev versions (no header checksum) still load; a file of a newer
  * "vdev.format" is refused for its version, whether or not this vdev could
- * check it, while a damaged "1" is refused as damage. Each with its exact
- * code and message. */
+ * check it, while a damaged "1" is refused as damage; a damaged name of the
+ * key "vdev.header_crc32" is refused as damage, not read as an older file
+ * without the key. Each with its exact code and message. */
 #define _GNU_SOURCE
 #include "ckpt_testlib.h"
 #include "dist/checkpoint.h"
@@ -157,12 +158,72 @@ static void test_newer_format(void) {
     vdev_tensor_free(t);
 }
 
+/* The name of the key "vdev.header_crc32" damaged, alone or with the step
+ * edited too: refused as damage, not read as a file without a header CRC.
+ * A file of an older vdev whose first key of the caller's sits in that
+ * place, as long, with 8 hex digits too, still loads. */
+static void test_hcrc_key(void) {
+    const char *path = P("key.safetensors");
+    float x[2] = {1.5f, -2.0f};
+    int64_t s2[1] = {2};
+    vdev_tensor_t *t = vdev_tensor_from_host(x, s2, 1, VDEV_F32);
+    const char *nx[1] = {"x"}, *meta[2] = {"step", "7"};
+    static const char *const keys[] = {"wdev.header_crc32", "vdev.header_crc22",
+                                       "vdev_header_crc32", "Vdev-header_crd33"};
+    char buf[8];
+    for (size_t i = 0; i < 4; i++)
+        for (int edit = 0; edit < 2; edit++) {
+            CHECK_OK(vdev_checkpoint_save(path, nx, &t, 1, meta, 1));
+            size_t len;
+            unsigned char *f = slurp(path, &len);
+            CHECK(f != NULL && len > 8 + VDEV_CKPT_HCRC_AT);
+            memcpy(f + 8 + VDEV_CKPT_HCRC_AT - 20, keys[i], 17);
+            char *step = strstr((char *)f + 8, "\"step\":\"7\"");
+            CHECK(step != NULL);
+            if (edit)
+                step[8] = '9';
+            spill(path, f, len);
+            free(f);
+            const char *want = "checkpoint '%s' is damaged: the key where vdev writes "
+                               "vdev.header_crc32 reads \"%s\"";
+            EXPECT(vdev_checkpoint_load(path, nx, &t, 1), VDEV_ERR_IO, want, path, keys[i]);
+            vdev_checkpoint_t *ck = (vdev_checkpoint_t *)1;
+            EXPECT(vdev_checkpoint_open(path, &ck), VDEV_ERR_IO, want, path, keys[i]);
+            CHECK(ck == NULL);
+            EXPECT(vdev_checkpoint_metadata(path, "step", buf, sizeof buf), VDEV_ERR_IO, want,
+                   path, keys[i]);
+        }
+    /* Older files: a key of the caller's in that place, 17 bytes with a hex
+     * value (5 bytes off the name, or as far as any), or shorter. */
+    static const char *const older[] = {"Xdev_Header-Crc32", "commit_sha_prefix", "step"};
+    for (size_t i = 0; i < 3; i++) {
+        char old[256];
+        int k = snprintf(old, sizeof old,
+                         "{\"__metadata__\":{\"vdev.format\":\"1\",\"vdev.crc32\":\"%08lx\","
+                         "\"%s\":\"0badf00d\"},\"x\":{\"dtype\":\"F32\",\"shape\":[2],"
+                         "\"data_offsets\":[0,8]}}",
+                         crc32(0L, (const unsigned char *)x, 8), older[i]);
+        forge(path, -1, old, (size_t)k, x, 8);
+        vdev_tensor_t *y = vdev_tensor_zeros(s2, 1, VDEV_F32);
+        CHECK_OK(vdev_checkpoint_load(path, nx, &y, 1));
+        float yv[2];
+        CHECK_OK(vdev_tensor_to_host(y, yv, sizeof yv));
+        CHECK(yv[0] == 1.5f && yv[1] == -2.0f);
+        char val[16];
+        CHECK_OK(vdev_checkpoint_metadata(path, older[i], val, sizeof val));
+        CHECK_STR(val, "0badf00d");
+        vdev_tensor_free(y);
+    }
+    vdev_tensor_free(t);
+}
+
 int main(void) {
     if (ckpt_dir_make() != 0)
         return 1;
     check_fresh("2x1GiB");
     test_header_crc();
     test_newer_format();
+    test_hcrc_key();
     vdev_shutdown();
     DIR *d = opendir(dir);
     for (struct dirent *e; d && (e = readdir(d));)

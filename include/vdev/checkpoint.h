@@ -43,7 +43,11 @@ extern "C" {
  * in this order, at the very start of the header, and expects the last one
  * there). Keys starting with "vdev." are vdev's. Files written before
  * "vdev.header_crc32" existed (and files of other programs) have no header
- * checksum and still load. Offsets need not be multiples of the element
+ * checksum and still load; but a key in its place, after vdev's first two,
+ * that is its name with a few bytes changed (at most 4 of 17), holding 8 hex
+ * digits, is that key damaged, and the file is refused as damaged. A file of
+ * a newer "vdev.format" is refused for its version (VDEV_ERR_UNSUPPORTED),
+ * not as damaged. Offsets need not be multiples of the element
  * size (vdev writes aligned data; other writers' files may not be).
  *
  * Names: a tensor's name (and a metadata key) is non-empty valid UTF-8 of at

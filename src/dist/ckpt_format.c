@@ -8,7 +8,8 @@
  * tree API then parses it. A header with "vdev.header_crc32" must hold it at
  * the place vdev writes it, and its CRC-32 (with those 8 digits read as
  * "00000000") must match, before anything else is looked at; headers
- * without it (earlier vdev versions, other programs) skip that check, and a
+ * without it (earlier vdev versions, other programs) skip that check, unless
+ * the key in its place is its name damaged (then refused as damage), and a
  * header of a newer "vdev.format" is refused for its version, not judged by
  * this version's rules. Every
  * number must be a non-negative integer that fits 63 bits (yajl marks larger
@@ -381,6 +382,47 @@ static yajl_val member(yajl_val v, const char *key) {
     return NULL;
 }
 
+/* How many of the 17 bytes of "vdev.header_crc32" may differ in a key found
+ * in its place before that key counts as it, damaged (check_hcrc_key). */
+#define HCRC_KEY_SLIP 4
+
+/* A header without "vdev.header_crc32" is one written before it existed
+ * (vdev's two other keys first, then the caller's) or another program's,
+ * read without a header CRC; unless, after vdev's two keys as vdev writes
+ * them, the third key is in the very place of vdev.header_crc32, as long, with
+ * 8 lowercase hex digits for its value, and differs from that name in at most
+ * HCRC_KEY_SLIP bytes. That is vdev.header_crc32 with a damaged name (a
+ * caller's key never starts with "vdev.", and none is that close), refused as
+ * damage instead of turning the header's checksum off. */
+static enum vdev_status check_hcrc_key(const char *path, const char *text, uint64_t n) {
+    const size_t len = sizeof VDEV_CKPT_HCRC_KEY - 1, key_at = VDEV_CKPT_CRC_AT + 8 + 3;
+    _Static_assert(VDEV_CKPT_CRC_AT + 8 + 3 + sizeof VDEV_CKPT_HCRC_KEY - 1 + 3 ==
+                       VDEV_CKPT_HCRC_AT,
+                   "the key sits between the data's CRC and the header's");
+    char digits[9];
+    uint32_t unused;
+    if (n < VDEV_CKPT_HCRC_AT + 9 || memcmp(text, VDEV_CKPT_HEAD1, VDEV_CKPT_CRC_AT) != 0 ||
+        memcmp(text + key_at - 3, "\",\"", 3) != 0 ||
+        memcmp(text + key_at + len, "\":\"", 3) != 0 || text[VDEV_CKPT_HCRC_AT + 8] != '"')
+        return VDEV_OK;
+    memcpy(digits, text + VDEV_CKPT_HCRC_AT, 8);
+    digits[8] = '\0';
+    if (!parse_hex8(digits, &unused))
+        return VDEV_OK;
+    int differ = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[key_at + i];
+        if (c == '"' || c == '\\') /* another key: shorter, or holding an escape */
+            return VDEV_OK;
+        differ += c != VDEV_CKPT_HCRC_KEY[i];
+    }
+    if (differ > HCRC_KEY_SLIP)
+        return VDEV_OK;
+    return vdev_dist_ckloss(path,
+                            "the key where vdev writes " VDEV_CKPT_HCRC_KEY " reads \"%.*s\"",
+                            (int)len, text + key_at);
+}
+
 /* The header's own CRC, when it has one (see the file comment). A file of
  * another "vdev.format" (a newer vdev's) is judged only where it keeps this
  * layout and CRC: when its CRC sits elsewhere or does not match, it passes
@@ -391,7 +433,9 @@ static enum vdev_status check_header_crc(const char *path, yajl_val root, const 
                                          uint64_t n) {
     yajl_val meta = member(root, "__metadata__");
     yajl_val v = member(meta, VDEV_CKPT_HCRC_KEY), f = member(meta, "vdev.format");
-    if (!YAJL_IS_STRING(v)) /* none, or not a string: parse_metadata says so */
+    if (!v) /* an older file, another program's, or a damaged key name */
+        return check_hcrc_key(path, text, n);
+    if (!YAJL_IS_STRING(v)) /* parse_metadata says so */
         return VDEV_OK;
     uint32_t want;
     if (!parse_hex8(v->u.string, &want))
