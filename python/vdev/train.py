@@ -23,23 +23,32 @@ vdev's message naming the file and the problem.
 
 A MirroredVariable (made under a MirroredStrategy's scope) saves its first
 replica's value (the replicas are identical) and loads into every replica.
-Given an optimizer, a save also writes its state: each Variable's slots,
-named "<variable's name>/<slot>" (Keras's slot names: "m" and "v" for Adam,
-"momentum" for SGD with momentum), and its iteration count as the metadata
-key "optimizer/iterations"; a load with that optimizer restores both, so
-training goes on bit for bit as if it had never stopped.
+Given an optimizer, a save also writes its state, named as vdev/checkpoint.h
+names it for C jobs too: each Variable's slots as "<variable's
+name>/<slot>" ("adam_m" and "adam_v" for Adam's m and v, "momentum" for
+SGD with momentum), and its iteration count as the entry
+"optimizer/iterations", a 0-dimensional int32 tensor; a load with that
+optimizer restores both, so training goes on bit for bit as if it had never
+stopped. A load also reads the names earlier versions wrote ("<name>/m",
+"<name>/v", and the count as the metadata key "optimizer/iterations").
 """
 
 import ctypes
 import numbers
 import os
 
+import numpy as np
+
 from . import _lib, errors
+from ._device import device
 from ._lib import lib
-from ._tensor import Tensor, Variable
+from ._tensor import Tensor, Variable, constant, int32, zeros
 from .optimizers import Optimizer
 
 _ITERATIONS = "optimizer/iterations"
+# A slot's name (the optimizer's, Keras's) -> its entry's suffix in the file,
+# vdev/checkpoint.h's convention; earlier versions wrote the slot's name.
+_SLOT_ENTRY = {"m": "adam_m", "v": "adam_v", "momentum": "momentum"}
 
 
 def _path(path):
@@ -83,9 +92,10 @@ def _meta_text(value, key):
     raise TypeError("metadata %r: a value is a string or a number, not %r" % (key, value))
 
 
-def _optimizer_state(tensors, optimizer, every_replica):
+def _optimizer_state(tensors, optimizer, every_replica, older=False):
     """(names, handles) of the optimizer's slots for the Variables of
-    tensors: the first replica's, or every replica's."""
+    tensors: the first replica's, or every replica's; named as
+    vdev/checkpoint.h names them, or as earlier versions did (older)."""
     if not isinstance(optimizer, Optimizer):
         raise TypeError("optimizer must be a vdev optimizer, not %r" % (optimizer,))
     names, handles = [], []
@@ -93,7 +103,8 @@ def _optimizer_state(tensors, optimizer, every_replica):
         if not isinstance(t, Variable):
             continue
         for slot, hs in optimizer._slot_handles(t):
-            n = _name("%s/%s" % (name, slot), "a slot's name")
+            entry = slot if older else _SLOT_ENTRY.get(slot, slot)
+            n = _name("%s/%s" % (name, entry), "a slot's name")
             for h in (hs if every_replica else hs[:1]):
                 names.append(n)
                 handles.append(h)
@@ -111,8 +122,14 @@ def save_checkpoint(path, tensors, metadata=None, optimizer=None):
     metadata = dict(metadata or {})
     if optimizer is not None:
         n, h = _optimizer_state(tensors, optimizer, every_replica=False)
-        names, handles = names + n, handles + h
-        metadata[_ITERATIONS] = optimizer.iterations
+        it = optimizer.iterations
+        if it > 2**31 - 1:
+            raise errors.InvalidArgumentError(
+                "checkpoint '%s': the optimizer's %d iterations do not fit the int32 entry '%s'"
+                % (os.fsdecode(_path(path)), it, _ITERATIONS), "VDEV_ERR_INVALID_ARG")
+        with device("CPU:0"):
+            count = constant(np.int32(it))
+        names, handles = names + n + [_ITERATIONS.encode()], handles + h + [count._handle]
     meta = []
     for k, v in metadata.items():
         meta += [_name(k, "a metadata key"), _meta_text(v, k).encode("utf-8")]
@@ -127,21 +144,30 @@ def load_checkpoint(path, tensors, optimizer=None):
     name (same dtype and shape), and with an optimizer its state. Everything
     is checked first: on error no tensor, slot or count has changed."""
     names, handles = _tensors(tensors, expand=True)
-    iterations = None
+    iterations = count = None
     if optimizer is not None:
-        n, h = _optimizer_state(tensors, optimizer, every_replica=True)
+        entries, meta = _header(path)
+        older = _ITERATIONS not in entries  # the count in the metadata, slots as m and v
+        if older:
+            text = meta.get(_ITERATIONS)
+            if text is None or not text.isdigit():
+                raise errors.InvalidArgumentError(
+                    "checkpoint '%s': %s (saved without an optimizer?)"
+                    % (os.fsdecode(_path(path)),
+                       "no entry '%s'" % _ITERATIONS if text is None else
+                       "metadata key '%s' is %r, not a whole number" % (_ITERATIONS, text)),
+                    "VDEV_ERR_INVALID_ARG")
+            iterations = int(text)
+        n, h = _optimizer_state(tensors, optimizer, every_replica=True, older=older)
         names, handles = names + n, handles + h
-        meta = checkpoint_metadata(path)
-        text = meta.get(_ITERATIONS, "")
-        if not text.isdigit():
-            raise errors.InvalidArgumentError(
-                "checkpoint '%s': metadata key '%s' is %s, not a whole number (saved without "
-                "an optimizer?)" % (os.fsdecode(_path(path)), _ITERATIONS,
-                                    repr(meta[_ITERATIONS]) if _ITERATIONS in meta else "missing"),
-                "VDEV_ERR_INVALID_ARG")
-        iterations = int(text)
+        if not older:
+            with device("CPU:0"):
+                count = zeros([], int32)
+            names, handles = names + [_ITERATIONS.encode()], handles + [count._handle]
     c_names = (ctypes.c_char_p * max(len(names), 1))(*names)
     _lib.check(lib.vdev_checkpoint_load(_path(path), c_names, _lib.handles(handles), len(names)))
+    if count is not None:
+        iterations = int(count.numpy())
     if iterations is not None:
         optimizer.iterations = iterations
 
@@ -162,16 +188,26 @@ class _Open:
         return False
 
 
-def checkpoint_metadata(path):
-    """{key: value} of the file's metadata, vdev's own ('vdev.format',
-    'vdev.crc32', 'vdev.header_crc32') included; values are strings. Reads only the header."""
-    out = {}
+def _header(path):
+    """({entry names}, {metadata key: value}) of the file, from one read of
+    its header."""
+    entries, meta = set(), {}
     with _Open(path) as h:
+        for i in range(lib.vdev_checkpoint_n_entries(h)):
+            e = _lib.CheckpointEntryC()
+            _lib.check(lib.vdev_checkpoint_entry(h, i, ctypes.byref(e)))
+            entries.add(e.name.decode("utf-8"))
         for i in range(lib.vdev_checkpoint_n_metadata(h)):
             k, v = ctypes.c_char_p(), ctypes.c_char_p()
             _lib.check(lib.vdev_checkpoint_metadata_at(h, i, ctypes.byref(k), ctypes.byref(v)))
-            out[k.value.decode("utf-8")] = v.value.decode("utf-8")
-    return out
+            meta[k.value.decode("utf-8")] = v.value.decode("utf-8")
+    return entries, meta
+
+
+def checkpoint_metadata(path):
+    """{key: value} of the file's metadata, vdev's own ('vdev.format',
+    'vdev.crc32', 'vdev.header_crc32') included; values are strings. Reads only the header."""
+    return _header(path)[1]
 
 
 class CheckpointEntry(tuple):
