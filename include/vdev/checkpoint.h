@@ -57,7 +57,10 @@ extern "C" {
  *   - optimizer slots after their variable: "dense0/w/adam_m",
  *     "dense0/w/adam_v", "dense0/w/momentum";
  *   - optimizer scalars under "optimizer/": "optimizer/iterations" (a
- *     0-dimensional I32 tensor, as Keras counts Adam's steps);
+ *     0-dimensional I32 tensor, as Keras counts Adam's steps); the
+ *     hyperparameters in force in metadata, as decimal text:
+ *     "optimizer/learning_rate", "optimizer/beta_1", "optimizer/beta_2",
+ *     "optimizer/epsilon", "optimizer/momentum" (Python writes these);
  *   - the training position in metadata, as decimal text: "step", "epoch".
  *
  * Atomicity: vdev_checkpoint_save writes a temporary file next to the target

@@ -241,15 +241,22 @@ def _entries(path):
             for name, e in head.items()}
 
 
-def _train(model, opt, steps, first):
+def _train(model, opt, steps, first, schedule=None):
+    """Trains steps steps from step first; schedule: {step: {hyperparameter:
+    value}} set before that step. The losses, as exact bytes."""
     mse = vdev.losses.MeanSquaredError()
+    losses = []
     for k in range(first, first + steps):
+        for attr, value in (schedule or {}).get(k, {}).items():
+            setattr(opt, attr, value)
         x = vdev.random.uniform([16, 6], seed=100 + k)
         y = vdev.random.uniform([16, 3], seed=200 + k)
         with vdev.GradientTape() as tape:
             loss = mse(y, model(x))
         grads = tape.gradient(loss, model.trainable_variables)
         opt.apply_gradients(zip(grads, model.trainable_variables))
+        losses.append(loss.numpy().tobytes())
+    return losses
 
 
 @pytest.mark.parametrize("make", [lambda: vdev.optimizers.Adam(0.01),
@@ -329,6 +336,76 @@ def test_optimizer_state_of_older_files_resumes(tmp_path, make):
     assert opt.iterations == 6
     _train(model, opt, 6, 6)
     assert [v.numpy().tobytes() for v in model.trainable_variables] == full
+
+
+@pytest.mark.parametrize("make, schedule", [
+    (lambda: vdev.optimizers.Adam(0.01),  # a schedule, ReduceLROnPlateau: lr changed
+     {5: {"learning_rate": 0.001, "beta_1": 0.8, "beta_2": 0.99, "epsilon": 1e-5}}),
+    (lambda: vdev.optimizers.SGD(0.05, momentum=0.9), {5: {"learning_rate": 0.02,
+                                                           "momentum": 0.5}}),
+    (lambda: vdev.optimizers.SGD(0.05, momentum=0.9), {5: {"momentum": 0.0}}),  # off
+    (lambda: vdev.optimizers.SGD(0.05), {3: {"momentum": 0.7}}),  # on
+])
+def test_hyperparameters_changed_before_the_save_resume(tmp_path, make, schedule):
+    """Hyperparameters changed during the run are saved with the optimizer and
+    restored into a fresh one, so the resumed run's losses are the
+    uninterrupted run's, bit for bit."""
+    model, opt = vdev.models.MLP([6, 8, 3], seed=1), make()
+    full = _train(model, opt, 20, 0, schedule)
+
+    model, opt = vdev.models.MLP([6, 8, 3], seed=1), make()
+    first = _train(model, opt, 10, 0, schedule)
+    names = {"w%d" % i: v for i, v in enumerate(model.trainable_variables)}
+    path = tmp_path / "hyper.safetensors"
+    T.save_checkpoint(path, names, metadata={"step": 10}, optimizer=opt)
+    meta = T.checkpoint_metadata(path)
+    for attr, value in schedule[min(schedule)].items():
+        assert meta["optimizer/" + attr] == repr(float(value))
+
+    model, opt = vdev.models.MLP([6, 8, 3], seed=2), make()
+    names = {"w%d" % i: v for i, v in enumerate(model.trainable_variables)}
+    T.load_checkpoint(path, names, optimizer=opt)
+    for attr, value in schedule[min(schedule)].items():
+        assert float(getattr(opt, attr)) == value
+    assert first + _train(model, opt, 10, 10) == full
+
+
+def test_hyperparameters_on_a_failed_load_or_an_older_file(tmp_path):
+    """A failed load leaves the hyperparameters (and SGD's velocity) as they
+    were; a file without hyperparameters (an earlier version's) keeps the
+    optimizer's own."""
+    model, opt = vdev.models.MLP([6, 8, 3], seed=1), vdev.optimizers.SGD(0.05)
+    _train(model, opt, 2, 0)
+    names = {"w%d" % i: v for i, v in enumerate(model.trainable_variables)}
+    path = tmp_path / "plain.safetensors"
+    T.save_checkpoint(path, names, optimizer=opt)  # momentum 0: no velocity
+    model, opt = vdev.models.MLP([6, 8, 3], seed=1), vdev.optimizers.SGD(0.3, momentum=0.9)
+    _train(model, opt, 2, 0)
+    names = {"w%d" % i: v for i, v in enumerate(model.trainable_variables)}
+    state = tmp_path / "state.safetensors"
+
+    def velocity():  # read through a save of the optimizer's state
+        T.save_checkpoint(state, names, optimizer=opt)
+        return {n: a.tobytes() for n, a in _entries(state).items() if n.endswith("/momentum")}
+
+    was = velocity()
+    assert len(was) == 4 and any(any(b) for b in was.values())
+    bad = dict(names, w0=vdev.Variable(np.zeros((2, 2), np.float32)))
+    with pytest.raises(vdev.errors.InvalidArgumentError):
+        T.load_checkpoint(path, bad, optimizer=opt)
+    assert (float(opt.learning_rate), float(opt.momentum)) == (0.3, 0.9)
+    assert velocity() == was and opt.iterations == 2
+    T.load_checkpoint(path, names, optimizer=opt)
+    assert (float(opt.learning_rate), float(opt.momentum)) == (0.05, 0.0)
+
+    meta = {k: v for k, v in T.checkpoint_metadata(path).items()
+            if not k.startswith("vdev.") and not k.startswith("optimizer/")}
+    older = tmp_path / "older.safetensors"
+    T.save_checkpoint(older, {n: vdev.constant(a) for n, a in _entries(path).items()}, meta)
+    assert not any(k.startswith("optimizer/") for k in T.checkpoint_metadata(older))
+    opt = vdev.optimizers.SGD(0.25)
+    T.load_checkpoint(older, names, optimizer=opt)
+    assert float(opt.learning_rate) == 0.25 and opt.iterations == 2
 
 
 def test_optimizer_state_errors(tmp_path):

@@ -31,6 +31,11 @@ SGD with momentum), and its iteration count as the entry
 optimizer restores both, so training goes on bit for bit as if it had never
 stopped. A load also reads the names earlier versions wrote ("<name>/m",
 "<name>/v", and the count as the metadata key "optimizer/iterations").
+The hyperparameters in force (learning_rate; Adam's beta_1, beta_2,
+epsilon; SGD's momentum), which Keras tracks as variables and a schedule may
+have changed, are saved too, as metadata "optimizer/<name>" (the number as
+Python writes it, read back exactly), and restored by the load; a file
+without them (an earlier version's) leaves the optimizer's own.
 """
 
 import ctypes
@@ -49,6 +54,18 @@ _ITERATIONS = "optimizer/iterations"
 # A slot's name (the optimizer's, Keras's) -> its entry's suffix in the file,
 # vdev/checkpoint.h's convention; earlier versions wrote the slot's name.
 _SLOT_ENTRY = {"m": "adam_m", "v": "adam_v", "momentum": "momentum"}
+# The hyperparameters an optimizer may have: its public attributes (Keras's
+# names), each saved as the metadata key "optimizer/<name>".
+_HYPERPARAMETERS = ("learning_rate", "beta_1", "beta_2", "epsilon", "momentum")
+
+
+def _hyperparameters(optimizer):
+    return [a for a in _HYPERPARAMETERS if hasattr(optimizer, a)]
+
+
+def _set_hyperparameters(optimizer, values):
+    for a, v in values.items():
+        setattr(optimizer, a, v)
 
 
 def _path(path):
@@ -92,10 +109,11 @@ def _meta_text(value, key):
     raise TypeError("metadata %r: a value is a string or a number, not %r" % (key, value))
 
 
-def _optimizer_state(tensors, optimizer, every_replica, older=False):
+def _optimizer_state(tensors, optimizer, every_replica, older=False, skip=()):
     """(names, handles) of the optimizer's slots for the Variables of
-    tensors: the first replica's, or every replica's; named as
-    vdev/checkpoint.h names them, or as earlier versions did (older)."""
+    tensors, but those named in skip: the first replica's, or every
+    replica's; named as vdev/checkpoint.h names them, or as earlier versions
+    did (older)."""
     if not isinstance(optimizer, Optimizer):
         raise TypeError("optimizer must be a vdev optimizer, not %r" % (optimizer,))
     names, handles = [], []
@@ -103,6 +121,8 @@ def _optimizer_state(tensors, optimizer, every_replica, older=False):
         if not isinstance(t, Variable):
             continue
         for slot, hs in optimizer._slot_handles(t):
+            if slot in skip:
+                continue
             entry = slot if older else _SLOT_ENTRY.get(slot, slot)
             n = _name("%s/%s" % (name, entry), "a slot's name")
             for h in (hs if every_replica else hs[:1]):
@@ -130,6 +150,8 @@ def save_checkpoint(path, tensors, metadata=None, optimizer=None):
         with device("CPU:0"):
             count = constant(np.int32(it))
         names, handles = names + n + [_ITERATIONS.encode()], handles + h + [count._handle]
+        for a in _hyperparameters(optimizer):
+            metadata["optimizer/" + a] = repr(float(getattr(optimizer, a)))
     meta = []
     for k, v in metadata.items():
         meta += [_name(k, "a metadata key"), _meta_text(v, k).encode("utf-8")]
@@ -141,10 +163,12 @@ def save_checkpoint(path, tensors, metadata=None, optimizer=None):
 
 def load_checkpoint(path, tensors, optimizer=None):
     """Restores each tensor of {name: tensor} in place from the entry of that
-    name (same dtype and shape), and with an optimizer its state. Everything
-    is checked first: on error no tensor, slot or count has changed."""
+    name (same dtype and shape), and with an optimizer its state and
+    hyperparameters. Everything is checked first: on error no tensor, slot,
+    count or hyperparameter has changed."""
     names, handles = _tensors(tensors, expand=True)
     iterations = count = None
+    now = later = before = {}
     if optimizer is not None:
         entries, meta = _header(path)
         older = _ITERATIONS not in entries  # the count in the metadata, slots as m and v
@@ -158,14 +182,40 @@ def load_checkpoint(path, tensors, optimizer=None):
                        "metadata key '%s' is %r, not a whole number" % (_ITERATIONS, text)),
                     "VDEV_ERR_INVALID_ARG")
             iterations = int(text)
-        n, h = _optimizer_state(tensors, optimizer, every_replica=True, older=older)
-        names, handles = names + n, handles + h
-        if not older:
-            with device("CPU:0"):
-                count = zeros([], int32)
-            names, handles = names + [_ITERATIONS.encode()], handles + [count._handle]
-    c_names = (ctypes.c_char_p * max(len(names), 1))(*names)
-    _lib.check(lib.vdev_checkpoint_load(_path(path), c_names, _lib.handles(handles), len(names)))
+        saved = {}
+        for a in _hyperparameters(optimizer):
+            text = meta.get("optimizer/" + a)
+            try:
+                if text is not None:
+                    saved[a] = float(text)
+            except ValueError:
+                raise errors.InvalidArgumentError(
+                    "checkpoint '%s': metadata key 'optimizer/%s' is %r, not a number"
+                    % (os.fsdecode(_path(path)), a, text), "VDEV_ERR_INVALID_ARG") from None
+        # The hyperparameters are set before the slots are gathered, as SGD
+        # keeps a velocity only with momentum; but momentum switched off zeroes
+        # the velocity at once, which a failed load must not do: that one is
+        # set after the load, and the velocity is not loaded.
+        before = {a: float(getattr(optimizer, a)) for a in saved}
+        later = {a: v for a, v in saved.items() if a == "momentum" and v == 0 and before[a]}
+        now = {a: v for a, v in saved.items() if a not in later}
+    try:
+        _set_hyperparameters(optimizer, now)
+        if optimizer is not None:
+            n, h = _optimizer_state(tensors, optimizer, every_replica=True, older=older,
+                                    skip=("momentum",) if later else ())
+            names, handles = names + n, handles + h
+            if not older:
+                with device("CPU:0"):
+                    count = zeros([], int32)
+                names, handles = names + [_ITERATIONS.encode()], handles + [count._handle]
+        c_names = (ctypes.c_char_p * max(len(names), 1))(*names)
+        _lib.check(lib.vdev_checkpoint_load(_path(path), c_names, _lib.handles(handles),
+                                            len(names)))
+    except BaseException:
+        _set_hyperparameters(optimizer, {a: before[a] for a in now})
+        raise
+    _set_hyperparameters(optimizer, later)
     if count is not None:
         iterations = int(count.numpy())
     if iterations is not None:
