@@ -545,6 +545,9 @@ VDEV_API enum vdev_status vdev_placement_audit(struct vdev_audit_entry *out, int
 /* Prints the summary (ops per type and device, bytes copied per pair) and
  * the audit. Also at exit with VDEV_PLACEMENT_REPORT=1. */
 VDEV_API void vdev_placement_report(FILE *f);
+/* Forgets the counts and the audit; the metrics endpoint's counters built on
+ * them (vdev_ops_total, vdev_copied_bytes_total) drop to 0 with them, which
+ * Prometheus reads as a counter reset. */
 VDEV_API void vdev_placement_reset(void);
 /* Prints one line per logical device: ops run, bytes in use, peak in use,
  * reserved, limit, and bytes copied in from and out to other devices. */
@@ -639,7 +642,10 @@ VDEV_API vdev_tensor_t *vdev_argmax(const vdev_tensor_t *a);
  * checked handles: a tape ended already is VDEV_ERR_INVALID_ARG for every
  * call, another thread may neither end a tape nor ask it for gradients while
  * it records (VDEV_ERR_INVALID_ARG), a thread that exits stops its tape's
- * recording, and a tape begun before vdev_shutdown() can only be ended. */
+ * recording (the tape keeps its records, and the device memory of the
+ * tensors they hold, until vdev_tape_end: end it before the thread exits, or
+ * hand its handle on), and a tape begun before vdev_shutdown() can only be
+ * ended. */
 
 typedef struct vdev_tape vdev_tape_t;
 /* Starts recording; NULL if a tape is already recording on this thread. */

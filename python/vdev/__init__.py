@@ -62,7 +62,9 @@ def shutdown():
     when collected; strategies and communicators are freed first (their use
     then raises RuntimeError), and memory pressure callbacks forgotten.
     RuntimeError while arrays shared through DLPack are alive, since their
-    memory would go."""
+    memory would go. As vdev_shutdown in C, it must not run while other
+    threads still run vdev's ops (join them first): their queued work would
+    use memory it frees."""
     _gc.collect()
     n = _c.vdev_dlpack_live_exports()
     if n:

@@ -48,7 +48,9 @@ def audit():
 
 
 def reset():
-    """Forgets the counts and the audit."""
+    """Forgets the counts and the audit (and so the metrics endpoint's
+    vdev_ops_total and vdev_copied_bytes_total, which Prometheus reads as a
+    counter reset)."""
     lib.vdev_placement_reset()
 
 
