@@ -27,16 +27,16 @@ extern "C" {
  * checks them, with its message ("vdev_sgd_set: learning rate %g must be > 0
  * and momentum %g in [0, 1]"; momentum 1 is allowed, as Keras's SGD allows
  * it; a NaN or infinite value is named first: "vdev_sgd_set: learning rate
- * is inf, not a finite number"). Momentum 0 means no velocity, as in Keras: switching momentum off
- * zeroes the velocity slots at once (a slot handle
- * kept from vdev_optimizer_slots reads zeros), updates without momentum
- * leave them so (var -= lr g), and momentum switched on again starts from
- * zeros, as a fresh optimizer's; while momentum stays on, the velocity
- * carries on as it is. Errors: VDEV_ERR_INVALID_ARG for opt NULL, freed or
- * not an optimizer, an Adam optimizer ("vdev_sgd_set: the optimizer is
- * Adam, not SGD"), a bad value; VDEV_ERR_OOM when switching momentum off
- * finds no memory for the zeros (nothing changed). Not at the same time as
- * an update by the same optimizer on another thread. */
+ * is inf, not a finite number"). Momentum 0 means no velocity, as in Keras:
+ * switching momentum off zeroes the velocity slots at once, in place (a slot
+ * handle kept from vdev_optimizer_slots reads zeros; no memory is needed),
+ * updates without momentum leave them so (var -= lr g), and momentum
+ * switched on again starts from zeros, as a fresh optimizer's; while
+ * momentum stays on, the velocity carries on as it is. Errors:
+ * VDEV_ERR_INVALID_ARG for opt NULL, freed or not an optimizer, an Adam
+ * optimizer ("vdev_sgd_set: the optimizer is Adam, not SGD"), a bad value.
+ * Not at the same time as an update by the same optimizer on another
+ * thread. */
 VDEV_API enum vdev_status vdev_sgd_set(vdev_optimizer_t *opt, float learning_rate,
                                        float momentum);
 

@@ -354,49 +354,26 @@ static struct optim *optim_of_kind(vdev_optimizer_t *h, enum opt_kind kind, cons
     return o;
 }
 
-/* The first slot of o, up to i, whose velocity has the device and shape of
- * slot i's: one tensor of zeros serves them all. */
-static int zeros_for(const struct optim *o, int i)
-{
-    const struct vdev_tens *t = vdev_tens_peek(o->slots[i].s[0]);
-    for (int j = 0; j < i; j++) {
-        const struct vdev_tens *u = vdev_tens_peek(o->slots[j].s[0]);
-        if (u->dev == t->dev && u->ndim == t->ndim &&
-            !memcmp(u->shape, t->shape, (size_t)t->ndim * sizeof t->shape[0]))
-            return j;
-    }
-    return i;
-}
-
-/* Zeroes SGD's velocity slots: momentum switched off, there is no velocity.
- * The zeros are copied in (vdev_assign), so each slot keeps its handle. They
- * are all made before the first slot is written, so running out of memory
- * changes nothing (VDEV_ERR_OOM); only a backend failure can stop the
- * copies part way. */
+/* Zeroes SGD's velocity slots in place: momentum switched off, there is no
+ * velocity. Each slot keeps its handle and its memory, and nothing is
+ * allocated, so it cannot run out of memory; the fill is an in-place write
+ * (a tape that read a slot keeps the value it read), queued on the slot's
+ * device's stream. Only a backend failure can stop it part way. */
 static enum vdev_status zero_velocities(struct optim *o)
 {
-    if (o->n_slots == 0)
-        return VDEV_OK;
-    vdev_tensor_t **z = calloc((size_t)o->n_slots, sizeof *z);
-    if (!z)
-        return vdev_error(VDEV_ERR_OOM, "vdev_sgd_set: out of host memory");
-    enum vdev_status st = VDEV_OK;
-    for (int i = 0; i < o->n_slots && st == VDEV_OK; i++) {
-        if (zeros_for(o, i) != i)
+    for (int i = 0; i < o->n_slots; i++) {
+        struct vdev_tens *t = vdev_tens_peek(o->slots[i].s[0]);
+        if (!t->numel)
             continue;
-        const struct vdev_tens *t = vdev_tens_peek(o->slots[i].s[0]);
-        vdev_placement_push_dev(t->dev);
-        z[i] = vdev_tensor_zeros(t->shape, t->ndim, VDEV_F32);
-        vdev_placement_pop_dev();
-        if (!z[i])
-            st = vdev_last_status();
+        vdev_tens_write_begin(t, t->dev);
+        enum vdev_status st =
+            vdev_backend_fill(t->dev->backend, t->dev->bdev, t->data, 0, (uint64_t)t->numel);
+        t->host_written = 0;
+        vdev_tens_write_end(t);
+        if (st != VDEV_OK)
+            return st;
     }
-    for (int i = 0; i < o->n_slots && st == VDEV_OK; i++)
-        st = vdev_assign(o->slots[i].s[0], z[zeros_for(o, i)]);
-    for (int i = 0; i < o->n_slots; i++)
-        vdev_tensor_free(z[i]);
-    free(z);
-    return st;
+    return VDEV_OK;
 }
 
 VDEV_API enum vdev_status vdev_sgd_set(vdev_optimizer_t *h, float lr, float momentum)
