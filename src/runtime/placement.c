@@ -223,7 +223,8 @@ static enum vdev_status env_policy(int *out)
         *out = VDEV_PLACEMENT_TF;
     else
         return vdev_error(VDEV_ERR_CONFIG,
-                          "VDEV_PLACEMENT=\"%s\" is not a placement policy (copy, strict or tf)", p);
+                          "VDEV_PLACEMENT=\"%s\" is not a placement policy (copy, strict or tf)",
+                          p);
     return VDEV_OK;
 }
 
