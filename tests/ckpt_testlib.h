@@ -1,6 +1,7 @@
 /* ckpt_testlib.h — what the checkpoint tests share: EXPECT (a call's status
  * and exact message), the test's scratch folder `dir` (ckpt_dir_make at the
- * start of main) and P(name), a path in it, freed by free_paths() at the end;
+ * start of main, ckpt_dir_clear to empty or remove it) and P(name), a path
+ * in it, freed by free_paths() at the end;
  * and files by hand: slurp (read one whole), spill (write one), forge (a
  * safetensors file from a header and data). Included by one test file each
  * (the definitions are static; the file helpers inline, as not every test
@@ -10,9 +11,11 @@
 
 #include "check.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The call returns `code` and the message is exactly the formatted text. */
 #define EXPECT(call, code, ...)                                                                    \
@@ -62,6 +65,23 @@ static int ckpt_dir_make(void)
         return -1;
     }
     return 0;
+}
+
+/* Removes what a test left in dir (files, and folders it emptied), and,
+ * with `and_dir`, dir itself. */
+static inline void ckpt_dir_clear(int and_dir)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            const char *p = P(e->d_name);
+            if (unlink(p) != 0)
+                rmdir(p);
+        }
+    if (d)
+        closedir(d);
+    if (and_dir)
+        rmdir(dir);
 }
 
 /* The file's bytes (malloc'ed, *len set) and a NUL after them, so that

@@ -34,18 +34,6 @@ static int n_files(void) {
     return n;
 }
 
-static void remove_all(void) {
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d && (e = readdir(d));)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            const char *p = P(e->d_name);
-            if (unlink(p) != 0)
-                rmdir(p);
-        }
-    if (d)
-        closedir(d);
-}
-
 /* A tensor on dev with the given contents. */
 static vdev_tensor_t *make(const char *dev, const void *data, const int64_t *shape, int ndim,
                            enum vdev_dtype dt) {
@@ -264,7 +252,7 @@ static void test_round_trip(void) {
     }
     for (int i = 0; i < 3; i++)
         vdev_tensor_free(r[i]);
-    remove_all();
+    ckpt_dir_clear(0);
 }
 
 /* Fills in "vdev.header_crc32" of a header vdev writes (n bytes): the
@@ -315,7 +303,7 @@ static void test_exact_header(void) {
     free(f);
     CHECK_OK(vdev_checkpoint_load(path, NULL, NULL, 0));
     vdev_tensor_free(t);
-    remove_all();
+    ckpt_dir_clear(0);
 }
 
 /* ---- save's argument errors: each names the entry, and writes nothing ---- */
@@ -440,7 +428,7 @@ static void test_save_errors(void) {
 
     for (int i = 0; i < 3; i++)
         vdev_tensor_free(t[i]);
-    remove_all();
+    ckpt_dir_clear(0);
 }
 
 /* ---- load's argument errors and mismatches: tensors unchanged ---- */
@@ -544,7 +532,7 @@ static void test_load_errors(void) {
         vdev_tensor_free(all[i]);
     for (int i = 0; i < N_RT; i++)
         vdev_tensor_free(t[i]);
-    remove_all();
+    ckpt_dir_clear(0);
 }
 
 /* ---- stop, restart, resume ---- */
@@ -622,7 +610,7 @@ static void test_resume(void) {
     CHECK(!isnan(straight) && memcmp(&straight, &resumed, sizeof straight) == 0);
     if (memcmp(&straight, &resumed, sizeof straight) != 0)
         fprintf(stderr, "loss at step 30: %.9g straight, %.9g resumed\n", straight, resumed);
-    remove_all();
+    ckpt_dir_clear(0);
 }
 
 /* ---- several threads at once ---- */
@@ -694,7 +682,7 @@ static void test_threads(void) {
             vdev_tensor_free(jobs[k].src[i]);
             vdev_tensor_free(jobs[k].dst[i]);
         }
-    remove_all();
+    ckpt_dir_clear(0);
 }
 
 /* A tensor made before vdev_shutdown is named as such, not as dead, by save
@@ -729,8 +717,7 @@ int main(void) {
     test_threads();
     test_after_shutdown();
     vdev_shutdown();
-    remove_all();
-    rmdir(dir);
+    ckpt_dir_clear(1);
     free_paths();
     return check_done();
 }

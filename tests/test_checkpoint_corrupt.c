@@ -31,15 +31,6 @@ static int n_files(void) {
     return n;
 }
 
-static void remove_all(void) {
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d && (e = readdir(d));)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-            unlink(P(e->d_name));
-    if (d)
-        closedir(d);
-}
-
 /* ---- the checkpoint the damage is done to ---- */
 
 #define N_T 4
@@ -404,7 +395,7 @@ static int intact(const char *path, const unsigned char *want, size_t want_len, 
 /* A file-size limit makes write() fail with EFBIG partway through the
  * temporary file, as a full disk would: the old checkpoint stays. */
 static void test_size_limit(vdev_tensor_t *const *t) {
-    remove_all();
+    ckpt_dir_clear(0);
     const char *path = P("ckpt.safetensors");
     const char *m1[2] = {"step", "1"}, *m2[2] = {"step", "2"};
     CHECK_OK(vdev_checkpoint_save(path, names, t, 2, m1, 1)); /* the old one: w and b */
@@ -442,7 +433,7 @@ static void test_size_limit(vdev_tensor_t *const *t) {
  * until the save succeeds): every failure leaves the old file in place,
  * except a failure after the rename, which leaves the new one, complete. */
 static void test_save_faults(vdev_tensor_t *const *t) {
-    remove_all();
+    ckpt_dir_clear(0);
     const char *path = P("ckpt.safetensors"), *fresh = P("fresh.safetensors");
     const char *m1[2] = {"step", "1"}, *m2[2] = {"step", "2"};
     CHECK_OK(vdev_checkpoint_save(fresh, names, t, N_T, m2, 1)); /* the new one, for comparing */
@@ -497,7 +488,7 @@ static void test_save_faults(vdev_tensor_t *const *t) {
 /* Each system call and allocation of a load, open and metadata read fails in
  * turn: every failure is clean and leaves the tensors unchanged. */
 static void test_load_faults(vdev_tensor_t *const *t, vdev_tensor_t *const *u) {
-    remove_all();
+    ckpt_dir_clear(0);
     const char *path = P("ckpt.safetensors");
     const char *m[2] = {"step", "3"};
     CHECK_OK(vdev_checkpoint_save(path, names, t, N_T, m, 1));
@@ -561,8 +552,7 @@ int main(void) {
         vdev_tensor_free(u[i]);
     }
     vdev_shutdown();
-    remove_all();
-    rmdir(dir);
+    ckpt_dir_clear(1);
     free_paths();
     return check_done();
 }

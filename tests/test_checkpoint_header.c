@@ -225,13 +225,7 @@ int main(void) {
     test_newer_format();
     test_hcrc_key();
     vdev_shutdown();
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d && (e = readdir(d));)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-            unlink(P(e->d_name));
-    if (d)
-        closedir(d);
-    rmdir(dir);
+    ckpt_dir_clear(1);
     free_paths();
     return check_done();
 }

@@ -27,16 +27,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void cleanup(void) {
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d && (e = readdir(d));)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-            unlink(P(e->d_name));
-    if (d)
-        closedir(d);
-    rmdir(dir);
-}
-
 static const char SCRIPT[] =
     "import json, struct, sys, zlib\n"
     "import numpy as np\n"
@@ -226,7 +216,7 @@ int main(void) {
     for (int i = 0; i < 3; i++)
         vdev_tensor_free(pt[i]);
     vdev_shutdown();
-    cleanup();
+    ckpt_dir_clear(1);
     free_paths();
     return check_done();
 }
