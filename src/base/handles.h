@@ -133,6 +133,17 @@ static inline void *vdev_handle_get(struct vdev_handle_table *t, const void *h)
     return (unsigned char *)s + VDEV_HANDLE_HEADER_BYTES;
 }
 
+/* Whether h, which vdev_handle_get turned into `payload` earlier, still names
+ * it: one load of the slot's generation (the slot itself never goes away). */
+static inline int vdev_handle_still(const void *payload, const void *h)
+{
+    const struct vdev_handle_slot *s =
+        (const struct vdev_handle_slot *)((const unsigned char *)payload -
+                                          VDEV_HANDLE_HEADER_BYTES);
+    return atomic_load_explicit(&s->gen, memory_order_acquire) ==
+           (uint32_t)((uint64_t)(uintptr_t)h >> 32);
+}
+
 /* The handle value of slot `index` at generation `gen`. */
 static inline uint64_t vdev_handle_make(const struct vdev_handle_table *t, uint32_t index,
                                         uint32_t gen)

@@ -386,8 +386,9 @@ struct vdev_tens *vdev_op_exec(enum vdev_op op, const struct vdev_tens *const *i
             return NULL;
         }
     }
-    for (int i = 0; i < n_in; i++)
-        vdev_tens_after_read(in[i], dev);
+    if (atomic_load_explicit(&vdev_tens_host_exports_live, memory_order_relaxed))
+        for (int i = 0; i < n_in; i++)
+            vdev_tens_after_read_exported(in[i], dev);
     drop_tmp(tmp, n_in);
     return out;
 }
@@ -552,24 +553,14 @@ static int lookup(const struct vdev_op_def *def, const vdev_tensor_t *const *in,
     return 1;
 }
 
-/* After the op: whether every input handle still names the tensor lookup()
- * found. An op holds no reference to its inputs between the check and their
- * use, so another thread that frees one meanwhile (a race in the caller's
- * program) may let a new tensor take its slot, and the op read that one;
- * the freed handle stays dead, so checking again catches every such free,
- * and the op fails (VDEV_ERR_INVALID_ARG) instead of returning a result
- * computed from another tensor's values. */
-int vdev_op_still_live(const struct vdev_op_def *def, const vdev_tensor_t *const *in, int n,
-                       const struct vdev_tens *const *t)
+vdev_tensor_t *vdev_op_freed_during(enum vdev_op op, int k, struct vdev_tens *out)
 {
-    for (int i = 0; i < n; i++)
-        if (vdev_tens_peek(in[i]) != t[i]) {
-            vdev_error(VDEV_ERR_INVALID_ARG,
-                       "%s: input #%d was freed by another thread while the op used it",
-                       def->name, i);
-            return 0;
-        }
-    return 1;
+    if (out)
+        vdev_tens_drop(out);
+    vdev_error(VDEV_ERR_INVALID_ARG,
+               "%s: input #%d was freed by another thread while the op used it",
+               vdev_op_defs[op].name, k);
+    return NULL;
 }
 
 vdev_tensor_t *vdev_op_run(enum vdev_op op, const vdev_tensor_t *const *in, int n_in,
@@ -579,16 +570,6 @@ vdev_tensor_t *vdev_op_run(enum vdev_op op, const vdev_tensor_t *const *in, int 
     if (!lookup(&vdev_op_defs[op], in, n_in, t))
         return NULL;
     return vdev_op_result(op, in, n_in, t, vdev_op_exec(op, t, n_in, p));
-}
-
-vdev_tensor_t *vdev_op_result(enum vdev_op op, const vdev_tensor_t *const *in, int n,
-                              const struct vdev_tens *const *t, struct vdev_tens *out)
-{
-    if (out && !vdev_op_still_live(&vdev_op_defs[op], in, n, t)) {
-        vdev_tens_drop(out);
-        return NULL;
-    }
-    return vdev_tens_handle(out);
 }
 
 enum vdev_status vdev_op_run_inplace(enum vdev_op op, vdev_tensor_t *const *in, int n_in,
@@ -602,9 +583,11 @@ enum vdev_status vdev_op_run_inplace(enum vdev_op op, vdev_tensor_t *const *in, 
     for (int i = 0; i < n_in; i++)
         w[i] = vdev_tens_mut(t[i]);
     enum vdev_status st = vdev_op_exec_inplace(op, w, n_in, p);
-    if (st == VDEV_OK &&
-        !vdev_op_still_live(&vdev_op_defs[op], (const vdev_tensor_t *const *)in, n_in, t))
-        return vdev_last_status();
+    for (int i = 0; i < n_in && st == VDEV_OK; i++)
+        if (!vdev_handle_still(t[i], in[i])) {
+            vdev_op_freed_during(op, i, NULL);
+            st = VDEV_ERR_INVALID_ARG;
+        }
     return st;
 }
 

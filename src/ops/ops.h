@@ -131,17 +131,26 @@ enum vdev_status vdev_shape_error(const struct vdev_kernel_args *a, const char *
  * is int32, expected float". */
 enum vdev_status vdev_dtype_error(const struct vdev_kernel_args *a, int k, int want);
 
-/* After an op on the tensors t[] that lookup found behind the handles in[]:
- * 1 when every handle still names its tensor; else 0 with
- * VDEV_ERR_INVALID_ARG ("<op>: input #k was freed by another thread while
- * the op used it"): an op holds no reference to its inputs, so a free racing
- * it may have let a new tensor take the slot the op then read (exec.c). */
-int vdev_op_still_live(const struct vdev_op_def *def, const vdev_tensor_t *const *in, int n,
-                       const struct vdev_tens *const *t);
-/* The op's result as a handle: out when the inputs are still live, else
- * NULL (out dropped, error set). */
-vdev_tensor_t *vdev_op_result(enum vdev_op op, const vdev_tensor_t *const *in, int n,
-                              const struct vdev_tens *const *t, struct vdev_tens *out);
+/* After an op on the tensors t[] that were found behind the handles in[]:
+ * an op holds no reference to its inputs, so a free by another thread racing
+ * it (a race in the caller's program) may have let a new tensor take the slot
+ * the op then read. A freed handle stays dead, so checking each handle again
+ * afterwards catches every such free: the op then fails (out dropped,
+ * VDEV_ERR_INVALID_ARG "<op>: input #k was freed by another thread while the
+ * op used it") instead of returning a result of another tensor's values.
+ * vdev_op_freed_during is that failure (exec.c). */
+vdev_tensor_t *vdev_op_freed_during(enum vdev_op op, int k, struct vdev_tens *out);
+static inline vdev_tensor_t *vdev_op_result(enum vdev_op op, const vdev_tensor_t *const *in,
+                                            int n, const struct vdev_tens *const *t,
+                                            struct vdev_tens *out)
+{
+    if (!out)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        if (__builtin_expect(!vdev_handle_still(t[i], in[i]), 0))
+            return vdev_op_freed_during(op, i, out);
+    return vdev_tens_handle(out);
+}
 
 /* A copy of t on d; with `record`, one a recording tape differentiates
  * through (vdev_tensor_to), else one it does not (vdev_stop_gradient). */
