@@ -504,6 +504,27 @@ def test_losses_of_an_empty_batch():
         assert sparse(labels, y).numpy() == 0.0
 
 
+def test_categorical_crossentropy_needs_one_shape_as_keras():
+    """tf.keras's categorical cross-entropy asserts that the labels' shape is
+    the logits': [C] labels against [N, C] logits are refused with
+    TensorShape's words, in every reduction (they were broadcast, one label
+    row for every example); equal shapes give the loss."""
+    L = vdev.losses
+    logits = vdev.constant([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
+    for reduction in ("auto", "none", "sum_over_batch_size"):
+        cce = L.CategoricalCrossentropy(from_logits=True, reduction=reduction)
+        for labels, shape in ((np.array([0, 1, 0], np.float32), "(3,)"),
+                              (np.ones((2, 1), np.float32), "(2, 1)"),
+                              (np.ones((1, 2, 3), np.float32), "(1, 2, 3)")):
+            with pytest.raises(ValueError) as e:
+                cce(labels, logits)
+            assert str(e.value) == "Shapes %s and (2, 3) are incompatible" % shape
+    got = L.CategoricalCrossentropy(from_logits=True)(
+        np.array([[0, 1, 0], [1, 0, 0]], np.float32), logits).numpy()
+    want = np.mean([np.log(np.exp([1, 2, 3]).sum()) - 2, np.log(np.exp([1, 2, 3]).sum()) - 1])
+    assert abs(got - want) < 1e-6
+
+
 # ---- Keras's ranks for MeanSquaredError's operands ----
 
 def test_mse_brings_operands_to_one_rank_as_keras():

@@ -124,6 +124,11 @@ class CategoricalCrossentropy:
         _no_weights(sample_weight)
         y_pred = _ops._t(y_pred)
         y_true = _ops._cast_like(y_true, y_pred)
+        st, sp = tuple(int(d) for d in y_true.shape), tuple(int(d) for d in y_pred.shape)
+        if st != sp:
+            # tf.keras: target.shape.assert_is_compatible_with(output.shape),
+            # so [C] labels against [N, C] logits are refused, not broadcast.
+            raise ValueError("Shapes %s and %s are incompatible" % (st, sp))
         lp = _ops.log_softmax(y_pred)
         per_example = _ops.negative(_ops.reduce_sum(_ops.multiply(y_true, lp),
                                                     axis=lp.ndim - 1))
