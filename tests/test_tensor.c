@@ -300,6 +300,14 @@ static void test_random(const char **devs, int n)
     CHECK(fabs(mean - 2.0) < 0.05);
     CHECK(fabs(sd - 0.5) < 0.05);
     CHECK(isfinite(lo) && isfinite(hi));
+    /* Bounds whose float difference overflows (6e38 > FLT_MAX): every draw
+     * still finite, within them, and spread over both signs. */
+    vdev_scope_begin();
+    CHECK_OK(vdev_tensor_to_host(vdev_tensor_uniform(s, 2, -3e38f, 3e38f, 42), x, sizeof x));
+    vdev_scope_end();
+    stats(x, NR, &mean, &sd, &lo, &hi);
+    CHECK(isfinite(lo) && isfinite(hi) && lo >= -3e38f && hi <= 3e38f);
+    CHECK(lo < -1e38f && hi > 1e38f);
 }
 
 /* ---- scopes, keep, variables, assign ---- */

@@ -185,6 +185,11 @@ static vdev_tensor_t *make_random(const int64_t *shape, int ndim, int normal, fl
         vdev_error(VDEV_ERR_OOM, "out of host memory drawing a random tensor");
         return NULL;
     }
+    /* hi - lo in float, as always (the draws stay bit for bit what they were),
+     * but in double when that overflows (bounds near +-FLT_MAX): then every
+     * draw is still finite and within the bounds. */
+    float span_f = b - a;
+    double span = isinf(span_f) ? (double)b - (double)a : (double)span_f;
     for (int64_t i = 0; i < t->numel; i++) {
         if (normal) {
             /* Box-Muller on the pair (2k, 2k+1): element i takes cos or sin. */
@@ -193,7 +198,7 @@ static vdev_tensor_t *make_random(const int64_t *shape, int ndim, int normal, fl
             double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
             host[i] = (float)(a + b * r * ((i & 1) ? sin(th) : cos(th)));
         } else {
-            host[i] = (float)(a + (b - a) * unit(seed, (uint64_t)i));
+            host[i] = (float)(a + span * unit(seed, (uint64_t)i));
         }
     }
     enum vdev_status st = upload(t, host);
