@@ -62,23 +62,29 @@ void *vdev_dist_realloc(void *p, size_t n) {
 
 /* ---- small helpers ---- */
 
-enum vdev_status vdev_dist_ckerr(const char *path, enum vdev_status code, const char *fmt, ...) {
+/* "checkpoint '<path>'<sep><message>" as the thread's error, code returned. */
+static VDEV_PRINTF(4, 0) enum vdev_status ckerr_v(const char *path, enum vdev_status code,
+                                                   const char *sep, const char *fmt,
+                                                   va_list ap) {
     char msg[400];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    return vdev_error(code, "checkpoint '" VDEV_CKPT_QUOTE "%s%s", path, sep, msg);
+}
+
+enum vdev_status vdev_dist_ckerr(const char *path, enum vdev_status code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    enum vdev_status st = ckerr_v(path, code, "': ", fmt, ap);
     va_end(ap);
-    return vdev_error(code, "checkpoint '" VDEV_CKPT_QUOTE "': %s", path, msg);
+    return st;
 }
 
 enum vdev_status vdev_dist_ckloss(const char *path, const char *fmt, ...) {
-    char msg[400];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    enum vdev_status st = ckerr_v(path, VDEV_ERR_IO, VDEV_CKPT_DAMAGED, fmt, ap);
     va_end(ap);
-    return vdev_error(VDEV_ERR_IO, "checkpoint '" VDEV_CKPT_QUOTE VDEV_CKPT_DAMAGED "%s", path,
-                      msg);
+    return st;
 }
 
 int vdev_dist_utf8_valid(const char *str, size_t n) {
