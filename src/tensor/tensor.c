@@ -323,9 +323,7 @@ void vdev_tens_write_end(const struct vdev_tens *t)
 
 void vdev_tens_after_write(const struct vdev_tens *t)
 {
-    const struct vdev_tens *owner = t->base ? t->base : t;
-    if (atomic_load_explicit(&owner->host_exports, memory_order_acquire) > 0)
-        vdev_backend_synchronize(t->dev->backend, t->dev->bdev);
+    vdev_tens_after_read(t, t->dev); /* the same wait: the write is queued on t's stream */
 }
 
 _Atomic int vdev_tens_host_exports_live;
