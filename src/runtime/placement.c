@@ -144,8 +144,7 @@ VDEV_API enum vdev_status vdev_device_pop(void)
 /* Scope s's device in the running runtime: a scope opened before
  * vdev_shutdown() (its thread's stack outlives the runtime) names its device
  * again by type and index; NULL when there is none and soft placement is
- * off (with `report`, the error set and scope_failed). */
-static _Thread_local int scope_failed;
+ * off (with `report`, the error set). */
 static struct vdev_ldev *scope_resolve(struct scope *s, int report)
 {
     uint32_t gen = vdev_runtime_generation();
@@ -162,7 +161,6 @@ static struct vdev_ldev *scope_resolve(struct scope *s, int report)
             vdev_error(vdev_last_status(), "%s (a device scope opened before vdev_shutdown() "
                                            "names it; pop that scope)",
                        msg);
-            scope_failed = 1;
             return NULL;
         }
         d = vdev_runtime_default_device();
@@ -188,11 +186,10 @@ VDEV_API const char *vdev_device_current(void)
 
 struct vdev_ldev *vdev_placement_scope_device(void)
 {
-    scope_failed = 0;
     return scope_depth ? scope_resolve(&scope_stack[scope_depth - 1], 1) : NULL;
 }
 
-int vdev_placement_scope_failed(void) { return scope_failed; }
+int vdev_placement_scope_failed(void) { return scope_depth > 0; }
 
 void vdev_placement_push_dev(struct vdev_ldev *d)
 {
@@ -305,7 +302,7 @@ struct vdev_ldev *vdev_placement_choose(struct vdev_ldev *const *in, int n, int 
     struct vdev_ldev *d = vdev_placement_scope_device();
     if (d)
         return d;
-    if (scope_failed)
+    if (scope_depth) /* a scope that names no device now: error set */
         return NULL;
     if (vdev_placement_policy_now() != VDEV_PLACEMENT_TF && n > 0) {
         int agree = 1;

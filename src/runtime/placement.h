@@ -30,8 +30,9 @@ enum vdev_status vdev_placement_init_env(void);
 /* The innermost scope's device, or NULL when there is none. A scope opened
  * before vdev_shutdown() names its device again in the running runtime (by
  * type and index, as TensorFlow resolves a scope's name per op); when there
- * is no such device (and soft placement is off), NULL with the error set:
- * vdev_placement_scope_failed() tells it from no scope. */
+ * is no such device (and soft placement is off), NULL with the error set.
+ * After a NULL from it, vdev_placement_scope_failed() tells that failure (a
+ * scope exists) from no scope. */
 struct vdev_ldev *vdev_placement_scope_device(void);
 int vdev_placement_scope_failed(void);
 /* Pushes/pops a device scope by pointer (for gradients). */
