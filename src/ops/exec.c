@@ -583,12 +583,10 @@ enum vdev_status vdev_op_run_inplace(enum vdev_op op, vdev_tensor_t *const *in, 
     for (int i = 0; i < n_in; i++)
         w[i] = vdev_tens_mut(t[i]);
     enum vdev_status st = vdev_op_exec_inplace(op, w, n_in, p);
-    for (int i = 0; i < n_in && st == VDEV_OK; i++)
-        if (!vdev_handle_still(t[i], in[i])) {
-            vdev_op_freed_during(op, i, NULL);
-            st = VDEV_ERR_INVALID_ARG;
-        }
-    return st;
+    int k = st == VDEV_OK ? vdev_op_freed_input((const vdev_tensor_t *const *)in, n_in, t) : -1;
+    if (k >= 0)
+        vdev_op_freed_during(op, k, NULL);
+    return k >= 0 ? VDEV_ERR_INVALID_ARG : st;
 }
 
 /* ---- shape rules shared by many ops ---- */

@@ -140,16 +140,21 @@ enum vdev_status vdev_dtype_error(const struct vdev_kernel_args *a, int k, int w
  * op used it") instead of returning a result of another tensor's values.
  * vdev_op_freed_during is that failure (exec.c). */
 vdev_tensor_t *vdev_op_freed_during(enum vdev_op op, int k, struct vdev_tens *out);
+/* The first input whose handle no longer names its tensor, else -1. */
+static inline int vdev_op_freed_input(const vdev_tensor_t *const *in, int n,
+                                      const struct vdev_tens *const *t)
+{
+    for (int i = 0; i < n; i++)
+        if (__builtin_expect(!vdev_handle_still(t[i], in[i]), 0))
+            return i;
+    return -1;
+}
 static inline vdev_tensor_t *vdev_op_result(enum vdev_op op, const vdev_tensor_t *const *in,
                                             int n, const struct vdev_tens *const *t,
                                             struct vdev_tens *out)
 {
-    if (!out)
-        return NULL;
-    for (int i = 0; i < n; i++)
-        if (__builtin_expect(!vdev_handle_still(t[i], in[i]), 0))
-            return vdev_op_freed_during(op, i, out);
-    return vdev_tens_handle(out);
+    int k = out ? vdev_op_freed_input(in, n, t) : -1;
+    return k < 0 ? vdev_tens_handle(out) : vdev_op_freed_during(op, k, out);
 }
 
 /* A copy of t on d; with `record`, one a recording tape differentiates
