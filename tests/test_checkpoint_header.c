@@ -104,6 +104,28 @@ static void reformat(const char *path, const char *fmt, int seal, unsigned long 
     free(f);
 }
 
+/* The checkpoint at path is refused alike by load (into t, as "x"), open and
+ * metadata: code, and exactly the message want. */
+static void refused_alike(const char *path, vdev_tensor_t *t, enum vdev_status code,
+                          const char *want) {
+    const char *nx[1] = {"x"};
+    char buf[8];
+    EXPECT(vdev_checkpoint_load(path, nx, &t, 1), code, "%s", want);
+    vdev_checkpoint_t *ck = (vdev_checkpoint_t *)1;
+    EXPECT(vdev_checkpoint_open(path, &ck), code, "%s", want);
+    CHECK(ck == NULL);
+    EXPECT(vdev_checkpoint_metadata(path, "step", buf, sizeof buf), code, "%s", want);
+}
+
+/* Finds the saved metadata "step":"7" in a file's bytes f and, with edit,
+ * makes it "step":"9". */
+static void bump_step(unsigned char *f, int edit) {
+    char *step = strstr((char *)f + 8, "\"step\":\"7\"");
+    CHECK(step != NULL);
+    if (step && edit)
+        step[8] = '9';
+}
+
 /* A newer format with this layout and a right CRC is refused for its version
  * (as one without the CRC keys), by load, open and metadata alike; so is one
  * whose CRC sits elsewhere or that is damaged (this vdev cannot judge another
@@ -116,26 +138,21 @@ static void test_newer_format(void) {
     const char *nx[1] = {"x"}, *meta[2] = {"step", "7"};
     static const char *const fmts[] = {"2", "10", "1.1"};
     unsigned long got;
-    char was[9], buf[8];
+    char was[9];
     for (size_t i = 0; i < 3; i++) {
         CHECK_OK(vdev_checkpoint_save(path, nx, &t, 1, meta, 1));
         reformat(path, fmts[i], 1, &got, was);
         for (int edit = 0; edit < 2; edit++) { /* then with a changed step too */
-            const char *want = "checkpoint '%s': vdev.format is \"%s\"; this vdev reads format 1";
-            EXPECT(vdev_checkpoint_load(path, nx, &t, 1), VDEV_ERR_UNSUPPORTED, want, path,
-                   fmts[i]);
-            vdev_checkpoint_t *ck = (vdev_checkpoint_t *)1;
-            EXPECT(vdev_checkpoint_open(path, &ck), VDEV_ERR_UNSUPPORTED, want, path, fmts[i]);
-            CHECK(ck == NULL);
-            EXPECT(vdev_checkpoint_metadata(path, "step", buf, sizeof buf), VDEV_ERR_UNSUPPORTED,
-                   want, path, fmts[i]);
+            char want[512];
+            snprintf(want, sizeof want,
+                     "checkpoint '%s': vdev.format is \"%s\"; this vdev reads format 1", path,
+                     fmts[i]);
+            refused_alike(path, t, VDEV_ERR_UNSUPPORTED, want);
             if (edit)
                 break;
             size_t len;
             unsigned char *f = slurp(path, &len);
-            char *step = strstr((char *)f + 8, "\"step\":\"7\"");
-            CHECK(step != NULL);
-            step[8] = '9';
+            bump_step(f, 1);
             spill(path, f, len);
             free(f);
         }
@@ -170,7 +187,6 @@ static void test_hcrc_key(void) {
     const char *nx[1] = {"x"}, *meta[2] = {"step", "7"};
     static const char *const keys[] = {"wdev.header_crc32", "vdev.header_crc22",
                                        "vdev_header_crc32", "Vdev-header_crd33"};
-    char buf[8];
     for (size_t i = 0; i < 4; i++)
         for (int edit = 0; edit < 2; edit++) {
             CHECK_OK(vdev_checkpoint_save(path, nx, &t, 1, meta, 1));
@@ -178,20 +194,15 @@ static void test_hcrc_key(void) {
             unsigned char *f = slurp(path, &len);
             CHECK(f != NULL && len > 8 + VDEV_CKPT_HCRC_AT);
             memcpy(f + 8 + VDEV_CKPT_HCRC_AT - 20, keys[i], 17);
-            char *step = strstr((char *)f + 8, "\"step\":\"7\"");
-            CHECK(step != NULL);
-            if (edit)
-                step[8] = '9';
+            bump_step(f, edit);
             spill(path, f, len);
             free(f);
-            const char *want = "checkpoint '%s' is damaged: the key where vdev writes "
-                               "vdev.header_crc32 reads \"%s\"";
-            EXPECT(vdev_checkpoint_load(path, nx, &t, 1), VDEV_ERR_IO, want, path, keys[i]);
-            vdev_checkpoint_t *ck = (vdev_checkpoint_t *)1;
-            EXPECT(vdev_checkpoint_open(path, &ck), VDEV_ERR_IO, want, path, keys[i]);
-            CHECK(ck == NULL);
-            EXPECT(vdev_checkpoint_metadata(path, "step", buf, sizeof buf), VDEV_ERR_IO, want,
-                   path, keys[i]);
+            char want[512];
+            snprintf(want, sizeof want,
+                     "checkpoint '%s' is damaged: the key where vdev writes vdev.header_crc32 "
+                     "reads \"%s\"",
+                     path, keys[i]);
+            refused_alike(path, t, VDEV_ERR_IO, want);
         }
     /* Older files: a key of the caller's in that place, 17 bytes with a hex
      * value (5 bytes off the name, or as far as any), or shorter. */

@@ -259,6 +259,13 @@ def _train(model, opt, steps, first, schedule=None):
     return losses
 
 
+def _fresh(make, seed):
+    """A new MLP 6-8-3 of that seed, an optimizer from make(), and the
+    model's variables by checkpoint name ("w0", "w1", ...)."""
+    model = vdev.models.MLP([6, 8, 3], seed=seed)
+    return model, make(), {"w%d" % i: v for i, v in enumerate(model.trainable_variables)}
+
+
 @pytest.mark.parametrize("make", [lambda: vdev.optimizers.Adam(0.01),
                                   lambda: vdev.optimizers.SGD(0.05, momentum=0.9)])
 @pytest.mark.parametrize("with_optimizer", [True, False])
@@ -266,16 +273,13 @@ def test_optimizer_state_resumes_bit_for_bit(tmp_path, make, with_optimizer):
     """Saved with the optimizer, a stopped run goes on as if it had not
     stopped; without it, the slots start from zero and the run differs."""
     with vdev.device("GPU:0"):
-        model = vdev.models.MLP([6, 8, 3], seed=1)
-        opt = make()
+        model, opt, _ = _fresh(make, 1)
         _train(model, opt, 12, 0)
         full = [v.numpy().tobytes() for v in model.trainable_variables]
 
-        model = vdev.models.MLP([6, 8, 3], seed=1)
-        opt = make()
+        model, opt, names = _fresh(make, 1)
         _train(model, opt, 6, 0)
         assert opt.iterations == 6
-        names = {"w%d" % i: v for i, v in enumerate(model.trainable_variables)}
         path = tmp_path / "resume.safetensors"
         T.save_checkpoint(path, names, metadata={"step": 6}, optimizer=opt)
         # vdev/checkpoint.h's names, as a C job reads them
@@ -289,9 +293,7 @@ def test_optimizer_state_resumes_bit_for_bit(tmp_path, make, with_optimizer):
         assert _entries(path)["optimizer/iterations"] == 6
         assert "optimizer/iterations" not in T.checkpoint_metadata(path)
 
-        model = vdev.models.MLP([6, 8, 3], seed=2)
-        opt = make()
-        names = {"w%d" % i: v for i, v in enumerate(model.trainable_variables)}
+        model, opt, names = _fresh(make, 2)
         if with_optimizer:
             T.load_checkpoint(path, names, optimizer=opt)
             assert opt.iterations == 6
@@ -308,15 +310,12 @@ def test_optimizer_state_of_older_files_resumes(tmp_path, make):
     """A checkpoint as earlier versions wrote it (slots "<name>/m" and
     "<name>/v", the count as the metadata key "optimizer/iterations"),
     written here through the public API, still resumes bit for bit."""
-    model = vdev.models.MLP([6, 8, 3], seed=1)
-    opt = make()
+    model, opt, _ = _fresh(make, 1)
     _train(model, opt, 12, 0)
     full = [v.numpy().tobytes() for v in model.trainable_variables]
 
-    model = vdev.models.MLP([6, 8, 3], seed=1)
-    opt = make()
+    model, opt, names = _fresh(make, 1)
     _train(model, opt, 6, 0)
-    names = {"w%d" % i: v for i, v in enumerate(model.trainable_variables)}
     path = tmp_path / "new.safetensors"
     T.save_checkpoint(path, names, optimizer=opt)
     old = {}
@@ -329,9 +328,7 @@ def test_optimizer_state_of_older_files_resumes(tmp_path, make):
     T.save_checkpoint(older, old, metadata={"optimizer/iterations": 6})
     assert any(n.endswith("/m") or n.endswith("/momentum") for n, _ in T.list_variables(older))
 
-    model = vdev.models.MLP([6, 8, 3], seed=2)
-    opt = make()
-    names = {"w%d" % i: v for i, v in enumerate(model.trainable_variables)}
+    model, opt, names = _fresh(make, 2)
     T.load_checkpoint(older, names, optimizer=opt)
     assert opt.iterations == 6
     _train(model, opt, 6, 6)
