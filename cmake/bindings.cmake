@@ -9,7 +9,33 @@
 # it shares the runtime with every other user of libvdev.so in the process.
 add_library(vdev_torch_alloc SHARED ${PROJECT_SOURCE_DIR}/contrib/torch_alloc/torch_alloc.c)
 set_target_properties(vdev_torch_alloc PROPERTIES OUTPUT_NAME vdev-torch-alloc
-  C_VISIBILITY_PRESET hidden INSTALL_RPATH "$ORIGIN")
+  C_VISIBILITY_PRESET hidden CXX_VISIBILITY_PRESET hidden INSTALL_RPATH "$ORIGIN")
+# vdev_torch_malloc_raising, the function PyTorch is given, throws a C++
+# exception when an allocation fails (PyTorch takes a NULL for a block): it
+# needs a C++ compiler (build-essential has one); without one vdev.torch
+# refuses to install the allocator, saying why.
+include(CheckLanguage)
+check_language(CXX)
+if(CMAKE_CXX_COMPILER)
+  enable_language(CXX)
+  target_sources(vdev_torch_alloc PRIVATE ${PROJECT_SOURCE_DIR}/contrib/torch_alloc/torch_alloc_raise.cpp)
+  set_source_files_properties(${PROJECT_SOURCE_DIR}/contrib/torch_alloc/torch_alloc_raise.cpp
+    ${PROJECT_SOURCE_DIR}/contrib/torch_alloc/test_torch_alloc_raise.cpp
+    PROPERTIES COMPILE_OPTIONS "-Wall;-Wextra;$<$<BOOL:${VDEV_WERROR}>:-Werror>")
+  # its test catches the exception, loading the library with dlopen as PyTorch does
+  add_executable(test_torch_alloc_raise
+    ${PROJECT_SOURCE_DIR}/contrib/torch_alloc/test_torch_alloc_raise.cpp)
+  target_include_directories(test_torch_alloc_raise PRIVATE ${PROJECT_SOURCE_DIR}/include
+    ${PROJECT_SOURCE_DIR}/contrib/torch_alloc)
+  target_compile_definitions(test_torch_alloc_raise PRIVATE
+    VDEV_TORCH_ALLOC_LIB="$<TARGET_FILE:vdev_torch_alloc>")
+  target_link_libraries(test_torch_alloc_raise PRIVATE ${CMAKE_DL_LIBS})
+  add_dependencies(test_torch_alloc_raise vdev_torch_alloc)
+  vdev_target_flags(test_torch_alloc_raise)
+  add_test(NAME test_torch_alloc_raise COMMAND test_torch_alloc_raise)
+  set_tests_properties(test_torch_alloc_raise PROPERTIES TIMEOUT 300
+    ENVIRONMENT "OPENBLAS_NUM_THREADS=1")
+endif()
 target_include_directories(vdev_torch_alloc PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/contrib/torch_alloc>)
 target_link_libraries(vdev_torch_alloc PRIVATE vdev Threads::Threads ${CMAKE_DL_LIBS})

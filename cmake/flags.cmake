@@ -14,6 +14,8 @@ if(VDEV_SANITIZE)
 endif()
 
 function(vdev_target_flags target)
-  target_compile_options(${target} PRIVATE ${VDEV_WARNINGS} ${VDEV_SAN_FLAGS})
+  # the warnings are C's (a C++ source of a target sets its own)
+  target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:C>:${VDEV_WARNINGS}>"
+    ${VDEV_SAN_FLAGS})
   target_link_options(${target} PRIVATE ${VDEV_SAN_FLAGS})
 endfunction()

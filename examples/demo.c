@@ -312,8 +312,14 @@ static const char *const observers[] = {"VDEV_TRACE_FILE",       "VDEV_ALLOC_TRA
 
 /* Starts the runtime with growth on every GPU and the observers hidden, and
  * returns its logical devices in *out (the caller frees it); the runtime is
- * shut down again. Returns 0, or 1 after printing why. */
-static int probe(const struct demo_opts *o, int n_gpus, struct vdev_logical_device **out, int *n)
+ * shut down again. With split_n > 0, GPU split_phys is split into split_n
+ * logical devices of 1 MiB first, and *split_budget gets the budget they
+ * share: start-up takes each logical device's stream memory (on CUDA a
+ * scratch buffer and a cuBLAS workspace) out of the card's budget before the
+ * limits, so a card split n ways has less to share than the one logical
+ * device of the first probe reports. Returns 0, or 1 after printing why. */
+static int probe(const struct demo_opts *o, int n_gpus, int split_phys, int split_n,
+                 uint64_t *split_budget, struct vdev_logical_device **out, int *n)
 {
     char *saved[N_OBSERVERS] = {0};
     int rc = 1;
@@ -335,9 +341,19 @@ static int probe(const struct demo_opts *o, int n_gpus, struct vdev_logical_devi
             goto restore;
         }
     }
+    if (split_n > 0) {
+        char name[48];
+        uint64_t tiny[3] = {MIB, MIB, MIB};
+        snprintf(name, sizeof name, "/physical_device:GPU:%d", split_phys);
+        if (split_n > 3 || vdev_config_set_logical_devices(name, tiny, split_n) != VDEV_OK) {
+            fail(o, name);
+            vdev_shutdown();
+            goto restore;
+        }
+    }
     if (vdev_init() != VDEV_OK) {
         fail(o, "start-up");
-        vdev_shutdown(); /* forgets the growth set above */
+        vdev_shutdown(); /* forgets the growth (and the split) set above */
         goto restore;
     }
     if (vdev_list_logical_devices(NULL, 0, n) != VDEV_OK || *n < 1)
@@ -348,6 +364,20 @@ static int probe(const struct demo_opts *o, int n_gpus, struct vdev_logical_devi
         fail(o, "listing the logical devices");
     else
         rc = 0;
+    for (int i = 0; rc == 0 && split_n > 0; i++) {
+        struct vdev_memory_limits l;
+        if (i == *n) {
+            fprintf(stderr, "%s: GPU %d has no logical device after its split\n", o->prog,
+                    split_phys);
+            rc = 1;
+        } else if ((*out)[i].type == VDEV_DEVICE_GPU && (*out)[i].physical_index == split_phys) {
+            if (vdev_memory_get_limits((*out)[i].name, &l) != VDEV_OK)
+                rc = fail(o, (*out)[i].name);
+            else
+                *split_budget = l.card_budget_bytes;
+            break;
+        }
+    }
     vdev_shutdown();
     if (rc) {
         free(*out);
@@ -400,7 +430,7 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
     /* What each visible GPU gives: the sum of its logical devices' limits. */
     struct vdev_logical_device *ld;
     int n_ld;
-    if (probe(o, n_phys - 1, &ld, &n_ld))
+    if (probe(o, n_phys - 1, -1, 0, NULL, &ld, &n_ld))
         return 1;
     int phys[3], n_vis = 0, n_gpu = 0, first3_apart = 1;
     uint64_t cap[3] = {0};
@@ -425,12 +455,20 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
     if (simulated[0])
         printf("%s\n", simulated);
 
-    /* Choose, and say so. */
+    /* Choose, and say so. split_n: logical devices to make of GPU phys[0]
+     * (0: keep what is there), sized from the budget they will share. */
+    int split_n = sc == DEMO_SPLIT ? 2 : n_gpu >= 3 ? 0 : n_vis == 2 ? 2 : 3;
+    if (split_n) {
+        uint64_t shared = 0;
+        if (probe(o, n_phys - 1, phys[0], split_n, &shared, &ld, &n_ld))
+            return 1;
+        free(ld);
+        if (shared < cap[0])
+            cap[0] = shared;
+    }
     char b1[32], b2[32], b3[32];
     uint64_t lim[3] = {0};
-    int split_n = 0; /* logical devices to make of GPU phys[0] (0: keep what is there) */
     if (sc == DEMO_SPLIT) {
-        split_n = 2;
         lim[0] = cap[0] >= 6 * GIB ? 4 * GIB : mib_floor(cap[0] / 3 * 2);
         lim[1] = cap[0] >= 6 * GIB ? 2 * GIB : mib_floor(cap[0] / 3);
         printf("Devices: GPU %d (budget %s) split into logical GPUs of %s (model A) and %s "
@@ -441,7 +479,6 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
         printf("Devices: %d %sGPUs, one model on each%s\n", n_gpu,
                first3_apart ? "" : "logical ", n_gpu > 3 ? " of the first three" : "");
     } else if (n_vis == 2) {
-        split_n = 2;
         lim[0] = lim[1] = mib_floor(cap[0] / 2);
         lim[2] = cap[1];
         printf("Devices: GPU %d (budget %s) split into two logical GPUs of %s for models 1 "
@@ -450,7 +487,6 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
                vdev_format_bytes(lim[0], b2, sizeof b2), phys[1],
                vdev_format_bytes(cap[1], b3, sizeof b3));
     } else {
-        split_n = 3;
         lim[0] = lim[1] = lim[2] = mib_floor(cap[0] / 3);
         printf("Devices: GPU %d (budget %s) split into three logical GPUs of %s, one model on "
                "each\n",
@@ -473,8 +509,9 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
     int n_real;
     if (vdev_list_logical_devices(real, 8, &n_real) != VDEV_OK)
         return fail(o, "listing the logical devices");
-    d->n = sc == DEMO_SPLIT ? 2 : 3;
-    for (int k = 0; k < d->n; k++) {
+    int n_models = sc == DEMO_SPLIT ? 2 : 3; /* d->name has room for 3 */
+    d->n = n_models;
+    for (int k = 0; k < n_models && k < 3; k++) {
         if (k + 1 >= n_real || k + 1 >= 8 || real[k + 1].type != VDEV_DEVICE_GPU) {
             fprintf(stderr, "%s: start-up made %d logical GPUs, not %d\n", o->prog, n_real - 1,
                     d->n);

@@ -17,7 +17,7 @@
  * short list scan, one call into vdev's allocator, which has its own lock).
  * Errors go to a thread-local message, since PyTorch sees only NULL. */
 #define _GNU_SOURCE
-#include "vdev_torch_alloc.h"
+#include "torch_alloc_internal.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -71,6 +71,7 @@ static struct {
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local char err[512];
+static _Thread_local enum vdev_status err_code; /* with err: VDEV_OK when err is "" */
 static _Thread_local int stack[MAX_PUSH], depth;
 
 /* Sets the thread's message; returns code. */
@@ -82,10 +83,20 @@ static enum vdev_status fail(enum vdev_status code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, sizeof err, fmt, ap);
     va_end(ap);
+    err_code = code;
     return code;
 }
 
+/* Forgets the thread's last failure (each call begins so). */
+static void clear_err(void)
+{
+    err[0] = '\0';
+    err_code = VDEV_OK;
+}
+
 VDEV_API const char *vdev_torch_last_error(void) { return err; }
+
+enum vdev_status vdev_torch_last_status(void) { return err_code; }
 
 /* ---- events: the CUDA driver's, when the process has loaded it ---- */
 
@@ -357,7 +368,7 @@ static uint64_t drain(struct target *t)
 
 VDEV_API void *vdev_torch_malloc(ssize_t size, int device, cudaStream_t stream)
 {
-    err[0] = '\0';
+    clear_err();
     if (size <= 0) {
         if (size < 0)
             fail(VDEV_ERR_INVALID_ARG, "vdev_torch_malloc: negative size %zd", size);
@@ -476,7 +487,7 @@ VDEV_API void vdev_torch_free(void *ptr, ssize_t size, int device, cudaStream_t 
 
 VDEV_API enum vdev_status vdev_torch_set_device(int torch, const char *name)
 {
-    err[0] = '\0';
+    clear_err();
     if (torch < 0 || torch >= MAX_TORCH)
         return fail(VDEV_ERR_INVALID_ARG, "vdev_torch_set_device: PyTorch device %d outside 0..%d",
                     torch, MAX_TORCH - 1);
@@ -501,7 +512,7 @@ VDEV_API enum vdev_status vdev_torch_set_device(int torch, const char *name)
 
 VDEV_API enum vdev_status vdev_torch_push_device(const char *name)
 {
-    err[0] = '\0';
+    clear_err();
     if (!name)
         return fail(VDEV_ERR_INVALID_ARG, "vdev_torch_push_device: the vdev device is NULL");
     if (depth == MAX_PUSH)
@@ -518,7 +529,7 @@ VDEV_API enum vdev_status vdev_torch_push_device(const char *name)
 
 VDEV_API enum vdev_status vdev_torch_pop_device(void)
 {
-    err[0] = '\0';
+    clear_err();
     if (!depth)
         return fail(VDEV_ERR_INVALID_ARG, "vdev_torch_pop_device: no device pushed");
     depth--;
@@ -527,7 +538,7 @@ VDEV_API enum vdev_status vdev_torch_pop_device(void)
 
 VDEV_API enum vdev_status vdev_torch_stats(const char *name, struct vdev_torch_stats *out)
 {
-    err[0] = '\0';
+    clear_err();
     if (!name || !out)
         return fail(VDEV_ERR_INVALID_ARG, "vdev_torch_stats: NULL argument");
     char canon[64];
@@ -559,7 +570,7 @@ static int n_pending_all(void)
 
 VDEV_API enum vdev_status vdev_torch_set_events(const struct vdev_torch_events *ev)
 {
-    err[0] = '\0';
+    clear_err();
     if (ev && (!ev->record || !ev->done || !ev->wait || !ev->drop))
         return fail(VDEV_ERR_INVALID_ARG, "vdev_torch_set_events: every function is needed");
     pthread_mutex_lock(&G.lock);
@@ -590,7 +601,7 @@ VDEV_API void vdev_torch_empty_cache(void)
 
 VDEV_API enum vdev_status vdev_torch_reset(void)
 {
-    err[0] = '\0';
+    clear_err();
     pthread_mutex_lock(&G.lock);
     enum vdev_status st = VDEV_OK;
     int n = n_pending_all();

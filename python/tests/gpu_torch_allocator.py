@@ -76,6 +76,11 @@ side = torch.cuda.Stream()
 with torch.cuda.stream(side):
     a = torch.ones(MIB, device="cuda")
     a.mul_(3)
+    # Keep the stream busy (about 0.1 s), so that the block freed below is
+    # still pending when b asks: without it a fast GPU is past the free
+    # before the next allocation, the block goes back to vdev, and b gets
+    # it from there, which says nothing of the reuse on the stream.
+    torch.cuda._sleep(200 * 1000 * 1000)
     ptr = a.data_ptr()
     del a
     b = torch.empty(MIB, device="cuda")  # same stream: the same block at once

@@ -114,7 +114,8 @@ def use_vdev_allocator(devices=None):
     device indices to vdev logical devices ({0: 'GPU:1'}); unmapped indices
     N use vdev's GPU:N (or VDEV_TORCH_DEVICES). RuntimeError when PyTorch
     cannot take it (no CUDA, PyTorch before 2.0, CUDA memory already
-    allocated), naming why."""
+    allocated), naming why. An allocation that fails raises RuntimeError in
+    PyTorch ("CUDA out of memory (vdev): ..." with vdev's report)."""
     try:
         import torch
     except ImportError as e:
@@ -129,7 +130,14 @@ def use_vdev_allocator(devices=None):
                            "(a build without CUDA, or no GPU)" % torch.__version__)
     for k, v in (devices or {}).items():
         set_device(k, v)
-    alloc = mem.CUDAPluggableAllocator(library_path(), "vdev_torch_malloc", "vdev_torch_free")
+    # PyTorch keeps a NULL from its allocation function as a block: the
+    # raising one throws instead, which PyTorch turns into a RuntimeError.
+    if not hasattr(_lib_alloc(), "vdev_torch_malloc_raising"):
+        raise RuntimeError("vdev.torch.use_vdev_allocator: %s lacks vdev_torch_malloc_raising "
+                           "(built without a C++ compiler): PyTorch would take a failed "
+                           "allocation for a block" % library_path())
+    alloc = mem.CUDAPluggableAllocator(library_path(), "vdev_torch_malloc_raising",
+                                       "vdev_torch_free")
     try:
         mem.change_current_allocator(alloc)
     except RuntimeError as e:
