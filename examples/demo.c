@@ -394,6 +394,9 @@ restore:
 
 static uint64_t mib_floor(uint64_t bytes) { return bytes / MIB * MIB; }
 
+/* What a split of one card leaves to the driver (demo_start). */
+#define DRIVER_MARGIN (64 * MIB)
+
 int demo_no_gpu(const char *prog, int n_gpus)
 {
     const char *vis = getenv("VDEV_VISIBLE_DEVICES");
@@ -458,6 +461,12 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
     /* Choose, and say so. split_n: logical devices to make of GPU phys[0]
      * (0: keep what is there), sized from the budget they will share. */
     int split_n = sc == DEMO_SPLIT ? 2 : n_gpu >= 3 ? 0 : n_vis == 2 ? 2 : 3;
+    /* room: what the split hands out, the budget less a margin for the
+     * driver, whose own memory grows after the probe (on an H200 the budget
+     * of the next start-up was 2 MiB lower, one granule of code or stream
+     * state loaded at first use, and the split asked for the probe's budget
+     * to the MiB was refused) */
+    uint64_t room = cap[0];
     if (split_n) {
         uint64_t shared = 0;
         if (probe(o, n_phys - 1, phys[0], split_n, &shared, &ld, &n_ld))
@@ -465,12 +474,13 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
         free(ld);
         if (shared < cap[0])
             cap[0] = shared;
+        room = cap[0] - (cap[0] / 2 < DRIVER_MARGIN ? cap[0] / 2 : DRIVER_MARGIN);
     }
     char b1[32], b2[32], b3[32];
     uint64_t lim[3] = {0};
     if (sc == DEMO_SPLIT) {
-        lim[0] = cap[0] >= 6 * GIB ? 4 * GIB : mib_floor(cap[0] / 3 * 2);
-        lim[1] = cap[0] >= 6 * GIB ? 2 * GIB : mib_floor(cap[0] / 3);
+        lim[0] = room >= 6 * GIB ? 4 * GIB : mib_floor(room / 3 * 2);
+        lim[1] = room >= 6 * GIB ? 2 * GIB : mib_floor(room / 3);
         printf("Devices: GPU %d (budget %s) split into logical GPUs of %s (model A) and %s "
                "(model B)\n",
                phys[0], vdev_format_bytes(cap[0], b1, sizeof b1),
@@ -479,7 +489,7 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
         printf("Devices: %d %sGPUs, one model on each%s\n", n_gpu,
                first3_apart ? "" : "logical ", n_gpu > 3 ? " of the first three" : "");
     } else if (n_vis == 2) {
-        lim[0] = lim[1] = mib_floor(cap[0] / 2);
+        lim[0] = lim[1] = mib_floor(room / 2);
         lim[2] = cap[1];
         printf("Devices: GPU %d (budget %s) split into two logical GPUs of %s for models 1 "
                "and 2; GPU %d (budget %s) for model 3\n",
@@ -487,7 +497,7 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
                vdev_format_bytes(lim[0], b2, sizeof b2), phys[1],
                vdev_format_bytes(cap[1], b3, sizeof b3));
     } else {
-        lim[0] = lim[1] = lim[2] = mib_floor(cap[0] / 3);
+        lim[0] = lim[1] = lim[2] = mib_floor(room / 3);
         printf("Devices: GPU %d (budget %s) split into three logical GPUs of %s, one model on "
                "each\n",
                phys[0], vdev_format_bytes(cap[0], b1, sizeof b1),
