@@ -397,6 +397,29 @@ static uint64_t mib_floor(uint64_t bytes) { return bytes / MIB * MIB; }
 /* What a split of one card leaves to the driver (demo_start). */
 #define DRIVER_MARGIN (64 * MIB)
 
+/* *has: whether GPU phys runs under a driver with memory of its own (any
+ * backend but simulated GPUs, which have none and keep their budget whole).
+ * Returns 0, or 1 after printing why. */
+static int has_driver(const struct demo_opts *o, int n_phys, int phys, int *has)
+{
+    struct vdev_physical_device *pd = calloc((size_t)n_phys, sizeof *pd);
+    int n = 0;
+    *has = 0;
+    if (!pd) {
+        fprintf(stderr, "%s: out of host memory\n", o->prog);
+        return 1;
+    }
+    if (vdev_list_physical_devices(pd, n_phys, &n) != VDEV_OK) {
+        free(pd);
+        return fail(o, "devices");
+    }
+    for (int i = 0; i < n && i < n_phys; i++)
+        if (pd[i].type == VDEV_DEVICE_GPU && pd[i].index == phys)
+            *has = strcmp(pd[i].backend, "sim") != 0;
+    free(pd);
+    return 0;
+}
+
 int demo_no_gpu(const char *prog, int n_gpus)
 {
     const char *vis = getenv("VDEV_VISIBLE_DEVICES");
@@ -461,12 +484,13 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
     /* Choose, and say so. split_n: logical devices to make of GPU phys[0]
      * (0: keep what is there), sized from the budget they will share. */
     int split_n = sc == DEMO_SPLIT ? 2 : n_gpu >= 3 ? 0 : n_vis == 2 ? 2 : 3;
-    /* room: what the split hands out, the budget less a margin for the
+    /* room: what the split hands out, the budget less a margin for a real
      * driver, whose own memory grows after the probe (on an H200 the budget
      * of the next start-up was 2 MiB lower, one granule of code or stream
      * state loaded at first use, and the split asked for the probe's budget
-     * to the MiB was refused) */
+     * to the MiB was refused); simulated GPUs keep their budget whole */
     uint64_t room = cap[0];
+    int has = 0;
     if (split_n) {
         uint64_t shared = 0;
         if (probe(o, n_phys - 1, phys[0], split_n, &shared, &ld, &n_ld))
@@ -474,7 +498,10 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
         free(ld);
         if (shared < cap[0])
             cap[0] = shared;
-        room = cap[0] - (cap[0] / 2 < DRIVER_MARGIN ? cap[0] / 2 : DRIVER_MARGIN);
+        if (has_driver(o, n_phys, phys[0], &has) != 0)
+            return 1;
+        if (has)
+            room = cap[0] - (cap[0] / 2 < DRIVER_MARGIN ? cap[0] / 2 : DRIVER_MARGIN);
     }
     char b1[32], b2[32], b3[32];
     uint64_t lim[3] = {0};
