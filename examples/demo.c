@@ -69,7 +69,8 @@ static const char opts_usage[] = "[--epochs N] [--steps N] [--batch N] [--seed N
 static const char devices_text[] =
     "Devices: three or more GPUs carry one model each; two GPUs: the first is split into two "
     "logical GPUs; one GPU is split into three, each sized from the card's budget (its free "
-    "memory less the driver reserve; see 'vdev devices').";
+    "memory less the driver reserve; see 'vdev devices') once the split's streams have "
+    "their memory, less 64 MiB left to a real GPU's driver.";
 
 /* `vdev demo --priority` (examples/priority.c, which has no demo_parse). */
 static const char priority_text[] =
