@@ -5,7 +5,9 @@
  * float); SGD's velocity starts from zeros when momentum is switched on after
  * it was off (with or without updates between: momentum 0 is no velocity),
  * and carries on when momentum stays on; momentum 1 (Keras's range is
- * [0, 1]) is taken, made or set, and keeps the whole velocity; every bad
+ * [0, 1]) is taken, made or set, and keeps the whole velocity; a learning
+ * rate of 0 (Keras takes it: a warm-up starts there) is taken, made or set,
+ * and leaves the weights as they are; every bad
  * value, a NULL, freed or foreign handle and an optimizer of the other kind
  * get their exact message, and a refused call changes nothing. */
 #include "check.h"
@@ -162,11 +164,11 @@ static void refused(void)
     vdev_optimizer_t *a = vdev_adam_new(0.25f, 0.5f, 0.75f, 1.0f);
     CHECK(s && a);
 
-    CHECK_ERR(vdev_sgd_set(s, 0, 0.5f), VDEV_ERR_INVALID_ARG,
-              "vdev_sgd_set: learning rate 0 must be > 0 and momentum 0.5 in [0, 1]");
     CHECK_ERR(vdev_sgd_set(s, -1.5f, 0.5f), VDEV_ERR_INVALID_ARG,
-              "vdev_sgd_set: learning rate -1.5 must be > 0 and momentum 0.5 in [0, 1]");
-    /* NaN and infinities are named, not compared (inf would pass "> 0") */
+              "vdev_sgd_set: learning rate -1.5 must be >= 0 and momentum 0.5 in [0, 1]");
+    CHECK_ERR(vdev_sgd_set(s, -1e-30f, 0.5f), VDEV_ERR_INVALID_ARG,
+              "vdev_sgd_set: learning rate -1e-30 must be >= 0 and momentum 0.5 in [0, 1]");
+    /* NaN and infinities are named, not compared (inf would pass ">= 0") */
     CHECK_ERR(vdev_sgd_set(s, NAN, 0.5f), VDEV_ERR_INVALID_ARG,
               "vdev_sgd_set: learning rate is NaN, not a finite number");
     CHECK_ERR(vdev_sgd_set(s, INFINITY, 0.5f), VDEV_ERR_INVALID_ARG,
@@ -176,9 +178,9 @@ static void refused(void)
     CHECK_ERR(vdev_sgd_set(s, 0.5f, INFINITY), VDEV_ERR_INVALID_ARG,
               "vdev_sgd_set: momentum is inf, not a finite number");
     CHECK_ERR(vdev_sgd_set(s, 0.5f, 1.5f), VDEV_ERR_INVALID_ARG,
-              "vdev_sgd_set: learning rate 0.5 must be > 0 and momentum 1.5 in [0, 1]");
+              "vdev_sgd_set: learning rate 0.5 must be >= 0 and momentum 1.5 in [0, 1]");
     CHECK_ERR(vdev_sgd_set(s, 0.5f, -0.25f), VDEV_ERR_INVALID_ARG,
-              "vdev_sgd_set: learning rate 0.5 must be > 0 and momentum -0.25 in [0, 1]");
+              "vdev_sgd_set: learning rate 0.5 must be >= 0 and momentum -0.25 in [0, 1]");
     CHECK_ERR(vdev_sgd_set(s, 0.5f, NAN), VDEV_ERR_INVALID_ARG,
               "vdev_sgd_set: momentum is NaN, not a finite number");
     CHECK_ERR(vdev_sgd_set(NULL, 0.5f, 0), VDEV_ERR_INVALID_ARG,
@@ -191,14 +193,14 @@ static void refused(void)
     CHECK_ERR(vdev_sgd_set(NULL, 0, 2), VDEV_ERR_INVALID_ARG, "vdev_sgd_set: optimizer is NULL");
 
 #define ADAM_MSG(got)                                                                              \
-    "vdev_adam_set: needs learning rate > 0, betas in [0, 1), epsilon > 0 (got " got ")"
+    "vdev_adam_set: needs learning rate >= 0, betas in [0, 1), epsilon > 0 (got " got ")"
     const char *adam_msg[] = {
-        ADAM_MSG("0, 0.5, 0.75, 1"),   ADAM_MSG("0.5, 1, 0.75, 1"),
+        ADAM_MSG("-0.5, 0.5, 0.75, 1"),   ADAM_MSG("0.5, 1, 0.75, 1"),
         ADAM_MSG("0.5, -0.5, 0.75, 1"), ADAM_MSG("0.5, 0.5, 1, 1"),
         "vdev_adam_set: beta2 is NaN, not a finite number", ADAM_MSG("0.5, 0.5, 0.75, 0"),
         ADAM_MSG("0.5, 0.5, 0.75, -1"), "vdev_adam_set: learning rate is NaN, not a finite number",
     };
-    CHECK_ERR(vdev_adam_set(a, 0, 0.5f, 0.75f, 1), VDEV_ERR_INVALID_ARG, adam_msg[0]);
+    CHECK_ERR(vdev_adam_set(a, -0.5f, 0.5f, 0.75f, 1), VDEV_ERR_INVALID_ARG, adam_msg[0]);
     CHECK_ERR(vdev_adam_set(a, 0.5f, 1, 0.75f, 1), VDEV_ERR_INVALID_ARG, adam_msg[1]);
     CHECK_ERR(vdev_adam_set(a, 0.5f, -0.5f, 0.75f, 1), VDEV_ERR_INVALID_ARG, adam_msg[2]);
     CHECK_ERR(vdev_adam_set(a, 0.5f, 0.5f, 1, 1), VDEV_ERR_INVALID_ARG, adam_msg[3]);
@@ -220,12 +222,12 @@ static void refused(void)
               "vdev_adam_set: the optimizer is SGD, not Adam");
 
     /* the constructors' own messages, from the same check */
-    CHECK(vdev_sgd_new(0, 1) == NULL);
+    CHECK(vdev_sgd_new(-1, 1) == NULL);
     CHECK_STR(vdev_last_error(),
-              "vdev_sgd_new: learning rate 0 must be > 0 and momentum 1 in [0, 1]");
+              "vdev_sgd_new: learning rate -1 must be >= 0 and momentum 1 in [0, 1]");
     CHECK(vdev_sgd_new(0.5f, 1.0001f) == NULL);
     CHECK_STR(vdev_last_error(),
-              "vdev_sgd_new: learning rate 0.5 must be > 0 and momentum 1.0001 in [0, 1]");
+              "vdev_sgd_new: learning rate 0.5 must be >= 0 and momentum 1.0001 in [0, 1]");
     CHECK(vdev_sgd_new(INFINITY, 0) == NULL);
     CHECK_STR(vdev_last_error(), "vdev_sgd_new: learning rate is inf, not a finite number");
     CHECK(vdev_sgd_new(0.5f, NAN) == NULL);
@@ -235,8 +237,11 @@ static void refused(void)
     CHECK(vdev_adam_new(0.5f, 0.5f, NAN, 1) == NULL);
     CHECK_STR(vdev_last_error(), "vdev_adam_new: beta2 is NaN, not a finite number");
     CHECK(vdev_adam_new(0.5f, 0.5f, 0.75f, 0) == NULL);
-    CHECK_STR(vdev_last_error(), "vdev_adam_new: needs learning rate > 0, betas in [0, 1), "
+    CHECK_STR(vdev_last_error(), "vdev_adam_new: needs learning rate >= 0, betas in [0, 1), "
                                  "epsilon > 0 (got 0.5, 0.5, 0.75, 0)");
+    CHECK(vdev_adam_new(-0.001f, 0.9f, 0.999f, 1e-7f) == NULL);
+    CHECK_STR(vdev_last_error(), "vdev_adam_new: needs learning rate >= 0, betas in [0, 1), "
+                                 "epsilon > 0 (got -0.001, 0.9, 0.999, 1e-07)");
 
     /* nothing changed: SGD (0.25, 0.5) from ones: vel = -0.125 */
     step(s, v, 0.5f);
@@ -255,10 +260,49 @@ static void refused(void)
     vdev_tensor_free(v);
 }
 
+/* A learning rate of 0 is taken, as Keras takes it (a warm-up schedule
+ * starts there), by the constructors and the setters: the update leaves the
+ * weights as they are, and the next rate takes over. */
+static void zero_learning_rate(void)
+{
+    check_fresh("1x1GiB");
+    vdev_tensor_t *v = vdev_variable(filled(1));
+    vdev_optimizer_t *s = vdev_sgd_new(0, 0);
+    CHECK(s != NULL);
+    step(s, v, 0.5f);
+    CHECK_ALL(v, 1.0f);
+    CHECK_OK(vdev_sgd_set(s, 0, 0.5f)); /* velocity 0.5 * 0 - 0 * 0.5 */
+    step(s, v, 0.5f);
+    CHECK_ALL(v, 1.0f);
+    CHECK_OK(vdev_sgd_set(s, 0.25f, 0.5f)); /* velocity -0.125 */
+    step(s, v, 0.5f);
+    CHECK_ALL(v, 0.875f);
+    CHECK_OK(vdev_sgd_set(s, -0.0f, 0.5f)); /* -0 is 0: velocity 0.5 * -0.125 */
+    step(s, v, 0.5f);
+    CHECK_ALL(v, 0.8125f);
+
+    /* Adam with betas 0 and epsilon 2: m = g = 2, sqrt(v) = 2, lr_t = lr,
+     * so an update is lr * 2 / (2 + 2) */
+    vdev_optimizer_t *a = vdev_adam_new(0, 0, 0, 2);
+    CHECK(a != NULL);
+    step(a, v, 2.0f);
+    CHECK_ALL(v, 0.8125f);
+    CHECK_OK(vdev_adam_set(a, 0.25f, 0, 0, 2));
+    step(a, v, 2.0f);
+    CHECK_ALL(v, 0.6875f);
+    CHECK_OK(vdev_adam_set(a, 0, 0, 0, 2));
+    step(a, v, 2.0f);
+    CHECK_ALL(v, 0.6875f);
+    vdev_optimizer_free(s);
+    vdev_optimizer_free(a);
+    vdev_tensor_free(v);
+}
+
 int main(void)
 {
     sgd();
     adam();
     refused();
+    zero_learning_rate();
     return check_done();
 }

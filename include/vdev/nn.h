@@ -24,10 +24,11 @@ extern "C" {
 
 /* Sets an SGD optimizer's learning rate and momentum; the next
  * vdev_optimizer_apply uses them. The values are checked as vdev_sgd_new
- * checks them, with its message ("vdev_sgd_set: learning rate %g must be > 0
- * and momentum %g in [0, 1]"; momentum 1 is allowed, as Keras's SGD allows
- * it; a NaN or infinite value is named first: "vdev_sgd_set: learning rate
- * is inf, not a finite number"). Momentum 0 means no velocity, as in Keras:
+ * checks them, with its message ("vdev_sgd_set: learning rate %g must be >= 0
+ * and momentum %g in [0, 1]"; a learning rate of 0 (the start of a warm-up)
+ * and momentum 1 are allowed, as Keras's SGD allows them; a NaN or infinite
+ * value is named first: "vdev_sgd_set: learning rate is inf, not a finite
+ * number"). Momentum 0 means no velocity, as in Keras:
  * switching momentum off zeroes the velocity slots at once, in place (a slot
  * handle kept from vdev_optimizer_slots reads zeros; no memory is needed),
  * updates without momentum leave them so (var -= lr g), and momentum
@@ -44,9 +45,10 @@ VDEV_API enum vdev_status vdev_sgd_set(vdev_optimizer_t *opt, float learning_rat
  * vdev_optimizer_apply uses them (its bias correction with the new betas and
  * the step count so far, as TensorFlow's ApplyAdam computes it from the
  * betas of each step). Checked as vdev_adam_new checks them, with its
- * message ("vdev_adam_set: needs learning rate > 0, betas in [0, 1), epsilon
- * > 0 (got ...)"; a NaN or infinite value is named first: "vdev_adam_set:
- * beta2 is NaN, not a finite number"). Errors (VDEV_ERR_INVALID_ARG): opt NULL, freed or not an
+ * message ("vdev_adam_set: needs learning rate >= 0, betas in [0, 1),
+ * epsilon > 0 (got ...)"; a learning rate of 0 is allowed, as SGD's; a NaN
+ * or infinite value is named first: "vdev_adam_set: beta2 is NaN, not a
+ * finite number"). Errors (VDEV_ERR_INVALID_ARG): opt NULL, freed or not an
  * optimizer, an SGD optimizer ("vdev_adam_set: the optimizer is SGD, not
  * Adam"), a bad value. Not at the same time as an update by the same
  * optimizer on another thread. */

@@ -60,12 +60,12 @@ def test_bad_hyperparameters_are_refused_as_the_constructor_refuses_them():
     v = vdev.Variable([1.0])
     sgd = vdev.optimizers.SGD(0.25, momentum=0.5)
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
-        sgd.learning_rate = 0
-    assert str(e.value) == ("vdev_sgd_set: learning rate 0 must be > 0 and momentum 0.5 in "
+        sgd.learning_rate = -0.5
+    assert str(e.value) == ("vdev_sgd_set: learning rate -0.5 must be >= 0 and momentum 0.5 in "
                             "[0, 1]")
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
-        vdev.optimizers.SGD(0)
-    assert str(e.value) == ("vdev_sgd_new: learning rate 0 must be > 0 and momentum 0 in "
+        vdev.optimizers.SGD(-1)
+    assert str(e.value) == ("vdev_sgd_new: learning rate -1 must be >= 0 and momentum 0 in "
                             "[0, 1]")
     for bad in (1.5, -0.5):
         with pytest.raises(ValueError) as e:
@@ -93,7 +93,7 @@ def test_bad_hyperparameters_are_refused_as_the_constructor_refuses_them():
                              ("epsilon", 0, "0.25, 0.5, 0.75, 0")]:
         with pytest.raises(vdev.errors.InvalidArgumentError) as e:
             setattr(adam, attr, value)
-        assert str(e.value) == ("vdev_adam_set: needs learning rate > 0, betas in [0, 1), "
+        assert str(e.value) == ("vdev_adam_set: needs learning rate >= 0, betas in [0, 1), "
                                 "epsilon > 0 (got %s)" % got)
     # NaN and infinities are named, by the constructors and the setters alike
     for attr, value, said in [("beta_2", float("nan"), "beta2 is NaN"),

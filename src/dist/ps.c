@@ -132,8 +132,8 @@ static enum vdev_status check_options(const struct vdev_ps_options *o, const cha
         return vdev_error(VDEV_ERR_INVALID_ARG, "%s: opts is NULL", fn);
     if ((unsigned)o->optimizer >= VDEV_PS_OPTIMIZER_COUNT)
         return vdev_error(VDEV_ERR_INVALID_ARG, "%s: unknown optimizer %d", fn, (int)o->optimizer);
-    if (!(o->learning_rate > 0) || !isfinite(o->learning_rate))
-        return vdev_error(VDEV_ERR_INVALID_ARG, "%s: learning_rate %g (expected > 0)", fn,
+    if (!(o->learning_rate >= 0) || !isfinite(o->learning_rate)) /* 0: as vdev_sgd_new */
+        return vdev_error(VDEV_ERR_INVALID_ARG, "%s: learning_rate %g (expected >= 0)", fn,
                           (double)o->learning_rate);
     if (!(o->momentum >= 0 && o->momentum <= 1))
         return vdev_error(VDEV_ERR_INVALID_ARG,

@@ -277,16 +277,18 @@ static vdev_optimizer_t *optim_new(enum opt_kind kind)
 
 /* SGD's hyperparameters are valid (else VDEV_ERR_INVALID_ARG naming fn):
  * the one check of vdev_sgd_new and vdev_sgd_set. Each must be finite (an
- * infinite learning rate would pass "> 0" and turn every weight into inf or
- * NaN at the first update), and is named when it is not. Momentum may be 1, as
- * Keras's SGD takes [0, 1]: the velocity then never decays. */
+ * infinite learning rate would pass ">= 0" and turn every weight into inf or
+ * NaN at the first update), and is named when it is not. A learning rate of
+ * 0 is taken, as Keras takes it: a warm-up schedule starts there, and the
+ * update leaves the weights as they are. Momentum may be 1, as Keras's SGD
+ * takes [0, 1]: the velocity then never decays. */
 static int sgd_values_ok(const char *fn, float lr, float momentum)
 {
     if (vdev_check_finite(fn, "learning rate", lr) != VDEV_OK ||
         vdev_check_finite(fn, "momentum", momentum) != VDEV_OK)
         return 0;
-    if (!(lr > 0) || !(momentum >= 0 && momentum <= 1)) {
-        vdev_error(VDEV_ERR_INVALID_ARG, "%s: learning rate %g must be > 0 and momentum %g in "
+    if (!(lr >= 0) || !(momentum >= 0 && momentum <= 1)) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "%s: learning rate %g must be >= 0 and momentum %g in "
                                          "[0, 1]",
                    fn, lr, momentum);
         return 0;
@@ -295,7 +297,7 @@ static int sgd_values_ok(const char *fn, float lr, float momentum)
 }
 
 /* Adam's, for vdev_adam_new and vdev_adam_set: each finite (named when
- * not), then in range. */
+ * not), then in range (the learning rate 0 too, as SGD's). */
 static int adam_values_ok(const char *fn, float lr, float beta1, float beta2, float eps)
 {
     if (vdev_check_finite(fn, "learning rate", lr) != VDEV_OK ||
@@ -303,9 +305,9 @@ static int adam_values_ok(const char *fn, float lr, float beta1, float beta2, fl
         vdev_check_finite(fn, "beta2", beta2) != VDEV_OK ||
         vdev_check_finite(fn, "epsilon", eps) != VDEV_OK)
         return 0;
-    if (!(lr > 0) || !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) || !(eps > 0)) {
+    if (!(lr >= 0) || !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) || !(eps > 0)) {
         vdev_error(VDEV_ERR_INVALID_ARG,
-                   "%s: needs learning rate > 0, betas in [0, 1), epsilon > 0 (got %g, %g, %g, "
+                   "%s: needs learning rate >= 0, betas in [0, 1), epsilon > 0 (got %g, %g, %g, "
                    "%g)",
                    fn, lr, beta1, beta2, eps);
         return 0;

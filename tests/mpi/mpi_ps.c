@@ -156,10 +156,10 @@ int main(int argc, char **argv)
     if (check_errors) { /* worker 1 alone passes a bad learning rate */
         struct vdev_ps_options bad = o;
         if (!strcmp(task.type, "worker") && task.index == 1)
-            bad.learning_rate = 0;
+            bad.learning_rate = -0.5f; /* 0 is taken, as vdev_sgd_new takes it */
         CHECK_ERR(vdev_ps_strategy_new(&bad, &s), VDEV_ERR_INVALID_ARG,
-                  "/job:worker/replica:0/task:1: vdev_ps_strategy_new: learning_rate 0 "
-                  "(expected > 0)");
+                  "/job:worker/replica:0/task:1: vdev_ps_strategy_new: learning_rate -0.5 "
+                  "(expected >= 0)");
         CHECK(s == NULL);
         bad = o; /* momentum 1 is SGD's limit (Keras's and vdev_sgd_new's); above it, not */
         if (!strcmp(task.type, "worker") && task.index == 1)
