@@ -442,8 +442,8 @@ def test_misuse():
                                    "made under that strategy's scope()")
     with pytest.raises(RuntimeError) as e:
         s.run(lambda: lazy(vdev.constant([[1.0, 2.0]])))
-    assert str(e.value).startswith("layer 'dense', made under strategy.scope(), is built inside "
-                                   "strategy.run")
+    assert str(e.value).startswith("layer %r, made under strategy.scope(), is built inside "
+                                   "strategy.run" % lazy.name)
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
         s.run(lambda: s.run(lambda: None))
     assert str(e.value) == ("replica 0 (/device:GPU:0): vdev_strategy_run: called from a step "
@@ -523,7 +523,9 @@ def test_per_example_losses():
     with pytest.raises(ValueError) as e:
         vdev.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
     assert str(e.value) == ("vdev's losses average over the batch (reduction 'auto' or "
-                            "'sum_over_batch_size'), not 'none'")
+                            "'sum_over_batch_size'), not 'none'; for one loss per example, use "
+                            "CategoricalCrossentropy(from_logits=True, reduction='none') with "
+                            "one-hot labels")
     with pytest.raises(ValueError):
         vdev.losses.MeanSquaredError(reduction="sum")
 

@@ -405,8 +405,12 @@ def mean_squared_error_scalar(y_true, y_pred):
 
 def sparse_softmax_cross_entropy_mean(labels, logits):
     """The mean over rows of -log softmax(logits)[label] (labels int32)."""
-    lab = labels if isinstance(labels, Tensor) else convert_to_tensor(labels, int32)
     logits = _t(logits)
+    if isinstance(labels, Tensor):
+        lab = labels
+    else:
+        with _near(logits):  # made beside the logits, not on the default device
+            lab = convert_to_tensor(labels, int32)
     return _new(lib.vdev_softmax_cross_entropy(logits._handle, lab._handle))
 
 

@@ -16,7 +16,10 @@ before the block gets None, as an unwatched tensor does in TensorFlow
 call.
 
 A target may be a list (or tuple, or dict) of tensors: the gradient is the
-sum of each target's, as in TensorFlow.
+sum of each target's, as in TensorFlow. An int32 target has no gradient: as
+TensorFlow, vdev logs a warning ("The dtype of the target tensor must be
+floating ...") and it reaches no source (None, or zeros with
+UnconnectedGradients.ZERO).
 
 vdev's tape records one stretch of ops: it stops at the end of the ``with``
 block or at the first gradient call, whichever comes first, and cannot
@@ -38,7 +41,7 @@ import logging
 
 from . import _lib
 from ._lib import lib
-from ._tensor import Tensor, Variable
+from ._tensor import Tensor, Variable, float32
 
 
 def _flatten(x, out):
@@ -168,6 +171,12 @@ class GradientTape:
         for t in targets:
             if not isinstance(t, Tensor):
                 raise TypeError("target must be a vdev tensor, not %r" % (t,))
+        for t in targets:
+            if t.dtype is not float32:
+                _log.warning("The dtype of the target tensor must be floating (e.g. "
+                             "vdev.float32) when calling GradientTape.gradient, got %s",
+                             t.dtype.name)
+        targets = [t for t in targets if t.dtype is float32]  # the others reach nothing
         flat = _flatten(sources, [])
         for s in flat:
             if not isinstance(s, Tensor):

@@ -569,10 +569,16 @@ def fill(dims, value):
 
 
 def zeros_like(t):
+    """Zeros of t's shape and dtype, made on t's device unless a device
+    scope is open (vdev's rule: an unscoped op follows its input), so that
+    an accumulator Variable(zeros_like(v)) lives beside v."""
     t = convert_to_tensor(t)
-    return zeros(t.shape, t.dtype)
+    with _ops()._near(t):
+        return zeros(t.shape, t.dtype)
 
 
 def ones_like(t):
+    """Ones of t's shape and dtype, where zeros_like makes its zeros."""
     t = convert_to_tensor(t)
-    return ones(t.shape, t.dtype)
+    with _ops()._near(t):
+        return ones(t.shape, t.dtype)

@@ -11,10 +11,17 @@ variables where the first call happens). A layer made under a
 MirroredStrategy's scope gets MirroredVariables (one copy per replica), made
 outside strategy.run (building it inside a step function is an error).
 As in Keras, a layer computes in float32: int inputs (values, int32 tensors)
-are cast to float32 first.
+are cast to float32 first; an input that is not a tensor (numpy, a list) is
+made on the layer's device unless a device scope is open, as a value beside
+a tensor is made beside it. As Keras's Dense, it applies W on the last axis
+(x [batch, ..., features] gives [batch, ..., units]), and an input of
+another width, or of fewer than two dimensions, is refused in Keras's words,
+naming the layer.
 """
 
 import math
+import re
+import threading
 
 from . import _lib, _ops, _strategy_context, random
 from ._device import current_device, device
@@ -45,11 +52,46 @@ def _adopt(t, strategy=None):
     return Variable(_handle=_variable_handle(h))  # frees h if it cannot be one
 
 
+_names_lock = threading.Lock()
+_names_taken = {}
+
+
+def _snake_case(class_name):
+    """A class's name as Keras's to_snake_case makes it: Dense -> dense,
+    MyLayer -> my_layer, MLP -> mlp."""
+    s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", class_name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()
+
+
+def _unique_name(prefix):
+    """prefix the first time in this process, then prefix_1, prefix_2, ...,
+    as Keras's unique_object_name numbers default layer names: so that
+    {v.name: v} over a model's variables keeps every layer's."""
+    with _names_lock:
+        n = _names_taken.get(prefix, 0)
+        _names_taken[prefix] = n + 1
+    return prefix if n == 0 else "%s_%d" % (prefix, n)
+
+
+def _dedup(variables):
+    """variables with each one kept once, at its first place (Keras's
+    _dedup_weights): a layer used twice must not have its update applied
+    twice."""
+    seen, out = set(), []
+    for v in variables:
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out
+
+
 class Layer:
-    """A callable holding variables."""
+    """A callable holding variables. A layer made without a name gets its
+    class's, numbered per process as Keras numbers them (dense, dense_1,
+    dense_2, ...); a name given is kept as it is."""
 
     def __init__(self, name=None):
-        self.name = name or type(self).__name__.lower()
+        self.name = name or _unique_name(_snake_case(type(self).__name__))
         self._variables = []
 
     @property
@@ -118,16 +160,46 @@ class Dense(Layer):
                 scope.__exit__(None, None, None)
         self._variables = [self.kernel] + ([self.bias] if self.bias is not None else [])
 
+    def _check_input(self, x):
+        """x's shape as Keras's InputSpec checks a Dense input: at least two
+        dimensions, the last one the kernel's rows once built."""
+        shape = tuple(int(d) for d in x.shape)
+        if len(shape) < 2:
+            raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '
+                             "min_ndim=2, found ndim=%d. Full shape received: %s"
+                             % (self.name, len(shape), shape))
+        if self.kernel is not None and shape[-1] != int(self.kernel.shape[0]):
+            raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '
+                             "axis -1 of input shape to have value %d, but received input with "
+                             "shape %s" % (self.name, int(self.kernel.shape[0]), shape))
+        return shape
+
     def __call__(self, x):
         # Keras's Dense computes in its dtype (float32): an int input, a
-        # value or an int32 tensor, is cast first.
+        # value or an int32 tensor, is cast first. A value is made on the
+        # layer's device (its kernel's, or the scope it was made in), not on
+        # the default one, as a value beside a tensor is made beside it.
         if not isinstance(x, Tensor):
-            x = _ops.convert_to_tensor(x, float32)
+            if self.kernel is not None:
+                with _ops._near(self.kernel):
+                    x = _ops.convert_to_tensor(x, float32)
+            elif self._device is not None and current_device() is None:
+                with device(self._device):
+                    x = _ops.convert_to_tensor(x, float32)
+            else:
+                x = _ops.convert_to_tensor(x, float32)
         elif x.dtype is not float32:
             x = _ops._cast(x, float32)
+        shape = self._check_input(x)
         if self.kernel is None:
-            self.build(x.shape[-1])
+            self.build(shape[-1])
+        if len(shape) > 2:
+            # [batch, ..., features], as Keras: the kernel applies on the
+            # last axis (the rows flattened, a view, and shaped back)
+            x = _ops.reshape(x, [-1, shape[-1]])
         y = _ops.matmul(x, self.kernel)
         if self.bias is not None:
             y = _ops.add(y, self.bias)
+        if len(shape) > 2:
+            y = _ops.reshape(y, list(shape[:-1]) + [self.units])
         return self.activation(y) if self.activation else y

@@ -27,10 +27,14 @@ class Reduction:
 def _check_reduction(reduction, per_example=True):
     allowed = ("auto", "sum_over_batch_size") + (("none",) if per_example else ())
     if reduction not in allowed:
+        hint = ""
+        if not per_example and reduction == "none":
+            hint = ("; for one loss per example, use CategoricalCrossentropy(from_logits=True, "
+                    "reduction='none') with one-hot labels")
         raise ValueError("vdev's losses average over the batch (reduction 'auto' or "
-                         "'sum_over_batch_size')%s, not %r"
+                         "'sum_over_batch_size')%s, not %r%s"
                          % (" or give one loss per example ('none')" if per_example else "",
-                            reduction))
+                            reduction, hint))
     return reduction
 
 

@@ -4,7 +4,7 @@ starts from the same weights as the C model of the same seed (and trains to
 the same numbers)."""
 
 from . import _lib
-from .layers import Dense, Layer
+from .layers import Dense, Layer, _dedup
 
 
 class Sequential(Layer):
@@ -17,6 +17,14 @@ class Sequential(Layer):
     def add(self, layer):
         if not callable(layer):
             raise TypeError("The added layer must be callable. Received: layer=%r" % (layer,))
+        # As Keras: the same layer may come twice (its weights shared), two
+        # layers of one name may not.
+        name = getattr(layer, "name", None)
+        if name is not None and any(l is not layer and getattr(l, "name", None) == name
+                                    for l in self.layers):
+            raise ValueError("All layers added to a Sequential model should have unique names. "
+                             "Name \"%s\" is already the name of a layer in this model. Update "
+                             "the `name` argument to pass a unique name." % (name,))
         self.layers.append(layer)
 
     def __call__(self, x):
@@ -26,7 +34,9 @@ class Sequential(Layer):
 
     @property
     def variables(self):
-        return [v for l in self.layers for v in getattr(l, "variables", [])]
+        """Every layer's variables in order, each once: a layer used twice
+        (shared weights) lists its variables at their first use, as Keras."""
+        return _dedup(v for l in self.layers for v in getattr(l, "variables", []))
 
     @property
     def trainable_variables(self):

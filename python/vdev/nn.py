@@ -9,7 +9,8 @@ the rows of the global batch the replica took its rows from in this step
 (a DistributedBatch), else by per_example_loss's rows times the number of
 replicas (TensorFlow's default; with uneven splits TensorFlow's default
 would weigh rows unequally). Outside a strategy it is the mean over the
-rows (one replica).
+rows (one replica), 0 for an empty batch (TensorFlow's div_no_nan, as vdev's
+losses give).
 """
 
 import numbers
@@ -49,7 +50,10 @@ def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size
         raise errors.InvalidArgumentError(
             "Invalid value passed for `per_example_loss`. Expected a tensor with at least "
             "rank 1. Received per_example_loss of shape [] with rank 0", "VDEV_ERR_INVALID_ARG")
-    return divide(reduce_sum(t), float(global_batch_size or shape[0]))
+    total = reduce_sum(t)
+    if global_batch_size is None and shape[0] == 0:
+        return total  # 0, as TensorFlow's div_no_nan(0, 0), not the NaN of 0 / 0
+    return divide(total, float(global_batch_size or shape[0]))
 
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "compute_average_loss"]

@@ -35,7 +35,9 @@ The hyperparameters in force (learning_rate; Adam's beta_1, beta_2,
 epsilon; SGD's momentum), which Keras tracks as variables and a schedule may
 have changed, are saved too, as metadata "optimizer/<name>" (the number as
 Python writes it, read back exactly), and restored by the load; a file
-without them (an earlier version's) leaves the optimizer's own.
+without them (an earlier version's) leaves the optimizer's own. Metadata of
+the caller's under one of those keys, given with the optimizer, is refused
+(it would be replaced).
 """
 
 import ctypes
@@ -151,6 +153,11 @@ def save_checkpoint(path, tensors, metadata=None, optimizer=None):
             count = constant(np.int32(it))
         names, handles = names + n + [_ITERATIONS.encode()], handles + h + [count._handle]
         for a in _hyperparameters(optimizer):
+            if "optimizer/" + a in metadata:  # would be silently replaced
+                raise errors.InvalidArgumentError(
+                    "checkpoint '%s': metadata key 'optimizer/%s' is the optimizer's own: "
+                    "save_checkpoint writes it from optimizer=; give yours another key"
+                    % (os.fsdecode(_path(path)), a), "VDEV_ERR_INVALID_ARG")
             metadata["optimizer/" + a] = repr(float(getattr(optimizer, a)))
     meta = []
     for k, v in metadata.items():
