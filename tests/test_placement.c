@@ -53,7 +53,10 @@ static void test_scopes(void)
     CHECK_MSG("GPU:3 unknown device");
     CHECK_STATUS(vdev_device_push("TPU:0"), VDEV_ERR_INVALID_ARG);
     CHECK_STATUS(vdev_device_push("GPU:"), VDEV_ERR_INVALID_ARG);
-    CHECK_STATUS(vdev_device_push(""), VDEV_ERR_INVALID_ARG);
+    /* "" names no device: outside any scope, TensorFlow's first context device */
+    CHECK_OK(vdev_device_push(""));
+    CHECK_STR(vdev_device_current(), "/job:localhost/replica:0/task:0/device:CPU:0");
+    CHECK_OK(vdev_device_pop());
     CHECK_STATUS(vdev_device_push("/physical_device:GPU:0"), VDEV_ERR_INVALID_ARG);
     CHECK(vdev_device_current() == NULL);
     vdev_tensor_free(t);

@@ -21,13 +21,18 @@
 
 #define MAX_SOFT_WARNED 64
 
-/* One device scope: where its ops run, the device it named, and the
- * runtime that `dev` belongs to (vdev_runtime_generation). */
+/* One device scope: where its ops run, the device it named, the runtime
+ * that `dev` belongs to (vdev_runtime_generation), and whether `dev` is soft
+ * placement's stand-in for a named device that does not exist. Such a scope
+ * reads the soft placement switch at each op (TensorFlow decides per op), so
+ * turning soft placement off makes its next op fail; a scope on the device
+ * it named never needs to, and its ops pay for no second load. */
 struct scope {
     struct vdev_ldev *dev;
     enum vdev_device_type type;
     int index;
     uint32_t rgen;
+    int soft;
 };
 static _Thread_local struct scope scope_stack[MAX_SCOPE_DEPTH];
 static _Thread_local int scope_depth;
@@ -104,11 +109,78 @@ static enum vdev_status unknown_device(const struct vdev_device_name *dn, int in
                       index, outer->type == VDEV_DEVICE_GPU ? "GPU" : "CPU", outer->index, hint);
 }
 
+/* Whether name gives a job, replica or task and no device
+ * ("/job:localhost/replica:0"), or nothing at all (""), which tf.device
+ * merges into the enclosing scope (DeviceSpec.make_merged_spec). */
+static int names_no_device(const char *name)
+{
+    for (const char *p = name; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n && !(n > 4 && !strncmp(p, "job:", 4)) && !(n > 8 && !strncmp(p, "replica:", 8)) &&
+            !(n > 5 && !strncmp(p, "task:", 5)))
+            return 0;
+        p += n + (p[n] == '/');
+    }
+    return 1;
+}
+
+/* Checks the job, replica and task of a name that gives no device (as
+ * names_no_device) by parsing it with a device added, and puts the name
+ * itself, not the probe, in the message. */
+static enum vdev_status check_task(const char *name)
+{
+    char probe[300], msg[768];
+    size_t len = strlen(name);
+    if (len > 256)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "'(overlong)' is not a device name");
+    while (len && name[len - 1] == '/')
+        len--;
+    snprintf(probe, sizeof probe, "%.*s/device:CPU:0", (int)len, name);
+    struct vdev_device_name dn;
+    enum vdev_status st = vdev_parse_device_name(probe, &dn);
+    if (st == VDEV_OK)
+        return VDEV_OK;
+    const char *e = vdev_last_error(), *at = strstr(e, probe);
+    if (!at)
+        return st;
+    snprintf(msg, sizeof msg, "%.*s%s%s", (int)(at - e), e, name, at + strlen(probe));
+    return vdev_error(st, "%s", msg);
+}
+
+/* Pushes a scope on the device that an empty name or a job, replica or task
+ * alone leaves in force: the enclosing scope's, and outside any scope
+ * TensorFlow's first context device, CPU:0 (_EagerDeviceContext merges the
+ * name into ctx._context_devices[0]). */
+static enum vdev_status push_merged(const char *device)
+{
+    enum vdev_status st = check_task(device);
+    if (st != VDEV_OK)
+        return st;
+    if (scope_depth == MAX_SCOPE_DEPTH)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "device scopes nested deeper than %d",
+                          MAX_SCOPE_DEPTH);
+    if (scope_depth) {
+        scope_stack[scope_depth] = scope_stack[scope_depth - 1];
+        scope_depth++;
+        return VDEV_OK;
+    }
+    struct vdev_ldev *cpu = vdev_runtime_lookup(VDEV_DEVICE_CPU, 0);
+    VDEV_ASSERT(cpu);
+    scope_stack[scope_depth++] = (struct scope){cpu, VDEV_DEVICE_CPU, 0,
+                                                vdev_runtime_generation(), 0};
+    return VDEV_OK;
+}
+
 VDEV_API enum vdev_status vdev_device_push(const char *device)
 {
     struct vdev_device_name dn;
-    enum vdev_status st = vdev_parse_device_name(device, &dn);
-    if (st != VDEV_OK)
+    enum vdev_status st;
+    if (device && names_no_device(device)) {
+        if ((st = vdev_init()) != VDEV_OK)
+            return st;
+        return push_merged(device);
+    }
+    if ((st = vdev_parse_device_name(device, &dn)) != VDEV_OK)
         return st;
     if ((st = vdev_init()) != VDEV_OK)
         return st;
@@ -127,9 +199,11 @@ VDEV_API enum vdev_status vdev_device_push(const char *device)
     if (scope_depth == MAX_SCOPE_DEPTH)
         return vdev_error(VDEV_ERR_INVALID_ARG, "device scopes nested deeper than %d",
                           MAX_SCOPE_DEPTH);
-    if (d->type != dn.type || d->index != index)
+    int soft = d->type != dn.type || d->index != index;
+    if (soft)
         warn_soft(dn.type, index, d);
-    scope_stack[scope_depth++] = (struct scope){d, dn.type, index, vdev_runtime_generation()};
+    scope_stack[scope_depth++] =
+        (struct scope){d, dn.type, index, vdev_runtime_generation(), soft};
     return VDEV_OK;
 }
 
@@ -141,16 +215,37 @@ VDEV_API enum vdev_status vdev_device_pop(void)
     return VDEV_OK;
 }
 
+/* The error of an op in a scope that names a device that does not exist,
+ * opened under soft placement, once soft placement is off. */
+static void soft_off_error(const struct scope *s)
+{
+    char msg[384];
+    vdev_runtime_unknown_device(s->type, s->index);
+    vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+    vdev_error(vdev_last_status(), "%s (the device scope was opened under soft device "
+                                   "placement, which is now off)",
+               msg);
+}
+
 /* Scope s's device in the running runtime: a scope opened before
  * vdev_shutdown() (its thread's stack outlives the runtime) names its device
- * again by type and index; NULL when there is none and soft placement is
- * off (with `report`, the error set). */
+ * again by type and index; a scope on soft placement's stand-in holds only
+ * while soft placement is on. NULL when there is no device (with `report`,
+ * the error set). */
 static struct vdev_ldev *scope_resolve(struct scope *s, int report)
 {
     uint32_t gen = vdev_runtime_generation();
-    if (__builtin_expect(s->rgen == gen, 1))
+    if (__builtin_expect(s->rgen == gen && !s->soft, 1))
         return s->dev;
+    if (s->rgen == gen) {
+        if (atomic_load_explicit(&soft_placement, memory_order_relaxed))
+            return s->dev;
+        if (report)
+            soft_off_error(s);
+        return NULL;
+    }
     struct vdev_ldev *d = vdev_runtime_lookup(s->type, s->index);
+    int soft = 0;
     if (!d) {
         if (!report)
             return NULL;
@@ -165,9 +260,11 @@ static struct vdev_ldev *scope_resolve(struct scope *s, int report)
         }
         d = vdev_runtime_default_device();
         warn_soft(s->type, s->index, d);
+        soft = 1;
     }
     s->dev = d;
     s->rgen = gen;
+    s->soft = soft;
     return d;
 }
 
@@ -194,7 +291,8 @@ int vdev_placement_scope_failed(void) { return scope_depth > 0; }
 void vdev_placement_push_dev(struct vdev_ldev *d)
 {
     VDEV_ASSERT(scope_depth < MAX_SCOPE_DEPTH);
-    scope_stack[scope_depth++] = (struct scope){d, d->type, d->index, vdev_runtime_generation()};
+    scope_stack[scope_depth++] =
+        (struct scope){d, d->type, d->index, vdev_runtime_generation(), 0};
 }
 
 void vdev_placement_pop_dev(void)
