@@ -3,7 +3,7 @@
  * follows the soft placement switch at each op (turned off, the next op fails
  * with TensorFlow's "unknown device"); a name that gives no device ("", a job,
  * replica or task alone) keeps the enclosing scope, and outside any scope
- * pins CPU:0, as tf.device merges it into the first context device; and
+ * adds no constraint (its ops are placed as unscoped ops); and
  * threads that toggle soft placement while others run ops in such a scope. */
 #define _GNU_SOURCE
 #include "check.h"
@@ -104,12 +104,29 @@ static void test_names_without_device(void)
     CHECK_OK(vdev_device_pop());
     CHECK_OK(vdev_device_pop());
     CHECK(vdev_device_current() == NULL);
-    /* outside any scope: CPU:0, TensorFlow's first context device */
+    /* outside any scope: no constraint; ops are placed as unscoped ops */
+    vdev_tensor_t *g1 = NULL;
+    CHECK_OK(vdev_device_push("GPU:1"));
+    g1 = vdev_tensor_ones(SHAPE, 1, VDEV_F32);
+    CHECK_OK(vdev_device_pop());
     CHECK_OK(vdev_device_push("/job:localhost"));
-    CHECK_STR(vdev_device_current(), LONG "/device:CPU:0");
+    CHECK(vdev_device_current() == NULL);
     vdev_tensor_t *t = vdev_tensor_ones(SHAPE, 1, VDEV_F32);
-    CHECK_STR(vdev_tensor_device(t), "/device:CPU:0");
+    CHECK_STR(vdev_tensor_device(t), "/device:GPU:0");
+    vdev_tensor_t *r = vdev_relu(g1); /* follows its input */
+    CHECK_STR(vdev_tensor_device(r), "/device:GPU:1");
+    CHECK_OK(vdev_device_push("CPU")); /* a type alone: index 0 */
+    CHECK_STR(vdev_device_current(), LONG "/device:CPU:0");
+    CHECK_OK(vdev_device_pop());
+    CHECK_STATUS(vdev_device_push("GPU"), VDEV_OK);
+    CHECK_STR(vdev_device_current(), LONG "/device:GPU:0");
+    CHECK_OK(vdev_device_pop());
+    /* a missing device's message says nothing of an enclosing scope */
+    CHECK_STATUS(vdev_device_push("CPU:3"), VDEV_ERR_NOT_FOUND);
+    CHECK_STR(vdev_last_error(), LONG "/device:CPU:3 unknown device (there is 1 CPU device)");
     vdev_tensor_free(t);
+    vdev_tensor_free(r);
+    vdev_tensor_free(g1);
     CHECK_OK(vdev_device_pop());
     CHECK(vdev_device_current() == NULL);
     /* another job, or a malformed part: the name itself in the message */

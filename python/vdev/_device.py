@@ -4,29 +4,45 @@ A scope is vdev's thread-local device stack (vdev_device_push/pop): ops and
 new tensors of the calling thread go to the innermost scope's device. Names
 take every form TensorFlow accepts ('GPU:1', '/gpu:1', '/device:GPU:1', the
 '/job:localhost/replica:0/task:0/device:GPU:1' long form, and 'GPU' alone,
-which takes the enclosing scope's index). As in TensorFlow, ``device('')``
-keeps the enclosing scope (it changes nothing) and ``device(None)`` clears
-every enclosing scope for the block: its ops go where unscoped ops go (where
-their inputs are, else the default device). A name that is neither a string
-nor None is a ValueError in TensorFlow's words; a malformed one a ValueError;
-a device that does not exist a RuntimeError ("... unknown device"), raised
-when the scope is entered (TensorFlow raises it at the first op), unless soft
-placement is on. As TensorFlow's ``tf.device``, a ``LogicalDevice`` (from
-``vdev.config.list_logical_devices``) or a ``vdev.DeviceSpec`` stands for its name, and a name of a
-job, replica or task alone ('/job:localhost', '/job:localhost/replica:0/task:0')
-merges into the enclosing scope, which it leaves as it is (the job must be
-local: another is a RuntimeError, "... unknown device").
+which takes the enclosing scope's index); a form TensorFlow refuses
+('/device:GPU', no index after 'device:') is a ValueError in DeviceSpec's
+words. As in TensorFlow, ``device('')`` and a name of a job, replica or task
+alone ('/job:localhost', '/job:localhost/replica:0/task:0') merge into the
+enclosing scope, which they leave as it is, and outside any scope pin the
+block to CPU:0 (TensorFlow merges them into its first device); the job must
+be local: another is a RuntimeError, "... unknown device". ``device(None)``
+clears every enclosing scope for the block: its ops go where unscoped ops go
+(where their inputs are, else the default device). A name that is neither a
+string nor None is a ValueError in TensorFlow's words; a malformed one a
+ValueError; a device that does not exist a RuntimeError ("... unknown
+device"), raised when the scope is entered (TensorFlow raises it at the first
+op), unless soft placement is on. As TensorFlow's ``tf.device``, a
+``LogicalDevice`` (from ``vdev.config.list_logical_devices``) or a
+``vdev.DeviceSpec`` stands for its name. Leaving blocks in another order than
+they were entered is TensorFlow's RuntimeError ("Exiting device scope without
+proper scope nesting"), which leaves the scopes as they are.
 """
+import threading
 
-from . import _lib, errors
+from . import _lib
 from ._lib import lib
+
+# The vdev.device blocks each thread is in, innermost last: an exit checks
+# that its block is the innermost, as TensorFlow's _EagerDeviceContext does.
+# (vdev's C stack cannot tell: vdev_device_pop() pops the innermost scope,
+# whoever pushed it.)
+_entered = threading.local()
+
+# Names vdev's parser accepts that DeviceSpec.from_string was asked about:
+# None where it accepts them too, else its ValueError.
+_spec_checked = {}
 
 
 class device:
     """Context manager: ops in the block run on `device_name`; '' keeps the
     enclosing scope, None clears every enclosing scope (as tf.device)."""
 
-    __slots__ = ("_name", "_depth", "_cleared", "_task_only")
+    __slots__ = ("_name", "_cleared")
 
     def __init__(self, device_name):
         from .config import LogicalDevice
@@ -39,26 +55,32 @@ class device:
             raise ValueError("Expecting a string device name. Got %s(%s)"
                              % (type(device_name), device_name))
         self._name = device_name
-        self._depth = 0
         self._cleared = []  # device(None): the scopes each entry took off, innermost first
-        self._task_only = bool(device_name) and _names_task_only(device_name)
 
     def __enter__(self):
         if self._name is None:
             self._cleared.append(_clear_scopes())
-        elif self._task_only:
-            _check_task(self._name)
-        elif self._name:
+        else:
             st = lib.vdev_device_push(self._name.encode("utf-8"))
             _lib.check(st, _PUSH_ERRORS)
-        self._depth += 1
+            err = _spec_error(self._name)
+            if err is not None:
+                lib.vdev_device_pop()
+                raise ValueError(err)
+        stack = getattr(_entered, "stack", None)
+        if stack is None:
+            stack = _entered.stack = []
+        stack.append(self)
         return self
 
     def __exit__(self, *exc):
-        self._depth -= 1
+        stack = getattr(_entered, "stack", None)
+        if not stack or stack[-1] is not self:
+            raise RuntimeError("Exiting device scope without proper scope nesting")
+        stack.pop()
         if self._name is None:
             _restore_scopes(self._cleared.pop())
-        elif self._name and not self._task_only:
+        else:
             _lib.check(lib.vdev_device_pop())
         return False
 
@@ -66,27 +88,24 @@ class device:
 _PUSH_ERRORS = {_lib.INVALID_ARG: ValueError, _lib.NOT_FOUND: RuntimeError}
 
 
-def _names_task_only(name):
-    """Whether name gives a job, replica or task and no device
-    ('/job:localhost/replica:0'), which TensorFlow merges into the
-    enclosing scope (DeviceSpec.make_merged_spec), keeping its device."""
-    parts = [p for p in name.split("/") if p]
-    return bool(parts) and all(p.split(":", 1)[0] in ("job", "replica", "task") and ":" in p
-                               for p in parts)
-
-
-def _check_task(name):
-    """Raises as vdev_device_push would for a job, replica or task that is
-    not this process's: vdev's parser checks them on a name with a device,
-    /device:CPU:0 (there is always one), which the message then leaves out."""
-    probe = name.rstrip("/") + "/device:CPU:0"
-    st = lib.vdev_device_push(probe.encode("utf-8"))
-    if st == _lib.OK:
-        _lib.check(lib.vdev_device_pop())
-        return
-    msg = errors.python_message(st, _lib.last_error()).replace(probe, name)
-    cls = _PUSH_ERRORS.get(st)
-    raise cls(msg) if cls else errors.from_status(st, msg)
+def _spec_error(name):
+    """DeviceSpec.from_string's message for a name vdev's parser accepted and
+    TensorFlow's refuses ('/device:GPU': a type without an index after
+    'device:'), else None."""
+    try:
+        return _spec_checked[name]
+    except KeyError:
+        pass
+    from ._device_spec import DeviceSpec
+    try:
+        DeviceSpec.from_string(name)
+        err = None
+    except ValueError as e:
+        err = str(e)
+    if len(_spec_checked) >= 1024:
+        _spec_checked.clear()
+    _spec_checked[name] = err
+    return err
 
 
 def _clear_scopes():

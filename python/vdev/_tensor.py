@@ -364,6 +364,18 @@ def _variable_from_pickle(cls, array, dtype, device, trainable, name):
     return cls._adopt_handle(_handle_from_pickle(array, dtype, device), trainable, name)
 
 
+def _check_update_input(var, value, op_name):
+    """An update runs on its variable's device (TensorFlow pins resource ops
+    there): under the strict policy, TensorFlow's 'explicit', a value on
+    another device is TensorFlow's error for op_name's input #1."""
+    if value.device != var.device and lib.vdev_get_placement_policy() == 1:  # strict
+        from . import errors
+        msg = ("Tensors on conflicting devices: cannot compute %s as input #1 was expected to "
+               "be on %s but is actually on %s (operation running on %s). %s"
+               % (op_name, var.device, value.device, var.device, errors._C_PLACEMENT_ADVICE))
+        raise errors.from_status(_lib.STATUS_NAMES.index("VDEV_ERR_PLACEMENT"), msg)
+
+
 class Variable(Tensor):
     """A variable, as ``tf.Variable``: a tensor that tapes differentiate
     against and optimizers update in place, on the device it was made on
@@ -392,20 +404,32 @@ class Variable(Tensor):
     def assign(self, value, use_locking=None, name=None, read_value=True):
         """Copies value into the variable (same shape and dtype); returns the
         variable, or None with read_value=False, as TensorFlow's eager
-        assign."""
+        assign. A value on another device is copied (and counted), or under
+        the strict policy ('explicit') TensorFlow's error, as for any op."""
         v = convert_to_tensor(value, dtype=self.dtype)
+        _check_update_input(self, v, "AssignVariableOp")
         _lib.check(lib.vdev_assign(self._handle, v._handle))
         return self if read_value else None
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
         """Adds delta (a tensor, or a value converted with the variable's
-        dtype, as assign converts it) in place."""
-        self.assign(_ops().add(self, delta))
+        dtype, as assign converts it) in place, on the variable's device
+        whatever device scope is open, as TensorFlow's AssignAddVariableOp: a
+        delta on another device is copied there (or refused, as assign)."""
+        self._update(delta, _ops().add, "AssignAddVariableOp")
         return self if read_value else None
 
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
-        self.assign(_ops().subtract(self, delta))
+        """As assign_add, subtracting (TensorFlow's AssignSubVariableOp)."""
+        self._update(delta, _ops().subtract, "AssignSubVariableOp")
         return self if read_value else None
+
+    def _update(self, delta, op, op_name):
+        from ._device import on_device_of
+        if isinstance(delta, Tensor):
+            _check_update_input(self, delta, op_name)
+        with on_device_of(self):
+            self.assign(op(self, delta))
 
     def read_value(self):
         return Tensor(_lib.made(lib.vdev_identity(self._handle)))

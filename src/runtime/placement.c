@@ -4,12 +4,17 @@
  *
  * A scope is resolved as tf.device resolves it: a name without an index
  * takes the enclosing scope's index (else 0), as DeviceSpec.make_merged_spec
- * does, and the scope remembers the name it asked for (what
- * vdev_device_current() reports, TensorFlow's context.device_name) beside
- * the device its ops run on. The two differ only under soft placement, where
- * a scope naming a device that does not exist sends its ops to the device
- * TensorFlow's eager soft placement picks — the first in its priority order,
- * GPU:0, else CPU:0 — with one warning per such name and start-up. */
+ * does; a name that gives no device ("", or a job, replica or task alone)
+ * keeps the enclosing scope's device, and outside any scope adds no
+ * constraint (a scope of no device: ops in it are placed as unscoped ops).
+ * The scope
+ * remembers the name it asked for (what vdev_device_current() reports,
+ * TensorFlow's context.device_name) beside the device its ops run on. The
+ * two differ only under soft placement, where a scope naming a device that
+ * does not exist sends its ops to the device TensorFlow's eager soft
+ * placement picks — the first in its priority order, GPU:0, else CPU:0 —
+ * with one warning per such name and start-up, for as long as soft placement
+ * stays on (it is read at each such op, as TensorFlow decides per op). */
 #define _GNU_SOURCE
 #include "runtime/placement.h"
 
@@ -33,6 +38,7 @@ struct scope {
     int index;
     uint32_t rgen;
     int soft;
+    int none; /* a name of no device outside any scope: dev is NULL */
 };
 static _Thread_local struct scope scope_stack[MAX_SCOPE_DEPTH];
 static _Thread_local int scope_depth;
@@ -97,7 +103,7 @@ static void warn_soft(enum vdev_device_type type, int index, const struct vdev_l
 static enum vdev_status unknown_device(const struct vdev_device_name *dn, int index)
 {
     enum vdev_status st = vdev_runtime_unknown_device(dn->type, index);
-    if (dn->has_index || !scope_depth)
+    if (dn->has_index || !scope_depth || scope_stack[scope_depth - 1].none)
         return st;
     const struct scope *outer = &scope_stack[scope_depth - 1];
     const char *type = dn->type == VDEV_DEVICE_GPU ? "GPU" : "CPU";
@@ -148,9 +154,8 @@ static enum vdev_status check_task(const char *name)
 }
 
 /* Pushes a scope on the device that an empty name or a job, replica or task
- * alone leaves in force: the enclosing scope's, and outside any scope
- * TensorFlow's first context device, CPU:0 (_EagerDeviceContext merges the
- * name into ctx._context_devices[0]). */
+ * alone leaves in force: the enclosing scope's, and outside any scope none
+ * (ops in it are placed as unscoped ops; "GPU" inside it is GPU:0). */
 static enum vdev_status push_merged(const char *device)
 {
     enum vdev_status st = check_task(device);
@@ -164,10 +169,8 @@ static enum vdev_status push_merged(const char *device)
         scope_depth++;
         return VDEV_OK;
     }
-    struct vdev_ldev *cpu = vdev_runtime_lookup(VDEV_DEVICE_CPU, 0);
-    VDEV_ASSERT(cpu);
-    scope_stack[scope_depth++] = (struct scope){cpu, VDEV_DEVICE_CPU, 0,
-                                                vdev_runtime_generation(), 0};
+    scope_stack[scope_depth++] =
+        (struct scope){NULL, VDEV_DEVICE_CPU, 0, vdev_runtime_generation(), 0, 1};
     return VDEV_OK;
 }
 
@@ -203,7 +206,7 @@ VDEV_API enum vdev_status vdev_device_push(const char *device)
     if (soft)
         warn_soft(dn.type, index, d);
     scope_stack[scope_depth++] =
-        (struct scope){d, dn.type, index, vdev_runtime_generation(), soft};
+        (struct scope){d, dn.type, index, vdev_runtime_generation(), soft, 0};
     return VDEV_OK;
 }
 
@@ -237,6 +240,8 @@ static struct vdev_ldev *scope_resolve(struct scope *s, int report)
     uint32_t gen = vdev_runtime_generation();
     if (__builtin_expect(s->rgen == gen && !s->soft, 1))
         return s->dev;
+    if (s->none)
+        return NULL; /* no error: ops are placed as unscoped ones */
     if (s->rgen == gen) {
         if (atomic_load_explicit(&soft_placement, memory_order_relaxed))
             return s->dev;
@@ -273,6 +278,8 @@ VDEV_API const char *vdev_device_current(void)
     if (!scope_depth)
         return NULL;
     struct scope *s = &scope_stack[scope_depth - 1];
+    if (s->none)
+        return NULL;
     struct vdev_ldev *d = scope_resolve(s, 0); /* a getter sets no error */
     if (d && d->type == s->type && d->index == s->index)
         return d->long_name;
@@ -286,13 +293,16 @@ struct vdev_ldev *vdev_placement_scope_device(void)
     return scope_depth ? scope_resolve(&scope_stack[scope_depth - 1], 1) : NULL;
 }
 
-int vdev_placement_scope_failed(void) { return scope_depth > 0; }
+int vdev_placement_scope_failed(void)
+{
+    return scope_depth > 0 && !scope_stack[scope_depth - 1].none;
+}
 
 void vdev_placement_push_dev(struct vdev_ldev *d)
 {
     VDEV_ASSERT(scope_depth < MAX_SCOPE_DEPTH);
     scope_stack[scope_depth++] =
-        (struct scope){d, d->type, d->index, vdev_runtime_generation(), 0};
+        (struct scope){d, d->type, d->index, vdev_runtime_generation(), 0, 0};
 }
 
 void vdev_placement_pop_dev(void)
@@ -400,7 +410,7 @@ struct vdev_ldev *vdev_placement_choose(struct vdev_ldev *const *in, int n, int 
     struct vdev_ldev *d = vdev_placement_scope_device();
     if (d)
         return d;
-    if (scope_depth) /* a scope that names no device now: error set */
+    if (vdev_placement_scope_failed()) /* a scope that names no device now: error set */
         return NULL;
     if (vdev_placement_policy_now() != VDEV_PLACEMENT_TF && n > 0) {
         int agree = 1;

@@ -14,7 +14,7 @@ TensorFlow's words.
 import ctypes
 import warnings
 
-from .. import _lib
+from .. import _lib, errors
 from .._lib import lib
 from . import (PhysicalDevice, LogicalDeviceConfiguration, get_logical_device_configuration,
                get_memory_growth, get_visible_devices, list_logical_devices,
@@ -112,7 +112,11 @@ def is_op_determinism_enabled():
     return bool(_lib.setting(lib.vdev_config_get_deterministic))
 
 
-_POLICIES = {None: 0, "silent": 0, "explicit": 1}
+# vdev's placement policies (vdev_placement_policy): 'copy' and 'strict'
+# place an unscoped op by its inputs and copy an input on another device or
+# refuse it; 'tf' places it on the default device and copies.
+_COPY, _STRICT, _TF = 0, 1, 2
+_POLICIES = (None, "silent", "explicit")
 # TensorFlow's policies that vdev cannot honour: what each means there, and
 # what to use instead.
 _UNSUPPORTED_POLICIES = {
@@ -127,17 +131,37 @@ _UNSUPPORTED_POLICIES = {
 
 
 def set_device_policy(device_policy):
-    """'silent' (None): an input on another device is copied (vdev's 'copy');
-    'explicit': that is an error (vdev's 'strict'). TensorFlow's 'warn' and
-    'silent_for_int32' are ValueErrors saying that vdev does not support
-    them and what to use instead: vdev copies without a per-copy warning, and
-    its policy does not depend on the dtype."""
+    """What happens to an input on another device than its op, as in
+    TensorFlow, where the policy never decides where an op runs: 'silent'
+    (None) copies it (vdev's 'copy', or 'tf' where that placement rule is in
+    force, which it keeps); 'explicit' makes it an error (vdev's 'strict').
+    Setting the policy in force changes nothing. 'explicit' under vdev's 'tf'
+    placement rule is a ValueError: vdev's only policy that refuses copies
+    places unscoped ops by their inputs. TensorFlow's 'warn' and
+    'silent_for_int32' are ValueErrors saying that vdev does not support them
+    and what to use instead: vdev copies without a per-copy warning, and its
+    policy does not depend on the dtype."""
     if isinstance(device_policy, str) and device_policy in _UNSUPPORTED_POLICIES:
         raise ValueError("vdev does not support TensorFlow's device policy %r, which %s"
                          % (device_policy, _UNSUPPORTED_POLICIES[device_policy]))
     if device_policy not in _POLICIES:
         raise ValueError("Not a valid device policy: %r" % (device_policy,))
-    _lib.check(lib.vdev_set_placement_policy(_POLICIES[device_policy]))
+    try:
+        now = _lib.setting(lib.vdev_get_placement_policy)
+    except errors.OpError:  # a malformed VDEV_PLACEMENT: code's setting overrides it
+        now = None
+    if device_policy == "explicit":
+        if now == _TF:
+            raise ValueError("The device policy 'explicit' cannot be combined with vdev's 'tf' "
+                             "placement rule, which is in force: vdev's only policy that "
+                             "refuses copies, 'strict', places unscoped ops by their inputs "
+                             "rather than on the default device. Choose it with "
+                             "vdev.placement.set_policy('strict')")
+        want = _STRICT
+    else:
+        want = _COPY if now in (None, _STRICT) else now
+    if want != now:
+        _lib.check(lib.vdev_set_placement_policy(want))
 
 
 def get_device_policy():
