@@ -498,7 +498,12 @@ VDEV_API vdev_tensor_t *vdev_keep(vdev_tensor_t *t);
  * an index ("GPU", "/gpu", "/device:GPU", "GPU:*"), which takes the
  * enclosing scope's index, else 0. VDEV_ERR_INVALID_ARG for a malformed name,
  * VDEV_ERR_NOT_FOUND "<name> unknown device" for a device that does not
- * exist (unless soft placement is on), VDEV_ERR_INVALID_ARG past 64 deep. */
+ * exist (unless soft placement is on), VDEV_ERR_INVALID_ARG past 64 deep.
+ * An empty name or a job, replica or task alone ("/job:localhost") keeps the
+ * enclosing scope's device; outside any scope it adds no constraint
+ * (vdev_device_current() stays NULL). A scope that soft placement sent to
+ * the default device for a missing one fails its next op once soft
+ * placement is off, as TensorFlow resolves a scope per op. */
 VDEV_API enum vdev_status vdev_device_push(const char *device);
 VDEV_API enum vdev_status vdev_device_pop(void);
 /* The innermost device scope's name in TensorFlow's form (context.device_name):
@@ -709,7 +714,8 @@ VDEV_API int vdev_mlp_variables(const vdev_mlp_t *m, vdev_tensor_t **out, int ca
 VDEV_API void vdev_mlp_free(vdev_mlp_t *m);
 
 typedef struct vdev_optimizer vdev_optimizer_t;
-/* SGD with momentum in [0, 1] as Keras's (0 for plain SGD). */
+/* SGD with a learning rate >= 0 and momentum in [0, 1], as Keras's (momentum
+ * 0 for plain SGD). */
 VDEV_API vdev_optimizer_t *vdev_sgd_new(float learning_rate, float momentum);
 /* Adam; TensorFlow's defaults are 0.001, 0.9, 0.999, 1e-7. */
 VDEV_API vdev_optimizer_t *vdev_adam_new(float learning_rate, float beta1, float beta2,
