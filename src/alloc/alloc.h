@@ -190,9 +190,23 @@ struct vdev_alloc_stats {
 };
 /* A consistent snapshot. */
 void vdev_alloc_get_stats(vdev_alloc_t *a, struct vdev_alloc_stats *st);
-/* Bytes in use and reserved, without the rest of the statistics (cheap: for
- * the profiler trace's memory counters). */
+/* Bytes in use and reserved, without the rest of the statistics (cheap). */
 void vdev_alloc_usage(vdev_alloc_t *a, uint64_t *in_use, uint64_t *reserved);
+/* A function told an allocator's bytes in use and reserved, called under
+ * its lock (for the profiler trace's memory counters): it must not call
+ * back into the allocator. */
+typedef void (*vdev_alloc_usage_fn)(void *user, uint64_t in_use, uint64_t reserved);
+/* Calls fn(user, in use, reserved) under the lock, so that the calls about
+ * one allocator come in the order of its changes, those made by the watcher
+ * below included. */
+void vdev_alloc_usage_call(vdev_alloc_t *a, vdev_alloc_usage_fn fn, void *user);
+/* Sets the watcher (NULL: none, as at creation): fn(user, in use, reserved)
+ * under the lock after every change of the bytes reserved, whatever made it
+ * (growth, garbage collection, release_cached, a limit lowered, lending to
+ * another device of the card, a floor preallocated again), except at
+ * vdev_alloc_destroy. It is looked at only where regions are reserved and
+ * released: the fast paths of malloc and free never do. */
+void vdev_alloc_watch(vdev_alloc_t *a, vdev_alloc_usage_fn fn, void *user);
 /* peak in use := in use, peak reserved := reserved, largest_alloc_size := 0
  * (as TensorFlow's ClearStats). */
 void vdev_alloc_reset_peak(vdev_alloc_t *a);

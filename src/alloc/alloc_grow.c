@@ -89,6 +89,7 @@ void vdev_alloc_region_install(struct vdev_alloc *a, uint32_t slot, void *base, 
         a->peak_reserved = a->reserved;
     a->last_region_bytes = bytes;
     over_hook_update(a);
+    reserved_changed(a);
 }
 
 /* Asks the source for `want` bytes, backing off by 0.9x down to `need` while
@@ -190,6 +191,7 @@ static enum vdev_status grow_extend(struct vdev_alloc *a, uint64_t sz, enum vdev
         a->peak_reserved = a->reserved;
     a->last_region_bytes = r->bytes;
     over_hook_update(a);
+    reserved_changed(a);
     return VDEV_OK;
 }
 
@@ -296,6 +298,7 @@ static void release_region(struct vdev_alloc *a, uint32_t r)
         a->ext_region = NIL;
     if (a->unpinned == r)
         a->unpinned = NIL;
+    reserved_changed(a);
 }
 
 /* After regions went back: the growth schedule restarts from the largest

@@ -116,6 +116,10 @@ struct vdev_alloc {
     uint64_t unpinned_bytes;
     uint32_t park_ticket;   /* the last ticket vdev_alloc_park() handed out */
     int limit_lowered;      /* 1 after vdev_alloc_set_limit() lowered the limit, until a raise */
+
+    /* ---- the watcher of reserved bytes (vdev_alloc_watch; off the fast path) ---- */
+    vdev_alloc_usage_fn watch; /* NULL: none */
+    void *watch_user;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -381,6 +385,13 @@ enum vdev_status vdev_alloc_make_room(struct vdev_alloc *a, uint64_t bytes, uint
  * then fails with the OOM of a lowered ceiling when in use + sz exceeds the
  * limit. VDEV_OK: the request may go on. */
 enum vdev_status vdev_alloc_over_limit(struct vdev_alloc *a, uint64_t bytes, uint64_t sz);
+
+/* Tells the watcher (vdev_alloc_watch) the bytes reserved just changed. */
+static inline void reserved_changed(struct vdev_alloc *a)
+{
+    if (a->watch)
+        a->watch(a->watch_user, a->in_use, a->reserved);
+}
 
 /* HOOK_OVER set exactly when more is reserved than the limit allows. */
 static inline void over_hook_update(struct vdev_alloc *a)

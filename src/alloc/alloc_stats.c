@@ -1,5 +1,6 @@
-/* alloc_stats.c — the allocator's statistics, region walk, host-memory
- * count, invariant check and state dump.
+/* alloc_stats.c — the allocator's statistics (and the watcher told of its
+ * reserved bytes), region walk, host-memory count, invariant check and
+ * state dump.
  *
  * The counters (in use, peaks, largest allocation, totals) are kept by
  * malloc and free in alloc.c; what the fast paths do not maintain (the
@@ -23,6 +24,21 @@ void vdev_alloc_usage(vdev_alloc_t *a, uint64_t *in_use, uint64_t *reserved)
     lock(a);
     *in_use = a->in_use;
     *reserved = a->reserved;
+    unlock(a);
+}
+
+void vdev_alloc_usage_call(vdev_alloc_t *a, vdev_alloc_usage_fn fn, void *user)
+{
+    lock(a);
+    fn(user, a->in_use, a->reserved);
+    unlock(a);
+}
+
+void vdev_alloc_watch(vdev_alloc_t *a, vdev_alloc_usage_fn fn, void *user)
+{
+    lock(a);
+    a->watch = fn;
+    a->watch_user = user;
     unlock(a);
 }
 

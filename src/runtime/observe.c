@@ -390,7 +390,13 @@ void vdev_observe_copy(int from_id, int to_id, uint64_t bytes, uint64_t t0, uint
 
 /* Counter and instant events take their time and values under the lock, so
  * each device's counter series is in time order with consistent values even
- * when several threads allocate on it. */
+ * when several threads allocate on it. A memory sample is taken under the
+ * device's allocator lock too, the trace's lock nested inside it
+ * (vdev_alloc_usage_call): the allocator tells its watcher of every change
+ * of its reserved bytes with its lock held (vdev_alloc_watch), whichever
+ * device or call made it (release_cached, lending to another device of the
+ * card, a floor or ceiling changed, garbage collection before an OOM), so
+ * the trace's lock can never be held while an allocator's is taken. */
 #define MEM_SAMPLE_NS 100000 /* 100 us */
 
 struct mem_sample {
@@ -413,27 +419,26 @@ static void put_memory_locked(const char *name, int id, uint64_t ns, uint64_t in
                name, us(ns), id, (unsigned long long)in_use, (unsigned long long)reserved);
 }
 
-void vdev_observe_memory(const struct vdev_ldev *dev)
+/* The memory of device `user` (a struct vdev_ldev) now, its allocator's lock
+ * held (vdev_alloc_usage_fn). */
+static void memory_sample(void *user, uint64_t in_use, uint64_t reserved)
 {
+    const struct vdev_ldev *dev = user;
     if (!atomic_load_explicit(&tracing, memory_order_relaxed))
         return;
-    struct {
-        uint64_t bytes_in_use, bytes_reserved;
-    } s;
     pthread_mutex_lock(&T.lock);
     if (writable_locked()) {
-        vdev_alloc_usage(dev->alloc, &s.bytes_in_use, &s.bytes_reserved);
         /* A sample at most every MEM_SAMPLE_NS per device, but always at a
          * new high of memory in use and when reserved memory changes, so the
          * picture keeps every peak and region while the trace stays small. */
         uint64_t now = vdev_now_ns();
         struct mem_sample *m = &M[dev->id];
-        if (m->seen && now - m->last_ns < MEM_SAMPLE_NS && s.bytes_in_use <= m->high &&
-            s.bytes_reserved == m->reserved) {
+        if (m->seen && now - m->last_ns < MEM_SAMPLE_NS && in_use <= m->high &&
+            reserved == m->reserved) {
             m->skipped = 1;
             m->skip_ns = now;
-            m->skip_in_use = s.bytes_in_use;
-            m->skip_reserved = s.bytes_reserved;
+            m->skip_in_use = in_use;
+            m->skip_reserved = reserved;
             pthread_mutex_unlock(&T.lock);
             return;
         }
@@ -442,12 +447,28 @@ void vdev_observe_memory(const struct vdev_ldev *dev)
         m->seen = 1;
         m->skipped = 0;
         m->last_ns = now;
-        if (s.bytes_in_use > m->high)
-            m->high = s.bytes_in_use;
-        m->reserved = s.bytes_reserved;
-        put_memory_locked(dev->name, dev->id, now, s.bytes_in_use, s.bytes_reserved);
+        if (in_use > m->high)
+            m->high = in_use;
+        m->reserved = reserved;
+        put_memory_locked(dev->name, dev->id, now, in_use, reserved);
     }
     pthread_mutex_unlock(&T.lock);
+}
+
+/* The memory a device holds when the trace starts (its preallocated floor):
+ * a first sample, for the devices that hold some. */
+static void memory_at_start(void *user, uint64_t in_use, uint64_t reserved)
+{
+    if (in_use || reserved)
+        memory_sample(user, in_use, reserved);
+}
+
+void vdev_observe_memory(const struct vdev_ldev *dev)
+{
+    if (!atomic_load_explicit(&tracing, memory_order_relaxed))
+        return;
+    /* memory_sample only reads the device */
+    vdev_alloc_usage_call(dev->alloc, memory_sample, (void *)(uintptr_t)dev);
 }
 
 void vdev_observe_oom(const struct vdev_ldev *dev, uint64_t bytes)
@@ -553,6 +574,15 @@ enum vdev_status vdev_observe_init(void)
     }
     atomic_store(&tracing, 1);
     pthread_mutex_unlock(&T.lock);
+    /* Every change of a device's reserved memory is sampled from here on,
+     * whoever makes it; what start-up preallocated is the first sample. */
+    for (int i = 0; i < vdev_runtime_n_devices(); i++) {
+        struct vdev_ldev *d = vdev_runtime_device(i);
+        if (!d->alloc)
+            continue;
+        vdev_alloc_watch(d->alloc, memory_sample, d);
+        vdev_alloc_usage_call(d->alloc, memory_at_start, d);
+    }
     vdev_observe_acquire();
     return VDEV_OK;
 }

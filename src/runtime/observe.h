@@ -18,7 +18,10 @@
  * the pair's next track ("... (2)"), so no two events on a track overlap;
  * memory in use and reserved per device are counter events ("ph":"C"),
  * sampled at most every 100 us but at every new high and every change of
- * reserved memory; an out-of-memory
+ * reserved memory, whatever made it (the device's own allocations, release
+ * of cached regions, lending to another device of its card, a limit
+ * changed), and once at start-up for a device that holds preallocated
+ * memory then; an out-of-memory
  * failure is an instant event ("ph":"i"), and so is each run-time change of
  * a device's floor, ceiling or priority ("limits", with a "limits <device>"
  * counter beside it). Timestamps are microseconds since start-up. */
@@ -67,7 +70,9 @@ uint64_t vdev_observe_now(void);
 void vdev_observe_op(int op_type, const char *name, int dev_id, uint64_t t0, uint64_t t1);
 /* A copy of `bytes` from one device to another, from t0 to t1. */
 void vdev_observe_copy(int from_id, int to_id, uint64_t bytes, uint64_t t0, uint64_t t1);
-/* Memory of a device after an allocation or free (trace counter events). */
+/* Memory of a device after an allocation or free (trace counter events).
+ * Changes of its reserved memory need no call: its allocator reports them
+ * (vdev_alloc_watch, set up by vdev_observe_init). */
 void vdev_observe_memory(const struct vdev_ldev *dev);
 /* An out-of-memory failure on a device (an instant event in the trace). */
 void vdev_observe_oom(const struct vdev_ldev *dev, uint64_t bytes);
