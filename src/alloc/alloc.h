@@ -241,7 +241,9 @@ enum vdev_status vdev_alloc_check(vdev_alloc_t *a);
 
 /* Prints the allocator's state as TensorFlow's BFC allocator does after an
  * out-of-memory failure: chunks and bytes per power-of-two bin, in use and
- * free, the largest free block, and the biggest live blocks with the tag
+ * free, the largest free block, the room left to grow (under the limit and
+ * what the card's pool leaves: vdev_memory_get_limits' available_bytes), and
+ * the biggest live blocks with the tag
  * tag_of(user, handle) gives each (may be NULL). Takes the lock. */
 void vdev_alloc_dump(vdev_alloc_t *a, FILE *f, const char *(*tag_of)(void *user, uint32_t handle),
                      void *user);

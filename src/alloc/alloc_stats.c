@@ -310,11 +310,27 @@ void vdev_alloc_dump(vdev_alloc_t *a, FILE *f, const char *(*tag_of)(void *user,
     }
     uint64_t lf = vdev_alloc_largest_free(a);
     uint64_t free_bytes = a->reserved - a->in_use - a->pending_bytes;
+    /* The room to grow is what the device may still reserve: under its limit
+     * and, on a shared card, under what the card's other devices leave it
+     * (the available_bytes of vdev_memory_get_limits, and what the OOM
+     * message says the card has left); when the card leaves less, the room
+     * under the limit is said too, so the two figures are not mistaken for
+     * one another. */
+    uint64_t under_limit = a->limit > a->reserved ? a->limit - a->reserved : 0, room = under_limit;
+    if (a->pool) {
+        uint64_t most = vdev_pool_max_reserved(a->pool, a->member);
+        uint64_t card = most > a->reserved ? most - a->reserved : 0;
+        room = card < room ? card : room;
+    }
     fprintf(f, "Largest free block: %s; free in reserved regions: %s (fragmentation %.3f); "
-               "room left to grow: %s\n",
+               "room left to grow: %s",
             vdev_format_bytes(lf, b1, sizeof b1), vdev_format_bytes(free_bytes, b2, sizeof b2),
             free_bytes ? (double)(free_bytes - lf) / (double)free_bytes : 0.0,
-            vdev_format_bytes(a->limit > a->reserved ? a->limit - a->reserved : 0, b3, sizeof b3));
+            vdev_format_bytes(room, b3, sizeof b3));
+    if (room < under_limit)
+        fprintf(f, " (%s under the limit, less what the card's other devices claim)",
+                vdev_format_bytes(under_limit, b3, sizeof b3));
+    fputc('\n', f);
     fprintf(f, "Biggest live blocks:\n");
     for (int i = 0; i < n_top; i++) {
         const struct chunk *c = &a->ch[top[i]];

@@ -1,0 +1,100 @@
+/* test_oom_room.c — the VDEV_OOM_REPORT dump's "room left to grow" is what
+ * the device may still reserve: under its limit and under what its card's
+ * other devices leave it, so it agrees with the OOM message printed above
+ * it and with vdev_memory_get_limits' available_bytes. When the card leaves
+ * less than the limit does, the dump names the room under the limit too;
+ * when the limit is what stops the device, the line is as before.
+ *
+ * Cards are simulated with no driver reserve, so a 1 GiB card has a budget
+ * of exactly 1 GiB and the figures are round. */
+#define _GNU_SOURCE
+#include "govern_check.h"
+
+#include <stdlib.h>
+
+/* The line of report r that starts with `prefix`, without its newline, into
+ * out (cap bytes); "" when there is none. */
+static const char *line_of(const char *r, const char *prefix, char *out, size_t cap)
+{
+    out[0] = '\0';
+    const char *p = r;
+    while (p && *p) {
+        const char *end = strchr(p, '\n');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (!strncmp(p, prefix, strlen(prefix))) {
+            if (n >= cap)
+                n = cap - 1;
+            memcpy(out, p, n);
+            out[n] = '\0';
+            break;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return out;
+}
+
+/* GPU:0 (a 100 MiB floor, critical) holds 200 MiB, all in use; GPU:1 (low)
+ * holds 384 MiB, 128 MiB of it live. The card leaves GPU:0 1024 - 384 - 200
+ * = 440 MiB, less than the 824 MiB under its limit (the card's budget): a
+ * 750 MiB request, more than those 440 MiB and the 256 MiB GPU:1 could
+ * lend together, fails, and the dump says 440 MiB as the message does. */
+static void test_card_leaves_less(void)
+{
+    fresh_card("1x1GiB");
+    setenv("VDEV_OOM_REPORT", "1", 1);
+    setenv("VDEV_LOGICAL_DEVICES", "0:100MiB..@critical,..@low", 1);
+    CHECK_OK(vdev_init());
+    void *b0, *b1, *a, *x;
+    CHECK_OK(vdev_mem_alloc("GPU:1", 128 * MIB, &b0));
+    CHECK_OK(vdev_mem_alloc("GPU:1", 192 * MIB, &b1));
+    CHECK_OK(vdev_mem_free("GPU:1", b1));
+    CHECK_OK(vdev_mem_alloc("GPU:0", 200 * MIB, &a));
+    CHECK_EQ_U64(reserved("GPU:1"), 384 * MIB);
+    struct vdev_memory_limits l;
+    CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
+    CHECK_EQ_U64(l.ceiling_bytes, GIB);
+    CHECK_EQ_U64(l.available_bytes, 440 * MIB);
+    check_capture_begin();
+    CHECK_STATUS(vdev_mem_alloc("GPU:0", 750 * MIB, &x), VDEV_ERR_OOM);
+    free(check_capture_end());
+    CHECK(strstr(vdev_last_error(), "/physical_device:GPU:0 has 440.00 MiB left for it") != NULL);
+    char line[512];
+    CHECK_STR(line_of(vdev_last_oom_report(), "Largest free block:", line, sizeof line),
+              "Largest free block: 0 B; free in reserved regions: 0 B (fragmentation 0.000); "
+              "room left to grow: 440.00 MiB (824.00 MiB under the limit, less what the card's "
+              "other devices claim)");
+    CHECK_OK(vdev_mem_free("GPU:0", a));
+    CHECK_OK(vdev_mem_free("GPU:1", b0));
+}
+
+/* The limit stops the device first (a ceiling of 256 MiB on a card with
+ * room to spare): the room left to grow is the room under the limit, said
+ * once, and equal to available_bytes. */
+static void test_limit_leaves_less(void)
+{
+    fresh_card("1x1GiB");
+    setenv("VDEV_OOM_REPORT", "1", 1);
+    setenv("VDEV_LOGICAL_DEVICES", "0:..256MiB,..", 1);
+    CHECK_OK(vdev_init());
+    void *a, *x;
+    CHECK_OK(vdev_mem_alloc("GPU:0", 100 * MIB, &a));
+    struct vdev_memory_limits l;
+    CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
+    CHECK_EQ_U64(l.available_bytes, 156 * MIB);
+    check_capture_begin();
+    CHECK_STATUS(vdev_mem_alloc("GPU:0", 200 * MIB, &x), VDEV_ERR_OOM);
+    free(check_capture_end());
+    char line[512];
+    CHECK_STR(line_of(vdev_last_oom_report(), "Largest free block:", line, sizeof line),
+              "Largest free block: 0 B; free in reserved regions: 0 B (fragmentation 0.000); "
+              "room left to grow: 156.00 MiB");
+    CHECK_OK(vdev_mem_free("GPU:0", a));
+}
+
+int main(void)
+{
+    test_card_leaves_less();
+    test_limit_leaves_less();
+    check_fresh(NULL);
+    return check_done();
+}
