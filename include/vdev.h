@@ -133,7 +133,11 @@ VDEV_API const char *vdev_gpu_absence_reason(void);
 
 /* ---- configuration before start-up -------------------------------------- *
  * Each call takes a physical device, by name: "/physical_device:GPU:0" or the
- * short forms ("GPU:0", "gpu:0", "/gpu:0"). After start-up a call that would
+ * short forms ("GPU:0", "gpu:0", "/gpu:0"). A logical name ("/device:GPU:0",
+ * the long form) is VDEV_ERR_INVALID_ARG ("'/device:GPU:0' is a logical
+ * device; configuration takes a physical device such as
+ * /physical_device:GPU:0"): with a split or VDEV_VISIBLE_DEVICES it need not
+ * be the physical GPU of that number. After start-up a call that would
  * change something fails with VDEV_ERR_ALREADY_INITIALIZED; one that repeats
  * what is in force is a no-op returning VDEV_OK, as in TensorFlow. */
 
@@ -141,7 +145,8 @@ VDEV_API const char *vdev_gpu_absence_reason(void);
  * tf.config.set_visible_devices, logical GPUs are numbered over the visible
  * GPUs in physical order whatever the order of the list ({2, 0}: GPU:0 is
  * physical GPU 0); VDEV_VISIBLE_DEVICES instead numbers them in the order it
- * lists them, as CUDA_VISIBLE_DEVICES does. A repeated index is
+ * lists them, as CUDA_VISIBLE_DEVICES does (which simulated GPUs do not
+ * read). A repeated index is
  * VDEV_ERR_INVALID_ARG ("contained a duplicate entry"); after start-up the
  * list is compared as given. */
 VDEV_API enum vdev_status vdev_config_set_visible_devices(const int *gpu_indices, int n);
@@ -157,9 +162,11 @@ VDEV_API enum vdev_status vdev_config_get_visible_devices(int *gpu_indices, int 
 VDEV_API enum vdev_status vdev_config_set_memory_growth(const char *physical_device, bool enable);
 /* What code set: *out 1 on, 0 off, -1 not set (the default, which is growth,
  * unless VDEV_MEMORY_GROWTH or TF_FORCE_GPU_ALLOW_GROWTH says otherwise), as
- * tf.config.experimental.get_memory_growth returns what was set. */
+ * tf.config.experimental.get_memory_growth returns what was set; a repeat of
+ * the value in force after start-up counts as set. */
 VDEV_API enum vdev_status vdev_config_get_memory_growth(const char *physical_device, int *out);
-/* Splits a physical device into n logical devices; n == 0 removes the split.
+/* Splits a physical device into n logical devices; n == 0 removes the split
+ * (one device with the default budget), VDEV_LOGICAL_DEVICES's included.
  *  - A GPU: n logical GPUs with memory limits in bytes, each at least 1 MiB
  *    (TensorFlow's limits are in MiB: a limit below 1 MiB is refused with a
  *    hint, "did you mean 4096MiB"). The limits' sum must fit the card's
@@ -182,7 +189,8 @@ VDEV_API enum vdev_status vdev_config_get_logical_devices(const char *physical_d
  * time (vdev_config_set_logical_devices_ex, vdev_memory_set_limits, ...):
  * vdev/govern.h, included at the end of this header. */
 /* The per-process memory fraction of a GPU's total memory, in (0, 1]; NULL
- * device sets it for every GPU; fraction 0 removes it. A fraction that gives
+ * device sets it for every GPU; fraction 0 removes it, VDEV_MEMORY_FRACTION's
+ * and TF_GPU_MEMORY_FRACTION's included. A fraction that gives
  * a GPU a budget below 1 MiB is VDEV_ERR_INVALID_ARG naming the smallest
  * useful value. */
 VDEV_API enum vdev_status vdev_config_set_memory_fraction(const char *physical_device,

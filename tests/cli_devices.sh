@@ -60,6 +60,13 @@ has "$out" "225 MiB when less than 2 GiB is free; here 1.50 GiB on GPU 0, 225.00
   && ok || bad "devices: reserves of two cards: $out"
 VDEV_SIM_GPUS=1x8GiB run devices
 has "$out" "225 MiB when less than 2 GiB is free; here 1.50 GiB." && ok || bad "devices: one card: $out"
+# A card split into logical devices, even one, keeps the same reserve: its budget is
+# what they share, not the one device's limit.
+VDEV_SIM_GPUS=3GiB VDEV_LOGICAL_DEVICES=0:300MiB run devices
+has "$out" "225 MiB when less than 2 GiB is free; here 1.50 GiB." && ok || bad "devices: a card split in one: $out"
+VDEV_SIM_GPUS=16GiB,1GiB VDEV_LOGICAL_DEVICES="0:1GiB,2GiB" run devices
+has "$out" "225 MiB when less than 2 GiB is free; here 1.50 GiB on GPU 0, 225.00 MiB on GPU 1." \
+  && ok || bad "devices: a split card and an unsplit one: $out"
 VDEV_SIM_GPUS=1x200MiB run devices
 has "$out" "225 MiB when less than 2 GiB is free; here none (a reserve not smaller than the free memory is not
 taken: the GPU keeps all of it)." && ok || bad "devices: a 200 MiB card: $out"

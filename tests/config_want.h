@@ -1,6 +1,6 @@
 /* config_want.h — what the configuration tests share: the logical GPUs that
  * start-up must make (EXPECT_GPUS), expected errors, and memory queries.
- * Included by test_config.c and test_config_env.c only. */
+ * Included by the test_config*.c files only. */
 #ifndef VDEV_TEST_CONFIG_WANT_H
 #define VDEV_TEST_CONFIG_WANT_H
 

@@ -288,8 +288,8 @@ static void test_logical_errors(void)
     check_fresh("1x8GiB");
     EXPECT_ERR(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){GiB, 0}, 2),
                VDEV_ERR_INVALID_ARG,
-               "Setting memory limit is required for GPU virtual devices: logical device 1 of "
-               "GPU:0 has a limit of 0 bytes (at least 1 MiB)");
+               "logical device 1 of GPU:0 has a memory limit of 0 bytes: a limit is at least "
+               "1 MiB");
     EXPECT_ERR(vdev_config_set_logical_devices("GPU:0", (const uint64_t[]){255}, 1),
                VDEV_ERR_INVALID_ARG, "has a limit of 255 bytes");
     uint64_t lim[17];
@@ -473,6 +473,11 @@ static void test_fraction(void)
                    "is outside (0, 1] (0 removes it)");
     EXPECT_ERR(vdev_config_set_memory_fraction("GPU:0", 1.5), VDEV_ERR_INVALID_ARG,
                "memory fraction 1.5 is outside (0, 1]");
+    /* The value as given, not rounded into the range by %g. */
+    EXPECT_ERR(vdev_config_set_memory_fraction("GPU:0", 1.0000001), VDEV_ERR_INVALID_ARG,
+               "memory fraction 1.0000001 is outside (0, 1] (0 removes it)");
+    EXPECT_ERR(vdev_config_set_memory_fraction("GPU:0", -0.0000001), VDEV_ERR_INVALID_ARG,
+               "memory fraction -1e-07 is outside (0, 1] (0 removes it)");
     EXPECT_ERR(vdev_config_set_memory_fraction(NULL, NAN), VDEV_ERR_INVALID_ARG, "outside");
     EXPECT_ERR(vdev_config_set_memory_fraction(NULL, INFINITY), VDEV_ERR_INVALID_ARG, "outside");
     CHECK_EQ_U64(limit_of("GPU:0"), 16 * GiB - RESERVE);

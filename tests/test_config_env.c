@@ -250,6 +250,20 @@ static void test_env_visible(void)
     check_fresh("3x16GiB");
     setenv("VDEV_VISIBLE_DEVICES", "", 1);
     EXPECT_NO_GPUS();
+    /* "-1" hides every GPU, as CUDA_VISIBLE_DEVICES=-1; spaces around an
+     * index are allowed, as TensorFlow's visible_device_list allows them. */
+    static const char *const none[] = {"-1", " -1 "};
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+        check_fresh("3x16GiB");
+        setenv("VDEV_VISIBLE_DEVICES", none[i], 1);
+        EXPECT_NO_GPUS();
+    }
+    check_fresh("3x16GiB");
+    setenv("VDEV_VISIBLE_DEVICES", "2, 0", 1);
+    EXPECT_GPUS({2, 16 * GiB - RESERVE, GROW}, {0, 16 * GiB - RESERVE, GROW});
+    check_fresh("3x16GiB");
+    setenv("VDEV_VISIBLE_DEVICES", " 1 ,2 ", 1);
+    EXPECT_GPUS({1, 16 * GiB - RESERVE, GROW}, {2, 16 * GiB - RESERVE, GROW});
     static const struct {
         const char *value, *msg;
     } bad[] = {
@@ -258,14 +272,17 @@ static void test_env_visible(void)
         {"7", "VDEV_VISIBLE_DEVICES=\"7\": 'VDEV_VISIBLE_DEVICES' listed an invalid Device id "
               "'7' but visible device count is 3"},
         {"0,", "VDEV_VISIBLE_DEVICES=\"0,\": Could not parse entry in 'VDEV_VISIBLE_DEVICES': "
-               "''. VDEV_VISIBLE_DEVICES = 0, (expected GPU indices such as 0,2)"},
+               "''. VDEV_VISIBLE_DEVICES = 0, (expected GPU indices such as 0,2; empty or -1 "
+               "hides every GPU)"},
         {"x", "VDEV_VISIBLE_DEVICES=\"x\": Could not parse entry in 'VDEV_VISIBLE_DEVICES': "
               "'x'."},
         {"0,,1", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': ''."},
         {",0", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': ''."},
-        {"-1", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': '-1'."},
-        {" 1", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': ' 1'."},
-        {"1 ", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': '1 '."},
+        {"-1,0", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': '-1'."},
+        {"0,-1", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': '-1'."},
+        {"-2", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': '-2'."},
+        {" ", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': ' '."},
+        {"1 2", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': '1 2'."},
         {"0;1", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': '0;1'."},
         {"99999999999999999999",
          "Could not parse entry in 'VDEV_VISIBLE_DEVICES': '99999999999999999999'."},

@@ -167,12 +167,12 @@ static void test_visible_list_words(void)
     } bad[] = {
         {"0,abc", "VDEV_VISIBLE_DEVICES=\"0,abc\": Could not parse entry in "
                   "'VDEV_VISIBLE_DEVICES': 'abc'. VDEV_VISIBLE_DEVICES = 0,abc (expected GPU "
-                  "indices such as 0,2)"},
+                  "indices such as 0,2; empty or -1 hides every GPU)"},
         {"x", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': 'x'."},
         {"0,,1", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': ''."},
         {"0,", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': ''."},
-        {"-1", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': '-1'."},
-        {" 1", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': ' 1'."},
+        {"-1,1", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': '-1'."},
+        {"1, x", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': ' x'."},
         {"1;2", "Could not parse entry in 'VDEV_VISIBLE_DEVICES': '1;2'."},
         {"7", "VDEV_VISIBLE_DEVICES=\"7\": 'VDEV_VISIBLE_DEVICES' listed an invalid Device id "
               "'7' but visible device count is 3"},

@@ -62,10 +62,11 @@ static void json_str(const char *s)
 /* Says where a GPU's limit comes from: its free memory less the reserve
  * TensorFlow leaves to the driver and libraries (MinSystemMemory), the
  * reserve TF_DEVICE_MIN_SYS_MEMORY_IN_MB sets, or a fraction of its total.
- * The reserve shown is free memory before start-up less the limit of each
- * GPU that start-up did not split. */
+ * The reserve shown is free memory before start-up less the budget of each
+ * card in use (its logical devices share it, one or several, split or not). */
 static void explain_limits(const struct vdev_physical_device *phys, int n_phys,
-                           const struct vdev_logical_device *logi, int n_log)
+                           const struct vdev_logical_device *logi,
+                           const struct vdev_memory_limits *ml, int n_log)
 {
     const char *min_sys = getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
     /* a fraction of 0 is none (start-up checked the text already) */
@@ -85,17 +86,18 @@ static void explain_limits(const struct vdev_physical_device *phys, int n_phys,
     for (int i = 0; i < n_log; i++) {
         if (logi[i].type != VDEV_DEVICE_GPU)
             continue;
-        int n_on_card = 0;
-        for (int j = 0; j < n_log; j++)
-            n_on_card += logi[j].type == VDEV_DEVICE_GPU &&
-                         logi[j].physical_index == logi[i].physical_index;
+        /* once per card: at its first logical device */
+        int first_on_card = 1;
+        for (int j = 0; j < i; j++)
+            first_on_card &= !(logi[j].type == VDEV_DEVICE_GPU &&
+                               logi[j].physical_index == logi[i].physical_index);
         const struct vdev_physical_device *p = NULL;
         for (int j = 0; j < n_phys; j++)
             if (phys[j].type == VDEV_DEVICE_GPU && phys[j].index == logi[i].physical_index)
                 p = &phys[j];
-        if (n_on_card != 1 || !p || p->free_bytes < logi[i].limit_bytes)
+        if (!first_on_card || !p || p->free_bytes < ml[i].card_budget_bytes)
             continue;
-        uint64_t reserve = p->free_bytes - logi[i].limit_bytes;
+        uint64_t reserve = p->free_bytes - ml[i].card_budget_bytes;
         if (n_whole++ == 0)
             first = reserve;
         same &= reserve / 1024 == first / 1024;
@@ -290,7 +292,7 @@ int vdev_cmd_devices(int argc, char **argv)
     print_threads(&th);
     if (n_phys > 1) {
         printf("\nCollectives: %s\n", coll);
-        explain_limits(before, n_before, logi, n_log < 130 ? n_log : 130);
+        explain_limits(before, n_before, logi, ml, n_log < 130 ? n_log : 130);
     }
     return 0;
 }

@@ -171,9 +171,8 @@ def test_logical_device_errors():
     assert str(e.value) == "memory_limit must be a number of MiB >= 0, not -1"
     with pytest.raises(ValueError) as e:
         C.set_logical_device_configuration(g[0], [LDC(memory_limit=0)])
-    assert str(e.value) == ("Setting memory limit is required for GPU virtual devices: logical "
-                            "device 0 of /physical_device:GPU:0 has a limit of 0 bytes (at least "
-                            "1 MiB)")
+    assert str(e.value) == ("logical device 0 of /physical_device:GPU:0 has a memory limit of 0 "
+                            "bytes: a limit is at least 1 MiB")
     with pytest.raises(ValueError) as e:
         C.set_logical_device_configuration(C.PhysicalDevice("/physical_device:TPU:0", "TPU"), [])
     assert str(e.value).startswith("Unrecognized device: PhysicalDevice(name='/physical_device:TPU:0'")

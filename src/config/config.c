@@ -37,10 +37,13 @@ static void reset_gpu_cfg(void)
         S.gpus[i].growth = -1;
         S.gpus[i].n_logical = 0;
         S.gpus[i].fraction = 0;
+        S.gpus[i].split_set = 0;
+        S.gpus[i].fraction_set = 0;
     }
     S.visible_set = 0;
     S.n_visible = 0;
     S.n_cpus = 0;
+    S.cpus_set = 0;
 }
 
 static enum vdev_status discover_locked(void)
@@ -162,7 +165,28 @@ VDEV_API enum vdev_status vdev_list_physical_devices(struct vdev_physical_device
 
 /* ---- configuration calls ---- */
 
-/* Resolves a physical device name to a GPU index, with TensorFlow's errors. */
+/* 1 when `name` (a device name that parses) is in a logical form: a
+ * "device:" field, or a job, replica or task ("/job:localhost/gpu:0"). The
+ * short forms ("GPU:0", "/gpu:0") name either kind. */
+static int logical_form(const char *name)
+{
+    static const char *const fields[] = {"device:", "job:", "replica:", "task:"};
+    for (const char *f = name; *f;) {
+        while (*f == '/')
+            f++;
+        for (size_t i = 0; i < VDEV_ARRAY_LEN(fields); i++)
+            if (strncmp(f, fields[i], strlen(fields[i])) == 0)
+                return 1;
+        while (*f && *f != '/')
+            f++;
+    }
+    return 0;
+}
+
+/* Resolves a physical device name to a GPU index, with TensorFlow's errors.
+ * A logical name is refused: /device:GPU:N is the Nth logical GPU, which is
+ * physical GPU N only without a split or a reordering of visible GPUs, and
+ * TensorFlow's configuration calls take physical devices only. */
 static enum vdev_status physical_gpu(const char *name, int *gpu, int *is_cpu)
 {
     struct vdev_device_name dn;
@@ -170,6 +194,11 @@ static enum vdev_status physical_gpu(const char *name, int *gpu, int *is_cpu)
         return vdev_error(VDEV_ERR_INVALID_ARG, "physical device name is NULL");
     if (vdev_parse_device_name(name, &dn) != VDEV_OK || !dn.has_index)
         return vdev_error(VDEV_ERR_NOT_FOUND, "Unrecognized device: %s", name);
+    if (!dn.physical && logical_form(name))
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "'%s' is a logical device; configuration takes a physical device such "
+                          "as /physical_device:%s:%d",
+                          name, dn.type == VDEV_DEVICE_CPU ? "CPU" : "GPU", dn.index);
     if (dn.type == VDEV_DEVICE_CPU) {
         if (dn.index != 0)
             return vdev_error(VDEV_ERR_NOT_FOUND, "Unrecognized device: %s", name);
@@ -260,8 +289,12 @@ VDEV_API enum vdev_status vdev_config_set_memory_growth(const char *name, bool e
         return end(vdev_error(VDEV_ERR_INVALID_ARG,
                               "Cannot set memory growth on non-GPU and non-Pluggable devices"));
     if (S.frozen) {
-        if (S.eff[gpu].growth == (int)enable)
+        /* Repeating what is in force changes nothing; the getter, which
+         * reports what code set, now reports it. */
+        if (S.eff[gpu].growth == (int)enable) {
+            S.gpus[gpu].growth = enable;
             return end(VDEV_OK);
+        }
         return end(vdev_error(VDEV_ERR_ALREADY_INITIALIZED, "%s", ALREADY));
     }
     S.gpus[gpu].growth = enable;
@@ -307,6 +340,7 @@ static enum vdev_status set_logical_cpus(const char *name, const uint64_t *limit
                           "Virtual devices cannot be modified after being initialized");
     }
     S.n_cpus = n;
+    S.cpus_set = 1;
     return VDEV_OK;
 }
 
@@ -317,8 +351,8 @@ static enum vdev_status check_size(const char *name, int i, const char *what, ui
 {
     if (bytes == 0 && what[0] == 'l')
         return vdev_error(VDEV_ERR_INVALID_ARG,
-                          "Setting memory limit is required for GPU virtual devices: logical "
-                          "device %d of %s has a limit of 0 bytes (at least 1 MiB)",
+                          "logical device %d of %s has a memory limit of 0 bytes: a limit is at "
+                          "least 1 MiB",
                           i, name);
     if (bytes == 0 || bytes >= MIB)
         return VDEV_OK;
@@ -369,6 +403,7 @@ static enum vdev_status set_gpu_split(const char *name, int gpu, int n, const ui
                           "Virtual devices cannot be modified after being initialized");
     }
     g->n_logical = n;
+    g->split_set = 1;
     for (int i = 0; i < n; i++) {
         g->limits[i] = ceilings[i];
         g->floors[i] = floors[i];
@@ -476,11 +511,24 @@ static enum vdev_status check_fraction(int gpu, double fraction)
                       vdev_format_bytes(total, b2, sizeof b2), least);
 }
 
+/* The shortest decimal that reads back as f ("1.0000001", not %g's "1"). */
+static void format_double(double f, char *out, size_t cap)
+{
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(out, cap, "%.*g", prec, f);
+        if (strtod(out, NULL) == f)
+            return;
+    }
+}
+
 VDEV_API enum vdev_status vdev_config_set_memory_fraction(const char *name, double fraction)
 {
-    if (!(fraction >= 0.0 && fraction <= 1.0))
+    if (!(fraction >= 0.0 && fraction <= 1.0)) {
+        char text[40];
+        format_double(fraction, text, sizeof text);
         return vdev_error(VDEV_ERR_INVALID_ARG,
-                          "memory fraction %g is outside (0, 1] (0 removes it)", fraction);
+                          "memory fraction %s is outside (0, 1] (0 removes it)", text);
+    }
     enum vdev_status st = begin();
     if (st != VDEV_OK)
         return st;
@@ -506,8 +554,10 @@ VDEV_API enum vdev_status vdev_config_set_memory_fraction(const char *name, doub
             return end(VDEV_OK);
         return end(vdev_error(VDEV_ERR_ALREADY_INITIALIZED, "%s", ALREADY));
     }
-    for (int i = lo; i < hi; i++)
+    for (int i = lo; i < hi; i++) {
         S.gpus[i].fraction = fraction;
+        S.gpus[i].fraction_set = 1;
+    }
     return end(VDEV_OK);
 }
 

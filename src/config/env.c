@@ -287,10 +287,7 @@ static enum vdev_status env_limit(const char *var, const char *v, char *lim, lon
         char hint[96];
         if (bytes == 0 && what[0] == 'c')
             snprintf(hint, sizeof hint, " (leave it out for the card's budget: FLOOR..)");
-        else if (bytes == 0)
-            snprintf(hint, sizeof hint,
-                     " (Setting memory limit is required for GPU virtual devices)");
-        else if (unitless)
+        else if (unitless && bytes)
             snprintf(hint, sizeof hint, " (did you mean %sMiB?)", lim);
         else
             hint[0] = '\0';
@@ -455,17 +452,25 @@ enum vdev_status vdev_env_visible(const char *var, const char *v, int n_gpus, in
     if (!*v)
         return VDEV_OK;
     vdev_strlcpy(buf, v, sizeof buf);
+    /* "-1" alone hides every GPU, as CUDA_VISIBLE_DEVICES=-1 does (CUDA
+     * stops at the first index that names no device). */
+    const char *t = v + strspn(v, " ");
+    if (strncmp(t, "-1", 2) == 0 && t[2 + strspn(t + 2, " ")] == '\0')
+        return VDEV_OK;
     int n = 0;
     char *rest = buf;
     for (char *entry; (entry = strsep(&rest, ",")) != NULL;) {
+        /* spaces around an index are allowed, as TensorFlow's safe_strto32 */
         long idx = 0;
-        const char *c = entry;
+        const char *c = entry + strspn(entry, " "), *start = c;
         for (; isdigit((unsigned char)*c) && idx <= 1000000; c++)
             idx = idx * 10 + (*c - '0');
-        if (c == entry || *c || idx > 1000000)
+        int digits = c != start;
+        c += strspn(c, " ");
+        if (!digits || *c || idx > 1000000)
             return vdev_error(VDEV_ERR_CONFIG,
                               "%s=\"%s\": Could not parse entry in '%s': '%s'. %s = %s (expected "
-                              "GPU indices such as 0,2)",
+                              "GPU indices such as 0,2; empty or -1 hides every GPU)",
                               var, v, var, entry, var, v);
         if (idx >= n_gpus)
             return vdev_error(VDEV_ERR_CONFIG,

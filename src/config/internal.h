@@ -19,7 +19,12 @@ struct vdev_gpu_cfg {
     uint64_t limits[VDEV_MAX_LOGICAL_PER_GPU]; /* ceilings; 0: the card's budget */
     uint64_t floors[VDEV_MAX_LOGICAL_PER_GPU]; /* a plain limit is its own floor */
     enum vdev_priority prios[VDEV_MAX_LOGICAL_PER_GPU]; /* never DEFAULT */
-    double fraction;              /* 0: unset */
+    double fraction;              /* 0: none */
+    /* Code's settings only: code set the split (n_logical 0 included: no
+     * split) or the fraction (0 included: none), which the environment then
+     * does not override. */
+    int split_set;
+    int fraction_set;
 };
 
 struct vdev_config_state {
@@ -35,7 +40,8 @@ struct vdev_config_state {
     int visible_set;
     int n_visible;
     int visible[VDEV_MAX_GPUS];   /* as given */
-    int n_cpus;                   /* logical CPUs asked for; 0 unset */
+    int n_cpus;                   /* logical CPUs asked for (0: not split) */
+    int cpus_set;                 /* code set n_cpus */
     /* What start-up put in force, from code, environment and defaults (valid
      * while frozen): a later call that repeats it is a no-op, as TensorFlow
      * allows, even where the value came from the environment. growth is 0 or

@@ -239,15 +239,19 @@ enum vdev_status vdev_config_resolve_locked(struct vdev_config_resolved *r)
         for (int i = 0; i < S->n_gpus; i++)
             r->visible[i] = r->order[i] = i;
     }
-    r->n_cpus = S->n_cpus ? S->n_cpus : env_cpus ? env_cpus : 1;
+    /* Code's value wins even when it is "no split" (n 0) or "no fraction"
+     * (0): code undoes what the environment says. */
+    r->n_cpus = S->cpus_set ? S->n_cpus : env_cpus;
+    if (r->n_cpus < 1)
+        r->n_cpus = 1;
 
     /* Per GPU: code first, then environment, then defaults. */
     for (int gpu = 0; gpu < S->n_gpus; gpu++) {
         const struct vdev_gpu_cfg *c = &S->gpus[gpu];
         struct vdev_gpu_cfg *e = &r->gpu[gpu];
         e->growth = c->growth >= 0 ? c->growth : env_grow[gpu] >= 0 ? env_grow[gpu] : 1;
-        e->fraction = c->fraction > 0 ? c->fraction : env_frac;
-        const struct vdev_gpu_cfg *src = (c->n_logical == 0 && env_split[gpu]) ? &env_cfg[gpu] : c;
+        e->fraction = c->fraction_set ? c->fraction : env_frac;
+        const struct vdev_gpu_cfg *src = (!c->split_set && env_split[gpu]) ? &env_cfg[gpu] : c;
         r->split_from_env[gpu] = src != c;
         e->n_logical = src->n_logical;
         memcpy(e->limits, src->limits, sizeof(uint64_t) * (size_t)src->n_logical);

@@ -213,7 +213,8 @@ def set_logical_device_configuration(device, logical_devices):
     """Splits a physical device into logical devices: GPUs with
     LogicalDeviceConfiguration(memory_limit=MiB) each (and vdev's
     memory_floor, memory_priority), the CPU with LogicalDeviceConfiguration()
-    each. An empty list removes the split."""
+    each. An empty list removes the split: one logical device with the
+    default budget, whatever VDEV_LOGICAL_DEVICES says (code wins)."""
     name = _check_physical(device)
     if isinstance(logical_devices, LogicalDeviceConfiguration):
         raise TypeError("set_logical_device_configuration takes a list of "
@@ -234,6 +235,9 @@ def set_logical_device_configuration(device, logical_devices):
             if v.experimental_priority is not None:
                 raise ValueError("Setting experimental_priority on CPU virtual  devices is "
                                  "currently not supported")
+            if v.experimental_device_ordinal is not None:
+                raise ValueError("Setting experimental_device_ordinal on CPU virtual  devices "
+                                 "is currently not supported")
             if v.memory_floor is not None or v.memory_priority is not None:
                 raise ValueError("Setting memory_floor or memory_priority on CPU virtual "
                                  "devices is not supported (logical CPUs share the host)")
