@@ -112,9 +112,9 @@ static void test_garbage(void)
         {"xla_gpu:0", "Unknown device type 'xla_gpu'"},
         {"/device:banana:0", "Unknown device type 'banana'"},
         {"/device:GPU:1/device:CPU:0", "Multiple device types are not allowed while parsing the "
-                                       "device spec: '/device:GPU:1/device:CPU:0'."},
+                                       "device spec: /device:GPU:1/device:CPU:0."},
         {"GPU:1/GPU:1", "Multiple device types are not allowed while parsing the device spec: "
-                        "'GPU:1/GPU:1'."},
+                        "GPU:1/GPU:1."},
         {"/cpu:0/gpu:0", "Multiple device types are not allowed"},
         {"/job:localhost/foo:1/device:GPU:0",
          "Unknown attribute 'foo' is encountered while parsing the device spec: "

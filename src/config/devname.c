@@ -157,7 +157,7 @@ enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_nam
         if (have_dev)
             return vdev_error(VDEV_ERR_INVALID_ARG,
                               "Multiple device types are not allowed while parsing the device "
-                              "spec: '%s'.",
+                              "spec: %s.", /* unquoted, as TensorFlow's device_spec.py */
                               text);
         int idx = -1;
         if (idx_s && strcmp(idx_s, "*") != 0 && !parse_index(idx_s, &idx))
