@@ -117,3 +117,25 @@ char *check_capture_end(void)
     cap_file = NULL;
     return buf ? buf : strdup("");
 }
+
+char *check_slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n - 1, f);
+        if (n < cap - 1)
+            break;
+        char *bigger = realloc(buf, cap *= 2);
+        if (!bigger)
+            free(buf);
+        buf = bigger;
+    }
+    if (buf)
+        buf[n] = '\0';
+    fclose(f);
+    return buf;
+}

@@ -34,6 +34,9 @@ int check_run_threads(int n, void *(*fn)(void *));
  * One capture at a time. */
 void check_capture_begin(void);
 char *check_capture_end(void);
+/* The whole file at path, NUL-terminated (malloc'd), or NULL when it cannot be
+ * read or memory runs out. */
+char *check_slurp(const char *path);
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

@@ -23,24 +23,10 @@
 
 static char dir[] = "/tmp/vdev-test-alloc-trace-XXXXXX";
 
-/* The whole file, NUL-terminated (malloc'd), or NULL. */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    char *buf = malloc(1 << 16);
-    size_t n = buf ? fread(buf, 1, (1 << 16) - 1, f) : 0;
-    if (buf)
-        buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 /* The trace at path is one header of process `pid` and then exactly `body`. */
 static void check_trace(int line, const char *path, long pid, const char *body)
 {
-    char *s = slurp(path), head[96];
+    char *s = check_slurp(path), head[96];
     snprintf(head, sizeof head, "# trace v1 source=vdev pid=%ld start=", pid);
     const char *nl = s ? strchr(s, '\n') : NULL;
     if (!s || strncmp(s, head, strlen(head)) != 0 || !nl || strcmp(nl + 1, body) != 0)

@@ -687,25 +687,6 @@ static void test_pool_internal(void)
 
 /* ---- the trace and the metrics ---- */
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    size_t r;
-    while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += r;
-        if (n + 1 == cap)
-            buf = realloc(buf, cap *= 2);
-    }
-    fclose(f);
-    if (buf)
-        buf[n] = '\0';
-    return buf;
-}
-
 static void test_trace_and_metrics(void)
 {
     char path[] = "/tmp/vdev_test_govern_XXXXXX";
@@ -732,7 +713,7 @@ static void test_trace_and_metrics(void)
                          "backend=\"sim\"} 1073741824\n"));
     free(m);
     vdev_shutdown();
-    char *t = slurp(path);
+    char *t = check_slurp(path);
     CHECK(t && strstr(t, "\"name\":\"limits\",\"cat\":\"govern\",\"ph\":\"i\""));
     CHECK(t && strstr(t, "\"args\":{\"change\":\"limits\",\"floor\":67108864,\"ceiling\":268435456,"
                          "\"priority\":\"normal\"}}"));

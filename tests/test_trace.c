@@ -24,29 +24,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The whole file, NUL-terminated (malloc'd), or NULL. */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        char *bigger = realloc(buf, cap *= 2);
-        if (!bigger)
-            free(buf);
-        buf = bigger;
-    }
-    if (buf)
-        buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 static void test_errors(void)
 {
     check_fresh("2x1GiB");
@@ -117,7 +94,7 @@ static void test_trace_written(void)
     void *big = NULL;
     CHECK_STATUS(vdev_mem_alloc("GPU:1", 4ull << 30, &big), VDEV_ERR_OOM);
     vdev_shutdown();
-    char *s = slurp(path);
+    char *s = check_slurp(path);
     CHECK(s != NULL);
     if (s) {
         size_t n = strlen(s);
@@ -141,7 +118,7 @@ static void test_trace_written(void)
     unsetenv("VDEV_TRACE_FILE");
     CHECK_OK(vdev_init());
     vdev_shutdown();
-    s = slurp(path);
+    s = check_slurp(path);
     CHECK(s && strcmp(s + strlen(s) - 3, "\n]\n") == 0);
     free(s);
     unlink(path);
@@ -165,7 +142,7 @@ static void capture_begin(void)
 static char *capture_read(void)
 {
     fflush(stderr);
-    return slurp(cap_path);
+    return check_slurp(cap_path);
 }
 
 static char *capture_end(void)
@@ -215,7 +192,7 @@ static void test_full_at_close(void)
     CHECK_STR(err, "");
     CHECK(vdev_last_status() != VDEV_ERR_IO);
     free(err);
-    char *s = slurp(path);
+    char *s = check_slurp(path);
     CHECK(s && strlen(s) > 3 && strcmp(s + strlen(s) - 3, "\n]\n") == 0);
     free(s);
     unlink(path);
@@ -264,7 +241,7 @@ static void test_full_during_run(void)
 /* A trace at `path` that is whole: "[", its events, "\n]\n", once. */
 static int trace_whole(const char *path)
 {
-    char *s = slurp(path);
+    char *s = check_slurp(path);
     size_t n = s ? strlen(s) : 0;
     int ok = n > 4 && s[0] == '[' && !strstr(s + 1, "\n[") && strstr(s, "\n]") == s + n - 3 &&
              strcmp(s + n - 3, "\n]\n") == 0;
@@ -431,7 +408,7 @@ static void test_lock(void)
     some_work();
     vdev_shutdown();
     /* the first trace is whole, with the work done after the refusal */
-    char *s = slurp(path);
+    char *s = check_slurp(path);
     CHECK(trace_whole(path));
     CHECK(count(s, "{\"name\":\"Relu\"") == 2);
     free(s);
@@ -467,7 +444,7 @@ static void test_forked_child(void)
     vdev_tensor_free(a);
     vdev_shutdown();
     CHECK(trace_whole(path));
-    char *s = slurp(path);
+    char *s = check_slurp(path);
     CHECK(count(s, "{\"name\":\"Relu\"") == 2);
     free(s);
     unlink(path);
@@ -622,7 +599,7 @@ static void test_copy_tracks(void)
     for (size_t i = 0; i < sizeof C / sizeof C[0]; i++)
         vdev_observe_copy(id[C[i].from], id[C[i].to], 4096, t + C[i].t0, t + C[i].t1);
     vdev_shutdown();
-    char *s = slurp(path);
+    char *s = check_slurp(path);
     CHECK(s != NULL);
     if (!s)
         return;
@@ -689,7 +666,7 @@ static void test_copy_tracks_full(void)
     free(err);
     vdev_shutdown();
     CHECK(vdev_last_status() != VDEV_ERR_IO); /* the trace is whole */
-    char *s = slurp(path);
+    char *s = check_slurp(path);
     CHECK(s != NULL);
     if (s) {
         CHECK(trace_whole(path));
@@ -742,7 +719,7 @@ static void test_concurrent_copies(void)
     for (int i = 0; i < COPY_THREADS; i++)
         vdev_tensor_free(copy_src[i]);
     vdev_shutdown();
-    char *s = slurp(path);
+    char *s = check_slurp(path);
     CHECK(s != NULL);
     if (s) {
         CHECK(trace_whole(path));

@@ -18,29 +18,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* The whole file, NUL-terminated (malloc'd), or NULL. */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        char *bigger = realloc(buf, cap *= 2);
-        if (!bigger)
-            free(buf);
-        buf = bigger;
-    }
-    if (buf)
-        buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 /* One memory counter event as the trace has it. */
 struct sample {
     double ts;
@@ -110,7 +87,7 @@ static void take_end(struct at_end *e)
 static char *finish(const char *path, const struct at_end *e, int line)
 {
     vdev_shutdown();
-    char *s = slurp(path);
+    char *s = check_slurp(path);
     unlink(path);
     if (!s) {
         check_fail(__FILE__, line, "cannot read the trace");
