@@ -1,5 +1,6 @@
 /* check.c — counters and reporting for check.h, the fresh start every
- * configuration test needs, and capturing standard error. */
+ * configuration test needs, capturing standard error, and reading a whole
+ * file. */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 

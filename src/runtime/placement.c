@@ -218,16 +218,14 @@ VDEV_API enum vdev_status vdev_device_pop(void)
     return VDEV_OK;
 }
 
-/* The error of an op in a scope that names a device that does not exist,
- * opened under soft placement, once soft placement is off. */
-static void soft_off_error(const struct scope *s)
+/* The error of an op in a scope whose device does not exist: the unknown
+ * device's message, then why the scope names it ("(<why>)"). */
+static void scope_device_error(const struct scope *s, const char *why)
 {
     char msg[384];
     vdev_runtime_unknown_device(s->type, s->index);
     vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
-    vdev_error(vdev_last_status(), "%s (the device scope was opened under soft device "
-                                   "placement, which is now off)",
-               msg);
+    vdev_error(vdev_last_status(), "%s (%s)", msg, why);
 }
 
 /* Scope s's device in the running runtime: a scope opened before
@@ -246,7 +244,8 @@ static struct vdev_ldev *scope_resolve(struct scope *s, int report)
         if (atomic_load_explicit(&soft_placement, memory_order_relaxed))
             return s->dev;
         if (report)
-            soft_off_error(s);
+            scope_device_error(s, "the device scope was opened under soft device placement, "
+                                  "which is now off");
         return NULL;
     }
     struct vdev_ldev *d = vdev_runtime_lookup(s->type, s->index);
@@ -255,12 +254,8 @@ static struct vdev_ldev *scope_resolve(struct scope *s, int report)
         if (!report)
             return NULL;
         if (!atomic_load(&soft_placement)) {
-            char msg[384];
-            vdev_runtime_unknown_device(s->type, s->index);
-            vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
-            vdev_error(vdev_last_status(), "%s (a device scope opened before vdev_shutdown() "
-                                           "names it; pop that scope)",
-                       msg);
+            scope_device_error(s, "a device scope opened before vdev_shutdown() names it; pop "
+                                  "that scope");
             return NULL;
         }
         d = vdev_runtime_default_device();
