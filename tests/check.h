@@ -84,8 +84,8 @@ char *check_slurp(const char *path);
         if (a_ && b_ && strcmp(a_, b_) == 0)                                                       \
             check_passed++;                                                                        \
         else                                                                                       \
-            check_fail(__FILE__, __LINE__, "%s is \"%s\", expected \"%s\"", #a, a_ ? a_ : "(null)", \
-                       b_ ? b_ : "(null)");                                                        \
+            check_fail(__FILE__, __LINE__, "%s is \"%s\", expected \"%s\"", #a,                 \
+                       a_ ? a_ : "(null)", b_ ? b_ : "(null)");                                    \
     } while (0)
 
 /* A vdev call that must return `code` with exactly the message `msg`. */

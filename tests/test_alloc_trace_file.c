@@ -71,8 +71,8 @@ static void test_placeholders(void)
     snprintf(spec, sizeof spec, "%s/at.%%q.trace", dir);
     setenv("VDEV_ALLOC_TRACE", spec, 1);
     snprintf(msg, sizeof msg,
-             "VDEV_ALLOC_TRACE: allocation trace \"%s\": \"%%q\" is not a placeholder " PLACEHOLDERS,
-             spec);
+             "VDEV_ALLOC_TRACE: allocation trace \"%s\": \"%%q\" is not a placeholder "
+             PLACEHOLDERS, spec);
     CHECK_ERR(vdev_init(), VDEV_ERR_CONFIG, msg);
     CHECK(!vdev_is_initialized());
     CHECK(access(spec, F_OK) != 0);

@@ -285,7 +285,8 @@ static int audit_of_bug_program(enum vdev_placement_policy p, uint64_t *gpu1_ops
     for (int s = 0; s < 3; s++) {
         vdev_scope_begin();
         int64_t xs[2] = {5, 8}, ts[2] = {5, 4};
-        vdev_tensor_t *x = vdev_tensor_uniform(xs, 2, -1, 1, 1), *t = vdev_tensor_zeros(ts, 2, VDEV_F32);
+        vdev_tensor_t *x = vdev_tensor_uniform(xs, 2, -1, 1, 1);
+        vdev_tensor_t *t = vdev_tensor_zeros(ts, 2, VDEV_F32);
         vdev_tape_t *tape = vdev_tape_begin();
         vdev_tensor_t *loss = vdev_mse(vdev_mlp_forward(m, x), t), *g[4];
         CHECK_OK(vdev_tape_gradient(tape, loss, vars, 4, g));

@@ -264,10 +264,10 @@ uint64_t vdev_alloc_host_bytes(vdev_alloc_t *a);
 
 /* Opens FILE for writing; the first line is a "# trace v1 source=vdev ..."
  * comment, and every line ends with a newline (replay rejects a last event
- * line without one, as it may be cut short). One trace may be shared by several allocators (cfg.trace): each
- * successful allocation writes "a ID BYTES" (BYTES as requested, before
- * rounding), each free "f ID" (vdev_alloc_free_after() writes it at the call),
- * a failed allocation a comment "# oom BYTES". IDs come from the trace's own
+ * line without one, as it may be cut short). One trace may be shared by
+ * several allocators (cfg.trace): each successful allocation writes
+ * "a ID BYTES" (BYTES as requested, before rounding), each free "f ID"
+ * (vdev_alloc_free_after() writes it at the call), a failed allocation a comment "# oom BYTES". IDs come from the trace's own
  * atomic counter, so they are unique across allocators. Lines are written
  * under the trace's mutex, while the allocator's lock is held, so the order
  * of lines is the order in which the allocators acted. VDEV_ERR_IO when the

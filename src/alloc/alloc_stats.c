@@ -295,8 +295,9 @@ void vdev_alloc_dump(vdev_alloc_t *a, FILE *f, const char *(*tag_of)(void *user,
     }
     fprintf(f, "Allocator (%s) state: %s in use of %s limit, %s reserved in %u region%s\n",
             a->name, vdev_format_bytes(a->in_use, b1, sizeof b1),
-            vdev_format_bytes(a->limit, b2, sizeof b2), vdev_format_bytes(a->reserved, b3, sizeof b3),
-            a->n_regions, a->n_regions == 1 ? "" : "s");
+            vdev_format_bytes(a->limit, b2, sizeof b2),
+            vdev_format_bytes(a->reserved, b3, sizeof b3), a->n_regions,
+            a->n_regions == 1 ? "" : "s");
     for (unsigned b = 0; b < 64; b++) {
         if (!bins[b].n_chunks)
             continue;

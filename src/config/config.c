@@ -248,8 +248,8 @@ VDEV_API enum vdev_status vdev_config_set_visible_devices(const int *idx, int n)
         return st;
     for (int i = 0; i < n; i++) {
         if (idx[i] < 0 || idx[i] >= S.n_gpus)
-            return end(vdev_error(VDEV_ERR_NOT_FOUND, "Unrecognized device: /physical_device:GPU:%d",
-                                  idx[i]));
+            return end(vdev_error(VDEV_ERR_NOT_FOUND,
+                                  "Unrecognized device: /physical_device:GPU:%d", idx[i]));
         for (int j = 0; j < i; j++)
             if (idx[j] == idx[i]) {
                 char list[256];
