@@ -263,15 +263,15 @@ uint64_t vdev_alloc_host_bytes(vdev_alloc_t *a);
 /* ---- allocation traces (VDEV_ALLOC_TRACE=FILE) ---- */
 
 /* Opens FILE for writing; the first line is a "# trace v1 source=vdev ..."
- * comment, and every line ends with a newline (replay rejects a last event
- * line without one, as it may be cut short). One trace may be shared by
- * several allocators (cfg.trace): each successful allocation writes
- * "a ID BYTES" (BYTES as requested, before rounding), each free "f ID"
- * (vdev_alloc_free_after() writes it at the call), a failed allocation a comment "# oom BYTES". IDs come from the trace's own
- * atomic counter, so they are unique across allocators. Lines are written
- * under the trace's mutex, while the allocator's lock is held, so the order
- * of lines is the order in which the allocators acted. VDEV_ERR_IO when the
- * file cannot be created. */
+ * comment, and every line ends with a newline (replay rejects a last event line
+ * without one, as it may be cut short). One trace may be shared by several
+ * allocators (cfg.trace): each successful allocation writes "a ID BYTES" (BYTES
+ * as requested, before rounding), each free "f ID" (vdev_alloc_free_after()
+ * writes it at the call), a failed allocation a comment "# oom BYTES". IDs come
+ * from the trace's own atomic counter, so they are unique across allocators.
+ * Lines are written under the trace's mutex, while the allocator's lock is
+ * held, so the order of lines is the order in which the allocators acted.
+ * VDEV_ERR_IO when the file cannot be created. */
 enum vdev_status vdev_alloc_trace_open(const char *path, vdev_alloc_trace_t **out);
 /* Flushes and closes; every allocator using it must be destroyed first. NULL
  * is a no-op. */
