@@ -470,7 +470,10 @@ VDEV_API const char *vdev_tensor_device(const vdev_tensor_t *t);
  * with vdev_tensor_free. Returns t (NULL in, NULL out). */
 VDEV_API vdev_tensor_t *vdev_variable(vdev_tensor_t *t);
 /* Copies value into the variable in place (shapes must match). Any tensor
- * may be assigned; a live tape that read it keeps the value it read. */
+ * may be assigned; a live tape that read it keeps the value it read. A value
+ * on another device is copied and counted under every placement policy
+ * (checkpoint restore and mirrored variables rely on it); Python's
+ * Variable.assign refuses it under strict, as TensorFlow's explicit policy. */
 VDEV_API enum vdev_status vdev_assign(vdev_tensor_t *var, const vdev_tensor_t *value);
 
 /* ---- scopes that free temporaries ----
