@@ -165,24 +165,6 @@ VDEV_API enum vdev_status vdev_list_physical_devices(struct vdev_physical_device
 
 /* ---- configuration calls ---- */
 
-/* 1 when `name` (a device name that parses) is in a logical form: a
- * "device:" field, or a job, replica or task ("/job:localhost/gpu:0"). The
- * short forms ("GPU:0", "/gpu:0") name either kind. */
-static int logical_form(const char *name)
-{
-    static const char *const fields[] = {"device:", "job:", "replica:", "task:"};
-    for (const char *f = name; *f;) {
-        while (*f == '/')
-            f++;
-        for (size_t i = 0; i < VDEV_ARRAY_LEN(fields); i++)
-            if (strncmp(f, fields[i], strlen(fields[i])) == 0)
-                return 1;
-        while (*f && *f != '/')
-            f++;
-    }
-    return 0;
-}
-
 /* Resolves a physical device name to a GPU index, with TensorFlow's errors.
  * A logical name is refused: /device:GPU:N is the Nth logical GPU, which is
  * physical GPU N only without a split or a reordering of visible GPUs, and
@@ -194,7 +176,7 @@ static enum vdev_status physical_gpu(const char *name, int *gpu, int *is_cpu)
         return vdev_error(VDEV_ERR_INVALID_ARG, "physical device name is NULL");
     if (vdev_parse_device_name(name, &dn) != VDEV_OK || !dn.has_index)
         return vdev_error(VDEV_ERR_NOT_FOUND, "Unrecognized device: %s", name);
-    if (!dn.physical && logical_form(name))
+    if (!dn.physical && dn.logical_form)
         return vdev_error(VDEV_ERR_INVALID_ARG,
                           "'%s' is a logical device; configuration takes a physical device such "
                           "as /physical_device:%s:%d",

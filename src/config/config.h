@@ -115,6 +115,8 @@ struct vdev_device_name {
     int index;                    /* -1 when the name has none */
     int has_index;                /* 0 for "GPU", "/gpu", "/device:GPU", "GPU:*" */
     int physical;                 /* "/physical_device:..." */
+    int no_device;                /* vdev_parse_scope_name: "" or a job/replica/task alone */
+    int logical_form;             /* a "device:" field, or a job, replica or task */
 };
 /* Parses every form TensorFlow accepts: "/device:GPU:1", "GPU:1", "gpu:1",
  * "/gpu:1", "/job:localhost/replica:0/task:0/device:GPU:1",
@@ -124,6 +126,11 @@ struct vdev_device_name {
  * TensorFlow's message for a malformed name (a job name starts with a
  * letter); VDEV_ERR_NOT_FOUND for another job/replica/task. */
 enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_name *out);
+/* As vdev_parse_device_name, for a device scope: also takes a name that
+ * gives no device ("", or a job, replica or task alone, "/job:localhost"),
+ * with no_device set, which tf.device merges into the enclosing scope; its
+ * job, replica and task are checked as any name's. */
+enum vdev_status vdev_parse_scope_name(const char *text, struct vdev_device_name *out);
 
 /* ---- the cluster (cluster.c) ---- */
 

@@ -73,12 +73,14 @@ static int parse_type(const char *s, enum vdev_device_type *out)
     return 0;
 }
 
-enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_name *out)
+/* Both parsers: no_device_ok takes a name that gives no device. */
+static enum vdev_status parse_name(const char *text, struct vdev_device_name *out,
+                                   int no_device_ok)
 {
     if (!text)
         return vdev_error(VDEV_ERR_INVALID_ARG, "device name is NULL");
     size_t len = strlen(text);
-    if (len == 0 || len >= 256)
+    if ((len == 0 && !no_device_ok) || len >= 256)
         return vdev_error(VDEV_ERR_INVALID_ARG, "'%s' is not a device name (expected e.g. "
                                                 "/device:GPU:0, GPU:0 or CPU:0)",
                           len ? "(overlong)" : "");
@@ -89,7 +91,7 @@ enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_nam
     /* the job, replica and task named ("" / -1: not named, or "*") */
     char job[64] = "";
     int replica = -1, task = -1;
-    struct vdev_device_name r = {VDEV_DEVICE_CPU, -1, 0, 0};
+    struct vdev_device_name r = {VDEV_DEVICE_CPU, -1, 0, 0, 0, 0};
     char *save = NULL;
     for (char *f = strtok_r(buf, "/", &save); f; f = strtok_r(NULL, "/", &save)) {
         /* split on ':' into at most 3 parts */
@@ -107,6 +109,7 @@ enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_nam
         if (np == 4)
             return bad_attr(f, text);
         if (np == 2 && strcmp(parts[0], "job") == 0) {
+            r.logical_form = 1;
             if (strcmp(parts[1], "*") == 0)
                 continue;
             if (!is_job_name(parts[1]))
@@ -120,6 +123,7 @@ enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_nam
         }
         if (np == 2 && (strcmp(parts[0], "replica") == 0 || strcmp(parts[0], "task") == 0)) {
             int v;
+            r.logical_form = 1;
             if (strcmp(parts[1], "*") == 0)
                 continue;
             if (!parse_index(parts[1], &v))
@@ -134,6 +138,7 @@ enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_nam
                                    strcmp(parts[0], "physical_device") == 0);
         if (prefixed) {
             physical = parts[0][0] == 'p';
+            r.logical_form |= !physical;
             type_s = parts[1];
             idx_s = np == 3 ? parts[2] : NULL;
         } else if (np <= 2) {
@@ -171,7 +176,9 @@ enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_nam
         r.has_index = idx >= 0;
         r.physical = physical;
     }
-    if (!have_dev)
+    if (!have_dev && no_device_ok)
+        r.no_device = 1;
+    else if (!have_dev)
         return vdev_error(VDEV_ERR_INVALID_ARG,
                           "'%s' names no device (expected e.g. /device:GPU:0, GPU:0 or CPU:0)",
                           text);
@@ -193,4 +200,14 @@ enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_nam
                           "%s unknown device: only /job:localhost/replica:0/task:0 is local", text);
     *out = r;
     return VDEV_OK;
+}
+
+enum vdev_status vdev_parse_device_name(const char *text, struct vdev_device_name *out)
+{
+    return parse_name(text, out, 0);
+}
+
+enum vdev_status vdev_parse_scope_name(const char *text, struct vdev_device_name *out)
+{
+    return parse_name(text, out, 1);
 }

@@ -7,14 +7,14 @@
  * does; a name that gives no device ("", or a job, replica or task alone)
  * keeps the enclosing scope's device, and outside any scope adds no
  * constraint (a scope of no device: ops in it are placed as unscoped ops).
- * The scope
- * remembers the name it asked for (what vdev_device_current() reports,
- * TensorFlow's context.device_name) beside the device its ops run on. The
- * two differ only under soft placement, where a scope naming a device that
- * does not exist sends its ops to the device TensorFlow's eager soft
- * placement picks — the first in its priority order, GPU:0, else CPU:0 —
- * with one warning per such name and start-up, for as long as soft placement
- * stays on (it is read at each such op, as TensorFlow decides per op). */
+ * The scope remembers the name it asked for (what vdev_device_current()
+ * reports, TensorFlow's context.device_name) beside the device its ops run
+ * on. The two differ only under soft placement, where a scope naming a
+ * device that does not exist sends its ops to the device TensorFlow's eager
+ * soft placement picks — the first in its priority order, GPU:0, else CPU:0
+ * — with one warning per such name and start-up, for as long as soft
+ * placement stays on (it is read at each such op, as TensorFlow decides per
+ * op). */
 #define _GNU_SOURCE
 #include "runtime/placement.h"
 
@@ -115,52 +115,11 @@ static enum vdev_status unknown_device(const struct vdev_device_name *dn, int in
                       index, outer->type == VDEV_DEVICE_GPU ? "GPU" : "CPU", outer->index, hint);
 }
 
-/* Whether name gives a job, replica or task and no device
- * ("/job:localhost/replica:0"), or nothing at all (""), which tf.device
- * merges into the enclosing scope (DeviceSpec.make_merged_spec). */
-static int names_no_device(const char *name)
-{
-    for (const char *p = name; *p;) {
-        size_t n = strcspn(p, "/");
-        if (n && !(n > 4 && !strncmp(p, "job:", 4)) && !(n > 8 && !strncmp(p, "replica:", 8)) &&
-            !(n > 5 && !strncmp(p, "task:", 5)))
-            return 0;
-        p += n + (p[n] == '/');
-    }
-    return 1;
-}
-
-/* Checks the job, replica and task of a name that gives no device (as
- * names_no_device) by parsing it with a device added, and puts the name
- * itself, not the probe, in the message. */
-static enum vdev_status check_task(const char *name)
-{
-    char probe[300], msg[768];
-    size_t len = strlen(name);
-    if (len > 256)
-        return vdev_error(VDEV_ERR_INVALID_ARG, "'(overlong)' is not a device name");
-    while (len && name[len - 1] == '/')
-        len--;
-    snprintf(probe, sizeof probe, "%.*s/device:CPU:0", (int)len, name);
-    struct vdev_device_name dn;
-    enum vdev_status st = vdev_parse_device_name(probe, &dn);
-    if (st == VDEV_OK)
-        return VDEV_OK;
-    const char *e = vdev_last_error(), *at = strstr(e, probe);
-    if (!at)
-        return st;
-    snprintf(msg, sizeof msg, "%.*s%s%s", (int)(at - e), e, name, at + strlen(probe));
-    return vdev_error(st, "%s", msg);
-}
-
 /* Pushes a scope on the device that an empty name or a job, replica or task
  * alone leaves in force: the enclosing scope's, and outside any scope none
  * (ops in it are placed as unscoped ops; "GPU" inside it is GPU:0). */
-static enum vdev_status push_merged(const char *device)
+static enum vdev_status push_merged(void)
 {
-    enum vdev_status st = check_task(device);
-    if (st != VDEV_OK)
-        return st;
     if (scope_depth == MAX_SCOPE_DEPTH)
         return vdev_error(VDEV_ERR_INVALID_ARG, "device scopes nested deeper than %d",
                           MAX_SCOPE_DEPTH);
@@ -178,15 +137,12 @@ VDEV_API enum vdev_status vdev_device_push(const char *device)
 {
     struct vdev_device_name dn;
     enum vdev_status st;
-    if (device && names_no_device(device)) {
-        if ((st = vdev_init()) != VDEV_OK)
-            return st;
-        return push_merged(device);
-    }
-    if ((st = vdev_parse_device_name(device, &dn)) != VDEV_OK)
+    if ((st = vdev_parse_scope_name(device, &dn)) != VDEV_OK)
         return st;
     if ((st = vdev_init()) != VDEV_OK)
         return st;
+    if (dn.no_device)
+        return push_merged();
     if (dn.physical)
         return vdev_error(VDEV_ERR_INVALID_ARG,
                           "'%s' is a physical device; ops and memory queries take a logical "
