@@ -353,6 +353,16 @@ enum vdev_status vdev_coll_tensors(struct vdev_coll_comm *c, int rank, enum vdev
             vdev_tens_mut(tensors[i])->host_written = 0;
             vdev_tens_write_end(tensors[i]);
         }
+    /* What it only read (a broadcast's root, an all-gather's in) may be
+     * exported as host memory, whose consumer may write it as soon as the
+     * call returns: the reads queued on the streams (this rank's and, through
+     * the events the contract has the rank's stream wait on, every other
+     * rank's) must be done by then (vdev_tens_after_read). The written ones
+     * waited in vdev_tens_write_end. One load while nothing is exported. */
+    if (begun && atomic_load_explicit(&vdev_tens_host_exports_live, memory_order_relaxed))
+        for (int i = 0; i < n; i++)
+            if (!writes(c, rank, kind, root, i))
+                vdev_tens_after_read_exported(tensors[i], dev);
     return st;
 }
 

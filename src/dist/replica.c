@@ -119,6 +119,8 @@ static enum vdev_status copy_rows(const struct vdev_tens *src, uint64_t offset,
     } else {
         st = vdev_error(VDEV_ERR_UNSUPPORTED, "no copy path from %s to %s", s->name, d->name);
     }
+    if (st == VDEV_OK)
+        vdev_tens_after_read(src, d); /* src exported as host memory: the copy is done */
     if (st == VDEV_OK && s != d)
         vdev_placement_record_copy(s, d, dst->bytes);
     return st;
