@@ -36,6 +36,9 @@
  * makes each rank's stream wait, with events, for any other stream that
  * still reads or writes that rank's buffers). Host code that reads a result
  * waits for the stream as it would for an op (vdev_tensor_to_host does).
+ * So waiting for the rank's stream after the call waits for every read and
+ * write of the rank's buffers: vdev_coll_tensors does, for a tensor exported
+ * as host memory (dlpack.c), whose consumer has no stream to wait on.
  *
  * Errors. Every rank of a call returns the same code and message.
  *  - Before any data moves: a rank passes its own failure in call->status and
@@ -203,9 +206,11 @@ void vdev_coll_comm_unpublish(vdev_comm_t *h);
  * writes of the tensors it writes (all of an all-reduce, a broadcast's but
  * the root's, an all-gather's out) with vdev_tens_write_begin and _end, the
  * end whether the call succeeds or fails, even on another rank's failure
- * (none begins on a local one). status/why: a failure of the caller's to pass on to every rank
- * instead of running (VDEV_OK: none). For all-gather, tensors[0] is in and
- * tensors[1] out (n 2). */
+ * (none begins on a local one), and waits for the rank's stream after the
+ * call when a tensor it read or wrote is exported as host memory
+ * (vdev_tens_after_read, _after_write). status/why: a failure of the
+ * caller's to pass on to every rank instead of running (VDEV_OK: none). For
+ * all-gather, tensors[0] is in and tensors[1] out (n 2). */
 enum vdev_status vdev_coll_tensors(struct vdev_coll_comm *c, int rank, enum vdev_coll_kind kind,
                                    enum vdev_reduce_op op, int root,
                                    struct vdev_tens *const *tensors, int n, const char *what,

@@ -12,7 +12,8 @@
  * to that memory by vdev (ops in place, assign, optimizer updates) waits for
  * the stream too (vdev_tens_after_write), as its consumer has no stream to
  * wait on: it reads the memory when it likes; and so does every later read
- * of it queued by vdev (an op's input, a copy's source: vdev_tens_after_read),
+ * of it queued by vdev (an op's input, a copy's source, a collective's input
+ * on any rank's stream: vdev_tens_after_read),
  * as the consumer may write the memory when it likes, and the read must see
  * what it held when the read was issued. The consumer's writes bump no
  * version (tensor.h, "values a tape read"), so while any export lives, an op

@@ -189,9 +189,10 @@ void vdev_tens_after_write(const struct vdev_tens *t);
 extern _Atomic int vdev_tens_host_exports_live;
 void vdev_tens_after_read_exported(const struct vdev_tens *t, const struct vdev_ldev *reader);
 /* After a read of t was queued on reader's stream (an op's input, a copy's
- * source): when t's memory is exported as host memory, waits for that
- * stream, since the consumer may write the memory at once and the read must
- * see the values it had when it was issued. */
+ * source, a collective's input: comm.c, replica.c): when t's memory is
+ * exported as host memory, waits for that stream, since the consumer may
+ * write the memory at once and the read must see the values it had when it
+ * was issued. */
 static inline void vdev_tens_after_read(const struct vdev_tens *t, const struct vdev_ldev *reader)
 {
     if (atomic_load_explicit(&vdev_tens_host_exports_live, memory_order_relaxed))
