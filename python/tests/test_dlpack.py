@@ -3,10 +3,12 @@ speak DLPack 0.x through the "dltensor" capsule (no versioned capsules).
 Zero copy (a write on one side is seen on the other), the lifetimes (an
 export keeps vdev's memory after the tensor object goes; an import keeps the
 producer's array alive after its last Python name goes; an unconsumed
-capsule releases its export), strided inputs copied, refused inputs, and
-vdev.shutdown() refusing while exports are alive."""
+capsule releases its export), strided inputs copied, refused inputs,
+vdev.shutdown() refusing while exports are alive, and collectives on exported
+memory done reading it when they return."""
 import gc
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -219,3 +221,59 @@ def test_tensorflow_namespace_and_exit():
         "print('done')\n")
     assert rc == 0 and out == "done\n", err
     assert "Exception ignored" not in err and "Error" not in err
+
+
+def test_collectives_read_exported_memory_before_returning():
+    # A PyTorch tensor over a simulated GPU's memory is the root of a
+    # broadcast and the input of an all-gather; the consumer writes it as
+    # soon as the call returns. Products queued first keep the stream that
+    # copies it busy, so a copy that the call did not wait for would still be
+    # queued then, and would read the consumer's values.
+    comm = vdev.distribute.Communicator(["GPU:0", "GPU:1"])
+    with vdev.device("GPU:0"):
+        src = vdev.constant([1.0, 2.0, 3.0, 4.0]) * 1
+        gin = vdev.constant([1.0, 2.0]) * 1
+        gout0 = vdev.zeros([4])
+        big0 = vdev.ones([768, 768])
+    with vdev.device("GPU:1"):
+        dst = vdev.zeros([4])
+        gin1 = vdev.constant([5.0, 6.0]) * 1
+        gout1 = vdev.zeros([4])
+        big = vdev.ones([768, 768])
+    x, g = torch.from_dlpack(src), torch.from_dlpack(gin)
+    errors = []
+
+    def rank(r):
+        try:
+            if r == 1:
+                with vdev.device("GPU:1"):
+                    busy = [vdev.matmul(big, big) for _ in range(3)]
+                comm.broadcast(1, [dst], root=0)
+                with vdev.device("GPU:1"):
+                    busy += [vdev.matmul(big, big) for _ in range(3)]
+                comm.all_gather(1, gin1, gout1)
+                del busy
+            else:
+                comm.broadcast(0, [src], root=0)
+                x[:] = 100.0  # the consumer, at once
+                with vdev.device("GPU:0"):
+                    busy = [vdev.matmul(big0, big0) for _ in range(3)]
+                comm.all_gather(0, gin, gout0)  # gin copied on GPU:0's stream
+                g[:] = 100.0
+                del busy
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert dst.numpy().tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert gout1.numpy().tolist() == [1.0, 2.0, 5.0, 6.0]
+    assert gout0.numpy().tolist() == [1.0, 2.0, 5.0, 6.0]
+    assert src.numpy().tolist() == [100.0] * 4  # the consumer's write stands
+    del x, g
+    comm.free()
+    assert vdev.dlpack.live_exports() == 0
