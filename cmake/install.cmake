@@ -8,7 +8,8 @@
 #                                from the library's own folder (dladdr), or from
 #                                the program's folder (../lib/vdev) when the
 #                                static library is linked into it
-#   P/include/vdev.h             the public header (and include/vdev/*.h)
+#   P/include/vdev.h             the public header, and the parts it includes
+#   P/include/vdev/*.h           (each may be included alone)
 #   P/bin/vdev                   the vdev command (static library inside)
 #   P/lib/pkgconfig/vdev.pc      pkg-config (written at install time, for P)
 #   P/lib/cmake/vdev/            find_package(vdev): vdev::vdev, vdev::vdev_static
@@ -18,12 +19,13 @@
 # target exists.
 include(CMakePackageConfigHelpers)
 
-# The header's version macros and the project's version must agree: the first
-# is what programs compile against, the second names the shared library.
-file(STRINGS ${PROJECT_SOURCE_DIR}/include/vdev.h _vdev_ver REGEX "^#define VDEV_VERSION_(MAJOR|MINOR|PATCH) ")
+# The header's version macros (include/vdev/status.h, which vdev.h includes)
+# and the project's version must agree: the first is what programs compile
+# against, the second names the shared library.
+file(STRINGS ${PROJECT_SOURCE_DIR}/include/vdev/status.h _vdev_ver REGEX "^#define VDEV_VERSION_(MAJOR|MINOR|PATCH) ")
 string(REGEX REPLACE ".*MAJOR ([0-9]+).*MINOR ([0-9]+).*PATCH ([0-9]+).*" "\\1.\\2.\\3" _vdev_ver "${_vdev_ver}")
 if(NOT _vdev_ver STREQUAL PROJECT_VERSION)
-  message(FATAL_ERROR "include/vdev.h says version ${_vdev_ver}, project() says ${PROJECT_VERSION}")
+  message(FATAL_ERROR "include/vdev/status.h says version ${_vdev_ver}, project() says ${PROJECT_VERSION}")
 endif()
 
 # ---- where the library looks for plugins ---------------------------------------

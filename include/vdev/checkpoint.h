@@ -1,13 +1,14 @@
 /* vdev/checkpoint.h — checkpoints: named tensors saved to one safetensors
  * file, written atomically, and restored into existing tensors after every
  * name, dtype, shape and both checksums (header and data) were checked. Part
- * of the public API (vdev.h includes it; it may also be included alone).
+ * of the public API: vdev.h includes it, and it may be included alone (it
+ * includes the parts it builds on).
  * Same conventions as vdev.h: every fallible call returns enum vdev_status
  * and leaves a message in vdev_last_error(). */
-#ifndef VDEV_CHECKPOINT_H
-#define VDEV_CHECKPOINT_H
+#ifndef VDEV_VDEV_CHECKPOINT_H
+#define VDEV_VDEV_CHECKPOINT_H
 
-#include "vdev.h"
+#include "tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -218,4 +219,4 @@ VDEV_API enum vdev_status vdev_checkpoint_metadata_at(const vdev_checkpoint_t *c
 #ifdef __cplusplus
 }
 #endif
-#endif /* VDEV_CHECKPOINT_H */
+#endif /* VDEV_VDEV_CHECKPOINT_H */

@@ -1,7 +1,8 @@
 /* vdev/distribute.h — data parallel training on one machine: collectives over
  * a set of logical devices, and the mirrored strategy (TensorFlow's
- * tf.distribute.MirroredStrategy) built on them. Included by vdev.h; include
- * vdev.h, not this file.
+ * tf.distribute.MirroredStrategy) built on them. Part of the public API:
+ * vdev.h includes it, and it may be included alone (it includes the parts it
+ * builds on).
  *
  * Collectives. A communicator is a list of logical devices, its ranks (rank i
  * is devices[i]). Each rank is driven by a host thread of its own, and every
@@ -48,10 +49,12 @@
  *     if (vdev_comm_all_reduce(comm, rank, &t, 1, VDEV_REDUCE_SUM) != VDEV_OK)
  *         fprintf(stderr, "%s\n", vdev_last_error());   // the same on every rank
  */
-#ifndef VDEV_DISTRIBUTE_H
-#define VDEV_DISTRIBUTE_H
+#ifndef VDEV_VDEV_DISTRIBUTE_H
+#define VDEV_VDEV_DISTRIBUTE_H
 
-#include "vdev.h"
+#include "devices.h"
+#include "nn.h"
+#include "tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -324,4 +327,4 @@ VDEV_API enum vdev_status vdev_replica_return(vdev_replica_context_t *ctx, vdev_
 #ifdef __cplusplus
 }
 #endif
-#endif /* VDEV_DISTRIBUTE_H */
+#endif /* VDEV_VDEV_DISTRIBUTE_H */

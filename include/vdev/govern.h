@@ -1,9 +1,9 @@
 /* vdev/govern.h — memory governance: floors, ceilings and priorities of the
  * logical devices of one card, set before start-up and changed at run time.
- * Part of the public API (vdev.h includes it; it may also be included
- * alone). Same conventions as vdev.h: every fallible call returns enum
- * vdev_status and leaves a message in vdev_last_error(); sizes in bytes;
- * every call is thread-safe.
+ * Part of the public API: vdev.h includes it, and it may be included alone
+ * (it includes the parts it builds on). Same conventions as vdev.h: every
+ * fallible call returns enum vdev_status and leaves a message in
+ * vdev_last_error(); sizes in bytes; every call is thread-safe.
  *
  * Example: a critical model keeps 4 GiB of a card, two others share the rest
  *
@@ -15,10 +15,10 @@
  *     ...
  *     vdev_memory_set_limits("GPU:2", 0, 2ull << 30);        // any time later
  */
-#ifndef VDEV_GOVERN_H
-#define VDEV_GOVERN_H
+#ifndef VDEV_VDEV_GOVERN_H
+#define VDEV_VDEV_GOVERN_H
 
-#include "vdev.h"
+#include "status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -172,4 +172,4 @@ VDEV_API enum vdev_status vdev_memory_set_pressure_callback(const char *device, 
 #ifdef __cplusplus
 }
 #endif
-#endif /* VDEV_GOVERN_H */
+#endif /* VDEV_VDEV_GOVERN_H */

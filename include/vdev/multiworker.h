@@ -1,7 +1,7 @@
 /* vdev/multiworker.h — training across processes: the cluster a process
  * belongs to, TensorFlow's MultiWorkerMirroredStrategy and
- * ParameterServerStrategy over MPI. Included by vdev.h; include vdev.h, not
- * this file.
+ * ParameterServerStrategy over MPI. Part of the public API: vdev.h includes
+ * it, and it may be included alone (it includes the parts it builds on).
  *
  * Processes ("tasks") are MPI processes launched by mpirun; vdev loads its
  * MPI plugin (libvdev-mpi.so, built where CMake finds MPI) on first use, so
@@ -35,10 +35,11 @@
  * ends the job at once (mpirun ends the others). After a failure across
  * processes MPI cannot go on: the job ends when the process exits (vdev
  * calls MPI_Abort then), so a program prints the error and exits. */
-#ifndef VDEV_MULTIWORKER_H
-#define VDEV_MULTIWORKER_H
+#ifndef VDEV_VDEV_MULTIWORKER_H
+#define VDEV_VDEV_MULTIWORKER_H
 
-#include "vdev.h"
+#include "distribute.h"
+#include "tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -234,4 +235,4 @@ VDEV_API int vdev_ps_worker_index(const vdev_ps_worker_t *w);
 #ifdef __cplusplus
 }
 #endif
-#endif /* VDEV_MULTIWORKER_H */
+#endif /* VDEV_VDEV_MULTIWORKER_H */

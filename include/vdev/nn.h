@@ -1,10 +1,13 @@
-/* vdev/nn.h — changing an optimizer's hyperparameters after it was made:
- * the learning rate, SGD's momentum, Adam's betas and epsilon, as Keras lets
- * a program set `optimizer.learning_rate` (a schedule, ReduceLROnPlateau).
- * Part of the public API (vdev.h includes it; it may also be included
- * alone, as it includes vdev.h).
- * Same conventions as vdev.h: every fallible call returns enum vdev_status
- * and leaves a message in vdev_last_error(); a failed call changes nothing.
+/* vdev/nn.h — layers, models and optimizers: the dense layer, the MLP and
+ * its variables; SGD and Adam, their slots and iteration count (what a
+ * checkpoint saves to resume training); and their hyperparameters changed
+ * after they were made (the learning rate, SGD's momentum, Adam's betas and
+ * epsilon), as Keras lets a program set `optimizer.learning_rate` (a
+ * schedule, ReduceLROnPlateau). Every optimizer's declarations are here.
+ * Part of the public API: vdev.h includes it, and it may be included alone
+ * (it includes the parts it builds on). Same conventions as vdev.h: every
+ * fallible call returns enum vdev_status and leaves a message in
+ * vdev_last_error(); a failed call changes nothing.
  *
  * Example: divide the learning rate by 10 after epoch 30
  *
@@ -16,11 +19,74 @@
 #ifndef VDEV_VDEV_NN_H
 #define VDEV_VDEV_NN_H
 
-#include "vdev.h"
+#include "tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ==== nn ==================================================================
+ * Layers, models and optimizers are checked handles, as tensors are: a freed
+ * one, a NULL one or one of another kind is VDEV_ERR_INVALID_ARG naming it. */
+
+/* ---- layers and models ---- */
+
+enum vdev_activation { VDEV_ACT_NONE = 0, VDEV_ACT_RELU, VDEV_ACT_TANH, VDEV_ACT_SIGMOID,
+                       VDEV_ACT_COUNT };
+
+typedef struct vdev_dense vdev_dense_t;
+/* y = act(x W + b), W [in, out] Glorot-uniform from seed, b zeros; made on the
+ * current device scope. */
+VDEV_API vdev_dense_t *vdev_dense_new(int64_t in, int64_t out, enum vdev_activation act,
+                                      uint64_t seed);
+VDEV_API vdev_tensor_t *vdev_dense_forward(vdev_dense_t *layer, const vdev_tensor_t *x);
+VDEV_API void vdev_dense_free(vdev_dense_t *layer);
+
+typedef struct vdev_mlp vdev_mlp_t;
+/* Layers sizes[0] -> sizes[1] -> ... -> sizes[n_sizes-1]; `hidden` after each
+ * layer but the last, `output` after the last. */
+VDEV_API vdev_mlp_t *vdev_mlp_new(const int64_t *sizes, int n_sizes, enum vdev_activation hidden,
+                                  enum vdev_activation output, uint64_t seed);
+VDEV_API vdev_tensor_t *vdev_mlp_forward(vdev_mlp_t *m, const vdev_tensor_t *x);
+/* The variables (W0, b0, W1, b1, ...); returns their number (fills at most
+ * cap; out may be NULL only when cap is 0, to ask the number). -1 with
+ * VDEV_ERR_INVALID_ARG for a bad model, a negative cap, or out NULL with
+ * cap > 0. The tensors stay the model's: vdev_mlp_free frees them. */
+VDEV_API int vdev_mlp_variables(const vdev_mlp_t *m, vdev_tensor_t **out, int cap);
+VDEV_API void vdev_mlp_free(vdev_mlp_t *m);
+
+/* ---- optimizers ---- */
+
+typedef struct vdev_optimizer vdev_optimizer_t;
+/* SGD with a learning rate >= 0 and momentum in [0, 1], as Keras's (momentum
+ * 0 for plain SGD). */
+VDEV_API vdev_optimizer_t *vdev_sgd_new(float learning_rate, float momentum);
+/* Adam; TensorFlow's defaults are 0.001, 0.9, 0.999, 1e-7. */
+VDEV_API vdev_optimizer_t *vdev_adam_new(float learning_rate, float beta1, float beta2,
+                                         float epsilon);
+/* Updates each variable in place on its own device. */
+VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *opt, vdev_tensor_t *const *vars,
+                                               vdev_tensor_t *const *grads, int n);
+/* The optimizer's state for variable var, to save in a checkpoint and load
+ * back (training then goes on bit for bit as if it had never stopped): its
+ * slots, as variables on var's device, made (zeros) if they do not exist yet —
+ * Adam: "m" then "v"; SGD with momentum: "momentum" (Keras's names); SGD
+ * without momentum keeps none (a velocity handle kept from an earlier call
+ * holds zeros while momentum is 0). Returns their number, filling at most cap of
+ * out (and of names, unless NULL); -1 with VDEV_ERR_INVALID_ARG for a bad
+ * optimizer or variable, a negative cap or out NULL with cap > 0, or the error
+ * of making a slot (VDEV_ERR_OOM). The tensors stay the optimizer's. */
+VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *opt, vdev_tensor_t *var, vdev_tensor_t **out,
+                                  const char **names, int cap);
+/* Updates applied so far (Keras's `iterations`; Adam's bias correction
+ * counts from it): save it beside the slots and set it on restore. */
+VDEV_API enum vdev_status vdev_optimizer_get_iterations(const vdev_optimizer_t *opt,
+                                                        int64_t *out);
+VDEV_API enum vdev_status vdev_optimizer_set_iterations(vdev_optimizer_t *opt, int64_t n);
+VDEV_API void vdev_optimizer_free(vdev_optimizer_t *opt);
+
+/* ---- optimizers: hyperparameters changed between updates ---- */
+
 
 /* Sets an SGD optimizer's learning rate and momentum; the next
  * vdev_optimizer_apply uses them. The values are checked as vdev_sgd_new

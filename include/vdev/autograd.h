@@ -1,0 +1,69 @@
+/* vdev/autograd.h — gradients: the tape that records the ops of a thread
+ * (TensorFlow's GradientTape), the gradients of a loss with respect to
+ * variables, and what a variable the loss does not reach gets. Part of the
+ * public API: vdev.h includes it, and it may be included alone (it includes
+ * the parts it builds on). */
+#ifndef VDEV_VDEV_AUTOGRAD_H
+#define VDEV_VDEV_AUTOGRAD_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ==== autograd ============================================================
+ *
+ *     vdev_tape_t *tape = vdev_tape_begin();
+ *     vdev_tensor_t *loss = ...ops on variables...;
+ *     vdev_tensor_t *grads[2];
+ *     vdev_tape_gradient(tape, loss, vars, 2, grads);
+ *     vdev_tape_end(tape);
+ *
+ * The tape records the ops of the calling thread while it is active. Tapes are
+ * checked handles: a tape ended already is VDEV_ERR_INVALID_ARG for every
+ * call, another thread may neither end a tape nor ask it for gradients while
+ * it records (VDEV_ERR_INVALID_ARG), a thread that exits stops its tape's
+ * recording (the tape keeps its records, and the device memory of the
+ * tensors they hold, until vdev_tape_end: end it before the thread exits, or
+ * hand its handle on), and a tape begun before vdev_shutdown() can only be
+ * ended. */
+
+typedef struct vdev_tape vdev_tape_t;
+/* Starts recording; NULL if a tape is already recording on this thread. */
+VDEV_API vdev_tape_t *vdev_tape_begin(void);
+/* Gradients of a float loss with respect to each variable (zeros for a
+ * variable the loss does not depend on); a loss of several elements stands
+ * for their sum, as in TensorFlow. Each gradient op runs on the device
+ * of its forward op; a variable's gradient is handed back on the variable's
+ * own device (copied there if its forward ops ran elsewhere). The gradients
+ * belong to the current scope and must be treated as read-only (one may share
+ * memory with another). Stops the recording; the tape can answer further
+ * calls, for other losses, until vdev_tape_end. So that a later call sees
+ * the values the ops read, the first write to a value the tape read, where
+ * the op's gradient reads it (vdev_assign, vdev_optimizer_apply), saves a
+ * copy of it while the tape lives: end the tape before updating the
+ * variables, as above. */
+VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *tape, const vdev_tensor_t *loss,
+                                             vdev_tensor_t *const *vars, int n_vars,
+                                             vdev_tensor_t **grads);
+/* What a variable the loss does not reach gets (TensorFlow's
+ * UnconnectedGradients): zeros of its shape, or NULL (TensorFlow's None). */
+enum vdev_unconnected { VDEV_UNCONNECTED_ZERO = 0, VDEV_UNCONNECTED_NONE = 1 };
+/* vdev_tape_gradient, choosing what an unconnected variable gets; with
+ * VDEV_UNCONNECTED_NONE a NULL gradient on success means "not reached", and
+ * every other gradient is set. Another value of `unconnected` is
+ * VDEV_ERR_INVALID_ARG. */
+VDEV_API enum vdev_status vdev_tape_gradient_ex(vdev_tape_t *tape, const vdev_tensor_t *loss,
+                                                vdev_tensor_t *const *vars, int n_vars,
+                                                vdev_tensor_t **grads,
+                                                enum vdev_unconnected unconnected);
+/* Stops recording (if still) and frees the tape. NULL is a no-op; a tape
+ * ended already is VDEV_ERR_INVALID_ARG. */
+VDEV_API void vdev_tape_end(vdev_tape_t *tape);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VDEV_VDEV_AUTOGRAD_H */
