@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # cli_install.sh — vdev as a user installs it: `cmake --install` into a
-# temporary prefix, then the README's worked example (tests/install/) built
-# against the installed files alone, with `pkg-config --cflags --libs vdev` and
-# with a CMake project using find_package(vdev) (vdev::vdev and
-# vdev::vdev_static), and run on a simulated GPU. Each program prints the
-# libvdev file it mapped (/proc/self/maps), which must be the prefix's; no
-# installed file may hold the build folder's path; the installed command runs
-# from the prefix; and a stand-in CUDA plugin put in the prefix's plugin
-# folder is the one the shared library, the command and a statically linked
-# program load. Needs cmake, pkg-config and a C compiler (exit 77 without).
+# temporary prefix, whose headers are the source's (vdev.h and each part
+# under vdev/, which compiles alone from the prefix), then the README's worked
+# example (tests/install/) built against the installed files alone, with
+# `pkg-config --cflags --libs vdev` and with a CMake project using
+# find_package(vdev) (vdev::vdev and vdev::vdev_static), and run on a
+# simulated GPU. Each program prints the libvdev file it mapped
+# (/proc/self/maps), which must be the prefix's; no installed file may hold
+# the build folder's path; the installed command runs from the prefix; and a
+# stand-in CUDA plugin put in the prefix's plugin folder is the one the
+# shared library, the command and a statically linked program load. Needs
+# cmake, pkg-config and a C compiler (exit 77 without).
 # Usage: cli_install.sh VDEV SHARED (VDEV: the build's vdev command, whose
 # folder is the build folder).
 set -u
@@ -71,6 +73,19 @@ soname=$(readelf -d "$L/libvdev.so.$ver" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p
 [ "$soname" = "libvdev.so.$major" ] && ok || bad "soname '$soname', not libvdev.so.$major"
 [ -f "$L/libvdev.a" ] && ok || bad "no $libdir/libvdev.a"
 cmp -s "$prefix/$includedir/vdev.h" "$here/../include/vdev.h" && ok || bad "$includedir/vdev.h missing or not the source's"
+# The parts vdev.h includes, each the source's and each compiling alone from
+# the prefix (as <vdev/PART.h>).
+for f in "$here"/../include/vdev/*.h; do
+  p=vdev/$(basename "$f")
+  cmp -s "$prefix/$includedir/$p" "$f" && ok || bad "$includedir/$p missing or not the source's"
+  printf '#include <%s>\n' "$p" >"$tmp/part.c"
+  # shellcheck disable=SC2086
+  $cc $cflags_strict -Wpedantic -I"$prefix/$includedir" -fsyntax-only "$tmp/part.c" \
+    >"$tmp/cc.log" 2>&1 && ok || bad "installed $p alone: $(cat "$tmp/cc.log")"
+done
+extra=$(cd "$prefix/$includedir" && ls vdev/*.h | while read -r p; do
+  [ -f "$here/../include/$p" ] || echo "$p"; done)
+[ -z "$extra" ] && ok || bad "installed headers the source does not have: $extra"
 [ -x "$prefix/$bindir/vdev" ] && ok || bad "no $bindir/vdev"
 [ -f "$L/pkgconfig/vdev.pc" ] && ok || bad "no $libdir/pkgconfig/vdev.pc"
 for f in vdevConfig.cmake vdevConfigVersion.cmake vdevTargets.cmake; do
