@@ -19,6 +19,9 @@
 
 /* ---- cases: an op, host inputs, parameters ---- */
 
+struct tcase;
+static void update_decay(struct tcase *c, float wd, float lr);
+
 /* One host input of a case: what vdev_tensor_from_host() gets. */
 struct hin {
     int ndim;
@@ -93,6 +96,13 @@ static float *in_f(struct tcase *c, int k, const int64_t *shape, int ndim, float
     for (int64_t i = 0; i < c->in[k].n; i++)
         p[i] = rng_uniform(lo, hi);
     return p;
+}
+
+/* An update's weight decay: wd and lr as float bits in i[1], i[2]. */
+static void update_decay(struct tcase *c, float wd, float lr)
+{
+    c->p.i[VDEV_UPDATE_WD] = vdev_param_of_f32(wd);
+    c->p.i[VDEV_UPDATE_WD_LR] = vdev_param_of_f32(lr);
 }
 
 /* Input k: f32 with |x| in [lo, hi) and a random sign (away from zero). */
@@ -425,8 +435,9 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
     case VDEV_OP_SGD_UPDATE: {
         /* var 0: momentum 0; 1: momentum 0.9; 2: momentum 0 with a NaN
          * velocity, which the update must neither read (0 NaN is NaN) nor
-         * write */
-        if (var > 2)
+         * write; 3: Nesterov; 4: momentum 0.9 with weight decay; 5: momentum
+         * 0 with weight decay; 6: Nesterov with momentum 0 (plain SGD) */
+        if (var > 6)
             return 0;
         in_f(c, 0, s2, 2, -2, 2);
         in_f(c, 1, s2, 2, -1, 1);
@@ -434,21 +445,51 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
         for (int64_t i = 0; var == 2 && i < c->in[2].n; i++)
             vel[i] = NAN;
         c->p.f[0] = 0.1f;
-        c->p.f[1] = var == 1 ? 0.9f : 0.0f;
+        c->p.f[1] = var == 1 || var == 3 || var == 4 ? 0.9f : 0.0f;
+        c->p.i[0] = var == 3 || var == 6;
+        if (var == 4 || var == 5)
+            update_decay(c, 0.04f, 0.1f);
         return 1;
     }
     case VDEV_OP_ADAM_UPDATE:
-        /* (var, grad, m, v >= 0) with TensorFlow's default betas */
-        if (var > 0)
+    case VDEV_OP_AMSGRAD_APPLY:
+        /* (var, grad, m, v >= 0) with TensorFlow's default betas, or
+         * (var, m, vhat >= 0); var 1: with weight decay */
+        if (var > 1)
             return 0;
         in_f(c, 0, s2, 2, -2, 2);
         in_f(c, 1, s2, 2, -1, 1);
-        in_f(c, 2, s2, 2, -0.5f, 0.5f);
-        in_f(c, 3, s2, 2, 0.0f, 0.5f);
+        in_f(c, 2, s2, 2, op == VDEV_OP_ADAM_UPDATE ? -0.5f : 0.0f, 0.5f);
+        if (op == VDEV_OP_ADAM_UPDATE)
+            in_f(c, 3, s2, 2, 0.0f, 0.5f);
         c->p.f[0] = 0.01;
         c->p.f[1] = 0.9;
         c->p.f[2] = 0.999;
         c->p.f[3] = 1e-7;
+        if (var == 1)
+            update_decay(c, 0.004f, 0.001f);
+        return 1;
+    case VDEV_OP_AMSGRAD_MOMENTS:
+        /* (m, grad, v >= 0, vhat >= 0): vhat above the new v in some places,
+         * below in others */
+        if (var > 0)
+            return 0;
+        in_f(c, 0, s2, 2, -0.5f, 0.5f);
+        in_f(c, 1, s2, 2, -1, 1);
+        in_f(c, 2, s2, 2, 0.0f, 0.5f);
+        in_f(c, 3, s2, 2, 0.0f, 0.5f);
+        c->p.f[1] = 0.9;
+        c->p.f[2] = 0.999;
+        return 1;
+    case VDEV_OP_CLIP_GRAD:
+        /* var 0: a norm's clip (g 1.5 / 2.5); 1: a value's (+-0.5); 2: a
+         * global norm's scale (g 0.7); 3: all three, the clamp last */
+        if (var > 3)
+            return 0;
+        in_f(c, 0, s2, 2, -2, 2);
+        c->p.f[0] = var == 0 || var == 3 ? 1.5 : var == 2 ? 0.7 : 1.0;
+        c->p.f[1] = var == 0 || var == 3 ? 2.5 : 1.0;
+        c->p.f[2] = var == 1 || var == 3 ? 0.5 : 0.0;
         return 1;
     case VDEV_OP_COUNT:
         break;

@@ -6,6 +6,20 @@
 
 #include "ops_cases.h"
 
+/* A variable's value after the update's weight decay (i[1] wd, i[2] lr as
+ * float bits): v - (v wd) lr, each product and the difference rounded to
+ * float as Keras computes it in float32. */
+static double decayed_expect(const struct tcase *c, float v)
+{
+    float wd = vdev_f32_of_param(c->p.i[VDEV_UPDATE_WD]);
+    float lr = vdev_f32_of_param(c->p.i[VDEV_UPDATE_WD_LR]);
+    if (wd == 0)
+        return v;
+    double d = (float)((double)v * wd);
+    d = (float)(d * lr);
+    return (float)((double)v - d);
+}
+
 /* ---- the expected results: direct loops, double precision ----
  *
  * Written from the op's definition, not from the kernel: other loop orders,
@@ -388,45 +402,84 @@ static void expect(const struct tcase *c, struct texp *e)
     case VDEV_OP_SGD_UPDATE: {
         /* velocity and var are stored as float after each step; momentum 0:
          * var -= lr g (lr g rounded to float, as TensorFlow's float
-         * ApplyGradientDescent) and the velocity stays as it was */
+         * ApplyGradientDescent) and the velocity stays as it was; Nesterov:
+         * var += momentum velocity - lr g with the new velocity; the weight
+         * decay first */
         for (int k = 0; k < 3; k++)
             exp_out(e, k, x->shape, x->ndim, VDEV_F32);
         double lr = c->p.f[0], mom = c->p.f[1];
         for (int64_t i = 0; i < n; i++) {
+            double w = decayed_expect(c, a[i]);
             float vel = (float)(mom * F(c, 2)[i] - lr * F(c, 1)[i]);
+            double step = c->p.i[0] ? mom * vel - lr * F(c, 1)[i] : vel;
             e->v[2][i] = mom == 0 ? F(c, 2)[i] : vel;
-            e->v[0][i] = mom == 0 ? (double)a[i] - (float)(lr * F(c, 1)[i]) : (double)a[i] + vel;
+            e->v[0][i] = mom == 0 ? w - (float)(lr * F(c, 1)[i]) : w + step;
             e->v[1][i] = F(c, 1)[i];
         }
         e->atol = 1e-7;
         break;
     }
-    case VDEV_OP_ADAM_UPDATE: {
-        /* m and v stored as float, then var -= lr_t m / (sqrt(v) + eps) */
+    case VDEV_OP_ADAM_UPDATE:
+    case VDEV_OP_AMSGRAD_MOMENTS: {
+        /* m and v stored as float, then var -= lr_t m / (sqrt(v) + eps)
+         * after the weight decay; AMSGrad's first half: m, v, and
+         * vhat = max(vhat, v), input 0 being m */
+        int ams = c->op == VDEV_OP_AMSGRAD_MOMENTS;
+        const float *m0 = ams ? a : F(c, 2), *v0 = ams ? F(c, 2) : F(c, 3);
         for (int k = 0; k < 4; k++)
             exp_out(e, k, x->shape, x->ndim, VDEV_F32);
+        int km = ams ? 0 : 2;
         e->mag[0] = calloc((size_t)(n + 1), sizeof(double));
         e->mag[2] = calloc((size_t)(n + 1), sizeof(double));
         e->mag[3] = calloc((size_t)(n + 1), sizeof(double));
         double lr = c->p.f[0], b1 = c->p.f[1], b2 = c->p.f[2], eps = c->p.f[3];
         for (int64_t i = 0; i < n; i++) {
             double g = F(c, 1)[i];
-            float m = (float)(b1 * F(c, 2)[i] + (1 - b1) * g);
-            float v = (float)(b2 * F(c, 3)[i] + (1 - b2) * g * g);
-            e->v[0][i] = a[i] - lr * m / (sqrt(v) + eps);
+            float m = (float)(b1 * m0[i] + (1 - b1) * g);
+            float v = (float)(b2 * v0[i] + (1 - b2) * g * g);
             e->v[1][i] = g;
-            e->v[2][i] = m;
-            e->v[3][i] = v;
+            e->v[km][i] = m;
+            e->v[2 + !ams][i] = v;
+            e->mag[km][i] = fabs(b1 * m0[i]) + fabs((1 - b1) * g);
+            e->mag[2 + !ams][i] = fabs(b2 * v0[i]) + fabs((1 - b2) * g * g);
+            if (ams) {
+                e->v[3][i] = F(c, 3)[i] > v ? F(c, 3)[i] : v;
+                continue;
+            }
+            double w = decayed_expect(c, a[i]);
+            e->v[0][i] = w - lr * m / (sqrt(v) + eps);
             /* the host kernel computes in float: ulps of each term, with m's
              * and v's own terms taken apart (they may cancel) */
             double sv = sqrt(v) + eps;
-            e->mag[0][i] = fabs(a[i]) + lr * (fabs(b1 * F(c, 2)[i]) + fabs((1 - b1) * g)) / sv +
+            e->mag[0][i] = fabs(w) + lr * (fabs(b1 * F(c, 2)[i]) + fabs((1 - b1) * g)) / sv +
                            lr * fabs(m) * (fabs(b2 * F(c, 3)[i]) + fabs((1 - b2) * g * g)) /
                                (sv * sv * (sqrt(v) + 1e-30));
-            e->mag[2][i] = fabs(b1 * F(c, 2)[i]) + fabs((1 - b1) * g);
-            e->mag[3][i] = fabs(b2 * F(c, 3)[i]) + fabs((1 - b2) * g * g);
         }
         e->atol = 1e-7;
+        break;
+    }
+    case VDEV_OP_AMSGRAD_APPLY:
+        /* (var, m, vhat): var -= lr_t m / (sqrt(vhat) + eps), after the
+         * weight decay; m and vhat unchanged */
+        for (int k = 0; k < 3; k++)
+            exp_out(e, k, x->shape, x->ndim, VDEV_F32);
+        for (int64_t i = 0; i < n; i++) {
+            e->v[0][i] = decayed_expect(c, a[i]) -
+                         c->p.f[0] * F(c, 1)[i] / (sqrt((double)F(c, 2)[i]) + c->p.f[3]);
+            e->v[1][i] = F(c, 1)[i];
+            e->v[2][i] = F(c, 2)[i];
+        }
+        e->atol = 1e-7;
+        break;
+    case VDEV_OP_CLIP_GRAD: {
+        /* g * mul rounded to float, then / div rounded, then the clamp */
+        exp_out(e, 0, x->shape, x->ndim, VDEV_F32);
+        double lim = c->p.f[2];
+        for (int64_t i = 0; i < n; i++) {
+            double t = (float)((double)a[i] * (float)c->p.f[0]);
+            t = (float)(t / (float)c->p.f[1]);
+            e->v[0][i] = lim > 0 ? fmin(fmax(t, -lim), lim) : t;
+        }
         break;
     }
     case VDEV_OP_COUNT:

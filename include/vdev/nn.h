@@ -3,11 +3,13 @@
  * checkpoint saves to resume training); and their hyperparameters changed
  * after they were made (the learning rate, SGD's momentum, Adam's betas and
  * epsilon), as Keras lets a program set `optimizer.learning_rate` (a
- * schedule, ReduceLROnPlateau). Every optimizer's declarations are here.
- * Part of the public API: vdev.h includes it, and it may be included alone
- * (it includes the parts it builds on). Same conventions as vdev.h: every
- * fallible call returns enum vdev_status and leaves a message in
- * vdev_last_error(); a failed call changes nothing.
+ * schedule, ReduceLROnPlateau); SGD's Nesterov momentum, Adam's AMSGrad,
+ * gradient clipping and weight decay (Keras's nesterov, amsgrad, clipnorm,
+ * clipvalue, global_clipnorm, weight_decay). Every optimizer's declarations
+ * are here. Part of the public API: vdev.h includes it, and it may be
+ * included alone (it includes the parts it builds on). Same conventions as
+ * vdev.h: every fallible call returns enum vdev_status and leaves a message
+ * in vdev_last_error(); a failed call changes nothing.
  *
  * Example: divide the learning rate by 10 after epoch 30
  *
@@ -120,6 +122,49 @@ VDEV_API enum vdev_status vdev_sgd_set(vdev_optimizer_t *opt, float learning_rat
  * optimizer on another thread. */
 VDEV_API enum vdev_status vdev_adam_set(vdev_optimizer_t *opt, float learning_rate, float beta1,
                                         float beta2, float epsilon);
+
+/* ---- Keras's other optimizer arguments ----
+ *
+ * Each may be set at any time, as Keras lets a program set the attribute;
+ * the next vdev_optimizer_apply uses it. Not at the same time as an update
+ * by the same optimizer on another thread. Errors (VDEV_ERR_INVALID_ARG):
+ * opt NULL, freed or not an optimizer, an optimizer of the other kind
+ * ("vdev_adam_set_amsgrad: the optimizer is SGD, not Adam"), a bad value. */
+
+/* SGD(nesterov=True): the velocity as before (velocity = momentum velocity
+ * - lr g), then var += momentum velocity - lr g with the new velocity, as
+ * Keras's SGD. With momentum 0 it is plain SGD. */
+VDEV_API enum vdev_status vdev_sgd_set_nesterov(vdev_optimizer_t *opt, bool nesterov);
+
+/* Adam(amsgrad=True): a third slot, "vhat" (vdev_optimizer_slots gives m,
+ * v, vhat), keeps the largest v seen, vhat = max(vhat, v), and the update
+ * divides by sqrt(vhat) + eps instead of sqrt(v) + eps, as Keras's Adam.
+ * vhat is made (zeros) by the first update with AMSGrad on; switched off,
+ * it stays as it is, unused. */
+VDEV_API enum vdev_status vdev_adam_set_amsgrad(vdev_optimizer_t *opt, bool amsgrad);
+
+/* Keras's gradient clipping, each value 0 for none: every update first
+ * clips its gradients into new tensors (the caller's are not written), as
+ * Keras's Optimizer._clip_gradients: clipnorm > 0 clips each gradient to
+ * that L2 norm (tf.clip_by_norm: g c / max(|g|, c)); else global_clipnorm
+ * > 0 scales every gradient by c min(1 / norm, 1 / c), norm the L2 norm of
+ * all of them together (tf.clip_by_global_norm: NaN for an infinite norm);
+ * else clipvalue > 0 clamps each element to [-c, c]. clipnorm wins over
+ * clipvalue, as in Keras. The values must be finite and >= 0 ("...:
+ * clipnorm -1 must be >= 0 (0: none)"); clipnorm and global_clipnorm both
+ * set is Keras's error: "vdev_optimizer_set_clipping: At most one of
+ * `clipnorm` and `global_clipnorm` can be set. Received: clipnorm=1,
+ * global_clipnorm=2.". A norm costs a sum on the gradient's device, read
+ * back on the host. */
+VDEV_API enum vdev_status vdev_optimizer_set_clipping(vdev_optimizer_t *opt, float clipnorm,
+                                                      float clipvalue, float global_clipnorm);
+
+/* Keras 2.11+'s decoupled weight decay (0: none; any finite value, as Keras
+ * takes any): before each update, var -= var * weight_decay * lr, with the
+ * learning rate itself (Adam's too, not its bias-corrected step), in float
+ * as Keras computes it. Every variable the update gets is decayed. */
+VDEV_API enum vdev_status vdev_optimizer_set_weight_decay(vdev_optimizer_t *opt,
+                                                          float weight_decay);
 
 #ifdef __cplusplus
 }

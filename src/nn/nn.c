@@ -250,13 +250,17 @@ enum opt_kind { OPT_SGD, OPT_ADAM };
 
 struct slot {
     const vdev_tensor_t *var;   /* its handle: not owned, compared only */
-    vdev_tensor_t *s[2];        /* SGD: velocity (zeros while momentum is 0);
-                                 * Adam: m, v (variables, owned) */
+    vdev_tensor_t *s[3];        /* SGD: velocity (zeros while momentum is 0);
+                                 * Adam: m, v, and vhat once AMSGrad is on
+                                 * (variables, owned) */
 };
 
 struct optim {
     enum opt_kind kind;
     float lr, momentum, beta1, beta2, eps;
+    int nesterov, amsgrad;      /* SGD's, Adam's */
+    struct vdev_clip clip;      /* Keras's clipnorm, clipvalue, global_clipnorm */
+    float weight_decay;         /* Keras's decoupled weight decay (0: none) */
     int64_t step;               /* updates applied (Keras's iterations; Adam's t) */
     struct slot *slots;
     int n_slots, cap_slots;
@@ -412,41 +416,117 @@ VDEV_API enum vdev_status vdev_adam_set(vdev_optimizer_t *h, float lr, float bet
     return VDEV_OK;
 }
 
+VDEV_API enum vdev_status vdev_sgd_set_nesterov(vdev_optimizer_t *h, bool nesterov)
+{
+    struct optim *o = optim_of_kind(h, OPT_SGD, "vdev_sgd_set_nesterov");
+    if (!o)
+        return vdev_last_status();
+    o->nesterov = nesterov;
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_adam_set_amsgrad(vdev_optimizer_t *h, bool amsgrad)
+{
+    struct optim *o = optim_of_kind(h, OPT_ADAM, "vdev_adam_set_amsgrad");
+    if (!o)
+        return vdev_last_status();
+    o->amsgrad = amsgrad; /* vhat is made (zeros) by the next update that needs it */
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_optimizer_set_clipping(vdev_optimizer_t *h, float clipnorm,
+                                                      float clipvalue, float global_clipnorm)
+{
+    static const char fn[] = "vdev_optimizer_set_clipping";
+    struct optim *o = object_of(&optims, h, fn);
+    if (!o)
+        return vdev_last_status();
+    const float v[3] = {clipnorm, clipvalue, global_clipnorm};
+    static const char *const names[3] = {"clipnorm", "clipvalue", "global_clipnorm"};
+    for (int k = 0; k < 3; k++) {
+        if (vdev_check_finite(fn, names[k], v[k]) != VDEV_OK)
+            return vdev_last_status();
+        if (v[k] < 0)
+            return vdev_error(VDEV_ERR_INVALID_ARG, "%s: %s %g must be >= 0 (0: none)", fn,
+                              names[k], v[k]);
+    }
+    if (clipnorm > 0 && global_clipnorm > 0)
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "%s: At most one of `clipnorm` and `global_clipnorm` can be set. "
+                          "Received: clipnorm=%g, global_clipnorm=%g.",
+                          fn, clipnorm, global_clipnorm);
+    o->clip.clipnorm = clipnorm;
+    o->clip.clipvalue = clipvalue;
+    o->clip.global_clipnorm = global_clipnorm;
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_optimizer_set_weight_decay(vdev_optimizer_t *h, float weight_decay)
+{
+    struct optim *o = object_of(&optims, h, "vdev_optimizer_set_weight_decay");
+    if (!o)
+        return vdev_last_status();
+    if (vdev_check_finite("vdev_optimizer_set_weight_decay", "weight decay", weight_decay) !=
+        VDEV_OK)
+        return vdev_last_status();
+    o->weight_decay = weight_decay;
+    return VDEV_OK;
+}
+
+/* The slots an update uses: SGD's velocity; Adam's m, v (and vhat with
+ * AMSGrad). */
+static int n_slots_used(const struct optim *o)
+{
+    return o->kind == OPT_ADAM ? (o->amsgrad ? 3 : 2) : 1;
+}
+
 /* The slots of variable hvar (tensor var), made (zeros, on var's device) on
- * first use. */
+ * first use; vhat is made when AMSGrad first needs it. */
 static struct slot *slot_of(struct optim *o, const vdev_tensor_t *hvar, const struct vdev_tens *var)
 {
-    for (int i = 0; i < o->n_slots; i++)
+    struct slot *s = NULL;
+    for (int i = 0; i < o->n_slots && !s; i++)
         if (o->slots[i].var == hvar)
-            return &o->slots[i];
-    if (o->n_slots == o->cap_slots) {
+            s = &o->slots[i];
+    int n = n_slots_used(o);
+    if (s && (n < 3 || s->s[2]))
+        return s;
+    if (!s && o->n_slots == o->cap_slots) {
         int cap = o->cap_slots ? 2 * o->cap_slots : 16;
-        struct slot *s = realloc(o->slots, (size_t)cap * sizeof *s);
-        if (!s) {
+        struct slot *sl = realloc(o->slots, (size_t)cap * sizeof *sl);
+        if (!sl) {
             vdev_error(VDEV_ERR_OOM, "out of host memory for optimizer slots");
             return NULL;
         }
-        o->slots = s;
+        o->slots = sl;
         o->cap_slots = cap;
     }
-    struct slot *s = &o->slots[o->n_slots];
-    memset(s, 0, sizeof *s);
-    s->var = hvar;
-    int n = o->kind == OPT_ADAM ? 2 : 1;
+    int fresh = !s;
+    if (fresh) {
+        s = &o->slots[o->n_slots];
+        memset(s, 0, sizeof *s);
+        s->var = hvar;
+    }
+    vdev_tensor_t *made[3] = {NULL, NULL, NULL};
     vdev_placement_push_dev(var->dev);
     for (int k = 0; k < n; k++)
-        s->s[k] = vdev_variable(vdev_tensor_zeros(var->shape, var->ndim, VDEV_F32));
+        if (!s->s[k])
+            made[k] = vdev_variable(vdev_tensor_zeros(var->shape, var->ndim, VDEV_F32));
     vdev_placement_pop_dev();
     for (int k = 0; k < n; k++)
-        if (!s->s[k]) {
+        if (!s->s[k] && !made[k]) {
             for (int j = 0; j < n; j++)
-                vdev_tensor_free(s->s[j]);
+                vdev_tensor_free(made[j]);
             return NULL;
         }
     /* slots are state, not trainable */
     for (int k = 0; k < n; k++)
-        vdev_tens_peek(s->s[k])->requires_grad = 0;
-    o->n_slots++;
+        if (made[k]) {
+            vdev_tens_peek(made[k])->requires_grad = 0;
+            s->s[k] = made[k];
+        }
+    if (fresh)
+        o->n_slots++;
     return s;
 }
 
@@ -498,6 +578,68 @@ enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *h, vdev_tensor_t *cons
     return make_slots(o, vars, n);
 }
 
+/* The update ops' parameters: the hyperparameters, Nesterov, and the
+ * weight decay with the plain learning rate (Keras decays by wd lr, Adam's
+ * too, not by its bias-corrected lr_t). */
+static void update_params(const struct optim *o, struct vdev_op_params *p)
+{
+    memset(p, 0, sizeof *p);
+    if (o->kind == OPT_ADAM) {
+        double t = (double)(o->step + 1);
+        p->f[0] = o->lr * sqrt(1.0 - pow(o->beta2, t)) / (1.0 - pow(o->beta1, t));
+        p->f[1] = o->beta1;
+        p->f[2] = o->beta2;
+        p->f[3] = o->eps;
+    } else {
+        /* momentum 0: the kernel updates var alone, leaving the velocity */
+        p->f[0] = o->lr;
+        p->f[1] = o->momentum;
+        p->i[0] = o->nesterov;
+    }
+    if (o->weight_decay != 0) {
+        p->i[VDEV_UPDATE_WD] = vdev_param_of_f32(o->weight_decay);
+        p->i[VDEV_UPDATE_WD_LR] = vdev_param_of_f32(o->lr);
+    }
+}
+
+/* Runs the update of vars with gradients g (slots made): one fused op per
+ * variable, or AMSGrad's two (the moments, then the variables). */
+static enum vdev_status run_updates(struct optim *o, vdev_tensor_t *const *vars,
+                                    vdev_tensor_t *const *g, int n, struct vdev_tens **lists,
+                                    struct vdev_tens ***pins)
+{
+    int ams = o->kind == OPT_ADAM && o->amsgrad;
+    int k_in = o->kind == OPT_ADAM ? 4 : 3;
+    for (int i = 0; i < n; i++) {
+        struct vdev_tens *var = vdev_tens_peek(vars[i]);
+        struct slot *s = slot_of(o, vars[i], var); /* made before: a lookup */
+        struct vdev_tens **l = lists + (size_t)i * 7, **l2 = l + 4;
+        l[0] = ams ? vdev_tens_peek(s->s[0]) : var;
+        l[1] = vdev_tens_peek(g[i]);
+        l[2] = vdev_tens_peek(s->s[ams ? 1 : 0]);
+        if (k_in == 4)
+            l[3] = vdev_tens_peek(s->s[ams ? 2 : 1]);
+        l2[0] = var;
+        l2[1] = vdev_tens_peek(s->s[0]);
+        l2[2] = ams ? vdev_tens_peek(s->s[2]) : NULL;
+        pins[i] = l;
+        pins[n + i] = l2;
+    }
+    struct vdev_op_params p;
+    update_params(o, &p);
+    enum vdev_op op = ams                     ? VDEV_OP_AMSGRAD_MOMENTS
+                      : o->kind == OPT_ADAM ? VDEV_OP_ADAM_UPDATE
+                                            : VDEV_OP_SGD_UPDATE;
+    enum vdev_status st =
+        vdev_op_exec_inplace_all(op, (struct vdev_tens *const *const *)pins, n, k_in, &p);
+    /* AMSGrad's second op reads only what the first checked and brought to
+     * each variable's device: only a backend failure stops it */
+    if (st == VDEV_OK && ams)
+        st = vdev_op_exec_inplace_all(VDEV_OP_AMSGRAD_APPLY,
+                                      (struct vdev_tens *const *const *)(pins + n), n, 3, &p);
+    return st;
+}
+
 VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_t *const *vars,
                                                vdev_tensor_t *const *grads, int n)
 {
@@ -509,58 +651,39 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
     enum vdev_status mst = make_slots(o, vars, n);
     if (mst != VDEV_OK)
         return mst;
-    /* The operand lists of every update, then one call that checks them all
-     * (shapes, dtypes, devices) and copies every gradient from elsewhere
-     * before the first variable changes: a bad gradient fails the call with
-     * no variable, slot or step count changed. */
-    int k_in = o->kind == OPT_ADAM ? 4 : 3;
-    /* on the stack for a model's usual number of variables: this runs every
-     * training step */
-    struct vdev_tens *lists_s[64 * 4], **ins[64];
+    /* The operand lists of every update (up to 4 operands, and AMSGrad's
+     * second op's 3), then one call that checks them all (shapes, dtypes,
+     * devices) and copies every gradient from elsewhere before the first
+     * variable changes: a bad gradient fails the call with no variable, slot
+     * or step count changed. On the stack for a model's usual number of
+     * variables: this runs every training step. */
+    struct vdev_tens *lists_s[64 * 7], **ins[2 * 64];
+    vdev_tensor_t *clip_s[64];
     int big = n > 64;
-    struct vdev_tens **lists = big ? malloc((size_t)n * (size_t)k_in * sizeof *lists) : lists_s;
-    struct vdev_tens ***pins = big ? malloc((size_t)n * sizeof *pins) : ins;
-    if (!lists || !pins) {
-        if (big) {
-            free(lists);
-            free(pins);
-        }
-        return vdev_error(VDEV_ERR_OOM, "vdev_optimizer_apply: out of host memory");
+    struct vdev_tens **lists = big ? malloc((size_t)n * 7 * sizeof *lists) : lists_s;
+    struct vdev_tens ***pins = big ? malloc((size_t)n * 2 * sizeof *pins) : ins;
+    vdev_tensor_t **clipped = big ? malloc((size_t)n * sizeof *clipped) : clip_s;
+    enum vdev_status st = VDEV_OK;
+    if (!lists || !pins || !clipped)
+        st = vdev_error(VDEV_ERR_OOM, "vdev_optimizer_apply: out of host memory");
+    /* Keras clips the gradients first (new tensors: the caller's stay) */
+    if (st == VDEV_OK)
+        st = vdev_clip_gradients(&o->clip, grads, n, clipped);
+    if (st == VDEV_OK) {
+        int clipping = n > 0 && clipped[0];
+        st = run_updates(o, vars, clipping ? clipped : grads, n, lists, pins);
+        /* A step counts once its updates were submitted (a backend failure
+         * part way counts too: some variables moved with this step's Adam
+         * factor). */
+        if (st == VDEV_OK || vdev_last_status() == VDEV_ERR_BACKEND)
+            o->step++;
+        for (int i = 0; clipping && i < n; i++)
+            vdev_tensor_free(clipped[i]);
     }
-    for (int i = 0; i < n; i++) {
-        struct vdev_tens *var = vdev_tens_peek(vars[i]);
-        struct slot *s = slot_of(o, vars[i], var); /* made above: a lookup */
-        struct vdev_tens **l = lists + (size_t)i * (size_t)k_in;
-        l[0] = var;
-        l[1] = vdev_tens_peek(grads[i]);
-        l[2] = vdev_tens_peek(s->s[0]);
-        if (k_in == 4)
-            l[3] = vdev_tens_peek(s->s[1]);
-        pins[i] = l;
-    }
-    struct vdev_op_params p;
-    memset(&p, 0, sizeof p);
-    if (o->kind == OPT_ADAM) {
-        double t = (double)(o->step + 1);
-        p.f[0] = o->lr * sqrt(1.0 - pow(o->beta2, t)) / (1.0 - pow(o->beta1, t));
-        p.f[1] = o->beta1;
-        p.f[2] = o->beta2;
-        p.f[3] = o->eps;
-    } else {
-        /* momentum 0: the kernel updates var alone, leaving the velocity */
-        p.f[0] = o->lr;
-        p.f[1] = o->momentum;
-    }
-    enum vdev_status st = vdev_op_exec_inplace_all(
-        o->kind == OPT_ADAM ? VDEV_OP_ADAM_UPDATE : VDEV_OP_SGD_UPDATE,
-        (struct vdev_tens *const *const *)pins, n, k_in, &p);
-    /* A step counts once its updates were submitted (a backend failure part
-     * way counts too: some variables moved with this step's Adam factor). */
-    if (st == VDEV_OK || vdev_last_status() == VDEV_ERR_BACKEND)
-        o->step++;
     if (big) {
         free(lists);
         free(pins);
+        free(clipped);
     }
     return st;
 }
@@ -571,14 +694,14 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
 static int stateful_slots(const struct optim *o)
 {
     if (o->kind == OPT_ADAM)
-        return 2;
+        return n_slots_used(o);
     return o->momentum > 0 ? 1 : 0;
 }
 
 VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *h, vdev_tensor_t *var, vdev_tensor_t **out,
                                   const char **names, int cap)
 {
-    static const char *const adam_names[] = {"m", "v"}, *const sgd_names[] = {"momentum"};
+    static const char *const adam_names[] = {"m", "v", "vhat"}, *const sgd_names[] = {"momentum"};
     struct optim *o = apply_args(h, &var, NULL, 1, 0, "vdev_optimizer_slots");
     if (!o)
         return -1;
@@ -630,8 +753,8 @@ VDEV_API void vdev_optimizer_free(vdev_optimizer_t *h)
     if (!o || !kill_handle(&optims, o, h, "vdev_optimizer_free"))
         return;
     for (int i = 0; i < o->n_slots; i++) {
-        vdev_tensor_free(o->slots[i].s[0]);
-        vdev_tensor_free(o->slots[i].s[1]);
+        for (int k = 0; k < 3; k++)
+            vdev_tensor_free(o->slots[i].s[k]);
     }
     free(o->slots);
     vdev_handle_release(&optims, o);

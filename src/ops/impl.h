@@ -64,6 +64,18 @@ KERNEL(vdev_ref_softmax_ce_grad);
 KERNEL(vdev_ref_reduce_rows);
 KERNEL(vdev_ref_sgd_update);
 KERNEL(vdev_ref_adam_update);
+KERNEL(vdev_ref_amsgrad_moments);
+KERNEL(vdev_ref_amsgrad_apply);
+KERNEL(vdev_ref_clip_grad);
+
+/* Keras's decoupled weight decay of one value: v - (v * wd) * lr, each step
+ * rounded to float as Keras computes it in the variable's dtype. */
+static inline float vdev_decayed(float v, float wd, float lr)
+{
+    float d = v * wd;
+    d = d * lr;
+    return v - d;
+}
 
 /* kernels_host.c: faster host kernels where they pay (OpenBLAS) */
 KERNEL(vdev_host_matmul);

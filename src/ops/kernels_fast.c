@@ -204,16 +204,30 @@ KERNEL(vdev_fast_mse)
  * rounded once to float) and matches it bit for bit: it is bound by memory
  * traffic, where the double arithmetic costs nothing. */
 
-/* (var, grad, velocity): velocity = momentum velocity - lr grad; var += velocity.
- * With momentum 0, var -= lr grad and the velocity is left alone, as the
- * reference. */
+/* (var, grad, velocity): velocity = momentum velocity - lr grad; var += velocity
+ * (Nesterov, i[0]: var += momentum velocity - lr grad). With momentum 0,
+ * var -= lr grad and the velocity is left alone, as the reference. The
+ * weight decay (i[1], i[2]) first, in float as the reference. */
 ELEMENTWISE_MIN(sgd_update, 0, UPDATE_MIN, {
     float *restrict var = OUT_F(0), *restrict vel = OUT_F(2);
     const float *restrict g = IN_F(1);
     const double lr = a->f[0], mom = a->f[1];
+    const float wd = vdev_f32_of_param(a->i[VDEV_UPDATE_WD]);
+    const float wlr = vdev_f32_of_param(a->i[VDEV_UPDATE_WD_LR]);
+    if (wd != 0)
+        for (int64_t i = lo; i < hi; i++)
+            var[i] = vdev_decayed(var[i], wd, wlr);
     if (mom == 0) {
         for (int64_t i = lo; i < hi; i++)
             var[i] = (float)((double)var[i] - (float)(lr * g[i]));
+        return;
+    }
+    if (a->i[0]) {
+        for (int64_t i = lo; i < hi; i++) {
+            float v = (float)(mom * vel[i] - lr * g[i]);
+            vel[i] = v;
+            var[i] = (float)((double)var[i] + (mom * v - lr * g[i]));
+        }
         return;
     }
     for (int64_t i = lo; i < hi; i++) {
@@ -226,12 +240,18 @@ ELEMENTWISE_MIN(sgd_update, 0, UPDATE_MIN, {
 /* (var, grad, m, v), TensorFlow's ApplyAdam with a bias-corrected lr_t, in
  * float: double square roots and divisions do not vectorize well, and this
  * loop is a large share of a small model's step. tests/test_ops.c bounds its
- * difference from the reference by a few ulps of the terms involved. */
+ * difference from the reference by a few ulps of the terms involved. The
+ * weight decay (i[1], i[2]) first, as the reference's. */
 ELEMENTWISE_MIN(adam_update, 0, UPDATE_MIN, {
     float *restrict var = OUT_F(0), *restrict m = OUT_F(2), *restrict v = OUT_F(3);
     const float *restrict g = IN_F(1);
     const float lr = (float)a->f[0], b1 = (float)a->f[1], b2 = (float)a->f[2];
     const float eps = (float)a->f[3], c1 = (float)(1.0 - a->f[1]), c2 = (float)(1.0 - a->f[2]);
+    const float wd = vdev_f32_of_param(a->i[VDEV_UPDATE_WD]);
+    const float wlr = vdev_f32_of_param(a->i[VDEV_UPDATE_WD_LR]);
+    if (wd != 0)
+        for (int64_t i = lo; i < hi; i++)
+            var[i] = vdev_decayed(var[i], wd, wlr);
     for (int64_t i = lo; i < hi; i++) {
         float gi = g[i];
         float mi = b1 * m[i] + c1 * gi;

@@ -497,8 +497,21 @@ KERNEL(vdev_ref_reduce_rows)
 
 /* ---- in-place updates (out[k] is input k's memory) ---- */
 
+/* Keras's decoupled weight decay of the update's variable (its float
+ * arithmetic, vdev_decayed), before the update: i[1] wd, i[2] lr (wd 0: none). */
+static void weight_decay(const struct vdev_kernel_args *a, float *var, int64_t n)
+{
+    float wd = vdev_f32_of_param(a->i[VDEV_UPDATE_WD]);
+    float lr = vdev_f32_of_param(a->i[VDEV_UPDATE_WD_LR]);
+    if (wd == 0)
+        return;
+    for (int64_t i = 0; i < n; i++)
+        var[i] = vdev_decayed(var[i], wd, lr);
+}
+
 /* Keras SGD with momentum: velocity = momentum velocity - lr grad;
- * var += velocity. With momentum 0 there is no velocity (Keras makes no
+ * var += velocity, or with Nesterov (i[0]) var += momentum velocity - lr grad
+ * (the new velocity). With momentum 0 there is no velocity (Keras makes no
  * slot): var -= lr grad, rounded as TensorFlow's ApplyGradientDescent rounds
  * it in float, and the velocity operand is neither read nor written, so the
  * slot keeps what it holds (zeros: nn.c) and the pass costs no traffic. */
@@ -507,7 +520,9 @@ KERNEL(vdev_ref_sgd_update)
     float *var = OUT_F(0), *vel = OUT_F(2);
     const float *g = IN_F(1);
     double lr = a->f[0], mom = a->f[1];
+    int nesterov = a->i[0] != 0;
     int64_t n = vdev_args_numel(a, 0);
+    weight_decay(a, var, n);
     if (mom == 0) {
         for (int64_t i = 0; i < n; i++)
             var[i] = (float)((double)var[i] - (float)(lr * g[i]));
@@ -515,7 +530,8 @@ KERNEL(vdev_ref_sgd_update)
     }
     for (int64_t i = 0; i < n; i++) {
         vel[i] = (float)(mom * vel[i] - lr * g[i]);
-        var[i] = (float)((double)var[i] + vel[i]);
+        double step = nesterov ? mom * vel[i] - lr * g[i] : (double)vel[i];
+        var[i] = (float)((double)var[i] + step);
     }
 }
 
@@ -527,10 +543,59 @@ KERNEL(vdev_ref_adam_update)
     const float *g = IN_F(1);
     double lr = a->f[0], b1 = a->f[1], b2 = a->f[2], eps = a->f[3];
     int64_t n = vdev_args_numel(a, 0);
+    weight_decay(a, var, n);
     for (int64_t i = 0; i < n; i++) {
         double gi = g[i];
         m[i] = (float)(b1 * m[i] + (1.0 - b1) * gi);
         v[i] = (float)(b2 * v[i] + (1.0 - b2) * gi * gi);
         var[i] = (float)((double)var[i] - lr * m[i] / (sqrt((double)v[i]) + eps));
+    }
+}
+
+/* AMSGrad's first half, (m, grad, v, vhat): Adam's moments, then
+ * vhat = max(vhat, v) (a NaN v passes into vhat). */
+KERNEL(vdev_ref_amsgrad_moments)
+{
+    float *m = OUT_F(0), *v = OUT_F(2), *vh = OUT_F(3);
+    const float *g = IN_F(1);
+    double b1 = a->f[1], b2 = a->f[2];
+    int64_t n = vdev_args_numel(a, 0);
+    for (int64_t i = 0; i < n; i++) {
+        double gi = g[i];
+        m[i] = (float)(b1 * m[i] + (1.0 - b1) * gi);
+        v[i] = (float)(b2 * v[i] + (1.0 - b2) * gi * gi);
+        vh[i] = vh[i] >= v[i] ? vh[i] : v[i];
+    }
+}
+
+/* AMSGrad's second half, (var, m, vhat): the weight decay, then
+ * var -= lr_t m / (sqrt(vhat) + eps). */
+KERNEL(vdev_ref_amsgrad_apply)
+{
+    float *var = OUT_F(0);
+    const float *m = IN_F(1), *vh = IN_F(2);
+    double lr = a->f[0], eps = a->f[3];
+    int64_t n = vdev_args_numel(a, 0);
+    weight_decay(a, var, n);
+    for (int64_t i = 0; i < n; i++)
+        var[i] = (float)((double)var[i] - lr * m[i] / (sqrt((double)vh[i]) + eps));
+}
+
+/* Keras's gradient clipping of one gradient, in float as TensorFlow's
+ * clip_by_norm, clip_by_global_norm and clip_by_value compute it:
+ * t = g * f[0], then t / f[1] (clip_by_norm's g * c / max(norm, c); f[1] 1
+ * otherwise), then clamped to [-f[2], f[2]] when f[2] > 0. */
+KERNEL(vdev_ref_clip_grad)
+{
+    const float *x = IN_F(0);
+    float *o = OUT_F(0);
+    float mul = (float)a->f[0], div = (float)a->f[1], c = (float)a->f[2];
+    int64_t n = vdev_args_numel(a, 0);
+    for (int64_t i = 0; i < n; i++) {
+        float t = x[i] * mul;
+        t = t / div;
+        if (c > 0)
+            t = t < -c ? -c : (t > c ? c : t);
+        o[i] = t;
     }
 }

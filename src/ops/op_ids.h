@@ -39,13 +39,26 @@ enum vdev_op {
     VDEV_OP_SOFTMAX_CE_GRAD, /* (dy scalar, logits, labels) -> dy (softmax - onehot) / N */
     VDEV_OP_REDUCE_ROWS,  /* (dy, like b) -> dy summed to b's broadcast shape */
     /* in-place updates of variables */
-    VDEV_OP_SGD_UPDATE,   /* (var, grad, velocity); f[0] lr, f[1] momentum */
-    VDEV_OP_ADAM_UPDATE,  /* (var, grad, m, v); f[0] lr_t, f[1] beta1, f[2] beta2, f[3] eps_hat */
+    /* (var, grad, velocity); f[0] lr, f[1] momentum, i[0] Nesterov; weight decay */
+    VDEV_OP_SGD_UPDATE,
+    /* (var, grad, m, v); f[0] lr_t, f[1] beta1, f[2] beta2, f[3] eps_hat; weight decay */
+    VDEV_OP_ADAM_UPDATE,
     /* forward ops added later */
     VDEV_OP_SQRT,         /* std::sqrt: NaN below 0, -0 for -0 */
+    /* Adam with AMSGrad in two in-place ops, as a kernel takes at most four
+     * operands: the moments, then the variable */
+    VDEV_OP_AMSGRAD_MOMENTS, /* (m, grad, v, vhat); f[1] beta1, f[2] beta2 */
+    VDEV_OP_AMSGRAD_APPLY,   /* (var, m, vhat); f[0] lr_t, f[3] eps; weight decay */
+    VDEV_OP_CLIP_GRAD,    /* (g) -> clamp(g * f[0] / f[1], +-f[2]) (f[2] 0: no clamp) */
     VDEV_OP_COUNT
 };
 
 #define VDEV_AXIS_ALL 127
+
+/* The in-place updates' weight decay (Keras's decoupled weight_decay:
+ * var -= var * wd * lr before the update) comes as the bits of two floats,
+ * i[1] wd and i[2] lr, as Adam's f[] is full; wd 0 is none. */
+#define VDEV_UPDATE_WD 1
+#define VDEV_UPDATE_WD_LR 2
 
 #endif

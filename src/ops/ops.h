@@ -25,10 +25,27 @@
 #include "ops/op_ids.h"
 #include "tensor/tensor.h"
 
+#include <string.h>
+
 struct vdev_op_params {
     double f[4];
     int64_t i[4];
 };
+
+/* A float carried in an op's i[] (the updates' weight decay), and back. */
+static inline int64_t vdev_param_of_f32(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (int64_t)u;
+}
+static inline float vdev_f32_of_param(int64_t bits)
+{
+    uint32_t u = (uint32_t)bits;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 /* What a gradient function gets: the forward op's inputs, output and
  * parameters, the gradient of its output, and which inputs' gradients the

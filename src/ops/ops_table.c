@@ -94,6 +94,14 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
                              .host = vdev_fast_adam_update},
     FWD_FAST(VDEV_OP_SQRT, "Sqrt", 1, vdev_shape_same_as_in0, vdev_ref_sqrt, vdev_fast_sqrt,
              vdev_grad_sqrt, VDEV_GRAD_OUT),
+    /* the reference kernels serve the host (and simulated GPUs) too */
+    [VDEV_OP_AMSGRAD_MOMENTS] = {.name = "AmsgradMoments", .n_in = 4,
+                                 .flags = VDEV_OP_NO_GRAD | VDEV_OP_INPLACE,
+                                 .shape = vdev_shape_update, .ref = vdev_ref_amsgrad_moments},
+    [VDEV_OP_AMSGRAD_APPLY] = {.name = "ApplyAdamWithAmsgrad", .n_in = 3,
+                               .flags = VDEV_OP_NO_GRAD | VDEV_OP_INPLACE,
+                               .shape = vdev_shape_update, .ref = vdev_ref_amsgrad_apply},
+    NOGRAD(VDEV_OP_CLIP_GRAD, "ClipGradient", 1, vdev_shape_same_as_in0, vdev_ref_clip_grad),
 };
 
 /* ---- the public ops ---- */

@@ -233,6 +233,17 @@ static struct op_stats stats[VDEV_OP_COUNT];
 static void run_case(const char *what, enum vdev_op op, int n_in, const struct tin *ins,
                      struct vdev_op_params p, int64_t classes);
 
+/* p with an update's weight decay: wd and lr as float bits in i[1], i[2]. */
+static struct vdev_op_params with_decay(struct vdev_op_params p, float wd, float lr)
+{
+    uint32_t u;
+    memcpy(&u, &wd, sizeof u);
+    p.i[VDEV_UPDATE_WD] = (int64_t)u;
+    memcpy(&u, &lr, sizeof u);
+    p.i[VDEV_UPDATE_WD_LR] = (int64_t)u;
+    return p;
+}
+
 static struct vdev_op_params P(double f0, double f1, int64_t i0, int64_t i1) {
     struct vdev_op_params p;
     memset(&p, 0, sizeof p);
@@ -466,6 +477,29 @@ op_cases(void)
         pa.f[3] = 1e-7;
         CASE("", VDEV_OP_ADAM_UPDATE, pa, 0, TF(G_UNIFORM, 1, 1000), TF(G_UNIFORM, 1, 1000),
              TF(G_UNIFORM, 1, 1000), TF(G_POS, 1, 1000));
+        struct vdev_op_params pd = with_decay(pa, 0.004f, 0.001f);
+        CASE("weight decay", VDEV_OP_ADAM_UPDATE, pd, 0, TF(G_UNIFORM, 2, 30, 30),
+             TF(G_UNIFORM, 2, 30, 30), TF(G_UNIFORM, 2, 30, 30), TF(G_POS, 2, 30, 30));
+        CASE("", VDEV_OP_AMSGRAD_MOMENTS, pa, 0, TF(G_UNIFORM, 1, 1000), TF(G_UNIFORM, 1, 1000),
+             TF(G_POS, 1, 1000), TF(G_POS, 1, 1000));
+        CASE("", VDEV_OP_AMSGRAD_APPLY, pa, 0, TF(G_UNIFORM, 1, 1000), TF(G_UNIFORM, 1, 1000),
+             TF(G_POS, 1, 1000));
+        CASE("weight decay", VDEV_OP_AMSGRAD_APPLY, pd, 0, TF(G_UNIFORM, 2, 30, 30),
+             TF(G_UNIFORM, 2, 30, 30), TF(G_POS, 2, 30, 30));
+    }
+    CASE("Nesterov", VDEV_OP_SGD_UPDATE, P(0.01, 0.9, 1, 0), 0, TF(G_UNIFORM, 1, 1000),
+         TF(G_UNIFORM, 1, 1000), TF(G_UNIFORM, 1, 1000));
+    CASE("weight decay", VDEV_OP_SGD_UPDATE, with_decay(P(0.01, 0.9, 0, 0), 0.04f, 0.01f), 0,
+         TF(G_UNIFORM, 2, 30, 30), TF(G_UNIFORM, 2, 30, 30), TF(G_UNIFORM, 2, 30, 30));
+    CASE("weight decay, momentum 0", VDEV_OP_SGD_UPDATE,
+         with_decay(P(0.1, 0, 0, 0), 0.04f, 0.1f), 0, TF(G_UNIFORM, 1, 1000),
+         TF(G_UNIFORM, 1, 1000), TF(G_UNIFORM, 1, 1000));
+    {
+        struct vdev_op_params pc = P(1.5, 2.5, 0, 0);
+        pc.f[2] = 0.5;
+        CASE("norm", VDEV_OP_CLIP_GRAD, P(1.5, 2.5, 0, 0), 0, TF(G_UNIFORM, 2, 30, 30));
+        CASE("norm and value", VDEV_OP_CLIP_GRAD, pc, 0, TF(G_UNIFORM, 1, 1000));
+        CASE("empty", VDEV_OP_CLIP_GRAD, pc, 0, TF(G_UNIFORM, 2, 0, 5));
     }
 }
 

@@ -1,6 +1,6 @@
 /* cuda_device.cuh — what the nvcc side of the CUDA plugin shares between its
  * files (cuda_kernels.cu: the op table and most kernels; cuda_reduce.cu:
- * reductions; cuda_blas.cu: cuBLAS, loaded on first use): grid sizing,
+ * reductions; cuda_updates.cu: the optimizer updates; cuda_blas.cu: cuBLAS, loaded on first use): grid sizing,
  * block-wide sums and maxima, and the launch macro.
  *
  * LAUNCH(grid, block, stream, kernel)(args...) is kernel<<<grid, block, 0,
@@ -144,6 +144,10 @@ int run_matmul(const vdev_cuda_args *a, const vdev_cuda_launch_env *env, char *m
  * additions depends on the shape alone, never on timing or the device. */
 void reduce_sum(const float *x, const float *y, int64_t outer, int64_t len, int64_t inner,
                 bool divide, double div, float *out, const vdev_cuda_launch_env *env);
+
+/* The optimizer updates and the gradient clipping (cuda_updates.cu): 1 when
+ * a->op is one of them (its kernel queued on s), 0 otherwise. */
+int run_update(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 
 } // namespace vdev_cuda
 

@@ -42,7 +42,8 @@ const char *op_name(int op)
         "Reshape", "Transpose", "MeanSquaredError", "SparseSoftmaxCrossEntropyWithLogits",
         "ArgMax", "Identity", "ReluGrad", "TanhGrad", "SigmoidGrad", "SoftmaxGrad",
         "LogSoftmaxGrad", "BroadcastTo", "MeanSquaredErrorGrad", "SparseSoftmaxCrossEntropyGrad",
-        "ReduceToShape", "ApplyMomentum", "ApplyAdam", "Sqrt"};
+        "ReduceToShape", "ApplyMomentum", "ApplyAdam", "Sqrt", "AmsgradMoments",
+        "ApplyAdamWithAmsgrad", "ClipGradient"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -513,35 +514,6 @@ __global__ void k_transpose(const uint32_t *x, uint32_t *o, int64_t m, int64_t n
         }
 }
 
-/* ---- in-place updates ---- */
-
-/* As vdev_ref_sgd_update: with momentum 0, var -= lr g and the velocity is
- * neither read nor written. */
-__global__ void k_sgd(float *var, const float *g, float *vel, int64_t n, double lr, double mom)
-{
-    GRID_LOOP(i, n)
-    {
-        if (mom == 0) {
-            var[i] = (float)((double)var[i] - (float)(lr * g[i]));
-        } else {
-            vel[i] = (float)(mom * vel[i] - lr * g[i]);
-            var[i] = (float)((double)var[i] + vel[i]);
-        }
-    }
-}
-
-__global__ void k_adam(float *var, const float *g, float *m, float *v, int64_t n, double lr,
-                       double b1, double b2, double eps)
-{
-    GRID_LOOP(i, n)
-    {
-        double gi = g[i];
-        m[i] = (float)(b1 * m[i] + (1.0 - b1) * gi);
-        v[i] = (float)(b2 * v[i] + (1.0 - b2) * gi * gi);
-        var[i] = (float)((double)var[i] - lr * m[i] / (sqrt((double)v[i]) + eps));
-    }
-}
-
 int copy_words(const vdev_cuda_args *a, cudaStream_t s, char *msg, size_t cap)
 {
     size_t bytes = (size_t)numel_in(a, 0) * 4u;
@@ -730,19 +702,13 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
         reduce_sum(in0, nullptr, 1, rows, cols, false, 1.0, out0, env);
         break;
     }
-    case VDEV_OP_SGD_UPDATE: {
-        int64_t n = numel_in(a, 0);
-        LAUNCH(grid_for(n, kThreads, n_sm), kThreads, s, k_sgd)(
-            (float *)a->out[0], (const float *)a->in[1], (float *)a->out[2], n, a->f[0], a->f[1]);
+    case VDEV_OP_SGD_UPDATE:
+    case VDEV_OP_ADAM_UPDATE:
+    case VDEV_OP_AMSGRAD_MOMENTS:
+    case VDEV_OP_AMSGRAD_APPLY:
+    case VDEV_OP_CLIP_GRAD:
+        run_update(a, s, n_sm); /* cuda_updates.cu */
         break;
-    }
-    case VDEV_OP_ADAM_UPDATE: {
-        int64_t n = numel_in(a, 0);
-        LAUNCH(grid_for(n, kThreads, n_sm), kThreads, s, k_adam)(
-            (float *)a->out[0], (const float *)a->in[1], (float *)a->out[2], (float *)a->out[3], n,
-            a->f[0], a->f[1], a->f[2], a->f[3]);
-        break;
-    }
     default:
         snprintf(msg, cap, "CUDA plugin: no CUDA kernel for op %d (%s); this build knows ops 0..%d",
                  a->op, op_name(a->op), VDEV_OP_COUNT - 1);
