@@ -242,7 +242,7 @@ def test_optimizer_and_loss_errors():
     with pytest.raises(ValueError):
         vdev.optimizers.SGD(momentum=2)
     with pytest.raises(ValueError):
-        vdev.optimizers.Adam(amsgrad=True)
+        vdev.optimizers.Adam(clipnorm=1.0, global_clipnorm=1.0)
     with pytest.raises(ValueError) as e:
         opt.minimize(vdev.reduce_sum(w), [w])
     assert str(e.value).startswith("`tape` is required when a `Tensor` loss is passed.")

@@ -281,6 +281,11 @@ _PROTOS = {
     "vdev_sgd_set": (STATUS, [_h, ctypes.c_float, ctypes.c_float]),
     "vdev_adam_set": (STATUS, [_h, ctypes.c_float, ctypes.c_float, ctypes.c_float,
                                ctypes.c_float]),
+    "vdev_sgd_set_nesterov": (STATUS, [_h, ctypes.c_bool]),
+    "vdev_adam_set_amsgrad": (STATUS, [_h, ctypes.c_bool]),
+    "vdev_optimizer_set_clipping": (STATUS, [_h, ctypes.c_float, ctypes.c_float,
+                                             ctypes.c_float]),
+    "vdev_optimizer_set_weight_decay": (STATUS, [_h, ctypes.c_float]),
     # collectives and the mirrored strategy (vdev/distribute.h)
     "vdev_comm_new": (STATUS, [ctypes.POINTER(_s), ctypes.c_int, ctypes.POINTER(_h)]),
     "vdev_comm_free": (None, [_h]),

@@ -20,6 +20,16 @@ of a variable: ``opt.learning_rate.assign(x)`` is ``opt.learning_rate = x``
 and ``.numpy()`` gives the value in force. A schedule (a callable) is
 refused, by the constructor as by the setter.
 
+Keras's other arguments are vdev's C optimizer's too (vdev/nn.h), each also
+an attribute that may be set later, as in Keras: SGD's ``nesterov``, Adam's
+``amsgrad`` (a third slot, ``vhat``), and on both ``clipnorm``,
+``clipvalue``, ``global_clipnorm`` (the gradients clipped first, as Keras's
+``_clip_gradients``: clipnorm wins over global_clipnorm, which wins over
+clipvalue; a value of None or <= 0 clips nothing; clipnorm and
+global_clipnorm together are Keras's ValueError) and ``weight_decay``
+(Keras 2.11+'s decoupled decay, ``var -= var * weight_decay *
+learning_rate`` before each update, on every variable updated).
+
 A pair whose gradient is None is skipped with Keras's warning ("Gradients do
 not exist for variables [...] when minimizing the loss.", on the "vdev"
 logger); all None is Keras's ValueError. An optimizer cannot be copied or
@@ -40,23 +50,61 @@ class Optimizer:
     """make: a function that makes a new vdev optimizer (one, or one per
     replica for an optimizer made under a strategy's scope)."""
 
-    def __init__(self, make, name):
+    def __init__(self, make, name, weight_decay=None, clipnorm=None, clipvalue=None,
+                 global_clipnorm=None):
         self._h = None
         self._replica_h = None  # under a strategy: one optimizer per replica
+        if clipnorm is not None and global_clipnorm is not None:
+            raise ValueError("At most one of `clipnorm` and `global_clipnorm` can be set. "
+                             "Received: clipnorm=%s, global_clipnorm=%s."
+                             % (clipnorm, global_clipnorm))
         self._strategy = _strategy_context.mirroring_strategy()
         self.name = name
         if self._strategy is None:
             self._h = _lib.made(make())
-            return
-        hs = []
-        try:
-            for _ in range(self._strategy.num_replicas_in_sync):
-                hs.append(_lib.made(make()))
-        except BaseException:
-            for h in hs:
-                lib.vdev_optimizer_free(h)
-            raise
-        self._replica_h = tuple(hs)
+        else:
+            hs = []
+            try:
+                for _ in range(self._strategy.num_replicas_in_sync):
+                    hs.append(_lib.made(make()))
+            except BaseException:
+                for h in hs:
+                    lib.vdev_optimizer_free(h)
+                raise
+            self._replica_h = tuple(hs)
+        self._clip = (None, None, None)
+        self._set_clip(clipnorm, clipvalue, global_clipnorm)
+        self._weight_decay = None
+        self.weight_decay = weight_decay
+
+    def _set_clip(self, clipnorm, clipvalue, global_clipnorm):
+        """Keras's clipping arguments, as given (None, or a number: <= 0 clips
+        nothing, as Keras's _clip_gradients skips it)."""
+        def c(x):
+            return float(x) if x is not None and x > 0 else 0.0
+        for h in self._handles():
+            _lib.check(lib.vdev_optimizer_set_clipping(h, c(clipnorm), c(clipvalue),
+                                                       c(global_clipnorm)), {1: ValueError})
+        self._clip = (clipnorm, clipvalue, global_clipnorm)
+
+    clipnorm = property(lambda self: self._clip[0],
+                        lambda self, x: self._set_clip(x, self._clip[1], self._clip[2]))
+    clipvalue = property(lambda self: self._clip[1],
+                         lambda self, x: self._set_clip(self._clip[0], x, self._clip[2]))
+    global_clipnorm = property(lambda self: self._clip[2],
+                               lambda self, x: self._set_clip(self._clip[0], self._clip[1], x))
+
+    @property
+    def weight_decay(self):
+        """Keras's weight_decay: None (none) or the decay rate."""
+        return self._weight_decay
+
+    @weight_decay.setter
+    def weight_decay(self, value):
+        wd = 0.0 if value is None else float(value)
+        for h in self._handles():
+            _lib.check(lib.vdev_optimizer_set_weight_decay(h, wd), {1: ValueError})
+        self._weight_decay = value
 
     def apply_gradients(self, grads_and_vars, name=None):
         """Updates each variable in place on its own device. Inside
@@ -130,10 +178,10 @@ class Optimizer:
             _lib.check(lib.vdev_optimizer_set_iterations(h, int(n)))
 
     def get_slot_names(self):
-        """Keras's slot names: Adam ['m', 'v'], SGD with momentum
-        ['momentum'], SGD without []."""
+        """Keras's slot names: Adam ['m', 'v'] (and 'vhat' with AMSGrad),
+        SGD with momentum ['momentum'], SGD without []."""
         if isinstance(self, Adam):
-            return ["m", "v"]
+            return ["m", "v", "vhat"] if self.amsgrad else ["m", "v"]
         return ["momentum"] if self.momentum > 0 else []
 
     def _slot_handles(self, var):
@@ -149,9 +197,9 @@ class Optimizer:
                              "the same strategy" % (var.name, len(vs), self.name, len(mine)))
         out = {}
         for h, v in zip(mine, vs):
-            hs = (_lib.c_handle * 2)()
-            names = (ctypes.c_char_p * 2)()
-            n = lib.vdev_optimizer_slots(h, v, hs, names, 2)
+            hs = (_lib.c_handle * 3)()
+            names = (ctypes.c_char_p * 3)()
+            n = lib.vdev_optimizer_slots(h, v, hs, names, 3)
             if n < 0:
                 raise _lib.error()
             for k in range(n):
@@ -211,14 +259,27 @@ class SGD(Optimizer):
     the constructor checks them (vdev_sgd_set). Momentum 0 is no velocity,
     as in Keras: switching momentum off zeroes the velocity slots at once
     (updates without momentum leave them so), and momentum switched on again
-    starts from zeros."""
+    starts from zeros. ``nesterov=True`` steps by momentum * velocity -
+    learning_rate * gradient with the new velocity, as Keras's SGD."""
 
-    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD"):
-        if nesterov:
-            raise ValueError("vdev's SGD has no Nesterov momentum")
+    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None,
+                 clipnorm=None, clipvalue=None, global_clipnorm=None, name="SGD"):
         momentum = _momentum(momentum)
         self._lr, self._momentum = float(learning_rate), momentum
-        super().__init__(lambda: lib.vdev_sgd_new(self._lr, self._momentum), name)
+        self._nesterov = nesterov
+        super().__init__(lambda: lib.vdev_sgd_new(self._lr, self._momentum), name,
+                         weight_decay, clipnorm, clipvalue, global_clipnorm)
+        self.nesterov = nesterov
+
+    @property
+    def nesterov(self):
+        return self._nesterov
+
+    @nesterov.setter
+    def nesterov(self, value):
+        for h in self._handles():
+            _lib.check(lib.vdev_sgd_set_nesterov(h, bool(value)))
+        self._nesterov = value
 
     def _set(self, lr, momentum):
         for h in self._handles():
@@ -246,14 +307,30 @@ class Adam(Optimizer):
     """Keras's Adam. ``learning_rate``, ``beta_1``, ``beta_2`` and
     ``epsilon`` may be set at any time: the next update uses them, checked as
     the constructor checks them (vdev_adam_set); the bias correction takes
-    the new betas with the steps counted so far (``iterations``)."""
+    the new betas with the steps counted so far (``iterations``).
+    ``amsgrad=True`` divides by the root of vhat = max(vhat, v), as Keras's
+    Adam."""
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-07,
-                 amsgrad=False, name="Adam"):
-        if amsgrad:
-            raise ValueError("vdev's Adam has no AMSGrad")
+                 amsgrad=False, weight_decay=None, clipnorm=None, clipvalue=None,
+                 global_clipnorm=None, name="Adam"):
         self._hyper = (float(learning_rate), float(beta_1), float(beta_2), float(epsilon))
-        super().__init__(lambda: lib.vdev_adam_new(*self._hyper), name)
+        self._amsgrad = amsgrad
+        super().__init__(lambda: lib.vdev_adam_new(*self._hyper), name,
+                         weight_decay, clipnorm, clipvalue, global_clipnorm)
+        self.amsgrad = amsgrad
+
+    @property
+    def amsgrad(self):
+        return self._amsgrad
+
+    @amsgrad.setter
+    def amsgrad(self, value):
+        """AMSGrad on: the next update makes vhat (zeros) and keeps
+        max(vhat, v) there, dividing by its root instead of v's."""
+        for h in self._handles():
+            _lib.check(lib.vdev_adam_set_amsgrad(h, bool(value)))
+        self._amsgrad = value
 
     def _set(self, k, value):
         hyper = list(self._hyper)

@@ -25,7 +25,7 @@ A MirroredVariable (made under a MirroredStrategy's scope) saves its first
 replica's value (the replicas are identical) and loads into every replica.
 Given an optimizer, a save also writes its state, named as vdev/checkpoint.h
 names it for C jobs too: each Variable's slots as "<variable's
-name>/<slot>" ("adam_m" and "adam_v" for Adam's m and v, "momentum" for
+name>/<slot>" ("adam_m", "adam_v" and with AMSGrad "adam_vhat" for Adam's m, v, vhat, "momentum" for
 SGD with momentum), and its iteration count as the entry
 "optimizer/iterations", a 0-dimensional int32 tensor; a load with that
 optimizer restores both, so training goes on bit for bit as if it had never
@@ -55,7 +55,7 @@ from .optimizers import Optimizer
 _ITERATIONS = "optimizer/iterations"
 # A slot's name (the optimizer's, Keras's) -> its entry's suffix in the file,
 # vdev/checkpoint.h's convention; earlier versions wrote the slot's name.
-_SLOT_ENTRY = {"m": "adam_m", "v": "adam_v", "momentum": "momentum"}
+_SLOT_ENTRY = {"m": "adam_m", "v": "adam_v", "vhat": "adam_vhat", "momentum": "momentum"}
 # The hyperparameters an optimizer may have: its public attributes (Keras's
 # names), each saved as the metadata key "optimizer/<name>".
 _HYPERPARAMETERS = ("learning_rate", "beta_1", "beta_2", "epsilon", "momentum")
