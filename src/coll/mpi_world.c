@@ -13,7 +13,16 @@
  * it after; the thread sleeps until the earliest armed deadline (or a
  * change), and when one passes it prints "vdev: <what> did not finish within
  * N s (VDEV_MPI_TIMEOUT) ..." and calls MPI_Abort. Everything here is one
- * struct guarded by one mutex. */
+ * struct guarded by one mutex.
+ *
+ * The exit. Open MPI's MPI_Finalize waits for every other process, so a
+ * process that leaves early (a local error, exit() inside a step) must not
+ * finalise: the others would wait in their next collective until
+ * VDEV_MPI_TIMEOUT. The exit handler finalises only a clean exit: status 0
+ * (read with glibc's on_exit) and no failure across processes; otherwise it
+ * ends the job (MPI_Abort with the exit status, or 1). Without on_exit the
+ * status is unknown, and a communicator across processes still in use at
+ * exit counts as an early exit. */
 #define _GNU_SOURCE
 #include "coll/mpi_world.h"
 
@@ -43,6 +52,7 @@ static struct {
     uint64_t timeout_ns;
     int failed;
     char fail_msg[WHY];
+    int live_comms;                 /* communicators made and not yet freed */
     int exit_registered;
     int watchdog_running;
     struct watch_slot slot[WATCH_SLOTS];
@@ -147,23 +157,49 @@ static void watch_disarm(int s)
 
 /* ---- start and exit ---- */
 
-static void at_exit(void)
+/* status: the process's exit status, or -1 when unknown (no on_exit). */
+static void exit_with(int status)
 {
     pthread_mutex_lock(&W.lock);
     const struct vdev_mpi_ops *ops = W.started ? W.ops : NULL;
-    int failed = W.failed;
+    int failed = W.failed, live = W.live_comms, rank = W.rank;
     char msg[WHY];
     vdev_strlcpy(msg, W.fail_msg, sizeof msg);
     pthread_mutex_unlock(&W.lock);
     if (!ops)
         return;
+    int code = status > 0 ? status : 1;
     if (failed) {
         fprintf(stderr, "vdev: ending the job (MPI_Abort) after: %s\n", msg);
-        fflush(stderr);
-        ops->abort(1);
+    } else if (status > 0) {
+        fprintf(stderr,
+                "vdev: rank %d exits with status %d; ending the job (MPI_Abort) so that no "
+                "other process waits for it\n",
+                rank, status);
+    } else if (status < 0 && live > 0) {
+        fprintf(stderr,
+                "vdev: rank %d exits with a communicator across processes still in use; "
+                "ending the job (MPI_Abort) so that no other process waits for it\n",
+                rank);
+    } else {
+        ops->finalize();
+        return;
     }
-    ops->finalize();
+    fflush(stderr);
+    ops->abort(code);
 }
+
+#ifdef __GLIBC__
+static void at_exit(int status, void *arg)
+{
+    (void)arg;
+    exit_with(status & 0xff);
+}
+#define VDEV_REGISTER_EXIT() on_exit(at_exit, NULL)
+#else
+static void at_exit(void) { exit_with(-1); }
+#define VDEV_REGISTER_EXIT() atexit(at_exit)
+#endif
 
 /* Loads the plugin's table (lock held). */
 static enum vdev_status load_locked(void)
@@ -236,7 +272,7 @@ enum vdev_status vdev_mpi_world_start(void)
     W.rank = rank;
     W.size = size;
     W.started = 1;
-    if (!W.exit_registered && atexit(at_exit) == 0)
+    if (!W.exit_registered && VDEV_REGISTER_EXIT() == 0)
         W.exit_registered = 1;
 out:
     pthread_mutex_unlock(&W.lock);
@@ -321,13 +357,22 @@ enum vdev_status vdev_mpi_comm_new(vdev_mpi_comm_t **out)
         return st;
     char why[WHY] = "";
     st = ops()->comm_dup(out, why, sizeof why);
-    return st == VDEV_OK ? VDEV_OK : mpi_error(st, why);
+    if (st != VDEV_OK)
+        return mpi_error(st, why);
+    pthread_mutex_lock(&W.lock);
+    W.live_comms++;
+    pthread_mutex_unlock(&W.lock);
+    return VDEV_OK;
 }
 
 void vdev_mpi_comm_free(vdev_mpi_comm_t *c, int spent)
 {
-    if (c)
-        ops()->comm_free(c, spent);
+    if (!c)
+        return;
+    ops()->comm_free(c, spent);
+    pthread_mutex_lock(&W.lock);
+    W.live_comms--;
+    pthread_mutex_unlock(&W.lock);
 }
 
 enum vdev_status vdev_mpi_exchange(vdev_mpi_comm_t *c, int tag, const void *mine, void *all,

@@ -15,8 +15,11 @@
  * deadline passed, MPI returned an error) is spent, and so is MPI itself for
  * this job: vdev_mpi_world_failed() says so, and at exit the process ends the
  * job (MPI_Abort) instead of finalising, so that peers stuck in MPI end too.
- * Otherwise MPI is finalised at exit (never at vdev_shutdown: MPI cannot
- * start twice in one process, and a program may start vdev again). */
+ * So does an exit with a non-zero status (a process that leaves after a
+ * local error: MPI_Finalize would wait for the others, and they for it), or,
+ * where the status cannot be read (no glibc), with a communicator still in
+ * use. Otherwise MPI is finalised at exit (never at vdev_shutdown: MPI
+ * cannot start twice in one process, and a program may start vdev again). */
 #ifndef VDEV_COLL_MPI_WORLD_H
 #define VDEV_COLL_MPI_WORLD_H
 

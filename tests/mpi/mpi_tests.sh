@@ -19,7 +19,10 @@
 #             10 s; a restart resumes from the chief's checkpoint with the
 #             losses of an uninterrupted run, bit for bit; a worker that
 #             stops answering fails the others after VDEV_MPI_TIMEOUT, with
-#             a message naming it, and the job ends;
+#             a message naming it, and the job ends; a worker that leaves
+#             early (returns 3 from main after a local error, or calls
+#             exit(4) inside a step) ends the job at once with its status
+#             (MPI_Abort), instead of leaving the others to wait for it;
 #   ps        parameter-server training (a chief, two servers, two workers):
 #             the loss falls, the shards are balanced within 10% by bytes,
 #             and with max_staleness 0 the result equals one process
@@ -201,6 +204,19 @@ t_failure() {
   else fail "worker 0's message"; cat "$work/out.txt"; fi
   if python3 -c "import sys; t=float(open(sys.argv[1]).read()); d=float(sys.argv[2])-t; print('  ended %.2f s after the stop' % d); sys.exit(0 if 0 <= d <= 10 else 1)" \
     "$work/hang/event.1" "$end"; then pass "the job ended within 10 s of the stop"; else fail "the job took longer than 10 s to end"; fi
+  # worker 1 leaves early with a non-zero status: MPI_Finalize there would
+  # wait for worker 0, and worker 0 for it until VDEV_MPI_TIMEOUT (here 60 s);
+  # instead the job ends with that status, and nobody times out
+  local how code
+  for how in "--exit-at 5:3" "--exit-in-step 5:4"; do
+    code=${how##*:}
+    VDEV_MPI_TIMEOUT=60 run 2 "$train" --out "$work/hang" ${how%:*}
+    rc=$?
+    if [ $rc -eq "$code" ] && grep -qxF "vdev: rank 1 exits with status $code; ending the job (MPI_Abort) so that no other process waits for it" "$work/out.txt" &&
+      ! grep -q 'timed out\|VDEV_MPI_TIMEOUT' "$work/out.txt"; then
+      pass "${how%:*}: the job ended with worker 1's status $code, no one waiting for it"
+    else fail "${how%:*}: exit $rc"; cat "$work/out.txt"; fi
+  done
 }
 
 t_ps() {

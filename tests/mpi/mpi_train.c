@@ -20,7 +20,9 @@
  * --ckpt FILE --every N (the chief saves after every N steps), --resume
  * (every worker restores FILE and goes on from its step), --kill-at K and
  * --hang-at K (worker 1 kills itself with SIGKILL, or sleeps for a minute,
- * before step K), --alloc BYTES, --mismatch B, --cases DIR (no training: for each file of
+ * before step K), --exit-at K (worker 1 frees its strategy, shuts vdev down
+ * and returns 3 from main before step K: a local error), --exit-in-step K
+ * (worker 1 calls exit(4) inside step K's step function), --alloc BYTES, --mismatch B, --cases DIR (no training: for each file of
  * DIR, sorted, starts vdev with VDEV_CLUSTER_CONFIG=that file, or, for a
  * file named *.tfconfig, with TF_CONFIG set to its text and no cluster file
  * (rank r reads line r + 1 of a file of several lines), and when start-up
@@ -42,6 +44,7 @@ static const char *const names[MM_NV] = {"dense0/w", "dense0/b", "dense1/w", "de
 
 struct opts {
     int steps, replicas, reference, every, resume, kill_at, hang_at, mismatch;
+    int exit_at, exit_in_step;
     const char *out, *ckpt, *cases;
     uint64_t alloc;
 };
@@ -133,6 +136,17 @@ static int run_cases(const struct opts *o)
     return 0;
 }
 
+/* mm_step, but worker 1 leaves the process with status 4 inside the step
+ * numbered exit_step (--exit-in-step). */
+static int step_now = -1, exit_step = -1, worker_index = -1;
+
+static enum vdev_status step_or_exit(vdev_replica_context_t *ctx, void *u)
+{
+    if (worker_index == 1 && step_now == exit_step)
+        exit(4);
+    return mm_step(ctx, u);
+}
+
 /* The sum of the replicas' losses, read on the host. */
 static float global_loss(vdev_strategy_t *s, vdev_tensor_t **losses)
 {
@@ -159,6 +173,7 @@ static int train(const struct opts *o)
             return die("reading the cluster");
         snprintf(task_id, sizeof task_id, "%d", task.index);
         chief = task.is_chief;
+        worker_index = task.index;
         if (vdev_multi_worker_mirrored_strategy_new(devs, o->replicas, &s) != VDEV_OK)
             return die("making the strategy");
     }
@@ -194,9 +209,17 @@ static int train(const struct opts *o)
                 raise(SIGKILL);
             sleep(60);
         }
+        if (!o->reference && task.index == 1 && k == o->exit_at) {
+            fprintf(stderr, "%s: leaving before step %d with status 3\n", task_id, k);
+            mm_free(&m, MM_MAX_REPLICAS);
+            vdev_strategy_free(s);
+            vdev_shutdown();
+            return 3;
+        }
+        step_now = k;
         mm_batch(&m, 48, (uint64_t)k);
         vdev_tensor_t *losses[MM_MAX_REPLICAS];
-        if (vdev_strategy_run(s, mm_step, &m, losses) != VDEV_OK) {
+        if (vdev_strategy_run(s, step_or_exit, &m, losses) != VDEV_OK) {
             char what[32];
             snprintf(what, sizeof what, "step %d", k);
             return die(what);
@@ -260,7 +283,8 @@ static int train(const struct opts *o)
 
 int main(int argc, char **argv)
 {
-    struct opts o = {.steps = 20, .replicas = 1, .kill_at = -1, .hang_at = -1, .out = "."};
+    struct opts o = {.steps = 20, .replicas = 1, .kill_at = -1, .hang_at = -1, .exit_at = -1,
+                     .exit_in_step = -1, .out = "."};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int takes = 1;
@@ -280,6 +304,10 @@ int main(int argc, char **argv)
             o.kill_at = atoi(v);
         else if (!strcmp(a, "--hang-at") && v)
             o.hang_at = atoi(v);
+        else if (!strcmp(a, "--exit-at") && v)
+            o.exit_at = atoi(v);
+        else if (!strcmp(a, "--exit-in-step") && v)
+            o.exit_in_step = atoi(v);
         else if (!strcmp(a, "--alloc") && v)
             o.alloc = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--mismatch") && v)
@@ -292,5 +320,6 @@ int main(int argc, char **argv)
             return fprintf(stderr, "mpi_train: bad option %s\n", a), 2;
         i += takes;
     }
+    exit_step = o.exit_in_step;
     return o.cases ? run_cases(&o) : train(&o);
 }
