@@ -544,6 +544,19 @@ enum vdev_status vdev_coll_hier_make(struct vdev_ldev *const *devs, int n, const
                                 H->task[w], v, w);
                 break;
             }
+    /* Without a chief task, worker 0 is the chief (TensorFlow's rule), so it
+     * must be rank 0 for the same reason. */
+    int has_chief = 0;
+    for (int w = 0; w < H->n_workers; w++)
+        has_chief |= !strncmp(H->task[w], "/job:chief/", 11);
+    for (int w = 1; st == VDEV_OK && !has_chief && w < H->n_workers; w++)
+        if (!strcmp(H->task[w], "/job:worker/replica:0/task:0"))
+            st = vdev_error(VDEV_ERR_CONFIG,
+                            "worker 0 (%s), the chief of a cluster without a chief task, is MPI "
+                            "rank %d; replica 0, whose values a broadcast from root 0 gives every "
+                            "replica, is rank 0's: launch worker 0 as rank 0 (first in the "
+                            "TF_CONFIG order, or give no task: rank 0 is then worker 0)",
+                            H->task[w], w);
     if (st != VDEV_OK) {
         hier_free(H);
         free(c);

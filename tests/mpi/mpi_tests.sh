@@ -14,7 +14,8 @@
 #   cluster   every malformed cluster file is rejected at start-up by every
 #             process with the same message, and so are (when making a
 #             multi-worker strategy) a cluster with more tasks than
-#             processes and two processes given the same task;
+#             processes, two processes given the same task, and a chief
+#             (or, in a cluster without one, worker 0) that is not rank 0;
 #   failure   a worker killed mid-training ends the job with an error within
 #             10 s; a restart resumes from the chief's checkpoint with the
 #             losses of an uninterrupted run, bit for bit; a worker that
@@ -142,6 +143,10 @@ t_cluster() {
   printf '%s\n' '{"cluster": {"chief": ["a:1"], "worker": ["b:1"]}, "task": {"type": "worker", "index": 0}}' \
     '{"cluster": {"chief": ["a:1"], "worker": ["b:1"]}, "task": {"type": "chief", "index": 0}}' \
     >"$work/cases/11-chief-second.tfconfig"
+  # no chief: worker 0 is the chief, and it is rank 1 here
+  printf '%s\n' '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 1}}' \
+    '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}}' \
+    >"$work/cases/11b-worker0-second.tfconfig"
   # parameter servers: a worker index past the number of processes (it once
   # read and wrote past an array of one slot per process)
   echo '{"cluster": {"chief": ["a:1"], "worker": ["b:1", "c:1", "d:1"], "ps": ["e:1"]}, "task": {"type": "worker", "index": 2}}' \
@@ -164,6 +169,9 @@ t_cluster() {
   grep -qxF '11-chief-second.tfconfig VDEV_ERR_CONFIG the chief (/job:chief/replica:0/task:0) is MPI rank 1; replica 0, whose values a broadcast from root 0 gives every replica, is rank 0'"'"'s: launch the chief as rank 0 (first in the TF_CONFIG order, or give no task: rank 0 is then the chief)' \
     "$work/res/cases.0" && pass "a chief that is not rank 0 is refused" ||
     fail "11-chief-second.tfconfig: $(grep 11- "$work/res/cases.0")"
+  grep -qxF '11b-worker0-second.tfconfig VDEV_ERR_CONFIG worker 0 (/job:worker/replica:0/task:0), the chief of a cluster without a chief task, is MPI rank 1; replica 0, whose values a broadcast from root 0 gives every replica, is rank 0'"'"'s: launch worker 0 as rank 0 (first in the TF_CONFIG order, or give no task: rank 0 is then worker 0)' \
+    "$work/res/cases.0" && pass "without a chief, a worker 0 that is not rank 0 is refused" ||
+    fail "11b-worker0-second.tfconfig: $(grep 11b- "$work/res/cases.0")"
   grep -qxF '12-count.ps.tfconfig VDEV_ERR_CONFIG vdev_ps_strategy_new: the job has 2 processes, the cluster 5 tasks; launch one process per task' \
     "$work/res/cases.0" && pass "parameter servers: too few processes refused before the roles" ||
     fail "12-count.ps.tfconfig: $(grep 12- "$work/res/cases.0")"
