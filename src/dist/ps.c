@@ -155,6 +155,7 @@ VDEV_API enum vdev_status vdev_ps_strategy_new(const struct vdev_ps_options *opt
     struct vdev_ps *ps = calloc(1, sizeof *ps);
     if (!ps)
         return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
+    ps->first_error = -1;
     struct ps_rec mine;
     memset(&mine, 0, sizeof mine);
     enum vdev_status st = check_options(opts, fn);
@@ -582,12 +583,29 @@ static enum vdev_status wait_done(struct vdev_ps *ps, const char *fn)
     s->has_value = m.has_value;
     s->value = m.value;
     vdev_strlcpy(s->msg, m.msg, sizeof s->msg);
+    if (s->status != VDEV_OK && ps->first_error < 0)
+        ps->first_error = m.id;
     ps->busy[s->worker] = -1;
     ps->outstanding--;
     ps->pushes += (uint64_t)s->pushed;
     while (ps->done_prefix < ps->n_steps && ps->steps[ps->done_prefix].done)
         ps->done_prefix++;
     return VDEV_OK;
+}
+
+/* As TensorFlow's ClusterCoordinator: once steps have failed, the next
+ * join or schedule returns the first one's error and clears the errors
+ * collected so far (a later join fails only for steps that fail after it).
+ * VDEV_OK when none failed. */
+static enum vdev_status raise_collected(struct vdev_ps *ps)
+{
+    if (ps->first_error < 0)
+        return VDEV_OK;
+    const struct ps_step *s = &ps->steps[ps->first_error];
+    ps->first_error = -1;
+    return vdev_error(s->status, "step %lld (argument %lld) on %s: %s",
+                      (long long)(s - ps->steps), (long long)s->arg,
+                      ps->task[ps->worker_rank[s->worker]], s->msg);
 }
 
 VDEV_API enum vdev_status vdev_ps_schedule(vdev_ps_strategy_t *h, int64_t step, int64_t *id)
@@ -619,6 +637,10 @@ VDEV_API enum vdev_status vdev_ps_schedule(vdev_ps_strategy_t *h, int64_t step, 
         if (st != VDEV_OK)
             return st;
     }
+    /* a step that failed since the last join: its error, and nothing scheduled */
+    enum vdev_status failed = raise_collected(ps);
+    if (failed != VDEV_OK)
+        return failed;
     int64_t k = ps->n_steps;
     struct ps_msg m;
     memset(&m, 0, sizeof m);
@@ -638,7 +660,8 @@ VDEV_API enum vdev_status vdev_ps_schedule(vdev_ps_strategy_t *h, int64_t step, 
     return VDEV_OK;
 }
 
-/* Waits for every step; the first failed step's error. */
+/* Waits for every step; then the first error collected since a join or
+ * schedule last returned one (raise_collected), and clears them. */
 static enum vdev_status join_steps(struct vdev_ps *ps, const char *fn)
 {
     while (ps->outstanding > 0) {
@@ -646,13 +669,7 @@ static enum vdev_status join_steps(struct vdev_ps *ps, const char *fn)
         if (st != VDEV_OK)
             return st;
     }
-    for (int64_t k = 0; k < ps->n_steps; k++) {
-        const struct ps_step *s = &ps->steps[k];
-        if (s->status != VDEV_OK)
-            return vdev_error(s->status, "step %lld (argument %lld) on %s: %s", (long long)k,
-                              (long long)s->arg, ps->task[ps->worker_rank[s->worker]], s->msg);
-    }
-    return VDEV_OK;
+    return raise_collected(ps);
 }
 
 VDEV_API enum vdev_status vdev_ps_join(vdev_ps_strategy_t *h)

@@ -115,6 +115,8 @@ struct vdev_ps {
     int64_t n_steps, steps_cap;
     int64_t *busy;              /* per worker: the step it runs, -1 idle */
     int64_t outstanding;
+    int64_t first_error;        /* the first step to fail since a join or schedule last
+                                   returned an error (-1: none) */
     int64_t done_prefix;        /* steps 0..done_prefix-1 have finished */
     uint64_t pushes;
 };

@@ -15,8 +15,10 @@
  * With --errors, every process also checks the calls' errors (exact codes
  * and messages): options one process gets wrong fail vdev_ps_strategy_new
  * on every process, naming that process; a worker cannot schedule; a step
- * cannot push twice; a step that fails is reported by join and fetch,
- * naming the step and the worker; the chief cannot serve; unknown steps and
+ * cannot push twice; a step that fails is reported by join (or by a later
+ * schedule, which then schedules nothing) and by fetch, naming the step and
+ * the worker, and the join or schedule that reported it clears it, as in
+ * TensorFlow; the chief cannot serve; unknown steps and
  * servers; a worker context used outside its step.
  *
  * Options: --out DIR, --steps N (20), --staleness K (-1: unbounded),
@@ -237,11 +239,26 @@ int main(int argc, char **argv)
                                         "(there is 1 logical GPU)", steps);
             CHECK_ERR(vdev_ps_join(s), VDEV_ERR_NOT_FOUND, want);
             CHECK_ERR(vdev_ps_fetch(s, id, &l), VDEV_ERR_NOT_FOUND, want);
-            /* the servers counted it: the next step runs */
+            /* the servers counted it: the next step runs, and the join that
+             * raised the error cleared it (TensorFlow's join) */
             CHECK_OK(vdev_ps_schedule(s, 0, &id));
-            CHECK_STATUS(vdev_ps_join(s), VDEV_ERR_NOT_FOUND); /* the failed step still */
+            CHECK_OK(vdev_ps_join(s));
             CHECK_OK(vdev_ps_fetch(s, id, &l));
             CHECK(l > 0);
+            /* a schedule raises a failed step's error too, schedules nothing,
+             * and clears it: once every worker is busy, each schedule waits for
+             * a step to end, so the failed one's report comes within a few */
+            int64_t bad;
+            CHECK_OK(vdev_ps_schedule(s, -1, &bad));
+            enum vdev_status st = VDEV_OK;
+            for (int i = 1; i <= 8 && st == VDEV_OK; i++)
+                st = vdev_ps_schedule(s, i, &id);
+            snprintf(want, sizeof want, "step %lld (argument -1) on /job:worker/replica:0/task:0: "
+                                        "/job:worker/replica:0/task:0/device:GPU:7 unknown device "
+                                        "(there is 1 logical GPU)", (long long)bad);
+            CHECK_ERR(st, VDEV_ERR_NOT_FOUND, want);
+            CHECK_EQ_U64(id, (uint64_t)-1);
+            CHECK_OK(vdev_ps_join(s));
         }
     } else {
         if (check_errors) {
