@@ -8,7 +8,8 @@
  *    VDEV_ERR_UNSUPPORTED "MPI plugin: cannot load FILE (...)", *out NULL;
  *  - VDEV_MPI_PLUGIN naming a library that is not the plugin (zlib's): the
  *    error names that file, not the plugin's usual name;
- *  - a malformed VDEV_MPI_TIMEOUT: VDEV_ERR_CONFIG naming the variable,
+ *  - a malformed VDEV_MPI_TIMEOUT (or one below 0.1 s or above 10^9 s):
+ *    VDEV_ERR_CONFIG naming the variable,
  *    before any plugin is loaded;
  *  - NULL or dead handles: every parameter-server call and
  *    vdev_strategy_num_local_replicas refuse them with their own message. */
@@ -66,7 +67,8 @@ static void test_not_the_plugin(void)
 
 static void test_bad_timeout(void)
 {
-    const char *bad[] = {"0", "-1", "abc", "1e3", "2.5.1", ""};
+    const char *bad[] = {"0", "-1", "abc", "1e3", "2.5.1", "", "0.0000000001", "0.09",
+                         "1000000001"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         check_fresh("1x1GiB");
         setenv("VDEV_MPI_PLUGIN", MISSING, 1); /* never reached */
@@ -74,7 +76,7 @@ static void test_bad_timeout(void)
         char want[256];
         snprintf(want, sizeof want,
                  "VDEV_MPI_TIMEOUT=\"%s\": expected the seconds a process waits for another, a "
-                 "number > 0 and at most 1e9 (such as 30 or 2.5)",
+                 "decimal number from 0.1 to 1000000000 (such as 30 or 2.5)",
                  bad[i]);
         const char *gpu[1] = {"GPU:0"};
         vdev_strategy_t *s;

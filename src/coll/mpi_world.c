@@ -35,6 +35,7 @@
 #include <time.h>
 
 #define WATCH_SLOTS 32
+#define VDEV_MPI_TIMEOUT_MIN_S 0.1
 #define WHY 512
 
 struct watch_slot {
@@ -77,15 +78,15 @@ static enum vdev_status read_timeout(uint64_t *out)
         else
             other++;
     }
+    /* At least a tenth of a second: below it, a collective that every
+     * process makes would fail only because its messages take that long. */
     double s = (digits && dots <= 1 && !other) ? strtod(v, NULL) : -1.0;
-    if (!(s > 0) || s > 1e9)
+    if (!(s >= VDEV_MPI_TIMEOUT_MIN_S) || s > 1e9)
         return vdev_error(VDEV_ERR_CONFIG,
                           "VDEV_MPI_TIMEOUT=\"%s\": expected the seconds a process waits for "
-                          "another, a number > 0 and at most 1e9 (such as 30 or 2.5)",
+                          "another, a decimal number from 0.1 to 1000000000 (such as 30 or 2.5)",
                           v);
     *out = (uint64_t)(s * 1e9);
-    if (!*out)
-        *out = 1;
     return VDEV_OK;
 }
 

@@ -69,7 +69,7 @@ static const struct vdev_envvar TABLE[] = {
      "ps)"},
     {"TF_CONFIG", "{\"cluster\": {...}, \"task\": {\"type\": \"worker\", \"index\": 1}}",
      "TensorFlow's cluster and this process's task, for the roles"},
-    {"VDEV_MPI_TIMEOUT", "seconds > 0, e.g. 30 or 2.5 (default 300)",
+    {"VDEV_MPI_TIMEOUT", "seconds from 0.1 to 1000000000, e.g. 30 or 2.5 (default 300)",
      "how long a process waits for another in a collective or for a parameter server"},
     {"VDEV_MPI_PLUGIN", "a file path (empty: as unset)", "where to load the MPI plugin from"},
     {"VDEV_TORCH_DEVICES", "0:GPU:1,1:GPU:2",
