@@ -23,12 +23,21 @@
 
 #include <string.h>
 
-const char *vdev_hier_call_name(int kind, uint64_t call, char *buf, size_t cap)
+/* The collective's kind: "all-gather", "all-reduce of the host". */
+static const char *kind_name(int kind)
 {
-    snprintf(buf, cap, "%s (call %llu)",
-             kind == HIER_KIND_HOST ? "all-reduce of the host"
-                                    : vdev_coll_kind_name((enum vdev_coll_kind)kind),
-             (unsigned long long)call);
+    return kind == HIER_KIND_HOST ? "all-reduce of the host"
+                                  : vdev_coll_kind_name((enum vdev_coll_kind)kind);
+}
+
+const char *vdev_hier_call_name(int kind, const char *what, uint64_t call, char *buf,
+                                size_t cap)
+{
+    if (what && what[0])
+        snprintf(buf, cap, "%s (%s, call %llu)", what, kind_name(kind),
+                 (unsigned long long)call);
+    else
+        snprintf(buf, cap, "%s (call %llu)", kind_name(kind), (unsigned long long)call);
     return buf;
 }
 
@@ -40,6 +49,7 @@ void vdev_hier_desc_fill(struct hier_desc *d, const struct vdev_coll_call *c)
     d->root = c->root;
     d->n_bufs = c->n_bufs;
     d->status = (int32_t)c->status;
+    vdev_strlcpy(d->what, c->what ? c->what : "", sizeof d->what);
     if (c->status != VDEV_OK) {
         vdev_strlcpy(d->why, c->why ? c->why : vdev_status_str(c->status), sizeof d->why);
         d->n_bufs = 0;
@@ -146,8 +156,8 @@ static int shape_diff(const struct hier_desc *b, const struct hier_desc *a, char
 static enum vdev_status local_verdict(struct hier *H, int n, const struct hier_desc *p,
                                       uint64_t call, char *msg, size_t cap, int *origin)
 {
-    char cn[64], s1[96], s2[96];
-    vdev_hier_call_name(p[0].kind, call, cn, sizeof cn);
+    char cn[128], s1[96], s2[96];
+    vdev_hier_call_name(p[0].kind, p[0].what, call, cn, sizeof cn);
     struct vdev_ldev **devs = H->comm->devs;
     *origin = -1;
     for (int q = 0; q < n; q++)
@@ -185,6 +195,19 @@ static enum vdev_status local_verdict(struct hier *H, int n, const struct hier_d
     return VDEV_OK;
 }
 
+/* A call as a mismatch names it: "vdev_replica_batch (all-gather, 2 tensors,
+ * root 0)", into buf. */
+static const char *desc_str(const struct hier_desc *d, char *buf, size_t cap)
+{
+    const char *kind = d->kind == HIER_KIND_HOST ? "a reduction of the host"
+                                                 : vdev_coll_kind_name(d->kind);
+    if (d->what[0])
+        snprintf(buf, cap, "%s (%s, %d tensors, root %d)", d->what, kind, d->n_bufs, d->root);
+    else
+        snprintf(buf, cap, "%s (%d tensors, root %d)", kind, d->n_bufs, d->root);
+    return buf;
+}
+
 /* The verdict of an exchange of HIER_CALL records (every worker reaches the
  * same one from the same records); *origin: this worker's local origin for
  * its own failure, VDEV_COLL_ORIGIN_REMOTE for another's, -1 for none. */
@@ -192,7 +215,7 @@ static enum vdev_status global_verdict(struct hier *H, int local_origin, char *m
                                        int *origin)
 {
     const struct hier_record *R = H->records;
-    char cn[64], s1[96], s2[96];
+    char cn[128], s1[96], s2[96];
     *origin = -1;
     for (int w = 0; w < H->n_workers; w++)
         if (R[w].state == HIER_CALL && R[w].d.status != VDEV_OK) {
@@ -204,7 +227,10 @@ static enum vdev_status global_verdict(struct hier *H, int local_origin, char *m
     for (int w = 0; w < H->n_workers && w0 < 0; w++)
         if (R[w].state == HIER_CALL)
             w0 = w;
-    vdev_hier_call_name(R[w0].d.kind, R[w0].call, cn, sizeof cn);
+    vdev_hier_call_name(R[w0].d.kind, R[w0].d.what, R[w0].call, cn, sizeof cn);
+    /* A verdict that names one worker as the one that differs is that
+     * worker's own failure, and derived on every other: the end of the run
+     * (vdev_coll_hier_finish_run) then leads every worker's message with it. */
     for (int w = 0; w < H->n_workers; w++) {
         if (R[w].state != HIER_DONE)
             continue;
@@ -214,27 +240,26 @@ static enum vdev_status global_verdict(struct hier *H, int local_origin, char *m
                      R[w].d.why);
             return (enum vdev_status)R[w].d.status;
         }
-        snprintf(msg, cap, "%s: worker %d (%s) finished its step without making this call; "
-                           "every worker must make the same collective calls in the same order",
-                 cn, w, H->task[w]);
+        snprintf(msg, cap, "worker %d (%s) finished its step without making %s, which worker %d "
+                           "(%s) made; every worker must make the same collective calls in the "
+                           "same order",
+                 w, H->task[w], cn, w0, H->task[w0]);
         return VDEV_ERR_INVALID_ARG;
     }
     const struct hier_desc *a = &R[w0].d;
     for (int w = 0; w < H->n_workers; w++) {
         const struct hier_desc *b = &R[w].d;
         if (!same_call(b, a)) {
-            snprintf(msg, cap, "%s: worker %d (%s) called %s (%d tensors, root %d) but worker %d "
-                               "called %s (%d tensors, root %d); every worker must make the "
-                               "same collective calls in the same order",
-                     cn, w, H->task[w], b->kind == HIER_KIND_HOST ? "a reduction of the host"
-                                        : vdev_coll_kind_name(b->kind),
-                     b->n_bufs, b->root, w0, a->kind == HIER_KIND_HOST
-                                                 ? "a reduction of the host"
-                                                 : vdev_coll_kind_name(a->kind),
-                     a->n_bufs, a->root);
+            *origin = w == H->me ? -1 : VDEV_COLL_ORIGIN_REMOTE;
+            char cb[160], ca[160];
+            snprintf(msg, cap, "%s: worker %d (%s) called %s but worker %d (%s) called %s; every "
+                               "worker must make the same collective calls in the same order",
+                     cn, w, H->task[w], desc_str(b, cb, sizeof cb), w0, H->task[w0],
+                     desc_str(a, ca, sizeof ca));
             return VDEV_ERR_INVALID_ARG;
         }
         if (b->digest != a->digest || b->total != a->total) {
+            *origin = w == H->me ? -1 : VDEV_COLL_ORIGIN_REMOTE;
             if (!shape_diff(b, a, s1, s2, sizeof s1)) {
                 snprintf(s1, sizeof s1, "(%llu elements)", (unsigned long long)b->total);
                 snprintf(s2, sizeof s2, "(%llu elements)", (unsigned long long)a->total);
@@ -308,8 +333,8 @@ int vdev_hier_agree(struct hier *H, int n_local, enum vdev_status local, const c
         vdev_strlcpy(rec.d.why, msg, sizeof rec.d.why);
     }
     vdev_strlcpy(rec.task, H->task[H->me], sizeof rec.task);
-    char cn[64];
-    vdev_hier_call_name(rec.d.kind, call, cn, sizeof cn);
+    char cn[128];
+    vdev_hier_call_name(rec.d.kind, rec.d.what, call, cn, sizeof cn);
     enum vdev_status v;
     if (vdev_hier_check_spent(H, NULL) != VDEV_OK || exchange(H, HIER_TAG_CALL, &rec, cn) !=
                                                            VDEV_OK) {
@@ -671,6 +696,7 @@ enum vdev_status vdev_coll_hier_host_all_reduce(struct vdev_coll_comm *c, float 
     H->posted[0].total = n;
     H->posted[0].n_bufs = 1;
     H->posted[0].status = (int32_t)status;
+    vdev_strlcpy(H->posted[0].what, what, sizeof H->posted[0].what);
     if (status != VDEV_OK)
         vdev_strlcpy(H->posted[0].why, why, sizeof H->posted[0].why);
     pthread_mutex_unlock(&H->lock);

@@ -114,7 +114,7 @@ static enum vdev_status mpi_all_reduce(struct hier *H, const struct vdev_coll_ca
         total += c->bufs[i].count;
     if (!total)
         return VDEV_OK;
-    char what[160];
+    char what[256];
     snprintf(what, sizeof what, "%s of %llu floats across %d workers", cn,
              (unsigned long long)total, H->n_workers);
     enum vdev_status st = sync_local(H);
@@ -166,7 +166,7 @@ static enum vdev_status mpi_broadcast(struct hier *H, const struct vdev_coll_cal
         total += c->bufs[i].count;
     if (!total)
         return VDEV_OK;
-    char what[160];
+    char what[256];
     snprintf(what, sizeof what, "%s of %llu elements from worker %d across %d workers", cn,
              (unsigned long long)total, owner, H->n_workers);
     enum vdev_status st = sync_local(H);
@@ -211,7 +211,7 @@ static enum vdev_status mpi_all_gather(struct hier *H, const struct vdev_coll_ca
         return vdev_error(VDEV_ERR_OOM, "out of host memory for an all-gather across workers");
     for (int w = 0; w < H->n_workers; w++)
         bytes[w] = each * (uint64_t)H->count[w];
-    char what[160];
+    char what[256];
     snprintf(what, sizeof what, "%s of %llu bytes across %d workers", cn,
              (unsigned long long)total, H->n_workers);
     uint64_t off = each * (uint64_t)H->first[H->me];
@@ -258,9 +258,9 @@ enum vdev_status vdev_hier_data(struct hier *H, int rank, const struct vdev_coll
 {
     enum vdev_status st = VDEV_OK;
     int o = -1, lead = rank == 0, many = H->n > 1;
-    char msg[HIER_MSG] = "", cn[64];
+    char msg[HIER_MSG] = "", cn[128];
     pthread_mutex_lock(&H->lock);
-    vdev_hier_call_name(call->kind, H->calls - 1, cn, sizeof cn);
+    vdev_hier_call_name(call->kind, call->what, H->calls - 1, cn, sizeof cn);
     pthread_mutex_unlock(&H->lock);
     *origin = -1;
     switch (call->kind) {

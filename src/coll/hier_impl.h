@@ -16,6 +16,7 @@
 #define HIER_MSG 1024  /* bytes of a message made of reasons */
 #define HIER_TASK 96   /* bytes of a task's name */
 #define HIER_SHAPES 6  /* buffers whose shapes a record carries for messages */
+#define HIER_WHAT 48   /* bytes of the name of the API call behind a collective */
 
 /* The tags of the communicator's messages. */
 #define HIER_TAG_MAKE 11
@@ -38,6 +39,7 @@ struct hier_desc {
     uint64_t total;                 /* elements of the compared buffers */
     uint64_t digest;                /* of their dtypes and shapes */
     struct hier_shape shape[HIER_SHAPES];
+    char what[HIER_WHAT];           /* the API call: "vdev_replica_batch" ("" unknown) */
     char why[HIER_WHY];             /* status != VDEV_OK: why */
 };
 
@@ -75,8 +77,11 @@ struct hier {
     char spent_msg[HIER_MSG];
 };
 
-/* "<kind> (call K)" into buf. */
-const char *vdev_hier_call_name(int kind, uint64_t call, char *buf, size_t cap);
+/* The call as messages name it, into buf: the API call the program made
+ * with the collective behind it, "vdev_replica_batch (all-gather, call K)",
+ * or "<kind> (call K)" when what is NULL or "". */
+const char *vdev_hier_call_name(int kind, const char *what, uint64_t call, char *buf,
+                                size_t cap);
 /* The descriptor of a call (zeroed first). */
 void vdev_hier_desc_fill(struct hier_desc *d, const struct vdev_coll_call *c);
 

@@ -56,6 +56,7 @@ static void run_replica(struct vdev_rep *r)
     r->st = VDEV_OK;
     r->msg[0] = '\0';
     r->derived = 0;
+    r->remote = 0;
     r->result = NULL;
     r->global_batch = 0;
     vdev_clear_error();
@@ -448,7 +449,9 @@ VDEV_API enum vdev_status vdev_strategy_run(vdev_strategy_t *h, vdev_replica_fn 
         if (s->reps[i].st != VDEV_OK)
             bad = &s->reps[i];
     enum vdev_status st = VDEV_OK;
-    if (bad)
+    if (bad && bad->remote) /* the message leads with the worker that caused it */
+        st = vdev_error(bad->st, "%s", bad->msg);
+    else if (bad)
         st = vdev_error(bad->st, "replica %d (%s): %s", bad->gid, vdev_rep_device_name(bad),
                         bad->msg);
     if (s->multi) { /* every worker ends the run with the same outcome */

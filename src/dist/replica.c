@@ -202,6 +202,10 @@ static enum vdev_status same_batch_everywhere(struct vdev_rep *r, int64_t B,
             /* name workers; replicas where the two are on one worker */
             int one = worker_of(c, g) == worker_of(c, 0);
             char a[160], b[160];
+            /* replica g (or g's worker) differs: its failure leads the
+             * message everywhere; the others' are derived from it */
+            if (one ? r->gid != g : worker_of(c, r->gid) != worker_of(c, g))
+                r->derived = 1;
             st = vdev_error(VDEV_ERR_INVALID_ARG,
                             "%s: %s passes a global batch of %lld rows but %s one of %lld rows; "
                             "every worker passes the same global batch (each replica takes its "
@@ -320,6 +324,8 @@ static enum vdev_status collective(struct vdev_rep *r, enum vdev_coll_kind kind,
     /* another rank, or another worker (VDEV_COLL_ORIGIN_REMOTE), failed it */
     if (st != VDEV_OK && origin != -1 && origin != r->id)
         r->derived = 1;
+    if (st != VDEV_OK && origin == VDEV_COLL_ORIGIN_REMOTE)
+        r->remote = 1;
     return st;
 }
 

@@ -38,6 +38,8 @@ struct vdev_rep {
     enum vdev_status st;
     char msg[512];
     int derived;                    /* failed because another replica did */
+    int remote;                     /* ... a replica of another worker, whose message
+                                       names it first (no prefix of this replica's) */
     struct vdev_tens *result;       /* vdev_replica_return, out of every scope */
     int64_t global_batch;           /* rows of the last global batch split, 0 none */
 };

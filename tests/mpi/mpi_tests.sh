@@ -10,7 +10,10 @@
 #             memory limits, and an allocation past worker 1's limit fails
 #             there alone, with its name; workers whose global batches
 #             differ in size (48 and 40 rows) fail the step on every worker
-#             with a message naming both sizes and both workers;
+#             with a message naming both sizes and both workers, and so
+#             does a step where worker 1 skips apply_gradients, or passes
+#             an all-reduce a tensor of another shape: every worker's
+#             message leads with worker 1, and names the API call;
 #   cluster   every malformed cluster file is rejected at start-up by every
 #             process with the same message, and so are (when making a
 #             multi-worker strategy) a cluster with more tasks than
@@ -107,11 +110,27 @@ EOF
   # rows and worker 0's 48: the run fails on every worker, naming both
   VDEV_SIM_GPUS=2x1GiB run 2 "$train" --replicas 2 --out "$work/w22" --mismatch 40 ||
     { fail "2 workers of 2 replicas"; cat "$work/out.txt"; }
-  want='VDEV_ERR_INVALID_ARG replica 0 (/job:worker/replica:0/task:0/device:GPU:0): vdev_replica_batch: worker 0 (/job:worker/replica:0/task:0) passes a global batch of 48 rows but worker 1 (/job:worker/replica:0/task:1) one of 40 rows; every worker passes the same global batch (each replica takes its rows of it)'
+  # then a step where worker 1 skips vdev_replica_apply_gradients, and one
+  # where its all-reduce passes a [3] tensor and worker 0's a [4] one: every
+  # worker's message leads with worker 1 (its first replica, 2), the one
+  # that differs, and names the API call (call numbers read as N)
+  local want_batch want_skip want_shape
+  want_batch='VDEV_ERR_INVALID_ARG replica 2 (/job:worker/replica:0/task:1/device:GPU:0): vdev_replica_batch: worker 0 (/job:worker/replica:0/task:0) passes a global batch of 48 rows but worker 1 (/job:worker/replica:0/task:1) one of 40 rows; every worker passes the same global batch (each replica takes its rows of it)'
+  want_skip='VDEV_ERR_INVALID_ARG worker 1 (/job:worker/replica:0/task:1) finished its step without making vdev_replica_apply_gradients (all-reduce, call N), which worker 0 (/job:worker/replica:0/task:0) made; every worker must make the same collective calls in the same order'
+  want_shape='VDEV_ERR_INVALID_ARG replica 2 (/job:worker/replica:0/task:1/device:GPU:0): Shape mismatch in the collective instance N. Op at worker 1 (/job:worker/replica:0/task:1) expected shape [3] but another member in the group expected shape [4]. This is likely due to different input shapes at different members of the collective op.'
   for w in 0 1; do
-    got=$(cat "$work/w22/mismatch.$w" 2>/dev/null)
-    if [ "$got" = "$want" ]; then pass "global batches of 48 and 40 rows: refused on worker $w, naming both"
+    sed -E 's/call [0-9]+\)/call N)/; s/instance [0-9]+\./instance N./' "$work/w22/mismatch.$w" \
+      >"$work/w22/mismatch_n.$w" 2>/dev/null
+    local got
+    got=$(sed -n 1p "$work/w22/mismatch_n.$w")
+    if [ "$got" = "$want_batch" ]; then pass "global batches of 48 and 40 rows: refused on worker $w, naming both"
     else fail "worker $w, batches of 48 and 40 rows: '$got'"; fi
+    got=$(sed -n 2p "$work/w22/mismatch_n.$w")
+    if [ "$got" = "$want_skip" ]; then pass "worker 1 skips apply_gradients: refused on worker $w, naming it first"
+    else fail "worker $w, worker 1 skipping apply_gradients: '$got'"; fi
+    got=$(sed -n 3p "$work/w22/mismatch_n.$w")
+    if [ "$got" = "$want_shape" ]; then pass "an all-reduce of another shape on worker 1: refused on worker $w, naming it first"
+    else fail "worker $w, all-reduce shapes [3] and [4]: '$got'"; fi
   done
   for w in 1 2 3; do
     same_file "$work/w4/params.0" "$work/w4/params.$w" "4 workers: worker $w holds worker 0's bits"
@@ -205,8 +224,8 @@ t_failure() {
   end=$(date +%s.%N)
   if [ $rc -ne 0 ]; then pass "the job failed (exit $rc)"; else fail "the job with a stopped worker exited 0"; fi
   # (a step's first collective is vdev_replica_batch's check of the batch's
-  # rows across workers: an all-gather)
-  want='0: step 5: Collective has timed out waiting for other workers: all-gather (call '
+  # rows across workers: an all-gather; the message names the API call)
+  want='0: step 5: Collective has timed out waiting for other workers: vdev_replica_batch (all-gather, call '
   want2=') on worker 0 (/job:worker/replica:0/task:0) waited 2 s (VDEV_MPI_TIMEOUT) for worker 1 (/job:worker/replica:0/task:1), which did not make this call (stopped, died, or making other calls)'
   if grep -qF "$want" "$work/out.txt" && grep -qF "$want2" "$work/out.txt"; then pass "worker 0 names the worker it waited for"
   else fail "worker 0's message"; cat "$work/out.txt"; fi

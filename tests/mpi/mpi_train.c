@@ -12,7 +12,10 @@
  *                       process killed itself or stopped answering
  *   OUT/mismatch.<task> with --mismatch B: after the training, one more step
  *                       on a global batch of B rows on worker 1 and 48 on the
- *                       others: the status and message of that run
+ *                       others, then one where worker 1 skips
+ *                       vdev_replica_apply_gradients, then one where its
+ *                       vdev_replica_all_reduce passes a tensor of another
+ *                       shape: the status and message of each run, a line each
  * <task> is "reference", or the worker's task index.
  *
  * Options: --steps N (20), --replicas R (local devices GPU:0..R-1; 1),
@@ -147,6 +150,27 @@ static enum vdev_status step_or_exit(vdev_replica_context_t *ctx, void *u)
     return mm_step(ctx, u);
 }
 
+/* --mismatch: worker 1 returns before vdev_replica_apply_gradients, which
+ * the others make. */
+static enum vdev_status step_skip_apply(vdev_replica_context_t *ctx, void *u)
+{
+    struct mm *m = u;
+    if (worker_index != 1)
+        return mm_step(ctx, u);
+    vdev_tensor_t *x = vdev_replica_batch(ctx, m->x), *y = vdev_replica_batch(ctx, m->y);
+    return x && y ? VDEV_OK : vdev_last_status();
+}
+
+/* --mismatch: an all-reduce of a [3] tensor on worker 1, of a [4] one on the
+ * others. */
+static enum vdev_status step_other_shape(vdev_replica_context_t *ctx, void *u)
+{
+    (void)u;
+    int64_t shape[1] = {worker_index == 1 ? 3 : 4};
+    vdev_tensor_t *t = vdev_tensor_ones(shape, 1, VDEV_F32), *sum = NULL;
+    return t ? vdev_replica_all_reduce(ctx, VDEV_REDUCE_SUM, &t, 1, &sum) : vdev_last_status();
+}
+
 /* The sum of the replicas' losses, read on the host. */
 static float global_loss(vdev_strategy_t *s, vdev_tensor_t **losses)
 {
@@ -267,12 +291,17 @@ static int train(const struct opts *o)
     }
     if (o->mismatch && !o->reference) { /* workers whose global batches differ: every one fails the run */
         FILE *mf = out_file(o, "mismatch");
-        mm_batch(&m, task.index == 1 ? o->mismatch : 48, 99);
         vdev_tensor_t *losses[MM_MAX_REPLICAS];
-        enum vdev_status st = vdev_strategy_run(s, mm_step, &m, losses);
-        fprintf(mf, "%s %s\n", vdev_status_str(st), st == VDEV_OK ? "" : vdev_last_error());
-        if (st == VDEV_OK)
-            global_loss(s, losses);
+        vdev_replica_fn fns[3] = {mm_step, step_skip_apply, step_other_shape};
+        mm_batch(&m, task.index == 1 ? o->mismatch : 48, 99);
+        for (int i = 0; i < 3; i++) {
+            enum vdev_status st = vdev_strategy_run(s, fns[i], &m, losses);
+            fprintf(mf, "%s %s\n", vdev_status_str(st), st == VDEV_OK ? "" : vdev_last_error());
+            if (st == VDEV_OK)
+                global_loss(s, losses);
+            if (i == 0)
+                mm_batch(&m, 48, 99);
+        }
         fclose(mf);
     }
     mm_free(&m, MM_MAX_REPLICAS);
