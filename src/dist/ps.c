@@ -430,13 +430,15 @@ VDEV_API enum vdev_status vdev_ps_strategy_add_variables(vdev_ps_strategy_t *h,
     if (!all)
         return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
     st = agree(ps, PS_TAG_VARS, &mine, all, fn);
-    for (int p = 0; st == VDEV_OK && p < ps->n_procs; p++)
-        if (all[p].n != n || all[p].digest != digest)
+    /* every process compares the same records, the first differing one with
+     * rank 0's, so every process reports the same text */
+    for (int p = 1; st == VDEV_OK && p < ps->n_procs; p++)
+        if (all[p].n != all[0].n || all[p].digest != all[0].digest)
             st = vdev_error(VDEV_ERR_INVALID_ARG,
                             "%s: %s passed %lld variables of %lld elements, %s %lld of %lld, or of "
                             "other shapes; every process passes the same variables",
                             fn, all[p].task, (long long)all[p].n, (long long)all[p].total,
-                            ps->task[ps->me], (long long)n, (long long)total);
+                            all[0].task, (long long)all[0].n, (long long)all[0].total);
     free(all);
     if (st != VDEV_OK)
         return st;
