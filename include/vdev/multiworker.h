@@ -201,11 +201,16 @@ VDEV_API enum vdev_status vdev_ps_strategy_serve(vdev_ps_strategy_t *s, vdev_ps_
 
 /* Chief: schedules a step with this argument on the next idle worker and
  * returns at once with its id (a RemoteValue's). Blocks while every worker
- * is busy, until one is free. */
+ * is busy, until one is free. A step that failed since a join or schedule
+ * last returned an error makes it return that error instead, scheduling
+ * nothing (*id -1), and clears the errors collected so far (TensorFlow's
+ * ClusterCoordinator.schedule). */
 VDEV_API enum vdev_status vdev_ps_schedule(vdev_ps_strategy_t *s, int64_t step, int64_t *id);
-/* Chief: waits until every scheduled step has finished. A step that failed
- * on its worker makes join return its error ("step 12 on worker 1
- * (/job:worker/replica:0/task:1): ..."), once every other step has ended. */
+/* Chief: waits until every scheduled step has finished. The first step to
+ * fail since a join or schedule last returned an error makes join return
+ * that error ("step 12 on worker 1 (/job:worker/replica:0/task:1): ..."),
+ * once every other step has ended, and clears the errors collected so far
+ * (TensorFlow's ClusterCoordinator.join). */
 VDEV_API enum vdev_status vdev_ps_join(vdev_ps_strategy_t *s);
 /* Chief: the value a finished step returned (vdev_ps_worker_return; NaN
  * when it returned none). VDEV_ERR_NOT_FOUND for an id not scheduled or not
