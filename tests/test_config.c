@@ -522,7 +522,10 @@ static void test_after_startup(void)
 
     /* The values in force, repeated. */
     CHECK_OK(vdev_config_set_memory_growth("GPU:1", false));
-    CHECK_OK(vdev_config_set_memory_growth("GPU:0", true)); /* unset: growth is in force */
+    /* Growth that code never set: refused even when it names what is in
+     * force, as TensorFlow compares with what code set (None). */
+    EXPECT_ERR(vdev_config_set_memory_growth("GPU:0", true), VDEV_ERR_ALREADY_INITIALIZED,
+               ALREADY);
     CHECK_OK(vdev_config_set_memory_fraction("GPU:0", 0.5));
     CHECK_OK(vdev_config_set_memory_fraction("GPU:1", 0));
     CHECK_OK(vdev_config_set_logical_devices("GPU:1", (const uint64_t[]){GiB, 2 * GiB}, 2));
@@ -546,7 +549,8 @@ static void test_after_startup(void)
     setenv("VDEV_LOGICAL_DEVICES", "1:1GiB", 1);
     setenv("VDEV_VISIBLE_DEVICES", "1,2", 1);
     CHECK_OK(vdev_init());
-    CHECK_OK(vdev_config_set_memory_growth("GPU:0", false));
+    EXPECT_ERR(vdev_config_set_memory_growth("GPU:0", false), VDEV_ERR_ALREADY_INITIALIZED,
+               ALREADY); /* growth is TensorFlow's exception: only what code set repeats */
     CHECK_OK(vdev_config_set_memory_fraction(NULL, 0.25));
     CHECK_OK(vdev_config_set_logical_devices("GPU:1", (const uint64_t[]){GiB}, 1));
     CHECK_OK(vdev_config_set_visible_devices((const int[]){1, 2}, 2));

@@ -154,37 +154,44 @@ static void test_logical_names_refused(void)
         CHECK_OK(vdev_config_get_memory_growth(good[i], &g));
         CHECK(g == -1);
     }
-    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
-        CHECK_OK(vdev_config_set_memory_growth(good[i], true)); /* in force: a no-op */
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) /* unset: refused, as in TF */
+        EXPECT_ERR(vdev_config_set_memory_growth(good[i], true), VDEV_ERR_ALREADY_INITIALIZED,
+                   "Physical devices cannot be modified after being initialized");
     CHECK_OK(vdev_config_set_logical_devices("/physical_device:CPU:0", NULL, 0));
     CHECK_OK(vdev_config_set_logical_devices("cpu:0", NULL, 0));
 }
 
-/* After start-up, a repeat of the growth in force is accepted and reads back:
- * the getter never disagrees with a call that succeeded. */
+/* After start-up, as TensorFlow (which compares with what code set, None
+ * when unset): a repeat of what code set is accepted; growth never set is
+ * refused, even when the call names the growth in force, and still reads
+ * back as unset. */
 static void test_growth_repeat_reads_back(void)
 {
     check_fresh("2x1GiB");
     int g = 9;
+    CHECK_OK(vdev_config_set_memory_growth("GPU:1", true));
     CHECK_OK(vdev_init());
     CHECK_OK(vdev_config_get_memory_growth("GPU:0", &g));
     CHECK(g == -1);
-    CHECK_OK(vdev_config_set_memory_growth("GPU:0", true));
+    EXPECT_ERR(vdev_config_set_memory_growth("GPU:0", true), VDEV_ERR_ALREADY_INITIALIZED,
+               "Physical devices cannot be modified after being initialized");
     CHECK_OK(vdev_config_get_memory_growth("GPU:0", &g));
-    CHECK(g == 1);
-    CHECK_OK(vdev_config_get_memory_growth("GPU:1", &g));
     CHECK(g == -1);
+    CHECK_OK(vdev_config_set_memory_growth("GPU:1", true));
+    CHECK_OK(vdev_config_get_memory_growth("GPU:1", &g));
+    CHECK(g == 1);
     EXPECT_ERR(vdev_config_set_memory_growth("GPU:1", false), VDEV_ERR_ALREADY_INITIALIZED,
                "Physical devices cannot be modified after being initialized");
     CHECK_OK(vdev_config_get_memory_growth("GPU:1", &g));
-    CHECK(g == -1);
-    /* Preallocation from the environment, repeated in code. */
+    CHECK(g == 1);
+    /* Preallocation from the environment, repeated in code: refused too. */
     check_fresh("1x1GiB");
     setenv("VDEV_MEMORY_GROWTH", "false", 1);
     CHECK_OK(vdev_init());
-    CHECK_OK(vdev_config_set_memory_growth("GPU:0", false));
+    EXPECT_ERR(vdev_config_set_memory_growth("GPU:0", false), VDEV_ERR_ALREADY_INITIALIZED,
+               "Physical devices cannot be modified after being initialized");
     CHECK_OK(vdev_config_get_memory_growth("GPU:0", &g));
-    CHECK(g == 0);
+    CHECK(g == -1);
 }
 
 int main(void)

@@ -72,13 +72,20 @@ def test_cpu_refuses_device_ordinal():
     assert C.get_logical_device_configuration(cpu) is None
 
 
-def test_growth_repeated_after_start_up_reads_back():
+def test_growth_after_start_up_as_tensorflow():
+    # TensorFlow compares with what code set (None when unset), not with
+    # the growth in force: growth never set is refused after start-up.
     g = C.list_physical_devices("GPU")
+    C.set_memory_growth(g[1], False)
     vdev.init()
     assert C.get_memory_growth(g[0]) is None
-    C.set_memory_growth(g[0], True)  # growth is in force: accepted, and now set
-    assert C.get_memory_growth(g[0]) is True
+    for enable in (True, False):
+        with pytest.raises(RuntimeError) as e:
+            C.set_memory_growth(g[0], enable)
+        assert str(e.value) == "Physical devices cannot be modified after being initialized"
+    assert C.get_memory_growth(g[0]) is None
+    C.set_memory_growth(g[1], False)  # what code set: a no-op
     with pytest.raises(RuntimeError) as e:
-        C.set_memory_growth(g[1], False)
+        C.set_memory_growth(g[1], True)
     assert str(e.value) == "Physical devices cannot be modified after being initialized"
-    assert C.get_memory_growth(g[1]) is None
+    assert C.get_memory_growth(g[1]) is False

@@ -271,12 +271,10 @@ VDEV_API enum vdev_status vdev_config_set_memory_growth(const char *name, bool e
         return end(vdev_error(VDEV_ERR_INVALID_ARG,
                               "Cannot set memory growth on non-GPU and non-Pluggable devices"));
     if (S.frozen) {
-        /* Repeating what is in force changes nothing; the getter, which
-         * reports what code set, now reports it. */
-        if (S.eff[gpu].growth == (int)enable) {
-            S.gpus[gpu].growth = enable;
+        /* As TensorFlow: repeating what code set is a no-op; anything else,
+         * growth never set included (whatever is in force), is refused. */
+        if (S.gpus[gpu].growth == (int)enable)
             return end(VDEV_OK);
-        }
         return end(vdev_error(VDEV_ERR_ALREADY_INITIALIZED, "%s", ALREADY));
     }
     S.gpus[gpu].growth = enable;

@@ -6,7 +6,8 @@ Everything before start-up configures vdev; start-up (``vdev.init()``, the
 first op, or ``list_logical_devices``) freezes it: a later call that would
 change something raises ``RuntimeError`` with TensorFlow's message ("Physical
 devices cannot be modified after being initialized", "Visible devices ...",
-"Virtual devices ..."); one that repeats what is in force does nothing. Bad
+"Virtual devices ..."); one that repeats what is in force does nothing (for
+memory growth, as TensorFlow: only a repeat of what code set). Bad
 arguments raise ``ValueError`` in TensorFlow's words ("Unrecognized device:
 ..."). The state lives in the C library, so C code and the environment
 (VDEV_LOGICAL_DEVICES, VDEV_MEMORY_GROWTH, ...) see the same configuration;
