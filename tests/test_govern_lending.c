@@ -189,7 +189,8 @@ static void test_prealloc_released(void)
 
 /* Preallocation, the region in use when the floor and ceiling go down: it
  * stays while its block is live (and the OOM does not advise lowering the
- * ceiling again), then goes to a device the card cannot serve once freed. */
+ * ceiling again), then goes back to the card when the free empties it (it is
+ * above the ceiling), so another device finds the memory without lending. */
 static void test_prealloc_in_use(void)
 {
     fresh_card("1x2560MiB");
@@ -211,9 +212,9 @@ static void test_prealloc_in_use(void)
               "devices, a smaller batch");
     INVARIANTS_HOLD();
     CHECK_OK(vdev_mem_free("GPU:0", a));
-    CHECK_OK(vdev_mem_alloc("GPU:1", GIB, &u)); /* lent: above GPU:0's ceiling */
-    CHECK_EQ_U64(reserved("GPU:0"), 0);
-    CHECK(e0.n[VDEV_PRESSURE_LENT] == 1 && e0.bytes[VDEV_PRESSURE_LENT] == 2 * GIB);
+    CHECK_EQ_U64(reserved("GPU:0"), 0); /* given back: above GPU:0's ceiling */
+    CHECK_OK(vdev_mem_alloc("GPU:1", GIB, &u));
+    CHECK(e0.n[VDEV_PRESSURE_LENT] == 0);
     CHECK_OK(vdev_mem_free("GPU:1", u));
     INVARIANTS_HOLD();
 }
@@ -330,8 +331,105 @@ static void test_input_freed_during_op(void)
     INVARIANTS_HOLD();
 }
 
+/* A device that holds an empty region of its own, short of what the card
+ * leaves it: its own region goes and the others lend the rest, together
+ * (before, the request failed blaming fragmentation, though the card was
+ * idle). Where the card truly has no room, the OOM is the card's. */
+static void test_own_region_and_lending(void)
+{
+    fresh_card("1x4GiB");
+    setenv("VDEV_LOGICAL_DEVICES", "0:..,..2GiB", 1);
+    CHECK_OK(vdev_init());
+    struct events e0 = {0}, e1 = {0};
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:0", on_pressure, &e0));
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", on_pressure, &e1));
+    void *a, *b, *c;
+    CHECK_OK(vdev_mem_alloc("GPU:1", GIB, &a));
+    CHECK_OK(vdev_mem_free("GPU:1", a)); /* GPU:1 keeps an empty 1 GiB region */
+    CHECK_OK(vdev_mem_alloc("GPU:0", 3 * GIB, &b));
+    CHECK_OK(vdev_mem_free("GPU:0", b)); /* GPU:0 keeps the rest of the card, empty */
+    CHECK_OK(vdev_mem_alloc("GPU:1", GIB + 100 * MIB, &c));
+    CHECK_EQ_U64(reserved("GPU:1"), GIB + 100 * MIB);
+    CHECK_EQ_U64(reserved("GPU:0"), 0);
+    CHECK(e1.n[VDEV_PRESSURE_CARD_FULL] == 1 && e0.n[VDEV_PRESSURE_LENT] == 1);
+    CHECK_EQ_U64(e0.bytes[VDEV_PRESSURE_LENT], 3 * GIB);
+    INVARIANTS_HOLD();
+    CHECK_OK(vdev_mem_free("GPU:1", c));
+
+    /* With priorities and floors, the asker's ceiling the card's budget. */
+    fresh_card("1x4GiB");
+    setenv("VDEV_LOGICAL_DEVICES", "0:512MiB..@critical,512MiB..@low", 1);
+    CHECK_OK(vdev_init());
+    memset(&e0, 0, sizeof e0);
+    memset(&e1, 0, sizeof e1);
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:0", on_pressure, &e0));
+    CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", on_pressure, &e1));
+    void *d, *f, *g;
+    CHECK_OK(vdev_mem_alloc("GPU:0", 3 * GIB, &d));
+    CHECK_OK(vdev_mem_free("GPU:0", d));
+    CHECK_OK(vdev_mem_alloc("GPU:1", 2 * GIB + 512 * MIB, &f)); /* GPU:0 lends */
+    CHECK_OK(vdev_mem_alloc("GPU:0", GIB, &g));
+    CHECK_OK(vdev_mem_free("GPU:0", g)); /* GPU:0: an empty 1 GiB region */
+    CHECK(e0.n[VDEV_PRESSURE_CARD_FULL] == 0 && e1.n[VDEV_PRESSURE_LENT] == 0);
+    /* GPU:1's memory is live: the card has 512 MiB beside GPU:0's region. */
+    CHECK_ERR(vdev_mem_alloc("GPU:0", 3 * GIB, &d), VDEV_ERR_OOM,
+              "OOM when allocating 3.00 GiB (3221225472 bytes) on /device:GPU:0: 0 B in use of "
+              "4.00 GiB limit, largest free block 1.00 GiB; GPU:0 (critical) asked for 3.00 GiB "
+              "and /physical_device:GPU:0 has 1.50 GiB left for it; GPU:1 (low) holds 2.00 GiB "
+              "above its floor, all of it live; would help: freeing memory or lower ceilings on "
+              "those devices, a smaller batch");
+    CHECK(e0.n[VDEV_PRESSURE_CARD_FULL] == 1 && e1.n[VDEV_PRESSURE_LENT] == 0);
+    CHECK_EQ_U64(reserved("GPU:0"), GIB); /* nothing released for a request that failed */
+    CHECK_OK(vdev_mem_free("GPU:1", f)); /* now cached: its region reaches into its floor */
+    CHECK_OK(vdev_mem_alloc("GPU:0", 3 * GIB, &d));
+    CHECK(e0.n[VDEV_PRESSURE_CARD_FULL] == 2 && e1.n[VDEV_PRESSURE_LENT] == 1);
+    CHECK_EQ_U64(e1.bytes[VDEV_PRESSURE_LENT], 2 * GIB);
+    CHECK_EQ_U64(reserved("GPU:0"), 3 * GIB);
+    CHECK_EQ_U64(reserved("GPU:1"), 0);
+    INVARIANTS_HOLD();
+    CHECK_OK(vdev_mem_free("GPU:0", d));
+}
+
+/* Preallocation with a floor below the ceiling: one allocation of the whole
+ * ceiling on a device whose preallocated region holds nothing replaces that
+ * region (before, an OOM blamed fragmentation: the floor's region stayed
+ * beside the rest); the floor stays kept aside by the card. A region in use
+ * stays, and the limit is then what is short. */
+static void test_prealloc_replaced(void)
+{
+    fresh_card("1x8GiB");
+    setenv("VDEV_MEMORY_GROWTH", "false", 1);
+    setenv("VDEV_LOGICAL_DEVICES", "0:1GiB..4GiB,2GiB", 1);
+    CHECK_OK(vdev_init());
+    CHECK_EQ_U64(reserved("GPU:0"), GIB);
+    void *a, *b;
+    CHECK_OK(vdev_mem_alloc("GPU:0", 4 * GIB, &a));
+    CHECK_EQ_U64(reserved("GPU:0"), 4 * GIB);
+    CHECK_OK(vdev_mem_free("GPU:0", a));
+    struct vdev_memory_limits l;
+    CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
+    CHECK(l.floor_bytes == GIB && l.card_floors_bytes == 3 * GIB);
+    INVARIANTS_HOLD();
+
+    fresh_card("1x8GiB");
+    setenv("VDEV_MEMORY_GROWTH", "false", 1);
+    setenv("VDEV_LOGICAL_DEVICES", "0:1GiB..4GiB,2GiB", 1);
+    CHECK_OK(vdev_init());
+    CHECK_OK(vdev_mem_alloc("GPU:0", MIB, &b)); /* in the preallocated region */
+    CHECK_ERR(vdev_mem_alloc("GPU:0", 4 * GIB - 512 * MIB, &a), VDEV_ERR_OOM,
+              "OOM when allocating 3.50 GiB (3758096384 bytes) on /device:GPU:0: 1.00 MiB in use "
+              "of 4.00 GiB limit, largest free block 1023.00 MiB; fragmentation: free 4.00 GiB "
+              "in 2 blocks, largest 3.00 GiB; would help: a smaller batch, a larger limit");
+    CHECK_OK(vdev_mem_free("GPU:0", b));
+    CHECK_OK(vdev_mem_alloc("GPU:0", 4 * GIB - 512 * MIB, &a)); /* empty again: replaced */
+    CHECK_OK(vdev_mem_free("GPU:0", a));
+    INVARIANTS_HOLD();
+}
+
 int main(void)
 {
+    test_own_region_and_lending();
+    test_prealloc_replaced();
     test_turns_counted();
     test_input_freed_during_op();
     test_equal_priority();

@@ -571,7 +571,10 @@ void vdev_alloc_free(vdev_alloc_t *a, uint32_t handle)
     lock(a);
     block_retire(a, handle);
     chunk_release(a, handle);
-    unlock(a);
+    if (__builtin_expect(a->hooks & HOOK_OVER, 0))
+        vdev_alloc_over_freed(a); /* a region emptied above a lowered limit goes */
+    else
+        unlock(a);
 }
 
 /* Stream-ordered free across streams: the block leaves use now (statistics,
@@ -596,7 +599,10 @@ void vdev_alloc_free_after(vdev_alloc_t *a, uint32_t handle, void *event)
         if (a->src.event_drop)
             a->src.event_drop(a->src.ctx, event);
         chunk_release(a, handle);
-        unlock(a);
+        if (a->hooks & HOOK_OVER)
+            vdev_alloc_over_freed(a);
+        else
+            unlock(a);
         return;
     }
     a->ch[handle].szst = s | ST_PENDING;

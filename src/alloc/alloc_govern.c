@@ -361,17 +361,19 @@ static void holder_state(struct vdev_alloc *a, uint64_t *in_use, uint64_t *empty
 }
 
 /* Writes whose memory is where, for member i that asked for `what` (e.g.
- * "1.00 GiB"): what the card leaves it, then the members holding memory
+ * "1.00 GiB"): what the card leaves it (with the `own` bytes of its own
+ * empty regions, which it releases itself), then the members holding memory
  * above their floors (most first, at most three named) with how much of it
  * is live, then what would help, only what applies: freeing memory on those
  * devices when some of it is live, and lower ceilings on them when one
  * holding live memory is still below its ceiling (a device at or over its
- * ceiling cannot grow, and what it holds above it is lent once freed); when
+ * ceiling cannot grow, and what it holds above it goes back once freed); when
  * none of it is live, a smaller batch alone, and, when they hold no empty
  * region either, that the memory is free space in regions still in use
  * (regions that hold live or pending blocks, which cannot be released).
  * Takes each of those members' locks in turn; none may be held. */
-static void report(vdev_pool_t *p, int i, const char *what, char *out, size_t cap)
+static void report(vdev_pool_t *p, int i, const char *what, uint64_t own, char *out,
+                   size_t cap)
 {
     struct member snap[VDEV_POOL_MAX_MEMBERS];
     pthread_mutex_lock(&p->lock);
@@ -405,7 +407,8 @@ static void report(vdev_pool_t *p, int i, const char *what, char *out, size_t ca
     }
     char b1[32], b2[32], b3[32];
     const struct member *me = &snap[i];
-    uint64_t left = most > me->reserved ? most - me->reserved : 0;
+    uint64_t after = me->reserved > own ? me->reserved - own : 0;
+    uint64_t left = most > after ? most - after : 0;
     size_t len = (size_t)snprintf(out, cap, "%s (%s) asked for %s and %s has %s left for it",
                                   short_name(me->name), vdev_priority_name(me->prio), what,
                                   p->name, vdev_format_bytes(left, b1, sizeof b1));
@@ -536,7 +539,8 @@ uint64_t vdev_pool_reclaim(vdev_pool_t *p, int member, uint64_t sz, uint64_t own
     /* Written even when the request fits now: others may take the room
      * before the caller retries, and then its OOM quotes this. */
     char b[32];
-    report(p, member, vdev_format_bytes(sz, b, sizeof b), last_report, sizeof last_report);
+    report(p, member, vdev_format_bytes(sz, b, sizeof b), own, last_report,
+           sizeof last_report);
     if (cap)
         vdev_strlcpy(out, last_report, cap);
     return released;
@@ -586,7 +590,7 @@ static enum vdev_status floor_taken(vdev_pool_t *p, int i, uint64_t floor)
 {
     char b[32], what[64], msg[512];
     snprintf(what, sizeof what, "a floor of %s", vdev_format_bytes(floor, b, sizeof b));
-    report(p, i, what, msg, sizeof msg);
+    report(p, i, what, 0, msg, sizeof msg);
     return vdev_error(VDEV_ERR_OOM, "cannot raise the floor now: %s", msg);
 }
 

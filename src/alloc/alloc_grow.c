@@ -11,6 +11,9 @@
  * makes room under the limit and the request is tried once more (BFC's
  * DeallocateFreeRegions, "garbage collection"), after one sync of the
  * device, since blocks freed from the host may still be used by queued work.
+ * Governed, a request the limit would allow once those regions go, but the
+ * card's pool would not, lends first (the others make room for what the own
+ * regions do not cover), then collects; its OOM is then the card's.
  * The OOM message then says whether the limit is short (exhaustion), the
  * free memory too split (fragmentation), the card's shared memory held by
  * other logical devices (governance), or the device itself full, and only
@@ -22,8 +25,11 @@
  * card's pool before it asks the source, and gives it back when it releases
  * it; the pool caps growth at what the card leaves this device. A
  * preallocated region (the floor) is pinned: never released while the floor
- * holds it; a floor lowered below it at run time unpins it
- * (vdev_alloc_repin). Lending parks the empty regions it will give back
+ * holds it, but by garbage collection when it holds nothing and a request
+ * needs its room (the floor is then reserved on demand); a floor lowered
+ * below it at run time unpins it (vdev_alloc_repin). While more is reserved
+ * than a lowered limit, a free that empties a region gives it back
+ * (vdev_alloc_over_freed). Lending parks the empty regions it will give back
  * (vdev_alloc_park) while it waits, with the lock released, for the
  * device's stream, then releases them (vdev_alloc_unpark).
  */
@@ -265,12 +271,48 @@ uint64_t vdev_alloc_empty_bytes(const struct vdev_alloc *a)
     return empty;
 }
 
-/* Whether releasing the empty regions would leave room for a new region of
- * sz bytes under the limit and under what the card's pool leaves this
- * device (TensorFlow's test before it collects, with the pool added). */
-static int release_makes_room(struct vdev_alloc *a, uint64_t sz)
+/* Whether the pinned (preallocated) region holds nothing: garbage
+ * collection may then give it back, as a last resort (see own_bytes). */
+static int pinned_unused(const struct vdev_alloc *a)
 {
-    uint64_t empty = vdev_alloc_empty_bytes(a);
+    if (a->pinned == NIL)
+        return 0;
+    const struct chunk *c = &a->ch[a->reg[a->pinned].first];
+    return cstate(c) == ST_FREE && csize(c) == a->reg[a->pinned].bytes;
+}
+
+/* Whether sz bytes fit under the limit once `own` bytes of empty regions go. */
+static int fits_limit(const struct vdev_alloc *a, uint64_t sz, uint64_t own)
+{
+    uint64_t after = a->reserved - own;
+    return a->limit > after && sz <= a->limit - after;
+}
+
+/* The bytes garbage collection may release for a request of sz bytes (0
+ * with a source that cannot sync): the empty regions, and the pinned region
+ * too when it holds nothing and the request does not fit under the limit
+ * beside it. A request larger than what the limit leaves beside the floor's
+ * preallocated region replaces that region then: the floor stays kept aside
+ * by the card and is reserved on demand from then on, as a raised floor is. */
+static uint64_t own_bytes(const struct vdev_alloc *a, uint64_t sz, int *with_pinned)
+{
+    *with_pinned = 0;
+    if (!a->src.sync)
+        return 0;
+    uint64_t own = vdev_alloc_empty_bytes(a);
+    if (!fits_limit(a, sz, own) && pinned_unused(a)) {
+        *with_pinned = 1;
+        own += a->reg[a->pinned].bytes;
+    }
+    return own;
+}
+
+/* Whether releasing `empty` bytes of empty regions would leave room for a
+ * new region of sz bytes under the limit and under what the card's pool
+ * leaves this device (TensorFlow's test before it collects, with the pool
+ * added). */
+static int release_makes_room(struct vdev_alloc *a, uint64_t sz, uint64_t empty)
+{
     if (!empty)
         return 0;
     uint64_t cap = a->limit;
@@ -526,14 +568,19 @@ uint64_t vdev_alloc_unpark(struct vdev_alloc *a, uint32_t ticket, uint64_t keep,
  * limit (and the card's pool) for sz, syncs the device once (blocks freed
  * with vdev_alloc_free() may still be used by queued work) and releases
  * them; the caller then grows again. Regions holding a live or pending block
- * stay, and so does the pinned one; by the time malloc gets here it has
- * waited for every pending event. Only with a source that can sync. Returns
- * the bytes released (0: nothing was done). */
+ * stay, and so does the pinned one, unless it holds nothing and the request
+ * needs its room (own_bytes); by the time malloc gets here it has waited for
+ * every pending event. Only with a source that can sync. Returns the bytes
+ * released (0: nothing was done). */
 uint64_t vdev_alloc_collect(struct vdev_alloc *a, uint64_t sz)
 {
-    if (!a->src.sync || !release_makes_room(a, sz))
+    int with_pinned;
+    uint64_t own = own_bytes(a, sz, &with_pinned);
+    if (!release_makes_room(a, sz, own))
         return 0;
     a->src.sync(a->src.ctx);
+    if (with_pinned) /* the floor's region, empty, makes way for a larger one */
+        a->pinned = NIL;
     return vdev_alloc_release_empty(a, 0);
 }
 
@@ -599,9 +646,10 @@ enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint6
     if (sz > room) {
         uint64_t over = a->in_use > a->limit ? a->in_use - a->limit : 0;
         uint64_t short_by = sz - room > UINT64_MAX - over ? UINT64_MAX : sz - room + over;
-        /* "lowered" only when freeing memory could help: a request larger
-         * than the ceiling itself is the ordinary short limit */
-        if (a->limit_lowered && sz <= a->limit)
+        /* "lowered" only while the memory in use is above the ceiling and
+         * freeing memory could help: a request larger than the ceiling
+         * itself, or usage that fits under it, is the ordinary short limit */
+        if (a->limit_lowered && sz <= a->limit && a->in_use > a->limit)
             snprintf(tail, sizeof tail,
                      "; the ceiling was lowered at run time: new allocations fail until usage "
                      "fits under it (short by %s); would help: freeing memory on this device, a "
@@ -624,7 +672,7 @@ enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint6
     } else {
         uint64_t total, n, largest;
         free_blocks(a, &total, &n, &largest);
-        int release = !a->src.sync && release_makes_room(a, sz);
+        int release = !a->src.sync && release_makes_room(a, sz, vdev_alloc_empty_bytes(a));
         snprintf(tail, sizeof tail,
                  "; fragmentation: free %s in %llu block%s, largest %s; would help: %sa smaller "
                  "batch, a larger limit",
@@ -653,6 +701,13 @@ enum vdev_status vdev_alloc_make_room(struct vdev_alloc *a, uint64_t bytes, uint
     /* Garbage collection: release empty regions and grow again. */
     if (st == VDEV_ERR_OOM && why != WHY_HOST && vdev_alloc_collect(a, sz))
         st = vdev_alloc_grow(a, sz, &why);
+    /* The limit would leave room once this device's own empty regions go,
+     * but the card's pool does not leave it that much (else collection
+     * would have made room): the card is short, not the limit. */
+    int with_pinned;
+    uint64_t own = st == VDEV_ERR_OOM && a->pool ? own_bytes(a, sz, &with_pinned) : 0;
+    if (st == VDEV_ERR_OOM && why == WHY_LIMIT && a->pool && fits_limit(a, sz, own))
+        why = WHY_CARD;
     if (st == VDEV_ERR_OOM && why == WHY_CARD && round < 2) {
         /* Lending: other devices give their empty regions back. They take
          * their own locks (and wait for their streams), so this one is
@@ -662,7 +717,6 @@ enum vdev_status vdev_alloc_make_room(struct vdev_alloc *a, uint64_t bytes, uint
          * then, once releasing them makes room). */
         vdev_pool_t *pool = a->pool;
         int member = a->member;
-        uint64_t own = a->src.sync ? vdev_alloc_empty_bytes(a) : 0;
         unlock(a);
         char report[512];
         vdev_pool_reclaim(pool, member, sz, own, round == 0, report, sizeof report);
@@ -699,6 +753,27 @@ enum vdev_status vdev_alloc_over_limit(struct vdev_alloc *a, uint64_t bytes, uin
     if (sz > room)
         return vdev_alloc_fail_oom(a, bytes, sz, WHY_LIMIT, NULL);
     return VDEV_OK;
+}
+
+void vdev_alloc_over_freed(struct vdev_alloc *a)
+{
+    if (!a->src.sync || !vdev_alloc_empty_bytes(a)) {
+        unlock(a);
+        return;
+    }
+    /* Parked, the regions take no block and nothing else releases them
+     * while the device's queued work is waited for with the lock free. */
+    uint64_t over = a->reserved - a->limit;
+    uint32_t ticket = vdev_alloc_park(a, a->limit, over, 1);
+    unlock(a);
+    if (!ticket)
+        return;
+    a->src.sync(a->src.ctx);
+    lock(a);
+    over = a->reserved > a->limit ? a->reserved - a->limit : 0;
+    vdev_alloc_unpark(a, ticket, a->limit, over, 1);
+    over_hook_update(a);
+    unlock(a);
 }
 
 /* Hands back every empty region but the pinned one (see

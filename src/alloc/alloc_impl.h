@@ -385,6 +385,11 @@ enum vdev_status vdev_alloc_make_room(struct vdev_alloc *a, uint64_t bytes, uint
  * then fails with the OOM of a lowered ceiling when in use + sz exceeds the
  * limit. VDEV_OK: the request may go on. */
 enum vdev_status vdev_alloc_over_limit(struct vdev_alloc *a, uint64_t bytes, uint64_t sz);
+/* A free left HOOK_OVER set (more reserved than a lowered limit): gives back
+ * empty regions while more than the limit is reserved, after one sync of the
+ * device made with the lock released (their blocks may still be used by
+ * queued work). Called with the lock held; returns with it released. */
+void vdev_alloc_over_freed(struct vdev_alloc *a);
 
 /* Tells the watcher (vdev_alloc_watch) the bytes reserved just changed. */
 static inline void reserved_changed(struct vdev_alloc *a)
