@@ -108,8 +108,9 @@ VDEV_API enum vdev_status vdev_memory_get_limits(const char *device,
  * work and releases its empty regions until it fits; live memory is never
  * taken: while the memory in use stays above the ceiling, every new
  * allocation on the device fails with VDEV_ERR_OOM saying that the ceiling
- * was lowered; once it is freed, what the device holds above its ceiling is
- * lent first, whatever its priority, to a device the card cannot serve.
+ * was lowered; meanwhile a free that empties a region gives it back to the
+ * card (after the device's queued work) while the device holds more than
+ * its ceiling.
  * Logical CPUs take limits here too (the host's memory is their budget),
  * though start-up gives them none, as TensorFlow's. With preallocation
  * (growth off) the region reserved at start-up holds the floor: a floor
@@ -117,7 +118,9 @@ VDEV_API enum vdev_status vdev_memory_get_limits(const char *device,
  * releases it at once when it is empty, and preallocates the new floor, if
  * any, in its place as far as the new ceiling allows (the rest is reserved
  * on demand); when it is in use, it becomes an ordinary region,
- * released (or, above the ceiling, lent) once emptied; a raised floor is
+ * released once emptied (above the ceiling, by the free that empties it);
+ * a request that does not fit beside an empty preallocated region replaces
+ * it (the floor is then reserved on demand); a raised floor is
  * kept aside and reserved on demand. Raising the floor takes the memory it
  * needs from what the card has unclaimed, else from the empty regions other
  * devices hold above their floors. Errors, nothing changed: VDEV_ERR_INVALID_ARG (a floor above
