@@ -253,6 +253,9 @@ struct slot {
     vdev_tensor_t *s[3];        /* SGD: velocity (zeros while momentum is 0);
                                  * Adam: m, v, and vhat once AMSGrad is on
                                  * (variables, owned) */
+    vdev_tensor_t *clip[2];     /* while clipping: the clipped gradient (the
+                                 * variable's shape) and a norm's scalar, on
+                                 * the variable's device (owned, clip.c) */
 };
 
 struct optim {
@@ -267,6 +270,14 @@ struct optim {
 };
 
 static struct vdev_handle_table optims = VDEV_HANDLE_TABLE("optimizer", 5, struct optim);
+
+static void drop_clip_scratch(struct slot *s)
+{
+    for (int k = 0; k < 2; k++) {
+        vdev_tensor_free(s->clip[k]);
+        s->clip[k] = NULL;
+    }
+}
 
 static vdev_optimizer_t *optim_new(enum opt_kind kind)
 {
@@ -458,6 +469,9 @@ VDEV_API enum vdev_status vdev_optimizer_set_clipping(vdev_optimizer_t *h, float
     o->clip.clipnorm = clipnorm;
     o->clip.clipvalue = clipvalue;
     o->clip.global_clipnorm = global_clipnorm;
+    /* no clipping: no scratch for it (made again when clipping comes back) */
+    for (int i = 0; !vdev_clip_on(&o->clip) && i < o->n_slots; i++)
+        drop_clip_scratch(&o->slots[i]);
     return VDEV_OK;
 }
 
@@ -488,8 +502,8 @@ static struct slot *slot_of(struct optim *o, const vdev_tensor_t *hvar, const st
     for (int i = 0; i < o->n_slots && !s; i++)
         if (o->slots[i].var == hvar)
             s = &o->slots[i];
-    int n = n_slots_used(o);
-    if (s && (n < 3 || s->s[2]))
+    int n = n_slots_used(o), clip = vdev_clip_on(&o->clip);
+    if (s && (n < 3 || s->s[2]) && (!clip || s->clip[0]))
         return s;
     if (!s && o->n_slots == o->cap_slots) {
         int cap = o->cap_slots ? 2 * o->cap_slots : 16;
@@ -507,23 +521,36 @@ static struct slot *slot_of(struct optim *o, const vdev_tensor_t *hvar, const st
         memset(s, 0, sizeof *s);
         s->var = hvar;
     }
-    vdev_tensor_t *made[3] = {NULL, NULL, NULL};
+    /* made[0..3) the slots, made[3..5) the clipping's scratch */
+    vdev_tensor_t *made[5] = {NULL, NULL, NULL, NULL, NULL};
+    int want[5] = {0, 0, 0, 0, 0}, ok = 1;
+    for (int k = 0; k < n; k++)
+        want[k] = !s->s[k];
+    want[3] = want[4] = clip && !s->clip[0];
     vdev_placement_push_dev(var->dev);
-    for (int k = 0; k < n; k++)
-        if (!s->s[k])
-            made[k] = vdev_variable(vdev_tensor_zeros(var->shape, var->ndim, VDEV_F32));
-    vdev_placement_pop_dev();
-    for (int k = 0; k < n; k++)
-        if (!s->s[k] && !made[k]) {
-            for (int j = 0; j < n; j++)
-                vdev_tensor_free(made[j]);
-            return NULL;
+    for (int k = 0; k < 5 && ok; k++)
+        if (want[k]) {
+            int scalar = k == 4;
+            made[k] = vdev_variable(
+                vdev_tensor_zeros(var->shape, scalar ? 0 : var->ndim, VDEV_F32));
+            ok = made[k] != NULL;
         }
+    vdev_placement_pop_dev();
+    if (!ok) {
+        for (int j = 0; j < 5; j++)
+            vdev_tensor_free(made[j]);
+        if (fresh)
+            memset(s, 0, sizeof *s);
+        return NULL;
+    }
     /* slots are state, not trainable */
-    for (int k = 0; k < n; k++)
+    for (int k = 0; k < 5; k++)
         if (made[k]) {
             vdev_tens_peek(made[k])->requires_grad = 0;
-            s->s[k] = made[k];
+            if (k < 3)
+                s->s[k] = made[k];
+            else
+                s->clip[k - 3] = made[k];
         }
     if (fresh)
         o->n_slots++;
@@ -658,27 +685,40 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
      * or step count changed. On the stack for a model's usual number of
      * variables: this runs every training step. */
     struct vdev_tens *lists_s[64 * 7], **ins[2 * 64];
-    vdev_tensor_t *clip_s[64];
+    vdev_tensor_t *clip_s[3 * 64];
     int big = n > 64;
     struct vdev_tens **lists = big ? malloc((size_t)n * 7 * sizeof *lists) : lists_s;
     struct vdev_tens ***pins = big ? malloc((size_t)n * 2 * sizeof *pins) : ins;
-    vdev_tensor_t **clipped = big ? malloc((size_t)n * sizeof *clipped) : clip_s;
+    vdev_tensor_t **clipped = big ? malloc((size_t)n * 3 * sizeof *clipped) : clip_s;
     enum vdev_status st = VDEV_OK;
     if (!lists || !pins || !clipped)
         st = vdev_error(VDEV_ERR_OOM, "vdev_optimizer_apply: out of host memory");
-    /* Keras clips the gradients first (new tensors: the caller's stay) */
-    if (st == VDEV_OK)
-        st = vdev_clip_gradients(&o->clip, grads, n, clipped);
+    /* Keras clips the gradients first, into the scratch made with the slots
+     * (the caller's gradients stay): nothing allocated here */
+    /* one scratch per variable: with clipping, a variable comes once */
+    for (int i = 0; st == VDEV_OK && vdev_clip_on(&o->clip) && i < n; i++)
+        for (int j = 0; j < i && st == VDEV_OK; j++)
+            if (vars[j] == vars[i])
+                st = vdev_error(VDEV_ERR_INVALID_ARG,
+                                "vdev_optimizer_apply: variables #%d and #%d are the same; with "
+                                "gradient clipping each variable may come once",
+                                j, i);
     if (st == VDEV_OK) {
-        int clipping = n > 0 && clipped[0];
-        st = run_updates(o, vars, clipping ? clipped : grads, n, lists, pins);
+        vdev_tensor_t **bufs = clipped + n, **sums = clipped + 2 * (size_t)n;
+        for (int i = 0; i < n; i++) {
+            struct slot *s = slot_of(o, vars[i], vdev_tens_peek(vars[i])); /* a lookup */
+            bufs[i] = s->clip[0];
+            sums[i] = s->clip[1];
+        }
+        st = vdev_clip_gradients(&o->clip, grads, n, bufs, sums, clipped);
+    }
+    if (st == VDEV_OK) {
+        st = run_updates(o, vars, clipped, n, lists, pins);
         /* A step counts once its updates were submitted (a backend failure
          * part way counts too: some variables moved with this step's Adam
          * factor). */
         if (st == VDEV_OK || vdev_last_status() == VDEV_ERR_BACKEND)
             o->step++;
-        for (int i = 0; clipping && i < n; i++)
-            vdev_tensor_free(clipped[i]);
     }
     if (big) {
         free(lists);
@@ -755,6 +795,7 @@ VDEV_API void vdev_optimizer_free(vdev_optimizer_t *h)
     for (int i = 0; i < o->n_slots; i++) {
         for (int k = 0; k < 3; k++)
             vdev_tensor_free(o->slots[i].s[k]);
+        drop_clip_scratch(&o->slots[i]);
     }
     free(o->slots);
     vdev_handle_release(&optims, o);

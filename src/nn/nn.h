@@ -9,8 +9,10 @@
 #include "base/base.h"
 
 /* Makes the slots (velocity; Adam's m and v) of vars[0..n) that the
- * optimizer does not have yet, zeros on each variable's device. After
- * VDEV_OK, vdev_optimizer_apply on these variables allocates nothing.
+ * optimizer does not have yet, zeros on each variable's device, and, while
+ * the optimizer clips gradients, the clipping's scratch beside each
+ * variable. After VDEV_OK, vdev_optimizer_apply on these variables allocates
+ * nothing (with gradients on their variables' devices), clipping included.
  * Errors: those of vdev_optimizer_apply's arguments, VDEV_ERR_OOM (slots made
  * before the failure stay; they are zeros, as new ones would be). */
 enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *opt, vdev_tensor_t *const *vars, int n);
@@ -21,11 +23,18 @@ struct vdev_clip {
     float clipnorm, clipvalue, global_clipnorm;
 };
 
-/* Clips grads[0..n) as Keras's Optimizer._clip_gradients (clip.c): out[i]
- * gets a new tensor, the clipped gradient beside grads[i], for the caller to
- * free; all NULL when c clips nothing (the gradients are used as they are).
- * Errors: those of the ops (VDEV_ERR_OOM...), every out[i] then NULL. */
+/* Whether c clips anything. */
+int vdev_clip_on(const struct vdev_clip *c);
+
+/* Clips grads[0..n) as Keras's Optimizer._clip_gradients (clip.c) into
+ * bufs[i] (float32, grads[i]'s shape; the optimizer's scratch, beside each
+ * variable) with sums[i] (float32 scalars) for the norms, allocating nothing
+ * when each gradient is on its buffer's device. use[i] is then the gradient
+ * to apply: bufs[i], or grads[i] when c clips nothing or grads[i] does not
+ * fit its buffer (for the update's checks to refuse it). Errors: those of
+ * the ops (a backend's); the buffers' contents are then undefined. */
 enum vdev_status vdev_clip_gradients(const struct vdev_clip *c, vdev_tensor_t *const *grads, int n,
-                                     vdev_tensor_t **out);
+                                     vdev_tensor_t *const *bufs, vdev_tensor_t *const *sums,
+                                     vdev_tensor_t **use);
 
 #endif /* VDEV_NN_H */

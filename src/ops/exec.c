@@ -528,6 +528,51 @@ enum vdev_status vdev_op_exec_inplace_all(enum vdev_op op, struct vdev_tens *con
     return st;
 }
 
+/* An op into out, a tensor the caller made (the op's output shape and
+ * dtype) on the device where it runs: nothing allocated once every input is
+ * on out's device (an input elsewhere is copied there, as for any op). Not
+ * recorded on a tape: for the library's own scratch work (the optimizers'
+ * gradient clipping), whose inputs need no gradient. */
+enum vdev_status vdev_op_exec_into(enum vdev_op op, const struct vdev_tens *const *in, int n_in,
+                                   const struct vdev_op_params *p, struct vdev_tens *out)
+{
+    const struct vdev_op_def *def = &vdev_op_defs[op];
+    if (!check_inputs(def, in, n_in))
+        return vdev_last_status() != VDEV_OK ? vdev_last_status()
+                                             : vdev_error(VDEV_ERR_INVALID_ARG, "NULL tensor");
+    if (def->flags & VDEV_OP_VIEW)
+        return vdev_error(VDEV_ERR_INTERNAL, "%s is a view: nothing to run into", def->name);
+    struct vdev_ldev *dev = out->dev;
+    const struct vdev_tens *use[VDEV_KERNEL_MAX_IN];
+    struct vdev_tens *tmp[VDEV_KERNEL_MAX_IN] = {0};
+    uint64_t copied;
+    enum vdev_status st = gather_inputs(def, dev, in, n_in, use, tmp, &copied);
+    struct vdev_kernel_args ka;
+    if (st == VDEV_OK) {
+        vdev_kernel_args_fill(&ka, op, use, n_in, p);
+        st = def->shape(&ka);
+    }
+    if (st == VDEV_OK &&
+        (ka.out_dtype[0] != (int)out->dtype || ka.out_ndim[0] != out->ndim ||
+         memcmp(ka.out_shape[0], out->shape, (size_t)out->ndim * sizeof out->shape[0])))
+        st = vdev_error(VDEV_ERR_INTERNAL, "%s: the output made for it has another shape",
+                        def->name);
+    if (st == VDEV_OK) {
+        vdev_tens_write_begin(out, dev);
+        ka.out[0] = out->data;
+        out->host_written = 0;
+        if (out->numel)
+            st = dispatch(dev, def, &ka);
+        vdev_tens_write_end(out);
+        for (int i = 0; i < n_in; i++)
+            vdev_tens_after_read(in[i], dev);
+    }
+    if (st == VDEV_OK)
+        vdev_placement_record((int)op, def->name, dev, home_of(in, n_in), copied);
+    drop_tmp(tmp, n_in);
+    return st;
+}
+
 /* ---- the handle forms ---- */
 
 /* The tensors behind n handles: 0 with the error kept for a NULL one, set

@@ -117,6 +117,11 @@ enum vdev_status vdev_op_exec_inplace(enum vdev_op op, struct vdev_tens *const *
  * error) leaves the lists before it updated. */
 enum vdev_status vdev_op_exec_inplace_all(enum vdev_op op, struct vdev_tens *const *const *ins,
                                           int n, int n_in, const struct vdev_op_params *p);
+/* op on in[0..n_in) into out (made by the caller with the op's output
+ * shape and dtype; the op runs on out's device): allocates nothing when
+ * every input is on out's device. No tape records it. */
+enum vdev_status vdev_op_exec_into(enum vdev_op op, const struct vdev_tens *const *in, int n_in,
+                                   const struct vdev_op_params *p, struct vdev_tens *out);
 /* Fills kernel args from tensors (shapes, pointers, dtypes). */
 void vdev_kernel_args_fill(struct vdev_kernel_args *a, enum vdev_op op,
                            const struct vdev_tens *const *in, int n_in,
