@@ -165,7 +165,7 @@ def test_dense_frees_its_initial_value_when_it_cannot_become_a_variable(monkeypa
     reshape gives) is freed, not leaked, and vdev's error raised."""
     real = vdev.random.uniform
     monkeypatch.setattr(vdev.random, "uniform",
-                        lambda shape, *a, **k: vdev.reshape(real(shape, *a, **k), [-1]))
+                        lambda shape, *a, **k: vdev.reshape(real(shape, *a, **k), list(shape)))
     with vdev.device("GPU:1"):
         with pytest.raises(vdev.errors.InvalidArgumentError) as e:
             vdev.layers.Dense(4, input_dim=64)

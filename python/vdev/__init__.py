@@ -37,7 +37,8 @@ from ._device import device
 from ._device_spec import DeviceSpec
 from ._tape import GradientTape, UnconnectedGradients
 from .errors import OutOfMemoryError
-from . import config, debugging, layers, losses, math, models, nn, optimizers, placement
+from . import config, debugging, initializers, layers, losses, math, models, nn, optimizers
+from . import placement
 from . import distribute, random, train
 from .dlpack import from_dlpack
 
@@ -89,7 +90,8 @@ __all__ = ["DType", "Tensor", "TensorShape", "Variable", "as_dtype", "constant",
            "zeros_like", "add", "argmax", "divide", "exp", "identity", "log", "matmul",
            "multiply", "negative", "pow", "reduce_mean", "reduce_sum", "reshape", "sigmoid",
            "sqrt", "square", "stop_gradient", "subtract", "tanh", "transpose", "device", "DeviceSpec", "GradientTape", "UnconnectedGradients",
-           "OutOfMemoryError", "errors", "config", "debugging", "layers", "losses", "math",
+           "OutOfMemoryError", "errors", "config", "debugging", "initializers", "layers", "losses",
+           "math",
            "models", "nn", "optimizers", "placement", "random", "from_dlpack", "init",
            "distribute", "train",
            "is_initialized", "shutdown", "last_error", "experimental"]

@@ -1,7 +1,8 @@
 """Layers, as ``tf.keras.layers``: ``Dense``.
 
 ``Dense(units, activation)`` computes act(x @ W + b) with W Glorot-uniform
-and b zeros, the same ops and the same numbers as vdev's C dense layer for
+and b zeros (Keras's kernel_initializer / bias_initializer: a name or a
+vdev.initializers object),  the same ops and the same numbers as vdev's C dense layer for
 the same seed. Its variables are made when the layer learns its input size:
 at once when ``input_dim`` (or ``input_shape``) is given, else at the first
 call, and in both cases on the device scope that was current when the layer
@@ -19,11 +20,10 @@ another width, or of fewer than two dimensions, is refused in Keras's words,
 naming the layer.
 """
 
-import math
 import re
 import threading
 
-from . import _lib, _ops, _strategy_context, random
+from . import _lib, _ops, _strategy_context, initializers, random
 from ._device import current_device, device
 from ._tensor import Tensor, Variable, float32
 
@@ -38,6 +38,20 @@ def _activation(a):
         raise ValueError("Unknown activation function: %r. vdev has %s"
                          % (a, ", ".join(repr(k) for k in _ACTIVATIONS if k)))
     return _ACTIVATIONS[a]
+
+
+def _initial(init, shape):
+    """init(shape) as a fresh float32 tensor of that shape (a callable may
+    give a Variable, a NumPy array or a list: copied)."""
+    t = init(shape, dtype="float32")
+    if not isinstance(t, Tensor) or isinstance(t, Variable):
+        t = _ops.convert_to_tensor(t.numpy() if isinstance(t, Tensor) else t, float32)
+    elif t.dtype is not float32:
+        t = _ops._cast(t, float32)
+    if tuple(int(d) for d in t.shape) != tuple(shape):
+        raise ValueError("The initializer gave a value of shape %s for a weight of shape %s"
+                         % (tuple(int(d) for d in t.shape), tuple(shape)))
+    return t
 
 
 def _adopt(t, strategy=None):
@@ -106,10 +120,56 @@ class Layer:
     def trainable_weights(self):
         return self.trainable_variables
 
+    @property
+    def weights(self):
+        """The variables, Keras's order: each layer's kernel, then its bias."""
+        return self.variables
+
+    @property
+    def non_trainable_weights(self):
+        return [v for v in self.variables if not v.trainable]
+
+    def get_weights(self):
+        """The weights' values, NumPy arrays in the order of ``weights``."""
+        return [v.numpy() for v in self.weights]
+
+    def set_weights(self, weights):
+        """Assigns each weight its value (on the variable's device, every
+        replica's copy for a mirrored one), after checking the count and
+        every shape as Keras does: a refused list changes nothing."""
+        import numpy as np
+        params = self.weights
+        weights = list(weights)
+        if len(params) != len(weights):
+            raise ValueError('You called `set_weights(weights)` on layer "%s" with a weight list '
+                             "of length %s, but the layer was expecting %s weights. Provided "
+                             "weights: %s..." % (self.name, len(weights), len(params),
+                                                 str(weights)[:50]))
+        values = []
+        for p, w in zip(params, weights):
+            w = np.asarray(w, np.float32)
+            ref = tuple(int(d) for d in p.shape)
+            if ref != w.shape:
+                raise ValueError("Layer %s weight shape %s is not compatible with provided "
+                                 "weight shape %s." % (self.name, ref, w.shape))
+            values.append(w)
+        for p, w in zip(params, values):
+            p.assign(w)
+
+    def count_params(self):
+        n = 0
+        for v in self.weights:
+            k = 1
+            for d in v.shape:
+                k *= int(d)
+            n += k
+        return n
+
 
 class Dense(Layer):
-    def __init__(self, units, activation=None, use_bias=True, input_dim=None, input_shape=None,
-                 seed=None, name=None):
+    def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", input_dim=None, input_shape=None, seed=None,
+                 name=None):
         super().__init__(name)
         try:
             n = _lib.index(units, "units")
@@ -122,6 +182,13 @@ class Dense(Layer):
         self.activation = _activation(activation)
         self.use_bias = bool(use_bias)
         self.seed = random._seed(seed)
+        # a name's initializer draws with the layer's seed (the bias's with
+        # the next), so the default is the C dense layer's Glorot uniform
+        self.kernel_initializer = initializers._get(kernel_initializer, self.seed)
+        self.bias_initializer = initializers._get(bias_initializer,
+                                                  (self.seed + 1) & (2**64 - 1))
+        if self.kernel_initializer is None or self.bias_initializer is None:
+            raise ValueError("Could not interpret initializer identifier: None")
         self._device = current_device()
         self._strategy = _strategy_context.mirroring_strategy()
         self.kernel = self.bias = None
@@ -140,7 +207,6 @@ class Dense(Layer):
                 "variables must be made once for every replica. Give it input_dim (or call it "
                 "once) under strategy.scope()" % self.name)
         input_dim = _lib.index(input_dim, "input_dim")
-        r = math.sqrt(6.0 / (input_dim + self.units))  # Glorot (Xavier) uniform
         # Mirrored: the initial values are made on the host, then copied to
         # each replica, so no replica's device holds more than another's.
         where = self._device or ("CPU:0" if self._strategy is not None else None)
@@ -148,12 +214,12 @@ class Dense(Layer):
         if scope:
             scope.__enter__()
         try:
-            w = random.uniform((input_dim, self.units), -r, r, seed=self.seed)
+            w = _initial(self.kernel_initializer, (input_dim, self.units))
             self.kernel = _adopt(w, self._strategy)
             self.kernel.name = self.name + "/kernel"
             if self.use_bias:
-                from ._tensor import zeros
-                self.bias = _adopt(zeros((self.units,)), self._strategy)
+                b = _initial(self.bias_initializer, (self.units,))
+                self.bias = _adopt(b, self._strategy)
                 self.bias.name = self.name + "/bias"
         finally:
             if scope:

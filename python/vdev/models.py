@@ -3,6 +3,8 @@ layers with the seeds vdev's C ``vdev_mlp_new`` uses, so a model built here
 starts from the same weights as the C model of the same seed (and trains to
 the same numbers)."""
 
+import numpy as np
+
 from . import _lib
 from .layers import Dense, Layer, _dedup
 
@@ -41,6 +43,47 @@ class Sequential(Layer):
     @property
     def trainable_variables(self):
         return [v for v in self.variables if v.trainable]
+
+    def summary(self, line_length=None, positions=None, print_fn=None):
+        """Keras's table of the layers: name (type), output shape (None for
+        the batch), parameters; then the totals. Every layer must be built
+        (Keras's error otherwise). print_fn gets each line (print when
+        None)."""
+        if any(getattr(l, "kernel", 0) is None for l in self.layers):
+            raise ValueError("This model has not yet been built. Build the model first by "
+                             "calling `build()` or by calling the model on a batch of data.")
+        print_fn = print_fn or print
+        line_length = line_length or 65
+        positions = positions or [0.45, 0.85, 1.0]
+        if positions[-1] <= 1:
+            positions = [int(line_length * p) for p in positions]
+
+        def row(fields):
+            line = ""
+            for i, f in enumerate(fields):
+                if i > 0:
+                    line = line[:-1] + " "
+                line += str(f)
+                line = line[:positions[i]]
+                line += " " * (positions[i] - len(line))
+            print_fn(line)
+
+        print_fn('Model: "%s"' % self.name)
+        print_fn("_" * line_length)
+        row(["Layer (type)", "Output Shape", "Param #"])
+        print_fn("=" * line_length)
+        for i, l in enumerate(self.layers):
+            units = getattr(l, "units", None)
+            shape = "(None, %d)" % units if units is not None else "?"
+            n = l.count_params() if hasattr(l, "count_params") else 0
+            row(["%s (%s)" % (l.name, type(l).__name__), shape, n])
+            print_fn(("_" if i + 1 < len(self.layers) else "=") * line_length)
+        total = self.count_params()
+        trainable = sum(int(np.prod([int(d) for d in v.shape])) for v in self.trainable_weights)
+        print_fn("Total params: %s" % "{:,}".format(total))
+        print_fn("Trainable params: %s" % "{:,}".format(trainable))
+        print_fn("Non-trainable params: %s" % "{:,}".format(total - trainable))
+        print_fn("_" * line_length)
 
 
 class MLP(Sequential):

@@ -1,0 +1,127 @@
+"""Dense's kernel_initializer/bias_initializer (vdev.initializers, Keras's
+names and classes, checked against Keras's fan and scale formulas),
+weights / get_weights / set_weights with Keras's errors, and summary()."""
+
+import math
+
+import numpy as np
+import pytest
+
+import vdev
+from vdev import initializers as I
+
+
+def draw(init, shape=(400, 600)):
+    return init(shape).numpy().astype(np.float64)
+
+
+def test_default_is_glorot_uniform_same_numbers():
+    a = vdev.layers.Dense(5, input_dim=7, seed=11)
+    b = vdev.layers.Dense(5, input_dim=7, seed=11, kernel_initializer="glorot_uniform")
+    np.testing.assert_array_equal(a.kernel.numpy(), b.kernel.numpy())
+    r = math.sqrt(6.0 / 12)
+    want = vdev.random.uniform((7, 5), -r, r, seed=11).numpy()
+    np.testing.assert_array_equal(a.kernel.numpy(), want)
+    np.testing.assert_array_equal(a.bias.numpy(), np.zeros(5, np.float32))
+
+
+def test_exact_initializers():
+    d = vdev.layers.Dense(3, input_dim=2, kernel_initializer="ones", bias_initializer="ones")
+    np.testing.assert_array_equal(d.kernel.numpy(), np.ones((2, 3), np.float32))
+    np.testing.assert_array_equal(d.bias.numpy(), np.ones(3, np.float32))
+    d = vdev.layers.Dense(3, input_dim=2, kernel_initializer=I.Zeros(),
+                          bias_initializer=I.Constant(0.5))
+    np.testing.assert_array_equal(d.kernel.numpy(), np.zeros((2, 3), np.float32))
+    np.testing.assert_array_equal(d.bias.numpy(), np.full(3, 0.5, np.float32))
+
+
+@pytest.mark.parametrize("name,scale,fan,dist", [
+    ("glorot_uniform", 1, "avg", "u"), ("glorot_normal", 1, "avg", "t"),
+    ("he_normal", 2, "in", "t"), ("he_uniform", 2, "in", "u"),
+    ("lecun_normal", 1, "in", "t"), ("lecun_uniform", 1, "in", "u")])
+def test_variance_scaling_moments(name, scale, fan, dist):
+    fan_in, fan_out = 400, 600
+    n = {"in": fan_in, "avg": (fan_in + fan_out) / 2}[fan]
+    var = scale / n  # Keras: the variance of every one of these
+    x = draw(I.get(name))
+    assert abs(x.mean()) < 4 * math.sqrt(var / x.size)
+    assert abs(x.var() / var - 1) < 0.02
+    if dist == "u":
+        limit = math.sqrt(3 * var)
+        assert x.min() >= -limit and x.max() <= limit
+        assert x.max() > 0.99 * limit
+    else:  # truncated at two standard deviations of the untruncated normal
+        bound = 2 * math.sqrt(var) / 0.87962566103423978
+        assert np.abs(x).max() <= bound * (1 + 1e-6)
+        assert np.abs(x).max() > 0.99 * bound
+
+
+def test_random_classes_with_keras_args():
+    x = draw(I.RandomNormal(mean=1.0, stddev=0.5, seed=3))
+    assert abs(x.mean() - 1) < 0.005 and abs(x.std() - 0.5) < 0.005
+    x = draw(I.RandomUniform(minval=2, maxval=3, seed=3))
+    assert x.min() >= 2 and x.max() <= 3 and abs(x.mean() - 2.5) < 0.005
+    x = draw(I.TruncatedNormal(mean=0.0, stddev=0.1, seed=4))
+    assert np.abs(x).max() <= 0.2 * (1 + 1e-6)
+    assert abs(x.std() - 0.1 * 0.87962566103423978) < 0.002
+    x2 = draw(I.TruncatedNormal(mean=0.0, stddev=0.1, seed=4))
+    np.testing.assert_array_equal(x, x2)  # a seed gives the same numbers
+    d = vdev.layers.Dense(4, input_dim=3, kernel_initializer=I.RandomUniform(seed=1))
+    assert np.abs(d.kernel.numpy()).max() <= 0.05
+
+
+def test_unknown_initializer():
+    with pytest.raises(ValueError, match="^Could not interpret initializer identifier: "
+                                         "glorot_uniformm$"):
+        vdev.layers.Dense(3, kernel_initializer="glorot_uniformm")
+    with pytest.raises(ValueError, match="^Could not interpret initializer identifier: 5$"):
+        I.get(5)
+    with pytest.raises(ValueError, match="Invalid `mode` argument: fan"):
+        I.VarianceScaling(mode="fan")
+
+
+def test_weights_order_and_get_set():
+    m = vdev.models.Sequential([vdev.layers.Dense(4, input_dim=3, name="a1"),
+                                vdev.layers.Dense(2, input_dim=4, name="a2")])
+    assert [v.name for v in m.weights] == ["a1/kernel", "a1/bias", "a2/kernel", "a2/bias"]
+    assert m.trainable_weights == m.weights and m.non_trainable_weights == []
+    w = m.get_weights()
+    assert [x.shape for x in w] == [(3, 4), (4,), (4, 2), (2,)]
+    new = [np.full(x.shape, i + 1, np.float32) for i, x in enumerate(w)]
+    m.set_weights(new)
+    for v, x in zip(m.weights, new):
+        np.testing.assert_array_equal(v.numpy(), x)
+    y = m(np.ones((1, 3), np.float32)).numpy()
+    np.testing.assert_allclose(y, [[4 * (3 * 1 + 2) * 3 + 4] * 2])
+    assert m.layers[0].get_weights()[0].shape == (3, 4)
+
+
+def test_set_weights_errors_change_nothing():
+    m = vdev.models.Sequential([vdev.layers.Dense(4, input_dim=3, name="b1")])
+    before = m.get_weights()
+    with pytest.raises(ValueError) as e:
+        m.set_weights([np.zeros((3, 4))])
+    assert str(e.value).startswith(
+        'You called `set_weights(weights)` on layer "%s" with a weight list of length 1, but '
+        "the layer was expecting 2 weights. Provided weights: " % m.name)
+    with pytest.raises(ValueError, match=r"^Layer b1 weight shape \(4,\) is not compatible "
+                                         r"with provided weight shape \(5,\)\.$"):
+        m.layers[0].set_weights([np.zeros((3, 4)), np.zeros(5)])
+    for a, b in zip(before, m.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_summary():
+    m = vdev.models.Sequential([vdev.layers.Dense(4, input_dim=3, name="c1"),
+                                vdev.layers.Dense(2, input_dim=4, name="c2")], name="seq")
+    lines = []
+    m.summary(print_fn=lines.append)
+    assert lines[0] == 'Model: "seq"'
+    assert lines[2].startswith("Layer (type)") and "Output Shape" in lines[2]
+    assert lines[2].index("Output Shape") == 29 and lines[2].index("Param #") == 55
+    assert lines[4].split() == ["c1", "(Dense)", "(None,", "4)", "16"]
+    assert lines[6].split() == ["c2", "(Dense)", "(None,", "2)", "10"]
+    assert lines[-4:] == ["Total params: 26", "Trainable params: 26", "Non-trainable params: 0",
+                          "_" * 65]
+    with pytest.raises(ValueError, match="This model has not yet been built"):
+        vdev.models.Sequential([vdev.layers.Dense(2)]).summary()

@@ -1,0 +1,212 @@
+"""Initializers, as ``tf.keras.initializers``: the classes (``Zeros``,
+``Ones``, ``Constant``, ``RandomNormal``, ``RandomUniform``,
+``TruncatedNormal``, ``VarianceScaling`` and its Glorot, He and LeCun forms)
+with Keras's arguments, and ``get``, which takes Keras's string names
+('glorot_uniform', 'he_normal', ...), an initializer, or a callable
+``f(shape, dtype=None)``. Keras's fan_in/fan_out: a 2-D shape [in, out]
+gives fan_in = in, fan_out = out; a 1-D shape [n] gives both n. The numbers
+come from vdev's counter-based generator (the same for a seed on every
+device), not TensorFlow's. The truncated normal (TruncatedNormal and the
+"normal" VarianceScaling, as Keras's, cut at two standard deviations) draws
+normals and redraws those out of range with the following seeds, on the
+host.
+"""
+
+import math
+
+import numpy as np
+
+from . import random
+from ._tensor import constant, float32, fill, ones, zeros
+
+
+def _fans(shape):
+    shape = tuple(int(d) for d in shape)
+    if len(shape) < 1:
+        return 1, 1
+    if len(shape) == 1:
+        return shape[0], shape[0]
+    if len(shape) == 2:
+        return shape[0], shape[1]
+    field = 1
+    for d in shape[:-2]:
+        field *= d
+    return shape[-2] * field, shape[-1] * field
+
+
+def _truncated(shape, mean, stddev, seed):
+    """Normal(mean, stddev) cut at two standard deviations: each value out of
+    range is drawn again, with the next seed."""
+    s = random._seed(seed)
+    out = random.normal(shape, 0.0, 1.0, seed=s).numpy()
+    k = 1
+    bad = np.abs(out) > 2
+    while bad.any():
+        more = random.normal(shape, 0.0, 1.0, seed=(s + k) & (2**64 - 1)).numpy()
+        out[bad] = more[bad]
+        bad = np.abs(out) > 2
+        k += 1
+    return constant(np.asarray(out * stddev + mean, np.float32))
+
+
+class Initializer:
+    """The base: ``init(shape, dtype=None)`` gives a float32 tensor."""
+
+    def __call__(self, shape, dtype=None):
+        raise NotImplementedError
+
+    def get_config(self):
+        return {}
+
+
+def _float(dtype):
+    if dtype is not None and dtype not in ("float32", float32):
+        raise TypeError("vdev initializers make float32 tensors, not %s" % (dtype,))
+
+
+class Zeros(Initializer):
+    def __call__(self, shape, dtype=None):
+        _float(dtype)
+        return zeros(tuple(shape))
+
+
+class Ones(Initializer):
+    def __call__(self, shape, dtype=None):
+        _float(dtype)
+        return ones(tuple(shape))
+
+
+class Constant(Initializer):
+    def __init__(self, value=0):
+        self.value = value
+
+    def __call__(self, shape, dtype=None):
+        _float(dtype)
+        return fill(tuple(shape), float(self.value))
+
+    def get_config(self):
+        return {"value": self.value}
+
+
+class RandomUniform(Initializer):
+    def __init__(self, minval=-0.05, maxval=0.05, seed=None):
+        self.minval, self.maxval, self.seed = minval, maxval, seed
+
+    def __call__(self, shape, dtype=None):
+        _float(dtype)
+        return random.uniform(tuple(shape), self.minval, self.maxval, seed=self.seed)
+
+    def get_config(self):
+        return {"minval": self.minval, "maxval": self.maxval, "seed": self.seed}
+
+
+class RandomNormal(Initializer):
+    def __init__(self, mean=0.0, stddev=0.05, seed=None):
+        self.mean, self.stddev, self.seed = mean, stddev, seed
+
+    def __call__(self, shape, dtype=None):
+        _float(dtype)
+        return random.normal(tuple(shape), self.mean, self.stddev, seed=self.seed)
+
+    def get_config(self):
+        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
+
+
+class TruncatedNormal(RandomNormal):
+    def __call__(self, shape, dtype=None):
+        _float(dtype)
+        return _truncated(tuple(shape), self.mean, self.stddev, self.seed)
+
+
+class VarianceScaling(Initializer):
+    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None):
+        if scale <= 0.0:
+            raise ValueError("`scale` must be positive float. Received: scale=%s." % (scale,))
+        if mode not in {"fan_in", "fan_out", "fan_avg"}:
+            raise ValueError("Invalid `mode` argument: %s. Please use one of the "
+                             "{'fan_in', 'fan_out', 'fan_avg'}." % (mode,))
+        distribution = distribution.lower()
+        if distribution == "normal":
+            distribution = "truncated_normal"
+        if distribution not in {"uniform", "truncated_normal", "untruncated_normal"}:
+            raise ValueError("Invalid `distribution` argument: %s.Allowed distributions: "
+                             "{'uniform', 'truncated_normal', 'untruncated_normal'}."
+                             % (distribution,))
+        self.scale, self.mode, self.distribution, self.seed = scale, mode, distribution, seed
+
+    def __call__(self, shape, dtype=None):
+        _float(dtype)
+        shape = tuple(shape)
+        fan_in, fan_out = _fans(shape)
+        n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}
+        scale = self.scale / max(1.0, n[self.mode])
+        if self.distribution == "truncated_normal":
+            # the stddev of a unit normal cut at +-2
+            return _truncated(shape, 0.0, math.sqrt(scale) / 0.87962566103423978, self.seed)
+        if self.distribution == "untruncated_normal":
+            return random.normal(shape, 0.0, math.sqrt(scale), seed=self.seed)
+        # 3 scale / n in one division: Glorot's limit is sqrt(6 / (in + out)) exactly
+        limit = math.sqrt(3.0 * self.scale / max(1.0, n[self.mode]))
+        return random.uniform(shape, -limit, limit, seed=self.seed)
+
+    def get_config(self):
+        return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution,
+                "seed": self.seed}
+
+
+def _vs(name, scale, mode, distribution):
+    def __init__(self, seed=None):
+        VarianceScaling.__init__(self, scale, mode, distribution, seed)
+
+    def get_config(self):
+        return {"seed": self.seed}
+    return type(name, (VarianceScaling,), {"__init__": __init__, "get_config": get_config})
+
+
+GlorotUniform = _vs("GlorotUniform", 1.0, "fan_avg", "uniform")
+GlorotNormal = _vs("GlorotNormal", 1.0, "fan_avg", "truncated_normal")
+HeNormal = _vs("HeNormal", 2.0, "fan_in", "truncated_normal")
+HeUniform = _vs("HeUniform", 2.0, "fan_in", "uniform")
+LecunNormal = _vs("LecunNormal", 1.0, "fan_in", "truncated_normal")
+LecunUniform = _vs("LecunUniform", 1.0, "fan_in", "uniform")
+
+_NAMES = {
+    "zeros": Zeros, "ones": Ones, "constant": Constant,
+    "random_normal": RandomNormal, "random_uniform": RandomUniform,
+    "truncated_normal": TruncatedNormal, "variance_scaling": VarianceScaling,
+    "glorot_uniform": GlorotUniform, "glorot_normal": GlorotNormal,
+    "he_normal": HeNormal, "he_uniform": HeUniform,
+    "lecun_normal": LecunNormal, "lecun_uniform": LecunUniform,
+}
+for _c in list(_NAMES.values()):
+    _NAMES[_c.__name__] = _c
+
+
+def _get(identifier, seed):
+    """get(), with a string's initializer given the seed (a Dense layer's)."""
+    if isinstance(identifier, str) and identifier in _NAMES:
+        c = _NAMES[identifier]
+        try:
+            return c(seed=seed)
+        except TypeError:  # Zeros, Ones, Constant: no seed
+            return c()
+    return get(identifier)
+
+
+def get(identifier):
+    """An initializer from Keras's name (its snake_case or class name), an
+    initializer (kept), or a callable; None gives None, as Keras's."""
+    if identifier is None:
+        return None
+    if isinstance(identifier, str) and identifier in _NAMES:
+        return _NAMES[identifier]()
+    if isinstance(identifier, type) and issubclass(identifier, Initializer):
+        return identifier()
+    if callable(identifier) and not isinstance(identifier, str):
+        return identifier
+    raise ValueError("Could not interpret initializer identifier: %s" % (identifier,))
+
+# the lower-case aliases Keras exports (tf.keras.initializers.glorot_uniform...)
+glorot_uniform, glorot_normal = GlorotUniform, GlorotNormal
+he_normal, he_uniform, lecun_normal, lecun_uniform = HeNormal, HeUniform, LecunNormal, LecunUniform
+random_normal, random_uniform, truncated_normal = RandomNormal, RandomUniform, TruncatedNormal
