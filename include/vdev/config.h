@@ -48,7 +48,10 @@ VDEV_API const char *vdev_gpu_absence_reason(void);
  * /physical_device:GPU:0"): with a split or VDEV_VISIBLE_DEVICES it need not
  * be the physical GPU of that number. After start-up a call that would
  * change something fails with VDEV_ERR_ALREADY_INITIALIZED; one that repeats
- * what is in force is a no-op returning VDEV_OK, as in TensorFlow. */
+ * what is in force is a no-op returning VDEV_OK, as in TensorFlow (memory
+ * growth, as TensorFlow: only a repeat of what code set is a no-op; growth
+ * never set by code is refused after start-up even when it names the growth
+ * in force). */
 
 /* Which GPUs are visible, by physical index; n == 0 hides every GPU. As
  * tf.config.set_visible_devices, logical GPUs are numbered over the visible
@@ -71,8 +74,7 @@ VDEV_API enum vdev_status vdev_config_get_visible_devices(int *gpu_indices, int 
 VDEV_API enum vdev_status vdev_config_set_memory_growth(const char *physical_device, bool enable);
 /* What code set: *out 1 on, 0 off, -1 not set (the default, which is growth,
  * unless VDEV_MEMORY_GROWTH or TF_FORCE_GPU_ALLOW_GROWTH says otherwise), as
- * tf.config.experimental.get_memory_growth returns what was set; a repeat of
- * the value in force after start-up counts as set. */
+ * tf.config.experimental.get_memory_growth returns what was set. */
 VDEV_API enum vdev_status vdev_config_get_memory_growth(const char *physical_device, int *out);
 /* Splits a physical device into n logical devices; n == 0 removes the split
  * (one device with the default budget), VDEV_LOGICAL_DEVICES's included.
