@@ -216,24 +216,15 @@ void vdev_parallel_for_min(int64_t n, int64_t min_part, void (*fn)(void *, int64
         fn(ctx, 0, n);
         return;
     }
-    int parts = vdev_threads_kernel_parts(), lent = 0;
-    if (parts < 2) {
-        /* A stream's share is one thread, but the budget may sit idle (no
-         * product runs): borrow it while the kernel runs. */
-        int64_t could = n / min_part;
-        lent = vdev_threads_borrow(could < MAX_WORKERS + 1 ? (int)could : MAX_WORKERS + 1);
-        parts = lent ? lent : 1;
-    }
+    int parts = vdev_threads_kernel_parts();
     if (n / parts < min_part)
         parts = (int)(n / min_part);
     if (parts < 2) {
         fn(ctx, 0, n);
-    } else {
-        int64_t want = (int64_t)parts * CHUNKS_PER_THREAD;
-        run_job(n, parts, ((n + want - 1) / want + 15) & ~(int64_t)15, 0, fn, ctx);
+        return;
     }
-    if (lent)
-        vdev_threads_give_back(lent);
+    int64_t want = (int64_t)parts * CHUNKS_PER_THREAD;
+    run_job(n, parts, ((n + want - 1) / want + 15) & ~(int64_t)15, 0, fn, ctx);
 }
 
 void vdev_parallel_split(int64_t n, int parts, int64_t grain,

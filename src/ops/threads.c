@@ -455,10 +455,10 @@ static int product_start(int det, int want, void (*fn)(void *), void *arg)
     return parts;
 }
 
-/* The caller's product (or, `product` 0, its borrowed kernel parts) is
- * done: runs the queued products it may, with the parts it holds, hands
- * them to a more important one or gives them back (lock held). */
-static void parts_finish(int parts, int product)
+/* The caller's product has run: runs the queued ones it may, with the parts
+ * it holds, hands its slot to a more important one or gives it back (lock
+ * held). */
+static void product_finish(int parts)
 {
     int mine = thread_nice();
     int permits = G.plan.info.concurrent_products;
@@ -468,7 +468,6 @@ static void parts_finish(int parts, int product)
         if (r->nice < mine) {
             r->state = REQ_SLOT; /* in_flight stays: the slot changes hands */
             r->parts = parts;
-            G.running += 1 - product;
             if (r->sleeping)
                 pthread_cond_signal(&r->cv);
             return;
@@ -482,7 +481,7 @@ static void parts_finish(int parts, int product)
             pthread_cond_signal(&r->cv);
     }
     G.in_flight -= permits ? parts : 1;
-    G.running -= product;
+    G.running--;
     if (G.in_flight == 0)
         pthread_cond_broadcast(&G.cv);
 }
@@ -497,35 +496,8 @@ void vdev_threads_product_run(int det, int want, void (*fn)(void *), void *arg)
         tl_parts = parts;
         fn(arg);
         pthread_mutex_lock(&G.lock);
-        parts_finish(parts, 1);
+        product_finish(parts);
     }
-    pthread_mutex_unlock(&G.lock);
-}
-
-int vdev_threads_borrow(int want)
-{
-    int det = vdev_deterministic(), parts = 0;
-    pthread_mutex_lock(&G.lock);
-    int permits = G.plan.info.concurrent_products;
-    if (permits && !G.exiting && !G.queue && G.plan.key == key_now(det)) {
-        int free_parts = permits - G.in_flight;
-        parts = want < free_parts ? want : free_parts;
-        if (parts >= 2) {
-            G.in_flight += parts;
-            if (G.in_flight > G.peak_parts)
-                G.peak_parts = G.in_flight;
-        } else {
-            parts = 0;
-        }
-    }
-    pthread_mutex_unlock(&G.lock);
-    return parts;
-}
-
-void vdev_threads_give_back(int parts)
-{
-    pthread_mutex_lock(&G.lock);
-    parts_finish(parts, 0);
     pthread_mutex_unlock(&G.lock);
 }
 

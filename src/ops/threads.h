@@ -64,14 +64,6 @@ void vdev_threads_arm_exit(void);
 
 /* Parts an elementwise kernel may be split into (1: run it inline). */
 int vdev_threads_kernel_parts(void);
-/* With several streams, where the plan gives an elementwise kernel one
- * part: up to `want` of the budget's free parts (the caller's own thread
- * counted as one), taken as a product takes them, or 0 when fewer than two
- * are free or products wait for them. Given back with
- * vdev_threads_give_back, which runs the products queued meanwhile on the
- * caller's thread with those parts (as a product's holder does). */
-int vdev_threads_borrow(int want);
-void vdev_threads_give_back(int parts);
 /* The threads the product running on this thread may be split over (its
  * parts; with one stream the plan's blas_threads); read inside
  * vdev_threads_product_run's fn. */
