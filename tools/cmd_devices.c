@@ -36,10 +36,8 @@ static void print_threads(const struct vdev_thread_info *t)
                "(OpenBLAS itself on one)\n",
                t->blas_threads, t->blas_threads == 1 ? "" : "s");
     else
-        printf("  %d streams run products: they share %d thread%s of vdev's pool, a product "
-               "alone split over up to %d (OpenBLAS itself on one)\n",
-               t->streams, t->concurrent_products, t->concurrent_products == 1 ? "" : "s",
-               t->blas_threads);
+        printf("  %d streams run products: one thread each, at most %d at once\n", t->streams,
+               t->concurrent_products);
     if (t->deterministic)
         printf("  determinism switch on: each product cut into blocks fixed by its shape, "
                "the same bits with any thread count\n");

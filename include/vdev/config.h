@@ -160,16 +160,15 @@ VDEV_API bool vdev_config_get_deterministic(void);
  *    product runs with the whole budget;
  *  - two or more (simulated GPUs and the logical GPUs of a split one, each a
  *    stream with a thread of its own, or logical CPUs that replicas drive
- *    from threads of their own): the budget's threads are parts that the
- *    products running at the same time share: a product takes as many of
- *    the free ones as it can use (one per 2^21 multiply-adds), so a product
- *    alone runs with the whole budget and two at once on a budget of 2 get
- *    one each; a product that finds none free waits its turn.
- * vdev splits a product over its own pool, each part one single-threaded
- * OpenBLAS call: it sets OpenBLAS's thread count to 1 at the first product
- * after each start-up (OpenBLAS's count is one number for the whole
- * process, so a program that calls OpenBLAS directly while vdev runs gets 1
- * too).
+ *    from threads of their own): OpenBLAS
+ *    runs single-threaded and at most `budget` products run at the same
+ *    time, the others wait their turn. OpenBLAS's thread count is one number
+ *    for the whole process (openblas_set_num_threads is global), so it
+ *    cannot be split per stream: on a machine with many more cores than
+ *    streams, each stream's products use one core each.
+ * vdev sets OpenBLAS's thread count itself, at the first product after each
+ * start-up (and again when the determinism switch changes, see above): a
+ * program that calls OpenBLAS directly while vdev runs gets that count too.
  * Large elementwise kernels (Adam, ReLU, ...) are split over vdev's own pool
  * of threads: OMP_NUM_THREADS, else the CPUs the process may use, divided
  * among the streams. "The CPUs the process may use" is its affinity mask
@@ -181,11 +180,10 @@ struct vdev_thread_info {
     int cgroup_cpus;         /* the cgroup CPU quota in whole CPUs, rounded up; 0: none */
     int blas_budget;         /* threads for products: OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, cpus */
     int streams;             /* host threads that may run products at the same time */
-    int blas_threads;        /* the most threads one product is split over (vdev's pool;
-                                OpenBLAS itself runs single-threaded): at most cpus */
-    int concurrent_products; /* with several streams, the parts (threads) the products
-                                running at the same time share (at most cpus); 0: one
-                                stream, no sharing */
+    int blas_threads;        /* threads one product is split over (vdev's pool; OpenBLAS
+                                itself always runs single-threaded): at most cpus */
+    int concurrent_products; /* products that may run at the same time (at most
+                                cpus); 0: no limit */
     int kernel_threads;      /* threads a large elementwise kernel is split over */
     bool deterministic;      /* the plan was made under the determinism switch */
 };
