@@ -127,8 +127,7 @@ int main(int argc, char **argv)
         snprintf(what, sizeof what, "the same on %d simulated GPUs", n);
         snprintf(extra, sizeof extra,
                  "%.2fx the cpu backend's step (medians); one model's products %.2f ms; the "
-                 "products here ran with the budget's OpenBLAS threads, as a product alone "
-                 "runs on the streams",
+                 "products here ran with one OpenBLAS thread each, as the streams run them",
                  tg.step_med / tc.step_med, one);
         row(f, what, &tg, n >= 2 ? extra : "one stream: each product split over vdev's threads, as on the cpu backend");
     }

@@ -19,8 +19,7 @@
  * machine hits both alike; the median and the minimum of the turns are
  * reported. The products alone run as OpenBLAS runs them by itself: on its
  * own threads, as many as vdev gives one product (vdev_thread_info's
- * blas_threads: the whole budget, which a product alone gets on any number
- * of streams),
+ * blas_threads: the whole budget with one stream, one with two or more),
  * set around them and put back to one after (vdev keeps OpenBLAS at one
  * thread and splits a product over its own pool). */
 #ifndef VDEV_BENCH_STEP_H

@@ -137,11 +137,5 @@ KERNEL(vdev_host_matmul)
     struct sgemm_call c = {ta, tb, (int)m, (int)n, (int)k,
                            (int)a->in_shape[0][1], (int)a->in_shape[1][1], (int)n, a->i[2] != 0,
                            (const float *)a->in[0], (const float *)a->in[1], (float *)a->out[0]};
-    /* The parts it can use: sgemm_run's cut, before the plan's cap. */
-    int64_t macs = m * n * k, want = macs / SPLIT_MIN_MACS;
-    if (c.det) {
-        want = macs / DET_BLOCK_MACS < DET_MAX_BLOCKS ? macs / DET_BLOCK_MACS : DET_MAX_BLOCKS;
-        want = want < (n >= m ? n : m) / SPLIT_GRAIN ? want : (n >= m ? n : m) / SPLIT_GRAIN;
-    }
-    vdev_threads_product_run(c.det, want > INT_MAX ? INT_MAX : (int)want, sgemm_run, &c);
+    vdev_threads_product_run(c.det, sgemm_run, &c);
 }

@@ -4,16 +4,10 @@
  * thread (vdev splits a product over its own pool instead: parallel.c), and a
  * gate around products that counts the ones running.
  *
- * The gate is one mutex. With several streams the budget's threads are
- * `permits` parts: a product takes as many of the free parts as it can use
- * (at least one; a product alone takes the whole budget, and its fn splits
- * it over that many threads: vdev_threads_product_parts), and runs without
- * the lock (chain3's models wait on each other, so much of its step has one
- * model's product running alone: single-threaded, it left the other CPU
- * idle, and three simulated GPUs were slower than the cpu backend, which
- * splits every product). When every part is taken, a product is
- * queued for a thread that holds parts: that thread, having run its own
- * product, runs the queued ones with its parts before it gives them back, and the submitter
+ * The gate is one mutex: a product takes a slot when fewer than `permits`
+ * run, and runs without the lock. When every slot is taken, it is queued
+ * for a thread that holds a slot: that thread, having run its own product,
+ * runs the queued ones before it gives its slot back, and the submitter
  * waits until its product is done (polling a while first where the plan
  * leaves a CPU no slot uses: product_start). So a slot never waits for a sleeping
  * thread to wake up (with a budget of one and three streams, a wake-up per
@@ -74,7 +68,6 @@ struct product_req {
     int nice;     /* the submitting thread's nice value */
     int state;    /* REQ_WAITING, REQ_DONE (run for it), REQ_SLOT (its own now) */
     int sleeping; /* waits on cv (else it polls: the holder need not wake it) */
-    int parts;    /* REQ_SLOT: the parts handed over with the slot */
     pthread_cond_t cv;
     struct product_req *next;
 };
@@ -84,14 +77,13 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t cv;            /* broadcast when no product runs any more */
     struct product_req *queue;    /* by nice value, then submission order */
-    _Atomic int in_flight;        /* parts taken by running products (under the lock) */
-    int running;                  /* products running */
-    int peak_running;             /* the most that ran at once (tests) */
-    int peak_parts;               /* the most parts taken at once (tests) */
+    _Atomic int in_flight;        /* products running (changed under the lock) */
+    int peak_in_flight;           /* the most that ran at once (tests) */
     int exiting;                  /* the process is exiting: no new product starts */
     struct vdev_thread_plan plan; /* plan.key 0: none yet (generations start at 1) */
     _Atomic uint64_t key;         /* plan.key, for the lock-free check */
     _Atomic int kernel_parts;
+    _Atomic int product_parts; /* plan.info.blas_threads */
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* ---- the pieces ---- */
@@ -302,9 +294,7 @@ static void make_plan(struct vdev_thread_plan *p, int deterministic)
     int usable = t->blas_budget < t->cpus ? t->blas_budget : t->cpus;
     /* Under the determinism switch too: its products are cut into blocks
      * fixed by their shapes (kernels_host.c), whatever runs them. */
-    /* With several streams the budget is shared out as parts: a product
-     * takes as many of the free ones as it can use (product_start). */
-    t->blas_threads = usable;
+    t->blas_threads = t->streams >= 2 ? 1 : usable;
     t->concurrent_products = t->streams >= 2 ? usable : 0;
     int pool = omp_env && omp_env < t->cpus ? omp_env : t->cpus; /* a ceiling too */
     t->kernel_threads = pool / t->streams > 1 ? pool / t->streams : 1;
@@ -318,6 +308,7 @@ static void apply_plan(int det)
     if (openblas_get_num_threads() != 1)
         openblas_set_num_threads(1);
     atomic_store_explicit(&G.kernel_parts, G.plan.info.kernel_threads, memory_order_relaxed);
+    atomic_store_explicit(&G.product_parts, G.plan.info.blas_threads, memory_order_relaxed);
     atomic_store_explicit(&G.key, G.plan.key, memory_order_release);
 }
 
@@ -379,15 +370,10 @@ static void queue_put(struct product_req *r)
     *at = r;
 }
 
-/* The parts the product running on this thread may be split over (set by
- * the gate around each fn it runs: vdev_threads_product_parts). */
-static _Thread_local int tl_parts = 1;
-
-/* Takes a slot for a product of `det`'s plan that could use up to `want`
- * parts, or queues `fn` for a holder of one: returns the parts the caller
- * holds (it must run fn with them, then product_finish), 0 when fn has been
- * run for it. Lock held throughout. */
-static int product_start(int det, int want, void (*fn)(void *), void *arg)
+/* Takes a slot for a product of `det`'s plan, or queues `fn` for a holder
+ * of one: returns 1 when the caller holds a slot (and must run fn, then
+ * product_finish), 0 when fn has been run for it. Lock held throughout. */
+static int product_start(int det, void (*fn)(void *), void *arg)
 {
     uint64_t key = key_now(det);
     for (;;) {
@@ -431,72 +417,47 @@ static int product_start(int det, int want, void (*fn)(void *), void *arg)
             pthread_cond_wait(&r.cv, &G.lock);
         }
         pthread_cond_destroy(&r.cv);
-        return r.state == REQ_SLOT ? r.parts : 0;
+        return r.state == REQ_SLOT;
     }
-    int permits = G.plan.info.concurrent_products, parts;
-    if (!permits) {
-        /* One stream: the plan's split (none before the runtime's first
-         * start-up, whose generation 0 matches no plan's key: one part). */
-        parts = G.plan.info.blas_threads > 1 ? G.plan.info.blas_threads : 1;
-        G.in_flight++;
-    } else {
-        /* As many of the free parts as the product can use: alone, it is
-         * split over the whole budget; beside others, it gets what is left. */
-        int free_parts = permits - G.in_flight;
-        parts = want < free_parts ? want : free_parts;
-        if (parts < 1)
-            parts = 1;
-        G.in_flight += parts;
-    }
-    if (G.in_flight > G.peak_parts)
-        G.peak_parts = G.in_flight;
-    if (++G.running > G.peak_running)
-        G.peak_running = G.running;
-    return parts;
+    if (++G.in_flight > G.peak_in_flight)
+        G.peak_in_flight = G.in_flight;
+    return 1;
 }
 
-/* The caller's product has run: runs the queued ones it may, with the parts
- * it holds, hands its slot to a more important one or gives it back (lock
- * held). */
-static void product_finish(int parts)
+/* The caller's product has run: runs the queued ones it may, hands its slot
+ * to a more important one or gives it back (lock held). */
+static void product_finish(void)
 {
     int mine = thread_nice();
-    int permits = G.plan.info.concurrent_products;
     while (G.queue && !G.exiting) {
         struct product_req *r = G.queue;
         G.queue = r->next;
         if (r->nice < mine) {
             r->state = REQ_SLOT; /* in_flight stays: the slot changes hands */
-            r->parts = parts;
             if (r->sleeping)
                 pthread_cond_signal(&r->cv);
             return;
         }
         pthread_mutex_unlock(&G.lock);
-        tl_parts = parts;
         r->fn(r->arg);
         pthread_mutex_lock(&G.lock);
         r->state = REQ_DONE;
         if (r->sleeping)
             pthread_cond_signal(&r->cv);
     }
-    G.in_flight -= permits ? parts : 1;
-    G.running--;
-    if (G.in_flight == 0)
+    if (--G.in_flight == 0)
         pthread_cond_broadcast(&G.cv);
 }
 
-void vdev_threads_product_run(int det, int want, void (*fn)(void *), void *arg)
+void vdev_threads_product_run(int det, void (*fn)(void *), void *arg)
 {
     vdev_threads_arm_exit();
     pthread_mutex_lock(&G.lock);
-    int parts = product_start(det, want > 1 ? want : 1, fn, arg);
-    if (parts) {
+    if (product_start(det, fn, arg)) {
         pthread_mutex_unlock(&G.lock);
-        tl_parts = parts;
         fn(arg);
         pthread_mutex_lock(&G.lock);
-        product_finish(parts);
+        product_finish();
     }
     pthread_mutex_unlock(&G.lock);
 }
@@ -504,17 +465,8 @@ void vdev_threads_product_run(int det, int want, void (*fn)(void *), void *arg)
 int vdev_threads_peak_products(void)
 {
     pthread_mutex_lock(&G.lock);
-    int peak = G.peak_running;
-    G.peak_running = G.running;
-    pthread_mutex_unlock(&G.lock);
-    return peak;
-}
-
-int vdev_threads_peak_parts(void)
-{
-    pthread_mutex_lock(&G.lock);
-    int peak = G.peak_parts;
-    G.peak_parts = G.in_flight;
+    int peak = G.peak_in_flight;
+    G.peak_in_flight = G.in_flight;
     pthread_mutex_unlock(&G.lock);
     return peak;
 }
@@ -539,7 +491,10 @@ int vdev_threads_sleepers(void)
     return n;
 }
 
-int vdev_threads_product_parts(void) { return tl_parts; }
+int vdev_threads_product_parts(void)
+{
+    return atomic_load_explicit(&G.product_parts, memory_order_relaxed);
+}
 
 int vdev_threads_kernel_parts(void)
 {

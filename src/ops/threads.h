@@ -17,13 +17,11 @@
  * OpenBLAS itself always runs single-threaded (threads.c says why). With
  * one stream, vdev splits each product over min(budget, cpus) threads of
  * its pool, each part an OpenBLAS call of its own
- * (vdev_threads_product_parts). With two or more streams the min(budget,
- * cpus) threads are parts shared by the products running at the same time:
- * each takes as many free parts as it can use (`want`), so a product alone
- * is split as on one stream and concurrent ones share the budget; one that
- * finds no part free is queued, and run by a thread that holds parts, after
- * its own product and with those parts, or handed them: see threads.c. The
- * budget is divided among the streams, never multiplied by them. Under the determinism switch a
+ * (vdev_threads_product_parts). With two or more streams a product is not
+ * split, and at most min(budget, cpus) products run at the same time (the
+ * others are queued, and run by a thread that holds a slot, after its own
+ * product, or handed its slot: see threads.c): the budget is divided among
+ * the streams, never multiplied by them. Under the determinism switch a
  * product is cut into blocks fixed by its shape alone, each one
  * single-threaded OpenBLAS call whichever thread runs it, so its bits do not
  * depend on any thread count.
@@ -50,13 +48,10 @@ struct vdev_thread_plan vdev_threads_plan(void);
 /* Runs every matrix product done by OpenBLAS: brings OpenBLAS's thread
  * count in line with the plan for `deterministic` (the mode the product was
  * submitted under), waiting until no other product runs before changing it,
- * then runs fn(arg) with the parts it gets (read them with
- * vdev_threads_product_parts: `want` or fewer when it takes them itself; a
- * holder that runs it for it lends its own, which fn caps at what it can
- * use) when products share a budget, on this thread
- * or, when every part is taken, on a thread that holds some (this one sleeps
+ * then runs fn(arg) in a slot when products are limited, on this thread or,
+ * when every slot is taken, on a thread that holds one (this one sleeps
  * until it is done). fn must not depend on the thread it runs on. */
-void vdev_threads_product_run(int deterministic, int want, void (*fn)(void *), void *arg);
+void vdev_threads_product_run(int deterministic, void (*fn)(void *), void *arg);
 /* Registers (once per process) the exit handler that holds products back
  * while the process exits; called where a product is submitted, so that it
  * is in place before main can return. */
@@ -64,18 +59,15 @@ void vdev_threads_arm_exit(void);
 
 /* Parts an elementwise kernel may be split into (1: run it inline). */
 int vdev_threads_kernel_parts(void);
-/* The threads the product running on this thread may be split over (its
- * parts; with one stream the plan's blas_threads); read inside
- * vdev_threads_product_run's fn. */
+/* The threads one product is split over (the plan's blas_threads); read
+ * while a product runs (vdev_threads_product_run's fn), when the plan is
+ * the one the product was started under. */
 int vdev_threads_product_parts(void);
 
 /* ---- the pieces, for tests ---- */
 
 /* The most products that ran at the same time since the last call. */
 int vdev_threads_peak_products(void);
-/* The most parts that products held at the same time since the last call
- * (with several streams: never more than the plan's concurrent_products). */
-int vdev_threads_peak_parts(void);
 /* Products waiting for a slot now. */
 int vdev_threads_queued(void);
 /* Of those, the ones whose threads sleep (the others poll: product_start). */
