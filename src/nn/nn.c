@@ -1,10 +1,5 @@
-/* nn.c — dense layers, multi-layer perceptrons, and the SGD and Adam
- * optimizers, written with the public ops.
- *
- * A layer's variables are made on the device scope current when the layer is
- * made, so `vdev_device_push("GPU:1"); m = vdev_mlp_new(...); vdev_device_pop()`
- * puts a whole model on GPU:1. The forward pass pushes no scope: an unscoped
- * op follows its variables (placement.h), so the model runs where it lives.
+/* nn.c — the SGD and Adam optimizers, written with the public ops (the
+ * layers and models are in layers.c).
  *
  * The optimizers keep their slots (velocity; Adam's m and v) beside each
  * variable on its device and update it in place with one fused op there.
@@ -23,11 +18,12 @@
  * slot handle a caller keeps reads zeros while momentum is off, and momentum
  * switched on again starts from zeros, as a fresh optimizer's.
  *
- * Layers, models and optimizers are checked handles (base/handles.h), each
- * kind in a table of its own, so a freed or foreign one is an error. They
- * hold public tensor handles and call the public ops, like any caller; the
- * optimizers look their variables up once per update to run the fused
- * update op on the library's tensors. */
+ * Optimizers, like layers and models, are checked handles (base/handles.h),
+ * each kind in a table of its own, so a freed or foreign one is an error
+ * (vdev_nn_object_of, vdev_nn_kill_handle, shared with layers.c). They hold
+ * public tensor handles and call the public ops, like any caller, and look
+ * their variables up once per update to run the fused update op on the
+ * library's tensors. */
 #include "nn/nn.h"
 #include "ops/ops.h"
 #include "vdev/nn.h"
@@ -37,7 +33,7 @@
 
 /* The object behind handle h of table tb for `fn`, or NULL with
  * VDEV_ERR_INVALID_ARG naming what is wrong. */
-static void *object_of(struct vdev_handle_table *tb, const void *h, const char *fn)
+void *vdev_nn_object_of(struct vdev_handle_table *tb, const void *h, const char *fn)
 {
     void *p = vdev_handle_get(tb, h);
     if (!p) {
@@ -51,7 +47,7 @@ static void *object_of(struct vdev_handle_table *tb, const void *h, const char *
 }
 
 /* Kills live handle h of p; 0 with the error set when another caller did. */
-static int kill_handle(struct vdev_handle_table *tb, void *p, const void *h, const char *fn)
+int vdev_nn_kill_handle(struct vdev_handle_table *tb, void *p, const void *h, const char *fn)
 {
     if (vdev_handle_kill(tb, p, (uint64_t)(uintptr_t)h))
         return 1;
@@ -60,188 +56,16 @@ static int kill_handle(struct vdev_handle_table *tb, void *p, const void *h, con
     return 0;
 }
 
-/* ---- dense layers ---- */
-
-struct dense {
-    vdev_tensor_t *w, *b;       /* [in, out], [out]: variables */
-    enum vdev_activation act;
-};
-
-static struct vdev_handle_table denses = VDEV_HANDLE_TABLE("dense layer", 3, struct dense);
-
-VDEV_API vdev_dense_t *vdev_dense_new(int64_t in, int64_t out, enum vdev_activation act,
-                                      uint64_t seed)
-{
-    if (in <= 0 || out <= 0 || (unsigned)act >= VDEV_ACT_COUNT) {
-        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_dense_new: bad sizes (%lld, %lld) or activation "
-                                         "(%d)",
-                   (long long)in, (long long)out, (int)act);
-        return NULL;
-    }
-    if (in > INT64_MAX / 2 || out > INT64_MAX / 2) {
-        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_dense_new: sizes (%lld, %lld) are too large",
-                   (long long)in, (long long)out);
-        return NULL;
-    }
-    uint64_t h;
-    struct dense *l = vdev_handle_alloc(&denses, &h);
-    if (!l)
-        return NULL;
-    /* Glorot (Xavier) uniform: U(-r, r) with r = sqrt(6 / (fan_in + fan_out)). */
-    float r = (float)sqrt(6.0 / (double)(in + out));
-    int64_t ws[2] = {in, out}, bs[1] = {out};
-    l->w = vdev_variable(vdev_tensor_uniform(ws, 2, -r, r, seed));
-    l->b = l->w ? vdev_variable(vdev_tensor_zeros(bs, 1, VDEV_F32)) : NULL;
-    l->act = act;
-    if (!l->w || !l->b) {
-        vdev_tensor_free(l->w);
-        vdev_handle_release(&denses, l);
-        return NULL;
-    }
-    return (vdev_dense_t *)(uintptr_t)h;
-}
-
-static vdev_tensor_t *activate(vdev_tensor_t *x, enum vdev_activation act)
-{
-    switch (act) {
-    case VDEV_ACT_RELU:
-        return vdev_relu(x);
-    case VDEV_ACT_TANH:
-        return vdev_tanh(x);
-    case VDEV_ACT_SIGMOID:
-        return vdev_sigmoid(x);
-    default:
-        return x;
-    }
-}
-
-VDEV_API vdev_tensor_t *vdev_dense_forward(vdev_dense_t *h, const vdev_tensor_t *x)
-{
-    const struct dense *l = object_of(&denses, h, "vdev_dense_forward");
-    if (!l)
-        return NULL;
-    return activate(vdev_add(vdev_matmul(x, l->w, false, false), l->b), l->act);
-}
-
-VDEV_API void vdev_dense_free(vdev_dense_t *h)
-{
-    if (!h)
-        return;
-    struct dense *l = object_of(&denses, h, "vdev_dense_free");
-    if (!l || !kill_handle(&denses, l, h, "vdev_dense_free"))
-        return;
-    vdev_tensor_free(l->w);
-    vdev_tensor_free(l->b);
-    vdev_handle_release(&denses, l);
-}
-
-/* ---- MLPs ---- */
-
-struct mlp {
-    int n_layers;
-    vdev_dense_t **layers;      /* handles, owned */
-};
-
-static struct vdev_handle_table mlps = VDEV_HANDLE_TABLE("model", 4, struct mlp);
-
-/* Frees what an MLP holds (the layers made so far) and its slot. */
-static void mlp_destroy(struct mlp *m)
-{
-    for (int i = 0; i < m->n_layers; i++)
-        vdev_dense_free(m->layers[i]);
-    free(m->layers);
-    vdev_handle_release(&mlps, m);
-}
-
-VDEV_API vdev_mlp_t *vdev_mlp_new(const int64_t *sizes, int n_sizes, enum vdev_activation hidden,
-                                  enum vdev_activation output, uint64_t seed)
-{
-    if (!sizes || n_sizes < 2) {
-        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mlp_new: needs at least two sizes");
-        return NULL;
-    }
-    if ((unsigned)hidden >= VDEV_ACT_COUNT || (unsigned)output >= VDEV_ACT_COUNT) {
-        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mlp_new: unknown activation (hidden %d, output %d)",
-                   (int)hidden, (int)output);
-        return NULL;
-    }
-    uint64_t h;
-    struct mlp *m = vdev_handle_alloc(&mlps, &h);
-    if (!m)
-        return NULL;
-    m->n_layers = 0;
-    m->layers = calloc((size_t)n_sizes - 1, sizeof *m->layers);
-    if (!m->layers) {
-        vdev_handle_release(&mlps, m);
-        vdev_error(VDEV_ERR_OOM, "out of host memory for an MLP");
-        return NULL;
-    }
-    for (int i = 0; i < n_sizes - 1; i++) {
-        enum vdev_activation act = i + 2 == n_sizes ? output : hidden;
-        /* a different stream of random numbers per layer */
-        m->layers[i] = vdev_dense_new(sizes[i], sizes[i + 1], act,
-                                      seed * 1000003ull + (uint64_t)i * 7919ull + 1);
-        if (!m->layers[i]) {
-            mlp_destroy(m);
-            return NULL;
-        }
-        m->n_layers = i + 1;
-    }
-    return (vdev_mlp_t *)(uintptr_t)h;
-}
-
-VDEV_API vdev_tensor_t *vdev_mlp_forward(vdev_mlp_t *hm, const vdev_tensor_t *x)
-{
-    const struct mlp *m = object_of(&mlps, hm, "vdev_mlp_forward");
-    if (!m)
-        return NULL;
-    const vdev_tensor_t *h = x;
-    vdev_tensor_t *y = NULL;
-    for (int i = 0; i < m->n_layers; i++)
-        h = y = vdev_dense_forward(m->layers[i], h);
-    return y;
-}
-
 /* An (out, cap) pair of a call that fills at most cap of out and returns how
  * many there are: out may be NULL only with cap 0. 0 with VDEV_ERR_INVALID_ARG
  * naming fn otherwise. */
-static int out_fits(const void *out, int cap, const char *fn)
+int vdev_nn_out_fits(const void *out, int cap, const char *fn)
 {
     if (cap >= 0 && (cap == 0 || out))
         return 1;
     vdev_error(VDEV_ERR_INVALID_ARG, "%s: out is %s and cap %d (out may be NULL only with cap 0)",
                fn, out ? "set" : "NULL", cap);
     return 0;
-}
-
-VDEV_API int vdev_mlp_variables(const vdev_mlp_t *hm, vdev_tensor_t **out, int cap)
-{
-    const struct mlp *m = object_of(&mlps, hm, "vdev_mlp_variables");
-    if (!m)
-        return -1;
-    if (!out_fits(out, cap, "vdev_mlp_variables"))
-        return -1;
-    int n = 0;
-    for (int i = 0; i < m->n_layers; i++) {
-        const struct dense *l = vdev_handle_get(&denses, m->layers[i]); /* owned: always live */
-        if (n < cap)
-            out[n] = l->w;
-        n++;
-        if (n < cap)
-            out[n] = l->b;
-        n++;
-    }
-    return n;
-}
-
-VDEV_API void vdev_mlp_free(vdev_mlp_t *hm)
-{
-    if (!hm)
-        return;
-    struct mlp *m = object_of(&mlps, hm, "vdev_mlp_free");
-    if (!m || !kill_handle(&mlps, m, hm, "vdev_mlp_free"))
-        return;
-    mlp_destroy(m);
 }
 
 /* ---- optimizers ---- */
@@ -362,7 +186,7 @@ VDEV_API vdev_optimizer_t *vdev_adam_new(float lr, float beta1, float beta2, flo
  * VDEV_ERR_INVALID_ARG naming what is wrong otherwise. */
 static struct optim *optim_of_kind(vdev_optimizer_t *h, enum opt_kind kind, const char *fn)
 {
-    struct optim *o = object_of(&optims, h, fn);
+    struct optim *o = vdev_nn_object_of(&optims, h, fn);
     if (o && o->kind != kind) {
         vdev_error(VDEV_ERR_INVALID_ARG, "%s: the optimizer is %s, not %s", fn,
                    o->kind == OPT_ADAM ? "Adam" : "SGD", kind == OPT_ADAM ? "Adam" : "SGD");
@@ -449,7 +273,7 @@ VDEV_API enum vdev_status vdev_optimizer_set_clipping(vdev_optimizer_t *h, float
                                                       float clipvalue, float global_clipnorm)
 {
     static const char fn[] = "vdev_optimizer_set_clipping";
-    struct optim *o = object_of(&optims, h, fn);
+    struct optim *o = vdev_nn_object_of(&optims, h, fn);
     if (!o)
         return vdev_last_status();
     const float v[3] = {clipnorm, clipvalue, global_clipnorm};
@@ -477,7 +301,7 @@ VDEV_API enum vdev_status vdev_optimizer_set_clipping(vdev_optimizer_t *h, float
 
 VDEV_API enum vdev_status vdev_optimizer_set_weight_decay(vdev_optimizer_t *h, float weight_decay)
 {
-    struct optim *o = object_of(&optims, h, "vdev_optimizer_set_weight_decay");
+    struct optim *o = vdev_nn_object_of(&optims, h, "vdev_optimizer_set_weight_decay");
     if (!o)
         return vdev_last_status();
     if (vdev_check_finite("vdev_optimizer_set_weight_decay", "weight decay", weight_decay) !=
@@ -572,7 +396,7 @@ static enum vdev_status make_slots(struct optim *o, vdev_tensor_t *const *vars, 
 static struct optim *apply_args(vdev_optimizer_t *h, vdev_tensor_t *const *vars,
                                 vdev_tensor_t *const *grads, int n, int with_grads, const char *fn)
 {
-    struct optim *o = object_of(&optims, h, fn);
+    struct optim *o = vdev_nn_object_of(&optims, h, fn);
     if (!o)
         return NULL;
     if (n < 0 || (n && (!vars || (with_grads && !grads)))) {
@@ -745,7 +569,7 @@ VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *h, vdev_tensor_t *var, vdev_
     struct optim *o = apply_args(h, &var, NULL, 1, 0, "vdev_optimizer_slots");
     if (!o)
         return -1;
-    if (!out_fits(out, cap, "vdev_optimizer_slots"))
+    if (!vdev_nn_out_fits(out, cap, "vdev_optimizer_slots"))
         return -1;
     int n = stateful_slots(o);
     if (n == 0)
@@ -763,7 +587,7 @@ VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *h, vdev_tensor_t *var, vdev_
 
 VDEV_API enum vdev_status vdev_optimizer_get_iterations(const vdev_optimizer_t *h, int64_t *out)
 {
-    const struct optim *o = object_of(&optims, h, "vdev_optimizer_get_iterations");
+    const struct optim *o = vdev_nn_object_of(&optims, h, "vdev_optimizer_get_iterations");
     if (!o)
         return vdev_last_status();
     if (!out)
@@ -774,7 +598,7 @@ VDEV_API enum vdev_status vdev_optimizer_get_iterations(const vdev_optimizer_t *
 
 VDEV_API enum vdev_status vdev_optimizer_set_iterations(vdev_optimizer_t *h, int64_t n)
 {
-    struct optim *o = object_of(&optims, h, "vdev_optimizer_set_iterations");
+    struct optim *o = vdev_nn_object_of(&optims, h, "vdev_optimizer_set_iterations");
     if (!o)
         return vdev_last_status();
     if (n < 0)
@@ -789,8 +613,8 @@ VDEV_API void vdev_optimizer_free(vdev_optimizer_t *h)
 {
     if (!h)
         return;
-    struct optim *o = object_of(&optims, h, "vdev_optimizer_free");
-    if (!o || !kill_handle(&optims, o, h, "vdev_optimizer_free"))
+    struct optim *o = vdev_nn_object_of(&optims, h, "vdev_optimizer_free");
+    if (!o || !vdev_nn_kill_handle(&optims, o, h, "vdev_optimizer_free"))
         return;
     for (int i = 0; i < o->n_slots; i++) {
         for (int k = 0; k < 3; k++)

@@ -1,4 +1,5 @@
-/* nn.h — what src/nn/ offers the layers above beyond the public API: making
+/* nn.h — what src/nn/ offers the layers above beyond the public API (and its
+ * files share: the checked handles' lookup and kill, nn.c's): making
  * an optimizer's slots ahead of an update, so that a caller who must know an
  * update cannot fail for want of memory (the mirrored strategy, which
  * updates every replica or none) makes them first; and the gradient
@@ -7,6 +8,16 @@
 #define VDEV_NN_H
 
 #include "base/base.h"
+#include "base/handles.h"
+
+/* The object behind handle h of table tb for `fn`, or NULL with
+ * VDEV_ERR_INVALID_ARG naming what is wrong (NULL, freed, or another kind). */
+void *vdev_nn_object_of(struct vdev_handle_table *tb, const void *h, const char *fn);
+/* Kills live handle h of p; 0 with the error set when another caller did. */
+int vdev_nn_kill_handle(struct vdev_handle_table *tb, void *p, const void *h, const char *fn);
+/* An (out, cap) pair of a call that fills at most cap of out: out may be
+ * NULL only with cap 0. 0 with VDEV_ERR_INVALID_ARG naming fn otherwise. */
+int vdev_nn_out_fits(const void *out, int cap, const char *fn);
 
 /* Makes the slots (velocity; Adam's m and v) of vars[0..n) that the
  * optimizer does not have yet, zeros on each variable's device, and, while
