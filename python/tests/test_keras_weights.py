@@ -70,14 +70,47 @@ def test_random_classes_with_keras_args():
     assert np.abs(d.kernel.numpy()).max() <= 0.05
 
 
+UNKNOWN = ("Unknown initializer: '%s'. Please ensure you are using a "
+           "`keras.utils.custom_object_scope` and that this object is included in the scope. "
+           "See https://www.tensorflow.org/guide/keras/save_and_serialize"
+           "#registering_the_custom_object for details.")
+
+
 def test_unknown_initializer():
-    with pytest.raises(ValueError, match="^Could not interpret initializer identifier: "
-                                         "glorot_uniformm$"):
+    # Keras: an unknown name is deserialize's "Unknown initializer"; only a
+    # value neither dict, string nor callable is "Could not interpret"
+    with pytest.raises(ValueError) as e:
         vdev.layers.Dense(3, kernel_initializer="glorot_uniformm")
+    assert str(e.value) == UNKNOWN % "glorot_uniformm"
+    with pytest.raises(ValueError) as e:
+        I.get({"class_name": "Foo", "config": {}})
+    assert str(e.value) == UNKNOWN % "Foo"
     with pytest.raises(ValueError, match="^Could not interpret initializer identifier: 5$"):
         I.get(5)
+    with pytest.raises(ValueError) as e:
+        I.get({"class_name": "Zeros"})
+    assert str(e.value) == ("Improper config format for {'class_name': 'Zeros'}. Expecting "
+                            "python dict contains `class_name` and `config` as keys")
     with pytest.raises(ValueError, match="Invalid `mode` argument: fan"):
         I.VarianceScaling(mode="fan")
+
+
+def test_get_dict_and_config_round_trip():
+    g = I.get({"class_name": "GlorotUniform", "config": {"seed": 1}})
+    assert type(g) is I.GlorotUniform and g.seed == 1
+    np.testing.assert_array_equal(g((3, 4)).numpy(), I.GlorotUniform(seed=1)((3, 4)).numpy())
+    d = vdev.layers.Dense(4, input_dim=3, kernel_initializer={"class_name": "GlorotUniform",
+                                                              "config": {"seed": 1}},
+                          bias_initializer={"class_name": "Constant",
+                                            "config": {"value": 2.0}})
+    np.testing.assert_array_equal(d.kernel.numpy(), I.GlorotUniform(seed=1)((3, 4)).numpy())
+    np.testing.assert_array_equal(d.bias.numpy(), np.full(4, 2.0, np.float32))
+    v = I.VarianceScaling(scale=2.0, mode="fan_out", distribution="uniform", seed=3)
+    w = I.VarianceScaling.from_config(v.get_config())
+    assert w.get_config() == v.get_config() == {"scale": 2.0, "mode": "fan_out",
+                                                "distribution": "uniform", "seed": 3}
+    assert I.get(I.serialize(v)).get_config() == v.get_config()
+    assert type(I.get("Zeros")) is I.Zeros and type(I.get(I.Ones)) is I.Ones
 
 
 def test_weights_order_and_get_set():
@@ -112,16 +145,46 @@ def test_set_weights_errors_change_nothing():
 
 
 def test_summary():
-    m = vdev.models.Sequential([vdev.layers.Dense(4, input_dim=3, name="c1"),
-                                vdev.layers.Dense(2, input_dim=4, name="c2")], name="seq")
+    """Keras 2.11's print_summary of a sequential model: rows start with a
+    space, each layer's row is followed by a line of spaces, and a field
+    longer than its column goes on over the next lines."""
+    m = vdev.models.Sequential([
+        vdev.layers.Dense(4, input_dim=3, name="c1"),
+        vdev.layers.Dense(2, input_dim=4, name="a_layer_with_a_name_much_too_long_for_its_column")],
+        name="seq")
     lines = []
     m.summary(print_fn=lines.append)
-    assert lines[0] == 'Model: "seq"'
-    assert lines[2].startswith("Layer (type)") and "Output Shape" in lines[2]
-    assert lines[2].index("Output Shape") == 29 and lines[2].index("Param #") == 55
-    assert lines[4].split() == ["c1", "(Dense)", "(None,", "4)", "16"]
-    assert lines[6].split() == ["c2", "(Dense)", "(None,", "2)", "10"]
-    assert lines[-4:] == ["Total params: 26", "Trainable params: 26", "Non-trainable params: 0",
-                          "_" * 65]
+    blank = " " * 65
+    assert lines == [
+        'Model: "seq"',
+        "_" * 65,
+        " Layer (type)                Output Shape              Param #   ",
+        "=" * 65,
+        " c1 (Dense)                  (None, 4)                 16        ",
+        blank,
+        " a_layer_with_a_name_much_to  (None, 2)                10        ",
+        " o_long_for_its_column (Dens                                     ",
+        " e)                                                              ",
+        blank,
+        "=" * 65,
+        "Total params: 26",
+        "Trainable params: 26",
+        "Non-trainable params: 0",
+        "_" * 65]
     with pytest.raises(ValueError, match="This model has not yet been built"):
         vdev.models.Sequential([vdev.layers.Dense(2)]).summary()
+
+
+def test_count_params_unbuilt():
+    d = vdev.layers.Dense(2, name="d9")
+    msg = ("You tried to call `count_params` on layer %s, but the layer isn't built. You can "
+           "build it manually via: `%s.build(batch_input_shape)`.")
+    with pytest.raises(ValueError) as e:
+        d.count_params()
+    assert str(e.value) == msg % ("d9", "d9")
+    m = vdev.models.Sequential([vdev.layers.Dense(3, input_dim=2), d], name="part")
+    with pytest.raises(ValueError) as e:
+        m.count_params()
+    assert str(e.value) == msg % ("part", "part")
+    d.build(3)
+    assert d.count_params() == 8 and m.count_params() == 17

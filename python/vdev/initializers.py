@@ -1,9 +1,10 @@
 """Initializers, as ``tf.keras.initializers``: the classes (``Zeros``,
 ``Ones``, ``Constant``, ``RandomNormal``, ``RandomUniform``,
 ``TruncatedNormal``, ``VarianceScaling`` and its Glorot, He and LeCun forms)
-with Keras's arguments, and ``get``, which takes Keras's string names
-('glorot_uniform', 'he_normal', ...), an initializer, or a callable
-``f(shape, dtype=None)``. Keras's fan_in/fan_out: a 2-D shape [in, out]
+with Keras's arguments, ``get_config``/``from_config``, and ``get``, which
+takes Keras's string names ('glorot_uniform', 'he_normal', ...), Keras's
+serialized dict ({'class_name': 'GlorotUniform', 'config': {'seed': 1}}),
+an initializer, or a callable ``f(shape, dtype=None)``. Keras's fan_in/fan_out: a 2-D shape [in, out]
 gives fan_in = in, fan_out = out; a 1-D shape [n] gives both n. The numbers
 come from vdev's counter-based generator (the same for a seed on every
 device), not TensorFlow's. The truncated normal (TruncatedNormal and the
@@ -57,6 +58,14 @@ class Initializer:
 
     def get_config(self):
         return {}
+
+    @classmethod
+    def from_config(cls, config):
+        """The initializer of a get_config() dict, as Keras's: cls(**config)
+        (a "dtype" key, which Keras 2's configs may carry, dropped)."""
+        config = dict(config)
+        config.pop("dtype", None)
+        return cls(**config)
 
 
 def _float(dtype):
@@ -193,17 +202,55 @@ def _get(identifier, seed):
     return get(identifier)
 
 
+def _unknown(name):
+    return ValueError("Unknown initializer: '%s'. Please ensure you are using a "
+                      "`keras.utils.custom_object_scope` and that this object is included in "
+                      "the scope. See https://www.tensorflow.org/guide/keras/save_and_serialize"
+                      "#registering_the_custom_object for details." % (name,))
+
+
+def deserialize(config, custom_objects=None):
+    """An initializer from Keras's serialized form: its name, or
+    {'class_name': 'GlorotUniform', 'config': {'seed': 1}} (the class's
+    from_config of that config), as Keras's deserialize."""
+    custom_objects = custom_objects or {}
+    if isinstance(config, str):
+        c = custom_objects.get(config) or _NAMES.get(config)
+        if c is None:
+            raise _unknown(config)
+        return c() if isinstance(c, type) else c
+    if not isinstance(config, dict) or "class_name" not in config or "config" not in config:
+        raise ValueError("Improper config format for %s. Expecting python dict contains "
+                         "`class_name` and `config` as keys" % (config,))
+    name = config["class_name"]
+    c = custom_objects.get(name) or _NAMES.get(name)
+    if c is None:
+        raise _unknown(name)
+    if hasattr(c, "from_config"):
+        return c.from_config(config["config"])
+    return c(**config["config"])
+
+
+def serialize(initializer):
+    """Keras's serialized form: {'class_name': ..., 'config': get_config()}."""
+    return {"class_name": type(initializer).__name__, "config": initializer.get_config()}
+
+
 def get(identifier):
-    """An initializer from Keras's name (its snake_case or class name), an
-    initializer (kept), or a callable; None gives None, as Keras's."""
+    """An initializer, as Keras's get: None gives None; a dict is
+    deserialized ({'class_name': ..., 'config': {...}}); a string is Keras's
+    name (its snake_case or class name); a class is made with no arguments;
+    another callable is kept. An unknown name is Keras's "Unknown
+    initializer" ValueError; any other value "Could not interpret initializer
+    identifier"."""
     if identifier is None:
         return None
-    if isinstance(identifier, str) and identifier in _NAMES:
-        return _NAMES[identifier]()
-    if isinstance(identifier, type) and issubclass(identifier, Initializer):
-        return identifier()
-    if callable(identifier) and not isinstance(identifier, str):
-        return identifier
+    if isinstance(identifier, dict):
+        return deserialize(identifier)
+    if isinstance(identifier, str):
+        return deserialize({"class_name": identifier, "config": {}})
+    if callable(identifier):
+        return identifier() if isinstance(identifier, type) else identifier
     raise ValueError("Could not interpret initializer identifier: %s" % (identifier,))
 
 # the lower-case aliases Keras exports (tf.keras.initializers.glorot_uniform...)

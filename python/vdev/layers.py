@@ -156,7 +156,19 @@ class Layer:
         for p, w in zip(params, values):
             p.assign(w)
 
+    @property
+    def built(self):
+        """Whether the layer has its variables (a Dense layer once it knows
+        its input size)."""
+        return True
+
     def count_params(self):
+        """The number of weights' values, as Keras's; an unbuilt layer is
+        Keras's ValueError."""
+        if not self.built:
+            raise ValueError("You tried to call `count_params` on layer %s, but the layer isn't "
+                             "built. You can build it manually via: "
+                             "`%s.build(batch_input_shape)`." % (self.name, self.name))
         n = 0
         for v in self.weights:
             k = 1
@@ -196,6 +208,10 @@ class Dense(Layer):
             input_dim = tuple(input_shape)[-1]  # None: unknown until the first call
         if input_dim is not None:
             self.build(input_dim)
+
+    @property
+    def built(self):
+        return self.kernel is not None
 
     def build(self, input_dim):
         """Makes W [input_dim, units] and b [units] on the layer's device."""

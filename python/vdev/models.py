@@ -44,12 +44,20 @@ class Sequential(Layer):
     def trainable_variables(self):
         return [v for v in self.variables if v.trainable]
 
+    @property
+    def built(self):
+        """Whether every layer is built (Keras builds a Sequential whole)."""
+        return all(getattr(l, "built", True) for l in self.layers)
+
     def summary(self, line_length=None, positions=None, print_fn=None):
-        """Keras's table of the layers: name (type), output shape (None for
-        the batch), parameters; then the totals. Every layer must be built
-        (Keras's error otherwise). print_fn gets each line (print when
-        None)."""
-        if any(getattr(l, "kernel", 0) is None for l in self.layers):
+        """Keras 2.11's table of the layers (print_summary of a sequential
+        model): name (type), output shape (None for the batch), parameters,
+        each row starting with a space and followed by a line of spaces; a
+        field too long for its column goes on over the next lines (cut after
+        "),", "},", "],", "',", as Keras); then the totals. Every layer must
+        be built (Keras's error otherwise). print_fn gets each line (print
+        when None)."""
+        if not self.built:
             raise ValueError("This model has not yet been built. Build the model first by "
                              "calling `build()` or by calling the model on a batch of data.")
         print_fn = print_fn or print
@@ -59,25 +67,38 @@ class Sequential(Layer):
             positions = [int(line_length * p) for p in positions]
 
         def row(fields):
-            line = ""
-            for i, f in enumerate(fields):
-                if i > 0:
-                    line = line[:-1] + " "
-                line += str(f)
-                line = line[:positions[i]]
-                line += " " * (positions[i] - len(line))
-            print_fn(line)
+            left = [str(f) for f in fields]
+            while any(left):
+                line = ""
+                for col in range(len(left)):
+                    start = positions[col - 1] if col > 0 else 0
+                    space = 2 if col != len(positions) - 1 else 0
+                    cutoff = positions[col] - start - space
+                    fit = left[col][:cutoff]
+                    breaks = [fit.find(x) + len(x) for x in ("),", "},", "],", "',")
+                              if fit.find(x) >= 0]
+                    if breaks:
+                        cutoff = min(breaks)
+                        fit = fit[:cutoff]
+                    if col == 0:
+                        line += " "
+                    line += fit + " " * space
+                    left[col] = left[col][cutoff:]
+                    line += " " * (positions[col] - len(line))
+                print_fn(line)
 
         print_fn('Model: "%s"' % self.name)
         print_fn("_" * line_length)
         row(["Layer (type)", "Output Shape", "Param #"])
         print_fn("=" * line_length)
-        for i, l in enumerate(self.layers):
+        for l in self.layers:
             units = getattr(l, "units", None)
             shape = "(None, %d)" % units if units is not None else "?"
             n = l.count_params() if hasattr(l, "count_params") else 0
-            row(["%s (%s)" % (l.name, type(l).__name__), shape, n])
-            print_fn(("_" if i + 1 < len(self.layers) else "=") * line_length)
+            name = getattr(l, "name", None) or getattr(l, "__name__", "?")
+            row(["%s (%s)" % (name, type(l).__name__), shape, n])
+            print_fn(" " * line_length)
+        print_fn("=" * line_length)
         total = self.count_params()
         trainable = sum(int(np.prod([int(d) for d in v.shape])) for v in self.trainable_weights)
         print_fn("Total params: %s" % "{:,}".format(total))
