@@ -158,11 +158,96 @@ def test_bad_arguments():
         assert "weight decay is NaN, not a finite number" in str(e.value)
         with pytest.raises(TypeError):
             cls(nesterov_or_amsgrad=True)
-    opt = vdev.optimizers.SGD(clipnorm=1.0)
+    # the setters' errors in the constructor's words (no C function's name)
+    for cls in (vdev.optimizers.SGD, vdev.optimizers.Adam):
+        with pytest.raises(ValueError) as e:
+            cls(global_clipnorm=float("inf"))
+        assert str(e.value) == "global_clipnorm is inf, not a finite number"
+        opt = cls()
+        with pytest.raises(ValueError) as e:
+            opt.global_clipnorm = float("inf")
+        assert str(e.value) == "global_clipnorm is inf, not a finite number"
+        assert opt.global_clipnorm is None
+    # weight_decay is a number or None (not stored as a string)
+    for bad in ("0.1", b"0.1", True):
+        with pytest.raises(TypeError) as e:
+            vdev.optimizers.SGD(weight_decay=bad)
+        assert str(e.value) == "weight_decay must be a number or None, not %r" % (bad,)
+        opt = vdev.optimizers.Adam(weight_decay=0.5)
+        with pytest.raises(TypeError):
+            opt.weight_decay = bad
+        assert opt.weight_decay == 0.5
+
+
+def test_clipnorm_and_global_clipnorm_set_later():
+    """Keras checks the pair in the constructor only: set later, both are
+    kept and clipnorm wins, as in Keras's _clip_gradients."""
+    ws, gs = _data(2)
+    for first, then in (("clipnorm", "global_clipnorm"), ("global_clipnorm", "clipnorm")):
+        opt = vdev.optimizers.SGD(0.1, momentum=0.5, **{first: 0.5})
+        setattr(opt, then, 0.75)
+        assert (opt.clipnorm, opt.global_clipnorm) == ((0.5, 0.75) if first == "clipnorm"
+                                                       else (0.75, 0.5))
+        got = _vdev_run(opt, ws, gs)
+        want = _keras_run("sgd", 6, ws, lambda t: gs[t], 0.1, momentum=0.5,
+                          clipnorm=opt.clipnorm)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)
+        opt.clipnorm = None  # global_clipnorm takes over
+        assert opt.global_clipnorm in (0.5, 0.75)
+
+
+def test_infinite_clipnorm_and_clipvalue_clip_nothing():
+    """tf.clip_by_norm and tf.clip_by_value with inf leave the gradient."""
+    ws, gs = _data(3)
+    base = _vdev_run(vdev.optimizers.Adam(0.01), ws, gs)
+    for kw in (dict(clipnorm=float("inf")), dict(clipvalue=float("inf"))):
+        opt = vdev.optimizers.Adam(0.01, **kw)
+        assert getattr(opt, list(kw)[0]) == float("inf")
+        for a, b in zip(_vdev_run(opt, ws, gs), base):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_exclude_from_weight_decay():
+    """Keras 2.11's exclude_from_weight_decay: the variables listed and
+    those whose name matches (re.search) are not decayed; one step is one
+    iteration; only before the first update."""
+    ws, gs = _data(4)
+    for kind, make in (("sgd", lambda: vdev.optimizers.SGD(0.1, momentum=0.9,
+                                                           weight_decay=0.2)),
+                       ("adam", lambda: vdev.optimizers.Adam(0.05, amsgrad=True,
+                                                             weight_decay=0.2, clipnorm=1.0))):
+        for how in ("var_list", "var_names", "all"):
+            opt = make()
+            vs = [vdev.Variable(w.astype(F), name=n) for w, n in zip(ws, ("d/kernel", "d/bias"))]
+            if how == "var_list":
+                opt.exclude_from_weight_decay(var_list=[vs[1]])
+            elif how == "var_names":
+                opt.exclude_from_weight_decay(var_names=["bi.s$"])
+            else:
+                opt.exclude_from_weight_decay(var_list=vs[:1], var_names=["bias"])
+            for t in range(6):
+                opt.apply_gradients(zip([vdev.constant(g.astype(F)) for g in gs[t]], vs))
+            assert opt.iterations == 6
+            kw = dict(momentum=0.9) if kind == "sgd" else dict(amsgrad=True, clipnorm=1.0)
+            lr = 0.1 if kind == "sgd" else 0.05
+            want_k = _keras_run(kind, 6, ws, lambda t: gs[t], lr, weight_decay=0.2, **kw)
+            want_b = _keras_run(kind, 6, ws, lambda t: gs[t], lr, **kw)
+            want = [want_k[0] if how != "all" else want_b[0], want_b[1]]
+            for g, w in zip([v.numpy() for v in vs], want):
+                np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)
+            with pytest.raises(ValueError) as e:
+                opt.exclude_from_weight_decay(var_names=["kernel"])
+            assert str(e.value) == ("`exclude_from_weight_decay()` can only be configued "
+                                    "before the optimizer is built.")
+    opt = vdev.optimizers.SGD(0.1, weight_decay=0.1, global_clipnorm=1.0)
+    opt.exclude_from_weight_decay(var_names=["bias"])
+    vs = [vdev.Variable([1.0], name="k"), vdev.Variable([1.0], name="bias")]
     with pytest.raises(ValueError) as e:
-        opt.global_clipnorm = 1.0
-    assert "At most one of `clipnorm` and `global_clipnorm` can be set." in str(e.value)
-    assert opt.global_clipnorm is None and opt.clipnorm == 1.0
+        opt.apply_gradients(zip([vdev.constant([1.0])] * 2, vs))
+    assert str(e.value) == ("optimizer SGD: global_clipnorm with exclude_from_weight_decay is "
+                            "not supported by vdev (the global norm would be split)")
+    assert [v.numpy()[0] for v in vs] == [1.0, 1.0] and opt.iterations == 0
 
 
 def test_against_torch():

@@ -38,6 +38,7 @@ pickled (TypeError): its slots live in vdev's C optimizer."""
 import ctypes
 import logging
 import numbers
+import re
 
 from . import _lib, _strategy_context
 from ._lib import lib
@@ -73,18 +74,31 @@ class Optimizer:
                 raise
             self._replica_h = tuple(hs)
         self._clip = (None, None, None)
+        self._built = False  # Keras's: after the first update
+        self._exclude_ids, self._exclude_names = set(), []
         self._set_clip(clipnorm, clipvalue, global_clipnorm)
         self._weight_decay = None
         self.weight_decay = weight_decay
 
     def _set_clip(self, clipnorm, clipvalue, global_clipnorm):
         """Keras's clipping arguments, as given (None, or a number: <= 0 clips
-        nothing, as Keras's _clip_gradients skips it)."""
-        def c(x):
-            return float(x) if x is not None and x > 0 else 0.0
+        nothing, as Keras's _clip_gradients skips it; an infinite clipnorm or
+        clipvalue clips nothing, as tf.clip_by_norm and tf.clip_by_value with
+        inf). Both clipnorm and global_clipnorm (set one after the other, as
+        Keras allows past the constructor): clipnorm wins, as in Keras, so
+        vdev's C optimizer gets only it."""
+        def c(x, inf_is_none):
+            if x is None or not x > 0 or (inf_is_none and x == float("inf")):
+                return 0.0
+            return float(x)
+        cn, cv = c(clipnorm, True), c(clipvalue, True)
+        gcn = 0.0 if cn > 0 else c(global_clipnorm, False)
         for h in self._handles():
-            _lib.check(lib.vdev_optimizer_set_clipping(h, c(clipnorm), c(clipvalue),
-                                                       c(global_clipnorm)), {1: ValueError})
+            if lib.vdev_optimizer_set_clipping(h, cn, cv, gcn) != 0:
+                # the constructor's words, without the C function's name
+                e = _lib.error()
+                text = str(e).replace("vdev_optimizer_set_clipping: ", "", 1)
+                raise ValueError(text) from None
         self._clip = (clipnorm, clipvalue, global_clipnorm)
 
     clipnorm = property(lambda self: self._clip[0],
@@ -101,10 +115,31 @@ class Optimizer:
 
     @weight_decay.setter
     def weight_decay(self, value):
+        if value is not None and (not isinstance(value, numbers.Real)
+                                  or isinstance(value, bool)):
+            raise TypeError("weight_decay must be a number or None, not %r" % (value,))
         wd = 0.0 if value is None else float(value)
         for h in self._handles():
             _lib.check(lib.vdev_optimizer_set_weight_decay(h, wd), {1: ValueError})
         self._weight_decay = value
+
+    def exclude_from_weight_decay(self, var_list=None, var_names=None):
+        """Keras 2.11's: the variables of var_list, and those whose name
+        matches (re.search) one of var_names, are not decayed. Only before
+        the optimizer's first update (Keras's ValueError after); a call
+        replaces the previous one's lists."""
+        if self._built:
+            raise ValueError("`exclude_from_weight_decay()` can only be configued before the "
+                             "optimizer is built.")
+        self._exclude_ids = {id(v) for v in var_list} if var_list else set()
+        self._exclude_names = list(var_names) if var_names else []
+
+    def _use_weight_decay(self, variable):
+        """Keras's test: False for an excluded variable."""
+        if id(variable) in self._exclude_ids:
+            return False
+        name = getattr(variable, "name", None) or ""
+        return not any(re.search(n, name) is not None for n in self._exclude_names)
 
     def apply_gradients(self, grads_and_vars, name=None):
         """Updates each variable in place on its own device. Inside
@@ -134,14 +169,46 @@ class Optimizer:
             raise ValueError("optimizer %r is used inside strategy.run but was not made under "
                              "that strategy's scope(): each replica needs its own optimizer "
                              "state. Make it under strategy.scope()" % self.name)
-        n = len(kept)
-        hv = _lib.handles([v._handle for _, v in kept])
-        hg = _lib.handles([g._handle for g, _ in kept])
-        if ctx is None:
-            _lib.check(lib.vdev_optimizer_apply(self._h, hv, hg, n))
-        else:
-            _lib.check(lib.vdev_replica_apply_gradients(
-                ctx._h, self._replica_h[ctx.replica_id_in_sync_group], hv, hg, n))
+        h = self._h if ctx is None else self._replica_h[ctx.replica_id_in_sync_group]
+        groups = [kept]
+        if self._weight_decay and (self._exclude_ids or self._exclude_names):
+            decayed = [(g, v) for g, v in kept if self._use_weight_decay(v)]
+            groups = [decayed, [(g, v) for g, v in kept if not self._use_weight_decay(v)]]
+            if decayed and groups[1] and self._clip[2] and not (self._clip[0] or 0) > 0 \
+                    and self._clip[2] > 0:
+                raise ValueError("optimizer %s: global_clipnorm with exclude_from_weight_decay "
+                                 "is not supported by vdev (the global norm would be split)"
+                                 % self.name)
+            groups = [x for x in groups if x]
+        self._apply_groups(ctx, h, groups)
+        self._built = True
+
+    def _apply_groups(self, ctx, h, groups):
+        """One update of vdev's C optimizer h: groups[0] with the weight
+        decay in force, groups[1] (the variables excluded from it) without,
+        counted as one step (the second group's Adam factor is the first's)."""
+        wd = 0.0 if self._weight_decay is None else float(self._weight_decay)
+        for k, group in enumerate(groups):
+            hv = _lib.handles([v._handle for _, v in group])
+            hg = _lib.handles([g._handle for g, _ in group])
+            if k == 1 or (len(groups) == 1 and not self._use_weight_decay(group[0][1])):
+                _lib.check(lib.vdev_optimizer_set_weight_decay(h, 0.0))
+            try:
+                if k == 1:
+                    n = ctypes.c_int64()
+                    _lib.check(lib.vdev_optimizer_get_iterations(h, ctypes.byref(n)))
+                    _lib.check(lib.vdev_optimizer_set_iterations(h, n.value - 1))
+                try:
+                    if ctx is None:
+                        _lib.check(lib.vdev_optimizer_apply(h, hv, hg, len(group)))
+                    else:
+                        _lib.check(lib.vdev_replica_apply_gradients(ctx._h, h, hv, hg,
+                                                                    len(group)))
+                finally:
+                    if k == 1:  # the first group's step stands, whatever this one did
+                        _lib.check(lib.vdev_optimizer_set_iterations(h, n.value))
+            finally:
+                lib.vdev_optimizer_set_weight_decay(h, wd)
 
     def minimize(self, loss, var_list, tape=None):
         """loss: a callable of no arguments, or a tensor recorded by `tape`."""
