@@ -430,3 +430,42 @@ def test_optimizer_state_errors(tmp_path):
         opt.iterations = -1
     assert str(e.value) == "vdev_optimizer_set_iterations: -1 updates is negative"
     assert vdev.optimizers.SGD(0.1).get_slot_names() == []
+
+
+def test_amsgrad_loads_a_checkpoint_saved_without_it(tmp_path):
+    """Adam(amsgrad=True) restores a checkpoint saved without AMSGrad as
+    TensorFlow's object-based restore does: m, v and the count loaded, vhat
+    (which the file lacks) left as it is, zeros; any other missing entry is
+    still an error."""
+    model, opt, names = _fresh(lambda: vdev.optimizers.Adam(0.01), 1)
+    _train(model, opt, 3, 0)
+    path = tmp_path / "plain_adam.safetensors"
+    T.save_checkpoint(path, names, optimizer=opt)
+    saved = _entries(path)
+    assert not any(n.endswith("/adam_vhat") for n in saved)
+
+    model, ams, names = _fresh(lambda: vdev.optimizers.Adam(0.01, amsgrad=True), 2)
+    T.load_checkpoint(path, names, optimizer=ams)
+    assert ams.iterations == 3
+    for n, v in names.items():
+        np.testing.assert_array_equal(v.numpy(), saved[n])
+    # saved again: vhat is zeros, m and v the loaded ones
+    again = tmp_path / "again.safetensors"
+    T.save_checkpoint(again, names, optimizer=ams)
+    back = _entries(again)
+    for n in names:
+        np.testing.assert_array_equal(back[n + "/adam_m"], saved[n + "/adam_m"])
+        np.testing.assert_array_equal(back[n + "/adam_v"], saved[n + "/adam_v"])
+        assert not back[n + "/adam_vhat"].any()
+    assert back["optimizer/iterations"] == 3
+
+    # only vhat may be missing
+    part = {n: vdev.constant(a) for n, a in saved.items() if not n.endswith("/adam_v")}
+    T.save_checkpoint(tmp_path / "no_v.safetensors", part)
+    model, ams, names = _fresh(lambda: vdev.optimizers.Adam(0.01, amsgrad=True), 2)
+    w = names["w0"].numpy().tobytes()
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        T.load_checkpoint(tmp_path / "no_v.safetensors", names, optimizer=ams)
+    assert str(e.value) == ("checkpoint '%s': no entry 'w0/adam_v' (asked for by names[5]; the "
+                            "file has 9 entries)" % (tmp_path / "no_v.safetensors"))
+    assert names["w0"].numpy().tobytes() == w and ams.iterations == 0

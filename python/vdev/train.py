@@ -29,7 +29,11 @@ name>/<slot>" ("adam_m", "adam_v" and with AMSGrad "adam_vhat" for Adam's m, v, 
 SGD with momentum), and its iteration count as the entry
 "optimizer/iterations", a 0-dimensional int32 tensor; a load with that
 optimizer restores both, so training goes on bit for bit as if it had never
-stopped. A load also reads the names earlier versions wrote ("<name>/m",
+stopped. A load into Adam(amsgrad=True) of a file saved without AMSGrad (no
+"<name>/adam_vhat") restores m, v and the count and leaves vhat as it is
+(zeros before the first update), as TensorFlow's object-based restore leaves
+a slot the checkpoint lacks; any other missing entry is an error.
+A load also reads the names earlier versions wrote ("<name>/m",
 "<name>/v", and the count as the metadata key "optimizer/iterations").
 The hyperparameters in force (learning_rate; Adam's beta_1, beta_2,
 epsilon; SGD's momentum), which Keras tracks as variables and a schedule may
@@ -111,11 +115,13 @@ def _meta_text(value, key):
     raise TypeError("metadata %r: a value is a string or a number, not %r" % (key, value))
 
 
-def _optimizer_state(tensors, optimizer, every_replica, older=False, skip=()):
+def _optimizer_state(tensors, optimizer, every_replica, older=False, skip=(), entries=None):
     """(names, handles) of the optimizer's slots for the Variables of
     tensors, but those named in skip: the first replica's, or every
     replica's; named as vdev/checkpoint.h names them, or as earlier versions
-    did (older)."""
+    did (older). entries (a load's: the file's entry names): a vhat the file
+    lacks (saved without AMSGrad) is left out, as TensorFlow's restore leaves
+    a slot the checkpoint lacks."""
     if not isinstance(optimizer, Optimizer):
         raise TypeError("optimizer must be a vdev optimizer, not %r" % (optimizer,))
     names, handles = [], []
@@ -126,6 +132,8 @@ def _optimizer_state(tensors, optimizer, every_replica, older=False, skip=()):
             if slot in skip:
                 continue
             entry = slot if older else _SLOT_ENTRY.get(slot, slot)
+            if entries is not None and slot == "vhat" and "%s/%s" % (name, entry) not in entries:
+                continue
             n = _name("%s/%s" % (name, entry), "a slot's name")
             for h in (hs if every_replica else hs[:1]):
                 names.append(n)
@@ -210,7 +218,7 @@ def load_checkpoint(path, tensors, optimizer=None):
         _set_hyperparameters(optimizer, now)
         if optimizer is not None:
             n, h = _optimizer_state(tensors, optimizer, every_replica=True, older=older,
-                                    skip=("momentum",) if later else ())
+                                    skip=("momentum",) if later else (), entries=entries)
             names, handles = names + n, handles + h
             if not older:
                 with device("CPU:0"):
