@@ -3,14 +3,14 @@
 ``TruncatedNormal``, ``VarianceScaling`` and its Glorot, He and LeCun forms)
 with Keras's arguments, ``get_config``/``from_config``, and ``get``, which
 takes Keras's string names ('glorot_uniform', 'he_normal', ...), Keras's
-serialized dict ({'class_name': 'GlorotUniform', 'config': {'seed': 1}}),
-an initializer, or a callable ``f(shape, dtype=None)``. Keras's fan_in/fan_out: a 2-D shape [in, out]
-gives fan_in = in, fan_out = out; a 1-D shape [n] gives both n. The numbers
-come from vdev's counter-based generator (the same for a seed on every
-device), not TensorFlow's. The truncated normal (TruncatedNormal and the
-"normal" VarianceScaling, as Keras's, cut at two standard deviations) draws
-normals and redraws those out of range with the following seeds, on the
-host.
+serialized dict ({'class_name': 'GlorotUniform', 'config': {'seed': 1}}), an
+initializer, or a callable ``f(shape, dtype=None)``. Keras's fan_in/fan_out:
+a 2-D shape [in, out] gives fan_in = in, fan_out = out; a 1-D shape [n]
+gives both n. The numbers come from vdev's counter-based generator (the same
+for a seed on every device), not TensorFlow's. The truncated normal
+(TruncatedNormal and the "normal" VarianceScaling, as Keras's, cut at two
+standard deviations) draws normals and redraws those out of range with the
+following seeds, on the host.
 """
 
 import math

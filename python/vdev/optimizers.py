@@ -25,10 +25,14 @@ an attribute that may be set later, as in Keras: SGD's ``nesterov``, Adam's
 ``amsgrad`` (a third slot, ``vhat``), and on both ``clipnorm``,
 ``clipvalue``, ``global_clipnorm`` (the gradients clipped first, as Keras's
 ``_clip_gradients``: clipnorm wins over global_clipnorm, which wins over
-clipvalue; a value of None or <= 0 clips nothing; clipnorm and
-global_clipnorm together are Keras's ValueError) and ``weight_decay``
-(Keras 2.11+'s decoupled decay, ``var -= var * weight_decay *
-learning_rate`` before each update, on every variable updated).
+clipvalue; a value of None or <= 0 clips nothing, and an infinite
+clipnorm or clipvalue too; clipnorm and global_clipnorm given together to
+the constructor are Keras's ValueError, set later both are kept and
+clipnorm wins, as in Keras) and ``weight_decay`` (a number or None: Keras
+2.11+'s decoupled decay, ``var -= var * weight_decay * learning_rate``
+before each update, on every variable updated but those of
+``exclude_from_weight_decay``, which the update leaves to a second call of
+the C optimizer without decay, counted as the same step).
 
 A pair whose gradient is None is skipped with Keras's warning ("Gradients do
 not exist for variables [...] when minimizing the loss.", on the "vdev"
