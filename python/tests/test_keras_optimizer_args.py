@@ -276,3 +276,25 @@ def test_against_torch():
     for make, clip, opt in pairs:
         for a, b in zip(_vdev_run(opt, ws, gs), torch_run(make, clip)):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_exclude_from_weight_decay_under_a_strategy():
+    """Each replica's optimizer runs the two groups itself, one step."""
+    s = vdev.distribute.MirroredStrategy()
+    with s.scope():
+        k = vdev.Variable([1.0, 2.0], name="k")
+        b = vdev.Variable([1.0, 2.0], name="d/bias")
+        opt = vdev.optimizers.SGD(0.25, weight_decay=0.5)
+    opt.exclude_from_weight_decay(var_names=["bias"])
+
+    def step():
+        opt.apply_gradients([(vdev.constant([1.0, 1.0]), k), (vdev.constant([1.0, 1.0]), b)])
+    s.run(step)
+    n = s.num_replicas_in_sync  # the gradients summed over the replicas
+    want_k = [w - w * 0.5 * 0.25 - 0.25 * n for w in (1.0, 2.0)]
+    want_b = [w - 0.25 * n for w in (1.0, 2.0)]
+    for c in k.values:
+        np.testing.assert_allclose(c.numpy(), want_k, rtol=1e-6)
+    for c in b.values:
+        np.testing.assert_allclose(c.numpy(), want_b, rtol=1e-6)
+    assert opt.iterations == 1

@@ -54,7 +54,9 @@ class Sequential(Layer):
         model): name (type), output shape (None for the batch), parameters,
         each row starting with a space and followed by a line of spaces; a
         field too long for its column goes on over the next lines (cut after
-        "),", "},", "],", "',", as Keras); then the totals. Every layer must
+        "),", "},", "],", "',", as Keras); then the totals. (Keras 2.13+
+        cut each column but the last one character shorter, and add the
+        weights' memory size to the totals.) Every layer must
         be built (Keras's error otherwise). print_fn gets each line (print
         when None)."""
         if not self.built:

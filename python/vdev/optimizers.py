@@ -174,28 +174,27 @@ class Optimizer:
                              "that strategy's scope(): each replica needs its own optimizer "
                              "state. Make it under strategy.scope()" % self.name)
         h = self._h if ctx is None else self._replica_h[ctx.replica_id_in_sync_group]
-        groups = [kept]
+        groups = [(kept, True)]
         if self._weight_decay and (self._exclude_ids or self._exclude_names):
             decayed = [(g, v) for g, v in kept if self._use_weight_decay(v)]
-            groups = [decayed, [(g, v) for g, v in kept if not self._use_weight_decay(v)]]
-            if decayed and groups[1] and self._clip[2] and not (self._clip[0] or 0) > 0 \
-                    and self._clip[2] > 0:
+            excluded = [(g, v) for g, v in kept if not self._use_weight_decay(v)]
+            if decayed and excluded and not (self._clip[0] or 0) > 0 \
+                    and (self._clip[2] or 0) > 0:
                 raise ValueError("optimizer %s: global_clipnorm with exclude_from_weight_decay "
                                  "is not supported by vdev (the global norm would be split)"
                                  % self.name)
-            groups = [x for x in groups if x]
+            groups = [(x, d) for x, d in ((decayed, True), (excluded, False)) if x]
         self._apply_groups(ctx, h, groups)
         self._built = True
 
     def _apply_groups(self, ctx, h, groups):
-        """One update of vdev's C optimizer h: groups[0] with the weight
-        decay in force, groups[1] (the variables excluded from it) without,
-        counted as one step (the second group's Adam factor is the first's)."""
-        wd = 0.0 if self._weight_decay is None else float(self._weight_decay)
-        for k, group in enumerate(groups):
+        """One update by vdev's C optimizer h of [(pairs, decayed)]: the
+        pairs of a group not decayed with the weight decay set to 0 for it; a
+        second group counted as the same step (its Adam factor the first's)."""
+        for k, (group, decayed) in enumerate(groups):
             hv = _lib.handles([v._handle for _, v in group])
             hg = _lib.handles([g._handle for g, _ in group])
-            if k == 1 or (len(groups) == 1 and not self._use_weight_decay(group[0][1])):
+            if not decayed:
                 _lib.check(lib.vdev_optimizer_set_weight_decay(h, 0.0))
             try:
                 if k == 1:
@@ -212,7 +211,8 @@ class Optimizer:
                     if k == 1:  # the first group's step stands, whatever this one did
                         _lib.check(lib.vdev_optimizer_set_iterations(h, n.value))
             finally:
-                lib.vdev_optimizer_set_weight_decay(h, wd)
+                if not decayed:  # the decay in force again
+                    lib.vdev_optimizer_set_weight_decay(h, float(self._weight_decay))
 
     def minimize(self, loss, var_list, tape=None):
         """loss: a callable of no arguments, or a tensor recorded by `tape`."""
