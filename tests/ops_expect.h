@@ -472,8 +472,8 @@ static void expect(const struct tcase *c, struct texp *e)
         e->atol = 1e-7;
         break;
     case VDEV_OP_CLIP_GRAD: {
-        /* g * mul rounded to float, then / div rounded, then the clamp */
-        exp_out(e, 0, x->shape, x->ndim, VDEV_F32);
+        /* g * mul rounded to float, then / div rounded, then the clamp (the
+         * output is the default one, input 0's shape) */
         double lim = c->p.f[2];
         for (int64_t i = 0; i < n; i++) {
             double t = (float)((double)a[i] * (float)c->p.f[0]);
