@@ -395,6 +395,22 @@ restore:
 
 static uint64_t mib_floor(uint64_t bytes) { return bytes / MIB * MIB; }
 
+/* What model k of scenario sc would have on the GPUs it simulates
+ * (scenarios[sc].sim, "NxSIZE"): a whole GPU each, or for --split the
+ * logical GPU demo_start makes of one (0 when the text does not parse). */
+static uint64_t sim_room(enum demo_scenario sc, int k)
+{
+    const char *x = strchr(scenarios[sc].sim, 'x');
+    uint64_t size = 0;
+    if (!x || vdev_parse_bytes(x + 1, &size) != VDEV_OK)
+        return 0;
+    if (sc != DEMO_SPLIT)
+        return size;
+    if (size >= 6 * GIB)
+        return k == 0 ? 4 * GIB : 2 * GIB;
+    return k == 0 ? mib_floor(size / 3 * 2) : mib_floor(size / 3);
+}
+
 /* What a split of one card leaves to the driver (demo_start). */
 #define DRIVER_MARGIN (64 * MIB)
 
@@ -560,21 +576,32 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
     }
 
     /* Enough memory for the models at this batch? Under TensorFlow's rule
-     * every model's work lands on GPU:0. */
+     * every model's work lands on GPU:0. Larger GPUs are advised only where
+     * the scenario's simulated ones would hold the model: --split's logical
+     * GPUs stop growing at 4 GiB and 2 GiB, so past that only a smaller batch
+     * helps. */
     uint64_t need = demo_model_bytes(sc, o->batch);
     for (int k = 0; k < d->n; k++) {
         uint64_t want = sc == DEMO_TF_PLACEMENT && !o->vdev_placement && k == 0 ? 3 * need : need;
         if (d->limit_bytes[k] < want) {
-            /* At batch 1 there is no smaller batch to give: the GPU is too small. */
-            fprintf(stderr,
-                    "%s: %s has %s, less than the %s %s at batch %ld%s run on larger GPUs "
-                    "(VDEV_SIM_GPUS=%s)\n",
-                    o->prog, d->name[k], vdev_format_bytes(d->limit_bytes[k], b1, sizeof b1),
+            int larger = sim_room(sc, k) >= want;
+            char advice[160];
+            if (larger)
+                snprintf(advice, sizeof advice, "%s run on larger GPUs (VDEV_SIM_GPUS=%s)",
+                         o->batch > 1 ? "; give a smaller --batch, or"
+                                      : ", the smallest batch: the GPU is too small;",
+                         scenarios[sc].sim);
+            else if (o->batch > 1)
+                snprintf(advice, sizeof advice, "; give a smaller --batch%s",
+                         sc == DEMO_SPLIT ? " (--split's logical GPUs are 4 GiB and 2 GiB at most)"
+                                          : "");
+            else
+                snprintf(advice, sizeof advice, ", the smallest batch: the GPU is too small");
+            fprintf(stderr, "%s: %s has %s, less than the %s %s at batch %ld%s\n", o->prog,
+                    d->name[k], vdev_format_bytes(d->limit_bytes[k], b1, sizeof b1),
                     vdev_format_bytes(want, b2, sizeof b2),
                     want > need ? "the three models need there" : "its model needs", o->batch,
-                    o->batch > 1 ? "; give a smaller --batch, or"
-                                 : ", the smallest batch: the GPU is too small;",
-                    scenarios[sc].sim);
+                    advice);
             return 1;
         }
     }

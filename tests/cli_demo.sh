@@ -164,6 +164,12 @@ VDEV_SIM_GPUS=1x1GiB VDEV_LOGICAL_DEVICES="0:17304KiB,5768KiB,5768KiB" \
 [ $rc -eq 0 ] && [ -z "$err" ] && ok || bad "tf-placement at the boundary: exit $rc: $err"
 VDEV_SIM_GPUS=1x1GiB run demo --split --batch 4096
 one_error "split batch too large" 1 "vdev demo: /device:GPU:0 has 532.00 MiB, less than the 776.00 MiB its model needs at batch 4096; give a smaller --batch, or run on larger GPUs (VDEV_SIM_GPUS=1x8GiB)"
+# --split's logical GPUs stop at 4 GiB and 2 GiB: past them a larger GPU
+# does not help, only a smaller batch.
+VDEV_SIM_GPUS=1x400GiB run demo --split --batch 30000 --steps 2
+one_error "split batch past 4 GiB" 1 "vdev demo: /device:GPU:0 has 4.00 GiB, less than the 5.50 GiB its model needs at batch 30000; give a smaller --batch (--split's logical GPUs are 4 GiB and 2 GiB at most)"
+VDEV_SIM_GPUS=1x5GiB run demo --split --batch 30000 --steps 2
+one_error "split batch past 4 GiB, small card" 1 "vdev demo: /device:GPU:0 has 2.33 GiB, less than the 5.50 GiB its model needs at batch 30000; give a smaller --batch (--split's logical GPUs are 4 GiB and 2 GiB at most)"
 VDEV_SIM_GPUS=3x16GiB VDEV_MEMORY_GROWTH=maybe run demo
 [ $rc -eq 1 ] && ok || bad "bad environment: exit $rc"
 [[ $err == 'vdev demo: start-up: VDEV_MEMORY_GROWTH="maybe" '* ]] && ok || bad "bad environment: $err"
