@@ -170,6 +170,10 @@ VDEV_SIM_GPUS=1x400GiB run demo --split --batch 30000 --steps 2
 one_error "split batch past 4 GiB" 1 "vdev demo: /device:GPU:0 has 4.00 GiB, less than the 5.50 GiB its model needs at batch 30000; give a smaller --batch (--split's logical GPUs are 4 GiB and 2 GiB at most)"
 VDEV_SIM_GPUS=1x5GiB run demo --split --batch 30000 --steps 2
 one_error "split batch past 4 GiB, small card" 1 "vdev demo: /device:GPU:0 has 2.33 GiB, less than the 5.50 GiB its model needs at batch 30000; give a smaller --batch (--split's logical GPUs are 4 GiB and 2 GiB at most)"
+# stdout and stderr into one file: the line printed before the error comes first
+VDEV_SIM_GPUS=1x400GiB "$vdev" demo --split --batch 30000 >"$tmp/both" 2>&1
+[ "$(cut -c1-8 "$tmp/both" | tr '\n' ' ')" = "Devices: vdev dem " ] && ok ||
+  bad "stdout and stderr out of order: $(cat "$tmp/both")"
 VDEV_SIM_GPUS=3x16GiB VDEV_MEMORY_GROWTH=maybe run demo
 [ $rc -eq 1 ] && ok || bad "bad environment: exit $rc"
 [[ $err == 'vdev demo: start-up: VDEV_MEMORY_GROWTH="maybe" '* ]] && ok || bad "bad environment: $err"

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# cli_demo_interrupt.sh — Ctrl-C (SIGINT) during `vdev demo --report DIR`:
+# cli_demo_interrupt.sh — Ctrl-C (SIGINT) during `vdev demo`: without
+# --report, into a file, the lines printed so far are in it, stderr is the
+# one line "vdev demo: interrupted" and the process ends by SIGINT, for every
+# scenario. During `vdev demo --report DIR`:
 # the demo says on stderr that it closes the trace where the run is and
 # draws it, DIR/run.json is then whole JSON (its events up to the
 # interruption, then its end), DIR/memory.svg and DIR/placement.svg are
@@ -55,4 +58,38 @@ for f in ("memory.svg", "placement.svg"):
 assert sorted(os.listdir(d)) == ["memory.svg", "placement.svg", "run.json"], os.listdir(d)
 PY
 
+
+# plain.py OUT ARGS...: runs `vdev demo ARGS...` into OUT.out and OUT.err,
+# sends SIGINT once its second line of progress is out (or after 30 s),
+# prints "rc N"
+cat >"$tmp/plain.py" <<'PY'
+import os, signal, subprocess, sys, time
+vdev, o, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+with open(o + ".out", "wb") as out, open(o + ".err", "wb") as err:
+    p = subprocess.Popen([vdev, "demo"] + args, stdout=out, stderr=err,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    end = time.time() + 30
+    while time.time() < end and p.poll() is None:
+        with open(o + ".out", "rb") as f:
+            if f.read().count(b"\n") >= 3:
+                break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    try:
+        print("rc", p.wait(timeout=120))
+    except subprocess.TimeoutExpired:
+        p.kill(); print("rc timeout")
+PY
+# each scenario: its simulated GPUs, its options, the start of its first line
+for c in "3x1GiB::--epochs 100000:Devices" "3x1GiB:--tf-placement:--epochs 100000:Devices" \
+         "1x8GiB:--split:--epochs 100000:Devices" "3x1GiB:--mirrored:--epochs 100000:Replicas" \
+         "1x3GiB:--priority:--steps 100000:One GPU"; do
+  IFS=: read -r gpus s opts first <<<"$c"
+  rc=$(VDEV_SIM_GPUS=$gpus python3 "$tmp/plain.py" "$vdev" "$tmp/plain" $s $opts)
+  [ "$rc" = "rc -2" ] && ok || bad "demo $s: exit: $rc, expected death by SIGINT (-2)"
+  [ "$(grep . "$tmp/plain.err")" = "vdev demo: interrupted" ] && ok ||
+    bad "demo $s: stderr: $(cat "$tmp/plain.err")"
+  [[ $(head -1 "$tmp/plain.out") == "$first"* ]] && [ "$(wc -l <"$tmp/plain.out")" -ge 3 ] && ok ||
+    bad "demo $s: stdout lost its lines: '$(cat "$tmp/plain.out")'"
+done
 finish

@@ -16,7 +16,12 @@
  * DIR/placement.svg (tools/cmd_plot.c). Usage errors print one line
  * "vdev demo: ..." and the usage on stderr and exit 2.
  *
- * Ctrl-C during a --report run still gives the pictures: SIGINT wakes a
+ * Standard output is line-buffered, so that a line of progress is out before
+ * an error that follows it on stderr, whatever both are redirected to.
+ * Ctrl-C ends every run the same way: what the run printed is out, one line
+ * "vdev demo: interrupted" on stderr, and the process ends by SIGINT
+ * (status 130 in a shell). During a --report run it still gives the
+ * pictures: SIGINT wakes a
  * thread of its own (the run's threads block it), which closes the trace
  * where the run is (its whole events, then its end: valid JSON), draws it,
  * and then ends the process by SIGINT, as Ctrl-C would have (a second Ctrl-C
@@ -83,11 +88,11 @@ static int write_report(const char *dir, const char *trace)
     return rc;
 }
 
-/* Ctrl-C during a --report run (see the top of the file). */
+/* Ctrl-C during a run (see the top of the file). */
 static struct {
     pthread_mutex_t lock; /* held by whoever writes the report */
     sem_t wake;           /* posted by the handler: SIGINT came */
-    const char *dir;      /* set before the thread starts, then only read */
+    const char *dir;      /* --report's, or NULL; set before the thread starts */
 } I = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void on_sigint(int sig)
@@ -111,7 +116,13 @@ static void *on_interrupt(void *arg)
     signal(SIGINT, SIG_DFL); /* from now on a Ctrl-C ends the process at once */
     char trace[4200];
     if (pthread_mutex_trylock(&I.lock) != 0) {
-        /* the run is over and its report is being written: just end */
+        /* the run is over (and its report is being written): just end */
+    } else if (!I.dir) {
+        /* the run's lines so far are out (the lock waits for one being
+         * written); the run, which goes on, prints no more */
+        flockfile(stdout);
+        fflush(stdout);
+        fprintf(stderr, "\nvdev demo: interrupted\n");
     } else if (vdev_trace_path(trace, sizeof trace) == VDEV_OK && trace[0]) {
         /* stdout is this thread's until the end: the run, which goes on,
          * waits at its next line of progress instead of splitting the
@@ -133,10 +144,11 @@ static void *on_interrupt(void *arg)
     return NULL;
 }
 
-/* Hands SIGINT to a thread that draws the report. SIGINT is blocked in
- * this thread, so in every thread the run starts; a thread started before
- * (a BLAS pool) may still take it, and its handler wakes the drawing thread
- * all the same. Nothing changes where SIGINT is ignored (a background job).
+/* Hands SIGINT to a thread that ends the run (and draws the report where
+ * dir is not NULL). SIGINT is blocked in this thread, so in every thread
+ * the run starts; a thread started before (a BLAS pool) may still take it,
+ * and its handler wakes that thread all the same. Nothing changes where
+ * SIGINT is ignored (a background job).
  * 0, or -1 when it could not be set up (the run goes on as without it). */
 static int catch_interrupt(const char *dir)
 {
@@ -209,8 +221,13 @@ int vdev_cmd_demo(int argc, char **argv)
     }
     argc = n;
     argv[argc] = NULL;
-    if (!dir)
-        return run(argc, argv);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!dir) {
+        catch_interrupt(NULL);
+        int rc = run(argc, argv);
+        pthread_mutex_lock(&I.lock); /* an interrupt from now on just ends */
+        return rc;
+    }
     /* The folder must be one this run can write in: it is named here, not
      * the VDEV_TRACE_FILE that start-up would fail to open in it. */
     struct stat st;
