@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define DIE(what) return fprintf(stderr, "%s: %s: %s\n", o.prog, what, vdev_last_error()), 1
 
@@ -125,8 +126,19 @@ int vdev_example_split(int argc, char **argv)
         if (s % 10 == 0 || s == n_steps - 1)
             printf("step %3ld  loss  model A %.4f  model B %.4f\n", s, last[0], last[1]);
     }
-    printf("Loss fell: model A %.4f -> %.4f, model B %.4f -> %.4f\n", first[0], last[0],
-           first[1], last[1]);
+    printf("Loss: ");
+    for (int k = 0; k < 2; k++) {
+        /* the direction of the numbers as printed, as the mirrored demo says it */
+        char f4[32], l4[32];
+        snprintf(f4, sizeof f4, "%.4f", first[k]);
+        snprintf(l4, sizeof l4, "%.4f", last[k]);
+        printf("%smodel %c ", k ? ", " : "", 'A' + k);
+        if (!strcmp(f4, l4))
+            printf("stayed at %s", f4);
+        else
+            printf("%s %s -> %s", last[k] < first[k] ? "fell" : "rose", f4, l4);
+    }
+    printf("\n");
     show(ms[0].dev);
     show(ms[1].dev);
     for (int k = 0; k < 2; k++) {

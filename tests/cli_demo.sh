@@ -52,7 +52,8 @@ has "$out" "Devices: GPU 0 (budget 6.50 GiB) split into logical GPUs of 4.00 GiB
   && ok || bad "split 1x8GiB: $out"
 has "$out" "OOM when allocating tensor with shape[65536,8192] and type float" && ok || bad "no OOM: $out"
 has "$out" "model B lowers its batch" && ok || bad "no recovery"
-grep -q "^Loss fell" <<<"$out" && ok || bad "no final losses"
+grep -Eq "^Loss: model A fell [0-9.]+ -> [0-9.]+, model B fell [0-9.]+ -> [0-9.]+$" <<<"$out" \
+  && ok || bad "no final losses: $out"
 VDEV_PLACEMENT_REPORT=1 run demo --epochs 1 --steps 2
 has "$err" "Placement audit" && ok || bad "no report at exit: $err"
 # One report, of the run: the start-up that measures the card prints none,
@@ -106,7 +107,7 @@ has "$out" "Devices: GPU 0 (budget 512.00 MiB) split into logical GPUs of 341.00
 has "$out" "OOM when allocating tensor with shape[8192,8192] and type float (256.00 MiB) on /job:localhost/replica:0/task:0/device:GPU:1" \
   && ok || bad "split 1x2GiB: no OOM of model B: $out"
 has "$out" "model B lowers its batch" && ok || bad "split 1x2GiB: no recovery: $out"
-grep -q "^Loss fell" <<<"$out" && ok || bad "split 1x2GiB: did not finish: $out"
+grep -q "^Loss: model A " <<<"$out" && ok || bad "split 1x2GiB: did not finish: $out"
 grep -q "model A lowers" <<<"$out" && bad "split 1x2GiB: model A ran out of memory: $out" || ok
 grep -q "^  /device:GPU:0: 1.97 MiB in use, peak 42.12 MiB, limit 341.00 MiB$" <<<"$out" \
   && ok || bad "split 1x2GiB: model A's memory: $out"
@@ -121,6 +122,13 @@ has "$out" "Devices: 3 GPUs, one model on each" && ok || bad "no GPU: $out"
 VDEV_CUDA_PLUGIN=/nonexistent/libvdev-cuda.so run demo --split --steps 3
 [ $rc -eq 0 ] && ok || bad "no GPU --split: exit $rc: $err"
 has "$out" "running on simulated GPUs, VDEV_SIM_GPUS=1x8GiB" && ok || bad "no GPU --split: $out"
+# one step: the loss neither fell nor rose
+VDEV_SIM_GPUS=1x2GiB run demo --split --steps 1
+n='\([0-9.]*\)'
+want=$(sed -n "s/^step   0  loss  model A $n  model B $n\$/Loss: model A stayed at \1, model B stayed at \2/p" \
+       <<<"$out")
+[ -n "$want" ] && [ "$(grep '^Loss' <<<"$out")" = "$want" ] && ok ||
+  bad "split, one step: '$(grep '^Loss' <<<"$out")', expected '$want'"
 
 # run-time errors: exit 1, one line "vdev demo: ..." on stderr.
 one_error() { # one_error WHAT CODE MESSAGE
