@@ -202,15 +202,24 @@ int vdev_example_mirrored(int argc, char **argv)
     printf("Replicas: %d, on", j.n);
     for (int r = 0; r < j.n; r++)
         printf(" %s", vdev_strategy_device(s, r));
-    printf("\nModel: MLP %d-%d-%d, Adam; global batch %ld (%ld per replica%s), %ld steps\n", IN,
-           HIDDEN, CLASSES, o.batch, o.batch / j.n, o.batch % j.n ? ", a row more on some" : "",
-           o.epochs * o.steps);
+    /* how the global batch splits: rows per replica, or for a batch
+     * smaller than the replicas, which have a row */
+    char split[96];
+    if (o.batch < j.n)
+        snprintf(split, sizeof split, "a row on %ld of the %d replicas, none on the other%s",
+                 o.batch, j.n, j.n - o.batch > 1 ? "s" : "");
+    else
+        snprintf(split, sizeof split, "%ld per replica%s", o.batch / j.n,
+                 o.batch % j.n ? ", a row more on some" : "");
+    long n_steps = o.epochs * o.steps;
+    printf("\nModel: MLP %d-%d-%d, Adam; global batch %ld (%s), %ld step%s\n", IN, HIDDEN,
+           CLASSES, o.batch, split, n_steps, n_steps == 1 ? "" : "s");
     if (vdev_strategy_run(s, build, &j, NULL) != VDEV_OK)
         DIE("building the replicas");
     for (int r = 0; r < j.n; r++)
         vdev_memory_reset_peak(vdev_strategy_device(s, r));
 
-    long n_steps = o.epochs * o.steps, every = n_steps >= 10 ? n_steps / 10 : 1;
+    long every = n_steps >= 10 ? n_steps / 10 : 1;
     float first = NAN, last = NAN;
     double t_mirrored = 0;
     for (long k = 0; k < n_steps; k++) {
@@ -288,11 +297,16 @@ int vdev_example_mirrored(int argc, char **argv)
             timed++;
         }
     }
+    /* the rate leaves out the steps that print their losses: under 20
+     * steps every step does, and there is none to time */
     if (timed > 0 && t_mirrored > 0 && t_one > 0)
         printf("Step rate: %d replicas %.1f steps/s (%.0f examples/s); one GPU, same global batch, "
                "%.1f steps/s: %.2fx\n",
                j.n, timed / t_mirrored, timed / t_mirrored * (double)o.batch, timed / t_one,
                t_one / t_mirrored);
+    else if (timed == 0)
+        printf("Step rate: not measured: only the steps that print no losses are timed, and "
+               "under 20 steps every step prints them\n");
     printf("One GPU after %ld steps: loss %.4f (mirrored: %.4f)\n", n_steps, one_last, last);
     vdev_mlp_free(mlp);
     vdev_optimizer_free(adam);

@@ -99,6 +99,8 @@ expect_direction() {
   else echo "Loss rose $first -> $last; replicas identical bit for bit: yes"; fi
 }
 VDEV_SIM_GPUS=4x1GiB run demo --mirrored --batch 1 --steps 2
+has "$out" "global batch 1 (a row on 1 of the 4 replicas, none on the others), 2 steps" && ok ||
+  bad "batch 1: $out"
 [ $rc -eq 0 ] && ok || bad "batch 1: exit $rc: $err"
 grep -Eq '^step +0  loss [0-9.]+  replicas [0-9.]+ - - -$' <<<"$out" && ok || bad "batch 1, step 0: $out"
 grep -Eq '^step +1  loss [0-9.]+  replicas [0-9.]+ - - -$' <<<"$out" && ok || bad "batch 1, step 1: $out"
@@ -107,6 +109,11 @@ want=$(expect_direction)
 # these two steps raise the loss (0.9488 -> 1.0703 when written): say "rose"
 has "$want" "Loss rose " && ok || bad "batch 1: the loss no longer rises, the check of 'rose' is gone: $want"
 VDEV_SIM_GPUS=4x1GiB run demo --mirrored --batch 3 --steps 1
+has "$out" "global batch 3 (a row on 3 of the 4 replicas, none on the other), 1 step" && ok ||
+  bad "batch 3: $out"
+# under 20 steps every step prints its losses: no step is timed, and it says so
+[ "$(grep '^Step rate' <<<"$out")" = "Step rate: not measured: only the steps that print no losses are timed, and under 20 steps every step prints them" ] &&
+  ok || bad "one step, step rate: $out"
 [ $rc -eq 0 ] && ok || bad "one step: exit $rc: $err"
 grep -Eq '^step +0  loss [0-9.]+  replicas [0-9.]+ [0-9.]+ [0-9.]+ -$' <<<"$out" && ok || bad "batch 3: $out"
 want=$(expect_direction)
