@@ -447,6 +447,21 @@ int demo_no_gpu(const char *prog, int n_gpus)
     return 1;
 }
 
+void demo_say_metrics(void)
+{
+    int port = vdev_metrics_port();
+    const char *addr = getenv("VDEV_METRICS_ADDR");
+    const char *colon = addr ? strrchr(addr, ':') : NULL;
+    if (port <= 0 || !colon)
+        return;
+    /* the host as given (localhost is served on 127.0.0.1), the port bound */
+    int n = (int)(colon - addr);
+    if (n == 9 && !strncmp(addr, "localhost", 9))
+        printf("Metrics: http://127.0.0.1:%d/metrics\n", port);
+    else
+        printf("Metrics: http://%.*s:%d/metrics\n", n, addr, port);
+}
+
 int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_devices *d)
 {
     memset(d, 0, sizeof *d);
@@ -559,6 +574,7 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
     }
     if (vdev_init() != VDEV_OK)
         return fail(o, "start-up");
+    demo_say_metrics();
     struct vdev_logical_device real[8];
     int n_real;
     if (vdev_list_logical_devices(real, 8, &n_real) != VDEV_OK)

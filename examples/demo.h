@@ -65,6 +65,10 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
  * (VDEV_VISIBLE_DEVICES=... hides the N there are); ..."), n_gpus the GPUs
  * there are; returns 1, the exit status. */
 int demo_no_gpu(const char *prog, int n_gpus);
+/* Where the runtime started serves its metrics (VDEV_METRICS_ADDR, port 0
+ * as the port it picked): one line "Metrics: http://HOST:PORT/metrics" on
+ * stdout; nothing when it serves none. */
+void demo_say_metrics(void);
 
 /* Bytes one model needs at a batch, with room for the allocator's regions:
  * the estimate demo_start() checks the limits against. */

@@ -191,6 +191,7 @@ int vdev_example_mirrored(int argc, char **argv)
         return demo_no_gpu(o.prog, n_phys - 1);
     if (simulated[0])
         printf("%s\n", simulated);
+    demo_say_metrics();
     if (vdev_mirrored_strategy_new(NULL, 0, &s) != VDEV_OK)
         DIE("the strategy");
     if (o.log_placement)

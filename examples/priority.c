@@ -24,6 +24,7 @@
  * take the others' cached memory first.
  * Written with the public header alone. */
 #define _POSIX_C_SOURCE 200809L
+#include "demo.h"
 #include "vdev.h"
 
 #include <errno.h>
@@ -387,6 +388,7 @@ int vdev_example_priority(int argc, char **argv)
                                                 {.priority = VDEV_PRIORITY_LOW}};
     if (vdev_config_set_logical_devices_ex(pd.name, cfg, 3) != VDEV_OK || vdev_init() != VDEV_OK)
         return fprintf(stderr, "%s: start-up: %s\n", prog, vdev_last_error()), 1;
+    demo_say_metrics();
     struct vdev_memory_limits lim;
     if (vdev_memory_get_limits("GPU:0", &lim) != VDEV_OK) {
         fprintf(stderr, "%s: start-up: %s\n", prog, vdev_last_error());

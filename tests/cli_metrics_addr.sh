@@ -4,7 +4,9 @@
 # localhost (which is 127.0.0.1; no name is looked up), with a port from 0
 # to 65535. localhost:PORT serves on 127.0.0.1; a host name, or a value that
 # is no HOST:PORT, stops start-up with one line that names the variable and
-# says what it takes, exit 1. Usage: cli_metrics_addr.sh VDEV SHARED
+# says what it takes, exit 1. The demo names the address it serves on
+# ("Metrics: http://HOST:PORT/metrics", the port picked for port 0).
+# Usage: cli_metrics_addr.sh VDEV SHARED
 set -u
 vdev=$1
 . "${BASH_SOURCE%/*}/testlib.sh"
@@ -43,5 +45,24 @@ PY
   sleep 0.5
 done
 [ -n "$got" ] && [ "$got" -gt 0 ] && ok || bad "localhost:$port: nothing served on 127.0.0.1: $(cat "$tmp/demo.out")"
+grep -qxF "Metrics: http://127.0.0.1:$port/metrics" "$tmp/demo.out" && ok ||
+  bad "localhost:$port: the demo does not say where it serves: $(head -3 "$tmp/demo.out")"
+kill "$demo_pid" 2>/dev/null; wait "$demo_pid" 2>/dev/null; demo_pid=
+
+# port 0: every scenario names the port it got
+for s in "" --tf-placement --split --mirrored --priority; do
+  VDEV_METRICS_ADDR=127.0.0.1:0 "$vdev" demo $s --steps 10 >"$tmp/demo.out" 2>&1 &
+  demo_pid=$!
+  line=
+  for _ in $(seq 1 40); do   # bounded: 20 s
+    line=$(grep -m1 '^Metrics: ' "$tmp/demo.out")
+    [ -n "$line" ] && break
+    kill -0 "$demo_pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  [[ $line =~ ^Metrics:\ http://127\.0\.0\.1:([1-9][0-9]*)/metrics$ ]] && ok ||
+    bad "demo $s, port 0: no 'Metrics:' line naming the port: $(head -3 "$tmp/demo.out")"
+  wait "$demo_pid"; demo_pid=
+done
 
 finish
