@@ -5,7 +5,8 @@
 # 1..65535 too); "?" for a served value that cannot be (NaN, negative, huge),
 # the columns kept; exit 1 and one line when stdout cannot be written; plain
 # frames (no escape codes) when stdout is not a terminal, a cleared screen
-# per frame when it is.
+# per frame when it is; a value that is no number is an error naming its
+# line; an endpoint that goes away after frames is said to have gone.
 # Usage: cli_top.sh VDEV SHARED
 set -u
 vdev=$1
@@ -125,6 +126,35 @@ PY
 grep -q "^clears [2-9]" "$tmp/tty.txt" && ok || bad "top on a terminal: $(cat "$tmp/tty.txt")"
 kill "$fake_pid" 2>/dev/null
 wait "$fake_pid" 2>/dev/null
+
+# serve FILE: a fake endpoint serving FILE; sets fake_pid and fake
+serve() {
+  python3 "$tmp/serve.py" "$1" >"$tmp/fake.port" 2>"$tmp/fake.err" &
+  fake_pid=$!
+    for _ in $(seq 1 40); do [ -s "$tmp/fake.port" ] && break; sleep 0.25; done   # bounded: 10 s
+  fake=http://127.0.0.1:$(cat "$tmp/fake.port")
+}
+# A value that is no number is an error naming its line, exit 1.
+for v in abc 12abc; do
+  printf '%s\n' "vdev_memory_limit_bytes{device=\"/device:GPU:0\"} 1024" \
+    "vdev_memory_in_use_bytes{device=\"/device:GPU:0\"} $v" >"$tmp/malformed.txt"
+  serve "$tmp/malformed.txt"
+  err=$("$vdev" top --once --interval 0.1 --url "$fake" 2>&1 >/dev/null); rc=$?
+  want="vdev top: $fake/metrics: a sample whose value is not a number: 'vdev_memory_in_use_bytes{device=\"/device:GPU:0\"} $v'"
+  [ $rc -eq 1 ] && [ "$err" = "$want" ] && ok || bad "value '$v': exit $rc: '$err', expected '$want'"
+  kill "$fake_pid" 2>/dev/null; wait "$fake_pid" 2>/dev/null; fake_pid=
+done
+# The endpoint goes away after frames were shown: said so, exit 1.
+serve "$tmp/metrics.txt"
+"$vdev" top --interval 0.2 --url "$fake" >"$tmp/top.log" 2>"$tmp/err" &
+top_pid=$!
+for _ in $(seq 1 40); do grep -q "^vdev top " "$tmp/top.log" && break; sleep 0.25; done   # 10 s
+kill "$fake_pid" 2>/dev/null; wait "$fake_pid" 2>/dev/null; fake_pid=
+wait "$top_pid"; rc=$?
+want="vdev top: $fake/metrics went away (Connection refused): the watched process ended or stopped serving"
+[ $rc -eq 1 ] && [ "$(cat "$tmp/err")" = "$want" ] && ok ||
+  bad "endpoint gone: exit $rc: '$(cat "$tmp/err")', expected '$want'"
+grep -q "^vdev top " "$tmp/top.log" && ok || bad "endpoint gone: no frame before: $(cat "$tmp/top.log")"
 
 port=$(free_port)
 err=$("$vdev" top --once --url "http://127.0.0.1:$port" 2>&1 >/dev/null); rc=$?

@@ -93,6 +93,9 @@ static int parse_url(const char *s, struct url *u)
     return 0;
 }
 
+/* Whether a sample was read: an endpoint that refuses after that went away. */
+static int seen;
+
 /* GETs the page into a malloc'd NUL-terminated body. On failure prints one
  * line and returns NULL. */
 static char *fetch(const struct url *u)
@@ -113,6 +116,12 @@ static char *fetch(const struct url *u)
         }
     }
     freeaddrinfo(ai);
+    if (fd < 0 && seen) {
+        fprintf(stderr, "vdev top: %s went away (%s): the watched process ended or stopped "
+                        "serving\n",
+                u->text, strerror(err));
+        return NULL;
+    }
     if (fd < 0) {
         fprintf(stderr, "vdev top: cannot connect to %s: %s (is VDEV_METRICS_ADDR set in the "
                         "watched process?)\n",
@@ -196,7 +205,10 @@ static struct top_dev *dev_of(struct top_sample *s, const char *name)
     return d;
 }
 
-static void parse_metrics(char *text, struct top_sample *s)
+/* Reads the samples of text into s. A sample whose value is no number
+ * (Prometheus: a float, NaN or [+-]Inf, then an optional timestamp) is an
+ * error: -1 after naming the line, 0 otherwise. */
+static int parse_metrics(const struct url *u, char *text, struct top_sample *s)
 {
     static const struct {
         const char *name;
@@ -221,7 +233,15 @@ static void parse_metrics(char *text, struct top_sample *s)
         *brace = '\0';
         *close = '\0';
         const char *name = line, *labels = brace + 1;
-        double v = strtod(close + 1, NULL);
+        char *end;
+        double v = strtod(close + 1, &end);
+        if (end == close + 1 || (*end && *end != ' ' && *end != '\t')) {
+            *brace = '{';
+            *close = '}';
+            fprintf(stderr, "vdev top: %s: a sample whose value is not a number: '%s'\n",
+                    u->text, line);
+            return -1;
+        }
         char dn[64], other[64];
         if (!strcmp(name, "vdev_copied_bytes_total")) {
             struct top_dev *d;
@@ -244,6 +264,7 @@ static void parse_metrics(char *text, struct top_sample *s)
                     label(labels, "backend", d->backend, sizeof d->backend);
             }
     }
+    return 0;
 }
 
 /* A served value that cannot be a byte count or a counter: not a number,
@@ -346,12 +367,15 @@ static int sample(const struct url *u, struct top_sample *s)
     if (!body)
         return -1;
     s->t = now_s();
-    parse_metrics(body, s);
+    int bad = parse_metrics(u, body, s);
     free(body);
+    if (bad)
+        return -1;
     if (s->n == 0) {
         fprintf(stderr, "vdev top: %s serves no vdev device metrics\n", u->text);
         return -1;
     }
+    seen = 1;
     return 0;
 }
 
