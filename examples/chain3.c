@@ -54,7 +54,8 @@ int vdev_example_chain3(int argc, char **argv)
     int n_ld;
     if (vdev_list_logical_devices(ld, 4, &n_ld) != VDEV_OK)
         DIE("listing the logical devices");
-    printf("Training 3 chained MLPs (batch %ld, %ld steps per epoch):\n", o.batch, o.steps);
+    printf("Training 3 chained MLPs (batch %ld, %ld step%s per epoch):\n", o.batch, o.steps,
+           o.steps == 1 ? "" : "s");
     for (int k = 0; k < 3 && k + 1 < n_ld && k + 1 < 4; k++) {
         char b[32];
         printf("  model %d on %s: %s GPU %d, limit %s\n", k + 1, ld[k + 1].name,

@@ -5,7 +5,8 @@
 # command still succeeds; a limit written in MiB refused with exit 1 and one
 # line naming the variable; a driver reserve that overrides a memory fraction
 # (TensorFlow's rule) said once on stderr; a thread count that is not a
-# number ignored, as OpenBLAS ignores it, with one warning. Usage: cli_config_env.sh VDEV SHARED
+# number ignored, as OpenBLAS ignores it, with one warning; `vdev --help`
+# names the variables start-up does not check. Usage: cli_config_env.sh VDEV SHARED
 set -u
 vdev=$1
 . "${BASH_SOURCE%/*}/testlib.sh"
@@ -72,5 +73,19 @@ OMP_NUM_THREADS=abc run devices
 [ $rc -eq 0 ] && ok || bad "OMP_NUM_THREADS=abc: exit $rc: $err"
 [ "$err" = 'vdev: warning: OMP_NUM_THREADS="abc" is not a whole number >= 1, so it is ignored (as OpenBLAS and OpenMP ignore it)' ] \
   && ok || bad "OMP_NUM_THREADS=abc: one warning: $err"
+
+# `vdev --help` says which variables are not checked at start-up, and they are not
+want="Environment (the README's \"Configuration\" has every value). Read at start-up,
+a malformed value is an error that names the variable, except:
+VDEV_MPI_TIMEOUT, VDEV_TORCH_DEVICES and NCCL_RUNTIME_CONNECT are read and
+checked only when used; a malformed OPENBLAS_NUM_THREADS or OMP_NUM_THREADS
+is ignored with a warning; VDEV_LIBRARY is read by the Python package:"
+run --help
+[ "$(sed -n '/^Environment/,/^  /p' <<<"$out" | sed '$d')" = "$want" ] && ok ||
+  bad "--help: the environment's header: $(sed -n '/^Environment/,/^  /p' <<<"$out")"
+for v in VDEV_MPI_TIMEOUT VDEV_TORCH_DEVICES NCCL_RUNTIME_CONNECT; do
+  env "$v=zz" VDEV_SIM_GPUS=1x1GiB "$vdev" devices >/dev/null 2>"$tmp/err"; rc=$?
+  [ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && ok || bad "$v=zz at start-up: exit $rc: $(cat "$tmp/err")"
+done
 
 finish

@@ -186,6 +186,11 @@ VDEV_SIM_GPUS=3x16GiB VDEV_MEMORY_GROWTH=maybe run demo
 [ $rc -eq 1 ] && ok || bad "bad environment: exit $rc"
 [[ $err == 'vdev demo: start-up: VDEV_MEMORY_GROWTH="maybe" '* ]] && ok || bad "bad environment: $err"
 
+# one step per epoch: "step", not "steps"
+VDEV_SIM_GPUS=3x1GiB run demo --epochs 1 --steps 1
+grep -qxF "Training 3 chained MLPs (batch 64, 1 step per epoch):" <<<"$out" && ok ||
+  bad "one step per epoch: $out"
+
 # ---- options: the same everywhere ----
 export VDEV_SIM_GPUS=3x2GiB
 run demo --help

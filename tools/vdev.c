@@ -41,8 +41,11 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n'vdev <command> --help' describes a command and its options.\n\n"
-               "Environment (read at start-up; the README's \"Configuration\" has every value,\n"
-               "and a malformed one is an error that names the variable):\n");
+               "Environment (the README's \"Configuration\" has every value). Read at start-up,\n"
+               "a malformed value is an error that names the variable, except:\n"
+               "VDEV_MPI_TIMEOUT, VDEV_TORCH_DEVICES and NCCL_RUNTIME_CONNECT are read and\n"
+               "checked only when used; a malformed OPENBLAS_NUM_THREADS or OMP_NUM_THREADS\n"
+               "is ignored with a warning; VDEV_LIBRARY is read by the Python package:\n");
     /* The library's own table of the variables it reads (src/config/envvars.c);
      * tests/cli_devices.sh checks that each getenv() of src/ and tools/ is in it. */
     int n;
