@@ -129,10 +129,12 @@ wait "$fake_pid" 2>/dev/null
 
 # serve FILE: a fake endpoint serving FILE; sets fake_pid and fake
 serve() {
+  rm -f "$tmp/fake.port"   # not the last server's port, before this one writes it
   python3 "$tmp/serve.py" "$1" >"$tmp/fake.port" 2>"$tmp/fake.err" &
   fake_pid=$!
-    for _ in $(seq 1 40); do [ -s "$tmp/fake.port" ] && break; sleep 0.25; done   # bounded: 10 s
+    for _ in $(seq 1 120); do [ -s "$tmp/fake.port" ] && break; sleep 0.25; done   # bounded: 30 s
   fake=http://127.0.0.1:$(cat "$tmp/fake.port")
+  [ -s "$tmp/fake.port" ] || bad "the fake endpoint did not start: $(cat "$tmp/fake.err")"
 }
 # A value that is no number is an error naming its line, exit 1.
 for v in abc 12abc; do
@@ -148,7 +150,7 @@ done
 serve "$tmp/metrics.txt"
 "$vdev" top --interval 0.2 --url "$fake" >"$tmp/top.log" 2>"$tmp/err" &
 top_pid=$!
-for _ in $(seq 1 40); do grep -q "^vdev top " "$tmp/top.log" && break; sleep 0.25; done   # 10 s
+for _ in $(seq 1 120); do grep -q "^vdev top " "$tmp/top.log" && break; sleep 0.25; done   # 30 s
 kill "$fake_pid" 2>/dev/null; wait "$fake_pid" 2>/dev/null; fake_pid=
 wait "$top_pid"; rc=$?
 want="vdev top: $fake/metrics went away (Connection refused): the watched process ended or stopped serving"
