@@ -305,7 +305,7 @@ static void test_malformed(void)
     cluster_file(hw);
     CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
     snprintf(want, sizeof want, "VDEV_CLUSTER_CONFIG=%s: worker:1: logical_devices=\"2:1MiB\": "
-                                "there is no GPU 2 (1 GPUs)", path);
+                                "there is no GPU 2 (1 GPU)", path);
     CHECK_STR(vdev_last_error(), want);
     fresh("1x64MiB", 2, 4);
     cluster_file(hw);

@@ -201,8 +201,8 @@ enum vdev_status vdev_env_growth(const char *var, const char *v, int n_gpus,
                               "0:true,1:false)",
                               var, v, part);
         if (gpu >= n_gpus)
-            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": there is no GPU %ld (%d GPUs)", var,
-                              v, gpu, n_gpus);
+            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": there is no GPU %ld (%d GPU%s)",
+                              var, v, gpu, n_gpus, n_gpus == 1 ? "" : "s");
         if (seen[gpu])
             return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": GPU %ld is given twice", var, v, gpu);
         seen[gpu] = 1;
@@ -415,8 +415,8 @@ enum vdev_status vdev_env_logical(const char *var, const char *v, int n_gpus,
                               "e.g. 0:4GiB,2GiB;1:3GiB or cpu:4)",
                               var, v, grp);
         if (gpu >= n_gpus)
-            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": there is no GPU %ld (%d GPUs)", var,
-                              v, gpu, n_gpus);
+            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": there is no GPU %ld (%d GPU%s)",
+                              var, v, gpu, n_gpus, n_gpus == 1 ? "" : "s");
         if (set[gpu])
             return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": GPU %ld is given twice", var, v, gpu);
         set[gpu] = 1;
