@@ -140,3 +140,12 @@ char *check_slurp(const char *path)
     fclose(f);
     return buf;
 }
+
+int check_fill_device(const char *dev, void **blocks, int cap)
+{
+    int n = 0;
+    for (uint64_t size = 1u << 20; size >= 256; size /= 4)
+        while (n < cap && vdev_mem_alloc(dev, size, &blocks[n]) == VDEV_OK)
+            n++;
+    return n;
+}

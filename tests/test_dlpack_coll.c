@@ -22,6 +22,7 @@
  * batch (vdev_replica_batch, a copy on the replica's stream). */
 #define _GNU_SOURCE
 #include "check.h"
+#include "stream_gate.h"
 #include "runtime/runtime.h"
 
 #include <dlpack/dlpack.h>
@@ -30,52 +31,16 @@
 #include <stdatomic.h>
 #include <time.h>
 
-/* ---- a gate: a host function that holds a stream until opened ---- */
-
-struct gate {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int open;
-    atomic_int entered;
-};
-
-static struct gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
-
-static void gate_fn(void *arg)
-{
-    struct gate *g = *(struct gate **)arg;
-    atomic_store(&g->entered, 1);
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += 120; /* never forever, even when the test fails */
-    pthread_mutex_lock(&g->lock);
-    while (!g->open && pthread_cond_timedwait(&g->cond, &g->lock, &dl) != ETIMEDOUT)
-        ;
-    pthread_mutex_unlock(&g->lock);
-}
+/* ---- the gate (stream_gate.h) on a logical device ---- */
 
 /* Holds the stream of logical device `name` until gate_open(). */
 static void gate_hold(const char *name)
 {
-    pthread_mutex_lock(&gate.lock);
-    gate.open = 0;
-    atomic_store(&gate.entered, 0);
-    pthread_mutex_unlock(&gate.lock);
+    gate_close();
     struct vdev_ldev *d = NULL;
     CHECK_OK(vdev_runtime_find(name, &d));
-    if (!d)
-        return;
-    struct gate *g = &gate;
-    CHECK_OK(vdev_backend_submit_host(d->backend, d->bdev, gate_fn, &g, sizeof g));
-    CHECK(check_wait_flag(&gate.entered));
-}
-
-static void gate_open(void)
-{
-    pthread_mutex_lock(&gate.lock);
-    gate.open = 1;
-    pthread_cond_broadcast(&gate.cond);
-    pthread_mutex_unlock(&gate.lock);
+    if (d)
+        gate_block(d->backend, d->bdev);
 }
 
 /* Opens the gate once *flag is set, or after about 300 ms: a call that

@@ -45,16 +45,6 @@ struct victim {
 
 #define MAX_BLOCKS 1024
 
-/* Takes every free byte of dev in blocks of 1 MiB down to 256 B. */
-static int fill(const char *dev, void **blocks)
-{
-    int n = 0;
-    for (uint64_t size = 1u << 20; size >= 256; size /= 4)
-        while (n < MAX_BLOCKS && vdev_mem_alloc(dev, size, &blocks[n]) == VDEV_OK)
-            n++;
-    return n;
-}
-
 static enum vdev_status step_with_victim(vdev_replica_context_t *ctx, void *u)
 {
     struct victim *v = u;
@@ -75,7 +65,7 @@ static enum vdev_status step_with_victim(vdev_replica_context_t *ctx, void *u)
     if (r == v->replica && v->free_optimizer) {
         vdev_optimizer_free(m->opt[r]);
     } else if (r == v->replica) {
-        nb = fill(vdev_replica_device(ctx), blocks);
+        nb = check_fill_device(vdev_replica_device(ctx), blocks, MAX_BLOCKS);
     }
     st = vdev_replica_apply_gradients(ctx, m->opt[r], m->vars[r], grads, MM_NV);
     while (nb)

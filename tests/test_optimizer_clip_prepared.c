@@ -22,16 +22,6 @@ static vdev_tensor_t *vec(const float *h)
     return vdev_tensor_from_host(h, shape, 1, VDEV_F32);
 }
 
-/* Takes every free byte of dev in blocks of 1 MiB down to 256 B. */
-static int fill(const char *dev, void **blocks)
-{
-    int n = 0;
-    for (uint64_t size = 1u << 20; size >= 256; size /= 4)
-        while (n < MAX_BLOCKS && vdev_mem_alloc(dev, size, &blocks[n]) == VDEV_OK)
-            n++;
-    return n;
-}
-
 static uint64_t in_use(const char *dev)
 {
     struct vdev_memory_info mi;
@@ -52,7 +42,7 @@ static void run(float clipnorm, float clipvalue, float global, int full, float *
     CHECK_OK(vdev_optimizer_set_clipping(o, clipnorm, clipvalue, global));
     CHECK_OK(vdev_optimizer_prepare(o, v, 2));
     void *blocks[MAX_BLOCKS];
-    int nb = full ? fill("GPU:0", blocks) : 0;
+    int nb = full ? check_fill_device("GPU:0", blocks, MAX_BLOCKS) : 0;
     uint64_t used = in_use("GPU:0");
     CHECK(!full || nb > 0);
     CHECK_OK(vdev_optimizer_apply(o, v, g, 2));
@@ -92,7 +82,7 @@ static void clipping_switched_on_later(void)
     CHECK_OK(vdev_optimizer_prepare(o, &v, 1));
     CHECK(in_use("GPU:0") > before); /* the scratch */
     void *blocks[MAX_BLOCKS];
-    int nb = fill("GPU:0", blocks);
+    int nb = check_fill_device("GPU:0", blocks, MAX_BLOCKS);
     CHECK_OK(vdev_optimizer_apply(o, &v, &g, 1));
     while (nb)
         vdev_mem_free("GPU:0", blocks[--nb]);

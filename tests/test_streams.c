@@ -13,6 +13,7 @@
  * timeout and checks what it saw. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "stream_gate.h"
 #include "config/config.h"
 #include "runtime/runtime.h"
 
@@ -38,54 +39,6 @@ static int n_threads(void)
         n += e->d_name[0] != '.';
     closedir(d);
     return n;
-}
-
-/* ---- a gate: a host function that holds its stream until opened ---- */
-
-struct gate {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int open;
-    atomic_int entered;
-};
-
-static struct gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
-
-static void gate_fn(void *arg)
-{
-    struct gate *g = *(struct gate **)arg;
-    atomic_store(&g->entered, 1);
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += 120; /* never forever, even when the test fails */
-    pthread_mutex_lock(&g->lock);
-    while (!g->open && pthread_cond_timedwait(&g->cond, &g->lock, &dl) != ETIMEDOUT)
-        ;
-    pthread_mutex_unlock(&g->lock);
-}
-
-static void gate_close(void)
-{
-    pthread_mutex_lock(&gate.lock);
-    gate.open = 0;
-    atomic_store(&gate.entered, 0);
-    pthread_mutex_unlock(&gate.lock);
-}
-
-static void gate_open(void)
-{
-    pthread_mutex_lock(&gate.lock);
-    gate.open = 1;
-    pthread_cond_broadcast(&gate.cond);
-    pthread_mutex_unlock(&gate.lock);
-}
-
-/* Holds stream q of backend b until gate_open(). */
-static void block_stream(const struct vdev_backend *b, int q)
-{
-    struct gate *g = &gate;
-    CHECK_OK(vdev_backend_submit_host(b, q, gate_fn, &g, sizeof g));
-    CHECK(check_wait_flag(&gate.entered));
 }
 
 /* ---- which stream each logical device gets ---- */
@@ -165,7 +118,7 @@ static void test_sibling_runs(void)
     if (!g0)
         return;
     gate_close();
-    block_stream(g0->backend, g0->bdev); /* GPU:0's stream is busy until the gate opens */
+    gate_block(g0->backend, g0->bdev); /* GPU:0's stream is busy until the gate opens */
     struct sibling s = {0};
     pthread_t t;
     pthread_create(&t, NULL, sibling_work, &s);
@@ -210,7 +163,7 @@ static void test_copy_both_ways(void)
     CHECK_OK(b->ops->copy_h2d(b->ctx, qa, src, h, MiB));
     /* the destination's stream is held: the copy waits there */
     gate_close();
-    block_stream(b, qb);
+    gate_block(b, qb);
     CHECK_OK(b->ops->copy_d2d(b->ctx, qb, dst, qa, src, MiB));
     /* the source's stream writes its buffer next: after the copy has read it */
     CHECK_OK(vdev_backend_fill(b, qa, src, 7, MiB / 4));
