@@ -176,8 +176,9 @@ class Optimizer:
         h = self._h if ctx is None else self._replica_h[ctx.replica_id_in_sync_group]
         groups = [(kept, True)]
         if self._weight_decay and (self._exclude_ids or self._exclude_names):
-            decayed = [(g, v) for g, v in kept if self._use_weight_decay(v)]
-            excluded = [(g, v) for g, v in kept if not self._use_weight_decay(v)]
+            decayed, excluded = [], []
+            for g, v in kept:
+                (decayed if self._use_weight_decay(v) else excluded).append((g, v))
             if decayed and excluded and not (self._clip[0] or 0) > 0 \
                     and (self._clip[2] or 0) > 0:
                 raise ValueError("optimizer %s: global_clipnorm with exclude_from_weight_decay "
@@ -337,7 +338,6 @@ class SGD(Optimizer):
                  clipnorm=None, clipvalue=None, global_clipnorm=None, name="SGD"):
         momentum = _momentum(momentum)
         self._lr, self._momentum = float(learning_rate), momentum
-        self._nesterov = nesterov
         super().__init__(lambda: lib.vdev_sgd_new(self._lr, self._momentum), name,
                          weight_decay, clipnorm, clipvalue, global_clipnorm)
         self.nesterov = nesterov
@@ -386,7 +386,6 @@ class Adam(Optimizer):
                  amsgrad=False, weight_decay=None, clipnorm=None, clipvalue=None,
                  global_clipnorm=None, name="Adam"):
         self._hyper = (float(learning_rate), float(beta_1), float(beta_2), float(epsilon))
-        self._amsgrad = amsgrad
         super().__init__(lambda: lib.vdev_adam_new(*self._hyper), name,
                          weight_decay, clipnorm, clipvalue, global_clipnorm)
         self.amsgrad = amsgrad
