@@ -286,16 +286,24 @@ static enum vdev_status exchange(struct hier *H, int tag, const struct hier_reco
                                             vdev_now_ns() + t, H->arrived);
     if (st == VDEV_OK)
         return VDEV_OK;
-    char msg[HIER_MSG], who[256] = "";
-    size_t k = 0;
-    int missing = 0;
-    for (int w = 0; w < H->n_workers && k < sizeof who - 1; w++)
-        if (!H->arrived[w]) {
-            k += (size_t)snprintf(who + k, sizeof who - k, "%s%d (%s)", missing ? ", " : "", w,
+    char msg[HIER_MSG], who[256] = "", gone[256] = "";
+    size_t k = 0, kg = 0;
+    int missing = 0, left = 0;
+    for (int w = 0; w < H->n_workers; w++)
+        if (H->arrived[w] == 2 && kg < sizeof gone - 1)
+            kg += (size_t)snprintf(gone + kg, sizeof gone - kg, "%s%d (%s)", left++ ? ", " : "",
+                                   w, H->task[w]);
+        else if (!H->arrived[w] && k < sizeof who - 1)
+            k += (size_t)snprintf(who + k, sizeof who - k, "%s%d (%s)", missing++ ? ", " : "", w,
                                   H->task[w]);
-            missing++;
-        }
-    if (missing)
+    if (left)
+        snprintf(msg, sizeof msg,
+                 "Collective failed: %s on worker %d (%s) waits for worker%s %s, which ended "
+                 "%s process cleanly (exit status 0) without making this call (did it run "
+                 "fewer steps than the others?)",
+                 what, H->me, H->task[H->me], left > 1 ? "s" : "", gone,
+                 left > 1 ? "their" : "its");
+    else if (missing)
         snprintf(msg, sizeof msg,
                  "Collective has timed out waiting for other workers: %s on worker %d (%s) "
                  "waited %g s (VDEV_MPI_TIMEOUT) for worker%s %s, which did not make this call "

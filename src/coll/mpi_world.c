@@ -19,7 +19,9 @@
  * process that leaves early (a local error, exit() inside a step) must not
  * finalise: the others would wait in their next collective until
  * VDEV_MPI_TIMEOUT. The exit handler finalises only a clean exit: status 0
- * (read with glibc's on_exit) and no failure across processes; otherwise it
+ * (read with glibc's on_exit) and no failure across processes (the plugin
+ * then tells the others it leaves, so that one still waiting for it fails at
+ * once); otherwise it
  * ends the job (MPI_Abort with the exit status, or 1). Without on_exit the
  * status is unknown, and a communicator across processes still in use at
  * exit counts as an early exit. */

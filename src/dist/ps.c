@@ -71,18 +71,26 @@ static enum vdev_status agree(struct vdev_ps *ps, int tag, struct ps_rec *mine,
     enum vdev_status st = vdev_mpi_exchange(ps->mpi, tag, mine, all, sizeof *mine,
                                             vdev_now_ns() + t, arrived);
     if (st != VDEV_OK) {
-        char who[256] = "";
-        size_t k = 0;
-        for (int p = 0; p < ps->n_procs && k < sizeof who - 1; p++)
-            if (!arrived[p])
-                k += (size_t)snprintf(who + k, sizeof who - k, "%s%s", k ? ", " : "",
-                                      ps->task[p][0] ? ps->task[p] : "?");
+        char who[256] = "", gone[256] = "";
+        size_t k = 0, kg = 0;
+        for (int p = 0; p < ps->n_procs; p++) {
+            const char *name = ps->task[p][0] ? ps->task[p] : "?";
+            if (arrived[p] == 2 && kg < sizeof gone - 1)
+                kg += (size_t)snprintf(gone + kg, sizeof gone - kg, "%s%s", kg ? ", " : "", name);
+            else if (!arrived[p] && k < sizeof who - 1)
+                k += (size_t)snprintf(who + k, sizeof who - k, "%s%s", k ? ", " : "", name);
+        }
         free(arrived);
         ps->spent = 1;
         char msg[600];
-        snprintf(msg, sizeof msg, "%s on %s waited %g s (VDEV_MPI_TIMEOUT) for %s, which did not "
-                                  "make this call",
-                 what, mine->task, (double)t / 1e9, who[0] ? who : "a process");
+        if (gone[0])
+            snprintf(msg, sizeof msg, "%s on %s waits for %s, which ended its process cleanly "
+                                      "(exit status 0) without making this call",
+                     what, mine->task, gone);
+        else
+            snprintf(msg, sizeof msg, "%s on %s waited %g s (VDEV_MPI_TIMEOUT) for %s, which "
+                                      "did not make this call",
+                     what, mine->task, (double)t / 1e9, who[0] ? who : "a process");
         vdev_mpi_world_fail(msg);
         return vdev_error(VDEV_ERR_BACKEND, "%s", msg);
     }

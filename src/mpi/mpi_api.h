@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define VDEV_MPI_API_VERSION 1
+#define VDEV_MPI_API_VERSION 2
 #define VDEV_MPI_PLUGIN_SYMBOL "vdev_mpi_plugin_open"
 #define VDEV_MPI_NO_DEADLINE UINT64_MAX
 
@@ -50,7 +50,8 @@ struct vdev_mpi_ops {
     /* Initialises MPI (MPI_Init_thread, MPI_THREAD_SERIALIZED) unless the
      * program already has; *rank and *size of MPI_COMM_WORLD. */
     enum vdev_status (*init)(int *rank, int *size, char *why, size_t cap);
-    /* MPI_Finalize, when init initialised MPI and it is not finalised yet. */
+    /* Tells the other processes that this one leaves (see exchange), then
+     * MPI_Finalize, when init initialised MPI and it is not finalised yet. */
     void (*finalize)(void);
     /* MPI_Abort(MPI_COMM_WORLD, code): ends every process of the job. */
     void (*abort)(int code);
@@ -65,7 +66,10 @@ struct vdev_mpi_ops {
     /* Every process sends `bytes` bytes (mine) to every other and receives
      * theirs into all[p * bytes] (its own copied too), with point-to-point
      * messages of tag `tag`, until the deadline. arrived[p] is set to 1 for
-     * each process whose record came (size entries). */
+     * each process whose record came, 2 for one whose record did not come
+     * and that has left the job (ended cleanly: then the exchange fails a
+     * second after the news, before its deadline), 0 for the others (size
+     * entries). */
     enum vdev_status (*exchange)(vdev_mpi_comm_t *c, int tag, const void *mine, void *all,
                                  size_t bytes, uint64_t deadline_ns, unsigned char *arrived,
                                  char *why, size_t cap);

@@ -16,6 +16,13 @@
  * every process has shown it makes the same call, and the core's watchdog
  * bounds the rest.
  *
+ * A process that ends cleanly (status 0) says so before MPI_Finalize: one
+ * message to every other process on a communicator of its own (the
+ * departures'), on which each process keeps a receive posted from start-up.
+ * An exchange that still lacks the record of a process that has left (after
+ * a second's grace for a record in flight) fails at once, instead of waiting
+ * until its deadline for a process that will never make the call.
+ *
  * Communicators are duplicates of MPI_COMM_WORLD with MPI_ERRORS_RETURN, so
  * an MPI failure is a code the core turns into a message. A wait whose
  * deadline passes leaves its requests posted: the buffers they name belong
@@ -61,6 +68,15 @@ static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
  * name: written by init, under the lock. */
 static int initialised_here;
 static char library_name[128];
+
+/* The departures (under the lock): their communicator, the receive kept
+ * posted on it, and who has left (world ranks; NULL before init). */
+#define TAG_BYE 1
+#define BYE_GRACE_NS 1000000000ull /* for a record still in flight */
+static MPI_Comm bye_comm = MPI_COMM_NULL;
+static MPI_Request bye_req = MPI_REQUEST_NULL;
+static int bye_buf, world_rank, world_size;
+static unsigned char *departed;
 
 /* ---- helpers ---- */
 
@@ -111,6 +127,85 @@ static double seconds_to(uint64_t deadline, uint64_t started)
     return deadline > started ? (double)(deadline - started) / 1e9 : 0.0;
 }
 
+/* ---- departures ---- */
+
+/* Posts the receive of the next departure (lock held). */
+static int bye_post(void)
+{
+    return MPI_Irecv(&bye_buf, 1, MPI_INT, MPI_ANY_SOURCE, TAG_BYE, bye_comm, &bye_req);
+}
+
+/* The departures' communicator and receive (lock held; collective, as the
+ * rest of init is). */
+static enum vdev_status departures_start(int rank, int size, char *why, size_t cap)
+{
+    if (departed)
+        return VDEV_OK;
+    unsigned char *d = calloc((size_t)size, 1);
+    if (!d)
+        return fail(why, cap, "out of host memory for %d processes", size);
+    int rc = MPI_Comm_dup(MPI_COMM_WORLD, &bye_comm);
+    if (rc != MPI_SUCCESS) {
+        free(d);
+        return mpi_fail(rc, "MPI_Comm_dup", why, cap);
+    }
+    MPI_Comm_set_errhandler(bye_comm, MPI_ERRORS_RETURN);
+    if ((rc = bye_post()) != MPI_SUCCESS) {
+        free(d);
+        return mpi_fail(rc, "MPI_Irecv", why, cap);
+    }
+    departed = d;
+    world_rank = rank;
+    world_size = size;
+    return VDEV_OK;
+}
+
+/* Takes in the departures that have come (lock held). */
+static void departures_poll(void)
+{
+    while (bye_req != MPI_REQUEST_NULL) {
+        int flag = 0;
+        MPI_Status s;
+        if (MPI_Test(&bye_req, &flag, &s) != MPI_SUCCESS || !flag)
+            return;
+        if (s.MPI_SOURCE >= 0 && s.MPI_SOURCE < world_size)
+            departed[s.MPI_SOURCE] = 1;
+        if (bye_post() != MPI_SUCCESS)
+            bye_req = MPI_REQUEST_NULL;
+    }
+}
+
+/* Tells every other process that this one leaves, then stops listening
+ * (lock held; before MPI_Finalize). The messages are one int each, so they
+ * leave at once; a second bounds the wait all the same. */
+static void departures_say_goodbye(void)
+{
+    if (!departed)
+        return;
+    MPI_Request *r = calloc((size_t)world_size, sizeof *r);
+    static const int zero = 0;
+    int n = 0;
+    for (int p = 0; r && p < world_size; p++)
+        if (p != world_rank &&
+            MPI_Isend(&zero, 1, MPI_INT, p, TAG_BYE, bye_comm, &r[n]) == MPI_SUCCESS)
+            n++;
+    uint64_t until = now_ns() + 1000000000ull;
+    int all = 0;
+    while (n > 0 && MPI_Testall(n, r, &all, MPI_STATUSES_IGNORE) == MPI_SUCCESS && !all &&
+           now_ns() < until)
+        sched_yield();
+    for (int i = 0; i < n && !all; i++)
+        if (r[i] != MPI_REQUEST_NULL)
+            MPI_Request_free(&r[i]); /* completes in the background */
+    free(r);
+    if (bye_req != MPI_REQUEST_NULL) {
+        MPI_Cancel(&bye_req);
+        MPI_Wait(&bye_req, MPI_STATUS_IGNORE);
+    }
+    free(departed);
+    departed = NULL;
+}
+
 /* ---- the library ---- */
 
 static const char *library(void) { return library_name; }
@@ -150,7 +245,7 @@ static enum vdev_status init_locked(int *rank, int *size, char *why, size_t cap)
     }
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
     MPI_Comm_size(MPI_COMM_WORLD, size);
-    return VDEV_OK;
+    return departures_start(*rank, *size, why, cap);
 }
 
 static enum vdev_status init(int *rank, int *size, char *why, size_t cap)
@@ -167,6 +262,8 @@ static void finalize(void)
     int inited = 0, fin = 0;
     MPI_Initialized(&inited);
     MPI_Finalized(&fin);
+    if (inited && !fin)
+        departures_say_goodbye();
     if (initialised_here && inited && !fin)
         MPI_Finalize();
     UNLOCK();
@@ -219,14 +316,17 @@ static void comm_free(vdev_mpi_comm_t *c, int spent)
 }
 
 /* Waits for n requests until the deadline; done[i] (may be NULL) says which
- * completed. VDEV_OK when all did. Takes the lock for each test. */
-static enum vdev_status wait_all(vdev_mpi_comm_t *c, MPI_Request *req, int n,
+ * completed. VDEV_OK when all did. Takes the lock for each test. When
+ * from_ranks > 0, requests 0 .. from_ranks - 1 are receives from the world
+ * ranks of their index, and the wait fails early when one of those processes
+ * has left the job (a second after its departure came). */
+static enum vdev_status wait_all(vdev_mpi_comm_t *c, MPI_Request *req, int n, int from_ranks,
                                  uint64_t deadline, const char *what, unsigned char *done,
                                  char *why, size_t cap)
 {
-    uint64_t started = now_ns();
+    uint64_t started = now_ns(), grace = 0;
     unsigned spins = 0;
-    int left = 0;
+    int left = 0, gone = -1;
     for (int i = 0; i < n; i++)
         left += req[i] != MPI_REQUEST_NULL;
     while (left > 0) {
@@ -248,9 +348,24 @@ static enum vdev_status wait_all(vdev_mpi_comm_t *c, MPI_Request *req, int n,
                 spins = 0;
             }
         }
+        if (from_ranks > 0 && departed) {
+            departures_poll();
+            gone = -1;
+            for (int i = 0; i < from_ranks && gone < 0; i++)
+                if (req[i] != MPI_REQUEST_NULL && departed[i])
+                    gone = i;
+        }
         UNLOCK();
         if (left == 0)
             break;
+        if (gone >= 0 && !grace)
+            grace = now_ns() + BYE_GRACE_NS;
+        if (gone >= 0 && now_ns() >= grace) {
+            c->spent = 1;
+            return fail(why, cap, "%s: process %d has left the job (its process ended) "
+                                  "without making this call",
+                        what, gone);
+        }
         if (now_ns() >= deadline) {
             c->spent = 1;
             return fail(why, cap, "%s did not complete within %.3g s", what,
@@ -305,10 +420,12 @@ static enum vdev_status exchange(vdev_mpi_comm_t *c, int tag, const void *mine, 
         c->spent = 1; /* some requests are posted: nothing can be undone */
         st = mpi_fail(rc, call, why, cap);
     } else {
-        st = wait_all(c, c->req, 2 * n, deadline, "the exchange", done, why, cap);
+        st = wait_all(c, c->req, 2 * n, n, deadline, "the exchange", done, why, cap);
     }
+    LOCK();
     for (int p = 0; p < n; p++)
-        arrived[p] = p == me || done[p];
+        arrived[p] = p == me || done[p] ? 1 : departed && departed[p] ? 2 : 0;
+    UNLOCK();
     free(done);
     if (st != VDEV_OK)
         return st;
@@ -420,7 +537,7 @@ static enum vdev_status p2p_send(vdev_mpi_comm_t *c, const void *buf, uint64_t b
     }
     char what[64];
     snprintf(what, sizeof what, "a send to process %d", dest);
-    return wait_all(c, &r, 1, deadline, what, NULL, why, cap);
+    return wait_all(c, &r, 1, 0, deadline, what, NULL, why, cap);
 }
 
 static enum vdev_status p2p_probe(vdev_mpi_comm_t *c, int src, int tag, uint64_t deadline,

@@ -244,6 +244,22 @@ t_failure() {
       pass "${how%:*}: the job ended with worker 1's status $code, no one waiting for it"
     else fail "${how%:*}: exit $rc"; cat "$work/out.txt"; fi
   done
+  # worker 1 leaves cleanly (status 0) while worker 0 goes on, as a worker
+  # with fewer batches would: its goodbye makes worker 0 fail at once
+  # (a second's grace), not after VDEV_MPI_TIMEOUT (60 s here)
+  local t0 t1
+  for how in "--exit-at 5" "--exit-in-step 5"; do
+    t0=$(date +%s.%N)
+    VDEV_MPI_TIMEOUT=60 run 2 "$train" --out "$work/hang" $how --exit-status 0
+    rc=$?
+    t1=$(date +%s.%N)
+    want='(/job:worker/replica:0/task:1), which ended its process cleanly (exit status 0) without making this call (did it run fewer steps than the others?)'
+    if [ $rc -ne 0 ] && grep -q "^0: step 5: Collective failed: .* on worker 0 (/job:worker/replica:0/task:0) waits for worker 1 " "$work/out.txt" &&
+      grep -qF "$want" "$work/out.txt" && ! grep -q 'timed out\|VDEV_MPI_TIMEOUT' "$work/out.txt"; then
+      python3 -c "import sys; print('  the job took %.2f s' % (float(sys.argv[2]) - float(sys.argv[1])))" "$t0" "$t1"
+      pass "$how, status 0: worker 0 failed at once, naming worker 1 that left"
+    else fail "$how, status 0: exit $rc"; cat "$work/out.txt"; fi
+  done
 }
 
 t_ps() {

@@ -25,7 +25,10 @@
  * --hang-at K (worker 1 kills itself with SIGKILL, or sleeps for a minute,
  * before step K), --exit-at K (worker 1 frees its strategy, shuts vdev down
  * and returns 3 from main before step K: a local error), --exit-in-step K
- * (worker 1 calls exit(4) inside step K's step function), --alloc BYTES, --mismatch B, --cases DIR (no training: for each file of
+ * (worker 1 calls exit(4) inside step K's step function), --exit-status S
+ * (the status of those two instead of 3 and 4; 0: a clean exit, as a worker
+ * that ran fewer steps than the others makes), --alloc BYTES, --mismatch B,
+ * --cases DIR (no training: for each file of
  * DIR, sorted, starts vdev with VDEV_CLUSTER_CONFIG=that file, or, for a
  * file named *.tfconfig, with TF_CONFIG set to its text and no cluster file
  * (rank r reads line r + 1 of a file of several lines), and when start-up
@@ -47,7 +50,7 @@ static const char *const names[MM_NV] = {"dense0/w", "dense0/b", "dense1/w", "de
 
 struct opts {
     int steps, replicas, reference, every, resume, kill_at, hang_at, mismatch;
-    int exit_at, exit_in_step;
+    int exit_at, exit_in_step, exit_status;
     const char *out, *ckpt, *cases;
     uint64_t alloc;
 };
@@ -141,12 +144,12 @@ static int run_cases(const struct opts *o)
 
 /* mm_step, but worker 1 leaves the process with status 4 inside the step
  * numbered exit_step (--exit-in-step). */
-static int step_now = -1, exit_step = -1, worker_index = -1;
+static int step_now = -1, exit_step = -1, worker_index = -1, exit_in_step_status = 4;
 
 static enum vdev_status step_or_exit(vdev_replica_context_t *ctx, void *u)
 {
     if (worker_index == 1 && step_now == exit_step)
-        exit(4);
+        exit(exit_in_step_status);
     return mm_step(ctx, u);
 }
 
@@ -234,11 +237,12 @@ static int train(const struct opts *o)
             sleep(60);
         }
         if (!o->reference && task.index == 1 && k == o->exit_at) {
-            fprintf(stderr, "%s: leaving before step %d with status 3\n", task_id, k);
+            int code = o->exit_status >= 0 ? o->exit_status : 3;
+            fprintf(stderr, "%s: leaving before step %d with status %d\n", task_id, k, code);
             mm_free(&m, MM_MAX_REPLICAS);
             vdev_strategy_free(s);
             vdev_shutdown();
-            return 3;
+            return code;
         }
         step_now = k;
         mm_batch(&m, 48, (uint64_t)k);
@@ -313,7 +317,7 @@ static int train(const struct opts *o)
 int main(int argc, char **argv)
 {
     struct opts o = {.steps = 20, .replicas = 1, .kill_at = -1, .hang_at = -1, .exit_at = -1,
-                     .exit_in_step = -1, .out = "."};
+                     .exit_in_step = -1, .exit_status = -1, .out = "."};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int takes = 1;
@@ -337,6 +341,8 @@ int main(int argc, char **argv)
             o.exit_at = atoi(v);
         else if (!strcmp(a, "--exit-in-step") && v)
             o.exit_in_step = atoi(v);
+        else if (!strcmp(a, "--exit-status") && v)
+            o.exit_status = atoi(v);
         else if (!strcmp(a, "--alloc") && v)
             o.alloc = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--mismatch") && v)
@@ -350,5 +356,7 @@ int main(int argc, char **argv)
         i += takes;
     }
     exit_step = o.exit_in_step;
+    if (o.exit_status >= 0)
+        exit_in_step_status = o.exit_status;
     return o.cases ? run_cases(&o) : train(&o);
 }
