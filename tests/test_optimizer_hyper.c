@@ -188,7 +188,7 @@ static void refused(void)
     CHECK_ERR(vdev_sgd_set(a, 0.5f, 0), VDEV_ERR_INVALID_ARG,
               "vdev_sgd_set: the optimizer is Adam, not SGD");
     CHECK_ERR(vdev_sgd_set((vdev_optimizer_t *)v, 0.5f, 0), VDEV_ERR_INVALID_ARG,
-              "vdev_sgd_set: not a live optimizer (freed already, or not a optimizer)");
+              "vdev_sgd_set: not a live optimizer (freed already, or not an optimizer)");
     /* the handle is checked before the values */
     CHECK_ERR(vdev_sgd_set(NULL, 0, 2), VDEV_ERR_INVALID_ARG, "vdev_sgd_set: optimizer is NULL");
 
@@ -254,9 +254,9 @@ static void refused(void)
     vdev_optimizer_free(s);
     vdev_optimizer_free(a);
     CHECK_ERR(vdev_sgd_set(s, 0.5f, 0), VDEV_ERR_INVALID_ARG,
-              "vdev_sgd_set: not a live optimizer (freed already, or not a optimizer)");
+              "vdev_sgd_set: not a live optimizer (freed already, or not an optimizer)");
     CHECK_ERR(vdev_adam_set(a, 0.5f, 0.5f, 0.75f, 1), VDEV_ERR_INVALID_ARG,
-              "vdev_adam_set: not a live optimizer (freed already, or not a optimizer)");
+              "vdev_adam_set: not a live optimizer (freed already, or not an optimizer)");
     vdev_tensor_free(v);
 }
 

@@ -2,7 +2,7 @@
  * optimizer (vdev/nn.h): SGD's Nesterov momentum, Adam's AMSGrad (its third
  * slot "vhat" keeps the largest v), the decoupled weight decay, and the
  * gradient clipping (clipnorm, global_clipnorm, clipvalue, with Keras's
- * precedence), on a simulated GPU (the host kernels) and on the CPU. The
+ * precedence; exclude_from_weight_decay in the same update), on a simulated GPU (the host kernels) and on the CPU. The
  * numbers are chosen so that every step is exact in float where the test
  * checks bits; AMSGrad's variable is checked against the formula in double.
  * The caller's gradients are never written by the clipping. Every bad value
@@ -132,6 +132,71 @@ static void weight_decay(void)
     vdev_tensor_free(g);
 }
 
+/* exclude_from_weight_decay: in one update, the variables excluded are not
+ * decayed and the others are; with global_clipnorm the norm is over both
+ * (one update); the bad arguments get their messages and change nothing. */
+static void exclude_from_decay(void)
+{
+    vdev_tensor_t *k = vdev_variable(vec(1, 2, -4, 0)), *b = vdev_variable(vec(1, 2, -4, 0));
+    vdev_tensor_t *g = vec(0.5f, 0, 0, 0.5f), *c = vec(1, 1, 1, 1);
+    vdev_optimizer_t *o = vdev_sgd_new(0.5f, 0);
+    CHECK_OK(vdev_optimizer_set_weight_decay(o, 0.5f));
+    vdev_tensor_t *vs[2] = {k, b}, *gs[2] = {g, g};
+    CHECK_OK(vdev_optimizer_apply(o, vs, gs, 2)); /* both decayed: no slot yet excluded */
+    CHECK_VEC(k, 0.5f, 1.5f, -3.0f, -0.25f);
+    CHECK_VEC(b, 0.5f, 1.5f, -3.0f, -0.25f);
+    /* after the slots exist (the flag reaches them), listed twice */
+    vdev_tensor_t *ex[2] = {b, b};
+    CHECK_OK(vdev_optimizer_exclude_from_weight_decay(o, ex, 2));
+    CHECK_OK(vdev_optimizer_apply(o, vs, gs, 2));
+    CHECK_VEC(k, 0.125f, 1.125f, -2.25f, -0.4375f); /* var * 0.75 - 0.5 g */
+    CHECK_VEC(b, 0.25f, 1.5f, -3.0f, -0.5f);        /* var - 0.5 g */
+    int64_t it = -1;
+    CHECK_OK(vdev_optimizer_get_iterations(o, &it));
+    CHECK(it == 2);
+    /* errors: nothing changes */
+    CHECK_ERR(vdev_optimizer_exclude_from_weight_decay(NULL, ex, 1), VDEV_ERR_INVALID_ARG,
+              "vdev_optimizer_exclude_from_weight_decay: optimizer is NULL");
+    CHECK_ERR(vdev_optimizer_exclude_from_weight_decay(o, NULL, 1), VDEV_ERR_INVALID_ARG,
+              "vdev_optimizer_exclude_from_weight_decay: bad arguments (n 1, vars NULL)");
+    CHECK_ERR(vdev_optimizer_exclude_from_weight_decay(o, ex, -1), VDEV_ERR_INVALID_ARG,
+              "vdev_optimizer_exclude_from_weight_decay: bad arguments (n -1, vars set)");
+    vdev_tensor_t *bad[2] = {k, c};
+    CHECK_ERR(vdev_optimizer_exclude_from_weight_decay(o, bad, 2), VDEV_ERR_INVALID_ARG,
+              "vdev_optimizer_exclude_from_weight_decay: tensor 1 is not a variable");
+    CHECK_OK(vdev_optimizer_apply(o, vs, gs, 2)); /* k is still decayed */
+    CHECK_VEC(k, -0.15625f, 0.84375f, -1.6875f, -0.578125f);
+    CHECK_VEC(b, 0.0f, 1.5f, -3.0f, -0.75f);
+    vdev_optimizer_free(o);
+    /* a fresh optimizer: excluded before any slot; global_clipnorm over both */
+    o = vdev_sgd_new(1.0f, 0);
+    CHECK_OK(vdev_optimizer_set_weight_decay(o, 0.5f));
+    CHECK_OK(vdev_optimizer_exclude_from_weight_decay(o, &k, 1));
+    CHECK_OK(vdev_optimizer_set_clipping(o, 0, 0, 0.5f));
+    vdev_tensor_t *g3 = vec(0, 0, 0, 0.5f), *g4 = vec(0, 0, 0, 0.5f);
+    vdev_tensor_t *gs2[2] = {g3, g4};
+    zero(k);
+    zero(b);
+    CHECK_OK(vdev_optimizer_apply(o, vs, gs2, 2));
+    /* the global norm is sqrt(0.5) over both: each gradient scaled by
+     * 0.5 / sqrt(0.5); zeros stay zeros under the decay */
+    float h[N];
+    CHECK_OK(vdev_tensor_to_host(k, h, sizeof h));
+    CHECK(fabsf(h[3] + 0.5f * 0.5f / sqrtf(0.5f)) < 1e-6f);
+    CHECK_OK(vdev_tensor_to_host(b, h, sizeof h));
+    CHECK(fabsf(h[3] + 0.5f * 0.5f / sqrtf(0.5f)) < 1e-6f);
+    vdev_optimizer_free(o);
+    CHECK_ERR(vdev_optimizer_exclude_from_weight_decay(o, &k, 1), VDEV_ERR_INVALID_ARG,
+              "vdev_optimizer_exclude_from_weight_decay: not a live optimizer (freed already, "
+              "or not an optimizer)");
+    vdev_tensor_free(k);
+    vdev_tensor_free(b);
+    vdev_tensor_free(g);
+    vdev_tensor_free(g3);
+    vdev_tensor_free(g4);
+    vdev_tensor_free(c);
+}
+
 /* The clipped gradient g' of SGD(lr 1) is -(the change of a zero var). */
 static void clipping(void)
 {
@@ -192,6 +257,7 @@ int main(void)
         nesterov();
         amsgrad();
         weight_decay();
+        exclude_from_decay();
         clipping();
         vdev_device_pop();
         vdev_shutdown();

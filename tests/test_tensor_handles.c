@@ -162,7 +162,7 @@ static void test_foreign_and_garbage(void)
     CHECK_STATUS(vdev_optimizer_apply((vdev_optimizer_t *)u, NULL, NULL, 0),
                  VDEV_ERR_INVALID_ARG);
     CHECK_STR(vdev_last_error(), "vdev_optimizer_apply: not a live optimizer (freed already, or "
-                                 "not a optimizer)");
+                                 "not an optimizer)");
     vdev_tape_end(tape);
     CHECK(holds(u, 7, 8));
     vdev_tensor_free(u);
@@ -612,7 +612,7 @@ static void test_nn_handles(void)
     vdev_clear_error();
     vdev_optimizer_free(o);
     CHECK_STR(vdev_last_error(), "vdev_optimizer_free: not a live optimizer (freed already, or "
-                                 "not a optimizer)");
+                                 "not an optimizer)");
     vdev_mlp_free(m);
     CHECK(vdev_tensor_ndim(vars[0]) == -1); /* the model's variables went with it */
     vdev_clear_error();

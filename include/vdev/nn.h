@@ -162,9 +162,25 @@ VDEV_API enum vdev_status vdev_optimizer_set_clipping(vdev_optimizer_t *opt, flo
 /* Keras 2.11+'s decoupled weight decay (0: none; any finite value, as Keras
  * takes any): before each update, var -= var * weight_decay * lr, with the
  * learning rate itself (Adam's too, not its bias-corrected step), in float
- * as Keras computes it. Every variable the update gets is decayed. */
+ * as Keras computes it. Every variable the update gets is decayed, but
+ * those vdev_optimizer_exclude_from_weight_decay excluded. */
 VDEV_API enum vdev_status vdev_optimizer_set_weight_decay(vdev_optimizer_t *opt,
                                                           float weight_decay);
+
+/* Keras's exclude_from_weight_decay(var_list=...): the variables vars[0..n)
+ * are never decayed by this optimizer; the others of an update are, in the
+ * same update (one step: Adam's factor and the global norm of
+ * global_clipnorm are the update's, as in Keras). Adds to the variables
+ * excluded before; a variable listed twice is excluded once. Keras refuses
+ * the call once the optimizer is built; vdev takes it at any time (the
+ * next update uses it), so the Python package keeps Keras's rule and also
+ * passes the variables its var_names match as they come. Errors
+ * (VDEV_ERR_INVALID_ARG): opt NULL, freed or not an optimizer; n < 0, or
+ * vars NULL with n > 0; a tensor freed or not a variable ("...: tensor 1 is
+ * not a variable"). */
+VDEV_API enum vdev_status vdev_optimizer_exclude_from_weight_decay(vdev_optimizer_t *opt,
+                                                                   vdev_tensor_t *const *vars,
+                                                                   int n);
 
 #ifdef __cplusplus
 }

@@ -286,6 +286,7 @@ _PROTOS = {
     "vdev_optimizer_set_clipping": (STATUS, [_h, ctypes.c_float, ctypes.c_float,
                                              ctypes.c_float]),
     "vdev_optimizer_set_weight_decay": (STATUS, [_h, ctypes.c_float]),
+    "vdev_optimizer_exclude_from_weight_decay": (STATUS, [_h, ctypes.POINTER(_h), ctypes.c_int]),
     # collectives and the mirrored strategy (vdev/distribute.h)
     "vdev_comm_new": (STATUS, [ctypes.POINTER(_s), ctypes.c_int, ctypes.POINTER(_h)]),
     "vdev_comm_free": (None, [_h]),

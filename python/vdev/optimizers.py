@@ -31,8 +31,8 @@ the constructor are Keras's ValueError, set later both are kept and
 clipnorm wins, as in Keras) and ``weight_decay`` (a number or None: Keras
 2.11+'s decoupled decay, ``var -= var * weight_decay * learning_rate``
 before each update, on every variable updated but those of
-``exclude_from_weight_decay``, which the update leaves to a second call of
-the C optimizer without decay, counted as the same step).
+``exclude_from_weight_decay``, which the C optimizer leaves out of the decay
+in the same update).
 
 A pair whose gradient is None is skipped with Keras's warning ("Gradients do
 not exist for variables [...] when minimizing the loss.", on the "vdev"
@@ -174,46 +174,20 @@ class Optimizer:
                              "that strategy's scope(): each replica needs its own optimizer "
                              "state. Make it under strategy.scope()" % self.name)
         h = self._h if ctx is None else self._replica_h[ctx.replica_id_in_sync_group]
-        groups = [(kept, True)]
-        if self._weight_decay and (self._exclude_ids or self._exclude_names):
-            decayed, excluded = [], []
-            for g, v in kept:
-                (decayed if self._use_weight_decay(v) else excluded).append((g, v))
-            if decayed and excluded and not (self._clip[0] or 0) > 0 \
-                    and (self._clip[2] or 0) > 0:
-                raise ValueError("optimizer %s: global_clipnorm with exclude_from_weight_decay "
-                                 "is not supported by vdev (the global norm would be split)"
-                                 % self.name)
-            groups = [(x, d) for x, d in ((decayed, True), (excluded, False)) if x]
-        self._apply_groups(ctx, h, groups)
+        if self._exclude_ids or self._exclude_names:
+            # Keras decides at each update (names match as variables come);
+            # the C optimizer keeps the variables it is told once
+            off = [v for _, v in kept if not self._use_weight_decay(v)]
+            if off:
+                _lib.check(lib.vdev_optimizer_exclude_from_weight_decay(
+                    h, _lib.handles([v._handle for v in off]), len(off)))
+        hv = _lib.handles([v._handle for _, v in kept])
+        hg = _lib.handles([g._handle for g, _ in kept])
+        if ctx is None:
+            _lib.check(lib.vdev_optimizer_apply(h, hv, hg, len(kept)))
+        else:
+            _lib.check(lib.vdev_replica_apply_gradients(ctx._h, h, hv, hg, len(kept)))
         self._built = True
-
-    def _apply_groups(self, ctx, h, groups):
-        """One update by vdev's C optimizer h of [(pairs, decayed)]: the
-        pairs of a group not decayed with the weight decay set to 0 for it; a
-        second group counted as the same step (its Adam factor the first's)."""
-        for k, (group, decayed) in enumerate(groups):
-            hv = _lib.handles([v._handle for _, v in group])
-            hg = _lib.handles([g._handle for g, _ in group])
-            if not decayed:
-                _lib.check(lib.vdev_optimizer_set_weight_decay(h, 0.0))
-            try:
-                if k == 1:
-                    n = ctypes.c_int64()
-                    _lib.check(lib.vdev_optimizer_get_iterations(h, ctypes.byref(n)))
-                    _lib.check(lib.vdev_optimizer_set_iterations(h, n.value - 1))
-                try:
-                    if ctx is None:
-                        _lib.check(lib.vdev_optimizer_apply(h, hv, hg, len(group)))
-                    else:
-                        _lib.check(lib.vdev_replica_apply_gradients(ctx._h, h, hv, hg,
-                                                                    len(group)))
-                finally:
-                    if k == 1:  # the first group's step stands, whatever this one did
-                        _lib.check(lib.vdev_optimizer_set_iterations(h, n.value))
-            finally:
-                if not decayed:  # the decay in force again
-                    lib.vdev_optimizer_set_weight_decay(h, float(self._weight_decay))
 
     def minimize(self, loss, var_list, tape=None):
         """loss: a callable of no arguments, or a tensor recorded by `tape`."""

@@ -31,6 +31,12 @@
 #include <math.h>
 #include <string.h>
 
+/* "a" or "an" before word. */
+static const char *article(const char *word)
+{
+    return strchr("aeiou", word[0]) && word[0] ? "an" : "a";
+}
+
 /* The object behind handle h of table tb for `fn`, or NULL with
  * VDEV_ERR_INVALID_ARG naming what is wrong. */
 void *vdev_nn_object_of(struct vdev_handle_table *tb, const void *h, const char *fn)
@@ -38,8 +44,8 @@ void *vdev_nn_object_of(struct vdev_handle_table *tb, const void *h, const char 
     void *p = vdev_handle_get(tb, h);
     if (!p) {
         if (h)
-            vdev_error(VDEV_ERR_INVALID_ARG, "%s: not a live %s (freed already, or not a %s)",
-                       fn, tb->what, tb->what);
+            vdev_error(VDEV_ERR_INVALID_ARG, "%s: not a live %s (freed already, or not %s %s)",
+                       fn, tb->what, article(tb->what), tb->what);
         else
             vdev_error(VDEV_ERR_INVALID_ARG, "%s: %s is NULL", fn, tb->what);
     }
@@ -51,8 +57,8 @@ int vdev_nn_kill_handle(struct vdev_handle_table *tb, void *p, const void *h, co
 {
     if (vdev_handle_kill(tb, p, (uint64_t)(uintptr_t)h))
         return 1;
-    vdev_error(VDEV_ERR_INVALID_ARG, "%s: not a live %s (freed already, or not a %s)", fn,
-               tb->what, tb->what);
+    vdev_error(VDEV_ERR_INVALID_ARG, "%s: not a live %s (freed already, or not %s %s)", fn,
+               tb->what, article(tb->what), tb->what);
     return 0;
 }
 
@@ -80,6 +86,7 @@ struct slot {
     vdev_tensor_t *clip[2];     /* while clipping: the clipped gradient (the
                                  * variable's shape) and a norm's scalar, on
                                  * the variable's device (owned, clip.c) */
+    int no_decay;               /* excluded from the weight decay */
 };
 
 struct optim {
@@ -88,6 +95,8 @@ struct optim {
     int nesterov, amsgrad;      /* SGD's, Adam's */
     struct vdev_clip clip;      /* Keras's clipnorm, clipvalue, global_clipnorm */
     float weight_decay;         /* Keras's decoupled weight decay (0: none) */
+    const vdev_tensor_t **excl; /* variables excluded from it (handles, compared only) */
+    int n_excl, cap_excl;
     int64_t step;               /* updates applied (Keras's iterations; Adam's t) */
     struct slot *slots;
     int n_slots, cap_slots;
@@ -311,6 +320,53 @@ VDEV_API enum vdev_status vdev_optimizer_set_weight_decay(vdev_optimizer_t *h, f
     return VDEV_OK;
 }
 
+/* Whether variable hvar is excluded from the weight decay. */
+static int excluded(const struct optim *o, const vdev_tensor_t *hvar)
+{
+    for (int i = 0; i < o->n_excl; i++)
+        if (o->excl[i] == hvar)
+            return 1;
+    return 0;
+}
+
+VDEV_API enum vdev_status vdev_optimizer_exclude_from_weight_decay(vdev_optimizer_t *h,
+                                                                   vdev_tensor_t *const *vars,
+                                                                   int n)
+{
+    static const char fn[] = "vdev_optimizer_exclude_from_weight_decay";
+    struct optim *o = vdev_nn_object_of(&optims, h, fn);
+    if (!o)
+        return vdev_last_status();
+    if (n < 0 || (n > 0 && !vars))
+        return vdev_error(VDEV_ERR_INVALID_ARG, "%s: bad arguments (n %d, vars %s)", fn, n,
+                          vars ? "set" : "NULL");
+    for (int i = 0; i < n; i++) {
+        const struct vdev_tens *v = vdev_tens_use(vars[i], fn);
+        if (!v)
+            return vdev_last_status();
+        if (!v->is_variable)
+            return vdev_error(VDEV_ERR_INVALID_ARG, "%s: tensor %d is not a variable", fn, i);
+    }
+    int need = o->n_excl + n;
+    if (need > o->cap_excl) {
+        int cap = need > 2 * o->cap_excl ? need : 2 * o->cap_excl;
+        const vdev_tensor_t **e = realloc(o->excl, (size_t)cap * sizeof *e);
+        if (!e)
+            return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
+        o->excl = e;
+        o->cap_excl = cap;
+    }
+    for (int i = 0; i < n; i++) {
+        if (excluded(o, vars[i]))
+            continue;
+        o->excl[o->n_excl++] = vars[i];
+        for (int j = 0; j < o->n_slots; j++)
+            if (o->slots[j].var == vars[i])
+                o->slots[j].no_decay = 1;
+    }
+    return VDEV_OK;
+}
+
 /* The slots an update uses: SGD's velocity; Adam's m, v (and vhat with
  * AMSGrad). */
 static int n_slots_used(const struct optim *o)
@@ -344,6 +400,7 @@ static struct slot *slot_of(struct optim *o, const vdev_tensor_t *hvar, const st
         s = &o->slots[o->n_slots];
         memset(s, 0, sizeof *s);
         s->var = hvar;
+        s->no_decay = excluded(o, hvar);
     }
     /* made[0..3) the slots, made[3..5) the clipping's scratch */
     vdev_tensor_t *made[5] = {NULL, NULL, NULL, NULL, NULL};
@@ -457,8 +514,12 @@ static void update_params(const struct optim *o, struct vdev_op_params *p)
  * variable, or AMSGrad's two (the moments, then the variables). */
 static enum vdev_status run_updates(struct optim *o, vdev_tensor_t *const *vars,
                                     vdev_tensor_t *const *g, int n, struct vdev_tens **lists,
-                                    struct vdev_tens ***pins)
+                                    struct vdev_tens ***pins, const struct vdev_op_params **ps)
 {
+    struct vdev_op_params p, p_nowd;
+    update_params(o, &p);
+    p_nowd = p;
+    p_nowd.i[VDEV_UPDATE_WD] = p_nowd.i[VDEV_UPDATE_WD_LR] = 0;
     int ams = o->kind == OPT_ADAM && o->amsgrad;
     int k_in = o->kind == OPT_ADAM ? 4 : 3;
     for (int i = 0; i < n; i++) {
@@ -475,19 +536,18 @@ static enum vdev_status run_updates(struct optim *o, vdev_tensor_t *const *vars,
         l2[2] = ams ? vdev_tens_peek(s->s[2]) : NULL;
         pins[i] = l;
         pins[n + i] = l2;
+        ps[i] = s->no_decay ? &p_nowd : &p;
     }
-    struct vdev_op_params p;
-    update_params(o, &p);
     enum vdev_op op = ams                     ? VDEV_OP_AMSGRAD_MOMENTS
                       : o->kind == OPT_ADAM ? VDEV_OP_ADAM_UPDATE
                                             : VDEV_OP_SGD_UPDATE;
     enum vdev_status st =
-        vdev_op_exec_inplace_all(op, (struct vdev_tens *const *const *)pins, n, k_in, &p);
+        vdev_op_exec_inplace_all(op, (struct vdev_tens *const *const *)pins, n, k_in, ps);
     /* AMSGrad's second op reads only what the first checked and brought to
      * each variable's device: only a backend failure stops it */
     if (st == VDEV_OK && ams)
         st = vdev_op_exec_inplace_all(VDEV_OP_AMSGRAD_APPLY,
-                                      (struct vdev_tens *const *const *)(pins + n), n, 3, &p);
+                                      (struct vdev_tens *const *const *)(pins + n), n, 3, ps);
     return st;
 }
 
@@ -510,12 +570,14 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
      * variables: this runs every training step. */
     struct vdev_tens *lists_s[64 * 7], **ins[2 * 64];
     vdev_tensor_t *clip_s[3 * 64];
+    const struct vdev_op_params *ps_s[64];
     int big = n > 64;
     struct vdev_tens **lists = big ? malloc((size_t)n * 7 * sizeof *lists) : lists_s;
     struct vdev_tens ***pins = big ? malloc((size_t)n * 2 * sizeof *pins) : ins;
     vdev_tensor_t **clipped = big ? malloc((size_t)n * 3 * sizeof *clipped) : clip_s;
+    const struct vdev_op_params **ps = big ? malloc((size_t)n * sizeof *ps) : ps_s;
     enum vdev_status st = VDEV_OK;
-    if (!lists || !pins || !clipped)
+    if (!lists || !pins || !clipped || !ps)
         st = vdev_error(VDEV_ERR_OOM, "vdev_optimizer_apply: out of host memory");
     /* Keras clips the gradients first, into the scratch made with the slots
      * (the caller's gradients stay): nothing allocated here */
@@ -537,7 +599,7 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
         st = vdev_clip_gradients(&o->clip, grads, n, bufs, sums, clipped);
     }
     if (st == VDEV_OK) {
-        st = run_updates(o, vars, clipped, n, lists, pins);
+        st = run_updates(o, vars, clipped, n, lists, pins, ps);
         /* A step counts once its updates were submitted (a backend failure
          * part way counts too: some variables moved with this step's Adam
          * factor). */
@@ -548,6 +610,7 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
         free(lists);
         free(pins);
         free(clipped);
+        free(ps);
     }
     return st;
 }
@@ -622,5 +685,6 @@ VDEV_API void vdev_optimizer_free(vdev_optimizer_t *h)
         drop_clip_scratch(&o->slots[i]);
     }
     free(o->slots);
+    free(o->excl);
     vdev_handle_release(&optims, o);
 }

@@ -493,16 +493,16 @@ static enum vdev_status run_inplace(const struct vdev_op_def *def, struct vdev_t
 enum vdev_status vdev_op_exec_inplace(enum vdev_op op, struct vdev_tens *const *in, int n_in,
                                       const struct vdev_op_params *p)
 {
-    return vdev_op_exec_inplace_all(op, &in, 1, n_in, p);
+    return vdev_op_exec_inplace_all(op, &in, 1, n_in, &p);
 }
 
 enum vdev_status vdev_op_exec_inplace_all(enum vdev_op op, struct vdev_tens *const *const *ins,
-                                          int n, int n_in, const struct vdev_op_params *p)
+                                          int n, int n_in, const struct vdev_op_params *const *ps)
 {
     const struct vdev_op_def *def = &vdev_op_defs[op];
     enum vdev_status st = VDEV_OK;
     for (int k = 0; k < n && st == VDEV_OK; k++)
-        st = check_inplace(def, ins[k], n_in, p);
+        st = check_inplace(def, ins[k], n_in, ps[k]);
     if (st != VDEV_OK || n <= 0)
         return st;
     /* on the stack for a model's usual number of variables: an optimizer
@@ -520,7 +520,7 @@ enum vdev_status vdev_op_exec_inplace_all(enum vdev_op op, struct vdev_tens *con
         st = gather_inputs(def, ins[k][0]->dev, (const struct vdev_tens *const *)ins[k], n_in,
                            g[k].use, g[k].tmp, &g[k].copied);
     for (int j = 0; j < n && st == VDEV_OK; j++)
-        st = run_inplace(def, ins[j], n_in, p, &g[j]);
+        st = run_inplace(def, ins[j], n_in, ps[j], &g[j]);
     for (int j = 0; j < k; j++)
         drop_tmp(g[j].tmp, n_in);
     if (g != small)

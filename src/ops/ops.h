@@ -109,14 +109,14 @@ struct vdev_tens *vdev_op_exec(enum vdev_op op, const struct vdev_tens *const *i
  * devices are brought there as for any op. */
 enum vdev_status vdev_op_exec_inplace(enum vdev_op op, struct vdev_tens *const *in, int n_in,
                                       const struct vdev_op_params *p);
-/* The same op on n operand lists ins[0..n) (n_in operands each, one p),
- * all or nothing as far as the checks go: every list is checked (inputs,
- * devices, strict placement, shapes) and every input from another device
- * copied before the first kernel runs, so a bad list or a failed copy
- * changes no operand. Only a kernel that fails once running (a backend
+/* The same op on n operand lists ins[0..n) (n_in operands each, list k
+ * with the parameters ps[k]), all or nothing as far as the checks go: every
+ * list is checked (inputs, devices, strict placement, shapes) and every
+ * input from another device copied before the first kernel runs, so a bad
+ * list or a failed copy changes no operand. Only a kernel that fails once running (a backend
  * error) leaves the lists before it updated. */
 enum vdev_status vdev_op_exec_inplace_all(enum vdev_op op, struct vdev_tens *const *const *ins,
-                                          int n, int n_in, const struct vdev_op_params *p);
+                                          int n, int n_in, const struct vdev_op_params *const *ps);
 /* op on in[0..n_in) into out (made by the caller with the op's output
  * shape and dtype; the op runs on out's device): allocates nothing when
  * every input is on out's device. No tape records it. */
