@@ -103,7 +103,8 @@ static void test_strict(void)
 /* GPU:1 is a 2 MiB logical device carved from the same card as GPU:0. An op
  * there whose input on GPU:0 does not fit fails with VDEV_ERR_OOM and leaves
  * both devices as they were, whether the failing copy is the first input's
- * or the second's (after the first was copied). */
+ * or the second's (after the first was copied). One input given twice is
+ * copied once. */
 static void test_copy_oom(void)
 {
     check_fresh("1x1GiB");
@@ -134,6 +135,14 @@ static void test_copy_oom(void)
     vdev_tensor_t *r = vdev_add(small, small);
     CHECK(r != NULL && vdev_tensor_item(vdev_sum_all(r)) == 4096.0f);
     CHECK_STR(vdev_tensor_device(r), "/device:GPU:1");
+    /* one input given twice is copied once: x + x of 768 KiB needs 1.5 MiB
+     * there (a copy and the output), where two copies would not fit */
+    vdev_tensor_t *x = on("GPU:0", 192, 1024, 1.0);
+    uint64_t c0 = vdev_placement_bytes_copied("GPU:0", "GPU:1");
+    r = vdev_add(x, x);
+    CHECK(r != NULL && vdev_tensor_item(vdev_sum_all(r)) == 2.0f * 192 * 1024);
+    CHECK_EQ_U64(vdev_placement_bytes_copied("GPU:0", "GPU:1") - c0, 192 * 1024 * 4);
+    vdev_tensor_free(x);
     vdev_scope_end();
     CHECK_OK(vdev_device_pop());
     vdev_tensor_free(big);

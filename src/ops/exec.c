@@ -146,6 +146,16 @@ static enum vdev_status gather_inputs(const struct vdev_op_def *def, struct vdev
         if (vdev_placement_policy_now() == VDEV_PLACEMENT_STRICT && def->n_in &&
             def != &vdev_op_defs[VDEV_OP_IDENTITY])
             return strict_error(def, i, in[i], dev);
+        /* one input given twice (x + x) is copied once */
+        int j = 0;
+        while (j < i && !(in[j] == in[i] && tmp[j]))
+            j++;
+        if (j < i) {
+            vdev_tens_retain(tmp[j]);
+            tmp[i] = tmp[j];
+            use[i] = tmp[i];
+            continue;
+        }
         tmp[i] = vdev_tens_copy_to(in[i], dev);
         if (!tmp[i])
             return vdev_last_status();
