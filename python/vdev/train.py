@@ -7,6 +7,10 @@ and restored from one safetensors file (vdev_checkpoint_* in vdev.h).
     vdev.train.checkpoint_metadata("run/ckpt.safetensors")["step"]   # '1200'
     vdev.train.list_variables("run/ckpt.safetensors")  # [('dense_0/b', [64]), ...]
 
+Numbered checkpoints in a folder, the newest few kept, are
+``vdev.train.CheckpointManager`` and ``vdev.train.latest_checkpoint``
+(vdev/_ckpt_manager.py).
+
 The file is the public safetensors format (an 8-byte header length, a JSON
 header, then the raw little-endian data), with vdev's format version and
 CRC-32s of the data and of the header in its metadata; Python reads it with json and numpy
@@ -315,4 +319,7 @@ def list_variables(path):
 
 
 __all__ = ["save_checkpoint", "load_checkpoint", "checkpoint_metadata", "checkpoint_entries",
-           "list_variables", "CheckpointEntry"]
+           "list_variables", "CheckpointEntry", "CheckpointManager", "latest_checkpoint"]
+
+
+from ._ckpt_manager import CheckpointManager, latest_checkpoint  # noqa: E402,F401
