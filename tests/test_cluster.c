@@ -311,7 +311,7 @@ static void test_malformed(void)
     cluster_file(hw);
     CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
     snprintf(want, sizeof want,
-             "/physical_device:GPU:0: its 1 logical devices' limits sum to 1.00 GiB (1073741824 "
+             "/physical_device:GPU:0: its 1 logical device's limit is 1.00 GiB (1073741824 "
              "bytes), more than the card's budget of 64.00 MiB (67108864 bytes: 64.00 MiB free "
              "less the 225.00 MiB driver reserve) (VDEV_CLUSTER_CONFIG=%s: worker:2: "
              "logical_devices)", path);

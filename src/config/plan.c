@@ -263,7 +263,8 @@ enum vdev_status vdev_config_resolve_locked(struct vdev_config_resolved *r)
 
 /* The error for logical devices whose limits (or floors, or one ceiling)
  * exceed the card's budget: `what` is "limits", "floors" or "logical device
- * N's ceiling" (n_log 0: one device, "is" rather than "sum to"). */
+ * N's ceiling" (n_log 0: one device, "is" rather than "sum to"; n_log 1:
+ * "its 1 logical device's limit is"). */
 static enum vdev_status over_budget(int gpu, int n_log, const char *what, uint64_t sum,
                                     uint64_t budget, double frac, int min_sys_set,
                                     uint64_t free_bytes, uint64_t reserve, int from_env)
@@ -280,7 +281,11 @@ static enum vdev_status over_budget(int gpu, int n_log, const char *what, uint64
         snprintf(how, sizeof how, "%s free less the %s driver reserve",
                  vdev_format_bytes(free_bytes, b3, sizeof b3),
                  vdev_format_bytes(reserve, b4, sizeof b4));
-    if (n_log)
+    size_t wl = strlen(what);
+    if (n_log == 1) /* "its 1 logical device's limit is" */
+        snprintf(whose, sizeof whose, "its 1 logical device's %.*s is",
+                 (int)(wl && what[wl - 1] == 's' ? wl - 1 : wl), what);
+    else if (n_log)
         snprintf(whose, sizeof whose, "its %d logical devices' %s sum to", n_log, what);
     else
         snprintf(whose, sizeof whose, "%s is", what);
