@@ -320,8 +320,8 @@ def test_job_only_name_merges_into_the_enclosing_scope():
                 assert vdev._device.current_device() == LONG + "/device:GPU:1"
                 assert vdev.constant(1.0).device == LONG + "/device:GPU:1"
             assert vdev._device.current_device() == LONG + "/device:GPU:1"
-        with vdev.device(name):
-            assert vdev._device.current_device() is None  # nothing to merge into
+        with vdev.device(name):  # merged into TensorFlow's first device
+            assert vdev._device.current_device() == LONG + "/device:CPU:0"
     with pytest.raises(RuntimeError) as e:
         with vdev.device("/job:worker"):
             pass
@@ -356,8 +356,10 @@ def test_every_tf_errors_class_with_its_code():
         assert issubclass(cls, E.OpError) and cls.error_code == code
         assert E.exception_type_from_error_code(code) is cls
         assert E.error_code_from_exception_type(cls) == code
-        err = cls("boom", "VDEV_ERR_IO")
+        err = cls("boom", "VDEV_ERR_IO")  # vdev's short form
         assert (err.message, err.status, str(err)) == ("boom", "VDEV_ERR_IO", "boom")
+        err = cls(None, None, "boom")  # TensorFlow's
+        assert (err.message, err.error_code, err.op, err.node_def) == ("boom", code, None, None)
     assert issubclass(E.OutOfMemoryError, E.ResourceExhaustedError)
     # vdev's statuses: a damaged checkpoint is DataLossError, another file error UnknownError
     io = E._NAMES.index("VDEV_ERR_IO")

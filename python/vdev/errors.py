@@ -11,6 +11,9 @@ checkpoint reader), another file error ``UnknownError``. Configuration calls
 raise ``ValueError`` and ``RuntimeError`` where ``tf.config`` does. Each
 exception's ``status`` is vdev's code name ("VDEV_ERR_OOM"), ``message`` the
 text and ``error_code`` TensorFlow's code (``vdev.errors.DATA_LOSS`` ...).
+The classes are built as TensorFlow's (``InvalidArgumentError(node_def, op,
+message)``) and have its properties (``op`` and ``node_def`` are None in
+vdev's own errors).
 
 Every ``tf.errors`` class is here, with TensorFlow's code, so that
 ``except vdev.errors.AbortedError:`` is valid code; vdev itself raises
@@ -40,79 +43,164 @@ DATA_LOSS = 15
 UNAUTHENTICATED = 16
 
 
+# The default of the arguments that vdev's short form leaves out.
+_SHORT = type("_Short", (), {"__repr__": lambda self: "<vdev's short form>"})()
+
+
+class _ErrorCode:
+    """OpError.error_code: the error's code on an instance (TensorFlow's
+    read-only property), the class's code on a class
+    (InvalidArgumentError.error_code is INVALID_ARGUMENT)."""
+
+    def __get__(self, obj, cls):
+        return cls._code if obj is None else obj._error_code
+
+    def __set__(self, obj, value):
+        raise AttributeError("can't set attribute 'error_code'")
+
+
 class OpError(Exception):
-    """A vdev call failed (TensorFlow's ``tf.errors.OpError``)."""
+    """A vdev call failed (TensorFlow's ``tf.errors.OpError``).
 
-    error_code = UNKNOWN
+    Built as TensorFlow's: ``OpError(node_def, op, message, error_code,
+    *args)``, args[0] being the experimental payloads (a dict; {} without
+    it), and each subclass ``Cls(node_def, op, message, *args)`` with its
+    own code. ``message``, ``op``, ``node_def``, ``error_code`` and
+    ``experimental_payloads`` are TensorFlow's read-only properties (vdev has
+    no graph: the errors it raises have ``op`` and ``node_def`` None), and
+    str() is the message. ``status`` is vdev's code name
+    ("VDEV_ERR_SHAPE"; None for an error built in TensorFlow's form). vdev
+    itself uses a short form, ``Cls(message)`` or ``Cls(message, status)``:
+    fewer arguments than TensorFlow's three."""
 
-    def __init__(self, message, status="VDEV_ERR_INTERNAL"):
-        super().__init__(message)
-        self.message = message
+    _code = UNKNOWN
+    error_code = _ErrorCode()
+
+    def __init__(self, node_def, op=_SHORT, message=_SHORT, error_code=_SHORT, *args):
+        if message is _SHORT:
+            self._fill(None, None, node_def, type(self)._code, (),
+                       "VDEV_ERR_INTERNAL" if op is _SHORT else op)
+        elif error_code is _SHORT:
+            raise TypeError("__init__() missing 1 required positional argument: 'error_code'")
+        else:
+            self._fill(node_def, op, message, error_code, args, None)
+
+    def _fill(self, node_def, op, message, error_code, args, status):
+        super().__init__()
+        self._node_def = node_def
+        self._op = op
+        self._message = message
+        self._error_code = error_code
+        self._experimental_payloads = args[0] if args else {}
         self.status = status
+
+    def __reduce__(self):
+        # TensorFlow's arguments, then vdev's status (and an OOM's report)
+        args = (self._node_def, self._op, self._message)
+        if type(self) is OpError:
+            args += (self._error_code,)
+        if self._experimental_payloads:
+            args += (self._experimental_payloads,)
+        return self.__class__, args, {"status": self.status,
+                                      "_report": getattr(self, "_report", None)}
+
+    message = property(lambda self: self._message,
+                       doc="The error message that describes the error.")
+    op = property(lambda self: self._op, doc="The operation that failed, if known (None).")
+    node_def = property(lambda self: self._node_def,
+                        doc="The NodeDef of the op that failed, if known (None).")
+    experimental_payloads = property(lambda self: self._experimental_payloads,
+                                     doc="A dictionary describing the details of the error.")
+
+    def __str__(self):
+        return str(self._message)
+
+
+def _subclass_init(self, node_def, op=_SHORT, message=_SHORT, *args):
+    if message is _SHORT:
+        OpError.__init__(self, node_def, op)
+    else:
+        OpError.__init__(self, node_def, op, message, type(self)._code, *args)
 
 
 class CancelledError(OpError):
-    error_code = CANCELLED
+    _code = CANCELLED
+    __init__ = _subclass_init
 
 
 class UnknownError(OpError):
-    error_code = UNKNOWN
+    _code = UNKNOWN
+    __init__ = _subclass_init
 
 
 class InvalidArgumentError(OpError):
-    error_code = INVALID_ARGUMENT
+    _code = INVALID_ARGUMENT
+    __init__ = _subclass_init
 
 
 class DeadlineExceededError(OpError):
-    error_code = DEADLINE_EXCEEDED
+    _code = DEADLINE_EXCEEDED
+    __init__ = _subclass_init
 
 
 class NotFoundError(OpError):
-    error_code = NOT_FOUND
+    _code = NOT_FOUND
+    __init__ = _subclass_init
 
 
 class AlreadyExistsError(OpError):
-    error_code = ALREADY_EXISTS
+    _code = ALREADY_EXISTS
+    __init__ = _subclass_init
 
 
 class PermissionDeniedError(OpError):
-    error_code = PERMISSION_DENIED
+    _code = PERMISSION_DENIED
+    __init__ = _subclass_init
 
 
 class ResourceExhaustedError(OpError):
-    error_code = RESOURCE_EXHAUSTED
+    _code = RESOURCE_EXHAUSTED
+    __init__ = _subclass_init
 
 
 class FailedPreconditionError(OpError):
-    error_code = FAILED_PRECONDITION
+    _code = FAILED_PRECONDITION
+    __init__ = _subclass_init
 
 
 class AbortedError(OpError):
-    error_code = ABORTED
+    _code = ABORTED
+    __init__ = _subclass_init
 
 
 class OutOfRangeError(OpError):
-    error_code = OUT_OF_RANGE
+    _code = OUT_OF_RANGE
+    __init__ = _subclass_init
 
 
 class UnimplementedError(OpError):
-    error_code = UNIMPLEMENTED
+    _code = UNIMPLEMENTED
+    __init__ = _subclass_init
 
 
 class InternalError(OpError):
-    error_code = INTERNAL
+    _code = INTERNAL
+    __init__ = _subclass_init
 
 
 class UnavailableError(OpError):
-    error_code = UNAVAILABLE
+    _code = UNAVAILABLE
+    __init__ = _subclass_init
 
 
 class DataLossError(OpError):
-    error_code = DATA_LOSS
+    _code = DATA_LOSS
+    __init__ = _subclass_init
 
 
 class UnauthenticatedError(OpError):
-    error_code = UNAUTHENTICATED
+    _code = UNAUTHENTICATED
+    __init__ = _subclass_init
 
 
 class OutOfMemoryError(ResourceExhaustedError):
@@ -120,10 +208,15 @@ class OutOfMemoryError(ResourceExhaustedError):
     report: with VDEV_OOM_REPORT=1 the message and then the allocator's state
     (bins, largest free block, biggest live blocks and the ops that made
     them, as printed on stderr), else the message alone. The device's memory
-    is as it was before the failed call, so the caller may retry smaller."""
+    is as it was before the failed call, so the caller may retry smaller.
+    Built as ResourceExhaustedError, or in vdev's short form
+    (message[, status]); report is a keyword."""
 
-    def __init__(self, message, status="VDEV_ERR_OOM", report=None):
-        super().__init__(message, status)
+    def __init__(self, node_def, op=_SHORT, message=_SHORT, *args, report=None):
+        if message is _SHORT:
+            OpError.__init__(self, node_def, "VDEV_ERR_OOM" if op is _SHORT else op)
+        else:
+            OpError.__init__(self, node_def, op, message, RESOURCE_EXHAUSTED, *args)
         self._report = report
 
     @property
@@ -146,7 +239,7 @@ def exception_type_from_error_code(error_code):
 
 def error_code_from_exception_type(cls):
     """The TensorFlow error code of an OpError class, as tf.errors'."""
-    return cls.error_code
+    return cls._code
 
 
 _BY_STATUS = {
@@ -178,16 +271,23 @@ def status_name(status):
 _C_PLACEMENT_ADVICE = ("Copy it explicitly with vdev_tensor_to() or vdev_identity() under a "
                        "device scope, or use VDEV_PLACEMENT=copy")
 _PY_PLACEMENT_ADVICE = ("Copy it explicitly with vdev.identity(x) under `with "
-                        "vdev.device(...)`, or x.cpu() / x.gpu(i), or use "
-                        "vdev.placement.set_policy('copy')")
+                        "vdev.device(...)`, or x.cpu() / x.gpu(i), or use %s")
+# The call that turns the strict policy off, in the words of the one that
+# turned it on: TensorFlow's set_device_policy('explicit') or vdev's
+# set_policy('strict') (also VDEV_PLACEMENT=strict). Each setter records it.
+_UNSTRICT = {"device_policy": "vdev.config.experimental.set_device_policy('silent')",
+             "placement": "vdev.placement.set_policy('copy')"}
+_strict_by = "placement"
 
 
 def python_message(status, message):
     """vdev's message with its advice in Python's words: a strict placement
-    error (VDEV_ERR_PLACEMENT) names vdev.identity, .cpu()/.gpu(i) and
-    vdev.placement.set_policy('copy') instead of the C calls and variable."""
+    error (VDEV_ERR_PLACEMENT) names vdev.identity, .cpu()/.gpu(i) and the
+    call that turns the strict policy off (set_device_policy('silent') where
+    set_device_policy('explicit') turned it on, else
+    vdev.placement.set_policy('copy')) instead of the C calls and variable."""
     if status == _NAMES.index("VDEV_ERR_PLACEMENT"):
-        return message.replace(_C_PLACEMENT_ADVICE, _PY_PLACEMENT_ADVICE)
+        return message.replace(_C_PLACEMENT_ADVICE, _PY_PLACEMENT_ADVICE % _UNSTRICT[_strict_by])
     return message
 
 
@@ -218,5 +318,5 @@ def from_status(status, message, oom_report=""):
     cls = _class_of(status, message)
     if cls is OutOfMemoryError:
         mine = oom_report.startswith(message + "\n")
-        return cls(message, status_name(status), oom_report if mine else None)
+        return cls(message, status_name(status), report=oom_report if mine else None)
     return cls(message, status_name(status))
