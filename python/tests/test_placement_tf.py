@@ -105,8 +105,8 @@ def _conflict(op):
     return ("Tensors on conflicting devices: cannot compute %s as input #1 was expected to be "
             "on %s/device:GPU:1 but is actually on %s/device:GPU:0 (operation running on "
             "%s/device:GPU:1). Copy it explicitly with vdev.identity(x) under `with "
-            "vdev.device(...)`, or x.cpu() / x.gpu(i), or use vdev.placement.set_policy('copy')"
-            % (op, LONG, LONG, LONG))
+            "vdev.device(...)`, or x.cpu() / x.gpu(i), or use "
+            "vdev.config.experimental.set_device_policy('silent')" % (op, LONG, LONG, LONG))
 
 
 def test_updates_under_explicit():
@@ -180,15 +180,15 @@ def test_device_type_without_index_after_device_is_refused():
                 assert vdev.ones([1]).device == LONG + "/device:GPU:1"
 
 
-def test_empty_and_job_names_merge_or_add_nothing():
+def test_empty_and_job_names_merge_or_pin_cpu0():
     for name in ("", "/job:localhost", "/job:localhost/replica:0/task:0"):
-        with vdev.device(name):
-            assert vdev._device.current_device() is None
-            assert vdev.ones([1]).device == LONG + "/device:GPU:0"
+        with vdev.device(name):  # TensorFlow merges it into its first device, CPU:0
+            assert vdev._device.current_device() == LONG + "/device:CPU:0"
+            assert vdev.ones([1]).device == LONG + "/device:CPU:0"
         with vdev.device("GPU:2"):
             with vdev.device(name):
                 assert vdev.ones([1]).device == LONG + "/device:GPU:2"
-    # the C call agrees: '/job:localhost' alone is a scope of no device
+    # the C call differs: '/job:localhost' alone outside any scope is a scope of no device
     lib = vdev._lib.lib
     assert lib.vdev_device_push(b"/job:localhost") == 0
     assert lib.vdev_device_current() is None

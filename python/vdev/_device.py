@@ -8,13 +8,16 @@ which takes the enclosing scope's index); a form TensorFlow refuses
 ('/device:GPU', no index after 'device:') is a ValueError in DeviceSpec's
 words. As in TensorFlow, ``device('')`` and a name of a job, replica or task
 alone ('/job:localhost', '/job:localhost/replica:0/task:0') merge into the
-enclosing scope, which they leave as it is, and outside any scope pin the
-block to CPU:0 (TensorFlow merges them into its first device); the job must
-be local: another is a RuntimeError, "... unknown device". ``device(None)``
-clears every enclosing scope for the block: its ops go where unscoped ops go
-(where their inputs are, else the default device). A name that is neither a
-string nor None is a ValueError in TensorFlow's words; a malformed one a
-ValueError; a device that does not exist a RuntimeError ("... unknown
+enclosing scope, which they leave as it is, and outside any scope (or in a
+``device(None)`` block) pin the block to CPU:0, as TensorFlow merges them
+into its first device (vdev's C call vdev_device_push adds no constraint
+there); the job must be local: another is a RuntimeError, "... unknown
+device". ``device(None)`` clears every enclosing scope for the block: its
+ops go where unscoped ops go (where their inputs are, else the default
+device). A function is TensorFlow's eager RuntimeError ("tf.device does not
+support functions when eager execution is enabled."); another name that is
+neither a string nor None is a ValueError in TensorFlow's words; a malformed one
+a ValueError; a device that does not exist a RuntimeError ("... unknown
 device"), raised when the scope is entered (TensorFlow raises it at the first
 op), unless soft placement is on. As TensorFlow's ``tf.device``, a
 ``LogicalDevice`` (from ``vdev.config.list_logical_devices``) or a
@@ -51,6 +54,9 @@ class device:
             device_name = device_name.name
         elif isinstance(device_name, DeviceSpec):  # its name, as tf.device takes it
             device_name = device_name.to_string()
+        if callable(device_name):  # TensorFlow's eager tf.device refuses device functions
+            raise RuntimeError("tf.device does not support functions when eager execution "
+                               "is enabled.")
         if device_name is not None and not isinstance(device_name, str):
             raise ValueError("Expecting a string device name. Got %s(%s)"
                              % (type(device_name), device_name))
@@ -67,6 +73,11 @@ class device:
             if err is not None:
                 lib.vdev_device_pop()
                 raise ValueError(err)
+            if lib.vdev_device_current() is None:
+                # a name of no device ('', a job, replica or task alone) outside
+                # any scope: TensorFlow merges it into its first device, CPU:0
+                lib.vdev_device_pop()
+                _lib.check(lib.vdev_device_push(_FIRST_DEVICE), _PUSH_ERRORS)
         stack = getattr(_entered, "stack", None)
         if stack is None:
             stack = _entered.stack = []
@@ -84,6 +95,10 @@ class device:
             _lib.check(lib.vdev_device_pop())
         return False
 
+
+# TensorFlow's first device (context._context_devices[0]), into which a name
+# of no device is merged outside any scope.
+_FIRST_DEVICE = b"/job:localhost/replica:0/task:0/device:CPU:0"
 
 _PUSH_ERRORS = {_lib.INVALID_ARG: ValueError, _lib.NOT_FOUND: RuntimeError}
 
@@ -123,14 +138,25 @@ def _clear_scopes():
 
 def _restore_scopes(names):
     """Pushes back what _clear_scopes took off (each scope's device, by its
-    resolved name), outermost first."""
-    for i, name in enumerate(reversed(names)):
-        st = lib.vdev_device_push(name)
-        if st != _lib.OK:
-            raise RuntimeError("vdev.device(None): cannot reopen the enclosing device scope %s "
-                               "(%s); %d enclosing scope%s lost"
-                               % (name.decode(), _lib.last_error(), len(names) - i,
-                                  "" if len(names) - i == 1 else "s"))
+    resolved name), outermost first, and never fails: as TensorFlow's
+    _EagerDeviceContext.__exit__ puts the old device back without checking
+    it again, a scope is reopened as it was even where opening it now would
+    fail. That is a scope soft placement accepted for a device that does not
+    exist, after soft placement was turned off (or one opened before
+    vdev.shutdown() on a device the new configuration lacks): it is reopened
+    under soft placement for the push alone, so that, as a scope that stayed
+    open, its next op fails with NotFoundError. (vdev's C stack has no scope
+    that clears the enclosing ones, so they are taken off and put back.)"""
+    for name in reversed(names):
+        if lib.vdev_device_push(name) == _lib.OK:
+            continue
+        soft = lib.vdev_config_get_soft_device_placement()
+        lib.vdev_config_set_soft_device_placement(True)
+        try:
+            st = lib.vdev_device_push(name)
+        finally:
+            lib.vdev_config_set_soft_device_placement(soft)
+        _lib.check(st)  # only a scope deeper than vdev's limit could fail, and it was there
 
 
 class on_device_of:

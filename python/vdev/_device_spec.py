@@ -5,7 +5,8 @@ the name ``to_string()`` gives. ``from_string`` accepts the forms TensorFlow
 does ('/job:localhost/replica:0/task:0/device:GPU:1', '/device:GPU:1',
 '/gpu:1', 'GPU:1', 'cpu'), refusing the rest with TensorFlow's ValueError;
 ``make_merged_spec`` and ``replace`` build new specs, the parts of the
-argument winning. Device types 'cpu' and 'gpu' are upper-cased, as
+argument winning. '*' for a replica or a task is TensorFlow's ValueError
+(vdev's C names accept it). Device types 'cpu' and 'gpu' are upper-cased, as
 TensorFlow does; vdev's devices themselves are CPU and GPU only, so another
 type is a valid spec that names no vdev device (an error when used)."""
 
@@ -16,8 +17,18 @@ def _str_or_none(x):
     return None if x is None else str(x)
 
 
-def _int_or_none(x):
-    return None if x is None else int(x)
+def _int_or_none(x, what="device_index"):
+    """x as an int, as TensorFlow's; '*' (which vdev's C names accept for a
+    replica or a task) is TensorFlow's ValueError, with what to do instead."""
+    if x is None:
+        return None
+    try:
+        return int(x)
+    except ValueError as e:
+        if x != "*":
+            raise
+        raise ValueError("%s (a DeviceSpec's %s is a number, as in TensorFlow: leave the part "
+                         "out to leave it unspecified)" % (e, what)) from None
 
 
 def _type_or_none(t):
@@ -34,8 +45,8 @@ class DeviceSpec:
 
     def __init__(self, job=None, replica=None, task=None, device_type=None, device_index=None):
         self._job = _str_or_none(job)
-        self._replica = _int_or_none(replica)
-        self._task = _int_or_none(task)
+        self._replica = _int_or_none(replica, "replica")
+        self._task = _int_or_none(task, "task")
         self._device_type = _type_or_none(device_type)
         self._device_index = _int_or_none(device_index)
         self._as_string = self._components_to_string()

@@ -7,7 +7,10 @@ from ._lib import lib
 
 
 def set_log_device_placement(enabled):
-    lib.vdev_set_log_device_placement(bool(enabled))
+    """enabled is a bool (or 0 or 1); another value ('no', None) is a
+    TypeError, as vdev.config.set_memory_growth's."""
+    from .config import _growth_flag
+    lib.vdev_set_log_device_placement(_growth_flag(enabled, "set_log_device_placement"))
 
 
 def get_log_device_placement():

@@ -13,7 +13,7 @@ or TensorFlow's rule (unscoped ops go to the default device).
 import collections
 import ctypes
 
-from . import _lib
+from . import _lib, errors
 from ._lib import lib
 
 AuditEntry = collections.namedtuple("AuditEntry", ["op_type", "ran_on", "home", "count",
@@ -94,6 +94,7 @@ def set_policy(policy):
     if policy not in _POLICIES:
         raise ValueError("placement policy must be one of %s, not %r" % (_POLICIES, policy))
     _lib.check(lib.vdev_set_placement_policy(_POLICIES.index(policy)))
+    errors._strict_by = "placement"  # a strict error's advice names this call
 
 
 def get_policy():

@@ -29,7 +29,7 @@ import numbers
 
 import numpy as np
 
-from .. import _lib
+from .. import _lib, errors
 from .._lib import lib
 
 PhysicalDevice = collections.namedtuple("PhysicalDevice", ["name", "device_type"])
@@ -175,7 +175,7 @@ def _logical_table():
     return {d.name.decode(): (d.backend.decode(), d.physical_index) for d in _logical()}
 
 
-def _growth_flag(enable):
+def _growth_flag(enable, fn="set_memory_growth"):
     """enable as a bool: True, False, numpy's bool_, or the integers 0 and 1.
     TensorFlow keeps the value and puts it in its GPUOptions proto at
     start-up, whose bool field takes any integer (protobuf's bool checker
@@ -183,12 +183,14 @@ def _growth_flag(enable):
     integers (another number is more likely a mistake than a wish for
     growth) and refuses the rest at once: bool('false') is True, and None,
     which TensorFlow reads as "not set", cannot be set in vdev (growth that
-    was never set reads None from get_memory_growth)."""
+    was never set reads None from get_memory_growth). The other switches
+(set_soft_device_placement, vdev.debugging.set_log_device_placement) take
+the same values, as TensorFlow's go into proto bools too."""
     if isinstance(enable, (bool, np.bool_)):
         return bool(enable)
     if isinstance(enable, numbers.Integral) and enable in (0, 1):
         return bool(enable)
-    raise TypeError("set_memory_growth takes a bool (True or False), not %r" % (enable,))
+    raise TypeError("%s takes a bool (True or False), not %r" % (fn, enable))
 
 
 def set_memory_growth(device, enable):
@@ -243,6 +245,7 @@ def set_logical_device_configuration(device, logical_devices):
                 raise ValueError("Setting memory_floor or memory_priority on CPU virtual "
                                  "devices is not supported (logical CPUs share the host)")
         _lib.check(lib.vdev_config_set_logical_devices(name, None, len(logical_devices)), _VALUE)
+        _note_split(name, logical_devices)
         return
     if device.device_type != "GPU":
         raise ValueError("Virtual devices are not supported for %s" % device.device_type)
@@ -269,8 +272,29 @@ def set_logical_device_configuration(device, logical_devices):
         arr = (ctypes.c_uint64 * max(len(logical_devices), 1))(
             *[cfg[i].ceiling_bytes for i in range(len(logical_devices))])
         _lib.check(lib.vdev_config_set_logical_devices(name, arr, len(logical_devices)), _VALUE)
+        _note_split(name, logical_devices)
         return
     _lib.check(lib.vdev_config_set_logical_devices_ex(name, cfg, len(logical_devices)), _VALUE)
+    _note_split(name, logical_devices)
+
+
+# The physical devices whose split code removed (set_logical_device_configuration
+# with []): TensorFlow's getter then returns the [] it stored, where vdev's C
+# getter reports no split, as for a device never configured. vdev.shutdown()
+# forgets them with the rest of the configuration (_forget_code_settings).
+_unsplit = set()
+
+
+def _note_split(name, logical_devices):
+    if logical_devices:
+        _unsplit.discard(name)
+    else:
+        _unsplit.add(name)
+
+
+def _forget_code_settings():
+    _unsplit.clear()
+    errors._strict_by = "placement"  # the policy is forgotten too
 
 
 def _to_mib(b):
@@ -284,12 +308,13 @@ def get_logical_device_configuration(device):
     LogicalDeviceConfiguration(memory_limit=MiB); a floor below the limit as
     memory_floor; a priority other than normal as memory_priority; a limit
     that is the card's budget as None before start-up (after it, the budget
-    in MiB)."""
+    in MiB). After code removed the split (an empty list), [], as
+    TensorFlow returns what was set."""
     name = _check_physical(device)
     n = ctypes.c_int(0)
     _lib.check(lib.vdev_config_get_logical_devices_ex(name, None, 0, ctypes.byref(n)), _VALUE)
     if n.value == 0:
-        return None
+        return [] if name in _unsplit else None
     cap = n.value
     arr = (_lib.LogicalDeviceConfigC * cap)()
     _lib.check(lib.vdev_config_get_logical_devices_ex(name, arr, cap, ctypes.byref(n)), _VALUE)
@@ -309,8 +334,10 @@ def get_logical_device_configuration(device):
 
 def set_soft_device_placement(enabled):
     """A device scope naming a missing device runs its ops on GPU:0 (else
-    CPU:0) with a warning instead of failing. Off by default in vdev."""
-    lib.vdev_config_set_soft_device_placement(bool(enabled))
+    CPU:0) with a warning instead of failing. Off by default in vdev.
+    enabled is a bool (or 0 or 1); another value ('false', None) is a
+    TypeError, as set_memory_growth's."""
+    lib.vdev_config_set_soft_device_placement(_growth_flag(enabled, "set_soft_device_placement"))
 
 
 def get_soft_device_placement():

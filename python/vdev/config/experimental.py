@@ -162,6 +162,7 @@ def set_device_policy(device_policy):
         want = _COPY if now in (None, _STRICT) else now
     if want != now:
         _lib.check(lib.vdev_set_placement_policy(want))
+    errors._strict_by = "device_policy"  # a strict error's advice names this call
 
 
 def get_device_policy():
