@@ -59,6 +59,19 @@ static void test_scopes(void)
     CHECK_OK(vdev_device_pop());
     CHECK_STATUS(vdev_device_push("/physical_device:GPU:0"), VDEV_ERR_INVALID_ARG);
     CHECK(vdev_device_current() == NULL);
+    /* NULL (tf.device(None)) clears the enclosing scopes until its pop */
+    CHECK_OK(vdev_device_push("GPU:2"));
+    CHECK_OK(vdev_device_push(NULL));
+    CHECK(vdev_device_current() == NULL);
+    vdev_tensor_t *z = vdev_tensor_zeros(S2, 2, VDEV_F32);
+    CHECK_STR(vdev_tensor_device(z), "/device:GPU:0"); /* the default device */
+    vdev_tensor_free(z);
+    CHECK_OK(vdev_device_push("GPU")); /* no index: 0, not the cleared scope's 2 */
+    CHECK_STR(vdev_device_current(), "/job:localhost/replica:0/task:0/device:GPU:0");
+    CHECK_OK(vdev_device_pop());
+    CHECK_OK(vdev_device_pop());
+    CHECK_STR(vdev_device_current(), "/job:localhost/replica:0/task:0/device:GPU:2");
+    CHECK_OK(vdev_device_pop());
     vdev_tensor_free(t);
     vdev_tensor_free(u);
     vdev_tensor_free(w);

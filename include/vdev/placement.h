@@ -29,7 +29,11 @@ extern "C" {
  * exist (unless soft placement is on), VDEV_ERR_INVALID_ARG past 64 deep.
  * An empty name or a job, replica or task alone ("/job:localhost") keeps the
  * enclosing scope's device; outside any scope it adds no constraint
- * (vdev_device_current() stays NULL). A scope that soft placement sent to
+ * (vdev_device_current() stays NULL). NULL opens a scope of no device
+ * whatever encloses it, as tf.device(None): its ops are placed as unscoped
+ * ops, vdev_device_current() is NULL in it, a name without an index there
+ * takes index 0, and the enclosing scopes are in force again after its pop.
+ * A scope that soft placement sent to
  * the default device for a missing one fails its next op once soft
  * placement is off, as TensorFlow resolves a scope per op. */
 VDEV_API enum vdev_status vdev_device_push(const char *device);

@@ -45,7 +45,7 @@ class device:
     """Context manager: ops in the block run on `device_name`; '' keeps the
     enclosing scope, None clears every enclosing scope (as tf.device)."""
 
-    __slots__ = ("_name", "_cleared")
+    __slots__ = ("_name",)
 
     def __init__(self, device_name):
         from .config import LogicalDevice
@@ -61,11 +61,10 @@ class device:
             raise ValueError("Expecting a string device name. Got %s(%s)"
                              % (type(device_name), device_name))
         self._name = device_name
-        self._cleared = []  # device(None): the scopes each entry took off, innermost first
 
     def __enter__(self):
-        if self._name is None:
-            self._cleared.append(_clear_scopes())
+        if self._name is None:  # a scope of no device, whatever encloses it
+            _lib.check(lib.vdev_device_push(None), _PUSH_ERRORS)
         else:
             st = lib.vdev_device_push(self._name.encode("utf-8"))
             _lib.check(st, _PUSH_ERRORS)
@@ -89,10 +88,7 @@ class device:
         if not stack or stack[-1] is not self:
             raise RuntimeError("Exiting device scope without proper scope nesting")
         stack.pop()
-        if self._name is None:
-            _restore_scopes(self._cleared.pop())
-        else:
-            _lib.check(lib.vdev_device_pop())
+        _lib.check(lib.vdev_device_pop())
         return False
 
 
@@ -121,42 +117,6 @@ def _spec_error(name):
         _spec_checked.clear()
     _spec_checked[name] = err
     return err
-
-
-def _clear_scopes():
-    """Pops every device scope of the calling thread; returns their names,
-    innermost first, for _restore_scopes. (vdev's C API has no scope that
-    clears the stack, so the stack is taken off and put back.)"""
-    names = []
-    while True:
-        d = lib.vdev_device_current()
-        if d is None:
-            return names
-        names.append(bytes(d))  # valid until popped: copied first
-        lib.vdev_device_pop()
-
-
-def _restore_scopes(names):
-    """Pushes back what _clear_scopes took off (each scope's device, by its
-    resolved name), outermost first, and never fails: as TensorFlow's
-    _EagerDeviceContext.__exit__ puts the old device back without checking
-    it again, a scope is reopened as it was even where opening it now would
-    fail. That is a scope soft placement accepted for a device that does not
-    exist, after soft placement was turned off (or one opened before
-    vdev.shutdown() on a device the new configuration lacks): it is reopened
-    under soft placement for the push alone, so that, as a scope that stayed
-    open, its next op fails with NotFoundError. (vdev's C stack has no scope
-    that clears the enclosing ones, so they are taken off and put back.)"""
-    for name in reversed(names):
-        if lib.vdev_device_push(name) == _lib.OK:
-            continue
-        soft = lib.vdev_config_get_soft_device_placement()
-        lib.vdev_config_set_soft_device_placement(True)
-        try:
-            st = lib.vdev_device_push(name)
-        finally:
-            lib.vdev_config_set_soft_device_placement(soft)
-        _lib.check(st)  # only a scope deeper than vdev's limit could fail, and it was there
 
 
 class on_device_of:

@@ -6,7 +6,8 @@
  * takes the enclosing scope's index (else 0), as DeviceSpec.make_merged_spec
  * does; a name that gives no device ("", or a job, replica or task alone)
  * keeps the enclosing scope's device, and outside any scope adds no
- * constraint (a scope of no device: ops in it are placed as unscoped ops).
+ * constraint (a scope of no device: ops in it are placed as unscoped ops);
+ * a NULL name opens a scope of no device at any depth (tf.device(None)).
  * The scope remembers the name it asked for (what vdev_device_current()
  * reports, TensorFlow's context.device_name) beside the device its ops run
  * on. The two differ only under soft placement, where a scope naming a
@@ -137,6 +138,16 @@ VDEV_API enum vdev_status vdev_device_push(const char *device)
 {
     struct vdev_device_name dn;
     enum vdev_status st;
+    if (!device) { /* tf.device(None): a scope of no device, whatever encloses it */
+        if ((st = vdev_init()) != VDEV_OK)
+            return st;
+        if (scope_depth == MAX_SCOPE_DEPTH)
+            return vdev_error(VDEV_ERR_INVALID_ARG, "device scopes nested deeper than %d",
+                              MAX_SCOPE_DEPTH);
+        scope_stack[scope_depth++] =
+            (struct scope){NULL, VDEV_DEVICE_CPU, 0, vdev_runtime_generation(), 0, 1};
+        return VDEV_OK;
+    }
     if ((st = vdev_parse_scope_name(device, &dn)) != VDEV_OK)
         return st;
     if ((st = vdev_init()) != VDEV_OK)
