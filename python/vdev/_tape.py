@@ -25,8 +25,19 @@ vdev's tape records one stretch of ops: it stops at the end of the ``with``
 block or at the first gradient call, whichever comes first, and cannot
 resume, so re-entering a tape that stopped is a RuntimeError, and a
 persistent tape asked for a gradient inside its block records nothing after
-(vdev logs a warning). One tape records at a time on a thread: nested tapes
-(higher-order gradients) are a RuntimeError saying so.
+(vdev logs a warning), whatever the call's targets. One tape records at a
+time on a thread: nested tapes (higher-order gradients) are a RuntimeError
+saying so. ``reset()`` inside the block forgets what was recorded and
+records on (a new vdev tape), as TensorFlow's.
+
+While the block runs, only the thread that entered it may ask the tape for
+gradients (or reset it): another thread's call is an InvalidArgumentError
+that leaves the tape as it was, recording; the block's exit stops it. A
+gradient call that fails otherwise leaves the tape stopped, able to answer
+another call, as TensorFlow's.
+
+With a list of targets, each target's gradients are summed on the
+gradients' device, as the gradient ops run.
 
 A target of more than one element stands for its sum, as in TensorFlow
 (the gradient of reduce_sum(target)): vdev's tape seeds ones of the
@@ -38,6 +49,7 @@ its shape with UnconnectedGradients.ZERO (or the strings 'none', 'zero').
 """
 
 import logging
+import threading
 
 from . import _lib
 from ._lib import lib
@@ -91,15 +103,28 @@ _log = logging.getLogger("vdev")
 
 _NESTED = "a tape is already recording on this thread"
 
+# vdev's refusal to stop a tape from a thread other than the one it records
+# on (src/autograd/tape.c, check_thread)
+_OTHER_THREAD = "the tape is recording on another thread"
+
+
+def _other_thread(call, what):
+    from .errors import InvalidArgumentError
+    return InvalidArgumentError("GradientTape.%s: %s; only that thread may %s"
+                                % (call, _OTHER_THREAD, what), "VDEV_ERR_INVALID_ARG")
+
 
 class GradientTape:
-    __slots__ = ("_h", "_persistent", "_used", "_recording", "_watch_accessed", "_watched")
+    __slots__ = ("_h", "_persistent", "_used", "_recording", "_watch_accessed", "_watched",
+                 "_in_block", "_thread")
 
     def __init__(self, persistent=False, watch_accessed_variables=True):
         self._h = None
         self._persistent = bool(persistent)
         self._used = False
-        self._recording = False
+        self._recording = False  # whether vdev's tape records (this tape's thread's ops)
+        self._in_block = False   # whether the `with` block runs
+        self._thread = None      # the thread that entered the block
         self._watch_accessed = bool(watch_accessed_variables)
         self._watched = {}  # id -> Variable given to watch (kept alive, as TensorFlow's tape does)
 
@@ -120,19 +145,59 @@ class GradientTape:
             raise _lib.error(None, {_lib.INVALID_ARG: RuntimeError})
         self._h = h
         self._recording = True
+        self._in_block = True
+        self._thread = threading.get_ident()
         return self
 
     def __exit__(self, *exc):
-        self._stop()
+        self._in_block = False
+        if self._recording:
+            try:
+                self._halt("__exit__", "stop it")
+            except Exception:
+                if exc[0] is None:
+                    raise
         return False
 
-    def _stop(self):
+    def _halt(self, call, what):
+        """Stops vdev's recording. Asking for no gradient stops it and fails
+        only for want of a loss; the tape then answers later calls. vdev
+        refuses it on a thread other than the one the tape records on: that
+        raises, and the tape goes on recording, as it was."""
+        lib.vdev_clear_error()
+        lib.vdev_tape_gradient(self._h, None, None, 0, None)
+        refused = _OTHER_THREAD in _lib.last_error()
+        lib.vdev_clear_error()
+        if refused:
+            raise _other_thread(call, what)
+        self._recording = False
+
+    def _end(self):
+        """Ends vdev's tape (stopped already, so any thread may)."""
+        lib.vdev_clear_error()
+        lib.vdev_tape_end(self._h)
+        if lib.vdev_last_status() != _lib.OK:
+            raise _lib.error()
+        self._h = None
+
+    def reset(self):
+        """Forgets every op recorded so far and records on, as TensorFlow's
+        reset (exiting and re-entering the block with a new tape): inside
+        the block, on the thread that entered it; a persistent tape stopped
+        by a gradient call inside its block records again."""
+        if not self._in_block or self._h is None:
+            raise ValueError("Tape is not recording.")
+        if threading.get_ident() != self._thread:
+            raise _other_thread("reset", "reset it")
         if self._recording:
-            # Asking for no gradient stops vdev's recording and fails only for
-            # want of a loss; the tape then answers later calls.
-            lib.vdev_tape_gradient(self._h, None, None, 0, None)
-            lib.vdev_clear_error()
-            self._recording = False
+            self._halt("reset", "reset it")
+        self._end()
+        self._used = False
+        h = lib.vdev_tape_begin()
+        if not h:
+            raise _lib.error(None, {_lib.INVALID_ARG: RuntimeError})
+        self._h = h
+        self._recording = True
 
     def watch(self, tensor):
         """Watches Variables (trainable ones are watched already, unless
@@ -182,21 +247,23 @@ class GradientTape:
             if not isinstance(s, Tensor):
                 raise TypeError("sources must be vdev tensors or Variables, not %r" % (s,))
         unconnected = _unconnected(unconnected_gradients)
-        if self._recording and self._persistent:
-            _log.warning("GradientTape.gradient was called inside the tape's `with` block: "
-                         "vdev's tape stops recording here, so ops after this call are not "
-                         "recorded and gradients of their results are None (TensorFlow's "
-                         "persistent tape goes on recording). Ask for gradients after the "
-                         "block.")
-        self._recording = False
+        if self._recording:
+            # Every path stops the recording here, as the warning says; a call
+            # vdev refuses (another thread's) leaves the tape as it was.
+            self._halt("gradient", "ask it for gradients before its `with` block ends")
+            if self._persistent:
+                _log.warning("GradientTape.gradient was called inside the tape's `with` block: "
+                             "vdev's tape stops recording here, so ops after this call are not "
+                             "recorded and gradients of their results are None (TensorFlow's "
+                             "persistent tape goes on recording). Ask for gradients after the "
+                             "block.")
         asked = [s for s in flat if self._watches(s)]
-        try:
-            sums = self._sum_over_targets(targets, asked, unconnected)
-        finally:
-            if not self._persistent:
-                lib.vdev_tape_end(self._h)
-                self._h = None
-                self._used = True
+        # A failure leaves the tape (stopped) to answer another call, as
+        # TensorFlow's, which a non-persistent tape forgets only on success.
+        sums = self._sum_over_targets(targets, asked, unconnected)
+        if not self._persistent:
+            self._end()
+            self._used = True
         grads = iter(sums)
         out = []
         for s in flat:
@@ -213,6 +280,7 @@ class GradientTape:
         """For each tensor of `asked`, the sum of its gradients from every
         target (None where no target reaches it, with
         UnconnectedGradients.NONE)."""
+        from ._device import on_device_of
         from ._ops import add
         n = len(asked)
         hv = _lib.handles([s._handle for s in asked])
@@ -226,7 +294,11 @@ class GradientTape:
             for i in range(n):
                 if hg[i]:
                     g = Tensor(hg[i])
-                    sums[i] = g if sums[i] is None else add(sums[i], g)
+                    if sums[i] is None:
+                        sums[i] = g
+                    else:
+                        with on_device_of(g):  # the gradients' device, whatever the scope
+                            sums[i] = add(sums[i], g)
         return sums
 
     def _no_copy(self, *args):
