@@ -190,6 +190,24 @@ def test_what_tensorflow_still_refuses():
     with pytest.raises(TypeError) as e:
         vdev.add([1, 2], [1.5, 2.0])
     assert str(e.value) == "Cannot convert [1.5, 2.0] to EagerTensor of dtype int32"
+    # A float number beside an int32 tensor, on either side, is the same
+    # TypeError (TensorFlow converts it with the tensor's dtype), not an error
+    # of vdev's op or a number truncated to int32.
+    v = vdev.Variable([1, 2])
+    for op in (lambda: i + 1.5, lambda: 1.5 + i, lambda: i - 1.5, lambda: 1.5 - i,
+               lambda: i * 1.5, lambda: 1.5 * i, lambda: i / 1.5, lambda: 1.5 / i,
+               lambda: i ** 1.5, lambda: 1.5 ** i, lambda: v + 1.5, lambda: 1.5 - v,
+               lambda: vdev.subtract(1.5, i)):
+        with pytest.raises(TypeError) as e:
+            op()
+        assert str(e.value) == "Cannot convert 1.5 to EagerTensor of dtype int32"
+    with pytest.raises(TypeError) as e:
+        i + 2.0  # a whole float too, as TensorFlow
+    assert str(e.value) == "Cannot convert 2.0 to EagerTensor of dtype int32"
+    with pytest.raises(ValueError) as e:
+        i + 2 ** 40
+    assert str(e.value) == ("Can't convert Python int to C int32: a value is outside "
+                            "[-2147483648, 2147483647]")
     # tf.matmul converts a on its own: an int a beside a float b is an error
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
         vdev.matmul([[1, 2]], vdev.constant([[1.0], [2.0]]))

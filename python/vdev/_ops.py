@@ -5,18 +5,20 @@ exact composition of them.
 Each returns a new tensor. Where it runs is vdev's rule: the innermost
 ``vdev.device`` scope, else where its inputs are (and where their variables
 live when they disagree). A Python number next to a tensor is that tensor's
-scalar operand (``x + 1`` is AddScalar on x's device); where an op needs it as
-a tensor, the tensor is made on x's device, so a scalar never drags work to
-another device. Inputs that are not tensors (lists, numpy arrays) are made
-into tensors as TensorFlow's op wrappers make them (args_to_matching_eager):
-beside a tensor, with that tensor's dtype (``f + [1, 2, 3]`` and
-``f * np.arange(3)`` are float32 for a float32 f; a float value beside an
-int32 tensor is TensorFlow's TypeError), made on that tensor's device unless
-a device scope is open; with no tensor among the operands, the first is
-converted on its own and the second with the first's dtype. ``matmul``
-converts as ``tf.matmul``: a on its own, b with a's dtype as a hint (so
-``matmul([[1., 2.]], [[1], [2]])`` is float32). Two tensors of different
-dtypes are refused (InvalidArgumentError), as in TensorFlow.
+scalar operand (``x + 1`` is AddScalar on x's device), checked as TensorFlow
+converts it with x's dtype (``1.5 - i`` for an int32 i is TensorFlow's
+TypeError, never 1.5 truncated); where an op needs it as a tensor, the tensor
+is made on x's device, so a scalar never drags work to another device. Inputs
+that are not tensors (lists, numpy arrays) are made into tensors as
+TensorFlow's op wrappers make them (args_to_matching_eager): beside a tensor,
+with that tensor's dtype (``f + [1, 2, 3]`` and ``f * np.arange(3)`` are
+float32 for a float32 f; a float value beside an int32 tensor is TensorFlow's
+TypeError), made on that tensor's device unless a device scope is open; with no
+tensor among the operands, the first is converted on its own and the second
+with the first's dtype. ``matmul`` converts as ``tf.matmul``: a on its own, b
+with a's dtype as a hint (so ``matmul([[1., 2.]], [[1], [2]])`` is float32).
+Two tensors of different dtypes are refused (InvalidArgumentError), as in
+TensorFlow.
 """
 
 import math
@@ -115,6 +117,16 @@ def _is_scalar(x):
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
+def _number(x, t):
+    """Python number x beside tensor t, checked as TensorFlow converts it
+    with t's dtype: a float beside an int32 tensor is TensorFlow's TypeError
+    ("Cannot convert 1.5 to EagerTensor of dtype int32"), whichever side it
+    is on, as a list of floats is (an int beyond int32 its ValueError)."""
+    if t.dtype is int32:
+        _to_numpy(x, int32)
+    return x
+
+
 def _fill_like(x, value):
     """A tensor of x's shape and dtype, every element value, on x's device."""
     from ._device import on_device_of
@@ -146,18 +158,18 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
 def add(x, y, name=None):
     """x + y: same shape, a row broadcast over the last axis, or one element."""
     if _is_scalar(y) and isinstance(x, Tensor):
-        return _new(lib.vdev_add_scalar(x._handle, float(y)))
+        return _new(lib.vdev_add_scalar(x._handle, float(_number(y, x))))
     if _is_scalar(x) and isinstance(y, Tensor):
-        return _new(lib.vdev_add_scalar(y._handle, float(x)))
+        return _new(lib.vdev_add_scalar(y._handle, float(_number(x, y))))
     x, y = _operands(x, y)
     return _new(lib.vdev_add(x._handle, y._handle))
 
 
 def subtract(x, y, name=None):
     if _is_scalar(y) and isinstance(x, Tensor):
-        return _new(lib.vdev_add_scalar(x._handle, -float(y)))
+        return _new(lib.vdev_add_scalar(x._handle, -float(_number(y, x))))
     if _is_scalar(x) and isinstance(y, Tensor):
-        f = _fill_like(y, x)
+        f = _fill_like(y, _number(x, y))
         return _new(lib.vdev_sub(f._handle, y._handle))
     x, y = _operands(x, y)
     return _new(lib.vdev_sub(x._handle, y._handle))
@@ -165,9 +177,9 @@ def subtract(x, y, name=None):
 
 def multiply(x, y, name=None):
     if _is_scalar(y) and isinstance(x, Tensor):
-        return _new(lib.vdev_mul_scalar(x._handle, float(y)))
+        return _new(lib.vdev_mul_scalar(x._handle, float(_number(y, x))))
     if _is_scalar(x) and isinstance(y, Tensor):
-        return _new(lib.vdev_mul_scalar(y._handle, float(x)))
+        return _new(lib.vdev_mul_scalar(y._handle, float(_number(x, y))))
     x, y = _operands(x, y)
     return _new(lib.vdev_mul(x._handle, y._handle))
 
@@ -178,10 +190,10 @@ def divide(x, y, name=None):
         from ._device import on_device_of
         from ._tensor import fill
         with on_device_of(x):
-            s = fill((), float(y))
+            s = fill((), float(_number(y, x)))
         return _new(lib.vdev_div(x._handle, s._handle))
     if _is_scalar(x) and isinstance(y, Tensor):
-        f = _fill_like(y, x)
+        f = _fill_like(y, _number(x, y))
         return _new(lib.vdev_div(f._handle, y._handle))
     x, y = _operands(x, y)
     return _new(lib.vdev_div(x._handle, y._handle))
@@ -214,6 +226,7 @@ def pow(x, y, name=None):
         carries the gradient to t: 0 where x**t is finite, NaN where it is
         not, as TensorFlow's."""
     if _is_scalar(x) and isinstance(y, Tensor):
+        _number(x, y)
         with np.errstate(over="ignore"):
             b = np.float32(x)  # TensorFlow's float32 base (1e40: inf)
         if b == 1:
@@ -240,7 +253,7 @@ def pow(x, y, name=None):
     if not _is_scalar(y):
         raise TypeError("vdev.pow takes a scalar exponent, not %r" % (y,))
     x = _t(x)
-    return _new(lib.vdev_pow_scalar(x._handle, float(y)))
+    return _new(lib.vdev_pow_scalar(x._handle, float(_number(y, x))))
 
 
 def square(x, name=None):
