@@ -4,7 +4,7 @@ usable, and the `with` block's exit stops it; a gradient call inside the
 block stops the recording whatever its targets (none of them float
 included); the gradients of several targets are summed on the gradients'
 device, whatever scope is current; reset() inside the block, as
-TensorFlow's."""
+TensorFlow's; a non-persistent tape is spent only by a call that succeeds."""
 import logging
 import threading
 
@@ -136,3 +136,33 @@ def test_reset_of_a_tape_that_does_not_record():
     assert got == (vdev.errors.InvalidArgumentError,
                    "GradientTape.reset: the tape is recording on another thread; only that "
                    "thread may reset it")
+
+
+@pytest.mark.parametrize("inside", [False, True])
+def test_a_failed_gradient_call_leaves_the_tape_to_answer_another(inside):
+    """As TensorFlow's: a non-persistent tape is spent only by a call that
+    succeeds. (The failure here: a source whose tensor was freed.)"""
+    w = vdev.Variable([1.0, 2.0])
+    c = vdev.constant([1.0])
+    freed = vdev.Tensor(c._h)
+    del c
+    try:
+        with vdev.GradientTape() as t:
+            y = vdev.reduce_sum(w * 3.0)
+            if inside:
+                with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+                    t.gradient(y, [w, freed])
+                z = vdev.reduce_sum(w * w)  # the failed call stopped the recording
+        if not inside:
+            with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+                t.gradient(y, [w, freed])
+    finally:
+        freed._h = None  # freed already
+    assert str(e.value) == ("vdev_tape_gradient_ex: not a live tensor (freed already, or not a "
+                            "tensor)")
+    assert t.gradient(y, w).numpy().tolist() == [3.0, 3.0]
+    if inside:
+        with pytest.raises(RuntimeError):  # spent now
+            t.gradient(z, w)
+    with vdev.GradientTape():
+        pass
