@@ -182,9 +182,35 @@ def test_count_params_unbuilt():
     with pytest.raises(ValueError) as e:
         d.count_params()
     assert str(e.value) == msg % ("d9", "d9")
-    m = vdev.models.Sequential([vdev.layers.Dense(3, input_dim=2), d], name="part")
+    m = vdev.models.Sequential([vdev.layers.Dense(3), d], name="part")
     with pytest.raises(ValueError) as e:
         m.count_params()
     assert str(e.value) == msg % ("part", "part")
+    m.layers[0].build(2)
     d.build(3)
     assert d.count_params() == 8 and m.count_params() == 17
+    # as Keras, a model that knows its input builds each Dense as it comes
+    d2 = vdev.layers.Dense(2)
+    m2 = vdev.models.Sequential([vdev.layers.Dense(3, input_dim=2)])
+    m2.add(d2)
+    assert d2.built and m2.built and m2.count_params() == 17
+    assert d2.kernel.shape == (3, 2)
+
+
+def test_a_model_that_knows_its_input_is_built_under_a_strategy():
+    """Made under strategy.scope(), every layer's variables are mirrored at
+    once, so the first strategy.run trains (Keras builds the model whole)."""
+    s = vdev.distribute.MirroredStrategy()
+    with s.scope():
+        m = vdev.models.Sequential([vdev.layers.Dense(4, input_dim=3), vdev.layers.Dense(2)])
+        opt = vdev.optimizers.SGD(0.1)
+    assert m.built and all(hasattr(v, "values") for v in m.trainable_variables)
+    x = next(iter(s.experimental_distribute_dataset([np.ones((6, 3), np.float32)])))
+
+    def step(x):
+        with vdev.GradientTape() as t:
+            loss = vdev.nn.compute_average_loss(vdev.reduce_sum(m(x), axis=1))
+        opt.apply_gradients(zip(t.gradient(loss, m.trainable_variables),
+                                m.trainable_variables))
+    s.run(step, args=(x,))
+    assert opt.iterations == 1

@@ -27,7 +27,25 @@ class Sequential(Layer):
             raise ValueError("All layers added to a Sequential model should have unique names. "
                              "Name \"%s\" is already the name of a layer in this model. Update "
                              "the `name` argument to pass a unique name." % (name,))
+        # As Keras: once the model knows its input (its first layer was
+        # given input_dim or input_shape), each Dense added is built at once
+        # from the output of the layers before it, so the model is built,
+        # summary() works, and under a strategy's scope() the variables are
+        # made there (not later, inside strategy.run)
+        dim = self._output_dim()
+        if isinstance(layer, Dense) and not layer.built and dim is not None:
+            layer.build(dim)
         self.layers.append(layer)
+
+    def _output_dim(self):
+        """The last dimension the layers so far give, when every one is a
+        built Dense; else None (not known before a call)."""
+        dim = None
+        for l in self.layers:
+            if not isinstance(l, Dense) or not l.built:
+                return None
+            dim = l.units
+        return dim
 
     def __call__(self, x):
         for l in self.layers:
