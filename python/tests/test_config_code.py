@@ -16,7 +16,7 @@ def test_empty_list_removes_the_environments_split(monkeypatch):
     g = C.list_physical_devices("GPU")[0]
     assert C.get_logical_device_configuration(g) == [LDC(memory_limit=100), LDC(memory_limit=200)]
     C.set_logical_device_configuration(g, [])
-    assert C.get_logical_device_configuration(g) is None
+    assert C.get_logical_device_configuration(g) == []  # TensorFlow's: the value set
     assert [d.name for d in C.list_logical_devices("GPU")] == ["/device:GPU:0"]
     assert C.get_memory_info("GPU:0")["limit"] == GiB - (225 << 20)
     C.set_logical_device_configuration(g, [])  # in force: a no-op
@@ -30,7 +30,7 @@ def test_empty_list_unsplits_the_host(monkeypatch):
     cpu = C.list_physical_devices("CPU")[0]
     assert len(C.get_logical_device_configuration(cpu)) == 3
     C.set_logical_device_configuration(cpu, [])
-    assert C.get_logical_device_configuration(cpu) is None
+    assert C.get_logical_device_configuration(cpu) == []
     assert [d.name for d in C.list_logical_devices("CPU")] == ["/device:CPU:0"]
 
 
