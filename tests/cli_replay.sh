@@ -2,7 +2,8 @@
 # cli_replay.sh — `vdev replay` through the command line: the table, the JSON
 # (its keys, in order, and values that must hold on any machine), exit codes
 # (0 ok, 1 bad input, 2 usage) with one line "vdev replay: ..." on stderr, a
-# gzip trace, an empty trace refused, a write error on stdout (exit 1, one
+# gzip trace, an empty trace refused, a NUL byte, a folder and a corrupt gzip
+# stream refused with their exact messages, a write error on stdout (exit 1, one
 # line), and the help text. Never checks timings.
 # Usage: cli_replay.sh VDEV DATA (DATA/traces: the repository's data/traces)
 set -u
@@ -103,6 +104,32 @@ gzip -c "$data/traces/mlp.trace" | head -c 500 >"$tmp/short.trace.gz"
 run replay "$tmp/short.trace.gz"
 one_error "gzip cut short" 1
 has "$err" "short.trace.gz: the gzip stream is cut short" && ok || bad "gzip cut short: $err"
+
+# A NUL byte is refused naming its line and column, by replay and by fit:
+# not an event lost, two lines run together, or a NUL-filled tail accepted.
+printf 'a 1 1024\n\x00a 2 999999\nf 1\n' >"$tmp/nul1"
+printf 'a 1 10\x0024\nf 1\n' >"$tmp/nul2"
+printf 'a 1 1024\nf 1\n\x00\x00\x00\x00\n' >"$tmp/nul4"
+for c in "nul1:2: a NUL byte at column 1" "nul2:1: a NUL byte at column 7" \
+         "nul4:3: a NUL byte at column 1"; do
+  f=${c%%:*}
+  run replay --quiet --repeats 1 --json "$tmp/$f"
+  one_error "NUL in $f" 1
+  [ "$err" = "vdev replay: $tmp/$c" ] && ok || bad "NUL in $f: $err"
+done
+"$vdev" fit --card 1GiB "$tmp/nul1" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] && [ "$(cat "$tmp/err")" = "vdev fit: $tmp/nul1:2: a NUL byte at column 1" ] &&
+  ok || bad "fit with a NUL: exit $rc: $(cat "$tmp/err")"
+# A folder, and a corrupt gzip stream: the file named once, no line number.
+mkdir "$tmp/adir"
+run replay --quiet "$tmp/adir"
+one_error "a folder" 1
+[ "$err" = "vdev replay: $tmp/adir: is a directory" ] && ok || bad "a folder: $err"
+printf '\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x01\x05\x00\x00\x00a 1\n' >"$tmp/corrupt.gz"
+run replay --quiet "$tmp/corrupt.gz"
+one_error "corrupt gzip" 1
+[ "$err" = "vdev replay: $tmp/corrupt.gz: read error: invalid stored block lengths" ] && ok ||
+  bad "corrupt gzip: $err"
 
 # A trace without one allocation (an empty file, comments only) is refused,
 # as `vdev plot` refuses an empty file.

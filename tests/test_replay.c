@@ -9,7 +9,8 @@
  * temporary folder, must fail with VDEV_ERR_PARSE naming the file and line; a
  * gzip copy written with zlib must read exactly as the plain file; a trace
  * written by two allocators through vdev_alloc_trace_open() must read back
- * and replay. Never asserts on time.
+ * and replay; a NUL byte, a folder and a corrupt gzip stream fail with
+ * their exact messages. Never asserts on time.
  */
 #define _GNU_SOURCE
 #include "alloc/replay.h"
@@ -416,6 +417,106 @@ static void test_gzip(void)
     unlink(cut);
 }
 
+/* Writes n bytes (NULs included) to path. */
+static void write_bytes(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    CHECK(fwrite(data, 1, n, f) == n);
+    fclose(f);
+}
+
+/* Loading path fails with status st and exactly the message "path" + tail. */
+static void expect_load_error(const char *path, enum vdev_status st, const char *tail)
+{
+    char want[700];
+    struct vdev_trace *t = (struct vdev_trace *)&t;
+    snprintf(want, sizeof want, "%s%s", path, tail);
+    CHECK_STATUS(vdev_trace_load(path, &t), st);
+    CHECK(t == NULL);
+    CHECK_STR(vdev_last_error(), want);
+}
+
+/* A NUL byte anywhere is a parse error naming its line and column, not a
+ * line cut short (events lost, two lines run together, a NUL-filled tail
+ * read as the end); plain or gzip, at a line start, inside a line, in a
+ * comment, on a last line without a newline, and past a long line that
+ * grows the buffer. A folder and a corrupt gzip stream name the file once,
+ * with no line. */
+static void test_nul_and_read_errors(void)
+{
+    char path[512], gz[512];
+    tmp_path(path, sizeof path, "nul.trace");
+    tmp_path(gz, sizeof gz, "nul.trace.gz");
+    static const struct {
+        const char *text;
+        size_t n;
+        const char *tail;
+    } cases[] = {
+#define NUL_CASE(s, tail) {s, sizeof s - 1, tail}
+        NUL_CASE("a 1 1024\n\0a 2 999999\nf 1\n", ":2: a NUL byte at column 1"),
+        NUL_CASE("a 1 10\00024\nf 1\n", ":1: a NUL byte at column 7"),
+        NUL_CASE("a 1 1024\nf 1\n\0\0\0\0\n", ":3: a NUL byte at column 1"),
+        NUL_CASE("a 1 1024\nf 1\n\0\0\0\0", ":3: a NUL byte at column 1"),
+        NUL_CASE("# trace v1 model=x\0y\na 1 5\n", ":1: a NUL byte at column 19"),
+        NUL_CASE("a 1 5\n# c\n  f 1\0\n", ":3: a NUL byte at column 6"),
+#undef NUL_CASE
+    };
+    for (size_t i = 0; i < VDEV_ARRAY_LEN(cases); i++) {
+        write_bytes(path, cases[i].text, cases[i].n);
+        expect_load_error(path, VDEV_ERR_PARSE, cases[i].tail);
+        gzFile w = gzopen(gz, "wb");
+        CHECK(w != NULL);
+        if (!w)
+            return;
+        CHECK(gzwrite(w, cases[i].text, (unsigned)cases[i].n) == (int)cases[i].n);
+        CHECK(gzclose(w) == Z_OK);
+        expect_load_error(gz, VDEV_ERR_PARSE, cases[i].tail);
+    }
+    /* A comment line of 1 MiB (longer than the read buffer), then events
+     * and a NUL: the line count and the text around the long line hold. */
+    size_t big = 1u << 20, n = 0;
+    char *text = malloc(big + 64);
+    CHECK(text != NULL);
+    if (!text)
+        return;
+    memcpy(text, "a 1 5\n#", 7);
+    memset(text + 7, 'x', big);
+    n = 7 + big;
+    memcpy(text + n, "\nf 1\na 2 7\n", 11);
+    n += 11;
+    write_bytes(path, text, n);
+    struct vdev_trace *t = NULL;
+    CHECK_OK(vdev_trace_load(path, &t));
+    if (t) {
+        CHECK_EQ_U64(t->n_events, 3);
+        CHECK_EQ_U64(t->events[2].line, 4);
+        CHECK_EQ_U64(t->peak_live_raw_bytes, 7);
+    }
+    vdev_trace_free(t);
+    memcpy(text + n, "f \0002\n", 5);
+    write_bytes(path, text, n + 5);
+    expect_load_error(path, VDEV_ERR_PARSE, ":5: a NUL byte at column 3");
+    free(text);
+    unlink(path);
+    unlink(gz);
+
+    /* A folder: no line, and no "read error". */
+    tmp_path(path, sizeof path, "adir");
+    CHECK(mkdir(path, 0700) == 0);
+    expect_load_error(path, VDEV_ERR_IO, ": is a directory");
+    rmdir(path);
+    /* A gzip stream whose stored block has a bad length: zlib's reason, the
+     * file named once. */
+    static const unsigned char bad[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0x01,
+                                        0x05, 0x00, 0x00, 0x00, 'a', ' ', '1', '\n'};
+    write_bytes(gz, bad, sizeof bad);
+    expect_load_error(gz, VDEV_ERR_IO, ": read error: invalid stored block lengths");
+    unlink(gz);
+}
+
 /* A region source for the trace-writer test. */
 static enum vdev_status src_reserve(void *ctx, uint64_t bytes, void **base)
 {
@@ -510,6 +611,7 @@ int main(void)
     test_malformed();
     test_well_formed();
     test_gzip();
+    test_nul_and_read_errors();
     test_trace_writer();
     test_shared("mlp.trace", 100000);
     test_shared("transformer.trace", 100000);

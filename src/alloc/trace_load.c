@@ -84,8 +84,11 @@ static int id_reserve(struct id_map *m)
 struct loader {
     const char *path;
     gzFile f;             /* zlib reads gzip and plain text alike */
-    char *buf;            /* the current line, grown for long lines */
-    size_t cap;
+    char *buf;            /* decompressed text: lines handed out, then the rest */
+    size_t cap;           /* bytes at buf; grown for a line longer than half of it */
+    size_t start, end;    /* buf[start, end): read from the file, not yet handed out */
+    int eof;              /* the file has no more bytes */
+    int read_errno;       /* errno as a failed read left it */
     struct vdev_trace *t; /* what is being built */
     struct id_map ids;    /* every ID seen: live (slot) or freed (NIL) */
     uint32_t *free_slots; /* stack of freed slots, reused before new ones */
@@ -98,42 +101,67 @@ struct loader {
 };
 
 /* What read_line() found. */
-enum { LINE_EOF = 0, LINE_WHOLE, LINE_NO_NEWLINE, LINE_ERROR, LINE_GZIP_CUT };
+enum { LINE_EOF = 0, LINE_WHOLE, LINE_NO_NEWLINE, LINE_ERROR, LINE_GZIP_CUT, LINE_OOM };
 
-/* Reads one line of any length into l->buf (gzgets stops at the buffer's
- * end, so a long line takes several calls, growing the buffer in between).
- * LINE_WHOLE: a line that ends with '\n'; LINE_NO_NEWLINE: the last line of
- * the file, without one; LINE_EOF; LINE_ERROR: a read error or host OOM;
+/* Hands out the next line: *line points into l->buf, *len bytes long without
+ * its '\n', and ends with a '\0' put where the '\n' was. The file is read
+ * with gzread() in large blocks and split here: gzgets() cannot say where a
+ * line that holds a NUL byte ends, and a NUL must be seen, not cut the line
+ * short. LINE_WHOLE: a line that ended with '\n'; LINE_NO_NEWLINE: the last
+ * line of the file, without one; LINE_EOF; LINE_ERROR: a read error (zlib's
+ * error, and l->read_errno); LINE_OOM: no host memory to grow the buffer;
  * LINE_GZIP_CUT: the file ends inside a gzip stream (zlib's Z_BUF_ERROR,
  * "unexpected end of file"), which zlib itself lets pass as a short read. */
-static int read_line(struct loader *l, size_t *len)
+static int read_line(struct loader *l, char **line, size_t *len)
 {
-    *len = 0;
+    size_t scan = l->start; /* the bytes before it hold no '\n' */
     for (;;) {
-        if (l->cap - *len < 2) {
-            char *nb = realloc(l->buf, l->cap * 2);
+        char *nl = memchr(l->buf + scan, '\n', l->end - scan);
+        if (nl) {
+            *line = l->buf + l->start;
+            *len = (size_t)(nl - *line);
+            *nl = '\0';
+            l->start += *len + 1;
+            return LINE_WHOLE;
+        }
+        if (l->eof) {
+            if (l->start == l->end)
+                return LINE_EOF;
+            *line = l->buf + l->start;
+            *len = l->end - l->start;
+            l->buf[l->end] = '\0'; /* reads leave a byte free for it */
+            l->start = l->end;
+            return LINE_NO_NEWLINE;
+        }
+        /* Keep the part of a line read so far at the front, grow the buffer
+         * when it fills more than half of it, and read the next block. */
+        size_t part = l->end - l->start;
+        if (l->start) {
+            memmove(l->buf, l->buf + l->start, part);
+            l->start = 0;
+            l->end = part;
+        }
+        scan = part;
+        if (part > l->cap / 2) {
+            char *nb = l->cap <= SIZE_MAX / 2 ? realloc(l->buf, l->cap * 2) : NULL;
             if (!nb)
-                return LINE_ERROR;
+                return LINE_OOM;
             l->buf = nb;
             l->cap *= 2;
         }
-        char *got = gzgets(l->f, l->buf + *len,
-                           (int)(l->cap - *len > INT32_MAX ? INT32_MAX : l->cap - *len));
+        size_t room = l->cap - l->end - 1;
+        errno = 0;
+        int n = gzread(l->f, l->buf + l->end, (unsigned)(room > INT32_MAX ? INT32_MAX : room));
+        l->read_errno = errno;
         int err;
         gzerror(l->f, &err);
         if (err == Z_BUF_ERROR)
             return LINE_GZIP_CUT;
-        if (!got) {
-            if (err != Z_OK)
-                return LINE_ERROR;
-            l->buf[*len] = '\0';
-            return *len ? LINE_NO_NEWLINE : LINE_EOF;
-        }
-        *len += strlen(l->buf + *len);
-        if (*len && l->buf[*len - 1] == '\n')
-            return LINE_WHOLE;
-        if (gzeof(l->f))
-            return LINE_NO_NEWLINE;
+        if (n < 0 || err != Z_OK)
+            return LINE_ERROR;
+        if (n == 0)
+            l->eof = 1;
+        l->end += (size_t)n;
     }
 }
 
@@ -371,6 +399,26 @@ static enum vdev_status parse_event(struct loader *l, char *s, uint32_t line)
     return add_event(l, 0, slot, line);
 }
 
+/* The error of a read that failed (read_line()'s LINE_ERROR), naming the
+ * file but no line: zlib reads ahead of the lines handed out. */
+static enum vdev_status read_error(struct loader *l)
+{
+    int err;
+    const char *msg = gzerror(l->f, &err);
+    if (err == Z_MEM_ERROR)
+        return HOST_OOM();
+    if (err == Z_ERRNO && l->read_errno == EISDIR)
+        return vdev_error(VDEV_ERR_IO, "%s: is a directory", l->path);
+    if (err == Z_ERRNO)
+        return vdev_error(VDEV_ERR_IO, "%s: read error: %s", l->path,
+                          l->read_errno ? strerror(l->read_errno) : "unknown error");
+    /* zlib's message starts with the file's name: drop it, ours does too */
+    size_t n = strlen(l->path);
+    if (strncmp(msg, l->path, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+        msg += n + 2;
+    return vdev_error(VDEV_ERR_IO, "%s: read error: %s", l->path, msg);
+}
+
 /* Reads the whole file: comments (the first one may carry the header
  * fields), blank lines, events. Then notes the blocks left live at the end. */
 static enum vdev_status load(struct loader *l)
@@ -379,7 +427,8 @@ static enum vdev_status load(struct loader *l)
     uint32_t line = 0;
     for (;;) {
         size_t len;
-        int r = read_line(l, &len);
+        char *s;
+        int r = read_line(l, &s, &len);
         /* zlib decompresses ahead of the lines read, so the line is where
          * the cut was noticed, not where it is: none when it was noticed
          * before the first line. */
@@ -390,23 +439,25 @@ static enum vdev_status load(struct loader *l)
             return PARSE_ERR("%s: the gzip stream is cut short (the file ends inside it; noticed "
                              "after line %u)",
                              l->path, line);
-        if (r == LINE_ERROR) {
-            int err;
-            const char *msg = gzerror(l->f, &err);
-            if (err == Z_ERRNO)
-                msg = strerror(errno);
-            return vdev_error(err == Z_MEM_ERROR || !l->buf ? VDEV_ERR_OOM : VDEV_ERR_IO,
-                              "%s:%u: read error: %s", l->path, line + 1, msg);
-        }
+        if (r == LINE_OOM)
+            return HOST_OOM();
+        if (r == LINE_ERROR)
+            return read_error(l);
         if (r == LINE_EOF)
             break;
         line++;
         if (line == UINT32_MAX)
             return PARSE_ERR("%s:%u: too many lines", l->path, line);
+        /* A NUL byte has no place in a text trace: a file a crash left
+         * NUL-filled, or two lines run together, must not load as a shorter
+         * or a different trace (the string functions below would stop at
+         * it). */
+        size_t text = strlen(s);
+        if (text != len)
+            return PARSE_ERR("%s:%u: a NUL byte at column %zu", l->path, line, text + 1);
         /* Strip the line end (LF or CRLF) and leading blanks. */
-        while (len && (l->buf[len - 1] == '\n' || l->buf[len - 1] == '\r'))
-            l->buf[--len] = '\0';
-        char *s = l->buf;
+        while (len && s[len - 1] == '\r')
+            s[--len] = '\0';
         while (*s == ' ' || *s == '\t')
             s++;
         if (*s == '#') {
@@ -471,7 +522,7 @@ enum vdev_status vdev_trace_load(const char *path, struct vdev_trace **out)
     *out = NULL;
     if (!path)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_trace_load: path is NULL");
-    struct loader l = {.path = path, .cap = 4096};
+    struct loader l = {.path = path, .cap = 1u << 18};
     enum vdev_status st;
     l.t = calloc(1, sizeof *l.t);
     l.buf = malloc(l.cap);
