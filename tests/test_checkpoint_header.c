@@ -4,7 +4,9 @@
  * "vdev.format" is refused for its version, whether or not this vdev could
  * check it, while a damaged "1" is refused as damage; a damaged name of the
  * key "vdev.header_crc32" is refused as damage, not read as an older file
- * without the key. Each with its exact code and message. */
+ * without the key; damage that breaks the JSON, a CRC digit, or the length
+ * field (smaller, longer, past the limit) is data loss too. Each with its
+ * exact code and message. */
 #define _GNU_SOURCE
 #include "ckpt_testlib.h"
 #include "dist/checkpoint.h"
@@ -228,6 +230,98 @@ static void test_hcrc_key(void) {
     vdev_tensor_free(t);
 }
 
+/* Damage that used to read as "not a safetensors file" is data loss, each
+ * with its exact message: a quote of vdev's start flipped (the JSON would
+ * not parse), a digit of the header's CRC made upper case, a length made
+ * smaller so the header ends inside vdev's start, a length made huge before
+ * a header as vdev writes it, and a length made longer so the header takes
+ * in data bytes (a NUL). A file of another program with a huge length stays
+ * "not a safetensors file". */
+static void test_raw_damage(void) {
+    const char *path = P("raw.safetensors");
+    float x[2] = {1.5f, -2.0f};
+    int64_t s2[1] = {2};
+    vdev_tensor_t *t = vdev_tensor_from_host(x, s2, 1, VDEV_F32);
+    const char *nx[1] = {"x"};
+    CHECK_OK(vdev_checkpoint_save(path, nx, &t, 1, NULL, 0));
+    size_t len;
+    unsigned char *f = slurp(path, &len), *g = malloc(len);
+    CHECK(f != NULL && g != NULL);
+    if (!f || !g)
+        return;
+    size_t n = f[0], first = VDEV_CKPT_HCRC_AT + 9; /* n is under 256 */
+    CHECK(n > first && n % 8 == 0);
+    const char *damaged = "checkpoint '%s' is damaged: ";
+    char want[512];
+    int at = snprintf(want, sizeof want, damaged, path);
+
+    memcpy(g, f, len);
+    g[8 + 1] ^= 1; /* the quote that opens "__metadata__" */
+    spill(path, g, len);
+    snprintf(want + at, sizeof want - (size_t)at,
+             "the header does not start as vdev writes it: 1 byte of its first %zu differs (the "
+             "header was changed)",
+             first);
+    EXPECT(vdev_checkpoint_load(path, nx, &t, 1), VDEV_ERR_IO, "%s", want);
+
+    memcpy(g, f, len);
+    for (size_t i = 0; i < 8; i++) /* a digit a..f of the header's CRC upper case */
+        if (g[8 + VDEV_CKPT_HCRC_AT + i] >= 'a') {
+            g[8 + VDEV_CKPT_HCRC_AT + i] ^= 0x20;
+            break;
+        }
+    if (memcmp(g, f, len) != 0) {
+        spill(path, g, len);
+        snprintf(want + at, sizeof want - (size_t)at,
+                 "vdev.header_crc32 is not 8 lowercase hex digits (the header was changed)");
+        EXPECT(vdev_checkpoint_load(path, nx, &t, 1), VDEV_ERR_IO, "%s", want);
+    }
+
+    memcpy(g, f, len);
+    g[0] = 40; /* a length inside vdev's start */
+    spill(path, g, len);
+    snprintf(want + at, sizeof want - (size_t)at,
+             "the header's length, 40 bytes, ends inside the %zu bytes vdev writes first (the "
+             "length was changed, or the header cut short)",
+             first);
+    EXPECT(vdev_checkpoint_open(path, &(vdev_checkpoint_t *){NULL}), VDEV_ERR_IO, "%s", want);
+
+    memcpy(g, f, len);
+    g[6] = 1; /* 2^48 + n */
+    spill(path, g, len);
+    snprintf(want + at, sizeof want - (size_t)at,
+             "its first 8 bytes, the header's length, give %llu, past the format's limit of "
+             "100000000 bytes, before a header as vdev writes it (the length was changed)",
+             (1ull << 48) + n);
+    EXPECT(vdev_checkpoint_load(path, nx, &t, 1), VDEV_ERR_IO, "%s", want);
+
+    memcpy(g, f, len);
+    g[0] = (unsigned char)(n + 8); /* the data's first bytes, 1.5f: 00 00 c0 3f */
+    spill(path, g, len);
+    memcpy(g + 8 + VDEV_CKPT_HCRC_AT, "00000000", 8);
+    unsigned long crc = crc32(0L, g + 8, (uInt)(n + 8));
+    char was[9];
+    memcpy(was, f + 8 + VDEV_CKPT_HCRC_AT, 8);
+    was[8] = '\0';
+    snprintf(want + at, sizeof want - (size_t)at,
+             "header checksum mismatch: the header's CRC-32 is %08lx, vdev.header_crc32 says %s",
+             crc, was);
+    EXPECT(vdev_checkpoint_load(path, nx, &t, 1), VDEV_ERR_IO, "%s", want);
+
+    /* another program's file (no vdev start) with a huge length */
+    memcpy(g, f, len);
+    g[6] = 1;
+    memcpy(g + 8, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 53);
+    spill(path, g, len);
+    EXPECT(vdev_checkpoint_load(path, nx, &t, 1), VDEV_ERR_PARSE,
+           "checkpoint '%s': not a safetensors file: its first 8 bytes, read as the header's "
+           "length, give %llu, past the format's limit of 100000000 bytes",
+           path, (1ull << 48) + n);
+    free(g);
+    free(f);
+    vdev_tensor_free(t);
+}
+
 int main(void) {
     if (ckpt_dir_make() != 0)
         return 1;
@@ -235,6 +329,7 @@ int main(void) {
     test_header_crc();
     test_newer_format();
     test_hcrc_key();
+    test_raw_damage();
     vdev_shutdown();
     ckpt_dir_clear(1);
     free_paths();

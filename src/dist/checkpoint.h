@@ -120,9 +120,29 @@ struct vdev_ckpt_out_entry {
 enum vdev_status vdev_dist_ckpt_build_header(const struct vdev_ckpt_out_entry *e, int n,
                                              const char *const *meta, int n_meta, char **out,
                                              size_t *n_out);
+/* ---- the header's own CRC (ckpt_hcrc.c) ---- */
+
 /* Writes the data's CRC into a built header, then the header's CRC over
  * all of its bytes (its own 8 digits as "00000000"). */
 void vdev_dist_ckpt_seal_header(char *header, size_t n, uint32_t data_crc);
+/* 1 when s is 8 lowercase hex digits, their value in *out. */
+int vdev_dist_parse_hex8(const char *s, uint32_t *out);
+/* Checks a header's own CRC on its raw n bytes, before anything parses
+ * them: VDEV_OK, with *verified 1 when the CRC was found and matches (the
+ * parsed check is then not needed); or the data-loss error of
+ * vdev_dist_ckloss() when the header is vdev's and damaged (see ckpt_hcrc.c). */
+enum vdev_status vdev_dist_ckpt_check_raw_hcrc(const char *path, const char *text, uint64_t n,
+                                               int *verified);
+/* The check once parsed, for a header the raw check did not verify: a
+ * vdev.header_crc32 in the metadata that is not where vdev writes it is
+ * damage (VDEV_ERR_IO, as above); one that is not 8 hex digits, VDEV_ERR_PARSE. */
+enum vdev_status vdev_dist_ckpt_check_hcrc(const char *path, yajl_val root, const char *text,
+                                           uint64_t n);
+/* 1 when head[0..n), the bytes after a file's length field, start as vdev
+ * writes a header (at least the bytes that name vdev, a few damaged at
+ * most): a length field past all reason is then damage, not another kind of
+ * file. */
+int vdev_dist_ckpt_looks_vdev(const char *head, size_t n);
 
 /* ---- files (ckpt_file.c) ---- */
 

@@ -141,10 +141,21 @@ enum vdev_status vdev_dist_ckpt_read_header(const char *path, int *fd_out,
     for (int i = 7; i >= 0; i--)
         n = n << 8 | len8[i];
     if (n > VDEV_CKPT_HEADER_MAX) { /* text, say: its first 8 bytes make a huge number */
-        st = vdev_dist_ckerr(path, VDEV_ERR_PARSE,
-                             "not a safetensors file: its first 8 bytes, read as the header's "
-                             "length, give %llu, past the format's limit of %llu bytes",
-                             (unsigned long long)n, VDEV_CKPT_HEADER_MAX);
+        /* unless a header as vdev writes it follows: its length was damaged */
+        char head[VDEV_CKPT_HCRC_AT + 9];
+        got = vdev_dist_read_all(fd, head, sizeof head);
+        if (got > 0 && vdev_dist_ckpt_looks_vdev(head, (size_t)got))
+            st = vdev_dist_ckloss(path,
+                                  "its first 8 bytes, the header's length, give %llu, past the "
+                                  "format's limit of %llu bytes, before a header as vdev writes "
+                                  "it (the length was changed)",
+                                  (unsigned long long)n, VDEV_CKPT_HEADER_MAX);
+        else
+            st = vdev_dist_ckerr(path, VDEV_ERR_PARSE,
+                                 "not a safetensors file: its first 8 bytes, read as the "
+                                 "header's length, give %llu, past the format's limit of %llu "
+                                 "bytes",
+                                 (unsigned long long)n, VDEV_CKPT_HEADER_MAX);
         goto fail;
     }
     if (size < 8 || n > size - 8) { /* size < 8: the file grew since fstat */

@@ -5,27 +5,23 @@
  * an empty header, one that does not start with '{', NUL bytes, invalid
  * UTF-8, comments (yajl's tree parser allows them; JSON does not) and nesting
  * deeper than VDEV_CKPT_MAX_DEPTH (yajl frees its tree recursively). yajl's
- * tree API then parses it. A header with "vdev.header_crc32" must hold it at
- * the place vdev writes it, and its CRC-32 (with those 8 digits read as
- * "00000000") must match, before anything else is looked at; headers
- * without it (earlier vdev versions, other programs) skip that check, unless
- * the key in its place is its name damaged (then refused as damage), and a
- * header of a newer "vdev.format" is refused for its version, not judged by
- * this version's rules. Every
- * number must be a non-negative integer that fits 63 bits (yajl marks larger
- * ones, and non-integers, as not integers; JSON has no NaN or infinity). Each
- * entry's byte count must equal its shape's element count times its dtype's
- * size (with overflow checks), every range must lie inside the data section
- * the file really has, and, sorted by offset, the ranges must tile the data
- * exactly (no overlap, no gap, nothing after the last), as the safetensors
- * reference reader requires. Offsets need not be multiples of the element
- * size: the format does not ask for it, and the loader copies each entry
- * into an aligned buffer.
+ * tree API then parses it. Before the scan, the header's own CRC
+ * ("vdev.header_crc32") is checked on the raw bytes, so any damage to a
+ * header vdev wrote is data loss, not a parse error (ckpt_hcrc.c says how).
+ * Every number must be a non-negative integer that fits 63 bits (yajl marks
+ * larger ones, and non-integers, as not integers; JSON has no NaN or
+ * infinity). Each entry's byte count must equal its shape's element count
+ * times its dtype's size (with overflow checks), every range must lie inside
+ * the data section the file really has, and, sorted by offset, the ranges
+ * must tile the data exactly (no overlap, no gap, nothing after the last), as
+ * the safetensors reference reader requires. Offsets need not be multiples
+ * of the element size: the format does not ask for it, and the loader copies
+ * each entry into an aligned buffer.
  *
  * Writing builds the JSON with "__metadata__" first (vdev's keys, then the
  * caller's), then the entries in the caller's order, padded with spaces to a
- * multiple of 8 bytes so the data that follows is aligned; sealing it fills in
- * the data's CRC and then the header's. */
+ * multiple of 8 bytes so the data that follows is aligned; sealing it
+ * (ckpt_hcrc.c) fills in the data's CRC and then the header's. */
 #include "dist/checkpoint.h"
 
 #include <errno.h>
@@ -331,141 +327,6 @@ static enum vdev_status parse_entry(struct vdev_checkpoint *ck, const char *name
     return VDEV_OK;
 }
 
-/* 1 when s is 8 lowercase hex digits, their value in *out. */
-static int parse_hex8(const char *s, uint32_t *out) {
-    uint32_t x = 0;
-    int ok = strlen(s) == 8;
-    for (int i = 0; ok && i < 8; i++) {
-        char c = s[i];
-        int h = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        ok = h >= 0;
-        x = x << 4 | (uint32_t)(h & 15);
-    }
-    *out = x;
-    return ok;
-}
-
-/* The CRC-32 of a header's n bytes, its own CRC's 8 digits (at `at`) read as
- * "00000000" and, when fmt is not NULL, the format's value (the fmt_len bytes
- * after VDEV_CKPT_HEAD_FMT) read as fmt. */
-static uint32_t header_crc(const char *text, size_t n, size_t at, const char *fmt,
-                           size_t fmt_len) {
-    const size_t fmt_at = sizeof VDEV_CKPT_HEAD_FMT - 1;
-    uLong c = crc32_z(0L, Z_NULL, 0);
-    size_t from = 0;
-    if (fmt) {
-        c = crc32_z(c, (const Bytef *)text, fmt_at);
-        c = crc32_z(c, (const Bytef *)fmt, strlen(fmt));
-        from = fmt_at + fmt_len;
-    }
-    c = crc32_z(c, (const Bytef *)text + from, at - from);
-    c = crc32_z(c, (const Bytef *)"00000000", 8);
-    c = crc32_z(c, (const Bytef *)text + at + 8, n - at - 8);
-    return (uint32_t)(c & 0xffffffffu);
-}
-
-/* Where the header's own CRC is when the header starts as vdev writes it
- * (VDEV_CKPT_HEAD1 and HEAD2, with the format's value fmt in HEAD1): the
- * offset of its 8 digits, or 0 when the header does not start that way. */
-static size_t hcrc_place(const char *text, uint64_t n, const char *fmt) {
-    const size_t fmt_at = sizeof VDEV_CKPT_HEAD_FMT - 1, flen = strlen(fmt);
-    const size_t crc_at = fmt_at + flen + sizeof VDEV_CKPT_HEAD_CRC - 1;
-    const size_t at = crc_at + 8 + sizeof VDEV_CKPT_HEAD2 - 1;
-    if (n < at + 9 || memcmp(text, VDEV_CKPT_HEAD_FMT, fmt_at) != 0 ||
-        memcmp(text + fmt_at, fmt, flen) != 0 ||
-        memcmp(text + fmt_at + flen, VDEV_CKPT_HEAD_CRC, sizeof VDEV_CKPT_HEAD_CRC - 1) != 0 ||
-        memcmp(text + crc_at + 8, VDEV_CKPT_HEAD2, sizeof VDEV_CKPT_HEAD2 - 1) != 0 ||
-        text[at + 8] != '"')
-        return 0;
-    return at;
-}
-
-/* The value of `key` in object v, NULL if none (the first, if repeated). */
-static yajl_val member(yajl_val v, const char *key) {
-    for (size_t k = 0; YAJL_IS_OBJECT(v) && k < v->u.object.len; k++)
-        if (!strcmp(v->u.object.keys[k], key))
-            return v->u.object.values[k];
-    return NULL;
-}
-
-/* How many of the 17 bytes of "vdev.header_crc32" may differ in a key found
- * in its place before that key counts as it, damaged (check_hcrc_key). */
-#define HCRC_KEY_SLIP 4
-
-/* A header without "vdev.header_crc32" is one written before it existed
- * (vdev's two other keys first, then the caller's) or another program's,
- * read without a header CRC; unless, after vdev's two keys as vdev writes
- * them, the third key is in the very place of vdev.header_crc32, as long, with
- * 8 lowercase hex digits for its value, and differs from that name in at most
- * HCRC_KEY_SLIP bytes. That is vdev.header_crc32 with a damaged name (a
- * caller's key never starts with "vdev.", and none is that close), refused as
- * damage instead of turning the header's checksum off. */
-static enum vdev_status check_hcrc_key(const char *path, const char *text, uint64_t n) {
-    const size_t len = sizeof VDEV_CKPT_HCRC_KEY - 1, key_at = VDEV_CKPT_CRC_AT + 8 + 3;
-    _Static_assert(VDEV_CKPT_CRC_AT + 8 + 3 + sizeof VDEV_CKPT_HCRC_KEY - 1 + 3 ==
-                       VDEV_CKPT_HCRC_AT,
-                   "the key sits between the data's CRC and the header's");
-    char digits[9];
-    uint32_t unused;
-    if (n < VDEV_CKPT_HCRC_AT + 9 || memcmp(text, VDEV_CKPT_HEAD1, VDEV_CKPT_CRC_AT) != 0 ||
-        memcmp(text + key_at - 3, "\",\"", 3) != 0 ||
-        memcmp(text + key_at + len, "\":\"", 3) != 0 || text[VDEV_CKPT_HCRC_AT + 8] != '"')
-        return VDEV_OK;
-    memcpy(digits, text + VDEV_CKPT_HCRC_AT, 8);
-    digits[8] = '\0';
-    if (!parse_hex8(digits, &unused))
-        return VDEV_OK;
-    int differ = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = text[key_at + i];
-        if (c == '"' || c == '\\') /* another key: shorter, or holding an escape */
-            return VDEV_OK;
-        differ += c != VDEV_CKPT_HCRC_KEY[i];
-    }
-    if (differ > HCRC_KEY_SLIP)
-        return VDEV_OK;
-    return vdev_dist_ckloss(path,
-                            "the key where vdev writes " VDEV_CKPT_HCRC_KEY " reads \"%.*s\"",
-                            (int)len, text + key_at);
-}
-
-/* The header's own CRC, when it has one (see the file comment). A file of
- * another "vdev.format" (a newer vdev's) is judged only where it keeps this
- * layout and CRC: when its CRC sits elsewhere or does not match, it passes
- * here and parse_metadata refuses its version, since this vdev cannot know a
- * newer format's rules. The exception is a format-1 file whose "1" was
- * damaged: its CRC matches with "1" put back, and it is refused as damaged. */
-static enum vdev_status check_header_crc(const char *path, yajl_val root, const char *text,
-                                         uint64_t n) {
-    yajl_val meta = member(root, "__metadata__");
-    yajl_val v = member(meta, VDEV_CKPT_HCRC_KEY), f = member(meta, "vdev.format");
-    if (!v) /* an older file, another program's, or a damaged key name */
-        return check_hcrc_key(path, text, n);
-    if (!YAJL_IS_STRING(v)) /* parse_metadata says so */
-        return VDEV_OK;
-    uint32_t want;
-    if (!parse_hex8(v->u.string, &want))
-        return vdev_dist_ckerr(path, VDEV_ERR_PARSE,
-                               "vdev.header_crc32 is \"%.20s\", not 8 lowercase hex digits",
-                               v->u.string);
-    const char *fmt = YAJL_IS_STRING(f) ? f->u.string : VDEV_CKPT_FORMAT;
-    int ours = strcmp(fmt, VDEV_CKPT_FORMAT) == 0;
-    size_t at = hcrc_place(text, n, fmt);
-    if (at == 0 || memcmp(text + at, v->u.string, 8) != 0)
-        return ours ? vdev_dist_ckloss(path, "vdev.header_crc32 is not at the start of the "
-                                             "header, where vdev writes it (the header was "
-                                             "changed)")
-                    : VDEV_OK;
-    uint32_t got = header_crc(text, (size_t)n, at, NULL, 0);
-    if (got != want &&
-        (ours || header_crc(text, (size_t)n, at, VDEV_CKPT_FORMAT, strlen(fmt)) == want))
-        return vdev_dist_ckloss(path,
-                                "header checksum mismatch: the header's CRC-32 is %08lx, "
-                                "vdev.header_crc32 says %08lx",
-                                (unsigned long)got, (unsigned long)want);
-    return VDEV_OK;
-}
-
 static enum vdev_status parse_metadata(struct vdev_checkpoint *ck, yajl_val v) {
     const char *path = ck->path;
     if (!YAJL_IS_OBJECT(v))
@@ -512,7 +373,7 @@ static enum vdev_status parse_metadata(struct vdev_checkpoint *ck, yajl_val v) {
     if (!crc)
         return VDEV_OK;
     uint32_t x;
-    if (!parse_hex8(crc, &x))
+    if (!vdev_dist_parse_hex8(crc, &x))
         return vdev_dist_ckerr(path, VDEV_ERR_PARSE,
                                "vdev.crc32 is \"%.20s\", not 8 lowercase hex digits", crc);
     ck->has_crc = 1;
@@ -565,8 +426,13 @@ static enum vdev_status check_tiling(const struct vdev_checkpoint *ck) {
 enum vdev_status vdev_dist_ckpt_parse(const char *path, const char *text, uint64_t n,
                                       uint64_t file_bytes, struct vdev_checkpoint **out) {
     *out = NULL;
-    enum vdev_status st = prescan(path, text, n);
+    /* The header's own CRC first, on the raw bytes (ckpt_hcrc.c): damage to
+     * a header vdev wrote is data loss, whatever else it breaks. */
+    int verified = 0;
+    enum vdev_status st = vdev_dist_ckpt_check_raw_hcrc(path, text, n, &verified);
     if (st != VDEV_OK)
+        return st;
+    if ((st = prescan(path, text, n)) != VDEV_OK)
         return st;
     struct vdev_checkpoint *ck = vdev_dist_malloc(sizeof *ck);
     if (!ck)
@@ -596,7 +462,7 @@ enum vdev_status vdev_dist_ckpt_parse(const char *path, const char *text, uint64
         st = vdev_dist_ckerr(path, VDEV_ERR_PARSE, "the header is not a JSON object");
         goto fail;
     }
-    if ((st = check_header_crc(path, root, text, n)) != VDEV_OK)
+    if (!verified && (st = vdev_dist_ckpt_check_hcrc(path, root, text, n)) != VDEV_OK)
         goto fail;
 
     /* Count entries and their dimensions, then fill. */
@@ -787,13 +653,4 @@ enum vdev_status vdev_dist_ckpt_build_header(const struct vdev_ckpt_out_entry *e
     *out = b.p;
     *n_out = b.n;
     return VDEV_OK;
-}
-
-void vdev_dist_ckpt_seal_header(char *header, size_t n, uint32_t data_crc) {
-    char hex[9];
-    snprintf(hex, sizeof hex, "%08lx", (unsigned long)data_crc);
-    memcpy(header + VDEV_CKPT_CRC_AT, hex, 8);
-    snprintf(hex, sizeof hex, "%08lx",
-             (unsigned long)header_crc(header, n, VDEV_CKPT_HCRC_AT, NULL, 0));
-    memcpy(header + VDEV_CKPT_HCRC_AT, hex, 8);
 }
