@@ -3,7 +3,8 @@ speak DLPack 0.x through the "dltensor" capsule (no versioned capsules).
 Zero copy (a write on one side is seen on the other), the lifetimes (an
 export keeps vdev's memory after the tensor object goes; an import keeps the
 producer's array alive after its last Python name goes; an unconsumed
-capsule releases its export), strided inputs copied, refused inputs,
+capsule releases its export), strided inputs copied, refused inputs, a
+stream other than None refused for host memory (as NumPy does),
 vdev.shutdown() refusing while exports are alive, and collectives on exported
 memory done reading it when they return."""
 import gc
@@ -167,6 +168,29 @@ def test_unconsumed_capsule_releases_its_export():
     del cap  # never consumed: its destructor runs the deleter
     assert vdev.dlpack.live_exports() == 0
     assert in_use("GPU:2") == 0
+
+
+def test_stream_host_memory_takes_none_only(monkeypatch):
+    # as NumPy: a stream means nothing for host memory (kDLCPU), so any but
+    # None is refused, on the CPU and on a simulated GPU alike
+    with vdev.device("GPU:1"):
+        g = vdev.constant([1.0])
+    for t in (vdev.constant([1.0]), g):
+        for stream in (1, 0, -1, 2):
+            with pytest.raises(RuntimeError) as e:
+                t.__dlpack__(stream=stream)
+            assert str(e.value) == ("vdev only supports stream=None for a tensor in host memory "
+                                    "(kDLCPU), as NumPy does.")
+        assert vdev.dlpack.live_exports() == 0
+        assert np.from_dlpack(t).tolist() == [1.0]  # stream=None, as numpy asks
+    # device memory (kDLCUDA) takes an int, as the DLPack protocol says
+    monkeypatch.setattr(vdev.dlpack, "device_of", lambda t: (vdev.dlpack.kDLCUDA, 0))
+    monkeypatch.setattr(vdev.dlpack, "to_capsule", lambda t: "capsule")
+    for stream in (None, 1, 2, -1):
+        assert g.__dlpack__(stream=stream) == "capsule"
+    with pytest.raises(TypeError) as e:
+        g.__dlpack__(stream="1")
+    assert str(e.value) == "stream must be an int or None, not str"
 
 
 def test_round_trip_and_stale_export():

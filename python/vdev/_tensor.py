@@ -242,7 +242,17 @@ class Tensor:
 
     # ---- DLPack ----
     def __dlpack__(self, stream=None):
+        # The DLPack protocol: a stream only means something for device
+        # memory (kDLCUDA: an int; vdev waits for the device's whole stream
+        # before any export, which covers every stream a consumer names);
+        # host memory (the CPU, simulated GPUs) takes None only, as in NumPy.
         from . import dlpack
+        if stream is not None:
+            if dlpack.device_of(self)[0] != dlpack.kDLCUDA:
+                raise RuntimeError("vdev only supports stream=None for a tensor in host memory "
+                                   "(kDLCPU), as NumPy does.")
+            if not isinstance(stream, int) or isinstance(stream, bool):
+                raise TypeError("stream must be an int or None, not %s" % type(stream).__name__)
         return dlpack.to_capsule(self)
 
     def __dlpack_device__(self):
