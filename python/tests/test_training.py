@@ -231,7 +231,7 @@ def test_optimizer_and_loss_errors():
         vdev.losses.SparseCategoricalCrossentropy()
     assert "pass from_logits=True" in str(e.value)
     with pytest.raises(ValueError):
-        vdev.losses.MeanSquaredError(reduction="sum")
+        vdev.losses.MeanSquaredError(reduction="mean")
     with pytest.raises(ValueError):
         vdev.losses.MeanSquaredError()([1.0], [1.0], sample_weight=[1.0])
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:

@@ -46,5 +46,39 @@ def pop_scope(strategy):
 
 def mirroring_strategy():
     """The strategy that mirrors variables made now: the scope's, outside a
-    step function (a step makes plain variables of its replica)."""
+    step function (in one, making variables is refused)."""
     return scope_strategy() if replica() is None else None
+
+
+# The words of the refusals that keep the replicas identical, shared by the
+# places that make variables (Variable, Dense.build).
+_MADE_IN_STEP = ("%s inside strategy.run: variables must be made once for every replica, not "
+                 "once by each. %s under strategy.scope(), before strategy.run")
+
+
+def variable_in_step_error(what, advice="Make it"):
+    """The RuntimeError for variables made inside a step function: each
+    replica would make its own plain variables, with different initial
+    values, and they would drift apart (TensorFlow makes one MirroredVariable
+    there; vdev refuses)."""
+    return RuntimeError(_MADE_IN_STEP % (what, advice))
+
+
+# TensorFlow's _require_cross_replica_or_default_context_extended, whose
+# advice (merge_call) vdev's ReplicaContext does not have.
+CROSS_REPLICA = ("Method requires being in cross-replica context: call it outside strategy.run "
+                 "(vdev's ReplicaContext has no merge_call)")
+
+
+def require_cross_replica(strategy):
+    """As TensorFlow's _require_cross_replica_or_default_context_extended:
+    inside another strategy's step or scope, RuntimeError "Mixing different
+    tf.distribute.Strategy objects: <current> is not <strategy>"; inside this
+    strategy's step, RuntimeError CROSS_REPLICA."""
+    ctx = replica()
+    current = ctx.strategy if ctx is not None else scope_strategy()
+    if current is not None and current is not strategy:
+        raise RuntimeError("Mixing different tf.distribute.Strategy objects: %s is not %s"
+                           % (current, strategy))
+    if ctx is not None:
+        raise RuntimeError(CROSS_REPLICA)

@@ -396,8 +396,11 @@ class Variable(Tensor):
     def __new__(cls, initial_value=None, trainable=True, name=None, dtype=None, *,
                 _handle=None):
         # Under a strategy's scope (outside a step function) a new variable is
-        # mirrored: one copy on each replica's device (vdev.distribute).
+        # mirrored: one copy on each replica's device (vdev.distribute). In a
+        # step function each replica would make its own: refused.
         if cls is Variable and _handle is None:
+            if _strategy_context.replica() is not None:
+                raise _strategy_context.variable_in_step_error("a vdev.Variable is made")
             strategy = _strategy_context.mirroring_strategy()
             if strategy is not None:
                 return strategy._make_variable(initial_value, trainable, name, dtype)

@@ -217,11 +217,13 @@ class Dense(Layer):
         """Makes W [input_dim, units] and b [units] on the layer's device."""
         if self.kernel is not None:
             return
-        if self._strategy is not None and _strategy_context.replica() is not None:
-            raise RuntimeError(
-                "layer %r, made under strategy.scope(), is built inside strategy.run: its "
-                "variables must be made once for every replica. Give it input_dim (or call it "
-                "once) under strategy.scope()" % self.name)
+        if _strategy_context.replica() is not None:
+            if self._strategy is not None:
+                raise _strategy_context.variable_in_step_error(
+                    "layer %r, made under strategy.scope(), is built" % self.name,
+                    "Give it input_dim (or call it once)")
+            raise _strategy_context.variable_in_step_error(
+                "layer %r is built" % self.name, "Make it, with input_dim (or call it once),")
         input_dim = _lib.index(input_dim, "input_dim")
         # Mirrored: the initial values are made on the host, then copied to
         # each replica, so no replica's device holds more than another's.

@@ -1,22 +1,31 @@
 """Losses, as ``tf.keras.losses``, called ``loss(y_true, y_pred)``: the mean
 over the batch (Keras's default reduction, 'auto' or
 'sum_over_batch_size'; 0 for an empty batch, as Keras's divide_no_nan
-gives), or one loss per example (reduction 'none', what
-``vdev.nn.compute_average_loss`` takes in a data-parallel step; an empty
-tensor for an empty batch). As in Keras, y_true is cast to y_pred's dtype
-(int labels or one-hot rows given as ints are float32 beside float32
-predictions); SparseCategoricalCrossentropy takes int32 labels."""
+gives), the sum over the batch ('sum'), or one loss per example (reduction
+'none', what ``vdev.nn.compute_average_loss`` takes in a data-parallel step;
+an empty tensor for an empty batch). As in Keras, y_true is cast to y_pred's
+dtype (int labels or one-hot rows given as ints are float32 beside float32
+predictions); SparseCategoricalCrossentropy takes int32 labels.
+
+As Keras's ``Loss._get_reduction``, a loss whose reduction is 'auto' or
+'sum_over_batch_size' is refused when called under a strategy (inside
+``strategy.run``, or inside ``strategy.scope()``) with Keras's ValueError: a
+replica's mean over its own rows, summed over the replicas by
+apply_gradients, would make the gradients num_replicas_in_sync times too
+large. Use 'none' with ``vdev.nn.compute_average_loss``, or 'sum' divided by
+the global batch size."""
 
 import numpy as np
 
-from . import _ops
+from . import _ops, _strategy_context
 from .errors import InvalidArgumentError
 from ._tensor import Tensor, int32
 
 
 class Reduction:
-    """``tf.keras.losses.Reduction``'s names; vdev has AUTO,
-    SUM_OVER_BATCH_SIZE (the mean over the batch) and NONE."""
+    """``tf.keras.losses.Reduction``'s names: AUTO and SUM_OVER_BATCH_SIZE
+    (the mean over the batch), SUM (the sum over the batch) and NONE (one
+    loss per example)."""
 
     AUTO = "auto"
     NONE = "none"
@@ -25,17 +34,41 @@ class Reduction:
 
 
 def _check_reduction(reduction, per_example=True):
-    allowed = ("auto", "sum_over_batch_size") + (("none",) if per_example else ())
+    allowed = ("auto", "sum_over_batch_size", "sum") + (("none",) if per_example else ())
     if reduction not in allowed:
         hint = ""
         if not per_example and reduction == "none":
             hint = ("; for one loss per example, use CategoricalCrossentropy(from_logits=True, "
                     "reduction='none') with one-hot labels")
         raise ValueError("vdev's losses average over the batch (reduction 'auto' or "
-                         "'sum_over_batch_size')%s, not %r%s"
+                         "'sum_over_batch_size'), sum over it ('sum')%s, not %r%s"
                          % (" or give one loss per example ('none')" if per_example else "",
                             reduction, hint))
     return reduction
+
+
+# Keras's Loss._get_reduction, word for word.
+_MEAN_UNDER_STRATEGY = (
+    "Please use `tf.keras.losses.Reduction.SUM` or `tf.keras.losses.Reduction.NONE` for loss "
+    "reduction when losses are used with `tf.distribute.Strategy` outside of the built-in "
+    "training loops. You can implement `tf.keras.losses.Reduction.SUM_OVER_BATCH_SIZE` using "
+    "global batch size like:\n```\nwith strategy.scope():\n    loss_obj = "
+    "tf.keras.losses.CategoricalCrossentropy(reduction=tf.keras.losses.Reduction.NONE)\n....\n"
+    "    loss = tf.reduce_sum(loss_obj(labels, predictions)) * (1. / global_batch_size)\n```\n"
+    "Please see https://www.tensorflow.org/tutorials/distribute/custom_training for more "
+    "details.")
+
+
+def _reduction_now(loss):
+    """The loss's reduction for this call: 'auto' and 'sum_over_batch_size'
+    are Keras's ValueError under a strategy (vdev has no built-in training
+    loop that would divide by the global batch instead)."""
+    r = loss.reduction
+    if r in ("auto", "sum_over_batch_size") and (
+            _strategy_context.replica() is not None
+            or _strategy_context.scope_strategy() is not None):
+        raise ValueError(_MEAN_UNDER_STRATEGY)
+    return r
 
 
 def _no_weights(sample_weight):
@@ -92,16 +125,19 @@ class MeanSquaredError:
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         _no_weights(sample_weight)
+        reduction = _reduction_now(self)
         y_pred = _ops._t(y_pred)
         y_true = _ops._cast_like(y_true, y_pred)
         y_true, y_pred = _same_rank(y_true, y_pred)
-        if self.reduction != "none" and y_true.shape == y_pred.shape:
+        if reduction in ("auto", "sum_over_batch_size") and y_true.shape == y_pred.shape:
             return _ops.mean_squared_error_scalar(y_true, y_pred)
         d = _ops.subtract(y_pred, y_true)
         sq = _ops.multiply(d, d)
         per_example = sq if sq.ndim == 0 else _ops.reduce_mean(sq, axis=sq.ndim - 1)
-        if self.reduction == "none":
+        if reduction == "none":
             return per_example
+        if reduction == "sum":
+            return _ops.reduce_sum(per_example)
         if per_example.shape.num_elements() == 0:
             # Keras's divide_no_nan: an empty batch's loss is 0
             return _ops.reduce_sum(per_example)
@@ -126,6 +162,7 @@ class CategoricalCrossentropy:
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         _no_weights(sample_weight)
+        reduction = _reduction_now(self)
         y_pred = _ops._t(y_pred)
         y_true = _ops._cast_like(y_true, y_pred)
         st, sp = tuple(int(d) for d in y_true.shape), tuple(int(d) for d in y_pred.shape)
@@ -136,8 +173,10 @@ class CategoricalCrossentropy:
         lp = _ops.log_softmax(y_pred)
         per_example = _ops.negative(_ops.reduce_sum(_ops.multiply(y_true, lp),
                                                     axis=lp.ndim - 1))
-        if self.reduction == "none":
+        if reduction == "none":
             return per_example
+        if reduction == "sum":
+            return _ops.reduce_sum(per_example)
         if per_example.shape.num_elements() == 0:
             # Keras divides the sum by the batch size with divide_no_nan: an
             # empty batch's loss is 0, not the NaN of a mean over nothing.
@@ -160,10 +199,11 @@ def _keras_labels(y):
 
 
 class SparseCategoricalCrossentropy:
-    """The mean over the batch of -log softmax(logits)[label]; y_true holds
-    int32 labels in [0, classes). vdev computes it from logits, so
-    from_logits must be True. vdev's op gives the mean only: for one loss
-    per example, use CategoricalCrossentropy with one-hot labels."""
+    """The mean over the batch of -log softmax(logits)[label] (reduction
+    'sum': the sum, the mean times the examples); y_true holds int32 labels
+    in [0, classes). vdev computes it from logits, so from_logits must be
+    True. vdev's op gives the mean only: for one loss per example, use
+    CategoricalCrossentropy with one-hot labels."""
 
     def __init__(self, from_logits=False, reduction="auto",
                  name="sparse_categorical_crossentropy"):
@@ -176,4 +216,11 @@ class SparseCategoricalCrossentropy:
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         _no_weights(sample_weight)
-        return _ops.sparse_softmax_cross_entropy_mean(_keras_labels(y_true), y_pred)
+        reduction = _reduction_now(self)
+        labels = _keras_labels(y_true)
+        mean = _ops.sparse_softmax_cross_entropy_mean(labels, y_pred)
+        if reduction != "sum":
+            return mean
+        # vdev's op gives the mean: the sum is the mean times the examples
+        n = labels.shape.num_elements() if isinstance(labels, Tensor) else int(labels.size)
+        return _ops.multiply(mean, float(n))

@@ -47,6 +47,9 @@ from ._values import (DistributedBatch, MirroredVariable, PerReplica, handles_of
 _VALUE = {_lib.INVALID_ARG: ValueError, _lib.NOT_FOUND: ValueError}
 _CODES = {name: i for i, name in enumerate(_lib.STATUS_NAMES)}
 _INTERNAL = _CODES["VDEV_ERR_INTERNAL"]
+# The classes vdev raises its own errors with (rebuilt with the replica named)
+_VDEV_ERRORS = frozenset(c for c in vars(errors).values()
+                         if isinstance(c, type) and issubclass(c, errors.OpError))
 
 _live = weakref.WeakSet()  # strategies and communicators, freed by vdev.shutdown()
 _pending = []              # handles of strategies collected on a replica thread
@@ -120,13 +123,14 @@ class ReplicaContext:
     replica (``vdev.distribute.get_replica_context()`` inside strategy.run).
     Valid on its replica's thread while the step runs."""
 
-    __slots__ = ("strategy", "_h", "replica_id_in_sync_group", "_live")
+    __slots__ = ("strategy", "_h", "replica_id_in_sync_group", "_live", "_batches")
 
     def __init__(self, strategy, handle, replica_id):
         self.strategy = strategy
         self._h = handle
         self.replica_id_in_sync_group = replica_id
         self._live = True
+        self._batches = set()  # (global rows, this replica's rows) of each batch split
 
     @property
     def num_replicas_in_sync(self):
@@ -190,6 +194,18 @@ def _status_of(e):
     return _INTERNAL
 
 
+def _add_note(e, note):
+    """e.add_note(note) (Python 3.11); before it, the same __notes__ list,
+    which those tracebacks do not print."""
+    if hasattr(e, "add_note"):
+        e.add_note(note)
+        return
+    try:
+        e.__notes__ = list(getattr(e, "__notes__", ())) + [note]
+    except AttributeError:
+        pass
+
+
 def _replica_main(ctx_h, key):
     """The C step function of every run, on a replica's thread, GIL held."""
     run = _runs.get(key)
@@ -239,13 +255,9 @@ class _Scope:
         self._s = strategy
 
     def __enter__(self):
-        cur = _context.scope_strategy()
-        ctx = _context.replica()
-        if ctx is not None and ctx.strategy is not self._s:  # another's step: as TensorFlow
-            cur = ctx.strategy
-        if cur is not None and cur is not self._s:
-            raise ValueError("Mixing different tf.distribute.Strategy objects: %s is not %s"
-                             % (cur, self._s))
+        # TensorFlow's: another strategy's scope or step is "Mixing ...", this
+        # strategy's step needs cross-replica context (both RuntimeError)
+        _context.require_cross_replica(self._s)
         self._s._handle_now()
         _context.push_scope(self._s)
         return self._s
@@ -405,7 +417,9 @@ class MirroredStrategy:
             if isinstance(x, DistributedBatch):
                 if x._strategy is not self:
                     raise ValueError("a DistributedBatch of another strategy")
-                return Tensor(_lib.made(lib.vdev_replica_batch(rctx._h, x.global_batch._handle)))
+                t = Tensor(_lib.made(lib.vdev_replica_batch(rctx._h, x.global_batch._handle)))
+                rctx._batches.add((int(x.global_batch.shape[0]), int(t.shape[0])))
+                return t
             return x
         return leaf
 
@@ -423,10 +437,7 @@ class MirroredStrategy:
             raise TypeError("strategy.run takes a function, not %r" % (fn,))
         if options is not None:
             raise ValueError("vdev takes no run options")
-        ctx = _context.replica()
-        if ctx is not None and ctx.strategy is not self:  # another's step: TensorFlow's words
-            raise RuntimeError("Method requires being in cross-replica context, use "
-                               "get_replica_context().merge_call()")
+        _context.require_cross_replica(self)  # TensorFlow's run enters self.scope()
         h = self._handle_now()
         run = _Run(self, fn, tuple(args), dict(kwargs or {}))
         key = next(_run_keys)
@@ -448,12 +459,19 @@ class MirroredStrategy:
         if e is None:
             return _lib.error(st)
         r, dev = int(m.group(1)), m.group(2)
-        if isinstance(e, errors.OpError):
-            new = type(e)("replica %d (%s): %s" % (r, dev, e.message), e.status)
+        where = "replica %d (%s): " % (r, dev)
+        if type(e) in _VDEV_ERRORS and e.status is not None:
+            # one vdev raised: its message names the replica (and an OOM's
+            # report, which starts with the message, keeps the rest)
+            if isinstance(e, errors.OutOfMemoryError):
+                new = type(e)(where + e.message, e.status,
+                              report=where + e._report if e._report else None)
+            else:
+                new = type(e)(where + e.message, e.status)
             new.__cause__ = e
             return new
-        if hasattr(e, "add_note"):
-            e.add_note("(raised by the step function on replica %d, %s)" % (r, dev))
+        # the step's own exception (a user's OpError subclass too) as it was
+        _add_note(e, "(raised by the step function on replica %d, %s)" % (r, dev))
         return e
 
     # ---- reducing ----
@@ -464,6 +482,7 @@ class MirroredStrategy:
         component (MEAN then divides by the rows of every replica together).
         A value that is not per-replica: MEAN gives it back, SUM only with
         one replica (TensorFlow's rule)."""
+        _context.require_cross_replica(self)
         op = reduce_op(reduce_op_)
         h = self._handle_now()
         if isinstance(value, MirroredVariable):

@@ -72,8 +72,12 @@ class PerReplica(DistributedValues):
         return len(self._values)
 
     def __repr__(self):
-        return "PerReplica:{\n%s\n}" % "\n".join(
+        return "PerReplica:{\n%s\n}" % ",\n".join(
             "  %d: %r" % (i, v) for i, v in enumerate(self._values))
+
+    def __str__(self):
+        return "PerReplica:{\n%s\n}" % ",\n".join(
+            "  %d: %s" % (i, v) for i, v in enumerate(self._values))
 
 
 class DistributedBatch(DistributedValues):
@@ -211,13 +215,16 @@ class MirroredVariable(Variable):
         return super().assign_sub(delta)
 
     def __repr__(self):
+        """TensorFlow's: each replica's copy as a variable prints, one a line."""
         try:
-            return "MirroredVariable:{\n%s\n}" % "\n".join(
+            return "MirroredVariable:{\n%s\n}" % ",\n".join(
                 "  %d: <vdev.Variable '%s' shape=%s dtype=%s, device=%s, numpy=%r>" % (
                     i, self.name, tuple(v.shape), v.dtype.name, v.device, v.numpy())
                 for i, v in enumerate(self.values))
         except Exception as e:
             return "<vdev.MirroredVariable: %s>" % e
+
+    __str__ = __repr__  # a variable's str() is its repr in TensorFlow
 
 
 def _variable_handles(fresh):
