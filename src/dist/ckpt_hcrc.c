@@ -24,7 +24,8 @@
 #include <zlib.h>
 
 /* 1 when s is 8 lowercase hex digits, their value in *out. */
-int vdev_dist_parse_hex8(const char *s, uint32_t *out) {
+int vdev_dist_parse_hex8(const char *s, uint32_t *out)
+{
     uint32_t x = 0;
     int ok = strlen(s) == 8;
     for (int i = 0; ok && i < 8; i++) {
@@ -41,7 +42,8 @@ int vdev_dist_parse_hex8(const char *s, uint32_t *out) {
  * "00000000" and, when fmt is not NULL, the format's value (the fmt_len bytes
  * after VDEV_CKPT_HEAD_FMT) read as fmt. */
 static uint32_t header_crc(const char *text, size_t n, size_t at, const char *fmt,
-                           size_t fmt_len) {
+                           size_t fmt_len)
+{
     const size_t fmt_at = sizeof VDEV_CKPT_HEAD_FMT - 1;
     uLong c = crc32_z(0L, Z_NULL, 0);
     size_t from = 0;
@@ -59,7 +61,8 @@ static uint32_t header_crc(const char *text, size_t n, size_t at, const char *fm
 /* Where the header's own CRC is when the header starts as vdev writes it
  * (VDEV_CKPT_HEAD1 and HEAD2, with the format's value fmt in HEAD1): the
  * offset of its 8 digits, or 0 when the header does not start that way. */
-static size_t hcrc_place(const char *text, uint64_t n, const char *fmt) {
+static size_t hcrc_place(const char *text, uint64_t n, const char *fmt)
+{
     const size_t fmt_at = sizeof VDEV_CKPT_HEAD_FMT - 1, flen = strlen(fmt);
     const size_t crc_at = fmt_at + flen + sizeof VDEV_CKPT_HEAD_CRC - 1;
     const size_t at = crc_at + 8 + sizeof VDEV_CKPT_HEAD2 - 1;
@@ -84,7 +87,8 @@ static size_t hcrc_place(const char *text, uint64_t n, const char *fmt) {
  * HCRC_KEY_SLIP bytes. That is vdev.header_crc32 with a damaged name (a
  * caller's key never starts with "vdev.", and none is that close), refused as
  * damage instead of turning the header's checksum off. */
-static enum vdev_status check_hcrc_key(const char *path, const char *text, uint64_t n) {
+static enum vdev_status check_hcrc_key(const char *path, const char *text, uint64_t n)
+{
     const size_t len = sizeof VDEV_CKPT_HCRC_KEY - 1, key_at = VDEV_CKPT_CRC_AT + 8 + 3;
     _Static_assert(VDEV_CKPT_CRC_AT + 8 + 3 + sizeof VDEV_CKPT_HCRC_KEY - 1 + 3 ==
                        VDEV_CKPT_HCRC_AT,
@@ -128,7 +132,8 @@ _Static_assert(sizeof head_tmpl - 1 == VDEV_CKPT_HCRC_AT + 9, "the template ends
 /* How many of text's first min(n, template) bytes (*m of them) differ from
  * the start vdev writes: a digit's place differs when it holds no lowercase
  * hex digit. */
-static size_t head_diff(const char *text, uint64_t n, size_t *m) {
+static size_t head_diff(const char *text, uint64_t n, size_t *m)
+{
     const size_t len = sizeof head_tmpl - 1;
     size_t d = 0;
     *m = n < len ? (size_t)n : len;
@@ -142,16 +147,35 @@ static size_t head_diff(const char *text, uint64_t n, size_t *m) {
     return d;
 }
 
-int vdev_dist_ckpt_looks_vdev(const char *head, size_t n) {
+int vdev_dist_ckpt_looks_vdev(const char *head, size_t n)
+{
     size_t m;
     return n >= HEAD_NAMES_VDEV && head_diff(head, n, &m) <= HEAD_SLIP;
+}
+
+/* The header's CRC (its field at `at`) against want: a mismatch is data
+ * loss for a header of this format (ours), and for one of another format
+ * whose CRC matches with this format's "1" (fmt_len bytes) put back (a
+ * damaged "1"); another format's mismatch passes (its version is refused). */
+static enum vdev_status compare_hcrc(const char *path, const char *text, uint64_t n, size_t at,
+                                     uint32_t want, int ours, size_t fmt_len)
+{
+    uint32_t got = header_crc(text, (size_t)n, at, NULL, 0);
+    if (got != want && (ours || header_crc(text, (size_t)n, at, VDEV_CKPT_FORMAT, fmt_len) ==
+                                    want))
+        return vdev_dist_ckloss(path,
+                                "header checksum mismatch: the header's CRC-32 is %08lx, "
+                                "vdev.header_crc32 says %08lx",
+                                (unsigned long)got, (unsigned long)want);
+    return VDEV_OK;
 }
 
 /* The value of "vdev.format" when the header starts with VDEV_CKPT_HEAD_FMT
  * and the value, up to its closing quote, is a version: 1 to 32 letters,
  * digits, '.', '-' or '_' (a damaged quote makes it run on, past a ','), in
  * fmt; 0 when there is none. */
-static int head_format(const char *text, uint64_t n, char fmt[33]) {
+static int head_format(const char *text, uint64_t n, char fmt[33])
+{
     const size_t at = sizeof VDEV_CKPT_HEAD_FMT - 1;
     if (n < at || memcmp(text, VDEV_CKPT_HEAD_FMT, at) != 0)
         return 0;
@@ -170,7 +194,8 @@ static int head_format(const char *text, uint64_t n, char fmt[33]) {
 }
 
 enum vdev_status vdev_dist_ckpt_check_raw_hcrc(const char *path, const char *text, uint64_t n,
-                                               int *verified) {
+                                               int *verified)
+{
     *verified = 0;
     char fmt[33];
     int has_fmt = head_format(text, n, fmt);
@@ -190,15 +215,9 @@ enum vdev_status vdev_dist_ckpt_check_raw_hcrc(const char *path, const char *tex
             return ours ? vdev_dist_ckloss(path, "vdev.header_crc32 is not 8 lowercase hex "
                                                  "digits (the header was changed)")
                         : VDEV_OK; /* a newer format: its version is refused */
-        uint32_t got = header_crc(text, (size_t)n, at, NULL, 0);
-        if (got != want &&
-            (ours || header_crc(text, (size_t)n, at, VDEV_CKPT_FORMAT, strlen(as)) == want))
-            return vdev_dist_ckloss(path,
-                                    "header checksum mismatch: the header's CRC-32 is %08lx, "
-                                    "vdev.header_crc32 says %08lx",
-                                    (unsigned long)got, (unsigned long)want);
-        *verified = 1;
-        return VDEV_OK;
+        enum vdev_status st = compare_hcrc(path, text, n, at, want, ours, strlen(as));
+        *verified = st == VDEV_OK;
+        return st;
     }
     if (has_fmt && strcmp(fmt, VDEV_CKPT_FORMAT) != 0)
         return VDEV_OK; /* a newer format's layout: its version is refused */
@@ -222,7 +241,8 @@ enum vdev_status vdev_dist_ckpt_check_raw_hcrc(const char *path, const char *tex
 /* ---- after parsing ---- */
 
 /* The value of `key` in object v, NULL if none (the first, if repeated). */
-static yajl_val member(yajl_val v, const char *key) {
+static yajl_val member(yajl_val v, const char *key)
+{
     for (size_t k = 0; YAJL_IS_OBJECT(v) && k < v->u.object.len; k++)
         if (!strcmp(v->u.object.keys[k], key))
             return v->u.object.values[k];
@@ -236,7 +256,8 @@ static yajl_val member(yajl_val v, const char *key) {
  * newer format's rules. The exception is a format-1 file whose "1" was
  * damaged: its CRC matches with "1" put back, and it is refused as damaged. */
 enum vdev_status vdev_dist_ckpt_check_hcrc(const char *path, yajl_val root, const char *text,
-                                           uint64_t n) {
+                                           uint64_t n)
+{
     yajl_val meta = member(root, "__metadata__");
     yajl_val v = member(meta, VDEV_CKPT_HCRC_KEY), f = member(meta, "vdev.format");
     if (!v) /* an older file, another program's, or a damaged key name */
@@ -256,20 +277,14 @@ enum vdev_status vdev_dist_ckpt_check_hcrc(const char *path, yajl_val root, cons
                                              "header, where vdev writes it (the header was "
                                              "changed)")
                     : VDEV_OK;
-    uint32_t got = header_crc(text, (size_t)n, at, NULL, 0);
-    if (got != want &&
-        (ours || header_crc(text, (size_t)n, at, VDEV_CKPT_FORMAT, strlen(fmt)) == want))
-        return vdev_dist_ckloss(path,
-                                "header checksum mismatch: the header's CRC-32 is %08lx, "
-                                "vdev.header_crc32 says %08lx",
-                                (unsigned long)got, (unsigned long)want);
-    return VDEV_OK;
+    return compare_hcrc(path, text, n, at, want, ours, strlen(fmt));
 }
 
 
 /* ---- sealing ---- */
 
-void vdev_dist_ckpt_seal_header(char *header, size_t n, uint32_t data_crc) {
+void vdev_dist_ckpt_seal_header(char *header, size_t n, uint32_t data_crc)
+{
     char hex[9];
     snprintf(hex, sizeof hex, "%08lx", (unsigned long)data_crc);
     memcpy(header + VDEV_CKPT_CRC_AT, hex, 8);
