@@ -159,6 +159,24 @@ def test_reduce_axis_errors():
     assert str(e.value) == "Sum: axis 2 is out of range for a tensor of shape [2,3] (2 dimensions)"
 
 
+def test_reduce_axis_as_an_array_or_a_tensor():
+    """As TensorFlow, axis may be an integer numpy array or an int32 tensor."""
+    x = vdev.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert vdev.reduce_sum(x, axis=np.array([0])).numpy().tolist() == [3.0, 5.0, 7.0]
+    assert vdev.reduce_mean(x, axis=np.array(1)).numpy().tolist() == [1.0, 4.0]
+    assert vdev.reduce_sum(x, axis=vdev.constant([0, 1])).numpy() == 15.0
+    assert vdev.reduce_sum(x, axis=np.int64(-1), keepdims=True).numpy().tolist() == [[3.0],
+                                                                                     [12.0]]
+    with pytest.raises(TypeError) as e:
+        vdev.reduce_sum(x, axis=np.array([0.5]))
+    assert str(e.value) == ("axis must be ints in at most one dimension, not an array of "
+                            "float64 with shape [1]")
+    with pytest.raises(TypeError) as e:
+        vdev.reduce_sum(x, axis=vdev.constant([0.0]))
+    assert str(e.value) == ("axis must be an int32 tensor, an int or a list of ints, not a "
+                            "float32 tensor")
+
+
 def test_assign_read_value():
     v = vdev.Variable([1.0, 2.0])
     assert v.assign([3.0, 4.0], read_value=False) is None

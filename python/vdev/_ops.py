@@ -294,6 +294,22 @@ def _axis(axis):
     return int(axis)
 
 
+def _axis_value(axis):
+    """An axis given as TensorFlow takes it, an int32 tensor or an integer
+    numpy array too (0-d: one axis; 1-d: a list), as an int or a list."""
+    if isinstance(axis, Tensor):
+        if axis.dtype != int32:
+            raise TypeError("axis must be an int32 tensor, an int or a list of ints, not a %s "
+                            "tensor" % axis.dtype.name)
+        axis = axis.numpy()
+    if isinstance(axis, np.ndarray):
+        if axis.dtype.kind not in "iu" or axis.ndim > 1:
+            raise TypeError("axis must be ints in at most one dimension, not an array of %s "
+                            "with shape %s" % (axis.dtype, list(axis.shape)))
+        return axis.tolist()
+    return axis
+
+
 def _reduce(cfn, cfn_all, x, axis, keepdims):
     """x reduced by cfn over axis (an int, or a list or tuple of ints, as
     TensorFlow takes), by cfn_all over every axis (axis None, or all of
@@ -301,6 +317,7 @@ def _reduce(cfn, cfn_all, x, axis, keepdims):
     that the others keep their numbers; no axis ([]) reduces nothing."""
     x = _t(x)
     keepdims = bool(keepdims)
+    axis = _axis_value(axis)
     if isinstance(axis, (list, tuple)) and len(axis) != 1:
         nd = x.ndim
         axes = [_axis(a) for a in axis]
