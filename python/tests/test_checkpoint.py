@@ -432,6 +432,35 @@ def test_optimizer_state_errors(tmp_path):
     assert vdev.optimizers.SGD(0.1).get_slot_names() == []
 
 
+def test_a_checkpoint_of_another_optimizer_says_so(tmp_path):
+    """A file saved with SGD's momentum loaded with Adam (and the reverse)
+    names the slots the file holds; nothing changes."""
+    model, sgd, names = _fresh(lambda: vdev.optimizers.SGD(0.1, momentum=0.9), 1)
+    _train(model, sgd, 2, 0)
+    path = tmp_path / "sgd.safetensors"
+    T.save_checkpoint(path, names, optimizer=sgd)
+    model, adam, names2 = _fresh(lambda: vdev.optimizers.Adam(0.01), 2)
+    _train(model, adam, 1, 0)
+    before = {n: v.numpy().copy() for n, v in names2.items()}
+    first = sorted(names2)[0]
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        T.load_checkpoint(path, names2, optimizer=adam)
+    assert str(e.value) == (
+        "checkpoint '%s': no entry '%s/adam_m' for the optimizer's slot; the file holds "
+        "'%s/momentum' for '%s': it was saved with another optimizer. Load it with an "
+        "optimizer of that kind, or without optimizer= to restore only the tensors"
+        % (path, list(names2)[0], list(names2)[0], list(names2)[0]))
+    assert adam.iterations == 1 and first in names2
+    for n, v in names2.items():
+        np.testing.assert_array_equal(v.numpy(), before[n])
+    back = tmp_path / "adam.safetensors"
+    T.save_checkpoint(back, names2, optimizer=adam)
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        T.load_checkpoint(back, names, optimizer=sgd)
+    assert "no entry '%s/momentum' for the optimizer's slot; the file holds '%s/adam_m', " \
+        "'%s/adam_v'" % ((list(names)[0],) * 3) in str(e.value)
+
+
 def test_amsgrad_loads_a_checkpoint_saved_without_it(tmp_path):
     """Adam(amsgrad=True) restores a checkpoint saved without AMSGrad as
     TensorFlow's object-based restore does: m, v and the count loaded, vhat

@@ -145,6 +145,30 @@ def _optimizer_state(tensors, optimizer, every_replica, older=False, skip=(), en
     return names, handles
 
 
+def _another_optimizers_slots(path, wanted, entries):
+    """An InvalidArgumentError that says so when a slot entry the load wants
+    is missing and the file holds other slots for the same variable: it was
+    saved with another optimizer (Adam's adam_m and adam_v where SGD wants
+    momentum, or the reverse)."""
+    slots = set(_SLOT_ENTRY.values()) | {"m", "v"}
+    wanted = [w.decode("utf-8") for w in wanted]
+    for w in wanted:
+        if w in entries:
+            continue
+        var = w.rsplit("/", 1)[0]
+        if any(x in entries for x in wanted if x.rsplit("/", 1)[0] == var):
+            continue  # some of this optimizer's slots are there: not another optimizer's file
+        theirs = sorted(e for e in entries
+                        if e.rsplit("/", 1)[0] == var and e.rsplit("/", 1)[-1] in slots)
+        if theirs:
+            raise errors.InvalidArgumentError(
+                "checkpoint '%s': no entry '%s' for the optimizer's slot; the file holds %s "
+                "for '%s': it was saved with another optimizer. Load it with an optimizer of "
+                "that kind, or without optimizer= to restore only the tensors"
+                % (os.fsdecode(_path(path)), w, ", ".join("'%s'" % e for e in theirs), var),
+                "VDEV_ERR_INVALID_ARG")
+
+
 def save_checkpoint(path, tensors, metadata=None, optimizer=None):
     """Writes tensors ({name: tensor}, in that order, on any devices) and
     metadata ({key: str or number}; numbers are written as decimal text) to
@@ -224,6 +248,7 @@ def load_checkpoint(path, tensors, optimizer=None):
             n, h = _optimizer_state(tensors, optimizer, every_replica=True, older=older,
                                     skip=("momentum",) if later else (), entries=entries)
             names, handles = names + n, handles + h
+            _another_optimizers_slots(path, n, entries)
             if not older:
                 with device("CPU:0"):
                     count = zeros([], int32)
