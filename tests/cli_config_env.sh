@@ -6,7 +6,8 @@
 # line naming the variable; a driver reserve that overrides a memory fraction
 # (TensorFlow's rule) said once on stderr; a thread count that is not a
 # number ignored, as OpenBLAS ignores it, with one warning; `vdev --help`
-# names the variables start-up does not check. Usage: cli_config_env.sh VDEV SHARED
+# names the variables start-up does not check and both ways to hide every GPU
+# (empty or -1). Usage: cli_config_env.sh VDEV SHARED
 set -u
 vdev=$1
 . "${BASH_SOURCE%/*}/testlib.sh"
@@ -83,6 +84,14 @@ is ignored with a warning; VDEV_LIBRARY is read by the Python package:"
 run --help
 [ "$(sed -n '/^Environment/,/^  /p' <<<"$out" | sed '$d')" = "$want" ] && ok ||
   bad "--help: the environment's header: $(sed -n '/^Environment/,/^  /p' <<<"$out")"
+# --help gives both ways to hide every GPU, as the README's table does, and -1 does hide them
+grep -A1 '^  VDEV_VISIBLE_DEVICES ' <<<"$out" | grep -qx ' *values: 0,2; empty or -1 hides every GPU' &&
+  ok || bad "--help: VDEV_VISIBLE_DEVICES: $(grep -A1 '^  VDEV_VISIBLE_DEVICES ' <<<"$out")"
+grep -q '^| `VDEV_VISIBLE_DEVICES` | `0,2` (spaces allowed); empty or `-1` hides every GPU |' \
+  "$(dirname "$0")/../README.md" && ok || bad "README: VDEV_VISIBLE_DEVICES's row"
+VDEV_SIM_GPUS=2x1GiB VDEV_VISIBLE_DEVICES=-1 run devices
+[ $rc -eq 0 ] && grep -q '^  /device:CPU:0 ' <<<"$out" && ! grep -q '^  /device:GPU' <<<"$out" &&
+  ok || bad "VDEV_VISIBLE_DEVICES=-1: exit $rc: $out $err"
 for v in VDEV_MPI_TIMEOUT VDEV_TORCH_DEVICES NCCL_RUNTIME_CONNECT; do
   env "$v=zz" VDEV_SIM_GPUS=1x1GiB "$vdev" devices >/dev/null 2>"$tmp/err"; rc=$?
   [ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && ok || bad "$v=zz at start-up: exit $rc: $(cat "$tmp/err")"

@@ -22,7 +22,7 @@ extern char **environ;
 static const struct vdev_envvar TABLE[] = {
     {"VDEV_SIM_GPUS", "3x16GiB, 2x80GiB,1x24GiB, 16GiB",
      "use that many simulated GPUs of those sizes instead of CUDA GPUs"},
-    {"VDEV_VISIBLE_DEVICES", "0,2; empty hides every GPU",
+    {"VDEV_VISIBLE_DEVICES", "0,2; empty or -1 hides every GPU",
      "the physical GPUs to use, numbered in the order listed (as CUDA_VISIBLE_DEVICES)"},
     {"VDEV_MEMORY_GROWTH", "true/false (any case), 1/0, or per GPU 0:true,1:false",
      "memory growth (on, the default) or preallocation (off)"},
