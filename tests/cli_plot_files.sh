@@ -6,7 +6,7 @@
 # size limit, as a full disk would) the command says so in one line, exits
 # 1, leaves the previous FILE as it was (and says so) and no temporary file
 # behind. A gzip-compressed trace draws the same picture as the plain one;
-# a cut gzip stream is one line and exit 1. Usage: cli_plot_files.sh VDEV SHARED
+# a cut or corrupt gzip stream is one line and exit 1. Usage: cli_plot_files.sh VDEV SHARED
 set -u
 vdev=$1
 case $vdev in /*) ;; *) vdev=$PWD/$vdev ;; esac # the tests below change folder
@@ -71,6 +71,12 @@ err=$("$vdev" plot "$tmp/cut.json.gz" -o "$tmp/cut.svg" 2>&1); rc=$?
 want="vdev plot: $tmp/cut.json.gz: the gzip stream is cut short (the file ends inside it)"
 [ $rc -eq 1 ] && [ "$err" = "$want" ] && [ ! -e "$tmp/cut.svg" ] && ok ||
   bad "cut gzip: exit $rc: '$err', expected '$want'"
+# a corrupt gzip stream: one line that names the file once
+printf '\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x01\x05\x00\x00\x00a 1\n' >"$tmp/corrupt.json.gz"
+err=$("$vdev" plot "$tmp/corrupt.json.gz" -o "$tmp/corrupt.svg" 2>&1); rc=$?
+want="vdev plot: $tmp/corrupt.json.gz: read error: invalid stored block lengths"
+[ $rc -eq 1 ] && [ "$err" = "$want" ] && [ ! -e "$tmp/corrupt.svg" ] && ok ||
+  bad "corrupt gzip: exit $rc: '$err', expected '$want'"
 "$vdev" plot --help | grep -q "gzip" && ok || bad "plot --help does not say it reads gzip"
 
 finish

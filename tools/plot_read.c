@@ -474,6 +474,10 @@ struct plot_trace *plot_trace_read(const char *path, char *err, size_t cap)
         goto fail;
     }
     if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
+        /* zlib's message starts with the file's name: drop it, ours does too */
+        size_t n = strlen(path);
+        if (zerr != Z_ERRNO && strncmp(zmsg, path, n) == 0 && zmsg[n] == ':' && zmsg[n + 1] == ' ')
+            zmsg += n + 2;
         snprintf(err, cap, "%s: read error: %s", path, zerr == Z_ERRNO ? strerror(errno) : zmsg);
         goto fail;
     }
