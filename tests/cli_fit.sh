@@ -5,7 +5,8 @@
 # installed), the smallest cards in whole MiB and the preallocation split, each
 # rerun as printed, a card size with a fraction of a byte (rounded down),
 # --split naming another GPU (refused), at most 16 traces, known GPU names and
-# their budgets, a model that does not fit (exit 1, with the line it fails
+# their budgets, the preallocation split as `vdev replay` measures each
+# trace's capacity with its pre-live bytes, a model that does not fit (exit 1, with the line it fails
 # at), an empty trace (exit 1), the exit statuses in --help, a write error on
 # stdout (exit 1). Never checks timings. test_fit.c checks the answers against
 # an actual run.
@@ -91,6 +92,14 @@ split_line=$(grep '^preallocation: ' <<<"$out")
 [[ $split_line =~ ^preallocation:\ each\ model\'s\ device\ preallocated\ to\ the\ smallest\ region\ it\ fits\ in:\ --preallocate\ --split\ ([0-9]+MiB,[0-9]+MiB)$ ]] &&
   ok || bad "table: no split for the preallocation answer: '$split_line'"
 pre_split=${BASH_REMATCH[1]:-none}
+# each region is `vdev replay`'s min capacity with the trace's pre-live bytes, in whole MiB
+want=
+for t in "$mlp" "$tr"; do
+  run replay --json --repeats 1 "$t"
+  w=$(grep -o '"min_capacity_with_pre_live_bytes": [0-9]*' <<<"$out" | grep -o '[0-9]*$')
+  want+="${want:+,}$(( (${w:-0} + 1048575) / 1048576 ))MiB"
+done
+[ "$pre_split" = "$want" ] && ok || bad "preallocation split $pre_split, replay says $want"
 run fit --no-search --card "${g}MiB" "$mlp" "$tr"
 [ $rc -eq 0 ] && ok || bad "growth card ${g}MiB as printed: exit $rc: $out"
 run fit --no-search --card "$((g - 1))MiB" "$mlp" "$tr"

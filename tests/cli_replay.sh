@@ -3,7 +3,8 @@
 # (its keys, in order, and values that must hold on any machine), exit codes
 # (0 ok, 1 bad input, 2 usage) with one line "vdev replay: ..." on stderr, a
 # gzip trace, an empty trace refused, a NUL byte, a folder and a corrupt gzip
-# stream refused with their exact messages, a write error on stdout (exit 1, one
+# stream refused with their exact messages, the bytes live before a trace (its
+# header's pre_live_*) and the capacity with them, a write error on stdout (exit 1, one
 # line), and the help text. Never checks timings.
 # Usage: cli_replay.sh VDEV DATA (DATA/traces: the repository's data/traces)
 set -u
@@ -38,6 +39,17 @@ for s in "events               186" "ns per event" "peak live bytes" "peak reser
   has "$out" "$s" && ok || bad "replay: no '$s' in: $out"
 done
 
+# The bytes live before the trace (its header's pre_live_*), and the capacity with them
+run replay --repeats 1 "$data/traces/transformer.trace"
+[ $rc -eq 0 ] && ok || bad "replay transformer: exit $rc: $err"
+pre="pre-live bytes       130358912 (124.32 MiB in 296 blocks live before the trace, not in it)"
+has "$out" "$pre" && ok || bad "replay: no pre-live bytes in: $out"
+[[ $out =~ with\ pre-live\ bytes\ \ ([0-9]+)\ \([0-9.]+\ MiB:\ min\ capacity\ with\ those\ blocks\ allocated\ first\) ]] &&
+  ok || bad "replay: no capacity with the pre-live bytes in: $out"
+printf '# trace v1 model=x\na 0 1000\nf 0\n' >"$tmp/nopre.trace"
+run replay --repeats 1 "$tmp/nopre.trace"
+[ $rc -eq 0 ] && ! has "$out" "pre-live" && ok || bad "replay without pre-live bytes: $out"
+
 # ---- JSON ----
 run replay --json --repeats 1 "$data/traces/transformer.trace"
 [ $rc -eq 0 ] && ok || bad "replay --json: exit $rc: $err"
@@ -56,6 +68,9 @@ assert r["min_capacity_bytes"] >= r["peak_live_bytes"], r
 assert r["peak_reserved_bytes"] >= r["peak_live_bytes"], r
 assert r["capacity_ratio"] >= 1.0, r
 assert abs(r["capacity_ratio"] - r["min_capacity_bytes"] / r["peak_live_bytes"]) < 1e-4, r
+# 296 blocks of 130358912 / 296 bytes, rounded up and to 256, allocated first
+assert r["pre_live_bytes"] == 130358912, r
+assert r["min_capacity_with_pre_live_bytes"] >= r["peak_live_bytes"] + 296 * 440576, r
 EOF
 fi
 

@@ -28,4 +28,20 @@ int vdev_cli_flush(void);
  * byte (the output is bad anyway) is written to learn it. */
 int vdev_cli_write_error(FILE *f);
 
+/* The blocks a trace says were live before it was recorded (its header's
+ * pre_live_blocks and pre_live_bytes: the model's weights in the shared
+ * traces), as `vdev fit` and `vdev replay` allocate them before the trace:
+ * *n_blocks equal blocks of *each_bytes (pre_live_bytes shared out, rounded
+ * up). 0 and 0 when the header does not give both, or gives 0 or a million
+ * blocks or more. */
+struct vdev_trace;
+void vdev_cli_trace_pre_live(const struct vdev_trace *t, uint32_t *n_blocks,
+                             uint64_t *each_bytes);
+/* The smallest one-region capacity that serves t with its pre-live blocks
+ * allocated first and never freed (t's own when it has none), measured as
+ * `vdev replay` measures its min capacity. VDEV_OK, or the replay's error
+ * (message set); `vdev replay` prints it, `vdev fit` rounds it to whole MiB
+ * for the preallocation it assumes. */
+enum vdev_status vdev_cli_min_capacity_with_pre_live(const struct vdev_trace *t, uint64_t *out);
+
 #endif

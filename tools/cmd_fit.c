@@ -177,17 +177,7 @@ static int prepare(struct model *m, char *err, size_t cap)
             m->cut = i + 1;
     }
     free(size);
-    const char *nb = vdev_trace_field(t, "pre_live_blocks");
-    const char *bb = vdev_trace_field(t, "pre_live_bytes");
-    m->n_pre = 0;
-    m->pre_bytes = 0;
-    if (nb && bb) {
-        unsigned long long n = strtoull(nb, NULL, 10), b = strtoull(bb, NULL, 10);
-        if (n > 0 && n < 1000000 && b > 0) {
-            m->n_pre = (uint32_t)n;
-            m->pre_bytes = (b + n - 1) / n;
-        }
-    }
+    vdev_cli_trace_pre_live(t, &m->n_pre, &m->pre_bytes);
     return 0;
 }
 
@@ -686,18 +676,16 @@ int vdev_cmd_fit(int argc, char **argv)
         for (int i = 0; i < n; i++)
             r.smallest[i] = smallest_limit(&f, i, r.o);
         /* Growth: every model shares the whole card. Preallocation: each its
-         * smallest one-region capacity, as `vdev replay` measures it. */
+         * smallest one-region capacity with its pre-live blocks, as `vdev
+         * replay` measures it ("with pre-live bytes"). */
         struct vdev_logical_device_config shared[MAX_MODELS], pre[MAX_MODELS];
         uint64_t sum_peaks = 0, sum_caps = 0;
         for (int i = 0; i < n; i++) {
             shared[i] = (struct vdev_logical_device_config){0};
             sum_peaks += f.m[i].t->peak_live_bytes + (uint64_t)f.m[i].n_pre * f.m[i].pre_bytes;
-            struct vdev_replay_options o = {.repeats = -1};
-            struct vdev_replay_result rr;
             uint64_t cap = 0;
-            if (vdev_replay_run(f.m[i].t, &o, &rr) == VDEV_OK)
-                cap = rr.min_capacity_bytes;
-            cap += (uint64_t)f.m[i].n_pre * ((f.m[i].pre_bytes + 255) & ~(uint64_t)255);
+            if (vdev_cli_min_capacity_with_pre_live(f.m[i].t, &cap) != VDEV_OK)
+                cap = (uint64_t)f.m[i].n_pre * ((f.m[i].pre_bytes + 255) & ~(uint64_t)255);
             /* whole MiB (a larger region holds what a smaller one does), so
              * the split it assumes prints as --split takes it */
             cap = (cap + MIB - 1) & ~(MIB - 1);

@@ -8,7 +8,10 @@
  * 1.006) with its ratio to the peak live bytes. A trace that cannot be read
  * whole (a last event line without its newline, a gzip stream cut short, a
  * size beyond 64 bits) is an error naming the file and line; one without a
- * single allocation (an empty file) is an error naming the file. */
+ * single allocation (an empty file) is an error naming the file. Blocks the
+ * header says were live before the trace (pre_live_blocks, pre_live_bytes:
+ * a model's weights) are not in the measures above; the smallest capacity
+ * with them allocated first, as `vdev fit` allocates them, is given too. */
 #include "cli.h"
 
 #include "alloc/replay.h"
@@ -26,6 +29,51 @@ static void progress(void *user, const char *stage, double done)
     fflush(stderr);
 }
 
+void vdev_cli_trace_pre_live(const struct vdev_trace *t, uint32_t *n_blocks,
+                             uint64_t *each_bytes)
+{
+    const char *nb = vdev_trace_field(t, "pre_live_blocks");
+    const char *bb = vdev_trace_field(t, "pre_live_bytes");
+    *n_blocks = 0;
+    *each_bytes = 0;
+    if (nb && bb) {
+        unsigned long long n = strtoull(nb, NULL, 10), b = strtoull(bb, NULL, 10);
+        if (n > 0 && n < 1000000 && b > 0) {
+            *n_blocks = (uint32_t)n;
+            *each_bytes = (b + n - 1) / n;
+        }
+    }
+}
+
+enum vdev_status vdev_cli_min_capacity_with_pre_live(const struct vdev_trace *t, uint64_t *out)
+{
+    uint32_t n;
+    uint64_t each;
+    vdev_cli_trace_pre_live(t, &n, &each);
+    /* t's events after n allocations of their own slots, never freed */
+    struct vdev_trace w = *t;
+    w.n_events = t->n_events + n;
+    w.n_allocs = t->n_allocs + n;
+    w.n_slots = t->n_slots + n;
+    w.peak_live_bytes = t->peak_live_bytes + (uint64_t)n * ((each + 255) & ~(uint64_t)255);
+    w.events = malloc((w.n_events ? w.n_events : 1) * sizeof *w.events);
+    if (!w.events)
+        return vdev_error(VDEV_ERR_OOM, "replaying %s: host out of memory", t->path);
+    for (uint32_t i = 0; i < n; i++)
+        w.events[i] = (struct vdev_trace_event){.bytes = each, .slot = t->n_slots + i};
+    if (t->n_events)
+        memcpy(w.events + n, t->events, t->n_events * sizeof *w.events);
+    struct vdev_replay_options o;
+    memset(&o, 0, sizeof o);
+    o.repeats = -1; /* the capacity only */
+    struct vdev_replay_result r;
+    enum vdev_status st = vdev_replay_run(&w, &o, &r);
+    free(w.events);
+    if (st == VDEV_OK)
+        *out = r.min_capacity_bytes;
+    return st;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: vdev replay [--json] [--repeats N] [--quiet] TRACE\n\n"
@@ -39,10 +87,16 @@ static void usage(FILE *f)
                "  peak reserved bytes  most bytes reserved from the device in growth mode\n"
                "  min capacity bytes   smallest single preallocated region that serves the\n"
                "                       whole trace without one failed allocation (to 0.01%%)\n"
-               "  capacity ratio       min capacity / peak live\n\n"
+               "  capacity ratio       min capacity / peak live\n"
+               "and, when the trace's header says how many bytes were live before it\n"
+               "(pre_live_blocks, pre_live_bytes: a model's weights), those bytes and\n"
+               "  with pre-live bytes  the min capacity with those blocks allocated first,\n"
+               "                       as `vdev fit` allocates them\n\n"
                "  --json        one JSON object with the keys events, ns_per_event,\n"
                "                peak_live_bytes, peak_reserved_bytes, min_capacity_bytes,\n"
-               "                capacity_ratio\n"
+               "                capacity_ratio, runs, events_per_run, pinned_cpu,\n"
+               "                pre_live_bytes, min_capacity_with_pre_live_bytes (0 and\n"
+               "                min_capacity_bytes without pre-live bytes)\n"
                "  --repeats N   timed runs (median reported), 1..101\n"
                "  --quiet       no progress on stderr\n");
 }
@@ -102,6 +156,13 @@ int vdev_cmd_replay(int argc, char **argv)
     }
     struct vdev_replay_result r;
     enum vdev_status st = vdev_replay_run(t, &o, &r);
+    uint32_t n_pre;
+    uint64_t pre_each, pre_bytes = 0, with_pre = r.min_capacity_bytes;
+    vdev_cli_trace_pre_live(t, &n_pre, &pre_each);
+    if (st == VDEV_OK && n_pre) {
+        pre_bytes = strtoull(vdev_trace_field(t, "pre_live_bytes"), NULL, 10);
+        st = vdev_cli_min_capacity_with_pre_live(t, &with_pre);
+    }
     vdev_trace_free(t);
     if (st != VDEV_OK) {
         fprintf(stderr, "vdev replay: %s\n", vdev_last_error());
@@ -111,11 +172,13 @@ int vdev_cmd_replay(int argc, char **argv)
         printf("{\"events\": %llu, \"ns_per_event\": %.3f, \"peak_live_bytes\": %llu, "
                "\"peak_reserved_bytes\": %llu, \"min_capacity_bytes\": %llu, "
                "\"capacity_ratio\": %.5f, \"runs\": %d, \"events_per_run\": %llu, "
-               "\"pinned_cpu\": %d}\n",
+               "\"pinned_cpu\": %d, \"pre_live_bytes\": %llu, "
+               "\"min_capacity_with_pre_live_bytes\": %llu}\n",
                (unsigned long long)r.events, r.ns_per_event,
                (unsigned long long)r.peak_live_bytes, (unsigned long long)r.peak_reserved_bytes,
                (unsigned long long)r.min_capacity_bytes, r.capacity_ratio, r.runs,
-               (unsigned long long)r.events_per_run, r.pinned_cpu);
+               (unsigned long long)r.events_per_run, r.pinned_cpu,
+               (unsigned long long)pre_bytes, (unsigned long long)with_pre);
         return 0;
     }
     char b1[32], b2[32], b3[32];
@@ -132,5 +195,13 @@ int vdev_cmd_replay(int argc, char **argv)
     printf("min capacity bytes   %llu (%s)\n", (unsigned long long)r.min_capacity_bytes,
            vdev_format_bytes(r.min_capacity_bytes, b3, sizeof b3));
     printf("capacity ratio       %.4f\n", r.capacity_ratio);
+    if (n_pre) {
+        printf("pre-live bytes       %llu (%s in %u blocks live before the trace, not in it)\n",
+               (unsigned long long)pre_bytes, vdev_format_bytes(pre_bytes, b1, sizeof b1),
+               n_pre);
+        printf("with pre-live bytes  %llu (%s: min capacity with those blocks allocated "
+               "first)\n",
+               (unsigned long long)with_pre, vdev_format_bytes(with_pre, b2, sizeof b2));
+    }
     return 0;
 }
