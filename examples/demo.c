@@ -77,7 +77,7 @@ static const char priority_text[] =
     "one GPU split three ways: a critical model with a floor keeps its share while two "
     "secondary models grow and shrink in the rest; a monitor thread moves their ceilings, they "
     "halve their batch on an out-of-memory error or on memory pressure (--steps N: their "
-    "training steps, default 40)";
+    "training steps, from 10 to 100000, default 40)";
 
 #define COLS 80 /* the width of the usage */
 #define DESC 20 /* the column descriptions start at */

@@ -6,7 +6,7 @@
 # visible GPU and stops, saying so, when none is visible or the card's budget
 # (with a memory fraction or TF_DEVICE_MIN_SYS_MEMORY_IN_MB, as governed) is
 # too small, naming what would be enough; --steps is parsed as the other demo
-# options. Never checks timings.
+# options, over its own range (10 to 100000), which --help gives. Never checks timings.
 # Usage: cli_priority.sh VDEV
 set -u
 vdev=$1
@@ -34,6 +34,9 @@ rc=$?
   ok || bad "two scenarios: exit $rc: $(cat "$tmp/err")"
 "$vdev" demo --help >"$tmp/out" 2>&1
 grep -qF "vdev demo --priority [--steps N] [--report DIR]" "$tmp/out" && ok || bad "help lacks --priority"
+# its --steps range, which is not the other scenarios' (the usage wraps: lines joined)
+tr -s ' \n' ' ' <"$tmp/out" | grep -qF "(--steps N: their training steps, from 10 to 100000, default 40)" &&
+  ok || bad "help: no --steps range for --priority: $(cat "$tmp/out")"
 
 # run ARGS...: runs vdev, sets rc, out (stdout) and err (stderr).
 run() {
