@@ -437,13 +437,22 @@ static int has_driver(const struct demo_opts *o, int n_phys, int phys, int *has)
     return 0;
 }
 
-int demo_no_gpu(const char *prog, int n_gpus)
+int demo_no_gpu(const char *prog, int n_gpus, int made)
 {
     const char *vis = getenv("VDEV_VISIBLE_DEVICES");
+    const char *s = n_gpus == 1 ? "" : "s";
+    char what[96];
+    if (made) /* there is no GPU: these are the demo's stand-ins */
+        snprintf(what, sizeof what, "the %d simulated GPU%s the demo would make", n_gpus, s);
+    else if (getenv("VDEV_SIM_GPUS"))
+        snprintf(what, sizeof what, "the %d simulated GPU%s of VDEV_SIM_GPUS", n_gpus, s);
+    else
+        snprintf(what, sizeof what, "the %d GPU%s there %s", n_gpus, s,
+                 n_gpus == 1 ? "is" : "are");
     fprintf(stderr,
-            "%s: no GPU is visible (VDEV_VISIBLE_DEVICES=\"%s\" hides the %d there are); "
+            "%s: no GPU is visible (VDEV_VISIBLE_DEVICES=\"%s\" hides %s); "
             "the demo needs at least one GPU, real or simulated\n",
-            prog, vis ? vis : "", n_gpus);
+            prog, vis ? vis : "", what);
     return 1;
 }
 
@@ -509,7 +518,7 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
     }
     free(ld);
     if (n_gpu == 0)
-        return demo_no_gpu(o->prog, n_phys - 1);
+        return demo_no_gpu(o->prog, n_phys - 1, simulated[0] != '\0');
     if (simulated[0])
         printf("%s\n", simulated);
 

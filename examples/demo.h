@@ -62,9 +62,11 @@ struct demo_devices {
 int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_devices *d);
 
 /* Says on stderr that no GPU is visible ("PROG: no GPU is visible
- * (VDEV_VISIBLE_DEVICES=... hides the N there are); ..."), n_gpus the GPUs
- * there are; returns 1, the exit status. */
-int demo_no_gpu(const char *prog, int n_gpus);
+ * (VDEV_VISIBLE_DEVICES=... hides the N GPUs there are); ..."), n_gpus the
+ * GPUs there are; made: they are the simulated ones the demo set up for want
+ * of a GPU ("hides the N simulated GPUs the demo would make"); simulated ones
+ * of the user's VDEV_SIM_GPUS are said to be so. Returns 1, the exit status. */
+int demo_no_gpu(const char *prog, int n_gpus, int made);
 /* Where the runtime started serves its metrics (VDEV_METRICS_ADDR, port 0
  * as the port it picked): one line "Metrics: http://HOST:PORT/metrics" on
  * stdout; nothing when it serves none. */

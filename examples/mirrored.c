@@ -188,7 +188,7 @@ int vdev_example_mirrored(int argc, char **argv)
         vdev_list_physical_devices(NULL, 0, &n_phys) != VDEV_OK)
         DIE("visible devices");
     if (n_vis == 0) /* it runs nothing: no word of simulated GPUs */
-        return demo_no_gpu(o.prog, n_phys - 1);
+        return demo_no_gpu(o.prog, n_phys - 1, simulated[0] != '\0');
     if (simulated[0])
         printf("%s\n", simulated);
     demo_say_metrics();

@@ -353,7 +353,8 @@ int vdev_example_priority(int argc, char **argv)
     int n = 0;
     if (vdev_list_physical_devices(NULL, 0, &n) != VDEV_OK)
         return fprintf(stderr, "%s: devices: %s\n", prog, vdev_last_error()), 1;
-    if (n < 2 && !getenv("VDEV_SIM_GPUS")) {
+    int made = n < 2 && !getenv("VDEV_SIM_GPUS");
+    if (made) {
         setenv("VDEV_SIM_GPUS", "1x3GiB", 1);
         vdev_shutdown(); /* discover again */
         if (vdev_list_physical_devices(NULL, 0, &n) != VDEV_OK || n < 2)
@@ -372,14 +373,8 @@ int vdev_example_priority(int argc, char **argv)
         if (pds[i].type == VDEV_DEVICE_GPU && pds[i].index == vis[0])
             pd = pds[i];
     free(pds);
-    if (n_vis == 0 || pd.type != VDEV_DEVICE_GPU) {
-        const char *v = getenv("VDEV_VISIBLE_DEVICES");
-        fprintf(stderr,
-                "%s: no GPU is visible (VDEV_VISIBLE_DEVICES=\"%s\" hides the %d there are); "
-                "the demo needs at least one GPU, real or simulated\n",
-                prog, v ? v : "", n - 1);
-        return 1;
-    }
+    if (n_vis == 0 || pd.type != VDEV_DEVICE_GPU)
+        return demo_no_gpu(prog, n - 1, made);
     /* Split before start-up; the shares come after it, from the budget
      * vdev gives the card (free memory less the driver reserve, or a
      * fraction): at most 3 GiB of it, so the demo stays quick. */

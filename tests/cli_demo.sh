@@ -136,7 +136,7 @@ one_error() { # one_error WHAT CODE MESSAGE
   [ "$(head -1 <<<"$err")" = "$3" ] && ok || bad "$1: stderr starts '$(head -1 <<<"$err")', expected '$3'"
 }
 VDEV_SIM_GPUS=2x8GiB VDEV_VISIBLE_DEVICES= run demo
-one_error "no visible GPU" 1 'vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 2 there are); the demo needs at least one GPU, real or simulated'
+one_error "no visible GPU" 1 'vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 2 simulated GPUs of VDEV_SIM_GPUS); the demo needs at least one GPU, real or simulated'
 [ "$(lines "$err")" -eq 1 ] && ok || bad "no visible GPU: not one line: $err"
 VDEV_SIM_GPUS=1x8MiB run demo --batch 1000
 one_error "card too small" 1 "vdev demo: /device:GPU:0 has 2.00 MiB, less than the 5.63 MiB its model needs at batch 1000; give a smaller --batch, or run on larger GPUs (VDEV_SIM_GPUS=3x16GiB)"

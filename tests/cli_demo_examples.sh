@@ -5,7 +5,8 @@
 # --report DIR and scenario switches are neither printed nor accepted) with
 # its own defaults, example_mirrored's being the ones it runs with
 # (example_priority's usage is its own: --steps N); its usage
-# errors show its own usage. `vdev demo --help` lists --log-placement and
+# errors show its own usage; with no GPU and every GPU hidden, each names the
+# simulated GPUs it would have made. `vdev demo --help` lists --log-placement and
 # --report DIR for --mirrored too, and a usage error of a scenario shows the
 # usage of every scenario.
 # Usage: cli_demo_examples.sh VDEV DATA
@@ -67,6 +68,14 @@ for spec in chain3:5:100:64:3x16GiB tf_placement:1:50:64:3x16GiB split:1:60:256:
     [ $rc -eq 2 ] && [ "$(head -1 <<<"$err")" = "$p: unknown option '--vdev-placement'" ] &&
       ok || bad "$p --vdev-placement: exit $rc: $err"
   fi
+  # No GPU and every GPU hidden: it names the simulated GPUs it would have made.
+  n=${sim%%x*}
+  want="$p: no GPU is visible (VDEV_VISIBLE_DEVICES=\"\" hides the $n simulated GPU$([ "$n" = 1 ] ||
+    echo s) the demo would make); the demo needs at least one GPU, real or simulated"
+  run env -u VDEV_SIM_GPUS VDEV_CUDA_PLUGIN=/nonexistent/libvdev-cuda.so VDEV_VISIBLE_DEVICES= \
+    "$ex/$p" --steps 1
+  [ $rc -eq 1 ] && [ "$err" = "$want" ] && [ -z "$out" ] && ok ||
+    bad "$p, every GPU hidden: exit $rc: '$err', expected '$want'"
 done
 
 # example_priority has a usage of its own (examples/priority.c): --steps N.

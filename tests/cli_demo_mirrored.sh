@@ -69,20 +69,20 @@ run demo --mirrored --steps 0
 # Every GPU hidden: stops, saying so, as the other scenarios do.
 VDEV_SIM_GPUS=2x1GiB VDEV_VISIBLE_DEVICES= run demo --mirrored --steps 2
 [ $rc -eq 1 ] && ok || bad "no visible GPU: exit $rc"
-[ "$err" = 'vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 2 there are); the demo needs at least one GPU, real or simulated' ] &&
+[ "$err" = 'vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 2 simulated GPUs of VDEV_SIM_GPUS); the demo needs at least one GPU, real or simulated' ] &&
   ok || bad "no visible GPU: stderr '$err'"
 [ -z "$out" ] && ok || bad "no visible GPU: stdout '$out'"
 # No GPU at all and every simulated one hidden: the refusal alone, with no
 # word of "running on simulated GPUs" (it runs nothing); the same for the
 # other scenarios (examples/demo.c).
-VDEV_VISIBLE_DEVICES= run demo --mirrored --steps 2
+VDEV_CUDA_PLUGIN=/nonexistent/libvdev-cuda.so VDEV_VISIBLE_DEVICES= run demo --mirrored --steps 2
 [ $rc -eq 1 ] && ok || bad "no GPU, all hidden: exit $rc"
-[ "$err" = 'vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 4 there are); the demo needs at least one GPU, real or simulated' ] &&
+[ "$err" = 'vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 4 simulated GPUs the demo would make); the demo needs at least one GPU, real or simulated' ] &&
   ok || bad "no GPU, all hidden: stderr '$err'"
 [ -z "$out" ] && ok || bad "no GPU, all hidden: stdout '$out'"
-VDEV_VISIBLE_DEVICES= run demo --steps 2
+VDEV_CUDA_PLUGIN=/nonexistent/libvdev-cuda.so VDEV_VISIBLE_DEVICES= run demo --steps 2
 [ $rc -eq 1 ] && ok || bad "demo, no GPU, all hidden: exit $rc"
-[ "$err" = 'vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 3 there are); the demo needs at least one GPU, real or simulated' ] &&
+[ "$err" = 'vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 3 simulated GPUs the demo would make); the demo needs at least one GPU, real or simulated' ] &&
   ok || bad "demo, no GPU, all hidden: stderr '$err'"
 [ -z "$out" ] && ok || bad "demo, no GPU, all hidden: stdout '$out'"
 

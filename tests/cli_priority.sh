@@ -60,13 +60,14 @@ grep -q "^Executing op .* in device .*/device:GPU:[012]$" <<<"$err" && ok ||
   bad "visible GPU 1: no op on a GPU"
 grep -q "^Executing op .* in device .*/device:CPU:0$" <<<"$err" &&
   bad "visible GPU 1: ops ran on CPU:0: $(grep -m3 CPU:0 <<<"$err")" || ok
-hidden='vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 1 there are); the demo needs at least one GPU, real or simulated'
+hidden='vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 1 simulated GPU of VDEV_SIM_GPUS); the demo needs at least one GPU, real or simulated'
 VDEV_SIM_GPUS=1x3GiB VDEV_VISIBLE_DEVICES= run demo --priority --steps 10
 one_error "every GPU hidden" 1 "$hidden"
 [ "$(lines "$err")" -eq 1 ] && [ -z "$out" ] && ok || bad "every GPU hidden: not one line: $out $err"
 env -u VDEV_SIM_GPUS VDEV_VISIBLE_DEVICES= VDEV_CUDA_PLUGIN=/nonexistent/libvdev-cuda.so \
   "$vdev" demo --priority --steps 10 >"$tmp/out" 2>"$tmp/err"; rc=$?; err=$(cat "$tmp/err")
-one_error "every GPU hidden, none simulated" 1 "$hidden"
+one_error "every GPU hidden, none simulated" 1 \
+  'vdev demo: no GPU is visible (VDEV_VISIBLE_DEVICES="" hides the 1 simulated GPU the demo would make); the demo needs at least one GPU, real or simulated'
 
 # ---- a card too small for the scenario: refused before it runs ----
 # The arena is the card's budget as vdev governs it (a card with 225 MiB or less free keeps
