@@ -6,8 +6,12 @@
  *    same step with a smaller global batch succeeds;
  *  - out of memory on one replica while apply_gradients copies its
  *    gradients (the all-reduce fails on every replica);
- *  - a replica that cannot make its optimizer's slots (here: its optimizer
- *    was freed): the replicas agree before any update, so none updates;
+ *  - a replica that cannot make its optimizer's slots (its optimizer was
+ *    freed; Adam's slots do not fit its device): the replicas agree before
+ *    any update, so none updates;
+ *  - a replica's own failure is reported in its own words ("replica 2
+ *    (/device:GPU:2): OOM when ..."), the others' name it in the collective
+ *    that carried it ("barrier (call 1): rank 2 (/device:GPU:2): ...");
  *  - a backend failure while the gradients move (injected into one replica's
  *    copies): no replica updates, and the next step works (the strategy
  *    resets its communicator);
@@ -144,8 +148,8 @@ static void test_oom_in_apply(void)
     read_all(&m, before);
     struct victim v = {&m, 1, 0};
     CHECK_STATUS(vdev_strategy_run(s, step_with_victim, &v, NULL), VDEV_ERR_OOM);
-    CHECK_MSG("replica 1 (/device:GPU:1): all-reduce (call 0): rank 1 (/device:GPU:1): OOM when "
-              "allocating tensor with shape[8,16] and type float");
+    CHECK_MSG("replica 1 (/device:GPU:1): OOM when allocating tensor with shape[8,16] and type "
+              "float");
     read_all(&m, after);
     CHECK(memcmp(before, after, sizeof before) == 0);
     good_step(s, &m, before);
@@ -165,13 +169,85 @@ static void test_no_slots_on_one(void)
     read_all(&m, before);
     struct victim v = {&m, 2, 1};
     CHECK_STATUS(vdev_strategy_run(s, step_with_victim, &v, NULL), VDEV_ERR_INVALID_ARG);
-    CHECK_MSG("replica 2 (/device:GPU:2): barrier (call 1): rank 2 (/device:GPU:2): "
-              "vdev_optimizer_prepare: not a live optimizer");
+    CHECK_MSG("replica 2 (/device:GPU:2): vdev_optimizer_prepare: not a live optimizer");
     read_all(&m, after);
     CHECK(memcmp(before, after, sizeof before) == 0); /* replicas 0 and 1 did not update */
     m.opt[2] = vdev_adam_new(m.lr, 0.9f, 0.999f, 1e-7f);
     good_step(s, &m, before);
     mm_free(&m, 3);
+    vdev_strategy_free(s);
+}
+
+/* ---- Adam's slots do not fit on the smallest replica's device ---- */
+
+#define BIG_N (512 * 1024) /* 2 MiB of float32 */
+
+struct big {
+    vdev_tensor_t *var[3];
+    vdev_optimizer_t *opt[3];
+    char msg[3][512]; /* each replica's error from apply_gradients */
+};
+
+static enum vdev_status big_build(vdev_replica_context_t *ctx, void *u)
+{
+    struct big *b = u;
+    int r = vdev_replica_id(ctx);
+    int64_t shape[1] = {BIG_N};
+    b->var[r] = vdev_variable(vdev_tensor_zeros(shape, 1, VDEV_F32));
+    b->opt[r] = vdev_adam_new(0.01f, 0.9f, 0.999f, 1e-7f);
+    return b->var[r] && b->opt[r] ? VDEV_OK : vdev_last_status();
+}
+
+static enum vdev_status big_step(vdev_replica_context_t *ctx, void *u)
+{
+    struct big *b = u;
+    int r = vdev_replica_id(ctx);
+    int64_t shape[1] = {BIG_N};
+    vdev_tensor_t *g = vdev_tensor_ones(shape, 1, VDEV_F32);
+    if (!g)
+        return vdev_last_status();
+    enum vdev_status st = vdev_replica_apply_gradients(ctx, b->opt[r], &b->var[r], &g, 1);
+    snprintf(b->msg[r], sizeof b->msg[r], "%s", st ? vdev_last_error() : "");
+    vdev_tensor_free(g);
+    return st;
+}
+
+/* The variable, its gradient and the gradient's copy (6 MiB) fit replica 2's
+ * 8 MiB; Adam's two slots (4 MiB more) do not. Its own failure is reported
+ * as it is, without the barrier that carried it to the others (the README's
+ * "replica 2 (/device:GPU:2): OOM when ..."); the others' errors name it in
+ * the barrier; every replica fails the step and none updates. */
+static void test_slots_oom(void)
+{
+    check_fresh("1x4GiB");
+    uint64_t limits[3] = {64ull << 20, 64ull << 20, 8ull << 20};
+    CHECK_OK(vdev_config_set_logical_devices("GPU:0", limits, 3));
+    vdev_strategy_t *s;
+    CHECK_OK(vdev_mirrored_strategy_new(devs, 3, &s));
+    struct big b;
+    memset(&b, 0, sizeof b);
+    CHECK_OK(vdev_strategy_run(s, big_build, &b, NULL));
+    CHECK_STATUS(vdev_strategy_run(s, big_step, &b, NULL), VDEV_ERR_OOM);
+    const char *own = "OOM when allocating tensor with shape[524288] and type float (2.00 MiB) on "
+                      "/job:localhost/replica:0/task:0/device:GPU:2: 8.00 MiB in use of 8.00 MiB "
+                      "limit, largest free block 0 B; the limit is short by 2.00 MiB; would help: "
+                      "a larger limit, a smaller batch";
+    char want[640];
+    snprintf(want, sizeof want, "replica 2 (/device:GPU:2): %s", own);
+    CHECK_STR(vdev_last_error(), want);
+    CHECK_STR(b.msg[2], own);
+    snprintf(want, sizeof want, "barrier (call 1): rank 2 (/device:GPU:2): %s", own);
+    CHECK_STR(b.msg[0], want); /* the others name the replica that failed */
+    CHECK_STR(b.msg[1], want);
+    static float v[BIG_N];
+    for (int r = 0; r < 3; r++) {
+        CHECK_OK(vdev_tensor_to_host(b.var[r], v, sizeof v));
+        CHECK(v[0] == 0.0f && v[BIG_N - 1] == 0.0f); /* no replica updated */
+    }
+    for (int r = 0; r < 3; r++) {
+        vdev_optimizer_free(b.opt[r]);
+        vdev_tensor_free(b.var[r]);
+    }
     vdev_strategy_free(s);
 }
 
@@ -228,6 +304,7 @@ int main(void)
     test_oom_in_forward();
     test_oom_in_apply();
     test_no_slots_on_one();
+    test_slots_oom();
     test_backend_failure();
     vdev_shutdown();
     return check_done();

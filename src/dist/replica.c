@@ -313,7 +313,11 @@ VDEV_API vdev_tensor_t *vdev_replica_compute_average_loss(vdev_replica_context_t
 /* ---- collectives of a replica context ---- */
 
 /* A collective on the replica's tensors for the step function; marks the
- * replica's failure as derived when another replica caused it. */
+ * replica's failure as derived when another replica caused it. A failure the
+ * replica brings into the call (status, why: its own, before the collective
+ * ran) keeps its own message: the call's prefix ("all-reduce (call 0): rank
+ * 2 (...): ") names the culprit to the other replicas, not to itself, and the
+ * run names the replica ("replica 2 (/device:GPU:2): OOM when ..."). */
 static enum vdev_status collective(struct vdev_rep *r, enum vdev_coll_kind kind,
                                    enum vdev_reduce_op op, int root, struct vdev_tens *const *t,
                                    int n, const char *fn, enum vdev_status status, const char *why)
@@ -326,6 +330,8 @@ static enum vdev_status collective(struct vdev_rep *r, enum vdev_coll_kind kind,
         r->derived = 1;
     if (st != VDEV_OK && origin == VDEV_COLL_ORIGIN_REMOTE)
         r->remote = 1;
+    if (st != VDEV_OK && status != VDEV_OK && origin == r->id && why)
+        st = vdev_error(status, "%s", why);
     return st;
 }
 
