@@ -61,7 +61,8 @@ int vdev_clip_on(const struct vdev_clip *c)
     return c->clipnorm > 0 || c->global_clipnorm > 0 || c->clipvalue > 0;
 }
 
-enum vdev_status vdev_clip_gradients(const struct vdev_clip *c, vdev_tensor_t *const *grads, int n,
+enum vdev_status vdev_clip_gradients(const struct vdev_clip *c, vdev_tensor_t *const *grads,
+                                     struct vdev_tens *const *gt, int n,
                                      vdev_tensor_t *const *bufs, vdev_tensor_t *const *sums,
                                      vdev_tensor_t **use)
 {
@@ -75,7 +76,7 @@ enum vdev_status vdev_clip_gradients(const struct vdev_clip *c, vdev_tensor_t *c
         float total = 0;
         for (int i = 0; i < n && st == VDEV_OK; i++) {
             float s = 0;
-            struct vdev_tens *g = vdev_tens_peek(grads[i]), *b = vdev_tens_peek(bufs[i]);
+            struct vdev_tens *g = gt[i], *b = vdev_tens_peek(bufs[i]);
             if (fits(g, b))
                 st = sum_squares(g, b, sums[i], &s);
             total += s;
@@ -85,7 +86,7 @@ enum vdev_status vdev_clip_gradients(const struct vdev_clip *c, vdev_tensor_t *c
         scale = cn * fminf(1.0f / norm, 1.0f / cn) + (norm - norm);
     }
     for (int i = 0; i < n && st == VDEV_OK; i++) {
-        struct vdev_tens *g = vdev_tens_peek(grads[i]), *b = vdev_tens_peek(bufs[i]);
+        struct vdev_tens *g = gt[i], *b = vdev_tens_peek(bufs[i]);
         if (!fits(g, b))
             continue;
         if (c->clipnorm > 0) {

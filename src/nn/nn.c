@@ -441,11 +441,17 @@ static struct slot *slot_of(struct optim *o, const vdev_tensor_t *hvar, const st
 /* Makes the slots of vars[0..n) that do not exist yet. A slot made here
  * stays when a later one fails: it is zeros, as a new slot would be, so no
  * update is affected. */
-static enum vdev_status make_slots(struct optim *o, vdev_tensor_t *const *vars, int n)
+static enum vdev_status make_slots(struct optim *o, vdev_tensor_t *const *vars,
+                                   struct vdev_tens *const *held, int n)
 {
-    for (int i = 0; i < n; i++)
-        if (!slot_of(o, vars[i], vdev_tens_peek(vars[i])))
+    for (int i = 0; i < n; i++) {
+        struct vdev_tens *v = held ? held[i] : vdev_tens_peek(vars[i]);
+        if (!v)
+            return vdev_error(VDEV_ERR_INVALID_ARG, "variable #%d was freed by another thread",
+                              i);
+        if (!slot_of(o, vars[i], v))
             return vdev_last_status();
+    }
     return VDEV_OK;
 }
 
@@ -483,7 +489,7 @@ enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *h, vdev_tensor_t *cons
     struct optim *o = apply_args(h, vars, NULL, n, 0, "vdev_optimizer_prepare");
     if (!o)
         return vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
-    return make_slots(o, vars, n);
+    return make_slots(o, vars, NULL, n);
 }
 
 /* The update ops' parameters: the hyperparameters, Nesterov, and the
@@ -513,8 +519,10 @@ static void update_params(const struct optim *o, struct vdev_op_params *p)
 /* Runs the update of vars with gradients g (slots made): one fused op per
  * variable, or AMSGrad's two (the moments, then the variables). */
 static enum vdev_status run_updates(struct optim *o, vdev_tensor_t *const *vars,
-                                    vdev_tensor_t *const *g, int n, struct vdev_tens **lists,
-                                    struct vdev_tens ***pins, const struct vdev_op_params **ps)
+                                    struct vdev_tens *const *hv, vdev_tensor_t *const *g,
+                                    vdev_tensor_t *const *grads, struct vdev_tens *const *hg,
+                                    int n, struct vdev_tens **lists, struct vdev_tens ***pins,
+                                    const struct vdev_op_params **ps)
 {
     struct vdev_op_params p, p_nowd;
     update_params(o, &p);
@@ -523,11 +531,11 @@ static enum vdev_status run_updates(struct optim *o, vdev_tensor_t *const *vars,
     int ams = o->kind == OPT_ADAM && o->amsgrad;
     int k_in = o->kind == OPT_ADAM ? 4 : 3;
     for (int i = 0; i < n; i++) {
-        struct vdev_tens *var = vdev_tens_peek(vars[i]);
+        struct vdev_tens *var = hv[i];
         struct slot *s = slot_of(o, vars[i], var); /* made before: a lookup */
         struct vdev_tens **l = lists + (size_t)i * 7, **l2 = l + 4;
         l[0] = ams ? vdev_tens_peek(s->s[0]) : var;
-        l[1] = vdev_tens_peek(g[i]);
+        l[1] = g[i] == grads[i] ? hg[i] : vdev_tens_peek(g[i]); /* the caller's, or clipped */
         l[2] = vdev_tens_peek(s->s[ams ? 1 : 0]);
         if (k_in == 4)
             l[3] = vdev_tens_peek(s->s[ams ? 2 : 1]);
@@ -551,15 +559,15 @@ static enum vdev_status run_updates(struct optim *o, vdev_tensor_t *const *vars,
     return st;
 }
 
-VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_t *const *vars,
-                                               vdev_tensor_t *const *grads, int n)
+/* vdev_optimizer_apply with the variables and gradients held (their
+ * tensors hv and hg, which stay valid where a racing free kills a handle). */
+static enum vdev_status apply_held(struct optim *o, vdev_tensor_t *const *vars,
+                                   vdev_tensor_t *const *grads, struct vdev_tens *const *hv,
+                                   struct vdev_tens *const *hg, int n)
 {
-    struct optim *o = apply_args(h, vars, grads, n, 1, "vdev_optimizer_apply");
-    if (!o)
-        return vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
     /* Every slot first: a slot that cannot be made fails the call before any
      * variable (or Adam's step count) changes. */
-    enum vdev_status mst = make_slots(o, vars, n);
+    enum vdev_status mst = make_slots(o, vars, hv, n);
     if (mst != VDEV_OK)
         return mst;
     /* The operand lists of every update (up to 4 operands, and AMSGrad's
@@ -592,14 +600,14 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
     if (st == VDEV_OK) {
         vdev_tensor_t **bufs = clipped + n, **sums = clipped + 2 * (size_t)n;
         for (int i = 0; i < n; i++) {
-            struct slot *s = slot_of(o, vars[i], vdev_tens_peek(vars[i])); /* a lookup */
+            struct slot *s = slot_of(o, vars[i], hv[i]); /* a lookup */
             bufs[i] = s->clip[0];
             sums[i] = s->clip[1];
         }
-        st = vdev_clip_gradients(&o->clip, grads, n, bufs, sums, clipped);
+        st = vdev_clip_gradients(&o->clip, grads, hg, n, bufs, sums, clipped);
     }
     if (st == VDEV_OK) {
-        st = run_updates(o, vars, clipped, n, lists, pins, ps);
+        st = run_updates(o, vars, hv, clipped, grads, hg, n, lists, pins, ps);
         /* A step counts once its updates were submitted (a backend failure
          * part way counts too: some variables moved with this step's Adam
          * factor). */
@@ -612,6 +620,42 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
         free(clipped);
         free(ps);
     }
+    return st;
+}
+
+VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_t *const *vars,
+                                               vdev_tensor_t *const *grads, int n)
+{
+    static const char fn[] = "vdev_optimizer_apply";
+    struct optim *o = apply_args(h, vars, grads, n, 1, fn);
+    if (!o)
+        return vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
+    /* Each variable and gradient held for the update: a free of one by
+     * another thread (the caller's race) kills its handle, but its memory
+     * stays until the update is queued, so no write lands in a tensor that
+     * took that memory; the freed handle then fails the call. */
+    struct vdev_tens *held_s[2 * 64];
+    struct vdev_tens **held = n > 64 ? malloc((size_t)n * 2 * sizeof *held) : held_s;
+    if (!held)
+        return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
+    int k = 0;
+    enum vdev_status st = VDEV_OK;
+    for (; k < 2 * n; k++)
+        if (!(held[k] = vdev_tens_hold(k < n ? vars[k] : grads[k - n], fn))) {
+            st = vdev_last_status();
+            break;
+        }
+    if (st == VDEV_OK)
+        st = apply_held(o, vars, grads, held, held + n, n);
+    for (int i = 0; i < n && st == VDEV_OK; i++)
+        if (!vdev_handle_still(held[i], vars[i]) || !vdev_handle_still(held[n + i], grads[i]))
+            st = vdev_error(VDEV_ERR_INVALID_ARG,
+                            "%s: %s #%d was freed by another thread during the update", fn,
+                            vdev_handle_still(held[i], vars[i]) ? "gradient" : "variable", i);
+    while (k-- > 0)
+        vdev_tens_release(held[k]);
+    if (held != held_s)
+        free(held);
     return st;
 }
 

@@ -10,6 +10,8 @@
 #include "base/base.h"
 #include "base/handles.h"
 
+struct vdev_tens;
+
 /* The object behind handle h of table tb for `fn`, or NULL with
  * VDEV_ERR_INVALID_ARG naming what is wrong (NULL, freed, or another kind). */
 void *vdev_nn_object_of(struct vdev_handle_table *tb, const void *h, const char *fn);
@@ -42,9 +44,11 @@ int vdev_clip_on(const struct vdev_clip *c);
  * variable) with sums[i] (float32 scalars) for the norms, allocating nothing
  * when each gradient is on its buffer's device. use[i] is then the gradient
  * to apply: bufs[i], or grads[i] when c clips nothing or grads[i] does not
- * fit its buffer (for the update's checks to refuse it). Errors: those of
+ * fit its buffer (for the update's checks to refuse it). gt[i] is grads[i]'s
+ * tensor, held by the caller. Errors: those of
  * the ops (a backend's); the buffers' contents are then undefined. */
-enum vdev_status vdev_clip_gradients(const struct vdev_clip *c, vdev_tensor_t *const *grads, int n,
+enum vdev_status vdev_clip_gradients(const struct vdev_clip *c, vdev_tensor_t *const *grads,
+                                     struct vdev_tens *const *gt, int n,
                                      vdev_tensor_t *const *bufs, vdev_tensor_t *const *sums,
                                      vdev_tensor_t **use);
 

@@ -123,19 +123,23 @@ VDEV_API vdev_tensor_t *vdev_tensor_from_host(const void *data, const int64_t *s
 
 VDEV_API enum vdev_status vdev_tensor_to_host(const vdev_tensor_t *h, void *dst, size_t dst_bytes)
 {
-    const struct vdev_tens *t = vdev_tens_use(h, "vdev_tensor_to_host");
+    /* held: a racing free cannot let another tensor's values be read */
+    struct vdev_tens *t = vdev_tens_hold(h, "vdev_tensor_to_host");
     if (!t)
         return vdev_last_status();
-    if (!dst && t->bytes)
-        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tensor_to_host: dst is NULL");
-    if (dst_bytes < t->bytes)
-        return vdev_error(VDEV_ERR_INVALID_ARG,
-                          "vdev_tensor_to_host: %zu bytes of room for a tensor of %llu bytes",
-                          dst_bytes, (unsigned long long)t->bytes);
-    if (!t->bytes)
-        return VDEV_OK;
-    struct vdev_backend *b = t->dev->backend;
-    return b->ops->copy_d2h(b->ctx, t->dev->bdev, dst, t->data, t->bytes);
+    enum vdev_status st = VDEV_OK;
+    if (!dst && t->bytes) {
+        st = vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tensor_to_host: dst is NULL");
+    } else if (dst_bytes < t->bytes) {
+        st = vdev_error(VDEV_ERR_INVALID_ARG,
+                        "vdev_tensor_to_host: %zu bytes of room for a tensor of %llu bytes",
+                        dst_bytes, (unsigned long long)t->bytes);
+    } else if (t->bytes) {
+        struct vdev_backend *b = t->dev->backend;
+        st = b->ops->copy_d2h(b->ctx, t->dev->bdev, dst, t->data, t->bytes);
+    }
+    vdev_tens_release(t);
+    return st;
 }
 
 VDEV_API float vdev_tensor_item(const vdev_tensor_t *h)

@@ -149,7 +149,8 @@ static struct vdev_tens *tens_struct(struct vdev_ldev *dev, enum vdev_dtype dtyp
     if (!t)
         return NULL;
     t->handle = h;
-    atomic_init(&t->refs, 1);
+    /* an atomic store: vdev_tens_hold may read refs of a slot being reused */
+    atomic_store_explicit(&t->refs, 1, memory_order_relaxed);
     t->dtype = dtype;
     t->ndim = ndim;
     t->numel = 1;
@@ -270,6 +271,29 @@ struct vdev_tens *vdev_tens_view(const struct vdev_tens *src, const int64_t *sha
 void vdev_tens_retain(const struct vdev_tens *t)
 {
     atomic_fetch_add_explicit(&vdev_tens_mut(t)->refs, 1, memory_order_relaxed);
+}
+
+struct vdev_tens *vdev_tens_hold(const vdev_tensor_t *h, const char *fn)
+{
+    for (;;) {
+        struct vdev_tens *t = vdev_tens_use(h, fn);
+        if (!t)
+            return NULL;
+        /* a reference only while one is held (the slot's tensor is alive),
+         * then h checked again: a slot freed and taken by a new tensor in
+         * between gets its reference back */
+        int r = atomic_load_explicit(&t->refs, memory_order_relaxed);
+        while (r > 0 && !atomic_compare_exchange_weak_explicit(&t->refs, &r, r + 1,
+                                                               memory_order_acquire,
+                                                               memory_order_relaxed))
+            ;
+        if (r > 0) {
+            if (vdev_handle_still(t, h))
+                return t;
+            vdev_tens_release(t);
+        }
+        /* h died meanwhile: vdev_tens_use says so next round */
+    }
 }
 
 void vdev_tens_mark_read_by(const struct vdev_tens *t, const struct vdev_ldev *reader)
@@ -745,24 +769,34 @@ VDEV_API enum vdev_status vdev_assign(vdev_tensor_t *hvar, const vdev_tensor_t *
     if (!hvar || !hvalue)
         return vdev_last_status() != VDEV_OK ? vdev_last_status()
                                              : vdev_error(VDEV_ERR_INVALID_ARG, "NULL tensor");
-    struct vdev_tens *var = vdev_tens_use(hvar, "vdev_assign");
-    const struct vdev_tens *value = var ? vdev_tens_use(hvalue, "vdev_assign") : NULL;
-    if (!var || !value)
-        return vdev_last_status();
+    /* held: a racing free of either cannot send the copy elsewhere */
+    struct vdev_tens *var = vdev_tens_hold(hvar, "vdev_assign");
+    struct vdev_tens *value = var ? vdev_tens_hold(hvalue, "vdev_assign") : NULL;
+    if (!var || !value) {
+        enum vdev_status st = vdev_last_status();
+        if (var)
+            vdev_tens_release(var);
+        return st;
+    }
     char s1[96], s2[96];
+    enum vdev_status st;
     if (var->numel != value->numel || var->ndim != value->ndim || var->dtype != value->dtype ||
-        memcmp(var->shape, value->shape, sizeof var->shape) != 0)
-        return vdev_error(VDEV_ERR_SHAPE, "vdev_assign: value of shape%s %s into a variable of "
-                                          "shape%s %s",
-                          vdev_shape_str(value->shape, value->ndim, s1, sizeof s1),
-                          vdev_dtype_name(value->dtype),
-                          vdev_shape_str(var->shape, var->ndim, s2, sizeof s2),
-                          vdev_dtype_name(var->dtype));
-    if (value->dev != var->dev)
-        vdev_placement_record_copy(value->dev, var->dev, value->bytes);
-    var->host_written = 0;
-    enum vdev_status st = copy_contents(value, var, 0);
-    if (value->bytes)
-        vdev_tens_write_end(var); /* begun by copy_contents */
+        memcmp(var->shape, value->shape, sizeof var->shape) != 0) {
+        st = vdev_error(VDEV_ERR_SHAPE, "vdev_assign: value of shape%s %s into a variable of "
+                                        "shape%s %s",
+                        vdev_shape_str(value->shape, value->ndim, s1, sizeof s1),
+                        vdev_dtype_name(value->dtype),
+                        vdev_shape_str(var->shape, var->ndim, s2, sizeof s2),
+                        vdev_dtype_name(var->dtype));
+    } else {
+        if (value->dev != var->dev)
+            vdev_placement_record_copy(value->dev, var->dev, value->bytes);
+        var->host_written = 0;
+        st = copy_contents(value, var, 0);
+        if (value->bytes)
+            vdev_tens_write_end(var); /* begun by copy_contents */
+    }
+    vdev_tens_release(value);
+    vdev_tens_release(var);
     return st;
 }

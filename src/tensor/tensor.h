@@ -105,6 +105,15 @@ static inline int vdev_tens_current(const struct vdev_tens *t)
  * dead or foreign ("not a live tensor (freed already, or not a tensor)") or
  * of a runtime that was shut down. */
 struct vdev_tens *vdev_tens_use(const vdev_tensor_t *h, const char *fn);
+/* vdev_tens_use, and a reference for the caller (vdev_tens_release when
+ * done), taken only while h is live: a free of h by another thread while the
+ * caller writes or reads the tensor kills h but leaves the memory in place
+ * until that release, so a racing free never sends the write or the read to
+ * another tensor that took the memory. For the calls that write a tensor
+ * the caller passed (vdev_assign, the optimizers' updates) or copy one out
+ * (vdev_tensor_to_host); an ordinary op checks its inputs' handles again
+ * after it ran instead (vdev_op_freed_input). */
+struct vdev_tens *vdev_tens_hold(const vdev_tensor_t *h, const char *fn);
 /* Sets the error for op input #k, handle h, which vdev_tens_peek or
  * vdev_tens_current refused. */
 void vdev_tens_input_error(const vdev_tensor_t *h, const char *op, int k);
