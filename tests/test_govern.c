@@ -555,6 +555,11 @@ static void test_runtime_limits(void)
     CHECK_ERR(vdev_memory_set_limits("GPU:0", 300 * MIB, 0), VDEV_ERR_CONFIG,
               "/physical_device:GPU:0: its logical devices' floors would sum to 1.07 GiB, more "
               "than its budget of 1.00 GiB");
+    /* no ceiling given: a floor above the budget is the floors' error, not
+     * one "above the ceiling" the caller never gave */
+    CHECK_ERR(vdev_memory_set_limits("GPU:0", 2 * GIB, 0), VDEV_ERR_CONFIG,
+              "/physical_device:GPU:0: its logical devices' floors would sum to 2.78 GiB, more "
+              "than its budget of 1.00 GiB");
     CHECK_ERR(vdev_memory_set_limits("GPU:0", 200 * MIB, 100 * MIB), VDEV_ERR_INVALID_ARG,
               "/device:GPU:0: floor 200.00 MiB is above the ceiling 100.00 MiB");
     CHECK_ERR(vdev_memory_set_limits("GPU:0", 0, 2 * GIB), VDEV_ERR_CONFIG,

@@ -619,9 +619,12 @@ enum vdev_status vdev_pool_set_limits_ex(vdev_pool_t *p, int i, uint64_t floor, 
     if (released)
         *released = 0;
     floor &= SZ_MASK;
+    int ceiling_given = ceiling != 0;
     ceiling = ceiling ? ceiling & SZ_MASK : p->budget;
     struct member *m = &p->m[i];
-    if (floor > ceiling)
+    /* with no ceiling given (the budget), a floor above it does not fit the
+     * budget: the floors' error below says so */
+    if (floor > ceiling && ceiling_given)
         return vdev_error(VDEV_ERR_INVALID_ARG, "%s: floor %s is above the ceiling %s", m->name,
                           vdev_format_bytes(floor, b1, sizeof b1),
                           vdev_format_bytes(ceiling, b2, sizeof b2));
