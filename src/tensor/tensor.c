@@ -276,23 +276,27 @@ void vdev_tens_retain(const struct vdev_tens *t)
 struct vdev_tens *vdev_tens_hold(const vdev_tensor_t *h, const char *fn)
 {
     for (;;) {
-        struct vdev_tens *t = vdev_tens_use(h, fn);
+        /* nothing of the tensor is read before the reference but its count:
+         * another thread may be making a new tensor in a slot just freed */
+        struct vdev_tens *t = vdev_tens_peek(h);
         if (!t)
-            return NULL;
-        /* a reference only while one is held (the slot's tensor is alive),
-         * then h checked again: a slot freed and taken by a new tensor in
-         * between gets its reference back */
+            return vdev_tens_use(h, fn); /* NULL, with the error for h */
         int r = atomic_load_explicit(&t->refs, memory_order_relaxed);
         while (r > 0 && !atomic_compare_exchange_weak_explicit(&t->refs, &r, r + 1,
                                                                memory_order_acquire,
                                                                memory_order_relaxed))
             ;
-        if (r > 0) {
-            if (vdev_handle_still(t, h))
+        if (r > 0 && vdev_handle_still(t, h)) {
+            if (vdev_tens_use(h, fn) == t) /* the runtime's checks, now safely */
                 return t;
             vdev_tens_release(t);
+            return NULL;
         }
-        /* h died meanwhile: vdev_tens_use says so next round */
+        /* the slot was freed (and maybe taken) between the lookup and the
+         * count: give a reference taken on the new tensor back; the handle
+         * is dead, which the next round reports */
+        if (r > 0)
+            vdev_tens_release(t);
     }
 }
 
