@@ -627,24 +627,31 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
                                                vdev_tensor_t *const *grads, int n)
 {
     static const char fn[] = "vdev_optimizer_apply";
-    struct optim *o = apply_args(h, vars, grads, n, 1, fn);
-    if (!o)
-        return vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
-    /* Each variable and gradient held for the update: a free of one by
-     * another thread (the caller's race) kills its handle, but its memory
-     * stays until the update is queued, so no write lands in a tensor that
-     * took that memory; the freed handle then fails the call. */
+    /* Each variable and gradient held for the update, before anything of
+     * them is read: a free of one by another thread (the caller's race)
+     * kills its handle, but its memory stays until the update is queued, so
+     * no write lands in a tensor that took that memory; the freed handle
+     * then fails the call. Arguments that are not handles at all are
+     * apply_args's to refuse. */
+    int ptrs = n >= 0 && (n == 0 || (vars && grads));
+    for (int i = 0; ptrs && i < n; i++)
+        ptrs = vars[i] && grads[i];
     struct vdev_tens *held_s[2 * 64];
-    struct vdev_tens **held = n > 64 ? malloc((size_t)n * 2 * sizeof *held) : held_s;
-    if (!held)
+    struct vdev_tens **held = !ptrs ? NULL : n > 64 ? malloc((size_t)n * 2 * sizeof *held)
+                                                    : held_s;
+    if (ptrs && !held)
         return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
     int k = 0;
     enum vdev_status st = VDEV_OK;
-    for (; k < 2 * n; k++)
-        if (!(held[k] = vdev_tens_hold(k < n ? vars[k] : grads[k - n], fn))) {
+    for (; ptrs && k < 2 * n; k++)
+        if (!(held[k % 2 ? n + k / 2 : k / 2] = vdev_tens_hold(k % 2 ? grads[k / 2]
+                                                                     : vars[k / 2], fn))) {
             st = vdev_last_status();
             break;
         }
+    struct optim *o = st == VDEV_OK ? apply_args(h, vars, grads, n, 1, fn) : NULL;
+    if (st == VDEV_OK && !o)
+        st = vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
     if (st == VDEV_OK)
         st = apply_held(o, vars, grads, held, held + n, n);
     for (int i = 0; i < n && st == VDEV_OK; i++)
@@ -653,7 +660,7 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
                             "%s: %s #%d was freed by another thread during the update", fn,
                             vdev_handle_still(held[i], vars[i]) ? "gradient" : "variable", i);
     while (k-- > 0)
-        vdev_tens_release(held[k]);
+        vdev_tens_release(held[k % 2 ? n + k / 2 : k / 2]);
     if (held != held_s)
         free(held);
     return st;
