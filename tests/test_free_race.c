@@ -11,8 +11,9 @@
  * succeeds). Without the references these calls hold, a fresh tensor read
  * 9 or 1005 within a few hundred turns, the reader got 5s with VDEV_OK, and
  * most runs crashed. A run cannot prove the absence of a race; it fails
- * where one shows (and ThreadSanitizer, which runs it, where a tensor is
- * read unheld). On a simulated GPU and on the CPU. */
+ * where one shows (run it under ThreadSanitizer to see a tensor read
+ * unheld: clean, but minutes long there, so not in scripts/test's TSan
+ * list). On a simulated GPU and on the CPU. */
 #include "check.h"
 #include "vdev/nn.h"
 
