@@ -17,30 +17,40 @@ unset VDEV_PLACEMENT VDEV_LOGICAL_DEVICES VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWT
 export VDEV_SIM_GPUS=3x1GiB
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-# run.py DIR: runs the demo into DIR (SIGINT at its default, whatever this
-# shell was given), sends SIGINT once the trace has grown, prints "rc N" and
-# what the demo wrote on stdout and stderr into DIR.out and DIR.err
-cat >"$tmp/run.py" <<'PY'
+# interrupt.py VDEV OUT WHEN ARGS...: runs `vdev demo ARGS...` (SIGINT at its
+# default, whatever this shell was given) with stdout and stderr into OUT.out
+# and OUT.err, sends SIGINT once WHEN holds ("json:FILE": FILE has grown past
+# 200 kB, or after 60 s; "lines": the third line of progress is out, or after
+# 30 s), and prints "rc N"
+cat >"$tmp/interrupt.py" <<'PY'
 import os, signal, subprocess, sys, time
-vdev, d = sys.argv[1], sys.argv[2]
-with open(d + ".out", "wb") as out, open(d + ".err", "wb") as err:
-    p = subprocess.Popen([vdev, "demo", "--epochs", "1000", "--report", d], stdout=out, stderr=err,
+vdev, o, when, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+
+
+def ready():
+    if when == "lines":
+        with open(o + ".out", "rb") as f:
+            return f.read().count(b"\n") >= 3
+    try:
+        return os.path.getsize(when[len("json:"):]) > 200000
+    except OSError:
+        return False
+
+
+with open(o + ".out", "wb") as out, open(o + ".err", "wb") as err:
+    p = subprocess.Popen([vdev, "demo"] + args, stdout=out, stderr=err,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    end = time.time() + 60
-    while time.time() < end and p.poll() is None:
-        try:
-            if os.path.getsize(os.path.join(d, "run.json")) > 200000:
-                break
-        except OSError:
-            pass
-        time.sleep(0.1)
+    end = time.time() + (30 if when == "lines" else 60)
+    while time.time() < end and p.poll() is None and not ready():
+        time.sleep(0.05)
     p.send_signal(signal.SIGINT)
     try:
         print("rc", p.wait(timeout=120))
     except subprocess.TimeoutExpired:
         p.kill(); print("rc timeout")
 PY
-rc=$(python3 "$tmp/run.py" "$vdev" "$tmp/rep")
+rc=$(python3 "$tmp/interrupt.py" "$vdev" "$tmp/rep" "json:$tmp/rep/run.json" --epochs 1000 \
+     --report "$tmp/rep")
 [ "$rc" = "rc -2" ] && ok || bad "exit: $rc, expected death by SIGINT (-2): $(cat "$tmp/rep.err")"
 want="vdev demo: interrupted: closing the trace $tmp/rep/run.json where the run is and drawing it (Ctrl-C again quits at once)"
 grep -qxF -- "$want" "$tmp/rep.err" && ok || bad "stderr lacks '$want': $(cat "$tmp/rep.err")"
@@ -59,33 +69,12 @@ assert sorted(os.listdir(d)) == ["memory.svg", "placement.svg", "run.json"], os.
 PY
 
 
-# plain.py OUT ARGS...: runs `vdev demo ARGS...` into OUT.out and OUT.err,
-# sends SIGINT once its second line of progress is out (or after 30 s),
-# prints "rc N"
-cat >"$tmp/plain.py" <<'PY'
-import os, signal, subprocess, sys, time
-vdev, o, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-with open(o + ".out", "wb") as out, open(o + ".err", "wb") as err:
-    p = subprocess.Popen([vdev, "demo"] + args, stdout=out, stderr=err,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    end = time.time() + 30
-    while time.time() < end and p.poll() is None:
-        with open(o + ".out", "rb") as f:
-            if f.read().count(b"\n") >= 3:
-                break
-        time.sleep(0.05)
-    p.send_signal(signal.SIGINT)
-    try:
-        print("rc", p.wait(timeout=120))
-    except subprocess.TimeoutExpired:
-        p.kill(); print("rc timeout")
-PY
 # each scenario: its simulated GPUs, its options, the start of its first line
 for c in "3x1GiB::--epochs 100000:Devices" "3x1GiB:--tf-placement:--epochs 100000:Devices" \
          "1x8GiB:--split:--epochs 100000:Devices" "3x1GiB:--mirrored:--epochs 100000:Replicas" \
          "1x3GiB:--priority:--steps 100000:One GPU"; do
   IFS=: read -r gpus s opts first <<<"$c"
-  rc=$(VDEV_SIM_GPUS=$gpus python3 "$tmp/plain.py" "$vdev" "$tmp/plain" $s $opts)
+  rc=$(VDEV_SIM_GPUS=$gpus python3 "$tmp/interrupt.py" "$vdev" "$tmp/plain" lines $s $opts)
   [ "$rc" = "rc -2" ] && ok || bad "demo $s: exit: $rc, expected death by SIGINT (-2)"
   [ "$(grep . "$tmp/plain.err")" = "vdev demo: interrupted" ] && ok ||
     bad "demo $s: stderr: $(cat "$tmp/plain.err")"

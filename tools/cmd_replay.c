@@ -50,6 +50,16 @@ enum vdev_status vdev_cli_min_capacity_with_pre_live(const struct vdev_trace *t,
     uint32_t n;
     uint64_t each;
     vdev_cli_trace_pre_live(t, &n, &each);
+    struct vdev_replay_options o;
+    memset(&o, 0, sizeof o);
+    o.repeats = -1; /* the capacity only */
+    struct vdev_replay_result r;
+    if (n == 0) { /* no pre-live blocks: t's own */
+        enum vdev_status st = vdev_replay_run(t, &o, &r);
+        if (st == VDEV_OK)
+            *out = r.min_capacity_bytes;
+        return st;
+    }
     /* t's events after n allocations of their own slots, never freed */
     struct vdev_trace w = *t;
     w.n_events = t->n_events + n;
@@ -63,10 +73,6 @@ enum vdev_status vdev_cli_min_capacity_with_pre_live(const struct vdev_trace *t,
         w.events[i] = (struct vdev_trace_event){.bytes = each, .slot = t->n_slots + i};
     if (t->n_events)
         memcpy(w.events + n, t->events, t->n_events * sizeof *w.events);
-    struct vdev_replay_options o;
-    memset(&o, 0, sizeof o);
-    o.repeats = -1; /* the capacity only */
-    struct vdev_replay_result r;
     enum vdev_status st = vdev_replay_run(&w, &o, &r);
     free(w.events);
     if (st == VDEV_OK)

@@ -73,10 +73,12 @@ def shutdown():
                            "(numpy arrays or torch tensors over vdev memory); delete them first"
                            % (n, "" if n == 1 else "s", "is" if n == 1 else "are"))
     from .distribute import _mirrored
+    from . import config
     from .config import _govern
     _mirrored.free_all()
     _c.vdev_shutdown()
     _govern._forget_callbacks()
+    config._forget_code_settings()  # the package's record of code's configuration
 
 
 class experimental:

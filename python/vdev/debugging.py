@@ -9,8 +9,8 @@ from ._lib import lib
 def set_log_device_placement(enabled):
     """enabled is a bool (or 0 or 1); another value ('no', None) is a
     TypeError, as vdev.config.set_memory_growth's."""
-    from .config import _growth_flag
-    lib.vdev_set_log_device_placement(_growth_flag(enabled, "set_log_device_placement"))
+    from .config import _bool_flag
+    lib.vdev_set_log_device_placement(_bool_flag(enabled, "set_log_device_placement"))
 
 
 def get_log_device_placement():

@@ -21,10 +21,9 @@
  * VDEV_MPI_TIMEOUT. The exit handler finalises only a clean exit: status 0
  * (read with glibc's on_exit) and no failure across processes (the plugin
  * then tells the others it leaves, so that one still waiting for it fails at
- * once); otherwise it
- * ends the job (MPI_Abort with the exit status, or 1). Without on_exit the
- * status is unknown, and a communicator across processes still in use at
- * exit counts as an early exit. */
+ * once); otherwise it ends the job (MPI_Abort with the exit status, or 1).
+ * Without on_exit the status is unknown, and a communicator across
+ * processes still in use at exit counts as an early exit. */
 #define _GNU_SOURCE
 #include "coll/mpi_world.h"
 

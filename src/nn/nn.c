@@ -641,14 +641,20 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
                                                     : held_s;
     if (ptrs && !held)
         return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
-    int k = 0;
+    /* variable i, then gradient i: the order apply_args checks them in */
+    int k = 0; /* pairs held */
     enum vdev_status st = VDEV_OK;
-    for (; ptrs && k < 2 * n; k++)
-        if (!(held[k % 2 ? n + k / 2 : k / 2] = vdev_tens_hold(k % 2 ? grads[k / 2]
-                                                                     : vars[k / 2], fn))) {
+    for (; ptrs && k < n; k++) {
+        if (!(held[k] = vdev_tens_hold(vars[k], fn))) {
             st = vdev_last_status();
             break;
         }
+        if (!(held[n + k] = vdev_tens_hold(grads[k], fn))) {
+            st = vdev_last_status();
+            vdev_tens_release(held[k]);
+            break;
+        }
+    }
     struct optim *o = st == VDEV_OK ? apply_args(h, vars, grads, n, 1, fn) : NULL;
     if (st == VDEV_OK && !o)
         st = vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
@@ -659,8 +665,10 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
             st = vdev_error(VDEV_ERR_INVALID_ARG,
                             "%s: %s #%d was freed by another thread during the update", fn,
                             vdev_handle_still(held[i], vars[i]) ? "gradient" : "variable", i);
-    while (k-- > 0)
-        vdev_tens_release(held[k % 2 ? n + k / 2 : k / 2]);
+    while (k-- > 0) {
+        vdev_tens_release(held[k]);
+        vdev_tens_release(held[n + k]);
+    }
     if (held != held_s)
         free(held);
     return st;

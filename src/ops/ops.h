@@ -113,8 +113,8 @@ enum vdev_status vdev_op_exec_inplace(enum vdev_op op, struct vdev_tens *const *
  * with the parameters ps[k]), all or nothing as far as the checks go: every
  * list is checked (inputs, devices, strict placement, shapes) and every
  * input from another device copied before the first kernel runs, so a bad
- * list or a failed copy changes no operand. Only a kernel that fails once running (a backend
- * error) leaves the lists before it updated. */
+ * list or a failed copy changes no operand. Only a kernel that fails once
+ * running (a backend error) leaves the lists before it updated. */
 enum vdev_status vdev_op_exec_inplace_all(enum vdev_op op, struct vdev_tens *const *const *ins,
                                           int n, int n_in, const struct vdev_op_params *const *ps);
 /* op on in[0..n_in) into out (made by the caller with the op's output

@@ -175,7 +175,7 @@ def _logical_table():
     return {d.name.decode(): (d.backend.decode(), d.physical_index) for d in _logical()}
 
 
-def _growth_flag(enable, fn="set_memory_growth"):
+def _bool_flag(enable, fn):
     """enable as a bool: True, False, numpy's bool_, or the integers 0 and 1.
     TensorFlow keeps the value and puts it in its GPUOptions proto at
     start-up, whose bool field takes any integer (protobuf's bool checker
@@ -184,8 +184,8 @@ def _growth_flag(enable, fn="set_memory_growth"):
     growth) and refuses the rest at once: bool('false') is True, and None,
     which TensorFlow reads as "not set", cannot be set in vdev (growth that
     was never set reads None from get_memory_growth). The other switches
-(set_soft_device_placement, vdev.debugging.set_log_device_placement) take
-the same values, as TensorFlow's go into proto bools too."""
+    (set_soft_device_placement, vdev.debugging.set_log_device_placement)
+    take the same values, as TensorFlow's go into proto bools too."""
     if isinstance(enable, (bool, np.bool_)):
         return bool(enable)
     if isinstance(enable, numbers.Integral) and enable in (0, 1):
@@ -201,7 +201,8 @@ def set_memory_growth(device, enable):
     name = _check_physical(device)
     if device.device_type != "GPU":
         raise ValueError("Cannot set memory growth on non-GPU and non-Pluggable devices")
-    _lib.check(lib.vdev_config_set_memory_growth(name, _growth_flag(enable)), _VALUE)
+    flag = _bool_flag(enable, "set_memory_growth")
+    _lib.check(lib.vdev_config_set_memory_growth(name, flag), _VALUE)
 
 
 def get_memory_growth(device):
@@ -293,6 +294,7 @@ def _note_split(name, logical_devices):
 
 
 def _forget_code_settings():
+    """After vdev.shutdown(), which forgets code's configuration."""
     _unsplit.clear()
     errors._strict_by = "placement"  # the policy is forgotten too
 
@@ -337,7 +339,7 @@ def set_soft_device_placement(enabled):
     CPU:0) with a warning instead of failing. Off by default in vdev.
     enabled is a bool (or 0 or 1); another value ('false', None) is a
     TypeError, as set_memory_growth's."""
-    lib.vdev_config_set_soft_device_placement(_growth_flag(enabled, "set_soft_device_placement"))
+    lib.vdev_config_set_soft_device_placement(_bool_flag(enabled, "set_soft_device_placement"))
 
 
 def get_soft_device_placement():

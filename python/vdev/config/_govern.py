@@ -201,11 +201,7 @@ def get_memory_pressure_callback(device):
 
 
 def _forget_callbacks():
-    """After vdev_shutdown(): the runtime that called them is gone (and
-    shutdown forgets code's configuration, so the package's record of it
-    goes too)."""
-    from . import _forget_code_settings
-    _forget_code_settings()
+    """After vdev_shutdown(): the runtime that called them is gone."""
     with _callbacks_lock:
         _callbacks.clear()
         _installed.clear()

@@ -71,13 +71,16 @@ class PerReplica(DistributedValues):
     def __len__(self):
         return len(self._values)
 
-    def __repr__(self):
+    def _show(self, show):
+        """TensorFlow's form: each replica's value (show(value)), one a line."""
         return "PerReplica:{\n%s\n}" % ",\n".join(
-            "  %d: %r" % (i, v) for i, v in enumerate(self._values))
+            "  %d: %s" % (i, show(v)) for i, v in enumerate(self._values))
+
+    def __repr__(self):
+        return self._show(repr)
 
     def __str__(self):
-        return "PerReplica:{\n%s\n}" % ",\n".join(
-            "  %d: %s" % (i, v) for i, v in enumerate(self._values))
+        return self._show(str)
 
 
 class DistributedBatch(DistributedValues):
