@@ -30,7 +30,8 @@ extern "C" {
  * ended. */
 
 typedef struct vdev_tape vdev_tape_t;
-/* Starts recording; NULL if a tape is already recording on this thread. */
+/* Starts recording; NULL if a tape is already recording, or paused, on this
+ * thread. */
 VDEV_API vdev_tape_t *vdev_tape_begin(void);
 /* Gradients of a float loss with respect to each variable (zeros for a
  * variable the loss does not depend on); a loss of several elements stands
@@ -38,8 +39,9 @@ VDEV_API vdev_tape_t *vdev_tape_begin(void);
  * of its forward op; a variable's gradient is handed back on the variable's
  * own device (copied there if its forward ops ran elsewhere). The gradients
  * belong to the current scope and must be treated as read-only (one may share
- * memory with another). Stops the recording; the tape can answer further
- * calls, for other losses, until vdev_tape_end. So that a later call sees
+ * memory with another). Stops the recording (a paused tape stays paused); the
+ * tape can answer further calls, for other losses, until vdev_tape_end. So
+ * that a later call sees
  * the values the ops read, the first write to a value the tape read, where
  * the op's gradient reads it (vdev_assign, vdev_optimizer_apply), saves a
  * copy of it while the tape lives: end the tape before updating the
@@ -58,6 +60,17 @@ VDEV_API enum vdev_status vdev_tape_gradient_ex(vdev_tape_t *tape, const vdev_te
                                                 vdev_tensor_t *const *vars, int n_vars,
                                                 vdev_tensor_t **grads,
                                                 enum vdev_unconnected unconnected);
+/* Pause and resume (TensorFlow's GradientTape.stop_recording): the ops the
+ * thread runs between the two calls are not recorded; the tape's records and
+ * its thread stay as they were. Only on the thread the tape records on, while
+ * it records (not after a gradient call stopped it): else, or pausing a paused
+ * tape, or resuming one that is not, VDEV_ERR_INVALID_ARG. No other tape may
+ * begin on the thread while one is paused (vdev_tape_begin returns NULL). A
+ * gradient call on a paused tape leaves it paused (its ops are not recorded),
+ * so it can resume and record on; a thread that exits stops its paused tape
+ * as a recording one. */
+VDEV_API enum vdev_status vdev_tape_pause(vdev_tape_t *tape);
+VDEV_API enum vdev_status vdev_tape_resume(vdev_tape_t *tape);
 /* Stops recording (if still) and frees the tape. NULL is a no-op; a tape
  * ended already is VDEV_ERR_INVALID_ARG. */
 VDEV_API void vdev_tape_end(vdev_tape_t *tape);

@@ -269,6 +269,8 @@ _PROTOS = {
     "vdev_tape_gradient_ex": (STATUS, [_h, _h, ctypes.POINTER(_h), ctypes.c_int,
                                        ctypes.POINTER(_h), ctypes.c_int]),
     "vdev_tape_end": (None, [_h]),
+    "vdev_tape_pause": (STATUS, [_h]),
+    "vdev_tape_resume": (STATUS, [_h]),
     "vdev_sgd_new": (_h, [ctypes.c_float, ctypes.c_float]),
     "vdev_adam_new": (_h, [ctypes.c_float, ctypes.c_float, ctypes.c_float, ctypes.c_float]),
     "vdev_optimizer_apply": (STATUS, [_h, ctypes.POINTER(_h), ctypes.POINTER(_h), ctypes.c_int]),

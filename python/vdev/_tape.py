@@ -27,8 +27,12 @@ resume, so re-entering a tape that stopped is a RuntimeError, and a
 persistent tape asked for a gradient inside its block records nothing after
 (vdev logs a warning), whatever the call's targets. One tape records at a
 time on a thread: nested tapes (higher-order gradients) are a RuntimeError
-saying so. ``reset()`` inside the block forgets what was recorded and
-records on (a new vdev tape), as TensorFlow's.
+saying so, also inside ``stop_recording()``. ``reset()`` inside the block
+forgets what was recorded and records on (a new vdev tape), as TensorFlow's.
+
+``with tape.stop_recording():`` runs its block unrecorded, as TensorFlow's. A
+gradient asked for inside it does not stop the tape, which records on after
+the block (TensorFlow's way to keep a persistent tape's gradient ops off it).
 
 While the block runs, only the thread that entered it may ask the tape for
 gradients (or reset it): another thread's call is an InvalidArgumentError
@@ -48,6 +52,7 @@ A Variable the target does not reach gets None, as in TensorFlow
 its shape with UnconnectedGradients.ZERO (or the strings 'none', 'zero').
 """
 
+import contextlib
 import logging
 import threading
 
@@ -102,6 +107,7 @@ def _unconnected(v):
 _log = logging.getLogger("vdev")
 
 _NESTED = "a tape is already recording on this thread"
+_PAUSED = "a tape is paused on this thread"
 
 # vdev's refusal to stop a tape from a thread other than the one it records
 # on (src/autograd/tape.c, check_thread)
@@ -115,14 +121,15 @@ def _other_thread(call, what):
 
 
 class GradientTape:
-    __slots__ = ("_h", "_persistent", "_used", "_recording", "_watch_accessed", "_watched",
-                 "_in_block", "_thread")
+    __slots__ = ("_h", "_persistent", "_used", "_recording", "_paused", "_watch_accessed",
+                 "_watched", "_in_block", "_thread")
 
     def __init__(self, persistent=False, watch_accessed_variables=True):
         self._h = None
         self._persistent = bool(persistent)
         self._used = False
         self._recording = False  # whether vdev's tape records (this tape's thread's ops)
+        self._paused = False     # inside stop_recording (vdev's tape paused)
         self._in_block = False   # whether the `with` block runs
         self._thread = None      # the thread that entered the block
         self._watch_accessed = bool(watch_accessed_variables)
@@ -142,6 +149,10 @@ class GradientTape:
                 raise RuntimeError(_NESTED + ": vdev records one GradientTape at a time on a "
                                    "thread, so nested tapes (higher-order gradients) and tapes "
                                    "recording together are not supported")
+            if _lib.last_error().startswith(_PAUSED):
+                raise RuntimeError(_PAUSED + " (in its stop_recording block): vdev records one "
+                                   "GradientTape at a time on a thread, so no other tape may "
+                                   "begin until that block ends")
             raise _lib.error(None, {_lib.INVALID_ARG: RuntimeError})
         self._h = h
         self._recording = True
@@ -165,6 +176,13 @@ class GradientTape:
         refuses it on a thread other than the one the tape records on: that
         raises, and the tape goes on recording, as it was."""
         lib.vdev_clear_error()
+        if self._paused:  # a paused tape stays paused through a gradient call
+            if lib.vdev_tape_resume(self._h) != _lib.OK:
+                refused = _OTHER_THREAD in _lib.last_error()
+                lib.vdev_clear_error()
+                if refused:
+                    raise _other_thread(call, what)
+            self._paused = False
         lib.vdev_tape_gradient(self._h, None, None, 0, None)
         refused = _OTHER_THREAD in _lib.last_error()
         lib.vdev_clear_error()
@@ -179,13 +197,15 @@ class GradientTape:
         if lib.vdev_last_status() != _lib.OK:
             raise _lib.error()
         self._h = None
+        self._recording = False
+        self._paused = False
 
     def reset(self):
         """Forgets every op recorded so far and records on, as TensorFlow's
         reset (exiting and re-entering the block with a new tape): inside
         the block, on the thread that entered it; a persistent tape stopped
         by a gradient call inside its block records again."""
-        if not self._in_block or self._h is None:
+        if not self._in_block or self._h is None or self._paused:
             raise ValueError("Tape is not recording.")
         if threading.get_ident() != self._thread:
             raise _other_thread("reset", "reset it")
@@ -198,6 +218,29 @@ class GradientTape:
             raise _lib.error(None, {_lib.INVALID_ARG: RuntimeError})
         self._h = h
         self._recording = True
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        """Ops run in this block are not recorded, as TensorFlow's
+        stop_recording; recording resumes at its end. A gradient asked for
+        in it (TensorFlow's way to keep a persistent tape's gradient ops off
+        the tape) leaves the tape recording after the block."""
+        if self._h is None:
+            raise RuntimeError("Trying to stop recording a tape which is not recording.")
+        if not self._recording or self._paused:
+            raise ValueError("Tape is not recording.")
+        if threading.get_ident() != self._thread:
+            raise _other_thread("stop_recording", "pause it")
+        _lib.check(lib.vdev_tape_pause(self._h))
+        self._paused = True
+        try:
+            yield
+        finally:
+            # A non-persistent tape's gradient call, reset() or __exit__ may
+            # have ended or stopped it meanwhile: then there is nothing to resume.
+            if self._paused and self._h is not None:
+                self._paused = False
+                _lib.check(lib.vdev_tape_resume(self._h))
 
     def watch(self, tensor):
         """Watches Variables (trainable ones are watched already, unless
@@ -247,7 +290,7 @@ class GradientTape:
             if not isinstance(s, Tensor):
                 raise TypeError("sources must be vdev tensors or Variables, not %r" % (s,))
         unconnected = _unconnected(unconnected_gradients)
-        if self._recording:
+        if self._recording and not self._paused:
             # Every path stops the recording here, as the warning says; a call
             # vdev refuses (another thread's) leaves the tape as it was.
             self._halt("gradient", "ask it for gradients before its `with` block ends")

@@ -38,7 +38,9 @@
  * ask it for gradients while it records (the recording thread would go on
  * writing to it), and a thread that exits while its tape records stops the
  * recording (a thread-exit destructor), so the tape can then be ended
- * anywhere. A tape remembers the runtime it was begun under: after
+ * anywhere. vdev_tape_pause() takes the tape off the thread's hook and
+ * keeps it as the thread's paused tape (so a thread exit stops it too, and
+ * no other tape begins meanwhile); vdev_tape_resume() puts it back. A tape remembers the runtime it was begun under: after
  * vdev_shutdown() it can only be ended. */
 #include "ops/ops.h"
 
@@ -138,13 +140,16 @@ static void release_nodes(struct tape *t)
     t->n = 0;
 }
 
-/* Stops t's recording; the caller is t's thread, or t records no more. */
+/* Stops t's recording (paused or not); the caller is t's thread, or t
+ * records no more. */
 static void stop(struct tape *t)
 {
     if (vdev_tape_hook.tape == t) {
         vdev_tape_hook.tape = NULL;
         vdev_tape_hook.record = NULL;
     }
+    if (vdev_tape_hook.paused == t)
+        vdev_tape_hook.paused = NULL;
     atomic_store(&t->recording, 0);
 }
 
@@ -159,6 +164,8 @@ static void at_thread_exit(void *unused)
     VDEV_UNUSED(unused);
     if (vdev_tape_hook.tape)
         stop(vdev_tape_hook.tape);
+    if (vdev_tape_hook.paused)
+        stop(vdev_tape_hook.paused);
 }
 
 static void make_exit_key(void) { exit_key_made = pthread_key_create(&exit_key, at_thread_exit) == 0; }
@@ -190,6 +197,11 @@ VDEV_API vdev_tape_t *vdev_tape_begin(void)
 {
     if (vdev_tape_hook.tape) {
         vdev_error(VDEV_ERR_INVALID_ARG, "a tape is already recording on this thread");
+        return NULL;
+    }
+    if (vdev_tape_hook.paused) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "a tape is paused on this thread (vdev_tape_pause): one "
+                                         "tape records on a thread at a time, paused or not");
         return NULL;
     }
     if (vdev_init() != VDEV_OK)
@@ -230,6 +242,63 @@ VDEV_API void vdev_tape_end(vdev_tape_t *h)
     t->nodes = NULL;
     t->cap = 0;
     vdev_handle_release(&tapes, t);
+}
+
+/* t for vdev_tape_pause/resume (fn): live, begun under this runtime, and
+ * recording on this thread; else NULL with the error. */
+static struct tape *own_tape(vdev_tape_t *h, const char *fn)
+{
+    struct tape *t = tape_of(h, fn);
+    if (!t)
+        return NULL;
+    if (t->rgen != vdev_runtime_generation() || !vdev_is_initialized()) {
+        vdev_error(VDEV_ERR_INVALID_ARG,
+                   "%s: the tape belongs to a runtime that was shut down (begun before "
+                   "vdev_shutdown)",
+                   fn);
+        return NULL;
+    }
+    if (!atomic_load(&t->recording)) {
+        vdev_error(VDEV_ERR_INVALID_ARG,
+                   "%s: the tape is not recording (a gradient call stopped it, or its thread "
+                   "ended)",
+                   fn);
+        return NULL;
+    }
+    if (t->thread != vdev_thread_id()) {
+        vdev_error(VDEV_ERR_INVALID_ARG,
+                   "%s: the tape is recording on another thread; only that thread may pause "
+                   "or resume it",
+                   fn);
+        return NULL;
+    }
+    return t;
+}
+
+VDEV_API enum vdev_status vdev_tape_pause(vdev_tape_t *h)
+{
+    struct tape *t = own_tape(h, "vdev_tape_pause");
+    if (!t)
+        return vdev_last_status();
+    if (vdev_tape_hook.paused == t)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tape_pause: the tape is paused already");
+    vdev_tape_hook.tape = NULL;
+    vdev_tape_hook.record = NULL;
+    vdev_tape_hook.paused = t;
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_tape_resume(vdev_tape_t *h)
+{
+    struct tape *t = own_tape(h, "vdev_tape_resume");
+    if (!t)
+        return vdev_last_status();
+    if (vdev_tape_hook.paused != t)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tape_resume: the tape is not paused");
+    vdev_tape_hook.paused = NULL;
+    vdev_tape_hook.tape = t;
+    vdev_tape_hook.record = record;
+    return VDEV_OK;
 }
 
 /* Node k's output gradient (in slot) is complete and no longer needed once
@@ -332,7 +401,8 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
     enum vdev_status st = check_thread(t, fn);
     if (st != VDEV_OK)
         return st;
-    stop(t);
+    if (vdev_tape_hook.paused != t) /* a paused tape stays paused: it may resume */
+        stop(t);
     if (t->rgen != vdev_runtime_generation() || !vdev_is_initialized())
         return vdev_error(VDEV_ERR_INVALID_ARG,
                           "%s: the tape belongs to a runtime that was shut down (begun before "

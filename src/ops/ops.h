@@ -201,10 +201,13 @@ struct vdev_op_record {
     unsigned in_read;
     uint64_t in_ver[VDEV_KERNEL_MAX_IN + 1];
 };
-/* Thread-local: the recording tape and how it records. */
+/* Thread-local: the recording tape and how it records; `paused`, the tape
+ * vdev_tape_pause() paused on this thread (tape is then NULL: nothing
+ * records). */
 struct vdev_tape_hook {
     void *tape;
     enum vdev_status (*record)(void *tape, const struct vdev_op_record *r);
+    void *paused;
 };
 extern _Thread_local struct vdev_tape_hook vdev_tape_hook;
 
