@@ -33,6 +33,17 @@ typedef struct vdev_tape vdev_tape_t;
 /* Starts recording; NULL if a tape is already recording, or paused, on this
  * thread. */
 VDEV_API vdev_tape_t *vdev_tape_begin(void);
+/* vdev_tape_begin with flags: VDEV_TAPE_WATCH_EXPLICIT records only ops that
+ * read a variable given to vdev_tape_watch (from that call on) or a tensor
+ * computed from one (TensorFlow's watch_accessed_variables=False): another
+ * variable is a constant to it, and a loss computed from such variables
+ * alone does not reach them. Unknown flags: NULL, VDEV_ERR_INVALID_ARG. */
+enum { VDEV_TAPE_WATCH_EXPLICIT = 1 };
+VDEV_API vdev_tape_t *vdev_tape_begin_ex(unsigned flags);
+/* Watches a variable (the tape holds it until vdev_tape_end); a no-op for a
+ * tape that watches every variable. On the tape's thread while it records or
+ * is paused; a tensor that is not a variable is VDEV_ERR_INVALID_ARG. */
+VDEV_API enum vdev_status vdev_tape_watch(vdev_tape_t *tape, const vdev_tensor_t *var);
 /* Gradients of a float loss with respect to each variable (zeros for a
  * variable the loss does not depend on); a loss of several elements stands
  * for their sum, as in TensorFlow. Each gradient op runs on the device

@@ -9,8 +9,8 @@ records until it is asked for gradients; leaving the block stops it). Every
 gradient op runs on the device of its forward op, whatever scope is current
 when the gradient is asked for. Sources are the Variables the tape watches
 (every trainable one it meets, or only those given to ``watch`` with
-``watch_accessed_variables=False``; another Variable gets None, as in
-TensorFlow) and tensors the tape computed from them; a plain tensor made
+``watch_accessed_variables=False``, from that call on; another Variable
+gets None, as in TensorFlow) and tensors the tape computed from them; a plain tensor made
 before the block gets None, as an unwatched tensor does in TensorFlow
 (``watch`` takes Variables only). A non-persistent tape answers one gradient
 call.
@@ -143,7 +143,7 @@ class GradientTape:
             raise RuntimeError("vdev's GradientTape cannot resume recording: this tape stopped "
                                "at the end of its `with` block (or at its first gradient call). "
                                "Record every op in one `with` block, or use a new GradientTape")
-        h = lib.vdev_tape_begin()
+        h = self._begin()
         if not h:
             if _lib.last_error() == _NESTED:
                 raise RuntimeError(_NESTED + ": vdev records one GradientTape at a time on a "
@@ -158,7 +158,15 @@ class GradientTape:
         self._recording = True
         self._in_block = True
         self._thread = threading.get_ident()
+        if not self._watch_accessed:  # what watch() was given before the block
+            for v in self._watched.values():
+                _lib.check(lib.vdev_tape_watch(h, v._handle))
         return self
+
+    def _begin(self):
+        """A new vdev tape: one that watches only the Variables given to
+        vdev_tape_watch with watch_accessed_variables=False."""
+        return lib.vdev_tape_begin_ex(0 if self._watch_accessed else 1)
 
     def __exit__(self, *exc):
         self._in_block = False
@@ -213,7 +221,8 @@ class GradientTape:
             self._halt("reset", "reset it")
         self._end()
         self._used = False
-        h = lib.vdev_tape_begin()
+        self._watched = {}  # as TensorFlow's: the new tape watches nothing yet
+        h = self._begin()
         if not h:
             raise _lib.error(None, {_lib.INVALID_ARG: RuntimeError})
         self._h = h
@@ -251,8 +260,13 @@ class GradientTape:
             if not isinstance(t, Variable):
                 raise ValueError("vdev differentiates with respect to Variables only; %r is not "
                                  "one (make it a vdev.Variable)" % (t,))
+        if (not self._watch_accessed and self._h is not None and self._recording
+                and threading.get_ident() != self._thread):
+            raise _other_thread("watch", "watch variables for it")
         for t in flat:
             self._watched[id(t)] = t
+            if not self._watch_accessed and self._h is not None and self._recording:
+                _lib.check(lib.vdev_tape_watch(self._h, t._handle))
 
     def _watches(self, s):
         """Whether the tape differentiates with respect to source s: a

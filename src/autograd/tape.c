@@ -53,6 +53,9 @@ struct tape {
     _Atomic int recording;
     uintptr_t thread; /* the thread that records (vdev_thread_id) */
     uint32_t rgen;    /* the runtime generation it was begun under */
+    int explicit_watch;                 /* VDEV_TAPE_WATCH_EXPLICIT */
+    const struct vdev_tens **watched;   /* its variables (held), in order of vdev_tape_watch */
+    int n_watched, cap_watched;
 };
 
 static struct vdev_handle_table tapes = VDEV_HANDLE_TABLE("tape", 2, struct tape);
@@ -102,6 +105,30 @@ static void tset_add(struct tset *s, const struct vdev_tens *k)
     s->keys[tset_slot(s, k)] = k;
 }
 
+static enum vdev_status record(void *vtape, const struct vdev_op_record *r);
+
+/* The dispatcher's question for a tape that watches only what it was
+ * given: a variable counts when watched; any other tensor that needs a
+ * gradient came from a recorded op. */
+static int wants(void *vtape, const struct vdev_tens *x)
+{
+    const struct tape *t = vtape;
+    if (!x->is_variable)
+        return 1;
+    for (int i = 0; i < t->n_watched; i++)
+        if (t->watched[i] == x)
+            return 1;
+    return 0;
+}
+
+/* Puts t on this thread's hook: it records from now on. */
+static void hook_on(struct tape *t)
+{
+    vdev_tape_hook.tape = t;
+    vdev_tape_hook.record = record;
+    vdev_tape_hook.wants = t->explicit_watch ? wants : NULL;
+}
+
 static enum vdev_status record(void *vtape, const struct vdev_op_record *r)
 {
     struct tape *t = vtape;
@@ -147,6 +174,7 @@ static void stop(struct tape *t)
     if (vdev_tape_hook.tape == t) {
         vdev_tape_hook.tape = NULL;
         vdev_tape_hook.record = NULL;
+        vdev_tape_hook.wants = NULL;
     }
     if (vdev_tape_hook.paused == t)
         vdev_tape_hook.paused = NULL;
@@ -193,8 +221,15 @@ static enum vdev_status check_thread(const struct tape *t, const char *fn)
     return VDEV_OK;
 }
 
-VDEV_API vdev_tape_t *vdev_tape_begin(void)
+VDEV_API vdev_tape_t *vdev_tape_begin(void) { return vdev_tape_begin_ex(0); }
+
+VDEV_API vdev_tape_t *vdev_tape_begin_ex(unsigned flags)
 {
+    if (flags & ~(unsigned)VDEV_TAPE_WATCH_EXPLICIT) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tape_begin_ex: unknown flags 0x%x",
+                   flags & ~(unsigned)VDEV_TAPE_WATCH_EXPLICIT);
+        return NULL;
+    }
     if (vdev_tape_hook.tape) {
         vdev_error(VDEV_ERR_INVALID_ARG, "a tape is already recording on this thread");
         return NULL;
@@ -215,12 +250,14 @@ VDEV_API vdev_tape_t *vdev_tape_begin(void)
     t->n = t->cap = 0;
     t->thread = vdev_thread_id();
     t->rgen = vdev_runtime_generation();
+    t->explicit_watch = (flags & VDEV_TAPE_WATCH_EXPLICIT) != 0;
+    t->watched = NULL;
+    t->n_watched = t->cap_watched = 0;
     atomic_init(&t->recording, 1);
     pthread_once(&exit_once, make_exit_key);
     if (exit_key_made)
         pthread_setspecific(exit_key, t); /* any non-NULL value arms the destructor */
-    vdev_tape_hook.tape = t;
-    vdev_tape_hook.record = record;
+    hook_on(t);
     return (vdev_tape_t *)(uintptr_t)h;
 }
 
@@ -240,13 +277,19 @@ VDEV_API void vdev_tape_end(vdev_tape_t *h)
     release_nodes(t); /* tensors of a runtime that was shut down just give their slots back */
     free(t->nodes);
     t->nodes = NULL;
+    for (int i = 0; i < t->n_watched; i++)
+        vdev_tens_release(t->watched[i]);
+    free(t->watched);
+    t->watched = NULL;
+    t->n_watched = t->cap_watched = 0;
     t->cap = 0;
     vdev_handle_release(&tapes, t);
 }
 
-/* t for vdev_tape_pause/resume (fn): live, begun under this runtime, and
- * recording on this thread; else NULL with the error. */
-static struct tape *own_tape(vdev_tape_t *h, const char *fn)
+/* t for vdev_tape_pause/resume/watch (fn): live, begun under this runtime,
+ * and recording (or paused) on this thread; else NULL with the error, whose
+ * verb says what only the tape's thread may do. */
+static struct tape *own_tape(vdev_tape_t *h, const char *fn, const char *verb)
 {
     struct tape *t = tape_of(h, fn);
     if (!t)
@@ -267,9 +310,8 @@ static struct tape *own_tape(vdev_tape_t *h, const char *fn)
     }
     if (t->thread != vdev_thread_id()) {
         vdev_error(VDEV_ERR_INVALID_ARG,
-                   "%s: the tape is recording on another thread; only that thread may pause "
-                   "or resume it",
-                   fn);
+                   "%s: the tape is recording on another thread; only that thread may %s",
+                   fn, verb);
         return NULL;
     }
     return t;
@@ -277,7 +319,7 @@ static struct tape *own_tape(vdev_tape_t *h, const char *fn)
 
 VDEV_API enum vdev_status vdev_tape_pause(vdev_tape_t *h)
 {
-    struct tape *t = own_tape(h, "vdev_tape_pause");
+    struct tape *t = own_tape(h, "vdev_tape_pause", "pause or resume it");
     if (!t)
         return vdev_last_status();
     if (vdev_tape_hook.paused == t)
@@ -290,14 +332,40 @@ VDEV_API enum vdev_status vdev_tape_pause(vdev_tape_t *h)
 
 VDEV_API enum vdev_status vdev_tape_resume(vdev_tape_t *h)
 {
-    struct tape *t = own_tape(h, "vdev_tape_resume");
+    struct tape *t = own_tape(h, "vdev_tape_resume", "pause or resume it");
     if (!t)
         return vdev_last_status();
     if (vdev_tape_hook.paused != t)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tape_resume: the tape is not paused");
     vdev_tape_hook.paused = NULL;
-    vdev_tape_hook.tape = t;
-    vdev_tape_hook.record = record;
+    hook_on(t);
+    return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_tape_watch(vdev_tape_t *h, const vdev_tensor_t *var)
+{
+    struct tape *t = own_tape(h, "vdev_tape_watch", "watch variables for it");
+    if (!t)
+        return vdev_last_status();
+    const struct vdev_tens *v = vdev_tens_use(var, "vdev_tape_watch");
+    if (!v)
+        return vdev_last_status();
+    if (!v->is_variable)
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "vdev_tape_watch: not a variable (the tape differentiates with respect "
+                          "to variables; a tensor it computes from watched ones needs no watch)");
+    if (!t->explicit_watch || wants(t, v))
+        return VDEV_OK; /* every variable is watched, or this one is already */
+    if (t->n_watched == t->cap_watched) {
+        int cap = t->cap_watched ? 2 * t->cap_watched : 8;
+        const struct vdev_tens **w = realloc(t->watched, (size_t)cap * sizeof *w);
+        if (!w)
+            return vdev_error(VDEV_ERR_OOM, "vdev_tape_watch: out of host memory");
+        t->watched = w;
+        t->cap_watched = cap;
+    }
+    vdev_tens_retain(v);
+    t->watched[t->n_watched++] = v;
     return VDEV_OK;
 }
 
@@ -441,9 +509,11 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
             st = VDEV_ERR_INVALID_ARG;
     if (st != VDEV_OK)
         goto done;
-    /* Mark what depends on a requested variable, in recording order. */
+    /* Mark what depends on a requested variable, in recording order (a
+     * tape that watches only what it was given: a watched one). */
     for (int i = 0; i < n_vars; i++)
-        tset_add(&leads, vars[i]);
+        if (!t->explicit_watch || wants(t, vars[i]))
+            tset_add(&leads, vars[i]);
     for (int k = 0; k < t->n; k++) {
         const struct vdev_op_record *r = &t->nodes[k];
         for (int i = 0; i < r->n_in; i++)
@@ -513,7 +583,7 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
     for (int i = 0; i < n_vars && st == VDEV_OK; i++) {
         size_t slot = gmap_slot(&m, vars[i]);
         struct vdev_tens *g;
-        if (m.keys[slot] && m.vals[slot]) {
+        if (m.keys[slot] && m.vals[slot] && (!t->explicit_watch || wants(t, vars[i]))) {
             g = m.vals[slot];
             /* A variable used on another device: its gradient comes home. */
             g = g->dev != vars[i]->dev ? vdev_tens_copy_to(g, vars[i]->dev) : vdev_tens_publish(g);

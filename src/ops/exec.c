@@ -307,7 +307,8 @@ struct vdev_tens *vdev_op_exec(enum vdev_op op, const struct vdev_tens *const *i
     int rec = 0;
     if (vdev_tape_hook.tape && !(def->flags & VDEV_OP_NO_GRAD))
         for (int i = 0; i < n_in; i++)
-            rec |= in[i]->requires_grad;
+            rec |= in[i]->requires_grad &&
+                   (!vdev_tape_hook.wants || vdev_tape_hook.wants(vdev_tape_hook.tape, in[i]));
     const struct vdev_tens *use[VDEV_KERNEL_MAX_IN];
     struct vdev_tens *tmp[VDEV_KERNEL_MAX_IN] = {0};
     uint64_t copied, ver[VDEV_KERNEL_MAX_IN + 1] = {0};
@@ -413,7 +414,8 @@ struct vdev_tens *vdev_op_exec(enum vdev_op op, const struct vdev_tens *const *i
 struct vdev_tens *vdev_op_copy_to(const struct vdev_tens *t, struct vdev_ldev *d, int record)
 {
     struct vdev_tens *c = vdev_tens_copy_to(t, d);
-    if (!c || !record || !vdev_tape_hook.tape || !t->requires_grad)
+    if (!c || !record || !vdev_tape_hook.tape || !t->requires_grad ||
+        (vdev_tape_hook.wants && !vdev_tape_hook.wants(vdev_tape_hook.tape, t)))
         return c;
     c->requires_grad = 1;
     struct vdev_op_record r;

@@ -207,6 +207,10 @@ struct vdev_op_record {
 struct vdev_tape_hook {
     void *tape;
     enum vdev_status (*record)(void *tape, const struct vdev_op_record *r);
+    /* NULL: every input that requires a gradient is recorded; else whether
+     * input t is one the tape differentiates (a tape that watches only the
+     * variables it was given: vdev_tape_watch) */
+    int (*wants)(void *tape, const struct vdev_tens *t);
     void *paused;
 };
 extern _Thread_local struct vdev_tape_hook vdev_tape_hook;

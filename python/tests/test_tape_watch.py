@@ -1,0 +1,104 @@
+"""GradientTape(watch_accessed_variables=False), as TensorFlow's: ops on a
+variable before its watch() are not recorded for it, a tensor computed from
+unwatched variables alone reaches none of them, an unwatched variable gets
+None (or zeros), a variable watched inside stop_recording counts from the
+resume on, watch() before the block counts from its start, reset() forgets
+the watches as TensorFlow's new tape does, and only the block's thread may
+watch while it records."""
+import threading
+
+import pytest
+
+import vdev
+
+
+def test_ops_before_the_watch_do_not_count():
+    w = vdev.Variable([1.0, 2.0])
+    with vdev.GradientTape(watch_accessed_variables=False) as tape:
+        a = vdev.reduce_sum(w * 3.0)  # before the watch: a constant to the tape
+        tape.watch(w)
+        b = vdev.reduce_sum(w * w)
+        loss = a + b
+    assert tape.gradient(loss, w).numpy().tolist() == [2.0, 4.0]  # TensorFlow: 2w
+
+
+def test_the_order_matters_only_for_the_watched_variable():
+    w = vdev.Variable([1.0, 2.0])
+    with vdev.GradientTape(persistent=True, watch_accessed_variables=False) as tape:
+        a = vdev.reduce_sum(w * 3.0)
+        tape.watch(w)
+    assert tape.gradient(a, w) is None  # TensorFlow: None
+    assert tape.gradient(a, w, unconnected_gradients="zero").numpy().tolist() == [0.0, 0.0]
+
+
+def test_a_tensor_from_unwatched_variables_reaches_none():
+    v, w = vdev.Variable([1.0, 2.0]), vdev.Variable([3.0, 4.0])
+    with vdev.GradientTape(persistent=True, watch_accessed_variables=False) as tape:
+        tape.watch(w)
+        u = v * 2.0  # from an unwatched variable alone: not recorded
+        loss = vdev.reduce_sum(u * w)
+    gu, gv, gw = tape.gradient(loss, [u, v, w])
+    assert gu is None and gv is None  # TensorFlow: None for both
+    assert gw.numpy().tolist() == [2.0, 4.0]
+
+
+def test_watch_before_the_block_and_inside_stop_recording():
+    v, w = vdev.Variable([1.0]), vdev.Variable([2.0])
+    tape = vdev.GradientTape(persistent=True, watch_accessed_variables=False)
+    tape.watch(v)
+    with tape:
+        a = vdev.reduce_sum(v * 5.0)
+        with tape.stop_recording():
+            tape.watch(w)
+        b = vdev.reduce_sum(w * 7.0)
+    assert tape.gradient(a, v).numpy().tolist() == [5.0]
+    assert tape.gradient(b, w).numpy().tolist() == [7.0]
+
+
+def test_reset_forgets_the_watches():
+    w = vdev.Variable([1.0])
+    with vdev.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(w)
+        tape.reset()
+        loss = vdev.reduce_sum(w * 4.0)  # w is no longer watched
+    assert tape.gradient(loss, w) is None
+    with vdev.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(w)
+        tape.reset()
+        tape.watch(w)
+        loss = vdev.reduce_sum(w * 4.0)
+    assert tape.gradient(loss, w).numpy().tolist() == [4.0]
+
+
+def test_only_the_blocks_thread_may_watch():
+    w = vdev.Variable([1.0])
+    out = []
+    with vdev.GradientTape(watch_accessed_variables=False) as tape:
+        def run():
+            try:
+                tape.watch(w)
+                out.append(None)
+            except Exception as e:  # the test checks what it is
+                out.append((type(e), str(e)))
+        th = threading.Thread(target=run)
+        th.start()
+        th.join()
+        loss = vdev.reduce_sum(w * 2.0)
+    assert out == [(vdev.errors.InvalidArgumentError,
+                    "GradientTape.watch: the tape is recording on another thread; only that "
+                    "thread may watch variables for it")]
+    assert tape.gradient(loss, w) is None  # the refused watch did not count
+
+
+def test_the_default_tape_still_watches_every_trainable_variable():
+    w = vdev.Variable([1.0, 2.0])
+    with vdev.GradientTape() as tape:
+        a = vdev.reduce_sum(w * 3.0)
+        tape.watch(w)
+    assert tape.gradient(a, w).numpy().tolist() == [3.0, 3.0]
+
+
+def test_watch_refuses_a_plain_tensor():
+    with vdev.GradientTape(watch_accessed_variables=False) as tape:
+        with pytest.raises(ValueError):
+            tape.watch(vdev.constant([1.0]))
