@@ -280,7 +280,7 @@ static void test_malformed(void)
                         "\"index\": 3}}", 1);
     CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
     CHECK_STR(vdev_last_error(), "TF_CONFIG: task worker:3 is not in the cluster, which has 1 "
-                                 "worker tasks");
+                                 "worker task");
     fresh("1x64MiB", 0, 4);
     cluster_file("{" C4 "}");
     setenv("TF_CONFIG", "{\"cluster\": {\"worker\": [\"a\", \"b\"]}}", 1);

@@ -455,9 +455,9 @@ static enum vdev_status load_locked(void)
         if (st == VDEV_OK && file_cluster && tf_cluster)
             for (int j = 0; j < VDEV_JOB_COUNT && st == VDEV_OK; j++)
                 if (tf_n[j] != C.n[j])
-                    st = vdev_error(VDEV_ERR_CONFIG, "%s and TF_CONFIG disagree: %d %s tasks in "
-                                                     "the file, %d in TF_CONFIG",
-                                    what, C.n[j], JOBS[j], tf_n[j]);
+                    st = vdev_error(VDEV_ERR_CONFIG, "%s and TF_CONFIG disagree: %d %s task%s "
+                                                     "in the file, %d in TF_CONFIG",
+                                    what, C.n[j], JOBS[j], C.n[j] == 1 ? "" : "s", tf_n[j]);
         if (st == VDEV_OK && tasks && !YAJL_IS_OBJECT(tasks))
             st = vdev_error(VDEV_ERR_CONFIG, "%s: \"tasks\" is not an object of tasks (expected "
                                              "e.g. {\"worker:0\": {\"logical_devices\": "
@@ -479,10 +479,11 @@ static enum vdev_status load_locked(void)
     } else if (rank >= 0 && have_cluster) {
         if (!task_at(C.n, rank, &C.job, &C.index))
             st = vdev_error(VDEV_ERR_CONFIG, "%s: this process is rank %d of the launch, but "
-                                             "the cluster has %d tasks (%d chief, %d worker, %d "
-                                             "ps)",
+                                             "the cluster has %d task%s (%d chief, %d worker, "
+                                             "%d ps)",
                             path ? "VDEV_CLUSTER_CONFIG" : "TF_CONFIG", rank,
-                            C.n[0] + C.n[1] + C.n[2], C.n[0], C.n[1], C.n[2]);
+                            C.n[0] + C.n[1] + C.n[2], C.n[0] + C.n[1] + C.n[2] == 1 ? "" : "s",
+                            C.n[0], C.n[1], C.n[2]);
     } else if (rank >= 0) { /* launched, no cluster: every process a worker */
         C.job = VDEV_JOB_WORKER;
         C.index = rank;
@@ -497,8 +498,8 @@ static enum vdev_status load_locked(void)
     }
     if (st == VDEV_OK && C.job >= 0 && have_cluster && C.index >= C.n[C.job])
         st = vdev_error(VDEV_ERR_CONFIG, "TF_CONFIG: task %s:%d is not in the cluster, which has "
-                                         "%d %s tasks",
-                        JOBS[C.job], C.index, C.n[C.job], JOBS[C.job]);
+                                         "%d %s task%s",
+                        JOBS[C.job], C.index, C.n[C.job], JOBS[C.job], C.n[C.job] == 1 ? "" : "s");
     /* every entry, mine kept */
     if (st == VDEV_OK && def)
         st = entry(def, "default", 1);
