@@ -31,7 +31,11 @@
  *
  * Waiting. A process that waits for another (in a collective, for a
  * parameter server's answer) gives up after VDEV_MPI_TIMEOUT seconds
- * (default 300) with an error naming whom it waited for; a process that dies
+ * (default 300) with an error naming whom it waited for. Not covered: MPI's
+ * start-up (MPI_Init_thread, in the first strategy across processes), which
+ * waits for every process of the launch with no deadline (MPI offers none):
+ * a process slow to make its strategy keeps the others waiting there (bound
+ * it with mpirun's --timeout). A process that dies
  * ends the job at once (mpirun ends the others). After a failure across
  * processes MPI cannot go on: the job ends when the process exits (vdev
  * calls MPI_Abort then), so a program prints the error and exits. */
@@ -88,6 +92,12 @@ VDEV_API enum vdev_status vdev_cluster_task(struct vdev_cluster_task *out);
  *    global batch of 64 rows but worker 1 (<task>) one of 50 rows; every
  *    worker passes the same global batch ..." (a replica's unusable batch,
  *    a NULL or 0-d one, fails it on every replica too, with its message);
+ *    so do batch proportions that differ between workers (rows would go to
+ *    no replica or to two: "... rows 24-31 would go to no replica ...");
+ *  - collectives compare op, dtypes and shapes across workers as across
+ *    replicas; vdev_strategy_reduce refuses another op, or values of
+ *    another shape (VDEV_ERR_SHAPE, as in one process: "replica 2's value is
+ *    float of shape[3,2] but replica 0's is float of shape[2,3] (...)");
  *  - vdev_replica_broadcast(ctx, vars, n, 0) makes every replica of every
  *    worker hold replica 0's values (the chief's, as TensorFlow);
  *  - vdev_strategy_run's results, vdev_strategy_device and the memory calls

@@ -17,7 +17,8 @@
  * The end of a run: workers whose step is over exchange HIER_DONE records
  * with the others until every worker's is, so that a worker still in a
  * call learns that this one will not make it (its call fails at once), and
- * every worker ends the run with the same outcome. */
+ * every worker ends the run with the same outcome. Reductions of the host
+ * (vdev_coll_hier_host_reduce) are hier_data.c's. */
 #define _GNU_SOURCE
 #include "coll/hier_impl.h"
 
@@ -38,6 +39,15 @@ const char *vdev_hier_call_name(int kind, const char *what, uint64_t call, char 
                  (unsigned long long)call);
     else
         snprintf(buf, cap, "%s (call %llu)", kind_name(kind), (unsigned long long)call);
+    return buf;
+}
+
+const char *vdev_hier_who(const struct hier *H, int w, char *buf, size_t cap)
+{
+    char own[64];
+    snprintf(own, sizeof own, "/job:worker/replica:0/task:%d", w);
+    snprintf(buf, cap, "%s %d (%s)", strcmp(H->task[w], own) ? "process" : "worker", w,
+             H->task[w]);
     return buf;
 }
 
@@ -125,6 +135,12 @@ enum vdev_status vdev_hier_local(struct hier *H, int rank, enum vdev_coll_kind k
 
 /* ---- verdicts ---- */
 
+/* TensorFlow's name of a reduction op: "SUM", "MEAN". */
+static const char *op_name(int op)
+{
+    return op == VDEV_REDUCE_SUM ? "SUM" : op == VDEV_REDUCE_MEAN ? "MEAN" : "?";
+}
+
 static int same_call(const struct hier_desc *a, const struct hier_desc *b)
 {
     return a->kind == b->kind && a->op == b->op && a->root == b->root && a->n_bufs == b->n_bufs;
@@ -151,6 +167,25 @@ static int shape_diff(const struct hier_desc *b, const struct hier_desc *a, char
     return 0;
 }
 
+/* A call as a mismatch names it: "vdev_replica_batch (all-gather, 2 tensors,
+ * root 0)", "vdev_replica_all_reduce (all-reduce, SUM, 1 tensor, root 0)"
+ * (reductions name their op, TensorFlow's ReduceOp), into buf. */
+static const char *desc_str(const struct hier_desc *d, char *buf, size_t cap)
+{
+    const char *kind = d->kind == HIER_KIND_HOST ? "a reduction of the host"
+                                                 : vdev_coll_kind_name(d->kind);
+    char op[16] = "";
+    if (d->kind == HIER_KIND_HOST || d->kind == VDEV_COLL_ALL_REDUCE)
+        snprintf(op, sizeof op, "%s, ", op_name(d->op));
+    const char *ts = d->n_bufs == 1 ? "" : "s";
+    if (d->what[0])
+        snprintf(buf, cap, "%s (%s, %s%d tensor%s, root %d)", d->what, kind, op, d->n_bufs, ts,
+                 d->root);
+    else
+        snprintf(buf, cap, "%s (%s%d tensor%s, root %d)", kind, op, d->n_bufs, ts, d->root);
+    return buf;
+}
+
 /* The local verdict from the local ranks' descriptors (leader, after the
  * first meeting): VDEV_OK, or the failure with its message and origin. */
 static enum vdev_status local_verdict(struct hier *H, int n, const struct hier_desc *p,
@@ -166,16 +201,18 @@ static enum vdev_status local_verdict(struct hier *H, int n, const struct hier_d
             if (p[q].kind == HIER_KIND_HOST) /* the caller's thread, not a rank */
                 snprintf(msg, cap, "%s", p[q].why);
             else
-                snprintf(msg, cap, "%s: rank %d (%s): %s", cn, q, devs[q]->name, p[q].why);
+                snprintf(msg, cap, "%s: its replica %d (%s): %s", cn, H->first[H->me] + q,
+                         devs[q]->long_name, p[q].why);
             return (enum vdev_status)p[q].status;
         }
     for (int q = 1; q < n; q++) {
         if (!same_call(&p[q], &p[0])) {
-            snprintf(msg, cap, "%s: rank %d (%s) called %s (%d tensors) but rank 0 called %s (%d "
-                               "tensors); every rank must make the same collective calls in "
-                               "the same order",
-                     cn, q, devs[q]->name, vdev_coll_kind_name(p[q].kind), p[q].n_bufs,
-                     vdev_coll_kind_name(p[0].kind), p[0].n_bufs);
+            char cq[160], c0[160];
+            snprintf(msg, cap, "%s: its replica %d (%s) called %s but its replica %d called %s; "
+                               "every replica must make the same collective calls in the same "
+                               "order",
+                     cn, H->first[H->me] + q, devs[q]->long_name, desc_str(&p[q], cq, sizeof cq),
+                     H->first[H->me], desc_str(&p[0], c0, sizeof c0));
             return VDEV_ERR_INVALID_ARG;
         }
         if (p[q].digest != p[0].digest || p[q].total != p[0].total) {
@@ -195,17 +232,34 @@ static enum vdev_status local_verdict(struct hier *H, int n, const struct hier_d
     return VDEV_OK;
 }
 
-/* A call as a mismatch names it: "vdev_replica_batch (all-gather, 2 tensors,
- * root 0)", into buf. */
-static const char *desc_str(const struct hier_desc *d, char *buf, size_t cap)
+/* A difference between two workers' reductions of the host
+ * (vdev_strategy_reduce): their ops, or their values' dtypes and shapes
+ * (as one process words them: the value of each worker's first replica).
+ * 0 when the two agree, or carry no shapes (the older message applies). */
+static int host_diff(const struct hier *H, int w, int w0, char *msg, size_t cap,
+                     enum vdev_status *code)
 {
-    const char *kind = d->kind == HIER_KIND_HOST ? "a reduction of the host"
-                                                 : vdev_coll_kind_name(d->kind);
-    if (d->what[0])
-        snprintf(buf, cap, "%s (%s, %d tensors, root %d)", d->what, kind, d->n_bufs, d->root);
-    else
-        snprintf(buf, cap, "%s (%d tensors, root %d)", kind, d->n_bufs, d->root);
-    return buf;
+    const struct hier_desc *b = &H->records[w].d, *a = &H->records[w0].d;
+    char nb[160], na[160], sb[96], sa[96];
+    if (b->op != a->op) {
+        snprintf(msg, cap, "%s: %s reduces with %s but %s with %s; every worker reduces with the "
+                           "same op",
+                 a->what, vdev_hier_who(H, w, nb, sizeof nb), op_name(b->op),
+                 vdev_hier_who(H, w0, na, sizeof na), op_name(a->op));
+        *code = VDEV_ERR_INVALID_ARG;
+        return 1;
+    }
+    if (!a->n_shapes || !b->n_shapes || !memcmp(&a->shape[0], &b->shape[0], sizeof a->shape[0]))
+        return 0;
+    snprintf(msg, cap, "%s: replica %d's value is %s of shape%s but replica %d's is %s of shape%s "
+                       "(replica %d is on %s, replica %d on %s)",
+             a->what, H->first[w], vdev_dtype_name((enum vdev_dtype)b->shape[0].dtype),
+             shape_str(&b->shape[0], sb, sizeof sb), H->first[w0],
+             vdev_dtype_name((enum vdev_dtype)a->shape[0].dtype),
+             shape_str(&a->shape[0], sa, sizeof sa), H->first[w],
+             vdev_hier_who(H, w, nb, sizeof nb), H->first[w0], vdev_hier_who(H, w0, na, sizeof na));
+    *code = VDEV_ERR_SHAPE;
+    return 1;
 }
 
 /* The verdict of an exchange of HIER_CALL records (every worker reaches the
@@ -215,12 +269,12 @@ static enum vdev_status global_verdict(struct hier *H, int local_origin, char *m
                                        int *origin)
 {
     const struct hier_record *R = H->records;
-    char cn[128], s1[96], s2[96];
+    char cn[128], s1[96], s2[96], nw[160], n0[160];
     *origin = -1;
     for (int w = 0; w < H->n_workers; w++)
         if (R[w].state == HIER_CALL && R[w].d.status != VDEV_OK) {
             *origin = w == H->me ? local_origin : VDEV_COLL_ORIGIN_REMOTE;
-            snprintf(msg, cap, "worker %d (%s): %s", w, H->task[w], R[w].d.why);
+            snprintf(msg, cap, "%s: %s", vdev_hier_who(H, w, nw, sizeof nw), R[w].d.why);
             return (enum vdev_status)R[w].d.status;
         }
     int w0 = -1; /* the first worker in a call: the one others are compared with */
@@ -228,6 +282,7 @@ static enum vdev_status global_verdict(struct hier *H, int local_origin, char *m
         if (R[w].state == HIER_CALL)
             w0 = w;
     vdev_hier_call_name(R[w0].d.kind, R[w0].d.what, R[w0].call, cn, sizeof cn);
+    vdev_hier_who(H, w0, n0, sizeof n0);
     /* A verdict that names one worker as the one that differs is that
      * worker's own failure, and derived on every other: the end of the run
      * (vdev_coll_hier_finish_run) then leads every worker's message with it. */
@@ -235,27 +290,32 @@ static enum vdev_status global_verdict(struct hier *H, int local_origin, char *m
         if (R[w].state != HIER_DONE)
             continue;
         *origin = VDEV_COLL_ORIGIN_REMOTE;
+        vdev_hier_who(H, w, nw, sizeof nw);
         if (R[w].d.status != VDEV_OK) {
-            snprintf(msg, cap, "Collective ops is aborted by: worker %d (%s): %s", w, H->task[w],
-                     R[w].d.why);
+            snprintf(msg, cap, "Collective ops is aborted by: %s: %s", nw, R[w].d.why);
             return (enum vdev_status)R[w].d.status;
         }
-        snprintf(msg, cap, "worker %d (%s) finished its step without making %s, which worker %d "
-                           "(%s) made; every worker must make the same collective calls in the "
-                           "same order",
-                 w, H->task[w], cn, w0, H->task[w0]);
+        snprintf(msg, cap, "%s finished its step without making %s, which %s made; every "
+                           "worker must make the same collective calls in the same order",
+                 nw, cn, n0);
         return VDEV_ERR_INVALID_ARG;
     }
     const struct hier_desc *a = &R[w0].d;
     for (int w = 0; w < H->n_workers; w++) {
         const struct hier_desc *b = &R[w].d;
+        vdev_hier_who(H, w, nw, sizeof nw);
+        enum vdev_status code;
+        if (b->kind == HIER_KIND_HOST && a->kind == HIER_KIND_HOST &&
+            host_diff(H, w, w0, msg, cap, &code)) {
+            *origin = w == H->me ? -1 : VDEV_COLL_ORIGIN_REMOTE;
+            return code;
+        }
         if (!same_call(b, a)) {
             *origin = w == H->me ? -1 : VDEV_COLL_ORIGIN_REMOTE;
             char cb[160], ca[160];
-            snprintf(msg, cap, "%s: worker %d (%s) called %s but worker %d (%s) called %s; every "
-                               "worker must make the same collective calls in the same order",
-                     cn, w, H->task[w], desc_str(b, cb, sizeof cb), w0, H->task[w0],
-                     desc_str(a, ca, sizeof ca));
+            snprintf(msg, cap, "%s: %s called %s but %s called %s; every worker must make the "
+                               "same collective calls in the same order",
+                     cn, nw, desc_str(b, cb, sizeof cb), n0, desc_str(a, ca, sizeof ca));
             return VDEV_ERR_INVALID_ARG;
         }
         if (b->digest != a->digest || b->total != a->total) {
@@ -265,11 +325,10 @@ static enum vdev_status global_verdict(struct hier *H, int local_origin, char *m
                 snprintf(s2, sizeof s2, "(%llu elements)", (unsigned long long)a->total);
             }
             snprintf(msg, cap,
-                     "Shape mismatch in the collective instance %llu. Op at worker %d (%s) "
-                     "expected shape %s but another member in the group expected shape %s. This "
-                     "is likely due to different input shapes at different members of the "
-                     "collective op.",
-                     (unsigned long long)R[w0].call, w, H->task[w], s1, s2);
+                     "Shape mismatch in the collective instance %llu. Op at %s expected shape %s "
+                     "but another member in the group expected shape %s. This is likely due to "
+                     "different input shapes at different members of the collective op.",
+                     (unsigned long long)R[w0].call, nw, s1, s2);
             return VDEV_ERR_INVALID_ARG;
         }
     }
@@ -286,32 +345,32 @@ static enum vdev_status exchange(struct hier *H, int tag, const struct hier_reco
                                             vdev_now_ns() + t, H->arrived);
     if (st == VDEV_OK)
         return VDEV_OK;
-    char msg[HIER_MSG], who[256] = "", gone[256] = "";
+    char msg[HIER_MSG], who[384] = "", gone[384] = "", me[160], nw[160];
     size_t k = 0, kg = 0;
     int missing = 0, left = 0;
     for (int w = 0; w < H->n_workers; w++)
         if (H->arrived[w] == 2 && kg < sizeof gone - 1)
-            kg += (size_t)snprintf(gone + kg, sizeof gone - kg, "%s%d (%s)", left++ ? ", " : "",
-                                   w, H->task[w]);
+            kg += (size_t)snprintf(gone + kg, sizeof gone - kg, "%s%s", left++ ? ", " : "",
+                                   vdev_hier_who(H, w, nw, sizeof nw));
         else if (!H->arrived[w] && k < sizeof who - 1)
-            k += (size_t)snprintf(who + k, sizeof who - k, "%s%d (%s)", missing++ ? ", " : "", w,
-                                  H->task[w]);
+            k += (size_t)snprintf(who + k, sizeof who - k, "%s%s", missing++ ? ", " : "",
+                                  vdev_hier_who(H, w, nw, sizeof nw));
+    vdev_hier_who(H, H->me, me, sizeof me);
     if (left)
         snprintf(msg, sizeof msg,
-                 "Collective failed: %s on worker %d (%s) waits for worker%s %s, which ended "
-                 "%s process cleanly (exit status 0) without making this call (did it run "
-                 "fewer steps than the others?)",
-                 what, H->me, H->task[H->me], left > 1 ? "s" : "", gone,
-                 left > 1 ? "their" : "its");
+                 "Collective failed: %s on %s waits for %s, which ended %s process%s cleanly "
+                 "(exit status 0) without making this call (did %s run fewer steps than the "
+                 "others?)",
+                 what, me, gone, left > 1 ? "their" : "its", left > 1 ? "es" : "",
+                 left > 1 ? "they" : "it");
     else if (missing)
         snprintf(msg, sizeof msg,
-                 "Collective has timed out waiting for other workers: %s on worker %d (%s) "
-                 "waited %g s (VDEV_MPI_TIMEOUT) for worker%s %s, which did not make this call "
-                 "(stopped, died, or making other calls)",
-                 what, H->me, H->task[H->me], (double)t / 1e9, missing > 1 ? "s" : "", who);
+                 "Collective has timed out waiting for other workers: %s on %s waited %g s "
+                 "(VDEV_MPI_TIMEOUT) for %s, which did not make this call (stopped, died, or "
+                 "making other calls)",
+                 what, me, (double)t / 1e9, who);
     else
-        snprintf(msg, sizeof msg, "%s on worker %d (%s): %s", what, H->me, H->task[H->me],
-                 vdev_last_error());
+        snprintf(msg, sizeof msg, "%s on %s: %s", what, me, vdev_last_error());
     vdev_hier_spend(H, VDEV_ERR_BACKEND, msg);
     return vdev_error(VDEV_ERR_BACKEND, "%s", msg);
 }
@@ -479,8 +538,8 @@ static const struct vdev_coll_ops hier_ops = {
 /* ---- making one ---- */
 
 enum vdev_status vdev_coll_hier_make(struct vdev_ldev *const *devs, int n, const char *task,
-                                     int n_tasks, enum vdev_status status, const char *why,
-                                     struct vdev_coll_comm **out)
+                                     int n_tasks, const char *cluster, enum vdev_status status,
+                                     const char *why, struct vdev_coll_comm **out)
 {
     *out = NULL;
     char mywhy[HIER_MSG];
@@ -541,14 +600,25 @@ enum vdev_status vdev_coll_hier_make(struct vdev_ldev *const *devs, int n, const
     if (status != VDEV_OK)
         vdev_strlcpy(rec.d.why, why ? why : vdev_status_str(status), sizeof rec.d.why);
     vdev_strlcpy(rec.task, H->task[H->me], sizeof rec.task);
+    vdev_strlcpy(rec.cluster, cluster ? cluster : "", sizeof rec.cluster);
     atomic_init(&c->timeout_ns, vdev_mpi_timeout_ns());
     st = exchange(H, HIER_TAG_MAKE, &rec, "making a communicator across workers");
     for (int w = 0; st == VDEV_OK && w < H->n_workers; w++)
         vdev_strlcpy(H->task[w], H->records[w].task, HIER_TASK);
+    char nw[160], n0[160];
     for (int w = 0; st == VDEV_OK && w < H->n_workers; w++)
         if (H->records[w].d.status != VDEV_OK)
-            st = vdev_error((enum vdev_status)H->records[w].d.status, "worker %d (%s): %s", w,
-                            H->task[w], H->records[w].d.why);
+            st = vdev_error((enum vdev_status)H->records[w].d.status, "%s: %s",
+                            vdev_hier_who(H, w, nw, sizeof nw), H->records[w].d.why);
+    /* Every process must read the same cluster: two that disagree (one told
+     * of a chief, the other not) would each take the roles of its own. */
+    for (int w = 1; st == VDEV_OK && w < H->n_workers; w++)
+        if (strcmp(H->records[w].cluster, H->records[0].cluster))
+            st = vdev_error(VDEV_ERR_CONFIG,
+                            "%s reads %s but %s %s; give every process the "
+                            "same cluster (TF_CONFIG's \"cluster\", or VDEV_CLUSTER_CONFIG)",
+                            vdev_hier_who(H, w, nw, sizeof nw), H->records[w].cluster,
+                            vdev_hier_who(H, 0, n0, sizeof n0), H->records[0].cluster);
     /* Every process has every task's name now, so every process reaches the
      * same verdict on these two: one process per task, each task once (two
      * processes given the same TF_CONFIG would both be the chief). */
@@ -617,47 +687,55 @@ enum vdev_status vdev_coll_hier_make(struct vdev_ldev *const *devs, int n, const
 
 /* ---- queries ---- */
 
-static struct hier *hier_of(const struct vdev_coll_comm *c)
+struct hier *vdev_hier_of(const struct vdev_coll_comm *c)
 {
     return c && c->ops == &hier_ops ? c->ctx : NULL;
 }
 
 int vdev_coll_hier_n_workers(const struct vdev_coll_comm *c)
 {
-    struct hier *H = hier_of(c);
+    struct hier *H = vdev_hier_of(c);
     return H ? H->n_workers : 1;
 }
 
 int vdev_coll_hier_worker(const struct vdev_coll_comm *c)
 {
-    struct hier *H = hier_of(c);
+    struct hier *H = vdev_hier_of(c);
     return H ? H->me : 0;
 }
 
 int vdev_coll_hier_first(const struct vdev_coll_comm *c, int w)
 {
-    struct hier *H = hier_of(c);
+    struct hier *H = vdev_hier_of(c);
     return H ? H->first[w] : 0;
 }
 
 int vdev_coll_hier_count(const struct vdev_coll_comm *c, int w)
 {
-    struct hier *H = hier_of(c);
+    struct hier *H = vdev_hier_of(c);
     return H ? H->count[w] : c->n;
 }
 
 const char *vdev_coll_hier_task(const struct vdev_coll_comm *c, int w)
 {
-    struct hier *H = hier_of(c);
+    struct hier *H = vdev_hier_of(c);
     return H ? H->task[w] : "";
 }
 
-/* ---- the end of a run, and reductions of the host ---- */
+const char *vdev_coll_hier_who(const struct vdev_coll_comm *c, int w, char *buf, size_t cap)
+{
+    struct hier *H = vdev_hier_of(c);
+    if (!H)
+        snprintf(buf, cap, "worker %d", w);
+    return H ? vdev_hier_who(H, w, buf, cap) : buf;
+}
+
+/* ---- the end of a run ---- */
 
 enum vdev_status vdev_coll_hier_finish_run(struct vdev_coll_comm *c, enum vdev_status st,
                                            int derived, const char *msg)
 {
-    struct hier *H = hier_of(c);
+    struct hier *H = vdev_hier_of(c);
     if (!H)
         return st == VDEV_OK ? VDEV_OK : vdev_error(st, "%s", msg);
     struct hier_record rec;
@@ -688,42 +766,5 @@ enum vdev_status vdev_coll_hier_finish_run(struct vdev_coll_comm *c, enum vdev_s
             if (r->d.status != VDEV_OK && (pass == 1 || !r->derived))
                 return vdev_error((enum vdev_status)r->d.status, "%s", r->d.why);
         }
-    return VDEV_OK;
-}
-
-enum vdev_status vdev_coll_hier_host_all_reduce(struct vdev_coll_comm *c, float *buf,
-                                                uint64_t n, enum vdev_status status,
-                                                const char *why, const char *what)
-{
-    struct hier *H = hier_of(c);
-    if (!H)
-        return status == VDEV_OK ? VDEV_OK : vdev_error(status, "%s", why);
-    pthread_mutex_lock(&H->lock);
-    memset(&H->posted[0], 0, sizeof H->posted[0]);
-    H->posted[0].kind = HIER_KIND_HOST;
-    H->posted[0].total = n;
-    H->posted[0].n_bufs = 1;
-    H->posted[0].status = (int32_t)status;
-    vdev_strlcpy(H->posted[0].what, what, sizeof H->posted[0].what);
-    if (status != VDEV_OK)
-        vdev_strlcpy(H->posted[0].why, why, sizeof H->posted[0].why);
-    pthread_mutex_unlock(&H->lock);
-    /* the other local ranks take no part: only rank 0's descriptor counts */
-    int go = vdev_hier_agree(H, 1, VDEV_OK, "", -1);
-    if (!go) {
-        pthread_mutex_lock(&H->lock);
-        enum vdev_status st = vdev_error(H->verdict, "%s", H->verdict_msg);
-        pthread_mutex_unlock(&H->lock);
-        return st;
-    }
-    char w[160];
-    snprintf(w, sizeof w, "%s across %d workers", what, H->n_workers);
-    if (vdev_mpi_allreduce(H->mpi, buf, n, VDEV_MPI_F32, VDEV_MPI_SUM, w) != VDEV_OK) {
-        char msg[HIER_MSG];
-        snprintf(msg, sizeof msg, "%s on worker %d (%s): %s", what, H->me, H->task[H->me],
-                 vdev_last_error());
-        vdev_hier_spend(H, VDEV_ERR_BACKEND, msg);
-        return vdev_error(VDEV_ERR_BACKEND, "%s", msg);
-    }
     return VDEV_OK;
 }

@@ -46,14 +46,16 @@
  * process's own failure so far (VDEV_OK: none), which fails the call on
  * every process ("<task>: <why>"). task: this process's name in messages,
  * "/job:worker/replica:0/task:1". n_tasks: the tasks the cluster names (0:
- * no cluster); a job of another number of processes, or two processes with
- * the same task, fails on every process (VDEV_ERR_CONFIG). Starts MPI
- * (mpi_world.h). On success *out is the caller's (vdev_coll_comm_free); its
- * n is the local ranks, n_global and first are set. */
+ * no cluster); cluster: the cluster as messages name it ("1 chief and 2
+ * worker tasks", "no cluster"), the same on every process. Processes that
+ * read different clusters, a job of another number of processes, or two
+ * processes with the same task fail on every process (VDEV_ERR_CONFIG).
+ * Starts MPI (mpi_world.h). On success *out is the caller's
+ * (vdev_coll_comm_free); its n is the local ranks, n_global and first are
+ * set. */
 enum vdev_status vdev_coll_hier_make(struct vdev_ldev *const *devs, int n, const char *task,
-                                     int n_tasks,
-                                     enum vdev_status status, const char *why,
-                                     struct vdev_coll_comm **out);
+                                     int n_tasks, const char *cluster, enum vdev_status status,
+                                     const char *why, struct vdev_coll_comm **out);
 
 /* The workers of a hierarchical communicator: their number, and worker w's
  * first global rank, number of local ranks and task name. */
@@ -62,6 +64,10 @@ int vdev_coll_hier_worker(const struct vdev_coll_comm *c); /* this process's ind
 int vdev_coll_hier_first(const struct vdev_coll_comm *c, int w);
 int vdev_coll_hier_count(const struct vdev_coll_comm *c, int w);
 const char *vdev_coll_hier_task(const struct vdev_coll_comm *c, int w);
+/* Worker w as messages name it: "worker 1 (/job:worker/replica:0/task:1)",
+ * or "process 0 (/job:chief/replica:0/task:0)" where MPI rank w is not worker
+ * task w (a cluster with a chief). Into buf. */
+const char *vdev_coll_hier_who(const struct vdev_coll_comm *c, int w, char *buf, size_t cap);
 
 /* The end of a run of a strategy, on the thread that ran it, once every
  * local rank's step has returned: every worker says how its run went
@@ -81,5 +87,15 @@ enum vdev_status vdev_coll_hier_finish_run(struct vdev_coll_comm *c, enum vdev_s
 enum vdev_status vdev_coll_hier_host_all_reduce(struct vdev_coll_comm *c, float *buf,
                                                 uint64_t n, enum vdev_status status,
                                                 const char *why, const char *what);
+/* The same with the op and the value's shape (ndim dims; float), which
+ * every worker must share: another op (VDEV_ERR_INVALID_ARG) or another
+ * shape (VDEV_ERR_SHAPE, worded as one process words replicas' values that
+ * differ) fails the call on every worker. The sum is made whatever op (the
+ * caller divides for MEAN). ndim -1: shape[0] elements, the shape and op
+ * unchecked (vdev_coll_hier_host_all_reduce). */
+enum vdev_status vdev_coll_hier_host_reduce(struct vdev_coll_comm *c, enum vdev_reduce_op op,
+                                            float *buf, const int64_t *shape, int ndim,
+                                            enum vdev_status status, const char *why,
+                                            const char *what);
 
 #endif /* VDEV_COLL_HIER_H */

@@ -22,7 +22,8 @@
  * that follows is queued after it. Each element of an all-reduce is added
  * in the order the ring's and MPI's algorithms fix (never timing), and
  * every worker's leader divides the same bits, so every rank of every
- * worker gets the same bits. */
+ * worker gets the same bits. Last, the reductions of the host
+ * (vdev_coll_hier_host_reduce: the caller's thread, outside runs). */
 #define _GNU_SOURCE
 #include "coll/hier_impl.h"
 
@@ -98,7 +99,8 @@ static void divide(float *x, uint64_t n, float by)
 static enum vdev_status mpi_failed(struct hier *H, const char *what)
 {
     char msg[HIER_MSG];
-    snprintf(msg, sizeof msg, "%s on worker %d (%s): %s", what, H->me, H->task[H->me],
+    char me[160];
+    snprintf(msg, sizeof msg, "%s on %s: %s", what, vdev_hier_who(H, H->me, me, sizeof me),
              vdev_last_error());
     vdev_hier_spend(H, VDEV_ERR_BACKEND, msg);
     return vdev_error(VDEV_ERR_BACKEND, "%s", msg);
@@ -328,4 +330,65 @@ enum vdev_status vdev_hier_data(struct hier *H, int rank, const struct vdev_coll
     if (vdev_hier_check_spent(H, origin) != VDEV_OK)
         return vdev_last_status();
     return vdev_error(st, "%s", msg);
+}
+
+/* ---- reductions of the host ---- */
+
+enum vdev_status vdev_coll_hier_host_reduce(struct vdev_coll_comm *c, enum vdev_reduce_op op,
+                                            float *buf, const int64_t *shape, int ndim,
+                                            enum vdev_status status, const char *why,
+                                            const char *what)
+{
+    struct hier *H = vdev_hier_of(c);
+    if (!H)
+        return status == VDEV_OK ? VDEV_OK : vdev_error(status, "%s", why);
+    uint64_t n = ndim < 0 ? (uint64_t)shape[0] : 1; /* ndim -1: n = shape[0], unchecked */
+    for (int d = 0; d < ndim; d++)
+        n *= (uint64_t)shape[d];
+    pthread_mutex_lock(&H->lock);
+    struct hier_desc *p = &H->posted[0];
+    memset(p, 0, sizeof *p);
+    p->kind = HIER_KIND_HOST;
+    p->op = (int32_t)op;
+    p->total = status == VDEV_OK ? n : 0;
+    p->n_bufs = 1;
+    p->status = (int32_t)status;
+    if (status == VDEV_OK && ndim >= 0) { /* the value's dtype and shape, compared */
+        p->n_shapes = 1;
+        p->shape[0].ndim = ndim;
+        p->shape[0].dtype = VDEV_F32;
+        for (int d = 0; d < ndim && d < VDEV_MAX_DIMS; d++)
+            p->shape[0].dim[d] = shape[d];
+        p->digest = vdev_fnv1a(VDEV_FNV1A_START, &p->shape[0], sizeof p->shape[0]);
+    }
+    vdev_strlcpy(p->what, what, sizeof p->what);
+    if (status != VDEV_OK)
+        vdev_strlcpy(p->why, why, sizeof p->why);
+    pthread_mutex_unlock(&H->lock);
+    /* the other local ranks take no part: only rank 0's descriptor counts */
+    int go = vdev_hier_agree(H, 1, VDEV_OK, "", -1);
+    if (!go) {
+        pthread_mutex_lock(&H->lock);
+        enum vdev_status st = vdev_error(H->verdict, "%s", H->verdict_msg);
+        pthread_mutex_unlock(&H->lock);
+        return st;
+    }
+    char w[160];
+    snprintf(w, sizeof w, "%s across %d workers", what, H->n_workers);
+    if (vdev_mpi_allreduce(H->mpi, buf, n, VDEV_MPI_F32, VDEV_MPI_SUM, w) != VDEV_OK) {
+        char msg[HIER_MSG], me[160];
+        snprintf(msg, sizeof msg, "%s on %s: %s", what, vdev_hier_who(H, H->me, me, sizeof me),
+                 vdev_last_error());
+        vdev_hier_spend(H, VDEV_ERR_BACKEND, msg);
+        return vdev_error(VDEV_ERR_BACKEND, "%s", msg);
+    }
+    return VDEV_OK;
+}
+
+enum vdev_status vdev_coll_hier_host_all_reduce(struct vdev_coll_comm *c, float *buf,
+                                                uint64_t n, enum vdev_status status,
+                                                const char *why, const char *what)
+{
+    int64_t shape[1] = {(int64_t)n};
+    return vdev_coll_hier_host_reduce(c, VDEV_REDUCE_SUM, buf, shape, -1, status, why, what);
 }

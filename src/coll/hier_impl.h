@@ -52,6 +52,7 @@ struct hier_record {
     uint64_t call;                  /* its calls so far */
     struct hier_desc d;
     char task[HIER_TASK];
+    char cluster[HIER_TASK];        /* HIER_MAKE: the cluster it reads, as messages name it */
 };
 
 struct hier {
@@ -82,6 +83,11 @@ struct hier {
  * or "<kind> (call K)" when what is NULL or "". */
 const char *vdev_hier_call_name(int kind, const char *what, uint64_t call, char *buf,
                                 size_t cap);
+/* Worker w as messages name it, into buf: "worker 1
+ * (/job:worker/replica:0/task:1)" when w is worker task w, else "process 0
+ * (/job:chief/replica:0/task:0)" (in a cluster with a chief, MPI rank w is
+ * not worker task w). */
+const char *vdev_hier_who(const struct hier *H, int w, char *buf, size_t cap);
 /* The descriptor of a call (zeroed first). */
 void vdev_hier_desc_fill(struct hier_desc *d, const struct vdev_coll_call *c);
 
@@ -91,6 +97,8 @@ void vdev_hier_desc_fill(struct hier_desc *d, const struct vdev_coll_call *c);
  * verdict. Returns 1 when the data may move (the verdict is good). */
 int vdev_hier_agree(struct hier *H, int n_local, enum vdev_status local, const char *local_msg,
                     int local_origin);
+/* The hierarchical communicator behind c, NULL for another kind. */
+struct hier *vdev_hier_of(const struct vdev_coll_comm *c);
 /* Spends the communicator (and MPI for the job) with code and message, and
  * fails the local ranks' ring calls at once. Idempotent. */
 void vdev_hier_spend(struct hier *H, enum vdev_status code, const char *msg);

@@ -61,8 +61,20 @@ VDEV_API enum vdev_status vdev_multi_worker_mirrored_strategy_new(const char *co
     /* With a cluster, one process per chief and worker task (ps tasks were
      * refused above); without one, every process of the launch is a worker. */
     int n_tasks = cv.n[VDEV_JOB_CHIEF] + cv.n[VDEV_JOB_WORKER];
+    /* The cluster as every process must read it: "a cluster of 1 chief task
+     * and 2 worker tasks" (compared across the processes, named in the
+     * error). */
+    char cluster[96] = "a cluster of ";
+    size_t k0 = strlen(cluster), k = k0;
+    for (int j = 0; j < VDEV_JOB_COUNT; j++)
+        if (cv.n[j] > 0 && k < sizeof cluster)
+            k += (size_t)snprintf(cluster + k, sizeof cluster - k, "%s%d %s task%s",
+                                  k > k0 ? " and " : "", cv.n[j], vdev_cluster_job_name(j),
+                                  cv.n[j] == 1 ? "" : "s");
+    if (k == k0)
+        vdev_strlcpy(cluster, "no cluster", sizeof cluster);
     enum vdev_status st =
-        vdev_coll_hier_make(devs, n_devs, cv.name, n_tasks, status, why, &comm);
+        vdev_coll_hier_make(devs, n_devs, cv.name, n_tasks, cluster, status, why, &comm);
     if (st != VDEV_OK)
         return st;
     return vdev_strat_make(devs, n_devs, comm, out);

@@ -143,33 +143,52 @@ static int worker_of(const struct vdev_coll_comm *c, int g)
 
 static const char *who(const struct vdev_coll_comm *c, int g, int replica, char *buf, size_t cap)
 {
-    int w = worker_of(c, g);
-    if (replica)
-        snprintf(buf, cap, "replica %d on worker %d (%s)", g, w, vdev_coll_hier_task(c, w));
+    int k = replica ? snprintf(buf, cap, "replica %d on ", g) : 0;
+    if (k < 0 || (size_t)k >= cap)
+        return buf;
+    vdev_coll_hier_who(c, worker_of(c, g), buf + k, cap - (size_t)k);
+    return buf;
+}
+
+/* "rows 24-35", "no rows" (from off, rows of them), into buf. */
+static const char *rows_str(int64_t off, int64_t rows, char *buf, size_t cap)
+{
+    if (rows > 0)
+        snprintf(buf, cap, "rows %lld-%lld", (long long)off, (long long)(off + rows - 1));
     else
-        snprintf(buf, cap, "worker %d (%s)", w, vdev_coll_hier_task(c, w));
+        snprintf(buf, cap, "no rows");
     return buf;
 }
 
 /* A multi-worker strategy's check that every replica of every worker passes
- * a global batch of the same rows (vdev/multiworker.h): an all-gather of
- * each replica's row count, so every replica reaches the same verdict from
- * the same numbers. status/why: this replica's own failure (its batch
- * unusable), which fails the call on every replica instead. VDEV_OK, or
- * the error (VDEV_ERR_INVALID_ARG for batches of different sizes). */
+ * a global batch of the same rows (vdev/multiworker.h), and that the
+ * workers split it the same way (each row goes to one replica: workers
+ * whose batch proportions differ would leave rows to none, or give them to
+ * two): an all-gather of each replica's row count and of the rows it takes,
+ * so every replica reaches the same verdict from the same numbers.
+ * status/why: this replica's own failure (its batch unusable), which fails
+ * the call on every replica instead. VDEV_OK, or the error
+ * (VDEV_ERR_INVALID_ARG for batches of different sizes or splits). */
 static enum vdev_status same_batch_everywhere(struct vdev_rep *r, int64_t B,
                                               enum vdev_status status, const char *why)
 {
     const char *fn = "vdev_replica_batch";
     struct vdev_coll_comm *c = r->s->comm;
     int n = r->s->n_global;
-    /* B in two 31-bit halves: int32 is the one integer dtype */
-    int32_t mine[2] = {(int32_t)(B & 0x7fffffff), (int32_t)(B >> 31)}, *all = NULL;
+    /* B, then the offset and count of this replica's rows, each in two
+     * 31-bit halves: int32 is the one integer dtype */
+    int64_t off = 0, rows = 0;
+    if (status == VDEV_OK)
+        vdev_strat_split(r->s, r->gid, B, &off, &rows);
+    int32_t mine[6] = {(int32_t)(B & 0x7fffffff),   (int32_t)(B >> 31),
+                       (int32_t)(off & 0x7fffffff), (int32_t)(off >> 31),
+                       (int32_t)(rows & 0x7fffffff), (int32_t)(rows >> 31)},
+            *all = NULL;
     vdev_tensor_t *in = NULL, *out = NULL;
     struct vdev_tens *t[2] = {NULL, NULL};
     char msg[512];
     if (status == VDEV_OK) {
-        int64_t s_in[1] = {2}, s_out[1] = {2 * (int64_t)n};
+        int64_t s_in[1] = {6}, s_out[1] = {6 * (int64_t)n};
         const char *tag = vdev_tensor_op_tag;
         vdev_tensor_op_tag = "ReplicaBatch";
         vdev_placement_push_dev(r->dev);
@@ -193,10 +212,11 @@ static enum vdev_status same_batch_everywhere(struct vdev_rep *r, int64_t B,
                    status ? why : NULL);
     if (st == VDEV_OK)
         st = vdev_tensor_to_host(out, all, (size_t)n * sizeof mine);
+#define AT(g, k) (((int64_t)all[6 * (g) + 2 * (k) + 1] << 31) | all[6 * (g) + 2 * (k)])
     if (st == VDEV_OK) {
-        int64_t b0 = ((int64_t)all[1] << 31) | all[0];
+        int64_t b0 = AT(0, 0);
         for (int g = 1; g < n; g++) {
-            int64_t bg = ((int64_t)all[2 * g + 1] << 31) | all[2 * g];
+            int64_t bg = AT(g, 0);
             if (bg == b0)
                 continue;
             /* name workers; replicas where the two are on one worker */
@@ -215,6 +235,28 @@ static enum vdev_status same_batch_everywhere(struct vdev_rep *r, int64_t B,
             break;
         }
     }
+    /* Each replica's rows begin where the previous replica's end: a
+     * replica whose worker splits the batch another way does not. (Within
+     * a worker the split is one, so the pair spans two workers.) */
+    for (int g = 1; st == VDEV_OK && g < n; g++) {
+        int64_t end = AT(g - 1, 1) + AT(g - 1, 2), og = AT(g, 1), rg = AT(g, 2);
+        if (og == end)
+            continue;
+        char a[160], b[160], ra[48], rb[48];
+        if (worker_of(c, r->gid) != worker_of(c, g))
+            r->derived = 1;
+        int64_t lo = og < end ? og : end, hi = og < end ? end : og;
+        st = vdev_error(VDEV_ERR_INVALID_ARG,
+                        "%s: %s takes %s of the global batch of %lld rows but %s %s: rows "
+                        "%lld-%lld would go to %s; every worker splits the batch the same way "
+                        "(the same vdev_strategy_set_batch_proportions on every worker, or "
+                        "none)",
+                        fn, who(c, g - 1, 1, a, sizeof a),
+                        rows_str(AT(g - 1, 1), AT(g - 1, 2), ra, sizeof ra), (long long)AT(0, 0),
+                        who(c, g, 1, b, sizeof b), rows_str(og, rg, rb, sizeof rb), (long long)lo,
+                        (long long)(hi - 1), og > end ? "no replica" : "two replicas");
+    }
+#undef AT
     enum vdev_status keep = vdev_last_status();
     vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
     vdev_tensor_free(in);

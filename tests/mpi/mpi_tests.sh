@@ -12,13 +12,18 @@
 #             differ in size (48 and 40 rows) fail the step on every worker
 #             with a message naming both sizes and both workers, and so
 #             does a step where worker 1 skips apply_gradients, or passes
-#             an all-reduce a tensor of another shape: every worker's
+#             an all-reduce a tensor of another shape, or (a step each)
+#             splits the batch in other proportions, all-reduces with
+#             another op or an int32 tensor, returns a code without a
+#             message, or reduces (vdev_strategy_reduce) a value of another
+#             shape of as many elements or with another op: every worker's
 #             message leads with worker 1, and names the API call;
 #   cluster   every malformed cluster file is rejected at start-up by every
 #             process with the same message, and so are (when making a
 #             multi-worker strategy) a cluster with more tasks than
 #             processes, two processes given the same task, and a chief
-#             (or, in a cluster without one, worker 0) that is not rank 0;
+#             (or, in a cluster without one, worker 0) that is not rank 0,
+#             and processes given different clusters (each its own chief);
 #   failure   a worker killed mid-training ends the job with an error within
 #             10 s; a restart resumes from the chief's checkpoint with the
 #             losses of an uninterrupted run, bit for bit; a worker that
@@ -118,9 +123,31 @@ EOF
   want_batch='VDEV_ERR_INVALID_ARG replica 2 (/job:worker/replica:0/task:1/device:GPU:0): vdev_replica_batch: worker 0 (/job:worker/replica:0/task:0) passes a global batch of 48 rows but worker 1 (/job:worker/replica:0/task:1) one of 40 rows; every worker passes the same global batch (each replica takes its rows of it)'
   want_skip='VDEV_ERR_INVALID_ARG worker 1 (/job:worker/replica:0/task:1) finished its step without making vdev_replica_apply_gradients (all-reduce, call N), which worker 0 (/job:worker/replica:0/task:0) made; every worker must make the same collective calls in the same order'
   want_shape='VDEV_ERR_INVALID_ARG replica 2 (/job:worker/replica:0/task:1/device:GPU:0): Shape mismatch in the collective instance N. Op at worker 1 (/job:worker/replica:0/task:1) expected shape [3] but another member in the group expected shape [4]. This is likely due to different input shapes at different members of the collective op.'
+  # then worker 1 splits the batch 3:1:1:1 and worker 0 evenly, all-reduces
+  # with MEAN (worker 0 SUM), all-reduces an int32 tensor, returns a code
+  # with no message; then vdev_strategy_reduce of [3,2] against [2,3], and
+  # with MEAN against SUM: each refused on every worker, worker 1 first
+  local w1='worker 1 (/job:worker/replica:0/task:1)' w0='worker 0 (/job:worker/replica:0/task:0)'
+  local r2='replica 2 (/job:worker/replica:0/task:1/device:GPU:0)'
+  local want_more=(
+    "VDEV_ERR_INVALID_ARG $r2: vdev_replica_batch: replica 1 on $w0 takes rows 12-23 of the global batch of 48 rows but replica 2 on $w1 rows 32-39: rows 24-31 would go to no replica; every worker splits the batch the same way (the same vdev_strategy_set_batch_proportions on every worker, or none)"
+    "VDEV_ERR_INVALID_ARG $r2: vdev_replica_all_reduce (all-reduce, call N): $w1 called vdev_replica_all_reduce (all-reduce, MEAN, 1 tensor, root 0) but $w0 called vdev_replica_all_reduce (all-reduce, SUM, 1 tensor, root 0); every worker must make the same collective calls in the same order"
+    "VDEV_ERR_INVALID_ARG $r2: $w1: vdev_replica_all_reduce (all-reduce, call N): its $r2: vdev_replica_all_reduce: tensor #0 is int32; all-reduce takes float tensors"
+    "VDEV_ERR_INVALID_ARG $r2: the step function returned VDEV_ERR_INVALID_ARG without a message"
+    "VDEV_ERR_SHAPE vdev_strategy_reduce: replica 2's value is float of shape[3,2] but replica 0's is float of shape[2,3] (replica 2 is on $w1, replica 0 on $w0)"
+    "VDEV_ERR_INVALID_ARG vdev_strategy_reduce: $w1 reduces with MEAN but $w0 with SUM; every worker reduces with the same op")
+  local what_more=("batch proportions 3:1:1:1 against 1:1:1:1" "an all-reduce with MEAN against SUM"
+    "an all-reduce of int32 on worker 1" "a step that returns a code without a message"
+    "vdev_strategy_reduce of [3,2] against [2,3]" "vdev_strategy_reduce with MEAN against SUM")
   for w in 0 1; do
     sed -E 's/call [0-9]+\)/call N)/; s/instance [0-9]+\./instance N./' "$work/w22/mismatch.$w" \
       >"$work/w22/mismatch_n.$w" 2>/dev/null
+    local i
+    for i in 0 1 2 3 4 5; do
+      got=$(sed -n "$((i + 4))p" "$work/w22/mismatch_n.$w")
+      if [ "$got" = "${want_more[$i]}" ]; then pass "${what_more[$i]}: refused on worker $w"
+      else fail "worker $w, ${what_more[$i]}: '$got'"; fi
+    done
     local got
     got=$(sed -n 1p "$work/w22/mismatch_n.$w")
     if [ "$got" = "$want_batch" ]; then pass "global batches of 48 and 40 rows: refused on worker $w, naming both"
@@ -166,6 +193,10 @@ t_cluster() {
   printf '%s\n' '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 1}}' \
     '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}}' \
     >"$work/cases/11b-worker0-second.tfconfig"
+  # two processes given different clusters: each would be the chief of its own
+  printf '%s\n' '{"cluster": {"chief": ["a:1"], "worker": ["b:1"]}, "task": {"type": "chief", "index": 0}}' \
+    '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}}' \
+    >"$work/cases/11c-two-clusters.tfconfig"
   # parameter servers: a worker index past the number of processes (it once
   # read and wrote past an array of one slot per process)
   echo '{"cluster": {"chief": ["a:1"], "worker": ["b:1", "c:1", "d:1"], "ps": ["e:1"]}, "task": {"type": "worker", "index": 2}}' \
@@ -191,6 +222,9 @@ t_cluster() {
   grep -qxF '11b-worker0-second.tfconfig VDEV_ERR_CONFIG worker 0 (/job:worker/replica:0/task:0), the chief of a cluster without a chief task, is MPI rank 1; replica 0, whose values a broadcast from root 0 gives every replica, is rank 0'"'"'s: launch worker 0 as rank 0 (first in the TF_CONFIG order, or give no task: rank 0 is then worker 0)' \
     "$work/res/cases.0" && pass "without a chief, a worker 0 that is not rank 0 is refused" ||
     fail "11b-worker0-second.tfconfig: $(grep 11b- "$work/res/cases.0")"
+  grep -qxF '11c-two-clusters.tfconfig VDEV_ERR_CONFIG process 1 (/job:worker/replica:0/task:0) reads a cluster of 2 worker tasks but process 0 (/job:chief/replica:0/task:0) a cluster of 1 chief task and 1 worker task; give every process the same cluster (TF_CONFIG'"'"'s "cluster", or VDEV_CLUSTER_CONFIG)' \
+    "$work/res/cases.0" && pass "processes given different clusters are refused, naming both" ||
+    fail "11c-two-clusters.tfconfig: $(grep 11c- "$work/res/cases.0")"
   grep -qxF '12-count.ps.tfconfig VDEV_ERR_CONFIG vdev_ps_strategy_new: the job has 2 processes, the cluster 5 tasks; launch one process per task' \
     "$work/res/cases.0" && pass "parameter servers: too few processes refused before the roles" ||
     fail "12-count.ps.tfconfig: $(grep 12- "$work/res/cases.0")"

@@ -15,7 +15,14 @@
  *                       others, then one where worker 1 skips
  *                       vdev_replica_apply_gradients, then one where its
  *                       vdev_replica_all_reduce passes a tensor of another
- *                       shape: the status and message of each run, a line each
+ *                       shape, then with worker 1's batch proportions
+ *                       3:1:1:1 and the others' even, then an all-reduce
+ *                       with MEAN on worker 1, then one of an int32
+ *                       tensor there, then a step where worker 1 returns
+ *                       VDEV_ERR_INVALID_ARG with no message; then
+ *                       vdev_strategy_reduce of [3,2] on worker 1 and [2,3]
+ *                       on the others, and one with MEAN on worker 1: the
+ *                       status and message of each, a line each
  * <task> is "reference", or the worker's task index.
  *
  * Options: --steps N (20), --replicas R (local devices GPU:0..R-1; 1),
@@ -174,6 +181,54 @@ static enum vdev_status step_other_shape(vdev_replica_context_t *ctx, void *u)
     return t ? vdev_replica_all_reduce(ctx, VDEV_REDUCE_SUM, &t, 1, &sum) : vdev_last_status();
 }
 
+/* --mismatch: an all-reduce with MEAN on worker 1, SUM on the others. */
+static enum vdev_status step_other_op(vdev_replica_context_t *ctx, void *u)
+{
+    (void)u;
+    int64_t shape[1] = {4};
+    vdev_tensor_t *t = vdev_tensor_ones(shape, 1, VDEV_F32), *sum = NULL;
+    enum vdev_reduce_op op = worker_index == 1 ? VDEV_REDUCE_MEAN : VDEV_REDUCE_SUM;
+    return t ? vdev_replica_all_reduce(ctx, op, &t, 1, &sum) : vdev_last_status();
+}
+
+/* --mismatch: an all-reduce of an int32 tensor on worker 1, of a float one
+ * on the others. */
+static enum vdev_status step_other_dtype(vdev_replica_context_t *ctx, void *u)
+{
+    (void)u;
+    int64_t shape[1] = {4};
+    vdev_tensor_t *t = vdev_tensor_ones(shape, 1, worker_index == 1 ? VDEV_I32 : VDEV_F32);
+    vdev_tensor_t *sum = NULL;
+    return t ? vdev_replica_all_reduce(ctx, VDEV_REDUCE_SUM, &t, 1, &sum) : vdev_last_status();
+}
+
+/* --mismatch: worker 1's step returns an error code and sets no message. */
+static enum vdev_status step_bare_code(vdev_replica_context_t *ctx, void *u)
+{
+    (void)ctx;
+    (void)u;
+    return worker_index == 1 ? VDEV_ERR_INVALID_ARG : VDEV_OK;
+}
+
+/* --mismatch: vdev_strategy_reduce of ones of shape [2,3] on worker 0 and
+ * [3,2] on worker 1 (same element count) with op, or of [2] with SUM on
+ * worker 0 and MEAN on worker 1; "status message" into f. */
+static void reduce_case(vdev_strategy_t *s, int other_op, FILE *f)
+{
+    vdev_tensor_t *v[MM_MAX_REPLICAS];
+    int local = vdev_strategy_num_local_replicas(s);
+    int64_t shape[2] = {worker_index == 1 && !other_op ? 3 : 2, worker_index == 1 ? 2 : 3};
+    for (int i = 0; i < local; i++)
+        v[i] = vdev_tensor_ones(shape, other_op ? 1 : 2, VDEV_F32);
+    enum vdev_reduce_op op = other_op && worker_index == 1 ? VDEV_REDUCE_MEAN : VDEV_REDUCE_SUM;
+    vdev_tensor_t *r = vdev_strategy_reduce(s, op, v);
+    enum vdev_status st = r ? VDEV_OK : vdev_last_status();
+    fprintf(f, "%s %s\n", vdev_status_str(st), r ? "" : vdev_last_error());
+    vdev_tensor_free(r);
+    for (int i = 0; i < local; i++)
+        vdev_tensor_free(v[i]);
+}
+
 /* The sum of the replicas' losses, read on the host. */
 static float global_loss(vdev_strategy_t *s, vdev_tensor_t **losses)
 {
@@ -306,6 +361,23 @@ static int train(const struct opts *o)
             if (i == 0)
                 mm_batch(&m, 48, 99);
         }
+        /* worker 1 splits the batch 3:1:1:1, the others evenly: its
+         * replicas' rows would leave rows 24-31 to no replica */
+        double even[4] = {1, 1, 1, 1}, other[4] = {3, 1, 1, 1};
+        if (vdev_strategy_set_batch_proportions(s, task.index == 1 ? other : even,
+                                                vdev_strategy_num_replicas_in_sync(s)) != VDEV_OK)
+            return die("the batch proportions");
+        vdev_replica_fn more[4] = {mm_step, step_other_op, step_other_dtype, step_bare_code};
+        for (int i = 0; i < 4; i++) {
+            enum vdev_status st = vdev_strategy_run(s, more[i], &m, losses);
+            fprintf(mf, "%s %s\n", vdev_status_str(st), st == VDEV_OK ? "" : vdev_last_error());
+            if (st == VDEV_OK && i == 0)
+                global_loss(s, losses);
+            if (i == 0 && vdev_strategy_set_batch_proportions(s, NULL, 0) != VDEV_OK)
+                return die("the batch proportions");
+        }
+        reduce_case(s, 0, mf);
+        reduce_case(s, 1, mf);
         fclose(mf);
     }
     mm_free(&m, MM_MAX_REPLICAS);
