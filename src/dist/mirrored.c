@@ -73,10 +73,11 @@ static void run_replica(struct vdev_rep *r)
     }
     if (st != VDEV_OK) {
         r->st = st;
-        vdev_strlcpy(r->msg, vdev_last_status() == st && vdev_last_error()[0]
-                                 ? vdev_last_error()
-                                 : vdev_status_str(st),
-                     sizeof r->msg);
+        if (vdev_last_status() == st && vdev_last_error()[0])
+            vdev_strlcpy(r->msg, vdev_last_error(), sizeof r->msg);
+        else
+            snprintf(r->msg, sizeof r->msg, "the step function returned %s without a message",
+                     vdev_status_str(st));
         /* peers waiting for this replica in a collective fail now */
         s->comm->ops->abort(s->comm->ctx, r->id, st, r->msg);
         if (r->result) {
@@ -545,7 +546,9 @@ static vdev_tensor_t *reduce_across(struct vdev_strat *s, enum vdev_reduce_op op
     }
     if (status != VDEV_OK)
         vdev_strlcpy(why, vdev_last_error(), sizeof why);
-    enum vdev_status st = vdev_coll_hier_host_all_reduce(s->comm, h, n, status, why, fn);
+    /* every worker reduces with the same op, values of the same shape */
+    enum vdev_status st =
+        vdev_coll_hier_host_reduce(s->comm, op, h, shape, ndim, status, why, fn);
     vdev_tensor_t *out = NULL;
     if (st == VDEV_OK) {
         if (op == VDEV_REDUCE_MEAN)
