@@ -232,6 +232,8 @@ int vdev_example_mirrored(int argc, char **argv)
         if (vdev_strategy_run(s, step, &j, losses) != VDEV_OK)
             DIE("training");
         vdev_tensor_t *total = vdev_strategy_reduce(s, VDEV_REDUCE_SUM, losses);
+        if (!total) /* vdev_tensor_item(NULL) would be NaN: a loss, not an error */
+            DIE("reducing the losses");
         last = vdev_tensor_item(total); /* waits for every replica's step */
         if (!j.want_losses)
             t_mirrored += vdev_clock_seconds() - t0;

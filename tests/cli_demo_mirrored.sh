@@ -120,4 +120,16 @@ want=$(expect_direction)
 [ "$(grep '^Loss ' <<<"$out")" = "$want" ] && has "$want" "Loss stayed at " && ok ||
   bad "one step: '$(grep '^Loss ' <<<"$out")', expected '$want'"
 
+# Under the strict placement policy the strategy's own moves between devices
+# are explicit copies (TensorFlow's strategy makes them under any policy): the
+# same losses as under the copy policy, not NaN from a reduce that failed.
+VDEV_SIM_GPUS=3x1GiB run demo --mirrored --batch 30 --steps 3
+copy_lines=$(grep -E '^(step |Loss |One GPU)' <<<"$out")
+VDEV_SIM_GPUS=3x1GiB VDEV_PLACEMENT=strict run demo --mirrored --batch 30 --steps 3
+[ $rc -eq 0 ] && ok || bad "strict: exit $rc: $err"
+[ -z "$err" ] && ok || bad "strict: stderr: $err"
+has "$out" "nan" && bad "strict: a NaN: $out" || ok
+[ "$(grep -E '^(step |Loss |One GPU)' <<<"$out")" = "$copy_lines" ] && [ -n "$copy_lines" ] && ok ||
+  bad "strict: not the copy policy's losses: $out (copy: $copy_lines)"
+
 finish

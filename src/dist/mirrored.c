@@ -484,7 +484,9 @@ VDEV_API enum vdev_status vdev_strategy_run(vdev_strategy_t *h, vdev_replica_fn 
 /* ---- reduce ---- */
 
 /* The sum (or mean) over this process's replicas, in replica order, on dev:
- * a new tensor of the current scope, NULL on error. */
+ * a new tensor of the current scope, NULL on error. Each value is copied to
+ * dev first (Identity, the explicit copy), as TensorFlow's strategy moves
+ * them itself: so the adds run under any placement policy, strict too. */
 static vdev_tensor_t *local_reduce(const struct vdev_strat *s, enum vdev_reduce_op op,
                                    vdev_tensor_t *const *per_replica, struct vdev_ldev *dev)
 {
@@ -495,7 +497,7 @@ static vdev_tensor_t *local_reduce(const struct vdev_strat *s, enum vdev_reduce_
     vdev_placement_push_dev(dev);
     vdev_tensor_t *acc = vdev_identity(per_replica[0]);
     for (int i = 1; i < s->n; i++)
-        acc = vdev_add(acc, per_replica[i]);
+        acc = vdev_add(acc, vdev_identity(per_replica[i]));
     if (op == VDEV_REDUCE_MEAN && s->n_global > 1)
         acc = vdev_div(acc, vdev_tensor_fill(NULL, 0, VDEV_F32, (double)s->n_global));
     vdev_placement_pop_dev();
