@@ -171,6 +171,13 @@ has "$out" "capped at the CPUs" && bad "devices: a budget of 2 said capped: $out
 OPENBLAS_NUM_THREADS=4096 run devices
 has "$out" "budget for products 4096 (OPENBLAS_NUM_THREADS=4096, OMP_NUM_THREADS unset), capped at the CPUs" &&
   ok || bad "devices: a budget of 4096 not said capped: $out"
+# any whole number is a budget (no hidden upper bound): capped, not ignored
+OMP_NUM_THREADS=5000 run devices
+has "$out" "budget for products 5000 (OPENBLAS_NUM_THREADS unset, OMP_NUM_THREADS=5000), capped at the CPUs" &&
+  [ -z "$err" ] && ok || bad "devices: a budget of 5000: $out $err"
+OPENBLAS_NUM_THREADS=99999999999999999999 run devices
+has "$out" "budget for products 2147483647 (OPENBLAS_NUM_THREADS=99999999999999999999, OMP_NUM_THREADS unset), capped at the CPUs" &&
+  [ -z "$err" ] && ok || bad "devices: a budget beyond an int: $out $err"
 env -u VDEV_SIM_GPUS VDEV_DETERMINISTIC=1 OPENBLAS_NUM_THREADS=2 "$vdev" devices \
   >"$tmp/out" 2>"$tmp/err"; rc=$?; out=$(cat "$tmp/out")
 [ $rc -eq 0 ] && ok || bad "devices under VDEV_DETERMINISTIC=1: exit $rc"

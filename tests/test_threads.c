@@ -32,6 +32,7 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -82,7 +83,12 @@ static void parse_counts(void)
     CHECK(vdev_threads_parse_count("-2") == 0);
     CHECK(vdev_threads_parse_count("two") == 0);
     CHECK(vdev_threads_parse_count("2x") == 0);
-    CHECK(vdev_threads_parse_count("99999") == 0);
+    /* above the CPUs is not malformed: a ceiling, capped where it is used */
+    CHECK(vdev_threads_parse_count("5000") == 5000);
+    CHECK(vdev_threads_parse_count("2147483647") == INT_MAX);
+    CHECK(vdev_threads_parse_count("2147483648") == INT_MAX);
+    CHECK(vdev_threads_parse_count("99999999999999999999,2") == INT_MAX);
+    CHECK(vdev_threads_parse_count("00012") == 12);
 }
 
 static void cgroups(void)

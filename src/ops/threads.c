@@ -96,13 +96,20 @@ int vdev_threads_parse_count(const char *v)
         v++;
     if (!isdigit((unsigned char)*v))
         return 0;
-    char *end;
-    long n = strtol(v, &end, 10);
+    /* Any whole number: the count is a ceiling, capped at the CPUs where it
+     * is used (as OpenBLAS caps its threads), so one beyond an int (even
+     * beyond 64 bits) is read as INT_MAX, not refused. */
+    int n = 0;
+    const char *end = v;
+    for (; isdigit((unsigned char)*end); end++) {
+        int d = *end - '0';
+        n = n > (INT_MAX - d) / 10 ? INT_MAX : n * 10 + d;
+    }
     while (isspace((unsigned char)*end))
         end++;
-    if ((*end && *end != ',') || n < 1 || n > 4096)
+    if ((*end && *end != ',') || n < 1)
         return 0;
-    return (int)n;
+    return n;
 }
 
 /* The quota in whole CPUs from one cgroup folder: v2's cpu.max ("max 100000"
