@@ -311,8 +311,7 @@ static void test_env_min_sys(void)
         EXPECT_ENV_ERROR("1x16GiB", "TF_DEVICE_MIN_SYS_MEMORY_IN_MB", bad[i], msg);
     }
     EXPECT_ENV_ERROR("1x16GiB", "TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "99999999999999999999",
-                     "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"99999999999999999999\" is not a whole "
-                     "number");
+                     "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"99999999999999999999\" is too large");
     EXPECT_ENV_ERROR("1x16GiB", "TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "17592186044416",
                      "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"17592186044416\" is too large");
     EXPECT_ENV_ERROR("1x16GiB", "TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "16384",

@@ -500,11 +500,12 @@ enum vdev_status vdev_env_min_sys(uint64_t *out, int *set)
     char *end;
     errno = 0;
     long long mb = isdigit((unsigned char)v[0]) ? strtoll(v, &end, 10) : -1;
-    if (mb < 0 || *end || errno)
+    if (mb < 0 || *end)
         return vdev_error(VDEV_ERR_CONFIG,
                           "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"%s\" is not a whole number of MiB >= 0",
                           v);
-    if ((unsigned long long)mb > (UINT64_MAX >> 20))
+    /* digits only: ERANGE is a whole number beyond 64 bits, too large as well */
+    if (errno == ERANGE || (unsigned long long)mb > (UINT64_MAX >> 20))
         return vdev_error(VDEV_ERR_CONFIG, "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"%s\" is too large", v);
     *out = (uint64_t)mb << 20;
     *set = 1;
