@@ -214,6 +214,12 @@ static void test_env_logical(void)
         {"0:banana", "VDEV_LOGICAL_DEVICES=\"0:banana\": bad limit 'banana' for GPU 0"},
         {"0:100", "limit '100' for GPU 0 is 100 bytes, less than 1 MiB (did you mean 100MiB?)"},
         {"0:-1GiB", "bad limit '-1GiB' for GPU 0"},
+        {"0:1e3MiB", "VDEV_LOGICAL_DEVICES=\"0:1e3MiB\": bad limit '1e3MiB' for GPU 0 (a size "
+                     "such as 4GiB)"},
+        {"0:99999999TiB", "VDEV_LOGICAL_DEVICES=\"0:99999999TiB\": limit '99999999TiB' for GPU "
+                          "0 is too large"},
+        {"0:1GiB..99999999999999999999", "VDEV_LOGICAL_DEVICES=\"0:1GiB..99999999999999999999\": "
+                                         "ceiling '99999999999999999999' for GPU 0 is too large"},
         {"", "VDEV_LOGICAL_DEVICES is empty (expected e.g. 0:4GiB,2GiB;1:3GiB)"},
         {"0:4GiB;", "VDEV_LOGICAL_DEVICES=\"0:4GiB;\": bad part ''"},
         {";0:4GiB", "bad part ''"},

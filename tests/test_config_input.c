@@ -93,16 +93,18 @@ static void test_whole_bytes(void)
                "VDEV_LOGICAL_DEVICES=\"0:1GiB,1.0000001GiB\": limit '1.0000001GiB' for GPU 0 is "
                "not a whole number of bytes (a fraction needs a unit that makes it whole, e.g. "
                "1.5GiB)");
+    /* no exponents: a size is a whole number or a decimal */
     EXPECT_ENV("1x16GiB", "VDEV_LOGICAL_DEVICES", "0:1.5e-3GiB",
-               "VDEV_LOGICAL_DEVICES=\"0:1.5e-3GiB\": limit '1.5e-3GiB' for GPU 0 is not a "
-               "whole number of bytes (a fraction needs a unit that makes it whole, e.g. "
-               "1.5GiB)");
+               "VDEV_LOGICAL_DEVICES=\"0:1.5e-3GiB\": bad limit '1.5e-3GiB' for GPU 0 (a size "
+               "such as 4GiB)");
+    EXPECT_ENV("1x16GiB", "VDEV_LOGICAL_DEVICES", "0:2e6",
+               "VDEV_LOGICAL_DEVICES=\"0:2e6\": bad limit '2e6' for GPU 0 (a size such as 4GiB)");
     EXPECT_ENV("1x16GiB", "VDEV_LOGICAL_DEVICES", "0:1.5x",
                "VDEV_LOGICAL_DEVICES=\"0:1.5x\": bad limit '1.5x' for GPU 0 (a size such as "
                "4GiB)");
     /* Fractions that a unit makes whole are fine. */
     check_fresh("1x16GiB");
-    setenv("VDEV_LOGICAL_DEVICES", "0:1.5GiB,2.5MiB,0.25GB,1.000000000GiB,2e6,0.5e1MiB", 1);
+    setenv("VDEV_LOGICAL_DEVICES", "0:1.5GiB,2.5MiB,0.25GB,1.000000000GiB,2000000,5.0MiB", 1);
     CHECK_OK(vdev_init());
     CHECK(limit_of("GPU:0") == 3 * GiB / 2);
     CHECK(limit_of("GPU:1") == 5 * MiB / 2);

@@ -125,7 +125,10 @@ static void test_spec_malformed(void)
         {"2x1GiB 1x1GiB", "bad size in '2x1GiB 1x1GiB'"},
         {"1x1x1GiB", "bad size in '1x1x1GiB'"},
         {"2x0x10MiB", "bad size in '2x0x10MiB'"},
-        {"2x99999999999TiB", "bad size in '2x99999999999TiB'"},
+        {"2x99999999999TiB", "VDEV_SIM_GPUS=\"2x99999999999TiB\": size in '2x99999999999TiB' is "
+                             "too large"},
+        {"99999999999999999999", "size in '99999999999999999999' is too large"},
+        {"3x1e3MiB", "VDEV_SIM_GPUS=\"3x1e3MiB\": bad size in '3x1e3MiB' (expected"},
         {"0", "size in '0' is below the smallest card of 1 MiB"},
         {"3x16", "VDEV_SIM_GPUS=\"3x16\": size in '3x16' is below the smallest card of 1 MiB (a "
                  "size without a unit is bytes: 16GiB for gibibytes)"},

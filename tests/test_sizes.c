@@ -5,7 +5,7 @@
  * and buffers too small for the text (truncated, always terminated, never
  * written past `cap`; cap 0 and a NULL buffer write nothing). Parsing: what
  * formatting prints reads back within its rounding, and sizes that do not fit
- * in 64 bits are errors that name the text.
+ * in 64 bits (whole part or fraction) are errors that name the text.
  */
 #include "check.h"
 
@@ -72,10 +72,17 @@ static void test_parse(void)
     CHECK_STR(vdev_last_error(), "'16777216TiB' is too large");
     CHECK_OK(vdev_parse_bytes("16777215TiB", &v));
     CHECK_EQ_U64(v, 16777215ull << 40);
-    CHECK_STATUS(vdev_parse_bytes("17e6TiB", &v), VDEV_ERR_PARSE);
-    CHECK_STR(vdev_last_error(), "'17e6TiB' is too large");
+    CHECK_STATUS(vdev_parse_bytes("17000000TiB", &v), VDEV_ERR_PARSE);
+    CHECK_STR(vdev_last_error(), "'17000000TiB' is too large");
+    CHECK_STATUS(vdev_parse_bytes("16777215.9999999TiB", &v), VDEV_OK);
+    CHECK(v > (16777215ull << 40) + (1ull << 39)); /* .99...: most of a TiB more */
+    CHECK_STATUS(vdev_parse_bytes("18446744073709551615.5", &v), VDEV_OK);
+    CHECK_EQ_U64(v, UINT64_MAX);
+    CHECK_STATUS(vdev_parse_bytes("99999999999999999999.5KB", &v), VDEV_ERR_PARSE);
+    CHECK_STR(vdev_last_error(), "'99999999999999999999.5KB' is too large");
     CHECK_STATUS(vdev_parse_bytes("1e400", &v), VDEV_ERR_PARSE);
-    CHECK_STR(vdev_last_error(), "'1e400' is not a size");
+    CHECK_STR(vdev_last_error(), "'1e400' is not a size: no exponents (a whole number or a "
+                                 "decimal, then a unit: e.g. 4GiB, 1.5GiB, 1000MiB)");
     /* What formatting prints reads back within its rounding (0.5%). */
     const uint64_t samples[] = {1000, 1536, 3ull << 20, 123456789, 5ull << 40};
     for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {

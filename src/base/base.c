@@ -167,7 +167,8 @@ struct unit {
     uint64_t mult;
 };
 
-/* Longest names first so "KiB" is not read as "K" + "iB". */
+/* Longest names first so "KiB" is not read as "K" + "iB". K, M, G and T
+ * are KiB, MiB, GiB and TiB, as in "16G". */
 static const struct unit units[] = {
     {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40},
     {"KB", 1000ull},     {"MB", 1000000ull},  {"GB", 1000000000ull}, {"TB", 1000000000000ull},
@@ -175,6 +176,10 @@ static const struct unit units[] = {
     {"B", 1},
 };
 
+/* The grammar: spaces, a whole number or a decimal ("16", "1.5": digits, at
+ * most one point with digits on both sides; no sign, exponent or hex),
+ * spaces, an optional unit of units[] in any case (but "b" alone, which may
+ * mean bits), spaces. */
 VDEV_API enum vdev_status vdev_parse_bytes(const char *text, uint64_t *out)
 {
     if (!text || !out)
@@ -182,55 +187,62 @@ VDEV_API enum vdev_status vdev_parse_bytes(const char *text, uint64_t *out)
     const char *p = text;
     while (*p == ' ')
         p++;
-    if (!isdigit((unsigned char)*p))
+    const char *num = p;
+    bool overflow = false;
+    uint64_t whole = 0;
+    for (; isdigit((unsigned char)*p); p++) {
+        unsigned d = (unsigned)(*p - '0');
+        overflow |= whole > (UINT64_MAX - d) / 10;
+        whole = whole * 10 + d;
+    }
+    const char *frac = NULL;
+    if (p > num && *p == '.' && isdigit((unsigned char)p[1]))
+        for (frac = ++p; isdigit((unsigned char)*p); p++)
+            ;
+    /* after the number: the end, spaces or a unit's letters ("0x10": hex) */
+    if (p == num || (*p && *p != ' ' && !isalpha((unsigned char)*p)) ||
+        (p == num + 1 && *num == '0' && (*p == 'x' || *p == 'X')))
         return vdev_error(VDEV_ERR_PARSE, "'%s' is not a size (expected e.g. 4GiB, 512MiB, 3GB)",
                           text);
-    errno = 0;
-    char *end;
-    double v = strtod(p, &end);
-    if (errno || !isfinite(v) || v < 0)
-        return vdev_error(VDEV_ERR_PARSE, "'%s' is not a size", text);
-    bool integral = true;
-    for (const char *q = p; q < end; q++) {
-        if (!isdigit((unsigned char)*q))
-            integral = false;
-        /* Decimal only: strtod also reads hex ("0x10", "0x1p4"). */
-        if (!isdigit((unsigned char)*q) && !strchr(".eE+-", *q))
-            return vdev_error(VDEV_ERR_PARSE,
-                              "'%s' is not a size (expected e.g. 4GiB, 512MiB, 3GB)", text);
-    }
+    if ((*p == 'e' || *p == 'E') &&
+        (isdigit((unsigned char)p[1]) ||
+         ((p[1] == '+' || p[1] == '-') && isdigit((unsigned char)p[2]))))
+        return vdev_error(VDEV_ERR_PARSE,
+                          "'%s' is not a size: no exponents (a whole number or a decimal, then "
+                          "a unit: e.g. 4GiB, 1.5GiB, 1000MiB)",
+                          text);
+    const char *end = p;
     while (*end == ' ')
         end++;
+    size_t len = strlen(end);
+    while (len && end[len - 1] == ' ')
+        len--;
     uint64_t mult = 1;
-    if (*end) {
+    if (len) {
         const struct unit *u = NULL;
-        for (size_t i = 0; i < VDEV_ARRAY_LEN(units); i++)
-            if (vdev_strcasecmp(end, units[i].name) == 0 && strcmp(units[i].name, "B") != 0 &&
-                strlen(end) == strlen(units[i].name)) {
-                /* accept unit names in any case except that 'b' alone is bits-ambiguous */
+        for (size_t i = 0; i < VDEV_ARRAY_LEN(units) && !u; i++)
+            if (strlen(units[i].name) == len && !vdev_strncasecmp(end, units[i].name, len) &&
+                (strcmp(units[i].name, "B") || end[0] == 'B'))
                 u = &units[i];
-                break;
-            }
-        if (!u && strcmp(end, "B") == 0)
-            u = &units[VDEV_ARRAY_LEN(units) - 1];
         if (!u)
             return vdev_error(VDEV_ERR_PARSE,
-                              "'%s' has an unknown unit '%s' (use B, KiB, MiB, GiB, TiB, KB, MB, "
-                              "GB or TB)",
-                              text, end);
+                              "'%s' has an unknown unit '%.*s' (use B, KiB, MiB, GiB, TiB, KB, "
+                              "MB, GB, TB, K, M, G or T, in any case but 'b')",
+                              text, (int)len, end);
         mult = u->mult;
     }
-    if (integral && !strchr(p, 'e') && !strchr(p, 'E')) {
-        unsigned long long iv = strtoull(p, NULL, 10);
-        if (errno || (mult && iv > UINT64_MAX / mult))
-            return vdev_error(VDEV_ERR_PARSE, "'%s' is too large", text);
-        *out = (uint64_t)iv * mult;
-        return VDEV_OK;
-    }
-    double bytes = v * (double)mult;
-    if (bytes >= 18446744073709551615.0)
+    if (overflow || whole > UINT64_MAX / mult)
         return vdev_error(VDEV_ERR_PARSE, "'%s' is too large", text);
-    *out = (uint64_t)bytes;
+    uint64_t bytes = whole * mult;
+    if (frac) {
+        /* the fraction's bytes, rounded down: 0.1 at most off in double */
+        double f = strtod(frac - 1, NULL) * (double)mult;
+        uint64_t extra = (uint64_t)f;
+        if (extra > UINT64_MAX - bytes)
+            return vdev_error(VDEV_ERR_PARSE, "'%s' is too large", text);
+        bytes += extra;
+    }
+    *out = bytes;
     return VDEV_OK;
 }
 

@@ -270,6 +270,10 @@ static enum vdev_status env_limit(const char *var, const char *v, char *lim, lon
     int not_whole;
     uint64_t bytes = 0;
     if (vdev_config_parse_size(lim, &bytes, &not_whole) != VDEV_OK) {
+        /* vdev_parse_bytes's words for a size beyond 64 bits */
+        if (!not_whole && strstr(vdev_last_error(), "' is too large"))
+            return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": %s '%s' for GPU %ld is too large", var,
+                              v, what, lim, gpu);
         if (not_whole)
             return vdev_error(VDEV_ERR_CONFIG,
                               "%s=\"%s\": %s '%s' for GPU %ld is not a whole number of bytes "

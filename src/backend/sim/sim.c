@@ -625,9 +625,14 @@ static enum vdev_status parse_spec(const char *spec, const char *var, uint64_t *
             size_txt = x + 1;
         }
         uint64_t cap;
-        if (vdev_parse_bytes(size_txt, &cap) != VDEV_OK)
+        if (vdev_parse_bytes(size_txt, &cap) != VDEV_OK) {
+            /* vdev_parse_bytes's words for a size beyond 64 bits */
+            if (strstr(vdev_last_error(), "' is too large"))
+                return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": size in '%s' is too large", var,
+                                  spec, part);
             return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": bad size in '%s' (%s)", var, spec,
                               part, SPEC_HELP);
+        }
         if (cap < (1ull << 20)) {
             /* A bare number is bytes: "3x16" most likely meant 16 GiB. */
             int bare = size_txt[strspn(size_txt, "0123456789")] == '\0' && cap > 0;
