@@ -265,6 +265,11 @@ static void test_malformed(void)
         "chief, 4 worker, 0 ps)");
     /* TF_CONFIG */
     fresh("1x64MiB", -1, 0);
+    setenv("TF_CONFIG", "", 1); /* not unset: TensorFlow's json.loads('') fails too */
+    CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
+    CHECK_STR(vdev_last_error(), "TF_CONFIG is empty (expected JSON such as {\"cluster\": {...}, "
+                                 "\"task\": {...}}; unset it for none)");
+    fresh("1x64MiB", -1, 0);
     setenv("TF_CONFIG", "{\"task\": {\"type\": \"worker\"}}", 1);
     CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
     CHECK_STR(vdev_last_error(), "TF_CONFIG: \"task\" must be {\"type\": \"worker\", \"index\": 0} "

@@ -347,8 +347,13 @@ static enum vdev_status read_tf_config(int n[VDEV_JOB_COUNT], int *have_cluster,
     *have_cluster = 0;
     *job = -1;
     const char *text = getenv("TF_CONFIG");
-    if (!text || !*text)
+    if (!text)
         return VDEV_OK;
+    /* empty is not unset: TensorFlow's TFConfigClusterResolver json.loads it and fails */
+    if (!*text)
+        return vdev_error(VDEV_ERR_CONFIG, "TF_CONFIG is empty (expected JSON such as "
+                                           "{\"cluster\": {...}, \"task\": {...}}; unset it for "
+                                           "none)");
     yajl_val root;
     enum vdev_status st = parse_json(text, "TF_CONFIG", &root);
     if (st != VDEV_OK)
