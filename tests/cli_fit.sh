@@ -6,10 +6,12 @@
 # rerun as printed, a card size with a fraction of a byte (rounded down),
 # --split naming another GPU (refused), at most 16 traces, known GPU names and
 # their budgets, the preallocation split as `vdev replay` measures each
-# trace's capacity with its pre-live bytes, a model that does not fit (exit 1, with the line it fails
-# at), an empty trace (exit 1), the exit statuses in --help, a write error on
-# stdout (exit 1). Never checks timings. test_fit.c checks the answers against
-# an actual run.
+# trace's capacity with its pre-live bytes, a model that does not fit (exit 1,
+# with the line it fails at), an empty trace (exit 1), the exit statuses in
+# --help, a write error on stdout (exit 1), the environment set aside but for
+# the driver reserve (a cluster file, malformed settings; a note naming the
+# device settings). Never checks timings. test_fit.c checks the answers
+# against an actual run.
 # Usage: cli_fit.sh VDEV DATA (DATA/traces: the repository's data/traces)
 set -u
 vdev=$1
@@ -176,6 +178,50 @@ args=(); for i in $(seq 17); do args+=("$mlp"); done
 run fit --no-search --card 24GiB "${args[@]}"
 error "17 traces" 2 "vdev fit: more than 16 traces"
 
+# ---- the environment: only TF_DEVICE_MIN_SYS_MEMORY_IN_MB is read ----
+# run_env VAR=VALUE... -- ARGS: run with those variables set.
+run_env() {
+  local vars=()
+  while [ "$1" != -- ]; do vars+=("$1"); shift; done
+  shift
+  env -u VDEV_SIM_GPUS -u TF_DEVICE_MIN_SYS_MEMORY_IN_MB "${vars[@]}" "$vdev" "$@" \
+    >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+}
+note() { echo "vdev fit: note: set aside $1: fit simulates --card's card, split as --split says (see 'vdev fit --help')"; }
+# A cluster file's settings would replace fit's own: its sim_gpus the card (a 300 MiB card,
+# 75 MiB of budget, on which the MLP does not fit), its visible_devices "-1" the card's only
+# GPU (fit then had no device to replay on). Both are set aside, with a note.
+echo '{"default": {"sim_gpus": "1x300MiB"}}' >"$tmp/sim.json"
+echo '{"default": {"visible_devices": "-1"}}' >"$tmp/hide.json"
+for c in sim hide; do
+  run_env VDEV_CLUSTER_CONFIG="$tmp/$c.json" -- fit --no-search --card 24GiB "$mlp"
+  [ $rc -eq 0 ] && ok || bad "cluster file $c: exit $rc: $out $err"
+  has "$out" "card      24GiB: 24.00 GiB, budget 22.50 GiB" && ok || bad "cluster file $c: $out"
+  [ "$err" = "$(note VDEV_CLUSTER_CONFIG)" ] && ok || bad "cluster file $c: stderr '$err'"
+done
+# The device settings set aside, malformed or not, are named in one note, in this order.
+run_env VDEV_MEMORY_FRACTION=0.1 VDEV_SIM_GPUS=bad VDEV_MEMORY_GROWTH=bad TF_CONFIG='{bad' \
+  VDEV_LOGICAL_DEVICES=0:1GiB,1GiB -- fit --json --no-search --card 24GiB "$mlp"
+[ $rc -eq 0 ] && has "$out" '"budget_bytes": 24159191040' && ok ||
+  bad "device settings: exit $rc: $out $err"
+[ "$err" = "$(note "VDEV_SIM_GPUS, VDEV_LOGICAL_DEVICES, VDEV_MEMORY_GROWTH, VDEV_MEMORY_FRACTION")" ] &&
+  ok || bad "device settings: stderr '$err'"
+# The settings the answer does not depend on are set aside silently, malformed or not.
+for v in VDEV_PLACEMENT=bad VDEV_SOFT_DEVICE_PLACEMENT=bad VDEV_DETERMINISTIC=bad 'TF_CONFIG={bad' \
+         VDEV_LOG_DEVICE_PLACEMENT=bad VDEV_OOM_REPORT=bad VDEV_METRICS_ADDR=bad; do
+  run_env "$v" -- fit --no-search --card 24GiB "$mlp"
+  [ $rc -eq 0 ] && [ -z "$err" ] && has "$out" "GPU:0   mlp.trace" && ok ||
+    bad "$v: exit $rc, stderr '$err'"
+done
+# The one variable fit reads is checked as at any start-up.
+run_env TF_DEVICE_MIN_SYS_MEMORY_IN_MB=x -- fit --no-search --card 24GiB "$mlp"
+error "bad reserve" 1 'vdev fit: TF_DEVICE_MIN_SYS_MEMORY_IN_MB="x" is not a whole number of MiB >= 0'
+run_env TF_DEVICE_MIN_SYS_MEMORY_IN_MB=512 -- fit --json --no-search --card 24GiB "$mlp"
+[ $rc -eq 0 ] && [ -z "$err" ] && has "$out" '"budget_bytes": 25232932864' && ok ||
+  bad "reserve 512 MiB: exit $rc: $out $err"
+
 # ---- help ----
 run fit --help
 [ $rc -eq 0 ] && has "$out" "usage: vdev fit --card SIZE|GPU" && has "$out" "peak-aligned round-robin" &&
@@ -184,6 +230,9 @@ run fit --help
 has "$out" "Exit status: 0 when every model fits, 1 when one does not or on an error" && ok ||
   bad "help: no exit status 0 and 1: $out"
 has "$out" "2 on a usage error" && ok || bad "help: no exit status 2: $out"
+has "$out" "Environment: fit reads TF_DEVICE_MIN_SYS_MEMORY_IN_MB (the driver reserve) and" &&
+  has "$out" "VDEV_CLUSTER_CONFIG and TF_CONFIG, placement, determinism, traces, metrics." && ok ||
+  bad "help: no word of the environment: $out"
 has "$out" "At most 16 traces (one logical device each, as on one card)." && ok ||
   bad "help: no limit of 16 traces: $out"
 has "$out" "(in whole MiB, as --card takes it; preallocation with the --split it assumes)." && ok ||

@@ -29,9 +29,8 @@
  * first, as that many equal blocks. A model that runs out of memory stops
  * there and keeps what it holds.
  *
- * The environment's device settings (VDEV_SIM_GPUS, visible devices,
- * fractions, splits, growth, traces, metrics) are set aside; the driver
- * reserve is vdev's (TF_DEVICE_MIN_SYS_MEMORY_IN_MB if set, else
+ * The environment is set aside: every variable vdev reads but the driver
+ * reserve, which is vdev's (TF_DEVICE_MIN_SYS_MEMORY_IN_MB if set, else
  * TensorFlow's for the card's compute capability). */
 #define _GNU_SOURCE
 #include "cli.h"
@@ -116,6 +115,11 @@ static void usage(FILE *f)
             "  --no-search      skip the smallest limits and the smallest cards\n\n"
             "Interleaving: peak-aligned round-robin (every model at its peak at the same\n"
             "moment: the most live memory the models can demand of the card together).\n"
+            "Environment: fit reads TF_DEVICE_MIN_SYS_MEMORY_IN_MB (the driver reserve) and\n"
+            "sets aside every other variable vdev reads, set or not, well-formed or not:\n"
+            "device settings (VDEV_SIM_GPUS, visible devices, fractions, splits, growth),\n"
+            "VDEV_CLUSTER_CONFIG and TF_CONFIG, placement, determinism, traces, metrics.\n"
+            "It names on stderr the device settings and cluster file it set aside.\n"
             "Exit status: 0 when every model fits, 1 when one does not or on an error\n"
             "(an unreadable or empty trace, a write error), 2 on a usage error.\n",
             MAX_MODELS);
@@ -256,6 +260,13 @@ static enum vdev_status run(const struct fit *f, uint64_t card,
         memset(&out[i], 0, sizeof out[i]);
         out[i].fits = 1;
         c[i].d = vdev_runtime_lookup(VDEV_DEVICE_GPU, i);
+        if (!c[i].d) { /* the configuration fit set did not apply */
+            st = vdev_error(VDEV_ERR_INTERNAL,
+                            "the simulated card has no /device:GPU:%d after start-up (the "
+                            "split did not apply)",
+                            i);
+            goto out;
+        }
         c[i].handle = calloc(f->m[i].t->n_slots ? f->m[i].t->n_slots : 1, sizeof(uint32_t));
         c[i].pre = calloc(f->m[i].n_pre ? f->m[i].n_pre : 1, sizeof(uint32_t));
         if (!c[i].handle || !c[i].pre) {
@@ -540,17 +551,36 @@ static void print_table(const struct fit *f, const struct report *r)
 
 /* ---- the command ---- */
 
-/* Sets the environment aside: the run is on the simulated card alone.
- * 1: the card's reserve is for run() to set (compute capability 7). */
+/* Sets the environment aside: the run is on the simulated card alone, so of
+ * the variables vdev reads (the library's table) fit keeps only the driver
+ * reserve, TF_DEVICE_MIN_SYS_MEMORY_IN_MB, and checks it at start-up; every
+ * other one is unset, whatever its value, so that none changes the answer
+ * (a cluster file's sim_gpus would replace the card) and none that the
+ * answer does not depend on stops the run (VDEV_PLACEMENT, TF_CONFIG). The
+ * device settings the user had set (those a user may take fit to follow)
+ * are named in one note on stderr. 1: the card's reserve is for run() to set
+ * (compute capability 7). */
 static int clean_env(int cc)
 {
-    static const char *const drop[] = {
-        "VDEV_VISIBLE_DEVICES", "VDEV_LOGICAL_DEVICES",  "VDEV_MEMORY_GROWTH",
-        "TF_FORCE_GPU_ALLOW_GROWTH", "VDEV_MEMORY_FRACTION", "TF_GPU_MEMORY_FRACTION",
-        "VDEV_ALLOC_TRACE", "VDEV_TRACE_FILE", "VDEV_METRICS_ADDR", "VDEV_OOM_REPORT",
-        "VDEV_PLACEMENT_REPORT", "VDEV_LOG_DEVICE_PLACEMENT"};
-    for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
-        unsetenv(drop[i]);
+    static const char *const device[] = {
+        "VDEV_SIM_GPUS",          "VDEV_VISIBLE_DEVICES",      "VDEV_LOGICAL_DEVICES",
+        "VDEV_MEMORY_GROWTH",     "TF_FORCE_GPU_ALLOW_GROWTH", "VDEV_MEMORY_FRACTION",
+        "TF_GPU_MEMORY_FRACTION", "VDEV_CLUSTER_CONFIG"};
+    char note[512] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof device / sizeof device[0]; i++)
+        if (getenv(device[i]) && len < sizeof note)
+            len += (size_t)snprintf(note + len, sizeof note - len, "%s%s", len ? ", " : "",
+                                    device[i]);
+    if (len)
+        fprintf(stderr, "vdev fit: note: set aside %s: fit simulates --card's card, split as "
+                        "--split says (see 'vdev fit --help')\n",
+                note);
+    int n;
+    const struct vdev_envvar *env = vdev_config_envvars(&n);
+    for (int i = 0; i < n; i++)
+        if (strcmp(env[i].name, "TF_DEVICE_MIN_SYS_MEMORY_IN_MB") != 0)
+            unsetenv(env[i].name);
     /* TensorFlow's reserve for compute capability 7 (simulated cards are
      * 8): set per card by run(), as it steps at 2 GiB free. */
     return cc == 7 && !getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
