@@ -7,7 +7,8 @@
 # bad option, the help texts (every environment variable vdev reads), and the
 # thread plan (the budget divided among three streams and capped at the CPUs;
 # one stream splitting each product); a write error on standard output (exit
-# 1, one line, for `vdev devices`, `vdev --help` and `vdev plot` alike).
+# 1, one line, for `vdev devices`, `vdev --help` and `vdev plot` alike); a
+# cluster file's fraction and simulated GPUs, named as start-up names them.
 # Usage: cli_devices.sh VDEV DATA
 set -u
 vdev=$1
@@ -79,6 +80,19 @@ TF_GPU_MEMORY_FRACTION=0.5 run devices
 [ "$(tail -2 <<<"$out")" = "A GPU's limit is TF_GPU_MEMORY_FRACTION=0.5 of its total memory (without it, its free
 memory less the reserve TensorFlow leaves to the driver and libraries)." ] \
   && ok || bad "devices: fraction: $out"
+# A cluster file's settings are the ones start-up followed, and are named as its messages
+# name them: its memory_fraction replaces the environment's (and hides TensorFlow's name),
+# its sim_gpus the environment's VDEV_SIM_GPUS.
+echo '{"default": {"memory_fraction": "0.25"}}' >"$tmp/frac.json"
+VDEV_SIM_GPUS=1x16GiB TF_GPU_MEMORY_FRACTION=0.5 VDEV_CLUSTER_CONFIG="$tmp/frac.json" run devices
+grep -q '^  /device:GPU:0 *GPU:0 *sim *grow *4.00 GiB' <<<"$out" && ok || bad "devices: file's fraction: $out"
+[ "$(tail -2 <<<"$out")" = "A GPU's limit is VDEV_CLUSTER_CONFIG=$tmp/frac.json: default: memory_fraction=0.25 of its total memory (without it, its free
+memory less the reserve TensorFlow leaves to the driver and libraries)." ] \
+  && ok || bad "devices: file's fraction explained as: $out"
+echo '{"default": {"sim_gpus": "2x1GiB"}}' >"$tmp/sim.json"
+VDEV_CLUSTER_CONFIG="$tmp/sim.json" run devices
+has "$out" "GPUs: 2 from the sim backend (simulated GPUs from VDEV_CLUSTER_CONFIG=$tmp/sim.json: default: sim_gpus)" \
+  && ok || bad "devices: file's sim_gpus: $out"
 
 # The environment's configuration shows in it.
 VDEV_LOGICAL_DEVICES="1:4GiB,2GiB" VDEV_MEMORY_GROWTH="1:false" run devices

@@ -11,6 +11,7 @@
  * how the streams share it, the threads an elementwise kernel uses. */
 #include "cli.h"
 #include "coll/coll.h"
+#include "config/config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,16 +69,22 @@ static void explain_limits(const struct vdev_physical_device *phys, int n_phys,
                            const struct vdev_logical_device *logi,
                            const struct vdev_memory_limits *ml, int n_log)
 {
-    const char *min_sys = getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
+    /* As start-up read them: a cluster file's value replaces the
+     * environment's (and hides TF_GPU_MEMORY_FRACTION), and is named as
+     * start-up's messages name it. */
+    const char *min_sys = vdev_config_getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
     /* a fraction of 0 is none (start-up checked the text already) */
-    const char *vd = getenv("VDEV_MEMORY_FRACTION"), *tf = getenv("TF_GPU_MEMORY_FRACTION");
+    const char *vd = vdev_config_getenv("VDEV_MEMORY_FRACTION");
+    const char *tf = vdev_config_getenv("TF_GPU_MEMORY_FRACTION");
     const char *frac_var = vd && strtod(vd, NULL) > 0   ? "VDEV_MEMORY_FRACTION"
                            : tf && strtod(tf, NULL) > 0 ? "TF_GPU_MEMORY_FRACTION"
                                                         : NULL;
     if (frac_var && !min_sys) {
+        char label[1200];
         printf("\nA GPU's limit is %s=%s of its total memory (without it, its free\n"
                "memory less the reserve TensorFlow leaves to the driver and libraries).\n",
-               frac_var, getenv(frac_var));
+               vdev_config_var_label(frac_var, label, sizeof label),
+               vdev_config_getenv(frac_var));
         return;
     }
     char reserves[256] = "", b[32];
@@ -259,10 +266,13 @@ int vdev_cmd_devices(int argc, char **argv)
         return 0;
     }
 
-    char b1[32], b2[32], b3[32], b4[32];
-    if (n_phys > 1)
-        printf("GPUs: %d from the %s backend%s\n", n_phys - 1, gpu_backend,
-               strcmp(gpu_backend, "sim") == 0 ? " (simulated GPUs from VDEV_SIM_GPUS)" : "");
+    char b1[32], b2[32], b3[32], b4[32], sim[1200];
+    /* VDEV_SIM_GPUS, or the cluster file's sim_gpus that replaced it */
+    vdev_config_var_label("VDEV_SIM_GPUS", sim, sizeof sim);
+    if (n_phys > 1 && strcmp(gpu_backend, "sim") == 0)
+        printf("GPUs: %d from the sim backend (simulated GPUs from %s)\n", n_phys - 1, sim);
+    else if (n_phys > 1)
+        printf("GPUs: %d from the %s backend\n", n_phys - 1, gpu_backend);
     else
         printf("GPUs: none (%s); ops run on the CPU.\n"
                "Simulated GPUs need no hardware: VDEV_SIM_GPUS=3x16GiB vdev devices\n",
