@@ -6,8 +6,9 @@
  * runs outside any scope. Under TensorFlow's placement rule (the default
  * here, --vdev-placement to switch it off) every unscoped op lands on the
  * default device, GPU:0, and the placement audit names every op that ran
- * away from its model's GPU. Under vdev's own rule the same program runs
- * each model on its own GPU, because an unscoped op follows its variables. */
+ * away from its model's GPU. Under vdev's own rule (the copy policy, set in
+ * code whatever VDEV_PLACEMENT says) the same program runs each model on its
+ * own GPU, because an unscoped op follows its variables. */
 #include "demo.h"
 
 #define DIE(what) return fprintf(stderr, "%s: %s: %s\n", o.prog, what, vdev_last_error()), 1
@@ -22,8 +23,12 @@ int vdev_example_tf_placement(int argc, char **argv)
     struct demo_devices devs;
     if (demo_start(&o, DEMO_TF_PLACEMENT, &devs))
         return 1;
+    /* Either rule is set in code, which wins over VDEV_PLACEMENT, so the
+     * rule printed is the one in force; vdev's is the copy policy (the
+     * models are chained: each takes the previous one's output from its
+     * GPU). */
     int tf_rule = !o.vdev_placement;
-    if (tf_rule && vdev_set_placement_policy(VDEV_PLACEMENT_TF) != VDEV_OK)
+    if (vdev_set_placement_policy(tf_rule ? VDEV_PLACEMENT_TF : VDEV_PLACEMENT_COPY) != VDEV_OK)
         DIE("placement policy");
     if (o.log_placement)
         vdev_set_log_device_placement(true);

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # cli_demo.sh — the main job end to end, through the vdev command:
 # losses fall to below half, memory per step is steady, the placement audit
-# finds the bug under TensorFlow's rule and nothing under vdev's, and the split
-# scenario recovers from an out-of-memory batch. The devices are sized from
+# finds the bug under TensorFlow's rule and nothing under vdev's (whatever
+# VDEV_PLACEMENT says), the default scenario refused under the strict policy
+# as its help says, and the split scenario recovers from an out-of-memory
+# batch. The devices are sized from
 # what there is (one 8 GiB or 2 GiB GPU, two GPUs, three, none, none visible,
 # too little memory: refused, at batch 1 as a GPU too small; the estimate
 # checked at its boundary), every scenario takes the same options, usage
@@ -45,6 +47,13 @@ grep -Eq "Placement audit: [1-9][0-9]* kinds? of op ran away" <<<"$out" && ok ||
 grep -q "MatMul .*ran on /device:GPU:0, variables on /device:GPU:1" <<<"$out" && ok || bad "MatMul not audited"
 run demo --tf-placement --vdev-placement --steps 5
 has "$out" "Placement audit: 0 kinds of op" && ok || bad "audit not empty under vdev's rule: $out"
+# --vdev-placement sets vdev's rule in code, over VDEV_PLACEMENT, as the label says.
+for p in tf strict; do
+  VDEV_PLACEMENT=$p run demo --tf-placement --vdev-placement --epochs 1 --steps 2
+  [ $rc -eq 0 ] && has "$out" "Placement rule: vdev's (unscoped ops follow their variables)" &&
+    has "$out" "Placement audit: 0 kinds of op" && ok ||
+    bad "VDEV_PLACEMENT=$p --vdev-placement: exit $rc: $out $err"
+done
 
 VDEV_SIM_GPUS=1x8GiB run demo --split --steps 24
 [ $rc -eq 0 ] && ok || bad "split exit $rc: $out $err"
@@ -203,6 +212,12 @@ for s in "usage: vdev demo [--tf-placement [--vdev-placement] | --split] [--epoc
 done
 run help demo
 has "$out" "  --split " && ok || bad "help demo: $out"
+# The default scenario needs the copy policy, as its help says: strict refuses its chain.
+has "$out" "relies on the copy placement policy (the default) to copy" && ok ||
+  bad "help demo: no word of the copy policy: $out"
+VDEV_PLACEMENT=strict run demo --epochs 1 --steps 1
+[ $rc -eq 1 ] && has "$err" "vdev demo: gradients: Tensors on conflicting devices: " && ok ||
+  bad "demo under VDEV_PLACEMENT=strict: exit $rc: $err"
 for sc in "" --tf-placement --split; do
   run demo $sc --epochs 2 --steps 3 --batch 32 --seed 5
   [ $rc -eq 0 ] && ok || bad "demo $sc --epochs 2 ...: exit $rc: $err"
