@@ -260,6 +260,9 @@ run --help
 for v in $vars; do
   grep -q "^  $v  *[a-zA-Z0-9]" <<<"$out" && ok || bad "--help does not describe $v: $out"
 done
+run --version extra
+[ $rc -eq 2 ] && [ "$err" = "vdev: --version takes no argument, not 'extra' (see 'vdev --help')" ] &&
+  [ -z "$out" ] && ok || bad "--version extra: exit $rc: $out $err"
 run devices --help
 [ $rc -eq 0 ] && ok || bad "devices --help: exit $rc"
 has "$out" "usage: vdev devices [--json]" && ok || bad "devices --help: $out"

@@ -75,10 +75,25 @@ written=$(ls "$tmp"/own.[0-9]*.json 2>/dev/null | wc -l)
 "$vdev" demo --help | grep -q -- "--report DIR" && ok || bad "--report not in demo --help"
 
 # errors
-"$vdev" plot --help | grep -q "usage: vdev plot" && ok || bad "no help"
-"$vdev" plot >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "no trace: not exit 2"
-"$vdev" plot --bogus x.json >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--bogus: not exit 2"
-"$vdev" plot "$tmp/run.json" -o >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "-o without file: not exit 2"
+help=$("$vdev" plot --help)
+has "$help" "usage: vdev plot [--memory | --placement] TRACE [-o|--output OUT.svg]" && ok ||
+  bad "no help: $help"
+# every option it takes is in its help: --memory, --output, '-o -'
+for s in "  --memory      memory in use" "  -o, --output FILE" "('-' or none: standard output)"; do
+  has "$help" "$s" && ok || bad "help lacks '$s': $help"
+done
+"$vdev" plot --placement --memory "$tmp/run.json" --output - >"$tmp/m.svg" 2>"$tmp/err" &&
+  "$vdev" plot "$tmp/run.json" -o - >"$tmp/d.svg" && cmp -s "$tmp/m.svg" "$tmp/d.svg" && ok ||
+  bad "--memory --output -: not the default picture on stdout: $(cat "$tmp/err")"
+# usage errors: exit 2, one line pointing at the help as every command does
+plot_usage() {
+  err=$("$vdev" plot "${@:2}" 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] && [ "$err" = "$1" ] && ok || bad "plot ${*:2}: exit $rc: $err"
+}
+plot_usage "vdev plot: no trace given (see 'vdev plot --help')"
+plot_usage "vdev plot: unknown option '--bogus' (see 'vdev plot --help')" --bogus x.json
+plot_usage "vdev plot: -o needs a file name (see 'vdev plot --help')" "$tmp/run.json" -o
+plot_usage "vdev plot: --output needs a file name (see 'vdev plot --help')" "$tmp/run.json" --output
 out=$("$vdev" plot "$tmp/nonexistent.json" -o "$tmp/x.svg" 2>&1); rc=$?
 [ $rc -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q nonexistent.json \
   && ok || bad "missing file: $rc $out"

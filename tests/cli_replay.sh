@@ -180,6 +180,16 @@ run replay --repeats 0 "$data/traces/mlp.trace"
 one_error "--repeats 0" 2
 run replay --repeats "$data/traces/mlp.trace"
 one_error "--repeats without a number" 2
+# A number as written: no blank or sign before it (strtol would skip them), as the
+# environment's numbers take none.
+for n in " 3" "+3" "3 " "0x3"; do
+  run replay --repeats "$n" "$data/traces/mlp.trace"
+  one_error "--repeats '$n'" 2
+  [ "$err" = "vdev replay: --repeats takes a whole number from 1 to 101, not '$n'" ] && ok ||
+    bad "--repeats '$n': $err"
+done
+run replay --repeats
+[ "$err" = "vdev replay: --repeats needs a number from 1 to 101" ] && ok || bad "--repeats alone: $err"
 run replay "$data/traces/mlp.trace" "$data/traces/mlp.trace"
 one_error "two traces" 2
 

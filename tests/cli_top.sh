@@ -23,8 +23,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$vdev" top --help | grep -q "usage: vdev top" && ok || bad "--help"
-"$vdev" top --bogus >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "bad option is not exit 2"
+out=$("$vdev" top --help)
+has "$out" "usage: vdev top" && ok || bad "--help"
+has "$out" "every --interval seconds, in (0, 3600] (default 1)." && ok || bad "--help: no range: $out"
+err=$("$vdev" top --bogus 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$err" = "vdev top: unknown option or missing value '--bogus' (see 'vdev top --help')" ] &&
+  ok || bad "bad option: exit $rc: $err"
+# A number as written, from its first character: strtod would skip a blank.
+for s in " 1" "+1" "0" "3601"; do
+  err=$("$vdev" top --once --interval "$s" 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] && [ "$err" = "vdev top: --interval needs seconds in (0, 3600], not '$s'" ] &&
+    ok || bad "--interval '$s': exit $rc: $err"
+done
 "$vdev" top --url ftp://x >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "bad url is not exit 2"
 "$vdev" top --interval 0 >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--interval 0 is not exit 2"
 # A port outside 1..65535 is a usage error, not a refused connection.

@@ -519,14 +519,16 @@ int vdev_plot_file(const char *trace, const char *out, enum vdev_plot_kind kind,
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: vdev plot [--placement] TRACE [-o OUT.svg]\n\n"
+    fprintf(f, "usage: vdev plot [--memory | --placement] TRACE [-o|--output OUT.svg]\n\n"
                "Draws a profiler trace written by vdev (VDEV_TRACE_FILE=run.json; plain or\n"
-               "gzip-compressed) as SVG:\n"
-               "  (default)     memory in use (solid) and reserved (dashed) per device over\n"
-               "                time, each device's peak and every out-of-memory failure marked\n"
+               "gzip-compressed) as SVG (the last of --memory and --placement given wins):\n"
+               "  --memory      memory in use (solid) and reserved (dashed) per device over\n"
+               "                time, each device's peak and every out-of-memory failure\n"
+               "                marked (the default)\n"
                "  --placement   ops per device, stacked by op type\n"
-               "  -o FILE       where to write the picture (default: standard output); it\n"
-               "                replaces FILE only once written whole, so a failed write\n"
+               "  -o, --output FILE\n"
+               "                where to write the picture ('-' or none: standard output);\n"
+               "                it replaces FILE only once written whole, so a failed write\n"
                "                leaves FILE as it was\n\n"
                "A trace cut short (its process was killed) is drawn up to its last whole\n"
                "event, with a note on standard error.\n\n"
@@ -548,12 +550,12 @@ int vdev_cmd_plot(int argc, char **argv)
             kind = VDEV_PLOT_MEMORY;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             if (i + 1 >= argc) {
-                fprintf(stderr, "vdev plot: %s needs a file name (see --help)\n", a);
+                fprintf(stderr, "vdev plot: %s needs a file name (see 'vdev plot --help')\n", a);
                 return 2;
             }
             out = argv[++i];
         } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "vdev plot: unknown option '%s' (see --help)\n", a);
+            fprintf(stderr, "vdev plot: unknown option '%s' (see 'vdev plot --help')\n", a);
             return 2;
         } else if (in) {
             fprintf(stderr, "vdev plot: more than one trace given ('%s', '%s')\n", in, a);
@@ -563,7 +565,7 @@ int vdev_cmd_plot(int argc, char **argv)
         }
     }
     if (!in) {
-        fprintf(stderr, "vdev plot: no trace given (see --help)\n");
+        fprintf(stderr, "vdev plot: no trace given (see 'vdev plot --help')\n");
         return 2;
     }
     char err[512];

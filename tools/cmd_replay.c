@@ -16,6 +16,7 @@
 
 #include "alloc/replay.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -121,10 +122,17 @@ int vdev_cmd_replay(int argc, char **argv)
         } else if (!strcmp(a, "--quiet")) {
             quiet = 1;
         } else if (!strcmp(a, "--repeats")) {
-            char *end = NULL;
-            long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
-            if (i + 1 >= argc || *end || n < 1 || n > 101) {
+            if (i + 1 >= argc) {
                 fprintf(stderr, "vdev replay: --repeats needs a number from 1 to 101\n");
+                return 2;
+            }
+            /* digits alone: strtol would skip leading blanks and a sign */
+            char *end = NULL;
+            long n = strtol(argv[i + 1], &end, 10);
+            if (!isdigit((unsigned char)argv[i + 1][0]) || *end || n < 1 || n > 101) {
+                fprintf(stderr, "vdev replay: --repeats takes a whole number from 1 to 101, not "
+                                "'%s'\n",
+                        argv[i + 1]);
                 return 2;
             }
             repeats = (int)n;

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <netdb.h>
@@ -398,9 +399,10 @@ int vdev_cmd_top(int argc, char **argv)
                    "A live view of a vdev process that serves metrics (run it with\n"
                    "VDEV_METRICS_ADDR=127.0.0.1:9400): per logical device a memory bar (in use,\n"
                    "reserved, limit), the peak, OOMs, the op rate and bytes copied, refreshed\n"
-                   "every --interval seconds (default 1). --once takes two samples --interval\n"
-                   "apart, prints one frame and exits. Ctrl-C quits. When standard output is\n"
-                   "not a terminal, the frames are printed one after another as plain text.\n");
+                   "every --interval seconds, in (0, 3600] (default 1). --once takes two\n"
+                   "samples --interval apart, prints one frame and exits. Ctrl-C quits. When\n"
+                   "standard output is not a terminal, the frames are printed one after another\n"
+                   "as plain text.\n");
             return 0;
         } else if (!strcmp(a, "--once")) {
             once = 1;
@@ -409,13 +411,18 @@ int vdev_cmd_top(int argc, char **argv)
         } else if (!strcmp(a, "--interval") && i + 1 < argc) {
             char *end;
             interval = strtod(argv[++i], &end);
-            if (*end || !(interval > 0 && interval <= 3600)) {
+            /* a number as written, from its first character (strtod would
+             * skip leading blanks, which no setting of vdev's takes) */
+            if (*end || !(isdigit((unsigned char)argv[i][0]) || argv[i][0] == '.') ||
+                !(interval > 0 && interval <= 3600)) {
                 fprintf(stderr, "vdev top: --interval needs seconds in (0, 3600], not '%s'\n",
                         argv[i]);
                 return 2;
             }
         } else {
-            fprintf(stderr, "vdev top: unknown option or missing value '%s' (see --help)\n", a);
+            fprintf(stderr,
+                    "vdev top: unknown option or missing value '%s' (see 'vdev top --help')\n",
+                    a);
             return 2;
         }
     }

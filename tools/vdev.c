@@ -105,6 +105,11 @@ static int dispatch(int argc, char **argv, char *who, size_t cap)
         return 0;
     }
     if (!strcmp(cmd, "--version")) {
+        if (argc > 2) {
+            fprintf(stderr, "vdev: --version takes no argument, not '%s' (see 'vdev --help')\n",
+                    argv[2]);
+            return 2;
+        }
         printf("vdev %d.%d.%d\n", VDEV_VERSION_MAJOR, VDEV_VERSION_MINOR, VDEV_VERSION_PATCH);
         return 0;
     }
