@@ -13,6 +13,7 @@
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv, strdup */
 #include "demo.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -258,7 +259,9 @@ int demo_parse(int argc, char **argv, enum demo_scenario sc, struct demo_opts *o
             char *end;
             errno = 0;
             long v = strtol(argv[i + 1], &end, 10);
-            if (end == argv[i + 1] || *end || errno || v < num_opts[k].lo || v > num_opts[k].hi)
+            /* digits alone: strtol would skip leading blanks and a sign */
+            if (!isdigit((unsigned char)argv[i + 1][0]) || *end || errno || v < num_opts[k].lo ||
+                v > num_opts[k].hi)
                 return usage_error(o, sc, "%s takes a whole number from %ld to %ld, not '%s'", a,
                                    num_opts[k].lo, num_opts[k].hi, argv[i + 1]);
             *vals[k] = v;

@@ -27,6 +27,7 @@
 #include "demo.h"
 #include "vdev.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -333,7 +334,8 @@ int vdev_example_priority(int argc, char **argv)
             char *end;
             errno = 0;
             long v = strtol(argv[i + 1], &end, 10);
-            if (end == argv[i + 1] || *end || errno || v < 10 || v > 100000)
+            /* digits alone: strtol would skip leading blanks and a sign */
+            if (!isdigit((unsigned char)argv[i + 1][0]) || *end || errno || v < 10 || v > 100000)
                 return usage_error(prog, "--steps takes a whole number from 10 to 100000, not '%s'",
                                    argv[i + 1]);
             steps = v;

@@ -238,7 +238,14 @@ for sc in "" --tf-placement --split; do
   usage_error "demo $sc --batch 12x" "vdev demo: --batch takes a whole number from 1 to 1048576, not '12x'" \
     demo $sc --batch 12x
   usage_error "demo $sc --seed" "vdev demo: --seed needs a number" demo $sc --seed
+  # a number as written: no blank or sign before it, as the environment's numbers take none
+  usage_error "demo $sc --epochs ' 2'" "vdev demo: --epochs takes a whole number from 1 to 1000000, not ' 2'" \
+    demo $sc --epochs " 2"
+  usage_error "demo $sc --seed +1" "vdev demo: --seed takes a whole number from 0 to 1000000000, not '+1'" \
+    demo $sc --seed +1
 done
+usage_error "--priority --steps ' 20'" "vdev demo: --steps takes a whole number from 10 to 100000, not ' 20'" \
+  demo --priority --steps " 20"
 usage_error "--report without a folder" "vdev demo: --report needs a directory" demo --report
 usage_error "two scenarios" "vdev demo: --tf-placement and --split are two scenarios: choose one" \
   demo --tf-placement --split
