@@ -2,12 +2,13 @@
  * optimizer (vdev/nn.h): SGD's Nesterov momentum, Adam's AMSGrad (its third
  * slot "vhat" keeps the largest v), the decoupled weight decay, and the
  * gradient clipping (clipnorm, global_clipnorm, clipvalue, with Keras's
- * precedence; exclude_from_weight_decay in the same update), on a simulated GPU (the host kernels) and on the CPU. The
- * numbers are chosen so that every step is exact in float where the test
- * checks bits; AMSGrad's variable is checked against the formula in double.
- * The caller's gradients are never written by the clipping. Every bad value
- * and an optimizer of the other kind get their exact message, and a refused
- * call changes nothing. */
+ * precedence; exclude_from_weight_decay in the same update; a NaN or an
+ * infinity in a gradient under clipnorm, as tf.clip_by_norm), on a simulated
+ * GPU (the host kernels) and on the CPU. The numbers are chosen so that
+ * every step is exact in float where the test checks bits; AMSGrad's
+ * variable is checked against the formula in double. The caller's gradients
+ * are never written by the clipping. Every bad value and an optimizer of the
+ * other kind get their exact message, and a refused call changes nothing. */
 #include "check.h"
 #include "vdev/nn.h"
 
@@ -40,6 +41,24 @@ static void check_vec(vdev_tensor_t *t, float a, float b, float c, float d, int 
     check_passed++;
 }
 #define CHECK_VEC(t, a, b, c, d) check_vec((t), (a), (b), (c), (d), __LINE__)
+
+/* t's elements are NaN where nan_mask's bit i is set, else exactly want. */
+static void check_nan_vec(vdev_tensor_t *t, unsigned nan_mask, float want, int line)
+{
+    float h[N];
+    if (vdev_tensor_to_host(t, h, sizeof h) != VDEV_OK) {
+        check_fail(__FILE__, line, "cannot read the tensor: %s", vdev_last_error());
+        return;
+    }
+    for (int i = 0; i < N; i++)
+        if ((nan_mask >> i & 1) ? !isnan(h[i]) : h[i] != want) {
+            check_fail(__FILE__, line, "element %d is %.9g, expected %s", i, (double)h[i],
+                       (nan_mask >> i & 1) ? "NaN" : "the other value");
+            return;
+        }
+    check_passed++;
+}
+#define CHECK_NAN_VEC(t, mask, want) check_nan_vec((t), (mask), (want), __LINE__)
 
 /* v = 0 */
 static void zero(vdev_tensor_t *v)
@@ -217,6 +236,19 @@ static void clipping(void)
     CHECK_OK(vdev_optimizer_set_clipping(o, 10, 0, 0));
     step(o, v, g);
     CHECK_VEC(v, -3, 4, 0, -0.25f);
+    /* tf.clip_by_norm with a NaN in g: the norm is NaN and tf.maximum(NaN, c)
+     * is NaN, so every element is NaN (not g * c / c for the others) */
+    vdev_tensor_t *gn = vec(NAN, 1, 1, 0), *gi = vec(INFINITY, 1, -1, 0);
+    zero(v);
+    CHECK_OK(vdev_optimizer_set_clipping(o, 1, 0, 0));
+    step(o, v, gn);
+    CHECK_NAN_VEC(v, 0xf, 0);
+    /* an infinity: the norm is inf, so g * c / inf: NaN there, 0 elsewhere */
+    zero(v);
+    step(o, v, gi);
+    CHECK_NAN_VEC(v, 0x1, 0);
+    vdev_tensor_free(gn);
+    vdev_tensor_free(gi);
     /* global_clipnorm 2.5 over two gradients of norm 3 and 4: scale 0.5 */
     vdev_tensor_t *v2 = vdev_variable(vec(0, 0, 0, 0)), *g2 = vec(0, 0, 4, 0);
     vdev_tensor_t *g1 = vec(3, 0, 0, 0);

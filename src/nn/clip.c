@@ -2,7 +2,8 @@
  * gradients before an update (the optimizer's clipnorm, global_clipnorm or
  * clipvalue, vdev_optimizer_set_clipping). It follows Keras's
  * Optimizer._clip_gradients: clipnorm first (each gradient on its own,
- * tf.clip_by_norm: g * c / max(norm(g), c)), else global_clipnorm (every
+ * tf.clip_by_norm: g * c / max(norm(g), c), the max NaN for a NaN norm, as
+ * tf.maximum's), else global_clipnorm (every
  * gradient by one scale, tf.clip_by_global_norm: c * min(1 / norm, 1 / c),
  * NaN when the global norm is not finite), else clipvalue (tf.clip_by_value
  * to [-c, c]). It allocates nothing: every op writes into the scratch the
@@ -92,9 +93,11 @@ enum vdev_status vdev_clip_gradients(const struct vdev_clip *c, vdev_tensor_t *c
         if (c->clipnorm > 0) {
             float s = 0;
             st = sum_squares(g, b, sums[i], &s);
-            float norm = sqrtf(s);
+            /* tf.clip_by_norm divides by tf.maximum(norm, c), which
+             * propagates NaN: a NaN in g makes every element NaN */
+            float norm = sqrtf(s), cn = c->clipnorm;
             if (st == VDEV_OK)
-                st = clip_one(g, c->clipnorm, norm > c->clipnorm ? norm : c->clipnorm, 0, b);
+                st = clip_one(g, cn, norm > cn || isnan(norm) ? norm : cn, 0, b);
         } else if (c->global_clipnorm > 0) {
             st = clip_one(g, scale, 1, 0, b);
         } else {
