@@ -254,7 +254,7 @@ def test_op_errors():
     assert str(e.value).startswith("vdev.pow takes a scalar exponent")
     with pytest.raises(ValueError) as e:
         vdev.nn.softmax(a, axis=0)
-    assert str(e.value) == "vdev's softmax runs over the last axis (axis=-1), not axis 0"
+    assert str(e.value) == "vdev's softmax runs over the last axis (axis=-1 or None), not axis 0"
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
         vdev.reduce_sum(a, axis=[1, -1])
     assert str(e.value) == ("Invalid reduction arguments: Axes contains duplicate dimension: 1")

@@ -145,14 +145,52 @@ def _unary(cfn):
     return op
 
 
-def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
+def _tf_bool(value, arg):
+    """value, a bool, as TensorFlow's op attributes take it (its make_bool):
+    anything else, 'false' or 1 included, is its TypeError, so that a
+    misplaced argument is never read as a switch."""
+    if not isinstance(value, bool):
+        raise TypeError("Expected bool for argument '%s' not %r." % (arg, value))
+    return value
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+           a_is_sparse=False, b_is_sparse=False, output_type=None, grad_a=False, grad_b=False,
+           name=None):
     """a @ b, 2-D, either operand transposed (OpenBLAS on CPU and simulated
-    GPUs). As tf.matmul: a value for a is converted on its own, one for b
-    with a's dtype as a hint."""
+    GPUs), with tf.matmul's parameters in its order: adjoint_a/adjoint_b
+    transpose (vdev's tensors are real, so the adjoint is the transpose;
+    one operand both transposed and adjointed is TensorFlow's ValueError);
+    a_is_sparse, b_is_sparse, grad_a and grad_b are TensorFlow's hints, which
+    change no result (checked, then unused); output_type may be None or the
+    operands' dtype (TensorFlow's other output types are its int8 products,
+    which vdev has not: a TypeError). Every switch is a bool, as TensorFlow's
+    op attributes: another value is its TypeError. As tf.matmul: a value for
+    a is converted on its own, one for b with a's dtype as a hint."""
+    flags = dict(transpose_a=transpose_a, transpose_b=transpose_b, adjoint_a=adjoint_a,
+                 adjoint_b=adjoint_b, a_is_sparse=a_is_sparse, b_is_sparse=b_is_sparse,
+                 grad_a=grad_a, grad_b=grad_b)
+    for k, v in flags.items():
+        _tf_bool(v, k)
+    for x in "ab":
+        if flags["transpose_" + x] and flags["adjoint_" + x]:
+            raise ValueError("Only one of `transpose_%s` and `adjoint_%s` can be True. "
+                             "Received `transpose_%s`=True, `adjoint_%s`=True." % ((x,) * 4))
     a = _t(a)
     if not isinstance(b, Tensor):
         b = _like(b, a, hint=True)
-    return _new(lib.vdev_matmul(a._handle, b._handle, bool(transpose_a), bool(transpose_b)))
+    if output_type is not None:
+        from ._tensor import as_dtype
+        try:
+            out = as_dtype(output_type)
+        except TypeError:
+            out = None
+        if out is not a.dtype or out is not b.dtype:
+            raise TypeError("vdev's matmul returns its operands' dtype (%s, %s): output_type "
+                            "must be None or that dtype, not %r"
+                            % (a.dtype.name, b.dtype.name, output_type))
+    return _new(lib.vdev_matmul(a._handle, b._handle, transpose_a or adjoint_a,
+                                transpose_b or adjoint_b))
 
 
 def add(x, y, name=None):
@@ -261,7 +299,12 @@ def square(x, name=None):
     return _new(lib.vdev_mul(x._handle, x._handle))
 
 
-relu = _unary(lib.vdev_relu)
+def relu(features, name=None):
+    """max(features, 0), as ``tf.nn.relu(features)``."""
+    features = _t(features)  # held: a converted value lives through the call
+    return _new(lib.vdev_relu(features._handle))
+
+
 tanh = _unary(lib.vdev_tanh)
 sigmoid = _unary(lib.vdev_sigmoid)
 exp = _unary(lib.vdev_exp)
@@ -269,18 +312,23 @@ log = _unary(lib.vdev_log)
 sqrt = _unary(lib.vdev_sqrt)  # std::sqrt: NaN below 0 (-inf too), -0 for -0
 
 
-def softmax(logits, axis=-1, name=None):
+def _last_axis(op, logits, axis):
+    """axis as tf.nn.softmax takes it (None: the last axis, TensorFlow's
+    default), checked to be the last axis, the one vdev's op runs over."""
+    if axis is not None and axis not in (-1, logits.ndim - 1):
+        raise ValueError("vdev's %s runs over the last axis (axis=-1 or None), not axis %r"
+                         % (op, axis))
+
+
+def softmax(logits, axis=None, name=None):
     logits = _t(logits)
-    if axis not in (-1, logits.ndim - 1):
-        raise ValueError("vdev's softmax runs over the last axis (axis=-1), not axis %r" % axis)
+    _last_axis("softmax", logits, axis)
     return _new(lib.vdev_softmax(logits._handle))
 
 
-def log_softmax(logits, axis=-1, name=None):
+def log_softmax(logits, axis=None, name=None):
     logits = _t(logits)
-    if axis not in (-1, logits.ndim - 1):
-        raise ValueError("vdev's log_softmax runs over the last axis (axis=-1), not axis %r"
-                         % axis)
+    _last_axis("log_softmax", logits, axis)
     return _new(lib.vdev_log_softmax(logits._handle))
 
 
@@ -364,19 +412,32 @@ def reshape(tensor, shape, name=None):
     return _new(lib.vdev_reshape(tensor._handle, s, n))
 
 
-def transpose(a, perm=None, name=None):
-    """The transpose of a 2-D tensor."""
+def transpose(a, perm=None, conjugate=False, name=None):
+    """The transpose of a 2-D tensor. conjugate, tf.transpose's third
+    parameter, changes nothing for vdev's real tensors, as in TensorFlow
+    (which conjugates complex tensors only)."""
     if perm is not None and list(perm) != [1, 0]:
         raise ValueError("vdev transposes 2-D tensors (perm=[1, 0]), not perm=%r" % (perm,))
     a = _t(a)
     return _new(lib.vdev_transpose(a._handle))
 
 
-def argmax(input, axis=None, name=None):
-    """Index of the largest element along axis, int32 (TensorFlow's is int64).
+def argmax(input, axis=None, output_type=int32, name=None):
+    """Index of the largest element along axis, int32 (TensorFlow's default
+    output_type is int64, which vdev has not: output_type, tf.math.argmax's
+    third parameter, must be int32, and another is a TypeError).
     axis=None means 0, as in TensorFlow. vdev's ArgMax runs over the last
     axis; another axis is brought last with reshapes and 2-D transposes
     (copies of the input), so every axis works."""
+    from ._tensor import as_dtype
+    try:
+        out = as_dtype(output_type)
+    except TypeError:
+        out = None
+    if out is not int32:
+        raise TypeError("vdev's argmax returns int32 indices: output_type must be int32 "
+                        "(TensorFlow's default int64 is not a vdev dtype), not %r"
+                        % (output_type,))
     x = _t(input)
     nd = x.ndim
     if x.dtype is not float32:
@@ -422,7 +483,8 @@ def stop_gradient(input, name=None):
     """input's values as a tensor a tape treats as a constant, as
     ``tf.stop_gradient``: a copy on input's device (vdev_stop_gradient), so
     no gradient flows back through it."""
-    return _new(lib.vdev_stop_gradient(_t(input)._handle))
+    input = _t(input)  # held: a converted value lives through the call
+    return _new(lib.vdev_stop_gradient(input._handle))
 
 
 def mean_squared_error_scalar(y_true, y_pred):
