@@ -17,8 +17,18 @@ Keras (``opt.learning_rate = 0.001``): the next update uses them. A value the
 constructor would refuse is refused the same way, and changes nothing. They
 are numbers (floats), not variables, though each also takes Keras's habits
 of a variable: ``opt.learning_rate.assign(x)`` is ``opt.learning_rate = x``
-and ``.numpy()`` gives the value in force. A schedule (a callable) is
-refused, by the constructor as by the setter.
+and ``.numpy()`` gives the value in force. Each is checked by the
+constructor as by the setter, in Keras's words and naming the argument: a
+value out of vdev's C optimizer's range (learning_rate >= 0, momentum in
+[0, 1], beta_1 and beta_2 in [0, 1), epsilon > 0, each finite, also once
+rounded to the float32 the C optimizer holds) is a ValueError ("`epsilon`
+must be a finite number > 0. Received: epsilon=0"; Keras checks momentum
+only); a value that is not a number (a string, a bool) is a TypeError, as
+Keras's float32 variable refuses a string; a schedule (a callable) is a
+TypeError saying to set ``opt.learning_rate`` before each step instead.
+``nesterov`` and ``amsgrad`` are bools (or 0 and 1), as vdev's other
+switches (vdev.config's): another value, ``'false'`` included, is a
+TypeError.
 
 Keras's other arguments are vdev's C optimizer's too (vdev/nn.h), each also
 an attribute that may be set later, as in Keras: SGD's ``nesterov``, Adam's
@@ -41,12 +51,16 @@ pickled (TypeError): its slots live in vdev's C optimizer."""
 
 import ctypes
 import logging
+import math
 import numbers
 import re
+
+import numpy as np
 
 from . import _lib, _strategy_context
 from ._lib import lib
 from ._tensor import Tensor, Variable
+from .config import _bool_flag
 
 _log = logging.getLogger("vdev")
 
@@ -91,6 +105,11 @@ class Optimizer:
         inf). Both clipnorm and global_clipnorm (set one after the other, as
         Keras allows past the constructor): clipnorm wins, as in Keras, so
         vdev's C optimizer gets only it."""
+        for arg, x in (("clipnorm", clipnorm), ("clipvalue", clipvalue),
+                       ("global_clipnorm", global_clipnorm)):
+            if x is not None and not _is_number(x):
+                raise TypeError("%s must be a number or None, not %r" % (arg, x))
+
         def c(x, inf_is_none):
             if x is None or not x > 0 or (inf_is_none and x == float("inf")):
                 return 0.0
@@ -290,13 +309,64 @@ class Hyperparameter(float):
         return (float, (float(self),))
 
 
+def _is_number(x):
+    """x is a real number (a Python or numpy one, not a bool), or a vdev
+    tensor (its one value, as Keras takes a tensor)."""
+    return isinstance(x, Tensor) or (isinstance(x, numbers.Real) and not isinstance(x, bool))
+
+
+def _number(x, arg):
+    """x, a hyperparameter, as a float: a number (a string, a bool or
+    anything else is a TypeError, as Keras's float32 variable refuses a
+    string), never a schedule (vdev's optimizers hold numbers: the training
+    loop sets the value instead)."""
+    if _is_number(x):
+        return float(x)
+    if arg == "learning_rate" and callable(x):
+        raise TypeError("learning_rate must be a number, not %r: vdev's optimizers take no "
+                        "learning-rate schedule or callable; set opt.learning_rate = "
+                        "schedule(step) before each step instead" % (x,))
+    raise TypeError("%s must be a number, not %r" % (arg, x))
+
+
+def _checked(x, arg, ok, rule):
+    """x (a hyperparameter named arg) as a float, after ok(value) holds for
+    it and for the float32 the C optimizer gets (finite too): else a
+    ValueError in Keras's words (`momentum` must be between [0, 1].
+    Received: momentum=...), the rule saying what is taken."""
+    v = _number(x, arg)
+    with np.errstate(over="ignore"):
+        v32 = float(np.float32(v))
+    if not all(math.isfinite(y) and ok(y) for y in (v, v32)):
+        # the float32 is named when it alone is refused (1e39: inf)
+        note = " (%r as a float32)" % v32 if math.isfinite(v) and ok(v) else ""
+        raise ValueError("`%s` must be %s. Received: %s=%r%s" % (arg, rule, arg, x, note))
+    return v
+
+
+def _learning_rate(x):
+    return _checked(x, "learning_rate", lambda y: y >= 0, "a finite number >= 0")
+
+
 def _momentum(momentum):
     """momentum as SGD takes it: Keras's ValueError outside [0, 1] (the
     range of vdev's C optimizer too), then a float."""
-    if not 0 <= momentum <= 1:
+    v = _number(momentum, "momentum")
+    if not 0 <= v <= 1:
         raise ValueError("`momentum` must be between [0, 1]. Received: momentum=%r"
                          % (momentum,))
-    return float(momentum)
+    return v
+
+
+def _adam_value(k, x):
+    """Adam's hyperparameter k (0 learning_rate, 1 beta_1, 2 beta_2, 3
+    epsilon), checked as vdev's C optimizer checks it, in Keras's words."""
+    if k == 0:
+        return _learning_rate(x)
+    if k == 3:
+        return _checked(x, "epsilon", lambda y: y > 0, "a finite number > 0")
+    return _checked(x, ("beta_1", "beta_2")[k - 1], lambda y: 0 <= y < 1,
+                    "a finite number in [0, 1)")
 
 
 class SGD(Optimizer):
@@ -310,8 +380,7 @@ class SGD(Optimizer):
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None,
                  clipnorm=None, clipvalue=None, global_clipnorm=None, name="SGD"):
-        momentum = _momentum(momentum)
-        self._lr, self._momentum = float(learning_rate), momentum
+        self._lr, self._momentum = _learning_rate(learning_rate), _momentum(momentum)
         super().__init__(lambda: lib.vdev_sgd_new(self._lr, self._momentum), name,
                          weight_decay, clipnorm, clipvalue, global_clipnorm)
         self.nesterov = nesterov
@@ -322,9 +391,10 @@ class SGD(Optimizer):
 
     @nesterov.setter
     def nesterov(self, value):
+        flag = _bool_flag(value, "nesterov")  # bool('false') would be True
         for h in self._handles():
-            _lib.check(lib.vdev_sgd_set_nesterov(h, bool(value)))
-        self._nesterov = value
+            _lib.check(lib.vdev_sgd_set_nesterov(h, flag))
+        self._nesterov = flag
 
     def _set(self, lr, momentum):
         for h in self._handles():
@@ -337,7 +407,7 @@ class SGD(Optimizer):
 
     @learning_rate.setter
     def learning_rate(self, value):
-        self._set(float(value), self._momentum)
+        self._set(_learning_rate(value), self._momentum)
 
     @property
     def momentum(self):
@@ -359,7 +429,8 @@ class Adam(Optimizer):
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-07,
                  amsgrad=False, weight_decay=None, clipnorm=None, clipvalue=None,
                  global_clipnorm=None, name="Adam"):
-        self._hyper = (float(learning_rate), float(beta_1), float(beta_2), float(epsilon))
+        self._hyper = tuple(_adam_value(k, x)
+                            for k, x in enumerate((learning_rate, beta_1, beta_2, epsilon)))
         super().__init__(lambda: lib.vdev_adam_new(*self._hyper), name,
                          weight_decay, clipnorm, clipvalue, global_clipnorm)
         self.amsgrad = amsgrad
@@ -372,13 +443,14 @@ class Adam(Optimizer):
     def amsgrad(self, value):
         """AMSGrad on: the next update makes vhat (zeros) and keeps
         max(vhat, v) there, dividing by its root instead of v's."""
+        flag = _bool_flag(value, "amsgrad")  # bool('false') would be True
         for h in self._handles():
-            _lib.check(lib.vdev_adam_set_amsgrad(h, bool(value)))
-        self._amsgrad = value
+            _lib.check(lib.vdev_adam_set_amsgrad(h, flag))
+        self._amsgrad = flag
 
     def _set(self, k, value):
         hyper = list(self._hyper)
-        hyper[k] = float(value)
+        hyper[k] = _adam_value(k, value)
         for h in self._handles():
             _lib.check(lib.vdev_adam_set(h, *hyper))
         self._hyper = tuple(hyper)
