@@ -20,6 +20,7 @@ another width, or of fewer than two dimensions, is refused in Keras's words,
 naming the layer.
 """
 
+import hashlib
 import re
 import threading
 
@@ -178,6 +179,17 @@ class Layer:
         return n
 
 
+def _bias_seed(seed):
+    """The seed of a Dense layer's bias, drawn by a named initializer: the
+    first 8 bytes (little-endian) of BLAKE2b over b"vdev.Dense.bias:" and
+    the layer's 64-bit seed (8 bytes, little-endian). Always the same for a
+    seed, and unrelated to every small seed, so a layer's bias never draws
+    another layer's kernel (seed + 1 would be the kernel of the layer seeded
+    one more)."""
+    h = hashlib.blake2b(b"vdev.Dense.bias:" + int(seed).to_bytes(8, "little"), digest_size=8)
+    return int.from_bytes(h.digest(), "little")
+
+
 class Dense(Layer):
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", input_dim=None, input_shape=None, seed=None,
@@ -194,11 +206,12 @@ class Dense(Layer):
         self.activation = _activation(activation)
         self.use_bias = bool(use_bias)
         self.seed = random._seed(seed)
-        # a name's initializer draws with the layer's seed (the bias's with
-        # the next), so the default is the C dense layer's Glorot uniform
+        # a name's initializer draws with the layer's seed (so the default
+        # is the C dense layer's Glorot uniform), the bias's with a seed
+        # derived from it (_bias_seed), not seed + 1: that is the next
+        # layer's kernel seed when seeds are numbered
         self.kernel_initializer = initializers._get(kernel_initializer, self.seed)
-        self.bias_initializer = initializers._get(bias_initializer,
-                                                  (self.seed + 1) & (2**64 - 1))
+        self.bias_initializer = initializers._get(bias_initializer, _bias_seed(self.seed))
         if self.kernel_initializer is None or self.bias_initializer is None:
             raise ValueError("Could not interpret initializer identifier: None")
         self._device = current_device()
