@@ -75,14 +75,24 @@ int vdev_example_chain3(int argc, char **argv)
             vdev_device_pop();
             vdev_tensor_t *in = x, *clean = x; /* model k's input, and the teacher's */
             for (int k = 0; k < 3; k++) {
+                /* The previous model's output is copied to this model's GPU
+                 * explicitly (not by the copy placement policy), so the step
+                 * runs under every policy, strict included. */
+                vdev_tensor_t *in_c = NULL, *clean_c = NULL; /* the copies, freed after use */
+                if (k && strcmp(dev[k], dev[k - 1]) &&
+                    (!(in = in_c = vdev_tensor_to(in, dev[k])) ||
+                     !(clean = clean_c = vdev_tensor_to(clean, dev[k]))))
+                    DIE("copying the input");
                 vdev_device_push(dev[k]);
                 vdev_tensor_t *target = vdev_mlp_forward(teacher[k], clean);
+                vdev_tensor_free(clean_c); /* as soon as the copy policy's own would go */
                 vdev_tape_t *tape = vdev_tape_begin();
                 vdev_tensor_t *y = vdev_mlp_forward(model[k], in);
                 vdev_tensor_t *loss = vdev_mse(y, target), *grads[6];
                 if (vdev_tape_gradient(tape, loss, vars[k], 6, grads) != VDEV_OK)
                     DIE("gradients");
                 vdev_tape_end(tape);
+                vdev_tensor_free(in_c);
                 if (vdev_optimizer_apply(adam[k], vars[k], grads, 6) != VDEV_OK ||
                     vdev_assign(loss_sum[k], vdev_add(loss_sum[k], loss)) != VDEV_OK)
                     DIE("update");

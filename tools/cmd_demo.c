@@ -197,11 +197,10 @@ int vdev_cmd_demo(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             demo_usage(stdout);
-            printf("\nPlacement: the default scenario hands each model's output to the next\n"
-                   "model's GPU and relies on the copy placement policy (the default) to copy\n"
-                   "it: under VDEV_PLACEMENT=strict it stops with \"Tensors on conflicting\n"
-                   "devices\". --tf-placement sets its rule in code, whatever VDEV_PLACEMENT\n"
-                   "says (--vdev-placement: the copy policy).\n");
+            printf("\nPlacement: the default scenario copies each model's output to the next\n"
+                   "model's GPU itself, so it runs under every VDEV_PLACEMENT, strict included.\n"
+                   "--tf-placement sets its rule in code, whatever VDEV_PLACEMENT says\n"
+                   "(--vdev-placement: the copy policy).\n");
             return 0;
         }
         if (!strcmp(a, "--tf-placement") || !strcmp(a, "--split") || !strcmp(a, "--priority") ||
