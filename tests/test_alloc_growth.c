@@ -1,8 +1,9 @@
 /* test_alloc_growth.c — how the allocator takes memory from its device and
  * gives it back, and what it says when it cannot.
  *
- * Over the fake region source of alloc_fake.h: the growth schedule (2 MiB,
- * then doubling, capped by the limit, backing off when the device refuses),
+ * Over the fake region source of alloc_fake.h: the growth schedule (BFC's:
+ * 2 MiB, doubling while the request is larger and for the next region when
+ * it did not, capped by the limit, backing off when the device refuses),
  * release_cached and the restart of the schedule after a release, garbage
  * collection of empty regions before an OOM (the 64 MiB device that freed
  * 32 x 2 MiB and then asks for 60 MiB; with and without a sync; when it
@@ -15,8 +16,9 @@
 /* ---- targeted tests -------------------------------------------------------- */
 
 /* GROW: nothing up front, 2 MiB first, each region double the last; a big
- * first request gets its own size; the last region is what the limit leaves;
- * a source that refuses large regions gets asked 0.9x smaller. */
+ * first request gets a power-of-two multiple of 2 MiB; the last region is
+ * what the limit leaves; a source that refuses large regions gets asked 0.9x
+ * smaller. */
 static void test_growth(void)
 {
     struct fake_source s;
@@ -35,11 +37,13 @@ static void test_growth(void)
     vdev_alloc_destroy(a);
     CHECK_EQ_U64(fake_reserved(&s), 0);
 
-    /* A first request above 2 MiB gets a region of its own size. */
+    /* A first request above 2 MiB gets the first power-of-two multiple of
+     * 2 MiB that holds it (BFC's Extend doubles the region size while the
+     * request exceeds it). */
     fake_init(&s);
     a = make(&s, VDEV_POLICY_GROW, 1ull << 30, 0, 0);
     CHECK_OK(vdev_alloc_malloc(a, (5 << 20) + 1, &b));
-    CHECK_EQ_U64(s.reg[0].bytes, (5 << 20) + 256);
+    CHECK_EQ_U64(s.reg[0].bytes, 8 << 20);
     vdev_alloc_destroy(a);
 
     /* Growth stops at the limit: the last region is what is left of it. */
@@ -78,6 +82,63 @@ static void test_growth(void)
     CHECK_MSG("; fake device out of memory");
     CHECK_OK(vdev_alloc_check(a));
     vdev_alloc_destroy(a);
+}
+
+/* The region size of BFC's Extend: it doubles while the request exceeds it,
+ * and doubles for the next region only when it did not double for this one.
+ * A large request's region has a tail that serves the small requests after
+ * it: 1500 MiB then 1 MiB reserve one 2 GiB region (not 1500 MiB and then
+ * 3000 MiB, which took a whole shared card for 1501 MiB in use); 1000 MiB
+ * then 1 MiB reserve 1 GiB. After a region that doubled, the next one is the
+ * same size; after one that did not, twice it. */
+static void test_growth_bfc_schedule(void)
+{
+    struct fake_source s;
+    fake_init(&s);
+    vdev_alloc_t *a = make(&s, VDEV_POLICY_GROW, 16ull << 30, 0, 0);
+    struct vdev_block b[5];
+    struct vdev_alloc_stats st;
+    CHECK_OK(vdev_alloc_malloc(a, 1500ull << 20, &b[0]));
+    CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &b[1]));
+    CHECK_EQ_U64(s.n_reg, 1);
+    CHECK_EQ_U64(s.reg[0].bytes, 2048ull << 20);
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.bytes_reserved, 2048ull << 20);
+    CHECK_EQ_U64(st.bytes_in_use, 1501ull << 20);
+    /* 1000 MiB do not fit the 547 MiB tail: a region of 2 GiB again (the
+     * size doubled for the first one), then one of 4 GiB (it did not). */
+    CHECK_OK(vdev_alloc_malloc(a, 1000ull << 20, &b[2]));
+    CHECK_EQ_U64(s.n_reg, 2);
+    CHECK_EQ_U64(s.reg[1].bytes, 2048ull << 20);
+    CHECK_OK(vdev_alloc_malloc(a, 1100ull << 20, &b[3]));
+    CHECK_EQ_U64(s.n_reg, 3);
+    CHECK_EQ_U64(s.reg[2].bytes, 4096ull << 20);
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_destroy(a);
+
+    fake_init(&s);
+    a = make(&s, VDEV_POLICY_GROW, 16ull << 30, 0, 0);
+    CHECK_OK(vdev_alloc_malloc(a, 1000ull << 20, &b[0]));
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.bytes_reserved, 1024ull << 20);
+    CHECK_OK(vdev_alloc_malloc(a, 1 << 20, &b[1]));
+    vdev_alloc_get_stats(a, &st);
+    CHECK_EQ_U64(st.bytes_reserved, 1024ull << 20);
+    CHECK_EQ_U64(s.n_reg, 1);
+    vdev_alloc_destroy(a);
+
+    /* The limit caps the region (3 GiB: 1500 MiB take 2 GiB, 1 GiB is
+     * left); the schedule goes on as BFC's: 600 MiB do not fit the tail and
+     * take what the limit leaves. */
+    fake_init(&s);
+    a = make(&s, VDEV_POLICY_GROW, 3ull << 30, 0, 0);
+    CHECK_OK(vdev_alloc_malloc(a, 1500ull << 20, &b[0]));
+    CHECK_OK(vdev_alloc_malloc(a, 600ull << 20, &b[1]));
+    CHECK_EQ_U64(s.n_reg, 2);
+    CHECK_EQ_U64(s.reg[1].bytes, 1024ull << 20);
+    CHECK_OK(vdev_alloc_check(a));
+    vdev_alloc_destroy(a);
+    CHECK_EQ_U64(fake_reserved(&s), 0);
 }
 
 /* release_cached gives back exactly the regions without live blocks, the
@@ -213,9 +274,9 @@ static void test_garbage_collection(void)
     CHECK_EQ_U64(s.n_release_at_sync, 0); /* synced before the first release */
     CHECK_EQ_U64(s.n_release, 6);
     CHECK_EQ_U64(s.n_reg, 7);
-    CHECK_EQ_U64(s.reg[6].bytes, 60 << 20);
+    CHECK_EQ_U64(s.reg[6].bytes, 64 << 20); /* 2 MiB doubled to 64 MiB: the limit */
     vdev_alloc_get_stats(a, &st);
-    CHECK_EQ_U64(st.bytes_reserved, 60 << 20);
+    CHECK_EQ_U64(st.bytes_reserved, 64 << 20);
     CHECK_EQ_U64(st.n_regions, 1);
     CHECK_EQ_U64(st.bytes_in_use, 60 << 20);
     CHECK_EQ_U64(st.n_failed_allocs, 0);
@@ -330,13 +391,14 @@ static void test_garbage_collection(void)
     CHECK_EQ_U64(s.n_sync, 1);
     CHECK_EQ_U64(s.n_release, 1);
     CHECK_EQ_U64(fake_live_regions(&s), 1);
-    CHECK_EQ_U64(s.reg[1].bytes, 20 << 20);
+    CHECK_EQ_U64(s.reg[1].bytes, 32 << 20); /* 2 MiB doubled until it holds 20 MiB */
     vdev_alloc_free(a, big.handle);
     /* It grows in place again afterwards (within its new window). */
     s.window = 64 << 20;
-    CHECK_OK(vdev_alloc_malloc(a, 30 << 20, &big));
+    int extends = s.n_extend;
+    CHECK_OK(vdev_alloc_malloc(a, 40 << 20, &big));
     CHECK_EQ_U64(fake_live_regions(&s), 1);
-    CHECK(s.n_extend > 0);
+    CHECK(s.n_extend > extends);
     CHECK_OK(vdev_alloc_check(a));
     vdev_alloc_destroy(a);
     CHECK_EQ_U64(fake_reserved(&s), 0);
@@ -426,6 +488,7 @@ static void test_largest_alloc(void)
 int main(void)
 {
     test_growth();
+    test_growth_bfc_schedule();
     test_release_cached();
     test_release_resets_growth();
     test_garbage_collection();

@@ -358,50 +358,54 @@ static void test_lending(void)
     struct last_calls ea = {0}, eb = {0};
     CHECK_OK(vdev_memory_set_pressure_callback("GPU:0", on_pressure_last, &ea));
     CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", on_pressure_last, &eb));
-    /* GPU:1 (low) fills regions of 64, 128, 256 and 512 MiB with 64 MiB
-     * tensors, then keeps two of them live, in the 64 and 256 MiB regions;
-     * the rest is cached. */
+    /* GPU:1 (low) fills regions of 64, 64, 128 and 256 MiB with 64 MiB
+     * tensors (BFC's schedule: the first holds the request, the second is
+     * as large, then doubling), then keeps two of them live, in the first
+     * region and in the 128 MiB one; the rest is cached. */
     const int64_t E = 16 * 1024 * 1024; /* 64 MiB of floats */
     vdev_tensor_t *t[8];
     for (int i = 0; i < 8; i++)
         CHECK((t[i] = filled("GPU:1", E, (float)i)) != NULL);
-    CHECK_EQ_U64(reserved("GPU:1"), 960 * MIB);
+    CHECK_EQ_U64(reserved("GPU:1"), 512 * MIB);
     for (int i = 0; i < 8; i++)
         if (i != 0 && i != 3)
             vdev_tensor_free(t[i]);
     CHECK_EQ_U64(in_use("GPU:1"), 128 * MIB);
     STATS_ADD_UP();
-    /* GPU:0 (critical) needs 600 MiB: the card has 64 MiB left; GPU:1's
-     * empty regions go (512, then 128 MiB), its live ones stay. */
+    /* GPU:0 (critical) needs 800 MiB: the card has 512 MiB left; GPU:1's
+     * empty regions go (256 MiB, the largest, then 64 MiB, the smallest
+     * enough), its live ones stay. GPU:0's region is what the card leaves
+     * it of the 1 GiB its schedule asks: 832 MiB. */
     void *a;
-    CHECK_OK(vdev_mem_alloc("GPU:0", 600 * MIB, &a));
-    CHECK_EQ_U64(reserved("GPU:1"), 320 * MIB);
+    CHECK_OK(vdev_mem_alloc("GPU:0", 800 * MIB, &a));
+    CHECK_EQ_U64(reserved("GPU:1"), 192 * MIB);
+    CHECK_EQ_U64(reserved("GPU:0"), 832 * MIB);
     CHECK_EQ_U64(in_use("GPU:1"), 128 * MIB);
     CHECK(all_equal(t[0], E, 0.0f) && all_equal(t[3], E, 3.0f));
-    CHECK(ea.n[VDEV_PRESSURE_CARD_FULL] == 1 && ea.bytes[VDEV_PRESSURE_CARD_FULL] == 600 * MIB);
-    CHECK(eb.n[VDEV_PRESSURE_LENT] == 1 && eb.bytes[VDEV_PRESSURE_LENT] == 640 * MIB);
+    CHECK(ea.n[VDEV_PRESSURE_CARD_FULL] == 1 && ea.bytes[VDEV_PRESSURE_CARD_FULL] == 800 * MIB);
+    CHECK(eb.n[VDEV_PRESSURE_LENT] == 1 && eb.bytes[VDEV_PRESSURE_LENT] == 320 * MIB);
     CHECK_STR(eb.device, "/device:GPU:1");
     STATS_ADD_UP();
-    /* No more to lend: GPU:1's memory above its floor is live or in a
-     * region with a live block; the OOM says whose memory is where. */
+    /* No more to lend: GPU:0's memory above its floor is live or in a
+     * region with a live block; GPU:1's OOM says whose memory is where. */
     void *a2;
-    CHECK_ERR(vdev_mem_alloc("GPU:0", 400 * MIB, &a2), VDEV_ERR_OOM,
-              "OOM when allocating 400.00 MiB (419430400 bytes) on /device:GPU:0: 600.00 MiB in "
-              "use of 1.00 GiB limit, largest free block 0 B; GPU:0 (critical) asked for 400.00 "
-              "MiB and /physical_device:GPU:0 has 104.00 MiB left for it; GPU:1 (low) holds "
-              "320.00 MiB above its floor, 128.00 MiB of it live; would help: freeing memory or "
+    CHECK_ERR(vdev_mem_alloc("GPU:1", 200 * MIB, &a2), VDEV_ERR_OOM,
+              "OOM when allocating 200.00 MiB (209715200 bytes) on /device:GPU:1: 128.00 MiB in "
+              "use of 1.00 GiB limit, largest free block 64.00 MiB; GPU:1 (low) asked for 200.00 "
+              "MiB and /physical_device:GPU:0 has 0 B left for it; GPU:0 (critical) holds "
+              "832.00 MiB above its floor, 800.00 MiB of it live; would help: freeing memory or "
               "lower ceilings on those devices, a smaller batch");
     CHECK(all_equal(t[0], E, 0.0f) && all_equal(t[3], E, 3.0f));
     STATS_ADD_UP();
     /* An empty region hurts nobody: before GPU:1 (low) fails, GPU:0
      * (critical) gives its cached region back too, and hears LENT. */
     CHECK_OK(vdev_mem_free("GPU:0", a));
-    CHECK_EQ_U64(reserved("GPU:0"), 600 * MIB);
+    CHECK_EQ_U64(reserved("GPU:0"), 832 * MIB);
     void *b;
     CHECK_OK(vdev_mem_alloc("GPU:1", 512 * MIB, &b));
     CHECK_EQ_U64(reserved("GPU:0"), 0);
-    CHECK(ea.n[VDEV_PRESSURE_LENT] == 1 && ea.bytes[VDEV_PRESSURE_LENT] == 600 * MIB);
-    CHECK(eb.n[VDEV_PRESSURE_CARD_FULL] == 1 && eb.bytes[VDEV_PRESSURE_CARD_FULL] == 512 * MIB);
+    CHECK(ea.n[VDEV_PRESSURE_LENT] == 1 && ea.bytes[VDEV_PRESSURE_LENT] == 832 * MIB);
+    CHECK(eb.n[VDEV_PRESSURE_CARD_FULL] == 2 && eb.bytes[VDEV_PRESSURE_CARD_FULL] == 512 * MIB);
     CHECK(all_equal(t[0], E, 0.0f) && all_equal(t[3], E, 3.0f));
     STATS_ADD_UP();
     CHECK_ERR(vdev_memory_set_priority("GPU:1", VDEV_PRIORITY_COUNT), VDEV_ERR_INVALID_ARG,
@@ -430,24 +434,24 @@ static void test_over_ceiling(void)
     CHECK_OK(vdev_memory_set_pressure_callback("GPU:0", on_pressure_last, &e0));
     CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", on_pressure_last, &e1));
     void *p[8];
-    for (int i = 0; i < 8; i++) /* regions of 100, 200, 400 and 324 MiB */
+    for (int i = 0; i < 8; i++) /* regions of 128, 128, 256 and 512 MiB */
         CHECK_OK(vdev_mem_alloc("GPU:0", 100 * MIB, &p[i]));
     CHECK_EQ_U64(reserved("GPU:0"), 1024 * MIB);
     CHECK_OK(vdev_memory_set_limits("GPU:0", 0, 256 * MIB)); /* live: nothing to release yet */
-    CHECK_OK(vdev_mem_free("GPU:0", p[0])); /* the 100 MiB region empties and goes */
-    CHECK_EQ_U64(reserved("GPU:0"), 924 * MIB);
+    CHECK_OK(vdev_mem_free("GPU:0", p[0])); /* the first 128 MiB region empties and goes */
+    CHECK_EQ_U64(reserved("GPU:0"), 896 * MIB);
     for (int i = 1; i < 8; i++)
         CHECK_OK(vdev_mem_free("GPU:0", p[i]));
     CHECK_EQ_U64(reserved("GPU:0"), 0);
     STATS_ADD_UP();
     void *q;
-    CHECK_OK(vdev_mem_alloc("GPU:1", 700 * MIB, &q)); /* the card had it free */
+    CHECK_OK(vdev_mem_alloc("GPU:1", 512 * MIB, &q)); /* the card had it free */
     CHECK(e1.n[VDEV_PRESSURE_CARD_FULL] == 0 && e0.n[VDEV_PRESSURE_LENT] == 0);
     STATS_ADD_UP();
-    /* GPU:0 no longer over (ceiling raised) holds 300 MiB: its empty regions
-     * would go before GPU:1 fails, but with 8 MiB live in its 100 MiB region
-     * only 200 MiB are empty, and 300 MiB cannot fit (24 MiB left): nothing
-     * is released, and the OOM says so. */
+    /* GPU:0 no longer over (ceiling raised) holds 384 MiB (regions of 128
+     * and 256 MiB): its empty regions would go before GPU:1 fails, but with
+     * 8 MiB live in its 128 MiB region only 256 MiB are empty, and 400 MiB
+     * cannot fit (128 MiB left): nothing is released, and the OOM says so. */
     CHECK_OK(vdev_memory_set_limits("GPU:0", 0, 0));
     void *r, *x, *y, *z;
     CHECK_OK(vdev_mem_alloc("GPU:0", 100 * MIB, &x));
@@ -455,18 +459,18 @@ static void test_over_ceiling(void)
     CHECK_OK(vdev_mem_free("GPU:0", x));
     CHECK_OK(vdev_mem_free("GPU:0", y));
     CHECK_OK(vdev_mem_alloc("GPU:0", 8 * MIB, &z));
-    CHECK_EQ_U64(reserved("GPU:0"), 300 * MIB);
-    CHECK_ERR(vdev_mem_alloc("GPU:1", 300 * MIB, &r), VDEV_ERR_OOM,
-              "OOM when allocating 300.00 MiB (314572800 bytes) on /device:GPU:1: 700.00 MiB in "
-              "use of 1.00 GiB limit, largest free block 0 B; GPU:1 (low) asked for 300.00 MiB "
-              "and /physical_device:GPU:0 has 24.00 MiB left for it; GPU:0 (low) holds 300.00 MiB "
-              "above its floor, 8.00 MiB of it live; would help: freeing memory or lower ceilings "
-              "on those devices, a smaller batch");
+    CHECK_EQ_U64(reserved("GPU:0"), 384 * MIB);
+    CHECK_ERR(vdev_mem_alloc("GPU:1", 400 * MIB, &r), VDEV_ERR_OOM,
+              "OOM when allocating 400.00 MiB (419430400 bytes) on /device:GPU:1: 512.00 MiB in "
+              "use of 1.00 GiB limit, largest free block 0 B; GPU:1 (low) asked for 400.00 MiB "
+              "and /physical_device:GPU:0 has 128.00 MiB left for it; GPU:0 (low) holds 384.00 "
+              "MiB above its floor, 8.00 MiB of it live; would help: freeing memory or lower "
+              "ceilings on those devices, a smaller batch");
     CHECK(e1.n[VDEV_PRESSURE_CARD_FULL] == 1); /* once, not twice */
     CHECK(e0.n[VDEV_PRESSURE_LENT] == 0);
-    CHECK_EQ_U64(reserved("GPU:0"), 300 * MIB);
+    CHECK_EQ_U64(reserved("GPU:0"), 384 * MIB);
     CHECK_OK(vdev_mem_free("GPU:0", z));
-    /* A floor of 600 MiB for GPU:1's neighbour: GPU:1's 700 MiB are live, so
+    /* A floor of 900 MiB for GPU:1's neighbour: GPU:1's 512 MiB are live, so
      * no cache release could make room: refused with nothing released. */
     void *c;
     CHECK_OK(vdev_mem_alloc("GPU:1", 16 * MIB, &c));
@@ -490,36 +494,37 @@ static void test_runtime_limits(void)
     struct last_calls e = {0};
     CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", on_pressure_last, &e));
     void *p[4];
-    for (int i = 0; i < 4; i++) /* regions of 64, 128 (two blocks) and 256 MiB */
+    for (int i = 0; i < 4; i++) /* regions of 64, 64 and 128 MiB (two blocks) */
         CHECK_OK(vdev_mem_alloc("GPU:1", 64 * MIB, &p[i]));
-    CHECK_EQ_U64(reserved("GPU:1"), 448 * MIB);
+    CHECK_EQ_U64(reserved("GPU:1"), 256 * MIB);
     CHECK_OK(vdev_mem_free("GPU:1", p[1]));
     CHECK_OK(vdev_mem_free("GPU:1", p[2]));
-    /* Lowered below what is reserved: the empty 128 MiB region goes; 64 +
-     * 256 MiB stay, 128 MiB live, and the ceiling is 128 MiB. */
+    /* Lowered below what is reserved: the empty second 64 MiB region goes;
+     * 64 + 128 MiB stay, 128 MiB live, and the ceiling is 128 MiB (128 MiB
+     * under the peak in use of 256 MiB). */
     CHECK_OK(vdev_memory_set_limits("GPU:1", 0, 128 * MIB));
-    CHECK_EQ_U64(reserved("GPU:1"), 320 * MIB);
-    CHECK(e.n[VDEV_PRESSURE_CEILING] == 1 && e.bytes[VDEV_PRESSURE_CEILING] == 192 * MIB);
+    CHECK_EQ_U64(reserved("GPU:1"), 192 * MIB);
+    CHECK(e.n[VDEV_PRESSURE_CEILING] == 1 && e.bytes[VDEV_PRESSURE_CEILING] == 128 * MIB);
     struct vdev_memory_limits l;
     CHECK_OK(vdev_memory_get_limits("GPU:1", &l));
     CHECK(l.ceiling_bytes == 128 * MIB && l.ceiling_lowered == 1 && l.available_bytes == 0);
     STATS_ADD_UP();
-    /* The free room in the 256 MiB region is not for the taking. */
+    /* The free room in the 128 MiB region is not for the taking. */
     void *q;
     CHECK_ERR(vdev_mem_alloc("GPU:1", MIB, &q), VDEV_ERR_OOM,
               "OOM when allocating 1.00 MiB (1048576 bytes) on /device:GPU:1: 128.00 MiB in use "
-              "of 128.00 MiB limit, largest free block 192.00 MiB; the limit is short by 1.00 "
+              "of 128.00 MiB limit, largest free block 64.00 MiB; the limit is short by 1.00 "
               "MiB; would help: a larger limit, a smaller batch");
     /* A request larger than the ceiling itself: the ordinary message, as
      * freeing memory could not help. */
     CHECK_ERR(vdev_mem_alloc("GPU:1", 200 * MIB, &q), VDEV_ERR_OOM,
               "OOM when allocating 200.00 MiB (209715200 bytes) on /device:GPU:1: 128.00 MiB in "
-              "use of 128.00 MiB limit, largest free block 192.00 MiB; the limit is short by "
+              "use of 128.00 MiB limit, largest free block 64.00 MiB; the limit is short by "
               "200.00 MiB; would help: a larger limit, a smaller batch");
     struct vdev_memory_info mi;
     CHECK_OK(vdev_memory_info("GPU:1", &mi));
     CHECK_EQ_U64(mi.n_failed_allocs, 2);
-    /* Usage falls under it: the 256 MiB region empties and goes back with
+    /* Usage falls under it: the 128 MiB region empties and goes back with
      * that free; the next allocation succeeds in a new 64 MiB region (the
      * growth schedule restarts from the 64 MiB region still held, capped by
      * the ceiling). */
@@ -536,14 +541,15 @@ static void test_runtime_limits(void)
     CHECK_OK(vdev_mem_alloc("GPU:1", 300 * MIB, &big));
     STATS_ADD_UP();
 
-    /* Floors: a new floor needs the memory now. GPU:0 holds 300 MiB live. */
+    /* Floors: a new floor needs the memory now. GPU:0 holds 300 MiB live,
+     * in a 512 MiB region (GPU:1 holds the other 512 MiB). */
     void *z;
     CHECK_OK(vdev_mem_alloc("GPU:0", 300 * MIB, &z));
     CHECK_ERR(vdev_memory_set_limits("GPU:1", 800 * MIB, 0), VDEV_ERR_OOM,
               "cannot raise the floor now: GPU:1 (normal) asked for a floor of 800.00 MiB and "
-              "/physical_device:GPU:0 has 296.00 MiB left for it; GPU:0 (normal) holds 300.00 "
-              "MiB above its floor, all of it live; would help: freeing memory or lower ceilings "
-              "on those devices, a smaller batch");
+              "/physical_device:GPU:0 has 0 B left for it; GPU:0 (normal) holds 512.00 MiB "
+              "above its floor, 300.00 MiB of it live; would help: freeing memory or lower "
+              "ceilings on those devices, a smaller batch");
     CHECK_OK(vdev_memory_get_limits("GPU:1", &l)); /* nothing changed */
     CHECK(l.floor_bytes == 0 && l.ceiling_bytes == 512 * MIB);
     CHECK_OK(vdev_mem_free("GPU:0", z)); /* cached now: a floor takes it */

@@ -33,7 +33,7 @@ static void test_equal_priority(void)
     CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", on_pressure, &e1));
     void *a, *b;
     CHECK_OK(vdev_mem_alloc("GPU:0", GIB, &a));
-    CHECK_OK(vdev_mem_alloc("GPU:0", GIB, &b));
+    CHECK_OK(vdev_mem_alloc("GPU:0", 1536 * MIB, &b));
     CHECK_OK(vdev_mem_free("GPU:0", a));
     CHECK_OK(vdev_mem_free("GPU:0", b));
     CHECK_EQ_U64(reserved("GPU:0"), 2560 * MIB); /* growth took the whole budget */
@@ -88,27 +88,26 @@ static void test_advice(void)
     fresh_card("1x1GiB");
     setenv("VDEV_LOGICAL_DEVICES", "0:256MiB..,..", 1);
     CHECK_OK(vdev_init());
-    void *p[4];
-    for (int i = 0; i < 4; i++) /* regions of 64, 128 (two blocks) and 256 MiB */
+    void *p[5];
+    for (int i = 0; i < 5; i++) /* regions of 64, 64, 128 (two blocks) and 256 MiB */
         CHECK_OK(vdev_mem_alloc("GPU:0", 64 * MIB, &p[i]));
-    CHECK_EQ_U64(reserved("GPU:0"), 448 * MIB);
-    CHECK_OK(vdev_mem_free("GPU:0", p[2])); /* a block live in each region: 192 MiB */
+    CHECK_EQ_U64(reserved("GPU:0"), 512 * MIB);
+    CHECK_OK(vdev_mem_free("GPU:0", p[2])); /* a block live in each region: 256 MiB */
     void *q;
     CHECK_ERR(vdev_mem_alloc("GPU:1", 600 * MIB, &q), VDEV_ERR_OOM,
               "OOM when allocating 600.00 MiB (629145600 bytes) on /device:GPU:1: 0 B in use of "
               "1.00 GiB limit, largest free block 0 B; GPU:1 (normal) asked for 600.00 MiB and "
-              "/physical_device:GPU:0 has 576.00 MiB left for it; GPU:0 (normal) holds 192.00 "
+              "/physical_device:GPU:0 has 512.00 MiB left for it; GPU:0 (normal) holds 256.00 "
               "MiB above its floor, none of it live; none of it can be released (free, but in "
               "regions still in use); would help: a smaller batch");
-    CHECK_EQ_U64(reserved("GPU:0"), 448 * MIB);
+    CHECK_EQ_U64(reserved("GPU:0"), 512 * MIB);
     INVARIANTS_HOLD();
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (i != 2)
             CHECK_OK(vdev_mem_free("GPU:0", p[i]));
-    /* All empty now: GPU:1 is 24 MiB short (576 MiB left), so the smallest
-     * region that is enough goes, 64 MiB, of those wholly above GPU:0's
-     * floor (256 MiB of 448 MiB). Before, the largest went (256 MiB, half
-     * of it inside the floor), leaving GPU:0 192 MiB. */
+    /* All empty now: GPU:1 is 88 MiB short (512 MiB left), so the smallest
+     * region that is enough goes, 128 MiB, of those wholly above GPU:0's
+     * floor (256 MiB of 512 MiB), not the largest. */
     CHECK_OK(vdev_mem_alloc("GPU:1", 600 * MIB, &q));
     CHECK_EQ_U64(reserved("GPU:0"), 384 * MIB);
     CHECK_OK(vdev_mem_free("GPU:1", q));
@@ -123,9 +122,9 @@ static void test_advice(void)
     CHECK_ERR(vdev_mem_alloc("GPU:1", 600 * MIB, &q), VDEV_ERR_OOM,
               "OOM when allocating 600.00 MiB (629145600 bytes) on /device:GPU:1: 0 B in use of "
               "1.00 GiB limit, largest free block 0 B; GPU:1 (normal) asked for 600.00 MiB and "
-              "/physical_device:GPU:0 has 424.00 MiB left for it; GPU:0 (normal) holds 600.00 "
-              "MiB above its floor, all of it live; would help: freeing memory on those devices, "
-              "a smaller batch");
+              "/physical_device:GPU:0 has 0 B left for it; GPU:0 (normal) holds 1.00 GiB above "
+              "its floor, 600.00 MiB of it live; would help: freeing memory on those devices, a "
+              "smaller batch");
     CHECK_OK(vdev_mem_free("GPU:0", big));
     CHECK_OK(vdev_mem_alloc("GPU:1", 600 * MIB, &q));
     CHECK_EQ_U64(reserved("GPU:0"), 0);
@@ -270,17 +269,18 @@ static void test_turns_counted(void)
              "physical=\"0\",backend=\"sim\"} %llu\n", (unsigned long long)l0.borrowed_bytes);
     CHECK(m && strstr(m, want));
     free(m);
-    /* GPU:1 holds its 1.5 GiB (empty) after the last turn; a floor keeps it. */
-    CHECK_OK(vdev_memory_set_limits("GPU:1", 1536 * MIB, 0));
+    /* GPU:1 holds its 2 GiB region (empty: 1.5 GiB doubled to 2 GiB) after
+     * the last turn; a floor keeps it. */
+    CHECK_OK(vdev_memory_set_limits("GPU:1", 2048 * MIB, 0));
     void *p;
     CHECK_STATUS(vdev_mem_alloc("GPU:0", 1536 * MIB, &p), VDEV_ERR_OOM);
-    CHECK_MSG("has 1.00 GiB left for it: the other devices' floors keep 1.50 GiB aside");
-    CHECK_EQ_U64(reserved("GPU:1"), 1536 * MIB);
+    CHECK_MSG("has 512.00 MiB left for it: the other devices' floors keep 2.00 GiB aside");
+    CHECK_EQ_U64(reserved("GPU:1"), 2048 * MIB);
     struct vdev_memory_limits m0 = limits("GPU:0"), m1 = limits("GPU:1");
     CHECK_EQ_U64(m1.n_lends, l1.n_lends);
     CHECK_EQ_U64(m1.lent_bytes, l1.lent_bytes);
     CHECK_EQ_U64(m0.borrowed_bytes, l0.borrowed_bytes);
-    CHECK_OK(vdev_mem_alloc("GPU:0", 1024 * MIB, &p)); /* what the card has left still goes */
+    CHECK_OK(vdev_mem_alloc("GPU:0", 512 * MIB, &p)); /* what the card has left still goes */
     CHECK_OK(vdev_mem_free("GPU:0", p));
     INVARIANTS_HOLD();
 }
@@ -312,7 +312,7 @@ static void test_input_freed_during_op(void)
                                                                                  VDEV_F32, 2);
     void *p[2];
     for (int i = 0; i < 2; i++) /* GPU:0's growth takes the rest of the card */
-        CHECK_OK(vdev_mem_alloc("GPU:0", GIB, &p[i]));
+        CHECK_OK(vdev_mem_alloc("GPU:0", i ? 1534 * MIB : GIB, &p[i])); /* GPU:1 has 2 MiB */
     for (int i = 0; i < 2; i++)
         CHECK_OK(vdev_mem_free("GPU:0", p[i]));
     CHECK_OK(vdev_memory_set_pressure_callback("GPU:1", free_on_pressure, NULL));
@@ -349,7 +349,7 @@ static void test_own_region_and_lending(void)
     CHECK_OK(vdev_mem_alloc("GPU:0", 3 * GIB, &b));
     CHECK_OK(vdev_mem_free("GPU:0", b)); /* GPU:0 keeps the rest of the card, empty */
     CHECK_OK(vdev_mem_alloc("GPU:1", GIB + 100 * MIB, &c));
-    CHECK_EQ_U64(reserved("GPU:1"), GIB + 100 * MIB);
+    CHECK_EQ_U64(reserved("GPU:1"), 2 * GIB); /* 2 MiB doubled to hold it: its ceiling */
     CHECK_EQ_U64(reserved("GPU:0"), 0);
     CHECK(e1.n[VDEV_PRESSURE_CARD_FULL] == 1 && e0.n[VDEV_PRESSURE_LENT] == 1);
     CHECK_EQ_U64(e0.bytes[VDEV_PRESSURE_LENT], 3 * GIB);
@@ -367,15 +367,15 @@ static void test_own_region_and_lending(void)
     void *d, *f, *g;
     CHECK_OK(vdev_mem_alloc("GPU:0", 3 * GIB, &d));
     CHECK_OK(vdev_mem_free("GPU:0", d));
-    CHECK_OK(vdev_mem_alloc("GPU:1", 2 * GIB + 512 * MIB, &f)); /* GPU:0 lends */
+    CHECK_OK(vdev_mem_alloc("GPU:1", 2 * GIB, &f)); /* GPU:0 lends */
     CHECK_OK(vdev_mem_alloc("GPU:0", GIB, &g));
     CHECK_OK(vdev_mem_free("GPU:0", g)); /* GPU:0: an empty 1 GiB region */
     CHECK(e0.n[VDEV_PRESSURE_CARD_FULL] == 0 && e1.n[VDEV_PRESSURE_LENT] == 0);
-    /* GPU:1's memory is live: the card has 512 MiB beside GPU:0's region. */
+    /* GPU:1's memory is live: the card has 1 GiB beside GPU:0's region. */
     CHECK_ERR(vdev_mem_alloc("GPU:0", 3 * GIB, &d), VDEV_ERR_OOM,
               "OOM when allocating 3.00 GiB (3221225472 bytes) on /device:GPU:0: 0 B in use of "
               "4.00 GiB limit, largest free block 1.00 GiB; GPU:0 (critical) asked for 3.00 GiB "
-              "and /physical_device:GPU:0 has 1.50 GiB left for it; GPU:1 (low) holds 2.00 GiB "
+              "and /physical_device:GPU:0 has 2.00 GiB left for it; GPU:1 (low) holds 1.50 GiB "
               "above its floor, all of it live; would help: freeing memory or lower ceilings on "
               "those devices, a smaller batch");
     CHECK(e0.n[VDEV_PRESSURE_CARD_FULL] == 1 && e1.n[VDEV_PRESSURE_LENT] == 0);
@@ -383,8 +383,9 @@ static void test_own_region_and_lending(void)
     CHECK_OK(vdev_mem_free("GPU:1", f)); /* now cached: its region reaches into its floor */
     CHECK_OK(vdev_mem_alloc("GPU:0", 3 * GIB, &d));
     CHECK(e0.n[VDEV_PRESSURE_CARD_FULL] == 2 && e1.n[VDEV_PRESSURE_LENT] == 1);
-    CHECK_EQ_U64(e1.bytes[VDEV_PRESSURE_LENT], 2 * GIB);
-    CHECK_EQ_U64(reserved("GPU:0"), 3 * GIB);
+    CHECK_EQ_U64(e1.bytes[VDEV_PRESSURE_LENT], GIB + 512 * MIB);
+    /* 4 GiB asked (2 MiB doubled to hold 3 GiB), what the floor leaves */
+    CHECK_EQ_U64(reserved("GPU:0"), 3 * GIB + 512 * MIB);
     CHECK_EQ_U64(reserved("GPU:1"), 0);
     INVARIANTS_HOLD();
     CHECK_OK(vdev_mem_free("GPU:0", d));

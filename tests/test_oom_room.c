@@ -33,11 +33,12 @@ static const char *line_of(const char *r, const char *prefix, char *out, size_t 
     return out;
 }
 
-/* GPU:0 (a 100 MiB floor, critical) holds 200 MiB, all in use; GPU:1 (low)
- * holds 384 MiB, 128 MiB of it live. The card leaves GPU:0 1024 - 384 - 200
- * = 440 MiB, less than the 824 MiB under its limit (the card's budget): a
- * 750 MiB request, more than those 440 MiB and the 256 MiB GPU:1 could
- * lend together, fails, and the dump says 440 MiB as the message does. */
+/* GPU:0 (a 100 MiB floor, critical) holds 256 MiB, 200 MiB of it in use;
+ * GPU:1 (low) holds 384 MiB, 128 MiB of it live. The card leaves GPU:0 1024
+ * - 384 - 256 = 384 MiB, less than the 768 MiB under its limit (the card's
+ * budget): a 750 MiB request, more than those 384 MiB, GPU:0's 56 MiB free
+ * and the 256 MiB GPU:1 could lend together, fails, and the dump says 384
+ * MiB as the message does. */
 static void test_card_leaves_less(void)
 {
     fresh_card("1x1GiB");
@@ -53,23 +54,23 @@ static void test_card_leaves_less(void)
     struct vdev_memory_limits l;
     CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
     CHECK_EQ_U64(l.ceiling_bytes, GIB);
-    CHECK_EQ_U64(l.available_bytes, 440 * MIB);
+    CHECK_EQ_U64(l.available_bytes, 384 * MIB);
     check_capture_begin();
     CHECK_STATUS(vdev_mem_alloc("GPU:0", 750 * MIB, &x), VDEV_ERR_OOM);
     free(check_capture_end());
-    CHECK(strstr(vdev_last_error(), "/physical_device:GPU:0 has 440.00 MiB left for it") != NULL);
+    CHECK(strstr(vdev_last_error(), "/physical_device:GPU:0 has 384.00 MiB left for it") != NULL);
     char line[512];
     CHECK_STR(line_of(vdev_last_oom_report(), "Largest free block:", line, sizeof line),
-              "Largest free block: 0 B; free in reserved regions: 0 B (fragmentation 0.000); "
-              "room left to grow: 440.00 MiB (824.00 MiB under the limit, less what the card's "
-              "other devices claim)");
+              "Largest free block: 56.00 MiB; free in reserved regions: 56.00 MiB (fragmentation "
+              "0.000); room left to grow: 384.00 MiB (768.00 MiB under the limit, less what the "
+              "card's other devices claim)");
     CHECK_OK(vdev_mem_free("GPU:0", a));
     CHECK_OK(vdev_mem_free("GPU:1", b0));
 }
 
 /* The limit stops the device first (a ceiling of 256 MiB on a card with
- * room to spare): the room left to grow is the room under the limit, said
- * once, and equal to available_bytes. */
+ * room to spare; 100 MiB in use in a 128 MiB region): the room left to grow
+ * is the room under the limit, said once, and equal to available_bytes. */
 static void test_limit_leaves_less(void)
 {
     fresh_card("1x1GiB");
@@ -80,14 +81,14 @@ static void test_limit_leaves_less(void)
     CHECK_OK(vdev_mem_alloc("GPU:0", 100 * MIB, &a));
     struct vdev_memory_limits l;
     CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
-    CHECK_EQ_U64(l.available_bytes, 156 * MIB);
+    CHECK_EQ_U64(l.available_bytes, 128 * MIB);
     check_capture_begin();
     CHECK_STATUS(vdev_mem_alloc("GPU:0", 200 * MIB, &x), VDEV_ERR_OOM);
     free(check_capture_end());
     char line[512];
     CHECK_STR(line_of(vdev_last_oom_report(), "Largest free block:", line, sizeof line),
-              "Largest free block: 0 B; free in reserved regions: 0 B (fragmentation 0.000); "
-              "room left to grow: 156.00 MiB");
+              "Largest free block: 28.00 MiB; free in reserved regions: 28.00 MiB (fragmentation "
+              "0.000); room left to grow: 128.00 MiB");
     CHECK_OK(vdev_mem_free("GPU:0", a));
 }
 

@@ -131,8 +131,8 @@ static int has_reserved(const char *s, const char *dev, long long reserved)
     return 0;
 }
 
-/* GPU:0 grows to 700 MiB (regions of 100, 200 and 400 MiB), frees it all
- * and then holds 700 MiB of empty regions. */
+/* GPU:0 grows to 512 MiB (regions of 128, 128 and 256 MiB), frees it all
+ * and then holds 512 MiB of empty regions. */
 static void fill_and_free_gpu0(void)
 {
     void *a[4];
@@ -140,10 +140,10 @@ static void fill_and_free_gpu0(void)
         CHECK_OK(vdev_mem_alloc("GPU:0", 100 * MIB, &a[i]));
     for (int i = 0; i < 4; i++)
         CHECK_OK(vdev_mem_free("GPU:0", a[i]));
-    CHECK_EQ_U64(reserved("GPU:0"), 700 * MIB);
+    CHECK_EQ_U64(reserved("GPU:0"), 512 * MIB);
 }
 
-/* vdev_memory_release_cached gives the 700 MiB back: the trace says so. */
+/* vdev_memory_release_cached gives the 512 MiB back: the trace says so. */
 static void test_release_cached(void)
 {
     char path[] = "/tmp/vdev-test-trace-memory-XXXXXX";
@@ -152,17 +152,17 @@ static void test_release_cached(void)
     fill_and_free_gpu0();
     uint64_t released = 0;
     CHECK_OK(vdev_memory_release_cached("GPU:0", &released));
-    CHECK_EQ_U64(released, 700 * MIB);
+    CHECK_EQ_U64(released, 512 * MIB);
     CHECK_EQ_U64(reserved("GPU:0"), 0);
     struct at_end e;
     take_end(&e);
     char *s = finish(path, &e, __LINE__);
-    CHECK(has_reserved(s, "/device:GPU:0", (long long)(700 * MIB)));
+    CHECK(has_reserved(s, "/device:GPU:0", (long long)(512 * MIB)));
     free(s);
 }
 
-/* GPU:1's allocation of 500 MiB needs GPU:0's empty regions (the card has
- * 324 MiB left): GPU:0 lends, and both counters follow. */
+/* GPU:1's allocation of 600 MiB needs GPU:0's empty regions (the card has
+ * 512 MiB left): GPU:0 lends, and both counters follow. */
 static void test_lending(void)
 {
     char path[] = "/tmp/vdev-test-trace-memory-XXXXXX";
@@ -170,11 +170,11 @@ static void test_lending(void)
         return;
     fill_and_free_gpu0();
     void *b;
-    CHECK_OK(vdev_mem_alloc("GPU:1", 500 * MIB, &b));
+    CHECK_OK(vdev_mem_alloc("GPU:1", 600 * MIB, &b));
     struct vdev_memory_limits l;
     CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
     CHECK(l.n_lends == 1 && l.lent_bytes > 0);
-    CHECK(reserved("GPU:0") < 700 * MIB);
+    CHECK(reserved("GPU:0") < 512 * MIB);
     struct at_end e;
     take_end(&e);
     CHECK(e.reserved[0] + e.reserved[1] <= GIB);

@@ -28,14 +28,14 @@ def card(monkeypatch):
 
 
 def test_equal_priority_cache_is_lent(card):
-    """GPU:0's growth took the whole budget for 2 GiB of tensors, since
+    """GPU:0's growth took the whole budget for 2.5 GiB of tensors, since
     freed; GPU:1, of the same priority, gets 512 MiB of it (before: an OOM
     on an idle card), and GPU:0 hears 'lent'."""
     C.set_logical_device_configuration(card, [L(memory_floor=0), L(memory_floor=0)])
     got = []
     E.set_memory_pressure_callback("GPU:0", lambda *a: got.append(a[1:]))
     with vdev.device("GPU:0"):
-        t = [vdev.zeros([256, 1024, 1024]) for _ in range(2)]  # 2 x 1 GiB
+        t = [vdev.zeros([n, 1024, 1024]) for n in (256, 384)]  # 1 GiB, 1.5 GiB
     del t
     assert E.get_memory_info("GPU:0")["reserved"] == 2560 * MIB
     with vdev.device("GPU:1"):
@@ -60,7 +60,7 @@ def test_higher_priority_cache_is_lent(monkeypatch):
     got = []
     E.set_memory_pressure_callback("GPU:1", lambda *a: got.append(a[1]))
     with vdev.device("GPU:1"):
-        t = [vdev.zeros([256, 1024, 1024]) for _ in range(2)]  # 2 GiB
+        t = [vdev.zeros([n, 1024, 1024]) for n in (256, 384)]  # 2.5 GiB
     del t
     assert E.get_memory_info("GPU:1")["reserved"] == 2560 * MIB  # the card's whole share
     with vdev.device("GPU:2"):

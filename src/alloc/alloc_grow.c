@@ -1,13 +1,19 @@
 /* alloc_grow.c — the allocator's regions: growth, garbage collection,
  * release, and the diagnosis of an out-of-memory failure.
  *
- * Growth (VDEV_POLICY_GROW) asks the region source for a region of twice the
- * last one (2 MiB first), the request's size if larger, capped by what the
- * limit leaves, backing off by 0.9x while the source answers OOM, as
- * TensorFlow's BFC allocator does (its Extend). A source that extends in
- * place (CUDA's one virtual range per logical device) grows its one region
- * instead. Releasing empty regions restarts the doubling from the largest
- * region still held. Before an OOM, empty regions are released when that
+ * Growth (VDEV_POLICY_GROW) follows TensorFlow's BFC allocator (its Extend):
+ * a region size that starts at 2 MiB doubles while the request is larger
+ * (so a region is a power-of-two multiple of 2 MiB, at least the request,
+ * and its tail serves the requests that follow), the region takes that
+ * size, capped by what the limit leaves, and the size doubles for the next
+ * region only when it did not double for this one (2, 4, 8 MiB ... for small
+ * requests; 1500 MiB takes a 2048 MiB region, and the next one, if needed,
+ * is 2048 MiB again). The source is asked again at 0.9x the size while it
+ * answers OOM (at every growth: BFC backs off once in its lifetime). A
+ * source that extends in place (CUDA's one virtual range per logical
+ * device) grows its one region by its own size instead. Releasing empty
+ * regions restarts the schedule from twice the largest region still held
+ * (BFC never restarts). Before an OOM, empty regions are released when that
  * makes room under the limit and the request is tried once more (BFC's
  * DeallocateFreeRegions, "garbage collection"), after one sync of the
  * device, since blocks freed from the host may still be used by queued work.
@@ -93,7 +99,6 @@ void vdev_alloc_region_install(struct vdev_alloc *a, uint32_t slot, void *base, 
     a->reserved += bytes;
     if (a->reserved > a->peak_reserved)
         a->peak_reserved = a->reserved;
-    a->last_region_bytes = bytes;
     over_hook_update(a);
     reserved_changed(a);
 }
@@ -195,10 +200,22 @@ static enum vdev_status grow_extend(struct vdev_alloc *a, uint64_t sz, enum vdev
     a->reserved += want;
     if (a->reserved > a->peak_reserved)
         a->peak_reserved = a->reserved;
-    a->last_region_bytes = r->bytes;
     over_hook_update(a);
     reserved_changed(a);
     return VDEV_OK;
+}
+
+/* Where the growth schedule starts (and starts over after regions went
+ * back, see vdev_alloc_release_empty): twice the largest region held, or,
+ * when none is, the first region size (2 MiB, or the limit when smaller). */
+static uint64_t schedule_start(const struct vdev_alloc *a)
+{
+    uint64_t held = 0;
+    for (uint32_t r = 0; r < a->n_reg_slots; r++)
+        held = a->reg[r].bytes > held ? a->reg[r].bytes : held;
+    if (held)
+        return held <= UINT64_MAX / 2 ? 2 * held : held;
+    return a->limit < FIRST_REGION_BYTES ? a->limit : FIRST_REGION_BYTES;
 }
 
 /* Adds (or extends) a region so that a free chunk of sz bytes exists.
@@ -219,15 +236,17 @@ enum vdev_status vdev_alloc_grow(struct vdev_alloc *a, uint64_t sz, enum vdev_al
     uint64_t avail = limit_room(a);
     if (sz > avail)
         return VDEV_ERR_OOM;
-    uint64_t want;
-    if (a->last_region_bytes == 0)
-        want = a->limit < FIRST_REGION_BYTES ? a->limit : FIRST_REGION_BYTES;
-    else
-        want = a->last_region_bytes > avail / 2 ? avail : 2 * a->last_region_bytes;
-    if (want < sz)
-        want = sz;
-    if (want > avail)
-        want = avail;
+    /* BFC's Extend: the size doubles while the request exceeds it (so the
+     * region holds the request, and the tail serves the next ones), and
+     * doubles for the next region only when it did not double here. */
+    if (!a->curr_region_bytes)
+        a->curr_region_bytes = schedule_start(a);
+    int doubled = 0;
+    while (sz > a->curr_region_bytes) {
+        a->curr_region_bytes *= 2;
+        doubled = 1;
+    }
+    uint64_t want = a->curr_region_bytes < avail ? a->curr_region_bytes : avail;
     uint32_t slot = vdev_alloc_region_slot(a);
     if (slot == NIL) {
         *why = WHY_HOST;
@@ -250,6 +269,8 @@ enum vdev_status vdev_alloc_grow(struct vdev_alloc *a, uint64_t sz, enum vdev_al
     vdev_alloc_region_install(a, slot, base, got);
     if (a->src.extend)
         a->ext_region = slot;
+    if (!doubled && a->curr_region_bytes <= UINT64_MAX / 2)
+        a->curr_region_bytes *= 2;
     return VDEV_OK;
 }
 
@@ -344,13 +365,11 @@ static void release_region(struct vdev_alloc *a, uint32_t r)
 }
 
 /* After regions went back: the growth schedule restarts from the largest
- * region still held (see vdev_alloc_release_empty), and HOOK_OVER follows. */
+ * region still held at the next growth (schedule_start; see
+ * vdev_alloc_release_empty), and HOOK_OVER follows. */
 static void growth_restart(struct vdev_alloc *a)
 {
-    uint64_t held = 0;
-    for (uint32_t r = 0; r < a->n_reg_slots; r++)
-        held = a->reg[r].bytes > held ? a->reg[r].bytes : held;
-    a->last_region_bytes = held;
+    a->curr_region_bytes = 0;
     over_hook_update(a);
 }
 

@@ -98,7 +98,9 @@ struct vdev_alloc {
     struct region *reg;
     uint32_t n_reg_slots, cap_reg, n_regions;
     uint32_t ext_region;        /* region grown in place (source with extend), or NIL */
-    uint64_t last_region_bytes; /* size of the last region added (growth doubles it) */
+    uint64_t curr_region_bytes; /* the next region's size before the request doubles it
+                                   (BFC's curr_region_allocation_bytes_); 0: start over
+                                   from the largest region held (vdev_alloc_grow) */
     struct pending *pend;
     uint32_t n_pending, cap_pend;
     uint32_t *lk;          /* lookup table: handles, NIL = empty */
