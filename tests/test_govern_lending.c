@@ -427,10 +427,45 @@ static void test_prealloc_replaced(void)
     INVARIANTS_HOLD();
 }
 
+/* The same when the card, not the ceiling, is short: GPU:1's empty 100 MiB
+ * floor region and the 324 MiB the card has left make room for 400 MiB
+ * (before, the region stayed and the OOM said 324 MiB were left, though
+ * growth served the same request). The room is counted where the device's
+ * room is said: available_bytes, and the OOM's "left for it". */
+static void test_prealloc_replaced_card_short(void)
+{
+    fresh_card("1x1GiB");
+    setenv("VDEV_MEMORY_GROWTH", "false", 1);
+    setenv("VDEV_LOGICAL_DEVICES", "0:300MiB..600MiB@critical,100MiB..800MiB@low", 1);
+    CHECK_OK(vdev_init());
+    void *a, *b;
+    CHECK_OK(vdev_mem_alloc("GPU:0", 600 * MIB, &a));
+    CHECK_EQ_U64(reserved("GPU:1"), 100 * MIB);
+    struct vdev_memory_limits l;
+    CHECK_OK(vdev_memory_get_limits("GPU:1", &l));
+    CHECK_EQ_U64(l.available_bytes, 424 * MIB);
+    CHECK_ERR(vdev_mem_alloc("GPU:1", 500 * MIB, &b), VDEV_ERR_OOM,
+              "OOM when allocating 500.00 MiB (524288000 bytes) on /device:GPU:1: 0 B in use of "
+              "800.00 MiB limit, largest free block 100.00 MiB; GPU:1 (low) asked for 500.00 MiB "
+              "and /physical_device:GPU:0 has 424.00 MiB left for it; GPU:0 (critical) holds "
+              "300.00 MiB above its floor, all of it live; would help: freeing memory on those "
+              "devices, a smaller batch");
+    CHECK_EQ_U64(reserved("GPU:1"), 100 * MIB); /* nothing released for a failed request */
+    CHECK_OK(vdev_mem_alloc("GPU:1", 400 * MIB, &b));
+    CHECK_EQ_U64(reserved("GPU:1"), 424 * MIB);
+    CHECK_OK(vdev_memory_get_limits("GPU:1", &l));
+    CHECK(l.floor_bytes == 100 * MIB && l.available_bytes == 0);
+    INVARIANTS_HOLD();
+    CHECK_OK(vdev_mem_free("GPU:1", b));
+    CHECK_OK(vdev_mem_free("GPU:0", a));
+    INVARIANTS_HOLD();
+}
+
 int main(void)
 {
     test_own_region_and_lending();
     test_prealloc_replaced();
+    test_prealloc_replaced_card_short();
     test_turns_counted();
     test_input_freed_during_op();
     test_equal_priority();

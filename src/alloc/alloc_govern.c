@@ -739,7 +739,11 @@ void vdev_pool_get(vdev_pool_t *p, int member, struct vdev_memory_limits *out)
     out->card_claimed_bytes = others_claim(p, -1);
     uint64_t most = most_locked(p, member);
     uint64_t cap = most < out->ceiling_bytes ? most : out->ceiling_bytes;
-    out->available_bytes = cap > m->reserved ? cap - m->reserved : 0;
+    /* an empty preallocated region counts: a request that needs its room
+     * replaces it (own_bytes in alloc_grow.c) */
+    uint64_t spare = a ? vdev_alloc_pinned_spare(a) : 0;
+    uint64_t held = m->reserved > spare ? m->reserved - spare : 0;
+    out->available_bytes = cap > held ? cap - held : 0;
     out->n_lends = m->n_lends;
     out->lent_bytes = m->lent_bytes;
     out->borrowed_bytes = m->borrowed_bytes;

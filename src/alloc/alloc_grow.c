@@ -309,19 +309,37 @@ static int fits_limit(const struct vdev_alloc *a, uint64_t sz, uint64_t own)
     return a->limit > after && sz <= a->limit - after;
 }
 
+/* The most this allocator may hold now: its limit, and, governed, what the
+ * card's pool leaves it. */
+static uint64_t hold_cap(struct vdev_alloc *a)
+{
+    uint64_t cap = a->limit;
+    if (a->pool) {
+        uint64_t most = vdev_pool_max_reserved(a->pool, a->member);
+        cap = most < cap ? most : cap;
+    }
+    return cap;
+}
+
+uint64_t vdev_alloc_pinned_spare(const struct vdev_alloc *a)
+{
+    return a->src.sync && pinned_unused(a) ? a->reg[a->pinned].bytes : 0;
+}
+
 /* The bytes garbage collection may release for a request of sz bytes (0
  * with a source that cannot sync): the empty regions, and the pinned region
- * too when it holds nothing and the request does not fit under the limit
- * beside it. A request larger than what the limit leaves beside the floor's
- * preallocated region replaces that region then: the floor stays kept aside
- * by the card and is reserved on demand from then on, as a raised floor is. */
-static uint64_t own_bytes(const struct vdev_alloc *a, uint64_t sz, int *with_pinned)
+ * too when it holds nothing and the request does not fit beside it under
+ * the limit and what the card's pool leaves this device. A request larger
+ * than what they leave beside the floor's preallocated region replaces that
+ * region then: the floor stays kept aside by the card and is reserved on
+ * demand from then on, as a raised floor is. */
+static uint64_t own_bytes(struct vdev_alloc *a, uint64_t sz, int *with_pinned)
 {
     *with_pinned = 0;
     if (!a->src.sync)
         return 0;
-    uint64_t own = vdev_alloc_empty_bytes(a);
-    if (!fits_limit(a, sz, own) && pinned_unused(a)) {
+    uint64_t own = vdev_alloc_empty_bytes(a), cap = hold_cap(a), after = a->reserved - own;
+    if (!(cap > after && sz <= cap - after) && pinned_unused(a)) {
         *with_pinned = 1;
         own += a->reg[a->pinned].bytes;
     }
@@ -336,11 +354,7 @@ static int release_makes_room(struct vdev_alloc *a, uint64_t sz, uint64_t empty)
 {
     if (!empty)
         return 0;
-    uint64_t cap = a->limit;
-    if (a->pool) {
-        uint64_t most = vdev_pool_max_reserved(a->pool, a->member);
-        cap = most < cap ? most : cap;
-    }
+    uint64_t cap = hold_cap(a);
     uint64_t after = a->reserved - empty;
     return cap > after && sz <= cap - after;
 }

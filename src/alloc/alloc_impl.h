@@ -349,6 +349,10 @@ static inline void vdev_alloc_count_failed(struct vdev_alloc *a)
 uint64_t vdev_alloc_release_empty(struct vdev_alloc *a, uint64_t keep);
 /* Bytes in empty regions that may be released (the pinned one excluded). */
 uint64_t vdev_alloc_empty_bytes(const struct vdev_alloc *a);
+/* The preallocated (pinned) region's bytes while it holds nothing and
+ * garbage collection may give it back (a source with sync), else 0: a
+ * request that does not fit beside it replaces it, so it counts as room. */
+uint64_t vdev_alloc_pinned_spare(const struct vdev_alloc *a);
 /* Governance: the floor was lowered to `floor` at run time; a pinned region
  * preallocated larger than it is unpinned, and released (and the floor
  * preallocated anew, as far as the limit allows) when empty. Returns the
