@@ -351,11 +351,13 @@ struct held {
     uint64_t above, live;
 };
 
-/* A member's bytes in use and in empty (releasable) regions. Takes its lock. */
-static void holder_state(struct vdev_alloc *a, uint64_t *in_use, uint64_t *empty)
+/* A member's live bytes above its floor (those outside its preallocated
+ * region, or beyond the floor's size without one) and its bytes in empty
+ * (releasable) regions. Takes its lock. */
+static void holder_state(struct vdev_alloc *a, uint64_t floor, uint64_t *live, uint64_t *empty)
 {
     lock(a);
-    *in_use = a->in_use;
+    *live = a->in_use - vdev_alloc_floor_live(a, floor);
     *empty = vdev_alloc_empty_bytes(a);
     unlock(a);
 }
@@ -386,12 +388,12 @@ static void report(vdev_pool_t *p, int i, const char *what, uint64_t own, char *
     for (int j = 0; j < p->n; j++) {
         if (j == i || snap[j].reserved <= snap[j].floor)
             continue;
-        uint64_t in_use = 0, empty = 0;
+        uint64_t live = 0, empty = 0;
         if (snap[j].a)
-            holder_state(snap[j].a, &in_use, &empty);
+            holder_state(snap[j].a, snap[j].floor, &live, &empty);
         h[n].j = j;
         h[n].above = snap[j].reserved - snap[j].floor;
-        h[n].live = in_use > snap[j].floor ? in_use - snap[j].floor : 0;
+        h[n].live = live;
         if (h[n].live > h[n].above)
             h[n].live = h[n].above;
         live_any |= h[n].live > 0;

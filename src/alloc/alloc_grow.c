@@ -326,6 +326,17 @@ uint64_t vdev_alloc_pinned_spare(const struct vdev_alloc *a)
     return a->src.sync && pinned_unused(a) ? a->reg[a->pinned].bytes : 0;
 }
 
+uint64_t vdev_alloc_floor_live(const struct vdev_alloc *a, uint64_t floor)
+{
+    if (a->pinned == NIL)
+        return a->in_use < floor ? a->in_use : floor;
+    uint64_t live = 0;
+    for (uint32_t c = a->reg[a->pinned].first; c != NO_NEIGHBOUR; c = a->ch[c].next)
+        if (cstate(&a->ch[c]) == ST_LIVE)
+            live += csize(&a->ch[c]);
+    return live < floor ? live : floor;
+}
+
 /* The bytes garbage collection may release for a request of sz bytes (0
  * with a source that cannot sync): the empty regions, and the pinned region
  * too when it holds nothing and the request does not fit beside it under

@@ -353,6 +353,10 @@ uint64_t vdev_alloc_empty_bytes(const struct vdev_alloc *a);
  * garbage collection may give it back (a source with sync), else 0: a
  * request that does not fit beside it replaces it, so it counts as room. */
 uint64_t vdev_alloc_pinned_spare(const struct vdev_alloc *a);
+/* The live bytes the floor (of `floor` bytes) covers: those in the pinned
+ * (preallocated) region, or, without one, the first `floor` bytes in use;
+ * the rest of the bytes in use lie above the floor (the OOM's report). */
+uint64_t vdev_alloc_floor_live(const struct vdev_alloc *a, uint64_t floor);
 /* Governance: the floor was lowered to `floor` at run time; a pinned region
  * preallocated larger than it is unpinned, and released (and the floor
  * preallocated anew, as far as the limit allows) when empty. Returns the
