@@ -133,9 +133,14 @@ def test_set_memory_limits(card):
 def test_set_memory_limits_errors(card):
     three(card)
     cases = [
+        # Python's advice, not C's ("10ull << 20"): a plain int is bytes; a
+        # size with a unit was meant as written, and is too small
         (dict(floor=10), ValueError,
          "/device:GPU:1: a floor of 10 bytes is less than 1 MiB: sizes are in bytes (did you mean "
-         "10MiB, i.e. 10ull << 20?)"),
+         "'10MiB'?)"),
+        (dict(floor=0, ceiling="1KiB"), ValueError,
+         "/device:GPU:1: a ceiling of '1KiB' (1024 bytes) is less than 1 MiB: a floor or ceiling "
+         "other than 0 is at least 1 MiB"),
         (dict(floor="300MiB"), ValueError,
          "/device:GPU:1: floor 300.00 MiB is above the ceiling 256.00 MiB"),
         (dict(ceiling="2GiB"), ValueError,

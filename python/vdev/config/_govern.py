@@ -112,7 +112,32 @@ def set_memory_limits(device, floor=None, ceiling=None):
     f, c = parse_bytes(floor, "floor"), parse_bytes(ceiling, "ceiling")
     if f >= 1 << 64 or c >= 1 << 64:
         raise ValueError("floor and ceiling must be below 2**64 bytes")
-    _lib.check(lib.vdev_memory_set_limits(_lib.enc(device), f, c), _VALUE)
+    try:
+        _lib.check(lib.vdev_memory_set_limits(_lib.enc(device), f, c), _VALUE)
+    except ValueError as e:
+        raise _python_advice(e, (("floor", floor, f), ("ceiling", ceiling, c))) from None
+
+
+def _python_advice(err, given):
+    """The C library's error for a floor or ceiling below 1 MiB advises C
+    ("did you mean 1024MiB, i.e. 1024ull << 20?"): in Python, the same error
+    with advice for what the caller wrote. A size written with a unit
+    ('1KiB') was meant as written: it is too small, and the message says so
+    with the value as written; a plain int of bytes gets '<n>MiB' as the
+    size to write. Any other error is returned as it is."""
+    msg = str(err)
+    for what, raw, n in given:
+        head = "a %s of %d bytes is less than 1 MiB" % (what, n)
+        at = msg.find(head)
+        if at < 0 or not 0 < n < 1 << 20:
+            continue
+        if isinstance(raw, str):
+            tail = ("a %s of %r (%d bytes) is less than 1 MiB: a floor or ceiling other "
+                    "than 0 is at least 1 MiB" % (what, raw.strip(), n))
+        else:
+            tail = "%s: sizes are in bytes (did you mean '%dMiB'?)" % (head, n)
+        return ValueError(msg[:at] + tail)
+    return err
 
 
 def set_memory_priority(device, priority):
