@@ -3,7 +3,8 @@
  * other devices leave it, so it agrees with the OOM message printed above
  * it and with vdev_memory_get_limits' available_bytes. When the card leaves
  * less than the limit does, the dump names the room under the limit too;
- * when the limit is what stops the device, the line is as before.
+ * when the limit is what stops the device, the line is as before; an empty
+ * preallocated region counts, as it does in available_bytes.
  *
  * Cards are simulated with no driver reserve, so a 1 GiB card has a budget
  * of exactly 1 GiB and the figures are round. */
@@ -92,10 +93,40 @@ static void test_limit_leaves_less(void)
     CHECK_OK(vdev_mem_free("GPU:0", a));
 }
 
+/* Preallocation: GPU:1's empty 100 MiB floor region makes way for a request
+ * that needs its room, so it counts as room (available_bytes 424 MiB: the
+ * card's 324 MiB unclaimed and that region); a 500 MiB request fails and the
+ * dump says the same 424 MiB as the message (it said 324 MiB). */
+static void test_prealloc_spare_counts(void)
+{
+    fresh_card("1x1GiB");
+    setenv("VDEV_OOM_REPORT", "1", 1);
+    setenv("VDEV_MEMORY_GROWTH", "false", 1);
+    setenv("VDEV_LOGICAL_DEVICES", "0:300MiB..600MiB@critical,100MiB..800MiB@low", 1);
+    CHECK_OK(vdev_init());
+    void *a, *x;
+    CHECK_OK(vdev_mem_alloc("GPU:0", 600 * MIB, &a));
+    struct vdev_memory_limits l;
+    CHECK_OK(vdev_memory_get_limits("GPU:1", &l));
+    CHECK_EQ_U64(l.available_bytes, 424 * MIB);
+    check_capture_begin();
+    CHECK_STATUS(vdev_mem_alloc("GPU:1", 500 * MIB, &x), VDEV_ERR_OOM);
+    free(check_capture_end());
+    CHECK(strstr(vdev_last_error(), "/physical_device:GPU:0 has 424.00 MiB left for it") != NULL);
+    char line[512];
+    CHECK_STR(line_of(vdev_last_oom_report(), "Largest free block:", line, sizeof line),
+              "Largest free block: 100.00 MiB; free in reserved regions: 100.00 MiB "
+              "(fragmentation 0.000); room left to grow: 424.00 MiB (800.00 MiB under the "
+              "limit, less what the card's other devices claim)");
+    CHECK_OK(vdev_mem_free("GPU:0", a));
+    unsetenv("VDEV_MEMORY_GROWTH");
+}
+
 int main(void)
 {
     test_card_leaves_less();
     test_limit_leaves_less();
+    test_prealloc_spare_counts();
     check_fresh(NULL);
     return check_done();
 }

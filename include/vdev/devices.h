@@ -67,8 +67,9 @@ VDEV_API enum vdev_status vdev_memory_info(const char *device, struct vdev_memor
 VDEV_API enum vdev_status vdev_memory_reset_peak(const char *device);
 /* Waits for the device's queued work, then hands every region with no live
  * block back to the backend (growth mode); *released_bytes (may be NULL) says
- * how much. Growth then starts over: the next region is 2 MiB (or twice the
- * largest region still held), not twice the regions released. */
+ * how much. Growth then starts over: the region size goes back to 2 MiB (or
+ * twice the largest region still held), not twice the regions released, and
+ * doubles from there as TensorFlow's BFC allocator does. */
 VDEV_API enum vdev_status vdev_memory_release_cached(const char *device, uint64_t *released_bytes);
 
 /* ---- raw device memory --------------------------------------------------- */

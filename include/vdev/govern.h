@@ -90,7 +90,8 @@ struct vdev_memory_limits {
     uint64_t card_floors_bytes;  /* the floors of the card's logical devices, summed */
     uint64_t card_claimed_bytes; /* what they hold or keep aside: the sum of max(reserved, floor) */
     uint64_t available_bytes;    /* how much more this device may reserve now: up to its ceiling,
-                                    and what the card leaves it (0 when it holds more than that) */
+                                    and what the card leaves it (0 when it holds more than that),
+                                    counting an empty preallocated region it would give up */
     /* Lending since start-up (counters, never reset): two devices whose needs above their
      * floors take turns lend to each other again and again, each time after the other's
      * queued work; floors that cover each one's steady need stop it. */

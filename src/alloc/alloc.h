@@ -12,9 +12,12 @@
  * memory is not host-readable) and costs O(number of chunks), never O(bytes
  * managed): 32 bytes a chunk, about 5 KiB for an empty allocator.
  *
- * Policies: VDEV_POLICY_GROW adds regions on demand, each larger than the last
- * (2 MiB, 4 MiB, 8 MiB, ... capped by what is left of the limit), up to the
- * limit; VDEV_POLICY_PREALLOCATE reserves the whole limit in vdev_alloc_new()
+ * Policies: VDEV_POLICY_GROW adds regions on demand, sized as TensorFlow's BFC
+ * allocator sizes them (its Extend): the region size starts at 2 MiB and
+ * doubles while a request is larger than it; a region takes that size (capped
+ * by what is left of the limit), and the next one is twice as large unless
+ * this request already doubled it (2 MiB, 4 MiB, 8 MiB, ...; a 1500 MiB first
+ * request takes 2 GiB, and the next region is 2 GiB too), up to the limit; VDEV_POLICY_PREALLOCATE reserves the whole limit in vdev_alloc_new()
  * (or prealloc_bytes of it, a pinned region, and grows above it like GROW).
  * Governance (govern.h): an allocator in a card's pool claims each region
  * from the pool before reserving it, so the card's floors hold; its limit

@@ -316,11 +316,14 @@ void vdev_alloc_dump(vdev_alloc_t *a, FILE *f, const char *(*tag_of)(void *user,
      * (the available_bytes of vdev_memory_get_limits, and what the OOM
      * message says the card has left); when the card leaves less, the room
      * under the limit is said too, so the two figures are not mistaken for
-     * one another. */
-    uint64_t under_limit = a->limit > a->reserved ? a->limit - a->reserved : 0, room = under_limit;
+     * one another. An empty preallocated region counts as room: a request
+     * that needs it replaces it (vdev_alloc_pinned_spare). */
+    uint64_t spare = vdev_alloc_pinned_spare(a);
+    uint64_t held = a->reserved > spare ? a->reserved - spare : 0;
+    uint64_t under_limit = a->limit > held ? a->limit - held : 0, room = under_limit;
     if (a->pool) {
         uint64_t most = vdev_pool_max_reserved(a->pool, a->member);
-        uint64_t card = most > a->reserved ? most - a->reserved : 0;
+        uint64_t card = most > held ? most - held : 0;
         room = card < room ? card : room;
     }
     fprintf(f, "Largest free block: %s; free in reserved regions: %s (fragmentation %.3f); "

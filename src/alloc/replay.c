@@ -245,8 +245,9 @@ enum vdev_status vdev_replay_run(const struct vdev_trace *t, const struct vdev_r
         return vdev_error(VDEV_ERR_OOM, "replaying %s: host out of memory", t->path);
     enum vdev_status st;
     int fits;
-    /* Growth with no limit: how much a growing allocator would reserve (2 MiB,
-     * then doubling). It cannot fail unless the host runs out. */
+    /* Growth with no limit: how much a growing allocator would reserve (from
+     * 2 MiB, doubling as TensorFlow's BFC does). It cannot fail unless the host
+     * runs out. */
     st = replay_once(t, VDEV_POLICY_GROW, UINT64_MAX, handles, &fits, &out->peak_reserved_bytes);
     if (st != VDEV_OK)
         goto done;
