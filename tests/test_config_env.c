@@ -488,8 +488,48 @@ static void test_env_getters(void)
     CHECK_STR(settings(b, sizeof b), "0 0 0 0");
 }
 
+/* Code's settings win over the environment's; start-up says so, on stderr,
+ * for every knob where the two differ on a visible GPU (TensorFlow warns
+ * when its variable overrides code), and says nothing when they agree. */
+static void test_env_code_wins_warns(void)
+{
+    check_fresh("2x8GiB");
+    setenv("TF_FORCE_GPU_ALLOW_GROWTH", "true", 1);
+    setenv("VDEV_MEMORY_FRACTION", "0.5", 1);
+    setenv("VDEV_LOGICAL_DEVICES", "1:1GiB,2GiB", 1);
+    CHECK_OK(vdev_config_set_memory_growth("GPU:0", false));
+    CHECK_OK(vdev_config_set_memory_growth("GPU:1", true)); /* agrees: no word */
+    CHECK_OK(vdev_config_set_memory_fraction("GPU:1", 0.25));
+    CHECK_OK(vdev_config_set_logical_devices("GPU:1", (const uint64_t[]){1 * GiB}, 1));
+    check_capture_begin();
+    CHECK_OK(vdev_init());
+    char *err = check_capture_end();
+    CHECK_STR(err, "vdev: warning: /physical_device:GPU:0: memory growth off in code wins over "
+                   "TF_FORCE_GPU_ALLOW_GROWTH=\"true\" (vdev: code's settings win over the "
+                   "environment's)\n"
+                   "vdev: warning: /physical_device:GPU:1: the memory fraction 0.25 set in code "
+                   "wins over VDEV_MEMORY_FRACTION=\"0.5\" (vdev: code's settings win over the "
+                   "environment's)\n"
+                   "vdev: warning: /physical_device:GPU:1: the logical devices set in code win "
+                   "over those of VDEV_LOGICAL_DEVICES=\"1:1GiB,2GiB\" (vdev: code's settings "
+                   "win over the environment's)\n");
+    free(err);
+    unsetenv("TF_FORCE_GPU_ALLOW_GROWTH");
+    unsetenv("VDEV_MEMORY_FRACTION");
+    unsetenv("VDEV_LOGICAL_DEVICES");
+    /* the same settings from code alone: no warning */
+    check_fresh("2x8GiB");
+    CHECK_OK(vdev_config_set_memory_growth("GPU:0", false));
+    check_capture_begin();
+    CHECK_OK(vdev_init());
+    err = check_capture_end();
+    CHECK_STR(err, "");
+    free(err);
+}
+
 int main(void)
 {
+    test_env_code_wins_warns();
     test_env_growth();
     test_env_fraction();
     test_env_logical();

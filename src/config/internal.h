@@ -67,6 +67,14 @@ struct vdev_config_resolved {
     int min_sys_set;              /* TF_DEVICE_MIN_SYS_MEMORY_IN_MB is set */
     uint64_t min_sys;             /* its value in bytes */
     int split_from_env[VDEV_MAX_GPUS]; /* the GPU's split is VDEV_LOGICAL_DEVICES's */
+    /* What code's settings override (start-up warns, as TensorFlow does when
+     * TF_FORCE_GPU_ALLOW_GROWTH overrides code): the environment's growth per
+     * GPU (-1: none), its fraction (when env_fraction_set) and whether it
+     * splits the GPU. */
+    int env_growth[VDEV_MAX_GPUS];
+    int env_fraction_set;
+    double env_fraction;
+    int env_split[VDEV_MAX_GPUS];
 };
 /* Reads the environment (every variable validated, even where code
  * overrides it) and merges it with what code asked for. Lock held. */

@@ -200,6 +200,10 @@ enum vdev_status vdev_config_resolve_locked(struct vdev_config_resolved *r)
     double env_frac;
     if ((st = env_fraction_all(&env_frac)) != VDEV_OK)
         return st;
+    memcpy(r->env_growth, env_grow, sizeof env_grow);
+    r->env_fraction_set = vdev_config_getenv("VDEV_MEMORY_FRACTION") ||
+                          vdev_config_getenv("TF_GPU_MEMORY_FRACTION");
+    r->env_fraction = env_frac;
     struct vdev_gpu_cfg env_cfg[VDEV_MAX_GPUS];
     int env_split[VDEV_MAX_GPUS] = {0}, env_cpus = 0;
     char label[1200];
@@ -253,6 +257,7 @@ enum vdev_status vdev_config_resolve_locked(struct vdev_config_resolved *r)
         e->fraction = c->fraction_set ? c->fraction : env_frac;
         const struct vdev_gpu_cfg *src = (!c->split_set && env_split[gpu]) ? &env_cfg[gpu] : c;
         r->split_from_env[gpu] = src != c;
+        r->env_split[gpu] = env_split[gpu];
         e->n_logical = src->n_logical;
         memcpy(e->limits, src->limits, sizeof(uint64_t) * (size_t)src->n_logical);
         memcpy(e->floors, src->floors, sizeof(uint64_t) * (size_t)src->n_logical);
@@ -336,6 +341,54 @@ static void warn_hidden(const struct vdev_config_resolved *r)
     }
 }
 
+/* The environment's value of a knob code also set, for a message: the
+ * variable's label ("VDEV_MEMORY_GROWTH", or the cluster file's entry) and
+ * its text, of the first of the two names that is set. */
+static const char *env_said(const char *a, const char *b, char *label, size_t cap,
+                            const char **text)
+{
+    const char *var = vdev_config_getenv(a) ? a : b;
+    *text = vdev_config_getenv(var);
+    return vdev_config_var_label(var, label, cap);
+}
+
+/* Code's settings win over the environment's (one rule for every knob, where
+ * TensorFlow lets TF_FORCE_GPU_ALLOW_GROWTH win over code and warns): say so
+ * at start-up when they differ on a visible GPU, so an operator's variable
+ * is not silently without effect. */
+static void warn_code_over_env(const struct vdev_config_resolved *r)
+{
+    struct vdev_config_state *S = vdev_config_state();
+    char label[1200];
+    const char *text;
+    for (int k = 0; k < r->n_visible; k++) {
+        int gpu = r->order[k];
+        const struct vdev_gpu_cfg *c = &S->gpus[gpu];
+        if (c->growth >= 0 && r->env_growth[gpu] >= 0 && c->growth != r->env_growth[gpu]) {
+            const char *l = env_said("VDEV_MEMORY_GROWTH", "TF_FORCE_GPU_ALLOW_GROWTH", label,
+                                     sizeof label, &text);
+            vdev_log_warning("/physical_device:GPU:%d: memory growth %s in code wins over "
+                             "%s=\"%s\" (vdev: code's settings win over the environment's)",
+                             gpu, c->growth ? "on" : "off", l, text);
+        }
+        if (c->fraction_set && r->env_fraction_set && c->fraction != r->env_fraction) {
+            const char *l = env_said("VDEV_MEMORY_FRACTION", "TF_GPU_MEMORY_FRACTION", label,
+                                     sizeof label, &text);
+            vdev_log_warning("/physical_device:GPU:%d: the memory fraction %g set in code wins "
+                             "over %s=\"%s\" (vdev: code's settings win over the environment's)",
+                             gpu, c->fraction, l, text);
+        }
+        if (c->split_set && r->env_split[gpu]) {
+            const char *l = env_said("VDEV_LOGICAL_DEVICES", "VDEV_LOGICAL_DEVICES", label,
+                                     sizeof label, &text);
+            vdev_log_warning("/physical_device:GPU:%d: the logical devices set in code win over "
+                             "those of %s=\"%s\" (vdev: code's settings win over the "
+                             "environment's)",
+                             gpu, l, text);
+        }
+    }
+}
+
 static enum vdev_status build_plan(struct vdev_plan *plan, struct vdev_config_resolved *r)
 {
     struct vdev_config_state *S = vdev_config_state();
@@ -360,6 +413,7 @@ static enum vdev_status build_plan(struct vdev_plan *plan, struct vdev_config_re
         return st;
     plan->n_cpus = r->n_cpus;
     warn_hidden(r);
+    warn_code_over_env(r);
 
     /* The plan: the visible GPUs in numbering order, each one's logical devices. */
     for (int k = 0; k < r->n_visible; k++) {
