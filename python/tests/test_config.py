@@ -172,7 +172,7 @@ def test_logical_device_errors():
     with pytest.raises(ValueError) as e:
         C.set_logical_device_configuration(g[0], [LDC(memory_limit=0)])
     assert str(e.value) == ("logical device 0 of /physical_device:GPU:0 has a memory limit of 0 "
-                            "bytes: a limit is at least 1 MiB")
+                            "MiB: a limit is at least 1 MiB")
     # With a floor or a priority too: an explicit limit below 1 MiB is refused
     # the same (only memory_limit=None means the card's budget).
     for limit in (0, 0.5):
@@ -180,8 +180,9 @@ def test_logical_device_errors():
             with pytest.raises(ValueError) as e:
                 C.set_logical_device_configuration(
                     g[0], [LDC(memory_limit=1024), LDC(memory_limit=limit, **extra)])
+            cut = "" if limit == 0 else ", 0 once cut to whole MiB as TensorFlow does"
             assert str(e.value) == ("logical device 1 of /physical_device:GPU:0 has a memory "
-                                    "limit of 0 bytes: a limit is at least 1 MiB")
+                                    "limit of %r MiB%s: a limit is at least 1 MiB" % (limit, cut))
     with pytest.raises(ValueError) as e:
         C.set_logical_device_configuration(C.PhysicalDevice("/physical_device:TPU:0", "TPU"), [])
     assert str(e.value).startswith("Unrecognized device: PhysicalDevice(name='/physical_device:TPU:0'")

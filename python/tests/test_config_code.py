@@ -60,7 +60,7 @@ def test_memory_limit_zero_message():
     with pytest.raises(ValueError) as e:
         C.set_logical_device_configuration(g, [LDC(memory_limit=100), LDC(memory_limit=0)])
     assert str(e.value) == ("logical device 1 of /physical_device:GPU:0 has a memory limit of 0 "
-                            "bytes: a limit is at least 1 MiB")
+                            "MiB: a limit is at least 1 MiB")
 
 
 def test_cpu_refuses_device_ordinal():

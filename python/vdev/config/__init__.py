@@ -264,8 +264,9 @@ def set_logical_device_configuration(device, logical_devices):
         ceiling = 0 if v.memory_limit is None else _mib(v.memory_limit, "memory_limit")
         if v.memory_limit is not None and ceiling == 0:
             # 0 would read as "the card's budget" below: only None means that
-            raise ValueError("logical device %d of %s has a memory limit of 0 bytes: a limit "
-                             "is at least 1 MiB" % (i, name.decode()))
+            cut = "" if v.memory_limit == 0 else ", 0 once cut to whole MiB as TensorFlow does"
+            raise ValueError("logical device %d of %s has a memory limit of %r MiB%s: a limit "
+                             "is at least 1 MiB" % (i, name.decode(), v.memory_limit, cut))
         floor = ceiling if v.memory_floor is None else _mib(v.memory_floor, "memory_floor")
         prio = 0 if v.memory_priority is None else priority_code(v.memory_priority)
         cfg[i].floor_bytes, cfg[i].ceiling_bytes, cfg[i].priority = floor, ceiling, prio
