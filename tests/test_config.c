@@ -357,6 +357,8 @@ static void test_budget_exceeded(void)
                                              (const uint64_t[]){4 * GiB, 5 * GiB / 2 + 256}, 2));
     EXPECT_ERR(vdev_init(), VDEV_ERR_CONFIG, "(6979322112 bytes), more than the card's budget "
                                              "of 6.50 GiB (6979321856 bytes");
+    /* the two read the same rounded: the message says by how much */
+    CHECK_MSG("1.50 GiB driver reserve), over it by 256 B");
     /* Limits whose sum overflows 64 bits. */
     CHECK_OK(vdev_config_set_logical_devices(
         "GPU:0", (const uint64_t[]){UINT64_MAX - 255, UINT64_MAX - 255, GiB}, 3));

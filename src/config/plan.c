@@ -307,12 +307,18 @@ static enum vdev_status over_budget(int gpu, int n_log, const char *what, uint64
     else
         snprintf(amount, sizeof amount, "%s (%llu bytes)", vdev_format_bytes(sum, b1, sizeof b1),
                  (unsigned long long)sum);
+    /* two sizes that read the same rounded: say by how much the sum is over */
+    char over[64] = "";
+    if (sum != UINT64_MAX && sum > budget &&
+        !strcmp(vdev_format_bytes(sum, b1, sizeof b1), vdev_format_bytes(budget, b2, sizeof b2)))
+        snprintf(over, sizeof over, ", over it by %s", vdev_format_bytes(sum - budget, b4,
+                                                                          sizeof b4));
     return vdev_error(VDEV_ERR_CONFIG,
                       "/physical_device:GPU:%d: %s %s, more than the card's budget "
-                      "of %s (%llu bytes: %s)%s",
+                      "of %s (%llu bytes: %s)%s%s",
                       gpu, whose, amount,
                       vdev_format_bytes(budget, b2, sizeof b2), (unsigned long long)budget, how,
-                      from);
+                      over, from);
 }
 
 /* Logical devices for a GPU that is not visible are not applied: say so at
