@@ -93,6 +93,13 @@ echo '{"default": {"sim_gpus": "2x1GiB"}}' >"$tmp/sim.json"
 VDEV_CLUSTER_CONFIG="$tmp/sim.json" run devices
 has "$out" "GPUs: 2 from the sim backend (simulated GPUs from VDEV_CLUSTER_CONFIG=$tmp/sim.json: default: sim_gpus)" \
   && ok || bad "devices: file's sim_gpus: $out"
+# In a cluster, the task whose devices these are comes first; alone, no task line.
+TF_CONFIG='{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 1}}' \
+  VDEV_SIM_GPUS=1x1GiB run devices
+[ "$(head -1 <<<"$out")" = "Task: /job:worker/replica:0/task:1 (task 1 of the 2 worker tasks)" ] \
+  && ok || bad "devices in a cluster: $out $err"
+VDEV_SIM_GPUS=1x1GiB run devices
+has "$out" "Task: " && bad "devices alone: a task line: $out" || ok
 
 # The environment's configuration shows in it.
 VDEV_LOGICAL_DEVICES="1:4GiB,2GiB" VDEV_MEMORY_GROWTH="1:false" run devices

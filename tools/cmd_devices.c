@@ -267,6 +267,15 @@ int vdev_cmd_devices(int argc, char **argv)
     }
 
     char b1[32], b2[32], b3[32], b4[32], sim[1200];
+    /* In a cluster (mpirun, a cluster file, TF_CONFIG), which task's devices
+     * these are: every process prints its own table. */
+    struct vdev_cluster_task task;
+    if (vdev_cluster_task(&task) == VDEV_OK && strcmp(task.type, "localhost") != 0)
+        printf("Task: %s (task %d of the %d %s tasks)\n", task.name, task.index,
+               !strcmp(task.type, "chief") ? task.num_chief
+               : !strcmp(task.type, "ps")  ? task.num_ps
+                                           : task.num_workers,
+               task.type);
     /* VDEV_SIM_GPUS, or the cluster file's sim_gpus that replaced it */
     vdev_config_var_label("VDEV_SIM_GPUS", sim, sizeof sim);
     if (n_phys > 1 && strcmp(gpu_backend, "sim") == 0)
