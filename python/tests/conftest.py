@@ -7,6 +7,7 @@ import gc
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -21,6 +22,23 @@ def clean_env(monkeypatch, sim=SIM):
             monkeypatch.delenv(k)
     if sim is not None:
         monkeypatch.setenv("VDEV_SIM_GPUS", sim)
+
+
+def from_another_thread(fn):
+    """What fn raises (its type and message) when run on a thread of its
+    own, or None when it returns."""
+    out = []
+
+    def run():
+        try:
+            fn()
+            out.append(None)
+        except Exception as e:  # the caller checks what it is
+            out.append((type(e), str(e)))
+    th = threading.Thread(target=run)
+    th.start()
+    th.join()
+    return out[0]
 
 
 @pytest.fixture(autouse=True)

@@ -6,32 +6,16 @@ included); the gradients of several targets are summed on the gradients'
 device, whatever scope is current; reset() inside the block, as
 TensorFlow's; a non-persistent tape is spent only by a call that succeeds."""
 import logging
-import threading
 
 import pytest
 
 import vdev
+from conftest import from_another_thread
 
 LONG = "/job:localhost/replica:0/task:0"
 
 WRONG_THREAD = ("GradientTape.gradient: the tape is recording on another thread; only that "
                 "thread may ask it for gradients before its `with` block ends")
-
-
-def _from_another_thread(fn):
-    """What fn raises (its type and message) when run on a thread of its own."""
-    out = []
-
-    def run():
-        try:
-            fn()
-            out.append(None)
-        except Exception as e:  # the test checks what it is
-            out.append((type(e), str(e)))
-    th = threading.Thread(target=run)
-    th.start()
-    th.join()
-    return out[0]
 
 
 @pytest.mark.parametrize("persistent", [False, True])
@@ -40,7 +24,7 @@ def test_a_refused_call_from_another_thread_leaves_the_tape_recording(persistent
     t = vdev.GradientTape(persistent=persistent)
     with t:
         y = vdev.reduce_sum(w * 3.0)
-        got = _from_another_thread(lambda: t.gradient(y, w))
+        got = from_another_thread(lambda: t.gradient(y, w))
         assert got == (vdev.errors.InvalidArgumentError, WRONG_THREAD)
         z = vdev.reduce_sum(w * w)  # still recorded
     assert t.gradient(z, w).numpy().tolist() == [2.0, 4.0]
@@ -51,14 +35,14 @@ def test_a_refused_call_from_another_thread_leaves_the_tape_recording(persistent
     t3 = vdev.GradientTape()
     with t3:
         y = vdev.reduce_sum(w * 3.0)
-    assert _from_another_thread(lambda: t3.gradient(y, w)) is None
+    assert from_another_thread(lambda: t3.gradient(y, w)) is None
 
 
 def test_a_refused_call_from_another_thread_leaves_the_tape_usable_on_its_own():
     w = vdev.Variable([1.0, 2.0])
     with vdev.GradientTape() as t:
         y = vdev.reduce_sum(w * 3.0)
-        assert _from_another_thread(lambda: t.gradient(y, w))[1] == WRONG_THREAD
+        assert from_another_thread(lambda: t.gradient(y, w))[1] == WRONG_THREAD
         g = t.gradient(y, w)  # the recording thread may ask inside the block
     assert g.numpy().tolist() == [3.0, 3.0]
     with vdev.GradientTape():
@@ -132,7 +116,7 @@ def test_reset_of_a_tape_that_does_not_record():
             t.reset()
     assert str(e.value) == "Tape is not recording."
     with vdev.GradientTape() as t:
-        got = _from_another_thread(t.reset)
+        got = from_another_thread(t.reset)
     assert got == (vdev.errors.InvalidArgumentError,
                    "GradientTape.reset: the tape is recording on another thread; only that "
                    "thread may reset it")

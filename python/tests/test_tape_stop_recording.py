@@ -6,26 +6,11 @@ errors of a tape that is not recording (never entered, after its block,
 nested stop_recording, reset inside it) are TensorFlow's; another thread
 may not pause the tape; no other tape begins inside the block, and the
 thread may record again once it ends."""
-import threading
 
 import pytest
 
 import vdev
-
-
-def _from_another_thread(fn):
-    out = []
-
-    def run():
-        try:
-            fn()
-            out.append(None)
-        except Exception as e:  # the test checks what it is
-            out.append((type(e), str(e)))
-    th = threading.Thread(target=run)
-    th.start()
-    th.join()
-    return out[0]
+from conftest import from_another_thread
 
 
 def test_ops_in_the_block_are_not_recorded():
@@ -121,7 +106,7 @@ def test_another_thread_may_not_pause_the_tape():
         def pause():
             with t.stop_recording():
                 pass
-        got = _from_another_thread(pause)
+        got = from_another_thread(pause)
         assert got == (vdev.errors.InvalidArgumentError,
                        "GradientTape.stop_recording: the tape is recording on another thread; "
                        "only that thread may pause it")

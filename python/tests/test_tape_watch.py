@@ -5,11 +5,10 @@ None (or zeros), a variable watched inside stop_recording counts from the
 resume on, watch() before the block counts from its start, reset() forgets
 the watches as TensorFlow's new tape does, and only the block's thread may
 watch while it records."""
-import threading
-
 import pytest
 
 import vdev
+from conftest import from_another_thread
 
 
 def test_ops_before_the_watch_do_not_count():
@@ -72,21 +71,12 @@ def test_reset_forgets_the_watches():
 
 def test_only_the_blocks_thread_may_watch():
     w = vdev.Variable([1.0])
-    out = []
     with vdev.GradientTape(watch_accessed_variables=False) as tape:
-        def run():
-            try:
-                tape.watch(w)
-                out.append(None)
-            except Exception as e:  # the test checks what it is
-                out.append((type(e), str(e)))
-        th = threading.Thread(target=run)
-        th.start()
-        th.join()
+        got = from_another_thread(lambda: tape.watch(w))
         loss = vdev.reduce_sum(w * 2.0)
-    assert out == [(vdev.errors.InvalidArgumentError,
-                    "GradientTape.watch: the tape is recording on another thread; only that "
-                    "thread may watch variables for it")]
+    assert got == (vdev.errors.InvalidArgumentError,
+                   "GradientTape.watch: the tape is recording on another thread; only that "
+                   "thread may watch variables for it")
     assert tape.gradient(loss, w) is None  # the refused watch did not count
 
 
