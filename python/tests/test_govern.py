@@ -128,6 +128,8 @@ def test_set_memory_limits(card):
     assert E.get_memory_limits("GPU:1")["ceiling"] == BUDGET
     E.set_memory_limits("GPU:1", ceiling="1000MB")  # powers of 1000 too
     assert E.get_memory_limits("GPU:1")["ceiling"] == 10**9
+    E.set_memory_limits("GPU:1", ceiling=" 512 m ")  # one letter, any case, spaces: as in C
+    assert E.get_memory_limits("GPU:1")["ceiling"] == 512 * MIB
 
 
 def test_set_memory_limits_errors(card):
@@ -150,7 +152,17 @@ def test_set_memory_limits_errors(card):
          "/physical_device:GPU:0: its logical devices' floors would sum to 1.60 GiB, more than "
          "its budget of 1.50 GiB"),
         (dict(floor="1x"), ValueError,
-         "floor '1x' is not a size (a number and a unit: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"),
+         "floor '1x' is not a size (a whole number or a decimal, then a unit: B, KiB, MiB, GiB, "
+         "TiB, KB, MB, GB, TB, K, M, G or T, in any case but 'b')"),
+        (dict(floor="2.GiB"), ValueError,
+         "floor '2.GiB' is not a size (a whole number or a decimal, then a unit: B, KiB, MiB, "
+         "GiB, TiB, KB, MB, GB, TB, K, M, G or T, in any case but 'b')"),
+        (dict(floor="1e3MiB"), ValueError,
+         "floor '1e3MiB' is not a size (a whole number or a decimal, then a unit: B, KiB, MiB, "
+         "GiB, TiB, KB, MB, GB, TB, K, M, G or T, in any case but 'b')"),
+        (dict(floor="300000000b"), ValueError,
+         "floor '300000000b' is not a size (a whole number or a decimal, then a unit: B, KiB, "
+         "MiB, GiB, TiB, KB, MB, GB, TB, K, M, G or T, in any case but 'b')"),
         (dict(floor="1.5B"), ValueError, "floor '1.5B' is not a whole number of bytes"),
         (dict(ceiling=-5), ValueError, "ceiling must be >= 0 bytes, not -5"),
         (dict(floor=1.5), TypeError,

@@ -6,7 +6,8 @@ of memory pressure.
 
 Sizes here are bytes, as ``get_memory_info`` reports them (an int), or a
 string with a unit as ``VDEV_LOGICAL_DEVICES`` writes them ('2GiB', '512MiB',
-'1.5GiB'; B, KiB, MiB, GiB, TiB are powers of 1024, KB, MB, GB, TB of 1000).
+'1.5GiB'; B, KiB, MiB, GiB, TiB and K, M, G, T are powers of 1024, KB, MB, GB, TB
+of 1000).
 The configuration before start-up (``LogicalDeviceConfiguration``) keeps
 TensorFlow's MiB. Errors carry vdev's message: a bad argument or a device
 that does not exist is a ValueError, floors that no longer fit their card
@@ -33,9 +34,12 @@ from . import PRIORITY_NAMES, priority_code
 
 _VALUE = {_lib.INVALID_ARG: ValueError, _lib.NOT_FOUND: ValueError, _lib.CONFIG: ValueError}
 
+# vdev_parse_bytes's grammar: a whole number or a decimal (digits on both
+# sides of the point), then a unit in any case but 'b' alone (bits?)
 _UNITS = {"": 1, "B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40,
-          "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
-_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)\s*$")
+          "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
 
 def parse_bytes(value, what):
@@ -49,7 +53,7 @@ def parse_bytes(value, what):
         return int(value)
     if isinstance(value, str):
         m = _SIZE.match(value)
-        unit = m.group(2).upper() if m else None
+        unit = m.group(2).upper() if m and m.group(2) != "b" else None
         if m and unit in _UNITS:
             num = m.group(1)
             whole, _, frac = num.partition(".")
@@ -61,8 +65,9 @@ def parse_bytes(value, what):
                     raise ValueError("%s %r is not a whole number of bytes" % (what, value))
                 scaled += q
             return scaled
-        raise ValueError("%s %r is not a size (a number and a unit: B, KiB, MiB, GiB, TiB, "
-                         "KB, MB, GB, TB)" % (what, value))
+        raise ValueError("%s %r is not a size (a whole number or a decimal, then a unit: B, "
+                         "KiB, MiB, GiB, TiB, KB, MB, GB, TB, K, M, G or T, in any case but 'b')"
+                         % (what, value))
     raise TypeError("%s must be a number of bytes or a size such as '2GiB', not %r"
                     % (what, value))
 
