@@ -317,8 +317,8 @@ def test_parse_bytes():
     assert p(0, "x") == 0 and p(12345, "x") == 12345
     assert p("2GiB", "x") == 2 * GIB and p("1.5 GiB", "x") == 3 * GIB // 2
     assert p("512mib", "x") == 512 * MIB and p("3KB", "x") == 3000 and p("7", "x") == 7
-    assert p(".5KiB", "x") == 512 and p("1TB", "x") == 10**12
-    for bad in ("", "GiB", "1..5GiB", "1 PiB", "-1GiB"):
+    assert p("0.5KiB", "x") == 512 and p("1TB", "x") == 10**12 and p("2g", "x") == 2 * GIB
+    for bad in ("", "GiB", "1..5GiB", "1 PiB", "-1GiB", ".5KiB", "2.GiB", "1e3MiB", "8b"):
         with pytest.raises(ValueError):
             p(bad, "x")
 
