@@ -8,7 +8,8 @@
  * watched; watching twice, or on a tape that watches everything, is a no-op;
  * the errors (unknown flags, a tensor that is not a variable, NULL, an ended
  * tape, a stopped one, another thread) with their exact messages; the tape
- * holds a watched variable freed by the caller until it ends. On the cpu
+ * holds a watched variable freed by the caller until it ends; the list of
+ * what a tape watches (vdev_tape_watched_variables). On the cpu
  * backend and on two simulated GPUs. */
 #define _GNU_SOURCE
 #include "check.h"
@@ -115,6 +116,17 @@ static vdev_tensor_t *shared_var;
 static enum vdev_status other_status;
 static char other_msg[200];
 
+static int other_count;
+
+static void *list_elsewhere(void *arg)
+{
+    (void)arg;
+    vdev_tensor_t *out[2];
+    other_count = vdev_tape_watched_variables(shared_tape, out, 2);
+    snprintf(other_msg, sizeof other_msg, "%s", vdev_last_error());
+    return NULL;
+}
+
 static void *watch_elsewhere(void *arg)
 {
     (void)arg;
@@ -172,6 +184,59 @@ static void test_errors(void)
     vdev_tensor_free(x);
 }
 
+/* vdev_tape_watched_variables: the explicit tape's watched variables in
+ * order of their watch; the default tape's variables in order of their
+ * first recorded read (each once; a plain tensor never); a variable the
+ * caller freed is left out; a short out gets the first cap and the count;
+ * bad arguments and another thread are refused. */
+static void test_watched_variables(void)
+{
+    vdev_scope_begin();
+    vdev_tensor_t *x = scalar_var(1.0f), *y = scalar_var(2.0f), *z = scalar_var(3.0f);
+    int64_t s[1] = {1};
+    vdev_tensor_t *c = vdev_tensor_ones(s, 1, VDEV_F32), *out[4] = {NULL, NULL, NULL, NULL};
+    vdev_tape_t *t = vdev_tape_begin();
+    CHECK(vdev_tape_watched_variables(t, out, 4) == 0);
+    vdev_mul(y, c);
+    vdev_add(vdev_mul(x, y), vdev_mul(c, x));
+    CHECK(vdev_tape_watched_variables(t, out, 4) == 2);
+    CHECK(out[0] == y && out[1] == x);
+    out[0] = NULL;
+    CHECK(vdev_tape_watched_variables(t, out, 1) == 2); /* the count, the first one */
+    CHECK(out[0] == y && out[1] == x);
+    CHECK(vdev_tape_watched_variables(t, NULL, 0) == 2);
+    vdev_clear_error();
+    CHECK(vdev_tape_watched_variables(t, NULL, 1) == -1);
+    CHECK_STR(vdev_last_error(), "vdev_tape_watched_variables: bad arguments (out NULL, cap 1)");
+    CHECK(vdev_tape_watched_variables(t, out, -1) == -1);
+    shared_tape = t;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, list_elsewhere, NULL) == 0);
+    pthread_join(th, NULL);
+    CHECK(other_count == -1);
+    CHECK_STR(other_msg, "vdev_tape_watched_variables: the tape is recording on another thread; "
+                         "only that thread may list what it watches");
+    vdev_tensor_free(y); /* freed by the caller: left out */
+    CHECK(vdev_tape_watched_variables(t, out, 4) == 1);
+    CHECK(out[0] == x);
+    vdev_tape_end(t);
+    vdev_clear_error();
+    CHECK(vdev_tape_watched_variables(t, out, 4) == -1);
+    CHECK_STR(vdev_last_error(), "vdev_tape_watched_variables: not a live tape (ended already, or "
+                                 "not a tape)");
+    /* explicit: the watched ones in order of their watch, read or not */
+    t = vdev_tape_begin_ex(VDEV_TAPE_WATCH_EXPLICIT);
+    vdev_mul(x, x);
+    CHECK_OK(vdev_tape_watch(t, z));
+    CHECK_OK(vdev_tape_watch(t, x));
+    CHECK(vdev_tape_watched_variables(t, out, 4) == 2);
+    CHECK(out[0] == z && out[1] == x);
+    vdev_tape_end(t);
+    vdev_scope_end();
+    vdev_tensor_free(x);
+    vdev_tensor_free(z);
+}
+
 static void check_no_leak(const char *dev)
 {
     struct vdev_memory_info mi;
@@ -186,6 +251,7 @@ int main(void)
     test_watch_order();
     test_default_watches_all();
     test_errors();
+    test_watched_variables();
     check_no_leak("CPU:0");
     vdev_shutdown();
 

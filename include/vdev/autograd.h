@@ -44,6 +44,14 @@ VDEV_API vdev_tape_t *vdev_tape_begin_ex(unsigned flags);
  * tape that watches every variable. On the tape's thread while it records or
  * is paused; a tensor that is not a variable is VDEV_ERR_INVALID_ARG. */
 VDEV_API enum vdev_status vdev_tape_watch(vdev_tape_t *tape, const vdev_tensor_t *var);
+/* The variables the tape watches (TensorFlow's watched_variables): those
+ * given to vdev_tape_watch with VDEV_TAPE_WATCH_EXPLICIT, else every
+ * variable a recorded op read, in the order first watched or read; one the
+ * caller has freed is left out. Fills out[0..min(n, cap)) with the
+ * variables' own handles (not new references) and returns n; -1 with
+ * VDEV_ERR_INVALID_ARG for a tape that is not live, cap < 0, out NULL with
+ * cap > 0, or a tape recording on another thread. */
+VDEV_API int vdev_tape_watched_variables(vdev_tape_t *tape, vdev_tensor_t **out, int cap);
 /* Gradients of a float loss with respect to each variable (zeros for a
  * variable the loss does not depend on); a loss of several elements stands
  * for their sum, as in TensorFlow. Each gradient op runs on the device

@@ -92,3 +92,37 @@ def test_watch_refuses_a_plain_tensor():
     with vdev.GradientTape(watch_accessed_variables=False) as tape:
         with pytest.raises(ValueError):
             tape.watch(vdev.constant([1.0]))
+
+
+def test_watched_variables_in_order_of_construction():
+    a, b = vdev.Variable([1.0]), vdev.Variable([2.0])
+    frozen = vdev.Variable([3.0], trainable=False)
+    unread = vdev.Variable([4.0])
+    t = vdev.GradientTape(persistent=True)
+    assert t.watched_variables() == ()  # never entered
+    with t:
+        y = b * a * frozen  # b read first: the order is still a, b (construction)
+        assert t.watched_variables() == (a, b)  # frozen: not trainable, not watched
+        t.watch(frozen)
+        t.watch(unread)
+        assert t.watched_variables() == (a, b, frozen, unread)
+    assert t.gradient(y, a).numpy().tolist() == [6.0]
+    assert t.watched_variables() == (a, b, frozen, unread)
+
+
+def test_watched_variables_explicit_and_after_a_spent_tape():
+    a, b = vdev.Variable([1.0]), vdev.Variable([2.0])
+    with vdev.GradientTape(watch_accessed_variables=False) as t:
+        y = a * b
+        t.watch(b)
+        y = y + a * b
+        assert t.watched_variables() == (b,)
+    t.gradient(y, b)  # non-persistent: spent, what it watched stays readable
+    assert t.watched_variables() == (b,)
+    with vdev.GradientTape() as t2:
+        got = from_another_thread(t2.watched_variables)
+        a * 2.0
+    assert got == (vdev.errors.InvalidArgumentError,
+                   "GradientTape.watched_variables: the tape is recording on another thread; "
+                   "only that thread may list what it watches")
+    assert t2.watched_variables() == (a,)

@@ -122,7 +122,7 @@ def _other_thread(call, what):
 
 class GradientTape:
     __slots__ = ("_h", "_persistent", "_used", "_recording", "_paused", "_watch_accessed",
-                 "_watched", "_in_block", "_thread")
+                 "_watched", "_in_block", "_thread", "_last_watched")
 
     def __init__(self, persistent=False, watch_accessed_variables=True):
         self._h = None
@@ -134,6 +134,7 @@ class GradientTape:
         self._thread = None      # the thread that entered the block
         self._watch_accessed = bool(watch_accessed_variables)
         self._watched = {}  # id -> Variable given to watch (kept alive, as TensorFlow's tape does)
+        self._last_watched = ()  # watched_variables() once vdev's tape has ended
 
     def __enter__(self):
         if self._h is not None:
@@ -200,6 +201,7 @@ class GradientTape:
 
     def _end(self):
         """Ends vdev's tape (stopped already, so any thread may)."""
+        self._last_watched = self.watched_variables()
         lib.vdev_clear_error()
         lib.vdev_tape_end(self._h)
         if lib.vdev_last_status() != _lib.OK:
@@ -267,6 +269,30 @@ class GradientTape:
             self._watched[id(t)] = t
             if not self._watch_accessed and self._h is not None and self._recording:
                 _lib.check(lib.vdev_tape_watch(self._h, t._handle))
+
+    def watched_variables(self):
+        """The Variables the tape watches, as TensorFlow's, in order of
+        construction: every trainable one an op it recorded read, and those
+        given to watch (only those, with watch_accessed_variables=False); a
+        tuple. After a non-persistent tape's gradient call, what it watched
+        then."""
+        if self._h is None:
+            return self._last_watched
+        if self._recording and threading.get_ident() != self._thread:
+            raise _other_thread("watched_variables", "list what it watches")
+        from ._tensor import _VARIABLES
+        n = lib.vdev_tape_watched_variables(self._h, None, 0)
+        hs = _lib.handles([None] * max(n, 0))
+        if n < 0 or lib.vdev_tape_watched_variables(self._h, hs, n) < 0:
+            raise _lib.error()
+        found = {}
+        for i in range(n):
+            v = _VARIABLES.get(hs[i])
+            if v is not None and self._watches(v):
+                found[id(v)] = v
+        for v in self._watched.values():  # watched, whether read or not
+            found[id(v)] = v
+        return tuple(sorted(found.values(), key=lambda v: v._made))
 
     def _watches(self, s):
         """Whether the tape differentiates with respect to source s: a

@@ -13,7 +13,9 @@ as the last name for them goes, which is what scopes do in C.
 """
 
 import ctypes
+import itertools
 import numbers
+import weakref
 
 import numpy as np
 
@@ -21,6 +23,11 @@ from . import _lib, _strategy_context
 from ._lib import lib
 
 _LONG_PREFIX = "/job:localhost/replica:0/task:0"
+
+# Every live Variable by its handle, so that a list of handles vdev gives
+# back (a tape's watched variables) maps to the user's own objects.
+_VARIABLES = weakref.WeakValueDictionary()
+_MADE = itertools.count()  # Variables in order of construction (TensorFlow's unique ids)
 
 
 class DType:
@@ -391,7 +398,7 @@ class Variable(Tensor):
     against and optimizers update in place, on the device it was made on
     (the current device scope, else where its initial value lives)."""
 
-    __slots__ = ("trainable", "name")
+    __slots__ = ("trainable", "name", "_made")
 
     def __new__(cls, initial_value=None, trainable=True, name=None, dtype=None, *,
                 _handle=None):
@@ -413,6 +420,8 @@ class Variable(Tensor):
         super().__init__(_handle)
         self.trainable = trainable
         self.name = name if name is not None else "Variable"
+        self._made = next(_MADE)
+        _VARIABLES[_handle] = self
 
     def assign(self, value, use_locking=None, name=None, read_value=True):
         """Copies value into the variable (same shape and dtype); returns the

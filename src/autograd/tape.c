@@ -342,6 +342,63 @@ VDEV_API enum vdev_status vdev_tape_resume(vdev_tape_t *h)
     return VDEV_OK;
 }
 
+/* Adds variable v to out (n so far, cap) unless seen; its handle only while
+ * it is live (the caller may have freed it). Returns the new n. */
+static int list_variable(struct tset *seen, const struct vdev_tens *v, vdev_tensor_t **out,
+                         int cap, int n)
+{
+    if (!v->is_variable || tset_has(seen, v))
+        return n;
+    tset_add(seen, v);
+    vdev_tensor_t *h = vdev_tens_handle(v);
+    if (vdev_tens_peek(h) != v)
+        return n;
+    if (n < cap)
+        out[n] = h;
+    return n + 1;
+}
+
+VDEV_API int vdev_tape_watched_variables(vdev_tape_t *h, vdev_tensor_t **out, int cap)
+{
+    static const char fn[] = "vdev_tape_watched_variables";
+    struct tape *t = tape_of(h, fn);
+    if (!t)
+        return -1;
+    if (cap < 0 || (cap > 0 && !out)) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "%s: bad arguments (out %s, cap %d)", fn,
+                   out ? "set" : "NULL", cap);
+        return -1;
+    }
+    if (atomic_load(&t->recording) && t->thread != vdev_thread_id()) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "%s: the tape is recording on another thread; only "
+                                         "that thread may list what it watches",
+                   fn);
+        return -1;
+    }
+    /* a set of every candidate: the watched ones and every record's inputs */
+    size_t want = (size_t)t->n_watched + 1;
+    for (int k = 0; k < t->n; k++)
+        want += (size_t)t->nodes[k].n_in;
+    size_t scap = 16;
+    while (scap < 2 * want)
+        scap *= 2;
+    struct tset seen = {calloc(scap, sizeof *seen.keys), scap};
+    if (!seen.keys) {
+        vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
+        return -1;
+    }
+    int n = 0;
+    if (t->explicit_watch)
+        for (int i = 0; i < t->n_watched; i++)
+            n = list_variable(&seen, t->watched[i], out, cap, n);
+    else
+        for (int k = 0; k < t->n; k++)
+            for (int i = 0; i < t->nodes[k].n_in; i++)
+                n = list_variable(&seen, t->nodes[k].target[i], out, cap, n);
+    free(seen.keys);
+    return n;
+}
+
 VDEV_API enum vdev_status vdev_tape_watch(vdev_tape_t *h, const vdev_tensor_t *var)
 {
     struct tape *t = own_tape(h, "vdev_tape_watch", "watch variables for it");
