@@ -90,6 +90,17 @@ VDEV_API enum vdev_status vdev_tape_gradient_ex(vdev_tape_t *tape, const vdev_te
  * as a recording one. */
 VDEV_API enum vdev_status vdev_tape_pause(vdev_tape_t *tape);
 VDEV_API enum vdev_status vdev_tape_resume(vdev_tape_t *tape);
+/* vdev_tape_gradient_ex with the loss's own gradient (TensorFlow's
+ * output_gradients): the gradients of sum(loss * dloss), dloss a float
+ * tensor of the loss's shape (copied to the loss's device when it lies
+ * elsewhere) instead of ones; NULL: ones. Another shape or dtype is
+ * VDEV_ERR_SHAPE. Gradients of one element each (a one-hot dloss) make a
+ * Jacobian, as the Python package's GradientTape.jacobian does. */
+VDEV_API enum vdev_status vdev_tape_gradient_seeded(vdev_tape_t *tape, const vdev_tensor_t *loss,
+                                                    const vdev_tensor_t *dloss,
+                                                    vdev_tensor_t *const *vars, int n_vars,
+                                                    vdev_tensor_t **grads,
+                                                    enum vdev_unconnected unconnected);
 /* Stops recording (if still) and frees the tape. NULL is a no-op; a tape
  * ended already is VDEV_ERR_INVALID_ARG. */
 VDEV_API void vdev_tape_end(vdev_tape_t *tape);

@@ -271,6 +271,8 @@ _PROTOS = {
                                     ctypes.POINTER(_h)]),
     "vdev_tape_gradient_ex": (STATUS, [_h, _h, ctypes.POINTER(_h), ctypes.c_int,
                                        ctypes.POINTER(_h), ctypes.c_int]),
+    "vdev_tape_gradient_seeded": (STATUS, [_h, _h, _h, ctypes.POINTER(_h), ctypes.c_int,
+                                           ctypes.POINTER(_h), ctypes.c_int]),
     "vdev_tape_end": (None, [_h]),
     "vdev_tape_pause": (STATUS, [_h]),
     "vdev_tape_resume": (STATUS, [_h]),

@@ -45,7 +45,8 @@ gradients' device, as the gradient ops run.
 
 A target of more than one element stands for its sum, as in TensorFlow
 (the gradient of reduce_sum(target)): vdev's tape seeds ones of the
-target's shape.
+target's shape, or output_gradients (one per target). ``jacobian`` and
+``batch_jacobian`` seed one element at a time (no pfor).
 
 A Variable the target does not reach gets None, as in TensorFlow
 (unconnected_gradients=UnconnectedGradients.NONE, the default), or zeros of
@@ -307,43 +308,30 @@ class GradientTape:
         """The gradient of target with respect to each source, in the
         structure of sources. A target of more than one element stands for
         its sum, as TensorFlow's does."""
-        if self._h is None:
-            if self._used:
-                raise RuntimeError("A non-persistent GradientTape can only be used to compute "
-                                   "one set of gradients (or jacobians)")
-            raise RuntimeError("The tape was never entered: use `with vdev.GradientTape() as "
-                               "tape:`")
-        if output_gradients is not None:
-            raise ValueError("vdev's GradientTape takes no output_gradients")
+        self._check_usable()
         targets = _flatten(target, []) if isinstance(target, (list, tuple, dict)) else [target]
         for t in targets:
             if not isinstance(t, Tensor):
                 raise TypeError("target must be a vdev tensor, not %r" % (t,))
+        seeds = self._output_gradients(output_gradients, targets)
         for t in targets:
             if t.dtype is not float32:
                 _log.warning("The dtype of the target tensor must be floating (e.g. "
                              "vdev.float32) when calling GradientTape.gradient, got %s",
                              t.dtype.name)
-        targets = [t for t in targets if t.dtype is float32]  # the others reach nothing
+        # the others reach nothing
+        seeds = [d for t, d in zip(targets, seeds) if t.dtype is float32]
+        targets = [t for t in targets if t.dtype is float32]
         flat = _flatten(sources, [])
         for s in flat:
             if not isinstance(s, Tensor):
                 raise TypeError("sources must be vdev tensors or Variables, not %r" % (s,))
         unconnected = _unconnected(unconnected_gradients)
-        if self._recording and not self._paused:
-            # Every path stops the recording here, as the warning says; a call
-            # vdev refuses (another thread's) leaves the tape as it was.
-            self._halt("gradient", "ask it for gradients before its `with` block ends")
-            if self._persistent:
-                _log.warning("GradientTape.gradient was called inside the tape's `with` block: "
-                             "vdev's tape stops recording here, so ops after this call are not "
-                             "recorded and gradients of their results are None (TensorFlow's "
-                             "persistent tape goes on recording). Ask for gradients after the "
-                             "block.")
+        self._stop_for("gradient")
         asked = [s for s in flat if self._watches(s)]
         # A failure leaves the tape (stopped) to answer another call, as
         # TensorFlow's, which a non-persistent tape forgets only on success.
-        sums = self._sum_over_targets(targets, asked, unconnected)
+        sums = self._sum_over_targets(targets, asked, unconnected, seeds)
         if not self._persistent:
             self._end()
             self._used = True
@@ -359,7 +347,140 @@ class GradientTape:
                 out.append(None)
         return _pack(sources, iter(out)) if isinstance(sources, (list, tuple, dict)) else out[0]
 
-    def _sum_over_targets(self, targets, asked, unconnected):
+    def _stop_for(self, call):
+        """Stops the recording for a gradient or jacobian call (not inside
+        stop_recording): every path stops it here, as the warning says; a
+        call vdev refuses (another thread's) leaves the tape as it was."""
+        if self._recording and not self._paused:
+            self._halt(call, "ask it for gradients before its `with` block ends")
+            if self._persistent:
+                _log.warning("GradientTape.%s was called inside the tape's `with` block: "
+                             "vdev's tape stops recording here, so ops after this call are not "
+                             "recorded and gradients of their results are None (TensorFlow's "
+                             "persistent tape goes on recording). Ask for gradients after the "
+                             "block.", call)
+
+    def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
+                 parallel_iterations=None, experimental_use_pfor=True):
+        """The Jacobian of target with respect to each source, in the
+        structure of sources, as TensorFlow's: of shape target.shape +
+        source.shape, None (or zeros) for a source target does not reach.
+        One gradient per element of target (vdev has no pfor: the two last
+        arguments are accepted and change nothing)."""
+        self._check_usable()
+        if not isinstance(target, Tensor):
+            raise TypeError("target must be a vdev tensor, not %r" % (target,))
+        flat = _flatten(sources, [])
+        for s in flat:
+            if not isinstance(s, Tensor):
+                raise TypeError("sources must be vdev tensors or Variables, not %r" % (s,))
+        unconnected = _unconnected(unconnected_gradients)
+        self._stop_for("jacobian")
+        if target.dtype is not float32:
+            _log.warning("The dtype of the target tensor must be floating (e.g. vdev.float32) "
+                         "when calling GradientTape.jacobian, got %s", target.dtype.name)
+        asked = [s for s in flat if self._watches(s)]
+        blocks = self._jacobian_blocks(target, asked, unconnected)
+        if not self._persistent:
+            self._end()
+            self._used = True
+        got = iter(blocks)
+        out = [next(got) if self._watches(s) else
+               (self._zeros(tuple(target.shape) + tuple(s.shape), s) if unconnected == 0
+                else None)
+               for s in flat]
+        return _pack(sources, iter(out)) if isinstance(sources, (list, tuple, dict)) else out[0]
+
+    def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
+                       parallel_iterations=None, experimental_use_pfor=True):
+        """TensorFlow's batch_jacobian: for target [b, y...] and source
+        [b, x...], the Jacobian of each row of target with respect to the same
+        row of source, of shape [b, y..., x...] (rows assumed independent)."""
+        for what, t in (("target", target), ("source", source)):
+            if not isinstance(t, Tensor):
+                raise TypeError("%s must be a vdev tensor, not %r" % (what, t))
+            if t.ndim < 2:
+                raise ValueError("%s must have rank 2 or higher ([b, ...]), not shape %s"
+                                 % (what, tuple(t.shape)))
+        if target.shape[0] != source.shape[0]:
+            raise ValueError("Need first dimension of target shape (%s) and source shape (%s) "
+                             "to match." % (tuple(target.shape), tuple(source.shape)))
+        full = self.jacobian(target, source, unconnected_gradients)
+        if full is None:
+            return None
+        import numpy as np
+        b = target.shape[0]
+        ty, sx = tuple(target.shape[1:]), tuple(source.shape[1:])
+        a = full.numpy().reshape((b, -1, b, max(int(np.prod(sx)), 1)))
+        diag = np.stack([a[i, :, i, :] for i in range(b)]) if b else a[:, :, :0, :]
+        return self._constant(diag.reshape((b,) + ty + sx), source)
+
+    @staticmethod
+    def _constant(array, like):
+        from ._device import on_device_of
+        from ._tensor import constant
+        with on_device_of(like):
+            return constant(array)
+
+    def _zeros(self, shape, like):
+        import numpy as np
+        return self._constant(np.zeros(shape, np.float32), like)
+
+    def _jacobian_blocks(self, target, asked, unconnected):
+        """For each source of asked, the Jacobian (a tensor on the source's
+        device) or None when target reaches it in no element (with
+        UnconnectedGradients.NONE): one seeded gradient per element."""
+        import numpy as np
+        tshape = tuple(target.shape)
+        size = int(np.prod(tshape)) if tshape else 1
+        n = len(asked)
+        rows = [[] for _ in range(n)]
+        hv = _lib.handles([s._handle for s in asked])
+        for i in range(size if target.dtype is float32 else 0):
+            e = np.zeros(size, np.float32)
+            e[i] = 1
+            seed = self._constant(e.reshape(tshape), target)
+            hg = _lib.handles([None] * n)
+            _lib.check(lib.vdev_tape_gradient_seeded(self._h, target._handle, seed._handle,
+                                                     hv, n, hg, unconnected))
+            for k in range(n):
+                rows[k].append(Tensor(hg[k]).numpy() if hg[k] else None)
+        out = []
+        for k, s in enumerate(asked):
+            shape = tshape + tuple(s.shape)
+            if size and target.dtype is float32 and all(r is None for r in rows[k]):
+                out.append(None)
+            elif not rows[k] or any(r is None for r in rows[k]):
+                out.append(self._zeros(shape, s) if unconnected == 0 or size == 0 else None)
+            else:
+                out.append(self._constant(np.stack(rows[k]).reshape(shape), s))
+        return out
+
+    def _check_usable(self):
+        if self._h is None:
+            if self._used:
+                raise RuntimeError("A non-persistent GradientTape can only be used to compute "
+                                   "one set of gradients (or jacobians)")
+            raise RuntimeError("The tape was never entered: use `with vdev.GradientTape() as "
+                               "tape:`")
+
+    @staticmethod
+    def _output_gradients(output_gradients, targets):
+        """One seed per target (None: ones), as TensorFlow flattens
+        output_gradients beside the targets; a value that is not a tensor is
+        converted."""
+        if output_gradients is None:
+            return [None] * len(targets)
+        from ._tensor import convert_to_tensor
+        flat = (_flatten(output_gradients, []) if isinstance(output_gradients, (list, tuple, dict))
+                else [output_gradients])
+        if len(flat) != len(targets):
+            raise ValueError("output_gradients has %d entries but the target %d tensors: one "
+                             "for each, or None" % (len(flat), len(targets)))
+        return [None if d is None else d if isinstance(d, Tensor) else convert_to_tensor(d)
+                for d in flat]
+
+    def _sum_over_targets(self, targets, asked, unconnected, seeds):
         """For each tensor of `asked`, the sum of its gradients from every
         target (None where no target reaches it, with
         UnconnectedGradients.NONE)."""
@@ -371,9 +492,13 @@ class GradientTape:
         if unconnected == 0 and not targets:
             from ._ops import _fill_like
             return [_fill_like(s, 0) for s in asked]
-        for t in targets:
+        for t, d in zip(targets, seeds):
             hg = _lib.handles([None] * n)
-            _lib.check(lib.vdev_tape_gradient_ex(self._h, t._handle, hv, n, hg, unconnected))
+            if d is None:
+                _lib.check(lib.vdev_tape_gradient_ex(self._h, t._handle, hv, n, hg, unconnected))
+            else:
+                _lib.check(lib.vdev_tape_gradient_seeded(self._h, t._handle, d._handle, hv, n,
+                                                         hg, unconnected))
             for i in range(n):
                 if hg[i]:
                     g = Tensor(hg[i])

@@ -512,8 +512,8 @@ static enum vdev_status run_grad(const struct vdev_op_def *def, const struct vde
 /* vdev_tape_gradient and vdev_tape_gradient_ex: `none` gives NULL instead of
  * zeros for a variable the loss does not reach; fn names the call. */
 static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
-                                 vdev_tensor_t *const *hvars, int n_vars, vdev_tensor_t **grads,
-                                 int none, const char *fn)
+                                 const vdev_tensor_t *hseed, vdev_tensor_t *const *hvars,
+                                 int n_vars, vdev_tensor_t **grads, int none, const char *fn)
 {
     if (!htape || n_vars < 0 || (n_vars && (!hvars || !grads)))
         return vdev_error(VDEV_ERR_INVALID_ARG, "%s: bad arguments", fn);
@@ -545,6 +545,22 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
         return vdev_error(VDEV_ERR_INVALID_ARG,
                           "%s: the loss is %s; gradients are of float tensors", fn,
                           vdev_dtype_name(loss->dtype));
+    /* The loss's own gradient (TensorFlow's output_gradients), else ones. */
+    const struct vdev_tens *dloss = NULL;
+    if (hseed) {
+        if (!(dloss = vdev_tens_use(hseed, fn)))
+            return vdev_last_status();
+        if (dloss->dtype != VDEV_F32 || dloss->ndim != loss->ndim ||
+            memcmp(dloss->shape, loss->shape, sizeof(int64_t) * (size_t)loss->ndim)) {
+            char s1[96], s2[96];
+            return vdev_error(VDEV_ERR_SHAPE,
+                              "%s: the loss's output gradient is %s of shape%s but the loss is "
+                              "float of shape%s",
+                              fn, vdev_dtype_name(dloss->dtype),
+                              vdev_shape_str(dloss->shape, dloss->ndim, s1, sizeof s1),
+                              vdev_shape_str(loss->shape, loss->ndim, s2, sizeof s2));
+        }
+    }
 
     struct gmap m;
     m.cap = 64;
@@ -580,12 +596,23 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
             }
     }
 
-    struct vdev_tens *seed = vdev_tens_filled(loss->dev, VDEV_F32, loss->shape, loss->ndim, 1.0);
-    if (!seed) {
-        st = vdev_last_status();
-        goto done;
+    struct vdev_tens *seed;
+    if (dloss && dloss->dev == loss->dev) {
+        seed = vdev_tens_peek(hseed); /* dloss itself, as the map's value */
+        if (seed != dloss) {          /* freed by another thread meanwhile */
+            st = vdev_error(VDEV_ERR_INVALID_ARG, "%s: the output gradient was freed", fn);
+            goto done;
+        }
+        vdev_tens_retain(seed); /* the map's reference */
+    } else {
+        seed = dloss ? vdev_tens_copy_to(dloss, loss->dev)
+                     : vdev_tens_filled(loss->dev, VDEV_F32, loss->shape, loss->ndim, 1.0);
+        if (!seed) {
+            st = vdev_last_status();
+            goto done;
+        }
+        vdev_tens_disown(seed);
     }
-    vdev_tens_disown(seed);
     m.keys[gmap_slot(&m, loss)] = loss;
     m.vals[gmap_slot(&m, loss)] = seed;
 
@@ -673,7 +700,24 @@ VDEV_API enum vdev_status vdev_tape_gradient(vdev_tape_t *tape, const vdev_tenso
                                              vdev_tensor_t *const *vars, int n,
                                              vdev_tensor_t **grads)
 {
-    return gradient(tape, loss, vars, n, grads, 0, "vdev_tape_gradient");
+    return gradient(tape, loss, NULL, vars, n, grads, 0, "vdev_tape_gradient");
+}
+
+static enum vdev_status gradient_unconnected(vdev_tape_t *tape, const vdev_tensor_t *loss,
+                                             const vdev_tensor_t *dloss,
+                                             vdev_tensor_t *const *vars, int n,
+                                             vdev_tensor_t **grads,
+                                             enum vdev_unconnected unconnected, const char *fn)
+{
+    if ((unsigned)unconnected > VDEV_UNCONNECTED_NONE) {
+        for (int i = 0; grads && i < n; i++)
+            grads[i] = NULL;
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "%s: unconnected is %d, not VDEV_UNCONNECTED_ZERO or "
+                          "VDEV_UNCONNECTED_NONE",
+                          fn, (int)unconnected);
+    }
+    return gradient(tape, loss, dloss, vars, n, grads, unconnected == VDEV_UNCONNECTED_NONE, fn);
 }
 
 VDEV_API enum vdev_status vdev_tape_gradient_ex(vdev_tape_t *tape, const vdev_tensor_t *loss,
@@ -681,14 +725,16 @@ VDEV_API enum vdev_status vdev_tape_gradient_ex(vdev_tape_t *tape, const vdev_te
                                                 vdev_tensor_t **grads,
                                                 enum vdev_unconnected unconnected)
 {
-    if ((unsigned)unconnected > VDEV_UNCONNECTED_NONE) {
-        for (int i = 0; grads && i < n; i++)
-            grads[i] = NULL;
-        return vdev_error(VDEV_ERR_INVALID_ARG,
-                          "vdev_tape_gradient_ex: unconnected is %d, not VDEV_UNCONNECTED_ZERO "
-                          "or VDEV_UNCONNECTED_NONE",
-                          (int)unconnected);
-    }
-    return gradient(tape, loss, vars, n, grads, unconnected == VDEV_UNCONNECTED_NONE,
-                    "vdev_tape_gradient_ex");
+    return gradient_unconnected(tape, loss, NULL, vars, n, grads, unconnected,
+                                "vdev_tape_gradient_ex");
+}
+
+VDEV_API enum vdev_status vdev_tape_gradient_seeded(vdev_tape_t *tape, const vdev_tensor_t *loss,
+                                                    const vdev_tensor_t *dloss,
+                                                    vdev_tensor_t *const *vars, int n,
+                                                    vdev_tensor_t **grads,
+                                                    enum vdev_unconnected unconnected)
+{
+    return gradient_unconnected(tape, loss, dloss, vars, n, grads, unconnected,
+                                "vdev_tape_gradient_seeded");
 }
