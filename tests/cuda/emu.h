@@ -17,6 +17,11 @@ struct vdev_emu_counts {
 };
 void vdev_emu_counts_get(struct vdev_emu_counts *out);
 
+/* The next call of `what` fails with `code` and does nothing, once: "launch"
+ * (cudaGetLastError then returns the cudaError_t code), "cublasCreate" or
+ * "cublasSgemm" (they return the cublasStatus_t code). */
+void vdev_emu_fail_next(const char *what, int code);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -142,6 +143,15 @@ void resume(int i)
 std::mutex state_lock;
 cudaError_t last_error = cudaSuccess;
 vdev_emu_counts counts;
+int fail_launch, fail_create, fail_gemm; /* vdev_emu_fail_next: the code, 0 for none */
+
+/* The failure set for the next call of one kind, taken (under state_lock). */
+int take_failure(int *slot)
+{
+    int code = *slot;
+    *slot = 0;
+    return code;
+}
 
 } // namespace
 
@@ -154,6 +164,13 @@ void vdev_emu::run_grid(dim3 g, dim3 b, const std::function<void()> &body)
         last_error = cudaErrorInvalidConfiguration;
         counts.bad_launches++;
         return;
+    }
+    {
+        std::lock_guard<std::mutex> l(state_lock);
+        if (int code = take_failure(&fail_launch)) {
+            last_error = (cudaError_t)code;
+            return;
+        }
     }
     std::lock_guard<std::mutex> launch(launch_lock);
     size_t n = threads;
@@ -246,6 +263,7 @@ const char *cudaGetErrorName(cudaError_t e)
 {
     return e == cudaSuccess                     ? "cudaSuccess"
            : e == cudaErrorInvalidConfiguration ? "cudaErrorInvalidConfiguration"
+           : e == cudaErrorMemoryAllocation     ? "cudaErrorMemoryAllocation"
                                                 : "cudaErrorInvalidValue";
 }
 
@@ -253,6 +271,7 @@ const char *cudaGetErrorString(cudaError_t e)
 {
     return e == cudaSuccess                     ? "no error"
            : e == cudaErrorInvalidConfiguration ? "invalid configuration argument"
+           : e == cudaErrorMemoryAllocation     ? "out of memory"
                                                 : "invalid argument";
 }
 
@@ -284,8 +303,10 @@ struct vdev_emu_blas {
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t *h)
 {
-    *h = new vdev_emu_blas{nullptr, nullptr, 0};
     std::lock_guard<std::mutex> l(state_lock);
+    if (int code = take_failure(&fail_create))
+        return (cublasStatus_t)code;
+    *h = new vdev_emu_blas{nullptr, nullptr, 0};
     counts.blas_handles++;
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -337,6 +358,8 @@ cublasStatus_t cublasSgemm_v2_64(cublasHandle_t h, cublasOperation_t ta, cublasO
     }
     {
         std::lock_guard<std::mutex> l(state_lock);
+        if (int code = take_failure(&fail_gemm))
+            return (cublasStatus_t)code;
         counts.gemms++;
     }
     for (int64_t j = 0; j < n; j++)
@@ -364,6 +387,7 @@ const char *cublasGetStatusString(cublasStatus_t s)
 {
     return s == CUBLAS_STATUS_SUCCESS         ? "the operation completed successfully"
            : s == CUBLAS_STATUS_INVALID_VALUE ? "an invalid value was used as an argument"
+           : s == CUBLAS_STATUS_ALLOC_FAILED  ? "the resource allocation failed"
                                               : "the library was not initialized";
 }
 
@@ -371,4 +395,11 @@ extern "C" void vdev_emu_counts_get(struct vdev_emu_counts *out)
 {
     std::lock_guard<std::mutex> l(state_lock);
     *out = counts;
+}
+
+extern "C" void vdev_emu_fail_next(const char *what, int code)
+{
+    std::lock_guard<std::mutex> l(state_lock);
+    *(!strcmp(what, "launch") ? &fail_launch : !strcmp(what, "cublasCreate") ? &fail_create
+                                                                             : &fail_gemm) = code;
 }

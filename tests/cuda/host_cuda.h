@@ -22,7 +22,11 @@
  * accumulate in float and check their arguments as cuBLAS documents
  * (m, n, k >= 0; lda >= max(1, rows of op(A)); ldb likewise; ldc >= max(1, m):
  * else CUBLAS_STATUS_INVALID_VALUE), so a leading dimension of 0 fails here
- * as it does on a GPU. */
+ * as it does on a GPU.
+ *
+ * Failures on demand (vdev_emu_fail_next, emu.h): the next launch, cublasCreate
+ * or cublasSgemm fails with a given code and does nothing, as on a card whose
+ * memory is gone (cudaErrorMemoryAllocation, CUBLAS_STATUS_ALLOC_FAILED). */
 #ifndef VDEV_HOST_CUDA_H
 #define VDEV_HOST_CUDA_H
 
@@ -54,6 +58,7 @@ typedef struct vdev_emu_stream *cudaStream_t;
 enum cudaError_t {
     cudaSuccess = 0,
     cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
     cudaErrorInvalidConfiguration = 9,
 };
 
@@ -132,6 +137,7 @@ typedef struct vdev_emu_blas *cublasHandle_t;
 enum cublasStatus_t {
     CUBLAS_STATUS_SUCCESS = 0,
     CUBLAS_STATUS_NOT_INITIALIZED = 1,
+    CUBLAS_STATUS_ALLOC_FAILED = 3,
     CUBLAS_STATUS_INVALID_VALUE = 7,
 };
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };

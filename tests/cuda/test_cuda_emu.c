@@ -16,7 +16,12 @@
  *    leading dimension of 0; a grid of size 0 is a launch error);
  *  - each kind of reduction gives the same bits twice (the host threads'
  *    timing differs from run to run: the order of additions must not);
- *  - no launch in the whole run had a bad configuration.
+ *  - no launch in the whole run had a bad configuration;
+ *  - a card without memory left: a launch that fails with
+ *    cudaErrorMemoryAllocation (lazy loading of the kernel's code) and
+ *    cuBLAS's CUBLAS_STATUS_ALLOC_FAILED (cublasCreate, cublasSgemm) give
+ *    VDEV_CUDA_RC_OOM, which the plugin reports as VDEV_ERR_OOM, with a message
+ *    that says what found no room and how to leave a margin.
  * What it cannot show: speed, memory coalescing, and the device's own math
  * functions (the host's exp and log stand in); test_cuda.c on a GPU does. */
 #define _GNU_SOURCE
@@ -177,6 +182,48 @@ static struct vdev_kernel_args args2(int op, int n_in, int64_t r0, int64_t c0, i
     return ka;
 }
 
+/* Device memory gone at a launch or in cuBLAS: VDEV_CUDA_RC_OOM, the exact
+ * message, and the next call works (the failure was cleared). Runs first:
+ * no cuBLAS handle exists yet. */
+static void test_oom(void)
+{
+    float a[6] = {1, 2, 3, 4, 5, 6}, b[4] = {1, 0, 0, 1}, c[6];
+    char msg[384] = "";
+    struct vdev_kernel_args tr = args2(VDEV_OP_TRANSPOSE, 1, 2, 3, 0, 0, 3, 2);
+    tr.in[0] = a;
+    tr.out[0] = c;
+    vdev_emu_fail_next("launch", 2 /* cudaErrorMemoryAllocation */);
+    CHECK(run_emu(&tr, msg, sizeof msg) == VDEV_CUDA_RC_OOM);
+    CHECK_STR(msg, "CUDA plugin: launching the Transpose kernel failed: cudaErrorMemoryAllocation: "
+                   "out of memory: the GPU has no memory left to load the kernel; leave the CUDA "
+                   "libraries a margin of the card: VDEV_MEMORY_FRACTION below 1.0, or memory "
+                   "growth (VDEV_MEMORY_GROWTH=true) instead of preallocation");
+    CHECK(run_emu(&tr, msg, sizeof msg) == VDEV_CUDA_RC_OK);
+    CHECK(c[1] == 4.0f);
+
+    struct vdev_kernel_args mm = args2(VDEV_OP_MATMUL, 2, 3, 2, 2, 2, 3, 2);
+    mm.in[0] = a;
+    mm.in[1] = b;
+    mm.out[0] = c;
+    CHECK(blas_handle == NULL);
+    vdev_emu_fail_next("cublasCreate", 3 /* CUBLAS_STATUS_ALLOC_FAILED */);
+    CHECK(run_emu(&mm, msg, sizeof msg) == VDEV_CUDA_RC_OOM);
+    CHECK_STR(msg, "CUDA plugin: cublasCreate failed: the resource allocation failed: the GPU has "
+                   "no memory left for a cuBLAS handle; leave the CUDA libraries a margin of the "
+                   "card: VDEV_MEMORY_FRACTION below 1.0, or memory growth "
+                   "(VDEV_MEMORY_GROWTH=true) instead of preallocation");
+    CHECK(blas_handle == NULL);
+    vdev_emu_fail_next("cublasSgemm", 3);
+    CHECK(run_emu(&mm, msg, sizeof msg) == VDEV_CUDA_RC_OOM);
+    CHECK_STR(msg, "CUDA plugin: MatMul [3,2]x[2,2]: cublasSgemm failed: the resource allocation "
+                   "failed: the GPU has no memory left for cuBLAS's own buffers; leave the CUDA "
+                   "libraries a margin of the card: VDEV_MEMORY_FRACTION below 1.0, or memory "
+                   "growth (VDEV_MEMORY_GROWTH=true) instead of preallocation");
+    CHECK(blas_handle != NULL); /* made: only the product failed */
+    CHECK(run_emu(&mm, msg, sizeof msg) == VDEV_CUDA_RC_OK);
+    CHECK(c[5] == 6.0f);
+}
+
 /* Empty products and transposes: nothing launched, cuBLAS untouched. */
 static void test_empty(void)
 {
@@ -314,6 +361,7 @@ int main(void)
     scratch = malloc(VDEV_CUDA_SCRATCH_BYTES);
     workspace = aligned_alloc(256, 4u << 20); /* the handle's workspace: cublasSetWorkspace */
     CHECK_OK(vdev_init());
+    test_oom();
     test_empty();
     test_huge_logits();
     op_cases();

@@ -133,9 +133,12 @@ int run_matmul(const vdev_cuda_args *a, const vdev_cuda_launch_env *env, char *m
         }
         return VDEV_CUDA_RC_OK;
     }
-    if (!*env->cublas && vdev_cuda_blas_create(env->cublas, env->stream, env->workspace,
-                                               env->workspace_bytes, msg, cap) != 0)
-        return VDEV_CUDA_RC_FAILED;
+    if (!*env->cublas) {
+        int rc = vdev_cuda_blas_create(env->cublas, env->stream, env->workspace,
+                                       env->workspace_bytes, msg, cap);
+        if (rc != VDEV_CUDA_RC_OK)
+            return rc;
+    }
     cublasHandle_t h = (cublasHandle_t)*env->cublas; /* bound to this stream */
     cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
     const float one = 1.0f, zero = 0.0f;
@@ -150,11 +153,14 @@ int run_matmul(const vdev_cuda_args *a, const vdev_cuda_launch_env *env, char *m
             st = blas.sgemm_64(h, opb, opa, n, m, k, &one, B, ldb, A, lda, &zero, c, ldc);
     }
     if (st != CUBLAS_STATUS_SUCCESS) {
-        snprintf(msg, cap, "CUDA plugin: MatMul [%lld,%lld]x[%lld,%lld]: cublasSgemm failed: %s",
+        int oom = st == CUBLAS_STATUS_ALLOC_FAILED; /* cuBLAS's own first-use buffers */
+        snprintf(msg, cap, "CUDA plugin: MatMul [%lld,%lld]x[%lld,%lld]: cublasSgemm failed: %s%s",
                  (long long)a->in_shape[0][0], (long long)a->in_shape[0][1],
                  (long long)a->in_shape[1][0], (long long)a->in_shape[1][1],
-                 blas.status_string(st));
-        return VDEV_CUDA_RC_FAILED;
+                 blas.status_string(st),
+                 oom ? ": the GPU has no memory left for cuBLAS's own buffers; "
+                       VDEV_CUDA_OOM_ADVICE : "");
+        return oom ? VDEV_CUDA_RC_OOM : VDEV_CUDA_RC_FAILED;
     }
     return VDEV_CUDA_RC_OK;
 }
@@ -166,12 +172,19 @@ extern "C" int vdev_cuda_blas_create(void **handle, void *stream, void *workspac
 {
     using namespace vdev_cuda;
     if (load_blas(msg, cap) != 0)
-        return -1;
+        return VDEV_CUDA_RC_FAILED;
     cublasHandle_t h = nullptr;
     cublasStatus_t st = blas.create(&h);
+    if (st == CUBLAS_STATUS_ALLOC_FAILED) {
+        snprintf(msg, cap,
+                 "CUDA plugin: cublasCreate failed: %s: the GPU has no memory left for a cuBLAS "
+                 "handle; " VDEV_CUDA_OOM_ADVICE,
+                 blas.status_string(st));
+        return VDEV_CUDA_RC_OOM;
+    }
     if (st != CUBLAS_STATUS_SUCCESS) {
         snprintf(msg, cap, "CUDA plugin: cublasCreate failed: %s", blas.status_string(st));
-        return -1;
+        return VDEV_CUDA_RC_FAILED;
     }
     const char *what = "cublasSetStream";
     st = blas.set_stream(h, (cudaStream_t)stream);
@@ -182,10 +195,10 @@ extern "C" int vdev_cuda_blas_create(void **handle, void *stream, void *workspac
     if (st != CUBLAS_STATUS_SUCCESS) {
         snprintf(msg, cap, "CUDA plugin: %s failed: %s", what, blas.status_string(st));
         blas.destroy(h);
-        return -1;
+        return VDEV_CUDA_RC_FAILED;
     }
     *handle = h;
-    return 0;
+    return VDEV_CUDA_RC_OK;
 }
 
 extern "C" void vdev_cuda_blas_destroy(void *handle)

@@ -715,6 +715,14 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
         return VDEV_CUDA_RC_UNSUPPORTED;
     }
     cudaError_t e = cudaGetLastError();
+    if (e == cudaErrorMemoryAllocation) {
+        /* the kernel's code, loaded on its first launch, found no room */
+        snprintf(msg, cap,
+                 "CUDA plugin: launching the %s kernel failed: %s: %s: the GPU has no memory "
+                 "left to load the kernel; " VDEV_CUDA_OOM_ADVICE,
+                 op_name(a->op), cudaGetErrorName(e), cudaGetErrorString(e));
+        return VDEV_CUDA_RC_OOM;
+    }
     if (e != cudaSuccess) {
         snprintf(msg, cap, "CUDA plugin: launching the %s kernel failed: %s: %s", op_name(a->op),
                  cudaGetErrorName(e), cudaGetErrorString(e));

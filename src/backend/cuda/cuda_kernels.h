@@ -70,8 +70,17 @@ struct vdev_cuda_launch_env {
 enum vdev_cuda_rc {
     VDEV_CUDA_RC_OK = 0,
     VDEV_CUDA_RC_UNSUPPORTED, /* no kernel for the op (msg says which) */
-    VDEV_CUDA_RC_FAILED       /* a launch or cuBLAS call failed (msg says why) */
+    VDEV_CUDA_RC_FAILED,      /* a launch or cuBLAS call failed (msg says why) */
+    VDEV_CUDA_RC_OOM          /* one failed for want of device memory (msg says what) */
 };
+
+/* What the runtime or cuBLAS could not get when the card's memory is gone:
+ * with lazy module loading (CUDA 12.2 and later) a kernel's code is loaded on
+ * its first launch, and cuBLAS allocates on its first use, both outside the
+ * budget vdev manages; the messages end with this advice. */
+#define VDEV_CUDA_OOM_ADVICE                                                                       \
+    "leave the CUDA libraries a margin of the card: VDEV_MEMORY_FRACTION below 1.0, or memory "  \
+    "growth (VDEV_MEMORY_GROWTH=true) instead of preallocation"
 
 /* Launches op a->op on env->stream; returns at once (the work is queued).
  * On failure writes a one-line message into msg (cap bytes). The caller has
@@ -81,8 +90,10 @@ int vdev_cuda_run_op(const struct vdev_cuda_args *a, const struct vdev_cuda_laun
 
 /* A cuBLAS handle for the device whose context is current, bound to
  * `stream` with `workspace` (workspace_bytes; NULL: cuBLAS's own), loading
- * cuBLAS first if no product has yet (cuda_blas.cu; thread-safe). 0 on
- * success, else msg says why. vdev_cuda_blas_destroy(NULL) does nothing. */
+ * cuBLAS first if no product has yet (cuda_blas.cu; thread-safe).
+ * VDEV_CUDA_RC_OK on success, else VDEV_CUDA_RC_FAILED or VDEV_CUDA_RC_OOM
+ * (cuBLAS found no device memory for the handle), msg saying why.
+ * vdev_cuda_blas_destroy(NULL) does nothing. */
 int vdev_cuda_blas_create(void **handle, void *stream, void *workspace, size_t workspace_bytes,
                           char *msg, size_t cap);
 void vdev_cuda_blas_destroy(void *handle);

@@ -443,6 +443,8 @@ enum vdev_status vdev_cu_run_kernel(void *vctx, int dev, const struct vdev_kerne
     pthread_mutex_unlock(&s->launch_lock);
     if (rc == VDEV_CUDA_RC_OK)
         return VDEV_OK;
-    return vdev_cu_fail(rc == VDEV_CUDA_RC_UNSUPPORTED ? VDEV_ERR_UNSUPPORTED : VDEV_ERR_BACKEND,
-                        "%s (GPU %d)", msg, dev);
+    enum vdev_status code = rc == VDEV_CUDA_RC_UNSUPPORTED ? VDEV_ERR_UNSUPPORTED
+                            : rc == VDEV_CUDA_RC_OOM       ? VDEV_ERR_OOM
+                                                           : VDEV_ERR_BACKEND;
+    return vdev_cu_fail(code, "%s (GPU %d)", msg, dev);
 }
