@@ -6,6 +6,8 @@
  *  - coll_open over distinct GPUs makes one communicator per rank, and what
  *    NCCL takes on each GPU is measured and held; two ranks on one GPU are
  *    refused in vdev's words; a failing ncclCommInitAll leaves nothing;
+ *    a failing memory measure names the GPU it failed on; a rank whose
+ *    context cannot be made current at close has its comm aborted;
  *  - through the public API: a communicator over logical GPUs of distinct
  *    cards is served by NCCL (all-reduce sum and mean, broadcast,
  *    all-gather, the right values on every rank, every call a group on the
@@ -80,6 +82,13 @@ static void test_backend(void)
     CHECK(ns.comms == 0 && comm == NULL);
     CHECK_EQ_U64(b.ops->held_bytes(b.ctx, 1), 0);
 
+    /* the memory measure failing on rank 1's GPU: that GPU named, NCCL not asked */
+    uint64_t inits = N.calls("ncclCommInitAll");
+    S.fail("cuMemGetInfo", 1, CUDA_ERROR_UNKNOWN);
+    CHECK_STATUS(b.ops->coll_open(b.ctx, qs, 2, &comm, held), VDEV_ERR_BACKEND);
+    CHECK_MSG("CUDA GPU 1: cuMemGetInfo failed: CUDA_ERROR_UNKNOWN: unknown error");
+    CHECK(comm == NULL && N.calls("ncclCommInitAll") == inits);
+
     /* a communicator: NCCL's buffers measured on each GPU */
     CHECK_OK(b.ops->coll_open(b.ctx, qs, 2, &comm, held));
     CHECK_EQ_U64(held[0], 64 * MiB);
@@ -91,6 +100,20 @@ static void test_backend(void)
     b.ops->coll_close(b.ctx, comm);
     N.stats(&ns);
     CHECK(ns.comms == 0);
+    CHECK_EQ_U64(b.ops->held_bytes(b.ctx, 0), held1);
+    CHECK_EQ_U64(b.ops->held_bytes(b.ctx, 1), 0);
+
+    /* closed while rank 0's context cannot be made current (the close's
+     * check of the current context fails, then setting it): rank 0's comm
+     * is aborted all the same, not left behind */
+    CHECK_OK(b.ops->coll_open(b.ctx, qs, 2, &comm, held));
+    uint64_t aborts = N.calls("ncclCommAbort");
+    S.fail("cuCtxGetCurrent", 1, CUDA_ERROR_UNKNOWN); /* after the entry's own */
+    S.fail("cuCtxSetCurrent", 0, CUDA_ERROR_UNKNOWN);
+    b.ops->coll_close(b.ctx, comm);
+    N.stats(&ns);
+    CHECK(ns.comms == 0);
+    CHECK(N.calls("ncclCommAbort") == aborts + 1);
     CHECK_EQ_U64(b.ops->held_bytes(b.ctx, 0), held1);
     CHECK_EQ_U64(b.ops->held_bytes(b.ctx, 1), 0);
     b.ops->stream_close(b.ctx, q1);

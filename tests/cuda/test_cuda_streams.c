@@ -20,6 +20,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "ops/op_ids.h"
 #include "stub_client.h"
 
 #include <cuda.h>
@@ -96,6 +97,20 @@ static void test_priorities(void)
     /* handed out again */
     CHECK_OK(b.ops->stream_open(b.ctx, 0, VDEV_PRIORITY_NORMAL, &q[0], &held[0]));
     CHECK(q[0] == 0 && held[0] == STREAM_BYTES);
+    b.ops->stream_close(b.ctx, q[0]);
+    /* equipped by a raw kernel (an empty product: nothing launched) before it
+     * is handed out: stream_open reports what it holds, not what it took */
+    struct vdev_kernel_args ka;
+    memset(&ka, 0, sizeof ka);
+    ka.op = VDEV_OP_MATMUL;
+    ka.n_in = 2;
+    ka.n_out = 1;
+    ka.in_ndim[0] = ka.in_ndim[1] = ka.out_ndim[0] = 2;
+    CHECK_OK(b.ops->run_kernel(b.ctx, 0, &ka));
+    CHECK_EQ_U64(b.ops->held_bytes(b.ctx, 0), STREAM_BYTES);
+    CHECK_OK(b.ops->stream_open(b.ctx, 0, VDEV_PRIORITY_NORMAL, &q[0], &held[0]));
+    CHECK(q[0] == 0);
+    CHECK_EQ_U64(held[0], STREAM_BYTES);
     b.ops->stream_close(b.ctx, q[0]);
     vdev_backend_destroy(&b);
     expect_clean("streams and priorities", 1);

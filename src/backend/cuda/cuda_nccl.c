@@ -270,8 +270,12 @@ static void abort_rank(struct cu_coll *c, int i)
     ncclComm_t nc = c->comms[i];
     c->comms[i] = NULL;
     pthread_mutex_unlock(&c->lock);
-    if (nc && vdev_cu_use_ctx(c->dev[i]) == CUDA_SUCCESS)
-        nccl.abort(nc); /* ends its queued work, frees the comm and its memory */
+    if (!nc)
+        return;
+    /* Aborted even when its context cannot be made current: it is off the
+     * list, so nobody else would (NCCL selects the comm's device itself). */
+    (void)vdev_cu_use_ctx(c->dev[i]);
+    nccl.abort(nc); /* ends its queued work, frees the comm and its memory */
 }
 
 /* Gives c's GPUs back: the held bytes to their accounting, and their place
@@ -363,9 +367,15 @@ enum vdev_status vdev_cu_coll_open(void *vctx, const int *qs, int n, void **out,
     CUresult cr = CUDA_SUCCESS;
     ncclResult_t r = ncclSuccess;
     size_t total;
-    for (int i = 0; i < n && cr == CUDA_SUCCESS && taken < 0; i++)
-        if ((cr = vdev_cu_use_ctx(c->dev[i])) == CUDA_SUCCESS)
+    int bad_gpu = -1; /* the GPU whose call failed, and which call */
+    const char *bad_call = "cuMemGetInfo";
+    for (int i = 0; i < n && cr == CUDA_SUCCESS && taken < 0; i++) {
+        bad_gpu = devlist[i];
+        if ((cr = vdev_cu_use_ctx(c->dev[i])) != CUDA_SUCCESS)
+            bad_call = "cuCtxSetCurrent";
+        else
             cr = vdev_cu.cuMemGetInfo(&before[i], &total);
+    }
     if (cr == CUDA_SUCCESS && taken < 0)
         r = nccl.init_all(c->comms, n, devlist);
     for (int i = 0; i < n && cr == CUDA_SUCCESS && r == ncclSuccess && taken < 0; i++) {
@@ -395,7 +405,7 @@ enum vdev_status vdev_cu_coll_open(void *vctx, const int *qs, int n, void **out,
     }
     if (cr != CUDA_SUCCESS) {
         coll_free(c);
-        return vdev_cu_fail_call(cr, 0, "cuMemGetInfo");
+        return vdev_cu_fail_call(cr, bad_gpu, bad_call);
     }
     if (r != ncclSuccess) {
         coll_free(c);
@@ -553,11 +563,16 @@ void vdev_cu_coll_close(void *vctx, void *comm)
     if (!c)
         return;
     coll_unlist(vctx, c);
-    for (int i = 0; i < c->n; i++)
-        if (c->comms[i] && vdev_cu_use_ctx(c->dev[i]) == CUDA_SUCCESS) {
-            vdev_cu.cuStreamSynchronize(c->s[i]->s);
-            nccl.destroy(c->comms[i]);
+    for (int i = 0; i < c->n; i++) {
+        if (!c->comms[i])
+            continue;
+        if (vdev_cu_use_ctx(c->dev[i]) != CUDA_SUCCESS) {
+            abort_rank(c, i); /* freed all the same */
+            continue;
         }
+        vdev_cu.cuStreamSynchronize(c->s[i]->s);
+        nccl.destroy(c->comms[i]);
+    }
     coll_unhold(c);
     coll_free(c);
 }

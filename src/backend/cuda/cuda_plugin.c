@@ -391,7 +391,11 @@ static enum vdev_status cu_stream_open(void *vctx, int dev, int priority, int *q
         /* the GPU's own stream, with its scratch and workspace taken now */
         struct cu_stream *own = c->qs[dev];
         pthread_mutex_lock(&own->launch_lock);
-        int bad = vdev_cu_stream_equip(own, held, &r, &what);
+        int bad = vdev_cu_stream_equip(own, NULL, &r, &what);
+        /* what it holds, taken now or by a kernel run on it before (run_kernel
+         * equips the GPU's own stream at its first kernel) */
+        if (!bad)
+            *held = VDEV_CUDA_SCRATCH_BYTES + d->ws_bytes;
         pthread_mutex_unlock(&own->launch_lock);
         c->own_taken[dev] = !bad;
         pthread_mutex_unlock(&c->lock);
