@@ -56,7 +56,7 @@ struct Blas {
 pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
 Blas blas;
 int blas_state;        /* 0 not tried, 1 loaded, -1 failed (blas_error says why) */
-char blas_error[320];
+char blas_error[640];
 
 #ifdef VDEV_CUDA_HOST_EMULATION
 int load_blas_locked()
@@ -69,7 +69,7 @@ int load_blas_locked()
 #else
 int load_blas_locked()
 {
-    char first[200] = "";
+    char first[600] = "";
     void *h = vdev_cuda_dlopen_toolkit(CUBLAS_SONAME, first, sizeof first);
     if (!h) {
         snprintf(blas_error, sizeof blas_error, "CUDA plugin: MatMul needs cuBLAS: %s", first);

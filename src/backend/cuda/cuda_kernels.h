@@ -101,7 +101,7 @@ void vdev_cuda_blas_destroy(void *handle);
 /* dlopen(soname) on the loader's search path, else from the CUDA toolkit's
  * library folder found at build time (cuBLAS, NCCL: the toolkit's folder is
  * often not on the loader's path). NULL when neither loads, with why (cap
- * bytes) holding the loader's error for the first try (cuda_plugin.c). */
+ * bytes) holding the loader's error for each try, "; " between (cuda_plugin.c). */
 void *vdev_cuda_dlopen_toolkit(const char *soname, char *why, size_t cap);
 
 #ifdef __cplusplus

@@ -99,7 +99,7 @@ static struct {
 
 static pthread_mutex_t nccl_lock = PTHREAD_MUTEX_INITIALIZER;
 static int nccl_state;        /* 0 not tried, 1 loaded, -1 failed */
-static char nccl_line[256];   /* "NCCL 2.21.5 (libnccl.so.2)", or why not */
+static char nccl_line[640];   /* "NCCL 2.21.5 (libnccl.so.2)", or why not */
 static int env_done;          /* vdev_cu_nccl_env_init ran (nccl_lock) */
 static int lazy_warned;       /* the NCCL_RUNTIME_CONNECT warning was given (nccl_lock) */
 
@@ -159,7 +159,7 @@ static int load_nccl(void)
         }
         return resolve_locked(h, want);
     }
-    char first[200] = "";
+    char first[600] = "";
     void *h = vdev_cuda_dlopen_toolkit(NCCL_SONAME, first, sizeof first);
     if (!h) {
         snprintf(nccl_line, sizeof nccl_line, "NCCL: %s", first);

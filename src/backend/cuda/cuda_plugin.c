@@ -10,6 +10,7 @@
  * function it uses by name, so that on a machine without an NVIDIA driver the
  * plugin still loads and can say why there is no GPU in one line:
  *   "CUDA plugin: libcuda.so.1 not found"
+ *   "CUDA plugin: libcuda.so.1 cannot be loaded: <the loader's words>" (found, not loadable)
  *   "CUDA plugin: cuInit failed: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected"
  *   "CUDA plugin: the NVIDIA driver supports CUDA 12.4 (cuDriverGetVersion 12040), ..."
  *   "CUDA plugin: no CUDA device found"
@@ -76,6 +77,11 @@ void *vdev_cuda_dlopen_toolkit(const char *soname, char *why, size_t cap)
         char path[512];
         snprintf(path, sizeof path, "%s/%s", VDEV_CUDA_LIB_DIR, soname);
         h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (!h) { /* both tries, each in the loader's words */
+            size_t used = strlen(why);
+            e = dlerror();
+            snprintf(why + used, cap - used, "; %s", e ? e : "not found");
+        }
     }
     return h;
 }
@@ -642,7 +648,13 @@ static enum vdev_status load_driver(char *reason, size_t cap)
     if (!libcuda) {
         libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
         if (!libcuda) {
-            snprintf(reason, cap, "CUDA plugin: libcuda.so.1 not found");
+            /* absent (no driver), or there and broken: a wrong architecture,
+             * a missing dependency, a driver half installed */
+            const char *why = dlerror();
+            if (!why || strstr(why, "No such file or directory"))
+                snprintf(reason, cap, "CUDA plugin: libcuda.so.1 not found");
+            else
+                snprintf(reason, cap, "CUDA plugin: libcuda.so.1 cannot be loaded: %s", why);
             st = VDEV_ERR_UNSUPPORTED;
             goto out;
         }
@@ -723,8 +735,16 @@ EXPORT enum vdev_status vdev_cuda_plugin_open(int api_version, struct vdev_backe
         snprintf(reason, cap, "CUDA plugin: no CUDA device found");
         return VDEV_ERR_UNSUPPORTED;
     }
-    if (n > VDEV_CU_MAX_GPUS)
+    if (n > VDEV_CU_MAX_GPUS) {
+        static int warned; /* once a process, not at every open */
+        if (!warned)
+            fprintf(stderr,
+                    "vdev: warning: CUDA plugin: %d GPUs found; this build drives the first %d "
+                    "(VDEV_CU_MAX_GPUS), the others are left out\n",
+                    n, VDEV_CU_MAX_GPUS);
+        warned = 1;
         n = VDEV_CU_MAX_GPUS;
+    }
     struct cu_ctx *c = calloc(1, sizeof *c);
     if (c) {
         c->devs = calloc((size_t)n, sizeof *c->devs);
