@@ -154,6 +154,16 @@ struct cu_dev {
 
     pthread_mutex_t ev_lock; /* event free list */
     struct cu_event *ev_free;
+
+    /* Taken for writing while coll_open measures what NCCL takes from the
+     * card (the drop in cuMemGetInfo around ncclCommInitAll), for reading by
+     * every other path that takes device memory outside the regions: a
+     * stream's scratch and workspace (vdev_cu_stream_equip), and kernel
+     * launches (the CUDA runtime loads a kernel's code at its first launch,
+     * cuBLAS allocates at its handle's creation and first products). So the
+     * measure counts NCCL's buffers only. Readers never wait for each other;
+     * a waiting writer goes first. Taken before mem_lock, never after. */
+    pthread_rwlock_t measure_lock;
 };
 
 struct cu_ctx {
@@ -193,7 +203,8 @@ CUresult vdev_cu_use_ctx(const struct cu_dev *d);
 /* "1.50 GiB" */
 char *vdev_cu_fmt_bytes(uint64_t b, char *buf, size_t cap);
 /* Gives stream s its scratch buffer and cuBLAS workspace where it has none
- * (context current; the caller holds its launch lock or owns it alone).
+ * (context current; the caller holds its launch lock or owns it alone, and
+ * not the GPU's measure_lock: this takes it for reading).
  * 0, with *taken (may be NULL) the bytes taken now; -1 with *r and *what
  * saying which call failed, nothing taken. */
 int vdev_cu_stream_equip(struct cu_stream *s, uint64_t *taken, CUresult *r, const char **what);

@@ -16,8 +16,13 @@
  * refuses two ranks on one GPU, and so does coll_open, first, in vdev's
  * words). What NCCL allocates on each GPU is measured with cuMemGetInfo
  * before and after, with every rank's GPU's memory lock held so that no
- * region of vdev's is mapped meanwhile, and reported as held (the runtime
- * takes it out of the card's budget).
+ * region of vdev's is mapped meanwhile, and its measure lock (cu_dev
+ * measure_lock) held for writing so that no stream takes its scratch or
+ * workspace and no kernel is launched there meanwhile (a first launch loads
+ * the kernel's code, cuBLAS allocates at its first use): none of that is
+ * counted as NCCL's. It is reported as held (the runtime takes it out of
+ * the card's budget). What the process's other users of the card (PyTorch,
+ * CuPy) take meanwhile is not excluded.
  *
  * That measure holds because NCCL allocates its buffers inside
  * ncclCommInitAll: since NCCL 2.22 it connects the ranks, and allocates most
@@ -355,6 +360,13 @@ enum vdev_status vdev_cu_coll_open(void *vctx, const int *qs, int n, void **out,
         c->dev[i] = c->s[i]->d;
         devlist[i] = c->dev[i]->index;
     }
+    /* Nothing else takes device memory on these GPUs while NCCL's is
+     * measured: the allocator's regions wait on mem_lock, streams' buffers
+     * and kernel launches (code loading, cuBLAS) on measure_lock. */
+    for (int g = 0; g < cc->n; g++)
+        for (int i = 0; i < n; i++)
+            if (devlist[i] == g)
+                pthread_rwlock_wrlock(&cc->devs[g].measure_lock);
     for (int g = 0; g < cc->n; g++)
         for (int i = 0; i < n; i++)
             if (devlist[i] == g)
@@ -391,8 +403,10 @@ enum vdev_status vdev_cu_coll_open(void *vctx, const int *qs, int n, void **out,
     }
     for (int g = 0; g < cc->n; g++)
         for (int i = 0; i < n; i++)
-            if (devlist[i] == g)
+            if (devlist[i] == g) {
                 pthread_mutex_unlock(&cc->devs[g].mem_lock);
+                pthread_rwlock_unlock(&cc->devs[g].measure_lock);
+            }
     free(devlist);
     free(before);
     if (taken >= 0) {

@@ -261,6 +261,7 @@ int vdev_cu_stream_equip(struct cu_stream *s, uint64_t *taken, CUresult *r, cons
     uint64_t got = 0;
     *r = CUDA_SUCCESS;
     *what = "cuMemAlloc";
+    pthread_rwlock_rdlock(&d->measure_lock); /* not while NCCL's buffers are measured */
     if (!s->scratch) {
         if ((*r = vdev_cu.cuMemAlloc(&s->scratch, VDEV_CUDA_SCRATCH_BYTES)) != CUDA_SUCCESS)
             s->scratch = 0;
@@ -280,6 +281,7 @@ int vdev_cu_stream_equip(struct cu_stream *s, uint64_t *taken, CUresult *r, cons
         stream_unequip(s); /* all or nothing */
         got = 0;
     }
+    pthread_rwlock_unlock(&d->measure_lock);
     if (taken)
         *taken = got;
     return *r == CUDA_SUCCESS ? 0 : -1;
@@ -355,6 +357,7 @@ static void dev_teardown(struct cu_dev *d, struct cu_stream *own)
     d->ctx = NULL;
     pthread_mutex_destroy(&d->mem_lock);
     pthread_mutex_destroy(&d->ev_lock);
+    pthread_rwlock_destroy(&d->measure_lock);
 }
 
 static void cu_destroy(void *vctx)
@@ -571,6 +574,11 @@ static int dev_setup(struct cu_dev *d, int i, struct cu_stream **own, char *reas
     d->index = i;
     pthread_mutex_init(&d->mem_lock, NULL);
     pthread_mutex_init(&d->ev_lock, NULL);
+    pthread_rwlockattr_t ra; /* a waiting writer (the NCCL measure) before new readers */
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&d->measure_lock, &ra);
+    pthread_rwlockattr_destroy(&ra);
 #define TRY(fn, ...)                                                                               \
     do {                                                                                           \
         what = #fn;                                                                                \

@@ -439,7 +439,9 @@ enum vdev_status vdev_cu_run_kernel(void *vctx, int dev, const struct vdev_kerne
                                        d->n_sm,
                                        (void *)(uintptr_t)s->workspace,
                                        d->ws_bytes};
+    pthread_rwlock_rdlock(&d->measure_lock); /* a first launch may load code, cuBLAS allocate */
     int rc = vdev_cuda_run_op(&a, &env, msg, sizeof msg);
+    pthread_rwlock_unlock(&d->measure_lock);
     pthread_mutex_unlock(&s->launch_lock);
     if (rc == VDEV_CUDA_RC_OK)
         return VDEV_OK;
