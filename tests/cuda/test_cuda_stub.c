@@ -93,6 +93,35 @@ static void test_open(void)
                   "or newer (configure with -DCMAKE_CUDA_ARCHITECTURES=\"80-real;90-virtual\" to "
                   "build them for it)");
 
+    /* a GPU newer than the build's machine code (sm_90): its kernels come
+     * from the PTX, which a driver for this toolkit's CUDA version or newer
+     * compiles; H100/H200 (9.0) have machine code, any driver of the major */
+    struct vdev_stub_config nc = {1, 4 * GiB, 0, CUDA_VERSION, 0, 0, 0, 0, 100};
+    S.setup(&nc);
+    struct vdev_backend nb;
+    char why[256] = "";
+    CHECK_OK(vdev_backend_cuda_new(&nb, why, sizeof why));
+    if (nb.ops)
+        vdev_backend_destroy(&nb);
+#if CUDA_VERSION % 1000 != 0 /* a driver of the same major but older exists */
+    nc.driver_version = CUDA_VERSION / 1000 * 1000;
+    S.setup(&nc);
+    char ptx_why[256];
+    snprintf(ptx_why, sizeof ptx_why,
+             "CUDA plugin: GPU 0 (compute capability 10.0) has no machine code in this build, "
+             "and its kernels' CUDA %d.%d PTX needs a driver for CUDA %d.%d or newer (this one: "
+             "%d.0); or build with -DCMAKE_CUDA_ARCHITECTURES=100-real",
+             CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10, CUDA_VERSION / 1000,
+             CUDA_VERSION % 1000 / 10, CUDA_VERSION / 1000);
+    expect_reason("compute capability 10.0, driver older than the toolkit", VDEV_ERR_UNSUPPORTED,
+                  ptx_why);
+    nc.cc = 90; /* machine code: the same driver is fine */
+    S.setup(&nc);
+    CHECK_OK(vdev_backend_cuda_new(&nb, why, sizeof why));
+    if (nb.ops)
+        vdev_backend_destroy(&nb);
+#endif
+
     stub_setup(1, 4 * GiB, 13000, CUDA_ERROR_NO_DEVICE, 0, 0);
     expect_reason("cuInit fails", VDEV_ERR_UNSUPPORTED,
                   "CUDA plugin: cuInit failed: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is "

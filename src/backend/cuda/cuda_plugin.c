@@ -26,7 +26,12 @@
  * The driver must speak the CUDA major version the plugin was built with
  * (NVIDIA's minor version compatibility: a CUDA 13.x build runs on any driver
  * for CUDA 13.0 or newer, which on Linux is driver 580 or newer); an older
- * driver is refused at every open with both versions in the reason.
+ * driver is refused at every open with both versions in the reason. A GPU
+ * for which the build has no machine code (compute capability 10.0 and
+ * later: the build has sm_90 code and compute_90 PTX) runs the kernels from
+ * the PTX, which its driver compiles only if it is at least as new as the
+ * toolkit, minor version included: an older one is refused at start-up,
+ * with both versions (dev_setup), as every first kernel launch would fail.
  *
  * Devices. Each GPU's primary context (the one the CUDA runtime and cuBLAS
  * use too) is retained (once more for the life of the process, see
@@ -64,6 +69,9 @@
 
 #ifndef VDEV_CUDA_LIB_DIR
 #define VDEV_CUDA_LIB_DIR ""
+#endif
+#ifndef VDEV_CUDA_SASS_ARCHS
+#define VDEV_CUDA_SASS_ARCHS "90,"
 #endif
 
 void *vdev_cuda_dlopen_toolkit(const char *soname, char *why, size_t cap)
@@ -104,6 +112,23 @@ static int all_resolved;   /* and every one in VDEV_CU_FNS */
  * does) would destroy the context under the runtime's feet, and kernels
  * launched after the next start-up would fail. */
 static CUcontext kept_ctx[VDEV_CU_MAX_GPUS];
+static int driver_version; /* cuDriverGetVersion, at the last open (load_lock) */
+
+/* Whether the build has machine code that runs on compute capability cc
+ * (major * 10 + minor): SASS of the same major and a minor no greater. */
+static int has_sass(int cc)
+{
+    for (const char *p = VDEV_CUDA_SASS_ARCHS; *p;) {
+        int a = atoi(p);
+        if (a / 10 == cc / 10 && a % 10 <= cc % 10)
+            return 1;
+        p = strchr(p, ',');
+        if (!p)
+            break;
+        p++;
+    }
+    return 0;
+}
 
 /* ---- errors ---- */
 
@@ -613,6 +638,23 @@ static int dev_setup(struct cu_dev *d, int i, struct cu_stream **own, char *reas
                  d->cc_major, d->cc_minor, VDEV_CUDA_MIN_ARCH);
         return -2;
     }
+    int cc = d->cc_major * 10 + d->cc_minor;
+    pthread_mutex_lock(&load_lock);
+    int drv = driver_version;
+    pthread_mutex_unlock(&load_lock);
+    if (!has_sass(cc) && drv < CUDA_VERSION) {
+        /* A newer GPU runs the kernels from the PTX, which the driver
+         * compiles at the first launch only if it reads this toolkit's PTX
+         * (cudaErrorUnsupportedPtxVersion otherwise): refused now rather
+         * than at every first kernel. */
+        snprintf(reason, cap,
+                 "CUDA plugin: GPU %d (compute capability %d.%d) has no machine code in this "
+                 "build, and its kernels' CUDA %d.%d PTX needs a driver for CUDA %d.%d or newer "
+                 "(this one: %d.%d); or build with -DCMAKE_CUDA_ARCHITECTURES=%d-real",
+                 i, d->cc_major, d->cc_minor, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10,
+                 CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10, drv / 1000, drv % 1000 / 10, cc);
+        return -2;
+    }
     TRY(cuDeviceGetAttribute, &d->n_sm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d->dev);
     TRY(cuDeviceGetAttribute, &d->vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
         d->dev);
@@ -703,6 +745,7 @@ static enum vdev_status load_driver(char *reason, size_t cap)
         st = VDEV_ERR_UNSUPPORTED;
         goto out;
     }
+    driver_version = ver;
     if (!all_resolved) {
         VDEV_CU_FNS(X)
         all_resolved = 1;
