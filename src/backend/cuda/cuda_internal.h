@@ -208,6 +208,15 @@ char *vdev_cu_fmt_bytes(uint64_t b, char *buf, size_t cap);
  * 0, with *taken (may be NULL) the bytes taken now; -1 with *r and *what
  * saying which call failed, nothing taken. */
 int vdev_cu_stream_equip(struct cu_stream *s, uint64_t *taken, CUresult *r, const char **what);
+/* Gives back what stream s holds (cuBLAS handle, scratch, workspace; d's
+ * context current, the stream idle). */
+void vdev_cu_stream_unequip(struct cu_stream *s);
+/* Waits for stream s and frees it and what it holds (context current). */
+void vdev_cu_stream_free(struct cu_stream *s);
+/* A stream on d (context current) with CUDA priority prio, equipped or not;
+ * NULL on failure, *r and *what saying which call failed. */
+struct cu_stream *vdev_cu_stream_make(struct cu_dev *d, int q, int prio, int equip, CUresult *r,
+                                      const char **what);
 
 /* ---- memory (cuda_memory.c) ---- */
 

@@ -258,117 +258,10 @@ static int cu_priority(const struct cu_dev *d, int priority)
     return d->prio_least;
 }
 
-/* Gives back what a stream holds on its GPU: its cuBLAS handle, scratch
- * buffer and workspace (d's context current, the stream idle). */
-static void stream_unequip(struct cu_stream *s)
-{
-    struct cu_dev *d = s->d;
-    vdev_cuda_blas_destroy(s->cublas);
-    s->cublas = NULL;
-    uint64_t held = 0;
-    if (s->scratch) {
-        vdev_cu.cuMemFree(s->scratch);
-        held += VDEV_CUDA_SCRATCH_BYTES;
-    }
-    if (s->workspace) {
-        vdev_cu.cuMemFree(s->workspace);
-        held += d->ws_bytes;
-    }
-    s->scratch = s->workspace = 0;
-    pthread_mutex_lock(&d->mem_lock);
-    d->streams_held -= held;
-    pthread_mutex_unlock(&d->mem_lock);
-}
-
-int vdev_cu_stream_equip(struct cu_stream *s, uint64_t *taken, CUresult *r, const char **what)
-{
-    struct cu_dev *d = s->d;
-    uint64_t got = 0;
-    *r = CUDA_SUCCESS;
-    *what = "cuMemAlloc";
-    pthread_rwlock_rdlock(&d->measure_lock); /* not while NCCL's buffers are measured */
-    if (!s->scratch) {
-        if ((*r = vdev_cu.cuMemAlloc(&s->scratch, VDEV_CUDA_SCRATCH_BYTES)) != CUDA_SUCCESS)
-            s->scratch = 0;
-        else
-            got += VDEV_CUDA_SCRATCH_BYTES;
-    }
-    if (*r == CUDA_SUCCESS && !s->workspace) {
-        if ((*r = vdev_cu.cuMemAlloc(&s->workspace, d->ws_bytes)) != CUDA_SUCCESS)
-            s->workspace = 0;
-        else
-            got += d->ws_bytes;
-    }
-    pthread_mutex_lock(&d->mem_lock);
-    d->streams_held += got;
-    pthread_mutex_unlock(&d->mem_lock);
-    if (*r != CUDA_SUCCESS) {
-        stream_unequip(s); /* all or nothing */
-        got = 0;
-    }
-    pthread_rwlock_unlock(&d->measure_lock);
-    if (taken)
-        *taken = got;
-    return *r == CUDA_SUCCESS ? 0 : -1;
-}
-
-/* Waits for a stream and frees it and what it holds (d's context current). */
-static void stream_free(struct cu_stream *s)
-{
-    if (!s)
-        return;
-    if (s->s)
-        vdev_cu.cuStreamSynchronize(s->s);
-    pthread_mutex_lock(&s->d->mem_lock);
-    vdev_cu_coll_forget_locked(s->d, s); /* its collectives are done: waited for above */
-    pthread_mutex_unlock(&s->d->mem_lock);
-    if (s->coll_ev)
-        vdev_cu.cuEventDestroy(s->coll_ev);
-    stream_unequip(s);
-    for (int i = 0; i < 2; i++) {
-        if (s->stage[i])
-            vdev_cu.cuMemFreeHost(s->stage[i]);
-        if (s->stage_ev[i])
-            vdev_cu.cuEventDestroy(s->stage_ev[i]);
-    }
-    if (s->s)
-        vdev_cu.cuStreamDestroy(s->s);
-    pthread_mutex_destroy(&s->launch_lock);
-    pthread_mutex_destroy(&s->copy_lock);
-    free(s);
-}
-
-/* A stream on d (context current) with CUDA priority `prio`, equipped or
- * not; NULL on failure, *r and *what saying which call failed
- * (CUDA_ERROR_OUT_OF_MEMORY and "calloc" for host memory). */
-static struct cu_stream *stream_make(struct cu_dev *d, int q, int prio, int equip, CUresult *r,
-                                     const char **what)
-{
-    struct cu_stream *s = calloc(1, sizeof *s);
-    if (!s) {
-        *r = CUDA_ERROR_OUT_OF_MEMORY;
-        *what = "calloc";
-        return NULL;
-    }
-    s->d = d;
-    s->q = q;
-    s->priority = prio;
-    pthread_mutex_init(&s->launch_lock, NULL);
-    pthread_mutex_init(&s->copy_lock, NULL);
-    *what = "cuStreamCreateWithPriority";
-    *r = vdev_cu.cuStreamCreateWithPriority(&s->s, CU_STREAM_NON_BLOCKING, prio);
-    if (*r != CUDA_SUCCESS)
-        s->s = NULL;
-    else if (!equip || vdev_cu_stream_equip(s, NULL, r, what) == 0)
-        return s;
-    stream_free(s); /* what was made, and nothing else */
-    return NULL;
-}
-
 static void dev_teardown(struct cu_dev *d, struct cu_stream *own)
 {
     if (d->ctx && vdev_cu_use_ctx(d) == CUDA_SUCCESS) {
-        stream_free(own);
+        vdev_cu_stream_free(own);
         while (d->regions) { /* normally none: the allocators released theirs */
             struct cu_region *r = d->regions;
             d->regions = r->next;
@@ -395,7 +288,7 @@ static void cu_destroy(void *vctx)
      * with its GPU's context current. */
     for (int q = c->n; q < VDEV_CU_MAX_QUEUES; q++)
         if (c->qs[q] && vdev_cu_use_ctx(c->qs[q]->d) == CUDA_SUCCESS)
-            stream_free(c->qs[q]);
+            vdev_cu_stream_free(c->qs[q]);
     for (int i = 0; i < c->n; i++)
         dev_teardown(&c->devs[i], c->qs[i]);
     pthread_mutex_destroy(&c->lock);
@@ -446,7 +339,7 @@ static enum vdev_status cu_stream_open(void *vctx, int dev, int priority, int *q
         return vdev_cu_fail(VDEV_ERR_UNSUPPORTED, "cuda backend: more than %d streams",
                             VDEV_CU_MAX_QUEUES);
     }
-    struct cu_stream *s = stream_make(d, slot, prio, 1, &r, &what);
+    struct cu_stream *s = vdev_cu_stream_make(d, slot, prio, 1, &r, &what);
     if (s)
         c->qs[slot] = s;
     pthread_mutex_unlock(&c->lock);
@@ -469,7 +362,7 @@ static void cu_stream_close(void *vctx, int q)
          * not hold every other stream's open and close; the stream is still
          * taken meanwhile, so nobody else equips it. */
         if (vdev_cu_use_ctx(s->d) == CUDA_SUCCESS)
-            stream_unequip(s);
+            vdev_cu_stream_unequip(s);
         pthread_mutex_lock(&c->lock);
         c->own_taken[q] = 0;
         pthread_mutex_unlock(&c->lock);
@@ -479,7 +372,7 @@ static void cu_stream_close(void *vctx, int q)
     c->qs[q] = NULL;
     pthread_mutex_unlock(&c->lock);
     if (s && vdev_cu_use_ctx(s->d) == CUDA_SUCCESS)
-        stream_free(s);
+        vdev_cu_stream_free(s);
 }
 
 static uint64_t cu_held_bytes(void *vctx, int dev)
@@ -671,7 +564,7 @@ static int dev_setup(struct cu_dev *d, int i, struct cu_stream **own, char *reas
     d->ws_bytes = VDEV_CUDA_WORKSPACE_BYTES(d->cc_major);
     TRY(cuCtxGetStreamPriorityRange, &d->prio_least, &d->prio_greatest);
 #undef TRY
-    if (!(*own = stream_make(d, i, d->prio_least, 0, &r, &what)))
+    if (!(*own = vdev_cu_stream_make(d, i, d->prio_least, 0, &r, &what)))
         goto bad;
     return 0;
 bad:

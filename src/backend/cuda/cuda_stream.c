@@ -1,5 +1,6 @@
-/* cuda_stream.c — the work the CUDA plugin puts on a stream: copies, fills,
- * host functions, events and kernel launches.
+/* cuda_stream.c — the CUDA plugin's streams: how one is made, equipped
+ * (scratch and cuBLAS workspace) and freed, and the work put on it: copies,
+ * fills, host functions, events and kernel launches.
  *
  * Each index the backend's entries take is a stream (CU_STREAM_NON_BLOCKING):
  * a GPU's own one, or one opened for a logical device (cuda_plugin.c). Every
@@ -412,6 +413,115 @@ void vdev_cu_events_destroy(struct cu_dev *d)
         vdev_cu.cuEventDestroy(e->ev);
         free(e);
     }
+}
+
+/* ---- a stream's life: made, equipped, freed (cuda_plugin.c hands them out) ---- */
+
+/* Gives back what a stream holds on its GPU: its cuBLAS handle, scratch
+ * buffer and workspace (d's context current, the stream idle). */
+void vdev_cu_stream_unequip(struct cu_stream *s)
+{
+    struct cu_dev *d = s->d;
+    vdev_cuda_blas_destroy(s->cublas);
+    s->cublas = NULL;
+    uint64_t held = 0;
+    if (s->scratch) {
+        vdev_cu.cuMemFree(s->scratch);
+        held += VDEV_CUDA_SCRATCH_BYTES;
+    }
+    if (s->workspace) {
+        vdev_cu.cuMemFree(s->workspace);
+        held += d->ws_bytes;
+    }
+    s->scratch = s->workspace = 0;
+    pthread_mutex_lock(&d->mem_lock);
+    d->streams_held -= held;
+    pthread_mutex_unlock(&d->mem_lock);
+}
+
+int vdev_cu_stream_equip(struct cu_stream *s, uint64_t *taken, CUresult *r, const char **what)
+{
+    struct cu_dev *d = s->d;
+    uint64_t got = 0;
+    *r = CUDA_SUCCESS;
+    *what = "cuMemAlloc";
+    pthread_rwlock_rdlock(&d->measure_lock); /* not while NCCL's buffers are measured */
+    if (!s->scratch) {
+        if ((*r = vdev_cu.cuMemAlloc(&s->scratch, VDEV_CUDA_SCRATCH_BYTES)) != CUDA_SUCCESS)
+            s->scratch = 0;
+        else
+            got += VDEV_CUDA_SCRATCH_BYTES;
+    }
+    if (*r == CUDA_SUCCESS && !s->workspace) {
+        if ((*r = vdev_cu.cuMemAlloc(&s->workspace, d->ws_bytes)) != CUDA_SUCCESS)
+            s->workspace = 0;
+        else
+            got += d->ws_bytes;
+    }
+    pthread_mutex_lock(&d->mem_lock);
+    d->streams_held += got;
+    pthread_mutex_unlock(&d->mem_lock);
+    if (*r != CUDA_SUCCESS) {
+        vdev_cu_stream_unequip(s); /* all or nothing */
+        got = 0;
+    }
+    pthread_rwlock_unlock(&d->measure_lock);
+    if (taken)
+        *taken = got;
+    return *r == CUDA_SUCCESS ? 0 : -1;
+}
+
+/* Waits for a stream and frees it and what it holds (d's context current). */
+void vdev_cu_stream_free(struct cu_stream *s)
+{
+    if (!s)
+        return;
+    if (s->s)
+        vdev_cu.cuStreamSynchronize(s->s);
+    pthread_mutex_lock(&s->d->mem_lock);
+    vdev_cu_coll_forget_locked(s->d, s); /* its collectives are done: waited for above */
+    pthread_mutex_unlock(&s->d->mem_lock);
+    if (s->coll_ev)
+        vdev_cu.cuEventDestroy(s->coll_ev);
+    vdev_cu_stream_unequip(s);
+    for (int i = 0; i < 2; i++) {
+        if (s->stage[i])
+            vdev_cu.cuMemFreeHost(s->stage[i]);
+        if (s->stage_ev[i])
+            vdev_cu.cuEventDestroy(s->stage_ev[i]);
+    }
+    if (s->s)
+        vdev_cu.cuStreamDestroy(s->s);
+    pthread_mutex_destroy(&s->launch_lock);
+    pthread_mutex_destroy(&s->copy_lock);
+    free(s);
+}
+
+/* A stream on d (context current) with CUDA priority `prio`, equipped or
+ * not; NULL on failure, *r and *what saying which call failed
+ * (CUDA_ERROR_OUT_OF_MEMORY and "calloc" for host memory). */
+struct cu_stream *vdev_cu_stream_make(struct cu_dev *d, int q, int prio, int equip, CUresult *r,
+                                      const char **what)
+{
+    struct cu_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        *r = CUDA_ERROR_OUT_OF_MEMORY;
+        *what = "calloc";
+        return NULL;
+    }
+    s->d = d;
+    s->q = q;
+    s->priority = prio;
+    pthread_mutex_init(&s->launch_lock, NULL);
+    pthread_mutex_init(&s->copy_lock, NULL);
+    *what = "cuStreamCreateWithPriority";
+    *r = vdev_cu.cuStreamCreateWithPriority(&s->s, CU_STREAM_NON_BLOCKING, prio);
+    if (*r != CUDA_SUCCESS)
+        s->s = NULL;
+    else if (!equip || vdev_cu_stream_equip(s, NULL, r, what) == 0)
+        return s;
+    vdev_cu_stream_free(s); /* what was made, and nothing else */
+    return NULL;
 }
 
 /* ---- kernels ---- */
