@@ -5,6 +5,7 @@
 #include "check.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static void start(const char *sim, const char *policy)
@@ -324,6 +325,51 @@ static void test_bug_program(void)
     CHECK(vdev_placement_op_count("MatMul", "GPU:0") == 0);
 }
 
+/* Models chained under TensorFlow's rule (every op on GPU:0): the weight
+ * gradient dW = x^T.dY of model k reads only model k-1's activation x, yet
+ * it belongs to model k (its variables' device), as its forward MatMul does. */
+static void test_chained_gradient_audit(void)
+{
+    vdev_shutdown();
+    setenv("VDEV_SIM_GPUS", "3x1GiB", 1);
+    vdev_set_placement_policy(VDEV_PLACEMENT_TF);
+    CHECK_OK(vdev_init());
+    int64_t s[2] = {4, 4};
+    const char *dev[3] = {"GPU:0", "GPU:1", "GPU:2"};
+    const char *home[3] = {"/device:GPU:0", "/device:GPU:1", "/device:GPU:2"};
+    vdev_tensor_t *w[3];
+    for (int k = 0; k < 3; k++) {
+        vdev_device_push(dev[k]);
+        w[k] = vdev_variable(vdev_tensor_ones(s, 2, VDEV_F32));
+        vdev_device_pop();
+    }
+    vdev_scope_begin();
+    vdev_tensor_t *in = vdev_tensor_ones(s, 2, VDEV_F32);
+    for (int k = 0; k < 3; k++) {
+        vdev_tape_t *tape = vdev_tape_begin();
+        vdev_tensor_t *y = vdev_matmul(in, w[k], false, false);
+        vdev_tensor_t *loss = vdev_mse(y, in), *g = NULL;
+        vdev_placement_reset();
+        CHECK_OK(vdev_tape_gradient(tape, loss, &w[k], 1, &g));
+        vdev_tape_end(tape);
+        struct vdev_audit_entry e[8];
+        int n, matmul = 0;
+        CHECK_OK(vdev_placement_audit(e, 8, &n));
+        CHECK_EQ_U64(n, k ? 2 : 0); /* model 1's variables are on GPU:0 */
+        for (int i = 0; i < n; i++) {
+            CHECK_STR(e[i].ran_on, "/device:GPU:0");
+            CHECK_STR(e[i].home, home[k]);
+            matmul += !strcmp(e[i].op_type, "MatMul");
+        }
+        CHECK_EQ_U64(matmul, k ? 1 : 0);
+        in = y;
+    }
+    vdev_scope_end();
+    vdev_set_placement_policy(VDEV_PLACEMENT_COPY);
+    for (int k = 0; k < 3; k++)
+        vdev_tensor_free(w[k]);
+}
+
 int main(void)
 {
     test_scopes();
@@ -333,6 +379,7 @@ int main(void)
     test_gradient_device();
     test_log_and_audit();
     test_bug_program();
+    test_chained_gradient_audit();
     vdev_shutdown();
     return check_done();
 }

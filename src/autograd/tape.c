@@ -646,7 +646,11 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
             break;
         }
         vdev_placement_push_dev(r->dev);
+        /* the gradient's ops belong where the op they differentiate does */
+        int outer_home = vdev_grad_home;
+        vdev_grad_home = r->out->home;
         st = run_grad(def, r, &ga, din);
+        vdev_grad_home = outer_home;
         for (int i = 0; i < r->n_in; i++)
             if (din[i])
                 din[i]->kept = 1;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 _Thread_local struct vdev_tape_hook vdev_tape_hook;
+_Thread_local int vdev_grad_home = VDEV_NO_GRAD_HOME;
 
 /* A host kernel and its arguments, as one block submitted to a stream; when
  * observed, the kernel is timed on the thread that runs it. */
@@ -104,9 +105,12 @@ static enum vdev_status dispatch(struct vdev_ldev *dev, const struct vdev_op_def
     return vdev_backend_submit_host(b, dev->bdev, host_trampoline, &c, sizeof c);
 }
 
-/* The device of the variables an op's inputs derive from, or -1. */
+/* The device of the variables an op's inputs derive from, or -1; in a
+ * gradient, the home of the op it differentiates (vdev_grad_home). */
 static int home_of(const struct vdev_tens *const *in, int n)
 {
+    if (vdev_grad_home != VDEV_NO_GRAD_HOME)
+        return vdev_grad_home;
     for (int i = 0; i < n; i++)
         if (in[i]->is_variable)
             return in[i]->home;

@@ -214,5 +214,11 @@ struct vdev_tape_hook {
     void *paused;
 };
 extern _Thread_local struct vdev_tape_hook vdev_tape_hook;
+/* Thread-local: while the tape runs an op's gradient, that op's home (the
+ * device of the variables it read, -1 for none), which every op of the
+ * gradient takes as its own, so the placement audit credits dW = x^T.dY to
+ * W's model and not to the model that made x; VDEV_NO_GRAD_HOME otherwise. */
+#define VDEV_NO_GRAD_HOME (-2)
+extern _Thread_local int vdev_grad_home;
 
 #endif
