@@ -6,8 +6,9 @@
 # the demo says on stderr that it closes the trace where the run is and
 # draws it, DIR/run.json is then whole JSON (its events up to the
 # interruption, then its end), DIR/memory.svg and DIR/placement.svg are
-# drawn from it and named on stdout, nothing else is left in DIR, and the
-# process ends by SIGINT as Ctrl-C would end it. Usage: cli_demo_interrupt.sh VDEV SHARED
+# drawn from it and named on stdout, nothing else is left in DIR, the
+# allocation trace (VDEV_ALLOC_TRACE) holds whole lines up to the
+# interruption, and the process ends by SIGINT as Ctrl-C would end it. Usage: cli_demo_interrupt.sh VDEV SHARED
 set -u
 vdev=$1
 command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
@@ -49,8 +50,8 @@ with open(o + ".out", "wb") as out, open(o + ".err", "wb") as err:
     except subprocess.TimeoutExpired:
         p.kill(); print("rc timeout")
 PY
-rc=$(python3 "$tmp/interrupt.py" "$vdev" "$tmp/rep" "json:$tmp/rep/run.json" --epochs 1000 \
-     --report "$tmp/rep")
+rc=$(VDEV_ALLOC_TRACE=$tmp/alloc.trace python3 "$tmp/interrupt.py" "$vdev" "$tmp/rep" \
+     "json:$tmp/rep/run.json" --epochs 1000 --report "$tmp/rep")
 [ "$rc" = "rc -2" ] && ok || bad "exit: $rc, expected death by SIGINT (-2): $(cat "$tmp/rep.err")"
 want="vdev demo: interrupted: closing the trace $tmp/rep/run.json where the run is and drawing it (Ctrl-C again quits at once)"
 grep -qxF -- "$want" "$tmp/rep.err" && ok || bad "stderr lacks '$want': $(cat "$tmp/rep.err")"
@@ -67,6 +68,12 @@ for f in ("memory.svg", "placement.svg"):
     assert E.parse(os.path.join(d, f)).getroot().tag.endswith("svg"), f
 assert sorted(os.listdir(d)) == ["memory.svg", "placement.svg", "run.json"], os.listdir(d)
 PY
+# the allocation trace (VDEV_ALLOC_TRACE) is written up to the interruption,
+# in whole lines: `vdev replay` reads it all, with no line to drop
+[ "$(tail -c 1 "$tmp/alloc.trace" | od -An -c | tr -d ' ')" = '\n' ] && ok ||
+  bad "the allocation trace ends mid-line: '$(tail -c 20 "$tmp/alloc.trace")'"
+"$vdev" replay --repeats 1 "$tmp/alloc.trace" >"$tmp/replay.out" 2>"$tmp/replay.err" &&
+  [ ! -s "$tmp/replay.err" ] && ok || bad "replay of the allocation trace: $(cat "$tmp/replay.err")"
 
 
 # each scenario: its simulated GPUs, its options, the start of its first line

@@ -54,6 +54,14 @@ run fit --card
 error "card without value" 2 "vdev fit: --card needs a value (see 'vdev fit --help')"
 
 # ---- bad input ----
+# a trace whose writer was stopped mid-line: its whole lines are fitted, with a note
+head -c -1 "$mlp" >"$tmp/cut.trace"
+last=$(tail -n 1 "$tmp/cut.trace")
+n=$(grep -c '^[af] ' "$tmp/cut.trace")
+run fit --card 4GiB "$tmp/cut.trace"
+[ $rc -eq 0 ] && ok || bad "cut trace: exit $rc: $err"
+[ "$err" = "vdev fit: note: $tmp/cut.trace:$(wc -l <"$mlp"): the last line '$last' is cut short (no newline): dropped; $((n - 1)) events read" ] &&
+  ok || bad "cut trace: stderr '$err'"
 run fit --card 4GiB "$tmp/none.trace"
 [ $rc -eq 1 ] && ok || bad "missing trace: exit $rc"
 [[ $err == "vdev fit: "*"none.trace"* ]] && [ "$(lines "$err")" -eq 1 ] && ok ||

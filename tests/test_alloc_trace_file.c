@@ -7,10 +7,13 @@
  * first one's trace stays whole; and a child forked from the writing process
  * writes nothing to it, neither its own events nor, at its exit, the bytes
  * its copy of the stdio buffer holds, whether it ends with exit() or after
- * vdev_shutdown(). Each trace is checked line by line after its header.
+ * vdev_shutdown(). A process that ends without closing its trace (_exit, a
+ * crash, a signal) leaves whole lines, and with vdev_alloc_trace_flush_all
+ * first, every line. Each trace is checked line by line after its header.
  * Run as `test_alloc_trace_file --start`, it starts vdev, prints the status
  * and the message, and exits (the second process of the lock test). */
 #define _GNU_SOURCE
+#include "alloc/alloc.h"
 #include "check.h"
 
 #include <stdlib.h>
@@ -248,6 +251,57 @@ static void test_forked_child(void)
     unsetenv("VDEV_ALLOC_TRACE");
 }
 
+/* A child that starts vdev with its own trace, makes `n` allocations and
+ * frees, writes its lines (vdev_alloc_trace_flush_all) if `flush`, and ends
+ * with _exit(), as a crash or a signal ends a process: nothing is closed. */
+static void cut_child(const char *path, int n, int flush)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("VDEV_ALLOC_TRACE", path, 1);
+        if (vdev_init() != VDEV_OK)
+            _exit(3);
+        for (int i = 0; i < n; i++) {
+            void *p = NULL;
+            if (vdev_mem_alloc("CPU:0", 256, &p) != VDEV_OK || vdev_mem_free("CPU:0", p))
+                _exit(4);
+        }
+        if (flush)
+            vdev_alloc_trace_flush_all();
+        _exit(0);
+    }
+    int st = -1;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* The trace of a process that ended without closing it holds whole lines,
+ * every one of them after vdev_alloc_trace_flush_all. */
+static void test_cut_short(void)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/cut.trace", dir);
+    check_fresh(NULL);
+    for (int flush = 0; flush <= 1; flush++) {
+        cut_child(path, 3000, flush);
+        char *s = check_slurp(path);
+        size_t len = s ? strlen(s) : 0;
+        CHECK(len > 0 && s[len - 1] == '\n');
+        if (len && s[len - 1] != '\n')
+            fprintf(stderr, "  the trace ends mid-line: '...%s'\n", s + (len > 20 ? len - 20 : 0));
+        size_t lines = 0;
+        for (size_t i = 0; i < len; i++)
+            lines += s[i] == '\n';
+        if (flush)
+            CHECK_EQ_U64(lines, 1 + 2 * 3000); /* the header and every event */
+        else
+            CHECK(lines > 1000); /* the lines the full buffers wrote */
+        free(s);
+        CHECK(unlink(path) == 0);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "--start") == 0)
@@ -260,6 +314,7 @@ int main(int argc, char **argv)
     test_lock();
     test_same_file();
     test_forked_child();
+    test_cut_short();
     rmdir(dir);
     return check_done();
 }

@@ -35,6 +35,11 @@ int vdev_cli_write_error(FILE *f);
  * up). 0 and 0 when the header does not give both, or gives 0 or a million
  * blocks or more. */
 struct vdev_trace;
+/* The note `vdev replay` and `vdev fit` print on stderr for a trace whose
+ * last line was cut short and dropped ("<tool>: note: <path>:<line>: the
+ * last line '...' is cut short (no newline): dropped; N events read");
+ * nothing for a whole trace. */
+void vdev_cli_trace_cut_note(const char *tool, const struct vdev_trace *t);
 void vdev_cli_trace_pre_live(const struct vdev_trace *t, uint32_t *n_blocks,
                              uint64_t *each_bytes);
 /* The smallest one-region capacity that serves t with its pre-live blocks

@@ -35,6 +35,7 @@
 #include "../examples/demo.h"
 #include "cli.h"
 #include "plot.h"
+#include "alloc/alloc.h"
 #include "runtime/observe.h"
 
 #include <errno.h>
@@ -138,6 +139,9 @@ static void *on_interrupt(void *arg)
         fprintf(stderr, "\nvdev demo: interrupted before the run's trace was opened: nothing to "
                         "draw\n");
     }
+    /* the allocation trace's lines so far (VDEV_ALLOC_TRACE): whole lines, so
+     * that `vdev replay` and `vdev fit` read it */
+    vdev_alloc_trace_flush_all();
     fflush(stdout);
     fflush(stderr);
     raise(SIGINT);

@@ -684,6 +684,7 @@ int vdev_cmd_fit(int argc, char **argv)
             fprintf(stderr, "vdev fit: %s\n", vdev_last_error());
             goto done;
         }
+        vdev_cli_trace_cut_note("vdev fit", f.m[i].t);
         if (f.m[i].t->n_allocs == 0) { /* an empty file, or comments only */
             fprintf(stderr, "vdev fit: %s: no allocation events, nothing to fit\n", paths[i]);
             goto done;

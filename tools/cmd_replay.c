@@ -5,9 +5,10 @@
  * back to back up to 1,000,000 events), peak live bytes, peak reserved bytes
  * in growth mode, and the smallest one-region capacity that serves the whole
  * trace (bisection to 0.01% of the peak, fine enough to tell 1.003 from
- * 1.006) with its ratio to the peak live bytes. A trace that cannot be read
- * whole (a last event line without its newline, a gzip stream cut short, a
- * size beyond 64 bits) is an error naming the file and line; one without a
+ * 1.006) with its ratio to the peak live bytes. A last event line without
+ * its newline (a writer stopped mid-line) is dropped with a note; a trace
+ * that cannot be read whole otherwise (a gzip stream cut short, a NUL byte,
+ * a size beyond 64 bits) is an error naming the file and line; one without a
  * single allocation (an empty file) is an error naming the file. Blocks the
  * header says were live before the trace (pre_live_blocks, pre_live_bytes:
  * a model's weights) are not in the measures above; the smallest capacity
@@ -28,6 +29,16 @@ static void progress(void *user, const char *stage, double done)
     if (done >= 1.0)
         fputc('\n', stderr);
     fflush(stderr);
+}
+
+void vdev_cli_trace_cut_note(const char *tool, const struct vdev_trace *t)
+{
+    if (t->cut_line)
+        fprintf(stderr,
+                "%s: note: %s:%u: the last line '%s' is cut short (no newline): dropped; "
+                "%llu event%s read\n",
+                tool, t->path, t->cut_line, t->cut_text, (unsigned long long)t->n_events,
+                t->n_events == 1 ? "" : "s");
 }
 
 void vdev_cli_trace_pre_live(const struct vdev_trace *t, uint32_t *n_blocks,
@@ -85,8 +96,9 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: vdev replay [--json] [--repeats N] [--quiet] TRACE\n\n"
                "Replays an allocation trace (text, plain or gzip: 'a ID BYTES' allocates,\n"
-               "'f ID' frees, '#' starts a comment; every event line ends with a newline,\n"
-               "so a last line cut short is caught) against vdev's allocator and prints:\n"
+               "'f ID' frees, '#' starts a comment; every event line ends with a newline:\n"
+               "a last line without one, as a killed process leaves it, is dropped with a\n"
+               "note) against vdev's allocator and prints:\n"
                "  events               events in the trace\n"
                "  ns per event         median of N timed runs (default 5), pinned to one CPU,\n"
                "                       a short trace replayed back to back to 1,000,000 events\n"
@@ -156,6 +168,7 @@ int vdev_cmd_replay(int argc, char **argv)
         fprintf(stderr, "vdev replay: %s\n", vdev_last_error());
         return 1;
     }
+    vdev_cli_trace_cut_note("vdev replay", t);
     if (t->n_allocs == 0) { /* an empty file, or comments only (as `vdev plot` refuses it) */
         fprintf(stderr, "vdev replay: %s: no allocation events, nothing to replay\n", path);
         vdev_trace_free(t);
@@ -198,8 +211,9 @@ int vdev_cmd_replay(int argc, char **argv)
     char b1[32], b2[32], b3[32];
     printf("trace                %s\n", path);
     printf("events               %llu\n", (unsigned long long)r.events);
-    printf("ns per event         %.1f (median of %d runs of %llu events, %s)\n", r.ns_per_event,
-           r.runs, (unsigned long long)r.events_per_run,
+    printf("ns per event         %.1f (%s%d run%s of %llu events, %s)\n", r.ns_per_event,
+           r.runs == 1 ? "" : "median of ", r.runs, r.runs == 1 ? "" : "s",
+           (unsigned long long)r.events_per_run,
            r.pinned_cpu >= 0 ? "pinned" : "not pinned");
     printf("peak live bytes      %llu (%s)\n", (unsigned long long)r.peak_live_bytes,
            vdev_format_bytes(r.peak_live_bytes, b1, sizeof b1));

@@ -279,6 +279,9 @@ enum vdev_status vdev_alloc_trace_open(const char *path, vdev_alloc_trace_t **ou
 /* Flushes and closes; every allocator using it must be destroyed first. NULL
  * is a no-op. */
 void vdev_alloc_trace_close(vdev_alloc_trace_t *t);
+/* Writes the lines every open trace holds so far to its file (a program that
+ * is about to end by a signal); the trace stays open. Thread-safe. */
+void vdev_alloc_trace_flush_all(void);
 
 /* Internal to src/alloc (alloc.c calls them with the allocator's lock held):
  * write one line and return the new ID / write a free / note a failure. */

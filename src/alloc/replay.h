@@ -65,9 +65,16 @@ struct vdev_trace {
     uint32_t *live_at_end;        /* slots still live after the last event */
     uint32_t n_live_at_end;
     uint64_t live_at_end_bytes;   /* their sizes, rounded up to 256 */
+    /* The last line when it is an event without its newline (the writer was
+     * stopped mid-line: a crash, a kill), dropped as it may be cut short
+     * ("a 7 10" cut to "a 7 1"): its number (0: none) and its first 40
+     * characters, for the note the tools print. */
+    uint32_t cut_line;
+    char cut_text[41];
 };
 
-/* Reads a trace, plain or gzip-compressed (zlib detects which). VDEV_OK: *out
+/* Reads a trace, plain or gzip-compressed (zlib detects which); a last event
+ * line without its newline is dropped (cut_line says so). VDEV_OK: *out
  * is yours, free it with vdev_trace_free(). VDEV_ERR_IO when the file cannot
  * be read, VDEV_ERR_PARSE for a malformed line with the message
  * "<path>:<line>: <what is wrong>", VDEV_ERR_OOM when the host runs out. */

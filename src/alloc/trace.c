@@ -7,8 +7,12 @@
  * whose key=value fields replay keeps.
  *
  * One trace can be shared by every allocator of the process, so IDs come from
- * an atomic counter in the trace and each line is written under the trace's
- * own mutex with one fprintf; stdio buffers the lines and close flushes them.
+ * an atomic counter in the trace and each line is formatted under the trace's
+ * own mutex into the trace's buffer, which goes to the file (unbuffered
+ * stdio: one write) only as whole lines, when the next line would not fit
+ * and at close: a run that ends without closing it (a crash, abort(), a
+ * signal) leaves a trace of whole lines. vdev_alloc_trace_flush_all writes
+ * every open trace's buffer: at exit, and in `vdev demo` when interrupted.
  *
  * The file is one process's, as the profiler trace's is (VDEV_TRACE_FILE;
  * the rules are src/runtime/tracefile.c's): the name's placeholders (%p the
@@ -37,7 +41,36 @@ struct vdev_alloc_trace {
     struct vdev_tracefile_fork fork;
     atomic_uint_fast64_t next_id; /* the ID of the next allocation */
     char path[PATH_MAX];          /* the file written (placeholders expanded), for messages */
+    struct vdev_alloc_trace *next; /* the open traces (flush_all); guarded by open_lock */
+    size_t n;                      /* bytes in buf: whole lines */
+    char buf[16384];
 };
+
+/* The traces open in the process, for vdev_alloc_trace_flush_all. Taken
+ * before a trace's own mutex. */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vdev_alloc_trace *open_list;
+static int exit_hook; /* vdev_alloc_trace_flush_all runs at exit; guarded by open_lock */
+
+/* Writes t's whole lines to its file. Under t->mu, not forked. */
+static void put_buffer(struct vdev_alloc_trace *t)
+{
+    if (t->n && fwrite(t->buf, 1, t->n, t->f) != t->n)
+        clearerr(t->f); /* close reports it: the stream's error flag is lost by then */
+    t->n = 0;
+}
+
+/* Appends one line (a record, '\n' included, len bytes) to t's buffer,
+ * writing the buffer first where the line would not fit. Under t->mu. */
+static void put_line(struct vdev_alloc_trace *t, const char *line, int len)
+{
+    if (t->forked || len <= 0 || (size_t)len >= 64)
+        return; /* the caller's line[64] holds any record whole */
+    if (t->n + (size_t)len > sizeof t->buf)
+        put_buffer(t);
+    memcpy(t->buf + t->n, line, (size_t)len);
+    t->n += (size_t)len;
+}
 
 enum vdev_status vdev_alloc_trace_open(const char *path, vdev_alloc_trace_t **out)
 {
@@ -62,6 +95,7 @@ enum vdev_status vdev_alloc_trace_open(const char *path, vdev_alloc_trace_t **ou
         free(t);
         return st;
     }
+    setvbuf(t->f, NULL, _IONBF, 0); /* the trace's own buffer holds whole lines */
     vdev_mutex_init(&t->mu);
     atomic_init(&t->next_id, 0);
     /* watched before its first line: a child forked from here on holds
@@ -74,23 +108,57 @@ enum vdev_status vdev_alloc_trace_open(const char *path, vdev_alloc_trace_t **ou
     if (gmtime_r(&now, &tm))
         strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     vdev_mutex_lock(&t->mu);
-    fprintf(t->f, "# trace v1 source=vdev pid=%ld start=%s ids=never-reused\n", (long)getpid(),
-            when);
+    t->n = (size_t)snprintf(t->buf, sizeof t->buf,
+                            "# trace v1 source=vdev pid=%ld start=%s ids=never-reused\n",
+                            (long)getpid(), when);
     vdev_mutex_unlock(&t->mu);
+    pthread_mutex_lock(&open_lock);
+    t->next = open_list;
+    open_list = t;
+    /* a process that exits without closing it (no vdev_shutdown) still
+     * writes its lines, as stdio's buffer was written at exit */
+    if (!exit_hook && atexit(vdev_alloc_trace_flush_all) == 0)
+        exit_hook = 1;
+    pthread_mutex_unlock(&open_lock);
     *out = t;
     return VDEV_OK;
+}
+
+void vdev_alloc_trace_flush_all(void)
+{
+    pthread_mutex_lock(&open_lock);
+    for (struct vdev_alloc_trace *t = open_list; t; t = t->next) {
+        vdev_mutex_lock(&t->mu);
+        if (!t->forked)
+            put_buffer(t);
+        vdev_mutex_unlock(&t->mu);
+    }
+    pthread_mutex_unlock(&open_lock);
 }
 
 void vdev_alloc_trace_close(vdev_alloc_trace_t *t)
 {
     if (!t)
         return;
+    pthread_mutex_lock(&open_lock);
+    struct vdev_alloc_trace **p = &open_list;
+    while (*p && *p != t)
+        p = &(*p)->next;
+    if (*p)
+        *p = t->next;
+    pthread_mutex_unlock(&open_lock);
     vdev_tracefile_unwatch(&t->fork);
-    if (t->forked)
+    if (!t->forked) {
+        int failed = t->n && fwrite(t->buf, 1, t->n, t->f) != t->n;
+        failed |= ferror(t->f);
+        failed = fclose(t->f) != 0 || failed;
+        if (failed)
+            vdev_log_warning("VDEV_ALLOC_TRACE=\"%s\": write failed: %s (the trace is "
+                             "incomplete)",
+                             t->path, strerror(errno));
+    } else {
         vdev_tracefile_drop(t->f); /* the parent's: closed unwritten */
-    else if (fclose(t->f) != 0)
-        vdev_log_warning("VDEV_ALLOC_TRACE=\"%s\": write failed: %s (the trace is incomplete)",
-                         t->path, strerror(errno));
+    }
     vdev_mutex_destroy(&t->mu);
     free(t);
 }
@@ -98,25 +166,29 @@ void vdev_alloc_trace_close(vdev_alloc_trace_t *t)
 uint64_t vdev_alloc_trace_alloc(vdev_alloc_trace_t *t, uint64_t bytes)
 {
     uint64_t id = atomic_fetch_add_explicit(&t->next_id, 1, memory_order_relaxed);
+    char line[64];
+    int len = snprintf(line, sizeof line, "a %llu %llu\n", (unsigned long long)id,
+                       (unsigned long long)bytes);
     vdev_mutex_lock(&t->mu);
-    if (!t->forked)
-        fprintf(t->f, "a %llu %llu\n", (unsigned long long)id, (unsigned long long)bytes);
+    put_line(t, line, len);
     vdev_mutex_unlock(&t->mu);
     return id;
 }
 
 void vdev_alloc_trace_free(vdev_alloc_trace_t *t, uint64_t id)
 {
+    char line[64];
+    int len = snprintf(line, sizeof line, "f %llu\n", (unsigned long long)id);
     vdev_mutex_lock(&t->mu);
-    if (!t->forked)
-        fprintf(t->f, "f %llu\n", (unsigned long long)id);
+    put_line(t, line, len);
     vdev_mutex_unlock(&t->mu);
 }
 
 void vdev_alloc_trace_failed(vdev_alloc_trace_t *t, uint64_t bytes)
 {
+    char line[64];
+    int len = snprintf(line, sizeof line, "# oom %llu\n", (unsigned long long)bytes);
     vdev_mutex_lock(&t->mu);
-    if (!t->forked)
-        fprintf(t->f, "# oom %llu\n", (unsigned long long)bytes);
+    put_line(t, line, len);
     vdev_mutex_unlock(&t->mu);
 }

@@ -487,11 +487,15 @@ static enum vdev_status load(struct loader *l)
             continue;
         /* An event line must end with a newline: without one it may have
          * been cut short mid-number ("a 7 10" cut to "a 7 1"), which reads as
-         * a valid but wrong event. vdev ends every line it writes with one. */
-        if (r == LINE_NO_NEWLINE)
-            return PARSE_ERR("%s:%u: last line '%.40s' has no newline, so it may be cut short (a "
-                             "trace ends every line with a newline; add one if the line is whole)",
-                             l->path, line, s);
+         * a valid but wrong event. vdev ends every line it writes with one,
+         * so such a line is the end of a trace whose writer was stopped (a
+         * crash, a kill): the whole lines before it stand, and it is dropped,
+         * as `vdev plot` draws a profiler trace cut short. */
+        if (r == LINE_NO_NEWLINE) {
+            t->cut_line = line;
+            snprintf(t->cut_text, sizeof t->cut_text, "%s", s);
+            break;
+        }
         enum vdev_status st = parse_event(l, s, line);
         if (st != VDEV_OK)
             return st;
