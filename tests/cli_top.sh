@@ -67,6 +67,8 @@ import http.server, sys
 body = open(sys.argv[1], "rb").read()
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        with open(sys.argv[1] + ".path", "w") as f:
+            f.write(self.path)
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
         self.end_headers()
@@ -154,6 +156,39 @@ for v in abc 12abc; do
   err=$("$vdev" top --once --interval 0.1 --url "$fake" 2>&1 >/dev/null); rc=$?
   want="vdev top: $fake/metrics: a sample whose value is not a number: 'vdev_memory_in_use_bytes{device=\"/device:GPU:0\"} $v'"
   [ $rc -eq 1 ] && [ "$err" = "$want" ] && ok || bad "value '$v': exit $rc: '$err', expected '$want'"
+  kill "$fake_pid" 2>/dev/null; wait "$fake_pid" 2>/dev/null; fake_pid=
+done
+# Label values with the exposition format's escapes (\", \\, \n) and a '}'
+# inside quotes are read as Prometheus reads them; one device is "1 device".
+cat >"$tmp/escaped.txt" <<'EOF'
+vdev_memory_limit_bytes{backend="sim",note="a } and a \"quote\"",device="GPU \"a\"\\b}"} 1073741824
+vdev_memory_in_use_bytes{device="GPU \"a\"\\b}",backend="s\"m"} 1048576
+EOF
+serve "$tmp/escaped.txt"
+out=$("$vdev" top --once --interval 0.1 --url "$fake/" 2>"$tmp/err"); rc=$?
+[ $rc -eq 0 ] && ok || bad "escaped labels: exit $rc: $(cat "$tmp/err")"
+[ "$(grep -c '^GPU "a"\\b} *sim ' <<<"$out")" -eq 1 ] && ok || bad "escaped labels: device: $out"
+has "$out" "1.0 MiB" && ok || bad "escaped labels: in use: $out"
+has "$out" "1 device, 0 ops run in all" && ok || bad "one device: $out"
+# a URL ending in a bare '/' asks for the path '/', as [/PATH] says
+[ "$(cat "$tmp/escaped.txt.path")" = "/" ] && ok || bad "url with '/': asked for $(cat "$tmp/escaped.txt.path")"
+kill "$fake_pid" 2>/dev/null; wait "$fake_pid" 2>/dev/null; fake_pid=
+# As many devices as a vdev process may have (129) are all shown; more are
+# said to be left out, never dropped silently.
+for n in 129 131; do
+  for i in $(seq 0 $((n - 1))); do
+    echo "vdev_memory_limit_bytes{device=\"/device:GPU:$i\",backend=\"sim\"} 1073741824"
+  done >"$tmp/many.txt"
+  serve "$tmp/many.txt"
+  out=$("$vdev" top --once --interval 0.1 --url "$fake" 2>"$tmp/err"); rc=$?
+  [ $rc -eq 0 ] && ok || bad "$n devices: exit $rc: $(cat "$tmp/err")"
+  [ "$(grep -c '^/device:GPU:' <<<"$out")" -eq 129 ] && ok || bad "$n devices: rows: $out"
+  has "$out" "129 devices, 0 ops run in all" && ok || bad "$n devices: total: $out"
+  if [ $n -gt 129 ]; then
+    has "$out" "(more than 129 devices: the rest are not shown)" && ok || bad "$n devices: $out"
+  else
+    has "$out" "more than" && bad "$n devices: said too many: $out" || ok
+  fi
   kill "$fake_pid" 2>/dev/null; wait "$fake_pid" 2>/dev/null; fake_pid=
 done
 # The endpoint goes away after frames were shown: said so, exit 1.

@@ -12,6 +12,7 @@
  * codes (as `top -b` does). */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "config/config.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -25,7 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TOP_MAX_DEVS 64
+/* as many as a vdev process has (a CPU and two logical devices per GPU);
+ * more, from another endpoint, are counted and said to be left out */
+#define TOP_MAX_DEVS VDEV_MAX_LOGICAL_DEVICES
 #define BAR_WIDTH 32
 
 struct top_dev {
@@ -35,7 +38,7 @@ struct top_dev {
 };
 
 struct top_sample {
-    int n;
+    int n, n_left_out; /* devices shown; samples of devices past TOP_MAX_DEVS */
     struct top_dev dev[TOP_MAX_DEVS];
     double t; /* seconds, monotonic */
 };
@@ -51,7 +54,8 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* http://HOST[:PORT][/PATH]; PATH defaults to /metrics. 0 on success, -2
+/* http://HOST[:PORT][/PATH]; PATH defaults to /metrics (a bare "/" is the
+ * path "/", as typed). 0 on success, -2
  * for a port outside 1..65535, -1 for anything else wrong. */
 static int parse_url(const char *s, struct url *u)
 {
@@ -89,7 +93,7 @@ static int parse_url(const char *s, struct url *u)
     snprintf(u->port, sizeof u->port, "%s", port);
     if (slash && strlen(slash) >= sizeof u->path)
         return -1;
-    snprintf(u->path, sizeof u->path, "%s", slash && slash[1] ? slash : "/metrics");
+    snprintf(u->path, sizeof u->path, "%s", slash ? slash : "/metrics");
     snprintf(u->text, sizeof u->text, "%.*s%s", (int)(7 + hl), s, u->path);
     return 0;
 }
@@ -176,21 +180,61 @@ static char *fetch(const struct url *u)
     return buf;
 }
 
-/* The value of label `key` in `labels` ("a=\"x\",b=\"y\""), into out. */
+/* The value of label `key` in `labels` ('a="x",b="y"', the text between
+ * the braces), into out, with the exposition format's escapes undone (\\,
+ * \" and \n). 1 when found and whole, else 0. */
 static int label(const char *labels, const char *key, char *out, size_t cap)
 {
     size_t kl = strlen(key);
-    for (const char *p = labels; (p = strstr(p, key)) != NULL; p += kl) {
-        if ((p == labels || p[-1] == ',' || p[-1] == '{') && !strncmp(p + kl, "=\"", 2)) {
-            const char *v = p + kl + 2, *end = strchr(v, '"');
-            if (!end || (size_t)(end - v) >= cap)
+    const char *p = labels;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *k = p;
+        while (*p && *p != '=' && *p != ',')
+            p++;
+        if (*p != '=' || p[1] != '"')
+            return 0; /* not a label list */
+        int want = (size_t)(p - k) == kl && !strncmp(k, key, kl);
+        size_t n = 0;
+        for (p += 2; *p && *p != '"'; p++) {
+            char c = *p;
+            if (c == '\\' && p[1]) {
+                c = *++p;
+                if (c == 'n')
+                    c = '\n';
+            }
+            if (want && n + 1 < cap)
+                out[n] = c;
+            n++;
+        }
+        if (*p != '"')
+            return 0; /* no closing quote */
+        p++;
+        if (want) {
+            if (n >= cap)
                 return 0;
-            memcpy(out, v, (size_t)(end - v));
-            out[end - v] = '\0';
+            out[n] = '\0';
             return 1;
         }
     }
     return 0;
+}
+
+/* The '}' that closes the labels opened at `brace`, past quoted values
+ * (which may hold '}' and escaped quotes), or NULL. */
+static char *labels_end(char *brace)
+{
+    int quoted = 0;
+    for (char *p = brace + 1; *p; p++) {
+        if (quoted && *p == '\\' && p[1])
+            p++;
+        else if (*p == '"')
+            quoted = !quoted;
+        else if (!quoted && *p == '}')
+            return p;
+    }
+    return NULL;
 }
 
 static struct top_dev *dev_of(struct top_sample *s, const char *name)
@@ -198,8 +242,10 @@ static struct top_dev *dev_of(struct top_sample *s, const char *name)
     for (int i = 0; i < s->n; i++)
         if (!strcmp(s->dev[i].name, name))
             return &s->dev[i];
-    if (s->n == TOP_MAX_DEVS)
+    if (s->n == TOP_MAX_DEVS) {
+        s->n_left_out++; /* said under the table */
         return NULL;
+    }
     struct top_dev *d = &s->dev[s->n++];
     memset(d, 0, sizeof *d);
     snprintf(d->name, sizeof d->name, "%s", name);
@@ -225,10 +271,11 @@ static int parse_metrics(const struct url *u, char *text, struct top_sample *s)
         {"vdev_ops_total", offsetof(struct top_dev, ops)}, /* summed over op types */
     };
     s->n = 0;
+    s->n_left_out = 0;
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         if (line[0] == '#')
             continue;
-        char *brace = strchr(line, '{'), *close = brace ? strchr(brace, '}') : NULL;
+        char *brace = strchr(line, '{'), *close = brace ? labels_end(brace) : NULL;
         if (!brace || !close)
             continue;
         *brace = '\0';
@@ -357,8 +404,10 @@ static void frame(const struct url *u, const struct top_sample *prev, const stru
     for (int i = 0; i < cur->n; i++)
         total += bogus(cur->dev[i].ops) ? NAN : cur->dev[i].ops;
     char tot[24];
-    printf("\n%d devices, %s ops run in all\n", cur->n,
+    printf("\n%d device%s, %s ops run in all\n", cur->n, cur->n == 1 ? "" : "s",
            bogus(total) ? "?" : count(total, 0, 20, tot, sizeof tot));
+    if (cur->n_left_out)
+        printf("(more than %d devices: the rest are not shown)\n", TOP_MAX_DEVS);
     vdev_cli_flush();
 }
 
@@ -402,7 +451,8 @@ int vdev_cmd_top(int argc, char **argv)
                    "every --interval seconds, in (0, 3600] (default 1). --once takes two\n"
                    "samples --interval apart, prints one frame and exits. Ctrl-C quits. When\n"
                    "standard output is not a terminal, the frames are printed one after another\n"
-                   "as plain text.\n");
+                   "as plain text. The URL is http://HOST:PORT[/PATH]; without a PATH it is\n"
+                   "/metrics (a bare '/' asks for '/').\n");
             return 0;
         } else if (!strcmp(a, "--once")) {
             once = 1;
