@@ -336,6 +336,8 @@ void vdev_alloc_dump(vdev_alloc_t *a, FILE *f, const char *(*tag_of)(void *user,
                 vdev_format_bytes(under_limit, b3, sizeof b3));
     fputc('\n', f);
     fprintf(f, "Biggest live blocks:\n");
+    if (n_top == 0)
+        fprintf(f, "  none\n");
     for (int i = 0; i < n_top; i++) {
         const struct chunk *c = &a->ch[top[i]];
         const char *tag = tag_of ? tag_of(user, top[i]) : NULL;
