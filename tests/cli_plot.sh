@@ -2,7 +2,8 @@
 # cli_plot.sh — `vdev plot` and `vdev demo --report`: well-formed SVG for the
 # memory and placement pictures of a demo trace, a line per device, an OOM
 # marker for a --split trace, and the error exits (usage 2, missing or
-# malformed trace 1, naming the line). Usage: cli_plot.sh VDEV SHARED
+# malformed trace 1, naming the line; an allocation trace named as one).
+# Usage: cli_plot.sh VDEV SHARED
 set -u
 vdev=$1
 command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
@@ -106,4 +107,12 @@ out=$("$vdev" plot "$tmp/bad2.json" 2>&1 >/dev/null); rc=$?
 [ $rc -eq 1 ] && echo "$out" | grep -q "bad2.json:1:" && ok || bad "not a trace: $rc $out"
 : >"$tmp/empty.json"
 "$vdev" plot "$tmp/empty.json" >/dev/null 2>&1; [ $? -eq 1 ] && ok || bad "empty file: not exit 1"
+# an allocation trace (VDEV_ALLOC_TRACE: a header, or events alone) is named as one
+printf '# trace v1 source=vdev pid=1 ids=never-reused\na 0 256\nf 0\n' >"$tmp/alloc.trace"
+printf 'a 0 256\nf 0\n' >"$tmp/events.trace"
+for f in alloc.trace events.trace; do
+  out=$("$vdev" plot "$tmp/$f" -o "$tmp/x.svg" 2>&1); rc=$?
+  want="vdev plot: $tmp/$f: this is an allocation trace (VDEV_ALLOC_TRACE): use vdev replay or vdev fit on it"
+  [ $rc -eq 1 ] && [ "$out" = "$want" ] && ok || bad "allocation trace $f: $rc '$out', expected '$want'"
+done
 finish

@@ -32,6 +32,7 @@
 #define _GNU_SOURCE
 #include "plot_read.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -423,6 +424,19 @@ void plot_trace_free(struct plot_trace *T)
     free(T);
 }
 
+/* Whether the text that opens a file (n bytes) opens an allocation trace
+ * (VDEV_ALLOC_TRACE): its "# trace v1" header, or an event line, "a ID ..."
+ * or "f ID", neither of which a JSON trace can start with. */
+static int alloc_trace(const unsigned char *b, size_t n)
+{
+    size_t i = 0;
+    while (i < n && strchr(" \t\r\n", b[i]) && b[i])
+        i++;
+    if (n - i >= 10 && !memcmp(b + i, "# trace v1", 10))
+        return 1;
+    return n - i >= 3 && (b[i] == 'a' || b[i] == 'f') && b[i + 1] == ' ' && isdigit(b[i + 2]);
+}
+
 struct plot_trace *plot_trace_read(const char *path, char *err, size_t cap)
 {
     errno = 0;
@@ -446,6 +460,13 @@ struct plot_trace *plot_trace_read(const char *path, char *err, size_t cap)
     int got;
     while ((got = gzread(f, buf, READ_CHUNK)) > 0) {
         size_t n = (size_t)got;
+        if (!any && alloc_trace(buf, n)) {
+            snprintf(err, cap,
+                     "%s: this is an allocation trace (VDEV_ALLOC_TRACE): use vdev replay or "
+                     "vdev fit on it",
+                     path);
+            goto fail;
+        }
         for (size_t off = 0; off < n;) {
             unsigned char *nl = memchr(buf + off, '\n', n - off);
             size_t seg = nl ? (size_t)(nl - (buf + off)) + 1 : n - off;
