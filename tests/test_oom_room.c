@@ -126,11 +126,44 @@ static void test_prealloc_spare_counts(void)
     unsetenv("VDEV_MEMORY_GROWTH");
 }
 
+/* The report's "made by": a tensor's block names its op, a vdev_mem_alloc
+ * block says so, also on a handle a freed tensor left (it named the tensor's
+ * op), and an OOM of vdev_mem_alloc tags the blocks too (it said "(unknown)"
+ * for every one). */
+static void test_block_tags(void)
+{
+    fresh_card("1x1GiB");
+    setenv("VDEV_OOM_REPORT", "1", 1);
+    CHECK_OK(vdev_init());
+    CHECK_OK(vdev_device_push("GPU:0"));
+    int64_t n = 3 * MIB; /* 12 MiB of floats */
+    vdev_tensor_t *gone = vdev_tensor_ones(&n, 1, VDEV_F32);
+    vdev_tensor_free(gone); /* its handle is the next block's */
+    void *raw, *x;
+    CHECK_OK(vdev_mem_alloc("GPU:0", 12 * MIB, &raw));
+    n = 2 * MIB;
+    vdev_tensor_t *kept = vdev_tensor_zeros(&n, 1, VDEV_F32);
+    vdev_device_pop();
+    check_capture_begin();
+    CHECK_STATUS(vdev_mem_alloc("GPU:0", 4 * GIB, &x), VDEV_ERR_OOM);
+    free(check_capture_end());
+    /* the 12 MiB block, then the 8 MiB tensor (addresses vary) */
+    const char *r = vdev_last_oom_report(), *b = r ? strstr(r, "Biggest live blocks:\n") : NULL;
+    const char *m1 = b ? strstr(b, "     12.00 MiB at 0x") : NULL;
+    const char *m2 = m1 ? strstr(m1, "  made by vdev_mem_alloc\n      8.00 MiB at 0x") : NULL;
+    const char *m3 = m2 ? strstr(m2 + 30, "  made by Fill\n") : NULL;
+    CHECK(m1 && m2 && m3);
+    CHECK(r && strstr(r, "(unknown)") == NULL);
+    vdev_tensor_free(kept);
+    CHECK_OK(vdev_mem_free("GPU:0", raw));
+}
+
 int main(void)
 {
     test_card_leaves_less();
     test_limit_leaves_less();
     test_prealloc_spare_counts();
+    test_block_tags();
     check_fresh(NULL);
     return check_done();
 }

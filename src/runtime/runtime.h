@@ -85,6 +85,13 @@ int vdev_runtime_oom_report(void);
  * on stderr. */
 void vdev_runtime_oom_seen(struct vdev_ldev *d, uint64_t bytes,
                            const char *(*tag_of)(void *user, uint32_t handle), void *user);
+/* The out-of-memory report's record of what made each live block of a
+ * device, by allocator handle (runtime_memory.c): a tensor's block gets the
+ * op that made it, vdev_mem_alloc's its name (so a handle a freed tensor
+ * left is not reported as that tensor's); vdev_runtime_block_tag reads one
+ * back, as the allocator's dump asks (user: the device). */
+void vdev_runtime_tag_block(const struct vdev_ldev *dev, uint32_t handle, const char *tag);
+const char *vdev_runtime_block_tag(void *user, uint32_t handle);
 
 /* ---- between runtime.c and runtime_memory.c ---- */
 

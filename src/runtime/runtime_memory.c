@@ -16,6 +16,54 @@
 #include <pthread.h>
 #include <string.h>
 
+/* ---- out-of-memory report: what made each live block ---- */
+static struct {
+    pthread_mutex_t lock;
+    const char **tags[VDEV_MAX_LDEVS]; /* per device, by allocator handle */
+    uint32_t cap[VDEV_MAX_LDEVS];
+    uint32_t generation;
+} OT = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+void vdev_runtime_tag_block(const struct vdev_ldev *dev, uint32_t handle, const char *tag)
+{
+    pthread_mutex_lock(&OT.lock);
+    if (OT.generation != vdev_runtime_generation()) { /* a new start-up: forget */
+        for (int i = 0; i < VDEV_MAX_LDEVS; i++) {
+            free(OT.tags[i]);
+            OT.tags[i] = NULL;
+            OT.cap[i] = 0;
+        }
+        OT.generation = vdev_runtime_generation();
+    }
+    if (handle >= OT.cap[dev->id]) {
+        uint32_t cap = OT.cap[dev->id] ? OT.cap[dev->id] : 1024;
+        while (cap <= handle)
+            cap *= 2;
+        const char **t = realloc(OT.tags[dev->id], cap * sizeof *t);
+        if (!t) { /* the report loses a tag, nothing else */
+            pthread_mutex_unlock(&OT.lock);
+            return;
+        }
+        memset(t + OT.cap[dev->id], 0, (cap - OT.cap[dev->id]) * sizeof *t);
+        OT.tags[dev->id] = t;
+        OT.cap[dev->id] = cap;
+    }
+    OT.tags[dev->id][handle] = tag;
+    pthread_mutex_unlock(&OT.lock);
+}
+
+/* Called by the allocator's dump with its lock held. */
+const char *vdev_runtime_block_tag(void *user, uint32_t handle)
+{
+    const struct vdev_ldev *dev = user;
+    const char *t = NULL;
+    pthread_mutex_lock(&OT.lock);
+    if (OT.generation == vdev_runtime_generation() && handle < OT.cap[dev->id])
+        t = OT.tags[dev->id][handle];
+    pthread_mutex_unlock(&OT.lock);
+    return t;
+}
+
 /* The collective library's member of each card (runtime.c adds them). */
 static struct {
     vdev_pool_t *pool[VDEV_MAX_GPUS];  /* the card's pool, where it has the member */
@@ -202,9 +250,11 @@ VDEV_API enum vdev_status vdev_mem_alloc(const char *device, uint64_t bytes, voi
     struct vdev_block blk;
     if ((st = vdev_alloc_malloc(d->alloc, bytes, &blk)) != VDEV_OK) {
         if (st == VDEV_ERR_OOM) /* traced and reported as a tensor's is */
-            vdev_runtime_oom_seen(d, bytes, NULL, NULL);
+            vdev_runtime_oom_seen(d, bytes, vdev_runtime_block_tag, d);
         return st;
     }
+    /* (a freed tensor's tag would stay on its handle otherwise) */
+    vdev_runtime_tag_block(d, blk.handle, "vdev_mem_alloc");
     *out = blk.ptr;
     if (vdev_observe_on())
         vdev_observe_memory(d);

@@ -84,53 +84,6 @@ void vdev_tens_input_error(const vdev_tensor_t *h, const char *op, int k)
 
 _Thread_local const char *vdev_tensor_op_tag;
 
-static struct {
-    pthread_mutex_t lock;
-    const char **tags[VDEV_MAX_LDEVS]; /* per device, by allocator handle */
-    uint32_t cap[VDEV_MAX_LDEVS];
-    uint32_t generation;
-} OT = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static void tag_block(const struct vdev_ldev *dev, uint32_t handle, const char *tag)
-{
-    pthread_mutex_lock(&OT.lock);
-    if (OT.generation != vdev_runtime_generation()) { /* a new start-up: forget */
-        for (int i = 0; i < VDEV_MAX_LDEVS; i++) {
-            free(OT.tags[i]);
-            OT.tags[i] = NULL;
-            OT.cap[i] = 0;
-        }
-        OT.generation = vdev_runtime_generation();
-    }
-    if (handle >= OT.cap[dev->id]) {
-        uint32_t cap = OT.cap[dev->id] ? OT.cap[dev->id] : 1024;
-        while (cap <= handle)
-            cap *= 2;
-        const char **t = realloc(OT.tags[dev->id], cap * sizeof *t);
-        if (!t) { /* the report loses a tag, nothing else */
-            pthread_mutex_unlock(&OT.lock);
-            return;
-        }
-        memset(t + OT.cap[dev->id], 0, (cap - OT.cap[dev->id]) * sizeof *t);
-        OT.tags[dev->id] = t;
-        OT.cap[dev->id] = cap;
-    }
-    OT.tags[dev->id][handle] = tag;
-    pthread_mutex_unlock(&OT.lock);
-}
-
-/* Called by the allocator's dump with its lock held. */
-static const char *tag_of(void *user, uint32_t handle)
-{
-    const struct vdev_ldev *dev = user;
-    const char *t = NULL;
-    pthread_mutex_lock(&OT.lock);
-    if (OT.generation == vdev_runtime_generation() && handle < OT.cap[dev->id])
-        t = OT.tags[dev->id][handle];
-    pthread_mutex_unlock(&OT.lock);
-    return t;
-}
-
 /* ---- life cycle ---- */
 
 struct vdev_ldev *vdev_tens_creation_device(void)
@@ -218,14 +171,15 @@ static struct vdev_tens *tens_new(struct vdev_ldev *dev, enum vdev_dtype dtype,
                        "OOM when allocating tensor with shape%s and type %s (%s) on %s: %s",
                        vdev_shape_str(shape, ndim, sh, sizeof sh), vdev_dtype_name(dtype),
                        vdev_format_bytes(t->bytes, b, sizeof b), dev->long_name, msg);
-            vdev_runtime_oom_seen(dev, t->bytes, tag_of, dev);
+            vdev_runtime_oom_seen(dev, t->bytes, vdev_runtime_block_tag, dev);
             vdev_handle_release(&vdev_tens_table, t);
             return NULL;
         }
         t->data = blk.ptr;
         t->block = blk.handle;
         if (vdev_runtime_oom_report())
-            tag_block(dev, blk.handle, vdev_tensor_op_tag ? vdev_tensor_op_tag : "(a tensor)");
+            vdev_runtime_tag_block(dev, blk.handle,
+                                   vdev_tensor_op_tag ? vdev_tensor_op_tag : "(a tensor)");
         if (vdev_observe_on())
             vdev_observe_memory(dev);
     }
