@@ -317,9 +317,10 @@ static void test_malformed(void)
     CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
     snprintf(want, sizeof want,
              "/physical_device:GPU:0: its 1 logical device's limit is 1.00 GiB (1073741824 "
-             "bytes), more than the card's budget of 64.00 MiB (67108864 bytes: 64.00 MiB free "
-             "less the 225.00 MiB driver reserve) (VDEV_CLUSTER_CONFIG=%s: worker:2: "
-             "logical_devices)", path);
+             "bytes), more than the card's budget of 64.00 MiB (67108864 bytes: 64.00 MiB "
+             "free: the card is too small for the 225.00 MiB driver reserve, so none is left "
+             "aside, as TensorFlow) (VDEV_CLUSTER_CONFIG=%s: worker:2: logical_devices)",
+             path);
     CHECK_STR(vdev_last_error(), want);
 }
 

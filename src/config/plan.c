@@ -275,13 +275,19 @@ static enum vdev_status over_budget(int gpu, int n_log, const char *what, uint64
                                     uint64_t free_bytes, uint64_t reserve, int from_env)
 {
     struct vdev_config_state *S = vdev_config_state();
-    char how[160], b1[32], b2[32], b3[32], b4[32], whose[64];
+    char how[224], b1[32], b2[32], b3[32], b4[32], whose[64];
     uint64_t fr_now, total = 0;
     if (vdev_backend_mem_info(&S->gpu, gpu, &fr_now, &total) != VDEV_OK)
         total = 0;
     if (frac > 0 && !min_sys_set)
         snprintf(how, sizeof how, "%.3g of its %s total", frac,
                  vdev_format_bytes(total, b3, sizeof b3));
+    else if (reserve >= free_bytes && reserve) /* not subtracted: see vdev_config_gpu_budget */
+        snprintf(how, sizeof how,
+                 "%s free: the card is too small for the %s driver reserve, so none is left "
+                 "aside, as TensorFlow",
+                 vdev_format_bytes(free_bytes, b3, sizeof b3),
+                 vdev_format_bytes(reserve, b4, sizeof b4));
     else
         snprintf(how, sizeof how, "%s free less the %s driver reserve",
                  vdev_format_bytes(free_bytes, b3, sizeof b3),
