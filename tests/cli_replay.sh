@@ -4,7 +4,8 @@
 # (0 ok, 1 bad input, 2 usage) with one line "vdev replay: ..." on stderr, a
 # gzip trace, an empty trace refused, a NUL byte, a folder and a corrupt gzip
 # stream refused with their exact messages, the bytes live before a trace (its
-# header's pre_live_*) and the capacity with them, a write error on stdout (exit 1, one
+# header's pre_live_*) and the capacity with them, malformed or half-given pre-live fields
+# (an error naming the line), a write error on stdout (exit 1, one
 # line), and the help text. Never checks timings.
 # Usage: cli_replay.sh VDEV DATA (DATA/traces: the repository's data/traces)
 set -u
@@ -49,6 +50,30 @@ has "$out" "$pre" && ok || bad "replay: no pre-live bytes in: $out"
 printf '# trace v1 model=x\na 0 1000\nf 0\n' >"$tmp/nopre.trace"
 run replay --repeats 1 "$tmp/nopre.trace"
 [ $rc -eq 0 ] && ! has "$out" "pre-live" && ok || bad "replay without pre-live bytes: $out"
+
+# Pre-live fields that cannot be read are an error naming the trace's line, never skipped:
+# a number that is not digits alone, more blocks than vdev replays, one field without the
+# other, bytes without blocks.
+pl() { printf '# trace v1 ids=never-reused %s\na 0 1024\nf 0\n' "$1" >"$tmp/pl.trace"; }
+p="$tmp/pl.trace"
+while IFS='|' read -r h msg; do
+  pl "$h"
+  run replay --repeats 1 "$p"
+  one_error "pre-live '$h'" 1
+  [ "$err" = "vdev replay: $p:1: $msg" ] && ok || bad "pre-live '$h': stderr '$err'"
+done <<'EOF2'
+pre_live_blocks=4 pre_live_bytes=4e7|pre_live_bytes="4e7" is not a whole number of bytes (at most 2^61)
+pre_live_blocks=four pre_live_bytes=40|pre_live_blocks="four" is not a whole number of blocks from 0 to 1000000
+pre_live_blocks=1000001 pre_live_bytes=40000000|pre_live_blocks="1000001" is not a whole number of blocks from 0 to 1000000
+pre_live_bytes=40000000|pre_live_bytes is given without pre_live_blocks (the header gives both, or neither)
+pre_live_blocks=3|pre_live_blocks is given without pre_live_bytes (the header gives both, or neither)
+pre_live_blocks=0 pre_live_bytes=40|pre_live_blocks=0 with pre_live_bytes=40 (both are 0, or neither)
+EOF2
+# A million blocks, the most, are replayed.
+pl "pre_live_blocks=1000000 pre_live_bytes=256000000"
+run replay --repeats 1 "$p"
+[ $rc -eq 0 ] && has "$out" "pre-live bytes       256000000 (244.14 MiB in 1000000 blocks" && ok ||
+  bad "pre-live 1000000 blocks: exit $rc: $out $err"
 
 # ---- JSON ----
 run replay --json --repeats 1 "$data/traces/transformer.trace"

@@ -32,16 +32,19 @@ int vdev_cli_write_error(FILE *f);
  * pre_live_blocks and pre_live_bytes: the model's weights in the shared
  * traces), as `vdev fit` and `vdev replay` allocate them before the trace:
  * *n_blocks equal blocks of *each_bytes (pre_live_bytes shared out, rounded
- * up). 0 and 0 when the header does not give both, or gives 0 or a million
- * blocks or more. */
+ * up); 0 and 0 when the header gives neither, or both as 0. One given
+ * without the other, a value that is not digits alone, more than
+ * VDEV_CLI_MAX_PRE_LIVE_BLOCKS blocks, or bytes with no blocks (or blocks
+ * with none) is VDEV_ERR_INVALID_ARG naming the trace's line 1. */
+#define VDEV_CLI_MAX_PRE_LIVE_BLOCKS 1000000
 struct vdev_trace;
 /* The note `vdev replay` and `vdev fit` print on stderr for a trace whose
  * last line was cut short and dropped ("<tool>: note: <path>:<line>: the
  * last line '...' is cut short (no newline): dropped; N events read");
  * nothing for a whole trace. */
 void vdev_cli_trace_cut_note(const char *tool, const struct vdev_trace *t);
-void vdev_cli_trace_pre_live(const struct vdev_trace *t, uint32_t *n_blocks,
-                             uint64_t *each_bytes);
+enum vdev_status vdev_cli_trace_pre_live(const struct vdev_trace *t, uint32_t *n_blocks,
+                                         uint64_t *each_bytes);
 /* The smallest one-region capacity that serves t with its pre-live blocks
  * allocated first and never freed (t's own when it has none), measured as
  * `vdev replay` measures its min capacity. VDEV_OK, or the replay's error

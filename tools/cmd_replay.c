@@ -41,27 +41,63 @@ void vdev_cli_trace_cut_note(const char *tool, const struct vdev_trace *t)
                 t->n_events == 1 ? "" : "s");
 }
 
-void vdev_cli_trace_pre_live(const struct vdev_trace *t, uint32_t *n_blocks,
-                             uint64_t *each_bytes)
+/* A header field's value as a whole number: digits alone, at most max. */
+static enum vdev_status pre_live_number(const struct vdev_trace *t, const char *key,
+                                        const char *text, uint64_t max, const char *what,
+                                        uint64_t *out)
+{
+    uint64_t v = 0;
+    int ok = text[0] != '\0';
+    for (const char *c = text; ok && *c; c++) {
+        ok = *c >= '0' && *c <= '9' && v <= (max - (uint64_t)(*c - '0')) / 10;
+        if (ok)
+            v = v * 10 + (uint64_t)(*c - '0');
+    }
+    if (!ok)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "%s:1: %s=\"%s\" is not %s", t->path, key, text,
+                          what);
+    *out = v;
+    return VDEV_OK;
+}
+
+enum vdev_status vdev_cli_trace_pre_live(const struct vdev_trace *t, uint32_t *n_blocks,
+                                         uint64_t *each_bytes)
 {
     const char *nb = vdev_trace_field(t, "pre_live_blocks");
     const char *bb = vdev_trace_field(t, "pre_live_bytes");
     *n_blocks = 0;
     *each_bytes = 0;
-    if (nb && bb) {
-        unsigned long long n = strtoull(nb, NULL, 10), b = strtoull(bb, NULL, 10);
-        if (n > 0 && n < 1000000 && b > 0) {
-            *n_blocks = (uint32_t)n;
-            *each_bytes = (b + n - 1) / n;
-        }
-    }
+    if (!nb && !bb)
+        return VDEV_OK;
+    if (!nb || !bb)
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "%s:1: %s is given without %s (the header gives both, or neither)",
+                          t->path, nb ? "pre_live_blocks" : "pre_live_bytes",
+                          nb ? "pre_live_bytes" : "pre_live_blocks");
+    uint64_t n = 0, b = 0;
+    enum vdev_status st;
+    if ((st = pre_live_number(t, "pre_live_blocks", nb, VDEV_CLI_MAX_PRE_LIVE_BLOCKS,
+                              "a whole number of blocks from 0 to 1000000", &n)) != VDEV_OK ||
+        (st = pre_live_number(t, "pre_live_bytes", bb, UINT64_MAX >> 3,
+                              "a whole number of bytes (at most 2^61)", &b)) != VDEV_OK)
+        return st;
+    if ((n == 0) != (b == 0))
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "%s:1: pre_live_blocks=%s with pre_live_bytes=%s (both are 0, or "
+                          "neither)",
+                          t->path, nb, bb);
+    *n_blocks = (uint32_t)n;
+    *each_bytes = n ? (b + n - 1) / n : 0;
+    return VDEV_OK;
 }
 
 enum vdev_status vdev_cli_min_capacity_with_pre_live(const struct vdev_trace *t, uint64_t *out)
 {
     uint32_t n;
     uint64_t each;
-    vdev_cli_trace_pre_live(t, &n, &each);
+    enum vdev_status pst = vdev_cli_trace_pre_live(t, &n, &each);
+    if (pst != VDEV_OK)
+        return pst;
     struct vdev_replay_options o;
     memset(&o, 0, sizeof o);
     o.repeats = -1; /* the capacity only */
@@ -108,7 +144,8 @@ static void usage(FILE *f)
                "                       whole trace without one failed allocation (to 0.01%%)\n"
                "  capacity ratio       min capacity / peak live\n"
                "and, when the trace's header says how many bytes were live before it\n"
-               "(pre_live_blocks, pre_live_bytes: a model's weights), those bytes and\n"
+               "(pre_live_blocks, pre_live_bytes: a model's weights; both or neither, at most\n"
+               "1000000 blocks, else an error naming the line), those bytes and\n"
                "  with pre-live bytes  the min capacity with those blocks allocated first,\n"
                "                       as `vdev fit` allocates them\n\n"
                "  --json        one JSON object with the keys events, ns_per_event,\n"
@@ -182,10 +219,13 @@ int vdev_cmd_replay(int argc, char **argv)
         o.progress_user = (void *)(uintptr_t)path;
     }
     struct vdev_replay_result r;
-    enum vdev_status st = vdev_replay_run(t, &o, &r);
     uint32_t n_pre;
-    uint64_t pre_each, pre_bytes = 0, with_pre = r.min_capacity_bytes;
-    vdev_cli_trace_pre_live(t, &n_pre, &pre_each);
+    uint64_t pre_each, pre_bytes = 0, with_pre;
+    /* a malformed header is an error before any replay */
+    enum vdev_status st = vdev_cli_trace_pre_live(t, &n_pre, &pre_each);
+    if (st == VDEV_OK)
+        st = vdev_replay_run(t, &o, &r);
+    with_pre = st == VDEV_OK ? r.min_capacity_bytes : 0;
     if (st == VDEV_OK && n_pre) {
         pre_bytes = strtoull(vdev_trace_field(t, "pre_live_bytes"), NULL, 10);
         st = vdev_cli_min_capacity_with_pre_live(t, &with_pre);
