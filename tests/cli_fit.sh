@@ -10,7 +10,10 @@
 # with the line it fails at), an empty trace (exit 1), the exit statuses in
 # --help, a write error on stdout (exit 1), the environment set aside but for
 # the driver reserve (a cluster file, malformed settings; a note naming the
-# device settings). Never checks timings. test_fit.c checks the answers
+# device settings); every order of the models' starts (one that fails named),
+# cards of 225 MiB or less (all budget, searched too), a repeated option, a
+# --preallocate device without a floor, malformed pre-live fields, whole names
+# and whole-MiB smallest limits. Never checks timings. test_fit.c checks the answers
 # against an actual run.
 # Usage: cli_fit.sh VDEV DATA (DATA/traces: the repository's data/traces)
 set -u
@@ -52,6 +55,21 @@ run fit --card 4GiB --frobnicate "$mlp"
 error "unknown option" 2 "vdev fit: unknown option '--frobnicate' (see 'vdev fit --help')"
 run fit --card
 error "card without value" 2 "vdev fit: --card needs a value (see 'vdev fit --help')"
+# A repeated --card or --split is refused, not the last one taken.
+run fit --card 4GiB --card 8GiB "$mlp"
+error "--card twice" 2 "vdev fit: --card given twice ('4GiB' and '8GiB'): give one"
+run fit --card 4GiB --split 1GiB --split 2GiB "$mlp"
+error "--split twice" 2 "vdev fit: --split given twice ('1GiB' and '2GiB'): give one"
+# --preallocate preallocates each device's floor, as a run with growth off: a device without
+# a floor would grow in such a run, so it is refused; one trace without --split preallocates
+# the whole budget (a run's unsplit card).
+run fit --card 4GiB --preallocate "$mlp" "$tr"
+error "--preallocate without --split" 2 "vdev fit: --preallocate: GPU:0 has no floor (no --split for several traces), so it would grow, as in a run with growth off; give each trace a floor or a limit in --split (e.g. --split 8GiB,4GiB)"
+run fit --card 4GiB --preallocate --split 1GiB,.. "$mlp" "$tr"
+error "--preallocate with '..'" 2 "vdev fit: --preallocate: GPU:1 has no floor ('..' in --split), so it would grow, as in a run with growth off; give each trace a floor or a limit in --split (e.g. --split 8GiB,4GiB)"
+run fit --json --no-search --card 4GiB --preallocate "$mlp"
+[ $rc -eq 0 ] && has "$out" '"peak_reserved_bytes": 2684354560' && ok ||
+  bad "--preallocate, one trace: not the whole budget preallocated: exit $rc: $out $err"
 
 # ---- bad input ----
 # a trace whose writer was stopped mid-line: its whole lines are fitted, with a note
@@ -78,11 +96,92 @@ done
 run fit --card 4GiB --split "2GiB,1GiB" "$mlp" "$tr"
 error "floors over budget" 1 "vdev fit: /physical_device:GPU:0: its 2 logical devices' limits sum to 3.00 GiB (3221225472 bytes), more than the card's budget of 2.50 GiB (2684354560 bytes: 4.00 GiB free less the 1.50 GiB driver reserve)"
 
+# A header's pre-live fields that cannot be read are an error naming the line, not skipped.
+for h in "pre_live_bytes=4e7 pre_live_blocks=4" "pre_live_blocks=four pre_live_bytes=40" \
+         "pre_live_bytes=40000000"; do
+  printf '# trace v1 ids=never-reused %s\na 0 1024\nf 0\n' "$h" >"$tmp/pl.trace"
+  run fit --card 4GiB "$tmp/pl.trace"
+  [ $rc -eq 1 ] && [ -z "$out" ] && [[ $err == "vdev fit: $tmp/pl.trace:1: pre_live_"* ]] && ok ||
+    bad "pre-live header '$h': exit $rc, stderr '$err', stdout '$out'"
+done
+
+# ---- the order of the models' starts ----
+# B's regions grow 2, 4, 8 and 16 MiB (30 MiB) when it starts alone first; then 57 MiB of the
+# 87 MiB card are left for A's one 64 MiB request. In the round robin, and with A first, A
+# takes its region first and B's last region is cut to what is left: both fit. So fit says no,
+# naming the order.
+M=1048576
+printf '# trace v1 ids=never-reused\na 0 %d\n' $((64 * M)) >"$tmp/A.trace"
+printf '# trace v1 ids=never-reused\na 0 %d\na 1 %d\na 2 %d\na 3 %d\n' \
+  $((1 * M)) $((3 * M)) $((5 * M)) $((9 * M)) >"$tmp/B.trace"
+run fit --no-search --card 87MiB "$tmp/A.trace" "$tmp/B.trace"
+[ $rc -eq 1 ] && ok || bad "start order: exit $rc: $out"
+has "$out" "order     peak-aligned round-robin, then every order of the models' starts (2)" && ok ||
+  bad "start order: no order line: $out"
+has "$out" "the round robin fits, but not when the models start in the order GPU:1, GPU:0 (each up to its peak before the next starts)" &&
+  ok || bad "start order: the failing order not named: $out"
+has "$out" "GPU:0   A.trace                0 B        87.00 MiB  normal   no" && ok ||
+  bad "start order: A not marked: $out"
+has "$out" "GPU:0 fails at line 2 of $tmp/A.trace: " && ok || bad "start order: no failure: $out"
+run fit --json --no-search --card 87MiB "$tmp/A.trace" "$tmp/B.trace"
+has "$out" '"start_orders": 2, "failing_order": [1, 0], "all_fit": false' && ok ||
+  bad "start order: json: $out"
+# The searches check every order: the smallest card found holds both in either order.
+run fit --json --card 87MiB "$tmp/A.trace" "$tmp/B.trace"
+g=$(grep -o '"growth": [0-9]*' <<<"$out" | grep -o '[0-9]*$')
+run fit --no-search --card "$((${g:-0} / M))MiB" "$tmp/A.trace" "$tmp/B.trace"
+[ $rc -eq 0 ] && ok || bad "start order: the smallest card ${g:-?} fails in some order: $out"
+run fit --json --card 87MiB --split ..64MiB,..23MiB "$tmp/A.trace" "$tmp/B.trace"
+has "$out" '"smallest_limit_bytes": 67108864' && ok || bad "start order: A's smallest limit: $out"
+
+# ---- cards of 225 MiB or less: the whole card is the budget ----
+# The driver reserve (225 MiB under 2 GiB) is left aside only from a card larger than it, as
+# TensorFlow does, so a 141 MiB card holds 140 MiB (growth: a 2 MiB region, then one of 139
+# MiB) that a 226 MiB card (1 MiB of budget) does not: the smallest card is searched below
+# that edge too, for growth and for preallocation (one 140 MiB region), and on a card of
+# compute capability 7 (t4) alike.
+printf '# trace v1 ids=never-reused\na 0 %d\na 1 %d\n' $M $((139 * M)) >"$tmp/C.trace"
+for c in 16GiB t4; do
+  run fit --card $c "$tmp/C.trace"
+  has "$out" "smallest card for these traces side by side: growth 141MiB (141.00 MiB), preallocation 140MiB (140.00 MiB); growth needs 1MiB more" &&
+    ok || bad "card under the reserve ($c): $out $err"
+done
+run fit --no-search --card 141MiB "$tmp/C.trace"
+[ $rc -eq 0 ] && ok || bad "141 MiB card: exit $rc: $out $err"
+run fit --no-search --card 140MiB "$tmp/C.trace"
+[ $rc -eq 1 ] && ok || bad "140 MiB card, growth: exit $rc: $out $err"
+run fit --no-search --preallocate --card 140MiB "$tmp/C.trace"
+[ $rc -eq 0 ] && has "$out" "reserve   none: the card is too small for the 225.00 MiB driver reserve, so none is left aside, as TensorFlow" &&
+  ok || bad "140 MiB card: exit $rc: $out $err"
+run fit --no-search --preallocate --card 139MiB "$tmp/C.trace"
+[ $rc -eq 1 ] && ok || bad "139 MiB card, preallocated: exit $rc: $out"
+# The error for limits over such a card's budget says no reserve was left aside.
+run fit --card 139MiB --preallocate --split 140MiB "$tmp/C.trace"
+error "limit over a card under the reserve" 1 "vdev fit: /physical_device:GPU:0: its 1 logical device's limit is 140.00 MiB (146800640 bytes), more than the card's budget of 139.00 MiB (145752064 bytes: 139.00 MiB free: the card is too small for the 225.00 MiB driver reserve, so none is left aside, as TensorFlow)"
+
+# The whole of each trace's name, however long, so that two similar names can be told apart.
+cp "$tmp/A.trace" "$tmp/a_very_long_trace_name_for_model_number_one.trace"
+cp "$tmp/A.trace" "$tmp/a_very_long_trace_name_for_model_number_two.trace"
+run fit --no-search --card 1GiB "$tmp"/a_very_long_trace_name_for_model_number_*.trace
+has "$out" "GPU:0   a_very_long_trace_name_for_model_number_one.trace 0 B" &&
+  has "$out" "GPU:1   a_very_long_trace_name_for_model_number_two.trace 0 B" && ok ||
+  bad "long trace names: $out"
+
+# The smallest limit is a whole MiB, as searched and as --split takes it: it fits, 1 MiB
+# less does not.
+run fit --card 4GiB "$mlp"
+[[ $out =~ GPU:0\ +mlp.trace\ .*\ ([0-9]+)MiB\ +[0-9.]+\ GiB ]] && ok || bad "whole MiB limit: $out"
+l=${BASH_REMATCH[1]:-0}
+run fit --no-search --card 4GiB --split "..${l}MiB" "$mlp"
+[ $rc -eq 0 ] && ok || bad "smallest limit ${l}MiB does not fit: $out"
+run fit --no-search --card 4GiB --split "..$((l - 1))MiB" "$mlp"
+[ $rc -eq 1 ] && ok || bad "smallest limit ${l}MiB: 1 MiB less fits: $out"
+
 # ---- the table ----
 run fit --card 4GiB --split "1GiB@critical,..@low" "$mlp" "$tr"
 [ $rc -eq 0 ] && ok || bad "table: exit $rc: $err"
 for s in "card      4GiB: 4.00 GiB, budget 2.50 GiB (simulated, one logical device per trace), growth" \
-         "order     peak-aligned round-robin: every model at its peak at the same moment" \
+         "order     peak-aligned round-robin, then every order of the models' starts (2)" \
          "device  trace                  floor      ceiling    priority fits  peak in use peak reserved smallest limit margin" \
          "GPU:0   mlp.trace              1.00 GiB   1.00 GiB   critical yes" \
          "GPU:1   transformer.trace      0 B        2.50 GiB   low      yes" \
@@ -142,7 +241,9 @@ if command -v python3 >/dev/null 2>&1; then
   python3 - "$tmp/out" <<'EOF' && ok || bad "json: values: $out"
 import json, sys
 r = json.load(open(sys.argv[1]))
-assert list(r) == ["card", "policy", "interleaving", "all_fit", "models", "min_card_bytes"], list(r)
+assert list(r) == ["card", "policy", "interleaving", "start_orders", "failing_order", "all_fit",
+                   "models", "min_card_bytes"], list(r)
+assert r["start_orders"] == 2 and r["failing_order"] is None, r
 assert r["card"]["name"] == "NVIDIA H100 80GB" and r["card"]["total_bytes"] == 81559 << 20, r["card"]
 assert r["card"]["budget_bytes"] == (81559 - 1536) << 20, r["card"]
 assert r["policy"] == "growth" and r["interleaving"] == "peak-aligned round-robin", r

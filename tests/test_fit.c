@@ -11,18 +11,23 @@
  * a separate process (its --json output); its answers must equal the run's:
  * which models fit, where one fails and with what message, peaks in use and
  * reserved. Its smallest limits and cards must fit when run, and a little
- * less must not. */
+ * less must not. When a start order fails (each model up to its peak
+ * before the next starts), the command's answer is that run's. */
 #define _GNU_SOURCE
 #include "check.h"
 #include "alloc/replay.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #define MIB (1ull << 20)
 #define MAXM 4
 
 static const char *traces[2] = {VDEV_DATA_DIR "/traces/mlp.trace",
                                 VDEV_DATA_DIR "/traces/transformer.trace"};
+/* The start order of the actual run: NULL, the peak-aligned round robin;
+ * else each model in this order up to its peak before the next starts. */
+static const int *start_order;
 
 /* What one model did in a run. */
 struct got {
@@ -101,10 +106,10 @@ static int actual(uint64_t card, const char *split, int growth, int n, struct go
         r[i].ptr = calloc(r[i].t->n_slots + 1, sizeof(void *));
         const char *nb = vdev_trace_field(r[i].t, "pre_live_blocks");
         const char *bb = vdev_trace_field(r[i].t, "pre_live_bytes");
-        r[i].n_pre = (uint32_t)strtoul(nb, NULL, 10);
-        uint64_t total = strtoull(bb, NULL, 10);
-        r[i].pre_bytes = (total + r[i].n_pre - 1) / r[i].n_pre;
-        r[i].pre = calloc(r[i].n_pre, sizeof(void *));
+        r[i].n_pre = nb ? (uint32_t)strtoul(nb, NULL, 10) : 0;
+        uint64_t total = bb ? strtoull(bb, NULL, 10) : 0;
+        r[i].pre_bytes = r[i].n_pre ? (total + r[i].n_pre - 1) / r[i].n_pre : 0;
+        r[i].pre = calloc(r[i].n_pre + 1, sizeof(void *));
         /* the cut: just after the first event at the peak of live bytes */
         uint64_t *size = calloc(r[i].t->n_slots + 1, sizeof *size), live = 0;
         for (uint64_t k = 0; k < r[i].t->n_events && !r[i].cut; k++) {
@@ -118,11 +123,18 @@ static int actual(uint64_t card, const char *split, int growth, int n, struct go
         }
         free(size);
     }
-    for (int phase = 0; phase < 3; phase++)
+    if (start_order)
+        for (int k = 0; k < n; k++)
+            for (int phase = 0; phase < 2; phase++)
+                while (actual_step(&r[start_order[k]], &g[start_order[k]], phase))
+                    ;
+    for (int phase = start_order ? 2 : 0; phase < 3; phase++)
         for (int busy = 1; busy;) {
             busy = 0;
-            for (int i = 0; i < n; i++)
+            for (int k = 0; k < n; k++) {
+                int i = start_order ? start_order[k] : k;
                 busy |= actual_step(&r[i], &g[i], phase);
+            }
         }
     for (int i = 0; i < n; i++) {
         struct vdev_memory_info mi;
@@ -281,6 +293,37 @@ int main(void)
                   fit, NULL, NULL, NULL) == 0);
     CHECK(actual(4ull << 30, "600MiB@critical,200MiB..1GiB", 0, 2, run));
     same(fit, run, 2);
+
+    /* 5. The order of the starts: B's regions (2, 4, 8, 16 MiB) grown first
+     * leave 57 MiB of an 87 MiB card for A's 64 MiB, which fits in the round
+     * robin and with A first. The command says no, names the order B, A,
+     * and reports that run; a run in that order fails as it says. */
+    static const int b_first[2] = {1, 0};
+    char a_path[64], b_path[64];
+    snprintf(a_path, sizeof a_path, "/tmp/test_fit_a.%d.trace", (int)getpid());
+    snprintf(b_path, sizeof b_path, "/tmp/test_fit_b.%d.trace", (int)getpid());
+    FILE *fa = fopen(a_path, "w"), *fb = fopen(b_path, "w");
+    CHECK(fa && fb);
+    if (fa && fb) {
+        fprintf(fa, "# trace v1 ids=never-reused\na 0 %llu\n", 64 * MIB);
+        fprintf(fb, "# trace v1 ids=never-reused\na 0 %llu\na 1 %llu\na 2 %llu\na 3 %llu\n",
+                MIB, 3 * MIB, 5 * MIB, 9 * MIB);
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    traces[0] = a_path;
+    traces[1] = b_path;
+    CHECK(command("--card 87MiB --no-search", 2, fit, NULL, NULL, NULL) == 1);
+    CHECK(!fit[0].fits && fit[0].failed_line == 2 && fit[1].fits);
+    start_order = NULL;
+    CHECK(actual(87 * MIB, "..,..", 1, 2, run) && run[0].fits && run[1].fits);
+    start_order = b_first;
+    CHECK(actual(87 * MIB, "..,..", 1, 2, run) && !run[0].fits);
+    same(fit, run, 2);
+    unlink(a_path);
+    unlink(b_path);
     vdev_shutdown();
     return check_done();
 }

@@ -21,10 +21,15 @@
  * round-robin, one event of each trace in turn (a trace that has reached
  * its cut waits), so that every model stands at its peak at the same moment,
  * then the second parts run round-robin. No interleaving demands more live
- * memory of the card at once (the sum of the peaks), and a model's own
- * allocator sees its own events in its own order under any interleaving, so
- * its fragmentation does not depend on the rule: only the card's sharing
- * does, and this order is the worst case for it. Blocks live before a trace
+ * memory of the card at once (the sum of the peaks). But a growing region is
+ * cut to what the card has left, so a model's regions depend on what the
+ * others hold when it grows: a model that starts first may grow regions
+ * that leave too little for another's one large request. So every order of
+ * the models' starts is run too (each model, with its pre-live blocks, up
+ * to its peak before the next starts, then the second parts round-robin):
+ * all orders up to ALL_ORDERS_UP_TO models, above it each model first and
+ * each last; a model fits only when it fits in all of them, and the searches
+ * check all of them. Blocks live before a trace
  * was recorded (its pre_live_blocks and pre_live_bytes fields) are allocated
  * first, as that many equal blocks. A model that runs out of memory stops
  * there and keeps what it holds.
@@ -33,19 +38,15 @@
  * reserve, which is vdev's (TF_DEVICE_MIN_SYS_MEMORY_IN_MB if set, else
  * TensorFlow's for the card's compute capability). */
 #define _GNU_SOURCE
-#include "cli.h"
+#include "fit.h"
 
 #include "alloc/replay.h"
-#include "config/config.h"
 #include "runtime/runtime.h"
 
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define MIB (1ull << 20)
-#define MAX_MODELS VDEV_MAX_LOGICAL_PER_GPU
 
 /* Cards by name: the total memory nvidia-smi reports, in MiB. */
 static const struct {
@@ -60,35 +61,6 @@ static const struct {
     {"l4", "NVIDIA L4", 23034, 8},              {"t4", "NVIDIA T4", 15360, 7},
     {"rtx5090", "GeForce RTX 5090", 32607, 12}, {"rtx4090", "GeForce RTX 4090", 24564, 8},
     {"rtx3090", "GeForce RTX 3090", 24576, 8},
-};
-
-struct model {
-    const char *path;
-    struct vdev_trace *t;
-    uint64_t cut;                          /* events before the cut: up to the first peak */
-    uint32_t n_pre;                        /* blocks live before recording */
-    uint64_t pre_bytes;                    /* each of them */
-    struct vdev_logical_device_config cfg; /* as asked (ceiling 0: the card's budget) */
-};
-
-/* What one replay found for one model. */
-struct outcome {
-    int fits;
-    uint32_t failed_line;  /* the trace's line of the failed event; 0: a pre-live block */
-    char error[512];
-    uint64_t peak_in_use, peak_reserved;
-};
-
-struct fit {
-    int n;
-    struct model m[MAX_MODELS];
-    uint64_t card;  /* total bytes */
-    char label[96];
-    int growth;
-    uint64_t budget; /* of the card, as start-up computed it */
-    /* The card is of compute capability 7 and the user set no reserve, so
-     * each run sets TensorFlow's (MinSystemMemory) for its card's size. */
-    int cc7_reserve;
 };
 
 static void usage(FILE *f)
@@ -110,11 +82,18 @@ static void usage(FILE *f)
             "                   writes them for GPU 0 (a '0:' prefix is allowed, no other GPU):\n"
             "                   16GiB,8GiB or 4GiB@critical,2GiB..6GiB,..@low\n"
             "                   (default: each trace shares the whole card, '..')\n"
-            "  --preallocate    growth off for the run (default: growth on)\n"
+            "  --preallocate    growth off for the run (default: growth on): each device\n"
+            "                   preallocates its floor (one trace without --split: the\n"
+            "                   whole budget); a device without a floor is refused, as it\n"
+            "                   would grow\n"
             "  --json           one JSON object instead of the table\n"
             "  --no-search      skip the smallest limits and the smallest cards\n\n"
             "Interleaving: peak-aligned round-robin (every model at its peak at the same\n"
-            "moment: the most live memory the models can demand of the card together).\n"
+            "moment: the most live memory the models can demand of the card together),\n"
+            "then every order of the models' starts (each up to its peak before the next\n"
+            "starts; over %d models each model first and each last): a growing region is\n"
+            "cut to what the card has left, so what fits depends on who starts first. A\n"
+            "model fits only when it fits in every order; the searches check them all.\n"
             "Environment: fit reads TF_DEVICE_MIN_SYS_MEMORY_IN_MB (the driver reserve) and\n"
             "sets aside every other variable vdev reads, set or not, well-formed or not:\n"
             "device settings (VDEV_SIM_GPUS, visible devices, fractions, splits, growth),\n"
@@ -122,7 +101,7 @@ static void usage(FILE *f)
             "It names on stderr the device settings and cluster file it set aside.\n"
             "Exit status: 0 when every model fits, 1 when one does not or on an error\n"
             "(an unreadable or empty trace, a write error), 2 on a usage error.\n",
-            MAX_MODELS);
+            MAX_MODELS, ALL_ORDERS_UP_TO);
 }
 
 /* ---- the card ---- */
@@ -181,7 +160,10 @@ static int prepare(struct model *m, char *err, size_t cap)
             m->cut = i + 1;
     }
     free(size);
-    vdev_cli_trace_pre_live(t, &m->n_pre, &m->pre_bytes);
+    if (vdev_cli_trace_pre_live(t, &m->n_pre, &m->pre_bytes) != VDEV_OK) {
+        snprintf(err, cap, "%s", vdev_last_error());
+        return -1;
+    }
     return 0;
 }
 
@@ -239,17 +221,27 @@ static int step(const struct model *m, struct cursor *c, struct outcome *o, int 
  * start-up's error (message set). *budget gets the card's budget. */
 static enum vdev_status run(const struct fit *f, uint64_t card,
                             const struct vdev_logical_device_config *cfg, int growth,
-                            struct outcome *out, uint64_t *budget)
+                            const int *perm, struct outcome *out, uint64_t *budget)
 {
     vdev_shutdown();
     char sim[48];
     snprintf(sim, sizeof sim, "1x%llu", (unsigned long long)card);
     setenv("VDEV_SIM_GPUS", sim, 1);
-    if (f->cc7_reserve) /* a simulated card's free memory is all of it */
-        setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", card < (2ull << 30) ? "225" : "1050", 1);
+    /* A simulated card's free memory is all of it. Under 2 GiB TensorFlow's
+     * reserve is 225 MiB whatever the compute capability, as vdev's own for a
+     * simulated card, which leaves it unsubtracted on a card of 225 MiB or
+     * less (the whole card is the budget): set only the 1050 MiB above. */
+    if (f->cc7_reserve && card >= (2ull << 30))
+        setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", "1050", 1);
+    else if (f->cc7_reserve)
+        unsetenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
     enum vdev_status st;
+    struct vdev_logical_device_config one = cfg[0];
+    one.floor_bytes = one.ceiling_bytes;
+    int n_log = f->whole && !cfg[0].ceiling_bytes ? 0 : f->n; /* 0: the card unsplit */
     if ((st = vdev_config_set_memory_growth("GPU:0", growth)) != VDEV_OK ||
-        (st = vdev_config_set_logical_devices_ex("GPU:0", cfg, f->n)) != VDEV_OK ||
+        (n_log && (st = vdev_config_set_logical_devices_ex("GPU:0", f->whole ? &one : cfg,
+                                                           n_log)) != VDEV_OK) ||
         (st = vdev_init()) != VDEV_OK) {
         vdev_shutdown();
         return st;
@@ -277,11 +269,18 @@ static enum vdev_status run(const struct fit *f, uint64_t card,
     struct vdev_memory_limits l;
     vdev_memory_get_limits("GPU:0", &l);
     *budget = l.card_budget_bytes;
-    for (int phase = 0; phase < 3; phase++)
+    if (perm) /* in start order, each up to its peak before the next starts */
+        for (int k = 0; k < f->n; k++)
+            for (int phase = 0; phase < 2; phase++)
+                while (step(&f->m[perm[k]], &c[perm[k]], &out[perm[k]], phase))
+                    ;
+    for (int phase = perm ? 2 : 0; phase < 3; phase++)
         for (int busy = 1; busy;) {
             busy = 0;
-            for (int i = 0; i < f->n; i++)
+            for (int k = 0; k < f->n; k++) {
+                int i = perm ? perm[k] : k;
                 busy |= step(&f->m[i], &c[i], &out[i], phase);
+            }
         }
     for (int i = 0; i < f->n; i++) {
         struct vdev_alloc_stats s;
@@ -299,41 +298,85 @@ out:
     return st;
 }
 
-static int all_fit(const struct outcome *o, int n)
+/* ---- start orders ---- */
+
+static int count_orders(int n)
 {
-    for (int i = 0; i < n; i++)
-        if (!o[i].fits)
-            return 0;
-    return 1;
+    if (n < 2)
+        return 0; /* one model: the round robin is its only order */
+    if (n > ALL_ORDERS_UP_TO)
+        return 2 * n;
+    int k = 1;
+    for (int i = 2; i <= n; i++)
+        k *= i;
+    return k;
+}
+
+/* Whether the run went as wanted: every model fits (want < 0), or model want. */
+static int went(const struct outcome *o, int n, int want)
+{
+    return want < 0 ? vdev_fit_all_fit(o, n) : o[want].fits;
+}
+
+/* The peak-aligned round robin, then every start order (f->n_orders), until
+ * one fails: out gets that run's outcomes (else the round robin's) and
+ * *bad_order its index (-1: none, or the round robin failed). VDEV_OK or
+ * the start-up's error. */
+static enum vdev_status run_all(const struct fit *f, uint64_t card,
+                                const struct vdev_logical_device_config *cfg, int growth,
+                                int want, struct outcome *out, uint64_t *budget, int *bad_order)
+{
+    *bad_order = -1;
+    enum vdev_status st = run(f, card, cfg, growth, NULL, out, budget);
+    if (st != VDEV_OK || !went(out, f->n, want))
+        return st;
+    struct outcome o[MAX_MODELS];
+    int perm[MAX_MODELS];
+    uint64_t b;
+    for (int k = 0; k < f->n_orders; k++) {
+        vdev_fit_order_of(f->n, k, perm);
+        if ((st = run(f, card, cfg, growth, perm, o, &b)) != VDEV_OK)
+            return st;
+        if (!went(o, f->n, want)) {
+            memcpy(out, o, (size_t)f->n * sizeof *o);
+            *bad_order = k;
+            return VDEV_OK;
+        }
+    }
+    return VDEV_OK;
 }
 
 /* ---- searches ---- */
 
-/* The smallest ceiling (to 1 MiB) with which model i fits, everything else
- * as given; 0 when it does not fit even with the card's whole budget. */
+/* The smallest ceiling, a whole number of MiB (as --split takes it), with
+ * which model i fits in every order, everything else as given; its ceiling
+ * (the card's budget when it has none) when no whole MiB below it does; 0
+ * when it does not fit even with the card's whole budget. */
 static uint64_t smallest_limit(const struct fit *f, int i, const struct outcome *first)
 {
     struct vdev_logical_device_config cfg[MAX_MODELS];
     struct outcome o[MAX_MODELS];
     uint64_t budget;
+    int bad;
     for (int k = 0; k < f->n; k++)
         cfg[k] = f->m[k].cfg;
     uint64_t hi = cfg[i].ceiling_bytes ? cfg[i].ceiling_bytes : f->budget;
     if (!first[i].fits) {
         hi = f->budget;
         cfg[i].ceiling_bytes = hi;
-        if (run(f, f->card, cfg, f->growth, o, &budget) != VDEV_OK || !o[i].fits)
+        if (run_all(f, f->card, cfg, f->growth, i, o, &budget, &bad) != VDEV_OK || !o[i].fits)
             return 0;
     }
-    /* Below its peak in use (so far) it cannot fit. */
-    uint64_t lo = first[i].peak_in_use > 256 ? first[i].peak_in_use - 256 : 0;
-    while (hi - lo > MIB) {
-        uint64_t mid = (lo + (hi - lo) / 2) & ~(uint64_t)255;
-        if (mid < MIB)
-            mid = MIB;
+    /* Below its peak in use it cannot fit: lo, a whole MiB under it, fails. */
+    uint64_t need = first[i].peak_in_use;
+    uint64_t lo = (need ? need - 1 : 0) / MIB * MIB;
+    while (hi > lo + MIB) {
+        uint64_t mid = lo + (((hi - lo) / 2) & ~(MIB - 1));
+        if (mid == lo)
+            mid = lo + MIB;
         cfg[i].ceiling_bytes = mid;
         cfg[i].floor_bytes = f->m[i].cfg.floor_bytes < mid ? f->m[i].cfg.floor_bytes : mid;
-        if (run(f, f->card, cfg, f->growth, o, &budget) == VDEV_OK && o[i].fits)
+        if (run_all(f, f->card, cfg, f->growth, i, o, &budget, &bad) == VDEV_OK && o[i].fits)
             hi = mid;
         else
             lo = mid;
@@ -348,9 +391,10 @@ static int fits_on(const struct fit *f, uint64_t card, const struct vdev_logical
 {
     struct outcome o[MAX_MODELS];
     uint64_t budget;
-    enum vdev_status st = run(f, card, cfg, growth, o, &budget);
+    int bad;
+    enum vdev_status st = run_all(f, card, cfg, growth, -1, o, &budget, &bad);
     *started = st == VDEV_OK;
-    return st == VDEV_OK && all_fit(o, f->n);
+    return st == VDEV_OK && vdev_fit_all_fit(o, f->n);
 }
 
 /* The smallest card in (lo, hi] (lo known too small, hi known to fit; both
@@ -372,26 +416,30 @@ static uint64_t bisect_card(const struct fit *f, const struct vdev_logical_devic
 
 /* The smallest card (whole MiB) on which cfg fits every model; 0 if none up
  * to 2^46 bytes does (or, without growth, when the fixed limits themselves
- * do not hold the traces). `from` is a size known too small. The driver
- * reserve (TensorFlow's MinSystemMemory) steps up at 2 GiB of free memory,
- * so a card just under 2 GiB may hold more than one just over it; the
- * budget grows with the card on either side of the step, so each side is
- * searched apart, the smaller side first. */
+ * do not hold the traces). `from` is the least a card can be: the peaks
+ * live together, as each range's lowest card may be all budget. The budget is
+ * not monotone in the card's size: the driver reserve (TensorFlow's
+ * MinSystemMemory, 225 MiB under 2 GiB free) is left aside only when the
+ * card is larger than it (a card of 225 MiB or less is all budget, one of
+ * 226 MiB has 1 MiB), and it steps up at 2 GiB, so a card just under 2 GiB
+ * may hold more than one just over it. The budget grows with the card
+ * within each of the three ranges, so each is searched apart, the smallest
+ * first. */
 static uint64_t smallest_card(const struct fit *f, const struct vdev_logical_device_config *cfg,
                               int growth, uint64_t from)
 {
-    const uint64_t step = 2ull << 30;
+    const uint64_t top[2] = {225 * MIB, (2ull << 30) - MIB}; /* of the bounded ranges */
     int started;
-    uint64_t lo = from < MIB ? MIB : from & ~(MIB - 1);
-    if (lo < step - MIB && fits_on(f, step - MIB, cfg, growth, &started))
-        return fits_on(f, lo, cfg, growth, &started) ? lo
-                                                      : bisect_card(f, cfg, growth, lo, step - MIB);
-    if (lo < step) {
-        if (fits_on(f, step, cfg, growth, &started))
-            return step;
-        lo = step;
+    /* a whole MiB under `from` (a card of `from` bytes may be all budget) */
+    uint64_t lo = (from ? from - 1 : 0) & ~(MIB - 1), below = 0; /* a range starts above below */
+    for (int k = 0; k < 2; k++) {
+        /* the top of a range fits when anything in it does */
+        if (lo < top[k] && fits_on(f, top[k], cfg, growth, &started))
+            return bisect_card(f, cfg, growth, lo > below ? lo : below, top[k]);
+        below = top[k];
     }
-    uint64_t hi = lo * 2;
+    lo = lo > below ? lo : below;
+    uint64_t hi = lo + MIB > (2ull << 30) ? lo * 2 : 2ull << 30;
     for (;;) {
         if (fits_on(f, hi, cfg, growth, &started))
             break;
@@ -401,152 +449,6 @@ static uint64_t smallest_card(const struct fit *f, const struct vdev_logical_dev
         hi *= 2;
     }
     return bisect_card(f, cfg, growth, lo, hi);
-}
-
-/* ---- output ---- */
-
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
-        else if (ch < 0x20)
-            printf("\\u%04x", ch);
-        else
-            putchar(ch);
-    }
-    putchar('"');
-}
-
-static const char *basename_of(const char *p)
-{
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
-}
-
-struct report {
-    struct outcome o[MAX_MODELS];
-    uint64_t smallest[MAX_MODELS]; /* 0: none */
-    int searched;
-    uint64_t card_grow, card_pre;
-    uint64_t pre_cap[MAX_MODELS]; /* preallocation: each model's one-region limit */
-};
-
-static void print_json(const struct fit *f, const struct report *r)
-{
-    printf("{\"card\": {\"name\": ");
-    json_str(f->label);
-    printf(", \"total_bytes\": %llu, \"budget_bytes\": %llu}, \"policy\": \"%s\", "
-           "\"interleaving\": \"peak-aligned round-robin\", \"all_fit\": %s, \"models\": [",
-           (unsigned long long)f->card, (unsigned long long)f->budget,
-           f->growth ? "growth" : "preallocate", all_fit(r->o, f->n) ? "true" : "false");
-    for (int i = 0; i < f->n; i++) {
-        const struct model *m = &f->m[i];
-        const struct outcome *o = &r->o[i];
-        uint64_t ceiling = m->cfg.ceiling_bytes ? m->cfg.ceiling_bytes : f->budget;
-        printf("%s\n  {\"trace\": ", i ? "," : "");
-        json_str(m->path);
-        printf(", \"device\": \"/device:GPU:%d\", \"floor_bytes\": %llu, \"ceiling_bytes\": %llu, "
-               "\"priority\": \"%s\", \"fits\": %s, \"failed_at_line\": ",
-               i, (unsigned long long)m->cfg.floor_bytes, (unsigned long long)ceiling,
-               vdev_priority_name(m->cfg.priority), o->fits ? "true" : "false");
-        if (o->fits)
-            printf("null, \"error\": null");
-        else {
-            printf("%u, \"error\": ", o->failed_line);
-            json_str(o->error);
-        }
-        printf(", \"peak_in_use_bytes\": %llu, \"peak_reserved_bytes\": %llu",
-               (unsigned long long)o->peak_in_use, (unsigned long long)o->peak_reserved);
-        if (r->searched && r->smallest[i])
-            printf(", \"smallest_limit_bytes\": %llu, \"margin_bytes\": %lld}",
-                   (unsigned long long)r->smallest[i],
-                   (long long)ceiling - (long long)r->smallest[i]);
-        else
-            printf(", \"smallest_limit_bytes\": null, \"margin_bytes\": null}");
-    }
-    printf("\n], \"min_card_bytes\": ");
-    if (r->searched) {
-        printf("{\"growth\": %llu, \"preallocate\": %llu, \"preallocate_limits_bytes\": [",
-               (unsigned long long)r->card_grow, (unsigned long long)r->card_pre);
-        for (int i = 0; i < f->n; i++)
-            printf("%s%llu", i ? ", " : "", (unsigned long long)r->pre_cap[i]);
-        printf("]}}\n");
-    } else
-        printf("null}\n");
-}
-
-static void print_table(const struct fit *f, const struct report *r)
-{
-    char b1[32], b2[32], b3[32], b4[32], b6[32];
-    printf("card      %s: %s, budget %s (simulated, one logical device per trace), %s\n",
-           f->label, vdev_format_bytes(f->card, b1, sizeof b1),
-           vdev_format_bytes(f->budget, b2, sizeof b2), f->growth ? "growth" : "preallocation");
-    printf("order     peak-aligned round-robin: every model at its peak at the same moment\n\n");
-    printf("%-7s %-22s %-10s %-10s %-8s %-5s %-11s %-13s %-14s %s\n", "device", "trace", "floor",
-           "ceiling", "priority", "fits", "peak in use", "peak reserved", "smallest limit",
-           "margin");
-    for (int i = 0; i < f->n; i++) {
-        const struct model *m = &f->m[i];
-        const struct outcome *o = &r->o[i];
-        uint64_t ceiling = m->cfg.ceiling_bytes ? m->cfg.ceiling_bytes : f->budget;
-        char dev[16], margin[48] = "-", small[32] = "-";
-        snprintf(dev, sizeof dev, "GPU:%d", i);
-        if (r->searched && r->smallest[i]) {
-            vdev_format_bytes(r->smallest[i], small, sizeof small);
-            if (ceiling >= r->smallest[i])
-                vdev_format_bytes(ceiling - r->smallest[i], margin, sizeof margin);
-            else
-                snprintf(margin, sizeof margin, "short by %s",
-                         vdev_format_bytes(r->smallest[i] - ceiling, b6, sizeof b6));
-        } else if (r->searched) {
-            snprintf(small, sizeof small, "none");
-        }
-        printf("%-7s %-22.22s %-10s %-10s %-8s %-5s %-11s %-13s %-14s %s\n", dev,
-               basename_of(m->path), vdev_format_bytes(m->cfg.floor_bytes, b1, sizeof b1),
-               vdev_format_bytes(ceiling, b2, sizeof b2), vdev_priority_name(m->cfg.priority),
-               o->fits ? "yes" : "no", vdev_format_bytes(o->peak_in_use, b3, sizeof b3),
-               vdev_format_bytes(o->peak_reserved, b4, sizeof b4), small, margin);
-    }
-    for (int i = 0; i < f->n; i++)
-        if (!r->o[i].fits) {
-            if (r->o[i].failed_line)
-                printf("\nGPU:%d fails at line %u of %s: %s\n", i, r->o[i].failed_line,
-                       f->m[i].path, r->o[i].error);
-            else
-                printf("\nGPU:%d fails before its trace, allocating its %u blocks live before "
-                       "recording: %s\n",
-                       i, f->m[i].n_pre, r->o[i].error);
-        }
-    if (r->searched) {
-        /* Whole MiB, as --card takes them, and the split the preallocation
-         * answer assumes, as --split takes it. */
-        char g[64] = "none", pa[64] = "none";
-        if (r->card_grow)
-            snprintf(g, sizeof g, "%lluMiB (%s)", (unsigned long long)(r->card_grow / MIB),
-                     vdev_format_bytes(r->card_grow, b1, sizeof b1));
-        if (r->card_pre)
-            snprintf(pa, sizeof pa, "%lluMiB (%s)", (unsigned long long)(r->card_pre / MIB),
-                     vdev_format_bytes(r->card_pre, b2, sizeof b2));
-        printf("\nsmallest card for these traces side by side: growth %s, preallocation %s", g, pa);
-        if (r->card_grow && r->card_pre && r->card_grow != r->card_pre)
-            printf("; %s needs %lluMiB more\n",
-                   r->card_grow > r->card_pre ? "growth" : "preallocation",
-                   (unsigned long long)((r->card_grow > r->card_pre ? r->card_grow - r->card_pre
-                                                                    : r->card_pre - r->card_grow) /
-                                        MIB));
-        else
-            printf("\n");
-        if (r->card_pre) {
-            printf("preallocation: each model's device preallocated to the smallest region it "
-                   "fits in: --preallocate --split ");
-            for (int i = 0; i < f->n; i++)
-                printf("%s%lluMiB", i ? "," : "", (unsigned long long)(r->pre_cap[i] / MIB));
-            printf("\n");
-        }
-    }
 }
 
 /* ---- the command ---- */
@@ -613,7 +515,13 @@ int vdev_cmd_fit(int argc, char **argv)
                 fprintf(stderr, "vdev fit: %s needs a value (see 'vdev fit --help')\n", a);
                 return 2;
             }
-            *(a[2] == 'c' ? &card : &split) = argv[++i];
+            const char **to = a[2] == 'c' ? &card : &split;
+            if (*to) {
+                fprintf(stderr, "vdev fit: %s given twice ('%s' and '%s'): give one\n", a, *to,
+                        argv[i + 1]);
+                return 2;
+            }
+            *to = argv[++i];
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "vdev fit: unknown option '%s' (see 'vdev fit --help')\n", a);
             return 2;
@@ -678,7 +586,18 @@ int vdev_cmd_fit(int argc, char **argv)
         for (int i = 0; i < n; i++)
             f.m[i].cfg = cfg[i];
     }
-    char err[256];
+    /* A run with growth off preallocates a logical device's floor; one with
+     * no floor ('..', or no --split) grows even so. */
+    f.whole = !split && n == 1 && !f.growth;
+    for (int i = 0; i < n && !f.growth && !f.whole; i++)
+        if (!f.m[i].cfg.floor_bytes) {
+            fprintf(stderr, "vdev fit: --preallocate: GPU:%d has no floor (%s), so it would "
+                            "grow, as in a run with growth off; give each trace a floor or a "
+                            "limit in --split (e.g. --split 8GiB,4GiB)\n",
+                    i, split ? "'..' in --split" : "no --split for several traces");
+            return 2;
+        }
+    char err[640];
     for (int i = 0; i < n; i++) {
         if (vdev_trace_load(paths[i], &f.m[i].t) != VDEV_OK) {
             fprintf(stderr, "vdev fit: %s\n", vdev_last_error());
@@ -694,11 +613,13 @@ int vdev_cmd_fit(int argc, char **argv)
             goto done;
         }
     }
+    f.user_reserve = getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB") != NULL;
     f.cc7_reserve = clean_env(cc);
+    f.n_orders = count_orders(n);
     struct vdev_logical_device_config cfg[MAX_MODELS];
     for (int i = 0; i < n; i++)
         cfg[i] = f.m[i].cfg;
-    if (run(&f, f.card, cfg, f.growth, r.o, &f.budget) != VDEV_OK) {
+    if (run_all(&f, f.card, cfg, f.growth, -1, r.o, &f.budget, &r.bad_order) != VDEV_OK) {
         fprintf(stderr, "vdev fit: %s\n", vdev_last_error());
         goto done;
     }
@@ -729,10 +650,10 @@ int vdev_cmd_fit(int argc, char **argv)
         r.card_pre = smallest_card(&f, pre, 0, sum_caps);
     }
     if (json)
-        print_json(&f, &r);
+        vdev_fit_print_json(&f, &r);
     else
-        print_table(&f, &r);
-    rc = all_fit(r.o, n) ? 0 : 1;
+        vdev_fit_print_table(&f, &r);
+    rc = vdev_fit_all_fit(r.o, n) ? 0 : 1;
 done:
     for (int i = 0; i < n; i++)
         vdev_trace_free(f.m[i].t);
