@@ -40,7 +40,8 @@ struct fit {
     int growth;
     uint64_t budget; /* of the card, as start-up computed it */
     /* The card is of compute capability 7 and the user set no reserve, so
-     * each run sets TensorFlow's (MinSystemMemory) for its card's size. */
+     * each run on a card of 2 GiB or more sets TensorFlow's 1050 MiB (under
+     * 2 GiB vdev's own reserve is TensorFlow's for any capability). */
     int cc7_reserve;
     int user_reserve; /* TF_DEVICE_MIN_SYS_MEMORY_IN_MB is set */
     int n_orders;     /* the start orders checked after the round robin */
