@@ -91,6 +91,15 @@ int check_fill_device(const char *dev, void **blocks, int cap);
                        a_ ? a_ : "(null)", b_ ? b_ : "(null)");                                    \
     } while (0)
 
+/* Nothing left in use on device dev: the test's tensors, tapes and scopes
+ * gave every byte back. */
+#define CHECK_NO_LEAK(dev)                                                                         \
+    do {                                                                                           \
+        struct vdev_memory_info mi_;                                                               \
+        CHECK_OK(vdev_memory_info((dev), &mi_));                                                   \
+        CHECK_EQ_U64(mi_.bytes_in_use, 0);                                                         \
+    } while (0)
+
 /* A vdev call that must return `code` with exactly the message `msg`. */
 #define CHECK_ERR(call, code, msg)                                                                 \
     do {                                                                                           \

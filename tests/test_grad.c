@@ -685,15 +685,6 @@ static void test_tape_twice(void)
     vdev_tensor_free(x);
 }
 
-
-/* Nothing left allocated on dev: tapes and scopes freed everything. */
-static void check_no_leak(const char *dev)
-{
-    struct vdev_memory_info mi;
-    CHECK_OK(vdev_memory_info(dev, &mi));
-    CHECK_EQ_U64(mi.bytes_in_use, 0);
-}
-
 int main(void)
 {
     rng_state = 0x9e3779b97f4a7c15ull; /* this test's own seed (ops_rng.h's generator) */
@@ -706,7 +697,7 @@ int main(void)
     test_bias_gradient_many_rows("CPU:0");
     test_kept_gradient("CPU:0");
     test_tape_twice();
-    check_no_leak("CPU:0");
+    CHECK_NO_LEAK("CPU:0");
 
     /* two simulated GPUs: the gradients run on the sim worker threads */
     check_fresh("2x1GiB");
@@ -718,9 +709,9 @@ int main(void)
     test_kept_gradient("GPU:1");
     test_gradient_device();
     test_copy_gradient();
-    check_no_leak("GPU:0");
-    check_no_leak("GPU:1");
-    check_no_leak("CPU:0");
+    CHECK_NO_LEAK("GPU:0");
+    CHECK_NO_LEAK("GPU:1");
+    CHECK_NO_LEAK("CPU:0");
     vdev_shutdown();
     return check_done();
 }

@@ -186,9 +186,7 @@ static void run(const char *dev)
     mse_is(dev, s0, 1, 1);   /* one example of no element: NaN */
     ce_empty(dev);
     empty_gradients(dev);
-    struct vdev_memory_info mi;
-    CHECK_OK(vdev_memory_info(dev, &mi));
-    CHECK_EQ_U64(mi.bytes_in_use, 0);
+    CHECK_NO_LEAK(dev);
 }
 
 int main(void)

@@ -81,26 +81,19 @@ static void test_seeds(const char *dev, const char *other)
     vdev_device_pop();
 }
 
-static void check_no_leak(const char *dev)
-{
-    struct vdev_memory_info mi;
-    CHECK_OK(vdev_memory_info(dev, &mi));
-    CHECK_EQ_U64(mi.bytes_in_use, 0);
-}
-
 int main(void)
 {
     check_fresh(NULL);
     CHECK_OK(vdev_init());
     test_seeds("CPU:0", NULL);
-    check_no_leak("CPU:0");
+    CHECK_NO_LEAK("CPU:0");
     vdev_shutdown();
 
     check_fresh("2x1GiB");
     CHECK_OK(vdev_init());
     test_seeds("GPU:0", "GPU:1");
-    check_no_leak("GPU:0");
-    check_no_leak("GPU:1");
+    CHECK_NO_LEAK("GPU:0");
+    CHECK_NO_LEAK("GPU:1");
     vdev_shutdown();
     return check_done();
 }

@@ -237,13 +237,6 @@ static void test_watched_variables(void)
     vdev_tensor_free(z);
 }
 
-static void check_no_leak(const char *dev)
-{
-    struct vdev_memory_info mi;
-    CHECK_OK(vdev_memory_info(dev, &mi));
-    CHECK_EQ_U64(mi.bytes_in_use, 0);
-}
-
 int main(void)
 {
     check_fresh(NULL);
@@ -252,14 +245,14 @@ int main(void)
     test_default_watches_all();
     test_errors();
     test_watched_variables();
-    check_no_leak("CPU:0");
+    CHECK_NO_LEAK("CPU:0");
     vdev_shutdown();
 
     check_fresh("2x1GiB");
     CHECK_OK(vdev_init());
     test_copies();
-    check_no_leak("GPU:0");
-    check_no_leak("GPU:1");
+    CHECK_NO_LEAK("GPU:0");
+    CHECK_NO_LEAK("GPU:1");
     vdev_shutdown();
     return check_done();
 }
