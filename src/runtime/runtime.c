@@ -239,6 +239,7 @@ static void teardown_locked(void)
         R.pools[g] = NULL;
     }
     vdev_runtime_lib_forget();
+    vdev_runtime_tags_forget();
     vdev_pool_destroy(R.cpu_pool);
     R.cpu_pool = NULL;
     vdev_observe_shutdown();

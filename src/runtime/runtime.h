@@ -92,6 +92,8 @@ void vdev_runtime_oom_seen(struct vdev_ldev *d, uint64_t bytes,
  * back, as the allocator's dump asks (user: the device). */
 void vdev_runtime_tag_block(const struct vdev_ldev *dev, uint32_t handle, const char *tag);
 const char *vdev_runtime_block_tag(void *user, uint32_t handle);
+/* Frees the record (teardown: the allocators are gone). */
+void vdev_runtime_tags_forget(void);
 
 /* ---- between runtime.c and runtime_memory.c ---- */
 

@@ -52,6 +52,17 @@ void vdev_runtime_tag_block(const struct vdev_ldev *dev, uint32_t handle, const 
     pthread_mutex_unlock(&OT.lock);
 }
 
+void vdev_runtime_tags_forget(void)
+{
+    pthread_mutex_lock(&OT.lock);
+    for (int i = 0; i < VDEV_MAX_LDEVS; i++) {
+        free(OT.tags[i]);
+        OT.tags[i] = NULL;
+        OT.cap[i] = 0;
+    }
+    pthread_mutex_unlock(&OT.lock);
+}
+
 /* Called by the allocator's dump with its lock held. */
 const char *vdev_runtime_block_tag(void *user, uint32_t handle)
 {
