@@ -263,12 +263,14 @@ class GradientTape:
             if not isinstance(t, Variable):
                 raise ValueError("vdev differentiates with respect to Variables only; %r is not "
                                  "one (make it a vdev.Variable)" % (t,))
-        if (not self._watch_accessed and self._h is not None and self._recording
-                and threading.get_ident() != self._thread):
+        # vdev's tape is told while it records (or is paused), when it watches
+        # only what it is given; before the block, __enter__ tells it
+        tell = not self._watch_accessed and self._h is not None and self._recording
+        if tell and threading.get_ident() != self._thread:
             raise _other_thread("watch", "watch variables for it")
         for t in flat:
             self._watched[id(t)] = t
-            if not self._watch_accessed and self._h is not None and self._recording:
+            if tell:
                 _lib.check(lib.vdev_tape_watch(self._h, t._handle))
 
     def watched_variables(self):

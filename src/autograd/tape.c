@@ -210,13 +210,24 @@ static struct tape *tape_of(const vdev_tape_t *h, const char *fn)
     return t;
 }
 
-/* VDEV_OK when this thread may stop t: t records here, or no more. */
-static enum vdev_status check_thread(const struct tape *t, const char *fn)
+/* VDEV_OK when this thread may do what `verb` says to t (stop it, pause
+ * it, ...): t records here, or no more. */
+static enum vdev_status check_thread(const struct tape *t, const char *fn, const char *verb)
 {
     if (atomic_load(&t->recording) && t->thread != vdev_thread_id())
         return vdev_error(VDEV_ERR_INVALID_ARG,
-                          "%s: the tape is recording on another thread; only that thread may "
-                          "stop it",
+                          "%s: the tape is recording on another thread; only that thread may %s",
+                          fn, verb);
+    return VDEV_OK;
+}
+
+/* VDEV_ERR_INVALID_ARG when t was begun under a runtime that is gone. */
+static enum vdev_status check_runtime(const struct tape *t, const char *fn)
+{
+    if (t->rgen != vdev_runtime_generation() || !vdev_is_initialized())
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "%s: the tape belongs to a runtime that was shut down (begun before "
+                          "vdev_shutdown)",
                           fn);
     return VDEV_OK;
 }
@@ -266,7 +277,7 @@ VDEV_API void vdev_tape_end(vdev_tape_t *h)
     if (!h)
         return;
     struct tape *t = tape_of(h, "vdev_tape_end");
-    if (!t || check_thread(t, "vdev_tape_end") != VDEV_OK)
+    if (!t || check_thread(t, "vdev_tape_end", "stop it") != VDEV_OK)
         return;
     if (!vdev_handle_kill(&tapes, t, (uint64_t)(uintptr_t)h)) {
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tape_end: not a live tape (ended already, or not "
@@ -294,13 +305,8 @@ static struct tape *own_tape(vdev_tape_t *h, const char *fn, const char *verb)
     struct tape *t = tape_of(h, fn);
     if (!t)
         return NULL;
-    if (t->rgen != vdev_runtime_generation() || !vdev_is_initialized()) {
-        vdev_error(VDEV_ERR_INVALID_ARG,
-                   "%s: the tape belongs to a runtime that was shut down (begun before "
-                   "vdev_shutdown)",
-                   fn);
+    if (check_runtime(t, fn) != VDEV_OK)
         return NULL;
-    }
     if (!atomic_load(&t->recording)) {
         vdev_error(VDEV_ERR_INVALID_ARG,
                    "%s: the tape is not recording (a gradient call stopped it, or its thread "
@@ -308,13 +314,7 @@ static struct tape *own_tape(vdev_tape_t *h, const char *fn, const char *verb)
                    fn);
         return NULL;
     }
-    if (t->thread != vdev_thread_id()) {
-        vdev_error(VDEV_ERR_INVALID_ARG,
-                   "%s: the tape is recording on another thread; only that thread may %s",
-                   fn, verb);
-        return NULL;
-    }
-    return t;
+    return check_thread(t, fn, verb) == VDEV_OK ? t : NULL;
 }
 
 VDEV_API enum vdev_status vdev_tape_pause(vdev_tape_t *h)
@@ -369,12 +369,8 @@ VDEV_API int vdev_tape_watched_variables(vdev_tape_t *h, vdev_tensor_t **out, in
                    out ? "set" : "NULL", cap);
         return -1;
     }
-    if (atomic_load(&t->recording) && t->thread != vdev_thread_id()) {
-        vdev_error(VDEV_ERR_INVALID_ARG, "%s: the tape is recording on another thread; only "
-                                         "that thread may list what it watches",
-                   fn);
+    if (check_thread(t, fn, "list what it watches") != VDEV_OK)
         return -1;
-    }
     /* a set of every candidate: the watched ones and every record's inputs */
     size_t want = (size_t)t->n_watched + 1;
     for (int k = 0; k < t->n; k++)
@@ -523,16 +519,13 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
     struct tape *t = tape_of(htape, fn);
     if (!t)
         return VDEV_ERR_INVALID_ARG;
-    enum vdev_status st = check_thread(t, fn);
+    enum vdev_status st = check_thread(t, fn, "stop it");
     if (st != VDEV_OK)
         return st;
     if (vdev_tape_hook.paused != t) /* a paused tape stays paused: it may resume */
         stop(t);
-    if (t->rgen != vdev_runtime_generation() || !vdev_is_initialized())
-        return vdev_error(VDEV_ERR_INVALID_ARG,
-                          "%s: the tape belongs to a runtime that was shut down (begun before "
-                          "vdev_shutdown)",
-                          fn);
+    if (check_runtime(t, fn) != VDEV_OK)
+        return VDEV_ERR_INVALID_ARG;
     if (!hloss)
         return vdev_last_status() != VDEV_OK ? vdev_last_status()
                                              : vdev_error(VDEV_ERR_INVALID_ARG, "loss is NULL");

@@ -24,15 +24,21 @@ static struct {
     uint32_t generation;
 } OT = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* Frees every device's tags; OT.lock held. */
+static void tags_free_locked(void)
+{
+    for (int i = 0; i < VDEV_MAX_LDEVS; i++) {
+        free(OT.tags[i]);
+        OT.tags[i] = NULL;
+        OT.cap[i] = 0;
+    }
+}
+
 void vdev_runtime_tag_block(const struct vdev_ldev *dev, uint32_t handle, const char *tag)
 {
     pthread_mutex_lock(&OT.lock);
     if (OT.generation != vdev_runtime_generation()) { /* a new start-up: forget */
-        for (int i = 0; i < VDEV_MAX_LDEVS; i++) {
-            free(OT.tags[i]);
-            OT.tags[i] = NULL;
-            OT.cap[i] = 0;
-        }
+        tags_free_locked();
         OT.generation = vdev_runtime_generation();
     }
     if (handle >= OT.cap[dev->id]) {
@@ -55,11 +61,7 @@ void vdev_runtime_tag_block(const struct vdev_ldev *dev, uint32_t handle, const 
 void vdev_runtime_tags_forget(void)
 {
     pthread_mutex_lock(&OT.lock);
-    for (int i = 0; i < VDEV_MAX_LDEVS; i++) {
-        free(OT.tags[i]);
-        OT.tags[i] = NULL;
-        OT.cap[i] = 0;
-    }
+    tags_free_locked();
     pthread_mutex_unlock(&OT.lock);
 }
 
