@@ -99,7 +99,8 @@ endif()
 # interpreter's own layout (lib/python3.11/dist-packages for Debian's Python,
 # which reads it under /usr and /usr/local; lib/python3.X/site-packages for
 # others).
-set(VDEV_PYTHON_INSTALL_DIR "" CACHE PATH "Install folder of the Python package (relative to the prefix)")
+set(VDEV_PYTHON_INSTALL_DIR "" CACHE PATH
+  "Install folder of the Python package (relative to the prefix, or absolute)")
 if(NOT VDEV_PYTHON_INSTALL_DIR)
   set(_dir "lib/python3/dist-packages")
   if(_vdev_py)
@@ -114,16 +115,13 @@ if(NOT VDEV_PYTHON_INSTALL_DIR)
 endif()
 
 # The package finds the library from its own folder: _install.py holds the
-# path from <pydir>/vdev to the library folder (absolute if LIBDIR is).
-if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
-  set(_vdev_lib_from_pkg "${CMAKE_INSTALL_LIBDIR}")
-else()
-  file(RELATIVE_PATH _vdev_lib_from_pkg "/P/${VDEV_PYTHON_INSTALL_DIR}/vdev" "/P/${CMAKE_INSTALL_LIBDIR}")
-endif()
-file(WRITE ${PROJECT_BINARY_DIR}/python/_install.py
-  "\"\"\"Written by cmake --install: where the package finds libvdev.so.\"\"\"\n"
-  "LIBDIR_FROM_PACKAGE = \"${_vdev_lib_from_pkg}\"\n"
-  "SOVERSION = ${PROJECT_VERSION_MAJOR}\n")
+# path from <pydir>/vdev to the library folder (relative; absolute when
+# either folder is: cmake/install_paths.cmake). Written when installing, for
+# the prefix installed into, as vdev.pc is.
+install(CODE "include(\"${PROJECT_SOURCE_DIR}/cmake/install_paths.cmake\")
+  vdev_write_python_install(\"${PROJECT_BINARY_DIR}/python/_install.py\"
+    \"\${CMAKE_INSTALL_PREFIX}\" \"${VDEV_PYTHON_INSTALL_DIR}\" \"${CMAKE_INSTALL_LIBDIR}\"
+    ${PROJECT_VERSION_MAJOR})")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/vdev DESTINATION ${VDEV_PYTHON_INSTALL_DIR}
   FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 install(FILES ${PROJECT_BINARY_DIR}/python/_install.py

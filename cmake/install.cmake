@@ -30,14 +30,12 @@ endif()
 
 # ---- where the library looks for plugins ---------------------------------------
 # Paths relative to the library's folder and to the program's folder, so the
-# installed tree can move; src/backend/backend.c uses them.
+# installed tree can move; src/backend/backend.c uses them. Any of the three
+# folders may be absolute (cmake/install_paths.cmake).
+include(${PROJECT_SOURCE_DIR}/cmake/install_paths.cmake)
 foreach(_d LIBDIR BINDIR)
-  if(IS_ABSOLUTE "${CMAKE_INSTALL_${_d}}")
-    set(_full "${CMAKE_INSTALL_${_d}}")
-  else()
-    set(_full "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_${_d}}")
-  endif()
-  file(RELATIVE_PATH _vdev_plugin_from_${_d} "${_full}" "${CMAKE_INSTALL_PREFIX}/${VDEV_INSTALL_PLUGINDIR}")
+  vdev_install_relpath(_vdev_plugin_from_${_d} "${CMAKE_INSTALL_PREFIX}" "${CMAKE_INSTALL_${_d}}"
+    "${VDEV_INSTALL_PLUGINDIR}")
 endforeach()
 set_property(SOURCE ${PROJECT_SOURCE_DIR}/src/backend/backend.c APPEND PROPERTY COMPILE_DEFINITIONS
   "VDEV_PLUGIN_DIR_FROM_LIB=\"${_vdev_plugin_from_LIBDIR}\""

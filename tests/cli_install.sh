@@ -57,6 +57,28 @@ unset VDEV_SIM_GPUS VDEV_CUDA_PLUGIN VDEV_VISIBLE_DEVICES VDEV_LOGICAL_DEVICES V
   LD_LIBRARY_PATH PKG_CONFIG_LIBDIR PKG_CONFIG_SYSROOT_DIR CMAKE_PREFIX_PATH vdev_DIR
 export OPENBLAS_NUM_THREADS=1
 
+# ---- the plugin folder from the library's and the program's folders ----
+# What install.cmake compiles into backend.c, for layouts this build was not
+# configured with (prefix /opt/vdev): an absolute LIBDIR or BINDIR is taken
+# as it is, never put under the prefix again ("../opt/vdev/lib64/vdev").
+cat >"$tmp/paths.cmake" <<EOF
+include("$here/../cmake/install_paths.cmake")
+foreach(layout "lib|bin" "/opt/vdev/lib64|bin" "lib64|/opt/vdev/sbin" "/usr/lib64|/usr/bin")
+  string(REPLACE "|" ";" layout "\${layout}")
+  list(GET layout 0 lib)
+  list(GET layout 1 bin)
+  vdev_install_relpath(from_lib /opt/vdev "\${lib}" "\${lib}/vdev")
+  vdev_install_relpath(from_bin /opt/vdev "\${bin}" "\${lib}/vdev")
+  message("\${lib} \${bin}: \${from_lib} \${from_bin}")
+endforeach()
+EOF
+out=$("$cmake_cmd" -P "$tmp/paths.cmake" 2>&1)
+want="lib bin: vdev ../lib/vdev
+/opt/vdev/lib64 bin: vdev ../lib64/vdev
+lib64 /opt/vdev/sbin: vdev ../lib64/vdev
+/usr/lib64 /usr/bin: vdev ../lib64/vdev"
+[ "$out" = "$want" ] && ok || bad "plugin folders (LIBDIR BINDIR: from lib, from bin): $out"
+
 # ---- install ----
 "$cmake_cmd" --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 && ok ||
   { bad "cmake --install: $(cat "$tmp/install.log")"; finish; exit 1; }

@@ -52,6 +52,33 @@ with vdev.device("GPU:1"):
 x = vdev.random.uniform([16, 4], -1, 1, seed=2)
 y = vdev.reduce_sum(x, axis=1, keepdims=True)
 opt = vdev.optimizers.Adam(0.01)
+# _install.py's path to the library for layouts this build was not
+# configured with (prefix /usr/local): relative when both folders are under
+# the prefix; an absolute package folder (-DVDEV_PYTHON_INSTALL_DIR=/opt/pyvdev)
+# or library folder gives the library folder's absolute path.
+cat >"$tmp/pypaths.cmake" <<EOF
+include("$src/cmake/install_paths.cmake")
+foreach(layout "lib/python3.11/dist-packages|lib" "/opt/pyvdev|lib" "/opt/pyvdev|/opt/vdev/lib64"
+               "lib/python3/dist-packages|/opt/vdev/lib64")
+  string(REPLACE "|" ";" layout "\${layout}")
+  list(GET layout 0 py)
+  list(GET layout 1 lib)
+  vdev_write_python_install("$tmp/_install.py" /usr/local "\${py}" "\${lib}" 0)
+  file(STRINGS "$tmp/_install.py" line REGEX "^LIBDIR_FROM_PACKAGE")
+  message("\${py} \${lib}: \${line}")
+endforeach()
+EOF
+out=$(cmake -P "$tmp/pypaths.cmake" 2>&1)
+want='lib/python3.11/dist-packages lib: LIBDIR_FROM_PACKAGE = "../../.."
+/opt/pyvdev lib: LIBDIR_FROM_PACKAGE = "/usr/local/lib"
+/opt/pyvdev /opt/vdev/lib64: LIBDIR_FROM_PACKAGE = "/opt/vdev/lib64"
+lib/python3/dist-packages /opt/vdev/lib64: LIBDIR_FROM_PACKAGE = "/opt/vdev/lib64"'
+[ "$out" = "$want" ] && ok || bad "_install.py (PYDIR LIBDIR: the line): $out"
+# This install's: the library folder from the package folder.
+rel=$(realpath -m --relative-to="$prefix/$pydir/vdev" "$prefix/$libdir")
+grep -qxF "LIBDIR_FROM_PACKAGE = \"$rel\"" "$pkg/_install.py" && ok ||
+  bad "installed _install.py: $(cat "$pkg/_install.py")"
+
 mse = vdev.losses.MeanSquaredError()
 first = None
 for _ in range(200):
