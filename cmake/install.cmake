@@ -78,7 +78,10 @@ foreach(_d LIBDIR INCLUDEDIR)
     set(VDEV_PC_${_d} "\${prefix}/${CMAKE_INSTALL_${_d}}")
   endif()
 endforeach()
-set(VDEV_PC_LIBS_PRIVATE "-lmicrohttpd -lpthread -lm")
+# What libvdev.a needs: OpenBLAS and yajl as their pkg-config gave them (a
+# -L for OpenBLAS's folder where it has one), zlib, libmicrohttpd.
+string(JOIN " " VDEV_PC_LIBS_PRIVATE ${OPENBLAS_LDFLAGS} ${YAJL_LDFLAGS} -lz -lmicrohttpd
+  -lpthread -lm)
 foreach(_lib ${CMAKE_DL_LIBS})
   string(APPEND VDEV_PC_LIBS_PRIVATE " -l${_lib}")
 endforeach()

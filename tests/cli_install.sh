@@ -156,19 +156,23 @@ if [ -f "$build/libvdev-cuda.so" ]; then
 fi
 
 # ---- pkg-config ----
-export PKG_CONFIG_PATH=$L/pkgconfig
+# vdev.pc alone on pkg-config's search path: it needs no other .pc file,
+# shared or static.
+export PKG_CONFIG_LIBDIR=$L/pkgconfig
 out=$(pkg-config --modversion vdev 2>&1)
 [ "$out" = "$ver" ] && ok || bad "pkg-config --modversion vdev: $out (want $ver)"
 pc_libdir=$(pkg-config --variable=libdir vdev)
 [ "$pc_libdir" = "$L" ] && ok || bad "pkg-config libdir $pc_libdir, not $L"
 out=$(pkg-config --variable=plugindir vdev)
 [ "$out" = "$L/vdev" ] && ok || bad "pkg-config plugindir $out, not $L/vdev"
-out=$(pkg-config --cflags vdev)
-has " $out " " -I$prefix/$includedir " && ok || bad "pkg-config --cflags vdev: $out"
-libs=$(pkg-config --libs vdev)
-has " $libs " " -lvdev " && ok || bad "pkg-config --libs vdev: $libs"
+# Shared: vdev's own flags alone (no -I of OpenBLAS's, whose cblas.h would
+# come ahead of the program's).
+out=$(pkg-config --cflags vdev 2>&1)
+[ "$(echo $out)" = "-I$prefix/$includedir" ] && ok || bad "pkg-config --cflags vdev: $out"
+libs=$(pkg-config --libs vdev 2>&1)
+[ "$(echo $libs)" = "-L$L -lvdev" ] && ok || bad "pkg-config --libs vdev: $libs"
 static_libs=" $(pkg-config --static --libs vdev) "
-for l in -lvdev -lopenblas -lz -lmicrohttpd -lpthread -lm -ldl; do
+for l in -lvdev -lopenblas -lyajl -lz -lmicrohttpd -lpthread -lm -ldl; do
   has "$static_libs" " $l " && ok || bad "pkg-config --static --libs vdev lacks $l: $static_libs"
 done
 # shellcheck disable=SC2046,SC2086
@@ -194,6 +198,8 @@ out=$(cat "$tmp/out")
 [ "$out" = "libvdev: $L/libvdev.so.$ver" ] && ok || bad "app_pc mapped the wrong libvdev: $out"
 out=$(VDEV_SIM_GPUS=1x16GiB "$tmp/gpu_reason" 2>&1)
 has "$out" "version: $ver" && ok || bad "vdev_version() of the installed library: $out"
+
+unset PKG_CONFIG_LIBDIR # vdev::vdev_static finds its dependencies with pkg-config
 
 # ---- CMake: find_package(vdev) ----
 cm_flags=(-DCMAKE_C_COMPILER="$cc" -DCMAKE_C_FLAGS="$cflags_strict $sanflags"
