@@ -41,13 +41,61 @@ set_property(SOURCE ${PROJECT_SOURCE_DIR}/src/backend/backend.c APPEND PROPERTY 
   "VDEV_PLUGIN_DIR_FROM_LIB=\"${_vdev_plugin_from_LIBDIR}\""
   "VDEV_PLUGIN_DIR_FROM_BIN=\"${_vdev_plugin_from_BINDIR}\"")
 
+# ---- RUNPATHs of the installed binaries -------------------------------------------
+# A dependency's folder goes into the RUNPATH only when the loader would not
+# find the library there by its soname without it. Debian's OpenBLAS links
+# from /usr/lib/x86_64-linux-gnu/openblas-pthread, but the loader finds
+# libopenblas.so.0 in /usr/lib/x86_64-linux-gnu, where the BLAS alternatives
+# (update-alternatives) point it: a RUNPATH entry for the link folder would
+# bypass the system's choice of BLAS (and Open MPI's folder the MPI
+# alternatives). A library whose soname readelf does not tell (a linker
+# script) keeps its folder. VDEV_INSTALL_RPATH: $ORIGIN (the root
+# CMakeLists.txt says why) and those folders; VDEV_MPI_INSTALL_RPATH: the
+# MPI plugin's.
+function(vdev_rpath_folders out)
+  set(_dirs "")
+  set(_system ${CMAKE_C_IMPLICIT_LINK_DIRECTORIES} ${CMAKE_PLATFORM_IMPLICIT_LINK_DIRECTORIES})
+  foreach(_lib IN LISTS ARGN)
+    if(NOT IS_ABSOLUTE "${_lib}" OR NOT EXISTS "${_lib}")
+      continue()
+    endif()
+    get_filename_component(_dir "${_lib}" DIRECTORY)
+    if(_dir IN_LIST _system OR _dir IN_LIST _dirs)
+      continue()
+    endif()
+    set(_soname "")
+    if(CMAKE_READELF)
+      execute_process(COMMAND ${CMAKE_READELF} -d "${_lib}" OUTPUT_VARIABLE _dyn ERROR_QUIET)
+      if(_dyn MATCHES "\\(SONAME\\)[^[]*\\[([^]]+)\\]")
+        set(_soname "${CMAKE_MATCH_1}")
+      endif()
+    endif()
+    set(_found FALSE)
+    if(_soname)
+      foreach(_s IN LISTS _system)
+        if(EXISTS "${_s}/${_soname}")
+          set(_found TRUE)
+        endif()
+      endforeach()
+    endif()
+    if(NOT _found)
+      list(APPEND _dirs "${_dir}")
+    endif()
+  endforeach()
+  set(${out} ${_dirs} PARENT_SCOPE)
+endfunction()
+vdev_rpath_folders(_vdev_dep_dirs ${OPENBLAS_LINK_LIBRARIES} ${MICROHTTPD_LINK_LIBRARIES}
+  ${YAJL_LINK_LIBRARIES} ${ZLIB_LIBRARIES})
+set(VDEV_INSTALL_RPATH "$ORIGIN" ${_vdev_dep_dirs})
+if(TARGET vdev_mpi)
+  vdev_rpath_folders(_vdev_mpi_dirs ${MPI_C_LIBRARIES})
+  set_target_properties(vdev_mpi PROPERTIES INSTALL_RPATH_USE_LINK_PATH FALSE
+    INSTALL_RPATH "${_vdev_mpi_dirs}")
+endif()
+
 # ---- the libraries, the header, the command ------------------------------------
-# Installed binaries keep the RUNPATH entries outside the project (OpenBLAS's
-# folder) and lose the build folder.
-set_target_properties(vdev PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
-  INSTALL_RPATH_USE_LINK_PATH TRUE)
+set_target_properties(vdev PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR})
 set_target_properties(vdev_static PROPERTIES OUTPUT_NAME vdev)
-set_target_properties(vdev_cli PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
 
 install(TARGETS vdev vdev_static EXPORT vdevTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -7,7 +7,12 @@
 # Entries must be absolute or start with $ORIGIN (the binary's own folder).
 # (CMake pads the build-tree RUNPATH of an installed target with a trailing
 # ':' unless it is linked with its install RUNPATH: see the root
-# CMakeLists.txt.)
+# CMakeLists.txt.) And no RUNPATH entry of the installed library, command or
+# MPI plugin is a folder holding a library the binary needs that the loader
+# finds by itself (ldconfig's cache): Debian's OpenBLAS is linked from
+# .../openblas-pthread, but libopenblas.so.0 is found in the system folder,
+# where the BLAS alternatives point it; the entry would bypass that choice
+# (cmake/install.cmake).
 set -euo pipefail
 build=$(cd "$1" && pwd)
 tmp=$(mktemp -d)
@@ -43,7 +48,30 @@ cmake --install "$build" --prefix "$tmp/p" >"$tmp/install.log" 2>&1 ||
   { cat "$tmp/install.log"; echo "FAIL: cmake --install"; exit 1; }
 checked=0
 check_tree "installed tree" "$tmp/p"
-if [ "$n_build" -eq 0 ] || [ "$checked" -eq 0 ]; then
+ldconfig=$(command -v ldconfig || echo /sbin/ldconfig)
+cache=$("$ldconfig" -p 2>/dev/null || true)
+n_rule=0
+while IFS= read -r -d '' f; do
+  n_rule=$((n_rule + 1))
+  rp=$(readelf -d "$f" | sed -n 's/.*(R\(UN\)\{0,1\}PATH).*\[\(.*\)\]$/\2/p')
+  needed=$(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p')
+  IFS=: read -r -a entries <<<"$rp"
+  for e in "${entries[@]}"; do
+    case "$e" in /*) ;; *) continue ;; esac
+    for lib in $needed; do
+      [ -e "$e/$lib" ] || continue
+      sys=$(awk -v n="$lib" '$1 == n {print $NF; exit}' <<<"$cache")
+      if [ -n "$sys" ] && [ "$(realpath "$(dirname "$sys")")" != "$(realpath "$e")" ]; then
+        echo "FAIL: ${f#"$tmp/p/"}: RUNPATH [$rp] has $e, which holds $lib; the loader" \
+          "finds it by itself ($sys), and the entry bypasses that choice"
+        fail=1
+      fi
+    done
+  done
+done < <(find "$tmp/p" -type f \( -name 'libvdev.so.*' -o -name 'libvdev-mpi.so' \
+           -o -path '*/bin/vdev' \) -print0)
+echo "installed tree: $n_rule RUNPATHs checked for folders the loader searches by itself"
+if [ "$n_build" -eq 0 ] || [ "$checked" -eq 0 ] || [ "$n_rule" -lt 2 ]; then
   echo "FAIL: no binary found to check"
   fail=1
 fi
