@@ -4,9 +4,10 @@
 #   P/lib/libvdev.so.0.1.0       the shared library (soname libvdev.so.0, from
 #   P/lib/libvdev.so.0, .so      the project version), with the links to it
 #   P/lib/libvdev.a              the static library
-#   P/lib/vdev/                  plugins (libvdev-cuda.so), found at run time
-#                                from the library's own folder (dladdr), or from
-#                                the program's folder (../lib/vdev) when the
+#   P/lib/vdev/                  plugins (libvdev-cuda.so, libvdev-mpi.so),
+#                                found at run time from the library's own
+#                                folder (dladdr), or from the program's
+#                                folder (../lib/vdev) when the
 #                                static library is linked into it
 #   P/include/vdev.h             the public header, and the parts it includes
 #   P/include/vdev/*.h           (each may be included alone)

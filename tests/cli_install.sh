@@ -237,6 +237,12 @@ out=$("$tmp/gpu_reason" 2>&1)
 has "$out" "reason: $want" && ok || bad "libvdev.so did not load the prefix's plugin: $out"
 out=$("$prefix/$bindir/vdev" devices 2>&1)
 has "$out" "GPUs: none ($want)" && ok || bad "the installed vdev did not load the prefix's plugin: $out"
+# A program that finds libvdev.so.0 through a link in another folder: the
+# library's own file is in the prefix, and so are its plugins.
+mkdir -p "$tmp/links"
+ln -s "$L/libvdev.so.$ver" "$tmp/links/libvdev.so.$major"
+out=$(LD_LIBRARY_PATH=$tmp/links "$tmp/gpu_reason" 2>&1)
+has "$out" "reason: $want" && ok || bad "libvdev.so.$major through a link lost its plugins: $out"
 # A program with the static library inside looks in ../lib/vdev from its folder.
 cp "$tmp/cm/gpu_reason_static" "$prefix/$bindir/" && ok || bad "copying gpu_reason_static"
 out=$("$prefix/$bindir/gpu_reason_static" 2>&1)
@@ -254,7 +260,9 @@ has "$out" "reason: CUDA plugin: cannot load $plugin (" && ok || bad "a broken p
 # Without a plugin folder: not found (nothing else on the search path here).
 rm -rf "$L/vdev"
 out=$("$tmp/gpu_reason" 2>&1)
-has "$out" "reason: CUDA plugin: libvdev-cuda.so not built or not found" && ok || bad "no plugin folder: $out"
+want="CUDA plugin: libvdev-cuda.so not built or not found (looked in $L/vdev, libvdev's RUNPATH"
+want+=" and the loader's search path; set VDEV_CUDA_PLUGIN to its path)"
+has "$out" "reason: $want" && ok || bad "no plugin folder: $out"
 # Then the loader's search path (LD_LIBRARY_PATH here).
 mkdir -p "$tmp/ldpath"
 cp "$tmp/other-plugin.so" "$tmp/ldpath/libvdev-cuda.so"

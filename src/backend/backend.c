@@ -122,21 +122,30 @@ enum vdev_status vdev_backend_fill(const struct vdev_backend *b, int dev, void *
 static const char plugin_anchor; /* an address inside this file's module, for dladdr */
 
 /* Writes to out (cap bytes) where the plugin lies in an installed tree, seen
- * from the module (shared library or program) that holds this code. Returns
- * 0 when that cannot be told (no answer from dladdr, no /proc/self/exe, a path
- * longer than cap). */
-static int installed_plugin_path(const char *file, char *out, size_t cap)
+ * from the module (shared library or program) that holds this code, and to
+ * folder (fcap bytes) the plugin folder, for messages; *module says which
+ * module ("libvdev", "the program"). The module's own file is resolved
+ * first (realpath): a program that finds libvdev.so.0 through a link in
+ * another folder still gets the installed tree's plugins. Returns 1 when the
+ * folder exists, 0 when it does not (folder then names where it was looked
+ * for, its leading "../" taken off the module's folder) or cannot be told
+ * (no answer from dladdr, no /proc/self/exe, a path longer than cap; folder
+ * is then ""). */
+static int installed_plugin_path(const char *file, char *out, size_t cap, char *folder,
+                                 size_t fcap, const char **module)
 {
+    folder[0] = '\0';
+    *module = "libvdev";
     Dl_info info;
     struct link_map *map = NULL;
     if (!dladdr1(&plugin_anchor, &info, (void **)&map, RTLD_DL_LINKMAP) || !map || !map->l_name)
         return 0;
     char self[PATH_MAX];
     const char *rel;
-    if (map->l_name[0]) { /* a shared library: its path as the loader found it */
-        if (strlen(map->l_name) >= sizeof self)
+    if (map->l_name[0]) { /* a shared library: its file, links resolved */
+        const char *name = info.dli_fname && info.dli_fname[0] ? info.dli_fname : map->l_name;
+        if (!realpath(name, self))
             return 0;
-        memcpy(self, map->l_name, strlen(map->l_name) + 1);
         rel = VDEV_PLUGIN_DIR_FROM_LIB;
     } else { /* the program itself, where dladdr would only give argv[0] */
         ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -144,6 +153,7 @@ static int installed_plugin_path(const char *file, char *out, size_t cap)
             return 0;
         self[len] = '\0';
         rel = VDEV_PLUGIN_DIR_FROM_BIN;
+        *module = "the program";
     }
     char *slash = strrchr(self, '/');
     const char *dir = ".";
@@ -151,11 +161,22 @@ static int installed_plugin_path(const char *file, char *out, size_t cap)
         *slash = '\0';
         dir = slash == self ? "/" : self;
     }
-    /* The folder, resolved (it must exist), so that messages name a plain path. */
-    char folder[PATH_MAX], resolved[PATH_MAX];
-    int n = snprintf(folder, sizeof folder, "%s/%s", dir, rel);
-    if (n <= 0 || (size_t)n >= sizeof folder || !realpath(folder, resolved))
+    /* The folder, resolved when it exists, so that messages name a plain path. */
+    char joined[PATH_MAX], resolved[PATH_MAX];
+    int n = snprintf(joined, sizeof joined, "%s/%s", dir, rel);
+    if (n <= 0 || (size_t)n >= sizeof joined)
         return 0;
+    if (!realpath(joined, resolved)) { /* not there: named without "..", for the message */
+        while (!strncmp(rel, "../", 3) && (slash = strrchr(self, '/')) && slash != self) {
+            *slash = '\0';
+            rel += 3;
+        }
+        n = snprintf(folder, fcap, "%s/%s", dir, rel);
+        if (n <= 0 || (size_t)n >= fcap)
+            folder[0] = '\0';
+        return 0;
+    }
+    vdev_strlcpy(folder, resolved, fcap);
     n = snprintf(out, cap, "%s/%s", resolved, file);
     return n > 0 && (size_t)n < cap;
 }
@@ -237,13 +258,15 @@ enum vdev_status vdev_plugin_dlopen(const char *file, const char *env_var, const
 {
     *handle = NULL;
     const char *tries[3];
-    char installed[PATH_MAX], in_runpath[PATH_MAX];
+    char installed[PATH_MAX], in_runpath[PATH_MAX], folder[PATH_MAX] = "";
+    const char *module = "libvdev";
     int n = 0;
     const char *env = getenv(env_var);
     if (env && *env) {
         tries[n++] = env; /* an explicit path is the only one tried */
     } else {
-        if (installed_plugin_path(file, installed, sizeof installed))
+        if (installed_plugin_path(file, installed, sizeof installed, folder, sizeof folder,
+                                  &module))
             tries[n++] = installed;
         if (runpath_plugin_path(file, in_runpath, sizeof in_runpath))
             tries[n++] = in_runpath;
@@ -269,7 +292,10 @@ enum vdev_status vdev_plugin_dlopen(const char *file, const char *env_var, const
         if (failed)
             snprintf(reason, cap, "%s: cannot load %s (%s)", what, failed, failed_err);
         else
-            snprintf(reason, cap, "%s: %s not built or not found", what, file);
+            snprintf(reason, cap,
+                     "%s: %s not built or not found (looked in %s%s%s's RUNPATH and the loader's "
+                     "search path; set %s to its path)",
+                     what, file, folder, folder[0] ? ", " : "", module, env_var);
         return vdev_error(VDEV_ERR_UNSUPPORTED, "%s", reason);
     }
     *handle = h;
