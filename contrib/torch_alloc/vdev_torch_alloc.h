@@ -4,10 +4,15 @@
  * with two C functions in a shared library:
  *
  *     alloc = torch.cuda.memory.CUDAPluggableAllocator(
- *         "libvdev-torch-alloc.so", "vdev_torch_malloc", "vdev_torch_free")
+ *         "libvdev-torch-alloc.so", "vdev_torch_malloc_raising", "vdev_torch_free")
  *     torch.cuda.memory.change_current_allocator(alloc)
  *
- * (vdev.torch.use_vdev_allocator() in vdev's Python package does that). From
+ * (vdev.torch.use_vdev_allocator() in vdev's Python package does that). Give
+ * PyTorch vdev_torch_malloc_raising, not vdev_torch_malloc: PyTorch keeps
+ * whatever pointer its allocation function returns, NULL included, so after
+ * a failed vdev_torch_malloc it would make a tensor over address 0; the
+ * raising function throws instead, which PyTorch turns into a RuntimeError
+ * ("CUDA out of memory (vdev): ..."). From
  * then on every CUDA tensor's memory comes from a vdev logical device: its
  * allocator, its hard limit, its statistics (vdev_memory_info, the metrics
  * endpoint, vdev top), its out-of-memory report. PyTorch's device index N
@@ -56,6 +61,16 @@ typedef struct CUstream_st *cudaStream_t;
  * vdev_torch_last_error() then says why (vdev's out-of-memory report, an
  * unknown device, a malformed VDEV_TORCH_DEVICES). Blocks are 256-aligned. */
 VDEV_API void *vdev_torch_malloc(ssize_t size, int device, cudaStream_t stream);
+/* The allocation function to give PyTorch: vdev_torch_malloc, but a failure
+ * throws a C++ std::runtime_error with vdev_torch_last_error()'s text
+ * ("CUDA out of memory (vdev): ..." for a lack of memory, as PyTorch's own
+ * message begins; "vdev_torch_malloc: ..." otherwise), which PyTorch turns
+ * into a Python RuntimeError, where a NULL would become a tensor over
+ * address 0. Call it from C++ only (an exception must not cross C frames;
+ * C callers use vdev_torch_malloc). Built only where CMake found a C++
+ * compiler: the library lacks the symbol otherwise (vdev.torch then refuses
+ * to install the allocator, saying why). */
+VDEV_API void *vdev_torch_malloc_raising(ssize_t size, int device, cudaStream_t stream);
 /* PyTorch's free function: ptr as returned by vdev_torch_malloc, with the
  * size, device and stream PyTorch passes. NULL is a no-op; a pointer that is
  * not a live block is counted (n_bad_frees) and otherwise ignored. */

@@ -33,25 +33,25 @@ for f in __init__.py _lib.py _install.py config/__init__.py config/experimental.
 done
 [ -f "$prefix/$libdir/libvdev-torch-alloc.so" ] && ok || bad "no $libdir/libvdev-torch-alloc.so"
 [ -f "$prefix/include/vdev_torch_alloc.h" ] && ok || bad "no include/vdev_torch_alloc.h"
+# The header's example gives PyTorch the raising allocation function (a NULL
+# from vdev_torch_malloc would become a tensor over address 0), which it
+# declares and the installed library exports (when built with C++).
+hdr=$prefix/include/vdev_torch_alloc.h
+grep -qF '"libvdev-torch-alloc.so", "vdev_torch_malloc_raising", "vdev_torch_free")' "$hdr" &&
+  ok || bad "vdev_torch_alloc.h's example does not name vdev_torch_malloc_raising"
+if nm -D --defined-only "$prefix/$libdir/libvdev-torch-alloc.so" |
+  grep -qw vdev_torch_malloc_raising; then
+  printf '#include "vdev_torch_alloc.h"\nvoid *(*f)(ssize_t, int, cudaStream_t) = %s;\n' \
+    vdev_torch_malloc_raising >"$tmp/raising.c"
+  cc -std=c11 -Wall -Werror -I"$prefix/include" -fsyntax-only "$tmp/raising.c" \
+    >"$tmp/cc.log" 2>&1 && ok ||
+    bad "vdev_torch_malloc_raising in the installed header: $(cat "$tmp/cc.log")"
+fi
 hits=$(grep -rlF -- "$build" "$prefix/$pydir" "$prefix/$libdir/libvdev-torch-alloc.so")
 [ -z "$hits" ] && ok || bad "installed files hold the build path: $hits"
 readelf -d "$prefix/$libdir/libvdev-torch-alloc.so" | grep -q 'R.*PATH.*\[\$ORIGIN\]' && ok ||
   bad "libvdev-torch-alloc.so does not look beside itself: $(readelf -d "$prefix/$libdir/libvdev-torch-alloc.so" | grep PATH)"
 
-# The installed package, run from outside the source and build folders.
-cd "$tmp"
-out=$(PYTHONPATH=$prefix/$pydir VDEV_SIM_GPUS=2x1GiB "${py[@]}" - "$prefix" <<'EOF' 2>&1
-import os, sys
-import numpy as np
-import vdev, vdev.torch
-prefix = sys.argv[1]
-print("library", os.path.realpath(vdev._lib.path).startswith(os.path.realpath(prefix)))
-print("package", os.path.realpath(vdev.__file__).startswith(os.path.realpath(prefix)))
-with vdev.device("GPU:1"):
-    model = vdev.models.MLP([4, 8, 1], seed=1)
-x = vdev.random.uniform([16, 4], -1, 1, seed=2)
-y = vdev.reduce_sum(x, axis=1, keepdims=True)
-opt = vdev.optimizers.Adam(0.01)
 # _install.py's path to the library for layouts this build was not
 # configured with (prefix /usr/local): relative when both folders are under
 # the prefix; an absolute package folder (-DVDEV_PYTHON_INSTALL_DIR=/opt/pyvdev)
@@ -79,6 +79,20 @@ rel=$(realpath -m --relative-to="$prefix/$pydir/vdev" "$prefix/$libdir")
 grep -qxF "LIBDIR_FROM_PACKAGE = \"$rel\"" "$pkg/_install.py" && ok ||
   bad "installed _install.py: $(cat "$pkg/_install.py")"
 
+# The installed package, run from outside the source and build folders.
+cd "$tmp"
+out=$(PYTHONPATH=$prefix/$pydir VDEV_SIM_GPUS=2x1GiB "${py[@]}" - "$prefix" <<'EOF' 2>&1
+import os, sys
+import numpy as np
+import vdev, vdev.torch
+prefix = sys.argv[1]
+print("library", os.path.realpath(vdev._lib.path).startswith(os.path.realpath(prefix)))
+print("package", os.path.realpath(vdev.__file__).startswith(os.path.realpath(prefix)))
+with vdev.device("GPU:1"):
+    model = vdev.models.MLP([4, 8, 1], seed=1)
+x = vdev.random.uniform([16, 4], -1, 1, seed=2)
+y = vdev.reduce_sum(x, axis=1, keepdims=True)
+opt = vdev.optimizers.Adam(0.01)
 mse = vdev.losses.MeanSquaredError()
 first = None
 for _ in range(200):
