@@ -345,7 +345,12 @@ int vdev_example_priority(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--epochs") || !strcmp(a, "--batch") || !strcmp(a, "--seed") ||
                    !strcmp(a, "--log-placement") || !strcmp(a, "--vdev-placement")) {
-            return usage_error(prog, "--priority takes --steps N and --report DIR, not %s", a);
+            /* the options of the other scenarios: `vdev demo --priority` also
+             * takes --report DIR (tools/cmd_demo.c), this program --steps alone */
+            if (!strcmp(prog, "vdev demo"))
+                return usage_error(prog, "--priority takes --steps N and --report DIR, not %s",
+                                   a);
+            return usage_error(prog, "this example takes --steps N only, not %s", a);
         } else {
             return usage_error(prog, "unknown option '%s'", a);
         }

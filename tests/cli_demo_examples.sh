@@ -85,6 +85,12 @@ run "$ex/example_priority" --help
 has "$out" "--report" && bad "example_priority --help prints --report: $out" || ok
 run "$ex/example_priority" --steps 10 --help
 [ $rc -eq 0 ] && ok || bad "example_priority --steps 10 --help: exit $rc: $err"
+# The other scenarios' options: refused in the program's own words (not
+# `vdev demo --priority`'s, which also takes --report).
+run "$ex/example_priority" --epochs 1
+want="example_priority: this example takes --steps N only, not --epochs"
+[ $rc -eq 2 ] && [ "$(head -1 <<<"$err")" = "$want" ] && ok ||
+  bad "example_priority --epochs: exit $rc: $err"
 run "$ex/example_priority" --report /tmp
 [ $rc -eq 2 ] && [ "$(head -1 <<<"$err")" = "example_priority: unknown option '--report'" ] &&
   ok || bad "example_priority --report: exit $rc: $err"
