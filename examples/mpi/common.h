@@ -1,14 +1,78 @@
 /* common.h — what the two examples across processes share: the model (an
  * MLP regression, 8 -> 32 -> 1, ReLU) and a batch of it made on the host
  * from a seed (x uniform in [-1, 1], y = x0 * x1 - 0.5 x2 + 0.25), so every
- * process makes the same batch for the same step. Written with the public
- * header alone. */
+ * process makes the same batch for the same step; the command line (--help
+ * only, which says how to start the job with mpirun) and the report of a
+ * failure (vdev's message led by the task's name once, and for a process
+ * started alone, without a cluster, how to start the job). Written with the
+ * public header alone. */
 #ifndef VDEV_EXAMPLES_MPI_COMMON_H
 #define VDEV_EXAMPLES_MPI_COMMON_H
 
 #include "vdev.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* An example: its program path (argv[0]), what it does (the usage's
+ * paragraph) and how the README starts its job (processes, cluster file). */
+struct ex_job {
+    const char *prog, *about, *cluster;
+    int np;
+};
+
+static inline const char *ex_base(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static inline void ex_usage(FILE *f, const struct ex_job *j)
+{
+    fprintf(f,
+            "usage: %s\n\n%s\n\nRun it under mpirun, one process per task of the cluster file "
+            "(from the\nsource tree):\n\n  mpirun -np %d env VDEV_CLUSTER_CONFIG=%s %s\n",
+            ex_base(j->prog), j->about, j->np, j->cluster, j->prog);
+}
+
+/* The command line: --help (-h) prints the usage, exit status 0; anything
+ * else is refused, status 2. -1: go on. */
+static inline int ex_options(int argc, char **argv, const struct ex_job *j)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            ex_usage(stdout, j);
+            return 0;
+        }
+        fprintf(stderr, "%s: unknown option '%s'\n\n", ex_base(j->prog), argv[i]);
+        ex_usage(stderr, j);
+        return 2;
+    }
+    return -1;
+}
+
+/* A failure of task t (NULL before the task is known), after `what` (NULL:
+ * nothing) when it is given: vdev's last message, led by the task's name
+ * unless the message names the task already (vdev's messages across
+ * processes do); a process started alone (no cluster: a "localhost" task) is
+ * told how to start the job. Returns the exit status, 1. */
+static inline int ex_fail(const struct ex_job *j, const struct vdev_cluster_task *t,
+                          const char *what)
+{
+    const char *msg = vdev_last_error();
+    if (t && !strstr(msg, t->name))
+        fprintf(stderr, "%s: ", t->name);
+    if (what)
+        fprintf(stderr, "%s: ", what);
+    fprintf(stderr, "%s\n", msg);
+    if (t && !strcmp(t->type, "localhost"))
+        fprintf(stderr,
+                "%s: started alone, without a cluster; run it under mpirun with "
+                "VDEV_CLUSTER_CONFIG:\n  mpirun -np %d env VDEV_CLUSTER_CONFIG=%s %s\n",
+                ex_base(j->prog), j->np, j->cluster, j->prog);
+    return 1;
+}
 
 #define EX_IN 8
 #define EX_NV 4 /* W0, b0, W1, b1 */

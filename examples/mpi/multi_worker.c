@@ -15,9 +15,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "common.h"
 
-#include <stdio.h>
-#include <string.h>
-
 #define STEPS 30
 #define GLOBAL_BATCH 256
 
@@ -54,18 +51,28 @@ static enum vdev_status step(vdev_replica_context_t *ctx, void *u)
     return st == VDEV_OK ? vdev_replica_return(ctx, loss) : st;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const struct ex_job job = {
+        .prog = argc > 0 && argv[0] ? argv[0] : "example_multi_worker",
+        .about = "Multi-worker mirrored training: a chief and three workers, each with one\n"
+                 "simulated GPU (worker 0 limited to 512 MiB, worker 1 to 256 MiB), train one\n"
+                 "model in sync; then each tries a 384 MiB tensor on its GPU.",
+        .cluster = "examples/mpi/cluster.json",
+        .np = 4};
+    int rc = ex_options(argc, argv, &job);
+    if (rc >= 0)
+        return rc;
     struct vdev_cluster_task task;
     if (vdev_cluster_task(&task) != VDEV_OK)
-        return fprintf(stderr, "%s\n", vdev_last_error()), 1;
+        return ex_fail(&job, NULL, NULL);
     const char *gpu[1] = {"GPU:0"};
     vdev_strategy_t *s;
     if (vdev_multi_worker_mirrored_strategy_new(gpu, 1, &s) != VDEV_OK)
-        return fprintf(stderr, "%s: %s\n", task.name, vdev_last_error()), 1;
+        return ex_fail(&job, &task, NULL);
     struct model m = {0};
     if (vdev_strategy_run(s, build, &m, NULL) != VDEV_OK)
-        return fprintf(stderr, "%s: %s\n", task.name, vdev_last_error()), 1;
+        return ex_fail(&job, &task, NULL);
     if (task.is_chief)
         printf("%d workers in sync, %d replicas\n", /* a lone process is one worker */
                vdev_strategy_num_replicas_in_sync(s) / vdev_strategy_num_local_replicas(s),
@@ -75,8 +82,11 @@ int main(void)
         vdev_tensor_free(m.x);
         vdev_tensor_free(m.y);
         if (ex_batch(GLOBAL_BATCH, (uint64_t)k, &m.x, &m.y) != 0 ||
-            vdev_strategy_run(s, step, &m, losses) != VDEV_OK)
-            return fprintf(stderr, "%s: step %d: %s\n", task.name, k, vdev_last_error()), 1;
+            vdev_strategy_run(s, step, &m, losses) != VDEV_OK) {
+            char what[32];
+            snprintf(what, sizeof what, "step %d", k);
+            return ex_fail(&job, &task, what);
+        }
         vdev_tensor_t *loss = vdev_strategy_reduce(s, VDEV_REDUCE_SUM, losses);
         float l = vdev_tensor_item(loss);
         if (task.is_chief && (k % 10 == 0 || k == STEPS - 1))

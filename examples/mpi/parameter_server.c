@@ -16,9 +16,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "common.h"
 
-#include <stdio.h>
-#include <string.h>
-
 #define STEPS 200
 #define BATCH 64
 
@@ -48,22 +45,32 @@ static enum vdev_status step_fn(vdev_ps_worker_t *w, int64_t step, void *u)
     return st; /* x, y and the rest belong to the step's scope */
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const struct ex_job job = {
+        .prog = argc > 0 && argv[0] ? argv[0] : "example_parameter_server",
+        .about = "Parameter-server training: a chief schedules 200 steps on two workers (a\n"
+                 "simulated GPU each), which push their gradients to two ps tasks that hold\n"
+                 "the variables and apply SGD as the pushes arrive.",
+        .cluster = "examples/mpi/ps_cluster.json",
+        .np = 5};
+    int rc = ex_options(argc, argv, &job);
+    if (rc >= 0)
+        return rc;
     struct vdev_cluster_task task;
     if (vdev_cluster_task(&task) != VDEV_OK)
-        return fprintf(stderr, "%s\n", vdev_last_error()), 1;
+        return ex_fail(&job, NULL, NULL);
     struct vdev_ps_options o = {.optimizer = VDEV_PS_SGD, .learning_rate = 0.1f,
                                 .momentum = 0.5f, .max_staleness = -1};
     vdev_ps_strategy_t *s;
     if (vdev_ps_strategy_new(&o, &s) != VDEV_OK)
-        return fprintf(stderr, "%s: %s\n", task.name, vdev_last_error()), 1;
+        return ex_fail(&job, &task, NULL);
     struct model m;
     m.mlp = vdev_mlp_new(ex_sizes, 3, VDEV_ACT_RELU, VDEV_ACT_NONE, 5);
     if (!m.mlp)
-        return fprintf(stderr, "%s: %s\n", task.name, vdev_last_error()), 1;
+        return ex_fail(&job, &task, NULL);
     vdev_mlp_variables(m.mlp, m.vars, EX_NV);
-    int rc = 0;
+    rc = 0;
     if (vdev_ps_strategy_add_variables(s, m.vars, EX_NV) != VDEV_OK) {
         rc = 1;
     } else if (task.is_chief) {
@@ -91,7 +98,7 @@ int main(void)
         rc = vdev_ps_strategy_serve(s, step_fn, &m) != VDEV_OK;
     }
     if (rc)
-        fprintf(stderr, "%s: %s\n", task.name, vdev_last_error());
+        ex_fail(&job, &task, NULL);
     vdev_ps_strategy_free(s);
     vdev_mlp_free(m.mlp);
     vdev_shutdown();

@@ -339,6 +339,32 @@ EOF
   done
   grep -q '^/job:worker/replica:0/task:1: limit 256 MiB; 384 MiB: OOM when allocating tensor with shape\[100663296\] and type float (384.00 MiB) on /job:worker/replica:0/task:1/device:GPU:0: ' \
     "$work/mw.txt" && pass "multi_worker: 384 MiB fail on worker:1, named" || fail "multi_worker: worker:1"
+  # --help says how to start the job; started alone (no cluster), a failure
+  # names the task once (vdev's message names it already) and says how to
+  # start the job. (No GPU for the lone multi-worker process: no plugin.)
+  local mw=$build/examples/mpi/example_multi_worker
+  local ex_ps=$build/examples/mpi/example_parameter_server
+  local out alone="started alone, without a cluster; run it under mpirun with VDEV_CLUSTER_CONFIG:"
+  out=$("$mw" --help 2>&1) && [ "$(head -1 <<<"$out")" = "usage: example_multi_worker" ] &&
+    grep -qxF "  mpirun -np 4 env VDEV_CLUSTER_CONFIG=examples/mpi/cluster.json $mw" <<<"$out" &&
+    pass "multi_worker --help" || fail "multi_worker --help: $out"
+  out=$(cd "$work" && env -u VDEV_CLUSTER_CONFIG -u TF_CONFIG -u VDEV_SIM_GPUS \
+    VDEV_CUDA_PLUGIN="$work/none.so" "$mw" 2>&1) && fail "multi_worker alone, no GPU: exit 0"
+  grep -q "^process 0 (/job:localhost/replica:0/task:0): No matching devices found for 'GPU:0': " \
+    <<<"$(head -1 <<<"$out")" && [ "$(sed -n 2p <<<"$out")" = "example_multi_worker: $alone" ] &&
+    pass "multi_worker alone: one task name, the hint" || fail "multi_worker alone: $out"
+  out=$("$ex_ps" -h 2>&1) && [ "$(head -1 <<<"$out")" = "usage: example_parameter_server" ] &&
+    grep -qxF "  mpirun -np 5 env VDEV_CLUSTER_CONFIG=examples/mpi/ps_cluster.json $ex_ps" \
+      <<<"$out" &&
+    pass "parameter_server -h" || fail "parameter_server -h: $out"
+  out=$(cd "$work" && env -u VDEV_CLUSTER_CONFIG -u TF_CONFIG "$ex_ps" 2>&1) &&
+    fail "parameter_server alone: exit 0"
+  local want="/job:localhost/replica:0/task:0: vdev_ps_strategy_new: a parameter-server cluster"
+  want+=" has one chief, workers and ps tasks (this one: 0 chief, 0 worker, 0 ps;"
+  want+=" VDEV_CLUSTER_CONFIG or TF_CONFIG gives the cluster)"
+  [ "$(head -1 <<<"$out")" = "$want" ] &&
+    [ "$(sed -n 2p <<<"$out")" = "example_parameter_server: $alone" ] &&
+    pass "parameter_server alone: one task name, the hint" || fail "parameter_server alone: $out"
   ( cd "$src" && "$mpirun" -np 5 env VDEV_CLUSTER_CONFIG=examples/mpi/ps_cluster.json \
       "$build/examples/mpi/example_parameter_server" ) >"$work/ps.txt" 2>&1 ||
     { fail "examples/mpi/parameter_server.c"; cat "$work/ps.txt"; }
