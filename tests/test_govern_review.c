@@ -14,7 +14,9 @@
  *     what was preallocated (a source that extends in place grows it);
  *  7. pressure calls gathered for a caller holding its own lock, and a
  *     rollback that pins the preallocated region again (the runtime's
- *     vdev_runtime_card_charge, which needs CUDA, uses both).
+ *     vdev_runtime_card_charge, which needs CUDA, uses both);
+ *  8. an empty preallocated region counts as room in a floor raise's
+ *     report as in an allocation's (before, the floor's said 0 B left).
  * Cards are simulated with TF_DEVICE_MIN_SYS_MEMORY_IN_MB=0, so the figures
  * are round. Nothing asserts on time: where the test needs to know that
  * something happened, it waits for it with check_wait_flag. */
@@ -395,6 +397,41 @@ static void test_calls_and_undo(void)
     vdev_pool_destroy(p);
 }
 
+/* 8. Preallocation: GPU:0's 512 MiB floor is reserved and empty, GPU:1
+ * holds 3 GiB live (its ceiling), 512 MiB of the 4 GiB card are unclaimed. A 2 GiB floor
+ * and a 2 GiB allocation are refused with the same figure, 1 GiB (the empty
+ * region and the unclaimed memory), and it is exact: a 1 GiB floor is kept,
+ * then a 1 GiB allocation fits. */
+static void test_floor_report_counts_prealloc(void)
+{
+    fresh_card("1x4GiB");
+    setenv("VDEV_MEMORY_GROWTH", "false", 1);
+    setenv("VDEV_LOGICAL_DEVICES", "0:512MiB..@critical,..3GiB@low", 1);
+    CHECK_OK(vdev_init());
+    void *b, *a;
+    CHECK_OK(vdev_mem_alloc("GPU:1", 3 * GIB, &b));
+    CHECK_EQ_U64(reserved("GPU:0"), 512 * MIB);
+    const char *rest = "; GPU:1 (low) holds 3.00 GiB above its floor, all of it live; would "
+                       "help: freeing memory on those devices, a smaller batch";
+    char want[512];
+    snprintf(want, sizeof want,
+             "cannot raise the floor now: GPU:0 (critical) asked for a floor of 2.00 GiB and "
+             "/physical_device:GPU:0 has 1.00 GiB left for it%s", rest);
+    CHECK_ERR(vdev_memory_set_limits("GPU:0", 2 * GIB, 0), VDEV_ERR_OOM, want);
+    CHECK_STATUS(vdev_mem_alloc("GPU:0", 2 * GIB, &a), VDEV_ERR_OOM);
+    snprintf(want, sizeof want,
+             "GPU:0 (critical) asked for 2.00 GiB and /physical_device:GPU:0 has 1.00 GiB left "
+             "for it%s", rest);
+    CHECK_MSG(want);
+    CHECK_EQ_U64(reserved("GPU:0"), 512 * MIB);
+    CHECK_OK(vdev_memory_set_limits("GPU:0", GIB, 0));
+    CHECK_OK(vdev_mem_alloc("GPU:0", GIB, &a));
+    INVARIANTS_HOLD();
+    CHECK_OK(vdev_mem_free("GPU:0", a));
+    CHECK_OK(vdev_mem_free("GPU:1", b));
+    INVARIANTS_HOLD();
+}
+
 int main(void)
 {
     test_own_regions_count();
@@ -404,6 +441,7 @@ int main(void)
     test_floor_raise_releases_nothing();
     test_repin_only_lowered();
     test_calls_and_undo();
+    test_floor_report_counts_prealloc();
     vdev_shutdown();
     return check_done();
 }

@@ -587,12 +587,26 @@ enum vdev_status vdev_alloc_set_limit(vdev_alloc_t *a, uint64_t limit_bytes, uin
     return VDEV_OK;
 }
 
-/* The new floor of member i cannot be kept aside now: others hold the memory. */
+/* The new floor of member i cannot be kept aside now: others hold the memory.
+ * Its own empty regions, the preallocated one included, count as room, as
+ * in an allocation's report (own_bytes in alloc_grow.c): a floor covers
+ * them, so "left for it" is the same figure in both messages, and the
+ * largest floor it may have now is that plus what its regions in use hold. */
 static enum vdev_status floor_taken(vdev_pool_t *p, int i, uint64_t floor)
 {
     char b[32], what[64], msg[512];
+    pthread_mutex_lock(&p->lock);
+    struct vdev_alloc *a = p->m[i].a;
+    pthread_mutex_unlock(&p->lock);
+    uint64_t own = 0;
+    if (a) {
+        lock(a);
+        if (a->src.sync)
+            own = vdev_alloc_empty_bytes(a) + vdev_alloc_pinned_spare(a);
+        unlock(a);
+    }
     snprintf(what, sizeof what, "a floor of %s", vdev_format_bytes(floor, b, sizeof b));
-    report(p, i, what, 0, msg, sizeof msg);
+    report(p, i, what, own, msg, sizeof msg);
     return vdev_error(VDEV_ERR_OOM, "cannot raise the floor now: %s", msg);
 }
 
