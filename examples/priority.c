@@ -51,6 +51,11 @@
 #define EVAL_TIMES 16
 /* The smallest ceiling the monitor gives a secondary model. */
 #define MIN_CEILING (64 * MIB)
+/* The critical model's steps alone: WARMUP untimed ones (its first regions,
+ * the first touch of their pages, its first evaluation burst), then ALONE
+ * timed ones, before the secondary models start. */
+#define WARMUP 10
+#define ALONE 10
 
 struct model {
     const char *name, *dev;
@@ -65,7 +70,7 @@ struct model {
     char error[512];        /* why it stopped before its last step ("": it did not) */
     int oom_stop;           /* 1: an out-of-memory error with nothing left to halve */
     _Atomic int pressure;   /* set by vdev's pressure callback */
-    double solo[16], shared[512]; /* step times of the critical model */
+    double solo[ALONE], shared[512]; /* step times of the critical model */
     int n_solo, n_shared;
 };
 
@@ -143,12 +148,14 @@ static void *train(void *arg)
         }
         m->done++;
         if (m->critical) {
-            if (!atomic_load(&secondaries_go) && m->n_solo < 16)
-                m->solo[m->n_solo++] = dt;
-            else if (m->n_shared < 512)
+            if (!atomic_load(&secondaries_go)) {
+                if (s >= WARMUP && m->n_solo < ALONE) /* the warm-up is not timed */
+                    m->solo[m->n_solo++] = dt;
+            } else if (m->n_shared < 512) {
                 m->shared[m->n_shared++] = dt;
-            if (s == 9)
-                atomic_store(&secondaries_go, 1); /* ten steps alone first */
+            }
+            if (s == WARMUP + ALONE - 1)
+                atomic_store(&secondaries_go, 1); /* warm-up and timed steps alone first */
         } else if (s % 4 == 3 && m->batch < m->max_batch) {
             m->batch *= 2; /* grow */
         }
@@ -431,7 +438,7 @@ int vdev_example_priority(int argc, char **argv)
         {.name = "B", .dev = "GPU:2", .in = 16, .hidden = 2048, .out = 4, .batch = 512}};
     for (int k = 0; k < 3; k++) {
         int64_t sizes[3] = {m[k].in, m[k].hidden, m[k].out};
-        m[k].steps = m[k].critical ? steps + 10 : steps;
+        m[k].steps = m[k].critical ? steps + WARMUP + ALONE : steps;
         m[k].max_batch = max_batch;
         vdev_device_push(m[k].dev);
         m[k].mlp = vdev_mlp_new(sizes, 3, VDEV_ACT_RELU, VDEV_ACT_NONE, 1 + (uint64_t)k);
@@ -456,10 +463,11 @@ int vdev_example_priority(int argc, char **argv)
     char of[32] = "";
     if (m[0].done < m[0].steps)
         snprintf(of, sizeof of, " of %ld", m[0].steps);
-    printf("critical model: %ld%s steps, %ld out-of-memory error%s; median step %.2f ms alone, "
-           "%.2f ms beside the others (they share the card's compute)\n",
+    printf("critical model: %ld%s steps, %ld out-of-memory error%s; median step %.2f ms alone "
+           "(%d steps after %d untimed warm-up steps), %.2f ms beside the others (they share "
+           "the card's compute)\n",
            m[0].done, of, m[0].ooms, m[0].ooms == 1 ? "" : "s", median_ms(m[0].solo, m[0].n_solo),
-           median_ms(m[0].shared, m[0].n_shared));
+           m[0].n_solo, WARMUP, median_ms(m[0].shared, m[0].n_shared));
     for (int k = 1; k < 3; k++) {
         if (m[k].done == steps) /* then every error was recovered from */
             printf("model %s: %ld steps, %ld out-of-memory error%s recovered from by halving its "

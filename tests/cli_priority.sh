@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cli_priority.sh — `vdev demo --priority`: the critical model never sees an
-# out-of-memory error and finishes its steps, the two secondary models finish
+# out-of-memory error and finishes its steps (its time alone taken after
+# untimed warm-up steps, as the output says), the two secondary models finish
 # theirs (recovering from theirs by halving their batch), the monitor moves
 # their ceilings; scenario conflicts are usage errors. It runs on the first
 # visible GPU and stops, saying so, when none is visible or the card's budget
@@ -21,7 +22,8 @@ out=$(cat "$tmp/out")
 [ $rc -eq 0 ] && ok || bad "demo --priority: exit $rc: $(cat "$tmp/err")"
 for s in "One GPU (Simulated GPU, 3.00 GiB), three logical GPUs sharing 1.50 GiB:" \
          "  GPU:0 critical model: floor 384.00 MiB, priority critical" \
-         "critical model: 20 steps, 0 out-of-memory errors; median step " \
+         "critical model: 30 steps, 0 out-of-memory errors; median step " \
+         " ms alone (10 steps after 10 untimed warm-up steps), " \
          "model A: 10 steps, " "model B: 10 steps, " "monitor: "; do
   has "$out" "$s" && ok || bad "demo --priority: no '$s' in: $out"
 done
@@ -96,7 +98,7 @@ VDEV_SIM_GPUS=1x1176MiB TF_DEVICE_MIN_SYS_MEMORY_IN_MB=900 run demo --priority -
 # the smallest card it asks for is enough: the critical model sees no OOM
 VDEV_SIM_GPUS=1x501MiB run demo --priority --steps 10
 [ $rc -eq 0 ] && [ -z "$err" ] && ok || bad "501 MiB card: exit $rc: $err"
-has "$out" "critical model: 20 steps, 0 out-of-memory errors;" && ok || bad "501 MiB card: $out"
+has "$out" "critical model: 30 steps, 0 out-of-memory errors;" && ok || bad "501 MiB card: $out"
 
 # ---- options: --steps as the other demo options, usage errors with the usage ----
 # usage_error (tests/testlib.sh) checks a refusal against these usage lines.

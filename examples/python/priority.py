@@ -43,6 +43,10 @@ E = vdev.config.experimental
 # gives a secondary model.
 CRIT_IN, CRIT_HIDDEN, CRIT_OUT, CRIT_BATCH, EVAL_TIMES = 64, 1024, 8, 256, 16
 MIN_CEILING = 64 * MIB
+# The critical model's steps alone: WARMUP untimed ones (its first regions, the
+# first touch of their pages, its first evaluation burst), then ALONE timed
+# ones, before the secondary models start.
+WARMUP, ALONE = 10, 10
 
 p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 p.add_argument("--steps", type=int, default=40,
@@ -162,7 +166,7 @@ while max_batch * 2 * 2048 * 4 * 8 < arena:
 class Model:
     def __init__(self, name, dev, sizes, batch, seed, critical=False):
         self.name, self.dev, self.batch, self.critical = name, dev, batch, critical
-        self.steps = args.steps + 10 if critical else args.steps
+        self.steps = args.steps + WARMUP + ALONE if critical else args.steps
         self.done = self.ooms = self.shrinks = 0
         self.error, self.oom_stop = "", False  # why it stopped before its last step
         self.batch_seen = batch
@@ -235,9 +239,12 @@ def train(m):
         dt = time.perf_counter() - t0
         m.done += 1
         if m.critical:
-            (m.solo if not secondaries_go.is_set() else m.shared).append(dt)
-            if s == 9:
-                secondaries_go.set()  # ten steps alone first
+            if secondaries_go.is_set():
+                m.shared.append(dt)
+            elif s >= WARMUP:  # the warm-up is not timed
+                m.solo.append(dt)
+            if s == WARMUP + ALONE - 1:
+                secondaries_go.set()  # warm-up and timed steps alone first
         elif s % 4 == 3 and m.batch < max_batch:
             m.batch *= 2  # grow
         m.batch_seen = max(m.batch_seen, m.batch)
@@ -290,11 +297,11 @@ for t in threads:
 mon.join()
 
 crit = models[0]
-print("critical model: %d%s steps, %d out-of-memory error%s; median step %.2f ms alone, %.2f ms "
-      "beside the others (they share the card's compute)"
+print("critical model: %d%s steps, %d out-of-memory error%s; median step %.2f ms alone (%d steps "
+      "after %d untimed warm-up steps), %.2f ms beside the others (they share the card's compute)"
       % (crit.done, " of %d" % crit.steps if crit.done < crit.steps else "", crit.ooms,
          "" if crit.ooms == 1 else "s", 1000 * statistics.median(crit.solo or [0]),
-         1000 * statistics.median(crit.shared or [0])))
+         len(crit.solo), WARMUP, 1000 * statistics.median(crit.shared or [0])))
 for m in models[1:]:
     if m.done == args.steps:  # then every error was recovered from
         head = ("model %s: %d steps, %d out-of-memory error%s recovered from by halving its "

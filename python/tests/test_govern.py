@@ -338,7 +338,8 @@ def test_priority_example():
         "  GPU:0 critical model: floor 384.00 MiB, priority critical",
         "  GPU:1, GPU:2 secondary models A and B: no floor, priority low, ceilings moved by the "
         "monitor"]
-    assert lines[3].startswith("critical model: 20 steps, 0 out-of-memory errors; median step ")
+    assert lines[3].startswith("critical model: 30 steps, 0 out-of-memory errors; median step ")
+    assert " ms alone (10 steps after 10 untimed warm-up steps), " in lines[3]
     assert lines[4].startswith("model A: 10 steps, ") and lines[5].startswith("model B: 10 steps, ")
     assert lines[6].startswith("monitor: ") and not lines[6].startswith("monitor: 0 looks")
     r = subprocess.run([sys.executable, os.path.join(SRC, "examples", "python", "priority.py"),
