@@ -7,7 +7,8 @@
 # (TensorFlow's rule) said once on stderr; a thread count that is not a
 # number ignored, as OpenBLAS ignores it, with one warning; `vdev --help`
 # names the variables start-up does not check and both ways to hide every GPU
-# (empty or -1). Usage: cli_config_env.sh VDEV SHARED
+# (empty or -1); the caps on logical devices (16 per GPU, 128 logical GPUs in
+# all) are refused as the README says. Usage: cli_config_env.sh VDEV SHARED
 set -u
 vdev=$1
 . "${BASH_SOURCE%/*}/testlib.sh"
@@ -96,5 +97,23 @@ for v in VDEV_MPI_TIMEOUT VDEV_TORCH_DEVICES NCCL_RUNTIME_CONNECT; do
   env "$v=zz" VDEV_SIM_GPUS=1x1GiB "$vdev" devices >/dev/null 2>"$tmp/err"; rc=$?
   [ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && ok || bad "$v=zz at start-up: exit $rc: $(cat "$tmp/err")"
 done
+
+# The caps on logical devices: refused with the messages the README quotes, and the README's
+# table row states them
+readme=$(tr -s ' \n' ' ' <"$(dirname "$0")/../README.md")
+parts=$(printf '1MiB,%.0s' $(seq 17))
+VDEV_SIM_GPUS=1x1GiB VDEV_LOGICAL_DEVICES="0:${parts%,}" run devices
+[ $rc -eq 1 ] && has "$err" ": more than 16 logical devices on GPU 0" &&
+  has "$readme" '`VDEV_LOGICAL_DEVICES` at start-up ("more than 16 logical devices on GPU 0")' &&
+  ok || bad "17 logical devices on GPU 0: exit $rc: $err"
+parts=$(printf '1MiB,%.0s' $(seq 16))
+spec=$(for g in $(seq 0 8); do printf '%d:%s;' "$g" "${parts%,}"; done)
+VDEV_SIM_GPUS=9x1GiB VDEV_LOGICAL_DEVICES="${spec%;}" run devices
+[ $rc -eq 1 ] && has "$err" ": /physical_device:GPU:8: more than 128 logical GPUs in all" &&
+  has "$readme" '("/physical_device:GPU:8: more than 128 logical GPUs in all",' &&
+  ok || bad "144 logical GPUs: exit $rc: $err"
+row='logical devices per physical GPU (at most 16 per GPU, and 128 logical GPUs in all, a GPU'
+has "$readme" "$row left whole counting as one)" && ok ||
+  bad "README: VDEV_LOGICAL_DEVICES's row lacks the caps"
 
 finish

@@ -81,7 +81,12 @@ VDEV_API enum vdev_status vdev_config_get_memory_growth(const char *physical_dev
  *  - A GPU: n logical GPUs with memory limits in bytes, each at least 1 MiB
  *    (TensorFlow's limits are in MiB: a limit below 1 MiB is refused with a
  *    hint, "did you mean 4096MiB"). The limits' sum must fit the card's
- *    budget; that is checked at start-up.
+ *    budget; that is checked at start-up. At most 16 per GPU
+ *    (VDEV_ERR_INVALID_ARG, "64 logical devices requested on GPU:0; at most
+ *    16 per GPU"), and at most 128 logical GPUs in all, a GPU left whole
+ *    counting as one (checked at start-up, VDEV_ERR_CONFIG
+ *    "/physical_device:GPU:8: more than 128 logical GPUs in all"; 129
+ *    logical devices in all with the logical CPUs).
  *  - "CPU:0": n logical CPUs, /device:CPU:0..n-1 (at most 16), each with its
  *    own allocator over host memory and its own statistics; ops placed on
  *    them run on the host. limits must be NULL or all 0 ("Setting memory
