@@ -82,3 +82,20 @@ def test_device_takes_a_spec():
         with vdev.device(DS(device_type="GPU", device_index=7)):
             pass
     assert "unknown device" in str(e.value)
+
+
+@pytest.mark.parametrize("name", ["/gpu:01", "/GPU:1 ", "GPU: 1", "gpu:+1", "/device:GPU:01",
+                                  "/job:localhost/replica:00/task:0/device:GPU:1"])
+def test_device_reads_an_index_as_tensorflow(name):
+    """TensorFlow's DeviceSpec reads an index with int(): a leading zero, a
+    sign or blanks around the digits still name GPU:1 (vdev's C names take
+    leading zeros, as TensorFlow's C++ parser does, and refuse the rest)."""
+    assert DS.from_string(name).device_index == 1
+    with vdev.device(name):
+        t = vdev.constant([1.0])
+    assert t.device == LONG + "/device:GPU:1"
+    with pytest.raises(ValueError) as e:
+        with vdev.device("GPU:1x"):
+            pass
+    assert str(e.value) == ("Bad device index '1x' in the device spec: 'GPU:1x' (expected a "
+                            "whole number such as 0 or 1)")

@@ -17,7 +17,8 @@ ops go where unscoped ops go (where their inputs are, else the default
 device). A function is TensorFlow's eager RuntimeError ("tf.device does not
 support functions when eager execution is enabled."); another name that is
 neither a string nor None is a ValueError in TensorFlow's words; a malformed one
-a ValueError; a device that does not exist a RuntimeError ("... unknown
+a ValueError (an index is read as TensorFlow's DeviceSpec reads it, with
+int(): 'GPU:01' and 'GPU:1 ' are GPU:1); a device that does not exist a RuntimeError ("... unknown
 device"), raised when the scope is entered (TensorFlow raises it at the first
 op), unless soft placement is on. As TensorFlow's ``tf.device``, a
 ``LogicalDevice`` (from ``vdev.config.list_logical_devices``) or a
@@ -67,6 +68,9 @@ class device:
             _lib.check(lib.vdev_device_push(None), _PUSH_ERRORS)
         else:
             st = lib.vdev_device_push(self._name.encode("utf-8"))
+            canon = _spec_name(self._name) if st == _lib.INVALID_ARG else None
+            if canon is not None:  # 'GPU:1 ': TensorFlow's int() takes the index
+                st = lib.vdev_device_push(canon.encode("utf-8"))
             _lib.check(st, _PUSH_ERRORS)
             err = _spec_error(self._name)
             if err is not None:
@@ -117,6 +121,19 @@ def _spec_error(name):
         _spec_checked.clear()
     _spec_checked[name] = err
     return err
+
+
+def _spec_name(name):
+    """DeviceSpec's name for one vdev's C parser refused, where TensorFlow's
+    DeviceSpec.from_string reads it otherwise: its indices go through int(),
+    which takes a sign and blanks around the digits ('GPU:1 ', 'GPU:+1'); None when
+    DeviceSpec refuses it too, or reads it as written."""
+    from ._device_spec import DeviceSpec
+    try:
+        canon = DeviceSpec.from_string(name).to_string()
+    except ValueError:
+        return None
+    return canon if canon and canon != name else None
 
 
 class on_device_of:

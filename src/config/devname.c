@@ -22,10 +22,12 @@ static enum vdev_status bad_attr(const char *field, const char *text)
                       field, text);
 }
 
-/* A non-negative decimal index without sign, spaces or leading zeros. */
+/* A non-negative decimal index without sign or spaces. Leading zeros are
+ * taken ("01" is 1), as TensorFlow's DeviceNameUtils takes them (its
+ * ConsumeLeadingDigits) and its Python DeviceSpec (int()). */
 static int parse_index(const char *s, int *out)
 {
-    if (!isdigit((unsigned char)s[0]) || (s[0] == '0' && s[1]))
+    if (!isdigit((unsigned char)s[0]))
         return 0;
     long v = 0;
     for (const char *p = s; *p; p++) {
