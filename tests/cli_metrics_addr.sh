@@ -22,9 +22,16 @@ trap cleanup EXIT
 
 takes="expected HOST:PORT with a numeric address or localhost, e.g. 127.0.0.1:9400, [::1]:9400"
 takes="$takes or localhost:9400 (port 0 picks a free one)"
-for v in example.com:9400 localhost.localdomain:9400 127.0.0.1 localhost: localhost:70000 :9400; do
+for v in example.com:9400 localhost.localdomain:9400 127.0.0.1 localhost: example.com:70000 \
+         localhost:9x :9400; do
   err=$(VDEV_METRICS_ADDR=$v "$vdev" devices 2>&1 >/dev/null); rc=$?
   want="vdev devices: start-up failed: VDEV_METRICS_ADDR=\"$v\": $takes"
+  [ $rc -eq 1 ] && [ "$err" = "$want" ] && ok || bad "VDEV_METRICS_ADDR=$v: exit $rc: '$err', expected '$want'"
+done
+# a good host with a port past 65535: the port is named
+for v in localhost:70000 127.0.0.1:99999 '[::1]:123456789012'; do
+  err=$(VDEV_METRICS_ADDR=$v "$vdev" devices 2>&1 >/dev/null); rc=$?
+  want="vdev devices: start-up failed: VDEV_METRICS_ADDR=\"$v\": port ${v##*:} is out of range (0-65535)"
   [ $rc -eq 1 ] && [ "$err" = "$want" ] && ok || bad "VDEV_METRICS_ADDR=$v: exit $rc: '$err', expected '$want'"
 done
 

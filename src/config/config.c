@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include "config/internal.h"
 
+#include <math.h>
 #include <string.h>
 
 #define MIB (1ull << 20)
@@ -505,7 +506,10 @@ VDEV_API enum vdev_status vdev_config_set_memory_fraction(const char *name, doub
 {
     if (!(fraction >= 0.0 && fraction <= 1.0)) {
         char text[40];
-        format_double(fraction, text, sizeof text);
+        if (isnan(fraction)) /* printf's "nan" may carry the sign bit: "-nan" */
+            snprintf(text, sizeof text, "nan (not a number)");
+        else
+            format_double(fraction, text, sizeof text);
         return vdev_error(VDEV_ERR_INVALID_ARG,
                           "memory fraction %s is outside (0, 1] (0 removes it)", text);
     }

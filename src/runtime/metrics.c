@@ -87,7 +87,8 @@ static uint64_t mono_ns(void)
 /* ---- addresses ---- */
 
 /* "127.0.0.1:9400", "[::1]:9400", "localhost:9400" (IPv4 loopback); port
- * 0..65535 (0: any free port). Fills ss and its length; 0 on success. No
+ * 0..65535 (0: any free port). Fills ss and its length; 0 on success, -2
+ * for a good host with a port of digits above 65535, else -1. No
  * other host name is accepted: nothing is looked up, so the endpoint binds
  * exactly the address given, whatever the resolver says. */
 static int parse_addr(const char *text, struct sockaddr_storage *ss, socklen_t *len)
@@ -116,16 +117,15 @@ static int parse_addr(const char *text, struct sockaddr_storage *ss, socklen_t *
     }
     host[hn] = '\0';
     const char *p = colon + 1;
-    if (!*p || strlen(p) > 5)
+    if (!*p)
         return -1;
     long port = 0;
     for (; *p; p++) {
         if (*p < '0' || *p > '9')
             return -1;
-        port = port * 10 + (*p - '0');
+        if (port <= 65535) /* past it, only the digits are checked */
+            port = port * 10 + (*p - '0');
     }
-    if (port > 65535)
-        return -1;
     if (!strcmp(host, "localhost"))
         strcpy(host, "127.0.0.1");
     struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
@@ -134,13 +134,13 @@ static int parse_addr(const char *text, struct sockaddr_storage *ss, socklen_t *
         v4->sin_family = AF_INET;
         v4->sin_port = htons((uint16_t)port);
         *len = sizeof *v4;
-        return 0;
+        return port > 65535 ? -2 : 0;
     }
     if (text[0] == '[' && inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
         v6->sin6_family = AF_INET6;
         v6->sin6_port = htons((uint16_t)port);
         *len = sizeof *v6;
-        return 0;
+        return port > 65535 ? -2 : 0;
     }
     return -1;
 }
@@ -486,7 +486,11 @@ static enum vdev_status start_locked(const char *addr, const char *what, enum vd
                           what, M.addr, M.port);
     struct sockaddr_storage ss;
     socklen_t sl = 0;
-    if (strlen(addr) >= sizeof M.addr || parse_addr(addr, &ss, &sl) != 0)
+    int pe = strlen(addr) >= sizeof M.addr ? -1 : parse_addr(addr, &ss, &sl);
+    if (pe == -2)
+        return vdev_error(bad, "%s=\"%s\": port %s is out of range (0-65535)", what, addr,
+                          strrchr(addr, ':') + 1);
+    if (pe != 0)
         return vdev_error(bad,
                           "%s=\"%s\": expected HOST:PORT with a numeric address or localhost, "
                           "e.g. 127.0.0.1:9400, [::1]:9400 or localhost:9400 (port 0 picks a "
