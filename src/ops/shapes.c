@@ -159,7 +159,9 @@ enum vdev_status vdev_shape_reduce(struct vdev_kernel_args *a)
 /* ---- RESHAPE (a view) ---- */
 
 /* f[0] the new rank, i[0..3] the new shape; one dimension may be -1 and is
- * inferred. The element count must not change. Any dtype. */
+ * inferred. The element count must not change. Any dtype. A shape whose
+ * given dimensions multiply past VDEV_MAX_NUMEL is VDEV_ERR_INVALID_ARG, as
+ * for a new tensor: a view skips vdev_shape_check. */
 enum vdev_status vdev_shape_reshape(struct vdev_kernel_args *a)
 {
     int nd = (int)a->f[0];
@@ -183,6 +185,11 @@ enum vdev_status vdev_shape_reshape(struct vdev_kernel_args *a)
                               "%s: cannot reshape a tensor of shape %s into shape %s (only one "
                               "dimension may be -1, and no other may be negative)",
                               name, s0, s1);
+        } else if (shape[d] && known > VDEV_MAX_NUMEL / shape[d]) {
+            /* as vdev_shape_check: no product of the dimensions may pass
+             * VDEV_MAX_NUMEL (nor wrap, which would let a shape with
+             * another element count through) */
+            return vdev_shape_too_large(name, shape, nd);
         } else {
             known *= shape[d];
         }

@@ -31,6 +31,13 @@ char *vdev_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap)
     return buf;
 }
 
+enum vdev_status vdev_shape_too_large(const char *fn, const int64_t *shape, int ndim)
+{
+    char sh[96];
+    return vdev_error(VDEV_ERR_INVALID_ARG, "%s%sshape %s is too large (2^60 elements or more)",
+                      fn ? fn : "", fn ? ": " : "", vdev_shape_str(shape, ndim, sh, sizeof sh));
+}
+
 enum vdev_status vdev_shape_check(const int64_t *shape, int ndim)
 {
     if (ndim < 0 || ndim > VDEV_MAX_DIMS)
@@ -43,7 +50,7 @@ enum vdev_status vdev_shape_check(const int64_t *shape, int ndim)
         if (shape[i] < 0)
             return vdev_error(VDEV_ERR_INVALID_ARG, "dimension %d is negative (%lld)", i,
                               (long long)shape[i]);
-        if (shape[i] && numel > (INT64_MAX / 8) / shape[i])
+        if (shape[i] && numel > VDEV_MAX_NUMEL / shape[i])
             return vdev_error(VDEV_ERR_INVALID_ARG, "shape is too large");
         numel *= shape[i];
     }

@@ -126,6 +126,14 @@ char *vdev_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap);
 /* VDEV_ERR_INVALID_ARG for ndim outside 0..4 or a negative dimension. */
 enum vdev_status vdev_shape_check(const int64_t *shape, int ndim);
 
+/* The most elements a tensor holds, and the most any product of its leading
+ * dimensions reaches: 2^60 - 1, so its bytes stay below 2^62 and adding two
+ * byte counts cannot overflow. vdev_shape_check refuses a shape past it. */
+#define VDEV_MAX_NUMEL (INT64_MAX / 8)
+/* VDEV_ERR_INVALID_ARG "fn: shape [..] is too large (2^60 elements or more)"
+ * (no "fn: " when fn is NULL); the error of a shape past VDEV_MAX_NUMEL. */
+enum vdev_status vdev_shape_too_large(const char *fn, const int64_t *shape, int ndim);
+
 /* The op the next tensors of this thread are made by (a static string; for
  * the out-of-memory report). */
 extern _Thread_local const char *vdev_tensor_op_tag;
