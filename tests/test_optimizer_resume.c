@@ -5,7 +5,8 @@
  * momentum) and the iteration count (Adam's bias correction). Without the
  * slots, or without the count, the resumed run differs: the test checks that
  * too, so it cannot pass by accident. Then every bad argument of the three
- * calls, with its exact message.
+ * calls, with its exact message, and the largest iteration count (an update
+ * after it is refused, nothing changed).
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -230,6 +231,43 @@ static void bad_arguments(void)
     vdev_tensor_free(c);
 }
 
+/* The largest count: an update from INT64_MAX - 1 counts to INT64_MAX (Adam's
+ * factor finite), and one more is refused with nothing changed, where the
+ * count used to overflow and Adam wrote NaN. */
+static void largest_count(void)
+{
+    check_fresh("1x1GiB");
+    for (int adam = 0; adam < 2; adam++) {
+        vdev_optimizer_t *o = make(adam);
+        vdev_tensor_t *v = vdev_variable(vdev_tensor_ones((const int64_t[]){4}, 1, VDEV_F32));
+        vdev_tensor_t *g = vdev_tensor_ones((const int64_t[]){4}, 1, VDEV_F32);
+        CHECK(o && v && g);
+        int64_t it = 0;
+        CHECK_OK(vdev_optimizer_set_iterations(o, INT64_MAX - 1));
+        CHECK_OK(vdev_optimizer_apply(o, &v, &g, 1));
+        CHECK_OK(vdev_optimizer_get_iterations(o, &it));
+        EQ(it, INT64_MAX);
+        float before[4], after[4];
+        CHECK_OK(vdev_tensor_to_host(v, before, sizeof before));
+        CHECK(before[0] < 1 && before[0] > 0); /* moved, and finite */
+        CHECK_ERR(vdev_optimizer_apply(o, &v, &g, 1), VDEV_ERR_INVALID_ARG,
+                  "vdev_optimizer_apply: the iteration count is 9223372036854775807, the "
+                  "largest an int64 holds: no update can be counted after it");
+        CHECK_OK(vdev_optimizer_get_iterations(o, &it));
+        EQ(it, INT64_MAX);
+        CHECK_OK(vdev_tensor_to_host(v, after, sizeof after));
+        CHECK(memcmp(before, after, sizeof after) == 0);
+        /* a smaller count set again updates again */
+        CHECK_OK(vdev_optimizer_set_iterations(o, 7));
+        CHECK_OK(vdev_optimizer_apply(o, &v, &g, 1));
+        CHECK_OK(vdev_optimizer_get_iterations(o, &it));
+        EQ(it, 8);
+        vdev_optimizer_free(o);
+        vdev_tensor_free(v);
+        vdev_tensor_free(g);
+    }
+}
+
 int main(void)
 {
     char dir[] = "/tmp/vdev-resume-XXXXXX";
@@ -240,6 +278,7 @@ int main(void)
         for (int how = 0; how < 3; how++)
             resume(adam, how, path);
     bad_arguments();
+    largest_count();
     unlink(path);
     rmdir(dir);
     check_fresh(NULL);

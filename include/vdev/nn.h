@@ -66,7 +66,8 @@ VDEV_API vdev_optimizer_t *vdev_sgd_new(float learning_rate, float momentum);
 /* Adam; TensorFlow's defaults are 0.001, 0.9, 0.999, 1e-7. */
 VDEV_API vdev_optimizer_t *vdev_adam_new(float learning_rate, float beta1, float beta2,
                                          float epsilon);
-/* Updates each variable in place on its own device. */
+/* Updates each variable in place on its own device, and counts the update
+ * (refused at the largest count: see vdev_optimizer_get_iterations). */
 VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *opt, vdev_tensor_t *const *vars,
                                                vdev_tensor_t *const *grads, int n);
 /* The optimizer's state for variable var, to save in a checkpoint and load
@@ -81,7 +82,12 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *opt, vdev_tenso
 VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *opt, vdev_tensor_t *var, vdev_tensor_t **out,
                                   const char **names, int cap);
 /* Updates applied so far (Keras's `iterations`; Adam's bias correction
- * counts from it): save it beside the slots and set it on restore. */
+ * counts from it): save it beside the slots and set it on restore. Any
+ * count >= 0 may be set (a negative one is VDEV_ERR_INVALID_ARG); at
+ * INT64_MAX no update can be counted after it, and vdev_optimizer_apply is
+ * VDEV_ERR_INVALID_ARG ("vdev_optimizer_apply: the iteration count is
+ * 9223372036854775807, the largest an int64 holds: no update can be counted
+ * after it"), nothing changed. */
 VDEV_API enum vdev_status vdev_optimizer_get_iterations(const vdev_optimizer_t *opt,
                                                         int64_t *out);
 VDEV_API enum vdev_status vdev_optimizer_set_iterations(vdev_optimizer_t *opt, int64_t n);

@@ -658,6 +658,13 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
     struct optim *o = st == VDEV_OK ? apply_args(h, vars, grads, n, 1, fn) : NULL;
     if (st == VDEV_OK && !o)
         st = vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
+    /* the count the update would take it to does not exist (set_iterations
+     * allows any count >= 0, as a checkpoint may hold one) */
+    if (st == VDEV_OK && o->step == INT64_MAX)
+        st = vdev_error(VDEV_ERR_INVALID_ARG,
+                        "%s: the iteration count is %lld, the largest an int64 holds: no update "
+                        "can be counted after it",
+                        fn, (long long)o->step);
     if (st == VDEV_OK)
         st = apply_held(o, vars, grads, held, held + n, n);
     for (int i = 0; i < n && st == VDEV_OK; i++)
