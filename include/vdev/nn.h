@@ -53,7 +53,10 @@ VDEV_API vdev_tensor_t *vdev_mlp_forward(vdev_mlp_t *m, const vdev_tensor_t *x);
 /* The variables (W0, b0, W1, b1, ...); returns their number (fills at most
  * cap; out may be NULL only when cap is 0, to ask the number). -1 with
  * VDEV_ERR_INVALID_ARG for a bad model, a negative cap, or out NULL with
- * cap > 0. The tensors stay the model's: vdev_mlp_free frees them. */
+ * cap > 0. The tensors stay the model's: vdev_mlp_free frees them, and
+ * vdev_tensor_free refuses them (VDEV_ERR_INVALID_ARG, "vdev_tensor_free: the
+ * tensor is a model's variable (vdev_mlp_variables); it is freed with its
+ * model (vdev_mlp_free)"). */
 VDEV_API int vdev_mlp_variables(const vdev_mlp_t *m, vdev_tensor_t **out, int cap);
 VDEV_API void vdev_mlp_free(vdev_mlp_t *m);
 
@@ -78,7 +81,8 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *opt, vdev_tenso
  * holds zeros while momentum is 0). Returns their number, filling at most cap of
  * out (and of names, unless NULL); -1 with VDEV_ERR_INVALID_ARG for a bad
  * optimizer or variable, a negative cap or out NULL with cap > 0, or the error
- * of making a slot (VDEV_ERR_OOM). The tensors stay the optimizer's. */
+ * of making a slot (VDEV_ERR_OOM). The tensors stay the optimizer's:
+ * vdev_optimizer_free frees them, and vdev_tensor_free refuses them. */
 VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *opt, vdev_tensor_t *var, vdev_tensor_t **out,
                                   const char **names, int cap);
 /* Updates applied so far (Keras's `iterations`; Adam's bias correction

@@ -86,7 +86,11 @@ VDEV_API vdev_tensor_t *vdev_stop_gradient(const vdev_tensor_t *t);
  * is VDEV_ERR_INVALID_ARG and frees nothing, whatever tensor now uses the
  * memory it had. A tensor held by a scope of another thread can be freed only
  * by that thread (VDEV_ERR_INVALID_ARG otherwise). Of two threads freeing one
- * tensor at once, one frees it and the other gets the error. */
+ * tensor at once, one frees it and the other gets the error. A tensor the
+ * library keeps (an optimizer's slot from vdev_optimizer_slots, a model's
+ * variable from vdev_mlp_variables) is VDEV_ERR_INVALID_ARG and stays, e.g.
+ * "vdev_tensor_free: the tensor is an optimizer's slot (vdev_optimizer_slots);
+ * it is freed with its optimizer (vdev_optimizer_free)". */
 VDEV_API void vdev_tensor_free(vdev_tensor_t *t);
 
 VDEV_API int vdev_tensor_ndim(const vdev_tensor_t *t);

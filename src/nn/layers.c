@@ -51,6 +51,9 @@ VDEV_API vdev_dense_t *vdev_dense_new(int64_t in, int64_t out, enum vdev_activat
         vdev_handle_release(&denses, l);
         return NULL;
     }
+    /* given out by vdev_mlp_variables: a caller's free is refused */
+    vdev_tens_set_owner(l->w, VDEV_TENS_OWNER_MODEL);
+    vdev_tens_set_owner(l->b, VDEV_TENS_OWNER_MODEL);
     return (vdev_dense_t *)(uintptr_t)h;
 }
 
@@ -83,8 +86,8 @@ VDEV_API void vdev_dense_free(vdev_dense_t *h)
     struct dense *l = vdev_nn_object_of(&denses, h, "vdev_dense_free");
     if (!l || !vdev_nn_kill_handle(&denses, l, h, "vdev_dense_free"))
         return;
-    vdev_tensor_free(l->w);
-    vdev_tensor_free(l->b);
+    vdev_tens_free_owned(l->w);
+    vdev_tens_free_owned(l->b);
     vdev_handle_release(&denses, l);
 }
 

@@ -428,8 +428,11 @@ static struct slot *slot_of(struct optim *o, const vdev_tensor_t *hvar, const st
     for (int k = 0; k < 5; k++)
         if (made[k]) {
             vdev_tens_peek(made[k])->requires_grad = 0;
-            if (k < 3)
+            if (k < 3) {
+                /* given out by vdev_optimizer_slots: a caller's free is refused */
+                vdev_tens_set_owner(made[k], VDEV_TENS_OWNER_OPTIMIZER);
                 s->s[k] = made[k];
+            }
             else
                 s->clip[k - 3] = made[k];
         }
@@ -747,7 +750,7 @@ VDEV_API void vdev_optimizer_free(vdev_optimizer_t *h)
         return;
     for (int i = 0; i < o->n_slots; i++) {
         for (int k = 0; k < 3; k++)
-            vdev_tensor_free(o->slots[i].s[k]);
+            vdev_tens_free_owned(o->slots[i].s[k]);
         drop_clip_scratch(&o->slots[i]);
     }
     free(o->slots);

@@ -136,7 +136,7 @@ static struct vdev_tens *tens_struct(struct vdev_ldev *dev, enum vdev_dtype dtyp
     t->snaps = NULL;
     atomic_init(&t->exports, 0);
     atomic_init(&t->writing, 0);
-    t->is_variable = t->requires_grad = t->kept = t->host_written = 0;
+    t->is_variable = t->requires_grad = t->kept = t->host_written = t->owner = 0;
     atomic_init(&t->scope_thread, (uintptr_t)0);
     t->scope_depth = -1;
     t->scope_prev = t->scope_next = NULL;
@@ -559,13 +559,30 @@ struct vdev_tens *vdev_tens_publish(struct vdev_tens *t)
     return t;
 }
 
-VDEV_API void vdev_tensor_free(vdev_tensor_t *h)
+void vdev_tens_set_owner(vdev_tensor_t *h, enum vdev_tens_owner owner)
+{
+    struct vdev_tens *t = vdev_tens_peek(h);
+    if (t)
+        t->owner = (uint8_t)owner;
+}
+
+/* vdev_tensor_free; owned: the owner's own free (vdev_tens_free_owned). */
+static void tensor_free(vdev_tensor_t *h, int owned)
 {
     if (!h)
         return;
     struct vdev_tens *t = vdev_tens_peek(h);
     if (!t) {
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tensor_free: " NOT_LIVE);
+        return;
+    }
+    if (t->owner && !owned) {
+        int opt = t->owner == VDEV_TENS_OWNER_OPTIMIZER;
+        vdev_error(VDEV_ERR_INVALID_ARG,
+                   "vdev_tensor_free: the tensor is %s (%s); it is freed with its %s (%s)",
+                   opt ? "an optimizer's slot" : "a model's variable",
+                   opt ? "vdev_optimizer_slots" : "vdev_mlp_variables",
+                   opt ? "optimizer" : "model", opt ? "vdev_optimizer_free" : "vdev_mlp_free");
         return;
     }
     uintptr_t owner = atomic_load_explicit(&t->scope_thread, memory_order_relaxed);
@@ -583,6 +600,10 @@ VDEV_API void vdev_tensor_free(vdev_tensor_t *h)
         vdev_tens_scope_unlink(t);
     vdev_tens_release(t);
 }
+
+VDEV_API void vdev_tensor_free(vdev_tensor_t *h) { tensor_free(h, 0); }
+
+void vdev_tens_free_owned(vdev_tensor_t *h) { tensor_free(h, 1); }
 
 /* ---- accessors ---- */
 

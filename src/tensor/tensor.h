@@ -71,12 +71,28 @@ struct vdev_tens {
     uint8_t requires_grad;
     uint8_t kept;                   /* vdev_keep() called in the current scope */
     uint8_t host_written;           /* contents written by the host, no kernel wrote since */
+    uint8_t owner;                  /* enum vdev_tens_owner: set once, before the handle
+                                       is given out */
     /* Scope membership: only the thread whose scope holds the creation
      * reference changes these; other threads read scope_thread. */
     _Atomic uintptr_t scope_thread; /* that thread's id (vdev_thread_id), 0 when none */
     int scope_depth;                /* the frame holding it */
     struct vdev_tens *scope_prev, *scope_next;
 };
+
+/* Who keeps a tensor whose handle the library gives out (vdev_optimizer_slots,
+ * vdev_mlp_variables): vdev_tensor_free refuses it, naming the owner, whose
+ * own free path frees it with vdev_tens_free_owned. */
+enum vdev_tens_owner {
+    VDEV_TENS_OWNER_NONE,
+    VDEV_TENS_OWNER_OPTIMIZER, /* an optimizer's slot */
+    VDEV_TENS_OWNER_MODEL,     /* a layer's (a model's) variable */
+};
+/* Marks live tensor h as owner's (NULL: nothing), before its handle is given
+ * out. */
+void vdev_tens_set_owner(vdev_tensor_t *h, enum vdev_tens_owner owner);
+/* vdev_tensor_free for the owner of h, which it does not refuse. */
+void vdev_tens_free_owned(vdev_tensor_t *h);
 
 /* The tensor handle table (tensor.c). */
 extern struct vdev_handle_table vdev_tens_table;
