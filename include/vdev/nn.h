@@ -29,7 +29,12 @@ extern "C" {
 
 /* ==== nn ==================================================================
  * Layers, models and optimizers are checked handles, as tensors are: a freed
- * one, a NULL one or one of another kind is VDEV_ERR_INVALID_ARG naming it. */
+ * one, a NULL one or one of another kind is VDEV_ERR_INVALID_ARG naming it.
+ * One made before vdev_shutdown() is refused after it, even after a new
+ * vdev_init() ("vdev_adam_set: the optimizer belongs to a runtime that was
+ * shut down (made before vdev_shutdown)"): its slots or variables were that
+ * runtime's. Its _free still frees it. An optimizer made while no runtime
+ * runs (it starts none) belongs to the next one to start. */
 
 /* ---- layers and models ---- */
 

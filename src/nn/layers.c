@@ -16,6 +16,7 @@
 /* ---- dense layers ---- */
 
 struct dense {
+    struct vdev_nn_head head;   /* first (vdev_nn_object_of) */
     vdev_tensor_t *w, *b;       /* [in, out], [out]: variables */
     enum vdev_activation act;
 };
@@ -54,6 +55,7 @@ VDEV_API vdev_dense_t *vdev_dense_new(int64_t in, int64_t out, enum vdev_activat
     /* given out by vdev_mlp_variables: a caller's free is refused */
     vdev_tens_set_owner(l->w, VDEV_TENS_OWNER_MODEL);
     vdev_tens_set_owner(l->b, VDEV_TENS_OWNER_MODEL);
+    l->head.rgen = vdev_nn_runtime(); /* the variables' */
     return (vdev_dense_t *)(uintptr_t)h;
 }
 
@@ -83,7 +85,7 @@ VDEV_API void vdev_dense_free(vdev_dense_t *h)
 {
     if (!h)
         return;
-    struct dense *l = vdev_nn_object_of(&denses, h, "vdev_dense_free");
+    struct dense *l = vdev_nn_object_any(&denses, h, "vdev_dense_free");
     if (!l || !vdev_nn_kill_handle(&denses, l, h, "vdev_dense_free"))
         return;
     vdev_tens_free_owned(l->w);
@@ -94,6 +96,7 @@ VDEV_API void vdev_dense_free(vdev_dense_t *h)
 /* ---- MLPs ---- */
 
 struct mlp {
+    struct vdev_nn_head head;   /* first (vdev_nn_object_of) */
     int n_layers;
     vdev_dense_t **layers;      /* handles, owned */
 };
@@ -143,6 +146,7 @@ VDEV_API vdev_mlp_t *vdev_mlp_new(const int64_t *sizes, int n_sizes, enum vdev_a
         }
         m->n_layers = i + 1;
     }
+    m->head.rgen = vdev_nn_runtime(); /* the layers' */
     return (vdev_mlp_t *)(uintptr_t)h;
 }
 
@@ -182,7 +186,7 @@ VDEV_API void vdev_mlp_free(vdev_mlp_t *hm)
 {
     if (!hm)
         return;
-    struct mlp *m = vdev_nn_object_of(&mlps, hm, "vdev_mlp_free");
+    struct mlp *m = vdev_nn_object_any(&mlps, hm, "vdev_mlp_free");
     if (!m || !vdev_nn_kill_handle(&mlps, m, hm, "vdev_mlp_free"))
         return;
     mlp_destroy(m);

@@ -37,9 +37,14 @@ static const char *article(const char *word)
     return strchr("aeiou", word[0]) && word[0] ? "an" : "a";
 }
 
-/* The object behind handle h of table tb for `fn`, or NULL with
- * VDEV_ERR_INVALID_ARG naming what is wrong. */
-void *vdev_nn_object_of(struct vdev_handle_table *tb, const void *h, const char *fn)
+uint32_t vdev_nn_runtime(void)
+{
+    if (vdev_is_initialized()) /* first: a start-up counts before it says it runs */
+        return vdev_runtime_generation();
+    return vdev_runtime_generation() + 1;
+}
+
+void *vdev_nn_object_any(struct vdev_handle_table *tb, const void *h, const char *fn)
 {
     void *p = vdev_handle_get(tb, h);
     if (!p) {
@@ -50,6 +55,23 @@ void *vdev_nn_object_of(struct vdev_handle_table *tb, const void *h, const char 
             vdev_error(VDEV_ERR_INVALID_ARG, "%s: %s is NULL", fn, tb->what);
     }
     return p;
+}
+
+/* The object behind handle h of table tb for `fn`, or NULL with
+ * VDEV_ERR_INVALID_ARG naming what is wrong: as vdev_strategy's handles, one
+ * made before vdev_shutdown is refused (one made while no runtime runs is
+ * taken until the next start-up, and while that runtime runs). */
+void *vdev_nn_object_of(struct vdev_handle_table *tb, const void *h, const char *fn)
+{
+    const struct vdev_nn_head *p = vdev_nn_object_any(tb, h, fn);
+    if (p && p->rgen != vdev_nn_runtime()) {
+        vdev_error(VDEV_ERR_INVALID_ARG,
+                   "%s: the %s belongs to a runtime that was shut down (made before "
+                   "vdev_shutdown)",
+                   fn, tb->what);
+        return NULL;
+    }
+    return (void *)(uintptr_t)p;
 }
 
 /* Kills live handle h of p; 0 with the error set when another caller did. */
@@ -90,6 +112,7 @@ struct slot {
 };
 
 struct optim {
+    struct vdev_nn_head head;   /* first (vdev_nn_object_of) */
     enum opt_kind kind;
     float lr, momentum, beta1, beta2, eps;
     int nesterov, amsgrad;      /* SGD's, Adam's */
@@ -119,6 +142,7 @@ static vdev_optimizer_t *optim_new(enum opt_kind kind)
     if (!o)
         return NULL;
     memset(o, 0, sizeof *o);
+    o->head.rgen = vdev_nn_runtime();
     o->kind = kind;
     return (vdev_optimizer_t *)(uintptr_t)h;
 }
@@ -745,7 +769,7 @@ VDEV_API void vdev_optimizer_free(vdev_optimizer_t *h)
 {
     if (!h)
         return;
-    struct optim *o = vdev_nn_object_of(&optims, h, "vdev_optimizer_free");
+    struct optim *o = vdev_nn_object_any(&optims, h, "vdev_optimizer_free");
     if (!o || !vdev_nn_kill_handle(&optims, o, h, "vdev_optimizer_free"))
         return;
     for (int i = 0; i < o->n_slots; i++) {

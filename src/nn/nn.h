@@ -12,9 +12,26 @@
 
 struct vdev_tens;
 
+/* The first member of each object behind a checked handle here (optimizer,
+ * dense layer, model): the runtime it belongs to. Its tensors (slots,
+ * variables) are that runtime's, so after vdev_shutdown the object is
+ * refused, even after a new vdev_init, as tensors are; its free still
+ * frees it. */
+struct vdev_nn_head {
+    uint32_t rgen; /* vdev_runtime_generation of its runtime */
+};
+/* The runtime a new object belongs to: the one running, or else the next to
+ * start (an optimizer may be made, and set, before vdev_init). An object is
+ * alive while its rgen is this. */
+uint32_t vdev_nn_runtime(void);
+
 /* The object behind handle h of table tb for `fn`, or NULL with
- * VDEV_ERR_INVALID_ARG naming what is wrong (NULL, freed, or another kind). */
+ * VDEV_ERR_INVALID_ARG naming what is wrong (NULL, freed, another kind, or
+ * made before vdev_shutdown). Its struct starts with a struct vdev_nn_head. */
 void *vdev_nn_object_of(struct vdev_handle_table *tb, const void *h, const char *fn);
+/* vdev_nn_object_of for a free: an object of a runtime that was shut down
+ * is taken. */
+void *vdev_nn_object_any(struct vdev_handle_table *tb, const void *h, const char *fn);
 /* Kills live handle h of p; 0 with the error set when another caller did. */
 int vdev_nn_kill_handle(struct vdev_handle_table *tb, void *p, const void *h, const char *fn);
 /* An (out, cap) pair of a call that fills at most cap of out: out may be
