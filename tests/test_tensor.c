@@ -44,6 +44,10 @@ static void test_creation(const char *dev)
     CHECK_OK(vdev_tensor_to_host(i0, &iv, sizeof iv));
     CHECK(iv == 7); /* converted as C converts: toward zero */
     CHECK(vdev_tensor_dtype(i0) == VDEV_I32);
+    /* no tensor: VDEV_DTYPE_COUNT, which is no dtype (vdev/tensor.h) */
+    CHECK(vdev_tensor_dtype(NULL) == VDEV_DTYPE_COUNT);
+    CHECK(vdev_last_status() == VDEV_ERR_INVALID_ARG);
+    CHECK_STR(vdev_last_error(), "vdev_tensor_dtype: tensor is NULL");
     CHECK(isnan(vdev_tensor_item(i0))); /* item takes a float tensor */
     CHECK(vdev_last_status() == VDEV_ERR_INVALID_ARG);
 

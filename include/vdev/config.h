@@ -212,11 +212,14 @@ VDEV_API enum vdev_status vdev_device_details(const char *physical_device,
  * creates the logical devices and their allocators, and freezes the
  * configuration. Calling it again is a no-op. Errors: VDEV_ERR_CONFIG (bad
  * env var, limits beyond a card's budget), VDEV_ERR_OOM (preallocation
- * failed), VDEV_ERR_BACKEND. On failure nothing is started and the call may be
- * retried after fixing the configuration. In a child that fork() made from a
- * process whose runtime had started, it and every use of a tensor fail with
- * VDEV_ERR_UNSUPPORTED (the runtime's threads stayed in the parent): start
- * vdev after fork(), or spawn the child instead. */
+ * failed), VDEV_ERR_BACKEND, VDEV_ERR_IO (VDEV_TRACE_FILE cannot be opened
+ * for writing: "VDEV_TRACE_FILE=\"<path>\": cannot open for writing: <reason>";
+ * or VDEV_METRICS_ADDR's endpoint cannot be started). On failure nothing is
+ * started and the call may be retried after fixing the configuration. In a
+ * child that fork() made from a process whose runtime had started, it and
+ * every use of a tensor fail with VDEV_ERR_UNSUPPORTED (the runtime's
+ * threads stayed in the parent): start vdev after fork(), or spawn the child
+ * instead. */
 VDEV_API enum vdev_status vdev_init(void);
 VDEV_API bool vdev_is_initialized(void);
 /* Frees every device's memory and returns to the unconfigured state (for

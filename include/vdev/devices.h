@@ -80,7 +80,8 @@ VDEV_API enum vdev_status vdev_memory_release_cached(const char *device, uint64_
  * limit is short by <size>" (in use + request > limit), "fragmentation: free
  * <size> in <n> blocks, largest <size>", or the backend's own message when
  * the physical device is full; live memory is untouched. The memory is
- * device memory: only the device reads it. */
+ * device memory: only the device reads it. A size of 0 is
+ * VDEV_ERR_INVALID_ARG ("vdev_mem_alloc: size 0"), *out NULL. */
 VDEV_API enum vdev_status vdev_mem_alloc(const char *device, uint64_t bytes, void **out);
 /* Frees what vdev_mem_alloc returned; NULL is a no-op. */
 VDEV_API enum vdev_status vdev_mem_free(const char *device, void *ptr);

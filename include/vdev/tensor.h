@@ -98,6 +98,9 @@ VDEV_API int vdev_tensor_ndim(const vdev_tensor_t *t);
  * naming the axis as given when there is no such axis. */
 VDEV_API int64_t vdev_tensor_dim(const vdev_tensor_t *t, int axis);
 VDEV_API int64_t vdev_tensor_numel(const vdev_tensor_t *t);
+/* VDEV_F32 or VDEV_I32; for a handle that is not a live tensor (NULL, freed,
+ * of a runtime that was shut down), VDEV_DTYPE_COUNT, which is no dtype, with
+ * VDEV_ERR_INVALID_ARG. */
 VDEV_API enum vdev_dtype vdev_tensor_dtype(const vdev_tensor_t *t);
 /* "/device:GPU:1"; valid as long as the runtime runs. */
 VDEV_API const char *vdev_tensor_device(const vdev_tensor_t *t);
