@@ -53,21 +53,22 @@ struct vdev_tens *vdev_tens_filled(struct vdev_ldev *dev, enum vdev_dtype dt,
     return t;
 }
 
-static vdev_tensor_t *make_filled(const int64_t *shape, int ndim, enum vdev_dtype dt, double v)
+static vdev_tensor_t *make_filled(const char *fn, const int64_t *shape, int ndim,
+                                  enum vdev_dtype dt, double v)
 {
-    if (vdev_init() != VDEV_OK)
+    if (vdev_init() != VDEV_OK || vdev_shape_check(fn, shape, ndim) != VDEV_OK)
         return NULL;
     return vdev_tens_handle(vdev_tens_filled(vdev_tens_creation_device(), dt, shape, ndim, v));
 }
 
 VDEV_API vdev_tensor_t *vdev_tensor_zeros(const int64_t *shape, int ndim, enum vdev_dtype dt)
 {
-    return make_filled(shape, ndim, dt, 0.0);
+    return make_filled("vdev_tensor_zeros", shape, ndim, dt, 0.0);
 }
 
 VDEV_API vdev_tensor_t *vdev_tensor_ones(const int64_t *shape, int ndim, enum vdev_dtype dt)
 {
-    return make_filled(shape, ndim, dt, 1.0);
+    return make_filled("vdev_tensor_ones", shape, ndim, dt, 1.0);
 }
 
 VDEV_API vdev_tensor_t *vdev_tensor_fill(const int64_t *shape, int ndim, enum vdev_dtype dt,
@@ -82,7 +83,7 @@ VDEV_API vdev_tensor_t *vdev_tensor_fill(const int64_t *shape, int ndim, enum vd
                    value);
         return NULL;
     }
-    return make_filled(shape, ndim, dt, value);
+    return make_filled("vdev_tensor_fill", shape, ndim, dt, value);
 }
 
 /* ---- from and to host memory ---- */
@@ -100,7 +101,9 @@ VDEV_API vdev_tensor_t *vdev_tensor_from_host(const void *data, const int64_t *s
 {
     if (vdev_init() != VDEV_OK)
         return NULL;
-    if (!data && vdev_shape_check(shape, ndim) == VDEV_OK) {
+    if (vdev_shape_check("vdev_tensor_from_host", shape, ndim) != VDEV_OK)
+        return NULL;
+    if (!data) {
         int64_t n = 1;
         for (int i = 0; i < ndim; i++)
             n *= shape[i];
@@ -177,7 +180,9 @@ static double unit(uint64_t seed, uint64_t i)
 static vdev_tensor_t *make_random(const int64_t *shape, int ndim, int normal, float a, float b,
                                   uint64_t seed)
 {
-    if (vdev_init() != VDEV_OK)
+    if (vdev_init() != VDEV_OK ||
+        vdev_shape_check(normal ? "vdev_tensor_normal" : "vdev_tensor_uniform", shape, ndim) !=
+            VDEV_OK)
         return NULL;
     vdev_tensor_op_tag = normal ? "RandomNormal" : "RandomUniform";
     struct vdev_tens *t = vdev_tens_new(vdev_tens_creation_device(), VDEV_F32, shape, ndim);

@@ -212,7 +212,7 @@ VDEV_API vdev_tensor_t *vdev_tensor_from_dlpack(struct DLManagedTensor *m)
                    VDEV_MAX_DIMS);
         return NULL;
     }
-    if (vdev_shape_check(d->shape, d->ndim) != VDEV_OK) {
+    if (vdev_shape_check(NULL, d->shape, d->ndim) != VDEV_OK) {
         char msg[400];
         vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tensor_from_dlpack: %s", msg);

@@ -38,7 +38,7 @@ enum vdev_status vdev_shape_too_large(const char *fn, const int64_t *shape, int 
                       fn ? fn : "", fn ? ": " : "", vdev_shape_str(shape, ndim, sh, sizeof sh));
 }
 
-enum vdev_status vdev_shape_check(const int64_t *shape, int ndim)
+enum vdev_status vdev_shape_check(const char *fn, const int64_t *shape, int ndim)
 {
     if (ndim < 0 || ndim > VDEV_MAX_DIMS)
         return vdev_error(VDEV_ERR_INVALID_ARG, "tensors have 0 to %d dimensions, not %d",
@@ -51,7 +51,7 @@ enum vdev_status vdev_shape_check(const int64_t *shape, int ndim)
             return vdev_error(VDEV_ERR_INVALID_ARG, "dimension %d is negative (%lld)", i,
                               (long long)shape[i]);
         if (shape[i] && numel > VDEV_MAX_NUMEL / shape[i])
-            return vdev_error(VDEV_ERR_INVALID_ARG, "shape is too large");
+            return vdev_shape_too_large(fn, shape, ndim);
         numel *= shape[i];
     }
     return VDEV_OK;
@@ -152,7 +152,9 @@ static struct vdev_tens *tens_new(struct vdev_ldev *dev, enum vdev_dtype dtype,
 {
     if (!dev)
         return NULL; /* the caller's error: a scope names no device (vdev_tens_creation_device) */
-    if (vdev_shape_check(shape, ndim) != VDEV_OK)
+    /* the op making it (exec.c); the public creators check first, naming
+     * themselves */
+    if (vdev_shape_check(vdev_tensor_op_tag, shape, ndim) != VDEV_OK)
         return NULL;
     if ((unsigned)dtype >= VDEV_DTYPE_COUNT) {
         vdev_error(VDEV_ERR_INVALID_ARG, "unknown dtype %d", (int)dtype);

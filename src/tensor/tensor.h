@@ -139,8 +139,10 @@ const char *vdev_dtype_name(enum vdev_dtype dt); /* "float", "int32" (TensorFlow
 
 /* "[256,1024]" into buf; returns buf. */
 char *vdev_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap);
-/* VDEV_ERR_INVALID_ARG for ndim outside 0..4 or a negative dimension. */
-enum vdev_status vdev_shape_check(const int64_t *shape, int ndim);
+/* VDEV_ERR_INVALID_ARG for ndim outside 0..4, a negative dimension, or a
+ * shape past VDEV_MAX_NUMEL (vdev_shape_too_large's message, naming fn: the
+ * public call or the op that makes the tensor; NULL names none). */
+enum vdev_status vdev_shape_check(const char *fn, const int64_t *shape, int ndim);
 
 /* The most elements a tensor holds, and the most any product of its leading
  * dimensions reaches: 2^60 - 1, so its bytes stay below 2^62 and adding two
