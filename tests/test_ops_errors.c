@@ -171,6 +171,16 @@ static void test_shape_errors(const char *dev)
     CHECK_MSG("[5]");
     CHECK(vdev_softmax_cross_entropy(a34, a34) == NULL); /* float labels */
     CHECK_MSG("int32");
+    /* Softmax needs an axis, as TensorFlow's kernels say; an empty one is fine. */
+    vdev_tensor_t *scalar = vdev_tensor_zeros(NULL, 0, VDEV_F32);
+    CHECK(vdev_softmax(scalar) == NULL);
+    CHECK(vdev_last_status() == VDEV_ERR_SHAPE);
+    CHECK(strcmp(vdev_last_error(), "Softmax: logits must have >= 1 dimension, got []") == 0);
+    CHECK(vdev_log_softmax(scalar) == NULL);
+    CHECK(strcmp(vdev_last_error(), "LogSoftmax: logits must have >= 1 dimension, got []") == 0);
+    int64_t s30[2] = {3, 0};
+    vdev_tensor_t *empty = vdev_softmax(vdev_tensor_zeros(s30, 2, VDEV_F32));
+    CHECK(empty != NULL && vdev_tensor_numel(empty) == 0 && vdev_tensor_dim(empty, 1) == 0);
     vdev_clear_error();
     CHECK(vdev_sum(a34, 2, false) == NULL);
     CHECK(vdev_last_status() == VDEV_ERR_SHAPE);

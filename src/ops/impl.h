@@ -16,6 +16,7 @@ SHAPE(vdev_shape_reduce);      /* SUM, MEAN: i[0] axis or VDEV_AXIS_ALL, i[1] ke
 SHAPE(vdev_shape_reshape);     /* i[0..3] new shape, f[0] ndim (as a double) */
 SHAPE(vdev_shape_transpose);
 SHAPE(vdev_shape_scalar_loss); /* MSE: (pred, target) same shape -> [] */
+SHAPE(vdev_shape_softmax);     /* SOFTMAX, LOG_SOFTMAX: >= 1 dimension */
 SHAPE(vdev_shape_softmax_ce);  /* ([N,C] f32, [N] i32) -> [] */
 SHAPE(vdev_shape_argmax);      /* [..., C] -> [...] i32 */
 SHAPE(vdev_shape_identity);    /* any dtype */

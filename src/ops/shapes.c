@@ -252,6 +252,18 @@ static enum vdev_status check_logits_labels(const struct vdev_kernel_args *a, in
     return VDEV_OK;
 }
 
+/* SOFTMAX, LOG_SOFTMAX: the input's shape, over its last axis, so at least
+ * one dimension, as TensorFlow's kernels demand, in their words ("Softmax:
+ * logits must have >= 1 dimension, got []"). An empty last axis is fine: the
+ * output is as empty. */
+enum vdev_status vdev_shape_softmax(struct vdev_kernel_args *a)
+{
+    if (a->in_dtype[0] == VDEV_F32 && a->in_ndim[0] < 1)
+        return vdev_error(VDEV_ERR_SHAPE, "%s: logits must have >= 1 dimension, got []",
+                          vdev_op_defs[a->op].name);
+    return vdev_shape_same_as_in0(a);
+}
+
 /* (logits [N,C] f32, labels [N] i32) -> a 0-dimensional f32. */
 enum vdev_status vdev_shape_softmax_ce(struct vdev_kernel_args *a)
 {
