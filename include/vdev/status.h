@@ -77,7 +77,10 @@ VDEV_API const char *vdev_last_oom_report(void);
 
 /* Parses "4GiB", "512 MiB", "3GB", "1024", "1.5GiB" (B, KiB/MiB/GiB/TiB are
  * powers of 1024; KB/MB/GB/TB are powers of 1000; K/M/G/T are taken as KiB…).
- * VDEV_ERR_PARSE on anything else, naming the text. */
+ * A decimal's fraction of a byte is dropped ("1.1KiB" is 1126 bytes, "0.5" is 0):
+ * the settings that need whole bytes (logical devices' limits) check for it
+ * themselves and refuse "256.9". VDEV_ERR_PARSE on anything else, naming the
+ * text. */
 VDEV_API enum vdev_status vdev_parse_bytes(const char *text, uint64_t *out);
 /* Writes "4.00 GiB" (or "512 B"; binary units up to EiB, so UINT64_MAX is
  * "16.00 EiB") into buf, truncated to cap - 1 characters and terminated;
