@@ -40,7 +40,9 @@
  * handler, registered when the first product is submitted (on the
  * submitting thread, so before main can return), waits for the running
  * products and holds every later one back for good; the process ends around
- * it. */
+ * it. A child forked while products ran has none of their threads: a
+ * pthread_atfork handler empties its copy of the gate (fork_child), so
+ * neither its exit nor its own products wait for the parent's. */
 #define _GNU_SOURCE
 #include "ops/threads.h"
 
@@ -319,9 +321,34 @@ static void apply_plan(int det)
     atomic_store_explicit(&G.key, G.plan.key, memory_order_release);
 }
 
+/* fork(): the gate is taken around the fork, so the child's copy is
+ * consistent; there, the products the parent's threads were running or
+ * waiting for are no work of the child's (their threads are not there to
+ * finish them, their requests lie on those threads' stacks): none runs or
+ * waits, and the condition variable, which may count the parent's waiters,
+ * starts anew. Without this, a child forked while a product ran waited for
+ * it for ever in at_exit (or in any product it ran). */
+static void fork_prepare(void) { pthread_mutex_lock(&G.lock); }
+
+static void fork_parent(void) { pthread_mutex_unlock(&G.lock); }
+
+static void fork_child(void)
+{
+    G.queue = NULL;
+    atomic_store_explicit(&G.in_flight, 0, memory_order_relaxed);
+    G.peak_in_flight = 0;
+    pthread_cond_init(&G.cv, NULL);
+    pthread_mutex_unlock(&G.lock);
+}
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void watch_fork(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+
 struct vdev_thread_plan vdev_threads_plan(void)
 {
     int det = vdev_deterministic();
+    pthread_once(&fork_once, watch_fork); /* watched from the gate's first use */
     pthread_mutex_lock(&G.lock);
     while (G.plan.key != key_now(det) && G.in_flight)
         pthread_cond_wait(&G.cv, &G.lock);
@@ -334,6 +361,8 @@ struct vdev_thread_plan vdev_threads_plan(void)
 
 static void at_exit(void)
 {
+    if (vdev_runtime_forked_from())
+        return; /* the products in flight at fork() are the parent's */
     pthread_mutex_lock(&G.lock);
     G.exiting = 1;
     while (G.in_flight)
@@ -459,6 +488,7 @@ static void product_finish(void)
 void vdev_threads_product_run(int det, void (*fn)(void *), void *arg)
 {
     vdev_threads_arm_exit();
+    pthread_once(&fork_once, watch_fork);
     pthread_mutex_lock(&G.lock);
     if (product_start(det, fn, arg)) {
         pthread_mutex_unlock(&G.lock);
