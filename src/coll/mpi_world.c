@@ -23,7 +23,8 @@
  * then tells the others it leaves, so that one still waiting for it fails at
  * once); otherwise it ends the job (MPI_Abort with the exit status, or 1).
  * Without on_exit the status is unknown, and a communicator across
- * processes still in use at exit counts as an early exit. */
+ * processes still in use at exit counts as an early exit. A child that a
+ * rank forks is no rank: its exit does neither. */
 #define _GNU_SOURCE
 #include "coll/mpi_world.h"
 
@@ -32,8 +33,10 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define WATCH_SLOTS 32
 #define VDEV_MPI_TIMEOUT_MIN_S 0.1
@@ -159,9 +162,15 @@ static void watch_disarm(int s)
 
 /* ---- start and exit ---- */
 
+static _Atomic long started_pid; /* the process that started MPI (0: none) */
+
 /* status: the process's exit status, or -1 when unknown (no on_exit). */
 static void exit_with(int status)
 {
+    /* A child forked from a rank is no rank: finalising (which waits for
+     * the other ranks) or ending the job is the parent's to do. */
+    if (atomic_load_explicit(&started_pid, memory_order_relaxed) != (long)getpid())
+        return;
     pthread_mutex_lock(&W.lock);
     const struct vdev_mpi_ops *ops = W.started ? W.ops : NULL;
     int failed = W.failed, live = W.live_comms, rank = W.rank;
@@ -274,6 +283,7 @@ enum vdev_status vdev_mpi_world_start(void)
     W.rank = rank;
     W.size = size;
     W.started = 1;
+    atomic_store_explicit(&started_pid, (long)getpid(), memory_order_relaxed);
     if (!W.exit_registered && VDEV_REGISTER_EXIT() == 0)
         W.exit_registered = 1;
 out:

@@ -32,6 +32,8 @@
 #             early (returns 3 from main after a local error, or calls
 #             exit(4) inside a step) ends the job at once with its status
 #             (MPI_Abort), instead of leaving the others to wait for it;
+#             a child that worker 1 forks and that exits with status 3 is no
+#             rank: the job goes on and ends as an uninterrupted one does;
 #   ps        parameter-server training (a chief, two servers, two workers):
 #             the loss falls, the shards are balanced within 10% by bytes,
 #             and with max_staleness 0 the result equals one process
@@ -278,6 +280,16 @@ t_failure() {
       pass "${how%:*}: the job ended with worker 1's status $code, no one waiting for it"
     else fail "${how%:*}: exit $rc"; cat "$work/out.txt"; fi
   done
+  # worker 1 forks a child that exits with status 3: the child is no rank,
+  # so its exit neither ends the job (MPI_Abort) nor finalises MPI, and the
+  # training ends as an uninterrupted one does
+  mkdir -p "$work/fork"
+  VDEV_MPI_TIMEOUT=60 run 2 "$train" --out "$work/fork" --fork-at 5
+  rc=$?
+  if [ $rc -eq 0 ] && grep -qF "1: the child forked before step 5 exited with status 3" "$work/out.txt" &&
+    ! grep -q 'MPI_Abort' "$work/out.txt"; then
+    same_file "$work/full/losses.0" "$work/fork/losses.0" "a forked child's exit leaves the job alone"
+  else fail "a forked child's exit: exit $rc"; cat "$work/out.txt"; fi
   # worker 1 leaves cleanly (status 0) while worker 0 goes on, as a worker
   # with fewer batches would: its goodbye makes worker 0 fail at once
   # (a second's grace), not after VDEV_MPI_TIMEOUT (60 s here)

@@ -34,7 +34,10 @@
  * and returns 3 from main before step K: a local error), --exit-in-step K
  * (worker 1 calls exit(4) inside step K's step function), --exit-status S
  * (the status of those two instead of 3 and 4; 0: a clean exit, as a worker
- * that ran fewer steps than the others makes), --alloc BYTES, --mismatch B,
+ * that ran fewer steps than the others makes), --fork-at K (worker 1 forks a
+ * child before step K that calls exit(3), waits for it and goes on: the
+ * child is no rank, so its exit must not end the job), --alloc BYTES,
+ * --mismatch B,
  * --cases DIR (no training: for each file of
  * DIR, sorted, starts vdev with VDEV_CLUSTER_CONFIG=that file, or, for a
  * file named *.tfconfig, with TF_CONFIG set to its text and no cluster file
@@ -50,6 +53,7 @@
 #include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,7 +61,7 @@ static const char *const names[MM_NV] = {"dense0/w", "dense0/b", "dense1/w", "de
 
 struct opts {
     int steps, replicas, reference, every, resume, kill_at, hang_at, mismatch;
-    int exit_at, exit_in_step, exit_status;
+    int exit_at, exit_in_step, exit_status, fork_at;
     const char *out, *ckpt, *cases;
     uint64_t alloc;
 };
@@ -291,6 +295,17 @@ static int train(const struct opts *o)
                 raise(SIGKILL);
             sleep(60);
         }
+        if (!o->reference && task.index == 1 && k == o->fork_at) {
+            fflush(NULL);
+            pid_t pid = fork();
+            if (pid == 0)
+                exit(3); /* the exit handlers run */
+            int status = 0;
+            if (pid < 0 || waitpid(pid, &status, 0) != pid)
+                return die("forking a child");
+            fprintf(stderr, "%s: the child forked before step %d exited with status %d\n",
+                    task_id, k, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        }
         if (!o->reference && task.index == 1 && k == o->exit_at) {
             int code = o->exit_status >= 0 ? o->exit_status : 3;
             fprintf(stderr, "%s: leaving before step %d with status %d\n", task_id, k, code);
@@ -389,7 +404,7 @@ static int train(const struct opts *o)
 int main(int argc, char **argv)
 {
     struct opts o = {.steps = 20, .replicas = 1, .kill_at = -1, .hang_at = -1, .exit_at = -1,
-                     .exit_in_step = -1, .exit_status = -1, .out = "."};
+                     .exit_in_step = -1, .exit_status = -1, .fork_at = -1, .out = "."};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int takes = 1;
@@ -413,6 +428,8 @@ int main(int argc, char **argv)
             o.exit_at = atoi(v);
         else if (!strcmp(a, "--exit-in-step") && v)
             o.exit_in_step = atoi(v);
+        else if (!strcmp(a, "--fork-at") && v)
+            o.fork_at = atoi(v);
         else if (!strcmp(a, "--exit-status") && v)
             o.exit_status = atoi(v);
         else if (!strcmp(a, "--alloc") && v)
