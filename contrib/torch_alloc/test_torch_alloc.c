@@ -12,7 +12,11 @@
  * has passed, and to any stream after; before an out-of-memory failure the
  * allocator waits for pending events; every refused input with its message;
  * and four threads allocating and freeing on their own streams with the
- * blocks' contents checked (run under TSan and ASan). */
+ * blocks' contents checked (run under TSan and ASan); vdev_shutdown()
+ * refused while blocks are live, naming how many and where, and the
+ * statistics from zero after a restart; a child forked while another thread
+ * allocates: every call fails at once with VDEV_ERR_UNSUPPORTED and vdev's
+ * advice (each child under alarm(), so a hang fails the test). */
 #define _GNU_SOURCE
 #include "vdev_torch_alloc.h"
 
@@ -20,8 +24,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int passed, failed;
 #define CHECK(c)                                                                                   \
@@ -68,6 +75,8 @@ static struct {
     enum vdev_status (*reset)(void);
     enum vdev_status (*memory_info)(const char *, struct vdev_memory_info *);
     void (*shutdown)(void);
+    const char *(*vdev_error)(void);
+    bool (*vdev_running)(void);
 } L;
 
 static void *sym(void *h, const char *name)
@@ -175,8 +184,17 @@ static void test_set_device_and_push(void)
     CHECK(in_use("GPU:0") == 256 && in_use("GPU:1") == 0);
     /* remapping an index with live blocks is refused */
     CHECK(L.set_device(0, "GPU:1") == VDEV_ERR_INVALID_ARG);
-    CHECK_STR(L.last_error(), "vdev_torch_set_device: PyTorch device 0 has 1 live blocks on "
-                              "/device:GPU:0; map it before its first allocation");
+    CHECK_STR(L.last_error(), "vdev_torch_set_device: PyTorch device 0 has 1 live block (1 on "
+                              "/device:GPU:0); map it before its first allocation");
+    /* a block of index 0 made on another device (pushed) is named there */
+    CHECK(L.push("GPU:1") == VDEV_OK);
+    void *q = L.malloc_(256, 0, S1);
+    CHECK(L.pop() == VDEV_OK);
+    CHECK(L.set_device(0, "GPU:1") == VDEV_ERR_INVALID_ARG);
+    CHECK_STR(L.last_error(), "vdev_torch_set_device: PyTorch device 0 has 2 live blocks (1 on "
+                              "/device:GPU:1, 1 on /device:GPU:0); map it before its first "
+                              "allocation");
+    L.free_(q, 256, 0, S1);
     CHECK(L.set_device(0, "GPU:0") == VDEV_OK); /* the same mapping: fine */
     L.free_(p, 256, 0, S1);
 
@@ -234,6 +252,8 @@ static void test_bad_input(void)
     L.free_(p, 1, 0, S1);
     L.free_(p, 1, 0, S1); /* twice: the second is not a live block */
     CHECK(L.stats("GPU:0", &st) == VDEV_OK && st.n_bad_frees == 2 && st.n_allocs == 0);
+    /* counted on the device PyTorch's index names, not on every device */
+    CHECK(L.stats("GPU:1", &st) == VDEV_OK && st.n_bad_frees == 0);
     CHECK(L.stats(NULL, &st) == VDEV_ERR_INVALID_ARG);
     CHECK(L.stats("GPU:x", &st) == VDEV_ERR_INVALID_ARG);
 }
@@ -392,6 +412,96 @@ static void test_bad_env(void)
     CHECK(L.reset() == VDEV_OK);
 }
 
+/* vdev_shutdown() while PyTorch holds blocks: refused, naming them; after
+ * a shutdown that went ahead, the statistics start from zero. */
+static void test_shutdown(void)
+{
+    CHECK(L.push("GPU:1") == VDEV_OK);
+    void *a = L.malloc_(1000, 0, S1), *b = L.malloc_(1000, 0, S1);
+    CHECK(L.pop() == VDEV_OK);
+    void *c = L.malloc_(1000, 0, S1); /* PyTorch's device 0: GPU:0 here */
+    CHECK(a && b && c);
+    L.shutdown();
+    CHECK(L.vdev_running());
+    CHECK_STR(L.vdev_error(), "vdev_shutdown: 3 blocks of the PyTorch allocator "
+                              "(libvdev-torch-alloc.so) are live (2 on /device:GPU:1, 1 on "
+                              "/device:GPU:0): torch tensors over vdev memory; delete them first");
+    CHECK(in_use("GPU:1") == 2048); /* nothing was freed */
+    L.free_(a, 1000, 0, S1);
+    L.free_(b, 1000, 0, S1);
+    L.shutdown();
+    CHECK(L.vdev_running());
+    CHECK_STR(L.vdev_error(), "vdev_shutdown: 1 block of the PyTorch allocator "
+                              "(libvdev-torch-alloc.so) is live (1 on /device:GPU:0): torch "
+                              "tensors over vdev memory; delete them first");
+    L.free_(c, 1000, 0, S1);
+    L.shutdown();
+    CHECK(!L.vdev_running());
+    void *d = L.malloc_(512, 0, S1); /* starts the next runtime */
+    struct vdev_torch_stats st;
+    CHECK(L.stats("GPU:0", &st) == VDEV_OK && st.n_allocs_total == 1 && st.n_frees_total == 0 &&
+          st.allocated_bytes == 512 && st.peak_allocated_bytes == 512 && st.n_bad_frees == 0);
+    CHECK(L.stats("GPU:1", &st) == VDEV_OK && st.n_allocs_total == 0);
+    L.free_(d, 512, 0, S1);
+}
+
+static atomic_int stop_hammer;
+
+static void *hammer(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stop_hammer)) {
+        void *p = L.malloc_(4096, 0, S2);
+        L.free_(p, 4096, 0, S2);
+    }
+    return NULL;
+}
+
+/* In a child forked from the running runtime: every call is refused at
+ * once. Returns the number of failed checks. */
+static int forked_child(long parent)
+{
+    alarm(20); /* a hang ends in SIGALRM */
+    passed = failed = 0;
+    char want[256];
+    snprintf(want, sizeof want, "vdev_torch_malloc: vdev was started in process %ld, from which "
+             "this process was forked; a forked child can neither use that runtime", parent);
+    CHECK(L.malloc_(4096, 0, S1) == NULL);
+    CHECK(strncmp(L.last_error(), want, strlen(want)) == 0);
+    CHECK_HAS(L.last_error(), "start vdev after fork() in each process that uses it");
+    struct vdev_torch_stats st;
+    CHECK(L.stats("GPU:0", &st) == VDEV_ERR_UNSUPPORTED);
+    CHECK(strncmp(L.last_error(), "vdev_torch_stats: vdev was started in process", 45) == 0);
+    CHECK(L.set_device(0, "GPU:0") == VDEV_ERR_UNSUPPORTED);
+    CHECK(L.push("GPU:0") == VDEV_ERR_UNSUPPORTED);
+    int x;
+    L.free_(&x, 4, 0, S1);
+    CHECK(strncmp(L.last_error(), "vdev_torch_free: vdev was started", 33) == 0);
+    return failed;
+}
+
+static void test_fork(void)
+{
+    pthread_t th;
+    atomic_store(&stop_hammer, 0);
+    CHECK(pthread_create(&th, NULL, hammer, NULL) == 0);
+    for (int i = 0; i < 20; i++) {
+        fflush(stdout);
+        long parent = (long)getpid();
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(forked_child(parent) ? 1 : 0);
+        int status = 0;
+        CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+        if (!WIFEXITED(status))
+            printf("child %d died of signal %d%s\n", i, WTERMSIG(status),
+                   WTERMSIG(status) == SIGALRM ? " (it hung)" : "");
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    atomic_store(&stop_hammer, 1);
+    pthread_join(th, NULL);
+}
+
 int main(void)
 {
     setenv("VDEV_SIM_GPUS", "1x1GiB", 1);
@@ -414,6 +524,8 @@ int main(void)
     *(void **)&L.reset = sym(h, "vdev_torch_reset");
     *(void **)&L.memory_info = sym(h, "vdev_memory_info"); /* from libvdev.so, its dependency */
     *(void **)&L.shutdown = sym(h, "vdev_shutdown");
+    *(void **)&L.vdev_error = sym(h, "vdev_last_error");
+    *(void **)&L.vdev_running = sym(h, "vdev_is_initialized");
 
     test_mapping_and_limit();
     test_set_device_and_push();
@@ -421,6 +533,8 @@ int main(void)
     test_streams();
     test_threads();
     test_bad_env();
+    test_shutdown();
+    test_fork();
     CHECK(L.reset() == VDEV_OK);
     L.shutdown();
     dlclose(h);

@@ -15,7 +15,16 @@
  *
  * One mutex guards everything: allocations are short (a hash insert, a
  * short list scan, one call into vdev's allocator, which has its own lock).
- * Errors go to a thread-local message, since PyTorch sees only NULL. */
+ * Errors go to a thread-local message, since PyTorch sees only NULL.
+ *
+ * The library is a holder of vdev memory (vdev_mem_holder_add): while
+ * PyTorch holds live blocks, vdev_shutdown() refuses, naming how many and
+ * where; when it goes ahead, the pending blocks go back first and the
+ * statistics start from zero with the next runtime. fork(): as vdev's own
+ * runtime, the library is stopped in a child forked from a process whose
+ * runtime runs (the blocks and streams are the parent's): the mutex is taken
+ * around fork(), so the child's copy is consistent, and every call there
+ * fails at once with VDEV_ERR_UNSUPPORTED and vdev's advice. */
 #define _GNU_SOURCE
 #include "torch_alloc_internal.h"
 
@@ -23,8 +32,10 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_TORCH 64   /* PyTorch device indices 0..63 */
 #define MAX_TARGETS 64 /* distinct vdev logical devices */
@@ -67,7 +78,8 @@ static struct {
     size_t table_cap, n_live; /* cap a power of two, n_live <= cap / 2 */
     struct vdev_torch_events ev;
     int ev_resolved;          /* ev chosen (code, or the default looked up) */
-    uint64_t n_bad_frees;
+    int running_at_fork;      /* vdev's runtime ran when fork() was called */
+    long forked_from;         /* in a child forked from a running runtime: the parent */
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local char err[512];
@@ -97,6 +109,108 @@ static void clear_err(void)
 VDEV_API const char *vdev_torch_last_error(void) { return err; }
 
 enum vdev_status vdev_torch_last_status(void) { return err_code; }
+
+/* ---- fork() and vdev_shutdown() ---- */
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&G.lock);
+    G.running_at_fork = vdev_is_initialized();
+}
+
+static void fork_parent(void) { pthread_mutex_unlock(&G.lock); }
+
+static void fork_child(void)
+{
+    if (G.running_at_fork && !G.forked_from)
+        G.forked_from = (long)getppid();
+    pthread_mutex_unlock(&G.lock);
+}
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void watch_fork(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+
+/* Each call begins here: clears the thread's error; VDEV_ERR_UNSUPPORTED
+ * (message set, naming fn) in a child forked from a running runtime, where
+ * the text is vdev's own refusal of such a child. */
+static enum vdev_status enter(const char *fn)
+{
+    pthread_once(&fork_once, watch_fork);
+    clear_err();
+    if (!G.forked_from) /* set in the child before its first call */
+        return VDEV_OK;
+    static const char prefix[] = "vdev_init: ";
+    const char *why = vdev_init() != VDEV_OK ? vdev_last_error() : "";
+    if (strncmp(why, prefix, sizeof prefix - 1) == 0)
+        why += sizeof prefix - 1;
+    else
+        why = "vdev was started in the process from which this process was forked";
+    return fail(VDEV_ERR_UNSUPPORTED, "%s: %s", fn, why);
+}
+
+/* "(2 on /device:GPU:0, 1 on /device:GPU:2)": where the live blocks of
+ * PyTorch's device torch (-1: all) are, devices in the order of their first
+ * use; lock held. */
+static void where_live(int torch, char *buf, size_t cap)
+{
+    int n[MAX_TARGETS] = {0};
+    for (size_t i = 0; i < G.table_cap; i++)
+        if (G.table[i].ptr && (torch < 0 || G.table[i].torch == torch))
+            n[G.table[i].target]++;
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int t = 0; t < G.n_targets && len < cap; t++)
+        if (n[t]) {
+            int w = snprintf(buf + len, cap - len, "%s%d on %s", len ? ", " : "(", n[t],
+                             G.targets[t].name);
+            len += w > 0 ? (size_t)w : 0;
+        }
+    if (len < cap)
+        snprintf(buf + len, cap - len, ")");
+}
+
+static int holder_live(void *ctx, char *msg, size_t cap)
+{
+    (void)ctx;
+    pthread_mutex_lock(&G.lock);
+    int n = (int)G.n_live;
+    if (n) {
+        char where[384];
+        where_live(-1, where, sizeof where);
+        snprintf(msg, cap,
+                 "%d block%s of the PyTorch allocator (libvdev-torch-alloc.so) %s live %s: "
+                 "torch tensors over vdev memory; delete them first",
+                 n, n == 1 ? "" : "s", n == 1 ? "is" : "are", where);
+    }
+    pthread_mutex_unlock(&G.lock);
+    return n;
+}
+
+static uint64_t drain(struct target *t);
+
+/* vdev_shutdown() goes ahead: the pending blocks go back while the runtime
+ * still runs, and the next runtime's statistics start from zero (the
+ * mappings stay: they name devices, not blocks). */
+static void holder_forget(void *ctx)
+{
+    (void)ctx;
+    pthread_mutex_lock(&G.lock);
+    for (int i = 0; i < G.n_targets; i++) {
+        drain(&G.targets[i]);
+        memset(&G.targets[i].st, 0, sizeof G.targets[i].st);
+    }
+    memset(G.n_live_torch, 0, sizeof G.n_live_torch);
+    pthread_mutex_unlock(&G.lock);
+}
+
+static pthread_once_t holder_once = PTHREAD_ONCE_INIT;
+
+static void add_holder(void)
+{
+    static const struct vdev_mem_holder h = {holder_live, holder_forget, NULL};
+    vdev_mem_holder_add(&h); /* cannot fail: the first of at most 8 of its kind */
+}
 
 /* ---- events: the CUDA driver's, when the process has loaded it ---- */
 
@@ -368,7 +482,8 @@ static uint64_t drain(struct target *t)
 
 VDEV_API void *vdev_torch_malloc(ssize_t size, int device, cudaStream_t stream)
 {
-    clear_err();
+    if (enter("vdev_torch_malloc") != VDEV_OK)
+        return NULL;
     if (size <= 0) {
         if (size < 0)
             fail(VDEV_ERR_INVALID_ARG, "vdev_torch_malloc: negative size %zd", size);
@@ -379,6 +494,7 @@ VDEV_API void *vdev_torch_malloc(ssize_t size, int device, cudaStream_t stream)
              MAX_TORCH - 1);
         return NULL;
     }
+    pthread_once(&holder_once, add_holder);
     pthread_mutex_lock(&G.lock);
     void *ptr = NULL;
     read_env();
@@ -442,12 +558,17 @@ out:
 
 VDEV_API void vdev_torch_free(void *ptr, ssize_t size, int device, cudaStream_t stream)
 {
-    if (!ptr)
-        return;
+    if (!ptr || enter("vdev_torch_free") != VDEV_OK)
+        return; /* in a forked child: the parent's block, not the child's to free */
     pthread_mutex_lock(&G.lock);
     struct live *e = lookup(ptr);
     if (!e) {
-        G.n_bad_frees++;
+        /* counted on the device PyTorch names, where it has one */
+        int ti = device >= 0 && device < MAX_TORCH && G.map[device] ? G.map[device] - 1
+                 : depth                                              ? stack[depth - 1]
+                                                                      : -1;
+        if (ti >= 0 && ti < G.n_targets)
+            G.targets[ti].st.n_bad_frees++;
         fail(VDEV_ERR_INVALID_ARG, "vdev_torch_free: %p is not a block of vdev_torch_malloc", ptr);
         pthread_mutex_unlock(&G.lock);
         return;
@@ -487,7 +608,8 @@ VDEV_API void vdev_torch_free(void *ptr, ssize_t size, int device, cudaStream_t 
 
 VDEV_API enum vdev_status vdev_torch_set_device(int torch, const char *name)
 {
-    clear_err();
+    if (enter("vdev_torch_set_device") != VDEV_OK)
+        return err_code;
     if (torch < 0 || torch >= MAX_TORCH)
         return fail(VDEV_ERR_INVALID_ARG, "vdev_torch_set_device: PyTorch device %d outside 0..%d",
                     torch, MAX_TORCH - 1);
@@ -498,12 +620,14 @@ VDEV_API enum vdev_status vdev_torch_set_device(int torch, const char *name)
     int t = target_of(name);
     if (t < 0)
         st = vdev_last_status();
-    else if (G.map[torch] && G.map[torch] != t + 1 && G.n_live_torch[torch])
+    else if (G.map[torch] && G.map[torch] != t + 1 && G.n_live_torch[torch]) {
+        char where[384];
+        where_live(torch, where, sizeof where);
         st = fail(VDEV_ERR_INVALID_ARG,
-                  "vdev_torch_set_device: PyTorch device %d has %d live blocks on %s; map it "
+                  "vdev_torch_set_device: PyTorch device %d has %d live block%s %s; map it "
                   "before its first allocation",
-                  torch, G.n_live_torch[torch], G.targets[G.map[torch] - 1].name);
-    else {
+                  torch, G.n_live_torch[torch], G.n_live_torch[torch] == 1 ? "" : "s", where);
+    } else {
         G.map[torch] = t + 1;
     }
     pthread_mutex_unlock(&G.lock);
@@ -512,7 +636,8 @@ VDEV_API enum vdev_status vdev_torch_set_device(int torch, const char *name)
 
 VDEV_API enum vdev_status vdev_torch_push_device(const char *name)
 {
-    clear_err();
+    if (enter("vdev_torch_push_device") != VDEV_OK)
+        return err_code;
     if (!name)
         return fail(VDEV_ERR_INVALID_ARG, "vdev_torch_push_device: the vdev device is NULL");
     if (depth == MAX_PUSH)
@@ -538,7 +663,8 @@ VDEV_API enum vdev_status vdev_torch_pop_device(void)
 
 VDEV_API enum vdev_status vdev_torch_stats(const char *name, struct vdev_torch_stats *out)
 {
-    clear_err();
+    if (enter("vdev_torch_stats") != VDEV_OK)
+        return err_code;
     if (!name || !out)
         return fail(VDEV_ERR_INVALID_ARG, "vdev_torch_stats: NULL argument");
     char canon[64];
@@ -552,10 +678,8 @@ VDEV_API enum vdev_status vdev_torch_stats(const char *name, struct vdev_torch_s
     if (i == G.n_targets)
         st = fail(VDEV_ERR_NOT_FOUND, "vdev_torch_stats: PyTorch has allocated nothing on %s",
                   canon);
-    else {
+    else
         *out = G.targets[i].st;
-        out->n_bad_frees = G.n_bad_frees;
-    }
     pthread_mutex_unlock(&G.lock);
     return st;
 }
@@ -570,7 +694,8 @@ static int n_pending_all(void)
 
 VDEV_API enum vdev_status vdev_torch_set_events(const struct vdev_torch_events *ev)
 {
-    clear_err();
+    if (enter("vdev_torch_set_events") != VDEV_OK)
+        return err_code;
     if (ev && (!ev->record || !ev->done || !ev->wait || !ev->drop))
         return fail(VDEV_ERR_INVALID_ARG, "vdev_torch_set_events: every function is needed");
     pthread_mutex_lock(&G.lock);
@@ -593,6 +718,8 @@ VDEV_API enum vdev_status vdev_torch_set_events(const struct vdev_torch_events *
 
 VDEV_API void vdev_torch_empty_cache(void)
 {
+    if (enter("vdev_torch_empty_cache") != VDEV_OK)
+        return;
     pthread_mutex_lock(&G.lock);
     for (int i = 0; i < G.n_targets; i++)
         drain(&G.targets[i]);
@@ -601,7 +728,8 @@ VDEV_API void vdev_torch_empty_cache(void)
 
 VDEV_API enum vdev_status vdev_torch_reset(void)
 {
-    clear_err();
+    if (enter("vdev_torch_reset") != VDEV_OK)
+        return err_code;
     pthread_mutex_lock(&G.lock);
     enum vdev_status st = VDEV_OK;
     int n = n_pending_all();
@@ -621,7 +749,6 @@ VDEV_API enum vdev_status vdev_torch_reset(void)
         G.n_targets = 0;
         G.env_read = 0;
         G.ev_resolved = 0;
-        G.n_bad_frees = 0;
         memset(G.map, 0, sizeof G.map);
     }
     pthread_mutex_unlock(&G.lock);

@@ -41,7 +41,16 @@
  *
  * Every function is thread-safe. The library links libvdev.so, so it shares
  * the runtime (configuration, devices, statistics) with every other user of
- * libvdev.so in the process, vdev's Python package included. */
+ * libvdev.so in the process, vdev's Python package included. It registers
+ * itself as a holder of vdev memory (vdev_mem_holder_add): vdev_shutdown()
+ * refuses while PyTorch holds live blocks ("vdev_shutdown: 2 blocks of the
+ * PyTorch allocator (libvdev-torch-alloc.so) are live (1 on /device:GPU:0,
+ * 1 on /device:GPU:2): ..."), and once it goes ahead the statistics start
+ * from zero with the next runtime (the mappings stay). In a child that fork()
+ * made from a process whose runtime runs, every function fails at once with
+ * VDEV_ERR_UNSUPPORTED and vdev's advice ("vdev_torch_malloc: vdev was
+ * started in process N, from which this process was forked; ..."); a free
+ * there only sets that message: the block is the parent's. */
 #ifndef VDEV_TORCH_ALLOC_H
 #define VDEV_TORCH_ALLOC_H
 
@@ -80,7 +89,9 @@ VDEV_API void vdev_torch_free(void *ptr, ssize_t size, int device, cudaStream_t 
  * accepted form ("GPU:1", "/device:GPU:1"); code wins over
  * VDEV_TORCH_DEVICES. VDEV_ERR_INVALID_ARG for an index out of range, a
  * malformed name ("Failed parsing device name: ..."), or a device index with
- * live blocks that is mapped elsewhere already; VDEV_ERR_NOT_FOUND for a
+ * live blocks that is mapped elsewhere already ("PyTorch device 0 has 2 live
+ * blocks (1 on /device:GPU:0, 1 on /device:GPU:2); map it before its first
+ * allocation": each device its blocks came from); VDEV_ERR_NOT_FOUND for a
  * device that does not exist (starts vdev's runtime). */
 VDEV_API enum vdev_status vdev_torch_set_device(int torch_device, const char *vdev_device);
 /* The calling thread's allocations go to `vdev_device`, whatever PyTorch's
@@ -100,8 +111,9 @@ struct vdev_torch_stats {
     uint64_t n_failed;             /* allocations that failed */
     uint64_t n_same_stream_reuses; /* allocations served by a block freed on their stream */
     uint64_t n_event_waits;        /* events waited for before an out-of-memory failure */
-    uint64_t n_bad_frees;          /* frees of pointers that were not live blocks (all
-                                      devices: such a pointer has no device) */
+    uint64_t n_bad_frees;          /* frees of pointers that were not live blocks, counted
+                                      on the device PyTorch's index of the free maps to
+                                      (else the thread's pushed device; else none) */
 };
 /* The statistics of what PyTorch allocated from one vdev logical device.
  * VDEV_ERR_NOT_FOUND when nothing was ever allocated there. */

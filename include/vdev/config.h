@@ -224,7 +224,10 @@ VDEV_API enum vdev_status vdev_init(void);
 VDEV_API bool vdev_is_initialized(void);
 /* Frees every device's memory and returns to the unconfigured state (for
  * tests and tools). Not thread-safe with other calls in flight. In a forked
- * child of a started runtime it returns at once, giving nothing back. */
+ * child of a started runtime it returns at once, giving nothing back. While
+ * a holder of vdev memory (vdev_mem_holder_add: PyTorch's allocator) has
+ * live blocks it refuses: nothing changes, and vdev_last_error() says
+ * VDEV_ERR_INVALID_ARG "vdev_shutdown: N blocks of ... are live ...". */
 VDEV_API void vdev_shutdown(void);
 
 #ifdef __cplusplus

@@ -86,6 +86,33 @@ VDEV_API enum vdev_status vdev_mem_alloc(const char *device, uint64_t bytes, voi
 /* Frees what vdev_mem_alloc returned; NULL is a no-op. */
 VDEV_API enum vdev_status vdev_mem_free(const char *device, void *ptr);
 
+/* A library that hands vdev_mem_alloc blocks on to users vdev does not see
+ * (libvdev-torch-alloc.so, PyTorch's allocator) registers itself as a
+ * holder, so that vdev_shutdown() never frees memory under a live block:
+ *  - live(ctx, msg, cap) returns how many of its blocks are live; when not
+ *    0 it writes into msg (cap bytes) what they are and what to do, e.g.
+ *    "2 blocks of the PyTorch allocator (libvdev-torch-alloc.so) are live
+ *    (1 on /device:GPU:0, 1 on /device:GPU:2): ...";
+ *  - forget(ctx) is called when vdev_shutdown() goes ahead, before any
+ *    memory goes: the holder gives back what it keeps for reuse and starts
+ *    the next runtime afresh (its statistics from zero).
+ * vdev_shutdown() asks every holder first; while one has live blocks it
+ * refuses: it returns with the runtime still running, and its last error is
+ * VDEV_ERR_INVALID_ARG "vdev_shutdown: " followed by that holder's msg.
+ * At most 8 holders; a holder already registered (the same functions and
+ * ctx) is not added again. VDEV_ERR_INVALID_ARG for NULL or a holder
+ * without live or forget, or a ninth holder. Thread-safe. */
+struct vdev_mem_holder {
+    int (*live)(void *ctx, char *msg, size_t cap);
+    void (*forget)(void *ctx);
+    void *ctx;
+};
+VDEV_API enum vdev_status vdev_mem_holder_add(const struct vdev_mem_holder *holder);
+/* The live blocks of the first holder that has any (0: none, msg ""), its
+ * msg written into msg (cap bytes; msg may be NULL when cap is 0): what
+ * vdev_shutdown() would refuse for. Thread-safe. */
+VDEV_API int vdev_mem_holders_live(char *msg, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

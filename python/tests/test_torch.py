@@ -57,6 +57,32 @@ def test_allocator_shares_the_runtime():
     assert vdev.config.experimental.get_memory_info("GPU:0")["current"] == 0
 
 
+def test_shutdown_refused_while_blocks_are_live():
+    """A shutdown under live blocks would free their memory, and the next
+    runtime would hand the same addresses out again: it is refused."""
+    lib = vt._lib_alloc()
+    p = lib.vdev_torch_malloc(MIB, 0, None)
+    with vt.device("GPU:2"):
+        q = lib.vdev_torch_malloc(4096, 0, None)
+    assert p and q
+    with pytest.raises(RuntimeError) as e:
+        vdev.shutdown()
+    assert str(e.value) == (
+        "vdev.shutdown(): 2 blocks of the PyTorch allocator (libvdev-torch-alloc.so) are live "
+        "(1 on /device:GPU:0, 1 on /device:GPU:2): torch tensors over vdev memory; delete "
+        "them first")
+    assert vdev.is_initialized()
+    assert vdev.config.experimental.get_memory_info("GPU:0")["current"] == MIB
+    lib.vdev_torch_free(p, MIB, 0, None)
+    lib.vdev_torch_free(q, 4096, 0, None)
+    vdev.shutdown()
+    assert not vdev.is_initialized()
+    r = lib.vdev_torch_malloc(MIB, 0, None)  # the next runtime: statistics from zero
+    st = vt.memory_stats("GPU:0")
+    assert (st["n_allocs_total"], st["n_frees_total"], st["peak_allocated_bytes"]) == (1, 0, MIB)
+    lib.vdev_torch_free(r, MIB, 0, None)
+
+
 def test_allocator_errors():
     vdev.init()
     with pytest.raises(ValueError) as e:

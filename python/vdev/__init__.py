@@ -23,6 +23,7 @@ goes; ``vdev.shutdown()`` frees every device's memory and returns to the
 unconfigured state (for tests), after which old tensors raise when used.
 """
 
+import ctypes as _ctypes
 import gc as _gc
 
 from . import errors
@@ -62,8 +63,9 @@ def shutdown():
     Tensors made before raise InvalidArgumentError when used and free nothing
     when collected; strategies and communicators are freed first (their use
     then raises RuntimeError), and memory pressure callbacks forgotten.
-    RuntimeError while arrays shared through DLPack are alive, since their
-    memory would go. As vdev_shutdown in C, it must not run while other
+    RuntimeError while arrays shared through DLPack are alive, or while
+    PyTorch's allocator (vdev.torch) holds live blocks, since their memory
+    would go. As vdev_shutdown in C, it must not run while other
     threads still run vdev's ops (join them first): their queued work would
     use memory it frees."""
     _gc.collect()
@@ -72,6 +74,9 @@ def shutdown():
         raise RuntimeError("vdev.shutdown(): %d DLPack export%s of vdev tensors %s still alive "
                            "(numpy arrays or torch tensors over vdev memory); delete them first"
                            % (n, "" if n == 1 else "s", "is" if n == 1 else "are"))
+    why = _ctypes.create_string_buffer(480)
+    if _c.vdev_mem_holders_live(why, len(why)):  # vdev_shutdown would refuse
+        raise RuntimeError("vdev.shutdown(): " + why.value.decode())
     from .distribute import _mirrored
     from . import config
     from .config import _govern

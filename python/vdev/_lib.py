@@ -346,6 +346,7 @@ _PROTOS = {
     "vdev_tensor_to_dlpack": (STATUS, [_h, ctypes.POINTER(ctypes.c_void_p)]),
     "vdev_tensor_from_dlpack": (_h, [ctypes.c_void_p]),
     "vdev_dlpack_live_exports": (ctypes.c_int, []),
+    "vdev_mem_holders_live": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t]),
     "vdev_last_oom_report": (ctypes.c_char_p, []),
 }
 

@@ -66,6 +66,10 @@ uint32_t vdev_runtime_generation(void);
  * parent's pid (that runtime's streams and worker threads stayed there, so
  * the child may neither use it nor start another); 0 elsewhere. */
 long vdev_runtime_forked_from(void);
+/* vdev_shutdown's first step: VDEV_ERR_INVALID_ARG (message set) while a
+ * holder (vdev_mem_holder_add) has live blocks; else tells every holder to
+ * forget this runtime's blocks, and VDEV_OK. */
+enum vdev_status vdev_runtime_holders_release(void);
 /* Sets VDEV_ERR_UNSUPPORTED "<fn>: vdev was started in process N, from
  * which this process was forked; ..." (what to do instead) and returns it. */
 enum vdev_status vdev_runtime_forked_error(const char *fn);

@@ -10,7 +10,9 @@
  * of the card's budget; the card's logical device makes room for it, and
  * gets back what it gave once the last communicator is gone. The device
  * table itself, built and torn down in runtime.c, is immutable while the
- * runtime runs, so nothing here locks it. */
+ * runtime runs, so nothing here locks it. Holders of raw blocks that vdev
+ * cannot see (vdev_mem_holder_add: PyTorch's allocator) are asked before a
+ * shutdown whether their blocks are live, and told when it goes ahead. */
 #include "runtime/observe.h"
 
 #include <pthread.h>
@@ -367,4 +369,78 @@ VDEV_API enum vdev_status vdev_memory_set_pressure_callback(const char *device, 
     if (st != VDEV_OK)
         return st;
     return vdev_pool_set_pressure(d->pool, d->member, fn, user);
+}
+
+/* ---- holders of raw blocks (vdev_mem_holder_add) ---- */
+
+#define MAX_HOLDERS 8
+
+static struct {
+    pthread_mutex_t lock;
+    struct vdev_mem_holder h[MAX_HOLDERS];
+    int n;
+} MH = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+VDEV_API enum vdev_status vdev_mem_holder_add(const struct vdev_mem_holder *h)
+{
+    if (!h || !h->live || !h->forget)
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "vdev_mem_holder_add: the holder or one of its functions is NULL");
+    enum vdev_status st = VDEV_OK;
+    pthread_mutex_lock(&MH.lock);
+    int i = 0;
+    while (i < MH.n && (MH.h[i].live != h->live || MH.h[i].forget != h->forget ||
+                        MH.h[i].ctx != h->ctx))
+        i++;
+    if (i == MH.n) {
+        if (MH.n == MAX_HOLDERS)
+            st = vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mem_holder_add: more than %d holders",
+                            MAX_HOLDERS);
+        else
+            MH.h[MH.n++] = *h;
+    }
+    pthread_mutex_unlock(&MH.lock);
+    return st;
+}
+
+/* The holders, copied: they are called without MH.lock, since they take
+ * their own locks and may call into vdev (forget frees pending blocks). */
+static int holders(struct vdev_mem_holder h[MAX_HOLDERS])
+{
+    pthread_mutex_lock(&MH.lock);
+    int n = MH.n;
+    memcpy(h, MH.h, sizeof MH.h);
+    pthread_mutex_unlock(&MH.lock);
+    return n;
+}
+
+VDEV_API int vdev_mem_holders_live(char *msg, size_t cap)
+{
+    struct vdev_mem_holder h[MAX_HOLDERS];
+    int n = holders(h);
+    char buf[480];
+    if (cap && msg)
+        msg[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        buf[0] = '\0';
+        int live = h[i].live(h[i].ctx, buf, sizeof buf);
+        if (live) {
+            if (cap && msg)
+                vdev_strlcpy(msg, buf, cap);
+            return live;
+        }
+    }
+    return 0;
+}
+
+enum vdev_status vdev_runtime_holders_release(void)
+{
+    char msg[480];
+    if (vdev_mem_holders_live(msg, sizeof msg))
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_shutdown: %s", msg);
+    struct vdev_mem_holder h[MAX_HOLDERS];
+    int n = holders(h);
+    for (int i = 0; i < n; i++)
+        h[i].forget(h[i].ctx);
+    return VDEV_OK;
 }
