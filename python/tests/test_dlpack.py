@@ -16,6 +16,8 @@ import pytest
 
 import vdev
 
+from conftest import run_python
+
 torch = pytest.importorskip("torch")
 LONG = "/job:localhost/replica:0/task:0"
 
@@ -157,6 +159,41 @@ def test_refused_imports():
     assert "consumed already" in str(e.value)
 
 
+def test_refused_capsule_stays_usable():
+    cap = torch.utils.dlpack.to_dlpack(torch.ones(2, dtype=torch.float64))
+    with pytest.raises(vdev.errors.UnimplementedError):
+        vdev.from_dlpack(cap)
+    assert torch.utils.dlpack.from_dlpack(cap).tolist() == [1.0, 1.0]  # still unconsumed
+
+
+def test_interrupt_after_import_is_no_double_free():
+    """A KeyboardInterrupt just after vdev took the capsule (here raised by a
+    wrapper around the call) must not leave the capsule to run the deleter
+    vdev ran: a strided tensor is copied, its deleter run at once, and
+    PyTorch's capsule destructor used to run it again (glibc: "free():
+    double free detected", an abort)."""
+    code = """if True:
+        import gc, torch, vdev, vdev.dlpack as vd
+        real = vd.lib
+        class Interrupting:
+            def __getattr__(self, name):
+                return getattr(real, name)
+            def vdev_tensor_from_dlpack(self, m):
+                real.vdev_tensor_from_dlpack(m)
+                raise KeyboardInterrupt
+        vd.lib = Interrupting()
+        for i in range(20):
+            try:
+                vdev.from_dlpack(torch.rand(300, 300).t())
+            except KeyboardInterrupt:
+                pass
+            gc.collect()
+        print("done")
+    """
+    rc, out, err = run_python(code, timeout=120)
+    assert (rc, out) == (0, "done\n"), err[-2000:]
+
+
 def test_unconsumed_capsule_releases_its_export():
     with vdev.device("GPU:2"):
         t = vdev.zeros([256])
@@ -237,7 +274,6 @@ def test_tensorflow_namespace_and_exit():
     t = vdev.experimental.dlpack.from_dlpack(cap)
     assert t.numpy().tolist() == [1.0, 2.0]
     del t, cap
-    from conftest import run_python
     rc, out, err = run_python(
         "import vdev, numpy as np\n"
         "keep = vdev.constant([1.0]).__dlpack__()\n"     # never consumed

@@ -126,11 +126,16 @@ def from_dlpack(x):
         raise ValueError("from_dlpack: the capsule is not a DLPack tensor, or was consumed "
                          "already (a capsule can be used once)")
     managed = _api.PyCapsule_GetPointer(capsule, _DLTENSOR)
+    # Marked consumed before vdev may take it, so that the capsule never
+    # deletes what vdev owns: an exception landing between the two steps
+    # (a KeyboardInterrupt just after vdev's call returned) used to leave the
+    # capsule named "dltensor", and its destructor ran the deleter vdev had
+    # run (a double free). Now such an interruption can at worst leak it.
+    _api.PyCapsule_SetName(capsule, _USED)
     h = lib.vdev_tensor_from_dlpack(managed)
     if not h:
+        _api.PyCapsule_SetName(capsule, _DLTENSOR)  # refused: still the capsule's
         raise _lib.error()
-    # vdev owns it now: the capsule must not delete it.
-    _api.PyCapsule_SetName(capsule, _USED)
     return Tensor(h)
 
 
