@@ -3,8 +3,10 @@
  * the parent's threads, so every use of the parent's runtime, and starting
  * another, must fail at once with VDEV_ERR_UNSUPPORTED and advice instead
  * of waiting forever on a stream nobody serves; freeing the parent's
- * tensors and vdev_shutdown must return; and the parent must go on as if
- * nothing happened. A child forked while no runtime runs starts its own.
+ * tensors and vdev_shutdown must return; a change of the configuration
+ * there is refused with the same error (not "cannot be modified after being
+ * initialized": the child's runtime is not initialized); and the parent must
+ * go on as if nothing happened. A child forked while no runtime runs starts its own.
  *
  * Each child runs its checks under alarm(), so a hang fails the test, and
  * reports its failures through its exit status. */
@@ -89,6 +91,21 @@ static void child_of_running(long parent)
     CHECK_MSG("vdev was started in process");
     CHECK_STATUS(vdev_init(), VDEV_ERR_UNSUPPORTED);
     expect_refusal("vdev_init", parent, __LINE__);
+    /* the configuration is refused as start-up is, not as if a start-up
+     * had happened here ("Physical devices cannot be modified ...") */
+    CHECK_STATUS(vdev_config_set_memory_growth("/physical_device:GPU:0", true),
+                 VDEV_ERR_UNSUPPORTED);
+    expect_refusal("vdev_config_set_memory_growth", parent, __LINE__);
+    CHECK_STATUS(vdev_config_set_memory_fraction("/physical_device:GPU:0", 0.5),
+                 VDEV_ERR_UNSUPPORTED);
+    expect_refusal("vdev_config_set_memory_fraction", parent, __LINE__);
+    int visible[1] = {0};
+    CHECK_STATUS(vdev_config_set_visible_devices(visible, 1), VDEV_ERR_UNSUPPORTED);
+    expect_refusal("vdev_config_set_visible_devices", parent, __LINE__);
+    uint64_t limits[2] = {64ull << 20, 64ull << 20};
+    CHECK_STATUS(vdev_config_set_logical_devices("/physical_device:GPU:1", limits, 2),
+                 VDEV_ERR_UNSUPPORTED);
+    expect_refusal("vdev_config_set_logical_devices", parent, __LINE__);
     struct vdev_memory_info mi;
     CHECK_STATUS(vdev_memory_info("GPU:0", &mi), VDEV_ERR_UNSUPPORTED);
     /* freeing the parent's tensors drops the handles, gives nothing back */

@@ -68,6 +68,26 @@ def test_forked_child_is_refused_not_hung():
     assert "vdev was started in process %d" % parent in _in_fork(child_new)
 
 
+def test_forked_child_configuration_is_refused_as_start_up_is():
+    vdev.zeros([1])  # vdev runs in the parent
+    gpu = vdev.config.list_physical_devices("GPU")[0]
+    parent = os.getpid()
+
+    def child():
+        out = [str(vdev.is_initialized())]
+        for call in (lambda: vdev.config.set_memory_growth(gpu, True), vdev.init):
+            try:
+                call()
+                out.append("no error")
+            except vdev.errors.UnimplementedError as e:
+                out.append(str(e).split(",")[0])
+        return "|".join(out)
+
+    assert _in_fork(child) == (
+        "False|vdev_config_set_memory_growth: vdev was started in process %d|"
+        "vdev_init: vdev was started in process %d" % (parent, parent))
+
+
 def _spawned(q):
     import vdev as v
     with v.device("GPU:1"):

@@ -20,6 +20,7 @@
 #include "config/internal.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define MIB (1ull << 20)
@@ -29,6 +30,27 @@ static struct vdev_config_state S = {.lock = PTHREAD_MUTEX_INITIALIZER};
 struct vdev_config_state *vdev_config_state(void) { return &S; }
 
 static const char *const ALREADY = "Physical devices cannot be modified after being initialized";
+
+/* ---- a child forked from a process whose runtime ran ---- */
+
+static _Atomic long forked_from; /* that process (0: not such a child) */
+
+void vdev_config_forked(long parent) { atomic_store(&forked_from, parent); }
+
+enum vdev_status vdev_config_forked_error(const char *fn)
+{
+    return vdev_error(VDEV_ERR_UNSUPPORTED,
+                      "%s: vdev was started in process %ld, from which this process was forked; "
+                      "a forked child can neither use that runtime (its device streams and "
+                      "worker threads stayed in the parent) nor start another: start vdev after "
+                      "fork() in each process that uses it, or start children with spawn "
+                      "(Python: multiprocessing.get_context('spawn'))",
+                      fn, atomic_load(&forked_from));
+}
+
+/* The configuration such a child inherited is frozen for good: a change is
+ * refused as its start-up is, not as if it could start later. */
+static int forked(void) { return atomic_load(&forked_from) != 0; }
 
 /* ---- discovery ---- */
 
@@ -243,6 +265,8 @@ VDEV_API enum vdev_status vdev_config_set_visible_devices(const int *idx, int n)
                                       list, idx[i]));
             }
     }
+    if (S.frozen && forked())
+        return end(vdev_config_forked_error("vdev_config_set_visible_devices"));
     if (S.frozen) {
         /* Compared as listed, as TensorFlow compares its list. */
         int same = S.eff_n_visible == n;
@@ -271,6 +295,8 @@ VDEV_API enum vdev_status vdev_config_set_memory_growth(const char *name, bool e
     if (is_cpu)
         return end(vdev_error(VDEV_ERR_INVALID_ARG,
                               "Cannot set memory growth on non-GPU and non-Pluggable devices"));
+    if (S.frozen && forked())
+        return end(vdev_config_forked_error("vdev_config_set_memory_growth"));
     if (S.frozen) {
         /* As TensorFlow: repeating what code set is a no-op; anything else,
          * growth never set included (whatever is in force), is refused. */
@@ -314,6 +340,8 @@ static enum vdev_status set_logical_cpus(const char *name, const uint64_t *limit
                           "%d logical devices requested on %s; at most %d CPUs", n, name,
                           VDEV_MAX_LOGICAL_CPUS);
     int want = n ? n : 1;
+    if (S.frozen && forked())
+        return vdev_config_forked_error("vdev_config_set_logical_devices");
     if (S.frozen) {
         if (S.eff_n_cpus == want)
             return VDEV_OK;
@@ -371,6 +399,8 @@ static enum vdev_status set_gpu_split(const char *name, int gpu, int n, const ui
     for (int i = 0; i < n; i++)
         res[i] = prios[i] == VDEV_PRIORITY_DEFAULT ? VDEV_PRIORITY_NORMAL : prios[i];
     struct vdev_gpu_cfg *g = &S.gpus[gpu];
+    if (S.frozen && forked())
+        return vdev_config_forked_error("vdev_config_set_logical_devices");
     if (S.frozen) {
         /* In force: ceilings of 0 were resolved to the card's budget. */
         const struct vdev_gpu_cfg *e = &S.eff[gpu];
@@ -530,6 +560,8 @@ VDEV_API enum vdev_status vdev_config_set_memory_fraction(const char *name, doub
     for (int i = lo; fraction > 0 && i < hi; i++)
         if ((st = check_fraction(i, fraction)) != VDEV_OK)
             return end(st);
+    if (S.frozen && forked())
+        return end(vdev_config_forked_error("vdev_config_set_memory_fraction"));
     if (S.frozen) {
         int same = 1;
         for (int i = lo; i < hi; i++)

@@ -63,6 +63,14 @@ enum vdev_status vdev_config_freeze(struct vdev_plan *plan);
 /* Back to the unconfigured, undiscovered state (vdev_shutdown). */
 void vdev_config_reset(void);
 int vdev_config_frozen(void);
+/* In a child forked from a process whose runtime ran (the runtime's fork
+ * handler calls it with that process's id): every change of the frozen
+ * configuration then fails as vdev_config_forked_error(fn) does. */
+void vdev_config_forked(long parent);
+/* VDEV_ERR_UNSUPPORTED "fn: vdev was started in process N, from which this
+ * process was forked; ..." with the advice (start vdev after fork(), or
+ * spawn); the runtime's refusals in such a child use it too. */
+enum vdev_status vdev_config_forked_error(const char *fn);
 /* Undoes vdev_config_freeze() when start-up fails after it. */
 void vdev_config_unfreeze(void);
 

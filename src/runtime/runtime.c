@@ -146,13 +146,7 @@ long vdev_runtime_forked_from(void)
 
 enum vdev_status vdev_runtime_forked_error(const char *fn)
 {
-    return vdev_error(VDEV_ERR_UNSUPPORTED,
-                      "%s: vdev was started in process %ld, from which this process was forked; "
-                      "a forked child can neither use that runtime (its device streams and "
-                      "worker threads stayed in the parent) nor start another: start vdev after "
-                      "fork() in each process that uses it, or start children with spawn "
-                      "(Python: multiprocessing.get_context('spawn'))",
-                      fn, vdev_runtime_forked_from());
+    return vdev_config_forked_error(fn); /* the text lives with the layer below */
 }
 
 /* In the child, single-threaded: a runtime that ran in the parent stops
@@ -160,8 +154,10 @@ enum vdev_status vdev_runtime_forked_error(const char *fn)
 static void fork_child(void)
 {
     if (atomic_load_explicit(&R.initialized, memory_order_relaxed) &&
-        !atomic_load_explicit(&R.forked_from, memory_order_relaxed))
+        !atomic_load_explicit(&R.forked_from, memory_order_relaxed)) {
         atomic_store_explicit(&R.forked_from, (long)getppid(), memory_order_relaxed);
+        vdev_config_forked((long)getppid()); /* its configuration stays frozen for good */
+    }
     atomic_store_explicit(&R.initialized, 0, memory_order_release);
 }
 
