@@ -502,6 +502,28 @@ static void test_fork(void)
     pthread_join(th, NULL);
 }
 
+/* The library unloaded (dlclose) while libvdev stays and runs: its holder
+ * goes with it, so the next vdev_shutdown() calls none of its code (it
+ * crashed calling the holder's function in the unloaded library). */
+static void test_unload(void *h)
+{
+    Dl_info info;
+    CHECK(dladdr(*(void **)&L.shutdown, &info) && info.dli_fname);
+    void *vdev = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD); /* keeps libvdev loaded */
+    CHECK(vdev != NULL);
+    void *p = L.malloc_(1000, 0, S1); /* the runtime runs; the holder is registered */
+    CHECK(p != NULL);
+    L.free_(p, 1000, 0, S1);
+    void (*shutdown)(void) = L.shutdown;
+    bool (*running)(void) = L.vdev_running;
+    CHECK(running());
+    dlclose(h);
+    shutdown();
+    CHECK(!running());
+    if (vdev)
+        dlclose(vdev);
+}
+
 int main(void)
 {
     setenv("VDEV_SIM_GPUS", "1x1GiB", 1);
@@ -536,8 +558,7 @@ int main(void)
     test_shutdown();
     test_fork();
     CHECK(L.reset() == VDEV_OK);
-    L.shutdown();
-    dlclose(h);
+    test_unload(h);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

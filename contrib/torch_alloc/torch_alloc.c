@@ -205,11 +205,22 @@ static void holder_forget(void *ctx)
 }
 
 static pthread_once_t holder_once = PTHREAD_ONCE_INIT;
+static const struct vdev_mem_holder holder = {holder_live, holder_forget, NULL};
+static _Atomic int holder_added;
 
 static void add_holder(void)
 {
-    static const struct vdev_mem_holder h = {holder_live, holder_forget, NULL};
-    vdev_mem_holder_add(&h); /* cannot fail: the first of at most 8 of its kind */
+    /* cannot fail: the first of at most 8 of its kind */
+    if (vdev_mem_holder_add(&holder) == VDEV_OK)
+        atomic_store(&holder_added, 1);
+}
+
+/* This library's code goes when it is unloaded (dlclose): vdev must not
+ * call its holder functions after that. */
+__attribute__((destructor)) static void remove_holder(void)
+{
+    if (atomic_exchange(&holder_added, 0))
+        vdev_mem_holder_remove(&holder);
 }
 
 /* ---- events: the CUDA driver's, when the process has loaded it ---- */

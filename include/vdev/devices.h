@@ -108,6 +108,11 @@ struct vdev_mem_holder {
     void *ctx;
 };
 VDEV_API enum vdev_status vdev_mem_holder_add(const struct vdev_mem_holder *holder);
+/* Takes a holder out (the same functions and ctx as added), before the code
+ * of its functions goes (a library's destructor, before dlclose): not while
+ * another thread is in vdev_shutdown(). VDEV_ERR_INVALID_ARG for NULL,
+ * VDEV_ERR_NOT_FOUND when no such holder is registered. Thread-safe. */
+VDEV_API enum vdev_status vdev_mem_holder_remove(const struct vdev_mem_holder *holder);
 /* The live blocks of the first holder that has any (0: none, msg ""), its
  * msg written into msg (cap bytes; msg may be NULL when cap is 0): what
  * vdev_shutdown() would refuse for. Thread-safe. */

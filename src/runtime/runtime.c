@@ -536,7 +536,7 @@ VDEV_API void vdev_shutdown(void)
 {
     if (vdev_runtime_forked_from())
         return; /* the parent's runtime: nothing of it to give back here */
-    if (vdev_runtime_holders_release() != VDEV_OK)
+    if (vdev_is_initialized() && vdev_runtime_holders_release() != VDEV_OK)
         return; /* refused: a holder's blocks are live (vdev_last_error says) */
     vdev_placement_report_if_asked();
     pthread_mutex_lock(&R.lock);

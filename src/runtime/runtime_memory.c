@@ -381,6 +381,16 @@ static struct {
     int n;
 } MH = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* The index of the holder with h's functions and ctx, or MH.n; with MH.lock. */
+static int find_holder(const struct vdev_mem_holder *h)
+{
+    int i = 0;
+    while (i < MH.n && (MH.h[i].live != h->live || MH.h[i].forget != h->forget ||
+                        MH.h[i].ctx != h->ctx))
+        i++;
+    return i;
+}
+
 VDEV_API enum vdev_status vdev_mem_holder_add(const struct vdev_mem_holder *h)
 {
     if (!h || !h->live || !h->forget)
@@ -388,10 +398,7 @@ VDEV_API enum vdev_status vdev_mem_holder_add(const struct vdev_mem_holder *h)
                           "vdev_mem_holder_add: the holder or one of its functions is NULL");
     enum vdev_status st = VDEV_OK;
     pthread_mutex_lock(&MH.lock);
-    int i = 0;
-    while (i < MH.n && (MH.h[i].live != h->live || MH.h[i].forget != h->forget ||
-                        MH.h[i].ctx != h->ctx))
-        i++;
+    int i = find_holder(h);
     if (i == MH.n) {
         if (MH.n == MAX_HOLDERS)
             st = vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mem_holder_add: more than %d holders",
@@ -401,6 +408,24 @@ VDEV_API enum vdev_status vdev_mem_holder_add(const struct vdev_mem_holder *h)
     }
     pthread_mutex_unlock(&MH.lock);
     return st;
+}
+
+VDEV_API enum vdev_status vdev_mem_holder_remove(const struct vdev_mem_holder *h)
+{
+    if (!h)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mem_holder_remove: the holder is NULL");
+    pthread_mutex_lock(&MH.lock);
+    int i = find_holder(h);
+    int found = i < MH.n;
+    if (found) {
+        memmove(&MH.h[i], &MH.h[i + 1], (size_t)(MH.n - i - 1) * sizeof MH.h[0]);
+        MH.n--;
+    }
+    pthread_mutex_unlock(&MH.lock);
+    if (!found)
+        return vdev_error(VDEV_ERR_NOT_FOUND,
+                          "vdev_mem_holder_remove: no such holder (not added, or removed already)");
+    return VDEV_OK;
 }
 
 /* The holders, copied: they are called without MH.lock, since they take
