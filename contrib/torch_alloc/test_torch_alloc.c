@@ -514,6 +514,7 @@ static void test_unload(void *h)
     void *p = L.malloc_(1000, 0, S1); /* the runtime runs; the holder is registered */
     CHECK(p != NULL);
     L.free_(p, 1000, 0, S1);
+    CHECK(L.reset() == VDEV_OK); /* its tables go; the holder stays registered */
     void (*shutdown)(void) = L.shutdown;
     bool (*running)(void) = L.vdev_running;
     CHECK(running());
