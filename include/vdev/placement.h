@@ -99,7 +99,8 @@ VDEV_API void vdev_device_report(FILE *f);
  * read at start-up. One endpoint at a time; vdev_shutdown() stops it. */
 
 /* Starts serving on addr, "127.0.0.1:9400" or "[::1]:9400" (numeric, bound
- * as given; port 0 picks a free port, see vdev_metrics_port). Starts the
+ * as given; "localhost" is 127.0.0.1; port 0 picks a free port, see
+ * vdev_metrics_port). Starts the
  * runtime. VDEV_ERR_INVALID_ARG for a malformed address, an address that
  * cannot be bound, or an endpoint already serving. */
 VDEV_API enum vdev_status vdev_metrics_serve(const char *addr);
