@@ -149,3 +149,27 @@ int check_fill_device(const char *dev, void **blocks, int cap)
             n++;
     return n;
 }
+
+void check_own_product(const char *device, int n)
+{
+    static float h[64 * 64];
+    if (n < 1 || n > 64) {
+        check_fail(__FILE__, __LINE__, "check_own_product: n is %d, not 1 to 64", n);
+        return;
+    }
+    CHECK_OK(vdev_init());
+    CHECK_OK(vdev_device_push(device));
+    int64_t shape[2] = {n, n};
+    vdev_tensor_t *a = vdev_tensor_fill(shape, 2, VDEV_F32, 1.0);
+    vdev_tensor_t *c = vdev_matmul(a, a, false, false);
+    CHECK(c != NULL);
+    CHECK_OK(vdev_device_pop());
+    CHECK_OK(vdev_tensor_to_host(c, h, (size_t)n * (size_t)n * sizeof h[0]));
+    int all = 1;
+    for (int i = 0; i < n * n; i++)
+        all &= h[i] == (float)n;
+    CHECK(all);
+    vdev_tensor_free(c);
+    vdev_tensor_free(a);
+    vdev_shutdown();
+}

@@ -15,6 +15,10 @@ void check_fail(const char *file, int line, const char *fmt, ...)
  * variable from the environment, sets VDEV_SIM_GPUS to sim (NULL leaves it
  * unset), and clears the thread's error. */
 void check_fresh(const char *sim);
+/* Starts vdev, squares an n x n matrix of ones (n <= 64) on `device` and
+ * checks every element is n, frees and shuts down: a process's own runtime
+ * works (a forked child's, after its parent's was refused). */
+void check_own_product(const char *device, int n);
 /* Prints the summary and returns the exit status (0 when nothing failed). */
 int check_done(void);
 /* Sleeps ms milliseconds. */

@@ -121,19 +121,7 @@ static void child_of_running(long parent)
 static void child_of_stopped(long parent)
 {
     (void)parent;
-    CHECK_OK(vdev_init());
-    CHECK_OK(vdev_device_push("GPU:1"));
-    int64_t shape[2] = {64, 64};
-    vdev_tensor_t *a = vdev_tensor_fill(shape, 2, VDEV_F32, 1.0);
-    vdev_tensor_t *c = vdev_matmul(a, a, false, false);
-    CHECK(c != NULL);
-    CHECK_OK(vdev_device_pop());
-    static float h[64 * 64];
-    CHECK_OK(vdev_tensor_to_host(c, h, sizeof h));
-    CHECK(h[0] == 64.0f && h[64 * 64 - 1] == 64.0f);
-    vdev_tensor_free(c);
-    vdev_tensor_free(a);
-    vdev_shutdown();
+    check_own_product("GPU:1", 64);
 }
 
 int main(void)

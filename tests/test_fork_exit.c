@@ -82,22 +82,7 @@ static int fork_during_product(void (*child)(void))
 static void child_exits(void) { CHECK(!vdev_is_initialized()); }
 
 /* A child forked while no runtime ran: its own runtime and product. */
-static void child_works(void)
-{
-    CHECK_OK(vdev_init());
-    CHECK_OK(vdev_device_push("CPU:0"));
-    int64_t shape[2] = {32, 32};
-    vdev_tensor_t *a = vdev_tensor_fill(shape, 2, VDEV_F32, 1.0);
-    vdev_tensor_t *c = vdev_matmul(a, a, false, false);
-    CHECK(c != NULL);
-    CHECK_OK(vdev_device_pop());
-    static float h[32 * 32];
-    CHECK_OK(vdev_tensor_to_host(c, h, sizeof h));
-    CHECK(h[0] == 32.0f && h[32 * 32 - 1] == 32.0f);
-    vdev_tensor_free(c);
-    vdev_tensor_free(a);
-    vdev_shutdown();
-}
+static void child_works(void) { check_own_product("CPU:0", 32); }
 
 int main(void)
 {
