@@ -1,6 +1,7 @@
 /* test_ops_inputs.c — ops whose inputs cannot be used: inputs that cannot be
  * brought to the op's device (strict placement, or no memory there for the
- * copy) and cross-entropy labels outside [0, C).
+ * copy) and cross-entropy labels outside [0, C); and the one copy made of an
+ * input given twice from another device, freed with the op's end.
  *
  * Each failure must return NULL with the exact status and message, leave
  * every device's memory as it was (no copy left behind, no output), and free
@@ -225,10 +226,64 @@ static void test_labels(const char *dev)
     CHECK_OK(vdev_device_pop());
 }
 
+/* ---- one input given twice ---- */
+
+/* x + x with x on GPU:0 and the op on GPU:1 copies x once; that copy goes
+ * with the op, whether the op succeeds (its output freed by the caller) or
+ * fails its shape check (x @ x of [4,16]), scoped or not. Before the fix the
+ * second input's extra reference to the shared copy was never given back:
+ * each such op left a copy on GPU:1 (device memory and a tensor slot) for
+ * the life of the process. Counted after N/10 and after N iterations. */
+static void twice_loop(int n, const vdev_tensor_t *x, const vdev_tensor_t *x4, int scoped)
+{
+    for (int i = 0; i < n; i++) {
+        if (scoped)
+            vdev_scope_begin();
+        CHECK_OK(vdev_device_push("GPU:1"));
+        vdev_tensor_t *sum = vdev_add(x, x);
+        vdev_tensor_t *prod = vdev_matmul(x4, x4, true, false); /* [16,4] @ [4,16] */
+        CHECK(sum != NULL && prod != NULL);
+        CHECK(vdev_matmul(x, x, false, false) == NULL);
+        CHECK(vdev_last_status() == VDEV_ERR_SHAPE);
+        CHECK_STR(vdev_last_error(), "MatMul: incompatible shapes [4,16] and [4,16] (inner "
+                                     "dimensions 16 and 4 differ; transpose_a=0, "
+                                     "transpose_b=0)");
+        vdev_tensor_free(sum);
+        vdev_tensor_free(prod);
+        CHECK_OK(vdev_device_pop());
+        if (scoped)
+            vdev_scope_end();
+    }
+}
+
+static void test_input_twice(void)
+{
+    check_fresh("2x1GiB");
+    CHECK_OK(vdev_init());
+    vdev_tensor_t *x = on("GPU:0", 4, 16, 1.0), *x4 = on("GPU:0", 4, 16, 0.5);
+    uint32_t live0 = live_tensors();
+    for (int scoped = 0; scoped < 2; scoped++) {
+        twice_loop(10, x, x4, scoped);
+        struct vdev_memory_info a = info("GPU:1");
+        uint32_t live_a = live_tensors();
+        twice_loop(100, x, x4, scoped);
+        struct vdev_memory_info b = info("GPU:1");
+        CHECK_EQ_U64(a.n_allocs, 0);
+        CHECK_EQ_U64(b.n_allocs, a.n_allocs);
+        CHECK_EQ_U64(b.bytes_in_use, a.bytes_in_use);
+        CHECK_EQ_U64(live_a, live0);
+        CHECK_EQ_U64(live_tensors(), live_a);
+    }
+    vdev_tensor_free(x);
+    vdev_tensor_free(x4);
+    vdev_shutdown();
+}
+
 int main(void)
 {
     test_strict();
     test_copy_oom();
+    test_input_twice();
     check_fresh("1x1GiB");
     CHECK_OK(vdev_init());
     test_labels("CPU:0");

@@ -134,7 +134,8 @@ static enum vdev_status strict_error(const struct vdev_op_def *def, int i,
 }
 
 /* Brings every input to dev: copies (policy copy) or an error (strict).
- * tmp[i] is the copy made for input i; the caller passes tmp all NULL, so
+ * tmp[i] is the copy made for input i (an input given twice shares the one
+ * copy made for its first place); the caller passes tmp all NULL, so
  * whatever happens drop_tmp() may follow (it frees only what was made). */
 static enum vdev_status gather_inputs(const struct vdev_op_def *def, struct vdev_ldev *dev,
                                       const struct vdev_tens *const *in, int n,
@@ -155,8 +156,7 @@ static enum vdev_status gather_inputs(const struct vdev_op_def *def, struct vdev
         while (j < i && !(in[j] == in[i] && tmp[j]))
             j++;
         if (j < i) {
-            vdev_tens_retain(tmp[j]);
-            tmp[i] = tmp[j];
+            tmp[i] = tmp[j]; /* dropped once, by drop_tmp */
             use[i] = tmp[i];
             continue;
         }
@@ -169,11 +169,19 @@ static enum vdev_status gather_inputs(const struct vdev_op_def *def, struct vdev
     return VDEV_OK;
 }
 
+/* Drops each tensor of tmp once: an entry that repeats an earlier one (the
+ * shared copy of an input given twice) was dropped with it. A second
+ * vdev_tens_drop would do nothing, its handle being dead already, so a
+ * reference taken for the repeat would never be given back. */
 static void drop_tmp(struct vdev_tens **tmp, int n)
 {
-    for (int i = 0; i < n; i++)
-        if (tmp[i])
+    for (int i = 0; i < n; i++) {
+        int j = 0;
+        while (j < i && tmp[j] != tmp[i])
+            j++;
+        if (tmp[i] && j == i)
             vdev_tens_drop(tmp[i]);
+    }
 }
 
 /* ---- the values a tape record reads (tensor.h, "values a tape read") ---- */
