@@ -117,9 +117,12 @@ int vdev_example_chain3(int argc, char **argv)
         }
         printf("  (%.1f steps/s)\n", o.steps / dt);
     }
-    printf("Final loss / first loss:");
-    for (int k = 0; k < 3; k++)
-        printf(" model %d %.3f%s", k + 1, last[k] / first[k], k < 2 ? "," : "\n");
+    /* one epoch has no first loss to compare with (its ratio would be 1) */
+    if (o.epochs == 1)
+        printf("Final loss / first loss: one epoch, nothing to compare (--epochs 2 or more)\n");
+    for (int k = 0; k < 3 && o.epochs > 1; k++)
+        printf("%s model %d %.3f%s", k ? "" : "Final loss / first loss:", k + 1,
+               last[k] / first[k], k < 2 ? "," : "\n");
     int steady = 1;
     for (int k = 0; k < 3; k++) {
         steady &= in_use(dev[k]) == in_use_step1[k];

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cli_demo.sh — the main job end to end, through the vdev command:
-# losses fall to below half, memory per step is steady, the placement audit
+# losses fall to below half (one epoch says it has none to compare), memory
+# per step is steady, the placement audit
 # finds the bug under TensorFlow's rule and nothing under vdev's (whatever
 # VDEV_PLACEMENT says), the default scenario trains the same under the strict
 # policy (it copies each model's input itself), and the split scenario
@@ -38,6 +39,11 @@ for r in $ratios; do
   awk -v r="$r" 'BEGIN { exit !(r < 0.5) }' && ok || bad "a loss fell only to $r of its first"
 done
 has "$out" "none: every op ran on the device of the variables it uses" && ok || bad "audit not empty"
+# One epoch has no first loss to compare with: no ratio of 1 that reads as no learning.
+run demo --epochs 1 --steps 2
+[ $rc -eq 0 ] &&
+  has "$out" "Final loss / first loss: one epoch, nothing to compare (--epochs 2 or more)" &&
+  ok || bad "one epoch: exit $rc: $out"
 for k in 0 1 2; do
   grep -q "^/device:GPU:$k  *[1-9]" <<<"$out" && ok || bad "GPU:$k ran no ops"
 done

@@ -138,8 +138,11 @@ def chained():
             rate))
         for s in loss_sums:
             s.assign(s * 0.0)
-    print("Final loss / first loss: " + ", ".join(
-        "model %d %.3f" % (k + 1, l / f) for k, (l, f) in enumerate(zip(losses, first))))
+    if epochs == 1:  # no first loss to compare with (its ratio would be 1)
+        print("Final loss / first loss: one epoch, nothing to compare (--epochs 2 or more)")
+    else:
+        print("Final loss / first loss: " + ", ".join(
+            "model %d %.3f" % (k + 1, l / f) for k, (l, f) in enumerate(zip(losses, first))))
     print("Output of the last step, moved with .cpu(): shape %s on %s"
           % (tuple(out.shape), out.device))
     steady = True

@@ -318,3 +318,17 @@ def test_readme_shows_the_numbers():
     for out in (c.stdout, py.stdout):
         got = _losses(out) + [l for l in out.splitlines() if l.startswith("Final loss")]
         assert got == want
+
+
+def test_one_epoch_has_no_ratio():
+    """With one epoch there is no first loss to compare with: both programs say so, the
+    same way, instead of a ratio of 1 that reads as no learning."""
+    opts = ["--epochs", "1", "--steps", "2"]
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    env.pop("VDEV_SIM_GPUS", None)
+    want = "Final loss / first loss: one epoch, nothing to compare (--epochs 2 or more)"
+    for cmd in ([_vdev_cli(), "demo"],
+                [sys.executable, os.path.join(SRC, "examples", "python", "three_models.py")]):
+        r = subprocess.run(cmd + opts, env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert [l for l in r.stdout.splitlines() if l.startswith("Final loss")] == [want]
