@@ -136,7 +136,9 @@ static struct vdev_tens *tens_struct(struct vdev_ldev *dev, enum vdev_dtype dtyp
     t->snaps = NULL;
     atomic_init(&t->exports, 0);
     atomic_init(&t->writing, 0);
-    t->is_variable = t->requires_grad = t->kept = t->host_written = t->owner = 0;
+    t->is_variable = t->requires_grad = t->kept = t->host_written = 0;
+    /* atomic: vdev_tensor_free reads it through a handle that may be stale */
+    atomic_store_explicit(&t->owner, (uint8_t)0, memory_order_relaxed);
     atomic_init(&t->scope_thread, (uintptr_t)0);
     t->scope_depth = -1;
     t->scope_prev = t->scope_next = NULL;
@@ -565,7 +567,7 @@ void vdev_tens_set_owner(vdev_tensor_t *h, enum vdev_tens_owner owner)
 {
     struct vdev_tens *t = vdev_tens_peek(h);
     if (t)
-        t->owner = (uint8_t)owner;
+        atomic_store_explicit(&t->owner, (uint8_t)owner, memory_order_relaxed);
 }
 
 /* vdev_tensor_free; owned: the owner's own free (vdev_tens_free_owned). */
@@ -578,8 +580,15 @@ static void tensor_free(vdev_tensor_t *h, int owned)
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tensor_free: " NOT_LIVE);
         return;
     }
-    if (t->owner && !owned) {
-        int opt = t->owner == VDEV_TENS_OWNER_OPTIMIZER;
+    /* The slot may be reused meanwhile by another thread (h stale): the owner
+     * read is then the new tensor's, so h is checked again before it is said. */
+    uint8_t by = atomic_load_explicit(&t->owner, memory_order_relaxed);
+    if (by && !owned && vdev_tens_peek(h) != t) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tensor_free: " NOT_LIVE);
+        return;
+    }
+    if (by && !owned) {
+        int opt = by == VDEV_TENS_OWNER_OPTIMIZER;
         vdev_error(VDEV_ERR_INVALID_ARG,
                    "vdev_tensor_free: the tensor is %s (%s); it is freed with its %s (%s)",
                    opt ? "an optimizer's slot" : "a model's variable",

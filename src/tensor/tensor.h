@@ -71,7 +71,7 @@ struct vdev_tens {
     uint8_t requires_grad;
     uint8_t kept;                   /* vdev_keep() called in the current scope */
     uint8_t host_written;           /* contents written by the host, no kernel wrote since */
-    uint8_t owner;                  /* enum vdev_tens_owner: set once, before the handle
+    _Atomic uint8_t owner;          /* enum vdev_tens_owner: set once, before the handle
                                        is given out */
     /* Scope membership: only the thread whose scope holds the creation
      * reference changes these; other threads read scope_thread. */
