@@ -190,7 +190,7 @@ static void test_shape_errors(const char *dev)
     CHECK_MSG("axis -3");
     CHECK(vdev_sum(a34, -2, false) != NULL);
     CHECK(vdev_argmax(zeros2(5, 0)) == NULL);
-    CHECK_MSG("[5,0]");
+    CHECK(strcmp(vdev_last_error(), "ArgMax: Reduction axis 1 is empty in shape [5,0]") == 0);
     CHECK(vdev_tensor_zeros(s0, 2, VDEV_F32) != NULL);
 
     /* internal ops: BROADCAST, REDUCE_ROWS, MSE_GRAD, updates; the error of

@@ -314,8 +314,8 @@ enum vdev_status vdev_check_ce_labels(const struct vdev_tens *const *in,
 /* ---- ARGMAX ---- */
 
 /* [..., C] f32 -> [...] i32 over the last axis; C must not be 0 (the index
- * of the largest of nothing does not exist), a 0-dimensional input has no
- * last axis. */
+ * of the largest of nothing does not exist: TensorFlow's "Reduction axis 1
+ * is empty in shape [3,0]"), a 0-dimensional input has no last axis. */
 enum vdev_status vdev_shape_argmax(struct vdev_kernel_args *a)
 {
     static const int want[1] = {VDEV_F32};
@@ -325,8 +325,12 @@ enum vdev_status vdev_shape_argmax(struct vdev_kernel_args *a)
     int nd = a->in_ndim[0];
     if (nd < 1)
         return vdev_shape_error(a, "ArgMax needs at least one dimension");
-    if (a->in_shape[0][nd - 1] == 0)
-        return vdev_shape_error(a, "the last dimension is empty");
+    if (a->in_shape[0][nd - 1] == 0) {
+        char s[96]; /* TensorFlow's words (its ArgMax kernel's) */
+        vdev_shape_str(a->in_shape[0], nd, s, sizeof s);
+        return vdev_error(VDEV_ERR_SHAPE, "ArgMax: Reduction axis %d is empty in shape %s", nd - 1,
+                          s);
+    }
     out_shape(a, a->in_shape[0], nd - 1, VDEV_I32);
     return VDEV_OK;
 }
