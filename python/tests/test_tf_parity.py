@@ -346,7 +346,18 @@ def test_argmax_any_axis():
     assert str(e.value) == "Expected dimension in the range [-2, 2), but got 2"
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
         vdev.argmax(np.zeros((0, 3), np.float32))
-    assert str(e.value) == "Reduction axis 0 is empty in shape [0, 3]"
+    assert str(e.value) == "Reduction axis 0 is empty in shape [0,3]"
+    # TensorFlow's words on every axis, the last one too, naming the axis as given
+    for axis, want in [(1, 1), (-1, -1)]:
+        with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+            vdev.argmax(np.zeros((3, 0), np.float32), axis=axis)
+        assert str(e.value) == "Reduction axis %d is empty in shape [3,0]" % want
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        vdev.argmax(np.zeros((2, 0, 4), np.float32), axis=-2)
+    assert str(e.value) == "Reduction axis -2 is empty in shape [2,0,4]"
+    # an empty axis that is not reduced gives an empty result, as in TensorFlow
+    assert vdev.argmax(np.zeros((0, 3), np.float32), axis=1).shape.as_list() == [0]
+    assert vdev.argmax(np.zeros((3, 0), np.float32), axis=0).shape.as_list() == [0]
 
 
 # ---- 10. a non-scalar target is summed ----

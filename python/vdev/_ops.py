@@ -452,14 +452,15 @@ def argmax(input, axis=None, output_type=int32, name=None):
         from .errors import InvalidArgumentError
         raise InvalidArgumentError("Expected dimension in the range [%d, %d), but got %d"
                                    % (-nd, nd, a), "VDEV_ERR_INVALID_ARG")
+    shape = x.shape
+    if shape[a] == 0:
+        # TensorFlow's words: the axis as given, the shape as its DebugString
+        from .errors import InvalidArgumentError
+        raise InvalidArgumentError("Reduction axis %d is empty in shape [%s]"
+                                   % (a, ",".join(str(d) for d in shape)), "VDEV_ERR_INVALID_ARG")
     a %= nd
     if a == nd - 1:
         return _new(lib.vdev_argmax(x._handle))
-    shape = x.shape
-    if shape[a] == 0:
-        from .errors import InvalidArgumentError
-        raise InvalidArgumentError("Reduction axis %d is empty in shape %s"
-                                   % (a, list(shape)), "VDEV_ERR_INVALID_ARG")
     before, after = 1, 1
     for d in shape[:a]:
         before *= d
