@@ -166,9 +166,28 @@ static void test_shape_errors(const char *dev)
     CHECK(vdev_mse(a34, b56) == NULL);
     CHECK_MSG("[3,4]");
     CHECK_MSG("[5,6]");
+    /* the cross-entropy's shape rules in the order and words of TensorFlow's
+     * kernel, zero classes refused even with no row */
+#define XE "SparseSoftmaxCrossEntropyWithLogits: "
     CHECK(vdev_softmax_cross_entropy(a34, lab5) == NULL);
-    CHECK_MSG("[3,4]");
-    CHECK_MSG("[5]");
+    CHECK(strcmp(vdev_last_error(), XE "logits and labels must have the same first dimension, "
+                                       "got logits shape [3,4] and labels shape [5]") == 0);
+    CHECK(vdev_softmax_cross_entropy(t3, lab5) == NULL);
+    CHECK(strcmp(vdev_last_error(), XE "logits must be 2-D, but got shape [2,3,4]") == 0);
+    CHECK(vdev_softmax_cross_entropy(b56, zeros2(5, 1)) == NULL); /* float labels: dtype first */
+    CHECK_MSG("int32");
+    int64_t s51[2] = {5, 1};
+    CHECK(vdev_softmax_cross_entropy(b56, vdev_tensor_zeros(s51, 2, VDEV_I32)) == NULL);
+    CHECK(strcmp(vdev_last_error(), XE "labels must be 1-D, but got shape [5,1]") == 0);
+    CHECK(vdev_softmax_cross_entropy(zeros2(5, 0), lab5) == NULL);
+    CHECK(vdev_last_status() == VDEV_ERR_SHAPE);
+    CHECK(strcmp(vdev_last_error(),
+                 XE "Must have at least one class, but got logits shape [5,0]") == 0);
+    int64_t s00[1] = {0};
+    CHECK(vdev_softmax_cross_entropy(zeros2(0, 0), vdev_tensor_zeros(s00, 1, VDEV_I32)) == NULL);
+    CHECK(strcmp(vdev_last_error(),
+                 XE "Must have at least one class, but got logits shape [0,0]") == 0);
+#undef XE
     CHECK(vdev_softmax_cross_entropy(a34, a34) == NULL); /* float labels */
     CHECK_MSG("int32");
     /* Softmax needs an axis, as TensorFlow's kernels say; an empty one is fine. */

@@ -240,15 +240,30 @@ enum vdev_status vdev_shape_scalar_loss(struct vdev_kernel_args *a)
 }
 
 /* Shared by SOFTMAX_CE and its gradient: logits (input l) [N,C] f32 and labels
- * (input l+1) [N] i32. */
+ * (input l+1) [N] i32, C at least 1 (even for N = 0), checked in the order of
+ * TensorFlow's SparseSoftmaxCrossEntropyWithLogits kernel, with its words. */
 static enum vdev_status check_logits_labels(const struct vdev_kernel_args *a, int l)
 {
     if (a->in_dtype[l] != VDEV_F32)
         return vdev_dtype_error(a, l, VDEV_F32);
     if (a->in_dtype[l + 1] != VDEV_I32)
         return vdev_dtype_error(a, l + 1, VDEV_I32);
-    if (a->in_ndim[l] != 2 || a->in_ndim[l + 1] != 1 || a->in_shape[l][0] != a->in_shape[l + 1][0])
-        return shape_error_pair(a, l, l + 1, "logits must be [N,C] and labels [N]");
+    const char *op = vdev_op_defs[a->op].name;
+    char sl[96], sb[96];
+    vdev_shape_str(a->in_shape[l], a->in_ndim[l], sl, sizeof sl);
+    vdev_shape_str(a->in_shape[l + 1], a->in_ndim[l + 1], sb, sizeof sb);
+    if (a->in_ndim[l] != 2)
+        return vdev_error(VDEV_ERR_SHAPE, "%s: logits must be 2-D, but got shape %s", op, sl);
+    if (a->in_ndim[l + 1] != 1)
+        return vdev_error(VDEV_ERR_SHAPE, "%s: labels must be 1-D, but got shape %s", op, sb);
+    if (a->in_shape[l][0] != a->in_shape[l + 1][0])
+        return vdev_error(VDEV_ERR_SHAPE,
+                          "%s: logits and labels must have the same first dimension, got logits "
+                          "shape %s and labels shape %s",
+                          op, sl, sb);
+    if (a->in_shape[l][1] == 0)
+        return vdev_error(VDEV_ERR_SHAPE,
+                          "%s: Must have at least one class, but got logits shape %s", op, sl);
     return VDEV_OK;
 }
 
