@@ -145,7 +145,11 @@ enum vdev_status vdev_shape_reduce(struct vdev_kernel_args *a)
     enum vdev_status st = check_dtypes(a, want);
     if (st != VDEV_OK)
         return st;
-    int64_t ax = VDEV_AXIS_ALL;
+    int64_t ax = VDEV_AXIS_ALL, rank = a->in_ndim[0];
+    if (a->i[0] != VDEV_AXIS_ALL && (a->i[0] < -rank || a->i[0] >= rank))
+        return vdev_error(VDEV_ERR_SHAPE, /* TensorFlow's words, its parenthesis unclosed */
+                          "%s: Invalid reduction dimension (%lld for input with %d dimension(s)",
+                          vdev_op_defs[a->op].name, (long long)a->i[0], (int)rank);
     if (a->i[0] != VDEV_AXIS_ALL && (st = norm_axis(a, 0, a->i[0], &ax)) != VDEV_OK)
         return st;
     a->i[0] = ax;
