@@ -241,8 +241,7 @@ def test_op_errors():
     a = vdev.constant([[1.0, 2.0]])
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
         a @ a
-    assert str(e.value) == ("MatMul: incompatible shapes [1,2] and [1,2] (inner dimensions 2 and "
-                            "1 differ; transpose_a=0, transpose_b=0)")
+    assert str(e.value) == "MatMul: Matrix size-incompatible: In[0]: [1,2], In[1]: [1,2]"
     assert e.value.status == "VDEV_ERR_SHAPE"
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
         vdev.constant([1, 2]) + vdev.constant([1.0, 2.0])

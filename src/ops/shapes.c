@@ -6,8 +6,10 @@
  * output's shape and dtype. It may also normalise parameters for the kernels
  * (a negative axis becomes non-negative; REDUCE_ROWS stores its broadcast mode
  * in i[3]), so kernels never need to validate anything. A mismatch is
- * VDEV_ERR_SHAPE with a message that names the op and both shapes, e.g.
- * "MatMul: incompatible shapes [3,4] and [5,6] (...)". Shape rules never read
+ * VDEV_ERR_SHAPE with a message that names the op and the shapes, in
+ * TensorFlow's words where its kernel has them ("MatMul: Matrix
+ * size-incompatible: In[0]: [3,4], In[1]: [5,6]"), else vdev's ("Transpose:
+ * bad input shape [2] (...)"). Shape rules never read
  * tensor contents: values that are out of range (a label >= C) are the
  * kernels' business. */
 #include "ops/impl.h"
@@ -104,26 +106,29 @@ static void reduced_shape(const struct vdev_kernel_args *a, int k, int64_t axis,
 
 /* ---- MATMUL ---- */
 
-/* a [m,k] (or [k,m] with i[0]) times b [k,n] (or [n,k] with i[1]) -> [m,n]. */
+/* a [m,k] (or [k,m] with i[0]) times b [k,n] (or [n,k] with i[1]) -> [m,n].
+ * The errors are TensorFlow's MatMul kernel's, in its words ("In[0] is not a
+ * matrix. Instead it has shape [3]", "Matrix size-incompatible: In[0]:
+ * [2,3], In[1]: [4,3]"), after the op's name. */
 enum vdev_status vdev_shape_matmul(struct vdev_kernel_args *a)
 {
     static const int want[2] = {VDEV_F32, VDEV_F32};
     enum vdev_status st = check_dtypes(a, want);
     if (st != VDEV_OK)
         return st;
-    if (a->in_ndim[0] != 2 || a->in_ndim[1] != 2)
-        return vdev_shape_error(a, "both operands must be 2-dimensional");
+    char s[2][96];
+    for (int k = 0; k < 2; k++)
+        vdev_shape_str(a->in_shape[k], a->in_ndim[k], s[k], sizeof s[k]);
+    for (int k = 0; k < 2; k++)
+        if (a->in_ndim[k] != 2)
+            return vdev_error(VDEV_ERR_SHAPE, "%s: In[%d] is not a matrix. Instead it has shape %s",
+                              vdev_op_defs[a->op].name, k, s[k]);
     int ta = a->i[0] != 0, tb = a->i[1] != 0;
     int64_t m = a->in_shape[0][ta ? 1 : 0], ka = a->in_shape[0][ta ? 0 : 1];
     int64_t kb = a->in_shape[1][tb ? 1 : 0], n = a->in_shape[1][tb ? 0 : 1];
-    if (ka != kb) {
-        char what[128];
-        snprintf(what, sizeof what,
-                 "inner dimensions %lld and %lld differ; transpose_a=%d, "
-                 "transpose_b=%d",
-                 (long long)ka, (long long)kb, ta, tb);
-        return vdev_shape_error(a, what);
-    }
+    if (ka != kb)
+        return vdev_error(VDEV_ERR_SHAPE, "%s: Matrix size-incompatible: In[0]: %s, In[1]: %s",
+                          vdev_op_defs[a->op].name, s[0], s[1]);
     int64_t shape[2] = {m, n};
     out_shape(a, shape, 2, VDEV_F32);
     /* The determinism switch as the product is submitted: a product queued
