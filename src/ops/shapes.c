@@ -175,48 +175,64 @@ enum vdev_status vdev_shape_reshape(struct vdev_kernel_args *a)
 {
     int nd = (int)a->f[0];
     const char *name = vdev_op_defs[a->op].name;
-    char s0[96], s1[96];
-    vdev_shape_str(a->in_shape[0], a->in_ndim[0], s0, sizeof s0);
     if (a->f[0] != (double)nd || nd < 0 || nd > VDEV_MAX_DIMS)
         return vdev_error(VDEV_ERR_SHAPE, "%s: a new shape has 0 to %d dimensions, not %g", name,
                           VDEV_MAX_DIMS, a->f[0]);
     int64_t shape[VDEV_MAX_DIMS];
     for (int d = 0; d < nd; d++)
         shape[d] = a->i[d];
-    vdev_shape_str(shape, nd, s1, sizeof s1);
-    int64_t numel = vdev_args_numel(a, 0), known = 1;
-    int infer = -1;
+    /* TensorFlow's Reshape kernel's rule and words: a 0 in the new shape is
+     * left out of the product of the given dimensions and, with it, the input's
+     * 0 dimensions out of the element count the -1 is inferred from, so that
+     * [0,3] reshaped to [0,-1] is [0,3] (as TensorFlow gives) */
+    int64_t numel = vdev_args_numel(a, 0), product = 1;
+    int infer = -1, zero = 0;
     for (int d = 0; d < nd; d++) {
-        if (shape[d] == -1 && infer < 0) {
+        if (shape[d] == -1) {
+            if (infer >= 0)
+                return vdev_error(VDEV_ERR_SHAPE,
+                                  "%s: Only one input size may be -1, not both %d and %d", name,
+                                  infer, d);
             infer = d;
         } else if (shape[d] < 0) {
-            return vdev_error(VDEV_ERR_SHAPE,
-                              "%s: cannot reshape a tensor of shape %s into shape %s (only one "
-                              "dimension may be -1, and no other may be negative)",
-                              name, s0, s1);
-        } else if (shape[d] && known > VDEV_MAX_NUMEL / shape[d]) {
+            return vdev_error(VDEV_ERR_SHAPE, "%s: Size %d must be non-negative, not %lld", name,
+                              d, (long long)shape[d]);
+        } else if (shape[d] == 0) {
+            zero = 1;
+        } else if (product > VDEV_MAX_NUMEL / shape[d]) {
             /* as vdev_shape_check: no product of the dimensions may pass
              * VDEV_MAX_NUMEL (nor wrap, which would let a shape with
              * another element count through) */
             return vdev_shape_too_large(name, shape, nd);
         } else {
-            known *= shape[d];
+            product *= shape[d];
         }
     }
     if (infer >= 0) {
-        if (known == 0 || numel % known != 0)
+        int64_t in_numel = 1;
+        int in_zero = 0;
+        for (int d = 0; d < a->in_ndim[0]; d++) {
+            if (a->in_shape[0][d] > 0 || !zero)
+                in_numel *= a->in_shape[0][d];
+            else
+                in_zero = 1;
+        }
+        int64_t missing = in_numel / product;
+        if (!in_zero && missing * product != in_numel)
             return vdev_error(VDEV_ERR_SHAPE,
-                              "%s: cannot reshape a tensor of shape %s (%lld elements) into "
-                              "shape %s: the -1 dimension cannot be inferred",
-                              name, s0, (long long)numel, s1);
-        shape[infer] = numel / known;
-        known = numel;
+                              "%s: Input to reshape is a tensor with %lld values, but the "
+                              "requested shape requires a multiple of %lld",
+                              name, (long long)in_numel, (long long)product);
+        shape[infer] = missing;
     }
+    int64_t known = 1;
+    for (int d = 0; d < nd; d++)
+        known *= shape[d];
     if (known != numel)
         return vdev_error(VDEV_ERR_SHAPE,
-                          "%s: cannot reshape a tensor of shape %s (%lld elements) into shape %s "
-                          "(%lld elements)",
-                          name, s0, (long long)numel, s1, (long long)known);
+                          "%s: Input to reshape is a tensor with %lld values, but the requested "
+                          "shape has %lld",
+                          name, (long long)numel, (long long)known);
     out_shape(a, shape, nd, a->in_dtype[0]);
     return VDEV_OK;
 }
