@@ -628,3 +628,18 @@ def test_examples_refuse_bad_options(name, opts, message):
     assert lines[0] == "%s: %s" % (name, message)
     assert lines[1] == "" and lines[2].startswith("usage: %s [-h]" % name)
     assert "[--steps N] [--batch N] [--seed N]" in " ".join(r.stderr.split())
+
+
+def test_large_sums_round_once():
+    """Sums accumulate in double and round once to float32 (see README's
+    differences): 1e7 ones are exactly 1e7, as in TensorFlow, and 1e7 copies
+    of float32 0.1 are 1000000.0, the correctly rounded sum, where a float32
+    accumulation drifts in the last bits."""
+    ones = vdev.constant(np.ones(10**7, np.float32))
+    assert vdev.reduce_sum(ones).numpy() == np.float32(1e7)
+    assert vdev.reduce_mean(ones).numpy() == np.float32(1.0)
+    tenths = np.full(10**7, 0.1, np.float32)
+    want = np.float32(np.sum(tenths, dtype=np.float64))
+    assert want == np.float32(1e6)
+    assert vdev.reduce_sum(tenths).numpy() == want
+    assert vdev.reduce_sum(np.reshape(tenths, [1, -1]), axis=1).numpy().tolist() == [1e6]
