@@ -583,11 +583,11 @@ static void tensor_free(vdev_tensor_t *h, int owned)
     /* The slot may be reused meanwhile by another thread (h stale): the owner
      * read is then the new tensor's, so h is checked again before it is said. */
     uint8_t by = atomic_load_explicit(&t->owner, memory_order_relaxed);
-    if (by && !owned && vdev_tens_peek(h) != t) {
-        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tensor_free: " NOT_LIVE);
-        return;
-    }
     if (by && !owned) {
+        if (vdev_tens_peek(h) != t) {
+            vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tensor_free: " NOT_LIVE);
+            return;
+        }
         int opt = by == VDEV_TENS_OWNER_OPTIMIZER;
         vdev_error(VDEV_ERR_INVALID_ARG,
                    "vdev_tensor_free: the tensor is %s (%s); it is freed with its %s (%s)",
