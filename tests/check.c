@@ -5,6 +5,7 @@
 #include "check.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -172,4 +174,14 @@ void check_own_product(const char *device, int n)
     vdev_tensor_free(c);
     vdev_tensor_free(a);
     vdev_shutdown();
+}
+
+int check_child_status(int status)
+{
+    if (WIFSIGNALED(status)) {
+        printf("child died of signal %d%s\n", WTERMSIG(status),
+               WTERMSIG(status) == SIGALRM ? " (it hung)" : "");
+        return -1;
+    }
+    return WEXITSTATUS(status);
 }

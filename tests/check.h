@@ -19,6 +19,9 @@ void check_fresh(const char *sim);
  * checks every element is n, frees and shuts down: a process's own runtime
  * works (a forked child's, after its parent's was refused). */
 void check_own_product(const char *device, int n);
+/* A forked child's wait status as its exit status (its failed checks), or
+ * -1, printed, when a signal ended it (SIGALRM: it hung). */
+int check_child_status(int status);
 /* Prints the summary and returns the exit status (0 when nothing failed). */
 int check_done(void);
 /* Sleeps ms milliseconds. */

@@ -59,12 +59,7 @@ static int in_child(void (*child)(long parent))
     int status = 0;
     if (waitpid(pid, &status, 0) != pid)
         return -1;
-    if (WIFSIGNALED(status)) {
-        printf("child died of signal %d%s\n", WTERMSIG(status),
-               WTERMSIG(status) == SIGALRM ? " (it hung)" : "");
-        return -1;
-    }
-    return WEXITSTATUS(status);
+    return check_child_status(status);
 }
 
 static vdev_tensor_t *gpu_t, *cpu_t;

@@ -70,12 +70,7 @@ static int fork_during_product(void (*child)(void))
     pthread_join(th, NULL);
     if (!waited)
         return -1;
-    if (WIFSIGNALED(status)) {
-        printf("child died of signal %d%s\n", WTERMSIG(status),
-               WTERMSIG(status) == SIGALRM ? " (it hung)" : "");
-        return -1;
-    }
-    return WEXITSTATUS(status);
+    return check_child_status(status);
 }
 
 /* A child of a running runtime: refused everything, it just exits. */
