@@ -308,10 +308,12 @@ static int fail(const struct demo_opts *o, const char *what)
 }
 
 /* Start-up reads these to write a file, serve metrics or print a report: the
- * probe must do none of that, and the real start-up does it all. */
+ * probe must do none of that, and the real start-up does it all. The last
+ * one is hidden only from a probe of a split (probe()). */
 static const char *const observers[] = {"VDEV_TRACE_FILE",       "VDEV_ALLOC_TRACE",
                                         "VDEV_METRICS_ADDR",     "VDEV_PLACEMENT_REPORT",
-                                        "VDEV_LOG_DEVICE_PLACEMENT", "VDEV_OOM_REPORT"};
+                                        "VDEV_LOG_DEVICE_PLACEMENT", "VDEV_OOM_REPORT",
+                                        "VDEV_LOGICAL_DEVICES"};
 #define N_OBSERVERS (sizeof observers / sizeof observers[0])
 
 /* Starts the runtime with growth on every GPU and the observers hidden, and
@@ -329,6 +331,10 @@ static int probe(const struct demo_opts *o, int n_gpus, int split_phys, int spli
     int rc = 1;
     *out = NULL;
     for (size_t i = 0; i < N_OBSERVERS; i++) {
+        /* With a split, the demo's own replaces the environment's on that GPU
+         * (the real start-up warns of it once; the probe must not warn too). */
+        if (split_n == 0 && !strcmp(observers[i], "VDEV_LOGICAL_DEVICES"))
+            continue;
         const char *v = getenv(observers[i]);
         if (v && !(saved[i] = strdup(v))) {
             fprintf(stderr, "%s: out of host memory\n", o->prog);
@@ -540,8 +546,10 @@ int demo_start(const struct demo_opts *o, enum demo_scenario sc, struct demo_dev
         if (probe(o, n_phys - 1, phys[0], split_n, &shared, &ld, &n_ld))
             return 1;
         free(ld);
-        if (shared < cap[0])
-            cap[0] = shared;
+        /* The card's budget as split: less than the first probe's by the
+         * split's stream memory, and the whole card where the environment
+         * had split it (the demo's split replaces that one) */
+        cap[0] = room = shared;
         if (has_driver(o, n_phys, phys[0], &has) != 0)
             return 1;
         if (has)

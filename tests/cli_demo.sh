@@ -110,6 +110,14 @@ devices_case 4x1GiB "Devices: 4 GPUs, one model on each of the first three" \
 VDEV_LOGICAL_DEVICES="0:100MiB,100MiB,100MiB" devices_case 1x1GiB \
   "Devices: 3 logical GPUs, one model on each" \
   "  model 3 on /device:GPU:2: simulated GPU 0, limit 100.00 MiB"
+# A split of the demo's own replaces the environment's on that GPU: sized from
+# the whole card's budget, and the override is told once (the probe is silent).
+VDEV_SIM_GPUS=1x2GiB VDEV_LOGICAL_DEVICES="0:100MiB,100MiB" run demo --split --steps 2
+[ $rc -eq 0 ] && ok || bad "split over the environment's: exit $rc: $err"
+has "$out" "Devices: GPU 0 (budget 512.00 MiB) split into logical GPUs of 341.00 MiB (model A) and 170.00 MiB (model B)" \
+  && ok || bad "split over the environment's: $out"
+[ "$(grep -c 'win over those of VDEV_LOGICAL_DEVICES' <<<"$err")" -eq 1 ] && ok \
+  || bad "split over the environment's: the override told other than once: $err"
 
 # The other scenarios on small cards.
 VDEV_SIM_GPUS=1x2GiB run demo --tf-placement --steps 5
