@@ -498,3 +498,29 @@ def test_amsgrad_loads_a_checkpoint_saved_without_it(tmp_path):
     assert str(e.value) == ("checkpoint '%s': no entry 'w0/adam_v' (asked for by names[5]; the "
                             "file has 9 entries)" % (tmp_path / "no_v.safetensors"))
     assert names["w0"].numpy().tobytes() == w and ams.iterations == 0
+
+
+def test_an_int32_variable_beside_the_optimizer_has_no_slots(tmp_path):
+    """An int32 Variable saved with the model (a step counter, as
+    tf.train.Checkpoint(step=...) holds one) is never an optimizer's: a save
+    with optimizer= writes no slots for it (Keras keeps slots only for the
+    variables it updates, and vdev's optimizers update float ones only), and
+    a load restores it from a file that has none, as a C job writes."""
+    model, opt, names = _fresh(lambda: vdev.optimizers.Adam(0.01), 1)
+    _train(model, opt, 2, 0)
+    names["step"] = vdev.Variable(np.int32(2), name="step")
+    path = tmp_path / "step.safetensors"
+    T.save_checkpoint(path, names, optimizer=opt)
+    assert T.list_variables(path) == sorted(
+        [(n, list(v.shape)) for n, v in names.items()] + [("optimizer/iterations", [])] +
+        [("%s/%s" % (n, s), list(v.shape)) for n, v in names.items() if n != "step"
+         for s in ("adam_m", "adam_v")])
+    saved = _entries(path)
+    assert saved["step"] == 2
+
+    model, opt, names = _fresh(lambda: vdev.optimizers.Adam(0.01), 2)
+    names["step"] = vdev.Variable(np.int32(0), name="step")
+    T.load_checkpoint(path, names, optimizer=opt)
+    assert names["step"].numpy() == 2 and opt.iterations == 2
+    for n, v in names.items():
+        np.testing.assert_array_equal(v.numpy(), saved[n])
