@@ -524,3 +524,27 @@ def test_an_int32_variable_beside_the_optimizer_has_no_slots(tmp_path):
     assert names["step"].numpy() == 2 and opt.iterations == 2
     for n, v in names.items():
         np.testing.assert_array_equal(v.numpy(), saved[n])
+
+
+def test_an_optimizer_without_variables_to_restore_is_refused(tmp_path):
+    """load_checkpoint(..., optimizer=) into a model not built yet (a Dense
+    without input_dim has no variables before its first call) would restore
+    the count and hyperparameters alone, and training would go on from fresh
+    weights at the saved step: refused, naming the likely cause, nothing
+    changed. (TensorFlow defers such a restore until the variables are made.)"""
+    model, opt, names = _fresh(lambda: vdev.optimizers.Adam(0.01), 1)
+    _train(model, opt, 3, 0)
+    path = tmp_path / "built.safetensors"
+    T.save_checkpoint(path, names, optimizer=opt)
+    unbuilt = vdev.models.Sequential([vdev.layers.Dense(8), vdev.layers.Dense(3)])
+    fresh = vdev.optimizers.Adam(0.5)
+    for tensors in ({v.name: v for v in unbuilt.variables},
+                    {"step": vdev.Variable(np.int32(0), name="step")}):
+        with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+            T.load_checkpoint(path, tensors, optimizer=fresh)
+        assert str(e.value) == (
+            "checkpoint '%s': optimizer= restores the slots of the float Variables of tensors, "
+            "but tensors holds none (%d tensors): is the model built? A layer without input_dim "
+            "makes its variables at its first call; restore after it" % (path, len(tensors)))
+        assert fresh.iterations == 0 and float(fresh.learning_rate) == 0.5
+    T.load_checkpoint(path, {})  # without optimizer=, an empty mapping verifies the file

@@ -209,11 +209,19 @@ def load_checkpoint(path, tensors, optimizer=None):
     """Restores each tensor of {name: tensor} in place from the entry of that
     name (same dtype and shape), and with an optimizer its state and
     hyperparameters. Everything is checked first: on error no tensor, slot,
-    count or hyperparameter has changed."""
+    count or hyperparameter has changed. With an optimizer, tensors must hold
+    a float Variable (an unbuilt model has none: restore once it is built)."""
     names, handles = _tensors(tensors, expand=True)
     iterations = count = None
     now = later = before = {}
     if optimizer is not None:
+        if not any(isinstance(t, Variable) and t.dtype.is_floating for _, t in tensors.items()):
+            # the count and hyperparameters alone would resume fresh weights at a later step
+            raise errors.InvalidArgumentError(
+                "checkpoint '%s': optimizer= restores the slots of the float Variables of "
+                "tensors, but tensors holds none (%d tensors): is the model built? A layer "
+                "without input_dim makes its variables at its first call; restore after it"
+                % (os.fsdecode(_path(path)), len(tensors)), "VDEV_ERR_INVALID_ARG")
         entries, meta = _header(path)
         older = _ITERATIONS not in entries  # the count in the metadata, slots as m and v
         if older:
