@@ -548,3 +548,24 @@ def test_an_optimizer_without_variables_to_restore_is_refused(tmp_path):
             "makes its variables at its first call; restore after it" % (path, len(tensors)))
         assert fresh.iterations == 0 and float(fresh.learning_rate) == 0.5
     T.load_checkpoint(path, {})  # without optimizer=, an empty mapping verifies the file
+
+
+def test_a_variable_not_trainable_beside_the_optimizer_has_no_slots(tmp_path):
+    """A Variable made with trainable=False (a gradient accumulator, a frozen
+    table) saved with optimizer= gets no slots: none written, none made in
+    the optimizer (Adam's m and v would double its memory twice over), and
+    a load restores it from a file without them."""
+    model, opt, names = _fresh(lambda: vdev.optimizers.Adam(0.01), 1)
+    _train(model, opt, 2, 0)
+    with vdev.device("GPU:0"):
+        names["acc"] = vdev.Variable(np.full((256, 256), 0.5, np.float32), trainable=False)
+    before = vdev.config.experimental.get_memory_info("GPU:0")["current"]
+    path = tmp_path / "acc.safetensors"
+    T.save_checkpoint(path, names, optimizer=opt)
+    assert vdev.config.experimental.get_memory_info("GPU:0")["current"] == before
+    assert not any(n.startswith("acc/") for n, _ in T.list_variables(path))
+
+    model, opt, names = _fresh(lambda: vdev.optimizers.Adam(0.01), 2)
+    names["acc"] = vdev.Variable(np.zeros((256, 256), np.float32), trainable=False)
+    T.load_checkpoint(path, names, optimizer=opt)
+    assert (names["acc"].numpy() == 0.5).all() and opt.iterations == 2

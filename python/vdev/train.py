@@ -28,8 +28,9 @@ vdev's message naming the file and the problem.
 A MirroredVariable (made under a MirroredStrategy's scope) saves its first
 replica's value (the replicas are identical) and loads into every replica.
 Given an optimizer, a save also writes its state, named as vdev/checkpoint.h
-names it for C jobs too: each float Variable's slots (an int32 one, a
-step counter, has none) as "<variable's
+names it for C jobs too: each trainable float Variable's slots (an int32
+one, a step counter, or one made with trainable=False, a gradient
+accumulator, has none, as Keras makes slots for the variables it trains) as "<variable's
 name>/<slot>" ("adam_m", "adam_v" and with AMSGrad "adam_vhat" for Adam's m, v, vhat, "momentum" for
 SGD with momentum), and its iteration count as the entry
 "optimizer/iterations", a 0-dimensional int32 tensor; a load with that
@@ -121,8 +122,8 @@ def _meta_text(value, key):
 
 
 def _optimizer_state(tensors, optimizer, every_replica, older=False, skip=(), entries=None):
-    """(names, handles) of the optimizer's slots for the float Variables of
-    tensors, but those named in skip: the first replica's, or every
+    """(names, handles) of the optimizer's slots for the trainable float
+    Variables of tensors, but those named in skip: the first replica's, or every
     replica's; named as vdev/checkpoint.h names them, or as earlier versions
     did (older). entries (a load's: the file's entry names): a vhat the file
     lacks (saved without AMSGrad) is left out, as TensorFlow's restore leaves
@@ -131,8 +132,8 @@ def _optimizer_state(tensors, optimizer, every_replica, older=False, skip=(), en
         raise TypeError("optimizer must be a vdev optimizer, not %r" % (optimizer,))
     names, handles = [], []
     for name, t in tensors.items():
-        if not isinstance(t, Variable) or not t.dtype.is_floating:
-            continue  # an int32 Variable (a step counter) is never an optimizer's: no slots
+        if not isinstance(t, Variable) or not t.dtype.is_floating or not t.trainable:
+            continue  # a step counter, a gradient accumulator: no slots, as in Keras
         for slot, hs in optimizer._slot_handles(t):
             if slot in skip:
                 continue
