@@ -308,7 +308,22 @@ static void test_env_visible(void)
 
 static void test_env_min_sys(void)
 {
-    static const char *const bad[] = {"-1", "abc", "", "1.5", " 5", "+5", "5MB", "0x10"};
+    /* TensorFlow's reading (gpu_device.cc, strings::safe_strto64): an empty
+     * value is unset; blanks around the number and a minus sign on 0 are
+     * taken. */
+    static const struct {
+        const char *value;
+        uint64_t reserve;
+    } good[] = {{"", RESERVE}, {" 5", 5 * MiB}, {"5 ", 5 * MiB}, {"\t5\n", 5 * MiB},
+                {"-0", 0}, {"007", 7 * MiB}};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        check_fresh("1x16GiB");
+        setenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB", good[i].value, 1);
+        EXPECT_GPUS({0, 16 * GiB - good[i].reserve, GROW});
+        unsetenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
+    }
+    static const char *const bad[] = {"-1", "abc", " ", "1.5", "+5", "5MB", "0x10", "5 5",
+                                      "- 5", "-"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char msg[160];
         snprintf(msg, sizeof msg,

@@ -73,6 +73,8 @@ static void explain_limits(const struct vdev_physical_device *phys, int n_phys,
      * environment's (and hides TF_GPU_MEMORY_FRACTION), and is named as
      * start-up's messages name it. */
     const char *min_sys = vdev_config_getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
+    if (min_sys && !*min_sys)
+        min_sys = NULL; /* empty: unset, as in TensorFlow */
     /* a fraction of 0 is none (start-up checked the text already) */
     const char *vd = vdev_config_getenv("VDEV_MEMORY_FRACTION");
     const char *tf = vdev_config_getenv("TF_GPU_MEMORY_FRACTION");

@@ -485,7 +485,8 @@ static int clean_env(int cc)
             unsetenv(env[i].name);
     /* TensorFlow's reserve for compute capability 7 (simulated cards are
      * 8): set per card by run(), as it steps at 2 GiB free. */
-    return cc == 7 && !getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
+    const char *own = getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB"); /* empty: unset, as TF */
+    return cc == 7 && !(own && *own);
 }
 
 int vdev_cmd_fit(int argc, char **argv)
@@ -613,7 +614,8 @@ int vdev_cmd_fit(int argc, char **argv)
             goto done;
         }
     }
-    f.user_reserve = getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB") != NULL;
+    const char *own_reserve = getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
+    f.user_reserve = own_reserve && *own_reserve; /* empty: unset, as in TensorFlow */
     f.cc7_reserve = clean_env(cc);
     f.n_orders = count_orders(n);
     struct vdev_logical_device_config cfg[MAX_MODELS];

@@ -499,12 +499,21 @@ enum vdev_status vdev_env_min_sys(uint64_t *out, int *set)
 {
     const char *v = getenv("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
     *set = 0;
-    if (!v)
-        return VDEV_OK;
-    char *end;
+    if (!v || !*v)
+        return VDEV_OK; /* TensorFlow reads an empty value as unset */
+    /* TensorFlow's strings::safe_strto64: blanks around the number, an
+     * optional minus sign (so "-0" is 0), then digits only. */
+    const char *p = v;
+    while (isspace((unsigned char)*p))
+        p++;
+    int minus = *p == '-';
+    p += minus;
+    char *end = NULL;
     errno = 0;
-    long long mb = isdigit((unsigned char)v[0]) ? strtoll(v, &end, 10) : -1;
-    if (mb < 0 || *end)
+    long long mb = isdigit((unsigned char)*p) ? strtoll(p, &end, 10) : -1;
+    while (end && isspace((unsigned char)*end))
+        end++;
+    if (mb < 0 || *end || (minus && mb != 0))
         return vdev_error(VDEV_ERR_CONFIG,
                           "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=\"%s\" is not a whole number of MiB >= 0",
                           v);
