@@ -1,7 +1,8 @@
 /* test_envvars.c — misspelt variables: start-up warns once on stderr for each
  * VDEV_* variable vdev does not read, and for each TF_* variable close to one
- * it reads, naming the closest known variable; variables it reads, and
- * TensorFlow's own that are not near them, pass in silence. Also the table of
+ * it reads, naming the closest known variable; TensorFlow's GPU allocator
+ * variables get one warning each saying what vdev has instead; variables it
+ * reads, and TensorFlow's others not near them, pass in silence. Also the table of
  * every variable vdev reads. Stderr is captured around start-up. */
 #define _GNU_SOURCE
 #include "check.h"
@@ -113,10 +114,46 @@ static void test_silent(void)
     setenv("VDEV_PLACEMENT", "copy", 1);
     setenv("VDEV_SOFT_DEVICE_PLACEMENT", "0", 1);
     setenv("TF_CPP_MIN_LOG_LEVEL", "2", 1);
-    setenv("TF_GPU_ALLOCATOR", "cuda_malloc_async", 1);
     setenv("TF_ENABLE_ONEDNN_OPTS", "0", 1);
     setenv("TF_CONFIG", "{}", 1);
     EXPECT_STDERR("");
+}
+
+/* TensorFlow's GPU allocator variables are about vdev's memory: each gets one
+ * warning saying that it is not read and what vdev has instead. */
+static void test_tf_allocator(void)
+{
+    check_fresh("1x1GiB");
+    setenv("TF_GPU_ALLOCATOR", "cuda_malloc_async", 1);
+    EXPECT_STDERR("vdev: warning: TF_GPU_ALLOCATOR is set but vdev does not read it "
+                  "(TensorFlow's allocator setting): vdev has one allocator of its own\n");
+    check_fresh("1x1GiB");
+    setenv("TF_ENABLE_GPU_GARBAGE_COLLECTION", "false", 1);
+    EXPECT_STDERR("vdev: warning: TF_ENABLE_GPU_GARBAGE_COLLECTION is set but vdev does not read "
+                  "it (TensorFlow's allocator setting): vdev always gives empty regions back "
+                  "before an out-of-memory error, and vdev_memory_release_cached() on request\n");
+    check_fresh("1x1GiB");
+    setenv("TF_GPU_HOST_MEM_LIMIT_IN_MB", "1024", 1);
+    setenv("TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC", "1", 1);
+    setenv("TF_DETERMINISTIC_ALLOCATOR", "1", 1);
+    setenv("TF_BFC_MEMORY_DUMP", "1", 1);
+    enum vdev_status st;
+    char *got = init_capturing(&st);
+    CHECK_OK(st);
+    static const char *const names[] = {"TF_GPU_HOST_MEM_LIMIT_IN_MB",
+                                        "TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC",
+                                        "TF_DETERMINISTIC_ALLOCATOR", "TF_BFC_MEMORY_DUMP"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char want[128];
+        snprintf(want, sizeof want, "vdev: warning: %s is set but vdev does not read it",
+                 names[i]);
+        CHECK(got && strstr(got, want));
+    }
+    int lines = 0;
+    for (const char *p = got; p && *p; p++)
+        lines += *p == '\n';
+    CHECK(lines == 4);
+    free(got);
 }
 
 /* The table: every variable vdev reads, each with a description. */
@@ -153,6 +190,7 @@ int main(void)
 {
     test_misspelt();
     test_silent();
+    test_tf_allocator();
     test_table();
     check_fresh(NULL);
     return check_done();

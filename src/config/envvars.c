@@ -8,7 +8,9 @@
  * of its own that vdev has no business with), gets one warning on stderr
  * naming the closest variable vdev reads. The distance is Levenshtein's, over
  * names compared case-insensitively (getenv is case-sensitive, so
- * "VDEV_memory_growth" is unread and its closest name is found). */
+ * "VDEV_memory_growth" is unread and its closest name is found). TensorFlow's
+ * own variables for its GPU allocator get a warning too, saying what vdev has
+ * instead (TF_UNREAD). */
 #define _GNU_SOURCE
 #include "config/internal.h"
 
@@ -149,6 +151,33 @@ static int known(const char *name)
 /* A TF_* variable this close to one vdev reads is taken for a typo of it. */
 #define TF_TYPO_DISTANCE 2
 
+/* TensorFlow's variables for its GPU allocator: they are about the memory vdev
+ * manages, so one set in the belief that it applies is the trap the typo
+ * warning closes; vdev does not read them, and says what it has instead. */
+static const struct {
+    const char *name, *instead;
+} TF_UNREAD[] = {
+    {"TF_GPU_ALLOCATOR", "vdev has one allocator of its own"},
+    {"TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC", "vdev has one allocator of its own"},
+    {"TF_ENABLE_GPU_GARBAGE_COLLECTION",
+     "vdev always gives empty regions back before an out-of-memory error, and "
+     "vdev_memory_release_cached() on request"},
+    {"TF_GPU_HOST_MEM_LIMIT_IN_MB", "vdev keeps no pool of pinned host memory to limit"},
+    {"TF_DETERMINISTIC_ALLOCATOR",
+     "vdev's allocator places the same requests the same way on every run"},
+    {"TF_BFC_MEMORY_DUMP",
+     "VDEV_OOM_REPORT=1 prints the allocator's state after an out-of-memory error, and "
+     "VDEV_ALLOC_TRACE records every allocation"},
+};
+
+static const char *tf_unread(const char *name)
+{
+    for (size_t i = 0; i < VDEV_ARRAY_LEN(TF_UNREAD); i++)
+        if (strcmp(TF_UNREAD[i].name, name) == 0)
+            return TF_UNREAD[i].instead;
+    return NULL;
+}
+
 void vdev_config_warn_unknown_env(void)
 {
     for (char **e = environ; e && *e; e++) {
@@ -162,6 +191,13 @@ void vdev_config_warn_unknown_env(void)
         int tf = vdev_strncasecmp(name, "TF_", 3) == 0;
         if ((!vdev && !tf) || known(name))
             continue;
+        const char *instead = tf ? tf_unread(name) : NULL;
+        if (instead) {
+            vdev_log_warning("%s is set but vdev does not read it (TensorFlow's allocator "
+                             "setting): %s",
+                             name, instead);
+            continue;
+        }
         int d;
         const char *near = closest(name, vdev ? "VDEV_" : "TF_", &d);
         if (!near || (tf && d > TF_TYPO_DISTANCE))
