@@ -76,6 +76,11 @@ TF_DEVICE_MIN_SYS_MEMORY_IN_MB=100 run devices
 TF_DEVICE_MIN_SYS_MEMORY_IN_MB=100 leaves to the driver and libraries." ] \
   && ok || bad "devices: TF_DEVICE_MIN_SYS_MEMORY_IN_MB: $out"
 grep -q '^  /device:GPU:0 *GPU:0 *sim *grow *15.90 GiB' <<<"$out" && ok || bad "devices: 100 MiB reserve: $out"
+# The value as start-up reads it (blanks around the number, leading zeros).
+TF_DEVICE_MIN_SYS_MEMORY_IN_MB=" 0100 " run devices
+[ "$(tail -2 <<<"$out")" = "A GPU's limit is its free memory less the 100 MiB that
+TF_DEVICE_MIN_SYS_MEMORY_IN_MB=100 leaves to the driver and libraries." ] \
+  && ok || bad "devices: TF_DEVICE_MIN_SYS_MEMORY_IN_MB with blanks: $out"
 TF_GPU_MEMORY_FRACTION=0.5 run devices
 [ "$(tail -2 <<<"$out")" = "A GPU's limit is TF_GPU_MEMORY_FRACTION=0.5 of its total memory (without it, its free
 memory less the reserve TensorFlow leaves to the driver and libraries)." ] \

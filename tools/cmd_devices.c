@@ -115,9 +115,11 @@ static void explain_limits(const struct vdev_physical_device *phys, int n_phys,
                  vdev_format_bytes(reserve, b, sizeof b), p->index);
     }
     if (min_sys) {
-        printf("\nA GPU's limit is its free memory less the %s MiB that\n"
-               "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=%s leaves to the driver and libraries.\n",
-               min_sys, min_sys);
+        /* as start-up read it (blanks around the number, -0 and 007 allowed) */
+        long long mb = strtoll(min_sys, NULL, 10);
+        printf("\nA GPU's limit is its free memory less the %lld MiB that\n"
+               "TF_DEVICE_MIN_SYS_MEMORY_IN_MB=%lld leaves to the driver and libraries.\n",
+               mb, mb);
         return;
     }
     printf("\nA GPU's limit is its free memory less the reserve TensorFlow also leaves to the\n"
