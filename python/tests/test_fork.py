@@ -103,3 +103,36 @@ def test_spawn_child_works():
     got = q.get(timeout=120)
     p.join(60)
     assert p.exitcode == 0 and got == [3.0, 6.0]
+
+
+def test_forked_child_strategy_and_communicator_are_refused_and_freed_quietly():
+    # The parent's strategy and communicator: a call is the fork error (it
+    # said "the strategy belongs to a runtime that was shut down"), and
+    # freeing one only drops its handle (it joined replica threads that are
+    # not in the child, and the child died of SIGSEGV)
+    strategy = vdev.distribute.MirroredStrategy(["GPU:0", "GPU:1"])
+    comm = vdev.distribute.Communicator(["GPU:0", "GPU:1"])
+    parent = os.getpid()
+
+    def child():
+        out = []
+        for call in (lambda: strategy.run(lambda: 1), lambda: strategy.memory_info(0),
+                     lambda: comm.set_timeout(5.0),
+                     lambda: comm.barrier(0)):
+            try:
+                call()
+                out.append("no error")
+            except vdev.errors.UnimplementedError as e:
+                out.append(str(e).split(",")[0])
+        strategy._free()
+        comm.free()
+        return "|".join(out + ["freed"])
+
+    assert _in_fork(child) == (
+        "vdev_strategy_run: vdev was started in process %d|"
+        "vdev_strategy_memory_info: vdev was started in process %d|"
+        "vdev_comm_set_timeout: vdev was started in process %d|"
+        "vdev_comm_barrier: vdev was started in process %d|freed" % ((parent,) * 4))
+    assert strategy.run(lambda: 1) == 1  # the parent's go on
+    assert comm.size == 2
+    comm.set_timeout(5.0)

@@ -149,6 +149,10 @@ static struct vdev_coll_comm *comm_of(const vdev_comm_t *h, const char *fn)
                    fn);
         return NULL;
     }
+    if (vdev_runtime_forked_from()) { /* the parent's: its devices stayed there */
+        vdev_runtime_forked_error(fn);
+        return NULL;
+    }
     if (s->c->rgen != vdev_runtime_generation() || !vdev_is_initialized()) {
         vdev_error(VDEV_ERR_INVALID_ARG, "%s: the communicator belongs to a runtime that was "
                                          "shut down (made before vdev_shutdown)",
@@ -215,6 +219,8 @@ VDEV_API void vdev_comm_free(vdev_comm_t *h)
     }
     struct vdev_coll_comm *c = s->c;
     vdev_handle_release(&comms, s);
+    if (vdev_runtime_forked_from())
+        return; /* a forked child: its buffers and streams are the parent's; the handle goes */
     /* after a shutdown its devices are gone, but its host state is not */
     vdev_coll_comm_free(c);
 }
@@ -249,7 +255,7 @@ VDEV_API enum vdev_status vdev_comm_set_timeout(vdev_comm_t *h, double seconds)
 {
     struct vdev_coll_comm *c = comm_of(h, "vdev_comm_set_timeout");
     if (!c)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status(); /* invalid, or a forked child */
     if (!(seconds > 0) || !isfinite(seconds) || seconds > 1e9)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_comm_set_timeout: %g seconds (a timeout "
                                                 "is > 0 and at most 1e9)",
@@ -404,7 +410,7 @@ static enum vdev_status call_list(vdev_comm_t *h, int rank, enum vdev_coll_kind 
 {
     struct vdev_coll_comm *c = call_comm(h, rank, fn);
     if (!c)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status(); /* invalid, or a forked child */
     char msg[512] = "";
     struct vdev_tens *stack_t[16] = {0}, **t = stack_t;
     enum vdev_status status = VDEV_OK;
@@ -450,7 +456,7 @@ VDEV_API enum vdev_status vdev_comm_all_gather(vdev_comm_t *comm, int rank,
     const char *fn = "vdev_comm_all_gather";
     struct vdev_coll_comm *c = call_comm(comm, rank, fn);
     if (!c)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status(); /* invalid, or a forked child */
     char msg[512] = "";
     vdev_tensor_t *h[2] = {(vdev_tensor_t *)(uintptr_t)in, out};
     struct vdev_tens *t[2];
@@ -464,7 +470,7 @@ VDEV_API enum vdev_status vdev_comm_barrier(vdev_comm_t *comm, int rank)
 {
     struct vdev_coll_comm *c = call_comm(comm, rank, "vdev_comm_barrier");
     if (!c)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status(); /* invalid, or a forked child */
     int origin;
     return vdev_coll_tensors(c, rank, VDEV_COLL_BARRIER, VDEV_REDUCE_SUM, 0, NULL, 0,
                              "vdev_comm_barrier", VDEV_OK, NULL, &origin);
@@ -475,7 +481,7 @@ VDEV_API enum vdev_status vdev_comm_abort(vdev_comm_t *comm, int rank, enum vdev
 {
     struct vdev_coll_comm *c = call_comm(comm, rank, "vdev_comm_abort");
     if (!c)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status(); /* invalid, or a forked child */
     if (code == VDEV_OK || (unsigned)code >= VDEV_STATUS_COUNT)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_comm_abort: code %d is not an error",
                           (int)code);

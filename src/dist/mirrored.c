@@ -38,6 +38,10 @@ static struct vdev_strat *strat_of(const vdev_strategy_t *h, const char *fn)
                    fn);
         return NULL;
     }
+    if (vdev_runtime_forked_from()) { /* the parent's: its threads stayed there */
+        vdev_runtime_forked_error(fn);
+        return NULL;
+    }
     if ((*p)->rgen != vdev_runtime_generation() || !vdev_is_initialized()) {
         vdev_error(VDEV_ERR_INVALID_ARG, "%s: the strategy belongs to a runtime that was shut "
                                          "down (made before vdev_shutdown)",
@@ -262,6 +266,14 @@ VDEV_API void vdev_strategy_free(vdev_strategy_t *h)
         return;
     }
     struct vdev_strat *s = *p;
+    if (vdev_runtime_forked_from()) {
+        /* a forked child: the replica threads, streams and buffers are the
+         * parent's, so the handle only goes (joining threads that are not
+         * here would crash) */
+        if (vdev_handle_kill(&strategies, p, (uint64_t)(uintptr_t)h))
+            vdev_handle_release(&strategies, p);
+        return;
+    }
     if (on_replica_thread(s)) {
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_strategy_free: called from a step function of "
                                          "the strategy");
@@ -327,7 +339,7 @@ VDEV_API enum vdev_status vdev_strategy_set_batch_proportions(vdev_strategy_t *h
     const char *fn = "vdev_strategy_set_batch_proportions";
     struct vdev_strat *s = strat_of(h, fn);
     if (!s)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status(); /* invalid, or a forked child */
     /* A run splits every batch as it did when it started: a change from its
      * step function would give replicas overlapping rows. */
     if (on_replica_thread(s))
@@ -417,7 +429,7 @@ VDEV_API enum vdev_status vdev_strategy_run(vdev_strategy_t *h, vdev_replica_fn 
 {
     struct vdev_strat *s = strat_of(h, "vdev_strategy_run");
     if (!s)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status(); /* invalid, or a forked child */
     if (results)
         for (int i = 0; i < s->n; i++)
             results[i] = NULL;
@@ -613,7 +625,7 @@ VDEV_API enum vdev_status vdev_strategy_memory_info(const vdev_strategy_t *h, in
 {
     const struct vdev_strat *s = strat_of(h, "vdev_strategy_memory_info");
     if (!s)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status(); /* invalid, or a forked child */
     if (replica < 0 || replica >= s->n)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_strategy_memory_info: replica %d of %d",
                           replica, s->n);
