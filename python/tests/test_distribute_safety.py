@@ -204,3 +204,38 @@ def test_str_of_a_mirrored_variable_is_tensorflows():
     assert str(v) == want and repr(v) == want
     p = s.run(lambda: D.get_replica_context().replica_id_in_sync_group)
     assert str(p) == "PerReplica:{\n  0: 0,\n  1: 1\n}"
+
+
+def test_apply_gradients_on_a_variable_of_no_or_another_strategy_is_keras_refusal():
+    # Every replica updated the one copy it read, replica 0's (or a plain
+    # variable on one device): refused by vdev_replica_apply_gradients as
+    # "tensor #0 is on /device:GPU:0, not on the replica's device ..."
+    s1 = D.MirroredStrategy(["GPU:0", "GPU:1", "GPU:2"])
+    s2 = D.MirroredStrategy(["GPU:0", "GPU:1"])
+    with s1.scope():
+        v1 = vdev.Variable([1.0, 2.0], name="v1")
+    with s2.scope():
+        opt = vdev.optimizers.SGD(0.5)
+        v2 = vdev.Variable([1.0, 2.0], name="v2")
+    with vdev.device("GPU:0"):
+        plain = vdev.Variable([1.0, 2.0], name="plain")
+
+    def step(var):
+        def fn():
+            with vdev.GradientTape() as tape:
+                loss = vdev.math.reduce_sum(var * 2.0)
+            opt.apply_gradients(zip(tape.gradient(loss, [var]), [var]))
+        return fn
+
+    for var in (v1, plain):
+        with pytest.raises(ValueError) as e:
+            s2.run(step(var))
+        assert str(e.value) == (
+            "Trying to create optimizer slot variable under the scope for "
+            "tf.distribute.Strategy (%s), which is different from the scope used for the "
+            "original variable (%s). Make sure the slot variables are created under the same "
+            "strategy scope. This may happen if you're restoring from a checkpoint outside the "
+            "scope" % (s2, var))
+        assert var.numpy().tolist() == [1.0, 2.0]
+    s2.run(step(v2))  # its own variable: gradients 2 summed over 2 replicas, times 0.5
+    assert [c.numpy().tolist() for c in v2.values] == [[-1.0, 0.0], [-1.0, 0.0]]

@@ -192,6 +192,17 @@ class Optimizer:
             raise ValueError("optimizer %r is used inside strategy.run but was not made under "
                              "that strategy's scope(): each replica needs its own optimizer "
                              "state. Make it under strategy.scope()" % self.name)
+        if ctx is not None:
+            for _, v in kept:
+                if getattr(v, "_strategy", None) is not ctx.strategy:
+                    # Keras's refusal (a plain variable, or another strategy's,
+                    # has no copy on this replica's device to update)
+                    raise ValueError(
+                        "Trying to create optimizer slot variable under the scope for "
+                        "tf.distribute.Strategy (%s), which is different from the scope used "
+                        "for the original variable (%s). Make sure the slot variables are "
+                        "created under the same strategy scope. This may happen if you're "
+                        "restoring from a checkpoint outside the scope" % (ctx.strategy, v))
         h = self._h if ctx is None else self._replica_h[ctx.replica_id_in_sync_group]
         if self._exclude_ids or self._exclude_names:
             # Keras decides at each update (names match as variables come);
