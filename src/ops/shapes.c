@@ -14,7 +14,6 @@
  * kernels' business. */
 #include "ops/impl.h"
 #include "config/config.h"
-#include "ops/threads.h"
 
 #include <string.h>
 
@@ -134,7 +133,6 @@ enum vdev_status vdev_shape_matmul(struct vdev_kernel_args *a)
     /* The determinism switch as the product is submitted: a product queued
      * on a stream runs in the mode it was asked in (kernels_host.c). */
     a->i[2] = vdev_deterministic();
-    vdev_threads_arm_exit(); /* before main can return with products queued */
     return VDEV_OK;
 }
 

@@ -35,12 +35,16 @@
  *
  * At exit, products stop: a program that returns from main without
  * vdev_shutdown() while a simulated GPU's stream still runs its queue would
- * otherwise have a product running while the exit handlers tear OpenBLAS
- * down (its destructor frees the buffers sgemm works in: a crash). An exit
- * handler, registered when the first product is submitted (on the
- * submitting thread, so before main can return), waits for the running
- * products and holds every later one back for good; the process ends around
- * it. A child forked while products ran has none of their threads: a
+ * otherwise have a product running while OpenBLAS is torn down (its
+ * destructor frees the buffers sgemm works in: a crash). A destructor of
+ * this library waits for the running products and holds every later one
+ * back for good; the process ends around it. It runs after every exit
+ * handler (atexit) and before OpenBLAS's destructor (the loader finalises a
+ * library before the ones it depends on), so an exit handler of the
+ * program may still use vdev: atexit(vdev_shutdown) with products queued,
+ * or a last product read back, completes (an atexit handler of vdev's own
+ * that held products back hung both for ever: tests/test_exit_product.c).
+ * A child forked while products ran has none of their threads: a
  * pthread_atfork handler empties its copy of the gate (fork_child), so
  * neither its exit nor its own products wait for the parent's. */
 #define _GNU_SOURCE
@@ -327,7 +331,7 @@ static void apply_plan(int det)
  * finish them, their requests lie on those threads' stacks): none runs or
  * waits, and the condition variable, which may count the parent's waiters,
  * starts anew. Without this, a child forked while a product ran waited for
- * it for ever in at_exit (or in any product it ran). */
+ * it for ever in at_unload (or in any product it ran). */
 static void fork_prepare(void) { pthread_mutex_lock(&G.lock); }
 
 static void fork_parent(void) { pthread_mutex_unlock(&G.lock); }
@@ -359,7 +363,8 @@ struct vdev_thread_plan vdev_threads_plan(void)
     return p;
 }
 
-static void at_exit(void)
+/* See the top of the file: after the exit handlers, before OpenBLAS goes. */
+__attribute__((destructor)) static void at_unload(void)
 {
     if (vdev_runtime_forked_from())
         return; /* the products in flight at fork() are the parent's */
@@ -369,15 +374,6 @@ static void at_exit(void)
         pthread_cond_wait(&G.cv, &G.lock);
     pthread_mutex_unlock(&G.lock);
 }
-
-static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
-
-static void register_exit(void)
-{
-    atexit(at_exit); /* if refused: products are not held back at exit */
-}
-
-void vdev_threads_arm_exit(void) { pthread_once(&exit_once, register_exit); }
 
 /* This thread's nice value, read once (a stream's worker sets its own when
  * it starts, before its first product). */
@@ -487,7 +483,6 @@ static void product_finish(void)
 
 void vdev_threads_product_run(int det, void (*fn)(void *), void *arg)
 {
-    vdev_threads_arm_exit();
     pthread_once(&fork_once, watch_fork);
     pthread_mutex_lock(&G.lock);
     if (product_start(det, fn, arg)) {

@@ -52,10 +52,6 @@ struct vdev_thread_plan vdev_threads_plan(void);
  * when every slot is taken, on a thread that holds one (this one sleeps
  * until it is done). fn must not depend on the thread it runs on. */
 void vdev_threads_product_run(int deterministic, void (*fn)(void *), void *arg);
-/* Registers (once per process) the exit handler that holds products back
- * while the process exits; called where a product is submitted, so that it
- * is in place before main can return. */
-void vdev_threads_arm_exit(void);
 
 /* Parts an elementwise kernel may be split into (1: run it inline). */
 int vdev_threads_kernel_parts(void);
