@@ -8,7 +8,9 @@
 # interruption, then its end), DIR/memory.svg and DIR/placement.svg are
 # drawn from it and named on stdout, nothing else is left in DIR, the
 # allocation trace (VDEV_ALLOC_TRACE) holds whole lines up to the
-# interruption, and the process ends by SIGINT as Ctrl-C would end it. Usage: cli_demo_interrupt.sh VDEV SHARED
+# interruption, and the process ends by SIGINT as Ctrl-C would end it.
+# SIGTERM does the same with "terminated" for "interrupted", and the process
+# ends by SIGTERM. Usage: cli_demo_interrupt.sh VDEV SHARED
 set -u
 vdev=$1
 command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
@@ -22,7 +24,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 # default, whatever this shell was given) with stdout and stderr into OUT.out
 # and OUT.err, sends SIGINT once WHEN holds ("json:FILE": FILE has grown past
 # 200 kB, or after 60 s; "lines": the third line of progress is out, or after
-# 30 s), and prints "rc N"
+# 30 s), and prints "rc N" (SIG=SIGTERM in the environment: SIGTERM instead)
 cat >"$tmp/interrupt.py" <<'PY'
 import os, signal, subprocess, sys, time
 vdev, o, when, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
@@ -44,16 +46,19 @@ with open(o + ".out", "wb") as out, open(o + ".err", "wb") as err:
     end = time.time() + (30 if when == "lines" else 60)
     while time.time() < end and p.poll() is None and not ready():
         time.sleep(0.05)
-    p.send_signal(signal.SIGINT)
+    p.send_signal(getattr(signal, os.environ.get("SIG", "SIGINT")))
     try:
         print("rc", p.wait(timeout=120))
     except subprocess.TimeoutExpired:
         p.kill(); print("rc timeout")
 PY
-rc=$(VDEV_ALLOC_TRACE=$tmp/alloc.trace python3 "$tmp/interrupt.py" "$vdev" "$tmp/rep" \
+for sig in SIGINT:-2:interrupted SIGTERM:-15:terminated; do
+IFS=: read -r sig code word <<<"$sig"
+rm -rf "$tmp/rep" "$tmp/alloc.trace"
+rc=$(SIG=$sig VDEV_ALLOC_TRACE=$tmp/alloc.trace python3 "$tmp/interrupt.py" "$vdev" "$tmp/rep" \
      "json:$tmp/rep/run.json" --epochs 1000 --report "$tmp/rep")
-[ "$rc" = "rc -2" ] && ok || bad "exit: $rc, expected death by SIGINT (-2): $(cat "$tmp/rep.err")"
-want="vdev demo: interrupted: closing the trace $tmp/rep/run.json where the run is and drawing it (Ctrl-C again quits at once)"
+[ "$rc" = "rc $code" ] && ok || bad "exit: $rc, expected death by $sig ($code): $(cat "$tmp/rep.err")"
+want="vdev demo: $word: closing the trace $tmp/rep/run.json where the run is and drawing it (Ctrl-C again quits at once)"
 grep -qxF -- "$want" "$tmp/rep.err" && ok || bad "stderr lacks '$want': $(cat "$tmp/rep.err")"
 grep -vxF -- "$want" "$tmp/rep.err" | grep -q . && bad "more on stderr: $(cat "$tmp/rep.err")" || ok
 for f in memory placement; do
@@ -74,6 +79,7 @@ PY
   bad "the allocation trace ends mid-line: '$(tail -c 20 "$tmp/alloc.trace")'"
 "$vdev" replay --repeats 1 "$tmp/alloc.trace" >"$tmp/replay.out" 2>"$tmp/replay.err" &&
   [ ! -s "$tmp/replay.err" ] && ok || bad "replay of the allocation trace: $(cat "$tmp/replay.err")"
+done
 
 
 # each scenario: its simulated GPUs, its options, the start of its first line
@@ -88,4 +94,10 @@ for c in "3x1GiB::--epochs 100000:Devices" "3x1GiB:--tf-placement:--epochs 10000
   [[ $(head -1 "$tmp/plain.out") == "$first"* ]] && [ "$(wc -l <"$tmp/plain.out")" -ge 3 ] && ok ||
     bad "demo $s: stdout lost its lines: '$(cat "$tmp/plain.out")'"
 done
+# SIGTERM without --report: the lines so far, one line on stderr, death by SIGTERM
+rc=$(SIG=SIGTERM python3 "$tmp/interrupt.py" "$vdev" "$tmp/plain" lines --epochs 100000)
+[ "$rc" = "rc -15" ] && ok || bad "demo: exit: $rc, expected death by SIGTERM (-15)"
+[ "$(grep . "$tmp/plain.err")" = "vdev demo: terminated" ] && ok || bad "demo: stderr: $(cat "$tmp/plain.err")"
+[[ $(head -1 "$tmp/plain.out") == Devices* ]] && [ "$(wc -l <"$tmp/plain.out")" -ge 3 ] && ok ||
+  bad "demo: stdout lost its lines: '$(cat "$tmp/plain.out")'"
 finish

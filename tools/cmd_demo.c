@@ -30,7 +30,12 @@
  * progress, which waits for stdout, held by the drawing thread to the end
  * so that the report's lines come whole. A lock decides who
  * writes the report: the interrupt when it comes first, else the run once
- * it is over (then Ctrl-C just ends the process, as before). */
+ * it is over (then Ctrl-C just ends the process, as before).
+ *
+ * SIGTERM (kill, a service manager, a container's stop) ends a run the same
+ * way, with "terminated" where Ctrl-C says "interrupted", and the process
+ * then ends by SIGTERM (status 143 in a shell): killed by it at once, a
+ * --report run left its trace cut mid-event and no pictures. */
 #define _GNU_SOURCE
 #include "../examples/demo.h"
 #include "cli.h"
@@ -92,29 +97,47 @@ static int write_report(const char *dir, const char *trace)
 /* Ctrl-C during a run (see the top of the file). */
 static struct {
     pthread_mutex_t lock; /* held by whoever writes the report */
-    sem_t wake;           /* posted by the handler: SIGINT came */
+    sem_t wake;           /* posted by the handler: SIGINT or SIGTERM came */
+    volatile sig_atomic_t sig; /* the first of them, set before the post */
     const char *dir;      /* --report's, or NULL; set before the thread starts */
 } I = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void on_sigint(int sig)
 {
-    (void)sig;
     int e = errno;
+    if (!I.sig)
+        I.sig = sig;
     sem_post(&I.wake); /* async-signal-safe */
     errno = e;
+}
+
+/* SIGINT and SIGTERM, the signals that end a run (the ones not ignored). */
+static void run_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
 }
 
 static void *on_interrupt(void *arg)
 {
     (void)arg;
-    /* this thread takes SIGINT; the run's threads block it */
+    /* this thread takes SIGINT and SIGTERM; the run's threads block them */
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
+    run_signals(&set);
     pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     while (sem_wait(&I.wake) != 0) {
     }
-    signal(SIGINT, SIG_DFL); /* from now on a Ctrl-C ends the process at once */
+    int sig = I.sig ? I.sig : SIGINT;
+    const char *what = sig == SIGTERM ? "terminated" : "interrupted";
+    /* from now on a Ctrl-C (or a SIGTERM) ends the process at once; one
+     * ignored stays ignored */
+    for (int k = 0; k < 2; k++) {
+        struct sigaction cur;
+        int s = k ? SIGTERM : SIGINT;
+        if (sigaction(s, NULL, &cur) == 0 && cur.sa_handler == on_sigint)
+            signal(s, SIG_DFL);
+    }
     char trace[4200];
     if (pthread_mutex_trylock(&I.lock) != 0) {
         /* the run is over (and its report is being written): just end */
@@ -123,48 +146,48 @@ static void *on_interrupt(void *arg)
          * written); the run, which goes on, prints no more */
         flockfile(stdout);
         fflush(stdout);
-        fprintf(stderr, "\nvdev demo: interrupted\n");
+        fprintf(stderr, "\nvdev demo: %s\n", what);
     } else if (vdev_trace_path(trace, sizeof trace) == VDEV_OK && trace[0]) {
         /* stdout is this thread's until the end: the run, which goes on,
          * waits at its next line of progress instead of splitting the
          * report's lines (the report starts on a line of its own) */
         flockfile(stdout);
         fprintf(stderr,
-                "\nvdev demo: interrupted: closing the trace %s where the run is and drawing it "
+                "\nvdev demo: %s: closing the trace %s where the run is and drawing it "
                 "(Ctrl-C again quits at once)\n",
-                trace);
+                what, trace);
         vdev_observe_shutdown(); /* its whole events, then its end */
         write_report(I.dir, trace);
     } else {
-        fprintf(stderr, "\nvdev demo: interrupted before the run's trace was opened: nothing to "
-                        "draw\n");
+        fprintf(stderr, "\nvdev demo: %s before the run's trace was opened: nothing to draw\n",
+                what);
     }
     /* the allocation trace's lines so far (VDEV_ALLOC_TRACE): whole lines, so
      * that `vdev replay` and `vdev fit` read it */
     vdev_alloc_trace_flush_all();
     fflush(stdout);
     fflush(stderr);
-    raise(SIGINT);
+    raise(sig);
     return NULL;
 }
 
-/* Hands SIGINT to a thread that ends the run (and draws the report where
- * dir is not NULL). SIGINT is blocked in this thread, so in every thread
- * the run starts; a thread started before (a BLAS pool) may still take it,
- * and its handler wakes that thread all the same. Nothing changes where
- * SIGINT is ignored (a background job).
+/* Hands SIGINT and SIGTERM to a thread that ends the run (and draws the
+ * report where dir is not NULL). Both are blocked in this thread, so in
+ * every thread the run starts; a thread started before (a BLAS pool) may
+ * still take one, and its handler wakes that thread all the same. A signal
+ * that is ignored (SIGINT in a background job) stays ignored.
  * 0, or -1 when it could not be set up (the run goes on as without it). */
 static int catch_interrupt(const char *dir)
 {
-    struct sigaction old, sa = {.sa_handler = on_sigint, .sa_flags = SA_RESTART};
-    if (sigaction(SIGINT, NULL, &old) != 0 || old.sa_handler == SIG_IGN)
+    struct sigaction old_int, old_term, sa = {.sa_handler = on_sigint, .sa_flags = SA_RESTART};
+    if (sigaction(SIGINT, NULL, &old_int) != 0 || sigaction(SIGTERM, NULL, &old_term) != 0 ||
+        (old_int.sa_handler == SIG_IGN && old_term.sa_handler == SIG_IGN))
         return -1;
     I.dir = dir;
     if (sem_init(&I.wake, 0, 0) != 0)
         return -1;
     sigset_t set, old_mask;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
+    run_signals(&set);
     sigemptyset(&sa.sa_mask);
     pthread_t t;
     if (pthread_sigmask(SIG_BLOCK, &set, &old_mask) != 0)
@@ -174,7 +197,10 @@ static int catch_interrupt(const char *dir)
         return -1;
     }
     pthread_detach(t);
-    sigaction(SIGINT, &sa, NULL);
+    if (old_int.sa_handler != SIG_IGN)
+        sigaction(SIGINT, &sa, NULL);
+    if (old_term.sa_handler != SIG_IGN)
+        sigaction(SIGTERM, &sa, NULL);
     return 0;
 }
 
