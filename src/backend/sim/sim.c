@@ -85,7 +85,7 @@ struct sim_stream {
     int full_waiters;            /* submitters waiting on not_full (under lock) */
     uint64_t wake_at;            /* the lowest count a progress waiter waits for
                                     (UINT64_MAX: none; under lock) */
-    int stop;
+    atomic_int stop;             /* set under lock; the worker's spin also reads it */
 };
 
 struct sim_ctx {
@@ -140,6 +140,10 @@ static void *sim_worker(void *vgpu)
         /* Spin a little for new work before taking the lock to sleep. */
         for (int i = 0; i < SIM_SPIN_ITERS; i++) {
             if (atomic_load_explicit(&g->submitted, memory_order_acquire) != tail)
+                break;
+            /* stopping: no need to spin on (each yield may give the CPU away
+             * for a time slice, and vdev_shutdown waits for this thread) */
+            if (atomic_load_explicit(&g->stop, memory_order_relaxed))
                 break;
             if ((i & 63) == 63)
                 sched_yield();
