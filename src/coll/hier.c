@@ -46,8 +46,11 @@ const char *vdev_hier_who(const struct hier *H, int w, char *buf, size_t cap)
 {
     char own[64];
     snprintf(own, sizeof own, "/job:worker/replica:0/task:%d", w);
-    snprintf(buf, cap, "%s %d (%s)", strcmp(H->task[w], own) ? "process" : "worker", w,
-             H->task[w]);
+    if (!H->task[w][0]) /* its start-up failed before it knew its task */
+        snprintf(buf, cap, "process %d", w);
+    else
+        snprintf(buf, cap, "%s %d (%s)", strcmp(H->task[w], own) ? "process" : "worker", w,
+                 H->task[w]);
     return buf;
 }
 

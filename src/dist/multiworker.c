@@ -35,7 +35,13 @@ VDEV_API enum vdev_status vdev_multi_worker_mirrored_strategy_new(const char *co
         status = vdev_error(VDEV_ERR_INVALID_ARG, "%s: %d devices; a worker has at most %d "
                                                   "replicas",
                             fn, n, VDEV_MAX_REPLICAS);
-    } else if ((status = vdev_init()) == VDEV_OK) {
+    } else if ((status = vdev_init()) != VDEV_OK) {
+        /* The task as start-up read it, unless start-up failed before (a
+         * malformed cluster file): then messages name the process alone. */
+        vdev_cluster_get(&cv);
+        if (cv.job == VDEV_JOB_LOCAL)
+            cv.name[0] = '\0';
+    } else {
         vdev_cluster_get(&cv); /* start-up read the cluster */
         if (cv.n[VDEV_JOB_PS] > 0) {
             status = vdev_error(VDEV_ERR_CONFIG,

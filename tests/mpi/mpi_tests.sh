@@ -24,6 +24,9 @@
 #             processes, two processes given the same task, and a chief
 #             (or, in a cluster without one, worker 0) that is not rank 0,
 #             and processes given different clusters (each its own chief);
+#             a process whose own start-up fails (a bad VDEV_SIM_GPUS) fails
+#             the strategy on every process, named by its task, or by its
+#             rank alone when its cluster file is malformed;
 #   failure   a worker killed mid-training ends the job with an error within
 #             10 s; a restart resumes from the chief's checkpoint with the
 #             losses of an uninterrupted run, bit for bit; a worker that
@@ -230,6 +233,24 @@ t_cluster() {
   grep -qxF '12-count.ps.tfconfig VDEV_ERR_CONFIG vdev_ps_strategy_new: the job has 2 processes, the cluster 5 tasks; launch one process per task' \
     "$work/res/cases.0" && pass "parameter servers: too few processes refused before the roles" ||
     fail "12-count.ps.tfconfig: $(grep 12- "$work/res/cases.0")"
+  # one process whose start-up fails (its own environment) when the strategy
+  # is made: every process names it by its task, or, when its cluster file
+  # is malformed (no task known), by its rank alone
+  local m=(--make-only --out "$work/make")
+  mkdir -p "$work/make"
+  "$mpirun" -np 1 env VDEV_SIM_GPUS=1x1GiB "$train" "${m[@]}" : \
+    -np 1 env VDEV_SIM_GPUS=1xfoo "$train" "${m[@]}" >"$work/out.txt" 2>&1 ||
+    { fail "the launch with a bad VDEV_SIM_GPUS"; cat "$work/out.txt"; }
+  same_file "$work/make/make.0" "$work/make/make.1" "every process gets worker 1's start-up error"
+  grep -qxF "VDEV_ERR_CONFIG worker 1 (/job:worker/replica:0/task:1): VDEV_SIM_GPUS=\"1xfoo\": bad size in '1xfoo' (expected COUNTxSIZE[,COUNTxSIZE...], e.g. 3x16GiB or 2x80GiB,1x24GiB)" \
+    "$work/make/make.0" && pass "a start-up error names the worker's task" ||
+    fail "bad VDEV_SIM_GPUS on worker 1: $(cat "$work/make/make.0")"
+  "$mpirun" -np 1 env VDEV_SIM_GPUS=1x1GiB "$train" "${m[@]}" : -np 1 env VDEV_SIM_GPUS=1x1GiB \
+    VDEV_CLUSTER_CONFIG="$work/cases/04-key.json" "$train" "${m[@]}" >"$work/out.txt" 2>&1 ||
+    { fail "the launch with a malformed cluster file"; cat "$work/out.txt"; }
+  grep -qx "VDEV_ERR_CONFIG process 1: VDEV_CLUSTER_CONFIG=$work/cases/04-key.json: worker:1: unknown key \"memory_limit\" (.*)" \
+    "$work/make/make.0" && pass "a process that could not read its task is named by its rank" ||
+    fail "malformed cluster file on process 1: $(cat "$work/make/make.0")"
 }
 
 t_failure() {

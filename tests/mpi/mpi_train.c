@@ -44,7 +44,10 @@
  * (rank r reads line r + 1 of a file of several lines), and when start-up
  * succeeds makes a multi-worker mirrored strategy on the default devices, or
  * for a *.ps.tfconfig a parameter-server strategy; writes OUT/cases.<launch rank> with one line per file:
- * its name and the status and message of start-up, or of the strategy).
+ * its name and the status and message of start-up, or of the strategy),
+ * --make-only (no training: makes a multi-worker mirrored strategy on the
+ * default devices, start-up's failure included, and writes OUT/make.<launch
+ * rank> with its status and message).
  * Exits 0 when everything it was asked did
  * happen, else prints "<task>: <what>: <message>" on stderr and exits 1. */
 #define _GNU_SOURCE
@@ -60,7 +63,7 @@
 static const char *const names[MM_NV] = {"dense0/w", "dense0/b", "dense1/w", "dense1/b"};
 
 struct opts {
-    int steps, replicas, reference, every, resume, kill_at, hang_at, mismatch;
+    int steps, replicas, reference, every, resume, kill_at, hang_at, mismatch, make_only;
     int exit_at, exit_in_step, exit_status, fork_at;
     const char *out, *ckpt, *cases;
     uint64_t alloc;
@@ -231,6 +234,24 @@ static void reduce_case(vdev_strategy_t *s, int other_op, FILE *f)
     vdev_tensor_free(r);
     for (int i = 0; i < local; i++)
         vdev_tensor_free(v[i]);
+}
+
+/* --make-only: no training, no start-up of its own; makes a multi-worker
+ * mirrored strategy on the default devices (whether or not start-up
+ * succeeds: it starts vdev) and writes OUT/make.<launch rank> with its
+ * status and message. */
+static int make_only(const struct opts *o)
+{
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    snprintf(task_id, sizeof task_id, "%s", rank ? rank : "0");
+    vdev_strategy_t *s = NULL;
+    enum vdev_status st = vdev_multi_worker_mirrored_strategy_new(NULL, 0, &s);
+    FILE *f = out_file(o, "make");
+    fprintf(f, "%s %s\n", vdev_status_str(st), st == VDEV_OK ? "" : vdev_last_error());
+    fclose(f);
+    vdev_strategy_free(s);
+    vdev_shutdown();
+    return 0;
 }
 
 /* The sum of the replicas' losses, read on the host. */
@@ -440,6 +461,8 @@ int main(int argc, char **argv)
             o.cases = v;
         else if (!strcmp(a, "--resume"))
             o.resume = 1, takes = 0;
+        else if (!strcmp(a, "--make-only"))
+            o.make_only = 1, takes = 0;
         else
             return fprintf(stderr, "mpi_train: bad option %s\n", a), 2;
         i += takes;
@@ -447,5 +470,7 @@ int main(int argc, char **argv)
     exit_step = o.exit_in_step;
     if (o.exit_status >= 0)
         exit_in_step_status = o.exit_status;
+    if (o.make_only)
+        return make_only(&o);
     return o.cases ? run_cases(&o) : train(&o);
 }
