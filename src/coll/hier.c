@@ -627,9 +627,10 @@ enum vdev_status vdev_coll_hier_make(struct vdev_ldev *const *devs, int n, const
      * processes given the same TF_CONFIG would both be the chief). */
     if (st == VDEV_OK && n_tasks > 0 && H->n_workers != n_tasks)
         st = vdev_error(VDEV_ERR_CONFIG,
-                        "the job has %d processes, the cluster %d tasks; launch one process "
+                        "the job has %d process%s, the cluster %d task%s; launch one process "
                         "per task",
-                        H->n_workers, n_tasks);
+                        H->n_workers, H->n_workers == 1 ? "" : "es", n_tasks,
+                        n_tasks == 1 ? "" : "s");
     /* Replica 0 (a broadcast's root 0, whose values are the chief's in
      * TensorFlow) is rank 0's: the chief must be that process. */
     for (int w = 1; st == VDEV_OK && w < H->n_workers; w++)

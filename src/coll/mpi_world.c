@@ -21,7 +21,8 @@
  * VDEV_MPI_TIMEOUT. The exit handler finalises only a clean exit: status 0
  * (read with glibc's on_exit) and no failure across processes (the plugin
  * then tells the others it leaves, so that one still waiting for it fails at
- * once); otherwise it ends the job (MPI_Abort with the exit status, or 1).
+ * once); otherwise it ends the job (MPI_Abort with the exit status, or 1),
+ * unless the job is this process alone (it finalises then: nobody waits).
  * Without on_exit the status is unknown, and a communicator across
  * processes still in use at exit counts as an early exit. A child that a
  * rank forks is no rank: its exit does neither. */
@@ -173,13 +174,20 @@ static void exit_with(int status)
         return;
     pthread_mutex_lock(&W.lock);
     const struct vdev_mpi_ops *ops = W.started ? W.ops : NULL;
-    int failed = W.failed, live = W.live_comms, rank = W.rank;
+    int failed = W.failed, live = W.live_comms, rank = W.rank, size = W.size;
     char msg[WHY];
     vdev_strlcpy(msg, W.fail_msg, sizeof msg);
     pthread_mutex_unlock(&W.lock);
     if (!ops)
         return;
     int code = status > 0 ? status : 1;
+    if (size == 1 && !failed) {
+        /* A job of one process (mpirun -np 1, or started without mpirun):
+         * no other process waits for it, and MPI_Abort would only add
+         * Open MPI's report to the program's own message. */
+        ops->finalize();
+        return;
+    }
     if (failed) {
         fprintf(stderr, "vdev: ending the job (MPI_Abort) after: %s\n", msg);
     } else if (status > 0) {

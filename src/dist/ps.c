@@ -229,9 +229,9 @@ VDEV_API enum vdev_status vdev_ps_strategy_new(const struct vdev_ps_options *opt
     ps->n_workers = cv.n[VDEV_JOB_WORKER];
     ps->n_ps = cv.n[VDEV_JOB_PS];
     if (st == VDEV_OK && (int)P != 1 + ps->n_workers + ps->n_ps)
-        st = vdev_error(VDEV_ERR_CONFIG, "%s: the job has %zu processes, the cluster %d tasks; "
+        st = vdev_error(VDEV_ERR_CONFIG, "%s: the job has %zu process%s, the cluster %d tasks; "
                                          "launch one process per task",
-                        fn, P, 1 + ps->n_workers + ps->n_ps);
+                        fn, P, P == 1 ? "" : "es", 1 + ps->n_workers + ps->n_ps);
     int chief = -1;
     for (int w = 0; w < (int)P; w++)
         ps->worker_rank[w] = ps->ps_rank[w] = -1;

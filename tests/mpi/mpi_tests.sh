@@ -46,7 +46,9 @@
 #             runs them: multi_worker.c on 4 processes fits 384 MiB everywhere
 #             but on worker 1 (256 MiB), whose error names its device;
 #             parameter_server.c with 2 servers and 2 workers lowers the loss
-#             and splits the bytes within one float.
+#             and splits the bytes within one float; multi_worker.c started
+#             alone, or with mpirun -np 1, fails with its message alone and
+#             its exit status (no MPI_Abort: no other process waits).
 #
 # Usage: mpi_tests.sh TEST MPIRUN BUILD_DIR  (MPIRUN empty: MPI is missing)
 set -uo pipefail
@@ -385,7 +387,17 @@ EOF
     VDEV_CUDA_PLUGIN="$work/none.so" "$mw" 2>&1) && fail "multi_worker alone, no GPU: exit 0"
   grep -q "^process 0 (/job:localhost/replica:0/task:0): No matching devices found for 'GPU:0': " \
     <<<"$(head -1 <<<"$out")" && [ "$(sed -n 2p <<<"$out")" = "example_multi_worker: $alone" ] &&
-    pass "multi_worker alone: one task name, the hint" || fail "multi_worker alone: $out"
+    [ "$(wc -l <<<"$out")" = 3 ] &&
+    pass "multi_worker alone: one task name, the hint, no MPI_Abort" || fail "multi_worker alone: $out"
+  # one process under mpirun (-np 1 for -np 4): the refusal, the exit status,
+  # and no MPI_Abort (no other process waits for it)
+  out=$(cd "$src" && "$mpirun" -np 1 env VDEV_CLUSTER_CONFIG=examples/mpi/cluster.json "$mw" 2>&1)
+  local rc=$?
+  local np1="/job:chief/replica:0/task:0: the job has 1 process, the cluster 4 tasks; launch"
+  np1+=" one process per task"
+  [ $rc = 1 ] && [ "$(head -1 <<<"$out")" = "$np1" ] && ! grep -q MPI_Abort <<<"$out" &&
+    pass "multi_worker -np 1: refused, exit 1, no MPI_Abort" ||
+    fail "multi_worker -np 1 (exit $rc): $out"
   out=$("$ex_ps" -h 2>&1) && [ "$(head -1 <<<"$out")" = "usage: example_parameter_server" ] &&
     grep -qxF "  mpirun -np 5 env VDEV_CLUSTER_CONFIG=examples/mpi/ps_cluster.json $ex_ps" \
       <<<"$out" &&
