@@ -18,6 +18,8 @@
 #             message, or reduces (vdev_strategy_reduce) a value of another
 #             shape of as many elements or with another op: every worker's
 #             message leads with worker 1, and names the API call;
+#             workers of one and two replicas equal one process over three
+#             devices within 1e-6;
 #   cluster   every malformed cluster file is rejected at start-up by every
 #             process with the same message, and so are (when making a
 #             multi-worker strategy) a cluster with more tasks than
@@ -174,6 +176,16 @@ EOF
   close "$work/ref4/losses.reference" "$work/w4/losses.0" 1e-6 "4 workers: losses within 1e-6"
   close "$work/ref4/params.reference" "$work/w22/params.0" 1e-6 "2x2: parameters within 1e-6"
   close "$work/ref4/losses.reference" "$work/w22/losses.0" 1e-6 "2x2: losses within 1e-6"
+
+  # workers of different sizes: one replica on worker 0, two on worker 1,
+  # three in sync sharing the global batch, as one process over three GPUs
+  mkdir -p "$work/ref3" "$work/w12"
+  VDEV_SIM_GPUS=4x1GiB "$train" --reference 3 --out "$work/ref3" || fail "reference over 3 devices"
+  VDEV_SIM_GPUS=2x1GiB run 1 "$train" --replicas 1 --out "$work/w12" : \
+    -np 1 "$train" --replicas 2 --out "$work/w12" || { fail "workers of 1 and 2 replicas"; cat "$work/out.txt"; }
+  same_file "$work/w12/params.0" "$work/w12/params.1" "1+2: worker 1 holds worker 0's bits"
+  close "$work/ref3/params.reference" "$work/w12/params.0" 1e-6 "1+2: parameters within 1e-6"
+  close "$work/ref3/losses.reference" "$work/w12/losses.0" 1e-6 "1+2: losses within 1e-6"
 }
 
 t_cluster() {
