@@ -432,33 +432,65 @@ def test_optimizer_state_errors(tmp_path):
     assert vdev.optimizers.SGD(0.1).get_slot_names() == []
 
 
-def test_a_checkpoint_of_another_optimizer_says_so(tmp_path):
-    """A file saved with SGD's momentum loaded with Adam (and the reverse)
-    names the slots the file holds; nothing changes."""
-    model, sgd, names = _fresh(lambda: vdev.optimizers.SGD(0.1, momentum=0.9), 1)
-    _train(model, sgd, 2, 0)
-    path = tmp_path / "sgd.safetensors"
-    T.save_checkpoint(path, names, optimizer=sgd)
-    model, adam, names2 = _fresh(lambda: vdev.optimizers.Adam(0.01), 2)
-    _train(model, adam, 1, 0)
-    before = {n: v.numpy().copy() for n, v in names2.items()}
-    first = sorted(names2)[0]
-    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
-        T.load_checkpoint(path, names2, optimizer=adam)
-    assert str(e.value) == (
-        "checkpoint '%s': no entry '%s/adam_m' for the optimizer's slot; the file holds "
-        "'%s/momentum' for '%s': it was saved with another optimizer. Load it with an "
-        "optimizer of that kind, or without optimizer= to restore only the tensors"
-        % (path, list(names2)[0], list(names2)[0], list(names2)[0]))
-    assert adam.iterations == 1 and first in names2
-    for n, v in names2.items():
+def _unchanged(names, opt, before, hyper):
+    for n, v in names.items():
         np.testing.assert_array_equal(v.numpy(), before[n])
-    back = tmp_path / "adam.safetensors"
-    T.save_checkpoint(back, names2, optimizer=adam)
+    assert {a: float(getattr(opt, a)) for a in hyper} == hyper
+
+
+_ANOTHER = ("checkpoint '%s': it was saved with another optimizer, %s, but optimizer= is %s. "
+            "Load it with an optimizer of that kind, or without optimizer= to restore only the "
+            "tensors")
+
+
+@pytest.mark.parametrize("saved_with,loaded_with", [
+    (lambda: vdev.optimizers.SGD(0.1, momentum=0.9), lambda: vdev.optimizers.Adam(0.01)),
+    (lambda: vdev.optimizers.SGD(0.1), lambda: vdev.optimizers.Adam(0.01)),
+    (lambda: vdev.optimizers.Adam(0.01), lambda: vdev.optimizers.SGD(0.05, momentum=0.9)),
+    (lambda: vdev.optimizers.Adam(0.01), lambda: vdev.optimizers.SGD(0.05))])
+def test_a_checkpoint_of_another_optimizer_says_so(tmp_path, saved_with, loaded_with):
+    """A file saved with one kind of optimizer loaded with the other is
+    refused, naming both, whether or not SGD keeps a velocity (plain SGD has
+    no slot to miss, and took Adam's learning rate and step count); nothing
+    changes. Without optimizer= the tensors load."""
+    model, first, names = _fresh(saved_with, 1)
+    _train(model, first, 3, 0)
+    path = tmp_path / "saved.safetensors"
+    T.save_checkpoint(path, names, optimizer=first)
+    model, opt, names2 = _fresh(loaded_with, 2)
+    _train(model, opt, 1, 0)
+    before = {n: v.numpy().copy() for n, v in names2.items()}
+    hyper = {a: float(getattr(opt, a)) for a in ("learning_rate", "momentum", "beta_1")
+             if hasattr(opt, a)}
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
-        T.load_checkpoint(back, names, optimizer=sgd)
-    assert "no entry '%s/momentum' for the optimizer's slot; the file holds '%s/adam_m', " \
-        "'%s/adam_v'" % ((list(names)[0],) * 3) in str(e.value)
+        T.load_checkpoint(path, names2, optimizer=opt)
+    assert str(e.value) == _ANOTHER % (path, type(first).__name__, type(opt).__name__)
+    assert opt.iterations == 1
+    _unchanged(names2, opt, before, hyper)
+    T.load_checkpoint(path, names2)
+    for n, v in names.items():
+        np.testing.assert_array_equal(names2[n].numpy(), v.numpy())
+
+
+def test_an_earlier_versions_checkpoint_of_another_optimizer_says_so(tmp_path):
+    """A file without the hyperparameters (an earlier version's) is told by
+    its slots: Adam's "m" and "v" loaded into plain SGD are refused."""
+    model, adam, names = _fresh(lambda: vdev.optimizers.Adam(0.01), 1)
+    _train(model, adam, 2, 0)
+    path = tmp_path / "adam.safetensors"
+    T.save_checkpoint(path, names, optimizer=adam)
+    old = tmp_path / "old.safetensors"
+    e = _entries(path)
+    tensors = {n.replace("/adam_", "/"): vdev.constant(a) for n, a in e.items()
+               if n != "optimizer/iterations"}
+    T.save_checkpoint(old, tensors, metadata={"optimizer/iterations": "2"})
+    model, sgd, names2 = _fresh(lambda: vdev.optimizers.SGD(0.05), 2)
+    before = {n: v.numpy().copy() for n, v in names2.items()}
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        T.load_checkpoint(old, names2, optimizer=sgd)
+    assert str(e.value) == _ANOTHER % (old, "Adam", "SGD")
+    assert sgd.iterations == 0
+    _unchanged(names2, sgd, before, {"learning_rate": 0.05, "momentum": 0.0})
 
 
 def test_amsgrad_loads_a_checkpoint_saved_without_it(tmp_path):

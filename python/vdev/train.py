@@ -45,7 +45,11 @@ The hyperparameters in force (learning_rate; Adam's beta_1, beta_2,
 epsilon; SGD's momentum), which Keras tracks as variables and a schedule may
 have changed, are saved too, as metadata "optimizer/<name>" (the number as
 Python writes it, read back exactly), and restored by the load; a file
-without them (an earlier version's) leaves the optimizer's own. Metadata of
+without them (an earlier version's) leaves the optimizer's own. A file saved
+with the other kind of optimizer (Adam's into SGD, with or without momentum,
+or SGD's into Adam), told by those hyperparameters or, in an earlier
+version's file, by its slots, is refused (InvalidArgumentError naming both);
+nothing changes. Metadata of
 the caller's under one of those keys, given with the optimizer, is refused
 (it would be replaced).
 """
@@ -60,7 +64,7 @@ from . import _lib, errors
 from ._device import device
 from ._lib import lib
 from ._tensor import Tensor, Variable, constant, int32, zeros
-from .optimizers import Optimizer
+from .optimizers import SGD, Adam, Optimizer
 
 _ITERATIONS = "optimizer/iterations"
 # A slot's name (the optimizer's, Keras's) -> its entry's suffix in the file,
@@ -69,6 +73,11 @@ _SLOT_ENTRY = {"m": "adam_m", "v": "adam_v", "vhat": "adam_vhat", "momentum": "m
 # The hyperparameters an optimizer may have: its public attributes (Keras's
 # names), each saved as the metadata key "optimizer/<name>".
 _HYPERPARAMETERS = ("learning_rate", "beta_1", "beta_2", "epsilon", "momentum")
+# What tells the kind of optimizer a file was saved with: the hyperparameters
+# only that kind saves, or, in a file without them (an earlier version's), the
+# slots only that kind has ("m" and "v": Adam's slots as earlier versions named them).
+_KIND_KEYS = {"Adam": ("beta_1", "beta_2", "epsilon"), "SGD": ("momentum",)}
+_KIND_SLOTS = {"Adam": ("adam_m", "adam_v", "adam_vhat", "m", "v"), "SGD": ("momentum",)}
 
 
 def _hyperparameters(optimizer):
@@ -145,6 +154,20 @@ def _optimizer_state(tensors, optimizer, every_replica, older=False, skip=(), en
                 names.append(n)
                 handles.append(h)
     return names, handles
+
+
+def _kind(optimizer):
+    return "Adam" if isinstance(optimizer, Adam) else "SGD" if isinstance(optimizer, SGD) else None
+
+
+def _saved_kind(tensors, entries, meta):
+    """The kind of optimizer ("Adam", "SGD") the file was saved with, or None
+    where the file does not tell (no hyperparameters, no slots)."""
+    kinds = {k for k, keys in _KIND_KEYS.items() if any("optimizer/" + a in meta for a in keys)}
+    if not kinds:
+        kinds = {k for k, slots in _KIND_SLOTS.items() for name in tensors for s in slots
+                 if "%s/%s" % (name, s) in entries}
+    return kinds.pop() if len(kinds) == 1 else None
 
 
 def _another_optimizers_slots(path, wanted, entries):
@@ -224,6 +247,15 @@ def load_checkpoint(path, tensors, optimizer=None):
                 "without input_dim makes its variables at its first call; restore after it"
                 % (os.fsdecode(_path(path)), len(tensors)), "VDEV_ERR_INVALID_ARG")
         entries, meta = _header(path)
+        saved_kind, kind = _saved_kind(tensors, entries, meta), _kind(optimizer)
+        if saved_kind is not None and kind is not None and saved_kind != kind:
+            # SGD without momentum has no slots to miss: it would take Adam's
+            # learning rate and step count; Adam would miss SGD's velocity
+            raise errors.InvalidArgumentError(
+                "checkpoint '%s': it was saved with another optimizer, %s, but optimizer= is "
+                "%s. Load it with an optimizer of that kind, or without optimizer= to restore "
+                "only the tensors" % (os.fsdecode(_path(path)), saved_kind, kind),
+                "VDEV_ERR_INVALID_ARG")
         older = _ITERATIONS not in entries  # the count in the metadata, slots as m and v
         if older:
             text = meta.get(_ITERATIONS)
