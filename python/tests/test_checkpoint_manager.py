@@ -121,8 +121,31 @@ def test_bad_arguments(tmp_path):
     with pytest.raises(ValueError) as e:
         m.save(tensors, checkpoint_number=-1)
     assert str(e.value) == "checkpoint_number must be a whole number >= 0, not -1"
-    (tmp_path / "checkpoint").write_text("garbage\n")
-    with pytest.raises(ValueError) as e:
-        T.CheckpointManager(tmp_path, 1)
-    assert str(e.value) == "%s:1: not a line of a checkpoint state file: 'garbage'" % (
-        os.path.join(str(tmp_path), "checkpoint"),)
+
+
+@pytest.mark.parametrize("garbled", [b"garbage\n", b'model_checkpoint_path: "\xff"\n'])
+def test_a_garbled_state_file_is_ignored_with_a_warning(tmp_path, caplog, garbled):
+    """As TensorFlow's get_checkpoint_state: a state file that does not
+    parse is warned of and ignored: latest_checkpoint is None, a manager
+    starts an empty list and its first save writes the state file anew."""
+    tensors, _ = _model()
+    T.CheckpointManager(tmp_path, max_to_keep=2).save(tensors)
+    state = os.path.join(str(tmp_path), "checkpoint")
+    with open(state, "wb") as f:
+        f.write(garbled)
+    why = ("%s:1: not a line of a checkpoint state file: 'garbage'" % state
+           if garbled.startswith(b"garbage") else
+           "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 24: "
+           "invalid start byte")
+    for make in (lambda: T.latest_checkpoint(tmp_path),
+                 lambda: T.CheckpointManager(tmp_path, max_to_keep=2)):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="vdev"):
+            got = make()
+        assert [r.getMessage() for r in caplog.records] == [
+            why, "%s: Checkpoint ignored" % state]
+    assert got.checkpoints == [] and got.latest_checkpoint is None
+    assert T.latest_checkpoint(tmp_path) is None
+    path = got.save(tensors)
+    assert os.path.basename(path) == "ckpt-1.safetensors"
+    assert T.latest_checkpoint(tmp_path) == path

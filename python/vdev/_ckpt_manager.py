@@ -22,7 +22,10 @@ one file (TensorFlow's names a prefix of several), the manager takes the
 tensors at each save (there is no Checkpoint object), and
 keep_checkpoint_every_n_hours, step_counter and checkpoint_interval are not
 offered. A checkpoint listed in the state file but gone from the folder
-(deleted by hand) is dropped from the list, with a warning.
+(deleted by hand) is dropped from the list, with a warning. A state file
+that cannot be read or parsed is ignored with two warnings (what is wrong,
+then "<path>: Checkpoint ignored"), as TensorFlow's: latest_checkpoint is
+None and a manager starts an empty list, which its first save writes over it.
 """
 
 import logging
@@ -45,23 +48,34 @@ def _quote(s):
     return s.replace("\\", "\\\\").replace('"', '\\"')
 
 
+def _ignored(path, why):
+    """A state file that cannot be read or parsed is no state, after two
+    warnings, as TensorFlow's get_checkpoint_state logs them."""
+    _log.warning("%s", why)
+    _log.warning("%s: Checkpoint ignored", path)
+    return None, []
+
+
 def _read_state(directory):
     """(latest, [all]) as written in directory's state file, paths joined to
-    directory when relative; (None, []) without one."""
+    directory when relative; (None, []) without one, or with one that cannot
+    be read or parsed (warned of)."""
     path = os.path.join(directory, _STATE)
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except FileNotFoundError:
         return None, []
+    except (OSError, UnicodeDecodeError) as e:
+        return _ignored(path, "%s: %s" % (type(e).__name__, e))
     latest, every = None, []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         m = _LINE.match(line.strip())
         if not m:
-            raise ValueError("%s:%d: not a line of a checkpoint state file: %r"
-                             % (path, n, line))
+            return _ignored(path, "%s:%d: not a line of a checkpoint state file: %r"
+                            % (path, n, line))
         p = os.path.join(directory, _unquote(m.group(2)))
         if m.group(1) == "model_checkpoint_path":
             latest = p
