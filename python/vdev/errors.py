@@ -7,7 +7,10 @@ exhausted ``ResourceExhaustedError`` (vdev raises its subclass
 ``OutOfMemoryError``, which carries vdev's report: what was asked for, on which
 device, what is in use of what limit, the largest free block, and what would
 help), a truncated or damaged checkpoint ``DataLossError`` (as TensorFlow's
-checkpoint reader), another file error ``UnknownError``. Configuration calls
+checkpoint reader), a checkpoint file the system refuses the class TensorFlow
+gives its errno (ENOSPC ``ResourceExhaustedError``, EFBIG ``OutOfRangeError``,
+EACCES/EPERM/EROFS ``PermissionDeniedError``, ENOENT ``NotFoundError`` ...:
+``_ERRNO_CLASS``), another file error ``UnknownError``. Configuration calls
 raise ``ValueError`` and ``RuntimeError`` where ``tf.config`` does. Each
 exception's ``status`` is vdev's code name ("VDEV_ERR_OOM"), ``message`` the
 text and ``error_code`` TensorFlow's code (``vdev.errors.DATA_LOSS`` ...).
@@ -18,10 +21,13 @@ vdev's own errors).
 Every ``tf.errors`` class is here, with TensorFlow's code, so that
 ``except vdev.errors.AbortedError:`` is valid code; vdev itself raises
 InvalidArgumentError, NotFoundError, ResourceExhaustedError (OutOfMemoryError),
-UnimplementedError, InternalError, DataLossError and UnknownError, and
-nothing else (a collective that times out is InternalError with TensorFlow's
+UnimplementedError, InternalError, DataLossError and UnknownError, and for a
+checkpoint file the system refuses the classes of _ERRNO_CLASS, and nothing else (a collective that times out is InternalError with TensorFlow's
 message, as vdev's C status has no deadline code).
 """
+
+import errno
+import os
 
 # TensorFlow's error codes (tf.errors.OK ... tf.errors.UNAUTHENTICATED).
 OK = 0
@@ -300,10 +306,39 @@ def python_message(status, message):
 _DATA_LOSS_MARK = "' is damaged: "
 
 
+# A checkpoint file that cannot be created, written or read: VDEV_ERR_IO with
+# a message that ends with the system's reason (strerror). The class is the
+# one TensorFlow's file system gives that errno (its ErrnoToCode), for the
+# errno values a file call can give; any other stays UnknownError.
+_ERRNO_CLASS = {
+    "EPERM": PermissionDeniedError, "EACCES": PermissionDeniedError,
+    "EROFS": PermissionDeniedError,
+    "ENOSPC": ResourceExhaustedError, "EDQUOT": ResourceExhaustedError,
+    "EMFILE": ResourceExhaustedError, "ENFILE": ResourceExhaustedError,
+    "EMLINK": ResourceExhaustedError,
+    "EFBIG": OutOfRangeError, "EOVERFLOW": OutOfRangeError,
+    "ENOENT": NotFoundError, "ENODEV": NotFoundError, "ENXIO": NotFoundError,
+    "EEXIST": AlreadyExistsError,
+    "ENAMETOOLONG": InvalidArgumentError, "EINVAL": InvalidArgumentError,
+    "ENOTDIR": FailedPreconditionError, "EISDIR": FailedPreconditionError,
+    "ENOTEMPTY": FailedPreconditionError, "EBUSY": FailedPreconditionError,
+    "ETXTBSY": FailedPreconditionError,
+    "EXDEV": UnimplementedError, "ENOTSUP": UnimplementedError, "ENOSYS": UnimplementedError,
+    "EAGAIN": UnavailableError, "EINTR": UnavailableError,
+    "ESTALE": AbortedError,
+}
+
+
+def _errno_class(message):
+    for name, cls in _ERRNO_CLASS.items():
+        if hasattr(errno, name) and message.endswith(": " + os.strerror(getattr(errno, name))):
+            return cls
+    return UnknownError
+
+
 def _class_of(status, message):
-    if (status == _NAMES.index("VDEV_ERR_IO") and message.startswith("checkpoint '")
-            and _DATA_LOSS_MARK in message):
-        return DataLossError
+    if status == _NAMES.index("VDEV_ERR_IO") and message.startswith("checkpoint '"):
+        return DataLossError if _DATA_LOSS_MARK in message else _errno_class(message)
     return _BY_STATUS.get(status, InternalError)
 
 

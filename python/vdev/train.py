@@ -21,7 +21,10 @@ and the checksums before it changes any tensor, so a failed load leaves every
 tensor as it was. A missing file is NotFoundError (no checkpoint yet); a
 name the file lacks is InvalidArgumentError; a truncated or damaged file
 (a checksum that does not match) DataLossError, as TensorFlow's checkpoint
-reader raises; another file error (cannot read) UnknownError; a header that
+reader raises; a file the system refuses, the class TensorFlow gives its
+errno (a full disk ResourceExhaustedError, a file too large OutOfRangeError,
+no permission PermissionDeniedError, no folder NotFoundError), another file
+error (cannot read) UnknownError; a header that
 is not safetensors or a shape that differs InvalidArgumentError; each with
 vdev's message naming the file and the problem.
 
