@@ -22,8 +22,9 @@ Every ``tf.errors`` class is here, with TensorFlow's code, so that
 ``except vdev.errors.AbortedError:`` is valid code; vdev itself raises
 InvalidArgumentError, NotFoundError, ResourceExhaustedError (OutOfMemoryError),
 UnimplementedError, InternalError, DataLossError and UnknownError, and for a
-checkpoint file the system refuses the classes of _ERRNO_CLASS, and nothing else (a collective that times out is InternalError with TensorFlow's
-message, as vdev's C status has no deadline code).
+checkpoint file the system refuses the classes of _ERRNO_CLASS, and nothing
+else (a collective that times out is InternalError with TensorFlow's message,
+as vdev's C status has no deadline code).
 """
 
 import errno
