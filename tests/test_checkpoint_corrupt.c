@@ -137,13 +137,13 @@ static void test_truncation(vdev_tensor_t *const *t, vdev_tensor_t *const *u) {
     }
     CHECK(untouched(u));
 
-    /* One byte too many. */
+    /* One byte too many: a file vdev wrote with bytes appended is damaged. */
     unsigned char *g = malloc(len + 1);
     memcpy(g, f, len);
     g[len] = 0;
     spill(cut, g, len + 1);
-    EXPECT(vdev_checkpoint_load(cut, names, u, N_T), VDEV_ERR_PARSE,
-           "checkpoint '%s': 1 byte of data after the last entry", cut);
+    EXPECT(vdev_checkpoint_load(cut, names, u, N_T), VDEV_ERR_IO,
+           "checkpoint '%s' is damaged: 1 byte of data after the last entry", cut);
     CHECK(untouched(u));
 
     /* Every data byte flipped in turn: the checksum catches each. */

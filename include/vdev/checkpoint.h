@@ -159,7 +159,8 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
  * tensor under two names, a name the file lacks), VDEV_ERR_NOT_FOUND (no file
  * at path, and only that), VDEV_ERR_SHAPE (dtype or shape differ: the message
  * gives both), VDEV_ERR_IO (not a regular file, cannot open or read,
- * truncated, a checksum mismatch in the header or the data; a truncated or
+ * truncated, bytes after the last entry of a file vdev wrote, a checksum
+ * mismatch in the header or the data; a truncated or
  * damaged file, and nothing else, reads "checkpoint '<path>' is damaged:
  * ..."), VDEV_ERR_PARSE
  * (not a safetensors file, a header that is not JSON, or not a valid
