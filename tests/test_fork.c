@@ -7,12 +7,17 @@
  * there is refused with the same error (not "cannot be modified after being
  * initialized": the child's runtime is not initialized); and the parent must
  * go on as if nothing happened. A child forked while no runtime runs starts its own.
+ * The parent's layers, models, optimizers, tapes and DLPack exports, the
+ * checkpoint calls on its tensors and the memory queries and governance
+ * setters are refused the same way, naming the call, and freeing those
+ * handles only drops them.
  *
  * Each child runs its checks under alarm(), so a hang fails the test, and
  * reports its failures through its exit status. */
 #define _GNU_SOURCE
 #include "check.h"
 
+#include <dlpack/dlpack.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -112,6 +117,107 @@ static void child_of_running(long parent)
     CHECK_STATUS(vdev_init(), VDEV_ERR_UNSUPPORTED);
 }
 
+/* The parent's handles of every other kind (made in main) */
+static vdev_dense_t *dense;
+static vdev_mlp_t *mlp;
+static vdev_optimizer_t *sgd, *adam;
+static vdev_tape_t *tape;
+static vdev_tensor_t *var;
+static struct DLManagedTensor *export;
+static char ckpt_path[64];
+
+/* status `got` is the fork refusal of fn */
+#define REFUSED(got, fn)                                                                           \
+    do {                                                                                           \
+        CHECK((got) == VDEV_ERR_UNSUPPORTED);                                                      \
+        expect_refusal((fn), parent, __LINE__);                                                    \
+    } while (0)
+/* a call returning a pointer or a count: `bad` is its failure value */
+#define REFUSED_AS(call, bad, fn)                                                                  \
+    do {                                                                                           \
+        vdev_clear_error();                                                                        \
+        CHECK((call) == (bad));                                                                    \
+        REFUSED(vdev_last_status(), fn);                                                           \
+    } while (0)
+
+/* Layers, models, optimizers, tapes: each call refused, each free a drop. */
+static void child_of_models(long parent)
+{
+    vdev_tensor_t *x = cpu_t, *out[8] = {0}, *grad = NULL;
+    const char *names[8];
+    int64_t n, sizes[2] = {4, 2};
+    REFUSED_AS(vdev_dense_new(4, 4, VDEV_ACT_RELU, 1), NULL, "vdev_dense_new");
+    REFUSED_AS(vdev_dense_forward(dense, x), NULL, "vdev_dense_forward");
+    REFUSED_AS(vdev_mlp_new(sizes, 2, VDEV_ACT_RELU, VDEV_ACT_NONE, 1), NULL, "vdev_mlp_new");
+    REFUSED_AS(vdev_mlp_forward(mlp, x), NULL, "vdev_mlp_forward");
+    REFUSED_AS(vdev_mlp_variables(mlp, out, 8), -1, "vdev_mlp_variables");
+    REFUSED_AS(vdev_sgd_new(0.1f, 0.0f), NULL, "vdev_sgd_new");
+    REFUSED_AS(vdev_adam_new(0.1f, 0.9f, 0.999f, 1e-7f), NULL, "vdev_adam_new");
+    REFUSED(vdev_optimizer_apply(sgd, &var, &gpu_t, 1), "vdev_optimizer_apply");
+    REFUSED_AS(vdev_optimizer_slots(sgd, var, out, names, 8), -1, "vdev_optimizer_slots");
+    REFUSED(vdev_optimizer_get_iterations(sgd, &n), "vdev_optimizer_get_iterations");
+    REFUSED(vdev_optimizer_set_iterations(sgd, 3), "vdev_optimizer_set_iterations");
+    REFUSED(vdev_sgd_set(sgd, 0.1f, 0.5f), "vdev_sgd_set");
+    REFUSED(vdev_sgd_set_nesterov(sgd, true), "vdev_sgd_set_nesterov");
+    REFUSED(vdev_adam_set(adam, 0.1f, 0.9f, 0.99f, 1e-7f), "vdev_adam_set");
+    REFUSED(vdev_adam_set_amsgrad(adam, true), "vdev_adam_set_amsgrad");
+    REFUSED(vdev_optimizer_set_clipping(adam, 1.0f, 0, 0), "vdev_optimizer_set_clipping");
+    REFUSED(vdev_optimizer_set_weight_decay(adam, 0.1f), "vdev_optimizer_set_weight_decay");
+    REFUSED(vdev_optimizer_exclude_from_weight_decay(adam, &var, 1),
+            "vdev_optimizer_exclude_from_weight_decay");
+    /* the parent's tape records on this thread: a new one is refused all the same */
+    REFUSED_AS(vdev_tape_begin(), NULL, "vdev_tape_begin_ex");
+    REFUSED(vdev_tape_watch(tape, var), "vdev_tape_watch");
+    REFUSED_AS(vdev_tape_watched_variables(tape, out, 8), -1, "vdev_tape_watched_variables");
+    REFUSED(vdev_tape_gradient(tape, var, &var, 1, &grad), "vdev_tape_gradient");
+    REFUSED(vdev_tape_pause(tape), "vdev_tape_pause");
+    REFUSED(vdev_tape_resume(tape), "vdev_tape_resume");
+    vdev_clear_error();
+    vdev_tape_end(tape);
+    vdev_dense_free(dense);
+    vdev_mlp_free(mlp);
+    vdev_optimizer_free(sgd);
+    vdev_optimizer_free(adam);
+    CHECK(vdev_last_status() == VDEV_OK);
+    CHECK(vdev_mlp_variables(mlp, out, 8) == -1); /* the handle is gone */
+    CHECK_MSG("vdev_mlp_variables: not a live model (freed already, or not a model)");
+}
+
+/* Checkpoints of the parent's tensors, DLPack, memory queries and setters. */
+static void child_of_memory(long parent)
+{
+    const char *names[1] = {"t"};
+    char buf[64];
+    REFUSED(vdev_checkpoint_save(ckpt_path, names, &gpu_t, 1, NULL, 0), "vdev_checkpoint_save");
+    REFUSED(vdev_checkpoint_load(ckpt_path, names, &gpu_t, 1), "vdev_checkpoint_load");
+    /* reading a file's own contents needs no runtime: as in any process */
+    vdev_checkpoint_t *ck = NULL;
+    CHECK_OK(vdev_checkpoint_open(ckpt_path, &ck));
+    CHECK(vdev_checkpoint_n_entries(ck) == 1);
+    vdev_checkpoint_close(ck);
+    struct DLManagedTensor *m = NULL;
+    REFUSED(vdev_tensor_to_dlpack(gpu_t, &m), "vdev_tensor_to_dlpack");
+    REFUSED_AS(vdev_tensor_from_dlpack(export), NULL, "vdev_tensor_from_dlpack");
+    const char *dev = "GPU:0";
+    struct vdev_memory_info mi;
+    struct vdev_memory_limits ml;
+    uint64_t released;
+    void *p = NULL;
+    REFUSED(vdev_memory_info(dev, &mi), "vdev_memory_info");
+    REFUSED(vdev_memory_reset_peak(dev), "vdev_memory_reset_peak");
+    REFUSED(vdev_memory_release_cached(dev, &released), "vdev_memory_release_cached");
+    REFUSED(vdev_mem_alloc(dev, 64, &p), "vdev_mem_alloc");
+    REFUSED(vdev_mem_free(dev, buf), "vdev_mem_free");
+    REFUSED(vdev_memory_get_limits(dev, &ml), "vdev_memory_get_limits");
+    REFUSED(vdev_memory_set_limits(dev, 0, 0), "vdev_memory_set_limits");
+    REFUSED(vdev_memory_set_priority(dev, VDEV_PRIORITY_HIGH), "vdev_memory_set_priority");
+    REFUSED(vdev_memory_set_pressure_callback(dev, NULL, NULL),
+            "vdev_memory_set_pressure_callback");
+    vdev_clear_error();
+    export->deleter(export); /* drops the parent's tensor's reference, nothing more */
+    CHECK(vdev_last_status() == VDEV_OK);
+}
+
 /* In a child forked while no runtime ran: its own start-up and work. */
 static void child_of_stopped(long parent)
 {
@@ -135,7 +241,41 @@ int main(void)
     vdev_tensor_t *q = vdev_mul_scalar(gpu_t, 5.0f);
     CHECK(q != NULL);
 
+    int64_t sizes[2] = {4, 2};
+    dense = vdev_dense_new(4, 4, VDEV_ACT_RELU, 1);
+    mlp = vdev_mlp_new(sizes, 2, VDEV_ACT_RELU, VDEV_ACT_NONE, 1);
+    sgd = vdev_sgd_new(0.1f, 0.9f);
+    adam = vdev_adam_new(0.1f, 0.9f, 0.999f, 1e-7f);
+    CHECK(dense && mlp && sgd && adam);
+    var = vdev_variable(vdev_tensor_fill(shape, 2, VDEV_F32, 1.0));
+    CHECK(var != NULL);
+    CHECK_OK(vdev_optimizer_apply(sgd, &var, &gpu_t, 1)); /* it has slots */
+    snprintf(ckpt_path, sizeof ckpt_path, "/tmp/vdev_test_fork.%ld.ckpt", (long)getpid());
+    const char *names[1] = {"t"};
+    CHECK_OK(vdev_checkpoint_save(ckpt_path, names, &gpu_t, 1, NULL, 0));
+    CHECK_OK(vdev_tensor_to_dlpack(cpu_t, &export));
+    tape = vdev_tape_begin();
+    CHECK(tape != NULL);
+    CHECK_OK(vdev_tape_watch(tape, var));
+
     CHECK(in_child(child_of_running) == 0);
+    CHECK(in_child(child_of_models) == 0);
+    CHECK(in_child(child_of_memory) == 0);
+    /* the parent's own go on */
+    vdev_tensor_t *y = vdev_dense_forward(dense, cpu_t);
+    CHECK(y != NULL);
+    vdev_tensor_free(y);
+    int64_t iters = 0;
+    CHECK_OK(vdev_optimizer_get_iterations(sgd, &iters));
+    CHECK(iters == 1);
+    vdev_tape_end(tape);
+    vdev_dense_free(dense);
+    vdev_mlp_free(mlp);
+    vdev_optimizer_free(sgd);
+    vdev_optimizer_free(adam);
+    vdev_tensor_free(var);
+    export->deleter(export);
+    remove(ckpt_path);
 
     /* the parent's runtime is untouched */
     CHECK(vdev_is_initialized());

@@ -221,9 +221,12 @@ static enum vdev_status check_thread(const struct tape *t, const char *fn, const
     return VDEV_OK;
 }
 
-/* VDEV_ERR_INVALID_ARG when t was begun under a runtime that is gone. */
+/* VDEV_ERR_INVALID_ARG when t was begun under a runtime that is gone;
+ * VDEV_ERR_UNSUPPORTED, the fork error, in a forked child. */
 static enum vdev_status check_runtime(const struct tape *t, const char *fn)
 {
+    if (vdev_runtime_forked_from()) /* the parent's: its devices stayed there */
+        return vdev_runtime_forked_error(fn);
     if (t->rgen != vdev_runtime_generation() || !vdev_is_initialized())
         return vdev_error(VDEV_ERR_INVALID_ARG,
                           "%s: the tape belongs to a runtime that was shut down (begun before "
@@ -236,6 +239,10 @@ VDEV_API vdev_tape_t *vdev_tape_begin(void) { return vdev_tape_begin_ex(0); }
 
 VDEV_API vdev_tape_t *vdev_tape_begin_ex(unsigned flags)
 {
+    if (vdev_runtime_forked_from()) { /* before "already recording": the parent's tape */
+        vdev_runtime_forked_error("vdev_tape_begin_ex");
+        return NULL;
+    }
     if (flags & ~(unsigned)VDEV_TAPE_WATCH_EXPLICIT) {
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tape_begin_ex: unknown flags 0x%x",
                    flags & ~(unsigned)VDEV_TAPE_WATCH_EXPLICIT);
@@ -277,7 +284,9 @@ VDEV_API void vdev_tape_end(vdev_tape_t *h)
     if (!h)
         return;
     struct tape *t = tape_of(h, "vdev_tape_end");
-    if (!t || check_thread(t, "vdev_tape_end", "stop it") != VDEV_OK)
+    /* in a forked child, a tape of any of the parent's threads just goes */
+    if (!t || (!vdev_runtime_forked_from() &&
+               check_thread(t, "vdev_tape_end", "stop it") != VDEV_OK))
         return;
     if (!vdev_handle_kill(&tapes, t, (uint64_t)(uintptr_t)h)) {
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tape_end: not a live tape (ended already, or not "
@@ -364,6 +373,10 @@ VDEV_API int vdev_tape_watched_variables(vdev_tape_t *h, vdev_tensor_t **out, in
     struct tape *t = tape_of(h, fn);
     if (!t)
         return -1;
+    if (vdev_runtime_forked_from()) {
+        vdev_runtime_forked_error(fn);
+        return -1;
+    }
     if (cap < 0 || (cap > 0 && !out)) {
         vdev_error(VDEV_ERR_INVALID_ARG, "%s: bad arguments (out %s, cap %d)", fn,
                    out ? "set" : "NULL", cap);
@@ -519,6 +532,8 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
     struct tape *t = tape_of(htape, fn);
     if (!t)
         return VDEV_ERR_INVALID_ARG;
+    if (vdev_runtime_forked_from()) /* before the thread's check: the parent's threads */
+        return vdev_runtime_forked_error(fn);
     enum vdev_status st = check_thread(t, fn, "stop it");
     if (st != VDEV_OK)
         return st;

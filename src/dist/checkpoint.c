@@ -271,6 +271,8 @@ static enum vdev_status check_save_args(const char *path, const char *const *nam
 VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *const *names,
                                                vdev_tensor_t *const *tensors, int n,
                                                const char *const *metadata, int n_metadata) {
+    if (vdev_runtime_forked_from()) /* the tensors' values are on the parent's devices */
+        return vdev_runtime_forked_error("vdev_checkpoint_save");
     if (!path || !*path)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_checkpoint_save: path is %s",
                           path ? "empty" : "NULL");
@@ -485,6 +487,8 @@ static enum vdev_status match_entry(const struct vdev_checkpoint *ck, int i, con
 
 VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *const *names,
                                                vdev_tensor_t *const *tensors, int n) {
+    if (vdev_runtime_forked_from()) /* the tensors' values are on the parent's devices */
+        return vdev_runtime_forked_error("vdev_checkpoint_load");
     if (!path)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_checkpoint_load: path is NULL");
     enum vdev_status st = check_load_args(path, names, tensors, n);

@@ -41,6 +41,10 @@ struct vdev_ps *vdev_ps_of(const vdev_ps_strategy_t *h, const char *fn)
                    fn);
         return NULL;
     }
+    if (vdev_runtime_forked_from()) { /* the parent's: its threads and MPI stayed there */
+        vdev_runtime_forked_error(fn);
+        return NULL;
+    }
     if ((*p)->rgen != vdev_runtime_generation() || !vdev_is_initialized()) {
         vdev_error(VDEV_ERR_INVALID_ARG, "%s: the strategy belongs to a runtime that was shut "
                                          "down (made before vdev_shutdown)",
@@ -284,6 +288,8 @@ VDEV_API void vdev_ps_strategy_free(vdev_ps_strategy_t *h)
     if (!vdev_handle_kill(&strategies, p, (uint64_t)(uintptr_t)h))
         return;
     vdev_handle_release(&strategies, p);
+    if (vdev_runtime_forked_from())
+        return; /* a forked child: its threads, MPI and buffers are the parent's; the handle goes */
     if (ps->me == ps->chief && !ps->spent && vdev_is_initialized()) {
         /* every step ends, then every other process stops serving */
         if (ps->outstanding > 0)
@@ -404,7 +410,7 @@ VDEV_API enum vdev_status vdev_ps_strategy_add_variables(vdev_ps_strategy_t *h,
     const char *fn = "vdev_ps_strategy_add_variables";
     struct vdev_ps *ps = vdev_ps_of(h, fn);
     if (!ps)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status(); /* invalid, or a forked child */
     struct ps_rec mine;
     memset(&mine, 0, sizeof mine);
     vdev_strlcpy(mine.task, ps->task[ps->me], sizeof mine.task);
@@ -508,7 +514,7 @@ VDEV_API enum vdev_status vdev_ps_shard_info(const vdev_ps_strategy_t *h, int se
 {
     struct vdev_ps *ps = vdev_ps_of(h, "vdev_ps_shard_info");
     if (!ps)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status(); /* invalid, or a forked child */
     if (!out || !ps->vars || server < 0 || server >= ps->n_ps)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_ps_shard_info: %s", !out ? "out is NULL"
                                                 : !ps->vars ? "no variables yet (add_variables)"
@@ -623,7 +629,7 @@ VDEV_API enum vdev_status vdev_ps_schedule(vdev_ps_strategy_t *h, int64_t step, 
     const char *fn = "vdev_ps_schedule";
     struct vdev_ps *ps = chief_of(h, fn);
     if (!ps)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status(); /* invalid, or a forked child */
     if (!id)
         return vdev_error(VDEV_ERR_INVALID_ARG, "%s: id is NULL", fn);
     *id = -1;
@@ -685,7 +691,7 @@ static enum vdev_status join_steps(struct vdev_ps *ps, const char *fn)
 VDEV_API enum vdev_status vdev_ps_join(vdev_ps_strategy_t *h)
 {
     struct vdev_ps *ps = chief_of(h, "vdev_ps_join");
-    return ps ? join_steps(ps, "vdev_ps_join") : VDEV_ERR_INVALID_ARG;
+    return ps ? join_steps(ps, "vdev_ps_join") : vdev_last_status();
 }
 
 VDEV_API enum vdev_status vdev_ps_fetch(vdev_ps_strategy_t *h, int64_t id, float *value)
@@ -693,7 +699,7 @@ VDEV_API enum vdev_status vdev_ps_fetch(vdev_ps_strategy_t *h, int64_t id, float
     const char *fn = "vdev_ps_fetch";
     struct vdev_ps *ps = chief_of(h, fn);
     if (!ps)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status(); /* invalid, or a forked child */
     if (!value)
         return vdev_error(VDEV_ERR_INVALID_ARG, "%s: value is NULL", fn);
     if (id < 0 || id >= ps->n_steps || !ps->steps[id].done)
@@ -710,5 +716,5 @@ VDEV_API enum vdev_status vdev_ps_fetch(vdev_ps_strategy_t *h, int64_t id, float
 VDEV_API enum vdev_status vdev_ps_pull(vdev_ps_strategy_t *h)
 {
     struct vdev_ps *ps = chief_of(h, "vdev_ps_pull");
-    return ps ? vdev_ps_pull_all(ps, -1, ps->done_prefix) : VDEV_ERR_INVALID_ARG;
+    return ps ? vdev_ps_pull_all(ps, -1, ps->done_prefix) : vdev_last_status();
 }

@@ -270,6 +270,10 @@ static struct vdev_ps_worker *worker_of(const vdev_ps_worker_t *h, const char *f
                    fn);
         return NULL;
     }
+    if (vdev_runtime_forked_from()) { /* a step of the parent's: its MPI stayed there */
+        vdev_runtime_forked_error(fn);
+        return NULL;
+    }
     if (!(*p)->active || (*p)->thread != vdev_thread_id()) {
         vdev_error(VDEV_ERR_INVALID_ARG, "%s: a worker context is used only inside its step "
                                          "function",
@@ -306,7 +310,7 @@ VDEV_API enum vdev_status vdev_ps_worker_push(vdev_ps_worker_t *h, vdev_tensor_t
     const char *fn = "vdev_ps_worker_push";
     struct vdev_ps_worker *w = worker_of(h, fn);
     if (!w)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status(); /* invalid, or a forked child */
     struct vdev_ps *ps = w->ps;
     if (w->pushed)
         return vdev_error(VDEV_ERR_INVALID_ARG, "%s: this step pushed its gradients already", fn);
@@ -357,7 +361,7 @@ VDEV_API enum vdev_status vdev_ps_worker_return(vdev_ps_worker_t *h, float value
 {
     struct vdev_ps_worker *w = worker_of(h, "vdev_ps_worker_return");
     if (!w)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status(); /* invalid, or a forked child */
     w->value = value;
     w->has_value = 1;
     return VDEV_OK;
@@ -458,7 +462,7 @@ VDEV_API enum vdev_status vdev_ps_strategy_serve(vdev_ps_strategy_t *h, vdev_ps_
     const char *fn_name = "vdev_ps_strategy_serve";
     struct vdev_ps *ps = vdev_ps_of(h, fn_name);
     if (!ps)
-        return VDEV_ERR_INVALID_ARG;
+        return vdev_last_status(); /* invalid, or a forked child */
     if (ps->me == ps->chief)
         return vdev_error(VDEV_ERR_INVALID_ARG, "%s: the chief schedules steps; workers and ps "
                                                 "tasks serve",

@@ -200,12 +200,21 @@ enum vdev_status vdev_runtime_card_charge(int gpu, int64_t delta)
 
 /* ---- queries and raw blocks ---- */
 
+/* vdev_runtime_find for the call fn: in a forked child, the fork error
+ * naming fn (not vdev_init, which the look-up would start). */
+static enum vdev_status find_for(const char *fn, const char *device, struct vdev_ldev **d)
+{
+    if (vdev_runtime_forked_from())
+        return vdev_runtime_forked_error(fn);
+    return vdev_runtime_find(device, d);
+}
+
 VDEV_API enum vdev_status vdev_memory_info(const char *device, struct vdev_memory_info *out)
 {
     struct vdev_ldev *d = NULL;
     if (!out)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_memory_info: out is NULL");
-    enum vdev_status st = vdev_runtime_find(device, &d);
+    enum vdev_status st = find_for("vdev_memory_info", device, &d);
     if (st != VDEV_OK)
         return st;
     struct vdev_alloc_stats s;
@@ -229,7 +238,7 @@ VDEV_API enum vdev_status vdev_memory_info(const char *device, struct vdev_memor
 VDEV_API enum vdev_status vdev_memory_reset_peak(const char *device)
 {
     struct vdev_ldev *d = NULL;
-    enum vdev_status st = vdev_runtime_find(device, &d);
+    enum vdev_status st = find_for("vdev_memory_reset_peak", device, &d);
     if (st != VDEV_OK)
         return st;
     vdev_alloc_reset_peak(d->alloc);
@@ -239,7 +248,7 @@ VDEV_API enum vdev_status vdev_memory_reset_peak(const char *device)
 VDEV_API enum vdev_status vdev_memory_release_cached(const char *device, uint64_t *released)
 {
     struct vdev_ldev *d = NULL;
-    enum vdev_status st = vdev_runtime_find(device, &d);
+    enum vdev_status st = find_for("vdev_memory_release_cached", device, &d);
     if (st != VDEV_OK)
         return st;
     /* Work still queued may use blocks freed from the host: let it finish. */
@@ -259,7 +268,7 @@ VDEV_API enum vdev_status vdev_mem_alloc(const char *device, uint64_t bytes, voi
     *out = NULL;
     if (bytes == 0)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mem_alloc: size 0");
-    enum vdev_status st = vdev_runtime_find(device, &d);
+    enum vdev_status st = find_for("vdev_mem_alloc", device, &d);
     if (st != VDEV_OK)
         return st;
     struct vdev_block blk;
@@ -281,7 +290,7 @@ VDEV_API enum vdev_status vdev_mem_free(const char *device, void *ptr)
     struct vdev_ldev *d = NULL;
     if (!ptr)
         return VDEV_OK;
-    enum vdev_status st = vdev_runtime_find(device, &d);
+    enum vdev_status st = find_for("vdev_mem_free", device, &d);
     if (st != VDEV_OK)
         return st;
     uint32_t h;
@@ -301,7 +310,7 @@ VDEV_API enum vdev_status vdev_memory_get_limits(const char *device, struct vdev
     struct vdev_ldev *d = NULL;
     if (!out)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_memory_get_limits: out is NULL");
-    enum vdev_status st = vdev_runtime_find(device, &d);
+    enum vdev_status st = find_for("vdev_memory_get_limits", device, &d);
     if (st != VDEV_OK)
         return st;
     vdev_pool_get(d->pool, d->member, out);
@@ -333,7 +342,7 @@ VDEV_API enum vdev_status vdev_memory_set_limits(const char *device, uint64_t fl
                                                  uint64_t ceiling_bytes)
 {
     struct vdev_ldev *d = NULL;
-    enum vdev_status st = vdev_runtime_find(device, &d);
+    enum vdev_status st = find_for("vdev_memory_set_limits", device, &d);
     if (st != VDEV_OK)
         return st;
     if ((st = check_limit(d, "floor", floor_bytes)) != VDEV_OK ||
@@ -350,7 +359,7 @@ VDEV_API enum vdev_status vdev_memory_set_limits(const char *device, uint64_t fl
 VDEV_API enum vdev_status vdev_memory_set_priority(const char *device, enum vdev_priority priority)
 {
     struct vdev_ldev *d = NULL;
-    enum vdev_status st = vdev_runtime_find(device, &d);
+    enum vdev_status st = find_for("vdev_memory_set_priority", device, &d);
     if (st != VDEV_OK)
         return st;
     if ((st = vdev_pool_set_priority(d->pool, d->member, priority)) != VDEV_OK) {
@@ -365,7 +374,7 @@ VDEV_API enum vdev_status vdev_memory_set_pressure_callback(const char *device, 
                                                             void *user)
 {
     struct vdev_ldev *d = NULL;
-    enum vdev_status st = vdev_runtime_find(device, &d);
+    enum vdev_status st = find_for("vdev_memory_set_pressure_callback", device, &d);
     if (st != VDEV_OK)
         return st;
     return vdev_pool_set_pressure(d->pool, d->member, fn, user);
