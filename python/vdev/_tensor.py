@@ -242,8 +242,16 @@ class Tensor:
             return "<vdev.Tensor: %s>" % e
 
     def __str__(self):
-        return "vdev.Tensor(%s, shape=%s, dtype=%s)" % (self.numpy(), tuple(self.shape),
-                                                        self.dtype.name)
+        try:
+            return "vdev.Tensor(%s, shape=%s, dtype=%s)" % (self.numpy(), tuple(self.shape),
+                                                            self.dtype.name)
+        except Exception as e:  # print() of a stale tensor says why, as repr does
+            return "<vdev.Tensor: %s>" % e
+
+    def __format__(self, format_spec):
+        """TensorFlow's: the value formatted as numpy formats it, so
+        ``f"{loss:.4f}"`` works for a 0-d tensor and ``f"{t}"`` is its values."""
+        return self.numpy().__format__(format_spec)
 
     __array_priority__ = 100  # numpy defers to our operators
 
@@ -497,6 +505,8 @@ class Variable(Tensor):
         except Exception as e:
             return "<vdev.Variable: %s>" % e
 
+    __str__ = __repr__  # a variable's str() is its repr in TensorFlow
+
 
 def _initial_handle(initial_value, dtype):
     """A new tensor handle holding a variable's initial value (a value, a
@@ -551,11 +561,11 @@ def _from_value(value, dtype=None):
                                                dt._code))
 
 
-def constant(value, dtype=None, shape=None):
+def constant(value, dtype=None, shape=None, name="Const"):
     """A tensor holding a copy of value (a number, a nested list, a numpy
     array, or a tensor), on the current device scope (else the default
     device), as ``tf.constant``. shape reshapes value, or fills it with a
-    single value."""
+    single value. name is taken as TensorFlow's (eager tensors have none)."""
     if isinstance(value, Tensor):
         value = value.numpy()
     if shape is not None:
@@ -574,13 +584,21 @@ def constant(value, dtype=None, shape=None):
     return Tensor(_from_value(value, dtype))
 
 
-def convert_to_tensor(value, dtype=None):
-    """value itself when it is a tensor (of dtype, if given), else constant(value)."""
+def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
+    """value itself when it is a tensor (of dtype, if given), else
+    constant(value, dtype). dtype_hint, as TensorFlow's, is the dtype to try
+    when dtype is None: a value it cannot hold (1.5 for int32) converts
+    with its own dtype instead. name changes nothing."""
     if isinstance(value, Tensor):
         if dtype is not None and as_dtype(dtype) is not value.dtype:
             raise ValueError("Tensor conversion requested dtype %s for Tensor with dtype %s"
                              % (as_dtype(dtype).name, value.dtype.name))
         return value
+    if dtype is None and dtype_hint is not None:
+        try:
+            return constant(value, dtype_hint)
+        except (TypeError, ValueError):
+            pass
     return constant(value, dtype)
 
 
@@ -595,17 +613,20 @@ def _shape_arg(shape):
     return tuple(int(s) for s in shape)
 
 
-def zeros(shape, dtype=float32):
+def zeros(shape, dtype=float32, name=None):
+    """A tensor of shape ``shape`` filled with zeros, on the current device
+    scope (else the default device), as ``tf.zeros``."""
     s, n = _lib.shape_array(_shape_arg(shape))
     return Tensor(_lib.made(lib.vdev_tensor_zeros(s, n, as_dtype(dtype)._code)))
 
 
-def ones(shape, dtype=float32):
+def ones(shape, dtype=float32, name=None):
+    """A tensor of shape ``shape`` filled with ones, as ``tf.ones``."""
     s, n = _lib.shape_array(_shape_arg(shape))
     return Tensor(_lib.made(lib.vdev_tensor_ones(s, n, as_dtype(dtype)._code)))
 
 
-def fill(dims, value):
+def fill(dims, value, name=None):
     """A tensor of shape dims, every element value (dtype from value, as tf.fill)."""
     dt = int32 if isinstance(value, numbers.Integral) and not isinstance(value, bool) else float32
     if isinstance(value, bool):
@@ -614,17 +635,19 @@ def fill(dims, value):
     return Tensor(_lib.made(lib.vdev_tensor_fill(s, n, dt._code, float(value))))
 
 
-def zeros_like(t):
-    """Zeros of t's shape and dtype, made on t's device unless a device
-    scope is open (vdev's rule: an unscoped op follows its input), so that
-    an accumulator Variable(zeros_like(v)) lives beside v."""
-    t = convert_to_tensor(t)
+def zeros_like(input, dtype=None, name=None):
+    """Zeros of input's shape and dtype (or ``dtype``), made on input's
+    device unless a device scope is open (vdev's rule: an unscoped op
+    follows its input), so that an accumulator Variable(zeros_like(v))
+    lives beside v."""
+    t = convert_to_tensor(input)
     with _ops()._near(t):
-        return zeros(t.shape, t.dtype)
+        return zeros(t.shape, t.dtype if dtype is None else dtype)
 
 
-def ones_like(t):
-    """Ones of t's shape and dtype, where zeros_like makes its zeros."""
-    t = convert_to_tensor(t)
+def ones_like(input, dtype=None, name=None):
+    """Ones of input's shape and dtype (or ``dtype``), where zeros_like
+    makes its zeros."""
+    t = convert_to_tensor(input)
     with _ops()._near(t):
-        return ones(t.shape, t.dtype)
+        return ones(t.shape, t.dtype if dtype is None else dtype)

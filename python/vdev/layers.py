@@ -191,6 +191,11 @@ def _bias_seed(seed):
 
 
 class Dense(Layer):
+    """Keras's densely connected layer: ``activation(inputs @ kernel + bias)``,
+    the kernel ``[input_dim, units]`` made on the device scope the layer was
+    made in, when ``input_dim`` (or ``input_shape``) is given, else at its
+    first call. Initializers draw with ``seed`` (None: vdev.random's)."""
+
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", input_dim=None, input_shape=None, seed=None,
                  name=None):
@@ -224,6 +229,7 @@ class Dense(Layer):
 
     @property
     def built(self):
+        """Whether the kernel (and bias) are made."""
         return self.kernel is not None
 
     def build(self, input_dim):
@@ -271,7 +277,12 @@ class Dense(Layer):
                              "shape %s" % (self.name, int(self.kernel.shape[0]), shape))
         return shape
 
-    def __call__(self, x):
+    def __call__(self, inputs, training=None, mask=None):
+        """``activation(inputs @ kernel + bias)`` over the last axis of
+        ``inputs`` (a tensor or a value, cast to float32), building the layer
+        on its first call. ``training`` and ``mask`` are taken as Keras's
+        ``__call__`` takes them and change nothing (Dense has neither)."""
+        x = inputs
         # Keras's Dense computes in its dtype (float32): an int input, a
         # value or an int32 tensor, is cast first. A value is made on the
         # layer's device (its kernel's, or the scope it was made in), not on

@@ -10,6 +10,9 @@ from .layers import Dense, Layer, _dedup
 
 
 class Sequential(Layer):
+    """Keras's ``Sequential``: ``layers`` applied in order, each a vdev layer
+    or any callable; ``add`` appends one."""
+
     def __init__(self, layers=None, name=None):
         super().__init__(name)
         self.layers = []
@@ -17,6 +20,8 @@ class Sequential(Layer):
             self.add(l)
 
     def add(self, layer):
+        """Appends ``layer``; a Dense is built at once when the model's input
+        size is known (its first layer was given input_dim or input_shape)."""
         if not callable(layer):
             raise TypeError("The added layer must be callable. Received: layer=%r" % (layer,))
         # As Keras: the same layer may come twice (its weights shared), two
@@ -47,7 +52,11 @@ class Sequential(Layer):
             dim = l.units
         return dim
 
-    def __call__(self, x):
+    def __call__(self, inputs, training=None, mask=None):
+        """The layers applied in order to ``inputs``. ``training`` and
+        ``mask`` are taken as Keras's ``__call__`` takes them and change
+        nothing (vdev's layers behave the same in training and inference)."""
+        x = inputs
         for l in self.layers:
             x = l(x)
         return x
@@ -60,6 +69,7 @@ class Sequential(Layer):
 
     @property
     def trainable_variables(self):
+        """The variables that train (``trainable=True``), in order."""
         return [v for v in self.variables if v.trainable]
 
     @property

@@ -30,8 +30,11 @@ def _seed(seed):
     return s
 
 
-def uniform(shape, minval=0, maxval=1, dtype=float32, seed=None, name=None):
-    """Uniform in [minval, maxval), float32."""
+def uniform(shape, minval=0, maxval=None, dtype=float32, seed=None, name=None):
+    """Uniform in [minval, maxval), float32; maxval=None is 1, as
+    TensorFlow's for floats."""
+    if maxval is None:
+        maxval = 1
     if as_dtype(dtype) is not float32:
         raise TypeError("vdev draws float32 random tensors, not %s" % as_dtype(dtype).name)
     s, n = _lib.shape_array(_shape_arg(shape))

@@ -42,7 +42,8 @@ from .._device import device, on_device_of
 from .._lib import lib
 from .._tensor import Tensor, _initial_handle, constant
 from ._values import (DistributedBatch, MirroredVariable, PerReplica, handles_of, mirror_tensor,
-                      reduce_code, reduce_op, ReduceOp)
+                      reduce_code, ReduceOp)
+from . import _values
 
 _VALUE = {_lib.INVALID_ARG: ValueError, _lib.NOT_FOUND: ValueError}
 _CODES = {name: i for i, name in enumerate(_lib.STATUS_NAMES)}
@@ -147,11 +148,14 @@ class ReplicaContext:
                                "another thread)")
         return self._h
 
-    def all_reduce(self, reduce_op, value):
+    def all_reduce(self, reduce_op, value, options=None):
         """value (a tensor, or a tuple/list/dict of them) summed or averaged
         over the replicas: new tensors on this replica's device, the same on
-        every replica. Every replica must call it with the same shapes."""
+        every replica. Every replica must call it with the same shapes.
+        options: None only (vdev takes no collective hints)."""
         h = self._check()
+        if options is not None:
+            raise ValueError("vdev takes no collective options")
         code = reduce_code(reduce_op)
         flat = [v if isinstance(v, Tensor) else constant(v) for v in _leaves(value, [])]
         n = len(flat)
@@ -475,7 +479,7 @@ class MirroredStrategy:
         return e
 
     # ---- reducing ----
-    def reduce(self, reduce_op_, value, axis=None):
+    def reduce(self, reduce_op, value, axis=None):
         """The sum or mean ('SUM', 'MEAN' in any case, or ReduceOp) of a
         per-replica value over the replicas, added in replica order, on the
         current device scope, else CPU:0. axis: also over that axis of each
@@ -483,7 +487,7 @@ class MirroredStrategy:
         A value that is not per-replica: MEAN gives it back, SUM only with
         one replica (TensorFlow's rule)."""
         _context.require_cross_replica(self)
-        op = reduce_op(reduce_op_)
+        op = _values.reduce_op(reduce_op)
         h = self._handle_now()
         if isinstance(value, MirroredVariable):
             value = value.read_value()

@@ -201,21 +201,24 @@ class MirroredVariable(Variable):
                 "optimizer.apply_gradients, or outside strategy.run (every replica at once)"
                 % what)
 
-    def assign(self, value):
-        """Copies value into every replica's copy (outside strategy.run only)."""
+    def assign(self, value, use_locking=None, name=None, read_value=True):
+        """Copies value into every replica's copy (outside strategy.run only);
+        returns the variable, or None with read_value=False, as Variable.assign."""
         self._check_cross_replica("assign")
         v = convert_to_tensor(value, dtype=self.dtype)
         for h in self._replica_handles():
             _lib.check(lib.vdev_assign(h, v._handle))
-        return self
+        return self if read_value else None
 
-    def assign_add(self, delta):
+    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        """Adds delta to every replica's copy (outside strategy.run only)."""
         self._check_cross_replica("assign_add")
-        return super().assign_add(delta)
+        return super().assign_add(delta, read_value=read_value)
 
-    def assign_sub(self, delta):
+    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+        """Subtracts delta from every replica's copy (outside strategy.run only)."""
         self._check_cross_replica("assign_sub")
-        return super().assign_sub(delta)
+        return super().assign_sub(delta, read_value=read_value)
 
     def __repr__(self):
         """TensorFlow's: each replica's copy as a variable prints, one a line."""

@@ -1,0 +1,99 @@
+"""The package as a TensorFlow user meets it at the prompt: TensorFlow's
+keyword arguments taken where vdev has the function (``model(x,
+training=True)``, ``strategy.reduce(reduce_op=...)``, ``name=`` on the
+creation ops, ``zeros_like(input=, dtype=)``, ``convert_to_tensor(dtype_hint=)``,
+``random.uniform(maxval=None)``, a MirroredVariable's ``assign(read_value=)``),
+``format()`` of a tensor as TensorFlow's (numpy's), ``str()`` of a variable
+as its ``repr()``, ``str()`` of a tensor from before ``vdev.shutdown()``
+saying why instead of raising."""
+import inspect
+
+import numpy as np
+import pytest
+
+import vdev
+
+
+def test_layers_and_models_take_keras_call_arguments():
+    x = vdev.constant(np.ones((2, 3), np.float32))
+    dense = vdev.layers.Dense(2, seed=1)
+    want = dense(x).numpy()
+    np.testing.assert_array_equal(dense(x, training=True).numpy(), want)
+    np.testing.assert_array_equal(dense(inputs=x, training=False, mask=None).numpy(), want)
+    for model in (vdev.models.Sequential([vdev.layers.Dense(2, seed=2)]),
+                  vdev.models.MLP([3, 4, 2], seed=1)):
+        want = model(x).numpy()
+        np.testing.assert_array_equal(model(x, training=True).numpy(), want)
+        np.testing.assert_array_equal(model(inputs=x, training=False).numpy(), want)
+
+
+def test_strategy_reduce_takes_reduce_op_by_name():
+    strategy = vdev.distribute.MirroredStrategy()
+    per_replica = strategy.run(lambda: vdev.constant(2.0))
+    total = strategy.reduce(reduce_op=vdev.distribute.ReduceOp.SUM, value=per_replica, axis=None)
+    assert float(total) == 2.0 * strategy.num_replicas_in_sync
+    assert list(inspect.signature(strategy.reduce).parameters) == ["reduce_op", "value", "axis"]
+
+    def step():
+        ctx = vdev.distribute.get_replica_context()
+        return ctx.all_reduce(reduce_op="SUM", value=vdev.constant(1.0), options=None)
+    out = strategy.experimental_local_results(strategy.run(step))
+    assert [float(v) for v in out] == [float(strategy.num_replicas_in_sync)] * len(out)
+
+
+def test_mirrored_variable_assign_takes_variable_arguments():
+    strategy = vdev.distribute.MirroredStrategy()
+    with strategy.scope():
+        v = vdev.Variable([1.0])
+    assert v.assign([2.0], read_value=False) is None
+    assert v.assign_add([1.0], use_locking=True, name="a", read_value=False) is None
+    assert v.assign_sub([0.5]) is v
+    assert [float(c.numpy()[0]) for c in v.values] == [2.5] * strategy.num_replicas_in_sync
+
+
+def test_creation_ops_take_tensorflow_arguments():
+    assert vdev.constant(1.0, name="c").numpy() == 1.0
+    assert vdev.zeros([2], name="z").numpy().tolist() == [0, 0]
+    assert vdev.ones([2], vdev.float32, "o").numpy().tolist() == [1, 1]
+    assert vdev.fill([2], 3, name="f").numpy().tolist() == [3, 3]
+    assert vdev.convert_to_tensor(1.0, name="c").dtype is vdev.float32
+    i = vdev.constant([1, 2])
+    z = vdev.zeros_like(input=i, dtype=vdev.float32, name="z")
+    assert z.dtype is vdev.float32 and z.numpy().tolist() == [0.0, 0.0]
+    assert vdev.ones_like(i, vdev.float32).dtype is vdev.float32
+    assert vdev.ones_like(i).dtype is vdev.int32
+    # dtype_hint: tried first, a value it cannot hold keeps its own dtype
+    assert vdev.convert_to_tensor(3, dtype_hint=vdev.float32).dtype is vdev.float32
+    assert vdev.convert_to_tensor(1.5, dtype_hint=vdev.int32).dtype is vdev.float32
+    assert vdev.convert_to_tensor(i, dtype_hint=vdev.float32) is i
+    u = vdev.random.uniform([1000], maxval=None, seed=3).numpy()
+    np.testing.assert_array_equal(u, vdev.random.uniform([1000], maxval=1, seed=3).numpy())
+    assert u.min() >= 0 and u.max() < 1
+
+
+def test_format_is_numpys_as_in_tensorflow():
+    loss = vdev.constant(0.123456)
+    assert f"{loss:.3f}" == "0.123"
+    assert "{:>8.2f}".format(loss) == "    0.12"
+    assert f"{vdev.constant(7):d}" == "7"
+    assert f"{vdev.constant([1.0, 2.0])}" == str(np.array([1.0, 2.0], np.float32))
+    with pytest.raises(TypeError):
+        f"{vdev.constant([1.0, 2.0]):.2f}"
+
+
+def test_variable_str_is_its_repr():
+    v = vdev.Variable([1.0, 2.0], name="w")
+    assert str(v) == repr(v)
+    assert str(v).startswith("<vdev.Variable 'w' shape=(2,) dtype=float32")
+
+
+def test_str_after_shutdown_says_why():
+    t, v = vdev.constant([1.0]), vdev.Variable([1.0])
+    strategy = vdev.distribute.MirroredStrategy()
+    per_replica = strategy.run(lambda: vdev.constant(1.0))
+    vdev.shutdown()
+    stale = ("the tensor belongs to a runtime that was shut down (made before vdev_shutdown)")
+    for x in (t, v, per_replica):
+        assert stale in str(x)
+        assert stale in repr(x)
+
