@@ -5,8 +5,9 @@ creation ops, ``zeros_like(input=, dtype=)``, ``convert_to_tensor(dtype_hint=)``
 ``random.uniform(maxval=None)``, a MirroredVariable's ``assign(read_value=)``),
 ``format()`` of a tensor as TensorFlow's (numpy's), ``str()`` of a variable
 as its ``repr()``, ``str()`` of a tensor from before ``vdev.shutdown()``
-saying why instead of raising."""
+saying why instead of raising, and a docstring on every public name."""
 import inspect
+import types
 
 import numpy as np
 import pytest
@@ -97,3 +98,33 @@ def test_str_after_shutdown_says_why():
         assert stale in str(x)
         assert stale in repr(x)
 
+
+def _public(module, prefix, seen):
+    for name in sorted(getattr(module, "__all__", None) or dir(module)):
+        if name.startswith("_"):
+            continue
+        obj = getattr(module, name)
+        if isinstance(obj, types.ModuleType):
+            if obj.__name__.startswith("vdev") and obj.__name__ not in seen:
+                seen.add(obj.__name__)
+                yield from _public(obj, obj.__name__, seen)
+            continue
+        if not callable(obj) or id(obj) in seen:
+            continue
+        if not (getattr(obj, "__module__", None) or "").startswith("vdev"):
+            continue  # a name from elsewhere (numpy, enum, ...)
+        seen.add(id(obj))
+        yield prefix + "." + name, obj
+
+
+def test_every_public_callable_has_a_docstring():
+    missing = [name for name, obj in _public(vdev, "vdev", {"vdev"})
+               if not (obj.__doc__ or "").strip()]
+    assert missing == []
+
+
+def test_all_lists_names_that_exist():
+    for module in (vdev, vdev.config, vdev.config.experimental, vdev.distribute, vdev.nn,
+                   vdev.train, vdev.math, vdev.random, vdev.errors):
+        for name in getattr(module, "__all__", []):
+            assert hasattr(module, name), (module.__name__, name)

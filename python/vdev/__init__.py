@@ -55,6 +55,8 @@ def init():
 
 
 def is_initialized():
+    """Whether the runtime has started (init(), the first op, or
+    list_logical_devices) and not been shut down since."""
     return bool(_c.vdev_is_initialized())
 
 

@@ -136,12 +136,13 @@ def _fill_like(x, value):
     return t
 
 
-def _unary(cfn):
+def _unary(cfn, doc):
     def op(x, name=None):
         x = _t(x)
         return _new(cfn(x._handle))
     # named as the module names it, so pickle finds it (a layer's activation)
     op.__name__ = op.__qualname__ = cfn.__name__[len("vdev_"):]
+    op.__doc__ = doc
     return op
 
 
@@ -204,6 +205,7 @@ def add(x, y, name=None):
 
 
 def subtract(x, y, name=None):
+    """x - y, broadcast as add."""
     if _is_scalar(y) and isinstance(x, Tensor):
         return _new(lib.vdev_add_scalar(x._handle, -float(_number(y, x))))
     if _is_scalar(x) and isinstance(y, Tensor):
@@ -214,6 +216,7 @@ def subtract(x, y, name=None):
 
 
 def multiply(x, y, name=None):
+    """x * y elementwise, broadcast as add."""
     if _is_scalar(y) and isinstance(x, Tensor):
         return _new(lib.vdev_mul_scalar(x._handle, float(_number(y, x))))
     if _is_scalar(x) and isinstance(y, Tensor):
@@ -238,6 +241,7 @@ def divide(x, y, name=None):
 
 
 def negative(x, name=None):
+    """-x elementwise."""
     x = _t(x)
     return _new(lib.vdev_mul_scalar(x._handle, -1.0))
 
@@ -295,6 +299,7 @@ def pow(x, y, name=None):
 
 
 def square(x, name=None):
+    """x * x elementwise."""
     x = _t(x)
     return _new(lib.vdev_mul(x._handle, x._handle))
 
@@ -305,11 +310,12 @@ def relu(features, name=None):
     return _new(lib.vdev_relu(features._handle))
 
 
-tanh = _unary(lib.vdev_tanh)
-sigmoid = _unary(lib.vdev_sigmoid)
-exp = _unary(lib.vdev_exp)
-log = _unary(lib.vdev_log)
-sqrt = _unary(lib.vdev_sqrt)  # std::sqrt: NaN below 0 (-inf too), -0 for -0
+tanh = _unary(lib.vdev_tanh, """The hyperbolic tangent of x, elementwise.""")
+sigmoid = _unary(lib.vdev_sigmoid, """1 / (1 + exp(-x)), elementwise.""")
+exp = _unary(lib.vdev_exp, """e ** x, elementwise.""")
+log = _unary(lib.vdev_log, """The natural logarithm of x, elementwise (-inf at 0, NaN below).""")
+# std::sqrt: NaN below 0 (-inf too), -0 for -0
+sqrt = _unary(lib.vdev_sqrt, """The square root of x, elementwise (NaN below 0).""")
 
 
 def _last_axis(op, logits, axis):
@@ -321,12 +327,16 @@ def _last_axis(op, logits, axis):
 
 
 def softmax(logits, axis=None, name=None):
+    """exp(logits) / sum(exp(logits)) over the last axis, as ``tf.nn.softmax``
+    (axis: None or the last axis; another is a ValueError)."""
     logits = _t(logits)
     _last_axis("softmax", logits, axis)
     return _new(lib.vdev_softmax(logits._handle))
 
 
 def log_softmax(logits, axis=None, name=None):
+    """logits - log(sum(exp(logits))) over the last axis, as
+    ``tf.nn.log_softmax`` (axis: None or the last axis)."""
     logits = _t(logits)
     _last_axis("log_softmax", logits, axis)
     return _new(lib.vdev_log_softmax(logits._handle))

@@ -122,6 +122,12 @@ def _other_thread(call, what):
 
 
 class GradientTape:
+    """Records the ops on trainable variables inside its ``with`` block for
+    ``gradient``, as ``tf.GradientTape``. persistent: whether ``gradient``
+    may be called more than once; watch_accessed_variables=False records
+    only the variables given to ``watch``. One tape records at a time on a
+    thread (nesting is a RuntimeError)."""
+
     __slots__ = ("_h", "_persistent", "_used", "_recording", "_paused", "_watch_accessed",
                  "_watched", "_in_block", "_thread", "_last_watched")
 

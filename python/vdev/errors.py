@@ -131,81 +131,113 @@ def _subclass_init(self, node_def, op=_SHORT, message=_SHORT, *args):
 
 
 class CancelledError(OpError):
+    """An operation or step was cancelled (TensorFlow's CANCELLED)."""
+
     _code = CANCELLED
     __init__ = _subclass_init
 
 
 class UnknownError(OpError):
+    """An error of no other class; vdev's file errors other than a damaged checkpoint."""
+
     _code = UNKNOWN
     __init__ = _subclass_init
 
 
 class InvalidArgumentError(OpError):
+    """A bad argument: a shape mismatch, a bad value, a stale tensor."""
+
     _code = INVALID_ARGUMENT
     __init__ = _subclass_init
 
 
 class DeadlineExceededError(OpError):
+    """A deadline passed before the operation finished."""
+
     _code = DEADLINE_EXCEEDED
     __init__ = _subclass_init
 
 
 class NotFoundError(OpError):
+    """Something named does not exist (a file, a checkpoint entry)."""
+
     _code = NOT_FOUND
     __init__ = _subclass_init
 
 
 class AlreadyExistsError(OpError):
+    """What an operation would make exists already."""
+
     _code = ALREADY_EXISTS
     __init__ = _subclass_init
 
 
 class PermissionDeniedError(OpError):
+    """The caller may not run the operation."""
+
     _code = PERMISSION_DENIED
     __init__ = _subclass_init
 
 
 class ResourceExhaustedError(OpError):
+    """A resource ran out; out of memory is its subclass OutOfMemoryError."""
+
     _code = RESOURCE_EXHAUSTED
     __init__ = _subclass_init
 
 
 class FailedPreconditionError(OpError):
+    """The system is not in the state the operation needs."""
+
     _code = FAILED_PRECONDITION
     __init__ = _subclass_init
 
 
 class AbortedError(OpError):
+    """The operation was aborted (a collective another replica aborted, say)."""
+
     _code = ABORTED
     __init__ = _subclass_init
 
 
 class OutOfRangeError(OpError):
+    """An operation went past the valid range (the end of an input)."""
+
     _code = OUT_OF_RANGE
     __init__ = _subclass_init
 
 
 class UnimplementedError(OpError):
+    """The operation is not supported (by vdev, or in this state)."""
+
     _code = UNIMPLEMENTED
     __init__ = _subclass_init
 
 
 class InternalError(OpError):
+    """An invariant broke inside vdev: a bug to report."""
+
     _code = INTERNAL
     __init__ = _subclass_init
 
 
 class UnavailableError(OpError):
+    """The service is unavailable for now; a retry may succeed."""
+
     _code = UNAVAILABLE
     __init__ = _subclass_init
 
 
 class DataLossError(OpError):
+    """Data were lost or damaged: a truncated or damaged checkpoint."""
+
     _code = DATA_LOSS
     __init__ = _subclass_init
 
 
 class UnauthenticatedError(OpError):
+    """The request lacks valid credentials."""
+
     _code = UNAUTHENTICATED
     __init__ = _subclass_init
 
@@ -271,6 +303,7 @@ _NAMES = ["VDEV_OK", "VDEV_ERR_INVALID_ARG", "VDEV_ERR_NOT_FOUND", "VDEV_ERR_OOM
 
 
 def status_name(status):
+    """vdev's C name of a status code (``VDEV_ERR_OOM``), or ``VDEV_STATUS_<n>``."""
     return _NAMES[status] if 0 <= status < len(_NAMES) else "VDEV_STATUS_%d" % status
 
 

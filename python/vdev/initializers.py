@@ -74,18 +74,24 @@ def _float(dtype):
 
 
 class Zeros(Initializer):
+    """Tensors of zeros."""
+
     def __call__(self, shape, dtype=None):
         _float(dtype)
         return zeros(tuple(shape))
 
 
 class Ones(Initializer):
+    """Tensors of ones."""
+
     def __call__(self, shape, dtype=None):
         _float(dtype)
         return ones(tuple(shape))
 
 
 class Constant(Initializer):
+    """Tensors filled with ``value``."""
+
     def __init__(self, value=0):
         self.value = value
 
@@ -98,6 +104,8 @@ class Constant(Initializer):
 
 
 class RandomUniform(Initializer):
+    """Uniform in [minval, maxval), drawn with ``seed`` (None: vdev.random's)."""
+
     def __init__(self, minval=-0.05, maxval=0.05, seed=None):
         self.minval, self.maxval, self.seed = minval, maxval, seed
 
@@ -110,6 +118,8 @@ class RandomUniform(Initializer):
 
 
 class RandomNormal(Initializer):
+    """Normal with that mean and standard deviation, drawn with ``seed``."""
+
     def __init__(self, mean=0.0, stddev=0.05, seed=None):
         self.mean, self.stddev, self.seed = mean, stddev, seed
 
@@ -122,12 +132,19 @@ class RandomNormal(Initializer):
 
 
 class TruncatedNormal(RandomNormal):
+    """Normal with that mean and standard deviation, values beyond two
+    standard deviations drawn again, as Keras's."""
+
     def __call__(self, shape, dtype=None):
         _float(dtype)
         return _truncated(tuple(shape), self.mean, self.stddev, self.seed)
 
 
 class VarianceScaling(Initializer):
+    """Keras's: ``scale`` divided by the fan (``mode``: 'fan_in', 'fan_out',
+    'fan_avg') is the variance of a truncated normal, a normal or a uniform
+    (``distribution``) draw."""
+
     def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None):
         if scale <= 0.0:
             raise ValueError("`scale` must be positive float. Received: scale=%s." % (scale,))
@@ -169,7 +186,10 @@ def _vs(name, scale, mode, distribution):
 
     def get_config(self):
         return {"seed": self.seed}
-    return type(name, (VarianceScaling,), {"__init__": __init__, "get_config": get_config})
+    doc = ("Keras's %s: VarianceScaling(scale=%s, mode=%r, distribution=%r) with ``seed``."
+           % (name, scale, mode, distribution))
+    return type(name, (VarianceScaling,), {"__init__": __init__, "get_config": get_config,
+                                           "__doc__": doc})
 
 
 GlorotUniform = _vs("GlorotUniform", 1.0, "fan_avg", "uniform")

@@ -157,6 +157,7 @@ def set_memory_priority(device, priority):
 
 
 def get_memory_priority(device):
+    """The device's memory priority in force: 'low', 'normal', 'high' or 'critical'."""
     return get_memory_limits(device)["priority"]
 
 

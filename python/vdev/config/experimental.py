@@ -29,6 +29,12 @@ VirtualDeviceConfiguration = LogicalDeviceConfiguration
 
 
 def get_memory_info(device):
+    """The device's memory, as ``tf.config.experimental.get_memory_info``:
+    a dict of bytes with TensorFlow's ``current`` and ``peak`` and vdev's
+    ``reserved``, ``peak_reserved``, ``limit``, ``largest_free_block``,
+    ``num_allocs``, ``num_allocs_total``, ``num_failed_allocs``,
+    ``num_regions``, ``fragmentation`` (0 to 1) and ``largest_alloc_size``.
+    An unknown device is a ValueError."""
     mi = _lib.MemoryInfoC()
     _lib.check(lib.vdev_memory_info(_lib.enc(device), ctypes.byref(mi)), _VALUE)
     return _memory_info_dict(mi)

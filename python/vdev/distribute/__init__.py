@@ -47,6 +47,7 @@ def get_strategy():
 
 
 def has_strategy():
+    """Whether a strategy's scope is open (or a step of its is running) here."""
     return get_strategy() is not None
 
 
