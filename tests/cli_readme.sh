@@ -11,6 +11,10 @@
 # compile cleanly under -Werror). Then the same command without VDEV_SIM_GPUS,
 # on a machine with no GPU, must fail with exit 1 and a message that says how
 # to simulate one, rather than print nothing and exit 0.
+# Also: the `vdev fit` example prints what the README shows, every command of
+# `vdev --help` has a row in the README's table of commands, and every variable
+# of `vdev --help` (src/config/envvars.c's table) a row in its table of
+# environment variables (tests/cli_devices.sh checks the other way round).
 # Usage: cli_readme.sh VDEV DATA [CC LIBVDEV "CFLAGS"]
 set -u
 vdev=$1
@@ -79,5 +83,45 @@ for k in $(seq 1 "$n"); do
   [ ! -s "$d/out" ] && ok || bad "$what without a GPU: printed $(cat "$d/out")"
   grep -q "VDEV_SIM_GPUS=" "$d/err" && ok ||
     bad "$what without a GPU: does not say how to simulate one: $(cat "$d/err")"
+done
+
+# The `vdev fit` example: its command, run from the source folder with this
+# build's vdev, prints exactly the ```text block after it.
+awk -v tmp="$tmp" '
+  /^```sh$/ { insh = 1; next }
+  insh && /^\.\/build\/vdev fit / { print > (tmp "/fit.cmd"); found = 1 }
+  /^```text$/ && found == 1 { intext = 1; found = 2; next }
+  /^```/ { insh = 0; intext = 0; next }
+  intext { print > (tmp "/fit.expected") }
+' "$src/README.md"
+if [ -f "$tmp/fit.cmd" ] && [ -f "$tmp/fit.expected" ]; then
+  fitcmd=$(sed "s|^\./build/vdev |\"$vdev\" |" "$tmp/fit.cmd")
+  (cd "$src" && bash -c "$fitcmd") >"$tmp/fit.out" 2>"$tmp/fit.err"; rc=$?
+  [ $rc -eq 0 ] && ok || bad "README's vdev fit example: exit $rc: $(cat "$tmp/fit.err")"
+  if cmp -s "$tmp/fit.out" "$tmp/fit.expected"; then ok; else
+    bad "README's vdev fit example prints what the README does not show:"
+    diff "$tmp/fit.expected" "$tmp/fit.out"
+  fi
+else
+  bad "README.md has no \`./build/vdev fit\` example followed by its output"
+fi
+
+# Every command `vdev --help` lists has a row in the README's table of commands.
+help=$("$vdev" --help)
+cmds=$(sed -n '/^commands:/,/^$/s/^  \([a-z][a-z-]*\)  .*/\1/p' <<<"$help")
+[ "$(wc -w <<<"$cmds")" -ge 6 ] && ok || bad "vdev --help lists only these commands: $cmds"
+table=$(sed -n '/^## The vdev command/,/^## /p' "$src/README.md")
+for c in $cmds; do
+  grep -q "^| \`vdev $c[\` ]" <<<"$table" && ok ||
+    bad "README's table of commands has no row for 'vdev $c'"
+done
+
+# Every variable `vdev --help` describes has a row in the README's table.
+vars=$(sed -n '/^Environment/,$s/^  \([A-Z][A-Z0-9_]*\)  .*/\1/p' <<<"$help")
+[ "$(wc -w <<<"$vars")" -ge 18 ] && ok || bad "vdev --help describes only these variables: $vars"
+envtable=$(sed -n '/^### Environment variables/,/^#/p' "$src/README.md")
+for v in $vars; do
+  grep -q "^| \`$v\`\|^| \`[A-Z0-9_]*\`, \`$v\`" <<<"$envtable" && ok ||
+    bad "README's table of environment variables has no row for $v (vdev --help has one)"
 done
 finish
