@@ -52,13 +52,13 @@ with open(o + ".out", "wb") as out, open(o + ".err", "wb") as err:
     except subprocess.TimeoutExpired:
         p.kill(); print("rc timeout")
 PY
-for sig in SIGINT:-2:interrupted SIGTERM:-15:terminated; do
-IFS=: read -r sig code word <<<"$sig"
+for sig in "SIGINT:-2:interrupted:Ctrl-C" "SIGTERM:-15:terminated:a second SIGTERM or Ctrl-C"; do
+IFS=: read -r sig code word again <<<"$sig"
 rm -rf "$tmp/rep" "$tmp/alloc.trace"
 rc=$(SIG=$sig VDEV_ALLOC_TRACE=$tmp/alloc.trace python3 "$tmp/interrupt.py" "$vdev" "$tmp/rep" \
      "json:$tmp/rep/run.json" --epochs 1000 --report "$tmp/rep")
 [ "$rc" = "rc $code" ] && ok || bad "exit: $rc, expected death by $sig ($code): $(cat "$tmp/rep.err")"
-want="vdev demo: $word: closing the trace $tmp/rep/run.json where the run is and drawing it (Ctrl-C again quits at once)"
+want="vdev demo: $word: closing the trace $tmp/rep/run.json where the run is and drawing it ($again again quits at once)"
 grep -qxF -- "$want" "$tmp/rep.err" && ok || bad "stderr lacks '$want': $(cat "$tmp/rep.err")"
 grep -vxF -- "$want" "$tmp/rep.err" | grep -q . && bad "more on stderr: $(cat "$tmp/rep.err")" || ok
 for f in memory placement; do

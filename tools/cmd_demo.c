@@ -154,8 +154,8 @@ static void *on_interrupt(void *arg)
         flockfile(stdout);
         fprintf(stderr,
                 "\nvdev demo: %s: closing the trace %s where the run is and drawing it "
-                "(Ctrl-C again quits at once)\n",
-                what, trace);
+                "(%s again quits at once)\n",
+                what, trace, sig == SIGTERM ? "a second SIGTERM or Ctrl-C" : "Ctrl-C");
         vdev_observe_shutdown(); /* its whole events, then its end */
         write_report(I.dir, trace);
     } else {
