@@ -77,7 +77,7 @@ written=$(ls "$tmp"/own.[0-9]*.json 2>/dev/null | wc -l)
 
 # errors
 help=$("$vdev" plot --help)
-has "$help" "usage: vdev plot [--memory | --placement] TRACE [-o|--output OUT.svg]" && ok ||
+has "$help" "usage: vdev plot [--memory | --placement] TRACE [-o|--output FILE.svg]" && ok ||
   bad "no help: $help"
 # every option it takes is in its help: --memory, --output, '-o -'
 for s in "  --memory      memory in use" "  -o, --output FILE" "('-' or none: standard output)"; do

@@ -519,7 +519,7 @@ int vdev_plot_file(const char *trace, const char *out, enum vdev_plot_kind kind,
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: vdev plot [--memory | --placement] TRACE [-o|--output OUT.svg]\n\n"
+    fprintf(f, "usage: vdev plot [--memory | --placement] TRACE [-o|--output FILE.svg]\n\n"
                "Draws a profiler trace written by vdev (VDEV_TRACE_FILE=run.json; plain or\n"
                "gzip-compressed) as SVG (the last of --memory and --placement given wins):\n"
                "  --memory      memory in use (solid) and reserved (dashed) per device over\n"
