@@ -104,6 +104,13 @@ VDEV_API enum vdev_status vdev_tape_gradient_seeded(vdev_tape_t *tape, const vde
 /* Stops recording (if still) and frees the tape. NULL is a no-op; a tape
  * ended already is VDEV_ERR_INVALID_ARG. */
 VDEV_API void vdev_tape_end(vdev_tape_t *tape);
+/* vdev_tape_end for an owner that lets go of a tape from any thread (a
+ * garbage collector): the handle is dead at once; a tape recording (or
+ * paused) on another thread is freed by that thread at its next recorded op,
+ * its next vdev_tape_begin, or its exit, whichever comes first, so that thread
+ * records no more and may begin a new tape. NULL is a no-op; a tape ended
+ * already is VDEV_ERR_INVALID_ARG. */
+VDEV_API void vdev_tape_release(vdev_tape_t *tape);
 
 #ifdef __cplusplus
 }

@@ -40,8 +40,11 @@
  * recording (a thread-exit destructor), so the tape can then be ended
  * anywhere. vdev_tape_pause() takes the tape off the thread's hook and
  * keeps it as the thread's paused tape (so a thread exit stops it too, and
- * no other tape begins meanwhile); vdev_tape_resume() puts it back. A tape remembers the runtime it was begun under: after
- * vdev_shutdown() it can only be ended. */
+ * no other tape begins meanwhile); vdev_tape_resume() puts it back.
+ * vdev_tape_release() lets go of a tape from any thread: one recording (or
+ * paused) elsewhere is freed by its own thread at its next op, its next
+ * vdev_tape_begin or its exit. A tape remembers the runtime it was begun
+ * under: after vdev_shutdown() it can only be ended. */
 #include "ops/ops.h"
 
 #include <string.h>
@@ -51,6 +54,8 @@ struct tape {
     struct vdev_op_record *nodes;
     int n, cap;
     _Atomic int recording;
+    _Atomic int released; /* vdev_tape_release: its thread ends it when it lets go */
+    _Atomic int ending;   /* claimed by the one thread that ends a released tape */
     uintptr_t thread; /* the thread that records (vdev_thread_id) */
     uint32_t rgen;    /* the runtime generation it was begun under */
     int explicit_watch;                 /* VDEV_TAPE_WATCH_EXPLICIT */
@@ -106,6 +111,7 @@ static void tset_add(struct tset *s, const struct vdev_tens *k)
 }
 
 static enum vdev_status record(void *vtape, const struct vdev_op_record *r);
+static void end_released(struct tape *t);
 
 /* The dispatcher's question for a tape that watches only what it was
  * given: a variable counts when watched; any other tensor that needs a
@@ -147,6 +153,8 @@ static enum vdev_status record(void *vtape, const struct vdev_op_record *r)
         vdev_tens_retain(r->target[i]);
     }
     vdev_tens_retain(r->out);
+    if (atomic_load(&t->released))
+        end_released(t); /* its owner let it go on another thread: drop it with this op */
     return VDEV_OK;
 }
 
@@ -181,6 +189,34 @@ static void stop(struct tape *t)
     atomic_store(&t->recording, 0);
 }
 
+/* Frees a tape whose handle is dead (vdev_handle_kill), once: its records,
+ * the variables it watches, its slot. */
+static void finish(struct tape *t)
+{
+    release_nodes(t); /* tensors of a runtime that was shut down just give their slots back */
+    free(t->nodes);
+    t->nodes = NULL;
+    for (int i = 0; i < t->n_watched; i++)
+        vdev_tens_release(t->watched[i]);
+    free(t->watched);
+    t->watched = NULL;
+    t->n_watched = t->cap_watched = 0;
+    t->cap = 0;
+    vdev_handle_release(&tapes, t);
+}
+
+/* On the released tape's thread (or with t stopped): stops it and, unless
+ * the releasing thread claimed it first, frees it. The flags are sequentially
+ * consistent: the releaser sets `released` then reads `recording`, this side
+ * clears `recording` then reads `released`, so one of them sees the other, and
+ * `ending` lets only one free it. */
+static void end_released(struct tape *t)
+{
+    stop(t);
+    if (atomic_exchange(&t->ending, 1) == 0)
+        finish(t);
+}
+
 /* ---- a thread that exits while its tape records stops it ---- */
 
 static pthread_key_t exit_key;
@@ -190,10 +226,13 @@ static int exit_key_made; /* written once under exit_once */
 static void at_thread_exit(void *unused)
 {
     VDEV_UNUSED(unused);
-    if (vdev_tape_hook.tape)
-        stop(vdev_tape_hook.tape);
-    if (vdev_tape_hook.paused)
-        stop(vdev_tape_hook.paused);
+    struct tape *t[2] = {vdev_tape_hook.tape, vdev_tape_hook.paused};
+    for (int i = 0; i < 2; i++)
+        if (t[i]) {
+            stop(t[i]);
+            if (atomic_load(&t[i]->released))
+                end_released(t[i]);
+        }
 }
 
 static void make_exit_key(void) { exit_key_made = pthread_key_create(&exit_key, at_thread_exit) == 0; }
@@ -248,6 +287,11 @@ VDEV_API vdev_tape_t *vdev_tape_begin_ex(unsigned flags)
                    flags & ~(unsigned)VDEV_TAPE_WATCH_EXPLICIT);
         return NULL;
     }
+    /* a tape released on another thread (vdev_tape_release) gives way */
+    if (vdev_tape_hook.tape && atomic_load(&((struct tape *)vdev_tape_hook.tape)->released))
+        end_released(vdev_tape_hook.tape);
+    if (vdev_tape_hook.paused && atomic_load(&((struct tape *)vdev_tape_hook.paused)->released))
+        end_released(vdev_tape_hook.paused);
     if (vdev_tape_hook.tape) {
         vdev_error(VDEV_ERR_INVALID_ARG, "a tape is already recording on this thread");
         return NULL;
@@ -272,6 +316,8 @@ VDEV_API vdev_tape_t *vdev_tape_begin_ex(unsigned flags)
     t->watched = NULL;
     t->n_watched = t->cap_watched = 0;
     atomic_init(&t->recording, 1);
+    atomic_init(&t->released, 0);
+    atomic_init(&t->ending, 0);
     pthread_once(&exit_once, make_exit_key);
     if (exit_key_made)
         pthread_setspecific(exit_key, t); /* any non-NULL value arms the destructor */
@@ -294,16 +340,29 @@ VDEV_API void vdev_tape_end(vdev_tape_t *h)
         return;
     }
     stop(t);
-    release_nodes(t); /* tensors of a runtime that was shut down just give their slots back */
-    free(t->nodes);
-    t->nodes = NULL;
-    for (int i = 0; i < t->n_watched; i++)
-        vdev_tens_release(t->watched[i]);
-    free(t->watched);
-    t->watched = NULL;
-    t->n_watched = t->cap_watched = 0;
-    t->cap = 0;
-    vdev_handle_release(&tapes, t);
+    finish(t);
+}
+
+VDEV_API void vdev_tape_release(vdev_tape_t *h)
+{
+    if (!h)
+        return;
+    struct tape *t = tape_of(h, "vdev_tape_release");
+    if (!t)
+        return;
+    if (!vdev_handle_kill(&tapes, t, (uint64_t)(uintptr_t)h)) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tape_release: not a live tape (ended already, "
+                                         "or not a tape)");
+        return;
+    }
+    if (!atomic_load(&t->recording) || t->thread == vdev_thread_id()) {
+        stop(t);
+        finish(t);
+        return;
+    }
+    atomic_store(&t->released, 1);
+    if (!atomic_load(&t->recording) && atomic_exchange(&t->ending, 1) == 0)
+        finish(t); /* its thread stopped it meanwhile, before it could see the flag */
 }
 
 /* t for vdev_tape_pause/resume/watch (fn): live, begun under this runtime,
