@@ -274,6 +274,7 @@ _PROTOS = {
     "vdev_tape_gradient_seeded": (STATUS, [_h, _h, _h, ctypes.POINTER(_h), ctypes.c_int,
                                            ctypes.POINTER(_h), ctypes.c_int]),
     "vdev_tape_end": (None, [_h]),
+    "vdev_tape_release": (None, [_h]),
     "vdev_tape_pause": (STATUS, [_h]),
     "vdev_tape_resume": (STATUS, [_h]),
     "vdev_sgd_new": (_h, [ctypes.c_float, ctypes.c_float]),

@@ -522,7 +522,9 @@ class GradientTape:
 
     __copy__ = __deepcopy__ = __reduce_ex__ = _no_copy
 
-    def __del__(self, _end=lib.vdev_tape_end):
+    def __del__(self, _end=lib.vdev_tape_release):
+        # Possibly on another thread than the one recording (a tape whose
+        # block was never left): vdev_tape_release makes that thread drop it.
         h, self._h = getattr(self, "_h", None), None
         if h:
             _end(h)
