@@ -128,3 +128,47 @@ def test_all_lists_names_that_exist():
                    vdev.train, vdev.math, vdev.random, vdev.errors):
         for name in getattr(module, "__all__", []):
             assert hasattr(module, name), (module.__name__, name)
+
+
+def test_variable_takes_tensorflows_arguments_in_its_order():
+    v = vdev.Variable([1.0, 2.0], True, True, None, "w")  # TF's positional order
+    assert v.name == "w" and v.trainable is True
+    assert vdev.Variable(1.0, False, False, None, "f").trainable is False
+    assert vdev.Variable(1.0).trainable is True  # trainable=None: True, as TensorFlow's
+    assert vdev.Variable([1, 2], None, True, None, "i", None, vdev.float32).dtype is vdev.float32
+    w = vdev.Variable(np.zeros((2, 3), np.float32), shape=[2, 3], validate_shape=True)
+    assert w.shape == (2, 3)
+    assert vdev.Variable([1.0], shape=vdev.TensorShape([None])).shape == (1,)
+    with pytest.raises(ValueError) as e:
+        vdev.Variable(np.zeros((2, 3), np.float32), shape=[3, 2])
+    # TensorFlow's words, its TensorShape printed as "(2, 3)" inside parentheses
+    assert str(e.value) == ("In this `tf.Variable` creation, the initial value's shape ((2, 3)) "
+                            "is not compatible with the explicitly supplied `shape` argument "
+                            "((3, 2)).")
+    with pytest.raises(ValueError) as e:
+        vdev.Variable(1.0, constraint=lambda x: x)
+    assert str(e.value).startswith("vdev.Variable takes constraint=None only")
+    strategy = vdev.distribute.MirroredStrategy()
+    with strategy.scope():
+        m = vdev.Variable([1.0], None, True, None, "m", shape=[1])
+        with pytest.raises(ValueError, match="explicitly supplied `shape` argument"):
+            vdev.Variable([1.0], shape=[2])
+    assert m.name == "m" and m.trainable is True
+
+
+def test_tensor_shape_and_name_as_tensorflow():
+    assert vdev.TensorShape(dims=[2, 3]) == (2, 3)
+    assert vdev.TensorShape(4).as_list() == [4]
+    with pytest.raises(ValueError, match="no TensorShape of unknown rank"):
+        vdev.TensorShape(None)
+    t = vdev.constant([[1.0, 2.0]])
+    assert t.get_shape() == t.shape == (1, 2)
+    with pytest.raises(AttributeError) as e:
+        t.name
+    assert str(e.value) == "Tensor.name is undefined when eager execution is enabled."
+    v = vdev.Variable([3.0], name="v")
+    assert v.name == "v"
+    value = v.value()
+    assert type(value) is vdev.Tensor and value.numpy().tolist() == [3.0]
+    v.assign([4.0])
+    assert value.numpy().tolist() == [3.0]

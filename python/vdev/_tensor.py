@@ -96,7 +96,27 @@ def _dtype_of_code(code):
 
 class TensorShape(tuple):
     """A tensor's shape: a tuple of ints, with ``tf.TensorShape``'s
-    ``as_list()`` and ``rank``."""
+    ``as_list()`` and ``rank``. ``TensorShape(dims)`` takes a list or tuple
+    of sizes, or one int (a 1-d shape), as TensorFlow's; vdev has no shape
+    of unknown rank, so ``TensorShape(None)`` is a ValueError."""
+
+    def __new__(cls, dims=()):
+        if dims is None:
+            raise ValueError("vdev has no TensorShape of unknown rank (TensorShape(None)): "
+                             "every vdev tensor and variable has a known shape; give the "
+                             "sizes, e.g. TensorShape([2, 3])")
+        try:
+            dims = iter(dims)
+        except TypeError:
+            dims = (dims,)  # TensorFlow's: one size is a 1-d shape
+        return super().__new__(cls, dims)
+
+    def is_compatible_with(self, other):
+        """Same rank and equal sizes, a None size matching any, as
+        TensorFlow's (other: a TensorShape, list or tuple)."""
+        other = other if isinstance(other, TensorShape) else TensorShape(other)
+        return len(self) == len(other) and all(
+            a is None or b is None or a == b for a, b in zip(self, other))
 
     def as_list(self):
         return list(self)
@@ -148,6 +168,15 @@ class Tensor:
         if nd < 0:
             raise _lib.error()
         return TensorShape(lib.vdev_tensor_dim(h, i) for i in range(nd))
+
+    def get_shape(self):
+        """The shape, as ``.shape`` (TensorFlow's alias)."""
+        return self.shape
+
+    @property
+    def name(self):
+        """Undefined, as on TensorFlow's eager tensors (a Variable has one)."""
+        raise AttributeError("Tensor.name is undefined when eager execution is enabled.")
 
     @property
     def ndim(self):
@@ -404,29 +433,51 @@ def _check_update_input(var, value, op_name):
 class Variable(Tensor):
     """A variable, as ``tf.Variable``: a tensor that tapes differentiate
     against and optimizers update in place, on the device it was made on
-    (the current device scope, else where its initial value lives)."""
+    (the current device scope, else where its initial value lives). Its
+    arguments are tf.Variable's, in its order: ``shape`` is checked against
+    the initial value's (TensorFlow's ValueError), ``validate_shape`` taken
+    (vdev's variables always keep their shape), and the arguments vdev has
+    no use for (``caching_device``, ``constraint``, ...) only None."""
 
     __slots__ = ("trainable", "name", "_made")
 
-    def __new__(cls, initial_value=None, trainable=True, name=None, dtype=None, *,
-                _handle=None):
+    def __new__(cls, initial_value=None, trainable=None, validate_shape=True,
+                caching_device=None, name=None, variable_def=None, dtype=None,
+                import_scope=None, constraint=None, synchronization=None, aggregation=None,
+                shape=None, *, _handle=None):
         # Under a strategy's scope (outside a step function) a new variable is
         # mirrored: one copy on each replica's device (vdev.distribute). In a
         # step function each replica would make its own: refused.
         if cls is Variable and _handle is None:
+            _variable_args(caching_device, variable_def, import_scope, constraint,
+                           synchronization, aggregation)
             if _strategy_context.replica() is not None:
                 raise _strategy_context.variable_in_step_error("a vdev.Variable is made")
             strategy = _strategy_context.mirroring_strategy()
             if strategy is not None:
-                return strategy._make_variable(initial_value, trainable, name, dtype)
+                v = strategy._make_variable(
+                    initial_value, True if trainable is None else trainable, name, dtype)
+                _check_shape(v.shape, shape)
+                return v
         return super().__new__(cls)
 
-    def __init__(self, initial_value=None, trainable=True, name=None, dtype=None, *,
-                 _handle=None):
+    def __init__(self, initial_value=None, trainable=None, validate_shape=True,
+                 caching_device=None, name=None, variable_def=None, dtype=None,
+                 import_scope=None, constraint=None, synchronization=None, aggregation=None,
+                 shape=None, *, _handle=None):
         if _handle is None:
-            _handle = _variable_handle(_initial_handle(initial_value, dtype))
+            _variable_args(caching_device, variable_def, import_scope, constraint,
+                           synchronization, aggregation)
+            h = _initial_handle(initial_value, dtype)
+            try:
+                nd = lib.vdev_tensor_ndim(h)
+                _check_shape(TensorShape(lib.vdev_tensor_dim(h, i) for i in range(nd)), shape)
+            except BaseException:
+                lib.vdev_tensor_free(h)
+                raise
+            _handle = _variable_handle(h)
         super().__init__(_handle)
-        self.trainable = trainable
+        self.trainable = True if trainable is None else trainable  # as TensorFlow's
         self.name = name if name is not None else "Variable"
         self._made = next(_MADE)
         _VARIABLES[_handle] = self
@@ -462,7 +513,13 @@ class Variable(Tensor):
             self.assign(op(self, delta))
 
     def read_value(self):
+        """A new tensor holding the variable's value now."""
         return Tensor(_lib.made(lib.vdev_identity(self._handle)))
+
+    def value(self):
+        """The variable's value, a tensor (as read_value; TensorFlow's
+        ``Variable.value()``)."""
+        return self.read_value()
 
     # ---- copies and pickling ----
     @classmethod
@@ -506,6 +563,34 @@ class Variable(Tensor):
             return "<vdev.Variable: %s>" % e
 
     __str__ = __repr__  # a variable's str() is its repr in TensorFlow
+
+
+def _variable_args(caching_device, variable_def, import_scope, constraint, synchronization,
+                   aggregation):
+    """Refuses the tf.Variable arguments vdev has no use for, naming them
+    (each taken as None, its default)."""
+    for arg, x, why in (("caching_device", caching_device, "no cached copies"),
+                        ("variable_def", variable_def, "no graphs or VariableDef protos"),
+                        ("import_scope", import_scope, "no graphs or VariableDef protos"),
+                        ("constraint", constraint, "no variable constraints"),
+                        ("synchronization", synchronization, "no variable synchronization "
+                         "modes (a MirroredStrategy's variables are synchronized on write)"),
+                        ("aggregation", aggregation, "no variable aggregation modes")):
+        if x is not None:
+            raise ValueError("vdev.Variable takes %s=None only, not %r: vdev has %s"
+                             % (arg, x, why))
+
+
+def _check_shape(value_shape, shape):
+    """TensorFlow's ValueError when the shape given to tf.Variable does not
+    fit its initial value's (None: no check)."""
+    if shape is None:
+        return
+    want = shape if isinstance(shape, TensorShape) else TensorShape(shape)
+    if not value_shape.is_compatible_with(want):
+        raise ValueError("In this `tf.Variable` creation, the initial value's shape (%s) is not "
+                         "compatible with the explicitly supplied `shape` argument (%s)."
+                         % (tuple.__repr__(value_shape), tuple.__repr__(want)))
 
 
 def _initial_handle(initial_value, dtype):
