@@ -172,3 +172,64 @@ def test_tensor_shape_and_name_as_tensorflow():
     assert type(value) is vdev.Tensor and value.numpy().tolist() == [3.0]
     v.assign([4.0])
     assert value.numpy().tolist() == [3.0]
+
+
+def test_optimizers_take_keras_ema_and_jit_arguments():
+    for cls in (vdev.optimizers.SGD, vdev.optimizers.Adam):
+        opt = cls(use_ema=False, ema_momentum=0.9, ema_overwrite_frequency=None,
+                  jit_compile=False)
+        assert opt.jit_compile is False and opt.ema_momentum == 0.9
+        with pytest.raises(ValueError, match="no exponential moving average"):
+            cls(use_ema=True)
+        params = list(inspect.signature(cls).parameters)
+        assert params[-5:] == ["use_ema", "ema_momentum", "ema_overwrite_frequency",
+                               "jit_compile", "name"]
+        with pytest.raises(AttributeError, match="have no `variables`"):
+            opt.variables
+    opt = vdev.optimizers.Adam(0.01, amsgrad=True, clipnorm=1.0)
+    config = opt.get_config()
+    assert config == {"name": "Adam", "weight_decay": None, "clipnorm": 1.0,
+                      "global_clipnorm": None, "clipvalue": None, "use_ema": False,
+                      "ema_momentum": 0.99, "ema_overwrite_frequency": None,
+                      "jit_compile": True, "is_legacy_optimizer": False,
+                      "learning_rate": pytest.approx(0.01), "beta_1": 0.9, "beta_2": 0.999,
+                      "epsilon": 1e-07, "amsgrad": True}
+    again = vdev.optimizers.Adam.from_config(config)
+    assert again.amsgrad is True and again.clipnorm == 1.0
+    sgd = vdev.optimizers.SGD(0.1, 0.5, True).get_config()
+    assert (sgd["learning_rate"], sgd["momentum"], sgd["nesterov"]) == (0.1, 0.5, True)
+
+
+def test_losses_take_keras_arguments_in_its_order():
+    cce = vdev.losses.CategoricalCrossentropy(True, 0.0, -1, "sum")
+    assert cce.reduction == "sum" and cce.axis == -1
+    with pytest.raises(ValueError, match="takes axis=-1 only"):
+        vdev.losses.CategoricalCrossentropy(True, axis=0)
+    scce = vdev.losses.SparseCategoricalCrossentropy(True, None, "sum")
+    assert scce.reduction == "sum" and scce.ignore_class is None
+    with pytest.raises(ValueError, match="takes ignore_class=None only"):
+        vdev.losses.SparseCategoricalCrossentropy(True, ignore_class=255)
+
+
+def test_dense_takes_keras_arguments_and_gives_its_config():
+    d = vdev.layers.Dense(3, "relu", True, "glorot_uniform", "zeros", None, None, None, None,
+                          None, dtype="float32", name="d", seed=4)
+    assert d.units == 3
+    assert vdev.layers.Dense(2, dtype=vdev.float32).units == 2
+    for arg in ("kernel_regularizer", "bias_regularizer", "activity_regularizer"):
+        with pytest.raises(ValueError, match="vdev has no regularizers"):
+            vdev.layers.Dense(2, **{arg: "l2"})
+    with pytest.raises(ValueError, match="vdev has no weight constraints"):
+        vdev.layers.Dense(2, kernel_constraint="non_neg")
+    with pytest.raises(ValueError, match="takes dtype=None or 'float32' only"):
+        vdev.layers.Dense(2, dtype="float64")
+    config = d.get_config()
+    assert config == {"name": "d", "trainable": True, "dtype": "float32", "units": 3,
+                      "activation": "relu", "use_bias": True,
+                      "kernel_initializer": {"class_name": "GlorotUniform",
+                                             "config": {"seed": 4}},
+                      "kernel_regularizer": None, "bias_regularizer": None,
+                      "activity_regularizer": None, "kernel_constraint": None,
+                      "bias_constraint": None,
+                      "bias_initializer": {"class_name": "Zeros", "config": {}}}
+    assert vdev.layers.Dense(1).get_config()["activation"] == "linear"

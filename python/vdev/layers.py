@@ -197,8 +197,21 @@ class Dense(Layer):
     first call. Initializers draw with ``seed`` (None: vdev.random's)."""
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
-                 bias_initializer="zeros", input_dim=None, input_shape=None, seed=None,
-                 name=None):
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                 input_dim=None, input_shape=None, seed=None, name=None, dtype=None):
+        for arg, x, what in (("kernel_regularizer", kernel_regularizer, "regularizers"),
+                             ("bias_regularizer", bias_regularizer, "regularizers"),
+                             ("activity_regularizer", activity_regularizer, "regularizers"),
+                             ("kernel_constraint", kernel_constraint, "weight constraints"),
+                             ("bias_constraint", bias_constraint, "weight constraints")):
+            if x is not None:
+                raise ValueError("vdev's Dense takes %s=None only, not %r: vdev has no %s"
+                                 % (arg, x, what))
+        if dtype is not None and getattr(dtype, "name", dtype) != "float32":
+            raise ValueError("vdev's Dense takes dtype=None or 'float32' only, not %r: vdev's "
+                             "layers compute in float32 (no mixed precision or float64)"
+                             % (dtype,))
         super().__init__(name)
         try:
             n = _lib.index(units, "units")
@@ -231,6 +244,22 @@ class Dense(Layer):
     def built(self):
         """Whether the kernel (and bias) are made."""
         return self.kernel is not None
+
+    def get_config(self):
+        """Keras's Dense config, for what vdev's Dense has: name,
+        trainable, dtype, units, activation (its name), use_bias, the
+        initializers serialized, and None for the regularizers and
+        constraints vdev has not."""
+        act = self.activation
+        names = [k for k, f in _ACTIVATIONS.items() if k and f is act]
+        activation = "linear" if act is None else (names[0] if names else act.__name__)
+        return {"name": self.name, "trainable": True, "dtype": "float32", "units": self.units,
+                "activation": activation, "use_bias": self.use_bias,
+                "kernel_initializer": initializers.serialize(self.kernel_initializer),
+                "bias_initializer": initializers.serialize(self.bias_initializer),
+                "kernel_regularizer": None, "bias_regularizer": None,
+                "activity_regularizer": None, "kernel_constraint": None,
+                "bias_constraint": None}
 
     def build(self, input_dim):
         """Makes W [input_dim, units] and b [units] on the layer's device."""

@@ -149,9 +149,13 @@ class CategoricalCrossentropy:
     one-hot (or probability) rows. vdev computes it from logits, so
     from_logits must be True. Reduction 'none' gives one loss per example."""
 
-    def __init__(self, from_logits=False, label_smoothing=0.0, reduction="auto",
+    def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1, reduction="auto",
                  name="categorical_crossentropy"):
         self.reduction = _check_reduction(reduction)
+        if isinstance(axis, bool) or axis != -1:
+            raise ValueError("vdev's CategoricalCrossentropy takes axis=-1 only (the classes "
+                             "on the last axis), not %r" % (axis,))
+        self.axis = -1
         if not from_logits:
             raise ValueError("vdev computes the cross-entropy from logits: pass "
                              "from_logits=True (and give the model no softmax at its end)")
@@ -205,9 +209,13 @@ class SparseCategoricalCrossentropy:
     True. vdev's op gives the mean only: for one loss per example, use
     CategoricalCrossentropy with one-hot labels."""
 
-    def __init__(self, from_logits=False, reduction="auto",
+    def __init__(self, from_logits=False, ignore_class=None, reduction="auto",
                  name="sparse_categorical_crossentropy"):
         self.reduction = _check_reduction(reduction, per_example=False)
+        if ignore_class is not None:
+            raise ValueError("vdev's SparseCategoricalCrossentropy takes ignore_class=None "
+                             "only, not %r: vdev's op counts every label" % (ignore_class,))
+        self.ignore_class = None
         if not from_logits:
             raise ValueError("vdev computes the cross-entropy from logits: pass "
                              "from_logits=True (and give the model no softmax at its end)")

@@ -70,9 +70,19 @@ class Optimizer:
     replica for an optimizer made under a strategy's scope)."""
 
     def __init__(self, make, name, weight_decay=None, clipnorm=None, clipvalue=None,
-                 global_clipnorm=None):
+                 global_clipnorm=None, use_ema=False, ema_momentum=0.99,
+                 ema_overwrite_frequency=None, jit_compile=True):
         self._h = None
         self._replica_h = None  # under a strategy: one optimizer per replica
+        if use_ema is not False and use_ema != 0:
+            raise ValueError("use_ema=%r: vdev's optimizers have no exponential moving average "
+                             "(EMA) of the weights; pass use_ema=False" % (use_ema,))
+        # taken and kept as Keras keeps them (get_config); with use_ema=False
+        # Keras uses neither, and vdev's fused update ops need no XLA
+        self.use_ema = False
+        self.ema_momentum = ema_momentum
+        self.ema_overwrite_frequency = ema_overwrite_frequency
+        self.jit_compile = jit_compile
         if clipnorm is not None and global_clipnorm is not None:
             raise ValueError("At most one of `clipnorm` and `global_clipnorm` can be set. "
                              "Received: clipnorm=%s, global_clipnorm=%s."
@@ -145,6 +155,35 @@ class Optimizer:
         for h in self._handles():
             _lib.check(lib.vdev_optimizer_set_weight_decay(h, wd), {1: ValueError})
         self._weight_decay = value
+
+    def get_config(self):
+        """Keras 2.11's optimizer config: the constructor's arguments (the
+        hyperparameters as floats), and ``is_legacy_optimizer`` False."""
+        config = {"name": self.name, "weight_decay": self.weight_decay,
+                  "clipnorm": self.clipnorm, "global_clipnorm": self.global_clipnorm,
+                  "clipvalue": self.clipvalue, "use_ema": self.use_ema,
+                  "ema_momentum": self.ema_momentum,
+                  "ema_overwrite_frequency": self.ema_overwrite_frequency,
+                  "jit_compile": self.jit_compile, "is_legacy_optimizer": False}
+        config.update(self._own_config())
+        return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """A new optimizer of get_config()'s dict, as Keras's."""
+        config = dict(config)
+        config.pop("is_legacy_optimizer", None)
+        return cls(**config)
+
+    @property
+    def variables(self):
+        """Not available: vdev keeps an optimizer's state in its C optimizer,
+        not in variables (an AttributeError saying so)."""
+        raise AttributeError(
+            "vdev optimizers have no `variables`: their state (the step count and each "
+            "variable's slots) lives in vdev's C optimizer. Read `iterations` and "
+            "`get_slot_names()`, and save it with vdev.train.save_checkpoint(path, tensors, "
+            "optimizer=opt)")
 
     def exclude_from_weight_decay(self, var_list=None, var_names=None):
         """Keras 2.11's: the variables of var_list, and those whose name
@@ -390,11 +429,18 @@ class SGD(Optimizer):
     learning_rate * gradient with the new velocity, as Keras's SGD."""
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None,
-                 clipnorm=None, clipvalue=None, global_clipnorm=None, name="SGD"):
+                 clipnorm=None, clipvalue=None, global_clipnorm=None, use_ema=False,
+                 ema_momentum=0.99, ema_overwrite_frequency=None, jit_compile=True,
+                 name="SGD"):
         self._lr, self._momentum = _learning_rate(learning_rate), _momentum(momentum)
         super().__init__(lambda: lib.vdev_sgd_new(self._lr, self._momentum), name,
-                         weight_decay, clipnorm, clipvalue, global_clipnorm)
+                         weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema,
+                         ema_momentum, ema_overwrite_frequency, jit_compile)
         self.nesterov = nesterov
+
+    def _own_config(self):
+        return {"learning_rate": self._lr, "momentum": self._momentum,
+                "nesterov": self.nesterov}
 
     @property
     def nesterov(self):
@@ -439,12 +485,18 @@ class Adam(Optimizer):
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-07,
                  amsgrad=False, weight_decay=None, clipnorm=None, clipvalue=None,
-                 global_clipnorm=None, name="Adam"):
+                 global_clipnorm=None, use_ema=False, ema_momentum=0.99,
+                 ema_overwrite_frequency=None, jit_compile=True, name="Adam"):
         self._hyper = tuple(_adam_value(k, x)
                             for k, x in enumerate((learning_rate, beta_1, beta_2, epsilon)))
         super().__init__(lambda: lib.vdev_adam_new(*self._hyper), name,
-                         weight_decay, clipnorm, clipvalue, global_clipnorm)
+                         weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema,
+                         ema_momentum, ema_overwrite_frequency, jit_compile)
         self.amsgrad = amsgrad
+
+    def _own_config(self):
+        return {"learning_rate": self._hyper[0], "beta_1": self._hyper[1],
+                "beta_2": self._hyper[2], "epsilon": self._hyper[3], "amsgrad": self.amsgrad}
 
     @property
     def amsgrad(self):
