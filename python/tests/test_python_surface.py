@@ -130,6 +130,24 @@ def test_all_lists_names_that_exist():
             assert hasattr(module, name), (module.__name__, name)
 
 
+_MODULES = ("layers", "models", "optimizers", "losses", "initializers", "placement", "debugging",
+            "dlpack", "random")
+
+
+def test_modules_list_their_public_names_only():
+    for name in _MODULES:
+        module = getattr(vdev, name)
+        names = module.__all__
+        assert names and all(hasattr(module, n) and not n.startswith("_") for n in names), name
+        star = {}
+        exec("from vdev.%s import *" % name, star)
+        assert sorted(n for n in star if n != "__builtins__") == sorted(names), name
+    assert "current_device" not in vdev.layers.__all__
+    for module in (vdev, vdev.config, vdev.config.experimental, vdev.distribute, vdev.nn,
+                   vdev.train, vdev.math):
+        assert not any(n.startswith("_") for n in module.__all__), module.__name__
+
+
 def test_variable_takes_tensorflows_arguments_in_its_order():
     v = vdev.Variable([1.0, 2.0], True, True, None, "w")  # TF's positional order
     assert v.name == "w" and v.trainable is True

@@ -5,6 +5,8 @@ on standard error for every op (also VDEV_LOG_DEVICE_PLACEMENT=1)."""
 from . import _lib
 from ._lib import lib
 
+__all__ = ["get_log_device_placement", "set_log_device_placement"]
+
 
 def set_log_device_placement(enabled):
     """enabled is a bool (or 0 or 1); another value ('no', None) is a

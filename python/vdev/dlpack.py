@@ -21,6 +21,9 @@ from . import _lib
 from ._lib import lib
 from ._tensor import Tensor
 
+__all__ = ["device_of", "from_dlpack", "kDLCPU", "kDLCUDA", "live_exports", "to_capsule",
+           "to_dlpack"]
+
 kDLCPU, kDLCUDA = 1, 2
 
 # Python's capsule API. Two handles: one takes Python objects, the other raw

@@ -20,6 +20,12 @@ import numpy as np
 from . import random
 from ._tensor import constant, float32, fill, ones, zeros
 
+__all__ = ["Constant", "GlorotNormal", "GlorotUniform", "HeNormal", "HeUniform", "Initializer",
+           "LecunNormal", "LecunUniform", "Ones", "RandomNormal", "RandomUniform",
+           "TruncatedNormal", "VarianceScaling", "Zeros", "deserialize", "get", "glorot_normal",
+           "glorot_uniform", "he_normal", "he_uniform", "lecun_normal", "lecun_uniform",
+           "random_normal", "random_uniform", "serialize", "truncated_normal"]
+
 
 def _fans(shape):
     shape = tuple(int(d) for d in shape)

@@ -28,6 +28,8 @@ from . import _lib, _ops, _strategy_context, initializers, random
 from ._device import current_device, device
 from ._tensor import Tensor, Variable, float32
 
+__all__ = ["Dense", "Layer"]
+
 _ACTIVATIONS = {None: None, "linear": None, "relu": _ops.relu, "tanh": _ops.tanh,
                 "sigmoid": _ops.sigmoid, "softmax": _ops.softmax}
 

@@ -21,6 +21,9 @@ from . import _ops, _strategy_context
 from .errors import InvalidArgumentError
 from ._tensor import Tensor, int32
 
+__all__ = ["CategoricalCrossentropy", "MeanSquaredError", "Reduction",
+           "SparseCategoricalCrossentropy"]
+
 
 class Reduction:
     """``tf.keras.losses.Reduction``'s names: AUTO and SUM_OVER_BATCH_SIZE

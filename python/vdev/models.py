@@ -8,6 +8,8 @@ import numpy as np
 from . import _lib
 from .layers import Dense, Layer, _dedup
 
+__all__ = ["MLP", "Sequential"]
+
 
 class Sequential(Layer):
     """Keras's ``Sequential``: ``layers`` applied in order, each a vdev layer

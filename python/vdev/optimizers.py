@@ -62,6 +62,8 @@ from ._lib import lib
 from ._tensor import Tensor, Variable
 from .config import _bool_flag
 
+__all__ = ["Adam", "Hyperparameter", "Optimizer", "SGD"]
+
 _log = logging.getLogger("vdev")
 
 

@@ -16,6 +16,9 @@ import ctypes
 from . import _lib, errors
 from ._lib import lib
 
+__all__ = ["AuditEntry", "audit", "bytes_copied", "device_report", "get_policy", "op_count",
+           "report", "reset", "set_policy"]
+
 AuditEntry = collections.namedtuple("AuditEntry", ["op_type", "ran_on", "home", "count",
                                                    "bytes_copied"])
 

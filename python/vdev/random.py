@@ -11,6 +11,8 @@ from . import _lib
 from ._lib import lib
 from ._tensor import Tensor, _shape_arg, as_dtype, float32
 
+__all__ = ["normal", "set_seed", "uniform"]
+
 _lock = threading.Lock()
 _next = [0x5eed]
 
