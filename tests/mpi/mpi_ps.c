@@ -20,7 +20,9 @@
  * (or by a later schedule, which then schedules nothing) and by fetch,
  * naming the step and the worker, and the join or schedule that reported it
  * clears it, as in TensorFlow; the chief cannot serve; unknown steps and
- * servers; a worker context used outside its step.
+ * servers; a worker context used outside its step; a child the chief forks
+ * gets the fork error from every call, and its free and exit leave the job
+ * alone.
  *
  * Options: --out DIR, --steps N (20), --staleness K (-1: unbounded),
  * --reference, --errors. Exits 0 when everything went, else prints
@@ -29,6 +31,8 @@
 #include "../mirrored_model.h"
 
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define ROWS 48
 
@@ -107,6 +111,38 @@ static enum vdev_status step_fn(vdev_ps_worker_t *w, int64_t step, void *user)
     vdev_tensor_free(k->m.y);
     k->m.x = k->m.y = NULL;
     return st;
+}
+
+/* A child the chief forks has none of the strategy's threads and no MPI: its
+ * calls are the fork error (naming the call), freeing the strategy there only
+ * drops the handle, and its exit leaves the job alone. Returns the child's
+ * exit status (0: as it should be), -1 when it died of a signal. */
+static int forked_child_refuses(vdev_ps_strategy_t *s)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(30); /* a hang is a failure, not a stuck job */
+        static const char *const fns[2] = {"vdev_ps_schedule", "vdev_ps_join"};
+        int64_t id;
+        for (int i = 0; i < 2; i++) {
+            enum vdev_status st = i ? vdev_ps_join(s) : vdev_ps_schedule(s, 0, &id);
+            char want[96];
+            snprintf(want, sizeof want, "%s: vdev was started in process %ld, from which", fns[i],
+                     (long)getppid());
+            if (st != VDEV_ERR_UNSUPPORTED || strncmp(vdev_last_error(), want, strlen(want))) {
+                printf("%s: forked child: %s gave %s \"%s\"\n", task_id, fns[i],
+                       vdev_status_str(st), vdev_last_error());
+                exit(3);
+            }
+        }
+        vdev_ps_strategy_free(s);
+        exit(0);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return check_child_status(status);
 }
 
 static int reference(const char *out, int steps)
@@ -267,6 +303,7 @@ int main(int argc, char **argv)
             CHECK_ERR(st, VDEV_ERR_NOT_FOUND, want);
             CHECK_EQ_U64(id, (uint64_t)-1);
             CHECK_OK(vdev_ps_join(s));
+            CHECK(forked_child_refuses(s) == 0);
         }
     } else {
         if (check_errors) {

@@ -43,7 +43,8 @@
 #             the loss falls, the shards are balanced within 10% by bytes,
 #             and with max_staleness 0 the result equals one process
 #             training on the same batches; that run also checks the
-#             errors of the calls (mpi_ps.c --errors).
+#             errors of the calls (mpi_ps.c --errors), and those of a child the
+#             chief forks (the fork error; its free and exit leave the job alone).
 #   examples  the README's two examples (examples/mpi), run as the README
 #             runs them: multi_worker.c on 4 processes fits 384 MiB everywhere
 #             but on worker 1 (256 MiB), whose error names its device;
