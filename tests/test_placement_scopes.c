@@ -4,7 +4,9 @@
  * with TensorFlow's "unknown device"); a name that gives no device ("", a job,
  * replica or task alone) keeps the enclosing scope, and outside any scope
  * adds no constraint (its ops are placed as unscoped ops); and
- * threads that toggle soft placement while others run ops in such a scope. */
+ * threads that toggle soft placement while others run ops in such a scope;
+ * and the scopes vdev opens itself (a gradient's ops, an optimizer's update)
+ * inside the 64 a caller may open. */
 #define _GNU_SOURCE
 #include "check.h"
 
@@ -190,12 +192,45 @@ static void test_threads(void)
     CHECK_EQ_U64((uint64_t)(bad[0] + bad[1]), (uint64_t)(0));
 }
 
+/* With the 64 device scopes a caller may open, the 65th is the nesting
+ * error, and what pushes a scope of its own (each gradient op runs in one on
+ * its forward op's device, an optimizer's new slots in one on the variable's)
+ * still works: it used to stop the process on an assertion. */
+static void test_internal_scopes_at_depth_64(void)
+{
+    check_fresh("1x1GiB");
+    vdev_tensor_t *v = vdev_variable(vdev_tensor_fill(SHAPE, 1, VDEV_F32, 3.0));
+    for (int d = 0; d < 64; d++)
+        CHECK_OK(vdev_device_push("/device:CPU:0"));
+    CHECK_STATUS(vdev_device_push("/device:CPU:0"), VDEV_ERR_INVALID_ARG);
+    CHECK_STR(vdev_last_error(), "device scopes nested deeper than 64");
+    CHECK_STATUS(vdev_device_push(NULL), VDEV_ERR_INVALID_ARG);
+    CHECK_STATUS(vdev_device_push(""), VDEV_ERR_INVALID_ARG);
+    vdev_tape_t *t = vdev_tape_begin();
+    vdev_tensor_t *y = vdev_mul(v, v), *g = NULL;
+    CHECK_OK(vdev_tape_gradient(t, y, &v, 1, &g));
+    vdev_tape_end(t);
+    float h[4];
+    CHECK_OK(vdev_tensor_to_host(g, h, sizeof h));
+    CHECK(h[0] == 6.0f && h[3] == 6.0f);
+    vdev_optimizer_t *opt = vdev_adam_new(0.1f, 0.9f, 0.999f, 1e-7f);
+    CHECK_OK(vdev_optimizer_apply(opt, &v, &g, 1));
+    vdev_optimizer_free(opt);
+    vdev_tensor_free(g);
+    vdev_tensor_free(y);
+    for (int d = 0; d < 64; d++)
+        CHECK_OK(vdev_device_pop());
+    CHECK_STATUS(vdev_device_pop(), VDEV_ERR_INVALID_ARG);
+    vdev_tensor_free(v);
+}
+
 int main(void)
 {
     test_soft_off_in_open_scope();
     test_real_device_ignores_soft();
     test_names_without_device();
     test_threads();
+    test_internal_scopes_at_depth_64();
     check_fresh(NULL);
     return check_done();
 }

@@ -23,6 +23,10 @@
 #include <string.h>
 
 #define MAX_SCOPE_DEPTH 64
+/* Room above the public cap for the scopes vdev pushes itself (a gradient's
+ * op, a replica's step, an optimizer's update), so that they work inside
+ * MAX_SCOPE_DEPTH scopes a caller opened: they nest a few deep at most. */
+#define INTERNAL_SCOPE_ROOM 16
 #define MAX_AUDIT 256
 
 #define MAX_SOFT_WARNED 64
@@ -41,7 +45,7 @@ struct scope {
     int soft;
     int none; /* a name of no device outside any scope: dev is NULL */
 };
-static _Thread_local struct scope scope_stack[MAX_SCOPE_DEPTH];
+static _Thread_local struct scope scope_stack[MAX_SCOPE_DEPTH + INTERNAL_SCOPE_ROOM];
 static _Thread_local int scope_depth;
 static _Thread_local char scope_name[96]; /* vdev_device_current() of a soft-placed scope */
 
@@ -121,7 +125,7 @@ static enum vdev_status unknown_device(const struct vdev_device_name *dn, int in
  * (ops in it are placed as unscoped ops; "GPU" inside it is GPU:0). */
 static enum vdev_status push_merged(void)
 {
-    if (scope_depth == MAX_SCOPE_DEPTH)
+    if (scope_depth >= MAX_SCOPE_DEPTH)
         return vdev_error(VDEV_ERR_INVALID_ARG, "device scopes nested deeper than %d",
                           MAX_SCOPE_DEPTH);
     if (scope_depth) {
@@ -141,7 +145,7 @@ VDEV_API enum vdev_status vdev_device_push(const char *device)
     if (!device) { /* tf.device(None): a scope of no device, whatever encloses it */
         if ((st = vdev_init()) != VDEV_OK)
             return st;
-        if (scope_depth == MAX_SCOPE_DEPTH)
+        if (scope_depth >= MAX_SCOPE_DEPTH)
             return vdev_error(VDEV_ERR_INVALID_ARG, "device scopes nested deeper than %d",
                               MAX_SCOPE_DEPTH);
         scope_stack[scope_depth++] =
@@ -166,7 +170,7 @@ VDEV_API enum vdev_status vdev_device_push(const char *device)
             return unknown_device(&dn, index);
         d = vdev_runtime_default_device();
     }
-    if (scope_depth == MAX_SCOPE_DEPTH)
+    if (scope_depth >= MAX_SCOPE_DEPTH)
         return vdev_error(VDEV_ERR_INVALID_ARG, "device scopes nested deeper than %d",
                           MAX_SCOPE_DEPTH);
     int soft = d->type != dn.type || d->index != index;
@@ -262,7 +266,7 @@ int vdev_placement_scope_failed(void)
 
 void vdev_placement_push_dev(struct vdev_ldev *d)
 {
-    VDEV_ASSERT(scope_depth < MAX_SCOPE_DEPTH);
+    VDEV_ASSERT(scope_depth < MAX_SCOPE_DEPTH + INTERNAL_SCOPE_ROOM);
     scope_stack[scope_depth++] =
         (struct scope){d, d->type, d->index, vdev_runtime_generation(), 0, 0};
 }
