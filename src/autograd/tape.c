@@ -61,9 +61,12 @@ struct tape {
     int explicit_watch;                 /* VDEV_TAPE_WATCH_EXPLICIT */
     const struct vdev_tens **watched;   /* its variables (held), in order of vdev_tape_watch */
     int n_watched, cap_watched;
+    const struct vdev_tens **wset;      /* the same, a hash set of 2 * cap_watched (ptr_slot) */
 };
 
 static struct vdev_handle_table tapes = VDEV_HANDLE_TABLE("tape", 2, struct tape);
+
+_Thread_local uint64_t vdev_tape_lookup_steps;
 
 /* Gradients by tensor: open addressing over tensor pointers. */
 struct gmap {
@@ -78,8 +81,11 @@ static size_t ptr_slot(const struct vdev_tens *const *keys, size_t cap, const st
 {
     size_t h = ((uintptr_t)k >> 4) * 0x9e3779b97f4a7c15ull;
     size_t i = h & (cap - 1);
-    while (keys[i] && keys[i] != k)
+    vdev_tape_lookup_steps++;
+    while (keys[i] && keys[i] != k) {
         i = (i + 1) & (cap - 1);
+        vdev_tape_lookup_steps++;
+    }
     return i;
 }
 
@@ -121,10 +127,7 @@ static int wants(void *vtape, const struct vdev_tens *x)
     const struct tape *t = vtape;
     if (!x->is_variable)
         return 1;
-    for (int i = 0; i < t->n_watched; i++)
-        if (t->watched[i] == x)
-            return 1;
-    return 0;
+    return t->wset && t->wset[ptr_slot(t->wset, 2 * (size_t)t->cap_watched, x)] == x;
 }
 
 /* Puts t on this thread's hook: it records from now on. */
@@ -199,7 +202,8 @@ static void finish(struct tape *t)
     for (int i = 0; i < t->n_watched; i++)
         vdev_tens_release(t->watched[i]);
     free(t->watched);
-    t->watched = NULL;
+    free(t->wset);
+    t->watched = t->wset = NULL;
     t->n_watched = t->cap_watched = 0;
     t->cap = 0;
     vdev_handle_release(&tapes, t);
@@ -313,7 +317,7 @@ VDEV_API vdev_tape_t *vdev_tape_begin_ex(unsigned flags)
     t->thread = vdev_thread_id();
     t->rgen = vdev_runtime_generation();
     t->explicit_watch = (flags & VDEV_TAPE_WATCH_EXPLICIT) != 0;
-    t->watched = NULL;
+    t->watched = t->wset = NULL;
     t->n_watched = t->cap_watched = 0;
     atomic_init(&t->recording, 1);
     atomic_init(&t->released, 0);
@@ -483,27 +487,34 @@ VDEV_API enum vdev_status vdev_tape_watch(vdev_tape_t *h, const vdev_tensor_t *v
         return VDEV_OK; /* every variable is watched, or this one is already */
     if (t->n_watched == t->cap_watched) {
         int cap = t->cap_watched ? 2 * t->cap_watched : 8;
-        const struct vdev_tens **w = realloc(t->watched, (size_t)cap * sizeof *w);
-        if (!w)
+        const struct vdev_tens **set = calloc(2 * (size_t)cap, sizeof *set);
+        const struct vdev_tens **w = set ? realloc(t->watched, (size_t)cap * sizeof *w) : NULL;
+        if (!w) {
+            free(set);
             return vdev_error(VDEV_ERR_OOM, "vdev_tape_watch: out of host memory");
+        }
+        for (int i = 0; i < t->n_watched; i++)
+            set[ptr_slot(set, 2 * (size_t)cap, w[i])] = w[i];
+        free(t->wset);
         t->watched = w;
+        t->wset = set;
         t->cap_watched = cap;
     }
     vdev_tens_retain(v);
     t->watched[t->n_watched++] = v;
+    t->wset[ptr_slot(t->wset, 2 * (size_t)t->cap_watched, v)] = v;
     return VDEV_OK;
 }
 
 /* Node k's output gradient (in slot) is complete and no longer needed once
  * k has run or been skipped, since node k is the only producer of out and
  * earlier nodes cannot read it: it is released unless the caller asked for
- * out itself as one of the n_vars variables. */
+ * out itself as one of the variables (the set `asked`). */
 static void gmap_drop_unasked(struct gmap *m, size_t slot, const struct vdev_tens *out,
-                              const struct vdev_tens *const *vars, int n_vars)
+                              const struct tset *asked)
 {
-    for (int i = 0; i < n_vars; i++)
-        if (vars[i] == out)
-            return;
+    if (tset_has(asked, out))
+        return;
     vdev_tens_release(m->vals[slot]);
     m->vals[slot] = NULL;
 }
@@ -636,17 +647,21 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
     m.keys = calloc(m.cap, sizeof *m.keys);
     m.vals = calloc(m.cap, sizeof *m.vals);
     struct tset leads = {calloc(m.cap, sizeof *leads.keys), m.cap};
+    struct tset asked = {calloc(m.cap, sizeof *asked.keys), m.cap};
     const struct vdev_tens **vars = malloc(((size_t)n_vars + 1) * sizeof *vars);
-    if (!m.keys || !m.vals || !leads.keys || !vars) {
+    if (!m.keys || !m.vals || !leads.keys || !asked.keys || !vars) {
         free(m.keys);
         free(m.vals);
         free(leads.keys);
+        free(asked.keys);
         free(vars);
         return vdev_error(VDEV_ERR_OOM, "out of host memory computing gradients");
     }
     for (int i = 0; i < n_vars && st == VDEV_OK; i++)
         if (!(vars[i] = vdev_tens_use(hvars[i], fn)))
             st = VDEV_ERR_INVALID_ARG;
+        else
+            tset_add(&asked, vars[i]);
     if (st != VDEV_OK)
         goto done;
     /* Mark what depends on a requested variable, in recording order (a
@@ -700,7 +715,7 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
         }
         if (!ga.need) {
             /* Nothing asked for lies behind this op. */
-            gmap_drop_unasked(&m, slot, r->out, vars, n_vars);
+            gmap_drop_unasked(&m, slot, r->out, &asked);
             continue;
         }
         ga.out = r->out;
@@ -732,7 +747,7 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
                 vdev_tens_release(din[i]);
         }
         vdev_placement_pop_dev();
-        gmap_drop_unasked(&m, slot, r->out, vars, n_vars);
+        gmap_drop_unasked(&m, slot, r->out, &asked);
     }
 
     for (int i = 0; i < n_vars && st == VDEV_OK; i++) {
@@ -758,6 +773,7 @@ done:
     free(m.keys);
     free(m.vals);
     free(leads.keys);
+    free(asked.keys);
     free(vars);
     if (st != VDEV_OK)
         for (int i = 0; i < n_vars; i++) {

@@ -214,6 +214,11 @@ struct vdev_tape_hook {
     void *paused;
 };
 extern _Thread_local struct vdev_tape_hook vdev_tape_hook;
+/* Thread-local, for the tests: the entries the tape has compared while
+ * looking tensors up (its hash probes, and every comparison of a search by
+ * scan), so that a test can tell linear work from quadratic without a
+ * clock. */
+extern _Thread_local uint64_t vdev_tape_lookup_steps;
 /* Thread-local: while the tape runs an op's gradient, that op's home (the
  * device of the variables it read, -1 for none), which every op of the
  * gradient takes as its own, so the placement audit credits dW = x^T.dY to
