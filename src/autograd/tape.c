@@ -45,6 +45,7 @@
  * paused) elsewhere is freed by its own thread at its next op, its next
  * vdev_tape_begin or its exit. A tape remembers the runtime it was begun
  * under: after vdev_shutdown() it can only be ended. */
+#include "autograd/tape_sets.h"
 #include "ops/ops.h"
 
 #include <string.h>
@@ -67,54 +68,6 @@ struct tape {
 static struct vdev_handle_table tapes = VDEV_HANDLE_TABLE("tape", 2, struct tape);
 
 _Thread_local uint64_t vdev_tape_lookup_steps;
-
-/* Gradients by tensor: open addressing over tensor pointers. */
-struct gmap {
-    const struct vdev_tens **keys;
-    struct vdev_tens **vals;
-    size_t cap;
-};
-
-/* k's slot among keys[0..cap) (cap a power of two): where it is, or the
- * empty slot where it goes. The gradient map and the tensor set share it. */
-static size_t ptr_slot(const struct vdev_tens *const *keys, size_t cap, const struct vdev_tens *k)
-{
-    size_t h = ((uintptr_t)k >> 4) * 0x9e3779b97f4a7c15ull;
-    size_t i = h & (cap - 1);
-    vdev_tape_lookup_steps++;
-    while (keys[i] && keys[i] != k) {
-        i = (i + 1) & (cap - 1);
-        vdev_tape_lookup_steps++;
-    }
-    return i;
-}
-
-static size_t gmap_slot(const struct gmap *m, const struct vdev_tens *k)
-{
-    return ptr_slot(m->keys, m->cap, k);
-}
-
-/* The tensors that lead to a requested variable: a set over tensor pointers,
- * open addressing, the same capacity and hash as the gradient map. */
-struct tset {
-    const struct vdev_tens **keys;
-    size_t cap;
-};
-
-static size_t tset_slot(const struct tset *s, const struct vdev_tens *k)
-{
-    return ptr_slot(s->keys, s->cap, k);
-}
-
-static int tset_has(const struct tset *s, const struct vdev_tens *k)
-{
-    return s->keys[tset_slot(s, k)] != NULL;
-}
-
-static void tset_add(struct tset *s, const struct vdev_tens *k)
-{
-    s->keys[tset_slot(s, k)] = k;
-}
 
 static enum vdev_status record(void *vtape, const struct vdev_op_record *r);
 static void end_released(struct tape *t);
@@ -239,7 +192,10 @@ static void at_thread_exit(void *unused)
         }
 }
 
-static void make_exit_key(void) { exit_key_made = pthread_key_create(&exit_key, at_thread_exit) == 0; }
+static void make_exit_key(void)
+{
+    exit_key_made = pthread_key_create(&exit_key, at_thread_exit) == 0;
+}
 
 /* ---- the public calls ---- */
 
