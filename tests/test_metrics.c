@@ -111,6 +111,9 @@ static void test_values(void)
         sample(body, "vdev_copied_bytes_total{from=\"/device:GPU:0\",to=\"/device:GPU:1\"}"),
         vdev_placement_bytes_copied("GPU:0", "GPU:1"));
     CHECK(vdev_placement_bytes_copied("GPU:0", "GPU:1") >= 64 * 64 * 4);
+    /* a pair that copied nothing has no line (n devices would give n(n-1)) */
+    CHECK_EQ_U64(vdev_placement_bytes_copied("GPU:1", "CPU:0"), 0);
+    CHECK(!strstr(body, "vdev_copied_bytes_total{from=\"/device:GPU:1\",to=\"/device:CPU:0\"}"));
     /* the histogram: ops were timed while served; cumulative; +Inf == _count */
     const char *lab = "device=\"/device:GPU:0\",physical=\"0\",backend=\"sim\"";
     char s[256];

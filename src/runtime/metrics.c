@@ -264,6 +264,8 @@ static void write_metrics(FILE *f)
         }
     }
 
+    /* only the pairs that copied, as vdev_ops_total lists only the ops that
+     * ran: every pair of 129 devices would be 16,512 lines of zeros */
     family(f, "vdev_copied_bytes_total", "counter",
            "Bytes copied from one logical device to another.");
     for (int i = 0; i < n; i++)
@@ -271,8 +273,10 @@ static void write_metrics(FILE *f)
             if (i == j)
                 continue;
             const char *a = vdev_runtime_device(i)->name, *b = vdev_runtime_device(j)->name;
-            fprintf(f, "vdev_copied_bytes_total{from=\"%s\",to=\"%s\"} %llu\n", a, b,
-                    (unsigned long long)vdev_placement_bytes_copied(a, b));
+            uint64_t c = vdev_placement_bytes_copied(a, b);
+            if (c)
+                fprintf(f, "vdev_copied_bytes_total{from=\"%s\",to=\"%s\"} %llu\n", a, b,
+                        (unsigned long long)c);
         }
 
     family(f, "vdev_op_duration_seconds", "histogram",
