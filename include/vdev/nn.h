@@ -46,6 +46,9 @@ typedef struct vdev_dense vdev_dense_t;
  * current device scope. */
 VDEV_API vdev_dense_t *vdev_dense_new(int64_t in, int64_t out, enum vdev_activation act,
                                       uint64_t seed);
+/* y as a new tensor (the caller's, or the current scope's); the tensors made on
+ * the way are freed before it returns, as vdev_mlp_forward frees its layers'
+ * outputs but the last (a tape that recorded them keeps what it needs). */
 VDEV_API vdev_tensor_t *vdev_dense_forward(vdev_dense_t *layer, const vdev_tensor_t *x);
 VDEV_API void vdev_dense_free(vdev_dense_t *layer);
 

@@ -80,7 +80,19 @@ VDEV_API vdev_tensor_t *vdev_dense_forward(vdev_dense_t *h, const vdev_tensor_t 
     const struct dense *l = vdev_nn_object_of(&denses, h, "vdev_dense_forward");
     if (!l)
         return NULL;
-    return activate(vdev_add(vdev_matmul(x, l->w, false, false), l->b), l->act);
+    /* The intermediates are freed here (a tape that recorded them holds its
+     * own references): outside a scope the caller has no handle to them. */
+    vdev_tensor_t *m = vdev_matmul(x, l->w, false, false);
+    if (!m)
+        return NULL;
+    vdev_tensor_t *z = vdev_add(m, l->b);
+    vdev_tensor_free(m);
+    if (!z)
+        return NULL;
+    vdev_tensor_t *y = activate(z, l->act);
+    if (y != z)
+        vdev_tensor_free(z);
+    return y;
 }
 
 VDEV_API void vdev_dense_free(vdev_dense_t *h)
@@ -159,10 +171,14 @@ VDEV_API vdev_tensor_t *vdev_mlp_forward(vdev_mlp_t *hm, const vdev_tensor_t *x)
     const struct mlp *m = vdev_nn_object_of(&mlps, hm, "vdev_mlp_forward");
     if (!m)
         return NULL;
-    const vdev_tensor_t *h = x;
-    vdev_tensor_t *y = NULL;
-    for (int i = 0; i < m->n_layers; i++)
-        h = y = vdev_dense_forward(m->layers[i], h);
+    vdev_tensor_t *y = NULL; /* the last layer's output, this call's own */
+    for (int i = 0; i < m->n_layers; i++) {
+        vdev_tensor_t *next = vdev_dense_forward(m->layers[i], y ? y : x);
+        vdev_tensor_free(y); /* the next layer's input, made here (NULL: none) */
+        if (!next)
+            return NULL;
+        y = next;
+    }
     return y;
 }
 
