@@ -183,6 +183,11 @@ static void test_shape_errors(const char *dev)
 #undef RS
     CHECK(vdev_reshape(a34, ns, 5) == NULL);
     CHECK(vdev_last_status() == VDEV_ERR_INVALID_ARG);
+    CHECK_STR(vdev_last_error(), "Reshape: tensors have 0 to 4 dimensions, not 5");
+    /* a NULL shape is named as such, not as a count of dimensions */
+    CHECK(vdev_reshape(a34, NULL, 2) == NULL);
+    CHECK(vdev_last_status() == VDEV_ERR_INVALID_ARG);
+    CHECK_STR(vdev_last_error(), "Reshape: shape is NULL and ndim 2");
 
     CHECK(vdev_transpose(t3) == NULL);
     CHECK_MSG("[2,3,4]");

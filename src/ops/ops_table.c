@@ -221,9 +221,13 @@ VDEV_API vdev_tensor_t *vdev_reshape(const vdev_tensor_t *a, const int64_t *shap
 {
     if (!a)
         return NULL;
-    if (ndim < 0 || ndim > VDEV_MAX_DIMS || (ndim && !shape)) {
+    if (ndim < 0 || ndim > VDEV_MAX_DIMS) {
         vdev_error(VDEV_ERR_INVALID_ARG, "Reshape: tensors have 0 to %d dimensions, not %d",
                    VDEV_MAX_DIMS, ndim);
+        return NULL;
+    }
+    if (ndim && !shape) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "Reshape: shape is NULL and ndim %d", ndim);
         return NULL;
     }
     struct vdev_op_params p;
