@@ -30,8 +30,9 @@ extern "C" {
  * ended. */
 
 typedef struct vdev_tape vdev_tape_t;
-/* Starts recording; NULL if a tape is already recording, or paused, on this
- * thread. */
+/* Starts recording; NULL with VDEV_ERR_INVALID_ARG if a tape is already
+ * recording on this thread ("a tape is already recording on this thread"),
+ * or paused ("a tape is paused on this thread (vdev_tape_pause): ..."). */
 VDEV_API vdev_tape_t *vdev_tape_begin(void);
 /* vdev_tape_begin with flags: VDEV_TAPE_WATCH_EXPLICIT records only ops that
  * read a variable given to vdev_tape_watch (from that call on) or a tensor

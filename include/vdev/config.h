@@ -221,6 +221,8 @@ VDEV_API enum vdev_status vdev_device_details(const char *physical_device,
  * threads stayed in the parent): start vdev after fork(), or spawn the child
  * instead. */
 VDEV_API enum vdev_status vdev_init(void);
+/* Whether the runtime runs: started (vdev_init, or a call that starts it)
+ * and not shut down since. Starts nothing. */
 VDEV_API bool vdev_is_initialized(void);
 /* Frees every device's memory and returns to the unconfigured state (for
  * tests and tools). Not thread-safe with other calls in flight. In a forked

@@ -91,8 +91,10 @@ VDEV_API const char *vdev_comm_device(const vdev_comm_t *comm, int rank);
  * own, and NCCL loads) or "ring" (vdev's own, everything else). Static
  * string; NULL for a bad handle. */
 VDEV_API const char *vdev_comm_implementation(const vdev_comm_t *comm);
-/* How long a rank waits for another (seconds, > 0, finite); applies to calls
- * that start after it. VDEV_ERR_INVALID_ARG otherwise. */
+/* How long a rank waits for another (seconds, > 0 and at most 1e9); applies
+ * to calls that start after it. VDEV_ERR_INVALID_ARG otherwise (a bad
+ * handle; NaN, infinite or out of range: "vdev_comm_set_timeout: 0 seconds
+ * (a timeout is > 0 and at most 1e9)"). */
 VDEV_API enum vdev_status vdev_comm_set_timeout(vdev_comm_t *comm, double seconds);
 
 /* Every rank passes n tensors of the same shapes, in the same order, f32, on
@@ -285,7 +287,9 @@ VDEV_API vdev_tensor_t *vdev_replica_batch(vdev_replica_context_t *ctx,
  * least rank 1. ..."). global_batch_size 0: the rows of the last global batch
  * this replica split in this run (vdev_replica_batch), else TensorFlow's
  * default, per_example_loss's first dimension times num_replicas_in_sync;
- * negative: VDEV_ERR_INVALID_ARG "global_batch_size must be positive.". */
+ * negative, or 0 resolved to 0 (an empty batch, as TensorFlow's
+ * assert_positive refuses it): VDEV_ERR_INVALID_ARG "global_batch_size must
+ * be positive.". */
 VDEV_API vdev_tensor_t *vdev_replica_compute_average_loss(vdev_replica_context_t *ctx,
                                                           const vdev_tensor_t *per_example_loss,
                                                           int64_t global_batch_size);

@@ -46,10 +46,14 @@ typedef struct vdev_dense vdev_dense_t;
  * current device scope. */
 VDEV_API vdev_dense_t *vdev_dense_new(int64_t in, int64_t out, enum vdev_activation act,
                                       uint64_t seed);
-/* y as a new tensor (the caller's, or the current scope's); the tensors made on
- * the way are freed before it returns, as vdev_mlp_forward frees its layers'
- * outputs but the last (a tape that recorded them keeps what it needs). */
+/* x [N, in] to [N, out], a new tensor (see vdev/tensor.h); the tensors made
+ * on the way are freed before it returns (a tape that recorded them keeps
+ * what it needs). NULL for a bad layer (VDEV_ERR_INVALID_ARG naming it) or
+ * the error of an op. */
 VDEV_API vdev_tensor_t *vdev_dense_forward(vdev_dense_t *layer, const vdev_tensor_t *x);
+/* Frees the layer and its variables. NULL is a no-op; a dead handle is
+ * VDEV_ERR_INVALID_ARG ("vdev_dense_free: not a live dense layer (freed
+ * already, or not a dense layer)"). */
 VDEV_API void vdev_dense_free(vdev_dense_t *layer);
 
 typedef struct vdev_mlp vdev_mlp_t;
@@ -57,6 +61,8 @@ typedef struct vdev_mlp vdev_mlp_t;
  * layer but the last, `output` after the last. */
 VDEV_API vdev_mlp_t *vdev_mlp_new(const int64_t *sizes, int n_sizes, enum vdev_activation hidden,
                                   enum vdev_activation output, uint64_t seed);
+/* The model's output for x [N, sizes[0]], as vdev_dense_forward: every layer's
+ * output but the last is freed before it returns. */
 VDEV_API vdev_tensor_t *vdev_mlp_forward(vdev_mlp_t *m, const vdev_tensor_t *x);
 /* The variables (W0, b0, W1, b1, ...); returns their number (fills at most
  * cap; out may be NULL only when cap is 0, to ask the number). -1 with
@@ -66,6 +72,8 @@ VDEV_API vdev_tensor_t *vdev_mlp_forward(vdev_mlp_t *m, const vdev_tensor_t *x);
  * tensor is a model's variable (vdev_mlp_variables); it is freed with its
  * model (vdev_mlp_free)"). */
 VDEV_API int vdev_mlp_variables(const vdev_mlp_t *m, vdev_tensor_t **out, int cap);
+/* Frees the model and its variables. NULL is a no-op; a dead handle is
+ * VDEV_ERR_INVALID_ARG, as vdev_dense_free's. */
 VDEV_API void vdev_mlp_free(vdev_mlp_t *m);
 
 /* ---- optimizers ---- */
@@ -103,6 +111,8 @@ VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *opt, vdev_tensor_t *var, vde
 VDEV_API enum vdev_status vdev_optimizer_get_iterations(const vdev_optimizer_t *opt,
                                                         int64_t *out);
 VDEV_API enum vdev_status vdev_optimizer_set_iterations(vdev_optimizer_t *opt, int64_t n);
+/* Frees the optimizer and its slots. NULL is a no-op; a dead handle is
+ * VDEV_ERR_INVALID_ARG, as vdev_dense_free's. */
 VDEV_API void vdev_optimizer_free(vdev_optimizer_t *opt);
 
 /* ---- optimizers: hyperparameters changed between updates ---- */

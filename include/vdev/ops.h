@@ -49,7 +49,11 @@ VDEV_API vdev_tensor_t *vdev_mean(const vdev_tensor_t *a, int axis, bool keepdim
 /* Over all elements: a 0-dimensional tensor. */
 VDEV_API vdev_tensor_t *vdev_sum_all(const vdev_tensor_t *a);
 VDEV_API vdev_tensor_t *vdev_mean_all(const vdev_tensor_t *a);
-/* Same elements, new shape; one dimension may be -1. */
+/* Same elements, new shape; one dimension may be -1. VDEV_ERR_INVALID_ARG
+ * for ndim outside 0..4 ("Reshape: tensors have 0 to 4 dimensions, not 5")
+ * or shape NULL with ndim > 0 ("Reshape: shape is NULL and ndim 2");
+ * VDEV_ERR_SHAPE, in TensorFlow's words, for a shape of another number of
+ * elements, two -1s or a negative size. */
 VDEV_API vdev_tensor_t *vdev_reshape(const vdev_tensor_t *a, const int64_t *shape, int ndim);
 VDEV_API vdev_tensor_t *vdev_transpose(const vdev_tensor_t *a); /* 2-D */
 /* mean((pred - target)^2), a 0-dimensional tensor; 0 for an empty batch

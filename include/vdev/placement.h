@@ -37,6 +37,8 @@ extern "C" {
  * the default device for a missing one fails its next op once soft
  * placement is off, as TensorFlow resolves a scope per op. */
 VDEV_API enum vdev_status vdev_device_push(const char *device);
+/* Closes the innermost device scope; VDEV_ERR_INVALID_ARG without one
+ * ("vdev_device_pop without a matching push"). */
 VDEV_API enum vdev_status vdev_device_pop(void);
 /* The innermost device scope's name in TensorFlow's form (context.device_name):
  * "/job:localhost/replica:0/task:0/device:GPU:1", the device the scope named
@@ -52,7 +54,8 @@ enum vdev_placement_policy {
 };
 /* Code wins over VDEV_PLACEMENT (copy|strict|tf), read at start-up (and by
  * the getter before it, as vdev_config_get_soft_device_placement: a
- * malformed value reads as VDEV_PLACEMENT_COPY, with start-up's error). */
+ * malformed value reads as VDEV_PLACEMENT_COPY, with start-up's error).
+ * Another value is VDEV_ERR_INVALID_ARG ("unknown placement policy 7"). */
 VDEV_API enum vdev_status vdev_set_placement_policy(enum vdev_placement_policy p);
 VDEV_API enum vdev_placement_policy vdev_get_placement_policy(void);
 /* One line per op executed on stderr, in TensorFlow's form:

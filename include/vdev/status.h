@@ -58,7 +58,8 @@ enum vdev_status {
     VDEV_STATUS_COUNT
 };
 
-/* A static name for each code ("VDEV_ERR_OOM"); never NULL. */
+/* A static name for each code ("VDEV_ERR_OOM"); "VDEV_ERR_UNKNOWN" for a
+ * value that is no code (VDEV_STATUS_COUNT included); never NULL. */
 VDEV_API const char *vdev_status_str(enum vdev_status s);
 /* The message of the calling thread's most recent failure ("" if none). The
  * string stays valid until the next vdev call on this thread. */

@@ -49,6 +49,14 @@ typedef struct vdev_tensor vdev_tensor_t;
 enum vdev_dtype { VDEV_F32 = 0, VDEV_I32, VDEV_DTYPE_COUNT };
 #define VDEV_MAX_DIMS 4
 
+/* A new tensor of zeros (or ones). Every call that makes a tensor from a
+ * shape checks it: VDEV_ERR_INVALID_ARG for ndim outside 0..4 ("tensors have
+ * 0 to 4 dimensions, not 5"), shape NULL with ndim > 0 ("shape is NULL"), a
+ * negative dimension ("dimension 0 is negative (-1)"), 2^60 elements or more
+ * ("vdev_tensor_ones: shape [...] is too large (2^60 elements or more)"),
+ * or a dtype that is none ("unknown dtype 2"); VDEV_ERR_OOM when the device
+ * has no room, in TensorFlow's words ("OOM when allocating tensor with
+ * shape[...] ..."). */
 VDEV_API vdev_tensor_t *vdev_tensor_zeros(const int64_t *shape, int ndim, enum vdev_dtype dtype);
 VDEV_API vdev_tensor_t *vdev_tensor_ones(const int64_t *shape, int ndim, enum vdev_dtype dtype);
 /* Every element = value: rounded to float for f32; for i32 truncated toward
@@ -93,6 +101,8 @@ VDEV_API vdev_tensor_t *vdev_stop_gradient(const vdev_tensor_t *t);
  * it is freed with its optimizer (vdev_optimizer_free)". */
 VDEV_API void vdev_tensor_free(vdev_tensor_t *t);
 
+/* The number of dimensions (0 to 4) and of elements; -1 with
+ * VDEV_ERR_INVALID_ARG for a handle that is not a live tensor. */
 VDEV_API int vdev_tensor_ndim(const vdev_tensor_t *t);
 /* Size of one axis (negative counts from the end); -1 and VDEV_ERR_INVALID_ARG
  * naming the axis as given when there is no such axis. */
