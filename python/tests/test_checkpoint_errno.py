@@ -45,8 +45,13 @@ def _env():
 
 def _save_in_child(path, prefix=(), preexec=None):
     """(class name, message) of the child's save to path."""
-    r = subprocess.run(list(prefix) + [sys.executable, "-c", CHILD, path], env=_env(),
-                       preexec_fn=preexec, capture_output=True, text=True, timeout=120)
+    env, cmd = _env(), [sys.executable, "-c", CHILD, path]
+    if prefix and env.get("LD_PRELOAD"):
+        # a sanitizer's runtime goes to Python alone (ThreadSanitizer's,
+        # preloaded into the shell, crashes it), as cmake/bindings.cmake says
+        cmd = ["env", "LD_PRELOAD=" + env.pop("LD_PRELOAD")] + cmd
+    r = subprocess.run(list(prefix) + cmd, env=env, preexec_fn=preexec, capture_output=True,
+                       text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     return tuple(r.stdout.strip().split("|", 1))
 
