@@ -70,7 +70,7 @@ static struct vdev_handle_table tapes = VDEV_HANDLE_TABLE("tape", 2, struct tape
 _Thread_local uint64_t vdev_tape_lookup_steps;
 
 static enum vdev_status record(void *vtape, const struct vdev_op_record *r);
-static void end_released(struct tape *t);
+static void end_if_released(struct tape *t);
 
 /* The dispatcher's question for a tape that watches only what it was
  * given: a variable counts when watched; any other tensor that needs a
@@ -109,8 +109,7 @@ static enum vdev_status record(void *vtape, const struct vdev_op_record *r)
         vdev_tens_retain(r->target[i]);
     }
     vdev_tens_retain(r->out);
-    if (atomic_load(&t->released))
-        end_released(t); /* its owner let it go on another thread: drop it with this op */
+    end_if_released(t); /* its owner let it go on another thread: drop it with this op */
     return VDEV_OK;
 }
 
@@ -174,6 +173,13 @@ static void end_released(struct tape *t)
         finish(t);
 }
 
+/* On t's thread (t may be NULL): ends t when another thread released it. */
+static void end_if_released(struct tape *t)
+{
+    if (t && atomic_load(&t->released))
+        end_released(t);
+}
+
 /* ---- a thread that exits while its tape records stops it ---- */
 
 static pthread_key_t exit_key;
@@ -187,8 +193,7 @@ static void at_thread_exit(void *unused)
     for (int i = 0; i < 2; i++)
         if (t[i]) {
             stop(t[i]);
-            if (atomic_load(&t[i]->released))
-                end_released(t[i]);
+            end_if_released(t[i]);
         }
 }
 
@@ -238,20 +243,16 @@ VDEV_API vdev_tape_t *vdev_tape_begin(void) { return vdev_tape_begin_ex(0); }
 
 VDEV_API vdev_tape_t *vdev_tape_begin_ex(unsigned flags)
 {
-    if (vdev_runtime_forked_from()) { /* before "already recording": the parent's tape */
-        vdev_runtime_forked_error("vdev_tape_begin_ex");
+    if (vdev_runtime_refuse_forked("vdev_tape_begin_ex")) /* before "already recording" */
         return NULL;
-    }
     if (flags & ~(unsigned)VDEV_TAPE_WATCH_EXPLICIT) {
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tape_begin_ex: unknown flags 0x%x",
                    flags & ~(unsigned)VDEV_TAPE_WATCH_EXPLICIT);
         return NULL;
     }
     /* a tape released on another thread (vdev_tape_release) gives way */
-    if (vdev_tape_hook.tape && atomic_load(&((struct tape *)vdev_tape_hook.tape)->released))
-        end_released(vdev_tape_hook.tape);
-    if (vdev_tape_hook.paused && atomic_load(&((struct tape *)vdev_tape_hook.paused)->released))
-        end_released(vdev_tape_hook.paused);
+    end_if_released(vdev_tape_hook.tape);
+    end_if_released(vdev_tape_hook.paused);
     if (vdev_tape_hook.tape) {
         vdev_error(VDEV_ERR_INVALID_ARG, "a tape is already recording on this thread");
         return NULL;
@@ -392,10 +393,8 @@ VDEV_API int vdev_tape_watched_variables(vdev_tape_t *h, vdev_tensor_t **out, in
     struct tape *t = tape_of(h, fn);
     if (!t)
         return -1;
-    if (vdev_runtime_forked_from()) {
-        vdev_runtime_forked_error(fn);
+    if (vdev_runtime_refuse_forked(fn))
         return -1;
-    }
     if (cap < 0 || (cap > 0 && !out)) {
         vdev_error(VDEV_ERR_INVALID_ARG, "%s: bad arguments (out %s, cap %d)", fn,
                    out ? "set" : "NULL", cap);

@@ -149,10 +149,8 @@ static struct vdev_coll_comm *comm_of(const vdev_comm_t *h, const char *fn)
                    fn);
         return NULL;
     }
-    if (vdev_runtime_forked_from()) { /* the parent's: its devices stayed there */
-        vdev_runtime_forked_error(fn);
+    if (vdev_runtime_refuse_forked(fn)) /* the parent's: its devices stayed there */
         return NULL;
-    }
     if (s->c->rgen != vdev_runtime_generation() || !vdev_is_initialized()) {
         vdev_error(VDEV_ERR_INVALID_ARG, "%s: the communicator belongs to a runtime that was "
                                          "shut down (made before vdev_shutdown)",

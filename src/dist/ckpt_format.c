@@ -416,17 +416,16 @@ static enum vdev_status check_tiling(const struct vdev_checkpoint *ck) {
             prev = e->name;
         }
     }
+    if (at == ck->data_bytes)
+        return VDEV_OK;
+    unsigned long long extra = ck->data_bytes - at;
+    const char *s = extra == 1 ? "" : "s";
     /* Bytes after a file vdev wrote (it has vdev.crc32) are damage, as a
      * truncation is; another program's file may just be laid out wrongly. */
-    if (at != ck->data_bytes && ck->has_crc)
-        return vdev_dist_ckloss(ck->path, "%llu byte%s of data after the last entry",
-                                (unsigned long long)(ck->data_bytes - at),
-                                ck->data_bytes - at == 1 ? "" : "s");
-    if (at != ck->data_bytes)
-        return vdev_dist_ckerr(ck->path, VDEV_ERR_PARSE, "%llu byte%s of data after the last entry",
-                               (unsigned long long)(ck->data_bytes - at),
-                               ck->data_bytes - at == 1 ? "" : "s");
-    return VDEV_OK;
+    if (ck->has_crc)
+        return vdev_dist_ckloss(ck->path, "%llu byte%s of data after the last entry", extra, s);
+    return vdev_dist_ckerr(ck->path, VDEV_ERR_PARSE, "%llu byte%s of data after the last entry",
+                           extra, s);
 }
 
 enum vdev_status vdev_dist_ckpt_parse(const char *path, const char *text, uint64_t n,

@@ -38,10 +38,8 @@ static struct vdev_strat *strat_of(const vdev_strategy_t *h, const char *fn)
                    fn);
         return NULL;
     }
-    if (vdev_runtime_forked_from()) { /* the parent's: its threads stayed there */
-        vdev_runtime_forked_error(fn);
+    if (vdev_runtime_refuse_forked(fn)) /* the parent's: its threads stayed there */
         return NULL;
-    }
     if ((*p)->rgen != vdev_runtime_generation() || !vdev_is_initialized()) {
         vdev_error(VDEV_ERR_INVALID_ARG, "%s: the strategy belongs to a runtime that was shut "
                                          "down (made before vdev_shutdown)",

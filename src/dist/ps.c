@@ -41,10 +41,8 @@ struct vdev_ps *vdev_ps_of(const vdev_ps_strategy_t *h, const char *fn)
                    fn);
         return NULL;
     }
-    if (vdev_runtime_forked_from()) { /* the parent's: its threads and MPI stayed there */
-        vdev_runtime_forked_error(fn);
+    if (vdev_runtime_refuse_forked(fn)) /* the parent's: its threads and MPI stayed there */
         return NULL;
-    }
     if ((*p)->rgen != vdev_runtime_generation() || !vdev_is_initialized()) {
         vdev_error(VDEV_ERR_INVALID_ARG, "%s: the strategy belongs to a runtime that was shut "
                                          "down (made before vdev_shutdown)",

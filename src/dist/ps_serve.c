@@ -270,10 +270,8 @@ static struct vdev_ps_worker *worker_of(const vdev_ps_worker_t *h, const char *f
                    fn);
         return NULL;
     }
-    if (vdev_runtime_forked_from()) { /* a step of the parent's: its MPI stayed there */
-        vdev_runtime_forked_error(fn);
+    if (vdev_runtime_refuse_forked(fn)) /* a step of the parent's: its MPI stayed there */
         return NULL;
-    }
     if (!(*p)->active || (*p)->thread != vdev_thread_id()) {
         vdev_error(VDEV_ERR_INVALID_ARG, "%s: a worker context is used only inside its step "
                                          "function",

@@ -26,8 +26,8 @@ static struct vdev_handle_table denses = VDEV_HANDLE_TABLE("dense layer", 3, str
 VDEV_API vdev_dense_t *vdev_dense_new(int64_t in, int64_t out, enum vdev_activation act,
                                       uint64_t seed)
 {
-    if (vdev_runtime_forked_from()) /* its variables could not be made here */
-        return vdev_runtime_forked_error("vdev_dense_new"), NULL;
+    if (vdev_runtime_refuse_forked("vdev_dense_new")) /* its variables could not be made here */
+        return NULL;
     if (in <= 0 || out <= 0 || (unsigned)act >= VDEV_ACT_COUNT) {
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_dense_new: bad sizes (%lld, %lld) or activation "
                                          "(%d)",
@@ -129,8 +129,8 @@ static void mlp_destroy(struct mlp *m)
 VDEV_API vdev_mlp_t *vdev_mlp_new(const int64_t *sizes, int n_sizes, enum vdev_activation hidden,
                                   enum vdev_activation output, uint64_t seed)
 {
-    if (vdev_runtime_forked_from()) /* its variables could not be made here */
-        return vdev_runtime_forked_error("vdev_mlp_new"), NULL;
+    if (vdev_runtime_refuse_forked("vdev_mlp_new")) /* its variables could not be made here */
+        return NULL;
     if (!sizes || n_sizes < 2) {
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mlp_new: needs at least two sizes");
         return NULL;

@@ -65,10 +65,8 @@ void *vdev_nn_object_any(struct vdev_handle_table *tb, const void *h, const char
 void *vdev_nn_object_of(struct vdev_handle_table *tb, const void *h, const char *fn)
 {
     const struct vdev_nn_head *p = vdev_nn_object_any(tb, h, fn);
-    if (p && vdev_runtime_forked_from()) { /* the parent's: its devices stayed there */
-        vdev_runtime_forked_error(fn);
+    if (p && vdev_runtime_refuse_forked(fn)) /* the parent's: its devices stayed there */
         return NULL;
-    }
     if (p && p->rgen != vdev_nn_runtime()) {
         vdev_error(VDEV_ERR_INVALID_ARG,
                    "%s: the %s belongs to a runtime that was shut down (made before "
@@ -194,10 +192,8 @@ static int adam_values_ok(const char *fn, float lr, float beta1, float beta2, fl
 
 VDEV_API vdev_optimizer_t *vdev_sgd_new(float lr, float momentum)
 {
-    if (vdev_runtime_forked_from()) { /* no runtime can run here to apply it */
-        vdev_runtime_forked_error("vdev_sgd_new");
+    if (vdev_runtime_refuse_forked("vdev_sgd_new")) /* no runtime can run here to apply it */
         return NULL;
-    }
     if (!sgd_values_ok("vdev_sgd_new", lr, momentum))
         return NULL;
     vdev_optimizer_t *h = optim_new(OPT_SGD);
@@ -211,10 +207,8 @@ VDEV_API vdev_optimizer_t *vdev_sgd_new(float lr, float momentum)
 
 VDEV_API vdev_optimizer_t *vdev_adam_new(float lr, float beta1, float beta2, float eps)
 {
-    if (vdev_runtime_forked_from()) { /* no runtime can run here to apply it */
-        vdev_runtime_forked_error("vdev_adam_new");
+    if (vdev_runtime_refuse_forked("vdev_adam_new")) /* no runtime can run here to apply it */
         return NULL;
-    }
     if (!adam_values_ok("vdev_adam_new", lr, beta1, beta2, eps))
         return NULL;
     vdev_optimizer_t *h = optim_new(OPT_ADAM);

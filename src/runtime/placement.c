@@ -120,14 +120,24 @@ static enum vdev_status unknown_device(const struct vdev_device_name *dn, int in
                       index, outer->type == VDEV_DEVICE_GPU ? "GPU" : "CPU", outer->index, hint);
 }
 
+/* VDEV_OK while a caller may open one more scope (vdev's own scopes have
+ * INTERNAL_SCOPE_ROOM more: vdev_placement_push_dev). */
+static enum vdev_status scope_room(void)
+{
+    if (scope_depth < MAX_SCOPE_DEPTH)
+        return VDEV_OK;
+    return vdev_error(VDEV_ERR_INVALID_ARG, "device scopes nested deeper than %d",
+                      MAX_SCOPE_DEPTH);
+}
+
 /* Pushes a scope on the device that an empty name or a job, replica or task
  * alone leaves in force: the enclosing scope's, and outside any scope none
  * (ops in it are placed as unscoped ops; "GPU" inside it is GPU:0). */
 static enum vdev_status push_merged(void)
 {
-    if (scope_depth >= MAX_SCOPE_DEPTH)
-        return vdev_error(VDEV_ERR_INVALID_ARG, "device scopes nested deeper than %d",
-                          MAX_SCOPE_DEPTH);
+    enum vdev_status st = scope_room();
+    if (st != VDEV_OK)
+        return st;
     if (scope_depth) {
         scope_stack[scope_depth] = scope_stack[scope_depth - 1];
         scope_depth++;
@@ -145,9 +155,8 @@ VDEV_API enum vdev_status vdev_device_push(const char *device)
     if (!device) { /* tf.device(None): a scope of no device, whatever encloses it */
         if ((st = vdev_init()) != VDEV_OK)
             return st;
-        if (scope_depth >= MAX_SCOPE_DEPTH)
-            return vdev_error(VDEV_ERR_INVALID_ARG, "device scopes nested deeper than %d",
-                              MAX_SCOPE_DEPTH);
+        if ((st = scope_room()) != VDEV_OK)
+            return st;
         scope_stack[scope_depth++] =
             (struct scope){NULL, VDEV_DEVICE_CPU, 0, vdev_runtime_generation(), 0, 1};
         return VDEV_OK;
@@ -170,9 +179,8 @@ VDEV_API enum vdev_status vdev_device_push(const char *device)
             return unknown_device(&dn, index);
         d = vdev_runtime_default_device();
     }
-    if (scope_depth >= MAX_SCOPE_DEPTH)
-        return vdev_error(VDEV_ERR_INVALID_ARG, "device scopes nested deeper than %d",
-                          MAX_SCOPE_DEPTH);
+    if ((st = scope_room()) != VDEV_OK)
+        return st;
     int soft = d->type != dn.type || d->index != index;
     if (soft)
         warn_soft(dn.type, index, d);

@@ -149,6 +149,14 @@ enum vdev_status vdev_runtime_forked_error(const char *fn)
     return vdev_config_forked_error(fn); /* the text lives with the layer below */
 }
 
+int vdev_runtime_refuse_forked(const char *fn)
+{
+    if (!vdev_runtime_forked_from())
+        return 0;
+    vdev_runtime_forked_error(fn);
+    return 1;
+}
+
 /* In the child, single-threaded: a runtime that ran in the parent stops
  * here (see the opening comment). */
 static void fork_child(void)

@@ -73,6 +73,10 @@ enum vdev_status vdev_runtime_holders_release(void);
 /* Sets VDEV_ERR_UNSUPPORTED "<fn>: vdev was started in process N, from
  * which this process was forked; ..." (what to do instead) and returns it. */
 enum vdev_status vdev_runtime_forked_error(const char *fn);
+/* For calls that return a handle or a count: in a forked child, sets the
+ * fork error naming fn and returns 1 (the caller returns its failure: NULL,
+ * -1); 0 elsewhere. */
+int vdev_runtime_refuse_forked(const char *fn);
 /* Moves the floor of card gpu's share for a collective library (NCCL's
  * buffers) by delta bytes, so they come out of the card's budget: lending
  * the others' cached memory if it must. VDEV_ERR_UNSUPPORTED for a card

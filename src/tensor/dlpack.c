@@ -180,10 +180,8 @@ static void gather(const DLTensor *d, const char *src, char *dst)
 
 VDEV_API vdev_tensor_t *vdev_tensor_from_dlpack(struct DLManagedTensor *m)
 {
-    if (vdev_runtime_forked_from()) { /* no runtime can hold it here */
-        vdev_runtime_forked_error("vdev_tensor_from_dlpack");
+    if (vdev_runtime_refuse_forked("vdev_tensor_from_dlpack")) /* no runtime can hold it here */
         return NULL;
-    }
     if (!m) {
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tensor_from_dlpack: the DLPack tensor is NULL");
         return NULL;
