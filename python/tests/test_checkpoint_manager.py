@@ -149,3 +149,22 @@ def test_a_garbled_state_file_is_ignored_with_a_warning(tmp_path, caplog, garble
     path = got.save(tensors)
     assert os.path.basename(path) == "ckpt-1.safetensors"
     assert T.latest_checkpoint(tmp_path) == path
+
+
+@pytest.mark.parametrize("text", [b"", b"\n", b'all_model_checkpoint_paths: "ckpt-1.safetensors"\n'])
+def test_a_state_file_naming_no_newest_checkpoint_raises(tmp_path, text):
+    """As TensorFlow's get_checkpoint_state: a state file that parses but has
+    no model_checkpoint_path (an empty one too) is a ValueError, from
+    latest_checkpoint and from a new manager alike; nothing is changed."""
+    tensors, _ = _model()
+    T.CheckpointManager(tmp_path, max_to_keep=2).save(tensors)
+    state = os.path.join(str(tmp_path), "checkpoint")
+    with open(state, "wb") as f:
+        f.write(text)
+    for make in (lambda: T.latest_checkpoint(tmp_path),
+                 lambda: T.CheckpointManager(str(tmp_path), max_to_keep=2)):
+        with pytest.raises(ValueError) as e:
+            make()
+        assert str(e.value) == "Invalid checkpoint state loaded from " + str(tmp_path)
+    with open(state, "rb") as f:
+        assert f.read() == text

@@ -59,7 +59,9 @@ def _ignored(path, why):
 def _read_state(directory):
     """(latest, [all]) as written in directory's state file, paths joined to
     directory when relative; (None, []) without one, or with one that cannot
-    be read or parsed (warned of)."""
+    be read or parsed (warned of). One that parses but names no newest
+    checkpoint (an empty file, or only all_model_checkpoint_paths lines) is a
+    ValueError, as TensorFlow's get_checkpoint_state raises."""
     path = os.path.join(directory, _STATE)
     try:
         with open(path, encoding="utf-8") as f:
@@ -81,13 +83,16 @@ def _read_state(directory):
             latest = p
         else:
             every.append(p)
+    if latest is None:
+        raise ValueError("Invalid checkpoint state loaded from " + directory)
     return latest, every
 
 
 def latest_checkpoint(checkpoint_dir):
     """tf.train.latest_checkpoint: the path of the newest checkpoint the
     state file of checkpoint_dir names, or None (no state file, or its
-    newest checkpoint is gone)."""
+    newest checkpoint is gone). ValueError: the state file names no newest
+    checkpoint (TensorFlow's rule)."""
     latest, _ = _read_state(os.fspath(checkpoint_dir))
     return latest if latest is not None and os.path.exists(latest) else None
 
