@@ -149,6 +149,14 @@ static void test_tasks(void)
     CHECK_OK(vdev_cluster_task(&t));
     CHECK_STR(t.name, "/job:worker/replica:0/task:1");
     CHECK(t.num_workers == 2 && !t.is_chief);
+    /* a cloud's TF_CONFIG: its job spec and environment beside the roles */
+    fresh("1x64MiB", -1, 0);
+    setenv("TF_CONFIG", "{\"cluster\": {\"chief\": [\"a\"], \"worker\": [\"b\"]}, \"task\": "
+                        "{\"type\": \"worker\", \"index\": 0, \"trial\": \"1\"}, \"job\": "
+                        "{\"python_module\": \"trainer.task\"}, \"environment\": \"cloud\"}", 1);
+    CHECK_OK(vdev_cluster_task(&t));
+    CHECK_STR(t.name, "/job:worker/replica:0/task:0");
+    CHECK(t.num_chief == 1 && !t.is_chief);
     /* launched with no cluster: every process a worker; worker 0 is the chief */
     fresh("1x64MiB", 0, 3);
     CHECK_OK(vdev_cluster_task(&t));
@@ -215,6 +223,9 @@ static void test_malformed(void)
             "tasks");
         bad(rank, "{" C4 ", \"tasks\": {\"worker:1\": {}, \"worker:1\": {}}}", VDEV_ERR_CONFIG,
             "VDEV_CLUSTER_CONFIG=%s: tasks: \"worker:1\" appears twice");
+        bad(rank, "{" C4 ", \"tasks\": {\"worker:1\": {}, \"worker:01\": {}}}", VDEV_ERR_CONFIG,
+            "VDEV_CLUSTER_CONFIG=%s: tasks: \"worker:1\" and \"worker:01\" are the same task "
+            "(worker:1)");
         bad(rank, "{" C4 ", \"tasks\": {\"worker:1\": \"0:1GiB\"}}", VDEV_ERR_CONFIG,
             "VDEV_CLUSTER_CONFIG=%s: worker:1: expected an object of settings (visible_devices, "
             "memory_growth, logical_devices, memory_fraction, sim_gpus)");
@@ -299,6 +310,34 @@ static void test_malformed(void)
     CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
     CHECK_STR(vdev_last_error(), "VDEV_CLUSTER_CONFIG gives a cluster but not this process's task: "
                                  "set TF_CONFIG's \"task\", or launch the processes with mpirun");
+    /* the cluster TF_CONFIG's, beside a file of settings alone: TF_CONFIG is named */
+    const char *settings = "{\"default\": {\"memory_growth\": true}}";
+    fresh("1x64MiB", -1, 0);
+    cluster_file(settings);
+    setenv("TF_CONFIG", "{\"cluster\": {\"worker\": [\"a\", \"b\"]}}", 1);
+    CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
+    CHECK_STR(vdev_last_error(), "TF_CONFIG gives a cluster but not this process's task: set "
+                                 "TF_CONFIG's \"task\", or launch the processes with mpirun");
+    fresh("1x64MiB", 2, 3);
+    cluster_file(settings);
+    setenv("TF_CONFIG", "{\"cluster\": {\"worker\": [\"a\", \"b\"]}}", 1);
+    CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
+    CHECK_STR(vdev_last_error(), "TF_CONFIG: this process is rank 2 of the launch, but the cluster "
+                                 "has 2 tasks (0 chief, 2 worker, 0 ps)");
+    /* a task without a cluster: a lone process would be worker 3 of none, not the chief */
+    for (int rank = -1; rank < 1; rank++) {
+        fresh("1x64MiB", rank, 2);
+        setenv("TF_CONFIG", "{\"task\": {\"type\": \"worker\", \"index\": 3}}", 1);
+        CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
+        CHECK_STR(vdev_last_error(), "TF_CONFIG gives this process's task (worker:3) but no "
+                                     "cluster: add TF_CONFIG's \"cluster\" (or "
+                                     "VDEV_CLUSTER_CONFIG's), or unset \"task\"");
+    }
+    fresh("1x64MiB", -1, 0);
+    setenv("TF_CONFIG", "{\"clsuter\": {\"worker\": [\"a\"]}}", 1);
+    CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
+    CHECK_STR(vdev_last_error(), "TF_CONFIG: unknown key \"clsuter\" (expected cluster, task, "
+                                 "rpc_layer, environment or job)");
 
     /* what depends on the machine: the task whose entry it is, at start-up */
     const char *hw = "{" C4 ", \"tasks\": {\"worker:1\": {\"logical_devices\": \"2:1MiB\"},"

@@ -15,7 +15,8 @@
  *    memory_fraction, sim_gpus);
  *  - TF_CONFIG, TensorFlow's {"cluster": {...}, "task": {"type": "worker",
  *    "index": 1}}, for the roles: the cluster (when the file has none) and
- *    this process's task.
+ *    this process's task (refused without a cluster); rpc_layer, environment
+ *    and a cloud's "job" are accepted unread, any other key refused.
  * Without TF_CONFIG's task, a process launched by MPI is the task at its
  * rank (OMPI_COMM_WORLD_RANK, PMIX_RANK or PMI_RANK, read from the
  * environment since MPI has not started yet), counting chief, then workers,
@@ -379,9 +380,10 @@ static enum vdev_status read_tf_config(int n[VDEV_JOB_COUNT], int *have_cluster,
                                 t->u.string);
             else
                 *index = (int)YAJL_GET_INTEGER(x);
-        } else if (strcmp(k, "rpc_layer") != 0 && strcmp(k, "environment") != 0) {
+        } else if (strcmp(k, "rpc_layer") != 0 && strcmp(k, "environment") != 0 &&
+                   strcmp(k, "job") != 0) { /* "job": the cloud's job spec, beside its TF_CONFIG */
             st = vdev_error(VDEV_ERR_CONFIG, "TF_CONFIG: unknown key \"%s\" (expected cluster, "
-                                             "task, rpc_layer or environment)",
+                                             "task, rpc_layer, environment or job)",
                             k);
         }
     }
@@ -476,9 +478,16 @@ static enum vdev_status load_locked(void)
     if (!file_cluster && tf_cluster)
         memcpy(C.n, tf_n, sizeof C.n);
     int have_cluster = file_cluster || tf_cluster;
+    const char *source = file_cluster ? "VDEV_CLUSTER_CONFIG" : "TF_CONFIG"; /* the cluster's */
     int size, rank = launch_rank(&size);
     /* this process's task */
-    if (tf_job >= 0) {
+    if (tf_job >= 0 && !have_cluster) {
+        /* TensorFlow's strategies ignore such a task (one local worker) or fail */
+        st = vdev_error(VDEV_ERR_CONFIG, "TF_CONFIG gives this process's task (%s:%d) but no "
+                                         "cluster: add TF_CONFIG's \"cluster\" (or "
+                                         "VDEV_CLUSTER_CONFIG's), or unset \"task\"",
+                        JOBS[tf_job], tf_index);
+    } else if (tf_job >= 0) {
         C.job = tf_job;
         C.index = tf_index;
     } else if (rank >= 0 && have_cluster) {
@@ -486,7 +495,7 @@ static enum vdev_status load_locked(void)
             st = vdev_error(VDEV_ERR_CONFIG, "%s: this process is rank %d of the launch, but "
                                              "the cluster has %d task%s (%d chief, %d worker, "
                                              "%d ps)",
-                            path ? "VDEV_CLUSTER_CONFIG" : "TF_CONFIG", rank,
+                            source, rank,
                             C.n[0] + C.n[1] + C.n[2], C.n[0] + C.n[1] + C.n[2] == 1 ? "" : "s",
                             C.n[0], C.n[1], C.n[2]);
     } else if (rank >= 0) { /* launched, no cluster: every process a worker */
@@ -497,7 +506,7 @@ static enum vdev_status load_locked(void)
         st = vdev_error(VDEV_ERR_CONFIG, "%s gives a cluster but not this process's task: set "
                                          "TF_CONFIG's \"task\", or launch the processes with "
                                          "mpirun",
-                        path ? "VDEV_CLUSTER_CONFIG" : "TF_CONFIG");
+                        source);
     } else if (path) { /* settings alone, for the one local process */
         C.job = VDEV_JOB_LOCAL;
     }
@@ -517,11 +526,18 @@ static enum vdev_status load_locked(void)
                             C.path, name);
             break;
         }
-        for (size_t k = 0; k < i && st == VDEV_OK; k++)
-            if (strcmp(tasks->u.object.keys[k], name) == 0)
+        for (size_t k = 0; k < i && st == VDEV_OK; k++) {
+            const char *other = tasks->u.object.keys[k];
+            int oj = -1, oi = -1;
+            if (strcmp(other, name) == 0)
                 st = vdev_error(VDEV_ERR_CONFIG, "VDEV_CLUSTER_CONFIG=%s: tasks: \"%s\" appears "
                                                  "twice",
                                 C.path, name);
+            else if (parse_task_name(other, &oj, &oi) && oj == job && oi == index)
+                st = vdev_error(VDEV_ERR_CONFIG, "VDEV_CLUSTER_CONFIG=%s: tasks: \"%s\" and "
+                                                 "\"%s\" are the same task (%s:%d)",
+                                C.path, other, name, JOBS[job], index);
+        }
         if (st == VDEV_OK && have_cluster && index >= C.n[job])
             st = vdev_error(VDEV_ERR_CONFIG, "VDEV_CLUSTER_CONFIG=%s: tasks: %s is not in the "
                                              "cluster, which has %d %s task%s",
