@@ -188,8 +188,10 @@ typedef enum vdev_status (*vdev_ps_step_fn)(vdev_ps_worker_t *w, int64_t step, v
 
 /* Collective: every process of the job (one chief, at least one worker and
  * one ps task in the cluster) calls it. VDEV_ERR_INVALID_ARG for bad
- * options; VDEV_ERR_CONFIG for a cluster without those tasks; the errors of
- * the MPI plugin. Free with vdev_ps_strategy_free (every process). */
+ * options; VDEV_ERR_CONFIG for a cluster without those tasks, and on every
+ * process for processes that read different clusters, another number of
+ * processes than tasks, or two processes given one task; the errors of the
+ * MPI plugin. Free with vdev_ps_strategy_free (every process). */
 VDEV_API enum vdev_status vdev_ps_strategy_new(const struct vdev_ps_options *opts,
                                                vdev_ps_strategy_t **out);
 /* On the chief, tells every worker and server to stop serving; then frees.

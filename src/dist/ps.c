@@ -25,6 +25,7 @@ static struct vdev_handle_table strategies =
 
 struct ps_rec {                 /* one process's part of an exchange */
     int32_t job, index, status, pad;
+    int32_t n_tasks[VDEV_JOB_COUNT], pad2; /* making one: the cluster as this process reads it */
     int64_t n, total;           /* add_variables: variables, elements */
     uint64_t digest;            /* add_variables: their shapes */
     char task[64];
@@ -201,6 +202,8 @@ VDEV_API enum vdev_status vdev_ps_strategy_new(const struct vdev_ps_options *opt
     }
     mine.job = cv.job;
     mine.index = cv.index;
+    for (int j = 0; j < VDEV_JOB_COUNT; j++)
+        mine.n_tasks[j] = cv.n[j];
     mine.status = (int32_t)st;
     if (st != VDEV_OK)
         vdev_strlcpy(mine.why, vdev_last_error(), sizeof mine.why);
@@ -226,6 +229,18 @@ VDEV_API enum vdev_status vdev_ps_strategy_new(const struct vdev_ps_options *opt
     st = agree(ps, PS_TAG_MAKE, &mine, all, "vdev_ps_strategy_new");
     for (size_t p = 0; st == VDEV_OK && p < P; p++)
         vdev_strlcpy(ps->task[p], all[p].task, sizeof ps->task[0]);
+    /* Every process must read the same cluster: one told of two servers
+     * where the others know one would serve shards nobody pushes to. */
+    for (size_t p = 1; st == VDEV_OK && p < P; p++)
+        if (memcmp(all[p].n_tasks, all[0].n_tasks, sizeof all[0].n_tasks) != 0)
+            st = vdev_error(VDEV_ERR_CONFIG,
+                            "%s: %s (process %zu) reads a cluster of %d chief, %d worker and %d ps "
+                            "tasks but %s (process 0) one of %d chief, %d worker and %d ps tasks; "
+                            "give every process the same cluster (TF_CONFIG's \"cluster\", or "
+                            "VDEV_CLUSTER_CONFIG)",
+                            fn, all[p].task, p, all[p].n_tasks[0], all[p].n_tasks[1],
+                            all[p].n_tasks[2], all[0].task, all[0].n_tasks[0], all[0].n_tasks[1],
+                            all[0].n_tasks[2]);
     /* One process for each task of the cluster: the count first, as the
      * roles below index arrays of one slot per process with task indices. */
     ps->n_workers = cv.n[VDEV_JOB_WORKER];

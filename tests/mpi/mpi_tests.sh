@@ -25,7 +25,8 @@
 #             multi-worker strategy) a cluster with more tasks than
 #             processes, two processes given the same task, and a chief
 #             (or, in a cluster without one, worker 0) that is not rank 0,
-#             and processes given different clusters (each its own chief);
+#             and processes given different clusters (each its own chief;
+#             for parameter servers too, one told of another ps count);
 #             a process whose own start-up fails (a bad VDEV_SIM_GPUS) fails
 #             the strategy on every process, named by its task, or by its
 #             rank alone when its cluster file is malformed;
@@ -221,6 +222,10 @@ t_cluster() {
   # read and wrote past an array of one slot per process)
   echo '{"cluster": {"chief": ["a:1"], "worker": ["b:1", "c:1", "d:1"], "ps": ["e:1"]}, "task": {"type": "worker", "index": 2}}' \
     >"$work/cases/12-count.ps.tfconfig"
+  # parameter servers: a process told of two servers where the others know one
+  printf '%s\n' '{"cluster": {"chief": ["a:1"], "worker": ["b:1"], "ps": ["c:1"]}, "task": {"type": "chief", "index": 0}}' \
+    '{"cluster": {"chief": ["a:1"], "worker": ["b:1"], "ps": ["c:1", "d:1"]}, "task": {"type": "ps", "index": 1}}' \
+    >"$work/cases/12b-two-clusters.ps.tfconfig"
   VDEV_SIM_GPUS=1x1GiB run 2 "$train" --cases "$work/cases" --out "$work/res" ||
     { fail "the launch"; cat "$work/out.txt"; }
   same_file "$work/res/cases.0" "$work/res/cases.1" "every process rejects each file with the same message"
@@ -248,6 +253,9 @@ t_cluster() {
   grep -qxF '12-count.ps.tfconfig VDEV_ERR_CONFIG vdev_ps_strategy_new: the job has 2 processes, the cluster 5 tasks; launch one process per task' \
     "$work/res/cases.0" && pass "parameter servers: too few processes refused before the roles" ||
     fail "12-count.ps.tfconfig: $(grep 12- "$work/res/cases.0")"
+  grep -qxF '12b-two-clusters.ps.tfconfig VDEV_ERR_CONFIG vdev_ps_strategy_new: /job:ps/replica:0/task:1 (process 1) reads a cluster of 1 chief, 1 worker and 2 ps tasks but /job:chief/replica:0/task:0 (process 0) one of 1 chief, 1 worker and 1 ps tasks; give every process the same cluster (TF_CONFIG'"'"'s "cluster", or VDEV_CLUSTER_CONFIG)' \
+    "$work/res/cases.0" && pass "parameter servers: processes given different clusters are refused" ||
+    fail "12b-two-clusters.ps.tfconfig: $(grep 12b- "$work/res/cases.0")"
   # one process whose start-up fails (its own environment) when the strategy
   # is made: every process names it by its task, or, when its cluster file
   # is malformed (no task known), by its rank alone
