@@ -162,6 +162,15 @@ static void test_tasks(void)
     CHECK_OK(vdev_cluster_task(&t));
     CHECK_STR(t.name, "/job:worker/replica:0/task:0");
     CHECK(t.num_workers == 3 && t.is_chief);
+    /* Slurm's srun with PMIx: PMIX_RANK, the size from the step's task count */
+    fresh("1x64MiB", -1, 0);
+    setenv("PMIX_RANK", "1", 1);
+    setenv("SLURM_STEP_NUM_TASKS", "4", 1);
+    CHECK_OK(vdev_cluster_task(&t));
+    CHECK_STR(t.name, "/job:worker/replica:0/task:1");
+    CHECK(t.num_workers == 4 && !t.is_chief);
+    unsetenv("PMIX_RANK");
+    unsetenv("SLURM_STEP_NUM_TASKS");
     /* nothing at all: the local task */
     fresh("1x64MiB", -1, 0);
     CHECK_OK(vdev_cluster_task(&t));

@@ -20,7 +20,8 @@
  * Without TF_CONFIG's task, a process launched by MPI is the task at its
  * rank (OMPI_COMM_WORLD_RANK, PMIX_RANK or PMI_RANK, read from the
  * environment since MPI has not started yet), counting chief, then workers,
- * then ps; without a cluster, every process of the launch is a worker. A
+ * then ps; without a cluster, every process of the launch is a worker (as
+ * many as OMPI_COMM_WORLD_SIZE, PMI_SIZE or Slurm's SLURM_STEP_NUM_TASKS say). A
  * process that nothing launched and no variable names is /job:localhost.
  *
  * Every process checks every entry of the file, its own and the others',
@@ -96,7 +97,10 @@ static int env_index(const char *name, int max)
 static int launch_rank(int *size)
 {
     static const char *const R[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
-    static const char *const S[] = {"OMPI_COMM_WORLD_SIZE", "OMPI_UNIVERSE_SIZE", "PMI_SIZE"};
+    /* Slurm's srun with PMIx gives PMIX_RANK and no size of its own: its step's
+     * task count stands in (without it each process would count rank + 1). */
+    static const char *const S[] = {"OMPI_COMM_WORLD_SIZE", "OMPI_UNIVERSE_SIZE", "PMI_SIZE",
+                                    "SLURM_STEP_NUM_TASKS"};
     int r = -1;
     *size = -1;
     for (size_t i = 0; i < VDEV_ARRAY_LEN(R) && r < 0; i++)
