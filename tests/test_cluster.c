@@ -149,6 +149,17 @@ static void test_tasks(void)
     CHECK_OK(vdev_cluster_task(&t));
     CHECK_STR(t.name, "/job:worker/replica:0/task:1");
     CHECK(t.num_workers == 2 && !t.is_chief);
+    /* the index as TensorFlow's int() reads it: a string of digits, or 1.0 */
+    static const char *const idx[] = {"\"1\"", "\" 1 \"", "1.0", "1e0"};
+    for (size_t i = 0; i < sizeof idx / sizeof *idx; i++) {
+        char j[160];
+        snprintf(j, sizeof j, "{\"cluster\": {\"worker\": [\"b\", \"c\"]}, \"task\": "
+                              "{\"type\": \"worker\", \"index\": %s}}", idx[i]);
+        fresh("1x64MiB", -1, 0);
+        setenv("TF_CONFIG", j, 1);
+        CHECK_OK(vdev_cluster_task(&t));
+        CHECK_STR(t.name, "/job:worker/replica:0/task:1");
+    }
     /* a cloud's TF_CONFIG: its job spec and environment beside the roles */
     fresh("1x64MiB", -1, 0);
     setenv("TF_CONFIG", "{\"cluster\": {\"chief\": [\"a\"], \"worker\": [\"b\"]}, \"task\": "
@@ -289,11 +300,20 @@ static void test_malformed(void)
     CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
     CHECK_STR(vdev_last_error(), "TF_CONFIG is empty (expected JSON such as {\"cluster\": {...}, "
                                  "\"task\": {...}}; unset it for none)");
-    fresh("1x64MiB", -1, 0);
-    setenv("TF_CONFIG", "{\"task\": {\"type\": \"worker\"}}", 1);
-    CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
-    CHECK_STR(vdev_last_error(), "TF_CONFIG: \"task\" must be {\"type\": \"worker\", \"index\": 0} "
-                                 "(a job name and a whole number)");
+    static const char *const no_index[] = {"", ", \"index\": 1.5", ", \"index\": \"1.0\"",
+                                           ", \"index\": \"\"", ", \"index\": \"-1\"",
+                                           ", \"index\": -1", ", \"index\": \"99999999999\"",
+                                           ", \"index\": null", ", \"index\": [1]"};
+    for (size_t i = 0; i < sizeof no_index / sizeof *no_index; i++) {
+        char j[160];
+        snprintf(j, sizeof j, "{\"cluster\": {\"worker\": [\"a\"]}, \"task\": {\"type\": "
+                              "\"worker\"%s}}", no_index[i]);
+        fresh("1x64MiB", -1, 0);
+        setenv("TF_CONFIG", j, 1);
+        CHECK_STATUS(vdev_init(), VDEV_ERR_CONFIG);
+        CHECK_STR(vdev_last_error(), "TF_CONFIG: \"task\" must be {\"type\": \"worker\", "
+                                     "\"index\": 0} (a job name and a whole number)");
+    }
     fresh("1x64MiB", -1, 0);
     setenv("TF_CONFIG", "{\"cluster\": {\"worker\": [\"a\"]}, \"task\": {\"type\": \"evaluator\", "
                         "\"index\": 0}}", 1);

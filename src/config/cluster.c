@@ -345,6 +345,30 @@ static enum vdev_status entry(yajl_val v, const char *name, int mine)
 
 /* ---- loading ---- */
 
+/* TF_CONFIG's task index as TensorFlow reads it (int() of the value): a whole
+ * number, a number with no fraction (1.0), or a string of decimal digits with
+ * blanks around ("1"); -1 for anything else (1.5 too, which int() would cut). */
+static long long tf_index_of(yajl_val x)
+{
+    if (x && YAJL_IS_INTEGER(x))
+        return YAJL_GET_INTEGER(x);
+    if (x && YAJL_IS_DOUBLE(x)) {
+        double d = YAJL_GET_DOUBLE(x);
+        return d >= 0 && d < CL_MAX_TASKS && d == (double)(long long)d ? (long long)d : -1;
+    }
+    if (!x || !YAJL_IS_STRING(x))
+        return -1;
+    const char *p = x->u.string;
+    while (*p == ' ' || *p == '\t' || *p == '\n')
+        p++;
+    long long n = -1;
+    for (; *p >= '0' && *p <= '9' && n < CL_MAX_TASKS; p++)
+        n = (n < 0 ? 0 : n * 10) + (*p - '0');
+    while (*p == ' ' || *p == '\t' || *p == '\n')
+        p++;
+    return *p ? -1 : n;
+}
+
 /* TF_CONFIG: its cluster (*have_cluster) and task (job -1 when absent). */
 static enum vdev_status read_tf_config(int n[VDEV_JOB_COUNT], int *have_cluster, int *job,
                                        int *index)
@@ -372,9 +396,9 @@ static enum vdev_status read_tf_config(int n[VDEV_JOB_COUNT], int *have_cluster,
         } else if (strcmp(k, "task") == 0) {
             const char *tpath[] = {"type", NULL}, *ipath[] = {"index", NULL};
             yajl_val t = YAJL_IS_OBJECT(v) ? yajl_tree_get(v, tpath, yajl_t_string) : NULL;
-            yajl_val x = YAJL_IS_OBJECT(v) ? yajl_tree_get(v, ipath, yajl_t_number) : NULL;
-            if (!t || !x || !YAJL_IS_INTEGER(x) || YAJL_GET_INTEGER(x) < 0 ||
-                YAJL_GET_INTEGER(x) >= CL_MAX_TASKS)
+            yajl_val x = YAJL_IS_OBJECT(v) ? yajl_tree_get(v, ipath, yajl_t_any) : NULL;
+            long long ix = tf_index_of(x);
+            if (!t || ix < 0 || ix >= CL_MAX_TASKS)
                 st = vdev_error(VDEV_ERR_CONFIG, "TF_CONFIG: \"task\" must be {\"type\": "
                                                  "\"worker\", \"index\": 0} (a job name and a "
                                                  "whole number)");
@@ -383,7 +407,7 @@ static enum vdev_status read_tf_config(int n[VDEV_JOB_COUNT], int *have_cluster,
                                                  "runs (chief, worker or ps)",
                                 t->u.string);
             else
-                *index = (int)YAJL_GET_INTEGER(x);
+                *index = (int)ix;
         } else if (strcmp(k, "rpc_layer") != 0 && strcmp(k, "environment") != 0 &&
                    strcmp(k, "job") != 0) { /* "job": the cloud's job spec, beside its TF_CONFIG */
             st = vdev_error(VDEV_ERR_CONFIG, "TF_CONFIG: unknown key \"%s\" (expected cluster, "
