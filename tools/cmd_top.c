@@ -30,6 +30,9 @@
  * more, from another endpoint, are counted and said to be left out */
 #define TOP_MAX_DEVS VDEV_MAX_LOGICAL_DEVICES
 #define BAR_WIDTH 32
+/* an answer must end within this many seconds and be at most this large */
+#define TOP_ANSWER_S 10
+#define TOP_ANSWER_MAX (64 << 20)
 
 struct top_dev {
     char name[64];
@@ -140,24 +143,45 @@ static char *fetch(const struct url *u)
         close(fd);
         return NULL;
     }
+    /* The whole answer within TOP_ANSWER_S, and at most TOP_ANSWER_MAX
+     * bytes: an endpoint that trickles or streams without end is given up
+     * on, not waited for or held in memory. */
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
+    double deadline = now_s() + TOP_ANSWER_S;
     for (;;) {
+        if (!buf) {
+            fprintf(stderr, "vdev top: %s: out of memory reading the answer\n", u->text);
+            close(fd);
+            return NULL;
+        }
+        double left = deadline - now_s();
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        if (!buf || poll(&pfd, 1, 10000) <= 0) {
-            fprintf(stderr, "vdev top: %s: no answer within 10 s\n", u->text);
+        if (left <= 0 || poll(&pfd, 1, (int)(left * 1000) + 1) <= 0) {
+            if (len)
+                fprintf(stderr,
+                        "vdev top: %s: the answer did not end within %d s (%zu bytes read)\n",
+                        u->text, TOP_ANSWER_S, len);
+            else
+                fprintf(stderr, "vdev top: %s: no answer within %d s\n", u->text, TOP_ANSWER_S);
             free(buf);
             close(fd);
             return NULL;
         }
         if (len + 4096 > cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) {
+            if (cap >= TOP_ANSWER_MAX) {
+                fprintf(stderr,
+                        "vdev top: %s: the answer is over %d MiB, too large for a metrics page\n",
+                        u->text, TOP_ANSWER_MAX >> 20);
                 free(buf);
                 close(fd);
                 return NULL;
             }
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb)
+                free(buf);
             buf = nb;
+            continue;
         }
         ssize_t r = recv(fd, buf + len, cap - len - 1, 0);
         if (r <= 0)
@@ -166,17 +190,29 @@ static char *fetch(const struct url *u)
     }
     close(fd);
     buf[len] = '\0';
+    if (len == 0) {
+        fprintf(stderr, "vdev top: %s closed the connection without an answer\n", u->text);
+        free(buf);
+        return NULL;
+    }
     int code = 0;
-    char *body = strstr(buf, "\r\n\r\n");
+    /* the blank line that ends the headers: CRLF CRLF, or bare LFs */
+    char *body = strstr(buf, "\r\n\r\n"), *lf = strstr(buf, "\n\n");
+    size_t skip = 4;
+    if (lf && (!body || lf < body)) {
+        body = lf;
+        skip = 2;
+    }
     if (sscanf(buf, "HTTP/1.%*d %d", &code) != 1 || code != 200 || !body) {
         char *eol = strpbrk(buf, "\r\n");
         if (eol)
             *eol = '\0';
-        fprintf(stderr, "vdev top: %s answered \"%s\"\n", u->text, buf);
+        fprintf(stderr, "vdev top: %s answered \"%s\"%s\n", u->text, buf,
+                code == 200 ? " and no blank line after the headers" : "");
         free(buf);
         return NULL;
     }
-    memmove(buf, body + 4, strlen(body + 4) + 1);
+    memmove(buf, body + skip, strlen(body + skip) + 1);
     return buf;
 }
 
