@@ -19,7 +19,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -404,6 +407,41 @@ struct out_file {
     int existed;    /* out was there before (a regular file) */
 };
 
+/* The temporary file being written, or NULL: a signal that ends the process
+ * meanwhile (Ctrl-C, SIGTERM, a closed terminal) removes it first, so no
+ * '.FILE.XXXXXX' is left beside FILE. Only signals whose action is the
+ * default are caught, for the time of the write; a program's own handler
+ * (vdev demo's) is left alone. */
+static _Atomic(const char *) pending_tmp;
+static const int end_signals[] = {SIGINT, SIGTERM, SIGHUP};
+#define N_END_SIGNALS (int)(sizeof end_signals / sizeof end_signals[0])
+
+static void on_end_signal(int sig)
+{
+    const char *tmp = atomic_load(&pending_tmp);
+    if (tmp)
+        unlink(tmp); /* async-signal-safe */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Catches the end signals left to their default; caught[k] says which. */
+static void catch_end_signals(int caught[N_END_SIGNALS])
+{
+    struct sigaction sa = {.sa_handler = on_end_signal}, cur;
+    sigemptyset(&sa.sa_mask);
+    for (int k = 0; k < N_END_SIGNALS; k++)
+        caught[k] = sigaction(end_signals[k], NULL, &cur) == 0 && cur.sa_handler == SIG_DFL &&
+                    sigaction(end_signals[k], &sa, NULL) == 0;
+}
+
+static void release_end_signals(const int caught[N_END_SIGNALS])
+{
+    for (int k = 0; k < N_END_SIGNALS; k++)
+        if (caught[k])
+            signal(end_signals[k], SIG_DFL);
+}
+
 static int out_open(struct out_file *o, const char *out, char *err, size_t cap)
 {
     o->tmp[0] = '\0';
@@ -428,7 +466,16 @@ static int out_open(struct out_file *o, const char *out, char *err, size_t cap)
         seterr(err, cap, "%s: cannot open for writing: %s", out, strerror(ENAMETOOLONG));
         return 1;
     }
+    /* no end signal between the file's making and its naming in pending_tmp */
+    sigset_t ends, old_mask;
+    sigemptyset(&ends);
+    for (int k = 0; k < N_END_SIGNALS; k++)
+        sigaddset(&ends, end_signals[k]);
+    pthread_sigmask(SIG_BLOCK, &ends, &old_mask);
     int fd = mkostemp(o->tmp, O_CLOEXEC);
+    if (fd >= 0)
+        atomic_store(&pending_tmp, o->tmp);
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     if (fd < 0) {
         seterr(err, cap, "%s: cannot open for writing: %s", out, strerror(errno));
         o->tmp[0] = '\0';
@@ -448,6 +495,7 @@ static int out_open(struct out_file *o, const char *out, char *err, size_t cap)
         seterr(err, cap, "%s: cannot open for writing: %s", out, strerror(errno));
         close(fd);
         unlink(o->tmp);
+        atomic_store(&pending_tmp, NULL);
         o->tmp[0] = '\0';
         return 1;
     }
@@ -468,12 +516,16 @@ static int out_close(struct out_file *o, const char *out, char *err, size_t cap)
     if (!e && o->tmp[0] && rename(o->tmp, out) != 0) {
         seterr(err, cap, "%s: cannot replace it with %s: %s", out, o->tmp, strerror(errno));
         unlink(o->tmp);
+        atomic_store(&pending_tmp, NULL);
         return 1;
     }
-    if (!e)
+    if (!e) {
+        atomic_store(&pending_tmp, NULL); /* after the rename: a signal between finds none */
         return 0;
+    }
     if (o->tmp[0])
         unlink(o->tmp);
+    atomic_store(&pending_tmp, NULL);
     char left[4300] = "";
     if (o->existed)
         snprintf(left, sizeof left, " (%s is left as it was)", out);
@@ -494,7 +546,10 @@ int vdev_plot_trace(const char *trace, const char *out, enum vdev_plot_kind kind
         *info = (struct vdev_plot_info){
             .n_events = T->n_events, .cut = T->cut, .cut_line = T->cut_line};
     struct out_file o;
+    int caught[N_END_SIGNALS];
+    catch_end_signals(caught);
     if (out_open(&o, out, err, cap) != 0) {
+        release_end_signals(caught);
         plot_trace_free(T);
         return 1;
     }
@@ -508,7 +563,9 @@ int vdev_plot_trace(const char *trace, const char *out, enum vdev_plot_kind kind
     else
         plot_placement(T, o.f, title);
     plot_trace_free(T);
-    return out_close(&o, out, err, cap);
+    int rc = out_close(&o, out, err, cap);
+    release_end_signals(caught);
+    return rc;
 }
 
 int vdev_plot_file(const char *trace, const char *out, enum vdev_plot_kind kind, char *err,
