@@ -50,7 +50,8 @@ for sig in SIGTERM SIGINT SIGHUP; do
     res=$(python3 "$tmp/interrupt.py" "$vdev" "$tmp/run.json" "$tmp/out" "$sig")
     [ "$res" != missed ] && break
   done
-  [ "$res" = "caught -$num []" ] && ok || bad "$sig while writing: $res (expected 'caught -$num []')"
+  [ "$res" = "caught -$num []" ] && ok ||
+    bad "$sig while writing: $res (expected 'caught -$num []')"
   [ "$(cat "$tmp/out/m.svg")" = old ] && ok || bad "$sig while writing: m.svg changed"
 done
 finish

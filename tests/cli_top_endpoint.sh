@@ -61,7 +61,8 @@ stop() { kill "$fake_pid" 2>/dev/null; wait "$fake_pid" 2>/dev/null; fake_pid=; 
 # A trickle: given up on (the timeout only bounds a hang, it is not asserted).
 serve trickle
 err=$(timeout 60 "$vdev" top --once --interval 0.1 --url "$fake" 2>&1 >/dev/null); rc=$?
-[ $rc -eq 1 ] && [[ "$err" =~ ^"vdev top: $fake/metrics: the answer did not end within 10 s ("[0-9]+" bytes read)"$ ]] &&
+want_re="^vdev top: $fake/metrics: the answer did not end within 10 s \\([0-9]+ bytes read\\)\$"
+[ $rc -eq 1 ] && [[ "$err" =~ $want_re ]] &&
   ok || bad "trickle: exit $rc: '$err'"
 stop
 # A stream without end: stopped at 64 MiB, one line.
