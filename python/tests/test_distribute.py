@@ -669,3 +669,34 @@ def test_another_strategy_inside_a_step_is_refused():
         assert str(e.value) == mixing
     with s2.scope():  # both still work
         assert s2.run(lambda: 7) == 7  # the strategy still runs
+
+
+def test_unseeded_random_in_steps_is_fixed_by_replica_not_timing():
+    """seed=None inside strategy.run: each replica's numbers are its own,
+    whichever replica's thread draws first (here forced both ways), so a run
+    gives the same bits every time; each run takes one seed from the counter."""
+    s = D.MirroredStrategy(["GPU:0", "GPU:1"])
+
+    def draws(first):
+        went = threading.Event()
+
+        def step():
+            me = D.get_replica_context().replica_id_in_sync_group
+            if me != first:
+                went.wait(30)
+            out = [vdev.random.normal([5]), vdev.random.uniform([3])]
+            if me == first:
+                went.set()
+            return out
+        vdev.random.set_seed(7)
+        got = s.run(step)
+        after = vdev.random.normal([2])  # the counter moved by one seed: the run's
+        return [[bits(t) for t in r] for r in zip(*[v.values for v in got])], bits(after)
+
+    a, b = draws(0), draws(1)
+    assert a == b
+    (r0, r1), _ = a
+    assert r0 != r1 and r0[0] != bits(vdev.random.normal([5], seed=7))
+    vdev.random.set_seed(7)
+    vdev.random.normal([1])
+    assert a[1] == bits(vdev.random.normal([2]))

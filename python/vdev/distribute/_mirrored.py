@@ -37,7 +37,7 @@ import threading
 import traceback
 import weakref
 
-from .. import _lib, _strategy_context as _context, errors
+from .. import _lib, _strategy_context as _context, errors, random
 from .._device import device, on_device_of
 from .._lib import lib
 from .._tensor import Tensor, _initial_handle, constant
@@ -124,14 +124,24 @@ class ReplicaContext:
     replica (``vdev.distribute.get_replica_context()`` inside strategy.run).
     Valid on its replica's thread while the step runs."""
 
-    __slots__ = ("strategy", "_h", "replica_id_in_sync_group", "_live", "_batches")
+    __slots__ = ("strategy", "_h", "replica_id_in_sync_group", "_live", "_batches", "_seed_base",
+                 "_draws")
 
-    def __init__(self, strategy, handle, replica_id):
+    def __init__(self, strategy, handle, replica_id, seed_base=0):
         self.strategy = strategy
         self._h = handle
         self.replica_id_in_sync_group = replica_id
         self._live = True
         self._batches = set()  # (global rows, this replica's rows) of each batch split
+        self._seed_base = seed_base  # the run's seed from vdev.random's counter
+        self._draws = 0              # this replica's seed=None draws so far
+
+    def _next_seed(self):
+        """The seed of this replica's next seed=None draw (vdev.random): fixed
+        by the run, the replica and the draw's rank, never by timing."""
+        k = self._draws
+        self._draws += 1
+        return random.replica_seed(self._seed_base, self.replica_id_in_sync_group, k)
 
     @property
     def num_replicas_in_sync(self):
@@ -180,12 +190,13 @@ class ValueContext:
 
 
 class _Run:
-    __slots__ = ("strategy", "fn", "args", "kwargs", "results", "errors")
+    __slots__ = ("strategy", "fn", "args", "kwargs", "results", "errors", "seed_base")
 
     def __init__(self, strategy, fn, args, kwargs):
         self.strategy, self.fn, self.args, self.kwargs = strategy, fn, args, kwargs
         self.results = [None] * strategy.num_replicas_in_sync
         self.errors = {}
+        self.seed_base = random._seed(None)  # on the caller's thread, in program order
 
 
 _runs = {}
@@ -216,7 +227,7 @@ def _replica_main(ctx_h, key):
     if run is None:  # cannot happen: run() keeps the key until the C call returns
         return _INTERNAL
     rid = lib.vdev_replica_id(ctx_h)
-    rctx = ReplicaContext(run.strategy, ctx_h, rid)
+    rctx = ReplicaContext(run.strategy, ctx_h, rid, run.seed_base)
     _context.set_replica(rctx)
     try:
         args = _map(run.args, rctx.strategy._local_leaf(rctx))
