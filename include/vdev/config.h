@@ -140,15 +140,16 @@ VDEV_API bool vdev_config_get_deterministic(void);
 /* What the switch constrains in the host kernels (cpu backend, simulated
  * GPUs): only MatMul. OpenBLAS's sgemm gives different bits with different
  * thread counts (0.3.21: most elements of a 1000x1000x1000 product differ
- * between 1 and 2 threads), so under the switch every product runs with one
- * OpenBLAS thread, whatever OPENBLAS_NUM_THREADS says; a product takes the
- * mode it was submitted in. Its cost is the products' lost parallelism: at
- * most the speed-up OpenBLAS gets from its threads (up to 2x on the 2-core
- * development machine; BENCHMARKS.md gives the MLP 1024-4096-4096-10 step
- * with and without the switch), more on a machine with more cores; with two
- * or more streams the products are single-threaded anyway and nothing is
- * lost. Every other host kernel already gives
- * the same bits whatever the thread count: elementwise kernels (which the
+ * between 1 and 2 threads), and a block's bits may depend on the block's
+ * size, so under the switch a product is cut into blocks fixed by its shape
+ * alone (one per 2^24 multiply-adds, at most 16), each one single-threaded
+ * OpenBLAS call whichever of vdev's threads runs it: the same calls, so the
+ * same bits, whatever OPENBLAS_NUM_THREADS says or how many streams run; a
+ * product takes the mode it was submitted in. The budget's threads still
+ * share the blocks (BENCHMARKS.md: the MLP 1024-4096-4096-10 step takes
+ * 1.02x as long with the switch as without it). The bits differ from those
+ * of the same product without the switch. Every other host kernel already
+ * gives the same bits whatever the thread count: elementwise kernels (which the
  * pool splits by element; each element is computed alone), and reductions
  * and losses (Sum, Mean, MeanSquaredError, the softmax cross-entropy, the
  * bias gradient), which run on one thread in a fixed order. Gradients that

@@ -155,7 +155,9 @@ VDEV_API int vdev_strategy_num_local_replicas(const vdev_strategy_t *s);
  * it pulls, until every step scheduled before k - max_staleness has been
  * applied on every server; 0 makes the steps apply one after the other as
  * scheduled (the same result as one process training on the same batches).
- * -1 leaves it unbounded (asynchronous training). */
+ * -1 leaves it unbounded (asynchronous training). Above 0, or unbounded, the
+ * servers apply pushes in the order they arrive, so two runs may differ in
+ * their bits: the determinism switch (vdev/config.h) does not cover it. */
 
 typedef struct vdev_ps_strategy vdev_ps_strategy_t;
 typedef struct vdev_ps_worker vdev_ps_worker_t;
