@@ -133,7 +133,8 @@ VDEV_API bool vdev_config_get_soft_device_placement(void);
  * path. Off by default. May change at any time (ops already submitted keep
  * the mode they were submitted with); code wins over VDEV_DETERMINISTIC=1
  * (read at start-up, and by the getter before it, as soft placement's);
- * vdev_shutdown() turns it off. Collectives
+ * vdev_shutdown() forgets code's setting: the next start-up puts
+ * VDEV_DETERMINISTIC's value in force (off where unset). Collectives
  * (vdev/distribute.h) are deterministic whether it is on or not. */
 VDEV_API void vdev_config_set_deterministic(bool enable);
 VDEV_API bool vdev_config_get_deterministic(void);

@@ -102,7 +102,8 @@ def enable_op_determinism():
     """Every op and collective gives the same bits run to run, on every
     backend, however many threads run host kernels (vdev_config_set_deterministic).
     Takes effect at once, before or after start-up; code wins over
-    VDEV_DETERMINISTIC=1; vdev.shutdown() turns it off."""
+    VDEV_DETERMINISTIC=1; vdev.shutdown() forgets it (the next start-up puts
+    VDEV_DETERMINISTIC's value in force, off where unset)."""
     lib.vdev_config_set_deterministic(True)
 
 
