@@ -79,7 +79,18 @@ def test_tape_structures_plain_tensors_and_persistence():
     tape.watch(w)
     with pytest.raises(ValueError) as e:
         tape.watch(c)
-    assert "vdev differentiates with respect to Variables only" in str(e.value)
+    assert str(e.value) == ("vdev differentiates with respect to Variables only; a Tensor of "
+                            "shape (1,), float32, on %s is not one (make it a vdev.Variable)"
+                            % c.device)
+    big = vdev.zeros([1000, 1000])
+    with pytest.raises(ValueError) as e:
+        tape.watch([w, big])  # named by its shape, not its million elements
+    assert "a Tensor of shape (1000, 1000), float32, on " in str(e.value)
+    assert len(str(e.value)) < 200
+    with pytest.raises(ValueError) as e:
+        tape.watch(3.0)
+    assert str(e.value) == ("vdev differentiates with respect to Variables only; a float is "
+                            "not one (make it a vdev.Variable)")
     del tape
     with pytest.raises(TypeError):
         with vdev.GradientTape() as t2:

@@ -121,6 +121,14 @@ def _other_thread(call, what):
                                 % (call, _OTHER_THREAD, what), "VDEV_ERR_INVALID_ARG")
 
 
+def _brief(x):
+    """What an error names for a value: a tensor by its shape, dtype and device
+    (not its elements, which may be millions), anything else by its type."""
+    if isinstance(x, Tensor):
+        return "a Tensor of shape %s, %s, on %s" % (tuple(x.shape), x.dtype.name, x.device)
+    return "a %s" % type(x).__name__
+
+
 class GradientTape:
     """Records the ops on trainable variables inside its ``with`` block for
     ``gradient``, as ``tf.GradientTape``. persistent: whether ``gradient``
@@ -267,8 +275,8 @@ class GradientTape:
         flat = _flatten(tensor, [])
         for t in flat:
             if not isinstance(t, Variable):
-                raise ValueError("vdev differentiates with respect to Variables only; %r is not "
-                                 "one (make it a vdev.Variable)" % (t,))
+                raise ValueError("vdev differentiates with respect to Variables only; %s is not "
+                                 "one (make it a vdev.Variable)" % _brief(t))
         # vdev's tape is told while it records (or is paused), when it watches
         # only what it is given; before the block, __enter__ tells it
         tell = not self._watch_accessed and self._h is not None and self._recording
