@@ -284,6 +284,11 @@ VDEV_API enum vdev_status vdev_ps_strategy_new(const struct vdev_ps_options *opt
     ps->rgen = vdev_runtime_generation();
     *slot = ps;
     *out = (vdev_ps_strategy_t *)(uintptr_t)h;
+    if (ps->me == ps->chief && ps->o.max_staleness != 0 && vdev_config_get_deterministic())
+        vdev_log_warning("%s: the determinism switch is on, but with max_staleness %d the "
+                         "servers apply pushes in the order they arrive, so training differs "
+                         "run to run; max_staleness 0 makes it the same",
+                         fn, ps->o.max_staleness);
     return VDEV_OK;
 }
 

@@ -359,8 +359,12 @@ t_ps() {
 {"cluster": {"chief": ["h0:1"], "worker": ["h1:1", "h2:1"], "ps": ["h3:1", "h4:1"]},
  "tasks": {"ps:0": {"visible_devices": ""}, "ps:1": {"visible_devices": ""}}}
 EOF
-  VDEV_CLUSTER_CONFIG=$work/ps.json run 5 "$ps_train" --out "$work/ps" --steps 60 ||
-    { fail "parameter-server training"; cat "$work/out.txt"; }
+  VDEV_DETERMINISTIC=1 VDEV_CLUSTER_CONFIG=$work/ps.json run 5 "$ps_train" --out "$work/ps" \
+    --steps 60 || { fail "parameter-server training"; cat "$work/out.txt"; }
+  # asynchronous under the determinism switch: the chief warns, once
+  [ "$(grep -c 'the determinism switch is on, but with max_staleness -1 the servers apply' \
+    "$work/out.txt")" = 1 ] && pass "determinism switch with async training: one warning" ||
+    fail "the warning of async training under the determinism switch"
   python3 - "$work/ps/chief.txt" <<'EOF' && pass "the loss fell and the shards are balanced" || fail "loss or balance"
 import sys
 kv = dict(l.split(None, 1) for l in open(sys.argv[1]) if l.strip())
@@ -369,9 +373,13 @@ print("  loss %.4f -> %.4f, balance %.4f, bytes %s" % (first, last, balance, kv[
 sys.exit(0 if last < 0.5 * first and balance <= 1.10 else 1)
 EOF
   # staleness 0: the steps apply one after another, as one process would
-  VDEV_CLUSTER_CONFIG=$work/ps.json run 5 "$ps_train" --out "$work/ps0" --steps 20 --staleness 0 --errors ||
+  VDEV_DETERMINISTIC=1 VDEV_CLUSTER_CONFIG=$work/ps.json run 5 "$ps_train" --out "$work/ps0" \
+    --steps 20 --staleness 0 --errors ||
     { fail "parameter-server training with staleness 0"; cat "$work/out.txt"; }
-  "$ps_train" --reference --out "$work/ps0" --steps 20 || fail "the one-process reference"
+  ! grep -q 'determinism switch' "$work/out.txt" && pass "staleness 0: no determinism warning" ||
+    fail "a determinism warning with staleness 0"
+  VDEV_DETERMINISTIC=1 "$ps_train" --reference --out "$work/ps0" --steps 20 ||
+    fail "the one-process reference"
   same_file "$work/ps0/params.reference" "$work/ps0/params.chief" "staleness 0 equals one process, bit for bit"
 }
 
