@@ -118,3 +118,42 @@ def test_oom_in_an_op_and_training_goes_on():
     del big
     small = m(vdev.random.uniform([10, 1024], seed=3))
     assert small.shape == (10, 1024)
+
+
+RELEASE_WHILE_USED = """
+import threading
+import vdev
+C = vdev.config
+gpu = C.list_physical_devices("GPU")[0]
+C.set_memory_growth(gpu, True)
+C.set_logical_device_configuration(gpu, [C.LogicalDeviceConfiguration(memory_limit=256)])
+done = threading.Event()
+
+def user():
+    with vdev.device("GPU:0"):
+        for _ in range(2000):
+            vdev.zeros([1 << 20])  # 4 MiB, filled on the device's stream, freed at once
+    done.set()
+
+th = threading.Thread(target=user)
+th.start()
+while not done.is_set():
+    C.experimental.release_cached_memory("GPU:0")
+th.join()
+C.experimental.release_cached_memory("GPU:0")
+info = C.get_memory_info("GPU:0")
+print("in use", info["current"], "reserved", info["reserved"])
+"""
+
+
+def test_release_cached_memory_while_another_thread_allocates():
+    """release_cached_memory waits for the device's queued work with the
+    allocator locked: a block another thread made, filled on the stream and
+    freed in between used to leave its region empty, released while the fill
+    still wrote to it (a segmentation fault on the simulated GPU's stream)."""
+    import os
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", RELEASE_WHILE_USED], capture_output=True,
+                       text=True, env=dict(os.environ, VDEV_SIM_GPUS="1x16GiB"), timeout=300)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "in use 0 reserved 0\n", "")

@@ -821,10 +821,16 @@ void vdev_alloc_over_freed(struct vdev_alloc *a)
 }
 
 /* Hands back every empty region but the pinned one (see
- * vdev_alloc_release_empty), which also restarts the growth schedule. */
+ * vdev_alloc_release_empty), which also restarts the growth schedule. The
+ * device is waited for with the lock held, as a lowered limit's release
+ * does: a block another thread allocated, used in queued work and freed
+ * after a wait made without the lock would leave its region empty while
+ * that work still writes to it. */
 uint64_t vdev_alloc_release_cached(vdev_alloc_t *a)
 {
     lock(a);
+    if (a->src.sync && vdev_alloc_empty_bytes(a))
+        a->src.sync(a->src.ctx);
     uint64_t released = vdev_alloc_release_empty(a, 0);
     unlock(a);
     return released;
