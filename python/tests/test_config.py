@@ -189,6 +189,23 @@ def test_logical_device_errors():
     assert C.get_logical_device_configuration(g[0]) is None  # nothing changed
 
 
+def test_older_names_of_logical_devices():
+    """TensorFlow's tf.config.experimental keeps the older names of the
+    logical-device calls as aliases: code written with them runs as is."""
+    E = C.experimental
+    g = gpus()[0]
+    E.set_virtual_device_configuration(g, [E.VirtualDeviceConfiguration(memory_limit=100),
+                                           E.VirtualDeviceConfiguration(memory_limit=200)])
+    assert E.get_virtual_device_configuration(g) == [LDC(memory_limit=100),
+                                                     LDC(memory_limit=200)]
+    assert [d.name for d in C.list_logical_devices("GPU")][:2] == ["/device:GPU:0",
+                                                                   "/device:GPU:1"]
+    assert C.get_memory_info("GPU:1")["limit"] == 200 << 20
+    with pytest.raises(RuntimeError) as e:
+        E.set_virtual_device_configuration(g, [LDC(memory_limit=300)])
+    assert str(e.value) == "Virtual devices cannot be modified after being initialized"
+
+
 def test_limits_beyond_the_card_fail_at_start_up():
     g = gpus()
     C.set_logical_device_configuration(g[0], [LDC(memory_limit=10240), LDC(memory_limit=10240)])

@@ -1,5 +1,7 @@
 """``tf.config.experimental``: memory queries, memory growth, device details,
-op determinism, the device policy; and vdev's own knobs (memory fraction,
+op determinism, the device policy, TensorFlow's older names for logical
+devices (``VirtualDeviceConfiguration``, ``set_virtual_device_configuration``,
+``get_virtual_device_configuration``); and vdev's own knobs (memory fraction,
 handing cached memory back, the placement policy, and the run-time floors,
 ceilings and priorities of ``_govern``).
 
@@ -26,6 +28,9 @@ from ._govern import (get_memory_limits, get_memory_pressure_callback,  # noqa: 
                       set_memory_priority)
 
 VirtualDeviceConfiguration = LogicalDeviceConfiguration
+# TensorFlow's older names, still its aliases under tf.config.experimental
+set_virtual_device_configuration = set_logical_device_configuration
+get_virtual_device_configuration = get_logical_device_configuration
 
 
 def get_memory_info(device):
@@ -183,6 +188,7 @@ __all__ = ["get_memory_info", "get_memory_usage", "reset_memory_stats", "release
            "get_device_policy", "set_memory_growth", "get_memory_growth", "set_visible_devices",
            "get_visible_devices", "list_physical_devices", "list_logical_devices",
            "set_logical_device_configuration", "get_logical_device_configuration",
+           "set_virtual_device_configuration", "get_virtual_device_configuration",
            "VirtualDeviceConfiguration", "get_memory_limits", "set_memory_limits",
            "set_memory_priority", "get_memory_priority", "set_memory_pressure_callback",
            "get_memory_pressure_callback"]
