@@ -1,10 +1,12 @@
 /* test_metrics.c — the Prometheus endpoint: values equal what the API
  * reports, the text format holds (promtool where installed), 404/405, huge
  * headers, malformed requests and idle clients leave the server answering,
- * VDEV_METRICS_ADDR at start-up. Talks HTTP over a plain socket. */
+ * VDEV_METRICS_ADDR at start-up, a serve racing vdev_shutdown() refused. Talks
+ * HTTP over a plain socket. */
 #define _GNU_SOURCE
 #include "check.h"
 #include "http_client.h"
+#include "runtime/metrics.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -277,10 +279,31 @@ static void test_env_and_errors(void)
     check_fresh(NULL);
 }
 
+/* vdev_metrics_serve racing vdev_shutdown on another thread: the shutdown's
+ * first step (vdev_metrics_shutdown, while the devices are still there) has
+ * run when the serve takes the endpoint's lock. Serving then would leave an
+ * endpoint over freed devices; the serve is refused and nothing listens. */
+static void test_serve_during_shutdown(void)
+{
+    check_fresh("2x1GiB");
+    CHECK_OK(vdev_init());
+    vdev_metrics_shutdown(); /* what vdev_shutdown() does first */
+    CHECK_STATUS(vdev_metrics_serve("127.0.0.1:0"), VDEV_ERR_INVALID_ARG);
+    CHECK_MSG("vdev_metrics_serve: vdev_shutdown() began on another thread; not serving (call "
+              "vdev_metrics_serve again once it has returned)");
+    CHECK_EQ_U64(vdev_metrics_port(), 0);
+    vdev_shutdown();
+    CHECK_OK(vdev_metrics_serve("127.0.0.1:0")); /* after it: starts vdev again and serves */
+    CHECK(vdev_is_initialized() && vdev_metrics_port() > 0);
+    vdev_shutdown();
+    CHECK_EQ_U64(vdev_metrics_port(), 0);
+}
+
 int main(void)
 {
     test_values();
     test_robustness();
     test_env_and_errors();
+    test_serve_during_shutdown();
     return check_done();
 }

@@ -105,7 +105,8 @@ VDEV_API void vdev_device_report(FILE *f);
  * as given; "localhost" is 127.0.0.1; port 0 picks a free port, see
  * vdev_metrics_port). Starts the
  * runtime. VDEV_ERR_INVALID_ARG for a malformed address, an address that
- * cannot be bound, or an endpoint already serving. */
+ * cannot be bound, an endpoint already serving, or a vdev_shutdown() begun on
+ * another thread meanwhile (the shutdown wins: nothing serves). */
 VDEV_API enum vdev_status vdev_metrics_serve(const char *addr);
 /* Stops serving (a scrape in flight finishes first); no-op when not serving. */
 VDEV_API void vdev_metrics_stop(void);

@@ -66,6 +66,7 @@ struct watched {
 static struct {
     pthread_mutex_t lock; /* guards the fields below up to the watchdog's */
     struct MHD_Daemon *daemon;
+    int up;   /* the runtime is up: set at start-up, cleared when vdev_shutdown begins */
     int port; /* bound port, 0 when not serving */
     char addr[128];
     /* the watchdog: its thread runs while the daemon does */
@@ -562,10 +563,9 @@ static void stop_locked(void)
 enum vdev_status vdev_metrics_init_env(void)
 {
     const char *v = getenv("VDEV_METRICS_ADDR");
-    if (!v)
-        return VDEV_OK;
     pthread_mutex_lock(&M.lock);
-    enum vdev_status st = start_locked(v, "VDEV_METRICS_ADDR", VDEV_ERR_CONFIG);
+    M.up = 1;
+    enum vdev_status st = v ? start_locked(v, "VDEV_METRICS_ADDR", VDEV_ERR_CONFIG) : VDEV_OK;
     pthread_mutex_unlock(&M.lock);
     return st;
 }
@@ -573,6 +573,7 @@ enum vdev_status vdev_metrics_init_env(void)
 void vdev_metrics_shutdown(void)
 {
     pthread_mutex_lock(&M.lock);
+    M.up = 0;
     stop_locked();
     pthread_mutex_unlock(&M.lock);
 }
@@ -585,12 +586,25 @@ VDEV_API enum vdev_status vdev_metrics_serve(const char *addr)
     if (st != VDEV_OK)
         return st;
     pthread_mutex_lock(&M.lock);
-    st = start_locked(addr, "vdev_metrics_serve", VDEV_ERR_INVALID_ARG);
+    /* A vdev_shutdown() on another thread may have begun since vdev_init():
+     * an endpoint started now would outlive the devices it reads (a scrape
+     * would read freed allocators), so the shutdown wins. */
+    if (!M.up)
+        st = vdev_error(VDEV_ERR_INVALID_ARG,
+                        "vdev_metrics_serve: vdev_shutdown() began on another thread; not "
+                        "serving (call vdev_metrics_serve again once it has returned)");
+    else
+        st = start_locked(addr, "vdev_metrics_serve", VDEV_ERR_INVALID_ARG);
     pthread_mutex_unlock(&M.lock);
     return st;
 }
 
-VDEV_API void vdev_metrics_stop(void) { vdev_metrics_shutdown(); }
+VDEV_API void vdev_metrics_stop(void)
+{
+    pthread_mutex_lock(&M.lock);
+    stop_locked();
+    pthread_mutex_unlock(&M.lock);
+}
 
 VDEV_API int vdev_metrics_port(void)
 {

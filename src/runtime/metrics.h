@@ -12,11 +12,13 @@
 
 #include "base/base.h"
 
-/* Reads VDEV_METRICS_ADDR (HOST:PORT) and, when it is set, starts serving
+/* Marks the runtime up (vdev_metrics_serve starts an endpoint only then),
+ * reads VDEV_METRICS_ADDR (HOST:PORT) and, when it is set, starts serving
  * (vdev_init, last step, with the runtime's lock held). VDEV_ERR_CONFIG
  * naming the variable for a malformed value or an address it cannot bind. */
 enum vdev_status vdev_metrics_init_env(void);
-/* Stops any server (vdev_shutdown, before the devices go). */
+/* Marks the runtime down and stops any server (vdev_shutdown, before the
+ * devices go). */
 void vdev_metrics_shutdown(void);
 
 #endif
