@@ -5,9 +5,12 @@
 #ifndef VDEV_PLOT_READ_H
 #define VDEV_PLOT_READ_H
 
+#include "config/config.h"
+
 #include <stddef.h>
 
-#define PLOT_MAX_TRACKS 64 /* tids 0..63: the ops track of each logical device */
+/* tids 0..128: the ops track of each logical device, as many as a process has */
+#define PLOT_MAX_TRACKS VDEV_MAX_LOGICAL_DEVICES
 #define PLOT_MAX_OPS 64    /* op types told apart; the rest count as "other" */
 
 struct plot_sample {
