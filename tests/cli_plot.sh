@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cli_plot.sh — `vdev plot` and `vdev demo --report`: well-formed SVG for the
-# memory and placement pictures of a demo trace, a line per device (129 of them too), an OOM
+# memory and placement pictures of a demo trace, a line per device (129 of them too, and a
+# device's further op tracks counted as its own), an OOM
 # marker for a --split trace, and the error exits (usage 2, missing or
 # malformed trace 1, naming the line; an allocation trace named as one).
 # Usage: cli_plot.sh VDEV SHARED
@@ -92,6 +93,17 @@ PY
   "text=/device:GPU:127" && ok || bad "129 devices: memory.svg"
 "$vdev" plot --placement "$tmp/many.json" -o "$tmp/manyp.svg" && svg "$tmp/manyp.svg" \
   "text=/device:GPU:127" && ok || bad "129 devices: placement.svg"
+# a device's further op tracks (ops other threads timed) count as the device's
+{ echo '['
+  echo '{"name":"thread_name","ph":"M","pid":1,"tid":0,"args":{"name":"/device:CPU:0 (cpu)"}},'
+  echo '{"name":"Relu","cat":"op","ph":"X","ts":1,"dur":1,"pid":1,"tid":0,"args":{"op_type":0}},'
+  lane='"args":{"name":"/device:CPU:0 (cpu) (2)"}'
+  echo '{"name":"thread_name","ph":"M","pid":1,"tid":5096,'"$lane"'},'
+  echo '{"name":"Relu","cat":"op","ph":"X","ts":1,"dur":1,"pid":1,"tid":5096,"args":{"op_type":0}},'
+  echo '{"name":"Relu","cat":"op","ph":"X","ts":3,"dur":1,"pid":1,"tid":5096,"args":{"op_type":0}}'
+  echo ']'; } >"$tmp/lanes.json"
+"$vdev" plot --placement "$tmp/lanes.json" -o "$tmp/lanes.svg" && svg "$tmp/lanes.svg" \
+  "text=Relu: 3" "text=/device:CPU:0" && ok || bad "further op tracks: placement.svg"
 
 # errors
 help=$("$vdev" plot --help)

@@ -157,6 +157,17 @@ static int take_event(struct plot_trace *T, const struct event *e)
             if (sp)
                 *sp = '\0';
             snprintf(T->track[track], sizeof T->track[0], "%s", dev);
+        } else if (!strcmp(e->name, "thread_name") && e->tid >= 0 && e->arg_name[0] &&
+                   T->n_more < PLOT_MORE_TRACKS) {
+            /* a device's further op track, named after it: its ops count as its own */
+            size_t n = strcspn(e->arg_name, " ");
+            for (int i = 0; i < PLOT_MAX_TRACKS; i++)
+                if (T->track[i][0] && strlen(T->track[i]) == n &&
+                    !strncmp(T->track[i], e->arg_name, n)) {
+                    T->more[T->n_more].tid = e->tid;
+                    T->more[T->n_more++].track = i;
+                    break;
+                }
         }
         return 0;
     }
@@ -166,6 +177,9 @@ static int take_event(struct plot_trace *T, const struct event *e)
     if (!strcmp(e->ph, "X")) {
         if (t + e->dur * 1e-6 > T->t_end)
             T->t_end = t + e->dur * 1e-6;
+        for (int i = 0; track < 0 && e->tid >= 0 && i < T->n_more; i++)
+            if (T->more[i].tid == e->tid)
+                track = T->more[i].track;
         if (track >= 0 && strcmp(e->name, "Copy"))
             T->count[track][op_index(T, e->name)]++;
     } else if (!strcmp(e->ph, "C") && !strncmp(e->name, "memory ", 7)) {

@@ -12,6 +12,8 @@
 /* tids 0..128: the ops track of each logical device, as many as a process has */
 #define PLOT_MAX_TRACKS VDEV_MAX_LOGICAL_DEVICES
 #define PLOT_MAX_OPS 64    /* op types told apart; the rest count as "other" */
+/* a device's further op tracks ("/device:CPU:0 (cpu) (2)": ops other threads timed) */
+#define PLOT_MORE_TRACKS 4096
 
 struct plot_sample {
     double t;                /* seconds since the trace's start */
@@ -38,6 +40,11 @@ struct plot_trace {
     char op[PLOT_MAX_OPS][96];
     int n_op;
     long count[PLOT_MAX_TRACKS][PLOT_MAX_OPS + 1]; /* last column: types beyond PLOT_MAX_OPS */
+    struct {
+        long tid;
+        int track; /* the ops track of the same device, whose counts it adds to */
+    } more[PLOT_MORE_TRACKS];
+    int n_more;
     double t_end;                                  /* seconds: the last event's end */
     long n_events;                                 /* whole events read */
     int cut;       /* 1: the file ends before the closing "]" (its writer died) */

@@ -3,6 +3,7 @@
  * The histogram is a set of relaxed atomic counters per device, so a scrape
  * reads it without stopping anything. The trace is one buffered FILE guarded
  * by a mutex: each event is formatted on the stack and written in one call.
+ * Each thread that times ops of a device has a track of its own (op_tid).
  *
  * The trace file's name may hold placeholders, expanded at start-up: %p (the
  * process id), %r (the MPI rank, from the launcher's environment as in
@@ -273,6 +274,58 @@ static char *put_us(char *p, uint64_t ns)
     return p;
 }
 
+/* Op tracks. A device's ops are timed on the thread that runs them: a GPU's
+ * stream, or each caller for the host's CPUs, so several threads may time
+ * ops of one CPU device at once. The first thread to record an op of a
+ * device gets the device's own track (tid = its id); any other thread gets
+ * the device's next track ("/device:CPU:0 (cpu) (2)"), one per thread, made
+ * when first needed: a thread's ops never overlap, so neither do a track's,
+ * as trace viewers need. At most OP_TRACKS_MAX extra tracks in a trace;
+ * past them a thread shares the device's own track. */
+#define OP_TID_BASE (COPY_TID_BASE + COPY_TRACKS_MAX)
+#define OP_TRACKS_MAX 4096
+static _Atomic uint64_t op_owner[VDEV_MAX_LDEVS]; /* the thread of its own track (0: none) */
+static _Atomic uint64_t thread_tokens;             /* threads numbered from 1 */
+static _Atomic uint32_t trace_gen;                 /* counts traces opened: tracks reset */
+static int ot_n;                                   /* extra tracks made; T.lock */
+static int ot_lanes[VDEV_MAX_LDEVS];               /* each device's extra tracks; T.lock */
+static _Thread_local uint64_t my_token;
+static _Thread_local struct {
+    uint32_t gen; /* the trace they are for (0: none) */
+    int tid;
+} my_track[VDEV_MAX_LDEVS];
+
+/* The track of this thread's ops on device dev_id in the open trace. */
+static int op_tid(int dev_id)
+{
+    uint32_t gen = atomic_load_explicit(&trace_gen, memory_order_acquire);
+    if (my_track[dev_id].gen == gen)
+        return my_track[dev_id].tid;
+    if (!my_token)
+        my_token = atomic_fetch_add(&thread_tokens, 1) + 1;
+    uint64_t none = 0;
+    int tid = dev_id;
+    if (!atomic_compare_exchange_strong(&op_owner[dev_id], &none, my_token) &&
+        none != my_token) {
+        const struct vdev_ldev *d = vdev_runtime_device(dev_id);
+        pthread_mutex_lock(&T.lock);
+        if (d && ot_n < OP_TRACKS_MAX) {
+            tid = OP_TID_BASE + ot_n++;
+            int lane = ++ot_lanes[dev_id];
+            put_locked(",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+                       "\"args\":{\"name\":\"%s (%s) (%d)\"}}"
+                       ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+                       "\"args\":{\"sort_index\":%d}}",
+                       tid, d->name, d->backend->ops->name, lane + 1, tid,
+                       dev_id * SORT_STRIDE + 1 + VDEV_MAX_LDEVS * COPY_TRACKS_MAX + lane);
+        }
+        pthread_mutex_unlock(&T.lock);
+    }
+    my_track[dev_id].gen = gen;
+    my_track[dev_id].tid = tid;
+    return tid;
+}
+
 void vdev_observe_op(int op_type, const char *name, int dev_id, uint64_t t0, uint64_t t1)
 {
     if (dev_id < 0 || dev_id >= VDEV_MAX_LDEVS)
@@ -299,7 +352,7 @@ void vdev_observe_op(int op_type, const char *name, int dev_id, uint64_t t0, uin
     p = put_str(p, ",\"dur\":");
     p = put_us(p, ns);
     p = put_str(p, ",\"pid\":1,\"tid\":");
-    p = put_u64(p, (uint64_t)dev_id);
+    p = put_u64(p, (uint64_t)op_tid(dev_id));
     p = put_str(p, ",\"args\":{\"op_type\":");
     p = put_u64(p, (uint64_t)op_type);
     p = put_str(p, "}}");
@@ -555,6 +608,11 @@ enum vdev_status vdev_observe_init(void)
     memset(M, 0, sizeof M);
     memset(ct_first, 0, sizeof ct_first);
     ct_n = 0;
+    for (int i = 0; i < VDEV_MAX_LDEVS; i++)
+        atomic_store(&op_owner[i], 0);
+    memset(ot_lanes, 0, sizeof ot_lanes);
+    ot_n = 0;
+    atomic_fetch_add_explicit(&trace_gen, 1, memory_order_release);
     ct_full_said = 0;
     atomic_store(&t_zero, vdev_now_ns());
     put_locked(
