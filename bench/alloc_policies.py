@@ -31,6 +31,12 @@ two capacities agree exactly: the model is vdev's policy, not a guess at it.
 
   bench/alloc_policies.py [--check build/vdev] [--policies P,P,...] TRACE...
 
+With --bin-stats CAPACITY it prints instead, for each trace replayed under
+`octave` in one region of CAPACITY bytes, how long vdev's bin lists are when
+malloc walks them and where in them insertions land (what the walks cost).
+
+  bench/alloc_policies.py --bin-stats 5.1e9 TRACE...
+
 Pure Python: a 200,000-event trace takes about five seconds a policy here, the
 synthetic trace (a million events) about half a minute.
 """
@@ -40,6 +46,7 @@ import json
 import math
 import subprocess
 import sys
+from collections import Counter
 
 UNIT = 256
 
@@ -282,13 +289,86 @@ def vdev_capacity(vdev, trace):
         return f"no min_capacity_bytes in its JSON ({e})"
 
 
+def bin_stats(events, capacity):
+    """What vdev's bin lists hold when the trace replays under `octave` in one
+    region of `capacity` bytes: for each malloc, the length of the request's
+    own bin and the place of its first fit there (None: no chunk of the bin
+    fits, so the next non-empty bin serves it); for each chunk put into a bin,
+    the number of that bin's chunks below it (its place in address order).
+    A malloc's walk steps over the chunks before its first fit (the whole bin
+    when none fits), an insertion's over those below it. Three Counters, or
+    None when the trace does not fit."""
+    r = Region(capacity, 0, False)
+    own, fit, below = Counter(), Counter(), Counter()
+
+    def add(a, s):
+        below[bisect.bisect_left(r.bins.get(class_of(s, 0), []), a)] += 1
+        r.add(a, s)
+
+    live = {}
+    for i, sz in events:
+        if sz:
+            lst = r.bins.get(class_of(sz, 0), [])
+            own[len(lst)] += 1
+            fit[next((k for k, a in enumerate(lst) if r.size[a] >= sz), None)] += 1
+            a = choose_octave(r, sz)
+            if a is None:
+                return None
+            s = r.remove(a)
+            if s > sz:
+                add(a + sz, s - sz)
+            live[i] = (a, sz)
+        else:
+            a, sz = live.pop(i)
+            lo, hi = a, a + sz
+            j = bisect.bisect_left(r.addrs, a)
+            if j > 0 and r.addrs[j - 1] + r.size[r.addrs[j - 1]] == a:
+                lo = r.addrs[j - 1]
+                r.remove(lo)
+            if hi in r.size:
+                hi += r.remove(hi)
+            add(lo, hi - lo)
+    return own, fit, below
+
+
+def print_bin_stats(path, events, capacity):
+    got = bin_stats(events, capacity)
+    if got is None:
+        print(f"{path}: does not fit in {capacity} bytes", file=sys.stderr)
+        return 1
+    own, fit, below = got
+    marks = (0, 1, 2, 4, 8, 16)
+
+    def share(c, keep):
+        n = sum(c.values())
+        return " | ".join("%.3f" % (sum(v for k, v in c.items() if keep(k, m)) / n)
+                          for m in marks)
+
+    print(f"{path}, one region of {capacity} bytes (shares of the calls):\n")
+    print("| figure | " + " | ".join("<= %d" % m for m in marks) + " |")
+    print("|---|" + "---:|" * len(marks))
+    print("| malloc: chunks in its own bin | " + share(own, lambda k, m: k <= m) + " |")
+    print("| malloc: first fit at place (0 = the bin's lowest) | "
+          + share(fit, lambda k, m: k is not None and k <= m) + " |")
+    print("| insertion: chunks of the bin below the new one | "
+          + share(below, lambda k, m: k <= m) + " |")
+    print(f"\nmallocs {sum(own.values())}, none of the own bin fits: "
+          f"{fit[None] / sum(fit.values()):.3f}; insertions {sum(below.values())} (with the "
+          "splits and merges that keep a chunk's place, which vdev makes without a walk)")
+    return 0
+
+
 def main(argv):
     me = "alloc_policies.py"
-    check, policies, traces = None, list(POLICIES), []
+    check, policies, traces, stats_cap = None, list(POLICIES), [], None
     it = iter(argv)
     for arg in it:
         if arg == "--check":
             check = next(it, "")
+        elif arg == "--bin-stats":
+            v = next(it, "")
+            stats_cap = int(float(v)) if v.replace(".", "", 1).replace("e", "", 1).isdigit() \
+                else 0
         elif arg == "--policies":
             policies = next(it, "").split(",")
         elif arg in ("-h", "--help"):
@@ -296,9 +376,20 @@ def main(argv):
             return 0
         else:
             traces.append(arg)
-    if not traces or check == "":
-        print(f"usage: {me} [--check VDEV] [--policies P,...] TRACE...", file=sys.stderr)
+    if not traces or check == "" or stats_cap == 0:
+        print(f"usage: {me} [--check VDEV] [--policies P,...] TRACE...\n"
+              f"       {me} --bin-stats CAPACITY_BYTES TRACE...", file=sys.stderr)
         return 2
+    if stats_cap is not None:
+        rc = 0
+        for t in traces:
+            try:
+                events = load(t)
+            except (OSError, EOFError, UnicodeDecodeError, TraceError) as e:
+                print(f"{me}: {e}", file=sys.stderr)
+                return 1
+            rc |= print_bin_stats(t, events, stats_cap)
+        return rc
     for p in policies:
         if parse_policy(p) is None:
             print(f"{me}: unknown policy {p!r}; known: {', '.join(POLICIES)} "
