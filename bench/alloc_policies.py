@@ -334,7 +334,7 @@ def bin_stats(events, capacity):
 def print_bin_stats(path, events, capacity):
     got = bin_stats(events, capacity)
     if got is None:
-        print(f"{path}: does not fit in {capacity} bytes", file=sys.stderr)
+        print(f"alloc_policies.py: {path}: does not fit in {capacity} bytes", file=sys.stderr)
         return 1
     own, fit, below = got
     marks = (0, 1, 2, 4, 8, 16)
@@ -377,8 +377,8 @@ def main(argv):
         else:
             traces.append(arg)
     if not traces or check == "" or stats_cap == 0:
-        print(f"usage: {me} [--check VDEV] [--policies P,...] TRACE...\n"
-              f"       {me} --bin-stats CAPACITY_BYTES TRACE...", file=sys.stderr)
+        print(f"usage: {me} [--check VDEV] [--policies P,...] TRACE... "
+              "(or --bin-stats CAPACITY_BYTES TRACE...)", file=sys.stderr)
         return 2
     if stats_cap is not None:
         rc = 0

@@ -104,6 +104,34 @@ one_error "no allocations" 1 "empty.trace: no allocations"
 run "$data/traces/mlp.trace" "$tmp/bad1.trace"
 one_error "bad second trace" 1 "bad1.trace:2"
 
+# ---- --bin-stats: a trace worked by hand in one region of 4 units ----
+# a1 (bin 0 empty: the 4-unit chunk serves; the rest, 3 units, goes to bin 1
+# with nothing below it), a2 (bin 0 empty again: the 3-unit chunk; 2 units
+# back to bin 1), f1 (1 unit into the empty bin 0), a3 (bin 0 holds 1 chunk,
+# the first fits), f2 (merged with the 2 units above: 3 units into bin 1,
+# empty by then): mallocs' own bins 0, 0, 1 chunks, first fit none, none, 0;
+# four insertions, none with a chunk below.
+printf 'a 1 256
+a 2 256
+f 1
+a 3 256
+f 2
+' > "$tmp/hand.trace"
+run --bin-stats 1024 "$tmp/hand.trace"
+[ $rc -eq 0 ] && ok || bad "--bin-stats: exit $rc: $err"
+has "$out" "| malloc: chunks in its own bin | 0.667 | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 |" &&
+  ok || bad "--bin-stats: own bin lengths: $out"
+has "$out" "| malloc: first fit at place (0 = the bin's lowest) | 0.333 | 0.333 | 0.333 |" &&
+  ok || bad "--bin-stats: first fits: $out"
+has "$out" "| insertion: chunks of the bin below the new one | 1.000 | 1.000 |" &&
+  ok || bad "--bin-stats: insertions: $out"
+has "$out" "mallocs 3, none of the own bin fits: 0.667; insertions 4 " &&
+  ok || bad "--bin-stats: counts: $out"
+run --bin-stats 256 "$tmp/hand.trace"
+one_error "--bin-stats, too small" 1 "hand.trace: does not fit in 256 bytes"
+run --bin-stats lots "$tmp/hand.trace"
+one_error "--bin-stats, not a number" 2 "--bin-stats CAPACITY_BYTES"
+
 # ---- usage ----
 run --policies octave,nearest "$tmp/gen.trace"
 one_error "unknown policy" 2 "unknown policy 'nearest'"
