@@ -84,6 +84,11 @@ static void test_spec_valid(void)
     for (int i = 0; i < 64; i++)
         caps[i] = i < 63 ? MiB : 2 * MiB;
     check_physical("63x1MiB,2MiB", 64, caps);
+    /* Spaces around a part, the count, the 'x' and the size, as VDEV_VISIBLE_DEVICES takes
+     * "0, 2". */
+    check_physical("2x80GiB, 1x24GiB", 3, (const uint64_t[]){80 * GiB, 80 * GiB, 24 * GiB});
+    check_physical(" 2x1GiB", 2, (const uint64_t[]){GiB, GiB});
+    check_physical("  2 x 1 GiB ,  1MiB  ", 3, (const uint64_t[]){GiB, GiB, MiB});
 
     /* The fill convention: cap 0 counts, a short array gets the first ones. */
     check_fresh("3x16GiB");
@@ -112,6 +117,9 @@ static void test_spec_malformed(void)
         {"3x16Gib?", "VDEV_SIM_GPUS=\"3x16Gib?\": bad size in '3x16Gib?'"},
         {"3y16GiB", "VDEV_SIM_GPUS=\"3y16GiB\": bad size in '3y16GiB'"},
         {"3x16GiB,", "VDEV_SIM_GPUS=\"3x16GiB,\": trailing ','"},
+        {"3x16GiB, ", "VDEV_SIM_GPUS=\"3x16GiB, \": trailing ','"},
+        {"   ", "VDEV_SIM_GPUS is empty"},
+        {"1x1GiB, ,1x1GiB", "VDEV_SIM_GPUS=\"1x1GiB, ,1x1GiB\": empty part at offset 7"},
         {",3x16GiB", "VDEV_SIM_GPUS=\",3x16GiB\": empty part"},
         {"1x1GiB,,1x1GiB", "VDEV_SIM_GPUS=\"1x1GiB,,1x1GiB\": empty part"},
         {"65x1GiB", "VDEV_SIM_GPUS=\"65x1GiB\": bad count in '65x1GiB' (a whole number 1..64"},
@@ -120,18 +128,25 @@ static void test_spec_malformed(void)
         {"60x1GiB,5x1GiB", "VDEV_SIM_GPUS=\"60x1GiB,5x1GiB\": more than 64 simulated GPUs"},
         {"-1x1GiB", "bad count in '-1x1GiB'"},
         {"+2x1GiB", "bad count in '+2x1GiB'"},
-        {" 2x1GiB", "bad count in ' 2x1GiB'"},
+        {"2 2x1GiB", "bad count in '2 2x1GiB'"},
+        {"1x16EiB", "VDEV_SIM_GPUS=\"1x16EiB\": bad size in '1x16EiB': '16EiB' has an unknown "
+                    "unit 'EiB' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB, K, M, G or T, in "
+                    "any case but 'b')"},
         {"2x-1GiB", "bad size in '2x-1GiB'"},
-        {"2x1GiB 1x1GiB", "bad size in '2x1GiB 1x1GiB'"},
         {"1x1x1GiB", "bad size in '1x1x1GiB'"},
         {"2x0x10MiB", "bad size in '2x0x10MiB'"},
         {"2x99999999999TiB", "VDEV_SIM_GPUS=\"2x99999999999TiB\": size in '2x99999999999TiB' is "
                              "too large"},
         {"99999999999999999999", "size in '99999999999999999999' is too large"},
-        {"3x1e3MiB", "VDEV_SIM_GPUS=\"3x1e3MiB\": bad size in '3x1e3MiB' (expected"},
+        {"3x1e3MiB", "VDEV_SIM_GPUS=\"3x1e3MiB\": bad size in '3x1e3MiB': '1e3MiB' is not a "
+                     "size: no exponents (a whole number or a decimal"},
+        {"2x1GiB 1x1GiB", "VDEV_SIM_GPUS=\"2x1GiB 1x1GiB\": bad size in '2x1GiB 1x1GiB' "
+                          "(expected COUNTxSIZE"},
         {"0", "size in '0' is below the smallest card of 1 MiB"},
         {"3x16", "VDEV_SIM_GPUS=\"3x16\": size in '3x16' is below the smallest card of 1 MiB (a "
                  "size without a unit is bytes: 16GiB for gibibytes)"},
+        {"3x 16", "VDEV_SIM_GPUS=\"3x 16\": size in '3x 16' is below the smallest card of 1 MiB "
+                  "(a size without a unit is bytes: 16GiB for gibibytes)"},
         {"banana", "bad size in 'banana'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

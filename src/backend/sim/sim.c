@@ -599,34 +599,41 @@ static const struct vdev_backend_ops sim_ops = {
 static enum vdev_status parse_spec(const char *spec, const char *var, uint64_t *caps, int *n_out)
 {
     int n = 0;
-    if (!*spec)
+    if (!spec[strspn(spec, " ")])
         return vdev_error(VDEV_ERR_CONFIG, "%s is empty (%s)", var, SPEC_HELP);
     const char *p = spec;
     while (*p) {
         char part[128];
-        size_t len = strcspn(p, ",");
+        /* a part without the spaces around it ("3x16GiB, 1x8GiB") */
+        size_t skip = strspn(p, " ");
+        size_t len = strcspn(p + skip, ",");
+        while (len && p[skip + len - 1] == ' ')
+            len--;
         if (len == 0)
             return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": empty part at offset %d (%s)", var,
                               spec, (int)(p - spec), SPEC_HELP);
         if (len >= sizeof part)
             return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": part '%.*s...' is too long (%s)", var,
-                              spec, 24, p, SPEC_HELP);
-        memcpy(part, p, len);
+                              spec, 24, p + skip, SPEC_HELP);
+        memcpy(part, p + skip, len);
         part[len] = '\0';
-        /* count: digits followed by 'x' (no sign or space, which strtol would take) */
+        p += skip + strcspn(p + skip, ",");
+        /* count: digits, spaces, then 'x' (no sign, which strtol would take) */
         long count = 1;
         const char *size_txt = part;
         const char *x = strpbrk(part, "xX");
         if (x) {
             char *end;
             count = strtol(part, &end, 10);
+            while (end < x && *end == ' ')
+                end++;
             if (end != x || !isdigit((unsigned char)part[0]) || count < 1 ||
                 count > SIM_MAX_GPUS)
                 return vdev_error(VDEV_ERR_CONFIG,
                                   "%s=\"%s\": bad count in '%s' (a whole number 1..%d before "
                                   "'x'; %s)",
                                   var, spec, part, SIM_MAX_GPUS, SPEC_HELP);
-            size_txt = x + 1;
+            size_txt = x + 1 + strspn(x + 1, " ");
         }
         uint64_t cap;
         if (vdev_parse_bytes(size_txt, &cap) != VDEV_OK) {
@@ -634,12 +641,23 @@ static enum vdev_status parse_spec(const char *spec, const char *var, uint64_t *
             if (strstr(vdev_last_error(), "' is too large"))
                 return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": size in '%s' is too large", var,
                                   spec, part);
+            /* an unknown unit (one word: "EiB") or an exponent: the size
+             * parser's reason says more */
+            const char *why = vdev_last_error(), *unit = strstr(why, "' has an unknown unit '");
+            if ((unit && !memchr(unit + 23, ' ', strcspn(unit + 23, "'"))) ||
+                strstr(why, ": no exponents")) {
+                char reason[256];
+                vdev_strlcpy(reason, why, sizeof reason);
+                return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": bad size in '%s': %s", var, spec,
+                                  part, reason);
+            }
             return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": bad size in '%s' (%s)", var, spec,
                               part, SPEC_HELP);
         }
         if (cap < (1ull << 20)) {
             /* A bare number is bytes: "3x16" most likely meant 16 GiB. */
-            int bare = size_txt[strspn(size_txt, "0123456789")] == '\0' && cap > 0;
+            const char *tail = size_txt + strspn(size_txt, "0123456789");
+            int bare = tail[strspn(tail, " ")] == '\0' && cap > 0;
             return vdev_error(VDEV_ERR_CONFIG,
                               "%s=\"%s\": size in '%s' is below the smallest card of 1 MiB%s%s%s",
                               var, spec, part, bare ? " (a size without a unit is bytes: " : "",
@@ -650,10 +668,9 @@ static enum vdev_status parse_spec(const char *spec, const char *var, uint64_t *
                               spec, SIM_MAX_GPUS);
         for (long i = 0; i < count; i++)
             caps[n++] = cap & ~(uint64_t)255;
-        p += len;
         if (*p == ',') {
             p++;
-            if (!*p)
+            if (!p[strspn(p, " ")])
                 return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": trailing ',' (%s)", var, spec,
                                   SPEC_HELP);
         }
