@@ -145,6 +145,8 @@ static void test_spec_malformed(void)
         {"0", "size in '0' is below the smallest card of 1 MiB"},
         {"3x16", "VDEV_SIM_GPUS=\"3x16\": size in '3x16' is below the smallest card of 1 MiB (a "
                  "size without a unit is bytes: 16GiB for gibibytes)"},
+        {"3x0.5", "VDEV_SIM_GPUS=\"3x0.5\": size in '3x0.5' is below the smallest card of 1 MiB "
+                  "(a size without a unit is bytes: 0.5GiB for gibibytes)"},
         {"3x 16", "VDEV_SIM_GPUS=\"3x 16\": size in '3x 16' is below the smallest card of 1 MiB "
                   "(a size without a unit is bytes: 16GiB for gibibytes)"},
         {"banana", "bad size in 'banana'"},

@@ -655,9 +655,9 @@ static enum vdev_status parse_spec(const char *spec, const char *var, uint64_t *
                               part, SPEC_HELP);
         }
         if (cap < (1ull << 20)) {
-            /* A bare number is bytes: "3x16" most likely meant 16 GiB. */
-            const char *tail = size_txt + strspn(size_txt, "0123456789");
-            int bare = tail[strspn(tail, " ")] == '\0' && cap > 0;
+            /* A bare number is bytes: "3x16" most likely meant 16 GiB, "3x0.5" 0.5 GiB. */
+            const char *tail = size_txt + strspn(size_txt, "0123456789.");
+            int bare = tail[strspn(tail, " ")] == '\0' && strpbrk(size_txt, "123456789");
             return vdev_error(VDEV_ERR_CONFIG,
                               "%s=\"%s\": size in '%s' is below the smallest card of 1 MiB%s%s%s",
                               var, spec, part, bare ? " (a size without a unit is bytes: " : "",
