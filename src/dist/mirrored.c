@@ -225,6 +225,9 @@ enum vdev_status vdev_strat_make(struct vdev_ldev *const *devs, int n, struct vd
             return vdev_error(VDEV_ERR_BACKEND, "%s: cannot start the thread of replica %d", fn,
                               i);
         }
+        char name[16]; /* for top -H, ps -L and debuggers */
+        snprintf(name, sizeof name, "vdev-replica%u", (unsigned)i % 1000u);
+        (void)pthread_setname_np(s->reps[i].thread, name);
         s->reps[i].started = 1;
     }
     uint64_t h;

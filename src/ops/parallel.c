@@ -140,6 +140,9 @@ static void start_workers(int want)
         pthread_attr_destroy(&attr);
         if (!ok)
             return;
+        char name[16]; /* for top -H, ps -L and debuggers (workers live as long as the process) */
+        snprintf(name, sizeof name, "vdev-pool%u", (unsigned)(P.n_workers + 1) % 10000u);
+        (void)pthread_setname_np(t, name);
         pthread_mutex_lock(&P.lock);
         P.n_workers++;
         pthread_mutex_unlock(&P.lock);

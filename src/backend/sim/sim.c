@@ -274,6 +274,15 @@ static struct sim_stream *stream_new(struct sim_card *card, int q, int delta)
         vdev_error(VDEV_ERR_BACKEND, "cannot start a stream of simulated GPU %d", card->index);
         return NULL;
     }
+    /* Named for top -H, ps -L and debuggers: GPU 2's own stream "vdev-sim2", a
+     * stream opened on it later (queue 70 of the table) "vdev-sim2-q70". */
+    char name[16];
+    if (q == card->index)
+        snprintf(name, sizeof name, "vdev-sim%u", (unsigned)q % 100u);
+    else
+        snprintf(name, sizeof name, "vdev-sim%u-q%u", (unsigned)card->index % 100u,
+                 (unsigned)q % 1000u);
+    (void)pthread_setname_np(g->worker, name);
     return g;
 }
 
