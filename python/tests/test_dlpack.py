@@ -337,3 +337,55 @@ def test_collectives_read_exported_memory_before_returning():
     del x, g
     comm.free()
     assert vdev.dlpack.live_exports() == 0
+
+
+def test_array_api_keywords():
+    # the array API's __dlpack__(stream, max_version, dl_device, copy), as
+    # newer numpy and PyTorch call it: the capsule stays DLPack 0.x's
+    with vdev.device("GPU:1"):
+        g = vdev.constant([1.0, 2.0])
+    for t in (vdev.constant([1.0, 2.0]), g):
+        cap = t.__dlpack__(stream=None, max_version=(1, 0), dl_device=(1, 0), copy=False)
+        assert type(cap).__name__ == "PyCapsule" and "dltensor" in repr(cap)
+        a = torch.utils.dlpack.from_dlpack(cap)
+        a[0] = 7.0  # no copy: seen by vdev
+        assert t.numpy().tolist() == [7.0, 2.0]
+        c = torch.utils.dlpack.from_dlpack(t.__dlpack__(copy=True))
+        c[1] = 9.0  # a copy: not seen
+        assert c.tolist() == [7.0, 9.0] and t.numpy().tolist() == [7.0, 2.0]
+        del a, c, cap
+        gc.collect()
+        assert vdev.dlpack.live_exports() == 0
+        with pytest.raises(BufferError) as e:
+            t.__dlpack__(dl_device=(2, 0))
+        assert str(e.value) == ("vdev exports a tensor on its own device only: this one is on "
+                                "(1, 0) (__dlpack_device__), not dl_device (2, 0)")
+        with pytest.raises(TypeError) as e:
+            t.__dlpack__(max_version=1)
+        assert str(e.value) == "max_version must be None or a (major, minor) tuple of ints, not 1"
+        with pytest.raises(TypeError) as e:
+            t.__dlpack__(copy="yes")
+        assert str(e.value) == "copy must be True, False or None, not str"
+        with pytest.raises(TypeError) as e:
+            t.__dlpack__(dl_device="cpu")
+        assert str(e.value) == ("dl_device must be None or a (device type, device id) tuple, "
+                                "not 'cpu'")
+        assert vdev.dlpack.live_exports() == 0
+    # numpy 2's np.from_dlpack(x, copy=True) passes them all
+    cap = vdev.constant([3.0]).__dlpack__(stream=None, max_version=(1, 0), dl_device=None,
+                                          copy=True)
+    assert np.from_dlpack(type("X", (), {"__dlpack__": lambda s, stream=None: cap,
+                                         "__dlpack_device__": lambda s: (1, 0)})()).tolist() \
+        == [3.0]
+    gc.collect()
+    assert vdev.dlpack.live_exports() == 0
+
+
+def test_to_dlpack_takes_tensors_only():
+    # TensorFlow's check and error class (TFE_ToDlpackCapsule)
+    for x in (np.ones(2, np.float32), [1.0], None):
+        with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+            vdev.experimental.dlpack.to_dlpack(x)
+        assert e.value.message == ("The argument to `to_dlpack` must be a vdev tensor, not "
+                                   "Python object")
+    assert vdev.dlpack.live_exports() == 0

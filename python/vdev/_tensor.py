@@ -285,11 +285,17 @@ class Tensor:
     __array_priority__ = 100  # numpy defers to our operators
 
     # ---- DLPack ----
-    def __dlpack__(self, stream=None):
+    def __dlpack__(self, stream=None, *, max_version=None, dl_device=None, copy=None):
         # The DLPack protocol: a stream only means something for device
         # memory (kDLCUDA: an int; vdev waits for the device's whole stream
         # before any export, which covers every stream a consumer names);
         # host memory (the CPU, simulated GPUs) takes None only, as in NumPy.
+        # The array API's keywords (2023.12): max_version is taken and the
+        # capsule is DLPack 0.x's "dltensor" whatever it asks (the standard
+        # lets a producer answer with another version: consumers check);
+        # dl_device is the tensor's own device or a BufferError (vdev moves
+        # nothing on export); copy=True exports a copy on the same device,
+        # copy=False is what vdev always does.
         from . import dlpack
         if stream is not None:
             if dlpack.device_of(self)[0] != dlpack.kDLCUDA:
@@ -297,6 +303,25 @@ class Tensor:
                                    "(kDLCPU), as NumPy does.")
             if not isinstance(stream, int) or isinstance(stream, bool):
                 raise TypeError("stream must be an int or None, not %s" % type(stream).__name__)
+        if max_version is not None and not (
+                isinstance(max_version, tuple) and len(max_version) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in max_version)):
+            raise TypeError("max_version must be None or a (major, minor) tuple of ints, not %r"
+                            % (max_version,))
+        if copy is not None and not isinstance(copy, bool):
+            raise TypeError("copy must be True, False or None, not %s" % type(copy).__name__)
+        if dl_device is not None:
+            own = dlpack.device_of(self)
+            try:
+                asked = (int(dl_device[0]), int(dl_device[1]))
+            except (TypeError, ValueError, IndexError):
+                raise TypeError("dl_device must be None or a (device type, device id) tuple, "
+                                "not %r" % (dl_device,)) from None
+            if asked != own:
+                raise BufferError("vdev exports a tensor on its own device only: this one is on "
+                                  "%r (__dlpack_device__), not dl_device %r" % (own, asked))
+        if copy:
+            return dlpack.to_capsule(Tensor(_copy_handle(self)))
         return dlpack.to_capsule(self)
 
     def __dlpack_device__(self):

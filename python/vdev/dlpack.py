@@ -143,7 +143,12 @@ def from_dlpack(x):
 
 
 def to_dlpack(t):
-    """A DLPack capsule over t (``tf.experimental.dlpack.to_dlpack``)."""
+    """A DLPack capsule over t (``tf.experimental.dlpack.to_dlpack``): t is
+    a vdev tensor (or Variable), else TensorFlow's InvalidArgumentError."""
+    if not isinstance(t, Tensor):
+        from .errors import InvalidArgumentError
+        raise InvalidArgumentError("The argument to `to_dlpack` must be a vdev tensor, not "
+                                   "Python object", "VDEV_ERR_INVALID_ARG")
     return to_capsule(t)
 
 
