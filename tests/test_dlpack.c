@@ -505,6 +505,9 @@ static void test_import_errors(void)
     p.m.dl_tensor.device = (DLDevice){(DLDeviceType)99, 0};
     CHECK(vdev_tensor_from_dlpack(&p.m) == NULL);
     CHECK_MSG("on an unknown device type (device type 99, device 0)");
+    p.m.dl_tensor.device = (DLDevice){(DLDeviceType)14, 0}; /* DLPack 0.7's kDLOneAPI */
+    CHECK(vdev_tensor_from_dlpack(&p.m) == NULL);
+    CHECK_MSG("the memory is on kDLOneAPI (device type 14, device 0)");
 
     produce(&p, (DLDataType){kDLFloat, 64, 1}, 2, s, NULL, 0);
     CHECK(vdev_tensor_from_dlpack(&p.m) == NULL);
@@ -520,6 +523,14 @@ static void test_import_errors(void)
     produce(&p, (DLDataType){kDLBfloat, 16, 1}, 2, s, NULL, 0);
     CHECK(vdev_tensor_from_dlpack(&p.m) == NULL);
     CHECK_MSG("dtype bfloat16;");
+    produce(&p, (DLDataType){6, 8, 1}, 2, s, NULL, 0); /* kDLBool, DLPack 0.8 */
+    CHECK(vdev_tensor_from_dlpack(&p.m) == NULL);
+    CHECK_STR(vdev_last_error(),
+              "vdev_tensor_from_dlpack: dtype bool8; vdev tensors are float32 or int32");
+    produce(&p, (DLDataType){9, 8, 1}, 2, s, NULL, 0);
+    CHECK(vdev_tensor_from_dlpack(&p.m) == NULL);
+    CHECK_STR(vdev_last_error(), "vdev_tensor_from_dlpack: dtype code 9 (8 bits, 1 lanes); "
+                                 "vdev tensors are float32 or int32");
 
     int64_t s5[5] = {1, 1, 1, 1, 2};
     produce(&p, F32, 5, s5, NULL, 0);

@@ -135,15 +135,28 @@ static const char *device_type_name(int type)
     case kDLROCMHost: return "kDLROCMHost";
     case kDLExtDev: return "kDLExtDev";
     case kDLCUDAManaged: return "kDLCUDAManaged";
+    /* DLPack 0.7 and later: after this header's version, so by number */
+    case 14: return "kDLOneAPI";
+    case 15: return "kDLWebGPU";
+    case 16: return "kDLHexagon";
+    case 17: return "kDLMAIA";
     default: return "an unknown device type";
     }
 }
 
-/* "float64", "int8", "bfloat16", "float32x4": a dtype in numpy's words. */
+/* "float64", "int8", "bfloat16", "float32x4", "bool8": a dtype in numpy's
+ * words; a code no DLPack version names is "dtype code 9 (8 bits)". */
 static char *dtype_str(DLDataType dt, char *buf, size_t cap)
 {
-    static const char *const codes[] = {"int", "uint", "float", "handle", "bfloat", "complex"};
-    const char *code = dt.code < VDEV_ARRAY_LEN(codes) ? codes[dt.code] : "code";
+    /* kDLBool (6) came in DLPack 0.8, after this header's version */
+    static const char *const codes[] = {"int", "uint", "float", "handle", "bfloat", "complex",
+                                        "bool"};
+    if (dt.code >= VDEV_ARRAY_LEN(codes)) {
+        snprintf(buf, cap, "code %u (%u bits, %u lanes)", (unsigned)dt.code, (unsigned)dt.bits,
+                 (unsigned)dt.lanes);
+        return buf;
+    }
+    const char *code = codes[dt.code];
     if (dt.lanes == 1)
         snprintf(buf, cap, "%s%u", code, (unsigned)dt.bits);
     else
@@ -202,7 +215,7 @@ VDEV_API vdev_tensor_t *vdev_tensor_from_dlpack(struct DLManagedTensor *m)
     else if (d->dtype.code == kDLInt && d->dtype.bits == 32 && d->dtype.lanes == 1)
         dtype = VDEV_I32;
     else {
-        char b[32];
+        char b[48];
         vdev_error(VDEV_ERR_UNSUPPORTED,
                    "vdev_tensor_from_dlpack: dtype %s; vdev tensors are float32 or int32",
                    dtype_str(d->dtype, b, sizeof b));
