@@ -344,13 +344,15 @@ def test_array_api_keywords():
     # newer numpy and PyTorch call it: the capsule stays DLPack 0.x's
     with vdev.device("GPU:1"):
         g = vdev.constant([1.0, 2.0])
-    for t in (vdev.constant([1.0, 2.0]), g):
+    for t in (vdev.constant([1.0, 2.0]), g, vdev.Variable([1.0, 2.0])):
         cap = t.__dlpack__(stream=None, max_version=(1, 0), dl_device=(1, 0), copy=False)
         assert type(cap).__name__ == "PyCapsule" and "dltensor" in repr(cap)
         a = torch.utils.dlpack.from_dlpack(cap)
         a[0] = 7.0  # no copy: seen by vdev
         assert t.numpy().tolist() == [7.0, 2.0]
-        c = torch.utils.dlpack.from_dlpack(t.__dlpack__(copy=True))
+        with vdev.GradientTape() as tape:
+            c = torch.utils.dlpack.from_dlpack(t.__dlpack__(copy=True))
+        assert tape.watched_variables() == ()  # the copy is no op of the tape's
         c[1] = 9.0  # a copy: not seen
         assert c.tolist() == [7.0, 9.0] and t.numpy().tolist() == [7.0, 2.0]
         del a, c, cap

@@ -294,8 +294,8 @@ class Tensor:
         # capsule is DLPack 0.x's "dltensor" whatever it asks (the standard
         # lets a producer answer with another version: consumers check);
         # dl_device is the tensor's own device or a BufferError (vdev moves
-        # nothing on export); copy=True exports a copy on the same device,
-        # copy=False is what vdev always does.
+        # nothing on export); copy=True exports a copy on the same device (that no
+        # tape records), copy=False is what vdev always does.
         from . import dlpack
         if stream is not None:
             if dlpack.device_of(self)[0] != dlpack.kDLCUDA:
@@ -320,9 +320,7 @@ class Tensor:
             if asked != own:
                 raise BufferError("vdev exports a tensor on its own device only: this one is on "
                                   "%r (__dlpack_device__), not dl_device %r" % (own, asked))
-        if copy:
-            return dlpack.to_capsule(Tensor(_copy_handle(self)))
-        return dlpack.to_capsule(self)
+        return dlpack.to_capsule(dlpack.copy_of(self) if copy else self)
 
     def __dlpack_device__(self):
         from . import dlpack

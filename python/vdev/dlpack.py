@@ -99,6 +99,19 @@ def to_capsule(t):
         raise
 
 
+def copy_of(t):
+    """A copy of t on t's device, which no tape records (``__dlpack__(copy=True)``):
+    vdev_stop_gradient, which reads t as a constant."""
+    d = lib.vdev_tensor_device(t._handle)
+    if d is None:
+        raise _lib.error()
+    _lib.check(lib.vdev_device_push(d))
+    try:
+        return Tensor(_lib.made(lib.vdev_stop_gradient(t._handle)))
+    finally:
+        lib.vdev_device_pop()
+
+
 def device_of(t):
     """(device type, device id), as ``__dlpack_device__``: (kDLCPU, 0) for the
     CPU and simulated GPUs, (kDLCUDA, ordinal) for CUDA GPUs."""
