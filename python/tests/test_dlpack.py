@@ -7,6 +7,7 @@ capsule releases its export), strided inputs copied, refused inputs, a
 stream other than None refused for host memory (as NumPy does),
 vdev.shutdown() refusing while exports are alive, and collectives on exported
 memory done reading it when they return."""
+import ctypes
 import gc
 import sys
 import threading
@@ -391,3 +392,21 @@ def test_to_dlpack_takes_tensors_only():
         assert e.value.message == ("The argument to `to_dlpack` must be a vdev tensor, not "
                                    "Python object")
     assert vdev.dlpack.live_exports() == 0
+
+
+def test_versioned_capsule_named():
+    # a DLPack 1.x capsule (from a producer asked with max_version) is named
+    # as such, not taken for a consumed one
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype = ctypes.py_object
+    new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    cap = new(8, b"dltensor_versioned", None)
+    with pytest.raises(BufferError) as e:
+        vdev.from_dlpack(cap)
+    assert str(e.value) == ('from_dlpack: a DLPack 1.x capsule ("dltensor_versioned"); vdev '
+                            'reads DLPack 0.x "dltensor" capsules (its producer gives one to '
+                            '__dlpack__() without max_version)')
+    with pytest.raises(ValueError) as e:
+        vdev.from_dlpack(new(8, b"other", None))
+    assert str(e.value) == ("from_dlpack: the capsule is not a DLPack tensor, or was consumed "
+                            "already (a capsule can be used once)")

@@ -38,6 +38,8 @@ _api.PyCapsule_GetPointer.restype = ctypes.c_void_p
 _api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _api.PyCapsule_SetName.restype = ctypes.c_int
 _api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_GetName.restype = ctypes.c_char_p
+_api.PyCapsule_GetName.argtypes = [ctypes.py_object]
 _raw = ctypes.PyDLL(None)
 _raw.PyCapsule_IsValid.restype = ctypes.c_int
 _raw.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
@@ -130,7 +132,8 @@ def from_dlpack(x):
     PyTorch tensors, vdev tensors) or is a DLPack capsule. Without a copy when
     the memory is compact and aligned float32/int32 host memory; strided
     memory is copied. Other dtypes, more than 4 dimensions and memory the
-    host cannot read raise UnimplementedError."""
+    host cannot read raise UnimplementedError; a DLPack 1.x capsule
+    ("dltensor_versioned") is a BufferError."""
     if hasattr(x, "__dlpack__"):
         capsule = x.__dlpack__()
     elif type(x).__name__ == "PyCapsule":
@@ -139,6 +142,11 @@ def from_dlpack(x):
         raise TypeError("from_dlpack takes an object with __dlpack__ (a numpy array, a PyTorch "
                         "tensor, a vdev tensor) or a DLPack capsule, not %s" % type(x).__name__)
     if not _api.PyCapsule_IsValid(capsule, _DLTENSOR):
+        if _api.PyCapsule_GetName(capsule) in (b"dltensor_versioned",
+                                               b"used_dltensor_versioned"):
+            raise BufferError("from_dlpack: a DLPack 1.x capsule (\"dltensor_versioned\"); "
+                              "vdev reads DLPack 0.x \"dltensor\" capsules (its producer "
+                              "gives one to __dlpack__() without max_version)")
         raise ValueError("from_dlpack: the capsule is not a DLPack tensor, or was consumed "
                          "already (a capsule can be used once)")
     managed = _api.PyCapsule_GetPointer(capsule, _DLTENSOR)
