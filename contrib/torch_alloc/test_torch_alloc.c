@@ -221,6 +221,12 @@ static void test_set_device_and_push(void)
     CHECK_HAS(L.last_error(), "Failed parsing device name: 'GPU:x'");
     CHECK(L.set_device(2, "GPU:9") == VDEV_ERR_NOT_FOUND);
     CHECK_HAS(L.last_error(), "No matching devices found for 'GPU:9'");
+    CHECK(L.set_device(2, "CPU:0") == VDEV_ERR_INVALID_ARG);
+    CHECK_STR(L.last_error(), "/device:CPU:0 is host memory: PyTorch's CUDA tensors take a vdev "
+                              "GPU");
+    CHECK(L.push("/cpu:0") == VDEV_ERR_INVALID_ARG);
+    CHECK_STR(L.last_error(), "/device:CPU:0 is host memory: PyTorch's CUDA tensors take a vdev "
+                              "GPU");
     CHECK(L.pop() == VDEV_ERR_INVALID_ARG);
     CHECK_STR(L.last_error(), "vdev_torch_pop_device: no device pushed");
     CHECK(L.push(NULL) == VDEV_ERR_INVALID_ARG);
@@ -393,6 +399,8 @@ static void test_bad_env(void)
         {"0:GPU:0,0:GPU:1", "PyTorch device index given twice in '0:GPU:1'"},
         {"0:GPU:9", "VDEV_TORCH_DEVICES maps PyTorch device 0 to GPU:9: No matching devices found"},
         {"0:GPU:x", "VDEV_TORCH_DEVICES maps PyTorch device 0 to GPU:x: Failed parsing device name"},
+        {"0:CPU:0", "VDEV_TORCH_DEVICES maps PyTorch device 0 to CPU:0: /device:CPU:0 is host "
+                    "memory: PyTorch's CUDA tensors take a vdev GPU"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CHECK(L.reset() == VDEV_OK);

@@ -352,6 +352,13 @@ static int target_of(const char *name)
         fail(vdev_last_status(), "%s", vdev_last_error());
         return -1;
     }
+    /* PyTorch's CUDA kernels read the blocks: vdev's CPU device hands out
+     * pageable host memory, which they cannot (simulated GPUs stand for GPUs) */
+    if (strstr(canon, "/device:CPU:")) {
+        fail(VDEV_ERR_INVALID_ARG, "%s is host memory: PyTorch's CUDA tensors take a vdev GPU",
+             canon);
+        return -1;
+    }
     for (int i = 0; i < G.n_targets; i++)
         if (strcmp(G.targets[i].name, canon) == 0)
             return i;
@@ -630,7 +637,7 @@ VDEV_API enum vdev_status vdev_torch_set_device(int torch, const char *name)
     enum vdev_status st = VDEV_OK;
     int t = target_of(name);
     if (t < 0)
-        st = vdev_last_status();
+        st = err_code; /* target_of's: vdev's, or its own */
     else if (G.map[torch] && G.map[torch] != t + 1 && G.n_live_torch[torch]) {
         char where[384];
         where_live(torch, where, sizeof where);
@@ -658,7 +665,7 @@ VDEV_API enum vdev_status vdev_torch_push_device(const char *name)
     int t = target_of(name);
     pthread_mutex_unlock(&G.lock);
     if (t < 0)
-        return vdev_last_status();
+        return err_code;
     stack[depth++] = t;
     return VDEV_OK;
 }

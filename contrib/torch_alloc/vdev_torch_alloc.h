@@ -88,7 +88,9 @@ VDEV_API void vdev_torch_free(void *ptr, ssize_t size, int device, cudaStream_t 
 /* Maps PyTorch's device index (0..63) to a vdev logical device, in any
  * accepted form ("GPU:1", "/device:GPU:1"); code wins over
  * VDEV_TORCH_DEVICES. VDEV_ERR_INVALID_ARG for an index out of range, a
- * malformed name ("Failed parsing device name: ..."), or a device index with
+ * malformed name ("Failed parsing device name: ..."), vdev's CPU device
+ * ("/device:CPU:0 is host memory: PyTorch's CUDA tensors take a vdev GPU"),
+ * or a device index with
  * live blocks that is mapped elsewhere already ("PyTorch device 0 has 2 live
  * blocks (1 on /device:GPU:0, 1 on /device:GPU:2); map it before its first
  * allocation": each device its blocks came from); VDEV_ERR_NOT_FOUND for a
