@@ -47,11 +47,22 @@ static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd"
 #define N_COLORS (sizeof palette / sizeof palette[0])
 
 #define W 960
-#define H 540
+#define H 540  /* the least height: a taller legend makes the picture taller */
 #define ML 90  /* margins: left, right, top, bottom */
 #define MR 230
 #define MT 50
 #define MB 60
+#define PH (H - MT - MB) /* the plot area's height, whatever the picture's */
+#define LEGEND_ROW 20   /* a legend entry's height */
+
+/* The picture's height: H, or more where the legend (n_rows entries from
+ * MT + 10, then `tail` pixels more) would run past it, so every entry lies
+ * inside the picture (a trace may hold 129 devices). */
+static int picture_height(int n_rows, int tail)
+{
+    int bottom = MT + 10 + n_rows * LEGEND_ROW + tail + 16; /* 16: below the last baseline */
+    return bottom > H ? bottom : H;
+}
 
 static void esc(FILE *o, const char *s)
 {
@@ -129,7 +140,7 @@ static double byte_step(double range, int ticks)
     return s;
 }
 
-static void svg_open(FILE *o, const char *title)
+static void svg_open(FILE *o, const char *title, int height)
 {
     fprintf(o,
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -137,7 +148,7 @@ static void svg_open(FILE *o, const char *title)
             "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
             "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
             "<text x=\"%d\" y=\"28\" font-size=\"16\" font-weight=\"bold\">",
-            W, H, W, H, ML);
+            W, height, W, height, ML);
     esc(o, title);
     fputs("</text>\n", o);
 }
@@ -145,7 +156,7 @@ static void svg_open(FILE *o, const char *title)
 static void axes(FILE *o, double xmax, double ymax, int bytes, const char *xlabel,
                  const char *ylabel)
 {
-    int pw = W - ML - MR, ph = H - MT - MB;
+    int pw = W - ML - MR, ph = PH;
     fprintf(o, "<g stroke=\"#ddd\" stroke-width=\"1\">\n");
     double ys = bytes ? byte_step(ymax, 6) : nice_step(ymax, 6);
     for (int i = 0; i <= MAX_TICKS && i * ys <= ymax * 1.0001; i++) {
@@ -179,8 +190,8 @@ static void axes(FILE *o, double xmax, double ymax, int bytes, const char *xlabe
             "</g>\n<g stroke=\"#333\" stroke-width=\"1\"><line x1=\"%d\" y1=\"%d\" x2=\"%d\" "
             "y2=\"%d\"/><line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/></g>\n",
             ML, MT, ML, MT + ph, ML, MT + ph, ML + pw, MT + ph);
-    fprintf(o, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", ML + pw / 2, H - 18,
-            xlabel);
+    fprintf(o, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", ML + pw / 2,
+            MT + ph + MB - 18, xlabel);
     fprintf(o,
             "<text x=\"18\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 18 %d)\">%s"
             "</text>\n",
@@ -189,7 +200,7 @@ static void axes(FILE *o, double xmax, double ymax, int bytes, const char *xlabe
 
 static int plot_memory(const struct plot_trace *T, FILE *o, const char *title)
 {
-    int pw = W - ML - MR, ph = H - MT - MB;
+    int pw = W - ML - MR, ph = PH;
     double xmax = T->t_end > 1e-9 ? T->t_end : 1, ymax = 0; /* seconds */
     for (int d = 0; d < T->n_mem; d++)
         for (size_t i = 0; i < T->mem[d].n; i++) {
@@ -203,7 +214,9 @@ static int plot_memory(const struct plot_trace *T, FILE *o, const char *title)
     ymax = st;
     for (int i = 0; i < MAX_TICKS && ymax < top * 1.05; i++)
         ymax += st;
-    svg_open(o, title);
+    /* the legend: a row per device, a gap of 10, then the four keys (the
+     * last baseline 64 below the gap) */
+    svg_open(o, title, picture_height(T->n_mem, 10 + 64));
     axes(o, xmax, ymax, 1, "time (s)", "memory");
 #define X(t) (ML + (t) / xmax * pw)
 #define Y(b) (MT + ph - (b) / ymax * ph)
@@ -269,7 +282,7 @@ static int plot_memory(const struct plot_trace *T, FILE *o, const char *title)
     /* legend */
     int lx = W - MR + 20, ly = MT + 10;
     fprintf(o, "<g font-size=\"12\">\n");
-    for (int d = 0; d < T->n_mem; d++, ly += 20) {
+    for (int d = 0; d < T->n_mem; d++, ly += LEGEND_ROW) {
         fprintf(o,
                 "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"3\"/>"
                 "<text x=\"%d\" y=\"%d\">",
@@ -300,7 +313,7 @@ static int plot_memory(const struct plot_trace *T, FILE *o, const char *title)
 
 static int plot_placement(const struct plot_trace *T, FILE *o, const char *title)
 {
-    int pw = W - ML - MR, ph = H - MT - MB;
+    int pw = W - ML - MR, ph = PH;
     /* op types by total count, largest first; the legend shows the top ones */
     int order[MAX_OPS + 1], n = T->n_op;
     long tot[MAX_OPS + 1] = {0};
@@ -331,7 +344,7 @@ static int plot_placement(const struct plot_trace *T, FILE *o, const char *title
     double top = st;
     for (int i = 0; i < MAX_TICKS && top < ymax * 1.02; i++)
         top += st;
-    svg_open(o, title);
+    svg_open(o, title, picture_height(shown + 1, 0)); /* a row per op type shown, "other" */
     axes(o, 0, top, 0, "device", "ops");
     double slot = nd ? (double)pw / nd : pw, bw = slot * 0.6;
     for (int i = 0; i < nd; i++) {
@@ -375,7 +388,7 @@ static int plot_placement(const struct plot_trace *T, FILE *o, const char *title
     }
     int lx = W - MR + 20, ly = MT + 10;
     fprintf(o, "<g font-size=\"12\">\n");
-    for (int r = 0; r < shown; r++, ly += 20) {
+    for (int r = 0; r < shown; r++, ly += LEGEND_ROW) {
         fprintf(o, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" fill=\"%s\"/><text x=\"%d\" "
                    "y=\"%d\">",
                 lx, ly - 7, palette[r], lx + 22, ly + 4);
@@ -587,8 +600,9 @@ static void usage(FILE *f)
                "                where to write the picture ('-' or none: standard output);\n"
                "                it replaces FILE only once written whole, so a failed write\n"
                "                leaves FILE as it was\n\n"
-               "A trace cut short (its process was killed) is drawn up to its last whole\n"
-               "event, with a note on standard error.\n\n"
+               "The picture is 960x540 pixels, taller where its legend (a row per device)\n"
+               "needs it. A trace cut short (its process was killed) is drawn up to its\n"
+               "last whole event, with a note on standard error.\n\n"
                "Exit status: 0 done, 1 unreadable or malformed trace, 2 usage error.\n");
 }
 
