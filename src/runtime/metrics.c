@@ -306,8 +306,9 @@ static void write_metrics(FILE *f)
         fprintf(f, "} %llu\n", (unsigned long long)cum);
     }
 
-    /* The devices of strategies, labelled by replica (replicas.c). */
-    vdev_replicas_write_metrics(f);
+    /* The devices of strategies, labelled by replica (replicas.c), from the
+     * same snapshots as the gauges above. */
+    vdev_replicas_write_metrics(f, st, n);
 }
 
 /* ---- HTTP ---- */

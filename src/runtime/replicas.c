@@ -4,8 +4,9 @@
  * A fixed table of VDEV_REPLICAS_MAX_GROUPS entries under one mutex: a
  * strategy takes an entry when it is made and gives it back when it is
  * freed, and a scrape copies the entries it reports while holding the lock,
- * then reads each device's allocator statistics (a snapshot under the
- * allocator's own lock), so a scrape never waits for a step. */
+ * then writes them with the allocator statistics the scrape took once per
+ * device (each a snapshot under the allocator's own lock), so a scrape never
+ * waits for a step and every family shows the same moment of each device. */
 #include "runtime/replicas.h"
 
 #include <math.h>
@@ -72,7 +73,7 @@ static void family(FILE *f, const char *name, const char *help)
     fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
 }
 
-void vdev_replicas_write_metrics(FILE *f)
+void vdev_replicas_write_metrics(FILE *f, const struct vdev_alloc_stats *st, int n_st)
 {
     struct group live[VDEV_REPLICAS_MAX_GROUPS]; /* copied under the lock (17 KiB) */
     int n = 0;
@@ -94,12 +95,11 @@ void vdev_replicas_write_metrics(FILE *f)
         family(f, names[m], helps[m]);
         for (int k = 0; k < n; k++)
             for (int i = 0; i < live[k].n; i++) {
-                const struct vdev_ldev *d = vdev_runtime_device(live[k].dev_ids[i]);
-                if (!d)
+                int id = live[k].dev_ids[i];
+                const struct vdev_ldev *d = vdev_runtime_device(id);
+                if (!d || id >= n_st)
                     continue;
-                struct vdev_alloc_stats st;
-                vdev_alloc_get_stats(d->alloc, &st);
-                uint64_t v = m == 0 ? 1 : m == 1 ? st.bytes_in_use : st.peak_bytes_in_use;
+                uint64_t v = m == 0 ? 1 : m == 1 ? st[id].bytes_in_use : st[id].peak_bytes_in_use;
                 fprintf(f, "%s{strategy=\"%d\",replica=\"%d\",device=\"%s\"} %llu\n", names[m],
                         live[k].id, i, d->name, (unsigned long long)v);
             }
@@ -109,13 +109,8 @@ void vdev_replicas_write_metrics(FILE *f)
     for (int k = 0; k < n; k++) {
         uint64_t peaks[VDEV_REPLICAS_MAX];
         for (int i = 0; i < live[k].n; i++) {
-            const struct vdev_ldev *d = vdev_runtime_device(live[k].dev_ids[i]);
-            struct vdev_alloc_stats st;
-            peaks[i] = 0;
-            if (d) {
-                vdev_alloc_get_stats(d->alloc, &st);
-                peaks[i] = st.peak_bytes_in_use;
-            }
+            int id = live[k].dev_ids[i];
+            peaks[i] = vdev_runtime_device(id) && id < n_st ? st[id].peak_bytes_in_use : 0;
         }
         double x = vdev_replicas_imbalance(peaks, live[k].n);
         if (isinf(x))

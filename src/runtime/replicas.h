@@ -28,7 +28,11 @@ void vdev_replicas_unregister(int id);
 double vdev_replicas_imbalance(const uint64_t *peaks, int n);
 /* Writes the families vdev_replica_info, vdev_replica_memory_in_use_bytes,
  * vdev_replica_memory_peak_in_use_bytes and vdev_strategy_memory_imbalance
- * (nothing when no strategy is registered). For metrics.c. */
-void vdev_replicas_write_metrics(FILE *f);
+ * (nothing when no strategy is registered). For metrics.c. Every byte count
+ * comes from st[device id], the scrape's one snapshot of each of its n_st
+ * devices (a device at or past n_st is left out), so in use, peak and
+ * imbalance agree with each other and with vdev_memory_* in one scrape: a
+ * peak reset between two snapshots could show a peak below the bytes in use. */
+void vdev_replicas_write_metrics(FILE *f, const struct vdev_alloc_stats *st, int n_st);
 
 #endif /* VDEV_RUNTIME_REPLICAS_H */
