@@ -8,6 +8,9 @@ prints (ops per type and device, copies per pair; per device ops, memory
 and copies). ``set_policy('copy' | 'strict' | 'tf')`` chooses what happens to
 an input on another device: copied and counted (vdev's default), an error,
 or TensorFlow's rule (unscoped ops go to the default device).
+``metrics_port()`` tells which port the Prometheus metrics endpoint
+(``VDEV_METRICS_ADDR``, whose counters these are) serves on, the one picked
+for port 0 included.
 """
 
 import collections
@@ -16,8 +19,8 @@ import ctypes
 from . import _lib, errors
 from ._lib import lib
 
-__all__ = ["AuditEntry", "audit", "bytes_copied", "device_report", "get_policy", "op_count",
-           "report", "reset", "set_policy"]
+__all__ = ["AuditEntry", "audit", "bytes_copied", "device_report", "get_policy", "metrics_port",
+           "op_count", "report", "reset", "set_policy"]
 
 AuditEntry = collections.namedtuple("AuditEntry", ["op_type", "ran_on", "home", "count",
                                                    "bytes_copied"])
@@ -104,3 +107,14 @@ def get_policy():
     """The placement policy; before start-up, the one start-up will put in
     force (code's, else VDEV_PLACEMENT's)."""
     return _POLICIES[_lib.setting(lib.vdev_get_placement_policy)]
+
+
+def metrics_port():
+    """The port the metrics endpoint serves on (Prometheus text on GET
+    /metrics), or 0 when none serves. ``VDEV_METRICS_ADDR=127.0.0.1:0`` lets
+    the system pick a free port at start-up; this is how to learn which. The
+    variable is read at start-up, so this starts vdev first, as the first op
+    would (the configuration then freezes); a port stays the same until
+    ``vdev.shutdown()``, which stops the endpoint."""
+    _lib.check(lib.vdev_init())
+    return int(lib.vdev_metrics_port())
