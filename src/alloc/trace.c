@@ -87,7 +87,7 @@ enum vdev_status vdev_alloc_trace_open(const char *path, vdev_alloc_trace_t **ou
                                                       "the allocation trace's name"};
     int open_failed;
     enum vdev_status st = vdev_tracefile_open(&names, path, t->path, sizeof t->path, &t->f,
-                                              &open_failed);
+                                              &open_failed, NULL);
     if (open_failed)
         st = vdev_error(VDEV_ERR_IO, "cannot write allocation trace %s: %s", t->path,
                         strerror(errno));

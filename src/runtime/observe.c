@@ -14,6 +14,8 @@
  * VDEV_ERR_IO, naming the process that writes it and how to give each
  * process its own file, and leaves the first one's trace as it was. A child
  * forked from the writing process writes nothing to its parent's trace.
+ * Each start-up empties the file again; where that replaces this process's
+ * own earlier trace (the same file, not empty) standard error says so.
  * (The placeholders, the lock and the fork guard are tracefile.c's, shared
  * with the allocation trace, VDEV_ALLOC_TRACE.)
  *
@@ -30,6 +32,7 @@
 #include <limits.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const double vdev_op_time_bounds[VDEV_OP_TIME_BUCKETS] = {
@@ -60,6 +63,8 @@ static struct {
     int werr;       /* errno of the first failed write (0: none); nothing is written after it */
     int forked;     /* this is a child forked from the process writing the trace: not ours */
     char path[PATH_MAX]; /* the file written (VDEV_TRACE_FILE expanded), for messages */
+    dev_t last_dev;      /* the regular file this process's last trace went to: a new */
+    ino_t last_ino;      /* start-up that empties it again says so (both 0: none) */
     /* fork(): lock is held across it, so the child's copy is consistent, and
      * the child knows the trace is its parent's (it writes nothing to it,
      * not even at exit, where stdio would flush the parent's buffered
@@ -84,6 +89,10 @@ VDEV_API enum vdev_status vdev_trace_path(char *out, size_t cap)
     return VDEV_OK;
 }
 
+#define REPLACED_FMT                                                                        \
+    "VDEV_TRACE_FILE=\"%s\": replacing this process's trace of an earlier run (%lld bytes): " \
+    "vdev_init() after vdev_shutdown() starts it afresh; set VDEV_TRACE_FILE to another "    \
+    "file before vdev_init() to keep both"
 #define WRITE_FAILED_FMT "VDEV_TRACE_FILE=\"%s\": write failed: %s (the trace is incomplete)"
 
 /* A write to the trace failed with errno e: said once, on standard error;
@@ -593,7 +602,9 @@ enum vdev_status vdev_observe_init(void)
     char path[sizeof T.path];
     FILE *f;
     int open_failed;
-    enum vdev_status st = vdev_tracefile_open(&names, spec, path, sizeof path, &f, &open_failed);
+    struct stat was;
+    enum vdev_status st =
+        vdev_tracefile_open(&names, spec, path, sizeof path, &f, &open_failed, &was);
     if (open_failed)
         return vdev_error(VDEV_ERR_IO, "VDEV_TRACE_FILE=\"%s\": cannot open for writing: %s", path,
                           strerror(errno));
@@ -601,6 +612,14 @@ enum vdev_status vdev_observe_init(void)
         return st;
     pthread_once(&watch_once, watch_trace);
     pthread_mutex_lock(&T.lock);
+    /* vdev_init() after vdev_shutdown() starts the trace afresh: an earlier
+     * run's events in the same file (not a forked parent's) are gone, said once */
+    int is_reg = S_ISREG(was.st_mode);
+    if (is_reg && !T.forked && was.st_size > 0 && (T.last_dev || T.last_ino) &&
+        was.st_dev == T.last_dev && was.st_ino == T.last_ino)
+        vdev_log_warning(REPLACED_FMT, path, (long long)was.st_size);
+    T.last_dev = is_reg ? was.st_dev : 0;
+    T.last_ino = is_reg ? was.st_ino : 0;
     T.f = f;
     T.werr = 0;
     T.forked = 0;

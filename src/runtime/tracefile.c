@@ -119,10 +119,12 @@ static int lock_trace(int fd, long *holder)
 
 /* Opens path for writing, locked, then empty. Returns the stream, or NULL
  * with errno set: EAGAIN when another process holds the lock, with its
- * process id in *holder (0: not known), or this process (-1). */
-static FILE *open_locked(const char *path, long *holder)
+ * process id in *holder (0: not known), or this process (-1). *was: the
+ * file's fstat once locked, before it was emptied (zeroed when unknown). */
+static FILE *open_locked(const char *path, long *holder, struct stat *was)
 {
     *holder = 0;
+    memset(was, 0, sizeof *was);
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0)
         return NULL;
@@ -132,6 +134,8 @@ static FILE *open_locked(const char *path, long *holder)
         int l = lock_trace(fd, holder);
         if (l == EAGAIN)
             e = EAGAIN; /* else no locks here (ENOLCK, EINVAL): written unlocked */
+        if (!e && fstat(fd, was) != 0) /* locked: its size is the earlier trace's */
+            memset(was, 0, sizeof *was);
         if (!e && ftruncate(fd, 0) != 0)
             e = errno;
     }
@@ -146,15 +150,19 @@ static FILE *open_locked(const char *path, long *holder)
 }
 
 enum vdev_status vdev_tracefile_open(const struct vdev_tracefile_names *names, const char *spec,
-                                     char *path, size_t cap, FILE **out, int *open_failed)
+                                     char *path, size_t cap, FILE **out, int *open_failed,
+                                     struct stat *was)
 {
+    struct stat ignored;
+    was = was ? was : &ignored;
+    memset(was, 0, sizeof *was);
     *out = NULL;
     *open_failed = 0;
     enum vdev_status st = expand_path(names, spec, path, cap);
     if (st != VDEV_OK)
         return st;
     long holder;
-    FILE *f = open_locked(path, &holder);
+    FILE *f = open_locked(path, &holder, was);
     if (!f && errno == EAGAIN && holder == -1)
         return vdev_error(VDEV_ERR_IO,
                           "%s\"%s\": this process writes it already, as its other trace "

@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 /* What the messages say of the placeholders (a printf format: %% doubled). */
 #define VDEV_TRACEFILE_PLACEHOLDERS "%%p: the process id, %%r: the MPI rank, %%%%: a %%"
@@ -41,9 +42,13 @@ long vdev_tracefile_launch_rank(void);
  * trace; give each process its own file, e.g. VAR=..." when another process
  * holds the lock, "PREFIX\"PATH\": this process writes it already, as its
  * other trace (...)" when this process does. Any other failure to open returns VDEV_ERR_IO with errno
- * set and no message, *open_failed set: the caller says it its own way. */
+ * set and no message, *open_failed set: the caller says it its own way.
+ * `was` (NULL: not wanted) gets the file's fstat from before it was emptied
+ * (its st_size what an earlier trace left there; st_mode 0 when the file
+ * could not be opened). */
 enum vdev_status vdev_tracefile_open(const struct vdev_tracefile_names *names, const char *spec,
-                                     char *path, size_t cap, FILE **out, int *open_failed);
+                                     char *path, size_t cap, FILE **out, int *open_failed,
+                                     struct stat *was);
 
 /* A trace file known to fork(). While it is watched, `lock` is held across
  * fork() (so the child's copy of the stream is consistent) and, in the
