@@ -18,7 +18,8 @@ import sys
 n, ev = int(sys.argv[1]), ['{"name":"process_name","ph":"M","pid":1,"args":{"name":"vdev"}}']
 for t in range(n):
     d = "/device:CPU:0" if t == 0 else "/device:GPU:%d" % (t - 1)
-    ev.append('{"name":"thread_name","ph":"M","pid":1,"tid":%d,"args":{"name":"%s (sim)"}}' % (t, d))
+    ev.append('{"name":"thread_name","ph":"M","pid":1,"tid":%d,'
+              '"args":{"name":"%s (sim)"}}' % (t, d))
     ev.append('{"name":"memory %s","ph":"C","ts":%d,"pid":1,"tid":%d,"args":{"in_use":%d,'
               '"reserved":2097152}}' % (d, t + 1, t, 256 * (t + 1)))
     ev.append('{"name":"MatMul","cat":"op","ph":"X","ts":%d,"dur":1,"pid":1,"tid":%d,'
@@ -37,7 +38,8 @@ box = root.get("viewBox", "").split()
 if root.get("width") != "960" or len(box) != 4 or box[2] != "960":
     bad.append("width %s, viewBox %r: expected 960" % (root.get("width"), root.get("viewBox")))
 if root.get("height") != want_h or len(box) != 4 or box[3] != want_h:
-    bad.append("height %s, viewBox %r: expected %s" % (root.get("height"), root.get("viewBox"), want_h))
+    bad.append("height %s, viewBox %r: expected %s"
+               % (root.get("height"), root.get("viewBox"), want_h))
 h = float(box[3]) if len(box) == 4 else 0
 texts = [t for t in root.iter(ns + "text")]
 for t in texts:
