@@ -82,7 +82,8 @@ import sys
 ev = ['{"name":"process_name","ph":"M","pid":1,"args":{"name":"vdev"}}']
 for t in range(129):
     d = "/device:CPU:0" if t == 0 else "/device:GPU:%d" % (t - 1)
-    ev.append('{"name":"thread_name","ph":"M","pid":1,"tid":%d,"args":{"name":"%s (sim)"}}' % (t, d))
+    ev.append('{"name":"thread_name","ph":"M","pid":1,"tid":%d,'
+              '"args":{"name":"%s (sim)"}}' % (t, d))
     ev.append('{"name":"memory %s","ph":"C","ts":%d,"pid":1,"tid":%d,"args":{"in_use":%d,'
               '"reserved":2097152}}' % (d, t + 1, t, 256 * (t + 1)))
     ev.append('{"name":"MatMul","cat":"op","ph":"X","ts":%d,"dur":1,"pid":1,"tid":%d,'

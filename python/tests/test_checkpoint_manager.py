@@ -151,7 +151,8 @@ def test_a_garbled_state_file_is_ignored_with_a_warning(tmp_path, caplog, garble
     assert T.latest_checkpoint(tmp_path) == path
 
 
-@pytest.mark.parametrize("text", [b"", b"\n", b'all_model_checkpoint_paths: "ckpt-1.safetensors"\n'])
+@pytest.mark.parametrize("text", [b"", b"\n",
+                                  b'all_model_checkpoint_paths: "ckpt-1.safetensors"\n'])
 def test_a_state_file_naming_no_newest_checkpoint_raises(tmp_path, text):
     """As TensorFlow's get_checkpoint_state: a state file that parses but has
     no model_checkpoint_path (an empty one too) is a ValueError, from

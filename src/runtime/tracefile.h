@@ -41,8 +41,9 @@ long vdev_tracefile_launch_rank(void);
  * too long: ..."); VDEV_ERR_IO with "PREFIX\"PATH\": process N is writing this
  * trace; give each process its own file, e.g. VAR=..." when another process
  * holds the lock, "PREFIX\"PATH\": this process writes it already, as its
- * other trace (...)" when this process does. Any other failure to open returns VDEV_ERR_IO with errno
- * set and no message, *open_failed set: the caller says it its own way.
+ * other trace (...)" when this process does. Any other failure to open
+ * returns VDEV_ERR_IO with errno set and no message, *open_failed set: the
+ * caller says it its own way.
  * `was` (NULL: not wanted) gets the file's fstat from before it was emptied
  * (its st_size what an earlier trace left there; st_mode 0 when the file
  * could not be opened). */
