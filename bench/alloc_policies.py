@@ -358,6 +358,15 @@ def print_bin_stats(path, events, capacity):
     return 0
 
 
+def load_or_say(path, me):
+    """load(path), or None after one line on stderr saying why it failed."""
+    try:
+        return load(path)
+    except (OSError, EOFError, UnicodeDecodeError, TraceError) as e:
+        print(f"{me}: {e}", file=sys.stderr)
+        return None
+
+
 def main(argv):
     me = "alloc_policies.py"
     check, policies, traces, stats_cap = None, list(POLICIES), [], None
@@ -383,10 +392,8 @@ def main(argv):
     if stats_cap is not None:
         rc = 0
         for t in traces:
-            try:
-                events = load(t)
-            except (OSError, EOFError, UnicodeDecodeError, TraceError) as e:
-                print(f"{me}: {e}", file=sys.stderr)
+            events = load_or_say(t, me)
+            if events is None:
                 return 1
             rc |= print_bin_stats(t, events, stats_cap)
         return rc
@@ -398,10 +405,8 @@ def main(argv):
     # Every trace is read (and with --check, held to vdev) before the table starts.
     loaded = []
     for t in traces:
-        try:
-            events = load(t)
-        except (OSError, EOFError, UnicodeDecodeError, TraceError) as e:
-            print(f"{me}: {e}", file=sys.stderr)
+        events = load_or_say(t, me)
+        if events is None:
             return 1
         peak = peak_live(events)
         known = {}

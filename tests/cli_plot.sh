@@ -77,19 +77,7 @@ written=$(ls "$tmp"/own.[0-9]*.json 2>/dev/null | wc -l)
 "$vdev" demo --help | grep -q -- "--report DIR" && ok || bad "--report not in demo --help"
 
 # as many devices as a process has (129: CPU:0 and 128 logical GPUs): each is drawn
-python3 - "$tmp/many.json" <<'PY'
-import sys
-ev = ['{"name":"process_name","ph":"M","pid":1,"args":{"name":"vdev"}}']
-for t in range(129):
-    d = "/device:CPU:0" if t == 0 else "/device:GPU:%d" % (t - 1)
-    ev.append('{"name":"thread_name","ph":"M","pid":1,"tid":%d,'
-              '"args":{"name":"%s (sim)"}}' % (t, d))
-    ev.append('{"name":"memory %s","ph":"C","ts":%d,"pid":1,"tid":%d,"args":{"in_use":%d,'
-              '"reserved":2097152}}' % (d, t + 1, t, 256 * (t + 1)))
-    ev.append('{"name":"MatMul","cat":"op","ph":"X","ts":%d,"dur":1,"pid":1,"tid":%d,'
-              '"args":{"op_type":0}}' % (t + 1, t))
-open(sys.argv[1], "w").write("[\n" + ",\n".join(ev) + "\n]\n")
-PY
+python3 "${BASH_SOURCE%/*}/plot_many_devices.py" 129 "$tmp/many.json"
 "$vdev" plot "$tmp/many.json" -o "$tmp/many.svg" && svg "$tmp/many.svg" lines=258 \
   "text=/device:GPU:127" && ok || bad "129 devices: memory.svg"
 "$vdev" plot --placement "$tmp/many.json" -o "$tmp/manyp.svg" && svg "$tmp/manyp.svg" \

@@ -11,21 +11,6 @@ command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 . "${BASH_SOURCE%/*}/testlib.sh"
 
-# many.py N FILE: a trace of N device tracks (CPU:0, then GPU:0...), each with
-# a memory counter and an op
-cat > "$tmp/many.py" <<'PY'
-import sys
-n, ev = int(sys.argv[1]), ['{"name":"process_name","ph":"M","pid":1,"args":{"name":"vdev"}}']
-for t in range(n):
-    d = "/device:CPU:0" if t == 0 else "/device:GPU:%d" % (t - 1)
-    ev.append('{"name":"thread_name","ph":"M","pid":1,"tid":%d,'
-              '"args":{"name":"%s (sim)"}}' % (t, d))
-    ev.append('{"name":"memory %s","ph":"C","ts":%d,"pid":1,"tid":%d,"args":{"in_use":%d,'
-              '"reserved":2097152}}' % (d, t + 1, t, 256 * (t + 1)))
-    ev.append('{"name":"MatMul","cat":"op","ph":"X","ts":%d,"dur":1,"pid":1,"tid":%d,'
-              '"args":{"op_type":0}}' % (t + 1, t))
-open(sys.argv[2], "w").write("[\n" + ",\n".join(ev) + "\n]\n")
-PY
 # inside.py FILE HEIGHT TEXT...: the <svg> is 960 wide and HEIGHT high (its
 # width/height and its viewBox), each TEXT is a <text> of the picture, and no
 # <text> has its baseline outside the picture (12 px font: y in [12, HEIGHT])
@@ -59,7 +44,7 @@ keys=("in use" reserved "peak in use" "out of memory")
 # legend inside
 picture() {
   local n=$1 h=$2 last
-  python3 "$tmp/many.py" "$n" "$tmp/t$n.json"
+  python3 "${BASH_SOURCE%/*}/plot_many_devices.py" "$n" "$tmp/t$n.json"
   last="/device:GPU:$((n - 2))"
   "$vdev" plot "$tmp/t$n.json" -o "$tmp/m$n.svg" && inside "$tmp/m$n.svg" "$h" "/device:CPU:0" \
     "$last" "${keys[@]}" && ok || bad "$n devices: memory picture"
