@@ -512,17 +512,23 @@ static void test_import_errors(void)
     produce(&p, (DLDataType){kDLFloat, 64, 1}, 2, s, NULL, 0);
     CHECK(vdev_tensor_from_dlpack(&p.m) == NULL);
     CHECK(vdev_last_status() == VDEV_ERR_UNSUPPORTED);
-    CHECK_STR(vdev_last_error(),
-              "vdev_tensor_from_dlpack: dtype float64; vdev tensors are float32 or int32");
+    CHECK_STR(vdev_last_error(), "vdev_tensor_from_dlpack: dtype float64; vdev tensors are "
+                                 "float32 or int32: cast it to float32 before the import");
+    produce(&p, (DLDataType){kDLInt, 64, 1}, 2, s, NULL, 0);
+    CHECK(vdev_tensor_from_dlpack(&p.m) == NULL);
+    CHECK_STR(vdev_last_error(), "vdev_tensor_from_dlpack: dtype int64; vdev tensors are "
+                                 "float32 or int32: cast it to int32 before the import");
     produce(&p, (DLDataType){kDLFloat, 32, 4}, 2, s, NULL, 0);
     CHECK(vdev_tensor_from_dlpack(&p.m) == NULL);
     CHECK_MSG("dtype float32x4;");
     produce(&p, (DLDataType){kDLUInt, 8, 1}, 2, s, NULL, 0);
     CHECK(vdev_tensor_from_dlpack(&p.m) == NULL);
-    CHECK_MSG("dtype uint8;");
+    CHECK_MSG("dtype uint8; vdev tensors are float32 or int32: cast it to int32 before the "
+              "import");
     produce(&p, (DLDataType){kDLBfloat, 16, 1}, 2, s, NULL, 0);
     CHECK(vdev_tensor_from_dlpack(&p.m) == NULL);
-    CHECK_MSG("dtype bfloat16;");
+    CHECK_MSG("dtype bfloat16; vdev tensors are float32 or int32: cast it to float32 before "
+              "the import");
     produce(&p, (DLDataType){6, 8, 1}, 2, s, NULL, 0); /* kDLBool, DLPack 0.8 */
     CHECK(vdev_tensor_from_dlpack(&p.m) == NULL);
     CHECK_STR(vdev_last_error(),

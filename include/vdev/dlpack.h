@@ -63,7 +63,9 @@ VDEV_API enum vdev_status vdev_tensor_to_dlpack(vdev_tensor_t *t, struct DLManag
  * is still the caller's, untouched. Errors: VDEV_ERR_INVALID_ARG (m NULL,
  * data NULL with elements, a negative dimension), VDEV_ERR_UNSUPPORTED
  * naming what: memory the host cannot read ("kDLCUDA"...), a dtype other
- * than float32 and int32 ("float64"), more than 4 dimensions; VDEV_ERR_OOM. */
+ * than float32 and int32 ("float64", with the cast to make first for an
+ * integer or float dtype: "cast it to float32 before the import"), more than
+ * 4 dimensions; VDEV_ERR_OOM. */
 VDEV_API vdev_tensor_t *vdev_tensor_from_dlpack(struct DLManagedTensor *m);
 
 /* The number of exports (vdev_tensor_to_dlpack) whose deleter has not run. */

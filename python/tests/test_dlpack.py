@@ -143,10 +143,12 @@ def test_refused_imports():
     with pytest.raises(vdev.errors.UnimplementedError) as e:
         vdev.from_dlpack(np.ones(3))  # float64
     assert str(e.value) == ("vdev_tensor_from_dlpack: dtype float64; vdev tensors are float32 or "
-                            "int32")
+                            "int32: cast it to float32 before the import")
     with pytest.raises(vdev.errors.UnimplementedError) as e:
         vdev.from_dlpack(torch.ones(2, dtype=torch.int64))
-    assert "dtype int64;" in str(e.value)
+    assert str(e.value) == ("vdev_tensor_from_dlpack: dtype int64; vdev tensors are float32 or "
+                            "int32: cast it to int32 before the import")
+    assert vdev.from_dlpack(torch.ones(2, dtype=torch.int64).to(torch.int32)).dtype is vdev.int32
     with pytest.raises(vdev.errors.UnimplementedError) as e:
         vdev.from_dlpack(np.zeros((1, 1, 1, 1, 2), np.float32))
     assert str(e.value) == "vdev_tensor_from_dlpack: 5 dimensions; vdev tensors have 0 to 4"

@@ -215,10 +215,16 @@ VDEV_API vdev_tensor_t *vdev_tensor_from_dlpack(struct DLManagedTensor *m)
     else if (d->dtype.code == kDLInt && d->dtype.bits == 32 && d->dtype.lanes == 1)
         dtype = VDEV_I32;
     else {
+        /* the producer's cast is the way in: vdev reads no other dtype */
+        const char *hint = "";
+        if (d->dtype.lanes == 1 && (d->dtype.code == kDLInt || d->dtype.code == kDLUInt))
+            hint = ": cast it to int32 before the import";
+        else if (d->dtype.lanes == 1 && (d->dtype.code == kDLFloat || d->dtype.code == kDLBfloat))
+            hint = ": cast it to float32 before the import";
         char b[48];
         vdev_error(VDEV_ERR_UNSUPPORTED,
-                   "vdev_tensor_from_dlpack: dtype %s; vdev tensors are float32 or int32",
-                   dtype_str(d->dtype, b, sizeof b));
+                   "vdev_tensor_from_dlpack: dtype %s; vdev tensors are float32 or int32%s",
+                   dtype_str(d->dtype, b, sizeof b), hint);
         return NULL;
     }
     if (d->ndim < 0 || d->ndim > VDEV_MAX_DIMS) {
