@@ -226,8 +226,15 @@ def test_stream_host_memory_takes_none_only(monkeypatch):
     # device memory (kDLCUDA) takes an int, as the DLPack protocol says
     monkeypatch.setattr(vdev.dlpack, "device_of", lambda t: (vdev.dlpack.kDLCUDA, 0))
     monkeypatch.setattr(vdev.dlpack, "to_capsule", lambda t: "capsule")
-    for stream in (None, 1, 2, -1):
+    for stream in (None, 1, 2, -1, 3, 2**62):
         assert g.__dlpack__(stream=stream) == "capsule"
+    # the array API disallows 0 (ambiguous: None, 1 or 2?) and any below -1
+    for stream in (0, -2):
+        with pytest.raises(ValueError) as e:
+            g.__dlpack__(stream=stream)
+        assert str(e.value) == ("stream %d is not a CUDA stream of the DLPack protocol: it is "
+                                "None, -1, 1 (the legacy default stream), 2 (the per-thread "
+                                "default stream) or a stream above 2; 0 is ambiguous" % stream)
     with pytest.raises(TypeError) as e:
         g.__dlpack__(stream="1")
     assert str(e.value) == "stream must be an int or None, not str"
@@ -371,10 +378,15 @@ def test_array_api_keywords():
         with pytest.raises(TypeError) as e:
             t.__dlpack__(copy="yes")
         assert str(e.value) == "copy must be True, False or None, not str"
-        with pytest.raises(TypeError) as e:
-            t.__dlpack__(dl_device="cpu")
-        assert str(e.value) == ("dl_device must be None or a (device type, device id) tuple, "
-                                "not 'cpu'")
+        for bad in ("cpu", ("1", "0"), (1.0, 0), (True, 0), (1, False), [1, 0], (1, 0, 0)):
+            with pytest.raises(TypeError) as e:
+                t.__dlpack__(dl_device=bad)
+            assert str(e.value) == ("dl_device must be None or a (device type, device id) "
+                                    "tuple of ints, not %r" % (bad,))
+        import enum
+        dl_cpu = enum.IntEnum("DLDeviceType", {"kDLCPU": 1}).kDLCPU  # as PyTorch passes it
+        cap = t.__dlpack__(dl_device=(dl_cpu, 0))
+        del cap
         assert vdev.dlpack.live_exports() == 0
     # numpy 2's np.from_dlpack(x, copy=True) passes them all
     cap = vdev.constant([3.0]).__dlpack__(stream=None, max_version=(1, 0), dl_device=None,

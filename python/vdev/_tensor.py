@@ -287,7 +287,7 @@ class Tensor:
     # ---- DLPack ----
     def __dlpack__(self, stream=None, *, max_version=None, dl_device=None, copy=None):
         # The DLPack protocol: a stream only means something for device
-        # memory (kDLCUDA: an int; vdev waits for the device's whole stream
+        # memory (kDLCUDA: an int, not 0; vdev waits for the device's whole stream
         # before any export, which covers every stream a consumer names);
         # host memory (the CPU, simulated GPUs) takes None only, as in NumPy.
         # The array API's keywords (2023.12): max_version is taken and the
@@ -303,6 +303,14 @@ class Tensor:
                                    "(kDLCPU), as NumPy does.")
             if not isinstance(stream, int) or isinstance(stream, bool):
                 raise TypeError("stream must be an int or None, not %s" % type(stream).__name__)
+            # the array API's CUDA values: -1 (no synchronization), 1 (the
+            # legacy default stream), 2 (the per-thread one), > 2 a stream;
+            # 0 is disallowed as ambiguous (None, 1 or 2?)
+            if stream == 0 or stream < -1:
+                raise ValueError("stream %d is not a CUDA stream of the DLPack protocol: it is "
+                                 "None, -1, 1 (the legacy default stream), 2 (the per-thread "
+                                 "default stream) or a stream above 2; 0 is ambiguous"
+                                 % stream)
         if max_version is not None and not (
                 isinstance(max_version, tuple) and len(max_version) == 2
                 and all(isinstance(v, int) and not isinstance(v, bool) for v in max_version)):
@@ -312,11 +320,12 @@ class Tensor:
             raise TypeError("copy must be True, False or None, not %s" % type(copy).__name__)
         if dl_device is not None:
             own = dlpack.device_of(self)
-            try:
-                asked = (int(dl_device[0]), int(dl_device[1]))
-            except (TypeError, ValueError, IndexError):
-                raise TypeError("dl_device must be None or a (device type, device id) tuple, "
-                                "not %r" % (dl_device,)) from None
+            if not (isinstance(dl_device, tuple) and len(dl_device) == 2
+                    and all(isinstance(v, int) and not isinstance(v, bool)
+                            for v in dl_device)):
+                raise TypeError("dl_device must be None or a (device type, device id) tuple "
+                                "of ints, not %r" % (dl_device,))
+            asked = (int(dl_device[0]), int(dl_device[1]))  # an IntEnum reads as its value
             if asked != own:
                 raise BufferError("vdev exports a tensor on its own device only: this one is on "
                                   "%r (__dlpack_device__), not dl_device %r" % (own, asked))
