@@ -4,7 +4,9 @@ Zero copy (a write on one side is seen on the other), the lifetimes (an
 export keeps vdev's memory after the tensor object goes; an import keeps the
 producer's array alive after its last Python name goes; an unconsumed
 capsule releases its export), strided inputs copied, refused inputs, a
-stream other than None refused for host memory (as NumPy does),
+stream other than None refused for host memory (as NumPy does) and 0 for
+CUDA memory (as the array API says), from_dlpack's device= and copy= (the
+array API's), a producer's device checked before it builds a capsule,
 vdev.shutdown() refusing while exports are alive, and collectives on exported
 memory done reading it when they return."""
 import ctypes
@@ -424,3 +426,92 @@ def test_versioned_capsule_named():
         vdev.from_dlpack(new(8, b"other", None))
     assert str(e.value) == ("from_dlpack: the capsule is not a DLPack tensor, or was consumed "
                             "already (a capsule can be used once)")
+
+
+def test_producer_device_checked_before_its_capsule():
+    # __dlpack_device__ first (the standard's order): memory the host cannot
+    # read is refused before the producer builds a capsule for nothing
+    calls = []
+
+    class Producer:
+        def __init__(self, device):
+            self.device = device
+
+        def __dlpack_device__(self):
+            return self.device
+
+        def __dlpack__(self, stream=None):
+            calls.append(stream)
+            return torch.utils.dlpack.to_dlpack(torch.ones(2))
+
+    for device, name in (((2, 0), "kDLCUDA"), ((10, 3), "kDLROCM")):
+        with pytest.raises(vdev.errors.UnimplementedError) as e:
+            vdev.from_dlpack(Producer(device))
+        assert str(e.value) == ("vdev_tensor_from_dlpack: the memory is on %s (device type %d, "
+                                "device %d), which the host cannot read; vdev imports host "
+                                "memory (kDLCPU, kDLCUDAHost, kDLCUDAManaged): copy it to the "
+                                "host first" % (name, device[0], device[1]))
+    assert calls == []
+    assert vdev.from_dlpack(Producer((1, 0))).numpy().tolist() == [1.0, 1.0]
+    assert calls == [None]
+
+
+def test_from_dlpack_copy():
+    # the array API's copy=: True always copies (vdev owns the copy), False
+    # never does (BufferError where it must), None copies where it must
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    shared, owned = vdev.from_dlpack(a, copy=False), vdev.from_dlpack(a, copy=True)
+    a[0, 0] = 40.0
+    assert shared.numpy()[0, 0] == 40.0 and owned.numpy()[0, 0] == 0.0
+    assert owned.device == LONG + "/device:CPU:0"
+    np.testing.assert_array_equal(vdev.from_dlpack(a[:, ::2], copy=True).numpy(), a[:, ::2])
+    with vdev.device("GPU:1"):
+        g = vdev.constant([1.0, 2.0])
+    c = vdev.from_dlpack(g, copy=True)  # a copy: its import's export goes at once
+    assert vdev.dlpack.live_exports() == 0 and c.numpy().tolist() == [1.0, 2.0]
+    for x in (a[:, ::2], a.T):
+        with pytest.raises(BufferError) as e:
+            vdev.from_dlpack(x, copy=False)
+        assert str(e.value) == ("from_dlpack: copy=False, but the memory is strided or not "
+                                "4-byte aligned, which vdev imports by copying it")
+    odd = np.frombuffer(np.zeros(20, np.uint8).tobytes(), np.float32, 4, offset=2)
+    with pytest.raises(BufferError):
+        vdev.from_dlpack(odd, copy=False)  # unaligned
+    cap = torch.utils.dlpack.to_dlpack(torch.arange(6.0).reshape(2, 3).t())
+    with pytest.raises(BufferError):
+        vdev.from_dlpack(cap, copy=False)
+    assert torch.utils.dlpack.from_dlpack(cap).shape == (3, 2)  # refused: still unconsumed
+    assert vdev.from_dlpack(np.zeros((0, 3), np.float32)[:, ::2], copy=False).shape == (0, 2)
+    with pytest.raises(TypeError) as e:
+        vdev.from_dlpack(a, copy="no")
+    assert str(e.value) == "copy must be True, False or None, not str"
+    with pytest.raises(TypeError):
+        vdev.from_dlpack(a, "CPU:0")  # device and copy are keywords only
+    gc.collect()
+    assert vdev.dlpack.live_exports() == 0
+
+
+def test_from_dlpack_device():
+    a = np.arange(4, dtype=np.float32)
+    for name in ("CPU:0", "/cpu:0", LONG + "/device:CPU:0", vdev.constant(1.0).cpu().device):
+        t = vdev.from_dlpack(a, device=name)
+        assert t.device == LONG + "/device:CPU:0"
+        a[0] += 1.0
+        assert t.numpy()[0] == a[0]  # no copy
+    g = vdev.from_dlpack(a, device="GPU:1")  # a copy made there
+    assert g.device == LONG + "/device:GPU:1" and g.numpy().tolist() == a.tolist()
+    a[1] = -5.0
+    assert g.numpy()[1] == 1.0
+    assert vdev.from_dlpack(a, device="GPU:2", copy=True).device == LONG + "/device:GPU:2"
+    with pytest.raises(ValueError) as e:
+        vdev.from_dlpack(a, device="GPU:1", copy=False)
+    assert str(e.value) == ("from_dlpack: device 'GPU:1' needs a copy (vdev imports host memory "
+                            "onto CPU:0), which copy=False refuses")
+    with pytest.raises(RuntimeError) as e:
+        vdev.from_dlpack(a, device="GPU:99")  # vdev.device's errors
+    assert "unknown device" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        vdev.from_dlpack(a, device=5)
+    assert str(e.value) == "Expecting a string device name. Got <class 'int'>(5)"
+    gc.collect()
+    assert vdev.dlpack.live_exports() == 0

@@ -3,7 +3,8 @@
 ``np.from_dlpack(t)`` and ``torch.from_dlpack(t)`` read a vdev tensor in
 place (``Tensor.__dlpack__`` / ``__dlpack_device__``); ``vdev.from_dlpack(x)``
 makes a CPU:0 tensor over the memory of any object with ``__dlpack__``, or of
-a DLPack capsule (``torch.utils.dlpack.to_dlpack``). Tensors on the CPU and on
+a DLPack capsule (``torch.utils.dlpack.to_dlpack``); its ``device=`` and
+``copy=`` are the array API's (2023.12). Tensors on the CPU and on
 simulated GPUs, whose memory the host reads, go out as CPU memory (kDLCPU);
 tensors on CUDA GPUs as kDLCUDA.
 
@@ -127,14 +128,88 @@ def device_of(t):
     return (kDLCPU, 0)
 
 
-def from_dlpack(x):
-    """A CPU:0 tensor over x's memory: x has ``__dlpack__`` (numpy arrays,
-    PyTorch tensors, vdev tensors) or is a DLPack capsule. Without a copy when
-    the memory is compact and aligned float32/int32 host memory; strided
-    memory is copied. Other dtypes, more than 4 dimensions and memory the
-    host cannot read raise UnimplementedError; a DLPack 1.x capsule
-    ("dltensor_versioned") is a BufferError."""
+# Device types whose memory the host reads: the ones vdev_tensor_from_dlpack
+# imports (kDLCPU, kDLCUDAHost, kDLCUDAManaged).
+_HOST_READABLE = (kDLCPU, 3, 13)
+_CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def _refuse_device(device_type, device_id):
+    """vdev_tensor_from_dlpack's own error for memory on (device_type,
+    device_id), asked before the producer builds a capsule: a description
+    of no memory on that device, which the C call refuses before it reads
+    anything else (and leaves as it was)."""
+    probe = _DLManagedTensor()
+    probe.dl_tensor.device_type = device_type
+    probe.dl_tensor.device_id = device_id
+    if lib.vdev_tensor_from_dlpack(ctypes.addressof(probe)):  # pragma: no cover
+        raise AssertionError("vdev_tensor_from_dlpack took memory on device type %d"
+                             % device_type)
+    raise _lib.error()
+
+
+def _imports_by_copy(managed):
+    """Whether vdev_tensor_from_dlpack copies the memory `managed` describes
+    (strided, or not 4-byte aligned) instead of wrapping it: its own test."""
+    d = _DLManagedTensor.from_address(managed).dl_tensor
+    if not 0 <= d.ndim <= 4:
+        return False  # refused by the import anyway
+    shape = (ctypes.c_int64 * d.ndim).from_address(d.shape) if d.ndim else ()
+    numel = 1
+    for n in shape:
+        numel *= n
+    if not numel:
+        return False
+    if (d.data + d.byte_offset) % 4:
+        return True
+    if d.strides:
+        strides = (ctypes.c_int64 * d.ndim).from_address(d.strides)
+        want = 1
+        for i in reversed(range(d.ndim)):
+            if shape[i] > 1 and strides[i] != want:
+                return True
+            want *= shape[i]
+    return False
+
+
+def _target_device(device):
+    """The long name of the device `device` names (any name ``vdev.device``
+    takes, a LogicalDevice, a DeviceSpec), with vdev.device's errors."""
+    from ._device import current_device, device as scope
+    with scope(device):
+        return current_device()
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """A tensor over x's memory (the array API's ``from_dlpack``, 2023.12):
+    x has ``__dlpack__`` (numpy arrays, PyTorch tensors, vdev tensors) or is
+    a DLPack capsule. On CPU:0 without a copy when the memory is compact and
+    aligned float32/int32 host memory; strided memory is copied. Other
+    dtypes, more than 4 dimensions and memory the host cannot read raise
+    UnimplementedError (memory on a device the host cannot read is refused
+    from ``__dlpack_device__()``, before x builds a capsule); a DLPack 1.x
+    capsule ("dltensor_versioned") is a BufferError.
+
+    ``device``: None or CPU:0 (any name ``vdev.device`` takes) is CPU:0;
+    another device gets a copy made there, which ``copy=False`` refuses
+    (ValueError, as the standard says for a device that needs a copy).
+    ``copy``: True, a copy that vdev owns (the producer's memory is let go at
+    once); False, never a copy: memory that must be copied (strided,
+    unaligned) is a BufferError and x's capsule stays unconsumed; None, a
+    copy only where needed."""
+    if copy is not None and not isinstance(copy, bool):
+        raise TypeError("copy must be True, False or None, not %s" % type(copy).__name__)
+    target = _CPU0 if device is None else _target_device(device)
+    if target != _CPU0 and copy is False:
+        raise ValueError("from_dlpack: device %r needs a copy (vdev imports host memory onto "
+                         "CPU:0), which copy=False refuses" % (device,))
     if hasattr(x, "__dlpack__"):
+        # the device first, as the standard recommends: memory vdev cannot
+        # import is refused before the producer builds a capsule for it
+        if hasattr(x, "__dlpack_device__"):
+            device_type, device_id = x.__dlpack_device__()
+            if int(device_type) not in _HOST_READABLE:
+                _refuse_device(int(device_type), int(device_id))
         capsule = x.__dlpack__()
     elif type(x).__name__ == "PyCapsule":
         capsule = x
@@ -150,6 +225,10 @@ def from_dlpack(x):
         raise ValueError("from_dlpack: the capsule is not a DLPack tensor, or was consumed "
                          "already (a capsule can be used once)")
     managed = _api.PyCapsule_GetPointer(capsule, _DLTENSOR)
+    by_copy = _imports_by_copy(managed)
+    if copy is False and by_copy:
+        raise BufferError("from_dlpack: copy=False, but the memory is strided or not 4-byte "
+                          "aligned, which vdev imports by copying it")
     # Marked consumed before vdev may take it, so that the capsule never
     # deletes what vdev owns: an exception landing between the two steps
     # (a KeyboardInterrupt just after vdev's call returned) used to leave the
@@ -160,7 +239,17 @@ def from_dlpack(x):
     if not h:
         _api.PyCapsule_SetName(capsule, _DLTENSOR)  # refused: still the capsule's
         raise _lib.error()
-    return Tensor(h)
+    t = Tensor(h)
+    if target != _CPU0:
+        # a copy between devices: vdev_identity in the target's scope (the
+        # import is no tensor a tape watches); the import, and the
+        # producer's memory it holds, then go
+        _lib.check(lib.vdev_device_push(target.encode()))
+        try:
+            return Tensor(_lib.made(lib.vdev_identity(t._handle)))
+        finally:
+            lib.vdev_device_pop()
+    return copy_of(t) if copy and not by_copy else t
 
 
 def to_dlpack(t):
