@@ -200,9 +200,32 @@ static void test_env_logical(void)
     setenv("VDEV_LOGICAL_DEVICES", "1:3GiB;0:1GiB", 1); /* any order: numbered by GPU */
     setenv("VDEV_MEMORY_GROWTH", "false", 1);
     EXPECT_GPUS({0, GiB, PRE}, {1, 3 * GiB, PRE});
+    /* Spaces around a group, its ':' and each limit, as VDEV_SIM_GPUS takes them (" 0:2GiB"
+     * was a bad part while "0: 2GiB" passed). */
+    static const char *const spaced[] = {" 0:2GiB,1GiB", "0: 2GiB, 1GiB", "0 :2GiB ,1GiB",
+                                         "  0 : 2 GiB , 1GiB  ;  1:3GiB  "};
+    for (size_t i = 0; i < sizeof spaced / sizeof spaced[0]; i++) {
+        check_fresh("2x16GiB");
+        setenv("VDEV_LOGICAL_DEVICES", spaced[i], 1);
+        if (i < 3)
+            EXPECT_GPUS({0, 2 * GiB, GROW}, {0, GiB, GROW}, {1, 16 * GiB - RESERVE, GROW});
+        else
+            EXPECT_GPUS({0, 2 * GiB, GROW}, {0, GiB, GROW}, {1, 3 * GiB, GROW});
+    }
     static const struct {
         const char *value, *msg;
     } bad[] = {
+        {"   ", "VDEV_LOGICAL_DEVICES is empty (expected e.g. 0:4GiB,2GiB;1:3GiB)"},
+        {"0 1:1GiB", "VDEV_LOGICAL_DEVICES=\"0 1:1GiB\": bad part '0 1:1GiB' (expected "
+                     "GPU:LIMIT[,LIMIT...] or cpu:N, e.g. 0:4GiB,2GiB;1:3GiB or cpu:4)"},
+        {" ; 0:1GiB", "VDEV_LOGICAL_DEVICES=\" ; 0:1GiB\": bad part '' (expected"},
+        {"0:4GiB, ", "VDEV_LOGICAL_DEVICES=\"0:4GiB, \": bad limit '' for GPU 0 (a size such "
+                     "as 4GiB)"},
+        {"0:4GiB, ,1GiB", "VDEV_LOGICAL_DEVICES=\"0:4GiB, ,1GiB\": bad limit '' for GPU 0"},
+        {"0 : ", "VDEV_LOGICAL_DEVICES=\"0 : \": GPU 0 has no limits"},
+        {"0: 100 ", "VDEV_LOGICAL_DEVICES=\"0: 100 \": limit '100' for GPU 0 is 100 bytes, less "
+                    "than 1 MiB (did you mean 100MiB?)"},
+        {"0: ban ana", "VDEV_LOGICAL_DEVICES=\"0: ban ana\": bad limit 'ban ana' for GPU 0"},
         {"0:", "VDEV_LOGICAL_DEVICES=\"0:\": GPU 0 has no limits"},
         {"0:4GiB;0:2GiB", "VDEV_LOGICAL_DEVICES=\"0:4GiB;0:2GiB\": GPU 0 is given twice"},
         {"5:1GiB", "VDEV_LOGICAL_DEVICES=\"5:1GiB\": there is no GPU 5 (2 GPUs)"},

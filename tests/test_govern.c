@@ -108,6 +108,15 @@ static void test_env_malformed(void)
         {"0:1GiB,..@",
          "VDEV_LOGICAL_DEVICES=\"0:1GiB,..@\": bad priority '' for GPU 0 (low, normal, high or "
          "critical)"},
+        {"0:1GiB @ hi gh",
+         "VDEV_LOGICAL_DEVICES=\"0:1GiB @ hi gh\": bad priority 'hi gh' for GPU 0 (low, normal, "
+         "high or critical)"},
+        {"0: 2GiB .. 1GiB ",
+         "VDEV_LOGICAL_DEVICES=\"0: 2GiB .. 1GiB \": floor '2GiB' for GPU 0 is above its "
+         "ceiling '1GiB'"},
+        {"0:2GiB.. .6GiB",
+         "VDEV_LOGICAL_DEVICES=\"0:2GiB.. .6GiB\": bad ceiling '.6GiB' for GPU 0 "
+         "(FLOOR..CEILING, e.g. 2GiB..6GiB)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fresh_card("1x16GiB");
@@ -135,10 +144,10 @@ static void test_env_malformed(void)
     CHECK_MSG("its 2 logical devices' limits sum to 18.00 GiB");
 }
 
-static void test_env_forms(void)
+static void check_env_forms(const char *value)
 {
     fresh_card("1x16GiB");
-    setenv("VDEV_LOGICAL_DEVICES", "0:4GiB@critical,2GiB..6GiB,..@LOW,1GiB..,..3GiB@high", 1);
+    setenv("VDEV_LOGICAL_DEVICES", value, 1);
     CHECK_OK(vdev_init());
     static const struct {
         const char *dev;
@@ -177,6 +186,13 @@ static void test_env_forms(void)
     CHECK_OK(vdev_config_get_logical_devices("GPU:0", lim, 8, &n));
     CHECK_EQ_U64(lim[1], 6 * GIB);
     STATS_ADD_UP();
+}
+
+static void test_env_forms(void)
+{
+    check_env_forms("0:4GiB@critical,2GiB..6GiB,..@LOW,1GiB..,..3GiB@high");
+    /* the same with spaces around each part, its '..' and its '@' */
+    check_env_forms(" 0 : 4GiB @ critical , 2GiB .. 6GiB, .. @LOW ,1GiB .. , ..3GiB@ high ");
 }
 
 /* ---- from code ---- */

@@ -197,6 +197,9 @@ static void test_env(void)
     check_fresh("2x4GiB");
     setenv("VDEV_LOGICAL_DEVICES", "cpu:4;1:1GiB,1GiB", 1);
     expect_devices(__LINE__, 4, 3);
+    check_fresh("2x4GiB");
+    setenv("VDEV_LOGICAL_DEVICES", " cpu : 4 ; 1:1GiB,1GiB", 1); /* spaces around its parts */
+    expect_devices(__LINE__, 4, 3);
     check_fresh("1x4GiB");
     setenv("VDEV_LOGICAL_DEVICES", "CPU:2", 1);
     expect_devices(__LINE__, 2, 1);
@@ -212,6 +215,10 @@ static void test_env(void)
         {"cpu:17", "bad CPU count '17' (1 to 16"},
         {"cpu:", "bad CPU count ''"},
         {"cpu:2GiB", "bad CPU count '2GiB'"},
+        {"cpu: 2x ", "VDEV_LOGICAL_DEVICES=\"cpu: 2x \": bad CPU count '2x' (1 to 16 logical "
+                     "CPUs, e.g. cpu:4)"},
+        {"cpu: 1 2", "bad CPU count '1 2'"},
+        {"c pu:2", "bad part 'c pu:2'"},
         {"cpu:2,2", "bad CPU count '2,2'"},
         {"cpu:2;cpu:3", "VDEV_LOGICAL_DEVICES=\"cpu:2;cpu:3\": the CPU is given twice"},
         {"cpu2", "bad part 'cpu2'"},

@@ -262,6 +262,18 @@ void vdev_config_min_fraction(uint64_t total, char *out, size_t cap)
     snprintf(out, cap, "%.*f", decimals, v);
 }
 
+/* `s` without the spaces around it: the spaces after it are cut off in
+ * place, and the result starts at its first non-space. VDEV_LOGICAL_DEVICES
+ * takes spaces around each of its parts, as VDEV_SIM_GPUS does. */
+static char *trim_spaces(char *s)
+{
+    s += strspn(s, " ");
+    size_t len = strlen(s);
+    while (len && s[len - 1] == ' ')
+        s[--len] = '\0';
+    return s;
+}
+
 /* One size of VDEV_LOGICAL_DEVICES (`what`: "limit", "floor" or "ceiling"):
  * a whole number of bytes, 1 MiB or more; a floor may also be 0 (none). */
 static enum vdev_status env_limit(const char *var, const char *v, char *lim, long gpu,
@@ -321,15 +333,18 @@ static enum vdev_status env_device(const char *var, const char *v, char *spec, l
     enum vdev_status st;
     memset(d, 0, sizeof *d);
     d->priority = VDEV_PRIORITY_NORMAL;
+    spec = trim_spaces(spec);
     char *at = strchr(spec, '@');
     if (at) {
         *at = '\0';
-        d->priority = priority_of(at + 1);
+        char *prio = trim_spaces(at + 1);
+        spec = trim_spaces(spec);
+        d->priority = priority_of(prio);
         if (d->priority == VDEV_PRIORITY_COUNT)
             return vdev_error(VDEV_ERR_CONFIG,
                               "%s=\"%s\": bad priority '%s' for GPU %ld (low, normal, high or "
                               "critical)",
-                              var, v, at + 1, gpu);
+                              var, v, prio, gpu);
     }
     char *dots = strstr(spec, "..");
     if (!dots) {
@@ -339,7 +354,8 @@ static enum vdev_status env_device(const char *var, const char *v, char *spec, l
         return VDEV_OK;
     }
     *dots = '\0';
-    char *ceil = dots + 2;
+    char *ceil = trim_spaces(dots + 2);
+    spec = trim_spaces(spec);
     if (*spec && (st = env_limit(var, v, spec, gpu, "floor", &d->floor_bytes)) != VDEV_OK)
         return st;
     if (*ceil == '.')
@@ -388,8 +404,9 @@ static enum vdev_status env_cpus(const char *var, const char *v, const char *cou
     return VDEV_OK;
 }
 
-/* VDEV_LOGICAL_DEVICES="cpu:4;0:4GiB@critical,2GiB..6GiB;1:3GiB". Empty
- * groups and empty limits ("0:4GiB,", "0:4GiB;") are errors. */
+/* VDEV_LOGICAL_DEVICES="cpu:4;0:4GiB@critical,2GiB..6GiB;1:3GiB", with
+ * spaces allowed around each part. Empty groups and empty limits ("0:4GiB,",
+ * "0:4GiB; ") are errors; a value of spaces only is empty. */
 enum vdev_status vdev_env_logical(const char *var, const char *v, int n_gpus,
                                   struct vdev_gpu_cfg *cfg, int set[VDEV_MAX_GPUS], int *n_cpus)
 {
@@ -397,22 +414,35 @@ enum vdev_status vdev_env_logical(const char *var, const char *v, int n_gpus,
     *n_cpus = 0;
     if (strlen(v) >= sizeof buf)
         return vdev_error(VDEV_ERR_CONFIG, "%s is too long", var);
-    if (!*v)
+    if (!v[strspn(v, " ")])
         return vdev_error(VDEV_ERR_CONFIG, "%s is empty (expected e.g. 0:4GiB,2GiB;1:3GiB)",
                           var);
     vdev_strlcpy(buf, v, sizeof buf);
     char *rest = buf;
     for (char *grp; (grp = strsep(&rest, ";")) != NULL;) {
-        if (vdev_strncasecmp(grp, "cpu:", 4) == 0) {
+        /* spaces around a group, its ':' and its parts: " 0 : 2GiB , 1GiB ; cpu : 4 " */
+        grp = trim_spaces(grp);
+        if (vdev_strncasecmp(grp, "cpu", 3) == 0 && grp[3 + strspn(grp + 3, " ")] == ':') {
             if (*n_cpus)
                 return vdev_error(VDEV_ERR_CONFIG, "%s=\"%s\": the CPU is given twice", var, v);
-            enum vdev_status st = env_cpus(var, v, grp + 4, n_cpus);
+            enum vdev_status st = env_cpus(var, v, trim_spaces(strchr(grp, ':') + 1), n_cpus);
             if (st != VDEV_OK)
                 return st;
             continue;
         }
-        char *lims;
-        long gpu = part_gpu(grp, &lims);
+        char *lims = NULL, *colon = strchr(grp, ':');
+        long gpu = -1;
+        if (colon) {
+            /* the GPU's number without the spaces before its ':' ("0 :4GiB") */
+            char *num_end = colon;
+            while (num_end > grp && num_end[-1] == ' ')
+                num_end--;
+            char saved = *num_end;
+            *num_end = ':';
+            gpu = part_gpu(grp, &lims);
+            *num_end = saved;
+            lims = trim_spaces(colon + 1);
+        }
         if (gpu < 0)
             return vdev_error(VDEV_ERR_CONFIG,
                               "%s=\"%s\": bad part '%s' (expected GPU:LIMIT[,LIMIT...] or cpu:N, "
