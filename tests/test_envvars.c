@@ -3,7 +3,8 @@
  * it reads, naming the closest known variable; TensorFlow's GPU allocator
  * variables get one warning each saying what vdev has instead; variables it
  * reads, and TensorFlow's others not near them, pass in silence. Also the table of
- * every variable vdev reads. Stderr is captured around start-up. */
+ * every variable vdev reads, whose VDEV_SIM_GPUS examples are each a value of their own.
+ * Stderr is captured around start-up. */
 #define _GNU_SOURCE
 #include "check.h"
 #include "config/config.h"
@@ -186,12 +187,47 @@ static void test_table(void)
     CHECK(vdev_config_envvars(NULL) == t);
 }
 
+/* VDEV_SIM_GPUS's examples in `vdev --help`: each one, pasted as it stands, is a value of its
+ * own ("3x16GiB, 2x80GiB,1x24GiB, 16GiB" read as one value is 7 GPUs, now that spaces
+ * around a part are taken). */
+static void test_sim_examples(void)
+{
+    int n = 0;
+    const struct vdev_envvar *t = vdev_config_envvars(&n);
+    const char *values = NULL;
+    for (int j = 0; j < n; j++)
+        if (!strcmp(t[j].name, "VDEV_SIM_GPUS"))
+            values = t[j].values;
+    CHECK(values != NULL);
+    if (!values)
+        return;
+    CHECK_STR(values, "3x16GiB, or 2x80GiB,1x24GiB, or 16GiB");
+    static const int want[] = {3, 3, 1};
+    int k = 0;
+    for (const char *p = values; *p && k < 3; k++) {
+        size_t len = strstr(p, ", or ") ? (size_t)(strstr(p, ", or ") - p) : strlen(p);
+        char example[64];
+        snprintf(example, sizeof example, "%.*s", (int)len, p);
+        check_fresh(example);
+        int got = 0;
+        CHECK_OK(vdev_list_physical_devices(NULL, 0, &got));
+        if (got == 1 + want[k])
+            check_passed++;
+        else
+            check_fail(__FILE__, __LINE__, "VDEV_SIM_GPUS=\"%s\" is %d GPUs, expected %d",
+                       example, got - 1, want[k]);
+        p += len + (p[len] ? 5 : 0);
+    }
+    CHECK(k == 3);
+}
+
 int main(void)
 {
     test_misspelt();
     test_silent();
     test_tf_allocator();
     test_table();
+    test_sim_examples();
     check_fresh(NULL);
     return check_done();
 }

@@ -22,7 +22,7 @@ extern char **environ;
 /* Every variable vdev reads, with what it takes and what it does. Keep in
  * step with the README's table of environment variables. */
 static const struct vdev_envvar TABLE[] = {
-    {"VDEV_SIM_GPUS", "3x16GiB, 2x80GiB,1x24GiB, 16GiB",
+    {"VDEV_SIM_GPUS", "3x16GiB, or 2x80GiB,1x24GiB, or 16GiB",
      "use that many simulated GPUs of those sizes instead of CUDA GPUs"},
     {"VDEV_VISIBLE_DEVICES", "0,2; empty or -1 hides every GPU",
      "the physical GPUs to use, numbered in the order listed (as CUDA_VISIBLE_DEVICES)"},
