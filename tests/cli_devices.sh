@@ -3,7 +3,7 @@
 # JSON on simulated GPUs, the environment's configuration in both (floors and
 # priorities, and the budget a card's logical devices share), why a
 # GPU's limit is less than its memory, how to get simulated GPUs when there
-# is none, one line on stderr and exit 1 for a bad environment, exit 2 for a
+# is none, why there is no logical GPU when VDEV_VISIBLE_DEVICES hides them, one line on stderr and exit 1 for a bad environment, exit 2 for a
 # bad option, the help texts (every environment variable vdev reads), and the
 # thread plan (the budget divided among three streams and capped at the CPUs;
 # one stream splitting each product); a write error on standard output (exit
@@ -339,6 +339,28 @@ VDEV_SIM_GPUS=1x4GiB,1x8GiB,1x16GiB VDEV_VISIBLE_DEVICES=2 VDEV_LOGICAL_DEVICES=
 [ "$err" = "$w" ] && ok || bad "hidden GPU's split: stderr '$err', expected '$w'"
 VDEV_SIM_GPUS=1x4GiB,1x8GiB,1x16GiB VDEV_VISIBLE_DEVICES=0,2 VDEV_LOGICAL_DEVICES="0:1GiB,1GiB" run devices
 [ $rc -eq 0 ] && [ -z "$err" ] && ok || bad "visible GPU's split: exit $rc, stderr '$err'"
+
+# ---- every GPU hidden: said so, in the text and in no_gpu_reason ----
+export VDEV_SIM_GPUS=3x16GiB
+for v in "" "-1"; do
+  VDEV_VISIBLE_DEVICES="$v" run devices
+  [ $rc -eq 0 ] && [ -z "$err" ] && ok || bad "VDEV_VISIBLE_DEVICES='$v': exit $rc, stderr '$err'"
+  [ "$(head -2 <<<"$out")" = "GPUs: 3 from the sim backend (simulated GPUs from VDEV_SIM_GPUS)
+No logical GPU: VDEV_VISIBLE_DEVICES=\"$v\" hides every GPU; ops run on the CPU." ] \
+    && ok || bad "VDEV_VISIBLE_DEVICES='$v': no reason given: $out"
+  grep -q '/device:GPU' <<<"$out" && bad "VDEV_VISIBLE_DEVICES='$v': lists a GPU: $out" || ok
+  grep -q "MinSystemMemory" <<<"$out" && bad "VDEV_VISIBLE_DEVICES='$v': explains GPU limits: $out" || ok
+  VDEV_VISIBLE_DEVICES="$v" run devices --json
+  has "$out" "\"gpu_backend\": \"sim\", \"no_gpu_reason\": \"VDEV_VISIBLE_DEVICES=\\\"$v\\\" hides every GPU\"" \
+    && ok || bad "VDEV_VISIBLE_DEVICES='$v' --json: no reason given: $out"
+done
+echo '{"default": {"visible_devices": ""}}' >"$tmp/vis.json"
+VDEV_CLUSTER_CONFIG="$tmp/vis.json" run devices
+has "$out" "No logical GPU: VDEV_CLUSTER_CONFIG=$tmp/vis.json: default: visible_devices=\"\" hides every GPU; ops run on the CPU." \
+  && ok || bad "devices: file's visible_devices: $out"
+VDEV_VISIBLE_DEVICES=1 run devices
+has "$out" "No logical GPU" && bad "VDEV_VISIBLE_DEVICES=1: said no logical GPU: $out" || ok
+unset VDEV_SIM_GPUS
 
 # ---- a fraction of 0 is none: the limit is explained as free less the reserve ----
 VDEV_SIM_GPUS=1x4GiB VDEV_MEMORY_FRACTION=0 run devices

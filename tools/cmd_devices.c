@@ -1,5 +1,6 @@
 /* cmd_devices.c — `vdev devices`: the physical devices, where GPUs come from
- * (or why there are none, and how to simulate some), and the logical devices
+ * (or why there are none, and how to simulate some, or that VDEV_VISIBLE_DEVICES
+ * hides them all), and the logical devices
  * start-up makes of them, with each one's policy, limit (its ceiling),
  * floor, priority and memory in use (and, for a card whose logical devices'
  * ceilings sum to more than its budget, that budget and the floors kept
@@ -188,7 +189,9 @@ int vdev_cmd_devices(int argc, char **argv)
                    "use).\n\n"
                    "  --json   one JSON object: {\"gpu_backend\", \"no_gpu_reason\",\n"
                    "           \"physical\": [...], \"logical\": [...], \"collectives\",\n"
-                   "           \"threads\": {...}}\n");
+                   "           \"threads\": {...}}; no_gpu_reason is \"\" when there is a\n"
+                   "           logical GPU, else why there is none (no GPU found, or\n"
+                   "           VDEV_VISIBLE_DEVICES hiding every GPU)\n");
             return 0;
         } else {
             fprintf(stderr, "vdev devices: unknown option '%s' (see 'vdev devices --help')\n",
@@ -222,6 +225,20 @@ int vdev_cmd_devices(int argc, char **argv)
     /* Again after start-up, so FREE shows what preallocation took. */
     if (vdev_list_physical_devices(phys, 130, &n_phys) != VDEV_OK)
         return fail("");
+    /* GPUs there but none made into a logical device: VDEV_VISIBLE_DEVICES (or a cluster
+     * file's visible_devices, named as start-up names it) hides them all. */
+    int n_log_gpus = 0;
+    for (int i = 0; i < n_log && i < 130; i++)
+        n_log_gpus += logi[i].type == VDEV_DEVICE_GPU;
+    if (n_phys > 1 && n_log_gpus == 0) {
+        char label[1200];
+        const char *vis = vdev_config_getenv("VDEV_VISIBLE_DEVICES");
+        if (vis)
+            snprintf(reason_copy, sizeof reason_copy, "%s=\"%.64s\" hides every GPU",
+                     vdev_config_var_label("VDEV_VISIBLE_DEVICES", label, sizeof label), vis);
+        else
+            snprintf(reason_copy, sizeof reason_copy, "no GPU is visible");
+    }
     char coll[400] = "";
     if (n_phys > 1)
         vdev_coll_library_status(coll, sizeof coll);
@@ -286,7 +303,9 @@ int vdev_cmd_devices(int argc, char **argv)
         printf("GPUs: %d from the sim backend (simulated GPUs from %s)\n", n_phys - 1, sim);
     else if (n_phys > 1)
         printf("GPUs: %d from the %s backend\n", n_phys - 1, gpu_backend);
-    else
+    if (n_phys > 1 && n_log_gpus == 0)
+        printf("No logical GPU: %s; ops run on the CPU.\n", reason_copy);
+    else if (n_phys <= 1)
         printf("GPUs: none (%s); ops run on the CPU.\n"
                "Simulated GPUs need no hardware: VDEV_SIM_GPUS=3x16GiB vdev devices\n",
                reason_copy);
@@ -315,7 +334,8 @@ int vdev_cmd_devices(int argc, char **argv)
     print_threads(&th);
     if (n_phys > 1) {
         printf("\nCollectives: %s\n", coll);
-        explain_limits(before, n_before, logi, ml, n_log < 130 ? n_log : 130);
+        if (n_log_gpus)
+            explain_limits(before, n_before, logi, ml, n_log < 130 ? n_log : 130);
     }
     return 0;
 }
