@@ -39,6 +39,7 @@ struct fake_source {
     int n_reserve_calls; /* reserve calls so far, failed ones included */
     int fail_call;       /* fail this reserve call (0-based), -1: never */
     uint64_t max_bytes;  /* fail reserves larger than this ("device full"), 0: no cap */
+    int host_fails;      /* the failures above are the host's (vdev_error_mark_host) */
     int n_release, n_extend;
     int no_sync;         /* make() gives the allocator no sync (no garbage collection) */
     int n_sync;          /* sync calls */
@@ -74,6 +75,12 @@ static inline enum vdev_status fake_reserve(void *ctx, uint64_t bytes, void **ba
 {
     struct fake_source *s = ctx;
     int call = s->n_reserve_calls++;
+    if ((call == s->fail_call || (s->max_bytes && bytes > s->max_bytes)) && s->host_fails) {
+        vdev_error(VDEV_ERR_OOM, "fake source: cannot map %llu bytes of host address space",
+                   (unsigned long long)bytes);
+        vdev_error_mark_host();
+        return VDEV_ERR_OOM;
+    }
     if (call == s->fail_call || (s->max_bytes && bytes > s->max_bytes))
         return vdev_error(VDEV_ERR_OOM, "fake device out of memory (reserve call %d)", call);
     if (s->n_reg == MAX_REGIONS)

@@ -404,9 +404,11 @@ static void test_garbage_collection(void)
     CHECK_EQ_U64(fake_reserved(&s), 0);
 }
 
-/* The three kinds of OOM, each with only the suggestions that apply:
+/* The kinds of OOM, each with only the suggestions that apply:
  * fragmentation in a preallocated region, the device itself full (the
- * source's message kept), and a size that cannot even be rounded. */
+ * source's message kept), the host unable to map the region (the source's
+ * message kept, and no suggestion for the card), and a size that cannot even
+ * be rounded. */
 static void test_oom_messages(void)
 {
     struct fake_source s;
@@ -440,6 +442,20 @@ static void test_oom_messages(void)
               "0); would help: vdev_memory_release_cached() or memory growth on for the other "
               "users of the physical device, a smaller batch");
     CHECK_EQ_U64(s.n_sync, 0);
+    vdev_alloc_destroy(a);
+
+    /* The host cannot map the region (a simulated GPU's memory): memory held by others on the
+     * card would not help, so it is not suggested. */
+    fake_init(&s);
+    s.max_bytes = 8 << 20;
+    s.host_fails = 1;
+    a = make(&s, VDEV_POLICY_GROW, 1ull << 30, 0, 0);
+    CHECK_STATUS(vdev_alloc_malloc(a, 16 << 20, &z), VDEV_ERR_OOM);
+    CHECK_STR(vdev_last_error(),
+              "OOM when allocating 16.00 MiB (16777216 bytes) on /device:GPU:1: 0 B in use of "
+              "1.00 GiB limit, largest free block 0 B; fake source: cannot map 16777216 bytes of "
+              "host address space (a limit of the host, not of the card); would help: a smaller "
+              "batch");
     vdev_alloc_destroy(a);
 
     /* Beyond rounding: exhaustion, short by all but the room under the limit. */

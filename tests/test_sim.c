@@ -272,6 +272,27 @@ static void test_capacity_runtime(void)
     CHECK_EQ_U64(phys_free(1), 8 * GiB);
 }
 
+/* A card larger than the host can map: its failure is the host's, said so, with no
+ * suggestion that other users of the card free memory. */
+static void test_host_address_space(void)
+{
+    check_fresh("1x1000TiB");
+    CHECK_OK(vdev_init());
+    void *p = NULL;
+    enum vdev_status st = vdev_mem_alloc("GPU:0", 200 * 1024 * GiB, &p);
+    if (st == VDEV_OK) { /* a host with more than 200 TiB of address space */
+        fprintf(stderr, "test_host_address_space: the host mapped 200 TiB, case not run\n");
+        CHECK_OK(vdev_mem_free("GPU:0", p));
+        return;
+    }
+    CHECK(st == VDEV_ERR_OOM);
+    CHECK_STR(vdev_last_error(),
+              "OOM when allocating 200.00 TiB (219902325555200 bytes) on /device:GPU:0: 0 B in "
+              "use of 1000.00 TiB limit, largest free block 0 B; simulated GPU 0: cannot map "
+              "200.00 TiB of host address space (a limit of the host, not of the card); would "
+              "help: a smaller batch");
+}
+
 static uint64_t rss_bytes(void)
 {
     FILE *f = fopen("/proc/self/statm", "r");
@@ -710,6 +731,7 @@ int main(void)
     test_capacity_backend();
     test_capacity_runtime();
     test_noreserve();
+    test_host_address_space();
     test_stream_order();
     test_stream_ring();
     test_stream_threads();

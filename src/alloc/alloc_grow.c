@@ -179,7 +179,7 @@ static enum vdev_status grow_extend(struct vdev_alloc *a, uint64_t sz, enum vdev
     }
     if (st != VDEV_OK) {
         unclaim(a, claimed);
-        *why = WHY_SOURCE; /* the source said why */
+        *why = vdev_error_is_host() ? WHY_SOURCE_HOST : WHY_SOURCE; /* the source said why */
         return st;
     }
     unclaim(a, claimed - want);
@@ -263,8 +263,11 @@ enum vdev_status vdev_alloc_grow(struct vdev_alloc *a, uint64_t sz, enum vdev_al
     *why = WHY_SOURCE; /* from here on, every failure is the source's, with its message */
     enum vdev_status st = reserve_backoff(a, want, sz, &base, &got);
     unclaim(a, st == VDEV_OK ? claimed - got : claimed);
-    if (st != VDEV_OK)
+    if (st != VDEV_OK) {
+        if (vdev_error_is_host())
+            *why = WHY_SOURCE_HOST;
         return st;
+    }
     *why = WHY_LIMIT;
     vdev_alloc_region_install(a, slot, base, got);
     if (a->src.extend)
@@ -673,6 +676,8 @@ static void free_blocks(const struct vdev_alloc *a, uint64_t *total, uint64_t *n
  *    msg, vdev_pool_reclaim()'s report of whose memory is where;
  *  - the source said no below the limit (the physical device is full): its
  *    message, and that memory held by others on it would help;
+ *  - the source said no for the host's sake (a simulated GPU's memory it
+ *    cannot map): its message, and that it is the host's limit;
  *  - host out of memory: its message;
  *  - otherwise fragmentation: the free memory in how many blocks, the
  *    largest; vdev_memory_release_cached() is suggested only when releasing
@@ -710,6 +715,11 @@ enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint6
         snprintf(tail, sizeof tail,
                  "; %s; would help: vdev_memory_release_cached() or memory growth on for the "
                  "other users of the physical device, a smaller batch",
+                 msg);
+    } else if (why == WHY_SOURCE_HOST) {
+        /* memory held on the card would not help: the host's limit */
+        snprintf(tail, sizeof tail,
+                 "; %s (a limit of the host, not of the card); would help: a smaller batch",
                  msg);
     } else if (why == WHY_HOST) {
         snprintf(tail, sizeof tail, "; %s", msg);

@@ -321,9 +321,11 @@ static inline void record_push(struct vdev_alloc *a, uint32_t r)
 /* shared between the files of src/alloc (all called with the lock held) */
 
 /* Why growth failed: the limit left no room (no message set), the source
- * said no (its message is set), the host ran out (message set), or the
- * card's pool had no shared memory left for this device (no message set). */
-enum vdev_alloc_why { WHY_LIMIT, WHY_SOURCE, WHY_HOST, WHY_CARD };
+ * said no (its message is set), the source said no because the host could
+ * not give it memory or address space (message set, vdev_error_is_host), the
+ * host ran out for the allocator's own records (message set), or the card's
+ * pool had no shared memory left for this device (no message set). */
+enum vdev_alloc_why { WHY_LIMIT, WHY_SOURCE, WHY_SOURCE_HOST, WHY_HOST, WHY_CARD };
 
 /* alloc.c: makes sure `need` unused records exist (host OOM: nothing changes). */
 enum vdev_status vdev_alloc_records_reserve(struct vdev_alloc *a, uint32_t need);

@@ -13,6 +13,7 @@
 
 static _Thread_local char tls_msg[512];
 static _Thread_local enum vdev_status tls_code;
+static _Thread_local int tls_host; /* the current error is the host's (vdev_error_mark_host) */
 
 static const char *const status_names[VDEV_STATUS_COUNT] = {
     [VDEV_OK] = "VDEV_OK",
@@ -44,6 +45,7 @@ VDEV_API void vdev_clear_error(void)
 {
     tls_msg[0] = '\0';
     tls_code = VDEV_OK;
+    tls_host = 0;
 }
 
 enum vdev_status vdev_error(enum vdev_status code, const char *fmt, ...)
@@ -53,8 +55,13 @@ enum vdev_status vdev_error(enum vdev_status code, const char *fmt, ...)
     vsnprintf(tls_msg, sizeof tls_msg, fmt, ap);
     va_end(ap);
     tls_code = code;
+    tls_host = 0;
     return code;
 }
+
+void vdev_error_mark_host(void) { tls_host = 1; }
+
+int vdev_error_is_host(void) { return tls_host && tls_code != VDEV_OK; }
 
 void vdev_error_prefix(const char *fmt, ...)
 {

@@ -20,6 +20,12 @@
  * failing path reads `return vdev_error(VDEV_ERR_X, "...", ...)`. Never
  * allocates. */
 enum vdev_status vdev_error(enum vdev_status code, const char *fmt, ...) VDEV_PRINTF(2, 3);
+/* Marks the current error as the host's (its memory or address space ran out), not the
+ * device's: a memory source's VDEV_ERR_OOM then gets advice for the host in the allocator's
+ * message. vdev_error_is_host() says whether the current error is so marked; the next
+ * vdev_error() or vdev_clear_error() unmarks it. */
+void vdev_error_mark_host(void);
+int vdev_error_is_host(void);
 /* Prefixes the current message with more context: "<prefix>: <old message>". */
 void vdev_error_prefix(const char *fmt, ...) VDEV_PRINTF(1, 2);
 /* VDEV_OK when x is finite; else VDEV_ERR_INVALID_ARG saying so by name,

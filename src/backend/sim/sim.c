@@ -342,8 +342,10 @@ static enum vdev_status sim_reserve(void *vctx, int dev, uint64_t bytes, void **
         pthread_mutex_lock(&g->mem_lock);
         g->reserved -= bytes;
         pthread_mutex_unlock(&g->mem_lock);
-        return vdev_error(VDEV_ERR_OOM, "simulated GPU %d: cannot map %s of host address space",
-                          g->index, vdev_format_bytes(bytes, b1, sizeof b1));
+        vdev_error(VDEV_ERR_OOM, "simulated GPU %d: cannot map %s of host address space",
+                   g->index, vdev_format_bytes(bytes, b1, sizeof b1));
+        vdev_error_mark_host(); /* the host's limit, not the card's */
+        return VDEV_ERR_OOM;
     }
     *base = p;
     return VDEV_OK;
