@@ -3,7 +3,8 @@
 # JSON on simulated GPUs, the environment's configuration in both (floors and
 # priorities, and the budget a card's logical devices share), why a
 # GPU's limit is less than its memory, how to get simulated GPUs when there
-# is none, why there is no logical GPU when VDEV_VISIBLE_DEVICES hides them, one line on stderr and exit 1 for a bad environment, exit 2 for a
+# is none, why there is no logical GPU when VDEV_VISIBLE_DEVICES hides them,
+# one line on stderr and exit 1 for a bad environment, exit 2 for a
 # bad option, the help texts (every environment variable vdev reads), and the
 # thread plan (the budget divided among three streams and capped at the CPUs;
 # one stream splitting each product); a write error on standard output (exit
@@ -349,14 +350,17 @@ for v in "" "-1"; do
 No logical GPU: VDEV_VISIBLE_DEVICES=\"$v\" hides every GPU; ops run on the CPU." ] \
     && ok || bad "VDEV_VISIBLE_DEVICES='$v': no reason given: $out"
   grep -q '/device:GPU' <<<"$out" && bad "VDEV_VISIBLE_DEVICES='$v': lists a GPU: $out" || ok
-  grep -q "MinSystemMemory" <<<"$out" && bad "VDEV_VISIBLE_DEVICES='$v': explains GPU limits: $out" || ok
+  grep -q "MinSystemMemory" <<<"$out" &&
+    bad "VDEV_VISIBLE_DEVICES='$v': explains GPU limits: $out" || ok
   VDEV_VISIBLE_DEVICES="$v" run devices --json
-  has "$out" "\"gpu_backend\": \"sim\", \"no_gpu_reason\": \"VDEV_VISIBLE_DEVICES=\\\"$v\\\" hides every GPU\"" \
+  why="VDEV_VISIBLE_DEVICES=\\\"$v\\\" hides every GPU"
+  has "$out" "\"gpu_backend\": \"sim\", \"no_gpu_reason\": \"$why\"" \
     && ok || bad "VDEV_VISIBLE_DEVICES='$v' --json: no reason given: $out"
 done
 echo '{"default": {"visible_devices": ""}}' >"$tmp/vis.json"
 VDEV_CLUSTER_CONFIG="$tmp/vis.json" run devices
-has "$out" "No logical GPU: VDEV_CLUSTER_CONFIG=$tmp/vis.json: default: visible_devices=\"\" hides every GPU; ops run on the CPU." \
+why="VDEV_CLUSTER_CONFIG=$tmp/vis.json: default: visible_devices=\"\" hides every GPU"
+has "$out" "No logical GPU: $why; ops run on the CPU." \
   && ok || bad "devices: file's visible_devices: $out"
 VDEV_VISIBLE_DEVICES=1 run devices
 has "$out" "No logical GPU" && bad "VDEV_VISIBLE_DEVICES=1: said no logical GPU: $out" || ok
