@@ -45,8 +45,9 @@
  * exchange and one store.
  *
  * Files: this one holds the fast path, creation, pending frees and the
- * lookup table; alloc_grow.c regions, growth, garbage collection and the OOM
- * diagnosis; alloc_stats.c statistics, the invariant check and the dump;
+ * lookup table; alloc_grow.c regions, growth and garbage collection;
+ * alloc_oom.c the OOM diagnosis; alloc_stats.c statistics, the invariant
+ * check and the dump;
  * alloc_impl.h the layout and inline operations they share.
  */
 #define _GNU_SOURCE

@@ -1,5 +1,5 @@
-/* alloc_grow.c — the allocator's regions: growth, garbage collection,
- * release, and the diagnosis of an out-of-memory failure.
+/* alloc_grow.c — the allocator's regions: growth, garbage collection and
+ * release (the diagnosis of an out-of-memory failure is alloc_oom.c's).
  *
  * Growth (VDEV_POLICY_GROW) follows TensorFlow's BFC allocator (its Extend):
  * a region size that starts at 2 MiB doubles while the request is larger
@@ -20,10 +20,8 @@
  * Governed, a request the limit would allow once those regions go, but the
  * card's pool would not, lends first (the others make room for what the own
  * regions do not cover), then collects; its OOM is then the card's.
- * The OOM message then says whether the limit is short (exhaustion), the
- * free memory too split (fragmentation), the card's shared memory held by
- * other logical devices (governance), or the device itself full, and only
- * what would help. Everything here runs with the allocator's lock held and
+ * The OOM message then says what failed and only what would help
+ * (alloc_oom.c). Everything here runs with the allocator's lock held and
  * off the fast path, except the lending round of vdev_alloc_make_room(),
  * which releases the lock while other devices give memory back.
  *
@@ -124,12 +122,6 @@ static enum vdev_status reserve_backoff(struct vdev_alloc *a, uint64_t want, uin
         uint64_t next = (want / 10 * 9) & SZ_MASK;
         want = next > need ? next : need;
     }
-}
-
-/* Room left under the limit (0 when a lowered limit is below what is held). */
-static uint64_t limit_room(const struct vdev_alloc *a)
-{
-    return a->limit > a->reserved ? a->limit - a->reserved : 0;
 }
 
 /* Claims between need and want bytes from the card's pool (all of want when
@@ -364,7 +356,7 @@ static uint64_t own_bytes(struct vdev_alloc *a, uint64_t sz, int *with_pinned)
  * new region of sz bytes under the limit and under what the card's pool
  * leaves this device (TensorFlow's test before it collects, with the pool
  * added). */
-static int release_makes_room(struct vdev_alloc *a, uint64_t sz, uint64_t empty)
+int vdev_alloc_release_makes_room(struct vdev_alloc *a, uint64_t sz, uint64_t empty)
 {
     if (!empty)
         return 0;
@@ -623,124 +615,12 @@ uint64_t vdev_alloc_collect(struct vdev_alloc *a, uint64_t sz)
 {
     int with_pinned;
     uint64_t own = own_bytes(a, sz, &with_pinned);
-    if (!release_makes_room(a, sz, own))
+    if (!vdev_alloc_release_makes_room(a, sz, own))
         return 0;
     a->src.sync(a->src.ctx);
     if (with_pinned) /* the floor's region, empty, makes way for a larger one */
         a->pinned = NIL;
     return vdev_alloc_release_empty(a, 0);
-}
-
-/* ------------------------------------------------------------------------ */
-/* the OOM diagnosis */
-
-/* The free memory a request could have used, as blocks: every free chunk,
- * and the room left under the limit (where growth would put a region) as one
- * more block. With a source that extends in place, that room continues the
- * region's free tail, so the two are one block. O(free chunks). */
-static void free_blocks(const struct vdev_alloc *a, uint64_t *total, uint64_t *n,
-                        uint64_t *largest)
-{
-    const struct chunk *ch = a->ch;
-    uint64_t room = limit_room(a);
-    uint32_t tail = NIL;
-    if (room && a->src.extend && a->ext_region != NIL) {
-        uint32_t t = a->reg[a->ext_region].first;
-        while (ch[t].next != NO_NEIGHBOUR)
-            t = ch[t].next;
-        if (cstate(&ch[t]) == ST_FREE)
-            tail = t;
-    }
-    *total = room;
-    *n = room ? 1 : 0;
-    *largest = room + (tail != NIL ? csize(&ch[tail]) : 0);
-    for (unsigned b = 0; b < N_BINS; b++)
-        for (uint32_t i = ch[b].fnext; i != b; i = ch[i].fnext) {
-            uint64_t s = csize(&ch[i]);
-            *total += s;
-            if (i == tail)
-                continue;
-            (*n)++;
-            if (s > *largest)
-                *largest = s;
-        }
-}
-
-/* The OOM error of the header; counts the failure. Called with the lock.
- * sz: the request after rounding (bytes itself when it cannot be rounded).
- * A quiet allocation's failure is not counted (vdev_alloc_malloc_quiet).
- * Says which kind of failure it is and what would help, only what applies:
- *  - exhaustion (in use + sz > limit): by how much the limit is short, or,
- *    after the limit was lowered at run time, that the ceiling was lowered;
- *  - the card's pool had no shared memory left for this device (governed):
- *    msg, vdev_pool_reclaim()'s report of whose memory is where;
- *  - the source said no below the limit (the physical device is full): its
- *    message, and that memory held by others on it would help;
- *  - the source said no for the host's sake (a simulated GPU's memory it
- *    cannot map): its message, and that it is the host's limit;
- *  - host out of memory: its message;
- *  - otherwise fragmentation: the free memory in how many blocks, the
- *    largest; vdev_memory_release_cached() is suggested only when releasing
- *    empty regions would make room and garbage collection could not do it
- *    (a source without sync). */
-enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint64_t sz,
-                                     enum vdev_alloc_why why, const char *msg)
-{
-    char b0[32], b1[32], b2[32], b3[32], b4[32], b5[32];
-    char tail[512];
-    vdev_alloc_count_failed(a);
-    if (a->trace)
-        vdev_alloc_trace_failed(a->trace, bytes);
-    uint64_t room = a->limit > a->in_use ? a->limit - a->in_use : 0;
-    if (sz > room) {
-        uint64_t over = a->in_use > a->limit ? a->in_use - a->limit : 0;
-        uint64_t short_by = sz - room > UINT64_MAX - over ? UINT64_MAX : sz - room + over;
-        /* "lowered" only while the memory in use is above the ceiling and
-         * freeing memory could help: a request larger than the ceiling
-         * itself, or usage that fits under it, is the ordinary short limit */
-        if (a->limit_lowered && sz <= a->limit && a->in_use > a->limit)
-            snprintf(tail, sizeof tail,
-                     "; the ceiling was lowered at run time: new allocations fail until usage "
-                     "fits under it (short by %s); would help: freeing memory on this device, a "
-                     "smaller batch, a higher ceiling",
-                     vdev_format_bytes(short_by, b4, sizeof b4));
-        else
-            snprintf(tail, sizeof tail,
-                     "; the limit is short by %s; would help: a larger limit, a smaller batch",
-                     vdev_format_bytes(short_by, b4, sizeof b4));
-    } else if (why == WHY_CARD) {
-        snprintf(tail, sizeof tail, "; %s",
-                 msg && *msg ? msg : "the card's shared memory is taken");
-    } else if (why == WHY_SOURCE) {
-        snprintf(tail, sizeof tail,
-                 "; %s; would help: vdev_memory_release_cached() or memory growth on for the "
-                 "other users of the physical device, a smaller batch",
-                 msg);
-    } else if (why == WHY_SOURCE_HOST) {
-        /* memory held on the card would not help: the host's limit */
-        snprintf(tail, sizeof tail,
-                 "; %s (a limit of the host, not of the card); would help: a smaller batch",
-                 msg);
-    } else if (why == WHY_HOST) {
-        snprintf(tail, sizeof tail, "; %s", msg);
-    } else {
-        uint64_t total, n, largest;
-        free_blocks(a, &total, &n, &largest);
-        int release = !a->src.sync && release_makes_room(a, sz, vdev_alloc_empty_bytes(a));
-        snprintf(tail, sizeof tail,
-                 "; fragmentation: free %s in %llu block%s, largest %s; would help: %sa smaller "
-                 "batch, a larger limit",
-                 vdev_format_bytes(total, b4, sizeof b4), (unsigned long long)n, n == 1 ? "" : "s",
-                 vdev_format_bytes(largest, b5, sizeof b5),
-                 release ? "vdev_memory_release_cached(), " : "");
-    }
-    return vdev_error(VDEV_ERR_OOM,
-                      "OOM when allocating %s (%llu bytes) on %s: %s in use of %s limit, largest "
-                      "free block %s%s",
-                      vdev_format_bytes(bytes, b0, sizeof b0), (unsigned long long)bytes, a->name,
-                      vdev_format_bytes(a->in_use, b1, sizeof b1),
-                      vdev_format_bytes(a->limit, b2, sizeof b2),
-                      vdev_format_bytes(vdev_alloc_largest_free(a), b3, sizeof b3), tail);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -3,8 +3,8 @@
  *
  * alloc.c holds the fast path (taking and releasing chunks, malloc and free)
  * with creation, pending frees and the lookup table; alloc_grow.c holds
- * regions, growth, garbage collection and the OOM diagnosis; alloc_stats.c
- * holds statistics, the invariant check and the state dump. What they share
+ * regions, growth and garbage collection; alloc_oom.c the OOM diagnosis;
+ * alloc_stats.c statistics, the invariant check and the state dump. What they share
  * is here: the chunk records and regions, the lock, and the bin and record
  * operations, as static inline functions so the fast path in alloc.c
  * compiles exactly as it did in one file. See alloc.c for the design. At
@@ -330,12 +330,22 @@ enum vdev_alloc_why { WHY_LIMIT, WHY_SOURCE, WHY_SOURCE_HOST, WHY_HOST, WHY_CARD
 /* alloc.c: makes sure `need` unused records exist (host OOM: nothing changes). */
 enum vdev_status vdev_alloc_records_reserve(struct vdev_alloc *a, uint32_t need);
 
+/* Room left under the limit (0 when a lowered limit is below what is held). */
+static inline uint64_t limit_room(const struct vdev_alloc *a)
+{
+    return a->limit > a->reserved ? a->limit - a->reserved : 0;
+}
+
 /* alloc_grow.c */
 uint64_t vdev_alloc_largest_free(const struct vdev_alloc *a);
+/* Whether releasing `empty` bytes of empty regions would leave room for a
+ * new region of sz bytes under the limit and what the card's pool leaves. */
+int vdev_alloc_release_makes_room(struct vdev_alloc *a, uint64_t sz, uint64_t empty);
 uint32_t vdev_alloc_region_slot(struct vdev_alloc *a);
 void vdev_alloc_region_install(struct vdev_alloc *a, uint32_t slot, void *base, uint64_t bytes);
 enum vdev_status vdev_alloc_grow(struct vdev_alloc *a, uint64_t sz, enum vdev_alloc_why *why);
 uint64_t vdev_alloc_collect(struct vdev_alloc *a, uint64_t sz);
+/* alloc_oom.c */
 enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint64_t sz,
                                      enum vdev_alloc_why why, const char *msg);
 /* Nonzero while the calling thread is inside vdev_alloc_malloc_quiet (alloc.c). */
