@@ -243,25 +243,35 @@ class Tensor:
             raise TypeError("Scalar tensor has no `len()`")
         return s[0]
 
-    def _one(self):
-        if self.shape.num_elements() != 1:
-            raise ValueError("The truth value of an array with more than one element is "
-                             "ambiguous. Use a.any() or a.all()")
-        return self.numpy().reshape(())[()]
-
+    # bool(), float(), int(), complex(), operator.index(): numpy's on the
+    # value, as TensorFlow's EagerTensor (and numpy's errors for a tensor
+    # that is not a single element: "only size-1 arrays can be converted ...")
     def __bool__(self):
-        return bool(self._one())
+        return bool(self.numpy())
 
     def __float__(self):
-        return float(self._one())
+        return float(self.numpy())
 
     def __int__(self):
-        return int(self._one())
+        return int(self.numpy())
+
+    def __complex__(self):
+        return complex(self.numpy())
 
     def __index__(self):
+        """An int32 tensor of rank 0 as an index (numpy's rule, as
+        TensorFlow's); a float32 one is a TypeError (TensorFlow's numpy
+        scalar has no __index__: an AttributeError there)."""
         if self.dtype is not int32:
             raise TypeError("only int32 tensors can be used as an index")
-        return int(self._one())
+        return self.numpy().__index__()
+
+    def ref(self):
+        """A hashable reference to this tensor, as TensorFlow's
+        ``Tensor.ref()``: two references are equal when they refer to the
+        same object; ``.deref()`` gives it back."""
+        from ._reference import Reference
+        return Reference(self)
 
     def __repr__(self):
         try:

@@ -1,0 +1,74 @@
+"""Python's object protocols on tensors and variables, as TensorFlow's:
+bool(), int(), float(), complex() and operator.index() with numpy's rule and
+errors (a single element converts, anything else is numpy's TypeError or
+ValueError), and ref()/deref() as hashable keys."""
+import operator
+
+import numpy as np
+import pytest
+
+import vdev
+
+SIZE1 = "only size-1 arrays can be converted to Python scalars"
+LEN1 = "only length-1 arrays can be converted to Python scalars"  # numpy's complex()
+INDEX = "only integer scalar arrays can be converted to a scalar index"
+TRUTH = ("The truth value of an array with more than one element is ambiguous. "
+         "Use a.any() or a.all()")
+
+
+def _numpy_says(fn, a):
+    """numpy's exception type and text for fn on the array a."""
+    with pytest.raises(Exception) as e:
+        fn(a)
+    return type(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("fn", [int, float, complex])
+def test_number_of_a_tensor_of_many_elements_is_numpys_type_error(fn):
+    for value in ([1, 2], [1.0, 2.0], [[1.0], [2.0]]):
+        t = vdev.constant(value)
+        with pytest.raises(TypeError) as e:
+            fn(t)
+        assert str(e.value) in (SIZE1, LEN1)
+        assert (type(e.value), str(e.value)) == _numpy_says(fn, np.array(value))
+    with pytest.raises(TypeError) as e:  # no element at all
+        fn(vdev.zeros([0]))
+    assert str(e.value) in (SIZE1, LEN1)
+
+
+def test_number_of_a_single_element_of_any_rank():
+    assert int(vdev.constant([[7]])) == 7 and float(vdev.constant([2.5])) == 2.5
+    assert complex(vdev.constant(1.5)) == 1.5 + 0j and int(vdev.Variable(3)) == 3
+    assert bool(vdev.constant([[1.0]])) and not bool(vdev.constant(0))
+
+
+def test_bool_of_many_elements_is_numpys_value_error():
+    with pytest.raises(ValueError) as e:
+        bool(vdev.constant([1.0, 2.0]))
+    assert str(e.value) == TRUTH
+
+
+def test_index_takes_an_int32_scalar_only():
+    assert [10, 20, 30][vdev.constant(2)] == 30 and operator.index(vdev.Variable(1)) == 1
+    for value in ([1], [1, 2], [[1]]):  # numpy's rule: rank 0 only
+        with pytest.raises(TypeError) as e:
+            operator.index(vdev.constant(value))
+        assert str(e.value) == INDEX
+    with pytest.raises(TypeError) as e:
+        [1, 2][vdev.constant([1.0])]
+    assert str(e.value) == "only int32 tensors can be used as an index"
+
+
+def test_ref_is_a_hashable_key_by_identity():
+    a, b = vdev.constant([1.0]), vdev.constant([1.0])  # equal values, two objects
+    v = vdev.Variable([1.0])
+    keys = {a.ref(): "a", b.ref(): "b", v.ref(): "v"}
+    assert keys[a.ref()] == "a" and keys[b.ref()] == "b" and keys[v.ref()] == "v"
+    assert a.ref() == a.ref() and a.ref() != b.ref() and not a.ref() == None  # noqa: E711
+    assert a.ref().deref() is a and v.ref().deref() is v
+    assert {r.deref() for r in {a.ref(), a.ref()}} == {a}
+    assert repr(v.ref()) == "<Reference wrapping %r>" % (v,)
+    with pytest.raises(TypeError) as e:
+        a.ref() == a
+    assert str(e.value) == "Cannot compare wrapped object with unwrapped object"
+
