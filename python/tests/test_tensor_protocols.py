@@ -1,7 +1,9 @@
 """Python's object protocols on tensors and variables, as TensorFlow's:
 bool(), int(), float(), complex() and operator.index() with numpy's rule and
 errors (a single element converts, anything else is numpy's TypeError or
-ValueError), and ref()/deref() as hashable keys."""
+ValueError), ref()/deref() as hashable keys, and a variable's in-place
+operators refused with TensorFlow's RuntimeError (``v -= x`` would otherwise
+rebind the name to a new tensor and leave the variable unchanged)."""
 import operator
 
 import numpy as np
@@ -72,3 +74,49 @@ def test_ref_is_a_hashable_key_by_identity():
         a.ref() == a
     assert str(e.value) == "Cannot compare wrapped object with unwrapped object"
 
+
+INPLACE = [
+    ("+=", operator.iadd, "`variable += value` with `tf.Variable`s is not supported. Use "
+     "`variable.assign_add(value)` to modify the variable, or `out = variable + value` if "
+     "you need to get a new output Tensor."),
+    ("-=", operator.isub, "`variable -= value` with `tf.Variable`s is not supported. Use "
+     "`variable.assign_sub(value)` to modify the variable, or `out = variable - value` if "
+     "you need to get a new output Tensor."),
+    ("*=", operator.imul, "`var *= value` with `tf.Variable`s is not supported. Use "
+     "`var.assign(var * value)` to modify the variable, or `out = var * value` if you "
+     "need to get a new output Tensor."),
+    ("/=", operator.itruediv, "`var /= value` with `tf.Variable`s is not supported. Use "
+     "`var.assign(var / value)` to modify the variable, or `out = var / value` if you "
+     "need to get a new output Tensor."),
+    ("**=", operator.ipow, "`var **= value` with `tf.Variable`s is not supported. Use "
+     "`var.assign(var ** value)` to modify the variable, or `out = var ** value` if you "
+     "need to get a new output Tensor."),
+]
+
+
+@pytest.mark.parametrize("op,fn,msg", INPLACE, ids=[x[0] for x in INPLACE])
+def test_variable_in_place_operators_are_refused(op, fn, msg):
+    v = vdev.Variable([1.0, 2.0])
+    with pytest.raises(RuntimeError) as e:
+        fn(v, 2.0)
+    assert str(e.value) == msg
+    np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])  # unchanged
+
+
+def test_in_place_operators_of_a_tensor_make_a_new_tensor():
+    t = vdev.constant([1.0, 2.0])
+    u = t
+    u += 1.0  # a tensor is immutable: the name is rebound, as in TensorFlow
+    assert type(u) is vdev.Tensor and u is not t
+    np.testing.assert_array_equal(t.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(u.numpy(), [2.0, 3.0])
+
+
+def test_mirrored_variable_in_place_operators_are_refused():
+    strategy = vdev.distribute.MirroredStrategy(["GPU:0", "GPU:1"])
+    with strategy.scope():
+        v = vdev.Variable([1.0])
+    with pytest.raises(RuntimeError) as e:
+        v -= 1.0
+    assert str(e.value) == INPLACE[1][2]
+    np.testing.assert_array_equal(v.numpy(), [1.0])

@@ -472,6 +472,18 @@ def _check_update_input(var, value, op_name):
         raise errors.from_status(_lib.STATUS_NAMES.index("VDEV_ERR_PLACEMENT"), msg)
 
 
+# TensorFlow's RuntimeError for a Variable's in-place operators (its text
+# for -= names `out = variable * value`: vdev writes `-`)
+_INPLACE = ("`%s` with `tf.Variable`s is not supported. Use `%s` to modify the variable, "
+            "or `out = %s` if you need to get a new output Tensor.")
+
+
+def _refuse(statement, use, out):
+    def refuse(self, unused_other):
+        raise RuntimeError(_INPLACE % (statement, use, out))
+    return refuse
+
+
 class Variable(Tensor):
     """A variable, as ``tf.Variable``: a tensor that tapes differentiate
     against and optimizers update in place, on the device it was made on
@@ -562,6 +574,15 @@ class Variable(Tensor):
         """The variable's value, a tensor (as read_value; TensorFlow's
         ``Variable.value()``)."""
         return self.read_value()
+
+    # ---- in-place operators: refused, as TensorFlow's ----
+    # Without these, Python would run ``v -= lr * g`` as ``v = v - lr * g``:
+    # the name would become a new tensor and the variable would never change.
+    __iadd__ = _refuse("variable += value", "variable.assign_add(value)", "variable + value")
+    __isub__ = _refuse("variable -= value", "variable.assign_sub(value)", "variable - value")
+    __imul__ = _refuse("var *= value", "var.assign(var * value)", "var * value")
+    __itruediv__ = _refuse("var /= value", "var.assign(var / value)", "var / value")
+    __ipow__ = _refuse("var **= value", "var.assign(var ** value)", "var ** value")
 
     # ---- copies and pickling ----
     @classmethod
