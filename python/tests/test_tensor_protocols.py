@@ -120,3 +120,17 @@ def test_mirrored_variable_in_place_operators_are_refused():
         v -= 1.0
     assert str(e.value) == INPLACE[1][2]
     np.testing.assert_array_equal(v.numpy(), [1.0])
+
+
+def test_array_protocol_takes_numpy_2s_copy_keyword():
+    t = vdev.constant([1.0, 2.0])
+    for copy in (None, True):
+        a = t.__array__(copy=copy)
+        a[0] = 9.0  # a host copy of its own
+        np.testing.assert_array_equal(t.numpy(), [1.0, 2.0])
+    assert t.__array__(np.float64, copy=True).dtype == np.float64
+    with pytest.raises(ValueError) as e:  # device memory: a copy is unavoidable
+        t.__array__(copy=False)
+    assert str(e.value) == "Unable to avoid copy while creating an array as requested."
+    np.testing.assert_array_equal(np.array(t), [1.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(vdev.Variable([3.0])), [3.0])

@@ -210,7 +210,11 @@ class Tensor:
                                            out.nbytes))
         return out[()] if out.ndim == 0 else out
 
-    def __array__(self, dtype=None):
+    def __array__(self, dtype=None, copy=None):
+        """numpy's protocol (numpy 2's copy= included): a new host array,
+        always a copy, so copy=False is numpy's ValueError."""
+        if copy is False:
+            raise ValueError("Unable to avoid copy while creating an array as requested.")
         a = np.asarray(self.numpy())
         return a.astype(dtype) if dtype is not None else a
 
