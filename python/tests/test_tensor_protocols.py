@@ -134,3 +134,17 @@ def test_array_protocol_takes_numpy_2s_copy_keyword():
     assert str(e.value) == "Unable to avoid copy while creating an array as requested."
     np.testing.assert_array_equal(np.array(t), [1.0, 2.0])
     np.testing.assert_array_equal(np.asarray(vdev.Variable([3.0])), [3.0])
+
+
+@pytest.mark.parametrize("value", [[1.0, 2.0], 2.5, np.zeros(2, np.float32), True])
+def test_tensor_class_is_not_a_value_constructor(value, recwarn):
+    with pytest.raises(TypeError) as e:
+        vdev.Tensor(value)
+    assert str(e.value) == ("vdev.Tensor(%r) is not how a tensor is made from a value: use "
+                            "vdev.constant(value) or vdev.convert_to_tensor(value), as in "
+                            "TensorFlow" % (value,))
+    t = vdev.constant([1.0])
+    with pytest.raises(TypeError):
+        vdev.Tensor(t)  # a tensor is not a handle either
+    t = None  # nothing half-made is left for __del__ to trip over
+    assert not [w for w in recwarn.list if "Exception ignored" in str(w.message)]

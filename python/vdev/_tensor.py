@@ -146,6 +146,10 @@ class Tensor:
     __slots__ = ("_h", "__weakref__")
 
     def __init__(self, handle):
+        if not isinstance(handle, int) or isinstance(handle, bool):  # vdev's handles
+            raise TypeError("vdev.Tensor(%r) is not how a tensor is made from a value: use "
+                            "vdev.constant(value) or vdev.convert_to_tensor(value), as in "
+                            "TensorFlow" % (handle,))
         self._h = handle
 
     def __del__(self, _free=lib.vdev_tensor_free):
