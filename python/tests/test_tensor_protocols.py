@@ -148,3 +148,22 @@ def test_tensor_class_is_not_a_value_constructor(value, recwarn):
         vdev.Tensor(t)  # a tensor is not a handle either
     t = None  # nothing half-made is left for __del__ to trip over
     assert not [w for w in recwarn.list if "Exception ignored" in str(w.message)]
+
+
+def test_update_of_another_shape_is_tensorflows_error():
+    v = vdev.Variable([1.0, 2.0], name="w")
+    with pytest.raises(ValueError) as e:
+        v.assign([[1.0, 2.0]])
+    assert str(e.value) == ("Cannot assign value to variable ' w': Shape mismatch.The variable "
+                            "shape (2,), and the assigned value shape (1, 2) are incompatible.")
+    for fn in (v.assign_add, v.assign_sub):
+        for delta, shape in (([1.0, 2.0, 3.0], "[3]"), ([[1.0, 2.0]], "[1,2]"),
+                             (vdev.constant([[1.0], [2.0]]), "[2,1]")):
+            with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+                fn(delta)
+            assert str(e.value) == ("Cannot update variable with shape [2] using a Tensor "
+                                    "with shape %s, shapes must be equal." % shape)
+    np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])  # nothing changed
+    v.assign_add(1.0)  # vdev also takes a delta that broadcasts to the variable's shape
+    v.assign_sub(vdev.constant([0.5, 0.5]))
+    np.testing.assert_array_equal(v.numpy(), [1.5, 2.5])

@@ -37,10 +37,10 @@ def test_variable():
     w.assign([5.0, 5.0])
     assert t.numpy().tolist() == [1.0, 2.0]
     assert vdev.Variable(lambda: [1.0]).numpy().tolist() == [1.0]
-    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+    with pytest.raises(ValueError) as e:  # TensorFlow's check, before any op
         v.assign([1.0, 2.0, 3.0])
-    assert str(e.value) == ("vdev_assign: value of shape[3] float into a variable of shape[1,2] "
-                            "float")
+    assert str(e.value) == ("Cannot assign value to variable ' w': Shape mismatch.The variable "
+                            "shape (1, 2), and the assigned value shape (3,) are incompatible.")
     with pytest.raises(ValueError) as e:
         vdev.Variable()
     assert str(e.value) == "initial_value must be specified."

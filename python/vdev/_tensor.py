@@ -20,6 +20,7 @@ import weakref
 import numpy as np
 
 from . import _lib, _strategy_context
+from ._updates import _check_update_input, _check_update_shape, _refuse
 from ._lib import lib
 
 _LONG_PREFIX = "/job:localhost/replica:0/task:0"
@@ -468,30 +469,6 @@ def _variable_from_pickle(cls, array, dtype, device, trainable, name):
     return cls._adopt_handle(_handle_from_pickle(array, dtype, device), trainable, name)
 
 
-def _check_update_input(var, value, op_name):
-    """An update runs on its variable's device (TensorFlow pins resource ops
-    there): under the strict policy, TensorFlow's 'explicit', a value on
-    another device is TensorFlow's error for op_name's input #1."""
-    if value.device != var.device and lib.vdev_get_placement_policy() == 1:  # strict
-        from . import errors
-        msg = ("Tensors on conflicting devices: cannot compute %s as input #1 was expected to "
-               "be on %s but is actually on %s (operation running on %s). %s"
-               % (op_name, var.device, value.device, var.device, errors._C_PLACEMENT_ADVICE))
-        raise errors.from_status(_lib.STATUS_NAMES.index("VDEV_ERR_PLACEMENT"), msg)
-
-
-# TensorFlow's RuntimeError for a Variable's in-place operators (its text
-# for -= names `out = variable * value`: vdev writes `-`)
-_INPLACE = ("`%s` with `tf.Variable`s is not supported. Use `%s` to modify the variable, "
-            "or `out = %s` if you need to get a new output Tensor.")
-
-
-def _refuse(statement, use, out):
-    def refuse(self, unused_other):
-        raise RuntimeError(_INPLACE % (statement, use, out))
-    return refuse
-
-
 class Variable(Tensor):
     """A variable, as ``tf.Variable``: a tensor that tapes differentiate
     against and optimizers update in place, on the device it was made on
@@ -550,6 +527,10 @@ class Variable(Tensor):
         assign. A value on another device is copied (and counted), or under
         the strict policy ('explicit') TensorFlow's error, as for any op."""
         v = convert_to_tensor(value, dtype=self.dtype)
+        if v.shape != self.shape:  # TensorFlow's check, before any op
+            raise ValueError("Cannot assign value to variable ' %s': Shape mismatch.The variable "
+                             "shape %s, and the assigned value shape %s are incompatible."
+                             % (self.name, tuple.__repr__(self.shape), tuple.__repr__(v.shape)))
         _check_update_input(self, v, "AssignVariableOp")
         _lib.check(lib.vdev_assign(self._handle, v._handle))
         return self if read_value else None
@@ -571,6 +552,7 @@ class Variable(Tensor):
         from ._device import on_device_of
         if isinstance(delta, Tensor):
             _check_update_input(self, delta, op_name)
+        _check_update_shape(self, delta)
         with on_device_of(self):
             self.assign(op(self, delta))
 
