@@ -167,3 +167,13 @@ def test_update_of_another_shape_is_tensorflows_error():
     v.assign_add(1.0)  # vdev also takes a delta that broadcasts to the variable's shape
     v.assign_sub(vdev.constant([0.5, 0.5]))
     np.testing.assert_array_equal(v.numpy(), [1.5, 2.5])
+
+
+def test_update_of_another_dtype_is_tensorflows_value_error():
+    v = vdev.Variable([1.0, 2.0])
+    for fn in (v.assign, v.assign_add, v.assign_sub):
+        with pytest.raises(ValueError) as e:
+            fn(vdev.constant([1, 2]))
+        assert str(e.value) == ("Tensor conversion requested dtype float32 for Tensor with "
+                                "dtype int32")
+    np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])

@@ -551,6 +551,7 @@ class Variable(Tensor):
     def _update(self, delta, op, op_name):
         from ._device import on_device_of
         if isinstance(delta, Tensor):
+            convert_to_tensor(delta, dtype=self.dtype)  # TensorFlow's ValueError for a dtype
             _check_update_input(self, delta, op_name)
         _check_update_shape(self, delta)
         with on_device_of(self):
