@@ -177,3 +177,15 @@ def test_update_of_another_dtype_is_tensorflows_value_error():
         assert str(e.value) == ("Tensor conversion requested dtype float32 for Tensor with "
                                 "dtype int32")
     np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])
+
+
+def test_shape_equality_and_concatenation_as_tensorflows():
+    s = vdev.zeros([2, 3]).shape
+    assert s == [2, 3] and [2, 3] == s and s == (2, 3) and s == vdev.TensorShape([2, 3])
+    assert not s != [2, 3] and s != [3, 2] and s != [2] and s != None  # noqa: E711
+    assert not s == None and not s == "ab"  # noqa: E711
+    assert {s: "a"}[(2, 3)] == "a"  # still a hashable tuple
+    for joined in (s + [4], s + (4,), s.concatenate([4]), [2] + vdev.TensorShape([3, 4])):
+        assert type(joined) is vdev.TensorShape and joined.as_list() == [2, 3, 4]
+    assert type(s[1:]) is vdev.TensorShape and s[1:] == [3] and s[0] == 2 and s[-1] == 3
+    assert s.is_fully_defined() and not vdev.TensorShape([None, 3]).is_fully_defined()

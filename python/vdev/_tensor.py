@@ -22,6 +22,7 @@ import numpy as np
 from . import _lib, _strategy_context
 from ._updates import _check_update_input, _check_update_shape, _refuse
 from ._lib import lib
+from ._shape import TensorShape
 
 _LONG_PREFIX = "/job:localhost/replica:0/task:0"
 
@@ -93,51 +94,6 @@ def as_dtype(x):
 
 def _dtype_of_code(code):
     return float32 if code == _lib.F32 else int32
-
-
-class TensorShape(tuple):
-    """A tensor's shape: a tuple of ints, with ``tf.TensorShape``'s
-    ``as_list()`` and ``rank``. ``TensorShape(dims)`` takes a list or tuple
-    of sizes, or one int (a 1-d shape), as TensorFlow's; vdev has no shape
-    of unknown rank, so ``TensorShape(None)`` is a ValueError."""
-
-    def __new__(cls, dims=()):
-        if dims is None:
-            raise ValueError("vdev has no TensorShape of unknown rank (TensorShape(None)): "
-                             "every vdev tensor and variable has a known shape; give the "
-                             "sizes, e.g. TensorShape([2, 3])")
-        try:
-            dims = iter(dims)
-        except TypeError:
-            dims = (dims,)  # TensorFlow's: one size is a 1-d shape
-        return super().__new__(cls, dims)
-
-    def is_compatible_with(self, other):
-        """Same rank and equal sizes, a None size matching any, as
-        TensorFlow's (other: a TensorShape, list or tuple)."""
-        other = other if isinstance(other, TensorShape) else TensorShape(other)
-        return len(self) == len(other) and all(
-            a is None or b is None or a == b for a, b in zip(self, other))
-
-    def as_list(self):
-        return list(self)
-
-    @property
-    def rank(self):
-        return len(self)
-
-    @property
-    def ndims(self):
-        return len(self)
-
-    def num_elements(self):
-        n = 1
-        for d in self:
-            n *= d
-        return n
-
-    def __repr__(self):
-        return "TensorShape(%s)" % list(self)
 
 
 class Tensor:
