@@ -3,7 +3,8 @@ bool(), int(), float(), complex() and operator.index() with numpy's rule and
 errors (a single element converts, anything else is numpy's TypeError or
 ValueError), ref()/deref() as hashable keys, and a variable's in-place
 operators refused with TensorFlow's RuntimeError (``v -= x`` would otherwise
-rebind the name to a new tensor and leave the variable unchanged)."""
+rebind the name to a new tensor and leave the variable unchanged), and
+shapes whose sizes are read as TensorFlow's Dimension reads them."""
 import operator
 
 import numpy as np
@@ -189,3 +190,32 @@ def test_shape_equality_and_concatenation_as_tensorflows():
         assert type(joined) is vdev.TensorShape and joined.as_list() == [2, 3, 4]
     assert type(s[1:]) is vdev.TensorShape and s[1:] == [3] and s[0] == 2 and s[-1] == 3
     assert s.is_fully_defined() and not vdev.TensorShape([None, 3]).is_fully_defined()
+
+
+def test_shape_sizes_are_read_as_tensorflows_dimensions():
+    s = vdev.TensorShape([2, 3])
+    assert not s == [2.0, 3.0] and s != [2.0, 3.0] and not [2.0, 3.0] == s  # no float size
+    assert s == [np.int64(2), np.int32(3)] and vdev.TensorShape([None, 3]) == [None, 3]
+    assert type(vdev.TensorShape([np.int64(2)])[0]) is int
+    with pytest.raises(TypeError) as e:
+        vdev.TensorShape([2.0])
+    assert str(e.value) == ("Dimension value must be integer or None or have an __index__ "
+                            "method, got value '2.0' with type '<class 'float'>'")
+    with pytest.raises(TypeError) as e:
+        vdev.TensorShape(iter([2, 2.5]))
+    assert str(e.value).endswith("'2.5'could not be converted to a dimension. A shape should "
+                                 "either be single dimension (e.g. 10), or an iterable of "
+                                 "dimensions (e.g. [1, 10, None]).")
+    for bad in ([-1], -1):
+        with pytest.raises(ValueError) as e:
+            vdev.TensorShape(bad)
+        assert str(e.value) == "Dimension -1 must be >= 0"
+    with pytest.raises(ValueError) as e:  # TensorFlow's == reads it as a shape too
+        s == [2, -3]
+    assert str(e.value) == "Dimension -3 must be >= 0"
+
+
+def test_shape_dims_is_the_list_of_sizes():
+    assert vdev.zeros([2, 3]).shape.dims == [2, 3]
+    assert vdev.TensorShape([None, 4]).dims == [None, 4] and vdev.TensorShape([]).dims == []
+

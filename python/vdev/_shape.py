@@ -2,7 +2,23 @@
 tf.TensorShape that a known shape has: ``as_list()``, ``rank``,
 ``num_elements()``, ``is_compatible_with``, ``concatenate`` and ``+``, and
 TensorFlow's equality, which reads the other side as a shape (so that
-``t.shape == [2, 3]`` holds). vdev has no shape of unknown rank."""
+``t.shape == [2, 3]`` holds). Sizes are read as TensorFlow's Dimension
+reads them: an int, None, or anything with ``__index__`` (a float is a
+TypeError, a negative size a ValueError). vdev has no shape of unknown rank."""
+
+
+def _dim(d):
+    """One size, as tf.compat.v1.Dimension reads it: an int >= 0 or None."""
+    if not isinstance(d, int) and d is not None:
+        try:
+            d = int(d.__index__())
+        except AttributeError:
+            raise TypeError("Dimension value must be integer or None or have an __index__ "
+                            "method, got value '{0!r}' with type '{1!r}'".format(d, type(d))
+                            ) from None
+    if d is not None and d < 0:
+        raise ValueError("Dimension %d must be >= 0" % d)
+    return d
 
 
 class TensorShape(tuple):
@@ -16,11 +32,22 @@ class TensorShape(tuple):
             raise ValueError("vdev has no TensorShape of unknown rank (TensorShape(None)): "
                              "every vdev tensor and variable has a known shape; give the "
                              "sizes, e.g. TensorShape([2, 3])")
+        if isinstance(dims, (tuple, list)):
+            return super().__new__(cls, [_dim(d) for d in dims])
         try:
-            dims = iter(dims)
+            it = iter(dims)
         except TypeError:
-            dims = (dims,)  # TensorFlow's: one size is a 1-d shape
-        return super().__new__(cls, dims)
+            return super().__new__(cls, [_dim(dims)])  # TensorFlow's: one size is 1-d
+        sizes = []
+        for d in it:
+            try:
+                sizes.append(_dim(d))
+            except TypeError as e:  # TensorFlow's text, its missing space included
+                raise TypeError("Failed to convert '{0!r}' to a shape: '{1!r}'could not be "
+                                "converted to a dimension. A shape should either be single "
+                                "dimension (e.g. 10), or an iterable of dimensions (e.g. "
+                                "[1, 10, None]).".format(dims, d)) from e
+        return super().__new__(cls, sizes)
 
     def is_compatible_with(self, other):
         """Same rank and equal sizes, a None size matching any, as
@@ -30,11 +57,15 @@ class TensorShape(tuple):
             a is None or b is None or a == b for a, b in zip(self, other))
 
     # Equality and + as TensorFlow's: the other side is read as a shape, so
-    # that ``t.shape == [2, 3]`` holds (a bare tuple would say False).
+    # that ``t.shape == [2, 3]`` holds (a bare tuple would say False) and
+    # ``== [2.0, 3.0]`` does not (a float is no size); a negative size is
+    # TensorFlow's ValueError.
     def __eq__(self, other):
+        if other is None:  # TensorShape(None): an unknown rank, never a known shape
+            return False
         try:
             other = other if isinstance(other, TensorShape) else TensorShape(other)
-        except (TypeError, ValueError):  # None (unknown rank) included: unequal
+        except TypeError:
             return NotImplemented
         return tuple.__eq__(self, other)
 
@@ -68,6 +99,13 @@ class TensorShape(tuple):
     @property
     def rank(self):
         return len(self)
+
+    @property
+    def dims(self):
+        """The sizes as a list (ints, None for an unknown size), as
+        ``as_list()``; TensorFlow's deprecated ``dims`` gives them as
+        ``tf.compat.v1.Dimension`` objects, which vdev does not have."""
+        return list(self)
 
     @property
     def ndims(self):
