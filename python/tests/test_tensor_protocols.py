@@ -3,8 +3,10 @@ bool(), int(), float(), complex() and operator.index() with numpy's rule and
 errors (a single element converts, anything else is numpy's TypeError or
 ValueError), ref()/deref() as hashable keys, and a variable's in-place
 operators refused with TensorFlow's RuntimeError (``v -= x`` would otherwise
-rebind the name to a new tensor and leave the variable unchanged), and
-shapes whose sizes are read as TensorFlow's Dimension reads them."""
+rebind the name to a new tensor and leave the variable unchanged); no unary
+plus, as TensorFlow's; indexing and iteration a TypeError pointing to
+``t.numpy()``; shapes whose sizes are read as TensorFlow's Dimension reads
+them."""
 import operator
 
 import numpy as np
@@ -57,9 +59,17 @@ def test_index_takes_an_int32_scalar_only():
         with pytest.raises(TypeError) as e:
             operator.index(vdev.constant(value))
         assert str(e.value) == INDEX
-    with pytest.raises(TypeError) as e:
+    with pytest.raises(TypeError) as e:  # TensorFlow's: the value's own __index__
         [1, 2][vdev.constant([1.0])]
-    assert str(e.value) == "only int32 tensors can be used as an index"
+    assert str(e.value) == INDEX
+    with pytest.raises(AttributeError) as e:  # numpy's float32 has none
+        [1, 2][vdev.constant(1.0)]
+    assert str(e.value) == "'numpy.float32' object has no attribute '__index__'"
+    with pytest.raises(TypeError) as e:  # a size is still TensorFlow's TypeError
+        vdev.TensorShape([vdev.constant(1.0)])
+    assert str(e.value).startswith("Dimension value must be integer or None or have an "
+                                   "__index__ method, got value '<vdev.Tensor: shape=(), ")
+    assert vdev.TensorShape([vdev.constant(2)]) == [2]
 
 
 def test_ref_is_a_hashable_key_by_identity():
@@ -219,3 +229,37 @@ def test_shape_dims_is_the_list_of_sizes():
     assert vdev.zeros([2, 3]).shape.dims == [2, 3]
     assert vdev.TensorShape([None, 4]).dims == [None, 4] and vdev.TensorShape([]).dims == []
 
+
+def test_unary_plus_is_pythons_type_error_as_tensorflows():
+    for t in (vdev.constant([1.0]), vdev.Variable([1.0])):
+        with pytest.raises(TypeError) as e:
+            +t
+        assert str(e.value) == "bad operand type for unary +: '%s'" % type(t).__name__
+    np.testing.assert_array_equal((-vdev.constant([1.0])).numpy(), [-1.0])
+
+
+SLICE = ("vdev tensors cannot be indexed or sliced (vdev has no slice ops): index the host "
+         "copy, t.numpy()[...]")
+ITER = ("vdev tensors cannot be iterated (vdev has no slice ops): iterate over the host copy, "
+        "t.numpy()")
+
+
+@pytest.mark.parametrize("key", [0, -1, slice(1, None), (0, 0), Ellipsis])
+def test_indexing_and_slicing_point_to_numpy(key):
+    for t in (vdev.constant([[1.0, 2.0], [3.0, 4.0]]), vdev.Variable([[1.0, 2.0]])):
+        with pytest.raises(TypeError) as e:
+            t[key]
+        assert str(e.value) == SLICE
+
+
+def test_iteration_points_to_numpy():
+    t = vdev.constant([1.0, 2.0])
+    for fn in (iter, list, tuple, lambda x: [r for r in x], lambda x: 1.0 in x):
+        with pytest.raises(TypeError) as e:
+            fn(t)
+        assert str(e.value) == ITER
+    with pytest.raises(TypeError) as e:
+        a, b = vdev.Variable([1.0, 2.0])
+    assert str(e.value) == ITER
+    assert len(t) == 2 and list(t.numpy()) == [1.0, 2.0]  # len() stays, as TensorFlow's
+    np.testing.assert_array_equal(np.array([t, t]), [[1.0, 2.0], [1.0, 2.0]])

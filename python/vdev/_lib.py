@@ -417,7 +417,7 @@ def index(value, what):
     if not isinstance(value, bool):
         try:
             return operator.index(value)
-        except TypeError:
+        except (TypeError, AttributeError):  # a float32 scalar tensor's AttributeError
             pass
     raise TypeError("%s must be an integer, not %r" % (what, value))
 

@@ -208,6 +208,19 @@ class Tensor:
             raise TypeError("Scalar tensor has no `len()`")
         return s[0]
 
+    # vdev has no gather or slice ops: indexing, slicing and iteration say
+    # so and point to the host copy (TensorFlow's are ops on the device).
+    def __getitem__(self, key):
+        raise TypeError("vdev tensors cannot be indexed or sliced (vdev has no slice ops): "
+                        "index the host copy, t.numpy()[...]")
+
+    def __iter__(self):
+        raise TypeError("vdev tensors cannot be iterated (vdev has no slice ops): iterate "
+                        "over the host copy, t.numpy()")
+
+    def __contains__(self, value):  # ``x in t`` would iterate
+        self.__iter__()
+
     # bool(), float(), int(), complex(), operator.index(): numpy's on the
     # value, as TensorFlow's EagerTensor (and numpy's errors for a tensor
     # that is not a single element: "only size-1 arrays can be converted ...")
@@ -224,11 +237,10 @@ class Tensor:
         return complex(self.numpy())
 
     def __index__(self):
-        """An int32 tensor of rank 0 as an index (numpy's rule, as
-        TensorFlow's); a float32 one is a TypeError (TensorFlow's numpy
-        scalar has no __index__: an AttributeError there)."""
-        if self.dtype is not int32:
-            raise TypeError("only int32 tensors can be used as an index")
+        """An int32 tensor of rank 0 as an index: the value's own
+        ``__index__``, as TensorFlow's EagerTensor, so a tensor of another
+        rank is numpy's TypeError and a float32 scalar TensorFlow's
+        AttributeError (numpy's float32 has no ``__index__``)."""
         return self.numpy().__index__()
 
     def ref(self):
@@ -348,8 +360,8 @@ class Tensor:
     def __neg__(self):
         return _ops().negative(self)
 
-    def __pos__(self):
-        return self
+    # No __pos__: TensorFlow's tensors have none, so ``+t`` is Python's
+    # TypeError "bad operand type for unary +".
 
     def __pow__(self, p):
         return _ops().pow(self, p)
