@@ -20,6 +20,7 @@ import ctypes
 
 from . import _lib
 from ._lib import lib
+from ._device import on_device_of
 from ._tensor import Tensor
 
 __all__ = ["device_of", "from_dlpack", "kDLCPU", "kDLCUDA", "live_exports", "to_capsule",
@@ -105,14 +106,8 @@ def to_capsule(t):
 def copy_of(t):
     """A copy of t on t's device, which no tape records (``__dlpack__(copy=True)``):
     vdev_stop_gradient, which reads t as a constant."""
-    d = lib.vdev_tensor_device(t._handle)
-    if d is None:
-        raise _lib.error()
-    _lib.check(lib.vdev_device_push(d))
-    try:
+    with on_device_of(t):
         return Tensor(_lib.made(lib.vdev_stop_gradient(t._handle)))
-    finally:
-        lib.vdev_device_pop()
 
 
 def device_of(t):
@@ -244,11 +239,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
         # a copy between devices: vdev_identity in the target's scope (the
         # import is no tensor a tape watches); the import, and the
         # producer's memory it holds, then go
-        _lib.check(lib.vdev_device_push(target.encode()))
-        try:
-            return Tensor(_lib.made(lib.vdev_identity(t._handle)))
-        finally:
-            lib.vdev_device_pop()
+        return t._copy_to(target)
     return copy_of(t) if copy and not by_copy else t
 
 
