@@ -298,18 +298,13 @@ class Tensor:
                                  "None, -1, 1 (the legacy default stream), 2 (the per-thread "
                                  "default stream) or a stream above 2; 0 is ambiguous"
                                  % stream)
-        if max_version is not None and not (
-                isinstance(max_version, tuple) and len(max_version) == 2
-                and all(isinstance(v, int) and not isinstance(v, bool) for v in max_version)):
+        if max_version is not None and not dlpack.is_int_pair(max_version):
             raise TypeError("max_version must be None or a (major, minor) tuple of ints, not %r"
                             % (max_version,))
-        if copy is not None and not isinstance(copy, bool):
-            raise TypeError("copy must be True, False or None, not %s" % type(copy).__name__)
+        dlpack.check_copy(copy)
         if dl_device is not None:
             own = dlpack.device_of(self)
-            if not (isinstance(dl_device, tuple) and len(dl_device) == 2
-                    and all(isinstance(v, int) and not isinstance(v, bool)
-                            for v in dl_device)):
+            if not dlpack.is_int_pair(dl_device):
                 raise TypeError("dl_device must be None or a (device type, device id) tuple "
                                 "of ints, not %r" % (dl_device,))
             asked = (int(dl_device[0]), int(dl_device[1]))  # an IntEnum reads as its value

@@ -103,6 +103,20 @@ def to_capsule(t):
         raise
 
 
+def check_copy(copy):
+    """The array API's ``copy`` (of ``__dlpack__`` and ``from_dlpack``):
+    True, False or None, else a TypeError."""
+    if copy is not None and not isinstance(copy, bool):
+        raise TypeError("copy must be True, False or None, not %s" % type(copy).__name__)
+
+
+def is_int_pair(v):
+    """Whether v is a tuple of two ints (bool is not one), as ``max_version``
+    and ``dl_device`` are (an IntEnum counts)."""
+    return isinstance(v, tuple) and len(v) == 2 and all(
+        isinstance(x, int) and not isinstance(x, bool) for x in v)
+
+
 def copy_of(t):
     """A copy of t on t's device, which no tape records (``__dlpack__(copy=True)``):
     vdev_stop_gradient, which reads t as a constant."""
@@ -192,8 +206,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
     once); False, never a copy: memory that must be copied (strided,
     unaligned) is a BufferError and x's capsule stays unconsumed; None, a
     copy only where needed."""
-    if copy is not None and not isinstance(copy, bool):
-        raise TypeError("copy must be True, False or None, not %s" % type(copy).__name__)
+    check_copy(copy)
     target = _CPU0 if device is None else _target_device(device)
     if target != _CPU0 and copy is False:
         raise ValueError("from_dlpack: device %r needs a copy (vdev imports host memory onto "
