@@ -108,7 +108,8 @@ for v in 5 0 9 100001 10abc -3 ""; do
     demo --priority --steps "$v"
 done
 usage_error "bare --steps" "vdev demo: --steps needs a number" demo --priority --steps
-usage_error "--steps=5" "vdev demo: unknown option '--steps=5'" demo --priority --steps=5
+usage_error "--steps=5" "vdev demo: --steps takes a whole number from 10 to 100000, not '5'" \
+  demo --priority --steps=5
 usage_error "--priority --epochs" "vdev demo: --priority takes --steps N and --report DIR, not --epochs" \
   demo --priority --epochs 3
 usage_error "--priority --bogus" "vdev demo: unknown option '--bogus'" demo --priority --bogus

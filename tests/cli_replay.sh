@@ -224,6 +224,29 @@ run replay --repeats
 run replay "$data/traces/mlp.trace" "$data/traces/mlp.trace"
 one_error "two traces" 2
 
+# ---- --name=value: an option's value joined by '=', as GNU tools take it (split by the
+# vdev command before the subcommand reads it, so the same rules hold) ----
+run replay --repeats=1 --json "$data/traces/mlp.trace"
+[ $rc -eq 0 ] && has "$out" '"events": 186' && ok || bad "--repeats=1: exit $rc: $err $out"
+run replay --repeats=0 "$data/traces/mlp.trace"
+one_error "--repeats=0" 2
+[ "$err" = "vdev replay: --repeats takes a whole number from 1 to 101, not '0'" ] && ok ||
+  bad "--repeats=0: $err"
+run replay --repeats= "$data/traces/mlp.trace"
+[ "$err" = "vdev replay: --repeats takes a whole number from 1 to 101, not ''" ] && ok ||
+  bad "--repeats=: $err"
+run replay --json=1 "$data/traces/mlp.trace"
+one_error "--json=1" 2
+[ "$err" = "vdev replay: --json takes no value ('--json=1') (see 'vdev replay --help')" ] && ok ||
+  bad "--json=1: $err"
+run replay --repeat=2 "$data/traces/mlp.trace"
+[ "$err" = "vdev replay: unknown option '--repeat=2' (see 'vdev replay --help')" ] && ok ||
+  bad "--repeat=2: $err"
+# a trace whose name holds '=' is still a trace
+cp "$data/traces/mlp.trace" "$tmp/a=b.trace"
+run replay --repeats 1 "$tmp/a=b.trace"
+[ $rc -eq 0 ] && ok || bad "a trace named a=b: exit $rc: $err"
+
 # ---- help ----
 for h in --help -h; do
   run replay $h

@@ -8,6 +8,10 @@
 struct vdev_cli_command {
     const char *name, *summary;
     int (*run)(int argc, char **argv);
+    /* Its options, space-separated, each ending in '=' when it takes a
+     * value ("--report= --split"): main() splits "--report=DIR" into
+     * "--report" "DIR" before run() sees it, and refuses "--split=x". */
+    const char *options;
 };
 
 int vdev_cmd_devices(int argc, char **argv);
