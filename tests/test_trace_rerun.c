@@ -1,6 +1,7 @@
 /* test_trace_rerun.c — vdev_init() after vdev_shutdown() in one process
- * starts VDEV_TRACE_FILE afresh: the earlier run's events are replaced, and
- * standard error says so in one line naming the file and the bytes lost. No
+ * starts VDEV_TRACE_FILE (and VDEV_ALLOC_TRACE) afresh: the earlier run's
+ * events are replaced, and standard error says so in one line naming the
+ * file and the bytes lost. No
  * line when nothing of this process's is lost: the earlier trace moved away
  * (renamed: a new file is made), emptied by hand, or another file named for
  * the second run (the first left whole); nor on the first start-up, over a
@@ -96,8 +97,55 @@ static void test_rerun(void)
     check_fresh(NULL);
 }
 
+/* The allocation trace, by the same rules: replaced and said; not for a
+ * file this process did not write, nor one renamed away. */
+static void test_alloc_trace_rerun(void)
+{
+    char dir[] = "/tmp/vdev_rerun_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[128], moved[128];
+    snprintf(path, sizeof path, "%s/alloc.trace", dir);
+    snprintf(moved, sizeof moved, "%s/moved.trace", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs("an older process's trace\n", f);
+    fclose(f);
+    check_fresh("2x1GiB");
+    unsetenv("VDEV_TRACE_FILE");
+    setenv("VDEV_ALLOC_TRACE", path, 1);
+    char *err = one_run();
+    CHECK_STR(err, "");
+    free(err);
+    long long first = size_of(path);
+    char *s = check_slurp(path);
+    CHECK(s && strncmp(s, "# trace v1 source=vdev", 22) == 0 && strstr(s, "\na 0 "));
+    free(s);
+
+    err = one_run();
+    char want[512];
+    snprintf(want, sizeof want,
+             "vdev: warning: VDEV_ALLOC_TRACE=\"%s\": replacing this process's allocation "
+             "trace of an earlier run (%lld bytes): vdev_init() after vdev_shutdown() starts it "
+             "afresh; set VDEV_ALLOC_TRACE to another file before vdev_init() to keep both\n",
+             path, first);
+    CHECK_STR(err, want);
+    free(err);
+
+    CHECK(rename(path, moved) == 0);
+    err = one_run();
+    CHECK_STR(err, "");
+    free(err);
+
+    unsetenv("VDEV_ALLOC_TRACE");
+    unlink(path);
+    unlink(moved);
+    rmdir(dir);
+    check_fresh(NULL);
+}
+
 int main(void)
 {
     test_rerun();
+    test_alloc_trace_rerun();
     return check_done();
 }

@@ -21,7 +21,9 @@
  * file is refused (naming the writer and how to give each process its own
  * file) and leaves the first one's trace whole, and a child forked from the
  * writing process writes nothing to it: neither its own events nor, at its
- * exit, the lines its copy of the stdio buffer holds.
+ * exit, the lines its copy of the stdio buffer holds. Each start-up empties
+ * the file again; where that replaces this process's own earlier trace (the
+ * same file, not empty) standard error says so, as for VDEV_TRACE_FILE.
  */
 #define _GNU_SOURCE
 #include "alloc/alloc.h"
@@ -31,6 +33,7 @@
 #include <limits.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,6 +54,11 @@ struct vdev_alloc_trace {
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vdev_alloc_trace *open_list;
 static int exit_hook; /* vdev_alloc_trace_flush_all runs at exit; guarded by open_lock */
+/* The regular file this process's last trace went to (all 0: none), so that
+ * a start-up that empties it again says so; guarded by open_lock. */
+static dev_t last_dev;
+static ino_t last_ino;
+static pid_t last_pid;
 
 /* Writes t's whole lines to its file. Under t->mu, not forked. */
 static void put_buffer(struct vdev_alloc_trace *t)
@@ -86,8 +94,9 @@ enum vdev_status vdev_alloc_trace_open(const char *path, vdev_alloc_trace_t **ou
     static const struct vdev_tracefile_names names = {"VDEV_ALLOC_TRACE", "allocation trace ",
                                                       "the allocation trace's name"};
     int open_failed;
+    struct stat was;
     enum vdev_status st = vdev_tracefile_open(&names, path, t->path, sizeof t->path, &t->f,
-                                              &open_failed, NULL);
+                                              &open_failed, &was);
     if (open_failed)
         st = vdev_error(VDEV_ERR_IO, "cannot write allocation trace %s: %s", t->path,
                         strerror(errno));
@@ -113,6 +122,20 @@ enum vdev_status vdev_alloc_trace_open(const char *path, vdev_alloc_trace_t **ou
                             (long)getpid(), when);
     vdev_mutex_unlock(&t->mu);
     pthread_mutex_lock(&open_lock);
+    /* vdev_init() after vdev_shutdown() starts the trace afresh: an earlier
+     * run's events in the same file (this process's, not a parent's) are
+     * gone, said once */
+    int is_reg = S_ISREG(was.st_mode);
+    if (is_reg && was.st_size > 0 && last_pid == getpid() && was.st_dev == last_dev &&
+        was.st_ino == last_ino)
+        vdev_log_warning("VDEV_ALLOC_TRACE=\"%s\": replacing this process's allocation trace "
+                         "of an earlier run (%lld bytes): vdev_init() after vdev_shutdown() "
+                         "starts it afresh; set VDEV_ALLOC_TRACE to another file before "
+                         "vdev_init() to keep both",
+                         t->path, (long long)was.st_size);
+    last_dev = is_reg ? was.st_dev : 0;
+    last_ino = is_reg ? was.st_ino : 0;
+    last_pid = is_reg ? getpid() : 0;
     t->next = open_list;
     open_list = t;
     /* a process that exits without closing it (no vdev_shutdown) still
