@@ -10,7 +10,8 @@ an input on another device: copied and counted (vdev's default), an error,
 or TensorFlow's rule (unscoped ops go to the default device).
 ``metrics_port()`` tells which port the Prometheus metrics endpoint
 (``VDEV_METRICS_ADDR``, whose counters these are) serves on, the one picked
-for port 0 included.
+for port 0 included; ``metrics_serve(addr)`` and ``metrics_stop()`` start
+and stop it from code.
 """
 
 import collections
@@ -20,7 +21,7 @@ from . import _lib, errors
 from ._lib import lib
 
 __all__ = ["AuditEntry", "audit", "bytes_copied", "device_report", "get_policy", "metrics_port",
-           "op_count", "report", "reset", "set_policy"]
+           "metrics_serve", "metrics_stop", "op_count", "report", "reset", "set_policy"]
 
 AuditEntry = collections.namedtuple("AuditEntry", ["op_type", "ran_on", "home", "count",
                                                    "bytes_copied"])
@@ -118,3 +119,29 @@ def metrics_port():
     ``vdev.shutdown()``, which stops the endpoint."""
     _lib.check(lib.vdev_init())
     return int(lib.vdev_metrics_port())
+
+
+def metrics_serve(addr):
+    """Serves the metrics (Prometheus text on GET /metrics) on ``addr``,
+    "127.0.0.1:9400" or "[::1]:9400": a numeric address bound as given
+    ("localhost" is 127.0.0.1), port 0 for a free one (``metrics_port()``
+    says which). Starts vdev. One endpoint at a time: a second call while one
+    serves, a malformed address or one that cannot be bound is an
+    ``InvalidArgumentError`` saying which; ``metrics_stop()`` or
+    ``vdev.shutdown()`` stops it. Returns the port served."""
+    if not isinstance(addr, str):
+        raise TypeError("metrics_serve: addr must be a string such as '127.0.0.1:9400', not %s"
+                        % type(addr).__name__)
+    st = lib.vdev_metrics_serve(addr.encode("utf-8"))
+    if st != _lib.OK:
+        # the C message's advice, in this module's words
+        msg = _lib.last_error().replace("vdev_metrics_stop()", "vdev.placement.metrics_stop()")
+        msg = msg.replace("call vdev_metrics_serve again", "call metrics_serve again")
+        raise errors.from_status(st, msg)
+    return int(lib.vdev_metrics_port())
+
+
+def metrics_stop():
+    """Stops the metrics endpoint (a scrape in flight finishes first); nothing
+    when none serves."""
+    lib.vdev_metrics_stop()
