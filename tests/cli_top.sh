@@ -136,6 +136,42 @@ os.kill(pid, signal.SIGINT); os.waitpid(pid, 0)
 print("clears", got.count(b"\x1b[H\x1b[2J"))
 PY
 grep -q "^clears [2-9]" "$tmp/tty.txt" && ok || bad "top on a terminal: $(cat "$tmp/tty.txt")"
+# On a terminal each frame fits its width: columns dropped (the copies, the peak, the OOMs,
+# the backend) and the bar shortened, in that order, until the lines fit; a wide one gets
+# everything. Each line of the second frame, for terminals of 200, 100, 80 and 64 columns.
+python3 - "$vdev" "$fake" >"$tmp/widths.txt" 2>&1 <<'PY'
+import fcntl, os, pty, re, select, signal, struct, sys, termios, time
+for cols in (200, 100, 80, 64):
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(sys.argv[1], [sys.argv[1], "top", "--interval", "0.3", "--url", sys.argv[2]])
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, cols, 0, 0))
+    got, end = b"", time.time() + 10
+    while time.time() < end and got.count(b"\x1b[H\x1b[2J") < 3:
+        r, _, _ = select.select([fd], [], [], 0.5)
+        if r:
+            try:
+                got += os.read(fd, 65536)
+            except OSError:
+                break
+    os.kill(pid, signal.SIGINT); os.waitpid(pid, 0)
+    frame = got.split(b"\x1b[H\x1b[2J")[2].decode().replace("\r", "")
+    lines = [l for l in frame.split("\n") if l]
+    head = [l for l in lines if l.startswith("device ")][0]
+    gpu1 = [l for l in lines if l.startswith("/device:GPU:1 ")][0]
+    bar = re.search(r"\[([^]]*)\]", gpu1).group(1)
+    print(cols, max(len(l) for l in lines), len(bar), " ".join(head.split()))
+PY
+while read -r cols want; do
+  got=$(grep "^$cols " "$tmp/widths.txt")
+  [ "$(cut -d' ' -f3- <<<"$got")" = "$want" ] && [ "$(cut -d' ' -f2 <<<"$got")" -le "$cols" ] &&
+    ok || bad "top on a $cols-column terminal: $got (want bar and header '$want'): $(cat "$tmp/widths.txt")"
+done <<'EOF2'
+200 32 device backend memory in use reserved limit peak OOMs ops/s copied out copied in
+100 32 device memory in use reserved limit ops/s
+80 17 device memory in use reserved limit ops/s
+64 10 device memory in use reserved limit
+EOF2
 kill "$fake_pid" 2>/dev/null
 wait "$fake_pid" 2>/dev/null
 

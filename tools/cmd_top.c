@@ -9,7 +9,8 @@
  * comes from two samples; --once takes two samples --interval apart, prints
  * one frame and exits (without clearing the screen). When standard output is
  * not a terminal, frames follow one another as plain text, with no escape
- * codes (as `top -b` does). */
+ * codes (as `top -b` does), every column at full width; on a terminal each
+ * frame is fitted to its width (fit()). */
 #define _GNU_SOURCE
 #include "cli.h"
 #include "config/config.h"
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -393,32 +395,102 @@ static const char *count(double v, int decimals, int width, char *buf, size_t ca
     return buf;
 }
 
-static void frame(const struct url *u, const struct top_sample *prev, const struct top_sample *cur)
+/* The columns after the memory bar, and the order in which a terminal too
+ * narrow for them all drops them: the copies, the peak, the OOMs, then the
+ * backend, then the bar shrinks (to 10), then the op rate goes. */
+enum { C_IN_USE, C_RESERVED, C_LIMIT, C_PEAK, C_OOMS, C_OPS, C_OUT, C_IN, N_COLS };
+static const struct {
+    const char *head;
+    int width;
+} COLS[N_COLS] = {{"in use", 10}, {"reserved", 10}, {"limit", 10},      {"peak", 10},
+                  {"OOMs", 5},    {"ops/s", 10},    {"copied out", 10}, {"copied in", 10}};
+#define MIN_BAR 10
+
+struct layout {
+    int bar, backend, show[N_COLS];
+};
+
+static int row_width(const struct layout *l)
+{
+    int w = 16 + (l->backend ? 9 : 0) + 1 + l->bar + 2;
+    for (int c = 0; c < N_COLS; c++)
+        w += l->show[c] ? 1 + COLS[c].width : 0;
+    return w;
+}
+
+/* What fits in `width` columns (0: no limit: everything, as a file gets it). */
+static struct layout fit(int width)
+{
+    struct layout l = {BAR_WIDTH, 1, {1, 1, 1, 1, 1, 1, 1, 1}};
+    static const int drop[] = {C_IN, C_OUT, C_PEAK, C_OOMS};
+    for (int k = 0; width > 0 && row_width(&l) > width; k++) {
+        if (k < 4)
+            l.show[drop[k]] = 0;
+        else if (l.backend)
+            l.backend = 0;
+        else if (l.bar > MIN_BAR)
+            l.bar = l.bar - (row_width(&l) - width) < MIN_BAR ? MIN_BAR
+                                                               : l.bar - (row_width(&l) - width);
+        else if (l.show[C_OPS])
+            l.show[C_OPS] = 0;
+        else
+            break; /* as narrow as it goes */
+    }
+    return l;
+}
+
+/* One table line: the device, backend and memory fields, then the columns
+ * shown, right-aligned. */
+static void line(const struct layout *l, const char *dev, const char *backend, const char *memory,
+                 const char *const v[N_COLS])
+{
+    printf("%-16s ", dev);
+    if (l->backend)
+        printf("%-8s ", backend);
+    printf("%-*s", l->bar + 2, memory);
+    for (int c = 0; c < N_COLS; c++)
+        if (l->show[c])
+            printf(" %*s", COLS[c].width, v[c]);
+    printf("\n");
+}
+
+/* One frame, fitted to `width` columns (0: no limit). */
+static void frame(const struct url *u, const struct top_sample *prev, const struct top_sample *cur,
+                  int width)
 {
     char clock[16];
     time_t t = time(NULL);
     struct tm tm;
     localtime_r(&t, &tm);
     strftime(clock, sizeof clock, "%H:%M:%S", &tm);
-    printf("vdev top  %s  %s   (# in use, + reserved, . free up to the limit)\n\n", u->text, clock);
-    printf("%-16s %-8s %-*s %10s %10s %10s %10s %5s %10s %10s %10s\n", "device", "backend",
-           BAR_WIDTH + 2, "memory", "in use", "reserved", "limit", "peak", "OOMs", "ops/s",
-           "copied out", "copied in");
+    static const char legend[] = "(# in use, + reserved, . free up to the limit)";
+    int title = printf("vdev top  %s  %s", u->text, clock);
+    if (width > 0 && title + 3 + (int)strlen(legend) > width)
+        printf("\n%s\n\n", legend);
+    else
+        printf("   %s\n\n", legend);
+    struct layout l = fit(width);
+    const char *heads[N_COLS];
+    for (int c = 0; c < N_COLS; c++)
+        heads[c] = COLS[c].head;
+    line(&l, "device", "backend", "memory", heads);
     for (int i = 0; i < cur->n; i++) {
         const struct top_dev *d = &cur->dev[i];
-        char bar[BAR_WIDTH + 1];
+        char bar[BAR_WIDTH + 3];
         int used = 0, res = 0;
         /* A bar needs three good values; else it is all '?'. */
         int unknown = bogus(d->in_use) || bogus(d->reserved) || bogus(d->limit);
         if (!unknown && d->limit > 0) {
-            double fu = d->in_use / d->limit * BAR_WIDTH + 0.5;
-            double fr = d->reserved / d->limit * BAR_WIDTH + 0.5;
-            used = fu > BAR_WIDTH ? BAR_WIDTH : (int)fu;
-            res = fr > BAR_WIDTH ? BAR_WIDTH : (int)fr;
+            double fu = d->in_use / d->limit * l.bar + 0.5;
+            double fr = d->reserved / d->limit * l.bar + 0.5;
+            used = fu > l.bar ? l.bar : (int)fu;
+            res = fr > l.bar ? l.bar : (int)fr;
         }
-        for (int k = 0; k < BAR_WIDTH; k++)
-            bar[k] = unknown ? '?' : k < used ? '#' : k < res ? '+' : '.';
-        bar[BAR_WIDTH] = '\0';
+        bar[0] = '[';
+        for (int k = 0; k < l.bar; k++)
+            bar[1 + k] = unknown ? '?' : k < used ? '#' : k < res ? '+' : '.';
+        bar[l.bar + 1] = ']';
+        bar[l.bar + 2] = '\0';
         double rate = -1; /* none yet */
         for (int j = 0; prev && j < prev->n; j++)
             if (!strcmp(prev->dev[j].name, d->name) && cur->t > prev->t)
@@ -430,11 +502,15 @@ static void frame(const struct url *u, const struct top_sample *prev, const stru
             snprintf(r, sizeof r, "-"); /* none yet, or the counter went back (a restart) */
         else
             count(rate, 1, 10, r, sizeof r);
-        printf("%-16s %-8s [%s] %10s %10s %10s %10s %5s %10s %10s %10s\n", d->name,
-               d->backend[0] ? d->backend : "?", bar, human(d->in_use, a, sizeof a),
-               human(d->reserved, b, sizeof b), human(d->limit, c, sizeof c),
-               human(d->peak, p, sizeof p), count(d->fails, 0, 5, f, sizeof f), r,
-               human(d->copied_out, o, sizeof o), human(d->copied_in, in, sizeof in));
+        const char *v[N_COLS] = {human(d->in_use, a, sizeof a),
+                                 human(d->reserved, b, sizeof b),
+                                 human(d->limit, c, sizeof c),
+                                 human(d->peak, p, sizeof p),
+                                 count(d->fails, 0, 5, f, sizeof f),
+                                 r,
+                                 human(d->copied_out, o, sizeof o),
+                                 human(d->copied_in, in, sizeof in)};
+        line(&l, d->name, d->backend[0] ? d->backend : "?", bar, v);
     }
     double total = 0;
     for (int i = 0; i < cur->n; i++)
@@ -445,6 +521,16 @@ static void frame(const struct url *u, const struct top_sample *prev, const stru
     if (cur->n_left_out)
         printf("(more than %d devices: the rest are not shown)\n", TOP_MAX_DEVS);
     vdev_cli_flush();
+}
+
+/* The terminal's width in columns, read at each frame (a window resized
+ * between frames gets the next one fitted); 0 when unknown. */
+static int term_width(void)
+{
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    return 0;
 }
 
 static int sample(const struct url *u, struct top_sample *s)
@@ -485,9 +571,11 @@ int vdev_cmd_top(int argc, char **argv)
                    "VDEV_METRICS_ADDR=127.0.0.1:9400): per logical device a memory bar (in use,\n"
                    "reserved, limit), the peak, OOMs, the op rate and bytes copied, refreshed\n"
                    "every --interval seconds, in (0, 3600] (default 1). --once takes two\n"
-                   "samples --interval apart, prints one frame and exits. Ctrl-C quits. When\n"
-                   "standard output is not a terminal, the frames are printed one after another\n"
-                   "as plain text. The URL is http://HOST:PORT[/PATH]; without a PATH it is\n"
+                   "samples --interval apart, prints one frame and exits. Ctrl-C quits. On a\n"
+                   "terminal each frame fits its width (a narrow one drops columns: the\n"
+                   "copies, the peak, the OOMs, the backend); when standard output is not a\n"
+                   "terminal, the frames are printed one after another as plain text, every\n"
+                   "column shown. The URL is http://HOST:PORT[/PATH]; without a PATH it is\n"
                    "/metrics (a bare '/' asks for '/').\n");
             return 0;
         } else if (!strcmp(a, "--once")) {
@@ -538,7 +626,7 @@ int vdev_cmd_top(int argc, char **argv)
             printf("\033[H\033[2J"); /* home, clear */
         else if (!first)
             printf("\n");
-        frame(&u, &s[k ^ 1], &s[k]);
+        frame(&u, &s[k ^ 1], &s[k], tty ? term_width() : 0);
         if (once || ferror(stdout))
             return 0; /* a write error: main() says so, exit status 1 */
     }
