@@ -281,18 +281,24 @@ class Dense(Layer):
         scope = device(where) if where else None
         if scope:
             scope.__enter__()
+        # All or nothing: the layer takes its variables only once both are
+        # made, so a build that fails half-way (its bias out of memory, an
+        # initializer that raises) frees the kernel and leaves the layer
+        # unbuilt; the next call builds it whole, not without its bias.
+        bias = None
         try:
             w = _initial(self.kernel_initializer, (input_dim, self.units))
-            self.kernel = _adopt(w, self._strategy)
-            self.kernel.name = self.name + "/kernel"
+            kernel = _adopt(w, self._strategy)
+            kernel.name = self.name + "/kernel"
             if self.use_bias:
                 b = _initial(self.bias_initializer, (self.units,))
-                self.bias = _adopt(b, self._strategy)
-                self.bias.name = self.name + "/bias"
+                bias = _adopt(b, self._strategy)
+                bias.name = self.name + "/bias"
         finally:
             if scope:
                 scope.__exit__(None, None, None)
-        self._variables = [self.kernel] + ([self.bias] if self.bias is not None else [])
+        self.kernel, self.bias = kernel, bias
+        self._variables = [kernel] + ([bias] if bias is not None else [])
 
     def _check_input(self, x):
         """x's shape as Keras's InputSpec checks a Dense input: at least two
