@@ -3,7 +3,9 @@ TensorFlow's, against closed forms: output_gradients weight each target's
 elements (one per target, None for ones, converted when not a tensor);
 jacobian has shape target.shape + source.shape, None or zeros for an
 unconnected source, zeros for an empty target, and spends a non-persistent
-tape; batch_jacobian takes each row's block; the errors are TensorFlow's."""
+tape; batch_jacobian takes each row's block, zeros for an unconnected source
+whatever unconnected_gradients says; experimental_use_pfor=False needs a
+persistent tape; the errors are TensorFlow's."""
 import numpy as np
 import pytest
 
@@ -83,9 +85,39 @@ def test_batch_jacobian():
     v = vdev.Variable([1.0, 2.0])
     with pytest.raises(ValueError) as e:
         t.batch_jacobian(y, v)
-    assert str(e.value) == "source must have rank 2 or higher ([b, ...]), not shape (2,)"
+    assert str(e.value) == "Shape (2,) must have rank at least 2"  # TensorShape's
     z = vdev.Variable(np.ones((2, 2), np.float32))
     with pytest.raises(ValueError) as e:
         t.batch_jacobian(y, z)
     assert str(e.value) == ("Need first dimension of target shape ((3, 2)) and source shape "
                             "((2, 2)) to match.")
+
+
+def test_batch_jacobian_of_an_unconnected_source_is_zeros():
+    x = vdev.Variable(np.ones((2, 3), np.float32))
+    u = vdev.Variable(np.ones((2, 4), np.float32))
+    with vdev.GradientTape() as t:
+        y = x * x
+    j = t.batch_jacobian(y, u)  # TensorFlow: zeros of [b, y..., x...], not None
+    assert j is not None and j.shape == (2, 3, 4) and not j.numpy().any()
+    with pytest.raises(RuntimeError) as e:  # it spent the tape
+        t.batch_jacobian(y, u)
+    assert str(e.value) == ("A non-persistent GradientTape can only be used to compute one set "
+                            "of gradients (or jacobians)")
+
+
+@pytest.mark.parametrize("call", ["jacobian", "batch_jacobian"])
+def test_no_pfor_needs_a_persistent_tape(call):
+    x = vdev.Variable(np.ones((2, 2), np.float32))
+    with vdev.GradientTape() as t:
+        y = x * x
+    with pytest.raises(RuntimeError) as e:
+        getattr(t, call)(y, x, experimental_use_pfor=False)
+    assert str(e.value) == ("GradientTape must be created with persistent=True to compute the "
+                            "%s with eager execution enabled and  with experimental_use_pfor "
+                            "set to False." % call)
+    want = (2, 2, 2, 2) if call == "jacobian" else (2, 2, 2)
+    assert getattr(t, call)(y, x).shape == want  # the refusal spent nothing
+    with vdev.GradientTape(persistent=True) as t:
+        y = x * x
+    assert getattr(t, call)(y, x, experimental_use_pfor=False).shape == want

@@ -46,7 +46,9 @@ gradients' device, as the gradient ops run.
 A target of more than one element stands for its sum, as in TensorFlow
 (the gradient of reduce_sum(target)): vdev's tape seeds ones of the
 target's shape, or output_gradients (one per target). ``jacobian`` and
-``batch_jacobian`` seed one element at a time (no pfor).
+``batch_jacobian`` seed one element at a time (no pfor); as TensorFlow's,
+they refuse experimental_use_pfor=False on a tape that is not persistent,
+and batch_jacobian gives zeros for a source the target does not reach.
 
 A Variable the target does not reach gets None, as in TensorFlow
 (unconnected_gradients=UnconnectedGradients.NONE, the default), or zeros of
@@ -382,7 +384,8 @@ class GradientTape:
         structure of sources, as TensorFlow's: of shape target.shape +
         source.shape, None (or zeros) for a source target does not reach.
         One gradient per element of target (vdev has no pfor: the two last
-        arguments are accepted and change nothing)."""
+        arguments change nothing, but experimental_use_pfor=False on a tape
+        that is not persistent is TensorFlow's RuntimeError)."""
         self._check_usable()
         if not isinstance(target, Tensor):
             raise TypeError("target must be a vdev tensor, not %r" % (target,))
@@ -390,6 +393,7 @@ class GradientTape:
         for s in flat:
             if not isinstance(s, Tensor):
                 raise TypeError("sources must be vdev tensors or Variables, not %r" % (s,))
+        self._check_pfor(experimental_use_pfor, "jacobian")
         unconnected = _unconnected(unconnected_gradients)
         self._stop_for("jacobian")
         if target.dtype is not float32:
@@ -411,25 +415,38 @@ class GradientTape:
                        parallel_iterations=None, experimental_use_pfor=True):
         """TensorFlow's batch_jacobian: for target [b, y...] and source
         [b, x...], the Jacobian of each row of target with respect to the same
-        row of source, of shape [b, y..., x...] (rows assumed independent)."""
+        row of source, of shape [b, y..., x...] (rows assumed independent);
+        zeros for a source target does not reach, whatever
+        unconnected_gradients says, as TensorFlow's."""
+        self._check_usable()
         for what, t in (("target", target), ("source", source)):
             if not isinstance(t, Tensor):
                 raise TypeError("%s must be a vdev tensor, not %r" % (what, t))
-            if t.ndim < 2:
-                raise ValueError("%s must have rank 2 or higher ([b, ...]), not shape %s"
-                                 % (what, tuple(t.shape)))
+            if t.ndim < 2:  # TensorFlow's TensorShape.with_rank_at_least(2)
+                raise ValueError("Shape %s must have rank at least 2" % (tuple(t.shape),))
         if target.shape[0] != source.shape[0]:
             raise ValueError("Need first dimension of target shape (%s) and source shape (%s) "
                              "to match." % (tuple(target.shape), tuple(source.shape)))
-        full = self.jacobian(target, source, unconnected_gradients)
-        if full is None:
-            return None
+        self._check_pfor(experimental_use_pfor, "batch_jacobian")
         import numpy as np
         b = target.shape[0]
         ty, sx = tuple(target.shape[1:]), tuple(source.shape[1:])
+        full = self.jacobian(target, source, unconnected_gradients)
+        if full is None:
+            # zeros, not None, whatever unconnected_gradients says, as TensorFlow's
+            return self._zeros((b,) + ty + sx, source)
         a = full.numpy().reshape((b, -1, b, max(int(np.prod(sx)), 1)))
         diag = np.stack([a[i, :, i, :] for i in range(b)]) if b else a[:, :, :0, :]
         return self._constant(diag.reshape((b,) + ty + sx), source)
+
+    def _check_pfor(self, experimental_use_pfor, call):
+        """TensorFlow's refusal of experimental_use_pfor=False on a tape that
+        is not persistent (its loop asks the tape for one gradient per
+        element); vdev's loop is the same either way."""
+        if not experimental_use_pfor and not self._persistent:
+            raise RuntimeError("GradientTape must be created with persistent=True to compute "
+                               "the %s with eager execution enabled and  with "
+                               "experimental_use_pfor set to False." % call)
 
     @staticmethod
     def _constant(array, like):
