@@ -68,6 +68,11 @@ def test_a_list_of_targets_is_their_sum():
     with pytest.raises(TypeError) as e:
         tape.gradient([a, 1.0], v)
     assert str(e.value) == "target must be a vdev tensor, not 1.0"
+    with pytest.raises(TypeError) as e:
+        tape.gradient(None, v)
+    assert str(e.value) == ("Argument `target` should be a list or nested structure of "
+                            "Tensors, Variables or CompositeTensors to be differentiated, but "
+                            "received None.")  # TensorFlow's
 
 
 def test_stop_gradient():

@@ -4,7 +4,11 @@ unwatched variables alone reaches none of them, an unwatched variable gets
 None (or zeros), a variable watched inside stop_recording counts from the
 resume on, watch() before the block counts from its start, reset() forgets
 the watches as TensorFlow's new tape does, and only the block's thread may
-watch while it records."""
+watch while it records. Watching an int variable logs TensorFlow's
+warning."""
+import logging
+
+import numpy as np
 import pytest
 
 import vdev
@@ -126,3 +130,16 @@ def test_watched_variables_explicit_and_after_a_spent_tape():
                    "GradientTape.watched_variables: the tape is recording on another thread; "
                    "only that thread may list what it watches")
     assert t2.watched_variables() == (a,)
+
+
+def test_watching_an_int_variable_warns(caplog):
+    i = vdev.Variable(np.array([1, 2], np.int32))
+    w = vdev.Variable([1.0, 2.0])
+    with caplog.at_level(logging.WARNING, logger="vdev"):
+        with vdev.GradientTape() as tape:
+            tape.watch([w, i])
+            loss = vdev.reduce_sum(w * w)
+    assert [r.getMessage() for r in caplog.records] == [
+        "The dtype of the watched tensor must be floating (e.g. vdev.float32), got int32"]
+    gw, gi = tape.gradient(loss, [w, i])
+    assert gw.numpy().tolist() == [2.0, 4.0] and gi is None  # TensorFlow: None

@@ -279,6 +279,10 @@ class GradientTape:
             if not isinstance(t, Variable):
                 raise ValueError("vdev differentiates with respect to Variables only; %s is not "
                                  "one (make it a vdev.Variable)" % _brief(t))
+        for t in flat:  # watched all the same, as TensorFlow's: its gradient is None
+            if t.dtype is not float32:
+                _log.warning("The dtype of the watched tensor must be floating (e.g. "
+                             "vdev.float32), got %s", t.dtype.name)
         # vdev's tape is told while it records (or is paused), when it watches
         # only what it is given; before the block, __enter__ tells it
         tell = not self._watch_accessed and self._h is not None and self._recording
@@ -327,6 +331,10 @@ class GradientTape:
         structure of sources. A target of more than one element stands for
         its sum, as TensorFlow's does."""
         self._check_usable()
+        if target is None:
+            raise TypeError("Argument `target` should be a list or nested structure of Tensors, "
+                            "Variables or CompositeTensors to be differentiated, but received "
+                            "None.")
         targets = _flatten(target, []) if isinstance(target, (list, tuple, dict)) else [target]
         for t in targets:
             if not isinstance(t, Tensor):
