@@ -121,3 +121,27 @@ def test_no_pfor_needs_a_persistent_tape(call):
     with vdev.GradientTape(persistent=True) as t:
         y = x * x
     assert getattr(t, call)(y, x, experimental_use_pfor=False).shape == want
+
+
+def test_batch_jacobian_beyond_four_dimensions_and_empty():
+    xv = np.arange(12, dtype=np.float32).reshape(2, 2, 3)
+    x = vdev.Variable(xv)
+    with vdev.GradientTape(persistent=True) as t:
+        y = vdev.reduce_sum(x * x, axis=2)  # [2, 2]: row b depends on x[b] only
+    # the whole Jacobian [2, 2, 2, 2, 3] has more dimensions than a vdev
+    # tensor, the answer [2, 2, 2, 3] does not
+    j = t.batch_jacobian(y, x)
+    want = np.zeros((2, 2, 2, 3), np.float32)
+    for b in range(2):
+        for i in range(2):
+            want[b, i, i, :] = 2.0 * xv[b, i]
+    np.testing.assert_array_equal(j.numpy(), want)
+    with pytest.raises(ValueError) as e:  # jacobian's answer would have 5: before any gradient
+        t.jacobian(y, x)
+    assert str(e.value) == ("vdev tensors have 0 to 4 dimensions, not 5: the Jacobian of a "
+                            "target of shape (2, 2) with respect to a source of shape (2, 2, 3)")
+    e0 = vdev.Variable(np.ones((0, 3), np.float32))
+    with vdev.GradientTape() as t:
+        y = e0 * e0
+    j = t.batch_jacobian(y, e0)  # no rows: an empty answer
+    assert j.shape == (0, 3, 3)

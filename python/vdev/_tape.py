@@ -401,22 +401,14 @@ class GradientTape:
         for s in flat:
             if not isinstance(s, Tensor):
                 raise TypeError("sources must be vdev tensors or Variables, not %r" % (s,))
+        for s in flat:  # before any gradient: a failure spends nothing
+            if target.ndim + s.ndim > 4:
+                raise ValueError("vdev tensors have 0 to 4 dimensions, not %d: the Jacobian of "
+                                 "a target of shape %s with respect to a source of shape %s"
+                                 % (target.ndim + s.ndim, tuple(target.shape), tuple(s.shape)))
         self._check_pfor(experimental_use_pfor, "jacobian")
-        unconnected = _unconnected(unconnected_gradients)
-        self._stop_for("jacobian")
-        if target.dtype is not float32:
-            _log.warning("The dtype of the target tensor must be floating (e.g. vdev.float32) "
-                         "when calling GradientTape.jacobian, got %s", target.dtype.name)
-        asked = [s for s in flat if self._watches(s)]
-        blocks = self._jacobian_blocks(target, asked, unconnected)
-        if not self._persistent:
-            self._end()
-            self._used = True
-        got = iter(blocks)
-        out = [next(got) if self._watches(s) else
-               (self._zeros(tuple(target.shape) + tuple(s.shape), s) if unconnected == 0
-                else None)
-               for s in flat]
+        arrays = self._jacobian_arrays(target, flat, unconnected_gradients, "jacobian")
+        out = [None if a is None else self._constant(a, s) for a, s in zip(arrays, flat)]
         return _pack(sources, iter(out)) if isinstance(sources, (list, tuple, dict)) else out[0]
 
     def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
@@ -425,7 +417,8 @@ class GradientTape:
         [b, x...], the Jacobian of each row of target with respect to the same
         row of source, of shape [b, y..., x...] (rows assumed independent);
         zeros for a source target does not reach, whatever
-        unconnected_gradients says, as TensorFlow's."""
+        unconnected_gradients says, as TensorFlow's. The whole Jacobian is
+        kept on the host, so it may have more dimensions than a vdev tensor."""
         self._check_usable()
         for what, t in (("target", target), ("source", source)):
             if not isinstance(t, Tensor):
@@ -439,12 +432,13 @@ class GradientTape:
         import numpy as np
         b = target.shape[0]
         ty, sx = tuple(target.shape[1:]), tuple(source.shape[1:])
-        full = self.jacobian(target, source, unconnected_gradients)
-        if full is None:
+        full = self._jacobian_arrays(target, [source], unconnected_gradients,
+                                     "batch_jacobian")[0]
+        if full is None or not full.size:
             # zeros, not None, whatever unconnected_gradients says, as TensorFlow's
             return self._zeros((b,) + ty + sx, source)
-        a = full.numpy().reshape((b, -1, b, max(int(np.prod(sx)), 1)))
-        diag = np.stack([a[i, :, i, :] for i in range(b)]) if b else a[:, :, :0, :]
+        a = full.reshape((b, -1, b, max(int(np.prod(sx)), 1)))
+        diag = np.stack([a[i, :, i, :] for i in range(b)])
         return self._constant(diag.reshape((b,) + ty + sx), source)
 
     def _check_pfor(self, experimental_use_pfor, call):
@@ -467,11 +461,19 @@ class GradientTape:
         import numpy as np
         return self._constant(np.zeros(shape, np.float32), like)
 
-    def _jacobian_blocks(self, target, asked, unconnected):
-        """For each source of asked, the Jacobian (a tensor on the source's
-        device) or None when target reaches it in no element (with
-        UnconnectedGradients.NONE): one seeded gradient per element."""
+    def _jacobian_arrays(self, target, flat, unconnected_gradients, call):
+        """For each source of flat, the Jacobian as a numpy array of shape
+        target.shape + source.shape, or None where target reaches the source
+        in no element (with UnconnectedGradients.NONE): one seeded gradient
+        per element. Stops the recording first, and spends a non-persistent
+        tape once done."""
         import numpy as np
+        unconnected = _unconnected(unconnected_gradients)
+        self._stop_for(call)
+        if target.dtype is not float32:
+            _log.warning("The dtype of the target tensor must be floating (e.g. vdev.float32) "
+                         "when calling GradientTape.%s, got %s", call, target.dtype.name)
+        asked = [s for s in flat if self._watches(s)]
         tshape = tuple(target.shape)
         size = int(np.prod(tshape)) if tshape else 1
         n = len(asked)
@@ -486,15 +488,24 @@ class GradientTape:
                                                      hv, n, hg, unconnected))
             for k in range(n):
                 rows[k].append(Tensor(hg[k]).numpy() if hg[k] else None)
+        if not self._persistent:
+            self._end()
+            self._used = True
+        blocks = iter(rows)
         out = []
-        for k, s in enumerate(asked):
+        for s in flat:
             shape = tshape + tuple(s.shape)
-            if size and target.dtype is float32 and all(r is None for r in rows[k]):
-                out.append(None)
-            elif not rows[k] or any(r is None for r in rows[k]):
-                out.append(self._zeros(shape, s) if unconnected == 0 or size == 0 else None)
+            if not self._watches(s):
+                out.append(np.zeros(shape, np.float32) if unconnected == 0 else None)
+                continue
+            got = next(blocks)
+            if size and target.dtype is float32 and all(r is None for r in got):
+                out.append(None)  # the target reaches it in no element
+            elif not got or any(r is None for r in got):
+                out.append(np.zeros(shape, np.float32) if unconnected == 0 or size == 0
+                           else None)
             else:
-                out.append(self._constant(np.stack(rows[k]).reshape(shape), s))
+                out.append(np.stack(got).reshape(shape))
         return out
 
     def _check_usable(self):
