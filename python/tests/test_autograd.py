@@ -27,6 +27,22 @@ def test_gradient_with_respect_to_a_tensor_the_tape_computed():
     assert gc.numpy().tolist() == [0.0, 0.0, 0.0]
 
 
+def test_unconnected_gradients_is_tensorflows_enum():
+    U = vdev.UnconnectedGradients
+    assert isinstance(U.ZERO, U) and U.ZERO.value == "zero" and U.NONE.name == "NONE"
+    assert U("zero") is U.ZERO and list(U) == [U.NONE, U.ZERO]
+    v = vdev.Variable([1.0])
+    with vdev.GradientTape(persistent=True) as tape:
+        loss = vdev.reduce_sum(v * 2.0)
+    c = vdev.Variable([3.0])
+    assert tape.gradient(loss, c, unconnected_gradients=U.NONE) is None
+    assert tape.gradient(loss, c, unconnected_gradients=U.ZERO).numpy().tolist() == [0.0]
+    for bad, text in ((None, "None"), ("ZERO", "'ZERO'"), (0, "0")):
+        with pytest.raises(ValueError) as e:  # TensorFlow's imperative_grad
+            tape.gradient(loss, c, unconnected_gradients=bad)
+        assert str(e.value) == "Unknown value for unconnected_gradients: " + text
+
+
 def test_unwatched_variables_get_none_or_zeros():
     with vdev.device("GPU:1"):
         v = vdev.Variable([1.0, 2.0])

@@ -56,6 +56,7 @@ its shape with UnconnectedGradients.ZERO (or the strings 'none', 'zero').
 """
 
 import contextlib
+import enum
 import logging
 import threading
 
@@ -90,21 +91,23 @@ def _pack(x, it):
     return next(it)
 
 
-class UnconnectedGradients:
+class UnconnectedGradients(enum.Enum):
     """What tape.gradient gives a source the target does not reach, as
-    tf.UnconnectedGradients: NONE (None, the default) or ZERO (zeros)."""
+    tf.UnconnectedGradients, an Enum: NONE (None, the default) or ZERO
+    (zeros); the calls take a member or its value, 'none' or 'zero'."""
     NONE = "none"
     ZERO = "zero"
 
 
 def _unconnected(v):
     """The C value (VDEV_UNCONNECTED_ZERO 0, _NONE 1) of an
-    unconnected_gradients argument."""
-    if v is None or v == UnconnectedGradients.NONE:
-        return 1
-    if v == UnconnectedGradients.ZERO:
-        return 0
-    raise ValueError("Unknown value for unconnected_gradients: %r" % (v,))
+    unconnected_gradients argument, read as TensorFlow's imperative_grad
+    reads it: UnconnectedGradients(v), else its ValueError."""
+    try:
+        v = UnconnectedGradients(v)
+    except ValueError:
+        raise ValueError("Unknown value for unconnected_gradients: %r" % (v,)) from None
+    return 0 if v is UnconnectedGradients.ZERO else 1
 
 
 _log = logging.getLogger("vdev")
