@@ -42,12 +42,21 @@ VDEV_API vdev_tape_t *vdev_tape_begin(void);
 enum { VDEV_TAPE_WATCH_EXPLICIT = 1 };
 VDEV_API vdev_tape_t *vdev_tape_begin_ex(unsigned flags);
 /* Watches a variable (the tape holds it until vdev_tape_end); a no-op for a
- * tape that watches every variable. On the tape's thread while it records or
- * is paused; a tensor that is not a variable is VDEV_ERR_INVALID_ARG. */
+ * tape that watches every variable, unless it skips this one. On the tape's
+ * thread while it records or is paused; a tensor that is not a variable is
+ * VDEV_ERR_INVALID_ARG. */
 VDEV_API enum vdev_status vdev_tape_watch(vdev_tape_t *tape, const vdev_tensor_t *var);
+/* Skips a variable (TensorFlow's trainable=False, which a tape does not
+ * watch when an op reads it): the ops that read it alone are not recorded
+ * from this call on, and the loss does not reach it, until it is given to
+ * vdev_tape_watch. The tape holds it until vdev_tape_end; a no-op with
+ * VDEV_TAPE_WATCH_EXPLICIT or for a variable watched already. Where and on
+ * what as vdev_tape_watch (the errors name vdev_tape_skip). */
+VDEV_API enum vdev_status vdev_tape_skip(vdev_tape_t *tape, const vdev_tensor_t *var);
 /* The variables the tape watches (TensorFlow's watched_variables): those
  * given to vdev_tape_watch with VDEV_TAPE_WATCH_EXPLICIT, else every
- * variable a recorded op read, in the order first watched or read; one the
+ * variable a recorded op read but those it skips, then those given to
+ * vdev_tape_watch and not read, in the order first read or watched; one the
  * caller has freed is left out. Fills out[0..min(n, cap)) with the
  * variables' own handles (not new references) and returns n; -1 with
  * VDEV_ERR_INVALID_ARG for a tape that is not live, cap < 0, out NULL with

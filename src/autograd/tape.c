@@ -41,6 +41,10 @@
  * anywhere. vdev_tape_pause() takes the tape off the thread's hook and
  * keeps it as the thread's paused tape (so a thread exit stops it too, and
  * no other tape begins meanwhile); vdev_tape_resume() puts it back.
+ * vdev_tape_skip() keeps a variable off the tape (TensorFlow's
+ * trainable=False) until vdev_tape_watch: then, or with
+ * VDEV_TAPE_WATCH_EXPLICIT, the dispatcher asks the tape (wants) whether a
+ * variable counts.
  * vdev_tape_release() lets go of a tape from any thread: one recording (or
  * paused) elsewhere is freed by its own thread at its next op, its next
  * vdev_tape_begin or its exit. A tape remembers the runtime it was begun
@@ -59,10 +63,9 @@ struct tape {
     _Atomic int ending;   /* claimed by the one thread that ends a released tape */
     uintptr_t thread; /* the thread that records (vdev_thread_id) */
     uint32_t rgen;    /* the runtime generation it was begun under */
-    int explicit_watch;                 /* VDEV_TAPE_WATCH_EXPLICIT */
-    const struct vdev_tens **watched;   /* its variables (held), in order of vdev_tape_watch */
-    int n_watched, cap_watched;
-    const struct vdev_tens **wset;      /* the same, a hash set of 2 * cap_watched (ptr_slot) */
+    int explicit_watch;     /* VDEV_TAPE_WATCH_EXPLICIT */
+    struct varset watched;  /* given to vdev_tape_watch */
+    struct varset skipped;  /* given to vdev_tape_skip: watched only once given to watch */
 };
 
 static struct vdev_handle_table tapes = VDEV_HANDLE_TABLE("tape", 2, struct tape);
@@ -73,22 +76,24 @@ static enum vdev_status record(void *vtape, const struct vdev_op_record *r);
 static void end_if_released(struct tape *t);
 
 /* The dispatcher's question for a tape that watches only what it was
- * given: a variable counts when watched; any other tensor that needs a
- * gradient came from a recorded op. */
-static int wants(void *vtape, const struct vdev_tens *x)
+ * given, or skips some variables: a variable counts when watched, or when
+ * the tape watches every variable but those it skips; any other tensor that
+ * needs a gradient came from a recorded op. */
+static int watches(const struct tape *t, const struct vdev_tens *x)
 {
-    const struct tape *t = vtape;
-    if (!x->is_variable)
+    if (!x->is_variable || varset_has(&t->watched, x))
         return 1;
-    return t->wset && t->wset[ptr_slot(t->wset, 2 * (size_t)t->cap_watched, x)] == x;
+    return !t->explicit_watch && !varset_has(&t->skipped, x);
 }
+
+static int wants(void *vtape, const struct vdev_tens *x) { return watches(vtape, x); }
 
 /* Puts t on this thread's hook: it records from now on. */
 static void hook_on(struct tape *t)
 {
     vdev_tape_hook.tape = t;
     vdev_tape_hook.record = record;
-    vdev_tape_hook.wants = t->explicit_watch ? wants : NULL;
+    vdev_tape_hook.wants = t->explicit_watch || t->skipped.n ? wants : NULL;
 }
 
 static enum vdev_status record(void *vtape, const struct vdev_op_record *r)
@@ -151,12 +156,8 @@ static void finish(struct tape *t)
     release_nodes(t); /* tensors of a runtime that was shut down just give their slots back */
     free(t->nodes);
     t->nodes = NULL;
-    for (int i = 0; i < t->n_watched; i++)
-        vdev_tens_release(t->watched[i]);
-    free(t->watched);
-    free(t->wset);
-    t->watched = t->wset = NULL;
-    t->n_watched = t->cap_watched = 0;
+    vdev_varset_free(&t->watched);
+    vdev_varset_free(&t->skipped);
     t->cap = 0;
     vdev_handle_release(&tapes, t);
 }
@@ -274,8 +275,8 @@ VDEV_API vdev_tape_t *vdev_tape_begin_ex(unsigned flags)
     t->thread = vdev_thread_id();
     t->rgen = vdev_runtime_generation();
     t->explicit_watch = (flags & VDEV_TAPE_WATCH_EXPLICIT) != 0;
-    t->watched = t->wset = NULL;
-    t->n_watched = t->cap_watched = 0;
+    memset(&t->watched, 0, sizeof t->watched);
+    memset(&t->skipped, 0, sizeof t->skipped);
     atomic_init(&t->recording, 1);
     atomic_init(&t->released, 0);
     atomic_init(&t->ending, 0);
@@ -373,10 +374,10 @@ VDEV_API enum vdev_status vdev_tape_resume(vdev_tape_t *h)
 
 /* Adds variable v to out (n so far, cap) unless seen; its handle only while
  * it is live (the caller may have freed it). Returns the new n. */
-static int list_variable(struct tset *seen, const struct vdev_tens *v, vdev_tensor_t **out,
-                         int cap, int n)
+static int list_variable(const struct tape *t, struct tset *seen, const struct vdev_tens *v,
+                         vdev_tensor_t **out, int cap, int n)
 {
-    if (!v->is_variable || tset_has(seen, v))
+    if (!v->is_variable || tset_has(seen, v) || !watches(t, v))
         return n;
     tset_add(seen, v);
     vdev_tensor_t *h = vdev_tens_handle(v);
@@ -403,7 +404,7 @@ VDEV_API int vdev_tape_watched_variables(vdev_tape_t *h, vdev_tensor_t **out, in
     if (check_thread(t, fn, "list what it watches") != VDEV_OK)
         return -1;
     /* a set of every candidate: the watched ones and every record's inputs */
-    size_t want = (size_t)t->n_watched + 1;
+    size_t want = (size_t)t->watched.n + 1;
     for (int k = 0; k < t->n; k++)
         want += (size_t)t->nodes[k].n_in;
     size_t scap = 16;
@@ -415,50 +416,56 @@ VDEV_API int vdev_tape_watched_variables(vdev_tape_t *h, vdev_tensor_t **out, in
         return -1;
     }
     int n = 0;
-    if (t->explicit_watch)
-        for (int i = 0; i < t->n_watched; i++)
-            n = list_variable(&seen, t->watched[i], out, cap, n);
-    else
+    if (!t->explicit_watch) /* the variables read, but those skipped and not watched */
         for (int k = 0; k < t->n; k++)
             for (int i = 0; i < t->nodes[k].n_in; i++)
-                n = list_variable(&seen, t->nodes[k].target[i], out, cap, n);
+                n = list_variable(t, &seen, t->nodes[k].target[i], out, cap, n);
+    for (int i = 0; i < t->watched.n; i++)
+        n = list_variable(t, &seen, t->watched.list[i], out, cap, n);
     free(seen.keys);
     return n;
 }
 
+/* The variable behind var for vdev_tape_watch and vdev_tape_skip (fn), on a
+ * tape this thread records (or paused); else NULL with the error. */
+static const struct vdev_tens *own_variable(vdev_tape_t *h, const vdev_tensor_t *var,
+                                            const char *fn, struct tape **tp)
+{
+    struct tape *t = *tp = own_tape(h, fn, "watch variables for it");
+    const struct vdev_tens *v = t ? vdev_tens_use(var, fn) : NULL;
+    if (v && !v->is_variable) {
+        vdev_error(VDEV_ERR_INVALID_ARG,
+                   "%s: not a variable (the tape differentiates with respect to variables; a "
+                   "tensor it computes from watched ones needs no watch)",
+                   fn);
+        return NULL;
+    }
+    return v;
+}
+
 VDEV_API enum vdev_status vdev_tape_watch(vdev_tape_t *h, const vdev_tensor_t *var)
 {
-    struct tape *t = own_tape(h, "vdev_tape_watch", "watch variables for it");
-    if (!t)
-        return vdev_last_status();
-    const struct vdev_tens *v = vdev_tens_use(var, "vdev_tape_watch");
+    struct tape *t;
+    const struct vdev_tens *v = own_variable(h, var, "vdev_tape_watch", &t);
     if (!v)
         return vdev_last_status();
-    if (!v->is_variable)
-        return vdev_error(VDEV_ERR_INVALID_ARG,
-                          "vdev_tape_watch: not a variable (the tape differentiates with respect "
-                          "to variables; a tensor it computes from watched ones needs no watch)");
-    if (!t->explicit_watch || wants(t, v))
-        return VDEV_OK; /* every variable is watched, or this one is already */
-    if (t->n_watched == t->cap_watched) {
-        int cap = t->cap_watched ? 2 * t->cap_watched : 8;
-        const struct vdev_tens **set = calloc(2 * (size_t)cap, sizeof *set);
-        const struct vdev_tens **w = set ? realloc(t->watched, (size_t)cap * sizeof *w) : NULL;
-        if (!w) {
-            free(set);
-            return vdev_error(VDEV_ERR_OOM, "vdev_tape_watch: out of host memory");
-        }
-        for (int i = 0; i < t->n_watched; i++)
-            set[ptr_slot(set, 2 * (size_t)cap, w[i])] = w[i];
-        free(t->wset);
-        t->watched = w;
-        t->wset = set;
-        t->cap_watched = cap;
-    }
-    vdev_tens_retain(v);
-    t->watched[t->n_watched++] = v;
-    t->wset[ptr_slot(t->wset, 2 * (size_t)t->cap_watched, v)] = v;
-    return VDEV_OK;
+    if (watches(t, v))
+        return VDEV_OK; /* every variable but those skipped is watched, or this one is */
+    return vdev_varset_add(&t->watched, v, "vdev_tape_watch");
+}
+
+VDEV_API enum vdev_status vdev_tape_skip(vdev_tape_t *h, const vdev_tensor_t *var)
+{
+    struct tape *t;
+    const struct vdev_tens *v = own_variable(h, var, "vdev_tape_skip", &t);
+    if (!v)
+        return vdev_last_status();
+    if (t->explicit_watch || varset_has(&t->watched, v))
+        return VDEV_OK; /* it watches only what it is given, or was given v */
+    enum vdev_status st = vdev_varset_add(&t->skipped, v, "vdev_tape_skip");
+    if (st == VDEV_OK && vdev_tape_hook.tape == t)
+        hook_on(t); /* asks wants from now on */
+    return st;
 }
 
 /* Node k's output gradient (in slot) is complete and no longer needed once
@@ -619,10 +626,11 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
             tset_add(&asked, vars[i]);
     if (st != VDEV_OK)
         goto done;
-    /* Mark what depends on a requested variable, in recording order (a
-     * tape that watches only what it was given: a watched one). */
+    /* Mark what depends on a requested variable, in recording order (one
+     * the tape watches: not one it skips, nor with VDEV_TAPE_WATCH_EXPLICIT
+     * one it was not given). */
     for (int i = 0; i < n_vars; i++)
-        if (!t->explicit_watch || wants(t, vars[i]))
+        if (watches(t, vars[i]))
             tset_add(&leads, vars[i]);
     for (int k = 0; k < t->n; k++) {
         const struct vdev_op_record *r = &t->nodes[k];
@@ -708,7 +716,7 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
     for (int i = 0; i < n_vars && st == VDEV_OK; i++) {
         size_t slot = gmap_slot(&m, vars[i]);
         struct vdev_tens *g;
-        if (m.keys[slot] && m.vals[slot] && (!t->explicit_watch || wants(t, vars[i]))) {
+        if (m.keys[slot] && m.vals[slot] && watches(t, vars[i])) {
             g = m.vals[slot];
             /* A variable used on another device: its gradient comes home. */
             g = g->dev != vars[i]->dev ? vdev_tens_copy_to(g, vars[i]->dev) : vdev_tens_publish(g);

@@ -2,7 +2,8 @@
  * the gradient map (tensor -> its gradient so far) and the tensor set (the
  * tensors that lead to a requested variable, the variables asked for, a
  * tape's watched variables), both open addressing with linear probing over a
- * power-of-two capacity, sharing one slot function. Every probe counts in
+ * power-of-two capacity, sharing one slot function, and the list-and-set of a
+ * tape's own variables (those it watches, those it skips). Every probe counts in
  * vdev_tape_lookup_steps (ops/ops.h), which tests read to check that the work
  * stays linear. */
 #ifndef VDEV_AUTOGRAD_TAPE_SETS_H
@@ -63,5 +64,23 @@ static inline void tset_add(struct tset *s, const struct vdev_tens *k)
 {
     s->keys[tset_slot(s, k)] = k;
 }
+
+/* A tape's own variables (tape_vars.c): held until vdev_varset_free, in the
+ * order added, with a hash set of twice the list's capacity for has. */
+struct varset {
+    const struct vdev_tens **list;
+    int n, cap;
+    const struct vdev_tens **set;
+};
+
+static inline int varset_has(const struct varset *s, const struct vdev_tens *v)
+{
+    return s->set && s->set[ptr_slot(s->set, 2 * (size_t)s->cap, v)] == v;
+}
+
+/* Adds v (held) unless there; VDEV_ERR_OOM "<fn>: out of host memory". */
+enum vdev_status vdev_varset_add(struct varset *s, const struct vdev_tens *v, const char *fn);
+/* Releases the variables and empties s. */
+void vdev_varset_free(struct varset *s);
 
 #endif /* VDEV_AUTOGRAD_TAPE_SETS_H */
