@@ -143,3 +143,19 @@ def test_watching_an_int_variable_warns(caplog):
         "The dtype of the watched tensor must be floating (e.g. vdev.float32), got int32"]
     gw, gi = tape.gradient(loss, [w, i])
     assert gw.numpy().tolist() == [2.0, 4.0] and gi is None  # TensorFlow: None
+
+
+def test_a_non_trainable_variable_counts_from_its_watch():
+    frozen = vdev.Variable([1.0, 2.0], trainable=False)
+    w = vdev.Variable([1.0, 1.0])
+    with vdev.GradientTape() as tape:
+        a = vdev.reduce_sum(frozen * 3.0)  # not watched yet: not recorded
+        tape.watch(frozen)
+        loss = a + vdev.reduce_sum(frozen * frozen)
+    assert tape.gradient(loss, frozen).numpy().tolist() == [2.0, 4.0]  # TensorFlow: 2 frozen
+    with vdev.GradientTape(persistent=True) as tape:
+        h = frozen * 2.0  # from an unwatched variable alone: a constant
+        loss = vdev.reduce_sum(h * w)
+    gw, gh, gf = tape.gradient(loss, [w, h, frozen])
+    assert gw.numpy().tolist() == [2.0, 4.0] and gh is None and gf is None
+    assert tape.watched_variables() == (w,)

@@ -266,6 +266,7 @@ _PROTOS = {
     "vdev_tape_begin": (_h, []),
     "vdev_tape_begin_ex": (_h, [ctypes.c_uint]),
     "vdev_tape_watch": (STATUS, [_h, _h]),
+    "vdev_tape_skip": (STATUS, [_h, _h]),
     "vdev_tape_watched_variables": (ctypes.c_int, [_h, ctypes.POINTER(_h), ctypes.c_int]),
     "vdev_tape_gradient": (STATUS, [_h, _h, ctypes.POINTER(_h), ctypes.c_int,
                                     ctypes.POINTER(_h)]),

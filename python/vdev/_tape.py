@@ -10,8 +10,10 @@ gradient op runs on the device of its forward op, whatever scope is current
 when the gradient is asked for. Sources are the Variables the tape watches
 (every trainable one it meets, or only those given to ``watch`` with
 ``watch_accessed_variables=False``, from that call on; another Variable
-gets None, as in TensorFlow) and tensors the tape computed from them; a plain tensor made
-before the block gets None, as an unwatched tensor does in TensorFlow
+gets None, as in TensorFlow) and tensors the tape computed from them (a
+non-trainable Variable's ops are not recorded until it is watched, as
+TensorFlow's, for the Variables that exist when the block starts); a plain
+tensor made before the block gets None, as an unwatched tensor does in TensorFlow
 (``watch`` takes Variables only). A non-persistent tape answers one gradient
 call.
 
@@ -186,8 +188,24 @@ class GradientTape:
 
     def _begin(self):
         """A new vdev tape: one that watches only the Variables given to
-        vdev_tape_watch with watch_accessed_variables=False."""
-        return lib.vdev_tape_begin_ex(0 if self._watch_accessed else 1)
+        vdev_tape_watch with watch_accessed_variables=False, else every one
+        but the non-trainable Variables not given to watch (vdev_tape_skip:
+        the ops that read them alone are not recorded, as TensorFlow's tape
+        watches only trainable variables when they are read)."""
+        h = lib.vdev_tape_begin_ex(0 if self._watch_accessed else 1)
+        if h and self._watch_accessed:
+            from ._tensor import _VARIABLES
+            for v in list(_VARIABLES.values()):
+                if v.trainable or id(v) in self._watched:
+                    continue
+                st = lib.vdev_tape_skip(h, v._handle)
+                if st == _lib.INVALID_ARG:  # its tensor is gone (freed, or shut down)
+                    lib.vdev_clear_error()
+                elif st != _lib.OK:
+                    err = _lib.error()
+                    lib.vdev_tape_end(h)
+                    raise err
+        return h
 
     def __exit__(self, *exc):
         self._in_block = False
@@ -287,14 +305,16 @@ class GradientTape:
                 _log.warning("The dtype of the watched tensor must be floating (e.g. "
                              "vdev.float32), got %s", t.dtype.name)
         # vdev's tape is told while it records (or is paused), when it watches
-        # only what it is given; before the block, __enter__ tells it
-        tell = not self._watch_accessed and self._h is not None and self._recording
+        # only what it is given or skips the variable (a non-trainable one);
+        # before the block, __enter__ tells it
+        tell = [t for t in flat if self._h is not None and self._recording and
+                (not self._watch_accessed or not t.trainable)]
         if tell and threading.get_ident() != self._thread:
             raise _other_thread("watch", "watch variables for it")
         for t in flat:
             self._watched[id(t)] = t
-            if tell:
-                _lib.check(lib.vdev_tape_watch(self._h, t._handle))
+        for t in tell:
+            _lib.check(lib.vdev_tape_watch(self._h, t._handle))
 
     def watched_variables(self):
         """The Variables the tape watches, as TensorFlow's, in order of
