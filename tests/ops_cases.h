@@ -491,6 +491,36 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
         c->p.f[1] = var == 0 || var == 3 ? 2.5 : 1.0;
         c->p.f[2] = var == 1 || var == 3 ? 0.5 : 0.0;
         return 1;
+    case VDEV_OP_SLICE: {
+        /* rows of x [r,c]: var 0 all; 1 from r/3 to the end; 2 the middle
+         * row of [r,2,c]; 3 i32 (words, any bit pattern); 4 none, from r */
+        if (var > 4)
+            return 0;
+        int64_t s3[3] = {r, 2, col}, b = var == 1 ? r / 3 : var == 2 ? r / 2 : var == 4 ? r : 0;
+        if (var == 3) {
+            set_in(c, 0, s2, 2, VDEV_I32);
+            int32_t *p = c->in[0].data;
+            for (int64_t i = 0; i < c->in[0].n; i++)
+                p[i] = (int32_t)(rng_next() & 0xffffffffu);
+        } else {
+            in_f(c, 0, var == 2 ? s3 : s2, var == 2 ? 3 : 2, -2, 2);
+        }
+        c->p.i[0] = b;
+        c->p.i[1] = var == 2 ? (r > 0) : r - b;
+        return 1;
+    }
+    case VDEV_OP_SLICE_GRAD: {
+        /* dy [n,c] into like [r,c] from row b: var 0 n = r; 1 the rows from
+         * r/3 to the end; 2 no row (all zeros); 3 [n,2,c] into [r,2,c] */
+        if (var > 3)
+            return 0;
+        int64_t b = var == 1 ? r / 3 : var == 3 ? r / 2 : 0, nr = var == 2 ? 0 : r - b;
+        int64_t dy[3] = {nr, col, 0}, d3[3] = {nr, 2, col}, l3[3] = {r, 2, col};
+        in_f(c, 0, var == 3 ? d3 : dy, var == 3 ? 3 : 2, -2, 2);
+        in_f(c, 1, var == 3 ? l3 : s2, var == 3 ? 3 : 2, -2, 2);
+        c->p.i[0] = b;
+        return 1;
+    }
     case VDEV_OP_COUNT:
         break;
     }

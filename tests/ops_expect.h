@@ -482,6 +482,31 @@ static void expect(const struct tcase *c, struct texp *e)
         }
         break;
     }
+    case VDEV_OP_SLICE: {
+        /* rows [b, b + size) of x: the same words, the rows in order */
+        int64_t row = x->shape[0] ? n / x->shape[0] : 0, b = c->p.i[0], sz = c->p.i[1];
+        int64_t sh[VDEV_MAX_DIMS];
+        memcpy(sh, x->shape, sizeof sh);
+        sh[0] = sz;
+        free(e->v[0]);
+        exp_out(e, 0, sh, x->ndim, x->dtype);
+        for (int64_t i = 0; i < sz; i++)
+            for (int64_t j = 0; j < row; j++)
+                e->v[0][i * row + j] = x->dtype == VDEV_I32 ? I(c, 0)[(b + i) * row + j]
+                                                            : a[(b + i) * row + j];
+        break;
+    }
+    case VDEV_OP_SLICE_GRAD: {
+        /* like's shape: dy's element at [i, j] lands at [b + i, j], 0 elsewhere */
+        const struct hin *lk = &c->in[1];
+        free(e->v[0]);
+        exp_out(e, 0, lk->shape, lk->ndim, VDEV_F32);
+        int64_t row = lk->shape[0] ? lk->n / lk->shape[0] : 0, b = c->p.i[0];
+        for (int64_t i = 0; i < x->shape[0]; i++)
+            for (int64_t j = 0; j < row; j++)
+                e->v[0][(b + i) * row + j] = a[i * row + j];
+        break;
+    }
     case VDEV_OP_COUNT:
         break;
     }

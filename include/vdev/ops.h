@@ -1,6 +1,6 @@
 /* vdev/ops.h — the ops on tensors: matrix product, elementwise arithmetic
- * with numpy's broadcasting, activations, softmax, reductions, reshape and
- * transpose, the losses (mean squared error, softmax cross-entropy) and
+ * with numpy's broadcasting, activations, softmax, reductions, reshape,
+ * transpose and slices of rows, the losses (mean squared error, softmax cross-entropy) and
  * argmax. Each runs on the device placement picks (vdev/placement.h) and a
  * recording tape (vdev/autograd.h) differentiates it. Part of the public API:
  * vdev.h includes it, and it may be included alone (it includes the parts it
@@ -56,6 +56,33 @@ VDEV_API vdev_tensor_t *vdev_mean_all(const vdev_tensor_t *a);
  * elements, two -1s or a negative size. */
 VDEV_API vdev_tensor_t *vdev_reshape(const vdev_tensor_t *a, const int64_t *shape, int ndim);
 VDEV_API vdev_tensor_t *vdev_transpose(const vdev_tensor_t *a); /* 2-D */
+/* Rows [begin, begin + size) of axis 0 of a tensor of any dtype with at
+ * least 1 dimension: shape [size, rest...], a new tensor (a copy, never a
+ * view, so a later write to a variable leaves it as it was, as in
+ * TensorFlow). It is TensorFlow's Slice (tf.slice(a, [begin, 0, ...],
+ * [size, -1, ...]), the name the placement log prints) restricted to axis
+ * 0, where the rows are one contiguous range of vdev's row-major layout: a
+ * device-to-device copy on every backend, no kernel of its own; hence the
+ * name, which leaves vdev_slice free for a general form with TensorFlow's
+ * per-axis begin and size. Its gradient is zeros of a's shape with the
+ * output's gradient in those rows. Errors, in the words of TensorFlow's
+ * Slice: VDEV_ERR_INVALID_ARG "Slice: Expected begin[0] in [0, 5], but got
+ * 7" for begin outside [0, rows], "Slice: Expected size[0] in [0, 3], but
+ * got 4" for size outside [0, rows - begin] (a negative size included:
+ * tf.slice's -1, "the rest", is not taken); VDEV_ERR_SHAPE "Slice: bad
+ * input shape [] (rows are sliced along axis 0: it needs at least 1
+ * dimension)" for a 0-dimensional a. size 0 gives an empty [0, rest...]. */
+VDEV_API vdev_tensor_t *vdev_slice_rows(const vdev_tensor_t *a, int64_t begin, int64_t size);
+/* Row `index` of axis 0 with that axis dropped (TensorFlow's a[index]):
+ * shape rest... (0-dimensional for a 1-dimensional a); vdev_slice_rows(a,
+ * index, 1) viewed through vdev_reshape, so the placement log shows a Slice
+ * and a Reshape. index counts from 0 (no negative index: the Python binding
+ * counts those from the end). Errors, in the words of TensorFlow's
+ * StridedSlice: VDEV_ERR_INVALID_ARG "StridedSlice: slice index 5 of
+ * dimension 0 out of bounds." for an index outside [0, rows) and
+ * "StridedSlice: Index out of range using input dim 0; input has only 0
+ * dims" for a 0-dimensional a. */
+VDEV_API vdev_tensor_t *vdev_row(const vdev_tensor_t *a, int64_t index);
 /* mean((pred - target)^2), a 0-dimensional tensor; 0 for an empty batch
  * (no rows: Keras's divide_no_nan). */
 VDEV_API vdev_tensor_t *vdev_mse(const vdev_tensor_t *pred, const vdev_tensor_t *target);

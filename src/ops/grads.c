@@ -324,6 +324,14 @@ GRAD(vdev_grad_identity)
     return status_of(din[0]);
 }
 
+/* Rows [b, b + n) of x: zeros of x's shape with dout in those rows. */
+GRAD(vdev_grad_slice)
+{
+    struct vdev_op_params p = {.i = {g->p.i[0]}};
+    din[0] = op2(VDEV_OP_SLICE_GRAD, g->dout, g->in[0], &p);
+    return status_of(din[0]);
+}
+
 /* ---- losses ---- */
 
 /* dtarget = -dpred: dpred is made even when only dtarget is needed. */

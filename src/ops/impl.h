@@ -25,6 +25,8 @@ SHAPE(vdev_shape_reduce_rows); /* (dy, like) -> like's shape */
 SHAPE(vdev_shape_mse_grad);    /* (dy, pred, target) -> pred's shape */
 SHAPE(vdev_shape_softmax_ce_grad); /* (dy, logits, labels) -> logits' shape */
 SHAPE(vdev_shape_update);      /* in-place updates: all inputs the shape of input 0 */
+SHAPE(vdev_shape_slice);       /* rows i[0]..i[0]+i[1] of axis 0, any dtype */
+SHAPE(vdev_shape_slice_grad);  /* (dy, like x) -> x's shape */
 
 /* shapes.c: checks of values (vdev_op_def.check) */
 enum vdev_status vdev_check_ce_labels(const struct vdev_tens *const *in,
@@ -68,6 +70,8 @@ KERNEL(vdev_ref_adam_update);
 KERNEL(vdev_ref_amsgrad_moments);
 KERNEL(vdev_ref_amsgrad_apply);
 KERNEL(vdev_ref_clip_grad);
+KERNEL(vdev_ref_slice);
+KERNEL(vdev_ref_slice_grad);
 
 /* Keras's decoupled weight decay of one value: v - (v * wd) * lr, each step
  * rounded to float as Keras computes it in the variable's dtype. */
@@ -126,6 +130,7 @@ GRAD(vdev_grad_transpose);
 GRAD(vdev_grad_mse);
 GRAD(vdev_grad_softmax_ce);
 GRAD(vdev_grad_identity);
+GRAD(vdev_grad_slice);
 
 /* Element index helpers for kernels. */
 static inline int64_t vdev_args_numel(const struct vdev_kernel_args *a, int k)

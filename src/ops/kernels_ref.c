@@ -599,3 +599,35 @@ KERNEL(vdev_ref_clip_grad)
         o[i] = t;
     }
 }
+
+/* ---- slicing along axis 0 ---- */
+
+/* The elements of one row of input k (every dimension but the first). */
+static int64_t row_numel(const struct vdev_kernel_args *a, int k)
+{
+    int64_t n = 1;
+    for (int d = 1; d < a->in_ndim[k]; d++)
+        n *= a->in_shape[k][d];
+    return n;
+}
+
+/* Rows [i[0], i[0] + i[1]) of axis 0: one contiguous range of 4-byte words
+ * (any dtype), copied as a device copies it. */
+KERNEL(vdev_ref_slice)
+{
+    int64_t row = row_numel(a, 0), n = a->i[1] * row;
+    if (n)
+        memcpy(a->out[0], (const uint32_t *)a->in[0] + a->i[0] * row,
+               (size_t)n * sizeof(uint32_t));
+}
+
+/* (dy, like x): zeros of x's shape, dy in rows [i[0], i[0] + dy's rows). */
+KERNEL(vdev_ref_slice_grad)
+{
+    int64_t row = row_numel(a, 1), n = vdev_args_numel(a, 0);
+    int64_t all = vdev_args_numel(a, 1);
+    if (all)
+        memset(a->out[0], 0, (size_t)all * sizeof(float));
+    if (n)
+        memcpy(OUT_F(0) + a->i[0] * row, IN_F(0), (size_t)n * sizeof(float));
+}

@@ -50,6 +50,10 @@ enum vdev_op {
     VDEV_OP_AMSGRAD_MOMENTS, /* (m, grad, v, vhat); f[1] beta1, f[2] beta2 */
     VDEV_OP_AMSGRAD_APPLY,   /* (var, m, vhat); f[0] lr_t, f[3] eps; weight decay */
     VDEV_OP_CLIP_GRAD,    /* (g) -> clamp(g * f[0] / f[1], +-f[2]) (f[2] 0: no clamp) */
+    /* rows [i[0], i[0] + i[1]) of axis 0, any dtype: one contiguous range */
+    VDEV_OP_SLICE,
+    /* (dy, like x) -> x's shape: zeros, rows [i[0], i[0] + dy's rows) = dy */
+    VDEV_OP_SLICE_GRAD,
     VDEV_OP_COUNT
 };
 

@@ -102,6 +102,9 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
                                .flags = VDEV_OP_NO_GRAD | VDEV_OP_INPLACE,
                                .shape = vdev_shape_update, .ref = vdev_ref_amsgrad_apply},
     NOGRAD(VDEV_OP_CLIP_GRAD, "ClipGradient", 1, vdev_shape_same_as_in0, vdev_ref_clip_grad),
+    /* a copy of a range: the reference is the host's copy, a GPU copies */
+    FWD(VDEV_OP_SLICE, "Slice", 1, vdev_shape_slice, vdev_ref_slice, vdev_grad_slice, 0),
+    NOGRAD(VDEV_OP_SLICE_GRAD, "SliceGrad", 2, vdev_shape_slice_grad, vdev_ref_slice_grad),
 };
 
 /* ---- the public ops ---- */
@@ -236,6 +239,46 @@ VDEV_API vdev_tensor_t *vdev_reshape(const vdev_tensor_t *a, const int64_t *shap
     for (int i = 0; i < ndim; i++)
         p.i[i] = shape[i];
     return run1(VDEV_OP_RESHAPE, a, &p);
+}
+
+/* Rows [begin, begin + size) of axis 0: the Slice op, one device copy. */
+VDEV_API vdev_tensor_t *vdev_slice_rows(const vdev_tensor_t *a, int64_t begin, int64_t size)
+{
+    struct vdev_op_params p = {.i = {begin, size}};
+    return run1(VDEV_OP_SLICE, a, &p);
+}
+
+/* Row `index` without its axis: Slice of one row, then Reshape (a view of
+ * the slice) to the rest of the shape. The index is checked here, in the
+ * words of TensorFlow's StridedSlice (x[i]), before anything runs. */
+VDEV_API vdev_tensor_t *vdev_row(const vdev_tensor_t *a, int64_t index)
+{
+    const struct vdev_tens *t = vdev_tens_peek(a);
+    if (!t || !vdev_tens_current(t))
+        return bad_input(VDEV_OP_SLICE, a, 0);
+    if (t->ndim < 1) {
+        vdev_error(VDEV_ERR_INVALID_ARG,
+                   "StridedSlice: Index out of range using input dim 0; input has only 0 dims");
+        return NULL;
+    }
+    if (index < 0 || index >= t->shape[0]) {
+        vdev_error(VDEV_ERR_INVALID_ARG,
+                   "StridedSlice: slice index %lld of dimension 0 out of bounds.",
+                   (long long)index);
+        return NULL;
+    }
+    struct vdev_op_params ps = {.i = {index, 1}}, pr;
+    memset(&pr, 0, sizeof pr);
+    pr.f[0] = t->ndim - 1;
+    for (int d = 1; d < t->ndim; d++)
+        pr.i[d - 1] = t->shape[d];
+    struct vdev_tens *s = vdev_op_exec(VDEV_OP_SLICE, &t, 1, &ps), *r = NULL;
+    if (s) {
+        const struct vdev_tens *in = s;
+        r = vdev_op_exec(VDEV_OP_RESHAPE, &in, 1, &pr);
+        vdev_tens_drop(s); /* the view holds it */
+    }
+    return vdev_op_result(VDEV_OP_SLICE, &a, 1, &t, r);
 }
 
 VDEV_API vdev_tensor_t *vdev_transpose(const vdev_tensor_t *a)

@@ -488,3 +488,42 @@ enum vdev_status vdev_shape_update(struct vdev_kernel_args *a)
     a->n_out = 0;
     return VDEV_OK;
 }
+
+/* ---- slicing along axis 0 ---- */
+
+/* SLICE: rows [i[0], i[0] + i[1]) of axis 0 of a tensor of any dtype and at
+ * least 1 dimension -> [i[1], rest...]. The range is checked as
+ * TensorFlow's Slice checks begin and size (its words, for axis 0). */
+enum vdev_status vdev_shape_slice(struct vdev_kernel_args *a)
+{
+    if (a->in_ndim[0] < 1)
+        return vdev_shape_error(a, "rows are sliced along axis 0: it needs at least 1 dimension");
+    int64_t rows = a->in_shape[0][0], b = a->i[0], n = a->i[1];
+    if (b < 0 || b > rows)
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "Slice: Expected begin[0] in [0, %lld], but got %lld", (long long)rows,
+                          (long long)b);
+    if (n < 0 || n > rows - b) /* rows - b >= 0: begin + size never overflows */
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "Slice: Expected size[0] in [0, %lld], but got %lld",
+                          (long long)(rows - b), (long long)n);
+    out_like(a, 0, a->in_dtype[0]);
+    a->out_shape[0][0] = n;
+    return VDEV_OK;
+}
+
+/* SLICE_GRAD (dy f32, like x) -> x's shape, f32: dy's shape is x's but for
+ * its rows, which fit x's from row i[0]. */
+enum vdev_status vdev_shape_slice_grad(struct vdev_kernel_args *a)
+{
+    if (a->in_dtype[0] != VDEV_F32)
+        return vdev_dtype_error(a, 0, VDEV_F32);
+    int nd = a->in_ndim[1], same = nd >= 1 && a->in_ndim[0] == nd;
+    for (int d = 1; same && d < nd; d++)
+        same = a->in_shape[0][d] == a->in_shape[1][d];
+    int64_t b = a->i[0];
+    if (!same || b < 0 || b > a->in_shape[1][0] || a->in_shape[0][0] > a->in_shape[1][0] - b)
+        return vdev_shape_error(a, "the gradient of a slice of rows must fit the input's rows");
+    out_like(a, 1, VDEV_F32);
+    return VDEV_OK;
+}

@@ -501,6 +501,16 @@ op_cases(void)
         CASE("norm and value", VDEV_OP_CLIP_GRAD, pc, 0, TF(G_UNIFORM, 1, 1000));
         CASE("empty", VDEV_OP_CLIP_GRAD, pc, 0, TF(G_UNIFORM, 2, 0, 5));
     }
+
+    /* SLICE, SLICE_GRAD: device copies of a range of rows (and zeros) */
+    CASE("rows 3..10 of [17,33]", VDEV_OP_SLICE, P(0, 0, 3, 7), 0, TF(G_UNIFORM, 2, 17, 33));
+    CASE("row 2 of [4,3,5]", VDEV_OP_SLICE, P(0, 0, 2, 1), 0, TF(G_UNIFORM, 3, 4, 3, 5));
+    CASE("i32", VDEV_OP_SLICE, P(0, 0, 1, 8), 1000, TI(G_LABEL, 1, 10));
+    CASE("no row", VDEV_OP_SLICE, P(0, 0, 5, 0), 0, TF(G_UNIFORM, 2, 5, 3));
+    CASE("[7,33] at row 3 of [17,33]", VDEV_OP_SLICE_GRAD, P(0, 0, 3, 0), 0,
+         TF(G_UNIFORM, 2, 7, 33), TF(G_UNIFORM, 2, 17, 33));
+    CASE("no row: zeros", VDEV_OP_SLICE_GRAD, P(0, 0, 2, 0), 0, TF(G_UNIFORM, 2, 0, 33),
+         TF(G_UNIFORM, 2, 17, 33));
 }
 
 /* Prints cases and the largest error per op; every op must have a case. */

@@ -43,7 +43,7 @@ const char *op_name(int op)
         "ArgMax", "Identity", "ReluGrad", "TanhGrad", "SigmoidGrad", "SoftmaxGrad",
         "LogSoftmaxGrad", "BroadcastTo", "MeanSquaredErrorGrad", "SparseSoftmaxCrossEntropyGrad",
         "ReduceToShape", "ApplyMomentum", "ApplyAdam", "Sqrt", "AmsgradMoments",
-        "ApplyAdamWithAmsgrad", "ClipGradient"};
+        "ApplyAdamWithAmsgrad", "ClipGradient", "Slice", "SliceGrad"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -514,10 +514,22 @@ __global__ void k_transpose(const uint32_t *x, uint32_t *o, int64_t m, int64_t n
         }
 }
 
-int copy_words(const vdev_cuda_args *a, cudaStream_t s, char *msg, size_t cap)
+/* A device copy of `words` 4-byte words, from word `from` of input 0 to word
+ * `to` of the output; with `zero`, the output's other words are zeroed first
+ * (SliceGrad). Nothing is launched: the copy engine does it in order. */
+int copy_range(const vdev_cuda_args *a, int64_t from, int64_t to, int64_t words, bool zero,
+               cudaStream_t s, char *msg, size_t cap)
 {
-    size_t bytes = (size_t)numel_in(a, 0) * 4u;
-    cudaError_t e = cudaMemcpyAsync(a->out[0], a->in[0], bytes, cudaMemcpyDeviceToDevice, s);
+    cudaError_t e = cudaSuccess;
+    if (zero) {
+        int64_t all = 1;
+        for (int d = 0; d < a->out_ndim[0]; d++)
+            all *= a->out_shape[0][d];
+        e = cudaMemsetAsync(a->out[0], 0, (size_t)all * 4u, s);
+    }
+    if (e == cudaSuccess && words > 0)
+        e = cudaMemcpyAsync((uint32_t *)a->out[0] + to, (const uint32_t *)a->in[0] + from,
+                            (size_t)words * 4u, cudaMemcpyDeviceToDevice, s);
     if (e != cudaSuccess) {
         snprintf(msg, cap, "CUDA plugin: %s: device copy failed: %s", op_name(a->op),
                  cudaGetErrorString(e));
@@ -525,6 +537,20 @@ int copy_words(const vdev_cuda_args *a, cudaStream_t s, char *msg, size_t cap)
         return VDEV_CUDA_RC_FAILED;
     }
     return VDEV_CUDA_RC_OK;
+}
+
+int copy_words(const vdev_cuda_args *a, cudaStream_t s, char *msg, size_t cap)
+{
+    return copy_range(a, 0, 0, numel_in(a, 0), false, s, msg, cap);
+}
+
+/* The elements of one row of input k (every dimension but the first). */
+int64_t row_numel(const vdev_cuda_args *a, int k)
+{
+    int64_t n = 1;
+    for (int d = 1; d < a->in_ndim[k]; d++)
+        n *= a->in_shape[k][d];
+    return n;
 }
 
 /* Whether the op has no element to write: it then returns before touching
@@ -548,6 +574,7 @@ bool nothing_to_do(const vdev_cuda_args *a)
     case VDEV_OP_BROADCAST:
     case VDEV_OP_MSE_GRAD:
     case VDEV_OP_SOFTMAX_CE_GRAD:
+    case VDEV_OP_SLICE_GRAD: /* zeros to write where dy has no row */
         return numel_in(a, 1) == 0;
     case VDEV_OP_REDUCE_ROWS: /* mode 3: sums over empty blocks are zeros to write */
         return a->i[3] == 2 ? false : numel_in(a, a->i[3] == 0 ? 0 : 1) == 0;
@@ -709,6 +736,11 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_CLIP_GRAD:
         run_update(a, s, n_sm); /* cuda_updates.cu */
         break;
+    case VDEV_OP_SLICE: /* rows i[0].. of axis 0: one contiguous range */
+        return copy_range(a, a->i[0] * row_numel(a, 0), 0, a->i[1] * row_numel(a, 0), false, s,
+                          msg, cap);
+    case VDEV_OP_SLICE_GRAD:
+        return copy_range(a, 0, a->i[0] * row_numel(a, 1), numel_in(a, 0), true, s, msg, cap);
     default:
         snprintf(msg, cap, "CUDA plugin: no CUDA kernel for op %d (%s); this build knows ops 0..%d",
                  a->op, op_name(a->op), VDEV_OP_COUNT - 1);
