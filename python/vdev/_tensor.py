@@ -19,7 +19,7 @@ import weakref
 
 import numpy as np
 
-from . import _lib, _strategy_context
+from . import _indexing, _lib, _strategy_context
 from ._updates import _check_update_input, _check_update_shape, _refuse
 from ._lib import lib
 from ._shape import TensorShape
@@ -208,18 +208,16 @@ class Tensor:
             raise TypeError("Scalar tensor has no `len()`")
         return s[0]
 
-    # vdev has no gather or slice ops: indexing, slicing and iteration say
-    # so and point to the host copy (TensorFlow's are ops on the device).
+    # Indexing along the leading axes and iteration over axis 0, as
+    # TensorFlow's, where they pick contiguous rows (vdev/_indexing.py).
     def __getitem__(self, key):
-        raise TypeError("vdev tensors cannot be indexed or sliced (vdev has no slice ops): "
-                        "index the host copy, t.numpy()[...]")
+        return _indexing.getitem(self, key)
 
     def __iter__(self):
-        raise TypeError("vdev tensors cannot be iterated (vdev has no slice ops): iterate "
-                        "over the host copy, t.numpy()")
+        return _indexing.iterate(self)
 
-    def __contains__(self, value):  # ``x in t`` would iterate
-        self.__iter__()
+    def __contains__(self, value):
+        _indexing.refuse_contains(self, value)
 
     # bool(), float(), int(), complex(), operator.index(): numpy's on the
     # value, as TensorFlow's EagerTensor (and numpy's errors for a tensor
