@@ -5,7 +5,8 @@
  * scope: an unscoped op follows its variables (placement.h), so the model
  * runs where it lives. Layers and models are checked handles, each kind in a
  * table of its own (nn.c's vdev_nn_object_of and vdev_nn_kill_handle name
- * what is wrong with a freed or foreign one). */
+ * what is wrong with a freed or foreign one). The objects' locks
+ * (vdev_nn_enter: an optimizer's updates one at a time) are here too. */
 #include "nn/nn.h"
 #include "ops/ops.h"
 #include "vdev/nn.h"
@@ -210,4 +211,32 @@ VDEV_API void vdev_mlp_free(vdev_mlp_t *hm)
     if (!m || !vdev_nn_kill_handle(&mlps, m, hm, "vdev_mlp_free"))
         return;
     mlp_destroy(m);
+}
+
+/* ---- the objects' locks (nn.h) ---- */
+
+static _Thread_local struct vdev_nn_in *nn_in; /* innermost first */
+
+void *vdev_nn_enter(void *obj, struct vdev_nn_in *in, const char *fn)
+{
+    struct vdev_nn_head *head = obj;
+    for (const struct vdev_nn_in *i = nn_in; head && i; i = i->outer)
+        if (i->obj == head) {
+            vdev_error(VDEV_ERR_INVALID_ARG, "%s: called during an update by the same "
+                                             "optimizer on this thread (a pressure callback)",
+                       fn);
+            return NULL;
+        }
+    if (head) {
+        pthread_mutex_lock(&head->lock);
+        *in = (struct vdev_nn_in){head, nn_in};
+        nn_in = in;
+    }
+    return obj;
+}
+
+void vdev_nn_leave(struct vdev_nn_in *in)
+{
+    nn_in = in->outer;
+    pthread_mutex_unlock(&in->obj->lock);
 }

@@ -115,7 +115,7 @@ struct slot {
 };
 
 struct optim {
-    struct vdev_nn_head head;   /* first (vdev_nn_object_of) */
+    struct vdev_nn_head head;   /* first (vdev_nn_object_of, vdev_nn_enter) */
     enum opt_kind kind;
     float lr, momentum, beta1, beta2, eps;
     int nesterov, amsgrad;      /* SGD's, Adam's */
@@ -123,7 +123,7 @@ struct optim {
     float weight_decay;         /* Keras's decoupled weight decay (0: none) */
     const vdev_tensor_t **excl; /* variables excluded from it (handles, compared only) */
     int n_excl, cap_excl;
-    int64_t step;               /* updates applied (Keras's iterations; Adam's t) */
+    _Atomic int64_t step;       /* updates applied (Keras's iterations; Adam's t) */
     struct slot *slots;
     int n_slots, cap_slots;
 };
@@ -145,6 +145,7 @@ static vdev_optimizer_t *optim_new(enum opt_kind kind)
     if (!o)
         return NULL;
     memset(o, 0, sizeof *o);
+    pthread_mutex_init(&o->head.lock, NULL);
     o->head.rgen = vdev_nn_runtime();
     o->kind = kind;
     return (vdev_optimizer_t *)(uintptr_t)h;
@@ -520,10 +521,14 @@ static struct optim *apply_args(vdev_optimizer_t *h, vdev_tensor_t *const *vars,
 
 enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *h, vdev_tensor_t *const *vars, int n)
 {
-    struct optim *o = apply_args(h, vars, NULL, n, 0, "vdev_optimizer_prepare");
+    struct vdev_nn_in in;
+    struct optim *o = vdev_nn_enter(apply_args(h, vars, NULL, n, 0, "vdev_optimizer_prepare"), &in,
+                                    "vdev_optimizer_prepare");
     if (!o)
         return vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
-    return make_slots(o, vars, NULL, n);
+    enum vdev_status st = make_slots(o, vars, NULL, n);
+    vdev_nn_leave(&in);
+    return st;
 }
 
 /* The update ops' parameters: the hyperparameters, Nesterov, and the
@@ -689,7 +694,9 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
             break;
         }
     }
-    struct optim *o = st == VDEV_OK ? apply_args(h, vars, grads, n, 1, fn) : NULL;
+    struct vdev_nn_in in;
+    struct optim *o = st == VDEV_OK ? vdev_nn_enter(apply_args(h, vars, grads, n, 1, fn), &in, fn)
+                                    : NULL;
     if (st == VDEV_OK && !o)
         st = vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
     /* the count the update would take it to does not exist (set_iterations
@@ -701,6 +708,8 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
                         fn, (long long)o->step);
     if (st == VDEV_OK)
         st = apply_held(o, vars, grads, held, held + n, n);
+    if (o)
+        vdev_nn_leave(&in);
     for (int i = 0; i < n && st == VDEV_OK; i++)
         if (!vdev_handle_still(held[i], vars[i]) || !vdev_handle_still(held[n + i], grads[i]))
             st = vdev_error(VDEV_ERR_INVALID_ARG,
@@ -729,23 +738,20 @@ VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *h, vdev_tensor_t *var, vdev_
                                   const char **names, int cap)
 {
     static const char *const adam_names[] = {"m", "v", "vhat"}, *const sgd_names[] = {"momentum"};
-    struct optim *o = apply_args(h, &var, NULL, 1, 0, "vdev_optimizer_slots");
-    if (!o)
-        return -1;
-    if (!vdev_nn_out_fits(out, cap, "vdev_optimizer_slots"))
+    static const char fn[] = "vdev_optimizer_slots";
+    struct vdev_nn_in in;
+    struct optim *o = apply_args(h, &var, NULL, 1, 0, fn);
+    if (!o || !vdev_nn_out_fits(out, cap, fn) || !vdev_nn_enter(o, &in, fn))
         return -1;
     int n = stateful_slots(o);
-    if (n == 0)
-        return 0;
-    struct slot *sl = slot_of(o, var, vdev_tens_peek(var));
-    if (!sl)
-        return -1;
-    for (int k = 0; k < n && k < cap; k++) {
+    struct slot *sl = n ? slot_of(o, var, vdev_tens_peek(var)) : NULL;
+    for (int k = 0; sl && k < n && k < cap; k++) {
         out[k] = sl->s[k];
         if (names)
             names[k] = o->kind == OPT_ADAM ? adam_names[k] : sgd_names[k];
     }
-    return n;
+    vdev_nn_leave(&in);
+    return n && !sl ? -1 : n;
 }
 
 VDEV_API enum vdev_status vdev_optimizer_get_iterations(const vdev_optimizer_t *h, int64_t *out)
@@ -786,5 +792,6 @@ VDEV_API void vdev_optimizer_free(vdev_optimizer_t *h)
     }
     free(o->slots);
     free(o->excl);
+    pthread_mutex_destroy(&o->head.lock);
     vdev_handle_release(&optims, o);
 }

@@ -10,6 +10,8 @@
 #include "base/base.h"
 #include "base/handles.h"
 
+#include <pthread.h>
+
 struct vdev_tens;
 
 /* The first member of each object behind a checked handle here (optimizer,
@@ -18,12 +20,27 @@ struct vdev_tens;
  * refused, even after a new vdev_init, as tensors are; its free still
  * frees it. */
 struct vdev_nn_head {
-    uint32_t rgen; /* vdev_runtime_generation of its runtime */
+    uint32_t rgen;        /* vdev_runtime_generation of its runtime */
+    pthread_mutex_t lock; /* an optimizer's: one update (or slot look-up) at a time */
 };
 /* The runtime a new object belongs to: the one running, or else the next to
  * start (an optimizer may be made, and set, before vdev_init). An object is
  * alive while its rgen is this. */
 uint32_t vdev_nn_runtime(void);
+
+/* A lock of an object held by this thread (vdev_nn_enter), on its stack. */
+struct vdev_nn_in {
+    struct vdev_nn_head *obj;
+    struct vdev_nn_in *outer; /* the lock this thread took before */
+};
+/* Takes the lock of obj (a struct starting with a struct vdev_nn_head;
+ * NULL passes through) for fn, recorded in `in`; returns obj, or NULL with
+ * VDEV_ERR_INVALID_ARG when this thread holds it already: a pressure
+ * callback met inside an optimizer's update runs on the updating thread,
+ * and would wait for itself. */
+void *vdev_nn_enter(void *obj, struct vdev_nn_in *in, const char *fn);
+/* Lets go of the lock vdev_nn_enter took last on this thread. */
+void vdev_nn_leave(struct vdev_nn_in *in);
 
 /* The object behind handle h of table tb for `fn`, or NULL with
  * VDEV_ERR_INVALID_ARG naming what is wrong (NULL, freed, another kind, or
