@@ -110,7 +110,9 @@ struct vdev_mem_holder {
 VDEV_API enum vdev_status vdev_mem_holder_add(const struct vdev_mem_holder *holder);
 /* Takes a holder out (the same functions and ctx as added), before the code
  * of its functions goes (a library's destructor, before dlclose): not while
- * another thread is in vdev_shutdown(). VDEV_ERR_INVALID_ARG for NULL,
+ * another thread is in vdev_shutdown(). It returns once the calls of holders
+ * under way on other threads (vdev_mem_holders_live) have ended, so none of
+ * its functions runs after it. VDEV_ERR_INVALID_ARG for NULL,
  * VDEV_ERR_NOT_FOUND when no such holder is registered. Thread-safe. */
 VDEV_API enum vdev_status vdev_mem_holder_remove(const struct vdev_mem_holder *holder);
 /* The live blocks of the first holder that has any (0: none, msg ""), its

@@ -386,9 +386,12 @@ VDEV_API enum vdev_status vdev_memory_set_pressure_callback(const char *device, 
 
 static struct {
     pthread_mutex_t lock;
+    pthread_cond_t idle;  /* signalled when calls end */
     struct vdev_mem_holder h[MAX_HOLDERS];
     int n;
-} MH = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    int calling;          /* threads calling holders' functions (holders_begin) */
+} MH = {.lock = PTHREAD_MUTEX_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER};
+static _Thread_local int my_calling; /* of MH.calling, this thread's */
 
 /* The index of the holder with h's functions and ctx, or MH.n; with MH.lock. */
 static int find_holder(const struct vdev_mem_holder *h)
@@ -430,6 +433,11 @@ VDEV_API enum vdev_status vdev_mem_holder_remove(const struct vdev_mem_holder *h
         memmove(&MH.h[i], &MH.h[i + 1], (size_t)(MH.n - i - 1) * sizeof MH.h[0]);
         MH.n--;
     }
+    /* Its code may go once this returns: calls of it made from a copy of
+     * the list on other threads end first (this thread's own, from inside
+     * one of them, cannot). */
+    while (found && MH.calling > my_calling)
+        pthread_cond_wait(&MH.idle, &MH.lock);
     pthread_mutex_unlock(&MH.lock);
     if (!found)
         return vdev_error(VDEV_ERR_NOT_FOUND,
@@ -438,33 +446,43 @@ VDEV_API enum vdev_status vdev_mem_holder_remove(const struct vdev_mem_holder *h
 }
 
 /* The holders, copied: they are called without MH.lock, since they take
- * their own locks and may call into vdev (forget frees pending blocks). */
-static int holders(struct vdev_mem_holder h[MAX_HOLDERS])
+ * their own locks and may call into vdev (forget frees pending blocks).
+ * Counted as calling until holders_end, so that a removal waits for them. */
+static int holders_begin(struct vdev_mem_holder h[MAX_HOLDERS])
 {
     pthread_mutex_lock(&MH.lock);
     int n = MH.n;
     memcpy(h, MH.h, sizeof MH.h);
+    MH.calling++;
+    my_calling++;
     pthread_mutex_unlock(&MH.lock);
     return n;
+}
+
+static void holders_end(void)
+{
+    pthread_mutex_lock(&MH.lock);
+    MH.calling--;
+    my_calling--;
+    pthread_cond_broadcast(&MH.idle);
+    pthread_mutex_unlock(&MH.lock);
 }
 
 VDEV_API int vdev_mem_holders_live(char *msg, size_t cap)
 {
     struct vdev_mem_holder h[MAX_HOLDERS];
-    int n = holders(h);
+    int n = holders_begin(h), live = 0;
     char buf[480];
     if (cap && msg)
         msg[0] = '\0';
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && !live; i++) {
         buf[0] = '\0';
-        int live = h[i].live(h[i].ctx, buf, sizeof buf);
-        if (live) {
-            if (cap && msg)
-                vdev_strlcpy(msg, buf, cap);
-            return live;
-        }
+        live = h[i].live(h[i].ctx, buf, sizeof buf);
+        if (live && cap && msg)
+            vdev_strlcpy(msg, buf, cap);
     }
-    return 0;
+    holders_end();
+    return live;
 }
 
 enum vdev_status vdev_runtime_holders_release(void)
@@ -473,8 +491,9 @@ enum vdev_status vdev_runtime_holders_release(void)
     if (vdev_mem_holders_live(msg, sizeof msg))
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_shutdown: %s", msg);
     struct vdev_mem_holder h[MAX_HOLDERS];
-    int n = holders(h);
+    int n = holders_begin(h);
     for (int i = 0; i < n; i++)
         h[i].forget(h[i].ctx);
+    holders_end();
     return VDEV_OK;
 }
