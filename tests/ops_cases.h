@@ -142,6 +142,58 @@ static const int64_t SIZES[N_SIZES][2] = {{0, 5}, {1, 1}, {3, 5}, {17, 33}, {64,
 static const int64_t MM[N_SIZES][3] = {{0, 3, 4}, {1, 1, 1}, {3, 5, 7}, {17, 33, 9}, {64, 130, 33}};
 static const int64_t MM0[3][3] = {{0, 3, 4}, {3, 0, 4}, {3, 4, 0}};
 
+/* 2-D convolution and pooling: x [N,H,W,C] per size (size 0 an empty
+ * batch; size 4 none, the reference loops being slow); var bit 0 stride 2,
+ * bit 1 SAME, var 4 and 5 a 1x1 window (5: stride 2, SAME); otherwise a 3x2
+ * window where the input has room for it. The filter has 4 output channels
+ * (1 at size 1). The gradient ops get dy of the forward output's shape, and
+ * MaxPoolGrad a y of that shape too (its values are not read: the maxima
+ * come from x). */
+static const int64_t CONV_X[N_SIZES][4] = {{0, 5, 5, 2}, {1, 1, 1, 1}, {2, 5, 7, 3},
+                                           {3, 9, 8, 4}, {0, 0, 0, 0}};
+
+static int64_t conv_out_dim(int64_t in, int64_t k, int64_t s, int same)
+{
+    return same ? (in + s - 1) / s : (in - k + s) / s;
+}
+
+static int conv_case(struct tcase *c, enum vdev_op op, int size, int var)
+{
+    if (size == 4 || var > 5)
+        return 0;
+    const int64_t *xs = CONV_X[size];
+    int64_t kh = var >= 4 || xs[1] < 3 ? 1 : 3, kw = var >= 4 || xs[2] < 2 ? 1 : 2;
+    int64_t st = var == 5 || (var < 4 && (var & 1)) ? 2 : 1;
+    int same = var == 5 || (var < 4 && (var & 2));
+    int conv = op == VDEV_OP_CONV2D || op == VDEV_OP_CONV2D_BACKPROP_INPUT ||
+               op == VDEV_OP_CONV2D_BACKPROP_FILTER;
+    int64_t o = conv ? (size == 1 ? 1 : 4) : xs[3];
+    int64_t fs[4] = {kh, kw, xs[3], o};
+    int64_t ys[4] = {xs[0], conv_out_dim(xs[1], kh, st, same), conv_out_dim(xs[2], kw, st, same),
+                     o};
+    in_f(c, 0, xs, 4, -1, 1);
+    if (conv) {
+        in_f(c, 1, fs, 4, -1, 1);
+        if (op != VDEV_OP_CONV2D)
+            in_f(c, 2, ys, 4, -1, 1);
+        c->p.i[0] = c->p.i[1] = st;
+    } else {
+        if (op == VDEV_OP_MAX_POOL_GRAD)
+            in_f(c, 1, ys, 4, -1, 1);
+        if (op == VDEV_OP_MAX_POOL_GRAD || op == VDEV_OP_AVG_POOL_GRAD)
+            in_f(c, op == VDEV_OP_MAX_POOL_GRAD ? 2 : 1, ys, 4, -1, 1);
+        c->p.i[0] = kh;
+        c->p.i[1] = kw;
+        c->p.i[2] = c->p.i[3] = st;
+    }
+    c->p.f[0] = same ? VDEV_PAD_SAME : VDEV_PAD_VALID;
+    snprintf(c->desc, sizeof c->desc, "%s x [%lld,%lld,%lld,%lld] window %lldx%lld stride %lld %s",
+             vdev_op_defs[op].name, (long long)xs[0], (long long)xs[1], (long long)xs[2],
+             (long long)xs[3], (long long)kh, (long long)kw, (long long)st,
+             same ? "SAME" : "VALID");
+    return 1;
+}
+
 /* Builds the case (op, size, var); returns 0 when that variant does not
  * exist. Sizes index SIZES (a 2-D [r, c]); variants cover each op's modes.
  * Input ranges avoid values where the op has no answer (log of a negative),
@@ -521,6 +573,14 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
         c->p.i[0] = b;
         return 1;
     }
+    case VDEV_OP_CONV2D:
+    case VDEV_OP_MAX_POOL:
+    case VDEV_OP_AVG_POOL:
+    case VDEV_OP_CONV2D_BACKPROP_INPUT:
+    case VDEV_OP_CONV2D_BACKPROP_FILTER:
+    case VDEV_OP_MAX_POOL_GRAD:
+    case VDEV_OP_AVG_POOL_GRAD:
+        return conv_case(c, op, size, var);
     case VDEV_OP_COUNT:
         break;
     }

@@ -92,6 +92,106 @@ static int64_t bcast_offset(const struct hin *h, const int64_t *osh, int ond, in
     return off;
 }
 
+/* 2-D convolution and pooling, from the definitions: each output pixel's
+ * window walked from its top-left corner (padding before: half the padding
+ * SAME needs, rounded down), the gradients scattered from each output pixel
+ * back onto the elements its window read. */
+struct cgeom {
+    int64_t n, h, w, c, kh, kw, o, s[2], oh, ow, pt, pl;
+};
+
+static void cgeom_of(const struct tcase *c, struct cgeom *g)
+{
+    const struct hin *x = &c->in[0];
+    int conv = c->op == VDEV_OP_CONV2D || c->op == VDEV_OP_CONV2D_BACKPROP_INPUT ||
+               c->op == VDEV_OP_CONV2D_BACKPROP_FILTER;
+    int same = c->p.f[0] == VDEV_PAD_SAME;
+    g->n = x->shape[0], g->h = x->shape[1], g->w = x->shape[2], g->c = x->shape[3];
+    g->kh = conv ? c->in[1].shape[0] : c->p.i[0];
+    g->kw = conv ? c->in[1].shape[1] : c->p.i[1];
+    g->o = conv ? c->in[1].shape[3] : g->c;
+    g->s[0] = conv ? c->p.i[0] : c->p.i[2];
+    g->s[1] = conv ? c->p.i[1] : c->p.i[3];
+    int64_t in[2] = {g->h, g->w}, k[2] = {g->kh, g->kw}, out[2], pad[2];
+    for (int d = 0; d < 2; d++) {
+        out[d] = same ? (in[d] + g->s[d] - 1) / g->s[d] : (in[d] - k[d] + g->s[d]) / g->s[d];
+        int64_t total = (out[d] - 1) * g->s[d] + k[d] - in[d];
+        pad[d] = same && total > 0 ? total / 2 : 0;
+    }
+    g->oh = out[0], g->ow = out[1], g->pt = pad[0], g->pl = pad[1];
+}
+
+static void conv_expect(const struct tcase *c, struct texp *e)
+{
+    struct cgeom g;
+    cgeom_of(c, &g);
+    const float *x = F(c, 0);
+    int64_t ysh[4] = {g.n, g.oh, g.ow, g.o};
+    enum vdev_op op = c->op;
+    free(e->v[0]);
+    if (op == VDEV_OP_CONV2D || op == VDEV_OP_MAX_POOL || op == VDEV_OP_AVG_POOL)
+        exp_out(e, 0, ysh, 4, VDEV_F32);
+    else if (op == VDEV_OP_CONV2D_BACKPROP_FILTER)
+        exp_out(e, 0, c->in[1].shape, 4, VDEV_F32);
+    else
+        exp_out(e, 0, c->in[0].shape, 4, VDEV_F32);
+    double *v = e->v[0];
+    const float *dy = op == VDEV_OP_AVG_POOL_GRAD ? F(c, 1) : op == VDEV_OP_CONV2D ? NULL : F(c, 2);
+    const float *f = c->n_in > 1 ? F(c, 1) : NULL;
+    for (int64_t b = 0; b < g.n; b++)
+        for (int64_t r = 0; r < g.oh; r++)
+            for (int64_t q = 0; q < g.ow; q++)
+                for (int64_t oc = 0; oc < g.o; oc++) {
+                    int64_t yi = ((b * g.oh + r) * g.ow + q) * g.o + oc;
+                    double best = -INFINITY, sum = 0.0;
+                    int64_t arg = -1, cnt = 0;
+                    for (int64_t u = 0; u < g.kh; u++)
+                        for (int64_t w = 0; w < g.kw; w++) {
+                            int64_t i = r * g.s[0] + u - g.pt, j = q * g.s[1] + w - g.pl;
+                            if (i < 0 || j < 0 || i >= g.h || j >= g.w)
+                                continue;
+                            int64_t xrow = ((b * g.h + i) * g.w + j) * g.c;
+                            if (op == VDEV_OP_CONV2D) {
+                                for (int64_t ci = 0; ci < g.c; ci++)
+                                    v[yi] += (double)x[xrow + ci] *
+                                             f[((u * g.kw + w) * g.c + ci) * g.o + oc];
+                            } else if (op == VDEV_OP_CONV2D_BACKPROP_INPUT) {
+                                for (int64_t ci = 0; ci < g.c; ci++)
+                                    v[xrow + ci] += (double)dy[yi] *
+                                                    f[((u * g.kw + w) * g.c + ci) * g.o + oc];
+                            } else if (op == VDEV_OP_CONV2D_BACKPROP_FILTER) {
+                                for (int64_t ci = 0; ci < g.c; ci++)
+                                    v[((u * g.kw + w) * g.c + ci) * g.o + oc] +=
+                                        (double)dy[yi] * x[xrow + ci];
+                            } else {
+                                double xv = x[xrow + oc];
+                                if (arg < 0 || xv > best)
+                                    best = xv, arg = xrow + oc;
+                                sum += xv;
+                                cnt++;
+                            }
+                        }
+                    if (op == VDEV_OP_MAX_POOL)
+                        v[yi] = best;
+                    else if (op == VDEV_OP_AVG_POOL)
+                        v[yi] = sum / (double)cnt;
+                    else if (op == VDEV_OP_MAX_POOL_GRAD)
+                        v[arg] += dy[yi];
+                    else if (op == VDEV_OP_AVG_POOL_GRAD)
+                        for (int64_t u = 0; u < g.kh; u++)
+                            for (int64_t w = 0; w < g.kw; w++) {
+                                int64_t i = r * g.s[0] + u - g.pt, j = q * g.s[1] + w - g.pl;
+                                if (i >= 0 && j >= 0 && i < g.h && j < g.w)
+                                    v[((b * g.h + i) * g.w + j) * g.c + oc] +=
+                                        dy[yi] / (double)cnt;
+                            }
+                }
+    /* sums of up to 24 products of |.| <= 1: float accumulation (sgemm, the
+     * CUDA kernels) stays far inside 1e-5 */
+    e->atol = 1e-5;
+    e->rtol = 1e-5;
+}
+
 /* Fills e with what c's op must produce, and its tolerance. */
 static void expect(const struct tcase *c, struct texp *e)
 {
@@ -507,6 +607,15 @@ static void expect(const struct tcase *c, struct texp *e)
                 e->v[0][(b + i) * row + j] = a[i * row + j];
         break;
     }
+    case VDEV_OP_CONV2D:
+    case VDEV_OP_MAX_POOL:
+    case VDEV_OP_AVG_POOL:
+    case VDEV_OP_CONV2D_BACKPROP_INPUT:
+    case VDEV_OP_CONV2D_BACKPROP_FILTER:
+    case VDEV_OP_MAX_POOL_GRAD:
+    case VDEV_OP_AVG_POOL_GRAD:
+        conv_expect(c, e);
+        break;
     case VDEV_OP_COUNT:
         break;
     }

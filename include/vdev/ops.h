@@ -1,8 +1,9 @@
 /* vdev/ops.h — the ops on tensors: matrix product, elementwise arithmetic
  * with numpy's broadcasting, activations, softmax, reductions, reshape,
- * transpose and slices of rows, the losses (mean squared error, softmax cross-entropy) and
- * argmax. Each runs on the device placement picks (vdev/placement.h) and a
- * recording tape (vdev/autograd.h) differentiates it. Part of the public API:
+ * transpose and slices of rows, the losses (mean squared error, softmax
+ * cross-entropy), argmax, and 2-D convolution and pooling. Each runs on the
+ * device placement picks (vdev/placement.h) and a recording tape
+ * (vdev/autograd.h) differentiates it. Part of the public API:
  * vdev.h includes it, and it may be included alone (it includes the parts it
  * builds on). */
 #ifndef VDEV_VDEV_OPS_H
@@ -98,6 +99,39 @@ VDEV_API vdev_tensor_t *vdev_softmax_cross_entropy(const vdev_tensor_t *logits,
                                                    const vdev_tensor_t *labels);
 /* Index of the largest element over the last axis, i32. */
 VDEV_API vdev_tensor_t *vdev_argmax(const vdev_tensor_t *a);
+
+/* ==== 2-D convolution and pooling ==========================================
+ * TensorFlow's Conv2D, MaxPool and AvgPool in its default layout: input NHWC
+ * [batch, height, width, channels] float, filter HWIO [KH, KW, C, O]; no
+ * dilation, no groups (the filter's C is the input's). `padding` is "VALID"
+ * (windows inside the input: out = (in - k + s) / s, rounded down) or "SAME"
+ * (out = ceil(in / s), padded with (out - 1) s + k - in when positive, half
+ * of it (rounded down) before, at the top and left, the rest after), each
+ * dimension by TensorFlow's rule. An output dimension of 0 gives an empty
+ * tensor, as in TensorFlow. The pools ignore the padding: the max and the
+ * mean are over the window's elements inside the input. Their gradients (a
+ * recording tape) are TensorFlow's Conv2DBackpropInput and
+ * Conv2DBackpropFilter, MaxPoolGrad (each window's gradient goes to its
+ * first maximum in row-major order) and AvgPoolGrad. Errors, in TensorFlow's
+ * words after the op's name: VDEV_ERR_INVALID_ARG for a padding other than
+ * "SAME" or "VALID" ("Conv2D: Value for attr 'padding' of "FULL" is not in
+ * the list of allowed values: "SAME", "VALID""), a stride below 1
+ * ("Conv2D: Stride must be > 0, but got 0") or a pool window below 1
+ * ("MaxPool: Sliding window ksize for dimension 1 was zero."); VDEV_ERR_SHAPE
+ * for an input or filter not 4-dimensional ("Conv2D: input must be
+ * 4-dimensional[2,3]", "Conv2D: filter must be 4-dimensional: [3,3]",
+ * "MaxPool: tensor_in must be 4-dimensional"), an input depth that is not a
+ * multiple of the filter's ("Conv2D: input depth must be evenly divisible by
+ * filter depth: 3 vs 2"), a filter window of size 0, or a window larger than
+ * the input under VALID ("Conv2D: Computed output size would be negative: -1
+ * [input_size: 2, effective_filter_size: 4, stride: 1]"); VDEV_ERR_UNSUPPORTED
+ * for a grouped convolution (an input depth a multiple of the filter's). */
+VDEV_API vdev_tensor_t *vdev_conv2d(const vdev_tensor_t *input, const vdev_tensor_t *filter,
+                                    int stride_h, int stride_w, const char *padding);
+VDEV_API vdev_tensor_t *vdev_max_pool2d(const vdev_tensor_t *input, int ksize_h, int ksize_w,
+                                        int stride_h, int stride_w, const char *padding);
+VDEV_API vdev_tensor_t *vdev_avg_pool2d(const vdev_tensor_t *input, int ksize_h, int ksize_w,
+                                        int stride_h, int stride_w, const char *padding);
 
 #ifdef __cplusplus
 }

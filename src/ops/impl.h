@@ -132,6 +132,28 @@ GRAD(vdev_grad_softmax_ce);
 GRAD(vdev_grad_identity);
 GRAD(vdev_grad_slice);
 
+/* conv.c, conv_kernels.c, conv_grads.c: 2-D convolution and pooling */
+SHAPE(vdev_shape_conv);      /* CONV2D, MAX_POOL, AVG_POOL */
+SHAPE(vdev_shape_conv_grad); /* their gradient ops */
+KERNEL(vdev_ref_conv2d);
+KERNEL(vdev_fast_conv2d);    /* im2col and the matmul's sgemm */
+KERNEL(vdev_ref_max_pool);
+KERNEL(vdev_ref_avg_pool);
+KERNEL(vdev_ref_conv2d_backprop_input);
+KERNEL(vdev_ref_conv2d_backprop_filter);
+KERNEL(vdev_ref_max_pool_grad);
+KERNEL(vdev_ref_avg_pool_grad);
+GRAD(vdev_grad_conv2d);
+GRAD(vdev_grad_max_pool);
+GRAD(vdev_grad_avg_pool);
+/* The window geometry of one of those ops, from its (checked) arguments:
+ * x [n,h,w,c], window kh x kw, o output channels (c for the pools), strides,
+ * output oh x ow, and the padding before (pt top, pl left). */
+struct vdev_conv_geom {
+    int64_t n, h, w, c, kh, kw, o, sh, sw, oh, ow, pt, pl;
+};
+void vdev_conv_geom_of(const struct vdev_kernel_args *a, struct vdev_conv_geom *g);
+
 /* Element index helpers for kernels. */
 static inline int64_t vdev_args_numel(const struct vdev_kernel_args *a, int k)
 {

@@ -54,10 +54,23 @@ enum vdev_op {
     VDEV_OP_SLICE,
     /* (dy, like x) -> x's shape: zeros, rows [i[0], i[0] + dy's rows) = dy */
     VDEV_OP_SLICE_GRAD,
+    /* 2-D convolution and pooling, NHWC (conv.c); f[0] the padding (VDEV_PAD_*) */
+    VDEV_OP_CONV2D,       /* (x, filter HWIO); i[0] stride h, i[1] stride w, i[3] determinism */
+    VDEV_OP_MAX_POOL,     /* (x); i[0] ksize h, i[1] ksize w, i[2] stride h, i[3] stride w */
+    VDEV_OP_AVG_POOL,     /* (x); as MAX_POOL (a mean over the window's valid elements) */
+    VDEV_OP_CONV2D_BACKPROP_INPUT,  /* (x for its shape, filter, dy); as CONV2D */
+    VDEV_OP_CONV2D_BACKPROP_FILTER, /* (x, filter for its shape, dy); as CONV2D */
+    VDEV_OP_MAX_POOL_GRAD, /* (x, y, dy); as MAX_POOL: dy to each window's first max */
+    VDEV_OP_AVG_POOL_GRAD, /* (x for its shape, dy); as MAX_POOL */
     VDEV_OP_COUNT
 };
 
 #define VDEV_AXIS_ALL 127
+
+/* The convolutions' and pools' padding, in f[0]: TensorFlow's "VALID" and
+ * "SAME". */
+#define VDEV_PAD_VALID 0
+#define VDEV_PAD_SAME 1
 
 /* The in-place updates' weight decay (Keras's decoupled weight_decay:
  * var -= var * wd * lr before the update) comes as the bits of two floats,
