@@ -159,6 +159,15 @@ static void op_tol(int op, int64_t k, double *atol, double *rtol)
         *atol = 1e-30;
         *rtol = 2.4e-7;
         return;
+    case VDEV_OP_CONV2D: /* double sums in the reference's order, rounded once */
+    case VDEV_OP_AVG_POOL:
+    case VDEV_OP_CONV2D_BACKPROP_INPUT:
+    case VDEV_OP_CONV2D_BACKPROP_FILTER:
+    case VDEV_OP_MAX_POOL_GRAD:
+    case VDEV_OP_AVG_POOL_GRAD:
+        *atol = 1e-7;
+        *rtol = 1e-6;
+        return;
     case VDEV_OP_SOFTMAX:
     case VDEV_OP_LOG_SOFTMAX:
     case VDEV_OP_SOFTMAX_GRAD:
@@ -252,6 +261,23 @@ static struct vdev_op_params P(double f0, double f1, int64_t i0, int64_t i1) {
     p.i[0] = i0;
     p.i[1] = i1;
     return p;
+}
+
+/* The convolutions' and pools' parameters: the padding (1: SAME) in f[0],
+ * i[0..3] as the op's row says (strides; or window, then strides). */
+static struct vdev_op_params conv_params(int same, int64_t i0, int64_t i1, int64_t i2,
+                                         int64_t i3)
+{
+    struct vdev_op_params p = P(same ? VDEV_PAD_SAME : VDEV_PAD_VALID, 0, i0, i1);
+    p.i[2] = i2;
+    p.i[3] = i3;
+    return p;
+}
+
+/* An output dimension by TensorFlow's rule. */
+static int64_t conv_dim(int64_t in, int64_t k, int64_t s, int same)
+{
+    return same ? (in + s - 1) / s : (in - k + s) / s;
 }
 
 #define CASE(what, op, p, classes, ...)                                                            \
@@ -511,6 +537,53 @@ op_cases(void)
          TF(G_UNIFORM, 2, 7, 33), TF(G_UNIFORM, 2, 17, 33));
     CASE("no row: zeros", VDEV_OP_SLICE_GRAD, P(0, 0, 2, 0), 0, TF(G_UNIFORM, 2, 0, 33),
          TF(G_UNIFORM, 2, 17, 33));
+    /* 2-D convolution and pooling (cuda_conv.cu): strides 1 and 2, both
+     * paddings, batches and channels above 1, a 1x1 window, an empty batch
+     * and a window larger than the input (an empty output, the input's
+     * gradients zeros) */
+    for (int v = 0; v < 4; v++) {
+        int64_t s = v & 1 ? 2 : 1, nb = BIG(8, 2), h = BIG(30, 9), w = BIG(27, 7);
+        int64_t c = BIG(16, 3), o = BIG(24, 5);
+        int same = (v & 2) != 0;
+        struct vdev_op_params pc = conv_params(same, s, s, 0, 0);
+        struct vdev_op_params pp = conv_params(same, 3, 2, s, s);
+        int64_t oh = conv_dim(h, 3, s, same), ow = conv_dim(w, 2, s, same);
+        const char *what = same ? "SAME" : "VALID";
+        CASE(what, VDEV_OP_CONV2D, pc, 0, TF(G_UNIFORM, 4, nb, h, w, c),
+             TF(G_UNIFORM, 4, 3, 2, c, o));
+        CASE(what, VDEV_OP_CONV2D_BACKPROP_INPUT, pc, 0, TF(G_UNIFORM, 4, nb, h, w, c),
+             TF(G_UNIFORM, 4, 3, 2, c, o), TF(G_UNIFORM, 4, nb, oh, ow, o));
+        CASE(what, VDEV_OP_CONV2D_BACKPROP_FILTER, pc, 0, TF(G_UNIFORM, 4, nb, h, w, c),
+             TF(G_UNIFORM, 4, 3, 2, c, o), TF(G_UNIFORM, 4, nb, oh, ow, o));
+        CASE(what, VDEV_OP_MAX_POOL, pp, 0, TF(G_UNIFORM, 4, nb, h, w, c));
+        CASE("ties", VDEV_OP_MAX_POOL, pp, 0, TF(G_TIES, 4, nb, h, w, c));
+        CASE(what, VDEV_OP_AVG_POOL, pp, 0, TF(G_UNIFORM, 4, nb, h, w, c));
+        CASE(what, VDEV_OP_MAX_POOL_GRAD, pp, 0, TF(G_UNIFORM, 4, nb, h, w, c),
+             TF(G_UNIFORM, 4, nb, oh, ow, c), TF(G_UNIFORM, 4, nb, oh, ow, c));
+        CASE("ties", VDEV_OP_MAX_POOL_GRAD, pp, 0, TF(G_TIES, 4, nb, h, w, c),
+             TF(G_UNIFORM, 4, nb, oh, ow, c), TF(G_UNIFORM, 4, nb, oh, ow, c));
+        CASE(what, VDEV_OP_AVG_POOL_GRAD, pp, 0, TF(G_UNIFORM, 4, nb, h, w, c),
+             TF(G_UNIFORM, 4, nb, oh, ow, c));
+    }
+    struct vdev_op_params c1 = conv_params(0, 1, 1, 0, 0), c2 = conv_params(1, 2, 2, 0, 0);
+    CASE("1x1", VDEV_OP_CONV2D, c1, 0, TF(G_UNIFORM, 4, 2, 5, 6, 7), TF(G_UNIFORM, 4, 1, 1, 7, 3));
+    CASE("1x1 stride 2", VDEV_OP_CONV2D, c2, 0, TF(G_UNIFORM, 4, 2, 5, 6, 7),
+         TF(G_UNIFORM, 4, 1, 1, 7, 3));
+    CASE("empty batch", VDEV_OP_CONV2D, c1, 0, TF(G_UNIFORM, 4, 0, 5, 6, 2),
+         TF(G_UNIFORM, 4, 3, 3, 2, 3));
+    CASE("empty batch", VDEV_OP_CONV2D_BACKPROP_FILTER, c1, 0, TF(G_UNIFORM, 4, 0, 5, 6, 2),
+         TF(G_UNIFORM, 4, 3, 3, 2, 3), TF(G_UNIFORM, 4, 0, 3, 4, 3));
+    struct vdev_op_params c3 = conv_params(0, 2, 2, 0, 0), p3 = conv_params(0, 3, 3, 2, 2);
+    CASE("empty output", VDEV_OP_CONV2D, c3, 0, TF(G_UNIFORM, 4, 2, 2, 2, 2),
+         TF(G_UNIFORM, 4, 3, 3, 2, 3));
+    CASE("empty output", VDEV_OP_CONV2D_BACKPROP_INPUT, c3, 0, TF(G_UNIFORM, 4, 2, 2, 2, 2),
+         TF(G_UNIFORM, 4, 3, 3, 2, 3), TF(G_UNIFORM, 4, 2, 0, 0, 3));
+    CASE("empty output", VDEV_OP_CONV2D_BACKPROP_FILTER, c3, 0, TF(G_UNIFORM, 4, 2, 2, 2, 2),
+         TF(G_UNIFORM, 4, 3, 3, 2, 3), TF(G_UNIFORM, 4, 2, 0, 0, 3));
+    CASE("empty output", VDEV_OP_MAX_POOL_GRAD, p3, 0, TF(G_UNIFORM, 4, 2, 2, 2, 2),
+         TF(G_UNIFORM, 4, 2, 0, 0, 2), TF(G_UNIFORM, 4, 2, 0, 0, 2));
+    CASE("empty output", VDEV_OP_AVG_POOL_GRAD, p3, 0, TF(G_UNIFORM, 4, 2, 2, 2, 2),
+         TF(G_UNIFORM, 4, 2, 0, 0, 2));
 }
 
 /* Prints cases and the largest error per op; every op must have a case. */

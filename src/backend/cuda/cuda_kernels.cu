@@ -43,7 +43,8 @@ const char *op_name(int op)
         "ArgMax", "Identity", "ReluGrad", "TanhGrad", "SigmoidGrad", "SoftmaxGrad",
         "LogSoftmaxGrad", "BroadcastTo", "MeanSquaredErrorGrad", "SparseSoftmaxCrossEntropyGrad",
         "ReduceToShape", "ApplyMomentum", "ApplyAdam", "Sqrt", "AmsgradMoments",
-        "ApplyAdamWithAmsgrad", "ClipGradient", "Slice", "SliceGrad"};
+        "ApplyAdamWithAmsgrad", "ClipGradient", "Slice", "SliceGrad", "Conv2D", "MaxPool",
+        "AvgPool", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPoolGrad", "AvgPoolGrad"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -575,6 +576,7 @@ bool nothing_to_do(const vdev_cuda_args *a)
     case VDEV_OP_MSE_GRAD:
     case VDEV_OP_SOFTMAX_CE_GRAD:
     case VDEV_OP_SLICE_GRAD: /* zeros to write where dy has no row */
+    case VDEV_OP_CONV2D_BACKPROP_FILTER: /* an empty batch: zeros to write */
         return numel_in(a, 1) == 0;
     case VDEV_OP_REDUCE_ROWS: /* mode 3: sums over empty blocks are zeros to write */
         return a->i[3] == 2 ? false : numel_in(a, a->i[3] == 0 ? 0 : 1) == 0;
@@ -741,6 +743,15 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
                           msg, cap);
     case VDEV_OP_SLICE_GRAD:
         return copy_range(a, 0, a->i[0] * row_numel(a, 1), numel_in(a, 0), true, s, msg, cap);
+    case VDEV_OP_CONV2D:
+    case VDEV_OP_MAX_POOL:
+    case VDEV_OP_AVG_POOL:
+    case VDEV_OP_CONV2D_BACKPROP_INPUT:
+    case VDEV_OP_CONV2D_BACKPROP_FILTER:
+    case VDEV_OP_MAX_POOL_GRAD:
+    case VDEV_OP_AVG_POOL_GRAD:
+        run_conv(a, s, n_sm); /* cuda_conv.cu */
+        break;
     default:
         snprintf(msg, cap, "CUDA plugin: no CUDA kernel for op %d (%s); this build knows ops 0..%d",
                  a->op, op_name(a->op), VDEV_OP_COUNT - 1);
