@@ -264,6 +264,11 @@ _PROTOS = {
     "vdev_mse": (_h, [_h, _h]),
     "vdev_softmax_cross_entropy": (_h, [_h, _h]),
     "vdev_argmax": (_h, [_h]),
+    "vdev_conv2d": (_h, [_h, _h, ctypes.c_int, ctypes.c_int, ctypes.c_char_p]),
+    "vdev_max_pool2d": (_h, [_h, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                             ctypes.c_char_p]),
+    "vdev_avg_pool2d": (_h, [_h, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                             ctypes.c_char_p]),
     # autograd, nn
     "vdev_tape_begin": (_h, []),
     "vdev_tape_begin_ex": (_h, [ctypes.c_uint]),

@@ -19,13 +19,25 @@ happens to equal some replicas' rows is divided differently on those
 replicas; pass global_batch_size for such a loss. Outside a strategy it is
 the mean over the rows (one replica), 0 for an empty batch (TensorFlow's
 div_no_nan, as vdev's losses give).
+
+``conv2d``, ``max_pool2d`` and ``avg_pool2d`` are TensorFlow's, NHWC only:
+input [batch, height, width, channels], filters [height, width, in, out];
+strides and ksize an int or a list of 1, 2 or 4 ints as TensorFlow takes
+them (4: [1, h, w, 1]); padding "SAME" or "VALID" by TensorFlow's rule
+(SAME's odd padding goes after: bottom, right). The pools ignore the
+padding (the max and the mean of the elements inside the input). Left out,
+each refused with UnimplementedError: data_format "NCHW", dilations other
+than 1, explicit padding (a list), strides or windows over the batch or the
+channels, grouped convolution.
 """
 
 import numbers
+from collections import abc
 
 from . import _lib, _strategy_context, errors
 from ._lib import lib
-from ._ops import divide, log_softmax, multiply, reduce_sum, relu, sigmoid, softmax, tanh
+from ._ops import (_new, _t, divide, log_softmax, multiply, reduce_sum, relu, sigmoid, softmax,
+                   tanh)
 from ._tensor import Tensor, convert_to_tensor
 
 
@@ -84,4 +96,104 @@ def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size
     return divide(total, float(global_batch_size or shape[0]))
 
 
-__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "compute_average_loss"]
+# ---- 2-D convolution and pooling ----
+
+def _unimplemented(msg):
+    return errors.UnimplementedError(msg, "VDEV_ERR_UNSUPPORTED")
+
+
+def _get_sequence(value, name):
+    """TensorFlow's _get_sequence for two spatial dimensions, NHWC: an int or
+    a list of 1, 2 or 4 ints as a list of 4 ([1, h, w, 1] from 1 or 2)."""
+    if value is None:
+        return [1, 1, 1, 1]
+    if isinstance(value, Tensor):
+        value = value.numpy().tolist()
+    if isinstance(value, (list, tuple)):
+        value = list(value)
+    elif not isinstance(value, abc.Sized):
+        value = [value]
+    else:
+        value = list(value)
+    n = len(value)
+    if n == 1:
+        value = value * 2
+    elif n not in (2, 4):
+        raise ValueError("%s should be of length 1, 2 or 4. Received: %s=%s of length %d"
+                         % (name, name, value, n))
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError("Expected int for argument '%s' not %r." % (name, v))
+        if not -2 ** 31 <= int(v) < 2 ** 31:
+            raise ValueError("%s: %d does not fit a 32-bit int" % (name, int(v)))
+    value = [int(v) for v in value]
+    return value if n == 4 else [1] + value + [1]
+
+
+def _nhwc(fn, data_format):
+    if data_format != "NHWC":
+        raise _unimplemented("vdev.nn.%s: data_format %r is not supported; vdev takes NHWC "
+                             "only" % (fn, data_format))
+
+
+def _padding(fn, padding):
+    """padding as bytes for C, which refuses strings other than "SAME" and
+    "VALID" in TensorFlow's words."""
+    if padding == "EXPLICIT":
+        raise ValueError("'EXPLICIT' is not a valid value for `padding`. To use explicit "
+                         "padding, `padding` must be a list.")
+    if isinstance(padding, (list, tuple)):
+        raise _unimplemented("vdev.nn.%s: explicit padding (a list) is not supported; use "
+                             "\"SAME\" or \"VALID\"" % fn)
+    if isinstance(padding, bytes):
+        padding = padding.decode("utf-8", "replace")
+    if not isinstance(padding, str):
+        raise TypeError("Expected string for argument 'padding' not %r." % (padding,))
+    return padding.encode("utf-8")
+
+
+def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None, name=None):
+    """The 2-D convolution of input [N,H,W,C] with filters [KH,KW,C,O], as
+    ``tf.nn.conv2d``: [N,OH,OW,O]."""
+    _nhwc("conv2d", data_format)
+    st = _get_sequence(strides, "strides")
+    dil = _get_sequence(dilations, "dilations")
+    if dil != [1, 1, 1, 1]:
+        raise _unimplemented("vdev.nn.conv2d: dilations other than 1 are not supported "
+                             "(dilations=%r)" % (dilations,))
+    if st[0] != 1 or st[3] != 1:
+        raise _unimplemented("Current implementation does not yet support strides in the batch "
+                             "and depth dimensions.")
+    pad = _padding("conv2d", padding)
+    x, f = _t(input), _t(filters)
+    return _new(lib.vdev_conv2d(x._handle, f._handle, st[1], st[2], pad))
+
+
+def _pool(fn, cfn, input, ksize, strides, padding, data_format):
+    _nhwc(fn, data_format)
+    ks = _get_sequence(ksize, "ksize")
+    st = _get_sequence(strides, "strides")
+    if ks[0] != 1 or st[0] != 1:
+        raise _unimplemented("Pooling is not yet supported on the batch dimension.")
+    if ks[3] != 1 or st[3] != 1:
+        raise _unimplemented("vdev.nn.%s: pooling over the depth dimension is not supported"
+                             % fn)
+    pad = _padding(fn, padding)
+    x = _t(input)
+    return _new(cfn(x._handle, ks[1], ks[2], st[1], st[2], pad))
+
+
+def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
+    """The maximum over each ksize window of input [N,H,W,C], as
+    ``tf.nn.max_pool2d``; the gradient goes to each window's first maximum."""
+    return _pool("max_pool2d", lib.vdev_max_pool2d, input, ksize, strides, padding, data_format)
+
+
+def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
+    """The mean over each ksize window of input [N,H,W,C] (of the elements
+    inside the input, under SAME), as ``tf.nn.avg_pool2d``."""
+    return _pool("avg_pool2d", lib.vdev_avg_pool2d, input, ksize, strides, padding, data_format)
+
+
+__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "compute_average_loss", "conv2d",
+           "max_pool2d", "avg_pool2d"]
