@@ -1,4 +1,5 @@
-"""Layers, as ``tf.keras.layers``: ``Dense``.
+"""Layers, as ``tf.keras.layers``: ``Dense``, and ``Conv2D``,
+``MaxPooling2D``, ``AveragePooling2D`` and ``Flatten`` (from _conv_layers.py).
 
 ``Dense(units, activation)`` computes act(x @ W + b) with W Glorot-uniform
 and b zeros (Keras's kernel_initializer / bias_initializer: a name or a
@@ -28,7 +29,7 @@ from . import _lib, _ops, _strategy_context, initializers, random
 from ._device import current_device, device
 from ._tensor import Tensor, Variable, float32
 
-__all__ = ["Dense", "Layer"]
+__all__ = ["AveragePooling2D", "Conv2D", "Dense", "Flatten", "Layer", "MaxPooling2D"]
 
 _ACTIVATIONS = {None: None, "linear": None, "relu": _ops.relu, "tanh": _ops.tanh,
                 "sigmoid": _ops.sigmoid, "softmax": _ops.softmax}
@@ -348,3 +349,7 @@ class Dense(Layer):
         if len(shape) > 2:
             y = _ops.reshape(y, list(shape[:-1]) + [self.units])
         return self.activation(y) if self.activation else y
+
+
+# the convolutional layers build on Layer and Dense's helpers above
+from ._conv_layers import AveragePooling2D, Conv2D, Flatten, MaxPooling2D  # noqa: E402

@@ -1,0 +1,240 @@
+"""Keras's convolutional layers, exported by ``vdev.layers``: ``Conv2D``,
+``MaxPooling2D``, ``AveragePooling2D`` and ``Flatten``, over vdev.nn's ops
+(channels_last only). Conv2D makes its kernel [kh, kw, in, filters] and bias
+[filters] as Dense makes its weights: when the input's channels are known
+(``input_shape``, or the first call), on the device scope the layer was made
+in (mirrored under a strategy's scope), the kernel drawn with the layer's
+seed and the bias with the seed Dense derives from it. Keras's arguments are
+taken in Keras's order; what vdev has not (channels_first, dilation, groups,
+regularizers, constraints) is a ValueError naming it, as Dense refuses its.
+"""
+
+import numbers
+
+from . import _ops, _strategy_context, initializers, nn, random
+from ._device import current_device, device
+from ._tensor import Tensor, float32
+
+__all__ = ["AveragePooling2D", "Conv2D", "Flatten", "MaxPooling2D"]
+
+
+def _pair(value, name):
+    """Keras's normalize_tuple(value, 2, name): an int or 2 ints."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return (int(value), int(value))
+    try:
+        t = tuple(value)
+    except TypeError:
+        t = None
+    if t is None or len(t) != 2 or not all(isinstance(v, numbers.Integral) and
+                                           not isinstance(v, bool) for v in t):
+        raise ValueError("The `%s` argument must be a tuple of 2 integers. Received: %s=%r"
+                         % (name, name, value))
+    return tuple(int(v) for v in t)
+
+
+def _padding(value):
+    p = value.lower() if isinstance(value, str) else value
+    if p not in ("valid", "same"):
+        raise ValueError('The `padding` argument must be a list/tuple or one of "valid", '
+                         '"same" (or "causal", only for `Conv1D). Received: %s' % (value,))
+    return p.upper()
+
+
+def _channels_last(layer, data_format):
+    if data_format not in (None, "channels_last"):
+        raise ValueError("vdev's %s takes data_format=None or 'channels_last' only, not %r: "
+                         "vdev's convolutions are NHWC" % (type(layer).__name__, data_format))
+
+
+def _float_input(layer_device, x):
+    """x as a float32 tensor (a value made on the layer's device when no
+    scope is open, as Dense does)."""
+    if not isinstance(x, Tensor):
+        if layer_device is not None and current_device() is None:
+            with device(layer_device):
+                return _ops.convert_to_tensor(x, float32)
+        return _ops.convert_to_tensor(x, float32)
+    return x if x.dtype is float32 else _ops._cast(x, float32)
+
+
+def _check_4d(layer, x):
+    shape = tuple(int(d) for d in x.shape)
+    if len(shape) != 4:
+        raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected ndim=4, '
+                         "found ndim=%d. Full shape received: %s" % (layer.name, len(shape),
+                                                                      shape))
+    return shape
+
+
+def _base():
+    from .layers import Layer
+    return Layer
+
+
+class Conv2D(_base()):
+    """``activation(conv2d(inputs, kernel) + bias)``, as Keras's Conv2D on
+    channels_last inputs [batch, height, width, channels]."""
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
+                 dilation_rate=(1, 1), groups=1, activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, input_shape=None, seed=None,
+                 name=None, dtype=None):
+        from .layers import _activation, _bias_seed
+        for arg, x in (("kernel_regularizer", kernel_regularizer),
+                       ("bias_regularizer", bias_regularizer),
+                       ("activity_regularizer", activity_regularizer),
+                       ("kernel_constraint", kernel_constraint),
+                       ("bias_constraint", bias_constraint)):
+            if x is not None:
+                raise ValueError("vdev's Conv2D takes %s=None only, not %r" % (arg, x))
+        if dtype is not None and getattr(dtype, "name", dtype) != "float32":
+            raise ValueError("vdev's Conv2D takes dtype=None or 'float32' only, not %r"
+                             % (dtype,))
+        _channels_last(self, data_format)
+        if _pair(dilation_rate, "dilation_rate") != (1, 1):
+            raise ValueError("vdev's Conv2D takes dilation_rate=1 only, not %r" % (dilation_rate,))
+        if groups != 1:
+            raise ValueError("vdev's Conv2D takes groups=1 only, not %r" % (groups,))
+        super().__init__(name)
+        if isinstance(filters, bool) or not isinstance(filters, numbers.Integral) or filters <= 0:
+            raise ValueError("Invalid value for argument `filters`. Expected a strictly positive "
+                             "value. Received filters=%r." % (filters,))
+        self.filters = int(filters)
+        self.kernel_size = _pair(kernel_size, "kernel_size")
+        self.strides = _pair(strides, "strides")
+        self.padding = _padding(padding).lower()
+        self.activation = _activation(activation)
+        self.use_bias = bool(use_bias)
+        self.seed = random._seed(seed)
+        self.kernel_initializer = initializers._get(kernel_initializer, self.seed)
+        self.bias_initializer = initializers._get(bias_initializer, _bias_seed(self.seed))
+        if self.kernel_initializer is None or self.bias_initializer is None:
+            raise ValueError("Could not interpret initializer identifier: None")
+        self._device = current_device()
+        self._strategy = _strategy_context.mirroring_strategy()
+        self.kernel = self.bias = None
+        if input_shape is not None and tuple(input_shape)[-1] is not None:
+            self.build(tuple(input_shape)[-1])
+
+    @property
+    def built(self):
+        return self.kernel is not None
+
+    def build(self, channels):
+        """Makes the kernel [kh, kw, channels, filters] and the bias
+        [filters] on the layer's device (Dense's rules)."""
+        from .layers import _adopt, _initial
+        if self.kernel is not None:
+            return
+        if _strategy_context.replica() is not None:
+            raise _strategy_context.variable_in_step_error(
+                "layer %r is built" % self.name, "Give it input_shape (or call it once)")
+        from . import _lib
+        channels = _lib.index(channels, "channels")
+        where = self._device or ("CPU:0" if self._strategy is not None else None)
+        scope = device(where) if where else None
+        if scope:
+            scope.__enter__()
+        try:
+            shape = self.kernel_size + (channels, self.filters)
+            self.kernel = _adopt(_initial(self.kernel_initializer, shape), self._strategy)
+            self.kernel.name = self.name + "/kernel"
+            if self.use_bias:
+                self.bias = _adopt(_initial(self.bias_initializer, (self.filters,)),
+                                   self._strategy)
+                self.bias.name = self.name + "/bias"
+        finally:
+            if scope:
+                scope.__exit__(None, None, None)
+        self._variables = [self.kernel] + ([self.bias] if self.bias is not None else [])
+
+    def get_config(self):
+        act = self.activation
+        return {"name": self.name, "trainable": True, "dtype": "float32",
+                "filters": self.filters, "kernel_size": self.kernel_size,
+                "strides": self.strides, "padding": self.padding,
+                "data_format": "channels_last", "dilation_rate": (1, 1), "groups": 1,
+                "activation": "linear" if act is None else act.__name__,
+                "use_bias": self.use_bias,
+                "kernel_initializer": initializers.serialize(self.kernel_initializer),
+                "bias_initializer": initializers.serialize(self.bias_initializer),
+                "kernel_regularizer": None, "bias_regularizer": None,
+                "activity_regularizer": None, "kernel_constraint": None,
+                "bias_constraint": None}
+
+    def __call__(self, inputs, training=None, mask=None):
+        x = inputs
+        if not isinstance(x, Tensor) and self.kernel is not None:
+            with _ops._near(self.kernel):
+                x = _ops.convert_to_tensor(x, float32)
+        x = _float_input(self._device, x)
+        shape = _check_4d(self, x)
+        if self.kernel is None:
+            self.build(shape[-1])
+        elif shape[-1] != int(self.kernel.shape[2]):
+            raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '
+                             "axis -1 of input shape to have value %d, but received input with "
+                             "shape %s" % (self.name, int(self.kernel.shape[2]), shape))
+        y = nn.conv2d(x, self.kernel, list(self.strides), self.padding.upper())
+        if self.bias is not None:
+            y = _ops.add(y, self.bias)
+        return self.activation(y) if self.activation else y
+
+
+class _Pooling2D(_base()):
+    _op = None
+
+    def __init__(self, pool_size=(2, 2), strides=None, padding="valid", data_format=None,
+                 name=None):
+        _channels_last(self, data_format)
+        super().__init__(name)
+        self.pool_size = _pair(pool_size, "pool_size")
+        self.strides = self.pool_size if strides is None else _pair(strides, "strides")
+        self.padding = _padding(padding).lower()
+
+    def get_config(self):
+        return {"name": self.name, "trainable": True, "dtype": "float32",
+                "pool_size": self.pool_size, "padding": self.padding,
+                "strides": self.strides, "data_format": "channels_last"}
+
+    def __call__(self, inputs, training=None, mask=None):
+        x = _float_input(None, inputs)
+        _check_4d(self, x)
+        return type(self)._op(x, list(self.pool_size), list(self.strides),
+                              self.padding.upper())
+
+
+class MaxPooling2D(_Pooling2D):
+    """The maximum over each pool_size window, as Keras's MaxPooling2D
+    (strides default to pool_size)."""
+    _op = staticmethod(nn.max_pool2d)
+
+
+class AveragePooling2D(_Pooling2D):
+    """The mean over each pool_size window (of the elements inside the
+    input, under "same"), as Keras's AveragePooling2D."""
+    _op = staticmethod(nn.avg_pool2d)
+
+
+class Flatten(_base()):
+    """[batch, ...] to [batch, product of the rest], as Keras's Flatten (a
+    view)."""
+
+    def __init__(self, data_format=None, name=None):
+        _channels_last(self, data_format)
+        super().__init__(name)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": True, "dtype": "float32",
+                "data_format": "channels_last"}
+
+    def __call__(self, inputs, training=None, mask=None):
+        x = _float_input(None, inputs)
+        shape = tuple(int(d) for d in x.shape)
+        if not shape:
+            raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '
+                             "min_ndim=1, found ndim=0. Full shape received: ()" % (self.name,))
+        return _ops.reshape(x, [shape[0], -1])
