@@ -107,6 +107,13 @@ def test_same_pads_after_and_pools_skip_the_padding():
     assert vdev.nn.max_pool2d(x, 5, 2, "VALID").shape == (1, 0, 0, 1)
 
 
+def test_a_filter_given_as_a_value_is_made_beside_the_input():
+    with vdev.device("GPU:1"):
+        x = vdev.ones([1, 3, 3, 1])
+    y = vdev.nn.conv2d(x, np.ones((2, 2, 1, 1), np.float32), 1, "VALID")
+    assert y.device.endswith("GPU:1") and y.numpy().ravel().tolist() == [4, 4, 4, 4]
+
+
 def test_max_pool_gradient_goes_to_the_first_maximum():
     v = vdev.Variable(np.full((1, 2, 2, 1), 3.0, np.float32))
     with vdev.GradientTape() as tape:

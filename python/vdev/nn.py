@@ -36,8 +36,8 @@ from collections import abc
 
 from . import _lib, _strategy_context, errors
 from ._lib import lib
-from ._ops import (_new, _t, divide, log_softmax, multiply, reduce_sum, relu, sigmoid, softmax,
-                   tanh)
+from ._ops import (_near, _new, _t, divide, log_softmax, multiply, reduce_sum, relu, sigmoid,
+                   softmax, tanh)
 from ._tensor import Tensor, convert_to_tensor
 
 
@@ -165,7 +165,12 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
         raise _unimplemented("Current implementation does not yet support strides in the batch "
                              "and depth dimensions.")
     pad = _padding("conv2d", padding)
-    x, f = _t(input), _t(filters)
+    x = _t(input)
+    if isinstance(filters, Tensor):
+        f = filters
+    else:  # a value beside a tensor is made where the tensor is
+        with _near(x):
+            f = convert_to_tensor(filters)
     return _new(lib.vdev_conv2d(x._handle, f._handle, st[1], st[2], pad))
 
 
