@@ -111,8 +111,9 @@ static enum vdev_status check_padding(const struct vdev_kernel_args *a)
 }
 
 /* The forward output [N,OH,OW,O] from input 0 (x) and the window (input 1's
- * filter for the convolutions, i[0..1] for the pools), every check made;
- * `xname` is how TensorFlow's kernel calls input 0. */
+ * filter for the convolutions, i[0..1] for the pools), every check made,
+ * each refusal in the words of TensorFlow's kernel for the op (which calls
+ * the pools' input tensor_in). */
 static enum vdev_status forward_shape(const struct vdev_kernel_args *a, int64_t *shape)
 {
     const char *name = vdev_op_defs[a->op].name;
