@@ -3,7 +3,7 @@
 # Ctrl-C's SIGINT, SIGHUP) while it writes the picture: the process ends by
 # that signal, its temporary file ('.FILE.XXXXXX' beside FILE) is removed and
 # FILE is left as it was. The signal is sent once the temporary file is seen;
-# a run that ends before it is seen is tried again.
+# a run that ends before it is seen is tried again (up to 25 times).
 # Usage: cli_plot_signal.sh VDEV SHARED
 set -u
 vdev=$1
@@ -53,7 +53,7 @@ else:
 PY
 for sig in SIGTERM SIGINT SIGHUP; do
   num=$(python3 -c "import signal; print(int(signal.$sig))")
-  for _ in 1 2 3 4 5 6 7 8; do
+  for _ in $(seq 1 25); do   # a loaded machine may miss the window many times
     rm -rf "$tmp/out"; mkdir "$tmp/out"; echo old >"$tmp/out/m.svg"
     res=$(python3 "$tmp/interrupt.py" "$vdev" "$tmp/run.json" "$tmp/out" "$sig")
     [ "$res" != missed ] && break
