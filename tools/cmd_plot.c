@@ -426,11 +426,18 @@ struct out_file {
  * default are caught, for the time of the write; a program's own handler
  * (vdev demo's) is left alone. */
 static _Atomic(const char *) pending_tmp;
+/* 1 while the temporary file is being made and named (out_open): the end
+ * signals are blocked on that thread then, but a signal sent to the process
+ * may be taken by another of its threads (OpenBLAS starts its own when the
+ * library loads), whose handler waits for the name before it looks. */
+static atomic_int making_tmp;
 static const int end_signals[] = {SIGINT, SIGTERM, SIGHUP};
 #define N_END_SIGNALS (int)(sizeof end_signals / sizeof end_signals[0])
 
 static void on_end_signal(int sig)
 {
+    while (atomic_load(&making_tmp))
+        ; /* a few instructions and one system call away: the file's naming */
     const char *tmp = atomic_load(&pending_tmp);
     if (tmp)
         unlink(tmp); /* async-signal-safe */
@@ -485,10 +492,14 @@ static int out_open(struct out_file *o, const char *out, char *err, size_t cap)
     for (int k = 0; k < N_END_SIGNALS; k++)
         sigaddset(&ends, end_signals[k]);
     pthread_sigmask(SIG_BLOCK, &ends, &old_mask);
+    atomic_store(&making_tmp, 1);
     int fd = mkostemp(o->tmp, O_CLOEXEC);
+    int made_errno = errno;
     if (fd >= 0)
         atomic_store(&pending_tmp, o->tmp);
+    atomic_store(&making_tmp, 0);
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    errno = made_errno;
     if (fd < 0) {
         seterr(err, cap, "%s: cannot open for writing: %s", out, strerror(errno));
         o->tmp[0] = '\0';
