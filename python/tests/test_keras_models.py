@@ -270,3 +270,48 @@ def test_the_optimizers_metadata_keys_are_its_own(tmp_path):
                             "yours another key" % path)
     vdev.train.save_checkpoint(path, {"v": v}, metadata={"optimizer/learning_rate": "5"})
     assert vdev.train.checkpoint_metadata(path)["optimizer/learning_rate"] == "5"
+
+
+# ---- freezing layers (Keras 2's layer.trainable) ----
+
+def test_a_frozen_layer_lists_no_trainable_variables_and_does_not_train():
+    """Fine-tuning as in Keras: a backbone set ``trainable = False`` after it
+    is built leaves the model's trainable_variables (the head's alone), so
+    the optimizer leaves it as it was; the variables' own flags stay True
+    (Keras 2); a model's setting sets every layer in it; Dense takes
+    trainable= as Keras's layers do, and get_config says it."""
+    back = vdev.layers.Dense(4, input_dim=3, seed=1)
+    head = vdev.layers.Dense(1, seed=2)
+    m = vdev.models.Sequential([back, head])
+    assert back.trainable and m.trainable
+    back.trainable = False
+    assert back.trainable is False and back.trainable_variables == []
+    assert back.trainable_weights == []
+    assert [id(v) for v in back.non_trainable_weights] == [id(back.kernel), id(back.bias)]
+    assert back.kernel.trainable and back.bias.trainable
+    assert back.get_config()["trainable"] is False
+    assert [id(v) for v in m.trainable_variables] == [id(head.kernel), id(head.bias)]
+    assert [id(v) for v in m.non_trainable_weights] == [id(back.kernel), id(back.bias)]
+    x = np.ones((5, 3), np.float32)
+    y = np.zeros((5, 1), np.float32)
+    kept = [v.numpy().copy() for v in back.variables]
+    h0 = head.kernel.numpy().copy()
+    opt = vdev.optimizers.SGD(0.1)
+    for _ in range(3):
+        with vdev.GradientTape() as t:
+            loss = vdev.losses.MeanSquaredError()(y, m(x))
+        g = t.gradient(loss, m.trainable_variables)
+        opt.apply_gradients(zip(g, m.trainable_variables))
+    assert [a.tobytes() for a in kept] == [v.numpy().tobytes() for v in back.variables]
+    assert not np.array_equal(h0, head.kernel.numpy())
+    lines = []
+    m.summary(print_fn=lines.append)
+    assert "Trainable params: 5" in lines and "Non-trainable params: 16" in lines
+    m.trainable = False  # every layer in it
+    assert m.trainable_variables == [] and not head.trainable and not back.trainable
+    assert len(m.non_trainable_weights) == 4
+    m.trainable = True
+    assert back.trainable and len(m.trainable_variables) == 4
+    frozen = vdev.layers.Dense(2, input_dim=3, trainable=False)
+    assert frozen.trainable_variables == [] and len(frozen.non_trainable_weights) == 2
+    assert vdev.models.Sequential([frozen], trainable=False).trainable is False

@@ -106,11 +106,30 @@ def _dedup(variables):
 class Layer:
     """A callable holding variables. A layer made without a name gets its
     class's, numbered per process as Keras numbers them (dense, dense_1,
-    dense_2, ...); a name given is kept as it is."""
+    dense_2, ...); a name given is kept as it is. ``trainable`` is Keras
+    2's: a layer set ``trainable = False`` (frozen) lists no
+    ``trainable_variables`` (each of its variables is a non-trainable
+    weight), while the variables' own ``trainable`` flags stay as they
+    were; a model's setting sets every layer in it."""
 
-    def __init__(self, name=None):
+    def __init__(self, name=None, trainable=True):
         self.name = name or _unique_name(_snake_case(type(self).__name__))
         self._variables = []
+        self._trainable = bool(trainable)
+
+    @property
+    def trainable(self):
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value):
+        self._trainable = bool(value)
+        for l in self._sublayers():  # Keras's _flatten_layers: every layer within
+            if isinstance(l, Layer):
+                l.trainable = value
+
+    def _sublayers(self):
+        return []
 
     @property
     def variables(self):
@@ -118,7 +137,17 @@ class Layer:
 
     @property
     def trainable_variables(self):
-        return [v for v in self._variables if v.trainable]
+        """The variables that train: none when the layer is frozen, else its
+        own with ``trainable=True`` and those of its trainable layers."""
+        if not self._trainable:
+            return []
+        out = [v for v in self._variables if v.trainable]
+        for l in self._sublayers():
+            if isinstance(l, Layer):
+                out.extend(l.trainable_variables)
+            else:  # any callable: its variables flagged trainable
+                out.extend(v for v in getattr(l, "variables", []) if v.trainable)
+        return _dedup(out)
 
     @property
     def trainable_weights(self):
@@ -131,7 +160,9 @@ class Layer:
 
     @property
     def non_trainable_weights(self):
-        return [v for v in self.variables if not v.trainable]
+        """The variables that do not train (every one of a frozen layer)."""
+        train = {id(v) for v in self.trainable_variables}
+        return [v for v in self.variables if id(v) not in train]
 
     def get_weights(self):
         """The weights' values, NumPy arrays in the order of ``weights``."""
@@ -202,7 +233,8 @@ class Dense(Layer):
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
                  activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
-                 input_dim=None, input_shape=None, seed=None, name=None, dtype=None):
+                 input_dim=None, input_shape=None, seed=None, name=None, dtype=None,
+                 trainable=True):
         for arg, x, what in (("kernel_regularizer", kernel_regularizer, "regularizers"),
                              ("bias_regularizer", bias_regularizer, "regularizers"),
                              ("activity_regularizer", activity_regularizer, "regularizers"),
@@ -215,7 +247,7 @@ class Dense(Layer):
             raise ValueError("vdev's Dense takes dtype=None or 'float32' only, not %r: vdev's "
                              "layers compute in float32 (no mixed precision or float64)"
                              % (dtype,))
-        super().__init__(name)
+        super().__init__(name, trainable)
         try:
             n = _lib.index(units, "units")
         except TypeError:
@@ -256,7 +288,8 @@ class Dense(Layer):
         act = self.activation
         names = [k for k, f in _ACTIVATIONS.items() if k and f is act]
         activation = "linear" if act is None else (names[0] if names else act.__name__)
-        return {"name": self.name, "trainable": True, "dtype": "float32", "units": self.units,
+        return {"name": self.name, "trainable": self.trainable, "dtype": "float32",
+                "units": self.units,
                 "activation": activation, "use_bias": self.use_bias,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer),

@@ -15,8 +15,8 @@ class Sequential(Layer):
     """Keras's ``Sequential``: ``layers`` applied in order, each a vdev layer
     or any callable; ``add`` appends one."""
 
-    def __init__(self, layers=None, name=None):
-        super().__init__(name)
+    def __init__(self, layers=None, name=None, trainable=True):
+        super().__init__(name, trainable)
         self.layers = []
         for l in layers or []:
             self.add(l)
@@ -69,10 +69,8 @@ class Sequential(Layer):
         (shared weights) lists its variables at their first use, as Keras."""
         return _dedup(v for l in self.layers for v in getattr(l, "variables", []))
 
-    @property
-    def trainable_variables(self):
-        """The variables that train (``trainable=True``), in order."""
-        return [v for v in self.variables if v.trainable]
+    def _sublayers(self):
+        return self.layers
 
     @property
     def built(self):
