@@ -3,8 +3,11 @@
  * while a third reads its iteration count; every update is counted, every
  * variable ends as one thread alone would leave it, and ThreadSanitizer sees
  * no race (the slot table was reallocated under a reader, the count read
- * while written). A pressure callback met inside an update that asks the
- * same optimizer for its slots is refused instead of waiting for itself. */
+ * while written); settings changed on another thread during updates wait
+ * for the update under way (switching clipping off freed the scratch an
+ * update was clipping into). A pressure callback met inside an update that
+ * asks the same optimizer for its slots, or changes its settings, is
+ * refused instead of waiting for itself. */
 #define _GNU_SOURCE
 #include "check.h"
 
@@ -63,6 +66,19 @@ static void *read_count(void *arg)
     return NULL;
 }
 
+/* Switches clipping and momentum on and off until both appliers are done. */
+static void *toggle_settings(void *arg)
+{
+    (void)arg;
+    for (int k = 0; atomic_load(&appliers_done) < 2; k ^= 1)
+        if (vdev_optimizer_set_clipping(opt, k ? 100.0f : 0.0f, 0.0f, 0.0f) != VDEV_OK ||
+            vdev_sgd_set(opt, 0.1f, 0.5f) != VDEV_OK ||
+            vdev_sgd_set_nesterov(opt, false) != VDEV_OK ||
+            vdev_optimizer_set_weight_decay(opt, 0.0f) != VDEV_OK)
+            atomic_fetch_add(&failures, 1);
+    return NULL;
+}
+
 static void shared_optimizer(void)
 {
     check_fresh("3x16GiB");
@@ -71,11 +87,13 @@ static void shared_optimizer(void)
         opt = vdev_sgd_new(0.1f, 0.5f);
         CHECK(opt != NULL);
         atomic_store(&appliers_done, 0);
-        pthread_t t[3];
+        pthread_t t[4];
         CHECK(pthread_create(&t[0], NULL, update, "GPU:1") == 0);
         CHECK(pthread_create(&t[1], NULL, update, "GPU:2") == 0);
         CHECK(pthread_create(&t[2], NULL, read_count, NULL) == 0);
-        for (int i = 0; i < 3; i++)
+        /* clipping at 100 leaves a gradient of norm 0.5 * sqrt(8) as it is */
+        CHECK(pthread_create(&t[3], NULL, toggle_settings, NULL) == 0);
+        for (int i = 0; i < 4; i++)
             pthread_join(t[i], NULL);
         int64_t n = -1;
         CHECK_OK(vdev_optimizer_get_iterations(opt, &n));
@@ -90,9 +108,9 @@ static void shared_optimizer(void)
 
 static vdev_tensor_t *var;
 static atomic_int calls;
-static enum vdev_status cb_status;
+static enum vdev_status cb_status, cb_set_status[2];
 static int cb_n;
-static char cb_msg[256];
+static char cb_msg[256], cb_set_msg[2][256];
 
 static void on_pressure(const char *device, enum vdev_pressure what, uint64_t bytes, void *user)
 {
@@ -103,6 +121,10 @@ static void on_pressure(const char *device, enum vdev_pressure what, uint64_t by
     cb_n = vdev_optimizer_slots(opt, var, &slot, NULL, 1);
     cb_status = vdev_last_status();
     snprintf(cb_msg, sizeof cb_msg, "%s", vdev_last_error());
+    cb_set_status[0] = vdev_optimizer_set_clipping(opt, 1.0f, 0.0f, 0.0f);
+    snprintf(cb_set_msg[0], sizeof cb_set_msg[0], "%s", vdev_last_error());
+    cb_set_status[1] = vdev_sgd_set(opt, 0.2f, 0.0f);
+    snprintf(cb_set_msg[1], sizeof cb_set_msg[1], "%s", vdev_last_error());
 }
 
 static void callback_inside_update(void)
@@ -137,6 +159,11 @@ static void callback_inside_update(void)
     CHECK(cb_status == VDEV_ERR_INVALID_ARG);
     CHECK_STR(cb_msg, "vdev_optimizer_slots: called during an update by the same optimizer on "
                       "this thread (a pressure callback)");
+    CHECK(cb_set_status[0] == VDEV_ERR_INVALID_ARG && cb_set_status[1] == VDEV_ERR_INVALID_ARG);
+    CHECK_STR(cb_set_msg[0], "vdev_optimizer_set_clipping: called during an update by the same "
+                             "optimizer on this thread (a pressure callback)");
+    CHECK_STR(cb_set_msg[1], "vdev_sgd_set: called during an update by the same optimizer on "
+                             "this thread (a pressure callback)");
     /* outside the update the slots are the optimizer's as before */
     while (n > 0)
         vdev_tensor_free(held[--n]);

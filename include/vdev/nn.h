@@ -88,10 +88,12 @@ VDEV_API vdev_optimizer_t *vdev_adam_new(float learning_rate, float beta1, float
 /* Updates each variable in place on its own device, and counts the update
  * (refused at the largest count: see vdev_optimizer_get_iterations).
  * Updates by one optimizer from several threads run one at a time (as do
- * vdev_optimizer_slots), each counted; a call of either for the optimizer
- * from a pressure callback met inside its own update is VDEV_ERR_INVALID_ARG
- * ("vdev_optimizer_slots: called during an update by the same optimizer on
- * this thread (a pressure callback)"). */
+ * vdev_optimizer_slots and the setters: vdev_sgd_set, vdev_adam_set, the
+ * clipping, the weight decay ..., which wait for an update under way), each
+ * counted; a call of any of them for the optimizer from a pressure callback
+ * met inside its own update is VDEV_ERR_INVALID_ARG ("vdev_optimizer_slots:
+ * called during an update by the same optimizer on this thread (a pressure
+ * callback)"). */
 VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *opt, vdev_tensor_t *const *vars,
                                                vdev_tensor_t *const *grads, int n);
 /* The optimizer's state for variable var, to save in a checkpoint and load

@@ -260,53 +260,57 @@ static enum vdev_status zero_velocities(struct optim *o)
 
 VDEV_API enum vdev_status vdev_sgd_set(vdev_optimizer_t *h, float lr, float momentum)
 {
+    struct vdev_nn_in in;
     struct optim *o = optim_of_kind(h, OPT_SGD, "vdev_sgd_set");
-    if (!o)
-        return vdev_last_status();
-    if (!sgd_values_ok("vdev_sgd_set", lr, momentum))
+    if (!o || !sgd_values_ok("vdev_sgd_set", lr, momentum) ||
+        !vdev_nn_enter(o, &in, "vdev_sgd_set"))
         return vdev_last_status();
     /* momentum off: no velocity from here on (a held slot handle reads zeros,
      * and momentum switched on again starts from them) */
-    if (o->momentum != 0 && momentum == 0) {
-        enum vdev_status st = zero_velocities(o);
-        if (st != VDEV_OK)
-            return st;
+    enum vdev_status st = o->momentum != 0 && momentum == 0 ? zero_velocities(o) : VDEV_OK;
+    if (st == VDEV_OK) {
+        o->lr = lr;
+        o->momentum = momentum;
     }
-    o->lr = lr;
-    o->momentum = momentum;
-    return VDEV_OK;
+    vdev_nn_leave(&in);
+    return st;
 }
 
 VDEV_API enum vdev_status vdev_adam_set(vdev_optimizer_t *h, float lr, float beta1, float beta2,
                                         float eps)
 {
+    struct vdev_nn_in in;
     struct optim *o = optim_of_kind(h, OPT_ADAM, "vdev_adam_set");
-    if (!o)
-        return vdev_last_status();
-    if (!adam_values_ok("vdev_adam_set", lr, beta1, beta2, eps))
+    if (!o || !adam_values_ok("vdev_adam_set", lr, beta1, beta2, eps) ||
+        !vdev_nn_enter(o, &in, "vdev_adam_set"))
         return vdev_last_status();
     o->lr = lr;
     o->beta1 = beta1;
     o->beta2 = beta2;
     o->eps = eps;
+    vdev_nn_leave(&in);
     return VDEV_OK;
 }
 
 VDEV_API enum vdev_status vdev_sgd_set_nesterov(vdev_optimizer_t *h, bool nesterov)
 {
+    struct vdev_nn_in in;
     struct optim *o = optim_of_kind(h, OPT_SGD, "vdev_sgd_set_nesterov");
-    if (!o)
+    if (!vdev_nn_enter(o, &in, "vdev_sgd_set_nesterov"))
         return vdev_last_status();
     o->nesterov = nesterov;
+    vdev_nn_leave(&in);
     return VDEV_OK;
 }
 
 VDEV_API enum vdev_status vdev_adam_set_amsgrad(vdev_optimizer_t *h, bool amsgrad)
 {
+    struct vdev_nn_in in;
     struct optim *o = optim_of_kind(h, OPT_ADAM, "vdev_adam_set_amsgrad");
-    if (!o)
+    if (!vdev_nn_enter(o, &in, "vdev_adam_set_amsgrad"))
         return vdev_last_status();
     o->amsgrad = amsgrad; /* vhat is made (zeros) by the next update that needs it */
+    vdev_nn_leave(&in);
     return VDEV_OK;
 }
 
@@ -331,12 +335,16 @@ VDEV_API enum vdev_status vdev_optimizer_set_clipping(vdev_optimizer_t *h, float
                           "%s: At most one of `clipnorm` and `global_clipnorm` can be set. "
                           "Received: clipnorm=%g, global_clipnorm=%g.",
                           fn, clipnorm, global_clipnorm);
+    struct vdev_nn_in in;
+    if (!vdev_nn_enter(o, &in, fn))
+        return vdev_last_status();
     o->clip.clipnorm = clipnorm;
     o->clip.clipvalue = clipvalue;
     o->clip.global_clipnorm = global_clipnorm;
     /* no clipping: no scratch for it (made again when clipping comes back) */
     for (int i = 0; !vdev_clip_on(&o->clip) && i < o->n_slots; i++)
         drop_clip_scratch(&o->slots[i]);
+    vdev_nn_leave(&in);
     return VDEV_OK;
 }
 
@@ -345,10 +353,13 @@ VDEV_API enum vdev_status vdev_optimizer_set_weight_decay(vdev_optimizer_t *h, f
     struct optim *o = vdev_nn_object_of(&optims, h, "vdev_optimizer_set_weight_decay");
     if (!o)
         return vdev_last_status();
+    struct vdev_nn_in in;
     if (vdev_check_finite("vdev_optimizer_set_weight_decay", "weight decay", weight_decay) !=
-        VDEV_OK)
+            VDEV_OK ||
+        !vdev_nn_enter(o, &in, "vdev_optimizer_set_weight_decay"))
         return vdev_last_status();
     o->weight_decay = weight_decay;
+    vdev_nn_leave(&in);
     return VDEV_OK;
 }
 
@@ -379,12 +390,17 @@ VDEV_API enum vdev_status vdev_optimizer_exclude_from_weight_decay(vdev_optimize
         if (!v->is_variable)
             return vdev_error(VDEV_ERR_INVALID_ARG, "%s: tensor %d is not a variable", fn, i);
     }
+    struct vdev_nn_in in;
+    if (!vdev_nn_enter(o, &in, fn))
+        return vdev_last_status();
     int need = o->n_excl + n;
     if (need > o->cap_excl) {
         int cap = need > 2 * o->cap_excl ? need : 2 * o->cap_excl;
         const vdev_tensor_t **e = realloc(o->excl, (size_t)cap * sizeof *e);
-        if (!e)
+        if (!e) {
+            vdev_nn_leave(&in);
             return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
+        }
         o->excl = e;
         o->cap_excl = cap;
     }
@@ -396,6 +412,7 @@ VDEV_API enum vdev_status vdev_optimizer_exclude_from_weight_decay(vdev_optimize
             if (o->slots[j].var == vars[i])
                 o->slots[j].no_decay = 1;
     }
+    vdev_nn_leave(&in);
     return VDEV_OK;
 }
 
