@@ -85,6 +85,34 @@ static void test_paused_and_explicit(void)
     vdev_tensor_free(f);
 }
 
+/* The tape does not hold the variables it skips: one freed while the tape
+ * lives gives its memory back at once, and variables made after it (at its
+ * address, when the allocator reuses it) are watched as any other. */
+static void test_skipped_are_not_held(void)
+{
+    static const int64_t big[1] = {1 << 20};
+    struct vdev_memory_info m0, m1;
+    CHECK_OK(vdev_memory_info("CPU:0", &m0));
+    vdev_tape_t *t = vdev_tape_begin();
+    for (int k = 0; k < 20; k++) {
+        vdev_tensor_t *f = vdev_variable(vdev_tensor_fill(big, 1, VDEV_F32, 1.0));
+        CHECK_OK(vdev_tape_skip(t, f));
+        vdev_tensor_free(f);
+        CHECK_OK(vdev_memory_info("CPU:0", &m1));
+        CHECK(m1.bytes_in_use == m0.bytes_in_use);
+        vdev_tensor_t *w = scalar_var(2.0f), *g = NULL;
+        vdev_tensor_t *loss = vdev_mul(w, w);
+        CHECK_OK(vdev_tape_gradient_ex(t, loss, &w, 1, &g, VDEV_UNCONNECTED_NONE));
+        CHECK(value(g) == 4.0f);
+        vdev_tensor_free(g);
+        vdev_tensor_free(loss);
+        vdev_tensor_free(w);
+        vdev_tape_end(t);
+        t = vdev_tape_begin();
+    }
+    vdev_tape_end(t);
+}
+
 static void test_errors(void)
 {
     vdev_scope_begin();
@@ -115,6 +143,7 @@ int main(void)
     CHECK_OK(vdev_init());
     test_skip_then_watch("CPU:0");
     test_paused_and_explicit();
+    test_skipped_are_not_held();
     test_errors();
     CHECK_NO_LEAK("CPU:0");
     vdev_shutdown();

@@ -49,7 +49,9 @@ VDEV_API enum vdev_status vdev_tape_watch(vdev_tape_t *tape, const vdev_tensor_t
 /* Skips a variable (TensorFlow's trainable=False, which a tape does not
  * watch when an op reads it): the ops that read it alone are not recorded
  * from this call on, and the loss does not reach it, until it is given to
- * vdev_tape_watch. The tape holds it until vdev_tape_end; a no-op with
+ * vdev_tape_watch. The tape does not hold it (freed by its owner, its
+ * memory is given back at once, as a tape that merely ignores it should;
+ * a variable made later at its address is not taken for it); a no-op with
  * VDEV_TAPE_WATCH_EXPLICIT or for a variable watched already. Where and on
  * what as vdev_tape_watch (the errors name vdev_tape_skip). */
 VDEV_API enum vdev_status vdev_tape_skip(vdev_tape_t *tape, const vdev_tensor_t *var);

@@ -159,3 +159,19 @@ def test_a_non_trainable_variable_counts_from_its_watch():
     gw, gh, gf = tape.gradient(loss, [w, h, frozen])
     assert gw.numpy().tolist() == [2.0, 4.0] and gh is None and gf is None
     assert tape.watched_variables() == (w,)
+
+
+def test_a_persistent_tape_does_not_keep_non_trainable_variables_alive():
+    """A tape ignores the non-trainable Variables that exist when it begins;
+    it does not hold them: one deleted while a persistent tape lives gives
+    its memory back at once (the tape held every one until it was freed)."""
+    E = vdev.config.experimental
+    with vdev.device("CPU:0"):
+        w = vdev.Variable([1.0, 2.0])
+        frozen = vdev.Variable(np.zeros((512, 512), np.float32), trainable=False)
+    with vdev.GradientTape(persistent=True) as tape:
+        loss = vdev.reduce_sum(w * w)
+    held = E.get_memory_info("CPU:0")["current"]
+    del frozen
+    assert E.get_memory_info("CPU:0")["current"] == held - 512 * 512 * 4
+    assert tape.gradient(loss, w).numpy().tolist() == [2.0, 4.0]

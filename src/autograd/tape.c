@@ -277,6 +277,7 @@ VDEV_API vdev_tape_t *vdev_tape_begin_ex(unsigned flags)
     t->explicit_watch = (flags & VDEV_TAPE_WATCH_EXPLICIT) != 0;
     memset(&t->watched, 0, sizeof t->watched);
     memset(&t->skipped, 0, sizeof t->skipped);
+    t->watched.hold = 1; /* the skipped are not held: their owners free them */
     atomic_init(&t->recording, 1);
     atomic_init(&t->released, 0);
     atomic_init(&t->ending, 0);

@@ -65,17 +65,26 @@ static inline void tset_add(struct tset *s, const struct vdev_tens *k)
     s->keys[tset_slot(s, k)] = k;
 }
 
-/* A tape's own variables (tape_vars.c): held until vdev_varset_free, in the
- * order added, with a hash set of twice the list's capacity for has. */
+/* A tape's own variables (tape_vars.c), in the order added, with a hash set
+ * of twice the list's capacity for has. A set that holds them (hold: the
+ * watched ones) keeps them alive until vdev_varset_free; one that does not
+ * (the skipped ones: a variable the tape only ignores is freed when its
+ * owner frees it) compares each entry's handle too (ids, lids), so that
+ * another tensor later made at a freed one's address is not taken for it. */
 struct varset {
     const struct vdev_tens **list;
-    int n, cap;
+    uint64_t *lids; /* list[i]'s handle */
+    int n, cap, hold;
     const struct vdev_tens **set;
+    uint64_t *ids; /* set[i]'s handle */
 };
 
 static inline int varset_has(const struct varset *s, const struct vdev_tens *v)
 {
-    return s->set && s->set[ptr_slot(s->set, 2 * (size_t)s->cap, v)] == v;
+    if (!s->set)
+        return 0;
+    size_t i = ptr_slot(s->set, 2 * (size_t)s->cap, v);
+    return s->set[i] == v && (s->hold || s->ids[i] == v->handle);
 }
 
 /* Adds v (held) unless there; VDEV_ERR_OOM "<fn>: out of host memory". */
