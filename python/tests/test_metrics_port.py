@@ -73,5 +73,11 @@ def test_serve_refuses_bad_addresses():
         vdev.placement.metrics_serve(9400)
     assert str(e.value) == ("metrics_serve: addr must be a string such as '127.0.0.1:9400', "
                             "not int")
+    # C would serve on the address before the null character
+    with pytest.raises(ValueError) as e:
+        vdev.placement.metrics_serve("127.0.0.1:0\0junk")
+    assert str(e.value) == ("metrics_serve: embedded null character in addr "
+                            "'127.0.0.1:0\\x00junk'")
+    assert vdev.placement.metrics_port() == 0
     for name in ("metrics_serve", "metrics_stop"):
         assert name in vdev.placement.__all__

@@ -127,11 +127,14 @@ def metrics_serve(addr):
     ("localhost" is 127.0.0.1), port 0 for a free one (``metrics_port()``
     says which). Starts vdev. One endpoint at a time: a second call while one
     serves, a malformed address or one that cannot be bound is an
-    ``InvalidArgumentError`` saying which; ``metrics_stop()`` or
+    ``InvalidArgumentError`` saying which (one with a null character
+    Python's ``ValueError``); ``metrics_stop()`` or
     ``vdev.shutdown()`` stops it. Returns the port served."""
     if not isinstance(addr, str):
         raise TypeError("metrics_serve: addr must be a string such as '127.0.0.1:9400', not %s"
                         % type(addr).__name__)
+    if "\0" in addr:  # C would read the address up to it, and serve there
+        raise ValueError("metrics_serve: embedded null character in addr %r" % (addr,))
     st = lib.vdev_metrics_serve(addr.encode("utf-8"))
     if st != _lib.OK:
         # the C message's advice, in this module's words
