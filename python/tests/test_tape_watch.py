@@ -175,3 +175,24 @@ def test_a_persistent_tape_does_not_keep_non_trainable_variables_alive():
     del frozen
     assert E.get_memory_info("CPU:0")["current"] == held - 512 * 512 * 4
     assert tape.gradient(loss, w).numpy().tolist() == [2.0, 4.0]
+
+
+def test_trainable_changed_after_construction_counts_at_the_next_tape():
+    """A Variable's trainable flag set after it was made decides, as one
+    given at construction, whether the next tape watches it when read (the
+    tape walks a registry of the non-trainable ones, kept by the setter)."""
+    a = vdev.Variable([1.0, 2.0])
+    b = vdev.Variable([3.0, 4.0], trainable=False)
+    a.trainable = False
+    b.trainable = True
+    with vdev.GradientTape(persistent=True) as tape:
+        ha = a * 2.0  # a: not watched, so a constant to the tape
+        hb = b * 2.0
+        loss = vdev.reduce_sum(ha * ha) + vdev.reduce_sum(hb * hb)
+    ga, gb, gha = tape.gradient(loss, [a, b, ha])
+    assert ga is None and gha is None
+    assert gb.numpy().tolist() == [24.0, 32.0]  # d/db of sum(4 b^2) = 8 b
+    a.trainable = True
+    with vdev.GradientTape() as tape:
+        loss = vdev.reduce_sum(a * a)
+    assert tape.gradient(loss, a).numpy().tolist() == [2.0, 4.0]

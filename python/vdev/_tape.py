@@ -194,8 +194,8 @@ class GradientTape:
         watches only trainable variables when they are read)."""
         h = lib.vdev_tape_begin_ex(0 if self._watch_accessed else 1)
         if h and self._watch_accessed:
-            from ._tensor import _VARIABLES
-            for v in list(_VARIABLES.values()):
+            from ._tensor import _NON_TRAINABLE
+            for v in list(_NON_TRAINABLE.values()):
                 if v.trainable or id(v) in self._watched:
                     continue
                 st = lib.vdev_tape_skip(h, v._handle)

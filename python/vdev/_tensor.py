@@ -29,6 +29,10 @@ _LONG_PREFIX = "/job:localhost/replica:0/task:0"
 # Every live Variable by its handle, so that a list of handles vdev gives
 # back (a tape's watched variables) maps to the user's own objects.
 _VARIABLES = weakref.WeakValueDictionary()
+# The non-trainable ones among them, which a tape that watches what it meets
+# skips (_tape.py): a registry of those alone, so that a tape's start walks
+# them and not every Variable.
+_NON_TRAINABLE = weakref.WeakValueDictionary()
 _MADE = itertools.count()  # Variables in order of construction (TensorFlow's unique ids)
 
 
@@ -439,7 +443,21 @@ class Variable(Tensor):
     (vdev's variables always keep their shape), and the arguments vdev has
     no use for (``caching_device``, ``constraint``, ...) only None."""
 
-    __slots__ = ("trainable", "name", "_made")
+    __slots__ = ("_trainable", "name", "_made")
+
+    @property
+    def trainable(self):
+        """Whether the optimizer trains it and a tape watches it when read."""
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value):
+        self._trainable = value
+        if _VARIABLES.get(self._h) is self:
+            if value:
+                _NON_TRAINABLE.pop(self._h, None)
+            else:
+                _NON_TRAINABLE[self._h] = self
 
     def __new__(cls, initial_value=None, trainable=None, validate_shape=True,
                 caching_device=None, name=None, variable_def=None, dtype=None,
@@ -477,10 +495,10 @@ class Variable(Tensor):
                 raise
             _handle = _variable_handle(h)
         super().__init__(_handle)
+        _VARIABLES[_handle] = self
         self.trainable = True if trainable is None else trainable  # as TensorFlow's
         self.name = name if name is not None else "Variable"
         self._made = next(_MADE)
-        _VARIABLES[_handle] = self
 
     def assign(self, value, use_locking=None, name=None, read_value=True):
         """Copies value into the variable (same shape and dtype); returns the
