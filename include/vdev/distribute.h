@@ -205,7 +205,11 @@ typedef enum vdev_status (*vdev_replica_fn)(vdev_replica_context_t *ctx, void *u
  * VDEV_ERR_BACKEND when a thread cannot be started. */
 VDEV_API enum vdev_status vdev_mirrored_strategy_new(const char *const *devices, int n,
                                                      vdev_strategy_t **out);
-/* Stops the threads. NULL is a no-op. Not from a step function. */
+/* Stops the threads. NULL is a no-op. Not from a step function. Called while
+ * another thread is in vdev_strategy_run or vdev_strategy_set_batch_proportions
+ * on s, it waits for that call to end; later calls on s are refused
+ * (VDEV_ERR_INVALID_ARG, "...: not a live strategy (freed already, or not a
+ * strategy)"). Other calls on s must not overlap its free. */
 VDEV_API void vdev_strategy_free(vdev_strategy_t *s);
 /* strategy.num_replicas_in_sync; -1 for a bad handle. */
 VDEV_API int vdev_strategy_num_replicas_in_sync(const vdev_strategy_t *s);

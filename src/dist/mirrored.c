@@ -49,6 +49,33 @@ static struct vdev_strat *strat_of(const vdev_strategy_t *h, const char *fn)
     return *p;
 }
 
+/* Pins: a call that runs while another thread frees the strategy (a run,
+ * which vdev_strategy_free waits for) holds it pinned, so the free waits for
+ * the call to end instead of destroying the strategy under it. The handle
+ * dies under pin_lock, so a call either pins before that (and the free waits
+ * for it) or finds the handle dead. */
+static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t unpinned = PTHREAD_COND_INITIALIZER;
+
+/* strat_of, pinned; release with strat_unpin. */
+static struct vdev_strat *strat_pin(const vdev_strategy_t *h, const char *fn)
+{
+    pthread_mutex_lock(&pin_lock);
+    struct vdev_strat *s = strat_of(h, fn);
+    if (s)
+        s->pins++;
+    pthread_mutex_unlock(&pin_lock);
+    return s;
+}
+
+static void strat_unpin(struct vdev_strat *s)
+{
+    pthread_mutex_lock(&pin_lock);
+    if (--s->pins == 0)
+        pthread_cond_broadcast(&unpinned);
+    pthread_mutex_unlock(&pin_lock);
+}
+
 /* ---- the replicas' threads ---- */
 
 /* Runs the current step function on replica r's thread. */
@@ -280,14 +307,17 @@ VDEV_API void vdev_strategy_free(vdev_strategy_t *h)
                                          "the strategy");
         return;
     }
+    pthread_mutex_lock(&pin_lock);
     if (!vdev_handle_kill(&strategies, p, (uint64_t)(uintptr_t)h)) {
+        pthread_mutex_unlock(&pin_lock);
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_strategy_free: not a live strategy (freed "
                                          "already, or not a strategy)");
         return;
     }
+    while (s->pins > 0) /* a run in flight on another thread ends first */
+        pthread_cond_wait(&unpinned, &pin_lock);
+    pthread_mutex_unlock(&pin_lock);
     vdev_handle_release(&strategies, p);
-    pthread_mutex_lock(&s->run_lock); /* a run in flight on another thread ends first */
-    pthread_mutex_unlock(&s->run_lock);
     strat_destroy(s);
 }
 
@@ -334,13 +364,9 @@ static void set_proportions(struct vdev_strat *s, double *c)
     free(old);
 }
 
-VDEV_API enum vdev_status vdev_strategy_set_batch_proportions(vdev_strategy_t *h,
-                                                              const double *p, int n)
+static enum vdev_status set_batch_proportions(struct vdev_strat *s, const double *p, int n)
 {
     const char *fn = "vdev_strategy_set_batch_proportions";
-    struct vdev_strat *s = strat_of(h, fn);
-    if (!s)
-        return vdev_last_status(); /* invalid, or a forked child */
     /* A run splits every batch as it did when it started: a change from its
      * step function would give replicas overlapping rows. */
     if (on_replica_thread(s))
@@ -370,6 +396,17 @@ VDEV_API enum vdev_status vdev_strategy_set_batch_proportions(vdev_strategy_t *h
     memcpy(c, p, (size_t)n * sizeof *c);
     set_proportions(s, c);
     return VDEV_OK;
+}
+
+VDEV_API enum vdev_status vdev_strategy_set_batch_proportions(vdev_strategy_t *h,
+                                                              const double *p, int n)
+{
+    struct vdev_strat *s = strat_pin(h, "vdev_strategy_set_batch_proportions");
+    if (!s)
+        return vdev_last_status(); /* invalid, or a forked child */
+    enum vdev_status st = set_batch_proportions(s, p, n);
+    strat_unpin(s);
+    return st;
 }
 
 void vdev_strat_split(const struct vdev_strat *s, int r, int64_t B, int64_t *off, int64_t *rows)
@@ -425,12 +462,9 @@ void vdev_strat_split(const struct vdev_strat *s, int r, int64_t B, int64_t *off
 
 /* ---- runs ---- */
 
-VDEV_API enum vdev_status vdev_strategy_run(vdev_strategy_t *h, vdev_replica_fn fn, void *user,
-                                            vdev_tensor_t **results)
+static enum vdev_status strategy_run(struct vdev_strat *s, vdev_replica_fn fn, void *user,
+                                     vdev_tensor_t **results)
 {
-    struct vdev_strat *s = strat_of(h, "vdev_strategy_run");
-    if (!s)
-        return vdev_last_status(); /* invalid, or a forked child */
     if (results)
         for (int i = 0; i < s->n; i++)
             results[i] = NULL;
@@ -491,6 +525,17 @@ VDEV_API enum vdev_status vdev_strategy_run(vdev_strategy_t *h, vdev_replica_fn 
         }
     }
     pthread_mutex_unlock(&s->run_lock);
+    return st;
+}
+
+VDEV_API enum vdev_status vdev_strategy_run(vdev_strategy_t *h, vdev_replica_fn fn, void *user,
+                                            vdev_tensor_t **results)
+{
+    struct vdev_strat *s = strat_pin(h, "vdev_strategy_run");
+    if (!s)
+        return vdev_last_status(); /* invalid, or a forked child */
+    enum vdev_status st = strategy_run(s, fn, user, results);
+    strat_unpin(s);
     return st;
 }
 

@@ -53,6 +53,7 @@ struct vdev_strat {
     vdev_comm_t *comm_handle;       /* published: vdev_strategy_communicator */
     uint32_t rgen;                  /* runtime generation it was made under */
     int metrics_id;                 /* runtime/replicas.h */
+    int pins;                       /* calls under way (mirrored.c's pin_lock) */
     /* The split of the current run: the proportions as they were when it
      * started (run_uneven 0: even), written by the run's caller while every
      * replica thread is idle and read by them during the run, so a later
