@@ -217,7 +217,12 @@ VDEV_API int vdev_strategy_num_replicas_in_sync(const vdev_strategy_t *s);
 VDEV_API const char *vdev_strategy_device(const vdev_strategy_t *s, int replica);
 /* The communicator the replicas use (rank = replica id), owned by the
  * strategy: for vdev_comm_set_timeout, or collectives of one's own inside a
- * step function. NULL for a bad handle. */
+ * step function. NULL for a bad handle. Every run starts with it reset, so a
+ * vdev_comm_abort on it (from a step function or another thread) fails only
+ * the collectives of the run in flight that have not finished, one made
+ * between runs is forgotten, and the next run goes on: the abort message's
+ * "Free the communicator and make a new one" is not needed (nor allowed:
+ * vdev_strategy_free frees it). */
 VDEV_API vdev_comm_t *vdev_strategy_communicator(vdev_strategy_t *s);
 
 /* Splits later global batches in these proportions (one per replica, > 0,
