@@ -159,8 +159,10 @@ typedef void (*vdev_pressure_fn)(const char *device, enum vdev_pressure what, ui
 /* Calls fn (NULL: none) on pressure, so a model can shrink its batch before
  * its allocations fail. fn runs on the thread that met the pressure (an
  * allocating thread, or the one that lowered the ceiling) with no vdev lock
- * held; it may call vdev, and should be quick. `device` is the device's
- * "/device:GPU:1" name. Each call is made with the fn and user in place
+ * held; it may call vdev, and should be quick. A pressure on the same
+ * device that fn's own calls meet (fn lowering its device's ceiling, or
+ * allocating on it) is not told to fn again while it runs on that thread.
+ * `device` is the device's "/device:GPU:1" name. Each call is made with the fn and user in place
  * when it starts. When this returns, no call made with the old fn and user
  * is still running (it waits for those under way on other threads), so the
  * old `user` may be freed; except, as waiting for them would never end, a

@@ -18,7 +18,10 @@
  * inside, innermost first, and marks them "replacing" while it waits, so
  * that every waiter skips them. The waiter holds no lock but the pool's, and
  * that only inside pthread_cond_wait, so a callback under way can go on
- * calling vdev (another allocation, another pressure call) while it waits. */
+ * calling vdev (another allocation, another pressure call) while it waits.
+ * The same list tells a pressure that a callback's own calls meet on its
+ * own member: that one is not told (the callback would run inside itself,
+ * and one that lowers its own ceiling on CEILING would recurse forever). */
 #include "alloc/alloc_impl.h"
 
 /* A call under way, on the stack of the thread making it. */
@@ -27,6 +30,7 @@ struct vdev_pcall {
     struct vdev_pcall *outer; /* the calls under way on this thread that this one is inside */
     pthread_mutex_t *lock;    /* its pool's lock, which guards `next` and `replacing` */
     pthread_cond_t *done;
+    const struct vdev_pressure_slot *slot; /* the member it calls */
     uint64_t epoch;           /* the member's epoch when it was made */
     int replacing;            /* its thread is in vdev_pressure_set: nobody waits for it */
 };
@@ -36,7 +40,14 @@ static _Thread_local struct vdev_pcall *my_calls;
 void vdev_pressure_call(struct vdev_pressure_slot *s, pthread_mutex_t *lock, pthread_cond_t *done,
                         const char *device, enum vdev_pressure what, uint64_t bytes)
 {
-    struct vdev_pcall c = {.lock = lock, .done = done};
+    /* A pressure that the member's callback meets through its own calls
+     * (lowering its own device's ceiling, say) is not told to it again:
+     * that would call it inside itself, without end when it does the same
+     * again. */
+    for (const struct vdev_pcall *in = my_calls; in; in = in->outer)
+        if (in->slot == s)
+            return;
+    struct vdev_pcall c = {.lock = lock, .done = done, .slot = s};
     pthread_mutex_lock(lock);
     vdev_pressure_fn fn = s->fn;
     void *user = s->user;
