@@ -31,6 +31,20 @@ def test_layers_against_the_ops():
     assert c["strides"] == (2, 2) and c["activation"] == "relu"
 
 
+def test_trainable_as_every_keras_layer():
+    """Every layer takes Keras's trainable=; a frozen Conv2D lists no
+    trainable variables, and a model's setting reaches it."""
+    conv = layers.Conv2D(2, 3, input_shape=(6, 6, 1), trainable=False)
+    assert conv.trainable_variables == [] and len(conv.non_trainable_weights) == 2
+    assert conv.get_config()["trainable"] is False
+    for layer in (layers.MaxPooling2D(trainable=False), layers.AveragePooling2D(trainable=False),
+                  layers.Flatten(trainable=False)):
+        assert layer.trainable is False and layer.get_config()["trainable"] is False
+    model = vdev.models.Sequential([layers.Conv2D(2, 3, input_shape=(6, 6, 1)), layers.Flatten()])
+    model.trainable = False
+    assert model.trainable_variables == [] and not model.layers[0].trainable
+
+
 def test_conv2d_builds_on_its_device_and_checks_its_input():
     with vdev.device("GPU:1"):
         conv = layers.Conv2D(2, 3, input_shape=(8, 8, 4))

@@ -81,7 +81,7 @@ class Conv2D(_base()):
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, input_shape=None, seed=None,
-                 name=None, dtype=None):
+                 name=None, dtype=None, trainable=True):
         from .layers import _activation, _bias_seed
         for arg, x in (("kernel_regularizer", kernel_regularizer),
                        ("bias_regularizer", bias_regularizer),
@@ -98,7 +98,7 @@ class Conv2D(_base()):
             raise ValueError("vdev's Conv2D takes dilation_rate=1 only, not %r" % (dilation_rate,))
         if groups != 1:
             raise ValueError("vdev's Conv2D takes groups=1 only, not %r" % (groups,))
-        super().__init__(name)
+        super().__init__(name, trainable)
         if isinstance(filters, bool) or not isinstance(filters, numbers.Integral) or filters <= 0:
             raise ValueError("Invalid value for argument `filters`. Expected a strictly positive "
                              "value. Received filters=%r." % (filters,))
@@ -153,7 +153,7 @@ class Conv2D(_base()):
 
     def get_config(self):
         act = self.activation
-        return {"name": self.name, "trainable": True, "dtype": "float32",
+        return {"name": self.name, "trainable": self.trainable, "dtype": "float32",
                 "filters": self.filters, "kernel_size": self.kernel_size,
                 "strides": self.strides, "padding": self.padding,
                 "data_format": "channels_last", "dilation_rate": (1, 1), "groups": 1,
@@ -188,15 +188,15 @@ class _Pooling2D(_base()):
     _op = None
 
     def __init__(self, pool_size=(2, 2), strides=None, padding="valid", data_format=None,
-                 name=None):
+                 name=None, trainable=True):
         _channels_last(self, data_format)
-        super().__init__(name)
+        super().__init__(name, trainable)
         self.pool_size = _pair(pool_size, "pool_size")
         self.strides = self.pool_size if strides is None else _pair(strides, "strides")
         self.padding = _padding(padding).lower()
 
     def get_config(self):
-        return {"name": self.name, "trainable": True, "dtype": "float32",
+        return {"name": self.name, "trainable": self.trainable, "dtype": "float32",
                 "pool_size": self.pool_size, "padding": self.padding,
                 "strides": self.strides, "data_format": "channels_last"}
 
@@ -223,12 +223,12 @@ class Flatten(_base()):
     """[batch, ...] to [batch, product of the rest], as Keras's Flatten (a
     view)."""
 
-    def __init__(self, data_format=None, name=None):
+    def __init__(self, data_format=None, name=None, trainable=True):
         _channels_last(self, data_format)
-        super().__init__(name)
+        super().__init__(name, trainable)
 
     def get_config(self):
-        return {"name": self.name, "trainable": True, "dtype": "float32",
+        return {"name": self.name, "trainable": self.trainable, "dtype": "float32",
                 "data_format": "channels_last"}
 
     def __call__(self, inputs, training=None, mask=None):
