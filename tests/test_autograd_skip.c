@@ -130,6 +130,16 @@ static void test_errors(void)
     CHECK_ERR(vdev_tape_skip(t, f), VDEV_ERR_INVALID_ARG,
               "vdev_tape_skip: the tape is not recording (a gradient call stopped it, or its "
               "thread ended)");
+    /* the gradient call's bad arguments, each named */
+    CHECK_ERR(vdev_tape_gradient(NULL, f, &f, 1, &g), VDEV_ERR_INVALID_ARG,
+              "vdev_tape_gradient: tape is NULL");
+    CHECK_ERR(vdev_tape_gradient(t, f, &f, -1, &g), VDEV_ERR_INVALID_ARG,
+              "vdev_tape_gradient: n_vars -1 with vars set and grads set (n_vars >= 0; both "
+              "set when n_vars > 0)");
+    CHECK_ERR(vdev_tape_gradient_ex(t, f, NULL, 1, &g, VDEV_UNCONNECTED_NONE),
+              VDEV_ERR_INVALID_ARG,
+              "vdev_tape_gradient_ex: n_vars 1 with vars NULL and grads set (n_vars >= 0; both "
+              "set when n_vars > 0)");
     vdev_tape_end(t);
     CHECK_ERR(vdev_tape_skip(t, f), VDEV_ERR_INVALID_ARG,
               "vdev_tape_skip: not a live tape (ended already, or not a tape)");

@@ -557,8 +557,13 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
                                  const vdev_tensor_t *hseed, vdev_tensor_t *const *hvars,
                                  int n_vars, vdev_tensor_t **grads, int none, const char *fn)
 {
-    if (!htape || n_vars < 0 || (n_vars && (!hvars || !grads)))
-        return vdev_error(VDEV_ERR_INVALID_ARG, "%s: bad arguments", fn);
+    if (!htape)
+        return vdev_error(VDEV_ERR_INVALID_ARG, "%s: tape is NULL", fn);
+    if (n_vars < 0 || (n_vars && (!hvars || !grads)))
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "%s: n_vars %d with vars %s and grads %s (n_vars >= 0; both set when "
+                          "n_vars > 0)",
+                          fn, n_vars, hvars ? "set" : "NULL", grads ? "set" : "NULL");
     /* On any failure every gradient is NULL, early returns included. */
     for (int i = 0; i < n_vars; i++)
         grads[i] = NULL;
