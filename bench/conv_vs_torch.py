@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""conv_vs_torch.py — vdev's 2-D convolution against PyTorch's on the CPU,
+side by side in one run: the forward op alone (vdev.nn.conv2d, NHWC and HWIO,
+against torch.nn.functional.conv2d on the same values as NCHW and OIHW) and
+a forward with the gradients of the input and the filter (GradientTape
+against autograd), for a few shapes of a small convolutional net. Both run
+on the same OpenBLAS with the same environment; PyTorch's threads are set
+to vdev's budget (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs
+the process may use). Each figure is the median and the minimum, in ms, of
+turns of several calls after a warm-up; the outputs are checked to agree
+before anything is timed. Prints a Markdown table.
+
+Usage: PYTHONPATH=python VDEV_LIBRARY=build/libvdev.so \\
+       python3 bench/conv_vs_torch.py [--quick]"""
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+try:
+    import torch
+    import torch.nn.functional as F
+except Exception as e:  # torch missing or broken: nothing to compare with
+    print(f"conv_vs_torch: PyTorch not available ({e})", file=sys.stderr)
+    sys.exit(77)
+import vdev
+
+# (batch, height, width, in channels, out channels, kernel, stride, padding)
+SHAPES = [(32, 28, 28, 1, 16, 3, 1, "SAME"),
+          (32, 14, 14, 16, 32, 3, 1, "SAME"),
+          (32, 14, 14, 32, 32, 3, 2, "VALID"),
+          (8, 56, 56, 64, 64, 3, 1, "SAME")]
+
+
+def budget():
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        v = os.environ.get(name, "").split(",")[0].strip()
+        if v.isdigit() and int(v) >= 1:
+            return int(v)
+    return len(os.sched_getaffinity(0))
+
+
+def timed(fn, calls, turns):
+    fn()  # warm-up
+    ms = []
+    for _ in range(turns):
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        ms.append((time.perf_counter() - t) * 1e3 / calls)
+    return statistics.median(ms), min(ms)
+
+
+def main():
+    quick = "--quick" in sys.argv[1:]
+    calls, turns = (2, 3) if quick else (5, 7)
+    torch.set_num_threads(budget())
+    rng = np.random.default_rng(1)
+    print("| input NHWC | filter | stride, padding | vdev forward ms (median, min) | "
+          "PyTorch forward ms | vdev forward+grads ms | PyTorch forward+grads ms |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    with vdev.device("CPU:0"):
+        for n, h, w, c, o, k, s, pad in SHAPES:
+            x = rng.uniform(-1, 1, (n, h, w, c)).astype(np.float32)
+            f = rng.uniform(-1, 1, (k, k, c, o)).astype(np.float32)
+            vx, vf = vdev.Variable(x), vdev.Variable(f)  # vdev differentiates Variables
+            tx = torch.from_numpy(x.transpose(0, 3, 1, 2).copy()).requires_grad_()
+            tf_ = torch.from_numpy(f.transpose(3, 2, 0, 1).copy()).requires_grad_()
+            tpad = "same" if pad == "SAME" else 0
+            if pad == "SAME" and s != 1:
+                raise SystemExit("conv_vs_torch: PyTorch has no padding='same' with strides")
+            want = F.conv2d(tx, tf_, stride=s, padding=tpad).detach().numpy()
+            got = vdev.nn.conv2d(vx, vf, s, pad).numpy().transpose(0, 3, 1, 2)
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+            # the cpu backend runs an op on the calling thread: done when it returns
+            def v_fwd():
+                vdev.nn.conv2d(vx, vf, s, pad)
+
+            def t_fwd():
+                with torch.no_grad():
+                    F.conv2d(tx, tf_, stride=s, padding=tpad)
+
+            def v_grad():
+                with vdev.GradientTape() as tape:
+                    y = vdev.reduce_sum(vdev.nn.conv2d(vx, vf, s, pad))
+                tape.gradient(y, [vx, vf])
+
+            def t_grad():
+                tx.grad = tf_.grad = None
+                F.conv2d(tx, tf_, stride=s, padding=tpad).sum().backward()
+
+            vf_ms, tf_ms = timed(v_fwd, calls, turns), timed(t_fwd, calls, turns)
+            vg_ms, tg_ms = timed(v_grad, calls, turns), timed(t_grad, calls, turns)
+            print("| [%d,%d,%d,%d] | %dx%dx%dx%d | %d, %s | %.2f, %.2f | %.2f, %.2f | %.2f, %.2f "
+                  "| %.2f, %.2f |" % (n, h, w, c, k, k, c, o, s, pad, *vf_ms, *tf_ms, *vg_ms,
+                                      *tg_ms))
+    print("\nPyTorch %s, %d threads; vdev through its Python package on CPU:0 (ops run on "
+          "the calling thread)." % (torch.__version__, torch.get_num_threads()))
+
+
+if __name__ == "__main__":
+    main()
