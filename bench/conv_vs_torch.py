@@ -3,9 +3,10 @@
 side by side in one run: the forward op alone (vdev.nn.conv2d, NHWC and HWIO,
 against torch.nn.functional.conv2d on the same values as NCHW and OIHW) and
 a forward with the gradients of the input and the filter (GradientTape
-against autograd), for a few shapes of a small convolutional net. Both run
-on the same OpenBLAS with the same environment; PyTorch's threads are set
-to vdev's budget (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs
+against autograd), for a few shapes of a small convolutional net. vdev's
+host convolution is im2col and OpenBLAS's sgemm; PyTorch's is its own
+(oneDNN in Debian's build, USE_MKLDNN=ON). Both run in the same
+environment; PyTorch's threads are set to vdev's budget (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs
 the process may use). Each figure is the median and the minimum, in ms, of
 turns of several calls after a warm-up; the outputs are checked to agree
 before anything is timed. Prints a Markdown table.
