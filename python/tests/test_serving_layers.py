@@ -1,4 +1,4 @@
-"""A Dense layer whose build fails half-way (its bias out of memory on a
+"""A Dense (or Conv2D) layer whose build fails half-way (its bias out of memory on a
 full device, or an initializer that raises) is left unbuilt: the kernel it
 had made is freed, it holds no variables, and the next call, once there is
 room, builds it whole, bias included. Before, it kept the kernel, read as
@@ -73,4 +73,26 @@ def test_dense_bias_initializer_that_raises_leaves_the_layer_unbuilt():
         assert not layer.built and layer.variables == []
         assert _cur() == before
         np.testing.assert_array_equal(layer(x).numpy(), np.ones((2, 4), np.float32))
+        assert [v.name for v in layer.weights] == [layer.name + "/kernel", layer.name + "/bias"]
+
+
+def test_conv2d_bias_initializer_that_raises_leaves_the_layer_unbuilt():
+    """Conv2D builds its weights as Dense does: all or nothing."""
+    calls = []
+
+    def flaky_ones(shape, dtype=None):
+        calls.append(shape)
+        if len(calls) == 1:
+            raise RuntimeError("bias source not ready")
+        return np.ones(shape, np.float32)
+
+    with vdev.device("GPU:0"):
+        x = vdev.constant(np.zeros((1, 4, 4, 2), np.float32))
+        before = _cur()
+        layer = vdev.layers.Conv2D(3, 2, bias_initializer=flaky_ones)
+        with pytest.raises(RuntimeError, match="^bias source not ready$"):
+            layer(x)
+        assert not layer.built and layer.variables == []
+        assert _cur() == before
+        np.testing.assert_array_equal(layer(x).numpy(), np.ones((1, 3, 3, 3), np.float32))
         assert [v.name for v in layer.weights] == [layer.name + "/kernel", layer.name + "/bias"]

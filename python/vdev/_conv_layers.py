@@ -126,7 +126,7 @@ class Conv2D(_base()):
     def build(self, channels):
         """Makes the kernel [kh, kw, channels, filters] and the bias
         [filters] on the layer's device (Dense's rules)."""
-        from .layers import _adopt, _initial
+        from .layers import _make_weights
         if self.kernel is not None:
             return
         if _strategy_context.replica() is not None:
@@ -134,22 +134,7 @@ class Conv2D(_base()):
                 "layer %r is built" % self.name, "Give it input_shape (or call it once)")
         from . import _lib
         channels = _lib.index(channels, "channels")
-        where = self._device or ("CPU:0" if self._strategy is not None else None)
-        scope = device(where) if where else None
-        if scope:
-            scope.__enter__()
-        try:
-            shape = self.kernel_size + (channels, self.filters)
-            self.kernel = _adopt(_initial(self.kernel_initializer, shape), self._strategy)
-            self.kernel.name = self.name + "/kernel"
-            if self.use_bias:
-                self.bias = _adopt(_initial(self.bias_initializer, (self.filters,)),
-                                   self._strategy)
-                self.bias.name = self.name + "/bias"
-        finally:
-            if scope:
-                scope.__exit__(None, None, None)
-        self._variables = [self.kernel] + ([self.bias] if self.bias is not None else [])
+        _make_weights(self, self.kernel_size + (channels, self.filters), (self.filters,))
 
     def get_config(self):
         act = self.activation

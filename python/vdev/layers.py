@@ -103,6 +103,34 @@ def _dedup(variables):
     return out
 
 
+def _make_weights(layer, kernel_shape, bias_shape):
+    """Makes layer.kernel (and layer.bias when layer.use_bias) from the
+    layer's initializers, named NAME/kernel and NAME/bias, on the layer's
+    device, mirrored under its strategy, and sets layer._variables."""
+    # Mirrored: the initial values are made on the host, then copied to
+    # each replica, so no replica's device holds more than another's.
+    where = layer._device or ("CPU:0" if layer._strategy is not None else None)
+    scope = device(where) if where else None
+    if scope:
+        scope.__enter__()
+    # All or nothing: the layer takes its variables only once both are
+    # made, so a build that fails half-way (its bias out of memory, an
+    # initializer that raises) frees the kernel and leaves the layer
+    # unbuilt; the next call builds it whole, not without its bias.
+    bias = None
+    try:
+        kernel = _adopt(_initial(layer.kernel_initializer, kernel_shape), layer._strategy)
+        kernel.name = layer.name + "/kernel"
+        if layer.use_bias:
+            bias = _adopt(_initial(layer.bias_initializer, bias_shape), layer._strategy)
+            bias.name = layer.name + "/bias"
+    finally:
+        if scope:
+            scope.__exit__(None, None, None)
+    layer.kernel, layer.bias = kernel, bias
+    layer._variables = [kernel] + ([bias] if bias is not None else [])
+
+
 class Layer:
     """A callable holding variables. A layer made without a name gets its
     class's, numbered per process as Keras numbers them (dense, dense_1,
@@ -309,30 +337,7 @@ class Dense(Layer):
             raise _strategy_context.variable_in_step_error(
                 "layer %r is built" % self.name, "Make it, with input_dim (or call it once),")
         input_dim = _lib.index(input_dim, "input_dim")
-        # Mirrored: the initial values are made on the host, then copied to
-        # each replica, so no replica's device holds more than another's.
-        where = self._device or ("CPU:0" if self._strategy is not None else None)
-        scope = device(where) if where else None
-        if scope:
-            scope.__enter__()
-        # All or nothing: the layer takes its variables only once both are
-        # made, so a build that fails half-way (its bias out of memory, an
-        # initializer that raises) frees the kernel and leaves the layer
-        # unbuilt; the next call builds it whole, not without its bias.
-        bias = None
-        try:
-            w = _initial(self.kernel_initializer, (input_dim, self.units))
-            kernel = _adopt(w, self._strategy)
-            kernel.name = self.name + "/kernel"
-            if self.use_bias:
-                b = _initial(self.bias_initializer, (self.units,))
-                bias = _adopt(b, self._strategy)
-                bias.name = self.name + "/bias"
-        finally:
-            if scope:
-                scope.__exit__(None, None, None)
-        self.kernel, self.bias = kernel, bias
-        self._variables = [kernel] + ([bias] if bias is not None else [])
+        _make_weights(self, (input_dim, self.units), (self.units,))
 
     def _check_input(self, x):
         """x's shape as Keras's InputSpec checks a Dense input: at least two
