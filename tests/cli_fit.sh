@@ -298,6 +298,18 @@ run_env() {
   rc=$?
   out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
 }
+# '-': one trace from standard input, named so in the table; given twice, refused
+"$vdev" fit --card 24GiB - "$mlp" <"$mlp" >"$tmp/out" 2>"$tmp/err"; rc=$?
+out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+[ $rc -eq 0 ] && ok || bad "fit - mlp: exit $rc: $err"
+has "$out" "GPU:0   (standard input)       0 B" && has "$out" "GPU:1   mlp.trace              0 B" &&
+  ok || bad "fit - mlp: the table: $out"
+[ "$(grep '^GPU:0' <<<"$out" | cut -c40-)" = "$(grep '^GPU:1' <<<"$out" | cut -c40-)" ] && ok ||
+  bad "fit - mlp: the trace from standard input did not fit as the file: $out"
+"$vdev" fit --card 24GiB - - <"$mlp" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && [ "$(cat "$tmp/err")" = "vdev fit: '-' (standard input) given twice: it can be \
+read once; give the other traces as files" ] && ok || bad "fit - -: exit $rc: $(cat "$tmp/err")"
+
 note() { echo "vdev fit: note: set aside $1: fit simulates --card's card, split as --split says (see 'vdev fit --help')"; }
 # A cluster file's settings would replace fit's own: its sim_gpus the card (a 300 MiB card,
 # 75 MiB of budget, on which the MLP does not fit), its visible_devices "-1" the card's only
@@ -342,7 +354,8 @@ has "$out" "2 on a usage error" && ok || bad "help: no exit status 2: $out"
 has "$out" "Environment: fit reads TF_DEVICE_MIN_SYS_MEMORY_IN_MB (the driver reserve) and" &&
   has "$out" "VDEV_CLUSTER_CONFIG and TF_CONFIG, placement, determinism, traces, metrics." && ok ||
   bad "help: no word of the environment: $out"
-has "$out" "At most 16 traces (one logical device each, as on one card)." && ok ||
+has "$out" "At most 16 traces (one logical device each, as on one card); one TRACE may" &&
+  has "$out" "be '-', standard input." && ok ||
   bad "help: no limit of 16 traces: $out"
 has "$out" "(in whole MiB, as --card takes it; preallocation with the --split it assumes)." && ok ||
   bad "help: no word of the smallest cards' form: $out"

@@ -6,7 +6,8 @@
 # size limit, as a full disk would) the command says so in one line, exits
 # 1, leaves the previous FILE as it was (and says so) and no temporary file
 # behind. A gzip-compressed trace draws the same picture as the plain one;
-# a cut or corrupt gzip stream is one line and exit 1. Usage: cli_plot_files.sh VDEV SHARED
+# a cut or corrupt gzip stream is one line and exit 1; '-' reads the trace
+# from standard input. Usage: cli_plot_files.sh VDEV SHARED
 set -u
 vdev=$1
 case $vdev in /*) ;; *) vdev=$PWD/$vdev ;; esac # the tests below change folder
@@ -78,5 +79,15 @@ want="vdev plot: $tmp/corrupt.json.gz: read error: invalid stored block lengths"
 [ $rc -eq 1 ] && [ "$err" = "$want" ] && [ ! -e "$tmp/corrupt.svg" ] && ok ||
   bad "corrupt gzip: exit $rc: '$err', expected '$want'"
 "$vdev" plot --help | grep -q "gzip" && ok || bad "plot --help does not say it reads gzip"
+# '-': the trace from standard input (gzip or plain), named "(standard input)"
+"$vdev" plot - -o "$tmp/stdin.svg" <"$tmp/run.json.gz"; rc=$?
+[ $rc -eq 0 ] && sed 's/(standard input)/run.json/g' "$tmp/stdin.svg" |
+  cmp -s - "$tmp/plain.svg" && ok || bad "plot - : exit $rc, or not the plain trace's picture"
+err=$("$vdev" plot - -o "$tmp/corrupt.svg" <"$tmp/corrupt.json.gz" 2>&1); rc=$?
+want="vdev plot: (standard input): read error: invalid stored block lengths"
+[ $rc -eq 1 ] && [ "$err" = "$want" ] && ok || bad "plot - of corrupt gzip: exit $rc: '$err'"
+err=$("$vdev" plot - -o "$tmp/empty.svg" </dev/null 2>&1); rc=$?
+want="vdev plot: (standard input): empty file, not a vdev trace"
+[ $rc -eq 1 ] && [ "$err" = "$want" ] && ok || bad "plot - of nothing: exit $rc: '$err'"
 
 finish

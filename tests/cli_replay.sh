@@ -247,6 +247,36 @@ cp "$data/traces/mlp.trace" "$tmp/a=b.trace"
 run replay --repeats 1 "$tmp/a=b.trace"
 [ $rc -eq 0 ] && ok || bad "a trace named a=b: exit $rc: $err"
 
+# ---- '-': the trace from standard input, plain or gzip ----
+# runin FILE ARGS...: run with FILE on standard input.
+runin() {
+  local in=$1; shift
+  "$vdev" "$@" <"$in" >"$tmp/out" 2>"$tmp/err"; rc=$?
+  out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+}
+run replay --json --repeats 1 "$data/traces/mlp.trace"
+want=$(grep -o '"min_capacity_bytes": *[0-9]*' <<<"$out")
+runin "$data/traces/mlp.trace" replay --json --repeats 1 -
+[ $rc -eq 0 ] && ok || bad "replay - : exit $rc: $err"
+[ -n "$want" ] && [ "$(grep -o '"min_capacity_bytes": *[0-9]*' <<<"$out")" = "$want" ] && ok ||
+  bad "replay - : not the file's capacity ($want): $out"
+gzip -c "$data/traces/mlp.trace" >"$tmp/in.gz"
+runin "$tmp/in.gz" replay --repeats 1 -
+[ $rc -eq 0 ] && ok || bad "replay - (gzip): exit $rc: $err"
+has "$out" "trace                (standard input)" && ok || bad "replay - : trace line: $out"
+printf 'a 1 256\nzz 2\n' >"$tmp/bad.trace"
+runin "$tmp/bad.trace" replay -
+one_error "replay - of a bad line" 1
+[ "$err" = "vdev replay: (standard input):2: unknown op 'zz' (expected 'a ID BYTES' or 'f ID')" ] &&
+  ok || bad "replay - of a bad line: $err"
+head -c 20 "$tmp/in.gz" >"$tmp/cut.gz"
+runin "$tmp/cut.gz" replay -
+one_error "replay - of a cut gzip stream" 1
+[[ $err == "vdev replay: (standard input): "* ]] && ok || bad "replay - of a cut gzip: $err"
+runin /dev/null replay -
+[ "$err" = "vdev replay: (standard input): no allocation events, nothing to replay" ] && ok ||
+  bad "replay - of nothing: $err"
+
 # ---- help ----
 for h in --help -h; do
   run replay $h

@@ -74,7 +74,8 @@ static void usage(FILE *f)
             "it fits, its peak, the smallest ceiling that fits and the margin; then the\n"
             "smallest card for the traces side by side, with growth and with preallocation\n"
             "(in whole MiB, as --card takes it; preallocation with the --split it assumes).\n"
-            "At most %d traces (one logical device each, as on one card).\n\n"
+            "At most %d traces (one logical device each, as on one card); one TRACE may\n"
+            "be '-', standard input.\n\n"
             "  --card SIZE|GPU  the card: a size (24GiB, 1.4GiB: rounded down to whole bytes,\n"
             "                   as VDEV_SIM_GPUS does) or a GPU: h200, h100, a100-80gb,\n"
             "                   a100-40gb, l40s, a10, l4, t4, rtx5090, rtx4090, rtx3090\n"
@@ -530,6 +531,12 @@ int vdev_cmd_fit(int argc, char **argv)
             fprintf(stderr, "vdev fit: more than %d traces\n", MAX_MODELS);
             return 2;
         } else {
+            for (int k = 0; k < n && !strcmp(a, "-"); k++)
+                if (!strcmp(paths[k], "-")) {
+                    fprintf(stderr, "vdev fit: '-' (standard input) given twice: it can be read "
+                                    "once; give the other traces as files\n");
+                    return 2;
+                }
             paths[n++] = a;
         }
     }
@@ -547,7 +554,7 @@ int vdev_cmd_fit(int argc, char **argv)
     }
     f.n = n;
     for (int i = 0; i < n; i++) {
-        f.m[i].path = paths[i];
+        f.m[i].path = strcmp(paths[i], "-") ? paths[i] : "(standard input)";
         f.m[i].cfg.priority = VDEV_PRIORITY_NORMAL;
     }
     if (split) {
@@ -606,7 +613,7 @@ int vdev_cmd_fit(int argc, char **argv)
         }
         vdev_cli_trace_cut_note("vdev fit", f.m[i].t);
         if (f.m[i].t->n_allocs == 0) { /* an empty file, or comments only */
-            fprintf(stderr, "vdev fit: %s: no allocation events, nothing to fit\n", paths[i]);
+            fprintf(stderr, "vdev fit: %s: no allocation events, nothing to fit\n", f.m[i].path);
             goto done;
         }
         if (prepare(&f.m[i], err, sizeof err) != 0) {

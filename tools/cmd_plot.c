@@ -578,7 +578,7 @@ int vdev_plot_trace(const char *trace, const char *out, enum vdev_plot_kind kind
         return 1;
     }
     const char *base = strrchr(trace, '/');
-    base = base ? base + 1 : trace;
+    base = !strcmp(trace, "-") ? "(standard input)" : base ? base + 1 : trace;
     char title[256];
     snprintf(title, sizeof title, "%s per device: %s",
              kind == VDEV_PLOT_MEMORY ? "Memory" : "Ops", base);
@@ -602,7 +602,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: vdev plot [--memory | --placement] TRACE [-o|--output FILE.svg]\n\n"
                "Draws a profiler trace written by vdev (VDEV_TRACE_FILE=run.json; plain or\n"
-               "gzip-compressed) as SVG (the last of --memory and --placement given wins):\n"
+               "gzip-compressed; TRACE '-' reads standard input) as SVG (the last of\n"
+               "--memory and --placement given wins):\n"
                "  --memory      memory in use (solid) and reserved (dashed) per device over\n"
                "                time, each device's peak and every out-of-memory failure\n"
                "                marked (the default)\n"
@@ -660,6 +661,7 @@ int vdev_cmd_plot(int argc, char **argv)
         fprintf(stderr,
                 "vdev plot: note: %s:%ld: the trace ends here, without its closing \"]\" (the "
                 "process that wrote it did not finish): drew its %ld whole event%s\n",
-                in, info.cut_line, info.n_events, info.n_events == 1 ? "" : "s");
+                strcmp(in, "-") ? in : "(standard input)", info.cut_line, info.n_events,
+                info.n_events == 1 ? "" : "s");
     return 0;
 }

@@ -134,7 +134,7 @@ static void usage(FILE *f)
                "Replays an allocation trace (text, plain or gzip: 'a ID BYTES' allocates,\n"
                "'f ID' frees, '#' starts a comment; every event line ends with a newline:\n"
                "a last line without one, as a killed process leaves it, is dropped with a\n"
-               "note) against vdev's allocator and prints:\n"
+               "note; TRACE '-' reads standard input) against vdev's allocator and prints:\n"
                "  events               events in the trace\n"
                "  ns per event         median of N timed runs (default 5), pinned to one CPU,\n"
                "                       a short trace replayed back to back to 1,000,000 events\n"
@@ -207,7 +207,7 @@ int vdev_cmd_replay(int argc, char **argv)
     }
     vdev_cli_trace_cut_note("vdev replay", t);
     if (t->n_allocs == 0) { /* an empty file, or comments only (as `vdev plot` refuses it) */
-        fprintf(stderr, "vdev replay: %s: no allocation events, nothing to replay\n", path);
+        fprintf(stderr, "vdev replay: %s: no allocation events, nothing to replay\n", t->path);
         vdev_trace_free(t);
         return 1;
     }
@@ -216,7 +216,7 @@ int vdev_cmd_replay(int argc, char **argv)
     o.repeats = repeats;
     if (!quiet && !json && isatty(2)) {
         o.progress = progress;
-        o.progress_user = (void *)(uintptr_t)path;
+        o.progress_user = (void *)(uintptr_t)t->path;
     }
     struct vdev_replay_result r;
     uint32_t n_pre;
@@ -249,7 +249,7 @@ int vdev_cmd_replay(int argc, char **argv)
         return 0;
     }
     char b1[32], b2[32], b3[32];
-    printf("trace                %s\n", path);
+    printf("trace                %s\n", strcmp(path, "-") ? path : "(standard input)");
     printf("events               %llu\n", (unsigned long long)r.events);
     printf("ns per event         %.1f (%s%d run%s of %llu events, %s)\n", r.ns_per_event,
            r.runs == 1 ? "" : "median of ", r.runs, r.runs == 1 ? "" : "s",

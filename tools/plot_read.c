@@ -32,6 +32,8 @@
 #define _GNU_SOURCE
 #include "plot_read.h"
 
+#include "alloc/replay.h" /* vdev_gzopen_input */
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -453,8 +455,8 @@ static int alloc_trace(const unsigned char *b, size_t n)
 
 struct plot_trace *plot_trace_read(const char *path, char *err, size_t cap)
 {
-    errno = 0;
-    gzFile f = gzopen(path, "rb"); /* reads gzip and plain text alike */
+    /* reads gzip and plain text alike; "-" is standard input, named so from here on */
+    gzFile f = vdev_gzopen_input(path, &path);
     if (!f) {
         snprintf(err, cap, "%s: cannot open: %s", path,
                  errno ? strerror(errno) : "out of memory");
@@ -509,10 +511,14 @@ struct plot_trace *plot_trace_read(const char *path, char *err, size_t cap)
         goto fail;
     }
     if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
-        /* zlib's message starts with the file's name: drop it, ours does too */
+        /* zlib's message starts with the file's name ("<fd:N>" for standard
+         * input): drop it, ours does too */
         size_t n = strlen(path);
+        const char *fd_end = strncmp(zmsg, "<fd:", 4) == 0 ? strstr(zmsg, ">: ") : NULL;
         if (zerr != Z_ERRNO && strncmp(zmsg, path, n) == 0 && zmsg[n] == ':' && zmsg[n + 1] == ' ')
             zmsg += n + 2;
+        else if (zerr != Z_ERRNO && fd_end)
+            zmsg = fd_end + 3;
         snprintf(err, cap, "%s: read error: %s", path, zerr == Z_ERRNO ? strerror(errno) : zmsg);
         goto fail;
     }

@@ -73,13 +73,22 @@ struct vdev_trace {
     char cut_text[41];
 };
 
-/* Reads a trace, plain or gzip-compressed (zlib detects which); a last event
+/* Reads a trace, plain or gzip-compressed (zlib detects which), from the
+ * file at path, or from standard input when path is "-" (messages then name
+ * it "(standard input)", as does the trace's path); a last event
  * line without its newline is dropped (cut_line says so). VDEV_OK: *out
  * is yours, free it with vdev_trace_free(). VDEV_ERR_IO when the file cannot
  * be read, VDEV_ERR_PARSE for a malformed line with the message
  * "<path>:<line>: <what is wrong>", VDEV_ERR_OOM when the host runs out. */
 enum vdev_status vdev_trace_load(const char *path, struct vdev_trace **out);
 void vdev_trace_free(struct vdev_trace *t); /* NULL is a no-op */
+/* Opens path for reading through zlib (gzip or plain text alike), "-"
+ * meaning standard input (a duplicate of its descriptor, so closing the
+ * result leaves the process's own open). *shown is the name for messages:
+ * path, or "(standard input)". NULL with errno set when it cannot be opened
+ * (errno 0: zlib's own allocation failed). The tools' readers share it. */
+struct gzFile_s *vdev_gzopen_input(const char *path, const char **shown);
+
 /* The value of a header field, or NULL. */
 const char *vdev_trace_field(const struct vdev_trace *t, const char *key);
 

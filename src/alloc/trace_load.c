@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define NIL UINT32_MAX
@@ -412,10 +413,14 @@ static enum vdev_status read_error(struct loader *l)
     if (err == Z_ERRNO)
         return vdev_error(VDEV_ERR_IO, "%s: read error: %s", l->path,
                           l->read_errno ? strerror(l->read_errno) : "unknown error");
-    /* zlib's message starts with the file's name: drop it, ours does too */
+    /* zlib's message starts with the file's name ("<fd:N>" for standard
+     * input): drop it, ours does too */
     size_t n = strlen(l->path);
+    const char *fd_end = strncmp(msg, "<fd:", 4) == 0 ? strstr(msg, ">: ") : NULL;
     if (strncmp(msg, l->path, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
         msg += n + 2;
+    else if (fd_end)
+        msg = fd_end + 3;
     return vdev_error(VDEV_ERR_IO, "%s: read error: %s", l->path, msg);
 }
 
@@ -517,6 +522,25 @@ static enum vdev_status load(struct loader *l)
     return VDEV_OK;
 }
 
+struct gzFile_s *vdev_gzopen_input(const char *path, const char **shown)
+{
+    *shown = path;
+    errno = 0;
+    if (strcmp(path, "-") != 0)
+        return gzopen(path, "rb");
+    *shown = "(standard input)";
+    int fd = dup(STDIN_FILENO);
+    if (fd < 0)
+        return NULL;
+    gzFile f = gzdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
 /* Opens the file through zlib, runs load(), and frees the loader's scratch
  * state whatever happened; on failure the half-built trace goes too. */
 enum vdev_status vdev_trace_load(const char *path, struct vdev_trace **out)
@@ -526,19 +550,18 @@ enum vdev_status vdev_trace_load(const char *path, struct vdev_trace **out)
     *out = NULL;
     if (!path)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_trace_load: path is NULL");
-    struct loader l = {.path = path, .cap = 1u << 18};
+    struct loader l = {.path = strcmp(path, "-") ? path : "(standard input)", .cap = 1u << 18};
     enum vdev_status st;
     l.t = calloc(1, sizeof *l.t);
     l.buf = malloc(l.cap);
-    if (!l.t || !l.buf || !(l.t->path = strdup(path)) || !(l.t->header = strdup(""))) {
-        st = vdev_error(VDEV_ERR_OOM, "loading %s: host out of memory", path);
+    if (!l.t || !l.buf || !(l.t->path = strdup(l.path)) || !(l.t->header = strdup(""))) {
+        st = vdev_error(VDEV_ERR_OOM, "loading %s: host out of memory", l.path);
         goto done;
     }
-    errno = 0;
-    l.f = gzopen(path, "rb");
+    l.f = vdev_gzopen_input(path, &l.path);
     if (!l.f) {
-        st = vdev_error(errno == ENOMEM ? VDEV_ERR_OOM : VDEV_ERR_IO, "cannot open %s: %s", path,
-                        errno ? strerror(errno) : "out of memory");
+        st = vdev_error(errno == ENOMEM ? VDEV_ERR_OOM : VDEV_ERR_IO, "cannot open %s: %s",
+                        l.path, errno ? strerror(errno) : "out of memory");
         goto done;
     }
     gzbuffer(l.f, 1u << 18); /* fewer, larger reads for the 1e6-line traces */
