@@ -194,6 +194,59 @@ static int conv_case(struct tcase *c, enum vdev_op op, int size, int var)
     return 1;
 }
 
+/* STRIDED_SLICE and its gradient on [r,c] sizes: var 0 [r,c], every row
+ * backwards and every other column; 1 [r,2,c] int32 words (any bit
+ * pattern), rows from r/3, the second of 2, columns backwards by 3 from the
+ * last; 2 [2,r,3,c] with a range on every axis (backwards on two); 3 [r,c]
+ * with no column (an empty slice, the gradient all zeros). Axis d of the
+ * slice: first index i[d], stride j[d], count f[d] (as the public function
+ * packs them: 0 and 1 for an empty range). */
+static void strided_axis(struct tcase *c, int d, int64_t b, int64_t s, int64_t n)
+{
+    c->p.i[d] = n ? b : 0;
+    c->p.j[d] = n > 1 ? s : 1;
+    c->p.f[d] = (double)n;
+}
+
+static int strided_case(struct tcase *c, enum vdev_op op, int64_t r, int64_t col, int var)
+{
+    if (var > 3 || (op == VDEV_OP_STRIDED_SLICE_GRAD && var == 1))
+        return 0;
+    int64_t s2[2] = {r, col}, s3[3] = {r, 2, col}, s4[4] = {2, r, 3, col}, cnt[4] = {1, 1, 1, 1};
+    int nd = var == 1 ? 3 : var == 2 ? 4 : 2;
+    const int64_t *xs = var == 1 ? s3 : var == 2 ? s4 : s2;
+    if (var == 0) {
+        strided_axis(c, 0, r - 1, -1, r);
+        strided_axis(c, 1, 0, 2, (col + 1) / 2);
+    } else if (var == 1) {
+        strided_axis(c, 0, r / 3, 1, r - r / 3);
+        strided_axis(c, 1, 1, 1, 1);
+        strided_axis(c, 2, col - 1, -3, (col + 2) / 3);
+    } else if (var == 2) {
+        strided_axis(c, 0, 1, -1, 2);
+        strided_axis(c, 1, 0, 3, (r + 2) / 3);
+        strided_axis(c, 2, 2, -2, 2);
+        strided_axis(c, 3, col / 2, 1, col - col / 2);
+    } else {
+        strided_axis(c, 0, 0, 1, r);
+        strided_axis(c, 1, 0, 1, 0);
+    }
+    for (int d = 0; d < nd; d++)
+        cnt[d] = (int64_t)c->p.f[d];
+    int k = 0;
+    if (op == VDEV_OP_STRIDED_SLICE_GRAD)
+        in_f(c, k++, cnt, nd, -2, 2); /* dy, the slice's shape */
+    if (var == 1) {
+        set_in(c, k, xs, nd, VDEV_I32);
+        int32_t *p = c->in[k].data;
+        for (int64_t i = 0; i < c->in[k].n; i++)
+            p[i] = (int32_t)(rng_next() & 0xffffffffu);
+    } else {
+        in_f(c, k, xs, nd, -2, 2);
+    }
+    return 1;
+}
+
 /* Builds the case (op, size, var); returns 0 when that variant does not
  * exist. Sizes index SIZES (a 2-D [r, c]); variants cover each op's modes.
  * Input ranges avoid values where the op has no answer (log of a negative),
@@ -581,6 +634,9 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
     case VDEV_OP_MAX_POOL_GRAD:
     case VDEV_OP_AVG_POOL_GRAD:
         return conv_case(c, op, size, var);
+    case VDEV_OP_STRIDED_SLICE:
+    case VDEV_OP_STRIDED_SLICE_GRAD:
+        return strided_case(c, op, r, col, var);
     case VDEV_OP_COUNT:
         break;
     }

@@ -192,6 +192,42 @@ static void conv_expect(const struct tcase *c, struct texp *e)
     e->rtol = 1e-5;
 }
 
+/* STRIDED_SLICE: each element of x is taken or not, axis by axis (a
+ * multiple of the stride away from the first index, fewer than count steps);
+ * a taken one goes to the slice's element of those steps, row-major. The
+ * gradient puts dy's elements back there, zeros elsewhere. Exact. */
+static void strided_expect(const struct tcase *c, struct texp *e)
+{
+    int grad = c->op == VDEV_OP_STRIDED_SLICE_GRAD;
+    const struct hin *x = &c->in[grad ? 1 : 0], *dy = &c->in[0];
+    int64_t cnt[VDEV_MAX_DIMS];
+    for (int d = 0; d < VDEV_MAX_DIMS; d++)
+        cnt[d] = d < x->ndim ? (int64_t)c->p.f[d] : 1;
+    for (int k = 0; k < VDEV_KERNEL_MAX_IN; k++)
+        free(e->v[k]);
+    memset(e->v, 0, sizeof e->v);
+    exp_out(e, 0, grad ? x->shape : cnt, x->ndim, grad ? VDEV_F32 : x->dtype);
+    for (int64_t i = 0; i < x->n; i++) {
+        int64_t rest = i, at = 0, scale = 1;
+        int taken = 1;
+        for (int d = x->ndim - 1; d >= 0; d--) {
+            int64_t idx = rest % x->shape[d], off = idx - c->p.i[d], st = c->p.j[d];
+            rest /= x->shape[d];
+            int64_t q = off / st;
+            taken &= off % st == 0 && q >= 0 && q < cnt[d];
+            at += q * scale;
+            scale *= cnt[d];
+        }
+        if (grad)
+            e->v[0][i] = taken ? ((const float *)dy->data)[at] : 0.0;
+        else if (taken)
+            e->v[0][at] = x->dtype == VDEV_I32 ? (double)((const int32_t *)x->data)[i]
+                                               : (double)((const float *)x->data)[i];
+    }
+    e->atol = 0.0;
+    e->rtol = 0.0;
+}
+
 /* Fills e with what c's op must produce, and its tolerance. */
 static void expect(const struct tcase *c, struct texp *e)
 {
@@ -615,6 +651,10 @@ static void expect(const struct tcase *c, struct texp *e)
     case VDEV_OP_MAX_POOL_GRAD:
     case VDEV_OP_AVG_POOL_GRAD:
         conv_expect(c, e);
+        break;
+    case VDEV_OP_STRIDED_SLICE:
+    case VDEV_OP_STRIDED_SLICE_GRAD:
+        strided_expect(c, e);
         break;
     case VDEV_OP_COUNT:
         break;

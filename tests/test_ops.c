@@ -227,6 +227,7 @@ static void run_kernel_direct(const char *what, vdev_kernel_fn fn, const struct 
     }
     memcpy(a.f, c->p.f, sizeof a.f);
     memcpy(a.i, c->p.i, sizeof a.i);
+    memcpy(a.j, c->p.j, sizeof a.j);
     /* the shape rule fills the output's shape and normalises parameters,
      * exactly as the dispatcher would */
     enum vdev_status st = def->shape(&a);

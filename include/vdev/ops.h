@@ -1,6 +1,6 @@
 /* vdev/ops.h — the ops on tensors: matrix product, elementwise arithmetic
  * with numpy's broadcasting, activations, softmax, reductions, reshape,
- * transpose and slices of rows, the losses (mean squared error, softmax
+ * transpose, slices of rows and strided slices, the losses (mean squared error, softmax
  * cross-entropy), argmax, and 2-D convolution and pooling. Each runs on the
  * device placement picks (vdev/placement.h) and a recording tape
  * (vdev/autograd.h) differentiates it. Part of the public API:
@@ -84,6 +84,35 @@ VDEV_API vdev_tensor_t *vdev_slice_rows(const vdev_tensor_t *a, int64_t begin, i
  * "StridedSlice: Index out of range using input dim 0; input has only 0
  * dims" for a 0-dimensional a. */
 VDEV_API vdev_tensor_t *vdev_row(const vdev_tensor_t *a, int64_t index);
+/* TensorFlow's StridedSlice (tf.strided_slice(a, begin, end, strides,
+ * begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask), what
+ * Python's a[1:, ::2, None, ..., -1] does) for a tensor of any dtype: begin,
+ * end and strides have n entries (0 to 31; strides NULL: all 1), bit i of a
+ * mask speaks of entry i, and TensorFlow's rules turn them into one range per
+ * axis: an ellipsis entry stands for the axes no other entry names (one is
+ * implied at the end), a new-axis entry adds a dimension of 1, a shrink
+ * entry takes the one index begin[i] and drops its axis, a masked begin or
+ * end is the axis's end in the stride's direction, a negative index counts
+ * from the end, and the rest is clamped to the axis (so a range may be
+ * empty); a negative stride walks backwards. The result is a new tensor (a
+ * copy) of at most 4 dimensions; its gradient is zeros of a's shape with the
+ * output's gradient where the slice took its elements (StridedSliceGrad).
+ * The placement log shows a StridedSlice, and a Reshape when axes are shrunk
+ * or added. Errors, in TensorFlow's words after "StridedSlice: ":
+ * VDEV_ERR_INVALID_ARG "strides[1] must be non-zero", "slice index 5 of
+ * dimension 0 out of bounds." (a shrunk index outside the axis, printed
+ * after adding the dimension to a negative one, as TensorFlow prints it),
+ * "only stride 1 allowed on non-range indexing." (a shrink entry with a
+ * negative stride), "Index out of range using input dim 2; input has only 2
+ * dims" (more entries than axes), "Multiple ellipses in slice spec not
+ * allowed", and for n of 32 or more "Expected begin, end, and strides to be
+ * 1D equal size tensors, but got shapes [32], [32], and [32] instead.";
+ * vdev's own for a negative n or a NULL begin or end; VDEV_ERR_UNSUPPORTED
+ * "the result would have 5 dimensions; vdev tensors have at most 4". */
+VDEV_API vdev_tensor_t *vdev_strided_slice(const vdev_tensor_t *a, int n, const int64_t *begin,
+                                           const int64_t *end, const int64_t *strides,
+                                           int begin_mask, int end_mask, int ellipsis_mask,
+                                           int new_axis_mask, int shrink_axis_mask);
 /* mean((pred - target)^2), a 0-dimensional tensor; 0 for an empty batch
  * (no rows: Keras's divide_no_nan). */
 VDEV_API vdev_tensor_t *vdev_mse(const vdev_tensor_t *pred, const vdev_tensor_t *target);

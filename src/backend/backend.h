@@ -31,10 +31,12 @@
 /* 3: the optional fill entry (the table's layout changed).
  * 4: streams per logical device (stream_open, stream_close), the device
  *    memory a backend holds itself (held_bytes), collectives through the
- *    backend's own library (coll_*). */
-#define VDEV_BACKEND_API_VERSION 4
+ *    backend's own library (coll_*).
+ * 5: kernel arguments carry j[4] (StridedSlice's strides), host arguments
+ *    up to 576 bytes. */
+#define VDEV_BACKEND_API_VERSION 5
 /* Most bytes of argument a host function may be given (submit_host). */
-#define VDEV_HOST_ARG_MAX 512
+#define VDEV_HOST_ARG_MAX 576
 
 struct vdev_backend_device_info {
     char model[96];          /* "Simulated GPU", "NVIDIA H200" */
@@ -64,6 +66,7 @@ struct vdev_kernel_args {
     int out_dtype[VDEV_KERNEL_MAX_OUT];
     double f[4];                              /* op parameters: scalars, eps, ... */
     int64_t i[4];                             /* op parameters: axis, transpose flags, ... */
+    int64_t j[4];                             /* more: StridedSlice's strides */
 };
 
 /* One rank's part of a collective through the backend's own library

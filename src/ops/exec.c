@@ -56,6 +56,7 @@ void vdev_kernel_args_fill(struct vdev_kernel_args *a, enum vdev_op op,
     if (p) {
         memcpy(a->f, p->f, sizeof a->f);
         memcpy(a->i, p->i, sizeof a->i);
+        memcpy(a->j, p->j, sizeof a->j);
     }
 }
 

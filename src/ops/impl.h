@@ -146,6 +146,12 @@ KERNEL(vdev_ref_avg_pool_grad);
 GRAD(vdev_grad_conv2d);
 GRAD(vdev_grad_max_pool);
 GRAD(vdev_grad_avg_pool);
+/* strided.c: StridedSlice and its gradient */
+SHAPE(vdev_shape_strided_slice);
+SHAPE(vdev_shape_strided_slice_grad);
+KERNEL(vdev_ref_strided_slice);
+KERNEL(vdev_ref_strided_slice_grad);
+GRAD(vdev_grad_strided_slice);
 /* The window geometry of one of those ops, from its (checked) arguments:
  * x [n,h,w,c], window kh x kw, o output channels (c for the pools), strides,
  * output oh x ow, and the padding before (pt top, pl left). */

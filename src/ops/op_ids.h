@@ -62,6 +62,9 @@ enum vdev_op {
     VDEV_OP_CONV2D_BACKPROP_FILTER, /* (x, filter for its shape, dy); as CONV2D */
     VDEV_OP_MAX_POOL_GRAD, /* (x, y, dy); as MAX_POOL: dy to each window's first max */
     VDEV_OP_AVG_POOL_GRAD, /* (x for its shape, dy); as MAX_POOL */
+    /* strided slices (strided.c): per axis d, i[d] first index, j[d] stride, f[d] count */
+    VDEV_OP_STRIDED_SLICE,      /* (x, any dtype) -> x's rank, the counts as shape */
+    VDEV_OP_STRIDED_SLICE_GRAD, /* (dy, like x) -> zeros of x's shape, dy where x was taken */
     VDEV_OP_COUNT
 };
 

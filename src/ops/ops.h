@@ -30,6 +30,7 @@
 struct vdev_op_params {
     double f[4];
     int64_t i[4];
+    int64_t j[4]; /* more integers: StridedSlice's strides */
 };
 
 /* A float carried in an op's i[] (the updates' weight decay), and back. */

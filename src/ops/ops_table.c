@@ -120,6 +120,11 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
            vdev_ref_max_pool_grad),
     NOGRAD(VDEV_OP_AVG_POOL_GRAD, "AvgPoolGrad", 2, vdev_shape_conv_grad,
            vdev_ref_avg_pool_grad),
+    /* strided slices (strided.c) */
+    FWD(VDEV_OP_STRIDED_SLICE, "StridedSlice", 1, vdev_shape_strided_slice,
+        vdev_ref_strided_slice, vdev_grad_strided_slice, 0),
+    NOGRAD(VDEV_OP_STRIDED_SLICE_GRAD, "StridedSliceGrad", 2, vdev_shape_strided_slice_grad,
+           vdev_ref_strided_slice_grad),
 };
 
 /* ---- the public ops ---- */

@@ -274,6 +274,19 @@ static struct vdev_op_params conv_params(int same, int64_t i0, int64_t i1, int64
     return p;
 }
 
+/* StridedSlice's parameters for nd axes: first index, stride, count. */
+static struct vdev_op_params strided(int nd, const int64_t *first, const int64_t *stride,
+                                     const int64_t *count)
+{
+    struct vdev_op_params p = P(0, 0, 0, 0);
+    for (int d = 0; d < nd; d++) {
+        p.i[d] = first[d];
+        p.j[d] = stride[d];
+        p.f[d] = (double)count[d];
+    }
+    return p;
+}
+
 /* An output dimension by TensorFlow's rule. */
 static int64_t conv_dim(int64_t in, int64_t k, int64_t s, int same)
 {
@@ -537,6 +550,30 @@ op_cases(void)
          TF(G_UNIFORM, 2, 7, 33), TF(G_UNIFORM, 2, 17, 33));
     CASE("no row: zeros", VDEV_OP_SLICE_GRAD, P(0, 0, 2, 0), 0, TF(G_UNIFORM, 2, 0, 33),
          TF(G_UNIFORM, 2, 17, 33));
+    /* STRIDED_SLICE, STRIDED_SLICE_GRAD (cuda_slice.cu): a range on every
+     * axis, backwards on some, int32 words, an empty slice, a scalar */
+    {
+        struct vdev_op_params p = strided(4, (int64_t[]){1, 0, 2, 5}, (int64_t[]){-1, 3, -2, 1},
+                                          (int64_t[]){2, 3, 2, 6});
+        CASE("[2,7,3,11] every axis", VDEV_OP_STRIDED_SLICE, p, 0,
+             TF(G_UNIFORM, 4, 2, 7, 3, 11));
+        CASE("its gradient", VDEV_OP_STRIDED_SLICE_GRAD, p, 0, TF(G_UNIFORM, 4, 2, 3, 2, 6),
+             TF(G_UNIFORM, 4, 2, 7, 3, 11));
+        p = strided(2, (int64_t[]){BIG(4999, 499), 0}, (int64_t[]){-2, 1},
+                    (int64_t[]){BIG(2500, 250), 3});
+        CASE("[5000,3] odd rows backwards", VDEV_OP_STRIDED_SLICE, p, 0,
+             TF(G_UNIFORM, 2, BIG(5000, 500), 3));
+        CASE("its gradient", VDEV_OP_STRIDED_SLICE_GRAD, p, 0,
+             TF(G_UNIFORM, 2, BIG(2500, 250), 3), TF(G_UNIFORM, 2, BIG(5000, 500), 3));
+        p = strided(1, (int64_t[]){9}, (int64_t[]){-4}, (int64_t[]){3});
+        CASE("i32 words", VDEV_OP_STRIDED_SLICE, p, 1000, TI(G_LABEL, 1, 10));
+        p = strided(2, (int64_t[]){0, 0}, (int64_t[]){1, 1}, (int64_t[]){5, 0});
+        CASE("empty", VDEV_OP_STRIDED_SLICE, p, 0, TF(G_UNIFORM, 2, 5, 3));
+        CASE("empty dy: zeros", VDEV_OP_STRIDED_SLICE_GRAD, p, 0, TF(G_UNIFORM, 2, 5, 0),
+             TF(G_UNIFORM, 2, 5, 3));
+        p = strided(0, NULL, NULL, NULL);
+        CASE("a scalar", VDEV_OP_STRIDED_SLICE, p, 0, TF(G_UNIFORM, 0, 1));
+    }
     /* 2-D convolution and pooling (cuda_conv.cu): strides 1 and 2, both
      * paddings, batches and channels above 1, a 1x1 window, an empty batch
      * and a window larger than the input (an empty output, the input's

@@ -1,7 +1,7 @@
 /* cuda_device.cuh — what the nvcc side of the CUDA plugin shares between its
  * files (cuda_kernels.cu: the op table and most kernels; cuda_reduce.cu:
  * reductions; cuda_updates.cu: the optimizer updates; cuda_conv.cu: convolution
- * and pooling; cuda_blas.cu: cuBLAS, loaded on first use): grid sizing,
+ * and pooling; cuda_slice.cu: strided slices; cuda_blas.cu: cuBLAS, loaded on first use): grid sizing,
  * block-wide sums and maxima, and the launch macro.
  *
  * LAUNCH(grid, block, stream, kernel)(args...) is kernel<<<grid, block, 0,
@@ -153,6 +153,10 @@ int run_update(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 /* 2-D convolution and pooling, their gradients included (cuda_conv.cu): 1
  * when a->op is one of them (its kernel queued on s), 0 otherwise. */
 int run_conv(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
+
+/* StridedSlice and its gradient (cuda_slice.cu): 1 when a->op is one of
+ * them (its kernel queued on s), 0 otherwise. */
+int run_slice(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 
 } // namespace vdev_cuda
 

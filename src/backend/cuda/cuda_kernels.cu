@@ -44,7 +44,8 @@ const char *op_name(int op)
         "LogSoftmaxGrad", "BroadcastTo", "MeanSquaredErrorGrad", "SparseSoftmaxCrossEntropyGrad",
         "ReduceToShape", "ApplyMomentum", "ApplyAdam", "Sqrt", "AmsgradMoments",
         "ApplyAdamWithAmsgrad", "ClipGradient", "Slice", "SliceGrad", "Conv2D", "MaxPool",
-        "AvgPool", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPoolGrad", "AvgPoolGrad"};
+        "AvgPool", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPoolGrad", "AvgPoolGrad",
+        "StridedSlice", "StridedSliceGrad"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -575,6 +576,7 @@ bool nothing_to_do(const vdev_cuda_args *a)
     case VDEV_OP_BROADCAST:
     case VDEV_OP_MSE_GRAD:
     case VDEV_OP_SOFTMAX_CE_GRAD:
+    case VDEV_OP_STRIDED_SLICE_GRAD: /* zeros to write where dy has no element */
     case VDEV_OP_SLICE_GRAD: /* zeros to write where dy has no row */
     case VDEV_OP_CONV2D_BACKPROP_FILTER: /* an empty batch: zeros to write */
         return numel_in(a, 1) == 0;
@@ -751,6 +753,10 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_MAX_POOL_GRAD:
     case VDEV_OP_AVG_POOL_GRAD:
         run_conv(a, s, n_sm); /* cuda_conv.cu */
+        break;
+    case VDEV_OP_STRIDED_SLICE:
+    case VDEV_OP_STRIDED_SLICE_GRAD:
+        run_slice(a, s, n_sm); /* cuda_slice.cu */
         break;
     default:
         snprintf(msg, cap, "CUDA plugin: no CUDA kernel for op %d (%s); this build knows ops 0..%d",

@@ -38,6 +38,7 @@ struct vdev_cuda_args {
     int out_dtype[VDEV_CUDA_MAX_OUT];
     double f[4];
     int64_t i[4];
+    int64_t j[4];
 };
 
 /* What a launch needs besides the arguments: the stream (opaque here:

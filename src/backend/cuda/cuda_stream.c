@@ -55,6 +55,7 @@ SAME_FIELD(out_shape);
 SAME_FIELD(out_dtype);
 SAME_FIELD(f);
 SAME_FIELD(i);
+SAME_FIELD(j);
 _Static_assert(sizeof(struct vdev_cuda_args) == sizeof(struct vdev_kernel_args),
                "struct vdev_cuda_args differs in size from struct vdev_kernel_args");
 
