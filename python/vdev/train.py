@@ -63,7 +63,7 @@ import os
 
 import numpy as np
 
-from . import _lib, errors
+from . import _lib, _strategy_context, errors
 from ._device import device
 from ._lib import lib
 from ._tensor import Tensor, Variable, constant, int32, zeros
@@ -232,12 +232,39 @@ def save_checkpoint(path, tensors, metadata=None, optimizer=None):
                                         c_meta, len(meta) // 2))
 
 
+def _refuse_mirrored_in_step(tensors, optimizer):
+    """A load inside a step function writes every replica's copy of a
+    MirroredVariable (and every replica's optimizer state) from each
+    replica's thread, while the other replicas read theirs in their own step:
+    their results would depend on timing, and the replicas could part. So it
+    is refused there, as assign is (a RuntimeError before anything is read)."""
+    if _strategy_context.replica() is None or not hasattr(tensors, "items"):
+        return
+    what = None
+    for name, t in tensors.items():
+        if hasattr(t, "_replica_handles"):
+            what = "a MirroredVariable (%r)" % (name,)
+            break
+    if what is None and getattr(optimizer, "_replica_h", None) is not None:
+        what = "optimizer= made under a strategy's scope (%r)" % (optimizer.name,)
+    if what is not None:
+        raise RuntimeError(
+            "load_checkpoint of %s inside strategy.run: each replica's step would write every "
+            "replica's copy while the others compute with theirs. Restore outside "
+            "strategy.run (it writes every replica's copy at once)" % what)
+
+
 def load_checkpoint(path, tensors, optimizer=None):
     """Restores each tensor of {name: tensor} in place from the entry of that
     name (same dtype and shape), and with an optimizer its state and
     hyperparameters. Everything is checked first: on error no tensor, slot,
     count or hyperparameter has changed. With an optimizer, tensors must hold
-    a float Variable (an unbuilt model has none: restore once it is built)."""
+    a float Variable (an unbuilt model has none: restore once it is built).
+    Inside strategy.run, MirroredVariables and an optimizer made under a
+    strategy's scope are refused (RuntimeError): a load writes every replica's
+    copy, and each replica's step would do so while the others compute with
+    theirs."""
+    _refuse_mirrored_in_step(tensors, optimizer)
     names, handles = _tensors(tensors, expand=True)
     iterations = count = None
     now = later = before = {}
