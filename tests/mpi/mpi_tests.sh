@@ -46,6 +46,10 @@
 #             training on the same batches; that run also checks the
 #             errors of the calls (mpi_ps.c --errors), and those of a child the
 #             chief forks (the fork error; its free and exit leave the job alone).
+#   conv      a convolutional net (conv2d, ReLU, max pool, dense; Adam)
+#             trained by two workers of one replica each equals one process
+#             over two devices bit for bit (each step's loss, then the
+#             parameters), on both workers;
 #   examples  the README's two examples (examples/mpi), run as the README
 #             runs them: multi_worker.c on 4 processes fits 384 MiB everywhere
 #             but on worker 1 (256 MiB), whose error names its device;
@@ -63,6 +67,7 @@ if [ -z "$mpirun" ] || [ ! -x "$build/libvdev-mpi.so" ]; then
 fi
 train=$build/tests/mpi/mpi_train
 ps_train=$build/tests/mpi/mpi_ps
+conv_train=$build/tests/mpi/mpi_conv
 work=$(mktemp -d /tmp/vdev_mpi_test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export OPENBLAS_NUM_THREADS=1
@@ -383,6 +388,16 @@ EOF
   same_file "$work/ps0/params.reference" "$work/ps0/params.chief" "staleness 0 equals one process, bit for bit"
 }
 
+t_conv() {
+  VDEV_SIM_GPUS=2x256MiB "$conv_train" --replicas 2 --out "$work/conv" ||
+    fail "conv: the reference over 2 devices"
+  VDEV_SIM_GPUS=1x256MiB run 2 "$conv_train" --multi --out "$work/conv" ||
+    { fail "conv: 2 workers"; cat "$work/out.txt"; }
+  for w in 0 1; do
+    same_file "$work/conv.reference" "$work/conv.$w" "conv: worker $w's losses and parameters"
+  done
+}
+
 t_examples() {
   local src t
   src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -457,6 +472,7 @@ case $test in
   cluster) t_cluster ;;
   failure) t_failure ;;
   ps) t_ps ;;
+  conv) t_conv ;;
   examples) t_examples ;;
   *) echo "mpi_tests.sh: unknown test $test"; exit 2 ;;
 esac
