@@ -226,7 +226,7 @@ static int strided_case(struct tcase *c, enum vdev_op op, int64_t r, int64_t col
         strided_axis(c, 0, 1, -1, 2);
         strided_axis(c, 1, 0, 3, (r + 2) / 3);
         strided_axis(c, 2, 2, -2, 2);
-        strided_axis(c, 3, col / 2, 1, col - col / 2);
+        strided_axis(c, 3, col - 1, -2, (col + 1) / 2);
     } else {
         strided_axis(c, 0, 0, 1, r);
         strided_axis(c, 1, 0, 1, 0);

@@ -1,9 +1,12 @@
-"""Indexing, slicing and iteration of tensors and variables along the leading
-axes (vdev/_indexing.py), against numpy on the same values: ints (negative
-from the end), slices of step 1 with Python's clamping, ints then one slice,
-``...``; TensorFlow's errors for indices out of range and for index types it
-refuses, NotImplementedError naming what works for what vdev lacks; gradients
-through indexing reaching variables; the slices run where the tensor lives."""
+"""Indexing, slicing and iteration of tensors and variables (vdev/_indexing.py,
+TensorFlow's StridedSlice), against numpy on the same values: ints (negative
+from the end), slices with steps (backwards too) and Python's clamping, on any
+axis, ``...`` anywhere, None (tf.newaxis); TensorFlow's errors for indices
+out of range, a step of 0, two ellipses and index types it refuses;
+NotImplementedError for boolean masks, vdev's error for a result of more
+than 4 dimensions; gradients through indexing reaching variables, against
+numpy's scatter of the output's gradient; the slices run where the tensor
+lives."""
 import numpy as np
 import pytest
 
@@ -14,7 +17,15 @@ X = np.arange(60, dtype=np.float32).reshape(5, 4, 3) - 17.5
 KEYS = [0, 4, -1, -5, slice(None), slice(1, 3), slice(1, 100), slice(-2, None),
         slice(None, -3), slice(5, 2), slice(7, 9), slice(3, 3), slice(None, None, 1),
         (2, 1), (-1, -1, 2), (0, slice(1, 3)), (3, -2, slice(None, 1)), (1, 2, slice(0, 0)),
-        Ellipsis, (1, Ellipsis), (slice(1, 2), Ellipsis), (), np.int64(3), np.int32(-2)]
+        Ellipsis, (1, Ellipsis), (slice(1, 2), Ellipsis), (), np.int64(3), np.int32(-2),
+        # steps, other axes, ellipsis anywhere, newaxis
+        slice(None, None, 2), slice(None, None, -1), slice(None, None, -2), slice(4, 0, -3),
+        slice(-1, -6, -1), slice(100, None, -2), slice(None, -100, -1), slice(1, None, 7),
+        (slice(None), 0), (slice(None), slice(None), -1), (Ellipsis, 1), (Ellipsis, -1, 0),
+        (0, Ellipsis, 2), (slice(1, None, 2), slice(None, None, -1), slice(0, 3, 2)),
+        (slice(None), slice(3, 0, -1), 1), None, (None, 1), (1, None), (Ellipsis, None),
+        (None, 0, Ellipsis, None), (slice(None, None, -1), None, 2), (2, None, slice(None), None),
+        (None, None, 0, 0, 0), (slice(None), np.int32(-1), slice(None, None, -1))]
 
 
 @pytest.mark.parametrize("key", KEYS, ids=repr)
@@ -69,11 +80,18 @@ def test_scalars_cannot_be_iterated_or_measured_as_in_tensorflow():
 
 @pytest.mark.parametrize("key,msg", [
     (5, "slice index 5 of dimension 0 out of bounds."),
-    (-6, "slice index -6 of dimension 0 out of bounds."),
+    # TensorFlow prints a negative index after adding the axis's size
+    (-6, "slice index -1 of dimension 0 out of bounds."),
     ((1, 4), "slice index 4 of dimension 1 out of bounds."),
-    ((1, -5, 0), "slice index -5 of dimension 1 out of bounds."),
+    ((1, -5, 0), "slice index -1 of dimension 1 out of bounds."),
+    ((slice(None), slice(None), 3), "slice index 3 of dimension 2 out of bounds."),
+    ((Ellipsis, -9), "slice index -6 of dimension 2 out of bounds."),
     ((0, 0, 0, 0), "Index out of range using input dim 3; input has only 3 dims"),
     ((0, 0, 0, slice(None)), "Index out of range using input dim 3; input has only 3 dims"),
+    ((None, 0, 0, 0, 0), "Index out of range using input dim 3; input has only 3 dims"),
+    (slice(None, None, 0), "strides[0] must be non-zero"),
+    ((1, slice(None, None, 0)), "strides[1] must be non-zero"),
+    ((Ellipsis, 0, Ellipsis), "Multiple ellipses in slice spec not allowed"),
 ])
 def test_out_of_range_is_tensorflows_invalid_argument(key, msg):
     for t in (vdev.constant(X), vdev.Variable(X)):
@@ -109,21 +127,12 @@ def test_tensor_indices_other_than_int32_scalars_are_tensorflows_type_error():
         assert str(e.value).startswith("Only integers, slices (`:`), ellipsis (`...`)")
 
 
-SUPPORTED = ("vdev indexes along the leading axes only: ints, then at most one slice of step "
-             "1, then at most a trailing `...` (x[0], x[-1], x[2:5], x[1, 2:4], x[0, ...], "
-             "x[...]); %s is not supported (vdev has no strided or gathering slice ops): index "
-             "the host copy, x.numpy()[...]")
+SUPPORTED = ("vdev indexes with ints, slices (with steps), `...` and None (tf.newaxis); %s is "
+             "not supported (vdev has no gathering slice op, TensorFlow's boolean_mask and "
+             "gather): index the host copy, x.numpy()[...]")
 
 
 @pytest.mark.parametrize("key,what", [
-    (slice(None, None, 2), "a slice of step 2"),
-    (slice(None, None, -1), "a slice of step -1"),
-    ((slice(None), 0), "an index after a slice ((slice(None, None, None), 0))"),
-    ((slice(1, 2), slice(0, 1)),
-     "an index after a slice ((slice(1, 2, None), slice(0, 1, None)))"),
-    (None, "tf.newaxis (None)"),
-    ((0, None), "tf.newaxis (None)"),
-    ((Ellipsis, 0), "`...` before another index ((Ellipsis, 0))"),
     (True, "a boolean index or mask (True)"),
     ((0, np.bool_(False)), "a boolean index or mask (%r)" % (np.bool_(False),)),
     (np.array([True, False]), "a boolean index or mask (%r)" % (np.array([True, False]),)),
@@ -133,6 +142,23 @@ def test_what_vdev_lacks_is_not_implemented_naming_what_works(key, what):
         with pytest.raises(NotImplementedError) as e:
             t[key]
         assert str(e.value) == SUPPORTED % what
+
+
+def test_more_than_four_dimensions_is_vdevs_unimplemented_error():
+    t = vdev.constant(X)
+    with pytest.raises(vdev.errors.UnimplementedError) as e:
+        t[None, None]
+    assert str(e.value) == "the result would have 5 dimensions; vdev tensors have at most 4"
+    assert t[None, ..., 0, None].shape == [1, 5, 4, 1]  # a shrunk axis makes room
+
+
+def test_int32_tensors_take_every_form():
+    labels = np.arange(60, dtype=np.int32).reshape(5, 4, 3) * 7919 - 100000
+    t = vdev.constant(labels)
+    for key in ((slice(None, None, -2), 1), (Ellipsis, slice(None, None, 2)), (None, 3, -1)):
+        got = t[key]
+        assert got.dtype is vdev.int32
+        np.testing.assert_array_equal(got.numpy(), labels[key])
 
 
 def test_in_is_refused_pointing_to_the_host_copy():
@@ -163,6 +189,19 @@ def test_gradients_through_indexing_reach_the_variable():
     np.testing.assert_array_equal(tape.gradient(y, v).numpy(), np.ones_like(X))
 
 
+@pytest.mark.parametrize("key", [
+    (slice(None, None, -2), 1), (Ellipsis, slice(2, None, -1)), (None, slice(1, None, 3), 0),
+    (slice(4, 0, -3), slice(None), slice(None, None, 2)), (2, None, Ellipsis, -1)], ids=repr)
+def test_gradients_of_strided_slices_are_the_scatter_of_the_output_gradient(key):
+    w = np.random.default_rng(5).uniform(-1, 1, X[key].shape).astype(np.float32)
+    v = vdev.Variable(X / 10)
+    with vdev.GradientTape() as tape:
+        y = vdev.reduce_sum(v[key] * w)
+    want = np.zeros_like(X)
+    want[key] = w  # every element is taken once: numpy's assignment is the scatter
+    np.testing.assert_array_equal(tape.gradient(y, v).numpy(), want)
+
+
 def test_an_empty_slice_gives_zeros_to_the_variable():
     v = vdev.Variable(X)
     with vdev.GradientTape() as tape:
@@ -177,7 +216,40 @@ def test_slices_run_where_the_tensor_lives_and_are_values():
     assert r.device.endswith("/device:GPU:2") and v[0].device.endswith("/device:GPU:2")
     v.assign(np.zeros_like(X))
     np.testing.assert_array_equal(r.numpy(), X[1:3])  # a copy, not a view of the variable
+    s = v[::-2, None, 1]
+    assert s.device.endswith("/device:GPU:2")
+    np.testing.assert_array_equal(s.numpy(), np.zeros_like(X)[::-2, None, 1])
     with vdev.device("CPU:0"):
         c = vdev.constant(X)[2]
     assert c.device.endswith("/device:CPU:0")
     np.testing.assert_array_equal(c.numpy(), X[2])
+
+
+def test_strided_slice_is_tensorflows_with_its_masks():
+    t = vdev.constant(X)
+    # tf.strided_slice's documented example forms, against numpy
+    got = vdev.strided_slice(t, [1, -1], [4, 0], [2, -1], end_mask=0b10)
+    np.testing.assert_array_equal(got.numpy(), X[1:4:2, ::-1])
+    got = vdev.strided_slice(t, [0, 2], [0, 3], ellipsis_mask=1, shrink_axis_mask=0b10)
+    np.testing.assert_array_equal(got.numpy(), X[..., 2])
+    got = vdev.strided_slice(t, [0, 1], [0, 3], new_axis_mask=1)
+    np.testing.assert_array_equal(got.numpy(), X[None, 1:3])
+    got = vdev.strided_slice(t, [3], [0], [-1], begin_mask=1)
+    np.testing.assert_array_equal(got.numpy(), X[::-1][:4])
+    got = vdev.strided_slice(t, vdev.constant([1, 0], dtype=vdev.int32), np.array([2, 4]),
+                             shrink_axis_mask=1)
+    np.testing.assert_array_equal(got.numpy(), X[1, 0:4])
+    np.testing.assert_array_equal(vdev.strided_slice(X, [], []).numpy(), X)  # numpy input
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        vdev.strided_slice(t, [0, 0], [1, 1, 1])
+    assert str(e.value) == ("Expected begin, end, and strides to be 1D equal size tensors, but "
+                            "got shapes [2], [3], and [2] instead.")
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        vdev.strided_slice(t, [0], [1], [-1], shrink_axis_mask=1)
+    assert str(e.value) == "only stride 1 allowed on non-range indexing."
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        vdev.strided_slice(t, [0] * 32, [1] * 32)
+    assert str(e.value) == ("Expected begin, end, and strides to be 1D equal size tensors, but "
+                            "got shapes [32], [32], and [32] instead.")
+    with pytest.raises(TypeError):
+        vdev.strided_slice(t, [0.5], [1])

@@ -34,6 +34,7 @@ from ._tensor import (DType, Tensor, TensorShape, Variable, as_dtype, constant,
 from ._ops import (add, argmax, divide, exp, identity, log, matmul, multiply, negative, pow,
                    reduce_mean, reduce_sum, reshape, sigmoid, sqrt, square, stop_gradient,
                    subtract, tanh, transpose)
+from ._indexing import strided_slice
 from ._device import device
 from ._device_spec import DeviceSpec
 from ._tape import GradientTape, UnconnectedGradients
@@ -98,7 +99,8 @@ __all__ = ["DType", "Tensor", "TensorShape", "Variable", "as_dtype", "constant",
            "convert_to_tensor", "fill", "float32", "int32", "ones", "ones_like", "zeros",
            "zeros_like", "add", "argmax", "divide", "exp", "identity", "log", "matmul",
            "multiply", "negative", "pow", "reduce_mean", "reduce_sum", "reshape", "sigmoid",
-           "sqrt", "square", "stop_gradient", "subtract", "tanh", "transpose", "device",
+           "sqrt", "square", "stop_gradient", "strided_slice", "subtract", "tanh", "transpose",
+           "device",
            "DeviceSpec", "GradientTape", "UnconnectedGradients",
            "OutOfMemoryError", "errors", "config", "debugging", "initializers", "layers", "losses",
            "math",

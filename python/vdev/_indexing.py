@@ -1,41 +1,43 @@
-"""Indexing and iteration of vdev tensors (``x[0]``, ``x[2:5]``, ``x[1, 2:4]``,
-``for row in x``), as TensorFlow's eager tensors do them, for the forms that
-pick one contiguous range of vdev's row-major layout: ints, then at most one
-slice of step 1, then at most a trailing ``...``. Each is vdev's Slice op
-(``vdev_slice_rows``; an int drops its axis, ``vdev_row``): a copy on the
-tensor's device, differentiated by tapes (the gradient is zeros with the
-slice's gradient in its rows), a Tensor for a Variable too.
+"""Indexing and iteration of vdev tensors (``x[0]``, ``x[2:5]``, ``x[:, ::2]``,
+``x[..., None, -1]``, ``for row in x``), as TensorFlow's eager tensors do them:
+each index is TensorFlow's StridedSlice (``vdev_strided_slice``), built from
+the key as TensorFlow's ``_slice_helper`` builds it (an int takes one index
+and drops its axis, a slice is a range with its step, ``...`` stands for the
+axes no other index names, ``None`` adds an axis of 1), a copy on the
+tensor's device that tapes differentiate (the gradient is zeros with the
+slice's gradient where it took its elements), a Tensor for a Variable too.
 
 Rules, as TensorFlow's: an int counts from the end when negative, and one
-outside the dimension is TensorFlow's InvalidArgumentError ("slice index 5
-of dimension 0 out of bounds."); a slice clamps as Python's (``x[1:100]``,
-``x[5:2]`` is empty, shape ``[0, ...]``); more indices than dimensions is
-"Index out of range using input dim 2; input has only 2 dims". An index that
-TensorFlow refuses too (a float, a string, a list, a tensor that is not an
-int32 scalar) is its TypeError, in its words. What TensorFlow takes but vdev
-does not (a step other than 1, an index after a slice such as ``x[:, 0]``,
-``None``/newaxis, ``...`` anywhere but last, a bool: a mask) is NotImplementedError naming
-what vdev supports: the program is valid, vdev lacks the op (strided and
-gathering slices), and the host copy ``x.numpy()[...]`` does it.
+outside its axis is TensorFlow's InvalidArgumentError ("slice index 5 of
+dimension 0 out of bounds.", a negative one printed after adding the axis's
+size, as TensorFlow prints it); a slice clamps as Python's (``x[1:100]``,
+``x[5:2]`` is empty, shape ``[0, ...]``), a step of 0 is "strides[0] must be
+non-zero"; more indices than dimensions is "Index out of range using input
+dim 2; input has only 2 dims"; two ``...`` "Multiple ellipses in slice spec
+not allowed". An index that TensorFlow refuses too (a float, a string, a
+list, a tensor that is not an int32 scalar) is its TypeError, in its words.
+What TensorFlow takes but vdev does not (a bool: a mask, TensorFlow's
+boolean_mask) is NotImplementedError saying so, with the host copy
+``x.numpy()[...]`` as the way; a result of more than 4 dimensions is vdev's
+UnimplementedError (vdev tensors have at most 4).
 """
 
+import ctypes
 import numbers
 import operator
 
 import numpy as np
 
-from . import _lib
+from . import _lib, errors
 from ._lib import lib
-from .errors import InvalidArgumentError
 
 # TensorFlow's TypeError for an index of a type it refuses (_check_index).
 _TF_TYPE = ("Only integers, slices (`:`), ellipsis (`...`), tf.newaxis (`None`) and scalar "
             "tf.int32/tf.int64 tensors are valid indices, got %r")
 
-SUPPORTED = ("vdev indexes along the leading axes only: ints, then at most one slice of step "
-             "1, then at most a trailing `...` (x[0], x[-1], x[2:5], x[1, 2:4], x[0, ...], "
-             "x[...]); %s is not supported (vdev has no strided or gathering slice ops): index "
-             "the host copy, x.numpy()[...]")
+SUPPORTED = ("vdev indexes with ints, slices (with steps), `...` and None (tf.newaxis); %s is "
+             "not supported (vdev has no gathering slice op, TensorFlow's boolean_mask and "
+             "gather): index the host copy, x.numpy()[...]")
 
 
 def _unsupported(what):
@@ -79,45 +81,81 @@ def _new(h):
     return Tensor(_lib.made(h))
 
 
+# The prefix of vdev's C messages for this op; TensorFlow's eager messages
+# start with the error itself.
+_PREFIX = "StridedSlice: "
+
+
 def getitem(t, key):
     """t[key] (see the module's doc)."""
     keys = key if isinstance(key, tuple) else (key,)
-    shape = list(t.shape)
-    ints, last = [], None
+    begin, end, strides = [], [], []
+    masks = {"begin": 0, "end": 0, "ellipsis": 0, "new_axis": 0, "shrink": 0}
     for pos, k in enumerate(keys):
-        if k is Ellipsis:
-            if pos != len(keys) - 1:
-                raise _unsupported("`...` before another index (%r)" % (key,))
-            continue
-        if k is None:
-            raise _unsupported("tf.newaxis (None)")
-        if last is not None:
-            raise _unsupported("an index after a slice (%r)" % (key,))
+        bit = 1 << pos
         if isinstance(k, slice):
             start, stop, step = _bound(k.start), _bound(k.stop), _bound(k.step)
-            if step not in (None, 1):
-                raise _unsupported("a slice of step %d" % step)
-            last = (start, stop)
-        else:
-            ints.append(_index(k))
-    # every index in range before any op runs, in TensorFlow's words
-    n_axes = len(ints) + (last is not None)
-    if n_axes > len(shape):
-        raise InvalidArgumentError("Index out of range using input dim %d; input has only %d "
-                                   "dims" % (len(shape), len(shape)), "VDEV_ERR_INVALID_ARG")
-    for axis, i in enumerate(ints):
-        if not -shape[axis] <= i < shape[axis]:
-            raise InvalidArgumentError("slice index %d of dimension %d out of bounds."
-                                       % (i, axis), "VDEV_ERR_INVALID_ARG")
-    if not ints and last is None:  # x[...] (or x[()]): the whole tensor, a new one
-        return _new(lib.vdev_identity(t._handle))
-    out = t
-    for axis, i in enumerate(ints):
-        out = _new(lib.vdev_row(out._handle, i + shape[axis] if i < 0 else i))
-    if last is not None:
-        begin, stop, _ = slice(*last).indices(shape[len(ints)])
-        out = _new(lib.vdev_slice_rows(out._handle, begin, max(stop - begin, 0)))
-    return out
+            begin.append(0 if start is None else start)
+            end.append(0 if stop is None else stop)
+            strides.append(1 if step is None else step)
+            masks["begin"] |= bit if start is None else 0
+            masks["end"] |= bit if stop is None else 0
+            continue
+        if k is Ellipsis or k is None:
+            masks["ellipsis" if k is Ellipsis else "new_axis"] |= bit
+            begin.append(0)
+            end.append(0)
+            strides.append(1)
+            continue
+        i = _index(k)
+        begin.append(i)
+        end.append(i + 1)
+        strides.append(1)
+        masks["shrink"] |= bit
+    return _strided(t, begin, end, strides, masks["begin"], masks["end"], masks["ellipsis"],
+                    masks["new_axis"], masks["shrink"])
+
+
+def _strided(t, begin, end, strides, *masks):
+    n = len(begin)
+    arr = (lambda v: (ctypes.c_int64 * max(n, 1))(*v))
+    h = lib.vdev_strided_slice(t._handle, n, arr(begin), arr(end), arr(strides), *masks)
+    if not h:
+        msg = _lib.last_error()
+        raise errors.from_status(lib.vdev_last_status(),
+                                 msg[len(_PREFIX):] if msg.startswith(_PREFIX) else msg)
+    return _new(h)
+
+
+def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
+                  new_axis_mask=0, shrink_axis_mask=0, var=None, name=None):
+    """tf.strided_slice: the slice of input_ that begin, end and strides (lists
+    of ints of one length; strides None: all 1) and the masks (bit i for
+    entry i) describe, by TensorFlow's rules (see vdev_strided_slice in
+    vdev/ops.h and this module's doc); ``var`` and ``name`` change nothing,
+    as in eager TensorFlow. Lists of other lengths are TensorFlow's
+    InvalidArgumentError "Expected begin, end, and strides to be 1D equal
+    size tensors, but got shapes [2], [3], and [2] instead."."""
+    from ._ops import _t
+    t = _t(input_)
+    vals = []
+    for what, v in (("begin", begin), ("end", end), ("strides", strides)):
+        if v is None and what == "strides":
+            v = [1] * len(vals[0])
+        if hasattr(v, "numpy"):
+            v = v.numpy()
+        v = np.asarray(v)
+        if v.ndim != 1 or (v.size and v.dtype.kind not in "iu"):
+            raise TypeError("tf.strided_slice's %s must be a list of ints, not %r" % (what, v))
+        vals.append([int(x) for x in v])
+    if not len(vals[0]) == len(vals[1]) == len(vals[2]):
+        raise errors.InvalidArgumentError(
+            "Expected begin, end, and strides to be 1D equal size tensors, but got shapes "
+            "[%d], [%d], and [%d] instead." % tuple(len(v) for v in vals), "VDEV_ERR_INVALID_ARG")
+    masks = [_lib.index(m, "tf.strided_slice's %s" % w) for m, w in (
+        (begin_mask, "begin_mask"), (end_mask, "end_mask"), (ellipsis_mask, "ellipsis_mask"),
+        (new_axis_mask, "new_axis_mask"), (shrink_axis_mask, "shrink_axis_mask"))]
+    return _strided(t, *vals, *masks)
 
 
 def iterate(t):

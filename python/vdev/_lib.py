@@ -261,6 +261,8 @@ _PROTOS = {
     "vdev_transpose": (_h, [_h]),
     "vdev_slice_rows": (_h, [_h, ctypes.c_int64, ctypes.c_int64]),
     "vdev_row": (_h, [_h, ctypes.c_int64]),
+    "vdev_strided_slice": (_h, [_h, ctypes.c_int, _i64p, _i64p, _i64p, ctypes.c_int,
+                                ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]),
     "vdev_mse": (_h, [_h, _h]),
     "vdev_softmax_cross_entropy": (_h, [_h, _h]),
     "vdev_argmax": (_h, [_h]),

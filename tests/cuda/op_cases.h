@@ -553,7 +553,7 @@ op_cases(void)
     /* STRIDED_SLICE, STRIDED_SLICE_GRAD (cuda_slice.cu): a range on every
      * axis, backwards on some, int32 words, an empty slice, a scalar */
     {
-        struct vdev_op_params p = strided(4, (int64_t[]){1, 0, 2, 5}, (int64_t[]){-1, 3, -2, 1},
+        struct vdev_op_params p = strided(4, (int64_t[]){1, 0, 2, 10}, (int64_t[]){-1, 3, -2, -2},
                                           (int64_t[]){2, 3, 2, 6});
         CASE("[2,7,3,11] every axis", VDEV_OP_STRIDED_SLICE, p, 0,
              TF(G_UNIFORM, 4, 2, 7, 3, 11));
