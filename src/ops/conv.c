@@ -33,12 +33,16 @@ static enum vdev_status windowed(const char *name, int64_t in, int64_t k, int64_
     if (s <= 0)
         return vdev_error(VDEV_ERR_INVALID_ARG, "%s: Stride must be > 0, but got %lld", name,
                           (long long)s);
+    /* TensorFlow's (in + s - 1) / s and (in - k + s) / s (C's division,
+     * which truncates toward zero), computed so that no sum passes
+     * INT64_MAX: a dimension may be that large in an empty tensor. */
     if (same) {
-        *out = (in + s - 1) / s;
-        int64_t need = (*out - 1) * s + k - in;
+        *out = in / s + (in % s != 0);
+        /* (out - 1) s < in, so this is (out - 1) s + k - in without overflow */
+        int64_t need = ((*out - 1) * s - in) + k;
         *before = need > 0 ? need / 2 : 0;
     } else {
-        *out = (in - k + s) / s;
+        *out = in >= k ? (in - k) / s + 1 : (s - (k - in)) / s;
         *before = 0;
     }
     if (*out < 0)
