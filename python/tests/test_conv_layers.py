@@ -51,7 +51,7 @@ def test_conv2d_builds_on_its_device_and_checks_its_input():
     assert conv.built and conv.kernel.device.endswith("GPU:1")
     with pytest.raises(ValueError, match="expected axis -1 of input shape to have value 4"):
         conv(np.zeros((1, 8, 8, 3), np.float32))
-    with pytest.raises(ValueError, match="expected ndim=4, found ndim=3"):
+    with pytest.raises(ValueError, match="expected min_ndim=4, found ndim=3"):
         conv(np.zeros((8, 8, 4), np.float32))
 
 

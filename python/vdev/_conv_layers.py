@@ -5,32 +5,82 @@
 (``input_shape``, or the first call), on the device scope the layer was made
 in (mirrored under a strategy's scope), the kernel drawn with the layer's
 seed and the bias with the seed Dense derives from it. Keras's arguments are
-taken in Keras's order; what vdev has not (channels_first, dilation, groups,
-regularizers, constraints) is a ValueError naming it, as Dense refuses its.
+taken in Keras's order and checked when the layer is made, as Keras checks
+them (sizes > 0, strides >= 0); what vdev has not (channels_first,
+dilation, groups, regularizers, constraints) is a ValueError naming it, as
+Dense refuses its. Each layer takes input_shape (its batch_input_shape is
+(None,) + input_shape) and has Keras's compute_output_shape, through which
+a Sequential model builds its layers and summarizes them.
 """
 
 import numbers
 
 from . import _ops, _strategy_context, initializers, nn, random
 from ._device import current_device, device
-from ._tensor import Tensor, float32
+from ._tensor import Tensor, float32, int32
 
 __all__ = ["AveragePooling2D", "Conv2D", "Flatten", "MaxPooling2D"]
 
 
-def _pair(value, name):
-    """Keras's normalize_tuple(value, 2, name): an int or 2 ints."""
+def _pair(value, name, allow_zero=False):
+    """Keras's normalize_tuple(value, 2, name, allow_zero): an int or 2 ints,
+    each > 0 (>= 0 with allow_zero), else Keras's ValueError."""
+    msg = "The `%s` argument must be a tuple of 2 integers. Received: %s=%r" % (name, name, value)
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return (int(value), int(value))
-    try:
-        t = tuple(value)
-    except TypeError:
-        t = None
-    if t is None or len(t) != 2 or not all(isinstance(v, numbers.Integral) and
-                                           not isinstance(v, bool) for v in t):
-        raise ValueError("The `%s` argument must be a tuple of 2 integers. Received: %s=%r"
-                         % (name, name, value))
-    return tuple(int(v) for v in t)
+        t = (int(value), int(value))
+    else:
+        try:
+            t = tuple(value)
+        except TypeError:
+            t = None
+        if t is None or len(t) != 2 or not all(isinstance(v, numbers.Integral) and
+                                               not isinstance(v, bool) for v in t):
+            raise ValueError(msg)
+        t = tuple(int(v) for v in t)
+    bad = {v for v in t if v < 0 or (v == 0 and not allow_zero)}
+    if bad:
+        raise ValueError("%s including %s that does not satisfy the requirement `%s`."
+                         % (msg, bad, ">= 0" if allow_zero else "> 0"))
+    return t
+
+
+def _input_shape(layer, input_shape, ndim=None):
+    """Keras's input_shape= (the shape of one example): the layer's
+    batch_input_shape, (None,) + input_shape; None when not given. ndim, when
+    given, is the rank the layer takes (Keras's InputSpec), checked here as
+    Keras checks it when it builds the layer."""
+    if input_shape is None:
+        return None
+    if isinstance(input_shape, numbers.Integral):
+        input_shape = (input_shape,)
+    shape = (None,) + tuple(None if d is None else int(d) for d in input_shape)
+    if ndim is not None:
+        _check_rank(layer, shape, ndim)
+    return shape
+
+
+def _check_rank(layer, shape, ndim):
+    """Keras's InputSpec check of a shape's rank: ndim=4 for the pools,
+    min_ndim=4 for Conv2D (vdev's tensors have 4 dimensions at most)."""
+    minimum = isinstance(layer, Conv2D)
+    if minimum and len(shape) > ndim:
+        raise ValueError("vdev's Conv2D takes inputs of 4 dimensions (batch, rows, cols, "
+                         "channels), not %d: vdev's tensors have 4 at most. Full shape "
+                         "received: %s" % (len(shape), tuple(shape)))
+    if len(shape) < ndim or (len(shape) != ndim and not minimum):
+        raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '
+                         "%sndim=%d, found ndim=%d. Full shape received: %s"
+                         % (layer.name, "min_" if minimum else "", ndim, len(shape),
+                            tuple(shape)))
+
+
+def _window_length(n, k, padding, s):
+    """Keras's conv_output_length (dilation 1): an output size, None where
+    the input's is unknown."""
+    if n is None:
+        return None
+    n = n if padding == "same" else n - k + 1
+    return (n + s - 1) // s
 
 
 def _padding(value):
@@ -60,11 +110,14 @@ def _float_input(layer_device, x):
 
 def _check_4d(layer, x):
     shape = tuple(int(d) for d in x.shape)
-    if len(shape) != 4:
-        raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected ndim=4, '
-                         "found ndim=%d. Full shape received: %s" % (layer.name, len(shape),
-                                                                      shape))
+    _check_rank(layer, shape, 4)
     return shape
+
+
+def _float32_only(layer, dtype):
+    if dtype is not None and getattr(dtype, "name", dtype) != "float32":
+        raise ValueError("vdev's %s takes dtype=None or 'float32' only, not %r: vdev's layers "
+                         "compute in float32" % (type(layer).__name__, dtype))
 
 
 def _base():
@@ -90,9 +143,7 @@ class Conv2D(_base()):
                        ("bias_constraint", bias_constraint)):
             if x is not None:
                 raise ValueError("vdev's Conv2D takes %s=None only, not %r" % (arg, x))
-        if dtype is not None and getattr(dtype, "name", dtype) != "float32":
-            raise ValueError("vdev's Conv2D takes dtype=None or 'float32' only, not %r"
-                             % (dtype,))
+        _float32_only(self, dtype)
         _channels_last(self, data_format)
         if _pair(dilation_rate, "dilation_rate") != (1, 1):
             raise ValueError("vdev's Conv2D takes dilation_rate=1 only, not %r" % (dilation_rate,))
@@ -104,7 +155,10 @@ class Conv2D(_base()):
                              "value. Received filters=%r." % (filters,))
         self.filters = int(filters)
         self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.strides = _pair(strides, "strides")
+        self.strides = _pair(strides, "strides", allow_zero=True)
+        if not all(self.strides):
+            raise ValueError("The argument `strides` cannot contains 0(s). Received: %s"
+                             % (self.strides,))
         self.padding = _padding(padding).lower()
         self.activation = _activation(activation)
         self.use_bias = bool(use_bias)
@@ -116,8 +170,9 @@ class Conv2D(_base()):
         self._device = current_device()
         self._strategy = _strategy_context.mirroring_strategy()
         self.kernel = self.bias = None
-        if input_shape is not None and tuple(input_shape)[-1] is not None:
-            self.build(tuple(input_shape)[-1])
+        self._batch_input_shape = _input_shape(self, input_shape, 4)
+        if self._batch_input_shape is not None and self._batch_input_shape[-1] is not None:
+            self.build(self._batch_input_shape[-1])
 
     @property
     def built(self):
@@ -135,6 +190,22 @@ class Conv2D(_base()):
         from . import _lib
         channels = _lib.index(channels, "channels")
         _make_weights(self, self.kernel_size + (channels, self.filters), (self.filters,))
+
+    def compute_output_shape(self, input_shape):
+        """Keras's: (batch, rows, cols, filters) for an input shape (batch,
+        rows, cols, channels), None for an unknown size; Keras's ValueError
+        where a size would be 0 or less."""
+        shape = tuple(input_shape)
+        _check_rank(self, shape, 4)
+        out = (shape[0],) + tuple(
+            _window_length(shape[1 + d], self.kernel_size[d], self.padding, self.strides[d])
+            for d in range(2)) + (self.filters,)
+        if any(d is not None and d <= 0 for d in out[1:3]):
+            raise ValueError("One of the dimensions in the output is <= 0 due to downsampling "
+                             "in %s. Consider increasing the input size. Received input shape "
+                             "%s which would produce output shape with a zero or negative "
+                             "value in a dimension." % (self.name, list(shape)))
+        return out
 
     def get_config(self):
         act = self.activation
@@ -173,12 +244,27 @@ class _Pooling2D(_base()):
     _op = None
 
     def __init__(self, pool_size=(2, 2), strides=None, padding="valid", data_format=None,
-                 name=None, trainable=True):
+                 name=None, trainable=True, input_shape=None, dtype=None):
+        _float32_only(self, dtype)
         _channels_last(self, data_format)
         super().__init__(name, trainable)
         self.pool_size = _pair(pool_size, "pool_size")
-        self.strides = self.pool_size if strides is None else _pair(strides, "strides")
+        # as Keras: a stride of 0 passes here and is the op's error at the call
+        self.strides = (self.pool_size if strides is None else
+                        _pair(strides, "strides", allow_zero=True))
         self.padding = _padding(padding).lower()
+        self._batch_input_shape = _input_shape(self, input_shape, 4)
+
+    def compute_output_shape(self, input_shape):
+        """Keras's: (batch, rows, cols, channels) pooled; None for a size
+        unknown (or one the op will refuse)."""
+        shape = tuple(input_shape)
+        _check_rank(self, shape, 4)
+        rc = tuple(_window_length(shape[1 + d], self.pool_size[d], self.padding,
+                                  self.strides[d]) if self.strides[d] > 0 else None
+                   for d in range(2))
+        return (shape[0],) + tuple(None if d is not None and d < 0 else d for d in rc) + \
+            (shape[3],)
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable, "dtype": "float32",
@@ -208,16 +294,34 @@ class Flatten(_base()):
     """[batch, ...] to [batch, product of the rest], as Keras's Flatten (a
     view)."""
 
-    def __init__(self, data_format=None, name=None, trainable=True):
+    def __init__(self, data_format=None, name=None, trainable=True, input_shape=None,
+                 dtype=None):
+        _float32_only(self, dtype)
         _channels_last(self, data_format)
         super().__init__(name, trainable)
+        self._batch_input_shape = _input_shape(self, input_shape)
+
+    def compute_output_shape(self, input_shape):
+        """Keras's: (batch, product of the other sizes), None when one is
+        unknown; (batch, 1) for a shape (batch,)."""
+        shape = tuple(input_shape)
+        if not shape:
+            raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '
+                             "min_ndim=1, found ndim=0. Full shape received: ()" % (self.name,))
+        n = 1
+        for d in shape[1:]:
+            n = None if n is None or d is None else n * d
+        return (shape[0], n)
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable, "dtype": "float32",
                 "data_format": "channels_last"}
 
     def __call__(self, inputs, training=None, mask=None):
-        x = _float_input(None, inputs)
+        # as Keras, which casts only floating inputs to the layer's dtype:
+        # an int32 tensor stays int32 (a reshape computes nothing)
+        x = inputs if isinstance(inputs, Tensor) and inputs.dtype is int32 else \
+            _float_input(None, inputs)
         shape = tuple(int(d) for d in x.shape)
         if not shape:
             raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '

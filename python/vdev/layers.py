@@ -22,6 +22,7 @@ naming the layer.
 """
 
 import hashlib
+import numbers
 import re
 import threading
 
@@ -192,6 +193,12 @@ class Layer:
         train = {id(v) for v in self.trainable_variables}
         return [v for v in self.variables if id(v) not in train]
 
+    @classmethod
+    def from_config(cls, config):
+        """The layer of a get_config() dict, as Keras's: cls(**config) (a
+        new layer, unbuilt unless the config says its input shape)."""
+        return cls(**config)
+
     def get_weights(self):
         """The weights' values, NumPy arrays in the order of ``weights``."""
         return [v.numpy() for v in self.weights]
@@ -298,10 +305,25 @@ class Dense(Layer):
         self._device = current_device()
         self._strategy = _strategy_context.mirroring_strategy()
         self.kernel = self.bias = None
+        self._batch_input_shape = None
         if input_shape is not None:
+            if isinstance(input_shape, numbers.Integral):
+                input_shape = (input_shape,)
+            self._batch_input_shape = (None,) + tuple(input_shape)
             input_dim = tuple(input_shape)[-1]  # None: unknown until the first call
+        elif input_dim is not None:
+            self._batch_input_shape = (None, input_dim)
         if input_dim is not None:
             self.build(input_dim)
+
+    def compute_output_shape(self, input_shape):
+        """Keras's: the input shape with its last size the units."""
+        shape = tuple(input_shape)
+        if len(shape) < 2:
+            raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '
+                             "min_ndim=2, found ndim=%d. Full shape received: %s"
+                             % (self.name, len(shape), shape))
+        return shape[:-1] + (self.units,)
 
     @property
     def built(self):

@@ -6,7 +6,7 @@ the same numbers)."""
 import numpy as np
 
 from . import _lib
-from .layers import Dense, Layer, _dedup
+from .layers import Conv2D, Dense, Layer, _dedup
 
 __all__ = ["MLP", "Sequential"]
 
@@ -18,12 +18,14 @@ class Sequential(Layer):
     def __init__(self, layers=None, name=None, trainable=True):
         super().__init__(name, trainable)
         self.layers = []
+        self._call_shape = None  # the last call's input shape, batch None
         for l in layers or []:
             self.add(l)
 
     def add(self, layer):
-        """Appends ``layer``; a Dense is built at once when the model's input
-        size is known (its first layer was given input_dim or input_shape)."""
+        """Appends ``layer``; a Dense or Conv2D is built at once when the
+        model's input shape is known (its first layer was given input_dim or
+        input_shape), as Keras builds a Sequential model then."""
         if not callable(layer):
             raise TypeError("The added layer must be callable. Received: layer=%r" % (layer,))
         # As Keras: the same layer may come twice (its weights shared), two
@@ -35,24 +37,48 @@ class Sequential(Layer):
                              "Name \"%s\" is already the name of a layer in this model. Update "
                              "the `name` argument to pass a unique name." % (name,))
         # As Keras: once the model knows its input (its first layer was
-        # given input_dim or input_shape), each Dense added is built at once
-        # from the output of the layers before it, so the model is built,
-        # summary() works, and under a strategy's scope() the variables are
-        # made there (not later, inside strategy.run)
-        dim = self._output_dim()
-        if isinstance(layer, Dense) and not layer.built and dim is not None:
-            layer.build(dim)
+        # given input_dim or input_shape), each Dense or Conv2D added is
+        # built at once from the output shape of the layers before it (each
+        # layer's compute_output_shape), so the model is built, summary()
+        # works, and under a strategy's scope() the variables are made there
+        # (not later, inside strategy.run). An input shape the layer cannot
+        # take is Keras's ValueError here, and the layer is not added.
+        shape = self._output_shape() if self.layers else None
+        if self.layers and shape is not None and hasattr(layer, "compute_output_shape"):
+            layer.compute_output_shape(shape)  # checks the rank (and Conv2D's sizes)
+        if shape is not None and not getattr(layer, "built", True) and shape[-1] is not None:
+            if isinstance(layer, (Dense, Conv2D)):
+                layer.build(shape[-1])
         self.layers.append(layer)
 
-    def _output_dim(self):
-        """The last dimension the layers so far give, when every one is a
-        built Dense; else None (not known before a call)."""
-        dim = None
+    def _input_shape(self):
+        """The model's input shape, batch None: its first layer's input_shape
+        (or a built first Dense's input size), else the last call's; None
+        when not known."""
+        first = self.layers[0] if self.layers else None
+        shape = getattr(first, "_batch_input_shape", None)
+        if shape is None and isinstance(first, Dense) and first.built:
+            shape = (None, int(first.kernel.shape[0]))
+        return shape if shape is not None else self._call_shape
+
+    def _output_shapes(self):
+        """Each layer's output shape (batch None) from the model's input
+        shape through each layer's compute_output_shape; None from the first
+        layer that has none (any callable) on, or all None when the input
+        shape is not known."""
+        shape, out = self._input_shape(), []
         for l in self.layers:
-            if not isinstance(l, Dense) or not l.built:
-                return None
-            dim = l.units
-        return dim
+            if shape is not None and hasattr(l, "compute_output_shape"):
+                shape = tuple(l.compute_output_shape(shape))
+            else:
+                shape = None
+            out.append(shape)
+        return out
+
+    def _output_shape(self):
+        """The shape the layers so far give (batch None), or None."""
+        shapes = self._output_shapes()
+        return shapes[-1] if shapes else self._input_shape()
 
     def __call__(self, inputs, training=None, mask=None):
         """The layers applied in order to ``inputs``. ``training`` and
@@ -61,6 +87,9 @@ class Sequential(Layer):
         x = inputs
         for l in self.layers:
             x = l(x)
+        shape = getattr(inputs, "shape", None)
+        if shape is not None and len(shape):
+            self._call_shape = (None,) + tuple(int(d) for d in tuple(shape)[1:])
         return x
 
     @property
@@ -121,9 +150,12 @@ class Sequential(Layer):
         print_fn("_" * line_length)
         row(["Layer (type)", "Output Shape", "Param #"])
         print_fn("=" * line_length)
-        for l in self.layers:
+        for l, out in zip(self.layers, self._output_shapes()):
             units = getattr(l, "units", None)
-            shape = "(None, %d)" % units if units is not None else "?"
+            if out is not None:
+                shape = str(out)
+            else:
+                shape = "(None, %d)" % units if units is not None else "?"
             n = l.count_params() if hasattr(l, "count_params") else 0
             name = getattr(l, "name", None) or getattr(l, "__name__", "?")
             row(["%s (%s)" % (name, type(l).__name__), shape, n])
