@@ -185,3 +185,61 @@ def test_flatten_keeps_an_int32_tensor_int32():
     assert y.dtype == vdev.int32 and y.shape == (2, 12)
     np.testing.assert_array_equal(y.numpy(), np.arange(24).reshape(2, 12))
     assert layers.Flatten()(np.ones((2, 2), np.float64)).dtype == vdev.float32
+
+
+def test_a_conv_net_made_under_a_strategys_scope_trains_in_run():
+    """Built whole under scope() (every variable mirrored there), so
+    strategy.run makes none: before, its Dense was built in the step and
+    refused."""
+    strategy = vdev.distribute.MirroredStrategy(["GPU:0", "GPU:1"])
+    x = rng.uniform(-1, 1, (8, 6, 6, 1)).astype(np.float32)
+    y = np.eye(2, dtype=np.float32)[rng.integers(0, 2, 8)]
+    with strategy.scope():
+        model = vdev.models.Sequential([
+            layers.Conv2D(3, 3, activation="relu", input_shape=(6, 6, 1), seed=1),
+            layers.MaxPooling2D(), layers.Flatten(), layers.Dense(2, seed=2)])
+        opt = vdev.optimizers.SGD(0.1)
+    assert model.built
+    loss_fn = vdev.losses.CategoricalCrossentropy(from_logits=True, reduction="none")
+
+    def step(bx, by):
+        with vdev.GradientTape() as tape:
+            loss = vdev.nn.compute_average_loss(loss_fn(by, model(bx)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    losses = [float(strategy.reduce("SUM", strategy.run(step, args=(bx, by))))
+              for bx, by in strategy.experimental_distribute_dataset([(x, y)] * 6)]
+    assert losses[-1] < losses[0]
+
+
+def test_a_conv_step_out_of_memory_gives_everything_back(monkeypatch):
+    """A training step too large for its logical device is an
+    OutOfMemoryError naming the tensor; the weights stay as they were, every
+    byte of the step comes back once its tape goes, and a smaller batch
+    then trains on the same device."""
+    monkeypatch.setenv("VDEV_SIM_GPUS", "2x256MiB")  # 31 MiB logical limits
+    with vdev.device("GPU:1"):
+        model = vdev.models.Sequential([
+            layers.Conv2D(32, 3, activation="relu", padding="same", input_shape=(64, 64, 3)),
+            layers.MaxPooling2D(), layers.Flatten(), layers.Dense(2)])
+    opt = vdev.optimizers.SGD(0.01)
+    before = [w.copy() for w in model.get_weights()]
+    base = vdev.config.experimental.get_memory_info("GPU:1")["current"]
+    x = rng.uniform(-1, 1, (64, 64, 64, 3)).astype(np.float32)
+    tape = vdev.GradientTape()
+    with pytest.raises(vdev.errors.OutOfMemoryError,
+                       match=r"OOM when allocating tensor with shape\[64,64,64,32\] and type "
+                             r"float \(32.00 MiB\) on /job:localhost/replica:0/task:0/device:GPU:1"):
+        with tape:
+            model(x)
+    del tape
+    assert vdev.config.experimental.get_memory_info("GPU:1")["current"] == base
+    for w, b in zip(model.get_weights(), before):
+        np.testing.assert_array_equal(w, b)
+    with vdev.GradientTape() as tape:
+        loss = vdev.reduce_mean(model(x[:4]) ** 2)
+    grads = tape.gradient(loss, model.trainable_variables)
+    assert all(g.device.endswith("GPU:1") for g in grads)
+    opt.apply_gradients(zip(grads, model.trainable_variables))
