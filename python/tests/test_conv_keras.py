@@ -243,3 +243,22 @@ def test_a_conv_step_out_of_memory_gives_everything_back(monkeypatch):
     grads = tape.gradient(loss, model.trainable_variables)
     assert all(g.device.endswith("GPU:1") for g in grads)
     opt.apply_gradients(zip(grads, model.trainable_variables))
+
+
+def test_a_conv_models_weights_restore_into_a_fresh_model(tmp_path):
+    def make(seed):
+        return vdev.models.Sequential([
+            layers.Conv2D(3, 3, padding="same", input_shape=(6, 6, 2), seed=seed),
+            layers.AveragePooling2D(), layers.Flatten(), layers.Dense(2, seed=seed + 1)])
+    model, fresh = make(1), make(7)
+    path = str(tmp_path / "cnn.safetensors")
+    with pytest.raises(TypeError) as e:  # the type named, not every weight printed
+        vdev.train.save_checkpoint(path, model.weights)
+    assert str(e.value) == ("tensors must be a mapping {name: tensor}, not a list (a model's "
+                            "weights: {v.name: v for v in model.weights})")
+    vdev.train.save_checkpoint(path, {v.name: v for v in model.weights})
+    # the fresh model's layers are numbered on (conv2d_1, ...): the entries
+    # are the first model's names, in the same order
+    vdev.train.load_checkpoint(path, {a.name: b for a, b in zip(model.weights, fresh.weights)})
+    x = rng.uniform(-1, 1, (2, 6, 6, 2)).astype(np.float32)
+    np.testing.assert_array_equal(fresh(x).numpy(), model(x).numpy())

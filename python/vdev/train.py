@@ -112,7 +112,9 @@ def _tensors(tensors, expand):
     """(names, handles) of a {name: tensor} mapping; expand: a mirrored
     variable gives every replica's handle under its name."""
     if not hasattr(tensors, "items"):
-        raise TypeError("tensors must be a mapping {name: tensor}, not %r" % (tensors,))
+        # the type, not the value: a list of variables prints every weight
+        raise TypeError("tensors must be a mapping {name: tensor}, not a %s (a model's "
+                        "weights: {v.name: v for v in model.weights})" % type(tensors).__name__)
     names, handles = [], []
     for name, t in tensors.items():
         n = _name(name, "a tensor's name")
