@@ -30,6 +30,8 @@ rng = np.random.default_rng(11)
     (lambda: layers.Conv2D(2, 3, dilation_rate=0),
      "The `dilation_rate` argument must be a tuple of 2 integers. Received: dilation_rate=0 "
      "including {0} that does not satisfy the requirement `> 0`."),
+    (lambda: layers.Conv2D(2, 3, padding="causal"),
+     "Causal padding is only supported for `Conv1D` and `SeparableConv1D`."),
     (lambda: layers.MaxPooling2D(0),
      "The `pool_size` argument must be a tuple of 2 integers. Received: pool_size=0 including "
      "{0} that does not satisfy the requirement `> 0`."),

@@ -159,6 +159,9 @@ class Conv2D(_base()):
         if not all(self.strides):
             raise ValueError("The argument `strides` cannot contains 0(s). Received: %s"
                              % (self.strides,))
+        if isinstance(padding, str) and padding.lower() == "causal":  # Keras's own check
+            raise ValueError("Causal padding is only supported for `Conv1D` and "
+                             "`SeparableConv1D`.")
         self.padding = _padding(padding).lower()
         self.activation = _activation(activation)
         self.use_bias = bool(use_bias)
