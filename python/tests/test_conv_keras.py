@@ -264,3 +264,16 @@ def test_a_conv_models_weights_restore_into_a_fresh_model(tmp_path):
     vdev.train.load_checkpoint(path, {a.name: b for a, b in zip(model.weights, fresh.weights)})
     x = rng.uniform(-1, 1, (2, 6, 6, 2)).astype(np.float32)
     np.testing.assert_array_equal(fresh(x).numpy(), model(x).numpy())
+
+
+def test_a_sequential_inside_a_sequential():
+    block = vdev.models.Sequential([layers.Conv2D(2, 3, padding="same"), layers.MaxPooling2D()])
+    model = vdev.models.Sequential([
+        vdev.models.Sequential([layers.Conv2D(3, 3, input_shape=(10, 10, 1))]),
+        block, layers.Flatten(), layers.Dense(2)])
+    assert model.built and block.layers[0].kernel.shape == (3, 3, 3, 2)
+    assert model.compute_output_shape((None, 10, 10, 1)) == (None, 2)
+    lines = []
+    model.summary(print_fn=lines.append)
+    assert "(None, 8, 8, 3)" in lines[4] and "(None, 4, 4, 2)" in lines[6]
+    assert model(np.zeros((1, 10, 10, 1), np.float32)).shape == (1, 2)

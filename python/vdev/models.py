@@ -11,6 +11,20 @@ from .layers import Conv2D, Dense, Layer, _dedup
 __all__ = ["MLP", "Sequential"]
 
 
+def _build(layer, shape):
+    """Builds an unbuilt Dense or Conv2D for inputs of shape (batch None),
+    and the layers of a Sequential one after the other."""
+    if isinstance(layer, Sequential):
+        for l in layer.layers:
+            if shape is None:
+                return
+            _build(l, shape)
+            shape = (tuple(l.compute_output_shape(shape))
+                     if hasattr(l, "compute_output_shape") else None)
+    elif isinstance(layer, (Dense, Conv2D)) and not layer.built and shape[-1] is not None:
+        layer.build(shape[-1])
+
+
 class Sequential(Layer):
     """Keras's ``Sequential``: ``layers`` applied in order, each a vdev layer
     or any callable; ``add`` appends one."""
@@ -46,9 +60,8 @@ class Sequential(Layer):
         shape = self._output_shape() if self.layers else None
         if self.layers and shape is not None and hasattr(layer, "compute_output_shape"):
             layer.compute_output_shape(shape)  # checks the rank (and Conv2D's sizes)
-        if shape is not None and not getattr(layer, "built", True) and shape[-1] is not None:
-            if isinstance(layer, (Dense, Conv2D)):
-                layer.build(shape[-1])
+        if shape is not None:
+            _build(layer, shape)
         self.layers.append(layer)
 
     def _input_shape(self):
@@ -79,6 +92,22 @@ class Sequential(Layer):
         """The shape the layers so far give (batch None), or None."""
         shapes = self._output_shapes()
         return shapes[-1] if shapes else self._input_shape()
+
+    @property
+    def _batch_input_shape(self):
+        """The model's input shape (batch None) when known, as a layer's, so
+        a model inside another gives it its input shape."""
+        return self._input_shape()
+
+    def compute_output_shape(self, input_shape):
+        """Keras's: input_shape through each layer's compute_output_shape
+        (None from a layer without one)."""
+        shape = tuple(input_shape)
+        for l in self.layers:
+            if not hasattr(l, "compute_output_shape"):
+                return None
+            shape = tuple(l.compute_output_shape(shape))
+        return shape
 
     def __call__(self, inputs, training=None, mask=None):
         """The layers applied in order to ``inputs``. ``training`` and
