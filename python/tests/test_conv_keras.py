@@ -233,7 +233,8 @@ def test_a_conv_step_out_of_memory_gives_everything_back(monkeypatch):
     tape = vdev.GradientTape()
     with pytest.raises(vdev.errors.OutOfMemoryError,
                        match=r"OOM when allocating tensor with shape\[64,64,64,32\] and type "
-                             r"float \(32.00 MiB\) on /job:localhost/replica:0/task:0/device:GPU:1"):
+                             r"float \(32.00 MiB\) on "
+                             r"/job:localhost/replica:0/task:0/device:GPU:1"):
         with tape:
             model(x)
     del tape
