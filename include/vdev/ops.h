@@ -133,7 +133,9 @@ VDEV_API vdev_tensor_t *vdev_argmax(const vdev_tensor_t *a);
  * TensorFlow's Conv2D, MaxPool and AvgPool in its default layout: input NHWC
  * [batch, height, width, channels] float, filter HWIO [KH, KW, C, O]; no
  * dilation, no groups (the filter's C is the input's). `padding` is "VALID"
- * (windows inside the input: out = (in - k + s) / s, rounded down) or "SAME"
+ * (windows inside the input: out = (in - k + s) / s, the quotient truncated
+ * toward zero as C and TensorFlow divide, so a window up to 2s - 1 larger
+ * than the input gives an empty output) or "SAME"
  * (out = ceil(in / s), padded with (out - 1) s + k - in when positive, half
  * of it (rounded down) before, at the top and left, the rest after), each
  * dimension by TensorFlow's rule. An output dimension of 0 gives an empty
@@ -152,7 +154,7 @@ VDEV_API vdev_tensor_t *vdev_argmax(const vdev_tensor_t *a);
  * "MaxPool: tensor_in must be 4-dimensional"), an input depth that is not a
  * multiple of the filter's ("Conv2D: input depth must be evenly divisible by
  * filter depth: 3 vs 2"), a filter window of size 0, or a window larger than
- * the input under VALID ("Conv2D: Computed output size would be negative: -1
+ * the input by 2s or more under VALID ("Conv2D: Computed output size would be negative: -1
  * [input_size: 2, effective_filter_size: 4, stride: 1]"); VDEV_ERR_UNSUPPORTED
  * for a grouped convolution (an input depth a multiple of the filter's). */
 VDEV_API vdev_tensor_t *vdev_conv2d(const vdev_tensor_t *input, const vdev_tensor_t *filter,
