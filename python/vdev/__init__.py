@@ -39,7 +39,8 @@ from ._device import device
 from ._device_spec import DeviceSpec
 from ._tape import GradientTape, UnconnectedGradients
 from .errors import OutOfMemoryError
-from . import config, debugging, initializers, layers, losses, math, models, nn, optimizers
+from . import callbacks, config, debugging, initializers, layers, losses, math, models, nn
+from . import optimizers
 from . import placement
 from . import distribute, random, train
 from .dlpack import from_dlpack
@@ -102,8 +103,8 @@ __all__ = ["DType", "Tensor", "TensorShape", "Variable", "as_dtype", "constant",
            "sqrt", "square", "stop_gradient", "strided_slice", "subtract", "tanh", "transpose",
            "device",
            "DeviceSpec", "GradientTape", "UnconnectedGradients",
-           "OutOfMemoryError", "errors", "config", "debugging", "initializers", "layers", "losses",
-           "math",
+           "OutOfMemoryError", "errors", "callbacks", "config", "debugging", "initializers",
+           "layers", "losses", "math",
            "models", "nn", "optimizers", "placement", "random", "from_dlpack", "init",
            "distribute", "train",
            "is_initialized", "shutdown", "last_error", "experimental"]

@@ -1,11 +1,13 @@
 """Models, as ``tf.keras``: ``Sequential``, and ``MLP``, a stack of Dense
 layers with the seeds vdev's C ``vdev_mlp_new`` uses, so a model built here
 starts from the same weights as the C model of the same seed (and trains to
-the same numbers)."""
+the same numbers). Both have Keras's compile / fit / evaluate / predict and
+save_weights / load_weights (vdev/_fit.py)."""
 
 import numpy as np
 
 from . import _lib
+from ._fit import Model
 from .layers import Conv2D, Dense, Layer, _dedup
 
 __all__ = ["MLP", "Sequential"]
@@ -25,9 +27,11 @@ def _build(layer, shape):
         layer.build(shape[-1])
 
 
-class Sequential(Layer):
+class Sequential(Layer, Model):
     """Keras's ``Sequential``: ``layers`` applied in order, each a vdev layer
-    or any callable; ``add`` appends one."""
+    or any callable; ``add`` appends one. Keras's ``compile``, ``fit``,
+    ``evaluate``, ``predict``, ``save_weights`` and ``load_weights`` come
+    from vdev/_fit.py."""
 
     def __init__(self, layers=None, name=None, trainable=True):
         super().__init__(name, trainable)

@@ -1,0 +1,605 @@
+"""Keras's training methods for vdev's models (``Sequential``, ``MLP``):
+``compile``, ``fit``, ``evaluate``, ``predict``, ``save_weights`` and
+``load_weights``, with Keras 2.11's arguments, defaults, return values and
+errors where vdev can honour them (README, "Python", says what differs).
+
+fit is the loop one would write with ``GradientTape``: for each batch,
+``loss = loss_fn(y, model(x))`` under a tape, then
+``optimizer.apply_gradients(zip(tape.gradient(loss, vars), vars))``, with
+the same ops, so it gives the same bits as that loop over the same batches.
+Batches are rows of the numpy arrays (vdev tensors are read to the host
+once), in order or, with ``shuffle=True``, in the order of a permutation per
+epoch: ``numpy.random.default_rng([seed, e]).permutation(n)`` for the e-th
+pass over the data, seed drawn once per fit from vdev.random's counter (so
+``vdev.random.set_seed(s)`` makes fit's order reproducible, as Keras's
+follows ``tf.random.set_seed``). The last batch of a pass is the rows left
+(smaller), as Keras's. Metrics are computed on the host from each batch's
+outputs; the logged loss and metrics are their means over the epoch's
+examples (each batch's loss weighs its rows), summed in float64.
+
+Under a MirroredStrategy (the model's variables made in its scope), each
+batch is split across the replicas and each replica's step runs in
+strategy.run: its loss is the sum over its rows divided by the global
+batch's rows, its gradients summed over the replicas by apply_gradients,
+as the distribute module's custom loop does."""
+
+import copy
+import json
+import numbers
+import os
+
+import numpy as np
+
+from . import _ops, _strategy_context, callbacks as callbacks_module, losses, optimizers
+from . import random as _random
+from ._tape import GradientTape
+from ._tensor import Tensor
+
+_LOSSES = {"mse": "mse", "mean_squared_error": "mse", "MSE": "mse",
+           "categorical_crossentropy": "cce",
+           "sparse_categorical_crossentropy": "scce"}
+_METRICS = ("accuracy", "acc", "binary_accuracy", "categorical_accuracy",
+            "sparse_categorical_accuracy", "mse", "mean_squared_error", "mae",
+            "mean_absolute_error")
+_WEIGHT = "model/weights/%d"
+_NAMES_KEY = "model/weight_names"
+
+
+def _same_rank(yt, yp):
+    """Keras's squeeze_or_expand_dimensions for metrics: a trailing 1 dropped
+    from the one of higher rank when the ranks differ by one."""
+    if yt.ndim == yp.ndim + 1 and yt.shape[-1] == 1:
+        yt = yt[..., 0]
+    elif yp.ndim == yt.ndim + 1 and yp.shape[-1] == 1:
+        yp = yp[..., 0]
+    return yt, yp
+
+
+def _accuracy_kind(yt, yp):
+    """Keras 2.11's rule for 'accuracy' (compile_utils): binary when the
+    predictions' last axis is 1, sparse categorical when the labels have
+    fewer axes or a last axis of 1 beside several classes, else
+    categorical."""
+    if yp.shape[-1] == 1:
+        return "binary_accuracy"
+    if yt.ndim < yp.ndim or (yt.shape[-1] == 1 and yp.shape[-1] > 1):
+        return "sparse_categorical_accuracy"
+    return "categorical_accuracy"
+
+
+def _metric_values(kind, yt, yp):
+    """One value per example (Keras's metric functions), float64."""
+    if kind in ("accuracy", "acc"):
+        kind = _accuracy_kind(yt, yp)
+    if kind == "sparse_categorical_accuracy":
+        if yt.ndim == yp.ndim and yt.shape[-1] == 1:
+            yt = yt[..., 0]
+        return (yt == np.argmax(yp, axis=-1)).astype(np.float64)
+    if kind == "categorical_accuracy":
+        return (np.argmax(yt, axis=-1) == np.argmax(yp, axis=-1)).astype(np.float64)
+    yt, yp = _same_rank(np.asarray(yt, np.float32), yp)
+    if kind == "binary_accuracy":
+        return np.mean(yt == (yp > 0.5).astype(np.float32), axis=-1, dtype=np.float64)
+    d = yp.astype(np.float64) - yt
+    if kind in ("mse", "mean_squared_error"):
+        return np.mean(d * d, axis=-1)
+    return np.mean(np.abs(d), axis=-1)
+
+
+def _metric_name(m):
+    return m if isinstance(m, str) else getattr(m, "__name__", type(m).__name__)
+
+
+def _as_array(a, what):
+    if isinstance(a, Tensor):
+        return a.numpy()
+    if a is None:
+        return None
+    return np.asarray(a)
+
+
+def _keras_optimizer(optimizer, strategy):
+    if isinstance(optimizer, optimizers.Optimizer):
+        return optimizer
+    if isinstance(optimizer, str):
+        make = {"sgd": optimizers.SGD, "adam": optimizers.Adam}.get(optimizer.lower())
+        if make is None:
+            raise ValueError("Unknown optimizer: %r. vdev's optimizers are 'sgd' and 'adam' "
+                             "(or a vdev.optimizers.SGD or Adam object)%s"
+                             % (optimizer, "; compile's default, 'rmsprop', is not one of "
+                                "them" if optimizer == "rmsprop" else ""))
+        if strategy is not None:
+            with strategy.scope():
+                return make()
+        return make()
+    raise ValueError("Could not interpret optimizer identifier: %r (vdev takes 'sgd', 'adam' "
+                     "or a vdev.optimizers object)" % (optimizer,))
+
+
+class Model:
+    """The training methods of Keras's Model, mixed into Sequential."""
+
+    # ---- compile ----
+    def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None,
+                weighted_metrics=None, run_eagerly=None, steps_per_execution=None,
+                jit_compile=None, **kwargs):
+        """Keras's compile. optimizer: 'sgd', 'adam' or a vdev optimizer;
+        loss: 'mse' ('mean_squared_error'), 'categorical_crossentropy',
+        'sparse_categorical_crossentropy' (both on probabilities, as Keras's
+        strings: the model must end in a layer with activation='softmax',
+        whose logits vdev uses, as Keras does) or a vdev loss or any
+        callable loss(y_true, y_pred); metrics: a list of 'accuracy'/'acc',
+        'binary_accuracy', 'categorical_accuracy',
+        'sparse_categorical_accuracy', 'mse', 'mae' (and their long names)
+        or callables fn(y_true, y_pred) on numpy arrays giving one value per
+        example. run_eagerly and jit_compile are taken and change nothing
+        (vdev runs each op as it comes); steps_per_execution only None or
+        1; loss_weights and weighted_metrics only None."""
+        if kwargs:
+            raise TypeError("Invalid keyword argument(s) in `compile()`: %s. vdev's compile "
+                            "takes optimizer, loss, metrics, loss_weights, weighted_metrics, "
+                            "run_eagerly, steps_per_execution and jit_compile"
+                            % ((set(kwargs),),))
+        if loss_weights is not None:
+            raise ValueError("vdev's compile takes loss_weights=None only (a model of one "
+                             "output and one loss), not %r" % (loss_weights,))
+        if weighted_metrics is not None:
+            raise ValueError("vdev's compile takes weighted_metrics=None only (fit takes no "
+                             "sample weights), not %r" % (weighted_metrics,))
+        if steps_per_execution not in (None, 1):
+            raise ValueError("vdev's compile takes steps_per_execution=None or 1 only, not %r: "
+                             "vdev runs one batch per step and calls the batch callbacks after "
+                             "each" % (steps_per_execution,))
+        strategy = self._strategy_of_weights()
+        optimizer = _keras_optimizer(optimizer, strategy)
+        if getattr(optimizer, "_strategy", None) is not strategy:
+            raise ValueError(
+                "the optimizer and the model were made under different strategies' scopes "
+                "(model: %r, optimizer: %r): make both (and call compile) under the same "
+                "strategy.scope(), or both outside" % (strategy, optimizer._strategy))
+        kind, from_probs = self._loss_kind(loss)
+        if metrics is None:
+            metrics = []
+        elif isinstance(metrics, (str,)) or callable(metrics):
+            metrics = [metrics]
+        elif isinstance(metrics, dict):
+            raise ValueError("vdev's models have one output: give metrics as a list, not a "
+                             "dict")
+        metrics = list(metrics)
+        for m in metrics:
+            if isinstance(m, str):
+                if m not in _METRICS:
+                    raise ValueError("Unknown metric function: %r. vdev's metrics are %s, or a "
+                                     "callable fn(y_true, y_pred) on numpy arrays"
+                                     % (m, ", ".join(repr(k) for k in _METRICS)))
+            elif not callable(m):
+                raise ValueError("Could not interpret metric identifier: %r" % (m,))
+        self.optimizer = optimizer
+        self.loss = loss
+        self.compiled_metrics = metrics
+        self._loss_fn, self._from_probs = kind, from_probs
+        self._run_eagerly = run_eagerly
+        self._jit_compile = jit_compile
+        self._is_compiled = True
+        self.stop_training = False
+
+    def _strategy_of_weights(self):
+        """The strategy whose scope made the model's layers, else None."""
+        for l in getattr(self, "layers", []):
+            s = getattr(l, "_strategy", None)
+            if s is not None:
+                return s
+        return _strategy_context.mirroring_strategy()
+
+    def _loss_kind(self, loss):
+        """(the loss object or callable fit calls, whether it takes the last
+        layer's logits instead of its softmax)."""
+        if isinstance(loss, str):
+            kind = _LOSSES.get(loss)
+            if kind is None:
+                raise ValueError("Unknown loss function: %r. vdev's losses are %s, or a "
+                                 "vdev.losses object" % (loss, ", ".join(repr(k) for k in
+                                                                         _LOSSES)))
+            if kind == "mse":
+                return losses.MeanSquaredError(), False
+            last = self.layers[-1] if getattr(self, "layers", None) else None
+            if getattr(last, "activation", None) is not _ops.softmax:
+                raise ValueError(
+                    "loss=%r takes probabilities; vdev computes the cross-entropy from "
+                    "logits, and takes them from a last layer with activation='softmax' (as "
+                    "Keras does), which this model does not end in. End the model with "
+                    "activation='softmax', or give it no softmax and pass "
+                    "vdev.losses.%s(from_logits=True)"
+                    % (loss, "CategoricalCrossentropy" if kind == "cce"
+                       else "SparseCategoricalCrossentropy"))
+            if kind == "cce":
+                return losses.CategoricalCrossentropy(from_logits=True), True
+            return losses.SparseCategoricalCrossentropy(from_logits=True), True
+        if loss is None or callable(loss):
+            return loss, False
+        raise ValueError("Could not interpret loss identifier: %r" % (loss,))
+
+    def _assert_compiled(self):
+        if not getattr(self, "_is_compiled", False):
+            raise RuntimeError("You must compile your model before training/testing. Use "
+                               "`model.compile(optimizer, loss)`.")
+
+    # ---- one batch ----
+    def _forward(self, x):
+        """(what the loss takes, the model's output): the last layer's
+        logits and its softmax for a string cross-entropy, else the output
+        twice."""
+        if not self._from_probs:
+            out = self(x)
+            return out, out
+        h = x
+        for l in self.layers[:-1]:
+            h = l(h)
+        last = self.layers[-1]
+        if not getattr(last, "built", True):
+            last(h)  # builds it (the kernel then exists for the copy below)
+        logits_layer = copy.copy(last)  # the same variables, no activation
+        logits_layer.activation = None
+        logits = logits_layer(h)
+        return logits, _ops.softmax(logits)
+
+    def _loss_value(self, fn, y, pred, reduction=None):
+        if reduction is not None:
+            fn = copy.copy(fn)
+            fn.reduction = reduction
+        v = fn(y, pred)
+        if not isinstance(v, Tensor):
+            v = _ops.convert_to_tensor(v)
+        if v.ndim:  # a function giving one loss per example: Keras's mean
+            v = _ops.reduce_mean(v)
+        return v
+
+    def _train_batch(self, xb, yb):
+        """One step; (the batch's loss, the model's outputs as numpy)."""
+        variables = self.trainable_variables
+        with GradientTape() as tape:
+            pred, out = self._forward(xb)
+            loss = self._loss_value(self._loss_fn, yb, pred)
+        grads = tape.gradient(loss, variables)
+        self.optimizer.apply_gradients(zip(grads, variables))
+        return float(loss), out.numpy()
+
+    def _train_batch_mirrored(self, strategy, xb, yb):
+        """One step split over strategy's replicas (see the module's text)."""
+        n = xb.shape[0]
+        variables = self.trainable_variables
+        outs = {}
+        if not isinstance(self._loss_fn, (losses.MeanSquaredError,
+                                          losses.CategoricalCrossentropy,
+                                          losses.SparseCategoricalCrossentropy)):
+            raise ValueError("fit under a MirroredStrategy takes a vdev.losses object or "
+                             "string, not %r: vdev sums each replica's loss over its rows "
+                             "(reduction='sum') and divides by the global batch"
+                             % (self._loss_fn,))
+
+        def step(x, y):
+            ctx = _strategy_context.replica()
+            with GradientTape() as tape:
+                pred, out = self._forward(x)
+                loss = _ops.divide(self._loss_value(self._loss_fn, y, pred, "sum"), float(n))
+            grads = tape.gradient(loss, variables)
+            self.optimizer.apply_gradients(zip(grads, variables))
+            outs[ctx.replica_id_in_sync_group] = out.numpy()
+            return loss
+
+        per_replica = strategy.run(step, args=(strategy._batch(xb), strategy._batch(yb)))
+        loss = strategy.reduce("SUM", per_replica, axis=None)
+        return float(loss), np.concatenate([outs[r] for r in sorted(outs)])
+
+    def _test_batch(self, xb, yb):
+        pred, out = self._forward(xb)
+        return float(self._loss_value(self._loss_fn, yb, pred)), out.numpy()
+
+    # ---- the epoch's running means ----
+    def _new_totals(self):
+        return {"loss": [0.0, 0]} | {_metric_name(m): [0.0, 0] for m in self.compiled_metrics}
+
+    def _add(self, totals, loss, n, yb, out):
+        totals["loss"][0] += loss * n
+        totals["loss"][1] += n
+        for m in self.compiled_metrics:
+            if isinstance(m, str):
+                v = _metric_values(m, np.asarray(yb), out)
+            else:
+                v = np.asarray(m(np.asarray(yb), out), np.float64)
+            t = totals[_metric_name(m)]
+            t[0] += float(np.sum(v))
+            t[1] += int(v.size)
+
+    @staticmethod
+    def _logs(totals, prefix=""):
+        return {prefix + k: (s / c if c else 0.0) for k, (s, c) in totals.items()}
+
+    # ---- data ----
+    @staticmethod
+    def _data(x, y, what="fit"):
+        x, y = _as_array(x, "x"), _as_array(y, "y")
+        if x is None or x.ndim == 0 or x.shape[0] == 0:
+            raise ValueError("Expect x to be a non-empty array or dataset.")
+        if y is not None and (y.ndim == 0 or y.shape[0] != x.shape[0]):
+            raise ValueError("Data cardinality is ambiguous:\n  x sizes: %d\n  y sizes: %s\n"
+                             "Make sure all arrays contain the same number of samples."
+                             % (x.shape[0], y.shape[0] if y.ndim else "()"))
+        if x.dtype.kind == "f" and x.dtype != np.float32:
+            x = x.astype(np.float32)
+        return x, y
+
+    @staticmethod
+    def _batch_size(batch_size, n, steps):
+        if batch_size is None:
+            return int(np.ceil(n / steps)) if steps else 32
+        if (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
+                or batch_size <= 0):
+            raise ValueError("batch_size must be a positive integer, not %r" % (batch_size,))
+        return int(batch_size)
+
+    @staticmethod
+    def _verbose(verbose):
+        if verbose == "auto":
+            return 1
+        if verbose not in (0, 1, 2):
+            raise ValueError("verbose must be 'auto', 0, 1 or 2, not %r" % (verbose,))
+        return int(verbose)
+
+    # ---- fit ----
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
+            validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
+            sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
+            validation_batch_size=None, validation_freq=1, max_queue_size=10, workers=1,
+            use_multiprocessing=False):
+        """Keras's fit on numpy arrays or vdev tensors (see the module's
+        text); returns a History. class_weight, sample_weight and
+        validation_steps only None; max_queue_size, workers and
+        use_multiprocessing change nothing, as in Keras for arrays."""
+        self._assert_compiled()
+        for arg, v in (("class_weight", class_weight), ("sample_weight", sample_weight),
+                       ("validation_steps", validation_steps)):
+            if v is not None:
+                raise ValueError("vdev's fit takes %s=None only, not %r%s" % (
+                    arg, v, "" if arg == "validation_steps" else
+                    ": vdev's losses take no sample weights"))
+        if not isinstance(shuffle, bool):
+            raise ValueError("vdev's fit takes shuffle=True or False, not %r" % (shuffle,))
+        if y is None and self.loss is not None:
+            raise ValueError("Target data is missing. Your model was compiled with loss=%s, "
+                             "and therefore expects target data to be provided in `fit()`."
+                             % (self.loss,))
+        if self._loss_fn is None:
+            raise ValueError("No loss found. You may have forgotten to provide a `loss` "
+                             "argument in the `compile()` method.")
+        verbose = self._verbose(verbose)
+        x, y = self._data(x, y)
+        if validation_split and validation_data is None:
+            n = x.shape[0]
+            split_at = int(np.floor(n * (1.0 - validation_split)))
+            if split_at == 0 or split_at == n:
+                raise ValueError(
+                    "Training data contains %d samples, which is not sufficient to split it "
+                    "into a validation and training set as specified by "
+                    "`validation_split=%s`. Either provide more data, or a different value "
+                    "for the `validation_split` argument." % (n, validation_split))
+            validation_data = (x[split_at:], y[split_at:])
+            x, y = x[:split_at], y[:split_at]
+        if validation_data is not None:
+            if not isinstance(validation_data, (tuple, list)) or not 1 <= len(
+                    validation_data) <= 3:
+                raise ValueError("Data is expected to be in format `x`, `(x,)`, `(x, y)`, or "
+                                 "`(x, y, sample_weight)`, found: %r" % (validation_data,))
+            vd = tuple(validation_data) + (None,) * (3 - len(validation_data))
+            if vd[2] is not None:
+                raise ValueError("vdev's fit takes validation data without sample weights")
+            val_x, val_y = self._data(vd[0], vd[1])
+        n = x.shape[0]
+        batch_size = self._batch_size(batch_size, n, steps_per_epoch)
+        per_pass = -(-n // batch_size)
+        steps = steps_per_epoch or per_pass
+        strategy = self._strategy_of_weights()
+        seed = _random._seed(None) if shuffle else None
+
+        def batches(first, passes):  # passes over the data, each in its own order
+            for e in range(first, first + passes):
+                order = (np.random.default_rng([seed, e]).permutation(n) if shuffle
+                         else np.arange(n))
+                for b in range(per_pass):
+                    idx = order[b * batch_size:(b + 1) * batch_size]
+                    yield x[idx], y[idx]
+
+        cbs = callbacks_module._CallbackList(
+            callbacks, self, verbose, {"verbose": verbose, "epochs": epochs, "steps": steps},
+            history=True)
+        self.stop_training = False
+        cbs.call("on_train_begin", None)
+        logs = None
+        # Keras: with steps_per_epoch, an epoch goes on where the last one
+        # stopped, over epochs - initial_epoch passes in all; without, each
+        # epoch is one pass
+        stream = batches(0, epochs - initial_epoch) if steps_per_epoch is not None else None
+        for epoch in range(initial_epoch, epochs):
+            cbs.call("on_epoch_begin", epoch, None)
+            totals = self._new_totals()
+            it = stream if stream is not None else batches(epoch - initial_epoch, 1)
+            ran = 0
+            for step in range(steps):
+                try:
+                    xb, yb = next(it)
+                except StopIteration:
+                    break
+                cbs.call("on_train_batch_begin", step, None)
+                if strategy is None:
+                    loss, out = self._train_batch(xb, yb)
+                else:
+                    loss, out = self._train_batch_mirrored(strategy, xb, yb)
+                self._add(totals, loss, xb.shape[0], yb, out)
+                ran += 1
+                cbs.call("on_train_batch_end", step, self._logs(totals))
+                if self.stop_training:
+                    break
+            if ran < steps and not self.stop_training:
+                callbacks_module._log.warning(
+                    "Your input ran out of data; interrupting training. Make sure that your "
+                    "dataset or generator can generate at least `steps_per_epoch * epochs` "
+                    "batches (in this case, %d batches). You may need to use the repeat() "
+                    "function when building your dataset.", steps * epochs)
+                if ran == 0:
+                    break
+            logs = self._logs(totals)
+            if validation_data is not None and self._validation_epoch(epoch, validation_freq):
+                val = self._evaluate(val_x, val_y, validation_batch_size or batch_size, cbs)
+                logs.update({"val_" + k: v for k, v in val.items()})
+            cbs.call("on_epoch_end", epoch, logs)
+            if self.stop_training or ran < steps:
+                break
+        cbs.call("on_train_end", logs)
+        return cbs.history
+
+    @staticmethod
+    def _validation_epoch(epoch, freq):
+        if isinstance(freq, numbers.Integral) and not isinstance(freq, bool):
+            if freq < 1:
+                raise ValueError("`validation_freq` can not be less than 1.")
+            return (epoch + 1) % freq == 0
+        try:
+            return epoch + 1 in freq
+        except TypeError:
+            raise ValueError("`validation_freq` should be an int or a list of ints, not %r"
+                             % (freq,)) from None
+
+    # ---- evaluate, predict ----
+    def _evaluate(self, x, y, batch_size, cbs):
+        totals = self._new_totals()
+        n = x.shape[0]
+        cbs.call("on_test_begin", None)
+        for step, b in enumerate(range(0, n, batch_size)):
+            xb, yb = x[b:b + batch_size], y[b:b + batch_size]
+            cbs.call("on_test_batch_begin", step, None)
+            loss, out = self._test_batch(xb, yb)
+            self._add(totals, loss, xb.shape[0], yb, out)
+            cbs.call("on_test_batch_end", step, self._logs(totals))
+        logs = self._logs(totals)
+        cbs.call("on_test_end", logs)
+        return logs
+
+    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
+                 steps=None, callbacks=None, max_queue_size=10, workers=1,
+                 use_multiprocessing=False, return_dict=False, **kwargs):
+        """Keras's evaluate: the loss and metrics over (x, y) in batches (32
+        by default), each the mean over the examples; the loss alone when
+        there are no metrics, else [loss, metrics...] in compile's order, or
+        a dict with return_dict. sample_weight and steps only None."""
+        self._assert_compiled()
+        if kwargs:
+            raise TypeError("Invalid keyword arguments: %s" % (kwargs,))
+        for arg, v in (("sample_weight", sample_weight), ("steps", steps)):
+            if v is not None:
+                raise ValueError("vdev's evaluate takes %s=None only, not %r" % (arg, v))
+        if self._loss_fn is None:
+            raise ValueError("No loss found. You may have forgotten to provide a `loss` "
+                             "argument in the `compile()` method.")
+        verbose = self._verbose(verbose)
+        x, y = self._data(x, y)
+        if y is None:
+            raise ValueError("Target data is missing. Your model was compiled with loss=%s, "
+                             "and therefore expects target data to be provided in "
+                             "`evaluate()`." % (self.loss,))
+        batch_size = self._batch_size(batch_size, x.shape[0], None)
+        steps = -(-x.shape[0] // batch_size)
+        cbs = callbacks_module._CallbackList(callbacks, self, verbose,
+                                             {"verbose": verbose, "epochs": 1, "steps": steps},
+                                             history=False)
+        logs = self._evaluate(x, y, batch_size, cbs)
+        if return_dict:
+            return logs
+        values = list(logs.values())
+        return values[0] if len(values) == 1 else values
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None,
+                max_queue_size=10, workers=1, use_multiprocessing=False):
+        """Keras's predict: the model's outputs for x in batches (32 by
+        default), one numpy array (float32). steps only None."""
+        if steps is not None:
+            raise ValueError("vdev's predict takes steps=None only, not %r" % (steps,))
+        verbose = self._verbose(verbose)
+        x, _ = self._data(x, None)
+        batch_size = self._batch_size(batch_size, x.shape[0], None)
+        steps = -(-x.shape[0] // batch_size)
+        cbs = callbacks_module._CallbackList(callbacks, self, verbose,
+                                             {"verbose": verbose, "epochs": 1, "steps": steps},
+                                             history=False)
+        cbs.call("on_predict_begin", None)
+        outs = []
+        for step, b in enumerate(range(0, x.shape[0], batch_size)):
+            cbs.call("on_predict_batch_begin", step, None)
+            out = self(x[b:b + batch_size]).numpy()
+            outs.append(out)
+            cbs.call("on_predict_batch_end", step, {"outputs": out})
+        cbs.call("on_predict_end", None)
+        return np.concatenate(outs)
+
+    # ---- weights ----
+    def save_weights(self, filepath, overwrite=True, save_format=None, options=None):
+        """Writes every weight's value to filepath, a vdev checkpoint
+        (safetensors) whose entry i is the model's i-th weight
+        ("model/weights/i", in the order of ``model.weights``), so
+        load_weights restores it into any model of the same architecture
+        whatever its layers' names. overwrite=False with filepath present
+        is a FileExistsError (Keras asks on the terminal). save_format and
+        options only None."""
+        from . import train
+        if save_format is not None:
+            raise ValueError("vdev's save_weights takes save_format=None only, not %r: it "
+                             "writes vdev's checkpoint file (safetensors), whatever the "
+                             "file's suffix" % (save_format,))
+        if options is not None:
+            raise ValueError("vdev's save_weights takes options=None only")
+        weights = self.weights
+        if not weights:
+            raise ValueError("the model has no weights yet: build it first (give its first "
+                             "layer input_shape or input_dim, or call it once)")
+        path = os.fspath(filepath)
+        if not overwrite and os.path.exists(path):
+            raise FileExistsError("%s exists and overwrite=False" % (path,))
+        names = [getattr(w, "name", None) or "" for w in weights]
+        train.save_checkpoint(path, {_WEIGHT % i: w for i, w in enumerate(weights)},
+                              metadata={_NAMES_KEY: json.dumps(names)})
+
+    def load_weights(self, filepath, by_name=False, skip_mismatch=False, options=None):
+        """Restores the weights save_weights wrote, by position: the file's
+        i-th weight into the model's i-th. The count and every shape are
+        checked first (Keras's h5 errors, by weight), so a refused file
+        changes nothing. by_name, skip_mismatch and options: only their
+        defaults (vdev restores by position)."""
+        from . import train
+        if skip_mismatch and not by_name:
+            raise ValueError("When calling model.load_weights, skip_mismatch can only be set "
+                             "to True when by_name is True.")
+        if by_name:
+            raise ValueError("vdev's load_weights takes by_name=False only: it restores by "
+                             "each weight's position in model.weights")
+        if options is not None:
+            raise ValueError("vdev's load_weights takes options=None only")
+        weights = self.weights
+        if not weights:
+            raise ValueError("the model has no weights yet: build it first (give its first "
+                             "layer input_shape or input_dim, or call it once), then load")
+        path = os.fspath(filepath)
+        saved = {e.name: e for e in train.checkpoint_entries(path)}
+        count = 0
+        while _WEIGHT % count in saved:
+            count += 1
+        if count != len(weights):
+            raise ValueError("Weight count mismatch when loading weights from file. Model "
+                             "expected %d weights, found %d saved weights."
+                             % (len(weights), count))
+        for i, w in enumerate(weights):
+            ref = tuple(int(d) for d in w.shape)
+            got = tuple(int(d) for d in saved[_WEIGHT % i].shape)
+            if ref != got:
+                raise ValueError("Shape mismatch in weight #%d (named %s). Weight expects shape "
+                                 "%s. Received saved weight with shape %s"
+                                 % (i, getattr(w, "name", None), ref, got))
+        train.load_checkpoint(path, {_WEIGHT % i: w for i, w in enumerate(weights)})
