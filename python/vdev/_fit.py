@@ -373,6 +373,7 @@ class Model:
             raise ValueError("No loss found. You may have forgotten to provide a `loss` "
                              "argument in the `compile()` method.")
         verbose = self._verbose(verbose)
+        self._validation_epoch(0, validation_freq)  # refused before any training
         x, y = self._data(x, y)
         if validation_split and validation_data is None:
             n = x.shape[0]
