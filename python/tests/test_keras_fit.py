@@ -498,6 +498,35 @@ def test_fit_under_a_mirrored_strategy_is_its_strategy_run_loop():
     assert np.array_equal(a.predict(x, verbose=0), b.predict(x, verbose=0))
 
 
+def test_fit_inside_the_scope_and_a_batch_smaller_than_the_replicas():
+    x, y = regression(17)  # batches of 16 and 1: one replica gets no row
+    s = vdev.distribute.MirroredStrategy(["GPU:0", "GPU:1"])
+    with s.scope():
+        a, b = mlp(), mlp()
+        a.compile("sgd", "mse")
+        b.compile("sgd", "mse")
+        # Keras's built-in loop may run in the scope, where a loss's mean is refused
+        ha = a.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0,
+                   validation_data=(x[:5], y[:5]))
+    hb = b.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0,
+               validation_data=(x[:5], y[:5]))
+    for va, vb in zip(a.weights, b.weights):
+        assert bits(va) == bits(vb)
+    assert ha.history["loss"] == hb.history["loss"]
+    # in the scope the validation's mean is the sum over the rows divided by them
+    assert ha.history["val_loss"] == pytest.approx(hb.history["val_loss"], rel=1e-6)
+    # a model made outside any scope trains on its own device when fit runs in one
+    c, d = mlp(), mlp()
+    c.compile("sgd", "mse")
+    d.compile("sgd", "mse")
+    with s.scope():
+        c.fit(x, y, batch_size=16, shuffle=False, verbose=0)
+    d.fit(x, y, batch_size=16, shuffle=False, verbose=0)
+    for vc, vd in zip(c.weights, d.weights):
+        assert not hasattr(vc, "values")
+        np.testing.assert_allclose(vc.numpy(), vd.numpy(), rtol=1e-6, atol=1e-7)
+
+
 def test_a_model_and_optimizer_of_different_scopes_are_refused():
     s = vdev.distribute.MirroredStrategy(["GPU:0", "GPU:1"])
     with s.scope():

@@ -189,7 +189,7 @@ class Model:
             s = getattr(l, "_strategy", None)
             if s is not None:
                 return s
-        return _strategy_context.mirroring_strategy()
+        return None
 
     def _loss_kind(self, loss):
         """(the loss object or callable fit calls, whether it takes the last
@@ -244,10 +244,23 @@ class Model:
         return logits, _ops.softmax(logits)
 
     def _loss_value(self, fn, y, pred, reduction=None):
+        """fn(y, pred), a scalar. Inside a strategy's scope (fit or evaluate
+        called there), where vdev's losses refuse their mean as Keras's do
+        outside its built-in loops, a mean is the sum over the rows divided
+        by them."""
+        mean_in_scope = (reduction is None
+                         and getattr(fn, "reduction", None) in ("auto", "sum_over_batch_size")
+                         and (_strategy_context.scope_strategy() is not None
+                              or _strategy_context.replica() is not None))
+        if mean_in_scope:
+            reduction = "sum"
         if reduction is not None:
             fn = copy.copy(fn)
             fn.reduction = reduction
         v = fn(y, pred)
+        if mean_in_scope:
+            rows = int(pred.shape[0]) if pred.ndim else 1
+            v = _ops.divide(v, float(rows)) if rows else v
         if not isinstance(v, Tensor):
             v = _ops.convert_to_tensor(v)
         if v.ndim:  # a function giving one loss per example: Keras's mean
