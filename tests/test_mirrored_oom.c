@@ -8,7 +8,8 @@
  *    gradients (the all-reduce fails on every replica);
  *  - a replica that cannot make its optimizer's slots (its optimizer was
  *    freed; Adam's slots do not fit its device): the replicas agree before
- *    any update, so none updates;
+ *    any update, so none updates, and none keeps a slot made for the step
+ *    (a retry gives what a step that never failed gives);
  *  - a replica's own failure is reported in its own words ("replica 2
  *    (/device:GPU:2): OOM when ..."), the others' name it in the collective
  *    that carried it ("barrier (call 1): rank 2 (/device:GPU:2): ...");
@@ -45,6 +46,7 @@ struct victim {
     struct mm *m;
     int replica;                 /* the one that fills its device */
     int free_optimizer;          /* frees its optimizer instead */
+    uint64_t room;               /* bytes it leaves free, in one piece (0: none) */
 };
 
 #define MAX_BLOCKS 1024
@@ -69,7 +71,12 @@ static enum vdev_status step_with_victim(vdev_replica_context_t *ctx, void *u)
     if (r == v->replica && v->free_optimizer) {
         vdev_optimizer_free(m->opt[r]);
     } else if (r == v->replica) {
+        void *room = NULL;
+        if (v->room && vdev_mem_alloc(vdev_replica_device(ctx), v->room, &room) != VDEV_OK)
+            return vdev_last_status();
         nb = check_fill_device(vdev_replica_device(ctx), blocks, MAX_BLOCKS);
+        if (room)
+            vdev_mem_free(vdev_replica_device(ctx), room);
     }
     st = vdev_replica_apply_gradients(ctx, m->opt[r], m->vars[r], grads, MM_NV);
     while (nb)
@@ -146,7 +153,7 @@ static void test_oom_in_apply(void)
     mm_batch(&m, 30, 1);
     float before[3 * MM_PARAMS], after[3 * MM_PARAMS];
     read_all(&m, before);
-    struct victim v = {&m, 1, 0};
+    struct victim v = {&m, 1, 0, 0};
     CHECK_STATUS(vdev_strategy_run(s, step_with_victim, &v, NULL), VDEV_ERR_OOM);
     CHECK_MSG("replica 1 (/device:GPU:1): OOM when allocating tensor with shape[8,16] and type "
               "float");
@@ -167,13 +174,80 @@ static void test_no_slots_on_one(void)
     mm_batch(&m, 30, 1);
     float before[3 * MM_PARAMS], after[3 * MM_PARAMS];
     read_all(&m, before);
-    struct victim v = {&m, 2, 1};
+    struct victim v = {&m, 2, 1, 0};
     CHECK_STATUS(vdev_strategy_run(s, step_with_victim, &v, NULL), VDEV_ERR_INVALID_ARG);
     CHECK_MSG("replica 2 (/device:GPU:2): vdev_optimizer_prepare: not a live optimizer");
     read_all(&m, after);
     CHECK(memcmp(before, after, sizeof before) == 0); /* replicas 0 and 1 did not update */
     m.opt[2] = vdev_adam_new(m.lr, 0.9f, 0.999f, 1e-7f);
     good_step(s, &m, before);
+    mm_free(&m, 3);
+    vdev_strategy_free(s);
+}
+
+/* Every slot of replica r's optimizer (m then v of each variable), flat,
+ * into out[2 * MM_PARAMS]. */
+static void read_slots(struct mm *m, int r, float *out)
+{
+    size_t off = 0;
+    for (int i = 0; i < MM_NV; i++) {
+        vdev_tensor_t *sl[2];
+        CHECK(vdev_optimizer_slots(m->opt[r], m->vars[r][i], sl, NULL, 2) == 2);
+        size_t n = (size_t)vdev_tensor_numel(m->vars[r][i]);
+        for (int k = 0; k < 2; k++, off += n)
+            CHECK_OK(vdev_tensor_to_host(sl[k], out + off, n * 4));
+    }
+}
+
+/* Replica 2's device has room for the gradients' copies (1280 bytes) and
+ * four of Adam's eight slots (W0's and b0's), not for the fifth (W1's m,
+ * [16,4]): replicas 0 and 1 made all of theirs. The step fails everywhere and no
+ * optimizer keeps a slot of it (every device's bytes in use are as before
+ * the step, replica 2's included); the same step retried with the memory
+ * back gives bit for bit what a step that never failed gives: variables,
+ * slots and iteration count. */
+static void test_slots_all_or_nothing(void)
+{
+    small_devices();
+    vdev_strategy_t *s;
+    CHECK_OK(vdev_mirrored_strategy_new(devs, 3, &s));
+    struct mm m = {.seed = 5, .lr = 0.1f, .adam = 1}, ref = {.seed = 5, .lr = 0.1f, .adam = 1};
+    CHECK_OK(vdev_strategy_run(s, mm_build, &m, NULL));
+    mm_batch(&m, 30, 1);
+    float before[3 * MM_PARAMS], after[3 * MM_PARAMS];
+    read_all(&m, before);
+    uint64_t used[3];
+    for (int r = 0; r < 3; r++)
+        used[r] = in_use(devs[r]);
+    struct victim v = {&m, 2, 0, 1280 + 2 * 512 + 2 * 256};
+    CHECK_STATUS(vdev_strategy_run(s, step_with_victim, &v, NULL), VDEV_ERR_OOM);
+    CHECK_MSG("replica 2 (/device:GPU:2): OOM when allocating tensor with shape[16,4] and type "
+              "float");
+    read_all(&m, after);
+    CHECK(memcmp(before, after, sizeof before) == 0);
+    for (int r = 0; r < 3; r++)
+        CHECK_EQ_U64(in_use(devs[r]), used[r]); /* no replica kept a slot */
+
+    /* retried, and the reference: the same model's first step, never failed */
+    CHECK_OK(vdev_strategy_run(s, mm_step, &m, NULL));
+    CHECK_OK(vdev_strategy_run(s, mm_build, &ref, NULL));
+    mm_batch(&ref, 30, 1);
+    CHECK_OK(vdev_strategy_run(s, mm_step, &ref, NULL));
+    float want[3 * MM_PARAMS];
+    read_all(&m, after);
+    read_all(&ref, want);
+    CHECK(memcmp(after, before, MM_PARAMS * 4) != 0);
+    CHECK(memcmp(after, want, sizeof want) == 0);
+    static float got_s[2 * MM_PARAMS], want_s[2 * MM_PARAMS];
+    for (int r = 0; r < 3; r++) {
+        int64_t it = -1;
+        CHECK_OK(vdev_optimizer_get_iterations(m.opt[r], &it));
+        CHECK(it == 1);
+        read_slots(&m, r, got_s);
+        read_slots(&ref, r, want_s);
+        CHECK(memcmp(got_s, want_s, sizeof got_s) == 0);
+    }
+    mm_free(&ref, 3);
     mm_free(&m, 3);
     vdev_strategy_free(s);
 }
@@ -304,6 +378,7 @@ int main(void)
     test_oom_in_forward();
     test_oom_in_apply();
     test_no_slots_on_one();
+    test_slots_all_or_nothing();
     test_slots_oom();
     test_backend_failure();
     vdev_shutdown();

@@ -3,9 +3,10 @@
  * variable, when one gradient has the wrong shape or dtype or (strict
  * placement) sits on another device, or when a gradient from another device
  * cannot be copied for want of memory, no variable is updated and Adam's
- * step count and the slots stay, so the update can be retried and gives what
- * one successful update gives. The mirrored strategy relies on it: it makes
- * the slots on every replica before any replica updates. */
+ * step count and the slots stay (slots made by the failed call are freed),
+ * so the update can be retried and gives what one successful update gives.
+ * The mirrored strategy relies on it: it makes the slots on every replica
+ * before any replica updates. */
 #define _GNU_SOURCE
 #include "check.h"
 
@@ -45,10 +46,15 @@ static void one_optimizer(int adam)
     void *filler;
     CHECK_OK(vdev_mem_alloc("GPU:0", 8704u << 10, &filler));
     vdev_optimizer_t *o = adam ? vdev_adam_new(0.1f, 0.9f, 0.999f, 1e-7f) : vdev_sgd_new(0.1f, 0.9f);
+    struct vdev_memory_info before, after;
+    CHECK_OK(vdev_memory_info("GPU:0", &before));
     CHECK_STATUS(vdev_optimizer_apply(o, v, g, 2), VDEV_ERR_OOM);
     CHECK_MSG("OOM when allocating tensor with shape[700000] and type float");
     CHECK(first(v[0]) == 1.0f); /* the small variable was not updated */
     CHECK(first(v[1]) == 1.0f);
+    /* and its slots, made before the big one's failed, were freed */
+    CHECK_OK(vdev_memory_info("GPU:0", &after));
+    CHECK_EQ_U64(after.bytes_in_use, before.bytes_in_use);
     CHECK_OK(vdev_mem_free("GPU:0", filler));
     CHECK_OK(vdev_optimizer_apply(o, v, g, 2));
     /* what one successful update gives, from a fresh optimizer */

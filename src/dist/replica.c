@@ -10,7 +10,9 @@
  * all-or-nothing update: it reduces copies of the gradients, makes the
  * optimizer's slots, and only when every replica says it got that far (a
  * barrier that carries each replica's status) does any replica update its
- * variables, with an update that allocates nothing. */
+ * variables, with an update that allocates nothing; when one says it did
+ * not, every replica frees the slots this call made, so all optimizers are
+ * as they were before the step. */
 #define _GNU_SOURCE
 #include "dist/strategy.h"
 
@@ -578,12 +580,23 @@ VDEV_API enum vdev_status vdev_replica_apply_gradients(vdev_replica_context_t *c
                          "its own (its slots hold that replica's state)",
                          fn, j < r->id ? j : r->id, j < r->id ? r->id : j);
             }
+        int prepared = 0;
         if (status == VDEV_OK)
-            status = vdev_optimizer_prepare(opt, vars, n);
+            prepared = (status = vdev_optimizer_prepare(opt, vars, n)) == VDEV_OK;
         if (status != VDEV_OK && !why[0])
             snprintf(why, sizeof why, "%s", vdev_last_error());
         st = collective(r, VDEV_COLL_BARRIER, VDEV_REDUCE_SUM, 0, NULL, 0, fn, status,
                         status ? why : NULL);
+        /* another replica could not make its slots: this one frees those it
+         * made (a failed prepare freed its own), so no replica's optimizer
+         * keeps anything of the step */
+        if (st != VDEV_OK && prepared) {
+            enum vdev_status keep = vdev_last_status();
+            char msg[512];
+            vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+            vdev_optimizer_unprepare(opt);
+            vdev_error(keep, "%s", msg);
+        }
     }
     /* 4. the update: nothing left to allocate */
     if (st == VDEV_OK) {

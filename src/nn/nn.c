@@ -3,9 +3,11 @@
  *
  * The optimizers keep their slots (velocity; Adam's m and v) beside each
  * variable on its device and update it in place with one fused op there.
- * An update makes every slot it needs before it changes anything, so one
- * that runs out of memory leaves the variables and the step count as they
- * were (vdev_optimizer_prepare makes them ahead, for the mirrored strategy).
+ * An update makes every slot it needs before it changes anything, all or
+ * none, so one that runs out of memory leaves the variables, the slots and
+ * the step count as they were (vdev_optimizer_prepare makes them ahead for
+ * the mirrored strategy, which takes them back with vdev_optimizer_unprepare
+ * when another replica could not make its own).
  * vdev_optimizer_slots and the iteration count give that state to a
  * checkpoint, so a restored run goes on as if it had never stopped. Adam
  * follows TensorFlow: lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t),
@@ -44,6 +46,9 @@ struct slot {
                                  * variable's shape) and a norm's scalar, on
                                  * the variable's device (owned, clip.c) */
     int no_decay;               /* excluded from the weight decay */
+    unsigned pending;           /* bit k (s[0..3), then clip[0..2) at 3 and 4):
+                                 * made by a call not yet committed
+                                 * (commit_slots) or taken back (drop_pending) */
 };
 
 struct optim {
@@ -408,6 +413,7 @@ static struct slot *slot_of(struct optim *o, const vdev_tensor_t *hvar, const st
     /* slots are state, not trainable */
     for (int k = 0; k < 5; k++)
         if (made[k]) {
+            s->pending |= 1u << k;
             vdev_tens_peek(made[k])->requires_grad = 0;
             if (k < 3) {
                 /* given out by vdev_optimizer_slots: a caller's free is refused */
@@ -422,21 +428,57 @@ static struct slot *slot_of(struct optim *o, const vdev_tensor_t *hvar, const st
     return s;
 }
 
-/* Makes the slots of vars[0..n) that do not exist yet. A slot made here
- * stays when a later one fails: it is zeros, as a new slot would be, so no
- * update is affected. */
+/* Keeps the slots made so far: no drop_pending takes them back. */
+static void commit_slots(struct optim *o)
+{
+    for (int i = 0; i < o->n_slots; i++)
+        o->slots[i].pending = 0;
+}
+
+/* Frees the slots (and clipping scratch) made since the last commit_slots,
+ * and forgets a variable whose slots were all made so: the optimizer is as
+ * it was before the calls that made them. */
+static void drop_pending(struct optim *o)
+{
+    int kept = 0;
+    for (int i = 0; i < o->n_slots; i++) {
+        struct slot *s = &o->slots[i];
+        for (int k = 0; k < 5; k++) {
+            if (!(s->pending & (1u << k)))
+                continue;
+            if (k < 3) {
+                vdev_tens_free_owned(s->s[k]);
+                s->s[k] = NULL;
+            } else {
+                vdev_tensor_free(s->clip[k - 3]);
+                s->clip[k - 3] = NULL;
+            }
+        }
+        s->pending = 0;
+        if (s->s[0]) /* a record with no slot left was made by those calls */
+            o->slots[kept++] = *s;
+    }
+    o->n_slots = kept;
+}
+
+/* Makes the slots of vars[0..n) that do not exist yet, all or none: when
+ * one cannot be made, those made by this call are freed (with any others
+ * not yet committed), so a failed call leaves the optimizer as it was. The
+ * slots made stay pending until commit_slots. */
 static enum vdev_status make_slots(struct optim *o, vdev_tensor_t *const *vars,
                                    struct vdev_tens *const *held, int n)
 {
-    for (int i = 0; i < n; i++) {
+    enum vdev_status st = VDEV_OK;
+    for (int i = 0; i < n && st == VDEV_OK; i++) {
         struct vdev_tens *v = held ? held[i] : vdev_tens_peek(vars[i]);
         if (!v)
-            return vdev_error(VDEV_ERR_INVALID_ARG, "variable #%d was freed by another thread",
-                              i);
-        if (!slot_of(o, vars[i], v))
-            return vdev_last_status();
+            st = vdev_error(VDEV_ERR_INVALID_ARG, "variable #%d was freed by another thread", i);
+        else if (!slot_of(o, vars[i], v))
+            st = vdev_last_status();
     }
-    return VDEV_OK;
+    if (st != VDEV_OK)
+        drop_pending(o); /* frees only: the error stays */
+    return st;
 }
 
 /* Checks an apply's arguments (grads may be NULL: prepare). */
@@ -478,6 +520,17 @@ enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *h, vdev_tensor_t *cons
     enum vdev_status st = make_slots(o, vars, NULL, n);
     vdev_nn_leave(&in);
     return st;
+}
+
+void vdev_optimizer_unprepare(vdev_optimizer_t *h)
+{
+    struct vdev_nn_in in;
+    struct optim *o = vdev_nn_enter(vdev_nn_object_of(&optims, h, "vdev_optimizer_unprepare"),
+                                    &in, "vdev_optimizer_unprepare");
+    if (!o)
+        return;
+    drop_pending(o);
+    vdev_nn_leave(&in);
 }
 
 /* The update ops' parameters: the hyperparameters, Nesterov, and the
@@ -558,6 +611,7 @@ static enum vdev_status apply_held(struct optim *o, vdev_tensor_t *const *vars,
     enum vdev_status mst = make_slots(o, vars, hv, n);
     if (mst != VDEV_OK)
         return mst;
+    commit_slots(o); /* the optimizer's now, whatever the update does */
     /* The operand lists of every update (up to 4 operands, and AMSGrad's
      * second op's 3), then one call that checks them all (shapes, dtypes,
      * devices) and copies every gradient from elsewhere before the first
@@ -694,6 +748,8 @@ VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *h, vdev_tensor_t *var, vdev_
         return -1;
     int n = stateful_slots(o);
     struct slot *sl = n ? slot_of(o, var, vdev_tens_peek(var)) : NULL;
+    if (sl)
+        sl->pending = 0; /* given out: the caller's handles stay valid */
     for (int k = 0; sl && k < n && k < cap; k++) {
         out[k] = sl->s[k];
         if (names)

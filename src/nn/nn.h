@@ -60,9 +60,16 @@ int vdev_nn_out_fits(const void *out, int cap, const char *fn);
  * the optimizer clips gradients, the clipping's scratch beside each
  * variable. After VDEV_OK, vdev_optimizer_apply on these variables allocates
  * nothing (with gradients on their variables' devices), clipping included.
- * Errors: those of vdev_optimizer_apply's arguments, VDEV_ERR_OOM (slots made
- * before the failure stay; they are zeros, as new ones would be). */
+ * The slots made stay pending: the next vdev_optimizer_apply (or
+ * vdev_optimizer_slots for that variable) keeps them, and
+ * vdev_optimizer_unprepare takes them back. Errors: those of
+ * vdev_optimizer_apply's arguments, VDEV_ERR_OOM (the slots this call made
+ * before the failure are freed: the optimizer is as it was). */
 enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *opt, vdev_tensor_t *const *vars, int n);
+/* Frees the slots that vdev_optimizer_prepare made and nothing kept yet (a
+ * step that another replica could not make): the optimizer is as it was
+ * before the prepare. On the thread that prepared. */
+void vdev_optimizer_unprepare(vdev_optimizer_t *opt);
 
 /* An optimizer's gradient clipping, as Keras's (0: off): clipnorm wins over
  * global_clipnorm, which wins over clipvalue. */
