@@ -19,7 +19,10 @@
  * requested entry in a CPU tensor from an aligned buffer (so entries at any
  * offset load). Only when the CRC matches does it copy the staged tensors
  * into the caller's tensors with vdev_assign, so a failure leaves them
- * unchanged.
+ * unchanged; each tensor's old value is copied aside first, and put back
+ * when a later copy fails (a tensor freed by another thread meanwhile, a
+ * backend failure), so even a failure while the tensors are written leaves
+ * every one as it was.
  *
  * Tensors are reached only through the public API (vdev_tensor_to_host,
  * vdev_tensor_from_host, vdev_assign and the accessors). Each system call and
@@ -485,6 +488,86 @@ static enum vdev_status match_entry(const struct vdev_checkpoint *ck, int i, con
     return VDEV_OK;
 }
 
+static _Thread_local int restore_fault; /* vdev_dist_checkpoint_fail_restore */
+
+void vdev_dist_checkpoint_fail_restore(int n) { restore_fault = n > 0 ? n : 0; }
+
+/* vdev_assign(dst, src), or the injected failure of the restore's next copy. */
+static enum vdev_status restore_copy(vdev_tensor_t *dst, const vdev_tensor_t *src) {
+    if (restore_fault > 0 && --restore_fault == 0)
+        return vdev_error(VDEV_ERR_BACKEND, "copy failed (injected fault)");
+    return vdev_assign(dst, src);
+}
+
+/* Copies each staged entry into tensors[i], all or nothing: each tensor's
+ * value is first copied aside (a CPU tensor: the placement is CPU:0 here),
+ * and when a copy fails (the tensor was freed by another thread, a backend
+ * failure), the tensors restored before it are put back. A staged entry is
+ * freed once its last tensor has it, so the host holds about one copy of
+ * the data at a time, not two. */
+static enum vdev_status restore(const struct vdev_checkpoint *ck, const char *path,
+                                const char *const *names, vdev_tensor_t *const *tensors, int n,
+                                const int *entry_of, vdev_tensor_t **stage) {
+    vdev_tensor_t **old = vdev_dist_malloc((size_t)n * sizeof *old + 1);
+    int *uses = vdev_dist_malloc((size_t)ck->n_entries * sizeof *uses + 1);
+    if (!old || !uses) {
+        free(old);
+        free(uses);
+        return vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for %d tensors", n);
+    }
+    memset(old, 0, (size_t)n * sizeof *old);
+    memset(uses, 0, (size_t)ck->n_entries * sizeof *uses);
+    for (int i = 0; i < n; i++)
+        uses[entry_of[i]]++;
+    enum vdev_status st = VDEV_OK;
+    int i = 0;
+    for (; i < n; i++) {
+        int k = entry_of[i];
+        const struct vdev_ckpt_entry *e = &ck->entries[k];
+        old[i] = vdev_tensor_zeros(e->shape, e->ndim, (enum vdev_dtype)e->dtype);
+        if (!old[i] || (st = restore_copy(old[i], tensors[i])) != VDEV_OK) {
+            st = vdev_last_status();
+            vdev_error_prefix("checkpoint '" Q "': copying tensors[%d] ('" Q "') aside before "
+                              "restoring it",
+                              path, i, names[i]);
+            vdev_tensor_free(old[i]);
+            old[i] = NULL;
+            break;
+        }
+        if ((st = restore_copy(tensors[i], stage[k])) != VDEV_OK) {
+            vdev_error_prefix("checkpoint '" Q "': restoring tensors[%d] ('" Q "')", path, i,
+                              names[i]);
+            i++; /* its value is put back too: the copy may have begun */
+            break;
+        }
+        if (--uses[k] == 0) {
+            vdev_tensor_free(stage[k]);
+            stage[k] = NULL;
+        }
+    }
+    if (st != VDEV_OK) {
+        /* Put back, last first, what was restored. The error stays the
+         * first failure's, with any failure to put a value back added. */
+        char msg[512];
+        vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
+        int lost = -1;
+        while (i-- > 0)
+            if (restore_copy(tensors[i], old[i]) != VDEV_OK && lost < 0)
+                lost = i;
+        if (lost >= 0)
+            vdev_error(st, "%s; and putting tensors[%d] ('" Q "') back failed too, so it may "
+                           "hold part of the checkpoint's value: %s",
+                       msg, lost, names[lost], vdev_last_error());
+        else
+            vdev_error(st, "%s", msg);
+    }
+    for (int j = 0; j < n; j++)
+        vdev_tensor_free(old[j]);
+    free(old);
+    free(uses);
+    return st;
+}
+
 VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *const *names,
                                                vdev_tensor_t *const *tensors, int n) {
     if (vdev_runtime_forked_from()) /* the tensors' values are on the parent's devices */
@@ -586,12 +669,7 @@ VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *con
     }
 
     /* Everything checked: now, and only now, the tensors change. */
-    for (int i = 0; i < n; i++)
-        if ((st = vdev_assign(tensors[i], stage[entry_of[i]])) != VDEV_OK) {
-            vdev_error_prefix("checkpoint '" Q "': restoring tensors[%d] ('" Q "')", path, i,
-                              names[i]);
-            goto done;
-        }
+    st = restore(ck, path, names, tensors, n, entry_of, stage);
 done:
     if (pushed)
         vdev_device_pop();

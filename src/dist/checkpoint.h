@@ -184,6 +184,12 @@ int64_t vdev_dist_read_all(int fd, void *buf, size_t n);
  * ENOSPC for a write, VDEV_ERR_BACKEND for a copy off a device, VDEV_ERR_OOM
  * for a staging tensor), once; 0 disarms. */
 void vdev_dist_checkpoint_fail_at(int n);
+/* Makes the nth (1-based) copy of a load's restore on the calling thread
+ * fail with VDEV_ERR_BACKEND ("copy failed (injected fault)"), once; 0
+ * disarms. The restore copies each tensor's value aside, then the
+ * checkpoint's into it, tensor after tensor: copies 2i+1 and 2i+2 (1-based)
+ * are those of tensors[i]; a put-back counts as a copy too. */
+void vdev_dist_checkpoint_fail_restore(int n);
 /* 1 while the armed fault has not fired yet. */
 int vdev_dist_checkpoint_fault_pending(void);
 /* Counts one call; 1 when this one must fail. */
