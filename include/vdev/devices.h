@@ -110,10 +110,17 @@ struct vdev_mem_holder {
 VDEV_API enum vdev_status vdev_mem_holder_add(const struct vdev_mem_holder *holder);
 /* Takes a holder out (the same functions and ctx as added), before the code
  * of its functions goes (a library's destructor, before dlclose): not while
- * another thread is in vdev_shutdown(). It returns once the calls of holders
- * under way on other threads (vdev_mem_holders_live) have ended, so none of
- * its functions runs after it. VDEV_ERR_INVALID_ARG for NULL,
- * VDEV_ERR_NOT_FOUND when no such holder is registered. Thread-safe. */
+ * another thread is in vdev_shutdown(). It returns once the calls of this
+ * holder's functions under way on other threads (vdev_mem_holders_live,
+ * vdev_shutdown) have ended, so none of its functions runs after it; it
+ * does not wait for calls of other holders, so a holder's function may
+ * remove another holder. VDEV_ERR_INVALID_ARG for NULL, VDEV_ERR_NOT_FOUND
+ * when no such holder is registered. When that wait would never end — a
+ * call of the holder runs on a thread that is itself removing, and waiting
+ * for, a holder whose function this thread is in (two holders' functions
+ * removing each other on two threads) — the holder is taken out but not
+ * waited for: VDEV_ERR_INVALID_ARG "vdev_mem_holder_remove: removed, but
+ * not waited for: ...". Thread-safe. */
 VDEV_API enum vdev_status vdev_mem_holder_remove(const struct vdev_mem_holder *holder);
 /* The live blocks of the first holder that has any (0: none, msg ""), its
  * msg written into msg (cap bytes; msg may be NULL when cap is 0): what

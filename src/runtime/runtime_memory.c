@@ -380,27 +380,84 @@ VDEV_API enum vdev_status vdev_memory_set_pressure_callback(const char *device, 
     return vdev_pool_set_pressure(d->pool, d->member, fn, user);
 }
 
-/* ---- holders of raw blocks (vdev_mem_holder_add) ---- */
+/* ---- holders of raw blocks (vdev_mem_holder_add) ----
+ *
+ * A removal waits only for the calls of the holder it removes that are
+ * under way on other threads, never for calls of other holders: a thread
+ * inside one holder's function may remove another holder, and a removal
+ * made while holding a lock that some other holder's function takes (the
+ * dynamic loader's, in a library's destructor) does not wait on that
+ * function. When even that wait would never end — the call it waits for is
+ * on a thread that is itself waiting, directly or through others, for a
+ * call of a holder this thread is inside (two threads inside A and B, each
+ * removing the other) — the removal does not wait and says so. */
 
 #define MAX_HOLDERS 8
+#define MAX_WAIT_DEPTH 64 /* threads followed when looking for a wait back */
+
+/* A thread's calls of holders' functions, on its stack from holders_begin
+ * to holders_end, listed in MH.calls (one per nesting: a holder's function
+ * may ask the holders again). */
+struct holder_call {
+    struct vdev_mem_holder in;    /* the holder whose function runs now (when in_set) */
+    struct vdev_mem_holder waits; /* the holder this thread removes, waiting (when waiting) */
+    int in_set, waiting;
+    uintptr_t thread;             /* the calling thread: the address of its my_call */
+    struct holder_call *outer;    /* the call of this thread it was made inside */
+    struct holder_call *next;     /* MH.calls */
+};
 
 static struct {
     pthread_mutex_t lock;
-    pthread_cond_t idle;  /* signalled when calls end */
+    pthread_cond_t idle;  /* signalled when a call of a holder's function ends */
     struct vdev_mem_holder h[MAX_HOLDERS];
     int n;
-    int calling;          /* threads calling holders' functions (holders_begin) */
+    struct holder_call *calls; /* every thread's, innermost first per thread */
 } MH = {.lock = PTHREAD_MUTEX_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER};
-static _Thread_local int my_calling; /* of MH.calling, this thread's */
+static _Thread_local struct holder_call *my_call; /* this thread's innermost */
+
+static int same_holder(const struct vdev_mem_holder *a, const struct vdev_mem_holder *b)
+{
+    return a->live == b->live && a->forget == b->forget && a->ctx == b->ctx;
+}
 
 /* The index of the holder with h's functions and ctx, or MH.n; with MH.lock. */
 static int find_holder(const struct vdev_mem_holder *h)
 {
     int i = 0;
-    while (i < MH.n && (MH.h[i].live != h->live || MH.h[i].forget != h->forget ||
-                        MH.h[i].ctx != h->ctx))
+    while (i < MH.n && !same_holder(&MH.h[i], h))
         i++;
     return i;
+}
+
+/* Whether a thread other than me is in a function of h; with MH.lock. */
+static int called_elsewhere(const struct vdev_mem_holder *h, uintptr_t me)
+{
+    for (const struct holder_call *c = MH.calls; c; c = c->next)
+        if (c->thread != me && c->in_set && same_holder(&c->in, h))
+            return 1;
+    return 0;
+}
+
+/* Whether waiting for the calls of h on threads other than me would wait
+ * for thread me: a thread in such a call waits in a removal for a holder
+ * that me is inside, or for one whose callers wait so, and on; with
+ * MH.lock. At depth 0 me's own calls of h are not waited for. */
+static int waits_for_me(const struct vdev_mem_holder *h, uintptr_t me, int depth)
+{
+    for (const struct holder_call *c = MH.calls; c; c = c->next) {
+        if (!c->in_set || !same_holder(&c->in, h))
+            continue;
+        if (c->thread == me) {
+            if (depth > 0)
+                return 1;
+            continue;
+        }
+        for (const struct holder_call *w = MH.calls; w && depth < MAX_WAIT_DEPTH; w = w->next)
+            if (w->thread == c->thread && w->waiting && waits_for_me(&w->waits, me, depth + 1))
+                return 1;
+    }
+    return 0;
 }
 
 VDEV_API enum vdev_status vdev_mem_holder_add(const struct vdev_mem_holder *h)
@@ -426,62 +483,114 @@ VDEV_API enum vdev_status vdev_mem_holder_remove(const struct vdev_mem_holder *h
 {
     if (!h)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_mem_holder_remove: the holder is NULL");
+    struct vdev_mem_holder gone = *h;
+    uintptr_t me = (uintptr_t)&my_call;
     pthread_mutex_lock(&MH.lock);
-    int i = find_holder(h);
-    int found = i < MH.n;
+    int i = find_holder(&gone);
+    int found = i < MH.n, cycle = 0;
     if (found) {
         memmove(&MH.h[i], &MH.h[i + 1], (size_t)(MH.n - i - 1) * sizeof MH.h[0]);
         MH.n--;
+        /* Its code may go once this returns: its calls under way on other
+         * threads end first (no new one starts: callers check the list
+         * before each call); this thread's own, from inside one of them,
+         * cannot, nor one that waits for this thread. */
+        cycle = waits_for_me(&gone, me, 0);
+        if (!cycle) {
+            if (my_call) {
+                my_call->waits = gone;
+                my_call->waiting = 1;
+            }
+            while (called_elsewhere(&gone, me))
+                pthread_cond_wait(&MH.idle, &MH.lock);
+            if (my_call)
+                my_call->waiting = 0;
+        }
     }
-    /* Its code may go once this returns: calls of it made from a copy of
-     * the list on other threads end first (this thread's own, from inside
-     * one of them, cannot). */
-    while (found && MH.calling > my_calling)
-        pthread_cond_wait(&MH.idle, &MH.lock);
     pthread_mutex_unlock(&MH.lock);
     if (!found)
         return vdev_error(VDEV_ERR_NOT_FOUND,
                           "vdev_mem_holder_remove: no such holder (not added, or removed already)");
+    if (cycle)
+        return vdev_error(VDEV_ERR_INVALID_ARG,
+                          "vdev_mem_holder_remove: removed, but not waited for: a call of it runs "
+                          "on another thread that waits for this thread (it is removing a holder "
+                          "whose function this thread is in), so that call may still run after "
+                          "this returns");
     return VDEV_OK;
 }
 
 /* The holders, copied: they are called without MH.lock, since they take
- * their own locks and may call into vdev (forget frees pending blocks).
- * Counted as calling until holders_end, so that a removal waits for them. */
-static int holders_begin(struct vdev_mem_holder h[MAX_HOLDERS])
+ * their own locks and may call into vdev (forget frees pending blocks, a
+ * function may remove a holder). c, on the caller's stack, records which
+ * holder this thread is calling (holder_enter) until holders_end. */
+static int holders_begin(struct holder_call *c, struct vdev_mem_holder h[MAX_HOLDERS])
 {
+    memset(c, 0, sizeof *c);
+    c->thread = (uintptr_t)&my_call;
+    c->outer = my_call;
     pthread_mutex_lock(&MH.lock);
     int n = MH.n;
     memcpy(h, MH.h, sizeof MH.h);
-    MH.calling++;
-    my_calling++;
+    c->next = MH.calls;
+    MH.calls = c;
+    my_call = c;
     pthread_mutex_unlock(&MH.lock);
     return n;
 }
 
-static void holders_end(void)
+/* Before calling a function of h: 1 when h is still there (recorded as
+ * called until holder_leave), 0 when it was removed meanwhile (not to be
+ * called: its code may be gone). */
+static int holder_enter(struct holder_call *c, const struct vdev_mem_holder *h)
 {
     pthread_mutex_lock(&MH.lock);
-    MH.calling--;
-    my_calling--;
+    int there = find_holder(h) < MH.n;
+    if (there) {
+        c->in = *h;
+        c->in_set = 1;
+    }
+    pthread_mutex_unlock(&MH.lock);
+    return there;
+}
+
+static void holder_leave(struct holder_call *c)
+{
+    pthread_mutex_lock(&MH.lock);
+    c->in_set = 0;
     pthread_cond_broadcast(&MH.idle);
+    pthread_mutex_unlock(&MH.lock);
+}
+
+static void holders_end(struct holder_call *c)
+{
+    pthread_mutex_lock(&MH.lock);
+    struct holder_call **p = &MH.calls;
+    while (*p != c)
+        p = &(*p)->next;
+    *p = c->next;
+    my_call = c->outer;
     pthread_mutex_unlock(&MH.lock);
 }
 
 VDEV_API int vdev_mem_holders_live(char *msg, size_t cap)
 {
     struct vdev_mem_holder h[MAX_HOLDERS];
-    int n = holders_begin(h), live = 0;
+    struct holder_call c;
+    int n = holders_begin(&c, h), live = 0;
     char buf[480];
     if (cap && msg)
         msg[0] = '\0';
     for (int i = 0; i < n && !live; i++) {
+        if (!holder_enter(&c, &h[i]))
+            continue;
         buf[0] = '\0';
         live = h[i].live(h[i].ctx, buf, sizeof buf);
+        holder_leave(&c);
         if (live && cap && msg)
             vdev_strlcpy(msg, buf, cap);
     }
-    holders_end();
+    holders_end(&c);
     return live;
 }
 
@@ -491,9 +600,13 @@ enum vdev_status vdev_runtime_holders_release(void)
     if (vdev_mem_holders_live(msg, sizeof msg))
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_shutdown: %s", msg);
     struct vdev_mem_holder h[MAX_HOLDERS];
-    int n = holders_begin(h);
+    struct holder_call c;
+    int n = holders_begin(&c, h);
     for (int i = 0; i < n; i++)
-        h[i].forget(h[i].ctx);
-    holders_end();
+        if (holder_enter(&c, &h[i])) {
+            h[i].forget(h[i].ctx);
+            holder_leave(&c);
+        }
+    holders_end(&c);
     return VDEV_OK;
 }
