@@ -212,7 +212,8 @@ static enum vdev_status check_tensor(const char *path, int i, const char *name,
     return VDEV_OK;
 }
 
-static uint64_t tensor_bytes(const vdev_tensor_t *t) { return (uint64_t)vdev_tensor_numel(t) * 4; }
+/* "entry" or "entries", after a count n. */
+static const char *entries(int64_t n) { return n == 1 ? "entry" : "entries"; }
 
 static const char *dtype_str(enum vdev_dtype dt) { return dt == VDEV_I32 ? "I32" : "F32"; }
 
@@ -271,6 +272,16 @@ static enum vdev_status check_save_args(const char *path, const char *const *nam
     return st;
 }
 
+static _Thread_local struct {
+    void (*fn)(void *);
+    void *arg;
+} save_hook; /* vdev_dist_checkpoint_save_hook */
+
+void vdev_dist_checkpoint_save_hook(void (*fn)(void *), void *arg) {
+    save_hook.fn = fn;
+    save_hook.arg = arg;
+}
+
 VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *const *names,
                                                vdev_tensor_t *const *tensors, int n,
                                                const char *const *metadata, int n_metadata) {
@@ -292,21 +303,36 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
     void *buf = NULL;
     int fd = -1;
 
+    if (save_hook.fn) /* tests: something happens after the checks */
+        save_hook.fn(save_hook.arg);
+
     /* Lay the entries out one after another, in the caller's order. */
     oe = vdev_dist_malloc((size_t)n * sizeof *oe);
     if (!oe) {
-        st = vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for %d entries", n);
+        st = vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for %d %s", n, entries(n));
         goto fail;
     }
     uint64_t at = 0, max_bytes = 0;
     for (int i = 0; i < n; i++) {
+        /* Each accessor gives the tensor's own value or, once another thread
+         * freed it (the caller's race), -1 (VDEV_DTYPE_COUNT): read as a
+         * size, that -1 was 2^64 - 4 bytes, an absurd out-of-memory error. */
         const vdev_tensor_t *t = tensors[i];
-        uint64_t bytes = tensor_bytes(t);
+        int64_t numel = vdev_tensor_numel(t);
         oe[i].name = names[i];
         oe[i].dtype = vdev_tensor_dtype(t);
         oe[i].ndim = vdev_tensor_ndim(t);
+        int dead = numel < 0 || oe[i].ndim < 0 || oe[i].dtype == VDEV_DTYPE_COUNT;
         for (int d = 0; d < oe[i].ndim; d++)
-            oe[i].shape[d] = vdev_tensor_dim(t, d);
+            dead |= (oe[i].shape[d] = vdev_tensor_dim(t, d)) < 0;
+        if (dead) {
+            st = vdev_dist_ckerr(path, VDEV_ERR_INVALID_ARG,
+                                 "tensors[%d] ('" Q "') is not a live tensor (freed by another "
+                                 "thread during the save)",
+                                 i, names[i]);
+            goto fail;
+        }
+        uint64_t bytes = (uint64_t)numel * 4;
         oe[i].begin = at;
         at += bytes;
         oe[i].end = at;
@@ -319,8 +345,9 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
         vdev_error_prefix("checkpoint '" Q "'", path);
         goto fail;
     }
-    buf = vdev_dist_malloc((size_t)max_bytes);
-    if (!buf) {
+    /* one tensor's bytes at a time (none when every tensor is empty) */
+    buf = max_bytes ? vdev_dist_malloc((size_t)max_bytes) : NULL;
+    if (max_bytes && !buf) {
         st = vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for a tensor of %llu bytes",
                              (unsigned long long)max_bytes);
         goto fail;
@@ -513,7 +540,8 @@ static enum vdev_status restore(const struct vdev_checkpoint *ck, const char *pa
     if (!old || !uses) {
         free(old);
         free(uses);
-        return vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for %d tensors", n);
+        return vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for %d tensor%s", n,
+                               n == 1 ? "" : "s");
     }
     memset(old, 0, (size_t)n * sizeof *old);
     memset(uses, 0, (size_t)ck->n_entries * sizeof *uses);
@@ -593,7 +621,8 @@ VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *con
     if (stage) /* before anything can fail: the clean-up frees what it holds */
         memset(stage, 0, (size_t)ck->n_entries * sizeof *stage);
     if (!entry_of || !stage) {
-        st = vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for %d entries", ck->n_entries);
+        st = vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for %d %s", ck->n_entries,
+                             entries(ck->n_entries));
         goto done;
     }
     for (int i = 0; i < n; i++)
@@ -615,7 +644,8 @@ VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *con
     }
     wanted = vdev_dist_malloc((size_t)ck->n_entries);
     if (!wanted) {
-        st = vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for %d entries", ck->n_entries);
+        st = vdev_dist_ckerr(path, VDEV_ERR_OOM, "no host memory for %d %s", ck->n_entries,
+                             entries(ck->n_entries));
         goto done;
     }
     memset(wanted, 0, (size_t)ck->n_entries);
