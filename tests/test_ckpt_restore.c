@@ -4,9 +4,11 @@
  * the checkpoint's value into it: the tensors restored before the failure
  * are put back, and the error is the failure's own), and before it, on a
  * file whose last entry is bad (another shape, damaged data) or whose third
- * of five entries has another shape than its tensor. The destinations live
- * on two simulated GPUs; an entry loaded into two tensors is freed once both
- * have it. */
+ * of five entries has another shape than its tensor; and when another thread
+ * frees the last tensor while the others are restored. A value that cannot
+ * be put back is named in the error. The destinations live on two
+ * simulated GPUs; an entry loaded into two tensors is freed once both have
+ * it. */
 #define _GNU_SOURCE
 #include "ckpt_testlib.h"
 #include "dist/checkpoint.h"
@@ -108,6 +110,69 @@ static void test_restore_faults(const char *path, vdev_tensor_t *const *u) {
     reset(u);
 }
 
+static void free_it(void *arg) { vdev_tensor_free(*(vdev_tensor_t **)arg); }
+
+/* Another thread frees the last tensor while the first four are restored
+ * (a hook frees it before copy 9, the copy of its value aside, or copy 10,
+ * the checkpoint's into it): the load fails naming it, and the four others
+ * hold their old values again. */
+static void test_freed_during_restore(const char *path) {
+    for (int at = 9; at <= 10; at++) {
+        vdev_tensor_t *u[N_T];
+        make(100, u);
+        vdev_dist_checkpoint_restore_hook(at, free_it, &u[4]);
+        enum vdev_status st = vdev_checkpoint_load(path, names, u, N_T);
+        vdev_dist_checkpoint_restore_hook(0, NULL, NULL);
+        EXPECT(st, VDEV_ERR_INVALID_ARG,
+               "checkpoint '%s': %s tensors[4] ('step')%s: vdev_assign: not a live tensor "
+               "(freed already, or not a tensor)",
+               path, at == 9 ? "copying" : "restoring",
+               at == 9 ? " aside before restoring it" : "");
+        for (int i = 0; i < N_T - 1; i++) {
+            uint32_t v[MAX_EL];
+            CHECK_OK(vdev_tensor_to_host(u[i], v, (size_t)numel(i) * 4));
+            int same = 1;
+            for (int64_t k = 0; k < numel(i); k++)
+                same &= v[k] == value(100, i, k);
+            CHECK(same);
+            vdev_tensor_free(u[i]);
+        }
+    }
+}
+
+static void arm_one_fault(void *arg)
+{
+    (void)arg;
+    vdev_dist_checkpoint_fail_restore(1);
+}
+
+/* Writing tensors[2] fails (copy 6), and so does putting tensors[1] back
+ * (copy 8 of the restore, the second put-back): the error says both, and
+ * which tensor kept the checkpoint's value; the others are as they were. */
+static void test_put_back_fails(const char *path) {
+    vdev_tensor_t *u[N_T];
+    make(100, u);
+    vdev_dist_checkpoint_fail_restore(6);
+    vdev_dist_checkpoint_restore_hook(8, arm_one_fault, NULL);
+    enum vdev_status st = vdev_checkpoint_load(path, names, u, N_T);
+    vdev_dist_checkpoint_restore_hook(0, NULL, NULL);
+    vdev_dist_checkpoint_fail_restore(0);
+    EXPECT(st, VDEV_ERR_BACKEND,
+           "checkpoint '%s': restoring tensors[2] ('l1/w'): copy failed (injected fault); and "
+           "putting tensors[1] ('l0/b') back failed too, so it may hold part of the "
+           "checkpoint's value: copy failed (injected fault)",
+           path);
+    for (int i = 0; i < N_T; i++) {
+        uint32_t v[MAX_EL];
+        CHECK_OK(vdev_tensor_to_host(u[i], v, (size_t)numel(i) * 4));
+        int same = 1;
+        for (int64_t k = 0; k < numel(i); k++)
+            same &= v[k] == value(i == 1 ? 1 : 100, i, k);
+        CHECK(same);
+        vdev_tensor_free(u[i]);
+    }
+}
+
 /* One entry into two tensors: both get it. */
 static void test_one_entry_twice(const char *path) {
     vdev_tensor_t *a[N_T], *b[N_T];
@@ -182,6 +247,8 @@ int main(void) {
     const char *path = P("ckpt.safetensors");
     CHECK_OK(vdev_checkpoint_save(path, names, t, N_T, NULL, 0));
     test_restore_faults(path, u);
+    test_freed_during_restore(path);
+    test_put_back_fails(path);
     test_one_entry_twice(path);
     test_bad_entries(t, u);
     for (int i = 0; i < N_T; i++) {

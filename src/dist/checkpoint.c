@@ -516,11 +516,24 @@ static enum vdev_status match_entry(const struct vdev_checkpoint *ck, int i, con
 }
 
 static _Thread_local int restore_fault; /* vdev_dist_checkpoint_fail_restore */
+static _Thread_local struct {
+    int n;
+    void (*fn)(void *);
+    void *arg;
+} restore_hook; /* vdev_dist_checkpoint_restore_hook */
 
 void vdev_dist_checkpoint_fail_restore(int n) { restore_fault = n > 0 ? n : 0; }
 
+void vdev_dist_checkpoint_restore_hook(int n, void (*fn)(void *), void *arg) {
+    restore_hook.n = n > 0 && fn ? n : 0;
+    restore_hook.fn = fn;
+    restore_hook.arg = arg;
+}
+
 /* vdev_assign(dst, src), or the injected failure of the restore's next copy. */
 static enum vdev_status restore_copy(vdev_tensor_t *dst, const vdev_tensor_t *src) {
+    if (restore_hook.n > 0 && --restore_hook.n == 0)
+        restore_hook.fn(restore_hook.arg);
     if (restore_fault > 0 && --restore_fault == 0)
         return vdev_error(VDEV_ERR_BACKEND, "copy failed (injected fault)");
     return vdev_assign(dst, src);
@@ -565,7 +578,8 @@ static enum vdev_status restore(const struct vdev_checkpoint *ck, const char *pa
         if ((st = restore_copy(tensors[i], stage[k])) != VDEV_OK) {
             vdev_error_prefix("checkpoint '" Q "': restoring tensors[%d] ('" Q "')", path, i,
                               names[i]);
-            i++; /* its value is put back too: the copy may have begun */
+            if (vdev_tens_peek(tensors[i]))
+                i++; /* its value is put back too: the copy may have begun */
             break;
         }
         if (--uses[k] == 0) {
@@ -576,16 +590,18 @@ static enum vdev_status restore(const struct vdev_checkpoint *ck, const char *pa
     if (st != VDEV_OK) {
         /* Put back, last first, what was restored. The error stays the
          * first failure's, with any failure to put a value back added. */
-        char msg[512];
+        char msg[512], why[512];
         vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
         int lost = -1;
         while (i-- > 0)
-            if (restore_copy(tensors[i], old[i]) != VDEV_OK && lost < 0)
+            if (restore_copy(tensors[i], old[i]) != VDEV_OK && lost < 0) {
                 lost = i;
+                vdev_strlcpy(why, vdev_last_error(), sizeof why);
+            }
         if (lost >= 0)
             vdev_error(st, "%s; and putting tensors[%d] ('" Q "') back failed too, so it may "
                            "hold part of the checkpoint's value: %s",
-                       msg, lost, names[lost], vdev_last_error());
+                       msg, lost, names[lost], why);
         else
             vdev_error(st, "%s", msg);
     }

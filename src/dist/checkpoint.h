@@ -190,6 +190,10 @@ void vdev_dist_checkpoint_fail_at(int n);
  * checkpoint's into it, tensor after tensor: copies 2i+1 and 2i+2 (1-based)
  * are those of tensors[i]; a put-back counts as a copy too. */
 void vdev_dist_checkpoint_fail_restore(int n);
+/* Makes the nth (1-based, counted as above) copy of a load's restore on the
+ * calling thread call fn(arg) first, once (n 0 or fn NULL: none): a test
+ * frees a tensor there, as another thread could. */
+void vdev_dist_checkpoint_restore_hook(int n, void (*fn)(void *), void *arg);
 /* Makes vdev_checkpoint_save on the calling thread call fn(arg) once its
  * arguments are checked, before it reads the tensors' shapes (NULL: none):
  * a test frees a tensor there, as another thread could. */
