@@ -205,6 +205,16 @@ static void test_errors(void)
                 "StridedSlice: Index out of range using input dim 0; input has only 0 dims");
     CHECK_FAILS(vdev_strided_slice(x, 3, z, one, NULL, 0, 0, 5, 0, 0), VDEV_ERR_INVALID_ARG,
                 "StridedSlice: Multiple ellipses in slice spec not allowed");
+    /* TensorFlow checks the whole mask: bits past the entries count too */
+    CHECK_FAILS(vdev_strided_slice(x, 1, z, one, NULL, 0, 0, 6, 0, 0), VDEV_ERR_INVALID_ARG,
+                "StridedSlice: Multiple ellipses in slice spec not allowed");
+    CHECK_FAILS(vdev_strided_slice(x, 1, z, one, NULL, 0, 0, -1, 0, 0), VDEV_ERR_INVALID_ARG,
+                "StridedSlice: Multiple ellipses in slice spec not allowed");
+    /* one bit past the entries: the ellipsis implied at the end anyway */
+    vdev_tensor_t *past = vdev_strided_slice(x, 1, z, one, NULL, 0, 0, 1 << 5, 0, 0);
+    CHECK(past && vdev_tensor_ndim(past) == 3 && vdev_tensor_dim(past, 0) == 1 &&
+          vdev_tensor_dim(past, 1) == 3);
+    vdev_tensor_free(past);
     CHECK_FAILS(vdev_strided_slice(x, 32, z, one, NULL, 0, 0, 0, 0, 0), VDEV_ERR_INVALID_ARG,
                 "StridedSlice: Expected begin, end, and strides to be 1D equal size tensors, "
                 "but got shapes [32], [32], and [32] instead.");

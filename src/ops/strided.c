@@ -289,10 +289,12 @@ VDEV_API vdev_tensor_t *vdev_strided_slice(const vdev_tensor_t *a, int n, const 
     if (n > 0 && (!begin || !end))
         return FAIL_NULL(VDEV_ERR_INVALID_ARG, "StridedSlice: %s is NULL with n %d",
                          !begin ? "begin" : "end", n);
-    unsigned ell = (unsigned)ellipsis_mask & ((1u << n) - 1u);
+    /* the whole mask, bits past the entries too, as TensorFlow checks it */
+    unsigned ell = (unsigned)ellipsis_mask;
     if (ell & (ell - 1u))
         return FAIL_NULL(VDEV_ERR_INVALID_ARG,
                          "StridedSlice: Multiple ellipses in slice spec not allowed");
+    ell &= (1u << n) - 1u;
     struct spec sp;
     memset(&sp, 0, sizeof sp);
     sp.nd = t->ndim;
