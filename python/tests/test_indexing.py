@@ -111,12 +111,72 @@ TF_TYPE = ("Only integers, slices (`:`), ellipsis (`...`), tf.newaxis (`None`) a
            "tf.int32/tf.int64 tensors are valid indices, got %r")
 
 
-@pytest.mark.parametrize("key", [1.0, "a", [0, 1], slice(0.5, 2), np.float32(1.0)], ids=repr)
+@pytest.mark.parametrize("key", [1.0, "a", (0, [0, 1]), [1, [0]], slice(0.5, 2),
+                                 np.float32(1.0)], ids=repr)
 def test_types_tensorflow_refuses_are_its_type_error(key):
     with pytest.raises(TypeError) as e:
         vdev.constant(X)[key]
     bad = key.start if isinstance(key, slice) else key
+    bad = bad[1] if isinstance(bad, (tuple, list)) else bad
     assert str(e.value) == TF_TYPE % (bad,)
+
+
+@pytest.mark.parametrize("key", [[0, 1], [-1], [slice(None), None, -2], [Ellipsis, 1], []],
+                         ids=repr)
+def test_a_list_key_is_a_tuple_as_in_tensorflow(key):
+    # TensorFlow's _slice_helper reads a list as a tuple: x[[0, 1]] is x[0, 1]
+    for t in (vdev.constant(X), vdev.Variable(X)):
+        np.testing.assert_array_equal(t[key].numpy(), X[tuple(key)])
+
+
+OUT_OF_RANGE = "Can't convert Python sequence with out-of-range integer to Tensor."
+
+
+@pytest.mark.parametrize("key", [2**64, 2**64 + 1, 2**63, -2**63 - 1, 2**63 - 1,
+                                 np.uint64(2**64 - 1), slice(2**64 + 1, None),
+                                 slice(None, 2**64 + 3), slice(None, None, 2**64 + 1),
+                                 slice(None, None, 2**63), (0, 2**64)], ids=repr)
+def test_ints_outside_int64_are_tensorflows_value_error(key):
+    # ctypes wrapped them before: x[2**64] was x[0], x[::2**63] reversed the axis;
+    # x[2**63 - 1] too: its end, 2**63, is outside int64, as in TensorFlow
+    for t in (vdev.constant(X), vdev.Variable(X)):
+        with pytest.raises(ValueError) as e:
+            t[key]
+        assert str(e.value) == OUT_OF_RANGE
+
+
+def test_int64_extremes_clamp_as_tensorflow():
+    t = vdev.constant(X)
+    big, small = 2**63 - 1, -2**63
+    for key in (slice(small, big), slice(big, small, -1), slice(None, None, big),
+                slice(None, None, small), slice(small, big, small), (Ellipsis, slice(big, None))):
+        np.testing.assert_array_equal(t[key].numpy(), X[key])
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        t[small]
+    assert str(e.value) == "slice index -9223372036854775803 of dimension 0 out of bounds."
+
+
+def test_strided_slice_values_and_masks_outside_their_types():
+    t = vdev.constant(X)
+    for begin in ([2**63], [2**64], [np.uint64(2**64 - 1)]):
+        with pytest.raises(ValueError) as e:
+            vdev.strided_slice(t, begin, [1], [1])
+        assert str(e.value) == OUT_OF_RANGE
+    np.testing.assert_array_equal(vdev.strided_slice(t, [2**63 - 1], [-2**63], [-1]).numpy(),
+                                  X[::-1])
+    for name in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
+                 "shrink_axis_mask"):
+        for m in (2**32, -2**31 - 1):
+            with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+                vdev.strided_slice(t, [0], [1], **{name: m})
+            assert str(e.value) == "Attr %s has value %d out of range for an int32" % (name, m)
+    # -1 is every bit, as TensorFlow's int32 attr: an ellipsis of many bits
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        vdev.strided_slice(t, [0], [1], ellipsis_mask=-1)
+    assert str(e.value) == "Multiple ellipses in slice spec not allowed"
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        vdev.strided_slice(t, [0], [1], ellipsis_mask=6)
+    assert str(e.value) == "Multiple ellipses in slice spec not allowed"
 
 
 def test_tensor_indices_other_than_int32_scalars_are_tensorflows_type_error():

@@ -14,8 +14,16 @@ size, as TensorFlow prints it); a slice clamps as Python's (``x[1:100]``,
 ``x[5:2]`` is empty, shape ``[0, ...]``), a step of 0 is "strides[0] must be
 non-zero"; more indices than dimensions is "Index out of range using input
 dim 2; input has only 2 dims"; two ``...`` "Multiple ellipses in slice spec
-not allowed". An index that TensorFlow refuses too (a float, a string, a
-list, a tensor that is not an int32 scalar) is its TypeError, in its words.
+not allowed". A list as the whole key is a tuple, as TensorFlow reads it
+(``x[[1, 2]]`` is ``x[1, 2]``, not numpy's gather). An index that TensorFlow
+refuses too (a float, a string, a list inside the key, a tensor that is not
+an int32 scalar) is its TypeError, in its words. An int outside int64 (in
+the key, or ``end = index + 1`` of an int index, so ``x[2**63 - 1]`` too) is
+the ValueError of TensorFlow's conversion of begin, end and strides to a
+tensor ("Can't convert Python sequence with out-of-range integer to
+Tensor."), and a mask of ``strided_slice`` outside int32 its
+InvalidArgumentError ("Attr begin_mask has value 4294967296 out of range
+for an int32").
 What TensorFlow takes but vdev does not (a bool: a mask, TensorFlow's
 boolean_mask) is NotImplementedError saying so, with the host copy
 ``x.numpy()[...]`` as the way; a result of more than 4 dimensions is vdev's
@@ -88,7 +96,9 @@ _PREFIX = "StridedSlice: "
 
 def getitem(t, key):
     """t[key] (see the module's doc)."""
-    keys = key if isinstance(key, tuple) else (key,)
+    # a list is read as a tuple, as TensorFlow's _slice_helper reads it (t[[1, 2]]
+    # is t[1, 2], not numpy's gather)
+    keys = tuple(key) if isinstance(key, (tuple, list)) else (key,)
     begin, end, strides = [], [], []
     masks = {"begin": 0, "end": 0, "ellipsis": 0, "new_axis": 0, "shrink": 0}
     for pos, k in enumerate(keys):
@@ -116,8 +126,21 @@ def getitem(t, key):
                     masks["new_axis"], masks["shrink"])
 
 
+# TensorFlow's eager conversion of begin, end and strides to an int64 tensor
+# (a ValueError), and its check of an int32 attr (InvalidArgumentError).
+_OUT_OF_RANGE = "Can't convert Python sequence with out-of-range integer to Tensor."
+_ATTR_RANGE = "Attr %s has value %d out of range for an int32"
+_MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+
+
 def _strided(t, begin, end, strides, *masks):
     n = len(begin)
+    # ctypes would wrap a value outside int64 silently (x[2**64] was x[0])
+    if any(not -2**63 <= v < 2**63 for v in (*begin, *end, *strides)):
+        raise ValueError(_OUT_OF_RANGE)
+    for what, m in zip(_MASKS, masks):
+        if not -2**31 <= m < 2**31:
+            raise errors.InvalidArgumentError(_ATTR_RANGE % (what, m), "VDEV_ERR_INVALID_ARG")
     arr = (lambda v: (ctypes.c_int64 * max(n, 1))(*v))
     h = lib.vdev_strided_slice(t._handle, n, arr(begin), arr(end), arr(strides), *masks)
     if not h:
@@ -144,8 +167,10 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
             v = [1] * len(vals[0])
         if hasattr(v, "numpy"):
             v = v.numpy()
-        v = np.asarray(v)
-        if v.ndim != 1 or (v.size and v.dtype.kind not in "iu"):
+        v = np.asarray(v)  # ints past int64 make an object array: checked in _strided
+        ints = v.dtype.kind in "iu" or (v.dtype.kind == "O" and all(
+            isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in v.flat))
+        if v.ndim != 1 or (v.size and not ints):
             raise TypeError("tf.strided_slice's %s must be a list of ints, not %r" % (what, v))
         vals.append([int(x) for x in v])
     if not len(vals[0]) == len(vals[1]) == len(vals[2]):
