@@ -38,21 +38,21 @@ static int range_inside(int64_t dim, int64_t b, int64_t s, int64_t n)
     return n - 1 <= room / step;
 }
 
-/* The ranges of axis d of input k's shape: count, first, stride; 1, 0, 1
- * for the axes past its rank (the kernels work in four dimensions). */
+/* The ranges of input k's axes in four dimensions, its axes last (so the
+ * innermost loop runs along its last axis): count, first, stride, and the
+ * elements per index; 1, 0, 1 for the axes before its first. */
 static void ranges(const struct vdev_kernel_args *a, int k, int64_t n[4], int64_t b[4],
                    int64_t s[4], int64_t step[4])
 {
-    int nd = a->in_ndim[k];
-    for (int d = 0; d < 4; d++) {
-        n[d] = d < nd ? (int64_t)a->f[d] : 1;
-        b[d] = d < nd ? a->i[d] : 0;
-        s[d] = d < nd ? a->j[d] : 1;
-    }
-    int64_t e = 1; /* elements per index of axis d in input k's layout */
+    int off = 4 - a->in_ndim[k]; /* in_ndim <= VDEV_MAX_DIMS, 4 */
+    int64_t e = 1;               /* elements per index of axis d in input k's layout */
     for (int d = 3; d >= 0; d--) {
+        int r = d - off; /* input k's axis, negative before its first */
+        n[d] = r >= 0 ? (int64_t)a->f[r] : 1;
+        b[d] = r >= 0 ? a->i[r] : 0;
+        s[d] = r >= 0 ? a->j[r] : 1;
         step[d] = e;
-        e *= d < nd ? a->in_shape[k][d] : 1;
+        e *= r >= 0 ? a->in_shape[k][r] : 1;
     }
 }
 
@@ -102,28 +102,37 @@ enum vdev_status vdev_shape_strided_slice_grad(struct vdev_kernel_args *a)
     return VDEV_OK;
 }
 
-/* Visits the slice's elements in the output's row-major order: word `o` of
- * the output is word `x` of the input. */
-#define FOR_EACH_ELEMENT(a, k, BODY)                                                               \
+/* Visits the slice's rows (its last axis) in the output's row-major order:
+ * the row at word `o` of the output starts at word `x` of the input and
+ * takes `len` words `dx` apart (none when the slice is empty). */
+#define FOR_EACH_ROW(a, k, BODY)                                                                   \
     do {                                                                                           \
         int64_t n_[4], b_[4], s_[4], st_[4], o = 0;                                                \
         ranges(a, k, n_, b_, s_, st_);                                                             \
-        for (int64_t i0 = 0; i0 < n_[0]; i0++)                                                     \
+        const int64_t len = n_[3], dx = s_[3] * st_[3];                                            \
+        for (int64_t i0 = 0; len && i0 < n_[0]; i0++)                                              \
             for (int64_t i1 = 0; i1 < n_[1]; i1++)                                                 \
-                for (int64_t i2 = 0; i2 < n_[2]; i2++) {                                           \
-                    int64_t x = (b_[0] + i0 * s_[0]) * st_[0] + (b_[1] + i1 * s_[1]) * st_[1] +  \
-                                (b_[2] + i2 * s_[2]) * st_[2] + b_[3] * st_[3];                    \
-                    for (int64_t i3 = 0; i3 < n_[3]; i3++, o++, x += s_[3] * st_[3]) {            \
-                        BODY;                                                                      \
-                    }                                                                              \
+                for (int64_t i2 = 0; i2 < n_[2]; i2++, o += len) {                                 \
+                    const int64_t x = (b_[0] + i0 * s_[0]) * st_[0] +                              \
+                                      (b_[1] + i1 * s_[1]) * st_[1] +                              \
+                                      (b_[2] + i2 * s_[2]) * st_[2] + b_[3] * st_[3];              \
+                    BODY;                                                                          \
                 }                                                                                  \
     } while (0)
 
+/* Rows of stride 1 are one memcpy each (x[1:], x[:, 2:5], x[::2] of a
+ * matrix); the others word by word. */
 KERNEL(vdev_ref_strided_slice)
 {
     const uint32_t *in = a->in[0];
     uint32_t *out = a->out[0];
-    FOR_EACH_ELEMENT(a, 0, out[o] = in[x]);
+    FOR_EACH_ROW(a, 0, {
+        if (dx == 1)
+            memcpy(out + o, in + x, (size_t)len * sizeof *out);
+        else
+            for (int64_t c = 0; c < len; c++)
+                out[o + c] = in[x + c * dx];
+    });
 }
 
 /* Zeros of x's shape, then each element of dy where the slice took it (the
@@ -135,7 +144,13 @@ KERNEL(vdev_ref_strided_slice_grad)
     int64_t all = vdev_args_numel(a, 1);
     if (all)
         memset(out, 0, (size_t)all * sizeof(float));
-    FOR_EACH_ELEMENT(a, 1, out[x] = dy[o]);
+    FOR_EACH_ROW(a, 1, {
+        if (dx == 1)
+            memcpy(out + x, dy + o, (size_t)len * sizeof *out);
+        else
+            for (int64_t c = 0; c < len; c++)
+                out[x + c * dx] = dy[o + c];
+    });
 }
 
 /* x's gradient: dy put back where the slice took it, zeros elsewhere; runs
