@@ -313,3 +313,17 @@ def test_strided_slice_is_tensorflows_with_its_masks():
                             "got shapes [32], [32], and [32] instead.")
     with pytest.raises(TypeError):
         vdev.strided_slice(t, [0.5], [1])
+
+
+@pytest.mark.parametrize("begin,end,strides,shapes", [
+    (0, 1, 1, "[], [], and []"),
+    ([[0, 0]], [[1, 1]], None, "[1,2], [1,2], and [1,2]"),
+    ([0], [[1]], [1], "[1], [1,1], and [1]"),
+    ([0, 0], [1], None, "[2], [1], and [2]"),
+], ids=repr)
+def test_strided_slice_values_of_other_ranks_are_tensorflows_shape_error(begin, end, strides,
+                                                                         shapes):
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        vdev.strided_slice(vdev.constant(X), begin, end, strides)
+    assert str(e.value) == ("Expected begin, end, and strides to be 1D equal size tensors, but "
+                            "got shapes %s instead." % shapes)

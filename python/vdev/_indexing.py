@@ -156,27 +156,32 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
     of ints of one length; strides None: all 1) and the masks (bit i for
     entry i) describe, by TensorFlow's rules (see vdev_strided_slice in
     vdev/ops.h and this module's doc); ``var`` and ``name`` change nothing,
-    as in eager TensorFlow. Lists of other lengths are TensorFlow's
-    InvalidArgumentError "Expected begin, end, and strides to be 1D equal
-    size tensors, but got shapes [2], [3], and [2] instead."."""
+    as in eager TensorFlow. Lists of other lengths, or values of other
+    ranks (a scalar, a nested list), are TensorFlow's InvalidArgumentError
+    "Expected begin, end, and strides to be 1D equal size tensors, but got
+    shapes [2], [3], and [2] instead." (a scalar's shape is [], a 1x2 list's
+    [1,2])."""
     from ._ops import _t
     t = _t(input_)
-    vals = []
+    arrays = []
     for what, v in (("begin", begin), ("end", end), ("strides", strides)):
         if v is None and what == "strides":
-            v = [1] * len(vals[0])
+            v = np.ones_like(arrays[0])  # TensorFlow's ones_like(begin)
         if hasattr(v, "numpy"):
             v = v.numpy()
         v = np.asarray(v)  # ints past int64 make an object array: checked in _strided
         ints = v.dtype.kind in "iu" or (v.dtype.kind == "O" and all(
             isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in v.flat))
-        if v.ndim != 1 or (v.size and not ints):
+        if v.size and not ints:
             raise TypeError("tf.strided_slice's %s must be a list of ints, not %r" % (what, v))
-        vals.append([int(x) for x in v])
-    if not len(vals[0]) == len(vals[1]) == len(vals[2]):
+        arrays.append(v)
+    shapes = [a.shape for a in arrays]
+    if any(len(s) != 1 for s in shapes) or not shapes[0] == shapes[1] == shapes[2]:
         raise errors.InvalidArgumentError(
             "Expected begin, end, and strides to be 1D equal size tensors, but got shapes "
-            "[%d], [%d], and [%d] instead." % tuple(len(v) for v in vals), "VDEV_ERR_INVALID_ARG")
+            "%s, %s, and %s instead." % tuple("[%s]" % ",".join(map(str, s)) for s in shapes),
+            "VDEV_ERR_INVALID_ARG")
+    vals = [[int(x) for x in a] for a in arrays]
     masks = [_lib.index(m, "tf.strided_slice's %s" % w) for m, w in (
         (begin_mask, "begin_mask"), (end_mask, "end_mask"), (ellipsis_mask, "ellipsis_mask"),
         (new_axis_mask, "new_axis_mask"), (shrink_axis_mask, "shrink_axis_mask"))]
