@@ -44,7 +44,8 @@ static int range_inside(int64_t dim, int64_t b, int64_t s, int64_t n)
 static void ranges(const struct vdev_kernel_args *a, int k, int64_t n[4], int64_t b[4],
                    int64_t s[4], int64_t step[4])
 {
-    int off = 4 - a->in_ndim[k]; /* in_ndim <= VDEV_MAX_DIMS, 4 */
+    _Static_assert(VDEV_MAX_DIMS == 4, "the kernels work in four dimensions");
+    int off = 4 - a->in_ndim[k];
     int64_t e = 1;               /* elements per index of axis d in input k's layout */
     for (int d = 3; d >= 0; d--) {
         int r = d - off; /* input k's axis, negative before its first */
