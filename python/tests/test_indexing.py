@@ -327,3 +327,53 @@ def test_strided_slice_values_of_other_ranks_are_tensorflows_shape_error(begin, 
         vdev.strided_slice(vdev.constant(X), begin, end, strides)
     assert str(e.value) == ("Expected begin, end, and strides to be 1D equal size tensors, but "
                             "got shapes %s instead." % shapes)
+
+
+def _random_key(rng, nd):
+    """A key of up to nd + 2 entries: ints (some out of range), slices with
+    bounds and steps up to int64's extremes, None, at most one ``...``."""
+    key, extremes = [], [-2**63, -2**62, 2**62, 2**63 - 1]
+    for _ in range(rng.integers(0, nd + 3)):
+        r = rng.random()
+        if r < 0.1 and Ellipsis not in key:
+            key.append(Ellipsis)
+        elif r < 0.2:
+            key.append(None)
+        elif r < 0.45:
+            key.append(int(rng.integers(-6, 6)))
+        else:
+            def bound():
+                c = rng.integers(0, 3)
+                return (None if c == 0 else int(rng.integers(-8, 9)) if c == 1 else
+                        int(rng.choice(extremes)))
+            step = rng.choice([None, 1, -1, 2, -2, 3, -3, 7] + extremes)
+            key.append(slice(bound(), bound(), None if step is None else int(step)))
+    return tuple(key)
+
+
+def test_random_keys_on_random_shapes_match_numpy():
+    # numpy's answer, or vdev's error where numpy has one (an int out of range:
+    # TensorFlow's InvalidArgumentError) or the result would pass 4 dimensions
+    rng = np.random.default_rng(20261205)
+    for _ in range(600):
+        shape = tuple(int(d) for d in rng.integers(0, 5, rng.integers(0, 5)))
+        x = np.asarray(np.arange(int(np.prod(shape))).reshape(shape) * 3 - 7,
+                       dtype=np.float32 if rng.random() < 0.7 else np.int32)
+        key = _random_key(rng, len(shape))
+        try:
+            want = x[key]
+        except IndexError:
+            want = None
+        tensors = [vdev.constant(x)] + ([vdev.Variable(x)] if x.dtype == np.float32 else [])
+        for t in tensors:
+            if want is None:
+                with pytest.raises(vdev.errors.InvalidArgumentError):
+                    t[key]
+            elif np.ndim(want) > 4:
+                with pytest.raises(vdev.errors.UnimplementedError):
+                    t[key]
+            else:
+                got = t[key]
+                assert got.dtype.name == x.dtype.name, key
+                assert tuple(got.shape) == np.shape(want), (shape, key)
+                np.testing.assert_array_equal(got.numpy(), want, err_msg=repr((shape, key)))
