@@ -104,10 +104,12 @@ VDEV_API vdev_tensor_t *vdev_row(const vdev_tensor_t *a, int64_t index);
  * after adding the dimension to a negative one, as TensorFlow prints it),
  * "only stride 1 allowed on non-range indexing." (a shrink entry with a
  * negative stride), "Index out of range using input dim 2; input has only 2
- * dims" (more entries than axes), "Multiple ellipses in slice spec not
- * allowed" (two bits of ellipsis_mask, bits past entry n - 1 too, as
- * TensorFlow checks the whole mask), and for n of 32 or more "Expected begin, end, and strides to be
- * 1D equal size tensors, but got shapes [32], [32], and [32] instead.";
+ * dims" (more entries than axes; "Attempting to slice scalar input." when
+ * a is 0-dimensional), "Multiple ellipses in slice spec not allowed" (two
+ * bits of ellipsis_mask, bits past entry n - 1 too, as TensorFlow checks
+ * the whole mask), and for n of 32 or more "Expected begin, end, and
+ * strides to be 1D equal size tensors, but got shapes [32], [32], and [32]
+ * instead.";
  * vdev's own for a negative n or a NULL begin or end; VDEV_ERR_UNSUPPORTED
  * "the result would have 5 dimensions; vdev tensors have at most 4". */
 VDEV_API vdev_tensor_t *vdev_strided_slice(const vdev_tensor_t *a, int n, const int64_t *begin,

@@ -103,8 +103,12 @@ def test_out_of_range_is_tensorflows_invalid_argument(key, msg):
 def test_scalar_index_is_tensorflows_invalid_argument():
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
         vdev.constant(2.0)[0]
-    assert str(e.value) == "Index out of range using input dim 0; input has only 0 dims"
+    assert str(e.value) == "Attempting to slice scalar input."
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        vdev.constant(2.0)[:]
+    assert str(e.value) == "Attempting to slice scalar input."
     np.testing.assert_array_equal(vdev.constant(2.0)[...].numpy(), 2.0)
+    np.testing.assert_array_equal(vdev.constant(2.0)[None].numpy(), [2.0])
 
 
 TF_TYPE = ("Only integers, slices (`:`), ellipsis (`...`), tf.newaxis (`None`) and scalar "

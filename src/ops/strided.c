@@ -214,6 +214,9 @@ static int dense_spec(struct spec *sp, int n, const int64_t *begin, const int64_
         } else if ((newax >> i) & 1u) {
             sp->final[sp->n_final++] = AXIS_NEW;
         } else {
+            if (full == sp->nd && sp->nd == 0) /* TensorFlow's own words for a scalar */
+                return FAIL_INT(VDEV_ERR_INVALID_ARG,
+                                "StridedSlice: Attempting to slice scalar input.");
             if (full == sp->nd)
                 return FAIL_INT(VDEV_ERR_INVALID_ARG,
                                 "StridedSlice: Index out of range using input dim %d; input has "
