@@ -247,6 +247,104 @@ static int strided_case(struct tcase *c, enum vdev_op op, int64_t r, int64_t col
     return 1;
 }
 
+/* Input k of shape `shape`: f32 in [-2, 2), or int32 words of any bit
+ * pattern (the layout ops move words). */
+static void in_words(struct tcase *c, int k, const int64_t *shape, int nd, int i32)
+{
+    if (!i32) {
+        in_f(c, k, shape, nd, -2, 2);
+        return;
+    }
+    set_in(c, k, shape, nd, VDEV_I32);
+    int32_t *p = c->in[k].data;
+    for (int64_t i = 0; i < c->in[k].n; i++)
+        p[i] = (int32_t)(rng_next() & 0xffffffffu);
+}
+
+/* CONCAT and PACK take four inputs, the first i[1] used: the rest repeat
+ * input 0 (as the public functions pass them; no kernel reads them). */
+static void pad_inputs(struct tcase *c, int used)
+{
+    c->p.i[1] = used;
+    for (int k = used; k < VDEV_KERNEL_MAX_IN; k++) {
+        set_in(c, k, c->in[0].shape, c->in[0].ndim, c->in[0].dtype);
+        memcpy(c->in[k].data, c->in[0].data, (size_t)c->in[0].n * 4);
+    }
+}
+
+/* CONCAT on [r,c] sizes: var 0 [r,c] and [r,2] along axis 1; 1 int32
+ * [r,c], [1,c], [2,c] along axis 0; 2 four [2,r,k] along axis 2, k = c, 1,
+ * 3, 0 (an empty one); 3 [0,2,3,c] and [r,2,3,c] along axis 0; 4 one
+ * [r,c,2] along axis 2. PACK: var 0 two [r,c] at axis 0; 1 three int32
+ * [r,c] at axis 2 (the last); 2 four [r,1,c] at axis 1; 3 one [r*c] at
+ * axis 1; 4 four scalars (size 1 only). */
+static int join_case(struct tcase *c, enum vdev_op op, int64_t r, int64_t col, int size, int var)
+{
+    if (var > 4 || (op == VDEV_OP_PACK && var == 4 && size != 1))
+        return 0;
+    if (op == VDEV_OP_CONCAT) {
+        int64_t a[2] = {r, col}, b[2] = {r, 2}, e[2] = {1, col}, f[2] = {2, col};
+        int64_t k3[4] = {col, 1, 3, 0}, x4[4] = {r, 2, 3, col}, y4[4] = {0, 2, 3, col};
+        int64_t z3[3] = {r, col, 2};
+        static const int axes[5] = {1, 0, 2, 0, 2}, used[5] = {2, 3, 4, 2, 1};
+        if (var == 0) {
+            in_words(c, 0, a, 2, 0);
+            in_words(c, 1, b, 2, 0);
+        } else if (var == 1) {
+            in_words(c, 0, a, 2, 1);
+            in_words(c, 1, e, 2, 1);
+            in_words(c, 2, f, 2, 1);
+        } else if (var == 2) {
+            for (int k = 0; k < 4; k++) {
+                int64_t s3[3] = {2, r, k3[k]};
+                in_words(c, k, s3, 3, 0);
+            }
+        } else if (var == 3) {
+            in_words(c, 0, y4, 4, 0); /* empty input 0, a non-empty output */
+            in_words(c, 1, x4, 4, 0);
+        } else {
+            in_words(c, 0, z3, 3, 0);
+        }
+        c->p.i[0] = axes[var];
+        pad_inputs(c, used[var]);
+        return 1;
+    }
+    int64_t a[2] = {r, col}, b[3] = {r, 1, col}, f[1] = {r * col};
+    static const int axes[5] = {0, 2, 1, 1, 0}, used[5] = {2, 3, 4, 1, 4};
+    for (int k = 0; k < used[var]; k++) {
+        if (var <= 1)
+            in_words(c, k, a, 2, var == 1);
+        else if (var == 2)
+            in_words(c, k, b, 3, 0);
+        else
+            in_words(c, k, f, var == 3 ? 1 : 0, 0);
+    }
+    c->p.i[0] = axes[var];
+    pad_inputs(c, used[var]);
+    return 1;
+}
+
+/* TRANSPOSE with a permutation (j[0] 1): var 2 [r,2,c] by {2,0,1}; 3 int32
+ * [2,r,3,c] by {3,1,0,2}; 4 [r*c] by {0}; 5 a scalar (size 1 only); 6 [r,c]
+ * by {1,0}; 7 [r,c] by {0,1} (vars 0 and 1: the 2-D form, no parameters). */
+static int transpose_case(struct tcase *c, int64_t r, int64_t col, int size, int var)
+{
+    if (var > 7 || (var == 5 && size != 1))
+        return 0;
+    int64_t s3[3] = {r, 2, col}, s4[4] = {2, r, 3, col}, s1[1] = {r * col}, s2[2] = {r, col};
+    static const int nds[8] = {2, 2, 3, 4, 1, 0, 2, 2};
+    static const int64_t perms[8][4] = {{0}, {0}, {2, 0, 1}, {3, 1, 0, 2}, {0}, {0}, {1, 0},
+                                        {0, 1}};
+    const int64_t *sh = var == 2 ? s3 : var == 3 ? s4 : var == 4 ? s1 : s2;
+    in_words(c, 0, sh, nds[var], var == 1 || var == 3);
+    if (var >= 2) {
+        c->p.j[0] = 1;
+        for (int d = 0; d < nds[var]; d++)
+            c->p.i[d] = perms[var][d];
+    }
+    return 1;
+}
+
 /* Builds the case (op, size, var); returns 0 when that variant does not
  * exist. Sizes index SIZES (a 2-D [r, c]); variants cover each op's modes.
  * Input ranges avoid values where the op has no answer (log of a negative),
@@ -419,18 +517,9 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
         return 1;
     }
     case VDEV_OP_TRANSPOSE:
-        /* var 1: i32 (transpose moves words, any dtype) */
-        if (var > 1)
-            return 0;
-        if (var == 1) {
-            set_in(c, 0, s2, 2, VDEV_I32);
-            int32_t *p = c->in[0].data;
-            for (int64_t i = 0; i < c->in[0].n; i++)
-                p[i] = (int32_t)rng_next();
-        } else {
-            in_f(c, 0, s2, 2, -2, 2);
-        }
-        return 1;
+        /* var 0: the 2-D form; 1: i32 (transpose moves words, any dtype);
+         * from 2 on, permutations (transpose_case) */
+        return transpose_case(c, r, col, size, var);
     case VDEV_OP_MSE: {
         /* var 0: [r,c] (size 0 has no example: 0); 1: [c, r] (size 0: examples
          * of no element, NaN); 2: [r*c] (one example) */
@@ -637,6 +726,9 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
     case VDEV_OP_STRIDED_SLICE:
     case VDEV_OP_STRIDED_SLICE_GRAD:
         return strided_case(c, op, r, col, var);
+    case VDEV_OP_CONCAT:
+    case VDEV_OP_PACK:
+        return join_case(c, op, r, col, size, var);
     case VDEV_OP_COUNT:
         break;
     }

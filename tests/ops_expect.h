@@ -228,6 +228,93 @@ static void strided_expect(const struct tcase *c, struct texp *e)
     e->rtol = 0.0;
 }
 
+/* Input k's element i as a double (an int32 word exactly). */
+static double word_at(const struct tcase *c, int k, int64_t i)
+{
+    return c->in[k].dtype == VDEV_I32 ? (double)I(c, k)[i] : (double)F(c, k)[i];
+}
+
+/* Flat index of multi-index idx in a row-major shape of nd dimensions. */
+static int64_t flat_of(const int64_t *idx, const int64_t *shape, int nd)
+{
+    int64_t at = 0;
+    for (int d = 0; d < nd; d++)
+        at = at * shape[d] + idx[d];
+    return at;
+}
+
+/* CONCAT, PACK: each output element's multi-index says where it comes
+ * from: along the axis, the input whose range of it holds the index (its
+ * own index the rest; PACK: the input is the index, which the input's
+ * multi-index drops). Exact. */
+static void join_expect(const struct tcase *c, struct texp *e)
+{
+    int pack = c->op == VDEV_OP_PACK, axis = (int)c->p.i[0], n = (int)c->p.i[1];
+    int nd = c->in[0].ndim + pack;
+    int64_t osh[VDEV_MAX_DIMS] = {1, 1, 1, 1};
+    for (int d = 0, s = 0; d < nd; d++)
+        osh[d] = pack && d == axis ? n : c->in[0].shape[s++];
+    if (!pack) {
+        osh[axis] = 0;
+        for (int k = 0; k < n; k++)
+            osh[axis] += c->in[k].shape[axis];
+    }
+    for (int k = 0; k < VDEV_KERNEL_MAX_IN; k++)
+        free(e->v[k]);
+    memset(e->v, 0, sizeof e->v);
+    exp_out(e, 0, osh, nd, c->in[0].dtype);
+    for (int64_t i = 0; i < e->numel[0]; i++) {
+        int64_t idx[VDEV_MAX_DIMS] = {0}, rest = i, in_idx[VDEV_MAX_DIMS] = {0};
+        for (int d = nd - 1; d >= 0; d--) {
+            idx[d] = rest % osh[d];
+            rest /= osh[d];
+        }
+        int k = 0, m = 0;
+        if (pack) {
+            k = (int)idx[axis];
+            for (int d = 0; d < nd; d++)
+                if (d != axis)
+                    in_idx[m++] = idx[d];
+        } else {
+            int64_t at = idx[axis];
+            while (at >= c->in[k].shape[axis])
+                at -= c->in[k++].shape[axis];
+            memcpy(in_idx, idx, sizeof in_idx);
+            in_idx[axis] = at;
+        }
+        e->v[0][i] = word_at(c, k, flat_of(in_idx, c->in[k].shape, c->in[k].ndim));
+    }
+    e->atol = 0.0;
+    e->rtol = 0.0;
+}
+
+/* TRANSPOSE: input element idx goes to the output element whose index d
+ * is idx[perm[d]] (the 2-D form: perm {1, 0}). Exact. */
+static void transpose_expect(const struct tcase *c, struct texp *e)
+{
+    const struct hin *x = &c->in[0];
+    int nd = x->ndim;
+    int64_t perm[VDEV_MAX_DIMS] = {1, 0, 0, 0}, osh[VDEV_MAX_DIMS] = {1, 1, 1, 1};
+    if (c->p.j[0])
+        memcpy(perm, c->p.i, sizeof perm);
+    for (int d = 0; d < nd; d++)
+        osh[d] = x->shape[perm[d]];
+    free(e->v[0]);
+    exp_out(e, 0, osh, nd, x->dtype);
+    for (int64_t i = 0; i < x->n; i++) {
+        int64_t idx[VDEV_MAX_DIMS] = {0}, rest = i, o[VDEV_MAX_DIMS] = {0};
+        for (int d = nd - 1; d >= 0; d--) {
+            idx[d] = rest % x->shape[d];
+            rest /= x->shape[d];
+        }
+        for (int d = 0; d < nd; d++)
+            o[d] = idx[perm[d]];
+        e->v[0][flat_of(o, osh, nd)] = word_at(c, 0, i);
+    }
+    e->atol = 0.0;
+    e->rtol = 0.0;
+}
+
 /* Fills e with what c's op must produce, and its tolerance. */
 static void expect(const struct tcase *c, struct texp *e)
 {
@@ -404,15 +491,9 @@ static void expect(const struct tcase *c, struct texp *e)
             e->v[0][i] = a[i];
         break;
     }
-    case VDEV_OP_TRANSPOSE: {
-        int64_t m = x->shape[0], nn = x->shape[1], sh[2] = {nn, m};
-        free(e->v[0]);
-        exp_out(e, 0, sh, 2, x->dtype);
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < nn; j++)
-                e->v[0][j * m + i] = x->dtype == VDEV_I32 ? I(c, 0)[i * nn + j] : a[i * nn + j];
+    case VDEV_OP_TRANSPOSE:
+        transpose_expect(c, e);
         break;
-    }
     case VDEV_OP_MSE: {
         free(e->v[0]);
         exp_out(e, 0, NULL, 0, VDEV_F32);
@@ -655,6 +736,10 @@ static void expect(const struct tcase *c, struct texp *e)
     case VDEV_OP_STRIDED_SLICE:
     case VDEV_OP_STRIDED_SLICE_GRAD:
         strided_expect(c, e);
+        break;
+    case VDEV_OP_CONCAT:
+    case VDEV_OP_PACK:
+        join_expect(c, e);
         break;
     case VDEV_OP_COUNT:
         break;

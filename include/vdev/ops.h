@@ -1,6 +1,7 @@
 /* vdev/ops.h — the ops on tensors: matrix product, elementwise arithmetic
  * with numpy's broadcasting, activations, softmax, reductions, reshape,
- * transpose, slices of rows and strided slices, the losses (mean squared error, softmax
+ * transpose (any permutation), concat and stack, slices of rows and strided
+ * slices, the losses (mean squared error, softmax
  * cross-entropy), argmax, and 2-D convolution and pooling. Each runs on the
  * device placement picks (vdev/placement.h) and a recording tape
  * (vdev/autograd.h) differentiates it. Part of the public API:
@@ -56,7 +57,57 @@ VDEV_API vdev_tensor_t *vdev_mean_all(const vdev_tensor_t *a);
  * VDEV_ERR_SHAPE, in TensorFlow's words, for a shape of another number of
  * elements, two -1s or a negative size. */
 VDEV_API vdev_tensor_t *vdev_reshape(const vdev_tensor_t *a, const int64_t *shape, int ndim);
-VDEV_API vdev_tensor_t *vdev_transpose(const vdev_tensor_t *a); /* 2-D */
+/* [m,n] -> [n,m] of a 2-D tensor of any dtype (TensorFlow's Transpose with
+ * perm {1, 0}, the name the placement log prints); VDEV_ERR_SHAPE
+ * "Transpose: bad input shape [2] (Transpose takes a 2-dimensional tensor)"
+ * for another rank. vdev_transpose_perm takes any permutation. */
+VDEV_API vdev_tensor_t *vdev_transpose(const vdev_tensor_t *a);
+/* TensorFlow's Transpose, tf.transpose(a, perm), for a tensor of any dtype
+ * and 0 to 4 dimensions: output axis d is a's axis perm[d] (n entries, one
+ * per axis), so the output's shape is a's permuted; a new tensor (a copy,
+ * even for 0 or 1 dimensions or the identity permutation). Its gradient is
+ * the transpose by the inverse permutation. Errors, in TensorFlow's words
+ * after "Transpose: ", VDEV_ERR_INVALID_ARG: "transpose expects a vector of
+ * size 3. But input(1) is a vector of size 2" (n other than a's rank), "3
+ * is out of range [0 .. 3)" (an entry outside [0, rank): no entry counts
+ * from the end, as in TensorFlow), "1 is missing from {0,0,2}." (an entry
+ * repeated); vdev's own for a negative n or a NULL perm with n > 0. */
+VDEV_API vdev_tensor_t *vdev_transpose_perm(const vdev_tensor_t *a, const int *perm, int n);
+/* TensorFlow's tf.concat(values, axis) (the op ConcatV2): the n tensors
+ * values[0..n) (n >= 1; any dtype, all the same) joined along axis, which
+ * counts from the end when negative; they have one rank, and equal
+ * dimensions but the axis, along which the result has the sum of theirs.
+ * 0-dimensional tensors join along axis 0 into a vector of n. One tensor
+ * is its copy (tf.concat's identity: the placement log shows an Identity,
+ * and the axis is not checked, as in TensorFlow). A new tensor; the
+ * gradient of each input is its slab of the output's gradient (a
+ * StridedSlice). An op takes at most 4 inputs, so more tensors are joined
+ * as a tree of ConcatV2 ops (each element copied ceil(log4 n) times: once up
+ * to 4 tensors, twice up to 16); the placement log shows each. Errors, in
+ * TensorFlow's words, VDEV_ERR_INVALID_ARG: "ConcatOp : Expected
+ * concatenating dimensions in the range [-2, 2), but got 2", "ConcatOp :
+ * Ranks of all input tensors should match: shape[0] = [2,3] vs. shape[1] =
+ * [3]", "ConcatOp : Dimension 1 in both shapes must be equal: shape[0] =
+ * [2,3] vs. shape[1] = [2,4]", "cannot compute ConcatV2 as input
+ * #1(zero-based) was expected to be a float tensor but is a int32 tensor";
+ * vdev's own for n < 1 or values NULL. A NULL entry gives NULL with the
+ * error left as it was. Not thread-safe against frees of the inputs by
+ * other threads (the op then fails, as every op). */
+VDEV_API vdev_tensor_t *vdev_concat(const vdev_tensor_t *const *values, int n, int axis);
+/* TensorFlow's tf.stack(values, axis) (the op Pack): the n tensors
+ * values[0..n) (n >= 1; one dtype and one shape) stacked along a new axis
+ * of n entries at axis, in [-(rank + 1), rank + 1) (negative counts from
+ * the end of the result's axes). A new tensor; each input's gradient is its
+ * index of that axis of the output's gradient (a StridedSlice and a
+ * Reshape). More than 4 tensors are Pack ops of up to 4 joined by a tree
+ * of ConcatV2 ops, as vdev_concat. Errors: VDEV_ERR_INVALID_ARG, in the
+ * words of TensorFlow's Pack kernel after "Pack: ", "axis = 3 not in [-3,
+ * 3)", "Shapes of all inputs must match: values[0].shape = [2] !=
+ * values[1].shape = [3]", and "cannot compute Pack as input #1(zero-based)
+ * was expected to be a float tensor but is a int32 tensor";
+ * VDEV_ERR_UNSUPPORTED "Pack: the result would have 5 dimensions; vdev
+ * tensors have at most 4"; vdev's own for n < 1 or values NULL. */
+VDEV_API vdev_tensor_t *vdev_stack(const vdev_tensor_t *const *values, int n, int axis);
 /* Rows [begin, begin + size) of axis 0 of a tensor of any dtype with at
  * least 1 dimension: shape [size, rest...], a new tensor (a copy, never a
  * view, so a later write to a variable leaves it as it was, as in

@@ -312,12 +312,6 @@ GRAD(vdev_grad_reshape)
     return status_of(din[0]);
 }
 
-GRAD(vdev_grad_transpose)
-{
-    din[0] = op1(VDEV_OP_TRANSPOSE, g->dout, NULL);
-    return status_of(din[0]);
-}
-
 GRAD(vdev_grad_identity)
 {
     din[0] = pass(g->dout);

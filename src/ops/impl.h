@@ -14,7 +14,6 @@
 SHAPE(vdev_shape_matmul);
 SHAPE(vdev_shape_reduce);      /* SUM, MEAN: i[0] axis or VDEV_AXIS_ALL, i[1] keepdims */
 SHAPE(vdev_shape_reshape);     /* i[0..3] new shape, f[0] ndim (as a double) */
-SHAPE(vdev_shape_transpose);
 SHAPE(vdev_shape_scalar_loss); /* MSE: (pred, target) same shape -> [] */
 SHAPE(vdev_shape_softmax);     /* SOFTMAX, LOG_SOFTMAX: >= 1 dimension */
 SHAPE(vdev_shape_softmax_ce);  /* ([N,C] f32, [N] i32) -> [] */
@@ -51,7 +50,6 @@ KERNEL(vdev_ref_softmax);
 KERNEL(vdev_ref_log_softmax);
 KERNEL(vdev_ref_sum);
 KERNEL(vdev_ref_mean);
-KERNEL(vdev_ref_transpose);
 KERNEL(vdev_ref_mse);
 KERNEL(vdev_ref_softmax_ce);
 KERNEL(vdev_ref_argmax);
@@ -126,7 +124,6 @@ GRAD(vdev_grad_log_softmax);
 GRAD(vdev_grad_sum);
 GRAD(vdev_grad_mean);
 GRAD(vdev_grad_reshape);
-GRAD(vdev_grad_transpose);
 GRAD(vdev_grad_mse);
 GRAD(vdev_grad_softmax_ce);
 GRAD(vdev_grad_identity);
@@ -152,6 +149,15 @@ SHAPE(vdev_shape_strided_slice_grad);
 KERNEL(vdev_ref_strided_slice);
 KERNEL(vdev_ref_strided_slice_grad);
 GRAD(vdev_grad_strided_slice);
+/* concat.c: ConcatV2, Pack and Transpose (with a permutation) */
+SHAPE(vdev_shape_concat);
+SHAPE(vdev_shape_pack);
+SHAPE(vdev_shape_transpose);
+KERNEL(vdev_ref_concat);   /* ConcatV2 and Pack: one copy */
+KERNEL(vdev_ref_transpose);
+GRAD(vdev_grad_concat);
+GRAD(vdev_grad_pack);
+GRAD(vdev_grad_transpose);
 /* The window geometry of one of those ops, from its (checked) arguments:
  * x [n,h,w,c], window kh x kw, o output channels (c for the pools), strides,
  * output oh x ow, and the padding before (pt top, pl left). */

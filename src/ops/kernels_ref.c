@@ -262,17 +262,6 @@ KERNEL(vdev_ref_mean) { reduce(a, 1); }
 
 /* ---- layout ---- */
 
-/* [m,n] -> [n,m], moving 32-bit words (f32 or i32). */
-KERNEL(vdev_ref_transpose)
-{
-    const uint32_t *x = a->in[0];
-    uint32_t *o = a->out[0];
-    int64_t m = a->in_shape[0][0], n = a->in_shape[0][1];
-    for (int64_t r = 0; r < m; r++)
-        for (int64_t c = 0; c < n; c++)
-            o[c * m + r] = x[r * n + c];
-}
-
 /* A copy of numel 32-bit words (f32 or i32). */
 KERNEL(vdev_ref_identity)
 {

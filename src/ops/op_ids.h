@@ -23,7 +23,9 @@ enum vdev_op {
     VDEV_OP_SUM,          /* i[0] axis (VDEV_AXIS_ALL: all), i[1] keepdims */
     VDEV_OP_MEAN,         /* same */
     VDEV_OP_RESHAPE,      /* a view: no kernel */
-    VDEV_OP_TRANSPOSE,    /* 2-D */
+    /* j[0] 1: output axis d is input axis i[d] (i[0..rank) a permutation);
+     * j[0] 0: 2-D, [m,n] -> [n,m] (the shape rule rewrites it as {1, 0}) */
+    VDEV_OP_TRANSPOSE,
     VDEV_OP_MSE,
     VDEV_OP_SOFTMAX_CE,   /* logits [N,C] f32, labels [N] i32 */
     VDEV_OP_ARGMAX,       /* last axis, i32 out */
@@ -65,6 +67,10 @@ enum vdev_op {
     /* strided slices (strided.c): per axis d, i[d] first index, j[d] stride, f[d] count */
     VDEV_OP_STRIDED_SLICE,      /* (x, any dtype) -> x's rank, the counts as shape */
     VDEV_OP_STRIDED_SLICE_GRAD, /* (dy, like x) -> zeros of x's shape, dy where x was taken */
+    /* joins (concat.c), any dtype, 4 inputs of which the first i[1] (1..4)
+     * are used (the others repeat input 0): i[0] the axis */
+    VDEV_OP_CONCAT,       /* ConcatV2: along axis i[0] (0 <= i[0] < rank) */
+    VDEV_OP_PACK,         /* Pack: a new axis i[0] (0 <= i[0] <= rank) of i[1] entries */
     VDEV_OP_COUNT
 };
 

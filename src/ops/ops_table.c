@@ -125,6 +125,9 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
         vdev_ref_strided_slice, vdev_grad_strided_slice, 0),
     NOGRAD(VDEV_OP_STRIDED_SLICE_GRAD, "StridedSliceGrad", 2, vdev_shape_strided_slice_grad,
            vdev_ref_strided_slice_grad),
+    /* joins (concat.c): four inputs, the first i[1] used */
+    FWD(VDEV_OP_CONCAT, "ConcatV2", 4, vdev_shape_concat, vdev_ref_concat, vdev_grad_concat, 0),
+    FWD(VDEV_OP_PACK, "Pack", 4, vdev_shape_pack, vdev_ref_concat, vdev_grad_pack, 0),
 };
 
 /* ---- the public ops ---- */

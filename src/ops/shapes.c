@@ -235,18 +235,6 @@ enum vdev_status vdev_shape_reshape(struct vdev_kernel_args *a)
     return VDEV_OK;
 }
 
-/* ---- TRANSPOSE ---- */
-
-/* [m,n] -> [n,m]; any dtype (the kernel moves 32-bit words). */
-enum vdev_status vdev_shape_transpose(struct vdev_kernel_args *a)
-{
-    if (a->in_ndim[0] != 2)
-        return vdev_shape_error(a, "Transpose takes a 2-dimensional tensor");
-    int64_t shape[2] = {a->in_shape[0][1], a->in_shape[0][0]};
-    out_shape(a, shape, 2, a->in_dtype[0]);
-    return VDEV_OK;
-}
-
 /* ---- losses ---- */
 
 /* MSE: (pred, target) f32 of one shape -> a 0-dimensional f32. */

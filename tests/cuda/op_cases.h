@@ -287,6 +287,16 @@ static struct vdev_op_params strided(int nd, const int64_t *first, const int64_t
     return p;
 }
 
+/* Transpose's parameters for a permutation of nd axes (j[0] 1). */
+static struct vdev_op_params perm_params(int nd, const int64_t *perm)
+{
+    struct vdev_op_params p = P(0, 0, 0, 0);
+    p.j[0] = 1;
+    for (int d = 0; d < nd; d++)
+        p.i[d] = perm[d];
+    return p;
+}
+
 /* An output dimension by TensorFlow's rule. */
 static int64_t conv_dim(int64_t in, int64_t k, int64_t s, int same)
 {
@@ -574,6 +584,53 @@ op_cases(void)
         p = strided(0, NULL, NULL, NULL);
         CASE("a scalar", VDEV_OP_STRIDED_SLICE, p, 0, TF(G_UNIFORM, 0, 1));
     }
+    /* CONCAT, PACK (cuda_concat.cu): i[0] the axis, i[1] the inputs used
+     * (the rest repeat input 0 and are not read); ragged widths, int32
+     * words, an empty input 0 with a non-empty output, an empty output,
+     * scalars stacked into a vector */
+    {
+        int64_t rows = BIG(1000, 100);
+        CASE("[33,65] [33,7] axis 1", VDEV_OP_CONCAT, P(0, 0, 1, 2), 0, TF(G_UNIFORM, 2, 33, 65),
+             TF(G_UNIFORM, 2, 33, 7), TF(G_UNIFORM, 2, 33, 65), TF(G_UNIFORM, 2, 33, 65));
+        CASE("i32 four along axis 0", VDEV_OP_CONCAT, P(0, 0, 0, 4), 1000, TI(G_LABEL, 2, 3, 5),
+             TI(G_LABEL, 2, 1, 5), TI(G_LABEL, 2, 7, 5), TI(G_LABEL, 2, 0, 5));
+        CASE("empty input 0, 4-D axis 2", VDEV_OP_CONCAT, P(0, 0, 2, 3), 0,
+             TF(G_UNIFORM, 4, 2, 3, 0, 5), TF(G_UNIFORM, 4, 2, 3, 4, 5),
+             TF(G_UNIFORM, 4, 2, 3, 1, 5), TF(G_UNIFORM, 4, 2, 3, 0, 5));
+        CASE("large, axis 1", VDEV_OP_CONCAT, P(0, 0, 1, 3), 0, TF(G_UNIFORM, 2, rows, 300),
+             TF(G_UNIFORM, 2, rows, 1), TF(G_UNIFORM, 2, rows, 129), TF(G_UNIFORM, 2, rows, 300));
+        CASE("empty output", VDEV_OP_CONCAT, P(0, 0, 1, 2), 0, TF(G_UNIFORM, 2, 0, 5),
+             TF(G_UNIFORM, 2, 0, 3), TF(G_UNIFORM, 2, 0, 5), TF(G_UNIFORM, 2, 0, 5));
+        CASE("one input", VDEV_OP_CONCAT, P(0, 0, 0, 1), 0, TF(G_UNIFORM, 1, 17),
+             TF(G_UNIFORM, 1, 17), TF(G_UNIFORM, 1, 17), TF(G_UNIFORM, 1, 17));
+        CASE("four [17,33] at axis 1", VDEV_OP_PACK, P(0, 0, 1, 4), 0, TF(G_UNIFORM, 2, 17, 33),
+             TF(G_UNIFORM, 2, 17, 33), TF(G_UNIFORM, 2, 17, 33), TF(G_UNIFORM, 2, 17, 33));
+        CASE("i32 [5,7] at axis 2", VDEV_OP_PACK, P(0, 0, 2, 2), 1000, TI(G_LABEL, 2, 5, 7),
+             TI(G_LABEL, 2, 5, 7), TI(G_LABEL, 2, 5, 7), TI(G_LABEL, 2, 5, 7));
+        CASE("three scalars", VDEV_OP_PACK, P(0, 0, 0, 3), 0, TF(G_UNIFORM, 0, 1),
+             TF(G_UNIFORM, 0, 1), TF(G_UNIFORM, 0, 1), TF(G_UNIFORM, 0, 1));
+        CASE("large at axis 0", VDEV_OP_PACK, P(0, 0, 0, 2), 0, TF(G_UNIFORM, 2, rows, 65),
+             TF(G_UNIFORM, 2, rows, 65), TF(G_UNIFORM, 2, rows, 65), TF(G_UNIFORM, 2, rows, 65));
+        CASE("empty", VDEV_OP_PACK, P(0, 0, 1, 2), 0, TF(G_UNIFORM, 2, 0, 3),
+             TF(G_UNIFORM, 2, 0, 3), TF(G_UNIFORM, 2, 0, 3), TF(G_UNIFORM, 2, 0, 3));
+    }
+    /* TRANSPOSE by a permutation (cuda_concat.cu; {1, 0} of a 2-D tensor
+     * takes the tiled kernel): every rank, int32 words, empty */
+    CASE("[3,4,5,6] by {3,1,0,2}", VDEV_OP_TRANSPOSE, perm_params(4, (int64_t[]){3, 1, 0, 2}),
+         0, TF(G_UNIFORM, 4, 3, 4, 5, 6));
+    CASE("[33,2,65] by {2,0,1}", VDEV_OP_TRANSPOSE, perm_params(3, (int64_t[]){2, 0, 1}), 0,
+         TF(G_UNIFORM, 3, 33, 2, 65));
+    CASE("i32 [7,9,4] by {1,2,0}", VDEV_OP_TRANSPOSE, perm_params(3, (int64_t[]){1, 2, 0}),
+         1000, TI(G_LABEL, 3, 7, 9, 4));
+    CASE("[300,70] by {0,1}", VDEV_OP_TRANSPOSE, perm_params(2, (int64_t[]){0, 1}), 0,
+         TF(G_UNIFORM, 2, 300, 70));
+    CASE("[33,65] by {1,0}", VDEV_OP_TRANSPOSE, perm_params(2, (int64_t[]){1, 0}), 0,
+         TF(G_UNIFORM, 2, 33, 65));
+    CASE("[17] by {0}", VDEV_OP_TRANSPOSE, perm_params(1, (int64_t[]){0}), 0,
+         TF(G_UNIFORM, 1, 17));
+    CASE("a scalar", VDEV_OP_TRANSPOSE, perm_params(0, NULL), 0, TF(G_UNIFORM, 0, 1));
+    CASE("[0,5,3] by {2,1,0}", VDEV_OP_TRANSPOSE, perm_params(3, (int64_t[]){2, 1, 0}), 0,
+         TF(G_UNIFORM, 3, 0, 5, 3));
     /* 2-D convolution and pooling (cuda_conv.cu): strides 1 and 2, both
      * paddings, batches and channels above 1, a 1x1 window, an empty batch
      * and a window larger than the input (an empty output, the input's

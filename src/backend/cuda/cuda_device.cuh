@@ -1,7 +1,8 @@
 /* cuda_device.cuh — what the nvcc side of the CUDA plugin shares between its
  * files (cuda_kernels.cu: the op table and most kernels; cuda_reduce.cu:
  * reductions; cuda_updates.cu: the optimizer updates; cuda_conv.cu: convolution
- * and pooling; cuda_slice.cu: strided slices; cuda_blas.cu: cuBLAS, loaded on first use): grid sizing,
+ * and pooling; cuda_slice.cu: strided slices; cuda_concat.cu: ConcatV2, Pack and
+ * Transpose by a permutation; cuda_blas.cu: cuBLAS, loaded on first use): grid sizing,
  * block-wide sums and maxima, and the launch macro.
  *
  * LAUNCH(grid, block, stream, kernel)(args...) is kernel<<<grid, block, 0,
@@ -157,6 +158,11 @@ int run_conv(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 /* StridedSlice and its gradient (cuda_slice.cu): 1 when a->op is one of
  * them (its kernel queued on s), 0 otherwise. */
 int run_slice(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
+
+/* ConcatV2, Pack and Transpose (any permutation) (cuda_concat.cu): 1 when
+ * a->op is one of them (its kernel queued on s, none for an empty output),
+ * 0 otherwise. */
+int run_layout(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 
 } // namespace vdev_cuda
 

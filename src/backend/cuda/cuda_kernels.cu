@@ -1,6 +1,7 @@
 /* cuda_kernels.cu — the CUDA plugin's kernel table: one kernel (or cuBLAS
  * call, cuda_blas.cu, or reduction, cuda_reduce.cu) per op of
- * src/ops/op_ids.h, launched on the device's stream.
+ * src/ops/op_ids.h, launched on the device's stream (the joins and the
+ * general transpose in cuda_concat.cu).
  *
  * The specification is the CPU reference kernels (src/ops/kernels_ref.c), and
  * these kernels follow them operation for operation so that the tests
@@ -45,7 +46,7 @@ const char *op_name(int op)
         "ReduceToShape", "ApplyMomentum", "ApplyAdam", "Sqrt", "AmsgradMoments",
         "ApplyAdamWithAmsgrad", "ClipGradient", "Slice", "SliceGrad", "Conv2D", "MaxPool",
         "AvgPool", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPoolGrad", "AvgPoolGrad",
-        "StridedSlice", "StridedSliceGrad"};
+        "StridedSlice", "StridedSliceGrad", "ConcatV2", "Pack"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -576,6 +577,13 @@ bool nothing_to_do(const vdev_cuda_args *a)
     case VDEV_OP_BROADCAST:
     case VDEV_OP_MSE_GRAD:
     case VDEV_OP_SOFTMAX_CE_GRAD:
+    case VDEV_OP_CONCAT: /* input 0 may be empty, the others not */
+    case VDEV_OP_PACK: {
+        int64_t n = 1;
+        for (int d = 0; d < a->out_ndim[0]; d++)
+            n *= a->out_shape[0][d];
+        return n == 0;
+    }
     case VDEV_OP_STRIDED_SLICE_GRAD: /* zeros to write where dy has no element */
     case VDEV_OP_SLICE_GRAD: /* zeros to write where dy has no row */
     case VDEV_OP_CONV2D_BACKPROP_FILTER: /* an empty batch: zeros to write */
@@ -649,6 +657,12 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_IDENTITY:
         return copy_words(a, s, msg, cap);
     case VDEV_OP_TRANSPOSE: {
+        /* the shape rule made every form a permutation in i[]: {1, 0} of a
+         * 2-D tensor through the tiled kernel, any other a gather */
+        if (!(a->in_ndim[0] == 2 && a->i[0] == 1 && a->i[1] == 0)) {
+            run_layout(a, s, n_sm); /* cuda_concat.cu */
+            break;
+        }
         int64_t m = a->in_shape[0][0], n = a->in_shape[0][1];
         int64_t gx = (n + 31) / 32, gy = (m + 31) / 32;
         dim3 grid((unsigned)(gx < 65535 ? gx : 65535), (unsigned)(gy < 65535 ? gy : 65535));
@@ -757,6 +771,10 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_STRIDED_SLICE:
     case VDEV_OP_STRIDED_SLICE_GRAD:
         run_slice(a, s, n_sm); /* cuda_slice.cu */
+        break;
+    case VDEV_OP_CONCAT:
+    case VDEV_OP_PACK:
+        run_layout(a, s, n_sm); /* cuda_concat.cu */
         break;
     default:
         snprintf(msg, cap, "CUDA plugin: no CUDA kernel for op %d (%s); this build knows ops 0..%d",
