@@ -258,8 +258,10 @@ def test_op_errors():
     assert str(e.value) == ("Invalid reduction arguments: Axes contains duplicate dimension: 1")
     with pytest.raises(TypeError):
         vdev.reduce_sum(a, axis="0")
-    with pytest.raises(ValueError):
-        vdev.transpose(a, perm=[0, 1])
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        vdev.transpose(a, perm=[0, 1, 2])
+    assert str(e.value) == ("transpose expects a vector of size 2. But input(1) is a vector of "
+                            "size 3")
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
         vdev.argmax(a, axis=2)
     assert str(e.value) == "Expected dimension in the range [-2, 2), but got 2"

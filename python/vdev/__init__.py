@@ -31,9 +31,9 @@ from ._lib import lib as _c, last_error
 from ._tensor import (DType, Tensor, TensorShape, Variable, as_dtype, constant,
                       convert_to_tensor, fill, float32, int32, ones, ones_like, zeros,
                       zeros_like)
-from ._ops import (add, argmax, divide, exp, identity, log, matmul, multiply, negative, pow,
-                   reduce_mean, reduce_sum, reshape, sigmoid, sqrt, square, stop_gradient,
-                   subtract, tanh, transpose)
+from ._ops import (add, argmax, concat, divide, exp, identity, log, matmul, multiply, negative,
+                   pow, reduce_mean, reduce_sum, reshape, sigmoid, sqrt, square, stack,
+                   stop_gradient, subtract, tanh, transpose)
 from ._indexing import strided_slice
 from ._device import device
 from ._device_spec import DeviceSpec
@@ -98,9 +98,10 @@ class experimental:
 
 __all__ = ["DType", "Tensor", "TensorShape", "Variable", "as_dtype", "constant",
            "convert_to_tensor", "fill", "float32", "int32", "ones", "ones_like", "zeros",
-           "zeros_like", "add", "argmax", "divide", "exp", "identity", "log", "matmul",
+           "zeros_like", "add", "argmax", "concat", "divide", "exp", "identity", "log", "matmul",
            "multiply", "negative", "pow", "reduce_mean", "reduce_sum", "reshape", "sigmoid",
-           "sqrt", "square", "stop_gradient", "strided_slice", "subtract", "tanh", "transpose",
+           "sqrt", "square", "stack", "stop_gradient", "strided_slice", "subtract", "tanh",
+           "transpose",
            "device",
            "DeviceSpec", "GradientTape", "UnconnectedGradients",
            "OutOfMemoryError", "errors", "callbacks", "config", "debugging", "initializers",

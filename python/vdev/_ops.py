@@ -21,6 +21,7 @@ Two tensors of different dtypes are refused (InvalidArgumentError), as in
 TensorFlow.
 """
 
+import ctypes
 import math
 import numbers
 
@@ -422,14 +423,95 @@ def reshape(tensor, shape, name=None):
     return _new(lib.vdev_reshape(tensor._handle, s, n))
 
 
-def transpose(a, perm=None, conjugate=False, name=None):
-    """The transpose of a 2-D tensor. conjugate, tf.transpose's third
-    parameter, changes nothing for vdev's real tensors, as in TensorFlow
-    (which conjugates complex tensors only)."""
-    if perm is not None and list(perm) != [1, 0]:
-        raise ValueError("vdev transposes 2-D tensors (perm=[1, 0]), not perm=%r" % (perm,))
+def _without(prefix, msg):
+    return msg[len(prefix):] if msg.startswith(prefix) else msg
+
+
+def _made_op(h, prefix):
+    """The tensor a C op made, or its error with the C prefix (``Pack: ``,
+    ``Transpose: ``) dropped: TensorFlow's eager messages start with the
+    error itself."""
+    if not h:
+        from . import errors
+        raise errors.from_status(lib.vdev_last_status(), _without(prefix, _lib.last_error()))
+    return _new(h)
+
+
+def _values(values):
+    """A list of tensors from tf.concat's or tf.stack's values: a tensor
+    alone is a list of one, a value beside a tensor takes its dtype (made
+    near the first tensor), as TensorFlow converts an op's list."""
+    if isinstance(values, Tensor) or not isinstance(values, (list, tuple)):
+        values = [values]
+    first = next((v for v in values if isinstance(v, Tensor)), None)
+    if first is None:
+        return [convert_to_tensor(v) for v in values]
+    return [v if isinstance(v, Tensor) else _like(v, first) for v in values]
+
+
+def _handles(ts):
+    arr = (_lib.c_handle * len(ts))(*[t._handle for t in ts])
+    return arr, len(ts)
+
+
+def concat(values, axis, name=None):
+    """tf.concat: the tensors of values (a list; one dtype, one rank, equal
+    dimensions but along axis) joined along axis (negative: from the end);
+    scalars join along axis 0 into a vector; one tensor is its copy, the
+    axis unchecked, as in TensorFlow. TensorFlow's errors in its words:
+    InvalidArgumentError "ConcatOp : Dimension 1 in both shapes must be
+    equal: shape[0] = [2,3] vs. shape[1] = [2,4]", "ConcatOp : Expected
+    concatenating dimensions in the range [-2, 2), but got 2", mixed dtypes
+    "cannot compute ConcatV2 as input #1(zero-based) was expected to be a
+    float tensor but is a int32 tensor". More than 4 tensors are joined by
+    a tree of ConcatV2 ops (vdev_concat in vdev/ops.h)."""
+    ts = _values(values)
+    if not ts:
+        raise ValueError("vdev.concat needs at least one tensor; values is empty")
+    arr, n = _handles(ts)
+    return _new(lib.vdev_concat(arr, n, _lib.index(axis, "axis")))
+
+
+def stack(values, axis=0, name="stack"):
+    """tf.stack: the tensors of values (one dtype and shape) stacked along a
+    new axis (negative counts from the end of the result's axes), with
+    TensorFlow's errors: ValueError "Argument `axis` = 3 not in range [-3,
+    3)" (before anything runs, as tf.stack checks it), InvalidArgumentError
+    "Shapes of all inputs must match: values[0].shape = [2] !=
+    values[1].shape = [3]"; an empty list is tf.stack's empty float32
+    tensor of shape [0]."""
+    axis = _lib.index(axis, "axis")
+    ts = _values(values)
+    if not ts:
+        return constant(np.zeros(0, np.float32))
+    nd = ts[0].ndim + 1
+    if axis < -nd or axis >= nd:
+        raise ValueError("Argument `axis` = %d not in range [%d, %d)" % (axis, -nd, nd))
+    arr, n = _handles(ts)
+    return _made_op(lib.vdev_stack(arr, n, axis), "Pack: ")
+
+
+def transpose(a, perm=None, conjugate=False, name="transpose"):
+    """tf.transpose: output axis d is a's axis perm[d] (a list of ints, a
+    numpy array or an int32 tensor); perm None reverses the axes, as
+    TensorFlow. 0 to 4 dimensions, any dtype. conjugate changes nothing
+    for vdev's real tensors, as in TensorFlow (which conjugates complex
+    tensors only). TensorFlow's errors (InvalidArgumentError): "transpose
+    expects a vector of size 3. But input(1) is a vector of size 2", "3 is
+    out of range [0 .. 3)", "1 is missing from {0,0,2}."."""
     a = _t(a)
-    return _new(lib.vdev_transpose(a._handle))
+    if perm is None:
+        perm = list(range(a.ndim))[::-1]
+    elif isinstance(perm, Tensor):
+        if perm.dtype != int32:
+            raise TypeError("perm must be an int32 tensor or a list of ints, not a %s tensor"
+                            % perm.dtype.name)
+        perm = perm.numpy()
+    perm = [_lib.index(p, "perm") for p in np.asarray(perm).reshape(-1).tolist()]
+    if any(p < -2 ** 31 or p >= 2 ** 31 for p in perm):
+        raise ValueError("perm entries must fit int32, not %r" % (perm,))
+    arr = (ctypes.c_int * max(len(perm), 1))(*perm)
+    return _made_op(lib.vdev_transpose_perm(a._handle, arr, len(perm)), "Transpose: ")
 
 
 def argmax(input, axis=None, output_type=int32, name=None):
@@ -519,4 +601,5 @@ def sparse_softmax_cross_entropy_mean(labels, logits):
 
 __all__ = ["matmul", "add", "subtract", "multiply", "divide", "negative", "pow", "square", "sqrt",
            "relu", "tanh", "sigmoid", "exp", "log", "softmax", "log_softmax", "reduce_sum",
-           "reduce_mean", "reshape", "transpose", "argmax", "identity", "stop_gradient", "float32"]
+           "reduce_mean", "reshape", "transpose", "concat", "stack", "argmax", "identity",
+           "stop_gradient", "float32"]
