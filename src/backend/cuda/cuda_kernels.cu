@@ -657,9 +657,10 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_IDENTITY:
         return copy_words(a, s, msg, cap);
     case VDEV_OP_TRANSPOSE: {
-        /* the shape rule made every form a permutation in i[]: {1, 0} of a
-         * 2-D tensor through the tiled kernel, any other a gather */
-        if (!(a->in_ndim[0] == 2 && a->i[0] == 1 && a->i[1] == 0)) {
+        /* the 2-D form (j[0] 0: arguments made without the shape rule) and
+         * the permutation {1, 0} of a 2-D tensor through the tiled kernel,
+         * any other permutation (j[0] 1, i[]) a gather */
+        if (a->j[0] != 0 && !(a->in_ndim[0] == 2 && a->i[0] == 1 && a->i[1] == 0)) {
             run_layout(a, s, n_sm); /* cuda_concat.cu */
             break;
         }
