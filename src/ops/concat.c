@@ -135,18 +135,22 @@ enum vdev_status vdev_shape_transpose(struct vdev_kernel_args *a)
 }
 
 /* Output element (o0, o1, o2, o3) is the input's element whose index along
- * axis i[d] is od: the input read through its strides, permuted. */
+ * axis perm[d] is od: the input read through its strides, permuted (perm
+ * i[], or {1, 0} for arguments of the 2-D form made without the rule). */
 KERNEL(vdev_ref_transpose)
 {
     int nd = a->in_ndim[0];
     int64_t st[VDEV_MAX_DIMS], n[VDEV_MAX_DIMS], s[VDEV_MAX_DIMS], e = 1;
+    int64_t perm[VDEV_MAX_DIMS] = {1, 0, 2, 3};
+    if (a->j[0] != 0)
+        memcpy(perm, a->i, sizeof perm);
     for (int d = nd - 1; d >= 0; d--) {
         st[d] = e;
         e *= a->in_shape[0][d];
     }
     for (int d = 0; d < VDEV_MAX_DIMS; d++) {
-        n[d] = d < nd ? a->in_shape[0][a->i[d]] : 1;
-        s[d] = d < nd ? st[a->i[d]] : 0;
+        n[d] = d < nd ? a->in_shape[0][perm[d]] : 1;
+        s[d] = d < nd ? st[perm[d]] : 0;
     }
     const uint32_t *x = a->in[0];
     uint32_t *o = a->out[0];
