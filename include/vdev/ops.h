@@ -82,8 +82,8 @@ VDEV_API vdev_tensor_t *vdev_transpose_perm(const vdev_tensor_t *a, const int *p
  * and the axis is not checked, as in TensorFlow). A new tensor; the
  * gradient of each input is its slab of the output's gradient (a
  * StridedSlice). An op takes at most 4 inputs, so more tensors are joined
- * as a tree of ConcatV2 ops (each element copied ceil(log4 n) times: once up
- * to 4 tensors, twice up to 16); the placement log shows each. Errors, in
+ * as a tree of ConcatV2 ops (each element copied at most ceil(log4 n) times:
+ * once up to 4 tensors, twice up to 16); the placement log shows each. Errors, in
  * TensorFlow's words, VDEV_ERR_INVALID_ARG: "ConcatOp : Expected
  * concatenating dimensions in the range [-2, 2), but got 2", "ConcatOp :
  * Ranks of all input tensors should match: shape[0] = [2,3] vs. shape[1] =

@@ -6,12 +6,12 @@
  * the first, which no kernel reads and no gradient reaches), and a list of
  * more than four tensors is joined as a tree: split into four runs of
  * nearly equal length, each joined the same way, then the four results
- * concatenated. Each element is then copied ceil(log4 n) times (once for up
- * to 4 tensors, twice up to 16, three times up to 64), and the work is
- * O(bytes log n) with n - 1 / 3 ops, every one of them an ordinary op that
- * tapes record and devices run. (An op writing into a slot of an output
- * made up front would copy each element once, but a tape records one op per
- * output: the n - 1 / 3 ops of a join would share theirs, which the tape
+ * concatenated. Each element is then copied at most ceil(log4 n) times
+ * (once for up to 4 tensors, twice up to 16, three times up to 64), and the
+ * work is O(bytes log n) in fewer than n ops, every one of them an ordinary
+ * op that tapes record and devices run. (An op writing into a slot of an
+ * output made up front would copy each element once, but a tape records one
+ * op per output: the ops of a join would share theirs, which the tape
  * cannot differentiate.) Elements move as 4-byte words, so int32 tensors
  * join and transpose as float ones do. Gradients are ops too: ConcatV2's
  * are StridedSlices of the output's gradient, Pack's the same with the axis
