@@ -13,6 +13,8 @@
  *    tensors, one tensor, and more than 4 (the tree of ops: 5, 6, 7, 9, 16
  *    and 17 tensors); every permutation of 0 to 4 axes;
  *  - the same on a simulated GPU (GPU:1), bit for bit against CPU:0;
+ *  - the ops a join of up to 17 tensors runs (the tree: 6 ConcatV2 ops for
+ *    17 tensors), as the placement counts them;
  *  - gradients through the tape against central finite differences, of
  *    every input (more than 4 included), on both devices;
  *  - nothing left in use at the end. */
@@ -413,6 +415,50 @@ static void test_transposes(const char *dev, uint32_t **keep, int compare)
     vdev_device_pop();
 }
 
+/* The ops a join of n tensors runs (the placement's counts): the tree of
+ * concat.c, one op up to 4 tensors, runs of nearly n/4 beyond, runs of one
+ * used as they are (ConcatV2) or through a Reshape (Pack). */
+static void test_op_counts(const char *dev)
+{
+    static const struct {
+        int stack, n;
+        uint64_t concats, packs, reshapes, identities;
+    } want[] = {
+        {0, 1, 0, 0, 0, 1},  /* tf.concat's identity */
+        {0, 4, 1, 0, 0, 0},  {0, 5, 2, 0, 0, 0},  /* runs 1,1,1,2 */
+        {0, 16, 5, 0, 0, 0}, /* runs 4,4,4,4 */
+        {0, 17, 6, 0, 0, 0}, /* runs 4,4,4,5; 5 is 1,1,1,2 */
+        {1, 4, 0, 1, 0, 0},  {1, 5, 1, 1, 3, 0}, {1, 16, 1, 4, 0, 0},
+    };
+    int64_t s2[2] = {2, 3};
+    CHECK_OK(vdev_device_push(dev));
+    for (size_t c = 0; c < sizeof want / sizeof want[0]; c++) {
+        CHECK_OK(vdev_scope_begin());
+        const vdev_tensor_t *t[MAXT];
+        for (int k = 0; k < want[c].n; k++)
+            t[k] = tensor(2, s2, VDEV_F32);
+        vdev_placement_reset();
+        vdev_tensor_t *y = want[c].stack ? vdev_stack(t, want[c].n, 0)
+                                         : vdev_concat(t, want[c].n, 0);
+        CHECK(y != NULL);
+        uint64_t got[4] = {vdev_placement_op_count("ConcatV2", NULL),
+                           vdev_placement_op_count("Pack", NULL),
+                           vdev_placement_op_count("Reshape", NULL),
+                           vdev_placement_op_count("Identity", NULL)};
+        if (got[0] == want[c].concats && got[1] == want[c].packs && got[2] == want[c].reshapes &&
+            got[3] == want[c].identities)
+            check_passed++;
+        else
+            check_fail(__FILE__, __LINE__,
+                       "%s: %s of %d: ConcatV2 %llu, Pack %llu, Reshape %llu, Identity %llu", dev,
+                       want[c].stack ? "stack" : "concat", want[c].n, (unsigned long long)got[0],
+                       (unsigned long long)got[1], (unsigned long long)got[2],
+                       (unsigned long long)got[3]);
+        vdev_scope_end();
+    }
+    vdev_device_pop();
+}
+
 /* ---- gradients ---- */
 
 #define FD_EPS 1e-2
@@ -521,6 +567,7 @@ int main(void)
     vdev_device_pop();
     test_joins("CPU:0", joins, 0);
     test_transposes("CPU:0", perms, 0);
+    test_op_counts("CPU:0");
     test_gradients("CPU:0");
     CHECK_NO_LEAK("CPU:0");
 
@@ -532,6 +579,7 @@ int main(void)
     vdev_device_pop();
     test_joins("GPU:1", joins, 1);
     test_transposes("GPU:1", perms, 1);
+    test_op_counts("GPU:1");
     test_gradients("GPU:1");
     CHECK_NO_LEAK("GPU:1");
     CHECK_NO_LEAK("CPU:0");
