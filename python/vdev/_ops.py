@@ -454,7 +454,7 @@ def _handles(ts):
     return arr, len(ts)
 
 
-def concat(values, axis, name=None):
+def concat(values, axis, name="concat"):
     """tf.concat: the tensors of values (a list; one dtype, one rank, equal
     dimensions but along axis) joined along axis (negative: from the end);
     scalars join along axis 0 into a vector; one tensor is its copy, the
