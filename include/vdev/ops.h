@@ -132,8 +132,8 @@ VDEV_API vdev_tensor_t *vdev_slice_rows(const vdev_tensor_t *a, int64_t begin, i
  * counts those from the end). Errors, in the words of TensorFlow's
  * StridedSlice: VDEV_ERR_INVALID_ARG "StridedSlice: slice index 5 of
  * dimension 0 out of bounds." for an index outside [0, rows) and
- * "StridedSlice: Index out of range using input dim 0; input has only 0
- * dims" for a 0-dimensional a. */
+ * "StridedSlice: Attempting to slice scalar input." for a 0-dimensional
+ * a. */
 VDEV_API vdev_tensor_t *vdev_row(const vdev_tensor_t *a, int64_t index);
 /* TensorFlow's StridedSlice (tf.strided_slice(a, begin, end, strides,
  * begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask), what

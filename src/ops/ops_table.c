@@ -280,8 +280,7 @@ VDEV_API vdev_tensor_t *vdev_row(const vdev_tensor_t *a, int64_t index)
     if (!t || !vdev_tens_current(t))
         return bad_input(VDEV_OP_SLICE, a, 0);
     if (t->ndim < 1) {
-        vdev_error(VDEV_ERR_INVALID_ARG,
-                   "StridedSlice: Index out of range using input dim 0; input has only 0 dims");
+        vdev_error(VDEV_ERR_INVALID_ARG, "StridedSlice: Attempting to slice scalar input.");
         return NULL;
     }
     if (index < 0 || index >= t->shape[0]) {
