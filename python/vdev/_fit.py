@@ -329,8 +329,36 @@ class Model:
         return {prefix + k: (s / c if c else 0.0) for k, (s, c) in totals.items()}
 
     # ---- data ----
-    @staticmethod
-    def _data(x, y, what="fit"):
+    def _one_input(self, x):
+        """x as the one array a model of one input takes. As Keras, a list
+        or tuple of one array is that array (Keras's inputs of a model of
+        one input), unless the model's input rank says it is one row; a
+        dict or a list of several arrays of the input's rank (the inputs of
+        a model of several) is refused, where numpy would stack them."""
+        if isinstance(x, dict):
+            raise ValueError("vdev's models take one input, an array or a vdev tensor, not a "
+                             "dict of inputs (keys %s)" % (sorted(map(str, x)),))
+        if not isinstance(x, (list, tuple)) or not x or not all(
+                isinstance(a, (np.ndarray, Tensor)) for a in x):
+            return x
+        shape = self._input_shape() if hasattr(self, "_input_shape") else None
+        rank = len(shape) if shape is not None else None
+        ranks = {a.ndim for a in x}
+        if len(x) == 1 and x[0].ndim >= 1 and (rank is None and x[0].ndim >= 2
+                                               or ranks == {rank}):
+            return x[0]
+        if len(x) > 1 and rank is not None and ranks == {rank}:
+            raise ValueError("vdev's models take one input: x is a %s of %d arrays of the "
+                             "input's rank, %d (the inputs of a model of several inputs); "
+                             "give one array" % (type(x).__name__, len(x), rank))
+        return x
+
+    def _data(self, x, y, what="fit"):
+        x = self._one_input(x)
+        if (isinstance(y, (list, tuple)) and len(y) == 1
+                and isinstance(y[0], (np.ndarray, Tensor)) and y[0].ndim >= 1
+                and getattr(x, "shape", ())[:1] == tuple(y[0].shape)[:1] != (1,)):
+            y = y[0]  # Keras's targets of a model of one output
         x, y = _as_array(x, "x"), _as_array(y, "y")
         if x is None or x.ndim == 0 or x.shape[0] == 0:
             raise ValueError("Expect x to be a non-empty array or dataset.")
@@ -408,6 +436,13 @@ class Model:
             if vd[2] is not None:
                 raise ValueError("vdev's fit takes validation data without sample weights")
             val_x, val_y = self._data(vd[0], vd[1])
+            if val_y is None:
+                # refused before training (Keras skips the loss of a missing
+                # target and logs a val_loss of 0)
+                raise ValueError("Target data is missing. Your model was compiled with "
+                                 "loss=%s, and therefore expects target data to be provided "
+                                 "in `validation_data` (give it as (x_val, y_val))."
+                                 % (self.loss,))
         n = x.shape[0]
         batch_size = self._batch_size(batch_size, n, steps_per_epoch)
         per_pass = -(-n // batch_size)
