@@ -449,6 +449,16 @@ class Model:
         steps = steps_per_epoch or per_pass
         strategy = self._strategy_of_weights()
         seed = _random._seed(None) if shuffle else None
+        if not getattr(self, "built", True):
+            # Keras builds a model given no input shape on its first batch,
+            # inside the tape; vdev's step reads the trainable variables
+            # before the tape, so fit builds the model first, on one row
+            # (under a strategy, in its scope, where its variables go)
+            if strategy is not None:
+                with strategy.scope():
+                    self(x[:1])
+            else:
+                self(x[:1])
 
         def batches(first, passes):  # passes over the data, each in its own order
             for e in range(first, first + passes):
