@@ -90,3 +90,23 @@ def test_an_unbuilt_model_takes_a_list_of_one_batch():
     a = vdev.models.Sequential([layers.Dense(3, seed=5)])
     b = vdev.models.Sequential([layers.Dense(3, seed=5)])
     assert np.array_equal(a.predict([x], verbose=0), b.predict(x, verbose=0))
+
+
+def test_metrics_of_labels_of_rank_one_beside_one_output_are_per_example():
+    # Keras's match_dtype_and_rank: y [N] beside outputs [N, 1] is [N, 1],
+    # so each metric is one value per row, averaged over all 70 rows (not
+    # one mean per batch, which would weigh the last 6 rows as 32)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((70, 3)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.float32)
+    m = vdev.models.Sequential([layers.Dense(1, activation="sigmoid", input_shape=(3,),
+                                             seed=6)])
+    m.compile("sgd", "mse", metrics=["mae", "mse", "accuracy", "binary_accuracy"])
+    p = m.predict(x, verbose=0)[:, 0].astype(np.float64)
+    got = m.evaluate(x, y, batch_size=32, verbose=0, return_dict=True)
+    want = {"mae": np.mean(np.abs(p - y)), "mse": np.mean((p - y) ** 2),
+            "accuracy": np.mean((p > 0.5) == y)}
+    for k, v in want.items():
+        assert got[k] == pytest.approx(v, rel=1e-12), k
+    assert got["binary_accuracy"] == got["accuracy"]
+    assert got["loss"] == pytest.approx(want["mse"], rel=1e-6)

@@ -68,7 +68,12 @@ def _accuracy_kind(yt, yp):
 
 
 def _metric_values(kind, yt, yp):
-    """One value per example (Keras's metric functions), float64."""
+    """One value per example (Keras's metric functions), float64. As
+    Keras's compile_utils.match_dtype_and_rank, labels of rank 1 beside
+    predictions of rank 2 gain a trailing axis first ([N] beside [N, 1]:
+    one value per row, not one mean over the batch)."""
+    if np.ndim(yt) == 1 and yp.ndim == 2:
+        yt = np.asarray(yt)[:, None]
     if kind in ("accuracy", "acc"):
         kind = _accuracy_kind(yt, yp)
     if kind == "sparse_categorical_accuracy":
