@@ -560,10 +560,15 @@ def test_compile_refusals():
         (lambda: m.compile(3, "mse"), ValueError,
          "Could not interpret optimizer identifier: 3 (vdev takes 'sgd', 'adam' or a "
          "vdev.optimizers object)"),
-        (lambda: m.compile("sgd", "binary_crossentropy"), ValueError,
-         "Unknown loss function: 'binary_crossentropy'. vdev's losses are 'mse', "
-         "'mean_squared_error', 'MSE', 'categorical_crossentropy', "
+        (lambda: m.compile("sgd", "hinge"), ValueError,
+         "Unknown loss function: 'hinge'. vdev's losses are 'mse', "
+         "'mean_squared_error', 'MSE', 'binary_crossentropy', 'categorical_crossentropy', "
          "'sparse_categorical_crossentropy', or a vdev.losses object"),
+        (lambda: m.compile("sgd", "binary_crossentropy"), ValueError,
+         "loss='binary_crossentropy' takes probabilities; vdev computes the cross-entropy "
+         "from logits, and takes them from a last layer with activation='sigmoid' (as Keras "
+         "does), which this model does not end in. End the model with activation='sigmoid', "
+         "or give it no sigmoid and pass vdev.losses.BinaryCrossentropy(from_logits=True)"),
         (lambda: m.compile("sgd", 3), ValueError, "Could not interpret loss identifier: 3"),
         (lambda: m.compile("sgd", "categorical_crossentropy"), ValueError,
          "loss='categorical_crossentropy' takes probabilities; vdev computes the cross-entropy "

@@ -36,8 +36,12 @@ from ._tape import GradientTape
 from ._tensor import Tensor
 
 _LOSSES = {"mse": "mse", "mean_squared_error": "mse", "MSE": "mse",
-           "categorical_crossentropy": "cce",
+           "binary_crossentropy": "bce", "categorical_crossentropy": "cce",
            "sparse_categorical_crossentropy": "scce"}
+# a string cross-entropy: the last layer's activation it takes the logits of
+_PROBS = {"bce": ("sigmoid", _ops.sigmoid, "BinaryCrossentropy"),
+          "cce": ("softmax", _ops.softmax, "CategoricalCrossentropy"),
+          "scce": ("softmax", _ops.softmax, "SparseCategoricalCrossentropy")}
 _METRICS = ("accuracy", "acc", "binary_accuracy", "categorical_accuracy",
             "sparse_categorical_accuracy", "mse", "mean_squared_error", "mae",
             "mean_absolute_error")
@@ -129,9 +133,10 @@ class Model:
                 weighted_metrics=None, run_eagerly=None, steps_per_execution=None,
                 jit_compile=None, **kwargs):
         """Keras's compile. optimizer: 'sgd', 'adam' or a vdev optimizer;
-        loss: 'mse' ('mean_squared_error'), 'categorical_crossentropy',
-        'sparse_categorical_crossentropy' (both on probabilities, as Keras's
-        strings: the model must end in a layer with activation='softmax',
+        loss: 'mse' ('mean_squared_error'), 'binary_crossentropy',
+        'categorical_crossentropy', 'sparse_categorical_crossentropy' (on
+        probabilities, as Keras's strings: the model must end in a layer
+        with activation='sigmoid' for the first, 'softmax' for the others,
         whose logits vdev uses, as Keras does) or a vdev loss or any
         callable loss(y_true, y_pred); metrics: a list of 'accuracy'/'acc',
         'binary_accuracy', 'categorical_accuracy',
@@ -208,18 +213,15 @@ class Model:
             if kind == "mse":
                 return losses.MeanSquaredError(), False
             last = self.layers[-1] if getattr(self, "layers", None) else None
-            if getattr(last, "activation", None) is not _ops.softmax:
+            act, fn, cls = _PROBS[kind]
+            if getattr(last, "activation", None) is not fn:
                 raise ValueError(
                     "loss=%r takes probabilities; vdev computes the cross-entropy from "
-                    "logits, and takes them from a last layer with activation='softmax' (as "
+                    "logits, and takes them from a last layer with activation='%s' (as "
                     "Keras does), which this model does not end in. End the model with "
-                    "activation='softmax', or give it no softmax and pass "
-                    "vdev.losses.%s(from_logits=True)"
-                    % (loss, "CategoricalCrossentropy" if kind == "cce"
-                       else "SparseCategoricalCrossentropy"))
-            if kind == "cce":
-                return losses.CategoricalCrossentropy(from_logits=True), True
-            return losses.SparseCategoricalCrossentropy(from_logits=True), True
+                    "activation='%s', or give it no %s and pass "
+                    "vdev.losses.%s(from_logits=True)" % (loss, act, act, act, cls))
+            return getattr(losses, cls)(from_logits=True), True
         if loss is None or callable(loss):
             return loss, False
         raise ValueError("Could not interpret loss identifier: %r" % (loss,))
@@ -232,8 +234,8 @@ class Model:
     # ---- one batch ----
     def _forward(self, x):
         """(what the loss takes, the model's output): the last layer's
-        logits and its softmax for a string cross-entropy, else the output
-        twice."""
+        logits and its softmax (or sigmoid) for a string cross-entropy, else
+        the output twice."""
         if not self._from_probs:
             out = self(x)
             return out, out
@@ -246,7 +248,7 @@ class Model:
         logits_layer = copy.copy(last)  # the same variables, no activation
         logits_layer.activation = None
         logits = logits_layer(h)
-        return logits, _ops.softmax(logits)
+        return logits, last.activation(logits)
 
     def _loss_value(self, fn, y, pred, reduction=None):
         """fn(y, pred), a scalar. Inside a strategy's scope (fit or evaluate
@@ -288,6 +290,7 @@ class Model:
         variables = self.trainable_variables
         outs = {}
         if not isinstance(self._loss_fn, (losses.MeanSquaredError,
+                                          losses.BinaryCrossentropy,
                                           losses.CategoricalCrossentropy,
                                           losses.SparseCategoricalCrossentropy)):
             raise ValueError("fit under a MirroredStrategy takes a vdev.losses object or "

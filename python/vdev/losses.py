@@ -21,7 +21,7 @@ from . import _ops, _strategy_context
 from .errors import InvalidArgumentError
 from ._tensor import Tensor, int32
 
-__all__ = ["CategoricalCrossentropy", "MeanSquaredError", "Reduction",
+__all__ = ["BinaryCrossentropy", "CategoricalCrossentropy", "MeanSquaredError", "Reduction",
            "SparseCategoricalCrossentropy"]
 
 
@@ -187,6 +187,62 @@ class CategoricalCrossentropy:
         if per_example.shape.num_elements() == 0:
             # Keras divides the sum by the batch size with divide_no_nan: an
             # empty batch's loss is 0, not the NaN of a mean over nothing.
+            return _ops.reduce_sum(per_example)
+        return _ops.reduce_mean(per_example)
+
+
+class BinaryCrossentropy:
+    """Keras's binary cross-entropy from logits z (tf.nn's
+    sigmoid_cross_entropy_with_logits): max(z, 0) - z * y + log(1 +
+    exp(-|z|)) per element, written with vdev's ops (relu, exp, log), then
+    the mean over the last axis of each example, as Keras. y_true and
+    y_pred first get the same rank as in MeanSquaredError ([N] labels
+    against [N, 1] logits), then must have the same shape (Keras's
+    ValueError otherwise). vdev takes logits, so from_logits must be True.
+    Reduction 'none' gives one loss per example."""
+
+    def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1, reduction="auto",
+                 name="binary_crossentropy"):
+        self.reduction = _check_reduction(reduction)
+        if isinstance(axis, bool) or axis != -1:
+            raise ValueError("vdev's BinaryCrossentropy takes axis=-1 only (the mean over the "
+                             "last axis), not %r" % (axis,))
+        self.axis = -1
+        if not from_logits:
+            raise ValueError("vdev computes the cross-entropy from logits: pass "
+                             "from_logits=True (and give the model no sigmoid at its end)")
+        if label_smoothing:
+            raise ValueError("vdev's BinaryCrossentropy has no label smoothing")
+        self.from_logits = True
+        self.name = name
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        _no_weights(sample_weight)
+        reduction = _reduction_now(self)
+        z = _ops._t(y_pred)
+        y = _ops._cast_like(y_true, z)
+        st, sp = list(y.shape), list(z.shape)
+        if len(st) == len(sp) + 1 and st[-1] == 1:
+            y = _ops.reshape(y, st[:-1])
+        elif len(sp) == len(st) + 1 and sp[-1] == 1:
+            y = _ops.reshape(y, st + [1])
+        if tuple(y.shape) != tuple(z.shape):
+            raise ValueError("`logits` and `labels` must have the same shape, received (%s vs "
+                             "%s)." % (tuple(int(d) for d in z.shape),
+                                       tuple(int(d) for d in y.shape)))
+        # |z| as 2 relu(z) - z: with relu's gradient 0 at 0, the gradient
+        # at z = 0 is sigmoid(0) - y, as tf.nn's (which takes z >= 0 as
+        # positive); relu(z) + relu(-z) would give -y there
+        relu_z = _ops.relu(z)
+        abs_z = _ops.subtract(_ops.multiply(relu_z, 2.0), z)
+        softplus = _ops.log(_ops.add(_ops.exp(_ops.negative(abs_z)), 1.0))
+        per_element = _ops.add(_ops.subtract(relu_z, _ops.multiply(z, y)), softplus)
+        per_example = (per_element if per_element.ndim == 0
+                       else _ops.reduce_mean(per_element, axis=per_element.ndim - 1))
+        if reduction == "none":
+            return per_example
+        if reduction == "sum" or per_example.shape.num_elements() == 0:
+            # an empty batch's mean is 0, Keras's divide_no_nan
             return _ops.reduce_sum(per_example)
         return _ops.reduce_mean(per_example)
 
