@@ -110,3 +110,17 @@ def test_metrics_of_labels_of_rank_one_beside_one_output_are_per_example():
         assert got[k] == pytest.approx(v, rel=1e-12), k
     assert got["binary_accuracy"] == got["accuracy"]
     assert got["loss"] == pytest.approx(want["mse"], rel=1e-6)
+
+
+def test_the_printed_values_follow_keras_211s_progbar(capsys):
+    # %.4f above 1e-3, else %.4e; verbose 1 compares |v|, verbose 2 v
+    x, y = data(n=8)
+    m = model()
+    m.compile("sgd", lambda yt, yp: vdev.reduce_mean(yp) * 0.0 - 0.5)
+    m.evaluate(x, y, verbose=1)
+    assert capsys.readouterr().out.endswith(" - loss: -0.5000\n")
+    m.evaluate(x, y, verbose=2)
+    assert " - loss: -5.0000e-01 - " in capsys.readouterr().out
+    m.compile("sgd", lambda yt, yp: vdev.reduce_mean(yp) * 0.0 + 0.0005)
+    m.evaluate(x, y, verbose=1)
+    assert capsys.readouterr().out.endswith(" - loss: 5.0000e-04\n")

@@ -210,9 +210,11 @@ def _format_time(seconds, unit):
     return " %.0fus/%s" % (seconds * 1e6, unit)
 
 
-def _value(v):
-    """A log value as Keras's Progbar prints it (verbose 1 compares |v|)."""
-    return " %.4f" % v if abs(v) > 1e-3 else " %.4e" % v
+def _value(v, verbose):
+    """A log value as Keras 2.11's Progbar prints it: %.4f above 1e-3, else
+    %.4e, verbose 1 comparing |v| and verbose 2 v itself (so a negative
+    value is %.4e there)."""
+    return " %.4f" % v if (abs(v) if verbose == 1 else v) > 1e-3 else " %.4e" % v
 
 
 class _ProgbarLogger(Callback):
@@ -272,7 +274,8 @@ class _ProgbarLogger(Callback):
         elapsed = time.time() - self._start
         target = max(steps, 1)
         count = ("%" + str(len(str(target))) + "d/%d") % (steps, target)
-        values = "".join(" - %s:%s" % (k, _value(v)) for k, v in (logs or {}).items())
+        values = "".join(" - %s:%s" % (k, _value(v, self.verbose))
+                         for k, v in (logs or {}).items())
         if self.verbose == 2:
             _print(count + " - %.0fs" % elapsed + values + " -"
                    + _format_time(elapsed, "epoch") + " -"
