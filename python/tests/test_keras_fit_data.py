@@ -124,3 +124,23 @@ def test_the_printed_values_follow_keras_211s_progbar(capsys):
     m.compile("sgd", lambda yt, yp: vdev.reduce_mean(yp) * 0.0 + 0.0005)
     m.evaluate(x, y, verbose=1)
     assert capsys.readouterr().out.endswith(" - loss: 5.0000e-04\n")
+
+
+def test_bool_inputs_and_targets_are_float32_as_keras_casts_them():
+    x, _ = data()
+    y = x[:, 0] > 0
+    runs = []
+    for xs, ys in ((x > 0, y), ((x > 0).astype(np.float32), y.astype(np.float32))):
+        m = vdev.models.Sequential([layers.Dense(1, activation="sigmoid", input_shape=(5,),
+                                                 seed=7)])
+        m.compile("sgd", "binary_crossentropy", metrics=["accuracy"])
+        h = m.fit(xs, ys, batch_size=16, shuffle=False, verbose=0,
+                  validation_data=(xs[:8], ys[:8]))
+        runs.append((h.history, m.evaluate(xs, ys, verbose=0),
+                     m.predict(xs, verbose=0).tobytes(), bits(m)))
+    assert runs[0] == runs[1]
+    # bool labels of a sparse cross-entropy are the labels 0 and 1
+    m = vdev.models.Sequential([layers.Dense(2, activation="softmax", input_shape=(5,),
+                                             seed=8)])
+    m.compile("sgd", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    assert m.evaluate(x, y, verbose=0) == m.evaluate(x, y.astype(np.int32), verbose=0)

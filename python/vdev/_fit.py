@@ -374,8 +374,12 @@ class Model:
             raise ValueError("Data cardinality is ambiguous:\n  x sizes: %d\n  y sizes: %s\n"
                              "Make sure all arrays contain the same number of samples."
                              % (x.shape[0], y.shape[0] if y.ndim else "()"))
-        if x.dtype.kind == "f" and x.dtype != np.float32:
+        if x.dtype.kind in "fb" and x.dtype != np.float32:
             x = x.astype(np.float32)
+        if y is not None and y.dtype.kind == "b":
+            # Keras casts bool targets to the predictions' dtype (or to int
+            # labels); vdev's tensors take no bools, its losses take floats
+            y = y.astype(np.float32)
         return x, y
 
     @staticmethod
