@@ -3,8 +3,10 @@
 and targets of a model of one input and one output), trained to the same
 bits as the array itself, while a list of rows still stacks; a dict of
 inputs, a list of several inputs and validation data without targets are
-refused with their exact texts before any training. Three simulated 16 GiB
-GPUs (conftest)."""
+refused with their exact texts before any training; bool inputs and
+targets train as their float32 values; metrics of labels [N] beside outputs
+[N, 1] are one value per row (against numpy); the printed values follow
+Keras 2.11's Progbar. Three simulated 16 GiB GPUs (conftest)."""
 import numpy as np
 import pytest
 
