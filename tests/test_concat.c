@@ -359,15 +359,24 @@ static int permutations(int nd, int (*perms)[4])
     return count;
 }
 
-/* Every permutation of 0 to 4 axes of [2,3,4,5][:nd], f32 and i32: input
- * element idx lands at the output's index with entry d idx[perm[d]]. */
+/* The shapes transposed (their first nd dimensions, nd 0 to 4): small
+ * ones; axes of one element, which the host kernel drops, between others
+ * it then merges; sides above the host kernel's tiles of 32 and not
+ * multiples of them. */
+static const int64_t TSHAPES[][4] = {{2, 3, 4, 5}, {1, 37, 1, 70}, {33, 2, 65, 3}, {40, 34, 1, 2}};
+#define NTSHAPES (int)(sizeof TSHAPES / sizeof TSHAPES[0])
+
+/* Every permutation of 0 to 4 axes of each of TSHAPES[:nd], f32 and i32:
+ * input element idx lands at the output's index with entry d
+ * idx[perm[d]]. */
 static void test_transposes(const char *dev, uint32_t **keep, int compare)
 {
-    static const int64_t sh[4] = {2, 3, 4, 5};
     CHECK_OK(vdev_device_push(dev));
     rng_state = 0x13198a2e03707344ull; /* the same inputs on every device */
     int slot = 0;
-    for (int nd = 0; nd <= 4; nd++) {
+    for (int c = 0; c < NTSHAPES * 5; c++) {
+        int si = c / 5, nd = c % 5;
+        const int64_t *sh = TSHAPES[si];
         int perms[24][4], np = permutations(nd, perms);
         for (int q = 0; q < np; q++, slot++) {
             CHECK_OK(vdev_scope_begin());
@@ -400,8 +409,9 @@ static void test_transposes(const char *dev, uint32_t **keep, int compare)
             if (ok)
                 check_passed++;
             else
-                check_fail(__FILE__, __LINE__, "%s: transpose of rank %d, permutation %d: %s",
-                           dev, nd, q, y ? "wrong result" : vdev_last_error());
+                check_fail(__FILE__, __LINE__,
+                           "%s: transpose of shape %d, rank %d, permutation %d: %s", dev, si, nd,
+                           q, y ? "wrong result" : vdev_last_error());
             if (!compare && got) {
                 keep[slot] = got;
                 got = NULL;
@@ -555,7 +565,7 @@ static void test_gradients(const char *dev)
     vdev_device_pop();
 }
 
-#define NPERMS (1 + 1 + 2 + 6 + 24)
+#define NPERMS ((1 + 1 + 2 + 6 + 24) * NTSHAPES)
 
 int main(void)
 {

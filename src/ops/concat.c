@@ -85,24 +85,30 @@ enum vdev_status vdev_shape_pack(struct vdev_kernel_args *a)
 /* Both ops as one copy: with `outer` the product of the output's
  * dimensions before the axis, each used input is `outer` rows of
  * numel / outer words, and the output's row r is the inputs' rows r one
- * after the other (TensorFlow's own view of both ops). */
+ * after the other (TensorFlow's own view of both ops). Rows are written in
+ * order, so the output is written front to back; a row of one word (a
+ * Pack along the last axis) is copied as a word rather than by memcpy,
+ * whose call would cost more than the copy. */
 KERNEL(vdev_ref_concat)
 {
     int axis = (int)a->i[0], n = (int)a->i[1];
-    int64_t outer = 1, total = vdev_args_out_numel(a, 0);
+    int64_t outer = 1, total = vdev_args_out_numel(a, 0), chunk[VDEV_KERNEL_MAX_IN];
     for (int d = 0; d < axis; d++)
         outer *= a->out_shape[0][d];
     if (!outer || !total)
         return;
-    int64_t width = total / outer, at = 0;
+    for (int k = 0; k < n; k++)
+        chunk[k] = vdev_args_numel(a, k) / outer;
     uint32_t *o = a->out[0];
-    for (int k = 0; k < n; k++) {
-        const uint32_t *x = a->in[k];
-        int64_t chunk = vdev_args_numel(a, k) / outer;
-        for (int64_t r = 0; chunk && r < outer; r++)
-            memcpy(o + r * width + at, x + r * chunk, (size_t)chunk * sizeof *o);
-        at += chunk;
-    }
+    for (int64_t r = 0; r < outer; r++)
+        for (int k = 0; k < n; k++) {
+            const uint32_t *x = (const uint32_t *)a->in[k] + r * chunk[k];
+            if (chunk[k] == 1)
+                *o = *x;
+            else if (chunk[k])
+                memcpy(o, x, (size_t)chunk[k] * sizeof *o);
+            o += chunk[k];
+        }
 }
 
 /* Transpose: with j[0] 1, output axis d is input axis i[d] (i[0..rank) a
@@ -134,13 +140,15 @@ enum vdev_status vdev_shape_transpose(struct vdev_kernel_args *a)
     return VDEV_OK;
 }
 
-/* Output element (o0, o1, o2, o3) is the input's element whose index along
- * axis perm[d] is od: the input read through its strides, permuted (perm
- * i[], or {1, 0} for arguments of the 2-D form made without the rule). */
-KERNEL(vdev_ref_transpose)
+/* Transpose's copy as at most 4 output axes: axis d has n[d] elements,
+ * each s[d] words apart in the input. Axes of one element are dropped and
+ * neighbours that the input holds contiguously (s[d] == s[d+1] * n[d+1])
+ * merged, so a permutation that moves only such runs is a few long rows;
+ * the axes sit at the end of n and s, those before them n 1 and s 0. */
+static void transpose_axes(const struct vdev_kernel_args *a, int64_t *n, int64_t *s)
 {
-    int nd = a->in_ndim[0];
-    int64_t st[VDEV_MAX_DIMS], n[VDEV_MAX_DIMS], s[VDEV_MAX_DIMS], e = 1;
+    int nd = a->in_ndim[0], m = 0;
+    int64_t st[VDEV_MAX_DIMS], e = 1, tn[VDEV_MAX_DIMS], ts[VDEV_MAX_DIMS];
     int64_t perm[VDEV_MAX_DIMS] = {1, 0, 2, 3};
     if (a->j[0] != 0)
         memcpy(perm, a->i, sizeof perm);
@@ -148,19 +156,76 @@ KERNEL(vdev_ref_transpose)
         st[d] = e;
         e *= a->in_shape[0][d];
     }
+    for (int d = 0; d < nd; d++) {
+        int64_t len = a->in_shape[0][perm[d]], str = st[perm[d]];
+        if (len == 1)
+            continue;
+        if (m && ts[m - 1] == str * len) {
+            tn[m - 1] *= len;
+            ts[m - 1] = str;
+        } else {
+            tn[m] = len;
+            ts[m++] = str;
+        }
+    }
     for (int d = 0; d < VDEV_MAX_DIMS; d++) {
-        n[d] = d < nd ? a->in_shape[0][perm[d]] : 1;
-        s[d] = d < nd ? st[perm[d]] : 0;
+        int k = d - (VDEV_MAX_DIMS - m);
+        n[d] = k >= 0 ? tn[k] : 1;
+        s[d] = k >= 0 ? ts[k] : 0;
+    }
+}
+
+/* Output element (o0, o1, o2, o3) is the input's element whose index along
+ * axis perm[d] is od: the input read through its strides, permuted (perm
+ * i[], or {1, 0} for arguments of the 2-D form made without the rule).
+ * Where the last (merged) axis is not the input's contiguous one, the
+ * output is written in tiles of TILE x TILE over that axis and the axis q
+ * that is contiguous in the input (stride 1), so the tile's reads and
+ * writes both stay in cache: a plain loop walks the input TILE rows apart
+ * at every step, a cache miss per element on large tensors. */
+#define TILE 32
+KERNEL(vdev_ref_transpose)
+{
+    int64_t n[VDEV_MAX_DIMS], s[VDEV_MAX_DIMS], os[VDEV_MAX_DIMS], e = 1;
+    if (!vdev_args_out_numel(a, 0))
+        return;
+    transpose_axes(a, n, s);
+    for (int d = VDEV_MAX_DIMS - 1; d >= 0; d--) {
+        os[d] = e;
+        e *= n[d];
     }
     const uint32_t *x = a->in[0];
     uint32_t *o = a->out[0];
-    int64_t k = 0;
-    for (int64_t i0 = 0; i0 < n[0]; i0++)
-        for (int64_t i1 = 0; i1 < n[1]; i1++)
-            for (int64_t i2 = 0; i2 < n[2]; i2++)
-                for (int64_t i3 = 0; i3 < n[3]; i3++)
-                    o[k++] = x[i0 * s[0] + i1 * s[1] + i2 * s[2] + i3 * s[3]];
+    int q = -1;
+    for (int d = 0; d < VDEV_MAX_DIMS - 1; d++)
+        if (s[d] == 1 && n[d] > 1)
+            q = d;
+    if (s[3] == 1 || q < 0) {
+        int64_t k = 0;
+        for (int64_t i0 = 0; i0 < n[0]; i0++)
+            for (int64_t i1 = 0; i1 < n[1]; i1++)
+                for (int64_t i2 = 0; i2 < n[2]; i2++)
+                    for (int64_t i3 = 0; i3 < n[3]; i3++)
+                        o[k++] = x[i0 * s[0] + i1 * s[1] + i2 * s[2] + i3 * s[3]];
+        return;
+    }
+    /* the two axes other than q and 3: u outer, v inner */
+    int u = q == 0 ? 1 : 0, v = q == 2 ? 1 : 2;
+    for (int64_t iu = 0; iu < n[u]; iu++)
+        for (int64_t iv = 0; iv < n[v]; iv++) {
+            const uint32_t *xb = x + iu * s[u] + iv * s[v];
+            uint32_t *ob = o + iu * os[u] + iv * os[v];
+            for (int64_t q0 = 0; q0 < n[q]; q0 += TILE)
+                for (int64_t l0 = 0; l0 < n[3]; l0 += TILE) {
+                    int64_t q1 = q0 + TILE < n[q] ? q0 + TILE : n[q];
+                    int64_t l1 = l0 + TILE < n[3] ? l0 + TILE : n[3];
+                    for (int64_t iq = q0; iq < q1; iq++)
+                        for (int64_t l = l0; l < l1; l++)
+                            ob[iq * os[q] + l] = xb[iq + l * s[3]];
+                }
+        }
 }
+#undef TILE
 
 /* ---- gradients ---- */
 
