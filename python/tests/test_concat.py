@@ -170,3 +170,28 @@ def test_ops_run_where_the_tensors_live():
         a = vdev.constant(np.ones((2, 2), np.float32))
     r = [vdev.concat([a, a], 0), vdev.stack([a] * 5), vdev.transpose(a, [1, 0])]
     assert all(t.device.endswith("/device:GPU:2") for t in r)
+
+
+def test_stack_of_one_tensor_not_in_a_list():
+    # tf.stack(t) is t (axis 0); another axis is checked against t[0], then
+    # refused: Pack takes a list
+    t = vdev.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert vdev.stack(t) is t
+    got = vdev.stack(np.ones((2, 2), np.int32))
+    assert got.dtype == vdev.int32 and tuple(got.shape) == (2, 2)
+    with pytest.raises(TypeError) as e:
+        vdev.stack(t, 1)
+    assert str(e.value).startswith("Expected list for 'values' argument to 'pack' Op, not ")
+    _raises(ValueError, "Argument `axis` = 2 not in range [-2, 2)", vdev.stack, t, 2)
+    # a tuple is a list
+    np.testing.assert_array_equal(vdev.stack((t, t), 1).numpy(), np.stack([t.numpy()] * 2, 1))
+
+
+def test_perm_must_be_a_vector():
+    c3 = vdev.constant(np.zeros((2, 3, 2), np.float32))
+    err = vdev.errors.InvalidArgumentError
+    _raises(err, "perm must be a vector, not [1,3]", vdev.transpose, c3, [[2, 0, 1]])
+    _raises(err, "perm must be a vector, not [1,3]", vdev.transpose, c3,
+            vdev.constant([[2, 0, 1]], vdev.int32))
+    _raises(err, "perm must be a vector, not []", vdev.transpose, c3, 1)
+    assert tuple(vdev.transpose(vdev.constant(2.0), []).shape) == ()

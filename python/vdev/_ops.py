@@ -479,8 +479,21 @@ def stack(values, axis=0, name="stack"):
     3)" (before anything runs, as tf.stack checks it), InvalidArgumentError
     "Shapes of all inputs must match: values[0].shape = [2] !=
     values[1].shape = [3]"; an empty list is tf.stack's empty float32
-    tensor of shape [0]."""
+    tensor of shape [0]. values a tensor or an array rather than a list is,
+    as in TensorFlow, itself at axis 0 (converted) and at any other axis a
+    TypeError "Expected list for 'values' argument to 'pack' Op, not ..."."""
     axis = _lib.index(axis, "axis")
+    if not isinstance(values, (list, tuple)):
+        # one tensor (or array): tf.stack's axis 0 converts it as it is;
+        # any other axis checks it against values[0] and then refuses a
+        # non-list, as TensorFlow's Pack op does
+        t = convert_to_tensor(values)
+        if axis == 0:
+            return t
+        nd = t.ndim
+        if t.ndim and (axis < -nd or axis >= nd):
+            raise ValueError("Argument `axis` = %d not in range [%d, %d)" % (axis, -nd, nd))
+        raise TypeError("Expected list for 'values' argument to 'pack' Op, not %r." % (values,))
     ts = _values(values)
     if not ts:
         return constant(np.zeros(0, np.float32))
@@ -496,9 +509,10 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
     numpy array or an int32 tensor); perm None reverses the axes, as
     TensorFlow. 0 to 4 dimensions, any dtype. conjugate changes nothing
     for vdev's real tensors, as in TensorFlow (which conjugates complex
-    tensors only). TensorFlow's errors (InvalidArgumentError): "transpose
-    expects a vector of size 3. But input(1) is a vector of size 2", "3 is
-    out of range [0 .. 3)", "1 is missing from {0,0,2}."."""
+    tensors only). TensorFlow's errors (InvalidArgumentError): "perm must
+    be a vector, not [1,3]", "transpose expects a vector of size 3. But
+    input(1) is a vector of size 2", "3 is out of range [0 .. 3)", "1 is
+    missing from {0,0,2}."."""
     a = _t(a)
     if perm is None:
         perm = list(range(a.ndim))[::-1]
@@ -507,7 +521,13 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
             raise TypeError("perm must be an int32 tensor or a list of ints, not a %s tensor"
                             % perm.dtype.name)
         perm = perm.numpy()
-    perm = [_lib.index(p, "perm") for p in np.asarray(perm).reshape(-1).tolist()]
+    shape = np.shape(perm)
+    if len(shape) != 1:
+        from . import errors
+        raise errors.InvalidArgumentError(
+            "perm must be a vector, not [%s]" % ",".join(str(d) for d in shape),
+            "VDEV_ERR_INVALID_ARG")
+    perm = [_lib.index(p, "perm") for p in np.asarray(perm).tolist()]
     if any(p < -2 ** 31 or p >= 2 ** 31 for p in perm):
         raise ValueError("perm entries must fit int32, not %r" % (perm,))
     arr = (ctypes.c_int * max(len(perm), 1))(*perm)
