@@ -17,6 +17,9 @@
  *    17 tensors), as the placement counts them;
  *  - gradients through the tape against central finite differences, of
  *    every input (more than 4 included), on both devices;
+ *  - more than 16 tensors (lists on the heap): a dead or bad one named by
+ *    its index; a tree that runs out of memory part way frees what it made;
+ *    the peak of a join, the inputs plus twice the result;
  *  - nothing left in use at the end. */
 #define _GNU_SOURCE
 #include "check.h"
@@ -189,6 +192,81 @@ static void test_errors(void)
     vdev_tensor_t *all[] = {a, b, v3, v2, ai, sc, c3, d4};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         vdev_tensor_free(all[k]);
+}
+
+/* The paths of more than 16 tensors (their lists on the heap) and of a
+ * tree that runs out of memory part way, on dev (a simulated GPU): each
+ * error named as for a few tensors, nothing left in use but the inputs,
+ * and the peak of a join that fits: the inputs, the result and its parts
+ * (the tree's intermediate tensors, about the result's size again). */
+static void test_tree_failures(const char *dev)
+{
+    enum { N = 20 };
+    int64_t big[2] = {256, 1024}, s2[2] = {2, 3}, s3[1] = {3};
+    const uint64_t mib = 1u << 20;
+    CHECK_OK(vdev_device_push(dev));
+    const vdev_tensor_t *t[N], *sc[N];
+    vdev_tensor_t *made[N], *scalar[N];
+    for (int k = 0; k < N; k++) {
+        t[k] = made[k] = vdev_tensor_zeros(big, 2, VDEV_F32);
+        sc[k] = scalar[k] = vdev_tensor_zeros(NULL, 0, VDEV_F32);
+        CHECK(made[k] && sc[k]);
+    }
+    /* the index of a dead or bad tensor among 20 */
+    vdev_tensor_t *dead = tensor(2, s2, VDEV_F32), *v3 = tensor(1, s3, VDEV_F32);
+    vdev_tensor_free(dead);
+    struct vdev_memory_info mi;
+    CHECK_OK(vdev_memory_info(dev, &mi));
+    uint64_t inputs = mi.bytes_in_use; /* the scalars' 256 bytes each too */
+    t[18] = dead;
+    CHECK_FAILS(vdev_concat(t, N, 0), VDEV_ERR_INVALID_ARG,
+                "ConcatV2: input #18: not a live tensor (freed already, or not a tensor)");
+    CHECK_FAILS(vdev_stack(t, N, 0), VDEV_ERR_INVALID_ARG,
+                "Pack: input #18: not a live tensor (freed already, or not a tensor)");
+    t[18] = v3;
+    CHECK_FAILS(vdev_concat(t, N, 1), VDEV_ERR_INVALID_ARG,
+                "ConcatOp : Ranks of all input tensors should match: shape[0] = [256,1024] vs. "
+                "shape[18] = [3]");
+    CHECK_FAILS(vdev_stack(t, N, 0), VDEV_ERR_INVALID_ARG,
+                "Pack: Shapes of all inputs must match: values[0].shape = [256,1024] != "
+                "values[18].shape = [3]");
+    t[18] = made[18];
+    sc[19] = v3;
+    CHECK_FAILS(vdev_concat(sc, N, 0), VDEV_ERR_INVALID_ARG,
+                "ConcatOp : Ranks of all input tensors should match: shape[0] = [] vs. "
+                "shape[19] = [3]");
+    sc[19] = sc[0];
+
+    /* room for the inputs and the result, not the parts: the tree fails
+     * part way, and what it made is freed */
+    CHECK_OK(vdev_memory_set_limits(dev, 0, inputs + 32 * mib));
+    for (int stack = 0; stack <= 1; stack++) {
+        CHECK(!(stack ? vdev_stack(t, N, 2) : vdev_concat(t, N, 1)));
+        CHECK_STATUS(vdev_last_status(), VDEV_ERR_OOM);
+        CHECK(!strncmp(vdev_last_error(), "OOM when allocating tensor with shape[", 38));
+    }
+    CHECK_OK(vdev_memory_info(dev, &mi));
+    CHECK_EQ_U64(mi.bytes_in_use, inputs);
+    CHECK_OK(vdev_memory_set_limits(dev, 0, 0));
+
+    /* room enough: the peak above the inputs is the result and its parts */
+    for (int stack = 0; stack <= 1; stack++) {
+        CHECK_OK(vdev_memory_reset_peak(dev));
+        vdev_tensor_t *y = stack ? vdev_stack(t, N, 1) : vdev_concat(t, N, -1);
+        CHECK(y && vdev_tensor_numel(y) == N * 256 * 1024);
+        CHECK_OK(vdev_memory_info(dev, &mi));
+        CHECK(mi.peak_bytes_in_use <= inputs + 2 * N * mib);
+        vdev_tensor_free(y);
+    }
+    vdev_tensor_t *y = vdev_concat(sc, N, 0);
+    CHECK(y && vdev_tensor_numel(y) == N);
+    vdev_tensor_free(y);
+    for (int k = 0; k < N; k++) {
+        vdev_tensor_free(made[k]);
+        vdev_tensor_free(scalar[k]);
+    }
+    vdev_tensor_free(v3);
+    vdev_device_pop();
 }
 
 /* ---- results: loops from the definitions ---- */
@@ -591,6 +669,7 @@ int main(void)
     test_transposes("GPU:1", perms, 1);
     test_op_counts("GPU:1");
     test_gradients("GPU:1");
+    test_tree_failures("GPU:1");
     CHECK_NO_LEAK("GPU:1");
     CHECK_NO_LEAK("CPU:0");
 
