@@ -65,7 +65,8 @@ VDEV_API vdev_tensor_t *vdev_transpose(const vdev_tensor_t *a);
 /* TensorFlow's Transpose, tf.transpose(a, perm), for a tensor of any dtype
  * and 0 to 4 dimensions: output axis d is a's axis perm[d] (n entries, one
  * per axis), so the output's shape is a's permuted; a new tensor (a copy,
- * even for 0 or 1 dimensions or the identity permutation). Its gradient is
+ * even for 0 or 1 dimensions or the identity permutation; on the host,
+ * copied in cache-sized tiles). Its gradient is
  * the transpose by the inverse permutation. Errors, in TensorFlow's words
  * after "Transpose: ", VDEV_ERR_INVALID_ARG: "transpose expects a vector of
  * size 3. But input(1) is a vector of size 2" (n other than a's rank), "3
@@ -83,7 +84,11 @@ VDEV_API vdev_tensor_t *vdev_transpose_perm(const vdev_tensor_t *a, const int *p
  * gradient of each input is its slab of the output's gradient (a
  * StridedSlice). An op takes at most 4 inputs, so more tensors are joined
  * as a tree of ConcatV2 ops (each element copied at most ceil(log4 n) times:
- * once up to 4 tensors, twice up to 16); the placement log shows each. Errors, in
+ * once up to 4 tensors, twice up to 16); the placement log shows each. The
+ * tree's intermediate tensors live until its last op, so a join of more
+ * than 4 tensors needs up to twice the result's size on top of the inputs
+ * (TensorFlow's one op: the result's), and a recording tape holds them
+ * until it is freed. Errors, in
  * TensorFlow's words, VDEV_ERR_INVALID_ARG: "ConcatOp : Expected
  * concatenating dimensions in the range [-2, 2), but got 2", "ConcatOp :
  * Ranks of all input tensors should match: shape[0] = [2,3] vs. shape[1] =
