@@ -345,6 +345,49 @@ static int transpose_case(struct tcase *c, int64_t r, int64_t col, int size, int
     return 1;
 }
 
+/* Input k: int32 indices of `shape`, each in [0, rows) (rows > 0; repeats
+ * likely), or, with `bad`, every third one -1 or rows (outside). */
+static void in_indices(struct tcase *c, int k, const int64_t *shape, int nd, int64_t rows,
+                       int bad)
+{
+    set_in(c, k, shape, nd, VDEV_I32);
+    int32_t *p = c->in[k].data;
+    for (int64_t i = 0; i < c->in[k].n; i++)
+        p[i] = bad && i % 3 == 1 ? (int32_t)(i % 2 ? rows : -1)
+                                 : (int32_t)(rng_next() % (uint64_t)(rows ? rows : 1));
+}
+
+/* GATHER on [r,c] sizes: var 0 params [r,c], indices [2r+1] (repeats;
+ * none for r 0); 1 int32 words [r] by indices [2,r]; 2 params [r,2,c] by a
+ * 0-dimensional index (r > 0); 3 params [r,c] by no index. GATHER_GRAD (dy,
+ * indices, like [r,c]): var 0 indices [2r+1]; 1 indices [2,r] on [r,2,c];
+ * 2 no index (zeros); 3 indices with every third one outside [0, r), whose
+ * rows are dropped (r > 0). */
+static int gather_case(struct tcase *c, enum vdev_op op, int64_t r, int64_t col, int var)
+{
+    int grad = op == VDEV_OP_GATHER_GRAD;
+    if (var > 3 || (var == (grad ? 3 : 2) && r == 0))
+        return 0;
+    int64_t m = r ? 2 * r + 1 : 0, s2[2] = {r, col}, s3[3] = {r, 2, col}, s1[1] = {r};
+    /* params (or like) and indices per variant */
+    int pnd = var == 1 ? (grad ? 3 : 1) : var == 2 && !grad ? 3 : 2;
+    const int64_t *ps = pnd == 1 ? s1 : pnd == 3 ? s3 : s2;
+    int64_t iv[2] = {var == 1 ? 2 : var == (grad ? 2 : 3) ? 0 : m, r};
+    int ind = var == 1 ? 2 : var == 2 && !grad ? 0 : 1;
+    if (grad) {
+        int64_t dy[VDEV_MAX_DIMS];
+        int dnd = ind + pnd - 1;
+        for (int d = 0; d < dnd; d++)
+            dy[d] = d < ind ? iv[d] : ps[d - ind + 1];
+        in_f(c, 0, dy, dnd, -2, 2);
+        in_f(c, 2, ps, pnd, -2, 2); /* like params: its shape only */
+    } else {
+        in_words(c, 0, ps, pnd, var == 1);
+    }
+    in_indices(c, 1, iv, ind, r, grad && var == 3);
+    return 1;
+}
+
 /* Builds the case (op, size, var); returns 0 when that variant does not
  * exist. Sizes index SIZES (a 2-D [r, c]); variants cover each op's modes.
  * Input ranges avoid values where the op has no answer (log of a negative),
@@ -729,6 +772,9 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
     case VDEV_OP_CONCAT:
     case VDEV_OP_PACK:
         return join_case(c, op, r, col, size, var);
+    case VDEV_OP_GATHER:
+    case VDEV_OP_GATHER_GRAD:
+        return gather_case(c, op, r, col, var);
     case VDEV_OP_COUNT:
         break;
     }

@@ -316,6 +316,48 @@ static void transpose_expect(const struct tcase *c, struct texp *e)
 }
 
 /* Fills e with what c's op must produce, and its tolerance. */
+/* GATHER: output row k (the words of params' other dimensions) is
+ * params' row indices[k]. GATHER_GRAD: like's shape, zeros, then for each
+ * index in order with a row of like, dy's row k added to it in float
+ * (TensorFlow's CPU order and rounding); others dropped. Exact. */
+static void gather_expect(const struct tcase *c, struct texp *e)
+{
+    int grad = c->op == VDEV_OP_GATHER_GRAD;
+    const struct hin *ix = &c->in[1], *pm = &c->in[grad ? 2 : 0];
+    int64_t rows = pm->shape[0], row = rows ? pm->n / rows : 0, osh[VDEV_MAX_DIMS];
+    int nd = ix->ndim + pm->ndim - 1;
+    for (int d = 0; d < nd; d++)
+        osh[d] = d < ix->ndim ? ix->shape[d] : pm->shape[d - ix->ndim + 1];
+    for (int k = 0; k < VDEV_KERNEL_MAX_IN; k++)
+        free(e->v[k]);
+    memset(e->v, 0, sizeof e->v);
+    if (grad)
+        exp_out(e, 0, pm->shape, pm->ndim, VDEV_F32);
+    else
+        exp_out(e, 0, osh, nd, pm->dtype);
+    if (!rows) /* a row of 0 words, or no row and no index */
+        row = 0;
+    if (!row && !grad) { /* params [r, 0...]: nothing to take */
+        e->atol = e->rtol = 0.0;
+        return;
+    }
+    float *sum = grad ? calloc((size_t)(pm->n ? pm->n : 1), sizeof *sum) : NULL;
+    for (int64_t k = 0; k < ix->n; k++) {
+        int32_t at = I(c, 1)[k];
+        for (int64_t j = 0; j < row; j++) {
+            if (grad && at >= 0 && at < rows)
+                sum[at * row + j] += F(c, 0)[k * row + j];
+            else if (!grad)
+                e->v[0][k * row + j] = word_at(c, 0, at * row + j);
+        }
+    }
+    for (int64_t i = 0; grad && i < pm->n; i++)
+        e->v[0][i] = sum[i];
+    free(sum);
+    e->atol = 0.0;
+    e->rtol = 0.0;
+}
+
 static void expect(const struct tcase *c, struct texp *e)
 {
     memset(e, 0, sizeof *e);
@@ -740,6 +782,10 @@ static void expect(const struct tcase *c, struct texp *e)
     case VDEV_OP_CONCAT:
     case VDEV_OP_PACK:
         join_expect(c, e);
+        break;
+    case VDEV_OP_GATHER:
+    case VDEV_OP_GATHER_GRAD:
+        gather_expect(c, e);
         break;
     case VDEV_OP_COUNT:
         break;

@@ -1,7 +1,7 @@
 /* vdev/ops.h — the ops on tensors: matrix product, elementwise arithmetic
  * with numpy's broadcasting, activations, softmax, reductions, reshape,
  * transpose (any permutation), concat and stack, slices of rows and strided
- * slices, the losses (mean squared error, softmax
+ * slices, gathers of rows, the losses (mean squared error, softmax
  * cross-entropy), argmax, and 2-D convolution and pooling. Each runs on the
  * device placement picks (vdev/placement.h) and a recording tape
  * (vdev/autograd.h) differentiates it. Part of the public API:
@@ -185,6 +185,37 @@ VDEV_API vdev_tensor_t *vdev_mse(const vdev_tensor_t *pred, const vdev_tensor_t 
  * the gradient of the bad rows) is NaN. */
 VDEV_API vdev_tensor_t *vdev_softmax_cross_entropy(const vdev_tensor_t *logits,
                                                    const vdev_tensor_t *labels);
+/* TensorFlow's GatherV2 along axis 0 with batch_dims 0 (tf.gather(params,
+ * indices), what an embedding lookup is): params f32 or i32 of 1 to 4
+ * dimensions, indices i32 of any shape with rank(indices) + rank(params) - 1
+ * <= 4; the output, params' dtype, has shape indices.shape +
+ * params.shape[1:], its row k (params.shape[1:]) params' row indices[k]. A
+ * new tensor. Its gradient (a recording tape) is params' only, a dense
+ * GatherGrad op: zeros of params' shape with each row of the output's
+ * gradient added to its index's row, in the order of the indices, in float
+ * (TensorFlow's UnsortedSegmentSum of its IndexedSlices, in its CPU order),
+ * so repeated indices give the same bits on every run and every backend.
+ * On the cpu backend and on simulated GPUs it runs in O(indices x row); on a
+ * CUDA GPU it is deterministic too, without atomics: each thread owns one
+ * column of a set of params' rows and scans all the indices, about
+ * O(min(rows, 65536 / row) x indices x row) index reads for O(indices x
+ * row) additions (cheap for the usual vocabularies and batches, a cost to
+ * know for a huge vocabulary with long batches of indices). An index
+ * outside [0, params.shape[0]) is VDEV_ERR_INVALID_ARG in the words of
+ * TensorFlow's CPU kernel ("GatherV2: indices[1] = 7 is not in [0, 5)",
+ * "indices[0,2] = -1 ..." for more dimensions, "indices = 9 ..." for a
+ * 0-dimensional indices) when the indices live on the CPU or a simulated
+ * GPU, whose memory the host reads (indices an op made there are read after
+ * their device's stream has finished them); on a CUDA GPU, as on
+ * TensorFlow's GPUs, the indices are not read back: the row is zeros and its
+ * gradient is dropped. As in TensorFlow, indices are not checked when
+ * params' rows are empty (shape [5,0]). Other errors, in TensorFlow's words
+ * after "GatherV2: ": VDEV_ERR_INVALID_ARG "params must be at least 1
+ * dimensional", "Value passed to parameter 'indices' has DataType float32
+ * not in list of allowed values: int16, int32, int64"; VDEV_ERR_UNSUPPORTED
+ * "GatherV2: the result would have 5 dimensions; vdev tensors have at most
+ * 4". */
+VDEV_API vdev_tensor_t *vdev_gather(const vdev_tensor_t *params, const vdev_tensor_t *indices);
 /* Index of the largest element over the last axis, i32. */
 VDEV_API vdev_tensor_t *vdev_argmax(const vdev_tensor_t *a);
 

@@ -158,6 +158,14 @@ KERNEL(vdev_ref_transpose);
 GRAD(vdev_grad_concat);
 GRAD(vdev_grad_pack);
 GRAD(vdev_grad_transpose);
+/* gather.c: GatherV2 along axis 0 and its gradient GatherGrad */
+SHAPE(vdev_shape_gather);
+SHAPE(vdev_shape_gather_grad);
+enum vdev_status vdev_check_gather_indices(const struct vdev_tens *const *in,
+                                           const struct vdev_kernel_args *a);
+KERNEL(vdev_ref_gather);
+KERNEL(vdev_ref_gather_grad);
+GRAD(vdev_grad_gather);
 /* The window geometry of one of those ops, from its (checked) arguments:
  * x [n,h,w,c], window kh x kw, o output channels (c for the pools), strides,
  * output oh x ow, and the padding before (pt top, pl left). */

@@ -71,6 +71,10 @@ enum vdev_op {
      * are used (the others repeat input 0): i[0] the axis */
     VDEV_OP_CONCAT,       /* ConcatV2: along axis i[0] (0 <= i[0] < rank) */
     VDEV_OP_PACK,         /* Pack: a new axis i[0] (0 <= i[0] <= rank) of i[1] entries */
+    /* gathers along axis 0 (gather.c) */
+    VDEV_OP_GATHER,       /* GatherV2 (params f32/i32, indices i32) -> indices.shape + rest */
+    /* (dy, indices, like params) -> zeros of params' shape, dy's rows added at the indices */
+    VDEV_OP_GATHER_GRAD,
     VDEV_OP_COUNT
 };
 

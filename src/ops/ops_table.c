@@ -128,6 +128,11 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
     /* joins (concat.c): four inputs, the first i[1] used */
     FWD(VDEV_OP_CONCAT, "ConcatV2", 4, vdev_shape_concat, vdev_ref_concat, vdev_grad_concat, 0),
     FWD(VDEV_OP_PACK, "Pack", 4, vdev_shape_pack, vdev_ref_concat, vdev_grad_pack, 0),
+    /* gathers (gather.c): the indices checked where the host reads them */
+    [VDEV_OP_GATHER] = {.name = "GatherV2", .n_in = 2, .shape = vdev_shape_gather,
+                        .ref = vdev_ref_gather, .grad = vdev_grad_gather, .grad_reads = 2,
+                        .check = vdev_check_gather_indices},
+    NOGRAD(VDEV_OP_GATHER_GRAD, "GatherGrad", 3, vdev_shape_gather_grad, vdev_ref_gather_grad),
 };
 
 /* ---- the public ops ---- */
