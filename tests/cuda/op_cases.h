@@ -614,6 +614,41 @@ op_cases(void)
         CASE("empty", VDEV_OP_PACK, P(0, 0, 1, 2), 0, TF(G_UNIFORM, 2, 0, 3),
              TF(G_UNIFORM, 2, 0, 3), TF(G_UNIFORM, 2, 0, 3), TF(G_UNIFORM, 2, 0, 3));
     }
+    /* GATHER, GATHER_GRAD (cuda_gather.cu): indices drawn as labels in [0,
+     * classes) (classes the params' rows: repeats), int32 words, a
+     * 0-dimensional index, 2-D indices, indices outside the rows (zeros;
+     * their gradient dropped), params without rows or without columns, no
+     * index; the gradient with fewer sets of rows than rows (rows dealt
+     * round), and rows wider than the threads it aims for (one set) */
+    {
+        int64_t v = BIG(1000, 300), n = BIG(3000, 500);
+        CASE("[1000,64] by [3000]", VDEV_OP_GATHER, none, v, TF(G_UNIFORM, 2, v, 64),
+             TI(G_LABEL, 1, n));
+        CASE("i32 words [50] by [7,9]", VDEV_OP_GATHER, none, 50, TI(G_LABEL, 1, 50),
+             TI(G_LABEL, 2, 7, 9));
+        CASE("[30,2,5] by a scalar", VDEV_OP_GATHER, none, 30, TF(G_UNIFORM, 3, 30, 2, 5),
+             TI(G_LABEL, 0, 1));
+        CASE("an index outside: zeros", VDEV_OP_GATHER, none, 40, TF(G_UNIFORM, 2, 40, 33),
+             TI(G_BADLABEL, 1, 41));
+        CASE("no row, indices outside: zeros", VDEV_OP_GATHER, none, 0, TF(G_UNIFORM, 2, 0, 5),
+             TI(G_LABEL, 1, 3));
+        CASE("no column", VDEV_OP_GATHER, none, 5, TF(G_UNIFORM, 2, 5, 0), TI(G_LABEL, 1, 3));
+        CASE("no index", VDEV_OP_GATHER, none, 5, TF(G_UNIFORM, 2, 5, 3), TI(G_LABEL, 1, 0));
+        int64_t r = BIG(5000, 3000), k = BIG(4000, 300);
+        CASE("[5000,33]: rows dealt round", VDEV_OP_GATHER_GRAD, none, r,
+             TF(G_UNIFORM, 2, k, 33), TI(G_LABEL, 1, k), TF(G_UNIFORM, 2, r, 33));
+        CASE("[50,64], many repeats", VDEV_OP_GATHER_GRAD, none, 50, TF(G_UNIFORM, 2, n, 64),
+             TI(G_LABEL, 1, n), TF(G_UNIFORM, 2, 50, 64));
+        CASE("rows of 70000: one set", VDEV_OP_GATHER_GRAD, none, 3,
+             TF(G_UNIFORM, 2, 9, BIG(70000, 70000)), TI(G_LABEL, 1, 9),
+             TF(G_UNIFORM, 2, 3, BIG(70000, 70000)));
+        CASE("[2,5] into [7,3,4]", VDEV_OP_GATHER_GRAD, none, 7, TF(G_UNIFORM, 4, 2, 5, 3, 4),
+             TI(G_LABEL, 2, 2, 5), TF(G_UNIFORM, 3, 7, 3, 4));
+        CASE("an index outside: dropped", VDEV_OP_GATHER_GRAD, none, 40,
+             TF(G_UNIFORM, 2, 41, 33), TI(G_BADLABEL, 1, 41), TF(G_UNIFORM, 2, 40, 33));
+        CASE("no index: zeros", VDEV_OP_GATHER_GRAD, none, 7, TF(G_UNIFORM, 2, 0, 5),
+             TI(G_LABEL, 1, 0), TF(G_UNIFORM, 2, 7, 5));
+    }
     /* TRANSPOSE by a permutation (cuda_concat.cu; {1, 0} of a 2-D tensor
      * takes the tiled kernel): every rank, int32 words, empty */
     CASE("[3,4,5,6] by {3,1,0,2}", VDEV_OP_TRANSPOSE, perm_params(4, (int64_t[]){3, 1, 0, 2}),

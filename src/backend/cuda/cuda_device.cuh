@@ -2,7 +2,8 @@
  * files (cuda_kernels.cu: the op table and most kernels; cuda_reduce.cu:
  * reductions; cuda_updates.cu: the optimizer updates; cuda_conv.cu: convolution
  * and pooling; cuda_slice.cu: strided slices; cuda_concat.cu: ConcatV2, Pack and
- * Transpose by a permutation; cuda_blas.cu: cuBLAS, loaded on first use): grid sizing,
+ * Transpose by a permutation; cuda_gather.cu: GatherV2 and its gradient;
+ * cuda_blas.cu: cuBLAS, loaded on first use): grid sizing,
  * block-wide sums and maxima, and the launch macro.
  *
  * LAUNCH(grid, block, stream, kernel)(args...) is kernel<<<grid, block, 0,
@@ -163,6 +164,10 @@ int run_slice(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
  * a->op is one of them (its kernel queued on s, none for an empty output),
  * 0 otherwise. */
 int run_layout(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
+
+/* GatherV2 and GatherGrad (cuda_gather.cu): 1 when a->op is one of them
+ * (its kernel queued on s, none for an empty output), 0 otherwise. */
+int run_gather(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 
 } // namespace vdev_cuda
 

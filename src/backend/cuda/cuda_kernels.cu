@@ -46,7 +46,7 @@ const char *op_name(int op)
         "ReduceToShape", "ApplyMomentum", "ApplyAdam", "Sqrt", "AmsgradMoments",
         "ApplyAdamWithAmsgrad", "ClipGradient", "Slice", "SliceGrad", "Conv2D", "MaxPool",
         "AvgPool", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPoolGrad", "AvgPoolGrad",
-        "StridedSlice", "StridedSliceGrad", "ConcatV2", "Pack"};
+        "StridedSlice", "StridedSliceGrad", "ConcatV2", "Pack", "GatherV2", "GatherGrad"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -578,7 +578,9 @@ bool nothing_to_do(const vdev_cuda_args *a)
     case VDEV_OP_MSE_GRAD:
     case VDEV_OP_SOFTMAX_CE_GRAD:
     case VDEV_OP_CONCAT: /* input 0 may be empty, the others not */
-    case VDEV_OP_PACK: {
+    case VDEV_OP_PACK:
+    case VDEV_OP_GATHER: /* empty params, indices outside them: zeros to write */
+    {
         int64_t n = 1;
         for (int d = 0; d < a->out_ndim[0]; d++)
             n *= a->out_shape[0][d];
@@ -588,6 +590,8 @@ bool nothing_to_do(const vdev_cuda_args *a)
     case VDEV_OP_SLICE_GRAD: /* zeros to write where dy has no row */
     case VDEV_OP_CONV2D_BACKPROP_FILTER: /* an empty batch: zeros to write */
         return numel_in(a, 1) == 0;
+    case VDEV_OP_GATHER_GRAD: /* no index: zeros to write */
+        return numel_in(a, 2) == 0;
     case VDEV_OP_REDUCE_ROWS: /* mode 3: sums over empty blocks are zeros to write */
         return a->i[3] == 2 ? false : numel_in(a, a->i[3] == 0 ? 0 : 1) == 0;
     case VDEV_OP_ADD:
@@ -776,6 +780,10 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_CONCAT:
     case VDEV_OP_PACK:
         run_layout(a, s, n_sm); /* cuda_concat.cu */
+        break;
+    case VDEV_OP_GATHER:
+    case VDEV_OP_GATHER_GRAD:
+        run_gather(a, s, n_sm); /* cuda_gather.cu */
         break;
     default:
         snprintf(msg, cap, "CUDA plugin: no CUDA kernel for op %d (%s); this build knows ops 0..%d",
