@@ -262,6 +262,7 @@ _PROTOS = {
     "vdev_transpose_perm": (_h, [_h, _intp, ctypes.c_int]),
     "vdev_concat": (_h, [ctypes.POINTER(_h), ctypes.c_int, ctypes.c_int]),
     "vdev_stack": (_h, [ctypes.POINTER(_h), ctypes.c_int, ctypes.c_int]),
+    "vdev_gather": (_h, [_h, _h]),
     "vdev_slice_rows": (_h, [_h, ctypes.c_int64, ctypes.c_int64]),
     "vdev_row": (_h, [_h, ctypes.c_int64]),
     "vdev_strided_slice": (_h, [_h, ctypes.c_int, _i64p, _i64p, _i64p, ctypes.c_int,

@@ -534,6 +534,60 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
     return _made_op(lib.vdev_transpose_perm(a._handle, arr, len(perm)), "Transpose: ")
 
 
+def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
+    """tf.gather with batch_dims=0: the slices of params along axis (None:
+    0; negative counts from the end) at indices (int32, any shape), shape
+    params.shape[:axis] + indices.shape + params.shape[axis + 1:] (4
+    dimensions at most); params float32 or int32. Along axis 0 it is one
+    GatherV2 op (vdev_gather in vdev/ops.h); along another axis, that axis
+    is brought first with a transpose, gathered, and the result transposed
+    back (two copies more). The gradient of params is a dense tensor
+    (TensorFlow's is IndexedSlices; converted to a tensor they are equal):
+    the output's gradient rows added to their indices' rows, in the order of
+    the indices. validate_indices is ignored, as TensorFlow ignores it.
+    TensorFlow's errors in its words: InvalidArgumentError "indices[1] = 7
+    is not in [0, 5)" (on the CPU and simulated GPUs; a CUDA GPU gives a
+    row of zeros, as TensorFlow's GPUs), "params must be at least 1
+    dimensional", "Expected axis in the range [-2, 2), but got 2"; TypeError
+    "Value passed to parameter 'indices' has DataType float32 not in list
+    of allowed values: int16, int32, int64". batch_dims other than 0 is
+    NotImplementedError."""
+    if isinstance(batch_dims, Tensor):
+        batch_dims = batch_dims.numpy()
+    if _lib.index(batch_dims, "batch_dims") != 0:
+        raise NotImplementedError("vdev.gather takes batch_dims=0 only, not %r (gathers of "
+                                  "whole slices along one axis)" % (batch_dims,))
+    params = _t(params)
+    if not isinstance(indices, Tensor):
+        with _near(params):
+            indices = convert_to_tensor(indices)
+    if indices.dtype is not int32:
+        raise TypeError("Value passed to parameter 'indices' has DataType %s not in list of "
+                        "allowed values: int16, int32, int64" % indices.dtype.name)
+    if isinstance(axis, Tensor):
+        axis = axis.numpy()
+    axis = 0 if axis is None else _lib.index(axis, "axis")
+    nd = params.ndim
+    if nd >= 1 and axis != 0:
+        if axis < -nd or axis >= nd:
+            from . import errors
+            raise errors.InvalidArgumentError(
+                None, None, "Expected axis in the range [%d, %d), but got %d" % (-nd, nd, axis))
+        axis %= nd
+    if nd < 1 or axis == 0:
+        return _made_op(lib.vdev_gather(params._handle, indices._handle), "GatherV2: ")
+    ni = indices.ndim
+    if ni + nd - 1 > 4:  # the C op's words, before any copy
+        from . import errors
+        raise errors.UnimplementedError(
+            None, None, "the result would have %d dimensions; vdev tensors have at most 4"
+            % (ni + nd - 1))
+    first = transpose(params, [axis] + [d for d in range(nd) if d != axis])
+    g = _made_op(lib.vdev_gather(first._handle, indices._handle), "GatherV2: ")
+    back = list(range(ni, ni + axis)) + list(range(ni)) + list(range(ni + axis, ni + nd - 1))
+    return transpose(g, back)
+
+
 def argmax(input, axis=None, output_type=int32, name=None):
     """Index of the largest element along axis, int32 (TensorFlow's default
     output_type is int64, which vdev has not: output_type, tf.math.argmax's

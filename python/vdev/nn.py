@@ -29,6 +29,11 @@ padding (the max and the mean of the elements inside the input). Left out,
 each refused with UnimplementedError: data_format "NCHW", dilations other
 than 1, explicit padding (a list), strides or windows over the batch or the
 channels, grouped convolution.
+
+``embedding_lookup(params, ids)`` is ``tf.nn.embedding_lookup`` for one
+params tensor (or a list of one): ``vdev.gather(params, ids)``, rows of
+params at ids. Sharded params (a list of several tensors) and max_norm are
+refused with UnimplementedError.
 """
 
 import numbers
@@ -36,8 +41,8 @@ from collections import abc
 
 from . import _lib, _strategy_context, errors
 from ._lib import lib
-from ._ops import (_near, _new, _t, divide, log_softmax, multiply, reduce_sum, relu, sigmoid,
-                   softmax, tanh)
+from ._ops import (_near, _new, _t, divide, gather, log_softmax, multiply, reduce_sum, relu,
+                   sigmoid, softmax, tanh)
 from ._tensor import Tensor, convert_to_tensor
 
 
@@ -200,5 +205,34 @@ def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
     return _pool("avg_pool2d", lib.vdev_avg_pool2d, input, ksize, strides, padding, data_format)
 
 
+# ---- embeddings ----
+
+def embedding_lookup(params, ids, max_norm=None, name=None):
+    """tf.nn.embedding_lookup for a single params tensor [vocabulary, ...]
+    (or a list of one): its rows at ids (int32, any shape), shape ids.shape
+    + params.shape[1:], as ``vdev.gather(params, ids)``; the gradient of
+    params is dense (TensorFlow's IndexedSlices, summed). TensorFlow's
+    errors: ValueError "Need at least one param" for an empty list ("params
+    must be specified" for None),
+    InvalidArgumentError "indices[1] = 7 is not in [0, 5)" (CPU, simulated
+    GPUs; zeros on a CUDA GPU, as TensorFlow's GPUs). Several params
+    (TensorFlow's sharding by partition_strategy) and max_norm are
+    UnimplementedError."""
+    if params is None:
+        raise ValueError("params must be specified")
+    if isinstance(params, (list, tuple)):
+        if not params:
+            raise ValueError("Need at least one param")
+        if len(params) > 1:
+            raise _unimplemented("vdev.nn.embedding_lookup takes one params tensor (or a list "
+                                 "of one), not %d: vdev does not shard embeddings"
+                                 % len(params))
+        params = params[0]
+    if max_norm is not None:
+        raise _unimplemented("vdev.nn.embedding_lookup takes max_norm=None only, not %r"
+                             % (max_norm,))
+    return gather(params, ids)
+
+
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "compute_average_loss", "conv2d",
-           "max_pool2d", "avg_pool2d"]
+           "max_pool2d", "avg_pool2d", "embedding_lookup"]
