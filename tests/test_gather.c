@@ -68,12 +68,14 @@ static void test_errors(const char *dev)
     vdev_tensor_t *i3 = ints(3, s222, (const int32_t *)zeros);
     CHECK(p && sc && ib && in && i2 && i9 && if2 && fi && i0 && ie && p50 && p03 && p3 && i3);
 
-    CHECK_FAILS(vdev_gather(p, ib), VDEV_ERR_INVALID_ARG, "GatherV2: indices[1] = 7 is not in [0, 5)");
+    CHECK_FAILS(vdev_gather(p, ib), VDEV_ERR_INVALID_ARG,
+                "GatherV2: indices[1] = 7 is not in [0, 5)");
     CHECK_FAILS(vdev_gather(p, in), VDEV_ERR_INVALID_ARG,
                 "GatherV2: indices[0] = -1 is not in [0, 5)");
     CHECK_FAILS(vdev_gather(p, i2), VDEV_ERR_INVALID_ARG,
                 "GatherV2: indices[1,2] = 5 is not in [0, 5)");
-    CHECK_FAILS(vdev_gather(p, i9), VDEV_ERR_INVALID_ARG, "GatherV2: indices = 9 is not in [0, 5)");
+    CHECK_FAILS(vdev_gather(p, i9), VDEV_ERR_INVALID_ARG,
+                "GatherV2: indices = 9 is not in [0, 5)");
     CHECK_FAILS(vdev_gather(p, if2), VDEV_ERR_INVALID_ARG,
                 "GatherV2: indices[0] = 7 is not in [0, 5)");
     CHECK_FAILS(vdev_gather(p03, i0), VDEV_ERR_INVALID_ARG,
@@ -87,10 +89,12 @@ static void test_errors(const char *dev)
                 "GatherV2: the result would have 5 dimensions; vdev tensors have at most 4");
     /* as TensorFlow: rows of no element check nothing; no index, nothing */
     vdev_tensor_t *r = vdev_gather(p50, if2);
-    CHECK(r && vdev_tensor_ndim(r) == 2 && vdev_tensor_dim(r, 0) == 2 && vdev_tensor_dim(r, 1) == 0);
+    CHECK(r && vdev_tensor_ndim(r) == 2 && vdev_tensor_dim(r, 0) == 2 &&
+          vdev_tensor_dim(r, 1) == 0);
     vdev_tensor_free(r);
     r = vdev_gather(p03, ie);
-    CHECK(r && vdev_tensor_ndim(r) == 2 && vdev_tensor_dim(r, 0) == 0 && vdev_tensor_dim(r, 1) == 3);
+    CHECK(r && vdev_tensor_ndim(r) == 2 && vdev_tensor_dim(r, 0) == 0 &&
+          vdev_tensor_dim(r, 1) == 3);
     vdev_tensor_free(r);
 
     /* indices an op made on the device (argmax of rows whose largest is

@@ -1,5 +1,6 @@
 """Layers, as ``tf.keras.layers``: ``Dense``, and ``Conv2D``,
-``MaxPooling2D``, ``AveragePooling2D`` and ``Flatten`` (from _conv_layers.py).
+``MaxPooling2D``, ``AveragePooling2D`` and ``Flatten`` (from _conv_layers.py),
+``Embedding`` (from _embedding.py).
 
 ``Dense(units, activation)`` computes act(x @ W + b) with W Glorot-uniform
 and b zeros (Keras's kernel_initializer / bias_initializer: a name or a
@@ -30,7 +31,8 @@ from . import _lib, _ops, _strategy_context, initializers, random
 from ._device import current_device, device
 from ._tensor import Tensor, Variable, float32
 
-__all__ = ["AveragePooling2D", "Conv2D", "Dense", "Flatten", "Layer", "MaxPooling2D"]
+__all__ = ["AveragePooling2D", "Conv2D", "Dense", "Embedding", "Flatten", "Layer",
+           "MaxPooling2D"]
 
 _ACTIVATIONS = {None: None, "linear": None, "relu": _ops.relu, "tanh": _ops.tanh,
                 "sigmoid": _ops.sigmoid, "softmax": _ops.softmax}
@@ -413,3 +415,4 @@ class Dense(Layer):
 
 # the convolutional layers build on Layer and Dense's helpers above
 from ._conv_layers import AveragePooling2D, Conv2D, Flatten, MaxPooling2D  # noqa: E402
+from ._embedding import Embedding  # noqa: E402

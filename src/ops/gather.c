@@ -46,8 +46,9 @@ static enum vdev_status indices_dtype(const struct vdev_kernel_args *a, int k)
                       "%s: Value passed to parameter 'indices' has DataType %s not in list of "
                       "allowed values: int16, int32, int64",
                       vdev_op_defs[a->op].name,
-                      a->in_dtype[k] == VDEV_F32 ? "float32"
-                                                 : vdev_dtype_name((enum vdev_dtype)a->in_dtype[k]));
+                      a->in_dtype[k] == VDEV_F32
+                          ? "float32"
+                          : vdev_dtype_name((enum vdev_dtype)a->in_dtype[k]));
 }
 
 /* indices.shape + params.shape[1:] into out (ndim in *nd); VDEV_OK, or
