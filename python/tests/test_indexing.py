@@ -192,8 +192,8 @@ def test_tensor_indices_other_than_int32_scalars_are_tensorflows_type_error():
 
 
 SUPPORTED = ("vdev indexes with ints, slices (with steps), `...` and None (tf.newaxis); %s is "
-             "not supported (vdev has no gathering slice op, TensorFlow's boolean_mask and "
-             "gather): index the host copy, x.numpy()[...]")
+             "not supported (TensorFlow's boolean_mask: vdev has no mask op): index the host "
+             "copy, x.numpy()[...]")
 
 
 @pytest.mark.parametrize("key,what", [

@@ -44,8 +44,8 @@ _TF_TYPE = ("Only integers, slices (`:`), ellipsis (`...`), tf.newaxis (`None`) 
             "tf.int32/tf.int64 tensors are valid indices, got %r")
 
 SUPPORTED = ("vdev indexes with ints, slices (with steps), `...` and None (tf.newaxis); %s is "
-             "not supported (vdev has no gathering slice op, TensorFlow's boolean_mask and "
-             "gather): index the host copy, x.numpy()[...]")
+             "not supported (TensorFlow's boolean_mask: vdev has no mask op): index the host "
+             "copy, x.numpy()[...]")
 
 
 def _unsupported(what):
