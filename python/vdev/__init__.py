@@ -44,6 +44,8 @@ from . import optimizers
 from . import placement
 from . import distribute, random, train
 from .dlpack import from_dlpack
+from ._functional import Input  # tf.keras.Input
+from .models import Model  # tf.keras.Model: Model(inputs, outputs), Keras's functional API
 
 __version__ = _c.vdev_version().decode()
 
@@ -105,7 +107,7 @@ __all__ = ["DType", "Tensor", "TensorShape", "Variable", "as_dtype", "constant",
            "transpose",
            "device",
            "DeviceSpec", "GradientTape", "UnconnectedGradients",
-           "OutOfMemoryError", "errors", "callbacks", "config", "debugging", "initializers",
+           "Input", "Model", "OutOfMemoryError", "errors", "callbacks", "config", "debugging", "initializers",
            "layers", "losses", "math",
            "models", "nn", "optimizers", "placement", "random", "from_dlpack", "init",
            "distribute", "train",

@@ -107,6 +107,22 @@ def _as_array(a, what):
     return np.asarray(a)
 
 
+class _Inputs:
+    """The arrays of a model of several inputs (a functional model's), taken
+    together: ``shape[0]`` their rows, ``[idx]`` the same rows of each; the
+    model takes it as the list of its inputs."""
+
+    def __init__(self, arrays):
+        self.arrays = list(arrays)
+
+    @property
+    def shape(self):
+        return self.arrays[0].shape[:1]
+
+    def __getitem__(self, idx):
+        return _Inputs([a[idx] for a in self.arrays])
+
+
 def _keras_optimizer(optimizer, strategy):
     if isinstance(optimizer, optimizers.Optimizer):
         return optimizer
@@ -308,7 +324,9 @@ class Model:
             outs[ctx.replica_id_in_sync_group] = out.numpy()
             return loss
 
-        per_replica = strategy.run(step, args=(strategy._batch(xb), strategy._batch(yb)))
+        xd = ([strategy._batch(a) for a in xb.arrays] if isinstance(xb, _Inputs)
+              else strategy._batch(xb))
+        per_replica = strategy.run(step, args=(xd, strategy._batch(yb)))
         loss = strategy.reduce("SUM", per_replica, axis=None)
         return float(loss), np.concatenate([outs[r] for r in sorted(outs)])
 
@@ -362,25 +380,32 @@ class Model:
         return x
 
     def _data(self, x, y, what="fit"):
-        x = self._one_input(x)
+        # a functional model takes a list of one array per input (or a
+        # dict by the Inputs' names), its count checked in Keras's words
+        input_list = getattr(self, "_input_list", None)
+        xs = ([_as_array(a, "x") for a in input_list(x)] if input_list is not None
+              else [_as_array(self._one_input(x), "x")])
         if (isinstance(y, (list, tuple)) and len(y) == 1
                 and isinstance(y[0], (np.ndarray, Tensor)) and y[0].ndim >= 1
-                and getattr(x, "shape", ())[:1] == tuple(y[0].shape)[:1] != (1,)):
+                and getattr(xs[0], "shape", ())[:1] == tuple(y[0].shape)[:1] != (1,)):
             y = y[0]  # Keras's targets of a model of one output
-        x, y = _as_array(x, "x"), _as_array(y, "y")
-        if x is None or x.ndim == 0 or x.shape[0] == 0:
+        y = _as_array(y, "y")
+        if any(a is None or a.ndim == 0 or a.shape[0] == 0 for a in xs):
             raise ValueError("Expect x to be a non-empty array or dataset.")
-        if y is not None and (y.ndim == 0 or y.shape[0] != x.shape[0]):
-            raise ValueError("Data cardinality is ambiguous:\n  x sizes: %d\n  y sizes: %s\n"
+        rows = xs[0].shape[0]
+        if any(a.shape[0] != rows for a in xs) or (y is not None and (
+                y.ndim == 0 or y.shape[0] != rows)):
+            raise ValueError("Data cardinality is ambiguous:\n  x sizes: %s\n%s"
                              "Make sure all arrays contain the same number of samples."
-                             % (x.shape[0], y.shape[0] if y.ndim else "()"))
-        if x.dtype.kind in "fb" and x.dtype != np.float32:
-            x = x.astype(np.float32)
+                             % (", ".join(str(a.shape[0]) for a in xs), "" if y is None else
+                                "  y sizes: %s\n" % (y.shape[0] if y.ndim else "()",)))
+        xs = [a.astype(np.float32) if a.dtype.kind in "fb" and a.dtype != np.float32 else a
+              for a in xs]
         if y is not None and y.dtype.kind == "b":
             # Keras casts bool targets to the predictions' dtype (or to int
             # labels); vdev's tensors take no bools, its losses take floats
             y = y.astype(np.float32)
-        return x, y
+        return (xs[0] if len(xs) == 1 else _Inputs(xs)), y
 
     @staticmethod
     def _batch_size(batch_size, n, steps):

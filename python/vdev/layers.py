@@ -22,6 +22,7 @@ another width, or of fewer than two dimensions, is refused in Keras's words,
 naming the layer.
 """
 
+import functools
 import hashlib
 import numbers
 import re
@@ -32,7 +33,10 @@ from ._device import current_device, device
 from ._tensor import Tensor, Variable, float32
 
 __all__ = ["AveragePooling2D", "Conv2D", "Dense", "Embedding", "Flatten", "Layer",
-           "MaxPooling2D"]
+           "MaxPooling2D",
+           # Keras's functional API (vdev/_functional.py, vdev/_merge_layers.py)
+           "Add", "Average", "Concatenate", "Input", "InputLayer", "Lambda", "Multiply",
+           "Subtract", "add", "average", "concatenate", "multiply", "subtract"]
 
 _ACTIVATIONS = {None: None, "linear": None, "relu": _ops.relu, "tanh": _ops.tanh,
                 "sigmoid": _ops.sigmoid, "softmax": _ops.softmax}
@@ -134,6 +138,26 @@ def _make_weights(layer, kernel_shape, bias_shape):
     layer._variables = [kernel] + ([bias] if bias is not None else [])
 
 
+_NO_INPUTS = object()
+
+
+def _symbolic_aware(call):
+    """A layer class's __call__, wrapped for Keras's functional API: given
+    symbolic tensors (vdev.Input's, or a layer's outputs on them), the call
+    is recorded in the graph and gives symbolic outputs of the layer's
+    output shape (vdev/_functional.py); given anything else, it computes."""
+    @functools.wraps(call)
+    def __call__(self, inputs=_NO_INPUTS, *args, **kwargs):
+        if inputs is _NO_INPUTS:
+            return call(self, *args, **kwargs)
+        from . import _functional
+        if _functional.is_symbolic(inputs):
+            return _functional.symbolic_call(self, inputs, args, kwargs)
+        return call(self, inputs, *args, **kwargs)
+    __call__._vdev_symbolic = True
+    return __call__
+
+
 class Layer:
     """A callable holding variables. A layer made without a name gets its
     class's, numbered per process as Keras numbers them (dense, dense_1,
@@ -142,6 +166,15 @@ class Layer:
     ``trainable_variables`` (each of its variables is a non-trainable
     weight), while the variables' own ``trainable`` flags stay as they
     were; a model's setting sets every layer in it."""
+
+    def __init_subclass__(cls, **kwargs):
+        """Each subclass's own __call__ also takes symbolic tensors (Keras's
+        functional API: vdev.Input, vdev.models.Model), as Keras's base
+        Layer.__call__ does for every layer."""
+        super().__init_subclass__(**kwargs)
+        call = cls.__dict__.get("__call__")
+        if call is not None and not getattr(call, "_vdev_symbolic", False):
+            cls.__call__ = _symbolic_aware(call)
 
     def __init__(self, name=None, trainable=True):
         self.name = name or _unique_name(_snake_case(type(self).__name__))
@@ -416,3 +449,7 @@ class Dense(Layer):
 # the convolutional layers build on Layer and Dense's helpers above
 from ._conv_layers import AveragePooling2D, Conv2D, Flatten, MaxPooling2D  # noqa: E402
 from ._embedding import Embedding  # noqa: E402
+# Keras's functional API: Input and the merge layers build on the above
+from ._functional import Input, InputLayer  # noqa: E402
+from ._merge_layers import (Add, Average, Concatenate, Lambda, Multiply, Subtract,  # noqa: E402
+                            add, average, concatenate, multiply, subtract)

@@ -1,16 +1,21 @@
-"""Models, as ``tf.keras``: ``Sequential``, and ``MLP``, a stack of Dense
+"""Models, as ``tf.keras``: ``Sequential``, ``Model`` (Keras's functional
+model, vdev/_functional.py), and ``MLP``, a stack of Dense
 layers with the seeds vdev's C ``vdev_mlp_new`` uses, so a model built here
 starts from the same weights as the C model of the same seed (and trains to
-the same numbers). Both have Keras's compile / fit / evaluate / predict and
+the same numbers). All have Keras's compile / fit / evaluate / predict and
 save_weights / load_weights (vdev/_fit.py)."""
 
 import numpy as np
 
 from . import _lib
-from ._fit import Model
+from ._fit import Model as _Training
+from ._functional import Functional, _row
 from .layers import Conv2D, Dense, Layer, _dedup
 
-__all__ = ["MLP", "Sequential"]
+__all__ = ["MLP", "Model", "Sequential"]
+
+# Keras's Model(inputs, outputs): a functional model (vdev/_functional.py)
+Model = Functional
 
 
 def _build(layer, shape):
@@ -27,7 +32,7 @@ def _build(layer, shape):
         layer.build(shape[-1])
 
 
-class Sequential(Layer, Model):
+class Sequential(Layer, _Training):
     """Keras's ``Sequential``: ``layers`` applied in order, each a vdev layer
     or any callable; ``add`` appends one. Keras's ``compile``, ``fit``,
     ``evaluate``, ``predict``, ``save_weights`` and ``load_weights`` come
@@ -159,25 +164,7 @@ class Sequential(Layer, Model):
             positions = [int(line_length * p) for p in positions]
 
         def row(fields):
-            left = [str(f) for f in fields]
-            while any(left):
-                line = ""
-                for col in range(len(left)):
-                    start = positions[col - 1] if col > 0 else 0
-                    space = 2 if col != len(positions) - 1 else 0
-                    cutoff = positions[col] - start - space
-                    fit = left[col][:cutoff]
-                    breaks = [fit.find(x) + len(x) for x in ("),", "},", "],", "',")
-                              if fit.find(x) >= 0]
-                    if breaks:
-                        cutoff = min(breaks)
-                        fit = fit[:cutoff]
-                    if col == 0:
-                        line += " "
-                    line += fit + " " * space
-                    left[col] = left[col][cutoff:]
-                    line += " " * (positions[col] - len(line))
-                print_fn(line)
+            _row(fields, positions, print_fn)
 
         print_fn('Model: "%s"' % self.name)
         print_fn("_" * line_length)
