@@ -1,4 +1,5 @@
-"""Keras's training methods for vdev's models (``Sequential``, ``MLP``):
+"""Keras's training methods for vdev's models (``Sequential``, ``MLP``, and
+the functional ``Model``, whose x is a list of arrays for several inputs):
 ``compile``, ``fit``, ``evaluate``, ``predict``, ``save_weights`` and
 ``load_weights``, with Keras 2.11's arguments, defaults, return values and
 errors where vdev can honour them (README, "Python", says what differs).
