@@ -2,15 +2,18 @@
 ``Ones``, ``Constant``, ``RandomNormal``, ``RandomUniform``,
 ``TruncatedNormal``, ``VarianceScaling`` and its Glorot, He and LeCun forms)
 with Keras's arguments, ``get_config``/``from_config``, and ``get``, which
-takes Keras's string names ('glorot_uniform', 'he_normal', ...), Keras's
-serialized dict ({'class_name': 'GlorotUniform', 'config': {'seed': 1}}), an
-initializer, or a callable ``f(shape, dtype=None)``. Keras's fan_in/fan_out:
+takes Keras's string names ('glorot_uniform', 'he_normal', ..., and its
+older 'uniform', 'normal', 'one' and 'zero'), Keras's serialized dict
+({'class_name': 'GlorotUniform', 'config': {'seed': 1}}), an initializer,
+or a callable ``f(shape, dtype=None)``. Keras's fan_in/fan_out:
 a 2-D shape [in, out] gives fan_in = in, fan_out = out; a 1-D shape [n]
 gives both n. The numbers come from vdev's counter-based generator (the same
 for a seed on every device), not TensorFlow's. The truncated normal
 (TruncatedNormal and the "normal" VarianceScaling, as Keras's, cut at two
 standard deviations) draws normals and redraws those out of range with the
-following seeds, on the host.
+following seeds, on the host. As in Keras, the lower-case names (``zeros``,
+``ones``, ``constant``, ``random_uniform``, ``glorot_uniform``, ...) are the
+classes.
 """
 
 import math
@@ -18,13 +21,14 @@ import math
 import numpy as np
 
 from . import random
-from ._tensor import constant, float32, fill, ones, zeros
+from ._tensor import constant as _constant, fill as _fill, float32, ones as _ones, zeros as _zeros
 
 __all__ = ["Constant", "GlorotNormal", "GlorotUniform", "HeNormal", "HeUniform", "Initializer",
            "LecunNormal", "LecunUniform", "Ones", "RandomNormal", "RandomUniform",
-           "TruncatedNormal", "VarianceScaling", "Zeros", "deserialize", "get", "glorot_normal",
-           "glorot_uniform", "he_normal", "he_uniform", "lecun_normal", "lecun_uniform",
-           "random_normal", "random_uniform", "serialize", "truncated_normal"]
+           "TruncatedNormal", "VarianceScaling", "Zeros", "constant", "deserialize", "get",
+           "glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "lecun_normal",
+           "lecun_uniform", "ones", "random_normal", "random_uniform", "serialize",
+           "truncated_normal", "variance_scaling", "zeros"]
 
 
 def _fans(shape):
@@ -53,7 +57,7 @@ def _truncated(shape, mean, stddev, seed):
         out[bad] = more[bad]
         bad = np.abs(out) > 2
         k += 1
-    return constant(np.asarray(out * stddev + mean, np.float32))
+    return _constant(np.asarray(out * stddev + mean, np.float32))
 
 
 class Initializer:
@@ -84,7 +88,7 @@ class Zeros(Initializer):
 
     def __call__(self, shape, dtype=None):
         _float(dtype)
-        return zeros(tuple(shape))
+        return _zeros(tuple(shape))
 
 
 class Ones(Initializer):
@@ -92,7 +96,7 @@ class Ones(Initializer):
 
     def __call__(self, shape, dtype=None):
         _float(dtype)
-        return ones(tuple(shape))
+        return _ones(tuple(shape))
 
 
 class Constant(Initializer):
@@ -103,7 +107,7 @@ class Constant(Initializer):
 
     def __call__(self, shape, dtype=None):
         _float(dtype)
-        return fill(tuple(shape), float(self.value))
+        return _fill(tuple(shape), float(self.value))
 
     def get_config(self):
         return {"value": self.value}
@@ -215,6 +219,9 @@ _NAMES = {
 }
 for _c in list(_NAMES.values()):
     _NAMES[_c.__name__] = _c
+# Keras's older names, which its get and deserialize still take ('uniform' is
+# the default initializer of Keras's Embedding)
+_NAMES.update(uniform=RandomUniform, normal=RandomNormal, one=Ones, zero=Zeros)
 
 
 def _get(identifier, seed):
@@ -279,7 +286,9 @@ def get(identifier):
         return identifier() if isinstance(identifier, type) else identifier
     raise ValueError("Could not interpret initializer identifier: %s" % (identifier,))
 
-# the lower-case aliases Keras exports (tf.keras.initializers.glorot_uniform...)
+# the lower-case aliases Keras exports (tf.keras.initializers.glorot_uniform,
+# tf.keras.initializers.zeros...): the classes
+zeros, ones, constant, variance_scaling = Zeros, Ones, Constant, VarianceScaling
 glorot_uniform, glorot_normal = GlorotUniform, GlorotNormal
 he_normal, he_uniform, lecun_normal, lecun_uniform = HeNormal, HeUniform, LecunNormal, LecunUniform
 random_normal, random_uniform, truncated_normal = RandomNormal, RandomUniform, TruncatedNormal
