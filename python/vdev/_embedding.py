@@ -7,14 +7,21 @@ Sequential model builds its first layer, on the device scope the layer was
 made in (mirrored under a strategy's scope), drawn by
 embeddings_initializer ('uniform', Keras's default: RandomUniform(-0.05,
 0.05)) with the layer's seed. Float inputs are cast to int32 as Keras casts
-them (truncated toward zero). Keras's arguments are taken in Keras's order
+them (truncated toward zero); an int64 id outside int32 is TensorFlow's
+InvalidArgumentError for the first id outside the table ("indices[0,1] =
+4294967296 is not in [0, 10)"), as Keras, which keeps int64 ids, gets.
+Keras's arguments are taken in Keras's order
 and checked as Keras checks them; what vdev has not (regularizers,
 constraints, mask_zero, sparse) is a ValueError naming it, as Dense refuses
 its. Its gradient is dense (TensorFlow's is IndexedSlices): every row of
-the table, zeros where no input looked.
+the table, zeros where no input looked, so a training step holds one more
+tensor the table's size (two under a MirroredStrategy: the gradient and its
+all-reduced sum) besides the optimizer's slots.
 """
 
 import numbers
+
+import numpy as np
 
 from . import _ops, _strategy_context, initializers, nn, random
 from ._device import current_device, device
@@ -31,6 +38,24 @@ def _base():
 def _positive_int(value):
     return (isinstance(value, numbers.Integral) and not isinstance(value, bool)
             and value > 0)
+
+
+def _check_wide_ids(x, rows):
+    """Keras looks int64 ids up as they are, so an id outside int32 (which
+    vdev's int32 indices cannot hold) is TensorFlow's InvalidArgumentError
+    for the first id outside [0, rows), as an id in int32 but outside the
+    rows is; other ids pass on."""
+    a = np.asarray(x) if isinstance(x, (list, tuple, np.ndarray, np.generic)) else None
+    if a is None or a.dtype.kind not in "iu" or not a.size:
+        return
+    if a.min() >= -2 ** 31 and a.max() < 2 ** 31:
+        return
+    flat = a.reshape(-1)
+    k = int(np.flatnonzero((flat < 0) | (flat >= rows))[0])
+    at = "[%s]" % ",".join(str(int(i)) for i in np.unravel_index(k, a.shape)) if a.ndim else ""
+    from .errors import InvalidArgumentError
+    raise InvalidArgumentError(None, None, "indices%s = %d is not in [0, %d)"
+                               % (at, int(flat[k]), rows))
 
 
 class Embedding(_base()):
@@ -71,9 +96,7 @@ class Embedding(_base()):
         self._batch_input_shape = (None,) + tuple(None if d is None else int(d)
                                                   for d in input_shape)
         self.seed = random._seed(seed)
-        init = "random_uniform" if embeddings_initializer == "uniform" else \
-            embeddings_initializer
-        self.embeddings_initializer = initializers._get(init, self.seed)
+        self.embeddings_initializer = initializers._get(embeddings_initializer, self.seed)
         if self.embeddings_initializer is None:
             raise ValueError("Could not interpret initializer identifier: None")
         self._device = current_device()
@@ -126,6 +149,11 @@ class Embedding(_base()):
                 lens[i] = s2
         return (shape[0],) + tuple(lens) + (self.output_dim,)
 
+    def compute_mask(self, inputs, mask=None):
+        """Keras's: None, as for mask_zero=False (the only value vdev
+        takes)."""
+        return None
+
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable, "dtype": "float32",
                 "batch_input_shape": self._batch_input_shape,
@@ -146,6 +174,7 @@ class Embedding(_base()):
     def __call__(self, inputs, training=None, mask=None):
         x = inputs
         if not isinstance(x, Tensor):
+            _check_wide_ids(x, self.input_dim)
             with _ops._near(self.embeddings):
                 x = _ops.convert_to_tensor(x)
         if x.dtype is not int32:  # Keras's cast of float ids
