@@ -145,3 +145,31 @@ def test_compute_mask_is_none():
     e = layers.Embedding(10, 3)
     assert e.compute_mask(np.zeros((2, 3), np.int32)) is None
     assert e.compute_mask(np.zeros((2, 3), np.int32), mask=np.ones((2, 3), bool)) is None
+
+
+@pytest.mark.parametrize("mirrored", [False, True])
+def test_a_step_of_a_big_table_holds_one_gradient_of_its_size(mirrored):
+    # the dense gradient, as the README says: one more tensor the table's
+    # size at the peak of a step (two under a strategy: the gradient and
+    # its all-reduced sum), nothing more
+    rows, width = 100000, 64
+    table = rows * width * 4
+    rng = np.random.default_rng(3)
+    ids = rng.integers(0, rows, size=(32, 20)).astype(np.int32)
+    y = (ids[:, 0] % 2).astype(np.int32)
+    scope = (vdev.distribute.MirroredStrategy(["GPU:0", "GPU:1"]).scope() if mirrored
+             else vdev.device("GPU:0"))
+    with scope:
+        m = vdev.models.Sequential([layers.Embedding(rows, width, input_length=20, seed=1),
+                                    layers.Flatten(), layers.Dense(2, seed=2)])
+        m.compile(optimizer="adam", loss=ce())
+        m.fit(ids, y, batch_size=32, verbose=0)  # makes Adam's slots
+        exp = vdev.config.experimental
+        exp.reset_memory_stats("GPU:0")
+        held = exp.get_memory_info("GPU:0")["current"]
+        assert held >= 3 * table  # the table, Adam's m and v
+        m.fit(ids, y, batch_size=32, verbose=0)
+        mi = exp.get_memory_info("GPU:0")
+    assert mi["current"] == held
+    grads = 2 if mirrored else 1
+    assert grads * table <= mi["peak"] - held <= grads * table + table // 8
