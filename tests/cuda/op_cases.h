@@ -713,6 +713,16 @@ op_cases(void)
          TF(G_UNIFORM, 4, 2, 0, 0, 2), TF(G_UNIFORM, 4, 2, 0, 0, 2));
     CASE("empty output", VDEV_OP_AVG_POOL_GRAD, p3, 0, TF(G_UNIFORM, 4, 2, 2, 2, 2),
          TF(G_UNIFORM, 4, 2, 0, 0, 2));
+    /* an empty batch of height 2^63 - 1 (a shape TensorFlow's rule allows):
+     * the output's height, ceil(in / 2) for SAME and (in - 3) / 2 + 1 for
+     * VALID, computed without passing INT64_MAX; the filter's gradient zeros */
+    struct vdev_op_params s2 = conv_params(1, 2, 2, 0, 0), v2 = conv_params(0, 2, 2, 0, 0);
+    CASE("empty batch, height 2^63-1, SAME", VDEV_OP_CONV2D_BACKPROP_FILTER, s2, 0,
+         TF(G_UNIFORM, 4, 0, INT64_MAX, 5, 2), TF(G_UNIFORM, 4, 3, 3, 2, 3),
+         TF(G_UNIFORM, 4, 0, INT64_MAX / 2 + 1, 3, 3));
+    CASE("empty batch, height 2^63-1, VALID", VDEV_OP_CONV2D_BACKPROP_FILTER, v2, 0,
+         TF(G_UNIFORM, 4, 0, INT64_MAX, 5, 2), TF(G_UNIFORM, 4, 3, 3, 2, 3),
+         TF(G_UNIFORM, 4, 0, (INT64_MAX - 3) / 2 + 1, 2, 3));
 }
 
 /* Prints cases and the largest error per op; every op must have a case. */

@@ -22,14 +22,19 @@ struct geom {
     int64_t n, h, w, c, kh, kw, o, sh, sw, oh, ow, pt, pl;
 };
 
+/* TensorFlow's (in + s - 1) / s and (in - k + s) / s, as the shape rule
+ * (src/ops/conv.c) computes them: no sum passes INT64_MAX, since a
+ * dimension may be that large in an empty tensor (an empty batch still
+ * reaches Conv2DBackpropFilter, whose filter gradient is zeros). */
 void out_dim(int64_t in, int64_t k, int64_t s, bool same, int64_t *out, int64_t *before)
 {
     if (same) {
-        *out = (in + s - 1) / s;
-        int64_t need = (*out - 1) * s + k - in;
+        *out = in / s + (in % s != 0);
+        /* (out - 1) s < in, so this is (out - 1) s + k - in without overflow */
+        int64_t need = ((*out - 1) * s - in) + k;
         *before = need > 0 ? need / 2 : 0;
     } else {
-        *out = (in - k + s) / s;
+        *out = in >= k ? (in - k) / s + 1 : (s - (k - in)) / s;
         *before = 0;
     }
 }
