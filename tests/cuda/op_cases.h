@@ -583,6 +583,17 @@ op_cases(void)
              TF(G_UNIFORM, 2, 5, 3));
         p = strided(0, NULL, NULL, NULL);
         CASE("a scalar", VDEV_OP_STRIDED_SLICE, p, 0, TF(G_UNIFORM, 0, 1));
+        CASE("a scalar's gradient", VDEV_OP_STRIDED_SLICE_GRAD, p, 0, TF(G_UNIFORM, 0, 1),
+             TF(G_UNIFORM, 0, 1));
+        /* more elements than the grid has threads (2112 blocks of 256 on an
+         * H100, 32 in the emulation): each thread takes several */
+        int64_t d0 = BIG(40, 4), d1 = BIG(64, 16), d2 = BIG(33, 9), d3 = BIG(130, 130);
+        p = strided(4, (int64_t[]){1, d1 - 1, 0, 1}, (int64_t[]){1, -2, 1, 2},
+                    (int64_t[]){d0 - 1, d1 / 2, d2, d3 / 2});
+        CASE("large, every other on two axes", VDEV_OP_STRIDED_SLICE, p, 0,
+             TF(G_UNIFORM, 4, d0, d1, d2, d3));
+        CASE("its gradient", VDEV_OP_STRIDED_SLICE_GRAD, p, 0,
+             TF(G_UNIFORM, 4, d0 - 1, d1 / 2, d2, d3 / 2), TF(G_UNIFORM, 4, d0, d1, d2, d3));
     }
     /* CONCAT, PACK (cuda_concat.cu): i[0] the axis, i[1] the inputs used
      * (the rest repeat input 0 and are not read); ragged widths, int32
@@ -634,6 +645,10 @@ op_cases(void)
              TI(G_LABEL, 1, 3));
         CASE("no column", VDEV_OP_GATHER, none, 5, TF(G_UNIFORM, 2, 5, 0), TI(G_LABEL, 1, 3));
         CASE("no index", VDEV_OP_GATHER, none, 5, TF(G_UNIFORM, 2, 5, 3), TI(G_LABEL, 1, 0));
+        CASE("a scalar of [50] by a scalar", VDEV_OP_GATHER, none, 50, TF(G_UNIFORM, 1, 50),
+             TI(G_LABEL, 0, 1));
+        CASE("large: more words than threads", VDEV_OP_GATHER, none, BIG(20000, 300),
+             TF(G_UNIFORM, 2, BIG(20000, 300), 64), TI(G_LABEL, 1, BIG(30000, 500)));
         int64_t r = BIG(5000, 3000), k = BIG(4000, 300);
         CASE("[5000,33]: rows dealt round", VDEV_OP_GATHER_GRAD, none, r,
              TF(G_UNIFORM, 2, k, 33), TI(G_LABEL, 1, k), TF(G_UNIFORM, 2, r, 33));
@@ -648,6 +663,13 @@ op_cases(void)
              TF(G_UNIFORM, 2, 41, 33), TI(G_BADLABEL, 1, 41), TF(G_UNIFORM, 2, 40, 33));
         CASE("no index: zeros", VDEV_OP_GATHER_GRAD, none, 7, TF(G_UNIFORM, 2, 0, 5),
              TI(G_LABEL, 1, 0), TF(G_UNIFORM, 2, 7, 5));
+        CASE("a scalar into [7]", VDEV_OP_GATHER_GRAD, none, 7, TF(G_UNIFORM, 0, 1),
+             TI(G_LABEL, 0, 1), TF(G_UNIFORM, 1, 7));
+        /* rows of one word: more rows than sets (65536), dealt round */
+        int64_t v1 = BIG(200000, 70001);
+        CASE("[70001] by [500]: rows of one word", VDEV_OP_GATHER_GRAD, none, v1,
+             TF(G_UNIFORM, 1, BIG(3000, 500)), TI(G_LABEL, 1, BIG(3000, 500)),
+             TF(G_UNIFORM, 1, v1));
     }
     /* TRANSPOSE by a permutation (cuda_concat.cu; {1, 0} of a 2-D tensor
      * takes the tiled kernel): every rank, int32 words, empty */
@@ -666,6 +688,8 @@ op_cases(void)
     CASE("a scalar", VDEV_OP_TRANSPOSE, perm_params(0, NULL), 0, TF(G_UNIFORM, 0, 1));
     CASE("[0,5,3] by {2,1,0}", VDEV_OP_TRANSPOSE, perm_params(3, (int64_t[]){2, 1, 0}), 0,
          TF(G_UNIFORM, 3, 0, 5, 3));
+    CASE("large NHWC to NCHW", VDEV_OP_TRANSPOSE, perm_params(4, (int64_t[]){0, 3, 1, 2}), 0,
+         TF(G_UNIFORM, 4, BIG(16, 2), BIG(64, 16), BIG(64, 16), BIG(32, 40)));
     /* 2-D convolution and pooling (cuda_conv.cu): strides 1 and 2, both
      * paddings, batches and channels above 1, a 1x1 window, an empty batch
      * and a window larger than the input (an empty output, the input's
@@ -713,6 +737,13 @@ op_cases(void)
          TF(G_UNIFORM, 4, 2, 0, 0, 2), TF(G_UNIFORM, 4, 2, 0, 0, 2));
     CASE("empty output", VDEV_OP_AVG_POOL_GRAD, p3, 0, TF(G_UNIFORM, 4, 2, 2, 2, 2),
          TF(G_UNIFORM, 4, 2, 0, 0, 2));
+    /* no output channels: an empty output (a launch with nothing to do), the
+     * input's gradient zeros */
+    CASE("no output channel", VDEV_OP_CONV2D, c1, 0, TF(G_UNIFORM, 4, 2, 5, 6, 2),
+         TF(G_UNIFORM, 4, 3, 3, 2, 0));
+    CASE("no output channel: zeros", VDEV_OP_CONV2D_BACKPROP_INPUT, c1, 0,
+         TF(G_UNIFORM, 4, 2, 5, 6, 2), TF(G_UNIFORM, 4, 3, 3, 2, 0),
+         TF(G_UNIFORM, 4, 2, 3, 4, 0));
     /* an empty batch of height 2^63 - 1 (a shape TensorFlow's rule allows):
      * the output's height, ceil(in / 2) for SAME and (in - 3) / 2 + 1 for
      * VALID, computed without passing INT64_MAX; the filter's gradient zeros */
@@ -723,6 +754,29 @@ op_cases(void)
     CASE("empty batch, height 2^63-1, VALID", VDEV_OP_CONV2D_BACKPROP_FILTER, v2, 0,
          TF(G_UNIFORM, 4, 0, INT64_MAX, 5, 2), TF(G_UNIFORM, 4, 3, 3, 2, 3),
          TF(G_UNIFORM, 4, 0, (INT64_MAX - 3) / 2 + 1, 2, 3));
+    /* more elements than the grid has threads (2112 blocks of 256 on an
+     * H100, 32 in the emulation): each thread takes several */
+    {
+        int64_t nb = BIG(16, 2), h = BIG(64, 24), w = BIG(64, 24), c = BIG(16, 8);
+        struct vdev_op_params ps = conv_params(1, 1, 1, 0, 0);
+        struct vdev_op_params pp = conv_params(1, 3, 3, 1, 1);
+        CASE("large", VDEV_OP_CONV2D, ps, 0, TF(G_UNIFORM, 4, nb, h, w, c),
+             TF(G_UNIFORM, 4, 3, 3, c, c));
+        CASE("large", VDEV_OP_CONV2D_BACKPROP_INPUT, ps, 0, TF(G_UNIFORM, 4, nb, h, w, c),
+             TF(G_UNIFORM, 4, 3, 3, c, c), TF(G_UNIFORM, 4, nb, h, w, c));
+        CASE("large", VDEV_OP_MAX_POOL, pp, 0, TF(G_UNIFORM, 4, nb, h, w, c));
+        CASE("large", VDEV_OP_AVG_POOL, pp, 0, TF(G_UNIFORM, 4, nb, h, w, c));
+        CASE("large", VDEV_OP_MAX_POOL_GRAD, pp, 0, TF(G_UNIFORM, 4, nb, h, w, c),
+             TF(G_UNIFORM, 4, nb, h, w, c), TF(G_UNIFORM, 4, nb, h, w, c));
+        CASE("large", VDEV_OP_AVG_POOL_GRAD, pp, 0, TF(G_UNIFORM, 4, nb, h, w, c),
+             TF(G_UNIFORM, 4, nb, h, w, c));
+        /* a filter of more elements than threads, a small image */
+        int64_t cf = BIG(256, 32), hf = BIG(8, 6);
+        struct vdev_op_params pv = conv_params(0, 1, 1, 0, 0);
+        CASE("large filter", VDEV_OP_CONV2D_BACKPROP_FILTER, pv, 0,
+             TF(G_UNIFORM, 4, 1, hf, hf, cf), TF(G_UNIFORM, 4, 3, 3, cf, cf),
+             TF(G_UNIFORM, 4, 1, hf - 2, hf - 2, cf));
+    }
 }
 
 /* Prints cases and the largest error per op; every op must have a case. */
