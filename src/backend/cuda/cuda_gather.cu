@@ -10,10 +10,12 @@
  * element gets the same additions in the same order as the CPU reference
  * (bit for bit equal), and indices outside [0, rows) add nothing. The cost:
  * groups x indices x row index reads for indices x row additions, with
- * groups = min(rows, ceil(65536 / row)) so that about 65536 threads run;
- * fine for the usual vocabularies, slow for a huge vocabulary with long
- * batches of indices (where a sort by index would pay). Elements of the
- * gather move as 4-byte words (int32 params as float). */
+ * groups the largest power of two up to min(rows, ceil(65536 / row)), so
+ * that at most about 65536 threads run (row of them when a row is longer)
+ * and a thread's test of an index is a mask, not a division; fine for the
+ * usual batches, slow for long batches of indices, which every thread reads
+ * (where a sort by index would pay). Elements of the gather move as 4-byte
+ * words (int32 params as float). */
 #include "backend/cuda/cuda_device.cuh"
 
 namespace vdev_cuda {
@@ -33,20 +35,20 @@ __global__ void k_gather(const uint32_t *x, const int32_t *ix, uint32_t *o, int6
     }
 }
 
-/* groups <= 65536 and every index that counts is in [0, rows) and an
- * int32: the set's test is a 32-bit remainder. */
+/* groups is a power of two, at most 65536, and every index that counts is
+ * in [0, rows) and an int32: the set's test (a remainder) is a 32-bit mask. */
 __global__ void k_gather_grad(const float *dy, const int32_t *ix, float *o, int64_t n,
                               int64_t row, int64_t rows, uint32_t groups)
 {
     GRID_LOOP(t, (int64_t)groups * row)
     {
-        uint32_t g = (uint32_t)(t / row);
+        uint32_t g = (uint32_t)(t / row), mask = groups - 1;
         int64_t c = t % row;
         for (int64_t r = g; r < rows; r += groups)
             o[r * row + c] = 0.0f;
         for (int64_t k = 0; k < n; k++) {
             int32_t at = ix[k];
-            if (at >= 0 && at < rows && (uint32_t)at % groups == g)
+            if (at >= 0 && at < rows && ((uint32_t)at & mask) == g)
                 o[at * row + c] += dy[k * row + c];
         }
     }
@@ -80,9 +82,11 @@ int run_gather(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
         if (rows == 0 || row == 0)
             return 1;
         int64_t n = numel(a->in_shape[1], a->in_ndim[1], 0);
-        int64_t groups = (kGradThreads + row - 1) / row;
-        if (groups > rows)
-            groups = rows;
+        int64_t want = (kGradThreads + row - 1) / row, groups = 1;
+        if (want > rows)
+            want = rows;
+        while (groups * 2 <= want)
+            groups *= 2;
         LAUNCH(grid_for(groups * row, kThreads, n_sm), kThreads, s, k_gather_grad)(
             (const float *)a->in[0], (const int32_t *)a->in[1], (float *)a->out[0], n, row, rows,
             (uint32_t)groups);
