@@ -35,27 +35,16 @@ def _base():
     return Layer
 
 
-def _positive_int(value):
-    return (isinstance(value, numbers.Integral) and not isinstance(value, bool)
-            and value > 0)
-
-
-def _check_wide_ids(x, rows):
-    """Keras looks int64 ids up as they are, so an id outside int32 (which
-    vdev's int32 indices cannot hold) is TensorFlow's InvalidArgumentError
-    for the first id outside [0, rows), as an id in int32 but outside the
-    rows is; other ids pass on."""
-    a = np.asarray(x) if isinstance(x, (list, tuple, np.ndarray, np.generic)) else None
-    if a is None or a.dtype.kind not in "iu" or not a.size:
-        return
-    if a.min() >= -2 ** 31 and a.max() < 2 ** 31:
-        return
-    flat = a.reshape(-1)
-    k = int(np.flatnonzero((flat < 0) | (flat >= rows))[0])
-    at = "[%s]" % ",".join(str(int(i)) for i in np.unravel_index(k, a.shape)) if a.ndim else ""
-    from .errors import InvalidArgumentError
-    raise InvalidArgumentError(None, None, "indices%s = %d is not in [0, %d)"
-                               % (at, int(flat[k]), rows))
+def _dimension(value):
+    """A size of the table as TensorFlow's TensorShape takes it when Keras
+    makes the weight: anything with __index__ (an int, a NumPy int, a
+    bool), else TensorFlow's TypeError."""
+    try:
+        return int(value.__index__())
+    except AttributeError:
+        raise TypeError("Dimension value must be integer or None or have an __index__ method, "
+                        "got value '{0!r}' with type '{1!r}'".format(value, type(value))) \
+            from None
 
 
 class Embedding(_base()):
@@ -79,11 +68,14 @@ class Embedding(_base()):
             raise ValueError("vdev's Embedding takes sparse=False only: its gradient is a "
                              "dense tensor")
         _float32_only(self, dtype)
-        if not (_positive_int(input_dim) and _positive_int(output_dim)):
+        # Keras 2.11's check, as it is: a positive float passes here and is
+        # refused when the table is made (below: TensorShape's TypeError)
+        if input_dim <= 0 or output_dim <= 0:
             raise ValueError("Both `input_dim` and `output_dim` should be positive, Received "
                              "input_dim = %s and output_dim = %s" % (input_dim, output_dim))
+        dims = _dimension(input_dim), _dimension(output_dim)
         super().__init__(name, trainable)
-        self.input_dim, self.output_dim = int(input_dim), int(output_dim)
+        self.input_dim, self.output_dim = dims
         self.mask_zero = False
         self.input_length = input_length
         if input_shape is None:  # as Keras: input_length, else one unknown axis
@@ -174,7 +166,7 @@ class Embedding(_base()):
     def __call__(self, inputs, training=None, mask=None):
         x = inputs
         if not isinstance(x, Tensor):
-            _check_wide_ids(x, self.input_dim)
+            _ops._check_wide_ids(x, self.input_dim)
             with _ops._near(self.embeddings):
                 x = _ops.convert_to_tensor(x)
         if x.dtype is not int32:  # Keras's cast of float ids

@@ -534,6 +534,25 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
     return _made_op(lib.vdev_transpose_perm(a._handle, arr, len(perm)), "Transpose: ")
 
 
+def _check_wide_ids(x, rows):
+    """TensorFlow keeps int64 ids as they are, so an id outside int32 (which
+    vdev's int32 indices cannot hold) in a value x (a list, a NumPy array or
+    scalar) is TensorFlow's InvalidArgumentError for the first id outside
+    [0, rows), "indices[0,1] = 4294967296 is not in [0, 10)", as an id in
+    int32 but outside the rows is; other values pass on unchanged."""
+    a = np.asarray(x) if isinstance(x, (list, tuple, np.ndarray, np.generic)) else None
+    if a is None or a.dtype.kind not in "iu" or not a.size:
+        return
+    if a.min() >= -2 ** 31 and a.max() < 2 ** 31:
+        return
+    flat = a.reshape(-1)
+    k = int(np.flatnonzero((flat < 0) | (flat >= rows))[0])
+    at = "[%s]" % ",".join(str(int(i)) for i in np.unravel_index(k, a.shape)) if a.ndim else ""
+    from .errors import InvalidArgumentError
+    raise InvalidArgumentError(None, None, "indices%s = %d is not in [0, %d)"
+                               % (at, int(flat[k]), rows))
+
+
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
     """tf.gather with batch_dims=0: the slices of params along axis (None:
     0; negative counts from the end) at indices (int32, any shape), shape
@@ -548,7 +567,9 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
     TensorFlow's errors in its words: InvalidArgumentError "indices[1] = 7
     is not in [0, 5)" (on the CPU and simulated GPUs; a CUDA GPU gives a
     row of zeros, as TensorFlow's GPUs), "params must be at least 1
-    dimensional", "Expected axis in the range [-2, 2), but got 2"; TypeError
+    dimensional", "Expected axis in the range [-2, 2), but got 2"; an int64
+    id outside int32 (a NumPy array or a list; vdev's indices are int32) is
+    the same InvalidArgumentError for the first id outside the axis; TypeError
     "Value passed to parameter 'indices' has DataType float32 not in list
     of allowed values: int16, int32, int64". batch_dims other than 0 is
     NotImplementedError."""
@@ -559,6 +580,12 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
                                   "whole slices along one axis)" % (batch_dims,))
     params = _t(params)
     if not isinstance(indices, Tensor):
+        # an int64 id outside int32: TensorFlow's error for the first id
+        # outside the gathered axis, not a conversion error
+        a = axis.numpy() if isinstance(axis, Tensor) else (0 if axis is None else axis)
+        nd = params.ndim
+        if nd >= 1 and isinstance(a, numbers.Integral) and -nd <= a < nd:
+            _check_wide_ids(indices, int(params.shape[a]))
         with _near(params):
             indices = convert_to_tensor(indices)
     if indices.dtype is not int32:

@@ -282,6 +282,45 @@ class _Scope:
         return False
 
 
+def _wide_ids(x):
+    """x as a NumPy integer array when it holds an id outside int32 (an
+    int64 batch of ids TensorFlow keeps as it is), else None."""
+    import numpy as np
+    if not isinstance(x, (list, tuple, np.ndarray)):
+        return None
+    try:
+        a = np.asarray(x)
+    except ValueError:
+        return None
+    if a.dtype.kind not in "iu" or not a.size or a.ndim < 1:
+        return None
+    return a if a.min() < -2 ** 31 or a.max() >= 2 ** 31 else None
+
+
+class _WideBatch(DistributedBatch):
+    """A global batch of int ids some of which are outside int32 (vdev's
+    tensors hold int32 ids; TensorFlow keeps int64 ones): each replica gets
+    its rows, split as any batch is (global_batch is the row numbers), as a
+    NumPy array, so the lookup that takes them (vdev.gather, an Embedding)
+    gives TensorFlow's InvalidArgumentError for the replica's first id
+    outside the table ("indices[0,1] = 4294967296 is not in [0, 10)"), as
+    each replica's GatherV2 does in TensorFlow, instead of a conversion
+    error here."""
+
+    __slots__ = ("ids",)
+
+    def __init__(self, strategy, ids):
+        import numpy as np
+        with device("CPU:0"):
+            rows = constant(np.arange(ids.shape[0], dtype=np.int32))
+        super().__init__(strategy, rows)
+        self.ids = ids
+
+    @property
+    def shape(self):
+        return self.ids.shape
+
+
 class MirroredStrategy:
     """``tf.distribute.MirroredStrategy``: one replica on each of `devices`
     (logical device names; None: every logical GPU, else every logical
@@ -377,6 +416,9 @@ class MirroredStrategy:
         if isinstance(x, DistributedBatch):
             return x
         if not isinstance(x, Tensor):
+            wide = _wide_ids(x)
+            if wide is not None:
+                return _WideBatch(self, wide)
             with device("CPU:0"):
                 x = constant(x)
         return DistributedBatch(self, x)
@@ -434,6 +476,8 @@ class MirroredStrategy:
                     raise ValueError("a DistributedBatch of another strategy")
                 t = Tensor(_lib.made(lib.vdev_replica_batch(rctx._h, x.global_batch._handle)))
                 rctx._batches.add((int(x.global_batch.shape[0]), int(t.shape[0])))
+                if isinstance(x, _WideBatch):  # the replica's rows, as NumPy ids
+                    return x.ids[t.numpy()]
                 return t
             return x
         return leaf
