@@ -73,3 +73,119 @@ def test_embedding_sizes_are_checked_as_keras_2_11_checks_them():
                                 "method, got value '%s' with type '%r'"
                                 % (shown, type(args[0] if shown == "10.0" else args[1])))
     assert layers.Embedding(np.int64(4), 2).embeddings.shape == (4, 2)
+
+
+# ---- global pooling ----
+
+def _np(x):
+    return np.asarray(x.numpy())
+
+
+@pytest.mark.parametrize("cls,ref,shape", [
+    (layers.GlobalAveragePooling1D, np.mean, (2, 5, 3)),
+    (layers.GlobalMaxPooling1D, np.max, (2, 5, 3)),
+    (layers.GlobalAveragePooling2D, np.mean, (2, 3, 4, 3)),
+    (layers.GlobalMaxPooling2D, np.max, (2, 3, 4, 3))])
+def test_global_pooling_values_shapes_and_keepdims(cls, ref, shape):
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    axes = tuple(range(1, len(shape) - 1))
+    got = _np(cls()(x))
+    np.testing.assert_allclose(got, ref(x.astype(np.float64), axis=axes), rtol=1e-6, atol=1e-7)
+    assert got.shape == (shape[0], shape[-1])
+    kept = cls(keepdims=True)(vdev.constant(x))
+    assert tuple(kept.shape) == (shape[0],) + (1,) * len(axes) + (shape[-1],)
+    np.testing.assert_array_equal(_np(kept).reshape(got.shape), got)
+    if ref is np.max:  # the maximum is exact
+        np.testing.assert_array_equal(got, x.max(axis=axes))
+    layer = cls(keepdims=True)
+    assert layer.compute_output_shape((None,) + shape[1:]) == \
+        (None,) + (1,) * len(axes) + (shape[-1],)
+    assert cls().compute_output_shape((None,) + shape[1:]) == (None, shape[-1])
+    cfg = layer.get_config()
+    assert {k: cfg[k] for k in ("data_format", "keepdims", "dtype", "trainable")} == \
+        {"data_format": "channels_last", "keepdims": True, "dtype": "float32",
+         "trainable": True}
+    assert cls.from_config(cfg).keepdims is True
+    assert layer.count_params() == 0 and layer.weights == []
+
+
+def test_global_pooling_gradients():
+    x = vdev.Variable(np.array([[[1., 5.], [3., -2.], [2., 7.]]], np.float32))  # (1, 3, 2)
+    with vdev.GradientTape() as tape:
+        y = vdev.reduce_sum(layers.GlobalAveragePooling1D()(x) * [1., 2.])
+    np.testing.assert_allclose(_np(tape.gradient(y, x)), [[[1 / 3, 2 / 3]] * 3], rtol=1e-6)
+    with vdev.GradientTape() as tape:
+        y = vdev.reduce_sum(layers.GlobalMaxPooling1D()(x) * [1., 2.])
+    np.testing.assert_array_equal(_np(tape.gradient(y, x)), [[[0, 0], [1, 0], [0, 2]]])
+    # a tie: max_pool2d's gradient goes to the first maximum (TensorFlow's
+    # reduce_max would give each of the two half: the README's difference)
+    t = vdev.Variable(np.array([[[4.], [4.]]], np.float32))
+    with vdev.GradientTape() as tape:
+        y = vdev.reduce_sum(layers.GlobalMaxPooling1D()(t))
+    np.testing.assert_array_equal(_np(tape.gradient(y, t)), [[[1.], [0.]]])
+
+
+def test_global_pooling_refuses_as_keras_does():
+    with pytest.raises(ValueError) as e:
+        layers.GlobalAveragePooling1D(name="gap")(np.zeros((2, 5), np.float32))
+    assert str(e.value) == ('Input 0 of layer "gap" is incompatible with the layer: expected '
+                            "ndim=3, found ndim=2. Full shape received: (2, 5)")
+    with pytest.raises(ValueError) as e:
+        layers.GlobalMaxPooling2D(name="gmp").compute_output_shape((None, 4, 3))
+    assert str(e.value) == ('Input 0 of layer "gmp" is incompatible with the layer: expected '
+                            "ndim=4, found ndim=3. Full shape received: (None, 4, 3)")
+    with pytest.raises(ValueError) as e:
+        layers.GlobalAveragePooling1D()(np.zeros((2, 0, 3), np.float32))
+    assert str(e.value) == "Incorrect input shape [2, 0, 3] with dimension 0 at reduction axis 1."
+    with pytest.raises(ValueError) as e:
+        layers.GlobalMaxPooling1D(data_format="channels_first")
+    assert str(e.value) == ("vdev's GlobalMaxPooling1D takes data_format=None or "
+                            "'channels_last' only, not 'channels_first': vdev's convolutions "
+                            "are NHWC")
+    assert layers.GlobalAvgPool1D is layers.GlobalAveragePooling1D
+    assert layers.GlobalMaxPool2D is layers.GlobalMaxPooling2D
+
+
+def _text_model():
+    return vdev.models.Sequential([layers.Embedding(20, 4, input_length=6, seed=1),
+                                   layers.GlobalAveragePooling1D(),
+                                   layers.Dense(2, seed=2)])
+
+
+def test_embedding_global_average_pooling_dense_builds_and_trains():
+    model = _text_model()
+    assert model.built and model._output_shapes()[1] == (None, 4)
+    lines = []
+    model.summary(print_fn=lines.append)
+    assert any(l.startswith(" global_average_pooling1d") and "(None, 4)" in l for l in lines)
+    ids = np.random.default_rng(5).integers(0, 20, size=(16, 6)).astype(np.int32)
+    e = model.layers[0].embeddings.numpy()
+    want = e[ids].mean(axis=1) @ model.layers[2].kernel.numpy() + model.layers[2].bias.numpy()
+    np.testing.assert_allclose(_np(model(ids)), want, rtol=1e-5, atol=1e-6)
+    model.compile("adam", vdev.losses.SparseCategoricalCrossentropy(from_logits=True))
+    hist = model.fit(ids, ids[:, 0] % 2, batch_size=8, epochs=3, verbose=0)
+    assert len(hist.history["loss"]) == 3
+    # the functional API: the same layers on an Input
+    inp = vdev.layers.Input((6,), dtype="int32")
+    h = layers.GlobalMaxPooling1D()(layers.Embedding(20, 4, seed=1)(inp))
+    out = layers.Dense(3, seed=2)(h)
+    assert tuple(h.shape) == (None, 4) and tuple(out.shape) == (None, 3)
+    f = vdev.models.Model(inp, out)
+    assert tuple(f(ids).shape) == (16, 3)
+
+
+def test_conv_global_average_pooling_dense_in_sequential_and_functional():
+    seq = vdev.models.Sequential([layers.Conv2D(5, 3, input_shape=(8, 8, 2), seed=1),
+                                  layers.GlobalAveragePooling2D(),
+                                  layers.Dense(3, seed=2)])
+    assert seq.built and seq._output_shapes() == [(None, 6, 6, 5), (None, 5), (None, 3)]
+    x = np.random.default_rng(2).standard_normal((4, 8, 8, 2)).astype(np.float32)
+    conv = _np(seq.layers[0](x))
+    want = conv.mean(axis=(1, 2)) @ seq.layers[2].kernel.numpy() + seq.layers[2].bias.numpy()
+    np.testing.assert_allclose(_np(seq(x)), want, rtol=1e-5, atol=1e-6)
+    inp = vdev.layers.Input((8, 8, 2))
+    h = layers.GlobalMaxPooling2D(keepdims=True)(layers.Conv2D(5, 3, seed=1)(inp))
+    assert tuple(h.shape) == (None, 1, 1, 5)
+    out = layers.Dense(3, seed=2)(layers.GlobalAveragePooling2D()(
+        layers.Conv2D(5, 3, seed=1)(inp)))
+    assert tuple(vdev.models.Model(inp, out)(x).shape) == (4, 3)

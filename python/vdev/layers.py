@@ -1,6 +1,7 @@
 """Layers, as ``tf.keras.layers``: ``Dense``, and ``Conv2D``,
 ``MaxPooling2D``, ``AveragePooling2D`` and ``Flatten`` (from _conv_layers.py),
-``Embedding`` (from _embedding.py).
+``Embedding`` (from _embedding.py), ``GlobalAveragePooling1D/2D`` and
+``GlobalMaxPooling1D/2D`` (from _pooling_layers.py).
 
 ``Dense(units, activation)`` computes act(x @ W + b) with W Glorot-uniform
 and b zeros (Keras's kernel_initializer / bias_initializer: a name or a
@@ -33,7 +34,9 @@ from ._device import current_device, device
 from ._tensor import Tensor, Variable, float32
 
 __all__ = ["AveragePooling2D", "Conv2D", "Dense", "Embedding", "Flatten", "Layer",
-           "MaxPooling2D",
+           "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D",
+           "GlobalAvgPool2D", "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalMaxPooling1D",
+           "GlobalMaxPooling2D", "MaxPooling2D",
            # Keras's functional API (vdev/_functional.py, vdev/_merge_layers.py)
            "Add", "Average", "Concatenate", "Input", "InputLayer", "Lambda", "Multiply",
            "Subtract", "add", "average", "concatenate", "multiply", "subtract"]
@@ -449,6 +452,9 @@ class Dense(Layer):
 # the convolutional layers build on Layer and Dense's helpers above
 from ._conv_layers import AveragePooling2D, Conv2D, Flatten, MaxPooling2D  # noqa: E402
 from ._embedding import Embedding  # noqa: E402
+from ._pooling_layers import (GlobalAveragePooling1D, GlobalAveragePooling2D,  # noqa: E402
+                              GlobalAvgPool1D, GlobalAvgPool2D, GlobalMaxPool1D,
+                              GlobalMaxPool2D, GlobalMaxPooling1D, GlobalMaxPooling2D)
 # Keras's functional API: Input and the merge layers build on the above
 from ._functional import Input, InputLayer  # noqa: E402
 from ._merge_layers import (Add, Average, Concatenate, Lambda, Multiply, Subtract,  # noqa: E402
