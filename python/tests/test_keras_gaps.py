@@ -189,3 +189,53 @@ def test_conv_global_average_pooling_dense_in_sequential_and_functional():
     out = layers.Dense(3, seed=2)(layers.GlobalAveragePooling2D()(
         layers.Conv2D(5, 3, seed=1)(inp)))
     assert tuple(vdev.models.Model(inp, out)(x).shape) == (4, 3)
+
+
+# ---- Sequential's config, clone_model ----
+
+def test_sequential_config_round_trip_and_clone_model():
+    model = _text_model()
+    model.layers[2].trainable = False
+    cfg = model.get_config()
+    assert cfg["name"] == model.name
+    assert [c["class_name"] for c in cfg["layers"]] == ["Embedding", "GlobalAveragePooling1D",
+                                                       "Dense"]
+    assert cfg["layers"][0]["config"]["batch_input_shape"] == (None, 6)
+    assert cfg["layers"][1]["config"]["keepdims"] is False
+    assert "build_input_shape" not in cfg
+    for copy in (vdev.models.Sequential.from_config(cfg), vdev.models.clone_model(model)):
+        assert copy is not model and copy.name == model.name
+        assert [l.name for l in copy.layers] == [l.name for l in model.layers]
+        assert all(a is not b for a, b in zip(copy.layers, model.layers))
+        assert copy.built and copy._output_shapes() == model._output_shapes()
+        assert copy.layers[2].trainable is False
+        assert [tuple(w.shape) for w in copy.weights] == [tuple(w.shape) for w in model.weights]
+        assert copy.get_config() == cfg
+        copy.set_weights(model.get_weights())
+        ids = np.arange(12, dtype=np.int32).reshape(2, 6)
+        np.testing.assert_array_equal(_np(copy(ids)), _np(model(ids)))
+    # Keras's older form (a list), an InputLayer entry, a layer built by a call
+    plain = vdev.models.Sequential([layers.Dense(3, seed=1)])
+    plain(np.zeros((2, 4), np.float32))
+    pc = plain.get_config()
+    assert pc["build_input_shape"] == (None, 4)
+    assert vdev.models.Sequential.from_config(pc).layers[0].kernel.shape == (4, 3)
+    listed = vdev.models.Sequential.from_config(
+        [{"class_name": "InputLayer", "config": {"batch_input_shape": (None, 5), "name": "in"}},
+         {"class_name": "Dense", "config": {"units": 2, "name": "d"}}])
+    assert listed.layers[0].kernel.shape == (5, 2)
+    with pytest.raises(ValueError) as e:
+        vdev.models.Sequential.from_config({"name": "m", "layers": [
+            {"class_name": "Dropout", "config": {"rate": 0.5}}]})
+    assert str(e.value) == (
+        "Unknown layer: 'Dropout'. Please ensure you are using a "
+        "`keras.utils.custom_object_scope` and that this object is included in the scope. See "
+        "https://www.tensorflow.org/guide/keras/save_and_serialize#registering_the_custom_object "
+        "for details.")
+    # clone_function, and what vdev does not clone
+    seen = []
+    vdev.models.clone_model(model, clone_function=lambda l: seen.append(l.name) or l)
+    assert seen == [l.name for l in model.layers]
+    inp = vdev.layers.Input((3,))
+    with pytest.raises(NotImplementedError):
+        vdev.models.clone_model(vdev.models.Model(inp, layers.Dense(2)(inp)))

@@ -3,7 +3,10 @@ model, vdev/_functional.py), and ``MLP``, a stack of Dense
 layers with the seeds vdev's C ``vdev_mlp_new`` uses, so a model built here
 starts from the same weights as the C model of the same seed (and trains to
 the same numbers). All have Keras's compile / fit / evaluate / predict and
-save_weights / load_weights (vdev/_fit.py)."""
+save_weights / load_weights (vdev/_fit.py); a Sequential has Keras's
+get_config / from_config, and ``clone_model`` clones one (fresh weights)."""
+
+import copy
 
 import numpy as np
 
@@ -12,7 +15,7 @@ from ._fit import Model as _Training
 from ._functional import Functional, _row
 from .layers import Conv2D, Dense, Layer, _dedup
 
-__all__ = ["MLP", "Model", "Sequential"]
+__all__ = ["MLP", "Model", "Sequential", "clone_model"]
 
 # Keras's Model(inputs, outputs): a functional model (vdev/_functional.py)
 Model = Functional
@@ -30,6 +33,56 @@ def _build(layer, shape):
                      if hasattr(l, "compute_output_shape") else None)
     elif isinstance(layer, (Dense, Conv2D)) and not layer.built and shape[-1] is not None:
         layer.build(shape[-1])
+
+
+def _layer_class(name, custom_objects=None):
+    """The layer class of a config's class_name: custom_objects', then
+    vdev.layers' and vdev.models'; else Keras's ValueError."""
+    from . import layers
+    if custom_objects and name in custom_objects:
+        return custom_objects[name]
+    if name == "InputLayer":
+        return layers.InputLayer
+    klass = getattr(layers, name, None) if name in layers.__all__ else None
+    if klass is None and name in ("Sequential", "MLP"):
+        klass = Sequential
+    if not isinstance(klass, type):
+        raise ValueError("Unknown layer: '%s'. Please ensure you are using a "
+                         "`keras.utils.custom_object_scope` and that this object is included in "
+                         "the scope. See https://www.tensorflow.org/guide/keras/"
+                         "save_and_serialize#registering_the_custom_object for details."
+                         % (name,))
+    return klass
+
+
+def clone_model(model, input_tensors=None, clone_function=None):
+    """Keras's clone_model for a Sequential model: a new Sequential of the
+    same name whose layers are clone_function(layer) (default: the layer
+    made anew from its config, ``type(layer).from_config(layer.get_config())``,
+    with the layer's input shape), so the clone has fresh weights, not the
+    model's (copy them with set_weights). input_tensors only None; a
+    functional model is NotImplementedError (vdev clones Sequential models
+    only)."""
+    if input_tensors is not None:
+        raise ValueError("vdev's clone_model takes input_tensors=None only")
+    if not isinstance(model, Sequential):
+        if isinstance(model, Functional):
+            raise NotImplementedError("vdev's clone_model clones Sequential models only, not "
+                                      "the functional model %r" % (model.name,))
+        raise ValueError("Expected `model` argument to be a `Model` instance. Received: "
+                         "model=%r" % (model,))
+
+    def clone(layer):
+        cfg = dict(layer.get_config())
+        shape = getattr(layer, "_batch_input_shape", None)
+        if (shape is not None and "batch_input_shape" not in cfg
+                and getattr(type(layer).from_config, "__func__", None)
+                is Layer.from_config.__func__):
+            cfg["input_shape"] = tuple(shape[1:])
+        return type(layer).from_config(cfg)
+
+    layers = [(clone_function or clone)(l) for l in model.layers]
+    return Sequential(layers, name=model.name)
 
 
 class Sequential(Layer, _Training):
@@ -101,6 +154,69 @@ class Sequential(Layer, _Training):
         """The shape the layers so far give (batch None), or None."""
         shapes = self._output_shapes()
         return shapes[-1] if shapes else self._input_shape()
+
+    def get_config(self):
+        """Keras's: the model's name and each layer's config by class name,
+        {"class_name": ..., "config": layer.get_config()}, a layer given an
+        input shape with its "batch_input_shape" (as Keras's base layer
+        config has it); "build_input_shape" when the model learnt its input
+        shape from a call. Every layer must have get_config (a plain
+        callable is Keras's NotImplementedError for a layer without one)."""
+        configs = []
+        for l in self.layers:
+            if not hasattr(l, "get_config"):
+                raise NotImplementedError(
+                    "Layer %s has arguments that vdev cannot serialize: %r is a callable, not "
+                    "a layer with get_config (wrap it in vdev.layers.Lambda)"
+                    % (getattr(l, "__name__", type(l).__name__), l))
+            cfg = dict(l.get_config())
+            shape = getattr(l, "_batch_input_shape", None)
+            if shape is not None and "batch_input_shape" not in cfg:
+                cfg["batch_input_shape"] = tuple(shape)
+            configs.append({"class_name": type(l).__name__, "config": cfg})
+        config = {"name": self.name, "layers": copy.deepcopy(configs)}
+        first = self.layers[0] if self.layers else None
+        if getattr(first, "_batch_input_shape", None) is None and self._call_shape is not None:
+            config["build_input_shape"] = self._call_shape
+        return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """Keras's: a new model (fresh weights, each layer made from its
+        config by its class: vdev.layers', Sequential, or custom_objects'),
+        built when a layer's config has its input shape or the config has
+        build_input_shape. A list of layer configs (Keras's older form) is
+        taken too; an InputLayer's config (Keras's first entry when the
+        model has an input shape) gives its batch_input_shape to the next
+        layer."""
+        if isinstance(config, dict) and "name" in config:
+            name, layer_configs = config["name"], config["layers"]
+            build_input_shape = config.get("build_input_shape")
+        else:
+            name, layer_configs, build_input_shape = None, config, None
+        model = cls(name=name)
+        pending = None
+        for lc in layer_configs:
+            klass = _layer_class(lc["class_name"], custom_objects)
+            cfg = dict(lc["config"])
+            if lc["class_name"] == "InputLayer":
+                pending = cfg.get("batch_input_shape")
+                continue
+            if pending is not None and "batch_input_shape" not in cfg:
+                cfg["batch_input_shape"] = pending
+            pending = None
+            if getattr(klass.from_config, "__func__", None) is Layer.from_config.__func__:
+                # vdev's layers take Keras's input_shape (batch_input_shape
+                # without its batch), as Keras's base layer takes either
+                shape = cfg.pop("batch_input_shape", None)
+                if shape is not None and "input_shape" not in cfg:
+                    cfg["input_shape"] = tuple(shape[1:])
+            model.add(klass.from_config(cfg))
+        if (build_input_shape and isinstance(build_input_shape, (tuple, list))
+                and model._input_shape() is None):
+            model._call_shape = (None,) + tuple(build_input_shape)[1:]
+            _build(model, model._call_shape)
+        return model
 
     @property
     def _batch_input_shape(self):
