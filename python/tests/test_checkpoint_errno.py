@@ -172,6 +172,9 @@ def test_a_folder_without_write_permission_is_permission_denied(folder):
 
 
 def test_no_folder_is_not_found(tmp_path):
+    # save_checkpoint makes a missing folder (as TensorFlow's saver does), so
+    # the folder is a dangling link: a name it cannot make a folder of
+    (tmp_path / "no").symlink_to(tmp_path / "gone" / "deeper")
     path = tmp_path / "no" / "ckpt.safetensors"
     with pytest.raises(vdev.errors.NotFoundError) as e:
         vdev.train.save_checkpoint(path, {"w": vdev.constant([1.0])})

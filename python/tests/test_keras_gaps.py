@@ -239,3 +239,28 @@ def test_sequential_config_round_trip_and_clone_model():
     inp = vdev.layers.Input((3,))
     with pytest.raises(NotImplementedError):
         vdev.models.clone_model(vdev.models.Model(inp, layers.Dense(2)(inp)))
+
+
+# ---- saving into a folder that does not exist ----
+
+def test_save_checkpoint_and_save_weights_make_a_missing_folder(tmp_path):
+    w = vdev.Variable([1.0, 2.0])
+    path = tmp_path / "a" / "b" / "ckpt.safetensors"
+    vdev.train.save_checkpoint(path, {"w": w})
+    assert path.is_file()
+    w.assign([0.0, 0.0])
+    vdev.train.load_checkpoint(path, {"w": w})
+    np.testing.assert_array_equal(_np(w), [1.0, 2.0])
+    model = _text_model()
+    where = tmp_path / "weights" / "run1" / "model.ckpt"
+    model.save_weights(str(where))
+    fresh = _text_model()
+    fresh.load_weights(str(where))
+    for a, b in zip(fresh.get_weights(), model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    # a folder that cannot be made (a file in its place) is the write's error
+    (tmp_path / "file").write_text("x")
+    bad = tmp_path / "file" / "c"
+    with pytest.raises(vdev.errors.FailedPreconditionError) as e:
+        vdev.train.save_checkpoint(bad, {"w": w})
+    assert str(e.value) == "checkpoint '%s': cannot stat '%s': Not a directory" % (bad, bad)

@@ -23,7 +23,9 @@ name the file lacks is InvalidArgumentError; a truncated or damaged file
 (a checksum that does not match) DataLossError, as TensorFlow's checkpoint
 reader raises; a file the system refuses, the class TensorFlow gives its
 errno (a full disk ResourceExhaustedError, a file too large OutOfRangeError,
-no permission PermissionDeniedError, no folder NotFoundError), another file
+no permission PermissionDeniedError, no folder NotFoundError: save_checkpoint
+makes a missing folder first, as TensorFlow's saver does, so that is a folder
+it cannot make, such as a dangling link), another file
 error (cannot read) UnknownError; a header that
 is not safetensors or a shape that differs InvalidArgumentError; each with
 vdev's message naming the file and the problem.
@@ -199,10 +201,28 @@ def _another_optimizers_slots(path, wanted, entries):
                 "VDEV_ERR_INVALID_ARG")
 
 
+def _make_folder(path):
+    """Makes path's folder and its parents where missing, as TensorFlow's
+    saver does before it writes. A folder that cannot be made (no
+    permission, a file or a dangling link in its place) is left for the
+    write, whose error names the file and the system's reason, as
+    TensorFlow's write fails after recursive_create_dir passes over a name
+    that exists."""
+    folder = os.path.dirname(path)
+    if folder and not os.path.isdir(folder):
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError:
+            pass
+
+
 def save_checkpoint(path, tensors, metadata=None, optimizer=None):
     """Writes tensors ({name: tensor}, in that order, on any devices) and
     metadata ({key: str or number}; numbers are written as decimal text) to
-    path, replacing it atomically; its folder must exist. Names and keys are
+    path, replacing it atomically; a folder of path's that does not exist is
+    made first (with its parents), as TensorFlow's checkpoint saver makes
+    it (recursive_create_dir); where it cannot be made, the write's error
+    says why (NotFoundError, PermissionDeniedError, ...). Names and keys are
     non-empty UTF-8 of at most 1024 bytes; keys starting with 'vdev.' are
     vdev's. With an optimizer, also its state (the module's text says how).
     On error path is unchanged."""
@@ -230,6 +250,7 @@ def save_checkpoint(path, tensors, metadata=None, optimizer=None):
         meta += [_name(k, "a metadata key"), _meta_text(v, k).encode("utf-8")]
     c_names = (ctypes.c_char_p * max(len(names), 1))(*names)
     c_meta = (ctypes.c_char_p * max(len(meta), 1))(*meta)
+    _make_folder(_path(path))
     _lib.check(lib.vdev_checkpoint_save(_path(path), c_names, _lib.handles(handles), len(names),
                                         c_meta, len(meta) // 2))
 
