@@ -264,3 +264,31 @@ def test_save_checkpoint_and_save_weights_make_a_missing_folder(tmp_path):
     with pytest.raises(vdev.errors.FailedPreconditionError) as e:
         vdev.train.save_checkpoint(bad, {"w": w})
     assert str(e.value) == "checkpoint '%s': cannot stat '%s': Not a directory" % (bad, bad)
+
+
+# ---- the progress line of an epoch fit stopped early ----
+
+class _StopAt(vdev.callbacks.Callback):
+    def __init__(self, batch):
+        super().__init__()
+        self.batch, self.ran = batch, 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.ran += 1
+        if batch == self.batch:
+            self.model.stop_training = True
+
+
+@pytest.mark.parametrize("verbose,start", [(2, "4/4 - "), (1, "4/4 [" + "=" * 30 + "] - ")])
+def test_an_epoch_stopped_early_ends_its_line_at_the_steps_as_keras(capsys, verbose, start):
+    model = vdev.models.Sequential([layers.Dense(1, input_dim=2, seed=1)])
+    model.compile("sgd", "mse")
+    stop = _StopAt(1)
+    x = np.ones((16, 2), np.float32)
+    model.fit(x, np.ones(16, np.float32), batch_size=4, epochs=3, verbose=verbose,
+              callbacks=[stop])
+    assert stop.ran == 2  # two of the epoch's four batches ran, then fit stopped
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "Epoch 1/3" and len(out) == 2
+    # Keras 2.11's ProgbarLogger finalizes the bar at its target, params["steps"]
+    assert out[1].startswith(start), out[1]

@@ -223,7 +223,8 @@ class _ProgbarLogger(Callback):
     Keras 2.11's line ("4/4 - 0s - loss: 0.6931 - accuracy: 0.5000 -
     12ms/epoch - 3ms/step"), verbose=1 the last state of Keras's progress
     bar ("4/4 [==============================] - 0s 3ms/step - loss:
-    0.6931"), without the bar's updates during the epoch. fit prints
+    0.6931"), without the bar's updates during the epoch; as Keras's, the
+    count is the epoch's steps even when fit stopped it early. fit prints
     "Epoch 1/5" before each epoch when it runs more than one. Inside fit,
     the validation's evaluate prints nothing, as in Keras."""
 
@@ -244,7 +245,11 @@ class _ProgbarLogger(Callback):
             _print("Epoch %d/%d" % (epoch + 1, self.params["epochs"]))
 
     def on_epoch_end(self, epoch, logs=None):
-        self._line(self._steps, logs)
+        # Keras 2.11's ProgbarLogger ends an epoch with the bar at its
+        # target, the epoch's steps (params["steps"]), also when fit stopped
+        # early (model.stop_training, or the data ran out): "4/4", not the
+        # batches run
+        self._line(self.params.get("steps") or self._steps, logs)
 
     def on_train_batch_end(self, batch, logs=None):
         self._steps = batch + 1
