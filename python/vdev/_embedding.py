@@ -11,7 +11,9 @@ them (truncated toward zero); an int64 id outside int32 is TensorFlow's
 InvalidArgumentError for the first id outside the table ("indices[0,1] =
 4294967296 is not in [0, 10)"), as Keras, which keeps int64 ids, gets.
 Keras's arguments are taken in Keras's order
-and checked as Keras checks them; what vdev has not (regularizers,
+and checked as Keras checks them (a positive float size passes Keras's
+check and is TensorShape's TypeError when the table is made, here with the
+layer); what vdev has not (regularizers,
 constraints, mask_zero, sparse) is a ValueError naming it, as Dense refuses
 its. Its gradient is dense (TensorFlow's is IndexedSlices): every row of
 the table, zeros where no input looked, so a training step holds one more
@@ -20,8 +22,6 @@ all-reduced sum) besides the optimizer's slots.
 """
 
 import numbers
-
-import numpy as np
 
 from . import _ops, _strategy_context, initializers, nn, random
 from ._device import current_device, device
