@@ -292,3 +292,13 @@ def test_an_epoch_stopped_early_ends_its_line_at_the_steps_as_keras(capsys, verb
     assert out[0] == "Epoch 1/3" and len(out) == 2
     # Keras 2.11's ProgbarLogger finalizes the bar at its target, params["steps"]
     assert out[1].startswith(start), out[1]
+
+
+def test_one_input_layers_refuse_two_symbolic_inputs_as_keras():
+    a, b = vdev.Input(shape=(5, 3)), vdev.Input(shape=(5, 3))
+    for layer in (vdev.layers.GlobalAveragePooling1D(name="gap"),
+                  vdev.layers.Embedding(10, 3, name="emb")):
+        with pytest.raises(ValueError) as e:
+            layer([a, b])
+        assert str(e.value).startswith('Layer "%s" expects 1 input(s), but it received 2 input '
+                                       "tensors." % layer.name)

@@ -210,7 +210,10 @@ def is_symbolic(inputs):
 def _single_input(layer):
     """Whether layer takes one tensor (Keras's InputSpec of one input)."""
     from ._conv_layers import Flatten, _Pooling2D
-    return isinstance(layer, (Dense, Conv2D, Flatten, _Pooling2D, InputLayer))
+    from ._embedding import Embedding
+    from ._pooling_layers import _GlobalPooling
+    return isinstance(layer, (Dense, Conv2D, Flatten, _Pooling2D, _GlobalPooling, Embedding,
+                              InputLayer))
 
 
 def _check_width(layer, shape):
