@@ -80,7 +80,10 @@ VDEV_API void vdev_mlp_free(vdev_mlp_t *m);
 
 typedef struct vdev_optimizer vdev_optimizer_t;
 /* SGD with a learning rate >= 0 and momentum in [0, 1], as Keras's (momentum
- * 0 for plain SGD). */
+ * 0 for plain SGD). Without momentum it keeps no velocity slot, as Keras's
+ * SGD makes none: its updates take no device memory beyond the variables and
+ * gradients (with momentum, one velocity the size of each variable, on its
+ * device: per replica under a mirrored strategy). */
 VDEV_API vdev_optimizer_t *vdev_sgd_new(float learning_rate, float momentum);
 /* Adam; TensorFlow's defaults are 0.001, 0.9, 0.999, 1e-7. */
 VDEV_API vdev_optimizer_t *vdev_adam_new(float learning_rate, float beta1, float beta2,
@@ -100,8 +103,11 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *opt, vdev_tenso
  * back (training then goes on bit for bit as if it had never stopped): its
  * slots, as variables on var's device, made (zeros) if they do not exist yet —
  * Adam: "m" then "v"; SGD with momentum: "momentum" (Keras's names); SGD
- * without momentum keeps none (a velocity handle kept from an earlier call
- * holds zeros while momentum is 0). Returns their number, filling at most cap of
+ * without momentum has none and makes none (0). A slot handle given out
+ * stays valid until vdev_optimizer_free, whatever the hyperparameters do: a
+ * velocity given out is kept when momentum is switched off, zeroed (see
+ * vdev_sgd_set), where one never given out is freed. Returns their number,
+ * filling at most cap of
  * out (and of names, unless NULL); -1 with VDEV_ERR_INVALID_ARG for a bad
  * optimizer or variable, a negative cap or out NULL with cap > 0, or the error
  * of making a slot (VDEV_ERR_OOM). The tensors stay the optimizer's:
@@ -131,12 +137,18 @@ VDEV_API void vdev_optimizer_free(vdev_optimizer_t *opt);
  * and momentum %g in [0, 1]"; a learning rate of 0 (the start of a warm-up)
  * and momentum 1 are allowed, as Keras's SGD allows them; a NaN or infinite
  * value is named first: "vdev_sgd_set: learning rate is inf, not a finite
- * number"). Momentum 0 means no velocity, as in Keras:
- * switching momentum off zeroes the velocity slots at once, in place (a slot
- * handle kept from vdev_optimizer_slots reads zeros; no memory is needed),
- * updates without momentum leave them so (var -= lr g), and momentum
- * switched on again starts from zeros, as a fresh optimizer's; while
- * momentum stays on, the velocity carries on as it is. Errors:
+ * number"). Momentum 0 means no velocity, as in Keras,
+ * whose SGD makes no momentum slot: switching momentum off frees the
+ * velocity slots at once (one copy of each variable's memory, on its
+ * device), but those vdev_optimizer_slots gave out, which a caller may hold:
+ * each of these is zeroed in place and kept, its handle valid (it reads
+ * zeros; nothing is allocated, so switching off never runs out of memory).
+ * Updates without momentum (var -= lr g) read and write no velocity, and
+ * make none. Momentum switched on again starts from zeros, as a fresh
+ * optimizer's: the next update makes the velocities it lacks (zeros; all or
+ * none, VDEV_ERR_OOM with nothing changed when one does not fit), and a kept
+ * one starts from what it holds (zeros, or what the caller wrote into it);
+ * while momentum stays on, the velocity carries on as it is. Errors:
  * VDEV_ERR_INVALID_ARG for opt NULL, freed or not an optimizer, an Adam
  * optimizer ("vdev_sgd_set: the optimizer is Adam, not SGD"), a bad value.
  * Not at the same time as an update by the same optimizer on another

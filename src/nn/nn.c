@@ -15,10 +15,12 @@
  * The hyperparameters may change between updates (vdev_sgd_set,
  * vdev_adam_set in vdev/nn.h, checked as the constructors check them); the
  * next update uses the new values. SGD without momentum has no velocity,
- * as Keras's makes no momentum slot: its update (var -= lr g) leaves the
- * slot alone, and switching momentum off zeroes the slots at once, so a
- * slot handle a caller keeps reads zeros while momentum is off, and momentum
- * switched on again starts from zeros, as a fresh optimizer's.
+ * as Keras's makes no momentum slot: none is made, its update (var -= lr g)
+ * runs with the variable in the velocity's place, which the kernels do not
+ * touch without momentum, and switching momentum off frees the velocities
+ * (but those vdev_optimizer_slots handed out, zeroed in place); momentum
+ * switched on again makes them, zeros, as a fresh optimizer's. The slots
+ * themselves are kept in slots.c, with the state shared in optim.h.
  *
  * Optimizers, like layers and models, are checked handles (base/handles.h),
  * each kind in a table of its own, so a freed or foreign one is an error
@@ -26,7 +28,7 @@
  * public tensor handles and call the public ops, like any caller, and look
  * their variables up once per update to run the fused update op on the
  * library's tensors. */
-#include "nn/nn.h"
+#include "nn/optim.h"
 #include "ops/ops.h"
 #include "vdev/nn.h"
 
@@ -35,45 +37,7 @@
 
 /* ---- optimizers ---- */
 
-enum opt_kind { OPT_SGD, OPT_ADAM };
-
-struct slot {
-    const vdev_tensor_t *var;   /* its handle: not owned, compared only */
-    vdev_tensor_t *s[3];        /* SGD: velocity (zeros while momentum is 0);
-                                 * Adam: m, v, and vhat once AMSGrad is on
-                                 * (variables, owned) */
-    vdev_tensor_t *clip[2];     /* while clipping: the clipped gradient (the
-                                 * variable's shape) and a norm's scalar, on
-                                 * the variable's device (owned, clip.c) */
-    int no_decay;               /* excluded from the weight decay */
-    unsigned pending;           /* bit k (s[0..3), then clip[0..2) at 3 and 4):
-                                 * made by a call not yet committed
-                                 * (commit_slots) or taken back (drop_pending) */
-};
-
-struct optim {
-    struct vdev_nn_head head;   /* first (vdev_nn_object_of, vdev_nn_enter) */
-    enum opt_kind kind;
-    float lr, momentum, beta1, beta2, eps;
-    int nesterov, amsgrad;      /* SGD's, Adam's */
-    struct vdev_clip clip;      /* Keras's clipnorm, clipvalue, global_clipnorm */
-    float weight_decay;         /* Keras's decoupled weight decay (0: none) */
-    const vdev_tensor_t **excl; /* variables excluded from it (handles, compared only) */
-    int n_excl, cap_excl;
-    _Atomic int64_t step;       /* updates applied (Keras's iterations; Adam's t) */
-    struct slot *slots;
-    int n_slots, cap_slots;
-};
-
 static struct vdev_handle_table optims = VDEV_HANDLE_TABLE("optimizer", 5, struct optim);
-
-static void drop_clip_scratch(struct slot *s)
-{
-    for (int k = 0; k < 2; k++) {
-        vdev_tensor_free(s->clip[k]);
-        s->clip[k] = NULL;
-    }
-}
 
 static vdev_optimizer_t *optim_new(enum opt_kind kind)
 {
@@ -173,28 +137,6 @@ static struct optim *optim_of_kind(vdev_optimizer_t *h, enum opt_kind kind, cons
     return o;
 }
 
-/* Zeroes SGD's velocity slots in place: momentum switched off, there is no
- * velocity. Each slot keeps its handle and its memory, and nothing is
- * allocated, so it cannot run out of memory; the fill is an in-place write
- * (a tape that read a slot keeps the value it read), queued on the slot's
- * device's stream. Only a backend failure can stop it part way. */
-static enum vdev_status zero_velocities(struct optim *o)
-{
-    for (int i = 0; i < o->n_slots; i++) {
-        struct vdev_tens *t = vdev_tens_peek(o->slots[i].s[0]);
-        if (!t->numel)
-            continue;
-        vdev_tens_write_begin(t, t->dev);
-        enum vdev_status st =
-            vdev_backend_fill(t->dev->backend, t->dev->bdev, t->data, 0, (uint64_t)t->numel);
-        t->host_written = 0;
-        vdev_tens_write_end(t);
-        if (st != VDEV_OK)
-            return st;
-    }
-    return VDEV_OK;
-}
-
 VDEV_API enum vdev_status vdev_sgd_set(vdev_optimizer_t *h, float lr, float momentum)
 {
     struct vdev_nn_in in;
@@ -202,9 +144,10 @@ VDEV_API enum vdev_status vdev_sgd_set(vdev_optimizer_t *h, float lr, float mome
     if (!o || !sgd_values_ok("vdev_sgd_set", lr, momentum) ||
         !vdev_nn_enter(o, &in, "vdev_sgd_set"))
         return vdev_last_status();
-    /* momentum off: no velocity from here on (a held slot handle reads zeros,
-     * and momentum switched on again starts from them) */
-    enum vdev_status st = o->momentum != 0 && momentum == 0 ? zero_velocities(o) : VDEV_OK;
+    /* momentum off: no velocity from here on (freed; a slot handle given
+     * out reads zeros), and momentum switched on again starts from zeros */
+    enum vdev_status st =
+        o->momentum != 0 && momentum == 0 ? vdev_nn_slots_momentum_off(o) : VDEV_OK;
     if (st == VDEV_OK) {
         o->lr = lr;
         o->momentum = momentum;
@@ -280,7 +223,7 @@ VDEV_API enum vdev_status vdev_optimizer_set_clipping(vdev_optimizer_t *h, float
     o->clip.global_clipnorm = global_clipnorm;
     /* no clipping: no scratch for it (made again when clipping comes back) */
     for (int i = 0; !vdev_clip_on(&o->clip) && i < o->n_slots; i++)
-        drop_clip_scratch(&o->slots[i]);
+        vdev_nn_slot_drop_clip(&o->slots[i]);
     vdev_nn_leave(&in);
     return VDEV_OK;
 }
@@ -301,7 +244,7 @@ VDEV_API enum vdev_status vdev_optimizer_set_weight_decay(vdev_optimizer_t *h, f
 }
 
 /* Whether variable hvar is excluded from the weight decay. */
-static int excluded(const struct optim *o, const vdev_tensor_t *hvar)
+int vdev_nn_excluded(const struct optim *o, const vdev_tensor_t *hvar)
 {
     for (int i = 0; i < o->n_excl; i++)
         if (o->excl[i] == hvar)
@@ -342,7 +285,7 @@ VDEV_API enum vdev_status vdev_optimizer_exclude_from_weight_decay(vdev_optimize
         o->cap_excl = cap;
     }
     for (int i = 0; i < n; i++) {
-        if (excluded(o, vars[i]))
+        if (vdev_nn_excluded(o, vars[i]))
             continue;
         o->excl[o->n_excl++] = vars[i];
         for (int j = 0; j < o->n_slots; j++)
@@ -351,134 +294,6 @@ VDEV_API enum vdev_status vdev_optimizer_exclude_from_weight_decay(vdev_optimize
     }
     vdev_nn_leave(&in);
     return VDEV_OK;
-}
-
-/* The slots an update uses: SGD's velocity; Adam's m, v (and vhat with
- * AMSGrad). */
-static int n_slots_used(const struct optim *o)
-{
-    return o->kind == OPT_ADAM ? (o->amsgrad ? 3 : 2) : 1;
-}
-
-/* The slots of variable hvar (tensor var), made (zeros, on var's device) on
- * first use; vhat is made when AMSGrad first needs it. */
-static struct slot *slot_of(struct optim *o, const vdev_tensor_t *hvar, const struct vdev_tens *var)
-{
-    struct slot *s = NULL;
-    for (int i = 0; i < o->n_slots && !s; i++)
-        if (o->slots[i].var == hvar)
-            s = &o->slots[i];
-    int n = n_slots_used(o), clip = vdev_clip_on(&o->clip);
-    if (s && (n < 3 || s->s[2]) && (!clip || s->clip[0]))
-        return s;
-    if (!s && o->n_slots == o->cap_slots) {
-        int cap = o->cap_slots ? 2 * o->cap_slots : 16;
-        struct slot *sl = realloc(o->slots, (size_t)cap * sizeof *sl);
-        if (!sl) {
-            vdev_error(VDEV_ERR_OOM, "out of host memory for optimizer slots");
-            return NULL;
-        }
-        o->slots = sl;
-        o->cap_slots = cap;
-    }
-    int fresh = !s;
-    if (fresh) {
-        s = &o->slots[o->n_slots];
-        memset(s, 0, sizeof *s);
-        s->var = hvar;
-        s->no_decay = excluded(o, hvar);
-    }
-    /* made[0..3) the slots, made[3..5) the clipping's scratch */
-    vdev_tensor_t *made[5] = {NULL, NULL, NULL, NULL, NULL};
-    int want[5] = {0, 0, 0, 0, 0}, ok = 1;
-    for (int k = 0; k < n; k++)
-        want[k] = !s->s[k];
-    want[3] = want[4] = clip && !s->clip[0];
-    vdev_placement_push_dev(var->dev);
-    for (int k = 0; k < 5 && ok; k++)
-        if (want[k]) {
-            int scalar = k == 4;
-            made[k] = vdev_variable(
-                vdev_tensor_zeros(var->shape, scalar ? 0 : var->ndim, VDEV_F32));
-            ok = made[k] != NULL;
-        }
-    vdev_placement_pop_dev();
-    if (!ok) {
-        for (int j = 0; j < 5; j++)
-            vdev_tensor_free(made[j]);
-        if (fresh)
-            memset(s, 0, sizeof *s);
-        return NULL;
-    }
-    /* slots are state, not trainable */
-    for (int k = 0; k < 5; k++)
-        if (made[k]) {
-            s->pending |= 1u << k;
-            vdev_tens_peek(made[k])->requires_grad = 0;
-            if (k < 3) {
-                /* given out by vdev_optimizer_slots: a caller's free is refused */
-                vdev_tens_set_owner(made[k], VDEV_TENS_OWNER_OPTIMIZER);
-                s->s[k] = made[k];
-            }
-            else
-                s->clip[k - 3] = made[k];
-        }
-    if (fresh)
-        o->n_slots++;
-    return s;
-}
-
-/* Keeps the slots made so far: no drop_pending takes them back. */
-static void commit_slots(struct optim *o)
-{
-    for (int i = 0; i < o->n_slots; i++)
-        o->slots[i].pending = 0;
-}
-
-/* Frees the slots (and clipping scratch) made since the last commit_slots,
- * and forgets a variable whose slots were all made so: the optimizer is as
- * it was before the calls that made them. */
-static void drop_pending(struct optim *o)
-{
-    int kept = 0;
-    for (int i = 0; i < o->n_slots; i++) {
-        struct slot *s = &o->slots[i];
-        for (int k = 0; k < 5; k++) {
-            if (!(s->pending & (1u << k)))
-                continue;
-            if (k < 3) {
-                vdev_tens_free_owned(s->s[k]);
-                s->s[k] = NULL;
-            } else {
-                vdev_tensor_free(s->clip[k - 3]);
-                s->clip[k - 3] = NULL;
-            }
-        }
-        s->pending = 0;
-        if (s->s[0]) /* a record with no slot left was made by those calls */
-            o->slots[kept++] = *s;
-    }
-    o->n_slots = kept;
-}
-
-/* Makes the slots of vars[0..n) that do not exist yet, all or none: when
- * one cannot be made, those made by this call are freed (with any others
- * not yet committed), so a failed call leaves the optimizer as it was. The
- * slots made stay pending until commit_slots. */
-static enum vdev_status make_slots(struct optim *o, vdev_tensor_t *const *vars,
-                                   struct vdev_tens *const *held, int n)
-{
-    enum vdev_status st = VDEV_OK;
-    for (int i = 0; i < n && st == VDEV_OK; i++) {
-        struct vdev_tens *v = held ? held[i] : vdev_tens_peek(vars[i]);
-        if (!v)
-            st = vdev_error(VDEV_ERR_INVALID_ARG, "variable #%d was freed by another thread", i);
-        else if (!slot_of(o, vars[i], v))
-            st = vdev_last_status();
-    }
-    if (st != VDEV_OK)
-        drop_pending(o); /* frees only: the error stays */
-    return st;
 }
 
 /* Checks an apply's arguments (grads may be NULL: prepare). */
@@ -517,7 +332,7 @@ enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *h, vdev_tensor_t *cons
                                     "vdev_optimizer_prepare");
     if (!o)
         return vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
-    enum vdev_status st = make_slots(o, vars, NULL, n);
+    enum vdev_status st = vdev_nn_slots_make(o, vars, NULL, n);
     vdev_nn_leave(&in);
     return st;
 }
@@ -529,7 +344,7 @@ void vdev_optimizer_unprepare(vdev_optimizer_t *h)
                                     &in, "vdev_optimizer_unprepare");
     if (!o)
         return;
-    drop_pending(o);
+    vdev_nn_slots_drop_pending(o);
     vdev_nn_leave(&in);
 }
 
@@ -546,7 +361,7 @@ static void update_params(const struct optim *o, struct vdev_op_params *p)
         p->f[2] = o->beta2;
         p->f[3] = o->eps;
     } else {
-        /* momentum 0: the kernel updates var alone, leaving the velocity */
+        /* momentum 0: the kernel updates var alone (var -= lr g) */
         p->f[0] = o->lr;
         p->f[1] = o->momentum;
         p->i[0] = o->nesterov;
@@ -573,15 +388,19 @@ static enum vdev_status run_updates(struct optim *o, vdev_tensor_t *const *vars,
     int k_in = o->kind == OPT_ADAM ? 4 : 3;
     for (int i = 0; i < n; i++) {
         struct vdev_tens *var = hv[i];
-        struct slot *s = slot_of(o, vars[i], var); /* made before: a lookup */
+        struct slot *s = vdev_nn_slot_of(o, vars[i], var); /* made before: a lookup */
         struct vdev_tens **l = lists + (size_t)i * 7, **l2 = l + 4;
         l[0] = ams ? vdev_tens_peek(s->s[0]) : var;
         l[1] = g[i] == grads[i] ? hg[i] : vdev_tens_peek(g[i]); /* the caller's, or clipped */
-        l[2] = vdev_tens_peek(s->s[ams ? 1 : 0]);
+        /* SGD without momentum has no velocity: the variable stands in its
+         * place, which the kernels neither read nor write then (a velocity
+         * handed out is left alone, its version and stream too) */
+        l[2] = o->kind == OPT_SGD && o->momentum == 0 ? var
+                                                      : vdev_tens_peek(s->s[ams ? 1 : 0]);
         if (k_in == 4)
             l[3] = vdev_tens_peek(s->s[ams ? 2 : 1]);
         l2[0] = var;
-        l2[1] = vdev_tens_peek(s->s[0]);
+        l2[1] = ams ? vdev_tens_peek(s->s[0]) : NULL;
         l2[2] = ams ? vdev_tens_peek(s->s[2]) : NULL;
         pins[i] = l;
         pins[n + i] = l2;
@@ -608,10 +427,10 @@ static enum vdev_status apply_held(struct optim *o, vdev_tensor_t *const *vars,
 {
     /* Every slot first: a slot that cannot be made fails the call before any
      * variable (or Adam's step count) changes. */
-    enum vdev_status mst = make_slots(o, vars, hv, n);
+    enum vdev_status mst = vdev_nn_slots_make(o, vars, hv, n);
     if (mst != VDEV_OK)
         return mst;
-    commit_slots(o); /* the optimizer's now, whatever the update does */
+    vdev_nn_slots_commit(o); /* the optimizer's now, whatever the update does */
     /* The operand lists of every update (up to 4 operands, and AMSGrad's
      * second op's 3), then one call that checks them all (shapes, dtypes,
      * devices) and copies every gradient from elsewhere before the first
@@ -642,7 +461,7 @@ static enum vdev_status apply_held(struct optim *o, vdev_tensor_t *const *vars,
     if (st == VDEV_OK) {
         vdev_tensor_t **bufs = clipped + n, **sums = clipped + 2 * (size_t)n;
         for (int i = 0; i < n; i++) {
-            struct slot *s = slot_of(o, vars[i], hv[i]); /* a lookup */
+            struct slot *s = vdev_nn_slot_of(o, vars[i], hv[i]); /* a lookup */
             bufs[i] = s->clip[0];
             sums[i] = s->clip[1];
         }
@@ -727,16 +546,6 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
     return st;
 }
 
-/* Slots that carry state from one step to the next: SGD's velocity only
- * with momentum (without, there is none: the slot holds zeros, which
- * updates leave alone). */
-static int stateful_slots(const struct optim *o)
-{
-    if (o->kind == OPT_ADAM)
-        return n_slots_used(o);
-    return o->momentum > 0 ? 1 : 0;
-}
-
 VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *h, vdev_tensor_t *var, vdev_tensor_t **out,
                                   const char **names, int cap)
 {
@@ -746,10 +555,15 @@ VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *h, vdev_tensor_t *var, vdev_
     struct optim *o = apply_args(h, &var, NULL, 1, 0, fn);
     if (!o || !vdev_nn_out_fits(out, cap, fn) || !vdev_nn_enter(o, &in, fn))
         return -1;
-    int n = stateful_slots(o);
-    struct slot *sl = n ? slot_of(o, var, vdev_tens_peek(var)) : NULL;
-    if (sl)
-        sl->pending = 0; /* given out: the caller's handles stay valid */
+    int n = vdev_nn_slots_used(o);
+    struct slot *sl = n ? vdev_nn_slot_of(o, var, vdev_tens_peek(var)) : NULL;
+    if (sl) {
+        /* given out: the caller's handles stay valid until the optimizer
+         * is freed (SGD's velocity too, zeroed instead of freed when
+         * momentum is switched off) */
+        sl->pending = 0;
+        sl->given |= (1u << n) - 1;
+    }
     for (int k = 0; sl && k < n && k < cap; k++) {
         out[k] = sl->s[k];
         if (names)
@@ -790,12 +604,7 @@ VDEV_API void vdev_optimizer_free(vdev_optimizer_t *h)
     struct optim *o = vdev_nn_object_any(&optims, h, "vdev_optimizer_free");
     if (!o || !vdev_nn_kill_handle(&optims, o, h, "vdev_optimizer_free"))
         return;
-    for (int i = 0; i < o->n_slots; i++) {
-        for (int k = 0; k < 3; k++)
-            vdev_tens_free_owned(o->slots[i].s[k]);
-        drop_clip_scratch(&o->slots[i]);
-    }
-    free(o->slots);
+    vdev_nn_slots_free(o);
     free(o->excl);
     pthread_mutex_destroy(&o->head.lock);
     vdev_handle_release(&optims, o);
