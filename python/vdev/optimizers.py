@@ -425,9 +425,12 @@ class SGD(Optimizer):
     """Keras's SGD. ``learning_rate`` and ``momentum`` may be set at any time
     (``opt.learning_rate = 0.001``): the next update uses them, checked as
     the constructor checks them (vdev_sgd_set). Momentum 0 is no velocity,
-    as in Keras: switching momentum off zeroes the velocity slots at once
-    (updates without momentum leave them so), and momentum switched on again
-    starts from zeros. ``nesterov=True`` steps by momentum * velocity -
+    as in Keras, whose SGD makes no momentum slot: none is made, so updates
+    take no device memory beyond the variables and gradients; switching
+    momentum off frees the velocity slots at once (but those whose handles
+    the C optimizer handed out, a checkpoint's save of them included, which
+    are zeroed and kept), and momentum switched on again makes them, zeros,
+    at the next update. ``nesterov=True`` steps by momentum * velocity -
     learning_rate * gradient with the new velocity, as Keras's SGD."""
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None,
