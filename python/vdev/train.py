@@ -331,9 +331,10 @@ def load_checkpoint(path, tensors, optimizer=None):
                     "checkpoint '%s': metadata key 'optimizer/%s' is %r, not a number"
                     % (os.fsdecode(_path(path)), a, text), "VDEV_ERR_INVALID_ARG") from None
         # The hyperparameters are set before the slots are gathered, as SGD
-        # keeps a velocity only with momentum; but momentum switched off zeroes
-        # the velocity at once, which a failed load must not do: that one is
-        # set after the load, and the velocity is not loaded.
+        # keeps a velocity only with momentum; but momentum switched off frees
+        # the velocity at once (zeroes one handed out), which a failed load
+        # must not do: that one is set after the load, and the velocity is
+        # not loaded.
         before = {a: float(getattr(optimizer, a)) for a in saved}
         later = {a: v for a, v in saved.items() if a == "momentum" and v == 0 and before[a]}
         now = {a: v for a, v in saved.items() if a not in later}
