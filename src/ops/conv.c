@@ -8,10 +8,11 @@
  * max(0, (out - 1) s + k - in), split pad_before = total / 2 and the odd one
  * after (bottom, right). An output of size 0 is an empty tensor, as there; a
  * negative one is TensorFlow's error. Parameters: the convolutions carry the
- * strides in i[0], i[1] and the determinism switch (for the fast kernel) in
+ * strides in i[0], i[1] and the determinism switch (for the fast kernels) in
  * i[3]; the pools the window in i[0], i[1] and the strides in i[2], i[3];
  * all carry the padding in f[0] (VDEV_PAD_VALID, VDEV_PAD_SAME). The kernels
- * are in conv_kernels.c, the gradients in conv_grads.c. */
+ * are in conv_kernels.c (the reference) and conv_fast.c, the gradients in
+ * conv_grads.c. */
 #include "ops/impl.h"
 #include "config/config.h"
 
@@ -207,7 +208,7 @@ enum vdev_status vdev_shape_conv(struct vdev_kernel_args *a)
         return st;
     out4(a, shape[0], shape[1], shape[2], shape[3]);
     if (is_conv(a->op))
-        a->i[3] = vdev_deterministic(); /* the fast kernel's products (kernels_host.c) */
+        a->i[3] = vdev_deterministic(); /* the fast kernels' products (conv_fast.c) */
     return VDEV_OK;
 }
 
@@ -222,6 +223,8 @@ enum vdev_status vdev_shape_conv_grad(struct vdev_kernel_args *a)
     int64_t shape[4];
     if (st != VDEV_OK || (st = forward_shape(a, shape)) != VDEV_OK)
         return st;
+    if (is_conv(a->op))
+        a->i[3] = vdev_deterministic(); /* as for Conv2D: the fast kernels' products */
     switch (a->op) {
     case VDEV_OP_CONV2D_BACKPROP_INPUT:
         st = check_dy(a, 2, shape);

@@ -1,15 +1,15 @@
-/* conv_kernels.c — the host kernels of 2-D convolution and pooling (conv.c
- * has their shapes and parameters): a reference kernel per op, plain loops
- * with double accumulators that each output element gathers on its own (the
- * specification, and what the cpu backend and simulated GPUs run), and the
- * convolution's fast kernel, one image at a time: im2col (each output
- * pixel's window, zeros where it lies in the padding, as a row of KH*KW*C)
- * times the filter seen as a [KH*KW*C, O] matrix through the matmul's own
- * host kernel (OpenBLAS sgemm, its thread gate and determinism switch). The
- * pools skip the padding: a max over the window's elements inside the input
- * (the first of equal maxima is the window's argmax, which gets the whole
- * gradient, as TensorFlow's MaxPoolGrad on the CPU), a mean over their
- * count (TensorFlow's SAME average). */
+/* conv_kernels.c — the reference host kernels of 2-D convolution and
+ * pooling (conv.c has their shapes and parameters): plain loops with double
+ * accumulators that each output element gathers on its own. They are the
+ * specification: conv_fast.c's kernels for Conv2D, Conv2DBackpropInput and
+ * Conv2DBackpropFilter (im2col or col2im and the matmul's host sgemm), which
+ * the cpu backend and simulated GPUs run, are tested against them, and run
+ * them where their scratch buffer cannot be had; the pools and their
+ * gradients run these on the host. The pools skip the padding: a max over
+ * the window's elements inside the input (the first of equal maxima is the
+ * window's argmax, which gets the whole gradient, as TensorFlow's
+ * MaxPoolGrad on the CPU), a mean over their count (TensorFlow's SAME
+ * average). */
 #include "ops/impl.h"
 
 #include <math.h>
@@ -69,90 +69,6 @@ KERNEL(vdev_ref_conv2d)
                     }
                     y[((n * g.oh + r) * g.ow + q) * g.o + o] = (float)acc;
                 }
-}
-
-/* Rows [row0, row0 + rows) of image n's im2col matrix ([OH*OW, KH*KW*C]). */
-static void im2col(const struct vdev_conv_geom *g, const float *x, int64_t n, int64_t row0,
-                   int64_t rows, float *col)
-{
-    int64_t kc = g->kw * g->c;
-    for (int64_t t = 0; t < rows; t++) {
-        int64_t r = (row0 + t) / g->ow, q = (row0 + t) % g->ow;
-        float *dst = col + t * g->kh * kc;
-        for (int64_t di = 0; di < g->kh; di++, dst += kc) {
-            int64_t i = r * g->sh - g->pt + di;
-            if (i < 0 || i >= g->h) {
-                memset(dst, 0, (size_t)kc * sizeof(float));
-                continue;
-            }
-            for (int64_t dj = 0; dj < g->kw; dj++) {
-                int64_t j = q * g->sw - g->pl + dj;
-                float *d = dst + dj * g->c;
-                if (j < 0 || j >= g->w)
-                    memset(d, 0, (size_t)g->c * sizeof(float));
-                else
-                    memcpy(d, &AT4(x, g, n, i, j, 0, g->c), (size_t)g->c * sizeof(float));
-            }
-        }
-    }
-}
-
-/* The im2col rows one product takes at most (a buffer of at most 16 MiB). */
-#define COL_BYTES (16ll << 20)
-
-/* y[n] = im2col(x[n]) . filter as [KH*KW*C, O], a block of output pixels at
- * a time. A 1x1 window with stride 1 and no padding needs no im2col: x's
- * rows are its rows. Where the buffer cannot be had, the reference kernel. */
-KERNEL(vdev_fast_conv2d)
-{
-    struct vdev_conv_geom g;
-    vdev_conv_geom_of(a, &g);
-    int64_t k = g.kh * g.kw * g.c, pix = g.oh * g.ow;
-    if (g.n * pix * g.o == 0)
-        return;
-    struct vdev_kernel_args m;
-    memset(&m, 0, sizeof m);
-    m.op = VDEV_OP_MATMUL;
-    m.n_in = 2;
-    m.n_out = 1;
-    m.in_ndim[0] = m.in_ndim[1] = m.out_ndim[0] = 2;
-    m.in_shape[1][0] = k;
-    m.in_shape[1][1] = g.o;
-    m.in[1] = a->in[1];
-    m.i[2] = a->i[3]; /* the determinism switch, as the shape rule saw it */
-    const float *x = a->in[0];
-    float *y = a->out[0];
-    if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0) {
-        m.in[0] = x;
-        m.in_shape[0][0] = m.out_shape[0][0] = g.n * pix;
-        m.in_shape[0][1] = k;
-        m.out_shape[0][1] = g.o;
-        m.out[0] = y;
-        vdev_host_matmul(&m);
-        return;
-    }
-    int64_t rows = COL_BYTES / (int64_t)sizeof(float) / k;
-    if (rows < 1)
-        rows = 1;
-    if (rows > pix)
-        rows = pix;
-    float *col = malloc((size_t)(rows * k) * sizeof(float));
-    if (!col) {
-        vdev_ref_conv2d(a);
-        return;
-    }
-    for (int64_t n = 0; n < g.n; n++)
-        for (int64_t row0 = 0; row0 < pix; row0 += rows) {
-            int64_t nr = pix - row0 < rows ? pix - row0 : rows;
-            im2col(&g, x, n, row0, nr, col);
-            m.in[0] = col;
-            m.in_shape[0][0] = m.out_shape[0][0] = nr;
-            m.in_shape[0][1] = k;
-            m.out_shape[0][1] = g.o;
-            m.out[0] = y + (n * pix + row0) * g.o;
-            vdev_host_matmul(&m);
-        }
-    free(col);
 }
 
 /* dx[n,i,j,c] = sum over the taps (di, dj) that put (i, j) under output

@@ -129,15 +129,22 @@ GRAD(vdev_grad_softmax_ce);
 GRAD(vdev_grad_identity);
 GRAD(vdev_grad_slice);
 
-/* conv.c, conv_kernels.c, conv_grads.c: 2-D convolution and pooling */
+/* conv.c, conv_kernels.c, conv_fast.c, conv_grads.c: 2-D convolution and pooling */
 SHAPE(vdev_shape_conv);      /* CONV2D, MAX_POOL, AVG_POOL */
 SHAPE(vdev_shape_conv_grad); /* their gradient ops */
 KERNEL(vdev_ref_conv2d);
-KERNEL(vdev_fast_conv2d);    /* im2col and the matmul's sgemm */
 KERNEL(vdev_ref_max_pool);
 KERNEL(vdev_ref_avg_pool);
 KERNEL(vdev_ref_conv2d_backprop_input);
 KERNEL(vdev_ref_conv2d_backprop_filter);
+/* conv_fast.c: im2col or col2im and the matmul's sgemm, on the host */
+KERNEL(vdev_fast_conv2d);
+KERNEL(vdev_fast_conv2d_backprop_input);
+KERNEL(vdev_fast_conv2d_backprop_filter);
+/* Test hook (fault injection): the n-th scratch buffer those three kernels
+ * ask for from now on fails as if the host were out of memory (n = 1: the
+ * next one), and the kernel runs the reference kernel; n = 0 disarms it. */
+void vdev_conv_fast_fail_alloc(int n);
 KERNEL(vdev_ref_max_pool_grad);
 KERNEL(vdev_ref_avg_pool_grad);
 GRAD(vdev_grad_conv2d);

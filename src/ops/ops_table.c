@@ -105,17 +105,18 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
     /* a copy of a range: the reference is the host's copy, a GPU copies */
     FWD(VDEV_OP_SLICE, "Slice", 1, vdev_shape_slice, vdev_ref_slice, vdev_grad_slice, 0),
     NOGRAD(VDEV_OP_SLICE_GRAD, "SliceGrad", 2, vdev_shape_slice_grad, vdev_ref_slice_grad),
-    /* 2-D convolution and pooling (conv.c, conv_kernels.c, conv_grads.c) */
+    /* 2-D convolution and pooling (conv.c, conv_kernels.c, conv_fast.c, conv_grads.c) */
     FWD_FAST(VDEV_OP_CONV2D, "Conv2D", 2, vdev_shape_conv, vdev_ref_conv2d, vdev_fast_conv2d,
              vdev_grad_conv2d, 3),
     FWD(VDEV_OP_MAX_POOL, "MaxPool", 1, vdev_shape_conv, vdev_ref_max_pool, vdev_grad_max_pool,
         1 | VDEV_GRAD_OUT),
     FWD(VDEV_OP_AVG_POOL, "AvgPool", 1, vdev_shape_conv, vdev_ref_avg_pool, vdev_grad_avg_pool,
         0),
-    NOGRAD(VDEV_OP_CONV2D_BACKPROP_INPUT, "Conv2DBackpropInput", 3, vdev_shape_conv_grad,
-           vdev_ref_conv2d_backprop_input),
-    NOGRAD(VDEV_OP_CONV2D_BACKPROP_FILTER, "Conv2DBackpropFilter", 3, vdev_shape_conv_grad,
-           vdev_ref_conv2d_backprop_filter),
+    NOGRAD_FAST(VDEV_OP_CONV2D_BACKPROP_INPUT, "Conv2DBackpropInput", 3, vdev_shape_conv_grad,
+                vdev_ref_conv2d_backprop_input, vdev_fast_conv2d_backprop_input),
+    NOGRAD_FAST(VDEV_OP_CONV2D_BACKPROP_FILTER, "Conv2DBackpropFilter", 3,
+                vdev_shape_conv_grad, vdev_ref_conv2d_backprop_filter,
+                vdev_fast_conv2d_backprop_filter),
     NOGRAD(VDEV_OP_MAX_POOL_GRAD, "MaxPoolGrad", 3, vdev_shape_conv_grad,
            vdev_ref_max_pool_grad),
     NOGRAD(VDEV_OP_AVG_POOL_GRAD, "AvgPoolGrad", 2, vdev_shape_conv_grad,
