@@ -139,10 +139,12 @@ VDEV_API bool vdev_config_get_soft_device_placement(void);
 VDEV_API void vdev_config_set_deterministic(bool enable);
 VDEV_API bool vdev_config_get_deterministic(void);
 /* What the switch constrains in the host kernels (cpu backend, simulated
- * GPUs): only MatMul. OpenBLAS's sgemm gives different bits with different
- * thread counts (0.3.21: most elements of a 1000x1000x1000 product differ
- * between 1 and 2 threads), and a block's bits may depend on the block's
- * size, so under the switch a product is cut into blocks fixed by its shape
+ * GPUs): only matrix products (MatMul's, and those of Conv2D and its two
+ * gradient ops, which go through MatMul's kernel). OpenBLAS's sgemm gives
+ * different bits with different thread counts (0.3.21: most elements of a
+ * 1000x1000x1000 product differ between 1 and 2 threads), and a block's bits
+ * may depend on the block's size, so under the switch a product is cut into
+ * blocks fixed by its shape
  * alone (one per 2^24 multiply-adds, at most 16), each one single-threaded
  * OpenBLAS call whichever of vdev's threads runs it: the same calls, so the
  * same bits, whatever OPENBLAS_NUM_THREADS says or how many streams run; a
