@@ -165,9 +165,9 @@ static const struct shape GRID[] = {
 #define N_GRID (int)(sizeof GRID / sizeof GRID[0])
 
 /* Shapes whose im2col rows (KH*KW*C floats each) take several blocks of
- * 16 MiB: 5x5x200 gives blocks of 838 rows over 3 images of 289 (the first
- * block ends inside the third image); 3x3x1000 gives 466 rows, so a 25x25
- * image (625 rows) takes two blocks. Stride 1, SAME and VALID. */
+ * 4 MiB: 5x5x200 gives blocks of 209 rows over 3 images of 289 (or 169)
+ * rows, so blocks end inside images and span two; 3x3x1000 gives 116
+ * rows, so a 25x25 image (625 rows) takes six blocks. */
 static const struct shape BLOCKS[] = {
     {3, 17, 17, 200, 5, 5, 5, 1, 1, 1},
     {3, 17, 17, 200, 5, 5, 5, 1, 1, 0},
