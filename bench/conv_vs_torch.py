@@ -4,12 +4,13 @@ side by side in one run: the forward op alone (vdev.nn.conv2d, NHWC and HWIO,
 against torch.nn.functional.conv2d on the same values as NCHW and OIHW) and
 a forward with the gradients of the input and the filter (GradientTape
 against autograd), for a few shapes of a small convolutional net. vdev's
-host convolution is im2col and OpenBLAS's sgemm; PyTorch's is its own
-(oneDNN in Debian's build, USE_MKLDNN=ON). Both run in the same
-environment; PyTorch's threads are set to vdev's budget (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs
-the process may use). Each figure is the median and the minimum, in ms, of
-turns of several calls after a warm-up; the outputs are checked to agree
-before anything is timed. Prints a Markdown table.
+host convolution and its gradients are im2col (col2im) and OpenBLAS's sgemm;
+PyTorch's are its own (oneDNN in Debian's build, USE_MKLDNN=ON). Both run in
+the same environment; PyTorch's threads are set to vdev's budget
+(OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs the process may
+use). Each figure is the median and the minimum, in ms, of
+turns of several calls after a warm-up; the outputs and the gradients are
+checked to agree before anything is timed. Prints a Markdown table.
 
 Usage: PYTHONPATH=python VDEV_LIBRARY=build/libvdev.so \\
        python3 bench/conv_vs_torch.py [--quick]"""
@@ -75,6 +76,15 @@ def main():
             want = F.conv2d(tx, tf_, stride=s, padding=tpad).detach().numpy()
             got = vdev.nn.conv2d(vx, vf, s, pad).numpy().transpose(0, 3, 1, 2)
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+            # and the gradients of the sum of the output (sums of up to N*OH*OW terms)
+            with vdev.GradientTape() as tape:
+                y = vdev.reduce_sum(vdev.nn.conv2d(vx, vf, s, pad))
+            gx, gf = tape.gradient(y, [vx, vf])
+            F.conv2d(tx, tf_, stride=s, padding=tpad).sum().backward()
+            np.testing.assert_allclose(gx.numpy().transpose(0, 3, 1, 2), tx.grad.numpy(),
+                                       rtol=1e-4, atol=1e-3)
+            np.testing.assert_allclose(gf.numpy().transpose(3, 2, 0, 1), tf_.grad.numpy(),
+                                       rtol=1e-4, atol=1e-2)
 
             # the cpu backend runs an op on the calling thread: done when it returns
             def v_fwd():
