@@ -129,8 +129,14 @@ static void im2col(const struct vdev_conv_geom *g, const float *x, int64_t row0,
                 memset(dst, 0, (size_t)kc * sizeof(float));
                 continue;
             }
+            int64_t j0 = q * g->sw - g->pl;
+            if (j0 >= 0 && j0 + g->kw <= g->w) {
+                /* the window's row inside x: kw pixels in a row, one copy */
+                memcpy(dst, &AT4(x, g, n, i, j0, 0), (size_t)kc * sizeof(float));
+                continue;
+            }
             for (int64_t dj = 0; dj < g->kw; dj++) {
-                int64_t j = q * g->sw - g->pl + dj;
+                int64_t j = j0 + dj;
                 float *d = dst + dj * g->c;
                 if (j < 0 || j >= g->w)
                     memset(d, 0, (size_t)g->c * sizeof(float));
@@ -156,15 +162,15 @@ static void col2im_add(const struct vdev_conv_geom *g, const float *col, int64_t
             int64_t i = r * g->sh - g->pt + di;
             if (i < 0 || i >= g->h)
                 continue;
-            for (int64_t dj = 0; dj < g->kw; dj++) {
-                int64_t j = q * g->sw - g->pl + dj;
-                if (j < 0 || j >= g->w)
-                    continue;
-                const float *s = src + dj * g->c;
-                float *d = &AT4(dx, g, n, i, j, 0);
-                for (int64_t c = 0; c < g->c; c++)
-                    d[c] += s[c];
-            }
+            /* the taps of a window row inside x: kw*C floats in a row of dx */
+            int64_t j0 = q * g->sw - g->pl;
+            int64_t jlo = j0 < 0 ? 0 : j0, jhi = j0 + g->kw > g->w ? g->w : j0 + g->kw;
+            if (jlo >= jhi)
+                continue;
+            const float *s = src + (jlo - j0) * g->c;
+            float *d = &AT4(dx, g, n, i, jlo, 0);
+            for (int64_t e = 0; e < (jhi - jlo) * g->c; e++)
+                d[e] += s[e];
         }
     }
 }
