@@ -4,10 +4,10 @@
  *
  *  - every shape of a grid (strides 1, 2, 3; SAME and VALID; odd sizes,
  *    1x1 windows, windows larger than the input under SAME, a width of 1,
- *    batch 1 and several, 1 to 1000 channels) and shapes whose im2col takes
- *    several blocks of rows (a block ending inside an image, an image cut
- *    into two blocks): each element within float summation's bound of the
- *    reference (the bounds are derived at check_close);
+ *    batch 1 and several, 1 to 1000 channels) and shapes whose images'
+ *    im2col takes several blocks of rows: each element within float
+ *    summation's bound of the reference (the bounds are derived at
+ *    terms_of);
  *  - under the determinism switch, the shape rules pass it to the kernels
  *    (i[3]), and the ops through the dispatcher on CPU:0 and on a simulated
  *    GPU (GPU:1) give the fast kernel's bits, as a second run does;
@@ -164,10 +164,10 @@ static const struct shape GRID[] = {
 };
 #define N_GRID (int)(sizeof GRID / sizeof GRID[0])
 
-/* Shapes whose im2col rows (KH*KW*C floats each) take several blocks of
- * 4 MiB: 5x5x200 gives blocks of 209 rows over 3 images of 289 (or 169)
- * rows, so blocks end inside images and span two; 3x3x1000 gives 116
- * rows, so a 25x25 image (625 rows) takes six blocks. */
+/* Shapes whose images' im2col rows (KH*KW*C floats each) take several
+ * blocks of 4 MiB: 5x5x200 gives blocks of 209 rows, so an image of 289
+ * (or 169) rows takes two, the second shorter; 3x3x1000 gives 116 rows, so
+ * a 25x25 image (625 rows) takes six, and a 12x23 one (276) three. */
 static const struct shape BLOCKS[] = {
     {3, 17, 17, 200, 5, 5, 5, 1, 1, 1},
     {3, 17, 17, 200, 5, 5, 5, 1, 1, 0},

@@ -5,9 +5,9 @@
  * determinism switch, kernels_host.c). The input's windows are the rows of
  * an im2col matrix, one row of KH*KW*C per output pixel (zeros where the
  * window lies in the padding), numbered over the whole batch (row n OH OW +
- * r OW + q), so the output [N,OH,OW,O] and dy are [N*OH*OW, O] matrices and
- * one product may span several images. A block of at most COL_BYTES (4 MiB)
- * of those rows is made at a time:
+ * r OW + q), so the output [N,OH,OW,O] and dy are [N*OH*OW, O] matrices. A
+ * block of at most COL_BYTES (4 MiB) of those rows, inside one image, is
+ * made at a time:
  *   Conv2D                y[rows]  = col[rows] . F, F the filter as [KH*KW*C, O];
  *   Conv2DBackpropInput   dcol     = dy[rows] . F^T, then col2im adds each
  *                         row's taps onto dx's pixels (the padding's taps
@@ -37,8 +37,9 @@
  * one row where a row is larger. (Measured on the development machine, a
  * 3x3x64x64 layer on [8,56,56,64]: blocks of 1 to 4 MiB ran the forward
  * faster than 16 MiB, the gradients as fast; 1 MiB and below ran the
- * gradients slower. Blocks that span images ran as fast as one image at a
- * time on the smaller layers of bench/conv_vs_torch.py.) */
+ * gradients slower. Blocks that span images, one product for several small
+ * images, were no faster on the layers of bench/conv_vs_torch.py, so a
+ * block stays inside one image.) */
 #define COL_BYTES (4ll << 20)
 
 /* ---- fault injection (tests) ---- */
@@ -96,21 +97,22 @@ static int is_pointwise(const struct vdev_conv_geom *g)
     return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0;
 }
 
-/* The im2col rows of one block: as many as COL_BYTES holds, at least 1, at
- * most the batch's. */
+/* The im2col rows of a block: as many as COL_BYTES holds, at least 1, at
+ * most an image's. */
 static int64_t block_rows(const struct vdev_conv_geom *g)
 {
-    int64_t k = g->kh * g->kw * g->c, all = g->n * g->oh * g->ow;
+    int64_t k = g->kh * g->kw * g->c, pix = g->oh * g->ow;
     int64_t rows = COL_BYTES / (int64_t)sizeof(float) / k;
     if (rows < 1)
         rows = 1;
-    return rows < all ? rows : all;
+    return rows < pix ? rows : pix;
 }
 
-/* The rows of the block that starts at row0: rows, or fewer at the end. */
+/* The rows of the block that starts at row0: rows, or fewer at the end of
+ * an image (a block never spans two). */
 static int64_t block_at(const struct vdev_conv_geom *g, int64_t row0, int64_t rows)
 {
-    int64_t left = g->n * g->oh * g->ow - row0;
+    int64_t pix = g->oh * g->ow, left = pix - row0 % pix;
     return left < rows ? left : rows;
 }
 
@@ -177,7 +179,7 @@ static void col2im_add(const struct vdev_conv_geom *g, const float *col, int64_t
 
 /* ---- the kernels ---- */
 
-/* y = im2col(x) . F, a block of rows (over the whole batch) at a time. */
+/* y = im2col(x) . F, a block of rows at a time. */
 KERNEL(vdev_fast_conv2d)
 {
     struct vdev_conv_geom g;
