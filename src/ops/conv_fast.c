@@ -34,12 +34,12 @@
 #define AT4(p, g, n_, i_, j_, c_) ((p)[(((n_) * (g)->h + (i_)) * (g)->w + (j_)) * (g)->c + (c_)])
 
 /* The im2col rows one product takes at most: a buffer of at most 4 MiB, or
- * one row where a row is larger. (Measured on the development machine, a
- * 3x3x64x64 layer on [8,56,56,64]: blocks of 1 to 4 MiB ran the forward
- * faster than 16 MiB, the gradients as fast; 1 MiB and below ran the
- * gradients slower. Blocks that span images, one product for several small
- * images, were no faster on the layers of bench/conv_vs_torch.py, so a
- * block stays inside one image.) */
+ * one row where a row is larger. (Measured on the 2-CPU development
+ * machine, a 3x3x64x64 layer on [8,56,56,64]: blocks of 1 to 16 MiB ran
+ * within the machine's noise of each other, forward and gradients; 4 MiB
+ * keeps the scratch small. Blocks that span images, one product for
+ * several small images, were no faster on the layers of
+ * bench/conv_vs_torch.py, so a block stays inside one image.) */
 #define COL_BYTES (4ll << 20)
 
 /* ---- fault injection (tests) ---- */
