@@ -4,7 +4,9 @@
  * A child process (this program with the argument "child") runs every op of
  * the public API on inputs large enough for the pool to split elementwise
  * kernels (600,000 elements) and for OpenBLAS to use its threads (products
- * of 333x777x555, all four transposes), gradients through the tape, the
+ * of 333x777x555, all four transposes), the convolution and its gradient ops
+ * (the fast kernels' products), pools, slices, joins and gathers with the
+ * gather's gradient, gradients through the tape, the
  * SGD and Adam updates, and training steps: an MLP on the cpu backend, and
  * three chained MLPs on three simulated GPUs (streams running side by side).
  * It prints one line per result: its name and a hash of its bytes (FNV-1a).
@@ -110,6 +112,40 @@ static void ops_on(const char *dev, const char *tag)
     EMIT("matmul.nt", vdev_matmul(A, Bt, false, true));
     EMIT("matmul.tn", vdev_matmul(At, B, true, false));
     EMIT("matmul.tt", vdev_matmul(At, Bt, true, true));
+
+    /* The convolution (its fast kernels' products) and its two gradient ops
+     * through the tape; the copies of slices, joins, transposes, gathers and
+     * the gather's gradient (a sum in index order). */
+    int64_t xs[4] = {8, 20, 20, 16}, fs[4] = {3, 3, 16, 32}, ids[1] = {2000};
+    vdev_tensor_t *cx = vdev_variable(vdev_tensor_uniform(xs, 4, -1, 1, 21));
+    vdev_tensor_t *cf = vdev_variable(vdev_tensor_uniform(fs, 4, -1, 1, 22));
+    int32_t idv[2000];
+    for (int i = 0; i < 2000; i++)
+        idv[i] = (int32_t)((i * 7919) % 1000);
+    vdev_tensor_t *idx = vdev_tensor_from_host(idv, ids, 1, VDEV_I32);
+    vdev_tensor_t *emb = vdev_variable(vdev_tensor_uniform(big, 2, -1, 1, 23));
+    vdev_tape_t *ct = vdev_tape_begin();
+    vdev_tensor_t *cy = vdev_conv2d(cx, cf, 1, 1, "SAME");
+    vdev_tensor_t *rows = vdev_gather(emb, idx);
+    vdev_tensor_t *closs = vdev_add(vdev_sum_all(vdev_mul(cy, cy)), vdev_sum_all(vdev_tanh(rows)));
+    vdev_tensor_t *cv[3] = {cx, cf, emb}, *cg[3] = {NULL, NULL, NULL};
+    if (vdev_tape_gradient(ct, closs, cv, 3, cg) != VDEV_OK)
+        printf("%s.conv_gradient NULL: %s\n", tag, vdev_last_error());
+    vdev_tape_end(ct);
+    EMIT("conv2d", cy);
+    EMIT("conv2d.grad.input", cg[0]);
+    EMIT("conv2d.grad.filter", cg[1]);
+    EMIT("max_pool", vdev_max_pool2d(cx, 3, 3, 2, 2, "SAME"));
+    EMIT("avg_pool", vdev_avg_pool2d(cx, 3, 3, 2, 2, "VALID"));
+    EMIT("gather", rows);
+    EMIT("gather.grad", cg[2]);
+    int64_t sb[2] = {999, 0}, se[2] = {0, 600}, ss[2] = {-3, 2};
+    EMIT("strided_slice", vdev_strided_slice(a, 2, sb, se, ss, 0, 0, 0, 0, 0));
+    const vdev_tensor_t *pair[2] = {a, b};
+    EMIT("concat", vdev_concat(pair, 2, 1));
+    EMIT("stack", vdev_stack(pair, 2, 1));
+    int perm[4] = {2, 0, 3, 1};
+    EMIT("transpose_perm", vdev_transpose_perm(cx, perm, 4));
 
     /* Gradients of every differentiable op, through the tape. */
     vdev_tensor_t *va = vdev_variable(vdev_tensor_uniform(big, 2, -2, 2, 9));
