@@ -13,7 +13,9 @@ As Keras's ``Loss._get_reduction``, a loss whose reduction is 'auto' or
 replica's mean over its own rows, summed over the replicas by
 apply_gradients, would make the gradients num_replicas_in_sync times too
 large. Use 'none' with ``vdev.nn.compute_average_loss``, or 'sum' divided by
-the global batch size."""
+the global batch size. vdev's built-in loops (``Model.fit`` and ``evaluate``,
+vdev/_fit.py) do that themselves, as Keras's do: there a loss's mean is its
+sum over the rows divided by them."""
 
 import numpy as np
 
@@ -64,8 +66,9 @@ _MEAN_UNDER_STRATEGY = (
 
 def _reduction_now(loss):
     """The loss's reduction for this call: 'auto' and 'sum_over_batch_size'
-    are Keras's ValueError under a strategy (vdev has no built-in training
-    loop that would divide by the global batch instead)."""
+    are Keras's ValueError under a strategy, as outside Keras's built-in
+    loops (vdev's, fit and evaluate, call the loss with 'sum' there and
+    divide by the rows themselves)."""
     r = loss.reduction
     if r in ("auto", "sum_over_batch_size") and (
             _strategy_context.replica() is not None
