@@ -13,7 +13,10 @@ from Python, in TensorFlow's words.
                             model.trainable_variables))
     vdev.config.experimental.get_memory_info('GPU:1')   # {'current': ..., 'peak': ..., ...}
 
-Data parallel training is ``vdev.distribute.MirroredStrategy``, checkpoints
+Keras's training methods (``model.compile``, ``fit``, ``evaluate``,
+``predict``, ``save_weights``, ``vdev.callbacks``) are on ``vdev.models``'
+Sequential, MLP and functional ``vdev.Model(vdev.Input(...), ...)``. Data
+parallel training is ``vdev.distribute.MirroredStrategy``, checkpoints
 ``vdev.train``, run-time floors, ceilings and priorities
 ``vdev.config.experimental.set_memory_limits`` and ``set_memory_priority``.
 

@@ -1,7 +1,10 @@
 """Layers, as ``tf.keras.layers``: ``Dense``, and ``Conv2D``,
 ``MaxPooling2D``, ``AveragePooling2D`` and ``Flatten`` (from _conv_layers.py),
 ``Embedding`` (from _embedding.py), ``GlobalAveragePooling1D/2D`` and
-``GlobalMaxPooling1D/2D`` (from _pooling_layers.py).
+``GlobalMaxPooling1D/2D`` (from _pooling_layers.py), the merge layers
+``Concatenate``, ``Add``, ``Subtract``, ``Multiply``, ``Average`` (and their
+functions ``concatenate`` ...) and ``Lambda`` (from _merge_layers.py), and
+``Input`` and ``InputLayer`` of the functional API (from _functional.py).
 
 ``Dense(units, activation)`` computes act(x @ W + b) with W Glorot-uniform
 and b zeros (Keras's kernel_initializer / bias_initializer: a name or a
