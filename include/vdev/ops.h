@@ -18,7 +18,9 @@ extern "C" {
 
 /* ==== ops =================================================================
  * Each returns a new tensor, or NULL (see vdev/tensor.h). A shape mismatch
- * is VDEV_ERR_SHAPE naming both shapes. */
+ * is VDEV_ERR_SHAPE naming both shapes, except where an op's comment says
+ * otherwise: vdev_concat's and vdev_stack's are VDEV_ERR_INVALID_ARG, the
+ * InvalidArgument of TensorFlow's ConcatV2 and Pack kernels. */
 
 VDEV_API vdev_tensor_t *vdev_matmul(const vdev_tensor_t *a, const vdev_tensor_t *b, bool trans_a,
                                     bool trans_b);
