@@ -29,7 +29,8 @@ import numpy as np
 
 from . import _lib
 from ._lib import lib
-from ._tensor import Tensor, _to_numpy, constant, convert_to_tensor, float32, int32
+from ._tensor import (Tensor, _to_numpy, _wrap, constant, convert_to_tensor, float32,
+                      int32)
 
 
 def _t(x):
@@ -110,8 +111,7 @@ def _cast_like(x, t):
         return _cast(x, t.dtype)
 
 
-def _new(h):
-    return Tensor(_lib.made(h))
+_new = _wrap  # the Tensor over the handle a C op made, else its error
 
 
 def _is_scalar(x):
@@ -169,6 +169,12 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
     which vdev has not: a TypeError). Every switch is a bool, as TensorFlow's
     op attributes: another value is its TypeError. As tf.matmul: a value for
     a is converted on its own, one for b with a's dtype as a hint."""
+    if (adjoint_a is False and adjoint_b is False and a_is_sparse is False
+            and b_is_sparse is False and grad_a is False and grad_b is False
+            and output_type is None and type(transpose_a) is bool
+            and type(transpose_b) is bool and isinstance(a, Tensor) and isinstance(b, Tensor)):
+        # the common call, which passes every check below as it is
+        return _new(lib.vdev_matmul(a._handle, b._handle, transpose_a, transpose_b))
     flags = dict(transpose_a=transpose_a, transpose_b=transpose_b, adjoint_a=adjoint_a,
                  adjoint_b=adjoint_b, a_is_sparse=a_is_sparse, b_is_sparse=b_is_sparse,
                  grad_a=grad_a, grad_b=grad_b)
@@ -197,6 +203,8 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
 
 def add(x, y, name=None):
     """x + y: same shape, a row broadcast over the last axis, or one element."""
+    if isinstance(x, Tensor) and isinstance(y, Tensor):  # neither is a Python number
+        return _new(lib.vdev_add(x._handle, y._handle))
     if _is_scalar(y) and isinstance(x, Tensor):
         return _new(lib.vdev_add_scalar(x._handle, float(_number(y, x))))
     if _is_scalar(x) and isinstance(y, Tensor):
@@ -207,6 +215,8 @@ def add(x, y, name=None):
 
 def subtract(x, y, name=None):
     """x - y, broadcast as add."""
+    if isinstance(x, Tensor) and isinstance(y, Tensor):  # neither is a Python number
+        return _new(lib.vdev_sub(x._handle, y._handle))
     if _is_scalar(y) and isinstance(x, Tensor):
         return _new(lib.vdev_add_scalar(x._handle, -float(_number(y, x))))
     if _is_scalar(x) and isinstance(y, Tensor):
@@ -218,6 +228,8 @@ def subtract(x, y, name=None):
 
 def multiply(x, y, name=None):
     """x * y elementwise, broadcast as add."""
+    if isinstance(x, Tensor) and isinstance(y, Tensor):  # neither is a Python number
+        return _new(lib.vdev_mul(x._handle, y._handle))
     if _is_scalar(y) and isinstance(x, Tensor):
         return _new(lib.vdev_mul_scalar(x._handle, float(_number(y, x))))
     if _is_scalar(x) and isinstance(y, Tensor):
@@ -228,6 +240,8 @@ def multiply(x, y, name=None):
 
 def divide(x, y, name=None):
     """x / y, computed as a division (not a multiplication by 1/y)."""
+    if isinstance(x, Tensor) and isinstance(y, Tensor):  # neither is a Python number
+        return _new(lib.vdev_div(x._handle, y._handle))
     if _is_scalar(y) and isinstance(x, Tensor):
         from ._device import on_device_of
         from ._tensor import fill

@@ -35,6 +35,12 @@ _VARIABLES = weakref.WeakValueDictionary()
 _NON_TRAINABLE = weakref.WeakValueDictionary()
 _MADE = itertools.count()  # Variables in order of construction (TensorFlow's unique ids)
 
+# The C calls of the hot paths, bound once (a module attribute each time
+# costs a lookup per call)
+_ndim, _dim, _dtype_code = lib.vdev_tensor_ndim, lib.vdev_tensor_dim, lib.vdev_tensor_dtype
+_to_host = lib.vdev_tensor_to_host
+_F32, _I32 = _lib.F32, _lib.I32
+
 
 class DType:
     """A tensor element type, as ``tf.DType``: ``vdev.float32``, ``vdev.int32``."""
@@ -100,6 +106,11 @@ def _dtype_of_code(code):
     return float32 if code == _lib.F32 else int32
 
 
+# A shape read from vdev: its sizes are ints >= 0 already, so the tuple is
+# made without TensorShape's checks of each size (the same object).
+_new_shape = tuple.__new__
+
+
 class Tensor:
     """A vdev tensor, as TensorFlow's EagerTensor: ``.numpy()``, ``.shape``,
     ``.dtype``, ``.device``, ``.cpu()``, operators, and DLPack."""
@@ -128,11 +139,15 @@ class Tensor:
     # ---- what it is ----
     @property
     def shape(self):
-        h = self._handle
-        nd = lib.vdev_tensor_ndim(h)
+        h = self._h
+        if h is None:
+            raise ValueError("the tensor was freed")
+        nd = _ndim(h)
         if nd < 0:
             raise _lib.error()
-        return TensorShape(lib.vdev_tensor_dim(h, i) for i in range(nd))
+        if nd == 2:
+            return _new_shape(TensorShape, (_dim(h, 0), _dim(h, 1)))
+        return _new_shape(TensorShape, [_dim(h, i) for i in range(nd)])
 
     def get_shape(self):
         """The shape, as ``.shape`` (TensorFlow's alias)."""
@@ -152,10 +167,15 @@ class Tensor:
 
     @property
     def dtype(self):
-        code = lib.vdev_tensor_dtype(self._handle)
-        if code not in (_lib.F32, _lib.I32):
-            raise _lib.error()
-        return _dtype_of_code(code)
+        h = self._h
+        if h is None:
+            raise ValueError("the tensor was freed")
+        code = _dtype_code(h)
+        if code == _F32:
+            return float32
+        if code == _I32:
+            return int32
+        raise _lib.error()
 
     @property
     def device(self):
@@ -171,8 +191,9 @@ class Tensor:
         tensor, as TensorFlow). Waits for the work that makes the tensor."""
         shape, dt = self.shape, self.dtype
         out = np.empty(shape, dtype=dt.as_numpy_dtype)
-        _lib.check(lib.vdev_tensor_to_host(self._handle, out.ctypes.data_as(ctypes.c_void_p),
-                                           out.nbytes))
+        st = _to_host(self._handle, out.ctypes.data, out.nbytes)
+        if st:
+            raise _lib.error(st)
         return out[()] if out.ndim == 0 else out
 
     def __array__(self, dtype=None, copy=None):
@@ -387,9 +408,29 @@ class Tensor:
         return _tensor_from_pickle, (np.asarray(self.numpy()), self.dtype.name, self.device)
 
 
+_OPS = []  # vdev._ops once imported (it imports this module: bound at first use)
+
+
 def _ops():
+    if _OPS:
+        return _OPS[0]
     from . import _ops as ops
+    _OPS[:] = [ops]
     return ops
+
+
+def _wrap(h):
+    """The Tensor over a handle a C call made (an int), else raises its
+    failure (NULL): Tensor(_lib.made(h)) without __init__'s check of the
+    handle's type, which the C call's result needs not."""
+    if not h:
+        raise _lib.error()
+    t = _object_new(Tensor)
+    t._h = h
+    return t
+
+
+_object_new = object.__new__
 
 
 def _copy_handle(t):
