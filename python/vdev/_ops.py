@@ -28,6 +28,7 @@ import numbers
 import numpy as np
 
 from . import _lib
+from ._device import current_device as _current_device, on_device_of as _on_device_of
 from ._lib import lib
 from ._tensor import (Tensor, _to_numpy, _wrap, constant, convert_to_tensor, float32,
                       int32)
@@ -45,8 +46,7 @@ class _near:
     __slots__ = ("_scope",)
 
     def __init__(self, t):
-        from ._device import current_device, on_device_of
-        self._scope = on_device_of(t) if current_device() is None else None
+        self._scope = _on_device_of(t) if _current_device() is None else None
 
     def __enter__(self):
         if self._scope is not None:

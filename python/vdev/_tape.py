@@ -63,8 +63,10 @@ import logging
 import threading
 
 from . import _lib
+from ._device import on_device_of as _on_device_of
 from ._lib import lib
-from ._tensor import Tensor, Variable, float32
+from ._ops import add as _add
+from ._tensor import _NON_TRAINABLE, _VARIABLES, Tensor, Variable, float32
 
 
 def _flatten(x, out):
@@ -193,8 +195,7 @@ class GradientTape:
         the ops that read them alone are not recorded, as TensorFlow's tape
         watches only trainable variables when they are read)."""
         h = lib.vdev_tape_begin_ex(0 if self._watch_accessed else 1)
-        if h and self._watch_accessed:
-            from ._tensor import _NON_TRAINABLE
+        if h and self._watch_accessed and _NON_TRAINABLE:
             for v in list(_NON_TRAINABLE.values()):
                 if v.trainable or id(v) in self._watched:
                     continue
@@ -326,7 +327,6 @@ class GradientTape:
             return self._last_watched
         if self._recording and threading.get_ident() != self._thread:
             raise _other_thread("watched_variables", "list what it watches")
-        from ._tensor import _VARIABLES
         n = lib.vdev_tape_watched_variables(self._h, None, 0)
         hs = _lib.handles([None] * max(n, 0))
         if n < 0 or lib.vdev_tape_watched_variables(self._h, hs, n) < 0:
@@ -363,21 +363,26 @@ class GradientTape:
             if not isinstance(t, Tensor):
                 raise TypeError("target must be a vdev tensor, not %r" % (t,))
         seeds = self._output_gradients(output_gradients, targets)
+        floating = []
         for t in targets:
-            if t.dtype is not float32:
+            dt = t.dtype
+            floating.append(dt is float32)
+            if dt is not float32:
                 _log.warning("The dtype of the target tensor must be floating (e.g. "
                              "vdev.float32) when calling GradientTape.gradient, got %s",
-                             t.dtype.name)
+                             dt.name)
         # the others reach nothing
-        seeds = [d for t, d in zip(targets, seeds) if t.dtype is float32]
-        targets = [t for t in targets if t.dtype is float32]
+        if not all(floating):
+            seeds = [d for f, d in zip(floating, seeds) if f]
+            targets = [t for f, t in zip(floating, targets) if f]
         flat = _flatten(sources, [])
         for s in flat:
             if not isinstance(s, Tensor):
                 raise TypeError("sources must be vdev tensors or Variables, not %r" % (s,))
         unconnected = _unconnected(unconnected_gradients)
         self._stop_for("gradient")
-        asked = [s for s in flat if self._watches(s)]
+        watches = [self._watches(s) for s in flat]
+        asked = [s for s, w in zip(flat, watches) if w]
         # A failure leaves the tape (stopped) to answer another call, as
         # TensorFlow's, which a non-persistent tape forgets only on success.
         sums = self._sum_over_targets(targets, asked, unconnected, seeds)
@@ -386,8 +391,8 @@ class GradientTape:
             self._used = True
         grads = iter(sums)
         out = []
-        for s in flat:
-            if self._watches(s):
+        for s, w in zip(flat, watches):
+            if w:
                 out.append(next(grads))
             elif unconnected == 0:  # an unwatched Variable with UnconnectedGradients.ZERO
                 from ._ops import _fill_like
@@ -559,8 +564,6 @@ class GradientTape:
         """For each tensor of `asked`, the sum of its gradients from every
         target (None where no target reaches it, with
         UnconnectedGradients.NONE)."""
-        from ._device import on_device_of
-        from ._ops import add
         n = len(asked)
         hv = _lib.handles([s._handle for s in asked])
         sums = [None] * n
@@ -580,8 +583,8 @@ class GradientTape:
                     if sums[i] is None:
                         sums[i] = g
                     else:
-                        with on_device_of(g):  # the gradients' device, whatever the scope
-                            sums[i] = add(sums[i], g)
+                        with _on_device_of(g):  # the gradients' device, whatever the scope
+                            sums[i] = _add(sums[i], g)
         return sums
 
     def _no_copy(self, *args):

@@ -154,6 +154,8 @@ def _symbolic_aware(call):
     output shape (vdev/_functional.py); given anything else, it computes."""
     @functools.wraps(call)
     def __call__(self, inputs=_NO_INPUTS, *args, **kwargs):
+        if isinstance(inputs, Tensor):  # a tensor is never symbolic
+            return call(self, inputs, *args, **kwargs)
         if inputs is _NO_INPUTS:
             return call(self, *args, **kwargs)
         from . import _functional
@@ -405,7 +407,8 @@ class Dense(Layer):
     def _check_input(self, x):
         """x's shape as Keras's InputSpec checks a Dense input: at least two
         dimensions, the last one the kernel's rows once built."""
-        shape = tuple(int(d) for d in x.shape)
+        # a Tensor's shape holds ints already
+        shape = tuple(x.shape) if type(x) is Tensor else tuple(int(d) for d in x.shape)
         if len(shape) < 2:
             raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '
                              "min_ndim=2, found ndim=%d. Full shape received: %s"
