@@ -449,7 +449,13 @@ def handles(values):
     return t(*values)
 
 
+_shape_types = {}
+
+
 def shape_array(shape):
+    """(a C array of int64 sizes, the count), its type cached per length."""
     n = len(shape)
-    arr = (ctypes.c_int64 * max(n, 1))(*shape)
-    return arr, n
+    t = _shape_types.get(n)
+    if t is None:
+        t = _shape_types.setdefault(n, ctypes.c_int64 * max(n, 1))
+    return t(*shape), n

@@ -40,6 +40,7 @@ _MADE = itertools.count()  # Variables in order of construction (TensorFlow's un
 _ndim, _dim, _dtype_code = lib.vdev_tensor_ndim, lib.vdev_tensor_dim, lib.vdev_tensor_dtype
 _to_host = lib.vdev_tensor_to_host
 _F32, _I32 = _lib.F32, _lib.I32
+_NP_F32, _NP_I32 = np.dtype(np.float32), np.dtype(np.int32)
 
 
 class DType:
@@ -689,6 +690,14 @@ def _to_numpy(value, dtype):
     """value as a C-contiguous float32/int32 array (TensorFlow's defaults:
     Python floats → float32, Python ints → int32; float64 is narrowed to
     float32, int64 to int32 when it fits)."""
+    if type(value) is np.ndarray and value.ndim <= 4 and value.flags.c_contiguous:
+        # an array that is already what vdev takes passes every check below
+        # as it is (an int32 array's values fit int32)
+        d = value.dtype
+        if d is _NP_F32 and (dtype is None or as_dtype(dtype) is float32):
+            return value, float32
+        if d is _NP_I32 and (dtype is None or as_dtype(dtype) is int32):
+            return value, int32
     if isinstance(value, Tensor):
         raise TypeError("already a tensor")
     if isinstance(value, (str, bytes)) or (isinstance(value, np.ndarray) and value.dtype.kind in "USO"):
@@ -716,8 +725,7 @@ def _to_numpy(value, dtype):
 def _from_value(value, dtype=None):
     arr, dt = _to_numpy(value, dtype)
     shape, n = _lib.shape_array(arr.shape)
-    return _lib.made(lib.vdev_tensor_from_host(arr.ctypes.data_as(ctypes.c_void_p), shape, n,
-                                               dt._code))
+    return _lib.made(lib.vdev_tensor_from_host(arr.ctypes.data, shape, n, dt._code))
 
 
 def constant(value, dtype=None, shape=None, name="Const"):
