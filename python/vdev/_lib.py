@@ -453,7 +453,7 @@ _shape_types = {}
 
 
 def shape_array(shape):
-    """(a C array of int64 sizes, the count), its type cached per length."""
+    # (a C array of int64 sizes, the count); the array type cached per length
     n = len(shape)
     t = _shape_types.get(n)
     if t is None:
