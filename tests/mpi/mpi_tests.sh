@@ -82,6 +82,27 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 pass() { echo "ok: $*"; }
 
+# alone CMD...: runs CMD (a process started without mpirun: Open MPI's
+# singleton), its output on stdout and its exit status; again, up to 3 runs
+# and said on stderr, only when the output is LeakSanitizer's own crash at
+# exit, not a finding: its tracer, walking the threads' dynamic TLS, can read
+# the stale slot of a module the singleton's start dlclosed and fault
+# ("Tracer caught signal 11" ... "LeakSanitizer has encountered a fatal
+# error"). Seen in 5 runs of 5 while the machine's 2 CPUs were busy with
+# builds, in none of 12 on the idle machine. A leak report reads "ERROR:
+# LeakSanitizer: detected memory leaks" instead and is never run again.
+alone() {
+  local out rc try
+  for try in 1 2 3; do
+    out=$("$@" 2>&1)
+    rc=$?
+    grep -q "^==[0-9]*==LeakSanitizer has encountered a fatal error" <<<"$out" || break
+    echo "note: $*: LeakSanitizer crashed at exit (its tracer), run $try of 3" >&2
+  done
+  printf '%s\n' "$out"
+  return $rc
+}
+
 # run NP ARGS...: mpirun with NP processes; its output in $work/out.txt
 run() {
   local np=$1; shift
@@ -427,8 +448,8 @@ EOF
   out=$("$mw" --help 2>&1) && [ "$(head -1 <<<"$out")" = "usage: example_multi_worker" ] &&
     grep -qxF "  mpirun -np 4 env VDEV_CLUSTER_CONFIG=examples/mpi/cluster.json $mw" <<<"$out" &&
     pass "multi_worker --help" || fail "multi_worker --help: $out"
-  out=$(cd "$work" && env -u VDEV_CLUSTER_CONFIG -u TF_CONFIG -u VDEV_SIM_GPUS \
-    VDEV_CUDA_PLUGIN="$work/none.so" "$mw" 2>&1) && fail "multi_worker alone, no GPU: exit 0"
+  out=$(cd "$work" && alone env -u VDEV_CLUSTER_CONFIG -u TF_CONFIG -u VDEV_SIM_GPUS \
+    VDEV_CUDA_PLUGIN="$work/none.so" "$mw") && fail "multi_worker alone, no GPU: exit 0"
   grep -q "^process 0 (/job:localhost/replica:0/task:0): No matching devices found for 'GPU:0': " \
     <<<"$(head -1 <<<"$out")" && [ "$(sed -n 2p <<<"$out")" = "example_multi_worker: $alone" ] &&
     [ "$(wc -l <<<"$out")" = 3 ] &&
@@ -446,7 +467,7 @@ EOF
     grep -qxF "  mpirun -np 5 env VDEV_CLUSTER_CONFIG=examples/mpi/ps_cluster.json $ex_ps" \
       <<<"$out" &&
     pass "parameter_server -h" || fail "parameter_server -h: $out"
-  out=$(cd "$work" && env -u VDEV_CLUSTER_CONFIG -u TF_CONFIG "$ex_ps" 2>&1) &&
+  out=$(cd "$work" && alone env -u VDEV_CLUSTER_CONFIG -u TF_CONFIG "$ex_ps") &&
     fail "parameter_server alone: exit 0"
   local want="/job:localhost/replica:0/task:0: vdev_ps_strategy_new: a parameter-server cluster"
   want+=" has one chief, workers and ps tasks (this one: 0 chief, 0 worker, 0 ps;"
