@@ -512,21 +512,31 @@ class Model:
         self.stop_training = False
         cbs.call("on_train_begin", None)
         logs = None
-        # Keras: with steps_per_epoch, an epoch goes on where the last one
-        # stopped, over epochs - initial_epoch passes in all; without, each
-        # epoch is one pass
+        # Keras 2.11's rule for arrays (its TensorLikeDataAdapter and
+        # DataHandler): with steps_per_epoch, one stream of epochs -
+        # initial_epoch passes serves the whole fit, never restarted, so an
+        # epoch goes on where the last one stopped; without, each epoch is one
+        # pass. Each step calls on_train_batch_begin before it takes its batch
+        # (Keras's train_function takes it), so a step that finds none has
+        # begun without ending. Data that runs out warns once, counting
+        # (epochs - initial_epoch) * steps batches, still ends that epoch
+        # (validation, on_epoch_end) with the last logs computed, the
+        # previous epoch's when it ran no batch, and ends the fit
         stream = batches(0, epochs - initial_epoch) if steps_per_epoch is not None else None
+        train_logs = None  # Keras's `logs`: kept across epochs
         for epoch in range(initial_epoch, epochs):
             cbs.call("on_epoch_begin", epoch, None)
             totals = self._new_totals()
             it = stream if stream is not None else batches(epoch - initial_epoch, 1)
             ran = 0
+            ran_out = False
             for step in range(steps):
+                cbs.call("on_train_batch_begin", step, None)
                 try:
                     xb, yb = next(it)
                 except StopIteration:
+                    ran_out = True
                     break
-                cbs.call("on_train_batch_begin", step, None)
                 if strategy is None:
                     loss, out = self._train_batch(xb, yb)
                 else:
@@ -536,20 +546,20 @@ class Model:
                 cbs.call("on_train_batch_end", step, self._logs(totals))
                 if self.stop_training:
                     break
-            if ran < steps and not self.stop_training:
+            if ran_out:
                 callbacks_module._log.warning(
                     "Your input ran out of data; interrupting training. Make sure that your "
                     "dataset or generator can generate at least `steps_per_epoch * epochs` "
                     "batches (in this case, %d batches). You may need to use the repeat() "
-                    "function when building your dataset.", steps * epochs)
-                if ran == 0:
-                    break
-            logs = self._logs(totals)
+                    "function when building your dataset.", (epochs - initial_epoch) * steps)
+            if ran or train_logs is None:
+                train_logs = self._logs(totals)
+            logs = dict(train_logs)
             if validation_data is not None and self._validation_epoch(epoch, validation_freq):
                 val = self._evaluate(val_x, val_y, validation_batch_size or batch_size, cbs)
                 logs.update({"val_" + k: v for k, v in val.items()})
             cbs.call("on_epoch_end", epoch, logs)
-            if self.stop_training or ran < steps:
+            if self.stop_training or ran_out:
                 break
         cbs.call("on_train_end", logs)
         return cbs.history
