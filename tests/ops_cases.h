@@ -423,12 +423,27 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
     case VDEV_OP_ADD:
     case VDEV_OP_SUB:
     case VDEV_OP_MUL:
-    case VDEV_OP_DIV: {
+    case VDEV_OP_DIV:
+    case VDEV_OP_MAXIMUM:
+    case VDEV_OP_MINIMUM: {
         /* NumPy's broadcasting, a [r,c] and b: 0 same shape, 1 [c], 2 [1,c],
          * 3 [1], 4 0-dimensional; then a broadcast too (a, b):
          * 5 [c] [r,c]; 6 [r,1] [1,c]; 7 [2,1,c] [r,c] -> [2,r,c];
-         * 8 [] [r,c]; 9 [c] [1,c] -> [1,c]; 10 [r,c] [r,1] */
+         * 8 [] [r,c]; 9 [c] [1,c] -> [1,c]; 10 [r,c] [r,1].
+         * Maximum, Minimum: 11 same shape, values in {-1, 0, 1} with NaN,
+         * +-3e38 and -0 sprinkled in (ties, NaN propagation, signed zeros;
+         * infinities are test_maxmin.c's, as compare() takes inf - inf) */
         static const int64_t one[2] = {1, 1};
+        int extremum = op == VDEV_OP_MAXIMUM || op == VDEV_OP_MINIMUM;
+        if (var == 11 && extremum) {
+            static const float special[5] = {NAN, 3e38f, -3e38f, -0.0f, 0.0f};
+            for (int k = 0; k < 2; k++) {
+                float *v = in_f(c, k, s2, 2, -1.5f, 1.5f);
+                for (int64_t i = 0; i < c->in[k].n; i++)
+                    v[i] = rng_next() % 4 == 0 ? special[rng_next() % 5] : roundf(v[i]);
+            }
+            return 1;
+        }
         if (var > 10)
             return 0;
         int64_t row1[1] = {col}, row2[2] = {1, col}, colv[2] = {r, 1}, a3[3] = {2, 1, col};
@@ -744,6 +759,26 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
         }
         c->p.i[0] = b;
         c->p.i[1] = var == 2 ? (r > 0) : r - b;
+        return 1;
+    }
+    case VDEV_OP_MAXMIN_GRAD: {
+        /* (dy [r,c], x, y) with values in {-1, 0, 1} (ties) and NaN; var bit
+         * 0: Minimum's mask, bit 1: y's share; var / 4: 0 x, y [r,c]; 1 x
+         * [r,c], y [c]; 2 x [r,1], y [1,c] */
+        if (var > 11)
+            return 0;
+        int64_t rowv[1] = {col}, colv[2] = {r, 1}, row2[2] = {1, col};
+        int form = var / 4;
+        in_f(c, 0, s2, 2, -2, 2);
+        for (int k = 1; k < 3; k++) {
+            const int64_t *sh = form == 0 ? s2 : form == 1 ? (k == 1 ? s2 : rowv)
+                                                           : (k == 1 ? colv : row2);
+            float *v = in_f(c, k, sh, form == 1 && k == 2 ? 1 : 2, -1.5f, 1.5f);
+            for (int64_t i = 0; i < c->in[k].n; i++)
+                v[i] = rng_next() % 8 == 0 ? NAN : roundf(v[i]);
+        }
+        c->p.i[0] = var & 1;
+        c->p.i[1] = (var >> 1) & 1;
         return 1;
     }
     case VDEV_OP_SLICE_GRAD: {

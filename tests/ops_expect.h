@@ -402,9 +402,12 @@ static void expect(const struct tcase *c, struct texp *e)
     case VDEV_OP_ADD:
     case VDEV_OP_SUB:
     case VDEV_OP_MUL:
-    case VDEV_OP_DIV: {
+    case VDEV_OP_DIV:
+    case VDEV_OP_MAXIMUM:
+    case VDEV_OP_MINIMUM: {
         /* the output has NumPy's broadcast shape; each element pairs the
-         * elements of a and b that broadcast to it */
+         * elements of a and b that broadcast to it. Maximum, Minimum: a NaN
+         * operand (a's first), else std::max (a < b ? b : a), std::min. */
         const float *b = F(c, 1);
         int64_t osh[4];
         int ond = bcast_shape(x, &c->in[1], osh);
@@ -413,10 +416,16 @@ static void expect(const struct tcase *c, struct texp *e)
         for (int64_t i = 0; i < e->numel[0]; i++) {
             double av = a[bcast_offset(x, osh, ond, i)];
             double bv = b[bcast_offset(&c->in[1], osh, ond, i)];
-            e->v[0][i] = c->op == VDEV_OP_ADD   ? av + bv
-                         : c->op == VDEV_OP_SUB ? av - bv
-                         : c->op == VDEV_OP_MUL ? av * bv
-                                                : av / bv;
+            if (c->op == VDEV_OP_MAXIMUM || c->op == VDEV_OP_MINIMUM)
+                e->v[0][i] = isnan(av)                       ? av
+                             : isnan(bv)                     ? bv
+                             : c->op == VDEV_OP_MAXIMUM      ? (av < bv ? bv : av)
+                                                             : (bv < av ? bv : av);
+            else
+                e->v[0][i] = c->op == VDEV_OP_ADD   ? av + bv
+                             : c->op == VDEV_OP_SUB ? av - bv
+                             : c->op == VDEV_OP_MUL ? av * bv
+                                                    : av / bv;
         }
         break;
     }
@@ -560,6 +569,20 @@ static void expect(const struct tcase *c, struct texp *e)
         e->v[0][0] = rows ? acc / (double)rows : 0.0; /* an empty batch: 0 (Keras) */
         e->atol = 1e-6;
         e->rtol = 1e-5;
+        break;
+    }
+    case VDEV_OP_MAXMIN_GRAD: {
+        /* TensorFlow's where_v2(mask, dy, 0) for x's share, (mask, 0, dy)
+         * for y's; mask x >= y (Maximum) or x <= y (Minimum), x and y
+         * broadcast to dy's shape */
+        const struct hin *hx = &c->in[1], *hy = &c->in[2];
+        const float *xv = F(c, 1), *yv = F(c, 2);
+        for (int64_t i = 0; i < n; i++) {
+            double u = xv[bcast_offset(hx, x->shape, x->ndim, i)];
+            double v = yv[bcast_offset(hy, x->shape, x->ndim, i)];
+            int mask = c->p.i[0] ? u <= v : u >= v;
+            o[i] = mask == !c->p.i[1] ? a[i] : 0.0;
+        }
         break;
     }
     case VDEV_OP_RELU_GRAD:

@@ -34,6 +34,14 @@ VDEV_API vdev_tensor_t *vdev_add(const vdev_tensor_t *a, const vdev_tensor_t *b)
 VDEV_API vdev_tensor_t *vdev_sub(const vdev_tensor_t *a, const vdev_tensor_t *b);
 VDEV_API vdev_tensor_t *vdev_mul(const vdev_tensor_t *a, const vdev_tensor_t *b);
 VDEV_API vdev_tensor_t *vdev_div(const vdev_tensor_t *a, const vdev_tensor_t *b);
+/* TensorFlow's Maximum and Minimum (tf.maximum, tf.minimum): f32, broadcast
+ * as vdev_add. A NaN in x or y gives NaN (x's if both are NaN), as
+ * TensorFlow's CPU kernel; of an equal pair, -0 and +0 included, the result
+ * is x. The gradient, as TensorFlow's: dy goes to x where x >= y (Minimum:
+ * x <= y) and to y elsewhere (so to y where either is NaN), each summed back
+ * to its input's shape. */
+VDEV_API vdev_tensor_t *vdev_maximum(const vdev_tensor_t *x, const vdev_tensor_t *y);
+VDEV_API vdev_tensor_t *vdev_minimum(const vdev_tensor_t *x, const vdev_tensor_t *y);
 VDEV_API vdev_tensor_t *vdev_add_scalar(const vdev_tensor_t *a, float s);
 VDEV_API vdev_tensor_t *vdev_mul_scalar(const vdev_tensor_t *a, float s);
 VDEV_API vdev_tensor_t *vdev_pow_scalar(const vdev_tensor_t *a, float p);

@@ -22,6 +22,7 @@
  *   add/sub dA = reduce_to(G, a), dB = ±reduce_to(G, b)
  *   mul     dA = reduce_to(G b, a), dB = reduce_to(G a, b)
  *   div     dA = reduce_to(G / b, a), dB = -reduce_to(G y / b, b)
+ *   max/min dA = reduce_to(G where a >= b (<=), a), dB = reduce_to(G elsewhere, b)
  *   pow     dA = (G p) x^(p-1) (TensorFlow's grad * y * pow(x, y - 1))
  *   sqrt    dA = (0.5 G) / y (TensorFlow's SqrtGrad)
  *   exp     dA = G y; log dA = G / x
@@ -179,6 +180,28 @@ GRAD(vdev_grad_mul)
     din[1] = NEED(1) ? reduce_to(mul(g->dout, g->in[0]), g->in[1]) : NULL;
     return status2_need(g, din);
 }
+
+/* TensorFlow's _MaximumMinimumGrad: the mask x >= y (Maximum) or x <= y
+ * (Minimum) sends G to x where it holds and to y elsewhere (a NaN operand
+ * fails the mask: y's), each share then summed to its input's shape. */
+static enum vdev_status grad_extremum(const struct vdev_grad_args *g, struct vdev_tens **din,
+                                      int minimum)
+{
+    for (int k = 0; k < 2; k++) {
+        if (!NEED(k))
+            continue;
+        struct vdev_op_params p;
+        memset(&p, 0, sizeof p);
+        p.i[0] = minimum;
+        p.i[1] = k;
+        const struct vdev_tens *in[3] = {g->dout, g->in[0], g->in[1]};
+        din[k] = reduce_to(vdev_op_exec(VDEV_OP_MAXMIN_GRAD, in, 3, &p), g->in[k]);
+    }
+    return status2_need(g, din);
+}
+
+GRAD(vdev_grad_maximum) { return grad_extremum(g, din, 0); }
+GRAD(vdev_grad_minimum) { return grad_extremum(g, din, 1); }
 
 /* y = a / b: dA = G / b; dB = -G a / b^2 = -(G y) / b, each summed to its
  * input's shape. */

@@ -37,6 +37,8 @@ KERNEL(vdev_ref_add);
 KERNEL(vdev_ref_sub);
 KERNEL(vdev_ref_mul);
 KERNEL(vdev_ref_div);
+KERNEL(vdev_ref_maximum);
+KERNEL(vdev_ref_minimum);
 KERNEL(vdev_ref_add_scalar);
 KERNEL(vdev_ref_mul_scalar);
 KERNEL(vdev_ref_pow_scalar);
@@ -88,6 +90,8 @@ KERNEL(vdev_fast_add);
 KERNEL(vdev_fast_sub);
 KERNEL(vdev_fast_mul);
 KERNEL(vdev_fast_div);
+KERNEL(vdev_fast_maximum);
+KERNEL(vdev_fast_minimum);
 KERNEL(vdev_fast_add_scalar);
 KERNEL(vdev_fast_mul_scalar);
 KERNEL(vdev_fast_relu);
@@ -110,6 +114,8 @@ GRAD(vdev_grad_add);
 GRAD(vdev_grad_sub);
 GRAD(vdev_grad_mul);
 GRAD(vdev_grad_div);
+GRAD(vdev_grad_maximum);
+GRAD(vdev_grad_minimum);
 GRAD(vdev_grad_add_scalar);
 GRAD(vdev_grad_mul_scalar);
 GRAD(vdev_grad_pow_scalar);
@@ -173,6 +179,15 @@ enum vdev_status vdev_check_gather_indices(const struct vdev_tens *const *in,
 KERNEL(vdev_ref_gather);
 KERNEL(vdev_ref_gather_grad);
 GRAD(vdev_grad_gather);
+/* maxmin.c: the gradient op of Maximum and Minimum */
+SHAPE(vdev_shape_maxmin_grad); /* (dy, x, y), x and y broadcast to dy -> dy's shape */
+KERNEL(vdev_ref_maxmin_grad);
+
+/* TensorFlow's Maximum and Minimum of one pair (Eigen's PropagateNaN): a NaN
+ * operand is the result, x's first; else std::max / std::min, which keep x
+ * of an equal pair (-0 and +0 included). Float or double operands. */
+#define VDEV_MAXIMUM(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (x) < (y) ? (y) : (x))
+#define VDEV_MINIMUM(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (y) < (x) ? (y) : (x))
 /* The window geometry of one of those ops, from its (checked) arguments:
  * x [n,h,w,c], window kh x kw, o output channels (c for the pools), strides,
  * output oh x ow, and the padding before (pt top, pl left). */

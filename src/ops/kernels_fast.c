@@ -51,7 +51,7 @@ static int64_t last_dim(const struct vdev_kernel_args *a, int k)
 /* Binary ops: b the same shape (mode 0), a row over the last axis (1), or one
  * element (2), as vdev_shape_broadcast_b set a->i[3]; any other broadcast
  * (mode 3) is the reference kernel's, which gives the same bits for these
- * four operations. */
+ * six operations. */
 #define BINARY(NAME, EXPR)                                                                         \
     CLONES static void NAME##_part(void *vctx, int64_t lo, int64_t hi)                                    \
     {                                                                                              \
@@ -99,6 +99,8 @@ BINARY(add, p + q)
 BINARY(sub, p - q)
 BINARY(mul, p * q)
 BINARY(div, p / q)
+BINARY(maximum, VDEV_MAXIMUM(p, q))
+BINARY(minimum, VDEV_MINIMUM(p, q))
 
 /* Unary and pairwise elementwise ops: one loop body each, over the elements
  * of input K, split into parts of at least MIN elements. */

@@ -156,6 +156,12 @@ BINARY(vdev_ref_add, u + v)
 BINARY(vdev_ref_sub, u - v)
 BINARY(vdev_ref_mul, u *v)
 BINARY(vdev_ref_div, u / v)
+/* TensorFlow's Maximum and Minimum (Eigen's scalar_max_op / scalar_min_op
+ * with PropagateNaN): a NaN operand is the result (x's first), else
+ * std::max (x < y ? y : x) and std::min (y < x ? y : x), so of -0 and +0, and
+ * of any equal pair, x is kept. */
+BINARY(vdev_ref_maximum, VDEV_MAXIMUM(u, v))
+BINARY(vdev_ref_minimum, VDEV_MINIMUM(u, v))
 
 /* ---- unary elementwise; s = f[0] ---- */
 

@@ -75,6 +75,12 @@ enum vdev_op {
     VDEV_OP_GATHER,       /* GatherV2 (params f32/i32, indices i32) -> indices.shape + rest */
     /* (dy, indices, like params) -> zeros of params' shape, dy's rows added at the indices */
     VDEV_OP_GATHER_GRAD,
+    /* elementwise extrema (maxmin.c), broadcast as ADD: NaN propagates */
+    VDEV_OP_MAXIMUM,
+    VDEV_OP_MINIMUM,
+    /* (dy, x, y) -> dy's shape: dy where x >= y (i[0] 0, Maximum) or x <= y
+     * (i[0] 1, Minimum), else 0, for x's share (i[1] 0); the rest for y's (i[1] 1) */
+    VDEV_OP_MAXMIN_GRAD,
     VDEV_OP_COUNT
 };
 

@@ -134,6 +134,13 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
                         .ref = vdev_ref_gather, .grad = vdev_grad_gather, .grad_reads = 2,
                         .check = vdev_check_gather_indices},
     NOGRAD(VDEV_OP_GATHER_GRAD, "GatherGrad", 3, vdev_shape_gather_grad, vdev_ref_gather_grad),
+    /* elementwise extrema (kernels_ref.c, kernels_fast.c; the gradient op in maxmin.c) */
+    FWD_FAST(VDEV_OP_MAXIMUM, "Maximum", 2, vdev_shape_broadcast_b, vdev_ref_maximum,
+             vdev_fast_maximum, vdev_grad_maximum, 3),
+    FWD_FAST(VDEV_OP_MINIMUM, "Minimum", 2, vdev_shape_broadcast_b, vdev_ref_minimum,
+             vdev_fast_minimum, vdev_grad_minimum, 3),
+    NOGRAD(VDEV_OP_MAXMIN_GRAD, "MaximumMinimumGrad", 3, vdev_shape_maxmin_grad,
+           vdev_ref_maxmin_grad),
 };
 
 /* ---- the public ops ---- */
@@ -191,6 +198,14 @@ VDEV_API vdev_tensor_t *vdev_mul(const vdev_tensor_t *a, const vdev_tensor_t *b)
 VDEV_API vdev_tensor_t *vdev_div(const vdev_tensor_t *a, const vdev_tensor_t *b)
 {
     return run2(VDEV_OP_DIV, a, b, NULL);
+}
+VDEV_API vdev_tensor_t *vdev_maximum(const vdev_tensor_t *x, const vdev_tensor_t *y)
+{
+    return run2(VDEV_OP_MAXIMUM, x, y, NULL);
+}
+VDEV_API vdev_tensor_t *vdev_minimum(const vdev_tensor_t *x, const vdev_tensor_t *y)
+{
+    return run2(VDEV_OP_MINIMUM, x, y, NULL);
 }
 
 VDEV_API vdev_tensor_t *vdev_add_scalar(const vdev_tensor_t *a, float s)

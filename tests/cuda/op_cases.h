@@ -336,8 +336,9 @@ op_cases(void)
     CASE("1x1", VDEV_OP_MATMUL, none, 0, TF(G_UNIFORM, 2, 1, 1), TF(G_UNIFORM, 2, 1, 1));
 
     /* binary ops: the three broadcast modes, and 0-d */
-    static const enum vdev_op bin[] = {VDEV_OP_ADD, VDEV_OP_SUB, VDEV_OP_MUL, VDEV_OP_DIV};
-    for (int i = 0; i < 4; i++) {
+    static const enum vdev_op bin[] = {VDEV_OP_ADD,     VDEV_OP_SUB,    VDEV_OP_MUL,
+                                       VDEV_OP_DIV,     VDEV_OP_MAXIMUM, VDEV_OP_MINIMUM};
+    for (int i = 0; i < 6; i++) {
         enum vdev_op op = bin[i];
         int gb = op == VDEV_OP_DIV ? G_NONZERO : G_UNIFORM;
         CASE("same shape", op, none, 0, TF(G_UNIFORM, 2, 33, 47), TF(gb, 2, 33, 47));
@@ -461,6 +462,27 @@ op_cases(void)
     CASE("huge logits", VDEV_OP_SOFTMAX_CE, none, 10, TF(G_HUGE, 2, 16, 10), TI(G_LABEL, 1, 16));
     CASE("huge logits, long rows", VDEV_OP_SOFTMAX_CE, none, 3000, TF(G_HUGE, 2, 8, 3000),
          TI(G_LABEL, 1, 8));
+
+    /* Maximum, Minimum: NaN, +-inf, -0 and +0; ties; NaN in the broadcast row */
+    for (int i = 0; i < 2; i++) {
+        enum vdev_op op = i ? VDEV_OP_MINIMUM : VDEV_OP_MAXIMUM;
+        CASE("NaN, inf, -0", op, none, 0, TF(G_SPECIAL, 2, 20, 30), TF(G_SPECIAL, 2, 20, 30));
+        CASE("ties, NaN", op, none, 0, TF(G_TIES, 2, 50, 10), TF(G_TIES, 2, 50, 10));
+        CASE("ties, [3,1] by [1,4]", op, none, 0, TF(G_TIES, 2, 3, 1), TF(G_TIES, 2, 1, 4));
+        CASE("NaN in a row", op, none, 0, TF(G_TIES, 2, 60, 41), TF(G_TIES, 1, 41));
+    }
+    /* their gradient: each mask and share, ties and NaN, broadcast x and y */
+    for (int v = 0; v < 4; v++) {
+        struct vdev_op_params p = P(0, 0, v & 1, v >> 1);
+        CASE("same shape", VDEV_OP_MAXMIN_GRAD, p, 0, TF(G_UNIFORM, 2, 50, 10),
+             TF(G_TIES, 2, 50, 10), TF(G_TIES, 2, 50, 10));
+        CASE("[3,1] by [1,4]", VDEV_OP_MAXMIN_GRAD, p, 0, TF(G_UNIFORM, 2, 3, 4),
+             TF(G_TIES, 2, 3, 1), TF(G_TIES, 2, 1, 4));
+        CASE("[2,3,1,5] by [3,4,1]", VDEV_OP_MAXMIN_GRAD, p, 0, TF(G_UNIFORM, 4, 2, 3, 4, 5),
+             TF(G_SPECIAL, 4, 2, 3, 1, 5), TF(G_SPECIAL, 3, 3, 4, 1));
+        CASE("empty", VDEV_OP_MAXMIN_GRAD, p, 0, TF(G_UNIFORM, 2, 0, 4), TF(G_TIES, 2, 0, 4),
+             TF(G_TIES, 1, 4));
+    }
 
     /* ARGMAX: ties and NaN, short and long rows */
     CASE("ties, NaN", VDEV_OP_ARGMAX, none, 0, TF(G_TIES, 2, 50, 10));

@@ -46,7 +46,8 @@ const char *op_name(int op)
         "ReduceToShape", "ApplyMomentum", "ApplyAdam", "Sqrt", "AmsgradMoments",
         "ApplyAdamWithAmsgrad", "ClipGradient", "Slice", "SliceGrad", "Conv2D", "MaxPool",
         "AvgPool", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPoolGrad", "AvgPoolGrad",
-        "StridedSlice", "StridedSliceGrad", "ConcatV2", "Pack", "GatherV2", "GatherGrad"};
+        "StridedSlice", "StridedSliceGrad", "ConcatV2", "Pack", "GatherV2", "GatherGrad", "Maximum",
+        "Minimum", "MaximumMinimumGrad"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -107,7 +108,22 @@ __device__ void row_stats(const float *x, int64_t c, float *m_out, double *s_out
 
 /* ---- binary elementwise with b broadcast by mode i[3] ---- */
 
-enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };
+enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN };
+
+/* Maximum and Minimum as the reference (ops/impl.h's VDEV_MAXIMUM): NaN
+ * propagates, x first; an equal pair (-0, +0 too) gives x. */
+template <int OP>
+__device__ double binary_op(double u, double v)
+{
+    switch (OP) {
+    case OP_ADD: return u + v;
+    case OP_SUB: return u - v;
+    case OP_MUL: return u * v;
+    case OP_DIV: return u / v;
+    case OP_MAX: return u != u ? u : v != v ? v : u < v ? v : u;
+    default: return u != u ? u : v != v ? v : v < u ? v : u;
+    }
+}
 
 template <int OP, int MODE>
 __global__ void k_binary(const float *x, const float *b, float *o, int64_t n, int64_t cols)
@@ -116,8 +132,7 @@ __global__ void k_binary(const float *x, const float *b, float *o, int64_t n, in
     {
         double u = x[i];
         double v = MODE == 1 ? b[i % cols] : MODE == 2 ? b[0] : b[i];
-        double r = OP == OP_ADD ? u + v : OP == OP_SUB ? u - v : OP == OP_MUL ? u * v : u / v;
-        o[i] = (float)r;
+        o[i] = (float)binary_op<OP>(u, v);
     }
 }
 
@@ -156,8 +171,7 @@ __global__ void k_binary_bcast(const float *x, const float *b, float *o, int64_t
         int64_t q = t % g.d[1], p = t / g.d[1];
         double u = x[p * g.sx[0] + q * g.sx[1] + r * g.sx[2] + c * g.sx[3]];
         double v = b[p * g.sy[0] + q * g.sy[1] + r * g.sy[2] + c * g.sy[3]];
-        double res = OP == OP_ADD ? u + v : OP == OP_SUB ? u - v : OP == OP_MUL ? u * v : u / v;
-        o[i] = (float)res;
+        o[i] = (float)binary_op<OP>(u, v);
     }
 }
 
@@ -188,6 +202,37 @@ void launch_binary(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
         LAUNCH(g, kThreads, s, k_binary<OP, 0>)(x, b, o, n, cols);
         break;
     }
+}
+
+/* MAXMIN_GRAD (dy, x, y): dy where the mask (x >= y, or x <= y when min)
+ * holds, for x's share (to_y 0), else 0; the other way round for y's. x and
+ * y are read through their strides over dy's 4 padded dimensions. */
+__global__ void k_maxmin_grad(const float *dy, const float *x, const float *y, float *o,
+                              int64_t n, bcast4 g, int min, int to_y)
+{
+    GRID_LOOP(i, n)
+    {
+        int64_t c = i % g.d[3], t = i / g.d[3];
+        int64_t r = t % g.d[2];
+        t /= g.d[2];
+        int64_t q = t % g.d[1], p = t / g.d[1];
+        float u = x[p * g.sx[0] + q * g.sx[1] + r * g.sx[2] + c * g.sx[3]];
+        float v = y[p * g.sy[0] + q * g.sy[1] + r * g.sy[2] + c * g.sy[3]];
+        int mask = min ? u <= v : u >= v;
+        o[i] = mask != to_y ? dy[i] : 0.0f;
+    }
+}
+
+void launch_maxmin_grad(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
+{
+    bcast4 g;
+    pad4(a->in_shape[0], a->in_ndim[0], g.d);
+    strides4(a, 1, g.sx);
+    strides4(a, 2, g.sy);
+    int64_t n = g.d[0] * g.d[1] * g.d[2] * g.d[3];
+    LAUNCH(grid_for(n, kThreads, n_sm), kThreads, s, k_maxmin_grad)(
+        (const float *)a->in[0], (const float *)a->in[1], (const float *)a->in[2],
+        (float *)a->out[0], n, g, (int)a->i[0], (int)a->i[1]);
 }
 
 /* REDUCE_ROWS mode 3: element j of like (padded dims l4) is the sum, in
@@ -597,7 +642,9 @@ bool nothing_to_do(const vdev_cuda_args *a)
     case VDEV_OP_ADD:
     case VDEV_OP_SUB:
     case VDEV_OP_MUL:
-    case VDEV_OP_DIV: { /* mode 3: the output may be smaller or larger than a */
+    case VDEV_OP_DIV:
+    case VDEV_OP_MAXIMUM:
+    case VDEV_OP_MINIMUM: { /* mode 3: the output may be smaller or larger than a */
         if (a->i[3] != 3)
             return numel_in(a, 0) == 0;
         int64_t n = 1;
@@ -630,6 +677,9 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_SUB: launch_binary<OP_SUB>(a, s, n_sm); break;
     case VDEV_OP_MUL: launch_binary<OP_MUL>(a, s, n_sm); break;
     case VDEV_OP_DIV: launch_binary<OP_DIV>(a, s, n_sm); break;
+    case VDEV_OP_MAXIMUM: launch_binary<OP_MAX>(a, s, n_sm); break;
+    case VDEV_OP_MINIMUM: launch_binary<OP_MIN>(a, s, n_sm); break;
+    case VDEV_OP_MAXMIN_GRAD: launch_maxmin_grad(a, s, n_sm); break;
     case VDEV_OP_ADD_SCALAR: launch_unary<U_ADDS>(a, s, n_sm); break;
     case VDEV_OP_MUL_SCALAR: launch_unary<U_MULS>(a, s, n_sm); break;
     case VDEV_OP_POW_SCALAR: launch_unary<U_POWS>(a, s, n_sm); break;
