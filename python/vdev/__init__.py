@@ -34,8 +34,8 @@ from ._lib import lib as _c, last_error
 from ._tensor import (DType, Tensor, TensorShape, Variable, as_dtype, constant,
                       convert_to_tensor, fill, float32, int32, ones, ones_like, zeros,
                       zeros_like)
-from ._ops import (add, argmax, concat, divide, exp, gather, identity, log, matmul, multiply,
-                   negative, pow, reduce_mean, reduce_sum, reshape, sigmoid, sqrt, square, stack,
+from ._ops import (add, argmax, concat, divide, exp, gather, identity, log, matmul, maximum,
+                   minimum, multiply, negative, pow, reduce_mean, reduce_sum, reshape, sigmoid, sqrt, square, stack,
                    stop_gradient, subtract, tanh, transpose)
 from ._indexing import strided_slice
 from ._device import device
@@ -104,7 +104,7 @@ class experimental:
 __all__ = ["DType", "Tensor", "TensorShape", "Variable", "as_dtype", "constant",
            "convert_to_tensor", "fill", "float32", "int32", "ones", "ones_like", "zeros",
            "zeros_like", "add", "argmax", "concat", "divide", "exp", "gather", "identity", "log",
-           "matmul",
+           "matmul", "maximum", "minimum",
            "multiply", "negative", "pow", "reduce_mean", "reduce_sum", "reshape", "sigmoid",
            "sqrt", "square", "stack", "stop_gradient", "strided_slice", "subtract", "tanh",
            "transpose",

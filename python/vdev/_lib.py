@@ -242,6 +242,8 @@ _PROTOS = {
     "vdev_sub": (_h, [_h, _h]),
     "vdev_mul": (_h, [_h, _h]),
     "vdev_div": (_h, [_h, _h]),
+    "vdev_maximum": (_h, [_h, _h]),
+    "vdev_minimum": (_h, [_h, _h]),
     "vdev_add_scalar": (_h, [_h, ctypes.c_float]),
     "vdev_mul_scalar": (_h, [_h, ctypes.c_float]),
     "vdev_pow_scalar": (_h, [_h, ctypes.c_float]),

@@ -255,6 +255,22 @@ def divide(x, y, name=None):
     return _new(lib.vdev_div(x._handle, y._handle))
 
 
+def maximum(x, y, name=None):
+    """tf.maximum: the larger of x and y elementwise (float32), broadcast as
+    add. NaN in either gives NaN, as TensorFlow's CPU kernel; of an equal pair
+    (-0 and +0 too) the result is x's. The gradient goes to x where x >= y,
+    to y elsewhere (TensorFlow's rule), summed to each input's shape."""
+    x, y = _operands(x, y)
+    return _new(lib.vdev_maximum(x._handle, y._handle))
+
+
+def minimum(x, y, name=None):
+    """tf.minimum: the smaller of x and y elementwise, as maximum; the
+    gradient goes to x where x <= y, to y elsewhere."""
+    x, y = _operands(x, y)
+    return _new(lib.vdev_minimum(x._handle, y._handle))
+
+
 def negative(x, name=None):
     """-x elementwise."""
     x = _t(x)
