@@ -35,8 +35,8 @@ from ._tensor import (DType, Tensor, TensorShape, Variable, as_dtype, constant,
                       convert_to_tensor, fill, float32, int32, ones, ones_like, zeros,
                       zeros_like)
 from ._ops import (add, argmax, concat, divide, exp, gather, identity, log, matmul, maximum,
-                   minimum, multiply, negative, pow, reduce_mean, reduce_sum, reshape, sigmoid, sqrt, square, stack,
-                   stop_gradient, subtract, tanh, transpose)
+                   minimum, multiply, negative, pow, reduce_mean, reduce_sum, reshape, sigmoid,
+                   sqrt, square, stack, stop_gradient, subtract, tanh, transpose)
 from ._indexing import strided_slice
 from ._device import device
 from ._device_spec import DeviceSpec
