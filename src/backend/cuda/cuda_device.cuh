@@ -1,8 +1,9 @@
 /* cuda_device.cuh — what the nvcc side of the CUDA plugin shares between its
- * files (cuda_kernels.cu: the op table and most kernels; cuda_reduce.cu:
- * reductions; cuda_updates.cu: the optimizer updates; cuda_conv.cu: convolution
- * and pooling; cuda_slice.cu: strided slices; cuda_concat.cu: ConcatV2, Pack and
- * Transpose by a permutation; cuda_gather.cu: GatherV2 and its gradient;
+ * files (cuda_kernels.cu: the op table and most kernels; cuda_binary.cu: the
+ * elementwise ops of two inputs; cuda_reduce.cu: reductions; cuda_updates.cu:
+ * the optimizer updates; cuda_conv.cu: convolution and pooling; cuda_slice.cu:
+ * strided slices; cuda_concat.cu: ConcatV2, Pack and Transpose by a
+ * permutation; cuda_gather.cu: GatherV2 and its gradient;
  * cuda_blas.cu: cuBLAS, loaded on first use): grid sizing,
  * block-wide sums and maxima, and the launch macro.
  *
@@ -155,6 +156,12 @@ int run_update(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 /* 2-D convolution and pooling, their gradients included (cuda_conv.cu): 1
  * when a->op is one of them (its kernel queued on s), 0 otherwise. */
 int run_conv(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
+
+/* The elementwise ops of two inputs and Maximum/Minimum's gradient op
+ * (cuda_binary.cu): 1 when a->op is one of them (its kernel queued on s), 0
+ * otherwise. launch_reduce_bcast: REDUCE_ROWS' general mode (mode 3). */
+int run_binary(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
+void launch_reduce_bcast(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 
 /* StridedSlice and its gradient (cuda_slice.cu): 1 when a->op is one of
  * them (its kernel queued on s), 0 otherwise. */
