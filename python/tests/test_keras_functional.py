@@ -522,3 +522,25 @@ def test_a_symbolic_tensor_in_a_vdev_op_is_a_type_error_naming_lambda():
     with pytest.raises(TypeError) as e:
         layers.Add()([a, np.ones((2, 4), np.float32)])
     assert str(e.value).startswith('Layer "add')
+
+
+def test_maximum_and_minimum_merge_layers_are_kerass():
+    rng = np.random.default_rng(11)
+    xs = [rng.uniform(-1, 1, (4, 3)).astype(np.float32) for _ in range(3)]
+    xs[1][0, 0] = np.nan  # TensorFlow's maximum propagates NaN
+    ins = [vdev.Input(shape=(3,)) for _ in range(3)]
+    for cls, fn, ref in ((vdev.layers.Maximum, vdev.layers.maximum, np.maximum),
+                         (vdev.layers.Minimum, vdev.layers.minimum, np.minimum)):
+        want = ref(ref(xs[0], xs[1]), xs[2])
+        for out in (cls()(ins), fn(ins)):
+            got = vdev.Model(ins, out)(xs).numpy()
+            np.testing.assert_array_equal(got, want)
+        with pytest.raises(ValueError):
+            cls()([vdev.Input(shape=(3,)), vdev.Input(shape=(4,))])
+    # the gradient reaches the larger input only
+    a, b = vdev.Variable([[1.0, 5.0]]), vdev.Variable([[2.0, 3.0]])
+    with vdev.GradientTape() as tape:
+        y = vdev.reduce_sum(vdev.layers.Maximum()([a, b]))
+    ga, gb = tape.gradient(y, [a, b])
+    np.testing.assert_array_equal(ga.numpy(), [[0.0, 1.0]])
+    np.testing.assert_array_equal(gb.numpy(), [[1.0, 0.0]])

@@ -15,8 +15,9 @@ from . import _ops
 from ._tensor import Tensor
 from .layers import Layer
 
-__all__ = ["Add", "Average", "Concatenate", "Lambda", "Multiply", "Subtract", "add",
-           "average", "concatenate", "multiply", "subtract"]
+__all__ = ["Add", "Average", "Concatenate", "Lambda", "Maximum", "Minimum", "Multiply",
+           "Subtract", "add", "average", "concatenate", "maximum", "minimum", "multiply",
+           "subtract"]
 
 
 def _shape_of(x):
@@ -186,6 +187,27 @@ class Average(_Merge):
         return _ops.divide(out, float(len(inputs)))
 
 
+class Maximum(_Merge):
+    """Keras's Maximum: the element-wise maximum, max(max(x0, x1), x2) ...
+    (vdev.maximum: NaN propagates, as TensorFlow's)."""
+
+    def _merge_function(self, inputs):
+        out = inputs[0]
+        for x in inputs[1:]:
+            out = _ops.maximum(out, x)
+        return out
+
+
+class Minimum(_Merge):
+    """Keras's Minimum: the element-wise minimum, min(min(x0, x1), x2) ..."""
+
+    def _merge_function(self, inputs):
+        out = inputs[0]
+        for x in inputs[1:]:
+            out = _ops.minimum(out, x)
+        return out
+
+
 class Concatenate(_Merge):
     """Keras's Concatenate: the inputs joined along ``axis`` (the last by
     default), every other size equal."""
@@ -265,6 +287,16 @@ def multiply(inputs, **kwargs):
 def average(inputs, **kwargs):
     """Keras's functional form: ``Average(**kwargs)(inputs)``."""
     return Average(**kwargs)(inputs)
+
+
+def maximum(inputs, **kwargs):
+    """Keras's functional form: ``Maximum(**kwargs)(inputs)``."""
+    return Maximum(**kwargs)(inputs)
+
+
+def minimum(inputs, **kwargs):
+    """Keras's functional form: ``Minimum(**kwargs)(inputs)``."""
+    return Minimum(**kwargs)(inputs)
 
 
 class Lambda(Layer):

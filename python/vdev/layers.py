@@ -41,8 +41,9 @@ __all__ = ["AveragePooling2D", "Conv2D", "Dense", "Embedding", "Flatten", "Layer
            "GlobalAvgPool2D", "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalMaxPooling1D",
            "GlobalMaxPooling2D", "MaxPooling2D",
            # Keras's functional API (vdev/_functional.py, vdev/_merge_layers.py)
-           "Add", "Average", "Concatenate", "Input", "InputLayer", "Lambda", "Multiply",
-           "Subtract", "add", "average", "concatenate", "multiply", "subtract"]
+           "Add", "Average", "Concatenate", "Input", "InputLayer", "Lambda", "Maximum",
+           "Minimum", "Multiply", "Subtract", "add", "average", "concatenate", "maximum",
+           "minimum", "multiply", "subtract"]
 
 _ACTIVATIONS = {None: None, "linear": None, "relu": _ops.relu, "tanh": _ops.tanh,
                 "sigmoid": _ops.sigmoid, "softmax": _ops.softmax}
@@ -463,5 +464,6 @@ from ._pooling_layers import (GlobalAveragePooling1D, GlobalAveragePooling2D,  #
                               GlobalMaxPool2D, GlobalMaxPooling1D, GlobalMaxPooling2D)
 # Keras's functional API: Input and the merge layers build on the above
 from ._functional import Input, InputLayer  # noqa: E402
-from ._merge_layers import (Add, Average, Concatenate, Lambda, Multiply, Subtract,  # noqa: E402
-                            add, average, concatenate, multiply, subtract)
+from ._merge_layers import (Add, Average, Concatenate, Lambda, Maximum, Minimum,  # noqa: E402
+                            Multiply, Subtract, add, average, concatenate, maximum, minimum,
+                            multiply, subtract)
