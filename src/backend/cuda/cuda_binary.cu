@@ -12,19 +12,6 @@ namespace vdev_cuda {
 
 namespace {
 
-int64_t numel_in(const vdev_cuda_args *a, int k)
-{
-    int64_t n = 1;
-    for (int d = 0; d < a->in_ndim[k]; d++)
-        n *= a->in_shape[k][d];
-    return n;
-}
-
-int64_t last_dim(const vdev_cuda_args *a, int k)
-{
-    return a->in_ndim[k] ? a->in_shape[k][a->in_ndim[k] - 1] : 1;
-}
-
 /* ---- binary elementwise with b broadcast by mode i[3] ---- */
 
 enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN };

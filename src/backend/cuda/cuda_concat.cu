@@ -53,19 +53,11 @@ __global__ void k_transpose_perm(const uint32_t *x, uint32_t *o, int64_t total, 
     }
 }
 
-int64_t numel(const int64_t *shape, int nd)
-{
-    int64_t n = 1;
-    for (int d = 0; d < nd; d++)
-        n *= shape[d];
-    return n;
-}
-
 } // namespace
 
 int run_layout(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
 {
-    int64_t total = numel(a->out_shape[0], a->out_ndim[0]);
+    int64_t total = numel_of(a->out_shape[0], a->out_ndim[0]);
     switch (a->op) {
     case VDEV_OP_CONCAT:
     case VDEV_OP_PACK: {
@@ -79,7 +71,7 @@ int run_layout(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
         int64_t at = 0;
         for (int k = 0; k < 4; k++) {
             g.x[k] = (const uint32_t *)a->in[k < g.n ? k : 0];
-            g.chunk[k] = k < g.n ? numel(a->in_shape[k], a->in_ndim[k]) / outer : 0;
+            g.chunk[k] = k < g.n ? numel_of(a->in_shape[k], a->in_ndim[k]) / outer : 0;
             g.first[k] = at;
             at += g.chunk[k];
         }

@@ -41,6 +41,25 @@ constexpr int kScratchDoubles = VDEV_CUDA_SCRATCH_BYTES / sizeof(double);
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                     \
          i += (int64_t)gridDim.x * blockDim.x)
 
+/* The elements of shape[from..nd): the argument helpers every kernel file
+ * uses (as kernels_ref.c's); numel_in, input k's; last_dim, input k's last
+ * dimension (1 for a 0-dimensional input). */
+inline int64_t numel_of(const int64_t *shape, int nd, int from = 0)
+{
+    int64_t n = 1;
+    for (int d = from; d < nd; d++)
+        n *= shape[d];
+    return n;
+}
+inline int64_t numel_in(const vdev_cuda_args *a, int k)
+{
+    return numel_of(a->in_shape[k], a->in_ndim[k]);
+}
+inline int64_t last_dim(const vdev_cuda_args *a, int k)
+{
+    return a->in_ndim[k] ? a->in_shape[k][a->in_ndim[k] - 1] : 1;
+}
+
 /* Blocks for n items of `per_block` each: enough to fill the device a few
  * times over, never more than the work, at least one. */
 inline unsigned grid_for(int64_t n, int per_block, int n_sm)

@@ -54,22 +54,14 @@ __global__ void k_gather_grad(const float *dy, const int32_t *ix, float *o, int6
     }
 }
 
-int64_t numel(const int64_t *shape, int nd, int from)
-{
-    int64_t n = 1;
-    for (int d = from; d < nd; d++)
-        n *= shape[d];
-    return n;
-}
-
 } // namespace
 
 int run_gather(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
 {
     switch (a->op) {
     case VDEV_OP_GATHER: {
-        int64_t rows = a->in_shape[0][0], row = numel(a->in_shape[0], a->in_ndim[0], 1);
-        int64_t total = numel(a->out_shape[0], a->out_ndim[0], 0);
+        int64_t rows = a->in_shape[0][0], row = numel_of(a->in_shape[0], a->in_ndim[0], 1);
+        int64_t total = numel_of(a->out_shape[0], a->out_ndim[0], 0);
         if (total == 0)
             return 1;
         LAUNCH(grid_for(total, kThreads, n_sm), kThreads, s, k_gather)(
@@ -78,10 +70,10 @@ int run_gather(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
         return 1;
     }
     case VDEV_OP_GATHER_GRAD: {
-        int64_t rows = a->in_shape[2][0], row = numel(a->in_shape[2], a->in_ndim[2], 1);
+        int64_t rows = a->in_shape[2][0], row = numel_of(a->in_shape[2], a->in_ndim[2], 1);
         if (rows == 0 || row == 0)
             return 1;
-        int64_t n = numel(a->in_shape[1], a->in_ndim[1], 0);
+        int64_t n = numel_of(a->in_shape[1], a->in_ndim[1], 0);
         int64_t want = (kGradThreads + row - 1) / row, groups = 1;
         if (want > rows)
             want = rows;

@@ -53,20 +53,7 @@ const char *op_name(int op)
 
 namespace {
 
-/* ---- argument helpers (as kernels_ref.c) ---- */
-
-int64_t numel_in(const vdev_cuda_args *a, int k)
-{
-    int64_t n = 1;
-    for (int d = 0; d < a->in_ndim[k]; d++)
-        n *= a->in_shape[k][d];
-    return n;
-}
-
-int64_t last_dim(const vdev_cuda_args *a, int k)
-{
-    return a->in_ndim[k] ? a->in_shape[k][a->in_ndim[k] - 1] : 1;
-}
+/* ---- argument helpers (as kernels_ref.c; numel_in, last_dim: cuda_device.cuh) ---- */
 
 /* Input k around axis ax (VDEV_AXIS_ALL: everything) as outer x len x inner. */
 void split_axis(const vdev_cuda_args *a, int k, int64_t ax, int64_t *outer, int64_t *len,
