@@ -98,6 +98,15 @@ int check_fill_device(const char *dev, void **blocks, int cap);
                        a_ ? a_ : "(null)", b_ ? b_ : "(null)");                                    \
     } while (0)
 
+/* call (a call returning a handle or pointer) fails: NULL, with exactly
+ * status and message msg as the last error. */
+#define CHECK_FAILS(call, status, msg)                                                             \
+    do {                                                                                           \
+        CHECK(!(call));                                                                            \
+        CHECK_STATUS(vdev_last_status(), status);                                                  \
+        CHECK_STR(vdev_last_error(), msg);                                                         \
+    } while (0)
+
 /* Nothing left in use on device dev: the test's tensors, tapes and scopes
  * gave every byte back. */
 #define CHECK_NO_LEAK(dev)                                                                         \

@@ -32,13 +32,6 @@
 
 #include "ops_rng.h"
 
-#define CHECK_FAILS(call, status, msg)                                                             \
-    do {                                                                                           \
-        CHECK(!(call));                                                                            \
-        CHECK_STATUS(vdev_last_status(), status);                                                  \
-        CHECK_STR(vdev_last_error(), msg);                                                         \
-    } while (0)
-
 #define MAXT 17 /* the most tensors a case joins */
 
 /* ---- errors ---- */

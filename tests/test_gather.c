@@ -32,13 +32,6 @@
 
 #include "ops_rng.h"
 
-#define CHECK_FAILS(call, status, msg)                                                             \
-    do {                                                                                           \
-        CHECK(!(call));                                                                            \
-        CHECK_STATUS(vdev_last_status(), status);                                                  \
-        CHECK_STR(vdev_last_error(), msg);                                                         \
-    } while (0)
-
 static vdev_tensor_t *ints(int nd, const int64_t *shape, const int32_t *v)
 {
     return vdev_tensor_from_host(v, shape, nd, VDEV_I32);

@@ -187,13 +187,6 @@ static void test_grads(const char *dev, float out[2][2][R * C])
     CHECK_OK(vdev_device_pop());
 }
 
-#define CHECK_FAILS(call, status, msg)                                                             \
-    do {                                                                                           \
-        CHECK(!(call));                                                                            \
-        CHECK_STATUS(vdev_last_status(), status);                                                  \
-        CHECK_STR(vdev_last_error(), msg);                                                         \
-    } while (0)
-
 static void test_errors(const char *dev)
 {
     CHECK_OK(vdev_device_push(dev));

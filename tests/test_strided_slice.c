@@ -173,13 +173,6 @@ static vdev_tensor_t *run_spec(const vdev_tensor_t *x, const struct spec *sp)
 
 /* ---- errors ---- */
 
-#define CHECK_FAILS(call, status, msg)                                                             \
-    do {                                                                                           \
-        CHECK(!(call));                                                                            \
-        CHECK_STATUS(vdev_last_status(), status);                                                  \
-        CHECK_STR(vdev_last_error(), msg);                                                         \
-    } while (0)
-
 static void test_errors(void)
 {
     int64_t s3[3] = {5, 3, 2}, s0[1] = {0};
