@@ -554,7 +554,7 @@ int vdev_cmd_fit(int argc, char **argv)
     }
     f.n = n;
     for (int i = 0; i < n; i++) {
-        f.m[i].path = strcmp(paths[i], "-") ? paths[i] : "(standard input)";
+        f.m[i].path = vdev_input_name(paths[i]);
         f.m[i].cfg.priority = VDEV_PRIORITY_NORMAL;
     }
     if (split) {

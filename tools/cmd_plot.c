@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "plot.h"
 #include "plot_read.h"
+#include "alloc/replay.h" /* vdev_input_name */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -578,7 +579,7 @@ int vdev_plot_trace(const char *trace, const char *out, enum vdev_plot_kind kind
         return 1;
     }
     const char *base = strrchr(trace, '/');
-    base = !strcmp(trace, "-") ? "(standard input)" : base ? base + 1 : trace;
+    base = !strcmp(trace, "-") ? vdev_input_name(trace) : base ? base + 1 : trace;
     char title[256];
     snprintf(title, sizeof title, "%s per device: %s",
              kind == VDEV_PLOT_MEMORY ? "Memory" : "Ops", base);
@@ -661,7 +662,7 @@ int vdev_cmd_plot(int argc, char **argv)
         fprintf(stderr,
                 "vdev plot: note: %s:%ld: the trace ends here, without its closing \"]\" (the "
                 "process that wrote it did not finish): drew its %ld whole event%s\n",
-                strcmp(in, "-") ? in : "(standard input)", info.cut_line, info.n_events,
+                vdev_input_name(in), info.cut_line, info.n_events,
                 info.n_events == 1 ? "" : "s");
     return 0;
 }

@@ -249,7 +249,7 @@ int vdev_cmd_replay(int argc, char **argv)
         return 0;
     }
     char b1[32], b2[32], b3[32];
-    printf("trace                %s\n", strcmp(path, "-") ? path : "(standard input)");
+    printf("trace                %s\n", vdev_input_name(path));
     printf("events               %llu\n", (unsigned long long)r.events);
     printf("ns per event         %.1f (%s%d run%s of %llu events, %s)\n", r.ns_per_event,
            r.runs == 1 ? "" : "median of ", r.runs, r.runs == 1 ? "" : "s",

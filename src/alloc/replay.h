@@ -82,10 +82,11 @@ struct vdev_trace {
  * "<path>:<line>: <what is wrong>", VDEV_ERR_OOM when the host runs out. */
 enum vdev_status vdev_trace_load(const char *path, struct vdev_trace **out);
 void vdev_trace_free(struct vdev_trace *t); /* NULL is a no-op */
+/* The name of an input for messages: path, or "(standard input)" for "-". */
+const char *vdev_input_name(const char *path);
 /* Opens path for reading through zlib (gzip or plain text alike), "-"
  * meaning standard input (a duplicate of its descriptor, so closing the
- * result leaves the process's own open). *shown is the name for messages:
- * path, or "(standard input)". NULL with errno set when it cannot be opened
+ * result leaves the process's own open). *shown is vdev_input_name(path). NULL with errno set when it cannot be opened
  * (errno 0: zlib's own allocation failed). The tools' readers share it. */
 struct gzFile_s *vdev_gzopen_input(const char *path, const char **shown);
 

@@ -522,13 +522,17 @@ static enum vdev_status load(struct loader *l)
     return VDEV_OK;
 }
 
+const char *vdev_input_name(const char *path)
+{
+    return strcmp(path, "-") ? path : "(standard input)";
+}
+
 struct gzFile_s *vdev_gzopen_input(const char *path, const char **shown)
 {
-    *shown = path;
+    *shown = vdev_input_name(path);
     errno = 0;
     if (strcmp(path, "-") != 0)
         return gzopen(path, "rb");
-    *shown = "(standard input)";
     int fd = dup(STDIN_FILENO);
     if (fd < 0)
         return NULL;
@@ -550,7 +554,7 @@ enum vdev_status vdev_trace_load(const char *path, struct vdev_trace **out)
     *out = NULL;
     if (!path)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_trace_load: path is NULL");
-    struct loader l = {.path = strcmp(path, "-") ? path : "(standard input)", .cap = 1u << 18};
+    struct loader l = {.path = vdev_input_name(path), .cap = 1u << 18};
     enum vdev_status st;
     l.t = calloc(1, sizeof *l.t);
     l.buf = malloc(l.cap);
