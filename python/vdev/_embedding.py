@@ -157,11 +157,8 @@ class Embedding(_base()):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        shape = config.pop("batch_input_shape", None)
-        if shape is not None and "input_shape" not in config:
-            config["input_shape"] = tuple(shape[1:])
-        return cls(**config)
+        from .layers import _keras_config
+        return cls(**_keras_config(config))
 
     def __call__(self, inputs, training=None, mask=None):
         x = inputs

@@ -144,9 +144,8 @@ def _strided(t, begin, end, strides, *masks):
     arr = (lambda v: (ctypes.c_int64 * max(n, 1))(*v))
     h = lib.vdev_strided_slice(t._handle, n, arr(begin), arr(end), arr(strides), *masks)
     if not h:
-        msg = _lib.last_error()
-        raise errors.from_status(lib.vdev_last_status(),
-                                 msg[len(_PREFIX):] if msg.startswith(_PREFIX) else msg)
+        from ._ops import _made_op  # the error path only: _ops imports this module
+        _made_op(h, _PREFIX)
     return _new(h)
 
 

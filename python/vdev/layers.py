@@ -105,6 +105,17 @@ def _unique_name(prefix):
     return prefix if n == 0 else "%s_%d" % (prefix, n)
 
 
+def _keras_config(config):
+    """A copy of a layer's config as vdev's layers take it: a Keras file's
+    batch_input_shape becomes input_shape (its batch dropped), as Keras's
+    base layer takes either."""
+    config = dict(config)
+    shape = config.pop("batch_input_shape", None)
+    if shape is not None and "input_shape" not in config:
+        config["input_shape"] = tuple(shape[1:])
+    return config
+
+
 def _dedup(variables):
     """variables with each one kept once, at its first place (Keras's
     _dedup_weights): a layer used twice must not have its update applied

@@ -13,7 +13,7 @@ import numpy as np
 from . import _lib
 from ._fit import Model as _Training
 from ._functional import Functional, _row
-from .layers import Conv2D, Dense, Layer, _dedup
+from .layers import Conv2D, Dense, Layer, _dedup, _keras_config
 
 __all__ = ["MLP", "Model", "Sequential", "clone_model"]
 
@@ -206,11 +206,7 @@ class Sequential(Layer, _Training):
                 cfg["batch_input_shape"] = pending
             pending = None
             if getattr(klass.from_config, "__func__", None) is Layer.from_config.__func__:
-                # vdev's layers take Keras's input_shape (batch_input_shape
-                # without its batch), as Keras's base layer takes either
-                shape = cfg.pop("batch_input_shape", None)
-                if shape is not None and "input_shape" not in cfg:
-                    cfg["input_shape"] = tuple(shape[1:])
+                cfg = _keras_config(cfg)
             model.add(klass.from_config(cfg))
         if (build_input_shape and isinstance(build_input_shape, (tuple, list))
                 and model._input_shape() is None):
