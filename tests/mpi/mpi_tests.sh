@@ -74,6 +74,16 @@ export OPENBLAS_NUM_THREADS=1
 # Root in a container, two cores: run as root, oversubscribe, shared memory.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
   OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader
+# Open only the modules these tests use: the ob1 messaging layer (not the
+# psm/psm2/ofi network layers, whose libraries it would load and unload) and
+# no OpenCL probe in hwloc. Those modules pull in libraries with thread-local
+# storage (libnuma, libuuid, librdmacm, libOpenCL); Open MPI dlcloses them
+# when it does not select them, and LeakSanitizer's tracer (gcc 12), walking
+# the threads' TLS at exit, can fault on a stale slot of one ("Tracer caught
+# signal 11" ... "LeakSanitizer has encountered a fatal error"): no finding,
+# but the test failed. With these two settings a process unloads no module
+# with TLS (LD_DEBUG=files lists the unloaded ones).
+export OMPI_MCA_pml=ob1 HWLOC_PLUGINS_BLACKLIST=hwloc_opencl
 # Under AddressSanitizer: LeakSanitizer unwinds each allocation's stack in
 # full, so that Open MPI's own leaks (made inside MPI_Init, in libraries
 # built without frame pointers) show the libraries that lsan.supp names.
@@ -83,14 +93,14 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 pass() { echo "ok: $*"; }
 
 # alone CMD...: runs CMD (a process started without mpirun: Open MPI's
-# singleton), its output on stdout and its exit status; again, up to 3 runs
-# and said on stderr, only when the output is LeakSanitizer's own crash at
-# exit, not a finding: its tracer, walking the threads' dynamic TLS, can read
-# the stale slot of a module the singleton's start dlclosed and fault
-# ("Tracer caught signal 11" ... "LeakSanitizer has encountered a fatal
-# error"). Seen in 5 runs of 5 while the machine's 2 CPUs were busy with
-# builds, in none of 12 on the idle machine. A leak report reads "ERROR:
-# LeakSanitizer: detected memory leaks" instead and is never run again.
+# singleton), its output on stdout and its exit status. Only when the output
+# is LeakSanitizer's own crash at exit, not a finding (see the settings above:
+# it should not happen now; this stays for a machine whose Open MPI unloads
+# another module with TLS), CMD runs again, up to 3 runs, said on stderr;
+# after a third crash, once more without the leak check (ASAN_OPTIONS
+# detect_leaks=0), said on stderr too, so that the behaviour is still checked.
+# A leak report reads "ERROR: LeakSanitizer: detected memory leaks" instead
+# and is never run again.
 alone() {
   local out rc try
   for try in 1 2 3; do
@@ -98,6 +108,11 @@ alone() {
     rc=$?
     grep -q "^==[0-9]*==LeakSanitizer has encountered a fatal error" <<<"$out" || break
     echo "note: $*: LeakSanitizer crashed at exit (its tracer), run $try of 3" >&2
+    if [ $try = 3 ]; then
+      echo "note: $*: run 4 without the leak check (its tracer crashed 3 times)" >&2
+      out=$(ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" "$@" 2>&1)
+      rc=$?
+    fi
   done
   printf '%s\n' "$out"
   return $rc
