@@ -8,8 +8,12 @@
  * momentum optimizer gives, and off then on again what a plain optimizer
  * then a fresh momentum one give. A velocity that vdev_optimizer_slots
  * handed out stays (zeros) when momentum is switched off, its handle valid,
- * while the others are freed; a failed update that would make velocities
- * makes none. Every tensor is freed at the end (bytes in use back to 0). */
+ * while the others are freed, until the caller gives it back
+ * (vdev_optimizer_slots_release: freed then, and one given back before
+ * momentum is switched off is freed as one never handed out; Adam's slots
+ * stay; each bad argument with its message); a failed update that would
+ * make velocities makes none. Every tensor is freed at the end (bytes in use
+ * back to 0). */
 #define _GNU_SOURCE
 #include "check.h"
 #include "vdev/nn.h"
@@ -189,6 +193,76 @@ static void kept_handle(void)
     CHECK_OK(vdev_device_pop());
 }
 
+/* A velocity given back (vdev_optimizer_slots_release) is the optimizer's
+ * alone again: one kept (zeros) while momentum is off is freed at once, one
+ * given back while momentum is on is freed when it is switched off, as if
+ * never handed out; NULL gives back every variable's. Adam's slots stay. */
+static void released(void)
+{
+    check_fresh("1x1GiB");
+    CHECK_OK(vdev_device_push("GPU:0"));
+    vdev_tensor_t *v[2] = {vdev_variable(values(5)), vdev_variable(values(6))};
+    vdev_tensor_t *g[2] = {values(7), values(8)};
+    vdev_optimizer_t *o = vdev_sgd_new(0.1f, 0.9f);
+    CHECK_OK(vdev_optimizer_apply(o, v, g, 2));
+    vdev_tensor_t *out[2];
+    CHECK(vdev_optimizer_slots(o, v[0], out, NULL, 1) == 1);
+    CHECK(vdev_optimizer_slots(o, v[1], out + 1, NULL, 1) == 1);
+    CHECK_OK(vdev_sgd_set(o, 0.1f, 0));
+    CHECK_EQ_U64(in_use("GPU:0"), 6 * BYTES); /* both kept, zeros */
+    CHECK_OK(vdev_optimizer_slots_release(o, v[0]));
+    CHECK_EQ_U64(in_use("GPU:0"), 5 * BYTES); /* v[0]'s freed at once */
+    CHECK_OK(vdev_optimizer_slots_release(o, v[0])); /* nothing left: nothing done */
+    CHECK_OK(vdev_optimizer_slots_release(o, NULL));
+    CHECK_EQ_U64(in_use("GPU:0"), 4 * BYTES);
+    vdev_tensor_t *none[1];
+    CHECK(vdev_optimizer_slots(o, v[1], none, NULL, 1) == 0);
+
+    /* on again; given out, then back: switching off frees them */
+    CHECK_OK(vdev_sgd_set(o, 0.1f, 0.9f));
+    CHECK_OK(vdev_optimizer_apply(o, v, g, 2));
+    CHECK_EQ_U64(in_use("GPU:0"), 6 * BYTES);
+    CHECK(vdev_optimizer_slots(o, v[0], out, NULL, 1) == 1);
+    CHECK(vdev_optimizer_slots(o, v[1], out + 1, NULL, 1) == 1);
+    CHECK_OK(vdev_optimizer_slots_release(o, v[1]));
+    CHECK_EQ_U64(in_use("GPU:0"), 6 * BYTES); /* momentum on: kept, in use */
+    CHECK_OK(vdev_sgd_set(o, 0.1f, 0));
+    CHECK_EQ_U64(in_use("GPU:0"), 5 * BYTES); /* v[1]'s freed, v[0]'s kept */
+    CHECK(all_zero(out[0]));
+
+    /* bad arguments, each with its message; nothing changed */
+    CHECK_ERR(vdev_optimizer_slots_release(NULL, NULL), VDEV_ERR_INVALID_ARG,
+              "vdev_optimizer_slots_release: optimizer is NULL");
+    CHECK_ERR(vdev_optimizer_slots_release(o, g[0]), VDEV_ERR_INVALID_ARG,
+              "vdev_optimizer_slots_release: tensor 0 is not a variable");
+    vdev_tensor_t *dead = vdev_variable(values(9));
+    vdev_tensor_free(dead);
+    CHECK_ERR(vdev_optimizer_slots_release(o, dead), VDEV_ERR_INVALID_ARG,
+              "vdev_optimizer_slots_release: not a live tensor (freed already, or not a tensor)");
+    CHECK_EQ_U64(in_use("GPU:0"), 5 * BYTES);
+
+    /* Adam: given back, its slots stay (it keeps them until it is freed) */
+    vdev_optimizer_t *a = vdev_adam_new(0.001f, 0.9f, 0.999f, 1e-7f);
+    CHECK_OK(vdev_optimizer_apply(a, v, g, 2));
+    CHECK_EQ_U64(in_use("GPU:0"), 9 * BYTES);
+    vdev_tensor_t *mv[2];
+    CHECK(vdev_optimizer_slots(a, v[0], mv, NULL, 2) == 2);
+    CHECK_OK(vdev_optimizer_slots_release(a, NULL));
+    CHECK_EQ_U64(in_use("GPU:0"), 9 * BYTES);
+    CHECK(vdev_tensor_numel(mv[1]) == NUMEL); /* still the optimizer's */
+    vdev_optimizer_free(a);
+    vdev_optimizer_free(o);
+    CHECK_ERR(vdev_optimizer_slots_release(o, NULL), VDEV_ERR_INVALID_ARG,
+              "vdev_optimizer_slots_release: not a live optimizer (freed already, or not an "
+              "optimizer)");
+    for (int i = 0; i < 2; i++) {
+        vdev_tensor_free(v[i]);
+        vdev_tensor_free(g[i]);
+    }
+    CHECK_EQ_U64(in_use("GPU:0"), 0);
+    CHECK_OK(vdev_device_pop());
+}
+
 /* Momentum switched on, then an update whose velocities do not all fit: it
  * fails with nothing changed (no velocity kept, the variables as they
  * were), and succeeds once there is room. A 1 MiB device (the smallest
@@ -322,6 +396,7 @@ int main(void)
     plain_memory();
     one_optimizer();
     kept_handle();
+    released();
     on_without_room();
     mirrored();
     return check_done();

@@ -104,9 +104,10 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *opt, vdev_tenso
  * slots, as variables on var's device, made (zeros) if they do not exist yet —
  * Adam: "m" then "v"; SGD with momentum: "momentum" (Keras's names); SGD
  * without momentum has none and makes none (0). A slot handle given out
- * stays valid until vdev_optimizer_free, whatever the hyperparameters do: a
- * velocity given out is kept when momentum is switched off, zeroed (see
- * vdev_sgd_set), where one never given out is freed. Returns their number,
+ * stays valid until vdev_optimizer_free (or vdev_optimizer_slots_release),
+ * whatever the hyperparameters do: a velocity given out is kept when
+ * momentum is switched off, zeroed (see vdev_sgd_set), where one never given
+ * out is freed. Returns their number,
  * filling at most cap of
  * out (and of names, unless NULL); -1 with VDEV_ERR_INVALID_ARG for a bad
  * optimizer or variable, a negative cap or out NULL with cap > 0, or the error
@@ -114,6 +115,18 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *opt, vdev_tenso
  * vdev_optimizer_free frees them, and vdev_tensor_free refuses them. */
 VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *opt, vdev_tensor_t *var, vdev_tensor_t **out,
                                   const char **names, int cap);
+/* Gives back the slot handles vdev_optimizer_slots handed out for variable
+ * var (NULL: for every variable): the caller holds them no longer (a
+ * checkpoint's save or load that has written or read them), and they must
+ * not be used after this call. They are the optimizer's alone again, as if
+ * never handed out: switching SGD's momentum off frees them, and an SGD
+ * velocity kept (zeroed) only because it was handed out while momentum is
+ * off is freed now. Nothing else changes (Adam's slots stay: it keeps them
+ * until vdev_optimizer_free). VDEV_ERR_INVALID_ARG for a bad optimizer or a
+ * var that is not a live variable; a var the optimizer keeps nothing for is
+ * VDEV_OK, nothing done. */
+VDEV_API enum vdev_status vdev_optimizer_slots_release(vdev_optimizer_t *opt,
+                                                       vdev_tensor_t *var);
 /* Updates applied so far (Keras's `iterations`; Adam's bias correction
  * counts from it): save it beside the slots and set it on restore. Any
  * count >= 0 may be set (a negative one is VDEV_ERR_INVALID_ARG); at

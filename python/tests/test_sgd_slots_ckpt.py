@@ -1,15 +1,10 @@
-"""SGD's velocity after a checkpoint: switching momentum off should free it,
-as it does for an optimizer never saved (tests/test_sgd_slots.py), measured
-exactly on one simulated 1 GiB GPU. It does not yet: vdev.train's save and
-load take the slots through vdev_optimizer_slots, and a slot that call hands
-out stays until the optimizer is freed (zeroed, not freed, when momentum is
-switched off; vdev/nn.h), and that call is the only way to a slot's value.
-Freeing it needs the C library to take the hand-out back (README, "Where
-vdev differs"); until then these tests are expected to fail, strictly, so
-that the day they pass is seen."""
+"""SGD's velocity after a checkpoint: switching momentum off frees it, as
+it does for an optimizer never saved (tests/test_sgd_slots.py), measured
+exactly on one simulated 1 GiB GPU. vdev.train's save and load take the
+slots through vdev_optimizer_slots, whose handles stay valid until given
+back; they give them back (vdev_optimizer_slots_release) when done, so the
+velocity is the optimizer's alone again."""
 import numpy as np
-import pytest
-
 import vdev
 
 from conftest import clean_env
@@ -17,9 +12,6 @@ from conftest import clean_env
 T = vdev.train
 SHAPE = (256, 64)
 BYTES = 256 * 64 * 4  # a multiple of 256: no rounding
-KEPT = pytest.mark.xfail(
-    strict=True, reason="a velocity vdev_optimizer_slots handed out (to the checkpoint's save "
-    "or load) is zeroed and kept, not freed, when momentum is switched off")
 
 
 def _bytes_after_momentum_off(monkeypatch, tmp_path, save=False, load=False):
@@ -49,11 +41,9 @@ def test_momentum_off_frees_the_velocity_of_an_optimizer_never_saved(monkeypatch
     assert _bytes_after_momentum_off(monkeypatch, tmp_path) == 2 * BYTES
 
 
-@KEPT
 def test_momentum_off_after_a_save_frees_as_if_never_saved(monkeypatch, tmp_path):
     assert _bytes_after_momentum_off(monkeypatch, tmp_path, save=True) == 2 * BYTES
 
 
-@KEPT
 def test_momentum_off_after_a_load_frees_as_if_never_saved(monkeypatch, tmp_path):
     assert _bytes_after_momentum_off(monkeypatch, tmp_path, load=True) == 2 * BYTES

@@ -299,6 +299,7 @@ _PROTOS = {
     "vdev_optimizer_free": (None, [_h]),
     "vdev_optimizer_slots": (ctypes.c_int, [_h, _h, ctypes.POINTER(_h),
                                             ctypes.POINTER(ctypes.c_char_p), ctypes.c_int]),
+    "vdev_optimizer_slots_release": (STATUS, [_h, _h]),
     "vdev_optimizer_get_iterations": (STATUS, [_h, _i64p]),
     "vdev_optimizer_set_iterations": (STATUS, [_h, ctypes.c_int64]),
     # hyperparameters after construction (vdev/nn.h)

@@ -304,7 +304,7 @@ class Optimizer:
     def _slot_handles(self, var):
         """[(slot name, [the slot's handle per replica])] of Variable var
         (made, zeros, if the optimizer has not updated var yet); the handles
-        stay the optimizer's."""
+        stay the optimizer's; give them back with _release_slots once done."""
         if not isinstance(var, Variable):
             raise TypeError("optimizer slots belong to vdev.Variables, not %r" % (var,))
         mine = self._handles()
@@ -322,6 +322,14 @@ class Optimizer:
             for k in range(n):
                 out.setdefault(names[k].decode(), []).append(hs[k])
         return list(out.items())
+
+    def _release_slots(self):
+        """Gives back every slot handle _slot_handles handed out (a
+        checkpoint's save or load is done with them): the slots are the
+        optimizer's alone again, so switching momentum off frees SGD's
+        velocity as if it had never been saved."""
+        for h in self._handles():
+            _lib.check(lib.vdev_optimizer_slots_release(h, None))
 
     def _no_copy(self, *args):
         raise TypeError("cannot copy or pickle a vdev optimizer (%s): its state (slots, step "

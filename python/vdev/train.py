@@ -226,6 +226,14 @@ def save_checkpoint(path, tensors, metadata=None, optimizer=None):
     non-empty UTF-8 of at most 1024 bytes; keys starting with 'vdev.' are
     vdev's. With an optimizer, also its state (the module's text says how).
     On error path is unchanged."""
+    try:
+        _save(path, tensors, metadata, optimizer)
+    finally:
+        if isinstance(optimizer, Optimizer):
+            optimizer._release_slots()  # the save is done with the slots' handles
+
+
+def _save(path, tensors, metadata, optimizer):
     names, handles = _tensors(tensors, expand=False)
     metadata = dict(metadata or {})
     if optimizer is not None:
@@ -355,6 +363,9 @@ def load_checkpoint(path, tensors, optimizer=None):
     except BaseException:
         _set_hyperparameters(optimizer, {a: before[a] for a in now})
         raise
+    finally:
+        if isinstance(optimizer, Optimizer):
+            optimizer._release_slots()  # the load is done with the slots' handles
     _set_hyperparameters(optimizer, later)
     if count is not None:
         iterations = int(count.numpy())

@@ -573,6 +573,18 @@ VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *h, vdev_tensor_t *var, vdev_
     return n && !sl ? -1 : n;
 }
 
+VDEV_API enum vdev_status vdev_optimizer_slots_release(vdev_optimizer_t *h, vdev_tensor_t *var)
+{
+    static const char fn[] = "vdev_optimizer_slots_release";
+    struct vdev_nn_in in;
+    struct optim *o = var ? apply_args(h, &var, NULL, 1, 0, fn) : vdev_nn_object_of(&optims, h, fn);
+    if (!o || !vdev_nn_enter(o, &in, fn))
+        return vdev_last_status();
+    vdev_nn_slots_release(o, var);
+    vdev_nn_leave(&in);
+    return VDEV_OK;
+}
+
 VDEV_API enum vdev_status vdev_optimizer_get_iterations(const vdev_optimizer_t *h, int64_t *out)
 {
     const struct optim *o = vdev_nn_object_of(&optims, h, "vdev_optimizer_get_iterations");

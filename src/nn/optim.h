@@ -35,7 +35,8 @@ struct slot {
                                  * back (vdev_nn_slots_drop_pending) */
     unsigned given;             /* bit k (s[0..3)): handed out by
                                  * vdev_optimizer_slots, so kept until the
-                                 * optimizer is freed */
+                                 * optimizer is freed or the caller gives it
+                                 * back (vdev_optimizer_slots_release) */
 };
 
 struct optim {
@@ -79,6 +80,10 @@ void vdev_nn_slots_drop_pending(struct optim *o);
  * which are zeroed in place instead (nothing allocated). VDEV_OK, or a
  * backend's error part way through the zeroing (nothing freed then). */
 enum vdev_status vdev_nn_slots_momentum_off(struct optim *o);
+/* vdev_optimizer_slots_release: the slots of variable hvar (NULL: of every
+ * variable) are no longer handed out; an SGD velocity kept only because it
+ * was (momentum is off) is freed. */
+void vdev_nn_slots_release(struct optim *o, const vdev_tensor_t *hvar);
 /* Frees the clipping scratch of one record. */
 void vdev_nn_slot_drop_clip(struct slot *s);
 /* Frees every slot and record (vdev_optimizer_free). */

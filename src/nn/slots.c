@@ -10,7 +10,8 @@
  * every variable's memory (the next update with momentum makes them again,
  * zeros, as a fresh optimizer's). A velocity that vdev_optimizer_slots
  * handed out stays, zeroed in place, since its caller may hold the handle
- * (vdev/nn.h documents it as valid until the optimizer is freed). */
+ * (vdev/nn.h documents it as valid until the optimizer is freed), until the
+ * caller gives it back (vdev_optimizer_slots_release): then it is freed. */
 #include "nn/optim.h"
 #include "ops/ops.h"
 
@@ -187,6 +188,23 @@ enum vdev_status vdev_nn_slots_momentum_off(struct optim *o)
         }
     }
     return VDEV_OK;
+}
+
+void vdev_nn_slots_release(struct optim *o, const vdev_tensor_t *hvar)
+{
+    for (int i = 0; i < o->n_slots; i++) {
+        struct slot *s = &o->slots[i];
+        if (hvar && s->var != hvar)
+            continue;
+        s->given = 0;
+        /* a velocity kept only for its holder (momentum is off): freed as
+         * switching momentum off frees one never handed out */
+        if (o->kind == OPT_SGD && o->momentum == 0 && s->s[0]) {
+            vdev_tens_free_owned(s->s[0]);
+            s->s[0] = NULL;
+            s->pending &= ~1u;
+        }
+    }
 }
 
 void vdev_nn_slots_free(struct optim *o)
