@@ -9,7 +9,10 @@
 /* 2-D convolution and pooling: x [N,H,W,C] per size (size 0 an empty
  * batch; size 4 none, the reference loops being slow); var bit 0 stride 2,
  * bit 1 SAME, var 4 and 5 a 1x1 window (5: stride 2, SAME); otherwise a 3x2
- * window where the input has room for it. The filter has 4 output channels
+ * window where the input has room for it. The convolutions also run
+ * dilated (j[0], j[1]): var 6 dilations 2x1 VALID, var 7 2x3 SAME, var 8
+ * 2x2 SAME at stride 2 (a window that no longer fits a VALID input is
+ * taken 1 tap high or wide). The filter has 4 output channels
  * (1 at size 1). The gradient ops get dy of the forward output's shape, and
  * MaxPoolGrad a y of that shape too (its values are not read: the maxima
  * come from x). */
@@ -23,17 +26,25 @@ static int64_t conv_out_dim(int64_t in, int64_t k, int64_t s, int same)
 
 static int conv_case(struct tcase *c, enum vdev_op op, int size, int var)
 {
-    if (size == 4 || var > 5)
-        return 0;
-    const int64_t *xs = CONV_X[size];
-    int64_t kh = var >= 4 || xs[1] < 3 ? 1 : 3, kw = var >= 4 || xs[2] < 2 ? 1 : 2;
-    int64_t st = var == 5 || (var < 4 && (var & 1)) ? 2 : 1;
-    int same = var == 5 || (var < 4 && (var & 2));
     int conv = op == VDEV_OP_CONV2D || op == VDEV_OP_CONV2D_BACKPROP_INPUT ||
                op == VDEV_OP_CONV2D_BACKPROP_FILTER;
+    if (size == 4 || var > (conv ? 8 : 5))
+        return 0;
+    const int64_t *xs = CONV_X[size];
+    static const int64_t DIL[3][2] = {{2, 1}, {2, 3}, {2, 2}};
+    int64_t dh = var >= 6 ? DIL[var - 6][0] : 1, dw = var >= 6 ? DIL[var - 6][1] : 1;
+    int64_t kh = var == 4 || var == 5 || xs[1] < 3 ? 1 : 3;
+    int64_t kw = var == 4 || var == 5 || xs[2] < 2 ? 1 : 2;
+    int64_t st = var == 5 || var == 8 || (var < 4 && (var & 1)) ? 2 : 1;
+    int same = var == 5 || var == 7 || var == 8 || (var < 4 && (var & 2));
+    if (!same && (kh - 1) * dh + 1 > xs[1])
+        kh = 1;
+    if (!same && (kw - 1) * dw + 1 > xs[2])
+        kw = 1;
+    int64_t eh = (kh - 1) * dh + 1, ew = (kw - 1) * dw + 1;
     int64_t o = conv ? (size == 1 ? 1 : 4) : xs[3];
     int64_t fs[4] = {kh, kw, xs[3], o};
-    int64_t ys[4] = {xs[0], conv_out_dim(xs[1], kh, st, same), conv_out_dim(xs[2], kw, st, same),
+    int64_t ys[4] = {xs[0], conv_out_dim(xs[1], eh, st, same), conv_out_dim(xs[2], ew, st, same),
                      o};
     in_f(c, 0, xs, 4, -1, 1);
     if (conv) {
@@ -41,6 +52,8 @@ static int conv_case(struct tcase *c, enum vdev_op op, int size, int var)
         if (op != VDEV_OP_CONV2D)
             in_f(c, 2, ys, 4, -1, 1);
         c->p.i[0] = c->p.i[1] = st;
+        c->p.j[0] = dh;
+        c->p.j[1] = dw;
     } else {
         if (op == VDEV_OP_MAX_POOL_GRAD)
             in_f(c, 1, ys, 4, -1, 1);
@@ -51,10 +64,11 @@ static int conv_case(struct tcase *c, enum vdev_op op, int size, int var)
         c->p.i[2] = c->p.i[3] = st;
     }
     c->p.f[0] = same ? VDEV_PAD_SAME : VDEV_PAD_VALID;
-    snprintf(c->desc, sizeof c->desc, "%s x [%lld,%lld,%lld,%lld] window %lldx%lld stride %lld %s",
+    snprintf(c->desc, sizeof c->desc,
+             "%s x [%lld,%lld,%lld,%lld] window %lldx%lld stride %lld dilation %lldx%lld %s",
              vdev_op_defs[op].name, (long long)xs[0], (long long)xs[1], (long long)xs[2],
-             (long long)xs[3], (long long)kh, (long long)kw, (long long)st,
-             same ? "SAME" : "VALID");
+             (long long)xs[3], (long long)kh, (long long)kw, (long long)st, (long long)dh,
+             (long long)dw, same ? "SAME" : "VALID");
     return 1;
 }
 

@@ -10,7 +10,7 @@
  * SAME needs, rounded down), the gradients scattered from each output pixel
  * back onto the elements its window read. */
 struct cgeom {
-    int64_t n, h, w, c, kh, kw, o, s[2], oh, ow, pt, pl;
+    int64_t n, h, w, c, kh, kw, o, s[2], d[2], oh, ow, pt, pl;
 };
 
 static void cgeom_of(const struct tcase *c, struct cgeom *g)
@@ -25,7 +25,11 @@ static void cgeom_of(const struct tcase *c, struct cgeom *g)
     g->o = conv ? c->in[1].shape[3] : g->c;
     g->s[0] = conv ? c->p.i[0] : c->p.i[2];
     g->s[1] = conv ? c->p.i[1] : c->p.i[3];
-    int64_t in[2] = {g->h, g->w}, k[2] = {g->kh, g->kw}, out[2], pad[2];
+    /* a convolution's taps d[] apart: its window spans (k - 1) d + 1 */
+    g->d[0] = conv && c->p.j[0] > 1 ? c->p.j[0] : 1;
+    g->d[1] = conv && c->p.j[1] > 1 ? c->p.j[1] : 1;
+    int64_t in[2] = {g->h, g->w}, out[2], pad[2];
+    int64_t k[2] = {(g->kh - 1) * g->d[0] + 1, (g->kw - 1) * g->d[1] + 1};
     for (int d = 0; d < 2; d++) {
         out[d] = same ? (in[d] + g->s[d] - 1) / g->s[d] : (in[d] - k[d] + g->s[d]) / g->s[d];
         int64_t total = (out[d] - 1) * g->s[d] + k[d] - in[d];
@@ -60,7 +64,8 @@ static void conv_expect(const struct tcase *c, struct texp *e)
                     int64_t arg = -1, cnt = 0;
                     for (int64_t u = 0; u < g.kh; u++)
                         for (int64_t w = 0; w < g.kw; w++) {
-                            int64_t i = r * g.s[0] + u - g.pt, j = q * g.s[1] + w - g.pl;
+                            int64_t i = r * g.s[0] + u * g.d[0] - g.pt;
+                            int64_t j = q * g.s[1] + w * g.d[1] - g.pl;
                             if (i < 0 || j < 0 || i >= g.h || j >= g.w)
                                 continue;
                             int64_t xrow = ((b * g.h + i) * g.w + j) * g.c;

@@ -5,7 +5,7 @@
  * 1x1 path, an image cut into several products) against the reference
  * kernel on random shapes within float accumulation's bound, GPU:1 against
  * CPU:0 bit for bit, every gradient through the tape against central
- * finite differences, every refusal with its exact message, and a small
+ * finite differences (dilated convolutions too), every refusal with its exact message, and a small
  * convolutional net (conv, relu, max pool, reshape, dense, softmax
  * cross-entropy) trained with Adam whose loss falls, the same bits on CPU:0
  * and GPU:1. (test_ops.c checks each kernel, the gradient ops included,
@@ -265,6 +265,7 @@ static void test_fast_and_devices(void)
 struct gcase {
     int op; /* 0 conv, 1 max pool, 2 avg pool */
     struct cfg g;
+    int dh, dw; /* the convolution's dilations (0: 1) */
 };
 
 static vdev_tensor_t *apply(const struct gcase *c, const vdev_tensor_t *x, const vdev_tensor_t *f)
@@ -272,7 +273,8 @@ static vdev_tensor_t *apply(const struct gcase *c, const vdev_tensor_t *x, const
     const struct cfg *g = &c->g;
     const char *pad = g->same ? "SAME" : "VALID";
     if (c->op == 0)
-        return vdev_conv2d(x, f, (int)g->sh, (int)g->sw, pad);
+        return vdev_conv2d_dilated(x, f, (int)g->sh, (int)g->sw, c->dh ? c->dh : 1,
+                                   c->dw ? c->dw : 1, pad);
     if (c->op == 1)
         return vdev_max_pool2d(x, (int)g->kh, (int)g->kw, (int)g->sh, (int)g->sw, pad);
     return vdev_avg_pool2d(x, (int)g->kh, (int)g->kw, (int)g->sh, (int)g->sw, pad);
@@ -347,12 +349,12 @@ static void check_grad(const struct gcase *c, const char *dev)
             double fd = (lp - lm) / (2.0 * (double)h);
             if (fabs(fd - gv[i]) > 2e-3 + 1e-3 * fabs(fd) && bad++ < 3)
                 check_fail(__FILE__, __LINE__,
-                           "%s op %d [%lld,%lld,%lld,%lld] k %lldx%lld s %lld,%lld %s: d%s[%lld] "
-                           "tape %.6g, finite differences %.6g",
+                           "%s op %d [%lld,%lld,%lld,%lld] k %lldx%lld s %lld,%lld d %d,%d %s: "
+                           "d%s[%lld] tape %.6g, finite differences %.6g",
                            dev, c->op, (long long)g->n, (long long)g->h, (long long)g->w,
                            (long long)g->c, (long long)g->kh, (long long)g->kw, (long long)g->sh,
-                           (long long)g->sw, g->same ? "SAME" : "VALID", v ? "f" : "x",
-                           (long long)i, gv[i], fd);
+                           (long long)g->sw, c->dh, c->dw, g->same ? "SAME" : "VALID",
+                           v ? "f" : "x", (long long)i, gv[i], fd);
         }
         CHECK(bad == 0);
     }
@@ -376,9 +378,19 @@ static void test_grads(const char *dev)
     };
     for (int op = 0; op < 3; op++)
         for (size_t t = 0; t < sizeof G / sizeof G[0]; t++) {
-            struct gcase c = {op, G[t]};
+            struct gcase c = {op, G[t], 0, 0};
             check_grad(&c, dev);
         }
+    /* dilated convolutions: 2x3 VALID and SAME, 3x2 at stride 2 */
+    static const struct cfg D[] = {
+        {2, 7, 8, 2, 3, 2, 3, 1, 1, 0}, {2, 7, 8, 2, 3, 2, 3, 1, 1, 1},
+        {1, 9, 7, 2, 2, 3, 2, 2, 2, 1},
+    };
+    static const int DIL[3][2] = {{2, 3}, {2, 3}, {3, 2}};
+    for (size_t t = 0; t < sizeof D / sizeof D[0]; t++) {
+        struct gcase c = {0, D[t], DIL[t][0], DIL[t][1]};
+        check_grad(&c, dev);
+    }
 }
 
 /* MaxPoolGrad's ties: equal values in a window, the gradient goes to the

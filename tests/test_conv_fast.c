@@ -4,7 +4,8 @@
  *
  *  - every shape of a grid (strides 1, 2, 3; SAME and VALID; odd sizes,
  *    1x1 windows, windows larger than the input under SAME, a width of 1,
- *    batch 1 and several, 1 to 1000 channels) and shapes whose images'
+ *    batch 1 and several, 1 to 1000 channels), the grid again with
+ *    dilations (2x1, 1x3, 2x2; strides 1 and 2) and shapes whose images'
  *    im2col takes several blocks of rows: each element within float
  *    summation's bound of the reference (the bounds are derived at
  *    terms_of);
@@ -34,6 +35,7 @@ typedef void (*kernel_fn)(const struct vdev_kernel_args *);
 struct shape {
     int64_t n, h, w, c, kh, kw, o, sh, sw;
     int same;
+    int64_t dh, dw; /* dilations; 0 reads as 1 */
 };
 
 static float *rand_buf(int64_t n)
@@ -62,6 +64,8 @@ static struct vdev_op_params params_of(const struct shape *s)
     memset(&p, 0, sizeof p);
     p.i[0] = s->sh;
     p.i[1] = s->sw;
+    p.j[0] = s->dh;
+    p.j[1] = s->dw;
     p.f[0] = s->same ? VDEV_PAD_SAME : VDEV_PAD_VALID;
     return p;
 }
@@ -87,6 +91,7 @@ static int args_of(enum vdev_op op, const struct shape *s, const float *const *i
     }
     memcpy(a->f, p.f, sizeof a->f);
     memcpy(a->i, p.i, sizeof a->i);
+    memcpy(a->j, p.j, sizeof a->j);
     return vdev_op_defs[op].shape(a) == VDEV_OK;
 }
 
@@ -153,14 +158,14 @@ static int64_t check_close(const char *what, int t, const float *got, const floa
  * under SAME and VALID; a VALID window larger than the input is refused by
  * the shape rule (a negative size) or gives an empty output. */
 static const struct shape GRID[] = {
-    {1, 5, 5, 1, 3, 3, 1, 0, 0, 0},     /* batch 1, one channel in and out */
-    {3, 7, 6, 3, 3, 2, 4, 0, 0, 0},     /* odd sizes, a window wider than tall */
-    {2, 8, 9, 5, 1, 1, 7, 0, 0, 0},     /* 1x1: the path without im2col at stride 1 */
-    {2, 3, 2, 2, 5, 4, 3, 0, 0, 0},     /* a window larger than the input */
-    {2, 11, 13, 17, 4, 3, 9, 0, 0, 0},  /* an even window (SAME pads one more after) */
-    {1, 6, 1, 4, 3, 1, 2, 0, 0, 0},     /* a width of 1 */
-    {4, 4, 4, 33, 2, 2, 31, 0, 0, 0},   /* more channels */
-    {1, 9, 9, 2, 9, 9, 3, 0, 0, 0},     /* a window the size of the input */
+    {1, 5, 5, 1, 3, 3, 1, 0, 0, 0, 1, 1},     /* batch 1, one channel in and out */
+    {3, 7, 6, 3, 3, 2, 4, 0, 0, 0, 1, 1},     /* odd sizes, a window wider than tall */
+    {2, 8, 9, 5, 1, 1, 7, 0, 0, 0, 1, 1},     /* 1x1: the path without im2col at stride 1 */
+    {2, 3, 2, 2, 5, 4, 3, 0, 0, 0, 1, 1},     /* a window larger than the input */
+    {2, 11, 13, 17, 4, 3, 9, 0, 0, 0, 1, 1},  /* an even window (SAME pads one more after) */
+    {1, 6, 1, 4, 3, 1, 2, 0, 0, 0, 1, 1},     /* a width of 1 */
+    {4, 4, 4, 33, 2, 2, 31, 0, 0, 0, 1, 1},   /* more channels */
+    {1, 9, 9, 2, 9, 9, 3, 0, 0, 0, 1, 1},     /* a window the size of the input */
 };
 #define N_GRID (int)(sizeof GRID / sizeof GRID[0])
 
@@ -169,10 +174,10 @@ static const struct shape GRID[] = {
  * (or 169) rows takes two, the second shorter; 3x3x1000 gives 116 rows, so
  * a 25x25 image (625 rows) takes six, and a 12x23 one (276) three. */
 static const struct shape BLOCKS[] = {
-    {3, 17, 17, 200, 5, 5, 5, 1, 1, 1},
-    {3, 17, 17, 200, 5, 5, 5, 1, 1, 0},
-    {1, 25, 25, 1000, 3, 3, 4, 1, 1, 1},
-    {2, 25, 25, 1000, 3, 3, 2, 2, 1, 0},
+    {3, 17, 17, 200, 5, 5, 5, 1, 1, 1, 1, 1},
+    {3, 17, 17, 200, 5, 5, 5, 1, 1, 0, 1, 1},
+    {1, 25, 25, 1000, 3, 3, 4, 1, 1, 1, 1, 1},
+    {2, 25, 25, 1000, 3, 3, 2, 2, 1, 0, 1, 1},
 };
 #define N_BLOCKS (int)(sizeof BLOCKS / sizeof BLOCKS[0])
 
@@ -258,8 +263,32 @@ static void test_against_reference(void)
     /* every SAME case runs; VALID's window larger than the input does not
      * (case 3, strides 1; case 4's 4-row window fits 11 rows) */
     CHECK(ran == t - 1);
+    /* dilated: each shape of the grid with three dilations, strides 1 and
+     * 2; a dilated window larger than a VALID input is refused, so only
+     * the SAME runs are counted (every one runs) */
+    static const int64_t DIL[3][2] = {{2, 1}, {1, 3}, {2, 2}};
+    int same_ran = 0, same_cases = 0;
+    for (int b = 0; b < N_GRID; b++)
+        for (int d = 0; d < 3; d++)
+            for (int st = 1; st <= 2; st++)
+                for (int same = 0; same < 2; same++, t++) {
+                    struct shape s = GRID[b];
+                    s.sh = s.sw = st;
+                    s.same = same;
+                    s.dh = DIL[d][0];
+                    s.dw = DIL[d][1];
+                    int ok = check_shape(t, &s, b == 1 && st == 1);
+                    same_ran += same && ok;
+                    same_cases += same;
+                }
+    CHECK(same_cases == N_GRID * 6 && same_ran == same_cases);
     for (int b = 0; b < N_BLOCKS; b++, t++)
         CHECK(check_shape(t, &BLOCKS[b], b == 0));
+    /* several blocks of rows, dilated */
+    struct shape big = BLOCKS[2];
+    big.dh = 2;
+    big.dw = 3;
+    CHECK(check_shape(t++, &big, 0));
 }
 
 /* ---- empty outputs ---- */
@@ -269,7 +298,8 @@ static void test_against_reference(void)
  * buffers start as NaN, so an element left unwritten fails. */
 static void test_empty(void)
 {
-    const struct shape s[2] = {{2, 3, 2, 2, 5, 4, 3, 2, 2, 0}, {2, 5, 4, 3, 3, 3, 0, 1, 1, 1}};
+    const struct shape s[2] = {{2, 3, 2, 2, 5, 4, 3, 2, 2, 0, 1, 1},
+                               {2, 5, 4, 3, 3, 3, 0, 1, 1, 1, 1, 1}};
     for (int c = 0; c < 2; c++) {
         float *x = rand_buf(s[c].n * s[c].h * s[c].w * s[c].c);
         float *f = rand_buf(s[c].kh * s[c].kw * s[c].c * s[c].o);
@@ -300,7 +330,7 @@ static void test_empty(void)
  * several blocks): the reference kernel's bits; the countdown is used up. */
 static void test_no_scratch(void)
 {
-    const struct shape s = {3, 17, 17, 200, 5, 5, 5, 1, 1, 1};
+    const struct shape s = {3, 17, 17, 200, 5, 5, 5, 1, 1, 1, 1, 1};
     int64_t nx = s.n * s.h * s.w * s.c, nf = s.kh * s.kw * s.c * s.o;
     int64_t ndy = s.n * s.h * s.w * s.o;
     float *x = rand_buf(nx), *f = rand_buf(nf), *dy = rand_buf(ndy);

@@ -5,7 +5,9 @@
  * passing INT64_MAX (under UBSan such a sum stops the test). Also TensorFlow's
  * truncating division for VALID windows larger than the input: an output of
  * size 0 while in - k + s > -s, the "would be negative" error below that,
- * and the gradient ops' check of dy against these sizes. */
+ * and the gradient ops' check of dy against these sizes. Dilated windows:
+ * their effective size (k - 1) d + 1 in the same rules, and its refusals
+ * (a dilation below 1, an effective size past INT64_MAX). */
 #include "check.h"
 #include "ops/impl.h"
 
@@ -89,12 +91,61 @@ static void test_valid_truncation(void)
     vdev_scope_end();
 }
 
+/* Dilations: the window's effective size, (k - 1) d + 1, in the same rules;
+ * a 1-tap window is not widened; a dilation below 1 and an effective size
+ * that does not fit an int64 are refused, each with its message. */
+static void test_dilated(void)
+{
+    CHECK_OK(vdev_scope_begin());
+    vdev_tensor_t *x = z4(1, 9, 8, 2), *f = z4(3, 2, 2, 5);
+    /* VALID: (9 - 5) / 1 + 1 = 5 rows, (8 - 4) / 1 + 1 = 5 columns */
+    CHECK(shape_is(vdev_conv2d_dilated(x, f, 1, 1, 2, 3, "VALID"), 1, 5, 5, 5));
+    /* stride 2 too: (9 - 5) / 2 + 1 = 3, (8 - 4) / 2 + 1 = 3 */
+    CHECK(shape_is(vdev_conv2d_dilated(x, f, 2, 2, 2, 3, "VALID"), 1, 3, 3, 5));
+    CHECK(shape_is(vdev_conv2d_dilated(x, f, 2, 3, 4, 9, "SAME"), 1, 5, 3, 5));
+    /* 1x1: one tap, no wider at any dilation */
+    CHECK(shape_is(vdev_conv2d_dilated(x, z4(1, 1, 2, 5), 1, 1, 100, 100, "VALID"), 1, 9, 8, 5));
+    /* rows (3 - 1) 5 + 1 = 11 > 9 + 1 under VALID: TensorFlow's error */
+    REFUSED(vdev_conv2d_dilated(x, f, 1, 1, 5, 1, "VALID"), VDEV_ERR_SHAPE,
+            "Conv2D: Computed output size would be negative: -1 [input_size: 9, "
+            "effective_filter_size: 11, stride: 1]");
+    REFUSED(vdev_conv2d_dilated(x, f, 1, 1, 0, 1, "SAME"), VDEV_ERR_INVALID_ARG,
+            "Conv2D: Dilated rates should be larger than 0.");
+    REFUSED(vdev_conv2d_dilated(x, f, 1, 1, 1, -2, "SAME"), VDEV_ERR_INVALID_ARG,
+            "Conv2D: Dilated rates should be larger than 0.");
+    /* a filter of 2^40 rows (empty: no output channel) at dilation INT_MAX:
+     * (2^40 - 1) (2^31 - 1) + 1 is past INT64_MAX */
+    vdev_tensor_t *fh = z4(1LL << 40, 1, 2, 0);
+    REFUSED(vdev_conv2d_dilated(x, fh, 1, 1, INT_MAX, 1, "SAME"), VDEV_ERR_SHAPE,
+            "Conv2D: the dilated filter's size, (1099511627776 - 1) * 2147483647 + 1, does not "
+            "fit an int64");
+    /* the gradient ops check dy against the dilated sizes */
+    struct vdev_op_params p;
+    memset(&p, 0, sizeof p);
+    p.i[0] = p.i[1] = 1;
+    p.j[0] = 2;
+    p.j[1] = 3;
+    p.f[0] = VDEV_PAD_VALID;
+    const vdev_tensor_t *in[3] = {x, f, z4(1, 5, 5, 5)};
+    CHECK(shape_is(vdev_op_run(VDEV_OP_CONV2D_BACKPROP_INPUT, in, 3, &p), 1, 9, 8, 2));
+    CHECK(shape_is(vdev_op_run(VDEV_OP_CONV2D_BACKPROP_FILTER, in, 3, &p), 3, 2, 2, 5));
+    in[2] = z4(1, 7, 7, 5); /* undilated's size */
+    REFUSED(vdev_op_run(VDEV_OP_CONV2D_BACKPROP_FILTER, in, 3, &p), VDEV_ERR_SHAPE,
+            "Conv2DBackpropFilter: out_backprop has shape [1,7,7,5], not the computed output "
+            "shape [1,5,5,5]");
+    p.j[1] = -1;
+    REFUSED(vdev_op_run(VDEV_OP_CONV2D_BACKPROP_INPUT, in, 3, &p), VDEV_ERR_INVALID_ARG,
+            "Conv2DBackpropInput: Dilated rates should be larger than 0.");
+    vdev_scope_end();
+}
+
 int main(void)
 {
     check_fresh(NULL);
     CHECK_OK(vdev_init());
     test_huge_dims();
     test_valid_truncation();
+    test_dilated();
     CHECK_NO_LEAK("CPU:0");
     vdev_shutdown();
     return check_done();

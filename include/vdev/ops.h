@@ -259,6 +259,22 @@ VDEV_API vdev_tensor_t *vdev_argmax(const vdev_tensor_t *a);
  * for a grouped convolution (an input depth a multiple of the filter's). */
 VDEV_API vdev_tensor_t *vdev_conv2d(const vdev_tensor_t *input, const vdev_tensor_t *filter,
                                     int stride_h, int stride_w, const char *padding);
+/* Conv2D with TensorFlow's dilations (its `dilations=[1, dh, dw, 1]`, Keras's
+ * dilation_rate, an atrous convolution): the filter's taps dilation_h rows
+ * and dilation_w columns apart (d - 1 input cells skipped between two), so
+ * a KH x KW filter covers a window of (KH - 1) dilation_h + 1 by
+ * (KW - 1) dilation_w + 1, and that effective size sets the output's size
+ * and SAME's padding, as in TensorFlow ("effective_filter_size" in the
+ * negative-size error). Strides and dilations may both exceed 1, as
+ * TensorFlow's Conv2D op allows (its Python tf.nn.convolution and Keras
+ * refuse the pair: vdev's Python does too). The gradients are those of
+ * vdev_conv2d, dilated alike. A dilation below 1 is VDEV_ERR_INVALID_ARG,
+ * "Conv2D: Dilated rates should be larger than 0."; the other errors are
+ * vdev_conv2d's. vdev_conv2d is this with dilations 1. */
+VDEV_API vdev_tensor_t *vdev_conv2d_dilated(const vdev_tensor_t *input,
+                                            const vdev_tensor_t *filter, int stride_h,
+                                            int stride_w, int dilation_h, int dilation_w,
+                                            const char *padding);
 VDEV_API vdev_tensor_t *vdev_max_pool2d(const vdev_tensor_t *input, int ksize_h, int ksize_w,
                                         int stride_h, int stride_w, const char *padding);
 VDEV_API vdev_tensor_t *vdev_avg_pool2d(const vdev_tensor_t *input, int ksize_h, int ksize_w,

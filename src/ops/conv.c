@@ -3,19 +3,24 @@
  * geometry the kernels share, and the public functions. Layouts are
  * TensorFlow's defaults: input NHWC [N,H,W,C] float, filter HWIO
  * [KH,KW,C,O]. Each spatial dimension's output size and padding follow
- * TensorFlow's GetWindowedOutputSizeVerbose (dilation 1): VALID gives
+ * TensorFlow's GetWindowedOutputSizeVerbose: VALID gives
  * (in - k + s) / s, SAME gives ceil(in / s) with the padding it needs,
  * max(0, (out - 1) s + k - in), split pad_before = total / 2 and the odd one
  * after (bottom, right). An output of size 0 is an empty tensor, as there; a
- * negative one is TensorFlow's error. Parameters: the convolutions carry the
- * strides in i[0], i[1] and the determinism switch (for the fast kernels) in
- * i[3]; the pools the window in i[0], i[1] and the strides in i[2], i[3];
- * all carry the padding in f[0] (VDEV_PAD_VALID, VDEV_PAD_SAME). The kernels
+ * negative one is TensorFlow's error. A dilated convolution (TensorFlow's
+ * dilations: d - 1 skipped cells between a filter's taps) takes the window's
+ * effective size, (k - 1) d + 1, in those rules, as TensorFlow does.
+ * Parameters: the convolutions carry the strides in i[0], i[1], the
+ * determinism switch (for the fast kernels) in i[3] and the dilations in
+ * j[0], j[1] (0 reads as 1: an op made without them); the pools the window
+ * in i[0], i[1] and the strides in i[2], i[3]; all carry the padding in f[0]
+ * (VDEV_PAD_VALID, VDEV_PAD_SAME). The kernels
  * are in conv_kernels.c (the reference) and conv_fast.c, the gradients in
  * conv_grads.c. */
 #include "ops/impl.h"
 #include "config/config.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* ---- geometry ---- */
@@ -24,6 +29,22 @@ static int is_conv(int op)
 {
     return op == VDEV_OP_CONV2D || op == VDEV_OP_CONV2D_BACKPROP_INPUT ||
            op == VDEV_OP_CONV2D_BACKPROP_FILTER;
+}
+
+/* A convolution's dilation along dimension d (0: rows, 1: columns): j[d],
+ * where 0 (an op made without dilations) reads as 1; the pools have none. */
+static int64_t dilation(const struct vdev_kernel_args *a, int d)
+{
+    return is_conv(a->op) && a->j[d] > 1 ? a->j[d] : 1;
+}
+
+/* The window's effective size, (k - 1) dil + 1, or -1 where it does not fit
+ * an int64. */
+static int64_t effective(int64_t k, int64_t dil)
+{
+    if (k <= 0 || dil <= 1)
+        return k;
+    return k - 1 > (INT64_MAX - 1) / dil ? -1 : (k - 1) * dil + 1;
 }
 
 /* One dimension, TensorFlow's rule: VDEV_OK with *out, *before; else the
@@ -75,9 +96,11 @@ void vdev_conv_geom_of(const struct vdev_kernel_args *a, struct vdev_conv_geom *
         g->sh = a->i[2];
         g->sw = a->i[3];
     }
+    g->dh = dilation(a, 0);
+    g->dw = dilation(a, 1);
     /* checked by the shape rule: no error here */
-    (void)windowed("", g->h, g->kh, g->sh, same, &g->oh, &g->pt);
-    (void)windowed("", g->w, g->kw, g->sw, same, &g->ow, &g->pl);
+    (void)windowed("", g->h, effective(g->kh, g->dh), g->sh, same, &g->oh, &g->pt);
+    (void)windowed("", g->w, effective(g->kw, g->dw), g->sw, same, &g->ow, &g->pl);
 }
 
 /* ---- shape rules ---- */
@@ -171,10 +194,19 @@ static enum vdev_status forward_shape(const struct vdev_kernel_args *a, int64_t 
                                   d + 1);
         }
     }
+    if (conv && (a->j[0] < 0 || a->j[1] < 0))
+        return vdev_error(VDEV_ERR_INVALID_ARG, "%s: Dilated rates should be larger than 0.",
+                          name);
+    int64_t eh = effective(kh, dilation(a, 0)), ew = effective(kw, dilation(a, 1));
+    if (eh < 0 || ew < 0)
+        return vdev_error(VDEV_ERR_SHAPE,
+                          "%s: the dilated filter's size, (%lld - 1) * %lld + 1, does not fit "
+                          "an int64", name, (long long)(eh < 0 ? kh : kw),
+                          (long long)dilation(a, eh < 0 ? 0 : 1));
     int same = a->f[0] == VDEV_PAD_SAME;
     int64_t oh = 0, ow = 0, before = 0;
-    if ((st = windowed(name, a->in_shape[0][1], kh, sh, same, &oh, &before)) != VDEV_OK ||
-        (st = windowed(name, a->in_shape[0][2], kw, sw, same, &ow, &before)) != VDEV_OK)
+    if ((st = windowed(name, a->in_shape[0][1], eh, sh, same, &oh, &before)) != VDEV_OK ||
+        (st = windowed(name, a->in_shape[0][2], ew, sw, same, &ow, &before)) != VDEV_OK)
         return st;
     shape[0] = a->in_shape[0][0];
     shape[1] = oh;
@@ -268,8 +300,10 @@ static int padding_code(const char *op, const char *padding, double *code)
     return 0;
 }
 
-VDEV_API vdev_tensor_t *vdev_conv2d(const vdev_tensor_t *input, const vdev_tensor_t *filter,
-                                    int stride_h, int stride_w, const char *padding)
+VDEV_API vdev_tensor_t *vdev_conv2d_dilated(const vdev_tensor_t *input,
+                                            const vdev_tensor_t *filter, int stride_h,
+                                            int stride_w, int dilation_h, int dilation_w,
+                                            const char *padding)
 {
     if (!input || !filter)
         return NULL;
@@ -277,10 +311,22 @@ VDEV_API vdev_tensor_t *vdev_conv2d(const vdev_tensor_t *input, const vdev_tenso
     memset(&p, 0, sizeof p);
     if (!padding_code("Conv2D", padding, &p.f[0]))
         return NULL;
+    if (dilation_h <= 0 || dilation_w <= 0) {
+        vdev_error(VDEV_ERR_INVALID_ARG, "Conv2D: Dilated rates should be larger than 0.");
+        return NULL;
+    }
     p.i[0] = stride_h;
     p.i[1] = stride_w;
+    p.j[0] = dilation_h;
+    p.j[1] = dilation_w;
     const vdev_tensor_t *in[2] = {input, filter};
     return vdev_op_run(VDEV_OP_CONV2D, in, 2, &p);
+}
+
+VDEV_API vdev_tensor_t *vdev_conv2d(const vdev_tensor_t *input, const vdev_tensor_t *filter,
+                                    int stride_h, int stride_w, const char *padding)
+{
+    return vdev_conv2d_dilated(input, filter, stride_h, stride_w, 1, 1, padding);
 }
 
 static vdev_tensor_t *pool(enum vdev_op op, const vdev_tensor_t *input, int kh, int kw, int sh,

@@ -4,7 +4,7 @@
  * matmul's own host kernel (OpenBLAS sgemm, its thread gate and its
  * determinism switch, kernels_host.c). The input's windows are the rows of
  * an im2col matrix, one row of KH*KW*C per output pixel (zeros where the
- * window lies in the padding), numbered over the whole batch (row n OH OW +
+ * window lies in the padding; a dilated window's taps d apart), numbered over the whole batch (row n OH OW +
  * r OW + q), so the output [N,OH,OW,O] and dy are [N*OH*OW, O] matrices. A
  * block of at most COL_BYTES (4 MiB) of those rows, inside one image, is
  * made at a time:
@@ -91,7 +91,8 @@ static void product(int det, int ta, int tb, const float *a, const float *b, flo
     vdev_host_matmul(&mm);
 }
 
-/* A 1x1 window read at every pixel: x is its own im2col matrix. */
+/* A 1x1 window read at every pixel: x is its own im2col matrix (a 1x1
+ * window has one tap: its dilation changes nothing). */
 static int is_pointwise(const struct vdev_conv_geom *g)
 {
     return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0;
@@ -126,19 +127,19 @@ static void im2col(const struct vdev_conv_geom *g, const float *x, int64_t row0,
         int64_t r = p / g->ow, q = p % g->ow;
         float *dst = col + t * g->kh * kc;
         for (int64_t di = 0; di < g->kh; di++, dst += kc) {
-            int64_t i = r * g->sh - g->pt + di;
+            int64_t i = r * g->sh - g->pt + di * g->dh;
             if (i < 0 || i >= g->h) {
                 memset(dst, 0, (size_t)kc * sizeof(float));
                 continue;
             }
             int64_t j0 = q * g->sw - g->pl;
-            if (j0 >= 0 && j0 + g->kw <= g->w) {
+            if (g->dw == 1 && j0 >= 0 && j0 + g->kw <= g->w) {
                 /* the window's row inside x: kw pixels in a row, one copy */
                 memcpy(dst, &AT4(x, g, n, i, j0, 0), (size_t)kc * sizeof(float));
                 continue;
             }
             for (int64_t dj = 0; dj < g->kw; dj++) {
-                int64_t j = j0 + dj;
+                int64_t j = j0 + dj * g->dw;
                 float *d = dst + dj * g->c;
                 if (j < 0 || j >= g->w)
                     memset(d, 0, (size_t)g->c * sizeof(float));
@@ -161,11 +162,24 @@ static void col2im_add(const struct vdev_conv_geom *g, const float *col, int64_t
         int64_t r = p / g->ow, q = p % g->ow;
         const float *src = col + t * g->kh * kc;
         for (int64_t di = 0; di < g->kh; di++, src += kc) {
-            int64_t i = r * g->sh - g->pt + di;
+            int64_t i = r * g->sh - g->pt + di * g->dh;
             if (i < 0 || i >= g->h)
                 continue;
-            /* the taps of a window row inside x: kw*C floats in a row of dx */
             int64_t j0 = q * g->sw - g->pl;
+            if (g->dw > 1) {
+                /* dilated: each tap inside x onto its own pixel */
+                for (int64_t dj = 0; dj < g->kw; dj++) {
+                    int64_t j = j0 + dj * g->dw;
+                    if (j < 0 || j >= g->w)
+                        continue;
+                    const float *s = src + dj * g->c;
+                    float *d = &AT4(dx, g, n, i, j, 0);
+                    for (int64_t e = 0; e < g->c; e++)
+                        d[e] += s[e];
+                }
+                continue;
+            }
+            /* the taps of a window row inside x: kw*C floats in a row of dx */
             int64_t jlo = j0 < 0 ? 0 : j0, jhi = j0 + g->kw > g->w ? g->w : j0 + g->kw;
             if (jlo >= jhi)
                 continue;

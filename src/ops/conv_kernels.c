@@ -54,11 +54,11 @@ KERNEL(vdev_ref_conv2d)
                 for (int64_t o = 0; o < g.o; o++) {
                     double acc = 0.0;
                     for (int64_t di = 0; di < g.kh; di++) {
-                        int64_t i = r * g.sh - g.pt + di;
+                        int64_t i = r * g.sh - g.pt + di * g.dh;
                         if (i < 0 || i >= g.h)
                             continue;
                         for (int64_t dj = 0; dj < g.kw; dj++) {
-                            int64_t j = q * g.sw - g.pl + dj;
+                            int64_t j = q * g.sw - g.pl + dj * g.dw;
                             if (j < 0 || j >= g.w)
                                 continue;
                             const float *xp = &AT4(x, &g, n, i, j, 0, g.c);
@@ -72,7 +72,8 @@ KERNEL(vdev_ref_conv2d)
 }
 
 /* dx[n,i,j,c] = sum over the taps (di, dj) that put (i, j) under output
- * pixel (r, q) of dy[n,r,q,:] . filter[di,dj,c,:]. */
+ * pixel (r, q) (i = r sh - pt + di dh, and so for j) of dy[n,r,q,:] .
+ * filter[di,dj,c,:]. */
 KERNEL(vdev_ref_conv2d_backprop_input)
 {
     struct vdev_conv_geom g;
@@ -85,12 +86,12 @@ KERNEL(vdev_ref_conv2d_backprop_input)
                 for (int64_t c = 0; c < g.c; c++) {
                     double acc = 0.0;
                     for (int64_t di = 0; di < g.kh; di++) {
-                        int64_t t = i + g.pt - di;
+                        int64_t t = i + g.pt - di * g.dh;
                         if (t < 0 || t % g.sh || t / g.sh >= g.oh)
                             continue;
                         int64_t r = t / g.sh;
                         for (int64_t dj = 0; dj < g.kw; dj++) {
-                            int64_t u = j + g.pl - dj;
+                            int64_t u = j + g.pl - dj * g.dw;
                             if (u < 0 || u % g.sw || u / g.sw >= g.ow)
                                 continue;
                             int64_t q = u / g.sw;
@@ -105,7 +106,7 @@ KERNEL(vdev_ref_conv2d_backprop_input)
 }
 
 /* dfilter[di,dj,c,o] = sum over n and the output pixels (r, q) whose window
- * tap (di, dj) lies inside x of x[n, r sh - pt + di, q sw - pl + dj, c]
+ * tap (di, dj) lies inside x of x[n, r sh - pt + di dh, q sw - pl + dj dw, c]
  * dy[n,r,q,o]. */
 KERNEL(vdev_ref_conv2d_backprop_filter)
 {
@@ -120,11 +121,11 @@ KERNEL(vdev_ref_conv2d_backprop_filter)
                     double acc = 0.0;
                     for (int64_t n = 0; n < g.n; n++)
                         for (int64_t r = 0; r < g.oh; r++) {
-                            int64_t i = r * g.sh - g.pt + di;
+                            int64_t i = r * g.sh - g.pt + di * g.dh;
                             if (i < 0 || i >= g.h)
                                 continue;
                             for (int64_t q = 0; q < g.ow; q++) {
-                                int64_t j = q * g.sw - g.pl + dj;
+                                int64_t j = q * g.sw - g.pl + dj * g.dw;
                                 if (j < 0 || j >= g.w)
                                     continue;
                                 acc += (double)AT4(x, &g, n, i, j, c, g.c) *

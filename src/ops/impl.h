@@ -193,6 +193,7 @@ KERNEL(vdev_ref_maxmin_grad);
  * output oh x ow, and the padding before (pt top, pl left). */
 struct vdev_conv_geom {
     int64_t n, h, w, c, kh, kw, o, sh, sw, oh, ow, pt, pl;
+    int64_t dh, dw; /* the dilations (1 for the pools) */
 };
 void vdev_conv_geom_of(const struct vdev_kernel_args *a, struct vdev_conv_geom *g);
 

@@ -178,6 +178,24 @@ static void op_cases_shaped(void)
         CASE(what, VDEV_OP_AVG_POOL_GRAD, pp, 0, TF(G_UNIFORM, 4, nb, h, w, c),
              TF(G_UNIFORM, 4, nb, oh, ow, c));
     }
+    /* dilated convolutions (j[0], j[1]): 2x3 and 3x1, VALID and SAME, at
+     * strides 1 and 2; the window's effective size sets the output's */
+    for (int v = 0; v < 4; v++) {
+        int64_t s = v & 1 ? 2 : 1, nb = BIG(4, 2), h = BIG(30, 11), w = BIG(27, 9);
+        int64_t c = BIG(16, 3), o = BIG(24, 5), dh = v < 2 ? 2 : 3, dw = v < 2 ? 3 : 1;
+        int same = (v & 2) != 0;
+        struct vdev_op_params pc = conv_params(same, s, s, 0, 0);
+        pc.j[0] = dh;
+        pc.j[1] = dw;
+        int64_t oh = conv_dim(h, 2 * dh + 1, s, same), ow = conv_dim(w, dw + 1, s, same);
+        const char *what = same ? "dilated SAME" : "dilated VALID";
+        CASE(what, VDEV_OP_CONV2D, pc, 0, TF(G_UNIFORM, 4, nb, h, w, c),
+             TF(G_UNIFORM, 4, 3, 2, c, o));
+        CASE(what, VDEV_OP_CONV2D_BACKPROP_INPUT, pc, 0, TF(G_UNIFORM, 4, nb, h, w, c),
+             TF(G_UNIFORM, 4, 3, 2, c, o), TF(G_UNIFORM, 4, nb, oh, ow, o));
+        CASE(what, VDEV_OP_CONV2D_BACKPROP_FILTER, pc, 0, TF(G_UNIFORM, 4, nb, h, w, c),
+             TF(G_UNIFORM, 4, 3, 2, c, o), TF(G_UNIFORM, 4, nb, oh, ow, o));
+    }
     struct vdev_op_params c1 = conv_params(0, 1, 1, 0, 0), c2 = conv_params(1, 2, 2, 0, 0);
     CASE("1x1", VDEV_OP_CONV2D, c1, 0, TF(G_UNIFORM, 4, 2, 5, 6, 7), TF(G_UNIFORM, 4, 1, 1, 7, 3));
     CASE("1x1 stride 2", VDEV_OP_CONV2D, c2, 0, TF(G_UNIFORM, 4, 2, 5, 6, 7),

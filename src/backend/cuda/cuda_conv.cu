@@ -6,8 +6,10 @@
  * results agree with it to float rounding and are the same on every run (no
  * atomics). The geometry (output size, padding before) follows TensorFlow's
  * rule as the shape rule checked it; the parameters are the table's: the
- * convolutions' strides in i[0], i[1], the pools' window in i[0], i[1] and
- * strides in i[2], i[3], the padding in f[0] (1: SAME). The pools skip the
+ * convolutions' strides in i[0], i[1] and dilations in j[0], j[1] (0 reads
+ * as 1; the window's effective size (k - 1) d + 1 sets the output's size
+ * and padding), the pools' window in i[0], i[1] and strides in i[2], i[3],
+ * the padding in f[0] (1: SAME). The pools skip the
  * padding: max and mean over the window's elements inside the input, the
  * first of equal maxima taking the gradient. */
 #include "backend/cuda/cuda_device.cuh"
@@ -17,9 +19,9 @@ namespace vdev_cuda {
 namespace {
 
 /* x [n,h,w,c], window kh x kw, o outputs, strides, output oh x ow, padding
- * before (pt, pl). */
+ * before (pt, pl), dilations (1 for the pools). */
 struct geom {
-    int64_t n, h, w, c, kh, kw, o, sh, sw, oh, ow, pt, pl;
+    int64_t n, h, w, c, kh, kw, o, sh, sw, oh, ow, pt, pl, dh, dw;
 };
 
 /* TensorFlow's (in + s - 1) / s and (in - k + s) / s, as the shape rule
@@ -54,16 +56,20 @@ geom geom_of(const vdev_cuda_args *a)
         g.o = a->in_shape[1][3];
         g.sh = a->i[0];
         g.sw = a->i[1];
+        g.dh = a->j[0] > 1 ? a->j[0] : 1;
+        g.dw = a->j[1] > 1 ? a->j[1] : 1;
     } else {
         g.kh = a->i[0];
         g.kw = a->i[1];
         g.o = g.c;
         g.sh = a->i[2];
         g.sw = a->i[3];
+        g.dh = g.dw = 1;
     }
     bool same = a->f[0] == 1.0;
-    out_dim(g.h, g.kh, g.sh, same, &g.oh, &g.pt);
-    out_dim(g.w, g.kw, g.sw, same, &g.ow, &g.pl);
+    /* the shape rule checked that the effective sizes fit an int64 */
+    out_dim(g.h, g.kh > 0 ? (g.kh - 1) * g.dh + 1 : g.kh, g.sh, same, &g.oh, &g.pt);
+    out_dim(g.w, g.kw > 0 ? (g.kw - 1) * g.dw + 1 : g.kw, g.sw, same, &g.ow, &g.pl);
     return g;
 }
 
@@ -95,11 +101,11 @@ __global__ void k_conv2d(const float *x, const float *f, float *y, geom g)
         int64_t n = e / g.o / g.ow / g.oh;
         double acc = 0.0;
         for (int64_t di = 0; di < g.kh; di++) {
-            int64_t i = r * g.sh - g.pt + di;
+            int64_t i = r * g.sh - g.pt + di * g.dh;
             if (i < 0 || i >= g.h)
                 continue;
             for (int64_t dj = 0; dj < g.kw; dj++) {
-                int64_t j = q * g.sw - g.pl + dj;
+                int64_t j = q * g.sw - g.pl + dj * g.dw;
                 if (j < 0 || j >= g.w)
                     continue;
                 const float *xp = x + ((n * g.h + i) * g.w + j) * g.c;
@@ -120,12 +126,12 @@ __global__ void k_conv_input(const float *f, const float *dy, float *dx, geom g)
         int64_t n = e / g.c / g.w / g.h;
         double acc = 0.0;
         for (int64_t di = 0; di < g.kh; di++) {
-            int64_t t = i + g.pt - di;
+            int64_t t = i + g.pt - di * g.dh;
             if (t < 0 || t % g.sh || t / g.sh >= g.oh)
                 continue;
             int64_t r = t / g.sh;
             for (int64_t dj = 0; dj < g.kw; dj++) {
-                int64_t u = j + g.pl - dj;
+                int64_t u = j + g.pl - dj * g.dw;
                 if (u < 0 || u % g.sw || u / g.sw >= g.ow)
                     continue;
                 int64_t q = u / g.sw;
@@ -148,11 +154,11 @@ __global__ void k_conv_filter(const float *x, const float *dy, float *df, geom g
         double acc = 0.0;
         for (int64_t n = 0; n < g.n; n++)
             for (int64_t r = 0; r < g.oh; r++) {
-                int64_t i = r * g.sh - g.pt + di;
+                int64_t i = r * g.sh - g.pt + di * g.dh;
                 if (i < 0 || i >= g.h)
                     continue;
                 for (int64_t q = 0; q < g.ow; q++) {
-                    int64_t j = q * g.sw - g.pl + dj;
+                    int64_t j = q * g.sw - g.pl + dj * g.dw;
                     if (j < 0 || j >= g.w)
                         continue;
                     acc += (double)x[((n * g.h + i) * g.w + j) * g.c + c] *
