@@ -1,7 +1,7 @@
 """vdev.nn.conv2d, max_pool2d and avg_pool2d as tf.nn has them (NHWC): values
 and gradients (GradientTape) against torch on random shapes (odd sizes,
-strides 1 and 2, both paddings, batches and channels above 1) on the CPU and
-a simulated GPU, SAME's padding split worked by hand, TensorFlow's argument
+strides 1 and 2, both paddings, batches and channels above 1; dilated
+convolutions too) on the CPU and a simulated GPU, SAME's padding split worked by hand, TensorFlow's argument
 forms for strides and ksize, and the refusals (TensorFlow's errors, and what
 vdev leaves out)."""
 import numpy as np
@@ -95,6 +95,63 @@ def test_against_torch_values_and_gradients(dev, padding, case):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
 
 
+DILATED = [  # n, h, w, c, kh, kw, o, sh, sw, dh, dw
+    (2, 9, 8, 3, 3, 2, 4, 1, 1, 2, 3),
+    (1, 11, 10, 2, 2, 3, 3, 1, 1, 4, 2),
+    (2, 12, 9, 3, 3, 3, 2, 2, 2, 2, 2),  # strides and dilations: the op allows both
+    (2, 6, 7, 2, 1, 1, 3, 1, 1, 3, 3),  # 1x1: one tap, no wider
+]
+
+
+@pytest.mark.parametrize("dev", ["CPU:0", "GPU:1"])
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+@pytest.mark.parametrize("case", DILATED)
+def test_dilated_against_torch_values_and_gradients(dev, padding, case):
+    n, h, w, c, kh, kw, o, sh, sw, dh, dw = case
+    eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1  # the windows' spans
+    x = rng.uniform(-1, 1, (n, h, w, c)).astype(np.float32)
+    f = rng.uniform(-1, 1, (kh, kw, c, o)).astype(np.float32)
+    xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    ft = torch.tensor(f, dtype=torch.float64, requires_grad=True)
+    oh, ow = tf_pads(h, eh, sh, padding)[0], tf_pads(w, ew, sw, padding)[0]
+    ry = rng.uniform(-1, 1, (n, oh, ow, o)).astype(np.float32)
+    with vdev.device(dev):
+        xv, fv = vdev.Variable(x), vdev.Variable(f)
+        with vdev.GradientTape() as tape:
+            y = vdev.nn.conv2d(xv, fv, [sh, sw], padding, dilations=[1, dh, dw, 1])
+            ly = vdev.reduce_sum(y * ry)
+        assert y.device.endswith(dev)
+        gx, gf = tape.gradient(ly, [xv, fv])
+    xp = torch_pad(xt.permute(0, 3, 1, 2), (eh, ew), (sh, sw), padding)
+    ty = F.conv2d(xp, ft.permute(3, 2, 0, 1), stride=(sh, sw), dilation=(dh, dw))
+    ty = ty.permute(0, 2, 3, 1)
+    assert y.shape == tuple(ty.shape) == (n, oh, ow, o)
+    np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+    tgx, tgf = torch.autograd.grad((ty * torch.tensor(ry, dtype=torch.float64)).sum(), [xt, ft])
+    for got, want in ((gx, tgx), (gf, tgf)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_dilations_forms_and_refusals():
+    x, f = vdev.ones([1, 9, 9, 2]), vdev.ones([3, 3, 2, 1])
+    # an int, 2 ints or 4 (NHWC), as strides; the sums count the taps inside
+    assert vdev.nn.conv2d(x, f, 1, "VALID", dilations=2).shape == (1, 5, 5, 1)
+    assert vdev.nn.conv2d(x, f, 1, "VALID", dilations=[3, 1]).shape == (1, 3, 7, 1)
+    y = vdev.nn.conv2d(x, f, 1, "SAME", dilations=[1, 4, 4, 1])
+    assert y.shape == (1, 9, 9, 1)
+    assert y.numpy()[0, 4, 4, 0] == 18.0 and y.numpy()[0, 0, 0, 0] == 8.0
+    with pytest.raises(vdev.errors.InvalidArgumentError,
+                       match=r"Conv2D: Dilated rates should be larger than 0\."):
+        vdev.nn.conv2d(x, f, 1, "SAME", dilations=0)
+    with pytest.raises(vdev.errors.UnimplementedError, match="does not yet support dilations in "
+                       "the batch and depth dimensions"):
+        vdev.nn.conv2d(x, f, 1, "SAME", dilations=[2, 1, 1, 1])
+    with pytest.raises(vdev.errors.InvalidArgumentError,
+                       match=r"Conv2D: Computed output size would be negative: -1 \[input_size: "
+                       r"9, effective_filter_size: 11, stride: 1\]"):
+        vdev.nn.conv2d(x, f, 1, "VALID", dilations=5)
+
+
 def test_same_pads_after_and_pools_skip_the_padding():
     x = vdev.constant(np.arange(1, 17, dtype=np.float32).reshape(1, 4, 4, 1))
     f = vdev.ones([3, 3, 1, 1])
@@ -159,8 +216,6 @@ def test_argument_forms_and_refusals():
     # what vdev leaves out
     with pytest.raises(vdev.errors.UnimplementedError, match="data_format 'NCHW'"):
         vdev.nn.conv2d(x, f, 1, "SAME", data_format="NCHW")
-    with pytest.raises(vdev.errors.UnimplementedError, match="dilations other than 1"):
-        vdev.nn.conv2d(x, f, 1, "SAME", dilations=2)
     with pytest.raises(vdev.errors.UnimplementedError, match="explicit padding"):
         vdev.nn.conv2d(x, f, 1, [[0, 0], [1, 1], [1, 1], [0, 0]])
     with pytest.raises(vdev.errors.UnimplementedError,

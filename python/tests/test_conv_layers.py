@@ -66,8 +66,10 @@ def test_keras_argument_errors_and_what_vdev_lacks():
         layers.Conv2D(0, 3)
     with pytest.raises(ValueError, match="channels_last"):
         layers.Conv2D(2, 3, data_format="channels_first")
-    with pytest.raises(ValueError, match="dilation_rate=1 only"):
-        layers.Conv2D(2, 3, dilation_rate=2)
+    with pytest.raises(ValueError, match=r"`strides > 1` not supported in conjunction with "
+                       r"`dilation_rate > 1`. Received: strides=\(2, 1\) and "
+                       r"dilation_rate=\(1, 3\)"):
+        layers.Conv2D(2, 3, strides=(2, 1), dilation_rate=(1, 3))
     with pytest.raises(ValueError, match="groups=1 only"):
         layers.Conv2D(2, 3, groups=2)
     with pytest.raises(ValueError, match="channels_last"):
@@ -99,3 +101,25 @@ def test_a_small_cnn_trains_the_same_on_cpu_and_gpu():
     assert cpu[-1] < 0.8 * cpu[0]
     assert all(b < a for a, b in zip(cpu, cpu[1:]))
     assert cpu == gpu
+
+
+def test_conv2d_dilation_rate():
+    """Keras's dilation_rate: the kernel's taps d apart, the output's size by
+    Keras's conv_output_length, the values those of vdev.nn.conv2d with
+    dilations, and the rate in the config."""
+    x = np.random.default_rng(7).uniform(-1, 1, (2, 10, 9, 3)).astype(np.float32)
+    conv = layers.Conv2D(4, (3, 2), dilation_rate=(2, 3), input_shape=(10, 9, 3), seed=5)
+    assert conv.compute_output_shape((None, 10, 9, 3)) == (None, 6, 6, 4)
+    y = conv(x)
+    want = vdev.nn.conv2d(x, conv.kernel, 1, "VALID", dilations=[2, 3]) + conv.bias
+    assert y.shape == (2, 6, 6, 4)
+    np.testing.assert_array_equal(y.numpy(), want.numpy())
+    same = layers.Conv2D(4, 3, padding="same", dilation_rate=2, input_shape=(10, 9, 3))
+    assert same.compute_output_shape((None, 10, 9, 3)) == (None, 10, 9, 4)
+    assert same(x).shape == (2, 10, 9, 4)
+    cfg = conv.get_config()
+    assert cfg["dilation_rate"] == (2, 3)
+    again = layers.Conv2D.from_config(cfg)
+    assert again.dilation_rate == (2, 3)
+    with pytest.raises(ValueError, match="One of the dimensions in the output is <= 0"):
+        layers.Conv2D(1, 3, dilation_rate=5).compute_output_shape((None, 10, 9, 3))

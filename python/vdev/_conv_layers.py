@@ -6,9 +6,9 @@
 in (mirrored under a strategy's scope), the kernel drawn with the layer's
 seed and the bias with the seed Dense derives from it. Keras's arguments are
 taken in Keras's order and checked when the layer is made, as Keras checks
-them (sizes > 0, strides >= 0); what vdev has not (channels_first,
-dilation, groups, regularizers, constraints) is a ValueError naming it, as
-Dense refuses its. Each layer takes input_shape (its batch_input_shape is
+them (sizes > 0, strides >= 0, strides and dilation_rate not both above 1);
+what vdev has not (channels_first, groups, regularizers, constraints) is a
+ValueError naming it, as Dense refuses its. Each layer takes input_shape (its batch_input_shape is
 (None,) + input_shape) and has Keras's compute_output_shape, through which
 a Sequential model builds its layers and summarizes them.
 """
@@ -74,12 +74,12 @@ def _check_rank(layer, shape, ndim):
                             tuple(shape)))
 
 
-def _window_length(n, k, padding, s):
-    """Keras's conv_output_length (dilation 1): an output size, None where
-    the input's is unknown."""
+def _window_length(n, k, padding, s, d=1):
+    """Keras's conv_output_length: an output size for a window of k taps d
+    apart (it spans (k - 1) d + 1), None where the input's is unknown."""
     if n is None:
         return None
-    n = n if padding == "same" else n - k + 1
+    n = n if padding == "same" else n - ((k - 1) * d + 1) + 1
     return (n + s - 1) // s
 
 
@@ -145,8 +145,6 @@ class Conv2D(_base()):
                 raise ValueError("vdev's Conv2D takes %s=None only, not %r" % (arg, x))
         _float32_only(self, dtype)
         _channels_last(self, data_format)
-        if _pair(dilation_rate, "dilation_rate") != (1, 1):
-            raise ValueError("vdev's Conv2D takes dilation_rate=1 only, not %r" % (dilation_rate,))
         if groups != 1:
             raise ValueError("vdev's Conv2D takes groups=1 only, not %r" % (groups,))
         super().__init__(name, trainable)
@@ -163,6 +161,11 @@ class Conv2D(_base()):
             raise ValueError("Causal padding is only supported for `Conv1D` and "
                              "`SeparableConv1D`.")
         self.padding = _padding(padding).lower()
+        self.dilation_rate = _pair(dilation_rate, "dilation_rate")
+        if max(self.strides) > 1 and max(self.dilation_rate) > 1:  # Keras's own check
+            raise ValueError("`strides > 1` not supported in conjunction with `dilation_rate > "
+                             "1`. Received: strides=%s and dilation_rate=%s"
+                             % (self.strides, self.dilation_rate))
         self.activation = _activation(activation)
         self.use_bias = bool(use_bias)
         self.seed = random._seed(seed)
@@ -201,7 +204,8 @@ class Conv2D(_base()):
         shape = tuple(input_shape)
         _check_rank(self, shape, 4)
         out = (shape[0],) + tuple(
-            _window_length(shape[1 + d], self.kernel_size[d], self.padding, self.strides[d])
+            _window_length(shape[1 + d], self.kernel_size[d], self.padding, self.strides[d],
+                           self.dilation_rate[d])
             for d in range(2)) + (self.filters,)
         if any(d is not None and d <= 0 for d in out[1:3]):
             raise ValueError("One of the dimensions in the output is <= 0 due to downsampling "
@@ -215,7 +219,8 @@ class Conv2D(_base()):
         return {"name": self.name, "trainable": self.trainable, "dtype": "float32",
                 "filters": self.filters, "kernel_size": self.kernel_size,
                 "strides": self.strides, "padding": self.padding,
-                "data_format": "channels_last", "dilation_rate": (1, 1), "groups": 1,
+                "data_format": "channels_last", "dilation_rate": self.dilation_rate,
+                "groups": 1,
                 "activation": "linear" if act is None else act.__name__,
                 "use_bias": self.use_bias,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
@@ -237,7 +242,8 @@ class Conv2D(_base()):
             raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '
                              "axis -1 of input shape to have value %d, but received input with "
                              "shape %s" % (self.name, int(self.kernel.shape[2]), shape))
-        y = nn.conv2d(x, self.kernel, list(self.strides), self.padding.upper())
+        y = nn.conv2d(x, self.kernel, list(self.strides), self.padding.upper(),
+                      dilations=list(self.dilation_rate))
         if self.bias is not None:
             y = _ops.add(y, self.bias)
         return self.activation(y) if self.activation else y

@@ -25,10 +25,15 @@ input [batch, height, width, channels], filters [height, width, in, out];
 strides and ksize an int or a list of 1, 2 or 4 ints as TensorFlow takes
 them (4: [1, h, w, 1]); padding "SAME" or "VALID" by TensorFlow's rule
 (SAME's odd padding goes after: bottom, right). The pools ignore the
-padding (the max and the mean of the elements inside the input). Left out,
-each refused with UnimplementedError: data_format "NCHW", dilations other
-than 1, explicit padding (a list), strides or windows over the batch or the
-channels, grouped convolution.
+padding (the max and the mean of the elements inside the input).
+``conv2d``'s dilations (an int or a list of 1, 2 or 4 ints, as strides) space
+the filter's taps d apart, as TensorFlow's: the window's effective size
+(k - 1) d + 1 sets the output's size and SAME's padding; strides and
+dilations may both exceed 1, as the op allows (Keras's Conv2D refuses the
+pair, as tf.nn.convolution under it does). Left out, each refused
+with UnimplementedError: data_format "NCHW", explicit padding (a list),
+strides, dilations or windows over the batch or the channels, grouped
+convolution.
 
 ``embedding_lookup(params, ids)`` is ``tf.nn.embedding_lookup`` for one
 params tensor (or a list of one): ``vdev.gather(params, ids)``, rows of
@@ -159,16 +164,16 @@ def _padding(fn, padding):
 
 def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None, name=None):
     """The 2-D convolution of input [N,H,W,C] with filters [KH,KW,C,O], as
-    ``tf.nn.conv2d``: [N,OH,OW,O]."""
+    ``tf.nn.conv2d``: [N,OH,OW,O]; dilations space the filter's taps."""
     _nhwc("conv2d", data_format)
     st = _get_sequence(strides, "strides")
     dil = _get_sequence(dilations, "dilations")
-    if dil != [1, 1, 1, 1]:
-        raise _unimplemented("vdev.nn.conv2d: dilations other than 1 are not supported "
-                             "(dilations=%r)" % (dilations,))
     if st[0] != 1 or st[3] != 1:
         raise _unimplemented("Current implementation does not yet support strides in the batch "
                              "and depth dimensions.")
+    if dil[0] != 1 or dil[3] != 1:
+        raise _unimplemented("Current implementation does not yet support dilations in the "
+                             "batch and depth dimensions.")
     pad = _padding("conv2d", padding)
     x = _t(input)
     if isinstance(filters, Tensor):
@@ -176,7 +181,8 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
     else:  # a value beside a tensor is made where the tensor is
         with _near(x):
             f = convert_to_tensor(filters)
-    return _new(lib.vdev_conv2d(x._handle, f._handle, st[1], st[2], pad))
+    return _new(lib.vdev_conv2d_dilated(x._handle, f._handle, st[1], st[2], dil[1], dil[2],
+                                        pad))
 
 
 def _pool(fn, cfn, input, ksize, strides, padding, data_format):
