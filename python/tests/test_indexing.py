@@ -2,8 +2,8 @@
 TensorFlow's StridedSlice), against numpy on the same values: ints (negative
 from the end), slices with steps (backwards too) and Python's clamping, on any
 axis, ``...`` anywhere, None (tf.newaxis); TensorFlow's errors for indices
-out of range, a step of 0, two ellipses and index types it refuses;
-NotImplementedError for boolean masks, vdev's error for a result of more
+out of range, a step of 0, two ellipses and index types it refuses
+(boolean masks: test_boolean_mask.py); vdev's error for a result of more
 than 4 dimensions; gradients through indexing reaching variables, against
 numpy's scatter of the output's gradient; the slices run where the tensor
 lives."""
@@ -189,23 +189,6 @@ def test_tensor_indices_other_than_int32_scalars_are_tensorflows_type_error():
         with pytest.raises(TypeError) as e:
             t[idx]
         assert str(e.value).startswith("Only integers, slices (`:`), ellipsis (`...`)")
-
-
-SUPPORTED = ("vdev indexes with ints, slices (with steps), `...` and None (tf.newaxis); %s is "
-             "not supported (TensorFlow's boolean_mask: vdev has no mask op): index the host "
-             "copy, x.numpy()[...]")
-
-
-@pytest.mark.parametrize("key,what", [
-    (True, "a boolean index or mask (True)"),
-    ((0, np.bool_(False)), "a boolean index or mask (%r)" % (np.bool_(False),)),
-    (np.array([True, False]), "a boolean index or mask (%r)" % (np.array([True, False]),)),
-], ids=repr)
-def test_what_vdev_lacks_is_not_implemented_naming_what_works(key, what):
-    for t in (vdev.constant(X), vdev.Variable(X)):
-        with pytest.raises(NotImplementedError) as e:
-            t[key]
-        assert str(e.value) == SUPPORTED % what
 
 
 def test_more_than_four_dimensions_is_vdevs_unimplemented_error():

@@ -24,9 +24,15 @@ tensor ("Can't convert Python sequence with out-of-range integer to
 Tensor."), and a mask of ``strided_slice`` outside int32 its
 InvalidArgumentError ("Attr begin_mask has value 4294967296 out of range
 for an int32").
-What TensorFlow takes but vdev does not (a bool: a mask, TensorFlow's
-boolean_mask) is NotImplementedError saying so, with the host copy
-``x.numpy()[...]`` as the way; a result of more than 4 dimensions is vdev's
+A boolean mask as the whole key (a numpy array of bools, or a Python bool,
+which TensorFlow's ``_slice_helper`` sends there too) is TensorFlow's
+boolean_mask (vdev.boolean_mask, vdev/_masking.py): ``x[np.array([True,
+False, True])]`` takes rows 0 and 2, and ``x[True]`` is its ValueError "mask
+cannot be scalar.". A bool inside the key is refused as TensorFlow refuses
+it: a numpy bool (``np.True_``, a bool array beside other indices) is its
+TypeError "Only integers, ...", and a Python bool there (``x[True, 0]``,
+``x[[True, False]]``, a list being read as a tuple) a TypeError saying how
+to give a mask. A result of more than 4 dimensions is vdev's
 UnimplementedError (vdev tensors have at most 4).
 """
 
@@ -43,23 +49,21 @@ from ._lib import lib
 _TF_TYPE = ("Only integers, slices (`:`), ellipsis (`...`), tf.newaxis (`None`) and scalar "
             "tf.int32/tf.int64 tensors are valid indices, got %r")
 
-SUPPORTED = ("vdev indexes with ints, slices (with steps), `...` and None (tf.newaxis); %s is "
-             "not supported (TensorFlow's boolean_mask: vdev has no mask op): index the host "
-             "copy, x.numpy()[...]")
-
-
-def _unsupported(what):
-    return NotImplementedError(SUPPORTED % what)
+# A Python bool inside the key: TensorFlow takes it as an int there, then
+# fails making StridedSlice's begin of bools; a mask is the whole key.
+_BOOL_INSIDE = ("a Python bool inside an index (%r) is refused, as TensorFlow refuses it; a "
+                "boolean mask is the whole key, a numpy array (x[np.array([True, False])]), "
+                "or vdev.boolean_mask(x, mask)")
 
 
 def _index(k):
     """k as an int when TensorFlow takes it as one (an int, a numpy integer,
-    a scalar int32 tensor); None for a slice, ``...`` or None; a bool (a
-    mask to TensorFlow) NotImplementedError; else TensorFlow's TypeError."""
+    a scalar int32 tensor); None for a slice, ``...`` or None; a Python bool
+    (which TensorFlow fails on here) or anything else TensorFlow refuses
+    (a numpy bool included) a TypeError."""
     from ._tensor import Tensor
-    if isinstance(k, (bool, np.bool_)) or getattr(getattr(k, "dtype", None), "name", "") == "bool":
-        # TensorFlow's boolean_mask (x[True] is [1, ...], as numpy's)
-        raise _unsupported("a boolean index or mask (%r)" % (k,))
+    if isinstance(k, bool):
+        raise TypeError(_BOOL_INSIDE % (k,))
     if isinstance(k, numbers.Integral):
         return int(k)
     if k is None or k is Ellipsis or isinstance(k, slice):
@@ -96,6 +100,11 @@ _PREFIX = "StridedSlice: "
 
 def getitem(t, key):
     """t[key] (see the module's doc)."""
+    # a mask as the whole key, as TensorFlow's _slice_helper tests it (its
+    # third form, a bool tensor, vdev has not: vdev tensors are float32 or int32)
+    if isinstance(key, bool) or (isinstance(key, np.ndarray) and key.dtype == bool):
+        from ._masking import boolean_mask
+        return boolean_mask(t, key)
     # a list is read as a tuple, as TensorFlow's _slice_helper reads it (t[[1, 2]]
     # is t[1, 2], not numpy's gather)
     keys = tuple(key) if isinstance(key, (tuple, list)) else (key,)
