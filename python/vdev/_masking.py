@@ -11,6 +11,7 @@ the result its shape. It runs on the tensor's device, as the gather does.
 import numpy as np
 
 from . import _lib
+from ._ops import _t, gather, reshape
 from ._shape import TensorShape
 from ._tensor import Tensor
 
@@ -52,8 +53,8 @@ def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
     TensorFlow's errors in its words: a mask of 0 dimensions is ValueError
     "mask cannot be scalar."; dimensions that do not match are the
     ValueError of TensorFlow's shape check on ``tensor.shape[axis:axis + K]``
-    (a Python slice, so an axis out of range or a negative axis whose slice
-    runs past the end gives a shorter shape): "Shapes (4,) and (3,) are
+    (a Python slice, so an axis past the last dimension, or a negative one
+    with axis + K >= 0, gives a shorter shape): "Shapes (4,) and (3,) are
     incompatible". TensorFlow's "Number of mask dimensions must be
     specified, ..." is for a graph tensor of unknown rank, which vdev (as
     eager TensorFlow) never has. As TensorFlow's, a negative axis with a mask
@@ -62,12 +63,11 @@ def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
 
     The mask is read to the host, its True positions made int32 indices:
     this waits for the work that makes the mask (a graph-mode TensorFlow
-    would keep the shape unknown until run time; eager TensorFlow reads the
-    mask too). The slices are one GatherV2 along axis 0 of the tensor
+    would keep the shape unknown until run time; eager TensorFlow's Where
+    waits for the True count too). The slices are one GatherV2 along axis 0 of the tensor
     reshaped to [rows, ...] (the masked dimensions, with those before them,
     made one axis), so a tape differentiates it (the gradient, zeros but the
     rows taken, reaches a variable) and it runs where the tensor lives."""
-    from ._ops import _t, gather, reshape
     del name
     t = _t(tensor)
     m = _host_mask(mask)
