@@ -140,6 +140,12 @@ class InputLayer(Layer):
 
     def __init__(self, input_shape=None, batch_size=None, dtype=None, input_tensor=None,
                  sparse=None, name=None, ragged=None, type_spec=None, **kwargs):
+        if "batch_input_shape" in kwargs:  # Keras's: how its get_config gives the shape
+            batch_input_shape = kwargs.pop("batch_input_shape")
+            if input_shape and batch_input_shape:
+                raise ValueError("Only provide the input_shape OR batch_input_shape argument "
+                                 "to InputLayer, not both at the same time.")
+            batch_size, input_shape = batch_input_shape[0], tuple(batch_input_shape)[1:]
         if kwargs:
             raise ValueError("Unrecognized keyword arguments: %s" % (list(kwargs.keys()),))
         for arg, v in (("tensor", input_tensor), ("type_spec", type_spec)):
@@ -562,6 +568,27 @@ class Functional(Layer, _fit.Model):
                     known[id(t)] = tuple(s)
         out = [known[id(t)] for t in self.outputs]
         return out if isinstance(self._nested_outputs, list) else out[0]
+
+    # ---- its config ----
+    def get_config(self):
+        """Keras 2.11's get_network_config: ``name``, ``trainable``,
+        ``layers`` (each {"class_name", "config": its get_config(),
+        "name", "inbound_nodes"}: each call of it in the model as a list of
+        [layer, node index, tensor index, {the call's other arguments}] per
+        input tensor), ``input_layers`` and ``output_layers`` ([layer, node
+        index, tensor index] each). A model inside counts its calls from 1,
+        as in Keras, whose models have a call of their own numbered 0."""
+        from .models import _network_config
+        return copy.deepcopy(_network_config(self))
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """Keras 2.11's: a new model of the config's graph, each layer made
+        from its config (vdev.layers' classes, Sequential, Model, or
+        custom_objects'; fresh weights) and called as the config's nodes
+        say, in Keras's order (a call waits for the calls it takes)."""
+        from .models import _functional_from_config
+        return _functional_from_config(cls, config, custom_objects)
 
     # ---- calling it ----
     def _input_list(self, inputs):

@@ -3,8 +3,11 @@ model, vdev/_functional.py), and ``MLP``, a stack of Dense
 layers with the seeds vdev's C ``vdev_mlp_new`` uses, so a model built here
 starts from the same weights as the C model of the same seed (and trains to
 the same numbers). All have Keras's compile / fit / evaluate / predict and
-save_weights / load_weights (vdev/_fit.py); a Sequential has Keras's
-get_config / from_config, and ``clone_model`` clones one (fresh weights)."""
+save_weights / load_weights (vdev/_fit.py); a Sequential and a functional
+Model have Keras's get_config / from_config (the functional config's
+helpers are here: Keras 2.11's get_network_config and
+reconstruct_from_config), and ``clone_model`` clones a Sequential (fresh
+weights)."""
 
 import copy
 
@@ -46,6 +49,8 @@ def _layer_class(name, custom_objects=None):
     klass = getattr(layers, name, None) if name in layers.__all__ else None
     if klass is None and name in ("Sequential", "MLP"):
         klass = Sequential
+    if klass is None and name in ("Functional", "Model"):
+        klass = Functional
     if not isinstance(klass, type):
         raise ValueError("Unknown layer: '%s'. Please ensure you are using a "
                          "`keras.utils.custom_object_scope` and that this object is included in "
@@ -53,6 +58,187 @@ def _layer_class(name, custom_objects=None):
                          "save_and_serialize#registering_the_custom_object for details."
                          % (name,))
     return klass
+
+
+def _layer_from_config(layer_config, custom_objects=None):
+    """A layer made anew from {"class_name", "config"} (a functional
+    model's entry, Sequential's too): by its class's from_config, a base
+    Layer's taking a Keras file's batch_input_shape as input_shape."""
+    name = layer_config["class_name"]
+    klass = _layer_class(name, custom_objects)
+    cfg = dict(layer_config["config"])
+    if isinstance(klass, type) and issubclass(klass, (Sequential, Functional)):
+        return klass.from_config(cfg, custom_objects)
+    if (name != "InputLayer"
+            and getattr(klass.from_config, "__func__", None) is Layer.from_config.__func__):
+        cfg = _keras_config(cfg)
+    return klass.from_config(cfg)
+
+
+def _skips_first_node(layer):
+    """Keras's _should_skip_first_node: a functional model (or a Sequential
+    of known input shape) has a node of its own in Keras, numbered 0, so
+    the calls of it a config lists count from 1. vdev's models have no such
+    node: the config's numbers are mapped to the calls' places."""
+    if isinstance(layer, Functional):
+        return True
+    return isinstance(layer, Sequential) and bool(layer.layers) and getattr(
+        layer.layers[0], "_batch_input_shape", None) is not None
+
+
+def _call_kwargs(node):
+    """Keras's Node.serialize: the arguments of a call other than the
+    first, by name (positional ones named from the layer's __call__)."""
+    import inspect
+    kwargs = {}
+    extra = node.call_args[1:] if node.call_args else ()
+    if extra:
+        params = [p for p in inspect.signature(node.layer.__call__).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][1:]
+        kwargs.update(zip([p.name for p in params], extra))
+    kwargs.update(node.call_kwargs)
+    return kwargs
+
+
+def _network_config(model):
+    """Keras 2.11's get_network_config (see Functional.get_config)."""
+    import json
+    from ._functional import KerasTensor, _inbound_nodes
+    network_nodes = {n for v in model._nodes_by_depth.values() for n in v}
+    conversion = {}  # (layer, index in its calls) -> index in the config
+    for layer in model.layers:
+        kept = 1 if _skips_first_node(layer) else 0
+        for i, node in enumerate(_inbound_nodes(layer)):
+            if node in network_nodes:
+                conversion[(id(layer), i)] = kept
+                kept += 1
+
+    def ref(t):
+        layer, node_index, tensor_index = t._keras_history
+        return [layer.name, conversion.get((id(layer), node_index), 0), tensor_index]
+
+    def value(v):  # a call argument, Keras's serialized form
+        if isinstance(v, KerasTensor):
+            return ref(v)
+        if isinstance(v, (list, tuple)):
+            return [value(x) for x in v]
+        if isinstance(v, dict):
+            return {k: value(x) for k, x in v.items()}
+        if isinstance(v, np.ndarray):
+            return v.tolist()
+        return v
+
+    layer_configs = []
+    for layer in model.layers:
+        inbound = []
+        for node in _inbound_nodes(layer):
+            if node not in network_nodes or node.is_input:
+                continue
+            kwargs = value(_call_kwargs(node))
+            try:
+                json.dumps(kwargs)
+            except TypeError:
+                raise TypeError("Layer %s was passed non-JSON-serializable arguments. Arguments "
+                                "had types: %s. They cannot be serialized out when saving the "
+                                "model." % (layer.name, {k: type(v) for k, v in kwargs.items()})
+                                ) from None
+            inbound.append([ref(t) + [kwargs] for t in node.keras_inputs])
+        if not hasattr(layer, "get_config"):
+            raise NotImplementedError("Layer %s (%s) has no get_config: vdev cannot serialize "
+                                      "it" % (layer.name, type(layer).__name__))
+        layer_configs.append({"class_name": type(layer).__name__,
+                              "config": layer.get_config(), "name": layer.name,
+                              "inbound_nodes": inbound})
+    return {"name": model.name, "trainable": model.trainable, "layers": layer_configs,
+            "input_layers": [ref(t) for t in model.inputs],
+            "output_layers": [ref(t) for t in model.outputs]}
+
+
+def _functional_from_config(cls, config, custom_objects=None):
+    """Keras 2.11's reconstruct_from_config (see Functional.from_config)."""
+    from ._functional import InputLayer, _inbound_nodes
+    for key in ("layers", "input_layers", "output_layers"):
+        if key not in config:
+            raise ValueError("vdev's Model.from_config takes the config of a functional model "
+                             "(Model.get_config(): name, layers, input_layers, output_layers); "
+                             "this one has no %r (keys: %s)" % (key, sorted(config)))
+    created = {}  # name -> layer, in the config's order
+    node_index_map = {}  # (layer name, index in the config) -> index in its calls
+    node_count = {}
+    unprocessed = {}
+    for layer_data in config["layers"]:
+        name = layer_data["name"]
+        layer = created.get(name)
+        if layer is None:
+            layer = created[name] = _layer_from_config(layer_data, custom_objects)
+        node_count[name] = int(_skips_first_node(layer))
+        unprocessed.setdefault(name, []).extend(layer_data["inbound_nodes"])
+
+    def node_index(layer, index):
+        if isinstance(layer, InputLayer):
+            return 0
+        return node_index_map.get((layer.name, index))
+
+    def tensor(entry):
+        if len(entry) not in (3, 4):
+            raise ValueError("Improperly formatted model config.")
+        layer = created[entry[0]]
+        i = node_index(layer, entry[1])
+        if i is None:
+            raise IndexError  # that call is not made yet
+        return _inbound_nodes(layer)[i].outputs[entry[2]]
+
+    def kwarg(v):  # a serialized call argument: a tensor's reference, or a value
+        if (isinstance(v, list) and len(v) == 3 and isinstance(v[0], str)
+                and v[0] in created and all(isinstance(x, int) for x in v[1:])):
+            return tensor(v)
+        if isinstance(v, dict):
+            return {k: kwarg(x) for k, x in v.items()}
+        return v
+
+    def process(layer, node_data):
+        # node_data: a list of [layer name, node index, tensor index, kwargs]
+        try:
+            inputs = [tensor(e) for e in node_data]
+            kwargs = kwarg(node_data[0][3] if len(node_data[0]) == 4 else {})
+        except IndexError:
+            return False
+        out = layer(inputs[0] if len(inputs) == 1 else inputs, **kwargs)
+        first = out[0] if isinstance(out, (list, tuple)) else out
+        node_index_map[(layer.name, node_count[layer.name])] = first._keras_history.node_index
+        node_count[layer.name] += 1
+        return True
+
+    while unprocessed:
+        progress = False
+        for layer_data in config["layers"]:
+            name = layer_data["name"]
+            pending = unprocessed.pop(name, None)
+            if pending is None:
+                continue
+            while pending and process(created[name], pending[0]):
+                pending.pop(0)
+                progress = True
+            if pending:
+                unprocessed[name] = pending
+        if unprocessed and not progress:
+            raise ValueError("vdev's Model.from_config cannot make the calls of layers %s: "
+                             "the layers they take come from no call in the config"
+                             % (sorted(unprocessed),))
+
+    def refs(entries):
+        entries = entries if entries and isinstance(entries[0], list) else [entries]
+        out = []
+        for e in entries:
+            layer = created[e[0]]
+            out.append(_inbound_nodes(layer)[node_index(layer, e[1])].outputs[e[2]])
+        return out
+
+    inputs, outputs = refs(config["input_layers"]), refs(config["output_layers"])
+    model = cls(inputs=inputs, outputs=outputs, name=config.get("name"))
+    if "trainable" in config:
+        model.trainable = config["trainable"]
+    return model
 
 
 def clone_model(model, input_tensors=None, clone_function=None):
