@@ -11,7 +11,9 @@ axis, a view), so each is a single reduction as TensorFlow's mean over
 steps as rows of one column): the same values as TensorFlow's reduce_max,
 and the same gradient but where several elements tie for the maximum, where
 TensorFlow's reduce_max splits the gradient equally among them and
-max_pool2d gives it all to the first. Each layer has Keras's
+max_pool2d gives it all to the first. Over no elements (rows or
+columns of size 0) the mean is NaN and the maximum -inf, as TensorFlow's
+reduce_mean and reduce_max give them. Each layer has Keras's
 compute_output_shape (through which a Sequential or a functional model
 builds the layers after it), get_config and InputSpec's rank check; the 1D
 layers refuse a shape with no steps as Keras 2.11 does when it builds them.
@@ -98,14 +100,24 @@ class _GlobalPooling2D(_GlobalPooling):
 
 
 def _mean_over_steps(x, steps, features):
-    """The mean over axis 1 of x seen as [batch, steps, features]."""
-    return _ops.reduce_mean(_ops.reshape(x, [-1, steps, features]), axis=1)
+    """The mean over axis 1 of x seen as [batch, steps, features] (the
+    batch given, not -1, which an input of no elements leaves undecided):
+    NaN where there are no steps, as TensorFlow's reduce_mean."""
+    batch = int(x.shape[0])
+    return _ops.reduce_mean(_ops.reshape(x, [batch, steps, features]), axis=1)
 
 
 def _max_window(x, rows, cols, channels):
     """The maximum over rows x cols of x seen as [batch, rows, cols,
-    channels]: one max_pool2d window the input's size."""
-    x = _ops.reshape(x, [-1, rows, cols, channels])
+    channels]: one max_pool2d window the input's size. A window of no
+    elements (a size 0) gives -inf, as TensorFlow's reduce_max over an
+    empty axis, from the input's sum (zeros) so it stays on its device
+    and tape."""
+    batch = int(x.shape[0])
+    if rows == 0 or cols == 0:
+        zeros = _ops.reduce_sum(_ops.reshape(x, [batch, rows * cols, channels]), axis=1)
+        return _ops.add(zeros, float("-inf"))
+    x = _ops.reshape(x, [batch, rows, cols, channels])
     return nn.max_pool2d(x, [rows, cols], [rows, cols], "VALID")
 
 
