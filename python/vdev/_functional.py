@@ -14,6 +14,7 @@ op given one (vdev.add(x, 1.0)) is a TypeError naming layers.Lambda."""
 import collections
 import copy
 import threading
+import warnings
 
 import numpy as np
 
@@ -597,10 +598,18 @@ class Functional(Layer, _fit.Model):
         if isinstance(inputs, _fit._Inputs):
             inputs = inputs.arrays
         if isinstance(inputs, dict):
+            # Keras's _flatten_to_reference_inputs: by the Inputs' names,
+            # a warning for keys beyond them; when a name is missing, the
+            # values in the order of their keys sorted (tf.nest.flatten)
+            if len(inputs) > len(self.input_names):
+                warnings.warn("Input dict contained keys %s which did not match any model "
+                              "input. They will be ignored by the model."
+                              % ([n for n in inputs if n not in self.input_names],),
+                              stacklevel=3)
             missing = [n for n in self.input_names if n not in inputs]
             if not missing:
                 return [inputs[n] for n in self.input_names]
-            inputs = list(inputs.values())
+            inputs = [inputs[k] for k in sorted(inputs)]
         if isinstance(inputs, (list, tuple)) and (len(self.inputs) > 1 or all(
                 isinstance(x, (np.ndarray, Tensor, KerasTensor)) for x in inputs)):
             flat = list(inputs)
