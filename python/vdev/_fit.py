@@ -297,8 +297,9 @@ class Model:
         with GradientTape() as tape:
             pred, out = self._forward(xb)
             loss = self._loss_value(self._loss_fn, yb, pred)
-        grads = tape.gradient(loss, variables)
-        self.optimizer.apply_gradients(zip(grads, variables))
+        if variables:  # a frozen model: Keras 2.11's optimizer applies nothing
+            grads = tape.gradient(loss, variables)
+            self.optimizer.apply_gradients(zip(grads, variables))
         return float(loss), out.numpy()
 
     def _train_batch_mirrored(self, strategy, xb, yb):
@@ -320,8 +321,9 @@ class Model:
             with GradientTape() as tape:
                 pred, out = self._forward(x)
                 loss = _ops.divide(self._loss_value(self._loss_fn, y, pred, "sum"), float(n))
-            grads = tape.gradient(loss, variables)
-            self.optimizer.apply_gradients(zip(grads, variables))
+            if variables:  # as _train_batch
+                grads = tape.gradient(loss, variables)
+                self.optimizer.apply_gradients(zip(grads, variables))
             outs[ctx.replica_id_in_sync_group] = out.numpy()
             return loss
 

@@ -260,7 +260,16 @@ def _output_specs(layer, inputs, args, kwargs):
     shapes = ([_tuple(t.shape) for t in flat] if isinstance(inputs, (list, tuple))
               else _tuple(inputs.shape))
     if isinstance(layer, Functional):
-        out = layer.compute_output_shape(shapes)
+        conformed = []
+        for i, (t, ref) in enumerate(zip(flat, layer.inputs)):
+            shape, spec = _tuple(t.shape), _tuple(ref.shape)
+            layer._check_shape(i, shape, spec)
+            if len(shape) == len(spec) + 1 and shape[-1] == 1:  # as _conform
+                shape = shape[:-1]
+            elif len(shape) == len(spec) - 1 and spec[-1] == 1:
+                shape = shape + (1,)
+            conformed.append(shape)
+        out = layer.compute_output_shape(conformed if len(conformed) > 1 else conformed[0])
         outs = out if isinstance(out, list) else [out]
         return outs, [t.dtype for t in layer.outputs]
     out = None
@@ -621,6 +630,20 @@ class Functional(Layer, _fit.Model):
                                                       flat))
         return flat
 
+    def _check_shape(self, i, shape, spec):
+        """Keras's InputSpec check of a Functional's input i: each size the
+        Input fixes but the batch (Keras's spec is shape_with_no_batch_size),
+        a trailing 1 of either left out."""
+        spec = (None,) + tuple(spec[1:]) if spec else spec
+        s, r = list(shape), list(spec)
+        if s and s[-1] == 1:
+            s = s[:-1]
+        if r and r[-1] == 1:
+            r = r[:-1]
+        if any(a is not None and b is not None and a != b for a, b in zip(r, s)):
+            raise ValueError('Input %d of layer "%s" is incompatible with the layer: expected '
+                             "shape=%s, found shape=%s" % (i, self.name, spec, shape))
+
     def _conform(self, i, x, ref):
         """Keras's InputSpec shape check, then _conform_to_reference_input:
         a trailing 1 dropped or added to match the Input's rank, and the
@@ -630,14 +653,7 @@ class Functional(Layer, _fit.Model):
             x = np.asarray(x)
         shape = _tuple(x.shape)
         spec = _tuple(ref.shape)
-        s, r = list(shape), list(spec)
-        if s and s[-1] == 1:
-            s = s[:-1]
-        if r and r[-1] == 1:
-            r = r[:-1]
-        if any(a is not None and b is not None and a != b for a, b in zip(r, s)):
-            raise ValueError('Input %d of layer "%s" is incompatible with the layer: expected '
-                             "shape=%s, found shape=%s" % (i, self.name, spec, shape))
+        self._check_shape(i, shape, spec)
         if len(shape) == len(spec) + 1 and shape[-1] == 1:
             x = x[..., 0] if isinstance(x, np.ndarray) else _ops.reshape(x, list(shape[:-1]))
         elif len(shape) == len(spec) - 1 and spec[-1] == 1:
@@ -669,7 +685,10 @@ class Functional(Layer, _fit.Model):
                 outs = out if len(node.outputs) > 1 else [out]
                 for t, v in zip(node.outputs, outs):
                     values[id(t)] = v
-        out = [values[id(t)] for t in self.outputs]
+        # an output that is an Input's is the value given, which a numpy
+        # array kept: Keras gives tensors
+        out = [v if isinstance(v, Tensor) else _ops.convert_to_tensor(v)
+               for v in (values[id(t)] for t in self.outputs)]
         return out if isinstance(self._nested_outputs, list) else out[0]
 
     def __call__(self, inputs, training=None, mask=None):
