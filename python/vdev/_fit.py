@@ -229,7 +229,7 @@ class Model:
                                                                          _LOSSES)))
             if kind == "mse":
                 return losses.MeanSquaredError(), False
-            last = self.layers[-1] if getattr(self, "layers", None) else None
+            last = self._output_layer()
             act, fn, cls = _PROBS[kind]
             if getattr(last, "activation", None) is not fn:
                 raise ValueError(
@@ -242,6 +242,10 @@ class Model:
         if loss is None or callable(loss):
             return loss, False
         raise ValueError("Could not interpret loss identifier: %r" % (loss,))
+
+    def _output_layer(self):
+        """The layer whose output the model gives (a Sequential's last)."""
+        return self.layers[-1] if getattr(self, "layers", None) else None
 
     def _assert_compiled(self):
         if not getattr(self, "_is_compiled", False):

@@ -713,6 +713,11 @@ class Functional(Layer, _fit.Model):
                                                                ", ".join(self.output_names)))
         return super().predict(x, *args, **kwargs)
 
+    def _output_layer(self):
+        """The layer of the output's call (``layers[-1]`` is the last by
+        depth: another where the output layer is also called earlier)."""
+        return self._output_nodes[0].layer
+
     def _forward(self, x):
         """(what the loss takes, the output): for a string cross-entropy,
         the output layer's logits (its call without the activation) and the
