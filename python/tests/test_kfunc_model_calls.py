@@ -5,7 +5,9 @@ values does; that spec leaves the batch free (Keras's
 shape_with_no_batch_size), so an Input of a fixed batch_size takes other
 batches; and fit of a frozen model (no trainable weights) applies nothing
 and logs the loss, as Keras 2.11's optimizer (apply_gradients of nothing is
-a no-op), on one device and under a MirroredStrategy."""
+a no-op), on one device and under a MirroredStrategy. A Dense or Conv2D
+not yet built, called on a symbolic tensor whose last size is unknown, is
+Keras's build error (it was an AttributeError)."""
 import numpy as np
 import pytest
 
@@ -85,3 +87,19 @@ def test_fit_of_a_frozen_model_under_a_strategy(monkeypatch):
     hist = m.fit(X, y, epochs=1, verbose=0).history
     assert hist["loss"] == [m.evaluate(X, y, verbose=0)]
     assert all(np.array_equal(a, b) for a, b in zip(before, m.get_weights()))
+
+
+def test_an_unknown_last_size_is_keras_build_error():
+    for make, shape, text in (
+            (lambda: layers.Dense(2), (None,),
+             "The last dimension of the inputs to a Dense layer should be defined. Found None. "
+             "Full input shape received: (None, None)"),
+            (lambda: layers.Conv2D(2, 3), (5, 5, None),
+             "The channel dimension of the inputs should be defined. The input_shape received "
+             "is (None, 5, 5, None), where axis -1 (0-based) is the channel dimension, which "
+             "found to be `None`.")):
+        layer = make()
+        with pytest.raises(ValueError) as e:
+            layer(vdev.Input(shape))
+        assert str(e.value) == text
+        assert layer.kernel is None  # nothing made

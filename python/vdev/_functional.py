@@ -224,7 +224,15 @@ def _single_input(layer):
 
 
 def _check_width(layer, shape):
-    """Keras's InputSpec check of a built Dense's or Conv2D's last axis."""
+    """Keras's InputSpec check of a built Dense's or Conv2D's last axis;
+    an unbuilt one given an unknown last size is Keras's build error."""
+    if getattr(layer, "kernel", None) is None:
+        if isinstance(layer, Dense):
+            raise ValueError("The last dimension of the inputs to a Dense layer should be "
+                             "defined. Found None. Full input shape received: %s" % (shape,))
+        raise ValueError("The channel dimension of the inputs should be defined. The "
+                         "input_shape received is %s, where axis -1 (0-based) is the channel "
+                         "dimension, which found to be `None`." % (shape,))
     want = (int(layer.kernel.shape[0]) if isinstance(layer, Dense) else
             int(layer.kernel.shape[2]) if isinstance(layer, Conv2D) else None)
     if want is not None and shape[-1] is not None and shape[-1] != want:
