@@ -268,6 +268,10 @@ def clone_model(model, input_tensors=None, clone_function=None):
         return type(layer).from_config(cfg)
 
     layers = [(clone_function or clone)(l) for l in model.layers]
+    if model._input_layer is not None:  # a new Input of the same shape
+        from ._functional import InputLayer
+        layers.insert(0, InputLayer.from_config(
+            dict(model._input_layer.get_config(), name=None)))
     return Sequential(layers, name=model.name)
 
 
@@ -281,13 +285,29 @@ class Sequential(Layer, _Training):
         super().__init__(name, trainable)
         self.layers = []
         self._call_shape = None  # the last call's input shape, batch None
+        self._input_layer = None  # an Input's InputLayer given first, as Keras's
         for l in layers or []:
             self.add(l)
 
     def add(self, layer):
         """Appends ``layer``; a Dense or Conv2D is built at once when the
         model's input shape is known (its first layer was given input_dim or
-        input_shape), as Keras builds a Sequential model then."""
+        input_shape), as Keras builds a Sequential model then. As Keras's,
+        an Input (vdev.Input's tensor, or an InputLayer) given first is the
+        model's input: its shape builds the layers after it, and it is not
+        one of ``layers``."""
+        from ._functional import InputLayer, KerasTensor
+        if isinstance(layer, KerasTensor) and isinstance(layer._keras_history.layer,
+                                                         InputLayer):
+            layer = layer._keras_history.layer
+        if isinstance(layer, InputLayer):
+            if self.layers or self._input_layer is not None:
+                raise ValueError("vdev's Sequential takes an Input (or InputLayer) as its first "
+                                 "layer only, not after %s"
+                                 % ([getattr(l, "name", l) for l in self.layers]
+                                    or [self._input_layer.name],))
+            self._input_layer = layer
+            return
         if not callable(layer):
             raise TypeError("The added layer must be callable. Received: layer=%r" % (layer,))
         # As Keras: the same layer may come twice (its weights shared), two
@@ -305,17 +325,20 @@ class Sequential(Layer, _Training):
         # works, and under a strategy's scope() the variables are made there
         # (not later, inside strategy.run). An input shape the layer cannot
         # take is Keras's ValueError here, and the layer is not added.
-        shape = self._output_shape() if self.layers else None
-        if self.layers and shape is not None and hasattr(layer, "compute_output_shape"):
+        known = self.layers or self._input_layer is not None
+        shape = self._output_shape() if known else None
+        if known and shape is not None and hasattr(layer, "compute_output_shape"):
             layer.compute_output_shape(shape)  # checks the rank (and Conv2D's sizes)
         if shape is not None:
             _build(layer, shape)
         self.layers.append(layer)
 
     def _input_shape(self):
-        """The model's input shape, batch None: its first layer's input_shape
-        (or a built first Dense's input size), else the last call's; None
-        when not known."""
+        """The model's input shape, batch None: its Input's, else its first
+        layer's input_shape (or a built first Dense's input size), else the
+        last call's; None when not known."""
+        if self._input_layer is not None:
+            return (None,) + tuple(self._input_layer._batch_input_shape[1:])
         first = self.layers[0] if self.layers else None
         shape = getattr(first, "_batch_input_shape", None)
         if shape is None and isinstance(first, Dense) and first.built:
@@ -357,12 +380,15 @@ class Sequential(Layer, _Training):
                     % (getattr(l, "__name__", type(l).__name__), l))
             cfg = dict(l.get_config())
             shape = getattr(l, "_batch_input_shape", None)
+            if shape is None and l is self.layers[0] and self._input_layer is not None:
+                shape = self._input_shape()  # the Input's, on the first layer
             if shape is not None and "batch_input_shape" not in cfg:
                 cfg["batch_input_shape"] = tuple(shape)
             configs.append({"class_name": type(l).__name__, "config": cfg})
         config = {"name": self.name, "layers": copy.deepcopy(configs)}
         first = self.layers[0] if self.layers else None
-        if getattr(first, "_batch_input_shape", None) is None and self._call_shape is not None:
+        if (getattr(first, "_batch_input_shape", None) is None and self._input_layer is None
+                and self._call_shape is not None):
             config["build_input_shape"] = self._call_shape
         return config
 
