@@ -238,6 +238,11 @@ def test_optimizer_and_loss_errors():
     with pytest.raises(vdev.errors.InvalidArgumentError):
         opt.apply_gradients([(vdev.constant([1.0, 2.0]), w)])
     opt.apply_gradients([(None, w), (vdev.constant([1.0]), w)])  # None skipped, as Keras
+    # nothing to apply (a model with nothing trainable): Keras 2.11's no-op,
+    # the count unchanged
+    it = opt.iterations
+    assert opt.apply_gradients([]) is None and opt.apply_gradients(iter(())) is None
+    assert opt.iterations == it
     with pytest.raises(ValueError) as e:
         vdev.losses.SparseCategoricalCrossentropy()
     assert "pass from_logits=True" in str(e.value)

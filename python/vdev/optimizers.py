@@ -212,6 +212,10 @@ class Optimizer:
         alike, all or nothing: when any replica fails before the update, no
         replica's variables change."""
         pairs = list(grads_and_vars)
+        if not pairs:
+            # Keras 2.11's optimizer: nothing to apply is a no-op (no count,
+            # no slots), as a model with nothing trainable gives it
+            return
         for g, v in pairs:
             if not isinstance(v, Variable):
                 raise TypeError("apply_gradients updates vdev.Variables, not %r" % (v,))
