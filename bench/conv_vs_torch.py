@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """conv_vs_torch.py — vdev's 2-D convolution against PyTorch's on the CPU,
 side by side in one run: the forward op alone (vdev.nn.conv2d, NHWC and HWIO,
-against torch.nn.functional.conv2d on the same values as NCHW and OIHW) and
-a forward with the gradients of the input and the filter (GradientTape
+against torch.nn.functional.conv2d on the same values as NCHW and OIHW;
+dilated too) and a forward with the gradients of the input and the filter (GradientTape
 against autograd), for a few shapes of a small convolutional net. vdev's
 host convolution and its gradients are im2col (col2im) and OpenBLAS's sgemm;
 PyTorch's are its own (oneDNN in Debian's build, USE_MKLDNN=ON). Both run in
@@ -29,11 +29,14 @@ except Exception as e:  # torch missing or broken: nothing to compare with
     sys.exit(77)
 import vdev
 
-# (batch, height, width, in channels, out channels, kernel, stride, padding)
-SHAPES = [(32, 28, 28, 1, 16, 3, 1, "SAME"),
-          (32, 14, 14, 16, 32, 3, 1, "SAME"),
-          (32, 14, 14, 32, 32, 3, 2, "VALID"),
-          (8, 56, 56, 64, 64, 3, 1, "SAME")]
+# (batch, height, width, in channels, out channels, kernel, stride, padding,
+# dilation)
+SHAPES = [(32, 28, 28, 1, 16, 3, 1, "SAME", 1),
+          (32, 14, 14, 16, 32, 3, 1, "SAME", 1),
+          (32, 14, 14, 32, 32, 3, 2, "VALID", 1),
+          (8, 56, 56, 64, 64, 3, 1, "SAME", 1),
+          (32, 14, 14, 16, 32, 3, 1, "SAME", 2),
+          (8, 56, 56, 64, 64, 3, 1, "SAME", 2)]
 
 
 def budget():
@@ -60,11 +63,11 @@ def main():
     calls, turns = (2, 3) if quick else (5, 7)
     torch.set_num_threads(budget())
     rng = np.random.default_rng(1)
-    print("| input NHWC | filter | stride, padding | vdev forward ms (median, min) | "
+    print("| input NHWC | filter | stride, padding, dilation | vdev forward ms (median, min) | "
           "PyTorch forward ms | vdev forward+grads ms | PyTorch forward+grads ms |")
     print("|---|---|---|---:|---:|---:|---:|")
     with vdev.device("CPU:0"):
-        for n, h, w, c, o, k, s, pad in SHAPES:
+        for n, h, w, c, o, k, s, pad, d in SHAPES:
             x = rng.uniform(-1, 1, (n, h, w, c)).astype(np.float32)
             f = rng.uniform(-1, 1, (k, k, c, o)).astype(np.float32)
             vx, vf = vdev.Variable(x), vdev.Variable(f)  # vdev differentiates Variables
@@ -73,14 +76,14 @@ def main():
             tpad = "same" if pad == "SAME" else 0
             if pad == "SAME" and s != 1:
                 raise SystemExit("conv_vs_torch: PyTorch has no padding='same' with strides")
-            want = F.conv2d(tx, tf_, stride=s, padding=tpad).detach().numpy()
-            got = vdev.nn.conv2d(vx, vf, s, pad).numpy().transpose(0, 3, 1, 2)
+            want = F.conv2d(tx, tf_, stride=s, padding=tpad, dilation=d).detach().numpy()
+            got = vdev.nn.conv2d(vx, vf, s, pad, dilations=d).numpy().transpose(0, 3, 1, 2)
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
             # and the gradients of the sum of the output (sums of up to N*OH*OW terms)
             with vdev.GradientTape() as tape:
-                y = vdev.reduce_sum(vdev.nn.conv2d(vx, vf, s, pad))
+                y = vdev.reduce_sum(vdev.nn.conv2d(vx, vf, s, pad, dilations=d))
             gx, gf = tape.gradient(y, [vx, vf])
-            F.conv2d(tx, tf_, stride=s, padding=tpad).sum().backward()
+            F.conv2d(tx, tf_, stride=s, padding=tpad, dilation=d).sum().backward()
             np.testing.assert_allclose(gx.numpy().transpose(0, 3, 1, 2), tx.grad.numpy(),
                                        rtol=1e-4, atol=1e-3)
             np.testing.assert_allclose(gf.numpy().transpose(3, 2, 0, 1), tf_.grad.numpy(),
@@ -88,26 +91,26 @@ def main():
 
             # the cpu backend runs an op on the calling thread: done when it returns
             def v_fwd():
-                vdev.nn.conv2d(vx, vf, s, pad)
+                vdev.nn.conv2d(vx, vf, s, pad, dilations=d)
 
             def t_fwd():
                 with torch.no_grad():
-                    F.conv2d(tx, tf_, stride=s, padding=tpad)
+                    F.conv2d(tx, tf_, stride=s, padding=tpad, dilation=d)
 
             def v_grad():
                 with vdev.GradientTape() as tape:
-                    y = vdev.reduce_sum(vdev.nn.conv2d(vx, vf, s, pad))
+                    y = vdev.reduce_sum(vdev.nn.conv2d(vx, vf, s, pad, dilations=d))
                 tape.gradient(y, [vx, vf])
 
             def t_grad():
                 tx.grad = tf_.grad = None
-                F.conv2d(tx, tf_, stride=s, padding=tpad).sum().backward()
+                F.conv2d(tx, tf_, stride=s, padding=tpad, dilation=d).sum().backward()
 
             vf_ms, tf_ms = timed(v_fwd, calls, turns), timed(t_fwd, calls, turns)
             vg_ms, tg_ms = timed(v_grad, calls, turns), timed(t_grad, calls, turns)
-            print("| [%d,%d,%d,%d] | %dx%dx%dx%d | %d, %s | %.2f, %.2f | %.2f, %.2f | %.2f, %.2f "
-                  "| %.2f, %.2f |" % (n, h, w, c, k, k, c, o, s, pad, *vf_ms, *tf_ms, *vg_ms,
-                                      *tg_ms))
+            print("| [%d,%d,%d,%d] | %dx%dx%dx%d | %d, %s, %d | %.2f, %.2f | %.2f, %.2f | %.2f, "
+                  "%.2f | %.2f, %.2f |" % (n, h, w, c, k, k, c, o, s, pad, d, *vf_ms, *tf_ms,
+                                           *vg_ms, *tg_ms))
     print("\nPyTorch %s, %d threads; vdev through its Python package on CPU:0 (ops run on "
           "the calling thread)." % (torch.__version__, torch.get_num_threads()))
 
