@@ -232,13 +232,14 @@ def test_sequential_config_round_trip_and_clone_model():
         "`keras.utils.custom_object_scope` and that this object is included in the scope. See "
         "https://www.tensorflow.org/guide/keras/save_and_serialize#registering_the_custom_object "
         "for details.")
-    # clone_function, and what vdev does not clone
+    # clone_function; a functional model is cloned too (test_kclone_clone.py)
     seen = []
     vdev.models.clone_model(model, clone_function=lambda l: seen.append(l.name) or l)
     assert seen == [l.name for l in model.layers]
     inp = vdev.layers.Input((3,))
-    with pytest.raises(NotImplementedError):
-        vdev.models.clone_model(vdev.models.Model(inp, layers.Dense(2)(inp)))
+    functional = vdev.models.Model(inp, layers.Dense(2, name="fd")(inp), name="fm")
+    clone = vdev.models.clone_model(functional)
+    assert clone.name == "fm" and clone.get_layer("fd") is not functional.get_layer("fd")
 
 
 # ---- saving into a folder that does not exist ----

@@ -6,14 +6,15 @@ the same numbers). All have Keras's compile / fit / evaluate / predict and
 save_weights / load_weights (vdev/_fit.py); a Sequential and a functional
 Model have Keras's get_config / from_config (the functional config's
 helpers are here: Keras 2.11's get_network_config and
-reconstruct_from_config), and ``clone_model`` clones a Sequential (fresh
-weights)."""
+reconstruct_from_config), and ``clone_model`` (vdev/_cloning.py) clones
+either kind (fresh weights)."""
 
 import copy
 
 import numpy as np
 
 from . import _lib
+from ._cloning import clone_model
 from ._fit import Model as _Training
 from ._functional import Functional, _row
 from .layers import Conv2D, Dense, Layer, _dedup, _keras_config
@@ -82,8 +83,8 @@ def _skips_first_node(layer):
     node: the config's numbers are mapped to the calls' places."""
     if isinstance(layer, Functional):
         return True
-    return isinstance(layer, Sequential) and bool(layer.layers) and getattr(
-        layer.layers[0], "_batch_input_shape", None) is not None
+    return isinstance(layer, Sequential) and (layer._input_layer is not None or bool(
+        layer.layers) and getattr(layer.layers[0], "_batch_input_shape", None) is not None)
 
 
 def _call_kwargs(node):
@@ -100,8 +101,10 @@ def _call_kwargs(node):
     return kwargs
 
 
-def _network_config(model):
-    """Keras 2.11's get_network_config (see Functional.get_config)."""
+def _network_config(model, serialize_layer_fn=None):
+    """Keras 2.11's get_network_config (see Functional.get_config); each
+    layer's entry is serialize_layer_fn(layer) when given (clone_model's)
+    in place of its class name and config."""
     import json
     from ._functional import KerasTensor, _inbound_nodes
     network_nodes = {n for v in model._nodes_by_depth.values() for n in v}
@@ -143,26 +146,40 @@ def _network_config(model):
                                 "model." % (layer.name, {k: type(v) for k, v in kwargs.items()})
                                 ) from None
             inbound.append([ref(t) + [kwargs] for t in node.keras_inputs])
-        if not hasattr(layer, "get_config"):
+        if serialize_layer_fn is not None:
+            entry = dict(serialize_layer_fn(layer))
+        elif not hasattr(layer, "get_config"):
             raise NotImplementedError("Layer %s (%s) has no get_config: vdev cannot serialize "
                                       "it" % (layer.name, type(layer).__name__))
-        layer_configs.append({"class_name": type(layer).__name__,
-                              "config": layer.get_config(), "name": layer.name,
-                              "inbound_nodes": inbound})
+        else:
+            entry = {"class_name": type(layer).__name__, "config": layer.get_config()}
+        layer_configs.append(dict(entry, name=layer.name, inbound_nodes=inbound))
     return {"name": model.name, "trainable": model.trainable, "layers": layer_configs,
             "input_layers": [ref(t) for t in model.inputs],
             "output_layers": [ref(t) for t in model.outputs]}
 
 
 def _functional_from_config(cls, config, custom_objects=None):
-    """Keras 2.11's reconstruct_from_config (see Functional.from_config)."""
-    from ._functional import InputLayer, _inbound_nodes
+    """Keras 2.11's Functional.from_config (see Functional.from_config)."""
     for key in ("layers", "input_layers", "output_layers"):
         if key not in config:
             raise ValueError("vdev's Model.from_config takes the config of a functional model "
                              "(Model.get_config(): name, layers, input_layers, output_layers); "
                              "this one has no %r (keys: %s)" % (key, sorted(config)))
-    created = {}  # name -> layer, in the config's order
+    inputs, outputs = _reconstruct(config, custom_objects)
+    model = cls(inputs=inputs, outputs=outputs, name=config.get("name"))
+    if "trainable" in config:
+        model.trainable = config["trainable"]
+    return model
+
+
+def _reconstruct(config, custom_objects=None, created_layers=None):
+    """Keras 2.11's reconstruct_from_config: (the input tensors, the output
+    tensors) of the config's graph, each layer taken from created_layers
+    (name -> layer; clone_model's) or made from its config, and called as
+    the config's nodes say, in Keras's order."""
+    from ._functional import InputLayer, _inbound_nodes
+    created = created_layers if created_layers is not None else {}  # name -> layer
     node_index_map = {}  # (layer name, index in the config) -> index in its calls
     node_count = {}
     unprocessed = {}
@@ -174,19 +191,18 @@ def _functional_from_config(cls, config, custom_objects=None):
         node_count[name] = int(_skips_first_node(layer))
         unprocessed.setdefault(name, []).extend(layer_data["inbound_nodes"])
 
-    def node_index(layer, index):
-        if isinstance(layer, InputLayer):
+    def node_index(name, index):  # by the config's names (a clone's layer may differ)
+        if isinstance(created[name], InputLayer):
             return 0
-        return node_index_map.get((layer.name, index))
+        return node_index_map.get((name, index))
 
     def tensor(entry):
         if len(entry) not in (3, 4):
             raise ValueError("Improperly formatted model config.")
-        layer = created[entry[0]]
-        i = node_index(layer, entry[1])
+        i = node_index(entry[0], entry[1])
         if i is None:
             raise IndexError  # that call is not made yet
-        return _inbound_nodes(layer)[i].outputs[entry[2]]
+        return _inbound_nodes(created[entry[0]])[i].outputs[entry[2]]
 
     def kwarg(v):  # a serialized call argument: a tensor's reference, or a value
         if (isinstance(v, list) and len(v) == 3 and isinstance(v[0], str)
@@ -196,17 +212,17 @@ def _functional_from_config(cls, config, custom_objects=None):
             return {k: kwarg(x) for k, x in v.items()}
         return v
 
-    def process(layer, node_data):
+    def process(name, node_data):
         # node_data: a list of [layer name, node index, tensor index, kwargs]
         try:
             inputs = [tensor(e) for e in node_data]
             kwargs = kwarg(node_data[0][3] if len(node_data[0]) == 4 else {})
         except IndexError:
             return False
-        out = layer(inputs[0] if len(inputs) == 1 else inputs, **kwargs)
+        out = created[name](inputs[0] if len(inputs) == 1 else inputs, **kwargs)
         first = out[0] if isinstance(out, (list, tuple)) else out
-        node_index_map[(layer.name, node_count[layer.name])] = first._keras_history.node_index
-        node_count[layer.name] += 1
+        node_index_map[(name, node_count[name])] = first._keras_history.node_index
+        node_count[name] += 1
         return True
 
     while unprocessed:
@@ -216,7 +232,7 @@ def _functional_from_config(cls, config, custom_objects=None):
             pending = unprocessed.pop(name, None)
             if pending is None:
                 continue
-            while pending and process(created[name], pending[0]):
+            while pending and process(name, pending[0]):
                 pending.pop(0)
                 progress = True
             if pending:
@@ -230,49 +246,10 @@ def _functional_from_config(cls, config, custom_objects=None):
         entries = entries if entries and isinstance(entries[0], list) else [entries]
         out = []
         for e in entries:
-            layer = created[e[0]]
-            out.append(_inbound_nodes(layer)[node_index(layer, e[1])].outputs[e[2]])
+            out.append(_inbound_nodes(created[e[0]])[node_index(e[0], e[1])].outputs[e[2]])
         return out
 
-    inputs, outputs = refs(config["input_layers"]), refs(config["output_layers"])
-    model = cls(inputs=inputs, outputs=outputs, name=config.get("name"))
-    if "trainable" in config:
-        model.trainable = config["trainable"]
-    return model
-
-
-def clone_model(model, input_tensors=None, clone_function=None):
-    """Keras's clone_model for a Sequential model: a new Sequential of the
-    same name whose layers are clone_function(layer) (default: the layer
-    made anew from its config, ``type(layer).from_config(layer.get_config())``,
-    with the layer's input shape), so the clone has fresh weights, not the
-    model's (copy them with set_weights). input_tensors only None; a
-    functional model is NotImplementedError (vdev clones Sequential models
-    only)."""
-    if input_tensors is not None:
-        raise ValueError("vdev's clone_model takes input_tensors=None only")
-    if not isinstance(model, Sequential):
-        if isinstance(model, Functional):
-            raise NotImplementedError("vdev's clone_model clones Sequential models only, not "
-                                      "the functional model %r" % (model.name,))
-        raise ValueError("Expected `model` argument to be a `Model` instance. Received: "
-                         "model=%r" % (model,))
-
-    def clone(layer):
-        cfg = dict(layer.get_config())
-        shape = getattr(layer, "_batch_input_shape", None)
-        if (shape is not None and "batch_input_shape" not in cfg
-                and getattr(type(layer).from_config, "__func__", None)
-                is Layer.from_config.__func__):
-            cfg["input_shape"] = tuple(shape[1:])
-        return type(layer).from_config(cfg)
-
-    layers = [(clone_function or clone)(l) for l in model.layers]
-    if model._input_layer is not None:  # a new Input of the same shape
-        from ._functional import InputLayer
-        layers.insert(0, InputLayer.from_config(
-            dict(model._input_layer.get_config(), name=None)))
-    return Sequential(layers, name=model.name)
+    return refs(config["input_layers"]), refs(config["output_layers"])
 
 
 class Sequential(Layer, _Training):
