@@ -288,13 +288,15 @@ def _output_specs(layer, inputs, args, kwargs):
             out = None
     if out is None:
         return _zeros_run(layer, inputs, args, kwargs)
+    from ._conv_layers import Flatten
+    from ._merge_layers import _Merge
     if isinstance(layer, (Dense, Conv2D, Sequential)):
         _build(layer, shapes)
         if isinstance(layer, (Dense, Conv2D)):
             _check_width(layer, shapes)
+    elif isinstance(layer, _Merge):
+        layer._check_dtypes(inputs)  # Keras's op error, as its model is made
     dtype = flat[0].dtype
-    from ._conv_layers import Flatten
-    from ._merge_layers import _Merge
     if not isinstance(layer, (Flatten, _Merge, InputLayer)):
         dtype = float32  # vdev's layers compute in float32
     outs = out if isinstance(out, list) else [out]

@@ -61,6 +61,23 @@ def _as_shapes(input_shape):
     return tuple(input_shape)
 
 
+def _tensor_text(x):
+    """Keras's format_argument_value of a tensor a call got."""
+    shape = tuple(None if d is None else int(d) for d in x.shape)
+    return "tf.Tensor(shape=%s, dtype=%s)" % (shape, x.dtype.name)
+
+
+def _call_error(layer, error, message, arguments):
+    """Keras 2.11's inject_argument_info_in_traceback: the error an
+    exception raised inside layer's call becomes, its message between the
+    layer's name and the call's arguments (name, value text) in Keras's
+    words."""
+    name = 'layer "%s" (type %s)' % (layer.name, type(layer).__name__)
+    return error("Exception encountered when calling %s.\n\n%s\n\nCall arguments received by "
+                 "%s:\n%s" % (name, message, name, "\n".join(
+                     "  \u2022 %s=%s" % (k, v) for k, v in arguments)))
+
+
 def _float32_only(layer, dtype):
     if dtype is not None and getattr(dtype, "name", dtype) != "float32":
         raise ValueError("vdev's %s takes dtype=None or 'float32' only, not %r: vdev's layers "
@@ -122,6 +139,21 @@ class _Merge(Layer):
         batch = list(batch_sizes)[0] if len(batch_sizes) == 1 else None
         return (batch,) + tuple(out)
 
+    _op = "AddV2"  # the TensorFlow op of Keras's merge function
+
+    def _check_dtypes(self, inputs):
+        """Keras's merge of symbolic tensors of two dtypes (int32 and
+        float32): its merge function's op refuses them as the model is made
+        (each input beside the first's dtype, which the result keeps), the
+        TypeError in Keras's words."""
+        first = inputs[0].dtype
+        for x in inputs[1:]:
+            if x.dtype != first:
+                raise _call_error(self, TypeError, "Input 'y' of '%s' Op has type %s that does "
+                                  "not match type %s of argument 'x'." % (
+                                      self._op, x.dtype.name, first.name),
+                                  [("inputs", type(inputs)(map(_tensor_text, inputs)))])
+
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable, "dtype": "float32"}
 
@@ -155,6 +187,8 @@ class Add(_Merge):
 class Subtract(_Merge):
     """Keras's Subtract: inputs[0] - inputs[1], of exactly two inputs."""
 
+    _op = "Sub"
+
     def _check(self, input_shape):
         out = super()._check(input_shape)
         if len(input_shape) != 2:
@@ -168,6 +202,8 @@ class Subtract(_Merge):
 
 class Multiply(_Merge):
     """Keras's Multiply: the element-wise product, ((x0 * x1) * x2) ..."""
+
+    _op = "Mul"
 
     def _merge_function(self, inputs):
         out = inputs[0]
@@ -191,6 +227,8 @@ class Maximum(_Merge):
     """Keras's Maximum: the element-wise maximum, max(max(x0, x1), x2) ...
     (vdev.maximum: NaN propagates, as TensorFlow's)."""
 
+    _op = "Maximum"
+
     def _merge_function(self, inputs):
         out = inputs[0]
         for x in inputs[1:]:
@@ -200,6 +238,8 @@ class Maximum(_Merge):
 
 class Minimum(_Merge):
     """Keras's Minimum: the element-wise minimum, min(min(x0, x1), x2) ..."""
+
+    _op = "Minimum"
 
     def _merge_function(self, inputs):
         out = inputs[0]
@@ -253,6 +293,14 @@ class Concatenate(_Merge):
                 break
             out[self.axis] += s[self.axis]
         return tuple(out)
+
+    def _check_dtypes(self, inputs):
+        """Keras's: tf.concat of tensors of two dtypes, its TypeError."""
+        names = [x.dtype.name for x in inputs]
+        if len(set(names)) > 1:
+            raise _call_error(self, TypeError, "Tensors in list passed to 'values' of 'ConcatV2' "
+                              "Op have types [%s] that don't all match." % ", ".join(names),
+                              [("inputs", type(inputs)(map(_tensor_text, inputs)))])
 
     def get_config(self):
         return dict(super().get_config(), axis=self.axis)
