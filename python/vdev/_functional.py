@@ -314,6 +314,8 @@ def symbolic_call(layer, inputs, args, kwargs):
                         % (layer.name, inputs))
     expects = (len(layer.inputs) if isinstance(layer, Functional) else
                1 if _single_input(layer) else None)
+    if hasattr(layer, "_symbolic_expects"):  # a Sequential: Keras's count check
+        expects = layer._symbolic_expects(inputs)
     if expects is not None and len(flat) != expects:
         raise ValueError('Layer "%s" expects %d input(s), but it received %d input tensors. '
                          "Inputs received: %r" % (layer.name, expects, len(flat), flat))

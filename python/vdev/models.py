@@ -310,6 +310,31 @@ class Sequential(Layer, _Training):
             _build(layer, shape)
         self.layers.append(layer)
 
+    def _symbolic_expects(self, inputs):
+        """How many symbolic tensors a call takes, as Keras's: 1 when the
+        input shape was given (an Input first, or input_shape on the first
+        layer: Keras's InputSpec of the model, vdev/_functional.py's error);
+        else None (Keras checks nothing), but several tensors given to a
+        first layer of one input are that layer's count error, raised inside
+        the model's call (Keras runs it on placeholders) and so wrapped."""
+        from ._conv_layers import Flatten, _Pooling2D
+        from ._merge_layers import _call_error, _tensor_text
+        from ._pooling_layers import _GlobalPooling
+        if _skips_first_node(self):
+            return 1
+        first = self.layers[0] if self.layers else None
+        if (isinstance(inputs, (list, tuple)) and len(inputs) > 1
+                and isinstance(first, (Dense, Conv2D, Flatten, _Pooling2D, _GlobalPooling))):
+            received = ["<tf.Tensor 'Placeholder%s:0' shape=%s dtype=%s>" % (
+                "_%d" % i if i else "", tuple(x.shape), x.dtype.name)
+                for i, x in enumerate(inputs)]
+            raise _call_error(self, ValueError, 'Layer "%s" expects 1 input(s), but it received '
+                              "%d input tensors. Inputs received: [%s]" % (
+                                  first.name, len(inputs), ", ".join(received)),
+                              [("inputs", type(inputs)(map(_tensor_text, inputs))),
+                               ("training", None), ("mask", None)])
+        return None
+
     def _input_shape(self):
         """The model's input shape, batch None: its Input's, else its first
         layer's input_shape (or a built first Dense's input size), else the
