@@ -675,10 +675,11 @@ class Functional(Layer, _fit.Model):
                 ref.dtype.as_numpy_dtype)
         return x if x.dtype is ref.dtype else _ops._cast(x, ref.dtype)
 
-    def _run(self, inputs, logits_node=None):
+    def _run(self, inputs, logits_node=None, training=None, mask=None):
         """The outputs for inputs: each node's layer called, deepest first;
         logits_node's layer (the output layer, for a cross-entropy on
-        logits) called without its activation."""
+        logits) called without its activation. An output no input leads to
+        (an Input not among the model's) is Keras's AssertionError."""
         flat = self._input_list(inputs)
         values = {id(t): self._conform(i, x, t)
                   for i, (t, x) in enumerate(zip(self.inputs, flat))}
@@ -697,6 +698,11 @@ class Functional(Layer, _fit.Model):
                 outs = out if len(node.outputs) > 1 else [out]
                 for t, v in zip(node.outputs, outs):
                     values[id(t)] = v
+        lost = [t for t in self.outputs if id(t) not in values]
+        if lost:
+            from ._merge_layers import _arg_text, _call_error
+            raise _call_error(self, AssertionError, "Could not compute output %s" % (lost[0],), [
+                ("inputs", _arg_text(inputs)), ("training", training), ("mask", mask)])
         # an output that is an Input's is the value given, which a numpy
         # array kept: Keras gives tensors
         out = [v if isinstance(v, Tensor) else _ops.convert_to_tensor(v)
@@ -707,7 +713,7 @@ class Functional(Layer, _fit.Model):
         """The model's outputs for inputs: a tensor or numpy array, or a list
         of them (one per Input, in the model's order; or a dict by the
         Inputs' names). ``training`` and ``mask`` change nothing."""
-        return self._run(inputs)
+        return self._run(inputs, training=training, mask=mask)
 
     # ---- training (vdev/_fit.py), for what differs ----
     def compile(self, *args, **kwargs):

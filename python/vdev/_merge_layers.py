@@ -67,6 +67,16 @@ def _tensor_text(x):
     return "tf.Tensor(shape=%s, dtype=%s)" % (shape, x.dtype.name)
 
 
+def _arg_text(x):
+    """Keras's format_argument_value over a call's argument, a numpy array
+    as the tensor Keras makes of it."""
+    if isinstance(x, dict):
+        return {k: _arg_text(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_arg_text(v) for v in x)
+    return _tensor_text(x) if hasattr(x, "shape") and hasattr(x, "dtype") else repr(x)
+
+
 def _call_error(layer, error, message, arguments):
     """Keras 2.11's inject_argument_info_in_traceback: the error an
     exception raised inside layer's call becomes, its message between the
