@@ -1,6 +1,7 @@
 """Layers, as ``tf.keras.layers``: ``Dense``, and ``Conv2D``,
 ``MaxPooling2D``, ``AveragePooling2D`` and ``Flatten`` (from _conv_layers.py),
-``Embedding`` (from _embedding.py), ``GlobalAveragePooling1D/2D`` and
+``Embedding`` (from _embedding.py), ``BatchNormalization`` and
+``LayerNormalization`` (from _norm_layers.py), ``GlobalAveragePooling1D/2D`` and
 ``GlobalMaxPooling1D/2D`` (from _pooling_layers.py), the merge layers
 ``Concatenate``, ``Add``, ``Subtract``, ``Multiply``, ``Average`` (and their
 functions ``concatenate`` ...) and ``Lambda`` (from _merge_layers.py), and
@@ -36,10 +37,10 @@ from . import _lib, _ops, _strategy_context, initializers, random
 from ._device import current_device, device
 from ._tensor import Tensor, Variable, float32
 
-__all__ = ["AveragePooling2D", "Conv2D", "Dense", "Embedding", "Flatten", "Layer",
+__all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embedding", "Flatten", "Layer",
            "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D",
            "GlobalAvgPool2D", "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalMaxPooling1D",
-           "GlobalMaxPooling2D", "MaxPooling2D",
+           "GlobalMaxPooling2D", "LayerNormalization", "MaxPooling2D",
            # Keras's functional API (vdev/_functional.py, vdev/_merge_layers.py)
            "Add", "Average", "Concatenate", "Input", "InputLayer", "Lambda", "Maximum",
            "Minimum", "Multiply", "Subtract", "add", "average", "concatenate", "maximum",
@@ -470,6 +471,7 @@ class Dense(Layer):
 # the convolutional layers build on Layer and Dense's helpers above
 from ._conv_layers import AveragePooling2D, Conv2D, Flatten, MaxPooling2D  # noqa: E402
 from ._embedding import Embedding  # noqa: E402
+from ._norm_layers import BatchNormalization, LayerNormalization  # noqa: E402
 from ._pooling_layers import (GlobalAveragePooling1D, GlobalAveragePooling2D,  # noqa: E402
                               GlobalAvgPool1D, GlobalAvgPool2D, GlobalMaxPool1D,
                               GlobalMaxPool2D, GlobalMaxPooling1D, GlobalMaxPooling2D)
