@@ -33,6 +33,7 @@ import numpy as np
 
 from . import _ops, _strategy_context, callbacks as callbacks_module, losses, optimizers
 from . import random as _random
+from ._norm_layers import _training_scope
 from ._tape import GradientTape
 from ._tensor import Tensor
 
@@ -298,7 +299,10 @@ class Model:
     def _train_batch(self, xb, yb):
         """One step; (the batch's loss, the model's outputs as numpy)."""
         variables = self.trainable_variables
-        with GradientTape() as tape:
+        # the layers run in training mode (Keras's call context: a
+        # BatchNormalization normalizes by the batch and updates its moving
+        # statistics), evaluate's and predict's in inference mode
+        with GradientTape() as tape, _training_scope(True):
             pred, out = self._forward(xb)
             loss = self._loss_value(self._loss_fn, yb, pred)
         if variables:  # a frozen model: Keras 2.11's optimizer applies nothing
@@ -322,7 +326,7 @@ class Model:
 
         def step(x, y):
             ctx = _strategy_context.replica()
-            with GradientTape() as tape:
+            with GradientTape() as tape, _training_scope(True):  # as _train_batch
                 pred, out = self._forward(x)
                 loss = _ops.divide(self._loss_value(self._loss_fn, y, pred, "sum"), float(n))
             if variables:  # as _train_batch
@@ -338,7 +342,8 @@ class Model:
         return float(loss), np.concatenate([outs[r] for r in sorted(outs)])
 
     def _test_batch(self, xb, yb):
-        pred, out = self._forward(xb)
+        with _training_scope(False):
+            pred, out = self._forward(xb)
         return float(self._loss_value(self._loss_fn, yb, pred)), out.numpy()
 
     # ---- the epoch's running means ----
@@ -647,7 +652,8 @@ class Model:
         outs = []
         for step, b in enumerate(range(0, x.shape[0], batch_size)):
             cbs.call("on_predict_batch_begin", step, None)
-            out = self(x[b:b + batch_size]).numpy()
+            with _training_scope(False):
+                out = self(x[b:b + batch_size]).numpy()
             outs.append(out)
             cbs.call("on_predict_batch_end", step, {"outputs": out})
         cbs.call("on_predict_end", None)
