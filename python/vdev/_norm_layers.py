@@ -14,6 +14,7 @@ training step runs the model under ``training=True`` (``_training_scope``,
 Keras's call context), ``evaluate`` and ``predict`` under ``False``.
 """
 
+import functools
 import numbers
 import threading
 
@@ -62,6 +63,26 @@ def _training_value(layer, training):
 def _base():
     from .layers import Layer
     return Layer
+
+
+def _builds_when_symbolic(body):
+    """A layer's __call__ that builds the layer when it is first called on
+    a symbolic tensor (Keras's _maybe_build, in a functional model's
+    construction: its variables exist before fit reads them, and under a
+    strategy's scope they are mirrored there), then records or computes
+    the call as every vdev layer does (layers._symbolic_aware)."""
+    from .layers import _NO_INPUTS, _symbolic_aware
+    wrapped = _symbolic_aware(body)
+
+    @functools.wraps(body)
+    def __call__(self, inputs=_NO_INPUTS, *args, **kwargs):
+        if not self.built and not isinstance(inputs, Tensor):
+            from ._functional import KerasTensor
+            if isinstance(inputs, KerasTensor):
+                self.build(tuple(None if d is None else int(d) for d in inputs.shape))
+        return wrapped(self, inputs, *args, **kwargs)
+    __call__._vdev_symbolic = True
+    return __call__
 
 
 def _axis_arg(axis):
@@ -391,6 +412,7 @@ class BatchNormalization(_base()):
         shape[self.axis[0]] = self._param_shape[0]
         return _ops.reshape(v, shape)
 
+    @_builds_when_symbolic
     def __call__(self, inputs, training=None, mask=None):
         """The inputs normalized (see the class); ``training=None`` takes
         the call context's flag (fit's training step: True), else False.
@@ -545,6 +567,7 @@ class LayerNormalization(_base()):
                 "beta_regularizer": None, "gamma_regularizer": None,
                 "beta_constraint": None, "gamma_constraint": None}
 
+    @_builds_when_symbolic
     def __call__(self, inputs, training=None, mask=None):
         """The inputs normalized over ``axis``, example by example;
         ``training`` changes nothing, ``mask`` is None only."""
