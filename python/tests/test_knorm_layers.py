@@ -49,16 +49,15 @@ def test_batch_norm_nhwc_trains_as_torch(monkeypatch, dev):
     rm, rv = torch.zeros(c), torch.ones(c)
     for step in range(3):
         x = data((4, 3, 3, c), 10 + step)
-        xv = vdev.Variable(x) if step else None
-        if step == 0:
-            with vdev.device(dev):
-                xv = vdev.Variable(x)
+        with vdev.device(dev):
+            xv = vdev.Variable(x)
+            w = vdev.constant(data(x.shape, 99))
         if not bn.built:
             bn.build((None, 3, 3, c))
             bn.set_weights([gamma, beta, np.zeros(c), np.ones(c)])
         with vdev.GradientTape() as tape:
-            y = bn(xv, training=True)
-            loss = vdev.reduce_sum(vdev.multiply(y, vdev.constant(data(y.shape, 99))))
+            y = bn(xv, training=True)  # no scope open: it runs where x is
+            loss = vdev.reduce_sum(vdev.multiply(y, w))
         gx, gg, gb = tape.gradient(loss, [xv, bn.gamma, bn.beta])
         tx = torch.tensor(to_nchw(x), requires_grad=True)
         tg = torch.tensor(gamma, requires_grad=True)
