@@ -8,6 +8,8 @@ fit is the loop one would write with ``GradientTape``: for each batch,
 ``loss = loss_fn(y, model(x))`` under a tape, then
 ``optimizer.apply_gradients(zip(tape.gradient(loss, vars), vars))``, with
 the same ops, so it gives the same bits as that loop over the same batches.
+As Keras's, fit calls the model with ``training=True`` (Dropout drops) and
+evaluate and predict with ``training=False``.
 Batches are rows of the numpy arrays (vdev tensors are read to the host
 once), in order or, with ``shuffle=True``, in the order of a permutation per
 epoch: ``numpy.random.default_rng([seed, e]).permutation(n)`` for the e-th
@@ -33,7 +35,7 @@ import numpy as np
 
 from . import _ops, _strategy_context, callbacks as callbacks_module, losses, optimizers
 from . import random as _random
-from ._norm_layers import _training_scope
+from ._core_layers import training_scope
 from ._tape import GradientTape
 from ._tensor import Tensor
 
@@ -302,7 +304,7 @@ class Model:
         # the layers run in training mode (Keras's call context: a
         # BatchNormalization normalizes by the batch and updates its moving
         # statistics), evaluate's and predict's in inference mode
-        with GradientTape() as tape, _training_scope(True):
+        with GradientTape() as tape, training_scope(True):
             pred, out = self._forward(xb)
             loss = self._loss_value(self._loss_fn, yb, pred)
         if variables:  # a frozen model: Keras 2.11's optimizer applies nothing
@@ -326,7 +328,7 @@ class Model:
 
         def step(x, y):
             ctx = _strategy_context.replica()
-            with GradientTape() as tape, _training_scope(True):  # as _train_batch
+            with GradientTape() as tape, training_scope(True):
                 pred, out = self._forward(x)
                 loss = _ops.divide(self._loss_value(self._loss_fn, y, pred, "sum"), float(n))
             if variables:  # as _train_batch
@@ -342,7 +344,7 @@ class Model:
         return float(loss), np.concatenate([outs[r] for r in sorted(outs)])
 
     def _test_batch(self, xb, yb):
-        with _training_scope(False):
+        with training_scope(False):
             pred, out = self._forward(xb)
         return float(self._loss_value(self._loss_fn, yb, pred)), out.numpy()
 
@@ -652,8 +654,7 @@ class Model:
         outs = []
         for step, b in enumerate(range(0, x.shape[0], batch_size)):
             cbs.call("on_predict_batch_begin", step, None)
-            with _training_scope(False):
-                out = self(x[b:b + batch_size]).numpy()
+            out = self(x[b:b + batch_size], training=False).numpy()
             outs.append(out)
             cbs.call("on_predict_batch_end", step, {"outputs": out})
         cbs.call("on_predict_end", None)

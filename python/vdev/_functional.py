@@ -712,8 +712,11 @@ class Functional(Layer, _fit.Model):
     def __call__(self, inputs, training=None, mask=None):
         """The model's outputs for inputs: a tensor or numpy array, or a list
         of them (one per Input, in the model's order; or a dict by the
-        Inputs' names). ``training`` and ``mask`` change nothing."""
-        return self._run(inputs, training=training, mask=mask)
+        Inputs' names). ``training`` is Keras's: a layer inside called
+        without it takes it (Dropout); ``mask`` changes nothing."""
+        from ._core_layers import training_scope
+        with training_scope(training):
+            return self._run(inputs, training=training, mask=mask)
 
     # ---- training (vdev/_fit.py), for what differs ----
     def compile(self, *args, **kwargs):

@@ -5,7 +5,10 @@
 ``GlobalMaxPooling1D/2D`` (from _pooling_layers.py), the merge layers
 ``Concatenate``, ``Add``, ``Subtract``, ``Multiply``, ``Average`` (and their
 functions ``concatenate`` ...) and ``Lambda`` (from _merge_layers.py), and
-``Input`` and ``InputLayer`` of the functional API (from _functional.py).
+``Input`` and ``InputLayer`` of the functional API (from _functional.py),
+and the weightless core layers ``Dropout``, ``Reshape``, ``Permute``,
+``Activation``, ``ReLU``, ``LeakyReLU`` and ``Softmax`` (from
+_core_layers.py).
 
 ``Dense(units, activation)`` computes act(x @ W + b) with W Glorot-uniform
 and b zeros (Keras's kernel_initializer / bias_initializer: a name or a
@@ -44,7 +47,9 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            # Keras's functional API (vdev/_functional.py, vdev/_merge_layers.py)
            "Add", "Average", "Concatenate", "Input", "InputLayer", "Lambda", "Maximum",
            "Minimum", "Multiply", "Subtract", "add", "average", "concatenate", "maximum",
-           "minimum", "multiply", "subtract"]
+           "minimum", "multiply", "subtract",
+           # Keras's core layers without weights (vdev/_core_layers.py)
+           "Activation", "Dropout", "LeakyReLU", "Permute", "ReLU", "Reshape", "Softmax"]
 
 _ACTIVATIONS = {None: None, "linear": None, "relu": _ops.relu, "tanh": _ops.tanh,
                 "sigmoid": _ops.sigmoid, "softmax": _ops.softmax}
@@ -480,3 +485,5 @@ from ._functional import Input, InputLayer  # noqa: E402
 from ._merge_layers import (Add, Average, Concatenate, Lambda, Maximum, Minimum,  # noqa: E402
                             Multiply, Subtract, add, average, concatenate, maximum, minimum,
                             multiply, subtract)
+from ._core_layers import (Activation, Dropout, LeakyReLU, Permute, ReLU, Reshape,  # noqa: E402
+                           Softmax)

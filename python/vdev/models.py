@@ -445,12 +445,14 @@ class Sequential(Layer, _Training):
         return shape
 
     def __call__(self, inputs, training=None, mask=None):
-        """The layers applied in order to ``inputs``. ``training`` and
-        ``mask`` are taken as Keras's ``__call__`` takes them and change
-        nothing (vdev's layers behave the same in training and inference)."""
+        """The layers applied in order to ``inputs``. ``training`` is
+        Keras's: a layer inside called without it takes it (Dropout);
+        ``mask`` is taken as Keras's ``__call__`` takes it and changes nothing."""
+        from ._core_layers import training_scope
         x = inputs
-        for l in self.layers:
-            x = l(x)
+        with training_scope(training):
+            for l in self.layers:
+                x = l(x)
         shape = getattr(inputs, "shape", None)
         if shape is not None and len(shape):
             self._call_shape = (None,) + tuple(int(d) for d in tuple(shape)[1:])
