@@ -121,6 +121,9 @@ def test_noise_shape_shares_the_mask_along_its_1s():
     with pytest.raises(vdev.errors.InvalidArgumentError) as e:
         layers.Dropout(0.5, noise_shape=(4, 2, 6))(x, training=True)
     assert e.value.message == "Incompatible shapes: [4,5,6] vs. [4,2,6]"
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        layers.Dropout(0.5, noise_shape=(1, None, 5, 6))(x, training=True)
+    assert e.value.message == "Incompatible shapes: [4,5,6] vs. [1,5,5,6]"
 
 
 def test_seed_none_follows_vdev_random_set_seed():

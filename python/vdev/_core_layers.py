@@ -159,7 +159,8 @@ class Dropout(_Stateless):
         1 nor the input's size is TensorFlow's InvalidArgumentError."""
         if self.noise_shape is None:
             return shape
-        noise = [shape[i] if v is None else int(v) for i, v in enumerate(self.noise_shape)]
+        noise = [shape[i] if v is None and i < len(shape) else v
+                 for i, v in enumerate(self.noise_shape)]
         padded = [1] * (len(shape) - len(noise)) + noise
         if len(noise) > len(shape) or any(n not in (1, s) for n, s in zip(padded, shape)):
             raise errors.InvalidArgumentError(
