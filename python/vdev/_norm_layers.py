@@ -10,43 +10,21 @@ optimizer sees them). A BatchNormalization called with ``training=True``
 normalizes by the batch's mean and biased variance and updates its moving
 statistics as Keras 2.11 does (see BatchNormalization); otherwise it uses
 them. ``training=None`` takes the flag of the call it runs in: ``fit``'s
-training step runs the model under ``training=True`` (``_training_scope``,
-Keras's call context), ``evaluate`` and ``predict`` under ``False``.
+training step runs the model under ``training=True`` (``training_scope`` of
+_core_layers, Keras's call context, which Dropout reads too), ``evaluate``
+and ``predict`` under ``False``.
 """
 
 import functools
 import numbers
-import threading
 
 import numpy as np
 
-from . import _ops, _strategy_context, initializers, random
+from . import _core_layers, _ops, _strategy_context, initializers, random
 from ._device import current_device, device
 from ._tensor import Tensor, float32
 
 __all__ = ["BatchNormalization", "LayerNormalization"]
-
-_tls = threading.local()
-
-
-class _training_scope:
-    """The training flag of an outer call (Keras's call context): layers
-    called inside it with ``training=None`` take it. None leaves the outer
-    flag as it is. Per thread: a replica's step sets its own."""
-
-    def __init__(self, training):
-        self._training = training
-        self._saved = None
-
-    def __enter__(self):
-        self._saved = getattr(_tls, "training", None)
-        if self._training is not None:
-            _tls.training = bool(self._training)
-        return self
-
-    def __exit__(self, *exc):
-        _tls.training = self._saved
-        return False
 
 
 def _training_value(layer, training):
@@ -54,7 +32,7 @@ def _training_value(layer, training):
     context's, else False (Keras's learning phase outside fit); always
     False for a frozen layer (``trainable = False``)."""
     if training is None:
-        training = getattr(_tls, "training", None)
+        training = _core_layers._training.get()
     if not layer.trainable:
         return False
     return bool(training) if training is not None else False

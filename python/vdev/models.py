@@ -26,8 +26,9 @@ Model = Functional
 
 
 def _build(layer, shape):
-    """Builds an unbuilt Dense or Conv2D for inputs of shape (batch None),
-    and the layers of a Sequential one after the other."""
+    """Builds an unbuilt Dense, Conv2D, BatchNormalization or
+    LayerNormalization for inputs of shape (batch None), and the layers of a
+    Sequential one after the other."""
     if isinstance(layer, Sequential):
         for l in layer.layers:
             if shape is None:
@@ -37,6 +38,10 @@ def _build(layer, shape):
                      if hasattr(l, "compute_output_shape") else None)
     elif isinstance(layer, (Dense, Conv2D)) and not layer.built and shape[-1] is not None:
         layer.build(shape[-1])
+    else:
+        from ._norm_layers import BatchNormalization, LayerNormalization
+        if isinstance(layer, (BatchNormalization, LayerNormalization)) and not layer.built:
+            layer.build(shape)  # as Keras: built once the model knows its input shape
 
 
 def _layer_class(name, custom_objects=None):
