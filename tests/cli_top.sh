@@ -15,9 +15,10 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 unset VDEV_PLACEMENT VDEV_LOGICAL_DEVICES VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWTH VDEV_TRACE_FILE
 export VDEV_SIM_GPUS=3x1GiB
 tmp=$(mktemp -d)
-demo_pid= fake_pid=
+demo_pid= fake_pid= top_pid=
 cleanup() {
   [ -n "$demo_pid" ] && kill "$demo_pid" 2>/dev/null
+  [ -n "$top_pid" ] && kill "$top_pid" 2>/dev/null
   [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null
   wait 2>/dev/null; rm -rf "$tmp"
 }
@@ -81,8 +82,9 @@ s.serve_forever()
 EOF
 python3 "$tmp/serve.py" "$tmp/metrics.txt" >"$tmp/fake.port" 2>"$tmp/fake.err" &
 fake_pid=$!
-for _ in $(seq 1 40); do [ -s "$tmp/fake.port" ] && break; sleep 0.25; done   # bounded: 10 s
+for _ in $(seq 1 480); do [ -s "$tmp/fake.port" ] && break; sleep 0.25; done   # bounded: 120 s
 fake=http://127.0.0.1:$(cat "$tmp/fake.port")
+[ -s "$tmp/fake.port" ] || bad "the fake endpoint did not start: $(cat "$tmp/fake.err")"
 out=$("$vdev" top --once --interval 0.1 --url "$fake" 2>"$tmp/err"); rc=$?
 [ $rc -eq 0 ] && ok || bad "bogus values: exit $rc: $(cat "$tmp/err") $(cat "$tmp/fake.err")"
 g0=$(grep "^/device:GPU:0 " <<<"$out"); g1=$(grep "^/device:GPU:1 " <<<"$out")
@@ -106,14 +108,26 @@ if [ -w /dev/full ]; then
   [ $rc -eq 1 ] && [ "$err" = "vdev top: write error on standard output: No space left on device" ] &&
     ok || bad "top >/dev/full: exit $rc: $err"
   # without --once it stops at the first frame it cannot write
-  err=$(timeout 20 "$vdev" top --interval 0.1 --url "$fake" 2>&1 >/dev/full); rc=$?
+  err=$(timeout 120 "$vdev" top --interval 0.1 --url "$fake" 2>&1 >/dev/full); rc=$?
   [ $rc -eq 1 ] && [ "$err" = "vdev top: write error on standard output: No space left on device" ] &&
     ok || bad "top (live) >/dev/full: exit $rc: $err"
 fi
 # Not a terminal: plain frames, one after another, a blank line between, no
 # escape codes (as `top -b`); on a terminal, each frame clears the screen.
-timeout -s INT 3 "$vdev" top --interval 0.4 --url "$fake" >"$tmp/top.log" 2>"$tmp/err"
-frames=$(grep -c "^vdev top  $fake/metrics  [0-9][0-9]:[0-9][0-9]:[0-9][0-9]   (" "$tmp/top.log")
+# Stopped once the file holds two frames, however long a loaded machine
+# takes to get there (top does not flush a file per frame: they arrive as its
+# buffer fills), not after a fixed time; the log is made before top starts.
+frame_re="^vdev top  $fake/metrics  [0-9][0-9]:[0-9][0-9]:[0-9][0-9]   ("
+: >"$tmp/top.log"
+"$vdev" top --interval 0.4 --url "$fake" >"$tmp/top.log" 2>"$tmp/err" &
+top_pid=$!
+for _ in $(seq 1 480); do   # bounded: 120 s
+  [ "$(grep -c "$frame_re" "$tmp/top.log")" -ge 2 ] && break
+  kill -0 "$top_pid" 2>/dev/null || break
+  sleep 0.25
+done
+kill "$top_pid" 2>/dev/null; wait "$top_pid" 2>/dev/null; top_pid=
+frames=$(grep -c "$frame_re" "$tmp/top.log")
 [ "$frames" -ge 2 ] && ok || bad "top to a file: $frames frames: $(cat "$tmp/top.log" "$tmp/err")"
 grep -q $'\e' "$tmp/top.log" && bad "top to a file: escape codes: $(cat -v "$tmp/top.log" | head -3)" || ok
 awk -v first=1 '/^vdev top  / { if (!first && prev != "") exit 1; first = 0 } { prev = $0 }' "$tmp/top.log" &&
@@ -131,8 +145,8 @@ for cols in (None, 200, 100, 80, 64):
         os.execv(sys.argv[1], [sys.argv[1], "top", "--interval", "0.3", "--url", sys.argv[2]])
     if cols:
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, cols, 0, 0))
-    got, end = b"", time.time() + 10
-    while time.time() < end and got.count(b"\x1b[H\x1b[2J") < (3 if cols else 2):
+    got, end = b"", time.monotonic() + 120   # bounds a hang only: ends at the frames
+    while time.monotonic() < end and got.count(b"\x1b[H\x1b[2J") < (3 if cols else 2):
         r, _, _ = select.select([fd], [], [], 0.5)
         if r:
             try:
@@ -169,7 +183,7 @@ serve() {
   rm -f "$tmp/fake.port"   # not the last server's port, before this one writes it
   python3 "$tmp/serve.py" "$1" >"$tmp/fake.port" 2>"$tmp/fake.err" &
   fake_pid=$!
-    for _ in $(seq 1 120); do [ -s "$tmp/fake.port" ] && break; sleep 0.25; done   # bounded: 30 s
+  for _ in $(seq 1 480); do [ -s "$tmp/fake.port" ] && break; sleep 0.25; done   # bounded: 120 s
   fake=http://127.0.0.1:$(cat "$tmp/fake.port")
   [ -s "$tmp/fake.port" ] || bad "the fake endpoint did not start: $(cat "$tmp/fake.err")"
 }
@@ -224,7 +238,9 @@ serve "$tmp/metrics.txt"
 : >"$tmp/gone.log"
 "$vdev" top --interval 0.2 --url "$fake" >"$tmp/gone.log" 2>"$tmp/err" &
 top_pid=$!
-for _ in $(seq 1 120); do grep -q "^vdev top " "$tmp/gone.log" && break; sleep 0.25; done   # 30 s
+# (top's frames reach a file as its buffer fills, several at once: on a
+# loaded machine that takes a while)
+for _ in $(seq 1 480); do grep -q "^vdev top " "$tmp/gone.log" && break; sleep 0.25; done   # 120 s
 kill "$fake_pid" 2>/dev/null; wait "$fake_pid" 2>/dev/null; fake_pid=
 wait "$top_pid"; rc=$?
 want="vdev top: $fake/metrics went away (Connection refused): the watched process ended or stopped serving"
@@ -238,22 +254,46 @@ err=$("$vdev" top --once --url "http://127.0.0.1:$port" 2>&1 >/dev/null); rc=$?
 [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && echo "$err" | grep -q "Connection refused" && ok \
   || bad "nothing listening: not one line naming the refusal: $err"
 
-port=$(free_port)
-VDEV_METRICS_ADDR=127.0.0.1:$port "$vdev" demo --epochs 1000 --steps 100 >"$tmp/demo.out" 2>&1 &
+# The demo serves on a port it picks (port 0) and names it: a port found free
+# beforehand could be taken by another test running at the same time.
+VDEV_METRICS_ADDR=127.0.0.1:0 "$vdev" demo --epochs 1000 --steps 100 >"$tmp/demo.out" 2>&1 &
 demo_pid=$!
+port=
+for _ in $(seq 1 240); do   # bounded: 120 s
+  port=$(sed -n 's|^Metrics: http://127\.0\.0\.1:\([0-9]*\)/metrics$|\1|p' "$tmp/demo.out")
+  [ -n "$port" ] && break
+  kill -0 "$demo_pid" 2>/dev/null || break
+  sleep 0.5
+done
 up=0
-for _ in $(seq 1 40); do   # bounded: 20 s
+for _ in $(seq 1 240); do   # bounded: 120 s
+  [ -n "$port" ] || break
   if "$vdev" top --once --interval 0.2 --url "http://127.0.0.1:$port" >/dev/null 2>&1; then up=1; break; fi
   sleep 0.5
 done
 [ $up -eq 1 ] && ok || bad "the demo's endpoint never answered: $(cat "$tmp/demo.out")"
-out=$("$vdev" top --once --url "http://127.0.0.1:$port" 2>&1); rc=$?
+# ops/s is the 11th field counting "in use" values as two (number, unit)
+rates() {
+  local k line
+  for k in 0 1 2; do
+    line=$(echo "$out" | grep "^/device:GPU:$k ")
+    echo "$line" |
+      awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]$/ && $(i-1) ~ /^[0-9]+$/) r = $i; print r }'
+  done
+}
+# The rate is of the ops run between two samples a second apart: on a loaded
+# machine a step of the demo can take longer than that, so a device can show
+# 0.0 once; sampled again until every device shows ops run (or 120 s pass).
+for _ in $(seq 1 120); do
+  out=$("$vdev" top --once --url "http://127.0.0.1:$port" 2>&1); rc=$?
+  [ $rc -eq 0 ] || break
+  [ "$(rates | awk '$1 > 0' | wc -l)" -eq 3 ] && break
+done
 [ $rc -eq 0 ] && ok || bad "top --once exit $rc: $out"
 for k in 0 1 2; do
   line=$(echo "$out" | grep "^/device:GPU:$k ")
   [ -n "$line" ] && ok || bad "no line for GPU:$k: $out"
   echo "$line" | grep -Eq " sim +\[[#+.]+\].*(MiB|GiB)" && ok || bad "GPU:$k line lacks backend, bar or limit: $line"
-  # ops/s is the 11th field counting "in use" values as two (number, unit)
   rate=$(echo "$line" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]$/ && $(i-1) ~ /^[0-9]+$/) r = $i; print r }')
   awk -v r="$rate" 'BEGIN { exit !(r > 0) }' && ok || bad "GPU:$k op rate '$rate' not positive: $line"
 done
