@@ -10,7 +10,6 @@ vdev=$1
 here=$(cd "$(dirname "$0")" && pwd)
 dash=$here/../contrib/grafana/vdev-dashboard.json
 . "${BASH_SOURCE%/*}/testlib.sh"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 unset VDEV_PLACEMENT VDEV_LOGICAL_DEVICES VDEV_VISIBLE_DEVICES VDEV_MEMORY_GROWTH VDEV_TRACE_FILE
 export VDEV_SIM_GPUS=3x1GiB
 tmp=$(mktemp -d)
@@ -20,12 +19,19 @@ trap cleanup EXIT
 
 python3 -m json.tool "$dash" >/dev/null && ok || bad "$dash is not valid JSON"
 
-port=$(free_port)
-VDEV_METRICS_ADDR=127.0.0.1:$port "$vdev" demo --epochs 1000 --steps 100 >"$tmp/demo.out" 2>&1 &
+# The demo serves on a port it picks (port 0) and names it: a port found free
+# beforehand could be taken by another test running at the same time.
+VDEV_METRICS_ADDR=127.0.0.1:0 "$vdev" demo --epochs 1000 --steps 100 >"$tmp/demo.out" 2>&1 &
 demo_pid=$!
-for _ in $(seq 1 40); do   # bounded: 20 s
-  curl -s --max-time 5 "http://127.0.0.1:$port/metrics" >"$tmp/metrics" 2>/dev/null && \
+port=
+: >"$tmp/metrics"
+for _ in $(seq 1 240); do   # bounded: 120 s
+  [ -n "$port" ] ||
+    port=$(sed -n 's|^Metrics: http://127\.0\.0\.1:\([0-9]*\)/metrics$|\1|p' "$tmp/demo.out")
+  [ -n "$port" ] &&
+    curl -s --max-time 5 "http://127.0.0.1:$port/metrics" >"$tmp/metrics" 2>/dev/null &&
     grep -q vdev_ops_total "$tmp/metrics" && break
+  kill -0 "$demo_pid" 2>/dev/null || break
   sleep 0.5
 done
 grep -q '^# TYPE vdev_' "$tmp/metrics" && ok || bad "no metrics page: $(cat "$tmp/demo.out")"

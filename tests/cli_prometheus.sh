@@ -23,10 +23,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-vport=$(free_port)
-VDEV_METRICS_ADDR=127.0.0.1:$vport "$vdev" demo --epochs 1000 --steps 100 >"$tmp/demo.out" 2>&1 &
+# The demo serves on a port it picks (port 0) and names it: a port found free
+# beforehand could be taken by another test running at the same time.
+VDEV_METRICS_ADDR=127.0.0.1:0 "$vdev" demo --epochs 1000 --steps 100 >"$tmp/demo.out" 2>&1 &
 demo_pid=$!
-pport=$(free_port)
+vport=
+for _ in $(seq 1 240); do   # bounded: 120 s
+  vport=$(sed -n 's|^Metrics: http://127\.0\.0\.1:\([0-9]*\)/metrics$|\1|p' "$tmp/demo.out")
+  [ -n "$vport" ] && break
+  kill -0 "$demo_pid" 2>/dev/null || break
+  sleep 0.5
+done
+[ -n "$vport" ] || { bad "the demo named no metrics port: $(cat "$tmp/demo.out")"; finish; exit; }
 cat >"$tmp/prometheus.yml" <<YML
 global:
   scrape_interval: 1s
@@ -36,9 +44,22 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:$vport']
 YML
-prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
-  --web.listen-address="127.0.0.1:$pport" >"$tmp/prom.log" 2>&1 &
-prom_pid=$!
+# Prometheus's own port: one found free may be taken by another test before
+# Prometheus binds it; then another, a few times.
+for _ in 1 2 3 4 5; do
+  pport=$(free_port)
+  prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
+    --web.listen-address="127.0.0.1:$pport" >"$tmp/prom.log" 2>&1 &
+  prom_pid=$!
+  for _ in $(seq 1 240); do   # bounded: 120 s, until it serves or ends
+    curl -s --max-time 5 -o /dev/null "http://127.0.0.1:$pport/-/ready" && break
+    kill -0 "$prom_pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  kill -0 "$prom_pid" 2>/dev/null && break
+  grep -q "address already in use" "$tmp/prom.log" || break
+  wait "$prom_pid"; prom_pid=
+done
 
 # query NAME -> "device value" lines from Prometheus's API (empty until scraped)
 query() {
@@ -70,24 +91,43 @@ for r in sorted(rows):
 ' "$1"
 }
 
+# Each wait below is for what it checks, bounded (120 s) so that only a hang
+# reaches the bound: on a loaded machine scrapes and steps come late.
 got=
-for _ in $(seq 1 40); do   # bounded: about 20 s for the first scrapes
+for _ in $(seq 1 240); do   # the first scrapes
   got=$(query vdev_memory_reserved_bytes)
   [ "$(echo "$got" | grep -c GPU)" -eq 3 ] && break
   sleep 0.5
 done
 [ "$(echo "$got" | grep -c GPU)" -eq 3 ] && ok || bad "no scrape of 3 GPUs: '$got'; $(tail -5 "$tmp/prom.log"); $(tail -3 "$tmp/demo.out")"
-sleep 2 # a scrape after the demo's first steps
+# a scrape after the demo's first steps: the values settle after the first
+# step, so Prometheus's equal the endpoint's once it has scraped them
 for m in vdev_memory_limit_bytes vdev_memory_reserved_bytes; do
-  a=$(query $m); b=$(served $m)
+  for _ in $(seq 1 240); do
+    a=$(query $m); b=$(served $m)
+    [ -n "$a" ] && [ "$a" = "$b" ] && break
+    sleep 0.5
+  done
   [ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "$m: Prometheus has '$a', the endpoint serves '$b'"
 done
-# counters arrive too, and rate() over them works
-r=$(query 'sum%20by%20(device)%20(rate(vdev_ops_total%5B5s%5D))')
+# counters arrive too, and rate() over them works (two scrapes in its window)
+for _ in $(seq 1 240); do
+  r=$(query 'sum%20by%20(device)%20(rate(vdev_ops_total%5B5s%5D))')
+  echo "$r" | grep -q "GPU:0" && break
+  sleep 0.5
+done
 echo "$r" | grep -q "GPU:0" && ok || bad "no op rate for GPU:0: '$r'"
-h=$(query 'vdev_op_duration_seconds_count')
+for _ in $(seq 1 240); do
+  h=$(query 'vdev_op_duration_seconds_count')
+  echo "$h" | grep -q "GPU:1" && break
+  sleep 0.5
+done
 echo "$h" | grep -q "GPU:1" && ok || bad "no op-time histogram: '$h'"
-up=$(query 'up')
+for _ in $(seq 1 240); do
+  up=$(query 'up')
+  echo "$up" | grep -q " 1$" && break
+  sleep 0.5
+done
 echo "$up" | grep -q " 1$" && ok || bad "target not up: '$up'"
 
 finish
