@@ -115,8 +115,8 @@ fi
 # Not a terminal: plain frames, one after another, a blank line between, no
 # escape codes (as `top -b`); on a terminal, each frame clears the screen.
 # Stopped once the file holds two frames, however long a loaded machine
-# takes to get there (top does not flush a file per frame: they arrive as its
-# buffer fills), not after a fixed time; the log is made before top starts.
+# takes to get there (its start, two fetches and the --interval), not after a
+# fixed time; the log is made before top starts.
 frame_re="^vdev top  $fake/metrics  [0-9][0-9]:[0-9][0-9]:[0-9][0-9]   ("
 : >"$tmp/top.log"
 "$vdev" top --interval 0.4 --url "$fake" >"$tmp/top.log" 2>"$tmp/err" &
@@ -238,8 +238,6 @@ serve "$tmp/metrics.txt"
 : >"$tmp/gone.log"
 "$vdev" top --interval 0.2 --url "$fake" >"$tmp/gone.log" 2>"$tmp/err" &
 top_pid=$!
-# (top's frames reach a file as its buffer fills, several at once: on a
-# loaded machine that takes a while)
 for _ in $(seq 1 480); do grep -q "^vdev top " "$tmp/gone.log" && break; sleep 0.25; done   # 120 s
 kill "$fake_pid" 2>/dev/null; wait "$fake_pid" 2>/dev/null; fake_pid=
 wait "$top_pid"; rc=$?
