@@ -70,7 +70,7 @@ void check_sleep_ms(int ms)
 int check_wait_flag(const void *vflag)
 {
     atomic_int *flag = (atomic_int *)(uintptr_t)vflag;
-    for (int i = 0; i < 20000 && !atomic_load(flag); i++)
+    for (int i = 0; i < 120000 && !atomic_load(flag); i++)
         check_sleep_ms(1);
     return atomic_load(flag);
 }

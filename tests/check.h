@@ -26,9 +26,10 @@ int check_child_status(int status);
 int check_done(void);
 /* Sleeps ms milliseconds. */
 void check_sleep_ms(int ms);
-/* Waits until *flag (an atomic int) is nonzero, for at most about 20 s;
- * returns the flag. Tests that need to know that something happened wait
- * with it, never asserting on how long it took. */
+/* Waits until *flag (an atomic int) is nonzero, for at most about 120 s (a
+ * bound that only a hang reaches, on a loaded machine too); returns the
+ * flag. Tests that need to know that something happened wait with it, never
+ * asserting on how long it took. */
 int check_wait_flag(const void *flag);
 /* Runs fn on n threads at once (at most CHECK_MAX_THREADS), thread i given
  * (void *)(intptr_t)i, and joins them; returns how many started (a test

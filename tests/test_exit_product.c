@@ -60,7 +60,7 @@ static void product_at_exit(void)
  * then products are queued on GPU:0 and main returns. */
 static int child_handler(const char *how)
 {
-    alarm(30);
+    alarm(120);
     check_fresh("1x4GiB");
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
     if (atexit(!strcmp(how, "shutdown") ? vdev_shutdown : product_at_exit) != 0)

@@ -43,7 +43,7 @@ static void expect_refusal(const char *fn, long parent, int line)
         check_fail(__FILE__, line, "message \"%s\", expected \"%s\"", vdev_last_error(), want);
 }
 
-/* Runs child() in a forked child under a 30 s alarm; the child's exit
+/* Runs child() in a forked child under a 120 s alarm; the child's exit
  * status is its number of failed checks. Returns that status, or -1 when
  * the child died of a signal (a hang ends in SIGALRM). */
 static int in_child(void (*child)(long parent))
@@ -54,7 +54,7 @@ static int in_child(void (*child)(long parent))
     if (pid < 0)
         return -1;
     if (pid == 0) {
-        alarm(30);
+        alarm(120);
         check_passed = check_failed = 0;
         child(parent);
         int failed = check_done() != 0;

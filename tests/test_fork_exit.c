@@ -44,7 +44,7 @@ static void *run_held(void *arg)
 }
 
 /* Forks while a product of another thread is in the gate; the child runs
- * child() under a 30 s alarm and then exit()s with its failure count.
+ * child() under a 120 s alarm and then exit()s with its failure count.
  * Returns the child's exit status, -1 when it died of a signal. */
 static int fork_during_product(void (*child)(void))
 {
@@ -57,7 +57,7 @@ static int fork_during_product(void (*child)(void))
     fflush(stdout);
     pid_t pid = ok ? fork() : -1;
     if (pid == 0) {
-        alarm(30);
+        alarm(120);
         check_passed = check_failed = 0;
         child();
         int failed = check_done() != 0;

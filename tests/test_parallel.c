@@ -126,7 +126,7 @@ static void held_fn(void *vctx, int64_t lo, int64_t hi)
         return; /* a second worker range (not expected: the first is held) */
     atomic_store(&h->worker_len, hi - lo);
     /* Held until the caller has run everything outside this range. */
-    for (int i = 0; i < 20000; i++) {
+    for (int i = 0; i < 120000; i++) { /* 120 s: only a hang reaches it */
         if (atomic_load(&h->by_caller) == h->n - (hi - lo)) {
             atomic_store(&h->worker_saw_rest, 1);
             return;

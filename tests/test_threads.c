@@ -289,14 +289,14 @@ static void *submit_main(void *varg)
 
 static void wait_until(atomic_int *flag)
 {
-    for (int i = 0; i < 100000 && !atomic_load(flag); i++)
+    for (int i = 0; i < 600000 && !atomic_load(flag); i++) /* 60 s: a hang */
         usleep(100);
     CHECK(atomic_load(flag));
 }
 
 static void wait_queued(int n)
 {
-    for (int i = 0; i < 100000 && vdev_threads_queued() != n; i++)
+    for (int i = 0; i < 600000 && vdev_threads_queued() != n; i++) /* 60 s: a hang */
         usleep(100);
     CHECK(vdev_threads_queued() == n);
 }
@@ -320,7 +320,7 @@ static void gate(void)
     CHECK(!atomic_load(&pb.running));
     /* B polls for a while (a CPU is left over: 1 slot), then sleeps; A's
      * thread wakes it when its product is done. */
-    for (int i = 0; i < 100000 && vdev_threads_sleepers() != 1; i++)
+    for (int i = 0; i < 600000 && vdev_threads_sleepers() != 1; i++) /* 60 s: a hang */
         usleep(100);
     CHECK(vdev_threads_sleepers() == 1);
     atomic_store(&pa.hold, 0);
