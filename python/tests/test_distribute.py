@@ -683,7 +683,7 @@ def test_unseeded_random_in_steps_is_fixed_by_replica_not_timing():
         def step():
             me = D.get_replica_context().replica_id_in_sync_group
             if me != first:
-                went.wait(30)
+                went.wait(120)  # ends when set; the bound is for a hang only
             out = [vdev.random.normal([5]), vdev.random.uniform([3])]
             if me == first:
                 went.set()

@@ -266,10 +266,11 @@ def test_pressure_callback_replaced_while_running(card):
     inside itself, the next pressure calls nobody."""
     three(card)
     entered, go, seen = threading.Event(), threading.Event(), []
+    hang = 120  # seconds: every wait ends at its event; only a deadlock reaches this
 
     def slow(device, kind, nbytes):
         entered.set()
-        go.wait(20)
+        go.wait(hang)
         seen.append(E.get_memory_pressure_callback(device))
         E.set_memory_pressure_callback(device, None)  # from inside
 
@@ -278,15 +279,15 @@ def test_pressure_callback_replaced_while_running(card):
         t = vdev.zeros([64 * 256 * 1024])  # 64 MiB
     lower = threading.Thread(target=E.set_memory_limits, args=("GPU:1", 0, 32 * MIB))
     lower.start()
-    assert entered.wait(20)
+    assert entered.wait(hang)
     other = []
     setter = threading.Thread(target=E.set_memory_pressure_callback,
                               args=("GPU:1", lambda *a: other.append(a)))
     setter.start()
-    setter.join(20)
+    setter.join(hang)
     assert not setter.is_alive()
     go.set()
-    lower.join(20)
+    lower.join(hang)
     assert not lower.is_alive()
     assert len(seen) == 1 and seen[0] is not slow  # the new one was in place
     assert E.get_memory_pressure_callback("GPU:1") is None
