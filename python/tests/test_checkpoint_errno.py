@@ -51,7 +51,7 @@ def _save_in_child(path, prefix=(), preexec=None):
         # preloaded into the shell, crashes it), as cmake/bindings.cmake says
         cmd = ["env", "LD_PRELOAD=" + env.pop("LD_PRELOAD")] + cmd
     r = subprocess.run(list(prefix) + cmd, env=env, preexec_fn=preexec, capture_output=True,
-                       text=True, timeout=120)
+                       text=True, timeout=600)  # a hang's bound, on a loaded machine too
     assert r.returncode == 0, r.stderr
     return tuple(r.stdout.strip().split("|", 1))
 
@@ -97,7 +97,7 @@ def _namespaces():
     namespace (many containers forbid it)."""
     try:
         return subprocess.run(["unshare", "--mount", "--map-root-user", "true"],
-                              capture_output=True, timeout=30).returncode == 0
+                              capture_output=True, timeout=120).returncode == 0
     except OSError:
         return False
 

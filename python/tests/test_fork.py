@@ -100,8 +100,8 @@ def test_spawn_child_works():
     q = ctx.Queue()
     p = ctx.Process(target=_spawned, args=(q,))
     p.start()
-    got = q.get(timeout=120)
-    p.join(60)
+    got = q.get(timeout=600)  # bounds a hang only: the child starts Python, numpy and vdev
+    p.join(300)
     assert p.exitcode == 0 and got == [3.0, 6.0]
 
 
