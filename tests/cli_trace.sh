@@ -250,7 +250,7 @@ if "$cc" $cflags -I"$src/include" -o "$tmp/copies" "$tmp/copies.c" "$lib" -lpthr
   VDEV_SIM_GPUS=3x1GiB VDEV_TRACE_FILE=$tmp/same.json VDEV_ALLOC_TRACE=$tmp/same.trace \
     "$tmp/copies" <"$tmp/go" >"$tmp/copies.txt" 2>"$tmp/copies.err" & first=$!
   exec 3>"$tmp/go"
-  for _ in $(seq 1 600); do # until it says so, or ends
+  for _ in $(seq 1 1200); do # until it says so, or ends (120 s: a hang's bound)
     grep -q ready "$tmp/copies.txt" && break
     kill -0 $first 2>/dev/null || break
     sleep 0.1
