@@ -173,4 +173,5 @@ endif()
 list(FILTER _vdev_py_env EXCLUDE REGEX "^(VDEV_LIBRARY|PYTHONPATH)=")
 list(TRANSFORM _vdev_py_env REPLACE "^LD_PRELOAD=" "PYTHON_PRELOAD=")
 set_tests_properties(python_install PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
-  ENVIRONMENT "${_vdev_py_env}" LABELS python)
+  ENVIRONMENT "${_vdev_py_env}" LABELS python
+  RESOURCE_LOCK vdev_build_install) # as tests/cli_install.sh: both install this build
