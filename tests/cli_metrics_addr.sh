@@ -39,6 +39,7 @@ done
 # another test before the demo binds it: then another port, a few times.
 for _ in 1 2 3 4 5; do
   port=$(free_port)
+  : >"$tmp/demo.out"   # not the last try's output: the background shell truncates it late
   VDEV_METRICS_ADDR=localhost:$port "$vdev" demo --epochs 1000 --steps 100 >"$tmp/demo.out" 2>&1 &
   demo_pid=$!
   for _ in $(seq 1 240); do   # bounded: 120 s
@@ -68,6 +69,9 @@ kill "$demo_pid" 2>/dev/null; wait "$demo_pid" 2>/dev/null; demo_pid=
 
 # port 0: every scenario names the port it got
 for s in "" --tf-placement --split --mirrored --priority; do
+  # emptied here: the background shell truncates it only when it gets to run,
+  # and the last scenario's 'Metrics:' line would end the wait at once
+  : >"$tmp/demo.out"
   VDEV_METRICS_ADDR=127.0.0.1:0 "$vdev" demo $s --steps 10 >"$tmp/demo.out" 2>&1 &
   demo_pid=$!
   line=

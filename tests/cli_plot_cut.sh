@@ -131,6 +131,7 @@ if rc != -sig:
     print("FAIL: demo ended with %d, not by signal %d" % (rc, sig)); sys.exit(1)
 PY
 for sig in SIGKILL SIGTERM SIGINT; do
+  rm -f "$tmp/k.json"   # not the last run's trace (left when its checks failed)
   python3 "$tmp/kill.py" "$vdev" "$tmp/k.json" $sig || { bad "$sig: demo not killed"; continue; }
   [ "$(tail -n 1 "$tmp/k.json")" = "]" ] && { bad "$sig: the trace is complete"; continue; }
   out=$(timeout 120 "$vdev" plot "$tmp/k.json" -o "$tmp/k.svg" 2>&1); rc=$?

@@ -48,6 +48,7 @@ YML
 # Prometheus binds it; then another, a few times.
 for _ in 1 2 3 4 5; do
   pport=$(free_port)
+  : >"$tmp/prom.log"   # not the last try's log: the background shell truncates it late
   prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
     --web.listen-address="127.0.0.1:$pport" >"$tmp/prom.log" 2>&1 &
   prom_pid=$!
