@@ -31,11 +31,7 @@ def _training_value(layer, training):
     """Keras's _get_training_value: the flag given, else the call
     context's, else False (Keras's learning phase outside fit); always
     False for a frozen layer (``trainable = False``)."""
-    if training is None:
-        training = _core_layers._training.get()
-    if not layer.trainable:
-        return False
-    return bool(training) if training is not None else False
+    return bool(layer.trainable) and _core_layers._resolve_training(training)
 
 
 def _base():

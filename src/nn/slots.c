@@ -167,6 +167,17 @@ static enum vdev_status zero_in_place(vdev_tensor_t *h)
     return st;
 }
 
+/* Frees record s's SGD velocity, if it has one (stream-ordered, as any
+ * free). */
+static void drop_velocity(struct slot *s)
+{
+    if (!s->s[0])
+        return;
+    vdev_tens_free_owned(s->s[0]);
+    s->s[0] = NULL;
+    s->pending &= ~1u;
+}
+
 enum vdev_status vdev_nn_slots_momentum_off(struct optim *o)
 {
     /* the zeroing first: only it can fail, and then nothing is freed */
@@ -179,14 +190,9 @@ enum vdev_status vdev_nn_slots_momentum_off(struct optim *o)
         }
     }
     /* no caller holds the others: freed (stream-ordered, as any free) */
-    for (int i = 0; i < o->n_slots; i++) {
-        struct slot *s = &o->slots[i];
-        if (s->s[0] && !(s->given & 1u)) {
-            vdev_tens_free_owned(s->s[0]);
-            s->s[0] = NULL;
-            s->pending &= ~1u;
-        }
-    }
+    for (int i = 0; i < o->n_slots; i++)
+        if (!(o->slots[i].given & 1u))
+            drop_velocity(&o->slots[i]);
     return VDEV_OK;
 }
 
@@ -199,11 +205,8 @@ void vdev_nn_slots_release(struct optim *o, const vdev_tensor_t *hvar)
         s->given = 0;
         /* a velocity kept only for its holder (momentum is off): freed as
          * switching momentum off frees one never handed out */
-        if (o->kind == OPT_SGD && o->momentum == 0 && s->s[0]) {
-            vdev_tens_free_owned(s->s[0]);
-            s->s[0] = NULL;
-            s->pending &= ~1u;
-        }
+        if (o->kind == OPT_SGD && o->momentum == 0)
+            drop_velocity(s);
     }
 }
 
