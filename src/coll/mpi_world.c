@@ -12,8 +12,9 @@
  * slot with its deadline and a description before it calls MPI and disarms
  * it after; the thread sleeps until the earliest armed deadline (or a
  * change), and when one passes it prints "vdev: <what> did not finish within
- * N s (VDEV_MPI_TIMEOUT) ..." and calls MPI_Abort. Everything here is one
- * struct guarded by one mutex.
+ * N s (VDEV_MPI_TIMEOUT) ..." and calls MPI_Abort. A clean exit stops and
+ * joins it before MPI is finalised. Everything here is one struct guarded
+ * by one mutex.
  *
  * The exit. Open MPI's MPI_Finalize waits for every other process, so a
  * process that leaves early (a local error, exit() inside a step) must not
@@ -61,6 +62,8 @@ static struct {
     int live_comms;                 /* communicators made and not yet freed */
     int exit_registered;
     int watchdog_running;
+    int watchdog_stop;              /* set at a clean exit: the watchdog returns */
+    pthread_t watchdog;
     struct watch_slot slot[WATCH_SLOTS];
 } W = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -101,7 +104,7 @@ static void *watchdog_main(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&W.lock);
-    for (;;) {
+    while (!W.watchdog_stop) {
         uint64_t first = UINT64_MAX;
         int which = -1;
         for (int i = 0; i < WATCH_SLOTS; i++)
@@ -130,6 +133,29 @@ static void *watchdog_main(void *arg)
             pthread_cond_timedwait(&W.cond, &W.lock, &ts);
         }
     }
+    pthread_mutex_unlock(&W.lock);
+    return NULL;
+}
+
+/* Stops the watchdog and joins it (an exit that finalises MPI or returns:
+ * no thread of vdev's outlives the job's end). Not from the watchdog
+ * itself, whose MPI_Abort may run the exit handlers. */
+static void watchdog_join(void)
+{
+    pthread_mutex_lock(&W.lock);
+    int running = W.watchdog_running && !pthread_equal(W.watchdog, pthread_self());
+    if (running) {
+        W.watchdog_stop = 1;
+        pthread_cond_signal(&W.cond);
+    }
+    pthread_mutex_unlock(&W.lock);
+    if (!running)
+        return;
+    pthread_join(W.watchdog, NULL);
+    pthread_mutex_lock(&W.lock);
+    W.watchdog_running = 0;
+    W.watchdog_stop = 0;
+    pthread_mutex_unlock(&W.lock);
 }
 
 /* A free slot armed with now + timeout, or -1 when every slot is taken
@@ -178,13 +204,16 @@ static void exit_with(int status)
     char msg[WHY];
     vdev_strlcpy(msg, W.fail_msg, sizeof msg);
     pthread_mutex_unlock(&W.lock);
-    if (!ops)
+    if (!ops) {
+        watchdog_join();
         return;
+    }
     int code = status > 0 ? status : 1;
     if (size == 1 && !failed) {
         /* A job of one process (mpirun -np 1, or started without mpirun):
          * no other process waits for it, and MPI_Abort would only add
          * Open MPI's report to the program's own message. */
+        watchdog_join();
         ops->finalize();
         return;
     }
@@ -201,6 +230,7 @@ static void exit_with(int status)
                 "ending the job (MPI_Abort) so that no other process waits for it\n",
                 rank);
     } else {
+        watchdog_join();
         ops->finalize();
         return;
     }
@@ -266,14 +296,9 @@ enum vdev_status vdev_mpi_world_start(void)
                  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
                  pthread_cond_init(&W.cond, &ca) == 0;
         pthread_condattr_destroy(&ca);
-        pthread_t th;
-        pthread_attr_t at;
-        ok = ok && pthread_attr_init(&at) == 0;
-        if (ok) {
-            pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-            ok = pthread_create(&th, &at, watchdog_main, NULL) == 0;
-            pthread_attr_destroy(&at);
-        }
+        ok = ok && pthread_create(&W.watchdog, NULL, watchdog_main, NULL) == 0;
+        if (ok)
+            (void)pthread_setname_np(W.watchdog, "vdev-mpi-watch");
         if (!ok) {
             st = vdev_error(VDEV_ERR_BACKEND, "cannot start the MPI watchdog thread");
             goto out;

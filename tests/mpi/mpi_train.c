@@ -49,7 +49,11 @@
  * default devices, start-up's failure included, and writes OUT/make.<launch
  * rank> with its status and message).
  * Exits 0 when everything it was asked did
- * happen, else prints "<task>: <what>: <message>" on stderr and exits 1. */
+ * happen, else prints "<task>: <what>: <message>" on stderr and exits 1.
+ * Every exit that runs the exit handlers also checks, after vdev's own
+ * handler (which finalises MPI on a clean exit), that vdev's MPI watchdog
+ * thread is gone: if not, it prints "<task>: the MPI watchdog thread is
+ * still running at exit" and exits 5. */
 #define _GNU_SOURCE
 #include "../mirrored_model.h"
 
@@ -87,6 +91,32 @@ static FILE *out_file(const struct opts *o, const char *kind)
         exit(1);
     }
     return f;
+}
+
+/* Registered before vdev starts MPI, so it runs after vdev's exit handler. */
+static void check_watchdog_gone(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return;
+    int alive = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300], comm[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (fgets(comm, sizeof comm, f) && !strcmp(comm, "vdev-mpi-watch\n"))
+                alive = 1;
+            fclose(f);
+        }
+    }
+    closedir(d);
+    if (alive) {
+        fprintf(stderr, "%s: the MPI watchdog thread is still running at exit\n", task_id);
+        _exit(5);
+    }
 }
 
 static double wall_seconds(void)
@@ -467,6 +497,8 @@ int main(int argc, char **argv)
             return fprintf(stderr, "mpi_train: bad option %s\n", a), 2;
         i += takes;
     }
+    if (atexit(check_watchdog_gone) != 0)
+        return fprintf(stderr, "mpi_train: atexit failed\n"), 2;
     exit_step = o.exit_in_step;
     if (o.exit_status >= 0)
         exit_in_step_status = o.exit_status;
