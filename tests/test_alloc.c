@@ -457,14 +457,13 @@ static uint64_t ref_place(const struct model *m, uint64_t base, uint64_t end, ui
 }
 
 /* One allocation checked against ref_place: the same address, or OOM when
- * nothing fits. Records whether the allocator walked in pairs. */
+ * nothing fits. */
 static void placed_alloc(vdev_alloc_t *a, struct model *m, uint64_t base, uint64_t end,
-                         uint64_t bytes, int *seen_pairs)
+                         uint64_t bytes)
 {
     uint64_t sz = (bytes + 255) / 256 * 256, want = ref_place(m, base, end, sz);
     struct vdev_block blk;
     enum vdev_status st = vdev_alloc_malloc(a, bytes, &blk);
-    *seen_pairs |= a->walk_pairs;
     if (want == UINT64_MAX) {
         CHECK_STATUS(st, VDEV_ERR_OOM);
         return;
@@ -476,9 +475,10 @@ static void placed_alloc(vdev_alloc_t *a, struct model *m, uint64_t base, uint64
     model_add(m, (struct mblock){(uintptr_t)blk.ptr, sz, blk.handle});
 }
 
-/* Random-order frees make the walks long and unpredictable, so the
- * allocator walks in pairs; a last-in-first-out pattern afterwards brings
- * back the plain walk. Every placement, in both, is the policy's. */
+/* Every placement is the policy's (the lowest-addressed chunk of the
+ * request's octave that fits, else the lowest of the next non-empty octave),
+ * under random-order frees (bins of many chunks, kept in no order) and under
+ * a last-in-first-out pattern (bins of one or two). */
 static void test_placement_policy(void)
 {
     struct fake_source s;
@@ -490,29 +490,26 @@ static void test_placement_policy(void)
     uint64_t base = s.reg[0].base, end = base + s.reg[0].bytes;
     struct model m = {0};
     uint64_t rng = 12345;
-    int seen_pairs = 0;
     for (int step = 0; step < 20000; step++) {
         if (m.n == 0 || rng_unit(&rng) < 0.5) {
             uint64_t bytes = (uint64_t)exp(rng_unit(&rng) * log(16.0 * 1048576.0));
-            placed_alloc(a, &m, base, end, bytes ? bytes : 1, &seen_pairs);
+            placed_alloc(a, &m, base, end, bytes ? bytes : 1);
         } else {
             vdev_alloc_free(a, model_take(&m, (int)(rng_next(&rng) % (uint64_t)m.n)).handle);
         }
     }
-    CHECK(seen_pairs);
     CHECK_OK(vdev_alloc_check(a));
     while (m.n)
         vdev_alloc_free(a, model_take(&m, m.n - 1).handle);
     /* Last in, first out: eight blocks, freed in reverse, many times. */
     for (int round = 0; round < 400; round++) {
         for (int k = 0; k < 8; k++)
-            placed_alloc(a, &m, base, end, (uint64_t)(k + 1) * 100000, &seen_pairs);
+            placed_alloc(a, &m, base, end, (uint64_t)(k + 1) * 100000);
         while (m.n) {
             /* the most recent allocation: the highest address here */
             vdev_alloc_free(a, model_take(&m, m.n - 1).handle);
         }
     }
-    CHECK(!a->walk_pairs);
     CHECK_OK(vdev_alloc_check(a));
     free(m.b);
     vdev_alloc_destroy(a);

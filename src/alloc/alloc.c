@@ -1,10 +1,11 @@
-/* alloc.c — the device-memory allocator: segregated fit with address-ordered
- * bins and immediate coalescing, over regions from a region source.
+/* alloc.c — the device-memory allocator: segregated fit with lowest-address
+ * choice inside each size class and immediate coalescing, over regions from a
+ * region source.
  *
  * Policy. Free chunks are binned by the power of two of their size (in 256-byte
- * units), and each bin is kept in address order. A request takes the
- * lowest-addressed chunk of its own bin that fits; if none does, the
- * lowest-addressed chunk of the next non-empty bin (every chunk there fits).
+ * units). A request takes the lowest-addressed chunk of its own bin that fits;
+ * if none does, the lowest-addressed chunk of the next non-empty bin (every
+ * chunk there fits).
  * This is address-ordered first fit within power-of-two size classes: it
  * packs live blocks toward low addresses, keeps large free space together,
  * and reuses a hole with a block of about the same size. On the traces in
@@ -22,19 +23,18 @@
  * index of a live block is its handle, so free is O(1) with no lookup. A
  * record is 32 bytes; the state sits in the low bits of the size, which is a
  * multiple of 256. The first records are sentinels: one per bin, heading that
- * bin's circular free list (address and size all ones, so list walks stop on
- * them without a NULL test), and one that stands for "no neighbour" at region
- * ends (never free, so merges need no end test). A bitmap of non-empty
- * bins finds the next non-empty bin in O(1); the walk inside a bin is short
- * in practice (bins hold the free chunks of one size octave), and when frees
- * come in random order the walks switch to a form with fewer mispredicted
- * branches (alloc_impl.h, "The walks along a bin list").
+ * bin's circular free list (address and size all ones), and one that stands
+ * for "no neighbour" at region ends (never free, so merges need no end
+ * test). A bitmap of non-empty bins finds the next non-empty bin in O(1).
+ * A bin's list is in no order: a free chunk goes in at the front, and malloc
+ * scans the bin for the lowest address that fits without a branch per chunk
+ * (alloc_impl.h, bin_lowest, says why and what it costs).
  *
- * Splitting and merging keep list positions: the rest of a split chunk and a
- * chunk merged with its upper neighbour sit where the old chunk sat in address
- * order, so they take its place in the list when the bin is unchanged; a merge
- * into the lower neighbour keeps that neighbour's place. Only a chunk that
- * changes bin, or a freed block with no free neighbour, walks its bin.
+ * Splitting and merging keep list places where they can: the rest of a split
+ * chunk and a chunk merged with its upper neighbour take the old chunk's place
+ * in its list when the bin is unchanged; a merge into the lower neighbour
+ * keeps that neighbour's place. Only a chunk that changes bin, or a freed
+ * block with no free neighbour, is put in at the front of its bin.
  *
  * Everything else — growth and garbage collection (empty regions released
  * before an OOM), stream-ordered frees, tracing, the lookup table, the OOM
@@ -115,42 +115,22 @@ static inline __attribute__((always_inline)) uint32_t take(struct vdev_alloc *a,
 {
     struct chunk *ch = a->ch;
     unsigned b = bin_of(sz);
-    uint64_t key = sz | ST_FREE;
-    /* Own bin, lowest address first; the sentinel (all ones) ends the walk. */
-    uint32_t i = walk_size(a, ch[b].fnext, key);
-    /* Every chunk of the higher sub-bins of the same octave fits: the lowest
-     * address among their first chunks and i wins (sentinels: all ones). */
-    unsigned top = b | (SUBS - 1);
-    for (unsigned c = b + 1; c <= top; c++) {
-        uint32_t j = ch[c].fnext;
-        if (ch[j].addr < ch[i].addr) {
-            i = j;
-            b = c;
-        }
-    }
-    if (i < N_BINS) {
-        /* Nothing fits in the octave: the next non-empty octave, whose
-         * chunks all fit, lowest address among its sub-bins. */
-        uint32_t c0 = bmap_find(a, top + 1);
+    uint32_t i = bin_lowest(ch, b, sz | ST_FREE);
+    if (i == b) {
+        /* Nothing fits in the own bin: the next non-empty one, whose chunks
+         * all fit. */
+        uint32_t c0 = bmap_find(a, b + 1);
         if (c0 == NIL)
             return NIL;
-        i = ch[c0].fnext;
         b = c0;
-        top = c0 | (SUBS - 1);
-        for (unsigned c = c0 + 1; c <= top; c++) {
-            uint32_t j = ch[c].fnext;
-            if (ch[j].addr < ch[i].addr) {
-                i = j;
-                b = c;
-            }
-        }
+        i = bin_lowest(ch, b, 0);
     }
     uint64_t s = csize(&ch[i]);
     if (s == sz) {
         bin_remove(a, i, b);
     } else {
         /* The block keeps the record and the low end; the rest gets a new
-         * record and the chunk's place in address order. */
+         * record, and the chunk's list place when it stays in the bin. */
         uint32_t r = record_pop(a);
         uint32_t n = ch[i].next;
         ch[r].addr = ch[i].addr + sz;
@@ -529,8 +509,7 @@ enum vdev_status vdev_alloc_malloc(vdev_alloc_t *a, uint64_t bytes, struct vdev_
         a->peak_in_use = a->in_use;
     if (sz > a->largest_alloc)
         a->largest_alloc = sz;
-    if (__builtin_expect(++a->n_allocs_total % WALK_WINDOW == 0, 0))
-        walk_decide(a);
+    a->n_allocs_total++;
     out->ptr = (void *)(uintptr_t)a->ch[h].addr;
     out->handle = h;
     unlock(a);

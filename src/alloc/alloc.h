@@ -2,8 +2,8 @@
  *
  * Segregated fit with immediate coalescing (BFC's splitting and merging) over
  * regions that a region source (the backend, through the runtime) hands out.
- * Free chunks sit in bins by the power of two of their size, each bin in
- * address order; a request takes the lowest-addressed chunk of its own bin
+ * Free chunks sit in bins by the power of two of their size; a request
+ * takes the lowest-addressed chunk of its own bin
  * that fits, else the lowest-addressed chunk of the next non-empty bin, found
  * through a bitmap in O(1), as TLSF does. On the shared traces this packs as
  * tightly as exact best fit on training traces and tighter on random ones

@@ -47,7 +47,7 @@
 /* The largest free chunk inside the regions (0 when none). */
 uint64_t vdev_alloc_largest_free(const struct vdev_alloc *a)
 {
-    /* The largest chunk is in the highest non-empty bin (ordered by address). */
+    /* The largest chunk is in the highest non-empty bin (scanned whole). */
     unsigned w = N_WORDS;
     while (w > 0 && !a->bmap[w - 1])
         w--;

@@ -30,17 +30,11 @@ enum { ST_UNUSED = 0, ST_FREE = 1, ST_LIVE = 2, ST_PENDING = 3 };
 #define MAX_BYTES (UINT64_MAX & SZ_MASK) /* the largest request that rounds without overflow */
 
 /* Bins: one per power of two of the size in 256-byte units (units < 2^56).
- * VDEV_ALLOC_BIN_SUB > 0 splits each octave into 2^BIN_SUB sub-bins by the bits
- * under the leading one; the policy still works on whole octaves (same
- * placements, same capacity), the sub-bins only shorten the lists walked. On
- * the shared traces that saved nothing on the random trace and cost 25-35%
- * more time on the training traces (more instructions per call), so it is off. */
-#ifndef VDEV_ALLOC_BIN_SUB
-#define VDEV_ALLOC_BIN_SUB 0
-#endif
-#define BIN_SUB VDEV_ALLOC_BIN_SUB
-#define SUBS (1u << BIN_SUB)
-#define N_BINS (56u << BIN_SUB)
+ * (Splitting each octave into sub-bins by the bits under the leading one,
+ * with the policy still choosing over whole octaves, was measured when bins
+ * were walked in address order: nothing saved on the random traces, 25-35%
+ * more time on the training traces; not kept.) */
+#define N_BINS 56u
 #define N_WORDS ((N_BINS + 63) / 64)
 #define NO_NEIGHBOUR N_BINS     /* the sentinel record for region ends */
 #define FIRST_RECORD (N_BINS + 1)
@@ -79,8 +73,6 @@ struct vdev_alloc {
     /* ---- hot ---- */
     struct chunk *ch; /* records; [0, N_BINS] are sentinels */
     uint64_t bmap[N_WORDS]; /* bit b: bin b is not empty */
-    uint32_t walk_steps; /* steps of malloc's walks since the last WALK_WINDOW-th malloc */
-    int walk_pairs;      /* 1: walks look two chunks ahead without a branch */
     uint32_t free_rec; /* stack of unused records (NIL: empty) */
     uint32_t n_unused; /* records on that stack (statistics in O(1)) */
     uint32_t cap_ch;   /* records allocated */
@@ -168,14 +160,7 @@ static inline unsigned cstate(const struct chunk *c) { return (unsigned)(c->szst
 /* Bin of a size in bytes (a multiple of 256, > 0). */
 static inline unsigned bin_of(uint64_t bytes)
 {
-    uint64_t u = bytes >> 8;
-    unsigned m = 63u - (unsigned)__builtin_clzll(u);
-#if BIN_SUB == 0
-    return m;
-#else
-    unsigned sub = m >= BIN_SUB ? (unsigned)(u >> (m - BIN_SUB)) : (unsigned)(u << (BIN_SUB - m));
-    return (m << BIN_SUB) | (sub & (SUBS - 1));
-#endif
+    return 63u - (unsigned)__builtin_clzll(bytes >> 8);
 }
 
 static inline void bmap_set(struct vdev_alloc *a, unsigned b)
@@ -196,86 +181,58 @@ static inline uint32_t bmap_find(const struct vdev_alloc *a, unsigned b)
     return NIL;
 }
 
-/* The walks along a bin list, from chunk i to the first chunk whose address
- * (walk_addr, for insertion) or size-and-state word (walk_size, malloc's
- * first fit) is not below the key; a sentinel (all ones) ends every walk.
+/* A bin's free chunks are kept in no order: a chunk goes in at the front in
+ * O(1), and malloc scans the whole bin for the lowest-addressed chunk that
+ * fits, keeping the best so far with conditional moves, so the only branch
+ * of the scan is its loop. (Until 2026-12-05 the bins were kept in address
+ * order, so that malloc's first fit was the first chunk that fits, but every
+ * insertion walked its bin to its place: 0.83 insertions a call on the
+ * synthetic trace, each walk's end a coin toss; the placements, and so the
+ * capacities, are the same either way. BENCHMARKS.md, "Allocator: bins in no
+ * order".) A bin of n chunks costs n steps a malloc where the ordered bins
+ * cost the walk to the first fit a malloc and about n/2 an insertion.
  *
- * Two ways to walk, with the same result. The plain loop is fastest when the
- * walk's length is predictable: on the training and inference traces over
- * 95% of walks stop on the first chunk, and the branch predictor knows it.
- * When frees come in random order, walks of 0, 1, 2 and more steps are all
- * common and the plain loop's exit is mispredicted about once a walk; there,
- * looking two chunks ahead per round and choosing between them with a
- * conditional move instead of a branch saves about a quarter of the
- * mispredictions (callgrind on the synthetic trace: 1.60 per event instead of
- * 2.08), but its longer dependency chain makes the predictable traces about
- * 10% slower. So the allocator counts the steps of malloc's walks (in the
- * plain loop's body, which the predictable traces seldom enter) and, every
- * WALK_WINDOW mallocs (walk_decide), walks in pairs for the next window if
- * the last one took more than a quarter of a step per malloc (random-order
- * traces take over one, training and inference traces about 0.02). A
- * sentinel's fnext is a valid record, so the look ahead stays in the array. */
-#define WALK_WINDOW 256u
-
-#define WALK(field, count)                                                                         \
-    const struct chunk *ch = a->ch;                                                                \
-    uint32_t steps = 0;                                                                            \
-    if (a->walk_pairs) {                                                                           \
-        for (;;) {                                                                                 \
-            uint32_t j = ch[i].fnext;                                                              \
-            int lt0 = ch[i].field < key, lt1 = ch[j].field < key;                                  \
-            i = lt0 ? j : i;                                                                       \
-            if (!(lt0 & lt1)) {                                                                    \
-                steps += (uint32_t)lt0;                                                            \
-                break;                                                                             \
-            }                                                                                      \
-            i = ch[j].fnext;                                                                       \
-            steps += 2;                                                                            \
-        }                                                                                          \
-        if (count)                                                                                 \
-            a->walk_steps += steps;                                                                \
-    } else {                                                                                       \
-        while (ch[i].field < key) {                                                                \
-            i = ch[i].fnext;                                                                       \
-            if (count)                                                                             \
-                a->walk_steps++;                                                                   \
-        }                                                                                          \
-    }                                                                                              \
-    return i
-
-static inline uint32_t walk_addr(struct vdev_alloc *a, uint32_t i, uint64_t key)
+ * bin_lowest: the lowest-addressed chunk of bin b whose size-and-state word
+ * is at least key (key 0: any chunk), or b itself (the sentinel) when none
+ * is. A free chunk's word is its size | ST_FREE, so key = sz | ST_FREE asks
+ * for a chunk of at least sz bytes. */
+static inline uint32_t bin_lowest(const struct chunk *ch, unsigned b, uint64_t key)
 {
-    WALK(addr, 0);
+    uint32_t best = b;
+    uint64_t best_addr = ALL_ONES;
+    for (uint32_t i = ch[b].fnext; i != b; i = ch[i].fnext) {
+        uint64_t cand = ch[i].addr;
+#if defined(__x86_64__) && defined(__GNUC__)
+        /* Compilers turn the portable form below into branches, mispredicted
+         * about once a step on the random-order traces; this is the form
+         * wanted: cand = all ones when the chunk is too small, then the
+         * lowest address and its chunk kept without a branch. */
+        __asm__("cmpq %[key], %[sz]\n\t"
+                "cmovbq %[ones], %[cand]\n\t"
+                "cmpq %[ba], %[cand]\n\t"
+                "cmovbq %[cand], %[ba]\n\t"
+                "cmovbl %[i], %[best]"
+                : [cand] "+&r"(cand), [ba] "+&r"(best_addr), [best] "+&r"(best)
+                : [key] "r"(key), [sz] "r"(ch[i].szst), [ones] "r"(ALL_ONES), [i] "r"(i)
+                : "cc");
+#else
+        uint64_t m = -(uint64_t)((ch[i].szst >= key) & (cand < best_addr));
+        best = (uint32_t)(((uint64_t)i & m) | ((uint64_t)best & ~m));
+        best_addr = (cand & m) | (best_addr & ~m);
+#endif
+    }
+    return best;
 }
 
-static inline uint32_t walk_size(struct vdev_alloc *a, uint32_t i, uint64_t key)
-{
-    WALK(szst, 1);
-}
-#undef WALK
-
-/* Called every WALK_WINDOW mallocs (fast path): picks the way to walk for the
- * next ones. */
-static inline void walk_decide(struct vdev_alloc *a)
-{
-    a->walk_pairs = a->walk_steps > WALK_WINDOW / 4;
-    a->walk_steps = 0;
-}
-
-/* Puts free chunk h into bin b, in address order. (Walking from the nearer
- * end of the list measured no faster: the bins are short. Cutting each bin
- * into address slices, each with its first chunk known, measured slower:
- * walks average 1.8 steps on the random traces, and a small bin's chunks sit
- * close together.) */
+/* Puts free chunk h into bin b, at the front. */
 static inline void bin_insert(struct vdev_alloc *a, uint32_t h, unsigned b)
 {
     struct chunk *ch = a->ch;
-    uint32_t i = walk_addr(a, ch[b].fnext, ch[h].addr);
-    uint32_t p = ch[i].fprev;
-    ch[h].fprev = p;
-    ch[h].fnext = i;
-    ch[p].fnext = h;
-    ch[i].fprev = h;
+    uint32_t n = ch[b].fnext;
+    ch[h].fprev = b;
+    ch[h].fnext = n;
+    ch[n].fprev = h;
+    ch[b].fnext = h;
     bmap_set(a, b);
 }
 
@@ -289,8 +246,7 @@ static inline void bin_remove(struct vdev_alloc *a, uint32_t h, unsigned b)
     a->bmap[b >> 6] &= ~((uint64_t)(p == n) << (b & 63));
 }
 
-/* Puts h where old is in old's list. Valid when h belongs to the same bin and
- * no other chunk of that bin lies between their addresses. */
+/* Puts h where old is in old's list (h belongs to the same bin). */
 static inline void bin_replace(struct vdev_alloc *a, uint32_t old, uint32_t h)
 {
     struct chunk *ch = a->ch;
