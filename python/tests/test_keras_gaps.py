@@ -198,10 +198,10 @@ def test_sequential_config_round_trip_and_clone_model():
     model.layers[2].trainable = False
     cfg = model.get_config()
     assert cfg["name"] == model.name
-    assert [c["class_name"] for c in cfg["layers"]] == ["Embedding", "GlobalAveragePooling1D",
-                                                       "Dense"]
-    assert cfg["layers"][0]["config"]["batch_input_shape"] == (None, 6)
-    assert cfg["layers"][1]["config"]["keepdims"] is False
+    assert [c["class_name"] for c in cfg["layers"]] == ["InputLayer", "Embedding",
+                                                       "GlobalAveragePooling1D", "Dense"]
+    assert cfg["layers"][1]["config"]["batch_input_shape"] == (None, 6)
+    assert cfg["layers"][2]["config"]["keepdims"] is False
     assert "build_input_shape" not in cfg
     for copy in (vdev.models.Sequential.from_config(cfg), vdev.models.clone_model(model)):
         assert copy is not model and copy.name == model.name

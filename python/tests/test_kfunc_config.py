@@ -120,7 +120,10 @@ def test_a_sequential_holding_a_functional_model():
     inner = vdev.models.Model(i, layers.Dense(2, name="fd", seed=8)(i), name="func")
     seq = vdev.models.Sequential([inner, layers.Dense(1, name="after", seed=9)], name="s")
     cfg = seq.get_config()
-    assert [l["class_name"] for l in cfg["layers"]] == ["Functional", "Dense"]
+    # Keras 2.11: the model's input shape is the inner model's Input's, so
+    # its InputLayer (named after that Input) comes first
+    assert [l["class_name"] for l in cfg["layers"]] == ["InputLayer", "Functional", "Dense"]
+    assert cfg["layers"][0]["config"]["name"] == "fi_input"
     copy = vdev.models.Sequential.from_config(cfg)
     assert copy.get_config() == cfg
     x = np.ones((2, 4), np.float32)

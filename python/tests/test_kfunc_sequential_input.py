@@ -2,7 +2,7 @@
 an InputLayer) given first is the model's input, as Keras 2.11's
 Sequential.add takes it: the layers after it are built from its shape at
 once, it is not one of ``layers`` (nor a summary row), its shape goes into
-get_config on the first layer (vdev's form) and comes back through
+get_config as an InputLayer entry first (Keras 2.11's form) and comes back through
 from_config and clone_model; an Input after other layers is a ValueError.
 It was a TypeError ("The added layer must be callable")."""
 import numpy as np

@@ -16,7 +16,7 @@ import numpy as np
 from . import _lib
 from ._cloning import clone_model
 from ._fit import Model as _Training
-from ._functional import Functional, _row
+from ._functional import Functional, _inbound_nodes, _row
 from .layers import Conv2D, Dense, Layer, _dedup, _keras_config
 
 __all__ = ["MLP", "Model", "Sequential", "clone_model"]
@@ -42,6 +42,59 @@ def _build(layer, shape):
         from ._norm_layers import BatchNormalization, LayerNormalization
         if isinstance(layer, (BatchNormalization, LayerNormalization)) and not layer.built:
             layer.build(shape)  # as Keras: built once the model knows its input shape
+
+
+def _explicit_input_shape(layer):
+    """Keras's get_input_shape_and_dtype: (the batch input shape the layer
+    was given, the name of the layer that has it), (None, its name) when it
+    has none; a model's is its first layer's (a functional model's, its
+    Input's), as Keras looks into each model first."""
+    from ._functional import InputLayer
+    while isinstance(layer, (Sequential, Functional)) and not isinstance(layer, InputLayer):
+        if not layer.layers:
+            raise ValueError("An empty Model cannot be used as a Layer.")
+        layer = layer.layers[0]
+    shape = layer.__dict__.get("_batch_input_shape")
+    return (tuple(shape) if shape else None), getattr(layer, "name", None) or "layer"
+
+
+def _check_and_build(layer, shape):
+    """What Keras's Sequential.add checks when it calls a layer on the
+    model's output (shape, batch None): the layer's rank (its
+    compute_output_shape), built for it (a Dense, Conv2D or normalization
+    layer), and a built Dense's or Conv2D's input size (Keras's InputSpec
+    error, naming the layer)."""
+    from ._functional import _check_width
+    if shape is None:
+        return
+    if hasattr(layer, "compute_output_shape"):
+        layer.compute_output_shape(shape)  # checks the rank (and Conv2D's sizes)
+    _build(layer, shape)
+    if isinstance(layer, (Dense, Conv2D)):
+        _check_width(layer, shape)
+
+
+def _extend(tensors, layers):
+    """tensors with each of layers called in turn on the last (symbolic
+    calls, recorded on the layers); None when one cannot be (a plain
+    callable, or a layer that fails on symbolic tensors), as Keras's model
+    then has no graph network."""
+    out = list(tensors)
+    for l in layers:
+        if not isinstance(l, Layer):
+            return None
+        try:
+            t = l(out[-1])
+        except Exception:
+            return None
+        if isinstance(t, (list, tuple)):
+            return None
+        out.append(t)
+    return out
+
+
+def _shape_tuple(shape):
+    return tuple(None if d is None else int(d) for d in shape)
 
 
 def _layer_class(name, custom_objects=None):
@@ -88,8 +141,7 @@ def _skips_first_node(layer):
     node: the config's numbers are mapped to the calls' places."""
     if isinstance(layer, Functional):
         return True
-    return isinstance(layer, Sequential) and (layer._input_layer is not None or bool(
-        layer.layers) and getattr(layer.layers[0], "_batch_input_shape", None) is not None)
+    return isinstance(layer, Sequential) and layer._input_layer is not None
 
 
 def _call_kwargs(node):
@@ -267,17 +319,30 @@ class Sequential(Layer, _Training):
         super().__init__(name, trainable)
         self.layers = []
         self._call_shape = None  # the last call's input shape, batch None
-        self._input_layer = None  # an Input's InputLayer given first, as Keras's
+        # The model's InputLayer when its input shape is given (Keras's
+        # graph network): an Input added first, or one made as Keras makes
+        # it for a first layer given input_shape (named after that layer).
+        self._input_layer = None
+        # (what it was made from: the InputLayer or an input shape, [the
+        # input tensor, each layer's output] or None): the symbolic graph of
+        # inputs / outputs, made when first asked for (a layer called on
+        # symbolic tensors holds its calls, so only then), None before.
+        self._graph = None
+        if layers is not None and not isinstance(layers, (list, tuple)):
+            layers = [layers]  # as Keras: one layer for a list of one
         for l in layers or []:
             self.add(l)
 
     def add(self, layer):
-        """Appends ``layer``; a Dense or Conv2D is built at once when the
-        model's input shape is known (its first layer was given input_dim or
-        input_shape), as Keras builds a Sequential model then. As Keras's,
-        an Input (vdev.Input's tensor, or an InputLayer) given first is the
-        model's input: its shape builds the layers after it, and it is not
-        one of ``layers``."""
+        """Appends ``layer``. As Keras's: once the model knows its input
+        shape (an Input added first: vdev.Input's tensor, or an InputLayer;
+        or a first layer given input_dim or input_shape, for which an
+        InputLayer named after it is made), each layer added is built at
+        once for the output of the layers before it (a Dense, Conv2D or
+        normalization layer), and one that cannot take that output (a Dense
+        built for another width, a rank it does not take) is Keras's
+        ValueError here, the layer not added. The Input is not one of
+        ``layers``; an Input after other layers is a ValueError."""
         from ._functional import InputLayer, KerasTensor
         if isinstance(layer, KerasTensor) and isinstance(layer._keras_history.layer,
                                                          InputLayer):
@@ -288,7 +353,7 @@ class Sequential(Layer, _Training):
                                  "layer only, not after %s"
                                  % ([getattr(l, "name", l) for l in self.layers]
                                     or [self._input_layer.name],))
-            self._input_layer = layer
+            self._input_layer, self._graph = layer, None
             return
         if not callable(layer):
             raise TypeError("The added layer must be callable. Received: layer=%r" % (layer,))
@@ -300,20 +365,137 @@ class Sequential(Layer, _Training):
             raise ValueError("All layers added to a Sequential model should have unique names. "
                              "Name \"%s\" is already the name of a layer in this model. Update "
                              "the `name` argument to pass a unique name." % (name,))
-        # As Keras: once the model knows its input (its first layer was
-        # given input_dim or input_shape), each Dense or Conv2D added is
-        # built at once from the output shape of the layers before it (each
-        # layer's compute_output_shape), so the model is built, summary()
-        # works, and under a strategy's scope() the variables are made there
-        # (not later, inside strategy.run). An input shape the layer cannot
-        # take is Keras's ValueError here, and the layer is not added.
-        known = self.layers or self._input_layer is not None
-        shape = self._output_shape() if known else None
-        if known and shape is not None and hasattr(layer, "compute_output_shape"):
-            layer.compute_output_shape(shape)  # checks the rank (and Conv2D's sizes)
-        if shape is not None:
-            _build(layer, shape)
+        input_layer = self._input_layer
+        if not self.layers and input_layer is None:
+            batch_shape, first = _explicit_input_shape(layer)
+            if batch_shape is not None:  # Keras's Input(batch_shape, name=first + "_input")
+                input_layer = InputLayer(batch_input_shape=batch_shape, name=first + "_input")
+        # Once the model knows its input (given, or its first layer's built
+        # kernel), the layer is built from the output shape of the layers
+        # before it (each layer's compute_output_shape), so the model is
+        # built, summary() works, and under a strategy's scope() the
+        # variables are made there (not later, inside strategy.run).
+        if self.layers:
+            _check_and_build(layer, self._output_shape())
+        elif input_layer is not None:
+            _check_and_build(layer, (None,) + tuple(input_layer._batch_input_shape[1:]))
         self.layers.append(layer)
+        self._input_layer = input_layer
+        if self._graph is not None and self._graph[1] is not None:
+            self._graph = (self._graph[0], _extend(self._graph[1], [layer]))
+
+    def pop(self):
+        """Keras's: removes the last layer; the model's output is then the
+        layer's before it (a model left with no layers forgets its input, as
+        Keras's then has no inputs). No layers is Keras's TypeError."""
+        if not self.layers:
+            raise TypeError("There are no layers in the model.")
+        self.layers.pop()
+        if self._graph is not None and self._graph[1] is not None:
+            self._graph = (self._graph[0], self._graph[1][:-1])
+        if not self.layers:
+            self._input_layer = self._graph = self._call_shape = None
+
+    def build(self, input_shape=None):
+        """Keras's: builds the layers of a model whose input shape is not
+        known for inputs of ``input_shape`` (batch included, as Keras's:
+        ``(None, 16)``), with the checks of ``add`` (a Dense built for
+        another width is its ValueError); a model that knows its input
+        shape is built already. No shape is Keras's ValueError."""
+        if self._input_layer is not None:
+            return
+        if input_shape is None:
+            raise ValueError("You must provide an `input_shape` argument.")
+        shape = (None,) + tuple(None if d is None else int(d) for d in tuple(input_shape)[1:])
+        s = shape
+        for l in self.layers:
+            if s is None:
+                break
+            _check_and_build(l, s)
+            s = (tuple(l.compute_output_shape(s)) if hasattr(l, "compute_output_shape")
+                 else None)
+        self._call_shape = shape
+
+    def _tensors(self):
+        """[the model's input, each layer's output] (symbolic tensors), or
+        None: from the model's InputLayer when its input shape was given,
+        else from the input shape it learnt from a call or build() (its
+        batch size None), through an InputLayer named after its first
+        layer, as Keras's graph network of an inferred shape; None when a
+        layer is a plain callable or the shape is not known (Keras's model
+        without inputs). Made once, then kept up to date by add and pop."""
+        from ._functional import InputLayer
+        key = self._input_layer
+        if key is None:
+            key = self._input_shape() if self.layers else None
+            if key is None:
+                return None
+        if self._graph is None or not (self._graph[0] is key or (
+                isinstance(key, tuple) and self._graph[0] == key)):
+            start = key if isinstance(key, InputLayer) else InputLayer(
+                batch_input_shape=key, name=(getattr(self.layers[0], "name", None) or "layer")
+                + "_input")
+            self._graph = (key, _extend([_inbound_nodes(start)[0].outputs[0]], self.layers))
+        return self._graph[1]
+
+    @property
+    def inputs(self):
+        """Keras's: [the model's input tensor] (a symbolic tensor), or None
+        for a model that does not know its input shape."""
+        t = self._tensors()
+        return None if t is None else [t[0]]
+
+    @property
+    def outputs(self):
+        """Keras's: [the model's output tensor], or None as ``inputs``."""
+        t = self._tensors()
+        return None if t is None else [t[-1]]
+
+    @property
+    def input(self):
+        """Keras's: the input tensor; Keras's AttributeError (its
+        Functional's attribute missing) for a model without inputs."""
+        t = self._tensors()
+        if t is None:
+            raise AttributeError("'%s' object has no attribute '_nested_inputs'"
+                                 % (type(self).__name__,))
+        return t[0]
+
+    @property
+    def output(self):
+        """Keras's: the output tensor; AttributeError as ``input``."""
+        t = self._tensors()
+        if t is None:
+            raise AttributeError("'%s' object has no attribute '_nested_outputs'"
+                                 % (type(self).__name__,))
+        return t[-1]
+
+    @property
+    def input_shape(self):
+        """Keras's: the input tensor's shape, ``(None, 4)``; AttributeError
+        as ``input`` for a model that does not know it."""
+        return _shape_tuple(self.input.shape)
+
+    @property
+    def output_shape(self):
+        """Keras's: the output tensor's shape; AttributeError as ``output``."""
+        return _shape_tuple(self.output.shape)
+
+    @property
+    def input_names(self):
+        """Keras's: [the InputLayer's name], or None without inputs."""
+        t = self._tensors()
+        return None if t is None else [t[0]._keras_history.layer.name]
+
+    @property
+    def output_names(self):
+        """Keras's: [the last layer's name], or None without inputs."""
+        t = self._tensors()
+        return None if t is None else [t[-1]._keras_history.layer.name]
+
+    # Keras's Model.get_layer: by name or index of ``layers`` (the Input
+    # not counted), with its errors
+    get_layer = Functional.get_layer
 
     def _symbolic_expects(self, inputs):
         """How many symbolic tensors a call takes, as Keras's: 1 when the
@@ -326,6 +508,9 @@ class Sequential(Layer, _Training):
         from ._merge_layers import _call_error, _tensor_text
         from ._pooling_layers import _GlobalPooling
         if _skips_first_node(self):
+            flat = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+            if len(flat) == 1:
+                self._check_input(flat[0])
             return 1
         first = self.layers[0] if self.layers else None
         if (isinstance(inputs, (list, tuple)) and len(inputs) > 1
@@ -339,6 +524,17 @@ class Sequential(Layer, _Training):
                               [("inputs", type(inputs)(map(_tensor_text, inputs))),
                                ("training", None), ("mask", None)])
         return None
+
+    def _check_input(self, x):
+        """Keras's InputSpec check of a model whose input shape was given
+        (Keras's Functional's spec: the Input's shape, batch free, a
+        trailing 1 of either left out), naming the model: "Input 0 of layer
+        "sequential" is incompatible with the layer: expected shape=(None,
+        4), found shape=(2, 5)"."""
+        shape = getattr(x, "shape", None)
+        if self._input_layer is not None and shape is not None:
+            Functional._check_shape(self, 0, _shape_tuple(shape),
+                                    self._input_layer._batch_input_shape)
 
     def _input_shape(self):
         """The model's input shape, batch None: its Input's, else its first
@@ -372,13 +568,18 @@ class Sequential(Layer, _Training):
         return shapes[-1] if shapes else self._input_shape()
 
     def get_config(self):
-        """Keras's: the model's name and each layer's config by class name,
-        {"class_name": ..., "config": layer.get_config()}, a layer given an
+        """Keras 2.11's: the model's name and each layer's config by class
+        name, {"class_name": ..., "config": layer.get_config()}, first the
+        model's InputLayer when its input shape was given (an Input, or the
+        one made for a first layer given input_shape), a layer given an
         input shape with its "batch_input_shape" (as Keras's base layer
         config has it); "build_input_shape" when the model learnt its input
-        shape from a call. Every layer must have get_config (a plain
-        callable is Keras's NotImplementedError for a layer without one)."""
+        shape from a call or build(). Every layer must have get_config (a
+        plain callable is Keras's NotImplementedError for a layer without
+        one)."""
         configs = []
+        if self._input_layer is not None:
+            configs.append({"class_name": "InputLayer", "config": self._input_layer.get_config()})
         for l in self.layers:
             if not hasattr(l, "get_config"):
                 raise NotImplementedError(
@@ -386,16 +587,12 @@ class Sequential(Layer, _Training):
                     "a layer with get_config (wrap it in vdev.layers.Lambda)"
                     % (getattr(l, "__name__", type(l).__name__), l))
             cfg = dict(l.get_config())
-            shape = getattr(l, "_batch_input_shape", None)
-            if shape is None and l is self.layers[0] and self._input_layer is not None:
-                shape = self._input_shape()  # the Input's, on the first layer
+            shape = getattr(l, "__dict__", {}).get("_batch_input_shape")
             if shape is not None and "batch_input_shape" not in cfg:
                 cfg["batch_input_shape"] = tuple(shape)
             configs.append({"class_name": type(l).__name__, "config": cfg})
         config = {"name": self.name, "layers": copy.deepcopy(configs)}
-        first = self.layers[0] if self.layers else None
-        if (getattr(first, "_batch_input_shape", None) is None and self._input_layer is None
-                and self._call_shape is not None):
+        if self._input_layer is None and self._call_shape is not None:
             config["build_input_shape"] = self._call_shape
         return config
 
@@ -403,34 +600,26 @@ class Sequential(Layer, _Training):
     def from_config(cls, config, custom_objects=None):
         """Keras's: a new model (fresh weights, each layer made from its
         config by its class: vdev.layers', Sequential, or custom_objects'),
-        built when a layer's config has its input shape or the config has
-        build_input_shape. A list of layer configs (Keras's older form) is
-        taken too; an InputLayer's config (Keras's first entry when the
-        model has an input shape) gives its batch_input_shape to the next
-        layer."""
+        each added in order (an InputLayer entry, Keras's first when the
+        model has an input shape, is the model's Input again), built when
+        the config gives its input shape or has build_input_shape. A list of
+        layer configs (Keras's older form) is taken too."""
         if isinstance(config, dict) and "name" in config:
             name, layer_configs = config["name"], config["layers"]
             build_input_shape = config.get("build_input_shape")
         else:
             name, layer_configs, build_input_shape = None, config, None
         model = cls(name=name)
-        pending = None
         for lc in layer_configs:
             klass = _layer_class(lc["class_name"], custom_objects)
             cfg = dict(lc["config"])
-            if lc["class_name"] == "InputLayer":
-                pending = cfg.get("batch_input_shape")
-                continue
-            if pending is not None and "batch_input_shape" not in cfg:
-                cfg["batch_input_shape"] = pending
-            pending = None
-            if getattr(klass.from_config, "__func__", None) is Layer.from_config.__func__:
+            if (lc["class_name"] != "InputLayer" and getattr(klass.from_config, "__func__", None)
+                    is Layer.from_config.__func__):
                 cfg = _keras_config(cfg)
             model.add(klass.from_config(cfg))
         if (build_input_shape and isinstance(build_input_shape, (tuple, list))
                 and model._input_shape() is None):
-            model._call_shape = (None,) + tuple(build_input_shape)[1:]
-            _build(model, model._call_shape)
+            model.build(build_input_shape)
         return model
 
     @property
@@ -454,6 +643,7 @@ class Sequential(Layer, _Training):
         Keras's: a layer inside called without it takes it (Dropout);
         ``mask`` is taken as Keras's ``__call__`` takes it and changes nothing."""
         from ._core_layers import training_scope
+        self._check_input(inputs)
         x = inputs
         with training_scope(training):
             for l in self.layers:
