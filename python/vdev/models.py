@@ -530,11 +530,23 @@ class Sequential(Layer, _Training):
         (Keras's Functional's spec: the Input's shape, batch free, a
         trailing 1 of either left out), naming the model: "Input 0 of layer
         "sequential" is incompatible with the layer: expected shape=(None,
-        4), found shape=(2, 5)"."""
+        4), found shape=(2, 5)"; a list of several arrays or tensors is
+        Keras's count error, a list of one its tensor. Returns the input
+        (a list of one: its element)."""
+        if self._input_layer is None:
+            return x
+        from ._tensor import Tensor
+        if isinstance(x, (list, tuple)) and x and all(isinstance(a, (np.ndarray, Tensor))
+                                                      for a in x):
+            if len(x) != 1:  # Keras's count check, for its spec of one input
+                raise ValueError('Layer "%s" expects 1 input(s), but it received %d input '
+                                 "tensors. Inputs received: %s" % (self.name, len(x), list(x)))
+            x = x[0]
         shape = getattr(x, "shape", None)
-        if self._input_layer is not None and shape is not None:
+        if shape is not None:
             Functional._check_shape(self, 0, _shape_tuple(shape),
                                     self._input_layer._batch_input_shape)
+        return x
 
     def _input_shape(self):
         """The model's input shape, batch None: its Input's, else its first
@@ -643,8 +655,7 @@ class Sequential(Layer, _Training):
         Keras's: a layer inside called without it takes it (Dropout);
         ``mask`` is taken as Keras's ``__call__`` takes it and changes nothing."""
         from ._core_layers import training_scope
-        self._check_input(inputs)
-        x = inputs
+        x = inputs = self._check_input(inputs)
         with training_scope(training):
             for l in self.layers:
                 x = l(x)
