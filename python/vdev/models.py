@@ -311,9 +311,13 @@ def _reconstruct(config, custom_objects=None, created_layers=None):
 
 class Sequential(Layer, _Training):
     """Keras's ``Sequential``: ``layers`` applied in order, each a vdev layer
-    or any callable; ``add`` appends one. Keras's ``compile``, ``fit``,
-    ``evaluate``, ``predict``, ``save_weights`` and ``load_weights`` come
-    from vdev/_fit.py."""
+    or any callable; ``add`` appends one, ``pop`` removes the last. A model
+    whose input shape is given (an Input first, or a first layer given
+    input_shape) is built as it is made and checks its calls' shape, as
+    Keras's; ``inputs``, ``outputs``, ``input_shape``, ``output_shape`` and
+    ``get_layer`` are Keras's. Keras's ``compile``, ``fit``, ``evaluate``,
+    ``predict``, ``save_weights`` and ``load_weights`` come from
+    vdev/_fit.py."""
 
     def __init__(self, layers=None, name=None, trainable=True):
         super().__init__(name, trainable)
