@@ -504,7 +504,8 @@ class Sequential(Layer, _Training):
     def _symbolic_expects(self, inputs):
         """How many symbolic tensors a call takes, as Keras's: 1 when the
         input shape was given (an Input first, or input_shape on the first
-        layer: Keras's InputSpec of the model, vdev/_functional.py's error);
+        layer: Keras's InputSpec of the model, vdev/_functional.py's error),
+        one tensor's shape checked then (_check_input);
         else None (Keras checks nothing), but several tensors given to a
         first layer of one input are that layer's count error, raised inside
         the model's call (Keras runs it on placeholders) and so wrapped."""
