@@ -76,7 +76,20 @@ VDEV_API int vdev_mlp_variables(const vdev_mlp_t *m, vdev_tensor_t **out, int ca
  * VDEV_ERR_INVALID_ARG, as vdev_dense_free's. */
 VDEV_API void vdev_mlp_free(vdev_mlp_t *m);
 
-/* ---- optimizers ---- */
+/* ---- optimizers ----
+ *
+ * An optimizer keeps its slots per variable (by handle). Once a variable
+ * is freed (vdev_tensor_free, or its model's free), the optimizer's next
+ * call that takes it (vdev_optimizer_apply, vdev_optimizer_slots,
+ * vdev_optimizer_slots_release, a setter: whatever that call returns)
+ * frees that variable's slots, handed out or not, and their handles die:
+ * a program that keeps one optimizer while it makes and frees models gets
+ * their slots' device memory back (vdev_optimizer_slots_release(opt, NULL)
+ * is such a call that changes nothing else). A variable made later starts
+ * with no slots, even one whose handle reuses the freed one's place in the
+ * handle table (its generation differs). Freeing a variable never waits for
+ * an optimizer: the slots go under the optimizer's own lock, at its call.
+ * (Keras keeps a deleted variable's slots until the optimizer goes.) */
 
 typedef struct vdev_optimizer vdev_optimizer_t;
 /* SGD with a learning rate >= 0 and momentum in [0, 1], as Keras's (momentum
@@ -104,15 +117,18 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *opt, vdev_tenso
  * slots, as variables on var's device, made (zeros) if they do not exist yet —
  * Adam: "m" then "v"; SGD with momentum: "momentum" (Keras's names); SGD
  * without momentum has none and makes none (0). A slot handle given out
- * stays valid until vdev_optimizer_free (or vdev_optimizer_slots_release),
- * whatever the hyperparameters do: a velocity given out is kept when
- * momentum is switched off, zeroed (see vdev_sgd_set), where one never given
- * out is freed. Returns their number,
- * filling at most cap of
- * out (and of names, unless NULL); -1 with VDEV_ERR_INVALID_ARG for a bad
- * optimizer or variable, a negative cap or out NULL with cap > 0, or the error
- * of making a slot (VDEV_ERR_OOM). The tensors stay the optimizer's:
- * vdev_optimizer_free frees them, and vdev_tensor_free refuses them. */
+ * stays valid until vdev_optimizer_free (or vdev_optimizer_slots_release,
+ * or var's free: see above), whatever the hyperparameters do: a velocity
+ * given out is kept when momentum is switched off, zeroed (see
+ * vdev_sgd_set), where one never given out is freed. Returns their number,
+ * filling at most cap of out (and of names, unless NULL); -1 with
+ * VDEV_ERR_INVALID_ARG for a bad optimizer or variable, a negative cap or
+ * out NULL with cap > 0, var one of this optimizer's own slots
+ * ("vdev_optimizer_slots: tensor 0 is one of the optimizer's own slots
+ * (\"m\"), not a variable it updates": a slot has no slots; nothing
+ * changed), or the error of making a slot (VDEV_ERR_OOM). The tensors stay
+ * the optimizer's: vdev_optimizer_free frees them, and vdev_tensor_free
+ * refuses them. */
 VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *opt, vdev_tensor_t *var, vdev_tensor_t **out,
                                   const char **names, int cap);
 /* Gives back the slot handles vdev_optimizer_slots handed out for variable

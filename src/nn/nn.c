@@ -39,6 +39,22 @@
 
 static struct vdev_handle_table optims = VDEV_HANDLE_TABLE("optimizer", 5, struct optim);
 
+/* vdev_nn_enter for optimizer o (NULL passes through), then the records of
+ * variables freed since its last call go, their slots freed
+ * (vdev_nn_slots_prune). Here, under the optimizer's own lock, rather than
+ * when the variable is freed: the tensor layer is below this one and knows
+ * no optimizer, and a free that had to take the lock of every optimizer
+ * keeping a slot for the variable would wait for their updates, and would
+ * wait for itself when a pressure callback met inside an update frees a
+ * variable. Every change to the records is made under this lock. */
+static void *optim_enter(struct optim *o, struct vdev_nn_in *in, const char *fn)
+{
+    o = vdev_nn_enter(o, in, fn);
+    if (o)
+        vdev_nn_slots_prune(o);
+    return o;
+}
+
 static vdev_optimizer_t *optim_new(enum opt_kind kind)
 {
     uint64_t h;
@@ -142,7 +158,7 @@ VDEV_API enum vdev_status vdev_sgd_set(vdev_optimizer_t *h, float lr, float mome
     struct vdev_nn_in in;
     struct optim *o = optim_of_kind(h, OPT_SGD, "vdev_sgd_set");
     if (!o || !sgd_values_ok("vdev_sgd_set", lr, momentum) ||
-        !vdev_nn_enter(o, &in, "vdev_sgd_set"))
+        !optim_enter(o, &in, "vdev_sgd_set"))
         return vdev_last_status();
     /* momentum off: no velocity from here on (freed; a slot handle given
      * out reads zeros), and momentum switched on again starts from zeros */
@@ -162,7 +178,7 @@ VDEV_API enum vdev_status vdev_adam_set(vdev_optimizer_t *h, float lr, float bet
     struct vdev_nn_in in;
     struct optim *o = optim_of_kind(h, OPT_ADAM, "vdev_adam_set");
     if (!o || !adam_values_ok("vdev_adam_set", lr, beta1, beta2, eps) ||
-        !vdev_nn_enter(o, &in, "vdev_adam_set"))
+        !optim_enter(o, &in, "vdev_adam_set"))
         return vdev_last_status();
     o->lr = lr;
     o->beta1 = beta1;
@@ -176,7 +192,7 @@ VDEV_API enum vdev_status vdev_sgd_set_nesterov(vdev_optimizer_t *h, bool nester
 {
     struct vdev_nn_in in;
     struct optim *o = optim_of_kind(h, OPT_SGD, "vdev_sgd_set_nesterov");
-    if (!vdev_nn_enter(o, &in, "vdev_sgd_set_nesterov"))
+    if (!optim_enter(o, &in, "vdev_sgd_set_nesterov"))
         return vdev_last_status();
     o->nesterov = nesterov;
     vdev_nn_leave(&in);
@@ -187,7 +203,7 @@ VDEV_API enum vdev_status vdev_adam_set_amsgrad(vdev_optimizer_t *h, bool amsgra
 {
     struct vdev_nn_in in;
     struct optim *o = optim_of_kind(h, OPT_ADAM, "vdev_adam_set_amsgrad");
-    if (!vdev_nn_enter(o, &in, "vdev_adam_set_amsgrad"))
+    if (!optim_enter(o, &in, "vdev_adam_set_amsgrad"))
         return vdev_last_status();
     o->amsgrad = amsgrad; /* vhat is made (zeros) by the next update that needs it */
     vdev_nn_leave(&in);
@@ -216,7 +232,7 @@ VDEV_API enum vdev_status vdev_optimizer_set_clipping(vdev_optimizer_t *h, float
                           "Received: clipnorm=%g, global_clipnorm=%g.",
                           fn, clipnorm, global_clipnorm);
     struct vdev_nn_in in;
-    if (!vdev_nn_enter(o, &in, fn))
+    if (!optim_enter(o, &in, fn))
         return vdev_last_status();
     o->clip.clipnorm = clipnorm;
     o->clip.clipvalue = clipvalue;
@@ -236,7 +252,7 @@ VDEV_API enum vdev_status vdev_optimizer_set_weight_decay(vdev_optimizer_t *h, f
     struct vdev_nn_in in;
     if (vdev_check_finite("vdev_optimizer_set_weight_decay", "weight decay", weight_decay) !=
             VDEV_OK ||
-        !vdev_nn_enter(o, &in, "vdev_optimizer_set_weight_decay"))
+        !optim_enter(o, &in, "vdev_optimizer_set_weight_decay"))
         return vdev_last_status();
     o->weight_decay = weight_decay;
     vdev_nn_leave(&in);
@@ -271,7 +287,7 @@ VDEV_API enum vdev_status vdev_optimizer_exclude_from_weight_decay(vdev_optimize
             return vdev_error(VDEV_ERR_INVALID_ARG, "%s: tensor %d is not a variable", fn, i);
     }
     struct vdev_nn_in in;
-    if (!vdev_nn_enter(o, &in, fn))
+    if (!optim_enter(o, &in, fn))
         return vdev_last_status();
     int need = o->n_excl + n;
     if (need > o->cap_excl) {
@@ -328,7 +344,7 @@ static struct optim *apply_args(vdev_optimizer_t *h, vdev_tensor_t *const *vars,
 enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *h, vdev_tensor_t *const *vars, int n)
 {
     struct vdev_nn_in in;
-    struct optim *o = vdev_nn_enter(apply_args(h, vars, NULL, n, 0, "vdev_optimizer_prepare"), &in,
+    struct optim *o = optim_enter(apply_args(h, vars, NULL, n, 0, "vdev_optimizer_prepare"), &in,
                                     "vdev_optimizer_prepare");
     if (!o)
         return vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
@@ -340,7 +356,7 @@ enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *h, vdev_tensor_t *cons
 void vdev_optimizer_unprepare(vdev_optimizer_t *h)
 {
     struct vdev_nn_in in;
-    struct optim *o = vdev_nn_enter(vdev_nn_object_of(&optims, h, "vdev_optimizer_unprepare"),
+    struct optim *o = optim_enter(vdev_nn_object_of(&optims, h, "vdev_optimizer_unprepare"),
                                     &in, "vdev_optimizer_unprepare");
     if (!o)
         return;
@@ -517,7 +533,7 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
         }
     }
     struct vdev_nn_in in;
-    struct optim *o = st == VDEV_OK ? vdev_nn_enter(apply_args(h, vars, grads, n, 1, fn), &in, fn)
+    struct optim *o = st == VDEV_OK ? optim_enter(apply_args(h, vars, grads, n, 1, fn), &in, fn)
                                     : NULL;
     if (st == VDEV_OK && !o)
         st = vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
@@ -546,15 +562,39 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
     return st;
 }
 
+/* Keras's slot names: Adam's s[0..3), SGD's s[0]. */
+static const char *const adam_names[] = {"m", "v", "vhat"}, *const sgd_names[] = {"momentum"};
+
+/* The name of o's own slot h (a velocity or moment of one of its
+ * variables), or NULL when h is none of them. Under o's lock. */
+static const char *own_slot_name(const struct optim *o, const vdev_tensor_t *h)
+{
+    for (int i = 0; i < o->n_slots; i++)
+        for (int k = 0; k < 3; k++)
+            if (o->slots[i].s[k] == h)
+                return o->kind == OPT_ADAM ? adam_names[k] : sgd_names[0];
+    return NULL;
+}
+
 VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *h, vdev_tensor_t *var, vdev_tensor_t **out,
                                   const char **names, int cap)
 {
-    static const char *const adam_names[] = {"m", "v", "vhat"}, *const sgd_names[] = {"momentum"};
     static const char fn[] = "vdev_optimizer_slots";
     struct vdev_nn_in in;
     struct optim *o = apply_args(h, &var, NULL, 1, 0, fn);
-    if (!o || !vdev_nn_out_fits(out, cap, fn) || !vdev_nn_enter(o, &in, fn))
+    if (!o || !vdev_nn_out_fits(out, cap, fn) || !optim_enter(o, &in, fn))
         return -1;
+    /* a slot is the optimizer's state, not a variable it trains: slots of
+     * it would be state of state, kept as long as the optimizer */
+    const char *own = own_slot_name(o, var);
+    if (own) {
+        vdev_error(VDEV_ERR_INVALID_ARG,
+                   "%s: tensor 0 is one of the optimizer's own slots (\"%s\"), not a "
+                   "variable it updates",
+                   fn, own);
+        vdev_nn_leave(&in);
+        return -1;
+    }
     int n = vdev_nn_slots_used(o);
     struct slot *sl = n ? vdev_nn_slot_of(o, var, vdev_tens_peek(var)) : NULL;
     if (sl) {
@@ -578,7 +618,7 @@ VDEV_API enum vdev_status vdev_optimizer_slots_release(vdev_optimizer_t *h, vdev
     static const char fn[] = "vdev_optimizer_slots_release";
     struct vdev_nn_in in;
     struct optim *o = var ? apply_args(h, &var, NULL, 1, 0, fn) : vdev_nn_object_of(&optims, h, fn);
-    if (!o || !vdev_nn_enter(o, &in, fn))
+    if (!o || !optim_enter(o, &in, fn))
         return vdev_last_status();
     vdev_nn_slots_release(o, var);
     vdev_nn_leave(&in);

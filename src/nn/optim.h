@@ -21,7 +21,8 @@ enum opt_kind { OPT_SGD, OPT_ADAM };
  * vdev_optimizer_slots handed out before momentum was switched off: that one
  * stays (zeros) while a caller may hold its handle. */
 struct slot {
-    const vdev_tensor_t *var;   /* its handle: not owned, compared only */
+    const vdev_tensor_t *var;   /* its handle: not owned; compared, and looked
+                                 * up only to see whether it died (pruned) */
     vdev_tensor_t *s[3];        /* SGD: velocity (only with momentum, or
                                  * handed out); Adam: m, v, and vhat once
                                  * AMSGrad is on (variables, owned) */
@@ -86,6 +87,12 @@ enum vdev_status vdev_nn_slots_momentum_off(struct optim *o);
 void vdev_nn_slots_release(struct optim *o, const vdev_tensor_t *hvar);
 /* Frees the clipping scratch of one record. */
 void vdev_nn_slot_drop_clip(struct slot *s);
+/* Forgets the record of every variable whose handle died (the variable was
+ * freed: vdev_tensor_free, its model's free) and frees its slots and
+ * clipping scratch, handed out or pending too: their handles die. Called
+ * under the optimizer's lock at each of its calls (nn.c's optim_enter), so
+ * a freed variable's slots go at the optimizer's next call. */
+void vdev_nn_slots_prune(struct optim *o);
 /* Frees every slot and record (vdev_optimizer_free). */
 void vdev_nn_slots_free(struct optim *o);
 

@@ -11,7 +11,11 @@
  * zeros, as a fresh optimizer's). A velocity that vdev_optimizer_slots
  * handed out stays, zeroed in place, since its caller may hold the handle
  * (vdev/nn.h documents it as valid until the optimizer is freed), until the
- * caller gives it back (vdev_optimizer_slots_release): then it is freed. */
+ * caller gives it back (vdev_optimizer_slots_release): then it is freed.
+ * The record of a variable that was freed (its handle dead) goes, its slots
+ * freed, at the optimizer's next call (vdev_nn_slots_prune), so a program
+ * that makes and frees models while it keeps one optimizer gets their
+ * memory back; the tensor layer, below this one, never calls up into it. */
 #include "nn/optim.h"
 #include "ops/ops.h"
 
@@ -208,6 +212,26 @@ void vdev_nn_slots_release(struct optim *o, const vdev_tensor_t *hvar)
         if (o->kind == OPT_SGD && o->momentum == 0)
             drop_velocity(s);
     }
+}
+
+void vdev_nn_slots_prune(struct optim *o)
+{
+    int kept = 0;
+    for (int i = 0; i < o->n_slots; i++) {
+        struct slot *s = &o->slots[i];
+        /* a live handle: the variable is there (a freed one's handle never
+         * comes back; its table slot's next tensor has a new generation) */
+        if (vdev_tens_peek(s->var)) {
+            o->slots[kept++] = *s;
+            continue;
+        }
+        /* its slots, handed out or not, pending or not: no update can use
+         * them again (stream-ordered frees, as any free) */
+        for (int k = 0; k < 3; k++)
+            vdev_tens_free_owned(s->s[k]);
+        vdev_nn_slot_drop_clip(s);
+    }
+    o->n_slots = kept;
 }
 
 void vdev_nn_slots_free(struct optim *o)
