@@ -20,7 +20,10 @@
  * touch without momentum, and switching momentum off frees the velocities
  * (but those vdev_optimizer_slots handed out, zeroed in place); momentum
  * switched on again makes them, zeros, as a fresh optimizer's. The slots
- * themselves are kept in slots.c, with the state shared in optim.h.
+ * themselves are kept in slots.c, with the state shared in optim.h; each
+ * call that takes an optimizer's lock first frees the slots of the
+ * variables freed since (optim_enter), and vdev_optimizer_slots refuses one
+ * of the optimizer's own slots as a variable.
  *
  * Optimizers, like layers and models, are checked handles (base/handles.h),
  * each kind in a table of its own, so a freed or foreign one is an error
