@@ -202,11 +202,13 @@ static inline uint32_t bin_lowest(const struct chunk *ch, unsigned b, uint64_t k
     uint64_t best_addr = ALL_ONES;
     for (uint32_t i = ch[b].fnext; i != b; i = ch[i].fnext) {
         uint64_t cand = ch[i].addr;
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(VDEV_ALLOC_PORTABLE_SCAN)
         /* Compilers turn the portable form below into branches, mispredicted
          * about once a step on the random-order traces; this is the form
          * wanted: cand = all ones when the chunk is too small, then the
-         * lowest address and its chunk kept without a branch. */
+         * lowest address and its chunk kept without a branch. (Building
+         * with -DVDEV_ALLOC_PORTABLE_SCAN takes the portable form, to test
+         * it on this processor.) */
         __asm__("cmpq %[key], %[sz]\n\t"
                 "cmovbq %[ones], %[cand]\n\t"
                 "cmpq %[ba], %[cand]\n\t"
