@@ -8,10 +8,12 @@
  * also over many models made and freed beside one optimizer, and while
  * another thread updates with the same optimizer. A variable whose handle
  * reuses the freed one's place in the handle table starts with new slots,
- * zeros, never the old ones. And vdev_optimizer_slots refuses one of the
- * optimizer's own slots as the variable, with its exact message and nothing
- * changed: no slot made, none handed out (a velocity given back stays
- * given back, and switching momentum off frees it). */
+ * zeros, never the old ones. vdev_optimizer_slots, vdev_optimizer_apply and vdev_optimizer_prepare
+ * refuse one of the optimizer's own slots as a variable, with the exact
+ * message naming its index, and nothing changed: no slot made (for the
+ * call's other variables either), none handed out (a velocity given back
+ * stays given back, and switching momentum off frees it), no variable
+ * updated, the iteration count as it was. */
 #include "check.h"
 #include "nn/nn.h"
 #include "vdev/nn.h"
@@ -19,6 +21,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define ROWS 64
 #define COLS 48
@@ -267,16 +270,16 @@ static void two_threads(void)
     CHECK_NO_LEAK("GPU:0");
 }
 
+/* fn, the index of the variable, the slot's name */
 static const char *const OWN_SLOT =
-    "vdev_optimizer_slots: tensor 0 is one of the optimizer's own slots (\"%s\"), not a "
-    "variable it updates";
+    "%s: tensor %d is one of the optimizer's own slots (\"%s\"), not a variable it updates";
 
 /* vdev_optimizer_slots(opt, s) of opt's own slot s is refused with exactly
  * OWN_SLOT naming it, -1, and nothing made (the bytes in use as before). */
 static void refused(vdev_optimizer_t *o, vdev_tensor_t *s, const char *name)
 {
     char want[256];
-    snprintf(want, sizeof want, OWN_SLOT, name);
+    snprintf(want, sizeof want, OWN_SLOT, "vdev_optimizer_slots", 0, name);
     uint64_t before = in_use();
     vdev_tensor_t *out[3] = {NULL, NULL, NULL};
     const char *names[3] = {NULL, NULL, NULL};
@@ -351,6 +354,110 @@ static void own_slot_sgd(void)
     CHECK_NO_LEAK("GPU:0");
 }
 
+/* vdev_optimizer_apply(o, vars, grads, n) (prepare: vdev_optimizer_prepare
+ * of vars) with vars[at] o's own slot `name`: refused with exactly OWN_SLOT
+ * naming the call, at and name, and nothing changed: the bytes in use as
+ * before (no slot made, of the slot or of a variable that had none yet),
+ * every variable's values and the iteration count as they were, and
+ * nothing pending for vdev_optimizer_unprepare to take back. */
+static void apply_refused(vdev_optimizer_t *o, vdev_tensor_t **vars, vdev_tensor_t **grads,
+                          int n, int at, const char *name, int prepare)
+{
+    static float before[4][NUMEL], after[NUMEL];
+    char want[256];
+    snprintf(want, sizeof want, OWN_SLOT,
+             prepare ? "vdev_optimizer_prepare" : "vdev_optimizer_apply", at, name);
+    CHECK(n <= 4);
+    for (int i = 0; i < n && i < 4; i++)
+        CHECK_OK(vdev_tensor_to_host(vars[i], before[i], sizeof before[i]));
+    int64_t it0 = -1, it1 = -2;
+    CHECK_OK(vdev_optimizer_get_iterations(o, &it0));
+    uint64_t bytes = in_use();
+    vdev_clear_error();
+    CHECK_ERR(prepare ? vdev_optimizer_prepare(o, vars, n)
+                      : vdev_optimizer_apply(o, vars, grads, n),
+              VDEV_ERR_INVALID_ARG, want);
+    CHECK_EQ_U64(in_use(), bytes);
+    CHECK_OK(vdev_optimizer_get_iterations(o, &it1));
+    CHECK_EQ_U64(it1, it0);
+    for (int i = 0; i < n && i < 4; i++) {
+        CHECK_OK(vdev_tensor_to_host(vars[i], after, sizeof after));
+        CHECK(memcmp(after, before[i], sizeof after) == 0);
+    }
+    vdev_optimizer_unprepare(o);
+    CHECK_EQ_U64(in_use(), bytes);
+}
+
+/* Each of the optimizer's own slots (Adam's m, v and vhat; SGD's velocity,
+ * with momentum on and, handed out and kept, off) as a variable of an
+ * update or a prepare, beside a variable v it updated and a variable w it
+ * has no slots for yet, first, in the middle or last: refused
+ * (apply_refused), two slots in one call named by the first. Afterwards
+ * an update of v and w goes on as before (w's slots made then, the count
+ * one more), and another optimizer updates the slot as any variable. */
+static void own_slot_apply(int adam)
+{
+    check_fresh("1x1GiB");
+    int n = adam ? 3 : 1;
+    vdev_optimizer_t *o =
+        adam ? vdev_adam_new(0.01f, 0.9f, 0.999f, 1e-7f) : vdev_sgd_new(0.1f, 0.9f);
+    vdev_tensor_t *v = var_of(1), *g = grad_of(0.5f), *w = var_of(2), *gw = grad_of(0.25f);
+    CHECK(o && v && g && w && gw);
+    if (adam)
+        CHECK_OK(vdev_adam_set_amsgrad(o, true));
+    CHECK_OK(vdev_optimizer_apply(o, &v, &g, 1));
+    vdev_tensor_t *sl[3] = {NULL, NULL, NULL};
+    CHECK(vdev_optimizer_slots(o, v, sl, NULL, 3) == n);
+    static const char *const adam_names[3] = {"m", "v", "vhat"};
+    for (int pass = 0; pass < (adam ? 1 : 2); pass++) {
+        /* SGD's second pass: momentum off, the velocity kept (handed out) */
+        if (pass == 1)
+            CHECK_OK(vdev_sgd_set(o, 0.1f, 0));
+        for (int k = 0; k < n; k++) {
+            const char *name = adam ? adam_names[k] : "momentum";
+            for (int prepare = 0; prepare < 2; prepare++) {
+                vdev_tensor_t *last[3] = {v, w, sl[k]}, *gl[3] = {g, gw, g};
+                apply_refused(o, last, gl, 3, 2, name, prepare);
+                vdev_tensor_t *first[2] = {sl[k], w}, *gf[2] = {g, gw};
+                apply_refused(o, first, gf, 2, 0, name, prepare);
+                vdev_tensor_t *mid[3] = {w, sl[k], v}, *gm[3] = {gw, g, g};
+                apply_refused(o, mid, gm, 3, 1, name, prepare);
+            }
+        }
+    }
+    if (adam) {
+        vdev_tensor_t *two[3] = {w, sl[1], sl[0]}, *g3[3] = {gw, g, g};
+        apply_refused(o, two, g3, 3, 1, "v", 0);
+        apply_refused(o, two, g3, 3, 1, "v", 1);
+    } else {
+        CHECK_OK(vdev_sgd_set(o, 0.1f, 0.9f));
+    }
+    /* the optimizer as it was: v's slots the same handles, w's made now */
+    uint64_t bytes = in_use();
+    vdev_tensor_t *both[2] = {v, w}, *gb[2] = {g, gw};
+    CHECK_OK(vdev_optimizer_apply(o, both, gb, 2));
+    CHECK_EQ_U64(in_use(), bytes + (uint64_t)n * BYTES);
+    int64_t it = -1;
+    CHECK_OK(vdev_optimizer_get_iterations(o, &it));
+    CHECK_EQ_U64(it, 2);
+    vdev_tensor_t *again[3] = {NULL, NULL, NULL};
+    CHECK(vdev_optimizer_slots(o, v, again, NULL, 3) == n);
+    for (int k = 0; k < n; k++)
+        CHECK(again[k] == sl[k]);
+    /* another optimizer's slot is a variable like any other to this one */
+    vdev_optimizer_t *other = vdev_sgd_new(0.1f, 0.9f);
+    CHECK(other != NULL);
+    CHECK_OK(vdev_optimizer_prepare(other, &sl[0], 1));
+    CHECK_OK(vdev_optimizer_apply(other, &sl[0], &g, 1));
+    vdev_optimizer_free(other);
+    vdev_optimizer_free(o);
+    vdev_tensor_free(v);
+    vdev_tensor_free(g);
+    vdev_tensor_free(w);
+    vdev_tensor_free(gw);
+    CHECK_NO_LEAK("GPU:0");
+}
+
 int main(void)
 {
     freed_then_next_call(0);
@@ -361,6 +468,8 @@ int main(void)
     two_threads();
     own_slot_adam();
     own_slot_sgd();
+    own_slot_apply(1);
+    own_slot_apply(0);
     check_fresh(NULL);
     return check_done();
 }

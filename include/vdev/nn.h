@@ -109,7 +109,13 @@ VDEV_API vdev_optimizer_t *vdev_adam_new(float learning_rate, float beta1, float
  * counted; a call of any of them for the optimizer from a pressure callback
  * met inside its own update is VDEV_ERR_INVALID_ARG ("vdev_optimizer_slots:
  * called during an update by the same optimizer on this thread (a pressure
- * callback)"). */
+ * callback)"). A variable that is one of this optimizer's own slots (a
+ * handle vdev_optimizer_slots gave out) is VDEV_ERR_INVALID_ARG naming its
+ * index and slot ("vdev_optimizer_apply: tensor 2 is one of the optimizer's
+ * own slots (\"v\"), not a variable it updates": a slot has no slots),
+ * before anything changes: no variable updated, no slot made (for the
+ * other variables of the call either), the iteration count as it was.
+ * Another optimizer's slot is a variable like any other to this one. */
 VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *opt, vdev_tensor_t *const *vars,
                                                vdev_tensor_t *const *grads, int n);
 /* The optimizer's state for variable var, to save in a checkpoint and load

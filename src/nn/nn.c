@@ -22,8 +22,9 @@
  * switched on again makes them, zeros, as a fresh optimizer's. The slots
  * themselves are kept in slots.c, with the state shared in optim.h; each
  * call that takes an optimizer's lock first frees the slots of the
- * variables freed since (optim_enter), and vdev_optimizer_slots refuses one
- * of the optimizer's own slots as a variable.
+ * variables freed since (optim_enter);
+ * vdev_optimizer_apply, vdev_optimizer_prepare and vdev_optimizer_slots
+ * refuse one of the optimizer's own slots as a variable.
  *
  * Optimizers, like layers and models, are checked handles (base/handles.h),
  * each kind in a table of its own, so a freed or foreign one is an error
@@ -344,6 +345,48 @@ static struct optim *apply_args(vdev_optimizer_t *h, vdev_tensor_t *const *vars,
     return o;
 }
 
+/* Keras's slot names: Adam's s[0..3), SGD's s[0]. */
+static const char *const adam_names[] = {"m", "v", "vhat"}, *const sgd_names[] = {"momentum"};
+
+/* The name of o's own slot h (a velocity or moment of one of its
+ * variables), or NULL when h is none of them. Under o's lock. */
+static const char *own_slot_name(const struct optim *o, const vdev_tensor_t *h)
+{
+    for (int i = 0; i < o->n_slots; i++)
+        for (int k = 0; k < 3; k++)
+            if (o->slots[i].s[k] == h)
+                return o->kind == OPT_ADAM ? adam_names[k] : sgd_names[0];
+    return NULL;
+}
+
+/* Whether one of vars[0..n) (their tensors t, or NULL to look them up) is
+ * one of o's own slots, for fn: then VDEV_ERR_INVALID_ARG naming the first
+ * (its index and slot name). A slot is the optimizer's state, not a
+ * variable it trains: slots of it would be state of state, kept as long as
+ * the optimizer. Under o's lock, before anything changes, so the call that
+ * is refused makes no slot and updates nothing. Only a tensor marked as an
+ * optimizer's slot is looked for among o's records (every slot is marked
+ * when made), so an update of model variables costs one load each. */
+static int own_slot_refused(const struct optim *o, vdev_tensor_t *const *vars,
+                            struct vdev_tens *const *t, int n, const char *fn)
+{
+    for (int i = 0; i < n; i++) {
+        const struct vdev_tens *v = t ? t[i] : vdev_tens_peek(vars[i]);
+        if (!v || atomic_load_explicit(&v->owner, memory_order_relaxed) !=
+                      VDEV_TENS_OWNER_OPTIMIZER)
+            continue;
+        const char *own = own_slot_name(o, vars[i]);
+        if (own) {
+            vdev_error(VDEV_ERR_INVALID_ARG,
+                       "%s: tensor %d is one of the optimizer's own slots (\"%s\"), not a "
+                       "variable it updates",
+                       fn, i, own);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *h, vdev_tensor_t *const *vars, int n)
 {
     struct vdev_nn_in in;
@@ -351,7 +394,9 @@ enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *h, vdev_tensor_t *cons
                                     "vdev_optimizer_prepare");
     if (!o)
         return vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
-    enum vdev_status st = vdev_nn_slots_make(o, vars, NULL, n);
+    enum vdev_status st = own_slot_refused(o, vars, NULL, n, "vdev_optimizer_prepare")
+                              ? VDEV_ERR_INVALID_ARG
+                              : vdev_nn_slots_make(o, vars, NULL, n);
     vdev_nn_leave(&in);
     return st;
 }
@@ -540,6 +585,9 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
                                     : NULL;
     if (st == VDEV_OK && !o)
         st = vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
+    /* one of its own slots as a variable: refused before any slot is made */
+    if (st == VDEV_OK && own_slot_refused(o, vars, held, n, fn))
+        st = VDEV_ERR_INVALID_ARG;
     /* the count the update would take it to does not exist (set_iterations
      * allows any count >= 0, as a checkpoint may hold one) */
     if (st == VDEV_OK && o->step == INT64_MAX)
@@ -565,20 +613,6 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
     return st;
 }
 
-/* Keras's slot names: Adam's s[0..3), SGD's s[0]. */
-static const char *const adam_names[] = {"m", "v", "vhat"}, *const sgd_names[] = {"momentum"};
-
-/* The name of o's own slot h (a velocity or moment of one of its
- * variables), or NULL when h is none of them. Under o's lock. */
-static const char *own_slot_name(const struct optim *o, const vdev_tensor_t *h)
-{
-    for (int i = 0; i < o->n_slots; i++)
-        for (int k = 0; k < 3; k++)
-            if (o->slots[i].s[k] == h)
-                return o->kind == OPT_ADAM ? adam_names[k] : sgd_names[0];
-    return NULL;
-}
-
 VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *h, vdev_tensor_t *var, vdev_tensor_t **out,
                                   const char **names, int cap)
 {
@@ -587,14 +621,7 @@ VDEV_API int vdev_optimizer_slots(vdev_optimizer_t *h, vdev_tensor_t *var, vdev_
     struct optim *o = apply_args(h, &var, NULL, 1, 0, fn);
     if (!o || !vdev_nn_out_fits(out, cap, fn) || !optim_enter(o, &in, fn))
         return -1;
-    /* a slot is the optimizer's state, not a variable it trains: slots of
-     * it would be state of state, kept as long as the optimizer */
-    const char *own = own_slot_name(o, var);
-    if (own) {
-        vdev_error(VDEV_ERR_INVALID_ARG,
-                   "%s: tensor 0 is one of the optimizer's own slots (\"%s\"), not a "
-                   "variable it updates",
-                   fn, own);
+    if (own_slot_refused(o, &var, NULL, 1, fn)) {
         vdev_nn_leave(&in);
         return -1;
     }

@@ -64,8 +64,11 @@ int vdev_nn_out_fits(const void *out, int cap, const char *fn);
  * The slots made stay pending: the next vdev_optimizer_apply (or
  * vdev_optimizer_slots for that variable) keeps them, and
  * vdev_optimizer_unprepare takes them back. Errors: those of
- * vdev_optimizer_apply's arguments, VDEV_ERR_OOM (the slots this call made
- * before the failure are freed: the optimizer is as it was). */
+ * vdev_optimizer_apply's arguments (one of the optimizer's own slots among
+ * vars too: "vdev_optimizer_prepare: tensor 1 is one of the optimizer's own
+ * slots (\"m\"), not a variable it updates", no slot made), VDEV_ERR_OOM
+ * (the slots this call made before the failure are freed: the optimizer is
+ * as it was). */
 enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *opt, vdev_tensor_t *const *vars, int n);
 /* Frees the slots that vdev_optimizer_prepare made and nothing kept yet (a
  * step that another replica could not make): the optimizer is as it was
