@@ -8,7 +8,11 @@
  * also over many models made and freed beside one optimizer, and while
  * another thread updates with the same optimizer. A variable whose handle
  * reuses the freed one's place in the handle table starts with new slots,
- * zeros, never the old ones. vdev_optimizer_slots, vdev_optimizer_apply and vdev_optimizer_prepare
+ * zeros, never the old ones. A freed variable's weight decay exclusion
+ * goes at the same call: over 10,000 variables made, excluded and freed the
+ * exclusion list holds only the live ones and the one freed since the last
+ * call, and a variable made in a freed one's place is decayed.
+ * vdev_optimizer_slots, vdev_optimizer_apply and vdev_optimizer_prepare
  * refuse one of the optimizer's own slots as a variable, with the exact
  * message naming its index, and nothing changed: no slot made (for the
  * call's other variables either), none handed out (a velocity given back
@@ -458,6 +462,66 @@ static void own_slot_apply(int adam)
     CHECK_NO_LEAK("GPU:0");
 }
 
+/* Whether every element of t is x. */
+static int all_equal(vdev_tensor_t *t, float x)
+{
+    static float h[NUMEL];
+    if (vdev_tensor_to_host(t, h, sizeof h) != VDEV_OK)
+        return 0;
+    for (int i = 0; i < NUMEL; i++)
+        if (h[i] != x)
+            return 0;
+    return 1;
+}
+
+/* The weight decay's exclusion list of a long run: 10,000 variables made,
+ * excluded and freed, one at a time, beside a variable w excluded
+ * throughout. Each call prunes the exclusions of the variables freed since
+ * the last one, so the list holds w and the last one freed (2), and after
+ * one more call w alone; w stays excluded, and a variable made in the last
+ * freed one's place in the handle table is decayed (wd 0.5, lr 0.5, a zero
+ * gradient: 2 becomes 1.5, exactly). */
+static void exclusions_pruned(void)
+{
+    check_fresh("1x1GiB");
+    vdev_optimizer_t *o = vdev_sgd_new(0.5f, 0);
+    vdev_tensor_t *w = var_of(2), *g0 = grad_of(0);
+    CHECK(o && w && g0);
+    CHECK_OK(vdev_optimizer_set_weight_decay(o, 0.5f));
+    CHECK_OK(vdev_optimizer_exclude_from_weight_decay(o, &w, 1));
+    CHECK_EQ_U64(vdev_nn_optimizer_n_excluded(o), 1);
+    uint64_t hv = 0;
+    int bad = 0;
+    for (int r = 0; r < 10000; r++) {
+        vdev_tensor_t *v = var_of(1);
+        if (!v || vdev_optimizer_exclude_from_weight_decay(o, &v, 1) != VDEV_OK)
+            bad++;
+        hv = (uint64_t)(uintptr_t)v;
+        vdev_tensor_free(v);
+        if (vdev_nn_optimizer_n_excluded(o) != 2)
+            bad++;
+    }
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(vdev_nn_optimizer_n_excluded(o), 2); /* w, and the last one freed */
+    CHECK_OK(vdev_optimizer_slots_release(o, NULL));
+    CHECK_EQ_U64(vdev_nn_optimizer_n_excluded(o), 1);
+    vdev_tensor_t *c = var_of(2);
+    CHECK(c != NULL);
+    CHECK_EQ_U64((uint64_t)(uintptr_t)c & 0xffffffffu, hv & 0xffffffffu);
+    vdev_tensor_t *vars[2] = {w, c}, *grads[2] = {g0, g0};
+    CHECK_OK(vdev_optimizer_apply(o, vars, grads, 2));
+    CHECK(all_equal(w, 2.0f));
+    CHECK(all_equal(c, 1.5f));
+    CHECK_EQ_U64(vdev_nn_optimizer_n_excluded(o), 1);
+    vdev_tensor_free(c);
+    vdev_tensor_free(w);
+    vdev_tensor_free(g0);
+    CHECK_OK(vdev_optimizer_slots_release(o, NULL));
+    CHECK_EQ_U64(vdev_nn_optimizer_n_excluded(o), 0);
+    vdev_optimizer_free(o);
+    CHECK_NO_LEAK("GPU:0");
+}
+
 int main(void)
 {
     freed_then_next_call(0);
@@ -470,6 +534,7 @@ int main(void)
     own_slot_sgd();
     own_slot_apply(1);
     own_slot_apply(0);
+    exclusions_pruned();
     check_fresh(NULL);
     return check_done();
 }

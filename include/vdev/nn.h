@@ -82,7 +82,8 @@ VDEV_API void vdev_mlp_free(vdev_mlp_t *m);
  * is freed (vdev_tensor_free, or its model's free), the optimizer's next
  * call that takes it (vdev_optimizer_apply, vdev_optimizer_slots,
  * vdev_optimizer_slots_release, a setter: whatever that call returns)
- * frees that variable's slots, handed out or not, and their handles die:
+ * frees that variable's slots, handed out or not, and their handles die
+ * (and forgets its weight decay exclusion, if it had one):
  * a program that keeps one optimizer while it makes and frees models gets
  * their slots' device memory back (vdev_optimizer_slots_release(opt, NULL)
  * is such a call that changes nothing else). A variable made later starts
@@ -259,7 +260,11 @@ VDEV_API enum vdev_status vdev_optimizer_set_weight_decay(vdev_optimizer_t *opt,
  * passes the variables its var_names match as they come. Errors
  * (VDEV_ERR_INVALID_ARG): opt NULL, freed or not an optimizer; n < 0, or
  * vars NULL with n > 0; a tensor freed or not a variable ("...: tensor 1 is
- * not a variable"). */
+ * not a variable"). The exclusion of a variable freed later goes at the
+ * optimizer's next call, with its slots (see "optimizers" above), so the
+ * list holds only live variables, however many a long run makes, excludes
+ * and frees; a variable made later is decayed, even one whose handle reuses
+ * the freed one's place in the handle table. */
 VDEV_API enum vdev_status vdev_optimizer_exclude_from_weight_decay(vdev_optimizer_t *opt,
                                                                    vdev_tensor_t *const *vars,
                                                                    int n);

@@ -22,7 +22,7 @@
  * switched on again makes them, zeros, as a fresh optimizer's. The slots
  * themselves are kept in slots.c, with the state shared in optim.h; each
  * call that takes an optimizer's lock first frees the slots of the
- * variables freed since (optim_enter);
+ * variables freed since, and their weight decay exclusions (optim_enter);
  * vdev_optimizer_apply, vdev_optimizer_prepare and vdev_optimizer_slots
  * refuse one of the optimizer's own slots as a variable.
  *
@@ -43,6 +43,20 @@
 
 static struct vdev_handle_table optims = VDEV_HANDLE_TABLE("optimizer", 5, struct optim);
 
+/* The weight decay's exclusions of the variables freed since (their handles
+ * dead) go, at the same point as their slots: a dead handle never comes
+ * back (the next tensor in its place in the table has another generation),
+ * so such an entry excludes nothing, and kept it would make the list grow
+ * with every variable a long run makes, excludes and frees. */
+static void excl_prune(struct optim *o)
+{
+    int kept = 0;
+    for (int i = 0; i < o->n_excl; i++)
+        if (vdev_tens_peek(o->excl[i]))
+            o->excl[kept++] = o->excl[i];
+    o->n_excl = kept;
+}
+
 /* vdev_nn_enter for optimizer o (NULL passes through), then the records of
  * variables freed since its last call go, their slots freed
  * (vdev_nn_slots_prune). Here, under the optimizer's own lock, rather than
@@ -50,12 +64,15 @@ static struct vdev_handle_table optims = VDEV_HANDLE_TABLE("optimizer", 5, struc
  * no optimizer, and a free that had to take the lock of every optimizer
  * keeping a slot for the variable would wait for their updates, and would
  * wait for itself when a pressure callback met inside an update frees a
- * variable. Every change to the records is made under this lock. */
+ * variable. The weight decay's exclusions of those variables go too
+ * (excl_prune). Every change to the records is made under this lock. */
 static void *optim_enter(struct optim *o, struct vdev_nn_in *in, const char *fn)
 {
     o = vdev_nn_enter(o, in, fn);
-    if (o)
+    if (o) {
         vdev_nn_slots_prune(o);
+        excl_prune(o);
+    }
     return o;
 }
 
@@ -314,6 +331,18 @@ VDEV_API enum vdev_status vdev_optimizer_exclude_from_weight_decay(vdev_optimize
     }
     vdev_nn_leave(&in);
     return VDEV_OK;
+}
+
+int vdev_nn_optimizer_n_excluded(vdev_optimizer_t *h)
+{
+    static const char fn[] = "vdev_nn_optimizer_n_excluded";
+    struct vdev_nn_in in;
+    struct optim *o = vdev_nn_enter(vdev_nn_object_of(&optims, h, fn), &in, fn);
+    if (!o)
+        return -1;
+    int n = o->n_excl;
+    vdev_nn_leave(&in);
+    return n;
 }
 
 /* Checks an apply's arguments (grads may be NULL: prepare). */

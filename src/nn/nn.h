@@ -75,6 +75,12 @@ enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *opt, vdev_tensor_t *co
  * before the prepare. On the thread that prepared. */
 void vdev_optimizer_unprepare(vdev_optimizer_t *opt);
 
+/* For the tests: the number of variables optimizer opt's weight decay
+ * exclusion list holds now (vdev_optimizer_exclude_from_weight_decay), read
+ * under its lock without pruning those freed since (its next call prunes
+ * them); -1 with VDEV_ERR_INVALID_ARG for a bad optimizer. */
+int vdev_nn_optimizer_n_excluded(vdev_optimizer_t *opt);
+
 /* An optimizer's gradient clipping, as Keras's (0: off): clipnorm wins over
  * global_clipnorm, which wins over clipvalue. */
 struct vdev_clip {
