@@ -34,8 +34,7 @@ def _build(layer, shape):
             if shape is None:
                 return
             _build(l, shape)
-            shape = (tuple(l.compute_output_shape(shape))
-                     if hasattr(l, "compute_output_shape") else None)
+            shape = _layer_output_shape(l, shape)
     elif isinstance(layer, (Dense, Conv2D)) and not layer.built and shape[-1] is not None:
         layer.build(shape[-1])
     else:
@@ -58,6 +57,27 @@ def _explicit_input_shape(layer):
     return (tuple(shape) if shape else None), getattr(layer, "name", None) or "layer"
 
 
+def _layer_output_shape(layer, shape):
+    """layer's output shape for inputs of shape (batch None): its
+    compute_output_shape, or where it has none (a Lambda given no
+    output_shape) the shape of its output on zeros of one row, as Keras
+    finds it by running the layer; None when neither can be (a size not
+    known, a layer without compute_output_shape)."""
+    if not hasattr(layer, "compute_output_shape"):
+        return None
+    try:
+        out = layer.compute_output_shape(shape)
+    except NotImplementedError:
+        if None in tuple(shape)[1:]:
+            return None
+        from . import _ops
+        out = layer(_ops.convert_to_tensor(np.zeros((1,) + tuple(shape)[1:], np.float32)))
+        if isinstance(out, (list, tuple)):
+            return None
+        return (shape[0],) + tuple(int(d) for d in tuple(out.shape)[1:])
+    return None if out is None else tuple(out)
+
+
 def _check_and_build(layer, shape):
     """What Keras's Sequential.add checks when it calls a layer on the
     model's output (shape, batch None): the layer's rank (its
@@ -67,8 +87,7 @@ def _check_and_build(layer, shape):
     from ._functional import _check_width
     if shape is None:
         return
-    if hasattr(layer, "compute_output_shape"):
-        layer.compute_output_shape(shape)  # checks the rank (and Conv2D's sizes)
+    _layer_output_shape(layer, shape)  # checks the rank (and Conv2D's sizes)
     _build(layer, shape)
     if isinstance(layer, (Dense, Conv2D)):
         _check_width(layer, shape)
@@ -311,7 +330,8 @@ def _reconstruct(config, custom_objects=None, created_layers=None):
 
 class Sequential(Layer, _Training):
     """Keras's ``Sequential``: ``layers`` applied in order, each a vdev layer
-    or any callable; ``add`` appends one, ``pop`` removes the last. A model
+    (anything else is Keras's TypeError; wrap a function in
+    vdev.layers.Lambda); ``add`` appends one, ``pop`` removes the last. A model
     whose input shape is given (an Input first, or a first layer given
     input_shape) is built as it is made and checks its calls' shape, as
     Keras's; ``inputs``, ``outputs``, ``input_shape``, ``output_shape`` and
@@ -346,7 +366,9 @@ class Sequential(Layer, _Training):
         normalization layer), and one that cannot take that output (a Dense
         built for another width, a rank it does not take) is Keras's
         ValueError here, the layer not added. The Input is not one of
-        ``layers``; an Input after other layers is a ValueError."""
+        ``layers``; an Input after other layers is a ValueError; what is
+        not a vdev layer (a plain function) is Keras 2.11's TypeError "The
+        added layer must be an instance of class Layer. Received: ..."."""
         from ._functional import InputLayer, KerasTensor
         if isinstance(layer, KerasTensor) and isinstance(layer._keras_history.layer,
                                                          InputLayer):
@@ -359,8 +381,9 @@ class Sequential(Layer, _Training):
                                     or [self._input_layer.name],))
             self._input_layer, self._graph = layer, None
             return
-        if not callable(layer):
-            raise TypeError("The added layer must be callable. Received: layer=%r" % (layer,))
+        if not isinstance(layer, Layer):  # Keras 2.11's (vdev has no tf.Module to wrap)
+            raise TypeError("The added layer must be an instance of class Layer. Received: "
+                            "layer=%s of type %s." % (layer, type(layer)))
         # As Keras: the same layer may come twice (its weights shared), two
         # layers of one name may not.
         name = getattr(layer, "name", None)
@@ -416,8 +439,7 @@ class Sequential(Layer, _Training):
             if s is None:
                 break
             _check_and_build(l, s)
-            s = (tuple(l.compute_output_shape(s)) if hasattr(l, "compute_output_shape")
-                 else None)
+            s = _layer_output_shape(l, s)
         self._call_shape = shape
 
     def _tensors(self):
@@ -517,6 +539,8 @@ class Sequential(Layer, _Training):
             if len(flat) == 1:
                 self._check_input(flat[0])
             return 1
+        if not isinstance(inputs, (list, tuple)):
+            self._check_built_widths(_shape_tuple(inputs.shape))
         first = self.layers[0] if self.layers else None
         if (isinstance(inputs, (list, tuple)) and len(inputs) > 1
                 and isinstance(first, (Dense, Conv2D, Flatten, _Pooling2D, _GlobalPooling))):
@@ -529,6 +553,24 @@ class Sequential(Layer, _Training):
                               [("inputs", type(inputs)(map(_tensor_text, inputs))),
                                ("training", None), ("mask", None)])
         return None
+
+    def _check_built_widths(self, shape):
+        """A symbolic call of a model not given its input shape: each built
+        Dense's or Conv2D's input size checked on the way through the
+        layers' compute_output_shape (Keras's InputSpec errors, naming the
+        layer: its model runs the call through its layers, each checking its
+        spec set when built), as the layers' own checks do in a call."""
+        from ._functional import _check_width
+        for l in self.layers:
+            if isinstance(l, (Dense, Conv2D)) and l.built:
+                _check_width(l, shape)
+            elif isinstance(l, Sequential) and l._input_layer is None:
+                l._check_built_widths(shape)
+            elif isinstance(l, Sequential):  # the inner model's own spec
+                Functional._check_shape(l, 0, shape, l._input_layer._batch_input_shape)
+            shape = _layer_output_shape(l, shape)
+            if shape is None:
+                return
 
     def _check_input(self, x):
         """Keras's InputSpec check of a model whose input shape was given
@@ -568,14 +610,11 @@ class Sequential(Layer, _Training):
     def _output_shapes(self):
         """Each layer's output shape (batch None) from the model's input
         shape through each layer's compute_output_shape; None from the first
-        layer that has none (any callable) on, or all None when the input
+        layer whose output shape cannot be found on, or all None when the input
         shape is not known."""
         shape, out = self._input_shape(), []
         for l in self.layers:
-            if shape is not None and hasattr(l, "compute_output_shape"):
-                shape = tuple(l.compute_output_shape(shape))
-            else:
-                shape = None
+            shape = None if shape is None else _layer_output_shape(l, shape)
             out.append(shape)
         return out
 
@@ -650,9 +689,9 @@ class Sequential(Layer, _Training):
         (None from a layer without one)."""
         shape = tuple(input_shape)
         for l in self.layers:
-            if not hasattr(l, "compute_output_shape"):
+            shape = _layer_output_shape(l, shape)
+            if shape is None:
                 return None
-            shape = tuple(l.compute_output_shape(shape))
         return shape
 
     def __call__(self, inputs, training=None, mask=None):
