@@ -393,6 +393,31 @@ class Softmax(_Stateless):
     def get_config(self):
         return self._config(axis=self.axis)
 
+    def _over_last_axis(self):
+        axis = self.axis
+        if isinstance(axis, (list, tuple)) and len(axis) == 1:
+            axis = axis[0]
+        return not isinstance(axis, bool) and isinstance(axis, numbers.Integral) and axis == -1
+
+    @property
+    def activation(self):
+        """What fit's string cross-entropy takes the logits of, as a
+        Dense's ``activation`` (vdev/_fit.py): vdev's softmax for a layer
+        over the last axis (axis=-1), whose input Keras's loss takes as the
+        logits (it finds the Softmax op); None for another axis (Keras then
+        computes from the probabilities, which vdev does not), and in fit's
+        copy of the layer, which gives the logits (its input, masked)."""
+        if self.__dict__.get("_gives_logits"):
+            return None
+        return _ops.softmax if self._over_last_axis() else None
+
+    @activation.setter
+    def activation(self, value):
+        if value is not None:
+            raise ValueError("vdev's Softmax takes activation = None only (fit's copy of the "
+                             "layer, which gives the logits), not %r" % (value,))
+        self._gives_logits = True
+
     def _axis(self, ndim):
         axis = self.axis
         if isinstance(axis, (list, tuple)):
@@ -416,6 +441,8 @@ class Softmax(_Stateless):
                 m = _ops.convert_to_tensor(np.asarray(
                     mask.numpy() if isinstance(mask, Tensor) else mask).astype(np.float32))
             x = _ops.add(x, _ops.multiply(_ops.subtract(1.0, m), -1e9))
+        if self.__dict__.get("_gives_logits"):
+            return x  # fit's copy: the logits
         axis = self._axis(x.ndim)
         last = x.ndim - 1
         if axis == last:

@@ -156,8 +156,9 @@ class Model:
         loss: 'mse' ('mean_squared_error'), 'binary_crossentropy',
         'categorical_crossentropy', 'sparse_categorical_crossentropy' (on
         probabilities, as Keras's strings: the model must end in a layer
-        with activation='sigmoid' for the first, 'softmax' for the others,
-        whose logits vdev uses, as Keras does) or a vdev loss or any
+        with activation='sigmoid' for the first, 'softmax' for the others
+        (a Dense's, an Activation layer, or a Softmax layer over the last
+        axis), whose logits vdev uses, as Keras does) or a vdev loss or any
         callable loss(y_true, y_pred); metrics: a list of 'accuracy'/'acc',
         'binary_accuracy', 'categorical_accuracy',
         'sparse_categorical_accuracy', 'mse', 'mae' (and their long names)
@@ -234,6 +235,14 @@ class Model:
                 return losses.MeanSquaredError(), False
             last = self._output_layer()
             act, fn, cls = _PROBS[kind]
+            from ._core_layers import Softmax
+            if isinstance(last, Softmax) and last.activation is None:
+                raise ValueError(
+                    "loss=%r takes probabilities; vdev computes the cross-entropy from logits, "
+                    "and takes them from a Softmax layer over the last axis (axis=-1) only, not "
+                    "axis=%r (Keras computes this one from the probabilities). Give the model "
+                    "no Softmax and pass vdev.losses.%s(from_logits=True)"
+                    % (loss, last.axis, cls))
             if getattr(last, "activation", None) is not fn:
                 raise ValueError(
                     "loss=%r takes probabilities; vdev computes the cross-entropy from "
@@ -263,7 +272,9 @@ class Model:
         if not self._from_probs:
             out = self(x)
             return out, out
-        h = x
+        # the layers are called one by one: first the model's own input
+        # check, as its call makes it (a Sequential given its input shape)
+        h = self._check_input(x) if hasattr(self, "_check_input") else x
         for l in self.layers[:-1]:
             h = l(h)
         last = self.layers[-1]
