@@ -7,9 +7,10 @@ config, of the same name) or on the Inputs ``input_tensors`` gives.
 A functional model is copied as Keras copies it: through its config
 (Keras's get_network_config, each layer replaced by its clone) and
 reconstruct_from_config (vdev/models.py), so the calls are made in
-Keras's order. vdev's Input takes no value (``Input(tensor=...)``), so
-an input tensor that is not an Input's symbolic tensor is
-NotImplementedError."""
+Keras's order. An input tensor that is a value, a vdev tensor, is
+wrapped as Keras wraps it (``Input(tensor=...)``): an Input of its shape
+(batch size included) and dtype, the value not kept (Keras's symbolic
+tensor keeps its spec only)."""
 
 __all__ = ["clone_model"]
 
@@ -28,11 +29,24 @@ def _clone_layer(layer):
     return type(layer).from_config(cfg)
 
 
-def _no_value(tensor):
-    return NotImplementedError(
-        "vdev's clone_model takes as input_tensors the symbolic tensors of vdev.Input only, "
-        "not %r: Keras wraps a value in Input(tensor=...), which vdev's Input does not take "
-        "(make vdev.Input(shape, dtype=...) and give its tensor)" % (tensor,))
+def _wrap_value(value, name):
+    """Keras's ``Input(tensor=value, name=name)`` (TensorFlow 2, eager): the
+    InputLayer of an Input of the value's shape, batch size included, and
+    dtype; the value itself is not kept. Only a vdev tensor is a value
+    here: anything else (a numpy array, which Keras 2.11's Input fails on
+    too, reading its dtype) is a TypeError naming what to pass."""
+    from ._functional import InputLayer
+    from ._tensor import Tensor
+    if not isinstance(value, Tensor):
+        raise TypeError(
+            "vdev's clone_model takes as input_tensors vdev.Input tensors or vdev tensors (a "
+            "tensor is wrapped in an Input of its shape and dtype, as Keras's "
+            "Input(tensor=...)), not a value of type %s%s: give vdev.constant(value) or the "
+            "tensor of vdev.Input(shape, dtype=...)" % (
+                type(value).__name__, " of shape %s" % (tuple(value.shape),)
+                if isinstance(getattr(value, "shape", None), tuple) else ""))
+    return InputLayer(batch_input_shape=tuple(int(d) for d in value.shape), dtype=value.dtype,
+                      name=name)
 
 
 def _clone_sequential_model(model, input_tensors, layer_fn):
@@ -54,7 +68,11 @@ def _clone_sequential_model(model, input_tensors, layer_fn):
                          "of `input_tensors`. Received: input_tensors=%s" % (input_tensors,))
     x = list(input_tensors)[0] if isinstance(input_tensors, tuple) else listed[0]
     if not isinstance(x, KerasTensor):
-        raise _no_value(x)
+        # Keras names it after the tensor ("input_wrapper_for_" + x.name),
+        # which a vdev tensor has only as a Variable: else a default name
+        name = getattr(x, "name", None)
+        return Sequential([_wrap_value(x, name and "input_wrapper_for_" + str(name))] + layers,
+                          name=model.name)
     origin = x._keras_history.layer
     if not isinstance(origin, InputLayer):
         raise ValueError("Cannot clone a `Sequential` model on top of a tensor that comes from "
@@ -85,7 +103,9 @@ def _clone_functional_model(model, input_tensors, layer_fn):
         for i, tensor in enumerate(flat):
             original = input_layers[i]  # Keras's IndexError for too many
             if not isinstance(tensor, KerasTensor):
-                raise _no_value(tensor)
+                new_input_layers[id(original)] = _wrap_value(
+                    tensor, "input_wrapper_for_" + original.name)
+                continue
             layer = tensor._keras_history.layer
             if not isinstance(layer, InputLayer):
                 raise ValueError("vdev's Model takes as inputs the tensors of vdev.Input only, "
@@ -118,11 +138,14 @@ def clone_model(model, input_tensors=None, clone_function=None):
     weights; copy them with set_weights), called as the model's layers are.
     Its Inputs are new ones made from the model's (same names, shapes and
     dtypes), or ``input_tensors``: vdev.Input tensors, one per model input
-    (a list; a dict is taken in its keys' order), a Sequential's one.
+    (a list; a dict is taken in its keys' order), a Sequential's one; a
+    vdev tensor among them is wrapped in an Input of its shape (batch size
+    included) and dtype, named "input_wrapper_for_" and the model input's
+    name (a Sequential's: the tensor's name, which only a Variable has), as
+    Keras's Input(tensor=...); another value (a numpy array) is a TypeError.
     A shared layer is cloned once and called as often as in the model; a
     model inside is cloned by ``clone_function`` as any layer (by default
-    from its config). An input tensor that is not vdev.Input's is
-    NotImplementedError (vdev's Input takes no value)."""
+    from its config)."""
     from .models import Sequential
     if clone_function is None:
         clone_function = _clone_layer
