@@ -103,12 +103,13 @@ def test_a_softmax_over_another_axis_is_refused_saying_why():
         "not axis=0 (Keras computes this one from the probabilities). Give the model no "
         "Softmax and pass vdev.losses.CategoricalCrossentropy(from_logits=True)")
     # the binary cross-entropy takes a sigmoid's logits, not a softmax's
-    m = Sequential([layers.Dense(3, input_shape=(4,), seed=1), layers.Softmax()])
-    with pytest.raises(ValueError) as e:
-        m.compile("sgd", "binary_crossentropy")
-    assert str(e.value).startswith("loss='binary_crossentropy' takes probabilities; vdev "
-                                   "computes the cross-entropy from logits, and takes them "
-                                   "from a last layer with activation='sigmoid'")
+    for axis in (-1, 0):
+        m = Sequential([layers.Dense(3, input_shape=(4,), seed=1), layers.Softmax(axis)])
+        with pytest.raises(ValueError) as e:
+            m.compile("sgd", "binary_crossentropy")
+        assert str(e.value).startswith("loss='binary_crossentropy' takes probabilities; vdev "
+                                       "computes the cross-entropy from logits, and takes "
+                                       "them from a last layer with activation='sigmoid'")
     with pytest.raises(ValueError) as e:
         layers.Softmax().activation = vdev.nn.relu
     assert str(e.value).startswith("vdev's Softmax takes activation = None only")

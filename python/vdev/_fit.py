@@ -236,7 +236,7 @@ class Model:
             last = self._output_layer()
             act, fn, cls = _PROBS[kind]
             from ._core_layers import Softmax
-            if isinstance(last, Softmax) and last.activation is None:
+            if kind != "bce" and isinstance(last, Softmax) and last.activation is None:
                 raise ValueError(
                     "loss=%r takes probabilities; vdev computes the cross-entropy from logits, "
                     "and takes them from a Softmax layer over the last axis (axis=-1) only, not "
