@@ -93,6 +93,7 @@ static int64_t bcast_offset(const struct hin *h, const int64_t *osh, int ond, in
 }
 
 #include "ops_expect_shaped.h"
+#include "ops_expect_depthwise.h"
 
 static void expect(const struct tcase *c, struct texp *e)
 {
@@ -545,6 +546,11 @@ static void expect(const struct tcase *c, struct texp *e)
     case VDEV_OP_GATHER:
     case VDEV_OP_GATHER_GRAD:
         gather_expect(c, e);
+        break;
+    case VDEV_OP_DEPTHWISE_CONV2D:
+    case VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_INPUT:
+    case VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER:
+        depthwise_expect(c, e);
         break;
     case VDEV_OP_COUNT:
         break;

@@ -275,6 +275,37 @@ VDEV_API vdev_tensor_t *vdev_conv2d_dilated(const vdev_tensor_t *input,
                                             const vdev_tensor_t *filter, int stride_h,
                                             int stride_w, int dilation_h, int dilation_w,
                                             const char *padding);
+/* Depthwise 2-D convolution: TensorFlow's tf.nn.depthwise_conv2d (the
+ * DepthwiseConv2dNative op). input NHWC [N, H, W, C] float, filter
+ * [KH, KW, C, M] with M the channel multiplier; the result is
+ * [N, OH, OW, C * M], its channel c * M + m input channel c convolved with
+ * filter[:, :, c, m] alone (no sum over channels). Strides, dilations and
+ * padding as vdev_conv2d_dilated's (the effective window (KH - 1)
+ * dilation_h + 1 sets the output's size and SAME's padding); the two
+ * strides must be equal, as in TensorFlow's kernel, and strides and
+ * dilations may both exceed 1 (the taps are then dilation apart and the
+ * windows stride apart). The gradients (a recording tape) are TensorFlow's
+ * DepthwiseConv2dNativeBackpropInput and DepthwiseConv2dNativeBackpropFilter.
+ * Errors, in TensorFlow's words after the op's name: VDEV_ERR_INVALID_ARG
+ * for a padding other than "SAME" or "VALID" ("DepthwiseConv2dNative: Value
+ * for attr 'padding' of "FULL" is not in the list of allowed values:
+ * "SAME", "VALID""), unequal strides ("DepthwiseConv2dNative: Current
+ * implementation only supports equal length strides in the row and column
+ * dimensions."), a stride below 1 ("DepthwiseConv2dNative: Stride must be
+ * > 0, but got 0"), a dilation below 1 ("DepthwiseConv2dNative: Dilated
+ * rates should be larger than 0."); VDEV_ERR_SHAPE for an input or filter
+ * not 4-dimensional ("DepthwiseConv2dNative: input must be
+ * 4-dimensional[2,3]", "DepthwiseConv2dNative: filter must be
+ * 4-dimensional: [3,3]"), a filter whose third dimension is not the input's
+ * depth ("DepthwiseConv2dNative: input and filter must have the same depth:
+ * 3 vs 2"), or a window larger than the input by 2s or more under VALID
+ * ("DepthwiseConv2dNative: Computed output size would be negative: -1
+ * [input_size: 2, effective_filter_size: 4, stride: 1]"). An output
+ * dimension of 0 (M = 0, an empty batch, ...) gives an empty tensor. */
+VDEV_API vdev_tensor_t *vdev_depthwise_conv2d(const vdev_tensor_t *input,
+                                              const vdev_tensor_t *filter, int stride_h,
+                                              int stride_w, int dilation_h, int dilation_w,
+                                              const char *padding);
 VDEV_API vdev_tensor_t *vdev_max_pool2d(const vdev_tensor_t *input, int ksize_h, int ksize_w,
                                         int stride_h, int stride_w, const char *padding);
 VDEV_API vdev_tensor_t *vdev_avg_pool2d(const vdev_tensor_t *input, int ksize_h, int ksize_w,

@@ -196,6 +196,16 @@ struct vdev_conv_geom {
     int64_t dh, dw; /* the dilations (1 for the pools) */
 };
 void vdev_conv_geom_of(const struct vdev_kernel_args *a, struct vdev_conv_geom *g);
+/* conv_depthwise.c: DepthwiseConv2dNative and its gradient ops. Their
+ * geometry fills vdev_conv_geom with o the channel multiplier M (the output
+ * has c * o channels). */
+SHAPE(vdev_shape_depthwise);      /* DEPTHWISE_CONV2D */
+SHAPE(vdev_shape_depthwise_grad); /* its two gradient ops */
+KERNEL(vdev_ref_depthwise_conv2d);
+KERNEL(vdev_ref_depthwise_conv2d_backprop_input);
+KERNEL(vdev_ref_depthwise_conv2d_backprop_filter);
+GRAD(vdev_grad_depthwise_conv2d);
+void vdev_depthwise_geom_of(const struct vdev_kernel_args *a, struct vdev_conv_geom *g);
 
 /* Element index helpers for kernels. */
 static inline int64_t vdev_args_numel(const struct vdev_kernel_args *a, int k)

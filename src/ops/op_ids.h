@@ -81,6 +81,12 @@ enum vdev_op {
     /* (dy, x, y) -> dy's shape: dy where x >= y (i[0] 0, Maximum) or x <= y
      * (i[0] 1, Minimum), else 0, for x's share (i[1] 0); the rest for y's (i[1] 1) */
     VDEV_OP_MAXMIN_GRAD,
+    /* depthwise 2-D convolution (conv_depthwise.c), NHWC, filter [KH,KW,C,M];
+     * as CONV2D: i[0], i[1] the strides (equal), j[0], j[1] the dilations,
+     * f[0] the padding */
+    VDEV_OP_DEPTHWISE_CONV2D,                 /* (x, filter) -> [N,OH,OW,C*M] */
+    VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_INPUT,  /* (x for its shape, filter, dy) */
+    VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER, /* (x, filter for its shape, dy) */
     VDEV_OP_COUNT
 };
 

@@ -141,6 +141,13 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
              vdev_fast_minimum, vdev_grad_minimum, 3),
     NOGRAD(VDEV_OP_MAXMIN_GRAD, "MaximumMinimumGrad", 3, vdev_shape_maxmin_grad,
            vdev_ref_maxmin_grad),
+    /* depthwise 2-D convolution (conv_depthwise.c) */
+    FWD(VDEV_OP_DEPTHWISE_CONV2D, "DepthwiseConv2dNative", 2, vdev_shape_depthwise,
+        vdev_ref_depthwise_conv2d, vdev_grad_depthwise_conv2d, 3),
+    NOGRAD(VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_INPUT, "DepthwiseConv2dNativeBackpropInput", 3,
+           vdev_shape_depthwise_grad, vdev_ref_depthwise_conv2d_backprop_input),
+    NOGRAD(VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER, "DepthwiseConv2dNativeBackpropFilter", 3,
+           vdev_shape_depthwise_grad, vdev_ref_depthwise_conv2d_backprop_filter),
 };
 
 /* ---- the public ops ---- */
