@@ -163,6 +163,9 @@ static void op_tol(int op, int64_t k, double *atol, double *rtol)
     case VDEV_OP_AVG_POOL:
     case VDEV_OP_CONV2D_BACKPROP_INPUT:
     case VDEV_OP_CONV2D_BACKPROP_FILTER:
+    case VDEV_OP_DEPTHWISE_CONV2D:
+    case VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_INPUT:
+    case VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER:
     case VDEV_OP_MAX_POOL_GRAD:
     case VDEV_OP_AVG_POOL_GRAD:
         *atol = 1e-7;
@@ -312,6 +315,7 @@ static int64_t conv_dim(int64_t in, int64_t k, int64_t s, int same)
 #define ALL VDEV_AXIS_ALL
 
 #include "op_cases_shaped.h"
+#include "op_cases_depthwise.h"
 
 static void
 op_cases(void)
@@ -575,6 +579,7 @@ op_cases(void)
         CASE("empty", VDEV_OP_CLIP_GRAD, pc, 0, TF(G_UNIFORM, 2, 0, 5));
     }
     op_cases_shaped();
+    op_cases_depthwise();
 }
 
 /* Prints cases and the largest error per op; every op must have a case. */

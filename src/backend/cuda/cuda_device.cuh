@@ -3,7 +3,8 @@
  * elementwise ops of two inputs; cuda_reduce.cu: reductions; cuda_updates.cu:
  * the optimizer updates; cuda_conv.cu: convolution and pooling; cuda_slice.cu:
  * strided slices; cuda_concat.cu: ConcatV2, Pack and Transpose by a
- * permutation; cuda_gather.cu: GatherV2 and its gradient;
+ * permutation; cuda_gather.cu: GatherV2 and its gradient; cuda_depthwise.cu:
+ * depthwise convolution;
  * cuda_blas.cu: cuBLAS, loaded on first use): grid sizing,
  * block-wide sums and maxima, and the launch macro.
  *
@@ -175,6 +176,10 @@ int run_update(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 /* 2-D convolution and pooling, their gradients included (cuda_conv.cu): 1
  * when a->op is one of them (its kernel queued on s), 0 otherwise. */
 int run_conv(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
+
+/* Depthwise 2-D convolution and its two gradient ops (cuda_depthwise.cu): 1
+ * when a->op is one of them (its kernel queued on s), 0 otherwise. */
+int run_depthwise(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 
 /* The elementwise ops of two inputs and Maximum/Minimum's gradient op
  * (cuda_binary.cu): 1 when a->op is one of them (its kernel queued on s), 0

@@ -47,7 +47,8 @@ const char *op_name(int op)
         "ApplyAdamWithAmsgrad", "ClipGradient", "Slice", "SliceGrad", "Conv2D", "MaxPool",
         "AvgPool", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPoolGrad", "AvgPoolGrad",
         "StridedSlice", "StridedSliceGrad", "ConcatV2", "Pack", "GatherV2", "GatherGrad", "Maximum",
-        "Minimum", "MaximumMinimumGrad"};
+        "Minimum", "MaximumMinimumGrad", "DepthwiseConv2dNative",
+        "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -446,6 +447,7 @@ bool nothing_to_do(const vdev_cuda_args *a)
     case VDEV_OP_STRIDED_SLICE_GRAD: /* zeros to write where dy has no element */
     case VDEV_OP_SLICE_GRAD: /* zeros to write where dy has no row */
     case VDEV_OP_CONV2D_BACKPROP_FILTER: /* an empty batch: zeros to write */
+    case VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER:
         return numel_in(a, 1) == 0;
     case VDEV_OP_GATHER_GRAD: /* no index: zeros to write */
         return numel_in(a, 2) == 0;
@@ -648,6 +650,11 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_GATHER:
     case VDEV_OP_GATHER_GRAD:
         run_gather(a, s, n_sm); /* cuda_gather.cu */
+        break;
+    case VDEV_OP_DEPTHWISE_CONV2D:
+    case VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_INPUT:
+    case VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER:
+        run_depthwise(a, s, n_sm); /* cuda_depthwise.cu */
         break;
     default:
         snprintf(msg, cap, "CUDA plugin: no CUDA kernel for op %d (%s); this build knows ops 0..%d",

@@ -1,0 +1,3 @@
+/* emu_depthwise.cpp — src/backend/cuda/cuda_depthwise.cu compiled for the host against
+ * the stand-in runtime (host_cuda.h), for test_cuda_emu.c. */
+#include "backend/cuda/cuda_depthwise.cu"
