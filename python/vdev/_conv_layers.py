@@ -64,9 +64,9 @@ def _check_rank(layer, shape, ndim):
     min_ndim=4 for Conv2D (vdev's tensors have 4 dimensions at most)."""
     minimum = isinstance(layer, Conv2D)
     if minimum and len(shape) > ndim:
-        raise ValueError("vdev's Conv2D takes inputs of 4 dimensions (batch, rows, cols, "
+        raise ValueError("vdev's %s takes inputs of 4 dimensions (batch, rows, cols, "
                          "channels), not %d: vdev's tensors have 4 at most. Full shape "
-                         "received: %s" % (len(shape), tuple(shape)))
+                         "received: %s" % (type(layer).__name__, len(shape), tuple(shape)))
     if len(shape) < ndim or (len(shape) != ndim and not minimum):
         raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '
                          "%sndim=%d, found ndim=%d. Full shape received: %s"
@@ -142,7 +142,8 @@ class Conv2D(_base()):
                        ("kernel_constraint", kernel_constraint),
                        ("bias_constraint", bias_constraint)):
             if x is not None:
-                raise ValueError("vdev's Conv2D takes %s=None only, not %r" % (arg, x))
+                raise ValueError("vdev's %s takes %s=None only, not %r"
+                                 % (type(self).__name__, arg, x))
         _float32_only(self, dtype)
         _channels_last(self, data_format)
         if groups != 1:
@@ -214,6 +215,11 @@ class Conv2D(_base()):
                              "value in a dimension." % (self.name, list(shape)))
         return out
 
+    def _convolve(self, x):
+        """The convolution of x with the kernel (DepthwiseConv2D's is its own)."""
+        return nn.conv2d(x, self.kernel, list(self.strides), self.padding.upper(),
+                         dilations=list(self.dilation_rate))
+
     def get_config(self):
         act = self.activation
         return {"name": self.name, "trainable": self.trainable, "dtype": "float32",
@@ -242,8 +248,7 @@ class Conv2D(_base()):
             raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '
                              "axis -1 of input shape to have value %d, but received input with "
                              "shape %s" % (self.name, int(self.kernel.shape[2]), shape))
-        y = nn.conv2d(x, self.kernel, list(self.strides), self.padding.upper(),
-                      dilations=list(self.dilation_rate))
+        y = self._convolve(x)
         if self.bias is not None:
             y = _ops.add(y, self.bias)
         return self.activation(y) if self.activation else y

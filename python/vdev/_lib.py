@@ -275,6 +275,8 @@ _PROTOS = {
     "vdev_conv2d": (_h, [_h, _h, ctypes.c_int, ctypes.c_int, ctypes.c_char_p]),
     "vdev_conv2d_dilated": (_h, [_h, _h, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                  ctypes.c_char_p]),
+    "vdev_depthwise_conv2d": (_h, [_h, _h, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                   ctypes.c_int, ctypes.c_char_p]),
     "vdev_max_pool2d": (_h, [_h, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                              ctypes.c_char_p]),
     "vdev_avg_pool2d": (_h, [_h, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,

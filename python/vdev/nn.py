@@ -35,6 +35,14 @@ with UnimplementedError: data_format "NCHW", explicit padding (a list),
 strides, dilations or windows over the batch or the channels, grouped
 convolution.
 
+``depthwise_conv2d(input, filter, strides, padding, data_format, dilations)``
+is TensorFlow's, NHWC only: filter [height, width, in, multiplier], the
+output's channel c*M+m input channel c convolved with filter[:, :, c, m];
+strides a list of 4 ints [1, s, s, 1] with equal row and column strides and
+dilations a list of 2 ints, as TensorFlow takes them, with TensorFlow's
+errors. Strides and dilations both above 1 are a ValueError (TensorFlow
+requires strides of 1 there and gives values of no documented formula).
+
 ``embedding_lookup(params, ids)`` is ``tf.nn.embedding_lookup`` for one
 params tensor (or a list of one): ``vdev.gather(params, ids)``, rows of
 params at ids. Sharded params (a list of several tensors) and max_norm are
@@ -185,6 +193,71 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
                                         pad))
 
 
+def depthwise_conv2d(input, filter, strides, padding, data_format=None, dilations=None,
+                     name=None):
+    """The depthwise 2-D convolution of input [N,H,W,C] with filter
+    [KH,KW,C,M], as ``tf.nn.depthwise_conv2d``: [N,OH,OW,C*M], channel
+    c*M+m the convolution of input channel c with filter[:, :, c, m].
+    ``strides`` is TensorFlow's list of 4 ints [1, s, s, 1] (the row and
+    column strides equal), ``dilations`` its list of 2 ints (the rate along
+    the rows and the columns; None: 1, 1)."""
+    if data_format not in (None, "NHWC"):
+        _nhwc("depthwise_conv2d", data_format)
+    if isinstance(strides, Tensor):
+        strides = strides.numpy().tolist()
+    if not isinstance(strides, (list, tuple)):
+        raise TypeError("Expected list for 'strides' argument to 'depthwise_conv2d_native' Op, "
+                        "not %r." % (strides,))
+    st = list(strides)
+    for v in st:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError("Expected int for argument 'strides' not %r." % (v,))
+        if not -2 ** 31 <= int(v) < 2 ** 31:
+            raise ValueError("strides: %d does not fit a 32-bit int" % int(v))
+    st = [int(v) for v in st]
+    if len(st) != 4:
+        raise errors.InvalidArgumentError("Sliding window strides field must specify 4 "
+                                          "dimensions", "VDEV_ERR_INVALID_ARG")
+    if st[1] != st[2]:
+        raise errors.InvalidArgumentError("Current implementation only supports equal length "
+                                          "strides in the row and column dimensions.",
+                                          "VDEV_ERR_INVALID_ARG")
+    if st[0] != 1 or st[3] != 1:
+        raise errors.InvalidArgumentError("Current implementation does not yet support strides "
+                                          "in the batch and depth dimensions.",
+                                          "VDEV_ERR_INVALID_ARG")
+    if dilations is None:
+        dil = [1, 1]
+    else:
+        if isinstance(dilations, Tensor):
+            dilations = dilations.numpy().tolist()
+        dil = list(dilations) if isinstance(dilations, (list, tuple)) else [dilations]
+        if len(dil) != 2 or any(isinstance(v, bool) or not isinstance(v, numbers.Integral)
+                                for v in dil):
+            raise ValueError("vdev.nn.depthwise_conv2d takes dilations as 2 ints (the rate "
+                             "along the rows and the columns), as TensorFlow does, not %r"
+                             % (dilations,))
+        dil = [int(v) for v in dil]
+        if min(dil) < 1:
+            raise ValueError("`dilation_rate` must be positive. Received: dilation_rate=[%s]"
+                             % " ".join(str(v) for v in dil))
+        if max(dil) > 2 ** 31 - 1:
+            raise ValueError("dilations: %d does not fit a 32-bit int" % max(dil))
+    if max(dil) > 1 and max(st) > 1:
+        raise ValueError("vdev.nn.depthwise_conv2d takes strides above 1 only with dilations "
+                         "of 1 (TensorFlow requires strides of 1 where a dilation exceeds 1). "
+                         "Received: strides=%s and dilations=%s" % (st, dil))
+    pad = _padding("depthwise_conv2d", padding)
+    x = _t(input)
+    if isinstance(filter, Tensor):
+        f = filter
+    else:  # a value beside a tensor is made where the tensor is
+        with _near(x):
+            f = convert_to_tensor(filter)
+    return _new(lib.vdev_depthwise_conv2d(x._handle, f._handle, st[1], st[2], dil[0], dil[1],
+                                          pad))
+
+
 def _pool(fn, cfn, input, ksize, strides, padding, data_format):
     _nhwc(fn, data_format)
     ks = _get_sequence(ksize, "ksize")
@@ -241,4 +314,4 @@ def embedding_lookup(params, ids, max_norm=None, name=None):
 
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "compute_average_loss", "conv2d",
-           "max_pool2d", "avg_pool2d", "embedding_lookup"]
+           "max_pool2d", "avg_pool2d", "embedding_lookup", "depthwise_conv2d"]
