@@ -5,8 +5,11 @@
  * (strides, SAME and VALID, dilations, channel multipliers 0 to 3, an empty
  * batch) against a reference written here another way (the input copied
  * into an explicitly zero-padded image first, then each output a plain sum
- * over the window), GPU:1 against CPU:0 bit for bit; every gradient through
- * the tape against central finite differences, and a tape asked for one
+ * over the window), GPU:1 against CPU:0 bit for bit; the fast host kernels
+ * of the three ops (conv_depthwise_fast.c) against the reference kernels,
+ * within float summation's bound (the filter's gradient to the bit), on
+ * those shapes and larger ones that the thread pool splits; every gradient
+ * through the tape against central finite differences, and a tape asked for one
  * operand's gradient only; every refusal of the three ops with its exact
  * message (TensorFlow's words), sizes at the edges of int64 included; and
  * nothing leaked. (test_ops.c checks the kernels of all three ops on its
@@ -184,9 +187,10 @@ static double *reference(const struct cfg *g, const float *x, const float *f, in
     return y;
 }
 
-/* Each case on CPU:0 and GPU:1: the shape, every element within one float
- * rounding of the double reference (the kernel sums in double too), and
- * the two devices' bits equal. */
+/* Each case on CPU:0 and GPU:1 (both run the fast host kernel): the shape,
+ * every element within float summation's bound of the double reference,
+ * 4 k 2^-24 sum |x f| for the k taps of a window (sum |x f| the reference
+ * on |x| and |f|), and the two devices' bits equal. */
 static void test_against_reference(void)
 {
     for (int t = 0; t < N_CFGS; t++) {
@@ -194,6 +198,13 @@ static void test_against_reference(void)
         int64_t nx = g->n * g->h * g->w * g->c, nf = g->kh * g->kw * g->c * g->m, oh, ow;
         float *x = rand_buf(nx, -1, 1), *f = rand_buf(nf, -1, 1);
         double *ref = reference(g, x, f, &oh, &ow);
+        float *ax = rand_buf(nx, 0, 0), *af = rand_buf(nf, 0, 0);
+        for (int64_t i = 0; i < nx; i++)
+            ax[i] = fabsf(x[i]);
+        for (int64_t i = 0; i < nf; i++)
+            af[i] = fabsf(f[i]);
+        double *mag = reference(g, ax, af, &oh, &ow);
+        double k = (double)(g->kh * g->kw);
         int64_t ny = g->n * oh * ow * g->c * g->m;
         float *out[2] = {NULL, NULL};
         CHECK_OK(vdev_scope_begin());
@@ -209,7 +220,8 @@ static void test_against_reference(void)
         }
         int64_t bad = 0;
         for (int64_t i = 0; out[0] && i < ny; i++)
-            if (fabs((double)out[0][i] - ref[i]) > 1e-6 * fabs(ref[i]) + 1e-30 && bad++ < 3)
+            if (fabs((double)out[0][i] - ref[i]) > 4.0 * k * ldexp(1.0, -24) * mag[i] + 1e-30 &&
+                bad++ < 3)
                 check_fail(__FILE__, __LINE__, "case %d element %lld: %.9g, reference %.9g", t,
                            (long long)i, out[0][i], ref[i]);
         CHECK(out[0] && out[1] && bad == 0);
@@ -218,8 +230,121 @@ static void test_against_reference(void)
         free(out[0]);
         free(out[1]);
         free(ref);
+        free(mag);
+        free(ax);
+        free(af);
         free(x);
         free(f);
+    }
+}
+
+/* ---- the fast host kernels against the reference kernels ---- */
+
+/* Kernel fn of op on host buffers, as the dispatcher would call it (the
+ * shape rule first); the output in a new buffer, NULL where the shape rule
+ * refuses. */
+static float *run_direct(enum vdev_op op, const float *const *in, const int64_t (*shape)[4],
+                         int n_in, const struct vdev_op_params *p,
+                         void (*fn)(const struct vdev_kernel_args *), int64_t *n_out)
+{
+    struct vdev_kernel_args a;
+    memset(&a, 0, sizeof a);
+    a.op = op;
+    a.n_in = n_in;
+    for (int k = 0; k < n_in; k++) {
+        a.in[k] = in[k];
+        a.in_ndim[k] = 4;
+        a.in_dtype[k] = VDEV_F32;
+        memcpy(a.in_shape[k], shape[k], sizeof a.in_shape[k]);
+    }
+    memcpy(a.f, p->f, sizeof a.f);
+    memcpy(a.i, p->i, sizeof a.i);
+    memcpy(a.j, p->j, sizeof a.j);
+    if (vdev_op_defs[op].shape(&a) != VDEV_OK)
+        return NULL;
+    *n_out = vdev_args_out_numel(&a, 0);
+    float *out = malloc((size_t)(*n_out ? *n_out : 1) * sizeof(float));
+    if (!out)
+        abort();
+    for (int64_t i = 0; i < *n_out; i++) /* a value no kernel writes: each must be written */
+        out[i] = NAN;
+    a.out[0] = out;
+    fn(&a);
+    return out;
+}
+
+static float *abs_of(const float *v, int64_t n)
+{
+    float *p = rand_buf(n, 0, 0);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = fabsf(v[i]);
+    return p;
+}
+
+/* Every case and a few larger ones (threaded: more than one part's work)
+ * through each op's host kernel (the op table's) and its reference kernel:
+ * the forward and the input's gradient, which sum in float, within 4 k
+ * 2^-24 sum |terms| for their k terms (the window's taps, times M for the
+ * input's gradient); the filter's gradient, which sums in double in the
+ * reference's order, the reference's bits. */
+static void test_fast_kernels(void)
+{
+    static const struct cfg BIG[] = {
+        {4, 40, 36, 64, 3, 3, 1, 1, 1, 1, 1}, {2, 33, 35, 24, 5, 3, 3, 2, 1, 1, 1},
+        {3, 30, 28, 300, 3, 3, 1, 1, 2, 2, 0}, {2, 17, 19, 20, 3, 2, 20, 1, 1, 1, 1},
+    };
+    for (int t = 0; t < N_CFGS + 4; t++) {
+        const struct cfg *g = t < N_CFGS ? &CFGS[t] : &BIG[t - N_CFGS];
+        int64_t oh, ow, pt, pl;
+        out_dim(g->h, g->kh, g->dh, g->s, g->same, &oh, &pt);
+        out_dim(g->w, g->kw, g->dw, g->s, g->same, &ow, &pl);
+        int64_t sh[3][4] = {{g->n, g->h, g->w, g->c}, {g->kh, g->kw, g->c, g->m},
+                            {g->n, oh, ow, g->c * g->m}};
+        int64_t nin[3];
+        for (int k = 0; k < 3; k++)
+            nin[k] = sh[k][0] * sh[k][1] * sh[k][2] * sh[k][3];
+        float *v[3], *av[3];
+        for (int k = 0; k < 3; k++) {
+            v[k] = rand_buf(nin[k], -1, 1);
+            av[k] = abs_of(v[k], nin[k]);
+        }
+        struct vdev_op_params p;
+        memset(&p, 0, sizeof p);
+        p.i[0] = p.i[1] = g->s;
+        p.j[0] = g->dh;
+        p.j[1] = g->dw;
+        p.f[0] = g->same ? VDEV_PAD_SAME : VDEV_PAD_VALID;
+        static const enum vdev_op OPS[3] = {VDEV_OP_DEPTHWISE_CONV2D,
+                                            VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_INPUT,
+                                            VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER};
+        for (int o = 0; o < 3; o++) {
+            const struct vdev_op_def *d = &vdev_op_defs[OPS[o]];
+            int n_in = o ? 3 : 2;
+            const float *in[3] = {v[0], v[1], v[2]}, *ain[3] = {av[0], av[1], av[2]};
+            int64_t nr = 0, nf = 0, nm = 0;
+            float *ref = run_direct(OPS[o], in, (const int64_t(*)[4])sh, n_in, &p, d->ref, &nr);
+            float *mag = run_direct(OPS[o], ain, (const int64_t(*)[4])sh, n_in, &p, d->ref, &nm);
+            float *fast = d->host ? run_direct(OPS[o], in, (const int64_t(*)[4])sh, n_in, &p,
+                                               d->host, &nf)
+                                  : NULL;
+            CHECK(ref && mag && fast && nr == nf && nr == nm);
+            double k = o == 1 ? (double)(g->kh * g->kw * g->m) : (double)(g->kh * g->kw);
+            int64_t bad = 0;
+            for (int64_t i = 0; ref && fast && mag && i < nr; i++) {
+                double tol = o == 2 ? 0.0 : 4.0 * k * ldexp(1.0, -24) * mag[i] * 1.001 + 1e-30;
+                if (!(fabs((double)fast[i] - ref[i]) <= tol) && bad++ < 3)
+                    check_fail(__FILE__, __LINE__, "%s case %d element %lld: host %.9g, "
+                               "reference %.9g", d->name, t, (long long)i, fast[i], ref[i]);
+            }
+            CHECK(bad == 0);
+            free(ref);
+            free(mag);
+            free(fast);
+        }
+        for (int k = 0; k < 3; k++) {
+            free(v[k]);
+            free(av[k]);
+        }
     }
 }
 
@@ -480,6 +605,7 @@ int main(void)
     test_by_hand("CPU:0");
     test_by_hand("GPU:1");
     test_against_reference();
+    test_fast_kernels();
     test_grads("CPU:0");
     test_grads("GPU:1");
     test_one_gradient();

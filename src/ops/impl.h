@@ -205,6 +205,11 @@ KERNEL(vdev_ref_depthwise_conv2d);
 KERNEL(vdev_ref_depthwise_conv2d_backprop_input);
 KERNEL(vdev_ref_depthwise_conv2d_backprop_filter);
 GRAD(vdev_grad_depthwise_conv2d);
+/* conv_depthwise_fast.c: the same three, vectorized along the channels and
+ * threaded, the same bits whatever the thread count */
+KERNEL(vdev_fast_depthwise_conv2d);
+KERNEL(vdev_fast_depthwise_conv2d_backprop_input);
+KERNEL(vdev_fast_depthwise_conv2d_backprop_filter);
 void vdev_depthwise_geom_of(const struct vdev_kernel_args *a, struct vdev_conv_geom *g);
 
 /* Element index helpers for kernels. */

@@ -142,12 +142,15 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
     NOGRAD(VDEV_OP_MAXMIN_GRAD, "MaximumMinimumGrad", 3, vdev_shape_maxmin_grad,
            vdev_ref_maxmin_grad),
     /* depthwise 2-D convolution (conv_depthwise.c) */
-    FWD(VDEV_OP_DEPTHWISE_CONV2D, "DepthwiseConv2dNative", 2, vdev_shape_depthwise,
-        vdev_ref_depthwise_conv2d, vdev_grad_depthwise_conv2d, 3),
-    NOGRAD(VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_INPUT, "DepthwiseConv2dNativeBackpropInput", 3,
-           vdev_shape_depthwise_grad, vdev_ref_depthwise_conv2d_backprop_input),
-    NOGRAD(VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER, "DepthwiseConv2dNativeBackpropFilter", 3,
-           vdev_shape_depthwise_grad, vdev_ref_depthwise_conv2d_backprop_filter),
+    FWD_FAST(VDEV_OP_DEPTHWISE_CONV2D, "DepthwiseConv2dNative", 2, vdev_shape_depthwise,
+             vdev_ref_depthwise_conv2d, vdev_fast_depthwise_conv2d, vdev_grad_depthwise_conv2d,
+             3),
+    NOGRAD_FAST(VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_INPUT, "DepthwiseConv2dNativeBackpropInput", 3,
+                vdev_shape_depthwise_grad, vdev_ref_depthwise_conv2d_backprop_input,
+                vdev_fast_depthwise_conv2d_backprop_input),
+    NOGRAD_FAST(VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER, "DepthwiseConv2dNativeBackpropFilter",
+                3, vdev_shape_depthwise_grad, vdev_ref_depthwise_conv2d_backprop_filter,
+                vdev_fast_depthwise_conv2d_backprop_filter),
 };
 
 /* ---- the public ops ---- */
