@@ -281,7 +281,8 @@ static float *abs_of(const float *v, int64_t n)
     return p;
 }
 
-/* Every case and a few larger ones (threaded: more than one part's work)
+/* Every case and a few larger ones (threaded: more than one part's work;
+ * channels in several blocks; a multiplier above 256, the plain loops)
  * through each op's host kernel (the op table's) and its reference kernel:
  * the forward and the input's gradient, which sum in float, within 4 k
  * 2^-24 sum |terms| for their k terms (the window's taps, times M for the
@@ -292,8 +293,9 @@ static void test_fast_kernels(void)
     static const struct cfg BIG[] = {
         {4, 40, 36, 64, 3, 3, 1, 1, 1, 1, 1}, {2, 33, 35, 24, 5, 3, 3, 2, 1, 1, 1},
         {3, 30, 28, 300, 3, 3, 1, 1, 2, 2, 0}, {2, 17, 19, 20, 3, 2, 20, 1, 1, 1, 1},
+        {2, 5, 4, 600, 3, 3, 2, 1, 1, 1, 1},   {1, 6, 5, 2, 2, 2, 300, 1, 1, 1, 1},
     };
-    for (int t = 0; t < N_CFGS + 4; t++) {
+    for (int t = 0; t < N_CFGS + (int)(sizeof BIG / sizeof BIG[0]); t++) {
         const struct cfg *g = t < N_CFGS ? &CFGS[t] : &BIG[t - N_CFGS];
         int64_t oh, ow, pt, pl;
         out_dim(g->h, g->kh, g->dh, g->s, g->same, &oh, &pt);
