@@ -144,6 +144,7 @@ static const int64_t MM0[3][3] = {{0, 3, 4}, {3, 0, 4}, {3, 4, 0}};
 
 #include "ops_cases_shaped.h"
 #include "ops_cases_depthwise.h"
+#include "ops_convt_case.h"
 
 /* Builds the case (op, size, var); returns 0 when that variant does not
  * exist. Sizes index SIZES (a 2-D [r, c]); variants cover each op's modes.
@@ -571,6 +572,8 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
     case VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_INPUT:
     case VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER:
         return depthwise_case(c, op, size, var);
+    case VDEV_OP_CONV2D_TRANSPOSE:
+        return convt_case(c, size, var);
     case VDEV_OP_COUNT:
         break;
     }

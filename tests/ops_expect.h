@@ -94,6 +94,8 @@ static int64_t bcast_offset(const struct hin *h, const int64_t *osh, int ond, in
 
 #include "ops_expect_shaped.h"
 #include "ops_expect_depthwise.h"
+        break;
+#include "ops_convt_expect.h"
 
 static void expect(const struct tcase *c, struct texp *e)
 {
@@ -551,6 +553,9 @@ static void expect(const struct tcase *c, struct texp *e)
     case VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_INPUT:
     case VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER:
         depthwise_expect(c, e);
+        break;
+    case VDEV_OP_CONV2D_TRANSPOSE:
+        convt_expect(c, e);
         break;
     case VDEV_OP_COUNT:
         break;

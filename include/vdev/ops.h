@@ -306,6 +306,54 @@ VDEV_API vdev_tensor_t *vdev_depthwise_conv2d(const vdev_tensor_t *input,
                                               const vdev_tensor_t *filter, int stride_h,
                                               int stride_w, int dilation_h, int dilation_w,
                                               const char *padding);
+/* TensorFlow's transposed 2-D convolution, tf.nn.conv2d_transpose(input,
+ * filters, output_shape, strides, padding, dilations) with NHWC data: the
+ * op Conv2DBackpropInput with input_sizes = output_shape, the filter and
+ * out_backprop = input. input [N,H,W,O] float, filter [KH,KW,C,O] (note:
+ * the output's channels C before the input's O), output_shape
+ * n_output_shape values, [N,OH,OW,C] (4) or [OH,OW] (2: N from the input,
+ * C from the filter, as TensorFlow's input_sizes). The result, of
+ * output_shape, is the input's gradient of the Conv2D that maps a tensor of
+ * that shape to the input's with those strides, dilations and padding
+ * (vdev_conv2d_dilated): each input pixel scattered through the filter
+ * onto the output, d - 1 cells between two taps. Conv2D's output size of
+ * output_shape must be the input's size (several output sizes may give it:
+ * with stride 2 and "SAME", OH of 7 and 8 both give H = 4), else
+ * VDEV_ERR_SHAPE "Conv2DSlowBackpropInput: Size of out_backprop doesn't
+ * match computed: actual = 3, computed = 4 spatial_dim: 1 input: 8 filter:
+ * 3 output: 3 stride: 2 dilation: 1". The gradients (through a recording
+ * tape) are TensorFlow's: the input's Conv2D of the output's gradient with
+ * the filter, the filter's Conv2DBackpropFilter of the output's gradient
+ * against the input. The placement log names the op Conv2DTranspose.
+ * Errors, in TensorFlow's words after its op's or kernel's name:
+ * VDEV_ERR_INVALID_ARG for a padding other than "SAME" or "VALID"
+ * ("Conv2DBackpropInput: Value for attr 'padding' of "FULL" is not in the
+ * list of allowed values: "SAME", "VALID", "EXPLICIT""; "EXPLICIT" is
+ * VDEV_ERR_UNSUPPORTED), a stride below 1 ("Conv2DBackpropInput: Row and
+ * column strides should be larger than 0."), a dilation below 1
+ * ("Conv2DBackpropInput: Dilated rates should be larger than 0."),
+ * n_output_shape neither 2 nor 4 ("Conv2DBackpropInput requires
+ * input_sizes to contain 4 values or 2 values, but got: 3"), a negative
+ * size ("Conv2DBackpropInput: Dimension -1 must be >= 0", or "...: elements
+ * of input_sizes must be >= 0, not -1x3" for the 2-value form);
+ * VDEV_ERR_SHAPE, after "Conv2DSlowBackpropInput: ", for a filter or input
+ * not 4-dimensional ("filter must be 4-dimensional", "out_backprop must be
+ * 4-dimensional"), a batch other than the input's ("input and out_backprop
+ * must have the same batch size. Input batch: 3, outbackprop batch: 2,
+ * batch_dim: 0"), a filter depth of 0 ("filter depth must be strictly
+ * greated than zero", TensorFlow's spelling), output channels not a
+ * multiple of the filter's C ("input depth must be evenly divisible by
+ * filter depth"), a filter's O other than the input's channels ("filter and
+ * out_backprop must have the same out_depth"), a window of size 0, the size
+ * mismatch above or Conv2D's "Computed output size would be negative: ...";
+ * VDEV_ERR_UNSUPPORTED for a grouped convolution (output channels a
+ * multiple of C). A NULL input or filter gives NULL with the error left as
+ * it was. */
+VDEV_API vdev_tensor_t *vdev_conv2d_transpose(const vdev_tensor_t *input,
+                                              const vdev_tensor_t *filter,
+                                              const int64_t *output_shape, int n_output_shape,
+                                              int stride_h, int stride_w, int dilation_h,
+                                              int dilation_w, const char *padding);
 VDEV_API vdev_tensor_t *vdev_max_pool2d(const vdev_tensor_t *input, int ksize_h, int ksize_w,
                                         int stride_h, int stride_w, const char *padding);
 VDEV_API vdev_tensor_t *vdev_avg_pool2d(const vdev_tensor_t *input, int ksize_h, int ksize_w,

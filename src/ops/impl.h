@@ -179,6 +179,11 @@ enum vdev_status vdev_check_gather_indices(const struct vdev_tens *const *in,
 KERNEL(vdev_ref_gather);
 KERNEL(vdev_ref_gather_grad);
 GRAD(vdev_grad_gather);
+/* conv_transpose.c: the transposed 2-D convolution (Conv2DBackpropInput's kernels) */
+SHAPE(vdev_shape_conv2d_transpose);
+KERNEL(vdev_ref_conv2d_transpose);
+KERNEL(vdev_fast_conv2d_transpose);
+GRAD(vdev_grad_conv2d_transpose);
 /* maxmin.c: the gradient op of Maximum and Minimum */
 SHAPE(vdev_shape_maxmin_grad); /* (dy, x, y), x and y broadcast to dy -> dy's shape */
 KERNEL(vdev_ref_maxmin_grad);

@@ -87,6 +87,12 @@ enum vdev_op {
     VDEV_OP_DEPTHWISE_CONV2D,                 /* (x, filter) -> [N,OH,OW,C*M] */
     VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_INPUT,  /* (x for its shape, filter, dy) */
     VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER, /* (x, filter for its shape, dy) */
+    /* transposed 2-D convolution (conv_transpose.c): TensorFlow's
+     * conv2d_transpose, Conv2DBackpropInput of (input, filter HWOI) into
+     * the shape [i[2], j[2], j[3], f[1]]; strides, dilations, padding and
+     * i[3] as CONV2D. Its kernels are CONV2D_BACKPROP_INPUT's on rewritten
+     * arguments (conv_transpose.h) */
+    VDEV_OP_CONV2D_TRANSPOSE,
     VDEV_OP_COUNT
 };
 

@@ -151,6 +151,10 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
     NOGRAD_FAST(VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER, "DepthwiseConv2dNativeBackpropFilter",
                 3, vdev_shape_depthwise_grad, vdev_ref_depthwise_conv2d_backprop_filter,
                 vdev_fast_depthwise_conv2d_backprop_filter),
+    /* the transposed 2-D convolution (conv_transpose.c): its gradient reads both inputs */
+    FWD_FAST(VDEV_OP_CONV2D_TRANSPOSE, "Conv2DTranspose", 2, vdev_shape_conv2d_transpose,
+             vdev_ref_conv2d_transpose, vdev_fast_conv2d_transpose, vdev_grad_conv2d_transpose,
+             3),
 };
 
 /* ---- the public ops ---- */

@@ -166,6 +166,7 @@ static void op_tol(int op, int64_t k, double *atol, double *rtol)
     case VDEV_OP_DEPTHWISE_CONV2D:
     case VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_INPUT:
     case VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER:
+    case VDEV_OP_CONV2D_TRANSPOSE:
     case VDEV_OP_MAX_POOL_GRAD:
     case VDEV_OP_AVG_POOL_GRAD:
         *atol = 1e-7;

@@ -255,6 +255,33 @@ static void op_cases_shaped(void)
              TF(G_UNIFORM, 4, 1, hf, hf, cf), TF(G_UNIFORM, 4, 3, 3, cf, cf),
              TF(G_UNIFORM, 4, 1, hf - 2, hf - 2, cf));
     }
+    /* the transposed convolution (Conv2DBackpropInput's kernel on rewritten
+     * arguments): strides 1 and 2, both paddings, dilated 2x3 taps, an
+     * output larger than SAME's smallest one (8 rows from 4 at stride 2),
+     * and an empty input under an output of zeros */
+    for (int v = 0; v < 6; v++) {
+        int64_t s = v & 1 ? 2 : 1, nb = BIG(4, 2), oh = BIG(30, 9), ow = BIG(27, 7);
+        int64_t c = BIG(16, 3), o = BIG(24, 5), dh = v >= 4 ? 2 : 1, dw = v >= 4 ? 3 : 1;
+        int same = (v & 2) != 0;
+        struct vdev_op_params pt = conv_params(same, s, s, 0, 0);
+        pt.j[0] = dh;
+        pt.j[1] = dw;
+        pt.i[2] = nb;
+        pt.j[2] = oh;
+        pt.j[3] = ow;
+        pt.f[1] = (double)c;
+        int64_t h = conv_dim(oh, 2 * dh + 1, s, same), w = conv_dim(ow, dw + 1, s, same);
+        CASE(same ? "SAME" : "VALID", VDEV_OP_CONV2D_TRANSPOSE, pt, 0,
+             TF(G_UNIFORM, 4, nb, h, w, o), TF(G_UNIFORM, 4, 3, 2, c, o));
+    }
+    struct vdev_op_params t8 = conv_params(1, 2, 2, 0, 0), t0 = conv_params(0, 2, 2, 0, 0);
+    t8.i[2] = t0.i[2] = 2;
+    t8.j[2] = 8, t8.j[3] = 7, t8.f[1] = 3;
+    t0.j[2] = 1, t0.j[3] = 1, t0.f[1] = 3;
+    CASE("SAME, 8 rows from 4", VDEV_OP_CONV2D_TRANSPOSE, t8, 0, TF(G_UNIFORM, 4, 2, 4, 4, 5),
+         TF(G_UNIFORM, 4, 3, 3, 3, 5));
+    CASE("empty input: zeros", VDEV_OP_CONV2D_TRANSPOSE, t0, 0, TF(G_UNIFORM, 4, 2, 0, 0, 5),
+         TF(G_UNIFORM, 4, 3, 3, 3, 5));
 }
 
 #endif /* VDEV_OP_CASES_SHAPED_H */

@@ -32,6 +32,7 @@
  * temporary device memory (partial sums) is the per-device scratch buffer,
  * whose every use is ordered on the device's single stream. */
 #include "backend/cuda/cuda_device.cuh"
+#include "ops/conv_transpose.h"
 
 namespace vdev_cuda {
 
@@ -48,7 +49,8 @@ const char *op_name(int op)
         "AvgPool", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPoolGrad", "AvgPoolGrad",
         "StridedSlice", "StridedSliceGrad", "ConcatV2", "Pack", "GatherV2", "GatherGrad", "Maximum",
         "Minimum", "MaximumMinimumGrad", "DepthwiseConv2dNative",
-        "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"};
+        "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter",
+        "Conv2DTranspose"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -482,6 +484,12 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     int n_sm = env->n_sm;
     const float *in0 = (const float *)a->in[0];
     float *out0 = (float *)a->out[0];
+    if (a->op == VDEV_OP_CONV2D_TRANSPOSE) {
+        /* Conv2DBackpropInput's kernel on rewritten arguments (conv_transpose.h) */
+        vdev_cuda_args b;
+        VDEV_CONV_TRANSPOSE_AS_BACKPROP(&b, a);
+        return vdev_cuda_run_op(&b, env, msg, cap);
+    }
     if (a->op >= 0 && a->op < VDEV_OP_COUNT && nothing_to_do(a))
         return VDEV_CUDA_RC_OK;
     switch (a->op) {
