@@ -282,8 +282,11 @@ static void test_errors(void)
                 "allowed values: \"SAME\", \"VALID\", \"EXPLICIT\"");
     CHECK_FAILS(T(x, f, os, 4, 2, 1, NULL), VDEV_ERR_INVALID_ARG,
                 "Conv2DBackpropInput: padding is NULL (\"SAME\" or \"VALID\")");
-    CHECK_FAILS(T(x, f, os, 4, 2, 1, "EXPLICIT"), VDEV_ERR_UNSUPPORTED,
-                "Conv2DBackpropInput: explicit padding is not supported: \"SAME\" or \"VALID\"");
+    CHECK_FAILS(T(x, f, os, 4, 2, 1, "EXPLICIT"), VDEV_ERR_INVALID_ARG,
+                "Conv2DBackpropInput: explicit_paddings attribute must contain 8 values, but "
+                "got: 0");
+    CHECK_FAILS(T(x, f, os, 4, 0, 1, "EXPLICIT"), VDEV_ERR_INVALID_ARG,
+                "Conv2DBackpropInput: Row and column strides should be larger than 0.");
     CHECK_FAILS(vdev_conv2d_transpose(x, f, os, 4, 2, 0, 1, 1, "SAME"), VDEV_ERR_INVALID_ARG,
                 "Conv2DBackpropInput: Row and column strides should be larger than 0.");
     CHECK_FAILS(vdev_conv2d_transpose(x, f, os, 4, -1, 2, 1, 1, "SAME"), VDEV_ERR_INVALID_ARG,

@@ -328,10 +328,12 @@ VDEV_API vdev_tensor_t *vdev_depthwise_conv2d(const vdev_tensor_t *input,
  * Errors, in TensorFlow's words after its op's or kernel's name:
  * VDEV_ERR_INVALID_ARG for a padding other than "SAME" or "VALID"
  * ("Conv2DBackpropInput: Value for attr 'padding' of "FULL" is not in the
- * list of allowed values: "SAME", "VALID", "EXPLICIT""; "EXPLICIT" is
- * VDEV_ERR_UNSUPPORTED), a stride below 1 ("Conv2DBackpropInput: Row and
- * column strides should be larger than 0."), a dilation below 1
- * ("Conv2DBackpropInput: Dilated rates should be larger than 0."),
+ * list of allowed values: "SAME", "VALID", "EXPLICIT""), a stride below 1
+ * ("Conv2DBackpropInput: Row and column strides should be larger than
+ * 0."), a dilation below 1 ("Conv2DBackpropInput: Dilated rates should be
+ * larger than 0."), "EXPLICIT" (TensorFlow's op without the explicit
+ * paddings that conv2d_transpose cannot pass: "Conv2DBackpropInput:
+ * explicit_paddings attribute must contain 8 values, but got: 0"),
  * n_output_shape neither 2 nor 4 ("Conv2DBackpropInput requires
  * input_sizes to contain 4 values or 2 values, but got: 3"), a negative
  * size ("Conv2DBackpropInput: Dimension -1 must be >= 0", or "...: elements

@@ -277,6 +277,8 @@ _PROTOS = {
                                  ctypes.c_char_p]),
     "vdev_depthwise_conv2d": (_h, [_h, _h, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                    ctypes.c_int, ctypes.c_char_p]),
+    "vdev_conv2d_transpose": (_h, [_h, _h, _i64p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                   ctypes.c_int, ctypes.c_int, ctypes.c_char_p]),
     "vdev_max_pool2d": (_h, [_h, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                              ctypes.c_char_p]),
     "vdev_avg_pool2d": (_h, [_h, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,

@@ -43,12 +43,26 @@ dilations a list of 2 ints, as TensorFlow takes them, with TensorFlow's
 errors. Strides and dilations both above 1 are a ValueError (TensorFlow
 requires strides of 1 there and gives values of no documented formula).
 
+``conv2d_transpose(input, filters, output_shape, strides, padding="SAME",
+data_format="NHWC", dilations=None)`` is ``tf.nn.conv2d_transpose``: the op
+Conv2DBackpropInput with input_sizes=output_shape, input [N,H,W,O], filters
+[KH,KW,C,O] (the output's channels before the input's), output_shape 4 ints
+[N,OH,OW,C] or TensorFlow's 2 [OH,OW] (a list, tuple, array or int32
+tensor), strides and dilations as conv2d's. output_shape is the shape of
+the result, which is the input's gradient of conv2d from that shape with
+those strides, dilations and padding: conv2d's output size of output_shape
+must be the input's, else TensorFlow's InvalidArgumentError
+"Conv2DSlowBackpropInput: Size of out_backprop doesn't match computed:
+..."; the other refusals are TensorFlow's too (vdev/ops.h,
+vdev_conv2d_transpose). Gradients flow to the input and the filters.
+
 ``embedding_lookup(params, ids)`` is ``tf.nn.embedding_lookup`` for one
 params tensor (or a list of one): ``vdev.gather(params, ids)``, rows of
 params at ids. Sharded params (a list of several tensors) and max_norm are
 refused with UnimplementedError.
 """
 
+import ctypes
 import numbers
 from collections import abc
 
@@ -56,7 +70,7 @@ from . import _lib, _strategy_context, errors
 from ._lib import lib
 from ._ops import (_near, _new, _t, divide, gather, log_softmax, multiply, reduce_sum, relu,
                    sigmoid, softmax, tanh)
-from ._tensor import Tensor, convert_to_tensor
+from ._tensor import Tensor, convert_to_tensor, int32
 
 
 def _replica_global_batch(ctx, rows):
@@ -258,6 +272,78 @@ def depthwise_conv2d(input, filter, strides, padding, data_format=None, dilation
                                           pad))
 
 
+def _input_sizes(output_shape):
+    """conv2d_transpose's output_shape as a list of ints, as TensorFlow
+    converts it to the op's int32 input_sizes."""
+    if isinstance(output_shape, Tensor):
+        if output_shape.dtype != int32:
+            raise errors.InvalidArgumentError(
+                "cannot compute Conv2DBackpropInput as input #0(zero-based) was expected to be "
+                "a int32 tensor but is a %s tensor"
+                % ("float" if output_shape.dtype != int32 else "int32"),
+                "VDEV_ERR_INVALID_ARG")
+        if output_shape.ndim != 1:
+            raise errors.InvalidArgumentError(
+                "Conv2DBackpropInput: input_sizes input must be 1-dim, not %d"
+                % output_shape.ndim, "VDEV_ERR_INVALID_ARG")
+        return [int(v) for v in output_shape.numpy().tolist()]
+    vals = output_shape.tolist() if hasattr(output_shape, "tolist") else output_shape
+    if isinstance(vals, numbers.Integral) and not isinstance(vals, bool):
+        raise errors.InvalidArgumentError(
+            "Conv2DBackpropInput: input_sizes input must be 1-dim, not 0",
+            "VDEV_ERR_INVALID_ARG")
+    if not isinstance(vals, (list, tuple)):
+        raise TypeError("Cannot convert %r to EagerTensor of dtype int32" % (output_shape,))
+    ndim, inner = 1, vals
+    while inner and isinstance(inner[0], (list, tuple)):
+        ndim, inner = ndim + 1, inner[0]
+    if ndim != 1:
+        raise errors.InvalidArgumentError(
+            "Conv2DBackpropInput: input_sizes input must be 1-dim, not %d" % ndim,
+            "VDEV_ERR_INVALID_ARG")
+    out = []
+    for v in vals:
+        if isinstance(v, Tensor) and v.ndim == 0:
+            v = v.numpy().item()
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError("Cannot convert %r to EagerTensor of dtype int32"
+                            % (list(vals) if isinstance(vals, tuple) else vals,))
+        out.append(int(v))
+    return out
+
+
+def conv2d_transpose(input, filters, output_shape, strides, padding="SAME", data_format="NHWC",
+                     dilations=None, name=None):
+    """The transposed 2-D convolution of input [N,H,W,O] with filters
+    [KH,KW,C,O] into output_shape ([N,OH,OW,C] or [OH,OW]), as
+    ``tf.nn.conv2d_transpose`` (see the module's notes)."""
+    if data_format is None:
+        data_format = "NHWC"
+    _nhwc("conv2d_transpose", data_format)
+    st = _get_sequence(strides, "strides")
+    dil = _get_sequence(dilations, "dilations")
+    if st[0] != 1 or st[3] != 1:
+        raise _unimplemented("Current implementation does not yet support strides in the batch "
+                             "and depth dimensions.")
+    if dil[0] != 1 or dil[3] != 1:
+        raise _unimplemented("Current implementation does not yet support dilations in the "
+                             "batch and depth dimensions.")
+    if isinstance(padding, bytes):
+        padding = padding.decode("utf-8", "replace")
+    if not isinstance(padding, str):  # TensorFlow's op takes a string: no explicit list
+        raise TypeError("Expected string for argument 'padding' not %r." % (padding,))
+    sizes = _input_sizes(output_shape)
+    x = _t(input)
+    if isinstance(filters, Tensor):
+        f = filters
+    else:  # a value beside a tensor is made where the tensor is
+        with _near(x):
+            f = convert_to_tensor(filters)
+    arr = (ctypes.c_int64 * max(len(sizes), 1))(*sizes)
+    return _new(lib.vdev_conv2d_transpose(x._handle, f._handle, arr, len(sizes), st[1], st[2],
+                                          dil[1], dil[2], padding.encode("utf-8")))
+
+
 def _pool(fn, cfn, input, ksize, strides, padding, data_format):
     _nhwc(fn, data_format)
     ks = _get_sequence(ksize, "ksize")
@@ -314,4 +400,4 @@ def embedding_lookup(params, ids, max_norm=None, name=None):
 
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "compute_average_loss", "conv2d",
-           "max_pool2d", "avg_pool2d", "embedding_lookup", "depthwise_conv2d"]
+           "conv2d_transpose", "max_pool2d", "avg_pool2d", "embedding_lookup", "depthwise_conv2d"]

@@ -198,14 +198,13 @@ VDEV_API vdev_tensor_t *vdev_conv2d_transpose(const vdev_tensor_t *input,
         return NULL;
     struct vdev_op_params p;
     memset(&p, 0, sizeof p);
+    int explicit = 0;
     if (padding && strcmp(padding, "SAME") == 0) {
         p.f[0] = VDEV_PAD_SAME;
     } else if (padding && strcmp(padding, "VALID") == 0) {
         p.f[0] = VDEV_PAD_VALID;
     } else if (padding && strcmp(padding, "EXPLICIT") == 0) {
-        vdev_error(VDEV_ERR_UNSUPPORTED,
-                   OPNAME ": explicit padding is not supported: \"SAME\" or \"VALID\"");
-        return NULL;
+        explicit = 1; /* refused below, after the strides, as TensorFlow's kernel does */
     } else {
         if (padding)
             vdev_error(VDEV_ERR_INVALID_ARG,
@@ -221,6 +220,13 @@ VDEV_API vdev_tensor_t *vdev_conv2d_transpose(const vdev_tensor_t *input,
     }
     if (dilation_h <= 0 || dilation_w <= 0) {
         vdev_error(VDEV_ERR_INVALID_ARG, OPNAME ": Dilated rates should be larger than 0.");
+        return NULL;
+    }
+    if (explicit) {
+        /* TensorFlow's op with padding "EXPLICIT" and no explicit_paddings,
+         * which conv2d_transpose cannot pass: vdev has no such argument */
+        vdev_error(VDEV_ERR_INVALID_ARG,
+                   OPNAME ": explicit_paddings attribute must contain 8 values, but got: 0");
         return NULL;
     }
     if (n_output_shape != 4 && n_output_shape != 2) {
