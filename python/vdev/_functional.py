@@ -226,6 +226,8 @@ def _single_input(layer):
 def _check_width(layer, shape):
     """Keras's InputSpec check of a built Dense's or Conv2D's last axis;
     an unbuilt one given an unknown last size is Keras's build error."""
+    if hasattr(layer, "_check_input_shape"):  # Conv2DTranspose: its own (Keras's) checks
+        return layer._check_input_shape(shape)
     if getattr(layer, "kernel", None) is None:
         if isinstance(layer, Dense):
             raise ValueError("The last dimension of the inputs to a Dense layer should be "

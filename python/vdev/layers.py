@@ -1,6 +1,7 @@
 """Layers, as ``tf.keras.layers``: ``Dense``, and ``Conv2D``,
 ``MaxPooling2D``, ``AveragePooling2D`` and ``Flatten`` (from _conv_layers.py),
 ``DepthwiseConv2D`` (from _depthwise_layers.py),
+``Conv2DTranspose`` (from _conv_transpose.py),
 ``Embedding`` (from _embedding.py), ``BatchNormalization`` and
 ``LayerNormalization`` (from _norm_layers.py), ``GlobalAveragePooling1D/2D`` and
 ``GlobalMaxPooling1D/2D`` (from _pooling_layers.py), the merge layers
@@ -46,6 +47,7 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D",
            "GlobalAvgPool2D", "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalMaxPooling1D",
            "GlobalMaxPooling2D", "LayerNormalization", "MaxPooling2D",
+           "Conv2DTranspose",  # vdev/_conv_transpose.py
            # Keras's functional API (vdev/_functional.py, vdev/_merge_layers.py)
            "Add", "Average", "Concatenate", "Input", "InputLayer", "Lambda", "Maximum",
            "Minimum", "Multiply", "Subtract", "add", "average", "concatenate", "maximum",
@@ -478,6 +480,7 @@ class Dense(Layer):
 # the convolutional layers build on Layer and Dense's helpers above
 from ._conv_layers import AveragePooling2D, Conv2D, Flatten, MaxPooling2D  # noqa: E402
 from ._depthwise_layers import DepthwiseConv2D  # noqa: E402
+from ._conv_transpose import Conv2DTranspose  # noqa: E402
 from ._embedding import Embedding  # noqa: E402
 from ._norm_layers import BatchNormalization, LayerNormalization  # noqa: E402
 from ._pooling_layers import (GlobalAveragePooling1D, GlobalAveragePooling2D,  # noqa: E402
