@@ -168,8 +168,8 @@ def test_refusals_in_tensorflows_words():
     refused(IA, "Conv2DBackpropInput: elements of input_sizes must be >= 0, not -8x8", x, f,
             [-8, 8], 2)
     refused(IA, "Conv2DBackpropInput: Dimension -3 must be >= 0", x, f, [1, 8, 8, -3], 2)
-    refused(IA, "Conv2DSlowBackpropInput: out_backprop must be 4-dimensional", vdev.zeros([4, 4, 2]),
-            f, [1, 8, 8, 3], 2)
+    refused(IA, "Conv2DSlowBackpropInput: out_backprop must be 4-dimensional",
+            vdev.zeros([4, 4, 2]), f, [1, 8, 8, 3], 2)
     refused(IA, "Conv2DSlowBackpropInput: filter must be 4-dimensional", x, vdev.zeros([3, 3, 2]),
             [1, 8, 8, 3], 2)
     refused(IA, "Conv2DSlowBackpropInput: input and out_backprop must have the same batch size. "

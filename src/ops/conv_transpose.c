@@ -215,7 +215,8 @@ VDEV_API vdev_tensor_t *vdev_conv2d_transpose(const vdev_tensor_t *input,
         return NULL;
     }
     if (stride_h <= 0 || stride_w <= 0) {
-        vdev_error(VDEV_ERR_INVALID_ARG, OPNAME ": Row and column strides should be larger than 0.");
+        vdev_error(VDEV_ERR_INVALID_ARG,
+                   OPNAME ": Row and column strides should be larger than 0.");
         return NULL;
     }
     if (dilation_h <= 0 || dilation_w <= 0) {
