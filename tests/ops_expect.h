@@ -94,7 +94,6 @@ static int64_t bcast_offset(const struct hin *h, const int64_t *osh, int ond, in
 
 #include "ops_expect_shaped.h"
 #include "ops_expect_depthwise.h"
-        break;
 #include "ops_convt_expect.h"
 
 static void expect(const struct tcase *c, struct texp *e)

@@ -42,9 +42,8 @@ from . import _lib, _ops, _strategy_context, initializers, random
 from ._device import current_device, device
 from ._tensor import Tensor, Variable, float32
 
-__all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embedding", "Flatten", "Layer",
-           "DepthwiseConv2D",
-           "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D",
+__all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embedding", "Flatten",
+           "Layer", "DepthwiseConv2D", "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D",
            "GlobalAvgPool2D", "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalMaxPooling1D",
            "GlobalMaxPooling2D", "LayerNormalization", "MaxPooling2D",
            "Conv2DTranspose",  # vdev/_conv_transpose.py
