@@ -564,23 +564,7 @@ def test_compile_refusals():
          "Unknown loss function: 'hinge'. vdev's losses are 'mse', "
          "'mean_squared_error', 'MSE', 'binary_crossentropy', 'categorical_crossentropy', "
          "'sparse_categorical_crossentropy', or a vdev.losses object"),
-        (lambda: m.compile("sgd", "binary_crossentropy"), ValueError,
-         "loss='binary_crossentropy' takes probabilities; vdev computes the cross-entropy "
-         "from logits, and takes them from a last layer with activation='sigmoid' (as Keras "
-         "does), which this model does not end in. End the model with activation='sigmoid', "
-         "or give it no sigmoid and pass vdev.losses.BinaryCrossentropy(from_logits=True)"),
         (lambda: m.compile("sgd", 3), ValueError, "Could not interpret loss identifier: 3"),
-        (lambda: m.compile("sgd", "categorical_crossentropy"), ValueError,
-         "loss='categorical_crossentropy' takes probabilities; vdev computes the cross-entropy "
-         "from logits, and takes them from a last layer with activation='softmax' (as Keras "
-         "does), which this model does not end in. End the model with activation='softmax', "
-         "or give it no softmax and pass vdev.losses.CategoricalCrossentropy(from_logits=True)"),
-        (lambda: m.compile("sgd", "sparse_categorical_crossentropy"), ValueError,
-         "loss='sparse_categorical_crossentropy' takes probabilities; vdev computes the "
-         "cross-entropy from logits, and takes them from a last layer with "
-         "activation='softmax' (as Keras does), which this model does not end in. End the "
-         "model with activation='softmax', or give it no softmax and pass "
-         "vdev.losses.SparseCategoricalCrossentropy(from_logits=True)"),
         (lambda: m.compile("sgd", "mse", metrics=["auc"]), ValueError,
          "Unknown metric function: 'auc'. vdev's metrics are 'accuracy', 'acc', "
          "'binary_accuracy', 'categorical_accuracy', 'sparse_categorical_accuracy', 'mse', "
@@ -613,6 +597,12 @@ def test_compile_refusals():
     m.compile("SGD", "mean_squared_error", metrics="mae", run_eagerly=True, jit_compile=True,
               steps_per_execution=1)
     assert isinstance(m.optimizer, vdev.optimizers.SGD) and m.compiled_metrics == ["mae"]
+    # a string cross-entropy on a model ending in no sigmoid or softmax takes
+    # its outputs as probabilities, as Keras (test_prob_losses.py)
+    for loss in ("binary_crossentropy", "categorical_crossentropy",
+                 "sparse_categorical_crossentropy"):
+        m.compile("sgd", loss)
+        assert m._loss_fn.from_logits is False and not m._from_probs
 
 
 def test_fit_evaluate_predict_refusals():

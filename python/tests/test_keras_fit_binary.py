@@ -61,11 +61,6 @@ def test_labels_of_rank_one_beside_one_logit_per_row_and_the_refusals():
     assert str(e.value) == ("`logits` and `labels` must have the same shape, received ((5, 1) "
                             "vs (5, 2)).")
     cases = [
-        (lambda: vdev.losses.BinaryCrossentropy(),
-         "vdev computes the cross-entropy from logits: pass from_logits=True (and give the "
-         "model no sigmoid at its end)"),
-        (lambda: vdev.losses.BinaryCrossentropy(from_logits=True, label_smoothing=0.1),
-         "vdev's BinaryCrossentropy has no label smoothing"),
         (lambda: vdev.losses.BinaryCrossentropy(from_logits=True, axis=0),
          "vdev's BinaryCrossentropy takes axis=-1 only (the mean over the last axis), not 0"),
     ]

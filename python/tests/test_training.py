@@ -243,9 +243,8 @@ def test_optimizer_and_loss_errors():
     it = opt.iterations
     assert opt.apply_gradients([]) is None and opt.apply_gradients(iter(())) is None
     assert opt.iterations == it
-    with pytest.raises(ValueError) as e:
-        vdev.losses.SparseCategoricalCrossentropy()
-    assert "pass from_logits=True" in str(e.value)
+    # probabilities by default, as Keras (test_prob_losses.py)
+    assert vdev.losses.SparseCategoricalCrossentropy().from_logits is False
     with pytest.raises(ValueError):
         vdev.losses.MeanSquaredError(reduction="mean")
     with pytest.raises(ValueError):

@@ -43,9 +43,10 @@ _LOSSES = {"mse": "mse", "mean_squared_error": "mse", "MSE": "mse",
            "binary_crossentropy": "bce", "categorical_crossentropy": "cce",
            "sparse_categorical_crossentropy": "scce"}
 # a string cross-entropy: the last layer's activation it takes the logits of
-_PROBS = {"bce": ("sigmoid", _ops.sigmoid, "BinaryCrossentropy"),
-          "cce": ("softmax", _ops.softmax, "CategoricalCrossentropy"),
-          "scce": ("softmax", _ops.softmax, "SparseCategoricalCrossentropy")}
+# (else it takes the model's output as probabilities), and its loss class
+_PROBS = {"bce": (_ops.sigmoid, "BinaryCrossentropy"),
+          "cce": (_ops.softmax, "CategoricalCrossentropy"),
+          "scce": (_ops.softmax, "SparseCategoricalCrossentropy")}
 _METRICS = ("accuracy", "acc", "binary_accuracy", "categorical_accuracy",
             "sparse_categorical_accuracy", "mse", "mean_squared_error", "mae",
             "mean_absolute_error")
@@ -155,11 +156,13 @@ class Model:
         """Keras's compile. optimizer: 'sgd', 'adam' or a vdev optimizer;
         loss: 'mse' ('mean_squared_error'), 'binary_crossentropy',
         'categorical_crossentropy', 'sparse_categorical_crossentropy' (on
-        probabilities, as Keras's strings: the model must end in a layer
+        probabilities, as Keras's strings: where the model ends in a layer
         with activation='sigmoid' for the first, 'softmax' for the others
         (a Dense's, an Activation layer, or a Softmax layer over the last
-        axis), whose logits vdev uses, as Keras does) or a vdev loss or any
-        callable loss(y_true, y_pred); metrics: a list of 'accuracy'/'acc',
+        axis), vdev uses its logits, as Keras does; any other output is
+        taken as probabilities, the loss's from_logits=False form) or a vdev
+        loss or any callable loss(y_true, y_pred); metrics: a list of
+        'accuracy'/'acc',
         'binary_accuracy', 'categorical_accuracy',
         'sparse_categorical_accuracy', 'mse', 'mae' (and their long names)
         or callables fn(y_true, y_pred) on numpy arrays giving one value per
@@ -234,23 +237,15 @@ class Model:
             if kind == "mse":
                 return losses.MeanSquaredError(), False
             last = self._output_layer()
-            act, fn, cls = _PROBS[kind]
-            from ._core_layers import Softmax
-            if kind != "bce" and isinstance(last, Softmax) and last.activation is None:
-                raise ValueError(
-                    "loss=%r takes probabilities; vdev computes the cross-entropy from logits, "
-                    "and takes them from a Softmax layer over the last axis (axis=-1) only, not "
-                    "axis=%r (Keras computes this one from the probabilities). Give the model "
-                    "no Softmax and pass vdev.losses.%s(from_logits=True)"
-                    % (loss, last.axis, cls))
-            if getattr(last, "activation", None) is not fn:
-                raise ValueError(
-                    "loss=%r takes probabilities; vdev computes the cross-entropy from "
-                    "logits, and takes them from a last layer with activation='%s' (as "
-                    "Keras does), which this model does not end in. End the model with "
-                    "activation='%s', or give it no %s and pass "
-                    "vdev.losses.%s(from_logits=True)" % (loss, act, act, act, cls))
-            return getattr(losses, cls)(from_logits=True), True
+            fn, cls = _PROBS[kind]
+            if getattr(last, "activation", None) is fn:
+                # Keras takes the logits under the softmax (or sigmoid): more
+                # exact than the log of clipped probabilities
+                return getattr(losses, cls)(from_logits=True), True
+            # any other output (a Softmax layer over another axis, whose
+            # activation is None, among them) is taken as probabilities, as
+            # Keras does
+            return getattr(losses, cls)(from_logits=False), False
         if loss is None or callable(loss):
             return loss, False
         raise ValueError("Could not interpret loss identifier: %r" % (loss,))

@@ -86,6 +86,39 @@ def _shape_str(shape):
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
+# Keras's backend.epsilon(): the clip of probabilities away from 0 and 1
+_EPSILON = 1e-7
+
+
+def _clip_probs(p):
+    """Keras's clip of probabilities, tf.clip_by_value(p, epsilon, 1 -
+    epsilon) with epsilon and 1 - epsilon in float32 (1e-7 and 1 - 1e-7
+    rounded, 0.99999988): TensorFlow's minimum with the top, then maximum
+    with the bottom, so the gradient passes where p lies inside the range
+    (ends included) and is 0 outside it."""
+    eps = np.float32(_EPSILON)
+    return _ops.maximum(_ops.minimum(p, float(np.float32(1.0) - eps)), float(eps))
+
+
+def _smoothing(label_smoothing, cls):
+    """label_smoothing as a float: Keras's argument, a number (0 for none)."""
+    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float,
+                                                                              np.floating)):
+        raise TypeError("%s's label_smoothing is a number, not %r" % (cls, label_smoothing))
+    return float(label_smoothing)
+
+
+def _smooth(y, label_smoothing, addend):
+    """Keras's smoothed labels, y * (1 - s) + addend in float32 (addend: s
+    divided by the classes for the categorical loss, 0.5 * s for the
+    binary one, as the caller computes it in float32); y as it is when s
+    is 0."""
+    if not label_smoothing:
+        return y
+    s = np.float32(label_smoothing)
+    return _ops.add(_ops.multiply(y, float(np.float32(1.0) - s)), float(addend))
+
+
 def _same_rank(y_true, y_pred):
     """y_true and y_pred brought to one rank as Keras's losses do (Keras 3's
     squeeze_or_expand_to_same_rank): where the ranks differ by one and the
@@ -151,9 +184,14 @@ class MeanSquaredError:
 
 
 class CategoricalCrossentropy:
-    """-sum(y_true * log_softmax(logits)) over the last axis: y_true holds
-    one-hot (or probability) rows. vdev computes it from logits, so
-    from_logits must be True. Reduction 'none' gives one loss per example."""
+    """Keras's categorical cross-entropy over the last axis: y_true holds
+    one-hot (or probability) rows. With from_logits=True,
+    -sum(y_true * log_softmax(logits)); with from_logits=False (Keras's
+    default), y_pred holds probabilities and the loss is Keras's
+    backend.categorical_crossentropy: each row divided by its sum, clipped
+    to [1e-7, 1 - 1e-7], then -sum(y_true * log(p)). label_smoothing s
+    replaces y_true by y_true * (1 - s) + s / classes, as Keras. Reduction
+    'none' gives one loss per example."""
 
     def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1, reduction="auto",
                  name="categorical_crossentropy"):
@@ -162,12 +200,8 @@ class CategoricalCrossentropy:
             raise ValueError("vdev's CategoricalCrossentropy takes axis=-1 only (the classes "
                              "on the last axis), not %r" % (axis,))
         self.axis = -1
-        if not from_logits:
-            raise ValueError("vdev computes the cross-entropy from logits: pass "
-                             "from_logits=True (and give the model no softmax at its end)")
-        if label_smoothing:
-            raise ValueError("vdev's CategoricalCrossentropy has no label smoothing")
-        self.from_logits = True
+        self.label_smoothing = _smoothing(label_smoothing, "CategoricalCrossentropy")
+        self.from_logits = bool(from_logits)
         self.name = name
 
     def __call__(self, y_true, y_pred, sample_weight=None):
@@ -180,9 +214,17 @@ class CategoricalCrossentropy:
             # tf.keras: target.shape.assert_is_compatible_with(output.shape),
             # so [C] labels against [N, C] logits are refused, not broadcast.
             raise ValueError("Shapes %s and %s are incompatible" % (st, sp))
-        lp = _ops.log_softmax(y_pred)
-        per_example = _ops.negative(_ops.reduce_sum(_ops.multiply(y_true, lp),
-                                                    axis=lp.ndim - 1))
+        last = y_pred.ndim - 1
+        if self.label_smoothing:
+            s = np.float32(self.label_smoothing)
+            y_true = _smooth(y_true, s, s / np.float32(sp[-1] if sp else 1))
+        if self.from_logits:
+            lp = _ops.log_softmax(y_pred)
+        else:
+            # Keras scales each row to sum to 1, then clips and takes the log
+            p = _ops.divide(y_pred, _ops.reduce_sum(y_pred, axis=last, keepdims=True))
+            lp = _ops.log(_clip_probs(p))
+        per_example = _ops.negative(_ops.reduce_sum(_ops.multiply(y_true, lp), axis=last))
         if reduction == "none":
             return per_example
         if reduction == "sum":
@@ -195,14 +237,19 @@ class CategoricalCrossentropy:
 
 
 class BinaryCrossentropy:
-    """Keras's binary cross-entropy from logits z (tf.nn's
+    """Keras's binary cross-entropy, then the mean over the last axis of
+    each example, as Keras. With from_logits=True, from logits z (tf.nn's
     sigmoid_cross_entropy_with_logits): max(z, 0) - z * y + log(1 +
-    exp(-|z|)) per element, written with vdev's ops (relu, exp, log), then
-    the mean over the last axis of each example, as Keras. y_true and
-    y_pred first get the same rank as in MeanSquaredError ([N] labels
-    against [N, 1] logits), then must have the same shape (Keras's
-    ValueError otherwise). vdev takes logits, so from_logits must be True.
-    Reduction 'none' gives one loss per example."""
+    exp(-|z|)) per element, written with vdev's ops (relu, exp, log). With
+    from_logits=False (Keras's default), y_pred holds probabilities and the
+    loss is Keras's backend.binary_crossentropy: p clipped to [1e-7,
+    1 - 1e-7], then -(y * log(p + 1e-7) + (1 - y) * log(1 - p + 1e-7)).
+    y_true and y_pred first get the same rank as in MeanSquaredError ([N]
+    labels against [N, 1] predictions), then must have the same shape (a
+    ValueError otherwise: TensorFlow's for logits; vdev does not broadcast
+    probabilities either). label_smoothing s replaces y_true by
+    y_true * (1 - s) + 0.5 * s, as Keras. Reduction 'none' gives one loss
+    per example."""
 
     def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1, reduction="auto",
                  name="binary_crossentropy"):
@@ -211,12 +258,8 @@ class BinaryCrossentropy:
             raise ValueError("vdev's BinaryCrossentropy takes axis=-1 only (the mean over the "
                              "last axis), not %r" % (axis,))
         self.axis = -1
-        if not from_logits:
-            raise ValueError("vdev computes the cross-entropy from logits: pass "
-                             "from_logits=True (and give the model no sigmoid at its end)")
-        if label_smoothing:
-            raise ValueError("vdev's BinaryCrossentropy has no label smoothing")
-        self.from_logits = True
+        self.label_smoothing = _smoothing(label_smoothing, "BinaryCrossentropy")
+        self.from_logits = bool(from_logits)
         self.name = name
 
     def __call__(self, y_true, y_pred, sample_weight=None):
@@ -230,16 +273,32 @@ class BinaryCrossentropy:
         elif len(sp) == len(st) + 1 and sp[-1] == 1:
             y = _ops.reshape(y, st + [1])
         if tuple(y.shape) != tuple(z.shape):
-            raise ValueError("`logits` and `labels` must have the same shape, received (%s vs "
-                             "%s)." % (tuple(int(d) for d in z.shape),
-                                       tuple(int(d) for d in y.shape)))
-        # |z| as 2 relu(z) - z: with relu's gradient 0 at 0, the gradient
-        # at z = 0 is sigmoid(0) - y, as tf.nn's (which takes z >= 0 as
-        # positive); relu(z) + relu(-z) would give -y there
-        relu_z = _ops.relu(z)
-        abs_z = _ops.subtract(_ops.multiply(relu_z, 2.0), z)
-        softplus = _ops.log(_ops.add(_ops.exp(_ops.negative(abs_z)), 1.0))
-        per_element = _ops.add(_ops.subtract(relu_z, _ops.multiply(z, y)), softplus)
+            if self.from_logits:
+                raise ValueError("`logits` and `labels` must have the same shape, received "
+                                 "(%s vs %s)." % (tuple(int(d) for d in z.shape),
+                                                  tuple(int(d) for d in y.shape)))
+            raise ValueError("BinaryCrossentropy: y_pred %s and y_true %s must have the same "
+                             "shape (vdev does not broadcast them)"
+                             % (tuple(int(d) for d in z.shape), tuple(int(d) for d in y.shape)))
+        if self.label_smoothing:
+            s = np.float32(self.label_smoothing)
+            y = _smooth(y, s, np.float32(0.5) * s)
+        if self.from_logits:
+            # |z| as 2 relu(z) - z: with relu's gradient 0 at 0, the gradient
+            # at z = 0 is sigmoid(0) - y, as tf.nn's (which takes z >= 0 as
+            # positive); relu(z) + relu(-z) would give -y there
+            relu_z = _ops.relu(z)
+            abs_z = _ops.subtract(_ops.multiply(relu_z, 2.0), z)
+            softplus = _ops.log(_ops.add(_ops.exp(_ops.negative(abs_z)), 1.0))
+            per_element = _ops.add(_ops.subtract(relu_z, _ops.multiply(z, y)), softplus)
+        else:
+            # Keras: clipped, then epsilon added again inside each log
+            p = _clip_probs(z)
+            eps = float(np.float32(_EPSILON))
+            pos = _ops.multiply(y, _ops.log(_ops.add(p, eps)))
+            neg = _ops.multiply(_ops.subtract(1.0, y),
+                                _ops.log(_ops.add(_ops.subtract(1.0, p), eps)))
+            per_element = _ops.negative(_ops.add(pos, neg))
         per_example = (per_element if per_element.ndim == 0
                        else _ops.reduce_mean(per_element, axis=per_element.ndim - 1))
         if reduction == "none":
@@ -265,11 +324,15 @@ def _keras_labels(y):
 
 
 class SparseCategoricalCrossentropy:
-    """The mean over the batch of -log softmax(logits)[label] (reduction
-    'sum': the sum, the mean times the examples); y_true holds int32 labels
-    in [0, classes). vdev computes it from logits, so from_logits must be
-    True. vdev's op gives the mean only: for one loss per example, use
-    CategoricalCrossentropy with one-hot labels."""
+    """The mean over the batch of Keras's sparse categorical cross-entropy
+    (reduction 'sum': the sum, the mean times the examples); y_true holds
+    int32 labels in [0, classes). With from_logits=True, -log
+    softmax(logits)[label]; with from_logits=False (Keras's default),
+    y_pred holds probabilities and, as Keras's
+    backend.sparse_categorical_crossentropy, they are clipped to [1e-7,
+    1 - 1e-7] and their log taken as the logits (so each row is in effect
+    divided by its sum). vdev's op gives the mean only: for one loss per
+    example, use CategoricalCrossentropy with one-hot labels."""
 
     def __init__(self, from_logits=False, ignore_class=None, reduction="auto",
                  name="sparse_categorical_crossentropy"):
@@ -278,16 +341,15 @@ class SparseCategoricalCrossentropy:
             raise ValueError("vdev's SparseCategoricalCrossentropy takes ignore_class=None "
                              "only, not %r: vdev's op counts every label" % (ignore_class,))
         self.ignore_class = None
-        if not from_logits:
-            raise ValueError("vdev computes the cross-entropy from logits: pass "
-                             "from_logits=True (and give the model no softmax at its end)")
-        self.from_logits = True
+        self.from_logits = bool(from_logits)
         self.name = name
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         _no_weights(sample_weight)
         reduction = _reduction_now(self)
         labels = _keras_labels(y_true)
+        if not self.from_logits:
+            y_pred = _ops.log(_clip_probs(_ops._t(y_pred)))
         mean = _ops.sparse_softmax_cross_entropy_mean(labels, y_pred)
         if reduction != "sum":
             return mean
