@@ -24,6 +24,16 @@ LO = float(np.float32(EPS))
 REDUCTIONS = ["auto", "sum_over_batch_size", "sum", "none"]
 
 
+@pytest.fixture(autouse=True)
+def keep_the_seed_counter():
+    """fit (its shuffle) and strategy.run take seeds from vdev.random's
+    process-wide counter: it is put back after each test here, so the
+    unseeded draws of the tests run after this file are what they were."""
+    kept = vdev.random._next[0]
+    yield
+    vdev.random._next[0] = kept
+
+
 def probs(shape=(6, 4), seed=0):
     """Rows of probabilities with exact 0s and 1s among them, and rows that
     do not sum to 1 (Keras's categorical loss rescales them)."""
