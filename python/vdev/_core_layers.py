@@ -404,8 +404,8 @@ class Softmax(_Stateless):
         """What fit's string cross-entropy takes the logits of, as a
         Dense's ``activation`` (vdev/_fit.py): vdev's softmax for a layer
         over the last axis (axis=-1), whose input Keras's loss takes as the
-        logits (it finds the Softmax op); None for another axis (Keras then
-        computes from the probabilities, which vdev does not), and in fit's
+        logits (it finds the Softmax op); None for another axis (Keras and
+        vdev then compute from the probabilities, clipped), and in fit's
         copy of the layer, which gives the logits (its input, masked)."""
         if self.__dict__.get("_gives_logits"):
             return None
