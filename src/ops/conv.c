@@ -39,8 +39,8 @@ static int64_t dilation(const struct vdev_kernel_args *a, int d)
 }
 
 /* The window's effective size, (k - 1) dil + 1, or -1 where it does not fit
- * an int64. */
-static int64_t effective(int64_t k, int64_t dil)
+ * an int64 (impl.h). */
+int64_t vdev_conv_effective(int64_t k, int64_t dil)
 {
     if (k <= 0 || dil <= 1)
         return k;
@@ -48,9 +48,9 @@ static int64_t effective(int64_t k, int64_t dil)
 }
 
 /* One dimension, TensorFlow's rule: VDEV_OK with *out, *before; else the
- * error in TensorFlow's words after the op's name. */
-static enum vdev_status windowed(const char *name, int64_t in, int64_t k, int64_t s, int same,
-                                 int64_t *out, int64_t *before)
+ * error in TensorFlow's words after the op's name (impl.h). */
+enum vdev_status vdev_conv_windowed(const char *name, int64_t in, int64_t k, int64_t s, int same,
+                                    int64_t *out, int64_t *before)
 {
     if (s <= 0)
         return vdev_error(VDEV_ERR_INVALID_ARG, "%s: Stride must be > 0, but got %lld", name,
@@ -99,8 +99,9 @@ void vdev_conv_geom_of(const struct vdev_kernel_args *a, struct vdev_conv_geom *
     g->dh = dilation(a, 0);
     g->dw = dilation(a, 1);
     /* checked by the shape rule: no error here */
-    (void)windowed("", g->h, effective(g->kh, g->dh), g->sh, same, &g->oh, &g->pt);
-    (void)windowed("", g->w, effective(g->kw, g->dw), g->sw, same, &g->ow, &g->pl);
+    int64_t eh = vdev_conv_effective(g->kh, g->dh), ew = vdev_conv_effective(g->kw, g->dw);
+    (void)vdev_conv_windowed("", g->h, eh, g->sh, same, &g->oh, &g->pt);
+    (void)vdev_conv_windowed("", g->w, ew, g->sw, same, &g->ow, &g->pl);
 }
 
 /* ---- shape rules ---- */
@@ -197,7 +198,8 @@ static enum vdev_status forward_shape(const struct vdev_kernel_args *a, int64_t 
     if (conv && (a->j[0] < 0 || a->j[1] < 0))
         return vdev_error(VDEV_ERR_INVALID_ARG, "%s: Dilated rates should be larger than 0.",
                           name);
-    int64_t eh = effective(kh, dilation(a, 0)), ew = effective(kw, dilation(a, 1));
+    int64_t eh = vdev_conv_effective(kh, dilation(a, 0));
+    int64_t ew = vdev_conv_effective(kw, dilation(a, 1));
     if (eh < 0 || ew < 0)
         return vdev_error(VDEV_ERR_SHAPE,
                           "%s: the dilated filter's size, (%lld - 1) * %lld + 1, does not fit "
@@ -205,8 +207,9 @@ static enum vdev_status forward_shape(const struct vdev_kernel_args *a, int64_t 
                           (long long)dilation(a, eh < 0 ? 0 : 1));
     int same = a->f[0] == VDEV_PAD_SAME;
     int64_t oh = 0, ow = 0, before = 0;
-    if ((st = windowed(name, a->in_shape[0][1], eh, sh, same, &oh, &before)) != VDEV_OK ||
-        (st = windowed(name, a->in_shape[0][2], ew, sw, same, &ow, &before)) != VDEV_OK)
+    if ((st = vdev_conv_windowed(name, a->in_shape[0][1], eh, sh, same, &oh, &before)) !=
+            VDEV_OK ||
+        (st = vdev_conv_windowed(name, a->in_shape[0][2], ew, sw, same, &ow, &before)) != VDEV_OK)
         return st;
     shape[0] = a->in_shape[0][0];
     shape[1] = oh;

@@ -33,38 +33,6 @@ static int64_t dw_dilation(const struct vdev_kernel_args *a, int d)
     return a->j[d] > 1 ? a->j[d] : 1;
 }
 
-/* (k - 1) dil + 1, or -1 where it does not fit an int64. */
-static int64_t dw_effective(int64_t k, int64_t dil)
-{
-    if (k <= 0 || dil <= 1)
-        return k;
-    return k - 1 > (INT64_MAX - 1) / dil ? -1 : (k - 1) * dil + 1;
-}
-
-/* One dimension by TensorFlow's GetWindowedOutputSizeVerbose (as conv.c's):
- * VDEV_OK with *out, *before; else the error after `name`. */
-static enum vdev_status dw_windowed(const char *name, int64_t in, int64_t k, int64_t s, int same,
-                                    int64_t *out, int64_t *before)
-{
-    if (s <= 0)
-        return vdev_error(VDEV_ERR_INVALID_ARG, "%s: Stride must be > 0, but got %lld", name,
-                          (long long)s);
-    if (same) {
-        *out = in / s + (in % s != 0);
-        int64_t need = ((*out - 1) * s - in) + k; /* (out - 1) s < in: no overflow */
-        *before = need > 0 ? need / 2 : 0;
-    } else {
-        *out = in >= k ? (in - k) / s + 1 : (s - (k - in)) / s;
-        *before = 0;
-    }
-    if (*out < 0)
-        return vdev_error(VDEV_ERR_SHAPE,
-                          "%s: Computed output size would be negative: %lld [input_size: %lld, "
-                          "effective_filter_size: %lld, stride: %lld]",
-                          name, (long long)*out, (long long)in, (long long)k, (long long)s);
-    return VDEV_OK;
-}
-
 void vdev_depthwise_geom_of(const struct vdev_kernel_args *a, struct vdev_conv_geom *g)
 {
     memset(g, 0, sizeof *g);
@@ -81,8 +49,9 @@ void vdev_depthwise_geom_of(const struct vdev_kernel_args *a, struct vdev_conv_g
     g->dw = dw_dilation(a, 1);
     int same = a->f[0] == VDEV_PAD_SAME;
     /* checked by the shape rule: no error here */
-    (void)dw_windowed("", g->h, dw_effective(g->kh, g->dh), g->sh, same, &g->oh, &g->pt);
-    (void)dw_windowed("", g->w, dw_effective(g->kw, g->dw), g->sw, same, &g->ow, &g->pl);
+    int64_t eh = vdev_conv_effective(g->kh, g->dh), ew = vdev_conv_effective(g->kw, g->dw);
+    (void)vdev_conv_windowed("", g->h, eh, g->sh, same, &g->oh, &g->pt);
+    (void)vdev_conv_windowed("", g->w, ew, g->sw, same, &g->ow, &g->pl);
 }
 
 /* ---- shape rules ---- */
@@ -123,7 +92,8 @@ static enum vdev_status dw_spatial(const struct vdev_kernel_args *a, int64_t *oh
 {
     const char *name = vdev_op_defs[a->op].name;
     int64_t kh = a->in_shape[1][0], kw = a->in_shape[1][1];
-    int64_t eh = dw_effective(kh, dw_dilation(a, 0)), ew = dw_effective(kw, dw_dilation(a, 1));
+    int64_t eh = vdev_conv_effective(kh, dw_dilation(a, 0));
+    int64_t ew = vdev_conv_effective(kw, dw_dilation(a, 1));
     if (eh < 0 || ew < 0)
         return vdev_error(VDEV_ERR_SHAPE,
                           "%s: the dilated filter's size, (%lld - 1) * %lld + 1, does not fit "
@@ -131,9 +101,11 @@ static enum vdev_status dw_spatial(const struct vdev_kernel_args *a, int64_t *oh
                           (long long)dw_dilation(a, eh < 0 ? 0 : 1));
     int same = a->f[0] == VDEV_PAD_SAME;
     int64_t before;
-    enum vdev_status st = dw_windowed(name, a->in_shape[0][1], eh, a->i[0], same, oh, &before);
-    return st != VDEV_OK ? st : dw_windowed(name, a->in_shape[0][2], ew, a->i[1], same, ow,
-                                            &before);
+    enum vdev_status st =
+        vdev_conv_windowed(name, a->in_shape[0][1], eh, a->i[0], same, oh, &before);
+    return st != VDEV_OK ? st
+                         : vdev_conv_windowed(name, a->in_shape[0][2], ew, a->i[1], same, ow,
+                                              &before);
 }
 
 /* DEPTHWISE_CONV2D (x, filter [KH,KW,C,M]) -> [N,OH,OW,C*M]. */

@@ -35,13 +35,6 @@
 
 /* ---- the shape rule ---- */
 
-/* The window's effective size (k - 1) d + 1, or -1 where it passes INT64_MAX. */
-static int64_t effective(int64_t k, int64_t d)
-{
-    if (k <= 0 || d <= 1)
-        return k;
-    return k - 1 > (INT64_MAX - 1) / d ? -1 : (k - 1) * d + 1;
-}
 
 /* Conv2D's output size along one dimension of size `in` (TensorFlow's
  * GetWindowedOutputSizeVerbose, summed so that nothing passes INT64_MAX),
@@ -119,7 +112,7 @@ enum vdev_status vdev_shape_conv2d_transpose(struct vdev_kernel_args *a)
         return vdev_error(VDEV_ERR_SHAPE, LABEL ": filter %s has a window of size 0", s);
     }
     for (int d = 0; d < 2; d++) {
-        int64_t dil = a->j[d] > 1 ? a->j[d] : 1, k = effective(f[d], dil), got;
+        int64_t dil = a->j[d] > 1 ? a->j[d] : 1, k = vdev_conv_effective(f[d], dil), got;
         if (k < 0)
             return vdev_error(VDEV_ERR_SHAPE,
                               LABEL ": the dilated filter's size, (%lld - 1) * %lld + 1, does "

@@ -201,6 +201,13 @@ struct vdev_conv_geom {
     int64_t dh, dw; /* the dilations (1 for the pools) */
 };
 void vdev_conv_geom_of(const struct vdev_kernel_args *a, struct vdev_conv_geom *g);
+/* conv.c, for every 2-D window op: the effective window size (k - 1) dil + 1
+ * (-1 where it passes INT64_MAX), and one dimension's output size and padding
+ * before it by TensorFlow's rule (GetWindowedOutputSizeVerbose), else the
+ * error in TensorFlow's words after `name`. */
+int64_t vdev_conv_effective(int64_t k, int64_t dil);
+enum vdev_status vdev_conv_windowed(const char *name, int64_t in, int64_t k, int64_t s, int same,
+                                    int64_t *out, int64_t *before);
 /* conv_depthwise.c: DepthwiseConv2dNative and its gradient ops. Their
  * geometry fills vdev_conv_geom with o the channel multiplier M (the output
  * has c * o channels). */
