@@ -184,6 +184,14 @@ def _padding(fn, padding):
     return padding.encode("utf-8")
 
 
+def _beside(x, value):
+    """value as a tensor: itself when it is one, else made where x is."""
+    if isinstance(value, Tensor):
+        return value
+    with _near(x):
+        return convert_to_tensor(value)
+
+
 def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None, name=None):
     """The 2-D convolution of input [N,H,W,C] with filters [KH,KW,C,O], as
     ``tf.nn.conv2d``: [N,OH,OW,O]; dilations space the filter's taps."""
@@ -198,11 +206,7 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
                              "batch and depth dimensions.")
     pad = _padding("conv2d", padding)
     x = _t(input)
-    if isinstance(filters, Tensor):
-        f = filters
-    else:  # a value beside a tensor is made where the tensor is
-        with _near(x):
-            f = convert_to_tensor(filters)
+    f = _beside(x, filters)
     return _new(lib.vdev_conv2d_dilated(x._handle, f._handle, st[1], st[2], dil[1], dil[2],
                                         pad))
 
@@ -263,11 +267,7 @@ def depthwise_conv2d(input, filter, strides, padding, data_format=None, dilation
                          "Received: strides=%s and dilations=%s" % (st, dil))
     pad = _padding("depthwise_conv2d", padding)
     x = _t(input)
-    if isinstance(filter, Tensor):
-        f = filter
-    else:  # a value beside a tensor is made where the tensor is
-        with _near(x):
-            f = convert_to_tensor(filter)
+    f = _beside(x, filter)
     return _new(lib.vdev_depthwise_conv2d(x._handle, f._handle, st[1], st[2], dil[0], dil[1],
                                           pad))
 
@@ -334,11 +334,7 @@ def conv2d_transpose(input, filters, output_shape, strides, padding="SAME", data
         raise TypeError("Expected string for argument 'padding' not %r." % (padding,))
     sizes = _input_sizes(output_shape)
     x = _t(input)
-    if isinstance(filters, Tensor):
-        f = filters
-    else:  # a value beside a tensor is made where the tensor is
-        with _near(x):
-            f = convert_to_tensor(filters)
+    f = _beside(x, filters)
     arr = (ctypes.c_int64 * max(len(sizes), 1))(*sizes)
     return _new(lib.vdev_conv2d_transpose(x._handle, f._handle, arr, len(sizes), st[1], st[2],
                                           dil[1], dil[2], padding.encode("utf-8")))
