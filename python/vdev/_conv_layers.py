@@ -185,9 +185,14 @@ class Conv2D(_base()):
     def built(self):
         return self.kernel is not None
 
+    def _weight_shapes(self, channels):
+        """The kernel's and the bias's shapes for `channels` input channels:
+        [kh, kw, channels, filters] and [filters] (the subclasses' own)."""
+        return self.kernel_size + (channels, self.filters), (self.filters,)
+
     def build(self, channels):
-        """Makes the kernel [kh, kw, channels, filters] and the bias
-        [filters] on the layer's device (Dense's rules)."""
+        """Makes the kernel and the bias (their shapes: _weight_shapes) on
+        the layer's device (Dense's rules)."""
         from .layers import _make_weights
         if self.kernel is not None:
             return
@@ -196,7 +201,7 @@ class Conv2D(_base()):
                 "layer %r is built" % self.name, "Give it input_shape (or call it once)")
         from . import _lib
         channels = _lib.index(channels, "channels")
-        _make_weights(self, self.kernel_size + (channels, self.filters), (self.filters,))
+        _make_weights(self, *self._weight_shapes(channels))
 
     def compute_output_shape(self, input_shape):
         """Keras's: (batch, rows, cols, filters) for an input shape (batch,

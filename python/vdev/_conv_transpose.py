@@ -103,18 +103,9 @@ class Conv2DTranspose(Conv2D):
             raise ValueError("Inputs should have rank 4. Received input_shape=%s." % (shape,))
         _check_rank(self, shape, 4)
 
-    def build(self, channels):
-        """Makes the kernel [kh, kw, filters, channels] and the bias
-        [filters] on the layer's device (Dense's rules)."""
-        from . import _lib, _strategy_context
-        from .layers import _make_weights
-        if self.kernel is not None:
-            return
-        if _strategy_context.replica() is not None:
-            raise _strategy_context.variable_in_step_error(
-                "layer %r is built" % self.name, "Give it input_shape (or call it once)")
-        channels = _lib.index(channels, "channels")
-        _make_weights(self, self.kernel_size + (self.filters, channels), (self.filters,))
+    def _weight_shapes(self, channels):
+        """The kernel [kh, kw, filters, channels] and the bias [filters]."""
+        return self.kernel_size + (self.filters, channels), (self.filters,)
 
     def _output_size(self, shape):
         op = self.output_padding or (None, None)

@@ -63,21 +63,18 @@ class DepthwiseConv2D(Conv2D):
         """The kernel [kh, kw, channels, depth_multiplier] (None until built)."""
         return self.kernel
 
+    def _weight_shapes(self, channels):
+        """The kernel [kh, kw, channels, depth_multiplier] and the bias
+        [channels * depth_multiplier]."""
+        return (self.kernel_size + (channels, self.depth_multiplier),
+                (channels * self.depth_multiplier,))
+
     def build(self, channels):
-        """Makes the kernel [kh, kw, channels, depth_multiplier] and the bias
-        [channels * depth_multiplier] on the layer's device (Dense's
-        rules)."""
-        from . import _lib, _strategy_context
-        from .layers import _make_weights
-        if self.kernel is not None:
-            return
-        if _strategy_context.replica() is not None:
-            raise _strategy_context.variable_in_step_error(
-                "layer %r is built" % self.name, "Give it input_shape (or call it once)")
-        channels = _lib.index(channels, "channels")
-        _make_weights(self, self.kernel_size + (channels, self.depth_multiplier),
-                      (channels * self.depth_multiplier,))
-        self.kernel.name = self.name + "/depthwise_kernel"
+        """Conv2D's build, the kernel named as Keras names it."""
+        made = self.kernel is None
+        super().build(channels)
+        if made:
+            self.kernel.name = self.name + "/depthwise_kernel"
 
     def compute_output_shape(self, input_shape):
         """Keras's: (batch, rows, cols, channels * depth_multiplier), None
