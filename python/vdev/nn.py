@@ -184,6 +184,20 @@ def _padding(fn, padding):
     return padding.encode("utf-8")
 
 
+def _spatial_steps(strides, dilations):
+    """conv2d's and conv2d_transpose's strides and dilations, 4 each (NHWC),
+    the batch's and the depth's 1 (TensorFlow's refusal otherwise)."""
+    st = _get_sequence(strides, "strides")
+    dil = _get_sequence(dilations, "dilations")
+    if st[0] != 1 or st[3] != 1:
+        raise _unimplemented("Current implementation does not yet support strides in the batch "
+                             "and depth dimensions.")
+    if dil[0] != 1 or dil[3] != 1:
+        raise _unimplemented("Current implementation does not yet support dilations in the "
+                             "batch and depth dimensions.")
+    return st, dil
+
+
 def _beside(x, value):
     """value as a tensor: itself when it is one, else made where x is."""
     if isinstance(value, Tensor):
@@ -196,14 +210,7 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
     """The 2-D convolution of input [N,H,W,C] with filters [KH,KW,C,O], as
     ``tf.nn.conv2d``: [N,OH,OW,O]; dilations space the filter's taps."""
     _nhwc("conv2d", data_format)
-    st = _get_sequence(strides, "strides")
-    dil = _get_sequence(dilations, "dilations")
-    if st[0] != 1 or st[3] != 1:
-        raise _unimplemented("Current implementation does not yet support strides in the batch "
-                             "and depth dimensions.")
-    if dil[0] != 1 or dil[3] != 1:
-        raise _unimplemented("Current implementation does not yet support dilations in the "
-                             "batch and depth dimensions.")
+    st, dil = _spatial_steps(strides, dilations)
     pad = _padding("conv2d", padding)
     x = _t(input)
     f = _beside(x, filters)
@@ -320,14 +327,7 @@ def conv2d_transpose(input, filters, output_shape, strides, padding="SAME", data
     if data_format is None:
         data_format = "NHWC"
     _nhwc("conv2d_transpose", data_format)
-    st = _get_sequence(strides, "strides")
-    dil = _get_sequence(dilations, "dilations")
-    if st[0] != 1 or st[3] != 1:
-        raise _unimplemented("Current implementation does not yet support strides in the batch "
-                             "and depth dimensions.")
-    if dil[0] != 1 or dil[3] != 1:
-        raise _unimplemented("Current implementation does not yet support dilations in the "
-                             "batch and depth dimensions.")
+    st, dil = _spatial_steps(strides, dilations)
     if isinstance(padding, bytes):
         padding = padding.decode("utf-8", "replace")
     if not isinstance(padding, str):  # TensorFlow's op takes a string: no explicit list
