@@ -35,24 +35,6 @@
 
 /* ---- the shape rule ---- */
 
-
-/* Conv2D's output size along one dimension of size `in` (TensorFlow's
- * GetWindowedOutputSizeVerbose, summed so that nothing passes INT64_MAX),
- * or its negative-size error. */
-static enum vdev_status conv_out(int64_t in, int64_t k, int64_t s, int same, int64_t *out)
-{
-    if (same)
-        *out = in / s + (in % s != 0);
-    else
-        *out = in >= k ? (in - k) / s + 1 : (s - (k - in)) / s;
-    if (*out < 0)
-        return vdev_error(VDEV_ERR_SHAPE,
-                          LABEL ": Computed output size would be negative: %lld [input_size: "
-                          "%lld, effective_filter_size: %lld, stride: %lld]",
-                          (long long)*out, (long long)in, (long long)k, (long long)s);
-    return VDEV_OK;
-}
-
 /* The attributes TensorFlow's kernel checks when it is made: padding,
  * strides, dilations (0, an op made without them, reads as 1). */
 static enum vdev_status check_attrs(const struct vdev_kernel_args *a)
@@ -117,7 +99,9 @@ enum vdev_status vdev_shape_conv2d_transpose(struct vdev_kernel_args *a)
             return vdev_error(VDEV_ERR_SHAPE,
                               LABEL ": the dilated filter's size, (%lld - 1) * %lld + 1, does "
                               "not fit an int64", (long long)f[d], (long long)dil);
-        if ((st = conv_out(os[1 + d], k, a->i[d], a->f[0] == VDEV_PAD_SAME, &got)) != VDEV_OK)
+        int64_t before;
+        if ((st = vdev_conv_windowed(LABEL, os[1 + d], k, a->i[d], a->f[0] == VDEV_PAD_SAME,
+                                     &got, &before)) != VDEV_OK)
             return st;
         if (got != x[1 + d])
             return vdev_error(VDEV_ERR_SHAPE,
