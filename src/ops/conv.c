@@ -75,6 +75,29 @@ enum vdev_status vdev_conv_windowed(const char *name, int64_t in, int64_t k, int
     return VDEV_OK;
 }
 
+/* Rows and columns of a window op's output (impl.h): both effective
+ * windows, refused where one passes INT64_MAX, then TensorFlow's rule for
+ * each dimension. */
+enum vdev_status vdev_conv_out_hw(const char *name, const int64_t *in_hw, const int64_t *k,
+                                  const int64_t *dil, const int64_t *s, int same, int64_t *out)
+{
+    int64_t e[2];
+    for (int d = 0; d < 2; d++)
+        if ((e[d] = vdev_conv_effective(k[d], dil[d])) < 0)
+            return vdev_error(VDEV_ERR_SHAPE,
+                              "%s: the dilated filter's size, (%lld - 1) * %lld + 1, does not "
+                              "fit an int64",
+                              name, (long long)k[d], (long long)dil[d]);
+    for (int d = 0; d < 2; d++) {
+        int64_t before;
+        enum vdev_status st = vdev_conv_windowed(name, in_hw[d], e[d], s[d], same, &out[d],
+                                                 &before);
+        if (st != VDEV_OK)
+            return st;
+    }
+    return VDEV_OK;
+}
+
 void vdev_conv_geom_of(const struct vdev_kernel_args *a, struct vdev_conv_geom *g)
 {
     memset(g, 0, sizeof *g);
@@ -198,22 +221,14 @@ static enum vdev_status forward_shape(const struct vdev_kernel_args *a, int64_t 
     if (conv && (a->j[0] < 0 || a->j[1] < 0))
         return vdev_error(VDEV_ERR_INVALID_ARG, "%s: Dilated rates should be larger than 0.",
                           name);
-    int64_t eh = vdev_conv_effective(kh, dilation(a, 0));
-    int64_t ew = vdev_conv_effective(kw, dilation(a, 1));
-    if (eh < 0 || ew < 0)
-        return vdev_error(VDEV_ERR_SHAPE,
-                          "%s: the dilated filter's size, (%lld - 1) * %lld + 1, does not fit "
-                          "an int64", name, (long long)(eh < 0 ? kh : kw),
-                          (long long)dilation(a, eh < 0 ? 0 : 1));
-    int same = a->f[0] == VDEV_PAD_SAME;
-    int64_t oh = 0, ow = 0, before = 0;
-    if ((st = vdev_conv_windowed(name, a->in_shape[0][1], eh, sh, same, &oh, &before)) !=
-            VDEV_OK ||
-        (st = vdev_conv_windowed(name, a->in_shape[0][2], ew, sw, same, &ow, &before)) != VDEV_OK)
+    const int64_t k[2] = {kh, kw}, dil[2] = {dilation(a, 0), dilation(a, 1)}, s2[2] = {sh, sw};
+    int64_t out[2] = {0, 0};
+    if ((st = vdev_conv_out_hw(name, a->in_shape[0] + 1, k, dil, s2,
+                               a->f[0] == VDEV_PAD_SAME, out)) != VDEV_OK)
         return st;
     shape[0] = a->in_shape[0][0];
-    shape[1] = oh;
-    shape[2] = ow;
+    shape[1] = out[0];
+    shape[2] = out[1];
     shape[3] = o;
     return VDEV_OK;
 }

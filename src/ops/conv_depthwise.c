@@ -90,22 +90,14 @@ static enum vdev_status dw_attrs(const struct vdev_kernel_args *a)
 /* The output's rows and columns from x's and the filter's (both 4-D). */
 static enum vdev_status dw_spatial(const struct vdev_kernel_args *a, int64_t *oh, int64_t *ow)
 {
-    const char *name = vdev_op_defs[a->op].name;
-    int64_t kh = a->in_shape[1][0], kw = a->in_shape[1][1];
-    int64_t eh = vdev_conv_effective(kh, dw_dilation(a, 0));
-    int64_t ew = vdev_conv_effective(kw, dw_dilation(a, 1));
-    if (eh < 0 || ew < 0)
-        return vdev_error(VDEV_ERR_SHAPE,
-                          "%s: the dilated filter's size, (%lld - 1) * %lld + 1, does not fit "
-                          "an int64", name, (long long)(eh < 0 ? kh : kw),
-                          (long long)dw_dilation(a, eh < 0 ? 0 : 1));
-    int same = a->f[0] == VDEV_PAD_SAME;
-    int64_t before;
-    enum vdev_status st =
-        vdev_conv_windowed(name, a->in_shape[0][1], eh, a->i[0], same, oh, &before);
-    return st != VDEV_OK ? st
-                         : vdev_conv_windowed(name, a->in_shape[0][2], ew, a->i[1], same, ow,
-                                              &before);
+    const int64_t k[2] = {a->in_shape[1][0], a->in_shape[1][1]};
+    const int64_t dil[2] = {dw_dilation(a, 0), dw_dilation(a, 1)}, s[2] = {a->i[0], a->i[1]};
+    int64_t out[2] = {0, 0};
+    enum vdev_status st = vdev_conv_out_hw(vdev_op_defs[a->op].name, a->in_shape[0] + 1, k, dil,
+                                           s, a->f[0] == VDEV_PAD_SAME, out);
+    *oh = out[0];
+    *ow = out[1];
+    return st;
 }
 
 /* DEPTHWISE_CONV2D (x, filter [KH,KW,C,M]) -> [N,OH,OW,C*M]. */

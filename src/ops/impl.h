@@ -208,6 +208,10 @@ void vdev_conv_geom_of(const struct vdev_kernel_args *a, struct vdev_conv_geom *
 int64_t vdev_conv_effective(int64_t k, int64_t dil);
 enum vdev_status vdev_conv_windowed(const char *name, int64_t in, int64_t k, int64_t s, int same,
                                     int64_t *out, int64_t *before);
+/* Both: the output's rows and columns (out[0], out[1]) from the input's
+ * (in_hw[0..1]) with windows k, dilations dil and strides s, or the error. */
+enum vdev_status vdev_conv_out_hw(const char *name, const int64_t *in_hw, const int64_t *k,
+                                  const int64_t *dil, const int64_t *s, int same, int64_t *out);
 /* conv_depthwise.c: DepthwiseConv2dNative and its gradient ops. Their
  * geometry fills vdev_conv_geom with o the channel multiplier M (the output
  * has c * o channels). */
