@@ -1,7 +1,9 @@
 /* bench_bookkeeping.c — whether vdev's bookkeeping stays linear as counts
  * grow: the cost per item of making and freeing one-element tensors (10k to
- * 1M live), of a tape that records a chain of ops and its gradient (10k and
- * 100k ops), and of a tape over many variables (1k to 30k), each variable
+ * 1M live), of making them into as many holes of their size (1k to 100k:
+ * the allocator's long bins), of a tape that records a chain of ops and its
+ * gradient (10k and 100k ops), and of a tape over many variables (1k to
+ * 30k), each variable
  * read by one op, with the gradient asked for all of them: watched
  * implicitly (any variable an op reads) or explicitly (vdev_tape_watch on
  * each). A cost per item that grows with the count is a quadratic path.
@@ -51,6 +53,33 @@ static void tensors(int n, double *make, double *drop)
     free(ts);
     *make = (t1 - t0) / n * 1e9;
     *drop = (t2 - t1) / n * 1e9;
+}
+
+/* ns per tensor to make n one-element tensors into n holes: 2n made, every
+ * other one freed (n holes of 256 bytes between live blocks, one size class
+ * of the allocator), then n more made, each into the lowest hole. */
+static double holes(int n)
+{
+    vdev_tensor_t **ts = malloc((size_t)(3 * n) * sizeof *ts);
+    int64_t sh[1] = {1};
+    if (!ts)
+        die("host memory");
+    for (int i = 0; i < 2 * n; i++)
+        if (!(ts[i] = vdev_tensor_zeros(sh, 1, VDEV_F32)))
+            die("making a tensor");
+    for (int i = 0; i < 2 * n; i += 2)
+        vdev_tensor_free(ts[i]);
+    double t0 = now();
+    for (int i = 0; i < n; i++)
+        if (!(ts[2 * n + i] = vdev_tensor_zeros(sh, 1, VDEV_F32)))
+            die("making a tensor");
+    double t1 = now();
+    for (int i = 1; i < 2 * n; i += 2)
+        vdev_tensor_free(ts[i]);
+    for (int i = 2 * n; i < 3 * n; i++)
+        vdev_tensor_free(ts[i]);
+    free(ts);
+    return (t1 - t0) / n * 1e9;
 }
 
 /* ns per op to record a chain of n ops from one variable, and of its gradient */
@@ -145,6 +174,15 @@ int main(int argc, char **argv)
             if (out[k])
                 fprintf(out[k], "| one-element tensors: make, free | %d | %.0f, %.0f |\n", tn[i],
                         median3(r[0][0], r[1][0], r[2][0]), median3(r[0][1], r[1][1], r[2][1]));
+    }
+    static const int hn[3] = {1000, 10000, 100000};
+    for (int i = 0; i < (a.quick ? 2 : 3); i++) {
+        for (int t = 0; t < 3; t++)
+            r[t][0] = holes(hn[i]);
+        for (int k = 0; k < 2; k++)
+            if (out[k])
+                fprintf(out[k], "| one-element tensors made into as many holes of their size | %d "
+                                "| %.0f |\n", hn[i], median3(r[0][0], r[1][0], r[2][0]));
     }
     for (int i = 0; i < 2; i++) {
         for (int t = 0; t < 3; t++)

@@ -15,13 +15,13 @@
  * 141 GB limit, and argument checks. Growth, release, garbage collection and
  * the OOM messages have their own file, test_alloc_growth.c. The placement
  * test replays random-order and last-in-first-out workloads against the
- * documented policy, worked out from the model, in both ways of walking the
- * bins (the allocator picks one by how long its walks are). Never asserts
- * on time.
+ * documented policy, worked out from the model; the long-bins test does so
+ * where bins are long enough to be kept in trees (alloc_tree.c). Never
+ * asserts on time.
  */
 #include "alloc_fake.h"
 
-#include "alloc/alloc_impl.h" /* the walk mode, read by test_placement_policy */
+#include "alloc/alloc_impl.h" /* the tree bits, read by test_long_bins */
 
 /* ---- the property test ----------------------------------------------------- */
 
@@ -515,6 +515,68 @@ static void test_placement_policy(void)
     vdev_alloc_destroy(a);
 }
 
+/* Long bins: thousands of holes of one size class (4 to 7 units, bin 2),
+ * so that malloc's scans give the bin a tree (alloc_tree.c). Every placement
+ * still follows the policy (ref_place) through the tree's insertions and
+ * removals, splits that leave a smaller chunk in the bin, merges that grow a
+ * chunk in its place, the tree's drop when the bin runs short and its
+ * rebuilding; the invariant check, which walks the tree, runs every 200
+ * steps. Sizes of 1 to 20 units mix in the bins around it. */
+static void test_long_bins(void)
+{
+    struct fake_source s;
+    fake_init(&s);
+    vdev_alloc_t *a = make(&s, VDEV_POLICY_PREALLOCATE, 64ull << 20, 0, 0);
+    if (!a)
+        return;
+    uint64_t base = s.reg[0].base, end = base + s.reg[0].bytes;
+    struct model m = {0};
+    uint64_t rng = 777;
+    int built = 0, dropped = 0, in_tree = 0; /* bin 2's tree made, dropped; mallocs it served */
+    int had = 0;
+    for (int round = 0; round < 2; round++) {
+        /* 4000 blocks of bin 2, every other one freed: 2000 holes there. */
+        for (int i = 0; i < 4000; i++)
+            placed_alloc(a, &m, base, end, (4 + rng_next(&rng) % 4) * 256);
+        for (int i = m.n - 1; i >= 0; i -= 2)
+            vdev_alloc_free(a, model_take(&m, i).handle);
+        for (int step = 0; step < 6000; step++) {
+            uint64_t units = 1 + rng_next(&rng) % 20;
+            if (rng_unit(&rng) < 0.6)
+                units = 4 + rng_next(&rng) % 4;
+            if (m.n == 0 || rng_unit(&rng) < 0.5) {
+                in_tree += (int)((a->tmap >> 2) & 1) && units >= 4 && units < 8;
+                placed_alloc(a, &m, base, end, units * 256 - rng_next(&rng) % 256);
+            } else {
+                vdev_alloc_free(a, model_take(&m, (int)(rng_next(&rng) % (uint64_t)m.n)).handle);
+            }
+            int has = (int)((a->tmap >> 2) & 1);
+            built += has && !had;
+            dropped += had && !has;
+            had = has;
+            if (step % 200 == 0)
+                CHECK_OK(vdev_alloc_check(a));
+        }
+        /* Everything freed in random order: the holes merge, the bin runs short. */
+        while (m.n) {
+            vdev_alloc_free(a, model_take(&m, (int)(rng_next(&rng) % (uint64_t)m.n)).handle);
+            int has = (int)((a->tmap >> 2) & 1);
+            dropped += had && !has;
+            had = has;
+        }
+        CHECK_OK(vdev_alloc_check(a));
+        CHECK(!had);
+    }
+    /* Made and dropped in each round, and it served thousands of mallocs. */
+    CHECK(built >= 2);
+    CHECK(dropped >= 2);
+    CHECK(in_tree > 1000);
+    printf("long bins: bin 2's tree made %d times, dropped %d, served %d mallocs\n", built,
+           dropped, in_tree);
+    free(m.b);
+    vdev_alloc_destroy(a);
+}
+
 int main(void)
 {
     test_arguments();
@@ -525,5 +587,6 @@ int main(void)
     test_host_memory();
     test_property();
     test_placement_policy();
+    test_long_bins();
     return check_done();
 }

@@ -80,6 +80,8 @@ enum vdev_status vdev_alloc_records_reserve(struct vdev_alloc *a, uint32_t need)
             return vdev_error(VDEV_ERR_OOM, "%s: host out of memory for trace ids", a->name);
         a->tid = nt;
     }
+    if (vdev_alloc_tree_reserve(a, cap) != VDEV_OK)
+        return VDEV_ERR_OOM;
     struct chunk *nch = realloc(a->ch, (size_t)cap * sizeof *nch);
     if (!nch)
         return vdev_error(VDEV_ERR_OOM, "%s: host out of memory for chunk records", a->name);
@@ -110,12 +112,14 @@ enum vdev_status vdev_alloc_records_reserve(struct vdev_alloc *a, uint32_t need)
 /* the fast path: taking a chunk, releasing a chunk */
 
 /* Carves sz bytes out of the chosen free chunk and returns the live block's
- * record, or NIL when nothing fits. Needs one unused record. */
-static inline __attribute__((always_inline)) uint32_t take(struct vdev_alloc *a, uint64_t sz)
+ * record, or NIL when nothing fits. Needs one unused record. `trees`: 0 when
+ * no bin has a tree (alloc_impl.h). */
+static inline __attribute__((always_inline)) uint32_t take_in(struct vdev_alloc *a, uint64_t sz,
+                                                              int trees)
 {
     struct chunk *ch = a->ch;
     unsigned b = bin_of(sz);
-    uint32_t i = bin_lowest(ch, b, sz | ST_FREE);
+    uint32_t i = bin_choose(a, b, sz | ST_FREE, trees);
     if (i == b) {
         /* Nothing fits in the own bin: the next non-empty one, whose chunks
          * all fit. */
@@ -123,11 +127,11 @@ static inline __attribute__((always_inline)) uint32_t take(struct vdev_alloc *a,
         if (c0 == NIL)
             return NIL;
         b = c0;
-        i = bin_lowest(ch, b, 0);
+        i = bin_choose(a, b, 0, trees);
     }
     uint64_t s = csize(&ch[i]);
     if (s == sz) {
-        bin_remove(a, i, b);
+        bin_remove(a, i, b, trees);
     } else {
         /* The block keeps the record and the low end; the rest gets a new
          * record, and the chunk's list place when it stays in the bin. */
@@ -141,18 +145,33 @@ static inline __attribute__((always_inline)) uint32_t take(struct vdev_alloc *a,
         ch[i].next = r;
         unsigned bn = bin_of(s - sz);
         if (bn == b) {
-            bin_replace(a, i, r);
+            bin_replace(a, i, r, b, trees);
         } else {
-            bin_remove(a, i, b);
-            bin_insert(a, r, bn);
+            bin_remove(a, i, b, trees);
+            bin_insert(a, r, bn, trees);
         }
     }
     ch[i].szst = sz | ST_LIVE;
     return i;
 }
 
+/* The fast path's take (no bin has a tree: malloc sends the other case to
+ * malloc_slow) and the general path's. */
+static inline __attribute__((always_inline)) uint32_t take_fast(struct vdev_alloc *a, uint64_t sz)
+{
+    return take_in(a, sz, 0);
+}
+
+static uint32_t take(struct vdev_alloc *a, uint64_t sz)
+{
+    if (a->tree_want)
+        vdev_alloc_tree_build_wanted(a);
+    return take_in(a, sz, 1);
+}
+
 /* Makes chunk h free and merges it with its free neighbours. */
-static inline __attribute__((always_inline)) void chunk_release(struct vdev_alloc *a, uint32_t h)
+static inline __attribute__((always_inline)) void release_in(struct vdev_alloc *a, uint32_t h,
+                                                             int trees)
 {
     struct chunk *ch = a->ch;
     uint64_t s = csize(&ch[h]);
@@ -164,7 +183,7 @@ static inline __attribute__((always_inline)) void chunk_release(struct vdev_allo
         uint32_t after = n;
         if (nf) {
             total += csize(&ch[n]);
-            bin_remove(a, n, bin_of(csize(&ch[n])));
+            bin_remove(a, n, bin_of(csize(&ch[n])), trees);
             after = ch[n].next;
             record_push(a, n);
         }
@@ -174,8 +193,10 @@ static inline __attribute__((always_inline)) void chunk_release(struct vdev_allo
         unsigned bp = bin_of(ps), bt = bin_of(total);
         ch[p].szst = total | ST_FREE;
         if (bt != bp) {
-            bin_remove(a, p, bp);
-            bin_insert(a, p, bt);
+            bin_remove(a, p, bp, trees);
+            bin_insert(a, p, bt, trees);
+        } else if (trees && bin_in_tree(a, bp)) {
+            vdev_alloc_tree_grew(a, bp, p); /* larger in its place */
         }
     } else if (nf) {
         /* h absorbs n and takes n's list place when the bin stays the same. */
@@ -186,16 +207,25 @@ static inline __attribute__((always_inline)) void chunk_release(struct vdev_allo
         ch[after].prev = h;
         ch[h].szst = total | ST_FREE;
         if (bt == bn) {
-            bin_replace(a, n, h);
+            bin_replace(a, n, h, bn, trees);
         } else {
-            bin_remove(a, n, bn);
-            bin_insert(a, h, bt);
+            bin_remove(a, n, bn, trees);
+            bin_insert(a, h, bt, trees);
         }
         record_push(a, n);
     } else {
         ch[h].szst = s | ST_FREE;
-        bin_insert(a, h, bin_of(s));
+        bin_insert(a, h, bin_of(s), trees);
     }
+}
+
+/* Frees chunk h into the bins, keeping the trees when some bin has one. */
+static inline __attribute__((always_inline)) void chunk_release(struct vdev_alloc *a, uint32_t h)
+{
+    if (__builtin_expect(a->hooks & HOOK_TREES, 0))
+        release_in(a, h, 1);
+    else
+        release_in(a, h, 0);
 }
 /* ------------------------------------------------------------------------ */
 /* lookup table (built on the first vdev_alloc_lookup, then kept up to date) */
@@ -392,6 +422,7 @@ enum vdev_status vdev_alloc_new(const struct vdev_alloc_config *cfg, vdev_alloc_
 fail:
     if (claimed)
         vdev_pool_unclaim(a->pool, a->member, claimed);
+    vdev_alloc_tree_free(a);
     free(a->ch);
     free(a->tid);
     free(a->reg);
@@ -415,6 +446,7 @@ void vdev_alloc_destroy(vdev_alloc_t *a)
         vdev_pool_unclaim(a->pool, a->member, a->reserved);
         vdev_pool_attach(a->pool, a->member, NULL);
     }
+    vdev_alloc_tree_free(a);
     free(a->ch);
     free(a->tid);
     free(a->reg);
@@ -501,7 +533,7 @@ enum vdev_status vdev_alloc_malloc(vdev_alloc_t *a, uint64_t bytes, struct vdev_
     if (__builtin_expect(a->hooks || a->free_rec == NIL, 0))
         return malloc_slow(a, bytes, out);
     uint64_t sz = (bytes + VDEV_ALLOC_ALIGN - 1) & SZ_MASK;
-    uint32_t h = take(a, sz);
+    uint32_t h = take_fast(a, sz);
     if (__builtin_expect(h == NIL, 0))
         return malloc_slow(a, bytes, out);
     a->in_use += sz;

@@ -88,7 +88,7 @@ void vdev_alloc_region_install(struct vdev_alloc *a, uint32_t slot, void *base, 
     a->ch[h].addr = (uint64_t)(uintptr_t)base;
     a->ch[h].szst = bytes | ST_FREE;
     a->ch[h].prev = a->ch[h].next = NO_NEIGHBOUR;
-    bin_insert(a, h, bin_of(bytes));
+    bin_insert(a, h, bin_of(bytes), 1);
     a->reg[slot].base = (uint64_t)(uintptr_t)base;
     a->reg[slot].bytes = bytes;
     a->reg[slot].first = h;
@@ -176,9 +176,9 @@ static enum vdev_status grow_extend(struct vdev_alloc *a, uint64_t sz, enum vdev
     }
     unclaim(a, claimed - want);
     if (tail) {
-        bin_remove(a, t, bin_of(tail));
+        bin_remove(a, t, bin_of(tail), 1);
         a->ch[t].szst = (tail + want) | ST_FREE;
-        bin_insert(a, t, bin_of(tail + want));
+        bin_insert(a, t, bin_of(tail + want), 1);
     } else {
         uint32_t h = record_pop(a);
         a->ch[h].addr = r->base + r->bytes;
@@ -186,7 +186,7 @@ static enum vdev_status grow_extend(struct vdev_alloc *a, uint64_t sz, enum vdev
         a->ch[h].prev = t;
         a->ch[h].next = NO_NEIGHBOUR;
         a->ch[t].next = h;
-        bin_insert(a, h, bin_of(want));
+        bin_insert(a, h, bin_of(want), 1);
     }
     r->bytes += want;
     a->reserved += want;
@@ -369,7 +369,7 @@ int vdev_alloc_release_makes_room(struct vdev_alloc *a, uint64_t sz, uint64_t em
 static void release_region(struct vdev_alloc *a, uint32_t r)
 {
     struct region *g = &a->reg[r];
-    bin_remove(a, g->first, bin_of(g->bytes));
+    bin_remove(a, g->first, bin_of(g->bytes), 1);
     record_push(a, g->first);
     a->src.release(a->src.ctx, (void *)(uintptr_t)g->base, g->bytes);
     unclaim(a, g->bytes);
@@ -558,7 +558,7 @@ uint32_t vdev_alloc_park(struct vdev_alloc *a, uint64_t keep, uint64_t want, int
         if (!ticket && !(ticket = ++a->park_ticket))
             ticket = ++a->park_ticket; /* 0 means "not parked" */
         struct region *g = &a->reg[r];
-        bin_remove(a, g->first, bin_of(g->bytes));
+        bin_remove(a, g->first, bin_of(g->bytes), 1);
         a->ch[g->first].szst = g->bytes | ST_PENDING;
         a->pending_bytes += g->bytes;
         g->parked = ticket;
@@ -588,7 +588,7 @@ uint64_t vdev_alloc_unpark(struct vdev_alloc *a, uint32_t ticket, uint64_t keep,
         a->ch[g->first].szst = g->bytes | ST_FREE;
         a->pending_bytes -= g->bytes;
         g->parked = 0;
-        bin_insert(a, g->first, bin_of(g->bytes));
+        bin_insert(a, g->first, bin_of(g->bytes), 1);
         if (release) {
             uint64_t drop = g->bytes < above ? g->bytes : above;
             release_region(a, r);

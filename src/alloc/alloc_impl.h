@@ -36,6 +36,7 @@ enum { ST_UNUSED = 0, ST_FREE = 1, ST_LIVE = 2, ST_PENDING = 3 };
  * more time on the training traces; not kept.) */
 #define N_BINS 56u
 #define N_WORDS ((N_BINS + 63) / 64)
+_Static_assert(N_BINS <= 64, "tmap holds a bit per bin in one word");
 #define NO_NEIGHBOUR N_BINS     /* the sentinel record for region ends */
 #define FIRST_RECORD (N_BINS + 1)
 
@@ -47,6 +48,9 @@ enum { HOOK_TRACE = 1, HOOK_LOOKUP = 2, HOOK_PENDING = 4 };
 /* governance (alloc_govern.c): more is reserved than the limit allows (the
  * limit was lowered at run time), so malloc must check the limit itself. */
 enum { HOOK_OVER = 8 };
+/* some bin is kept in a tree, or is to be given one (alloc_tree.c): malloc
+ * and free take the bin operations that keep trees (malloc's general path) */
+enum { HOOK_TREES = 16 };
 
 struct chunk {
     uint64_t addr;         /* device address of the first byte */
@@ -61,6 +65,22 @@ struct region {
     uint32_t parked;      /* lending's ticket while parked (vdev_alloc_park), else 0 */
 };
 
+/* Long bins (alloc_tree.c): a bin that malloc scanned more than TREE_ON
+ * chunks of is given a tree as well (at the next malloc); a tree of fewer
+ * than TREE_OFF chunks is dropped. */
+#define TREE_ON 64u
+#define TREE_OFF 16u
+
+struct tnode {
+    uint32_t l, r; /* children, NIL for none */
+    uint64_t max;  /* the largest size-and-state word in the subtree */
+};
+
+struct trees {
+    uint32_t root[N_BINS], len[N_BINS]; /* per bin, meaningful while its tmap bit is set */
+    struct tnode *node;                 /* by record index, cap_ch of them */
+};
+
 struct pending {
     uint32_t handle;
     void *event;
@@ -73,6 +93,8 @@ struct vdev_alloc {
     /* ---- hot ---- */
     struct chunk *ch; /* records; [0, N_BINS] are sentinels */
     uint64_t bmap[N_WORDS]; /* bit b: bin b is not empty */
+    uint64_t tmap;          /* bit b: bin b is also kept in a tree (alloc_tree.c) */
+    uint64_t tree_want;     /* bit b: bin b was scanned long; the next malloc gives it a tree */
     uint32_t free_rec; /* stack of unused records (NIL: empty) */
     uint32_t n_unused; /* records on that stack (statistics in O(1)) */
     uint32_t cap_ch;   /* records allocated */
@@ -98,6 +120,7 @@ struct vdev_alloc {
     uint32_t *lk;          /* lookup table: handles, NIL = empty */
     uint32_t lk_cap, lk_n; /* slots (a power of two), entries */
     char name[64];
+    struct trees *trees; /* long bins' trees (alloc_tree.c); NULL until one is needed */
 
     /* ---- governance (alloc_govern.c; off the fast path) ---- */
     struct vdev_pool *pool; /* the card's pool of shared memory; NULL: not governed */
@@ -196,9 +219,10 @@ static inline uint32_t bmap_find(const struct vdev_alloc *a, unsigned b)
  * is at least key (key 0: any chunk), or b itself (the sentinel) when none
  * is. A free chunk's word is its size | ST_FREE, so key = sz | ST_FREE asks
  * for a chunk of at least sz bytes. */
-static inline uint32_t bin_lowest(const struct chunk *ch, unsigned b, uint64_t key)
+static inline uint32_t bin_lowest(const struct chunk *ch, unsigned b, uint64_t key,
+                                  uint32_t *steps)
 {
-    uint32_t best = b;
+    uint32_t best = b, n = 0;
     uint64_t best_addr = ALL_ONES;
     for (uint32_t i = ch[b].fnext; i != b; i = ch[i].fnext) {
         uint64_t cand = ch[i].addr;
@@ -208,26 +232,69 @@ static inline uint32_t bin_lowest(const struct chunk *ch, unsigned b, uint64_t k
          * wanted: cand = all ones when the chunk is too small, then the
          * lowest address and its chunk kept without a branch. (Building
          * with -DVDEV_ALLOC_PORTABLE_SCAN takes the portable form, to test
-         * it on this processor.) */
-        __asm__("cmpq %[key], %[sz]\n\t"
+         * it on this processor.) The step count is kept in it too. */
+        __asm__("incl %[n]\n\t"
+                "cmpq %[key], %[sz]\n\t"
                 "cmovbq %[ones], %[cand]\n\t"
                 "cmpq %[ba], %[cand]\n\t"
                 "cmovbq %[cand], %[ba]\n\t"
                 "cmovbl %[i], %[best]"
-                : [cand] "+&r"(cand), [ba] "+&r"(best_addr), [best] "+&r"(best)
+                : [cand] "+&r"(cand), [ba] "+&r"(best_addr), [best] "+&r"(best), [n] "+&r"(n)
                 : [key] "r"(key), [sz] "r"(ch[i].szst), [ones] "r"(ALL_ONES), [i] "r"(i)
                 : "cc");
 #else
+        n++;
         uint64_t m = -(uint64_t)((ch[i].szst >= key) & (cand < best_addr));
         best = (uint32_t)(((uint64_t)i & m) | ((uint64_t)best & ~m));
         best_addr = (cand & m) | (best_addr & ~m);
 #endif
     }
+    *steps = n;
     return best;
 }
 
+/* alloc_tree.c: a long bin's tree (see there); called only for a bin whose
+ * tmap bit is set, except want (a scan found bin b long: returns `chosen`,
+ * the scan's answer) and build_wanted
+ * (gives each such bin its tree: called by malloc's general path before it
+ * takes a chunk). */
+uint32_t vdev_alloc_tree_want(struct vdev_alloc *a, unsigned b, uint32_t chosen);
+void vdev_alloc_tree_build_wanted(struct vdev_alloc *a);
+uint32_t vdev_alloc_tree_lowest(const struct vdev_alloc *a, unsigned b, uint64_t key);
+void vdev_alloc_tree_insert(struct vdev_alloc *a, unsigned b, uint32_t h);
+void vdev_alloc_tree_remove(struct vdev_alloc *a, unsigned b, uint32_t h);
+void vdev_alloc_tree_replace(struct vdev_alloc *a, unsigned b, uint32_t old, uint32_t h);
+void vdev_alloc_tree_grew(struct vdev_alloc *a, unsigned b, uint32_t h);
+enum vdev_status vdev_alloc_tree_reserve(struct vdev_alloc *a, uint32_t cap);
+uint64_t vdev_alloc_tree_bytes(const struct vdev_alloc *a);
+void vdev_alloc_tree_free(struct vdev_alloc *a);
+const char *vdev_alloc_tree_check(const struct vdev_alloc *a, unsigned b, uint64_t list_len);
+
+static inline int bin_in_tree(const struct vdev_alloc *a, unsigned b)
+{
+    return __builtin_expect((int)((a->tmap >> b) & 1), 0);
+}
+
+/* The bin operations take `trees`: 0 where the caller knows that no bin has
+ * a tree (HOOK_TREES clear: malloc's and free's fast paths), which leaves
+ * the tree test out; 1 elsewhere. */
+
+/* The lowest-addressed chunk of bin b whose word is at least key, or b: by
+ * the bin's tree when it has one, else by a scan; a scan longer than TREE_ON
+ * asks for the bin's tree, which the next malloc makes (not this one, whose
+ * later bin operations may not keep trees). */
+static inline uint32_t bin_choose(struct vdev_alloc *a, unsigned b, uint64_t key, int trees)
+{
+    if (trees && bin_in_tree(a, b))
+        return vdev_alloc_tree_lowest(a, b, key);
+    uint32_t steps, i = bin_lowest(a->ch, b, key, &steps);
+    if (__builtin_expect(steps > TREE_ON, 0))
+        return vdev_alloc_tree_want(a, b, i); /* returns i (nothing kept across the call) */
+    return i;
+}
+
 /* Puts free chunk h into bin b, at the front. */
-static inline void bin_insert(struct vdev_alloc *a, uint32_t h, unsigned b)
+static inline void bin_insert(struct vdev_alloc *a, uint32_t h, unsigned b, int trees)
 {
     struct chunk *ch = a->ch;
     uint32_t n = ch[b].fnext;
@@ -236,9 +303,11 @@ static inline void bin_insert(struct vdev_alloc *a, uint32_t h, unsigned b)
     ch[n].fprev = h;
     ch[b].fnext = h;
     bmap_set(a, b);
+    if (trees && bin_in_tree(a, b))
+        vdev_alloc_tree_insert(a, b, h);
 }
 
-static inline void bin_remove(struct vdev_alloc *a, uint32_t h, unsigned b)
+static inline void bin_remove(struct vdev_alloc *a, uint32_t h, unsigned b, int trees)
 {
     struct chunk *ch = a->ch;
     uint32_t p = ch[h].fprev, n = ch[h].fnext;
@@ -246,10 +315,13 @@ static inline void bin_remove(struct vdev_alloc *a, uint32_t h, unsigned b)
     ch[n].fprev = p;
     /* p == n only when both are the sentinel: the bin is now empty. */
     a->bmap[b >> 6] &= ~((uint64_t)(p == n) << (b & 63));
+    if (trees && bin_in_tree(a, b))
+        vdev_alloc_tree_remove(a, b, h);
 }
 
-/* Puts h where old is in old's list (h belongs to the same bin). */
-static inline void bin_replace(struct vdev_alloc *a, uint32_t old, uint32_t h)
+/* Puts h where old is in old's list (h belongs to the same bin, b). */
+static inline void bin_replace(struct vdev_alloc *a, uint32_t old, uint32_t h, unsigned b,
+                               int trees)
 {
     struct chunk *ch = a->ch;
     uint32_t p = ch[old].fprev, n = ch[old].fnext;
@@ -257,6 +329,8 @@ static inline void bin_replace(struct vdev_alloc *a, uint32_t old, uint32_t h)
     ch[h].fnext = n;
     ch[p].fnext = h;
     ch[n].fprev = h;
+    if (trees && bin_in_tree(a, b))
+        vdev_alloc_tree_replace(a, b, old, h);
 }
 
 /* Unused records form a stack through fnext; the caller made sure one exists. */

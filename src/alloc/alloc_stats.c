@@ -83,7 +83,7 @@ uint64_t vdev_alloc_host_bytes(vdev_alloc_t *a)
                  (a->tid ? (uint64_t)a->cap_ch * sizeof(uint64_t) : 0) +
                  (uint64_t)a->cap_reg * sizeof(struct region) +
                  (uint64_t)a->cap_pend * sizeof(struct pending) +
-                 (uint64_t)a->lk_cap * sizeof(uint32_t);
+                 (uint64_t)a->lk_cap * sizeof(uint32_t) + vdev_alloc_tree_bytes(a);
     unlock(a);
     return b;
 }
@@ -179,6 +179,7 @@ enum vdev_status vdev_alloc_check(vdev_alloc_t *a)
         if (bit != (ch[b].fnext != b))
             BAD("bin %u: bitmap bit %d disagrees with its list", b, bit);
         uint32_t prev = b;
+        uint64_t before = n_binned;
         for (uint32_t h = ch[b].fnext; h != b; prev = h, h = ch[h].fnext) {
             if (h < FIRST_RECORD || h >= a->cap_ch || ++n_binned > n_free)
                 BAD("bin %u holds more chunks than are free, or a bad index", b);
@@ -187,7 +188,16 @@ enum vdev_status vdev_alloc_check(vdev_alloc_t *a)
         }
         if (ch[b].fprev != prev)
             BAD("bin %u: the sentinel's back link is wrong", b);
+        if ((a->tmap >> b) & 1) {
+            const char *e = vdev_alloc_tree_check(a, b, n_binned - before);
+            if (e)
+                BAD("bin %u's tree: %s", b, e);
+        }
     }
+    if (N_BINS < 64 && a->tmap >> (N_BINS % 64))
+        BAD("tree bits set beyond the last bin");
+    if (!!(a->tmap | a->tree_want) != !!(a->hooks & HOOK_TREES))
+        BAD("hook flags %#x disagree with the trees", a->hooks);
     if (N_BINS % 64 && a->bmap[N_WORDS - 1] >> (N_BINS % 64))
         BAD("bitmap bits set beyond the last bin");
     if (n_binned != n_free)
