@@ -28,7 +28,10 @@
  * test). A bitmap of non-empty bins finds the next non-empty bin in O(1).
  * A bin's list is in no order: a free chunk goes in at the front, and malloc
  * scans the bin for the lowest address that fits without a branch per chunk
- * (alloc_impl.h, bin_lowest, says why and what it costs).
+ * (alloc_impl.h, bin_lowest, says why and what it costs). A bin that a scan
+ * found longer than 64 chunks is also kept in a tree by address, which finds
+ * the same chunk in O(log n) (alloc_tree.c); while any bin has one, malloc
+ * takes the general path, whose bin operations keep the trees.
  *
  * Splitting and merging keep list places where they can: the rest of a split
  * chunk and a chunk merged with its upper neighbour take the old chunk's place
@@ -47,7 +50,7 @@
  * Files: this one holds the fast path, creation, pending frees and the
  * lookup table; alloc_grow.c regions, growth and garbage collection;
  * alloc_oom.c the OOM diagnosis; alloc_stats.c statistics, the invariant
- * check and the dump;
+ * check and the dump; alloc_tree.c long bins' trees;
  * alloc_impl.h the layout and inline operations they share.
  */
 #define _GNU_SOURCE

@@ -4,7 +4,8 @@
  * alloc.c holds the fast path (taking and releasing chunks, malloc and free)
  * with creation, pending frees and the lookup table; alloc_grow.c holds
  * regions, growth and garbage collection; alloc_oom.c the OOM diagnosis;
- * alloc_stats.c statistics, the invariant check and the state dump. What they share
+ * alloc_stats.c statistics, the invariant check and the state dump;
+ * alloc_tree.c long bins' trees. What they share
  * is here: the chunk records and regions, the lock, and the bin and record
  * operations, as static inline functions so the fast path in alloc.c
  * compiles exactly as it did in one file. See alloc.c for the design. At
@@ -218,7 +219,8 @@ static inline uint32_t bmap_find(const struct vdev_alloc *a, unsigned b)
  * bin_lowest: the lowest-addressed chunk of bin b whose size-and-state word
  * is at least key (key 0: any chunk), or b itself (the sentinel) when none
  * is. A free chunk's word is its size | ST_FREE, so key = sz | ST_FREE asks
- * for a chunk of at least sz bytes. */
+ * for a chunk of at least sz bytes. *steps: the chunks scanned (a bin of
+ * more than TREE_ON is given a tree, alloc_tree.c, which ends the scans). */
 static inline uint32_t bin_lowest(const struct chunk *ch, unsigned b, uint64_t key,
                                   uint32_t *steps)
 {
