@@ -121,13 +121,6 @@ static uint32_t erase(struct tnode *t, const struct chunk *ch, uint32_t x, uint6
     return x;
 }
 
-static void insert_one(struct vdev_alloc *a, unsigned b, uint32_t h)
-{
-    struct trees *tr = a->trees;
-    tr->root[b] = insert(tr->node, a->ch, tr->root[b], h);
-    tr->len[b]++;
-}
-
 static void remove_one(struct vdev_alloc *a, unsigned b, uint32_t h)
 {
     struct trees *tr = a->trees;
@@ -159,7 +152,7 @@ static void build(struct vdev_alloc *a, unsigned b)
     tr->root[b] = NIL;
     tr->len[b] = 0;
     for (uint32_t i = a->ch[b].fnext; i != b; i = a->ch[i].fnext)
-        insert_one(a, b, i);
+        vdev_alloc_tree_insert(a, b, i);
     a->tmap |= 1ull << b;
 }
 
@@ -193,7 +186,9 @@ uint32_t vdev_alloc_tree_lowest(const struct vdev_alloc *a, unsigned b, uint64_t
 
 void vdev_alloc_tree_insert(struct vdev_alloc *a, unsigned b, uint32_t h)
 {
-    insert_one(a, b, h);
+    struct trees *tr = a->trees;
+    tr->root[b] = insert(tr->node, a->ch, tr->root[b], h);
+    tr->len[b]++;
 }
 
 void vdev_alloc_tree_remove(struct vdev_alloc *a, unsigned b, uint32_t h)
@@ -209,7 +204,7 @@ void vdev_alloc_tree_remove(struct vdev_alloc *a, unsigned b, uint32_t h)
 void vdev_alloc_tree_replace(struct vdev_alloc *a, unsigned b, uint32_t old, uint32_t h)
 {
     remove_one(a, b, old);
-    insert_one(a, b, h);
+    vdev_alloc_tree_insert(a, b, h);
 }
 
 void vdev_alloc_tree_grew(struct vdev_alloc *a, unsigned b, uint32_t h)
