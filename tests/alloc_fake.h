@@ -8,8 +8,9 @@
  * in place within a window (CUDA's one virtual range), and counts syncs and
  * releases. The model keeps the live blocks as an address-sorted interval
  * list, from which the tests work out statistics and the exact OOM message
- * independently of the allocator. Everything is static inline, so each test
- * file uses what it needs.
+ * independently of the allocator, and where the placement policy puts a block
+ * in one region (ref_place). Everything is static inline, so each test file
+ * uses what it needs.
  */
 #ifndef VDEV_TEST_ALLOC_FAKE_H
 #define VDEV_TEST_ALLOC_FAKE_H
@@ -226,6 +227,36 @@ static inline uint64_t rng_size(uint64_t *s)
 {
     uint64_t b = (uint64_t)exp(rng_unit(s) * log(1073741824.0));
     return b ? b : 1;
+}
+
+/* ---- the placement policy --------------------------------------------------- */
+
+static inline unsigned ref_bin(uint64_t bytes) { return 63u - (unsigned)__builtin_clzll(bytes >> 8); }
+
+/* Where the policy (alloc.c) puts sz bytes in the one region [base, end), the
+ * live blocks being m's: the lowest-addressed gap of sz's own bin that fits,
+ * else the lowest-addressed gap of the next bin that has gaps; UINT64_MAX
+ * when no gap fits. */
+static inline uint64_t ref_place(const struct model *m, uint64_t base, uint64_t end, uint64_t sz)
+{
+    unsigned b = ref_bin(sz), next_bin = UINT32_MAX;
+    uint64_t next_addr = UINT64_MAX, at = base;
+    for (int i = 0; i <= m->n; i++) {
+        uint64_t gap_end = i < m->n ? m->b[i].addr : end;
+        if (gap_end > at) {
+            uint64_t g = gap_end - at;
+            unsigned gb = ref_bin(g);
+            if (gb == b && g >= sz)
+                return at;
+            if (gb > b && gb < next_bin) {
+                next_bin = gb;
+                next_addr = at;
+            }
+        }
+        if (i < m->n)
+            at = m->b[i].addr + m->b[i].size;
+    }
+    return next_addr;
 }
 
 /* ---- the checks after every step ------------------------------------------ */

@@ -428,34 +428,6 @@ static void test_arguments(void)
 
 /* ---- placement policy ------------------------------------------------------- */
 
-static unsigned ref_bin(uint64_t bytes) { return 63u - (unsigned)__builtin_clzll(bytes >> 8); }
-
-/* Where the policy (alloc.c) puts sz bytes in the one region [base, end), the
- * live blocks being m's: the lowest-addressed gap of sz's own bin that fits,
- * else the lowest-addressed gap of the next bin that has gaps; UINT64_MAX
- * when no gap fits. */
-static uint64_t ref_place(const struct model *m, uint64_t base, uint64_t end, uint64_t sz)
-{
-    unsigned b = ref_bin(sz), next_bin = UINT32_MAX;
-    uint64_t next_addr = UINT64_MAX, at = base;
-    for (int i = 0; i <= m->n; i++) {
-        uint64_t gap_end = i < m->n ? m->b[i].addr : end;
-        if (gap_end > at) {
-            uint64_t g = gap_end - at;
-            unsigned gb = ref_bin(g);
-            if (gb == b && g >= sz)
-                return at;
-            if (gb > b && gb < next_bin) {
-                next_bin = gb;
-                next_addr = at;
-            }
-        }
-        if (i < m->n)
-            at = m->b[i].addr + m->b[i].size;
-    }
-    return next_addr;
-}
-
 /* One allocation checked against ref_place: the same address, or OOM when
  * nothing fits. */
 static void placed_alloc(vdev_alloc_t *a, struct model *m, uint64_t base, uint64_t end,

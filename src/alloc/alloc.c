@@ -78,14 +78,14 @@ enum vdev_status vdev_alloc_records_reserve(struct vdev_alloc *a, uint32_t need)
     while (cap < FIRST_RECORD + need + 16)
         cap += cap / 2;
     if (a->trace) {
-        uint64_t *nt = realloc(a->tid, (size_t)cap * sizeof *nt);
+        uint64_t *nt = vdev_realloc(a->tid, (size_t)cap * sizeof *nt);
         if (!nt)
             return vdev_error(VDEV_ERR_OOM, "%s: host out of memory for trace ids", a->name);
         a->tid = nt;
     }
     if (vdev_alloc_tree_reserve(a, cap) != VDEV_OK)
         return VDEV_ERR_OOM;
-    struct chunk *nch = realloc(a->ch, (size_t)cap * sizeof *nch);
+    struct chunk *nch = vdev_realloc(a->ch, (size_t)cap * sizeof *nch);
     if (!nch)
         return vdev_error(VDEV_ERR_OOM, "%s: host out of memory for chunk records", a->name);
     a->ch = nch;
@@ -262,7 +262,7 @@ static int lk_build(struct vdev_alloc *a, uint64_t min_entries)
     uint64_t cap = 64;
     while (cap < 2 * min_entries + 2)
         cap *= 2;
-    uint32_t *t = cap <= (1ull << 31) ? malloc((size_t)cap * sizeof *t) : NULL;
+    uint32_t *t = cap <= (1ull << 31) ? vdev_malloc((size_t)cap * sizeof *t) : NULL;
     if (!t) {
         lk_drop(a);
         return 0;
@@ -365,7 +365,7 @@ enum vdev_status vdev_alloc_new(const struct vdev_alloc_config *cfg, vdev_alloc_
     if (limit == 0)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_alloc_new: limit %llu is below 256 bytes",
                           (unsigned long long)cfg->limit_bytes);
-    struct vdev_alloc *a = calloc(1, sizeof *a);
+    struct vdev_alloc *a = vdev_calloc(1, sizeof *a);
     if (!a)
         return vdev_error(VDEV_ERR_OOM, "vdev_alloc_new: host out of memory");
     atomic_init(&a->lock, 0);
@@ -601,7 +601,7 @@ void vdev_alloc_free_after(vdev_alloc_t *a, uint32_t handle, void *event)
     uint64_t s = block_retire(a, handle);
     if (a->src.event_done && a->n_pending == a->cap_pend) {
         uint32_t cap = a->cap_pend ? a->cap_pend * 2 : 16;
-        struct pending *np = realloc(a->pend, (size_t)cap * sizeof *np);
+        struct pending *np = vdev_realloc(a->pend, (size_t)cap * sizeof *np);
         if (np) {
             a->pend = np;
             a->cap_pend = cap;

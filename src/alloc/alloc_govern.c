@@ -130,7 +130,7 @@ static enum vdev_priority resolve_prio(enum vdev_priority p)
 enum vdev_status vdev_pool_new(const char *name, uint64_t budget, vdev_pool_t **out)
 {
     *out = NULL;
-    struct vdev_pool *p = calloc(1, sizeof *p);
+    struct vdev_pool *p = vdev_calloc(1, sizeof *p);
     if (!p)
         return vdev_error(VDEV_ERR_OOM, "%s: host out of memory for its pool", name);
     pthread_mutex_init(&p->lock, NULL);

@@ -70,7 +70,7 @@ uint32_t vdev_alloc_region_slot(struct vdev_alloc *a)
             return r;
     if (a->n_reg_slots == a->cap_reg) {
         uint32_t cap = a->cap_reg ? a->cap_reg * 2 : 8;
-        struct region *nr = realloc(a->reg, (size_t)cap * sizeof *nr);
+        struct region *nr = vdev_realloc(a->reg, (size_t)cap * sizeof *nr);
         if (!nr)
             return NIL;
         a->reg = nr;

@@ -139,8 +139,8 @@ uint32_t vdev_alloc_tree_want(struct vdev_alloc *a, unsigned b, uint32_t chosen)
 static void build(struct vdev_alloc *a, unsigned b)
 {
     if (!a->trees) {
-        struct trees *tr = malloc(sizeof *tr);
-        struct tnode *node = tr ? malloc((size_t)a->cap_ch * sizeof *node) : NULL;
+        struct trees *tr = vdev_malloc(sizeof *tr);
+        struct tnode *node = tr ? vdev_malloc((size_t)a->cap_ch * sizeof *node) : NULL;
         if (!node) {
             free(tr); /* host out of memory: the bin stays a list, scanned (and asked again) */
             return;
@@ -225,7 +225,7 @@ enum vdev_status vdev_alloc_tree_reserve(struct vdev_alloc *a, uint32_t cap)
 {
     if (!a->trees)
         return VDEV_OK;
-    struct tnode *n = realloc(a->trees->node, (size_t)cap * sizeof *n);
+    struct tnode *n = vdev_realloc(a->trees->node, (size_t)cap * sizeof *n);
     if (!n)
         return vdev_error(VDEV_ERR_OOM, "%s: host out of memory for chunk records", a->name);
     a->trees->node = n;

@@ -240,7 +240,7 @@ enum vdev_status vdev_replay_run(const struct vdev_trace *t, const struct vdev_r
     out->capacity_ratio = 1.0;
     if (t->n_allocs == 0)
         return VDEV_OK;
-    uint32_t *handles = calloc(t->n_slots ? t->n_slots : 1, sizeof *handles);
+    uint32_t *handles = vdev_calloc(t->n_slots ? t->n_slots : 1, sizeof *handles);
     if (!handles)
         return vdev_error(VDEV_ERR_OOM, "replaying %s: host out of memory", t->path);
     enum vdev_status st;
@@ -268,7 +268,7 @@ enum vdev_status vdev_replay_run(const struct vdev_trace *t, const struct vdev_r
     out->passes_per_run = passes;
     out->events_per_run = passes * t->n_events;
     out->timing_capacity_bytes = 2 * out->min_capacity_bytes;
-    double *ns = calloc((size_t)runs, sizeof *ns);
+    double *ns = vdev_calloc((size_t)runs, sizeof *ns);
     if (!ns) {
         st = vdev_error(VDEV_ERR_OOM, "replaying %s: host out of memory", t->path);
         goto done;

@@ -87,7 +87,7 @@ enum vdev_status vdev_alloc_trace_open(const char *path, vdev_alloc_trace_t **ou
     *out = NULL;
     if (!path || !path[0])
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_alloc_trace_open: no path");
-    struct vdev_alloc_trace *t = calloc(1, sizeof *t);
+    struct vdev_alloc_trace *t = vdev_calloc(1, sizeof *t);
     if (!t)
         return vdev_error(VDEV_ERR_OOM, "vdev_alloc_trace_open: host out of memory");
     /* the runtime puts "VDEV_ALLOC_TRACE: " before these messages */

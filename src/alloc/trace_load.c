@@ -60,7 +60,7 @@ static int id_reserve(struct id_map *m)
     if (2 * (m->n + 1) <= m->cap)
         return 1;
     size_t cap = m->cap ? m->cap * 2 : 1024;
-    struct id_map nm = {calloc(cap, sizeof *nm.e), calloc(cap, 1), cap, m->n};
+    struct id_map nm = {vdev_calloc(cap, sizeof *nm.e), vdev_calloc(cap, 1), cap, m->n};
     if (!nm.e || !nm.used) {
         free(nm.e);
         free(nm.used);
@@ -144,7 +144,7 @@ static int read_line(struct loader *l, char **line, size_t *len)
         }
         scan = part;
         if (part > l->cap / 2) {
-            char *nb = l->cap <= SIZE_MAX / 2 ? realloc(l->buf, l->cap * 2) : NULL;
+            char *nb = l->cap <= SIZE_MAX / 2 ? vdev_realloc(l->buf, l->cap * 2) : NULL;
             if (!nb)
                 return LINE_OOM;
             l->buf = nb;
@@ -220,17 +220,17 @@ static int parse_fields(struct vdev_trace *t, const char *text)
         if (eq && is_key(tok, (size_t)(eq - tok))) {
             if (t->n_fields == cap) {
                 cap = cap ? cap * 2 : 16;
-                char **nk = realloc(t->keys, cap * sizeof *nk);
+                char **nk = vdev_realloc(t->keys, cap * sizeof *nk);
                 if (!nk)
                     return 0;
                 t->keys = nk;
-                char **nv = realloc(t->values, cap * sizeof *nv);
+                char **nv = vdev_realloc(t->values, cap * sizeof *nv);
                 if (!nv)
                     return 0;
                 t->values = nv;
             }
-            t->keys[t->n_fields] = strndup(tok, (size_t)(eq - tok));
-            t->values[t->n_fields] = strndup(eq + 1, (size_t)(tok + n - eq - 1));
+            t->keys[t->n_fields] = vdev_strndup(tok, (size_t)(eq - tok));
+            t->values[t->n_fields] = vdev_strndup(eq + 1, (size_t)(tok + n - eq - 1));
             t->n_fields++;
             if (!t->keys[t->n_fields - 1] || !t->values[t->n_fields - 1])
                 return 0;
@@ -238,7 +238,7 @@ static int parse_fields(struct vdev_trace *t, const char *text)
             /* Continuation: append " token" to the last value. */
             char **v = &t->values[t->n_fields - 1];
             size_t old = strlen(*v);
-            char *nv = realloc(*v, old + 1 + n + 1);
+            char *nv = vdev_realloc(*v, old + 1 + n + 1);
             if (!nv)
                 return 0;
             nv[old] = ' ';
@@ -259,7 +259,7 @@ static enum vdev_status add_event(struct loader *l, uint64_t bytes, uint32_t slo
     struct vdev_trace *t = l->t;
     if (t->n_events == l->cap_events) {
         uint64_t cap = l->cap_events ? l->cap_events * 2 : 4096;
-        struct vdev_trace_event *ne = realloc(t->events, (size_t)cap * sizeof *ne);
+        struct vdev_trace_event *ne = vdev_realloc(t->events, (size_t)cap * sizeof *ne);
         if (!ne)
             return HOST_OOM();
         t->events = ne;
@@ -353,11 +353,11 @@ static enum vdev_status parse_event(struct loader *l, char *s, uint32_t line)
         } else {
             if (t->n_slots == l->cap_slots) {
                 uint32_t cap = l->cap_slots ? l->cap_slots * 2 : 1024;
-                uint32_t *nf = realloc(l->free_slots, (size_t)cap * sizeof *nf);
+                uint32_t *nf = vdev_realloc(l->free_slots, (size_t)cap * sizeof *nf);
                 if (!nf)
                     return HOST_OOM();
                 l->free_slots = nf;
-                uint64_t *nb = realloc(l->slot_bytes, (size_t)cap * sizeof *nb);
+                uint64_t *nb = vdev_realloc(l->slot_bytes, (size_t)cap * sizeof *nb);
                 if (!nb)
                     return HOST_OOM();
                 l->slot_bytes = nb;
@@ -471,7 +471,7 @@ static enum vdev_status load(struct loader *l)
                 while (*h == ' ')
                     h++;
                 free(t->header);
-                t->header = strdup(h);
+                t->header = vdev_strdup(h);
                 if (!t->header || (strncmp(h, "trace v1", 8) == 0 && !parse_fields(t, h + 8)))
                     return HOST_OOM();
                 const char *ids = vdev_trace_field(t, "ids");
@@ -510,7 +510,7 @@ static enum vdev_status load(struct loader *l)
         if (l->ids.used[i] && l->ids.e[i].slot != NIL)
             t->n_live_at_end++;
     if (t->n_live_at_end) {
-        t->live_at_end = malloc((size_t)t->n_live_at_end * sizeof *t->live_at_end);
+        t->live_at_end = vdev_malloc((size_t)t->n_live_at_end * sizeof *t->live_at_end);
         if (!t->live_at_end)
             return HOST_OOM();
         uint32_t k = 0;
@@ -556,9 +556,9 @@ enum vdev_status vdev_trace_load(const char *path, struct vdev_trace **out)
         return vdev_error(VDEV_ERR_INVALID_ARG, "vdev_trace_load: path is NULL");
     struct loader l = {.path = vdev_input_name(path), .cap = 1u << 18};
     enum vdev_status st;
-    l.t = calloc(1, sizeof *l.t);
-    l.buf = malloc(l.cap);
-    if (!l.t || !l.buf || !(l.t->path = strdup(l.path)) || !(l.t->header = strdup(""))) {
+    l.t = vdev_calloc(1, sizeof *l.t);
+    l.buf = vdev_malloc(l.cap);
+    if (!l.t || !l.buf || !(l.t->path = vdev_strdup(l.path)) || !(l.t->header = vdev_strdup(""))) {
         st = vdev_error(VDEV_ERR_OOM, "loading %s: host out of memory", l.path);
         goto done;
     }

@@ -101,7 +101,7 @@ static enum vdev_status record(void *vtape, const struct vdev_op_record *r)
     struct tape *t = vtape;
     if (t->n == t->cap) {
         int cap = t->cap ? t->cap * 2 : 256;
-        struct vdev_op_record *nodes = realloc(t->nodes, (size_t)cap * sizeof *nodes);
+        struct vdev_op_record *nodes = vdev_realloc(t->nodes, (size_t)cap * sizeof *nodes);
         if (!nodes)
             return vdev_error(VDEV_ERR_OOM, "out of host memory recording an op on the tape");
         t->nodes = nodes;
@@ -411,7 +411,7 @@ VDEV_API int vdev_tape_watched_variables(vdev_tape_t *h, vdev_tensor_t **out, in
     size_t scap = 16;
     while (scap < 2 * want)
         scap *= 2;
-    struct tset seen = {calloc(scap, sizeof *seen.keys), scap};
+    struct tset seen = {vdev_calloc(scap, sizeof *seen.keys), scap};
     if (!seen.keys) {
         vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
         return -1;
@@ -612,11 +612,11 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
     m.cap = 64;
     while (m.cap < (size_t)(2 * t->n + 2 * n_vars + 4))
         m.cap *= 2;
-    m.keys = calloc(m.cap, sizeof *m.keys);
-    m.vals = calloc(m.cap, sizeof *m.vals);
-    struct tset leads = {calloc(m.cap, sizeof *leads.keys), m.cap};
-    struct tset asked = {calloc(m.cap, sizeof *asked.keys), m.cap};
-    const struct vdev_tens **vars = malloc(((size_t)n_vars + 1) * sizeof *vars);
+    m.keys = vdev_calloc(m.cap, sizeof *m.keys);
+    m.vals = vdev_calloc(m.cap, sizeof *m.vals);
+    struct tset leads = {vdev_calloc(m.cap, sizeof *leads.keys), m.cap};
+    struct tset asked = {vdev_calloc(m.cap, sizeof *asked.keys), m.cap};
+    const struct vdev_tens **vars = vdev_malloc(((size_t)n_vars + 1) * sizeof *vars);
     if (!m.keys || !m.vals || !leads.keys || !asked.keys || !vars) {
         free(m.keys);
         free(m.vals);

@@ -23,12 +23,12 @@ enum vdev_status vdev_varset_add(struct varset *s, const struct vdev_tens *v, co
         return VDEV_OK;
     if (s->n == s->cap) {
         int cap = s->cap ? 2 * s->cap : 8;
-        const struct vdev_tens **set = calloc(2 * (size_t)cap, sizeof *set);
-        uint64_t *ids = set ? calloc(2 * (size_t)cap, sizeof *ids) : NULL;
-        const struct vdev_tens **l = ids ? realloc(s->list, (size_t)cap * sizeof *l) : NULL;
+        const struct vdev_tens **set = vdev_calloc(2 * (size_t)cap, sizeof *set);
+        uint64_t *ids = set ? vdev_calloc(2 * (size_t)cap, sizeof *ids) : NULL;
+        const struct vdev_tens **l = ids ? vdev_realloc(s->list, (size_t)cap * sizeof *l) : NULL;
         if (l)
             s->list = l;
-        uint64_t *lids = l ? realloc(s->lids, (size_t)cap * sizeof *lids) : NULL;
+        uint64_t *lids = l ? vdev_realloc(s->lids, (size_t)cap * sizeof *lids) : NULL;
         if (!lids) {
             free(set);
             free(ids);

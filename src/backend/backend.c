@@ -88,7 +88,7 @@ enum vdev_status vdev_backend_fill(const struct vdev_backend *b, int dev, void *
     /* Neither: one host buffer of the pattern, copied over and over. */
     uint64_t bytes = n_words * 4;
     size_t cap = bytes < FILL_HOST_BYTES ? (size_t)bytes : FILL_HOST_BYTES;
-    uint32_t *host = malloc(cap);
+    uint32_t *host = vdev_malloc(cap);
     if (!host)
         return vdev_error(VDEV_ERR_OOM, "out of host memory filling %llu bytes of device memory",
                           (unsigned long long)bytes);

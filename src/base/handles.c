@@ -64,7 +64,7 @@ static enum vdev_status grow(struct vdev_handle_table *t, uint32_t index)
     uint32_t k = index / VDEV_HANDLE_SEG_SLOTS;
     if (!atomic_load_explicit(&t->seg[k], memory_order_relaxed)) {
         unsigned char *seg =
-            segment_alloc_fails() ? NULL : calloc(VDEV_HANDLE_SEG_SLOTS, t->slot_bytes);
+            segment_alloc_fails() ? NULL : vdev_calloc(VDEV_HANDLE_SEG_SLOTS, t->slot_bytes);
         if (!seg)
             return vdev_error(VDEV_ERR_OOM, "out of host memory for %u more %s handles",
                               VDEV_HANDLE_SEG_SLOTS, t->what);

@@ -86,8 +86,8 @@ enum vdev_status vdev_coll_comm_make_with(const struct vdev_coll_ops *ops,
                               "%s on the %s backend",
                               devs[0]->name, devs[0]->backend->ops->name, devs[i]->name,
                               devs[i]->backend->ops->name);
-    struct vdev_coll_comm *c = calloc(1, sizeof *c);
-    struct vdev_ldev **d = calloc((size_t)n, sizeof *d);
+    struct vdev_coll_comm *c = vdev_calloc(1, sizeof *c);
+    struct vdev_ldev **d = vdev_calloc((size_t)n, sizeof *d);
     if (!c || !d) {
         free(c);
         free(d);
@@ -285,7 +285,7 @@ enum vdev_status vdev_coll_tensors(struct vdev_coll_comm *c, int rank, enum vdev
     char msg[512];
     const struct vdev_ldev *dev = c->devs[rank];
     if (status == VDEV_OK && n > (int)VDEV_ARRAY_LEN(stack_bufs)) {
-        bufs = malloc((size_t)n * sizeof *bufs);
+        bufs = vdev_malloc((size_t)n * sizeof *bufs);
         if (!bufs) {
             bufs = stack_bufs;
             status = VDEV_ERR_OOM;
@@ -419,7 +419,7 @@ static enum vdev_status call_list(vdev_comm_t *h, int rank, enum vdev_coll_kind 
         status = VDEV_ERR_INVALID_ARG;
         snprintf(msg, sizeof msg, "%s: root %d of a communicator of %d ranks", fn, root,
                  c->n_global);
-    } else if (n > (int)VDEV_ARRAY_LEN(stack_t) && !(t = malloc((size_t)n * sizeof *t))) {
+    } else if (n > (int)VDEV_ARRAY_LEN(stack_t) && !(t = vdev_malloc((size_t)n * sizeof *t))) {
         t = stack_t;
         status = VDEV_ERR_OOM;
         snprintf(msg, sizeof msg, "%s: out of host memory for %d tensors", fn, n);

@@ -554,9 +554,9 @@ enum vdev_status vdev_coll_hier_make(struct vdev_ldev *const *devs, int n, const
         why = mywhy;
     }
     enum vdev_status st = vdev_mpi_world_start();
-    struct hier *H = calloc(1, sizeof *H);
-    struct vdev_coll_comm *c = calloc(1, sizeof *c);
-    struct vdev_ldev **d = calloc((size_t)(n > 0 ? n : 1), sizeof *d);
+    struct hier *H = vdev_calloc(1, sizeof *H);
+    struct vdev_coll_comm *c = vdev_calloc(1, sizeof *c);
+    struct vdev_ldev **d = vdev_calloc((size_t)(n > 0 ? n : 1), sizeof *d);
     if (st == VDEV_OK && (!H || !c || !d))
         st = vdev_error(VDEV_ERR_OOM, "out of host memory making a communicator across workers");
     if (st != VDEV_OK) { /* nothing to tell the others with: MPI is not there */
@@ -575,12 +575,12 @@ enum vdev_status vdev_coll_hier_make(struct vdev_ldev *const *devs, int n, const
         H->n_workers = vdev_mpi_world_size();
         H->me = vdev_mpi_world_rank();
         size_t W = (size_t)H->n_workers;
-        H->first = calloc(W, sizeof *H->first);
-        H->count = calloc(W, sizeof *H->count);
-        H->task = calloc(W, sizeof *H->task);
-        H->records = calloc(W, sizeof *H->records);
-        H->arrived = calloc(W, 1);
-        H->posted = calloc((size_t)(n > 0 ? n : 1), sizeof *H->posted);
+        H->first = vdev_calloc(W, sizeof *H->first);
+        H->count = vdev_calloc(W, sizeof *H->count);
+        H->task = vdev_calloc(W, sizeof *H->task);
+        H->records = vdev_calloc(W, sizeof *H->records);
+        H->arrived = vdev_calloc(W, 1);
+        H->posted = vdev_calloc((size_t)(n > 0 ? n : 1), sizeof *H->posted);
         if (!H->first || !H->count || !H->task || !H->records || !H->arrived || !H->posted)
             st = vdev_error(VDEV_ERR_OOM, "out of host memory making a communicator across "
                                           "workers");

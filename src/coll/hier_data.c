@@ -53,7 +53,7 @@ static enum vdev_status host_buffer(struct hier *H, uint64_t bytes)
 {
     if (bytes <= H->host_cap)
         return VDEV_OK;
-    void *p = realloc(H->host, bytes);
+    void *p = vdev_realloc(H->host, bytes);
     if (!p)
         return vdev_error(VDEV_ERR_OOM, "out of host memory for %llu bytes of a collective "
                                         "across workers",
@@ -208,7 +208,7 @@ static enum vdev_status mpi_all_gather(struct hier *H, const struct vdev_coll_ca
     uint64_t total = each * (uint64_t)H->n_global;
     if (!total)
         return VDEV_OK;
-    uint64_t *bytes = malloc((size_t)H->n_workers * sizeof *bytes);
+    uint64_t *bytes = vdev_malloc((size_t)H->n_workers * sizeof *bytes);
     if (!bytes)
         return vdev_error(VDEV_ERR_OOM, "out of host memory for an all-gather across workers");
     for (int w = 0; w < H->n_workers; w++)

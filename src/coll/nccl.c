@@ -123,9 +123,9 @@ static void nccl_destroy(void *ctx)
 
 static enum vdev_status nccl_create(const struct vdev_coll_comm *comm, void **ctx)
 {
-    struct nccl *N = calloc(1, sizeof *N);
+    struct nccl *N = vdev_calloc(1, sizeof *N);
     if (N)
-        N->held = calloc((size_t)comm->n, sizeof *N->held);
+        N->held = vdev_calloc((size_t)comm->n, sizeof *N->held);
     if (!N || !N->held) {
         free(N);
         return vdev_error(VDEV_ERR_OOM, "out of host memory making a communicator");
@@ -152,8 +152,8 @@ static enum vdev_status run_lib(struct nccl *N, int rank, const struct vdev_coll
     void *data[16], **d = data;
     uint64_t count[16], *k = count;
     if (c->n_bufs > 16) {
-        d = malloc((size_t)c->n_bufs * sizeof *d);
-        k = malloc((size_t)c->n_bufs * sizeof *k);
+        d = vdev_malloc((size_t)c->n_bufs * sizeof *d);
+        k = vdev_malloc((size_t)c->n_bufs * sizeof *k);
         if (!d || !k) {
             free(d == data ? NULL : d);
             free(k == count ? NULL : k);

@@ -81,7 +81,7 @@ void vdev_ring_destroy(void *ctx)
 
 enum vdev_status vdev_ring_create(const struct vdev_coll_comm *comm, void **ctx)
 {
-    struct ring *R = calloc(1, sizeof *R);
+    struct ring *R = vdev_calloc(1, sizeof *R);
     if (!R)
         return vdev_error(VDEV_ERR_OOM, "out of host memory making a communicator");
     R->comm = comm;
@@ -98,18 +98,18 @@ enum vdev_status vdev_ring_create(const struct vdev_coll_comm *comm, void **ctx)
                                             "communicator");
     }
     pthread_mutex_init(&R->lock, NULL);
-    R->next_call = calloc(n, sizeof *R->next_call);
-    R->departed = calloc(n, 1);
+    R->next_call = vdev_calloc(n, sizeof *R->next_call);
+    R->departed = vdev_calloc(n, 1);
     ok = R->next_call && R->departed;
     for (int k = 0; k < 2 && ok; k++) {
         struct ring_slot *s = &R->slot[k];
-        s->posted = calloc(n, 1);
-        s->post = calloc(n, sizeof *s->post);
-        s->progress = calloc(n, sizeof *s->progress);
-        s->ev_phase = calloc(n, sizeof *s->ev_phase);
-        s->ev_end = calloc(n, sizeof *s->ev_end);
-        s->ev_phase_set = calloc(n, 1);
-        s->ev_end_set = calloc(n, 1);
+        s->posted = vdev_calloc(n, 1);
+        s->post = vdev_calloc(n, sizeof *s->post);
+        s->progress = vdev_calloc(n, sizeof *s->progress);
+        s->ev_phase = vdev_calloc(n, sizeof *s->ev_phase);
+        s->ev_end = vdev_calloc(n, sizeof *s->ev_end);
+        s->ev_phase_set = vdev_calloc(n, 1);
+        s->ev_end_set = vdev_calloc(n, 1);
         ok = s->posted && s->post && s->progress && s->ev_phase && s->ev_end &&
              s->ev_phase_set && s->ev_end_set;
         if (ok)
@@ -234,7 +234,7 @@ static void post_fill(struct ring_post *p, const struct vdev_coll_call *c)
     if (c->status != VDEV_OK || c->n_bufs <= 0)
         return;
     size_t n = (size_t)c->n_bufs;
-    void *mem = malloc(n * sizeof *p->bufs + (n + 1) * sizeof *p->prefix);
+    void *mem = vdev_malloc(n * sizeof *p->bufs + (n + 1) * sizeof *p->prefix);
     if (!mem) {
         p->status = VDEV_ERR_OOM;
         snprintf(p->why, sizeof p->why, "out of host memory for a collective of %d buffers",

@@ -126,7 +126,7 @@ static enum vdev_status read_file(const char *path, char **text)
     if (!f)
         return vdev_error(errno == ENOENT ? VDEV_ERR_NOT_FOUND : VDEV_ERR_IO,
                           "VDEV_CLUSTER_CONFIG=%s: cannot open it: %s", path, strerror(errno));
-    char *buf = malloc(CL_FILE_MAX + 1);
+    char *buf = vdev_malloc(CL_FILE_MAX + 1);
     if (!buf) {
         fclose(f);
         return vdev_error(VDEV_ERR_OOM, "VDEV_CLUSTER_CONFIG=%s: out of host memory", path);
@@ -275,7 +275,7 @@ static enum vdev_status check_value(int key, const char *label, const char *text
         break;
     }
     case K_LOGICAL: {
-        struct vdev_gpu_cfg *cfg = calloc(VDEV_MAX_GPUS, sizeof *cfg);
+        struct vdev_gpu_cfg *cfg = vdev_calloc(VDEV_MAX_GPUS, sizeof *cfg);
         int set[VDEV_MAX_GPUS] = {0}, cpus = 0;
         if (!cfg)
             return vdev_error(VDEV_ERR_OOM, "out of host memory reading the cluster file");

@@ -590,7 +590,7 @@ VDEV_API enum vdev_status vdev_config_get_visible_devices(int *gpu_indices, int 
     const int *vis = S.eff_visible;
     int count = S.eff_n_visible;
     if (!S.frozen) {
-        if (!(r = malloc(sizeof *r)))
+        if (!(r = vdev_malloc(sizeof *r)))
             return end(vdev_error(VDEV_ERR_OOM, "out of host memory"));
         if ((st = vdev_config_resolve_locked(r)) != VDEV_OK) {
             free(r);
@@ -622,7 +622,7 @@ static enum vdev_status split_of(const char *name, struct vdev_config_resolved *
     *g = is_cpu ? NULL : &S.eff[gpu];
     int n_cpus = S.eff_n_cpus;
     if (!S.frozen) {
-        if (!(*r = malloc(sizeof **r)))
+        if (!(*r = vdev_malloc(sizeof **r)))
             return vdev_error(VDEV_ERR_OOM, "out of host memory");
         if ((st = vdev_config_resolve_locked(*r)) != VDEV_OK) {
             free(*r);

@@ -502,7 +502,7 @@ enum vdev_status vdev_config_freeze(struct vdev_plan *plan)
     if (st != VDEV_OK)
         return st;
     vdev_config_warn_unknown_env();
-    struct vdev_config_resolved *r = calloc(1, sizeof *r);
+    struct vdev_config_resolved *r = vdev_calloc(1, sizeof *r);
     if (!r)
         return vdev_error(VDEV_ERR_OOM, "out of host memory at start-up");
     pthread_mutex_lock(&S->lock);

@@ -45,7 +45,7 @@ void *vdev_dist_malloc(size_t n) {
         errno = ENOMEM;
         return NULL;
     }
-    return malloc(n ? n : 1);
+    return vdev_malloc(n ? n : 1);
 }
 
 void *vdev_dist_realloc(void *p, size_t n) {
@@ -53,7 +53,7 @@ void *vdev_dist_realloc(void *p, size_t n) {
         errno = ENOMEM;
         return NULL;
     }
-    return realloc(p, n ? n : 1);
+    return vdev_realloc(p, n ? n : 1);
 }
 
 /* ---- small helpers ---- */

@@ -214,8 +214,8 @@ enum vdev_status vdev_strat_make(struct vdev_ldev *const *devs, int n, struct vd
                                  vdev_strategy_t **out)
 {
     const char *fn = "vdev_mirrored_strategy_new";
-    struct vdev_strat *s = calloc(1, sizeof *s);
-    if (!s || !(s->reps = calloc((size_t)n, sizeof *s->reps))) {
+    struct vdev_strat *s = vdev_calloc(1, sizeof *s);
+    if (!s || !(s->reps = vdev_calloc((size_t)n, sizeof *s->reps))) {
         free(s);
         vdev_coll_comm_free(comm);
         return vdev_error(VDEV_ERR_OOM, "out of host memory making a strategy");
@@ -390,7 +390,7 @@ static enum vdev_status set_batch_proportions(struct vdev_strat *s, const double
             return vdev_error(VDEV_ERR_INVALID_ARG, "%s: proportion %d is %g; each is > 0 and "
                                                     "finite",
                               fn, i, p[i]);
-    double *c = malloc((size_t)n * sizeof *c);
+    double *c = vdev_malloc((size_t)n * sizeof *c);
     if (!c)
         return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
     memcpy(c, p, (size_t)n * sizeof *c);
@@ -590,7 +590,7 @@ static vdev_tensor_t *reduce_across(struct vdev_strat *s, enum vdev_reduce_op op
             ndim = vdev_tensor_ndim(acc);
             for (int d = 0; d < ndim; d++)
                 shape[d] = vdev_tensor_dim(acc, d);
-            h = malloc(n ? n * sizeof *h : 1);
+            h = vdev_malloc(n ? n * sizeof *h : 1);
             if (!h)
                 vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
             else if (vdev_tensor_to_host(acc, h, n * sizeof *h) != VDEV_OK) {

@@ -67,7 +67,7 @@ enum vdev_status vdev_ps_mpi_failed(struct vdev_ps *ps, const char *what)
 static enum vdev_status agree(struct vdev_ps *ps, int tag, struct ps_rec *mine,
                               struct ps_rec *all, const char *what)
 {
-    unsigned char *arrived = calloc((size_t)ps->n_procs, 1);
+    unsigned char *arrived = vdev_calloc((size_t)ps->n_procs, 1);
     if (!arrived)
         return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", what);
     uint64_t t = vdev_mpi_timeout_ns();
@@ -163,7 +163,7 @@ VDEV_API enum vdev_status vdev_ps_strategy_new(const struct vdev_ps_options *opt
     if (!out)
         return vdev_error(VDEV_ERR_INVALID_ARG, "%s: out is NULL", fn);
     *out = NULL;
-    struct vdev_ps *ps = calloc(1, sizeof *ps);
+    struct vdev_ps *ps = vdev_calloc(1, sizeof *ps);
     if (!ps)
         return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
     ps->first_error = -1;
@@ -216,10 +216,10 @@ VDEV_API enum vdev_status vdev_ps_strategy_new(const struct vdev_ps_options *opt
     ps->me = vdev_mpi_world_rank();
     ps->n_procs = vdev_mpi_world_size();
     size_t P = (size_t)ps->n_procs;
-    struct ps_rec *all = calloc(P, sizeof *all);
-    ps->task = calloc(P, sizeof *ps->task);
-    ps->worker_rank = calloc(P, sizeof *ps->worker_rank);
-    ps->ps_rank = calloc(P, sizeof *ps->ps_rank);
+    struct ps_rec *all = vdev_calloc(P, sizeof *all);
+    ps->task = vdev_calloc(P, sizeof *ps->task);
+    ps->worker_rank = vdev_calloc(P, sizeof *ps->worker_rank);
+    ps->ps_rank = vdev_calloc(P, sizeof *ps->ps_rank);
     if (!all || !ps->task || !ps->worker_rank || !ps->ps_rank) {
         free(all);
         ps_destroy(ps);
@@ -267,7 +267,7 @@ VDEV_API enum vdev_status vdev_ps_strategy_new(const struct vdev_ps_options *opt
     ps->chief = chief;
     free(all);
     if (st == VDEV_OK && ps->me == ps->chief) {
-        ps->busy = malloc((size_t)ps->n_workers * sizeof *ps->busy);
+        ps->busy = vdev_malloc((size_t)ps->n_workers * sizeof *ps->busy);
         if (!ps->busy)
             st = vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
         for (int w = 0; ps->busy && w < ps->n_workers; w++)
@@ -330,10 +330,10 @@ VDEV_API void vdev_ps_strategy_free(vdev_ps_strategy_t *h)
 static enum vdev_status partition(struct vdev_ps *ps)
 {
     int P = ps->n_ps;
-    ps->first_shard = calloc((size_t)P, sizeof *ps->first_shard);
-    ps->n_shards_of = calloc((size_t)P, sizeof *ps->n_shards_of);
-    ps->elems_of = calloc((size_t)P, sizeof *ps->elems_of);
-    ps->shards = calloc((size_t)(ps->n_vars + P), sizeof *ps->shards);
+    ps->first_shard = vdev_calloc((size_t)P, sizeof *ps->first_shard);
+    ps->n_shards_of = vdev_calloc((size_t)P, sizeof *ps->n_shards_of);
+    ps->elems_of = vdev_calloc((size_t)P, sizeof *ps->elems_of);
+    ps->shards = vdev_calloc((size_t)(ps->n_vars + P), sizeof *ps->shards);
     if (!ps->first_shard || !ps->n_shards_of || !ps->elems_of || !ps->shards)
         return vdev_error(VDEV_ERR_OOM, "out of host memory partitioning the variables");
     int k = 0;
@@ -356,7 +356,7 @@ static enum vdev_status partition(struct vdev_ps *ps)
         }
         ps->n_shards_of[s] = k - ps->first_shard[s];
     }
-    ps->buf = malloc(sizeof(struct ps_msg) + most * sizeof(float));
+    ps->buf = vdev_malloc(sizeof(struct ps_msg) + most * sizeof(float));
     if (!ps->buf)
         return vdev_error(VDEV_ERR_OOM, "out of host memory for messages of %llu floats",
                           (unsigned long long)most);
@@ -396,7 +396,7 @@ enum vdev_status vdev_ps_scatter(struct vdev_ps *ps, int s, const float *vals)
 static enum vdev_status make_shards(struct vdev_ps *ps, const float *vals)
 {
     int s = ps->index, n = ps->n_shards_of[s];
-    ps->shard_vars = calloc((size_t)(n ? n : 1), sizeof *ps->shard_vars);
+    ps->shard_vars = vdev_calloc((size_t)(n ? n : 1), sizeof *ps->shard_vars);
     if (!ps->shard_vars)
         return vdev_error(VDEV_ERR_OOM, "out of host memory for %d shards", n);
     enum vdev_status st = vdev_device_push(ps->server_dev);
@@ -458,7 +458,7 @@ VDEV_API enum vdev_status vdev_ps_strategy_add_variables(vdev_ps_strategy_t *h,
     mine.digest = digest;
     if (st != VDEV_OK)
         vdev_strlcpy(mine.why, vdev_last_error(), sizeof mine.why);
-    struct ps_rec *all = calloc((size_t)ps->n_procs, sizeof *all);
+    struct ps_rec *all = vdev_calloc((size_t)ps->n_procs, sizeof *all);
     if (!all)
         return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
     st = agree(ps, PS_TAG_VARS, &mine, all, fn);
@@ -476,8 +476,8 @@ VDEV_API enum vdev_status vdev_ps_strategy_add_variables(vdev_ps_strategy_t *h,
         return st;
     ps->n_vars = n;
     ps->total = total;
-    ps->vars = malloc((size_t)n * sizeof *ps->vars);
-    ps->numel = malloc((size_t)n * sizeof *ps->numel);
+    ps->vars = vdev_malloc((size_t)n * sizeof *ps->vars);
+    ps->numel = vdev_malloc((size_t)n * sizeof *ps->numel);
     if (!ps->vars || !ps->numel)
         return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
     for (int i = 0; i < n; i++) {
@@ -494,7 +494,7 @@ VDEV_API enum vdev_status vdev_ps_strategy_add_variables(vdev_ps_strategy_t *h,
             memset(hdr, 0, sizeof *hdr);
             for (int i = 0; i < ps->n_shards_of[s] && st == VDEV_OK; i++) {
                 const struct ps_shard *sh = &ps->shards[ps->first_shard[s] + i];
-                float *whole = malloc((size_t)ps->numel[sh->var] * sizeof *whole);
+                float *whole = vdev_malloc((size_t)ps->numel[sh->var] * sizeof *whole);
                 if (!whole)
                     return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
                 st = vdev_tensor_to_host(ps->vars[sh->var], whole,
@@ -653,7 +653,7 @@ VDEV_API enum vdev_status vdev_ps_schedule(vdev_ps_strategy_t *h, int64_t step, 
     *id = -1;
     if (ps->n_steps == ps->steps_cap) {
         int64_t cap = ps->steps_cap ? 2 * ps->steps_cap : 64;
-        struct ps_step *s = realloc(ps->steps, (size_t)cap * sizeof *s);
+        struct ps_step *s = vdev_realloc(ps->steps, (size_t)cap * sizeof *s);
         if (!s)
             return vdev_error(VDEV_ERR_OOM, "%s: out of host memory for %lld steps", fn,
                               (long long)cap);

@@ -118,7 +118,7 @@ static void apply(struct vdev_ps *ps)
 {
     int s = ps->index, n = ps->n_shards_of[s];
     const float *g = (const float *)((const struct ps_msg *)ps->buf + 1);
-    vdev_tensor_t *grads_s[16], **grads = n <= 16 ? grads_s : malloc((size_t)n * sizeof *grads);
+    vdev_tensor_t *grads_s[16], **grads = n <= 16 ? grads_s : vdev_malloc((size_t)n * sizeof *grads);
     enum vdev_status st = grads ? vdev_scope_begin() : VDEV_ERR_OOM;
     if (!grads)
         vdev_error(VDEV_ERR_OOM, "out of host memory for %d gradients", n);
@@ -156,7 +156,7 @@ static enum vdev_status count(struct vdev_ps *ps, int64_t seq)
         int64_t cap = ps->done_cap ? ps->done_cap : 1024;
         while (cap <= seq)
             cap *= 2;
-        unsigned char *d = realloc(ps->done_above, (size_t)cap);
+        unsigned char *d = vdev_realloc(ps->done_above, (size_t)cap);
         if (!d)
             return vdev_error(VDEV_ERR_OOM, "out of host memory counting %lld steps",
                               (long long)cap);
@@ -174,13 +174,13 @@ static enum vdev_status queue_pull(struct vdev_ps *ps, int src, int64_t seq, int
 {
     if (ps->n_wait == ps->wait_cap) {
         int cap = ps->wait_cap ? 2 * ps->wait_cap : 16;
-        int *s = realloc(ps->wait_src, (size_t)cap * sizeof *s);
+        int *s = vdev_realloc(ps->wait_src, (size_t)cap * sizeof *s);
         if (s)
             ps->wait_src = s;
-        int64_t *q = realloc(ps->wait_seq, (size_t)cap * sizeof *q);
+        int64_t *q = vdev_realloc(ps->wait_seq, (size_t)cap * sizeof *q);
         if (q)
             ps->wait_seq = q;
-        int64_t *nd = realloc(ps->wait_need, (size_t)cap * sizeof *nd);
+        int64_t *nd = vdev_realloc(ps->wait_need, (size_t)cap * sizeof *nd);
         if (nd)
             ps->wait_need = nd;
         if (!s || !q || !nd)
@@ -334,7 +334,7 @@ VDEV_API enum vdev_status vdev_ps_worker_push(vdev_ps_worker_t *h, vdev_tensor_t
                               fn, i, vdev_shape_str(t->shape, t->ndim, s1, sizeof s1),
                               vdev_shape_str(v->shape, v->ndim, s2, sizeof s2));
     }
-    float *g = malloc(ps->total * sizeof *g + 1);
+    float *g = vdev_malloc(ps->total * sizeof *g + 1);
     if (!g)
         return vdev_error(VDEV_ERR_OOM, "%s: out of host memory for %llu floats", fn,
                           (unsigned long long)ps->total);

@@ -198,7 +198,7 @@ static enum vdev_status same_batch_everywhere(struct vdev_rep *r, int64_t B,
         out = in ? vdev_tensor_zeros(s_out, 1, VDEV_I32) : NULL;
         vdev_placement_pop_dev();
         vdev_tensor_op_tag = tag;
-        all = out ? malloc((size_t)n * sizeof mine) : NULL;
+        all = out ? vdev_malloc((size_t)n * sizeof mine) : NULL;
         if (!all) {
             status = out ? vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn)
                          : vdev_last_status();
@@ -445,9 +445,9 @@ static enum vdev_status lists_make(struct lists *l, int n, const char *fn, char 
     l->h = l->h_s;
     if (n <= 16)
         return VDEV_OK;
-    l->in = malloc((size_t)n * sizeof *l->in);
-    l->cp = malloc((size_t)n * sizeof *l->cp);
-    l->h = calloc((size_t)n, sizeof *l->h);
+    l->in = vdev_malloc((size_t)n * sizeof *l->in);
+    l->cp = vdev_malloc((size_t)n * sizeof *l->cp);
+    l->h = vdev_calloc((size_t)n, sizeof *l->h);
     if (l->in && l->cp && l->h)
         return VDEV_OK;
     snprintf(why, cap, "%s: out of host memory for %d tensors", fn, n);
@@ -534,7 +534,7 @@ VDEV_API enum vdev_status vdev_replica_apply_gradients(vdev_replica_context_t *c
     struct lists l;
     struct vdev_tens *vt_s[16], **vt = vt_s;
     enum vdev_status status = lists_make(&l, n > 0 ? n : 0, fn, why, sizeof why);
-    if (status == VDEV_OK && n > 16 && !(vt = malloc((size_t)n * sizeof *vt))) {
+    if (status == VDEV_OK && n > 16 && !(vt = vdev_malloc((size_t)n * sizeof *vt))) {
         vt = vt_s;
         status = VDEV_ERR_OOM;
         snprintf(why, sizeof why, "%s: out of host memory for %d tensors", fn, n);

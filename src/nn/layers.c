@@ -146,7 +146,7 @@ VDEV_API vdev_mlp_t *vdev_mlp_new(const int64_t *sizes, int n_sizes, enum vdev_a
     if (!m)
         return NULL;
     m->n_layers = 0;
-    m->layers = calloc((size_t)n_sizes - 1, sizeof *m->layers);
+    m->layers = vdev_calloc((size_t)n_sizes - 1, sizeof *m->layers);
     if (!m->layers) {
         vdev_handle_release(&mlps, m);
         vdev_error(VDEV_ERR_OOM, "out of host memory for an MLP");

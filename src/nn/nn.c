@@ -313,7 +313,7 @@ VDEV_API enum vdev_status vdev_optimizer_exclude_from_weight_decay(vdev_optimize
     int need = o->n_excl + n;
     if (need > o->cap_excl) {
         int cap = need > 2 * o->cap_excl ? need : 2 * o->cap_excl;
-        const vdev_tensor_t **e = realloc(o->excl, (size_t)cap * sizeof *e);
+        const vdev_tensor_t **e = vdev_realloc(o->excl, (size_t)cap * sizeof *e);
         if (!e) {
             vdev_nn_leave(&in);
             return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
@@ -534,10 +534,10 @@ static enum vdev_status apply_held(struct optim *o, vdev_tensor_t *const *vars,
     vdev_tensor_t *clip_s[3 * 64];
     const struct vdev_op_params *ps_s[64];
     int big = n > 64;
-    struct vdev_tens **lists = big ? malloc((size_t)n * 7 * sizeof *lists) : lists_s;
-    struct vdev_tens ***pins = big ? malloc((size_t)n * 2 * sizeof *pins) : ins;
-    vdev_tensor_t **clipped = big ? malloc((size_t)n * 3 * sizeof *clipped) : clip_s;
-    const struct vdev_op_params **ps = big ? malloc((size_t)n * sizeof *ps) : ps_s;
+    struct vdev_tens **lists = big ? vdev_malloc((size_t)n * 7 * sizeof *lists) : lists_s;
+    struct vdev_tens ***pins = big ? vdev_malloc((size_t)n * 2 * sizeof *pins) : ins;
+    vdev_tensor_t **clipped = big ? vdev_malloc((size_t)n * 3 * sizeof *clipped) : clip_s;
+    const struct vdev_op_params **ps = big ? vdev_malloc((size_t)n * sizeof *ps) : ps_s;
     enum vdev_status st = VDEV_OK;
     if (!lists || !pins || !clipped || !ps)
         st = vdev_error(VDEV_ERR_OOM, "vdev_optimizer_apply: out of host memory");
@@ -591,7 +591,7 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
     for (int i = 0; ptrs && i < n; i++)
         ptrs = vars[i] && grads[i];
     struct vdev_tens *held_s[2 * 64];
-    struct vdev_tens **held = !ptrs ? NULL : n > 64 ? malloc((size_t)n * 2 * sizeof *held)
+    struct vdev_tens **held = !ptrs ? NULL : n > 64 ? vdev_malloc((size_t)n * 2 * sizeof *held)
                                                     : held_s;
     if (ptrs && !held)
         return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);

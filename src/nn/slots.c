@@ -54,7 +54,7 @@ struct slot *vdev_nn_slot_of(struct optim *o, const vdev_tensor_t *hvar,
         return s;
     if (!s && o->n_slots == o->cap_slots) {
         int cap = o->cap_slots ? 2 * o->cap_slots : 16;
-        struct slot *sl = realloc(o->slots, (size_t)cap * sizeof *sl);
+        struct slot *sl = vdev_realloc(o->slots, (size_t)cap * sizeof *sl);
         if (!sl) {
             vdev_error(VDEV_ERR_OOM, "out of host memory for optimizer slots");
             return NULL;

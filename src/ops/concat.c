@@ -473,7 +473,7 @@ static vdev_tensor_t *join_public(const vdev_tensor_t *const *values, int n, int
     if (!values)
         return FAIL_NULL(VDEV_ERR_INVALID_ARG, "%s: values is NULL with n %d", name, n);
     const struct vdev_tens *small[16], **t = small;
-    if (n > 16 && !(t = malloc((size_t)n * sizeof *t)))
+    if (n > 16 && !(t = vdev_malloc((size_t)n * sizeof *t)))
         return FAIL_NULL(VDEV_ERR_OOM, "%s: out of host memory for %d tensors", name, n);
     struct vdev_tens *out = NULL, *flat[16] = {0}, **v = flat;
     vdev_tensor_t *r = NULL;
@@ -491,7 +491,7 @@ static vdev_tensor_t *join_public(const vdev_tensor_t *const *values, int n, int
         goto done;
     if (!stack && t[0]->ndim == 0) {
         /* scalars along axis 0: a vector, each one viewed as [1] */
-        if (n > 16 && !(v = calloc((size_t)n, sizeof *v))) {
+        if (n > 16 && !(v = vdev_calloc((size_t)n, sizeof *v))) {
             vdev_error(VDEV_ERR_OOM, "%s: out of host memory for %d tensors", name, n);
             goto done;
         }

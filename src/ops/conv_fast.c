@@ -58,7 +58,7 @@ static void *scratch(size_t bytes)
                 return NULL;
             break;
         }
-    return malloc(bytes ? bytes : 1);
+    return vdev_malloc(bytes ? bytes : 1);
 }
 
 /* ---- pieces ---- */

@@ -533,7 +533,7 @@ enum vdev_status vdev_op_exec_inplace_all(enum vdev_op op, struct vdev_tens *con
     /* on the stack for a model's usual number of variables: an optimizer
      * step comes here once */
     struct inplace small[32];
-    struct inplace *g = n <= 32 ? small : calloc((size_t)n, sizeof *g);
+    struct inplace *g = n <= 32 ? small : vdev_calloc((size_t)n, sizeof *g);
     if (!g)
         return vdev_error(VDEV_ERR_OOM, "%s: out of host memory for %d updates", def->name, n);
     if (g == small)

@@ -331,7 +331,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned code, const char *text)
 {
-    char *body = strdup(text);
+    char *body = vdev_strdup(text);
     if (!body)
         return MHD_NO;
     return reply(c, code, "text/plain; charset=utf-8", body, strlen(body));

@@ -199,8 +199,8 @@ static struct tbuf *tbuf_get(void)
     if (my_buf)
         return my_buf;
     pthread_once(&buf_key_once, make_key);
-    struct tbuf *b = calloc(1, sizeof *b);
-    if (!b || !(b->data = malloc(TBUF_BYTES))) {
+    struct tbuf *b = vdev_calloc(1, sizeof *b);
+    if (!b || !(b->data = vdev_malloc(TBUF_BYTES))) {
         free(b);
         return NULL;
     }

@@ -471,7 +471,7 @@ VDEV_API enum vdev_status vdev_init(void)
         pthread_mutex_unlock(&R.lock);
         return VDEV_OK;
     }
-    struct vdev_plan *plan = calloc(1, sizeof *plan);
+    struct vdev_plan *plan = vdev_calloc(1, sizeof *plan);
     if (!plan) {
         pthread_mutex_unlock(&R.lock);
         return vdev_error(VDEV_ERR_OOM, "out of host memory at start-up");
@@ -494,7 +494,7 @@ VDEV_API enum vdev_status vdev_init(void)
     R.n_cpus = R.n;
     /* The logical GPUs: their streams first (what the streams take comes out
      * of the budgets), then the pools and the devices. */
-    struct plan_streams *ps = calloc(1, sizeof *ps);
+    struct plan_streams *ps = vdev_calloc(1, sizeof *ps);
     if (st == VDEV_OK && !ps)
         st = vdev_error(VDEV_ERR_OOM, "out of host memory at start-up");
     if (st == VDEV_OK && plan->n_devices)

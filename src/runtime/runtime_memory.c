@@ -47,7 +47,7 @@ void vdev_runtime_tag_block(const struct vdev_ldev *dev, uint32_t handle, const 
         uint32_t cap = OT.cap[dev->id] ? OT.cap[dev->id] : 1024;
         while (cap <= handle)
             cap *= 2;
-        const char **t = realloc(OT.tags[dev->id], cap * sizeof *t);
+        const char **t = vdev_realloc(OT.tags[dev->id], cap * sizeof *t);
         if (!t) { /* the report loses a tag, nothing else */
             pthread_mutex_unlock(&OT.lock);
             return;

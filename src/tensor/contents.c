@@ -188,7 +188,7 @@ static vdev_tensor_t *make_random(const int64_t *shape, int ndim, int normal, fl
     struct vdev_tens *t = vdev_tens_new(vdev_tens_creation_device(), VDEV_F32, shape, ndim);
     if (!t || !t->numel)
         return vdev_tens_handle(t);
-    float *host = malloc(t->bytes);
+    float *host = vdev_malloc(t->bytes);
     if (!host) {
         vdev_tens_drop(t);
         vdev_error(VDEV_ERR_OOM, "out of host memory drawing a random tensor");

@@ -73,7 +73,7 @@ VDEV_API enum vdev_status vdev_tensor_to_dlpack(vdev_tensor_t *h, struct DLManag
         return vdev_last_status();
     struct vdev_ldev *dev = t->dev;
     struct vdev_tens *owner = t->base ? t->base : t;
-    struct export *e = calloc(1, sizeof *e);
+    struct export *e = vdev_calloc(1, sizeof *e);
     if (!e)
         return vdev_error(VDEV_ERR_OOM, "vdev_tensor_to_dlpack: out of host memory");
     /* The consumer reads the memory as soon as it has it, and may write it:

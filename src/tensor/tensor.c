@@ -470,7 +470,7 @@ static void new_version(struct vdev_tens *o, const struct vdev_ldev *writer, int
     uint64_t v = atomic_load_explicit(&o->version, memory_order_relaxed);
     int wait = 0;
     if (o->tape_readers > 0) {
-        struct vdev_snap *s = malloc(sizeof *s);
+        struct vdev_snap *s = vdev_malloc(sizeof *s);
         if (s) {
             s->version = v;
             s->readers = o->tape_readers;

@@ -138,7 +138,7 @@ static void read_cpu_model(char *out, size_t cap)
 
 enum vdev_status vdev_backend_cpu_new(struct vdev_backend *out)
 {
-    struct cpu_ctx *ctx = calloc(1, sizeof *ctx);
+    struct cpu_ctx *ctx = vdev_calloc(1, sizeof *ctx);
     if (!ctx)
         return vdev_error(VDEV_ERR_OOM, "out of host memory creating the cpu backend");
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

@@ -252,9 +252,9 @@ static void stream_free(struct sim_stream *g)
  * (error set). */
 static struct sim_stream *stream_new(struct sim_card *card, int q, int delta)
 {
-    struct sim_stream *g = calloc(1, sizeof *g);
+    struct sim_stream *g = vdev_calloc(1, sizeof *g);
     if (g)
-        g->ring = calloc(SIM_RING, sizeof *g->ring);
+        g->ring = vdev_calloc(SIM_RING, sizeof *g->ring);
     if (!g || !g->ring) {
         free(g);
         vdev_error(VDEV_ERR_OOM, "out of host memory making a stream of simulated GPU %d",
@@ -466,7 +466,7 @@ static enum vdev_status sim_sync(void *vctx, int dev)
 static enum vdev_status sim_event_record(void *vctx, int dev, void **event)
 {
     struct sim_stream *g = gpu_of(vctx, dev);
-    struct sim_event *e = malloc(sizeof *e);
+    struct sim_event *e = vdev_malloc(sizeof *e);
     if (!e)
         return vdev_error(VDEV_ERR_OOM, "out of host memory recording an event");
     e->s = g;
@@ -704,9 +704,9 @@ enum vdev_status vdev_backend_sim_new(const char *spec, const char *var, struct 
     enum vdev_status st = parse_spec(spec, var, caps, &n);
     if (st != VDEV_OK)
         return st;
-    struct sim_ctx *ctx = calloc(1, sizeof *ctx);
+    struct sim_ctx *ctx = vdev_calloc(1, sizeof *ctx);
     if (ctx)
-        ctx->cards = calloc((size_t)n, sizeof *ctx->cards);
+        ctx->cards = vdev_calloc((size_t)n, sizeof *ctx->cards);
     if (!ctx || !ctx->cards) {
         free(ctx);
         return vdev_error(VDEV_ERR_OOM, "out of host memory creating simulated GPUs");
