@@ -1,9 +1,9 @@
 /* test_host_oom.c — the host refusing memory, at every allocation in turn.
  *
- * Every host allocation of the library goes through one door (src/base/host_mem.c),
+ * Every host allocation of the core library goes through one door (src/base/host_mem.c),
  * which a test can tell to refuse the n-th allocation of its thread. Each scenario
- * below runs once with nothing refused, counting its allocations, then once for each
- * n from 1 up, the n-th refused, until a run makes fewer than n. In every run: a call
+ * below runs once for each n from 1 up, the n-th refused, until a run makes fewer
+ * than n, then once with nothing refused (host_oom.h). In every run: a call
  * that fails must fail with VDEV_ERR_OOM, and only a call in which the refusal came;
  * the same call made again (nothing refused now) must succeed, and the run then goes
  * on to the end, where it must give what the run without a refusal gave, to the bit.
@@ -18,97 +18,13 @@
 #include "alloc_fake.h"
 
 #include "alloc/alloc_impl.h" /* the tree bits: the scenario must make a tree */
-#include "base/base.h"
+#include "host_oom.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-/* ---- refusals ------------------------------------------------------------ */
-
-static int armed;    /* a refusal is set and has not come yet, before the call */
-static long refused; /* calls that failed for it, in this run */
-static long run_n;   /* the allocation refused in this run; 0: none */
-
-static void before_call(void) { armed = vdev_host_fail_pending(); }
-
-/* A call failed: it must be the refusal's doing, reported as such. */
-static void failed_call(const char *what)
-{
-    refused++;
-    if (!armed || vdev_host_fail_pending() || vdev_last_status() != VDEV_ERR_OOM) {
-        CHECK(armed && !vdev_host_fail_pending());
-        CHECK_STATUS(vdev_last_status(), VDEV_ERR_OOM);
-        fprintf(stderr, "  %s failed: %s\n", what, vdev_last_error());
-    }
-}
-
-/* A call returning a status / a pointer: on failure, checked and made again. */
-#define RETRY_OK(call)                                                                             \
-    do {                                                                                           \
-        before_call();                                                                             \
-        if ((call) != VDEV_OK) {                                                                   \
-            failed_call(#call);                                                                    \
-            CHECK_OK(call);                                                                        \
-        }                                                                                          \
-    } while (0)
-#define RETRY_PTR(var, call)                                                                       \
-    do {                                                                                           \
-        before_call();                                                                             \
-        if (!((var) = (call))) {                                                                   \
-            failed_call(#call);                                                                    \
-            CHECK(((var) = (call)) != NULL);                                                              \
-        }                                                                                          \
-    } while (0)
-
-/* Runs scenario(n) for n = 1, 2, ... until a run no longer reaches its n-th allocation,
- * then once with nothing refused (n = 0); every run's digest must be the last one's.
- * The refusing runs come first so that what the library makes once per process is
- * refused too. */
-static void sweep(const char *name, uint64_t (*scenario)(void))
-{
-    uint64_t got[4096];
-    long runs = 0, failures = 0;
-    for (long n = 1; n <= (long)VDEV_ARRAY_LEN(got); n++) {
-        int bad = check_failed;
-        refused = 0;
-        run_n = n;
-        vdev_host_fail_at(n);
-        got[runs] = scenario();
-        int reached = !vdev_host_fail_pending();
-        vdev_host_fail_at(0);
-        if (!reached)
-            break;
-        runs++;
-        failures += refused;
-        if (check_failed != bad) {
-            fprintf(stderr, "  (%s, allocation %ld refused)\n", name, n);
-            return;
-        }
-    }
-    refused = 0;
-    run_n = 0;
-    long start = vdev_host_allocs();
-    uint64_t want = scenario();
-    long made = vdev_host_allocs() - start;
-    for (long i = 0; i < runs; i++)
-        if (got[i] != want) {
-            CHECK_EQ_U64(got[i], want);
-            fprintf(stderr, "  (%s, allocation %ld refused)\n", name, i + 1);
-            break;
-        }
-    /* Every allocation was refused in its turn, and most refusals failed a call. */
-    CHECK(runs < (long)VDEV_ARRAY_LEN(got));
-    CHECK(runs >= made && made > 0);
-    CHECK(failures > 0);
-    printf("%s: %ld host allocations; each refused in turn, %ld runs, %ld calls failed and "
-           "succeeded again\n",
-           name, made, runs, failures);
-}
-
 /* ---- the allocator ------------------------------------------------------- */
-
-static uint64_t mix(uint64_t h, uint64_t x) { return (h ^ x) * 0x100000001B3ull; }
 
 static vdev_alloc_t *make_alloc(struct fake_source *s, enum vdev_memory_policy policy,
                                 uint64_t limit, vdev_alloc_trace_t *trace)

@@ -1,6 +1,7 @@
-/* host_mem.c — the library's one door to host memory: vdev_malloc, vdev_calloc,
+/* host_mem.c — the core library's one door to host memory: vdev_malloc, vdev_calloc,
  * vdev_realloc and vdev_strdup behave as the C library's (their memory goes back with
- * free()), and every allocation of the library goes through them, so that a test can make
+ * free()), and every allocation of the core goes through them (the CUDA and MPI plugins,
+ * libraries of their own, keep the C library's), so that a test can make
  * the n-th allocation of its own thread fail (vdev_host_fail_at) and check, one n after
  * another, that each such failure is reported and leaves nothing lost or inconsistent.
  * The countdown is thread-local: a test fails its own thread's allocations, never those of
