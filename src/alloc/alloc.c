@@ -60,6 +60,15 @@
 /* ------------------------------------------------------------------------ */
 /* records */
 
+/* VDEV_ERR_OOM "<device>: host out of memory for <what>", marked as the host's, so a
+ * caller can tell it from the device's lack of room (vdev_error_is_host). */
+static enum vdev_status host_oom(const struct vdev_alloc *a, const char *what)
+{
+    vdev_error(VDEV_ERR_OOM, "%s: host out of memory for %s", a->name, what);
+    vdev_error_mark_host();
+    return VDEV_ERR_OOM;
+}
+
 /* Grows the record array (by half its size each time, which keeps growth
  * amortised O(1) while leaving at most a third of the array unused: the
  * bookkeeping stays near 32 bytes per chunk) so that at least `need` unused
@@ -80,14 +89,14 @@ enum vdev_status vdev_alloc_records_reserve(struct vdev_alloc *a, uint32_t need)
     if (a->trace) {
         uint64_t *nt = vdev_realloc(a->tid, (size_t)cap * sizeof *nt);
         if (!nt)
-            return vdev_error(VDEV_ERR_OOM, "%s: host out of memory for trace ids", a->name);
+            return host_oom(a, "trace ids");
         a->tid = nt;
     }
     if (vdev_alloc_tree_reserve(a, cap) != VDEV_OK)
-        return VDEV_ERR_OOM;
+        return host_oom(a, "chunk records");
     struct chunk *nch = vdev_realloc(a->ch, (size_t)cap * sizeof *nch);
     if (!nch)
-        return vdev_error(VDEV_ERR_OOM, "%s: host out of memory for chunk records", a->name);
+        return host_oom(a, "chunk records");
     a->ch = nch;
     uint32_t from = a->cap_ch;
     if (from == 0) {

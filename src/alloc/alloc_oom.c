@@ -57,7 +57,9 @@ static void free_blocks(const struct vdev_alloc *a, uint64_t *total, uint64_t *n
  *  - otherwise fragmentation: the free memory in how many blocks, the
  *    largest; vdev_memory_release_cached() is suggested only when releasing
  *    empty regions would make room and garbage collection could not do it
- *    (a source without sync). */
+ *    (a source without sync).
+ * The two kinds that are the host's are marked so (vdev_error_mark_host): a
+ * caller can tell them from the device's lack of room. */
 enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint64_t sz,
                                      enum vdev_alloc_why why, const char *msg)
 {
@@ -110,11 +112,13 @@ enum vdev_status vdev_alloc_fail_oom(struct vdev_alloc *a, uint64_t bytes, uint6
                  vdev_format_bytes(largest, b5, sizeof b5),
                  release ? "vdev_memory_release_cached(), " : "");
     }
-    return vdev_error(VDEV_ERR_OOM,
-                      "OOM when allocating %s (%llu bytes) on %s: %s in use of %s limit, largest "
-                      "free block %s%s",
-                      vdev_format_bytes(bytes, b0, sizeof b0), (unsigned long long)bytes, a->name,
-                      vdev_format_bytes(a->in_use, b1, sizeof b1),
-                      vdev_format_bytes(a->limit, b2, sizeof b2),
-                      vdev_format_bytes(vdev_alloc_largest_free(a), b3, sizeof b3), tail);
+    vdev_error(VDEV_ERR_OOM,
+               "OOM when allocating %s (%llu bytes) on %s: %s in use of %s limit, largest free "
+               "block %s%s",
+               vdev_format_bytes(bytes, b0, sizeof b0), (unsigned long long)bytes, a->name,
+               vdev_format_bytes(a->in_use, b1, sizeof b1), vdev_format_bytes(a->limit, b2, sizeof b2),
+               vdev_format_bytes(vdev_alloc_largest_free(a), b3, sizeof b3), tail);
+    if (sz <= room && (why == WHY_HOST || why == WHY_SOURCE_HOST))
+        vdev_error_mark_host(); /* the host said no, not the device */
+    return VDEV_ERR_OOM;
 }

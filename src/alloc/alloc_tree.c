@@ -227,7 +227,7 @@ enum vdev_status vdev_alloc_tree_reserve(struct vdev_alloc *a, uint32_t cap)
         return VDEV_OK;
     struct tnode *n = vdev_realloc(a->trees->node, (size_t)cap * sizeof *n);
     if (!n)
-        return vdev_error(VDEV_ERR_OOM, "%s: host out of memory for chunk records", a->name);
+        return VDEV_ERR_OOM; /* the caller says so (alloc.c, host_oom) */
     a->trees->node = n;
     return VDEV_OK;
 }

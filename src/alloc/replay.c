@@ -55,7 +55,8 @@ static enum vdev_status new_allocator(struct fake_source *src, enum vdev_memory_
 }
 
 /* Replays the whole trace once in a new allocator. *fits: no allocation
- * failed (the replay stops at the first failure). *peak_reserved, if wanted:
+ * failed (the replay stops at the first failure); the host running out is
+ * not a failure to fit but VDEV_ERR_OOM. *peak_reserved, if wanted:
  * the most bytes the allocator held. Blocks left live go with the allocator. */
 static enum vdev_status replay_once(const struct vdev_trace *t, enum vdev_memory_policy policy,
                                     uint64_t limit, uint32_t *handles, int *fits,
@@ -72,6 +73,10 @@ static enum vdev_status replay_once(const struct vdev_trace *t, enum vdev_memory
         if (e->bytes) {
             struct vdev_block b;
             if (vdev_alloc_malloc(a, e->bytes, &b) != VDEV_OK) {
+                if (vdev_error_is_host()) { /* not the capacity's failure: the replay's */
+                    vdev_alloc_destroy(a);
+                    return vdev_error(VDEV_ERR_OOM, "replaying %s: host out of memory", t->path);
+                }
                 *fits = 0;
                 break;
             }
@@ -203,7 +208,11 @@ static enum vdev_status timing_run(const struct vdev_trace *t, uint64_t cap, uin
                 if (e->bytes) {
                     struct vdev_block b;
                     if (__builtin_expect(vdev_alloc_malloc(a, e->bytes, &b) != VDEV_OK, 0)) {
+                        int host = vdev_error_is_host();
                         vdev_alloc_destroy(a);
+                        if (host)
+                            return vdev_error(VDEV_ERR_OOM, "replaying %s: host out of memory",
+                                              t->path);
                         return vdev_error(VDEV_ERR_INTERNAL,
                                           "%s:%u: allocation failed while timing in %llu bytes",
                                           t->path, e->line, (unsigned long long)cap);

@@ -54,7 +54,10 @@ static void slot_recycle(struct ring *R, struct ring_slot *s)
 
 static void slot_free(struct ring *R, struct ring_slot *s)
 {
-    if (s->post)
+    /* A slot whose making stopped half way (the host out of memory) has no
+     * events or buffers yet, and some of its arrays are missing. */
+    if (s->posted && s->post && s->progress && s->ev_phase && s->ev_end && s->ev_phase_set &&
+        s->ev_end_set)
         slot_recycle(R, s);
     free(s->posted);
     free(s->post);
