@@ -11,11 +11,16 @@
  * there and retries, and garbage collection releases empty regions (after a
  * sync, counted) while other threads allocate; its only failures must be OOM
  * with the standard message. At the end every allocator must be back to zero live bytes and pass
- * vdev_alloc_check(). Meant to be run under ThreadSanitizer as well
+ * vdev_alloc_check(). Then the long bins: the four threads fill one allocator with blocks
+ * of one octave and free every other one, so that bin holds thousands of holes and is
+ * kept in a tree (alloc_tree.c), and go on allocating and freeing there at once, with
+ * every unit of the region marked by the thread that holds it, so a block given to two
+ * threads is seen. Meant to be run under ThreadSanitizer as well
  * (-fsanitize=thread); the CHECK counters are only touched by the main
  * thread, the workers count their own errors.
  */
 #include "alloc/alloc.h"
+#include "alloc/alloc_impl.h" /* tmap: whether a bin has its tree */
 #include "check.h"
 
 #include <math.h>
@@ -184,6 +189,124 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* ---- long bins, from four threads ---- */
+
+#define LB_LIMIT (64u << 20)
+#define LB_UNITS (LB_LIMIT / 256)
+#define LB_LIVE 1200
+
+static vdev_alloc_t *lb;
+static uint64_t lb_base;
+static atomic_uchar lb_owner[LB_UNITS]; /* 0 free, else the holding thread's number */
+
+struct lb_thread {
+    int id, phase;
+    uint64_t rng;
+    struct live live[LB_LIVE];
+    int n;
+};
+
+static void lb_take(struct lb_thread *t, uint64_t bytes)
+{
+    struct vdev_block b;
+    if (vdev_alloc_malloc(lb, bytes, &b) != VDEV_OK) {
+        fail(vdev_last_error());
+        return;
+    }
+    uint64_t addr = (uintptr_t)b.ptr, size = vdev_alloc_block_size(lb, b.handle);
+    if (addr < lb_base || addr + size > lb_base + LB_LIMIT || addr % 256 || size < bytes) {
+        fail("a long-bins block outside the region, misaligned or short");
+        return;
+    }
+    for (uint64_t u = (addr - lb_base) / 256; u < (addr - lb_base + size) / 256; u++) {
+        unsigned char none = 0;
+        if (!atomic_compare_exchange_strong(&lb_owner[u], &none, (unsigned char)t->id)) {
+            fail("a block given to two threads at once");
+            break;
+        }
+    }
+    t->live[t->n++] = (struct live){0, b.handle, addr, size};
+}
+
+static void lb_give(struct lb_thread *t, int i)
+{
+    struct live x = t->live[i];
+    t->live[i] = t->live[--t->n];
+    for (uint64_t u = (x.addr - lb_base) / 256; u < (x.addr - lb_base + x.size) / 256; u++)
+        atomic_store(&lb_owner[u], 0);
+    vdev_alloc_free(lb, x.handle);
+}
+
+/* Phase 0: 1,000 blocks of 1-1.75 KiB, every other one freed, and 200 more of
+ * that octave (which a long scan then a tree serves). Phase 1: 20,000 random
+ * mallocs and frees, most in that octave; then everything freed. */
+static void *lb_worker(void *arg)
+{
+    struct lb_thread *t = arg;
+    if (t->phase == 0) {
+        for (int i = 0; i < 1000; i++)
+            lb_take(t, (4 + rng_next(&t->rng) % 4) * 256);
+        for (int i = t->n - 1; i >= 0; i -= 2)
+            lb_give(t, i);
+        for (int i = 0; i < 200; i++)
+            lb_take(t, (4 + rng_next(&t->rng) % 4) * 256 - rng_next(&t->rng) % 256);
+        return NULL;
+    }
+    for (int op = 0; op < 20000; op++) {
+        uint64_t r = rng_next(&t->rng);
+        if (t->n < LB_LIVE && (t->n == 0 || r % 100 < 50)) {
+            uint64_t units = r % 10 < 7 ? 4 + rng_next(&t->rng) % 4 : 1 + rng_next(&t->rng) % 24;
+            lb_take(t, units * 256 - rng_next(&t->rng) % 256);
+        } else {
+            lb_give(t, (int)(rng_next(&t->rng) % (uint64_t)t->n));
+        }
+    }
+    while (t->n)
+        lb_give(t, t->n - 1);
+    return NULL;
+}
+
+static void long_bins(void)
+{
+    static struct source src = {.next = 7ull << 44};
+    struct vdev_alloc_config cfg = {
+        .name = "/device:GPU:0",
+        .limit_bytes = LB_LIMIT,
+        .policy = VDEV_POLICY_PREALLOCATE,
+        .source = {.reserve = src_reserve, .release = src_release, .sync = src_sync, .ctx = &src},
+    };
+    CHECK_OK(vdev_alloc_new(&cfg, &lb));
+    if (!lb)
+        return;
+    lb_base = 7ull << 44;
+    static struct lb_thread ts[N_THREADS];
+    pthread_t th[N_THREADS];
+    int trees = 0;
+    for (int phase = 0; phase < 2; phase++) {
+        for (int t = 0; t < N_THREADS; t++) {
+            ts[t].id = t + 1;
+            ts[t].phase = phase;
+            if (phase == 0)
+                ts[t].rng = (uint64_t)(t + 1) * 0x2545F4914F6CDD1Dull;
+            CHECK(pthread_create(&th[t], NULL, lb_worker, &ts[t]) == 0);
+        }
+        for (int t = 0; t < N_THREADS; t++)
+            CHECK(pthread_join(th[t], NULL) == 0);
+        if (phase == 0)
+            trees = (int)((lb->tmap >> 2) & 1); /* the threads have ended: no lock needed */
+        CHECK_OK(vdev_alloc_check(lb));
+    }
+    CHECK(trees); /* the octave's bin was kept in a tree while the threads shared it */
+    CHECK_EQ_U64(atomic_load(&errors), 0);
+    struct vdev_alloc_stats st;
+    vdev_alloc_get_stats(lb, &st);
+    CHECK_EQ_U64(st.bytes_in_use, 0);
+    CHECK_EQ_U64(st.n_chunks, 1);
+    printf("long bins: the octave's tree %s after the holes; %llu allocations in all\n",
+           trees ? "made" : "not made", (unsigned long long)st.n_allocs_total);
+    vdev_alloc_destroy(lb);
+}
+
 int main(void)
 {
     for (int i = 0; i < N_ALLOCS; i++) {
@@ -231,5 +354,6 @@ int main(void)
         CHECK_EQ_U64(sources[i].reserved, 0);
         vdev_alloc_destroy(allocs[i]);
     }
+    long_bins();
     return check_done();
 }
