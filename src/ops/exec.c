@@ -216,7 +216,10 @@ static enum vdev_status track_reads(const struct vdev_op_def *def, struct vdev_l
             }
         todo &= ~same;
         uint64_t v;
-        if (vdev_tens_tape_read(x, k, &v)) {
+        int counted = vdev_tens_tape_read(x, k, &v);
+        if (counted < 0)
+            return VDEV_ERR_OOM;
+        if (counted) {
             for (int j = i; j < n; j++)
                 if ((same >> j) & 1u)
                     ver[j] = v;
@@ -385,8 +388,16 @@ struct vdev_tens *vdev_op_exec(enum vdev_op op, const struct vdev_tens *const *i
     if (rec) {
         out->requires_grad = 1;
         /* no one else has out yet: counted, unless it is copied in place */
-        if ((def->grad_reads & VDEV_GRAD_OUT) &&
-            vdev_tens_tape_read(out, 1, &ver[VDEV_KERNEL_MAX_IN]))
+        int counted = (def->grad_reads & VDEV_GRAD_OUT)
+                          ? vdev_tens_tape_read(out, 1, &ver[VDEV_KERNEL_MAX_IN])
+                          : 0;
+        if (counted < 0) {
+            untrack_reads(use, n_in, NULL, ver, reads);
+            drop_tmp(tmp, n_in);
+            vdev_tens_drop(out);
+            return NULL;
+        }
+        if (counted)
             reads |= VDEV_GRAD_OUT;
         struct vdev_op_record r;
         memset(&r, 0, sizeof r);

@@ -134,6 +134,7 @@ static struct vdev_tens *tens_struct(struct vdev_ldev *dev, enum vdev_dtype dtyp
     atomic_init(&t->version, (uint64_t)0);
     t->tape_readers = 0;
     t->snaps = NULL;
+    t->next_snap = NULL;
     atomic_init(&t->exports, 0);
     atomic_init(&t->writing, 0);
     t->is_variable = t->requires_grad = t->kept = t->host_written = 0;
@@ -400,14 +401,30 @@ int vdev_tens_tape_read(const struct vdev_tens *t, int n, uint64_t *version)
 {
     struct vdev_tens *o = owner_of(t);
     pthread_mutex_t *l = tape_lock(o);
-    pthread_mutex_lock(l);
-    int counted = !atomic_load_explicit(&o->writing, memory_order_acquire) &&
+    struct vdev_snap *fresh = NULL; /* the entry a write will need, made unlocked */
+    int counted;
+    for (;;) {
+        pthread_mutex_lock(l);
+        counted = !atomic_load_explicit(&o->writing, memory_order_acquire) &&
                   !atomic_load_explicit(&o->exports, memory_order_acquire);
+        if (!counted || o->next_snap || fresh)
+            break;
+        pthread_mutex_unlock(l);
+        if (!(fresh = vdev_malloc(sizeof *fresh))) {
+            vdev_error(VDEV_ERR_OOM, "out of host memory recording a read for a tape");
+            return -1;
+        }
+    }
     if (counted) {
         *version = atomic_load_explicit(&o->version, memory_order_relaxed);
         o->tape_readers += n;
+        if (!o->next_snap) {
+            o->next_snap = fresh;
+            fresh = NULL;
+        }
     }
     pthread_mutex_unlock(l);
+    free(fresh);
     return counted;
 }
 
@@ -470,16 +487,16 @@ static void new_version(struct vdev_tens *o, const struct vdev_ldev *writer, int
     uint64_t v = atomic_load_explicit(&o->version, memory_order_relaxed);
     int wait = 0;
     if (o->tape_readers > 0) {
-        struct vdev_snap *s = vdev_malloc(sizeof *s);
-        if (s) {
-            s->version = v;
-            s->readers = o->tape_readers;
-            s->value = save_value(o);
-            s->next = o->snaps;
-            o->snaps = s;
-            wait = s->value && (!writer || writer->backend != o->dev->backend ||
-                                writer->bdev != o->dev->bdev);
-        }
+        /* made with the first read of this version: a write never fails for it */
+        struct vdev_snap *s = o->next_snap;
+        o->next_snap = NULL;
+        s->version = v;
+        s->readers = o->tape_readers;
+        s->value = save_value(o);
+        s->next = o->snaps;
+        o->snaps = s;
+        wait = s->value && (!writer || writer->backend != o->dev->backend ||
+                            writer->bdev != o->dev->bdev);
         o->tape_readers = 0;
     }
     atomic_store_explicit(&o->version, v + 1, memory_order_seq_cst);
@@ -526,6 +543,7 @@ void vdev_tens_release(const struct vdev_tens *ct)
         free_snaps(t->snaps);
         t->snaps = NULL;
     }
+    free(t->next_snap); /* the next tens_struct sets it again */
     if (t->base)
         vdev_tens_release(t->base);
     else if (t->ext_release)

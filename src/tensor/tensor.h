@@ -65,6 +65,9 @@ struct vdev_tens {
                                        (under its tape lock) */
     struct vdev_snap *snaps;        /* earlier versions that live records read, each with
                                        its readers and saved value (under its tape lock) */
+    struct vdev_snap *next_snap;    /* the entry a write of the current version will add to
+                                       snaps, made with its first counted read, so that the
+                                       write needs no host memory (under its tape lock) */
     _Atomic int exports;            /* live DLPack exports of its memory (dlpack.c) */
     _Atomic int writing;            /* writes begun and not yet queued (vdev_tens_write_begin) */
     uint8_t is_variable;
@@ -256,7 +259,10 @@ static inline void vdev_tens_after_read(const struct vdev_tens *t, const struct 
 /* Before the kernel that reads t for a live tape record is queued: counts n
  * reads of the version t's owner has now (*version) and returns 1; or counts
  * nothing and returns 0 while a write to it is under way (write_begin) or a
- * DLPack export of it lives, when the caller reads a copy of t instead. */
+ * DLPack export of it lives, when the caller reads a copy of t instead; or,
+ * counting nothing, -1 with VDEV_ERR_OOM when the host has no memory for the
+ * entry that a later write would save the value in (made with a version's
+ * first read, so that a write never loses a value a record read). */
 int vdev_tens_tape_read(const struct vdev_tens *t, int n, uint64_t *version);
 /* The record that read t at `version` is gone; the last one frees the value
  * saved for it. */
