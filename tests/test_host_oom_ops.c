@@ -284,9 +284,17 @@ static uint64_t tensors(void)
     vdev_tape_end(tape);
     own(gr[0]);
     RETRY_OK(vdev_assign(v, a));
-    /* DLPack: out, in (sharing the memory), the import's end ends the export */
+    /* DLPack: out; while the export lives a recorded op reads a copy of its
+     * memory; in (sharing the memory): the import's end ends the export */
+    vdev_tensor_t *ev = var_uniform(s6, 1, 24), *sq, *sq_sum, *gk[1];
     struct DLManagedTensor *m;
-    RETRY_OK(vdev_tensor_to_dlpack(kept, &m));
+    RETRY_OK(vdev_tensor_to_dlpack(ev, &m));
+    RETRY_PTR(tape, vdev_tape_begin());
+    MAKE(sq, vdev_mul(ev, ev));
+    MAKE(sq_sum, vdev_sum_all(sq));
+    RETRY_OK(vdev_tape_gradient(tape, sq_sum, &ev, 1, gk));
+    vdev_tape_end(tape);
+    h = digest(h, own(gk[0]));
     vdev_tensor_t *imp;
     RETRY_PTR(imp, vdev_tensor_from_dlpack(m));
     h = digest(h, imp);
@@ -305,6 +313,15 @@ static uint64_t tensors(void)
     h = digest(h, imp);
     vdev_tensor_free(imp);
     CHECK(imported_freed == 1);
+    /* strided (column-major [2,3]): copied at once */
+    int64_t cshape[2] = {2, 3}, cstrides[2] = {1, 2};
+    dm.dl_tensor.ndim = 2;
+    dm.dl_tensor.shape = cshape;
+    dm.dl_tensor.strides = cstrides;
+    RETRY_PTR(imp, vdev_tensor_from_dlpack(&dm));
+    CHECK(imported_freed == 2);
+    h = digest(h, imp);
+    vdev_tensor_free(imp);
     vdev_tensor_t *all[] = {a, z, o, f, fi, u, nrm, g, back, id, kept, v, sg, y, gr[0]};
     for (size_t i = 0; i < VDEV_ARRAY_LEN(all); i++)
         h = digest(h, all[i]);
