@@ -182,6 +182,12 @@ struct vdev_tens *vdev_tens_wrap(struct vdev_ldev *dev, enum vdev_dtype dtype,
                                  void (*release)(void *ctx), void *ctx);
 /* A copy of t on dst, counted in the placement record. */
 struct vdev_tens *vdev_tens_copy_to(const struct vdev_tens *t, struct vdev_ldev *dst);
+/* Copies src's contents into dst's memory (same bytes), ordered on both
+ * streams (copies.c). fresh: dst was just made, so nothing else reads or
+ * writes it; otherwise the write to dst is begun here (vdev_tens_write_begin)
+ * and the caller ends it (vdev_tens_write_end). */
+enum vdev_status vdev_tens_copy_contents(const struct vdev_tens *src, struct vdev_tens *dst,
+                                         int fresh);
 /* A new tensor on dev with every element `value` (a valid value of dtype). */
 struct vdev_tens *vdev_tens_filled(struct vdev_ldev *dev, enum vdev_dtype dtype,
                                    const int64_t *shape, int ndim, double value);
