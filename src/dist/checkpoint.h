@@ -205,7 +205,7 @@ int vdev_dist_fault(void);
 /* A system call that may be made to fail: `call` is evaluated unless the
  * fault counter fires, in which case the result is -1 with errno EIO. */
 #define VDEV_CKPT_SYS(call) (vdev_dist_fault() ? (errno = EIO, -1) : (call))
-/* malloc and realloc through the fault counter. */
+/* malloc and realloc through the fault counter; NULL, always with errno ENOMEM. */
 void *vdev_dist_malloc(size_t n);
 void *vdev_dist_realloc(void *p, size_t n);
 

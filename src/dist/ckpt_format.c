@@ -40,20 +40,21 @@ int vdev_dist_checkpoint_fault_pending(void) { return fault_countdown > 0; }
 
 int vdev_dist_fault(void) { return fault_countdown > 0 && --fault_countdown == 0; }
 
+/* Both set errno to ENOMEM when they return NULL, as malloc does: callers that
+ * report through errno (ckpt_file.c's follow) tell no memory from a failed system
+ * call by it, and a refusal of the host-memory door (a test's) sets none. */
 void *vdev_dist_malloc(size_t n) {
-    if (vdev_dist_fault()) {
+    void *p = vdev_dist_fault() ? NULL : vdev_malloc(n ? n : 1);
+    if (!p)
         errno = ENOMEM;
-        return NULL;
-    }
-    return vdev_malloc(n ? n : 1);
+    return p;
 }
 
 void *vdev_dist_realloc(void *p, size_t n) {
-    if (vdev_dist_fault()) {
+    void *q = vdev_dist_fault() ? NULL : vdev_realloc(p, n ? n : 1);
+    if (!q)
         errno = ENOMEM;
-        return NULL;
-    }
-    return vdev_realloc(p, n ? n : 1);
+    return q;
 }
 
 /* ---- small helpers ---- */
