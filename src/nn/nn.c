@@ -467,6 +467,7 @@ static void update_params(const struct optim *o, struct vdev_op_params *p)
 
 /* Runs the update of vars with gradients g (slots made): one fused op per
  * variable, or AMSGrad's two (the moments, then the variables). */
+#define AMS_GROUP 32 /* updates vdev_op_exec_inplace_all makes without host memory */
 static enum vdev_status run_updates(struct optim *o, vdev_tensor_t *const *vars,
                                     struct vdev_tens *const *hv, vdev_tensor_t *const *g,
                                     vdev_tensor_t *const *grads, struct vdev_tens *const *hg,
@@ -505,10 +506,16 @@ static enum vdev_status run_updates(struct optim *o, vdev_tensor_t *const *vars,
     enum vdev_status st =
         vdev_op_exec_inplace_all(op, (struct vdev_tens *const *const *)pins, n, k_in, ps);
     /* AMSGrad's second op reads only what the first checked and brought to
-     * each variable's device: only a backend failure stops it */
-    if (st == VDEV_OK && ams)
+     * each variable's device: only a backend failure stops it. It runs on
+     * at most AMS_GROUP variables at a time, as many as
+     * vdev_op_exec_inplace_all keeps on its stack: for more it allocates
+     * host memory, and a failure there, with the moments already moved by
+     * the first op, would leave the update half made (the same update made
+     * again would move them twice). */
+    for (int i = 0; st == VDEV_OK && ams && i < n; i += AMS_GROUP)
         st = vdev_op_exec_inplace_all(VDEV_OP_AMSGRAD_APPLY,
-                                      (struct vdev_tens *const *const *)(pins + n), n, 3, ps);
+                                      (struct vdev_tens *const *const *)(pins + n + i),
+                                      n - i < AMS_GROUP ? n - i : AMS_GROUP, 3, ps + i);
     return st;
 }
 
