@@ -59,9 +59,9 @@ void vdev_mutex_unlock(vdev_mutex_t *m);
 /* Host memory (host_mem.c): as malloc, calloc, realloc, strdup and strndup, freed
  * with free(). Every host allocation of the core library goes through these, so that
  * tests can make one fail: vdev_host_fail_at(n) makes the calling thread's n-th next
- * allocation return NULL (n <= 0: none), once; vdev_host_fail_pending() says whether
- * that one is still to come; vdev_host_allocs() counts the thread's allocations so
- * far. Other threads are never affected. */
+ * allocation return NULL with errno ENOMEM (n <= 0: none), once;
+ * vdev_host_fail_pending() says whether that one is still to come; vdev_host_allocs()
+ * counts the thread's allocations so far. Other threads are never affected. */
 void *vdev_malloc(size_t n);
 void *vdev_calloc(size_t count, size_t size);
 void *vdev_realloc(void *p, size_t n);

@@ -10,18 +10,21 @@
 #define _GNU_SOURCE
 #include "base/base.h"
 
+#include <errno.h>
 #include <string.h>
 
 static _Thread_local long tls_fail_in; /* 0: never; n > 0: the n-th next allocation fails */
 static _Thread_local long tls_seen;    /* allocations asked for on this thread, counted */
 
-/* 1 when this call is the one to fail. */
+/* 1 when this call is the one to fail, with errno ENOMEM as the C library's
+ * would leave it (callers that tell no memory from other failures by errno). */
 static int refuse(void)
 {
     tls_seen++;
-    if (__builtin_expect(tls_fail_in == 0, 1))
+    if (__builtin_expect(tls_fail_in == 0, 1) || --tls_fail_in != 0)
         return 0;
-    return --tls_fail_in == 0;
+    errno = ENOMEM;
+    return 1;
 }
 
 void *vdev_malloc(size_t n)
