@@ -311,6 +311,8 @@ static void write_metrics(FILE *f)
     vdev_replicas_write_metrics(f, st, n);
 }
 
+void vdev_metrics_write(FILE *f) { write_metrics(f); }
+
 /* ---- HTTP ---- */
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *type,

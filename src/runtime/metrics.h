@@ -20,5 +20,8 @@ enum vdev_status vdev_metrics_init_env(void);
 /* Marks the runtime down and stops any server (vdev_shutdown, before the
  * devices go). */
 void vdev_metrics_shutdown(void);
+/* Writes what GET /metrics answers now (the runtime running) into f, without
+ * an endpoint: the text a scrape gets, for tests and tools. */
+void vdev_metrics_write(FILE *f);
 
 #endif
