@@ -70,9 +70,15 @@ static uint64_t config_digest(uint64_t h)
         struct vdev_device_details dd;
         RETRY_OK(vdev_device_details(pd[i].name, &dd));
         h = mix(mix(mix_str(h, dd.device_name), (uint64_t)dd.cc_major), (uint64_t)dd.cc_minor);
+        uint64_t limits[16];
+        int nl = 0;
+        RETRY_OK(vdev_config_get_logical_devices(pd[i].name, limits, 16, &nl));
+        h = mix(h, (uint64_t)nl);
+        for (int k = 0; k < nl && k < 16; k++)
+            h = mix(h, limits[k]);
         if (pd[i].type != VDEV_DEVICE_GPU)
             continue;
-        int growth = -2, nl = 0;
+        int growth = -2;
         RETRY_OK(vdev_config_get_memory_growth(pd[i].name, &growth));
         struct vdev_logical_device_config cfg[16];
         RETRY_OK(vdev_config_get_logical_devices_ex(pd[i].name, cfg, 16, &nl));
@@ -85,8 +91,9 @@ static uint64_t config_digest(uint64_t h)
     h = mix(h, (uint64_t)nv);
     for (int i = 0; i < nv && i < 8; i++)
         h = mix(h, (uint64_t)vis[i]);
+    h = mix_str(h, vdev_gpu_absence_reason());
     h = mix(h, vdev_config_get_soft_device_placement());
-    h = mix(h, vdev_config_get_deterministic());
+    h = mix(mix(h, vdev_config_get_deterministic()), vdev_get_log_device_placement());
     return mix(h, (uint64_t)vdev_get_placement_policy());
 }
 
