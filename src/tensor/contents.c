@@ -185,14 +185,21 @@ static vdev_tensor_t *make_random(const int64_t *shape, int ndim, int normal, fl
             VDEV_OK)
         return NULL;
     vdev_tensor_op_tag = normal ? "RandomNormal" : "RandomUniform";
-    struct vdev_tens *t = vdev_tens_new(vdev_tens_creation_device(), VDEV_F32, shape, ndim);
-    if (!t || !t->numel)
-        return vdev_tens_handle(t);
-    float *host = vdev_malloc(t->bytes);
-    if (!host) {
-        vdev_tens_drop(t);
+    /* The draws' host buffer first: the host saying no then leaves no trace on
+     * the device (no block taken and given back, in its statistics or its
+     * allocation trace). The shape was checked, so the product fits. */
+    int64_t numel = 1;
+    for (int i = 0; i < ndim; i++)
+        numel *= shape[i];
+    float *host = numel ? vdev_malloc((size_t)numel * sizeof *host) : NULL;
+    if (numel && !host) {
         vdev_error(VDEV_ERR_OOM, "out of host memory drawing a random tensor");
         return NULL;
+    }
+    struct vdev_tens *t = vdev_tens_new(vdev_tens_creation_device(), VDEV_F32, shape, ndim);
+    if (!t || !t->numel) {
+        free(host);
+        return vdev_tens_handle(t);
     }
     /* hi - lo in float, as always (the draws stay bit for bit what they were),
      * but in double when that overflows (bounds near +-FLT_MAX): then every
