@@ -338,7 +338,6 @@ static uint64_t checkpoints(void)
 static const int64_t nn_sizes[4] = {6, 10, 8, 3};
 #define NN_NV 6
 #define N_MANY 70 /* more variables than an update keeps on the stack (64) */
-#define N_PREP 32 /* the most an update's ops make without host memory */
 
 /* The biases of m excluded from o's weight decay. */
 static void exclude_biases(vdev_optimizer_t *o, vdev_mlp_t *m)
@@ -576,7 +575,7 @@ static void prepare_all(vdev_optimizer_t *const *o, vdev_tensor_t *const *vars, 
 }
 
 /* Three replicas of an MLP (Adam with AMSGrad and global_clipnorm; SGD with momentum
- * and clipnorm) and an update of N_PREP variables, each step prepared on every replica
+ * and clipnorm) and an update of N_MANY variables, each step prepared on every replica
  * first. The digest: the losses and the variables (each replica's own batch: they
  * differ). */
 static uint64_t mirrored_update(void)
@@ -643,13 +642,13 @@ static uint64_t mirrored_update(void)
         }
     }
 
-    /* N_PREP variables on one replica, the most an update's ops make without host
-     * memory (vdev_op_exec_inplace_all allocates for more, after a prepare too: not
-     * yet fixed) */
-    vdev_tensor_t *v[N_PREP], *g[N_PREP];
+    /* N_MANY variables on one replica, more than an update keeps on its stack: the
+     * prepare takes the scratch the apply will use (nn/scratch.c), so the apply after
+     * it must not fail */
+    vdev_tensor_t *v[N_MANY], *g[N_MANY];
     const int64_t shape[1] = {3};
     RETRY_OK(vdev_device_push("GPU:1"));
-    for (int i = 0; i < N_PREP; i++) {
+    for (int i = 0; i < N_MANY; i++) {
         vdev_tensor_t *t;
         RETRY_PTR(t, vdev_tensor_uniform(shape, 1, -1, 1, 600 + (uint64_t)i));
         RETRY_PTR(v[i], vdev_variable(t));
@@ -660,11 +659,11 @@ static uint64_t mirrored_update(void)
     RETRY_PTR(o, vdev_adam_new(0.01f, 0.9f, 0.999f, 1e-7f));
     RETRY_OK(vdev_adam_set_amsgrad(o, true));
     RETRY_OK(vdev_optimizer_set_clipping(o, 0, 0, 0.5f));
-    prepare_all(&o, v, N_PREP, 1);
-    CHECK_OK(vdev_optimizer_apply(o, v, g, N_PREP));
-    h = tensors_digest(h, v, N_PREP);
+    prepare_all(&o, v, N_MANY, 1);
+    CHECK_OK(vdev_optimizer_apply(o, v, g, N_MANY));
+    h = tensors_digest(h, v, N_MANY);
     vdev_optimizer_free(o);
-    for (int i = 0; i < N_PREP; i++) {
+    for (int i = 0; i < N_MANY; i++) {
         vdev_tensor_free(v[i]);
         vdev_tensor_free(g[i]);
     }

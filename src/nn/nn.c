@@ -416,6 +416,19 @@ static int own_slot_refused(const struct optim *o, vdev_tensor_t *const *vars,
     return 0;
 }
 
+/* The host scratch an update of n variables takes from the calling thread's
+ * block (scratch.c) beyond its stack arrays: above APPLY_ON_STACK variables,
+ * the held tensors (2n), the operand lists (7n), their pointers (2n), the
+ * clipped gradients with their buffers (3n) and the parameters (n); above
+ * 32, the in-place op's records after them. vdev_optimizer_prepare takes it
+ * ahead, so the apply that follows on its thread allocates none. */
+#define APPLY_ON_STACK 64
+static size_t apply_scratch_bytes(int n)
+{
+    size_t ptrs = n > APPLY_ON_STACK ? 15 * (size_t)n : 0;
+    return ptrs * sizeof(void *) + vdev_op_inplace_scratch_bytes(n);
+}
+
 enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *h, vdev_tensor_t *const *vars, int n)
 {
     struct vdev_nn_in in;
@@ -423,9 +436,16 @@ enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *h, vdev_tensor_t *cons
                                     "vdev_optimizer_prepare");
     if (!o)
         return vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
-    enum vdev_status st = own_slot_refused(o, vars, NULL, n, "vdev_optimizer_prepare")
-                              ? VDEV_ERR_INVALID_ARG
-                              : vdev_nn_slots_make(o, vars, NULL, n);
+    /* the scratch the apply will take on this thread, then the slots */
+    enum vdev_status st = VDEV_OK;
+    if (own_slot_refused(o, vars, NULL, n, "vdev_optimizer_prepare"))
+        st = VDEV_ERR_INVALID_ARG;
+    else if (apply_scratch_bytes(n) && !vdev_nn_thread_scratch(apply_scratch_bytes(n))) {
+        vdev_error_prefix("vdev_optimizer_prepare");
+        st = VDEV_ERR_OOM;
+    } else {
+        st = vdev_nn_slots_make(o, vars, NULL, n);
+    }
     vdev_nn_leave(&in);
     return st;
 }
@@ -472,7 +492,7 @@ static enum vdev_status run_updates(struct optim *o, vdev_tensor_t *const *vars,
                                     struct vdev_tens *const *hv, vdev_tensor_t *const *g,
                                     vdev_tensor_t *const *grads, struct vdev_tens *const *hg,
                                     int n, struct vdev_tens **lists, struct vdev_tens ***pins,
-                                    const struct vdev_op_params **ps)
+                                    const struct vdev_op_params **ps, void *op_scratch)
 {
     struct vdev_op_params p, p_nowd;
     update_params(o, &p);
@@ -503,12 +523,12 @@ static enum vdev_status run_updates(struct optim *o, vdev_tensor_t *const *vars,
     enum vdev_op op = ams                     ? VDEV_OP_AMSGRAD_MOMENTS
                       : o->kind == OPT_ADAM ? VDEV_OP_ADAM_UPDATE
                                             : VDEV_OP_SGD_UPDATE;
-    enum vdev_status st =
-        vdev_op_exec_inplace_all(op, (struct vdev_tens *const *const *)pins, n, k_in, ps);
+    enum vdev_status st = vdev_op_exec_inplace_all_in(
+        op, (struct vdev_tens *const *const *)pins, n, k_in, ps, op_scratch);
     /* AMSGrad's second op reads only what the first checked and brought to
      * each variable's device: only a backend failure stops it. It runs on
      * at most AMS_GROUP variables at a time, as many as
-     * vdev_op_exec_inplace_all keeps on its stack: for more it allocates
+     * vdev_op_exec_inplace_all keeps on its stack: for more it would need
      * host memory, and a failure there, with the moments already moved by
      * the first op, would leave the update half made (the same update made
      * again would move them twice). */
@@ -523,7 +543,7 @@ static enum vdev_status run_updates(struct optim *o, vdev_tensor_t *const *vars,
  * tensors hv and hg, which stay valid where a racing free kills a handle). */
 static enum vdev_status apply_held(struct optim *o, vdev_tensor_t *const *vars,
                                    vdev_tensor_t *const *grads, struct vdev_tens *const *hv,
-                                   struct vdev_tens *const *hg, int n)
+                                   struct vdev_tens *const *hg, int n, void **arena)
 {
     /* Every slot first: a slot that cannot be made fails the call before any
      * variable (or Adam's step count) changes. */
@@ -536,18 +556,20 @@ static enum vdev_status apply_held(struct optim *o, vdev_tensor_t *const *vars,
      * devices) and copies every gradient from elsewhere before the first
      * variable changes: a bad gradient fails the call with no variable, slot
      * or step count changed. On the stack for a model's usual number of
-     * variables: this runs every training step. */
-    struct vdev_tens *lists_s[64 * 7], **ins[2 * 64];
-    vdev_tensor_t *clip_s[3 * 64];
-    const struct vdev_op_params *ps_s[64];
-    int big = n > 64;
-    struct vdev_tens **lists = big ? vdev_malloc((size_t)n * 7 * sizeof *lists) : lists_s;
-    struct vdev_tens ***pins = big ? vdev_malloc((size_t)n * 2 * sizeof *pins) : ins;
-    vdev_tensor_t **clipped = big ? vdev_malloc((size_t)n * 3 * sizeof *clipped) : clip_s;
-    const struct vdev_op_params **ps = big ? vdev_malloc((size_t)n * sizeof *ps) : ps_s;
+     * variables (this runs every training step), else in the thread's
+     * scratch (apply_scratch_bytes), after the held tensors. */
+    struct vdev_tens *lists_s[APPLY_ON_STACK * 7], **ins[2 * APPLY_ON_STACK];
+    vdev_tensor_t *clip_s[3 * APPLY_ON_STACK];
+    const struct vdev_op_params *ps_s[APPLY_ON_STACK];
+    int big = n > APPLY_ON_STACK;
+    void **a = big ? arena + 2 * (size_t)n : NULL;
+    struct vdev_tens **lists = big ? (struct vdev_tens **)a : lists_s;
+    struct vdev_tens ***pins = big ? (struct vdev_tens ***)(a + 7 * (size_t)n) : ins;
+    vdev_tensor_t **clipped = big ? (vdev_tensor_t **)(a + 9 * (size_t)n) : clip_s;
+    const struct vdev_op_params **ps =
+        big ? (const struct vdev_op_params **)(a + 12 * (size_t)n) : ps_s;
+    void *op_scratch = big ? (void *)(a + 13 * (size_t)n) : arena;
     enum vdev_status st = VDEV_OK;
-    if (!lists || !pins || !clipped || !ps)
-        st = vdev_error(VDEV_ERR_OOM, "vdev_optimizer_apply: out of host memory");
     /* Keras clips the gradients first, into the scratch made with the slots
      * (the caller's gradients stay): nothing allocated here */
     /* one scratch per variable: with clipping, a variable comes once */
@@ -568,18 +590,12 @@ static enum vdev_status apply_held(struct optim *o, vdev_tensor_t *const *vars,
         st = vdev_clip_gradients(&o->clip, grads, hg, n, bufs, sums, clipped);
     }
     if (st == VDEV_OK) {
-        st = run_updates(o, vars, hv, clipped, grads, hg, n, lists, pins, ps);
+        st = run_updates(o, vars, hv, clipped, grads, hg, n, lists, pins, ps, op_scratch);
         /* A step counts once its updates were submitted (a backend failure
          * part way counts too: some variables moved with this step's Adam
          * factor). */
         if (st == VDEV_OK || vdev_last_status() == VDEV_ERR_BACKEND)
             o->step++;
-    }
-    if (big) {
-        free(lists);
-        free(pins);
-        free(clipped);
-        free(ps);
     }
     return st;
 }
@@ -597,11 +613,16 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
     int ptrs = n >= 0 && (n == 0 || (vars && grads));
     for (int i = 0; ptrs && i < n; i++)
         ptrs = vars[i] && grads[i];
-    struct vdev_tens *held_s[2 * 64];
-    struct vdev_tens **held = !ptrs ? NULL : n > 64 ? vdev_malloc((size_t)n * 2 * sizeof *held)
-                                                    : held_s;
-    if (ptrs && !held)
-        return vdev_error(VDEV_ERR_OOM, "%s: out of host memory", fn);
+    size_t need = ptrs ? apply_scratch_bytes(n) : 0;
+    void **arena = need ? vdev_nn_thread_scratch(need) : NULL;
+    if (need && !arena) {
+        vdev_error_prefix("%s", fn);
+        return VDEV_ERR_OOM;
+    }
+    struct vdev_tens *held_s[2 * APPLY_ON_STACK];
+    struct vdev_tens **held = !ptrs                 ? NULL
+                              : n > APPLY_ON_STACK ? (struct vdev_tens **)arena
+                                                   : held_s;
     /* variable i, then gradient i: the order apply_args checks them in */
     int k = 0; /* pairs held */
     enum vdev_status st = VDEV_OK;
@@ -632,7 +653,7 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
                         "can be counted after it",
                         fn, (long long)o->step);
     if (st == VDEV_OK)
-        st = apply_held(o, vars, grads, held, held + n, n);
+        st = apply_held(o, vars, grads, held, held + n, n, arena);
     if (o)
         vdev_nn_leave(&in);
     for (int i = 0; i < n && st == VDEV_OK; i++)
@@ -644,8 +665,6 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
         vdev_tens_release(held[k]);
         vdev_tens_release(held[n + k]);
     }
-    if (held != held_s)
-        free(held);
     return st;
 }
 

@@ -58,9 +58,11 @@ int vdev_nn_out_fits(const void *out, int cap, const char *fn);
 /* Makes the slots (SGD's velocity, only with momentum; Adam's m and v) of
  * vars[0..n) that the optimizer does not have yet, zeros on each variable's
  * device (slots.c), and, while the optimizer clips gradients, the
- * clipping's scratch beside each variable. After VDEV_OK,
- * vdev_optimizer_apply on these variables allocates nothing (with gradients
- * on their variables' devices), clipping included.
+ * clipping's scratch beside each variable, and the host scratch of the
+ * update in the calling thread's block (scratch.c). After VDEV_OK,
+ * vdev_optimizer_apply on these variables from the same thread allocates
+ * nothing, device or host (with gradients on their variables' devices),
+ * clipping included.
  * The slots made stay pending: the next vdev_optimizer_apply (or
  * vdev_optimizer_slots for that variable) keeps them, and
  * vdev_optimizer_unprepare takes them back. Errors: those of

@@ -96,4 +96,9 @@ void vdev_nn_slots_prune(struct optim *o);
 /* Frees every slot and record (vdev_optimizer_free). */
 void vdev_nn_slots_free(struct optim *o);
 
+/* At least `bytes` of the calling thread's scratch for an update (scratch.c),
+ * aligned for any type; the same block again while it is large enough (no
+ * host memory taken then). NULL with VDEV_ERR_OOM when the host has none. */
+void *vdev_nn_thread_scratch(size_t bytes);
+
 #endif /* VDEV_NN_OPTIM_H */

@@ -532,8 +532,23 @@ enum vdev_status vdev_op_exec_inplace(enum vdev_op op, struct vdev_tens *const *
     return vdev_op_exec_inplace_all(op, &in, 1, n_in, &p);
 }
 
+#define INPLACE_ON_STACK 32
+
+size_t vdev_op_inplace_scratch_bytes(int n)
+{
+    return n <= INPLACE_ON_STACK ? 0 : (size_t)n * sizeof(struct inplace);
+}
+
 enum vdev_status vdev_op_exec_inplace_all(enum vdev_op op, struct vdev_tens *const *const *ins,
                                           int n, int n_in, const struct vdev_op_params *const *ps)
+{
+    return vdev_op_exec_inplace_all_in(op, ins, n, n_in, ps, NULL);
+}
+
+enum vdev_status vdev_op_exec_inplace_all_in(enum vdev_op op, struct vdev_tens *const *const *ins,
+                                             int n, int n_in,
+                                             const struct vdev_op_params *const *ps,
+                                             void *scratch)
 {
     const struct vdev_op_def *def = &vdev_op_defs[op];
     enum vdev_status st = VDEV_OK;
@@ -541,14 +556,15 @@ enum vdev_status vdev_op_exec_inplace_all(enum vdev_op op, struct vdev_tens *con
         st = check_inplace(def, ins[k], n_in, ps[k]);
     if (st != VDEV_OK || n <= 0)
         return st;
-    /* on the stack for a model's usual number of variables: an optimizer
-     * step comes here once */
-    struct inplace small[32];
-    struct inplace *g = n <= 32 ? small : vdev_calloc((size_t)n, sizeof *g);
+    /* on the stack for a model's usual number of variables (an optimizer
+     * step comes here once), else in the caller's scratch or allocated */
+    struct inplace small[INPLACE_ON_STACK];
+    struct inplace *g = n <= INPLACE_ON_STACK ? small
+                        : scratch                ? scratch
+                                                 : vdev_malloc((size_t)n * sizeof *g);
     if (!g)
         return vdev_error(VDEV_ERR_OOM, "%s: out of host memory for %d updates", def->name, n);
-    if (g == small)
-        memset(small, 0, (size_t)n * sizeof *small);
+    memset(g, 0, (size_t)n * sizeof *g);
     /* Every copy before any kernel: a copy that fails (device memory) leaves
      * every operand as it was. */
     int k = 0;
@@ -559,7 +575,7 @@ enum vdev_status vdev_op_exec_inplace_all(enum vdev_op op, struct vdev_tens *con
         st = run_inplace(def, ins[j], n_in, ps[j], &g[j]);
     for (int j = 0; j < k; j++)
         drop_tmp(g[j].tmp, n_in);
-    if (g != small)
+    if (g != small && g != scratch)
         free(g);
     return st;
 }

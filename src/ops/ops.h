@@ -118,6 +118,16 @@ enum vdev_status vdev_op_exec_inplace(enum vdev_op op, struct vdev_tens *const *
  * running (a backend error) leaves the lists before it updated. */
 enum vdev_status vdev_op_exec_inplace_all(enum vdev_op op, struct vdev_tens *const *const *ins,
                                           int n, int n_in, const struct vdev_op_params *const *ps);
+/* The same with the caller's host scratch, at least
+ * vdev_op_inplace_scratch_bytes(n) bytes aligned for pointers (NULL: taken
+ * from the host when needed): then it allocates no host memory, so a caller
+ * that made the scratch ahead cannot fail for want of it. Up to 32 lists
+ * need none. */
+enum vdev_status vdev_op_exec_inplace_all_in(enum vdev_op op, struct vdev_tens *const *const *ins,
+                                             int n, int n_in,
+                                             const struct vdev_op_params *const *ps,
+                                             void *scratch);
+size_t vdev_op_inplace_scratch_bytes(int n);
 /* op on in[0..n_in) into out (made by the caller with the op's output
  * shape and dtype; the op runs on out's device): allocates nothing when
  * every input is on out's device. No tape records it. */
