@@ -70,6 +70,14 @@ char *vdev_strndup(const char *s, size_t n);
 void vdev_host_fail_at(long nth);
 int vdev_host_fail_pending(void);
 long vdev_host_allocs(void);
+/* The same for the device memory of tensors: vdev_device_fail_at(n) makes the calling
+ * thread's n-th next tensor allocation fail as a full device would (VDEV_ERR_OOM);
+ * vdev_device_refused() is asked once per allocation by the tensor layer (1: refuse
+ * this one). */
+void vdev_device_fail_at(long nth);
+int vdev_device_fail_pending(void);
+long vdev_device_allocs(void);
+int vdev_device_refused(void);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t vdev_now_ns(void);

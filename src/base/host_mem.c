@@ -6,7 +6,9 @@
  * another, that each such failure is reported and leaves nothing lost or inconsistent.
  * The countdown is thread-local: a test fails its own thread's allocations, never those of
  * a stream thread it does not control, and production code pays one thread-local test of
- * a zero a call. */
+ * a zero a call. A second countdown does the same for the device memory of tensors
+ * (vdev_device_fail_at, asked by tensor.c before the allocator), so that a test can
+ * refuse every device allocation of a scenario in turn as well. */
 #define _GNU_SOURCE
 #include "base/base.h"
 
@@ -57,6 +59,36 @@ char *vdev_strndup(const char *s, size_t n)
     }
     return d;
 }
+
+/* ---- device refusals (the same for tensors' device memory) ---- */
+
+static _Thread_local long tls_dev_fail_in;
+static _Thread_local long tls_dev_seen;
+
+int vdev_device_refused(void)
+{
+    tls_dev_seen++;
+    if (__builtin_expect(tls_dev_fail_in == 0, 1) || --tls_dev_fail_in != 0)
+        return 0;
+    return 1;
+}
+
+void vdev_device_fail_at(long nth)
+{
+    tls_dev_fail_in = nth > 0 ? nth : 0;
+}
+
+long vdev_device_allocs(void)
+{
+    return tls_dev_seen;
+}
+
+int vdev_device_fail_pending(void)
+{
+    return tls_dev_fail_in != 0;
+}
+
+/* ---- host refusals ---- */
 
 void vdev_host_fail_at(long nth)
 {

@@ -272,7 +272,11 @@ VDEV_API enum vdev_status vdev_mem_alloc(const char *device, uint64_t bytes, voi
     if (st != VDEV_OK)
         return st;
     struct vdev_block blk;
-    if ((st = vdev_alloc_malloc(d->alloc, bytes, &blk)) != VDEV_OK) {
+    if (vdev_device_refused()) /* a test's refusal (base/host_mem.c) */
+        st = vdev_error(VDEV_ERR_OOM, "%s: refused for a test (vdev_device_fail_at)", d->name);
+    else
+        st = vdev_alloc_malloc(d->alloc, bytes, &blk);
+    if (st != VDEV_OK) {
         if (st == VDEV_ERR_OOM) /* traced and reported as a tensor's is */
             vdev_runtime_oom_seen(d, bytes, vdev_runtime_block_tag, d);
         return st;

@@ -169,8 +169,13 @@ static struct vdev_tens *tens_new(struct vdev_ldev *dev, enum vdev_dtype dtype,
         return NULL;
     if (t->bytes) {
         struct vdev_block blk;
-        enum vdev_status st = quiet ? vdev_alloc_malloc_quiet(dev->alloc, t->bytes, &blk)
-                                    : vdev_alloc_malloc(dev->alloc, t->bytes, &blk);
+        enum vdev_status st;
+        if (!quiet && vdev_device_refused()) /* a test's refusal (base/host_mem.c) */
+            st = vdev_error(VDEV_ERR_OOM, "%s: refused for a test (vdev_device_fail_at)",
+                            dev->name);
+        else
+            st = quiet ? vdev_alloc_malloc_quiet(dev->alloc, t->bytes, &blk)
+                       : vdev_alloc_malloc(dev->alloc, t->bytes, &blk);
         if (st != VDEV_OK) {
             if (quiet) {
                 vdev_handle_release(&vdev_tens_table, t);
