@@ -7,6 +7,9 @@
 #include "vdev.h"
 
 #include <pthread.h>
+#ifndef __cplusplus
+#include <stdatomic.h>
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,8 +63,10 @@ void vdev_mutex_unlock(vdev_mutex_t *m);
  * with free(). Every host allocation of the core library goes through these, so that
  * tests can make one fail: vdev_host_fail_at(n) makes the calling thread's n-th next
  * allocation return NULL with errno ENOMEM (n <= 0: none), once;
- * vdev_host_fail_pending() says whether that one is still to come; vdev_host_allocs()
- * counts the thread's allocations so far. Other threads are never affected. */
+ * vdev_host_fail_pending() says whether that one is still to come, and
+ * vdev_host_fail_left() how many allocations are left before it (a test that sets a
+ * countdown too long to end counts its allocations by it). Other threads are never
+ * affected. */
 void *vdev_malloc(size_t n);
 void *vdev_calloc(size_t count, size_t size);
 void *vdev_realloc(void *p, size_t n);
@@ -69,15 +74,24 @@ char *vdev_strdup(const char *s);
 char *vdev_strndup(const char *s, size_t n);
 void vdev_host_fail_at(long nth);
 int vdev_host_fail_pending(void);
-long vdev_host_allocs(void);
+long vdev_host_fail_left(void);
 /* The same for the device memory of tensors: vdev_device_fail_at(n) makes the calling
  * thread's n-th next tensor allocation fail as a full device would (VDEV_ERR_OOM);
  * vdev_device_refused() is asked once per allocation by the tensor layer (1: refuse
- * this one). */
+ * this one). vdev_refusals_armed counts the threads with a countdown set, so that an
+ * allocation outside such tests costs one relaxed load. */
 void vdev_device_fail_at(long nth);
 int vdev_device_fail_pending(void);
-long vdev_device_allocs(void);
-int vdev_device_refused(void);
+long vdev_device_fail_left(void);
+int vdev_device_refused_now(void);
+#ifndef __cplusplus /* (C11 atomics; base.h is also read by the CUDA sources) */
+extern _Atomic int vdev_refusals_armed;
+static inline int vdev_device_refused(void)
+{
+    return __builtin_expect(atomic_load_explicit(&vdev_refusals_armed, memory_order_relaxed), 0) &&
+           vdev_device_refused_now();
+}
+#endif
 
 /* Monotonic clock in nanoseconds. */
 uint64_t vdev_now_ns(void);

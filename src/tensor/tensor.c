@@ -546,7 +546,8 @@ void vdev_tens_release(const struct vdev_tens *ct)
         free_snaps(t->snaps);
         t->snaps = NULL;
     }
-    free(t->next_snap); /* the next tens_struct sets it again */
+    if (t->next_snap) /* (a call to free per tensor otherwise) */
+        free(t->next_snap); /* the next tens_struct sets it again */
     if (t->base)
         vdev_tens_release(t->base);
     else if (t->ext_release)
