@@ -13,10 +13,12 @@
 
 #include "base/base.h"
 #include "check.h"
+#include "vdev.h"
 
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 static int armed;    /* a refusal is set and has not come yet, before the call */
 static long refused; /* calls that failed for it, in this run */
@@ -133,5 +135,58 @@ static inline void sweep(const char *name, uint64_t (*scenario)(void))
 }
 
 static inline uint64_t mix(uint64_t h, uint64_t x) { return (h ^ x) * 0x100000001B3ull; }
+
+static inline uint64_t mix_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++)
+        h = mix(h, c[i]);
+    return h;
+}
+
+static inline uint64_t mix_str(uint64_t h, const char *s) { return mix_bytes(h, s, strlen(s) + 1); }
+
+/* The bits of n tensors (each of at most 512 elements), read back. */
+static inline uint64_t tensors_digest(uint64_t h, vdev_tensor_t *const *t, int n)
+{
+    for (int i = 0; i < n; i++) {
+        float v[512];
+        size_t bytes = (size_t)vdev_tensor_numel(t[i]) * 4;
+        CHECK(bytes <= sizeof v);
+        if (bytes > sizeof v)
+            return h;
+        RETRY_OK(vdev_tensor_to_host(t[i], v, bytes));
+        h = mix(mix_bytes(h, v, bytes), bytes);
+    }
+    return h;
+}
+
+/* One update of m by o on batch k (8 rows drawn from seeds 100 + k and 200 + k, MSE,
+ * a tape): the digest with the loss's bits mixed in. */
+static inline uint64_t train(uint64_t h, vdev_mlp_t *m, vdev_optimizer_t *o,
+                             const int64_t *sizes, int n_sizes, int k)
+{
+    vdev_tensor_t *vars[16], *grads[16], *x, *y, *pred, *loss;
+    int nv = vdev_mlp_variables(m, vars, 16);
+    CHECK(nv == 2 * (n_sizes - 1));
+    const int64_t xs[2] = {8, sizes[0]}, ys[2] = {8, sizes[n_sizes - 1]};
+    RETRY_PTR(x, vdev_tensor_uniform(xs, 2, -1, 1, 100 + (uint64_t)k));
+    RETRY_PTR(y, vdev_tensor_uniform(ys, 2, -1, 1, 200 + (uint64_t)k));
+    vdev_tape_t *tape;
+    RETRY_PTR(tape, vdev_tape_begin());
+    RETRY_PTR(pred, vdev_mlp_forward(m, x));
+    RETRY_PTR(loss, vdev_mse(pred, y));
+    RETRY_OK(vdev_tape_gradient(tape, loss, vars, nv, grads));
+    vdev_tape_end(tape);
+    RETRY_OK(vdev_optimizer_apply(o, vars, grads, nv));
+    h = tensors_digest(h, &loss, 1);
+    for (int i = 0; i < nv; i++)
+        vdev_tensor_free(grads[i]);
+    vdev_tensor_free(x);
+    vdev_tensor_free(y);
+    vdev_tensor_free(pred);
+    vdev_tensor_free(loss);
+    return h;
+}
 
 #endif /* VDEV_TEST_HOST_OOM_H */

@@ -162,41 +162,9 @@ static uint64_t training(void)
     int nv = vdev_mlp_variables(m, vars, 8);
     CHECK(nv == 4);
     uint64_t h = 0;
-    for (int step = 0; step < 3; step++) {
-        const int64_t xs[2] = {8, 12}, ys[2] = {8, 3};
-        vdev_tensor_t *x, *y, *pred, *loss, *grads[8];
-        RETRY_PTR(x, vdev_tensor_uniform(xs, 2, -1, 1, 100 + (uint64_t)step));
-        RETRY_PTR(y, vdev_tensor_uniform(ys, 2, -1, 1, 200 + (uint64_t)step));
-        vdev_tape_t *tape;
-        RETRY_PTR(tape, vdev_tape_begin());
-        RETRY_PTR(pred, vdev_mlp_forward(m, x));
-        RETRY_PTR(loss, vdev_mse(pred, y));
-        RETRY_OK(vdev_tape_gradient(tape, loss, vars, nv, grads));
-        vdev_tape_end(tape);
-        RETRY_OK(vdev_optimizer_apply(o, vars, grads, nv));
-        float l = 0;
-        RETRY_OK(vdev_tensor_to_host(loss, &l, sizeof l));
-        uint32_t bits;
-        memcpy(&bits, &l, 4);
-        h = mix(h, bits);
-        for (int i = 0; i < nv; i++)
-            vdev_tensor_free(grads[i]);
-        vdev_tensor_free(x);
-        vdev_tensor_free(y);
-        vdev_tensor_free(pred);
-        vdev_tensor_free(loss);
-    }
-    for (int i = 0; i < nv; i++) {
-        float v[16 * 12];
-        size_t bytes = (size_t)vdev_tensor_numel(vars[i]) * 4;
-        CHECK(bytes <= sizeof v);
-        RETRY_OK(vdev_tensor_to_host(vars[i], v, bytes));
-        for (size_t k = 0; k < bytes / 4; k++) {
-            uint32_t bits;
-            memcpy(&bits, &v[k], 4);
-            h = mix(h, bits);
-        }
-    }
+    for (int step = 0; step < 3; step++)
+        h = train(h, m, o, sizes, 3, step);
+    h = tensors_digest(h, vars, nv);
     vdev_optimizer_free(o);
     vdev_mlp_free(m);
     struct vdev_memory_info mi;

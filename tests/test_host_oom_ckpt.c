@@ -49,31 +49,7 @@ static char link_path[128]; /* a symbolic link to it, beside it */
 
 /* ---- helpers -------------------------------------------------------------- */
 
-static uint64_t mix_bytes(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++)
-        h = mix(h, c[i]);
-    return h;
-}
-
-static uint64_t mix_str(uint64_t h, const char *s) { return mix_bytes(h, s, strlen(s) + 1); }
-
 /* The tensors' bytes, read back. */
-static uint64_t tensors_digest(uint64_t h, vdev_tensor_t *const *t, int n)
-{
-    for (int i = 0; i < n; i++) {
-        float v[512];
-        size_t bytes = (size_t)vdev_tensor_numel(t[i]) * 4;
-        CHECK(bytes <= sizeof v);
-        if (bytes > sizeof v)
-            return h;
-        RETRY_OK(vdev_tensor_to_host(t[i], v, bytes));
-        h = mix(mix_bytes(h, v, bytes), bytes);
-    }
-    return h;
-}
-
 /* The checkpoint file's bytes (nothing in it varies between equal saves). */
 static uint64_t file_digest(void)
 {
@@ -130,33 +106,6 @@ static void load(const char *const *names, vdev_tensor_t *const *t, int n)
         CHECK_EQ_U64(tensors_digest(0, t, n), was);
         CHECK_OK(vdev_checkpoint_load(path, names, t, n));
     }
-}
-
-/* One update of m by o on batch k; returns the digest with the loss's bits mixed in. */
-static uint64_t train(uint64_t h, vdev_mlp_t *m, vdev_optimizer_t *o, const int64_t *sizes,
-                      int n_sizes, int k)
-{
-    vdev_tensor_t *vars[16], *grads[16], *x, *y, *pred, *loss;
-    int nv = vdev_mlp_variables(m, vars, 16);
-    CHECK(nv == 2 * (n_sizes - 1));
-    const int64_t xs[2] = {8, sizes[0]}, ys[2] = {8, sizes[n_sizes - 1]};
-    RETRY_PTR(x, vdev_tensor_uniform(xs, 2, -1, 1, 100 + (uint64_t)k));
-    RETRY_PTR(y, vdev_tensor_uniform(ys, 2, -1, 1, 200 + (uint64_t)k));
-    vdev_tape_t *tape;
-    RETRY_PTR(tape, vdev_tape_begin());
-    RETRY_PTR(pred, vdev_mlp_forward(m, x));
-    RETRY_PTR(loss, vdev_mse(pred, y));
-    RETRY_OK(vdev_tape_gradient(tape, loss, vars, nv, grads));
-    vdev_tape_end(tape);
-    RETRY_OK(vdev_optimizer_apply(o, vars, grads, nv));
-    h = tensors_digest(h, &loss, 1);
-    for (int i = 0; i < nv; i++)
-        vdev_tensor_free(grads[i]);
-    vdev_tensor_free(x);
-    vdev_tensor_free(y);
-    vdev_tensor_free(pred);
-    vdev_tensor_free(loss);
-    return h;
 }
 
 /* The model's variables' bytes. */

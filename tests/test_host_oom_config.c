@@ -26,13 +26,6 @@
 
 #define MIB (1ull << 20)
 
-static uint64_t mix_str(uint64_t h, const char *s)
-{
-    for (; *s; s++)
-        h = mix(h, (uint64_t)(unsigned char)*s);
-    return mix(h, 0xff);
-}
-
 /* Standard error into a file while a scenario writes warnings and placement lines;
  * what a failed check printed meanwhile is printed again once it is back. */
 static int bad_before;
