@@ -18,7 +18,8 @@
 #include <errno.h>
 #include <string.h>
 
-_Atomic int vdev_refusals_armed;
+/* on a cache line of its own: read by every allocation, written only by tests */
+_Alignas(64) _Atomic int vdev_refusals_armed;
 static _Thread_local long tls_host_left, tls_dev_left; /* 0: none; n: the n-th next fails */
 
 static void countdown_set(long *left, long nth)

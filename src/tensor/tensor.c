@@ -147,6 +147,13 @@ static struct vdev_tens *tens_struct(struct vdev_ldev *dev, enum vdev_dtype dtyp
     return t;
 }
 
+/* A test's refusal of a tensor's device memory (vdev_device_fail_at): the
+ * error a full device gives. Out of the way of the path that allocates. */
+static __attribute__((cold, noinline)) enum vdev_status refused(const struct vdev_ldev *dev)
+{
+    return vdev_error(VDEV_ERR_OOM, "%s: refused for a test (vdev_device_fail_at)", dev->name);
+}
+
 /* vdev_tens_new; quiet: out of memory is no OOM event (report, trace) and
  * no failed allocation in the device's statistics (n_failed_allocs counts
  * the program's own), as for a copy that a write goes on without
@@ -171,8 +178,7 @@ static struct vdev_tens *tens_new(struct vdev_ldev *dev, enum vdev_dtype dtype,
         struct vdev_block blk;
         enum vdev_status st;
         if (!quiet && vdev_device_refused()) /* a test's refusal (base/host_mem.c) */
-            st = vdev_error(VDEV_ERR_OOM, "%s: refused for a test (vdev_device_fail_at)",
-                            dev->name);
+            st = refused(dev);
         else
             st = quiet ? vdev_alloc_malloc_quiet(dev->alloc, t->bytes, &blk)
                        : vdev_alloc_malloc(dev->alloc, t->bytes, &blk);
@@ -536,18 +542,25 @@ const struct vdev_tens *vdev_tens_value_at(const struct vdev_tens *t, uint64_t v
     return NULL;
 }
 
+/* The values a tape read that t still keeps (none while records hold t; freed
+ * all the same) and the entry made for its next write (tens_struct sets it
+ * again). Out of the way of the release of a tensor no tape read. */
+static __attribute__((cold, noinline)) void drop_tape_entries(struct vdev_tens *t)
+{
+    free_snaps(t->snaps);
+    t->snaps = NULL;
+    free(t->next_snap);
+    t->next_snap = NULL;
+}
+
 void vdev_tens_release(const struct vdev_tens *ct)
 {
     struct vdev_tens *t = vdev_tens_mut(ct);
     if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
         return;
     VDEV_DEBUG_ASSERT(!atomic_load_explicit(&t->scope_thread, memory_order_relaxed));
-    if (t->snaps) { /* none while records hold t; freed all the same */
-        free_snaps(t->snaps);
-        t->snaps = NULL;
-    }
-    if (t->next_snap) /* (a call to free per tensor otherwise) */
-        free(t->next_snap); /* the next tens_struct sets it again */
+    if (__builtin_expect(t->snaps || t->next_snap, 0))
+        drop_tape_entries(t);
     if (t->base)
         vdev_tens_release(t->base);
     else if (t->ext_release)
