@@ -440,7 +440,7 @@ enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *h, vdev_tensor_t *cons
     enum vdev_status st = VDEV_OK;
     if (own_slot_refused(o, vars, NULL, n, "vdev_optimizer_prepare"))
         st = VDEV_ERR_INVALID_ARG;
-    else if (apply_scratch_bytes(n) && !vdev_nn_thread_scratch(apply_scratch_bytes(n))) {
+    else if (apply_scratch_bytes(n) && vdev_nn_scratch_reserve(apply_scratch_bytes(n)) != VDEV_OK) {
         vdev_error_prefix("vdev_optimizer_prepare");
         st = VDEV_ERR_OOM;
     } else {
@@ -614,7 +614,7 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
     for (int i = 0; ptrs && i < n; i++)
         ptrs = vars[i] && grads[i];
     size_t need = ptrs ? apply_scratch_bytes(n) : 0;
-    void **arena = need ? vdev_nn_thread_scratch(need) : NULL;
+    void **arena = need ? vdev_nn_scratch_take(need) : NULL;
     if (need && !arena) {
         vdev_error_prefix("%s", fn);
         return VDEV_ERR_OOM;
@@ -665,6 +665,7 @@ VDEV_API enum vdev_status vdev_optimizer_apply(vdev_optimizer_t *h, vdev_tensor_
         vdev_tens_release(held[k]);
         vdev_tens_release(held[n + k]);
     }
+    vdev_nn_scratch_give(arena);
     return st;
 }
 

@@ -96,9 +96,14 @@ void vdev_nn_slots_prune(struct optim *o);
 /* Frees every slot and record (vdev_optimizer_free). */
 void vdev_nn_slots_free(struct optim *o);
 
-/* At least `bytes` of the calling thread's scratch for an update (scratch.c),
- * aligned for any type; the same block again while it is large enough (no
- * host memory taken then). NULL with VDEV_ERR_OOM when the host has none. */
-void *vdev_nn_thread_scratch(size_t bytes);
+/* The calling thread's scratch for updates (scratch.c). reserve: makes its
+ * block at least `bytes` long (VDEV_ERR_OOM when the host has no memory for
+ * it; left as it is while an outer update holds it). take: at least `bytes`
+ * aligned for any type, the thread's block (no host memory taken while it is
+ * large enough) or, while an outer update holds that, a block of the call's
+ * own; NULL with VDEV_ERR_OOM. give: hands back what take gave (NULL: nothing). */
+enum vdev_status vdev_nn_scratch_reserve(size_t bytes);
+void *vdev_nn_scratch_take(size_t bytes);
+void vdev_nn_scratch_give(void *p);
 
 #endif /* VDEV_NN_OPTIM_H */
