@@ -6,8 +6,9 @@
  * countdown on its own thread (host memory, then tensors' device memory) for the
  * first of three steps (in which the optimizers make their slots) or the second,
  * n = 1, 2, ... until a step no longer reaches its n-th allocation: the forward
- * pass, the tape, the average loss, the gradients, the all-reduce, the slots. A step that fails must
- * fail as a whole (vdev_strategy_run says VDEV_ERR_OOM, naming replica 0) with no
+ * pass, the tape, the average loss, the gradients, the all-reduce, the slots;
+ * then replica 1's, in the first step. A step that fails must
+ * fail as a whole (vdev_strategy_run says VDEV_ERR_OOM, naming that replica) with no
  * replica's variables, slots or step count changed, so the same step made again
  * succeeds, and the three steps end with the losses and the variables of both
  * replicas the same to the bit as the run without a refusal. Two simulated GPUs,
@@ -23,10 +24,11 @@ static int fired;   /* it came, in this step */
 static int came;    /* it came, in this run */
 static int kind;    /* 0: host memory, 1: tensors' device memory */
 static int at_step; /* the step whose allocation n is refused */
+static int target;  /* the replica whose allocation n is refused */
 
 static enum vdev_status armed_step(vdev_replica_context_t *ctx, void *u)
 {
-    int mine = vdev_replica_id(ctx) == 0 && arm_n > 0;
+    int mine = vdev_replica_id(ctx) == target && arm_n > 0;
     if (mine) {
         if (kind)
             vdev_device_fail_at(arm_n);
@@ -75,7 +77,9 @@ static uint64_t three_steps(long n)
             /* the refusal's doing, reported as such, and nothing changed */
             CHECK(fired);
             CHECK_STATUS(st, VDEV_ERR_OOM);
-            CHECK(!strncmp(vdev_last_error(), "replica 0 (", 11));
+            char who[16];
+            snprintf(who, sizeof who, "replica %d (", target);
+            CHECK(!strncmp(vdev_last_error(), who, strlen(who)));
             refused++;
             CHECK_OK(vdev_strategy_run(s, armed_step, &m, loss));
         }
@@ -96,10 +100,11 @@ static uint64_t three_steps(long n)
     return h;
 }
 
-static void sweep_replica(int k, int step)
+static void sweep_replica(int k, int step, int replica)
 {
     kind = k;
     at_step = step;
+    target = replica;
     const char *what = k ? "device" : "host";
     refused = 0;
     uint64_t want = three_steps(0);
@@ -113,22 +118,26 @@ static void sweep_replica(int k, int step)
         failures += refused;
         CHECK_EQ_U64(got, want);
         if (check_failed != bad) {
-            fprintf(stderr, "  (replica 0's %s allocation %ld refused in step %d)\n", what, n,
-                    step);
+            fprintf(stderr, "  (replica %d's %s allocation %ld refused in step %d)\n", replica,
+                    what, n, step);
             return;
         }
     }
     CHECK(n > 1 && failures > 0);
-    printf("a mirrored step on two GPUs (%s): replica 0's %ld %s allocations each refused in "
+    printf("a mirrored step on two GPUs (%s): replica %d's %ld %s allocations each refused in "
            "turn, %ld steps failed and were made again\n",
-           step ? "the second, slots made" : "the first, slots made in it", n - 1, what, failures);
+           step ? "the second, slots made" : "the first, slots made in it", replica, n - 1, what,
+           failures);
 }
 
 int main(void)
 {
     for (int step = 0; step < 2; step++) {
-        sweep_replica(0, step);
-        sweep_replica(1, step);
+        sweep_replica(0, step, 0);
+        sweep_replica(1, step, 0);
     }
+    /* the other replica: the failure is named by the replica it struck */
+    sweep_replica(0, 0, 1);
+    sweep_replica(1, 0, 1);
     return check_done();
 }
