@@ -47,10 +47,14 @@ static inline void before_call(void) { armed = refusal_pending(); }
 static inline void failed_call(const char *what)
 {
     refused++;
-    if (!armed || refusal_pending() || vdev_last_status() != VDEV_ERR_OOM) {
+    /* and the message says it: memory, or the OOM a device reports */
+    const char *msg = vdev_last_error();
+    int says = strstr(msg, "memory") || strstr(msg, "OOM when allocating");
+    if (!armed || refusal_pending() || vdev_last_status() != VDEV_ERR_OOM || !says) {
         CHECK(armed && !refusal_pending());
         CHECK_STATUS(vdev_last_status(), VDEV_ERR_OOM);
-        fprintf(stderr, "  %s failed: %s\n", what, vdev_last_error());
+        CHECK(says);
+        fprintf(stderr, "  %s failed: %s\n", what, msg);
     }
 }
 

@@ -80,6 +80,8 @@ static uint64_t three_steps(long n)
             char who[16];
             snprintf(who, sizeof who, "replica %d (", target);
             CHECK(!strncmp(vdev_last_error(), who, strlen(who)));
+            CHECK(strstr(vdev_last_error(), "memory") ||
+                  strstr(vdev_last_error(), "OOM when allocating"));
             refused++;
             CHECK_OK(vdev_strategy_run(s, armed_step, &m, loss));
         }

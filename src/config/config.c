@@ -591,7 +591,8 @@ VDEV_API enum vdev_status vdev_config_get_visible_devices(int *gpu_indices, int 
     int count = S.eff_n_visible;
     if (!S.frozen) {
         if (!(r = vdev_malloc(sizeof *r)))
-            return end(vdev_error(VDEV_ERR_OOM, "out of host memory"));
+            return end(vdev_error(VDEV_ERR_OOM, "vdev_config_get_visible_devices: out of host "
+                                                "memory resolving the configuration"));
         if ((st = vdev_config_resolve_locked(r)) != VDEV_OK) {
             free(r);
             return end(st);
@@ -623,7 +624,8 @@ static enum vdev_status split_of(const char *name, struct vdev_config_resolved *
     int n_cpus = S.eff_n_cpus;
     if (!S.frozen) {
         if (!(*r = vdev_malloc(sizeof **r)))
-            return vdev_error(VDEV_ERR_OOM, "out of host memory");
+            return vdev_error(VDEV_ERR_OOM, "%s: out of host memory resolving the configuration",
+                              name);
         if ((st = vdev_config_resolve_locked(*r)) != VDEV_OK) {
             free(*r);
             *r = NULL;

@@ -273,7 +273,9 @@ VDEV_API enum vdev_status vdev_mem_alloc(const char *device, uint64_t bytes, voi
         return st;
     struct vdev_block blk;
     if (vdev_device_refused()) /* a test's refusal (base/host_mem.c) */
-        st = vdev_error(VDEV_ERR_OOM, "%s: refused for a test (vdev_device_fail_at)", d->name);
+        st = vdev_error(VDEV_ERR_OOM, "OOM when allocating %llu bytes on %s: refused for a test "
+                                      "(vdev_device_fail_at)",
+                        (unsigned long long)bytes, d->name);
     else
         st = vdev_alloc_malloc(d->alloc, bytes, &blk);
     if (st != VDEV_OK) {

@@ -719,9 +719,12 @@ enum vdev_status vdev_backend_sim_new(const char *spec, const char *var, struct 
         pthread_mutex_init(&c->mem_lock, NULL);
         ctx->n = i + 1;
         if (!(ctx->qs[i] = stream_new(c, i, 0))) {
+            /* stream_new's error, which names the GPU and says what failed */
+            char msg[256];
             st = vdev_last_status();
+            vdev_strlcpy(msg, vdev_last_error(), sizeof msg);
             sim_destroy(ctx);
-            return vdev_error(st, "cannot start the stream of simulated GPU %d", i);
+            return vdev_error(st, "%s", msg);
         }
     }
     out->ops = &sim_ops;
