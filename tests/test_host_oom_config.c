@@ -526,15 +526,19 @@ static uint64_t metrics_line(uint64_t h, const char *line)
 /* A line of the trace, digits left out (times, thread ids, the process id), added
  * so that the order in which threads wrote does not count. Left out: memory
  * samples, which come at most one every so often, and an allocation failed by a
- * refusal, traced as the OOM it was reported as. */
+ * refusal, traced as the OOM it was reported as; and the comma that ends every
+ * event but the last, as which event comes last depends on those samples. */
 static uint64_t trace_line(const char *line)
 {
     uint64_t h = 0;
     if (strstr(line, "\"cat\":\"oom\"") || strstr(line, "\"ph\":\"C\""))
         return 0;
-    for (const char *c = line; *c; c++)
-        if (*c < '0' || *c > '9')
-            h = mix(h, (uint64_t)(unsigned char)*c);
+    size_t n = strlen(line);
+    if (n && line[n - 1] == ',')
+        n--;
+    for (size_t i = 0; i < n; i++)
+        if (line[i] < '0' || line[i] > '9')
+            h = mix(h, (uint64_t)(unsigned char)line[i]);
     return h;
 }
 
