@@ -438,9 +438,10 @@ enum vdev_status vdev_optimizer_prepare(vdev_optimizer_t *h, vdev_tensor_t *cons
         return vdev_last_status() != VDEV_OK ? vdev_last_status() : VDEV_ERR_INVALID_ARG;
     /* the scratch the apply will take on this thread, then the slots */
     enum vdev_status st = VDEV_OK;
+    size_t need = apply_scratch_bytes(n);
     if (own_slot_refused(o, vars, NULL, n, "vdev_optimizer_prepare"))
         st = VDEV_ERR_INVALID_ARG;
-    else if (apply_scratch_bytes(n) && vdev_nn_scratch_reserve(apply_scratch_bytes(n)) != VDEV_OK) {
+    else if (need && vdev_nn_scratch_reserve(need) != VDEV_OK) {
         vdev_error_prefix("vdev_optimizer_prepare");
         st = VDEV_ERR_OOM;
     } else {
@@ -486,8 +487,9 @@ static void update_params(const struct optim *o, struct vdev_op_params *p)
 }
 
 /* Runs the update of vars with gradients g (slots made): one fused op per
- * variable, or AMSGrad's two (the moments, then the variables). */
-#define AMS_GROUP 32 /* updates vdev_op_exec_inplace_all makes without host memory */
+ * variable, or AMSGrad's two (the moments, then the variables). op_scratch:
+ * the in-place op's records (vdev_op_inplace_scratch_bytes(n); NULL for up to
+ * 32 variables, which need none). */
 static enum vdev_status run_updates(struct optim *o, vdev_tensor_t *const *vars,
                                     struct vdev_tens *const *hv, vdev_tensor_t *const *g,
                                     vdev_tensor_t *const *grads, struct vdev_tens *const *hg,
@@ -526,16 +528,15 @@ static enum vdev_status run_updates(struct optim *o, vdev_tensor_t *const *vars,
     enum vdev_status st = vdev_op_exec_inplace_all_in(
         op, (struct vdev_tens *const *const *)pins, n, k_in, ps, op_scratch);
     /* AMSGrad's second op reads only what the first checked and brought to
-     * each variable's device: only a backend failure stops it. It runs on
-     * at most AMS_GROUP variables at a time, as many as
-     * vdev_op_exec_inplace_all keeps on its stack: for more it would need
-     * host memory, and a failure there, with the moments already moved by
-     * the first op, would leave the update half made (the same update made
-     * again would move them twice). */
-    for (int i = 0; st == VDEV_OK && ams && i < n; i += AMS_GROUP)
-        st = vdev_op_exec_inplace_all(VDEV_OP_AMSGRAD_APPLY,
-                                      (struct vdev_tens *const *const *)(pins + n + i),
-                                      n - i < AMS_GROUP ? n - i : AMS_GROUP, 3, ps + i);
+     * each variable's device: only a backend failure stops it. It works in
+     * the same scratch as the first (done with it now), so it takes no host
+     * memory either: a failure there, with the moments already moved by the
+     * first op, would leave the update half made (the same update made again
+     * would move them twice). */
+    if (st == VDEV_OK && ams)
+        st = vdev_op_exec_inplace_all_in(VDEV_OP_AMSGRAD_APPLY,
+                                         (struct vdev_tens *const *const *)(pins + n), n, 3, ps,
+                                         op_scratch);
     return st;
 }
 
