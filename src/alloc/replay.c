@@ -40,6 +40,12 @@ static void fake_release(void *ctx, void *base, uint64_t bytes)
     VDEV_UNUSED(bytes);
 }
 
+/* VDEV_ERR_OOM for the host running out while replaying t. */
+static enum vdev_status host_oom(const struct vdev_trace *t)
+{
+    return vdev_error(VDEV_ERR_OOM, "replaying %s: host out of memory", t->path);
+}
+
 /* A plain allocator (lock, statistics and all) over a fresh fake source. */
 static enum vdev_status new_allocator(struct fake_source *src, enum vdev_memory_policy policy,
                                       uint64_t limit, vdev_alloc_t **a)
@@ -75,7 +81,7 @@ static enum vdev_status replay_once(const struct vdev_trace *t, enum vdev_memory
             if (vdev_alloc_malloc(a, e->bytes, &b) != VDEV_OK) {
                 if (vdev_error_is_host()) { /* not the capacity's failure: the replay's */
                     vdev_alloc_destroy(a);
-                    return vdev_error(VDEV_ERR_OOM, "replaying %s: host out of memory", t->path);
+                    return host_oom(t);
                 }
                 *fits = 0;
                 break;
@@ -211,8 +217,7 @@ static enum vdev_status timing_run(const struct vdev_trace *t, uint64_t cap, uin
                         int host = vdev_error_is_host();
                         vdev_alloc_destroy(a);
                         if (host)
-                            return vdev_error(VDEV_ERR_OOM, "replaying %s: host out of memory",
-                                              t->path);
+                            return host_oom(t);
                         return vdev_error(VDEV_ERR_INTERNAL,
                                           "%s:%u: allocation failed while timing in %llu bytes",
                                           t->path, e->line, (unsigned long long)cap);
@@ -251,7 +256,7 @@ enum vdev_status vdev_replay_run(const struct vdev_trace *t, const struct vdev_r
         return VDEV_OK;
     uint32_t *handles = vdev_calloc(t->n_slots ? t->n_slots : 1, sizeof *handles);
     if (!handles)
-        return vdev_error(VDEV_ERR_OOM, "replaying %s: host out of memory", t->path);
+        return host_oom(t);
     enum vdev_status st;
     int fits;
     /* Growth with no limit: how much a growing allocator would reserve (from
@@ -279,7 +284,7 @@ enum vdev_status vdev_replay_run(const struct vdev_trace *t, const struct vdev_r
     out->timing_capacity_bytes = 2 * out->min_capacity_bytes;
     double *ns = vdev_calloc((size_t)runs, sizeof *ns);
     if (!ns) {
-        st = vdev_error(VDEV_ERR_OOM, "replaying %s: host out of memory", t->path);
+        st = host_oom(t);
         goto done;
     }
     cpu_set_t old;
