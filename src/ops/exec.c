@@ -735,14 +735,6 @@ enum vdev_status vdev_shape_same_as_in0(struct vdev_kernel_args *a)
     return VDEV_OK;
 }
 
-static int64_t numel_of(const int64_t *shape, int ndim)
-{
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++)
-        n *= shape[i];
-    return n;
-}
-
 /* NumPy's broadcasting, as TensorFlow's binary ops: the shapes are aligned
  * at their last dimensions, the output has the larger rank, and each of its
  * dimensions is the inputs' where they agree, else the one that is not 1 (a
@@ -778,7 +770,7 @@ enum vdev_status vdev_shape_broadcast_b(struct vdev_kernel_args *a)
         a_full &= x == out[d];
         b_full &= y == out[d];
     }
-    int64_t cols = no ? out[no - 1] : 1, nbe = numel_of(a->in_shape[1], nb);
+    int64_t cols = no ? out[no - 1] : 1, nbe = vdev_shape_numel(a->in_shape[1], nb);
     int b_row = 1; /* every dimension of b but its last is 1 */
     for (int d = 0; d + 1 < nb; d++)
         b_row &= a->in_shape[1][d] == 1;

@@ -104,10 +104,7 @@ VDEV_API vdev_tensor_t *vdev_tensor_from_host(const void *data, const int64_t *s
     if (vdev_shape_check("vdev_tensor_from_host", shape, ndim) != VDEV_OK)
         return NULL;
     if (!data) {
-        int64_t n = 1;
-        for (int i = 0; i < ndim; i++)
-            n *= shape[i];
-        if (n) {
+        if (vdev_shape_numel(shape, ndim)) {
             vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tensor_from_host: data is NULL");
             return NULL;
         }
@@ -187,10 +184,8 @@ static vdev_tensor_t *make_random(const int64_t *shape, int ndim, int normal, fl
     vdev_tensor_op_tag = normal ? "RandomNormal" : "RandomUniform";
     /* The draws' host buffer first: the host saying no then leaves no trace on
      * the device (no block taken and given back, in its statistics or its
-     * allocation trace). The shape was checked, so the product fits. */
-    int64_t numel = 1;
-    for (int i = 0; i < ndim; i++)
-        numel *= shape[i];
+     * allocation trace). */
+    int64_t numel = vdev_shape_numel(shape, ndim);
     float *host = numel ? vdev_malloc((size_t)numel * sizeof *host) : NULL;
     if (numel && !host) {
         vdev_error(VDEV_ERR_OOM, "out of host memory drawing a random tensor");

@@ -239,9 +239,7 @@ VDEV_API vdev_tensor_t *vdev_tensor_from_dlpack(struct DLManagedTensor *m)
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tensor_from_dlpack: %s", msg);
         return NULL;
     }
-    int64_t numel = 1;
-    for (int i = 0; i < d->ndim; i++)
-        numel *= d->shape[i];
+    int64_t numel = vdev_shape_numel(d->shape, d->ndim);
     const char *p = (const char *)d->data + d->byte_offset;
     if (numel && !d->data) {
         vdev_error(VDEV_ERR_INVALID_ARG, "vdev_tensor_from_dlpack: data is NULL");

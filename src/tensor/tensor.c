@@ -114,11 +114,9 @@ static struct vdev_tens *tens_struct(struct vdev_ldev *dev, enum vdev_dtype dtyp
     atomic_store_explicit(&t->refs, 1, memory_order_relaxed);
     t->dtype = dtype;
     t->ndim = ndim;
-    t->numel = 1;
     for (int i = 0; i < VDEV_MAX_DIMS; i++)
         t->shape[i] = i < ndim ? shape[i] : 1;
-    for (int i = 0; i < ndim; i++)
-        t->numel *= shape[i];
+    t->numel = vdev_shape_numel(shape, ndim);
     t->bytes = (uint64_t)t->numel * vdev_dtype_size(dtype);
     t->dev = dev;
     t->data = NULL;

@@ -146,6 +146,15 @@ char *vdev_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap);
  * shape past VDEV_MAX_NUMEL (vdev_shape_too_large's message, naming fn: the
  * public call or the op that makes the tensor; NULL names none). */
 enum vdev_status vdev_shape_check(const char *fn, const int64_t *shape, int ndim);
+/* The elements of a shape (1 for a scalar); for a shape vdev_shape_check
+ * passed, or one known to fit, as the product is not checked. */
+static inline int64_t vdev_shape_numel(const int64_t *shape, int ndim)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        n *= shape[i];
+    return n;
+}
 
 /* The most elements a tensor holds, and the most any product of its leading
  * dimensions reaches: 2^60 - 1, so its bytes stay below 2^62 and adding two
