@@ -121,6 +121,17 @@ char *check_capture_end(void)
     return buf ? buf : strdup("");
 }
 
+int check_all_equal(const vdev_tensor_t *t, float v)
+{
+    int64_t n = vdev_tensor_numel(t);
+    float *h = malloc((size_t)(n > 0 ? n : 1) * sizeof *h);
+    int ok = n >= 0 && h && vdev_tensor_to_host(t, h, (size_t)n * sizeof *h) == VDEV_OK;
+    for (int64_t i = 0; ok && i < n; i++)
+        ok = h[i] == v;
+    free(h);
+    return ok;
+}
+
 char *check_slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");

@@ -45,6 +45,9 @@ char *check_capture_end(void);
 /* The whole file at path, NUL-terminated (malloc'd), or NULL when it cannot be
  * read or memory runs out. */
 char *check_slurp(const char *path);
+/* Whether every element of float tensor t equals v, read back to the host (0
+ * when it cannot be read). */
+int check_all_equal(const vdev_tensor_t *t, float v);
 /* Takes every free byte of device dev (vdev_mem_alloc) in blocks of 1 MiB
  * down to 256 B, at most cap of them into blocks[]; returns how many. */
 int check_fill_device(const char *dev, void **blocks, int cap);

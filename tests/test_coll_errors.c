@@ -33,17 +33,6 @@ static vdev_tensor_t *on(const char *dev, int64_t count, float value, enum vdev_
 }
 
 /* Every element of t equals v. */
-static int all_equal(vdev_tensor_t *t, float v)
-{
-    int64_t n = vdev_tensor_numel(t);
-    float *h = malloc((size_t)(n ? n : 1) * 4);
-    int ok = vdev_tensor_to_host(t, h, (size_t)n * 4) == VDEV_OK;
-    for (int64_t i = 0; ok && i < n; i++)
-        ok = h[i] == v;
-    free(h);
-    return ok;
-}
-
 static void test_new(void)
 {
     check_fresh("2x1GiB");
@@ -173,15 +162,15 @@ static void test_local_failures(void)
     plan_case(__LINE__, comm, &p, jobs, VDEV_ERR_INVALID_ARG,
               "all-reduce (call 0): rank 1 (/device:GPU:1): vdev_comm_all_reduce: tensor #0 is on "
               "/device:GPU:0, not on the rank's device /device:GPU:1");
-    CHECK(all_equal(jobs[0].t[0], 1)); /* nothing moved */
-    CHECK(all_equal(jobs[1].t[0], 2));
+    CHECK(check_all_equal(jobs[0].t[0], 1)); /* nothing moved */
+    CHECK(check_all_equal(jobs[1].t[0], 2));
     vdev_tensor_free(jobs[1].t[0]);
 
     /* the communicator is still usable */
     jobs[1].t[0] = on("GPU:1", 8, 2, VDEV_F32);
     plan_case(__LINE__, comm, &p, jobs, VDEV_OK, NULL);
-    CHECK(all_equal(jobs[0].t[0], 3));
-    CHECK(all_equal(jobs[1].t[0], 3));
+    CHECK(check_all_equal(jobs[0].t[0], 3));
+    CHECK(check_all_equal(jobs[1].t[0], 3));
 
     /* a freed tensor on rank 0 (the call numbers go on) */
     vdev_tensor_t *keep = jobs[0].t[0];
@@ -248,8 +237,8 @@ static void test_local_failures(void)
     plan_case(__LINE__, comm, &p, jobs, VDEV_ERR_INVALID_ARG,
               "all-reduce (call 11): rank 1 (/device:GPU:1) called barrier but rank 0 called "
               "all-reduce; every rank must make the same collective calls in the same order");
-    CHECK(all_equal(jobs[0].t[0], 3)); /* none of them moved anything */
-    CHECK(all_equal(jobs[1].t[0], 3));
+    CHECK(check_all_equal(jobs[0].t[0], 3)); /* none of them moved anything */
+    CHECK(check_all_equal(jobs[1].t[0], 3));
 
     /* all-gather: out must hold every rank's in */
     p.kind[0] = p.kind[1] = GATHER;
@@ -262,7 +251,7 @@ static void test_local_failures(void)
     vdev_tensor_free(jobs[1].t[1]);
     jobs[1].t[1] = on("GPU:1", 16, 0, VDEV_F32);
     plan_case(__LINE__, comm, &p, jobs, VDEV_OK, NULL);
-    CHECK(all_equal(jobs[1].t[1], 3));
+    CHECK(check_all_equal(jobs[1].t[1], 3));
     for (int r = 0; r < 2; r++)
         vdev_tensor_free(jobs[r].t[1]);
     vdev_tensor_free(in0);
@@ -295,8 +284,8 @@ static void test_staging_oom(void)
               "all-reduce (call 0): rank 1 (/device:GPU:1): OOM when allocating tensor with "
               "shape[262144] and type float (1.00 MiB) on "
               "/job:localhost/replica:0/task:0/device:GPU:1");
-    CHECK(all_equal(jobs[0].t[0], 1));
-    CHECK(all_equal(jobs[1].t[0], 2));
+    CHECK(check_all_equal(jobs[0].t[0], 1));
+    CHECK(check_all_equal(jobs[1].t[0], 2));
     struct vdev_memory_info m0, m1;
     CHECK_OK(vdev_memory_info("GPU:0", &m0));
     CHECK_EQ_U64(m0.bytes_in_use, 8u << 20); /* rank 0's staging was given back */
@@ -304,8 +293,8 @@ static void test_staging_oom(void)
     for (int k = 0; k < 8; k++)
         CHECK_OK(vdev_mem_free("GPU:1", blocks[--nb]));
     plan_case(__LINE__, comm, &p, jobs, VDEV_OK, NULL);
-    CHECK(all_equal(jobs[0].t[0], 3));
-    CHECK(all_equal(jobs[1].t[0], 3));
+    CHECK(check_all_equal(jobs[0].t[0], 3));
+    CHECK(check_all_equal(jobs[1].t[0], 3));
     CHECK_OK(vdev_memory_info("GPU:1", &m1));
     CHECK_EQ_U64(m1.bytes_in_use, (8u << 20) + (uint64_t)nb * (256 << 10));
     while (nb)
@@ -367,7 +356,7 @@ static void test_timeout(void)
     CHECK_RANKS(jobs, 1, VDEV_ERR_BACKEND, msg);
     /* spent: rank 1's late call fails at once with the same error */
     EXPECT_ERR(vdev_comm_barrier(comm, 1), VDEV_ERR_BACKEND, msg);
-    CHECK(all_equal(jobs[0].t[0], 1));
+    CHECK(check_all_equal(jobs[0].t[0], 1));
     vdev_tensor_free(jobs[0].t[0]);
     vdev_comm_free(comm);
 }

@@ -39,18 +39,6 @@ static vdev_tensor_t *filled(int64_t n, float v)
     return vdev_tensor_fill(shape, 1, VDEV_F32, v);
 }
 
-/* Every element of t equals want. */
-static int all_equal(vdev_tensor_t *t, float want)
-{
-    int64_t n = vdev_tensor_numel(t);
-    float *h = malloc((size_t)n * sizeof *h);
-    int ok = h && vdev_tensor_to_host(t, h, (size_t)n * sizeof *h) == VDEV_OK;
-    for (int64_t i = 0; ok && i < n; i++)
-        ok = h[i] == want;
-    free(h);
-    return ok;
-}
-
 int main(void)
 {
     check_fresh("1x32MiB");
@@ -91,9 +79,9 @@ int main(void)
     CHECK(lim.n_lends >= 1); /* the outer update's velocities came from GPU:0's region */
     /* SGD with momentum from zero velocity: var -= lr g; the inner: 1 - 0.5 * 0.5 */
     for (int i = 0; i < N_OUTER; i++)
-        CHECK(all_equal(v[i], 0.75f));
+        CHECK(check_all_equal(v[i], 0.75f));
     for (int i = 0; i < N_INNER; i++)
-        CHECK(all_equal(inner_v[i], 0.75f));
+        CHECK(check_all_equal(inner_v[i], 0.75f));
     printf("outer update of %d variables; the card was full %d time(s) and an update of %d "
            "variables ran in the callback\n",
            N_OUTER, calls, N_INNER);
