@@ -47,6 +47,16 @@ int64_t vdev_conv_effective(int64_t k, int64_t dil)
     return k - 1 > (INT64_MAX - 1) / dil ? -1 : (k - 1) * dil + 1;
 }
 
+enum vdev_status vdev_conv_effective_of(const char *name, int64_t k, int64_t dil, int64_t *e)
+{
+    if ((*e = vdev_conv_effective(k, dil)) < 0)
+        return vdev_error(VDEV_ERR_SHAPE,
+                          "%s: the dilated filter's size, (%lld - 1) * %lld + 1, does not fit "
+                          "an int64",
+                          name, (long long)k, (long long)dil);
+    return VDEV_OK;
+}
+
 /* One dimension, TensorFlow's rule: VDEV_OK with *out, *before; else the
  * error in TensorFlow's words after the op's name (impl.h). */
 enum vdev_status vdev_conv_windowed(const char *name, int64_t in, int64_t k, int64_t s, int same,
@@ -82,12 +92,10 @@ enum vdev_status vdev_conv_out_hw(const char *name, const int64_t *in_hw, const 
                                   const int64_t *dil, const int64_t *s, int same, int64_t *out)
 {
     int64_t e[2];
+    enum vdev_status est;
     for (int d = 0; d < 2; d++)
-        if ((e[d] = vdev_conv_effective(k[d], dil[d])) < 0)
-            return vdev_error(VDEV_ERR_SHAPE,
-                              "%s: the dilated filter's size, (%lld - 1) * %lld + 1, does not "
-                              "fit an int64",
-                              name, (long long)k[d], (long long)dil[d]);
+        if ((est = vdev_conv_effective_of(name, k[d], dil[d], &e[d])) != VDEV_OK)
+            return est;
     for (int d = 0; d < 2; d++) {
         int64_t before;
         enum vdev_status st = vdev_conv_windowed(name, in_hw[d], e[d], s[d], same, &out[d],

@@ -94,12 +94,9 @@ enum vdev_status vdev_shape_conv2d_transpose(struct vdev_kernel_args *a)
         return vdev_error(VDEV_ERR_SHAPE, LABEL ": filter %s has a window of size 0", s);
     }
     for (int d = 0; d < 2; d++) {
-        int64_t dil = a->j[d] > 1 ? a->j[d] : 1, k = vdev_conv_effective(f[d], dil), got;
-        if (k < 0)
-            return vdev_error(VDEV_ERR_SHAPE,
-                              LABEL ": the dilated filter's size, (%lld - 1) * %lld + 1, does "
-                              "not fit an int64", (long long)f[d], (long long)dil);
-        int64_t before;
+        int64_t dil = a->j[d] > 1 ? a->j[d] : 1, k, got, before;
+        if ((st = vdev_conv_effective_of(LABEL, f[d], dil, &k)) != VDEV_OK)
+            return st;
         if ((st = vdev_conv_windowed(LABEL, os[1 + d], k, a->i[d], a->f[0] == VDEV_PAD_SAME,
                                      &got, &before)) != VDEV_OK)
             return st;

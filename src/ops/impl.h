@@ -206,6 +206,9 @@ void vdev_conv_geom_of(const struct vdev_kernel_args *a, struct vdev_conv_geom *
  * before it by TensorFlow's rule (GetWindowedOutputSizeVerbose), else the
  * error in TensorFlow's words after `name`. */
 int64_t vdev_conv_effective(int64_t k, int64_t dil);
+/* The same into *e, or VDEV_ERR_SHAPE "name: the dilated filter's size, (k - 1)
+ * * dil + 1, does not fit an int64". */
+enum vdev_status vdev_conv_effective_of(const char *name, int64_t k, int64_t dil, int64_t *e);
 enum vdev_status vdev_conv_windowed(const char *name, int64_t in, int64_t k, int64_t s, int same,
                                     int64_t *out, int64_t *before);
 /* Both: the output's rows and columns (out[0], out[1]) from the input's
