@@ -550,6 +550,15 @@ EXPORT int vdev_stub_lib_stream_dev(void *hs)
     return d;
 }
 
+EXPORT int vdev_stub_lib_current_dev(void);
+EXPORT int vdev_stub_lib_current_dev(void)
+{
+    pthread_mutex_lock(&ST.lock);
+    int d = vdev_stub_current && vdev_stub_current->refs > 0 ? vdev_stub_current->dev : -1;
+    pthread_mutex_unlock(&ST.lock);
+    return d;
+}
+
 EXPORT void vdev_stub_lib_violation(const char *msg);
 EXPORT void vdev_stub_lib_violation(const char *msg)
 {

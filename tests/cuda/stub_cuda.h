@@ -102,6 +102,8 @@ typedef void (*vdev_stub_lib_join_fn)(void *const *hs, int n);
 typedef int (*vdev_stub_lib_take_fn)(int dev, long long bytes);
 /* The device of stream hs, or -1 when hs is no stream. */
 typedef int (*vdev_stub_lib_stream_dev_fn)(void *hs);
+/* The device of the calling thread's current context, or -1 when none. */
+typedef int (*vdev_stub_lib_current_dev_fn)(void);
 /* Records a violation found by the library. */
 typedef void (*vdev_stub_lib_violation_fn)(const char *msg);
 

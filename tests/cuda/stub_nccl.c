@@ -6,26 +6,41 @@
  * declarations of NCCL's interface). Device memory and streams are the
  * stand-in driver's, reached through its vdev_stub_lib_* functions, looked
  * up with dlsym in libcuda.so.1 (the stand-in, already loaded under that
- * name when the test runs). A clique (one ncclCommInitAll) has two slots of
- * calls in flight, used by turns as the ring of src/coll/ does: a rank's
- * k-th collective waits in slot k % 2 until every rank has posted its k-th,
- * the last to post does the arithmetic for all, and the slot is free for
- * call k + 2 once every rank has left it. A wait lasts at most 60 s (a
- * violation: a rank never came). ncclCommAbort sets its communicator's
- * abort flag, which the communicator's waits poll, as NCCL's blocked waits
- * do: a rank waiting for a peer that never comes is freed by the abort of
- * its own communicator only (a peer's abort does not free it: NCCL's
- * kernels would spin on). Group calls are kept per thread, as NCCL keeps
- * them, and run in order at the outermost ncclGroupEnd. A communicator
- * aborted or destroyed while another thread is inside ncclGroupEnd (or a
- * lone collective) with it is freed when that call leaves, which then
- * returns an error; aborting or destroying one that has calls queued in
- * some thread's group, not yet ended, is a violation (NCCL's calls on a
- * communicator must not overlap there). A communicator's buffers are
- * taken as NCCL 2.22+ takes them: at ncclCommInitAll when
- * NCCL_RUNTIME_CONNECT is 0, else (NCCL's default, 1) at the communicator's
- * first collective, when the ranks connect (read at every ncclCommInitAll;
- * NCCL reads it once per process). */
+ * name when the test runs).
+ *
+ * Communicators are nonblocking, as NCCL's are with config blocking = 0,
+ * the only kind the stand-in makes (a blocking config is a violation: the
+ * plugin aborts safely only with nonblocking ones). ncclCommInitRankConfig
+ * gives its comm at once; the comms of one ncclGetUniqueId id are made
+ * ready at the ncclGroupEnd of the group that holds them all (every rank
+ * of an id in one group, on distinct GPUs: each rank's GPU is the current
+ * context's), whose end returns ncclInProgress, and each comm reads
+ * ncclInProgress at its first ncclCommGetAsyncError. A comm whose peers are
+ * not all in its group is never ready (its init waits for them, as NCCL's
+ * does) until it is aborted.
+ *
+ * A clique (the comms of one id) has two slots of calls in flight, used by
+ * turns as the ring of src/coll/ does: a rank's k-th collective waits in
+ * slot k % 2 until every rank has posted its k-th, the last to post does
+ * the arithmetic for all, and the slot is free for call k + 2 once every
+ * rank has left it. A wait lasts at most 60 s (a violation: a rank never
+ * came). Calls are kept per thread, as NCCL keeps them, and handed at the
+ * outermost ncclGroupEnd to a thread of the stand-in's own (NCCL's async
+ * job), which runs them in order; ncclGroupEnd returns ncclInProgress, and
+ * the comms read ncclInProgress until that work ends, then its outcome. A
+ * lone collective is a group of one. ncclCommAbort sets its comm's abort
+ * flag, which the comm's waits poll, waits for the comm's work to end, and
+ * frees it: a rank waiting for a peer that never comes is freed by the
+ * abort of its own comm only (a peer's abort does not free it: NCCL's
+ * kernels would spin on). Calls on one comm must not overlap: aborting or
+ * destroying a comm that has calls queued in some thread's group, not yet
+ * ended, or while another thread is in ncclCommGetAsyncError with it (a
+ * poll lets others run in the middle), is a violation, and so is
+ * destroying one whose work is in progress. A comm's buffers are taken as
+ * NCCL 2.22+ takes them: when its clique is made ready if
+ * NCCL_RUNTIME_CONNECT is 0, else (NCCL's default, 1) at the comm's first
+ * collective, when the ranks connect (read at every clique; NCCL reads it
+ * once per process). */
 #define _GNU_SOURCE
 #include "stub_cuda.h"
 #include "stub_nccl.h"
@@ -35,11 +50,13 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_RANKS 8
@@ -50,7 +67,9 @@
 /* NCCL's functions, as the plugin declares them (nccl_abi.h's types). */
 EXPORT ncclResult_t ncclGetVersion(int *version);
 EXPORT const char *ncclGetErrorString(ncclResult_t r);
-EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist);
+EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id);
+EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+                                           ncclConfig_t *config);
 EXPORT ncclResult_t ncclCommDestroy(ncclComm_t c);
 EXPORT ncclResult_t ncclCommAbort(ncclComm_t c);
 EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t *e);
@@ -73,6 +92,7 @@ static struct {
     vdev_stub_lib_take_fn take;
     vdev_stub_lib_stream_dev_fn stream_dev;
     vdev_stub_lib_violation_fn violation;
+    vdev_stub_lib_current_dev_fn current_dev;
 } drv;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -90,8 +110,10 @@ static int driver_ok(void)
     *(void **)&drv.take = dlsym(h, "vdev_stub_lib_take");
     *(void **)&drv.stream_dev = dlsym(h, "vdev_stub_lib_stream_dev");
     *(void **)&drv.violation = dlsym(h, "vdev_stub_lib_violation");
+    *(void **)&drv.current_dev = dlsym(h, "vdev_stub_lib_current_dev");
     dlclose(h);
-    if (!drv.access || !drv.join || !drv.take || !drv.stream_dev || !drv.violation) {
+    if (!drv.access || !drv.join || !drv.take || !drv.stream_dev || !drv.violation ||
+        !drv.current_dev) {
         drv.access = NULL;
         return -1;
     }
@@ -147,19 +169,25 @@ struct clique {
 
 struct ncclComm {
     unsigned magic;
-    struct clique *q;
-    int rank;
+    struct clique *q;          /* NULL until its group's end made it ready */
+    int rank, nranks, dev;
+    ncclUniqueId id;
     uint64_t seq;              /* its next collective */
-    int connected;             /* its buffers are taken (at init, or its first collective) */
+    int connected;             /* its buffers are taken (when ready, or its first collective) */
     int aborted;               /* its abort flag: its waits end (ncclCommAbort) */
     int queued;                /* its calls in threads' groups not yet ended */
-    int inside;                /* its calls running (ncclGroupEnd, a lone collective) */
+    int jobs;                  /* its calls handed to work threads, not yet done */
+    int polling;               /* threads inside ncclCommGetAsyncError with it */
+    int init_polls;            /* polls that still read ncclInProgress after it was made ready */
+    int stuck;                 /* its init waits for peers that never came */
+    ncclResult_t async;        /* the outcome of its last work */
 };
 
 static struct {
     struct vdev_stub_nccl_config cfg;
     int comms, cliques;
     int waiting;               /* ranks inside a collective, waiting */
+    int ending;                /* threads sleeping in ncclGroupEnd (group_end_delay_ms) */
     uint64_t collectives, groups;
     struct {
         char name[32];
@@ -174,9 +202,13 @@ static struct {
 
 static _Thread_local struct {
     int depth;
-    int n;
+    int n, ninit;
     struct op ops[MAX_GROUP];
+    struct ncclComm *inits[MAX_RANKS * 2];
 } grp;
+
+static pthread_cond_t jobs_done = PTHREAD_COND_INITIALIZER; /* a work thread ended */
+static uint64_t next_id;                                    /* ncclGetUniqueId (lock) */
 
 /* Counts the call; 1 when a fault makes it return *r now (lock held). */
 static int enter(const char *fn, ncclResult_t *r)
@@ -223,7 +255,8 @@ static size_t type_size(ncclDataType_t t)
     return 0;
 }
 
-static int comm_ok(struct ncclComm *c) { return c && c->magic == COMM_MAGIC && c->q; }
+/* A comm that exists (made, not ended); ready ones have c->q. */
+static int comm_ok(struct ncclComm *c) { return c && c->magic == COMM_MAGIC; }
 
 /* ---- the version, errors ---- */
 
@@ -251,65 +284,67 @@ EXPORT const char *ncclGetErrorString(ncclResult_t r)
 
 /* ---- communicators ---- */
 
-EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
+EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
 {
-    ENTER("ncclCommInitAll");
+    ENTER("ncclGetUniqueId");
+    if (!id)
+        return ncclInvalidArgument;
+    memset(id, 0, sizeof *id);
+    pthread_mutex_lock(&lock);
+    uint64_t k = ++next_id;
+    pthread_mutex_unlock(&lock);
+    snprintf(id->internal, sizeof id->internal, "stub-nccl-id-%d-%llu", (int)getpid(),
+             (unsigned long long)k);
+    return ncclSuccess;
+}
+
+EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+                                           ncclConfig_t *config)
+{
+    ENTER("ncclCommInitRankConfig");
     if (driver_ok() != 0) {
         fprintf(stderr, "stub NCCL: the stand-in driver is not loaded\n");
         return ncclUnhandledCudaError;
     }
-    if (!comms || ndev < 1 || ndev > MAX_RANKS || !devlist)
+    if (!comm || nranks < 1 || nranks > MAX_RANKS || rank < 0 || rank >= nranks)
         return ncclInvalidArgument;
-    for (int i = 0; i < ndev; i++)
-        for (int j = 0; j < i; j++)
-            if (devlist[i] == devlist[j]) {
-                violation("ncclCommInitAll with GPU %d twice (NCCL: Duplicate GPU detected)",
-                          devlist[i]);
-                return ncclInvalidUsage;
-            }
-    pthread_mutex_lock(&lock);
-    uint64_t bytes = st.cfg.buffer_bytes;
-    pthread_mutex_unlock(&lock);
-    const char *rc = getenv("NCCL_RUNTIME_CONNECT");
-    int eager = rc && strtoll(rc, NULL, 0) == 0;
-    int took = 0;
-    for (; took < ndev && eager; took++) {
-        int r = drv.take(devlist[took], (long long)bytes);
-        if (r != 0)
-            break;
+    if (!config || config->magic != VDEV_NCCL_CONFIG_MAGIC ||
+        config->version < (unsigned)VDEV_NCCL_VERSION_CODE(2, 14, 0) ||
+        config->size < sizeof *config) {
+        violation("ncclCommInitRankConfig of rank %d with a config not laid out as "
+                  "NCCL_CONFIG_INITIALIZER's (2.14 or later)",
+                  rank);
+        return ncclInvalidArgument;
     }
-    if (eager && took < ndev) {
-        for (int i = 0; i < took; i++)
-            drv.take(devlist[i], -(long long)bytes);
+    if (config->blocking != 0) {
+        violation("ncclCommInitRankConfig of rank %d with blocking %d: a blocking communicator "
+                  "cannot be aborted safely from another thread (the plugin must make them "
+                  "nonblocking)",
+                  rank, config->blocking);
+        return ncclInvalidUsage;
+    }
+    if (grp.depth == 0) {
+        violation("ncclCommInitRankConfig outside a group: the stand-in makes the ranks of a "
+                  "process ready together at their group's end");
+        return ncclInvalidUsage;
+    }
+    if (grp.ninit == (int)(sizeof grp.inits / sizeof grp.inits[0]))
+        return ncclInvalidUsage;
+    int dev = drv.current_dev();
+    if (dev < 0) {
+        violation("ncclCommInitRankConfig of rank %d with no current context", rank);
         return ncclUnhandledCudaError;
     }
-    struct clique *q = calloc(1, sizeof *q);
-    if (!q)
+    struct ncclComm *c = calloc(1, sizeof *c);
+    if (!c)
         return ncclSystemError;
-    q->n = ndev;
-    q->alive = ndev;
-    pthread_cond_init(&q->cond, NULL);
-    q->slot[0].seq = 0;
-    q->slot[1].seq = 1;
-    for (int i = 0; i < ndev; i++) {
-        q->devs[i] = devlist[i];
-        struct ncclComm *c = calloc(1, sizeof *c);
-        if (!c) {
-            for (int j = 0; j < i; j++)
-                free(comms[j]);
-            pthread_cond_destroy(&q->cond);
-            free(q);
-            for (int j = 0; j < ndev && eager; j++)
-                drv.take(devlist[j], -(long long)bytes);
-            return ncclSystemError;
-        }
-        *c = (struct ncclComm){.magic = COMM_MAGIC, .q = q, .rank = i, .connected = eager};
-        comms[i] = c;
-    }
+    *c = (struct ncclComm){.magic = COMM_MAGIC, .rank = rank, .nranks = nranks, .dev = dev,
+                           .id = id, .queued = 1, .async = ncclInProgress};
     pthread_mutex_lock(&lock);
-    st.comms += ndev;
-    st.cliques++;
+    st.comms++;
     pthread_mutex_unlock(&lock);
+    grp.inits[grp.ninit++] = c;
+    *comm = c;
     return ncclSuccess;
 }
 
@@ -323,41 +358,99 @@ static void comm_drop(struct ncclComm *c)
     c->q = NULL;
     free(c);
     st.comms--;
-    if (--q->alive == 0) {
+    if (q && --q->alive == 0) {
         pthread_cond_destroy(&q->cond);
         free(q);
         st.cliques--;
     }
 }
 
+/* Whether anything still holds c (lock held). */
+static int comm_held(const struct ncclComm *c) { return c->queued || c->jobs || c->polling; }
+
 /* Ends comm c (lock held): freed now, or by the last call that holds it
  * (comm_put), whose use of it is then an error (magic gone). */
 static void comm_end(struct ncclComm *c)
 {
     c->magic = 0;
-    if (!c->queued && !c->inside)
+    if (!comm_held(c))
         comm_drop(c);
 }
 
-/* A call lets go of comm c (lock held): one of its queued calls, or one
- * running; the comm goes if it was ended meanwhile. */
-static void comm_put(struct ncclComm *c, int queued)
+/* Drops c if it was ended and nothing holds it any more (lock held). */
+static void comm_put(struct ncclComm *c)
 {
-    if (queued)
-        c->queued--;
-    else
-        c->inside--;
-    if (c->magic != COMM_MAGIC && !c->queued && !c->inside)
+    if (c->magic != COMM_MAGIC && !comm_held(c))
         comm_drop(c);
 }
 
-/* A violation when c has calls queued in a group not yet ended (lock held). */
-static void check_not_queued(const char *fn, const struct ncclComm *c)
+/* Makes ready the comms of one id that a group ended (lock held): a
+ * clique when all its ranks are there, on distinct GPUs, its buffers taken
+ * if NCCL connects eagerly; else each comm stays not ready (stuck), or,
+ * for a GPU twice or memory refused, fails. */
+static void make_ready(struct ncclComm **cs, int n)
+{
+    int nranks = cs[0]->nranks;
+    int have[MAX_RANKS] = {0}, complete = n == nranks;
+    for (int i = 0; i < n; i++) {
+        if (cs[i]->nranks != nranks || have[cs[i]->rank]++)
+            complete = 0;
+        for (int j = 0; j < i; j++)
+            if (cs[i]->dev == cs[j]->dev) {
+                violation("ncclCommInitRankConfig with GPU %d twice (NCCL: Duplicate GPU "
+                          "detected)",
+                          cs[i]->dev);
+                for (int k = 0; k < n; k++)
+                    cs[k]->async = ncclInvalidUsage;
+                return;
+            }
+    }
+    if (!complete) {
+        for (int i = 0; i < n; i++)
+            cs[i]->stuck = 1;
+        return;
+    }
+    const char *rc = getenv("NCCL_RUNTIME_CONNECT");
+    int eager = rc && strtoll(rc, NULL, 0) == 0;
+    int took = 0;
+    for (; took < n && eager; took++)
+        if (drv.take(cs[took]->dev, (long long)st.cfg.buffer_bytes) != 0)
+            break;
+    struct clique *q = eager && took < n ? NULL : calloc(1, sizeof *q);
+    if (!q) {
+        for (int i = 0; i < took; i++)
+            drv.take(cs[i]->dev, -(long long)st.cfg.buffer_bytes);
+        for (int i = 0; i < n; i++)
+            cs[i]->async = eager && took < n ? ncclUnhandledCudaError : ncclSystemError;
+        return;
+    }
+    q->n = n;
+    q->alive = n;
+    pthread_cond_init(&q->cond, NULL);
+    q->slot[0].seq = 0;
+    q->slot[1].seq = 1;
+    for (int i = 0; i < n; i++) {
+        struct ncclComm *c = cs[i];
+        q->devs[c->rank] = c->dev;
+        c->q = q;
+        c->connected = eager;
+        c->init_polls = 1; /* NCCL may still be at work at the first poll */
+        c->async = ncclSuccess;
+    }
+    st.cliques++;
+}
+
+/* A violation when c has calls queued in a group not yet ended, or a
+ * thread polling it (lock held). */
+static void check_not_held(const char *fn, const struct ncclComm *c)
 {
     if (c->queued)
         violation("%s of rank %d while a thread has %d call(s) on it queued in a group not yet "
                   "ended",
                   fn, c->rank, c->queued);
+    if (c->polling)
+        violation("%s of rank %d while another thread is in ncclCommGetAsyncError with it", fn,
+                  c->rank);
 }
 
 EXPORT ncclResult_t ncclCommDestroy(ncclComm_t c)
@@ -370,14 +463,13 @@ EXPORT ncclResult_t ncclCommDestroy(ncclComm_t c)
         return ncclInvalidArgument;
     }
     struct clique *q = c->q;
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2 && q; k++)
         if (q->slot[k].posted && !q->slot[k].done && !q->aborted)
             violation("ncclCommDestroy of rank %d while call %llu of its clique is in flight",
                       c->rank, (unsigned long long)q->slot[k].seq);
-    check_not_queued("ncclCommDestroy", c);
-    if (c->inside)
-        violation("ncclCommDestroy of rank %d while another thread is inside a call with it",
-                  c->rank);
+    check_not_held("ncclCommDestroy", c);
+    if (c->jobs)
+        violation("ncclCommDestroy of rank %d while its work is in progress", c->rank);
     comm_end(c);
     pthread_mutex_unlock(&lock);
     return ncclSuccess;
@@ -392,10 +484,14 @@ EXPORT ncclResult_t ncclCommAbort(ncclComm_t c)
         violation("ncclCommAbort of a communicator that does not exist (%p)", (void *)c);
         return ncclInvalidArgument;
     }
-    check_not_queued("ncclCommAbort", c);
+    check_not_held("ncclCommAbort", c);
     c->aborted = 1;
-    c->q->aborted = 1;
-    pthread_cond_broadcast(&c->q->cond); /* its waits see the flag */
+    if (c->q) {
+        c->q->aborted = 1;
+        pthread_cond_broadcast(&c->q->cond); /* its waits see the flag */
+    }
+    while (c->jobs) /* its work stops, as NCCL's abort waits for its kernels */
+        pthread_cond_wait(&jobs_done, &lock);
     comm_end(c);
     pthread_mutex_unlock(&lock);
     return ncclSuccess;
@@ -406,12 +502,26 @@ EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t *e)
     ENTER("ncclCommGetAsyncError");
     pthread_mutex_lock(&lock);
     int ok = comm_ok(c);
-    *e = ok && c->q->aborted ? ncclRemoteError : ncclSuccess;
+    if (ok)
+        c->polling++;
     pthread_mutex_unlock(&lock);
     if (!ok) {
         violation("ncclCommGetAsyncError of a communicator that does not exist (%p)", (void *)c);
         return ncclInvalidArgument;
     }
+    sched_yield(); /* others run meanwhile: an overlapping call shows */
+    pthread_mutex_lock(&lock);
+    if (c->jobs || c->stuck || (c->async == ncclInProgress && !c->q))
+        *e = ncclInProgress;
+    else if (c->init_polls > 0 && c->init_polls--)
+        *e = ncclInProgress;
+    else if (c->q && c->q->aborted)
+        *e = ncclRemoteError;
+    else
+        *e = c->async;
+    c->polling--;
+    comm_put(c);
+    pthread_mutex_unlock(&lock);
     return ncclSuccess;
 }
 
@@ -493,7 +603,7 @@ static int same_call(const struct op *a, const struct op *b)
 }
 
 /* Runs one rank's collective: posts it, waits for the others, the last one
- * computing for all. The caller holds o->comm (inside). */
+ * computing for all. Its work thread holds o->comm (jobs). */
 static ncclResult_t run_op(const struct op *o)
 {
     struct ncclComm *c = o->comm;
@@ -557,16 +667,23 @@ static ncclResult_t run_op(const struct op *o)
     return r;
 }
 
-/* Checks a call and queues it in the thread's group, or runs it alone. */
+static ncclResult_t group_finish(int run);
+
+/* Checks a call and queues it in the thread's group (a lone call is a
+ * group of its own). */
 static ncclResult_t collective(const char *fn, struct op *o)
 {
     pthread_mutex_lock(&lock);
-    int ok = comm_ok(o->comm);
-    int dev = ok ? o->comm->q->devs[o->comm->rank] : -1;
+    int ok = comm_ok(o->comm), ready = ok && o->comm->q && !o->comm->stuck;
+    int dev = ready ? o->comm->q->devs[o->comm->rank] : -1;
     pthread_mutex_unlock(&lock);
     if (!ok) {
         violation("%s on a communicator that does not exist (%p)", fn, (void *)o->comm);
         return ncclInvalidArgument;
+    }
+    if (!ready) {
+        violation("%s of rank %d on a communicator not ready", fn, o->comm->rank);
+        return ncclInvalidUsage;
     }
     int sdev = drv.stream_dev(o->stream);
     if (sdev != dev) {
@@ -580,56 +697,120 @@ static ncclResult_t collective(const char *fn, struct op *o)
         violation("%s of a type other than float32: the stand-in adds only floats", fn);
         return ncclInvalidArgument;
     }
-    if (grp.depth > 0 && grp.n == MAX_GROUP)
+    if (grp.n == MAX_GROUP)
         return ncclInvalidUsage;
     pthread_mutex_lock(&lock);
     ok = comm_ok(o->comm);
-    if (ok && grp.depth > 0)
+    if (ok && o->comm->jobs)
+        violation("%s of rank %d while its last work is still in progress (poll it first)", fn,
+                  o->comm->rank);
+    if (ok)
         o->comm->queued++; /* until its group ends */
-    else if (ok)
-        o->comm->inside++;
     pthread_mutex_unlock(&lock);
     if (!ok) {
         violation("%s on a communicator ended by another thread meanwhile (%p)", fn,
                   (void *)o->comm);
         return ncclInvalidArgument;
     }
-    if (grp.depth > 0) {
-        grp.ops[grp.n++] = *o;
-        return ncclSuccess;
-    }
-    ncclResult_t r = run_op(o);
-    pthread_mutex_lock(&lock);
-    comm_put(o->comm, 0);
-    pthread_mutex_unlock(&lock);
-    return r;
+    grp.ops[grp.n++] = *o;
+    return grp.depth > 0 ? ncclSuccess : group_finish(1);
 }
 
-/* The thread's group, ended: its calls' comms let go of as queued, and,
- * when `run`, run in order (each held while the group runs). */
+struct job {
+    int n;
+    struct op ops[];
+};
+
+/* A work thread: runs a group's calls in order, then gives each comm the
+ * outcome (NCCL's async job for a nonblocking group). */
+static void *job_main(void *arg)
+{
+    struct job *j = arg;
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; i < j->n && r == ncclSuccess; i++)
+        r = run_op(&j->ops[i]);
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < j->n; i++) {
+        struct ncclComm *c = j->ops[i].comm;
+        c->async = r;
+        c->jobs--;
+        comm_put(c);
+    }
+    st.groups++;
+    pthread_cond_broadcast(&jobs_done);
+    pthread_mutex_unlock(&lock);
+    free(j);
+    return NULL;
+}
+
+/* The thread's group, ended: its comms made ready, and its calls handed to
+ * a work thread (`run`), or all of it dropped. */
 static ncclResult_t group_finish(int run)
 {
-    int n = grp.n;
-    grp.n = 0;
+    int n = grp.n, ni = grp.ninit;
+    grp.n = grp.ninit = 0;
+    struct job *j = run && n ? malloc(sizeof *j + (size_t)n * sizeof j->ops[0]) : NULL;
     pthread_mutex_lock(&lock);
+    if (run && n && !j)
+        run = 0;
+    for (int i = 0; i < ni; i++) {
+        struct ncclComm *c = grp.inits[i];
+        c->queued--;
+        if (!run)
+            c->async = ncclSystemError;
+    }
+    /* the comms of each id, together */
+    for (int i = 0; i < ni && run; i++) {
+        struct ncclComm *same[MAX_RANKS * 2];
+        int k = 0;
+        if (!grp.inits[i])
+            continue;
+        for (int m = i; m < ni; m++)
+            if (grp.inits[m] && !memcmp(&grp.inits[m]->id, &grp.inits[i]->id, sizeof(ncclUniqueId))) {
+                same[k++] = grp.inits[m];
+                if (m != i)
+                    grp.inits[m] = NULL;
+            }
+        make_ready(same, k);
+    }
     for (int i = 0; i < n; i++) {
-        if (run)
-            grp.ops[i].comm->inside++;
-        comm_put(grp.ops[i].comm, 1);
+        struct ncclComm *c = grp.ops[i].comm;
+        if (run) {
+            c->jobs++;
+            c->async = ncclInProgress;
+        }
+        c->queued--;
+        comm_put(c);
     }
     pthread_mutex_unlock(&lock);
     if (!run)
-        return ncclSuccess;
-    ncclResult_t r = ncclSuccess;
-    for (int i = 0; i < n && r == ncclSuccess; i++)
-        r = run_op(&grp.ops[i]);
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < n; i++)
-        comm_put(grp.ops[i].comm, 0);
-    if (n)
-        st.groups++;
-    pthread_mutex_unlock(&lock);
-    return r;
+        return n && !j ? ncclSystemError : ncclSuccess;
+    if (!n)
+        return ni ? ncclInProgress : ncclSuccess;
+    j->n = n;
+    memcpy(j->ops, grp.ops, (size_t)n * sizeof j->ops[0]);
+    pthread_t t;
+    pthread_attr_t at;
+    int e = pthread_attr_init(&at);
+    if (!e)
+        e = pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (!e)
+        e = pthread_create(&t, &at, job_main, j);
+    pthread_attr_destroy(&at);
+    if (e) {
+        /* the work cannot start: it fails as one whose thread died would */
+        pthread_mutex_lock(&lock);
+        for (int i = 0; i < n; i++) {
+            j->ops[i].comm->async = ncclSystemError;
+            j->ops[i].comm->jobs--;
+            comm_put(j->ops[i].comm);
+        }
+        pthread_cond_broadcast(&jobs_done);
+        pthread_mutex_unlock(&lock);
+        free(j);
+        return ncclSystemError;
+    }
+    return ncclInProgress;
 }
 
 EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
@@ -684,6 +865,17 @@ EXPORT ncclResult_t ncclGroupEnd(void)
     }
     if (--grp.depth > 0)
         return ncclSuccess;
+    pthread_mutex_lock(&lock);
+    unsigned delay = grp.n ? st.cfg.group_end_delay_ms : 0;
+    st.ending += delay > 0;
+    pthread_mutex_unlock(&lock);
+    if (delay) {
+        struct timespec ts = {(time_t)(delay / 1000), (long)(delay % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&lock);
+        st.ending--;
+        pthread_mutex_unlock(&lock);
+    }
     return group_finish(1);
 }
 
@@ -733,6 +925,7 @@ EXPORT void vdev_stub_nccl_stats(struct vdev_stub_nccl_stats *out)
     out->comms = st.comms;
     out->cliques = st.cliques;
     out->waiting = st.waiting;
+    out->ending = st.ending;
     out->collectives = st.collectives;
     out->groups = st.groups;
     pthread_mutex_unlock(&lock);

@@ -5,7 +5,10 @@
  *  - the plugin loads NCCL at run time and says which one;
  *  - coll_open over distinct GPUs makes one communicator per rank, and what
  *    NCCL takes on each GPU is measured and held; two ranks on one GPU are
- *    refused in vdev's words; a failing ncclCommInitAll leaves nothing;
+ *    refused in vdev's words; the comms are nonblocking, made in one group
+ *    and polled until ready; NCCL failing at any step of that (the id, a
+ *    rank's init, the group's end, a poll) names the step and leaves
+ *    nothing (comms made are aborted, nothing held);
  *    a failing memory measure names the GPU it failed on; a rank whose
  *    context cannot be made current at close has its comm aborted;
  *  - through the public API: a communicator over logical GPUs of distinct
@@ -20,7 +23,8 @@
  *    the communicator goes on; NCCL's buffers that do not fit beside what
  *    the card holds leave the ring to serve, the limits unchanged;
  *  - without NCCL (VDEV_NCCL_LIBRARY naming no library), or with one older
- *    than 2.10, the ring serves, and the plugin says why.
+ *    than 2.14 (no nonblocking communicators), the ring serves, and the
+ *    plugin says why.
  * Kernels do not run on the stand-in, so the ring's own arithmetic is left
  * to the tests on simulated GPUs (test_coll_ring). */
 #define _GNU_SOURCE
@@ -51,7 +55,7 @@
 static void test_backend(void)
 {
     stub_setup(2, 4 * GiB, 13000, 0, 0, 0);
-    struct vdev_stub_nccl_config nc = {0, 64 * MiB};
+    struct vdev_stub_nccl_config nc = {0, 64 * MiB, 0};
     N.setup(&nc);
     struct vdev_backend b;
     stub_open_backend(&b);
@@ -70,24 +74,57 @@ static void test_backend(void)
     void *comm = NULL;
     CHECK_STATUS(b.ops->coll_open(b.ctx, same, 2, &comm, held), VDEV_ERR_UNSUPPORTED);
     CHECK_MSG("NCCL needs a GPU of its own for every rank: ranks 0 and 1 are both on CUDA GPU 0");
-    CHECK(comm == NULL && N.calls("ncclCommInitAll") == 0);
+    CHECK(comm == NULL && N.calls("ncclCommInitRankConfig") == 0);
 
-    /* NCCL failing to make its communicators: nothing held, nothing left */
+    /* NCCL failing to make its communicators, at each step: the step named,
+     * the comms it made aborted, nothing held, nothing left */
     int qs[2] = {q1, 1};
-    N.fail("ncclCommInitAll", 0, ncclUnhandledCudaError);
-    CHECK_STATUS(b.ops->coll_open(b.ctx, qs, 2, &comm, held), VDEV_ERR_BACKEND);
-    CHECK_MSG("NCCL: ncclCommInitAll over 2 GPUs failed: unhandled cuda error");
+    static const struct {
+        const char *fn;
+        int nth, result;
+        uint64_t aborts; /* comms made before the failure */
+        const char *msg;
+    } init_fails[] = {
+        {"ncclGetUniqueId", 0, ncclSystemError, 0,
+         "NCCL: ncclGetUniqueId over 2 GPUs failed: unhandled system error"},
+        {"ncclGroupStart", 0, ncclInternalError, 0,
+         "NCCL: ncclGroupStart over 2 GPUs failed: internal error"},
+        {"ncclCommInitRankConfig", 0, ncclUnhandledCudaError, 0,
+         "NCCL: ncclCommInitRankConfig over 2 GPUs failed: unhandled cuda error"},
+        /* rank 0's comm made, rank 1's refused: rank 0's waits for its peer */
+        {"ncclCommInitRankConfig", 1, ncclInvalidArgument, 1,
+         "NCCL: ncclCommInitRankConfig over 2 GPUs failed: invalid argument"},
+        {"ncclGroupEnd", 0, ncclSystemError, 2,
+         "NCCL: ncclGroupEnd over 2 GPUs failed: unhandled system error"},
+        /* the poll of rank 1's comm (rank 0's reads in progress, then ready) */
+        {"ncclCommGetAsyncError", 2, ncclInternalError, 2,
+         "NCCL: ncclCommInitRankConfig over 2 GPUs failed: internal error"},
+    };
     struct vdev_stub_nccl_stats ns;
-    N.stats(&ns);
-    CHECK(ns.comms == 0 && comm == NULL);
-    CHECK_EQ_U64(b.ops->held_bytes(b.ctx, 1), 0);
+    for (size_t i = 0; i < sizeof init_fails / sizeof init_fails[0]; i++) {
+        uint64_t aborts0 = N.calls("ncclCommAbort");
+        N.fail(init_fails[i].fn, init_fails[i].nth, init_fails[i].result);
+        CHECK_STATUS(b.ops->coll_open(b.ctx, qs, 2, &comm, held), VDEV_ERR_BACKEND);
+        CHECK_MSG(init_fails[i].msg);
+        N.stats(&ns);
+        CHECK(ns.comms == 0 && ns.cliques == 0 && comm == NULL);
+        CHECK(N.calls("ncclCommAbort") == aborts0 + init_fails[i].aborts);
+        CHECK_EQ_U64(b.ops->held_bytes(b.ctx, 0), held1);
+        CHECK_EQ_U64(b.ops->held_bytes(b.ctx, 1), 0);
+    }
+    /* each comm polled until ready: in progress at the first poll */
+    uint64_t polls = N.calls("ncclCommGetAsyncError");
+    CHECK_OK(b.ops->coll_open(b.ctx, qs, 2, &comm, held));
+    CHECK(N.calls("ncclCommGetAsyncError") == polls + 4);
+    b.ops->coll_close(b.ctx, comm);
+    comm = NULL;
 
     /* the memory measure failing on rank 1's GPU: that GPU named, NCCL not asked */
-    uint64_t inits = N.calls("ncclCommInitAll");
+    uint64_t inits = N.calls("ncclCommInitRankConfig");
     S.fail("cuMemGetInfo", 1, CUDA_ERROR_UNKNOWN);
     CHECK_STATUS(b.ops->coll_open(b.ctx, qs, 2, &comm, held), VDEV_ERR_BACKEND);
     CHECK_MSG("CUDA GPU 1: cuMemGetInfo failed: CUDA_ERROR_UNKNOWN: unknown error");
-    CHECK(comm == NULL && N.calls("ncclCommInitAll") == inits);
+    CHECK(comm == NULL && N.calls("ncclCommInitRankConfig") == inits);
 
     /* a communicator: NCCL's buffers measured on each GPU */
     CHECK_OK(b.ops->coll_open(b.ctx, qs, 2, &comm, held));
@@ -204,7 +241,7 @@ static void expect_sum(struct rank_job *jobs, int n, int mean)
 static void test_public(void)
 {
     stub_setup(2, 4 * GiB, 13000, 0, 0, 0);
-    struct vdev_stub_nccl_config nc = {0, 64 * MiB};
+    struct vdev_stub_nccl_config nc = {0, 64 * MiB, 0};
     N.setup(&nc);
     check_fresh(NULL);
     CHECK_OK(vdev_init());
@@ -302,7 +339,7 @@ static void test_public(void)
     run_ranks(2, do_all_reduce, jobs);
     CHECK_RANKS(jobs, 2, VDEV_OK, NULL);
     expect_sum(jobs, 2, 0);
-    CHECK(N.calls("ncclCommInitAll") == 2);
+    CHECK(N.calls("ncclCommInitRankConfig") == 4); /* two opens of two ranks */
     free_jobs(jobs, 2);
     /* ncclGroupEnd failing on a rank: the same, and no rank waits for ever */
     N.fail("ncclGroupEnd", 0, ncclSystemError);
@@ -369,7 +406,7 @@ static void test_public(void)
     CHECK_OK(vdev_init());
     CHECK_OK(vdev_comm_new(devs, 2, &c));
     CHECK_STR(vdev_comm_implementation(c), "ring");
-    CHECK(N.calls("ncclCommInitAll") == 0);
+    CHECK(N.calls("ncclCommInitRankConfig") == 0);
     vdev_comm_free(c);
     expect_clean("the ring on one card", 0);
     check_fresh(NULL);
@@ -417,7 +454,7 @@ static void run_internal(struct vdev_coll_comm *c, struct int_job *j)
 static void test_reset(void)
 {
     stub_setup(2, 4 * GiB, 13000, 0, 0, 0);
-    struct vdev_stub_nccl_config nc = {0, 64 * MiB};
+    struct vdev_stub_nccl_config nc = {0, 64 * MiB, 0};
     N.setup(&nc);
     check_fresh(NULL);
     CHECK_OK(vdev_init());
@@ -449,9 +486,9 @@ static void test_reset(void)
         CHECK(strstr(j[r].msg, "NCCL: ncclAllReduce on CUDA GPU ") != NULL);
         vdev_tensor_free(j[r].t);
     }
-    CHECK(N.calls("ncclCommInitAll") == 1);
+    CHECK(N.calls("ncclCommInitRankConfig") == 2);
     c->ops->reset(c->ctx);
-    CHECK(N.calls("ncclCommInitAll") == 2);
+    CHECK(N.calls("ncclCommInitRankConfig") == 4);
     struct vdev_stub_nccl_stats ns;
     N.stats(&ns);
     CHECK(ns.comms == 2 && ns.cliques == 1);
@@ -470,14 +507,15 @@ static void test_reset(void)
     run_internal(c, j);
     for (int r = 0; r < 2; r++)
         vdev_tensor_free(j[r].t);
-    N.fail("ncclCommInitAll", 0, ncclSystemError);
+    N.fail("ncclCommInitRankConfig", 0, ncclSystemError);
     c->ops->reset(c->ctx);
     CHECK_OK(vdev_memory_get_limits("GPU:0", &l));
     CHECK_EQ_U64(l.ceiling_bytes, l0.ceiling_bytes); /* nothing held, nothing charged */
     run_internal(c, j);
     for (int r = 0; r < 2; r++) {
         CHECK(j[r].st == VDEV_ERR_BACKEND);
-        CHECK(strstr(j[r].msg, "NCCL: no communicator: NCCL: ncclCommInitAll over 2 GPUs failed: "
+        CHECK(strstr(j[r].msg, "NCCL: no communicator: NCCL: ncclCommInitRankConfig over 2 GPUs "
+                               "failed: "
                                "unhandled system error") != NULL);
         vdev_tensor_free(j[r].t);
     }
@@ -511,7 +549,8 @@ static void test_absent(void)
     expect_clean("the ring without NCCL", 1);
 }
 
-/* NCCL older than 2.10 (no ncclAvg): refused, the ring serves. */
+/* NCCL older than 2.14 (no nonblocking communicators): refused, the ring
+ * serves. */
 static void test_too_old(void)
 {
     if (stub_load_nccl() != 0) {
@@ -519,19 +558,19 @@ static void test_too_old(void)
         return;
     }
     stub_setup(2, 4 * GiB, 13000, 0, 0, 0);
-    struct vdev_stub_nccl_config nc = {20905, 64 * MiB};
+    struct vdev_stub_nccl_config nc = {21306, 64 * MiB, 0};
     N.setup(&nc);
     check_fresh(NULL);
     CHECK_OK(vdev_init());
     char status[512];
     CHECK(vdev_coll_library_status(status, sizeof status) == 0);
-    CHECK_STR(status, "vdev's ring (NCCL: libnccl.so.2 is version 2.9.5; vdev needs 2.10 or "
-                      "newer (ncclAvg))");
+    CHECK_STR(status, "vdev's ring (NCCL: libnccl.so.2 is version 2.13.6; vdev needs 2.14 or "
+                      "newer (nonblocking communicators))");
     const char *devs[2] = {"GPU:0", "GPU:1"};
     vdev_comm_t *c = NULL;
     CHECK_OK(vdev_comm_new(devs, 2, &c));
     CHECK_STR(vdev_comm_implementation(c), "ring");
-    CHECK(N.calls("ncclCommInitAll") == 0);
+    CHECK(N.calls("ncclCommInitRankConfig") == 0);
     vdev_comm_free(c);
     check_fresh(NULL);
     expect_clean("NCCL too old", 1);

@@ -1,15 +1,19 @@
-/* test_cuda_nccl_abort.c — coll_abort against a rank blocked inside NCCL,
- * with the real CUDA plugin on the stand-in driver and the stand-in NCCL,
- * whose waits end, as NCCL's blocked waits do, only when the waiting rank's
- * own communicator is aborted (a peer's abort does not free it; else a
- * violation after 60 s):
- *  - a rank blocked in ncclGroupEnd, waiting for a peer that failed before
- *    its NCCL call (its ncclGroupStart failed), is freed by coll_abort from
- *    the failing rank's thread: its call fails ("ncclGroupEnd on CUDA GPU 0
+/* test_cuda_nccl_abort.c — coll_abort against a rank whose NCCL work waits
+ * for a peer, with the real CUDA plugin on the stand-in driver and the
+ * stand-in NCCL, whose comms are nonblocking and whose work's waits end, as
+ * NCCL's do, only when the waiting rank's own communicator is aborted (a
+ * peer's abort does not free it; else a violation after 60 s):
+ *  - a rank polling its work, which waits for a peer that failed before its
+ *    NCCL call (its ncclGroupStart failed), is freed by coll_abort from the
+ *    failing rank's thread: its call fails ("ncclGroupEnd on CUDA GPU 0
  *    failed: the communicator was aborted"), every rank's comm is aborted
  *    exactly once (a second abort of one is a violation of the stand-in),
- *    its thread never touches the comm again (a use after the abort is one
+ *    its thread never touches the comm again (a poll after the abort is one
  *    too), and later calls fail at once;
+ *  - an abort that comes while a rank is inside its ncclGroupEnd, its calls
+ *    still queued there (the stand-in holds it there), waits for that end:
+ *    aborting a comm under calls queued in a group not yet ended, or while
+ *    a thread polls it, is a violation of the stand-in;
  *  - after that, coll_close, or the backend's destroy with the communicator
  *    left open, frees everything and aborts nothing twice (ASan, the
  *    stand-in's counts);
@@ -38,7 +42,7 @@
 static void nccl_setup(int n_gpus)
 {
     stub_setup(n_gpus, 4 * GiB, 13000, 0, 0, 0);
-    struct vdev_stub_nccl_config nc = {0, 64 * MiB};
+    struct vdev_stub_nccl_config nc = {0, 64 * MiB, 0};
     N.setup(&nc);
 }
 
@@ -91,7 +95,7 @@ static void wait_blocked(int n, struct coll_job *j)
 
 /* ---- through the backend ---- */
 
-/* Rank 0 blocks in ncclGroupEnd; rank 1 fails at its ncclGroupStart and
+/* Rank 0's work waits for rank 1; rank 1 fails at its ncclGroupStart and
  * aborts, as src/coll/nccl.c does; then the communicator is closed, or left
  * for the backend's destroy when !close. */
 static void blocked_rank(int close)
@@ -120,7 +124,7 @@ static void blocked_rank(int close)
         pthread_join(th[r], NULL);
         CHECK_STATUS(j[r].st, VDEV_OK);
     }
-    /* rank 0 inside NCCL, waiting for rank 1 */
+    /* rank 0's work in NCCL, waiting for rank 1, rank 0 polling it */
     job_init(&j[0], &b, comm, 0, bufs[0]);
     pthread_create(&th[0], NULL, coll_rank, &j[0]);
     wait_blocked(1, &j[0]);
@@ -138,7 +142,7 @@ static void blocked_rank(int close)
     CHECK_STATUS(j[0].st, VDEV_ERR_BACKEND);
     CHECK_STR(j[0].msg, "NCCL: ncclGroupEnd on CUDA GPU 0 failed: the communicator was aborted");
     CHECK(N.calls("ncclCommAbort") == 2);
-    CHECK(N.calls("ncclCommGetAsyncError") == 2); /* the first call's, none after */
+    uint64_t polls = N.calls("ncclCommGetAsyncError");
     struct vdev_stub_nccl_stats ns;
     N.stats(&ns);
     CHECK(ns.comms == 0 && ns.cliques == 0 && ns.waiting == 0);
@@ -153,6 +157,7 @@ static void blocked_rank(int close)
         CHECK_STR(j[r].msg, "NCCL: the communicator was aborted");
     }
     CHECK(N.calls("ncclGroupStart") == starts);
+    CHECK(N.calls("ncclCommGetAsyncError") == polls); /* none after the abort */
     if (close)
         b.ops->coll_close(b.ctx, comm);
     for (int g = 0; g < 2; g++) {
@@ -172,6 +177,55 @@ static void blocked_rank(int close)
 }
 
 static void test_blocked_closed(void) { blocked_rank(1); }
+
+/* coll_abort while rank 0 is inside its ncclGroupEnd with its call still
+ * queued (held there for 100 ms by the stand-in): the abort waits for that
+ * end, then aborts both comms; rank 0's call fails with the abort's words. */
+static void test_abort_while_ending(void)
+{
+    stub_setup(2, 4 * GiB, 13000, 0, 0, 0);
+    struct vdev_stub_nccl_config nc = {0, 64 * MiB, 100};
+    N.setup(&nc);
+    struct vdev_backend b;
+    stub_open_backend(&b);
+    if (!b.ops)
+        return;
+    int q[2] = {-1, -1};
+    uint64_t h = 0, held[2];
+    void *bufs[2] = {NULL, NULL}, *comm = NULL;
+    for (int g = 0; g < 2; g++) {
+        CHECK_OK(b.ops->stream_open(b.ctx, g, VDEV_PRIORITY_HIGH, &q[g], &h));
+        CHECK_OK(b.ops->reserve(b.ctx, q[g], 2 * MiB, &bufs[g]));
+    }
+    CHECK_OK(b.ops->coll_open(b.ctx, q, 2, &comm, held));
+    struct coll_job j[2];
+    pthread_t th;
+    job_init(&j[0], &b, comm, 0, bufs[0]);
+    pthread_create(&th, NULL, coll_rank, &j[0]);
+    struct timespec ms = {0, 1000000};
+    struct vdev_stub_nccl_stats ns;
+    for (N.stats(&ns); ns.ending < 1 && !atomic_load(&j[0].done); N.stats(&ns))
+        nanosleep(&ms, NULL);
+    CHECK(ns.ending == 1); /* rank 0 in its ncclGroupEnd, its call queued */
+    N.fail("ncclGroupStart", 0, ncclSystemError);
+    job_init(&j[1], &b, comm, 1, bufs[1]);
+    coll_rank(&j[1]);
+    CHECK_STR(j[1].msg, "NCCL: ncclGroupStart on CUDA GPU 1 failed: unhandled system error");
+    b.ops->coll_abort(b.ctx, comm);
+    pthread_join(th, NULL);
+    CHECK_STATUS(j[0].st, VDEV_ERR_BACKEND);
+    CHECK_STR(j[0].msg, "NCCL: ncclGroupEnd on CUDA GPU 0 failed: the communicator was aborted");
+    CHECK(N.calls("ncclCommAbort") == 2);
+    N.stats(&ns);
+    CHECK(ns.comms == 0 && ns.waiting == 0 && ns.ending == 0);
+    b.ops->coll_close(b.ctx, comm);
+    for (int g = 0; g < 2; g++) {
+        b.ops->release(b.ctx, q[g], bufs[g], 2 * MiB);
+        b.ops->stream_close(b.ctx, q[g]);
+    }
+    vdev_backend_destroy(&b);
+    expect_clean("an abort while a rank ends its group", 1);
+}
 static void test_blocked_left_open(void) { blocked_rank(0); }
 
 /* ---- through the public API ---- */
@@ -240,6 +294,7 @@ int main(void)
     }
     test_blocked_closed();
     test_blocked_left_open();
+    test_abort_while_ending();
     test_public();
     check_fresh(NULL);
     S.setup(NULL);

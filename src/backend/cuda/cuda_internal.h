@@ -156,7 +156,7 @@ struct cu_dev {
     struct cu_event *ev_free;
 
     /* Taken for writing while coll_open measures what NCCL takes from the
-     * card (the drop in cuMemGetInfo around ncclCommInitAll), for reading by
+     * card (the drop in cuMemGetInfo around the comms' making), for reading by
      * every other path that takes device memory outside the regions: a
      * stream's scratch and workspace (vdev_cu_stream_equip), and kernel
      * launches (the CUDA runtime loads a kernel's code at its first launch,

@@ -8,14 +8,18 @@
  * VDEV_NCCL_LIBRARY names when it is set, and resolves the functions of
  * nccl_abi.h, under a lock, once per process; a failure is kept and every
  * later use reports it ("NCCL: libnccl.so.2: cannot open shared object file:
- * ..."), and src/coll/ falls back to vdev's ring. NCCL older than 2.10 (no
- * ncclAvg) is refused the same way.
+ * ..."), and src/coll/ falls back to vdev's ring. NCCL older than 2.14 (no
+ * nonblocking communicators) is refused the same way.
  *
- * Communicators. coll_open makes one ncclComm per rank with ncclCommInitAll
- * over the ranks' GPUs (every rank in this process, one GPU each: NCCL
- * refuses two ranks on one GPU, and so does coll_open, first, in vdev's
- * words). What NCCL allocates on each GPU is measured with cuMemGetInfo
- * before and after, with every rank's GPU's memory lock held so that no
+ * Communicators. coll_open makes one ncclComm per rank over the ranks' GPUs
+ * (every rank in this process, one GPU each: NCCL refuses two ranks on one
+ * GPU, and so does coll_open, first, in vdev's words): ncclGetUniqueId,
+ * then ncclCommInitRankConfig for each rank with its GPU's context current,
+ * in one group, each comm nonblocking (config blocking = 0), polled with
+ * ncclCommGetAsyncError until it is no longer ncclInProgress. Nonblocking,
+ * so that no NCCL call of a rank's thread ever waits for a peer: see Aborts.
+ * What NCCL allocates on each GPU is measured with cuMemGetInfo before and
+ * after, with every rank's GPU's memory lock held so that no
  * region of vdev's is mapped meanwhile, and its measure lock (cu_dev
  * measure_lock) held for writing so that no stream takes its scratch or
  * workspace and no kernel is launched there meanwhile (a first launch loads
@@ -24,8 +28,8 @@
  * the card's budget). What the process's other users of the card (PyTorch,
  * CuPy) take meanwhile is not excluded.
  *
- * That measure holds because NCCL allocates its buffers inside
- * ncclCommInitAll: since NCCL 2.22 it connects the ranks, and allocates most
+ * That measure holds because NCCL allocates its buffers while the ranks'
+ * comms are made: since NCCL 2.22 it connects the ranks, and allocates most
  * of its buffers, at a communicator's first collective instead, unless
  * NCCL_RUNTIME_CONNECT=0. So the plugin's first open sets
  * NCCL_RUNTIME_CONNECT=0 (setenv without overwrite: a value the user set
@@ -51,47 +55,53 @@
  *
  * Calls. coll_run queues one rank's part on the rank's stream (vdev's stream
  * of the logical device) inside ncclGroupStart/ncclGroupEnd, one NCCL call
- * per buffer (an all-reduce of a strategy's gradients is one group), and
- * checks ncclCommGetAsyncError; then it records an event on the stream after
- * the collective (the stream's coll_ev; the stream goes on its GPU's list of
- * streams with a collective pending), which cuda_memory.c waits for before
- * it maps or unmaps memory there. All-reduce is ncclFloat32 with ncclSum or
- * ncclAvg; broadcast and all-gather move bytes (ncclUint8), whatever the
- * element type.
+ * per buffer (an all-reduce of a strategy's gradients is one group), then
+ * polls ncclCommGetAsyncError until the group's work is no longer
+ * ncclInProgress (enqueued on the stream, or failed); then it records an
+ * event on the stream after the collective (the stream's coll_ev; the stream
+ * goes on its GPU's list of streams with a collective pending), which
+ * cuda_memory.c waits for before it maps or unmaps memory there. All-reduce
+ * is ncclFloat32 with ncclSum or ncclAvg; broadcast and all-gather move bytes
+ * (ncclUint8), whatever the element type.
  *
  * Aborts. coll_abort ends every rank's NCCL work with ncclCommAbort, so that
  * the streams can be synchronized after a rank failed; the communicator is
- * then spent (src/coll/nccl.c makes a new one at a reset). It aborts the
- * ranks whose threads are inside ncclGroupEnd too, from its own thread: a
- * rank blocked there (waiting for a peer that failed before its NCCL call,
- * on the host when NCCL connects lazily) is freed only by its comm's abort
- * flag, which ncclCommAbort sets and NCCL's waits poll (the watchdog pattern
- * of PyTorch's ProcessGroupNCCL). Each comm is taken (comms[i] set to NULL)
- * under the lock by whoever aborts it, so it is aborted exactly once, and a
- * rank's thread never touches its comm again once it is taken: its call
- * fails ("the communicator was aborted"). A rank's thread is not aborted
- * while it queues its calls (ncclGroupStart and the calls up to
- * ncclGroupEnd, ncclCommGetAsyncError after it): NCCL's communicators are
- * not safe for concurrent calls there, and those steps never wait, so
- * coll_abort waits for them to end. A call that the abort overtook after its
- * ncclGroupEnd fails too: the abort stopped its kernels. */
+ * then spent (src/coll/nccl.c makes a new one at a reset). NCCL's calls on
+ * one communicator must never overlap, an abort included, and an abort must
+ * not come while a thread has calls on the comm queued in a group it has not
+ * ended: the comm would be freed under them. So a rank's thread is aborted
+ * only between its polls. While it queues its calls and ends its group
+ * (RANK_QUEUING: calls that never wait, the comm being nonblocking)
+ * coll_abort waits for it; while it polls (RANK_WAITING: each poll under
+ * the lock) coll_abort takes its comm (comms[i] set to NULL under the lock,
+ * so that it is aborted exactly once) and aborts it from its own thread,
+ * which is what frees a rank whose work waits for a peer that failed before
+ * its NCCL call (the watchdog pattern of PyTorch's ProcessGroupNCCL, done as
+ * NCCL's fault tolerance asks, with nonblocking communicators). The rank's
+ * thread sees its comm taken at its next poll and never touches it again:
+ * its call fails ("the communicator was aborted"). A call that the abort
+ * overtook after its work was enqueued fails too: the abort stopped its
+ * kernels. */
 #define _GNU_SOURCE
 #include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/nccl_abi.h"
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define NCCL_SONAME "libnccl.so.2"
-#define NCCL_MIN_VERSION VDEV_NCCL_VERSION_CODE(2, 10, 0) /* ncclAvg */
+#define NCCL_MIN_VERSION VDEV_NCCL_VERSION_CODE(2, 14, 0) /* nonblocking communicators */
 
 static struct {
     vdev_ncclGetVersion_fn get_version;
     vdev_ncclGetErrorString_fn error_string;
-    vdev_ncclCommInitAll_fn init_all;
+    vdev_ncclGetUniqueId_fn unique_id;
+    vdev_ncclCommInitRankConfig_fn init_rank;
     vdev_ncclCommDestroy_fn destroy;
     vdev_ncclCommAbort_fn abort;
     vdev_ncclCommGetAsyncError_fn async_error;
@@ -184,7 +194,8 @@ static int resolve_locked(void *h, const char *name)
     } fns[] = {
         {"ncclGetVersion", (void **)&nccl.get_version},
         {"ncclGetErrorString", (void **)&nccl.error_string},
-        {"ncclCommInitAll", (void **)&nccl.init_all},
+        {"ncclGetUniqueId", (void **)&nccl.unique_id},
+        {"ncclCommInitRankConfig", (void **)&nccl.init_rank},
         {"ncclCommDestroy", (void **)&nccl.destroy},
         {"ncclCommAbort", (void **)&nccl.abort},
         {"ncclCommGetAsyncError", (void **)&nccl.async_error},
@@ -210,7 +221,8 @@ static int resolve_locked(void *h, const char *name)
                      nccl.error_string(r));
         else
             snprintf(nccl_line, sizeof nccl_line,
-                     "NCCL: %s is version %d.%d.%d; vdev needs 2.10 or newer (ncclAvg)",
+                     "NCCL: %s is version %d.%d.%d; vdev needs 2.14 or newer (nonblocking "
+                     "communicators)",
                      name, v / 10000, v % 10000 / 100, v % 100);
         pthread_mutex_unlock(&nccl_lock);
         return 0;
@@ -249,8 +261,8 @@ struct cu_coll {
 /* Where a rank's thread is in coll_run (busy). */
 enum {
     RANK_OUT,      /* not in coll_run with its comm */
-    RANK_QUEUING,  /* calls on its comm that never wait: coll_abort waits for them */
-    RANK_WAITING,  /* inside ncclGroupEnd: coll_abort aborts its comm from its own thread */
+    RANK_QUEUING,  /* its group's calls and end, which never wait: coll_abort waits for them */
+    RANK_WAITING,  /* between polls of its work: coll_abort may take and abort its comm */
 };
 
 static void coll_free(struct cu_coll *c)
@@ -309,6 +321,86 @@ static void coll_unlist(struct cu_ctx *cc, struct cu_coll *c)
         }
     c->next = NULL;
     pthread_mutex_unlock(&cc->coll_lock);
+}
+
+/* A pause between two polls of a nonblocking comm: a yield for the first
+ * few (work that is enqueued within microseconds), then 20 us. */
+static void poll_pause(unsigned *k)
+{
+    if ((*k)++ < 64) {
+        sched_yield();
+        return;
+    }
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+}
+
+/* Polls a comm nobody else holds until it is no longer ncclInProgress: its
+ * outcome (ncclCommGetAsyncError's own failure, or the comm's). */
+static ncclResult_t poll_ready(ncclComm_t nc)
+{
+    unsigned k = 0;
+    for (;;) {
+        ncclResult_t async = ncclSuccess, r = nccl.async_error(nc, &async);
+        if (r != ncclSuccess)
+            return r;
+        if (async != ncclInProgress)
+            return async;
+        poll_pause(&k);
+    }
+}
+
+/* Makes c's n comms over its GPUs (c->dev, ranks in order), nonblocking,
+ * in one group, and waits until each is ready; on failure aborts those
+ * made (c->comms left NULL) and says which call failed: *what, or *cr and
+ * *bad_gpu when a context could not be made current. */
+static ncclResult_t init_comms(struct cu_coll *c, int n, const char **what, CUresult *cr,
+                               int *bad_gpu)
+{
+    ncclConfig_t cfg = {
+        .size = sizeof cfg,
+        .magic = VDEV_NCCL_CONFIG_MAGIC,
+        .version = VDEV_NCCL_VERSION_CODE(2, 14, 0),
+        .blocking = 0,
+        .cga_cluster_size = VDEV_NCCL_CONFIG_UNDEF_INT,
+        .min_ctas = VDEV_NCCL_CONFIG_UNDEF_INT,
+        .max_ctas = VDEV_NCCL_CONFIG_UNDEF_INT,
+        .net_name = NULL,
+    };
+    ncclUniqueId id;
+    *what = "ncclGetUniqueId";
+    ncclResult_t r = nccl.unique_id(&id);
+    if (r == ncclSuccess) {
+        *what = "ncclGroupStart";
+        r = nccl.group_start();
+    }
+    if (r != ncclSuccess)
+        return r;
+    for (int i = 0; i < n && r == ncclSuccess && *cr == CUDA_SUCCESS; i++) {
+        /* NCCL takes the rank's GPU from the current context */
+        if ((*cr = vdev_cu_use_ctx(c->dev[i])) != CUDA_SUCCESS) {
+            *bad_gpu = c->dev[i]->index;
+            break;
+        }
+        *what = "ncclCommInitRankConfig";
+        r = nccl.init_rank(&c->comms[i], n, id, i, &cfg);
+        if (r == ncclInProgress)
+            r = ncclSuccess;
+    }
+    /* a group once started is always ended */
+    ncclResult_t e = nccl.group_end();
+    if (r == ncclSuccess && *cr == CUDA_SUCCESS && e != ncclSuccess && e != ncclInProgress) {
+        *what = "ncclGroupEnd";
+        r = e;
+    }
+    for (int i = 0; i < n && r == ncclSuccess && *cr == CUDA_SUCCESS; i++) {
+        *what = "ncclCommInitRankConfig";
+        r = poll_ready(c->comms[i]);
+    }
+    if (r != ncclSuccess || *cr != CUDA_SUCCESS)
+        for (int i = 0; i < n; i++)
+            abort_rank(c, i); /* those made; NULL for the others */
+    return r;
 }
 
 enum vdev_status vdev_cu_coll_open(void *vctx, const int *qs, int n, void **out, uint64_t *held)
@@ -388,8 +480,11 @@ enum vdev_status vdev_cu_coll_open(void *vctx, const int *qs, int n, void **out,
         else
             cr = vdev_cu.cuMemGetInfo(&before[i], &total);
     }
-    if (cr == CUDA_SUCCESS && taken < 0)
-        r = nccl.init_all(c->comms, n, devlist);
+    const char *failed = "ncclCommInitRankConfig";
+    if (cr == CUDA_SUCCESS && taken < 0) {
+        r = init_comms(c, n, &failed, &cr, &bad_gpu);
+        bad_call = "cuCtxSetCurrent"; /* init_comms's only CUDA call */
+    }
     for (int i = 0; i < n && cr == CUDA_SUCCESS && r == ncclSuccess && taken < 0; i++) {
         size_t after = 0;
         struct cu_dev *d = c->dev[i];
@@ -423,7 +518,7 @@ enum vdev_status vdev_cu_coll_open(void *vctx, const int *qs, int n, void **out,
     }
     if (r != ncclSuccess) {
         coll_free(c);
-        return vdev_cu_fail(VDEV_ERR_BACKEND, "NCCL: ncclCommInitAll over %d GPUs failed: %s", n,
+        return vdev_cu_fail(VDEV_ERR_BACKEND, "NCCL: %s over %d GPUs failed: %s", failed, n,
                             nccl.error_string(r));
     }
     pthread_mutex_lock(&cc->coll_lock);
@@ -481,18 +576,25 @@ static enum vdev_status run_rank(struct cu_coll *c, int rank, ncclComm_t nc,
         }
     }
     /* A group once started is always ended, even after a failed call in it;
-     * while it waits there, coll_abort may abort nc (see the top). */
-    pthread_mutex_lock(&c->lock);
-    rank_at(c, rank, RANK_WAITING);
-    pthread_mutex_unlock(&c->lock);
+     * the comm being nonblocking, its end never waits (RANK_QUEUING still). */
     r = nccl.group_end();
-    /* nc is touched again only if nobody took it, and under the lock, so
-     * that no abort comes meanwhile (ncclCommGetAsyncError never waits). */
+    /* Then the work is polled until it is enqueued or failed. Each poll is
+     * under the lock, and only while nobody took nc; between polls coll_abort
+     * may take and abort it (RANK_WAITING; see the top). */
     ncclResult_t async = ncclSuccess, ar = ncclSuccess;
+    int taken = 0;
+    unsigned k = 0;
     pthread_mutex_lock(&c->lock);
-    int taken = c->comms[rank] != nc;
-    if (!taken && first == ncclSuccess && r == ncclSuccess)
-        ar = nccl.async_error(nc, &async);
+    while (first == ncclSuccess && (r == ncclSuccess || r == ncclInProgress)) {
+        taken = c->comms[rank] != nc;
+        if (taken || (ar = nccl.async_error(nc, &async)) != ncclSuccess ||
+            async != ncclInProgress)
+            break;
+        rank_at(c, rank, RANK_WAITING);
+        pthread_mutex_unlock(&c->lock);
+        poll_pause(&k);
+        pthread_mutex_lock(&c->lock);
+    }
     rank_at(c, rank, RANK_OUT);
     pthread_mutex_unlock(&c->lock);
     if (first != ncclSuccess)
@@ -502,9 +604,9 @@ static enum vdev_status run_rank(struct cu_coll *c, int rank, ncclComm_t nc,
                             "NCCL: ncclGroupEnd on CUDA GPU %d failed: the communicator was "
                             "aborted",
                             s->d->index);
-    if (r != ncclSuccess)
+    if (r != ncclSuccess && r != ncclInProgress)
         return nccl_fail("ncclGroupEnd", s, r);
-    if (ar != ncclSuccess || (async != ncclSuccess && async != ncclInProgress))
+    if (ar != ncclSuccess || async != ncclSuccess)
         return nccl_fail("ncclCommGetAsyncError", s, ar != ncclSuccess ? ar : async);
     /* After the collective on the rank's stream, for cuda_memory.c. */
     struct cu_dev *d = s->d;
@@ -560,12 +662,12 @@ void vdev_cu_coll_abort(void *vctx, void *comm)
     pthread_mutex_lock(&c->lock);
     c->aborted = 1; /* no rank's thread starts another call with its comm */
     for (int i = 0; i < c->n; i++) {
-        /* A rank queuing its calls is at ncclGroupEnd soon (those calls
-         * never wait); it is aborted there, or after, never before. */
+        /* A rank queuing its calls is polling soon (those calls and its
+         * ncclGroupEnd never wait); it is aborted between polls, or after. */
         while (c->busy[i] == RANK_QUEUING && c->comms[i])
             pthread_cond_wait(&c->queued, &c->lock);
         pthread_mutex_unlock(&c->lock);
-        abort_rank(c, i); /* also a rank blocked in ncclGroupEnd: this frees it */
+        abort_rank(c, i); /* also a rank whose work waits for a peer: this ends it */
         pthread_mutex_lock(&c->lock);
     }
     pthread_mutex_unlock(&c->lock);

@@ -36,6 +36,26 @@ typedef enum {
 
 typedef enum { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3, ncclAvg = 4 } ncclRedOp_t;
 
+/* ncclUniqueId: the bytes that name a communicator to its ranks. */
+typedef struct {
+    char internal[128];
+} ncclUniqueId;
+/* ncclConfig_t as NCCL 2.14 laid it out. NCCL copies the first `size` bytes
+ * over its defaults (later versions added fields after these), and takes a
+ * field of NCCL_CONFIG_UNDEF_INT (INT_MIN) or a NULL pointer as not set;
+ * `magic` is NCCL_CONFIG_INITIALIZER's, `version` the layout's. */
+typedef struct {
+    size_t size;
+    unsigned int magic;
+    unsigned int version;
+    int blocking;           /* 0: every call returns at once, ncclInProgress while at work */
+    int cga_cluster_size;
+    int min_ctas;
+    int max_ctas;
+    const char *net_name;
+} ncclConfig_t;
+#define VDEV_NCCL_CONFIG_MAGIC 0xcafebeefu
+#define VDEV_NCCL_CONFIG_UNDEF_INT (-2147483647 - 1)
 /* NCCL_VERSION(X, Y, Z) for 2.9 and later: X * 10000 + Y * 100 + Z. */
 #define VDEV_NCCL_VERSION_CODE(x, y, z) ((x) * 10000 + (y) * 100 + (z))
 
@@ -44,7 +64,9 @@ typedef struct CUstream_st *vdev_nccl_stream_t;
 
 typedef ncclResult_t (*vdev_ncclGetVersion_fn)(int *version);
 typedef const char *(*vdev_ncclGetErrorString_fn)(ncclResult_t result);
-typedef ncclResult_t (*vdev_ncclCommInitAll_fn)(ncclComm_t *comms, int ndev, const int *devlist);
+typedef ncclResult_t (*vdev_ncclGetUniqueId_fn)(ncclUniqueId *id);
+typedef ncclResult_t (*vdev_ncclCommInitRankConfig_fn)(ncclComm_t *comm, int nranks, ncclUniqueId id,
+                                                       int rank, ncclConfig_t *config);
 typedef ncclResult_t (*vdev_ncclCommDestroy_fn)(ncclComm_t comm);
 typedef ncclResult_t (*vdev_ncclCommAbort_fn)(ncclComm_t comm);
 typedef ncclResult_t (*vdev_ncclCommGetAsyncError_fn)(ncclComm_t comm, ncclResult_t *async_error);
