@@ -1,6 +1,8 @@
 /* stub_nccl.c — a stand-in for NCCL (libnccl.so.2), so that the CUDA
  * plugin's collectives run, and are checked, on machines without a GPU.
- * What it does and checks: stub_nccl.h.
+ * What it does and checks: stub_nccl.h. This file holds the driver's
+ * functions, the communicators and the control interface; the collectives
+ * and groups are in stub_nccl_coll.c (stub_nccl_internal.h between them).
  *
  * How. The functions have the prototypes of nccl_abi.h (the plugin's own
  * declarations of NCCL's interface). Device memory and streams are the
@@ -42,10 +44,7 @@
  * collective, when the ranks connect (read at every clique; NCCL reads it
  * once per process). */
 #define _GNU_SOURCE
-#include "stub_cuda.h"
-#include "stub_nccl.h"
-
-#include "backend/cuda/nccl_abi.h"
+#include "stub_nccl_internal.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -58,47 +57,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXPORT __attribute__((visibility("default")))
-#define MAX_RANKS 8
-#define MAX_GROUP 64
-#define WAIT_S 60
-#define COMM_MAGIC 0x4e43434cu
-
-/* NCCL's functions, as the plugin declares them (nccl_abi.h's types). */
-EXPORT ncclResult_t ncclGetVersion(int *version);
-EXPORT const char *ncclGetErrorString(ncclResult_t r);
-EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id);
-EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
-                                           ncclConfig_t *config);
-EXPORT ncclResult_t ncclCommDestroy(ncclComm_t c);
-EXPORT ncclResult_t ncclCommAbort(ncclComm_t c);
-EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t *e);
-EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
-                                  ncclDataType_t type, ncclRedOp_t op, ncclComm_t c,
-                                  vdev_nccl_stream_t stream);
-EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
-                                  ncclDataType_t type, int root, ncclComm_t c,
-                                  vdev_nccl_stream_t stream);
-EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
-                                  ncclDataType_t type, ncclComm_t c, vdev_nccl_stream_t stream);
-EXPORT ncclResult_t ncclGroupStart(void);
-EXPORT ncclResult_t ncclGroupEnd(void);
-
 /* ---- the stand-in driver's functions for libraries ---- */
 
-static struct {
-    vdev_stub_lib_access_fn access;
-    vdev_stub_lib_join_fn join;
-    vdev_stub_lib_take_fn take;
-    vdev_stub_lib_stream_dev_fn stream_dev;
-    vdev_stub_lib_violation_fn violation;
-    vdev_stub_lib_current_dev_fn current_dev;
-} drv;
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+struct stub_nccl_drv drv;
+pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* 0 when the stand-in driver's functions are there. */
-static int driver_ok(void)
+int driver_ok(void)
 {
     if (drv.access)
         return 0;
@@ -120,8 +85,7 @@ static int driver_ok(void)
     return 0;
 }
 
-static void violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void violation(const char *fmt, ...)
+void violation(const char *fmt, ...)
 {
     char msg[320];
     va_list ap;
@@ -134,84 +98,16 @@ static void violation(const char *fmt, ...)
     else
         fprintf(stderr, "%s\n", msg);
 }
-
 /* ---- state ---- */
 
-enum kind { ALLREDUCE, BROADCAST, ALLGATHER };
-static const char *const kind_name[] = {"allreduce", "broadcast", "allgather"};
-
-struct op {
-    enum kind kind;
-    const void *send;
-    void *recv;
-    size_t count;
-    ncclDataType_t type;
-    ncclRedOp_t red;
-    int root;
-    void *stream;
-    struct ncclComm *comm;
-};
-
-struct slot {
-    uint64_t seq;              /* the call it serves */
-    int posted, left;
-    int done;
-    ncclResult_t result;
-    struct op ops[MAX_RANKS];
-};
-
-struct clique {
-    int n, alive, aborted;
-    int devs[MAX_RANKS];
-    struct slot slot[2];
-    pthread_cond_t cond;
-};
-
-struct ncclComm {
-    unsigned magic;
-    struct clique *q;          /* NULL until its group's end made it ready */
-    int rank, nranks, dev;
-    ncclUniqueId id;
-    uint64_t seq;              /* its next collective */
-    int connected;             /* its buffers are taken (when ready, or its first collective) */
-    int aborted;               /* its abort flag: its waits end (ncclCommAbort) */
-    int queued;                /* its calls in threads' groups not yet ended */
-    int jobs;                  /* its calls handed to work threads, not yet done */
-    int polling;               /* threads inside ncclCommGetAsyncError with it */
-    int init_polls;            /* polls that still read ncclInProgress after it was made ready */
-    int stuck;                 /* its init waits for peers that never came */
-    ncclResult_t async;        /* the outcome of its last work */
-};
-
-static struct {
-    struct vdev_stub_nccl_config cfg;
-    int comms, cliques;
-    int waiting;               /* ranks inside a collective, waiting */
-    int ending;                /* threads sleeping in ncclGroupEnd (group_end_delay_ms) */
-    uint64_t collectives, groups;
-    struct {
-        char name[32];
-        uint64_t n;
-    } callc[32];
-    struct {
-        char name[32];
-        int skip, result, live;
-    } faults[8];
-    char last[160];
-} st;
-
-static _Thread_local struct {
-    int depth;
-    int n, ninit;
-    struct op ops[MAX_GROUP];
-    struct ncclComm *inits[MAX_RANKS * 2];
-} grp;
-
-static pthread_cond_t jobs_done = PTHREAD_COND_INITIALIZER; /* a work thread ended */
-static uint64_t next_id;                                    /* ncclGetUniqueId (lock) */
+const char *const kind_name[] = {"allreduce", "broadcast", "allgather"};
+struct stub_nccl_state st;
+_Thread_local struct stub_nccl_group grp;
+pthread_cond_t jobs_done = PTHREAD_COND_INITIALIZER;
+static uint64_t next_id; /* ncclGetUniqueId (lock) */
 
 /* Counts the call; 1 when a fault makes it return *r now (lock held). */
-static int enter(const char *fn, ncclResult_t *r)
+int enter(const char *fn, ncclResult_t *r)
 {
     int i = 0;
     int cap = (int)(sizeof st.callc / sizeof st.callc[0]);
@@ -230,16 +126,7 @@ static int enter(const char *fn, ncclResult_t *r)
     return 0;
 }
 
-#define ENTER(name)                                                                                \
-    ncclResult_t r_;                                                                               \
-    pthread_mutex_lock(&lock);                                                                     \
-    if (enter(name, &r_)) {                                                                        \
-        pthread_mutex_unlock(&lock);                                                               \
-        return r_;                                                                                 \
-    }                                                                                              \
-    pthread_mutex_unlock(&lock)
-
-static size_t type_size(ncclDataType_t t)
+size_t type_size(ncclDataType_t t)
 {
     switch (t) {
     case ncclInt8:
@@ -256,8 +143,7 @@ static size_t type_size(ncclDataType_t t)
 }
 
 /* A comm that exists (made, not ended); ready ones have c->q. */
-static int comm_ok(struct ncclComm *c) { return c && c->magic == COMM_MAGIC; }
-
+int comm_ok(struct ncclComm *c) { return c && c->magic == COMM_MAGIC; }
 /* ---- the version, errors ---- */
 
 EXPORT ncclResult_t ncclGetVersion(int *version)
@@ -378,7 +264,7 @@ static void comm_end(struct ncclComm *c)
 }
 
 /* Drops c if it was ended and nothing holds it any more (lock held). */
-static void comm_put(struct ncclComm *c)
+void comm_put(struct ncclComm *c)
 {
     if (c->magic != COMM_MAGIC && !comm_held(c))
         comm_drop(c);
@@ -388,7 +274,7 @@ static void comm_put(struct ncclComm *c)
  * clique when all its ranks are there, on distinct GPUs, its buffers taken
  * if NCCL connects eagerly; else each comm stays not ready (stuck), or,
  * for a GPU twice or memory refused, fails. */
-static void make_ready(struct ncclComm **cs, int n)
+void make_ready(struct ncclComm **cs, int n)
 {
     int nranks = cs[0]->nranks;
     int have[MAX_RANKS] = {0}, complete = n == nranks;
@@ -524,361 +410,6 @@ EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t *e)
     pthread_mutex_unlock(&lock);
     return ncclSuccess;
 }
-
-/* ---- collectives ---- */
-
-/* Does collective s (every rank posted; lock held): reads every rank's
- * input, writes every rank's output, each on the rank's stream. */
-static ncclResult_t compute(struct clique *q, struct slot *s)
-{
-    const struct op *o0 = &s->ops[0];
-    int n = q->n;
-    size_t es = type_size(o0->type), bytes = o0->count * es;
-    size_t out_bytes = o0->kind == ALLGATHER ? bytes * (size_t)n : bytes;
-    char *in[MAX_RANKS] = {0}, *out = malloc(out_bytes ? out_bytes : 1);
-    ncclResult_t r = out ? ncclSuccess : ncclSystemError;
-    for (int i = 0; i < n && r == ncclSuccess; i++) {
-        if (o0->kind == BROADCAST && i != o0->root)
-            continue;
-        in[i] = malloc(bytes ? bytes : 1);
-        if (!in[i])
-            r = ncclSystemError;
-        else if (bytes && drv.access(s->ops[i].stream, (unsigned long long)(uintptr_t)s->ops[i].send,
-                                     bytes, 0, in[i], "nccl-in") != 0)
-            r = ncclUnhandledCudaError;
-    }
-    if (r == ncclSuccess) {
-        if (o0->kind == ALLREDUCE) {
-            /* float32: a sum in rank order; the mean as NCCL's ncclAvg does it
-             * for floats, each input multiplied by 1/n first */
-            float *o = (float *)out, scale = (float)(1.0 / n);
-            for (size_t e = 0; e < o0->count; e++) {
-                float acc = 0;
-                for (int i = 0; i < n; i++) {
-                    float x = ((const float *)in[i])[e];
-                    acc += o0->red == ncclAvg ? x * scale : x;
-                }
-                o[e] = acc;
-            }
-        } else if (o0->kind == BROADCAST) {
-            memcpy(out, in[o0->root], bytes);
-        } else {
-            for (int i = 0; i < n; i++)
-                memcpy(out + (size_t)i * bytes, in[i], bytes);
-        }
-        void *streams[MAX_RANKS];
-        for (int i = 0; i < n; i++) {
-            streams[i] = s->ops[i].stream;
-            if (out_bytes && drv.access(s->ops[i].stream,
-                                        (unsigned long long)(uintptr_t)s->ops[i].recv, out_bytes,
-                                        1, out, "nccl-out") != 0)
-                r = ncclUnhandledCudaError;
-        }
-        drv.join(streams, n);
-        st.collectives++;
-        int len = snprintf(st.last, sizeof st.last, "%s %s%s count %zu ranks %d devices",
-                           kind_name[o0->kind],
-                           o0->type == ncclFloat32 ? "float32" : o0->type == ncclUint8 ? "uint8"
-                                                                                       : "other",
-                           o0->kind != ALLREDUCE ? ""
-                           : o0->red == ncclAvg  ? " avg"
-                           : o0->red == ncclSum  ? " sum"
-                                                 : " other",
-                           o0->count, n);
-        for (int i = 0; i < n && len > 0 && (size_t)len < sizeof st.last; i++)
-            len += snprintf(st.last + len, sizeof st.last - (size_t)len, "%s%d", i ? "," : " ",
-                            q->devs[i]);
-    }
-    for (int i = 0; i < n; i++)
-        free(in[i]);
-    free(out);
-    return r;
-}
-
-/* Whether two ranks' calls agree. */
-static int same_call(const struct op *a, const struct op *b)
-{
-    return a->kind == b->kind && a->count == b->count && a->type == b->type &&
-           (a->kind != ALLREDUCE || a->red == b->red) && (a->kind != BROADCAST || a->root == b->root);
-}
-
-/* Runs one rank's collective: posts it, waits for the others, the last one
- * computing for all. Its work thread holds o->comm (jobs). */
-static ncclResult_t run_op(const struct op *o)
-{
-    struct ncclComm *c = o->comm;
-    pthread_mutex_lock(&lock);
-    if (!comm_ok(c)) {
-        /* aborted or destroyed by another thread since the call began */
-        pthread_mutex_unlock(&lock);
-        return c->aborted ? ncclRemoteError : ncclInvalidArgument;
-    }
-    struct clique *q = c->q;
-    if (!c->connected) {
-        /* the first collective connects the rank: its buffers now */
-        if (drv.take(q->devs[c->rank], (long long)st.cfg.buffer_bytes) != 0) {
-            pthread_mutex_unlock(&lock);
-            return ncclUnhandledCudaError;
-        }
-        c->connected = 1;
-    }
-    uint64_t seq = c->seq++;
-    struct slot *s = &q->slot[seq % 2];
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += WAIT_S;
-    int timed_out = 0;
-    st.waiting++;
-    /* the slot is free for this call once every rank left call seq - 2 */
-    while (s->seq != seq && !c->aborted && !timed_out)
-        timed_out = pthread_cond_timedwait(&q->cond, &lock, &dl) == ETIMEDOUT;
-    ncclResult_t r = ncclSuccess;
-    if (c->aborted || timed_out) {
-        r = c->aborted ? ncclRemoteError : ncclSystemError;
-    } else {
-        s->ops[c->rank] = *o;
-        if (++s->posted == q->n) {
-            for (int i = 1; i < q->n; i++)
-                if (!same_call(&s->ops[0], &s->ops[i]))
-                    violation("call %llu: rank %d's %s of %zu does not match rank 0's %s of %zu",
-                              (unsigned long long)seq, i, kind_name[s->ops[i].kind],
-                              s->ops[i].count, kind_name[s->ops[0].kind], s->ops[0].count);
-            s->result = compute(q, s);
-            s->done = 1;
-            pthread_cond_broadcast(&q->cond);
-        }
-        /* only this comm's own abort ends the wait: a peer's does not */
-        while (!s->done && !c->aborted && !timed_out)
-            timed_out = pthread_cond_timedwait(&q->cond, &lock, &dl) == ETIMEDOUT;
-        r = s->done ? s->result : c->aborted ? ncclRemoteError : ncclSystemError;
-        if (timed_out && !s->done)
-            violation("rank %d (GPU %d) waited %d s for the other ranks of call %llu", c->rank,
-                      q->devs[c->rank], WAIT_S, (unsigned long long)seq);
-        if (++s->left == q->n) {
-            /* every rank has its outcome: the slot serves call seq + 2 */
-            memset(s->ops, 0, sizeof s->ops);
-            s->posted = s->left = s->done = 0;
-            s->seq = seq + 2;
-            pthread_cond_broadcast(&q->cond);
-        }
-    }
-    st.waiting--;
-    pthread_mutex_unlock(&lock);
-    return r;
-}
-
-static ncclResult_t group_finish(int run);
-
-/* Checks a call and queues it in the thread's group (a lone call is a
- * group of its own). */
-static ncclResult_t collective(const char *fn, struct op *o)
-{
-    pthread_mutex_lock(&lock);
-    int ok = comm_ok(o->comm), ready = ok && o->comm->q && !o->comm->stuck;
-    int dev = ready ? o->comm->q->devs[o->comm->rank] : -1;
-    pthread_mutex_unlock(&lock);
-    if (!ok) {
-        violation("%s on a communicator that does not exist (%p)", fn, (void *)o->comm);
-        return ncclInvalidArgument;
-    }
-    if (!ready) {
-        violation("%s of rank %d on a communicator not ready", fn, o->comm->rank);
-        return ncclInvalidUsage;
-    }
-    int sdev = drv.stream_dev(o->stream);
-    if (sdev != dev) {
-        violation("%s of rank %d (GPU %d) on %s", fn, o->comm->rank, dev,
-                  sdev < 0 ? "a stream that does not exist" : "a stream of another GPU");
-        return ncclInvalidArgument;
-    }
-    if (!type_size(o->type) || (o->count && (!o->send || !o->recv)))
-        return ncclInvalidArgument;
-    if (o->kind == ALLREDUCE && o->type != ncclFloat32) {
-        violation("%s of a type other than float32: the stand-in adds only floats", fn);
-        return ncclInvalidArgument;
-    }
-    if (grp.n == MAX_GROUP)
-        return ncclInvalidUsage;
-    pthread_mutex_lock(&lock);
-    ok = comm_ok(o->comm);
-    if (ok && o->comm->jobs)
-        violation("%s of rank %d while its last work is still in progress (poll it first)", fn,
-                  o->comm->rank);
-    if (ok)
-        o->comm->queued++; /* until its group ends */
-    pthread_mutex_unlock(&lock);
-    if (!ok) {
-        violation("%s on a communicator ended by another thread meanwhile (%p)", fn,
-                  (void *)o->comm);
-        return ncclInvalidArgument;
-    }
-    grp.ops[grp.n++] = *o;
-    return grp.depth > 0 ? ncclSuccess : group_finish(1);
-}
-
-struct job {
-    int n;
-    struct op ops[];
-};
-
-/* A work thread: runs a group's calls in order, then gives each comm the
- * outcome (NCCL's async job for a nonblocking group). */
-static void *job_main(void *arg)
-{
-    struct job *j = arg;
-    ncclResult_t r = ncclSuccess;
-    for (int i = 0; i < j->n && r == ncclSuccess; i++)
-        r = run_op(&j->ops[i]);
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < j->n; i++) {
-        struct ncclComm *c = j->ops[i].comm;
-        c->async = r;
-        c->jobs--;
-        comm_put(c);
-    }
-    st.groups++;
-    pthread_cond_broadcast(&jobs_done);
-    pthread_mutex_unlock(&lock);
-    free(j);
-    return NULL;
-}
-
-/* The thread's group, ended: its comms made ready, and its calls handed to
- * a work thread (`run`), or all of it dropped. */
-static ncclResult_t group_finish(int run)
-{
-    int n = grp.n, ni = grp.ninit;
-    grp.n = grp.ninit = 0;
-    struct job *j = run && n ? malloc(sizeof *j + (size_t)n * sizeof j->ops[0]) : NULL;
-    pthread_mutex_lock(&lock);
-    if (run && n && !j)
-        run = 0;
-    for (int i = 0; i < ni; i++) {
-        struct ncclComm *c = grp.inits[i];
-        c->queued--;
-        if (!run)
-            c->async = ncclSystemError;
-    }
-    /* the comms of each id, together */
-    for (int i = 0; i < ni && run; i++) {
-        struct ncclComm *same[MAX_RANKS * 2];
-        int k = 0;
-        if (!grp.inits[i])
-            continue;
-        for (int m = i; m < ni; m++)
-            if (grp.inits[m] && !memcmp(&grp.inits[m]->id, &grp.inits[i]->id, sizeof(ncclUniqueId))) {
-                same[k++] = grp.inits[m];
-                if (m != i)
-                    grp.inits[m] = NULL;
-            }
-        make_ready(same, k);
-    }
-    for (int i = 0; i < n; i++) {
-        struct ncclComm *c = grp.ops[i].comm;
-        if (run) {
-            c->jobs++;
-            c->async = ncclInProgress;
-        }
-        c->queued--;
-        comm_put(c);
-    }
-    pthread_mutex_unlock(&lock);
-    if (!run)
-        return n && !j ? ncclSystemError : ncclSuccess;
-    if (!n)
-        return ni ? ncclInProgress : ncclSuccess;
-    j->n = n;
-    memcpy(j->ops, grp.ops, (size_t)n * sizeof j->ops[0]);
-    pthread_t t;
-    pthread_attr_t at;
-    int e = pthread_attr_init(&at);
-    if (!e)
-        e = pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    if (!e)
-        e = pthread_create(&t, &at, job_main, j);
-    pthread_attr_destroy(&at);
-    if (e) {
-        /* the work cannot start: it fails as one whose thread died would */
-        pthread_mutex_lock(&lock);
-        for (int i = 0; i < n; i++) {
-            j->ops[i].comm->async = ncclSystemError;
-            j->ops[i].comm->jobs--;
-            comm_put(j->ops[i].comm);
-        }
-        pthread_cond_broadcast(&jobs_done);
-        pthread_mutex_unlock(&lock);
-        free(j);
-        return ncclSystemError;
-    }
-    return ncclInProgress;
-}
-
-EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
-                                  ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-                                  vdev_nccl_stream_t stream)
-{
-    ENTER("ncclAllReduce");
-    struct op o = {ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, stream, comm};
-    return collective("ncclAllReduce", &o);
-}
-
-EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
-                                  ncclDataType_t datatype, int root, ncclComm_t comm,
-                                  vdev_nccl_stream_t stream)
-{
-    ENTER("ncclBroadcast");
-    struct op o = {BROADCAST, sendbuff, recvbuff, count, datatype, ncclSum, root, stream, comm};
-    return collective("ncclBroadcast", &o);
-}
-
-EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
-                                  ncclDataType_t datatype, ncclComm_t comm,
-                                  vdev_nccl_stream_t stream)
-{
-    ENTER("ncclAllGather");
-    struct op o = {ALLGATHER, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, stream, comm};
-    return collective("ncclAllGather", &o);
-}
-
-EXPORT ncclResult_t ncclGroupStart(void)
-{
-    ENTER("ncclGroupStart");
-    grp.depth++;
-    return ncclSuccess;
-}
-
-EXPORT ncclResult_t ncclGroupEnd(void)
-{
-    ncclResult_t r_;
-    pthread_mutex_lock(&lock);
-    int fault = enter("ncclGroupEnd", &r_);
-    pthread_mutex_unlock(&lock);
-    if (fault) {
-        /* an injected failure still ends the group, and drops its calls */
-        if (grp.depth > 0 && --grp.depth == 0)
-            group_finish(0);
-        return r_;
-    }
-    if (grp.depth == 0) {
-        violation("ncclGroupEnd without ncclGroupStart");
-        return ncclInvalidUsage;
-    }
-    if (--grp.depth > 0)
-        return ncclSuccess;
-    pthread_mutex_lock(&lock);
-    unsigned delay = grp.n ? st.cfg.group_end_delay_ms : 0;
-    st.ending += delay > 0;
-    pthread_mutex_unlock(&lock);
-    if (delay) {
-        struct timespec ts = {(time_t)(delay / 1000), (long)(delay % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-        pthread_mutex_lock(&lock);
-        st.ending--;
-        pthread_mutex_unlock(&lock);
-    }
-    return group_finish(1);
-}
-
 /* ---- control (stub_nccl.h) ---- */
 
 EXPORT void vdev_stub_nccl_setup(const struct vdev_stub_nccl_config *c);
