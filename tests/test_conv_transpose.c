@@ -15,6 +15,7 @@
 #include "check.h"
 #include "ops/impl.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,6 +341,13 @@ static void test_errors(void)
     CHECK_FAILS(T(x, f, OS(1, 1, 8, 3), 4, 1, 1, "VALID"), VDEV_ERR_SHAPE,
                 "Conv2DSlowBackpropInput: Computed output size would be negative: -1 "
                 "[input_size: 1, effective_filter_size: 3, stride: 1]");
+    /* a filter of 2^40 rows (empty: no input channel) at row dilation INT_MAX:
+     * (2^40 - 1) (2^31 - 1) + 1 is past INT64_MAX */
+    CHECK_FAILS(vdev_conv2d_transpose(t4(buf, 1, 4, 4, 0), t4(buf, 1LL << 40, 1, 3, 0),
+                                      OS(1, 8, 8, 3), 4, 1, 1, INT_MAX, 1, "SAME"),
+                VDEV_ERR_SHAPE,
+                "Conv2DSlowBackpropInput: the dilated filter's size, (1099511627776 - 1) * "
+                "2147483647 + 1, does not fit an int64");
     /* the [rows, cols] form takes the batch and channels, then the checks run */
     CHECK_FAILS(T(x, f, OS(9, 8), 2, 2, 1, "SAME"), VDEV_ERR_SHAPE,
                 "Conv2DSlowBackpropInput: Size of out_backprop doesn't match computed: actual = "
