@@ -574,6 +574,8 @@ static enum vdev_status run_rank(struct cu_coll *c, int rank, ncclComm_t nc,
             first = nccl.all_gather(call->data[0], call->data[1], (size_t)count * 4, ncclUint8,
                                     nc, st);
         }
+        if (first == ncclInProgress) /* a nonblocking comm's call may say so; the poll tells */
+            first = ncclSuccess;
     }
     /* A group once started is always ended, even after a failed call in it;
      * the comm being nonblocking, its end never waits (RANK_QUEUING still). */
