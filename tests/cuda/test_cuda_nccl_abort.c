@@ -39,10 +39,12 @@
 #define GiB (1ull << 30)
 #define COUNT 256
 
-static void nccl_setup(int n_gpus)
+/* The stand-ins over n_gpus GPUs; an ncclGroupEnd with calls queued sleeps
+ * delay_ms first. */
+static void nccl_setup(int n_gpus, unsigned delay_ms)
 {
     stub_setup(n_gpus, 4 * GiB, 13000, 0, 0, 0);
-    struct vdev_stub_nccl_config nc = {0, 64 * MiB, 0};
+    struct vdev_stub_nccl_config nc = {0, 64 * MiB, delay_ms};
     N.setup(&nc);
 }
 
@@ -95,29 +97,56 @@ static void wait_blocked(int n, struct coll_job *j)
 
 /* ---- through the backend ---- */
 
+/* Two GPUs through the backend's table: a stream and a buffer on each, an
+ * NCCL communicator over the two streams. */
+struct pair {
+    struct vdev_backend b;
+    int q[2];
+    void *bufs[2];
+    void *comm;
+};
+
+/* Opens p on fresh stand-ins (nccl_setup's delay_ms); 0 when it did. */
+static int pair_open(struct pair *p, unsigned delay_ms)
+{
+    nccl_setup(2, delay_ms);
+    memset(p, 0, sizeof *p);
+    stub_open_backend(&p->b);
+    if (!p->b.ops)
+        return -1;
+    uint64_t h = 0, held[2];
+    for (int g = 0; g < 2; g++) {
+        CHECK_OK(p->b.ops->stream_open(p->b.ctx, g, VDEV_PRIORITY_HIGH, &p->q[g], &h));
+        CHECK_OK(p->b.ops->reserve(p->b.ctx, p->q[g], 2 * MiB, &p->bufs[g]));
+    }
+    CHECK_OK(p->b.ops->coll_open(p->b.ctx, p->q, 2, &p->comm, held));
+    return 0;
+}
+
+/* Gives back p's buffers and streams (the communicator is the caller's). */
+static void pair_close(struct pair *p)
+{
+    for (int g = 0; g < 2; g++) {
+        p->b.ops->release(p->b.ctx, p->q[g], p->bufs[g], 2 * MiB);
+        p->b.ops->stream_close(p->b.ctx, p->q[g]);
+    }
+}
+
 /* Rank 0's work waits for rank 1; rank 1 fails at its ncclGroupStart and
  * aborts, as src/coll/nccl.c does; then the communicator is closed, or left
  * for the backend's destroy when !close. */
 static void blocked_rank(int close)
 {
-    nccl_setup(2);
-    struct vdev_backend b;
-    stub_open_backend(&b);
-    if (!b.ops)
+    struct pair p;
+    if (pair_open(&p, 0) != 0)
         return;
-    int q[2] = {-1, -1};
-    uint64_t h = 0, held[2];
-    void *bufs[2] = {NULL, NULL}, *comm = NULL;
-    for (int g = 0; g < 2; g++) {
-        CHECK_OK(b.ops->stream_open(b.ctx, g, VDEV_PRIORITY_HIGH, &q[g], &h));
-        CHECK_OK(b.ops->reserve(b.ctx, q[g], 2 * MiB, &bufs[g]));
-    }
-    CHECK_OK(b.ops->coll_open(b.ctx, q, 2, &comm, held));
+    struct vdev_backend *b = &p.b;
+    void **bufs = p.bufs, *comm = p.comm;
     /* it works first */
     struct coll_job j[2];
     pthread_t th[2];
     for (int r = 0; r < 2; r++) {
-        job_init(&j[r], &b, comm, r, bufs[r]);
+        job_init(&j[r], b, comm, r, bufs[r]);
         pthread_create(&th[r], NULL, coll_rank, &j[r]);
     }
     for (int r = 0; r < 2; r++) {
@@ -125,18 +154,24 @@ static void blocked_rank(int close)
         CHECK_STATUS(j[r].st, VDEV_OK);
     }
     /* rank 0's work in NCCL, waiting for rank 1, rank 0 polling it */
-    job_init(&j[0], &b, comm, 0, bufs[0]);
+    job_init(&j[0], b, comm, 0, bufs[0]);
     pthread_create(&th[0], NULL, coll_rank, &j[0]);
     wait_blocked(1, &j[0]);
     CHECK(!atomic_load(&j[0].done));
+    /* its thread is not blocked in NCCL: it polls (within 10 s) */
+    struct timespec ms = {0, 1000000};
+    uint64_t polled = N.calls("ncclCommGetAsyncError");
+    for (int i = 0; i < 10000 && N.calls("ncclCommGetAsyncError") < polled + 2; i++)
+        nanosleep(&ms, NULL);
+    CHECK(N.calls("ncclCommGetAsyncError") >= polled + 2);
     /* rank 1 fails before its NCCL call, and aborts */
     N.fail("ncclGroupStart", 0, ncclSystemError);
-    job_init(&j[1], &b, comm, 1, bufs[1]);
+    job_init(&j[1], b, comm, 1, bufs[1]);
     coll_rank(&j[1]);
     CHECK_STATUS(j[1].st, VDEV_ERR_BACKEND);
     CHECK_STR(j[1].msg, "NCCL: ncclGroupStart on CUDA GPU 1 failed: unhandled system error");
     CHECK(N.calls("ncclCommAbort") == 0);
-    b.ops->coll_abort(b.ctx, comm);
+    b->ops->coll_abort(b->ctx, comm);
     pthread_join(th[0], NULL);
     /* rank 0 freed, failing with the abort's words; each comm aborted once */
     CHECK_STATUS(j[0].st, VDEV_ERR_BACKEND);
@@ -147,11 +182,11 @@ static void blocked_rank(int close)
     N.stats(&ns);
     CHECK(ns.comms == 0 && ns.cliques == 0 && ns.waiting == 0);
     /* another abort has nothing left to abort; a later call fails at once */
-    b.ops->coll_abort(b.ctx, comm);
+    b->ops->coll_abort(b->ctx, comm);
     CHECK(N.calls("ncclCommAbort") == 2);
     uint64_t starts = N.calls("ncclGroupStart");
     for (int r = 0; r < 2; r++) {
-        job_init(&j[r], &b, comm, r, bufs[r]);
+        job_init(&j[r], b, comm, r, bufs[r]);
         coll_rank(&j[r]);
         CHECK_STATUS(j[r].st, VDEV_ERR_BACKEND);
         CHECK_STR(j[r].msg, "NCCL: the communicator was aborted");
@@ -159,12 +194,9 @@ static void blocked_rank(int close)
     CHECK(N.calls("ncclGroupStart") == starts);
     CHECK(N.calls("ncclCommGetAsyncError") == polls); /* none after the abort */
     if (close)
-        b.ops->coll_close(b.ctx, comm);
-    for (int g = 0; g < 2; g++) {
-        b.ops->release(b.ctx, q[g], bufs[g], 2 * MiB);
-        b.ops->stream_close(b.ctx, q[g]);
-    }
-    vdev_backend_destroy(&b); /* with comm still open when !close */
+        b->ops->coll_close(b->ctx, comm);
+    pair_close(&p);
+    vdev_backend_destroy(&p.b); /* with comm still open when !close */
     CHECK(N.calls("ncclCommAbort") == 2 && N.calls("ncclCommDestroy") == 0);
     struct vdev_stub_stats s;
     for (int g = 0; g < 2; g++) {
@@ -178,29 +210,20 @@ static void blocked_rank(int close)
 
 static void test_blocked_closed(void) { blocked_rank(1); }
 
+static void test_blocked_left_open(void) { blocked_rank(0); }
+
 /* coll_abort while rank 0 is inside its ncclGroupEnd with its call still
  * queued (held there for 100 ms by the stand-in): the abort waits for that
  * end, then aborts both comms; rank 0's call fails with the abort's words. */
 static void test_abort_while_ending(void)
 {
-    stub_setup(2, 4 * GiB, 13000, 0, 0, 0);
-    struct vdev_stub_nccl_config nc = {0, 64 * MiB, 100};
-    N.setup(&nc);
-    struct vdev_backend b;
-    stub_open_backend(&b);
-    if (!b.ops)
+    struct pair p;
+    if (pair_open(&p, 100) != 0)
         return;
-    int q[2] = {-1, -1};
-    uint64_t h = 0, held[2];
-    void *bufs[2] = {NULL, NULL}, *comm = NULL;
-    for (int g = 0; g < 2; g++) {
-        CHECK_OK(b.ops->stream_open(b.ctx, g, VDEV_PRIORITY_HIGH, &q[g], &h));
-        CHECK_OK(b.ops->reserve(b.ctx, q[g], 2 * MiB, &bufs[g]));
-    }
-    CHECK_OK(b.ops->coll_open(b.ctx, q, 2, &comm, held));
+    struct vdev_backend *b = &p.b;
     struct coll_job j[2];
     pthread_t th;
-    job_init(&j[0], &b, comm, 0, bufs[0]);
+    job_init(&j[0], b, p.comm, 0, p.bufs[0]);
     pthread_create(&th, NULL, coll_rank, &j[0]);
     struct timespec ms = {0, 1000000};
     struct vdev_stub_nccl_stats ns;
@@ -208,25 +231,21 @@ static void test_abort_while_ending(void)
         nanosleep(&ms, NULL);
     CHECK(ns.ending == 1); /* rank 0 in its ncclGroupEnd, its call queued */
     N.fail("ncclGroupStart", 0, ncclSystemError);
-    job_init(&j[1], &b, comm, 1, bufs[1]);
+    job_init(&j[1], b, p.comm, 1, p.bufs[1]);
     coll_rank(&j[1]);
     CHECK_STR(j[1].msg, "NCCL: ncclGroupStart on CUDA GPU 1 failed: unhandled system error");
-    b.ops->coll_abort(b.ctx, comm);
+    b->ops->coll_abort(b->ctx, p.comm);
     pthread_join(th, NULL);
     CHECK_STATUS(j[0].st, VDEV_ERR_BACKEND);
     CHECK_STR(j[0].msg, "NCCL: ncclGroupEnd on CUDA GPU 0 failed: the communicator was aborted");
     CHECK(N.calls("ncclCommAbort") == 2);
     N.stats(&ns);
     CHECK(ns.comms == 0 && ns.waiting == 0 && ns.ending == 0);
-    b.ops->coll_close(b.ctx, comm);
-    for (int g = 0; g < 2; g++) {
-        b.ops->release(b.ctx, q[g], bufs[g], 2 * MiB);
-        b.ops->stream_close(b.ctx, q[g]);
-    }
-    vdev_backend_destroy(&b);
+    b->ops->coll_close(b->ctx, p.comm);
+    pair_close(&p);
+    vdev_backend_destroy(b);
     expect_clean("an abort while a rank ends its group", 1);
 }
-static void test_blocked_left_open(void) { blocked_rank(0); }
 
 /* ---- through the public API ---- */
 
@@ -266,7 +285,7 @@ static void public_failure(vdev_comm_t *c, int nth)
 
 static void test_public(void)
 {
-    nccl_setup(2);
+    nccl_setup(2, 0);
     check_fresh(NULL);
     CHECK_OK(vdev_init());
     const char *devs[2] = {"GPU:0", "GPU:1"};
