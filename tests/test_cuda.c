@@ -43,7 +43,10 @@
  *    cuBLAS handle;
  *  - the whole budget: with VDEV_MEMORY_FRACTION=1.0 the limit is no more
  *    than the card has free once the context and the streams exist (not the
- *    card's total), and an allocation of all but 1 GiB of it succeeds. */
+ *    card's total), and an allocation of all but 1 GiB of it succeeds;
+ *  - NCCL (the toolkit's; it must load): a communicator of one rank on the
+ *    card, nonblocking, its all-reduce, broadcast and all-gather, an abort
+ *    (tests/nccl_one_rank.h, which tests/cuda/ also runs on the stand-ins). */
 #define _GNU_SOURCE
 #include "check.h"
 #include "backend/backend.h"
@@ -51,6 +54,7 @@
 #include "config/config.h"
 #include "ops/ops.h"
 #include "runtime/runtime.h"
+#include "nccl_one_rank.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -685,6 +689,20 @@ static void test_streams_and_budget(void)
     fresh();
 }
 
+/* NCCL on the card: a communicator of one rank (nccl_one_rank.h), made
+ * nonblocking, its calls, an abort; with the NCCL of the toolkit. */
+static void test_nccl_one_rank(void)
+{
+    fresh();
+    struct vdev_backend b;
+    char reason[256] = "";
+    CHECK_OK(vdev_backend_cuda_new(&b, reason, sizeof reason));
+    if (!b.ops)
+        return;
+    nccl_one_rank(&b);
+    vdev_backend_destroy(&b);
+}
+
 int main(void)
 {
     fresh();
@@ -727,6 +745,7 @@ int main(void)
     test_preallocate();
     test_split();
     test_streams_and_budget();
+    test_nccl_one_rank();
     fresh();
     return check_done();
 }

@@ -37,6 +37,7 @@
 #include "coll/coll.h"
 #include "runtime/runtime.h"
 #include "tensor/tensor.h"
+#include "nccl_one_rank.h"
 #include "stub_client.h"
 
 #include <cuda.h>
@@ -156,6 +157,25 @@ static void test_backend(void)
     b.ops->stream_close(b.ctx, q1);
     vdev_backend_destroy(&b);
     expect_clean("NCCL communicators", 1);
+}
+
+/* One rank on one GPU (nccl_one_rank.h, which test_cuda runs on a card). */
+static void test_one_rank(void)
+{
+    stub_setup(1, 4 * GiB, 13000, 0, 0, 0);
+    struct vdev_stub_nccl_config nc = {0, 64 * MiB, 0};
+    N.setup(&nc);
+    struct vdev_backend b;
+    stub_open_backend(&b);
+    if (!b.ops)
+        return;
+    nccl_one_rank(&b);
+    vdev_backend_destroy(&b);
+    struct vdev_stub_nccl_stats ns;
+    N.stats(&ns);
+    CHECK(ns.comms == 0 && ns.cliques == 0);
+    CHECK(N.calls("ncclCommAbort") == 1 && N.calls("ncclCommDestroy") == 2);
+    expect_clean("one rank on one GPU", 1);
 }
 
 /* ---- through the public API ---- */
@@ -608,6 +628,7 @@ int main(void)
         return check_done();
     }
     test_backend();
+    test_one_rank();
     test_public();
     test_reset();
     check_fresh(NULL);
