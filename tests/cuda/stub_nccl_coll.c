@@ -254,7 +254,8 @@ static ncclResult_t group_finish(int run)
         if (!grp.inits[i])
             continue;
         for (int m = i; m < ni; m++)
-            if (grp.inits[m] && !memcmp(&grp.inits[m]->id, &grp.inits[i]->id, sizeof(ncclUniqueId))) {
+            if (grp.inits[m] &&
+                !memcmp(&grp.inits[m]->id, &grp.inits[i]->id, sizeof(ncclUniqueId))) {
                 same[k++] = grp.inits[m];
                 if (m != i)
                     grp.inits[m] = NULL;

@@ -213,12 +213,12 @@ static void test_blocked_closed(void) { blocked_rank(1); }
 static void test_blocked_left_open(void) { blocked_rank(0); }
 
 /* coll_abort while rank 0 is inside its ncclGroupEnd with its call still
- * queued (held there for 100 ms by the stand-in): the abort waits for that
+ * queued (held there for 300 ms by the stand-in): the abort waits for that
  * end, then aborts both comms; rank 0's call fails with the abort's words. */
 static void test_abort_while_ending(void)
 {
     struct pair p;
-    if (pair_open(&p, 100) != 0)
+    if (pair_open(&p, 300) != 0)
         return;
     struct vdev_backend *b = &p.b;
     struct coll_job j[2];
@@ -227,7 +227,10 @@ static void test_abort_while_ending(void)
     pthread_create(&th, NULL, coll_rank, &j[0]);
     struct timespec ms = {0, 1000000};
     struct vdev_stub_nccl_stats ns;
-    for (N.stats(&ns); ns.ending < 1 && !atomic_load(&j[0].done); N.stats(&ns))
+    /* until rank 0 is held, or is past it (then its work waits for rank 1:
+     * the window was missed, which fails the check rather than hanging) */
+    for (N.stats(&ns); ns.ending < 1 && ns.waiting < 1 && !atomic_load(&j[0].done);
+         N.stats(&ns))
         nanosleep(&ms, NULL);
     CHECK(ns.ending == 1); /* rank 0 in its ncclGroupEnd, its call queued */
     N.fail("ncclGroupStart", 0, ncclSystemError);

@@ -65,8 +65,9 @@ typedef struct CUstream_st *vdev_nccl_stream_t;
 typedef ncclResult_t (*vdev_ncclGetVersion_fn)(int *version);
 typedef const char *(*vdev_ncclGetErrorString_fn)(ncclResult_t result);
 typedef ncclResult_t (*vdev_ncclGetUniqueId_fn)(ncclUniqueId *id);
-typedef ncclResult_t (*vdev_ncclCommInitRankConfig_fn)(ncclComm_t *comm, int nranks, ncclUniqueId id,
-                                                       int rank, ncclConfig_t *config);
+typedef ncclResult_t (*vdev_ncclCommInitRankConfig_fn)(ncclComm_t *comm, int nranks,
+                                                       ncclUniqueId id, int rank,
+                                                       ncclConfig_t *config);
 typedef ncclResult_t (*vdev_ncclCommDestroy_fn)(ncclComm_t comm);
 typedef ncclResult_t (*vdev_ncclCommAbort_fn)(ncclComm_t comm);
 typedef ncclResult_t (*vdev_ncclCommGetAsyncError_fn)(ncclComm_t comm, ncclResult_t *async_error);
