@@ -77,6 +77,13 @@ void stub_setup_cc(int n, uint64_t total, int cc)
     S.setup(&c);
 }
 
+void stub_setup_nccl(int n, int version, unsigned delay_ms)
+{
+    stub_setup(n, 4ull << 30, 13000, 0, 0, 0);
+    struct vdev_stub_nccl_config nc = {version, 64ull << 20, delay_ms};
+    N.setup(&nc);
+}
+
 void stub_expect_clean_at(const char *file, int line, const char *where, int empty)
 {
     struct vdev_stub_stats st;

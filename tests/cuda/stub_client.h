@@ -27,6 +27,10 @@ void stub_setup(int n, uint64_t total, int driver, int init_result, int no_vmm, 
 void stub_setup_ctx(int n, uint64_t total, uint64_t context_bytes);
 /* n devices of compute capability cc (major * 10 + minor). */
 void stub_setup_cc(int n, uint64_t total, int cc);
+/* Both stand-ins for the NCCL tests: n GPUs of 4 GiB (driver 13.0), NCCL
+ * reporting `version` (0: its default), each communicator taking 64 MiB of
+ * its GPU, and an ncclGroupEnd with calls queued sleeping delay_ms first. */
+void stub_setup_nccl(int n, int version, unsigned delay_ms);
 /* No violation of the driver's rules so far (a check), and when `empty`, no
  * object of the stand-in alive (another). */
 void stub_expect_clean_at(const char *file, int line, const char *where, int empty);

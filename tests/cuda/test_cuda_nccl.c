@@ -51,20 +51,11 @@
 #define GiB (1ull << 30)
 #define COUNT 1000
 
-/* The stand-ins: n_gpus GPUs of 4 GiB (driver 13.0), NCCL reporting version
- * (0: its default), each communicator taking 64 MiB of its GPU. */
-static void stand_ins(int n_gpus, int version)
-{
-    stub_setup(n_gpus, 4 * GiB, 13000, 0, 0, 0);
-    struct vdev_stub_nccl_config nc = {version, 64 * MiB, 0};
-    N.setup(&nc);
-}
-
 /* ---- the plugin's entries ---- */
 
 static void test_backend(void)
 {
-    stand_ins(2, 0);
+    stub_setup_nccl(2, 0, 0);
     struct vdev_backend b;
     stub_open_backend(&b);
     if (!b.ops)
@@ -169,7 +160,7 @@ static void test_backend(void)
 /* One rank on one GPU (nccl_one_rank.h, which test_cuda runs on a card). */
 static void test_one_rank(void)
 {
-    stand_ins(1, 0);
+    stub_setup_nccl(1, 0, 0);
     struct vdev_backend b;
     stub_open_backend(&b);
     if (!b.ops)
@@ -265,7 +256,7 @@ static void expect_sum(struct rank_job *jobs, int n, int mean)
 
 static void test_public(void)
 {
-    stand_ins(2, 0);
+    stub_setup_nccl(2, 0, 0);
     check_fresh(NULL);
     CHECK_OK(vdev_init());
     char status[512];
@@ -423,7 +414,7 @@ static void test_public(void)
     expect_clean("after shutdown", 1);
 
     /* logical devices of one card: the ring, and NCCL is not asked */
-    stand_ins(1, 0);
+    stub_setup_nccl(1, 0, 0);
     setenv("VDEV_LOGICAL_DEVICES", "0:512MiB,512MiB", 1);
     CHECK_OK(vdev_init());
     CHECK_OK(vdev_comm_new(devs, 2, &c));
@@ -475,7 +466,7 @@ static void run_internal(struct vdev_coll_comm *c, struct int_job *j)
 
 static void test_reset(void)
 {
-    stand_ins(2, 0);
+    stub_setup_nccl(2, 0, 0);
     check_fresh(NULL);
     CHECK_OK(vdev_init());
     struct vdev_ldev *d[2] = {NULL, NULL};
@@ -577,7 +568,7 @@ static void test_too_old(void)
         check_fail(__FILE__, __LINE__, "cannot load the stand-in NCCL %s", VDEV_STUB_NCCL_PATH);
         return;
     }
-    stand_ins(2, 21306);
+    stub_setup_nccl(2, 21306, 0);
     check_fresh(NULL);
     CHECK_OK(vdev_init());
     char status[512];

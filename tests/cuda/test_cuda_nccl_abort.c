@@ -39,15 +39,6 @@
 #define GiB (1ull << 30)
 #define COUNT 256
 
-/* The stand-ins over n_gpus GPUs; an ncclGroupEnd with calls queued sleeps
- * delay_ms first. */
-static void nccl_setup(int n_gpus, unsigned delay_ms)
-{
-    stub_setup(n_gpus, 4 * GiB, 13000, 0, 0, 0);
-    struct vdev_stub_nccl_config nc = {0, 64 * MiB, delay_ms};
-    N.setup(&nc);
-}
-
 /* One rank's part of an all-reduce straight through the backend's table. */
 struct coll_job {
     struct vdev_backend *b;
@@ -106,10 +97,10 @@ struct pair {
     void *comm;
 };
 
-/* Opens p on fresh stand-ins (nccl_setup's delay_ms); 0 when it did. */
+/* Opens p on fresh stand-ins (stub_setup_nccl's delay_ms); 0 when it did. */
 static int pair_open(struct pair *p, unsigned delay_ms)
 {
-    nccl_setup(2, delay_ms);
+    stub_setup_nccl(2, 0, delay_ms);
     memset(p, 0, sizeof *p);
     stub_open_backend(&p->b);
     if (!p->b.ops)
@@ -288,7 +279,7 @@ static void public_failure(vdev_comm_t *c, int nth)
 
 static void test_public(void)
 {
-    nccl_setup(2, 0);
+    stub_setup_nccl(2, 0, 0);
     check_fresh(NULL);
     CHECK_OK(vdev_init());
     const char *devs[2] = {"GPU:0", "GPU:1"};

@@ -39,13 +39,6 @@
 
 /* ---- helpers ---- */
 
-static void nccl_setup(int n_gpus)
-{
-    stub_setup(n_gpus, 4 * GiB, 13000, 0, 0, 0);
-    struct vdev_stub_nccl_config nc = {0, 64 * MiB, 0};
-    N.setup(&nc);
-}
-
 /* One rank's part of an all-reduce straight through the backend's table. */
 struct coll_job {
     struct vdev_backend *b;
@@ -118,7 +111,7 @@ static int public_all_reduce(vdev_comm_t *c)
 static void test_env_default(void)
 {
     unsetenv("NCCL_RUNTIME_CONNECT");
-    nccl_setup(2);
+    stub_setup_nccl(2, 0, 0);
     struct vdev_backend b;
     stub_open_backend(&b);
     if (!b.ops)
@@ -145,7 +138,7 @@ static void test_env_default(void)
 static void test_env_user(void)
 {
     setenv("NCCL_RUNTIME_CONNECT", "1", 1);
-    nccl_setup(2);
+    stub_setup_nccl(2, 0, 0);
     struct vdev_backend b;
     stub_open_backend(&b);
     if (!b.ops)
@@ -197,7 +190,7 @@ static void test_env_user(void)
 
 static void test_one_per_gpu_backend(void)
 {
-    nccl_setup(2);
+    stub_setup_nccl(2, 0, 0);
     struct vdev_backend b;
     stub_open_backend(&b);
     if (!b.ops)
@@ -232,7 +225,7 @@ static void test_one_per_gpu_backend(void)
 /* Through the public API (a child: the reason is logged once per process). */
 static void test_one_per_gpu_public(void)
 {
-    nccl_setup(2);
+    stub_setup_nccl(2, 0, 0);
     check_fresh(NULL);
     CHECK_OK(vdev_init());
     const char *devs[2] = {"GPU:0", "GPU:1"};
@@ -274,7 +267,7 @@ static void test_one_per_gpu_public(void)
 
 static void test_stream_events(void)
 {
-    nccl_setup(2);
+    stub_setup_nccl(2, 0, 0);
     struct vdev_backend b;
     stub_open_backend(&b);
     if (!b.ops)
@@ -314,7 +307,7 @@ static void test_stream_events(void)
 
 static void test_left_open_backend(void)
 {
-    nccl_setup(2);
+    stub_setup_nccl(2, 0, 0);
     struct vdev_backend b;
     stub_open_backend(&b);
     if (!b.ops)
@@ -339,7 +332,7 @@ static void test_left_open_backend(void)
 
 static void test_left_open_shutdown(void)
 {
-    nccl_setup(2);
+    stub_setup_nccl(2, 0, 0);
     check_fresh(NULL);
     CHECK_OK(vdev_init());
     const char *devs[2] = {"GPU:0", "GPU:1"};
