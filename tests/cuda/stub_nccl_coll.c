@@ -209,6 +209,20 @@ struct job {
     struct op ops[];
 };
 
+/* j's work ended with r (lock held): each comm gets the outcome and lets go
+ * of the work, and aborts waiting for it go on; j is freed. */
+static void job_end(struct job *j, ncclResult_t r)
+{
+    for (int i = 0; i < j->n; i++) {
+        struct ncclComm *c = j->ops[i].comm;
+        c->async = r;
+        c->jobs--;
+        comm_put(c);
+    }
+    pthread_cond_broadcast(&jobs_done);
+    free(j);
+}
+
 /* A work thread: runs a group's calls in order, then gives each comm the
  * outcome (NCCL's async job for a nonblocking group). */
 static void *job_main(void *arg)
@@ -218,16 +232,9 @@ static void *job_main(void *arg)
     for (int i = 0; i < j->n && r == ncclSuccess; i++)
         r = run_op(&j->ops[i]);
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < j->n; i++) {
-        struct ncclComm *c = j->ops[i].comm;
-        c->async = r;
-        c->jobs--;
-        comm_put(c);
-    }
     st.groups++;
-    pthread_cond_broadcast(&jobs_done);
+    job_end(j, r);
     pthread_mutex_unlock(&lock);
-    free(j);
     return NULL;
 }
 
@@ -289,14 +296,8 @@ static ncclResult_t group_finish(int run)
     if (e) {
         /* the work cannot start: it fails as one whose thread died would */
         pthread_mutex_lock(&lock);
-        for (int i = 0; i < n; i++) {
-            j->ops[i].comm->async = ncclSystemError;
-            j->ops[i].comm->jobs--;
-            comm_put(j->ops[i].comm);
-        }
-        pthread_cond_broadcast(&jobs_done);
+        job_end(j, ncclSystemError);
         pthread_mutex_unlock(&lock);
-        free(j);
         return ncclSystemError;
     }
     return ncclInProgress;
