@@ -7,6 +7,7 @@
 #ifndef VDEV_NCCL_ABI_H
 #define VDEV_NCCL_ABI_H
 
+#include <limits.h>
 #include <stddef.h>
 
 typedef struct ncclComm *ncclComm_t;
@@ -55,7 +56,7 @@ typedef struct {
     const char *net_name;
 } ncclConfig_t;
 #define VDEV_NCCL_CONFIG_MAGIC 0xcafebeefu
-#define VDEV_NCCL_CONFIG_UNDEF_INT (-2147483647 - 1)
+#define VDEV_NCCL_CONFIG_UNDEF_INT INT_MIN /* NCCL_CONFIG_UNDEF_INT */
 /* NCCL_VERSION(X, Y, Z) for 2.9 and later: X * 10000 + Y * 100 + Z. */
 #define VDEV_NCCL_VERSION_CODE(x, y, z) ((x) * 10000 + (y) * 100 + (z))
 
