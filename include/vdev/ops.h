@@ -361,6 +361,57 @@ VDEV_API vdev_tensor_t *vdev_max_pool2d(const vdev_tensor_t *input, int ksize_h,
 VDEV_API vdev_tensor_t *vdev_avg_pool2d(const vdev_tensor_t *input, int ksize_h, int ksize_w,
                                         int stride_h, int stride_w, const char *padding);
 
+/* ==== 1-D convolution and pooling, separable convolution ==================
+ * Made of the 2-D ops above as TensorFlow's Python makes them (so their
+ * gradients, devices and kernels are those ops'; the placement log shows a
+ * Reshape on each side of the 2-D op where TensorFlow's shows ExpandDims and
+ * Squeeze).
+ *
+ * TensorFlow's tf.nn.conv1d(input, filters, stride, padding, dilations)
+ * with NWC data: input [N, W, C] float (or [B, N, W, C]: the batch's two
+ * dimensions are kept, as TensorFlow keeps extra batch dimensions), filter
+ * [KW, C, O]; the result [N, OW, O] ([B, N, OW, O]) is Conv2D of the input
+ * viewed as [N, 1, W, C] with the filter viewed as [1, KW, C, O], strides
+ * 1 and `stride`, dilations 1 and `dilation`. Conv2D checks the rest and
+ * reports it in its words, with those 4-D shapes, as TensorFlow's does under
+ * conv1d ("Conv2D: input must be 4-dimensional[1,5,3]" for an input [5, 3],
+ * "Conv2D: filter must be 4-dimensional: [1,3,2]" for a filter [3, 2]);
+ * VDEV_ERR_SHAPE "ExpandDims: Tried to expand dim index -3 for tensor with 1
+ * dimensions." for an input of fewer than 2 dimensions, and Conv2D's
+ * "filter must be 4-dimensional: [1,2,2,3,4]" for a 4-D filter. A NULL
+ * input or filter gives NULL with the error left as it was. */
+VDEV_API vdev_tensor_t *vdev_conv1d(const vdev_tensor_t *input, const vdev_tensor_t *filter,
+                                    int stride, int dilation, const char *padding);
+/* TensorFlow's tf.nn.max_pool1d and tf.nn.avg_pool1d with NWC data: input
+ * [N, W, C] float, windows of ksize along W, stride apart; the 2-D pool of
+ * the input viewed as [N, 1, W, C] with windows 1 x ksize, strides 1 and
+ * `stride`, viewed as [N, OW, C]. Errors are the 2-D pool's; an input of
+ * another rank than 3 is VDEV_ERR_SHAPE "MaxPool: tensor_in must be
+ * 4-dimensional" ("AvgPool: ..."), as TensorFlow's pool sees it once the
+ * row is added (a 0-dimensional one: "ExpandDims: Tried to expand dim index
+ * 1 for tensor with 0 dimensions."). */
+VDEV_API vdev_tensor_t *vdev_max_pool1d(const vdev_tensor_t *input, int ksize, int stride,
+                                        const char *padding);
+VDEV_API vdev_tensor_t *vdev_avg_pool1d(const vdev_tensor_t *input, int ksize, int stride,
+                                        const char *padding);
+/* TensorFlow's tf.nn.separable_conv2d(input, depthwise_filter,
+ * pointwise_filter, strides, padding, dilations): the depthwise convolution
+ * of input [N, H, W, C] with depthwise_filter [KH, KW, C, M] (strides,
+ * dilations and padding as vdev_depthwise_conv2d's, whose errors it gives),
+ * then Conv2D of that [N, OH, OW, C * M] with pointwise_filter
+ * [1, 1, C * M, O], stride 1, "VALID": [N, OH, OW, O]. Before either runs, a
+ * pointwise filter of another rank than 4 is VDEV_ERR_SHAPE
+ * "separable_conv2d: the pointwise filter must have rank 4 [1, 1, channels
+ * * multiplier, out], not [3,3]", one not 1 x 1 "separable_conv2d: the
+ * pointwise filter must be 1 x 1 [...], not [3,3,6,4]" (TensorFlow: "Shape
+ * (3, 3) must have rank 4", "Dimensions 3 and 1 are not compatible"). A
+ * NULL operand gives NULL with the error left as it was. */
+VDEV_API vdev_tensor_t *vdev_separable_conv2d(const vdev_tensor_t *input,
+                                              const vdev_tensor_t *depthwise_filter,
+                                              const vdev_tensor_t *pointwise_filter,
+                                              int stride_h, int stride_w, int dilation_h,
+                                              int dilation_w, const char *padding);
+
 #ifdef __cplusplus
 }
 #endif
