@@ -23,17 +23,23 @@ __all__ = ["AveragePooling2D", "Conv2D", "Flatten", "MaxPooling2D"]
 
 
 def _pair(value, name, allow_zero=False):
-    """Keras's normalize_tuple(value, 2, name, allow_zero): an int or 2 ints,
+    """Keras's normalize_tuple(value, 2, name, allow_zero)."""
+    return _tuple(value, 2, name, allow_zero)
+
+
+def _tuple(value, n, name, allow_zero=False):
+    """Keras's normalize_tuple(value, n, name, allow_zero): an int or n ints,
     each > 0 (>= 0 with allow_zero), else Keras's ValueError."""
-    msg = "The `%s` argument must be a tuple of 2 integers. Received: %s=%r" % (name, name, value)
+    msg = "The `%s` argument must be a tuple of %d integers. Received: %s=%r" % (name, n, name,
+                                                                                  value)
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        t = (int(value), int(value))
+        t = (int(value),) * n
     else:
         try:
             t = tuple(value)
         except TypeError:
             t = None
-        if t is None or len(t) != 2 or not all(isinstance(v, numbers.Integral) and
+        if t is None or len(t) != n or not all(isinstance(v, numbers.Integral) and
                                                not isinstance(v, bool) for v in t):
             raise ValueError(msg)
         t = tuple(int(v) for v in t)
@@ -60,13 +66,18 @@ def _input_shape(layer, input_shape, ndim=None):
 
 
 def _check_rank(layer, shape, ndim):
-    """Keras's InputSpec check of a shape's rank: ndim=4 for the pools,
-    min_ndim=4 for Conv2D (vdev's tensors have 4 dimensions at most)."""
+    """Keras's InputSpec check of a shape's rank: ndim=4 for the pools (3
+    for the 1-D ones), min_ndim=4 for Conv2D, 3 for Conv1D (vdev's tensors
+    have 4 dimensions at most: a Conv1D input may have two batch
+    dimensions)."""
     minimum = isinstance(layer, Conv2D)
-    if minimum and len(shape) > ndim:
-        raise ValueError("vdev's %s takes inputs of 4 dimensions (batch, rows, cols, "
-                         "channels), not %d: vdev's tensors have 4 at most. Full shape "
-                         "received: %s" % (type(layer).__name__, len(shape), tuple(shape)))
+    if minimum and len(shape) > 4:
+        raise ValueError("vdev's %s takes inputs of %s, not %d: vdev's tensors have 4 at most. "
+                         "Full shape received: %s"
+                         % (type(layer).__name__,
+                            "4 dimensions (batch, rows, cols, channels)" if ndim == 4 else
+                            "3 or 4 dimensions (batch, steps, channels, with one batch "
+                            "dimension more in 4)", len(shape), tuple(shape)))
     if len(shape) < ndim or (len(shape) != ndim and not minimum):
         raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '
                          "%sndim=%d, found ndim=%d. Full shape received: %s"
@@ -79,7 +90,7 @@ def _window_length(n, k, padding, s, d=1):
     apart (it spans (k - 1) d + 1), None where the input's is unknown."""
     if n is None:
         return None
-    n = n if padding == "same" else n - ((k - 1) * d + 1) + 1
+    n = n if padding in ("same", "causal") else n - ((k - 1) * d + 1) + 1
     return (n + s - 1) // s
 
 
@@ -108,12 +119,6 @@ def _float_input(layer_device, x):
     return x if x.dtype is float32 else _ops._cast(x, float32)
 
 
-def _check_4d(layer, x):
-    shape = tuple(int(d) for d in x.shape)
-    _check_rank(layer, shape, 4)
-    return shape
-
-
 def _float32_only(layer, dtype):
     if dtype is not None and getattr(dtype, "name", dtype) != "float32":
         raise ValueError("vdev's %s takes dtype=None or 'float32' only, not %r: vdev's layers "
@@ -128,6 +133,8 @@ def _base():
 class Conv2D(_base()):
     """``activation(conv2d(inputs, kernel) + bias)``, as Keras's Conv2D on
     channels_last inputs [batch, height, width, channels]."""
+
+    _rank = 2  # spatial dimensions (Conv1D's 1)
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
                  dilation_rate=(1, 1), groups=1, activation=None, use_bias=True,
@@ -147,22 +154,25 @@ class Conv2D(_base()):
         _float32_only(self, dtype)
         _channels_last(self, data_format)
         if groups != 1:
-            raise ValueError("vdev's Conv2D takes groups=1 only, not %r" % (groups,))
+            raise ValueError("vdev's %s takes groups=1 only, not %r"
+                             % (type(self).__name__, groups))
         super().__init__(name, trainable)
         if isinstance(filters, bool) or not isinstance(filters, numbers.Integral) or filters <= 0:
             raise ValueError("Invalid value for argument `filters`. Expected a strictly positive "
                              "value. Received filters=%r." % (filters,))
         self.filters = int(filters)
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.strides = _pair(strides, "strides", allow_zero=True)
+        r = self._rank
+        self.kernel_size = _tuple(kernel_size, r, "kernel_size")
+        self.strides = _tuple(strides, r, "strides", allow_zero=True)
         if not all(self.strides):
             raise ValueError("The argument `strides` cannot contains 0(s). Received: %s"
                              % (self.strides,))
-        if isinstance(padding, str) and padding.lower() == "causal":  # Keras's own check
+        causal = isinstance(padding, str) and padding.lower() == "causal"
+        if causal and r != 1:  # Keras's own check
             raise ValueError("Causal padding is only supported for `Conv1D` and "
                              "`SeparableConv1D`.")
-        self.padding = _padding(padding).lower()
-        self.dilation_rate = _pair(dilation_rate, "dilation_rate")
+        self.padding = "causal" if causal else _padding(padding).lower()
+        self.dilation_rate = _tuple(dilation_rate, r, "dilation_rate")
         if max(self.strides) > 1 and max(self.dilation_rate) > 1:  # Keras's own check
             raise ValueError("`strides > 1` not supported in conjunction with `dilation_rate > "
                              "1`. Received: strides=%s and dilation_rate=%s"
@@ -177,7 +187,7 @@ class Conv2D(_base()):
         self._device = current_device()
         self._strategy = _strategy_context.mirroring_strategy()
         self.kernel = self.bias = None
-        self._batch_input_shape = _input_shape(self, input_shape, 4)
+        self._batch_input_shape = _input_shape(self, input_shape, r + 2)
         if self._batch_input_shape is not None and self._batch_input_shape[-1] is not None:
             self.build(self._batch_input_shape[-1])
 
@@ -205,15 +215,17 @@ class Conv2D(_base()):
 
     def compute_output_shape(self, input_shape):
         """Keras's: (batch, rows, cols, filters) for an input shape (batch,
-        rows, cols, channels), None for an unknown size; Keras's ValueError
-        where a size would be 0 or less."""
+        rows, cols, channels) (Conv1D's: (batch, steps, filters)), None for an
+        unknown size; Keras's ValueError where a size would be 0 or less."""
         shape = tuple(input_shape)
-        _check_rank(self, shape, 4)
-        out = (shape[0],) + tuple(
-            _window_length(shape[1 + d], self.kernel_size[d], self.padding, self.strides[d],
+        r = self._rank
+        _check_rank(self, shape, r + 2)
+        space = shape[-(r + 1):-1]
+        out = shape[:-(r + 1)] + tuple(
+            _window_length(space[d], self.kernel_size[d], self.padding, self.strides[d],
                            self.dilation_rate[d])
-            for d in range(2)) + (self.filters,)
-        if any(d is not None and d <= 0 for d in out[1:3]):
+            for d in range(r)) + (self.filters,)
+        if any(d is not None and d <= 0 for d in out[-(r + 1):-1]):
             raise ValueError("One of the dimensions in the output is <= 0 due to downsampling "
                              "in %s. Consider increasing the input size. Received input shape "
                              "%s which would produce output shape with a zero or negative "
@@ -246,13 +258,14 @@ class Conv2D(_base()):
             with _ops._near(self.kernel):
                 x = _ops.convert_to_tensor(x, float32)
         x = _float_input(self._device, x)
-        shape = _check_4d(self, x)
+        shape = tuple(int(d) for d in x.shape)
+        _check_rank(self, shape, self._rank + 2)
         if self.kernel is None:
             self.build(shape[-1])
-        elif shape[-1] != int(self.kernel.shape[2]):
+        elif shape[-1] != int(self.kernel.shape[-2]):
             raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '
                              "axis -1 of input shape to have value %d, but received input with "
-                             "shape %s" % (self.name, int(self.kernel.shape[2]), shape))
+                             "shape %s" % (self.name, int(self.kernel.shape[-2]), shape))
         y = self._convolve(x)
         if self.bias is not None:
             y = _ops.add(y, self.bias)
@@ -261,29 +274,33 @@ class Conv2D(_base()):
 
 class _Pooling2D(_base()):
     _op = None
+    _rank = 2  # spatial dimensions (the 1-D pools' 1)
 
     def __init__(self, pool_size=(2, 2), strides=None, padding="valid", data_format=None,
                  name=None, trainable=True, input_shape=None, dtype=None):
         _float32_only(self, dtype)
         _channels_last(self, data_format)
         super().__init__(name, trainable)
-        self.pool_size = _pair(pool_size, "pool_size")
+        r = self._rank
+        self.pool_size = _tuple(pool_size, r, "pool_size")
         # as Keras: a stride of 0 passes here and is the op's error at the call
         self.strides = (self.pool_size if strides is None else
-                        _pair(strides, "strides", allow_zero=True))
+                        _tuple(strides, r, "strides", allow_zero=True))
         self.padding = _padding(padding).lower()
-        self._batch_input_shape = _input_shape(self, input_shape, 4)
+        self._batch_input_shape = _input_shape(self, input_shape, r + 2)
 
     def compute_output_shape(self, input_shape):
-        """Keras's: (batch, rows, cols, channels) pooled; None for a size
-        unknown (or one the op will refuse)."""
+        """Keras's: (batch, rows, cols, channels) pooled ((batch, steps,
+        channels) for the 1-D pools); None for a size unknown (or one the op
+        will refuse)."""
         shape = tuple(input_shape)
-        _check_rank(self, shape, 4)
+        r = self._rank
+        _check_rank(self, shape, r + 2)
         rc = tuple(_window_length(shape[1 + d], self.pool_size[d], self.padding,
                                   self.strides[d]) if self.strides[d] > 0 else None
-                   for d in range(2))
+                   for d in range(r))
         return (shape[0],) + tuple(None if d is not None and d < 0 else d for d in rc) + \
-            (shape[3],)
+            (shape[-1],)
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable, "dtype": "float32",
@@ -292,7 +309,7 @@ class _Pooling2D(_base()):
 
     def __call__(self, inputs, training=None, mask=None):
         x = _float_input(None, inputs)
-        _check_4d(self, x)
+        _check_rank(self, tuple(int(d) for d in x.shape), self._rank + 2)
         return type(self)._op(x, list(self.pool_size), list(self.strides),
                               self.padding.upper())
 

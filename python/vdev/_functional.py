@@ -236,7 +236,7 @@ def _check_width(layer, shape):
                          "input_shape received is %s, where axis -1 (0-based) is the channel "
                          "dimension, which found to be `None`." % (shape,))
     want = (int(layer.kernel.shape[0]) if isinstance(layer, Dense) else
-            int(layer.kernel.shape[2]) if isinstance(layer, Conv2D) else None)
+            int(layer.kernel.shape[-2]) if isinstance(layer, Conv2D) else None)
     if want is not None and shape[-1] is not None and shape[-1] != want:
         raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected axis '
                          "-1 of input shape to have value %d, but received input with shape %s"

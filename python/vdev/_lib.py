@@ -283,6 +283,11 @@ _PROTOS = {
                              ctypes.c_char_p]),
     "vdev_avg_pool2d": (_h, [_h, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                              ctypes.c_char_p]),
+    "vdev_conv1d": (_h, [_h, _h, ctypes.c_int, ctypes.c_int, ctypes.c_char_p]),
+    "vdev_max_pool1d": (_h, [_h, ctypes.c_int, ctypes.c_int, ctypes.c_char_p]),
+    "vdev_avg_pool1d": (_h, [_h, ctypes.c_int, ctypes.c_int, ctypes.c_char_p]),
+    "vdev_separable_conv2d": (_h, [_h, _h, _h, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                   ctypes.c_int, ctypes.c_char_p]),
     # autograd, nn
     "vdev_tape_begin": (_h, []),
     "vdev_tape_begin_ex": (_h, [ctypes.c_uint]),

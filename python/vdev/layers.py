@@ -1,7 +1,9 @@
 """Layers, as ``tf.keras.layers``: ``Dense``, and ``Conv2D``,
 ``MaxPooling2D``, ``AveragePooling2D`` and ``Flatten`` (from _conv_layers.py),
 ``DepthwiseConv2D`` (from _depthwise_layers.py),
-``Conv2DTranspose`` (from _conv_transpose.py),
+``Conv2DTranspose`` (from _conv_transpose.py), ``Conv1D``, ``MaxPooling1D``
+and ``AveragePooling1D`` (from _conv1d_layers.py), ``SeparableConv2D`` (from
+_separable_layers.py),
 ``Embedding`` (from _embedding.py), ``BatchNormalization`` and
 ``LayerNormalization`` (from _norm_layers.py), ``GlobalAveragePooling1D/2D`` and
 ``GlobalMaxPooling1D/2D`` (from _pooling_layers.py), the merge layers
@@ -47,6 +49,9 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            "GlobalAvgPool2D", "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalMaxPooling1D",
            "GlobalMaxPooling2D", "LayerNormalization", "MaxPooling2D",
            "Conv2DTranspose",  # vdev/_conv_transpose.py
+           # vdev/_conv1d_layers.py, vdev/_separable_layers.py
+           "AveragePooling1D", "AvgPool1D", "Conv1D", "Convolution1D", "MaxPool1D", "MaxPooling1D",
+           "SeparableConv2D", "SeparableConvolution2D",
            # Keras's functional API (vdev/_functional.py, vdev/_merge_layers.py)
            "Add", "Average", "Concatenate", "Input", "InputLayer", "Lambda", "Maximum",
            "Minimum", "Multiply", "Subtract", "add", "average", "concatenate", "maximum",
@@ -480,6 +485,9 @@ class Dense(Layer):
 from ._conv_layers import AveragePooling2D, Conv2D, Flatten, MaxPooling2D  # noqa: E402
 from ._depthwise_layers import DepthwiseConv2D  # noqa: E402
 from ._conv_transpose import Conv2DTranspose  # noqa: E402
+from ._conv1d_layers import (AveragePooling1D, AvgPool1D, Conv1D, Convolution1D,  # noqa: E402
+                             MaxPool1D, MaxPooling1D)
+from ._separable_layers import SeparableConv2D, SeparableConvolution2D  # noqa: E402
 from ._embedding import Embedding  # noqa: E402
 from ._norm_layers import BatchNormalization, LayerNormalization  # noqa: E402
 from ._pooling_layers import (GlobalAveragePooling1D, GlobalAveragePooling2D,  # noqa: E402

@@ -1,0 +1,136 @@
+"""``vdev.nn``'s 1-D convolution and pooling and its separable 2-D
+convolution, under TensorFlow's names: ``conv1d``, ``max_pool1d``,
+``avg_pool1d`` and ``separable_conv2d``, made of the 2-D ops as TensorFlow's
+Python makes them (vdev/ops.h: vdev_conv1d, vdev_max_pool1d,
+vdev_avg_pool1d; separable_conv2d is depthwise_conv2d then a 1 x 1 conv2d,
+here as in TensorFlow), so their gradients are the 2-D ops'.
+
+``conv1d(input, filters, stride, padding, data_format="NWC",
+dilations=None)``: input [batch, width, channels] (or [batch, batch2, width,
+channels]), filters [width, in, out]; stride and dilations an int or a list
+of 1 or 3 ints ([1, s, 1]) as TensorFlow's _get_sequence takes them, the
+batch's and the channels' 1. ``max_pool1d`` / ``avg_pool1d(input, ksize,
+strides, padding, data_format="NWC")``: input [batch, width, channels], ksize
+and strides as conv1d's stride. ``separable_conv2d(input, depthwise_filter,
+pointwise_filter, strides, padding, data_format=None, dilations=None)``:
+depthwise_filter [height, width, in, multiplier], pointwise_filter [1, 1,
+in * multiplier, out], strides TensorFlow's 4 ints [1, s, s, 1], dilations
+its 2. Left out, each refused with UnimplementedError: data_format "NCW"
+(and "NCHW"), explicit padding (a list).
+"""
+
+import numbers
+from collections import abc
+
+from ._lib import lib
+from ._ops import _new, _t
+from ._tensor import Tensor
+
+
+def _nn():
+    from . import nn
+    return nn
+
+
+def _sequence1(value, name):
+    """TensorFlow's _get_sequence(value, 1, 2, name) for NWC: an int or a
+    list of 1 or 3 ints as a list of 3 ([1, v, 1] from 1)."""
+    if value is None:
+        return [1, 1, 1]
+    if isinstance(value, Tensor):
+        value = value.numpy().tolist()
+    if isinstance(value, (list, tuple)):
+        value = list(value)
+    elif not isinstance(value, abc.Sized):
+        value = [value]
+    else:
+        value = list(value)
+    n = len(value)
+    if n not in (1, 3):
+        raise ValueError("%s should be of length 1, 1 or 3. Received: %s=%s of length %d"
+                         % (name, name, value, n))
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError("Expected int for argument '%s' not %r." % (name, v))
+        if not -2 ** 31 <= int(v) < 2 ** 31:
+            raise ValueError("%s: %d does not fit a 32-bit int" % (name, int(v)))
+    value = [int(v) for v in value]
+    return value if n == 3 else [1] + value + [1]
+
+
+def _nwc(fn, data_format):
+    if data_format not in (None, "NWC", "NHWC"):
+        raise _nn()._unimplemented("vdev.nn.%s: data_format %r is not supported; vdev takes "
+                                   "NWC only" % (fn, data_format))
+
+
+def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None, name=None):
+    """The 1-D convolution of input [N,W,C] with filters [KW,C,O], as
+    ``tf.nn.conv1d``: [N,OW,O]; dilations space the filter's taps."""
+    _nwc("conv1d", data_format)
+    st = _sequence1(stride, "stride")
+    dil = _sequence1(dilations, "dilations")
+    if st[0] != 1 or st[2] != 1:
+        raise _nn()._unimplemented("Current implementation does not yet support strides in the "
+                                   "batch and depth dimensions.")
+    if dil[0] != 1 or dil[2] != 1:
+        raise _nn()._unimplemented("Current implementation does not yet support dilations in "
+                                   "the batch and depth dimensions.")
+    pad = _nn()._padding("conv1d", padding)
+    x = _t(input)
+    f = _nn()._beside(x, filters)
+    return _new(lib.vdev_conv1d(x._handle, f._handle, st[1], dil[1], pad))
+
+
+def _pool1d(fn, cfn, input, ksize, strides, padding, data_format):
+    _nwc(fn, data_format)
+    ks = _sequence1(ksize, "ksize")
+    st = _sequence1(strides, "strides")
+    if ks[0] != 1 or st[0] != 1:
+        raise _nn()._unimplemented("Pooling is not yet supported on the batch dimension.")
+    if ks[2] != 1 or st[2] != 1:
+        raise _nn()._unimplemented("vdev.nn.%s: pooling over the depth dimension is not "
+                                   "supported" % fn)
+    pad = _nn()._padding(fn, padding)
+    x = _t(input)
+    return _new(cfn(x._handle, ks[1], st[1], pad))
+
+
+def max_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):
+    """The maximum over each ksize window of input [N,W,C], as
+    ``tf.nn.max_pool1d``; the gradient goes to each window's first maximum."""
+    return _pool1d("max_pool1d", lib.vdev_max_pool1d, input, ksize, strides, padding,
+                   data_format)
+
+
+def avg_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):
+    """The mean over each ksize window of input [N,W,C] (of the elements
+    inside the input, under SAME), as ``tf.nn.avg_pool1d``."""
+    return _pool1d("avg_pool1d", lib.vdev_avg_pool1d, input, ksize, strides, padding,
+                   data_format)
+
+
+def _dims_text(shape):
+    """A static shape as TensorFlow's TensorShape prints it: (3, 3), (3,)."""
+    return "(%s)" % ", ".join(str(d) for d in shape) if len(shape) != 1 else "(%d,)" % shape[0]
+
+
+def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding,
+                     data_format=None, dilations=None, name=None):
+    """The depthwise convolution of input [N,H,W,C] with depthwise_filter
+    [KH,KW,C,M], then the 1 x 1 convolution of that with pointwise_filter
+    [1,1,C*M,O], as ``tf.nn.separable_conv2d``: [N,OH,OW,O]."""
+    nn = _nn()
+    x = _t(input)
+    pf = nn._beside(x, pointwise_filter)
+    shape = tuple(int(d) for d in pf.shape)
+    # TensorFlow checks the pointwise filter's static shape first
+    if len(shape) != 4:
+        raise ValueError("Shape %s must have rank 4" % _dims_text(shape))
+    for d in (0, 1):
+        if shape[d] != 1:
+            raise ValueError("Dimensions %d and 1 are not compatible" % shape[d])
+    depthwise = nn.depthwise_conv2d(x, depthwise_filter, strides, padding,
+                                    data_format=data_format, dilations=dilations)
+    return nn.conv2d(depthwise, pf, [1, 1, 1, 1], "VALID",
+                     data_format="NHWC" if data_format is None else data_format)
