@@ -11,7 +11,7 @@
  * what a failed path left unfreed.
  *
  * The scenarios: a small convolutional net forward and backward on the cpu device and
- * on a simulated GPU; the shape ops, broadcasting arithmetic and reductions with their
+ * on a simulated GPU; the 1-D and separable convolutions made of the 2-D ops; the shape ops, broadcasting arithmetic and reductions with their
  * gradients, a concat of more tensors than one op takes included; the tensors (makers,
  * copies across devices, variables and assignment under a tape, scopes, identity,
  * stop_gradient, DLPack out and in); and the tapes (watch and skip, pause and resume,
@@ -145,6 +145,54 @@ static uint64_t convnet(void)
     start();
     uint64_t h = convnet_on("CPU:0", 0, 0);
     h = convnet_on("GPU:0", 1, h);
+    finish();
+    return h;
+}
+
+/* ---- ops: the convolutions made of others (conv_composed.c) ------------- */
+
+/* conv1d, max_pool1d and avg_pool1d, and separable_conv2d, with the gradients of
+ * every operand, on `device`: a refusal inside one of them after its first views
+ * were made must leave nothing behind, and the retried call the same bits. wide:
+ * windows of 3 (on the simulated GPU, whose kernels allocate on its stream
+ * thread); else 1-tap filters, for the reason convnet_on gives. */
+static uint64_t composed_on(const char *device, int wide, uint64_t h)
+{
+    RETRY_OK(vdev_device_push(device));
+    const int64_t k = wide ? 3 : 1;
+    const int64_t xs[3] = {2, 8, 2}, fs[3] = {k, 2, 3}, is[4] = {1, 5, 5, 2},
+                  ds[4] = {3, 3, 2, 2}, ps[4] = {1, 1, 4, 3};
+    vdev_tensor_t *v[5] = {var_uniform(xs, 3, 21), var_uniform(fs, 3, 22), var_uniform(is, 4, 23),
+                           var_uniform(ds, 4, 24), var_uniform(ps, 4, 25)};
+    vdev_tensor_t *c, *mp, *ap, *sep, *sq, *s1, *s2, *loss, *g[5];
+    vdev_tape_t *tape;
+    RETRY_PTR(tape, vdev_tape_begin());
+    MAKE(c, vdev_conv1d(v[0], v[1], 1, 2, "SAME"));          /* 2,8,3 */
+    MAKE(mp, vdev_max_pool1d(c, 2, 2, "VALID"));              /* 2,4,3 */
+    MAKE(ap, vdev_avg_pool1d(mp, 3, 2, "SAME"));              /* 2,2,3 */
+    MAKE(sep, vdev_separable_conv2d(v[2], v[3], v[4], 2, 2, 1, 1, "SAME")); /* 1,3,3,3 */
+    MAKE(s1, vdev_sum_all(ap));
+    MAKE(sq, vdev_mul(sep, sep));
+    MAKE(s2, vdev_sum_all(sq));
+    MAKE(loss, vdev_add(s1, s2));
+    RETRY_OK(vdev_tape_gradient(tape, loss, v, 5, g));
+    vdev_tape_end(tape);
+    for (int i = 0; i < 5; i++)
+        own(g[i]);
+    h = digest(h, loss);
+    h = digest(h, ap);
+    h = digest(h, sep);
+    for (int i = 0; i < 5; i++)
+        h = digest(h, g[i]);
+    RETRY_OK(vdev_device_pop());
+    return h;
+}
+
+static uint64_t composed(void)
+{
+    start();
+    uint64_t h = composed_on("CPU:0", 0, 0);
+    h = composed_on("GPU:0", 1, h);
     finish();
     return h;
 }
@@ -420,6 +468,7 @@ static uint64_t tapes(void)
 int main(void)
 {
     sweep("ops: a convolutional net, cpu and simulated GPU", convnet);
+    sweep("ops: 1-D and separable convolutions, cpu and simulated GPU", composed);
     sweep("ops: shapes, broadcasting, reductions, cpu and simulated GPU", shape_ops);
     sweep("tensors: makers, devices, variables, scopes, DLPack", tensors);
     sweep("tapes: watch, skip, pause, seeded, released, long", tapes);
