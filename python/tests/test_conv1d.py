@@ -399,3 +399,48 @@ def test_in_sequential_and_functional_models_trained_on_cpu_and_gpu():
     with pytest.raises(ValueError, match="expected axis -1 of input shape to have value 3"):
         vdev.models.Sequential([layers.Conv1D(2, 3, input_shape=(8, 3)), layers.Flatten()]
                                ).layers[0](np.zeros((1, 8, 2), np.float32))
+
+
+def test_fit_under_a_mirrored_strategy_keeps_replicas_equal_and_matches_one_device():
+    """Conv1D (causal), MaxPooling1D and SeparableConv2D models made under a
+    MirroredStrategy's scope: their weights are MirroredVariables whose copies
+    stay bit-identical through fit, and end within float rounding of the same
+    fit on one device (the global batch's mean loss either way)."""
+    r = np.random.default_rng(7)
+    x1 = r.uniform(-1, 1, (8, 12, 2)).astype(np.float32)
+    x2 = r.uniform(-1, 1, (8, 6, 6, 2)).astype(np.float32)
+    y = np.array([0, 1, 2, 0, 1, 2, 0, 1], np.int32)
+
+    def models():
+        return [(vdev.models.Sequential([
+                    layers.Conv1D(4, 3, padding="causal", activation="relu",
+                                  input_shape=(12, 2), seed=1),
+                    layers.MaxPooling1D(2), layers.Flatten(), layers.Dense(3, seed=2)]), x1),
+                (vdev.models.Sequential([
+                    layers.SeparableConv2D(4, 3, padding="same", depth_multiplier=2,
+                                           activation="relu", input_shape=(6, 6, 2), seed=3),
+                    layers.Flatten(), layers.Dense(3, seed=4)]), x2)]
+
+    def compiled():
+        pairs = models()
+        for m, _ in pairs:
+            m.compile(vdev.optimizers.SGD(0.1),
+                      vdev.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return pairs
+
+    def fit(pairs):
+        for m, x in pairs:
+            m.fit(x, y, batch_size=8, epochs=3, shuffle=False, verbose=0)
+        return pairs
+
+    s = vdev.distribute.MirroredStrategy(["GPU:0", "GPU:1"])
+    with s.scope():  # the models and their optimizers, as Keras wants them
+        mirrored = compiled()
+    fit(mirrored)
+    with vdev.device("GPU:2"):
+        alone = fit(compiled())
+    for (m, _), (a, _) in zip(mirrored, alone):
+        for v, w in zip(m.trainable_variables, a.trainable_variables):
+            copies = [c.numpy().tobytes() for c in v.values]
+            assert len(copies) == 2 and len(set(copies)) == 1
+            np.testing.assert_allclose(v.values[0].numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
