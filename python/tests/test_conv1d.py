@@ -444,3 +444,32 @@ def test_fit_under_a_mirrored_strategy_keeps_replicas_equal_and_matches_one_devi
             copies = [c.numpy().tobytes() for c in v.values]
             assert len(copies) == 2 and len(set(copies)) == 1
             np.testing.assert_allclose(v.values[0].numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_models_of_the_new_layers_round_trip(tmp_path):
+    """Sequential.get_config / from_config and clone_model make the layers
+    again by their class names; save_weights / load_weights carry their
+    weights (the separable layer's three) bit for bit."""
+    def model(seed):
+        return vdev.models.Sequential([
+            layers.Conv1D(3, 2, padding="causal", input_shape=(8, 2), seed=seed),
+            layers.AveragePooling1D(2), layers.MaxPool1D(2, padding="same"),
+            layers.Reshape((2, 1, 3)),
+            layers.SeparableConv2D(4, (2, 1), padding="same", depth_multiplier=2,
+                                   seed=seed + 1),
+            layers.Flatten(), layers.Dense(2, seed=seed + 2)])
+    m = model(1)
+    x = np.random.default_rng(5).uniform(-1, 1, (3, 8, 2)).astype(np.float32)
+    want = m(x).numpy()
+    again = vdev.models.Sequential.from_config(m.get_config())
+    assert [type(l).__name__ for l in again.layers] == [type(l).__name__ for l in m.layers]
+    assert again.get_config() == m.get_config()
+    clone = vdev.models.clone_model(m)
+    assert [type(l).__name__ for l in clone.layers] == [type(l).__name__ for l in m.layers]
+    path = str(tmp_path / "w.safetensors")
+    m.save_weights(path)
+    other = model(11)
+    assert not np.array_equal(other(x).numpy(), want)
+    other.load_weights(path)
+    np.testing.assert_array_equal(other(x).numpy(), want)
+    assert m.count_params() == (2 * 2 * 3 + 3) + (2 * 3 * 2 + 6 * 4 + 4) + (2 * 4 * 2 + 2)
