@@ -368,8 +368,14 @@ struct gcase {
     vdev_tensor_t *(*apply)(vdev_tensor_t *const *ops);
 };
 
-static vdev_tensor_t *g_conv1d(vdev_tensor_t *const *t) { return vdev_conv1d(t[0], t[1], 2, 1, "SAME"); }
-static vdev_tensor_t *g_conv1d_dil(vdev_tensor_t *const *t) { return vdev_conv1d(t[0], t[1], 1, 2, "VALID"); }
+static vdev_tensor_t *g_conv1d(vdev_tensor_t *const *t)
+{
+    return vdev_conv1d(t[0], t[1], 2, 1, "SAME");
+}
+static vdev_tensor_t *g_conv1d_dil(vdev_tensor_t *const *t)
+{
+    return vdev_conv1d(t[0], t[1], 1, 2, "VALID");
+}
 static vdev_tensor_t *g_max(vdev_tensor_t *const *t) { return vdev_max_pool1d(t[0], 3, 2, "SAME"); }
 static vdev_tensor_t *g_avg(vdev_tensor_t *const *t) { return vdev_avg_pool1d(t[0], 3, 2, "SAME"); }
 static vdev_tensor_t *g_sep(vdev_tensor_t *const *t)

@@ -109,6 +109,23 @@ VDEV_API vdev_tensor_t *vdev_transpose_perm(const vdev_tensor_t *a, const int *p
  * error left as it was. Not thread-safe against frees of the inputs by
  * other threads (the op then fails, as every op). */
 VDEV_API vdev_tensor_t *vdev_concat(const vdev_tensor_t *const *values, int n, int axis);
+/* TensorFlow's tf.pad(t, paddings, "CONSTANT", constant_values) (the ops Pad
+ * and PadV2) for a tensor of any dtype: paddings holds n rows of two
+ * entries, {before, after} for each axis (n the rank), and the result has
+ * before + size + after entries along each axis, t's elements where they
+ * were shifted by the befores, `value` elsewhere (for i32 truncated toward
+ * zero, as vdev_tensor_fill takes it). A new tensor, a copy even with no
+ * padding; made of ConcatV2 ops (each padded axis joins t between two
+ * filled blocks, made where the join runs), so its gradient is t's part of
+ * the output's gradient and the placement log shows ConcatV2 ops. Errors,
+ * in the words of TensorFlow's Pad kernel after "Pad: ",
+ * VDEV_ERR_INVALID_ARG: "The first dimension of paddings must be the rank
+ * of inputs[3,2], [2,2]" for n other than the rank, "Paddings must be
+ * non-negative: -1 0"; vdev's own for paddings NULL with n above 0, a
+ * padded size past INT64_MAX, and vdev_tensor_fill's for a value an i32
+ * tensor cannot hold. A NULL t gives NULL with the error left as it was. */
+VDEV_API vdev_tensor_t *vdev_pad(const vdev_tensor_t *t, const int64_t *paddings, int n,
+                                 double value);
 /* TensorFlow's tf.stack(values, axis) (the op Pack): the n tensors
  * values[0..n) (n >= 1; one dtype and one shape) stacked along a new axis
  * of n entries at axis, in [-(rank + 1), rank + 1) (negative counts from

@@ -39,6 +39,7 @@ from ._ops import (add, argmax, concat, divide, exp, gather, identity, log, matm
                    sqrt, square, stack, stop_gradient, subtract, tanh, transpose)
 from ._indexing import strided_slice
 from ._masking import boolean_mask
+from ._pad import pad
 from ._device import device
 from ._device_spec import DeviceSpec
 from ._tape import GradientTape, UnconnectedGradients
@@ -106,7 +107,7 @@ __all__ = ["DType", "Tensor", "TensorShape", "Variable", "as_dtype", "boolean_ma
            "convert_to_tensor", "fill", "float32", "int32", "ones", "ones_like", "zeros",
            "zeros_like", "add", "argmax", "concat", "divide", "exp", "gather", "identity", "log",
            "matmul", "maximum", "minimum",
-           "multiply", "negative", "pow", "reduce_mean", "reduce_sum", "reshape", "sigmoid",
+           "multiply", "negative", "pad", "pow", "reduce_mean", "reduce_sum", "reshape", "sigmoid",
            "sqrt", "square", "stack", "stop_gradient", "strided_slice", "subtract", "tanh",
            "transpose",
            "device",

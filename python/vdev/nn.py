@@ -30,10 +30,12 @@ padding (the max and the mean of the elements inside the input).
 the filter's taps d apart, as TensorFlow's: the window's effective size
 (k - 1) d + 1 sets the output's size and SAME's padding; strides and
 dilations may both exceed 1, as the op allows (Keras's Conv2D refuses the
-pair, as tf.nn.convolution under it does). Left out, each refused
-with UnimplementedError: data_format "NCHW", explicit padding (a list),
-strides, dilations or windows over the batch or the channels, grouped
-convolution.
+pair, as tf.nn.convolution under it does). ``conv2d`` and
+``depthwise_conv2d`` take TensorFlow's explicit padding too, a list of four
+[before, after] pairs (the batch's and the depth's zeros): ``vdev.pad``, then
+"VALID" (vdev/_pad.py). Left out, each refused with UnimplementedError:
+data_format "NCHW", explicit padding of the pools, strides, dilations or
+windows over the batch or the channels, grouped convolution.
 
 ``depthwise_conv2d(input, filter, strides, padding, data_format, dilations)``
 is TensorFlow's, NHWC only: filter [height, width, in, multiplier], the
@@ -70,7 +72,7 @@ import ctypes
 import numbers
 from collections import abc
 
-from . import _lib, _strategy_context, errors
+from . import _lib, _pad, _strategy_context, errors
 from ._lib import lib
 from ._ops import (_near, _new, _t, divide, gather, log_softmax, multiply, reduce_sum, relu,
                    sigmoid, softmax, tanh)
@@ -215,8 +217,10 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
     ``tf.nn.conv2d``: [N,OH,OW,O]; dilations space the filter's taps."""
     _nhwc("conv2d", data_format)
     st, dil = _spatial_steps(strides, dilations)
-    pad = _padding("conv2d", padding)
     x = _t(input)
+    if isinstance(padding, (list, tuple)):  # explicit: the pad, then VALID (vdev/_pad.py)
+        x, padding = _pad.pad(x, _pad.explicit("Conv2D", padding)), "VALID"
+    pad = _padding("conv2d", padding)
     f = _beside(x, filters)
     return _new(lib.vdev_conv2d_dilated(x._handle, f._handle, st[1], st[2], dil[1], dil[2],
                                         pad))
@@ -276,8 +280,10 @@ def depthwise_conv2d(input, filter, strides, padding, data_format=None, dilation
         raise ValueError("vdev.nn.depthwise_conv2d takes strides above 1 only with dilations "
                          "of 1 (TensorFlow requires strides of 1 where a dilation exceeds 1). "
                          "Received: strides=%s and dilations=%s" % (st, dil))
-    pad = _padding("depthwise_conv2d", padding)
     x = _t(input)
+    if isinstance(padding, (list, tuple)):  # explicit: the pad, then VALID (vdev/_pad.py)
+        x, padding = _pad.pad(x, _pad.explicit("DepthwiseConv2dNative", padding)), "VALID"
+    pad = _padding("depthwise_conv2d", padding)
     f = _beside(x, filter)
     return _new(lib.vdev_depthwise_conv2d(x._handle, f._handle, st[1], st[2], dil[0], dil[1],
                                           pad))

@@ -32,17 +32,6 @@ static int shape_of(const vdev_tensor_t *h, const char *fn, int64_t *shape, int 
     return 1;
 }
 
-/* Prints shape [a,b,...] into buf as TensorFlow prints a shape in its op
- * errors. */
-static void shape_text(char *buf, size_t cap, const int64_t *shape, int ndim)
-{
-    size_t n = (size_t)snprintf(buf, cap, "[");
-    for (int d = 0; d < ndim && n < cap; d++)
-        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", d ? "," : "", (long long)shape[d]);
-    if (n < cap)
-        snprintf(buf + n, cap - n, "]");
-}
-
 /* The view of a 1-D input [N, W, C] as the image [N, 1, W, C]; an input with
  * a batch of two dimensions [B, N, W, C] is viewed as [B N, 1, W, C] (as
  * TensorFlow's conv1d folds extra batch dimensions into one), an input
@@ -109,7 +98,7 @@ VDEV_API vdev_tensor_t *vdev_conv1d(const vdev_tensor_t *input, const vdev_tenso
         /* one dimension more than a tensor has: Conv2D's own words */
         char s[128];
         int64_t e[5] = {1, fs[0], fs[1], fs[2], fs[3]};
-        shape_text(s, sizeof s, e, 5);
+        vdev_shape_str(e, 5, s, sizeof s);
         vdev_error(VDEV_ERR_SHAPE, "Conv2D: filter must be 4-dimensional: %s", s);
     } else {
         int64_t e[4] = {1, fs[0], fs[1], fs[2]};
@@ -179,7 +168,7 @@ VDEV_API vdev_tensor_t *vdev_separable_conv2d(const vdev_tensor_t *input,
         return NULL;
     /* TensorFlow checks the pointwise filter's shape before either op runs */
     char s[128];
-    shape_text(s, sizeof s, ps, pn);
+    vdev_shape_str(ps, pn, s, sizeof s);
     if (pn != 4) {
         vdev_error(VDEV_ERR_SHAPE,
                    "separable_conv2d: the pointwise filter must have rank 4 "
