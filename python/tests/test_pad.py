@@ -234,3 +234,56 @@ def test_zero_padding_in_a_model_that_trains():
     assert loss[-1] < 0.5 * loss[0]
     again = vdev.models.Sequential.from_config(model.get_config())
     assert [type(l).__name__ for l in again.layers] == [type(l).__name__ for l in model.layers]
+
+
+def test_cropping_layers():
+    x = rng.uniform(-1, 1, (2, 5, 6, 3)).astype(np.float32)
+    for cropping, want in ((1, ((1, 1), (1, 1))), ((2, 0), ((2, 2), (0, 0))),
+                           (((1, 2), (0, 3)), ((1, 2), (0, 3)))):
+        layer = layers.Cropping2D(cropping)
+        assert layer.cropping == want
+        y = layer(x)
+        np.testing.assert_array_equal(
+            y.numpy(), x[:, want[0][0]:5 - want[0][1], want[1][0]:6 - want[1][1]])
+        assert y.shape == layer.compute_output_shape((2, 5, 6, 3))
+        assert layers.Cropping2D.from_config(layer.get_config()).cropping == want
+    assert layers.Cropping2D().cropping == ((0, 0), (0, 0))
+    assert layers.Cropping2D(1).compute_output_shape((None, 0, None, 3)) == (None, None, None, 3)
+    seq = x[:, 0]
+    for cropping, want in ((2, (2, 2)), ((0, 3), (0, 3))):
+        layer = layers.Cropping1D(cropping)
+        y = layer(seq)
+        np.testing.assert_array_equal(y.numpy(), seq[:, want[0]:6 - want[1]])
+        assert y.shape == layer.compute_output_shape((2, 6, 3))
+        assert layer.get_config()["cropping"] == want
+    assert layers.Cropping1D().cropping == (1, 1)
+    # the gradient: the output's where the input was kept, zeros where it was cut
+    xv = vdev.Variable(x)
+    with vdev.GradientTape() as tape:
+        y = layers.Cropping2D(((1, 0), (2, 1)))(xv)
+        r = rng.uniform(-1, 1, tuple(y.shape)).astype(np.float32)
+        loss = vdev.reduce_sum(y * r)
+    want = np.zeros_like(x)
+    want[:, 1:, 2:5] = r
+    np.testing.assert_array_equal(tape.gradient(loss, xv).numpy(), want)
+    cases = [
+        (lambda: layers.Cropping2D((1, 2, 3)), "`cropping` should have two elements. "
+                                               "Received: (1, 2, 3)."),
+        (lambda: layers.Cropping2D(2.5),
+         "`cropping` should be either an int, a tuple of 2 ints (symmetric_height_crop, "
+         "symmetric_width_crop), or a tuple of 2 tuples of 2 ints ((top_crop, bottom_crop), "
+         "(left_crop, right_crop)). Received: 2.5."),
+        (lambda: layers.Cropping1D(-1),
+         "The `cropping` argument must be a tuple of 2 integers. Received: cropping=-1 "
+         "including {-1} that does not satisfy the requirement `>= 0`."),
+        (lambda: layers.Cropping1D(3)(seq),
+         "cropping parameter of Cropping layer must be greater than the input shape. "
+         "Received: inputs.shape=(2, 6, 3), and cropping=(3, 3)"),
+        (lambda: layers.Cropping2D(((0, 0), (3, 3)))(x),
+         "Argument `cropping` must be greater than the input shape. Received: "
+         "inputs.shape=(2, 5, 6, 3), and cropping=((0, 0), (3, 3))"),
+    ]
+    for call, msg in cases:
+        with pytest.raises(ValueError) as e:
+            call()
+        assert str(e.value) == msg
