@@ -4,7 +4,8 @@
 ``Conv2DTranspose`` (from _conv_transpose.py), ``Conv1D``, ``MaxPooling1D``
 and ``AveragePooling1D`` (from _conv1d_layers.py), ``SeparableConv2D`` (from
 _separable_layers.py), ``ZeroPadding1D``, ``ZeroPadding2D``, ``Cropping1D`` and
-``Cropping2D`` (from _padding_layers.py),
+``Cropping2D`` (from _padding_layers.py), ``UpSampling1D`` and ``UpSampling2D``
+(from _upsampling_layers.py),
 ``Embedding`` (from _embedding.py), ``BatchNormalization`` and
 ``LayerNormalization`` (from _norm_layers.py), ``GlobalAveragePooling1D/2D`` and
 ``GlobalMaxPooling1D/2D`` (from _pooling_layers.py), the merge layers
@@ -54,6 +55,7 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            "AveragePooling1D", "AvgPool1D", "Conv1D", "Convolution1D", "MaxPool1D", "MaxPooling1D",
            "SeparableConv2D", "SeparableConvolution2D",
            "Cropping1D", "Cropping2D", "ZeroPadding1D", "ZeroPadding2D",  # _padding_layers.py
+           "UpSampling1D", "UpSampling2D",  # vdev/_upsampling_layers.py
            # Keras's functional API (vdev/_functional.py, vdev/_merge_layers.py)
            "Add", "Average", "Concatenate", "Input", "InputLayer", "Lambda", "Maximum",
            "Minimum", "Multiply", "Subtract", "add", "average", "concatenate", "maximum",
@@ -491,6 +493,7 @@ from ._conv1d_layers import (AveragePooling1D, AvgPool1D, Conv1D, Convolution1D,
                              MaxPool1D, MaxPooling1D)
 from ._separable_layers import SeparableConv2D, SeparableConvolution2D  # noqa: E402
 from ._padding_layers import Cropping1D, Cropping2D, ZeroPadding1D, ZeroPadding2D  # noqa: E402
+from ._upsampling_layers import UpSampling1D, UpSampling2D  # noqa: E402
 from ._embedding import Embedding  # noqa: E402
 from ._norm_layers import BatchNormalization, LayerNormalization  # noqa: E402
 from ._pooling_layers import (GlobalAveragePooling1D, GlobalAveragePooling2D,  # noqa: E402
