@@ -473,3 +473,53 @@ def test_models_of_the_new_layers_round_trip(tmp_path):
     other.load_weights(path)
     np.testing.assert_array_equal(other(x).numpy(), want)
     assert m.count_params() == (2 * 2 * 3 + 3) + (2 * 3 * 2 + 6 * 4 + 4) + (2 * 4 * 2 + 2)
+
+
+def test_separable_conv1d_against_torch():
+    x = rng.uniform(-1, 1, (2, 9, 3)).astype(np.float32)
+    for padding, s, d in (("valid", 2, 1), ("same", 1, 2), ("causal", 1, 2), ("causal", 2, 1)):
+        layer = layers.SeparableConv1D(4, 3, strides=s, padding=padding, dilation_rate=d,
+                                       depth_multiplier=2, activation="relu",
+                                       bias_initializer="random_uniform", seed=6)
+        xv = vdev.Variable(x)
+        with vdev.GradientTape() as tape:
+            y = layer(xv)
+            r = rng.uniform(-1, 1, tuple(y.shape)).astype(np.float32)
+            loss = vdev.reduce_sum(y * r)
+        grads = tape.gradient(loss, layer.trainable_variables + [xv])
+        assert [v.name for v in layer.weights] == ["%s/%s" % (layer.name, k) for k in
+                                                   ("depthwise_kernel", "pointwise_kernel",
+                                                    "bias")]
+        assert [tuple(v.shape) for v in layer.weights] == [(3, 3, 2), (1, 6, 4), (4,)]
+        ts = [torch.tensor(v.numpy(), dtype=torch.float64, requires_grad=True)
+              for v in layer.weights] + [torch.tensor(x, dtype=torch.float64,
+                                                      requires_grad=True)]
+        xt = ts[3].permute(0, 2, 1)
+        if padding == "causal":
+            xt = F.pad(xt, (2 * d, 0))
+        else:
+            _, left, right = tf_pads(9, 3, s, padding.upper(), d)
+            xt = F.pad(xt, (left, right))
+        mid = F.conv1d(xt, ts[0].permute(1, 2, 0).reshape(6, 1, 3), stride=s, dilation=d,
+                       groups=3)
+        ty = torch.relu(F.conv1d(mid, ts[1].permute(2, 1, 0)).permute(0, 2, 1) + ts[2])
+        assert y.shape == tuple(ty.shape) == layer.compute_output_shape((2, 9, 3))
+        np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+        want = torch.autograd.grad((ty * torch.tensor(r, dtype=torch.float64)).sum(), ts)
+        for got, wt in zip(grads, want):
+            np.testing.assert_allclose(got.numpy(), wt.numpy(), rtol=1e-5, atol=1e-5)
+    # a batch of two dimensions, row by row the same
+    layer = layers.SeparableConv1D(2, 2, padding="same", seed=1)
+    x4 = rng.uniform(-1, 1, (2, 3, 6, 3)).astype(np.float32)
+    y4 = layer(x4)
+    assert y4.shape == (2, 3, 6, 2) == layer.compute_output_shape((2, 3, 6, 3))
+    np.testing.assert_array_equal(y4.numpy().reshape(6, 6, 2),
+                                  layer(x4.reshape(6, 6, 3)).numpy())
+    c = layers.SeparableConv1D(3, 2, padding="causal", depth_multiplier=2, seed=2).get_config()
+    assert (c["kernel_size"], c["padding"], c["depth_multiplier"]) == ((2,), "causal", 2)
+    assert layers.SeparableConv1D.from_config(c).get_config() == c
+    assert layers.SeparableConvolution1D is layers.SeparableConv1D
+    with pytest.raises(ValueError) as e:
+        layers.SeparableConv1D(2, (3, 3))
+    assert str(e.value) == ("The `kernel_size` argument must be a tuple of 1 integers. "
+                            "Received: kernel_size=(3, 3)")

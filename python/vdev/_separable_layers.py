@@ -1,4 +1,6 @@
-"""Keras 2.11's ``SeparableConv2D`` (also ``SeparableConvolution2D``),
+"""Keras 2.11's ``SeparableConv2D`` (also ``SeparableConvolution2D``) and
+``SeparableConv1D`` (``SeparableConvolution1D``: the same on [batch, steps,
+channels], through the 2-D op on one row, as Keras's),
 exported by ``vdev.layers``: ``activation(separable_conv2d(inputs,
 depthwise_kernel, pointwise_kernel) + bias)`` over
 ``vdev.nn.separable_conv2d`` on channels_last inputs [batch, rows, cols,
@@ -20,11 +22,13 @@ import contextlib
 import hashlib
 import numbers
 
-from . import _strategy_context, initializers, nn
+from . import _ops, _strategy_context, initializers, nn
+from ._conv1d_layers import Conv1D
 from ._conv_layers import Conv2D, _input_shape
 from ._device import device
 
-__all__ = ["SeparableConv2D", "SeparableConvolution2D"]
+__all__ = ["SeparableConv1D", "SeparableConv2D", "SeparableConvolution1D",
+           "SeparableConvolution2D"]
 
 
 def _pointwise_seed(seed):
@@ -78,7 +82,7 @@ class SeparableConv2D(Conv2D):
         if self.pointwise_initializer is None:
             raise ValueError("Could not interpret initializer identifier: None")
         self.pointwise_kernel = None
-        self._batch_input_shape = _input_shape(self, input_shape, 4)
+        self._batch_input_shape = _input_shape(self, input_shape, self._rank + 2)
         if self._batch_input_shape is not None and self._batch_input_shape[-1] is not None:
             self.build(self._batch_input_shape[-1])
 
@@ -104,7 +108,7 @@ class SeparableConv2D(Conv2D):
         wanted = [("depthwise_kernel", self.depthwise_initializer,
                    self.kernel_size + (channels, dm)),
                   ("pointwise_kernel", self.pointwise_initializer,
-                   (1, 1, channels * dm, self.filters))]
+                   (1,) * self._rank + (channels * dm, self.filters))]
         if self.use_bias:
             wanted.append(("bias", self.bias_initializer, (self.filters,)))
         where = self._device or ("CPU:0" if self._strategy is not None else None)
@@ -139,4 +143,57 @@ class SeparableConv2D(Conv2D):
                                    self.padding.upper(), dilations=list(self.dilation_rate))
 
 
+class SeparableConv1D(SeparableConv2D):
+    """Keras's SeparableConv1D on [batch, steps, channels] (or a batch of
+    two dimensions): its weights depthwise_kernel [kernel_size, channels,
+    depth_multiplier] and pointwise_kernel [1, channels * depth_multiplier,
+    filters], applied as Keras applies them, by separable_conv2d on the
+    input viewed as one row (the kernels with one row added); "causal"
+    padding as Conv1D's."""
+
+    _rank = 1
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None,
+                 dilation_rate=1, depth_multiplier=1, activation=None, use_bias=True,
+                 depthwise_initializer="glorot_uniform", pointwise_initializer="glorot_uniform",
+                 bias_initializer="zeros", depthwise_regularizer=None, pointwise_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, depthwise_constraint=None,
+                 pointwise_constraint=None, bias_constraint=None, input_shape=None, seed=None,
+                 name=None, dtype=None, trainable=True, groups=1):
+        super().__init__(filters, kernel_size, strides=strides, padding=padding,
+                         data_format=data_format, dilation_rate=dilation_rate,
+                         depth_multiplier=depth_multiplier, activation=activation,
+                         use_bias=use_bias, depthwise_initializer=depthwise_initializer,
+                         pointwise_initializer=pointwise_initializer,
+                         bias_initializer=bias_initializer,
+                         depthwise_regularizer=depthwise_regularizer,
+                         pointwise_regularizer=pointwise_regularizer,
+                         bias_regularizer=bias_regularizer,
+                         activity_regularizer=activity_regularizer,
+                         depthwise_constraint=depthwise_constraint,
+                         pointwise_constraint=pointwise_constraint,
+                         bias_constraint=bias_constraint, input_shape=input_shape, seed=seed,
+                         name=name, dtype=dtype, trainable=trainable, groups=groups)
+
+    def _convolve(self, x):
+        causal = self.padding == "causal"
+        if causal:
+            x = Conv1D._causal_padded(self, x)
+        shape = tuple(int(d) for d in x.shape)
+        lead = shape[:-2]
+        rows = 1
+        for d in lead:
+            rows *= d
+        one_row = _ops.reshape(x, [rows, 1, shape[-2], shape[-1]])
+        dk = _ops.reshape(self.kernel, (1,) + tuple(int(d) for d in self.kernel.shape))
+        pk = _ops.reshape(self.pointwise_kernel,
+                          (1,) + tuple(int(d) for d in self.pointwise_kernel.shape))
+        s = self.strides[0]
+        y = nn.separable_conv2d(one_row, dk, pk, [1, s, s, 1],
+                                "VALID" if causal else self.padding.upper(),
+                                dilations=[1, self.dilation_rate[0]])
+        return _ops.reshape(y, list(lead) + [int(y.shape[2]), self.filters])
+
+
+SeparableConvolution1D = SeparableConv1D
 SeparableConvolution2D = SeparableConv2D

@@ -53,7 +53,8 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            "Conv2DTranspose",  # vdev/_conv_transpose.py
            # vdev/_conv1d_layers.py, vdev/_separable_layers.py
            "AveragePooling1D", "AvgPool1D", "Conv1D", "Convolution1D", "MaxPool1D", "MaxPooling1D",
-           "SeparableConv2D", "SeparableConvolution2D",
+           "SeparableConv1D", "SeparableConv2D", "SeparableConvolution1D",
+           "SeparableConvolution2D",
            "Cropping1D", "Cropping2D", "ZeroPadding1D", "ZeroPadding2D",  # _padding_layers.py
            "UpSampling1D", "UpSampling2D",  # vdev/_upsampling_layers.py
            # Keras's functional API (vdev/_functional.py, vdev/_merge_layers.py)
@@ -491,7 +492,8 @@ from ._depthwise_layers import DepthwiseConv2D  # noqa: E402
 from ._conv_transpose import Conv2DTranspose  # noqa: E402
 from ._conv1d_layers import (AveragePooling1D, AvgPool1D, Conv1D, Convolution1D,  # noqa: E402
                              MaxPool1D, MaxPooling1D)
-from ._separable_layers import SeparableConv2D, SeparableConvolution2D  # noqa: E402
+from ._separable_layers import (SeparableConv1D, SeparableConv2D,  # noqa: E402
+                                SeparableConvolution1D, SeparableConvolution2D)
 from ._padding_layers import Cropping1D, Cropping2D, ZeroPadding1D, ZeroPadding2D  # noqa: E402
 from ._upsampling_layers import UpSampling1D, UpSampling2D  # noqa: E402
 from ._embedding import Embedding  # noqa: E402
