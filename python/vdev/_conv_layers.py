@@ -200,18 +200,22 @@ class Conv2D(_base()):
         [kh, kw, channels, filters] and [filters] (the subclasses' own)."""
         return self.kernel_size + (channels, self.filters), (self.filters,)
 
+    def _channels_to_build(self, channels):
+        """channels as an int for build, which makes no weight inside a step
+        of strategy.run (the strategy's error)."""
+        if _strategy_context.replica() is not None:
+            raise _strategy_context.variable_in_step_error(
+                "layer %r is built" % self.name, "Give it input_shape (or call it once)")
+        from . import _lib
+        return _lib.index(channels, "channels")
+
     def build(self, channels):
         """Makes the kernel and the bias (their shapes: _weight_shapes) on
         the layer's device (Dense's rules)."""
         from .layers import _make_weights
         if self.kernel is not None:
             return
-        if _strategy_context.replica() is not None:
-            raise _strategy_context.variable_in_step_error(
-                "layer %r is built" % self.name, "Give it input_shape (or call it once)")
-        from . import _lib
-        channels = _lib.index(channels, "channels")
-        _make_weights(self, *self._weight_shapes(channels))
+        _make_weights(self, *self._weight_shapes(self._channels_to_build(channels)))
 
     def compute_output_shape(self, input_shape):
         """Keras's: (batch, rows, cols, filters) for an input shape (batch,

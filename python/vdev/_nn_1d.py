@@ -19,12 +19,8 @@ its 2. Left out, each refused with UnimplementedError: data_format "NCW"
 (and "NCHW"), explicit padding (a list).
 """
 
-import numbers
-from collections import abc
-
 from ._lib import lib
 from ._ops import _new, _t
-from ._tensor import Tensor
 
 
 def _nn():
@@ -35,27 +31,7 @@ def _nn():
 def _sequence1(value, name):
     """TensorFlow's _get_sequence(value, 1, 2, name) for NWC: an int or a
     list of 1 or 3 ints as a list of 3 ([1, v, 1] from 1)."""
-    if value is None:
-        return [1, 1, 1]
-    if isinstance(value, Tensor):
-        value = value.numpy().tolist()
-    if isinstance(value, (list, tuple)):
-        value = list(value)
-    elif not isinstance(value, abc.Sized):
-        value = [value]
-    else:
-        value = list(value)
-    n = len(value)
-    if n not in (1, 3):
-        raise ValueError("%s should be of length 1, 1 or 3. Received: %s=%s of length %d"
-                         % (name, name, value, n))
-    for v in value:
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-            raise TypeError("Expected int for argument '%s' not %r." % (name, v))
-        if not -2 ** 31 <= int(v) < 2 ** 31:
-            raise ValueError("%s: %d does not fit a 32-bit int" % (name, int(v)))
-    value = [int(v) for v in value]
-    return value if n == 3 else [1] + value + [1]
+    return _nn()._get_sequence(value, name, 1)
 
 
 def _nwc(fn, data_format):

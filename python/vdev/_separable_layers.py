@@ -22,7 +22,7 @@ import contextlib
 import hashlib
 import numbers
 
-from . import _ops, _strategy_context, initializers, nn
+from . import _ops, initializers, nn
 from ._conv1d_layers import Conv1D
 from ._conv_layers import Conv2D, _input_shape
 from ._device import device
@@ -96,14 +96,10 @@ class SeparableConv2D(Conv2D):
         """Makes the three weights on the layer's device (mirrored under its
         strategy), all or none: the layer takes them once every one is
         made."""
-        from . import _lib
         from .layers import _adopt, _initial
         if self.kernel is not None:
             return
-        if _strategy_context.replica() is not None:
-            raise _strategy_context.variable_in_step_error(
-                "layer %r is built" % self.name, "Give it input_shape (or call it once)")
-        channels = _lib.index(channels, "channels")
+        channels = self._channels_to_build(channels)
         dm = self.depth_multiplier
         wanted = [("depthwise_kernel", self.depthwise_initializer,
                    self.kernel_size + (channels, dm)),

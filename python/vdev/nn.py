@@ -140,11 +140,12 @@ def _unimplemented(msg):
     return errors.UnimplementedError(msg, "VDEV_ERR_UNSUPPORTED")
 
 
-def _get_sequence(value, name):
-    """TensorFlow's _get_sequence for two spatial dimensions, NHWC: an int or
-    a list of 1, 2 or 4 ints as a list of 4 ([1, h, w, 1] from 1 or 2)."""
+def _get_sequence(value, name, n=2):
+    """TensorFlow's _get_sequence for n spatial dimensions, channels last: an
+    int or a list of 1, n or n + 2 ints as a list of n + 2 ([1, h, w, 1] from
+    1 or 2 when n is 2; [1, w, 1] from 1 when n is 1)."""
     if value is None:
-        return [1, 1, 1, 1]
+        return [1] * (n + 2)
     if isinstance(value, Tensor):
         value = value.numpy().tolist()
     if isinstance(value, (list, tuple)):
@@ -153,19 +154,19 @@ def _get_sequence(value, name):
         value = [value]
     else:
         value = list(value)
-    n = len(value)
-    if n == 1:
-        value = value * 2
-    elif n not in (2, 4):
-        raise ValueError("%s should be of length 1, 2 or 4. Received: %s=%s of length %d"
-                         % (name, name, value, n))
+    k = len(value)
+    if k == 1:
+        value = value * n
+    elif k not in (n, n + 2):
+        raise ValueError("%s should be of length 1, %d or %d. Received: %s=%s of length %d"
+                         % (name, n, n + 2, name, value, k))
     for v in value:
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):
             raise TypeError("Expected int for argument '%s' not %r." % (name, v))
         if not -2 ** 31 <= int(v) < 2 ** 31:
             raise ValueError("%s: %d does not fit a 32-bit int" % (name, int(v)))
     value = [int(v) for v in value]
-    return value if n == 4 else [1] + value + [1]
+    return value if k == n + 2 else [1] + value + [1]
 
 
 def _nhwc(fn, data_format):
