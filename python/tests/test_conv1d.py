@@ -523,3 +523,91 @@ def test_separable_conv1d_against_torch():
         layers.SeparableConv1D(2, (3, 3))
     assert str(e.value) == ("The `kernel_size` argument must be a tuple of 1 integers. "
                             "Received: kernel_size=(3, 3)")
+
+
+def torch_conv1d_transpose(x, f, out_w, s, d, padding):
+    """x [N,W,O], f [K,C,O] as TensorFlow's conv1d_transpose into width
+    out_w: torch's full transposed convolution, cut where TensorFlow's
+    Conv2D of the output would pad before (SAME) or not (VALID)."""
+    full = F.conv_transpose1d(x.permute(0, 2, 1), f.permute(2, 1, 0), stride=s, dilation=d)
+    before = tf_pads(out_w, f.shape[0], s, padding, d)[1]
+    y = full[:, :, before:before + out_w]
+    if y.shape[2] < out_w:  # VALID's rows no window reaches
+        y = F.pad(y, (0, out_w - y.shape[2]))
+    return y.permute(0, 2, 1)
+
+
+@pytest.mark.parametrize("dev", ["CPU:0", "GPU:1"])
+def test_conv1d_transpose_against_torch(dev):
+    for (n, w, o, k, c, s, d, padding, out_w) in ((2, 5, 3, 3, 4, 2, 1, "SAME", 10),
+                                                  (2, 5, 3, 3, 4, 2, 1, "SAME", 9),
+                                                  (1, 4, 2, 2, 3, 3, 1, "VALID", 12),
+                                                  (2, 6, 2, 3, 2, 1, 2, "VALID", 10)):
+        x = rng.uniform(-1, 1, (n, w, o)).astype(np.float32)
+        f = rng.uniform(-1, 1, (k, c, o)).astype(np.float32)
+        with vdev.device(dev):
+            xv, fv = vdev.Variable(x), vdev.Variable(f)
+            with vdev.GradientTape() as tape:
+                y = vdev.nn.conv1d_transpose(xv, fv, [n, out_w, c], s, padding, dilations=d)
+                r = rng.uniform(-1, 1, (n, out_w, c)).astype(np.float32)
+                loss = vdev.reduce_sum(y * r)
+            gx, gf = tape.gradient(loss, [xv, fv])
+        assert y.device.endswith(dev) and y.shape == (n, out_w, c)
+        xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+        ft = torch.tensor(f, dtype=torch.float64, requires_grad=True)
+        ty = torch_conv1d_transpose(xt, ft, out_w, s, d, padding)
+        np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+        tgx, tgf = torch.autograd.grad((ty * torch.tensor(r, dtype=torch.float64)).sum(),
+                                       [xt, ft])
+        np.testing.assert_allclose(gx.numpy(), tgx.numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(gf.numpy(), tgf.numpy(), rtol=1e-5, atol=1e-5)
+    x = np.zeros((1, 4, 2), np.float32)
+    f = np.zeros((3, 3, 2), np.float32)
+    with pytest.raises(ValueError) as e:
+        vdev.nn.conv1d_transpose(x, f, [1, 8], 2)
+    assert str(e.value) == "`output_shape` must be of shape [3]. Received: shape=(2,)"
+    with pytest.raises(vdev.errors.InvalidArgumentError,
+                       match="Conv2DSlowBackpropInput: Size of out_backprop doesn't match "
+                             "computed: actual = 4, computed = 5"):
+        vdev.nn.conv1d_transpose(x, f, [1, 9, 3], 2)
+
+
+def test_conv1d_transpose_layer():
+    x = rng.uniform(-1, 1, (2, 5, 3)).astype(np.float32)
+    for kw, want_w in (({"strides": 2, "padding": "same"}, 10),
+                       ({"strides": 2}, 11),
+                       ({"strides": 2, "output_padding": 1}, 12),
+                       ({"padding": "same", "dilation_rate": 2}, 5)):
+        layer = layers.Conv1DTranspose(4, 3, activation="relu",
+                                       bias_initializer="random_uniform", seed=3, **kw)
+        y = layer(x)
+        assert y.shape == (2, want_w, 4) == layer.compute_output_shape((2, 5, 3))
+        assert layer.kernel.shape == (3, 4, 3) and layer.bias.shape == (4,)
+        s, d = layer.strides[0], layer.dilation_rate[0]
+        want = vdev.nn.relu(vdev.nn.conv1d_transpose(
+            x, layer.kernel, [2, want_w, 4], s, layer.padding.upper(), dilations=d) + layer.bias)
+        np.testing.assert_array_equal(y.numpy(), want.numpy())
+        c = layer.get_config()
+        assert layers.Conv1DTranspose.from_config(c).get_config() == c
+    cases = [
+        (lambda: layers.Conv1DTranspose(2, 3, strides=2, output_padding=2),
+         "Strides must be greater than output padding. Received strides=(2,), "
+         "output_padding=(2,)."),
+        (lambda: layers.Conv1DTranspose(2, 3, output_padding=(1, 1)),
+         "The `output_padding` argument must be a tuple of 1 integers. Received: "
+         "output_padding=(1, 1)"),
+        (lambda: layers.Conv1DTranspose(2, 3, input_shape=(5, None)),
+         "The channel dimension of the inputs to `Conv1DTranspose` should be defined. The "
+         "input_shape received is (None, 5, None), where axis 2 (0-based) is the channel "
+         "dimension, which found to be `None`."),
+        (lambda: layers.Conv1DTranspose(2, 3).compute_output_shape((1, 2, 5, 3)),
+         "Inputs should have rank 3. Received input_shape=(1, 2, 5, 3)."),
+    ]
+    for make, msg in cases:
+        with pytest.raises(ValueError) as e:
+            make()
+        assert str(e.value) == msg
+    model = vdev.models.Sequential([layers.Conv1DTranspose(3, 3, strides=2, padding="same",
+                                                           input_shape=(4, 2), seed=1),
+                                    layers.Conv1D(1, 3, padding="same", seed=2)])
+    assert model.output_shape == (None, 8, 1)

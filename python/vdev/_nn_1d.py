@@ -20,7 +20,7 @@ its 2. Left out, each refused with UnimplementedError: data_format "NCW"
 """
 
 from ._lib import lib
-from ._ops import _new, _t
+from ._ops import _new, _t, reshape
 
 
 def _nn():
@@ -56,6 +56,29 @@ def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None, n
     x = _t(input)
     f = _nn()._beside(x, filters)
     return _new(lib.vdev_conv1d(x._handle, f._handle, st[1], dil[1], pad))
+
+
+def conv1d_transpose(input, filters, output_shape, strides, padding="SAME", data_format="NWC",
+                     dilations=None, name=None):
+    """The transposed 1-D convolution of input [N,W,O] with filters [KW,C,O]
+    into output_shape [N,OW,C], as ``tf.nn.conv1d_transpose``: conv2d_transpose
+    of the input, the filters and the output shape with a row added (strides
+    and dilations with a 1 before, as TensorFlow's), whose errors it gives
+    with those 4-D shapes, as TensorFlow's does."""
+    _nwc("conv1d_transpose", data_format)
+    st = _sequence1(strides, "strides")
+    dil = _sequence1(dilations, "dilations")
+    sizes = _nn()._input_sizes(output_shape)
+    if len(sizes) != 3:
+        raise ValueError("`output_shape` must be of shape [3]. Received: shape=(%d,)"
+                         % len(sizes))
+    x = _t(input)
+    f = _nn()._beside(x, filters)
+    xs, fs = [int(d) for d in x.shape], [int(d) for d in f.shape]
+    y = _nn().conv2d_transpose(reshape(x, xs[:1] + [1] + xs[1:]), reshape(f, [1] + fs),
+                               sizes[:1] + [1] + sizes[1:], [1] + st, padding,
+                               dilations=[1] + dil)
+    return reshape(y, [int(y.shape[0]), int(y.shape[2]), int(y.shape[3])])
 
 
 def _pool1d(fn, cfn, input, ksize, strides, padding, data_format):

@@ -50,7 +50,7 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            "Layer", "DepthwiseConv2D", "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D",
            "GlobalAvgPool2D", "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalMaxPooling1D",
            "GlobalMaxPooling2D", "LayerNormalization", "MaxPooling2D",
-           "Conv2DTranspose",  # vdev/_conv_transpose.py
+           "Conv1DTranspose", "Conv2DTranspose",  # vdev/_conv_transpose.py
            # vdev/_conv1d_layers.py, vdev/_separable_layers.py
            "AveragePooling1D", "AvgPool1D", "Conv1D", "Convolution1D", "MaxPool1D", "MaxPooling1D",
            "SeparableConv1D", "SeparableConv2D", "SeparableConvolution1D",
@@ -489,7 +489,7 @@ class Dense(Layer):
 # the convolutional layers build on Layer and Dense's helpers above
 from ._conv_layers import AveragePooling2D, Conv2D, Flatten, MaxPooling2D  # noqa: E402
 from ._depthwise_layers import DepthwiseConv2D  # noqa: E402
-from ._conv_transpose import Conv2DTranspose  # noqa: E402
+from ._conv_transpose import Conv1DTranspose, Conv2DTranspose  # noqa: E402
 from ._conv1d_layers import (AveragePooling1D, AvgPool1D, Conv1D, Convolution1D,  # noqa: E402
                              MaxPool1D, MaxPooling1D)
 from ._separable_layers import (SeparableConv1D, SeparableConv2D,  # noqa: E402

@@ -58,7 +58,8 @@ must be the input's, else TensorFlow's InvalidArgumentError
 ..."; the other refusals are TensorFlow's too (vdev/ops.h,
 vdev_conv2d_transpose). Gradients flow to the input and the filters.
 
-``conv1d``, ``max_pool1d``, ``avg_pool1d`` and ``separable_conv2d`` are
+``conv1d``, ``conv1d_transpose``, ``max_pool1d``, ``avg_pool1d`` and
+``separable_conv2d`` are
 TensorFlow's, made of the 2-D ops as TensorFlow makes them (vdev/_nn_1d.py
 says how they take their arguments).
 
@@ -406,8 +407,9 @@ def embedding_lookup(params, ids, max_norm=None, name=None):
     return gather(params, ids)
 
 
-from ._nn_1d import avg_pool1d, conv1d, max_pool1d, separable_conv2d  # noqa: E402
+from ._nn_1d import (avg_pool1d, conv1d, conv1d_transpose, max_pool1d,  # noqa: E402
+                     separable_conv2d)
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "compute_average_loss", "conv2d",
            "conv2d_transpose", "max_pool2d", "avg_pool2d", "embedding_lookup", "depthwise_conv2d",
-           "conv1d", "max_pool1d", "avg_pool1d", "separable_conv2d"]
+           "conv1d", "conv1d_transpose", "max_pool1d", "avg_pool1d", "separable_conv2d"]
