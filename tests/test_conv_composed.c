@@ -108,6 +108,24 @@ static int64_t count_off(const float *got, const double *want, const double *mag
     return bad;
 }
 
+/* A case's results on CPU:0 and GPU:0 (got[0], got[1], NULL where the op
+ * failed) against the reference (count_off over k terms), and against each
+ * other bit for bit; frees them. */
+static void check_results(const char *what, size_t ci, float **got, const double *want,
+                          const double *mag, int64_t n, int64_t k)
+{
+    if (got[0] && got[1]) {
+        int64_t bad = count_off(got[0], want, mag, n, k);
+        if (bad)
+            check_fail(__FILE__, __LINE__, "%s case %zu: %lld elements off", what, ci,
+                       (long long)bad);
+        CHECK(bad == 0);
+        CHECK(memcmp(got[0], got[1], (size_t)n * sizeof(float)) == 0);
+    }
+    free(got[0]);
+    free(got[1]);
+}
+
 static void test_conv1d_values(void)
 {
     static const struct c1 cases[] = {
@@ -141,17 +159,7 @@ static void test_conv1d_values(void)
             vdev_scope_end();
             CHECK_OK(vdev_device_pop());
         }
-        int64_t ny = g->n * ow * g->o;
-        if (got[0] && got[1]) {
-            int64_t bad = count_off(got[0], want, mag, ny, g->k * g->c);
-            if (bad)
-                check_fail(__FILE__, __LINE__, "conv1d case %zu: %lld elements off", ci,
-                           (long long)bad);
-            CHECK(bad == 0);
-            CHECK(memcmp(got[0], got[1], (size_t)ny * sizeof(float)) == 0);
-        }
-        free(got[0]);
-        free(got[1]);
+        check_results("conv1d", ci, got, want, mag, g->n * ow * g->o, g->k * g->c);
         free(want);
         free(mag);
         free(x);
@@ -335,17 +343,8 @@ static void test_separable_values(void)
             vdev_scope_end();
             CHECK_OK(vdev_device_pop());
         }
-        int64_t ny = g->n * oh * ow * g->o;
-        if (got[0] && got[1]) {
-            int64_t bad = count_off(got[0], want, mag, ny, g->kh * g->kw + g->c * g->m);
-            if (bad)
-                check_fail(__FILE__, __LINE__, "separable case %zu: %lld elements off", ci,
-                           (long long)bad);
-            CHECK(bad == 0);
-            CHECK(memcmp(got[0], got[1], (size_t)ny * sizeof(float)) == 0);
-        }
-        free(got[0]);
-        free(got[1]);
+        check_results("separable", ci, got, want, mag, g->n * oh * ow * g->o,
+                      g->kh * g->kw + g->c * g->m);
         free(want);
         free(mag);
         free(x);

@@ -22,11 +22,6 @@ from ._tensor import Tensor, float32, int32
 __all__ = ["AveragePooling2D", "Conv2D", "Flatten", "MaxPooling2D"]
 
 
-def _pair(value, name, allow_zero=False):
-    """Keras's normalize_tuple(value, 2, name, allow_zero)."""
-    return _tuple(value, 2, name, allow_zero)
-
-
 def _tuple(value, n, name, allow_zero=False):
     """Keras's normalize_tuple(value, n, name, allow_zero): an int or n ints,
     each > 0 (>= 0 with allow_zero), else Keras's ValueError."""

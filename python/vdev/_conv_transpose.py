@@ -86,7 +86,7 @@ class Conv2DTranspose(Conv2D):
         shape = tuple(shape)
         nd = self._rank + 2
         if self.kernel is None:
-            self._check_rank4(shape)
+            self._check_input_rank(shape)
             if shape[nd - 1] is None:
                 raise ValueError("The channel dimension of the inputs to `%s` should be defined. "
                                  "The input_shape received is %s, where axis %d (0-based) is the "
@@ -103,7 +103,7 @@ class Conv2DTranspose(Conv2D):
                              "axis %d of input shape to have value %d, but received input with "
                              "shape %s" % (self.name, nd - 1, want, shape))
 
-    def _check_rank4(self, shape):
+    def _check_input_rank(self, shape):
         """Keras's InputSpec (min_ndim=4; 3 for Conv1DTranspose), then its
         build's rank check."""
         nd = self._rank + 2
@@ -125,7 +125,7 @@ class Conv2DTranspose(Conv2D):
         """Keras's: (batch, rows, cols, filters), each size Keras's
         deconv_output_length (None for an unknown one)."""
         shape = tuple(input_shape)
-        self._check_rank4(shape)
+        self._check_input_rank(shape)
         return (shape[0],) + self._output_size(shape) + (self.filters,)
 
     def get_config(self):

@@ -1,9 +1,12 @@
 """``vdev.nn``'s 1-D convolution and pooling and its separable 2-D
-convolution, under TensorFlow's names: ``conv1d``, ``max_pool1d``,
-``avg_pool1d`` and ``separable_conv2d``, made of the 2-D ops as TensorFlow's
-Python makes them (vdev/ops.h: vdev_conv1d, vdev_max_pool1d,
-vdev_avg_pool1d; separable_conv2d is depthwise_conv2d then a 1 x 1 conv2d,
-here as in TensorFlow), so their gradients are the 2-D ops'.
+convolution, under TensorFlow's names: ``conv1d``, ``conv1d_transpose``,
+``max_pool1d``, ``avg_pool1d`` and ``separable_conv2d``, made of the 2-D ops
+as TensorFlow's Python makes them (vdev/ops.h: vdev_conv1d, vdev_max_pool1d,
+vdev_avg_pool1d; conv1d_transpose is conv2d_transpose on one row and
+separable_conv2d depthwise_conv2d then a 1 x 1 conv2d, here as in
+TensorFlow), so their gradients are the 2-D ops'. The checks of the
+strides, dilations and windows are the 2-D ops' (nn.py), for one spatial
+dimension.
 
 ``conv1d(input, filters, stride, padding, data_format="NWC",
 dilations=None)``: input [batch, width, channels] (or [batch, batch2, width,
@@ -28,12 +31,6 @@ def _nn():
     return nn
 
 
-def _sequence1(value, name):
-    """TensorFlow's _get_sequence(value, 1, 2, name) for NWC: an int or a
-    list of 1 or 3 ints as a list of 3 ([1, v, 1] from 1)."""
-    return _nn()._get_sequence(value, name, 1)
-
-
 def _nwc(fn, data_format):
     if data_format not in (None, "NWC", "NHWC"):
         raise _nn()._unimplemented("vdev.nn.%s: data_format %r is not supported; vdev takes "
@@ -44,14 +41,7 @@ def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None, n
     """The 1-D convolution of input [N,W,C] with filters [KW,C,O], as
     ``tf.nn.conv1d``: [N,OW,O]; dilations space the filter's taps."""
     _nwc("conv1d", data_format)
-    st = _sequence1(stride, "stride")
-    dil = _sequence1(dilations, "dilations")
-    if st[0] != 1 or st[2] != 1:
-        raise _nn()._unimplemented("Current implementation does not yet support strides in the "
-                                   "batch and depth dimensions.")
-    if dil[0] != 1 or dil[2] != 1:
-        raise _nn()._unimplemented("Current implementation does not yet support dilations in "
-                                   "the batch and depth dimensions.")
+    st, dil = _nn()._spatial_steps(stride, dilations, 1, "stride")
     pad = _nn()._padding("conv1d", padding)
     x = _t(input)
     f = _nn()._beside(x, filters)
@@ -66,8 +56,9 @@ def conv1d_transpose(input, filters, output_shape, strides, padding="SAME", data
     and dilations with a 1 before, as TensorFlow's), whose errors it gives
     with those 4-D shapes, as TensorFlow's does."""
     _nwc("conv1d_transpose", data_format)
-    st = _sequence1(strides, "strides")
-    dil = _sequence1(dilations, "dilations")
+    # conv2d_transpose checks the strides and dilations, a 1 put before each
+    st = _nn()._get_sequence(strides, "strides", 1)
+    dil = _nn()._get_sequence(dilations, "dilations", 1)
     sizes = _nn()._input_sizes(output_shape)
     if len(sizes) != 3:
         raise ValueError("`output_shape` must be of shape [3]. Received: shape=(%d,)"
@@ -83,13 +74,7 @@ def conv1d_transpose(input, filters, output_shape, strides, padding="SAME", data
 
 def _pool1d(fn, cfn, input, ksize, strides, padding, data_format):
     _nwc(fn, data_format)
-    ks = _sequence1(ksize, "ksize")
-    st = _sequence1(strides, "strides")
-    if ks[0] != 1 or st[0] != 1:
-        raise _nn()._unimplemented("Pooling is not yet supported on the batch dimension.")
-    if ks[2] != 1 or st[2] != 1:
-        raise _nn()._unimplemented("vdev.nn.%s: pooling over the depth dimension is not "
-                                   "supported" % fn)
+    ks, st = _nn()._pool_steps(fn, ksize, strides, 1)
     pad = _nn()._padding(fn, padding)
     x = _t(input)
     return _new(cfn(x._handle, ks[1], st[1], pad))

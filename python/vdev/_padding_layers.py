@@ -32,11 +32,11 @@ def _pairs2(value, what):
             raise ValueError("`%s` should have two elements. Received: %s." % (what, value))
         return (_tuple(value[0], 2, "1st entry of " + what, allow_zero=True),
                 _tuple(value[1], 2, "2nd entry of " + what, allow_zero=True))
-    pad = what == "padding"
+    short = "pad" if what == "padding" else "crop"
     raise ValueError("`%s` should be either an int, a tuple of 2 ints (symmetric_height_%s, "
                      "symmetric_width_%s), or a tuple of 2 tuples of 2 ints ((top_%s, "
                      "bottom_%s), (left_%s, right_%s)). Received: %s."
-                     % ((what,) + ("pad" if pad else "crop",) * 6 + (value,)))
+                     % ((what,) + (short,) * 6 + (value,)))
 
 
 class ZeroPadding1D(_Stateless):

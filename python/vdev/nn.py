@@ -59,9 +59,8 @@ must be the input's, else TensorFlow's InvalidArgumentError
 vdev_conv2d_transpose). Gradients flow to the input and the filters.
 
 ``conv1d``, ``conv1d_transpose``, ``max_pool1d``, ``avg_pool1d`` and
-``separable_conv2d`` are
-TensorFlow's, made of the 2-D ops as TensorFlow makes them (vdev/_nn_1d.py
-says how they take their arguments).
+``separable_conv2d`` are TensorFlow's, made of the 2-D ops as TensorFlow
+makes them (vdev/_nn_1d.py says how they take their arguments).
 
 ``embedding_lookup(params, ids)`` is ``tf.nn.embedding_lookup`` for one
 params tensor (or a list of one): ``vdev.gather(params, ids)``, rows of
@@ -192,15 +191,16 @@ def _padding(fn, padding):
     return padding.encode("utf-8")
 
 
-def _spatial_steps(strides, dilations):
-    """conv2d's and conv2d_transpose's strides and dilations, 4 each (NHWC),
-    the batch's and the depth's 1 (TensorFlow's refusal otherwise)."""
-    st = _get_sequence(strides, "strides")
-    dil = _get_sequence(dilations, "dilations")
-    if st[0] != 1 or st[3] != 1:
+def _spatial_steps(strides, dilations, n=2, strides_name="strides"):
+    """conv2d's and conv2d_transpose's strides and dilations, 4 each (NHWC;
+    conv1d's 3, NWC, n 1), the batch's and the depth's 1 (TensorFlow's
+    refusal otherwise)."""
+    st = _get_sequence(strides, strides_name, n)
+    dil = _get_sequence(dilations, "dilations", n)
+    if st[0] != 1 or st[-1] != 1:
         raise _unimplemented("Current implementation does not yet support strides in the batch "
                              "and depth dimensions.")
-    if dil[0] != 1 or dil[3] != 1:
+    if dil[0] != 1 or dil[-1] != 1:
         raise _unimplemented("Current implementation does not yet support dilations in the "
                              "batch and depth dimensions.")
     return st, dil
@@ -352,15 +352,22 @@ def conv2d_transpose(input, filters, output_shape, strides, padding="SAME", data
                                           dil[1], dil[2], padding.encode("utf-8")))
 
 
-def _pool(fn, cfn, input, ksize, strides, padding, data_format):
-    _nhwc(fn, data_format)
-    ks = _get_sequence(ksize, "ksize")
-    st = _get_sequence(strides, "strides")
+def _pool_steps(fn, ksize, strides, n=2):
+    """A pool's ksize and strides, n + 2 each, the batch's and the depth's 1
+    (TensorFlow's refusal, or vdev's, otherwise)."""
+    ks = _get_sequence(ksize, "ksize", n)
+    st = _get_sequence(strides, "strides", n)
     if ks[0] != 1 or st[0] != 1:
         raise _unimplemented("Pooling is not yet supported on the batch dimension.")
-    if ks[3] != 1 or st[3] != 1:
+    if ks[-1] != 1 or st[-1] != 1:
         raise _unimplemented("vdev.nn.%s: pooling over the depth dimension is not supported"
                              % fn)
+    return ks, st
+
+
+def _pool(fn, cfn, input, ksize, strides, padding, data_format):
+    _nhwc(fn, data_format)
+    ks, st = _pool_steps(fn, ksize, strides)
     pad = _padding(fn, padding)
     x = _t(input)
     return _new(cfn(x._handle, ks[1], ks[2], st[1], st[2], pad))

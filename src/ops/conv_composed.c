@@ -36,8 +36,9 @@ static int shape_of(const vdev_tensor_t *h, const char *fn, int64_t *shape, int 
  * a batch of two dimensions [B, N, W, C] is viewed as [B N, 1, W, C] (as
  * TensorFlow's conv1d folds extra batch dimensions into one), an input
  * [W, C] as [1, W, C] (the 2-D op refuses it, as TensorFlow's does); *rank
- * gets the input's rank. op names the 2-D op for the error of an input of
- * fewer than 2 dimensions, which TensorFlow's ExpandDims refuses. */
+ * gets the input's rank and shape its sizes. fn names the public function
+ * for a handle that is not a live tensor; an input of fewer than 2
+ * dimensions is refused in the words of TensorFlow's ExpandDims. */
 static vdev_tensor_t *as_image(const vdev_tensor_t *x, const char *fn, int *rank, int64_t *shape)
 {
     int nd;
