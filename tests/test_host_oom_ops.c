@@ -152,7 +152,7 @@ static uint64_t convnet(void)
 
 /* ---- ops: the convolutions and the pad made of others (conv_composed.c, pad.c) */
 
-/* conv1d, max_pool1d, avg_pool1d and pad, and separable_conv2d, with the gradients
+/* conv1d, max_pool1d, avg_pool1d, pad and mirror pad, and separable_conv2d, with the gradients
  * of every operand, on `device`: a refusal inside one of them after its first views
  * were made must leave nothing behind, and the retried call the same bits. wide:
  * windows of 3 (on the simulated GPU, whose kernels allocate on its stream
@@ -165,16 +165,18 @@ static uint64_t composed_on(const char *device, int wide, uint64_t h)
                   ds[4] = {3, 3, 2, 2}, ps[4] = {1, 1, 4, 3};
     vdev_tensor_t *v[5] = {var_uniform(xs, 3, 21), var_uniform(fs, 3, 22), var_uniform(is, 4, 23),
                            var_uniform(ds, 4, 24), var_uniform(ps, 4, 25)};
-    const int64_t pads[6] = {1, 0, 0, 2, 1, 1};
-    vdev_tensor_t *c, *mp, *ap, *pd, *sep, *sq, *s1, *s2, *loss, *g[5];
+    const int64_t pads[6] = {1, 0, 0, 2, 1, 1}, mirrors[6] = {2, 1, 1, 3, 0, 4};
+    vdev_tensor_t *c, *mp, *ap, *pd, *mr, *mr2, *sep, *sq, *s1, *s2, *loss, *g[5];
     vdev_tape_t *tape;
     RETRY_PTR(tape, vdev_tape_begin());
     MAKE(c, vdev_conv1d(v[0], v[1], 1, 2, "SAME"));          /* 2,8,3 */
     MAKE(mp, vdev_max_pool1d(c, 2, 2, "VALID"));              /* 2,4,3 */
     MAKE(ap, vdev_avg_pool1d(mp, 3, 2, "SAME"));              /* 2,2,3 */
     MAKE(pd, vdev_pad(ap, pads, 3, 0.5));                     /* 3,4,5 */
+    MAKE(mr, vdev_mirror_pad(pd, mirrors, 3, wide ? "REFLECT" : "SYMMETRIC")); /* 6,8,9 */
+    MAKE(mr2, vdev_mul(mr, mr));
     MAKE(sep, vdev_separable_conv2d(v[2], v[3], v[4], 2, 2, 1, 1, "SAME")); /* 1,3,3,3 */
-    MAKE(s1, vdev_sum_all(pd));
+    MAKE(s1, vdev_sum_all(mr2));
     MAKE(sq, vdev_mul(sep, sep));
     MAKE(s2, vdev_sum_all(sq));
     MAKE(loss, vdev_add(s1, s2));
@@ -183,7 +185,7 @@ static uint64_t composed_on(const char *device, int wide, uint64_t h)
     for (int i = 0; i < 5; i++)
         own(g[i]);
     h = digest(h, loss);
-    h = digest(h, pd);
+    h = digest(h, mr);
     h = digest(h, sep);
     for (int i = 0; i < 5; i++)
         h = digest(h, g[i]);

@@ -126,6 +126,29 @@ VDEV_API vdev_tensor_t *vdev_concat(const vdev_tensor_t *const *values, int n, i
  * tensor cannot hold. A NULL t gives NULL with the error left as it was. */
 VDEV_API vdev_tensor_t *vdev_pad(const vdev_tensor_t *t, const int64_t *paddings, int n,
                                  double value);
+/* TensorFlow's tf.pad(t, paddings, "REFLECT") and tf.pad(t, paddings,
+ * "SYMMETRIC") (the op MirrorPad) for a tensor of any dtype: paddings as
+ * vdev_pad's, mode "REFLECT" or "SYMMETRIC" (capitals, as the op's attr). The
+ * entries before and after each axis are t's own, mirrored at its edge:
+ * REFLECT leaves the edge out ([1,2,3] padded by 2 and 2 is
+ * [3,2,1,2,3,2,1]), SYMMETRIC repeats it ([2,1,1,2,3,3,2]); the axes are
+ * padded in order, so a corner is the mirror of a mirror, as TensorFlow's.
+ * A new tensor, a copy even with no padding; made of StridedSlice ops
+ * (stride -1) and ConcatV2 ops, so its gradient is TensorFlow's
+ * MirrorPadGrad (the output's gradient folded back: each mirrored entry's
+ * gradient added to the entry it copies) and the placement log shows those
+ * ops. Errors, in the words of TensorFlow's MirrorPad kernel after
+ * "MirrorPad: ", VDEV_ERR_INVALID_ARG: "The first dimension of paddings
+ * must be the rank of inputs[3,2], [2,2]", "paddings must be non-negative:
+ * -1 0", "paddings must be less than the dimension size: 3, 0 not less than
+ * 3" (REFLECT: each padding below its axis's size), "paddings must be no
+ * greater than the dimension size: 4, 0 greater than 3" (SYMMETRIC: at most
+ * its size), and the op's attr check "Value for attr 'mode' of \"EDGE\" is
+ * not in the list of allowed values: \"REFLECT\", \"SYMMETRIC\""; vdev's
+ * own for mode NULL and for paddings as vdev_pad. A NULL t gives NULL with
+ * the error left as it was. */
+VDEV_API vdev_tensor_t *vdev_mirror_pad(const vdev_tensor_t *t, const int64_t *paddings, int n,
+                                        const char *mode);
 /* TensorFlow's tf.stack(values, axis) (the op Pack): the n tensors
  * values[0..n) (n >= 1; one dtype and one shape) stacked along a new axis
  * of n entries at axis, in [-(rank + 1), rank + 1) (negative counts from

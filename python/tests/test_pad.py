@@ -1,4 +1,5 @@
-"""vdev.pad as tf.pad (CONSTANT mode) against numpy's pad for float32 and
+"""vdev.pad as tf.pad (CONSTANT, REFLECT and SYMMETRIC modes) against
+numpy's pad (modes "constant", "reflect" and "symmetric") for float32 and
 int32 tensors of every rank, on the CPU and a simulated GPU, its gradient,
 and TensorFlow's refusals in its words; the explicit padding of
 vdev.nn.conv2d and depthwise_conv2d against torch (values and gradients)
@@ -53,6 +54,53 @@ def test_pad_gradient_is_the_inputs_part():
     np.testing.assert_array_equal(g.numpy(), r[1:3, 0:3, 3:7])
 
 
+@pytest.mark.parametrize("dev", ["CPU:0", "GPU:1"])
+def test_mirror_pad_against_numpy(dev):
+    for shape in ((5,), (2, 3), (3, 4, 2), (2, 3, 4, 2), (0, 3)):
+        for mode in ("REFLECT", "SYMMETRIC"):
+            bound = [n - 1 if mode == "REFLECT" else n for n in shape]
+            if min(bound) < 0:
+                continue  # REFLECT refuses an empty axis, as TensorFlow's kernel
+            for dtype in (np.float32, np.int32):
+                x = rng.uniform(-9, 9, shape).astype(dtype)
+                pads = np.array([[rng.integers(0, b + 1), rng.integers(0, b + 1)]
+                                 for b in bound])
+                with vdev.device(dev):
+                    t = vdev.constant(x)
+                y = vdev.pad(t, pads, mode=mode.lower(), constant_values=5)
+                assert y.device.endswith(dev) and y.dtype is vdev.as_dtype(dtype)
+                want = np.pad(x, pads, mode=mode.lower())
+                np.testing.assert_array_equal(y.numpy(), want)
+    # TensorFlow's examples
+    t = [[1, 2, 3], [4, 5, 6]]
+    np.testing.assert_array_equal(vdev.pad(t, [[1, 1], [2, 2]], "REFLECT").numpy(),
+                                  [[6, 5, 4, 5, 6, 5, 4], [3, 2, 1, 2, 3, 2, 1],
+                                   [6, 5, 4, 5, 6, 5, 4], [3, 2, 1, 2, 3, 2, 1]])
+    np.testing.assert_array_equal(vdev.pad(t, [[1, 1], [2, 2]], "SYMMETRIC").numpy(),
+                                  [[2, 1, 1, 2, 3, 3, 2], [2, 1, 1, 2, 3, 3, 2],
+                                   [5, 4, 4, 5, 6, 6, 5], [5, 4, 4, 5, 6, 6, 5]])
+
+
+@pytest.mark.parametrize("mode", ["REFLECT", "SYMMETRIC"])
+def test_mirror_pad_gradient_folds_back(mode):
+    """The gradient adds each mirrored entry's gradient onto the entry it
+    copies (TensorFlow's MirrorPadGrad): numpy's pad of the indices says
+    which; the output's gradient in quarters, so every order of sums is
+    exact."""
+    shape, pads = (3, 4, 2), [[2, 1], [0, 3], [1, 1]]
+    src = np.pad(np.arange(24).reshape(shape), pads, mode=mode.lower())
+    r = (rng.integers(-40, 40, src.shape) / 4).astype(np.float32)
+    want = np.zeros(24)
+    np.add.at(want, src.reshape(-1), r.reshape(-1))
+    for dev in ("CPU:0", "GPU:1"):
+        with vdev.device(dev):
+            x = vdev.Variable(rng.uniform(-1, 1, shape).astype(np.float32))
+            with vdev.GradientTape() as tape:
+                loss = vdev.reduce_sum(vdev.pad(x, pads, mode) * r)
+            g = tape.gradient(loss, x)
+        np.testing.assert_array_equal(g.numpy(), want.reshape(shape).astype(np.float32))
+
+
 def test_pad_refusals():
     x = np.zeros((2, 3), np.float32)
     cases = [
@@ -67,9 +115,14 @@ def test_pad_refusals():
         (lambda: vdev.pad(x, [[0.5, 0], [0, 0]]), InvalidArgumentError,
          "Value for attr 'Tpaddings' of float is not in the list of allowed values: int32, "
          "int64"),
-        (lambda: vdev.pad(x, [[0, 0], [0, 0]], mode="reflect"), UnimplementedError,
-         "vdev.pad: mode 'REFLECT' is not supported; vdev pads with a constant (mode "
-         "'CONSTANT')"),
+        (lambda: vdev.pad(x, [[0, 0], [0, 3]], mode="reflect"), InvalidArgumentError,
+         "MirrorPad: paddings must be less than the dimension size: 0, 3 not less than 3"),
+        (lambda: vdev.pad(x, [[3, 0], [0, 0]], mode="Symmetric"), InvalidArgumentError,
+         "MirrorPad: paddings must be no greater than the dimension size: 3, 0 greater than 2"),
+        (lambda: vdev.pad(x, [[0, 0], [0, -1]], mode="SYMMETRIC"), InvalidArgumentError,
+         "MirrorPad: paddings must be non-negative: 0 -1"),
+        (lambda: vdev.pad(x, [[0, 0]], mode="REFLECT"), InvalidArgumentError,
+         "MirrorPad: The first dimension of paddings must be the rank of inputs[1,2], [2,3]"),
         (lambda: vdev.pad(x, [[0, 0], [0, 0]], mode="wrap"), ValueError,
          'Value of argument `mode` expected to be one of "CONSTANT", "REFLECT", or '
          '"SYMMETRIC". Received `mode` = WRAP'),

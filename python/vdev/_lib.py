@@ -284,6 +284,7 @@ _PROTOS = {
     "vdev_avg_pool2d": (_h, [_h, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                              ctypes.c_char_p]),
     "vdev_pad": (_h, [_h, _i64p, ctypes.c_int, ctypes.c_double]),
+    "vdev_mirror_pad": (_h, [_h, _i64p, ctypes.c_int, ctypes.c_char_p]),
     "vdev_conv1d": (_h, [_h, _h, ctypes.c_int, ctypes.c_int, ctypes.c_char_p]),
     "vdev_max_pool1d": (_h, [_h, ctypes.c_int, ctypes.c_int, ctypes.c_char_p]),
     "vdev_avg_pool1d": (_h, [_h, ctypes.c_int, ctypes.c_int, ctypes.c_char_p]),

@@ -1,6 +1,9 @@
 """``tf.pad`` as ``vdev.pad(tensor, paddings, mode="CONSTANT",
 constant_values=0)`` (vdev/ops.h: vdev_pad, made of ConcatV2 ops, so its
-gradient is the input's part of the output's), and the explicit padding of
+gradient is the input's part of the output's; modes "REFLECT" and
+"SYMMETRIC" are vdev_mirror_pad, made of StridedSlice and ConcatV2 ops, whose
+gradient folds the mirrored parts back as TensorFlow's MirrorPadGrad), and
+the explicit padding of
 ``vdev.nn.conv2d`` and ``depthwise_conv2d`` (a list of four [before, after]
 pairs, TensorFlow's form), which is that pad followed by the "VALID"
 convolution: the same values as TensorFlow's Conv2D with
@@ -9,8 +12,11 @@ per axis (a list, a numpy array or an int32 tensor); constant_values a
 scalar of the tensor's kind. TensorFlow's refusals in its words:
 InvalidArgumentError "paddings must be a matrix with 2 columns: [4]",
 "The first dimension of paddings must be the rank of inputs[3,2], [2,2]",
-"Paddings must be non-negative: -1 0"; ValueError for an unknown mode.
-Modes "REFLECT" and "SYMMETRIC" are an UnimplementedError.
+"Paddings must be non-negative: -1 0", and MirrorPad's "paddings must be
+less than the dimension size: 3, 0 not less than 3" (REFLECT), "paddings
+must be no greater than the dimension size: 4, 0 greater than 3"
+(SYMMETRIC); ValueError for an unknown mode. As in TensorFlow, the mode is
+taken in any case and constant_values is not used by the mirror modes.
 """
 
 import numbers
@@ -61,19 +67,19 @@ def _scalar(value, tensor):
 
 def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     """tensor with paddings[d][0] entries before and paddings[d][1] after
-    along each axis d, filled with constant_values, as ``tf.pad``."""
+    along each axis d, as ``tf.pad``: filled with constant_values (mode
+    "CONSTANT"), or the tensor's own entries mirrored at its edges, the edge
+    left out ("REFLECT") or repeated ("SYMMETRIC")."""
     mode = mode.upper() if isinstance(mode, str) else mode
-    if mode in ("REFLECT", "SYMMETRIC"):
-        raise errors.UnimplementedError("vdev.pad: mode %r is not supported; vdev pads with a "
-                                        "constant (mode 'CONSTANT')" % (mode,),
-                                        "VDEV_ERR_UNSUPPORTED")
-    if mode != "CONSTANT":
+    if mode not in ("CONSTANT", "REFLECT", "SYMMETRIC"):
         raise ValueError('Value of argument `mode` expected to be one of "CONSTANT", "REFLECT", '
                          'or "SYMMETRIC". Received `mode` = %s' % (mode,))
     x = _t(tensor)
     flat, rows = _paddings(paddings)
-    value = _scalar(constant_values, x)
     arr, _ = _lib.shape_array(flat)
+    if mode != "CONSTANT":
+        return _new(lib.vdev_mirror_pad(x._handle, arr, rows, mode.encode()))
+    value = _scalar(constant_values, x)
     return _new(lib.vdev_pad(x._handle, arr, rows, value))
 
 
