@@ -1,8 +1,8 @@
-"""Keras 2.11's UpSampling1D and UpSampling2D (nearest): values against
-numpy's repeat and torch's nearest interpolation, gradients (each input
-element's the sum over its copies), on the CPU and a simulated GPU; shapes,
-configs, Keras's argument errors and what vdev leaves out; in a model that
-trains."""
+"""Keras 2.11's UpSampling1D and UpSampling2D: values against numpy's
+repeat and torch's nearest and bilinear interpolation, gradients (nearest:
+each input element's the sum over its copies; bilinear: torch's), on the
+CPU and a simulated GPU; shapes, configs, Keras's argument errors and what
+vdev leaves out; in models that train."""
 import numpy as np
 import pytest
 import torch
@@ -67,9 +67,9 @@ def test_configs_and_errors():
          "{0} that does not satisfy the requirement `> 0`."),
         (lambda: layers.UpSampling2D((1, 2, 3)),
          "The `size` argument must be a tuple of 2 integers. Received: size=(1, 2, 3)"),
-        (lambda: layers.UpSampling2D(interpolation="bilinear"),
-         "vdev's UpSampling2D takes interpolation='nearest' only, not 'bilinear': vdev has no "
-         "image resize"),
+        (lambda: layers.UpSampling2D(interpolation="linear"),
+         '`interpolation` argument should be one of: "area", "bicubic", "bilinear", '
+         '"gaussian", "lanczos3", "lanczos5", "mitchellcubic", "nearest". Received: "linear".'),
         (lambda: layers.UpSampling2D(data_format="channels_first"),
          "vdev's UpSampling2D takes data_format=None or 'channels_last' only, not "
          "'channels_first': vdev's convolutions are NHWC"),
@@ -86,11 +86,42 @@ def test_configs_and_errors():
         assert str(e.value) == msg
 
 
-def test_a_small_decoder_trains():
+@pytest.mark.parametrize("dev", ["CPU:0", "GPU:1"])
+def test_upsampling2d_bilinear(dev):
+    x = rng.uniform(-1, 1, (2, 3, 4, 2)).astype(np.float32)
+    for size in (2, (3, 2)):
+        layer = layers.UpSampling2D(size, interpolation="bilinear")
+        s = layer.size
+        with vdev.device(dev):
+            xv = vdev.Variable(x)
+            with vdev.GradientTape() as tape:
+                y = layer(xv)
+                r = rng.uniform(-1, 1, tuple(y.shape)).astype(np.float32)
+                loss = vdev.reduce_sum(y * r)
+            g = tape.gradient(loss, xv)
+        assert y.device.endswith(dev)
+        assert y.shape == layer.compute_output_shape(x.shape) == (2, 3 * s[0], 4 * s[1], 2)
+        xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+        ty = F.interpolate(xt.permute(0, 3, 1, 2), scale_factor=s, mode="bilinear",
+                           align_corners=False).permute(0, 2, 3, 1)
+        np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-6, atol=1e-6)
+        tg, = torch.autograd.grad((ty * torch.tensor(r, dtype=torch.float64)).sum(), [xt])
+        np.testing.assert_allclose(g.numpy(), tg.numpy(), rtol=1e-5, atol=1e-5)
+    c = layers.UpSampling2D(2, interpolation="bilinear").get_config()
+    assert c["interpolation"] == "bilinear"
+    assert layers.UpSampling2D.from_config(c).interpolation == "bilinear"
+    with pytest.raises(vdev.errors.UnimplementedError) as e:
+        layers.UpSampling2D(interpolation="bicubic")
+    assert str(e.value) == ("vdev's UpSampling2D takes interpolation 'nearest' or 'bilinear', "
+                            "not 'bicubic': vdev.image.resize lacks it")
+
+
+@pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
+def test_a_small_decoder_trains(interpolation):
     x = rng.uniform(-1, 1, (8, 2, 2, 3)).astype(np.float32)
     y = rng.uniform(-1, 1, (8, 4, 4, 1)).astype(np.float32)
     model = vdev.models.Sequential([
-        layers.UpSampling2D(2, input_shape=(2, 2, 3)),
+        layers.UpSampling2D(2, interpolation=interpolation, input_shape=(2, 2, 3)),
         layers.Conv2D(1, 3, padding="same", seed=1)])
     assert model.output_shape == (None, 4, 4, 1)
     model.compile(vdev.optimizers.Adam(0.05), "mse")
