@@ -257,6 +257,14 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
         c->p.f[0] = pw[var];
         return 1;
     }
+    case VDEV_OP_ERF:
+    case VDEV_OP_SOFTPLUS:
+        /* var 0: [-20, 20) (softplus: all three of TensorFlow's ranges, which
+         * meet at +-13.94; erf: saturated both ways); var 1: [-1, 1) */
+        if (var > 1)
+            return 0;
+        in_f(c, 0, s2, 2, var ? -1.0f : -20.0f, var ? 1.0f : 20.0f);
+        return 1;
     case VDEV_OP_SIGMOID:
     case VDEV_OP_EXP:
     case VDEV_OP_LOG:

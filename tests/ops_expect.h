@@ -171,6 +171,17 @@ static void expect(const struct tcase *c, struct texp *e)
         for (int64_t i = 0; i < n; i++)
             o[i] = a[i] < 0 ? NAN : sqrt(a[i]);
         break;
+    case VDEV_OP_ERF:
+        for (int64_t i = 0; i < n; i++)
+            o[i] = erf(a[i]);
+        break;
+    case VDEV_OP_SOFTPLUS:
+        /* log1p(e^x), written apart from TensorFlow's three ranges: they
+         * differ by at most e^-13.94 / 2 = 4.4e-7 relative, just inside the
+         * switch at -13.94 (e^x for log1p(e^x)), within the default 1e-6 */
+        for (int64_t i = 0; i < n; i++)
+            o[i] = a[i] > 0 ? a[i] + log1p(exp(-a[i])) : log1p(exp(a[i]));
+        break;
     case VDEV_OP_ADD_SCALAR:
     case VDEV_OP_MUL_SCALAR:
     case VDEV_OP_RELU:

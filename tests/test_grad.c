@@ -108,6 +108,14 @@ static vdev_tensor_t *f_log(vdev_tensor_t *const *v, const struct gcase *c)
 {
     return vdev_log(v[0]);
 }
+static vdev_tensor_t *f_erf(vdev_tensor_t *const *v, const struct gcase *c)
+{
+    return vdev_erf(v[0]);
+}
+static vdev_tensor_t *f_softplus(vdev_tensor_t *const *v, const struct gcase *c)
+{
+    return vdev_softplus(v[0]);
+}
 static vdev_tensor_t *f_softmax(vdev_tensor_t *const *v, const struct gcase *c)
 {
     return vdev_softmax(v[0]);
@@ -349,6 +357,13 @@ static void all_cases(const char *dev)
     c = one("exp", f_exp, 3, 4, -1, 1.5f);
     gradcheck(dev, &c);
     c = one("log", f_log, 3, 4, 0.5f, 3);
+    gradcheck(dev, &c);
+    c = one("erf", f_erf, 3, 4, -2, 2);
+    gradcheck(dev, &c);
+    /* between TensorFlow's switches at +-13.94, and across both */
+    c = one("softplus", f_softplus, 3, 4, -3, 3);
+    gradcheck(dev, &c);
+    c = one("softplus", f_softplus, 3, 4, -16, 16);
     gradcheck(dev, &c);
     c = one("softmax", f_softmax, 3, 5, -2, 2);
     gradcheck(dev, &c);

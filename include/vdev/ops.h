@@ -47,6 +47,16 @@ VDEV_API vdev_tensor_t *vdev_mul_scalar(const vdev_tensor_t *a, float s);
 VDEV_API vdev_tensor_t *vdev_pow_scalar(const vdev_tensor_t *a, float p);
 /* std::sqrt elementwise (TensorFlow's Sqrt): sqrt(-0) = -0, below 0 NaN. */
 VDEV_API vdev_tensor_t *vdev_sqrt(const vdev_tensor_t *a);
+/* The error function elementwise (TensorFlow's Erf, tf.math.erf), computed
+ * in double and rounded once; its gradient is TensorFlow's, dy 2/sqrt(pi)
+ * exp(-x^2). The op under vdev.nn.gelu (Keras's "gelu"). */
+VDEV_API vdev_tensor_t *vdev_erf(const vdev_tensor_t *a);
+/* log(exp(x) + 1) elementwise (TensorFlow's Softplus, tf.math.softplus) as
+ * its kernel computes it: x above 13.94, exp(x) below -13.94 (so a very
+ * negative x keeps its tiny value instead of rounding 1 + e^x to 1), and
+ * log(exp(x) + 1) between, in double, rounded once; its gradient is
+ * TensorFlow's SoftplusGrad, dy / (exp(-x) + 1). */
+VDEV_API vdev_tensor_t *vdev_softplus(const vdev_tensor_t *a);
 VDEV_API vdev_tensor_t *vdev_relu(const vdev_tensor_t *a);
 VDEV_API vdev_tensor_t *vdev_tanh(const vdev_tensor_t *a);
 VDEV_API vdev_tensor_t *vdev_sigmoid(const vdev_tensor_t *a);

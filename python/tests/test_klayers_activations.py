@@ -135,9 +135,10 @@ def test_activation_layer():
     a = layers.Activation(vdev.nn.relu)
     assert a.get_config()["activation"] == "relu"
     with pytest.raises(ValueError) as e:
-        layers.Activation("swish")
-    assert str(e.value) == ("Unknown activation function: 'swish'. vdev has 'linear', 'relu', "
-                            "'tanh', 'sigmoid', 'softmax'")
+        layers.Activation("mish")
+    assert str(e.value) == ("Unknown activation function: 'mish'. vdev has 'linear', 'relu', "
+                            "'tanh', 'sigmoid', 'softmax', 'elu', 'selu', 'gelu', 'softplus', "
+                            "'softsign', 'swish', 'exponential', 'hard_sigmoid'")
     # an int input is cast to float32 first
     assert layers.Activation("relu")(np.arange(4).reshape(2, 2)).dtype == vdev.float32
 

@@ -162,8 +162,8 @@ def test_dense_and_mlp():
     assert str(e.value) == ("Received an invalid value for `units`, expected a positive integer. "
                             "Received: units=0")
     with pytest.raises(ValueError) as e:
-        vdev.layers.Dense(2, activation="gelu")
-    assert str(e.value).startswith("Unknown activation function: 'gelu'.")
+        vdev.layers.Dense(2, activation="mish")
+    assert str(e.value).startswith("Unknown activation function: 'mish'.")
     with pytest.raises(ValueError):
         vdev.models.MLP([3])
     with pytest.raises(TypeError):

@@ -44,7 +44,8 @@ from ._device import device
 from ._device_spec import DeviceSpec
 from ._tape import GradientTape, UnconnectedGradients
 from .errors import OutOfMemoryError
-from . import callbacks, config, debugging, image, initializers, layers, losses, math, models, nn
+from . import activations, callbacks, config, debugging, image, initializers, layers, losses, math
+from . import models, nn
 from . import optimizers
 from . import placement
 from . import distribute, random, train
@@ -112,7 +113,8 @@ __all__ = ["DType", "Tensor", "TensorShape", "Variable", "as_dtype", "boolean_ma
            "transpose",
            "device",
            "DeviceSpec", "GradientTape", "UnconnectedGradients",
-           "Input", "Model", "OutOfMemoryError", "errors", "callbacks", "config", "debugging", "image",
+           "Input", "Model", "OutOfMemoryError", "errors", "activations", "callbacks", "config",
+           "debugging", "image",
            "initializers",
            "layers", "losses", "math",
            "models", "nn", "optimizers", "placement", "random", "from_dlpack", "init",

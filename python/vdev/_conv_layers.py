@@ -237,13 +237,14 @@ class Conv2D(_base()):
                          dilations=list(self.dilation_rate))
 
     def get_config(self):
+        from .layers import _activation_name
         act = self.activation
         return {"name": self.name, "trainable": self.trainable, "dtype": "float32",
                 "filters": self.filters, "kernel_size": self.kernel_size,
                 "strides": self.strides, "padding": self.padding,
                 "data_format": "channels_last", "dilation_rate": self.dilation_rate,
                 "groups": 1,
-                "activation": "linear" if act is None else act.__name__,
+                "activation": _activation_name(act),
                 "use_bias": self.use_bias,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer),

@@ -1,6 +1,6 @@
 """Keras 2.11's core layers that hold no weights, exported by
 ``vdev.layers``: ``Dropout``, ``Reshape``, ``Permute``, ``Activation``,
-``ReLU``, ``LeakyReLU`` and ``Softmax``, with Keras's arguments in its order
+``ReLU``, ``ELU``, ``LeakyReLU`` and ``Softmax``, with Keras's arguments in its order
 (then Keras's base-layer ``name``, ``trainable``, ``input_shape`` and
 ``dtype``, float32 only), its ``get_config`` keys, ``compute_output_shape``
 and errors in its words, each composed of vdev's ops so its gradient is the
@@ -31,7 +31,7 @@ from . import _ops, _strategy_context, errors, random
 from ._conv_layers import _base, _check_rank, _float32_only, _float_input, _input_shape
 from ._tensor import Tensor, int32
 
-__all__ = ["Activation", "Dropout", "LeakyReLU", "Permute", "ReLU", "Reshape", "Softmax"]
+__all__ = ["Activation", "Dropout", "ELU", "LeakyReLU", "Permute", "ReLU", "Reshape", "Softmax"]
 
 # ---- the training flag (Keras's call context) ----
 
@@ -281,8 +281,9 @@ class Permute(_Stateless):
 # ---- activations ----
 
 class Activation(_Stateless):
-    """Keras's Activation: ``activation(inputs)``, a name Dense takes
-    ("relu", "tanh", "sigmoid", "softmax", "linear", None) or a callable."""
+    """Keras's Activation: ``activation(inputs)``, a name Dense takes (one of
+    Keras's activations, vdev/activations.py, "linear" or None) or a
+    callable."""
 
     def __init__(self, activation, name=None, trainable=True, input_shape=None, dtype=None):
         from .layers import _activation
@@ -290,11 +291,8 @@ class Activation(_Stateless):
         self.activation = _activation(activation)
 
     def get_config(self):
-        from .layers import _ACTIVATIONS
-        act = self.activation
-        names = [k for k, f in _ACTIVATIONS.items() if k and f is act]
-        name = "linear" if act is None else (names[0] if names else act.__name__)
-        return self._config(activation=name)
+        from .layers import _activation_name
+        return self._config(activation=_activation_name(self.activation))
 
     def __call__(self, inputs, training=None):
         x = _float_input(None, inputs)
@@ -358,6 +356,25 @@ def _relu(x, alpha=0.0, max_value=None, threshold=0.0):
     if alpha != 0.0:
         x = _ops.subtract(x, _ops.multiply(negative_part, alpha))
     return x
+
+
+class ELU(_Stateless):
+    """Keras's ELU: x where x > 0, else alpha * (exp(x) - 1) (backend.elu;
+    the gradient at 0 is alpha, tf.where's branch there)."""
+
+    def __init__(self, alpha=1.0, name=None, trainable=True, input_shape=None, dtype=None):
+        if alpha is None:
+            raise ValueError("Alpha of an ELU layer cannot be None, expecting a float. "
+                             "Received: %s" % (alpha,))
+        super().__init__(name, trainable, input_shape, dtype)
+        self.alpha = _floatx(alpha)
+
+    def get_config(self):
+        return self._config(alpha=float(self.alpha))
+
+    def __call__(self, inputs, training=None):
+        from .activations import elu
+        return elu(_float_input(None, inputs), self.alpha)
 
 
 class LeakyReLU(_Stateless):

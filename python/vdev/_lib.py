@@ -248,6 +248,8 @@ _PROTOS = {
     "vdev_mul_scalar": (_h, [_h, ctypes.c_float]),
     "vdev_pow_scalar": (_h, [_h, ctypes.c_float]),
     "vdev_sqrt": (_h, [_h]),
+    "vdev_erf": (_h, [_h]),
+    "vdev_softplus": (_h, [_h]),
     "vdev_relu": (_h, [_h]),
     "vdev_tanh": (_h, [_h]),
     "vdev_sigmoid": (_h, [_h]),

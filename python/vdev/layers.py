@@ -42,7 +42,7 @@ import numbers
 import re
 import threading
 
-from . import _lib, _ops, _strategy_context, initializers, random
+from . import _lib, _ops, _strategy_context, activations, initializers, random
 from ._device import current_device, device
 from ._tensor import Tensor, Variable, float32
 
@@ -62,10 +62,16 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            "Minimum", "Multiply", "Subtract", "add", "average", "concatenate", "maximum",
            "minimum", "multiply", "subtract",
            # Keras's core layers without weights (vdev/_core_layers.py)
-           "Activation", "Dropout", "LeakyReLU", "Permute", "ReLU", "Reshape", "Softmax"]
+           "Activation", "Dropout", "ELU", "LeakyReLU", "Permute", "ReLU", "Reshape", "Softmax"]
 
+# Keras's activation names (vdev/activations.py); relu, tanh, sigmoid and
+# softmax are the ops themselves, which fit recognizes on the last layer
 _ACTIVATIONS = {None: None, "linear": None, "relu": _ops.relu, "tanh": _ops.tanh,
-                "sigmoid": _ops.sigmoid, "softmax": _ops.softmax}
+                "sigmoid": _ops.sigmoid, "softmax": _ops.softmax,
+                "elu": activations.elu, "selu": activations.selu, "gelu": activations.gelu,
+                "softplus": activations.softplus, "softsign": activations.softsign,
+                "swish": activations.swish, "exponential": activations.exponential,
+                "hard_sigmoid": activations.hard_sigmoid}
 
 
 def _activation(a):
@@ -75,6 +81,15 @@ def _activation(a):
         raise ValueError("Unknown activation function: %r. vdev has %s"
                          % (a, ", ".join(repr(k) for k in _ACTIVATIONS if k)))
     return _ACTIVATIONS[a]
+
+
+def _activation_name(act):
+    """The name a config gives a layer's activation: its Keras name, else
+    the function's own name ("linear" for none)."""
+    if act is None:
+        return "linear"
+    names = [k for k, f in _ACTIVATIONS.items() if k and f is act]
+    return names[0] if names else act.__name__
 
 
 def _initial(init, shape):
@@ -409,9 +424,7 @@ class Dense(Layer):
         trainable, dtype, units, activation (its name), use_bias, the
         initializers serialized, and None for the regularizers and
         constraints vdev has not."""
-        act = self.activation
-        names = [k for k, f in _ACTIVATIONS.items() if k and f is act]
-        activation = "linear" if act is None else (names[0] if names else act.__name__)
+        activation = _activation_name(self.activation)
         return {"name": self.name, "trainable": self.trainable, "dtype": "float32",
                 "units": self.units,
                 "activation": activation, "use_bias": self.use_bias,
@@ -506,5 +519,5 @@ from ._functional import Input, InputLayer  # noqa: E402
 from ._merge_layers import (Add, Average, Concatenate, Lambda, Maximum, Minimum,  # noqa: E402
                             Multiply, Subtract, add, average, concatenate, maximum, minimum,
                             multiply, subtract)
-from ._core_layers import (Activation, Dropout, LeakyReLU, Permute, ReLU, Reshape,  # noqa: E402
-                           Softmax)
+from ._core_layers import (ELU, Activation, Dropout, LeakyReLU, Permute, ReLU,  # noqa: E402
+                           Reshape, Softmax)

@@ -62,6 +62,11 @@ vdev_conv2d_transpose). Gradients flow to the input and the filters.
 ``separable_conv2d`` are TensorFlow's, made of the 2-D ops as TensorFlow
 makes them (vdev/_nn_1d.py says how they take their arguments).
 
+``elu``, ``selu``, ``gelu``, ``softplus``, ``softsign``, ``silu`` (``swish``),
+``relu6`` and ``leaky_relu`` are TensorFlow's activations
+(vdev/_activation_ops.py says how each is made and why its gradient is
+TensorFlow's at the kinks).
+
 ``embedding_lookup(params, ids)`` is ``tf.nn.embedding_lookup`` for one
 params tensor (or a list of one): ``vdev.gather(params, ids)``, rows of
 params at ids. Sharded params (a list of several tensors) and max_norm are
@@ -416,7 +421,11 @@ def embedding_lookup(params, ids, max_norm=None, name=None):
 
 from ._nn_1d import (avg_pool1d, conv1d, conv1d_transpose, max_pool1d,  # noqa: E402
                      separable_conv2d)
+from ._activation_ops import (elu, gelu, leaky_relu, relu6, selu, silu,  # noqa: E402
+                              softplus, softsign, swish)
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "compute_average_loss", "conv2d",
            "conv2d_transpose", "max_pool2d", "avg_pool2d", "embedding_lookup", "depthwise_conv2d",
-           "conv1d", "conv1d_transpose", "max_pool1d", "avg_pool1d", "separable_conv2d"]
+           "conv1d", "conv1d_transpose", "max_pool1d", "avg_pool1d", "separable_conv2d",
+           # vdev/_activation_ops.py
+           "elu", "gelu", "leaky_relu", "relu6", "selu", "silu", "softplus", "softsign", "swish"]

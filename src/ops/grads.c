@@ -26,6 +26,8 @@
  *   pow     dA = (G p) x^(p-1) (TensorFlow's grad * y * pow(x, y - 1))
  *   sqrt    dA = (0.5 G) / y (TensorFlow's SqrtGrad)
  *   exp     dA = G y; log dA = G / x
+ *   erf     dA = G (2/sqrt(pi) exp(-x^2)) (TensorFlow's _ErfGrad)
+ *   softplus dA = G / (exp(-x) + 1) (TensorFlow's SoftplusGrad)
  *   sum     dA = broadcast(G); mean dA = broadcast(G) / len
  *   mse     dpred = G 2 (pred - target) / n, dtarget = -dpred */
 #include "ops/impl.h"
@@ -271,6 +273,27 @@ GRAD(vdev_grad_sigmoid)
 GRAD(vdev_grad_exp)
 {
     din[0] = mul(g->dout, g->out);
+    return status_of(din[0]);
+}
+
+/* d erf(x) = 2/sqrt(pi) e^(-x^2), as TensorFlow's _ErfGrad: grad times
+ * (the constant times exp(-square(x))). */
+GRAD(vdev_grad_erf)
+{
+    const struct vdev_tens *x = g->in[0];
+    struct vdev_op_params neg = {.f = {-1.0f}};
+    din[0] = mul(g->dout, scale(op1(VDEV_OP_EXP, op1(VDEV_OP_MUL_SCALAR, mul(x, x), &neg), NULL),
+                                1.1283791670955126f));
+    return status_of(din[0]);
+}
+
+/* d softplus(x) = sigmoid(x), as TensorFlow's SoftplusGrad computes it:
+ * grad / (exp(-x) + 1) (0 where exp(-x) overflows). */
+GRAD(vdev_grad_softplus)
+{
+    struct vdev_op_params one = {.f = {1.0f}};
+    din[0] = divide(g->dout,
+                    op1(VDEV_OP_ADD_SCALAR, op1(VDEV_OP_EXP, scale(g->in[0], -1.0f), NULL), &one));
     return status_of(din[0]);
 }
 

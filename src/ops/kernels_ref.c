@@ -27,6 +27,7 @@
  *  - RELU passes NaN through (NaN, not 0). */
 #include "ops/impl.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -190,6 +191,21 @@ UNARY(vdev_ref_exp, exp(u))
 UNARY(vdev_ref_log, log(u))
 /* sqrt, not pow(u, 0.5): sqrt(-inf) is NaN and sqrt(-0) is -0 */
 UNARY(vdev_ref_sqrt, sqrt(u))
+UNARY(vdev_ref_erf, erf(u))
+
+/* TensorFlow's Softplus kernel's three ranges, in double: x itself above -t,
+ * e^x below t, else log(e^x + 1), where t = log(FLT_EPSILON) + 2 in float
+ * (about -13.94: past it the other terms are below float's rounding). */
+static double softplus(double u)
+{
+    const double t = (double)(logf(FLT_EPSILON) + 2.0f);
+    if (u > -t)
+        return u;
+    if (u < t)
+        return exp(u);
+    return log(exp(u) + 1.0);
+}
+UNARY(vdev_ref_softplus, softplus(u))
 
 /* 1 / (1 + e^-u) without overflow: e^-|u| is at most 1. */
 static double sigmoid(double u)

@@ -93,6 +93,9 @@ enum vdev_op {
      * i[3] as CONV2D. Its kernels are CONV2D_BACKPROP_INPUT's on rewritten
      * arguments (conv_transpose.h) */
     VDEV_OP_CONV2D_TRANSPOSE,
+    /* unary functions added later */
+    VDEV_OP_ERF,          /* the error function (TensorFlow's Erf) */
+    VDEV_OP_SOFTPLUS,     /* log(e^x + 1), TensorFlow's Softplus kernel's three ranges */
     VDEV_OP_COUNT
 };
 

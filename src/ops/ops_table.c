@@ -152,6 +152,9 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
                 3, vdev_shape_depthwise_grad, vdev_ref_depthwise_conv2d_backprop_filter,
                 vdev_fast_depthwise_conv2d_backprop_filter),
     /* the transposed 2-D convolution (conv_transpose.c): its gradient reads both inputs */
+    FWD(VDEV_OP_ERF, "Erf", 1, vdev_shape_same_as_in0, vdev_ref_erf, vdev_grad_erf, 1),
+    FWD(VDEV_OP_SOFTPLUS, "Softplus", 1, vdev_shape_same_as_in0, vdev_ref_softplus,
+        vdev_grad_softplus, 1),
     FWD_FAST(VDEV_OP_CONV2D_TRANSPOSE, "Conv2DTranspose", 2, vdev_shape_conv2d_transpose,
              vdev_ref_conv2d_transpose, vdev_fast_conv2d_transpose, vdev_grad_conv2d_transpose,
              3),
@@ -246,6 +249,11 @@ VDEV_API vdev_tensor_t *vdev_sigmoid(const vdev_tensor_t *a)
 }
 VDEV_API vdev_tensor_t *vdev_exp(const vdev_tensor_t *a) { return run1(VDEV_OP_EXP, a, NULL); }
 VDEV_API vdev_tensor_t *vdev_log(const vdev_tensor_t *a) { return run1(VDEV_OP_LOG, a, NULL); }
+VDEV_API vdev_tensor_t *vdev_erf(const vdev_tensor_t *a) { return run1(VDEV_OP_ERF, a, NULL); }
+VDEV_API vdev_tensor_t *vdev_softplus(const vdev_tensor_t *a)
+{
+    return run1(VDEV_OP_SOFTPLUS, a, NULL);
+}
 /* Not VDEV_API here: exported once include/vdev.h declares it (ops.h). */
 vdev_tensor_t *vdev_sqrt(const vdev_tensor_t *a) { return run1(VDEV_OP_SQRT, a, NULL); }
 VDEV_API vdev_tensor_t *vdev_softmax(const vdev_tensor_t *a)

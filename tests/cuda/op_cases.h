@@ -153,6 +153,8 @@ static void op_tol(int op, int64_t k, double *atol, double *rtol)
         return;
     case VDEV_OP_EXP:
     case VDEV_OP_LOG:
+    case VDEV_OP_ERF:
+    case VDEV_OP_SOFTPLUS:
     case VDEV_OP_TANH:
     case VDEV_OP_SIGMOID:
     case VDEV_OP_POW_SCALAR:
@@ -384,6 +386,13 @@ op_cases(void)
     CASE("0-d", VDEV_OP_SQRT, none, 0, TF(G_POS, 0, 0));
     CASE("empty", VDEV_OP_SQRT, none, 0, TF(G_ROOTS, 2, 0, 5));
     CASE("large", VDEV_OP_SQRT, none, 0, TF(G_ROOTS, 1, BIG(1 << 20, 100003)));
+    CASE("wide", VDEV_OP_ERF, none, 0, TF(G_WIDE, 2, 20, 30));
+    CASE("NaN, inf, -0", VDEV_OP_ERF, none, 0, TF(G_SPECIAL, 2, 20, 30));
+    CASE("(-1, 1)", VDEV_OP_ERF, none, 0, TF(G_UNIFORM, 3, 4, 5, 6));
+    CASE("wide: all three ranges", VDEV_OP_SOFTPLUS, none, 0, TF(G_WIDE, 2, 20, 30));
+    CASE("NaN, inf, -0", VDEV_OP_SOFTPLUS, none, 0, TF(G_SPECIAL, 2, 20, 30));
+    CASE("0-d", VDEV_OP_SOFTPLUS, none, 0, TF(G_POS, 0, 0));
+    CASE("empty", VDEV_OP_ERF, none, 0, TF(G_WIDE, 2, 0, 5));
 
     /* row-wise: short rows (a warp a row), long rows (a block), 1-D, 3-D */
     static const enum vdev_op rowops[] = {VDEV_OP_SOFTMAX, VDEV_OP_LOG_SOFTMAX};

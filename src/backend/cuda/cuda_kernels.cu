@@ -50,7 +50,7 @@ const char *op_name(int op)
         "StridedSlice", "StridedSliceGrad", "ConcatV2", "Pack", "GatherV2", "GatherGrad", "Maximum",
         "Minimum", "MaximumMinimumGrad", "DepthwiseConv2dNative",
         "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter",
-        "Conv2DTranspose"};
+        "Conv2DTranspose", "Erf", "Softplus"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -98,7 +98,7 @@ __device__ void row_stats(const float *x, int64_t c, float *m_out, double *s_out
 
 /* ---- unary elementwise; s is f[0] rounded to float (as the reference) ---- */
 
-enum { U_ADDS, U_MULS, U_POWS, U_RELU, U_TANH, U_SIGMOID, U_EXP, U_LOG, U_SQRT };
+enum { U_ADDS, U_MULS, U_POWS, U_RELU, U_TANH, U_SIGMOID, U_EXP, U_LOG, U_SQRT, U_ERF, U_SOFTPLUS };
 
 __device__ double sigmoid_d(double u)
 {
@@ -124,6 +124,13 @@ __global__ void k_unary(const float *x, float *o, int64_t n, double s)
         case U_EXP: r = exp(u); break;
         /* sqrt, as the reference: NaN below 0 (-inf included), -0 for -0 */
         case U_SQRT: r = sqrt(u); break;
+        case U_ERF: r = erf(u); break;
+        /* the reference's three ranges: t = log(FLT_EPSILON) + 2 in float */
+        case U_SOFTPLUS: {
+            const double t = (double)(logf(1.1920928955078125e-07f) + 2.0f);
+            r = u > -t ? u : u < t ? exp(u) : log(exp(u) + 1.0);
+            break;
+        }
         default: r = log(u); break;
         }
         o[i] = (float)r;
@@ -513,6 +520,8 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_EXP: launch_unary<U_EXP>(a, s, n_sm); break;
     case VDEV_OP_LOG: launch_unary<U_LOG>(a, s, n_sm); break;
     case VDEV_OP_SQRT: launch_unary<U_SQRT>(a, s, n_sm); break;
+    case VDEV_OP_ERF: launch_unary<U_ERF>(a, s, n_sm); break;
+    case VDEV_OP_SOFTPLUS: launch_unary<U_SOFTPLUS>(a, s, n_sm); break;
     case VDEV_OP_SOFTMAX:
     case VDEV_OP_LOG_SOFTMAX: {
         int64_t c = last_dim(a, 0), rows = numel_in(a, 0) / c;
