@@ -1,6 +1,7 @@
 """Initializers, as ``tf.keras.initializers``: the classes (``Zeros``,
 ``Ones``, ``Constant``, ``RandomNormal``, ``RandomUniform``,
-``TruncatedNormal``, ``VarianceScaling`` and its Glorot, He and LeCun forms)
+``TruncatedNormal``, ``VarianceScaling`` and its Glorot, He and LeCun forms,
+``Orthogonal``)
 with Keras's arguments, ``get_config``/``from_config``, and ``get``, which
 takes Keras's string names ('glorot_uniform', 'he_normal', ..., and its
 older 'uniform', 'normal', 'one' and 'zero'), Keras's serialized dict
@@ -24,10 +25,10 @@ from . import random
 from ._tensor import constant as _constant, fill as _fill, float32, ones as _ones, zeros as _zeros
 
 __all__ = ["Constant", "GlorotNormal", "GlorotUniform", "HeNormal", "HeUniform", "Initializer",
-           "LecunNormal", "LecunUniform", "Ones", "RandomNormal", "RandomUniform",
+           "LecunNormal", "LecunUniform", "Ones", "Orthogonal", "RandomNormal", "RandomUniform",
            "TruncatedNormal", "VarianceScaling", "Zeros", "constant", "deserialize", "get",
            "glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "lecun_normal",
-           "lecun_uniform", "ones", "random_normal", "random_uniform", "serialize",
+           "lecun_uniform", "ones", "orthogonal", "random_normal", "random_uniform", "serialize",
            "truncated_normal", "variance_scaling", "zeros"]
 
 
@@ -190,6 +191,39 @@ class VarianceScaling(Initializer):
                 "seed": self.seed}
 
 
+class Orthogonal(Initializer):
+    """Keras's Orthogonal: a normal draw of shape (max(rows, cols),
+    min(rows, cols)) (rows the product of all dimensions but the last),
+    its QR factorization's Q with each column's sign made that of R's
+    diagonal (unique, so uniformly distributed), transposed when rows <
+    cols, times ``gain``, reshaped. The factorization runs on the host in
+    double (NumPy's), the result rounded to float32."""
+
+    def __init__(self, gain=1.0, seed=None):
+        self.gain, self.seed = gain, seed
+
+    def __call__(self, shape, dtype=None):
+        _float(dtype)
+        shape = tuple(int(d) for d in shape)
+        if len(shape) < 2:
+            raise ValueError("The tensor to initialize must be at least two-dimensional. "
+                             "Received: shape=%s of rank %d." % (shape, len(shape)))
+        rows = 1
+        for d in shape[:-1]:
+            rows *= d
+        cols = shape[-1]
+        a = random.normal((max(rows, cols), min(rows, cols)), 0.0, 1.0,
+                          seed=self.seed).numpy().astype(np.float64)
+        q, r = np.linalg.qr(a)
+        q = q * np.sign(np.diag(r))
+        if rows < cols:
+            q = q.T
+        return _constant(np.asarray(self.gain * q.reshape(shape), np.float32))
+
+    def get_config(self):
+        return {"gain": self.gain, "seed": self.seed}
+
+
 def _vs(name, scale, mode, distribution):
     def __init__(self, seed=None):
         VarianceScaling.__init__(self, scale, mode, distribution, seed)
@@ -215,7 +249,7 @@ _NAMES = {
     "truncated_normal": TruncatedNormal, "variance_scaling": VarianceScaling,
     "glorot_uniform": GlorotUniform, "glorot_normal": GlorotNormal,
     "he_normal": HeNormal, "he_uniform": HeUniform,
-    "lecun_normal": LecunNormal, "lecun_uniform": LecunUniform,
+    "lecun_normal": LecunNormal, "lecun_uniform": LecunUniform, "orthogonal": Orthogonal,
 }
 for _c in list(_NAMES.values()):
     _NAMES[_c.__name__] = _c
@@ -291,4 +325,5 @@ def get(identifier):
 zeros, ones, constant, variance_scaling = Zeros, Ones, Constant, VarianceScaling
 glorot_uniform, glorot_normal = GlorotUniform, GlorotNormal
 he_normal, he_uniform, lecun_normal, lecun_uniform = HeNormal, HeUniform, LecunNormal, LecunUniform
+orthogonal = Orthogonal
 random_normal, random_uniform, truncated_normal = RandomNormal, RandomUniform, TruncatedNormal

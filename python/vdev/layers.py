@@ -58,6 +58,7 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            "Cropping1D", "Cropping2D", "ZeroPadding1D", "ZeroPadding2D",  # _padding_layers.py
            "UpSampling1D", "UpSampling2D",  # vdev/_upsampling_layers.py
            "CenterCrop", "Rescaling", "Resizing",  # vdev/_preprocessing_layers.py
+           "GRU", "LSTM", "SimpleRNN",  # vdev/_recurrent_layers.py
            # Keras's functional API (vdev/_functional.py, vdev/_merge_layers.py)
            "Add", "Average", "Concatenate", "Input", "InputLayer", "Lambda", "Maximum",
            "Minimum", "Multiply", "Subtract", "add", "average", "concatenate", "maximum",
@@ -511,6 +512,7 @@ from ._separable_layers import (SeparableConv1D, SeparableConv2D,  # noqa: E402
 from ._padding_layers import Cropping1D, Cropping2D, ZeroPadding1D, ZeroPadding2D  # noqa: E402
 from ._upsampling_layers import UpSampling1D, UpSampling2D  # noqa: E402
 from ._preprocessing_layers import CenterCrop, Rescaling, Resizing  # noqa: E402
+from ._recurrent_layers import GRU, LSTM, SimpleRNN  # noqa: E402
 from ._embedding import Embedding  # noqa: E402
 from ._norm_layers import BatchNormalization, LayerNormalization  # noqa: E402
 from ._pooling_layers import (GlobalAveragePooling1D, GlobalAveragePooling2D,  # noqa: E402

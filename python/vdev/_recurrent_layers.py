@@ -1,0 +1,434 @@
+"""Keras 2.11's recurrent layers ``SimpleRNN``, ``LSTM`` and ``GRU`` (GRU
+with ``reset_after=True``, TensorFlow 2's default, and False), exported by
+``vdev.layers``, over [batch, timesteps, features] (``time_major``:
+[timesteps, batch, features]). Each step is the cell's arithmetic in Keras's
+order, written with vdev's ops, so the tape differentiates through time:
+
+  SimpleRNN  h = activation((x W + b) + h' U)
+  LSTM       z = (x W + h' U) + b, split i, f, c, o;
+             c = f(z1) c' + i(z0) act(z2) with f, i, o = recurrent_activation;
+             h = o(z3) act(c)
+  GRU        (x W + b_in) split z, r, h; (h' U + b_rec) split likewise;
+             z = ract(xz + rz), r = ract(xr + rr),
+             hh = act(xh + r * rh) (reset_after) or act(xh + (r h') U_h),
+             h = z h' + (1 - z) hh
+
+The input's product with W is one matrix product for all the steps (with
+the bias where Keras adds it to that product), then a slice per step. The
+weights, Keras's names, shapes and order: NAME/<cell>/kernel [features,
+gates * units], NAME/<cell>/recurrent_kernel [units, gates * units] and
+NAME/<cell>/bias ([gates * units], GRU reset_after [2, 3 * units]), made at
+``input_shape`` or the first call on the layer's device (mirrored under a
+strategy's scope; all or none), drawn with the layer's seed (the recurrent
+kernel and the bias with seeds derived from it); Keras's defaults
+(glorot_uniform, orthogonal, zeros; LSTM's unit_forget_bias puts ones in the
+forget gate's bias). ``return_sequences``, ``return_state``,
+``go_backwards`` (the outputs in the order of the steps taken, as Keras's),
+``initial_state`` at the call; ``implementation`` (1 or 2) is kept for the
+config (the same arithmetic either way). What vdev has not is a ValueError naming it:
+dropout and recurrent_dropout other than 0, stateful, masks, regularizers
+and constraints.
+"""
+
+import contextlib
+import hashlib
+import numbers
+
+from . import _ops, _strategy_context, initializers, random
+from ._conv_layers import _base, _check_rank, _float32_only, _float_input, _input_shape
+from ._device import current_device, device
+from ._tensor import Tensor, float32
+
+__all__ = ["GRU", "LSTM", "SimpleRNN"]
+
+
+def _derived_seed(tag, seed):
+    """A seed derived from the layer's: the first 8 bytes (little-endian)
+    of BLAKE2b over the tag and the 64-bit seed, unrelated to every small
+    seed and to the other weights' seeds."""
+    h = hashlib.blake2b(tag + int(seed).to_bytes(8, "little"), digest_size=8)
+    return int.from_bytes(h.digest(), "little")
+
+
+class _ForgetBias(initializers.Initializer):
+    """LSTM's unit_forget_bias: the bias initializer's values for the input
+    gate, ones for the forget gate, its values for the other two (Keras
+    draws the first and the last part separately)."""
+
+    def __init__(self, inner, units):
+        self.inner, self.units = inner, units
+
+    def __call__(self, shape, dtype=None):
+        u = self.units
+        parts = [self.inner((u,)), initializers.Ones()((u,)), self.inner((2 * u,))]
+        return _ops.concat(parts, 0)
+
+
+class _RNN(_base()):
+    """The loop over the steps, the weights, the config; the subclasses
+    give the cell (_step), its gates and its states."""
+
+    _gates = 1
+    _states = 1
+    _cell = "simple_rnn_cell"
+
+    def _setup(self, units, activation, recurrent_activation, use_bias, kernel_initializer,
+               recurrent_initializer, bias_initializer, regularizers, dropout,
+               recurrent_dropout, return_sequences, return_state, go_backwards, stateful, unroll,
+               time_major, input_shape, seed, name, dtype, trainable):
+        from .layers import _activation, _bias_seed
+        cls = type(self).__name__
+        for arg, x in regularizers:
+            if x is not None:
+                raise ValueError("vdev's %s takes %s=None only, not %r" % (cls, arg, x))
+        for arg, x in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
+            if x != 0:
+                raise ValueError("vdev's %s takes %s=0 only, not %r: vdev's recurrent layers "
+                                 "do not drop units" % (cls, arg, x))
+        if stateful:
+            raise ValueError("vdev's %s takes stateful=False only: each call starts from "
+                             "initial_state (zeros by default)" % cls)
+        _float32_only(self, dtype)
+        super().__init__(name, trainable)
+        if isinstance(units, bool) or not isinstance(units, numbers.Integral) or units <= 0:
+            raise ValueError("Received an invalid value for argument `units`, expected a "
+                             "positive integer, got %s." % (units,))
+        self.units = int(units)
+        self.activation = _activation(activation)
+        self.recurrent_activation = _activation(recurrent_activation)
+        self.use_bias = bool(use_bias)
+        self.seed = random._seed(seed)
+        self.kernel_initializer = initializers._get(kernel_initializer, self.seed)
+        self.recurrent_initializer = initializers._get(
+            recurrent_initializer, _derived_seed(b"vdev.RNN.recurrent_kernel:", self.seed))
+        self.bias_initializer = initializers._get(bias_initializer, _bias_seed(self.seed))
+        if None in (self.kernel_initializer, self.recurrent_initializer, self.bias_initializer):
+            raise ValueError("Could not interpret initializer identifier: None")
+        self.dropout = self.recurrent_dropout = 0.0
+        self.return_sequences = bool(return_sequences)
+        self.return_state = bool(return_state)
+        self.go_backwards = bool(go_backwards)
+        self.stateful = False
+        self.unroll = bool(unroll)
+        self.time_major = bool(time_major)
+        self._device = current_device()
+        self._strategy = _strategy_context.mirroring_strategy()
+        self.kernel = self.recurrent_kernel = self.bias = None
+        self._batch_input_shape = _input_shape(self, input_shape, 3)
+        if self._batch_input_shape is not None and self._batch_input_shape[-1] is not None:
+            self.build(self._batch_input_shape[-1])
+
+    @property
+    def built(self):
+        return self.kernel is not None
+
+    def _bias_shape(self):
+        return (self._gates * self.units,)
+
+    def _bias_init(self):
+        return self.bias_initializer
+
+    def build(self, features):
+        """Makes the kernel, the recurrent kernel and the bias on the
+        layer's device (mirrored under its strategy), all or none."""
+        from .layers import _adopt, _initial
+        if self.kernel is not None:
+            return
+        if _strategy_context.replica() is not None:
+            raise _strategy_context.variable_in_step_error(
+                "layer %r is built" % self.name, "Give it input_shape (or call it once)")
+        from . import _lib
+        features = _lib.index(features, "features")
+        n = self._gates * self.units
+        wanted = [("kernel", self.kernel_initializer, (features, n)),
+                  ("recurrent_kernel", self.recurrent_initializer, (self.units, n))]
+        if self.use_bias:
+            wanted.append(("bias", self._bias_init(), self._bias_shape()))
+        where = self._device or ("CPU:0" if self._strategy is not None else None)
+        made = []
+        with device(where) if where else contextlib.nullcontext():
+            for suffix, init, shape in wanted:
+                v = _adopt(_initial(init, shape), self._strategy)
+                v.name = "%s/%s/%s" % (self.name, self._cell, suffix)
+                made.append(v)
+        self.kernel, self.recurrent_kernel = made[0], made[1]
+        self.bias = made[2] if self.use_bias else None
+        self._variables = made
+
+    def compute_output_shape(self, input_shape):
+        """Keras's: (batch, units), (batch, timesteps, units) with
+        return_sequences (time_major: (timesteps, batch, units)), and with
+        return_state a list of that and one (batch, units) per state."""
+        shape = tuple(input_shape)
+        _check_rank(self, shape, 3)
+        batch, steps = (shape[1], shape[0]) if self.time_major else (shape[0], shape[1])
+        if self.return_sequences:
+            out = (steps, batch, self.units) if self.time_major else (batch, steps, self.units)
+        else:
+            out = (batch, self.units)
+        if self.return_state:
+            return [out] + [(batch, self.units)] * self._states
+        return out
+
+    def get_config(self):
+        from .layers import _activation_name
+        c = {"name": self.name, "trainable": self.trainable, "dtype": "float32",
+             "return_sequences": self.return_sequences, "return_state": self.return_state,
+             "go_backwards": self.go_backwards, "stateful": False, "unroll": self.unroll,
+             "time_major": self.time_major, "units": self.units,
+             "activation": _activation_name(self.activation)}
+        if self._gates > 1:
+            c["recurrent_activation"] = _activation_name(self.recurrent_activation)
+        c.update({"use_bias": self.use_bias,
+                  "kernel_initializer": initializers.serialize(self.kernel_initializer),
+                  "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
+                  "bias_initializer": initializers.serialize(self.bias_initializer)})
+        c.update(self._extra_config())
+        for k in ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
+                  "activity_regularizer", "kernel_constraint", "recurrent_constraint",
+                  "bias_constraint"):
+            c[k] = None
+        c.update({"dropout": 0.0, "recurrent_dropout": 0.0})
+        return c
+
+    def _extra_config(self):
+        return {}
+
+    def _act(self, x):
+        return self.activation(x) if self.activation else x
+
+    def _ract(self, x):
+        return self.recurrent_activation(x) if self.recurrent_activation else x
+
+    def _slice(self, z, k, n=1):
+        """Columns [k units, (k + n) units) of z [batch, gates * units]."""
+        u = self.units
+        return z[:, k * u:(k + n) * u]
+
+    def __call__(self, inputs, mask=None, training=None, initial_state=None):
+        if mask is not None:
+            raise ValueError("vdev's %s takes mask=None only: vdev's layers pass no masks"
+                             % type(self).__name__)
+        x = inputs
+        if not isinstance(x, Tensor) and self.kernel is not None:
+            with _ops._near(self.kernel):
+                x = _ops.convert_to_tensor(x, float32)
+        x = _float_input(self._device, x)
+        shape = tuple(int(d) for d in x.shape)
+        _check_rank(self, shape, 3)
+        if self.time_major:
+            x = _ops.transpose(x, (1, 0, 2))
+            shape = (shape[1], shape[0], shape[2])
+        batch, steps, features = shape
+        if self.kernel is None:
+            self.build(features)
+        elif features != int(self.kernel.shape[0]):
+            raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '
+                             "shape=%s, found shape=%s"
+                             % (self.name, (None, None, int(self.kernel.shape[0])), shape))
+        states = self._initial_states(initial_state, batch)
+        # every step's x W (+ b where the cell adds it there), one product
+        xw = _ops.matmul(_ops.reshape(x, [batch * steps, features]), self.kernel)
+        xw = self._input_bias(xw)
+        xw = _ops.reshape(xw, [batch, steps, int(xw.shape[-1])])
+        order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
+        outputs = []
+        for t in order:
+            h, states = self._step(xw[:, t, :], states)
+            if self.return_sequences:
+                outputs.append(h)
+        if self.return_sequences:
+            if outputs:
+                out = _ops.stack(outputs, axis=1)
+            else:
+                from ._tensor import zeros
+                with _ops._near(x):
+                    out = zeros((batch, 0, self.units))
+            if self.time_major:
+                out = _ops.transpose(out, (1, 0, 2))
+        else:
+            out = states[0]
+        if self.return_state:
+            return [out] + list(states)
+        return out
+
+    def _initial_states(self, initial_state, batch):
+        n = self._states
+        if initial_state is None:
+            from ._tensor import zeros
+            with _ops._near(self.kernel):
+                return [zeros((batch, self.units)) for _ in range(n)]
+        if isinstance(initial_state, (Tensor,)) or not isinstance(initial_state, (list, tuple)):
+            initial_state = [initial_state]
+        if len(initial_state) != n:
+            raise ValueError("An `initial_state` was passed that is not compatible with "
+                             "`cell.state_size`. Received `state_spec`=%d states; however "
+                             "`cell.state_size` is %s"
+                             % (len(initial_state), [self.units] * n))
+        out = []
+        for s in initial_state:
+            with _ops._near(self.kernel):
+                s = _float_input(None, s)
+            if tuple(int(d) for d in s.shape) != (batch, self.units):
+                raise ValueError("vdev's %s: an initial state of shape %s for a batch of %d "
+                                 "and %d units; each state is [batch, units]"
+                                 % (type(self).__name__, tuple(int(d) for d in s.shape), batch,
+                                    self.units))
+            out.append(s)
+        return out
+
+    def _input_bias(self, xw):
+        return xw
+
+
+class SimpleRNN(_RNN):
+    """Keras's SimpleRNN: h = activation(x W + b + h' U)."""
+
+    def __init__(self, units, activation="tanh", use_bias=True,
+                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal",
+                 bias_initializer="zeros", kernel_regularizer=None, recurrent_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                 recurrent_constraint=None, bias_constraint=None, dropout=0.0,
+                 recurrent_dropout=0.0, return_sequences=False, return_state=False,
+                 go_backwards=False, stateful=False, unroll=False, time_major=False,
+                 input_shape=None, seed=None, name=None, dtype=None, trainable=True):
+        self._setup(units, activation, None, use_bias, kernel_initializer,
+                    recurrent_initializer, bias_initializer,
+                    _regs(kernel_regularizer, recurrent_regularizer, bias_regularizer,
+                          activity_regularizer, kernel_constraint, recurrent_constraint,
+                          bias_constraint),
+                    dropout, recurrent_dropout, return_sequences, return_state, go_backwards,
+                    stateful, unroll, time_major, input_shape, seed, name, dtype, trainable)
+
+    def _input_bias(self, xw):
+        return _ops.add(xw, self.bias) if self.bias is not None else xw
+
+    def _step(self, xw_t, states):
+        h = self._act(_ops.add(xw_t, _ops.matmul(states[0], self.recurrent_kernel)))
+        return h, [h]
+
+
+class LSTM(_RNN):
+    """Keras's LSTM (gates i, f, c, o)."""
+
+    _gates = 4
+    _states = 2
+    _cell = "lstm_cell"
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
+                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal",
+                 bias_initializer="zeros", unit_forget_bias=True, kernel_regularizer=None,
+                 recurrent_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, recurrent_constraint=None, bias_constraint=None,
+                 dropout=0.0, recurrent_dropout=0.0, return_sequences=False, return_state=False,
+                 go_backwards=False, stateful=False, time_major=False, unroll=False,
+                 input_shape=None, seed=None, name=None, dtype=None, trainable=True,
+                 implementation=2):
+        self.unit_forget_bias = bool(unit_forget_bias)
+        self.implementation = _implementation(implementation)
+        self._setup(units, activation, recurrent_activation, use_bias, kernel_initializer,
+                    recurrent_initializer, bias_initializer,
+                    _regs(kernel_regularizer, recurrent_regularizer, bias_regularizer,
+                          activity_regularizer, kernel_constraint, recurrent_constraint,
+                          bias_constraint),
+                    dropout, recurrent_dropout, return_sequences, return_state, go_backwards,
+                    stateful, unroll, time_major, input_shape, seed, name, dtype, trainable)
+
+    def _bias_init(self):
+        if self.unit_forget_bias:
+            return _ForgetBias(self.bias_initializer, self.units)
+        return self.bias_initializer
+
+    def _extra_config(self):
+        return {"unit_forget_bias": self.unit_forget_bias,
+                "implementation": self.implementation}
+
+    def _step(self, xw_t, states):
+        h_prev, c_prev = states
+        z = _ops.add(xw_t, _ops.matmul(h_prev, self.recurrent_kernel))
+        if self.bias is not None:
+            z = _ops.add(z, self.bias)
+        i = self._ract(self._slice(z, 0))
+        f = self._ract(self._slice(z, 1))
+        c = _ops.add(_ops.multiply(f, c_prev), _ops.multiply(i, self._act(self._slice(z, 2))))
+        o = self._ract(self._slice(z, 3))
+        h = _ops.multiply(o, self._act(c))
+        return h, [h, c]
+
+
+class GRU(_RNN):
+    """Keras's GRU (gates z, r, h); reset_after=True (TensorFlow 2's
+    default) applies the reset gate after the recurrent product, with a
+    bias [2, 3 units] (input's, recurrent's)."""
+
+    _gates = 3
+    _cell = "gru_cell"
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
+                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal",
+                 bias_initializer="zeros", kernel_regularizer=None, recurrent_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                 recurrent_constraint=None, bias_constraint=None, dropout=0.0,
+                 recurrent_dropout=0.0, return_sequences=False, return_state=False,
+                 go_backwards=False, stateful=False, unroll=False, time_major=False,
+                 reset_after=True, input_shape=None, seed=None, name=None, dtype=None,
+                 trainable=True, implementation=2):
+        self.reset_after = bool(reset_after)
+        self.implementation = _implementation(implementation)
+        self._setup(units, activation, recurrent_activation, use_bias, kernel_initializer,
+                    recurrent_initializer, bias_initializer,
+                    _regs(kernel_regularizer, recurrent_regularizer, bias_regularizer,
+                          activity_regularizer, kernel_constraint, recurrent_constraint,
+                          bias_constraint),
+                    dropout, recurrent_dropout, return_sequences, return_state, go_backwards,
+                    stateful, unroll, time_major, input_shape, seed, name, dtype, trainable)
+
+    def _bias_shape(self):
+        n = 3 * self.units
+        return (2, n) if self.reset_after else (n,)
+
+    def _extra_config(self):
+        return {"implementation": self.implementation, "reset_after": self.reset_after}
+
+    def _input_bias(self, xw):
+        if self.bias is None:
+            return xw
+        b = self.bias[0] if self.reset_after else self.bias
+        return _ops.add(xw, b)
+
+    def _step(self, xw_t, states):
+        h_prev = states[0]
+        u = self.units
+        xz, xr, xh = self._slice(xw_t, 0), self._slice(xw_t, 1), self._slice(xw_t, 2)
+        if self.reset_after:
+            inner = _ops.matmul(h_prev, self.recurrent_kernel)
+            if self.bias is not None:
+                inner = _ops.add(inner, self.bias[1])
+            rz, rr, rh = self._slice(inner, 0), self._slice(inner, 1), self._slice(inner, 2)
+            z = self._ract(_ops.add(xz, rz))
+            r = self._ract(_ops.add(xr, rr))
+            hh = self._act(_ops.add(xh, _ops.multiply(r, rh)))
+        else:
+            inner = _ops.matmul(h_prev, self.recurrent_kernel[:, :2 * u])
+            rz, rr = self._slice(inner, 0), self._slice(inner, 1)
+            z = self._ract(_ops.add(xz, rz))
+            r = self._ract(_ops.add(xr, rr))
+            rh = _ops.matmul(_ops.multiply(r, h_prev), self.recurrent_kernel[:, 2 * u:])
+            hh = self._act(_ops.add(xh, rh))
+        # z h' + (1 - z) hh
+        h = _ops.add(_ops.multiply(z, h_prev), _ops.multiply(_ops.subtract(1.0, z), hh))
+        return h, [h]
+
+
+def _implementation(mode):
+    """Keras's implementation (1: a product per gate, 2: one for all): the
+    same arithmetic, so kept for the config only."""
+    if mode not in (1, 2):
+        raise ValueError("vdev's recurrent layers take implementation=1 or 2, not %r" % (mode,))
+    return int(mode)
+
+
+def _regs(kr, rr, br, ar, kc, rc, bc):
+    return (("kernel_regularizer", kr), ("recurrent_regularizer", rr), ("bias_regularizer", br),
+            ("activity_regularizer", ar), ("kernel_constraint", kc),
+            ("recurrent_constraint", rc), ("bias_constraint", bc))
