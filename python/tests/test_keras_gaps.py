@@ -226,9 +226,9 @@ def test_sequential_config_round_trip_and_clone_model():
     assert listed.layers[0].kernel.shape == (5, 2)
     with pytest.raises(ValueError) as e:
         vdev.models.Sequential.from_config({"name": "m", "layers": [
-            {"class_name": "LSTM", "config": {"units": 4}}]})
+            {"class_name": "ConvLSTM2D", "config": {"filters": 4}}]})
     assert str(e.value) == (
-        "Unknown layer: 'LSTM'. Please ensure you are using a "
+        "Unknown layer: 'ConvLSTM2D'. Please ensure you are using a "
         "`keras.utils.custom_object_scope` and that this object is included in the scope. See "
         "https://www.tensorflow.org/guide/keras/save_and_serialize#registering_the_custom_object "
         "for details.")

@@ -17,7 +17,8 @@ Keras's training methods (``model.compile``, ``fit``, ``evaluate``,
 ``predict``, ``save_weights``, ``vdev.callbacks``) are on ``vdev.models``'
 Sequential, MLP and functional ``vdev.Model(vdev.Input(...), ...)``. Data
 parallel training is ``vdev.distribute.MirroredStrategy``, checkpoints
-``vdev.train``, run-time floors, ceilings and priorities
+``vdev.train``, Keras's activations ``vdev.activations``, image resizing
+``vdev.image``, run-time floors, ceilings and priorities
 ``vdev.config.experimental.set_memory_limits`` and ``set_memory_priority``.
 
 A pure-Python package over libvdev.so (ctypes; see vdev._lib for how the

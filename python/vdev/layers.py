@@ -5,7 +5,9 @@
 and ``AveragePooling1D`` (from _conv1d_layers.py), ``SeparableConv2D`` (from
 _separable_layers.py), ``ZeroPadding1D``, ``ZeroPadding2D``, ``Cropping1D`` and
 ``Cropping2D`` (from _padding_layers.py), ``UpSampling1D`` and ``UpSampling2D``
-(from _upsampling_layers.py),
+(from _upsampling_layers.py), ``Rescaling``, ``Resizing`` and ``CenterCrop``
+(from _preprocessing_layers.py), ``SimpleRNN``, ``LSTM`` and ``GRU`` (from
+_recurrent_layers.py) and their wrapper ``Bidirectional`` (from _bidirectional.py),
 ``Embedding`` (from _embedding.py), ``BatchNormalization`` and
 ``LayerNormalization`` (from _norm_layers.py), ``GlobalAveragePooling1D/2D`` and
 ``GlobalMaxPooling1D/2D`` (from _pooling_layers.py), the merge layers
@@ -13,8 +15,9 @@ _separable_layers.py), ``ZeroPadding1D``, ``ZeroPadding2D``, ``Cropping1D`` and
 functions ``concatenate`` ...) and ``Lambda`` (from _merge_layers.py), and
 ``Input`` and ``InputLayer`` of the functional API (from _functional.py),
 and the weightless core layers ``Dropout``, ``Reshape``, ``Permute``,
-``Activation``, ``ReLU``, ``LeakyReLU`` and ``Softmax`` (from
-_core_layers.py).
+``Activation``, ``ReLU``, ``ELU``, ``LeakyReLU`` and ``Softmax`` (from
+_core_layers.py). A layer's ``activation`` is one of Keras's names
+(vdev/activations.py) or a callable.
 
 ``Dense(units, activation)`` computes act(x @ W + b) with W Glorot-uniform
 and b zeros (Keras's kernel_initializer / bias_initializer: a name or a
@@ -59,6 +62,7 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            "UpSampling1D", "UpSampling2D",  # vdev/_upsampling_layers.py
            "CenterCrop", "Rescaling", "Resizing",  # vdev/_preprocessing_layers.py
            "GRU", "LSTM", "SimpleRNN",  # vdev/_recurrent_layers.py
+           "Bidirectional",  # vdev/_bidirectional.py
            # Keras's functional API (vdev/_functional.py, vdev/_merge_layers.py)
            "Add", "Average", "Concatenate", "Input", "InputLayer", "Lambda", "Maximum",
            "Minimum", "Multiply", "Subtract", "add", "average", "concatenate", "maximum",
@@ -513,6 +517,7 @@ from ._padding_layers import Cropping1D, Cropping2D, ZeroPadding1D, ZeroPadding2
 from ._upsampling_layers import UpSampling1D, UpSampling2D  # noqa: E402
 from ._preprocessing_layers import CenterCrop, Rescaling, Resizing  # noqa: E402
 from ._recurrent_layers import GRU, LSTM, SimpleRNN  # noqa: E402
+from ._bidirectional import Bidirectional  # noqa: E402
 from ._embedding import Embedding  # noqa: E402
 from ._norm_layers import BatchNormalization, LayerNormalization  # noqa: E402
 from ._pooling_layers import (GlobalAveragePooling1D, GlobalAveragePooling2D,  # noqa: E402

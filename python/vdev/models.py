@@ -17,6 +17,7 @@ from . import _lib
 from ._cloning import clone_model
 from ._fit import Model as _Training
 from ._functional import Functional, _inbound_nodes, _row
+from ._bidirectional import Bidirectional
 from ._recurrent_layers import _RNN
 from .layers import Conv2D, Dense, Layer, _dedup, _keras_config
 
@@ -36,7 +37,8 @@ def _build(layer, shape):
                 return
             _build(l, shape)
             shape = _layer_output_shape(l, shape)
-    elif isinstance(layer, (Dense, Conv2D, _RNN)) and not layer.built and shape[-1] is not None:
+    elif (isinstance(layer, (Dense, Conv2D, _RNN, Bidirectional)) and not layer.built
+          and shape[-1] is not None):
         layer.build(shape[-1])
     else:
         from ._norm_layers import BatchNormalization, LayerNormalization
