@@ -281,6 +281,7 @@ class _Pooling2D(_base()):
         _float32_only(self, dtype)
         _channels_last(self, data_format)
         super().__init__(name, trainable)
+        self._device = current_device()  # where a NumPy input is made (Dense's rule)
         r = self._rank
         self.pool_size = _tuple(pool_size, r, "pool_size")
         # as Keras: a stride of 0 passes here and is the op's error at the call
@@ -308,7 +309,7 @@ class _Pooling2D(_base()):
                 "strides": self.strides, "data_format": "channels_last"}
 
     def __call__(self, inputs, training=None, mask=None):
-        x = _float_input(None, inputs)
+        x = _float_input(self._device, inputs)
         _check_rank(self, tuple(int(d) for d in x.shape), self._rank + 2)
         return type(self)._op(x, list(self.pool_size), list(self.strides),
                               self.padding.upper())
@@ -335,6 +336,7 @@ class Flatten(_base()):
         _float32_only(self, dtype)
         _channels_last(self, data_format)
         super().__init__(name, trainable)
+        self._device = current_device()  # where a NumPy input is made (Dense's rule)
         self._batch_input_shape = _input_shape(self, input_shape)
 
     def compute_output_shape(self, input_shape):
@@ -357,7 +359,7 @@ class Flatten(_base()):
         # as Keras, which casts only floating inputs to the layer's dtype:
         # an int32 tensor stays int32 (a reshape computes nothing)
         x = inputs if isinstance(inputs, Tensor) and inputs.dtype is int32 else \
-            _float_input(None, inputs)
+            _float_input(self._device, inputs)
         shape = tuple(int(d) for d in x.shape)
         if not shape:
             raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '

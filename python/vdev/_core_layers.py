@@ -29,6 +29,7 @@ import numpy as np
 
 from . import _ops, _strategy_context, errors, random
 from ._conv_layers import _base, _check_rank, _float32_only, _float_input, _input_shape
+from ._device import current_device
 from ._tensor import Tensor, int32
 
 __all__ = ["Activation", "Dropout", "ELU", "LeakyReLU", "Permute", "ReLU", "Reshape", "Softmax"]
@@ -82,11 +83,16 @@ def _floatx(value):
 
 
 class _Stateless(_base()):
-    """A layer without weights, taking Keras's base-layer arguments."""
+    """A layer without weights, taking Keras's base-layer arguments. Like
+    Dense, it remembers the device scope it was made in: an input that is
+    not a tensor (a NumPy batch fit feeds) is made there unless a scope is
+    open at the call, so a model built under ``vdev.device('GPU:1')`` whose
+    first layer has no weights does not start its steps on GPU:0."""
 
     def __init__(self, name=None, trainable=True, input_shape=None, dtype=None, ndim=None):
         _float32_only(self, dtype)
         super().__init__(name, trainable)
+        self._device = current_device()
         self._batch_input_shape = _input_shape(self, input_shape, ndim)
 
     def _config(self, **config):
@@ -170,7 +176,7 @@ class Dropout(_Stateless):
         return padded
 
     def __call__(self, inputs, training=None):
-        x = _float_input(None, inputs)
+        x = _float_input(self._device, inputs)
         if not _resolve_training(training):
             return _ops.identity(x)  # Keras's tf.identity
         rate = self.rate
@@ -194,12 +200,12 @@ class Dropout(_Stateless):
 
 # ---- Reshape and Permute ----
 
-def _shape_input(inputs):
+def _shape_input(layer, inputs):
     """The input of a layer that moves elements only: an int32 tensor stays
     int32 (Keras casts floating inputs only, as vdev's Flatten)."""
     if isinstance(inputs, Tensor) and inputs.dtype is int32:
         return inputs
-    return _float_input(None, inputs)
+    return _float_input(layer._device, inputs)
 
 
 class Reshape(_Stateless):
@@ -246,7 +252,7 @@ class Reshape(_Stateless):
         return self._config(target_shape=self.target_shape)
 
     def __call__(self, inputs, training=None):
-        x = _shape_input(inputs)
+        x = _shape_input(self, inputs)
         batch = int(x.shape[0]) if x.ndim else 1
         return _ops.reshape(x, [batch] + list(self.target_shape))  # TensorFlow's errors
 
@@ -273,7 +279,7 @@ class Permute(_Stateless):
         return self._config(dims=self.dims)
 
     def __call__(self, inputs, training=None):
-        x = _shape_input(inputs)
+        x = _shape_input(self, inputs)
         _check_rank(self, tuple(int(d) for d in x.shape), len(self.dims) + 1)
         return _ops.transpose(x, (0,) + self.dims)
 
@@ -295,7 +301,7 @@ class Activation(_Stateless):
         return self._config(activation=_activation_name(self.activation))
 
     def __call__(self, inputs, training=None):
-        x = _float_input(None, inputs)
+        x = _float_input(self._device, inputs)
         # None (linear, or fit's copy taking the logits) is the input itself
         return self.activation(x) if self.activation else x
 
@@ -327,7 +333,7 @@ class ReLU(_Stateless):
                             threshold=self.threshold)
 
     def __call__(self, inputs, training=None):
-        return _relu(_float_input(None, inputs), self.negative_slope, self.max_value,
+        return _relu(_float_input(self._device, inputs), self.negative_slope, self.max_value,
                      self.threshold)
 
 
@@ -374,7 +380,7 @@ class ELU(_Stateless):
 
     def __call__(self, inputs, training=None):
         from .activations import elu
-        return elu(_float_input(None, inputs), self.alpha)
+        return elu(_float_input(self._device, inputs), self.alpha)
 
 
 class LeakyReLU(_Stateless):
@@ -392,7 +398,7 @@ class LeakyReLU(_Stateless):
         return self._config(alpha=float(self.alpha))
 
     def __call__(self, inputs, training=None):
-        x = _float_input(None, inputs)
+        x = _float_input(self._device, inputs)
         return _ops.add(_ops.relu(x), _ops.multiply(_ops.minimum(x, 0.0), self.alpha))
 
 
@@ -452,7 +458,7 @@ class Softmax(_Stateless):
         return int(axis) % ndim
 
     def __call__(self, inputs, mask=None, training=None):
-        x = _float_input(None, inputs)
+        x = _float_input(self._device, inputs)
         if mask is not None:
             with _ops._near(x):
                 m = _ops.convert_to_tensor(np.asarray(

@@ -58,7 +58,7 @@ class ZeroPadding1D(_Stateless):
         return self._config(padding=self.padding)
 
     def __call__(self, inputs, training=None, mask=None):
-        x = _float_input(None, inputs)
+        x = _float_input(self._device, inputs)
         _check_rank(self, tuple(int(d) for d in x.shape), 3)
         return _pad.pad(x, [[0, 0], list(self.padding), [0, 0]])
 
@@ -86,7 +86,7 @@ class ZeroPadding2D(_Stateless):
         return self._config(padding=self.padding, data_format="channels_last")
 
     def __call__(self, inputs, training=None, mask=None):
-        x = _float_input(None, inputs)
+        x = _float_input(self._device, inputs)
         _check_rank(self, tuple(int(d) for d in x.shape), 4)
         return _pad.pad(x, [[0, 0], list(self.padding[0]), list(self.padding[1]), [0, 0]])
 
@@ -115,7 +115,7 @@ class Cropping1D(_Stateless):
         return self._config(cropping=self.cropping)
 
     def __call__(self, inputs, training=None, mask=None):
-        x = _float_input(None, inputs)
+        x = _float_input(self._device, inputs)
         shape = tuple(int(d) for d in x.shape)
         _check_rank(self, shape, 3)
         if sum(self.cropping) >= shape[1]:
@@ -148,7 +148,7 @@ class Cropping2D(_Stateless):
         return self._config(cropping=self.cropping, data_format="channels_last")
 
     def __call__(self, inputs, training=None, mask=None):
-        x = _float_input(None, inputs)
+        x = _float_input(self._device, inputs)
         shape = tuple(int(d) for d in x.shape)
         _check_rank(self, shape, 4)
         (t, b), (l, r) = self.cropping

@@ -21,6 +21,7 @@ Masks are not taken (vdev's layers pass none).
 """
 
 from . import _ops, nn
+from ._device import current_device
 from ._conv_layers import (_base, _channels_last, _check_rank, _float32_only, _float_input,
                            _input_shape)
 
@@ -36,6 +37,7 @@ class _GlobalPooling(_base()):
         _float32_only(self, dtype)
         _channels_last(self, data_format)
         super().__init__(name, trainable)
+        self._device = current_device()  # where a NumPy input is made (Dense's rule)
         self.data_format = "channels_last"
         self.keepdims = keepdims
         self._built = False
@@ -75,7 +77,7 @@ class _GlobalPooling(_base()):
         if mask is not None:
             raise ValueError("vdev's %s takes mask=None only: vdev's layers pass no masks"
                              % type(self).__name__)
-        x = _float_input(None, inputs)
+        x = _float_input(self._device, inputs)
         shape = tuple(int(d) for d in x.shape)
         _check_rank(self, shape, self._ndim)
         self._maybe_build(shape)

@@ -87,7 +87,7 @@ class Rescaling(_Stateless):
         return self._config(scale=self.scale, offset=self.offset)
 
     def __call__(self, inputs, training=None):
-        x = _float_input(None, inputs)
+        x = _float_input(self._device, inputs)
         return _ops.add(_ops.multiply(x, _floatx(self.scale)), _floatx(self.offset))
 
 
@@ -113,7 +113,7 @@ class Resizing(_Stateless):
                             crop_to_aspect_ratio=self.crop_to_aspect_ratio)
 
     def __call__(self, inputs, training=None):
-        x = _float_input(None, inputs)
+        x = _float_input(self._device, inputs)
         size = [self.height, self.width]
         if self.crop_to_aspect_ratio:
             return smart_resize(x, size, self._method)
@@ -137,7 +137,7 @@ class CenterCrop(_Stateless):
         return self._config(height=self.height, width=self.width)
 
     def __call__(self, inputs, training=None):
-        x = _float_input(None, inputs)
+        x = _float_input(self._device, inputs)
         h, w = _image(x)
         dh, dw = h - self.height, w - self.width
         if dh >= 0 and dw >= 0:

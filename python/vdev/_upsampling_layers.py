@@ -52,7 +52,7 @@ class UpSampling1D(_Stateless):
         return self._config(size=self.size)
 
     def __call__(self, inputs, training=None, mask=None):
-        x = _float_input(None, inputs)
+        x = _float_input(self._device, inputs)
         shape = tuple(int(d) for d in x.shape)
         _check_rank(self, shape, 3)
         if self.size < 1:  # TensorFlow's repeat of a negative count, vdev's words
@@ -93,7 +93,7 @@ class UpSampling2D(_Stateless):
                             interpolation=self.interpolation)
 
     def __call__(self, inputs, training=None, mask=None):
-        x = _float_input(None, inputs)
+        x = _float_input(self._device, inputs)
         shape = tuple(int(d) for d in x.shape)
         _check_rank(self, shape, 4)
         if self.interpolation == "bilinear":
