@@ -58,6 +58,35 @@ def test_a_weightless_layer_keeps_to_its_device(make, shape):
         assert free(x).device.endswith("GPU:1")
 
 
+@pytest.mark.parametrize("merge", [layers.Concatenate, layers.Add, layers.Multiply,
+                                   layers.Average, layers.Maximum])
+def test_a_merge_layer_of_numpy_inputs_keeps_to_its_device(merge):
+    a, b = (rng.uniform(-1, 1, (2, 3)).astype(f32) for _ in range(2))
+    with vdev.device("GPU:1"):
+        layer = merge()
+    before = vdev.placement.op_count(device="/device:GPU:0")
+    copied = vdev.placement.bytes_copied()
+    assert layer([a, b]).device.endswith("GPU:1")
+    assert vdev.placement.op_count(device="/device:GPU:0") == before
+    assert vdev.placement.bytes_copied() == copied
+    with vdev.device("CPU:0"):
+        assert layer([a, b]).device.endswith("CPU:0")
+
+
+def test_a_functional_model_of_two_numpy_inputs_trains_on_its_gpu():
+    with vdev.device("GPU:1"):
+        a, b = vdev.Input((4,)), vdev.Input((3,))
+        out = layers.Dense(1, seed=1)(layers.Concatenate()([a, b]))
+        model = vdev.Model([a, b], out)
+        model.compile(vdev.optimizers.Adam(0.01), "mse")
+    x = [rng.uniform(-1, 1, (8, 4)).astype(f32), rng.uniform(-1, 1, (8, 3)).astype(f32)]
+    before = vdev.placement.op_count(device="/device:GPU:0")
+    copied = vdev.placement.bytes_copied()
+    model.fit(x, rng.uniform(-1, 1, (8, 1)).astype(f32), batch_size=4, epochs=1, verbose=0)
+    assert vdev.placement.op_count(device="/device:GPU:0") == before
+    assert vdev.placement.bytes_copied() == copied
+
+
 def test_a_model_with_a_weightless_first_layer_trains_on_its_gpu():
     x = rng.integers(0, 256, (16, 8, 8, 1)).astype(f32)
     y = rng.integers(0, 2, 16).astype(np.int32)

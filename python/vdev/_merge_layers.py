@@ -12,6 +12,7 @@ give. Their shape checks are Keras's (``_Merge.build``,
 import numpy as np
 
 from . import _ops
+from ._device import current_device, device
 from ._tensor import Tensor
 from .layers import Layer
 
@@ -34,9 +35,11 @@ def _shapes(inputs):
     return _shape_of(inputs)
 
 
-def _tensors(inputs):
+def _tensors(inputs, layer_device=None):
     """The inputs as vdev tensors: a value (numpy, a list) is made beside the
-    first tensor among them (on the current scope when there is none)."""
+    first tensor among them; when there is none, on the device scope open
+    now, else on the one the layer was made in (Dense's rule), else the
+    default."""
     first = next((x for x in inputs if isinstance(x, Tensor)), None)
     out = []
     for x in inputs:
@@ -46,6 +49,9 @@ def _tensors(inputs):
                 arr = arr.astype(np.float32)
             if first is not None:
                 with _ops._near(first):
+                    x = _ops.convert_to_tensor(arr)
+            elif layer_device is not None and current_device() is None:
+                with device(layer_device):
                     x = _ops.convert_to_tensor(arr)
             else:
                 x = _ops.convert_to_tensor(arr)
@@ -101,6 +107,7 @@ class _Merge(Layer):
     def __init__(self, name=None, trainable=True, dtype=None):
         _float32_only(self, dtype)
         super().__init__(name, trainable)
+        self._device = current_device()  # where NumPy inputs are made (Dense's rule)
 
     def _elemwise_shape(self, shape1, shape2):
         """Keras's _compute_elemwise_op_output_shape (shapes without the
@@ -172,7 +179,7 @@ class _Merge(Layer):
         and ``mask`` change nothing."""
         shapes = _shapes(inputs)
         self.compute_output_shape(shapes)
-        xs = _tensors(inputs)
+        xs = _tensors(inputs, self._device)
         ranks = [len(s) for s in shapes]
         if len(set(ranks)) > 1:
             # Keras's reshape: the inputs of lower rank gain axes of 1 at
@@ -319,7 +326,7 @@ class Concatenate(_Merge):
         """vdev.concat of inputs (a list of tensors or values) along axis."""
         shapes = _shapes(inputs)
         self._check(shapes)
-        return _ops.concat(_tensors(inputs), self.axis)
+        return _ops.concat(_tensors(inputs, self._device), self.axis)
 
 
 def concatenate(inputs, axis=-1, **kwargs):
