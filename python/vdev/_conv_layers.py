@@ -114,6 +114,16 @@ def _float_input(layer_device, x):
     return x if x.dtype is float32 else _ops._cast(x, float32)
 
 
+def _weighted_input(layer, x):
+    """The input of a layer with a kernel, as a float32 tensor: a value (not
+    a tensor) made beside the kernel once it is built, else on the layer's
+    device (_float_input)."""
+    if not isinstance(x, Tensor) and layer.kernel is not None:
+        with _ops._near(layer.kernel):
+            return _ops.convert_to_tensor(x, float32)
+    return _float_input(layer._device, x)
+
+
 def _float32_only(layer, dtype):
     if dtype is not None and getattr(dtype, "name", dtype) != "float32":
         raise ValueError("vdev's %s takes dtype=None or 'float32' only, not %r: vdev's layers "
@@ -253,11 +263,7 @@ class Conv2D(_base()):
                 "bias_constraint": None}
 
     def __call__(self, inputs, training=None, mask=None):
-        x = inputs
-        if not isinstance(x, Tensor) and self.kernel is not None:
-            with _ops._near(self.kernel):
-                x = _ops.convert_to_tensor(x, float32)
-        x = _float_input(self._device, x)
+        x = _weighted_input(self, inputs)
         shape = tuple(int(d) for d in x.shape)
         _check_rank(self, shape, self._rank + 2)
         if self.kernel is None:

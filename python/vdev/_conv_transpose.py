@@ -19,8 +19,7 @@ vdev runs them as conv2d_transpose with those dilations, the same values.
 """
 
 from . import _ops, nn
-from ._conv_layers import Conv2D, _check_rank, _float_input, _input_shape, _tuple
-from ._tensor import Tensor, float32
+from ._conv_layers import Conv2D, _check_rank, _input_shape, _tuple, _weighted_input
 
 __all__ = ["Conv1DTranspose", "Conv2DTranspose"]
 
@@ -134,11 +133,7 @@ class Conv2DTranspose(Conv2D):
         return config
 
     def __call__(self, inputs, training=None, mask=None):
-        x = inputs
-        if not isinstance(x, Tensor) and self.kernel is not None:
-            with _ops._near(self.kernel):
-                x = _ops.convert_to_tensor(x, float32)
-        x = _float_input(self._device, x)
+        x = _weighted_input(self, inputs)
         shape = tuple(int(d) for d in x.shape)
         self._check_input_shape(shape)
         if self.kernel is None:

@@ -35,9 +35,10 @@ import hashlib
 import numbers
 
 from . import _ops, _strategy_context, initializers, random
-from ._conv_layers import _base, _check_rank, _float32_only, _float_input, _input_shape
+from ._conv_layers import (_base, _check_rank, _float32_only, _float_input, _input_shape,
+                           _weighted_input)
 from ._device import current_device, device
-from ._tensor import Tensor, float32
+from ._tensor import Tensor
 
 __all__ = ["GRU", "LSTM", "SimpleRNN"]
 
@@ -72,49 +73,51 @@ class _RNN(_base()):
     _states = 1
     _cell = "simple_rnn_cell"
 
-    def _setup(self, units, activation, recurrent_activation, use_bias, kernel_initializer,
-               recurrent_initializer, bias_initializer, regularizers, dropout,
-               recurrent_dropout, return_sequences, return_state, go_backwards, stateful, unroll,
-               time_major, input_shape, seed, name, dtype, trainable):
+    def _setup(self, a):
+        """The arguments every recurrent layer takes, from its __init__'s
+        locals() (SimpleRNN has no recurrent_activation)."""
         from .layers import _activation, _bias_seed
         cls = type(self).__name__
-        for arg, x in regularizers:
-            if x is not None:
-                raise ValueError("vdev's %s takes %s=None only, not %r" % (cls, arg, x))
-        for arg, x in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
-            if x != 0:
+        for arg in ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
+                    "activity_regularizer", "kernel_constraint", "recurrent_constraint",
+                    "bias_constraint"):
+            if a[arg] is not None:
+                raise ValueError("vdev's %s takes %s=None only, not %r" % (cls, arg, a[arg]))
+        for arg in ("dropout", "recurrent_dropout"):
+            if a[arg] != 0:
                 raise ValueError("vdev's %s takes %s=0 only, not %r: vdev's recurrent layers "
-                                 "do not drop units" % (cls, arg, x))
-        if stateful:
+                                 "do not drop units" % (cls, arg, a[arg]))
+        if a["stateful"]:
             raise ValueError("vdev's %s takes stateful=False only: each call starts from "
                              "initial_state (zeros by default)" % cls)
-        _float32_only(self, dtype)
-        super().__init__(name, trainable)
+        _float32_only(self, a["dtype"])
+        super().__init__(a["name"], a["trainable"])
+        units = a["units"]
         if isinstance(units, bool) or not isinstance(units, numbers.Integral) or units <= 0:
             raise ValueError("Received an invalid value for argument `units`, expected a "
                              "positive integer, got %s." % (units,))
         self.units = int(units)
-        self.activation = _activation(activation)
-        self.recurrent_activation = _activation(recurrent_activation)
-        self.use_bias = bool(use_bias)
-        self.seed = random._seed(seed)
-        self.kernel_initializer = initializers._get(kernel_initializer, self.seed)
+        self.activation = _activation(a["activation"])
+        self.recurrent_activation = _activation(a.get("recurrent_activation"))
+        self.use_bias = bool(a["use_bias"])
+        self.seed = random._seed(a["seed"])
+        self.kernel_initializer = initializers._get(a["kernel_initializer"], self.seed)
         self.recurrent_initializer = initializers._get(
-            recurrent_initializer, _derived_seed(b"vdev.RNN.recurrent_kernel:", self.seed))
-        self.bias_initializer = initializers._get(bias_initializer, _bias_seed(self.seed))
+            a["recurrent_initializer"], _derived_seed(b"vdev.RNN.recurrent_kernel:", self.seed))
+        self.bias_initializer = initializers._get(a["bias_initializer"], _bias_seed(self.seed))
         if None in (self.kernel_initializer, self.recurrent_initializer, self.bias_initializer):
             raise ValueError("Could not interpret initializer identifier: None")
         self.dropout = self.recurrent_dropout = 0.0
-        self.return_sequences = bool(return_sequences)
-        self.return_state = bool(return_state)
-        self.go_backwards = bool(go_backwards)
+        self.return_sequences = bool(a["return_sequences"])
+        self.return_state = bool(a["return_state"])
+        self.go_backwards = bool(a["go_backwards"])
         self.stateful = False
-        self.unroll = bool(unroll)
-        self.time_major = bool(time_major)
+        self.unroll = bool(a["unroll"])
+        self.time_major = bool(a["time_major"])
         self._device = current_device()
         self._strategy = _strategy_context.mirroring_strategy()
         self.kernel = self.recurrent_kernel = self.bias = None
-        self._batch_input_shape = _input_shape(self, input_shape, 3)
+        self._batch_input_shape = _input_shape(self, a["input_shape"], 3)
         if self._batch_input_shape is not None and self._batch_input_shape[-1] is not None:
             self.build(self._batch_input_shape[-1])
 
@@ -209,11 +212,7 @@ class _RNN(_base()):
         if mask is not None:
             raise ValueError("vdev's %s takes mask=None only: vdev's layers pass no masks"
                              % type(self).__name__)
-        x = inputs
-        if not isinstance(x, Tensor) and self.kernel is not None:
-            with _ops._near(self.kernel):
-                x = _ops.convert_to_tensor(x, float32)
-        x = _float_input(self._device, x)
+        x = _weighted_input(self, inputs)
         shape = tuple(int(d) for d in x.shape)
         _check_rank(self, shape, 3)
         if self.time_major:
@@ -292,13 +291,7 @@ class SimpleRNN(_RNN):
                  recurrent_dropout=0.0, return_sequences=False, return_state=False,
                  go_backwards=False, stateful=False, unroll=False, time_major=False,
                  input_shape=None, seed=None, name=None, dtype=None, trainable=True):
-        self._setup(units, activation, None, use_bias, kernel_initializer,
-                    recurrent_initializer, bias_initializer,
-                    _regs(kernel_regularizer, recurrent_regularizer, bias_regularizer,
-                          activity_regularizer, kernel_constraint, recurrent_constraint,
-                          bias_constraint),
-                    dropout, recurrent_dropout, return_sequences, return_state, go_backwards,
-                    stateful, unroll, time_major, input_shape, seed, name, dtype, trainable)
+        self._setup(locals())
 
     def _input_bias(self, xw):
         return _ops.add(xw, self.bias) if self.bias is not None else xw
@@ -326,13 +319,7 @@ class LSTM(_RNN):
                  implementation=2):
         self.unit_forget_bias = bool(unit_forget_bias)
         self.implementation = _implementation(implementation)
-        self._setup(units, activation, recurrent_activation, use_bias, kernel_initializer,
-                    recurrent_initializer, bias_initializer,
-                    _regs(kernel_regularizer, recurrent_regularizer, bias_regularizer,
-                          activity_regularizer, kernel_constraint, recurrent_constraint,
-                          bias_constraint),
-                    dropout, recurrent_dropout, return_sequences, return_state, go_backwards,
-                    stateful, unroll, time_major, input_shape, seed, name, dtype, trainable)
+        self._setup(locals())
 
     def _bias_init(self):
         if self.unit_forget_bias:
@@ -375,13 +362,7 @@ class GRU(_RNN):
                  trainable=True, implementation=2):
         self.reset_after = bool(reset_after)
         self.implementation = _implementation(implementation)
-        self._setup(units, activation, recurrent_activation, use_bias, kernel_initializer,
-                    recurrent_initializer, bias_initializer,
-                    _regs(kernel_regularizer, recurrent_regularizer, bias_regularizer,
-                          activity_regularizer, kernel_constraint, recurrent_constraint,
-                          bias_constraint),
-                    dropout, recurrent_dropout, return_sequences, return_state, go_backwards,
-                    stateful, unroll, time_major, input_shape, seed, name, dtype, trainable)
+        self._setup(locals())
 
     def _bias_shape(self):
         n = 3 * self.units
@@ -426,9 +407,3 @@ def _implementation(mode):
     if mode not in (1, 2):
         raise ValueError("vdev's recurrent layers take implementation=1 or 2, not %r" % (mode,))
     return int(mode)
-
-
-def _regs(kr, rr, br, ar, kc, rc, bc):
-    return (("kernel_regularizer", kr), ("recurrent_regularizer", rr), ("bias_regularizer", br),
-            ("activity_regularizer", ar), ("kernel_constraint", kc),
-            ("recurrent_constraint", rc), ("bias_constraint", bc))
