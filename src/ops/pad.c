@@ -23,37 +23,6 @@
 #include <stdint.h>
 #include <string.h>
 
-/* t joined between two blocks of `value` along axis d: before and after
- * entries of that axis (at least one of them above 0). */
-static vdev_tensor_t *pad_axis(const vdev_tensor_t *t, const int64_t *shape, int ndim, int d,
-                               int64_t before, int64_t after, enum vdev_dtype dt, double value)
-{
-    const vdev_tensor_t *parts[3];
-    vdev_tensor_t *blocks[2] = {NULL, NULL};
-    int n = 0;
-    int64_t s[VDEV_MAX_DIMS];
-    memcpy(s, shape, sizeof s);
-    if (before > 0) {
-        s[d] = before;
-        if (!(blocks[0] = vdev_tensor_fill(s, ndim, dt, value)))
-            return NULL;
-        parts[n++] = blocks[0];
-    }
-    parts[n++] = t;
-    if (after > 0) {
-        s[d] = after;
-        if (!(blocks[1] = vdev_tensor_fill(s, ndim, dt, value))) {
-            vdev_tensor_free(blocks[0]);
-            return NULL;
-        }
-        parts[n++] = blocks[1];
-    }
-    vdev_tensor_t *out = vdev_concat(parts, n, d);
-    vdev_tensor_free(blocks[0]);
-    vdev_tensor_free(blocks[1]);
-    return out;
-}
-
 /* TensorFlow's checks of paddings against a tensor of `shape` (ndim axes),
  * shared by Pad and MirrorPad, axis by axis in its order: op names the kernel
  * ("Pad", "MirrorPad"), neg the start of its message for a negative padding
@@ -107,50 +76,6 @@ static int check_paddings(const char *op, const char *neg, int mirror, const int
     return 1;
 }
 
-VDEV_API vdev_tensor_t *vdev_pad(const vdev_tensor_t *t, const int64_t *paddings, int n,
-                                 double value)
-{
-    if (!t)
-        return NULL;
-    const struct vdev_tens *x = vdev_tens_use(t, "vdev_pad");
-    if (!x)
-        return NULL;
-    int ndim = x->ndim;
-    int64_t shape[VDEV_MAX_DIMS];
-    memcpy(shape, x->shape, sizeof shape);
-    enum vdev_dtype dt = x->dtype;
-    if (!check_paddings("Pad", "Paddings", -1, shape, ndim, paddings, n))
-        return NULL;
-    /* the blocks where the joins run: the scope's device, else t's */
-    int pushed = 0;
-    if (!vdev_placement_scope_device()) {
-        if (vdev_device_push(vdev_tensor_device(t)) != VDEV_OK)
-            return NULL;
-        pushed = 1;
-    }
-    vdev_tensor_t *cur = NULL; /* the last join, this call's own */
-    int padded = 0;
-    for (int d = 0; d < ndim; d++) {
-        int64_t b = paddings[2 * d], a = paddings[2 * d + 1];
-        if (b == 0 && a == 0)
-            continue;
-        padded = 1;
-        vdev_tensor_t *next = pad_axis(cur ? cur : t, shape, ndim, d, b, a, dt, value);
-        vdev_tensor_free(cur);
-        cur = next;
-        if (!cur)
-            break;
-        shape[d] += b + a;
-    }
-    if (pushed)
-        vdev_device_pop();
-    if (padded)
-        return cur;
-    /* no padding anywhere: a new tensor all the same, as TensorFlow's Pad
-     * gives one (Identity: a copy a later write to t leaves as it was) */
-    return vdev_identity(t);
-}
-
 /* `count` rows of t along axis d, from row `first` backwards (a StridedSlice
  * of stride -1 on that axis, every other axis whole). */
 static vdev_tensor_t *rows_backwards(const vdev_tensor_t *t, int ndim, int d, int64_t first,
@@ -171,31 +96,106 @@ static vdev_tensor_t *rows_backwards(const vdev_tensor_t *t, int ndim, int d, in
     return vdev_strided_slice(t, ndim, begin, end, strides, whole, end_mask, 0, 0, 0);
 }
 
-/* t joined between its mirrored edges along axis d (size `size`): offset 1
- * for REFLECT (the edge row left out), 0 for SYMMETRIC (repeated). */
-static vdev_tensor_t *mirror_axis(const vdev_tensor_t *t, int ndim, int d, int64_t size,
-                                  int64_t before, int64_t after, int offset)
+/* What goes around the tensor: `value` (mirror -1, Pad), or the tensor's own
+ * rows mirrored at its edge (mirror 1 REFLECT, the edge row left out; 0
+ * SYMMETRIC, repeated). */
+struct fill {
+    int mirror;
+    enum vdev_dtype dtype;
+    double value;
+};
+
+/* The block of `count` entries along axis d before (side 0) or after
+ * (side 1) t, whose shape is `shape`. */
+static vdev_tensor_t *block(const vdev_tensor_t *t, const int64_t *shape, int ndim, int d,
+                            int side, int64_t count, const struct fill *f)
+{
+    if (f->mirror < 0) {
+        int64_t s[VDEV_MAX_DIMS];
+        memcpy(s, shape, sizeof s);
+        s[d] = count;
+        return vdev_tensor_fill(s, ndim, f->dtype, f->value);
+    }
+    int64_t first = side ? shape[d] - 1 - f->mirror : count - 1 + f->mirror;
+    return rows_backwards(t, ndim, d, first, count);
+}
+
+/* t joined between its blocks along axis d: before and after entries of
+ * that axis (at least one of them above 0). */
+static vdev_tensor_t *pad_axis(const vdev_tensor_t *t, const int64_t *shape, int ndim, int d,
+                               int64_t before, int64_t after, const struct fill *f)
 {
     const vdev_tensor_t *parts[3];
-    vdev_tensor_t *edges[2] = {NULL, NULL};
+    vdev_tensor_t *blocks[2] = {NULL, NULL};
     int n = 0;
     if (before > 0) {
-        if (!(edges[0] = rows_backwards(t, ndim, d, before - 1 + offset, before)))
+        if (!(blocks[0] = block(t, shape, ndim, d, 0, before, f)))
             return NULL;
-        parts[n++] = edges[0];
+        parts[n++] = blocks[0];
     }
     parts[n++] = t;
     if (after > 0) {
-        if (!(edges[1] = rows_backwards(t, ndim, d, size - 1 - offset, after))) {
-            vdev_tensor_free(edges[0]);
+        if (!(blocks[1] = block(t, shape, ndim, d, 1, after, f))) {
+            vdev_tensor_free(blocks[0]);
             return NULL;
         }
-        parts[n++] = edges[1];
+        parts[n++] = blocks[1];
     }
     vdev_tensor_t *out = vdev_concat(parts, n, d);
-    vdev_tensor_free(edges[0]);
-    vdev_tensor_free(edges[1]);
+    vdev_tensor_free(blocks[0]);
+    vdev_tensor_free(blocks[1]);
     return out;
+}
+
+/* Both pads once their paddings are checked: each padded axis in turn, each
+ * from the last one's result; the blocks made where the joins run (the
+ * scope's device, else t's). No padding anywhere gives a new tensor all the
+ * same, as TensorFlow's Pad gives one (Identity: a copy a later write to t
+ * leaves as it was). */
+static vdev_tensor_t *pad_all(const vdev_tensor_t *t, const int64_t *tshape, int ndim,
+                              const int64_t *paddings, const struct fill *f)
+{
+    int64_t shape[VDEV_MAX_DIMS];
+    memcpy(shape, tshape, sizeof shape);
+    int pushed = 0;
+    if (!vdev_placement_scope_device()) {
+        if (vdev_device_push(vdev_tensor_device(t)) != VDEV_OK)
+            return NULL;
+        pushed = 1;
+    }
+    vdev_tensor_t *cur = NULL; /* the last join, this call's own */
+    int padded = 0;
+    for (int d = 0; d < ndim; d++) {
+        int64_t b = paddings[2 * d], a = paddings[2 * d + 1];
+        if (b == 0 && a == 0)
+            continue;
+        padded = 1;
+        vdev_tensor_t *next = pad_axis(cur ? cur : t, shape, ndim, d, b, a, f);
+        vdev_tensor_free(cur);
+        cur = next;
+        if (!cur)
+            break;
+        shape[d] += b + a;
+    }
+    if (pushed)
+        vdev_device_pop();
+    return padded ? cur : vdev_identity(t);
+}
+
+VDEV_API vdev_tensor_t *vdev_pad(const vdev_tensor_t *t, const int64_t *paddings, int n,
+                                 double value)
+{
+    if (!t)
+        return NULL;
+    const struct vdev_tens *x = vdev_tens_use(t, "vdev_pad");
+    if (!x)
+        return NULL;
+    int64_t shape[VDEV_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    struct fill f = {.mirror = -1, .dtype = x->dtype, .value = value};
+    if (!check_paddings("Pad", "Paddings", -1, shape, x->ndim, paddings, n))
+        return NULL;
+    return pad_all(t, shape, x->ndim, paddings, &f);
 }
 
 VDEV_API vdev_tensor_t *vdev_mirror_pad(const vdev_tensor_t *t, const int64_t *paddings, int n,
@@ -206,15 +206,15 @@ VDEV_API vdev_tensor_t *vdev_mirror_pad(const vdev_tensor_t *t, const int64_t *p
     const struct vdev_tens *x = vdev_tens_use(t, "vdev_mirror_pad");
     if (!x)
         return NULL;
-    int offset;
+    struct fill f = {.dtype = x->dtype};
     if (!mode) {
         vdev_error(VDEV_ERR_INVALID_ARG, "MirrorPad: mode is NULL");
         return NULL;
     }
     if (strcmp(mode, "REFLECT") == 0) {
-        offset = 1;
+        f.mirror = 1;
     } else if (strcmp(mode, "SYMMETRIC") == 0) {
-        offset = 0;
+        f.mirror = 0;
     } else {
         vdev_error(VDEV_ERR_INVALID_ARG,
                    "MirrorPad: Value for attr 'mode' of \"%.64s\" is not in the list of allowed "
@@ -222,23 +222,9 @@ VDEV_API vdev_tensor_t *vdev_mirror_pad(const vdev_tensor_t *t, const int64_t *p
                    mode);
         return NULL;
     }
-    int ndim = x->ndim;
     int64_t shape[VDEV_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
-    if (!check_paddings("MirrorPad", "paddings", offset, shape, ndim, paddings, n))
+    if (!check_paddings("MirrorPad", "paddings", f.mirror, shape, x->ndim, paddings, n))
         return NULL;
-    vdev_tensor_t *cur = NULL; /* the last join, this call's own */
-    for (int d = 0; d < ndim; d++) {
-        int64_t b = paddings[2 * d], a = paddings[2 * d + 1];
-        if (b == 0 && a == 0)
-            continue;
-        vdev_tensor_t *next = mirror_axis(cur ? cur : t, ndim, d, shape[d], b, a, offset);
-        vdev_tensor_free(cur);
-        if (!next)
-            return NULL;
-        cur = next;
-        shape[d] += b + a;
-    }
-    /* no padding anywhere: a copy, as vdev_pad gives */
-    return cur ? cur : vdev_identity(t);
+    return pad_all(t, shape, x->ndim, paddings, &f);
 }
