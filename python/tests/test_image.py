@@ -166,3 +166,55 @@ def test_refusals():
         with pytest.raises(kind) as e:
             call()
         assert str(e.value) == msg
+
+
+@pytest.mark.parametrize("dev", ["CPU:0", "GPU:1"])
+def test_flips_crop_and_standardization(dev):
+    x4 = rng.uniform(-3, 3, (2, 5, 4, 3)).astype(f32)
+    with vdev.device(dev):
+        t = vdev.constant(x4)
+    for x, y in ((x4, t), (x4[1], t[1])):
+        np.testing.assert_array_equal(vdev.image.flip_left_right(y).numpy(), x[..., ::-1, :])
+        np.testing.assert_array_equal(vdev.image.flip_up_down(y).numpy(), x[..., ::-1, :, :])
+        assert vdev.image.flip_left_right(y).device.endswith(dev)
+    # central_crop: TensorFlow's start int((size - size * fraction) / 2) on each side
+    img = rng.uniform(0, 1, (10, 9, 2)).astype(f32)
+    for frac in (0.5, 0.33, 0.9, 1.0):
+        top, left = int((10 - 10 * frac) / 2), int((9 - 9 * frac) / 2)
+        np.testing.assert_array_equal(vdev.image.central_crop(img, frac).numpy(),
+                                      img[top:10 - top, left:9 - left])
+    # per-image standardization, against float64 loops; a uniform image stays finite
+    xs = np.concatenate([x4, np.full((1, 5, 4, 3), 7, f32)])
+    got = vdev.image.per_image_standardization(xs).numpy()
+    for k in range(3):
+        d = xs[k].astype(np.float64)
+        want = (d - d.mean()) / max(d.std(), 1 / math.sqrt(d.size))
+        np.testing.assert_allclose(got[k], want, rtol=1e-5, atol=1e-6)
+    assert not got[2].any()
+    ints = vdev.image.per_image_standardization(np.arange(24, dtype=np.int32).reshape(2, 4, 3))
+    assert ints.dtype is vdev.float32
+    # the gradient of a flip is the flipped gradient
+    xv = vdev.Variable(x4)
+    r = rng.uniform(-1, 1, x4.shape).astype(f32)
+    with vdev.GradientTape() as tape:
+        loss = vdev.reduce_sum(vdev.image.flip_left_right(xv) * r)
+    np.testing.assert_array_equal(tape.gradient(loss, xv).numpy(), r[:, :, ::-1])
+
+
+def test_flip_and_crop_refusals():
+    cases = [
+        (lambda: vdev.image.flip_left_right(np.zeros((4, 4), f32)), ValueError,
+         "'image' (shape (4, 4)) must be at least three-dimensional."),
+        (lambda: vdev.image.flip_up_down(np.zeros((2, 0, 4, 1), f32)), ValueError,
+         "inner 3 dims of 'image.shape' must be > 0: (2, 0, 4, 1)"),
+        (lambda: vdev.image.central_crop(np.zeros((4, 4, 1), f32), 0.0), ValueError,
+         "central_fraction must be within (0, 1]"),
+        (lambda: vdev.image.central_crop(np.zeros((4, 4), f32), 0.5), ValueError,
+         "`image` should either be a Tensor with rank = 3 or rank = 4. Had rank = 2."),
+        (lambda: vdev.image.per_image_standardization(np.zeros((4, 4), f32)), ValueError,
+         "'image' (shape (4, 4)) must be at least three-dimensional."),
+    ]
+    for call, kind, msg in cases:
+        with pytest.raises(kind) as e:
+            call()
+        assert str(e.value) == msg

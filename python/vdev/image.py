@@ -23,6 +23,13 @@ have at least one channel", "input image must be of non-zero size". vdev
 lacks the other methods (bicubic, area, lanczos3, lanczos5, gaussian,
 mitchellcubic) and bilinear with antialias=True (TensorFlow's
 ScaleAndTranslate): an UnimplementedError naming them.
+
+Also ``flip_left_right`` and ``flip_up_down`` (a StridedSlice of stride -1
+along the width or the height), ``central_crop(image, central_fraction)``
+(TensorFlow's window: start int((size - size * fraction) / 2) on each side)
+and ``per_image_standardization`` ((x - mean) / max(stddev, 1 / sqrt(N)) per
+image, in TensorFlow's steps), for 3-D and 4-D images, with TensorFlow's
+checks and words.
 """
 
 import numpy as np
@@ -30,7 +37,8 @@ import numpy as np
 from . import _ops, errors
 from ._tensor import Tensor, float32, int32
 
-__all__ = ["ResizeMethod", "resize"]
+__all__ = ["ResizeMethod", "central_crop", "flip_left_right", "flip_up_down",
+           "per_image_standardization", "resize"]
 
 
 class ResizeMethod:
@@ -166,3 +174,63 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=Fal
     if not batched:
         y = _ops.reshape(y, (oh, ow, c))
     return y
+
+
+def _at_least_3d(image):
+    """TensorFlow's _CheckAtLeast3DImage: rank 3 or more, its inner three
+    sizes above 0."""
+    x = _ops._t(image)
+    shape = tuple(int(d) for d in x.shape)
+    if len(shape) < 3:
+        raise ValueError("'image' (shape %s) must be at least three-dimensional." % (shape,))
+    if any(d == 0 for d in shape[-3:]):
+        raise ValueError("inner 3 dims of 'image.shape' must be > 0: %s" % (shape,))
+    return x
+
+
+def flip_left_right(image):
+    """``tf.image.flip_left_right``: each image's columns in reverse order."""
+    x = _at_least_3d(image)
+    return x[..., ::-1, :]
+
+
+def flip_up_down(image):
+    """``tf.image.flip_up_down``: each image's rows in reverse order."""
+    x = _at_least_3d(image)
+    return x[..., ::-1, :, :]
+
+
+def central_crop(image, central_fraction):
+    """``tf.image.central_crop``: the central window of each image holding
+    central_fraction of its height and of its width."""
+    if central_fraction <= 0.0 or central_fraction > 1.0:
+        raise ValueError("central_fraction must be within (0, 1]")
+    x = _ops._t(image)
+    if x.ndim not in (3, 4):
+        raise ValueError("`image` should either be a Tensor with rank = 3 or rank = 4. Had "
+                         "rank = %d." % x.ndim)
+    if central_fraction == 1.0:
+        return x
+    h, w = (float(d) for d in tuple(x.shape)[-3:-1])
+    top = int((h - h * central_fraction) / 2)
+    left = int((w - w * central_fraction) / 2)
+    return x[..., top:int(h) - top, left:int(w) - left, :]
+
+
+def per_image_standardization(image):
+    """``tf.image.per_image_standardization``: each image (its last three
+    axes) less its mean, divided by its standard deviation, that at least
+    1 / sqrt(its number of elements) (a uniform image stays finite); float32
+    out."""
+    x = _at_least_3d(image)
+    if x.dtype is not float32:
+        x = _ops._cast(x, float32)
+    n = 1
+    for d in tuple(x.shape)[-3:]:
+        n *= int(d)
+    axes = [-1, -2, -3]
+    mean = _ops.reduce_mean(x, axis=axes, keepdims=True)
+    std = _ops.sqrt(_ops.reduce_mean(_ops.square(_ops.subtract(x, mean)), axis=axes,
+                                     keepdims=True))
+    adjusted = _ops.maximum(std, float(np.float32(1.0) / np.sqrt(np.float32(n))))
+    return _ops.divide(_ops.subtract(x, mean), adjusted)
