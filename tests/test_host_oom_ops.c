@@ -152,7 +152,8 @@ static uint64_t convnet(void)
 
 /* ---- ops: the convolutions and the pad made of others (conv_composed.c, pad.c) */
 
-/* conv1d, max_pool1d, avg_pool1d, pad and mirror pad, and separable_conv2d, with the gradients
+/* conv1d, max_pool1d, avg_pool1d, pad and mirror pad, separable_conv2d and a broadcast batched
+ * product, with the gradients
  * of every operand, on `device`: a refusal inside one of them after its first views
  * were made must leave nothing behind, and the retried call the same bits. wide:
  * windows of 3 (on the simulated GPU, whose kernels allocate on its stream
@@ -163,10 +164,11 @@ static uint64_t composed_on(const char *device, int wide, uint64_t h)
     const int64_t k = wide ? 3 : 1;
     const int64_t xs[3] = {2, 8, 2}, fs[3] = {k, 2, 3}, is[4] = {1, 5, 5, 2},
                   ds[4] = {3, 3, 2, 2}, ps[4] = {1, 1, 4, 3};
-    vdev_tensor_t *v[5] = {var_uniform(xs, 3, 21), var_uniform(fs, 3, 22), var_uniform(is, 4, 23),
-                           var_uniform(ds, 4, 24), var_uniform(ps, 4, 25)};
+    const int64_t bs[3] = {1, 4, 5};
+    vdev_tensor_t *v[6] = {var_uniform(xs, 3, 21), var_uniform(fs, 3, 22), var_uniform(is, 4, 23),
+                           var_uniform(ds, 4, 24), var_uniform(ps, 4, 25), var_uniform(bs, 3, 26)};
     const int64_t pads[6] = {1, 0, 0, 2, 1, 1}, mirrors[6] = {2, 1, 1, 3, 0, 4};
-    vdev_tensor_t *c, *mp, *ap, *pd, *mr, *mr2, *sep, *sq, *s1, *s2, *loss, *g[5];
+    vdev_tensor_t *c, *mp, *ap, *pd, *mr, *mr2, *sep, *sq, *s1, *s2, *bm, *s3, *sum12, *loss, *g[6];
     vdev_tape_t *tape;
     RETRY_PTR(tape, vdev_tape_begin());
     MAKE(c, vdev_conv1d(v[0], v[1], 1, 2, "SAME"));          /* 2,8,3 */
@@ -179,15 +181,19 @@ static uint64_t composed_on(const char *device, int wide, uint64_t h)
     MAKE(s1, vdev_sum_all(mr2));
     MAKE(sq, vdev_mul(sep, sep));
     MAKE(s2, vdev_sum_all(sq));
-    MAKE(loss, vdev_add(s1, s2));
-    RETRY_OK(vdev_tape_gradient(tape, loss, v, 5, g));
+    MAKE(bm, vdev_batch_matmul(mp, v[5], 1, 0)); /* [2,4,3] adjointed x [1,4,5]: 2,3,5 */
+    MAKE(s3, vdev_sum_all(bm));
+    MAKE(sum12, vdev_add(s1, s2));
+    MAKE(loss, vdev_add(sum12, s3));
+    RETRY_OK(vdev_tape_gradient(tape, loss, v, 6, g));
     vdev_tape_end(tape);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         own(g[i]);
     h = digest(h, loss);
     h = digest(h, mr);
     h = digest(h, sep);
-    for (int i = 0; i < 5; i++)
+    h = digest(h, bm);
+    for (int i = 0; i < 6; i++)
         h = digest(h, g[i]);
     RETRY_OK(vdev_device_pop());
     return h;
@@ -473,7 +479,8 @@ static uint64_t tapes(void)
 int main(void)
 {
     sweep("ops: a convolutional net, cpu and simulated GPU", convnet);
-    sweep("ops: 1-D and separable convolutions, pad, cpu and simulated GPU", composed);
+    sweep("ops: 1-D and separable convolutions, pads, a batched product, cpu and simulated GPU",
+          composed);
     sweep("ops: shapes, broadcasting, reductions, cpu and simulated GPU", shape_ops);
     sweep("tensors: makers, devices, variables, scopes, DLPack", tensors);
     sweep("tapes: watch, skip, pause, seeded, released, long", tapes);

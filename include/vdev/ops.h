@@ -232,6 +232,23 @@ VDEV_API vdev_tensor_t *vdev_strided_slice(const vdev_tensor_t *a, int n, const 
                                            const int64_t *end, const int64_t *strides,
                                            int begin_mask, int end_mask, int ellipsis_mask,
                                            int new_axis_mask, int shrink_axis_mask);
+/* TensorFlow's BatchMatMulV2 (tf.matmul of tensors of rank 3 or 4): x
+ * [..., M, K] times y [..., K, N] (adj_x, adj_y: the operand's last two axes
+ * swapped first), f32, the batch axes broadcast as NumPy broadcasts them
+ * (either operand may have none, or fewer), giving [batch..., M, N]. A new
+ * tensor, made of vdev's ops: each batch entry's matrices sliced out
+ * (StridedSlice), one MatMul each, the products stacked (Pack, ConcatV2),
+ * or, when y has no batch axes and x is not adjointed, one MatMul of x
+ * viewed as [batch M, K]; its gradients are theirs (a broadcast operand's
+ * summed over the entries that used it), and the placement log shows those
+ * ops. Errors, in TensorFlow's words after "BatchMatMulV2: ",
+ * VDEV_ERR_SHAPE: "In[0] ndims must be >= 2: 1", "In[0] and In[1] must have
+ * compatible batch dimensions: [2,3,4] vs. [3,4,5]", "Matrix
+ * size-incompatible: In[0]: [2,3,4], In[1]: [2,5,6]"; VDEV_ERR_INVALID_ARG
+ * "input #1 (shape [2,2]) is int32, expected float". A NULL operand gives
+ * NULL with the error left as it was. */
+VDEV_API vdev_tensor_t *vdev_batch_matmul(const vdev_tensor_t *x, const vdev_tensor_t *y,
+                                          int adj_x, int adj_y);
 /* mean((pred - target)^2), a 0-dimensional tensor; 0 for an empty batch
  * (no rows: Keras's divide_no_nan). */
 VDEV_API vdev_tensor_t *vdev_mse(const vdev_tensor_t *pred, const vdev_tensor_t *target);
