@@ -238,6 +238,7 @@ _PROTOS = {
     "vdev_metrics_port": (ctypes.c_int, []),
     # ops
     "vdev_matmul": (_h, [_h, _h, _b, _b]),
+    "vdev_batch_matmul": (_h, [_h, _h, _b, _b]),
     "vdev_add": (_h, [_h, _h]),
     "vdev_sub": (_h, [_h, _h]),
     "vdev_mul": (_h, [_h, _h]),

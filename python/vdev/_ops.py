@@ -159,8 +159,11 @@ def _tf_bool(value, arg):
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
            a_is_sparse=False, b_is_sparse=False, output_type=None, grad_a=False, grad_b=False,
            name=None):
-    """a @ b, 2-D, either operand transposed (OpenBLAS on CPU and simulated
-    GPUs), with tf.matmul's parameters in its order: adjoint_a/adjoint_b
+    """a @ b, either operand transposed (OpenBLAS on CPU and simulated
+    GPUs); operands of rank 3 or 4 (either one) are TensorFlow's batched
+    product, BatchMatMulV2, its batch axes broadcast (vdev/ops.h:
+    vdev_batch_matmul, made of a MatMul per batch entry). With tf.matmul's
+    parameters in its order: adjoint_a/adjoint_b
     transpose (vdev's tensors are real, so the adjoint is the transpose;
     one operand both transposed and adjointed is TensorFlow's ValueError);
     a_is_sparse, b_is_sparse, grad_a and grad_b are TensorFlow's hints, which
@@ -174,6 +177,8 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
             and output_type is None and type(transpose_a) is bool
             and type(transpose_b) is bool and isinstance(a, Tensor) and isinstance(b, Tensor)):
         # the common call, which passes every check below as it is
+        if a.ndim > 2 or b.ndim > 2:
+            return _new(lib.vdev_batch_matmul(a._handle, b._handle, transpose_a, transpose_b))
         return _new(lib.vdev_matmul(a._handle, b._handle, transpose_a, transpose_b))
     flags = dict(transpose_a=transpose_a, transpose_b=transpose_b, adjoint_a=adjoint_a,
                  adjoint_b=adjoint_b, a_is_sparse=a_is_sparse, b_is_sparse=b_is_sparse,
@@ -197,8 +202,9 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
             raise TypeError("vdev's matmul returns its operands' dtype (%s, %s): output_type "
                             "must be None or that dtype, not %r"
                             % (a.dtype.name, b.dtype.name, output_type))
-    return _new(lib.vdev_matmul(a._handle, b._handle, transpose_a or adjoint_a,
-                                transpose_b or adjoint_b))
+    fn = lib.vdev_batch_matmul if a.ndim > 2 or b.ndim > 2 else lib.vdev_matmul
+    return _new(fn(a._handle, b._handle, bool(transpose_a or adjoint_a),
+                   bool(transpose_b or adjoint_b)))
 
 
 def add(x, y, name=None):
