@@ -8,6 +8,7 @@ _separable_layers.py), ``ZeroPadding1D``, ``ZeroPadding2D``, ``Cropping1D`` and
 (from _upsampling_layers.py), ``Rescaling``, ``Resizing`` and ``CenterCrop``
 (from _preprocessing_layers.py), ``SimpleRNN``, ``LSTM`` and ``GRU`` (from
 _recurrent_layers.py) and their wrapper ``Bidirectional`` (from _bidirectional.py),
+``MultiHeadAttention`` (from _attention_layers.py),
 ``Embedding`` (from _embedding.py), ``BatchNormalization`` and
 ``LayerNormalization`` (from _norm_layers.py), ``GlobalAveragePooling1D/2D`` and
 ``GlobalMaxPooling1D/2D`` (from _pooling_layers.py), the merge layers
@@ -63,6 +64,7 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            "CenterCrop", "Rescaling", "Resizing",  # vdev/_preprocessing_layers.py
            "GRU", "LSTM", "SimpleRNN",  # vdev/_recurrent_layers.py
            "Bidirectional",  # vdev/_bidirectional.py
+           "MultiHeadAttention",  # vdev/_attention_layers.py
            # Keras's functional API (vdev/_functional.py, vdev/_merge_layers.py)
            "Add", "Average", "Concatenate", "Input", "InputLayer", "Lambda", "Maximum",
            "Minimum", "Multiply", "Subtract", "add", "average", "concatenate", "maximum",
@@ -518,6 +520,7 @@ from ._upsampling_layers import UpSampling1D, UpSampling2D  # noqa: E402
 from ._preprocessing_layers import CenterCrop, Rescaling, Resizing  # noqa: E402
 from ._recurrent_layers import GRU, LSTM, SimpleRNN  # noqa: E402
 from ._bidirectional import Bidirectional  # noqa: E402
+from ._attention_layers import MultiHeadAttention  # noqa: E402
 from ._embedding import Embedding  # noqa: E402
 from ._norm_layers import BatchNormalization, LayerNormalization  # noqa: E402
 from ._pooling_layers import (GlobalAveragePooling1D, GlobalAveragePooling2D,  # noqa: E402
