@@ -178,6 +178,25 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
                  (long long)k, (long long)n, ta, tb);
         return 1;
     }
+    case VDEV_OP_BATCH_MATMUL: {
+        /* var: bit 0 trans_a, bit 1 trans_b; var / 4: 0 both batches of 3, 1 x's
+         * a batch of 1 (broadcast), 2 y's; size 0 an empty batch */
+        int ta = var & 1, tb = (var >> 1) & 1, bc = var / 4;
+        if (bc > 2 || (size == 0 && bc > 0))
+            return 0;
+        const int64_t *d = MM[size ? size : 2];
+        int64_t m = d[0], k = d[1], n = d[2], nb = size == 0 ? 0 : 3;
+        int64_t sa[3] = {bc == 1 ? 1 : nb, ta ? k : m, ta ? m : k};
+        int64_t sb[3] = {bc == 2 ? 1 : nb, tb ? n : k, tb ? k : n};
+        in_f(c, 0, sa, 3, -1, 1);
+        in_f(c, 1, sb, 3, -1, 1);
+        c->p.i[0] = ta;
+        c->p.i[1] = tb;
+        snprintf(c->desc, sizeof c->desc, "BatchMatMulV2 [%lld]x[%lld] m=%lld k=%lld n=%lld ta=%d "
+                 "tb=%d", (long long)sa[0], (long long)sb[0], (long long)m, (long long)k,
+                 (long long)n, ta, tb);
+        return 1;
+    }
     case VDEV_OP_ADD:
     case VDEV_OP_SUB:
     case VDEV_OP_MUL:

@@ -111,6 +111,35 @@ static void expect(const struct tcase *c, struct texp *e)
     double *o = e->v[0];
     const float *a = F(c, 0);
     switch (c->op) {
+    case VDEV_OP_BATCH_MATMUL: {
+        /* each entry as MATMUL's, a batch of 1 read for every entry */
+        int ta = (int)c->p.i[0], tb = (int)c->p.i[1];
+        int64_t bx = x->shape[0], by = c->in[1].shape[0], nb = bx == 1 ? by : bx;
+        int64_t m = x->shape[ta ? 2 : 1], k = x->shape[ta ? 1 : 2];
+        int64_t nn = c->in[1].shape[tb ? 1 : 2];
+        int64_t sh[3] = {nb, m, nn};
+        free(e->v[0]);
+        exp_out(e, 0, sh, 3, VDEV_F32);
+        e->mag[0] = calloc((size_t)(nb * m * nn + 1), sizeof(double));
+        const float *b = F(c, 1);
+        for (int64_t q = 0; q < nb; q++) {
+            const float *aq = a + (bx == 1 ? 0 : q * m * k), *bq = b + (by == 1 ? 0 : q * k * nn);
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < nn; j++) {
+                    double acc = 0, mag = 0;
+                    for (int64_t p = 0; p < k; p++) {
+                        double av = ta ? aq[p * m + i] : aq[i * k + p];
+                        double bv = tb ? bq[j * k + p] : bq[p * nn + j];
+                        acc += av * bv;
+                        mag += fabs(av * bv);
+                    }
+                    e->v[0][(q * m + i) * nn + j] = acc;
+                    e->mag[0][(q * m + i) * nn + j] = mag;
+                }
+        }
+        e->atol = 1e-6;
+        break;
+    }
     case VDEV_OP_MATMUL: {
         /* C[i,j] = sum_p op(A)[i,p] op(B)[p,j]; mag = sum_p |...| bounds
          * the float-accumulation error of BLAS */

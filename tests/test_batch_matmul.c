@@ -218,22 +218,35 @@ static void test_values_and_gradients(void)
     }
 }
 
-/* The ops it is made of, on the operands' device. */
+/* The ops it is made of, on the operands' device: one BatchMatMulV2 for
+ * equal batches or a broadcast single one, one MatMul for a y without a
+ * batch, a MatMul per entry for batches broadcast both ways. */
 static void test_ops_and_device(void)
 {
     CHECK_OK(vdev_scope_begin());
-    const int64_t sx[3] = {3, 2, 4}, sy[3] = {3, 4, 5}, s2[2] = {4, 5};
+    const int64_t sx[3] = {3, 2, 4}, sy[3] = {3, 4, 5}, s2[2] = {4, 5}, s1[3] = {1, 4, 5};
+    const int64_t sx4[4] = {2, 1, 2, 4};
     CHECK_OK(vdev_device_push("GPU:1"));
     vdev_tensor_t *x = vdev_tensor_fill(sx, 3, VDEV_F32, 1), *y = vdev_tensor_fill(sy, 3, VDEV_F32, 2);
-    vdev_tensor_t *y2 = vdev_tensor_fill(s2, 2, VDEV_F32, 2);
+    vdev_tensor_t *y2 = vdev_tensor_fill(s2, 2, VDEV_F32, 2), *y1 = vdev_tensor_fill(s1, 3, VDEV_F32, 2);
+    vdev_tensor_t *x4 = vdev_tensor_fill(sx4, 4, VDEV_F32, 1);
     CHECK_OK(vdev_device_pop());
-    uint64_t mm = vdev_placement_op_count("MatMul", "/device:GPU:1");
+    const char *g1 = "/device:GPU:1";
+    uint64_t mm = vdev_placement_op_count("MatMul", g1);
+    uint64_t bm = vdev_placement_op_count("BatchMatMulV2", g1);
     vdev_tensor_t *z = vdev_batch_matmul(x, y, 0, 0);
     CHECK(z && strstr(vdev_tensor_device(z), "GPU:1") && check_all_equal(z, 8));
-    CHECK(vdev_placement_op_count("MatMul", "/device:GPU:1") == mm + 3);
+    CHECK(vdev_placement_op_count("BatchMatMulV2", g1) == bm + 1);
+    CHECK(vdev_batch_matmul(x, y1, 0, 0) != NULL); /* a batch of 1: the same op */
+    CHECK(vdev_placement_op_count("BatchMatMulV2", g1) == bm + 2);
+    CHECK(vdev_placement_op_count("MatMul", g1) == mm);
     vdev_tensor_t *z2 = vdev_batch_matmul(x, y2, 0, 0); /* one MatMul */
     CHECK(z2 && check_all_equal(z2, 8));
-    CHECK(vdev_placement_op_count("MatMul", "/device:GPU:1") == mm + 4);
+    CHECK(vdev_placement_op_count("MatMul", g1) == mm + 1);
+    vdev_tensor_t *z4 = vdev_batch_matmul(x4, y, 0, 0); /* [2,1] against [3]: 6 entries */
+    CHECK(z4 && vdev_tensor_dim(z4, 0) == 2 && vdev_tensor_dim(z4, 1) == 3 &&
+          check_all_equal(z4, 8));
+    CHECK(vdev_placement_op_count("MatMul", g1) == mm + 7);
     vdev_scope_end();
 }
 

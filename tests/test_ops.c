@@ -315,6 +315,8 @@ static void sweep(const char *dev, int vs_cpu, int direct)
                 double mm_k = 0.0;
                 if (op == VDEV_OP_MATMUL)
                     mm_k = (double)c.in[0].shape[c.p.i[0] ? 0 : 1];
+                else if (op == VDEV_OP_BATCH_MATMUL)
+                    mm_k = (double)c.in[0].shape[c.p.i[0] ? 1 : 2];
                 else if (op == VDEV_OP_REDUCE_ROWS && e.numel[0])
                     mm_k = (double)c.in[0].n / (double)e.numel[0];
                 else if (op == VDEV_OP_ADAM_UPDATE)

@@ -1,19 +1,19 @@
 /* batch_matmul.c — TensorFlow's BatchMatMulV2 (tf.matmul of tensors of
- * rank 3 or 4, tf.linalg.matmul, the products of attention), made of vdev's
- * own ops: x [..., M, K] and y [..., K, N] (either adjointed: its last two
- * axes swapped; vdev's tensors are real, so the adjoint is the transpose)
- * with batch axes broadcast as NumPy broadcasts them give [batch..., M, N],
- * each batch entry's matrices taken out of the operands (StridedSlice, as
- * vdev_row), multiplied by one MatMul, and the products stacked (Pack and
- * ConcatV2, as vdev_stack). When y has no batch axes and x is not adjointed,
- * the whole product is one MatMul of x viewed as [batch M, K] (a Reshape),
- * the same row by row. So a recording tape differentiates it through those
- * ops (a broadcast operand's gradient is the sum over the entries that used
- * it), every backend runs it with kernels already tested, the CUDA plugin's
- * cuBLAS products included, and the placement log shows StridedSlice,
- * MatMul and Pack where TensorFlow's shows BatchMatMulV2; a product of many
- * small matrices costs an op per matrix. The checks are TensorFlow's
- * BatchMatMulV2 kernel's, in its words. */
+ * rank 3 or 4, tf.linalg.matmul, the products of attention): x [..., M, K]
+ * and y [..., K, N] (either adjointed: its last two axes swapped; vdev's
+ * tensors are real, so the adjoint is the transpose), batch axes broadcast as
+ * NumPy broadcasts them, give [batch..., M, N]. TensorFlow's checks, in its
+ * words, are made here; the product is then one of three: when y has no
+ * batch axes and x is not adjointed, one MatMul of x viewed as [batch M, K]
+ * (the same row by row); when one operand's batch is the output's and the
+ * other's the same or a single entry (equal batches, a batch of 1, or none),
+ * one BATCH_MATMUL op on [B, R, C] views (ops_table.c, its kernels in
+ * kernels_ref.c, kernels_host.c (one gate pass for the whole batch) and the
+ * CUDA plugin's cuda_blas.cu (a cuBLAS product per entry), its gradient in
+ * grads.c, a broadcast operand's summed over the batch); otherwise (batches
+ * broadcast both ways, [2,1] against [3]) each entry's matrices sliced out
+ * (StridedSlice), one MatMul each, stacked (Pack, ConcatV2). The views are
+ * Reshape ops; a recording tape differentiates all three. */
 #include "ops/impl.h"
 #include "vdev/ops.h"
 
@@ -160,6 +160,13 @@ VDEV_API vdev_tensor_t *vdev_batch_matmul(const vdev_tensor_t *x, const vdev_ten
     out[nb + 1] = n;
     if (entries == 0) /* no entry: the empty result, as TensorFlow's */
         return vdev_tensor_fill(out, nb + 2, VDEV_F32, 0.0);
+    /* one BatchMatMulV2 op when one batch is the output's and the other is
+     * the same or a single entry (the common case: equal batches, or an
+     * operand without one) */
+    int same = 1;
+    for (int d = 0; d < nb; d++)
+        same &= bx[d] == by[d];
+    int one_op = same || x_entries == 1 || y_entries == 1;
     vdev_tensor_t *prod;
     if (ny == 2 && !adj_x) {
         /* one MatMul of x viewed as [entries M, K]: the same rows */
@@ -167,13 +174,14 @@ VDEV_API vdev_tensor_t *vdev_batch_matmul(const vdev_tensor_t *x, const vdev_ten
         vdev_tensor_t *xv = vdev_reshape(x, v, 2);
         prod = xv ? vdev_matmul(xv, y, 0, adj_y) : NULL;
         vdev_tensor_free(xv);
+    } else if (one_op) {
+        vdev_tensor_t *x3 = as_3d(x, sx, nx), *y3 = as_3d(y, sy, ny);
+        prod = x3 && y3 ? vdev_batch_matmul3(x3, y3, adj_x, adj_y) : NULL;
+        vdev_tensor_free(x3);
+        vdev_tensor_free(y3);
     } else {
-        vdev_tensor_t *x3 = nx > 2 ? as_3d(x, sx, nx) : NULL;
-        vdev_tensor_t *y3 = ny > 2 ? as_3d(y, sy, ny) : NULL;
-        prod = NULL;
-        if ((nx == 2 || x3) && (ny == 2 || y3))
-            prod = per_entry(x3 ? x3 : x, y3 ? y3 : y, nx > 2 && x_entries > 0,
-                             ny > 2 && y_entries > 0, ob, bx, by, nb, entries, adj_x, adj_y);
+        vdev_tensor_t *x3 = as_3d(x, sx, nx), *y3 = as_3d(y, sy, ny);
+        prod = x3 && y3 ? per_entry(x3, y3, 1, 1, ob, bx, by, nb, entries, adj_x, adj_y) : NULL;
         vdev_tensor_free(x3);
         vdev_tensor_free(y3);
     }

@@ -160,6 +160,46 @@ GRAD(vdev_grad_matmul)
     return status2_need(g, din);
 }
 
+/* The same four cases for each batch entry (BATCH_MATMUL); an operand
+ * whose batch of 1 was broadcast gets its gradient summed over the batch. */
+static struct vdev_tens *bmm(const struct vdev_tens *a, const struct vdev_tens *b, int ta, int tb)
+{
+    struct vdev_op_params p = {.i = {ta, tb}};
+    return op2(VDEV_OP_BATCH_MATMUL, a, b, &p);
+}
+
+static struct vdev_tens *batch_sum_to(struct vdev_tens *d, const struct vdev_tens *x)
+{
+    if (!d || x->shape[0] != 1 || d->shape[0] == 1)
+        return d;
+    struct vdev_op_params p = {.i = {0, 1}}; /* axis 0, keepdims */
+    return op1(VDEV_OP_SUM, d, &p);
+}
+
+GRAD(vdev_grad_batch_matmul)
+{
+    const struct vdev_tens *A = g->in[0], *B = g->in[1], *G = g->dout;
+    int ta = g->p.i[0] != 0, tb = g->p.i[1] != 0;
+    int na = (int)NEED(0), nb = (int)NEED(1);
+    struct vdev_tens *da = NULL, *db = NULL;
+    if (!ta && !tb) {
+        da = na ? bmm(G, B, 0, 1) : NULL;
+        db = nb ? bmm(A, G, 1, 0) : NULL;
+    } else if (!ta && tb) {
+        da = na ? bmm(G, B, 0, 0) : NULL;
+        db = nb ? bmm(G, A, 1, 0) : NULL;
+    } else if (ta && !tb) {
+        da = na ? bmm(B, G, 0, 1) : NULL;
+        db = nb ? bmm(A, G, 0, 0) : NULL;
+    } else {
+        da = na ? bmm(B, G, 1, 1) : NULL;
+        db = nb ? bmm(G, A, 1, 1) : NULL;
+    }
+    din[0] = na ? batch_sum_to(da, A) : NULL;
+    din[1] = nb ? batch_sum_to(db, B) : NULL;
+    return status2_need(g, din);
+}
+
 /* ---- binary elementwise ---- */
 
 GRAD(vdev_grad_add)

@@ -12,6 +12,7 @@
 
 /* shapes.c */
 SHAPE(vdev_shape_matmul);
+SHAPE(vdev_shape_batch_matmul);
 SHAPE(vdev_shape_reduce);      /* SUM, MEAN: i[0] axis or VDEV_AXIS_ALL, i[1] keepdims */
 SHAPE(vdev_shape_reshape);     /* i[0..3] new shape, f[0] ndim (as a double) */
 SHAPE(vdev_shape_scalar_loss); /* MSE: (pred, target) same shape -> [] */
@@ -33,6 +34,7 @@ enum vdev_status vdev_check_ce_labels(const struct vdev_tens *const *in,
 
 /* kernels_ref.c: the reference kernels, one per op */
 KERNEL(vdev_ref_matmul);
+KERNEL(vdev_ref_batch_matmul);
 KERNEL(vdev_ref_add);
 KERNEL(vdev_ref_sub);
 KERNEL(vdev_ref_mul);
@@ -86,6 +88,7 @@ static inline float vdev_decayed(float v, float wd, float lr)
 
 /* kernels_host.c: faster host kernels where they pay (OpenBLAS) */
 KERNEL(vdev_host_matmul);
+KERNEL(vdev_host_batch_matmul);
 
 /* kernels_fast.c: float, vectorized, multi-threaded host kernels */
 KERNEL(vdev_fast_add);
@@ -112,6 +115,7 @@ KERNEL(vdev_fast_sqrt);
 
 /* grads.c */
 GRAD(vdev_grad_matmul);
+GRAD(vdev_grad_batch_matmul);
 GRAD(vdev_grad_add);
 GRAD(vdev_grad_sub);
 GRAD(vdev_grad_mul);

@@ -20,7 +20,10 @@
  * OPENBLAS_CORETYPE=Haswell even 64x512x256 does), and a block's may depend
  * on its size, so a product submitted under the determinism switch (i[2],
  * set by the shape rule) is cut into blocks fixed by its shape alone
- * (sgemm_run): the same single-threaded calls whatever the thread count. */
+ * (sgemm_run): the same single-threaded calls whatever the thread count.
+ * A batch of products (BATCH_MATMUL) goes through the gate once: its large
+ * entries each split as one product is, its small ones spread whole over the
+ * threads (sgemm_batch_run). */
 #include "ops/impl.h"
 #include "ops/parallel.h"
 #include "ops/threads.h"
@@ -138,4 +141,87 @@ KERNEL(vdev_host_matmul)
                            (int)a->in_shape[0][1], (int)a->in_shape[1][1], (int)n, a->i[2] != 0,
                            (const float *)a->in[0], (const float *)a->in[1], (float *)a->out[0]};
     vdev_threads_product_run(c.det, sgemm_run, &c);
+}
+
+/* A batch of products: every entry's cblas_sgemm call, entry b's operands
+ * at b times their matrix sizes (0 for a broadcast batch of 1). */
+struct sgemm_batch {
+    struct sgemm_call one; /* entry 0's call */
+    int64_t entries, xs, ys, os;
+    int split; /* entries large enough to be split each (sgemm_run) */
+};
+
+static struct sgemm_call entry_call(const struct sgemm_batch *sb, int64_t b)
+{
+    struct sgemm_call c = sb->one;
+    c.a += b * sb->xs;
+    c.b += b * sb->ys;
+    c.c += b * sb->os;
+    return c;
+}
+
+/* Entries [lo, hi), one single-threaded sgemm each. */
+static void sgemm_entries(void *varg, int64_t lo, int64_t hi)
+{
+    const struct sgemm_batch *sb = varg;
+    for (int64_t b = lo; b < hi; b++) {
+        struct sgemm_call c = entry_call(sb, b);
+        sgemm_one(&c);
+    }
+}
+
+/* Under the gate, once for the whole batch: large entries one after
+ * another, each split as a product is (sgemm_run); small ones spread over
+ * the plan's threads, whole entries per thread. Either way each entry's
+ * result is one that sgemm_run or a single-threaded call gives for it, so
+ * under the determinism switch the same bits with any thread count. */
+static void sgemm_batch_run(void *varg)
+{
+    struct sgemm_batch *sb = varg;
+    if (sb->split) {
+        for (int64_t b = 0; b < sb->entries; b++) {
+            struct sgemm_call c = entry_call(sb, b);
+            sgemm_run(&c);
+        }
+        return;
+    }
+    int parts = vdev_threads_product_parts();
+    int64_t macs = (int64_t)sb->one.m * sb->one.n * sb->one.k * sb->entries;
+    if (macs / SPLIT_MIN_MACS < parts)
+        parts = (int)(macs / SPLIT_MIN_MACS);
+    if (parts < 2 || sb->entries < 2) {
+        sgemm_entries(sb, 0, sb->entries);
+        return;
+    }
+    vdev_parallel_split(sb->entries, parts, 1, sgemm_entries, sb);
+}
+
+/* out[b] = op(x[b]) op(y[b]) (BATCH_MATMUL): x [B,m,k] or [B,k,m] (i[0]), y
+ * [B,k,n] or [B,n,k] (i[1]), a batch of 1 read for every entry. */
+KERNEL(vdev_host_batch_matmul)
+{
+    int ta = a->i[0] != 0, tb = a->i[1] != 0;
+    int64_t nb = a->out_shape[0][0], m = a->out_shape[0][1], n = a->out_shape[0][2];
+    int64_t k = a->in_shape[0][ta ? 1 : 2];
+    if (nb == 0 || m == 0 || n == 0)
+        return;
+    if (k == 0) {
+        memset(a->out[0], 0, (size_t)(nb * m * n) * sizeof(float));
+        return;
+    }
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX) {
+        vdev_ref_batch_matmul(a);
+        return;
+    }
+    struct sgemm_batch sb = {
+        .one = {ta, tb, (int)m, (int)n, (int)k, (int)a->in_shape[0][2], (int)a->in_shape[1][2],
+                (int)n, a->i[2] != 0, (const float *)a->in[0], (const float *)a->in[1],
+                (float *)a->out[0]},
+        .entries = nb,
+        .xs = a->in_shape[0][0] == 1 ? 0 : m * k,
+        .ys = a->in_shape[1][0] == 1 ? 0 : k * n,
+        .os = m * n,
+        .split = m * n * k >= 2 * SPLIT_MIN_MACS,
+    };
+    vdev_threads_product_run(sb.one.det, sgemm_batch_run, &sb);
 }

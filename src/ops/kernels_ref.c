@@ -122,6 +122,32 @@ KERNEL(vdev_ref_matmul)
         }
 }
 
+/* out[b] = op(x[b or 0]) op(y[b or 0]): each batch entry as MATMUL's
+ * reference, a batch of 1 read for every entry. */
+KERNEL(vdev_ref_batch_matmul)
+{
+    const float *x = IN_F(0), *y = IN_F(1);
+    float *o = OUT_F(0);
+    int ta = a->i[0] != 0, tb = a->i[1] != 0;
+    int64_t nb = a->out_shape[0][0], m = a->out_shape[0][1], n = a->out_shape[0][2];
+    int64_t k = a->in_shape[0][ta ? 1 : 2];
+    int64_t xs = a->in_shape[0][0] == 1 ? 0 : m * k, ys = a->in_shape[1][0] == 1 ? 0 : k * n;
+    for (int64_t b = 0; b < nb; b++) {
+        const float *xb = x + b * xs, *yb = y + b * ys;
+        float *ob = o + b * m * n;
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t c = 0; c < n; c++) {
+                double acc = 0.0;
+                for (int64_t p = 0; p < k; p++) {
+                    double xv = ta ? xb[p * m + r] : xb[r * k + p];
+                    double yv = tb ? yb[c * k + p] : yb[p * n + c];
+                    acc += xv * yv;
+                }
+                ob[r * n + c] = (float)acc;
+            }
+    }
+}
+
 /* ---- binary elementwise with b broadcast ---- */
 
 /* Modes 0 to 2: a has the output's elements, b by b_at. Mode 3: both

@@ -96,6 +96,10 @@ enum vdev_op {
     /* unary functions added later */
     VDEV_OP_ERF,          /* the error function (TensorFlow's Erf) */
     VDEV_OP_SOFTPLUS,     /* log(e^x + 1), TensorFlow's Softplus kernel's three ranges */
+    /* batched products (batch_matmul.c): x [B,M,K] ([B,K,M] with i[0]) times
+     * y [B,K,N] ([B,N,K] with i[1]) -> [B,M,N]; either batch may be 1 and is
+     * then broadcast; i[2] the determinism switch, as MATMUL's */
+    VDEV_OP_BATCH_MATMUL,
     VDEV_OP_COUNT
 };
 

@@ -156,6 +156,11 @@ void vdev_kernel_args_init(struct vdev_kernel_args *a, enum vdev_op op,
  * declares it with VDEV_API; until then the tests and the library call it. */
 vdev_tensor_t *vdev_sqrt(const vdev_tensor_t *a);
 
+/* The BATCH_MATMUL op on two 3-D views [B,R,C] (a batch of 1 broadcast),
+ * for vdev_batch_matmul (batch_matmul.c), which checks TensorFlow's rules
+ * and makes the views. */
+vdev_tensor_t *vdev_batch_matmul3(const vdev_tensor_t *x, const vdev_tensor_t *y, int ta, int tb);
+
 /* Shape rules shared by many ops (exec.c). */
 enum vdev_status vdev_shape_same_as_in0(struct vdev_kernel_args *a);   /* unary, f32 */
 enum vdev_status vdev_shape_broadcast_b(struct vdev_kernel_args *a);   /* binary, f32 */

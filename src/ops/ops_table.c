@@ -152,6 +152,10 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
                 3, vdev_shape_depthwise_grad, vdev_ref_depthwise_conv2d_backprop_filter,
                 vdev_fast_depthwise_conv2d_backprop_filter),
     /* the transposed 2-D convolution (conv_transpose.c): its gradient reads both inputs */
+    [VDEV_OP_BATCH_MATMUL] = {.name = "BatchMatMulV2", .n_in = 2,
+                              .shape = vdev_shape_batch_matmul, .ref = vdev_ref_batch_matmul,
+                              .host = vdev_host_batch_matmul, .grad = vdev_grad_batch_matmul,
+                              .grad_reads = 3},
     FWD(VDEV_OP_ERF, "Erf", 1, vdev_shape_same_as_in0, vdev_ref_erf, vdev_grad_erf, 1),
     FWD(VDEV_OP_SOFTPLUS, "Softplus", 1, vdev_shape_same_as_in0, vdev_ref_softplus,
         vdev_grad_softplus, 1),
@@ -198,6 +202,12 @@ VDEV_API vdev_tensor_t *vdev_matmul(const vdev_tensor_t *a, const vdev_tensor_t 
 {
     struct vdev_op_params p = {.i = {ta, tb}};
     return run2(VDEV_OP_MATMUL, a, b, &p);
+}
+
+vdev_tensor_t *vdev_batch_matmul3(const vdev_tensor_t *x, const vdev_tensor_t *y, int ta, int tb)
+{
+    struct vdev_op_params p = {.i = {ta != 0, tb != 0}};
+    return run2(VDEV_OP_BATCH_MATMUL, x, y, &p);
 }
 
 VDEV_API vdev_tensor_t *vdev_add(const vdev_tensor_t *a, const vdev_tensor_t *b)

@@ -136,6 +136,39 @@ enum vdev_status vdev_shape_matmul(struct vdev_kernel_args *a)
     return VDEV_OK;
 }
 
+/* x [B,M,K] (or [B,K,M] with i[0]) times y [B,K,N] (or [B,N,K] with i[1])
+ * -> [B,M,N], a batch of 1 broadcast against the other's. The public
+ * function (batch_matmul.c) checks TensorFlow's rules first and passes 3-D
+ * views; these are the op's own checks, in its words. */
+enum vdev_status vdev_shape_batch_matmul(struct vdev_kernel_args *a)
+{
+    static const int want[2] = {VDEV_F32, VDEV_F32};
+    enum vdev_status st = check_dtypes(a, want);
+    if (st != VDEV_OK)
+        return st;
+    char s[2][96];
+    for (int k = 0; k < 2; k++)
+        vdev_shape_str(a->in_shape[k], a->in_ndim[k], s[k], sizeof s[k]);
+    for (int k = 0; k < 2; k++)
+        if (a->in_ndim[k] != 3)
+            return vdev_error(VDEV_ERR_SHAPE, "%s: In[%d] is not a batch of matrices [B,R,C]: %s",
+                              vdev_op_defs[a->op].name, k, s[k]);
+    int64_t bx = a->in_shape[0][0], by = a->in_shape[1][0];
+    if (bx != by && bx != 1 && by != 1)
+        return vdev_error(VDEV_ERR_SHAPE, "%s: In[0] and In[1] must have compatible batch "
+                          "dimensions: %s vs. %s", vdev_op_defs[a->op].name, s[0], s[1]);
+    int ta = a->i[0] != 0, tb = a->i[1] != 0;
+    int64_t m = a->in_shape[0][ta ? 2 : 1], ka = a->in_shape[0][ta ? 1 : 2];
+    int64_t kb = a->in_shape[1][tb ? 2 : 1], n = a->in_shape[1][tb ? 1 : 2];
+    if (ka != kb)
+        return vdev_error(VDEV_ERR_SHAPE, "%s: Matrix size-incompatible: In[0]: %s, In[1]: %s",
+                          vdev_op_defs[a->op].name, s[0], s[1]);
+    int64_t shape[3] = {bx == 1 ? by : bx, m, n};
+    out_shape(a, shape, 3, VDEV_F32);
+    a->i[2] = vdev_deterministic();
+    return VDEV_OK;
+}
+
 /* ---- SUM, MEAN ---- */
 
 /* i[0] axis (negative from the end, or VDEV_AXIS_ALL), i[1] keepdims. With

@@ -148,6 +148,7 @@ static void op_tol(int op, int64_t k, double *atol, double *rtol)
 {
     switch (op) {
     case VDEV_OP_MATMUL:
+    case VDEV_OP_BATCH_MATMUL:
         *atol = 1e-6 * (double)(k > 0 ? k : 1);
         *rtol = 1e-5;
         return;
@@ -337,6 +338,19 @@ op_cases(void)
     CASE("ragged", VDEV_OP_MATMUL, none, 0, TF(G_UNIFORM, 2, 300, 513), TF(G_UNIFORM, 2, 513, 257));
     CASE("k=0", VDEV_OP_MATMUL, none, 0, TF(G_UNIFORM, 2, 3, 0), TF(G_UNIFORM, 2, 0, 5));
     CASE("m=0", VDEV_OP_MATMUL, none, 0, TF(G_UNIFORM, 2, 0, 5), TF(G_UNIFORM, 2, 5, 3));
+    /* BATCH_MATMUL: every transpose, either batch of 1 broadcast, empty batch, k = 0 */
+    CASE("NN", VDEV_OP_BATCH_MATMUL, P(0, 0, 0, 0), 0, TF(G_UNIFORM, 3, 4, 16, 24),
+         TF(G_UNIFORM, 3, 4, 24, 8));
+    CASE("TT, x's batch of 1", VDEV_OP_BATCH_MATMUL, P(0, 0, 1, 1), 0,
+         TF(G_UNIFORM, 3, 1, 24, 16), TF(G_UNIFORM, 3, 5, 8, 24));
+    CASE("TN, y's batch of 1", VDEV_OP_BATCH_MATMUL, P(0, 0, 1, 0), 0,
+         TF(G_UNIFORM, 3, 3, 24, 16), TF(G_UNIFORM, 3, 1, 24, 8));
+    CASE("NT", VDEV_OP_BATCH_MATMUL, P(0, 0, 0, 1), 0, TF(G_UNIFORM, 3, 2, 16, 24),
+         TF(G_UNIFORM, 3, 2, 8, 24));
+    CASE("empty batch", VDEV_OP_BATCH_MATMUL, none, 0, TF(G_UNIFORM, 3, 0, 3, 4),
+         TF(G_UNIFORM, 3, 0, 4, 5));
+    CASE("k=0", VDEV_OP_BATCH_MATMUL, none, 0, TF(G_UNIFORM, 3, 2, 3, 0),
+         TF(G_UNIFORM, 3, 2, 0, 5));
     CASE("n=0", VDEV_OP_MATMUL, none, 0, TF(G_UNIFORM, 2, 3, 5), TF(G_UNIFORM, 2, 5, 0));
     CASE("TN m=0", VDEV_OP_MATMUL, P(0, 0, 1, 0), 0, TF(G_UNIFORM, 2, 5, 0),
          TF(G_UNIFORM, 2, 5, 3));

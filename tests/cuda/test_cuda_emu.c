@@ -98,7 +98,9 @@ static void run_case(const char *what, enum vdev_op op, int n_in, const struct t
         check_fail(__FILE__, __LINE__, "%s: shape rule: %s", label, vdev_last_error());
         goto out;
     }
-    int64_t k_dim = op == VDEV_OP_MATMUL ? ins[0].shape[p.i[0] ? 0 : 1] : 0;
+    int64_t k_dim = op == VDEV_OP_MATMUL         ? ins[0].shape[p.i[0] ? 0 : 1]
+                    : op == VDEV_OP_BATCH_MATMUL ? ins[0].shape[p.i[0] ? 1 : 2]
+                                                 : 0;
     double atol, rtol;
     op_tol(op, k_dim, &atol, &rtol);
     stats[op].cases++;

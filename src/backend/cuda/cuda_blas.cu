@@ -114,19 +114,33 @@ int load_blas(char *msg, size_t cap)
 
 } // namespace
 
-int run_matmul(const vdev_cuda_args *a, const vdev_cuda_launch_env *env, char *msg, size_t cap)
+namespace {
+
+/* "[2,3,4]": a shape as TensorFlow's messages print it. */
+void shape_text(const int64_t *s, int n, char *buf, size_t cap)
+{
+    size_t at = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < n && at < cap; d++)
+        at += (size_t)snprintf(buf + at, cap - at, d ? ",%lld" : "%lld", (long long)s[d]);
+    if (at < cap)
+        snprintf(buf + at, cap - at, "]");
+}
+
+/* C [batch][m,n] = op(A[b]) op(B[b]) for each of `batch` entries (A's and
+ * B's entries xs and ys floats apart, 0 for a broadcast batch of 1), each
+ * one cuBLAS product on the device's stream; what failed goes to msg. */
+int products(const vdev_cuda_args *a, const vdev_cuda_launch_env *env, int ta, int tb,
+             int64_t batch, int64_t m, int64_t n, int64_t k, int64_t xs, int64_t ys,
+             const char *what, char *msg, size_t cap)
 {
     cudaStream_t s = (cudaStream_t)env->stream;
-    int ta = a->i[0] != 0, tb = a->i[1] != 0;
-    int64_t m = a->out_shape[0][0], n = a->out_shape[0][1];
-    int64_t k = a->in_shape[0][ta ? 0 : 1];
     float *c = (float *)a->out[0];
-    if (m == 0 || n == 0) /* nothing to write */
+    if (batch == 0 || m == 0 || n == 0) /* nothing to write */
         return VDEV_CUDA_RC_OK;
     if (k == 0) { /* an empty sum: zeros */
-        cudaError_t e = cudaMemsetAsync(c, 0, (size_t)(m * n) * sizeof(float), s);
+        cudaError_t e = cudaMemsetAsync(c, 0, (size_t)(batch * m * n) * sizeof(float), s);
         if (e != cudaSuccess) {
-            snprintf(msg, cap, "CUDA plugin: MatMul: cudaMemsetAsync failed: %s",
+            snprintf(msg, cap, "CUDA plugin: %s: cudaMemsetAsync failed: %s", what,
                      cudaGetErrorString(e));
             (void)cudaGetLastError(); /* cleared: the next launch must not report it */
             return VDEV_CUDA_RC_FAILED;
@@ -145,24 +159,47 @@ int run_matmul(const vdev_cuda_args *a, const vdev_cuda_launch_env *env, char *m
     const float *A = (const float *)a->in[0], *B = (const float *)a->in[1];
     cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     int64_t ldb = tb ? k : n, lda = ta ? m : k, ldc = n;
-    if (st == CUBLAS_STATUS_SUCCESS) {
-        if (m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX)
-            st = blas.sgemm(h, opb, opa, (int)n, (int)m, (int)k, &one, B, (int)ldb, A, (int)lda,
-                            &zero, c, (int)ldc);
+    int small = m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX;
+    for (int64_t b = 0; b < batch && st == CUBLAS_STATUS_SUCCESS; b++) {
+        const float *Ab = A + b * xs, *Bb = B + b * ys;
+        float *cb = c + b * m * n;
+        if (small)
+            st = blas.sgemm(h, opb, opa, (int)n, (int)m, (int)k, &one, Bb, (int)ldb, Ab,
+                            (int)lda, &zero, cb, (int)ldc);
         else
-            st = blas.sgemm_64(h, opb, opa, n, m, k, &one, B, ldb, A, lda, &zero, c, ldc);
+            st = blas.sgemm_64(h, opb, opa, n, m, k, &one, Bb, ldb, Ab, lda, &zero, cb, ldc);
     }
     if (st != CUBLAS_STATUS_SUCCESS) {
         int oom = st == CUBLAS_STATUS_ALLOC_FAILED; /* cuBLAS's own first-use buffers */
-        snprintf(msg, cap, "CUDA plugin: MatMul [%lld,%lld]x[%lld,%lld]: cublasSgemm failed: %s%s",
-                 (long long)a->in_shape[0][0], (long long)a->in_shape[0][1],
-                 (long long)a->in_shape[1][0], (long long)a->in_shape[1][1],
+        char x[96], y[96];
+        shape_text(a->in_shape[0], a->in_ndim[0], x, sizeof x);
+        shape_text(a->in_shape[1], a->in_ndim[1], y, sizeof y);
+        snprintf(msg, cap, "CUDA plugin: %s %sx%s: cublasSgemm failed: %s%s", what, x, y,
                  blas.status_string(st),
                  oom ? ": the GPU has no memory left for cuBLAS's own buffers; "
                        VDEV_CUDA_OOM_ADVICE : "");
         return oom ? VDEV_CUDA_RC_OOM : VDEV_CUDA_RC_FAILED;
     }
     return VDEV_CUDA_RC_OK;
+}
+
+} // namespace
+
+int run_matmul(const vdev_cuda_args *a, const vdev_cuda_launch_env *env, char *msg, size_t cap)
+{
+    int ta = a->i[0] != 0, tb = a->i[1] != 0;
+    return products(a, env, ta, tb, 1, a->out_shape[0][0], a->out_shape[0][1],
+                    a->in_shape[0][ta ? 0 : 1], 0, 0, "MatMul", msg, cap);
+}
+
+int run_batch_matmul(const vdev_cuda_args *a, const vdev_cuda_launch_env *env, char *msg,
+                     size_t cap)
+{
+    int ta = a->i[0] != 0, tb = a->i[1] != 0;
+    int64_t m = a->out_shape[0][1], n = a->out_shape[0][2], k = a->in_shape[0][ta ? 1 : 2];
+    return products(a, env, ta, tb, a->out_shape[0][0], m, n, k,
+                    a->in_shape[0][0] == 1 ? 0 : m * k, a->in_shape[1][0] == 1 ? 0 : k * n,
+                    "BatchMatMulV2", msg, cap);
 }
 
 } // namespace vdev_cuda

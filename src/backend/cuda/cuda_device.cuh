@@ -161,6 +161,9 @@ const char *op_name(int op);
  * device's handle (*env->cublas) on the first product that needs them;
  * empty products return before either. */
 int run_matmul(const vdev_cuda_args *a, const vdev_cuda_launch_env *env, char *msg, size_t cap);
+/* BATCH_MATMUL: one cuBLAS product per batch entry (cuda_blas.cu). */
+int run_batch_matmul(const vdev_cuda_args *a, const vdev_cuda_launch_env *env, char *msg,
+                     size_t cap);
 
 /* Reductions (cuda_reduce.cu): out[p, j] = sum over l of v((p len + l) inner
  * + j) for p < outer, j < inner, where v(i) is x[i] or, with y, (x[i] -

@@ -50,7 +50,7 @@ const char *op_name(int op)
         "StridedSlice", "StridedSliceGrad", "ConcatV2", "Pack", "GatherV2", "GatherGrad", "Maximum",
         "Minimum", "MaximumMinimumGrad", "DepthwiseConv2dNative",
         "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter",
-        "Conv2DTranspose", "Erf", "Softplus"};
+        "Conv2DTranspose", "Erf", "Softplus", "BatchMatMulV2"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -432,6 +432,7 @@ bool nothing_to_do(const vdev_cuda_args *a)
 {
     switch (a->op) {
     case VDEV_OP_MATMUL:
+    case VDEV_OP_BATCH_MATMUL:
     case VDEV_OP_MSE:
     case VDEV_OP_SOFTMAX_CE:
         return false;
@@ -502,6 +503,8 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     switch (a->op) {
     case VDEV_OP_MATMUL:
         return run_matmul(a, env, msg, cap);
+    case VDEV_OP_BATCH_MATMUL:
+        return run_batch_matmul(a, env, msg, cap);
     case VDEV_OP_ADD:
     case VDEV_OP_SUB:
     case VDEV_OP_MUL:
