@@ -236,11 +236,12 @@ VDEV_API vdev_tensor_t *vdev_strided_slice(const vdev_tensor_t *a, int n, const 
  * [..., M, K] times y [..., K, N] (adj_x, adj_y: the operand's last two axes
  * swapped first), f32, the batch axes broadcast as NumPy broadcasts them
  * (either operand may have none, or fewer), giving [batch..., M, N]. A new
- * tensor, made of vdev's ops: each batch entry's matrices sliced out
- * (StridedSlice), one MatMul each, the products stacked (Pack, ConcatV2),
- * or, when y has no batch axes and x is not adjointed, one MatMul of x
- * viewed as [batch M, K]; its gradients are theirs (a broadcast operand's
- * summed over the entries that used it), and the placement log shows those
+ * tensor: one BatchMatMulV2 op on [B, R, C] views when the batches are
+ * equal or one is a single entry (broadcast; its gradient summed over the
+ * batch), one MatMul of x viewed as [batch M, K] when y has no batch axes
+ * and x is not adjointed, and for batches broadcast both ways ([2,1,M,K]
+ * against [3,K,N]) each entry's matrices sliced out (StridedSlice), one
+ * MatMul each, stacked (Pack, ConcatV2); the placement log shows those
  * ops. Errors, in TensorFlow's words after "BatchMatMulV2: ",
  * VDEV_ERR_SHAPE: "In[0] ndims must be >= 2: 1", "In[0] and In[1] must have
  * compatible batch dimensions: [2,3,4] vs. [3,4,5]", "Matrix

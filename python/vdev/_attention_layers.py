@@ -11,8 +11,8 @@ layer computes it (its default attention axes):
   out = (probs v, the heads side by side) W_o + b_o   [B, T, dim_out]
 
 Each projection is one MatMul of the input viewed as rows against the kernel
-viewed as a matrix (Reshape views), the per-head products vdev's batched
-matmul; so the tape differentiates it and every backend runs it with kernels
+viewed as a matrix (Reshape views), the per-head products one BatchMatMulV2
+op each (vdev_batch_matmul); so the tape differentiates it and every backend runs it with kernels
 already tested. The weights, Keras's names, shapes and order:
 NAME/query/kernel [dim_q, H, key_dim] and /bias [H, key_dim], likewise key
 and value (value_dim), NAME/attention_output/kernel [H, value_dim, dim_out]

@@ -162,7 +162,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
     """a @ b, either operand transposed (OpenBLAS on CPU and simulated
     GPUs); operands of rank 3 or 4 (either one) are TensorFlow's batched
     product, BatchMatMulV2, its batch axes broadcast (vdev/ops.h:
-    vdev_batch_matmul, made of a MatMul per batch entry). With tf.matmul's
+    vdev_batch_matmul). With tf.matmul's
     parameters in its order: adjoint_a/adjoint_b
     transpose (vdev's tensors are real, so the adjoint is the transpose;
     one operand both transposed and adjointed is TensorFlow's ValueError);
