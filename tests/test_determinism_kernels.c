@@ -4,7 +4,8 @@
  * A child process (this program with the argument "child") runs every op of
  * the public API on inputs large enough for the pool to split elementwise
  * kernels (600,000 elements) and for OpenBLAS to use its threads (products
- * of 333x777x555, all four transposes), the convolution and its gradient ops
+ * of 333x777x555, all four transposes; batched products of two such
+ * entries and of 64 small ones), the convolution and its gradient ops
  * (the fast kernels' products), pools, slices, joins and gathers with the
  * gather's gradient, gradients through the tape, the
  * SGD and Adam updates, and training steps: an MLP on the cpu backend, and
@@ -112,6 +113,14 @@ static void ops_on(const char *dev, const char *tag)
     EMIT("matmul.nt", vdev_matmul(A, Bt, false, true));
     EMIT("matmul.tn", vdev_matmul(At, B, true, false));
     EMIT("matmul.tt", vdev_matmul(At, Bt, true, true));
+    /* batched products: entries large enough to be split each, and many
+     * small ones spread over the threads */
+    int64_t b3a[3] = {2, 333, 555}, b3b[3] = {2, 555, 777}, s3a[3] = {64, 24, 40},
+            s3b[3] = {64, 40, 24};
+    EMIT("batch_matmul.large", vdev_batch_matmul(vdev_tensor_uniform(b3a, 3, -1, 1, 9),
+                                                 vdev_tensor_uniform(b3b, 3, -1, 1, 10), 0, 0));
+    EMIT("batch_matmul.small", vdev_batch_matmul(vdev_tensor_uniform(s3a, 3, -1, 1, 11),
+                                                 vdev_tensor_uniform(s3b, 3, -1, 1, 12), 0, 0));
 
     /* The convolution (its fast kernels' products) and its two gradient ops
      * through the tape; the copies of slices, joins, transposes, gathers and
