@@ -335,10 +335,11 @@ class LSTM(_RNN):
         z = _ops.add(xw_t, _ops.matmul(h_prev, self.recurrent_kernel))
         if self.bias is not None:
             z = _ops.add(z, self.bias)
-        i = self._ract(self._slice(z, 0))
-        f = self._ract(self._slice(z, 1))
+        # the recurrent activation of all four gates at once, then sliced
+        # (element by element the same values, two ops fewer a step)
+        g = self._ract(z)
+        i, f, o = self._slice(g, 0), self._slice(g, 1), self._slice(g, 3)
         c = _ops.add(_ops.multiply(f, c_prev), _ops.multiply(i, self._act(self._slice(z, 2))))
-        o = self._ract(self._slice(z, 3))
         h = _ops.multiply(o, self._act(c))
         return h, [h, c]
 
@@ -380,16 +381,17 @@ class GRU(_RNN):
     def _step(self, xw_t, states):
         h_prev = states[0]
         u = self.units
-        xz, xr, xh = self._slice(xw_t, 0), self._slice(xw_t, 1), self._slice(xw_t, 2)
+        xh = self._slice(xw_t, 2)
         if self.reset_after:
             inner = _ops.matmul(h_prev, self.recurrent_kernel)
             if self.bias is not None:
                 inner = _ops.add(inner, self.bias[1])
-            rz, rr, rh = self._slice(inner, 0), self._slice(inner, 1), self._slice(inner, 2)
-            z = self._ract(_ops.add(xz, rz))
-            r = self._ract(_ops.add(xr, rr))
-            hh = self._act(_ops.add(xh, _ops.multiply(r, rh)))
+            # z and r together (adjacent columns: the same values, fewer ops)
+            zr = self._ract(_ops.add(self._slice(xw_t, 0, 2), self._slice(inner, 0, 2)))
+            z, r = self._slice(zr, 0), self._slice(zr, 1)
+            hh = self._act(_ops.add(xh, _ops.multiply(r, self._slice(inner, 2))))
         else:
+            xz, xr = self._slice(xw_t, 0), self._slice(xw_t, 1)
             inner = _ops.matmul(h_prev, self.recurrent_kernel[:, :2 * u])
             rz, rr = self._slice(inner, 0), self._slice(inner, 1)
             z = self._ract(_ops.add(xz, rz))
