@@ -250,6 +250,36 @@ static void test_ops_and_device(void)
     vdev_scope_end();
 }
 
+/* vdev_matmul_nd: MatMul for matrices (and MatMul's errors for lower
+ * ranks or a freed handle), BatchMatMulV2 when either has rank 3 or 4. */
+static void test_matmul_nd(void)
+{
+    CHECK_OK(vdev_scope_begin());
+    const int64_t s2[2] = {2, 3}, s2b[2] = {3, 4}, s3[3] = {2, 2, 3}, s1[1] = {3};
+    vdev_tensor_t *a = vdev_tensor_fill(s2, 2, VDEV_F32, 1), *b = vdev_tensor_fill(s2b, 2, VDEV_F32, 2);
+    vdev_tensor_t *c = vdev_tensor_fill(s3, 3, VDEV_F32, 1), *v = vdev_tensor_fill(s1, 1, VDEV_F32, 1);
+    uint64_t mm = vdev_placement_op_count("MatMul", NULL);
+    uint64_t bm = vdev_placement_op_count("BatchMatMulV2", NULL);
+    vdev_tensor_t *z = vdev_matmul_nd(a, b, 0, 0);
+    CHECK(z && vdev_tensor_ndim(z) == 2 && check_all_equal(z, 6));
+    CHECK(vdev_placement_op_count("MatMul", NULL) == mm + 1);
+    vdev_tensor_t *z3 = vdev_matmul_nd(c, b, 0, 0); /* y without batch: one MatMul */
+    CHECK(z3 && vdev_tensor_ndim(z3) == 3 && check_all_equal(z3, 6));
+    vdev_tensor_t *z4 = vdev_matmul_nd(c, c, 0, 1);
+    CHECK(z4 && vdev_tensor_dim(z4, 0) == 2 && check_all_equal(z4, 3));
+    CHECK(vdev_placement_op_count("BatchMatMulV2", NULL) == bm + 1);
+    CHECK_FAILS(vdev_matmul_nd(v, b, 0, 0), VDEV_ERR_SHAPE,
+                "MatMul: In[0] is not a matrix. Instead it has shape [3]");
+    CHECK_FAILS(vdev_matmul_nd(v, c, 0, 0), VDEV_ERR_SHAPE,
+                "BatchMatMulV2: In[0] ndims must be >= 2: 1");
+    vdev_tensor_t *dead = vdev_tensor_fill(s2, 2, VDEV_F32, 1);
+    vdev_tensor_free(dead);
+    CHECK(vdev_matmul_nd(dead, b, 0, 0) == NULL);
+    CHECK_STATUS(vdev_last_status(), VDEV_ERR_INVALID_ARG);
+    CHECK_MSG("MatMul");
+    vdev_scope_end();
+}
+
 static void test_errors(void)
 {
     CHECK_OK(vdev_scope_begin());
@@ -290,6 +320,7 @@ int main(void)
     CHECK_OK(vdev_init());
     test_values_and_gradients();
     test_ops_and_device();
+    test_matmul_nd();
     test_errors();
     CHECK_NO_LEAK("CPU:0");
     CHECK_NO_LEAK("GPU:0");

@@ -250,6 +250,12 @@ VDEV_API vdev_tensor_t *vdev_strided_slice(const vdev_tensor_t *a, int n, const 
  * NULL with the error left as it was. */
 VDEV_API vdev_tensor_t *vdev_batch_matmul(const vdev_tensor_t *x, const vdev_tensor_t *y,
                                           int adj_x, int adj_y);
+/* tf.matmul's choice: vdev_batch_matmul when either operand has rank 3 or 4,
+ * else vdev_matmul (two matrices, and its errors for anything else, a freed
+ * handle included): one call where the caller would otherwise ask both
+ * ranks first. */
+VDEV_API vdev_tensor_t *vdev_matmul_nd(const vdev_tensor_t *x, const vdev_tensor_t *y, int adj_x,
+                                       int adj_y);
 /* mean((pred - target)^2), a 0-dimensional tensor; 0 for an empty batch
  * (no rows: Keras's divide_no_nan). */
 VDEV_API vdev_tensor_t *vdev_mse(const vdev_tensor_t *pred, const vdev_tensor_t *target);

@@ -239,6 +239,7 @@ _PROTOS = {
     # ops
     "vdev_matmul": (_h, [_h, _h, _b, _b]),
     "vdev_batch_matmul": (_h, [_h, _h, _b, _b]),
+    "vdev_matmul_nd": (_h, [_h, _h, _b, _b]),
     "vdev_add": (_h, [_h, _h]),
     "vdev_sub": (_h, [_h, _h]),
     "vdev_mul": (_h, [_h, _h]),

@@ -177,9 +177,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
             and output_type is None and type(transpose_a) is bool
             and type(transpose_b) is bool and isinstance(a, Tensor) and isinstance(b, Tensor)):
         # the common call, which passes every check below as it is
-        if a.ndim > 2 or b.ndim > 2:
-            return _new(lib.vdev_batch_matmul(a._handle, b._handle, transpose_a, transpose_b))
-        return _new(lib.vdev_matmul(a._handle, b._handle, transpose_a, transpose_b))
+        return _new(lib.vdev_matmul_nd(a._handle, b._handle, transpose_a, transpose_b))
     flags = dict(transpose_a=transpose_a, transpose_b=transpose_b, adjoint_a=adjoint_a,
                  adjoint_b=adjoint_b, a_is_sparse=a_is_sparse, b_is_sparse=b_is_sparse,
                  grad_a=grad_a, grad_b=grad_b)
@@ -202,9 +200,8 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
             raise TypeError("vdev's matmul returns its operands' dtype (%s, %s): output_type "
                             "must be None or that dtype, not %r"
                             % (a.dtype.name, b.dtype.name, output_type))
-    fn = lib.vdev_batch_matmul if a.ndim > 2 or b.ndim > 2 else lib.vdev_matmul
-    return _new(fn(a._handle, b._handle, bool(transpose_a or adjoint_a),
-                   bool(transpose_b or adjoint_b)))
+    return _new(lib.vdev_matmul_nd(a._handle, b._handle, bool(transpose_a or adjoint_a),
+                                   bool(transpose_b or adjoint_b)))
 
 
 def add(x, y, name=None):

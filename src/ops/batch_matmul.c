@@ -13,7 +13,8 @@
  * grads.c, a broadcast operand's summed over the batch); otherwise (batches
  * broadcast both ways, [2,1] against [3]) each entry's matrices sliced out
  * (StridedSlice), one MatMul each, stacked (Pack, ConcatV2). The views are
- * Reshape ops; a recording tape differentiates all three. */
+ * Reshape ops; a recording tape differentiates all three. vdev_matmul_nd
+ * is tf.matmul's choice between MatMul and this, one call for Python. */
 #include "ops/impl.h"
 #include "vdev/ops.h"
 
@@ -190,4 +191,13 @@ VDEV_API vdev_tensor_t *vdev_batch_matmul(const vdev_tensor_t *x, const vdev_ten
     vdev_tensor_t *res = vdev_reshape(prod, out, nb + 2);
     vdev_tensor_free(prod);
     return res;
+}
+
+VDEV_API vdev_tensor_t *vdev_matmul_nd(const vdev_tensor_t *x, const vdev_tensor_t *y, int adj_x,
+                                       int adj_y)
+{
+    const struct vdev_tens *tx = vdev_tens_peek(x), *ty = vdev_tens_peek(y);
+    if (tx && ty && (tx->ndim > 2 || ty->ndim > 2))
+        return vdev_batch_matmul(x, y, adj_x, adj_y);
+    return vdev_matmul(x, y, adj_x != 0, adj_y != 0); /* it names a bad handle */
 }
