@@ -33,7 +33,7 @@ import numbers
 import numpy as np
 
 from . import _functional, _ops, _strategy_context, initializers, random
-from ._conv_layers import _base, _float32_only, _float_input
+from ._conv_layers import _base, _float32_only, _float_input, _none_only
 from ._device import current_device, device
 from ._recurrent_layers import _derived_seed
 
@@ -50,14 +50,9 @@ class MultiHeadAttention(_base()):
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
                  activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
                  seed=None, name=None, dtype=None, trainable=True):
-        for arg, x in (("kernel_regularizer", kernel_regularizer),
-                       ("bias_regularizer", bias_regularizer),
-                       ("activity_regularizer", activity_regularizer),
-                       ("kernel_constraint", kernel_constraint),
-                       ("bias_constraint", bias_constraint)):
-            if x is not None:
-                raise ValueError("vdev's MultiHeadAttention takes %s=None only, not %r"
-                                 % (arg, x))
+        _none_only("MultiHeadAttention", kernel_regularizer=kernel_regularizer,
+                   bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                   kernel_constraint=kernel_constraint, bias_constraint=bias_constraint)
         if dropout != 0:
             raise ValueError("vdev's MultiHeadAttention takes dropout=0 only, not %r" % (dropout,))
         if attention_axes is not None and tuple(np.atleast_1d(attention_axes)) not in ((1,), (-2,)):

@@ -114,6 +114,15 @@ def _float_input(layer_device, x):
     return x if x.dtype is float32 else _ops._cast(x, float32)
 
 
+def _none_only(layer_name, **args):
+    """vdev's refusal of the Keras arguments it has not (regularizers,
+    constraints) given anything but None: a ValueError naming the first,
+    in the order given."""
+    for arg, x in args.items():
+        if x is not None:
+            raise ValueError("vdev's %s takes %s=None only, not %r" % (layer_name, arg, x))
+
+
 def _weighted_input(layer, x):
     """The input of a layer with a kernel, as a float32 tensor: a value (not
     a tensor) made beside the kernel once it is built, else on the layer's
@@ -148,14 +157,9 @@ class Conv2D(_base()):
                  kernel_constraint=None, bias_constraint=None, input_shape=None, seed=None,
                  name=None, dtype=None, trainable=True):
         from .layers import _activation, _bias_seed
-        for arg, x in (("kernel_regularizer", kernel_regularizer),
-                       ("bias_regularizer", bias_regularizer),
-                       ("activity_regularizer", activity_regularizer),
-                       ("kernel_constraint", kernel_constraint),
-                       ("bias_constraint", bias_constraint)):
-            if x is not None:
-                raise ValueError("vdev's %s takes %s=None only, not %r"
-                                 % (type(self).__name__, arg, x))
+        _none_only(type(self).__name__, kernel_regularizer=kernel_regularizer,
+                   bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                   kernel_constraint=kernel_constraint, bias_constraint=bias_constraint)
         _float32_only(self, dtype)
         _channels_last(self, data_format)
         if groups != 1:

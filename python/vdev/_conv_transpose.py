@@ -19,7 +19,8 @@ vdev runs them as conv2d_transpose with those dilations, the same values.
 """
 
 from . import _ops, nn
-from ._conv_layers import Conv2D, _check_rank, _input_shape, _tuple, _weighted_input
+from ._conv_layers import (Conv2D, _check_rank, _input_shape, _none_only, _tuple,
+                           _weighted_input)
 
 __all__ = ["Conv1DTranspose", "Conv2DTranspose"]
 
@@ -46,14 +47,9 @@ class Conv2DTranspose(Conv2D):
                  kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, input_shape=None, seed=None,
                  name=None, dtype=None, trainable=True, groups=1):
-        for arg, x in (("kernel_regularizer", kernel_regularizer),
-                       ("bias_regularizer", bias_regularizer),
-                       ("activity_regularizer", activity_regularizer),
-                       ("kernel_constraint", kernel_constraint),
-                       ("bias_constraint", bias_constraint)):
-            if x is not None:
-                raise ValueError("vdev's %s takes %s=None only, not %r"
-                                 % (type(self).__name__, arg, x))
+        _none_only(type(self).__name__, kernel_regularizer=kernel_regularizer,
+                   bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                   kernel_constraint=kernel_constraint, bias_constraint=bias_constraint)
         if groups != 1:
             raise ValueError("vdev's %s takes groups=1 only, not %r"
                              % (type(self).__name__, groups))

@@ -15,7 +15,7 @@ Sequential and functional models build and check it as they do a Conv2D.
 import numbers
 
 from . import initializers, nn
-from ._conv_layers import Conv2D, _check_rank, _input_shape, _window_length
+from ._conv_layers import Conv2D, _check_rank, _input_shape, _none_only, _window_length
 
 __all__ = ["DepthwiseConv2D"]
 
@@ -31,10 +31,8 @@ class DepthwiseConv2D(Conv2D):
                  depthwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  depthwise_constraint=None, bias_constraint=None, input_shape=None, seed=None,
                  name=None, dtype=None, trainable=True, groups=1):
-        for arg, x in (("depthwise_regularizer", depthwise_regularizer),
-                       ("depthwise_constraint", depthwise_constraint)):
-            if x is not None:
-                raise ValueError("vdev's DepthwiseConv2D takes %s=None only, not %r" % (arg, x))
+        _none_only("DepthwiseConv2D", depthwise_regularizer=depthwise_regularizer,
+                   depthwise_constraint=depthwise_constraint)
         if (isinstance(depth_multiplier, bool) or
                 not isinstance(depth_multiplier, numbers.Integral) or depth_multiplier < 0):
             raise ValueError("vdev's DepthwiseConv2D takes an int depth_multiplier >= 0, not %r"

@@ -55,12 +55,10 @@ class Embedding(_base()):
                  embeddings_regularizer=None, activity_regularizer=None,
                  embeddings_constraint=None, mask_zero=False, input_length=None, sparse=False,
                  input_shape=None, seed=None, name=None, dtype=None, trainable=True):
-        from ._conv_layers import _float32_only
-        for arg, x in (("embeddings_regularizer", embeddings_regularizer),
-                       ("activity_regularizer", activity_regularizer),
-                       ("embeddings_constraint", embeddings_constraint)):
-            if x is not None:
-                raise ValueError("vdev's Embedding takes %s=None only, not %r" % (arg, x))
+        from ._conv_layers import _float32_only, _none_only
+        _none_only("Embedding", embeddings_regularizer=embeddings_regularizer,
+                   activity_regularizer=activity_regularizer,
+                   embeddings_constraint=embeddings_constraint)
         if mask_zero:
             raise ValueError("vdev's Embedding takes mask_zero=False only: vdev's layers pass "
                              "no masks")

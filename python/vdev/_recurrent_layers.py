@@ -36,7 +36,7 @@ import numbers
 
 from . import _ops, _strategy_context, initializers, random
 from ._conv_layers import (_base, _check_rank, _float32_only, _float_input, _input_shape,
-                           _weighted_input)
+                           _none_only, _weighted_input)
 from ._device import current_device, device
 from ._tensor import Tensor
 
@@ -78,11 +78,10 @@ class _RNN(_base()):
         locals() (SimpleRNN has no recurrent_activation)."""
         from .layers import _activation, _bias_seed
         cls = type(self).__name__
-        for arg in ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
-                    "activity_regularizer", "kernel_constraint", "recurrent_constraint",
-                    "bias_constraint"):
-            if a[arg] is not None:
-                raise ValueError("vdev's %s takes %s=None only, not %r" % (cls, arg, a[arg]))
+        _none_only(cls, **{arg: a[arg] for arg in (
+            "kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
+            "activity_regularizer", "kernel_constraint", "recurrent_constraint",
+            "bias_constraint")})
         for arg in ("dropout", "recurrent_dropout"):
             if a[arg] != 0:
                 raise ValueError("vdev's %s takes %s=0 only, not %r: vdev's recurrent layers "

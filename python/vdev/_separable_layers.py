@@ -24,7 +24,7 @@ import numbers
 
 from . import _ops, initializers, nn
 from ._conv1d_layers import Conv1D
-from ._conv_layers import Conv2D, _input_shape
+from ._conv_layers import Conv2D, _input_shape, _none_only
 from ._device import device
 
 __all__ = ["SeparableConv1D", "SeparableConv2D", "SeparableConvolution1D",
@@ -52,12 +52,10 @@ class SeparableConv2D(Conv2D):
                  bias_regularizer=None, activity_regularizer=None, depthwise_constraint=None,
                  pointwise_constraint=None, bias_constraint=None, input_shape=None, seed=None,
                  name=None, dtype=None, trainable=True, groups=1):
-        for arg, x in (("depthwise_regularizer", depthwise_regularizer),
-                       ("pointwise_regularizer", pointwise_regularizer),
-                       ("depthwise_constraint", depthwise_constraint),
-                       ("pointwise_constraint", pointwise_constraint)):
-            if x is not None:
-                raise ValueError("vdev's SeparableConv2D takes %s=None only, not %r" % (arg, x))
+        _none_only("SeparableConv2D", depthwise_regularizer=depthwise_regularizer,
+                   pointwise_regularizer=pointwise_regularizer,
+                   depthwise_constraint=depthwise_constraint,
+                   pointwise_constraint=pointwise_constraint)
         if (isinstance(depth_multiplier, bool) or
                 not isinstance(depth_multiplier, numbers.Integral) or depth_multiplier < 1):
             raise ValueError("vdev's SeparableConv2D takes an int depth_multiplier >= 1, not %r"
