@@ -111,15 +111,19 @@ static void expect(const struct tcase *c, struct texp *e)
     double *o = e->v[0];
     const float *a = F(c, 0);
     switch (c->op) {
+    case VDEV_OP_MATMUL:
     case VDEV_OP_BATCH_MATMUL: {
-        /* each entry as MATMUL's, a batch of 1 read for every entry */
-        int ta = (int)c->p.i[0], tb = (int)c->p.i[1];
-        int64_t bx = x->shape[0], by = c->in[1].shape[0], nb = bx == 1 ? by : bx;
-        int64_t m = x->shape[ta ? 2 : 1], k = x->shape[ta ? 1 : 2];
-        int64_t nn = c->in[1].shape[tb ? 1 : 2];
+        /* C[i,j] = sum_p op(A)[i,p] op(B)[p,j], for each batch entry of
+         * BATCH_MATMUL (a batch of 1 read for every entry); mag = sum_p |...|
+         * bounds the float-accumulation error of BLAS */
+        int ta = (int)c->p.i[0], tb = (int)c->p.i[1], bat = c->op == VDEV_OP_BATCH_MATMUL;
+        const struct hin *y = &c->in[1];
+        int64_t bx = bat ? x->shape[0] : 1, by = bat ? y->shape[0] : 1, nb = bx == 1 ? by : bx;
+        const int64_t *xs = x->shape + bat, *ys = y->shape + bat;
+        int64_t m = xs[ta ? 1 : 0], k = xs[ta ? 0 : 1], nn = ys[tb ? 0 : 1];
         int64_t sh[3] = {nb, m, nn};
         free(e->v[0]);
-        exp_out(e, 0, sh, 3, VDEV_F32);
+        exp_out(e, 0, sh + !bat, 2 + bat, VDEV_F32);
         e->mag[0] = calloc((size_t)(nb * m * nn + 1), sizeof(double));
         const float *b = F(c, 1);
         for (int64_t q = 0; q < nb; q++) {
@@ -137,32 +141,6 @@ static void expect(const struct tcase *c, struct texp *e)
                     e->mag[0][(q * m + i) * nn + j] = mag;
                 }
         }
-        e->atol = 1e-6;
-        break;
-    }
-    case VDEV_OP_MATMUL: {
-        /* C[i,j] = sum_p op(A)[i,p] op(B)[p,j]; mag = sum_p |...| bounds
-         * the float-accumulation error of BLAS */
-        int ta = (int)c->p.i[0], tb = (int)c->p.i[1];
-        int64_t m = x->shape[ta ? 1 : 0], k = x->shape[ta ? 0 : 1];
-        int64_t nn = c->in[1].shape[tb ? 0 : 1];
-        int64_t sh[2] = {m, nn};
-        free(e->v[0]);
-        exp_out(e, 0, sh, 2, VDEV_F32);
-        e->mag[0] = calloc((size_t)(m * nn + 1), sizeof(double));
-        const float *b = F(c, 1);
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < nn; j++) {
-                double acc = 0, mag = 0;
-                for (int64_t p = 0; p < k; p++) {
-                    double av = ta ? a[p * m + i] : a[i * k + p];
-                    double bv = tb ? b[j * k + p] : b[p * nn + j];
-                    acc += av * bv;
-                    mag += fabs(av * bv);
-                }
-                e->v[0][i * nn + j] = acc;
-                e->mag[0][i * nn + j] = mag;
-            }
         e->atol = 1e-6;
         break;
     }

@@ -102,14 +102,11 @@ static inline float b_at(const struct vdev_kernel_args *a, int64_t i, int64_t co
 
 /* ---- MATMUL ---- */
 
-/* out[m,n] = op(a) op(b), op = transpose when i[0] / i[1] is set. */
-KERNEL(vdev_ref_matmul)
+/* o[m,n] = op(x) op(y), summed in double and rounded once: x [m,k] (or
+ * [k,m] with ta), y [k,n] (or [n,k] with tb). */
+static void product(const float *x, const float *y, float *o, int64_t m, int64_t n, int64_t k,
+                    int ta, int tb)
 {
-    const float *x = IN_F(0), *y = IN_F(1);
-    float *o = OUT_F(0);
-    int ta = a->i[0] != 0, tb = a->i[1] != 0;
-    int64_t m = a->out_shape[0][0], n = a->out_shape[0][1];
-    int64_t k = a->in_shape[0][ta ? 0 : 1];
     for (int64_t r = 0; r < m; r++)
         for (int64_t c = 0; c < n; c++) {
             double acc = 0.0;
@@ -122,6 +119,14 @@ KERNEL(vdev_ref_matmul)
         }
 }
 
+/* out[m,n] = op(a) op(b), op = transpose when i[0] / i[1] is set. */
+KERNEL(vdev_ref_matmul)
+{
+    int ta = a->i[0] != 0, tb = a->i[1] != 0;
+    product(IN_F(0), IN_F(1), OUT_F(0), a->out_shape[0][0], a->out_shape[0][1],
+            a->in_shape[0][ta ? 0 : 1], ta, tb);
+}
+
 /* out[b] = op(x[b or 0]) op(y[b or 0]): each batch entry as MATMUL's
  * reference, a batch of 1 read for every entry. */
 KERNEL(vdev_ref_batch_matmul)
@@ -132,20 +137,8 @@ KERNEL(vdev_ref_batch_matmul)
     int64_t nb = a->out_shape[0][0], m = a->out_shape[0][1], n = a->out_shape[0][2];
     int64_t k = a->in_shape[0][ta ? 1 : 2];
     int64_t xs = a->in_shape[0][0] == 1 ? 0 : m * k, ys = a->in_shape[1][0] == 1 ? 0 : k * n;
-    for (int64_t b = 0; b < nb; b++) {
-        const float *xb = x + b * xs, *yb = y + b * ys;
-        float *ob = o + b * m * n;
-        for (int64_t r = 0; r < m; r++)
-            for (int64_t c = 0; c < n; c++) {
-                double acc = 0.0;
-                for (int64_t p = 0; p < k; p++) {
-                    double xv = ta ? xb[p * m + r] : xb[r * k + p];
-                    double yv = tb ? yb[c * k + p] : yb[p * n + c];
-                    acc += xv * yv;
-                }
-                ob[r * n + c] = (float)acc;
-            }
-    }
+    for (int64_t b = 0; b < nb; b++)
+        product(x + b * xs, y + b * ys, o + b * m * n, m, n, k, ta, tb);
 }
 
 /* ---- binary elementwise with b broadcast ---- */

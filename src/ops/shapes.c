@@ -109,25 +109,49 @@ static void reduced_shape(const struct vdev_kernel_args *a, int k, int64_t axis,
  * The errors are TensorFlow's MatMul kernel's, in its words ("In[0] is not a
  * matrix. Instead it has shape [3]", "Matrix size-incompatible: In[0]:
  * [2,3], In[1]: [4,3]"), after the op's name. */
-enum vdev_status vdev_shape_matmul(struct vdev_kernel_args *a)
+/* The checks both products make, in their words after the op's name:
+ * float operands of rank nd (2: matrices; 3: batches of them, of equal
+ * sizes or one of 1), op(x)'s columns op(y)'s rows (i[0], i[1]: transposed).
+ * *m and *n get the product's rows and columns. */
+static enum vdev_status product_checks(struct vdev_kernel_args *a, int nd, int64_t *m,
+                                       int64_t *n)
 {
     static const int want[2] = {VDEV_F32, VDEV_F32};
     enum vdev_status st = check_dtypes(a, want);
     if (st != VDEV_OK)
         return st;
+    const char *name = vdev_op_defs[a->op].name;
     char s[2][96];
     for (int k = 0; k < 2; k++)
         vdev_shape_str(a->in_shape[k], a->in_ndim[k], s[k], sizeof s[k]);
     for (int k = 0; k < 2; k++)
-        if (a->in_ndim[k] != 2)
-            return vdev_error(VDEV_ERR_SHAPE, "%s: In[%d] is not a matrix. Instead it has shape %s",
-                              vdev_op_defs[a->op].name, k, s[k]);
+        if (a->in_ndim[k] != nd)
+            return nd == 2 ? vdev_error(VDEV_ERR_SHAPE,
+                                        "%s: In[%d] is not a matrix. Instead it has shape %s",
+                                        name, k, s[k])
+                           : vdev_error(VDEV_ERR_SHAPE,
+                                        "%s: In[%d] is not a batch of matrices [B,R,C]: %s", name,
+                                        k, s[k]);
+    int64_t bx = a->in_shape[0][0], by = a->in_shape[1][0];
+    if (nd == 3 && bx != by && bx != 1 && by != 1)
+        return vdev_error(VDEV_ERR_SHAPE, "%s: In[0] and In[1] must have compatible batch "
+                          "dimensions: %s vs. %s", name, s[0], s[1]);
+    const int64_t *x = a->in_shape[0] + nd - 2, *y = a->in_shape[1] + nd - 2;
     int ta = a->i[0] != 0, tb = a->i[1] != 0;
-    int64_t m = a->in_shape[0][ta ? 1 : 0], ka = a->in_shape[0][ta ? 0 : 1];
-    int64_t kb = a->in_shape[1][tb ? 1 : 0], n = a->in_shape[1][tb ? 0 : 1];
-    if (ka != kb)
+    if (x[ta ? 0 : 1] != y[tb ? 1 : 0])
         return vdev_error(VDEV_ERR_SHAPE, "%s: Matrix size-incompatible: In[0]: %s, In[1]: %s",
-                          vdev_op_defs[a->op].name, s[0], s[1]);
+                          name, s[0], s[1]);
+    *m = x[ta ? 1 : 0];
+    *n = y[tb ? 0 : 1];
+    return VDEV_OK;
+}
+
+enum vdev_status vdev_shape_matmul(struct vdev_kernel_args *a)
+{
+    int64_t m, n;
+    enum vdev_status st = product_checks(a, 2, &m, &n);
+    if (st != VDEV_OK)
+        return st;
     int64_t shape[2] = {m, n};
     out_shape(a, shape, 2, VDEV_F32);
     /* The determinism switch as the product is submitted: a product queued
@@ -142,27 +166,11 @@ enum vdev_status vdev_shape_matmul(struct vdev_kernel_args *a)
  * views; these are the op's own checks, in its words. */
 enum vdev_status vdev_shape_batch_matmul(struct vdev_kernel_args *a)
 {
-    static const int want[2] = {VDEV_F32, VDEV_F32};
-    enum vdev_status st = check_dtypes(a, want);
+    int64_t m, n;
+    enum vdev_status st = product_checks(a, 3, &m, &n);
     if (st != VDEV_OK)
         return st;
-    char s[2][96];
-    for (int k = 0; k < 2; k++)
-        vdev_shape_str(a->in_shape[k], a->in_ndim[k], s[k], sizeof s[k]);
-    for (int k = 0; k < 2; k++)
-        if (a->in_ndim[k] != 3)
-            return vdev_error(VDEV_ERR_SHAPE, "%s: In[%d] is not a batch of matrices [B,R,C]: %s",
-                              vdev_op_defs[a->op].name, k, s[k]);
     int64_t bx = a->in_shape[0][0], by = a->in_shape[1][0];
-    if (bx != by && bx != 1 && by != 1)
-        return vdev_error(VDEV_ERR_SHAPE, "%s: In[0] and In[1] must have compatible batch "
-                          "dimensions: %s vs. %s", vdev_op_defs[a->op].name, s[0], s[1]);
-    int ta = a->i[0] != 0, tb = a->i[1] != 0;
-    int64_t m = a->in_shape[0][ta ? 2 : 1], ka = a->in_shape[0][ta ? 1 : 2];
-    int64_t kb = a->in_shape[1][tb ? 2 : 1], n = a->in_shape[1][tb ? 1 : 2];
-    if (ka != kb)
-        return vdev_error(VDEV_ERR_SHAPE, "%s: Matrix size-incompatible: In[0]: %s, In[1]: %s",
-                          vdev_op_defs[a->op].name, s[0], s[1]);
     int64_t shape[3] = {bx == 1 ? by : bx, m, n};
     out_shape(a, shape, 3, VDEV_F32);
     a->i[2] = vdev_deterministic();
