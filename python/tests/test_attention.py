@@ -27,8 +27,10 @@ def weights(layer):
     return w
 
 
-def reference(lib, w, q, v, k, key_dim, mask=None):
-    """Keras's MultiHeadAttention, einsum by einsum (lib: numpy or torch)."""
+def reference(lib, w, q, v, k, key_dim, mask=None, keep=None, rate=0.0):
+    """Keras's MultiHeadAttention, einsum by einsum (lib: numpy or torch);
+    keep: the dropout mask of the probabilities (Keras's Dropout layer's),
+    the scores returned being the probabilities before it."""
     def bias(name):
         return w.get(name, 0)
     qh = lib.einsum("abc,cde->abde", q, w["query/kernel"]) + bias("query/bias")
@@ -44,7 +46,8 @@ def reference(lib, w, q, v, k, key_dim, mask=None):
     else:
         e = np.exp(scores - scores.max(-1, keepdims=True))
         probs = e / e.sum(-1, keepdims=True)
-    out = lib.einsum("acbe,aecd->abcd", probs, vh)
+    used = probs if keep is None else probs * (1.0 / (1.0 - rate)) * keep
+    out = lib.einsum("acbe,aecd->abcd", used, vh)
     return lib.einsum("abcd,cde->abe", out, w["attention_output/kernel"]) + \
         bias("attention_output/bias"), probs
 
@@ -146,8 +149,14 @@ def test_in_a_functional_model():
 
 def test_refusals():
     cases = [
-        (lambda: layers.MultiHeadAttention(2, 4, dropout=0.1),
-         "vdev's MultiHeadAttention takes dropout=0 only, not 0.1"),
+        (lambda: layers.MultiHeadAttention(2, 4, dropout="0.1"),
+         "vdev's MultiHeadAttention takes a number for `dropout`, not '0.1'"),
+        (lambda: layers.MultiHeadAttention(2, 4, dropout=1.5),
+         "Invalid value 1.5 received for `rate`, expected a value between 0 and 1."),
+        (lambda: layers.MultiHeadAttention(2, 4, dropout=1)(np.zeros((1, 2, 3), f32),
+                                                            np.zeros((1, 2, 3), f32),
+                                                            training=True),
+         "`rate` must be a scalar tensor or a float in the range [0, 1). Received: rate=1.0"),
         (lambda: layers.MultiHeadAttention(2, 4, attention_axes=(1, 2)),
          "vdev's MultiHeadAttention attends over the steps of [batch, steps, features] inputs "
          "(attention_axes None), not (1, 2)"),
@@ -167,3 +176,62 @@ def test_refusals():
         with pytest.raises(ValueError) as e:
             call()
         assert str(e.value) == msg
+
+
+@pytest.mark.parametrize("dev", ["CPU:0", "GPU:1"])
+def test_dropout_of_the_probabilities(monkeypatch, dev):
+    """In training, the probabilities dropped by tf.nn.dropout's mask before
+    the product with the values (the mask captured as the layer draws it);
+    the scores returned are the probabilities before it; values and the
+    query's, value's and every weight's gradient against torch; inference,
+    and the same seed, as without dropout / the same masks."""
+    from vdev import _attention_layers
+    keeps = []
+    inner = _attention_layers._keep
+
+    def spy(*a):
+        keeps.append(inner(*a))
+        return keeps[-1]
+    monkeypatch.setattr(_attention_layers, "_keep", spy)
+    q = rng.uniform(-1, 1, (2, 5, 6)).astype(f32)
+    v = rng.uniform(-1, 1, (2, 7, 4)).astype(f32)
+    with vdev.device(dev):
+        layer = layers.MultiHeadAttention(3, 4, dropout=0.4, seed=6,
+                                          bias_initializer="random_uniform")
+        qv, vv = vdev.Variable(q), vdev.Variable(v)
+        with vdev.GradientTape() as tape:
+            out, probs = layer(qv, vv, return_attention_scores=True, training=True)
+            r = rng.uniform(-1, 1, tuple(out.shape)).astype(f32)
+            loss = vdev.reduce_sum(out * r)
+        grads = tape.gradient(loss, [qv, vv] + layer.variables)
+        infer, infer_probs = layer(q, v, return_attention_scores=True)
+    assert out.device.endswith(dev) and len(keeps) == 1
+    keep = keeps[0].numpy()
+    assert keep.shape == (2, 3, 5, 7) and set(np.unique(keep)) == {0.0, 1.0}
+    assert abs(np.mean(keep == 0) - 0.4) < 4 * np.sqrt(0.24 / keep.size)
+    np.testing.assert_array_equal(probs.numpy(), infer_probs.numpy())
+    w = weights(layer)
+    want, want_probs = reference(np, w, q.astype(np.float64), v.astype(np.float64),
+                                 v.astype(np.float64), 4, keep=keep, rate=0.4)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(probs.numpy(), want_probs, rtol=1e-5, atol=1e-6)
+    plain, _ = reference(np, w, q.astype(np.float64), v.astype(np.float64), v.astype(np.float64), 4)
+    np.testing.assert_allclose(infer.numpy(), plain, rtol=1e-5, atol=1e-5)
+    assert np.max(np.abs(out.numpy() - infer.numpy())) > 1e-2  # the dropout changed it
+    tw = {k: torch.tensor(a, requires_grad=True) for k, a in w.items()}
+    tq, tv = (torch.tensor(a.astype(np.float64), requires_grad=True) for a in (q, v))
+    tout, _ = reference(torch, tw, tq, tv, tv, 4, keep=torch.tensor(keep, dtype=torch.float64),
+                        rate=0.4)
+    names = [vr.name.split("/", 1)[1] for vr in layer.variables]
+    tg = torch.autograd.grad((tout * torch.tensor(r, dtype=torch.float64)).sum(),
+                             [tq, tv] + [tw[n] for n in names])
+    for got, exp in zip(grads, tg):
+        np.testing.assert_allclose(got.numpy(), exp.numpy(), rtol=1e-4, atol=1e-5)
+    # a layer of the same seed draws the same mask; a second call a new one
+    twin = layers.MultiHeadAttention(3, 4, dropout=0.4, seed=6, bias_initializer="random_uniform")
+    with vdev.device(dev):
+        np.testing.assert_array_equal(twin(q, v, training=True).numpy(), out.numpy())
+        layer(q, v, training=True)
+    np.testing.assert_array_equal(keeps[1].numpy(), keep)
+    assert not np.array_equal(keeps[2].numpy(), keep)
+    assert layer.get_config()["dropout"] == 0.4

@@ -223,11 +223,6 @@ def test_refusals():
     cases = [
         (lambda: layers.LSTM(0), "Received an invalid value for argument `units`, expected a "
                                  "positive integer, got 0."),
-        (lambda: layers.LSTM(2, dropout=0.2), "vdev's LSTM takes dropout=0 only, not 0.2: vdev's "
-                                              "recurrent layers do not drop units"),
-        (lambda: layers.GRU(2, recurrent_dropout=0.5),
-         "vdev's GRU takes recurrent_dropout=0 only, not 0.5: vdev's recurrent layers do not "
-         "drop units"),
         (lambda: layers.SimpleRNN(2, stateful=True),
          "vdev's SimpleRNN takes stateful=False only: each call starts from initial_state "
          "(zeros by default)"),

@@ -20,10 +20,14 @@ and /bias [dim_out], made at the first call (on the layer's device, mirrored
 under a strategy's scope), or when a functional model is built on it, each
 kernel drawn with its own seed derived from the layer's. attention_mask
 ([B, T, S], 1 keeps) and use_causal_mask (step t sees steps up to t) as
-Keras's; return_attention_scores gives (output, probs). In a functional
-model, ``layer(query, value)`` records both inputs. What vdev has not is a
-ValueError naming it: dropout other than 0, attention_axes other than the
-default, inputs of another rank, regularizers and constraints.
+Keras's; return_attention_scores gives (output, probs). ``dropout`` is
+Keras's: in training, the probabilities times 1 / (1 - rate) and a mask
+(tf.nn.dropout's) before the product with v, the scores returned being the
+probabilities before it; each call's seed is _Draws's (vdev/_core_layers.py)
+from the layer's seed. In a functional model, ``layer(query, value)``
+records both inputs. What vdev has not is a ValueError naming it:
+attention_axes other than the default, inputs of another rank, regularizers
+and constraints.
 """
 
 import contextlib
@@ -34,6 +38,7 @@ import numpy as np
 
 from . import _functional, _ops, _strategy_context, initializers, random
 from ._conv_layers import _base, _float32_only, _float_input, _none_only
+from ._core_layers import _Draws, _check_rate, _keep, _resolve_training
 from ._device import current_device, device
 from ._recurrent_layers import _derived_seed
 
@@ -53,8 +58,12 @@ class MultiHeadAttention(_base()):
         _none_only("MultiHeadAttention", kernel_regularizer=kernel_regularizer,
                    bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
                    kernel_constraint=kernel_constraint, bias_constraint=bias_constraint)
-        if dropout != 0:
-            raise ValueError("vdev's MultiHeadAttention takes dropout=0 only, not %r" % (dropout,))
+        if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real):
+            raise ValueError("vdev's MultiHeadAttention takes a number for `dropout`, not %r"
+                             % (dropout,))
+        if not 0 <= dropout <= 1:  # Keras's Dropout layer's check, made at build there
+            raise ValueError("Invalid value %s received for `rate`, expected a value between 0 "
+                             "and 1." % (dropout,))
         if attention_axes is not None and tuple(np.atleast_1d(attention_axes)) not in ((1,), (-2,)):
             raise ValueError("vdev's MultiHeadAttention attends over the steps of [batch, steps, "
                              "features] inputs (attention_axes None), not %r" % (attention_axes,))
@@ -67,7 +76,7 @@ class MultiHeadAttention(_base()):
                                  % (arg, x))
         self.num_heads, self.key_dim = int(num_heads), int(key_dim)
         self.value_dim = self.key_dim if value_dim is None else int(value_dim)
-        self.dropout = 0.0
+        self.dropout = float(dropout)
         self.use_bias = bool(use_bias)
         if output_shape is not None and not isinstance(output_shape, numbers.Integral):
             shape = tuple(output_shape)
@@ -78,6 +87,8 @@ class MultiHeadAttention(_base()):
         self._output_dim = None if output_shape is None else int(output_shape)
         self.attention_axes = attention_axes
         self.seed = random._seed(seed)
+        self._draws = _Draws(_derived_seed(b"vdev.MultiHeadAttention.dropout:", self.seed),
+                             b"vdev.MultiHeadAttention.dropout")
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
         from .layers import _bias_seed
@@ -134,7 +145,7 @@ class MultiHeadAttention(_base()):
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable, "dtype": "float32",
                 "num_heads": self.num_heads, "key_dim": self.key_dim,
-                "value_dim": self.value_dim, "dropout": 0.0, "use_bias": self.use_bias,
+                "value_dim": self.value_dim, "dropout": self.dropout, "use_bias": self.use_bias,
                 "output_shape": self._output_dim, "attention_axes": self.attention_axes,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer),
@@ -197,13 +208,23 @@ class MultiHeadAttention(_base()):
         if mask is not None:
             scores = _ops.add(scores, _ops.multiply(_ops.subtract(1.0, mask), -1e9))
         probs = _ops.softmax(scores)
-        out = _ops.transpose(_ops.matmul(probs, vh), (0, 2, 1, 3))  # [B, T, H, vd]
+        dropped = self._drop(probs, training)
+        out = _ops.transpose(_ops.matmul(dropped, vh), (0, 2, 1, 3))  # [B, T, H, vd]
         out = self._project(out, "attention_output", heads_out=False)
         return (out, probs) if return_attention_scores else out
 
     # query and value both symbolic: recorded here, as one list (the base's
     # wrapper would record the query alone)
     __call__._vdev_symbolic = True
+
+    def _drop(self, probs, training):
+        """Keras's dropout of the probabilities (its Dropout layer's:
+        tf.nn.dropout), in training with a nonzero rate."""
+        if not _resolve_training(training) or self.dropout == 0:
+            return probs
+        _check_rate(self.dropout)
+        keep = _keep(probs, [int(d) for d in probs.shape], self.dropout, self._draws.next())
+        return _ops.multiply(_ops.multiply(probs, 1.0 / (1.0 - self.dropout)), keep)
 
     def _mask(self, attention_mask, causal, scores):
         """The mask [B, 1, T, S] (1 keeps), or None."""

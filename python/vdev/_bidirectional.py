@@ -154,8 +154,9 @@ class Bidirectional(_base()):
             x = _ops._t(inputs)
             if x.ndim >= 1:
                 self.build(int(x.shape[-1]))
-        y = self.forward_layer(inputs, mask=mask, initial_state=fwd_state)
-        y_rev = self.backward_layer(inputs, mask=mask, initial_state=bwd_state)
+        y = self.forward_layer(inputs, mask=mask, training=training, initial_state=fwd_state)
+        y_rev = self.backward_layer(inputs, mask=mask, training=training,
+                                    initial_state=bwd_state)
         states = []
         if self.return_state:
             states = list(y[1:]) + list(y_rev[1:])

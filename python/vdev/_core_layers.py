@@ -119,17 +119,64 @@ def _dropout_seed(seed, tag, key):
     return int.from_bytes(h.digest(), "little")
 
 
+class _Draws:
+    """The seed of each random draw a layer makes (Dropout's masks, the
+    recurrent layers' and MultiHeadAttention's): with a layer seed, draw k
+    (counting the layer's draws) uses _dropout_seed(seed, TAG + b":", k);
+    inside a step of strategy.run, _dropout_seed(seed, TAG + b".replica:", s)
+    with s the replica's next seed=None draw (vdev.random), so replicas draw
+    their own masks whatever the timing; without a layer seed, each draw's
+    seed comes from vdev.random's counter."""
+
+    def __init__(self, seed, tag):
+        self.seed = None if seed is None else random._seed(seed)
+        self.tag = tag
+        self.calls = 0
+
+    def next(self):
+        if self.seed is None:
+            return random._seed(None)
+        ctx = _strategy_context.replica()
+        if ctx is not None:
+            return _dropout_seed(self.seed, self.tag + b".replica:", ctx._next_seed())
+        with _calls_lock:
+            k = self.calls
+            self.calls += 1
+        return _dropout_seed(self.seed, self.tag + b":", k)
+
+
+def _check_rate(rate):
+    """tf.nn.dropout's range, [0, 1), checked where a mask is drawn."""
+    if not 0 <= rate < 1:
+        raise ValueError("`rate` must be a scalar tensor or a float in the range [0, 1). "
+                         "Received: rate=%s" % (rate,))
+
+
+def _keep(near, shape, rate, seed):
+    """tf.nn.dropout's mask of ``shape`` on near's device: 1.0 where a
+    uniform draw in [0, 1) is at least ``rate``, else 0.0."""
+    with _ops._near(near):
+        u = random.uniform(shape, seed=seed)
+        return _step(_ops.add(u, -float(rate)), strict=False)
+
+
+def _dropout_mask(near, shape, rate, seed):
+    """Keras's recurrent dropout mask (its dropout of a tensor of ones):
+    1 / (1 - rate) where kept, 0 where dropped. A product x * mask has the
+    bits of tf.nn.dropout's (x / (1 - rate)) * keep: keep is 0 or 1."""
+    _check_rate(rate)
+    return _ops.multiply(_keep(near, shape, rate, seed), 1.0 / (1.0 - rate))
+
+
 class Dropout(_Stateless):
     """Keras's Dropout: with ``training`` true, each input unit set to 0
     with probability ``rate`` and the others scaled by 1 / (1 - rate)
     (``tf.nn.dropout``); otherwise the input as it is. ``noise_shape``
     shapes the mask (a ``None`` taking the input's size), broadcast over the
-    input as TensorFlow's. With ``seed``, call k (counting the calls that
-    draw) uses the seed _dropout_seed(seed, b"vdev.Dropout:", k); inside a
-    step of strategy.run, _dropout_seed(seed, b"vdev.Dropout.replica:", s)
-    with s the replica's next seed=None draw (vdev.random), so replicas draw
-    their own masks whatever the timing; ``seed=None`` takes each call's
-    seed from vdev.random's counter."""
+    input as TensorFlow's. Each call's seed is _Draws's with the tag
+    b"vdev.Dropout" (call k of a seeded layer: _dropout_seed(seed,
+    b"vdev.Dropout:", k)); ``seed=None`` takes it from vdev.random's
+    counter."""
 
     def __init__(self, rate, noise_shape=None, seed=None, name=None, trainable=True,
                  input_shape=None, dtype=None):
@@ -142,22 +189,10 @@ class Dropout(_Stateless):
         self.rate = rate
         self.noise_shape = noise_shape
         self.seed = seed
-        self._seed = None if seed is None else random._seed(seed)
-        self._calls = 0
+        self._draws = _Draws(seed, b"vdev.Dropout")
 
     def get_config(self):
         return self._config(rate=self.rate, noise_shape=self.noise_shape, seed=self.seed)
-
-    def _next_seed(self):
-        if self._seed is None:
-            return random._seed(None)
-        ctx = _strategy_context.replica()
-        if ctx is not None:
-            return _dropout_seed(self._seed, b"vdev.Dropout.replica:", ctx._next_seed())
-        with _calls_lock:
-            k = self._calls
-            self._calls += 1
-        return _dropout_seed(self._seed, b"vdev.Dropout:", k)
 
     def _noise_shape(self, shape):
         """Keras's _get_noise_shape then TensorFlow's broadcast: the mask's
@@ -180,17 +215,13 @@ class Dropout(_Stateless):
         if not _resolve_training(training):
             return _ops.identity(x)  # Keras's tf.identity
         rate = self.rate
-        if not 0 <= rate < 1:
-            raise ValueError("`rate` must be a scalar tensor or a float in the range [0, 1). "
-                             "Received: rate=%s" % (rate,))
+        _check_rate(rate)
         if rate == 0:
             return x  # tf.nn.dropout's: the input itself
         shape = [int(d) for d in x.shape]
         noise = self._noise_shape(shape)
-        seed = self._next_seed()
+        keep = _keep(x, noise, rate, self._draws.next())
         with _ops._near(x):
-            u = random.uniform(noise, seed=seed)
-            keep = _step(_ops.add(u, -float(rate)), strict=False)
             for axis, (n, s) in enumerate(zip(noise, shape)):
                 if n != s:  # broadcast the mask along the axis (a row of 1 taken s times)
                     keep = _ops.gather(keep, _ops.convert_to_tensor([0] * s, int32), axis=axis)

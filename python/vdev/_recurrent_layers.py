@@ -24,10 +24,24 @@ kernel and the bias with seeds derived from it); Keras's defaults
 (glorot_uniform, orthogonal, zeros; LSTM's unit_forget_bias puts ones in the
 forget gate's bias). ``return_sequences``, ``return_state``,
 ``go_backwards`` (the outputs in the order of the steps taken, as Keras's),
-``initial_state`` at the call; ``implementation`` (1 or 2) is kept for the
-config (the same arithmetic either way). What vdev has not is a ValueError naming it:
-dropout and recurrent_dropout other than 0, stateful, masks, regularizers
-and constraints.
+``initial_state`` at the call; ``implementation`` 1 or 2 (the same
+arithmetic without dropout).
+
+``dropout`` and ``recurrent_dropout`` (clipped to [0, 1] as Keras's; a mask
+is drawn only in training, where a rate of 1 is tf.nn.dropout's error) are
+Keras's, which has two paths. The layers cuDNN could run (LSTM and GRU with
+tanh, sigmoid, a bias, no recurrent dropout, not unrolled; GRU with
+reset_after) drop elements of the whole input sequence, a mask of [batch,
+steps, features]. The others (SimpleRNN, and LSTM and GRU with other
+arguments) draw their masks once per call and use them at every step: with
+implementation 2, one input mask of [batch, features]; with implementation
+1 (which recurrent_dropout forces, as Keras's), a mask per gate, the input
+product made per gate, and per gate the previous output times its
+recurrent mask before the recurrent product. A mask is 1 / (1 - rate)
+where kept, 0 where dropped; the seeds are _Draws's (vdev/_core_layers.py)
+from the layer's seed, so a program gives the same masks every run and
+replicas their own. What vdev has not is a ValueError naming it: stateful,
+masks, regularizers and constraints.
 """
 
 import contextlib
@@ -37,6 +51,7 @@ import numbers
 from . import _ops, _strategy_context, initializers, random
 from ._conv_layers import (_base, _check_rank, _float32_only, _float_input, _input_shape,
                            _none_only, _weighted_input)
+from ._core_layers import _Draws, _dropout_mask, _dropout_seed, _resolve_training
 from ._device import current_device, device
 from ._tensor import Tensor
 
@@ -83,9 +98,9 @@ class _RNN(_base()):
             "activity_regularizer", "kernel_constraint", "recurrent_constraint",
             "bias_constraint")})
         for arg in ("dropout", "recurrent_dropout"):
-            if a[arg] != 0:
-                raise ValueError("vdev's %s takes %s=0 only, not %r: vdev's recurrent layers "
-                                 "do not drop units" % (cls, arg, a[arg]))
+            if isinstance(a[arg], bool) or not isinstance(a[arg], numbers.Real):
+                raise ValueError("vdev's %s takes a number for `%s`, not %r"
+                                 % (cls, arg, a[arg]))
         if a["stateful"]:
             raise ValueError("vdev's %s takes stateful=False only: each call starts from "
                              "initial_state (zeros by default)" % cls)
@@ -106,7 +121,12 @@ class _RNN(_base()):
         self.bias_initializer = initializers._get(a["bias_initializer"], _bias_seed(self.seed))
         if None in (self.kernel_initializer, self.recurrent_initializer, self.bias_initializer):
             raise ValueError("Could not interpret initializer identifier: None")
-        self.dropout = self.recurrent_dropout = 0.0
+        # Keras's: clipped to [0, 1]; recurrent dropout forces implementation 1
+        self.dropout = min(1.0, max(0.0, float(a["dropout"])))
+        self.recurrent_dropout = min(1.0, max(0.0, float(a["recurrent_dropout"])))
+        if self.recurrent_dropout != 0 and hasattr(self, "implementation"):
+            self.implementation = 1
+        self._draws = _Draws(self.seed, b"vdev.RNN.dropout")
         self.return_sequences = bool(a["return_sequences"])
         self.return_state = bool(a["return_state"])
         self.go_backwards = bool(a["go_backwards"])
@@ -190,7 +210,7 @@ class _RNN(_base()):
                   "activity_regularizer", "kernel_constraint", "recurrent_constraint",
                   "bias_constraint"):
             c[k] = None
-        c.update({"dropout": 0.0, "recurrent_dropout": 0.0})
+        c.update({"dropout": self.dropout, "recurrent_dropout": self.recurrent_dropout})
         return c
 
     def _extra_config(self):
@@ -225,14 +245,24 @@ class _RNN(_base()):
                              "shape=%s, found shape=%s"
                              % (self.name, (None, None, int(self.kernel.shape[0])), shape))
         states = self._initial_states(initial_state, batch)
-        # every step's x W (+ b where the cell adds it there), one product
-        xw = _ops.matmul(_ops.reshape(x, [batch * steps, features]), self.kernel)
+        drop, rec = self._masks(x, shape, _resolve_training(training))
+        # every step's x W (+ b where the cell adds it there): one product,
+        # or one per gate with a mask each
+        if drop is not None and len(drop) > 1:
+            u = self.units
+            rows = [_ops.reshape(_ops.multiply(x, m), [batch * steps, features]) for m in drop]
+            xw = _ops.concat([_ops.matmul(r, self.kernel[:, g * u:(g + 1) * u])
+                              for g, r in enumerate(rows)], 1)
+        else:
+            if drop is not None:
+                x = _ops.multiply(x, drop[0])
+            xw = _ops.matmul(_ops.reshape(x, [batch * steps, features]), self.kernel)
         xw = self._input_bias(xw)
         xw = _ops.reshape(xw, [batch, steps, int(xw.shape[-1])])
         order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
         outputs = []
         for t in order:
-            h, states = self._step(xw[:, t, :], states)
+            h, states = self._step(xw[:, t, :], states, rec)
             if self.return_sequences:
                 outputs.append(h)
         if self.return_sequences:
@@ -249,6 +279,51 @@ class _RNN(_base()):
         if self.return_state:
             return [out] + list(states)
         return out
+
+    def _cudnn_path(self):
+        """Whether Keras's layer would take its cuDNN-capable path (which
+        drops elements of the whole input sequence): never for SimpleRNN."""
+        return False
+
+    def _masks(self, x, shape, training):
+        """This call's dropout masks, Keras's (the module's opening):
+        (input masks or None, recurrent masks or None), each a list, drawn
+        only in training with a nonzero rate. Input masks are [batch, steps,
+        features] on the cuDNN-capable path, else [batch, 1, features] (one
+        per gate with implementation 1), broadcast over the steps; recurrent
+        masks [batch, units], one per gate."""
+        if not training or (self.dropout == 0 and self.recurrent_dropout == 0):
+            return None, None
+        batch, steps, features = shape
+        seed = self._draws.next()
+        n = self._gates
+
+        def draw(k, dims, rate):
+            return _dropout_mask(x, dims, rate, _dropout_seed(seed, b"vdev.RNN.mask:", k))
+
+        drop = rec = None
+        if self.dropout:
+            if self._cudnn_path():
+                drop = [draw(0, (batch, steps, features), self.dropout)]
+            else:
+                count = n if getattr(self, "implementation", 2) == 1 else 1
+                drop = [draw(k, (batch, 1, features), self.dropout) for k in range(count)]
+        if self.recurrent_dropout:
+            rec = [draw(n + k, (batch, self.units), self.recurrent_dropout) for k in range(n)]
+        return drop, rec
+
+    def _recurrent(self, h, rec, first, n):
+        """h U over gates [first, first + n): one product, or with
+        recurrent masks (implementation 1) a product per gate of h times
+        that gate's mask, side by side."""
+        u = self.units
+        if rec is None:
+            whole = first == 0 and n == self._gates
+            return _ops.matmul(h, self.recurrent_kernel if whole
+                               else self.recurrent_kernel[:, first * u:(first + n) * u])
+        parts = [_ops.matmul(_ops.multiply(h, rec[g]), self.recurrent_kernel[:, g * u:(g + 1) * u])
+                 for g in range(first, first + n)]
+        return parts[0] if n == 1 else _ops.concat(parts, 1)
 
     def _initial_states(self, initial_state, batch):
         n = self._states
@@ -295,8 +370,8 @@ class SimpleRNN(_RNN):
     def _input_bias(self, xw):
         return _ops.add(xw, self.bias) if self.bias is not None else xw
 
-    def _step(self, xw_t, states):
-        h = self._act(_ops.add(xw_t, _ops.matmul(states[0], self.recurrent_kernel)))
+    def _step(self, xw_t, states, rec):
+        h = self._act(_ops.add(xw_t, self._recurrent(states[0], rec, 0, 1)))
         return h, [h]
 
 
@@ -329,10 +404,19 @@ class LSTM(_RNN):
         return {"unit_forget_bias": self.unit_forget_bias,
                 "implementation": self.implementation}
 
-    def _step(self, xw_t, states):
+    def _cudnn_path(self):
+        return _cudnn_args(self)
+
+    def _input_bias(self, xw):
+        # implementation 1 adds the bias to the input's product, as Keras's
+        if self.bias is not None and self.implementation == 1:
+            return _ops.add(xw, self.bias)
+        return xw
+
+    def _step(self, xw_t, states, rec):
         h_prev, c_prev = states
-        z = _ops.add(xw_t, _ops.matmul(h_prev, self.recurrent_kernel))
-        if self.bias is not None:
+        z = _ops.add(xw_t, self._recurrent(h_prev, rec, 0, 4))
+        if self.bias is not None and self.implementation == 2:
             z = _ops.add(z, self.bias)
         # the recurrent activation of all four gates at once, then sliced
         # (element by element the same values, two ops fewer a step)
@@ -371,18 +455,21 @@ class GRU(_RNN):
     def _extra_config(self):
         return {"implementation": self.implementation, "reset_after": self.reset_after}
 
+    def _cudnn_path(self):
+        return self.reset_after and _cudnn_args(self)
+
     def _input_bias(self, xw):
         if self.bias is None:
             return xw
         b = self.bias[0] if self.reset_after else self.bias
         return _ops.add(xw, b)
 
-    def _step(self, xw_t, states):
+    def _step(self, xw_t, states, rec):
         h_prev = states[0]
         u = self.units
         xh = self._slice(xw_t, 2)
         if self.reset_after:
-            inner = _ops.matmul(h_prev, self.recurrent_kernel)
+            inner = self._recurrent(h_prev, rec, 0, 3)
             if self.bias is not None:
                 inner = _ops.add(inner, self.bias[1])
             # z and r together (adjacent columns: the same values, fewer ops)
@@ -391,20 +478,30 @@ class GRU(_RNN):
             hh = self._act(_ops.add(xh, _ops.multiply(r, self._slice(inner, 2))))
         else:
             xz, xr = self._slice(xw_t, 0), self._slice(xw_t, 1)
-            inner = _ops.matmul(h_prev, self.recurrent_kernel[:, :2 * u])
+            inner = self._recurrent(h_prev, rec, 0, 2)
             rz, rr = self._slice(inner, 0), self._slice(inner, 1)
             z = self._ract(_ops.add(xz, rz))
             r = self._ract(_ops.add(xr, rr))
-            rh = _ops.matmul(_ops.multiply(r, h_prev), self.recurrent_kernel[:, 2 * u:])
+            h_h = h_prev if rec is None else _ops.multiply(h_prev, rec[2])
+            rh = _ops.matmul(_ops.multiply(r, h_h), self.recurrent_kernel[:, 2 * u:])
             hh = self._act(_ops.add(xh, rh))
         # z h' + (1 - z) hh
         h = _ops.add(_ops.multiply(z, h_prev), _ops.multiply(_ops.subtract(1.0, z), hh))
         return h, [h]
 
 
+def _cudnn_args(layer):
+    """Keras's _could_use_gpu_kernel for LSTM and GRU: tanh, sigmoid, no
+    recurrent dropout, not unrolled, a bias."""
+    from .layers import _activation_name
+    return (_activation_name(layer.activation) == "tanh"
+            and _activation_name(layer.recurrent_activation) == "sigmoid"
+            and layer.recurrent_dropout == 0 and not layer.unroll and layer.use_bias)
+
+
 def _implementation(mode):
     """Keras's implementation (1: a product per gate, 2: one for all): the
-    same arithmetic, so kept for the config only."""
+    same arithmetic without dropout; with it, 1 draws a mask per gate."""
     if mode not in (1, 2):
         raise ValueError("vdev's recurrent layers take implementation=1 or 2, not %r" % (mode,))
     return int(mode)
