@@ -201,8 +201,6 @@ def test_embedding_layer():
         layers.Embedding(0, 4)
     assert str(x.value) == ("Both `input_dim` and `output_dim` should be positive, Received "
                             "input_dim = 0 and output_dim = 4")
-    with pytest.raises(ValueError, match="mask_zero=False only"):
-        layers.Embedding(10, 4, mask_zero=True)
     with pytest.raises(ValueError, match="embeddings_regularizer=None only"):
         layers.Embedding(10, 4, embeddings_regularizer="l2")
     with pytest.raises(vdev.errors.InvalidArgumentError, match=r"indices\[0,1\] = 10 is not"):

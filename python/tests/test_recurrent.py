@@ -231,8 +231,9 @@ def test_refusals():
         (lambda: layers.LSTM(2, name="l")(np.zeros((2, 3), f32)),
          'Input 0 of layer "l" is incompatible with the layer: expected ndim=3, found ndim=2. '
          "Full shape received: (2, 3)"),
-        (lambda: layers.LSTM(2)(x, mask=np.ones((2, 3), bool)),
-         "vdev's LSTM takes mask=None only: vdev's layers pass no masks"),
+        (lambda: layers.LSTM(2)(x, mask=np.ones((3, 2), bool)),
+         "vdev: a mask of shape (3, 2) for inputs of [batch, steps] = (2, 3): a mask has one "
+         "truth value per step"),
         (lambda: layers.LSTM(2)(x, initial_state=[np.zeros((2, 2), f32)]),
          "An `initial_state` was passed that is not compatible with `cell.state_size`. Received "
          "`state_spec`=1 states; however `cell.state_size` is [2, 2]"),

@@ -22,13 +22,13 @@ f32 = np.float32
 def capture(layer, monkeypatch):
     """Every call's (input masks, recurrent masks) as NumPy arrays."""
     seen = []
-    inner = layer._masks
+    inner = layer._dropout_masks
 
     def spy(*a):
         drop, rec = inner(*a)
         seen.append(tuple(None if m is None else [t.numpy() for t in m] for m in (drop, rec)))
         return drop, rec
-    monkeypatch.setattr(layer, "_masks", spy)
+    monkeypatch.setattr(layer, "_dropout_masks", spy)
     return seen
 
 

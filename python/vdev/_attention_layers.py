@@ -39,6 +39,7 @@ import numpy as np
 from . import _functional, _ops, _strategy_context, initializers, random
 from ._conv_layers import _base, _float32_only, _float_input, _none_only
 from ._core_layers import _Draws, _check_rate, _keep, _resolve_training
+from ._keras_masks import mask_of
 from ._device import current_device, device
 from ._recurrent_layers import _derived_seed
 
@@ -189,6 +190,7 @@ class MultiHeadAttention(_base()):
                                  "use_causal_mask, not attention_mask or "
                                  "return_attention_scores (call it on tensors for those)")
             return _functional.symbolic_call(self, parts, (), kwargs)
+        auto = [mask_of(t) for t in (query, value, key)]  # Keras's masks of the inputs
         q = _float_input(self._device, query)
         v = _float_input(self._device, value)
         k = v if key is None else _float_input(self._device, key)
@@ -204,13 +206,15 @@ class MultiHeadAttention(_base()):
         qh = _ops.multiply(qh, 1.0 / math.sqrt(float(self.key_dim)))
         qh, kh, vh = (_ops.transpose(x, (0, 2, 1, 3)) for x in (qh, kh, vh))
         scores = _ops.matmul(qh, kh, transpose_b=True)  # [B, H, T, S]
-        mask = self._mask(attention_mask, use_causal_mask, scores)
+        mask = self._mask(attention_mask, use_causal_mask, scores, auto)
         if mask is not None:
             scores = _ops.add(scores, _ops.multiply(_ops.subtract(1.0, mask), -1e9))
         probs = _ops.softmax(scores)
         dropped = self._drop(probs, training)
         out = _ops.transpose(_ops.matmul(dropped, vh), (0, 2, 1, 3))  # [B, T, H, vd]
         out = self._project(out, "attention_output", heads_out=False)
+        if auto[0] is not None:  # Keras's compute_mask: the query's
+            out._keras_mask = auto[0]
         return (out, probs) if return_attention_scores else out
 
     # query and value both symbolic: recorded here, as one list (the base's
@@ -226,17 +230,30 @@ class MultiHeadAttention(_base()):
         keep = _keep(probs, [int(d) for d in probs.shape], self.dropout, self._draws.next())
         return _ops.multiply(_ops.multiply(probs, 1.0 / (1.0 - self.dropout)), keep)
 
-    def _mask(self, attention_mask, causal, scores):
-        """The mask [B, 1, T, S] (1 keeps), or None."""
+    def _mask(self, attention_mask, causal, scores, auto=(None, None, None)):
+        """The mask [B, 1, T, S] (1 keeps), or None: Keras's
+        _compute_attention_mask, attention_mask and the inputs' masks
+        (the query's [B, T], the value's and key's [B, S]) and the causal
+        one all keeping."""
         b, _, t, s = (int(d) for d in scores.shape)
         m = None
+        q_mask, v_mask, k_mask = (None if a is None else a.numpy() != 0 for a in auto)
+        if q_mask is not None:
+            m = q_mask[:, :, None].astype(np.float32)
+        for other in (v_mask, k_mask):
+            if other is not None:
+                o = other[:, None, :].astype(np.float32)
+                m = o if m is None else m * o
+        if m is not None:
+            m = np.broadcast_to(m, (b, t, s))
         if attention_mask is not None:
-            m = (np.asarray(attention_mask.numpy() if hasattr(attention_mask, "numpy")
-                            else attention_mask) != 0).astype(np.float32)  # Keras's bool cast
-            if m.shape != (b, t, s):
+            given = (np.asarray(attention_mask.numpy() if hasattr(attention_mask, "numpy")
+                                else attention_mask) != 0).astype(np.float32)  # Keras's bool cast
+            if given.shape != (b, t, s):
                 raise ValueError("vdev's MultiHeadAttention takes an attention_mask of shape "
                                  "[batch, query steps, key steps] = %s, not %s"
-                                 % ((b, t, s), m.shape))
+                                 % ((b, t, s), given.shape))
+            m = given if m is None else m * given
         if causal:
             tri = np.tril(np.ones((t, s), np.float32))
             m = tri[None] if m is None else m * tri[None]

@@ -9,7 +9,10 @@ back into time order when they are sequences (a StridedSlice of stride -1
 along the time axis), and merges them: "concat" (the last axis), "sum",
 "ave", "mul", or None (the two as a list); with return_state the states
 follow, the forward layer's first. initial_state is a list of the forward
-layer's states then the backward one's. Keras's checks and words.
+layer's states then the backward one's. A mask (the input's, or ``mask=``)
+goes to both layers, which give 0 at masked steps when returning sequences
+(Keras's zero_output_for_mask); the output keeps it with return_sequences.
+Keras's checks and words.
 """
 
 from . import _ops
@@ -77,11 +80,30 @@ class Bidirectional(_base()):
         self.forward_layer.name = "forward_" + self.forward_layer.name
         self.backward_layer.name = "backward_" + self.backward_layer.name
         self.merge_mode = merge_mode
+        for sub in (self.forward_layer, self.backward_layer):  # Keras's
+            sub.zero_output_for_mask = sub.return_sequences
         self.return_sequences = layer.return_sequences
         self.return_state = layer.return_state
         self._batch_input_shape = _input_shape(self, input_shape, 3)
         if self._batch_input_shape is not None and self._batch_input_shape[-1] is not None:
             self.build(self._batch_input_shape[-1])
+
+    supports_masking = True  # Keras's (compute_mask below)
+    _expects_mask = True
+
+    def compute_mask(self, inputs, mask=None):
+        """Keras's: the input's mask for each output that is a sequence,
+        None for the others and the states."""
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
+        if self.return_sequences:
+            out = [mask, mask] if self.merge_mode is None else mask
+        else:
+            out = [None, None] if self.merge_mode is None else None
+        if self.return_state:
+            states = [None] * (2 * self.forward_layer._states)
+            return (out if isinstance(out, list) else [out]) + states
+        return out
 
     def _sublayers(self):
         return [self.forward_layer, self.backward_layer]

@@ -1,6 +1,7 @@
 """Keras 2.11's core layers that hold no weights, exported by
 ``vdev.layers``: ``Dropout``, ``Reshape``, ``Permute``, ``Activation``,
-``ReLU``, ``ELU``, ``LeakyReLU`` and ``Softmax``, with Keras's arguments in its order
+``ReLU``, ``ELU``, ``LeakyReLU``, ``Softmax`` and ``Masking`` (Keras's masks:
+vdev/_keras_masks.py), with Keras's arguments in its order
 (then Keras's base-layer ``name``, ``trainable``, ``input_shape`` and
 ``dtype``, float32 only), its ``get_config`` keys, ``compute_output_shape``
 and errors in its words, each composed of vdev's ops so its gradient is the
@@ -32,7 +33,8 @@ from ._conv_layers import _base, _check_rank, _float32_only, _float_input, _inpu
 from ._device import current_device
 from ._tensor import Tensor, int32
 
-__all__ = ["Activation", "Dropout", "ELU", "LeakyReLU", "Permute", "ReLU", "Reshape", "Softmax"]
+__all__ = ["Activation", "Dropout", "ELU", "LeakyReLU", "Masking", "Permute", "ReLU", "Reshape",
+           "Softmax"]
 
 # ---- the training flag (Keras's call context) ----
 
@@ -178,6 +180,8 @@ class Dropout(_Stateless):
     b"vdev.Dropout:", k)); ``seed=None`` takes it from vdev.random's
     counter."""
 
+    supports_masking = True  # Keras's: the mask passed on
+
     def __init__(self, rate, noise_shape=None, seed=None, name=None, trainable=True,
                  input_shape=None, dtype=None):
         if isinstance(rate, bool) or not isinstance(rate, numbers.Real):
@@ -322,6 +326,8 @@ class Activation(_Stateless):
     Keras's activations, vdev/activations.py, "linear" or None) or a
     callable."""
 
+    supports_masking = True  # Keras's: the mask passed on
+
     def __init__(self, activation, name=None, trainable=True, input_shape=None, dtype=None):
         from .layers import _activation
         super().__init__(name, trainable, input_shape, dtype)
@@ -342,6 +348,8 @@ class ReLU(_Stateless):
     clipped to [0, m] (m = 6: relu6, whose gradient is 0 at 6); with
     ``threshold`` t, x where x > t else 0; with ``negative_slope`` a,
     a * (x - t) below t (a alone: tf.nn.leaky_relu)."""
+
+    supports_masking = True  # Keras's: the mask passed on
 
     def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, name=None,
                  trainable=True, input_shape=None, dtype=None):
@@ -399,6 +407,8 @@ class ELU(_Stateless):
     """Keras's ELU: x where x > 0, else alpha * (exp(x) - 1) (backend.elu;
     the gradient at 0 is alpha, tf.where's branch there)."""
 
+    supports_masking = True  # Keras's: the mask passed on
+
     def __init__(self, alpha=1.0, name=None, trainable=True, input_shape=None, dtype=None):
         if alpha is None:
             raise ValueError("Alpha of an ELU layer cannot be None, expecting a float. "
@@ -417,6 +427,8 @@ class ELU(_Stateless):
 class LeakyReLU(_Stateless):
     """Keras's LeakyReLU: x where x > 0, else alpha * x (tf.nn.leaky_relu,
     any alpha; the gradient alpha at 0, as TensorFlow's)."""
+
+    supports_masking = True  # Keras's: the mask passed on
 
     def __init__(self, alpha=0.3, name=None, trainable=True, input_shape=None, dtype=None):
         if alpha is None:
@@ -439,6 +451,9 @@ class Softmax(_Stateless):
     transpose, as TensorFlow's softmax does, and back). A call's ``mask``
     (1 keep, 0 mask, the input's shape) adds -1e9 to the masked logits
     first, as Keras's."""
+
+    supports_masking = True  # Keras's: the mask passed on,
+    _expects_mask = True  # and the inputs' masks its call's
 
     def __init__(self, axis=-1, name=None, trainable=True, input_shape=None, dtype=None):
         super().__init__(name, trainable, input_shape, dtype)
@@ -504,3 +519,39 @@ class Softmax(_Stateless):
         perm = list(range(x.ndim))
         perm[axis], perm[last] = last, axis
         return _ops.transpose(_ops.softmax(_ops.transpose(x, perm)), perm)
+
+
+# ---- Masking (Keras's masks: vdev/_keras_masks.py) ----
+
+class Masking(_Stateless):
+    """Keras's Masking(mask_value=0.0): a step whose features all equal
+    ``mask_value`` is masked: the output is the input times 0 there (1
+    elsewhere), its mask [batch, steps] 1 where any feature differs."""
+
+    supports_masking = True
+
+    def __init__(self, mask_value=0.0, name=None, trainable=True, input_shape=None, dtype=None):
+        super().__init__(name, trainable, input_shape, dtype)
+        self.mask_value = mask_value
+
+    def get_config(self):
+        return self._config(mask_value=self.mask_value)
+
+    def _keep(self, x):
+        """[..., 1]: 1.0 where any feature differs from mask_value (from
+        vdev's ops: d > 0 or -d > 0, summed over the features, at most 1)."""
+        d = _ops.subtract(x, float(self.mask_value))
+        differs = _ops.add(_step(d, strict=True), _step(_ops.negative(d), strict=True))
+        return _ops.minimum(_ops.reduce_sum(differs, axis=-1, keepdims=True), 1.0)
+
+    def compute_mask(self, inputs, mask=None):
+        """Keras's: any feature other than mask_value, over the last axis."""
+        keep = self._keep(_float_input(self._device, inputs))
+        return _ops.reshape(keep, [int(d) for d in keep.shape[:-1]])
+
+    def __call__(self, inputs, training=None):
+        x = _float_input(self._device, inputs)
+        keep = self._keep(x)
+        out = _ops.multiply(x, keep)
+        out._keras_mask = _ops.reshape(keep, [int(d) for d in keep.shape[:-1]])
+        return out

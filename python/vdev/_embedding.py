@@ -13,9 +13,10 @@ InvalidArgumentError for the first id outside the table ("indices[0,1] =
 Keras's arguments are taken in Keras's order
 and checked as Keras checks them (a positive float size passes Keras's
 check and is TensorShape's TypeError when the table is made, here with the
-layer); what vdev has not (regularizers,
-constraints, mask_zero, sparse) is a ValueError naming it, as Dense refuses
-its. Its gradient is dense (TensorFlow's is IndexedSlices): every row of
+layer); ``mask_zero=True`` gives the output Keras's mask, the ids other
+than 0 (vdev/_keras_masks.py; read on the host: the ids are where the
+lookup's input comes from); what vdev has not (regularizers, constraints,
+sparse) is a ValueError naming it, as Dense refuses its. Its gradient is dense (TensorFlow's is IndexedSlices): every row of
 the table, zeros where no input looked, so a training step holds one more
 tensor the table's size (two under a MirroredStrategy: the gradient and its
 all-reduced sum) besides the optimizer's slots.
@@ -59,9 +60,6 @@ class Embedding(_base()):
         _none_only("Embedding", embeddings_regularizer=embeddings_regularizer,
                    activity_regularizer=activity_regularizer,
                    embeddings_constraint=embeddings_constraint)
-        if mask_zero:
-            raise ValueError("vdev's Embedding takes mask_zero=False only: vdev's layers pass "
-                             "no masks")
         if sparse:
             raise ValueError("vdev's Embedding takes sparse=False only: its gradient is a "
                              "dense tensor")
@@ -74,7 +72,8 @@ class Embedding(_base()):
         dims = _dimension(input_dim), _dimension(output_dim)
         super().__init__(name, trainable)
         self.input_dim, self.output_dim = dims
-        self.mask_zero = False
+        self.mask_zero = bool(mask_zero)
+        self.supports_masking = self.mask_zero  # Keras's
         self.input_length = input_length
         if input_shape is None:  # as Keras: input_length, else one unknown axis
             if isinstance(input_length, (list, tuple)):
@@ -140,9 +139,14 @@ class Embedding(_base()):
         return (shape[0],) + tuple(lens) + (self.output_dim,)
 
     def compute_mask(self, inputs, mask=None):
-        """Keras's: None, as for mask_zero=False (the only value vdev
-        takes)."""
-        return None
+        """Keras's: None without mask_zero, else 1.0 where an id is not 0
+        (the inputs' shape, float32: vdev has no bool dtype)."""
+        if not self.mask_zero:
+            return None
+        import numpy as np
+        ids = inputs.numpy() if isinstance(inputs, Tensor) else np.asarray(inputs)
+        with _ops._near(self.embeddings):
+            return _ops.constant((ids != 0).astype(np.float32))
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable, "dtype": "float32",
@@ -150,7 +154,7 @@ class Embedding(_base()):
                 "input_dim": self.input_dim, "output_dim": self.output_dim,
                 "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
                 "embeddings_regularizer": None, "activity_regularizer": None,
-                "embeddings_constraint": None, "mask_zero": False,
+                "embeddings_constraint": None, "mask_zero": self.mask_zero,
                 "input_length": self.input_length}
 
     @classmethod
@@ -166,4 +170,7 @@ class Embedding(_base()):
                 x = _ops.convert_to_tensor(x)
         if x.dtype is not int32:  # Keras's cast of float ids
             x = _ops._cast(x, int32)
-        return nn.embedding_lookup(self.embeddings, x)
+        out = nn.embedding_lookup(self.embeddings, x)
+        if self.mask_zero:
+            out._keras_mask = self.compute_mask(inputs)
+        return out

@@ -36,6 +36,7 @@ import numpy as np
 from . import _ops, _strategy_context, callbacks as callbacks_module, losses, optimizers
 from . import random as _random
 from ._core_layers import training_scope
+from ._keras_masks import mask_of
 from ._tape import GradientTape
 from ._tensor import Tensor
 
@@ -98,6 +99,40 @@ def _metric_values(kind, yt, yp):
     if kind in ("mse", "mean_squared_error"):
         return np.mean(d * d, axis=-1)
     return np.mean(np.abs(d), axis=-1)
+
+
+def _mask_numpy(pred):
+    """pred's mask (vdev/_keras_masks.py) as numpy, or None."""
+    m = mask_of(pred)
+    return None if m is None else m.numpy()
+
+
+def _masked_loss(fn, y, pred, mask, reduction):
+    """Keras's loss of an output with a mask (losses_utils.apply_valid_mask):
+    the losses of each step (a vdev loss with reduction 'none', or a
+    function's values) weighted by the mask; their sum over the mask's sum
+    (the mean over the steps that count) for the mean reductions, their sum
+    for 'sum'. fit under a MirroredStrategy, which sums each replica's rows
+    over the global batch, is refused: Keras's mean is each replica's own."""
+    if reduction == "sum" and _strategy_context.replica() is not None:
+        raise ValueError("vdev's fit under a MirroredStrategy takes a model whose output has "
+                         "no mask (Keras weighs a masked output's losses by each replica's "
+                         "own count of the steps that count); fit it on one device")
+    mean = (reduction or getattr(fn, "reduction", "auto")) != "sum"
+    if isinstance(fn, (losses.MeanSquaredError, losses.BinaryCrossentropy,
+                       losses.CategoricalCrossentropy, losses.SparseCategoricalCrossentropy)):
+        fn = copy.copy(fn)
+        fn.reduction = "none"
+    values = fn(y, pred)
+    if not isinstance(values, Tensor):
+        values = _ops.convert_to_tensor(values)
+    if tuple(values.shape) != tuple(mask.shape):
+        raise ValueError("vdev: the loss of an output with a mask of shape %s gave losses of "
+                         "shape %s; Keras weighs one loss per masked step (a loss with "
+                         "reduction 'none', or a function giving [batch, steps])"
+                         % (tuple(mask.shape), tuple(values.shape)))
+    total = _ops.reduce_sum(_ops.multiply(values, mask))
+    return _ops.divide(total, _ops.reduce_sum(mask)) if mean else total
 
 
 def _metric_name(m):
@@ -284,7 +319,10 @@ class Model:
         """fn(y, pred), a scalar. Inside a strategy's scope (fit or evaluate
         called there), where vdev's losses refuse their mean as Keras's do
         outside its built-in loops, a mean is the sum over the rows divided
-        by them."""
+        by them. An output with a mask: _masked_loss."""
+        mask = mask_of(pred)
+        if mask is not None:
+            return _masked_loss(fn, y, pred, mask, reduction)
         mean_in_scope = (reduction is None
                          and getattr(fn, "reduction", None) in ("auto", "sum_over_batch_size")
                          and (_strategy_context.scope_strategy() is not None
@@ -305,7 +343,8 @@ class Model:
         return v
 
     def _train_batch(self, xb, yb):
-        """One step; (the batch's loss, the model's outputs as numpy)."""
+        """One step; (the batch's loss, the model's outputs as numpy, their
+        mask as numpy or None)."""
         variables = self.trainable_variables
         # the layers run in training mode (Keras's call context: a
         # BatchNormalization normalizes by the batch and updates its moving
@@ -316,7 +355,7 @@ class Model:
         if variables:  # a frozen model: Keras 2.11's optimizer applies nothing
             grads = tape.gradient(loss, variables)
             self.optimizer.apply_gradients(zip(grads, variables))
-        return float(loss), out.numpy()
+        return float(loss), out.numpy(), _mask_numpy(pred)
 
     def _train_batch_mirrored(self, strategy, xb, yb):
         """One step split over strategy's replicas (see the module's text)."""
@@ -347,18 +386,22 @@ class Model:
               else strategy._batch(xb))
         per_replica = strategy.run(step, args=(xd, strategy._batch(yb)))
         loss = strategy.reduce("SUM", per_replica, axis=None)
-        return float(loss), np.concatenate([outs[r] for r in sorted(outs)])
+        return float(loss), np.concatenate([outs[r] for r in sorted(outs)]), None
 
     def _test_batch(self, xb, yb):
         with training_scope(False):
             pred, out = self._forward(xb)
-        return float(self._loss_value(self._loss_fn, yb, pred)), out.numpy()
+        return (float(self._loss_value(self._loss_fn, yb, pred)), out.numpy(),
+                _mask_numpy(pred))
 
     # ---- the epoch's running means ----
     def _new_totals(self):
         return {"loss": [0.0, 0]} | {_metric_name(m): [0.0, 0] for m in self.compiled_metrics}
 
-    def _add(self, totals, loss, n, yb, out):
+    def _add(self, totals, loss, n, yb, out, mask=None):
+        """The batch into the epoch's running means: the loss weighted by
+        the rows, each metric's values by one each, or (an output with a
+        mask, as Keras's sample weights) by the mask."""
         totals["loss"][0] += loss * n
         totals["loss"][1] += n
         for m in self.compiled_metrics:
@@ -367,8 +410,12 @@ class Model:
             else:
                 v = np.asarray(m(np.asarray(yb), out), np.float64)
             t = totals[_metric_name(m)]
-            t[0] += float(np.sum(v))
-            t[1] += int(v.size)
+            if mask is not None and v.shape == mask.shape:
+                t[0] += float(np.sum(v * mask))
+                t[1] += float(np.sum(mask))
+            else:
+                t[0] += float(np.sum(v))
+                t[1] += int(v.size)
 
     @staticmethod
     def _logs(totals, prefix=""):
@@ -557,10 +604,10 @@ class Model:
                     ran_out = True
                     break
                 if strategy is None:
-                    loss, out = self._train_batch(xb, yb)
+                    loss, out, mask = self._train_batch(xb, yb)
                 else:
-                    loss, out = self._train_batch_mirrored(strategy, xb, yb)
-                self._add(totals, loss, xb.shape[0], yb, out)
+                    loss, out, mask = self._train_batch_mirrored(strategy, xb, yb)
+                self._add(totals, loss, xb.shape[0], yb, out, mask)
                 ran += 1
                 cbs.call("on_train_batch_end", step, self._logs(totals))
                 if self.stop_training:
@@ -603,8 +650,8 @@ class Model:
         for step, b in enumerate(range(0, n, batch_size)):
             xb, yb = x[b:b + batch_size], y[b:b + batch_size]
             cbs.call("on_test_batch_begin", step, None)
-            loss, out = self._test_batch(xb, yb)
-            self._add(totals, loss, xb.shape[0], yb, out)
+            loss, out, mask = self._test_batch(xb, yb)
+            self._add(totals, loss, xb.shape[0], yb, out, mask)
             cbs.call("on_test_batch_end", step, self._logs(totals))
         logs = self._logs(totals)
         cbs.call("on_test_end", logs)

@@ -104,10 +104,38 @@ class _Merge(Layer):
     """Keras's _Merge: an element-wise function of a list of tensors of
     compatible shapes."""
 
+    supports_masking = True  # Keras's (compute_mask below)
+
     def __init__(self, name=None, trainable=True, dtype=None):
         _float32_only(self, dtype)
         super().__init__(name, trainable)
         self._device = current_device()  # where NumPy inputs are made (Dense's rule)
+
+    def _mask_checks(self, inputs, mask):
+        """Keras's _Merge.compute_mask checks, in its words; False when no
+        input has a mask."""
+        if mask is None:
+            return False
+        if not isinstance(mask, (tuple, list)):
+            raise ValueError("`mask` should be a list. Received: mask=%s" % (mask,))
+        if not isinstance(inputs, (tuple, list)):
+            raise ValueError("`inputs` should be a list. Received: inputs=%s" % (inputs,))
+        if len(mask) != len(inputs):
+            raise ValueError("The lists `inputs` and `mask` should have the same length. "
+                             "Received: inputs=%s of length %d, and mask=%s of length %d"
+                             % (inputs, len(inputs), mask, len(mask)))
+        return any(m is not None for m in mask)
+
+    def compute_mask(self, inputs, mask=None):
+        """Keras's: where every input's mask keeps (the product of vdev's
+        1.0 / 0.0 masks), None when no input has one."""
+        if not self._mask_checks(inputs, mask):
+            return None
+        masks = [m for m in mask if m is not None]
+        out = masks[0]
+        for m in masks[1:]:
+            out = _ops.multiply(out, m)
+        return out
 
     def _elemwise_shape(self, shape1, shape2):
         """Keras's _compute_elemwise_op_output_shape (shapes without the
@@ -321,6 +349,25 @@ class Concatenate(_Merge):
 
     def get_config(self):
         return dict(super().get_config(), axis=self.axis)
+
+    def compute_mask(self, inputs, mask=None):
+        """Keras's: each input's mask (ones for an input without one, a
+        mask of lower rank given a last axis of 1) concatenated along axis,
+        then kept where all of the last axis keeps."""
+        if not self._mask_checks(inputs, mask):
+            return None
+        from ._tensor import ones
+        parts = []
+        for x, m in zip(_tensors(inputs, self._device), mask):
+            if m is None:
+                with _ops._near(x):
+                    m = ones(tuple(int(d) for d in x.shape))
+            elif m.ndim < x.ndim:
+                m = _ops.reshape(m, [int(d) for d in m.shape] + [1])
+            parts.append(m)
+        joined = _ops.concat(parts, self.axis)
+        dropped = _ops.reduce_sum(_ops.subtract(1.0, joined), axis=-1)
+        return _ops.subtract(1.0, _ops.minimum(dropped, 1.0))
 
     def __call__(self, inputs, training=None, mask=None):
         """vdev.concat of inputs (a list of tensors or values) along axis."""

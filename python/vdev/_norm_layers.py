@@ -228,6 +228,8 @@ class BatchNormalization(_base()):
     replica's update gives (what Keras's ON_READ variables, aggregated by
     MEAN, read)."""
 
+    supports_masking = True  # Keras's: the mask passed on
+
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones",
                  moving_mean_initializer="zeros", moving_variance_initializer="ones",
@@ -468,6 +470,8 @@ class LayerNormalization(_base()):
     end at the last one, epsilon >= 1.001e-5) is computed as (x - mean) *
     rsqrt(var + epsilon), then times gamma plus beta; otherwise as
     tf.nn.batch_normalization."""
+
+    supports_masking = True  # Keras's: the mask passed on
 
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,

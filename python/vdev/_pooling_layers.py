@@ -125,7 +125,27 @@ def _max_window(x, rows, cols, channels):
 
 class GlobalAveragePooling1D(_GlobalPooling1D):
     """The mean over the steps of (batch, steps, features), as Keras's
-    GlobalAveragePooling1D."""
+    GlobalAveragePooling1D; with a mask (the input's, or ``mask=``), the
+    sum of the steps it keeps over their count (Keras's: NaN for a row
+    with none)."""
+
+    supports_masking = True  # Keras's: its output has no mask
+    _expects_mask = True
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def __call__(self, inputs, training=None, mask=None):
+        if mask is None:
+            return super().__call__(inputs, training)
+        from ._keras_masks import as_mask
+        x = _float_input(self._device, inputs)
+        shape = tuple(int(d) for d in x.shape)
+        _check_rank(self, shape, self._ndim)
+        self._maybe_build(shape)
+        m = _ops.reshape(as_mask(mask, x, shape[:2]), [shape[0], shape[1], 1])
+        total = _ops.reduce_sum(_ops.multiply(x, m), axis=1, keepdims=self.keepdims)
+        return _ops.divide(total, _ops.reduce_sum(m, axis=1, keepdims=self.keepdims))
 
     def _pool(self, x, shape):
         return _mean_over_steps(x, shape[1], shape[2])

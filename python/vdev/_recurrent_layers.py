@@ -48,12 +48,12 @@ import contextlib
 import hashlib
 import numbers
 
-from . import _ops, _strategy_context, initializers, random
+from . import _keras_masks, _ops, _strategy_context, initializers, random
 from ._conv_layers import (_base, _check_rank, _float32_only, _float_input, _input_shape,
                            _none_only, _weighted_input)
 from ._core_layers import _Draws, _dropout_mask, _dropout_seed, _resolve_training
 from ._device import current_device, device
-from ._tensor import Tensor
+from ._tensor import Tensor, zeros
 
 __all__ = ["GRU", "LSTM", "SimpleRNN"]
 
@@ -87,6 +87,9 @@ class _RNN(_base()):
     _gates = 1
     _states = 1
     _cell = "simple_rnn_cell"
+    supports_masking = True  # Keras's (compute_mask below)
+    _expects_mask = True
+    zero_output_for_mask = False  # Keras's: Bidirectional sets it with return_sequences
 
     def _setup(self, a):
         """The arguments every recurrent layer takes, from its __init__'s
@@ -228,9 +231,6 @@ class _RNN(_base()):
         return z[:, k * u:(k + n) * u]
 
     def __call__(self, inputs, mask=None, training=None, initial_state=None):
-        if mask is not None:
-            raise ValueError("vdev's %s takes mask=None only: vdev's layers pass no masks"
-                             % type(self).__name__)
         x = _weighted_input(self, inputs)
         shape = tuple(int(d) for d in x.shape)
         _check_rank(self, shape, 3)
@@ -245,7 +245,14 @@ class _RNN(_base()):
                              "shape=%s, found shape=%s"
                              % (self.name, (None, None, int(self.kernel.shape[0])), shape))
         states = self._initial_states(initial_state, batch)
-        drop, rec = self._masks(x, shape, _resolve_training(training))
+        if isinstance(mask, (list, tuple)):  # Keras's: the input's, the first
+            mask = mask[0]
+        if mask is not None:  # [batch, steps] (time_major: [steps, batch])
+            mask = _keras_masks.as_mask(mask, x, (steps, batch) if self.time_major
+                                        else (batch, steps))
+            if self.time_major:
+                mask = _ops.transpose(mask, (1, 0))
+        drop, rec = self._dropout_masks(x, shape, _resolve_training(training))
         # every step's x W (+ b where the cell adds it there): one product,
         # or one per gate with a mask each
         if drop is not None and len(drop) > 1:
@@ -261,31 +268,48 @@ class _RNN(_base()):
         xw = _ops.reshape(xw, [batch, steps, int(xw.shape[-1])])
         order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
         outputs = []
+        last = None
         for t in order:
-            h, states = self._step(xw[:, t, :], states, rec)
+            h, new = self._step(xw[:, t, :], states, rec)
+            if mask is not None:  # Keras's backend.rnn: a masked step keeps
+                m = mask[:, t:t + 1]  # the states and the last output (or 0)
+                states = [_keras_masks.select(m, a, b) for a, b in zip(new, states)]
+                if last is None:
+                    with _ops._near(h):
+                        zero = last = zeros((batch, self.units))
+                h = last = _keras_masks.select(m, h, zero if self.zero_output_for_mask else last)
+            else:
+                states = new
             if self.return_sequences:
                 outputs.append(h)
         if self.return_sequences:
             if outputs:
                 out = _ops.stack(outputs, axis=1)
             else:
-                from ._tensor import zeros
                 with _ops._near(x):
                     out = zeros((batch, 0, self.units))
             if self.time_major:
                 out = _ops.transpose(out, (1, 0, 2))
-        else:
-            out = states[0]
+        else:  # the last output: with a mask, the last step's kept (Keras's)
+            out = states[0] if mask is None or last is None else last
         if self.return_state:
             return [out] + list(states)
         return out
+
+    def compute_mask(self, inputs, mask=None):
+        """Keras's: the input's mask for return_sequences, else None; with
+        return_state, None for each state."""
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
+        out = mask if self.return_sequences else None
+        return [out] + [None] * self._states if self.return_state else out
 
     def _cudnn_path(self):
         """Whether Keras's layer would take its cuDNN-capable path (which
         drops elements of the whole input sequence): never for SimpleRNN."""
         return False
 
-    def _masks(self, x, shape, training):
+    def _dropout_masks(self, x, shape, training):
         """This call's dropout masks, Keras's (the module's opening):
         (input masks or None, recurrent masks or None), each a list, drawn
         only in training with a nonzero rate. Input masks are [batch, steps,
@@ -328,7 +352,6 @@ class _RNN(_base()):
     def _initial_states(self, initial_state, batch):
         n = self._states
         if initial_state is None:
-            from ._tensor import zeros
             with _ops._near(self.kernel):
                 return [zeros((batch, self.units)) for _ in range(n)]
         if isinstance(initial_state, (Tensor,)) or not isinstance(initial_state, (list, tuple)):

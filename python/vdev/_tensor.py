@@ -116,7 +116,7 @@ class Tensor:
     """A vdev tensor, as TensorFlow's EagerTensor: ``.numpy()``, ``.shape``,
     ``.dtype``, ``.device``, ``.cpu()``, operators, and DLPack."""
 
-    __slots__ = ("_h", "__weakref__")
+    __slots__ = ("_h", "_keras_mask", "__weakref__")  # a mask: vdev/_keras_masks.py
 
     def __init__(self, handle):
         if not isinstance(handle, int) or isinstance(handle, bool):  # vdev's handles

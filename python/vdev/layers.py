@@ -46,7 +46,7 @@ import numbers
 import re
 import threading
 
-from . import _lib, _ops, _strategy_context, activations, initializers, random
+from . import _keras_masks, _lib, _ops, _strategy_context, activations, initializers, random
 from ._device import current_device, device
 from ._tensor import Tensor, Variable, float32
 
@@ -62,6 +62,7 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            "Cropping1D", "Cropping2D", "ZeroPadding1D", "ZeroPadding2D",  # _padding_layers.py
            "UpSampling1D", "UpSampling2D",  # vdev/_upsampling_layers.py
            "CenterCrop", "Rescaling", "Resizing",  # vdev/_preprocessing_layers.py
+           "Masking",  # vdev/_core_layers.py (masks: vdev/_keras_masks.py)
            "GRU", "LSTM", "SimpleRNN",  # vdev/_recurrent_layers.py
            "Bidirectional",  # vdev/_bidirectional.py
            "MultiHeadAttention",  # vdev/_attention_layers.py
@@ -209,13 +210,13 @@ def _symbolic_aware(call):
     @functools.wraps(call)
     def __call__(self, inputs=_NO_INPUTS, *args, **kwargs):
         if isinstance(inputs, Tensor):  # a tensor is never symbolic
-            return call(self, inputs, *args, **kwargs)
+            return _keras_masks.masked_call(call, self, inputs, args, kwargs)
         if inputs is _NO_INPUTS:
             return call(self, *args, **kwargs)
         from . import _functional
         if _functional.is_symbolic(inputs):
             return _functional.symbolic_call(self, inputs, args, kwargs)
-        return call(self, inputs, *args, **kwargs)
+        return _keras_masks.masked_call(call, self, inputs, args, kwargs)
     __call__._vdev_symbolic = True
     return __call__
 
@@ -237,6 +238,23 @@ class Layer:
         call = cls.__dict__.get("__call__")
         if call is not None and not getattr(call, "_vdev_symbolic", False):
             cls.__call__ = _symbolic_aware(call)
+
+    # Keras's masking (vdev/_keras_masks.py): whether the layer passes a
+    # mask on (compute_mask), and whether Keras's call takes ``mask`` (the
+    # inputs' masks are then given as it)
+    supports_masking = False
+    _expects_mask = False
+
+    def compute_mask(self, inputs, mask=None):
+        """Keras's base Layer.compute_mask: the mask passed on where the
+        layer supports masking, else None (a mask given is Keras's
+        TypeError)."""
+        if not self.supports_masking:
+            if any(m is not None for m in (mask if isinstance(mask, (list, tuple)) else [mask])):
+                raise TypeError("Layer %s does not support masking, but was passed an "
+                                "input_mask: %s" % (self.name, mask))
+            return None
+        return mask
 
     def __init__(self, name=None, trainable=True):
         self.name = name or _unique_name(_snake_case(type(self).__name__))
@@ -361,6 +379,8 @@ class Dense(Layer):
     the kernel ``[input_dim, units]`` made on the device scope the layer was
     made in, when ``input_dim`` (or ``input_shape``) is given, else at its
     first call. Initializers draw with ``seed`` (None: vdev.random's)."""
+
+    supports_masking = True  # Keras's: the mask passed on
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
@@ -531,5 +551,5 @@ from ._functional import Input, InputLayer  # noqa: E402
 from ._merge_layers import (Add, Average, Concatenate, Lambda, Maximum, Minimum,  # noqa: E402
                             Multiply, Subtract, add, average, concatenate, maximum, minimum,
                             multiply, subtract)
-from ._core_layers import (ELU, Activation, Dropout, LeakyReLU, Permute, ReLU,  # noqa: E402
-                           Reshape, Softmax)
+from ._core_layers import (ELU, Activation, Dropout, LeakyReLU, Masking, Permute,  # noqa: E402
+                           ReLU, Reshape, Softmax)
