@@ -210,6 +210,8 @@ def _symbolic_aware(call):
     @functools.wraps(call)
     def __call__(self, inputs=_NO_INPUTS, *args, **kwargs):
         if isinstance(inputs, Tensor):  # a tensor is never symbolic
+            if getattr(inputs, "_keras_mask", None) is None:  # no mask: the call alone
+                return call(self, inputs, *args, **kwargs)
             return _keras_masks.masked_call(call, self, inputs, args, kwargs)
         if inputs is _NO_INPUTS:
             return call(self, *args, **kwargs)
