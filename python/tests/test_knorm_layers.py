@@ -333,8 +333,8 @@ def test_keras_errors():
         "vdev has no ghost batches", BN, virtual_batch_size=2)
     err(ValueError, "vdev's BatchNormalization takes dtype=None or 'float32' only, not "
         "'float64': vdev's layers compute in float32", BN, dtype="float64")
-    err(ValueError, "vdev's LayerNormalization takes mask=None only: vdev's layers pass no "
-        "masks", LN(), np.ones((2, 3)), mask=np.ones((2,)))
+    err(ValueError, "vdev's LayerNormalization takes mask=None only: Keras's call takes no "
+        "mask (an input's mask passes on)", LN(), np.ones((2, 3)), mask=np.ones((2,)))
     err(ValueError, "Could not interpret initializer identifier: None", BN,
         moving_variance_initializer=None)
 

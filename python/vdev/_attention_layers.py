@@ -20,7 +20,9 @@ and /bias [dim_out], made at the first call (on the layer's device, mirrored
 under a strategy's scope), or when a functional model is built on it, each
 kernel drawn with its own seed derived from the layer's. attention_mask
 ([B, T, S], 1 keeps) and use_causal_mask (step t sees steps up to t) as
-Keras's; return_attention_scores gives (output, probs). ``dropout`` is
+Keras's, and so are the query's, value's and key's own masks
+(vdev/_keras_masks.py: the query's on its steps, the others' on theirs), the
+output keeping the query's; return_attention_scores gives (output, probs). ``dropout`` is
 Keras's: in training, the probabilities times 1 / (1 - rate) and a mask
 (tf.nn.dropout's) before the product with v, the scores returned being the
 probabilities before it; each call's seed is _Draws's (vdev/_core_layers.py)

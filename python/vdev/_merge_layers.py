@@ -424,7 +424,7 @@ class Lambda(Layer):
                  trainable=True, dtype=None):
         _float32_only(self, dtype)
         if mask is not None:
-            raise ValueError("vdev's Lambda takes mask=None only: vdev has no masks")
+            raise ValueError("vdev's Lambda takes mask=None only: its output has no mask")
         if not callable(function):
             raise TypeError("Lambda takes a function, not %r" % (function,))
         super().__init__(name, trainable)

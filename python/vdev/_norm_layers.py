@@ -392,10 +392,11 @@ class BatchNormalization(_base()):
     def __call__(self, inputs, training=None, mask=None):
         """The inputs normalized (see the class); ``training=None`` takes
         the call context's flag (fit's training step: True), else False.
-        ``mask`` is None only (vdev's layers pass no masks)."""
+        ``mask`` is None only (Keras's call takes none; an input's mask
+        passes on)."""
         if mask is not None:
-            raise ValueError("vdev's BatchNormalization takes mask=None only: vdev's layers "
-                             "pass no masks")
+            raise ValueError("vdev's BatchNormalization takes mask=None only: Keras's call "
+                             "takes no mask (an input's mask passes on)")
         x = _as_input(self, inputs)
         shape = _shape_of(x)
         if not self.built:
@@ -550,8 +551,8 @@ class LayerNormalization(_base()):
         """The inputs normalized over ``axis``, example by example;
         ``training`` changes nothing, ``mask`` is None only."""
         if mask is not None:
-            raise ValueError("vdev's LayerNormalization takes mask=None only: vdev's layers "
-                             "pass no masks")
+            raise ValueError("vdev's LayerNormalization takes mask=None only: Keras's call "
+                             "takes no mask (an input's mask passes on)")
         x = _as_input(self, inputs)
         shape = _shape_of(x)
         if not self.built:

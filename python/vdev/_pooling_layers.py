@@ -75,7 +75,7 @@ class _GlobalPooling(_base()):
 
     def __call__(self, inputs, training=None, mask=None):
         if mask is not None:
-            raise ValueError("vdev's %s takes mask=None only: vdev's layers pass no masks"
+            raise ValueError("vdev's %s takes mask=None only: Keras's call takes no mask"
                              % type(self).__name__)
         x = _float_input(self._device, inputs)
         shape = tuple(int(d) for d in x.shape)

@@ -40,8 +40,14 @@ product made per gate, and per gate the previous output times its
 recurrent mask before the recurrent product. A mask is 1 / (1 - rate)
 where kept, 0 where dropped; the seeds are _Draws's (vdev/_core_layers.py)
 from the layer's seed, so a program gives the same masks every run and
-replicas their own. What vdev has not is a ValueError naming it: stateful,
-masks, regularizers and constraints.
+replicas their own.
+
+A mask (the input's, vdev/_keras_masks.py, or ``mask=``: [batch, steps],
+time_major [steps, batch]) skips steps as Keras's backend.rnn: a masked step
+keeps the states and repeats the last output (0 before any step counted, or
+always 0 with zero_output_for_mask, which Bidirectional sets for sequences);
+the output keeps the mask with return_sequences. What vdev has not is a
+ValueError naming it: stateful, regularizers and constraints.
 """
 
 import contextlib
