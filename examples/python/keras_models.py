@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """keras_models.py — three Keras models of different kinds sharing one card,
 each on a logical GPU of its own with a hard limit, as a Keras user writes
-them: a bidirectional LSTM over sequences (4 GiB), a small convolutional
+them: a bidirectional LSTM over padded sequences of tokens, the padding
+masked (Embedding's mask_zero) and the inputs dropped in training (4 GiB),
+a small convolutional
 classifier of images with Keras's preprocessing layers and a GELU (2 GiB),
 and a SELU/swish regressor of tabular rows (1 GiB).
 
@@ -57,8 +59,14 @@ devices = [d.name for d in vdev.config.list_logical_devices("GPU")][:3]
 
 # ---- the data: sequences, images, rows ---------------------------------------------------
 rng = np.random.default_rng(seed)
-seq_x = rng.uniform(-1, 1, (256, 20, 4)).astype(np.float32)
-seq_y = (np.cumsum(seq_x[:, :, 0], axis=1)[:, -1:] / 5).astype(np.float32)
+# token ids 1..9, each sequence 4 to 20 long, padded with 0 to 20; the target
+# is the share of odd tokens among the sequence's own (the padding must not count)
+seq_x = rng.integers(1, 10, (256, 20)).astype(np.int32)
+for row, n in enumerate(rng.integers(4, 21, 256)):
+    seq_x[row, n:] = 0
+real = seq_x != 0
+seq_y = ((seq_x % 2 == 1) & real).sum(axis=1, keepdims=True) / real.sum(axis=1, keepdims=True)
+seq_y = seq_y.astype(np.float32)
 img_x = rng.integers(0, 256, (256, 18, 18, 1)).astype(np.float32)
 img_y = (img_x[:, 1:9, :, 0].mean(axis=(1, 2)) > img_x[:, 9:17, :, 0].mean(axis=(1, 2)))
 img_y = img_y.astype(np.int32)
@@ -68,7 +76,8 @@ tab_y = np.sin(tab_x[:, :4].sum(axis=1, keepdims=True)).astype(np.float32)
 # ---- the models, each on its own logical GPU ---------------------------------------------
 with vdev.device(devices[0]):
     sequences = vdev.models.Sequential([
-        layers.Bidirectional(layers.LSTM(32), input_shape=(20, 4)),
+        layers.Embedding(10, 8, mask_zero=True, input_length=20, seed=seed),
+        layers.Bidirectional(layers.LSTM(32, dropout=0.1, seed=seed)),
         layers.Dense(1, seed=seed)], name="sequences")
     sequences.compile(vdev.optimizers.Adam(0.01), "mse")
 with vdev.device(devices[1]):
