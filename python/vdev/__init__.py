@@ -18,7 +18,7 @@ Keras's training methods (``model.compile``, ``fit``, ``evaluate``,
 Sequential, MLP and functional ``vdev.Model(vdev.Input(...), ...)``. Data
 parallel training is ``vdev.distribute.MirroredStrategy``, checkpoints
 ``vdev.train``, Keras's activations ``vdev.activations``, image resizing
-``vdev.image``, run-time floors, ceilings and priorities
+``vdev.image``, padding sequences and one-hot labels ``vdev.utils``, run-time floors, ceilings and priorities
 ``vdev.config.experimental.set_memory_limits`` and ``set_memory_priority``.
 
 A pure-Python package over libvdev.so (ctypes; see vdev._lib for how the
@@ -49,7 +49,7 @@ from . import activations, callbacks, config, debugging, image, initializers, la
 from . import models, nn
 from . import optimizers
 from . import placement
-from . import distribute, random, train
+from . import distribute, random, train, utils
 from .dlpack import from_dlpack
 from ._functional import Input  # tf.keras.Input
 from .models import Model  # tf.keras.Model: Model(inputs, outputs), Keras's functional API
