@@ -17,7 +17,7 @@ Keras's checks and words.
 
 from . import _ops
 from ._conv_layers import _base, _float32_only, _input_shape
-from ._recurrent_layers import _RNN
+from ._recurrent_layers import _RNN, _dispatch
 
 __all__ = ["Bidirectional"]
 
@@ -164,6 +164,13 @@ class Bidirectional(_base()):
         return cls(**config)
 
     def __call__(self, inputs, mask=None, training=None, initial_state=None):
+        return _dispatch(self, Bidirectional._call, inputs, mask, training, initial_state)
+
+    __call__._vdev_symbolic = True  # _dispatch records a functional model's calls
+
+    def _call(self, inputs, mask=None, training=None, initial_state=None):
+        if isinstance(inputs, (list, tuple)):  # Keras's: [inputs, *initial_state]
+            inputs, initial_state = inputs[0], (list(inputs[1:]) or None)
         fwd_state = bwd_state = None
         if initial_state is not None:
             n = len(initial_state) // 2

@@ -190,6 +190,8 @@ class _RNN(_base()):
         """Keras's: (batch, units), (batch, timesteps, units) with
         return_sequences (time_major: (timesteps, batch, units)), and with
         return_state a list of that and one (batch, units) per state."""
+        if isinstance(input_shape, list):  # Keras's: [inputs, *initial_state]
+            input_shape = input_shape[0]
         shape = tuple(input_shape)
         _check_rank(self, shape, 3)
         batch, steps = (shape[1], shape[0]) if self.time_major else (shape[0], shape[1])
@@ -237,6 +239,13 @@ class _RNN(_base()):
         return z[:, k * u:(k + n) * u]
 
     def __call__(self, inputs, mask=None, training=None, initial_state=None):
+        return _dispatch(self, _RNN._call, inputs, mask, training, initial_state)
+
+    __call__._vdev_symbolic = True  # _dispatch records a functional model's calls
+
+    def _call(self, inputs, mask=None, training=None, initial_state=None):
+        if isinstance(inputs, (list, tuple)):  # Keras's: [inputs, *initial_state]
+            inputs, initial_state = inputs[0], (list(inputs[1:]) or None)
         x = _weighted_input(self, inputs)
         shape = tuple(int(d) for d in x.shape)
         _check_rank(self, shape, 3)
@@ -517,6 +526,29 @@ class GRU(_RNN):
         # z h' + (1 - z) hh
         h = _ops.add(_ops.multiply(z, h_prev), _ops.multiply(_ops.subtract(1.0, z), hh))
         return h, [h]
+
+
+def _dispatch(layer, call, inputs, mask, training, initial_state):
+    """A recurrent layer's (or Bidirectional's) call, as Keras's RNN.__call__:
+    on symbolic tensors (a functional model's construction), initial states
+    given as symbolic tensors join the inputs ([inputs, *states], so the
+    model's graph reaches them), the layer is built for the input's
+    features and the call recorded; on values, call with Keras's masks
+    (vdev/_keras_masks.py)."""
+    from . import _functional
+    states = initial_state
+    if states is not None and not isinstance(states, (list, tuple)):
+        states = [states]
+    first = inputs[0] if isinstance(inputs, (list, tuple)) and inputs else inputs
+    if _functional.is_symbolic(inputs) or (states and _functional.is_symbolic(list(states))):
+        full = [inputs] + list(states) if states else inputs
+        features = tuple(first.shape)[-1] if hasattr(first, "shape") else None
+        if not layer.built and features is not None:
+            layer.build(int(features))
+        kwargs = {k: v for k, v in (("mask", mask), ("training", training)) if v is not None}
+        return _functional.symbolic_call(layer, full, (), kwargs)
+    return _keras_masks.masked_call(call, layer, inputs, (), {
+        "mask": mask, "training": training, "initial_state": initial_state})
 
 
 def _cudnn_args(layer):
