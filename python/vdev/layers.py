@@ -64,6 +64,7 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            "CenterCrop", "Rescaling", "Resizing",  # vdev/_preprocessing_layers.py
            "Masking",  # vdev/_core_layers.py (masks: vdev/_keras_masks.py)
            "AdditiveAttention", "Attention",  # vdev/_dense_attention.py
+           "TimeDistributed",  # vdev/_time_distributed.py
            "GRU", "LSTM", "SimpleRNN",  # vdev/_recurrent_layers.py
            "Bidirectional",  # vdev/_bidirectional.py
            "MultiHeadAttention",  # vdev/_attention_layers.py
@@ -545,6 +546,7 @@ from ._recurrent_layers import GRU, LSTM, SimpleRNN  # noqa: E402
 from ._bidirectional import Bidirectional  # noqa: E402
 from ._attention_layers import MultiHeadAttention  # noqa: E402
 from ._dense_attention import AdditiveAttention, Attention  # noqa: E402
+from ._time_distributed import TimeDistributed  # noqa: E402
 from ._embedding import Embedding  # noqa: E402
 from ._norm_layers import BatchNormalization, LayerNormalization  # noqa: E402
 from ._pooling_layers import (GlobalAveragePooling1D, GlobalAveragePooling2D,  # noqa: E402

@@ -28,9 +28,9 @@ Model = Functional
 
 
 def _build(layer, shape):
-    """Builds an unbuilt Dense, Conv2D, recurrent layer, BatchNormalization or
-    LayerNormalization for inputs of shape (batch None), and the layers of a
-    Sequential one after the other."""
+    """Builds an unbuilt Dense, Conv2D, recurrent layer, BatchNormalization,
+    LayerNormalization or TimeDistributed for inputs of shape (batch None),
+    and the layers of a Sequential one after the other."""
     if isinstance(layer, Sequential):
         for l in layer.layers:
             if shape is None:
@@ -42,7 +42,9 @@ def _build(layer, shape):
         layer.build(shape[-1])
     else:
         from ._norm_layers import BatchNormalization, LayerNormalization
-        if isinstance(layer, (BatchNormalization, LayerNormalization)) and not layer.built:
+        from ._time_distributed import TimeDistributed
+        if (isinstance(layer, (BatchNormalization, LayerNormalization, TimeDistributed))
+                and not layer.built):
             layer.build(shape)  # as Keras: built once the model knows its input shape
 
 
