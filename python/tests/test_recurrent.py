@@ -223,9 +223,6 @@ def test_refusals():
     cases = [
         (lambda: layers.LSTM(0), "Received an invalid value for argument `units`, expected a "
                                  "positive integer, got 0."),
-        (lambda: layers.SimpleRNN(2, stateful=True),
-         "vdev's SimpleRNN takes stateful=False only: each call starts from initial_state "
-         "(zeros by default)"),
         (lambda: layers.LSTM(2, kernel_regularizer="l2"),
          "vdev's LSTM takes kernel_regularizer=None only, not 'l2'"),
         (lambda: layers.LSTM(2, name="l")(np.zeros((2, 3), f32)),

@@ -28,9 +28,12 @@ def _copy(layer, go_backwards=None):
     """A new layer of layer's class and config (go_backwards flipped when
     asked), unbuilt, as Keras's _recreate_layer_from_config."""
     config = layer.get_config()
+    shape = config.pop("batch_input_shape", None)  # kept, not built here (named below)
     if go_backwards is not None:
         config["go_backwards"] = go_backwards
-    return type(layer).from_config(config)
+    copy = type(layer).from_config(config)
+    copy._batch_input_shape = shape
+    return copy
 
 
 class Bidirectional(_base()):
@@ -84,6 +87,7 @@ class Bidirectional(_base()):
             sub.zero_output_for_mask = sub.return_sequences
         self.return_sequences = layer.return_sequences
         self.return_state = layer.return_state
+        self.stateful = layer.stateful
         self._batch_input_shape = _input_shape(self, input_shape, 3)
         if self._batch_input_shape is not None and self._batch_input_shape[-1] is not None:
             self.build(self._batch_input_shape[-1])
@@ -107,6 +111,17 @@ class Bidirectional(_base()):
 
     def _sublayers(self):
         return [self.forward_layer, self.backward_layer]
+
+    def reset_states(self, states=None):
+        """Keras's: both layers' states, zeros (or ``states``: the forward
+        layer's, then the backward one's)."""
+        if states is None:
+            self.forward_layer.reset_states()
+            self.backward_layer.reset_states()
+            return
+        n = len(states) // 2
+        self.forward_layer.reset_states(states[:n])
+        self.backward_layer.reset_states(states[n:])
 
     @property
     def variables(self):

@@ -289,6 +289,13 @@ class Model:
         """The layer whose output the model gives (a Sequential's last)."""
         return self.layers[-1] if getattr(self, "layers", None) else None
 
+    def reset_states(self):
+        """Keras's Model.reset_states: every stateful layer's states to
+        zeros (vdev/_rnn_states.py)."""
+        for layer in self.layers:
+            if hasattr(layer, "reset_states") and getattr(layer, "stateful", False):
+                layer.reset_states()
+
     def _assert_compiled(self):
         if not getattr(self, "_is_compiled", False):
             raise RuntimeError("You must compile your model before training/testing. Use "

@@ -40,23 +40,24 @@ product made per gate, and per gate the previous output times its
 recurrent mask before the recurrent product. A mask is 1 / (1 - rate)
 where kept, 0 where dropped; the seeds are _Draws's (vdev/_core_layers.py)
 from the layer's seed, so a program gives the same masks every run and
-replicas their own.
+replicas their own. ``stateful=True`` keeps each call's last states for the
+next (vdev/_rnn_states.py).
 
 A mask (the input's, vdev/_keras_masks.py, or ``mask=``: [batch, steps],
 time_major [steps, batch]) skips steps as Keras's backend.rnn: a masked step
 keeps the states and repeats the last output (0 before any step counted, or
 always 0 with zero_output_for_mask, which Bidirectional sets for sequences);
 the output keeps the mask with return_sequences. What vdev has not is a
-ValueError naming it: stateful, regularizers and constraints.
+ValueError naming it: regularizers and constraints.
 """
 
 import contextlib
 import hashlib
 import numbers
 
-from . import _keras_masks, _ops, _strategy_context, initializers, random
-from ._conv_layers import (_base, _check_rank, _float32_only, _float_input, _input_shape,
-                           _none_only, _weighted_input)
+from . import _keras_masks, _ops, _rnn_states, _strategy_context, initializers, random
+from ._conv_layers import (_base, _check_rank, _float32_only, _float_input, _none_only,
+                           _weighted_input)
 from ._core_layers import _Draws, _dropout_mask, _dropout_seed, _resolve_training
 from ._device import current_device, device
 from ._tensor import Tensor, zeros
@@ -110,9 +111,6 @@ class _RNN(_base()):
             if isinstance(a[arg], bool) or not isinstance(a[arg], numbers.Real):
                 raise ValueError("vdev's %s takes a number for `%s`, not %r"
                                  % (cls, arg, a[arg]))
-        if a["stateful"]:
-            raise ValueError("vdev's %s takes stateful=False only: each call starts from "
-                             "initial_state (zeros by default)" % cls)
         _float32_only(self, a["dtype"])
         super().__init__(a["name"], a["trainable"])
         units = a["units"]
@@ -139,13 +137,15 @@ class _RNN(_base()):
         self.return_sequences = bool(a["return_sequences"])
         self.return_state = bool(a["return_state"])
         self.go_backwards = bool(a["go_backwards"])
-        self.stateful = False
+        self.stateful = bool(a["stateful"])
+        self._state_vars = None  # a stateful layer's states (vdev/_rnn_states.py)
         self.unroll = bool(a["unroll"])
         self.time_major = bool(a["time_major"])
         self._device = current_device()
         self._strategy = _strategy_context.mirroring_strategy()
         self.kernel = self.recurrent_kernel = self.bias = None
-        self._batch_input_shape = _input_shape(self, a["input_shape"], 3)
+        self._batch_input_shape = _rnn_states.batch_input_shape(
+            self, a["input_shape"], a["batch_input_shape"], a["batch_size"])
         if self._batch_input_shape is not None and self._batch_input_shape[-1] is not None:
             self.build(self._batch_input_shape[-1])
 
@@ -207,7 +207,7 @@ class _RNN(_base()):
         from .layers import _activation_name
         c = {"name": self.name, "trainable": self.trainable, "dtype": "float32",
              "return_sequences": self.return_sequences, "return_state": self.return_state,
-             "go_backwards": self.go_backwards, "stateful": False, "unroll": self.unroll,
+             "go_backwards": self.go_backwards, "stateful": self.stateful, "unroll": self.unroll,
              "time_major": self.time_major, "units": self.units,
              "activation": _activation_name(self.activation)}
         if self._gates > 1:
@@ -222,7 +222,23 @@ class _RNN(_base()):
                   "bias_constraint"):
             c[k] = None
         c.update({"dropout": self.dropout, "recurrent_dropout": self.recurrent_dropout})
+        if self.stateful and self._batch_input_shape is not None:  # its batch size kept
+            c["batch_input_shape"] = self._batch_input_shape
         return c
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)  # batch_input_shape as it is (a stateful layer's batch)
+
+    @property
+    def states(self):
+        """Keras's: a stateful layer's state variables ([batch, units] each,
+        made at its first call), else None for each state."""
+        return list(self._state_vars) if self._state_vars else [None] * self._states
+
+    def reset_states(self, states=None):
+        """Keras's: a stateful layer's states to zeros, or to ``states``."""
+        _rnn_states.reset(self, states)
 
     def _extra_config(self):
         return {}
@@ -259,6 +275,8 @@ class _RNN(_base()):
             raise ValueError('Input 0 of layer "%s" is incompatible with the layer: expected '
                              "shape=%s, found shape=%s"
                              % (self.name, (None, None, int(self.kernel.shape[0])), shape))
+        if self.stateful:  # the states the last call left, unless given
+            initial_state = _rnn_states.before_call(self, batch, steps, features, initial_state)
         states = self._initial_states(initial_state, batch)
         if isinstance(mask, (list, tuple)):  # Keras's: the input's, the first
             mask = mask[0]
@@ -307,6 +325,8 @@ class _RNN(_base()):
                 out = _ops.transpose(out, (1, 0, 2))
         else:  # the last output: with a mask, the last step's kept (Keras's)
             out = states[0] if mask is None or last is None else last
+        if self.stateful:
+            _rnn_states.after_call(self, states)
         if self.return_state:
             return [out] + list(states)
         return out
@@ -402,7 +422,8 @@ class SimpleRNN(_RNN):
                  recurrent_constraint=None, bias_constraint=None, dropout=0.0,
                  recurrent_dropout=0.0, return_sequences=False, return_state=False,
                  go_backwards=False, stateful=False, unroll=False, time_major=False,
-                 input_shape=None, seed=None, name=None, dtype=None, trainable=True):
+                 input_shape=None, seed=None, name=None, dtype=None, trainable=True,
+                 batch_input_shape=None, batch_size=None):
         self._setup(locals())
 
     def _input_bias(self, xw):
@@ -428,7 +449,7 @@ class LSTM(_RNN):
                  dropout=0.0, recurrent_dropout=0.0, return_sequences=False, return_state=False,
                  go_backwards=False, stateful=False, time_major=False, unroll=False,
                  input_shape=None, seed=None, name=None, dtype=None, trainable=True,
-                 implementation=2):
+                 implementation=2, batch_input_shape=None, batch_size=None):
         self.unit_forget_bias = bool(unit_forget_bias)
         self.implementation = _implementation(implementation)
         self._setup(locals())
@@ -481,7 +502,7 @@ class GRU(_RNN):
                  recurrent_dropout=0.0, return_sequences=False, return_state=False,
                  go_backwards=False, stateful=False, unroll=False, time_major=False,
                  reset_after=True, input_shape=None, seed=None, name=None, dtype=None,
-                 trainable=True, implementation=2):
+                 trainable=True, implementation=2, batch_input_shape=None, batch_size=None):
         self.reset_after = bool(reset_after)
         self.implementation = _implementation(implementation)
         self._setup(locals())
@@ -543,6 +564,8 @@ def _dispatch(layer, call, inputs, mask, training, initial_state):
     if _functional.is_symbolic(inputs) or (states and _functional.is_symbolic(list(states))):
         full = [inputs] + list(states) if states else inputs
         features = tuple(first.shape)[-1] if hasattr(first, "shape") else None
+        if getattr(layer, "stateful", False):  # Keras's: it must know its batch size
+            _rnn_states.know_batch(layer, tuple(first.shape))
         if not layer.built and features is not None:
             layer.build(int(features))
         kwargs = {k: v for k, v in (("mask", mask), ("training", training)) if v is not None}

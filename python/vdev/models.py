@@ -13,7 +13,7 @@ import copy
 
 import numpy as np
 
-from . import _lib
+from . import _lib, _rnn_states
 from ._cloning import clone_model
 from ._fit import Model as _Training
 from ._functional import Functional, _inbound_nodes, _row
@@ -37,9 +37,11 @@ def _build(layer, shape):
                 return
             _build(l, shape)
             shape = _layer_output_shape(l, shape)
-    elif (isinstance(layer, (Dense, Conv2D, _RNN, Bidirectional)) and not layer.built
-          and shape[-1] is not None):
-        layer.build(shape[-1])
+    elif isinstance(layer, (Dense, Conv2D, _RNN, Bidirectional)) and shape[-1] is not None:
+        if getattr(layer, "stateful", False):  # built or not: its batch size must be known
+            _rnn_states.know_batch(layer, shape)
+        if not layer.built:
+            layer.build(shape[-1])
     else:
         from ._norm_layers import BatchNormalization, LayerNormalization
         from ._time_distributed import TimeDistributed
@@ -410,7 +412,7 @@ class Sequential(Layer, _Training):
         if self.layers:
             _check_and_build(layer, self._output_shape())
         elif input_layer is not None:
-            _check_and_build(layer, (None,) + tuple(input_layer._batch_input_shape[1:]))
+            _check_and_build(layer, tuple(input_layer._batch_input_shape))
         self.layers.append(layer)
         self._input_layer = input_layer
         if self._graph is not None and self._graph[1] is not None:
@@ -604,8 +606,8 @@ class Sequential(Layer, _Training):
         """The model's input shape, batch None: its Input's, else its first
         layer's input_shape (or a built first Dense's input size), else the
         last call's; None when not known."""
-        if self._input_layer is not None:
-            return (None,) + tuple(self._input_layer._batch_input_shape[1:])
+        if self._input_layer is not None:  # its batch size too, when given
+            return tuple(self._input_layer._batch_input_shape)
         first = self.layers[0] if self.layers else None
         shape = getattr(first, "_batch_input_shape", None)
         if shape is None and isinstance(first, Dense) and first.built:
