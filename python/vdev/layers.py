@@ -65,6 +65,10 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            "Masking",  # vdev/_core_layers.py (masks: vdev/_keras_masks.py)
            "AdditiveAttention", "Attention",  # vdev/_dense_attention.py
            "TimeDistributed",  # vdev/_time_distributed.py
+           "Normalization",  # vdev/_normalization_layer.py
+           "GaussianDropout", "GaussianNoise", "RandomFlip",  # vdev/_noise_layers.py
+           "SpatialDropout1D", "SpatialDropout2D",
+           "PReLU", "RepeatVector",  # vdev/_more_layers.py
            "GRU", "LSTM", "SimpleRNN",  # vdev/_recurrent_layers.py
            "Bidirectional",  # vdev/_bidirectional.py
            "MultiHeadAttention",  # vdev/_attention_layers.py
@@ -547,6 +551,10 @@ from ._bidirectional import Bidirectional  # noqa: E402
 from ._attention_layers import MultiHeadAttention  # noqa: E402
 from ._dense_attention import AdditiveAttention, Attention  # noqa: E402
 from ._time_distributed import TimeDistributed  # noqa: E402
+from ._normalization_layer import Normalization  # noqa: E402
+from ._noise_layers import (GaussianDropout, GaussianNoise, RandomFlip,  # noqa: E402
+                            SpatialDropout1D, SpatialDropout2D)
+from ._more_layers import PReLU, RepeatVector  # noqa: E402
 from ._embedding import Embedding  # noqa: E402
 from ._norm_layers import BatchNormalization, LayerNormalization  # noqa: E402
 from ._pooling_layers import (GlobalAveragePooling1D, GlobalAveragePooling2D,  # noqa: E402
