@@ -59,6 +59,19 @@ def fresh_vdev(monkeypatch):
     vdev.shutdown()
 
 
+def capture(monkeypatch, module, name):
+    """Every value module.name (a function) returns, in a list, while the
+    test runs: the dropout masks a layer draws, say."""
+    seen = []
+    inner = getattr(module, name)
+
+    def spy(*args, **kwargs):
+        seen.append(inner(*args, **kwargs))
+        return seen[-1]
+    monkeypatch.setattr(module, name, spy)
+    return seen
+
+
 def run_python(code, env=None, timeout=300):
     """Runs code in a fresh interpreter with this one's path and library;
     returns (exit status, stdout, stderr)."""

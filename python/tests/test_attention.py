@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import vdev
+from conftest import capture
 from vdev import layers
 
 rng = np.random.default_rng(20261206)
@@ -186,13 +187,7 @@ def test_dropout_of_the_probabilities(monkeypatch, dev):
     query's, value's and every weight's gradient against torch; inference,
     and the same seed, as without dropout / the same masks."""
     from vdev import _attention_layers
-    keeps = []
-    inner = _attention_layers._keep
-
-    def spy(*a):
-        keeps.append(inner(*a))
-        return keeps[-1]
-    monkeypatch.setattr(_attention_layers, "_keep", spy)
+    keeps = capture(monkeypatch, _attention_layers, "_keep")
     q = rng.uniform(-1, 1, (2, 5, 6)).astype(f32)
     v = rng.uniform(-1, 1, (2, 7, 4)).astype(f32)
     with vdev.device(dev):

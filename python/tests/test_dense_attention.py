@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import vdev
+from conftest import capture
 from vdev import layers
 
 rng = np.random.default_rng(20261211)
@@ -125,13 +126,7 @@ def test_values_masks_and_gradients(monkeypatch, dev, kind, use_scale, score_mod
         np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-6)
         # gradients, with dropout in training (its mask captured)
         from vdev import _dense_attention
-        keeps = []
-        inner = _dense_attention._keep
-
-        def spy(*a):
-            keeps.append(inner(*a))
-            return keeps[-1]
-        monkeypatch.setattr(_dense_attention, "_keep", spy)
+        keeps = capture(monkeypatch, _dense_attention, "_keep")
         layer.dropout = 0.3
         qv, vv, kv = (vdev.Variable(a) for a in (q, v, k))
         with vdev.GradientTape() as tape:
