@@ -302,15 +302,22 @@ class _RNN(_base()):
         order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
         outputs = []
         last = None
+        # from zero states, the last output kept is the first state kept:
+        # the same selects, so it is taken from there (four ops fewer a step)
+        from_zeros = initial_state is None and not self.zero_output_for_mask
         for t in order:
             h, new = self._step(xw[:, t, :], states, rec)
             if mask is not None:  # Keras's backend.rnn: a masked step keeps
                 m = mask[:, t:t + 1]  # the states and the last output (or 0)
                 states = [_keras_masks.select(m, a, b) for a, b in zip(new, states)]
-                if last is None:
-                    with _ops._near(h):
-                        zero = last = zeros((batch, self.units))
-                h = last = _keras_masks.select(m, h, zero if self.zero_output_for_mask else last)
+                if from_zeros:
+                    h = last = states[0]
+                else:
+                    if last is None:
+                        with _ops._near(h):
+                            zero = last = zeros((batch, self.units))
+                    h = last = _keras_masks.select(
+                        m, h, zero if self.zero_output_for_mask else last)
             else:
                 states = new
             if self.return_sequences:
