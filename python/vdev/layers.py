@@ -69,6 +69,7 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            "GaussianDropout", "GaussianNoise", "RandomFlip",  # vdev/_noise_layers.py
            "SpatialDropout1D", "SpatialDropout2D",
            "PReLU", "RepeatVector",  # vdev/_more_layers.py
+           "IntegerLookup", "StringLookup", "TextVectorization",  # vdev/_text_layers.py
            "GRU", "LSTM", "SimpleRNN",  # vdev/_recurrent_layers.py
            "Bidirectional",  # vdev/_bidirectional.py
            "MultiHeadAttention",  # vdev/_attention_layers.py
@@ -555,6 +556,7 @@ from ._normalization_layer import Normalization  # noqa: E402
 from ._noise_layers import (GaussianDropout, GaussianNoise, RandomFlip,  # noqa: E402
                             SpatialDropout1D, SpatialDropout2D)
 from ._more_layers import PReLU, RepeatVector  # noqa: E402
+from ._text_layers import IntegerLookup, StringLookup, TextVectorization  # noqa: E402
 from ._embedding import Embedding  # noqa: E402
 from ._norm_layers import BatchNormalization, LayerNormalization  # noqa: E402
 from ._pooling_layers import (GlobalAveragePooling1D, GlobalAveragePooling2D,  # noqa: E402
