@@ -577,9 +577,9 @@ def test_compile_refusals():
         (lambda: m.compile("sgd", "mse", loss_weights=[0.5]), ValueError,
          "vdev's compile takes loss_weights=None only (a model of one output and one loss), "
          "not [0.5]"),
-        (lambda: m.compile("sgd", "mse", weighted_metrics=["mae"]), ValueError,
-         "vdev's compile takes weighted_metrics=None only (fit takes no sample weights), not "
-         "['mae']"),
+        (lambda: m.compile("sgd", "mse", weighted_metrics=["f1"]), ValueError,
+         "Unknown metric function: 'f1'. vdev's metrics are %s, or a callable fn(y_true, "
+         "y_pred) on numpy arrays" % ", ".join(repr(k) for k in vdev._fit._METRICS)),
         (lambda: m.compile("sgd", "mse", steps_per_execution=4), ValueError,
          "vdev's compile takes steps_per_execution=None or 1 only, not 4: vdev runs one batch "
          "per step and calls the batch callbacks after each"),
@@ -635,14 +635,9 @@ def test_fit_evaluate_predict_refusals():
         (lambda: m.fit(x, y, validation_data=x),
          "Data is expected to be in format `x`, `(x,)`, `(x, y)`, or `(x, y, sample_weight)`, "
          "found: " + repr(x)),
-        (lambda: m.fit(x, y, validation_data=(x, y, np.ones(N))),
-         "vdev's fit takes validation data without sample weights"),
-        (lambda: m.fit(x, y, class_weight={0: 1.0}),
-         "vdev's fit takes class_weight=None only, not {0: 1.0}: vdev's losses take no sample "
-         "weights"),
-        (lambda: m.fit(x, y, sample_weight=np.ones(N)),
-         "vdev's fit takes sample_weight=None only, not %r: vdev's losses take no sample "
-         "weights" % (np.ones(N),)),
+        (lambda: m.fit(x, y, sample_weight=np.ones(N + 1)),
+         "Data cardinality is ambiguous:\n  x sizes: %d\n  y sizes: %d\n  sample_weight "
+         "sizes: %d\nMake sure all arrays contain the same number of samples." % (N, N, N + 1)),
         (lambda: m.fit(x, y, validation_steps=2), "vdev's fit takes validation_steps=None only, "
          "not 2"),
         (lambda: m.fit(x, y, shuffle="batch"),
@@ -652,8 +647,6 @@ def test_fit_evaluate_predict_refusals():
         (lambda: m.fit(x, y, validation_data=(x, y), validation_freq=0, verbose=0),
          "`validation_freq` can not be less than 1."),
         (lambda: m.evaluate(x, y, steps=2), "vdev's evaluate takes steps=None only, not 2"),
-        (lambda: m.evaluate(x, y, sample_weight=np.ones(N)),
-         "vdev's evaluate takes sample_weight=None only, not %r" % (np.ones(N),)),
         (lambda: m.predict(x, steps=2), "vdev's predict takes steps=None only, not 2"),
     ]
     for call, text in cases:
@@ -675,7 +668,7 @@ def test_nothing_refused_trains():
     m = mlp()
     m.compile("sgd", "mse")
     before = [bits(v) for v in m.weights]
-    for kw in ({"class_weight": {0: 1}}, {"validation_split": 0.999}, {"verbose": 5}):
+    for kw in ({"class_weight": {1: 1}}, {"validation_split": 0.999}, {"verbose": 5}):
         with pytest.raises(ValueError):
             m.fit(x, y, **kw)
     assert [bits(v) for v in m.weights] == before and m.optimizer.iterations == 0

@@ -37,6 +37,8 @@ from . import _ops, _strategy_context, callbacks as callbacks_module, losses, op
 from . import random as _random
 from ._core_layers import training_scope
 from ._keras_masks import mask_of
+from ._loss_weights import (class_weights, mask_numpy, metric_weights, sample_weights,
+                            weighted_loss)
 from ._tape import GradientTape
 from ._tensor import Tensor
 
@@ -101,38 +103,24 @@ def _metric_values(kind, yt, yp):
     return np.mean(np.abs(d), axis=-1)
 
 
-def _mask_numpy(pred):
-    """pred's mask (vdev/_keras_masks.py) as numpy, or None."""
-    m = mask_of(pred)
-    return None if m is None else m.numpy()
-
-
-def _masked_loss(fn, y, pred, mask, reduction):
-    """Keras's loss of an output with a mask (losses_utils.apply_valid_mask):
-    the losses of each step (a vdev loss with reduction 'none', or a
-    function's values) weighted by the mask; their sum over the mask's sum
-    (the mean over the steps that count) for the mean reductions, their sum
-    for 'sum'. fit under a MirroredStrategy, which sums each replica's rows
-    over the global batch, is refused: Keras's mean is each replica's own."""
-    if reduction == "sum" and _strategy_context.replica() is not None:
-        raise ValueError("vdev's fit under a MirroredStrategy takes a model whose output has "
-                         "no mask (Keras weighs a masked output's losses by each replica's "
-                         "own count of the steps that count); fit it on one device")
-    mean = (reduction or getattr(fn, "reduction", "auto")) != "sum"
-    if isinstance(fn, (losses.MeanSquaredError, losses.BinaryCrossentropy,
-                       losses.CategoricalCrossentropy, losses.SparseCategoricalCrossentropy)):
-        fn = copy.copy(fn)
-        fn.reduction = "none"
-    values = fn(y, pred)
-    if not isinstance(values, Tensor):
-        values = _ops.convert_to_tensor(values)
-    if tuple(values.shape) != tuple(mask.shape):
-        raise ValueError("vdev: the loss of an output with a mask of shape %s gave losses of "
-                         "shape %s; Keras weighs one loss per masked step (a loss with "
-                         "reduction 'none', or a function giving [batch, steps])"
-                         % (tuple(mask.shape), tuple(values.shape)))
-    total = _ops.reduce_sum(_ops.multiply(values, mask))
-    return _ops.divide(total, _ops.reduce_sum(mask)) if mean else total
+def _metric_list(metrics):
+    """compile's metrics (or weighted_metrics) as a list, each checked."""
+    if metrics is None:
+        return []
+    if isinstance(metrics, str) or callable(metrics):
+        metrics = [metrics]
+    elif isinstance(metrics, dict):
+        raise ValueError("vdev's models have one output: give metrics as a list, not a dict")
+    metrics = list(metrics)
+    for m in metrics:
+        if isinstance(m, str):
+            if m not in _METRICS:
+                raise ValueError("Unknown metric function: %r. vdev's metrics are %s, or a "
+                                 "callable fn(y_true, y_pred) on numpy arrays"
+                                 % (m, ", ".join(repr(k) for k in _METRICS)))
+        elif not callable(m):
+            raise ValueError("Could not interpret metric identifier: %r" % (m,))
+    return metrics
 
 
 def _metric_name(m):
@@ -203,7 +191,8 @@ class Model:
         or callables fn(y_true, y_pred) on numpy arrays giving one value per
         example. run_eagerly and jit_compile are taken and change nothing
         (vdev runs each op as it comes); steps_per_execution only None or
-        1; loss_weights and weighted_metrics only None."""
+        1; loss_weights only None. weighted_metrics: metrics weighed by
+        fit's and evaluate's sample weights (and class weights)."""
         if kwargs:
             raise TypeError("Invalid keyword argument(s) in `compile()`: %s. vdev's compile "
                             "takes optimizer, loss, metrics, loss_weights, weighted_metrics, "
@@ -212,9 +201,6 @@ class Model:
         if loss_weights is not None:
             raise ValueError("vdev's compile takes loss_weights=None only (a model of one "
                              "output and one loss), not %r" % (loss_weights,))
-        if weighted_metrics is not None:
-            raise ValueError("vdev's compile takes weighted_metrics=None only (fit takes no "
-                             "sample weights), not %r" % (weighted_metrics,))
         if steps_per_execution not in (None, 1):
             raise ValueError("vdev's compile takes steps_per_execution=None or 1 only, not %r: "
                              "vdev runs one batch per step and calls the batch callbacks after "
@@ -227,25 +213,18 @@ class Model:
                 "(model: %r, optimizer: %r): make both (and call compile) under the same "
                 "strategy.scope(), or both outside" % (strategy, optimizer._strategy))
         kind, from_probs = self._loss_kind(loss)
-        if metrics is None:
-            metrics = []
-        elif isinstance(metrics, (str,)) or callable(metrics):
-            metrics = [metrics]
-        elif isinstance(metrics, dict):
-            raise ValueError("vdev's models have one output: give metrics as a list, not a "
-                             "dict")
-        metrics = list(metrics)
-        for m in metrics:
-            if isinstance(m, str):
-                if m not in _METRICS:
-                    raise ValueError("Unknown metric function: %r. vdev's metrics are %s, or a "
-                                     "callable fn(y_true, y_pred) on numpy arrays"
-                                     % (m, ", ".join(repr(k) for k in _METRICS)))
-            elif not callable(m):
-                raise ValueError("Could not interpret metric identifier: %r" % (m,))
+        metrics = _metric_list(metrics)
+        weighted = _metric_list(weighted_metrics)
         self.optimizer = optimizer
         self.loss = loss
         self.compiled_metrics = metrics
+        # Keras's MetricsContainer: the metrics weighed by the output's mask,
+        # the weighted ones by the sample weights too, named "weighted_..."
+        # where a metric of the same name is not weighted
+        plain = [_metric_name(m) for m in metrics]
+        self._metric_slots = [(n, m, False) for n, m in zip(plain, metrics)] + [
+            ("weighted_" + _metric_name(m) if _metric_name(m) in plain else _metric_name(m), m,
+             True) for m in weighted]
         self._loss_fn, self._from_probs = kind, from_probs
         self._run_eagerly = run_eagerly
         self._jit_compile = jit_compile
@@ -322,14 +301,14 @@ class Model:
         logits = logits_layer(h)
         return logits, last.activation(logits)
 
-    def _loss_value(self, fn, y, pred, reduction=None):
+    def _loss_value(self, fn, y, pred, reduction=None, weights=None):
         """fn(y, pred), a scalar. Inside a strategy's scope (fit or evaluate
         called there), where vdev's losses refuse their mean as Keras's do
         outside its built-in loops, a mean is the sum over the rows divided
-        by them. An output with a mask: _masked_loss."""
-        mask = mask_of(pred)
-        if mask is not None:
-            return _masked_loss(fn, y, pred, mask, reduction)
+        by them. With sample weights or an output's mask:
+        vdev/_loss_weights.py."""
+        if weights is not None or mask_of(pred) is not None:
+            return weighted_loss(fn, y, pred, weights, reduction)
         mean_in_scope = (reduction is None
                          and getattr(fn, "reduction", None) in ("auto", "sum_over_batch_size")
                          and (_strategy_context.scope_strategy() is not None
@@ -349,22 +328,22 @@ class Model:
             v = _ops.reduce_mean(v)
         return v
 
-    def _train_batch(self, xb, yb):
+    def _train_batch(self, xb, yb, wb=None):
         """One step; (the batch's loss, the model's outputs as numpy, their
-        mask as numpy or None)."""
+        mask as numpy or None). wb: the rows' weights, or None."""
         variables = self.trainable_variables
         # the layers run in training mode (Keras's call context: a
         # BatchNormalization normalizes by the batch and updates its moving
         # statistics), evaluate's and predict's in inference mode
         with GradientTape() as tape, training_scope(True):
             pred, out = self._forward(xb)
-            loss = self._loss_value(self._loss_fn, yb, pred)
+            loss = self._loss_value(self._loss_fn, yb, pred, weights=wb)
         if variables:  # a frozen model: Keras 2.11's optimizer applies nothing
             grads = tape.gradient(loss, variables)
             self.optimizer.apply_gradients(zip(grads, variables))
-        return float(loss), out.numpy(), _mask_numpy(pred)
+        return float(loss), out.numpy(), mask_numpy(pred)
 
-    def _train_batch_mirrored(self, strategy, xb, yb):
+    def _train_batch_mirrored(self, strategy, xb, yb, wb=None):
         """One step split over strategy's replicas (see the module's text)."""
         n = xb.shape[0]
         variables = self.trainable_variables
@@ -378,11 +357,13 @@ class Model:
                              "(reduction='sum') and divides by the global batch"
                              % (self._loss_fn,))
 
-        def step(x, y):
+        def step(x, y, w=None):
             ctx = _strategy_context.replica()
             with GradientTape() as tape, training_scope(True):
                 pred, out = self._forward(x)
-                loss = _ops.divide(self._loss_value(self._loss_fn, y, pred, "sum"), float(n))
+                if w is not None:
+                    w = w.numpy()
+                loss = _ops.divide(self._loss_value(self._loss_fn, y, pred, "sum", w), float(n))
             if variables:  # as _train_batch
                 grads = tape.gradient(loss, variables)
                 self.optimizer.apply_gradients(zip(grads, variables))
@@ -391,35 +372,38 @@ class Model:
 
         xd = ([strategy._batch(a) for a in xb.arrays] if isinstance(xb, _Inputs)
               else strategy._batch(xb))
-        per_replica = strategy.run(step, args=(xd, strategy._batch(yb)))
+        args = (xd, strategy._batch(yb)) + (() if wb is None else (strategy._batch(wb),))
+        per_replica = strategy.run(step, args=args)
         loss = strategy.reduce("SUM", per_replica, axis=None)
         return float(loss), np.concatenate([outs[r] for r in sorted(outs)]), None
 
-    def _test_batch(self, xb, yb):
+    def _test_batch(self, xb, yb, wb=None):
         with training_scope(False):
             pred, out = self._forward(xb)
-        return (float(self._loss_value(self._loss_fn, yb, pred)), out.numpy(),
-                _mask_numpy(pred))
+        return (float(self._loss_value(self._loss_fn, yb, pred, weights=wb)), out.numpy(),
+                mask_numpy(pred))
 
     # ---- the epoch's running means ----
     def _new_totals(self):
-        return {"loss": [0.0, 0]} | {_metric_name(m): [0.0, 0] for m in self.compiled_metrics}
+        return {"loss": [0.0, 0]} | {name: [0.0, 0] for name, _, _ in self._metric_slots}
 
-    def _add(self, totals, loss, n, yb, out, mask=None):
+    def _add(self, totals, loss, n, yb, out, mask=None, wb=None):
         """The batch into the epoch's running means: the loss weighted by
-        the rows, each metric's values by one each, or (an output with a
-        mask, as Keras's sample weights) by the mask."""
+        the rows, each metric's values by the output's mask (one each
+        without), a weighted metric's by the rows' weights too
+        (vdev/_loss_weights.py)."""
         totals["loss"][0] += loss * n
         totals["loss"][1] += n
-        for m in self.compiled_metrics:
+        for name, m, weighted in self._metric_slots:
             if isinstance(m, str):
                 v = _metric_values(m, np.asarray(yb), out)
             else:
                 v = np.asarray(m(np.asarray(yb), out), np.float64)
-            t = totals[_metric_name(m)]
-            if mask is not None and v.shape == mask.shape:
-                t[0] += float(np.sum(v * mask))
-                t[1] += float(np.sum(mask))
+            t = totals[name]
+            w = metric_weights(v, wb if weighted else None, mask)
+            if w is not None:
+                t[0] += float(np.sum(v * w))
+                t[1] += float(np.sum(w))
             else:
                 t[0] += float(np.sum(v))
                 t[1] += int(v.size)
@@ -482,6 +466,13 @@ class Model:
         return (xs[0] if len(xs) == 1 else _Inputs(xs)), y
 
     @staticmethod
+    def _weights(sample_weight, x, y):
+        """sample_weight as float32 rows of x's (Keras's cardinality error)."""
+        sizes = "  x sizes: %d\n%s" % (x.shape[0], "" if y is None else
+                                        "  y sizes: %d\n" % y.shape[0])
+        return sample_weights(sample_weight, x.shape[0], sizes)
+
+    @staticmethod
     def _batch_size(batch_size, n, steps):
         if batch_size is None:
             return int(np.ceil(n / steps)) if steps else 32
@@ -505,16 +496,15 @@ class Model:
             validation_batch_size=None, validation_freq=1, max_queue_size=10, workers=1,
             use_multiprocessing=False):
         """Keras's fit on numpy arrays or vdev tensors (see the module's
-        text); returns a History. class_weight, sample_weight and
-        validation_steps only None; max_queue_size, workers and
-        use_multiprocessing change nothing, as in Keras for arrays."""
+        text); returns a History. sample_weight and class_weight weigh the
+        losses and metrics as Keras's (vdev/_loss_weights.py; validation
+        data may carry its own sample weights). validation_steps only
+        None; max_queue_size, workers and use_multiprocessing change
+        nothing, as in Keras for arrays."""
         self._assert_compiled()
-        for arg, v in (("class_weight", class_weight), ("sample_weight", sample_weight),
-                       ("validation_steps", validation_steps)):
-            if v is not None:
-                raise ValueError("vdev's fit takes %s=None only, not %r%s" % (
-                    arg, v, "" if arg == "validation_steps" else
-                    ": vdev's losses take no sample weights"))
+        if validation_steps is not None:
+            raise ValueError("vdev's fit takes validation_steps=None only, not %r"
+                             % (validation_steps,))
         if not isinstance(shuffle, bool):
             raise ValueError("vdev's fit takes shuffle=True or False, not %r" % (shuffle,))
         if y is None and self.loss is not None:
@@ -527,6 +517,7 @@ class Model:
         verbose = self._verbose(verbose)
         self._validation_epoch(0, validation_freq)  # refused before any training
         x, y = self._data(x, y)
+        sw = self._weights(sample_weight, x, y)
         if validation_split and validation_data is None:
             n = x.shape[0]
             split_at = int(np.floor(n * (1.0 - validation_split)))
@@ -536,17 +527,18 @@ class Model:
                     "into a validation and training set as specified by "
                     "`validation_split=%s`. Either provide more data, or a different value "
                     "for the `validation_split` argument." % (n, validation_split))
-            validation_data = (x[split_at:], y[split_at:])
+            validation_data = (x[split_at:], y[split_at:],
+                               None if sw is None else sw[split_at:])
             x, y = x[:split_at], y[:split_at]
+            sw = None if sw is None else sw[:split_at]
         if validation_data is not None:
             if not isinstance(validation_data, (tuple, list)) or not 1 <= len(
                     validation_data) <= 3:
                 raise ValueError("Data is expected to be in format `x`, `(x,)`, `(x, y)`, or "
                                  "`(x, y, sample_weight)`, found: %r" % (validation_data,))
             vd = tuple(validation_data) + (None,) * (3 - len(validation_data))
-            if vd[2] is not None:
-                raise ValueError("vdev's fit takes validation data without sample weights")
             val_x, val_y = self._data(vd[0], vd[1])
+            val_w = self._weights(vd[2], val_x, val_y)
             if val_y is None:
                 # refused before training (Keras skips the loss of a missing
                 # target and logs a val_loss of 0)
@@ -554,6 +546,8 @@ class Model:
                                  "loss=%s, and therefore expects target data to be provided "
                                  "in `validation_data` (give it as (x_val, y_val))."
                                  % (self.loss,))
+        if class_weight is not None:  # Keras's: the training data's only
+            sw = class_weights(class_weight, y, sw)
         n = x.shape[0]
         batch_size = self._batch_size(batch_size, n, steps_per_epoch)
         per_pass = -(-n // batch_size)
@@ -577,7 +571,7 @@ class Model:
                          else np.arange(n))
                 for b in range(per_pass):
                     idx = order[b * batch_size:(b + 1) * batch_size]
-                    yield x[idx], y[idx]
+                    yield x[idx], y[idx], (None if sw is None else sw[idx])
 
         cbs = callbacks_module._CallbackList(
             callbacks, self, verbose, {"verbose": verbose, "epochs": epochs, "steps": steps},
@@ -606,15 +600,15 @@ class Model:
             for step in range(steps):
                 cbs.call("on_train_batch_begin", step, None)
                 try:
-                    xb, yb = next(it)
+                    xb, yb, wb = next(it)
                 except StopIteration:
                     ran_out = True
                     break
                 if strategy is None:
-                    loss, out, mask = self._train_batch(xb, yb)
+                    loss, out, mask = self._train_batch(xb, yb, wb)
                 else:
-                    loss, out, mask = self._train_batch_mirrored(strategy, xb, yb)
-                self._add(totals, loss, xb.shape[0], yb, out, mask)
+                    loss, out, mask = self._train_batch_mirrored(strategy, xb, yb, wb)
+                self._add(totals, loss, xb.shape[0], yb, out, mask, wb)
                 ran += 1
                 cbs.call("on_train_batch_end", step, self._logs(totals))
                 if self.stop_training:
@@ -629,7 +623,8 @@ class Model:
                 train_logs = self._logs(totals)
             logs = dict(train_logs)
             if validation_data is not None and self._validation_epoch(epoch, validation_freq):
-                val = self._evaluate(val_x, val_y, validation_batch_size or batch_size, cbs)
+                val = self._evaluate(val_x, val_y, validation_batch_size or batch_size, cbs,
+                                     val_w)
                 logs.update({"val_" + k: v for k, v in val.items()})
             cbs.call("on_epoch_end", epoch, logs)
             if self.stop_training or ran_out:
@@ -650,15 +645,16 @@ class Model:
                              % (freq,)) from None
 
     # ---- evaluate, predict ----
-    def _evaluate(self, x, y, batch_size, cbs):
+    def _evaluate(self, x, y, batch_size, cbs, sw=None):
         totals = self._new_totals()
         n = x.shape[0]
         cbs.call("on_test_begin", None)
         for step, b in enumerate(range(0, n, batch_size)):
             xb, yb = x[b:b + batch_size], y[b:b + batch_size]
+            wb = None if sw is None else sw[b:b + batch_size]
             cbs.call("on_test_batch_begin", step, None)
-            loss, out, mask = self._test_batch(xb, yb)
-            self._add(totals, loss, xb.shape[0], yb, out, mask)
+            loss, out, mask = self._test_batch(xb, yb, wb)
+            self._add(totals, loss, xb.shape[0], yb, out, mask, wb)
             cbs.call("on_test_batch_end", step, self._logs(totals))
         logs = self._logs(totals)
         cbs.call("on_test_end", logs)
@@ -670,13 +666,13 @@ class Model:
         """Keras's evaluate: the loss and metrics over (x, y) in batches (32
         by default), each the mean over the examples; the loss alone when
         there are no metrics, else [loss, metrics...] in compile's order, or
-        a dict with return_dict. sample_weight and steps only None."""
+        a dict with return_dict; sample_weight weighs them as fit's. steps
+        only None."""
         self._assert_compiled()
         if kwargs:
             raise TypeError("Invalid keyword arguments: %s" % (kwargs,))
-        for arg, v in (("sample_weight", sample_weight), ("steps", steps)):
-            if v is not None:
-                raise ValueError("vdev's evaluate takes %s=None only, not %r" % (arg, v))
+        if steps is not None:
+            raise ValueError("vdev's evaluate takes steps=None only, not %r" % (steps,))
         if self._loss_fn is None:
             raise ValueError("No loss found. You may have forgotten to provide a `loss` "
                              "argument in the `compile()` method.")
@@ -686,12 +682,13 @@ class Model:
             raise ValueError("Target data is missing. Your model was compiled with loss=%s, "
                              "and therefore expects target data to be provided in "
                              "`evaluate()`." % (self.loss,))
+        sw = self._weights(sample_weight, x, y)
         batch_size = self._batch_size(batch_size, x.shape[0], None)
         steps = -(-x.shape[0] // batch_size)
         cbs = callbacks_module._CallbackList(callbacks, self, verbose,
                                              {"verbose": verbose, "epochs": 1, "steps": steps},
                                              history=False)
-        logs = self._evaluate(x, y, batch_size, cbs)
+        logs = self._evaluate(x, y, batch_size, cbs, sw)
         if return_dict:
             return logs
         values = list(logs.values())
