@@ -718,6 +718,19 @@ class Model:
         return np.concatenate(outs)
 
     # ---- weights ----
+    def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None,
+             signatures=None, options=None, save_traces=True):
+        """The whole model in one vdev checkpoint file (vdev/_model_io.py):
+        vdev.models.load_model reads it back, compiled, its optimizer's
+        state too. save_format, signatures and options: only None."""
+        from . import _model_io
+        for arg, v in (("save_format", save_format), ("signatures", signatures),
+                       ("options", options)):
+            if v is not None:
+                raise ValueError("vdev's model.save takes %s=None only: it writes vdev's own "
+                                 "file" % (arg,))
+        _model_io.save(self, filepath, overwrite, include_optimizer)
+
     def save_weights(self, filepath, overwrite=True, save_format=None, options=None):
         """Writes every weight's value to filepath, a vdev checkpoint
         (safetensors) whose entry i is the model's i-th weight

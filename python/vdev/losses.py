@@ -150,7 +150,23 @@ def _same_rank(y_true, y_pred):
     return y_true, y_pred
 
 
-class MeanSquaredError:
+class _Config:
+    """Keras's Loss.get_config / from_config: the constructor's arguments
+    (the reduction and name, then the loss function's own)."""
+
+    _args = ()
+
+    def get_config(self):
+        config = {"reduction": self.reduction, "name": self.name}
+        config.update({a: getattr(self, a) for a in self._args})
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+class MeanSquaredError(_Config):
     """mean((y_pred - y_true)^2). With reduction 'none', the mean over the
     last axis of each example, as Keras (a 0-d pair is its own loss). As in
     Keras, y_true and y_pred first get the same rank (a trailing 1 added or
@@ -183,7 +199,7 @@ class MeanSquaredError:
         return _ops.reduce_mean(per_example)
 
 
-class CategoricalCrossentropy:
+class CategoricalCrossentropy(_Config):
     """Keras's categorical cross-entropy over the last axis: y_true holds
     one-hot (or probability) rows. With from_logits=True,
     -sum(y_true * log_softmax(logits)); with from_logits=False (Keras's
@@ -192,6 +208,8 @@ class CategoricalCrossentropy:
     to [1e-7, 1 - 1e-7], then -sum(y_true * log(p)). label_smoothing s
     replaces y_true by y_true * (1 - s) + s / classes, as Keras. Reduction
     'none' gives one loss per example."""
+
+    _args = ("from_logits", "label_smoothing", "axis")
 
     def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1, reduction="auto",
                  name="categorical_crossentropy"):
@@ -236,7 +254,7 @@ class CategoricalCrossentropy:
         return _ops.reduce_mean(per_example)
 
 
-class BinaryCrossentropy:
+class BinaryCrossentropy(_Config):
     """Keras's binary cross-entropy, then the mean over the last axis of
     each example, as Keras. With from_logits=True, from logits z (tf.nn's
     sigmoid_cross_entropy_with_logits): max(z, 0) - z * y + log(1 +
@@ -250,6 +268,8 @@ class BinaryCrossentropy:
     probabilities either). label_smoothing s replaces y_true by
     y_true * (1 - s) + 0.5 * s, as Keras. Reduction 'none' gives one loss
     per example."""
+
+    _args = ("from_logits", "label_smoothing", "axis")
 
     def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1, reduction="auto",
                  name="binary_crossentropy"):
@@ -323,7 +343,7 @@ def _keras_labels(y):
     return a
 
 
-class SparseCategoricalCrossentropy:
+class SparseCategoricalCrossentropy(_Config):
     """The mean over the batch of Keras's sparse categorical cross-entropy
     (reduction 'sum': the sum, the mean times the examples); y_true holds
     int32 labels in [0, classes). With from_logits=True, -log
@@ -333,6 +353,8 @@ class SparseCategoricalCrossentropy:
     1 - 1e-7] and their log taken as the logits (so each row is in effect
     divided by its sum). vdev's op gives the mean only: for one loss per
     example, use CategoricalCrossentropy with one-hot labels."""
+
+    _args = ("from_logits", "ignore_class")
 
     def __init__(self, from_logits=False, ignore_class=None, reduction="auto",
                  name="sparse_categorical_crossentropy"):

@@ -21,10 +21,16 @@ from ._bidirectional import Bidirectional
 from ._recurrent_layers import _RNN
 from .layers import Conv2D, Dense, Layer, _dedup, _keras_config
 
-__all__ = ["MLP", "Model", "Sequential", "clone_model"]
+__all__ = ["MLP", "Model", "Sequential", "clone_model", "load_model"]
 
 # Keras's Model(inputs, outputs): a functional model (vdev/_functional.py)
 Model = Functional
+
+
+def load_model(filepath, custom_objects=None, compile=True, options=None):
+    """Keras's load_model of a file model.save wrote (vdev/_model_io.py)."""
+    from ._model_io import load_model as load
+    return load(filepath, custom_objects, compile, options)
 
 
 def _build(layer, shape):
