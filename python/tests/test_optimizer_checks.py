@@ -85,9 +85,9 @@ def test_a_schedule_is_refused_saying_what_to_do():
         for sched in (Schedule(), Schedule().__call__):
             e = _both(cls, "learning_rate", sched)
             assert type(e) is TypeError
-            assert str(e) == ("learning_rate must be a number, not %r: vdev's optimizers take no "
-                              "learning-rate schedule or callable; set opt.learning_rate = "
-                              "schedule(step) before each step instead" % (sched,))
+            assert str(e) == ("learning_rate must be a number or a vdev.optimizers.schedules "
+                              "LearningRateSchedule, not %r: set opt.learning_rate = f(step) "
+                              "before each step for another callable" % (sched,))
     # numbers of every kind are taken: numpy's, a tensor's, a hyperparameter read back
     opt = SGD(np.float32(0.25), np.float64(0.5))
     opt.learning_rate = vdev.constant(0.125)

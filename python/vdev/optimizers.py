@@ -24,8 +24,10 @@ value out of vdev's C optimizer's range (learning_rate >= 0, momentum in
 rounded to the float32 the C optimizer holds) is a ValueError ("`epsilon`
 must be a finite number > 0. Received: epsilon=0"; Keras checks momentum
 only); a value that is not a number (a string, a bool) is a TypeError, as
-Keras's float32 variable refuses a string; a schedule (a callable) is a
-TypeError saying to set ``opt.learning_rate`` before each step instead.
+Keras's float32 variable refuses a string. ``learning_rate`` may be one of
+Keras's schedules (``vdev.optimizers.schedules``, vdev/_schedules.py): each
+update then takes schedule(iterations) first, and setting the rate is
+Keras's TypeError; another callable is a TypeError.
 ``nesterov`` and ``amsgrad`` are bools (or 0 and 1), as vdev's other
 switches (vdev.config's): another value, ``'false'`` included, is a
 TypeError.
@@ -57,12 +59,18 @@ import re
 
 import numpy as np
 
-from . import _lib, _strategy_context
+from . import _lib, _schedules as schedules, _strategy_context
 from ._lib import lib
 from ._tensor import Tensor, Variable
 from .config import _bool_flag
 
-__all__ = ["Adam", "Hyperparameter", "Optimizer", "SGD"]
+__all__ = ["Adam", "Hyperparameter", "Optimizer", "SGD", "schedules"]
+
+# Keras's words for setting the rate of an optimizer given a schedule
+_SCHEDULED = ("This optimizer was created with a `LearningRateSchedule` object as its "
+              "`learning_rate` constructor argument, hence its learning rate is not settable. "
+              "If you need the learning rate to be settable, you should instantiate the "
+              "optimizer with a float `learning_rate` argument.")
 
 _log = logging.getLogger("vdev")
 
@@ -76,6 +84,8 @@ class Optimizer:
                  ema_overwrite_frequency=None, jit_compile=True):
         self._h = None
         self._replica_h = None  # under a strategy: one optimizer per replica
+        if not hasattr(self, "_schedule"):
+            self._schedule = None
         if use_ema is not False and use_ema != 0:
             raise ValueError("use_ema=%r: vdev's optimizers have no exponential moving average "
                              "(EMA) of the weights; pass use_ema=False" % (use_ema,))
@@ -168,14 +178,29 @@ class Optimizer:
                   "ema_overwrite_frequency": self.ema_overwrite_frequency,
                   "jit_compile": self.jit_compile, "is_legacy_optimizer": False}
         config.update(self._own_config())
+        if self._schedule is not None:
+            config["learning_rate"] = schedules.serialize(self._schedule)
         return config
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        """A new optimizer of get_config()'s dict, as Keras's."""
+        """A new optimizer of get_config()'s dict, as Keras's (a schedule's
+        dict made a schedule again)."""
         config = dict(config)
         config.pop("is_legacy_optimizer", None)
+        if isinstance(config.get("learning_rate"), dict):
+            config["learning_rate"] = schedules.deserialize(config["learning_rate"],
+                                                            custom_objects)
         return cls(**config)
+
+    def _first_lr(self, learning_rate):
+        """The rate to start from: a schedule's at step 0 (kept, Keras's
+        current rate), else the number given."""
+        if isinstance(learning_rate, schedules.LearningRateSchedule):
+            self._schedule = learning_rate
+            return float(learning_rate(0))
+        self._schedule = None
+        return learning_rate
 
     @property
     def variables(self):
@@ -256,6 +281,10 @@ class Optimizer:
             if off:
                 _lib.check(lib.vdev_optimizer_exclude_from_weight_decay(
                     h, _lib.handles([v._handle for v in off]), len(off)))
+        if self._schedule is not None:  # Keras's current rate: schedule(iterations)
+            n = ctypes.c_int64()
+            _lib.check(lib.vdev_optimizer_get_iterations(h, ctypes.byref(n)))
+            self._apply_lr(h, _learning_rate(float(self._schedule(n.value))))
         hv = _lib.handles([v._handle for _, v in kept])
         hg = _lib.handles([g._handle for g, _ in kept])
         if ctx is None:
@@ -382,14 +411,13 @@ def _is_number(x):
 def _number(x, arg):
     """x, a hyperparameter, as a float: a number (a string, a bool or
     anything else is a TypeError, as Keras's float32 variable refuses a
-    string), never a schedule (vdev's optimizers hold numbers: the training
-    loop sets the value instead)."""
+    string); a schedule is taken before (Optimizer._first_lr)."""
     if _is_number(x):
         return float(x)
     if arg == "learning_rate" and callable(x):
-        raise TypeError("learning_rate must be a number, not %r: vdev's optimizers take no "
-                        "learning-rate schedule or callable; set opt.learning_rate = "
-                        "schedule(step) before each step instead" % (x,))
+        raise TypeError("learning_rate must be a number or a vdev.optimizers.schedules "
+                        "LearningRateSchedule, not %r: set opt.learning_rate = f(step) "
+                        "before each step for another callable" % (x,))
     raise TypeError("%s must be a number, not %r" % (arg, x))
 
 
@@ -449,7 +477,8 @@ class SGD(Optimizer):
                  clipnorm=None, clipvalue=None, global_clipnorm=None, use_ema=False,
                  ema_momentum=0.99, ema_overwrite_frequency=None, jit_compile=True,
                  name="SGD"):
-        self._lr, self._momentum = _learning_rate(learning_rate), _momentum(momentum)
+        self._lr = _learning_rate(self._first_lr(learning_rate))
+        self._momentum = _momentum(momentum)
         super().__init__(lambda: lib.vdev_sgd_new(self._lr, self._momentum), name,
                          weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema,
                          ema_momentum, ema_overwrite_frequency, jit_compile)
@@ -481,7 +510,13 @@ class SGD(Optimizer):
 
     @learning_rate.setter
     def learning_rate(self, value):
+        if self._schedule is not None:
+            raise TypeError(_SCHEDULED)
         self._set(_learning_rate(value), self._momentum)
+
+    def _apply_lr(self, h, lr):
+        _lib.check(lib.vdev_sgd_set(h, lr, self._momentum))
+        self._lr = lr
 
     @property
     def momentum(self):
@@ -504,8 +539,9 @@ class Adam(Optimizer):
                  amsgrad=False, weight_decay=None, clipnorm=None, clipvalue=None,
                  global_clipnorm=None, use_ema=False, ema_momentum=0.99,
                  ema_overwrite_frequency=None, jit_compile=True, name="Adam"):
+        first = self._first_lr(learning_rate)
         self._hyper = tuple(_adam_value(k, x)
-                            for k, x in enumerate((learning_rate, beta_1, beta_2, epsilon)))
+                            for k, x in enumerate((first, beta_1, beta_2, epsilon)))
         super().__init__(lambda: lib.vdev_adam_new(*self._hyper), name,
                          weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema,
                          ema_momentum, ema_overwrite_frequency, jit_compile)
@@ -529,6 +565,8 @@ class Adam(Optimizer):
         self._amsgrad = flag
 
     def _set(self, k, value):
+        if k == 0 and self._schedule is not None:
+            raise TypeError(_SCHEDULED)
         hyper = list(self._hyper)
         hyper[k] = _adam_value(k, value)
         for h in self._handles():
@@ -537,6 +575,10 @@ class Adam(Optimizer):
 
     def _get(self, k, attr):
         return Hyperparameter(self._hyper[k], self, attr)
+
+    def _apply_lr(self, h, lr):
+        _lib.check(lib.vdev_adam_set(h, lr, *self._hyper[1:]))
+        self._hyper = (lr,) + self._hyper[1:]
 
     learning_rate = property(lambda self: self._get(0, "learning_rate"),
                              lambda self, x: self._set(0, x))

@@ -86,12 +86,18 @@ _KIND_SLOTS = {"Adam": ("adam_m", "adam_v", "adam_vhat", "m", "v"), "SGD": ("mom
 
 
 def _hyperparameters(optimizer):
-    return [a for a in _HYPERPARAMETERS if hasattr(optimizer, a)]
+    """The optimizer's hyperparameters a checkpoint keeps: not the rate of
+    one given a schedule (schedule(iterations) gives it at each update)."""
+    scheduled = getattr(optimizer, "_schedule", None) is not None
+    return [a for a in _HYPERPARAMETERS if hasattr(optimizer, a)
+            and not (scheduled and a == "learning_rate")]
 
 
 def _set_hyperparameters(optimizer, values):
+    keep = set(_hyperparameters(optimizer))
     for a, v in values.items():
-        setattr(optimizer, a, v)
+        if a in keep:
+            setattr(optimizer, a, v)
 
 
 def _path(path):
