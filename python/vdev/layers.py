@@ -70,6 +70,7 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            "SpatialDropout1D", "SpatialDropout2D",
            "PReLU", "RepeatVector",  # vdev/_more_layers.py
            "IntegerLookup", "StringLookup", "TextVectorization",  # vdev/_text_layers.py
+           "Dot", "dot",  # vdev/_dot_layer.py
            "GRU", "LSTM", "SimpleRNN",  # vdev/_recurrent_layers.py
            "Bidirectional",  # vdev/_bidirectional.py
            "MultiHeadAttention",  # vdev/_attention_layers.py
@@ -557,6 +558,7 @@ from ._noise_layers import (GaussianDropout, GaussianNoise, RandomFlip,  # noqa:
                             SpatialDropout1D, SpatialDropout2D)
 from ._more_layers import PReLU, RepeatVector  # noqa: E402
 from ._text_layers import IntegerLookup, StringLookup, TextVectorization  # noqa: E402
+from ._dot_layer import Dot, dot  # noqa: E402
 from ._embedding import Embedding  # noqa: E402
 from ._norm_layers import BatchNormalization, LayerNormalization  # noqa: E402
 from ._pooling_layers import (GlobalAveragePooling1D, GlobalAveragePooling2D,  # noqa: E402
