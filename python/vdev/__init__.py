@@ -50,6 +50,7 @@ from . import models, nn
 from . import optimizers
 from . import placement
 from . import distribute, random, train, utils
+from . import keras  # tf.keras's namespace over the modules above
 from .dlpack import from_dlpack
 from ._functional import Input  # tf.keras.Input
 from .models import Model  # tf.keras.Model: Model(inputs, outputs), Keras's functional API
