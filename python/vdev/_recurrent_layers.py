@@ -94,6 +94,7 @@ class _RNN(_base()):
     _gates = 1
     _states = 1
     _cell = "simple_rnn_cell"
+    _weight_prefix = None  # a cell's (vdev/_rnn_cells.py): its weights' names' start
     supports_masking = True  # Keras's (compute_mask below)
     _expects_mask = True
     zero_output_for_mask = False  # Keras's: Bidirectional sets it with return_sequences
@@ -180,7 +181,8 @@ class _RNN(_base()):
         with device(where) if where else contextlib.nullcontext():
             for suffix, init, shape in wanted:
                 v = _adopt(_initial(init, shape), self._strategy)
-                v.name = "%s/%s/%s" % (self.name, self._cell, suffix)
+                v.name = "%s/%s" % (self._weight_prefix or "%s/%s" % (self.name, self._cell),
+                                    suffix)
                 made.append(v)
         self.kernel, self.recurrent_kernel = made[0], made[1]
         self.bias = made[2] if self.use_bias else None
@@ -229,6 +231,13 @@ class _RNN(_base()):
     @classmethod
     def from_config(cls, config):
         return cls(**config)  # batch_input_shape as it is (a stateful layer's batch)
+
+    def _state_sizes(self):
+        return [self.units] * self._states
+
+    def _anchor(self):
+        """A tensor on the layer's device (its kernel), or None."""
+        return self.kernel
 
     @property
     def states(self):
@@ -299,44 +308,11 @@ class _RNN(_base()):
             xw = _ops.matmul(_ops.reshape(x, [batch * steps, features]), self.kernel)
         xw = self._input_bias(xw)
         xw = _ops.reshape(xw, [batch, steps, int(xw.shape[-1])])
-        order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
-        outputs = []
-        last = None
         # from zero states, the last output kept is the first state kept:
         # the same selects, so it is taken from there (four ops fewer a step)
         from_zeros = initial_state is None and not self.zero_output_for_mask
-        for t in order:
-            h, new = self._step(xw[:, t, :], states, rec)
-            if mask is not None:  # Keras's backend.rnn: a masked step keeps
-                m = mask[:, t:t + 1]  # the states and the last output (or 0)
-                states = [_keras_masks.select(m, a, b) for a, b in zip(new, states)]
-                if from_zeros:
-                    h = last = states[0]
-                else:
-                    if last is None:
-                        with _ops._near(h):
-                            zero = last = zeros((batch, self.units))
-                    h = last = _keras_masks.select(
-                        m, h, zero if self.zero_output_for_mask else last)
-            else:
-                states = new
-            if self.return_sequences:
-                outputs.append(h)
-        if self.return_sequences:
-            if outputs:
-                out = _ops.stack(outputs, axis=1)
-            else:
-                with _ops._near(x):
-                    out = zeros((batch, 0, self.units))
-            if self.time_major:
-                out = _ops.transpose(out, (1, 0, 2))
-        else:  # the last output: with a mask, the last step's kept (Keras's)
-            out = states[0] if mask is None or last is None else last
-        if self.stateful:
-            _rnn_states.after_call(self, states)
-        if self.return_state:
-            return [out] + list(states)
-        return out
+        return _run_steps(self, lambda t, st: self._step(xw[:, t, :], st, rec), x, states,
+                          mask, from_zeros, self.units)
 
     def compute_mask(self, inputs, mask=None):
         """Keras's: the input's mask for return_sequences, else None; with
@@ -351,13 +327,14 @@ class _RNN(_base()):
         drops elements of the whole input sequence): never for SimpleRNN."""
         return False
 
-    def _dropout_masks(self, x, shape, training):
+    def _dropout_masks(self, x, shape, training, cell=False):
         """This call's dropout masks, Keras's (the module's opening):
         (input masks or None, recurrent masks or None), each a list, drawn
         only in training with a nonzero rate. Input masks are [batch, steps,
         features] on the cuDNN-capable path, else [batch, 1, features] (one
         per gate with implementation 1), broadcast over the steps; recurrent
-        masks [batch, units], one per gate."""
+        masks [batch, units], one per gate. A cell's (cell: Keras's cells
+        have the cell path only)."""
         if not training or (self.dropout == 0 and self.recurrent_dropout == 0):
             return None, None
         batch, steps, features = shape
@@ -369,7 +346,7 @@ class _RNN(_base()):
 
         drop = rec = None
         if self.dropout:
-            if self._cudnn_path():
+            if self._cudnn_path() and not cell:
                 drop = [draw(0, (batch, steps, features), self.dropout)]
             else:
                 count = n if getattr(self, "implementation", 2) == 1 else 1
@@ -554,6 +531,56 @@ class GRU(_RNN):
         # z h' + (1 - z) hh
         h = _ops.add(_ops.multiply(z, h_prev), _ops.multiply(_ops.subtract(1.0, z), hh))
         return h, [h]
+
+
+def _run_steps(layer, step, x, states, mask, from_zeros, units):
+    """Keras's backend.rnn over x's steps ([batch, steps, ...], batch-major),
+    backwards with layer.go_backwards: step(t, states) gives (output, new
+    states); a masked step keeps the states and repeats the last output (0
+    before any, or always 0 with zero_output_for_mask), from_zeros taking
+    that output from the first state (the same selects: true of a layer
+    whose output is its first state, started from zeros). Then Keras's
+    outputs: the sequence (time-major back when the layer is) or the last
+    output, the states after it with return_state; a stateful layer's
+    states kept (vdev/_rnn_states.py)."""
+    batch, steps = int(x.shape[0]), int(x.shape[1])
+    order = range(steps - 1, -1, -1) if layer.go_backwards else range(steps)
+    outputs = []
+    last = None
+    for t in order:
+        h, new = step(t, states)
+        if mask is not None:
+            m = mask[:, t:t + 1]
+            states = [_keras_masks.select(m, a, b) for a, b in zip(new, states)]
+            if from_zeros:
+                h = last = states[0]
+            else:
+                if last is None:
+                    with _ops._near(h):
+                        zero = last = zeros(tuple(int(d) for d in h.shape))
+                h = last = _keras_masks.select(m, h, zero if layer.zero_output_for_mask
+                                               else last)
+        else:
+            states, last = list(new), h
+        if layer.return_sequences:
+            outputs.append(h)
+    if layer.return_sequences:
+        if outputs:
+            out = _ops.stack(outputs, axis=1)
+        else:
+            with _ops._near(x):
+                out = zeros((batch, 0, units))
+        if layer.time_major:
+            out = _ops.transpose(out, (1, 0, 2))
+    elif last is None:  # no steps: Keras's last output is the first state
+        out = states[0]
+    else:  # the last output: with a mask, the last step's kept (Keras's)
+        out = last
+    if layer.stateful:
+        _rnn_states.after_call(layer, states)
+    if layer.return_state:
+        return [out] + list(states)
+    return out
 
 
 def _dispatch(layer, call, inputs, mask, training, initial_state):

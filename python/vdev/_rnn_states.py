@@ -63,19 +63,21 @@ def know_batch(layer, shape):
 
 
 def _make(layer, batch):
-    """Zero states [batch, units], not trainable, on the layer's device
-    (its weights', or where vdev puts a new tensor now before it has any)."""
+    """Zero states [batch, size] (the layer's state sizes), not trainable,
+    on the layer's device (its weights', or where vdev puts a new tensor now
+    before it has any)."""
     import contextlib
     from ._device import device
+    anchor = layer._anchor()
     if layer._device:
         where = device(layer._device)
-    elif layer.kernel is not None:
-        where = _ops._near(layer.kernel)
+    elif anchor is not None:
+        where = _ops._near(anchor)
     else:
         where = contextlib.nullcontext()
     with where:
-        layer._state_vars = [Variable(zeros((batch, layer.units)), trainable=False)
-                             for _ in range(layer._states)]
+        layer._state_vars = [Variable(zeros((batch, size)), trainable=False)
+                             for size in layer._state_sizes()]
 
 
 def before_call(layer, batch, steps, features, initial_state):

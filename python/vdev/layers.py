@@ -71,6 +71,7 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            "PReLU", "RepeatVector",  # vdev/_more_layers.py
            "IntegerLookup", "StringLookup", "TextVectorization",  # vdev/_text_layers.py
            "Dot", "dot",  # vdev/_dot_layer.py
+           "RNN", "GRUCell", "LSTMCell", "SimpleRNNCell", "StackedRNNCells",  # _rnn_cells.py
            "GRU", "LSTM", "SimpleRNN",  # vdev/_recurrent_layers.py
            "Bidirectional",  # vdev/_bidirectional.py
            "MultiHeadAttention",  # vdev/_attention_layers.py
@@ -559,6 +560,8 @@ from ._noise_layers import (GaussianDropout, GaussianNoise, RandomFlip,  # noqa:
 from ._more_layers import PReLU, RepeatVector  # noqa: E402
 from ._text_layers import IntegerLookup, StringLookup, TextVectorization  # noqa: E402
 from ._dot_layer import Dot, dot  # noqa: E402
+from ._rnn_cells import (RNN, GRUCell, LSTMCell, SimpleRNNCell,  # noqa: E402
+                         StackedRNNCells)
 from ._embedding import Embedding  # noqa: E402
 from ._norm_layers import BatchNormalization, LayerNormalization  # noqa: E402
 from ._pooling_layers import (GlobalAveragePooling1D, GlobalAveragePooling2D,  # noqa: E402
