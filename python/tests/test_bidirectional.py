@@ -120,7 +120,7 @@ def test_refusals():
          'Forward layer and backward layer are expected to have the same value for attribute '
          '"return_sequences", got "False" for forward layer and "True" for backward layer'),
         (lambda: layers.Bidirectional(layers.Dense(2)),
-         "vdev's Bidirectional wraps vdev's SimpleRNN, LSTM or GRU, not Dense"),
+         "vdev's Bidirectional wraps vdev's SimpleRNN, LSTM, GRU or RNN, not Dense"),
     ]
     for call, msg in cases:
         with pytest.raises(ValueError) as e:

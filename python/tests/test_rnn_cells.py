@@ -123,6 +123,22 @@ def test_stacked_custom_stateful_and_dropout(monkeypatch):
     assert len(seen) == 2 and all(len(d) == 4 and len(r) == 4 for d, r in seen)
 
 
+def test_bidirectional_of_an_rnn():
+    x = rng.uniform(-1, 1, (3, 5, 4)).astype(f32)
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], bool)
+    bi = layers.Bidirectional(layers.RNN(layers.GRUCell(3, seed=1), return_sequences=True,
+                                         return_state=True))
+    got = bi(x, mask=mask)
+    ref = layers.Bidirectional(layers.GRU(3, seed=1, return_sequences=True, return_state=True))
+    ref.build(4)
+    ref.set_weights(bi.get_weights())
+    want = ref(x, mask=mask)
+    assert len(got) == len(want) == 3
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+    assert bi.variables[0].name.startswith(bi.name + "/forward_")
+
+
 def test_functional_configs_and_errors():
     inp = vdev.Input((None, 4))
     rnn = layers.RNN(layers.LSTMCell(3, seed=1))

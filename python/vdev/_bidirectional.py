@@ -51,11 +51,13 @@ class Bidirectional(_base()):
         if merge_mode not in _MODES:
             raise ValueError("Invalid merge mode. Received: %s. Merge mode should be one of "
                              "{'sum', 'mul', 'ave', 'concat', None}" % (merge_mode,))
-        if not isinstance(layer, _RNN) or (backward_layer is not None and
-                                           not isinstance(backward_layer, _RNN)):
-            raise ValueError("vdev's Bidirectional wraps vdev's SimpleRNN, LSTM or GRU, not %s"
-                             % type(layer if not isinstance(layer, _RNN) else
-                                    backward_layer).__name__)
+        from ._rnn_cells import RNN
+        kinds = (_RNN, RNN)
+        if not isinstance(layer, kinds) or (backward_layer is not None and
+                                            not isinstance(backward_layer, kinds)):
+            raise ValueError("vdev's Bidirectional wraps vdev's SimpleRNN, LSTM, GRU or RNN, "
+                             "not %s" % type(layer if not isinstance(layer, kinds) else
+                                             backward_layer).__name__)
         if weights is not None:
             raise ValueError("vdev's Bidirectional takes weights=None only; set the weights "
                              "of the built layer instead")
@@ -105,7 +107,7 @@ class Bidirectional(_base()):
         else:
             out = [None, None] if self.merge_mode is None else None
         if self.return_state:
-            states = [None] * (2 * self.forward_layer._states)
+            states = [None] * (2 * len(self.forward_layer._state_sizes()))
             return (out if isinstance(out, list) else [out]) + states
         return out
 

@@ -271,8 +271,6 @@ class RNN(_base()):
         self._strategy = getattr(getattr(cell, "_impl", cell), "_strategy", None)
         self._state_vars = None
         self._ran = False
-        if hasattr(cell, "_in_rnn"):
-            cell._in_rnn(self.name)
         self._batch_input_shape = _rnn_states.batch_input_shape(
             self, input_shape, batch_input_shape, batch_size)
         if self._batch_input_shape is not None and self._batch_input_shape[-1] is not None:
@@ -293,6 +291,8 @@ class RNN(_base()):
         return getattr(self.cell, "built", self._ran)
 
     def build(self, features):
+        if hasattr(self.cell, "_in_rnn"):  # its weights named under the layer's name now
+            self.cell._in_rnn(self.name)
         if hasattr(self.cell, "build") and not self.built:
             self.cell.build((None, int(features)))
 
