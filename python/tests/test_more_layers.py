@@ -196,3 +196,37 @@ def test_random_flip(dev):
     with pytest.raises(ValueError) as e:
         layers.RandomFlip("diagonal", name="f")
     assert str(e.value) == "RandomFlip layer f received an unknown mode argument diagonal"
+
+
+def test_unit_normalization_and_category_encoding():
+    x = rng.uniform(-1, 1, (3, 4, 5)).astype(f32)
+    for axis in (-1, 1, [1, 2]):
+        un = layers.UnitNormalization(axis=axis)
+        axes = tuple(np.atleast_1d(axis) % 3)
+        want = x / np.sqrt(np.maximum((x.astype(np.float64) ** 2).sum(axes, keepdims=True),
+                                      1e-12))
+        np.testing.assert_allclose(un(x).numpy(), want, rtol=1e-5)
+    np.testing.assert_array_equal(layers.UnitNormalization()(np.zeros((1, 3), f32)).numpy(), 0)
+    assert layers.UnitNormalization(axis=(1, 2)).get_config()["axis"] == [1, 2]
+    # Keras's documented examples
+    oh = layers.CategoryEncoding(num_tokens=4, output_mode="one_hot")
+    np.testing.assert_array_equal(oh([3, 2, 0, 1]).numpy(), np.eye(4)[[3, 2, 0, 1]])
+    mh = layers.CategoryEncoding(num_tokens=4, output_mode="multi_hot")
+    np.testing.assert_array_equal(mh([[0, 1], [0, 0], [1, 2], [3, 1]]).numpy(),
+                                  [[1, 1, 0, 0], [1, 0, 0, 0], [0, 1, 1, 0], [0, 1, 0, 1]])
+    cnt = layers.CategoryEncoding(num_tokens=4, output_mode="count")
+    np.testing.assert_allclose(cnt([[0, 1], [0, 0], [1, 2], [3, 1]],
+                                   count_weights=[[0.1, 0.2], [0.1, 0.1], [0.2, 0.3],
+                                                  [0.4, 0.2]]).numpy(),
+                               [[0.1, 0.2, 0, 0], [0.2, 0, 0, 0], [0, 0.2, 0.3, 0],
+                                [0, 0.2, 0, 0.4]], rtol=1e-6)
+    assert cnt.compute_output_shape((None, 2)) == (None, 4)
+    assert oh.compute_output_shape((None,)) == (None, 4)
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        mh([[4]])
+    assert "Input values must be in the range 0 <= values < num_tokens with num_tokens=4" in \
+        str(e.value)
+    with pytest.raises(ValueError) as e:
+        layers.CategoryEncoding()
+    assert str(e.value) == ("num_tokens must be set to use this layer. If the number of tokens "
+                            "is not known beforehand, use the IntegerLookup layer instead.")

@@ -68,7 +68,8 @@ __all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Embeddi
            "Normalization",  # vdev/_normalization_layer.py
            "GaussianDropout", "GaussianNoise", "RandomFlip",  # vdev/_noise_layers.py
            "SpatialDropout1D", "SpatialDropout2D",
-           "PReLU", "RepeatVector",  # vdev/_more_layers.py
+           "CategoryEncoding", "PReLU", "RepeatVector",  # vdev/_more_layers.py
+           "UnitNormalization",
            "IntegerLookup", "StringLookup", "TextVectorization",  # vdev/_text_layers.py
            "Dot", "dot",  # vdev/_dot_layer.py
            "RNN", "GRUCell", "LSTMCell", "SimpleRNNCell", "StackedRNNCells",  # _rnn_cells.py
@@ -557,7 +558,8 @@ from ._time_distributed import TimeDistributed  # noqa: E402
 from ._normalization_layer import Normalization  # noqa: E402
 from ._noise_layers import (GaussianDropout, GaussianNoise, RandomFlip,  # noqa: E402
                             SpatialDropout1D, SpatialDropout2D)
-from ._more_layers import PReLU, RepeatVector  # noqa: E402
+from ._more_layers import (CategoryEncoding, PReLU, RepeatVector,  # noqa: E402
+                           UnitNormalization)
 from ._text_layers import IntegerLookup, StringLookup, TextVectorization  # noqa: E402
 from ._dot_layer import Dot, dot  # noqa: E402
 from ._rnn_cells import (RNN, GRUCell, LSTMCell, SimpleRNNCell,  # noqa: E402
