@@ -18,7 +18,9 @@ Keras's training methods (``model.compile``, ``fit``, ``evaluate``,
 Sequential, MLP and functional ``vdev.Model(vdev.Input(...), ...)``. Data
 parallel training is ``vdev.distribute.MirroredStrategy``, checkpoints
 ``vdev.train``, Keras's activations ``vdev.activations``, image resizing
-``vdev.image``, padding sequences and one-hot labels ``vdev.utils``, run-time floors, ceilings and priorities
+``vdev.image``, padding sequences and one-hot labels ``vdev.utils``,
+tf.keras's namespace over these modules ``vdev.keras`` (``import vdev as
+tf`` runs a tf.keras program), run-time floors, ceilings and priorities
 ``vdev.config.experimental.set_memory_limits`` and ``set_memory_priority``.
 
 A pure-Python package over libvdev.so (ctypes; see vdev._lib for how the
