@@ -6,6 +6,9 @@ run (bench/run writes the table into BENCHMARKS.md):
   lstm       LSTM(64) over [32, 20, 16] (20 steps), then Dense(1): mean
              squared error, Adam (vdev: vdev.layers.LSTM, a step per time
              step made of vdev's ops; PyTorch: torch.nn.LSTM, its fused cell);
+  masked     the same over sequences of 5 to 20 steps, right padded (vdev:
+             the LSTM given a mask, Keras's rule; PyTorch: a packed
+             sequence, its last state the same);
   attention  MultiHeadAttention(8 heads, key_dim 8) of [32, 16, 64] on
              itself, the sum of its output, Adam (vdev: vdev.layers.
              MultiHeadAttention, its per-head products one BatchMatMulV2 op;
@@ -75,6 +78,28 @@ def main():
     t = timed(torch_step(list(lstm.parameters()) + list(lin.parameters()),
                          lambda: ((lin(lstm(xt)[0][:, -1]) - yt) ** 2).mean()), steps, turns)
     rows.append(("LSTM(64) over [32, 20, 16], then Dense(1)", v, t))
+
+    # the same with sequences of 5 to 20 steps, right padded: vdev's mask
+    # (Keras's rule: padded steps keep the states), PyTorch's packed
+    # sequence (the LSTM stops at each sequence's end: the same last state)
+    lengths = rng.integers(5, 21, 32)
+    mask = np.arange(20)[None, :] < lengths[:, None]
+    model = vdev.models.Sequential([layers.LSTM(64, input_shape=(20, 16), seed=1),
+                                    layers.Dense(1, seed=2)])
+    lstm_layer, dense = model.layers
+    mv = vdev.constant(mask.astype(np.float32))
+    v = timed(vdev_step(model.trainable_variables,
+                        lambda: vdev.reduce_mean(vdev.square(dense(lstm_layer(xv, mask=mv))
+                                                             - yv))), steps, turns)
+    packed_lengths = torch.tensor(lengths)
+
+    def packed():
+        seq = torch.nn.utils.rnn.pack_padded_sequence(xt, packed_lengths, batch_first=True,
+                                                      enforce_sorted=False)
+        return ((lin(lstm(seq)[1][0][0]) - yt) ** 2).mean()
+    t = timed(torch_step(list(lstm.parameters()) + list(lin.parameters()), packed), steps,
+              turns)
+    rows.append(("the same, sequences of 5 to 20 steps (vdev: a mask; PyTorch: packed)", v, t))
 
     x = rng.uniform(-1, 1, (32, 16, 64)).astype(np.float32)
     mha = layers.MultiHeadAttention(8, 8, seed=3)
