@@ -166,3 +166,21 @@ def test_functional_configs_and_errors():
         with pytest.raises(ValueError) as e:
             call()
         assert str(e.value) == msg or (msg.endswith("<") and str(e.value).startswith(msg))
+
+
+def test_cell_dropout_under_a_mirrored_strategy():
+    """Each replica's step draws its own masks on its own device (a cell's
+    masks are kept per thread: the replicas call one cell at once)."""
+    x = rng.uniform(-1, 1, (16, 5, 4)).astype(f32)
+    y = x.sum(axis=(1, 2))[:, None] * 0.1
+    strategy = vdev.distribute.MirroredStrategy(["GPU:0", "GPU:1"])
+    with strategy.scope():
+        model = vdev.models.Sequential([
+            vdev.Input((5, 4)), layers.RNN(layers.LSTMCell(4, dropout=0.2, seed=1)),
+            layers.Dense(1, seed=2)])
+        model.compile(vdev.optimizers.Adam(0.02), "mse")
+    hist = model.fit(x, y, batch_size=8, epochs=4, verbose=0).history["loss"]
+    assert np.all(np.isfinite(hist)) and hist[-1] < hist[0]
+    for v in model.layers[0].variables:  # the replicas' copies stay equal
+        copies = [c.numpy() for c in v.values]
+        np.testing.assert_array_equal(copies[0], copies[1])

@@ -21,6 +21,7 @@ each step's input by the kernel (Keras's cells do).
 
 import inspect
 import numbers
+import threading
 
 from . import _keras_masks, _ops, _rnn_states
 from ._conv_layers import _base, _check_rank, _float_input
@@ -51,10 +52,12 @@ class _Cell(_base()):
         super().__init__(name, trainable)
         self._impl = self._layer(units, name=self.name, trainable=trainable, **kwargs)
         self._impl._weight_prefix = self.name
-        self._masks = None  # this call's dropout masks (drawn at its first step)
+        # this call's dropout masks (drawn at its first step), per thread: the
+        # replicas of a MirroredStrategy's step call one cell at once
+        self._local = threading.local()
 
     def __getattr__(self, name):  # units, activation, kernel, ... are the layer's
-        if name.startswith("__") or name in ("_impl", "_masks"):
+        if name.startswith("__") or name in ("_impl", "_local"):
             raise AttributeError(name)
         return getattr(self._impl, name)
 
@@ -92,7 +95,7 @@ class _Cell(_base()):
     def reset_dropout_mask(self):
         """Keras's: the next step draws new masks (the RNN calls it at each
         call)."""
-        self._masks = None
+        self._local.masks = None
 
     reset_recurrent_dropout_mask = reset_dropout_mask
 
@@ -112,13 +115,13 @@ class _Cell(_base()):
         batch, features = (int(d) for d in x.shape)
         if not impl.built:
             impl.build(features)
-        if self._masks is None:
+        if getattr(self._local, "masks", None) is None:
             drop, rec = impl._dropout_masks(x, (batch, 1, features), _resolve_training(training),
                                             cell=True)
             if drop is not None:
                 drop = [_ops.reshape(m, [batch, features]) for m in drop]
-            self._masks = (drop, rec)
-        drop, rec = self._masks
+            self._local.masks = (drop, rec)
+        drop, rec = self._local.masks
         u = impl.units
         if drop is not None and len(drop) > 1:
             xw = _ops.concat([_ops.matmul(_ops.multiply(x, m), impl.kernel[:, g * u:(g + 1) * u])
