@@ -568,8 +568,8 @@ def test_compile_refusals():
         (lambda: m.compile("sgd", "mse", metrics=["auc"]), ValueError,
          "Unknown metric function: 'auc'. vdev's metrics are 'accuracy', 'acc', "
          "'binary_accuracy', 'categorical_accuracy', 'sparse_categorical_accuracy', 'mse', "
-         "'mean_squared_error', 'mae', 'mean_absolute_error', or a callable fn(y_true, "
-         "y_pred) on numpy arrays"),
+         "'mean_squared_error', 'mae', 'mean_absolute_error', a vdev.metrics class name or "
+         "object, or a callable fn(y_true, y_pred) on numpy arrays"),
         (lambda: m.compile("sgd", "mse", metrics=[3]), ValueError,
          "Could not interpret metric identifier: 3"),
         (lambda: m.compile("sgd", "mse", metrics={"out": "mae"}), ValueError,
@@ -578,8 +578,9 @@ def test_compile_refusals():
          "vdev's compile takes loss_weights=None only (a model of one output and one loss), "
          "not [0.5]"),
         (lambda: m.compile("sgd", "mse", weighted_metrics=["f1"]), ValueError,
-         "Unknown metric function: 'f1'. vdev's metrics are %s, or a callable fn(y_true, "
-         "y_pred) on numpy arrays" % ", ".join(repr(k) for k in vdev._fit._METRICS)),
+         "Unknown metric function: 'f1'. vdev's metrics are %s, a vdev.metrics class name or "
+         "object, or a callable fn(y_true, y_pred) on numpy arrays"
+         % ", ".join(repr(k) for k in vdev._fit._METRICS)),
         (lambda: m.compile("sgd", "mse", steps_per_execution=4), ValueError,
          "vdev's compile takes steps_per_execution=None or 1 only, not 4: vdev runs one batch "
          "per step and calls the batch callbacks after each"),

@@ -15,8 +15,9 @@ def test_names_are_vdevs_own():
     assert tf.keras.Sequential is vdev.models.Sequential and tf.keras.Input is vdev.Input
     assert tf.keras.Model is vdev.Model
     assert tf.keras.preprocessing.sequence.pad_sequences is vdev.utils.pad_sequences
+    assert tf.keras.metrics.AUC is vdev.metrics.AUC
     with pytest.raises(AttributeError):
-        tf.keras.metrics
+        tf.keras.mixed_precision
 
 
 def test_a_tf_keras_program():

@@ -52,6 +52,7 @@ from . import models, nn
 from . import optimizers
 from . import placement
 from . import distribute, random, train, utils
+from . import metrics
 from . import keras  # tf.keras's namespace over the modules above
 from .dlpack import from_dlpack
 from ._functional import Input  # tf.keras.Input

@@ -34,6 +34,9 @@ import os
 import numpy as np
 
 from . import _ops, _strategy_context, callbacks as callbacks_module, losses, optimizers
+from . import metrics as metrics_module
+from ._fit_metrics import (_METRICS, _metric_list, _metric_name, _metric_values,  # noqa: F401
+                           _object_weights, _same_rank)
 from . import random as _random
 from ._core_layers import training_scope
 from ._keras_masks import mask_of
@@ -50,81 +53,8 @@ _LOSSES = {"mse": "mse", "mean_squared_error": "mse", "MSE": "mse",
 _PROBS = {"bce": (_ops.sigmoid, "BinaryCrossentropy"),
           "cce": (_ops.softmax, "CategoricalCrossentropy"),
           "scce": (_ops.softmax, "SparseCategoricalCrossentropy")}
-_METRICS = ("accuracy", "acc", "binary_accuracy", "categorical_accuracy",
-            "sparse_categorical_accuracy", "mse", "mean_squared_error", "mae",
-            "mean_absolute_error")
 _WEIGHT = "model/weights/%d"
 _NAMES_KEY = "model/weight_names"
-
-
-def _same_rank(yt, yp):
-    """Keras's squeeze_or_expand_dimensions for metrics: a trailing 1 dropped
-    from the one of higher rank when the ranks differ by one."""
-    if yt.ndim == yp.ndim + 1 and yt.shape[-1] == 1:
-        yt = yt[..., 0]
-    elif yp.ndim == yt.ndim + 1 and yp.shape[-1] == 1:
-        yp = yp[..., 0]
-    return yt, yp
-
-
-def _accuracy_kind(yt, yp):
-    """Keras 2.11's rule for 'accuracy' (compile_utils): binary when the
-    predictions' last axis is 1, sparse categorical when the labels have
-    fewer axes or a last axis of 1 beside several classes, else
-    categorical."""
-    if yp.shape[-1] == 1:
-        return "binary_accuracy"
-    if yt.ndim < yp.ndim or (yt.shape[-1] == 1 and yp.shape[-1] > 1):
-        return "sparse_categorical_accuracy"
-    return "categorical_accuracy"
-
-
-def _metric_values(kind, yt, yp):
-    """One value per example (Keras's metric functions), float64. As
-    Keras's compile_utils.match_dtype_and_rank, labels of rank 1 beside
-    predictions of rank 2 gain a trailing axis first ([N] beside [N, 1]:
-    one value per row, not one mean over the batch)."""
-    if np.ndim(yt) == 1 and yp.ndim == 2:
-        yt = np.asarray(yt)[:, None]
-    if kind in ("accuracy", "acc"):
-        kind = _accuracy_kind(yt, yp)
-    if kind == "sparse_categorical_accuracy":
-        if yt.ndim == yp.ndim and yt.shape[-1] == 1:
-            yt = yt[..., 0]
-        return (yt == np.argmax(yp, axis=-1)).astype(np.float64)
-    if kind == "categorical_accuracy":
-        return (np.argmax(yt, axis=-1) == np.argmax(yp, axis=-1)).astype(np.float64)
-    yt, yp = _same_rank(np.asarray(yt, np.float32), yp)
-    if kind == "binary_accuracy":
-        return np.mean(yt == (yp > 0.5).astype(np.float32), axis=-1, dtype=np.float64)
-    d = yp.astype(np.float64) - yt
-    if kind in ("mse", "mean_squared_error"):
-        return np.mean(d * d, axis=-1)
-    return np.mean(np.abs(d), axis=-1)
-
-
-def _metric_list(metrics):
-    """compile's metrics (or weighted_metrics) as a list, each checked."""
-    if metrics is None:
-        return []
-    if isinstance(metrics, str) or callable(metrics):
-        metrics = [metrics]
-    elif isinstance(metrics, dict):
-        raise ValueError("vdev's models have one output: give metrics as a list, not a dict")
-    metrics = list(metrics)
-    for m in metrics:
-        if isinstance(m, str):
-            if m not in _METRICS:
-                raise ValueError("Unknown metric function: %r. vdev's metrics are %s, or a "
-                                 "callable fn(y_true, y_pred) on numpy arrays"
-                                 % (m, ", ".join(repr(k) for k in _METRICS)))
-        elif not callable(m):
-            raise ValueError("Could not interpret metric identifier: %r" % (m,))
-    return metrics
-
-
-def _metric_name(m):
-    return m if isinstance(m, str) else getattr(m, "__name__", type(m).__name__)
 
 
 def _as_array(a, what):
@@ -385,7 +315,11 @@ class Model:
 
     # ---- the epoch's running means ----
     def _new_totals(self):
-        return {"loss": [0.0, 0]} | {name: [0.0, 0] for name, _, _ in self._metric_slots}
+        for _, m, _ in self._metric_slots:  # Keras's reset of its metrics' state
+            if isinstance(m, metrics_module.Metric):
+                m.reset_state()
+        return {"loss": [0.0, 0]} | {name: (m if isinstance(m, metrics_module.Metric)
+                                            else [0.0, 0]) for name, m, _ in self._metric_slots}
 
     def _add(self, totals, loss, n, yb, out, mask=None, wb=None):
         """The batch into the epoch's running means: the loss weighted by
@@ -395,6 +329,10 @@ class Model:
         totals["loss"][0] += loss * n
         totals["loss"][1] += n
         for name, m, weighted in self._metric_slots:
+            if isinstance(m, metrics_module.Metric):  # its own state, weighed as Keras's
+                m.update_state(yb, out, sample_weight=_object_weights(
+                    wb if weighted else None, mask))
+                continue
             if isinstance(m, str):
                 v = _metric_values(m, np.asarray(yb), out)
             else:
@@ -410,7 +348,8 @@ class Model:
 
     @staticmethod
     def _logs(totals, prefix=""):
-        return {prefix + k: (s / c if c else 0.0) for k, (s, c) in totals.items()}
+        return {prefix + k: (float(v.result()) if isinstance(v, metrics_module.Metric) else
+                             (v[0] / v[1] if v[1] else 0.0)) for k, v in totals.items()}
 
     # ---- data ----
     def _one_input(self, x):

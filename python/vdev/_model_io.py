@@ -4,7 +4,8 @@ whole-model saving in vdev's own format: one vdev checkpoint file
 the model's config (Keras's ``{"class_name", "config"}`` of
 ``get_config()``, as JSON in the file's metadata), its compile arguments
 when they can be written (the optimizer's ``get_config``, a loss given as a
-string or a vdev loss's ``get_config``, metrics given as strings), and the
+string or a vdev loss's ``get_config``, metrics given as strings or
+vdev.metrics objects), and the
 optimizer's state (its slots and step count, ``include_optimizer``).
 ``load_model`` makes the model from its config, compiles it as it was
 (``compile=True``; a part that could not be written leaves the model
@@ -20,7 +21,7 @@ import json
 import logging
 import os
 
-from . import losses, optimizers, train
+from . import losses, metrics, optimizers, train
 
 _MODEL = "model/config"
 _COMPILE = "model/compile_config"
@@ -38,15 +39,30 @@ def _loss_config(loss):
 _UNWRITTEN = object()
 
 
+def _metric_config(m):
+    """A compiled metric as JSON: its string, or a vdev.metrics object's
+    class and config."""
+    if isinstance(m, str):
+        return m
+    if isinstance(m, metrics.Metric) and type(m).__name__ in metrics.__all__:
+        return {"class_name": type(m).__name__, "config": m.get_config()}
+    return _UNWRITTEN
+
+
+def _metric_from(c):
+    return c if isinstance(c, str) else getattr(metrics, c["class_name"]).from_config(
+        c["config"])
+
+
 def _compile_config(model):
     """The compile arguments as JSON-able values, or None (a part that
     cannot be written: a callable loss or metric)."""
     if not getattr(model, "_is_compiled", False):
         return None
     loss = _loss_config(model.loss)
-    metrics = [m for _, m, w in model._metric_slots if not w]
-    weighted = [m for _, m, w in model._metric_slots if w]
-    if loss is _UNWRITTEN or not all(isinstance(m, str) for m in metrics + weighted):
+    metrics = [_metric_config(m) for _, m, w in model._metric_slots if not w]
+    weighted = [_metric_config(m) for _, m, w in model._metric_slots if w]
+    if loss is _UNWRITTEN or any(m is _UNWRITTEN for m in metrics + weighted):
         return None
     opt = model.optimizer
     return {"optimizer": {"class_name": type(opt).__name__, "config": opt.get_config()},
@@ -108,8 +124,10 @@ def load_model(filepath, custom_objects=None, compile=True, options=None):
         loss = compiled["loss"]
         if isinstance(loss, dict):
             loss = getattr(losses, loss["class_name"]).from_config(loss["config"])
-        model.compile(opt, loss, metrics=compiled["metrics"] or None,
-                      weighted_metrics=compiled["weighted_metrics"] or None)
+        model.compile(opt, loss,
+                      metrics=[_metric_from(c) for c in compiled["metrics"]] or None,
+                      weighted_metrics=[_metric_from(c) for c in compiled["weighted_metrics"]]
+                      or None)
     tensors = {_WEIGHT % i: w for i, w in enumerate(weights)}
     has_state = any(e.name == "optimizer/iterations" for e in train.checkpoint_entries(path))
     train.load_checkpoint(path, tensors, optimizer=opt if has_state else None)
