@@ -128,7 +128,8 @@ def _clone_functional_model(model, input_tensors, layer_fn):
 
     config = _network_config(model, serialize_layer_fn=copy_layer)
     inputs, outputs = _reconstruct(config, created_layers=created)
-    return Functional(inputs, outputs, name=model.name)
+    from ._subclassed_model import Model
+    return Model(inputs, outputs, name=model.name)
 
 
 def clone_model(model, input_tensors=None, clone_function=None):

@@ -79,6 +79,10 @@ def save(model, filepath, overwrite=True, include_optimizer=True):
     path = os.fspath(filepath)
     if not overwrite and os.path.exists(path):
         raise FileExistsError("%s exists and overwrite=False" % (path,))
+    if getattr(model, "_subclassed", False):
+        raise ValueError("vdev's model.save writes a functional or Sequential model: a "
+                         "subclassed model is defined by its call, which is not written; use "
+                         "save_weights")
     kind = "Sequential" if type(model).__name__ == "Sequential" else "Functional"
     try:
         config = json.dumps({"class_name": kind, "config": model.get_config()})

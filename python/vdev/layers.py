@@ -42,11 +42,13 @@ naming the layer.
 
 import functools
 import hashlib
+import inspect
 import numbers
 import re
 import threading
 
-from . import _keras_masks, _lib, _ops, _strategy_context, activations, initializers, random
+from . import (_keras_masks, _lib, _ops, _strategy_context, _subclassing, activations,
+               initializers, random)
 from ._device import current_device, device
 from ._tensor import Tensor, Variable, float32
 
@@ -245,17 +247,26 @@ class Layer:
     def __init_subclass__(cls, **kwargs):
         """Each subclass's own __call__ also takes symbolic tensors (Keras's
         functional API: vdev.Input, vdev.models.Model), as Keras's base
-        Layer.__call__ does for every layer."""
+        Layer.__call__ does for every layer. A class of Keras's subclassing
+        API (a ``call`` of its own: vdev/_subclassing.py) takes the inputs'
+        masks when its call takes ``mask``."""
         super().__init_subclass__(**kwargs)
         call = cls.__dict__.get("__call__")
         if call is not None and not getattr(call, "_vdev_symbolic", False):
             cls.__call__ = _symbolic_aware(call)
+        cls._keras_subclass = _subclassing.is_keras_subclass(cls)
+        if cls._keras_subclass and "_expects_mask" not in cls.__dict__:
+            cls._expects_mask = "mask" in inspect.signature(cls.call).parameters
+        if cls._keras_subclass and not hasattr(cls, "compute_output_shape"):
+            # Keras runs the layer to find it: a model made on it runs it on zeros
+            cls.compute_output_shape = _subclassing.unknown_output_shape
 
     # Keras's masking (vdev/_keras_masks.py): whether the layer passes a
     # mask on (compute_mask), and whether Keras's call takes ``mask`` (the
     # inputs' masks are then given as it)
     supports_masking = False
     _expects_mask = False
+    _keras_subclass = False  # Keras's subclassing API (vdev/_subclassing.py)
 
     def compute_mask(self, inputs, mask=None):
         """Keras's base Layer.compute_mask: the mask passed on where the
@@ -268,10 +279,33 @@ class Layer:
             return None
         return mask
 
-    def __init__(self, name=None, trainable=True):
+    def __init__(self, name=None, trainable=True, **kwargs):
         self.name = name or _unique_name(_snake_case(type(self).__name__))
         self._variables = []
         self._trainable = bool(trainable)
+        if self._keras_subclass or type(self) is Layer:
+            _subclassing.setup(self, kwargs)
+        elif kwargs:
+            raise TypeError("Keyword argument not understood:", next(iter(kwargs)))
+
+    # ---- Keras's subclassing API (vdev/_subclassing.py) ----
+    def build(self, input_shape):
+        """Keras's base build: nothing to make."""
+        self.built = True
+
+    def call(self, inputs, *args, **kwargs):
+        """Keras's base call: the inputs as they are."""
+        return inputs
+
+    def add_weight(self, name=None, shape=None, dtype=None, initializer=None, regularizer=None,
+                   trainable=None, constraint=None, **kwargs):
+        """Keras's add_weight: a new weight of the layer, made on its device."""
+        return _subclassing.add_weight(self, name, shape, dtype, initializer, regularizer,
+                                       trainable, constraint, **kwargs)
+
+    def get_config(self):
+        """Keras's base get_config (a layer of one's own)."""
+        return _subclassing.config(self)
 
     @property
     def trainable(self):
@@ -285,10 +319,13 @@ class Layer:
                 l.trainable = value
 
     def _sublayers(self):
-        return []
+        return _subclassing.tracked(self) if self._keras_subclass else []
 
     @property
     def variables(self):
+        if self._keras_subclass:  # its own, then its layers', each once
+            return _dedup(list(self._variables) + [v for l in self._sublayers()
+                                                   for v in l.variables])
         return list(self._variables)
 
     @property
@@ -356,8 +393,12 @@ class Layer:
     @property
     def built(self):
         """Whether the layer has its variables (a Dense layer once it knows
-        its input size)."""
-        return True
+        its input size; a layer of one's own once it is built)."""
+        return self.__dict__.get("_keras_built", True)
+
+    @built.setter
+    def built(self, value):
+        self.__dict__["_keras_built"] = bool(value)
 
     def count_params(self):
         """The number of weights' values, as Keras's; an unbuilt layer is
@@ -384,6 +425,14 @@ def _bias_seed(seed):
     one more)."""
     h = hashlib.blake2b(b"vdev.Dense.bias:" + int(seed).to_bytes(8, "little"), digest_size=8)
     return int.from_bytes(h.digest(), "little")
+
+
+def _base_call(self, inputs, *args, **kwargs):
+    """Keras's base Layer.__call__ for a layer of one's own (build, call)."""
+    return _subclassing.call(self, inputs, *args, **kwargs)
+
+
+Layer.__call__ = _symbolic_aware(_base_call)
 
 
 class Dense(Layer):

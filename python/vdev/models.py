@@ -23,8 +23,9 @@ from .layers import Conv2D, Dense, Layer, _dedup, _keras_config
 
 __all__ = ["MLP", "Model", "Sequential", "clone_model", "load_model"]
 
-# Keras's Model(inputs, outputs): a functional model (vdev/_functional.py)
-Model = Functional
+# Keras's Model: Model(inputs, outputs) a functional model (vdev/_functional.py), a
+# subclass with a call its subclassed model (vdev/_subclassed_model.py)
+from ._subclassed_model import Model  # noqa: E402
 
 
 def load_model(filepath, custom_objects=None, compile=True, options=None):
@@ -141,7 +142,7 @@ def _layer_class(name, custom_objects=None):
     if klass is None and name in ("Sequential", "MLP"):
         klass = Sequential
     if klass is None and name in ("Functional", "Model"):
-        klass = Functional
+        klass = Model
     if not isinstance(klass, type):
         raise ValueError("Unknown layer: '%s'. Please ensure you are using a "
                          "`keras.utils.custom_object_scope` and that this object is included in "
