@@ -65,6 +65,20 @@ def _as_array(a, what):
     return np.asarray(a)
 
 
+def _writable(model, filepath, overwrite):
+    """(the model's weights, the path) for save_weights and model.save:
+    refused before writing when it has none, or the file exists and
+    overwrite is False."""
+    weights = model.weights
+    if not weights:
+        raise ValueError("the model has no weights yet: build it first (give its first "
+                         "layer input_shape or input_dim, or call it once)")
+    path = os.fspath(filepath)
+    if not overwrite and os.path.exists(path):
+        raise FileExistsError("%s exists and overwrite=False" % (path,))
+    return weights, path
+
+
 class _Inputs:
     """The arrays of a model of several inputs (a functional model's), taken
     together: ``shape[0]`` their rows, ``[idx]`` the same rows of each; the
@@ -685,13 +699,7 @@ class Model:
                              "file's suffix" % (save_format,))
         if options is not None:
             raise ValueError("vdev's save_weights takes options=None only")
-        weights = self.weights
-        if not weights:
-            raise ValueError("the model has no weights yet: build it first (give its first "
-                             "layer input_shape or input_dim, or call it once)")
-        path = os.fspath(filepath)
-        if not overwrite and os.path.exists(path):
-            raise FileExistsError("%s exists and overwrite=False" % (path,))
+        weights, path = _writable(self, filepath, overwrite)
         names = [getattr(w, "name", None) or "" for w in weights]
         train.save_checkpoint(path, {_WEIGHT % i: w for i, w in enumerate(weights)},
                               metadata={_NAMES_KEY: json.dumps(names)})

@@ -71,14 +71,8 @@ def _compile_config(model):
 
 def save(model, filepath, overwrite=True, include_optimizer=True):
     """Writes the model (see the module) to filepath."""
-    from ._fit import _NAMES_KEY, _WEIGHT
-    weights = model.weights
-    if not weights:
-        raise ValueError("the model has no weights yet: build it first (give its first layer "
-                         "input_shape or input_dim, or call it once)")
-    path = os.fspath(filepath)
-    if not overwrite and os.path.exists(path):
-        raise FileExistsError("%s exists and overwrite=False" % (path,))
+    from ._fit import _NAMES_KEY, _WEIGHT, _writable
+    weights, path = _writable(model, filepath, overwrite)
     if getattr(model, "_subclassed", False):
         raise ValueError("vdev's model.save writes a functional or Sequential model: a "
                          "subclassed model is defined by its call, which is not written; use "

@@ -271,12 +271,7 @@ class _RNN(_base()):
     def _call(self, inputs, mask=None, training=None, initial_state=None):
         if isinstance(inputs, (list, tuple)):  # Keras's: [inputs, *initial_state]
             inputs, initial_state = inputs[0], (list(inputs[1:]) or None)
-        x = _weighted_input(self, inputs)
-        shape = tuple(int(d) for d in x.shape)
-        _check_rank(self, shape, 3)
-        if self.time_major:
-            x = _ops.transpose(x, (1, 0, 2))
-            shape = (shape[1], shape[0], shape[2])
+        x, shape = _batch_major(self, _weighted_input(self, inputs))
         batch, steps, features = shape
         if self.kernel is None:
             self.build(features)
@@ -531,6 +526,17 @@ class GRU(_RNN):
         # z h' + (1 - z) hh
         h = _ops.add(_ops.multiply(z, h_prev), _ops.multiply(_ops.subtract(1.0, z), hh))
         return h, [h]
+
+
+def _batch_major(layer, x):
+    """(x as [batch, steps, features], that shape): a time-major layer's
+    input transposed, the rank checked (Keras's InputSpec)."""
+    shape = tuple(int(d) for d in x.shape)
+    _check_rank(layer, shape, 3)
+    if layer.time_major:
+        x = _ops.transpose(x, (1, 0, 2))
+        shape = (shape[1], shape[0], shape[2])
+    return x, shape
 
 
 def _run_steps(layer, step, x, states, mask, from_zeros, units):

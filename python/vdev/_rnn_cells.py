@@ -26,7 +26,7 @@ import threading
 from . import _keras_masks, _ops, _rnn_states
 from ._conv_layers import _base, _check_rank, _float_input
 from ._core_layers import _resolve_training
-from ._recurrent_layers import GRU, LSTM, SimpleRNN, _dispatch, _run_steps
+from ._recurrent_layers import GRU, LSTM, SimpleRNN, _batch_major, _dispatch, _run_steps
 from ._tensor import Tensor, zeros
 
 __all__ = ["GRUCell", "LSTMCell", "RNN", "SimpleRNNCell", "StackedRNNCells"]
@@ -382,12 +382,7 @@ class RNN(_base()):
     def _call(self, inputs, mask=None, training=None, initial_state=None):
         if isinstance(inputs, (list, tuple)):  # Keras's: [inputs, *initial_state]
             inputs, initial_state = inputs[0], (list(inputs[1:]) or None)
-        x = _float_input(self._device, inputs)
-        shape = tuple(int(d) for d in x.shape)
-        _check_rank(self, shape, 3)
-        if self.time_major:
-            x = _ops.transpose(x, (1, 0, 2))
-            shape = (shape[1], shape[0], shape[2])
+        x, shape = _batch_major(self, _float_input(self._device, inputs))
         batch, steps, features = shape
         self.build(features)
         if self.stateful:

@@ -40,9 +40,10 @@ class LearningRateSchedule:
         return cls(**config)
 
 
-class ExponentialDecay(LearningRateSchedule):
-    """initial * rate ** (step / decay_steps) (the power floored with
-    staircase)."""
+class _RateDecay(LearningRateSchedule):
+    """The decays of (initial, decay_steps, decay_rate, staircase): p =
+    step / decay_steps (floored with staircase), then the subclass's rate
+    of initial, rate and p."""
 
     def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
                  name=None):
@@ -53,12 +54,21 @@ class ExponentialDecay(LearningRateSchedule):
         p = f32(step) / f32(self.decay_steps)
         if self.staircase:
             p = np.floor(p)
-        return f32(self.initial_learning_rate) * np.power(f32(self.decay_rate), p)
+        return self._rate(f32(self.initial_learning_rate), f32(self.decay_rate), p)
 
     def get_config(self):
         return {"initial_learning_rate": self.initial_learning_rate,
                 "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
                 "staircase": self.staircase, "name": self.name}
+
+
+class ExponentialDecay(_RateDecay):
+    """initial * rate ** (step / decay_steps) (the power floored with
+    staircase)."""
+
+    @staticmethod
+    def _rate(initial, rate, p):
+        return initial * np.power(rate, p)
 
 
 class PiecewiseConstantDecay(LearningRateSchedule):
@@ -110,25 +120,13 @@ class PolynomialDecay(LearningRateSchedule):
                 "power": self.power, "cycle": self.cycle, "name": self.name}
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_RateDecay):
     """initial / (1 + rate * step / decay_steps) (the fraction floored
     with staircase)."""
 
-    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
-                 name=None):
-        self.initial_learning_rate, self.decay_steps = initial_learning_rate, decay_steps
-        self.decay_rate, self.staircase, self.name = decay_rate, staircase, name
-
-    def __call__(self, step):
-        p = f32(step) / f32(self.decay_steps)
-        if self.staircase:
-            p = np.floor(p)
-        return f32(self.initial_learning_rate) / (f32(1) + f32(self.decay_rate) * p)
-
-    def get_config(self):
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
-                "staircase": self.staircase, "name": self.name}
+    @staticmethod
+    def _rate(initial, rate, p):
+        return initial / (f32(1) + rate * p)
 
 
 def _cosine(fraction, alpha, factor=f32(1)):
