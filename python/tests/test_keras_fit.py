@@ -560,10 +560,9 @@ def test_compile_refusals():
         (lambda: m.compile(3, "mse"), ValueError,
          "Could not interpret optimizer identifier: 3 (vdev takes 'sgd', 'adam' or a "
          "vdev.optimizers object)"),
-        (lambda: m.compile("sgd", "hinge"), ValueError,
-         "Unknown loss function: 'hinge'. vdev's losses are 'mse', "
-         "'mean_squared_error', 'MSE', 'binary_crossentropy', 'categorical_crossentropy', "
-         "'sparse_categorical_crossentropy', or a vdev.losses object"),
+        (lambda: m.compile("sgd", "focal"), ValueError,
+         "Unknown loss function: 'focal'. vdev's losses are %s, or a vdev.losses object"
+         % ", ".join(repr(k) for k in list(vdev._fit._LOSSES) + list(vdev._more_losses.NAMES))),
         (lambda: m.compile("sgd", 3), ValueError, "Could not interpret loss identifier: 3"),
         (lambda: m.compile("sgd", "mse", metrics=["auc"]), ValueError,
          "Unknown metric function: 'auc'. vdev's metrics are 'accuracy', 'acc', "

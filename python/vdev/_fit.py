@@ -65,6 +65,11 @@ def _as_array(a, what):
     return np.asarray(a)
 
 
+def _loss_classes():
+    """vdev.losses' classes (each takes reduction='sum' and 'none')."""
+    return tuple(getattr(losses, n) for n in losses.__all__ if n != "Reduction")
+
+
 def _writable(model, filepath, overwrite):
     """(the model's weights, the path) for save_weights and model.save:
     refused before writing when it has none, or the file exists and
@@ -187,11 +192,14 @@ class Model:
         """(the loss object or callable fit calls, whether it takes the last
         layer's logits instead of its softmax)."""
         if isinstance(loss, str):
+            from ._more_losses import NAMES
+            if loss in NAMES:
+                return NAMES[loss](), False
             kind = _LOSSES.get(loss)
             if kind is None:
                 raise ValueError("Unknown loss function: %r. vdev's losses are %s, or a "
-                                 "vdev.losses object" % (loss, ", ".join(repr(k) for k in
-                                                                         _LOSSES)))
+                                 "vdev.losses object" % (loss, ", ".join(
+                                     repr(k) for k in list(_LOSSES) + list(NAMES))))
             if kind == "mse":
                 return losses.MeanSquaredError(), False
             last = self._output_layer()
@@ -292,10 +300,7 @@ class Model:
         n = xb.shape[0]
         variables = self.trainable_variables
         outs = {}
-        if not isinstance(self._loss_fn, (losses.MeanSquaredError,
-                                          losses.BinaryCrossentropy,
-                                          losses.CategoricalCrossentropy,
-                                          losses.SparseCategoricalCrossentropy)):
+        if not isinstance(self._loss_fn, _loss_classes()):
             raise ValueError("fit under a MirroredStrategy takes a vdev.losses object or "
                              "string, not %r: vdev sums each replica's loss over its rows "
                              "(reduction='sum') and divides by the global batch"

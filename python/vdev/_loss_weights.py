@@ -21,8 +21,7 @@ from . import _ops, _strategy_context, errors, losses
 from ._keras_masks import mask_of
 from ._tensor import Tensor
 
-_LOSSES = (losses.MeanSquaredError, losses.BinaryCrossentropy, losses.CategoricalCrossentropy,
-           losses.SparseCategoricalCrossentropy)
+_LOSSES = tuple(getattr(losses, n) for n in losses.__all__ if n != "Reduction")
 
 
 def mask_numpy(pred):

@@ -23,7 +23,10 @@ from . import _ops, _strategy_context
 from .errors import InvalidArgumentError
 from ._tensor import Tensor, int32
 
-__all__ = ["BinaryCrossentropy", "CategoricalCrossentropy", "MeanSquaredError", "Reduction",
+__all__ = ["BinaryCrossentropy", "CategoricalCrossentropy", "CosineSimilarity", "Hinge", "Huber",
+           "KLDivergence", "LogCosh", "MeanAbsoluteError", "MeanAbsolutePercentageError",
+           "MeanSquaredError", "MeanSquaredLogarithmicError", "Poisson", "Reduction",
+           "SquaredHinge",
            "SparseCategoricalCrossentropy"]
 
 
@@ -119,7 +122,14 @@ def _smooth(y, label_smoothing, addend):
     return _ops.add(_ops.multiply(y, float(np.float32(1.0) - s)), float(addend))
 
 
-def _same_rank(y_true, y_pred):
+def _cast_like_and_rank(y_true, y_pred, who):
+    """The targets cast to the predictions' dtype, both brought to one rank
+    (_same_rank), as every loss of one value per example takes them."""
+    y_pred = _ops._t(y_pred)
+    return _same_rank(_ops._cast_like(y_true, y_pred), y_pred, who)
+
+
+def _same_rank(y_true, y_pred, who="MeanSquaredError"):
     """y_true and y_pred brought to one rank as Keras's losses do (Keras 3's
     squeeze_or_expand_to_same_rank): where the ranks differ by one and the
     larger ends in 1, a rank-1 operand gains a trailing 1 ([N] beside
@@ -144,9 +154,9 @@ def _same_rank(y_true, y_pred):
         np.broadcast_shapes(tuple(y_true.shape), tuple(y_pred.shape))
     except ValueError:
         raise InvalidArgumentError(
-            "MeanSquaredError: incompatible shapes %s and %s (prediction and target must "
+            "%s: incompatible shapes %s and %s (prediction and target must "
             "broadcast, once a trailing 1 is added or dropped to match their ranks)"
-            % (_shape_str(sp), _shape_str(st)), "VDEV_ERR_SHAPE") from None
+            % (who, _shape_str(sp), _shape_str(st)), "VDEV_ERR_SHAPE") from None
     return y_true, y_pred
 
 
@@ -378,3 +388,9 @@ class SparseCategoricalCrossentropy(_Config):
         # vdev's op gives the mean: the sum is the mean times the examples
         n = labels.shape.num_elements() if isinstance(labels, Tensor) else int(labels.size)
         return _ops.multiply(mean, float(n))
+
+
+# Keras's other losses of one value per example (vdev/_more_losses.py)
+from ._more_losses import (CosineSimilarity, Hinge, Huber, KLDivergence, LogCosh,  # noqa: E402
+                           MeanAbsoluteError, MeanAbsolutePercentageError,
+                           MeanSquaredLogarithmicError, Poisson, SquaredHinge)
