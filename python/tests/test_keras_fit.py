@@ -638,16 +638,18 @@ def test_fit_evaluate_predict_refusals():
         (lambda: m.fit(x, y, sample_weight=np.ones(N + 1)),
          "Data cardinality is ambiguous:\n  x sizes: %d\n  y sizes: %d\n  sample_weight "
          "sizes: %d\nMake sure all arrays contain the same number of samples." % (N, N, N + 1)),
-        (lambda: m.fit(x, y, validation_steps=2), "vdev's fit takes validation_steps=None only, "
-         "not 2"),
+        (lambda: m.fit(x, y, validation_steps=2), "vdev's fit takes validation_steps with a "
+         "generator or Sequence as validation_data only, not 2"),
         (lambda: m.fit(x, y, shuffle="batch"),
          "vdev's fit takes shuffle=True or False, not 'batch'"),
         (lambda: m.fit(x, y, verbose=3), "verbose must be 'auto', 0, 1 or 2, not 3"),
         (lambda: m.fit(x, y, batch_size=0), "batch_size must be a positive integer, not 0"),
         (lambda: m.fit(x, y, validation_data=(x, y), validation_freq=0, verbose=0),
          "`validation_freq` can not be less than 1."),
-        (lambda: m.evaluate(x, y, steps=2), "vdev's evaluate takes steps=None only, not 2"),
-        (lambda: m.predict(x, steps=2), "vdev's predict takes steps=None only, not 2"),
+        (lambda: m.evaluate(x, y, steps=2), "vdev's evaluate takes steps with a generator or "
+         "Sequence only, not 2"),
+        (lambda: m.predict(x, steps=2), "vdev's predict takes steps with a generator or "
+         "Sequence only, not 2"),
     ]
     for call, text in cases:
         with pytest.raises(ValueError) as e:

@@ -34,7 +34,7 @@ import os
 import numpy as np
 
 from . import _ops, _strategy_context, callbacks as callbacks_module, losses, optimizers
-from . import metrics as metrics_module
+from . import _fit_data, metrics as metrics_module
 from ._fit_metrics import (_METRICS, _metric_list, _metric_name, _metric_values,  # noqa: F401
                            _object_weights, _same_rank)
 from . import random as _random
@@ -453,19 +453,23 @@ class Model:
             sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
             validation_batch_size=None, validation_freq=1, max_queue_size=10, workers=1,
             use_multiprocessing=False):
-        """Keras's fit on numpy arrays or vdev tensors (see the module's
-        text); returns a History. sample_weight and class_weight weigh the
-        losses and metrics as Keras's (vdev/_loss_weights.py; validation
-        data may carry its own sample weights). validation_steps only
-        None; max_queue_size, workers and use_multiprocessing change
-        nothing, as in Keras for arrays."""
+        """Keras's fit on numpy arrays, vdev tensors (see the module's
+        text), a Sequence or a generator (vdev/_fit_data.py); returns a
+        History. sample_weight and class_weight weigh the losses and
+        metrics as Keras's (vdev/_loss_weights.py; validation data may
+        carry its own sample weights). validation_steps only with a
+        stream as validation_data; max_queue_size, workers and
+        use_multiprocessing change nothing (a stream is read here)."""
         self._assert_compiled()
-        if validation_steps is not None:
-            raise ValueError("vdev's fit takes validation_steps=None only, not %r"
-                             % (validation_steps,))
+        src = _fit_data.Stream(x) if _fit_data.is_stream(x) else None
+        val_src = (_fit_data.Stream(validation_data) if _fit_data.is_stream(validation_data)
+                   else None)
+        if validation_steps is not None and val_src is None:
+            raise ValueError("vdev's fit takes validation_steps with a generator or Sequence "
+                             "as validation_data only, not %r" % (validation_steps,))
         if not isinstance(shuffle, bool):
             raise ValueError("vdev's fit takes shuffle=True or False, not %r" % (shuffle,))
-        if y is None and self.loss is not None:
+        if y is None and self.loss is not None and src is None:
             raise ValueError("Target data is missing. Your model was compiled with loss=%s, "
                              "and therefore expects target data to be provided in `fit()`."
                              % (self.loss,))
@@ -474,8 +478,14 @@ class Model:
                              "argument in the `compile()` method.")
         verbose = self._verbose(verbose)
         self._validation_epoch(0, validation_freq)  # refused before any training
-        x, y = self._data(x, y)
-        sw = self._weights(sample_weight, x, y)
+        if src is not None:
+            _fit_data.refuse_with_stream(y, sample_weight, validation_split)
+            first_x, first_y, _ = src.first()  # for building the model
+            x, y = self._data(first_x, first_y)
+            sw = None
+        else:
+            x, y = self._data(x, y)
+            sw = self._weights(sample_weight, x, y)
         if validation_split and validation_data is None:
             n = x.shape[0]
             split_at = int(np.floor(n * (1.0 - validation_split)))
@@ -489,7 +499,9 @@ class Model:
                                None if sw is None else sw[split_at:])
             x, y = x[:split_at], y[:split_at]
             sw = None if sw is None else sw[:split_at]
-        if validation_data is not None:
+        if val_src is not None:
+            val_steps = _fit_data.steps_of(val_src, validation_steps, "validation_steps")
+        elif validation_data is not None:
             if not isinstance(validation_data, (tuple, list)) or not 1 <= len(
                     validation_data) <= 3:
                 raise ValueError("Data is expected to be in format `x`, `(x,)`, `(x, y)`, or "
@@ -504,12 +516,15 @@ class Model:
                                  "loss=%s, and therefore expects target data to be provided "
                                  "in `validation_data` (give it as (x_val, y_val))."
                                  % (self.loss,))
-        if class_weight is not None:  # Keras's: the training data's only
+        if class_weight is not None and src is None:  # Keras's: the training data's only
             sw = class_weights(class_weight, y, sw)
         n = x.shape[0]
-        batch_size = self._batch_size(batch_size, n, steps_per_epoch)
-        per_pass = -(-n // batch_size)
-        steps = steps_per_epoch or per_pass
+        if src is None:
+            batch_size = self._batch_size(batch_size, n, steps_per_epoch)
+            per_pass = -(-n // batch_size)
+            steps = steps_per_epoch or per_pass
+        else:
+            steps = _fit_data.steps_of(src, steps_per_epoch, "steps_per_epoch")
         strategy = self._strategy_of_weights()
         seed = _random._seed(None) if shuffle else None
         if not getattr(self, "built", True):
@@ -524,6 +539,10 @@ class Model:
                 self(x[:1])
 
         def batches(first, passes):  # passes over the data, each in its own order
+            if src is not None:  # a Sequence's or generator's (vdev/_fit_data.py)
+                yield from _fit_data.batches(self, src, class_weight, shuffle, seed, first,
+                                             passes)
+                return
             for e in range(first, first + passes):
                 order = (np.random.default_rng([seed, e]).permutation(n) if shuffle
                          else np.arange(n))
@@ -547,7 +566,9 @@ class Model:
         # (epochs - initial_epoch) * steps batches, still ends that epoch
         # (validation, on_epoch_end) with the last logs computed, the
         # previous epoch's when it ran no batch, and ends the fit
-        stream = batches(0, epochs - initial_epoch) if steps_per_epoch is not None else None
+        # (a Sequence is read anew each epoch, a generator is one stream: Keras's adapters)
+        one_stream = (steps_per_epoch is not None) if src is None else not src.sequence
+        stream = batches(0, epochs - initial_epoch) if one_stream else None
         train_logs = None  # Keras's `logs`: kept across epochs
         for epoch in range(initial_epoch, epochs):
             cbs.call("on_epoch_begin", epoch, None)
@@ -581,11 +602,18 @@ class Model:
                 train_logs = self._logs(totals)
             logs = dict(train_logs)
             if validation_data is not None and self._validation_epoch(epoch, validation_freq):
-                val = self._evaluate(val_x, val_y, validation_batch_size or batch_size, cbs,
-                                     val_w)
+                if val_src is not None:
+                    val = _fit_data.evaluate(self, val_src, val_steps, cbs)
+                else:
+                    val = self._evaluate(val_x, val_y, validation_batch_size or batch_size,
+                                         cbs, val_w)
                 logs.update({"val_" + k: v for k, v in val.items()})
             cbs.call("on_epoch_end", epoch, logs)
-            if self.stop_training or ran_out:
+            if self.stop_training:
+                break
+            if src is not None:  # Keras's DataHandler: after the callbacks' on_epoch_end,
+                src.epoch_end()  # never after a stop_training, the Sequence's on_epoch_end
+            if ran_out:
                 break
         cbs.call("on_train_end", logs)
         return cbs.history
@@ -624,17 +652,27 @@ class Model:
         """Keras's evaluate: the loss and metrics over (x, y) in batches (32
         by default), each the mean over the examples; the loss alone when
         there are no metrics, else [loss, metrics...] in compile's order, or
-        a dict with return_dict; sample_weight weighs them as fit's. steps
-        only None."""
+        a dict with return_dict; sample_weight weighs them as fit's. x may
+        be a Sequence or generator (vdev/_fit_data.py; steps: its batches
+        to take), else steps only None."""
         self._assert_compiled()
         if kwargs:
             raise TypeError("Invalid keyword arguments: %s" % (kwargs,))
-        if steps is not None:
-            raise ValueError("vdev's evaluate takes steps=None only, not %r" % (steps,))
+        src = _fit_data.Stream(x) if _fit_data.is_stream(x) else None
+        if steps is not None and src is None:
+            raise ValueError("vdev's evaluate takes steps with a generator or Sequence only, "
+                             "not %r" % (steps,))
         if self._loss_fn is None:
             raise ValueError("No loss found. You may have forgotten to provide a `loss` "
                              "argument in the `compile()` method.")
         verbose = self._verbose(verbose)
+        if src is not None:
+            _fit_data.refuse_with_stream(y, sample_weight, 0)
+            steps = _fit_data.steps_of(src, steps, "steps")
+            cbs = callbacks_module._CallbackList(
+                callbacks, self, verbose, {"verbose": verbose, "epochs": 1, "steps": steps},
+                history=False)
+            return self._results(_fit_data.evaluate(self, src, steps, cbs), return_dict)
         x, y = self._data(x, y)
         if y is None:
             raise ValueError("Target data is missing. Your model was compiled with loss=%s, "
@@ -646,7 +684,11 @@ class Model:
         cbs = callbacks_module._CallbackList(callbacks, self, verbose,
                                              {"verbose": verbose, "epochs": 1, "steps": steps},
                                              history=False)
-        logs = self._evaluate(x, y, batch_size, cbs, sw)
+        return self._results(self._evaluate(x, y, batch_size, cbs, sw), return_dict)
+
+    @staticmethod
+    def _results(logs, return_dict):
+        """evaluate's value: the dict, the loss alone, or [loss, metrics...]."""
         if return_dict:
             return logs
         values = list(logs.values())
@@ -655,10 +697,19 @@ class Model:
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None,
                 max_queue_size=10, workers=1, use_multiprocessing=False):
         """Keras's predict: the model's outputs for x in batches (32 by
-        default), one numpy array (float32). steps only None."""
-        if steps is not None:
-            raise ValueError("vdev's predict takes steps=None only, not %r" % (steps,))
+        default), one numpy array (float32). x may be a Sequence or generator
+        (steps: its batches to take), else steps only None."""
+        src = _fit_data.Stream(x) if _fit_data.is_stream(x) else None
+        if steps is not None and src is None:
+            raise ValueError("vdev's predict takes steps with a generator or Sequence only, "
+                             "not %r" % (steps,))
         verbose = self._verbose(verbose)
+        if src is not None:
+            steps = _fit_data.steps_of(src, steps, "steps")
+            cbs = callbacks_module._CallbackList(
+                callbacks, self, verbose, {"verbose": verbose, "epochs": 1, "steps": steps},
+                history=False)
+            return _fit_data.predict(self, src, steps, cbs)
         x, _ = self._data(x, None)
         batch_size = self._batch_size(batch_size, x.shape[0], None)
         steps = -(-x.shape[0] // batch_size)

@@ -1,14 +1,17 @@
 """Keras 2.11's data utilities a sequence or classification model's user
 reaches for first, as ``vdev.utils`` (``tf.keras.utils``): ``pad_sequences``
 (also ``tf.keras.preprocessing.sequence.pad_sequences``), which makes the
-padded batches ``Embedding(mask_zero=True)`` masks, and ``to_categorical``.
-Both work on NumPy arrays and give NumPy arrays, with Keras's rules,
-defaults and errors in its words.
+padded batches ``Embedding(mask_zero=True)`` masks, ``to_categorical``,
+and ``Sequence``, the dataset of batches fit, evaluate and predict take
+(vdev/_fit_data.py). The first two work on NumPy arrays and give NumPy
+arrays, with Keras's rules, defaults and errors in its words.
 """
 
 import numpy as np
 
-__all__ = ["pad_sequences", "to_categorical"]
+from ._fit_data import Sequence
+
+__all__ = ["Sequence", "pad_sequences", "to_categorical"]
 
 
 def pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncating="pre",
