@@ -5,7 +5,11 @@ run (bench/run writes the table into BENCHMARKS.md):
 
   lstm       LSTM(64) over [32, 20, 16] (20 steps), then Dense(1): mean
              squared error, Adam (vdev: vdev.layers.LSTM, a step per time
-             step made of vdev's ops; PyTorch: torch.nn.LSTM, its fused cell);
+             step: its products and the fused cell's two ops, LSTMCellState
+             and LSTMCellOutput; PyTorch: torch.nn.LSTM, its fused cell);
+  composed   the same vdev model with its step composed of Sigmoid, Tanh,
+             Mul and AddV2 ops (the fused cell turned off), beside the same
+             PyTorch figure;
   masked     the same over sequences of 5 to 20 steps, right padded (vdev:
              the LSTM given a mask, Keras's rule; PyTorch: a packed
              sequence, its last state the same);
@@ -32,7 +36,7 @@ except Exception as e:  # torch missing or broken: skipped, with the reason
     sys.exit(77)
 
 import vdev
-from vdev import layers
+from vdev import _recurrent_layers, layers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_steps import budget, timed  # noqa: E402
@@ -78,6 +82,17 @@ def main():
     t = timed(torch_step(list(lstm.parameters()) + list(lin.parameters()),
                          lambda: ((lin(lstm(xt)[0][:, -1]) - yt) ** 2).mean()), steps, turns)
     rows.append(("LSTM(64) over [32, 20, 16], then Dense(1)", v, t))
+    # the same vdev model with its step composed of Sigmoid, Tanh, Mul and
+    # AddV2 ops instead of the fused cell's two ops (what the fused cell
+    # saves), beside the same PyTorch figure
+    fused_cell = _recurrent_layers._fused_cell
+    _recurrent_layers._fused_cell = lambda layer: False
+    try:
+        vc = timed(vdev_step(model.trainable_variables,
+                             lambda: vdev.reduce_mean(vdev.square(model(xv) - yv))), steps, turns)
+    finally:
+        _recurrent_layers._fused_cell = fused_cell
+    rows.append(("the same, vdev's step of composed ops (no fused LSTM cell)", vc, t))
 
     # the same with sequences of 5 to 20 steps, right padded: vdev's mask
     # (Keras's rule: padded steps keep the states), PyTorch's packed

@@ -145,6 +145,7 @@ static const int64_t MM0[3][3] = {{0, 3, 4}, {3, 0, 4}, {3, 4, 0}};
 #include "ops_cases_shaped.h"
 #include "ops_cases_depthwise.h"
 #include "ops_convt_case.h"
+#include "ops_lstm_case.h"
 
 /* Builds the case (op, size, var); returns 0 when that variant does not
  * exist. Sizes index SIZES (a 2-D [r, c]); variants cover each op's modes.
@@ -588,6 +589,7 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
         return conv_case(c, op, size, var);
     case VDEV_OP_STRIDED_SLICE:
     case VDEV_OP_STRIDED_SLICE_GRAD:
+    case VDEV_OP_STRIDED_SLICE_GRAD_ADD:
         return strided_case(c, op, r, col, var);
     case VDEV_OP_CONCAT:
     case VDEV_OP_PACK:
@@ -601,6 +603,12 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
         return depthwise_case(c, op, size, var);
     case VDEV_OP_CONV2D_TRANSPOSE:
         return convt_case(c, size, var);
+    case VDEV_OP_LSTM_GATES:
+    case VDEV_OP_LSTM_GATES_GRAD:
+    case VDEV_OP_LSTM_CELL_STATE:
+    case VDEV_OP_LSTM_CELL_OUTPUT:
+    case VDEV_OP_LSTM_CELL_GRAD:
+        return lstm_case(c, op, r, col, var);
     case VDEV_OP_COUNT:
         break;
     }

@@ -88,7 +88,8 @@ static void strided_axis(struct tcase *c, int d, int64_t b, int64_t s, int64_t n
 
 static int strided_case(struct tcase *c, enum vdev_op op, int64_t r, int64_t col, int var)
 {
-    if (var > 3 || (op == VDEV_OP_STRIDED_SLICE_GRAD && var == 1))
+    int add = op == VDEV_OP_STRIDED_SLICE_GRAD_ADD;
+    if (var > 3 || ((op == VDEV_OP_STRIDED_SLICE_GRAD || add) && var == 1))
         return 0;
     int64_t s2[2] = {r, col}, s3[3] = {r, 2, col}, s4[4] = {2, r, 3, col}, cnt[4] = {1, 1, 1, 1};
     int nd = var == 1 ? 3 : var == 2 ? 4 : 2;
@@ -114,7 +115,10 @@ static int strided_case(struct tcase *c, enum vdev_op op, int64_t r, int64_t col
     int k = 0;
     if (op == VDEV_OP_STRIDED_SLICE_GRAD)
         in_f(c, k++, cnt, nd, -2, 2); /* dy, the slice's shape */
-    if (var == 1) {
+    if (add) { /* (acc, dy) */
+        in_f(c, 0, xs, nd, -2, 2);
+        in_f(c, 1, cnt, nd, -2, 2);
+    } else if (var == 1) {
         set_in(c, k, xs, nd, VDEV_I32);
         int32_t *p = c->in[k].data;
         for (int64_t i = 0; i < c->in[k].n; i++)

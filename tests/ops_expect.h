@@ -95,6 +95,7 @@ static int64_t bcast_offset(const struct hin *h, const int64_t *osh, int ond, in
 #include "ops_expect_shaped.h"
 #include "ops_expect_depthwise.h"
 #include "ops_convt_expect.h"
+#include "ops_lstm_expect.h"
 
 static void expect(const struct tcase *c, struct texp *e)
 {
@@ -556,6 +557,7 @@ static void expect(const struct tcase *c, struct texp *e)
         break;
     case VDEV_OP_STRIDED_SLICE:
     case VDEV_OP_STRIDED_SLICE_GRAD:
+    case VDEV_OP_STRIDED_SLICE_GRAD_ADD:
         strided_expect(c, e);
         break;
     case VDEV_OP_CONCAT:
@@ -573,6 +575,13 @@ static void expect(const struct tcase *c, struct texp *e)
         break;
     case VDEV_OP_CONV2D_TRANSPOSE:
         convt_expect(c, e);
+        break;
+    case VDEV_OP_LSTM_GATES:
+    case VDEV_OP_LSTM_GATES_GRAD:
+    case VDEV_OP_LSTM_CELL_STATE:
+    case VDEV_OP_LSTM_CELL_OUTPUT:
+    case VDEV_OP_LSTM_CELL_GRAD:
+        lstm_expect(c, e);
         break;
     case VDEV_OP_COUNT:
         break;

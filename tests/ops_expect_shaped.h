@@ -116,15 +116,20 @@ static void conv_expect(const struct tcase *c, struct texp *e)
  * gradient puts dy's elements back there, zeros elsewhere. Exact. */
 static void strided_expect(const struct tcase *c, struct texp *e)
 {
-    int grad = c->op == VDEV_OP_STRIDED_SLICE_GRAD;
-    const struct hin *x = &c->in[grad ? 1 : 0], *dy = &c->in[0];
+    int grad = c->op == VDEV_OP_STRIDED_SLICE_GRAD, add = c->op == VDEV_OP_STRIDED_SLICE_GRAD_ADD;
+    const struct hin *x = &c->in[grad ? 1 : 0], *dy = &c->in[add ? 1 : 0];
     int64_t cnt[VDEV_MAX_DIMS];
     for (int d = 0; d < VDEV_MAX_DIMS; d++)
         cnt[d] = d < x->ndim ? (int64_t)c->p.f[d] : 1;
     for (int k = 0; k < VDEV_KERNEL_MAX_IN; k++)
         free(e->v[k]);
     memset(e->v, 0, sizeof e->v);
-    exp_out(e, 0, grad ? x->shape : cnt, x->ndim, grad ? VDEV_F32 : x->dtype);
+    exp_out(e, 0, grad || add ? x->shape : cnt, x->ndim, grad || add ? VDEV_F32 : x->dtype);
+    if (add) { /* in place: acc's new values, dy as it was */
+        exp_out(e, 1, dy->shape, dy->ndim, VDEV_F32);
+        for (int64_t i = 0; i < dy->n; i++)
+            e->v[1][i] = ((const float *)dy->data)[i];
+    }
     for (int64_t i = 0; i < x->n; i++) {
         int64_t rest = i, at = 0, scale = 1;
         int taken = 1;
@@ -136,14 +141,17 @@ static void strided_expect(const struct tcase *c, struct texp *e)
             at += q * scale;
             scale *= cnt[d];
         }
-        if (grad)
+        if (add)
+            e->v[0][i] = (double)((const float *)x->data)[i] +
+                         (taken ? ((const float *)dy->data)[at] : 0.0);
+        else if (grad)
             e->v[0][i] = taken ? ((const float *)dy->data)[at] : 0.0;
         else if (taken)
             e->v[0][at] = x->dtype == VDEV_I32 ? (double)((const int32_t *)x->data)[i]
                                                : (double)((const float *)x->data)[i];
     }
     e->atol = 0.0;
-    e->rtol = 0.0;
+    e->rtol = add ? 6e-8 : 0.0; /* a float sum: half an ulp */
 }
 
 /* Input k's element i as a double (an int32 word exactly). */

@@ -116,6 +116,21 @@ static vdev_tensor_t *f_softplus(vdev_tensor_t *const *v, const struct gcase *c)
 {
     return vdev_softplus(v[0]);
 }
+/* the fused LSTM cell: its ops on pre-activations z, and a whole step (the
+ * gates read by both cell ops, c by the output's tanh) */
+static vdev_tensor_t *f_lstm_state(vdev_tensor_t *const *v, const struct gcase *c)
+{
+    return vdev_lstm_cell_state(vdev_lstm_gates(v[0]), v[1]);
+}
+static vdev_tensor_t *f_lstm_output(vdev_tensor_t *const *v, const struct gcase *c)
+{
+    return vdev_lstm_cell_output(vdev_lstm_gates(v[0]), v[1]);
+}
+static vdev_tensor_t *f_lstm_step(vdev_tensor_t *const *v, const struct gcase *c)
+{
+    vdev_tensor_t *a = vdev_lstm_gates(v[0]);
+    return vdev_lstm_cell_output(a, vdev_tanh(vdev_lstm_cell_state(a, v[1])));
+}
 static vdev_tensor_t *f_softmax(vdev_tensor_t *const *v, const struct gcase *c)
 {
     return vdev_softmax(v[0]);
@@ -365,6 +380,24 @@ static void all_cases(const char *dev)
     gradcheck(dev, &c);
     c = one("softplus", f_softplus, 3, 4, -16, 16);
     gradcheck(dev, &c);
+    /* z [3,8] (2 units), c [3,2]; then z [2,3,12] (3-D, 3 units) */
+    vdev_tensor_t *(*lstm[3])(vdev_tensor_t *const *, const struct gcase *) = {
+        f_lstm_state, f_lstm_output, f_lstm_step};
+    for (int k = 0; k < 6; k++) {
+        c = one("lstm cell", lstm[k % 3], 3, 8, -2, 2);
+        c.nv = 2;
+        c.ndim[1] = 2;
+        c.shape[1][0] = 3;
+        c.shape[1][1] = 2;
+        if (k >= 3) {
+            c.ndim[0] = c.ndim[1] = 3;
+            c.shape[0][0] = c.shape[1][0] = 2;
+            c.shape[0][1] = c.shape[1][1] = 3;
+            c.shape[0][2] = 12;
+            c.shape[1][2] = 3;
+        }
+        gradcheck(dev, &c);
+    }
     c = one("softmax", f_softmax, 3, 5, -2, 2);
     gradcheck(dev, &c);
     c = one("log_softmax", f_log_softmax, 3, 5, -2, 2);

@@ -275,6 +275,47 @@ static void test_shape_errors(const char *dev)
     CHECK_MSG("[3,4]");
     CHECK_MSG("[5,6]");
 
+    /* the fused LSTM cell: z's last axis 4 times c's, the leading ones equal */
+    vdev_tensor_t *z28 = zeros2(2, 8), *c23 = zeros2(2, 3), *c32 = zeros2(3, 2);
+    vdev_clear_error();
+    CHECK(vdev_lstm_cell_state(z28, c23) == NULL);
+    CHECK(vdev_last_status() == VDEV_ERR_SHAPE);
+    CHECK(strcmp(vdev_last_error(), "LSTMCellState: incompatible shapes [2,8] and [2,3] (the "
+                                     "gates must have c's shape with a last axis 4 times c's: i, "
+                                     "f, g, o)") == 0);
+    CHECK(vdev_lstm_cell_output(z28, c32) == NULL);
+    CHECK(strcmp(vdev_last_error(), "LSTMCellOutput: incompatible shapes [2,8] and [3,2] (the "
+                                    "gates must have c's shape with a last axis 4 times c's: i, "
+                                    "f, g, o)") == 0);
+    int64_t s27[2] = {2, 7};
+    CHECK(vdev_lstm_gates(vdev_tensor_zeros(s27, 2, VDEV_F32)) == NULL);
+    CHECK(strcmp(vdev_last_error(), "LSTMGates: bad input shape [2,7] (the last axis holds the "
+                                    "gates i, f, g, o: a multiple of 4)") == 0);
+    CHECK(vdev_lstm_gates(vdev_tensor_zeros(NULL, 0, VDEV_F32)) == NULL);
+    CHECK_MSG("LSTMGates: bad input shape []");
+    const vdev_tensor_t *gg[2] = {z28, zeros2(2, 4)};
+    CHECK(vdev_op_run(VDEV_OP_LSTM_GATES_GRAD, gg, 2, NULL) == NULL);
+    CHECK_MSG("(da must have a's shape, a multiple of 4 last)");
+    CHECK(vdev_lstm_cell_state(z28, t3) == NULL);
+    CHECK_MSG("[2,3,4]");
+    int64_t s22[2] = {2, 2};
+    CHECK(vdev_lstm_cell_state(z28, vdev_tensor_zeros(s22, 2, VDEV_I32)) == NULL);
+    CHECK(strcmp(vdev_last_error(),
+                 "LSTMCellState: input #1 (shape [2,2]) is int32, expected float") == 0);
+    const vdev_tensor_t *lg[3] = {c23, z28, c23};
+    CHECK(p.i[0] == 2); /* the gradient's part 2, the output's dz */
+    CHECK(vdev_op_run(VDEV_OP_LSTM_CELL_GRAD, lg, 3, &p) == NULL); /* [2,3] is no c of z28 */
+    CHECK_MSG("LSTMCellGrad: incompatible shapes [2,3] and [2,8]");
+    vdev_tensor_t *c22 = zeros2(2, 2);
+    const vdev_tensor_t *lg2[3] = {c23, z28, c22};
+    CHECK(vdev_op_run(VDEV_OP_LSTM_CELL_GRAD, lg2, 3, &p) == NULL);
+    CHECK_MSG("dy must have c's shape");
+    const vdev_tensor_t *lg3[3] = {c22, z28, c22};
+    CHECK(vdev_op_run(VDEV_OP_LSTM_CELL_GRAD, lg3, 3, &p) != NULL);
+    p.i[0] = 4;
+    CHECK(vdev_op_run(VDEV_OP_LSTM_CELL_GRAD, lg3, 3, &p) == NULL);
+    CHECK_MSG("i[0] must be 0, 1, 2 or 3");
+
     /* NULL inputs: NULL out, the first error kept, through public ops of
      * one and two inputs and internal ops alike */
     vdev_clear_error();

@@ -250,6 +250,25 @@ VDEV_API vdev_tensor_t *vdev_strided_slice(const vdev_tensor_t *a, int n, const 
  * NULL with the error left as it was. */
 VDEV_API vdev_tensor_t *vdev_batch_matmul(const vdev_tensor_t *x, const vdev_tensor_t *y,
                                           int adj_x, int adj_y);
+/* The fused LSTM cell, Keras's LSTM step after its products, in four ops:
+ *   a = vdev_lstm_gates(z)            z [..., 4u] the pre-activations of the
+ *                                     gates in Keras's order (i, f, g, o);
+ *                                     a = [sigmoid(i), sigmoid(f), tanh(g),
+ *                                     sigmoid(o)] (op LSTMGates)
+ *   c = vdev_lstm_cell_state(a, c_prev)   a_f c_prev + a_i a_g (LSTMCellState)
+ *   h = vdev_lstm_cell_output(a, vdev_tanh(c))   a_o tanh(c) (LSTMCellOutput)
+ * The bits of vdev_sigmoid, its slices, vdev_tanh, vdev_mul and vdev_add
+ * composed on that device, forward and backward (gradients LSTMGatesGrad and
+ * LSTMCellGrad, each value computed once). VDEV_ERR_SHAPE "LSTMCellState:
+ * incompatible shapes [2,8] and [2,3] (the gates must have c's shape with a
+ * last axis 4 times c's: i, f, g, o)", "LSTMGates: bad input shape [2,7]
+ * (the last axis holds the gates i, f, g, o: a multiple of 4)"; an int32
+ * input "LSTMCellState: input #1 (shape [2,2]) is int32, expected float". */
+VDEV_API vdev_tensor_t *vdev_lstm_gates(const vdev_tensor_t *z);
+VDEV_API vdev_tensor_t *vdev_lstm_cell_state(const vdev_tensor_t *gates,
+                                             const vdev_tensor_t *c_prev);
+VDEV_API vdev_tensor_t *vdev_lstm_cell_output(const vdev_tensor_t *gates,
+                                              const vdev_tensor_t *tanh_c);
 /* tf.matmul's choice: vdev_batch_matmul when either operand has rank 3 or 4,
  * else vdev_matmul (two matrices, and its errors for anything else, a freed
  * handle included): one call where the caller would otherwise ask both

@@ -346,6 +346,23 @@ def relu(features, name=None):
 
 tanh = _unary(lib.vdev_tanh, """The hyperbolic tangent of x, elementwise.""")
 sigmoid = _unary(lib.vdev_sigmoid, """1 / (1 + exp(-x)), elementwise.""")
+
+
+def lstm_gates(z):
+    """The fused LSTM cell's gates (op LSTMGates): of z [..., 4 units], the
+    pre-activations of i, f, g, o, [sigmoid(i), sigmoid(f), tanh(g),
+    sigmoid(o)]; the bits of those ops composed (src/ops/lstm_cell.c)."""
+    return _new(lib.vdev_lstm_gates(_t(z)._handle))
+
+
+def lstm_cell_state(gates, c_prev):
+    """The fused LSTM cell's new state (op LSTMCellState): f c_prev + i g."""
+    return _new(lib.vdev_lstm_cell_state(_t(gates)._handle, _t(c_prev)._handle))
+
+
+def lstm_cell_output(gates, tanh_c):
+    """The fused LSTM cell's output (op LSTMCellOutput): o tanh(c)."""
+    return _new(lib.vdev_lstm_cell_output(_t(gates)._handle, _t(tanh_c)._handle))
 exp = _unary(lib.vdev_exp, """e ** x, elementwise.""")
 log = _unary(lib.vdev_log, """The natural logarithm of x, elementwise (-inf at 0, NaN below).""")
 # std::sqrt: NaN below 0 (-inf too), -0 for -0

@@ -456,6 +456,11 @@ class LSTM(_RNN):
         z = _ops.add(xw_t, self._recurrent(h_prev, rec, 0, 4))
         if self.bias is not None and self.implementation == 2:
             z = _ops.add(z, self.bias)
+        if _fused_cell(self):  # four ops (src/ops/lstm_cell.c), the bits of those below
+            a = _ops.lstm_gates(z)
+            c = _ops.lstm_cell_state(a, c_prev)
+            h = _ops.lstm_cell_output(a, _ops.tanh(c))
+            return h, [h, c]
         # the recurrent activation of all four gates at once, then sliced
         # (element by element the same values, two ops fewer a step)
         g = self._ract(z)
@@ -612,6 +617,14 @@ def _dispatch(layer, call, inputs, mask, training, initial_state):
         return _functional.symbolic_call(layer, full, (), kwargs)
     return _keras_masks.masked_call(call, layer, inputs, (), {
         "mask": mask, "training": training, "initial_state": initial_state})
+
+
+def _fused_cell(layer):
+    """Whether an LSTM's step may be the fused cell's two ops: its
+    activations the Tanh and Sigmoid ops (by name or function)."""
+    from . import activations
+    return (layer.activation in (_ops.tanh, activations.tanh)
+            and layer.recurrent_activation in (_ops.sigmoid, activations.sigmoid))
 
 
 def _cudnn_args(layer):

@@ -503,6 +503,36 @@ static enum vdev_status accumulate(struct gmap *m, const struct vdev_tens *key,
     return VDEV_OK;
 }
 
+/* A strided slice's gradient added in place to its input's sum (one
+ * StridedSliceGradAdd over the slice's elements) instead of StridedSliceGrad's
+ * zeros of the whole input and an AddV2 of the whole: a recurrent layer's T
+ * steps, each slicing its step of one [batch, T, ...] tensor, otherwise write
+ * and add T whole copies. Only where the sum is the map's alone (one
+ * reference, its own memory, no view, export or tape read of it), of the
+ * input's shape on the slice's device, and no tape records (an outer tape
+ * would record the sum's ops). The same values but for the sign of a zero
+ * sum outside the slice (AddV2 of +0 makes -0 +0). 1 when it was added
+ * (*st its status), 0 for the general path. */
+static int slice_grad_in_place(struct gmap *m, const struct vdev_op_record *r,
+                               struct vdev_tens *dout, enum vdev_status *st)
+{
+    if (r->op != VDEV_OP_STRIDED_SLICE || vdev_tape_hook.tape)
+        return 0;
+    size_t i = gmap_slot(m, r->target[0]);
+    struct vdev_tens *sum = m->keys[i] ? m->vals[i] : NULL;
+    const struct vdev_tens *x = r->in[0];
+    if (!sum || sum->base || sum->ext_release || sum->dev != r->dev || sum->dtype != VDEV_F32 ||
+        sum->ndim != x->ndim || atomic_load(&sum->refs) != 1 || sum->tape_readers ||
+        sum->snaps || atomic_load(&sum->exports) || atomic_load(&sum->host_exports))
+        return 0;
+    for (int d = 0; d < x->ndim; d++)
+        if (sum->shape[d] != x->shape[d])
+            return 0;
+    struct vdev_tens *in[2] = {sum, dout};
+    *st = vdev_op_exec_inplace(VDEV_OP_STRIDED_SLICE_GRAD_ADD, in, 2, &r->p);
+    return 1;
+}
+
 /* Read slot i of r: input i, or the output (VDEV_GRAD_OUT's bit). */
 static const struct vdev_tens *read_slot(const struct vdev_op_record *r, int i)
 {
@@ -684,6 +714,10 @@ static enum vdev_status gradient(vdev_tape_t *htape, const vdev_tensor_t *hloss,
         }
         if (!ga.need) {
             /* Nothing asked for lies behind this op. */
+            gmap_drop_unasked(&m, slot, r->out, &asked);
+            continue;
+        }
+        if (ga.need == 1u && slice_grad_in_place(&m, r, m.vals[slot], &st)) {
             gmap_drop_unasked(&m, slot, r->out, &asked);
             continue;
         }

@@ -8,6 +8,7 @@
  * per input and one check of the runtime generation per op. */
 #include "ops/ops.h"
 #include "runtime/observe.h"
+#include "runtime/placement.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,9 @@ struct host_call {
 };
 _Static_assert(sizeof(struct host_call) <= VDEV_HOST_ARG_MAX,
                "kernel arguments must fit a stream slot");
+/* the placement summary's table has a row per op (an op past it would count
+ * outside the table) */
+_Static_assert(VDEV_OP_COUNT <= VDEV_MAX_OP_TYPES, "raise VDEV_MAX_OP_TYPES (placement.h)");
 
 static void host_trampoline(void *arg)
 {

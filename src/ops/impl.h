@@ -192,6 +192,25 @@ SHAPE(vdev_shape_conv2d_transpose);
 KERNEL(vdev_ref_conv2d_transpose);
 KERNEL(vdev_fast_conv2d_transpose);
 GRAD(vdev_grad_conv2d_transpose);
+/* strided.c: a slice's gradient added in place to the tape's sum */
+SHAPE(vdev_shape_strided_slice_grad_add); /* (acc, dy), in place */
+KERNEL(vdev_ref_strided_slice_grad_add);
+/* lstm_cell.c: the fused LSTM cell's three ops and their two gradient ops */
+SHAPE(vdev_shape_lstm_gates);     /* z [..., 4u] -> its shape; (da, a) -> a's */
+SHAPE(vdev_shape_lstm_cell);      /* (a [..., 4u], x [..., u]) -> x's shape */
+SHAPE(vdev_shape_lstm_cell_grad); /* (dy, a, x) -> a's (i[0] 0, 2) or x's shape */
+KERNEL(vdev_ref_lstm_gates);
+KERNEL(vdev_fast_lstm_gates);
+KERNEL(vdev_ref_lstm_gates_grad);
+KERNEL(vdev_fast_lstm_gates_grad);
+GRAD(vdev_grad_lstm_gates);
+KERNEL(vdev_ref_lstm_cell_state);
+KERNEL(vdev_fast_lstm_cell_state);
+KERNEL(vdev_ref_lstm_cell_output);
+KERNEL(vdev_fast_lstm_cell_output);
+KERNEL(vdev_ref_lstm_cell_grad);
+KERNEL(vdev_fast_lstm_cell_grad);
+GRAD(vdev_grad_lstm_cell);
 /* maxmin.c: the gradient op of Maximum and Minimum */
 SHAPE(vdev_shape_maxmin_grad); /* (dy, x, y), x and y broadcast to dy -> dy's shape */
 KERNEL(vdev_ref_maxmin_grad);

@@ -100,6 +100,19 @@ enum vdev_op {
      * y [B,K,N] ([B,N,K] with i[1]) -> [B,M,N]; either batch may be 1 and is
      * then broadcast; i[2] the determinism switch, as MATMUL's */
     VDEV_OP_BATCH_MATMUL,
+    /* the fused LSTM cell (lstm_cell.c): z [..., 4u] the pre-activations of
+     * the gates i, f, g, o; a the gates */
+    VDEV_OP_LSTM_GATES,       /* z -> a = [s(i), s(f), tanh(g), s(o)] */
+    VDEV_OP_LSTM_GATES_GRAD,  /* (da, a) -> dz */
+    VDEV_OP_LSTM_CELL_STATE,  /* (a, c_prev [..., u]) -> a_f c_prev + a_i a_g */
+    VDEV_OP_LSTM_CELL_OUTPUT, /* (a, t = tanh(c) [..., u]) -> a_o t */
+    /* (dy, a, x) -> i[0] 0: the state's da (x c_prev), 1: its dc_prev; 2: the
+     * output's da (x t), 3: its dt */
+    VDEV_OP_LSTM_CELL_GRAD,
+    /* (acc, dy) in place: acc's elements a strided slice takes += dy's;
+     * parameters as STRIDED_SLICE's (strided.c). The tape's sum of the
+     * gradients of several slices of one tensor */
+    VDEV_OP_STRIDED_SLICE_GRAD_ADD,
     VDEV_OP_COUNT
 };
 

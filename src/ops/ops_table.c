@@ -162,6 +162,23 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
     FWD_FAST(VDEV_OP_CONV2D_TRANSPOSE, "Conv2DTranspose", 2, vdev_shape_conv2d_transpose,
              vdev_ref_conv2d_transpose, vdev_fast_conv2d_transpose, vdev_grad_conv2d_transpose,
              3),
+    /* the fused LSTM cell (lstm_cell.c): LSTMGates' gradient reads its
+     * output, the cell's both inputs */
+    FWD_FAST(VDEV_OP_LSTM_GATES, "LSTMGates", 1, vdev_shape_lstm_gates, vdev_ref_lstm_gates,
+             vdev_fast_lstm_gates, vdev_grad_lstm_gates, VDEV_GRAD_OUT),
+    NOGRAD_FAST(VDEV_OP_LSTM_GATES_GRAD, "LSTMGatesGrad", 2, vdev_shape_lstm_gates,
+                vdev_ref_lstm_gates_grad, vdev_fast_lstm_gates_grad),
+    FWD_FAST(VDEV_OP_LSTM_CELL_STATE, "LSTMCellState", 2, vdev_shape_lstm_cell,
+             vdev_ref_lstm_cell_state, vdev_fast_lstm_cell_state, vdev_grad_lstm_cell, 3),
+    FWD_FAST(VDEV_OP_LSTM_CELL_OUTPUT, "LSTMCellOutput", 2, vdev_shape_lstm_cell,
+             vdev_ref_lstm_cell_output, vdev_fast_lstm_cell_output, vdev_grad_lstm_cell, 3),
+    NOGRAD_FAST(VDEV_OP_LSTM_CELL_GRAD, "LSTMCellGrad", 3, vdev_shape_lstm_cell_grad,
+                vdev_ref_lstm_cell_grad, vdev_fast_lstm_cell_grad),
+    /* the tape's sum of a slice's gradient (strided.c, autograd/tape.c) */
+    [VDEV_OP_STRIDED_SLICE_GRAD_ADD] = {.name = "StridedSliceGradAdd", .n_in = 2,
+                                        .flags = VDEV_OP_NO_GRAD | VDEV_OP_INPLACE,
+                                        .shape = vdev_shape_strided_slice_grad_add,
+                                        .ref = vdev_ref_strided_slice_grad_add},
 };
 
 /* ---- the public ops ---- */

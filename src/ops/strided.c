@@ -8,7 +8,8 @@
  * ValidateStridedSliceOp does, with its error texts), the shape rules and
  * reference kernels of the op and of its gradient StridedSliceGrad (zeros of
  * the input's shape with the output's gradient where the slice took its
- * elements), the gradient, and the public function. The op itself sees only
+ * elements) and of StridedSliceGradAdd (that gradient added in place to a
+ * sum, for the tape), the gradient, and the public function. The op itself sees only
  * the canonical form, one range per input axis (first index i[d], stride
  * j[d], count f[d]), and keeps the input's rank; the public function views
  * its result through a Reshape when axes are shrunk or added. Elements are
@@ -103,6 +104,23 @@ enum vdev_status vdev_shape_strided_slice_grad(struct vdev_kernel_args *a)
     return VDEV_OK;
 }
 
+/* STRIDED_SLICE_GRAD_ADD (acc f32, dy f32), in place: dy has the slice's
+ * shape, its ranges inside acc's axes. */
+enum vdev_status vdev_shape_strided_slice_grad_add(struct vdev_kernel_args *a)
+{
+    for (int k = 0; k < 2; k++)
+        if (a->in_dtype[k] != VDEV_F32)
+            return vdev_dtype_error(a, k, VDEV_F32);
+    int nd = a->in_ndim[0], fits = a->in_ndim[1] == nd && params_ok(a, 0);
+    for (int d = 0; fits && d < nd; d++)
+        fits = a->in_shape[1][d] == (int64_t)a->f[d];
+    if (!fits)
+        return vdev_shape_error(a, "the gradient added must have the slice's shape, inside the "
+                                   "sum's");
+    a->n_out = 0;
+    return VDEV_OK;
+}
+
 /* Visits the slice's rows (its last axis) in the output's row-major order:
  * the row at word `o` of the output starts at word `x` of the input and
  * takes `len` words `dx` apart (none when the slice is empty). */
@@ -151,6 +169,19 @@ KERNEL(vdev_ref_strided_slice_grad)
         else
             for (int64_t c = 0; c < len; c++)
                 out[x + c * dx] = dy[o + c];
+    });
+}
+
+/* acc += dy where the slice took its elements, each sum one float addition,
+ * as AddV2 rounds it (the elements outside unchanged, where AddV2 of the
+ * StridedSliceGrad would add +0, which turns a -0 into +0). */
+KERNEL(vdev_ref_strided_slice_grad_add)
+{
+    const float *dy = a->in[1];
+    float *acc = a->out[0];
+    FOR_EACH_ROW(a, 0, {
+        for (int64_t c = 0; c < len; c++)
+            acc[x + c * dx] = acc[x + c * dx] + dy[o + c];
     });
 }
 

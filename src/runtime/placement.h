@@ -20,7 +20,9 @@
 
 #include "runtime/runtime.h"
 
-#define VDEV_MAX_OP_TYPES 64
+/* Op types the summary counts: at least VDEV_OP_COUNT (src/ops/op_ids.h),
+ * which src/ops/exec.c asserts at compile time. */
+#define VDEV_MAX_OP_TYPES 128
 
 /* Reads VDEV_PLACEMENT, VDEV_LOG_DEVICE_PLACEMENT, VDEV_SOFT_DEVICE_PLACEMENT
  * and VDEV_PLACEMENT_REPORT (called by vdev_init); code wins where it set

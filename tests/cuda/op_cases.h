@@ -175,6 +175,10 @@ static void op_tol(int op, int64_t k, double *atol, double *rtol)
         *atol = 1e-7;
         *rtol = 1e-6;
         return;
+    case VDEV_OP_LSTM_GATES: /* sigmoid and tanh */
+        *atol = 1e-30;
+        *rtol = 2.4e-7;
+        return;
     case VDEV_OP_SOFTMAX:
     case VDEV_OP_LOG_SOFTMAX:
     case VDEV_OP_SOFTMAX_GRAD:

@@ -54,6 +54,14 @@ static void op_cases_shaped(void)
              TF(G_UNIFORM, 4, d0, d1, d2, d3));
         CASE("its gradient", VDEV_OP_STRIDED_SLICE_GRAD, p, 0,
              TF(G_UNIFORM, 4, d0 - 1, d1 / 2, d2, d3 / 2), TF(G_UNIFORM, 4, d0, d1, d2, d3));
+        CASE("its gradient added", VDEV_OP_STRIDED_SLICE_GRAD_ADD, p, 0,
+             TF(G_UNIFORM, 4, d0, d1, d2, d3), TF(G_UNIFORM, 4, d0 - 1, d1 / 2, d2, d3 / 2));
+        p = strided(3, (int64_t[]){0, 7, 0}, (int64_t[]){1, 1, 1}, (int64_t[]){32, 1, 256});
+        CASE("one step of [32,20,256] added", VDEV_OP_STRIDED_SLICE_GRAD_ADD, p, 0,
+             TF(G_UNIFORM, 3, 32, 20, 256), TF(G_SPECIAL, 3, 32, 1, 256));
+        p = strided(2, (int64_t[]){0, 0}, (int64_t[]){1, 1}, (int64_t[]){5, 0});
+        CASE("nothing added", VDEV_OP_STRIDED_SLICE_GRAD_ADD, p, 0, TF(G_UNIFORM, 2, 5, 3),
+             TF(G_UNIFORM, 2, 5, 0));
     }
     /* CONCAT, PACK (cuda_concat.cu): i[0] the axis, i[1] the inputs used
      * (the rest repeat input 0 and are not read); ragged widths, int32
@@ -282,6 +290,40 @@ static void op_cases_shaped(void)
          TF(G_UNIFORM, 4, 3, 3, 3, 5));
     CASE("empty input: zeros", VDEV_OP_CONV2D_TRANSPOSE, t0, 0, TF(G_UNIFORM, 4, 2, 0, 0, 5),
          TF(G_UNIFORM, 4, 3, 3, 3, 5));
+    /* the fused LSTM cell (cuda_lstm.cu): gates [..., 4u], c [..., u];
+     * saturated gates, NaN and infinities, 3-D, one unit, no row, more
+     * elements than threads; the gradients (the cell's four parts) */
+    {
+        int64_t r = BIG(20000, 300);
+        CASE("[64,4x48]", VDEV_OP_LSTM_GATES, none, 0, TF(G_UNIFORM, 2, 64, 192));
+        CASE("saturated", VDEV_OP_LSTM_GATES, none, 0, TF(G_WIDE, 2, 33, 40));
+        CASE("NaN, inf, -0", VDEV_OP_LSTM_GATES, none, 0, TF(G_SPECIAL, 2, 20, 28));
+        CASE("3-D, one unit", VDEV_OP_LSTM_GATES, none, 0, TF(G_UNIFORM, 3, 2, 5, 4));
+        CASE("no row", VDEV_OP_LSTM_GATES, none, 0, TF(G_UNIFORM, 2, 0, 8));
+        CASE("more elements than threads", VDEV_OP_LSTM_GATES, none, 0,
+             TF(G_UNIFORM, 2, r, 256));
+        CASE("[64,4x48]", VDEV_OP_LSTM_GATES_GRAD, none, 0, TF(G_WIDE, 2, 64, 192),
+             TF(G_UNIFORM, 2, 64, 192));
+        CASE("3-D, NaN", VDEV_OP_LSTM_GATES_GRAD, none, 0, TF(G_SPECIAL, 3, 2, 5, 8),
+             TF(G_UNIFORM, 3, 2, 5, 8));
+        for (int op = VDEV_OP_LSTM_CELL_STATE; op <= VDEV_OP_LSTM_CELL_OUTPUT; op++) {
+            CASE("[64,4x48]", op, none, 0, TF(G_UNIFORM, 2, 64, 192), TF(G_WIDE, 2, 64, 48));
+            CASE("NaN, inf, -0", op, none, 0, TF(G_SPECIAL, 2, 20, 28), TF(G_SPECIAL, 2, 20, 7));
+            CASE("3-D, one unit", op, none, 0, TF(G_UNIFORM, 3, 2, 5, 4), TF(G_UNIFORM, 3, 2, 5, 1));
+            CASE("no row", op, none, 0, TF(G_UNIFORM, 2, 0, 8), TF(G_UNIFORM, 2, 0, 2));
+            CASE("more elements than threads", op, none, 0, TF(G_UNIFORM, 2, r, 256),
+                 TF(G_UNIFORM, 2, r, 64));
+        }
+        for (int part = 0; part < 4; part++) {
+            struct vdev_op_params p = P(0, 0, part, 0);
+            CASE("[32,4x24]", VDEV_OP_LSTM_CELL_GRAD, p, 0, TF(G_WIDE, 2, 32, 24),
+                 TF(G_UNIFORM, 2, 32, 96), TF(G_UNIFORM, 2, 32, 24));
+            CASE("3-D", VDEV_OP_LSTM_CELL_GRAD, p, 0, TF(G_UNIFORM, 3, 2, 3, 5),
+                 TF(G_UNIFORM, 3, 2, 3, 20), TF(G_UNIFORM, 3, 2, 3, 5));
+            CASE("no row", VDEV_OP_LSTM_CELL_GRAD, p, 0, TF(G_UNIFORM, 2, 0, 5),
+                 TF(G_UNIFORM, 2, 0, 20), TF(G_UNIFORM, 2, 0, 5));
+        }
+    }
 }
 
 #endif /* VDEV_OP_CASES_SHAPED_H */

@@ -190,7 +190,7 @@ int run_depthwise(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 int run_binary(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 void launch_reduce_bcast(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 
-/* StridedSlice and its gradient (cuda_slice.cu): 1 when a->op is one of
+/* StridedSlice, its gradient and the tape's StridedSliceGradAdd (cuda_slice.cu): 1 when a->op is one of
  * them (its kernel queued on s), 0 otherwise. */
 int run_slice(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 
@@ -202,6 +202,11 @@ int run_layout(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 /* GatherV2 and GatherGrad (cuda_gather.cu): 1 when a->op is one of them
  * (its kernel queued on s, none for an empty output), 0 otherwise. */
 int run_gather(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
+
+/* The fused LSTM cell's ops (cuda_lstm.cu): 1 when
+ * a->op is one of them (its kernel queued on s, none for an empty output),
+ * 0 otherwise. */
+int run_lstm(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 
 } // namespace vdev_cuda
 

@@ -50,7 +50,8 @@ const char *op_name(int op)
         "StridedSlice", "StridedSliceGrad", "ConcatV2", "Pack", "GatherV2", "GatherGrad", "Maximum",
         "Minimum", "MaximumMinimumGrad", "DepthwiseConv2dNative",
         "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter",
-        "Conv2DTranspose", "Erf", "Softplus", "BatchMatMulV2"};
+        "Conv2DTranspose", "Erf", "Softplus", "BatchMatMulV2", "LSTMGates", "LSTMGatesGrad", "LSTMCellState",
+        "LSTMCellOutput", "LSTMCellGrad", "StridedSliceGradAdd"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -661,6 +662,7 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
         break;
     case VDEV_OP_STRIDED_SLICE:
     case VDEV_OP_STRIDED_SLICE_GRAD:
+    case VDEV_OP_STRIDED_SLICE_GRAD_ADD:
         run_slice(a, s, n_sm); /* cuda_slice.cu */
         break;
     case VDEV_OP_CONCAT:
@@ -675,6 +677,13 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_INPUT:
     case VDEV_OP_DEPTHWISE_CONV2D_BACKPROP_FILTER:
         run_depthwise(a, s, n_sm); /* cuda_depthwise.cu */
+        break;
+    case VDEV_OP_LSTM_GATES:
+    case VDEV_OP_LSTM_GATES_GRAD:
+    case VDEV_OP_LSTM_CELL_STATE:
+    case VDEV_OP_LSTM_CELL_OUTPUT:
+    case VDEV_OP_LSTM_CELL_GRAD:
+        run_lstm(a, s, n_sm); /* cuda_lstm.cu */
         break;
     default:
         snprintf(msg, cap, "CUDA plugin: no CUDA kernel for op %d (%s); this build knows ops 0..%d",

@@ -5,7 +5,9 @@
  * j, one per element of x, finds on each axis whether x's index is one the
  * slice took (a multiple of the stride away from the first index, fewer
  * than the count of steps) and writes dy's element there, else 0, so no
- * element is written twice and nothing needs zeroing first. Elements move as
+ * element is written twice and nothing needs zeroing first; the tape's
+ * StridedSliceGradAdd adds dy's element j to the one the op's thread j
+ * would read. Elements move as
  * 4-byte words (int32 slices as float does); results equal the CPU
  * reference's bit for bit. */
 #include "backend/cuda/cuda_device.cuh"
@@ -68,6 +70,22 @@ __global__ void k_strided_slice_grad(const float *dy, float *o, int64_t total, s
     }
 }
 
+/* StridedSliceGradAdd: thread j adds dy's element j to the element of acc
+ * the slice took (no element is taken twice, so no two threads meet). */
+__global__ void k_strided_slice_grad_add(const float *dy, float *acc, int64_t total, slice4 g)
+{
+    GRID_LOOP(j, total)
+    {
+        int64_t t = j, at = 0;
+        for (int d = 3; d >= 0; d--) {
+            int64_t idx = t % g.n[d];
+            t /= g.n[d];
+            at += (g.b[d] + idx * g.s[d]) * g.st[d];
+        }
+        acc[at] = acc[at] + dy[j];
+    }
+}
+
 } // namespace
 
 int run_slice(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
@@ -85,6 +103,14 @@ int run_slice(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
         int64_t total = g.dim[0] * g.dim[1] * g.dim[2] * g.dim[3];
         LAUNCH(grid_for(total, kThreads, n_sm), kThreads, s, k_strided_slice_grad)(
             (const float *)a->in[0], (float *)a->out[0], total, g);
+        return 1;
+    }
+    case VDEV_OP_STRIDED_SLICE_GRAD_ADD: {
+        slice4 g = slice_of(a, 0);
+        int64_t total = g.n[0] * g.n[1] * g.n[2] * g.n[3];
+        if (total > 0)
+            LAUNCH(grid_for(total, kThreads, n_sm), kThreads, s, k_strided_slice_grad_add)(
+                (const float *)a->in[1], (float *)a->out[0], total, g);
         return 1;
     }
     default:
