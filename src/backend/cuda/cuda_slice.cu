@@ -38,17 +38,23 @@ slice4 slice_of(const vdev_cuda_args *a, int k)
     return g;
 }
 
+/* The element of x the slice's j-th element is. */
+__device__ int64_t taken_at(int64_t j, const slice4 &g)
+{
+    int64_t t = j, at = 0;
+    for (int d = 3; d >= 0; d--) {
+        int64_t idx = t % g.n[d];
+        t /= g.n[d];
+        at += (g.b[d] + idx * g.s[d]) * g.st[d];
+    }
+    return at;
+}
+
 __global__ void k_strided_slice(const uint32_t *x, uint32_t *o, int64_t total, slice4 g)
 {
     GRID_LOOP(j, total)
     {
-        int64_t t = j, at = 0;
-        for (int d = 3; d >= 0; d--) {
-            int64_t idx = t % g.n[d];
-            t /= g.n[d];
-            at += (g.b[d] + idx * g.s[d]) * g.st[d];
-        }
-        o[j] = x[at];
+        o[j] = x[taken_at(j, g)];
     }
 }
 
@@ -76,12 +82,7 @@ __global__ void k_strided_slice_grad_add(const float *dy, float *acc, int64_t to
 {
     GRID_LOOP(j, total)
     {
-        int64_t t = j, at = 0;
-        for (int d = 3; d >= 0; d--) {
-            int64_t idx = t % g.n[d];
-            t /= g.n[d];
-            at += (g.b[d] + idx * g.s[d]) * g.st[d];
-        }
+        const int64_t at = taken_at(j, g);
         acc[at] = acc[at] + dy[j];
     }
 }
