@@ -10,7 +10,10 @@ run (bench/run writes the table into BENCHMARKS.md):
   composed   the same vdev model with its step composed of Sigmoid, Tanh,
              Mul and AddV2 ops (the fused cell turned off), beside the same
              PyTorch figure;
-  masked     the same over sequences of 5 to 20 steps, right padded (vdev:
+  gru        GRU(64) (reset_after) likewise: vdev.layers.GRU, its products
+             and the fused cell's GRUGates and GRUCellOutput, against
+             torch.nn.GRU; then vdev's with its cell turned off;
+  masked     the LSTM over sequences of 5 to 20 steps, right padded (vdev:
              the LSTM given a mask, Keras's rule; PyTorch: a packed
              sequence, its last state the same);
   attention  MultiHeadAttention(8 heads, key_dim 8) of [32, 16, 64] on
@@ -94,7 +97,25 @@ def main():
         _recurrent_layers._fused_cell = fused_cell
     rows.append(("the same, vdev's step of composed ops (no fused LSTM cell)", vc, t))
 
-    # the same with sequences of 5 to 20 steps, right padded: vdev's mask
+    # GRU(64), reset_after (TensorFlow 2's default, PyTorch's arithmetic):
+    # the fused cell's two ops a step, then with the cell turned off
+    model = vdev.models.Sequential([layers.GRU(64, input_shape=(20, 16), seed=1),
+                                    layers.Dense(1, seed=2)])
+    v = timed(vdev_step(model.trainable_variables,
+                        lambda: vdev.reduce_mean(vdev.square(model(xv) - yv))), steps, turns)
+    gru = torch.nn.GRU(16, 64, batch_first=True)
+    t = timed(torch_step(list(gru.parameters()) + list(lin.parameters()),
+                         lambda: ((lin(gru(xt)[0][:, -1]) - yt) ** 2).mean()), steps, turns)
+    rows.append(("GRU(64) over [32, 20, 16], then Dense(1)", v, t))
+    _recurrent_layers._fused_cell = lambda layer: False
+    try:
+        vc = timed(vdev_step(model.trainable_variables,
+                             lambda: vdev.reduce_mean(vdev.square(model(xv) - yv))), steps, turns)
+    finally:
+        _recurrent_layers._fused_cell = fused_cell
+    rows.append(("the same, vdev's step of composed ops (no fused GRU cell)", vc, t))
+
+    # the same LSTM with sequences of 5 to 20 steps, right padded: vdev's mask
     # (Keras's rule: padded steps keep the states), PyTorch's packed
     # sequence (the LSTM stops at each sequence's end: the same last state)
     lengths = rng.integers(5, 21, 32)
@@ -114,7 +135,8 @@ def main():
         return ((lin(lstm(seq)[1][0][0]) - yt) ** 2).mean()
     t = timed(torch_step(list(lstm.parameters()) + list(lin.parameters()), packed), steps,
               turns)
-    rows.append(("the same, sequences of 5 to 20 steps (vdev: a mask; PyTorch: packed)", v, t))
+    rows.append(("LSTM(64) over sequences of 5 to 20 steps (vdev: a mask; PyTorch: packed)", v,
+                 t))
 
     x = rng.uniform(-1, 1, (32, 16, 64)).astype(np.float32)
     mha = layers.MultiHeadAttention(8, 8, seed=3)

@@ -96,6 +96,7 @@ static int64_t bcast_offset(const struct hin *h, const int64_t *osh, int ond, in
 #include "ops_expect_depthwise.h"
 #include "ops_convt_expect.h"
 #include "ops_lstm_expect.h"
+#include "ops_gru_expect.h"
 
 static void expect(const struct tcase *c, struct texp *e)
 {
@@ -253,7 +254,7 @@ static void expect(const struct tcase *c, struct texp *e)
         int all = ax == VDEV_AXIS_ALL;
         if (!all && ax < 0)
             ax += x->ndim;
-        int64_t outer = 1, len = 1, inner = 1, sh[4];
+        int64_t outer = 1, len = 1, inner = 1, sh[4] = {1, 1, 1, 1};
         int nd = 0;
         for (int d = 0; d < x->ndim; d++) {
             int red = all || d == ax;
@@ -582,6 +583,12 @@ static void expect(const struct tcase *c, struct texp *e)
     case VDEV_OP_LSTM_CELL_OUTPUT:
     case VDEV_OP_LSTM_CELL_GRAD:
         lstm_expect(c, e);
+        break;
+    case VDEV_OP_GRU_GATES:
+    case VDEV_OP_GRU_GATES_GRAD:
+    case VDEV_OP_GRU_CELL_OUTPUT:
+    case VDEV_OP_GRU_CELL_GRAD:
+        gru_expect(c, e);
         break;
     case VDEV_OP_COUNT:
         break;

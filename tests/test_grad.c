@@ -131,6 +131,15 @@ static vdev_tensor_t *f_lstm_step(vdev_tensor_t *const *v, const struct gcase *c
     vdev_tensor_t *a = vdev_lstm_gates(v[0]);
     return vdev_lstm_cell_output(a, vdev_tanh(vdev_lstm_cell_state(a, v[1])));
 }
+/* the fused GRU cell: its gates, and a whole step (xw, inner, h_prev) */
+static vdev_tensor_t *f_gru_gates(vdev_tensor_t *const *v, const struct gcase *c)
+{
+    return vdev_gru_gates(v[0], v[1]);
+}
+static vdev_tensor_t *f_gru_step(vdev_tensor_t *const *v, const struct gcase *c)
+{
+    return vdev_gru_cell_output(vdev_gru_gates(v[0], v[1]), v[2]);
+}
 static vdev_tensor_t *f_softmax(vdev_tensor_t *const *v, const struct gcase *c)
 {
     return vdev_softmax(v[0]);
@@ -396,6 +405,16 @@ static void all_cases(const char *dev)
             c.shape[0][2] = 12;
             c.shape[1][2] = 3;
         }
+        gradcheck(dev, &c);
+    }
+    /* xw, inner [3,6] (2 units), h_prev [3,2] */
+    for (int k = 0; k < 2; k++) {
+        c = one("gru cell", k ? f_gru_step : f_gru_gates, 3, 6, -2, 2);
+        c.nv = k ? 3 : 2;
+        c.ndim[1] = c.ndim[2] = 2;
+        c.shape[1][0] = c.shape[2][0] = 3;
+        c.shape[1][1] = 6;
+        c.shape[2][1] = 2;
         gradcheck(dev, &c);
     }
     c = one("softmax", f_softmax, 3, 5, -2, 2);

@@ -296,6 +296,18 @@ static void test_shape_errors(const char *dev)
     const vdev_tensor_t *gg[2] = {z28, zeros2(2, 4)};
     CHECK(vdev_op_run(VDEV_OP_LSTM_GATES_GRAD, gg, 2, NULL) == NULL);
     CHECK_MSG("(da must have a's shape, a multiple of 4 last)");
+    vdev_tensor_t *g29 = zeros2(2, 9);
+    CHECK(vdev_gru_gates(zeros2(2, 6), g29) == NULL);
+    CHECK(strcmp(vdev_last_error(), "GRUGates: incompatible shapes [2,6] and [2,9] (the gates' "
+                                    "inputs must have one shape, a last axis of 3 units: z, r, "
+                                    "h)") == 0);
+    CHECK(vdev_gru_gates(z28, z28) == NULL);
+    CHECK_MSG("GRUGates: incompatible shapes [2,8] and [2,8]");
+    CHECK(vdev_gru_cell_output(g29, zeros2(2, 2)) == NULL);
+    CHECK(strcmp(vdev_last_error(), "GRUCellOutput: incompatible shapes [2,9] and [2,2] (the "
+                                    "gates must have h's shape with a last axis 3 times h's: z, "
+                                    "r, h)") == 0);
+    CHECK(vdev_gru_cell_output(g29, c23) != NULL);
     CHECK(vdev_lstm_cell_state(z28, t3) == NULL);
     CHECK_MSG("[2,3,4]");
     int64_t s22[2] = {2, 2};

@@ -269,6 +269,23 @@ VDEV_API vdev_tensor_t *vdev_lstm_cell_state(const vdev_tensor_t *gates,
                                              const vdev_tensor_t *c_prev);
 VDEV_API vdev_tensor_t *vdev_lstm_cell_output(const vdev_tensor_t *gates,
                                               const vdev_tensor_t *tanh_c);
+/* The fused GRU cell, Keras's GRU step with reset_after (TensorFlow 2's
+ * default) after its products, in two ops: xw [..., 3u] the step's input
+ * product with the input bias, inner [..., 3u] h_prev U plus the recurrent
+ * bias, gates in Keras's order (z, r, h);
+ *   g = vdev_gru_gates(xw, inner)   [z, r, hh]: z = sigmoid(xw_z + inner_z),
+ *                                   r = sigmoid(xw_r + inner_r), hh =
+ *                                   tanh(xw_h + r inner_h) (op GRUGates)
+ *   h = vdev_gru_cell_output(g, h_prev)   z h_prev + (1 - z) hh (GRUCellOutput)
+ * The bits of those ops composed, forward and backward (gradients
+ * GRUGatesGrad and GRUCellGrad). VDEV_ERR_SHAPE "GRUGates: incompatible
+ * shapes [2,6] and [2,9] (the gates' inputs must have one shape, a last
+ * axis of 3 units: z, r, h)", "GRUCellOutput: incompatible shapes [2,9] and
+ * [2,2] (the gates must have h's shape with a last axis 3 times h's: z, r,
+ * h)". */
+VDEV_API vdev_tensor_t *vdev_gru_gates(const vdev_tensor_t *xw, const vdev_tensor_t *inner);
+VDEV_API vdev_tensor_t *vdev_gru_cell_output(const vdev_tensor_t *gates,
+                                             const vdev_tensor_t *h_prev);
 /* tf.matmul's choice: vdev_batch_matmul when either operand has rank 3 or 4,
  * else vdev_matmul (two matrices, and its errors for anything else, a freed
  * handle included): one call where the caller would otherwise ask both

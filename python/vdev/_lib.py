@@ -240,6 +240,8 @@ _PROTOS = {
     "vdev_matmul": (_h, [_h, _h, _b, _b]),
     "vdev_batch_matmul": (_h, [_h, _h, _b, _b]),
     "vdev_lstm_gates": (_h, [_h]),
+    "vdev_gru_gates": (_h, [_h, _h]),
+    "vdev_gru_cell_output": (_h, [_h, _h]),
     "vdev_lstm_cell_state": (_h, [_h, _h]),
     "vdev_lstm_cell_output": (_h, [_h, _h]),
     "vdev_matmul_nd": (_h, [_h, _h, _b, _b]),

@@ -360,6 +360,18 @@ def lstm_cell_state(gates, c_prev):
     return _new(lib.vdev_lstm_cell_state(_t(gates)._handle, _t(c_prev)._handle))
 
 
+def gru_gates(xw, inner):
+    """The fused GRU cell's gates (op GRUGates, reset_after): [z, r, hh] of
+    the step's input product xw and recurrent product inner [..., 3 units]
+    (src/ops/gru_cell.c)."""
+    return _new(lib.vdev_gru_gates(_t(xw)._handle, _t(inner)._handle))
+
+
+def gru_cell_output(gates, h_prev):
+    """The fused GRU cell's output (op GRUCellOutput): z h_prev + (1 - z) hh."""
+    return _new(lib.vdev_gru_cell_output(_t(gates)._handle, _t(h_prev)._handle))
+
+
 def lstm_cell_output(gates, tanh_c):
     """The fused LSTM cell's output (op LSTMCellOutput): o tanh(c)."""
     return _new(lib.vdev_lstm_cell_output(_t(gates)._handle, _t(tanh_c)._handle))

@@ -510,16 +510,20 @@ class GRU(_RNN):
     def _step(self, xw_t, states, rec):
         h_prev = states[0]
         u = self.units
-        xh = self._slice(xw_t, 2)
         if self.reset_after:
             inner = self._recurrent(h_prev, rec, 0, 3)
             if self.bias is not None:
                 inner = _ops.add(inner, self.bias[1])
+            if _fused_cell(self):  # two ops (src/ops/gru_cell.c), the bits of those below
+                h = _ops.gru_cell_output(_ops.gru_gates(xw_t, inner), h_prev)
+                return h, [h]
+            xh = self._slice(xw_t, 2)
             # z and r together (adjacent columns: the same values, fewer ops)
             zr = self._ract(_ops.add(self._slice(xw_t, 0, 2), self._slice(inner, 0, 2)))
             z, r = self._slice(zr, 0), self._slice(zr, 1)
             hh = self._act(_ops.add(xh, _ops.multiply(r, self._slice(inner, 2))))
         else:
+            xh = self._slice(xw_t, 2)
             xz, xr = self._slice(xw_t, 0), self._slice(xw_t, 1)
             inner = self._recurrent(h_prev, rec, 0, 2)
             rz, rr = self._slice(inner, 0), self._slice(inner, 1)
@@ -620,7 +624,7 @@ def _dispatch(layer, call, inputs, mask, training, initial_state):
 
 
 def _fused_cell(layer):
-    """Whether an LSTM's step may be the fused cell's two ops: its
+    """Whether an LSTM's or GRU's step may be the fused cell's ops: its
     activations the Tanh and Sigmoid ops (by name or function)."""
     from . import activations
     return (layer.activation in (_ops.tanh, activations.tanh)

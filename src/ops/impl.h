@@ -192,6 +192,20 @@ SHAPE(vdev_shape_conv2d_transpose);
 KERNEL(vdev_ref_conv2d_transpose);
 KERNEL(vdev_fast_conv2d_transpose);
 GRAD(vdev_grad_conv2d_transpose);
+/* gru_cell.c: the fused GRU cell's two ops and their two gradient ops */
+SHAPE(vdev_shape_gru_gates);      /* (xw, inner) [..., 3u] -> that shape */
+SHAPE(vdev_shape_gru_gates_grad); /* (dg, g, inner) -> that shape */
+SHAPE(vdev_shape_gru_cell);       /* (g [..., 3u], h_prev [..., u]) -> h's shape */
+SHAPE(vdev_shape_gru_cell_grad);  /* (dh, g, h_prev) -> g's (i[0] 0) or h's shape */
+KERNEL(vdev_ref_gru_gates);
+KERNEL(vdev_fast_gru_gates);
+KERNEL(vdev_ref_gru_gates_grad);
+KERNEL(vdev_fast_gru_gates_grad);
+KERNEL(vdev_ref_gru_cell_output);
+KERNEL(vdev_fast_gru_cell_output);
+KERNEL(vdev_ref_gru_cell_grad);
+KERNEL(vdev_fast_gru_cell_grad);
+GRAD(vdev_grad_gru);
 /* strided.c: a slice's gradient added in place to the tape's sum */
 SHAPE(vdev_shape_strided_slice_grad_add); /* (acc, dy), in place */
 KERNEL(vdev_ref_strided_slice_grad_add);

@@ -113,6 +113,12 @@ enum vdev_op {
      * parameters as STRIDED_SLICE's (strided.c). The tape's sum of the
      * gradients of several slices of one tensor */
     VDEV_OP_STRIDED_SLICE_GRAD_ADD,
+    /* the fused GRU cell, reset_after (gru_cell.c): xw, inner [..., 3u] the
+     * step's input and recurrent products with their biases, gates z, r, h */
+    VDEV_OP_GRU_GATES,       /* (xw, inner) -> g = [z, r, hh] */
+    VDEV_OP_GRU_GATES_GRAD,  /* (dg, g, inner) -> i[0] 0: dxw, 1: dinner */
+    VDEV_OP_GRU_CELL_OUTPUT, /* (g, h_prev [..., u]) -> z h_prev + (1 - z) hh */
+    VDEV_OP_GRU_CELL_GRAD,   /* (dh, g, h_prev) -> i[0] 0: dg, 1: dh_prev */
     VDEV_OP_COUNT
 };
 

@@ -174,6 +174,16 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
              vdev_ref_lstm_cell_output, vdev_fast_lstm_cell_output, vdev_grad_lstm_cell, 3),
     NOGRAD_FAST(VDEV_OP_LSTM_CELL_GRAD, "LSTMCellGrad", 3, vdev_shape_lstm_cell_grad,
                 vdev_ref_lstm_cell_grad, vdev_fast_lstm_cell_grad),
+    /* the fused GRU cell (gru_cell.c): GRUGates' gradient reads its output
+     * and inner, GRUCellOutput's both inputs */
+    FWD_FAST(VDEV_OP_GRU_GATES, "GRUGates", 2, vdev_shape_gru_gates, vdev_ref_gru_gates,
+             vdev_fast_gru_gates, vdev_grad_gru, VDEV_GRAD_OUT | 2),
+    NOGRAD_FAST(VDEV_OP_GRU_GATES_GRAD, "GRUGatesGrad", 3, vdev_shape_gru_gates_grad,
+                vdev_ref_gru_gates_grad, vdev_fast_gru_gates_grad),
+    FWD_FAST(VDEV_OP_GRU_CELL_OUTPUT, "GRUCellOutput", 2, vdev_shape_gru_cell,
+             vdev_ref_gru_cell_output, vdev_fast_gru_cell_output, vdev_grad_gru, 3),
+    NOGRAD_FAST(VDEV_OP_GRU_CELL_GRAD, "GRUCellGrad", 3, vdev_shape_gru_cell_grad,
+                vdev_ref_gru_cell_grad, vdev_fast_gru_cell_grad),
     /* the tape's sum of a slice's gradient (strided.c, autograd/tape.c) */
     [VDEV_OP_STRIDED_SLICE_GRAD_ADD] = {.name = "StridedSliceGradAdd", .n_in = 2,
                                         .flags = VDEV_OP_NO_GRAD | VDEV_OP_INPLACE,

@@ -176,6 +176,7 @@ static void op_tol(int op, int64_t k, double *atol, double *rtol)
         *rtol = 1e-6;
         return;
     case VDEV_OP_LSTM_GATES: /* sigmoid and tanh */
+    case VDEV_OP_GRU_GATES:
         *atol = 1e-30;
         *rtol = 2.4e-7;
         return;

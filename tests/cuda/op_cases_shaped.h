@@ -324,6 +324,37 @@ static void op_cases_shaped(void)
                  TF(G_UNIFORM, 2, 0, 20), TF(G_UNIFORM, 2, 0, 5));
         }
     }
+    /* the fused GRU cell (cuda_gru.cu): gates [..., 3u], h [..., u] */
+    {
+        int64_t r = BIG(20000, 300);
+        CASE("[64,3x48]", VDEV_OP_GRU_GATES, none, 0, TF(G_UNIFORM, 2, 64, 144),
+             TF(G_UNIFORM, 2, 64, 144));
+        CASE("saturated", VDEV_OP_GRU_GATES, none, 0, TF(G_WIDE, 2, 33, 30), TF(G_WIDE, 2, 33, 30));
+        CASE("NaN, inf, -0", VDEV_OP_GRU_GATES, none, 0, TF(G_SPECIAL, 2, 20, 21),
+             TF(G_UNIFORM, 2, 20, 21));
+        CASE("3-D, one unit", VDEV_OP_GRU_GATES, none, 0, TF(G_UNIFORM, 3, 2, 5, 3),
+             TF(G_UNIFORM, 3, 2, 5, 3));
+        CASE("no row", VDEV_OP_GRU_GATES, none, 0, TF(G_UNIFORM, 2, 0, 6), TF(G_UNIFORM, 2, 0, 6));
+        CASE("more elements than threads", VDEV_OP_GRU_GATES, none, 0, TF(G_UNIFORM, 2, r, 192),
+             TF(G_UNIFORM, 2, r, 192));
+        CASE("[64,3x48]", VDEV_OP_GRU_CELL_OUTPUT, none, 0, TF(G_UNIFORM, 2, 64, 144),
+             TF(G_WIDE, 2, 64, 48));
+        CASE("NaN, inf, -0", VDEV_OP_GRU_CELL_OUTPUT, none, 0, TF(G_SPECIAL, 2, 20, 21),
+             TF(G_SPECIAL, 2, 20, 7));
+        CASE("3-D, no row", VDEV_OP_GRU_CELL_OUTPUT, none, 0, TF(G_UNIFORM, 3, 2, 0, 6),
+             TF(G_UNIFORM, 3, 2, 0, 2));
+        for (int part = 0; part < 2; part++) {
+            struct vdev_op_params p = P(0, 0, part, 0);
+            CASE("[32,3x24]", VDEV_OP_GRU_GATES_GRAD, p, 0, TF(G_WIDE, 2, 32, 72),
+                 TF(G_UNIFORM, 2, 32, 72), TF(G_UNIFORM, 2, 32, 72));
+            CASE("3-D, NaN", VDEV_OP_GRU_GATES_GRAD, p, 0, TF(G_SPECIAL, 3, 2, 3, 15),
+                 TF(G_UNIFORM, 3, 2, 3, 15), TF(G_UNIFORM, 3, 2, 3, 15));
+            CASE("[32,3x24]", VDEV_OP_GRU_CELL_GRAD, p, 0, TF(G_WIDE, 2, 32, 24),
+                 TF(G_UNIFORM, 2, 32, 72), TF(G_UNIFORM, 2, 32, 24));
+            CASE("no row", VDEV_OP_GRU_CELL_GRAD, p, 0, TF(G_UNIFORM, 2, 0, 5),
+                 TF(G_UNIFORM, 2, 0, 15), TF(G_UNIFORM, 2, 0, 5));
+        }
+    }
 }
 
 #endif /* VDEV_OP_CASES_SHAPED_H */

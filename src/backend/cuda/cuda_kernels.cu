@@ -51,7 +51,8 @@ const char *op_name(int op)
         "Minimum", "MaximumMinimumGrad", "DepthwiseConv2dNative",
         "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter",
         "Conv2DTranspose", "Erf", "Softplus", "BatchMatMulV2", "LSTMGates", "LSTMGatesGrad", "LSTMCellState",
-        "LSTMCellOutput", "LSTMCellGrad", "StridedSliceGradAdd"};
+        "LSTMCellOutput", "LSTMCellGrad", "StridedSliceGradAdd", "GRUGates", "GRUGatesGrad",
+        "GRUCellOutput", "GRUCellGrad"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -684,6 +685,12 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_LSTM_CELL_OUTPUT:
     case VDEV_OP_LSTM_CELL_GRAD:
         run_lstm(a, s, n_sm); /* cuda_lstm.cu */
+        break;
+    case VDEV_OP_GRU_GATES:
+    case VDEV_OP_GRU_GATES_GRAD:
+    case VDEV_OP_GRU_CELL_OUTPUT:
+    case VDEV_OP_GRU_CELL_GRAD:
+        run_gru(a, s, n_sm); /* cuda_gru.cu */
         break;
     default:
         snprintf(msg, cap, "CUDA plugin: no CUDA kernel for op %d (%s); this build knows ops 0..%d",

@@ -1,4 +1,5 @@
-"""The fused LSTM cell (src/ops/lstm_cell.c) under Keras's LSTM: its ops
+"""The fused LSTM and GRU cells (src/ops/lstm_cell.c, gru_cell.c) under
+Keras's LSTM and GRU. The LSTM cell: its ops
 (LSTMGates, LSTMCellState, LSTMCellOutput) give the bits of the ops they
 fuse (Sigmoid of z, its slices, Tanh, Mul, AddV2) on the CPU and on a
 simulated GPU, 2-D and 3-D, saturated gates included, and so do their
@@ -6,7 +7,12 @@ gradients; an LSTM layer and an LSTMCell in an RNN take them only with the
 Tanh and Sigmoid activations, and give the composed step's outputs, and a
 fit its losses and weights, to the bit; an LSTM step runs one each of
 LSTMGates, LSTMCellState, Tanh and LSTMCellOutput, no Sigmoid and no Mul;
-the ops' refusals in their words. Three simulated 16 GiB GPUs (conftest)."""
+the ops' refusals in their words. The GRU cell (reset_after, TensorFlow 2's
+default): GRUGates and GRUCellOutput give the bits of the composed step
+(Sigmoid of the z and r columns, slices, Mul, AddV2, Tanh, Sub), forward
+and backward, and a GRU layer and a fit the composed step's, one GRUGates
+and one GRUCellOutput a step; reset_after=False keeps the composed step.
+Three simulated 16 GiB GPUs (conftest)."""
 import numpy as np
 import pytest
 
@@ -146,3 +152,75 @@ def test_refusals():
         _ops.lstm_gates(vdev.constant(np.zeros((2, 6), f32)))
     assert str(e.value) == ("LSTMGates: bad input shape [2,6] (the last axis holds the gates i, f, "
                             "g, o: a multiple of 4)")
+
+
+# ---- the GRU cell ----
+
+def gru_composed(xw, inner, h_prev):
+    u = h_prev.shape[-1]
+    zr = vdev.sigmoid(vdev.add(xw[..., :2 * u], inner[..., :2 * u]))
+    z, r = zr[..., :u], zr[..., u:2 * u]
+    hh = vdev.tanh(vdev.add(xw[..., 2 * u:], vdev.multiply(r, inner[..., 2 * u:])))
+    return vdev.add(vdev.multiply(z, h_prev), vdev.multiply(vdev.subtract(1.0, z), hh))
+
+
+def gru_fused(xw, inner, h_prev):
+    return _ops.gru_cell_output(_ops.gru_gates(xw, inner), h_prev)
+
+
+@pytest.mark.parametrize("dev", ["CPU:0", "GPU:1"])
+@pytest.mark.parametrize("shape,span", [((5, 3), 3.0), ((2, 4, 7), 3.0), ((6, 8), 25.0)])
+def test_the_gru_ops_and_their_gradients_give_the_composed_bits(dev, shape, span):
+    gs = shape[:-1] + (3 * shape[-1],)
+    with vdev.device(dev):
+        xw = vdev.Variable(rng.uniform(-span, span, gs).astype(f32))
+        inner = vdev.Variable(rng.uniform(-span, span, gs).astype(f32))
+        hp = vdev.Variable(rng.uniform(-2, 2, shape).astype(f32))
+        w = vdev.constant(rng.uniform(-1, 1, shape).astype(f32))
+        outs, grads = [], []
+        for step in (gru_composed, gru_fused):
+            with vdev.GradientTape() as tape:
+                h = step(xw, inner, hp)
+                loss = vdev.reduce_sum(vdev.multiply(vdev.multiply(h, h), w))
+            outs.append(bits(h))
+            grads.append([g.numpy() for g in tape.gradient(loss, [xw, inner, hp])])
+    assert outs[0] == outs[1]
+    for a, b in zip(*grads):
+        assert np.array_equal(a, b)  # -0 and +0 alike: a zero sum's sign may differ
+
+
+def test_a_gru_layer_and_its_fit_give_the_composed_steps_bits(monkeypatch):
+    x = rng.uniform(-1, 1, (8, 6, 3)).astype(f32)
+    y = rng.uniform(-1, 1, (8, 1)).astype(f32)
+
+    def run():
+        vdev.random.set_seed(5)
+        m = vdev.keras.Sequential([layers.Input((6, 3)), layers.GRU(5, return_sequences=True),
+                                   layers.GRU(4, go_backwards=True), layers.Dense(1)])
+        m.compile(vdev.optimizers.Adam(0.01), "mse")
+        out = m.predict(x, verbose=0)
+        h = m.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
+        return out, h.history["loss"], [bits(v) for v in m.weights]
+    fused = run()
+    with monkeypatch.context() as m:
+        m.setattr(_recurrent_layers, "_fused_cell", lambda layer: False)
+        composed = run()
+    assert fused[0].tobytes() == composed[0].tobytes()
+    assert fused[1] == composed[1] and fused[2] == composed[2]
+    assert fused[1][1] < fused[1][0]
+
+
+def test_a_gru_step_is_one_gates_and_one_output_op():
+    x = rng.uniform(-1, 1, (2, 6, 3)).astype(f32)
+    for reset_after, want in ((True, 6), (False, 0)):
+        gru = layers.GRU(4, reset_after=reset_after)
+        gru.build(3)
+        vdev.placement.reset()
+        gru(x)
+        assert vdev.placement.op_count("GRUGates") == want
+        assert vdev.placement.op_count("GRUCellOutput") == want
+        assert (vdev.placement.op_count("Sigmoid") == 0) == reset_after
+    with pytest.raises(vdev.errors.InvalidArgumentError) as e:
+        _ops.gru_gates(vdev.constant(np.zeros((2, 6), f32)), vdev.constant(np.zeros((2, 9), f32)))
+    assert str(e.value) == ("GRUGates: incompatible shapes [2,6] and [2,9] (the gates' inputs "
+                            "must have one shape, a last axis of 3 units: z, r, h)")
