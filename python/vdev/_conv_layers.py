@@ -216,7 +216,7 @@ class Conv2D(_base()):
             raise _strategy_context.variable_in_step_error(
                 "layer %r is built" % self.name, "Give it input_shape (or call it once)")
         from . import _lib
-        return _lib.index(channels, "channels")
+        return _lib.last_axis(channels, "channels", self)
 
     def build(self, channels):
         """Makes the kernel and the bias (their shapes: _weight_shapes) on

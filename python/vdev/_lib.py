@@ -449,6 +449,21 @@ def enc(name):
     return name.encode("utf-8")
 
 
+def last_axis(value, what, layer):
+    """A layer's build argument as an int: vdev's count of features (an
+    integer) or Keras's input shape (a tuple, list or shape with as_list),
+    its last axis, which must be known (Keras's Dense's error)."""
+    if hasattr(value, "as_list") and not hasattr(value, "__index__"):
+        value = value.as_list()
+    if isinstance(value, (tuple, list)):
+        if not value or value[-1] is None:
+            raise ValueError("The last dimension of the inputs to a %s layer should be defined. "
+                             "Found None. Full input shape received: %s"
+                             % (type(layer).__name__, tuple(value)))
+        value = value[-1]
+    return index(value, what)
+
+
 def index(value, what):
     """A whole number given as any integer type (int, numpy's int64, a
     0-d int32 tensor: anything with __index__), as an int; a bool or a float

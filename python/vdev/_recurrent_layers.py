@@ -170,7 +170,7 @@ class _RNN(_base()):
             raise _strategy_context.variable_in_step_error(
                 "layer %r is built" % self.name, "Give it input_shape (or call it once)")
         from . import _lib
-        features = _lib.index(features, "features")
+        features = _lib.last_axis(features, "features", self)
         n = self._gates * self.units
         wanted = [("kernel", self.kernel_initializer, (features, n)),
                   ("recurrent_kernel", self.recurrent_initializer, (self.units, n))]

@@ -23,7 +23,7 @@ import inspect
 import numbers
 import threading
 
-from . import _keras_masks, _ops, _rnn_states
+from . import _keras_masks, _lib, _ops, _rnn_states
 from ._conv_layers import _base, _check_rank, _float_input
 from ._core_layers import _resolve_training
 from ._recurrent_layers import GRU, LSTM, SimpleRNN, _batch_major, _dispatch, _run_steps
@@ -297,7 +297,7 @@ class RNN(_base()):
         if hasattr(self.cell, "_in_rnn"):  # its weights named under the layer's name now
             self.cell._in_rnn(self.name)
         if hasattr(self.cell, "build") and not self.built:
-            self.cell.build((None, int(features)))
+            self.cell.build((None, _lib.last_axis(features, "features", self)))
 
     def _state_sizes(self):
         return _sizes(self.cell.state_size)

@@ -534,7 +534,7 @@ class Dense(Layer):
                     "Give it input_dim (or call it once)")
             raise _strategy_context.variable_in_step_error(
                 "layer %r is built" % self.name, "Make it, with input_dim (or call it once),")
-        input_dim = _lib.index(input_dim, "input_dim")
+        input_dim = _lib.last_axis(input_dim, "input_dim", self)
         _make_weights(self, (input_dim, self.units), (self.units,))
 
     def _check_input(self, x):
