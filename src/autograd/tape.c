@@ -509,10 +509,10 @@ static enum vdev_status accumulate(struct gmap *m, const struct vdev_tens *key,
  * steps, each slicing its step of one [batch, T, ...] tensor, otherwise write
  * and add T whole copies. Only where the sum is the map's alone (one
  * reference, its own memory, no view, export or tape read of it), of the
- * input's shape on the slice's device, and no tape records (an outer tape
- * would record the sum's ops). The same values but for the sign of a zero
- * sum outside the slice (AddV2 of +0 makes -0 +0). 1 when it was added
- * (*st its status), 0 for the general path. */
+ * input's shape on the slice's device as the slice's gradient is, and no tape
+ * records (an outer tape would record the sum's ops). The same values but for
+ * the sign of a zero sum outside the slice (AddV2 of +0 makes -0 +0). 1 when
+ * it was added (*st its status), 0 for the general path. */
 static int slice_grad_in_place(struct gmap *m, const struct vdev_op_record *r,
                                struct vdev_tens *dout, enum vdev_status *st)
 {
@@ -521,8 +521,9 @@ static int slice_grad_in_place(struct gmap *m, const struct vdev_op_record *r,
     size_t i = gmap_slot(m, r->target[0]);
     struct vdev_tens *sum = m->keys[i] ? m->vals[i] : NULL;
     const struct vdev_tens *x = r->in[0];
-    if (!sum || sum->base || sum->ext_release || sum->dev != r->dev || sum->dtype != VDEV_F32 ||
-        sum->ndim != x->ndim || atomic_load(&sum->refs) != 1 || sum->tape_readers ||
+    if (!sum || sum->base || sum->ext_release || sum->dev != r->dev || dout->dev != r->dev ||
+        sum->dtype != VDEV_F32 || sum->ndim != x->ndim || atomic_load(&sum->refs) != 1 ||
+        sum->tape_readers ||
         sum->snaps || atomic_load(&sum->exports) || atomic_load(&sum->host_exports))
         return 0;
     for (int d = 0; d < x->ndim; d++)
