@@ -147,6 +147,7 @@ static const int64_t MM0[3][3] = {{0, 3, 4}, {3, 0, 4}, {3, 4, 0}};
 #include "ops_convt_case.h"
 #include "ops_lstm_case.h"
 #include "ops_gru_case.h"
+#include "ops_select_case.h"
 
 /* Builds the case (op, size, var); returns 0 when that variant does not
  * exist. Sizes index SIZES (a 2-D [r, c]); variants cover each op's modes.
@@ -615,6 +616,9 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
     case VDEV_OP_GRU_CELL_OUTPUT:
     case VDEV_OP_GRU_CELL_GRAD:
         return gru_case(c, op, r, col, var);
+    case VDEV_OP_SELECT_MASK:
+    case VDEV_OP_SELECT_MASK_GRAD:
+        return select_case(c, op, r, col, var);
     case VDEV_OP_COUNT:
         break;
     }

@@ -97,6 +97,7 @@ static int64_t bcast_offset(const struct hin *h, const int64_t *osh, int ond, in
 #include "ops_convt_expect.h"
 #include "ops_lstm_expect.h"
 #include "ops_gru_expect.h"
+#include "ops_select_expect.h"
 
 static void expect(const struct tcase *c, struct texp *e)
 {
@@ -589,6 +590,10 @@ static void expect(const struct tcase *c, struct texp *e)
     case VDEV_OP_GRU_CELL_OUTPUT:
     case VDEV_OP_GRU_CELL_GRAD:
         gru_expect(c, e);
+        break;
+    case VDEV_OP_SELECT_MASK:
+    case VDEV_OP_SELECT_MASK_GRAD:
+        select_expect(c, e);
         break;
     case VDEV_OP_COUNT:
         break;

@@ -131,6 +131,11 @@ static vdev_tensor_t *f_lstm_step(vdev_tensor_t *const *v, const struct gcase *c
     vdev_tensor_t *a = vdev_lstm_gates(v[0]);
     return vdev_lstm_cell_output(a, vdev_tanh(vdev_lstm_cell_state(a, v[1])));
 }
+/* tf.where on a constant float mask (aux) of rows: a's rows and b's */
+static vdev_tensor_t *f_select(vdev_tensor_t *const *v, const struct gcase *c)
+{
+    return vdev_mul(vdev_select_mask(c->aux, v[0], v[1]), v[0]);
+}
 /* the fused GRU cell: its gates, and a whole step (xw, inner, h_prev) */
 static vdev_tensor_t *f_gru_gates(vdev_tensor_t *const *v, const struct gcase *c)
 {
@@ -458,6 +463,17 @@ static void all_cases(const char *dev)
     int64_t s4[1] = {4};
     c = one("softmax_cross_entropy", f_ce, 4, 5, -2, 2);
     c.aux = vdev_tensor_from_host(lab, s4, 1, VDEV_I32);
+    gradcheck(dev, &c);
+
+    /* where(mask [4,1], a, b) * a, a and b [4,3]: each gets its rows' share */
+    float rows[4] = {1, 0, 1, 0};
+    int64_t s41[2] = {4, 1};
+    c = one("select_mask", f_select, 4, 3, -2, 2);
+    c.nv = 2;
+    c.ndim[1] = 2;
+    c.shape[1][0] = 4;
+    c.shape[1][1] = 3;
+    c.aux = vdev_tensor_from_host(rows, s41, 2, VDEV_F32);
     gradcheck(dev, &c);
 
     /* a small network: x [4,3] constant, W1 [3,5], b1 [5], W2 [5,2] */

@@ -308,6 +308,16 @@ static void test_shape_errors(const char *dev)
                                     "gates must have h's shape with a last axis 3 times h's: z, "
                                     "r, h)") == 0);
     CHECK(vdev_gru_cell_output(g29, c23) != NULL);
+    vdev_tensor_t *v23 = zeros2(2, 3), *v24 = zeros2(2, 4);
+    CHECK(vdev_select_mask(zeros2(2, 1), v23, v24) == NULL);
+    CHECK(strcmp(vdev_last_error(), "SelectByMask: the values' shapes [2,3] and [2,4] differ") ==
+          0);
+    CHECK(vdev_select_mask(zeros2(2, 2), v23, v23) == NULL);
+    CHECK(strcmp(vdev_last_error(), "SelectByMask: incompatible shapes [2,2] and [2,3] (the mask "
+                                    "must have the values' rank, each axis 1 or theirs)") == 0);
+    CHECK(vdev_select_mask(zeros2(1, 3), v23, v23) != NULL);
+    CHECK(vdev_select_mask(t3, v23, v23) == NULL);
+    CHECK_MSG("[2,3,4]");
     CHECK(vdev_lstm_cell_state(z28, t3) == NULL);
     CHECK_MSG("[2,3,4]");
     int64_t s22[2] = {2, 2};

@@ -269,6 +269,18 @@ VDEV_API vdev_tensor_t *vdev_lstm_cell_state(const vdev_tensor_t *gates,
                                              const vdev_tensor_t *c_prev);
 VDEV_API vdev_tensor_t *vdev_lstm_cell_output(const vdev_tensor_t *gates,
                                               const vdev_tensor_t *tanh_c);
+/* tf.where(mask, a, b) on a float mask (op SelectByMask): a's element where
+ * the mask's is not 0 (NaN included), else b's; a and b one shape, the mask
+ * the same rank with each axis 1 or theirs (broadcast: a [batch, 1] mask
+ * picks whole rows of [batch, units]). The gradient is where(mask, dy, 0)
+ * for a and where(mask, 0, dy) for b (SelectByMaskGrad); the mask takes
+ * none. Unlike mask a + (1 - mask) b, an infinite or NaN value not chosen
+ * does not reach the result. VDEV_ERR_SHAPE "SelectByMask: the values'
+ * shapes [2,3] and [2,4] differ", "SelectByMask: incompatible shapes [2,2]
+ * and [2,3] (the mask must have the values' rank, each axis 1 or
+ * theirs)". */
+VDEV_API vdev_tensor_t *vdev_select_mask(const vdev_tensor_t *mask, const vdev_tensor_t *a,
+                                         const vdev_tensor_t *b);
 /* The fused GRU cell, Keras's GRU step with reset_after (TensorFlow 2's
  * default) after its products, in two ops: xw [..., 3u] the step's input
  * product with the input bias, inner [..., 3u] h_prev U plus the recurrent

@@ -84,7 +84,16 @@ def as_mask(mask, near, shape):
 
 
 def select(m, a, b):
-    """a where m is 1, b where it is 0 (m broadcast against both): m a +
-    (1 - m) b, exact for finite a and b, its gradient m and 1 - m as
-    tf.where's."""
+    """a where m is 1, b where it is 0 (m broadcast against both), as
+    tf.where: one SelectByMask op where a and b have one shape and m
+    broadcasts to it (a leading 1 added where m has fewer axes); else m a +
+    (1 - m) b, the same for finite a and b, its gradient m and 1 - m."""
+    if isinstance(m, Tensor) and isinstance(a, Tensor) and isinstance(b, Tensor):
+        sa, sm = tuple(a.shape), tuple(m.shape)
+        if tuple(b.shape) == sa and len(sm) <= len(sa) and m.dtype is float32:
+            sm = (1,) * (len(sa) - len(sm)) + sm
+            if all(d == 1 or d == e for d, e in zip(sm, sa)):
+                if sm != tuple(m.shape):
+                    m = _ops.reshape(m, list(sm))
+                return _ops.select_mask(m, a, b)
     return _ops.add(_ops.multiply(m, a), _ops.multiply(_ops.subtract(1.0, m), b))

@@ -241,6 +241,7 @@ _PROTOS = {
     "vdev_batch_matmul": (_h, [_h, _h, _b, _b]),
     "vdev_lstm_gates": (_h, [_h]),
     "vdev_gru_gates": (_h, [_h, _h]),
+    "vdev_select_mask": (_h, [_h, _h, _h]),
     "vdev_gru_cell_output": (_h, [_h, _h]),
     "vdev_lstm_cell_state": (_h, [_h, _h]),
     "vdev_lstm_cell_output": (_h, [_h, _h]),

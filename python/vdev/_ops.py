@@ -360,6 +360,13 @@ def lstm_cell_state(gates, c_prev):
     return _new(lib.vdev_lstm_cell_state(_t(gates)._handle, _t(c_prev)._handle))
 
 
+def select_mask(mask, a, b):
+    """tf.where on a float mask (op SelectByMask): a's element where the
+    mask's is not 0, else b's; a and b one shape, the mask its rank with
+    axes of 1 or theirs (src/ops/select.c)."""
+    return _new(lib.vdev_select_mask(_t(mask)._handle, _t(a)._handle, _t(b)._handle))
+
+
 def gru_gates(xw, inner):
     """The fused GRU cell's gates (op GRUGates, reset_after): [z, r, hh] of
     the step's input product xw and recurrent product inner [..., 3 units]

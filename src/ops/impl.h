@@ -192,6 +192,12 @@ SHAPE(vdev_shape_conv2d_transpose);
 KERNEL(vdev_ref_conv2d_transpose);
 KERNEL(vdev_fast_conv2d_transpose);
 GRAD(vdev_grad_conv2d_transpose);
+/* select.c: tf.where on float masks and its gradient */
+SHAPE(vdev_shape_select_mask);      /* (m, a, b) -> a's shape */
+SHAPE(vdev_shape_select_mask_grad); /* (m, dy) -> dy's shape */
+KERNEL(vdev_ref_select_mask);
+KERNEL(vdev_ref_select_mask_grad);
+GRAD(vdev_grad_select_mask);
 /* gru_cell.c: the fused GRU cell's two ops and their two gradient ops */
 SHAPE(vdev_shape_gru_gates);      /* (xw, inner) [..., 3u] -> that shape */
 SHAPE(vdev_shape_gru_gates_grad); /* (dg, g, inner) -> that shape */

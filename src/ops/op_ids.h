@@ -119,6 +119,10 @@ enum vdev_op {
     VDEV_OP_GRU_GATES_GRAD,  /* (dg, g, inner) -> i[0] 0: dxw, 1: dinner */
     VDEV_OP_GRU_CELL_OUTPUT, /* (g, h_prev [..., u]) -> z h_prev + (1 - z) hh */
     VDEV_OP_GRU_CELL_GRAD,   /* (dh, g, h_prev) -> i[0] 0: dg, 1: dh_prev */
+    /* tf.where on float masks (select.c): (m, a, b) -> m != 0 ? a : b, m
+     * broadcast to a's shape (same rank, axes 1 or a's) */
+    VDEV_OP_SELECT_MASK,
+    VDEV_OP_SELECT_MASK_GRAD, /* (m, dy) -> i[0] 0: where(m, dy, 0), 1: where(m, 0, dy) */
     VDEV_OP_COUNT
 };
 

@@ -184,6 +184,11 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
              vdev_ref_gru_cell_output, vdev_fast_gru_cell_output, vdev_grad_gru, 3),
     NOGRAD_FAST(VDEV_OP_GRU_CELL_GRAD, "GRUCellGrad", 3, vdev_shape_gru_cell_grad,
                 vdev_ref_gru_cell_grad, vdev_fast_gru_cell_grad),
+    /* tf.where on float masks (select.c): the gradient reads the mask */
+    FWD(VDEV_OP_SELECT_MASK, "SelectByMask", 3, vdev_shape_select_mask, vdev_ref_select_mask,
+        vdev_grad_select_mask, 1),
+    NOGRAD(VDEV_OP_SELECT_MASK_GRAD, "SelectByMaskGrad", 2, vdev_shape_select_mask_grad,
+           vdev_ref_select_mask_grad),
     /* the tape's sum of a slice's gradient (strided.c, autograd/tape.c) */
     [VDEV_OP_STRIDED_SLICE_GRAD_ADD] = {.name = "StridedSliceGradAdd", .n_in = 2,
                                         .flags = VDEV_OP_NO_GRAD | VDEV_OP_INPLACE,

@@ -324,6 +324,33 @@ static void op_cases_shaped(void)
                  TF(G_UNIFORM, 2, 0, 20), TF(G_UNIFORM, 2, 0, 5));
         }
     }
+    /* SelectByMask and its gradient (cuda_select.cu): masks of the values'
+     * shape, [r,1], [1,c], [2,1,c]; NaN, infinities and -0 in masks and
+     * values; no element; more elements than threads */
+    {
+        int64_t r = BIG(20000, 300);
+        for (int op = VDEV_OP_SELECT_MASK; op <= VDEV_OP_SELECT_MASK_GRAD; op++) {
+            for (int part = 0; part < (op == VDEV_OP_SELECT_MASK ? 1 : 2); part++) {
+                struct vdev_op_params p = P(0, 0, part, 0);
+#define VALUES(...) TF(G_SPECIAL, __VA_ARGS__)
+#define SEL(what, mask, ...)                                                                       \
+    do {                                                                                           \
+        if (op == VDEV_OP_SELECT_MASK)                                                             \
+            CASE(what, op, p, 0, mask, VALUES(__VA_ARGS__), TF(G_UNIFORM, __VA_ARGS__));           \
+        else                                                                                       \
+            CASE(what, op, p, 0, mask, VALUES(__VA_ARGS__));                                       \
+    } while (0)
+                SEL("same shape", TF(G_SPECIAL, 2, 20, 30), 2, 20, 30);
+                SEL("[r,1]", TF(G_SPECIAL, 2, 20, 1), 2, 20, 30);
+                SEL("[1,c]", TF(G_SPECIAL, 2, 1, 30), 2, 20, 30);
+                SEL("[2,1,c]", TF(G_SPECIAL, 3, 2, 1, 30), 3, 2, 20, 30);
+                SEL("no element", TF(G_SPECIAL, 2, 0, 1), 2, 0, 30);
+                SEL("more elements than threads", TF(G_SPECIAL, 2, r, 1), 2, r, 64);
+#undef SEL
+#undef VALUES
+            }
+        }
+    }
     /* the fused GRU cell (cuda_gru.cu): gates [..., 3u], h [..., u] */
     {
         int64_t r = BIG(20000, 300);

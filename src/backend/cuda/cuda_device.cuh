@@ -212,6 +212,10 @@ int run_lstm(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
  * kernel queued on s, none for an empty output), 0 otherwise. */
 int run_gru(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 
+/* SelectByMask and its gradient (cuda_select.cu): 1 when a->op is one of
+ * them (its kernel queued on s, none for an empty output), 0 otherwise. */
+int run_select(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
+
 } // namespace vdev_cuda
 
 #endif /* VDEV_CUDA_DEVICE_CUH */

@@ -52,7 +52,7 @@ const char *op_name(int op)
         "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter",
         "Conv2DTranspose", "Erf", "Softplus", "BatchMatMulV2", "LSTMGates", "LSTMGatesGrad", "LSTMCellState",
         "LSTMCellOutput", "LSTMCellGrad", "StridedSliceGradAdd", "GRUGates", "GRUGatesGrad",
-        "GRUCellOutput", "GRUCellGrad"};
+        "GRUCellOutput", "GRUCellGrad", "SelectByMask", "SelectByMaskGrad"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -691,6 +691,10 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_GRU_CELL_OUTPUT:
     case VDEV_OP_GRU_CELL_GRAD:
         run_gru(a, s, n_sm); /* cuda_gru.cu */
+        break;
+    case VDEV_OP_SELECT_MASK:
+    case VDEV_OP_SELECT_MASK_GRAD:
+        run_select(a, s, n_sm); /* cuda_select.cu */
         break;
     default:
         snprintf(msg, cap, "CUDA plugin: no CUDA kernel for op %d (%s); this build knows ops 0..%d",

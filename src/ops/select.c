@@ -1,0 +1,150 @@
+/* select.c — SelectByMask, tf.where(mask, a, b) on vdev's float masks: a's
+ * element where the mask's is not 0 (NaN included), else b's, the mask
+ * broadcast to a's shape (the same rank, each axis 1 or a's: a recurrent
+ * step's [batch, 1] against its state [batch, units]); a and b one shape. It
+ * replaces the four ops of m a + (1 - m) b that Keras's masked recurrent
+ * steps, the Huber loss and RandomFlip composed, and unlike them keeps the
+ * chosen value when the other is infinite or NaN (0 inf is NaN). Its
+ * gradient, SelectByMaskGrad (m, dy), i[0] 0 for a's share (dy where the mask
+ * is not 0, else 0) and 1 for b's, is TensorFlow's SelectV2 gradient; the
+ * mask takes none, as the condition takes none there. */
+#include "ops/impl.h"
+
+#include <string.h>
+
+#define IN_F(k) ((const float *)a->in[k])
+#define OUT_F(k) ((float *)a->out[k])
+
+/* Input km broadcast to input kx's shape: the same rank, each axis 1 or
+ * kx's. */
+static int broadcasts(const struct vdev_kernel_args *a, int km, int kx)
+{
+    if (a->in_ndim[km] != a->in_ndim[kx])
+        return 0;
+    for (int d = 0; d < a->in_ndim[kx]; d++)
+        if (a->in_shape[km][d] != 1 && a->in_shape[km][d] != a->in_shape[kx][d])
+            return 0;
+    return 1;
+}
+
+static enum vdev_status f32_inputs(const struct vdev_kernel_args *a)
+{
+    for (int k = 0; k < a->n_in; k++)
+        if (a->in_dtype[k] != VDEV_F32)
+            return vdev_dtype_error(a, k, VDEV_F32);
+    return VDEV_OK;
+}
+
+static void out_like(struct vdev_kernel_args *a, int k)
+{
+    a->n_out = 1;
+    a->out_ndim[0] = a->in_ndim[k];
+    memcpy(a->out_shape[0], a->in_shape[k], sizeof a->out_shape[0]);
+    a->out_dtype[0] = VDEV_F32;
+}
+
+/* (m, a, b): a and b one shape, m broadcast to it -> that shape. */
+enum vdev_status vdev_shape_select_mask(struct vdev_kernel_args *a)
+{
+    enum vdev_status st = f32_inputs(a);
+    if (st != VDEV_OK)
+        return st;
+    int same = a->in_ndim[1] == a->in_ndim[2];
+    for (int d = 0; same && d < a->in_ndim[1]; d++)
+        same = a->in_shape[1][d] == a->in_shape[2][d];
+    if (!same) {
+        char s1[96], s2[96];
+        vdev_shape_str(a->in_shape[1], a->in_ndim[1], s1, sizeof s1);
+        vdev_shape_str(a->in_shape[2], a->in_ndim[2], s2, sizeof s2);
+        return vdev_error(VDEV_ERR_SHAPE, "SelectByMask: the values' shapes %s and %s differ", s1,
+                          s2);
+    }
+    if (!broadcasts(a, 0, 1))
+        return vdev_shape_error(a, "the mask must have the values' rank, each axis 1 or theirs");
+    out_like(a, 1);
+    return VDEV_OK;
+}
+
+/* (m, dy): m broadcast to dy -> dy's shape; i[0] 0 or 1. */
+enum vdev_status vdev_shape_select_mask_grad(struct vdev_kernel_args *a)
+{
+    if (a->i[0] < 0 || a->i[0] > 1)
+        return vdev_shape_error(a, "i[0] must be 0 or 1");
+    enum vdev_status st = f32_inputs(a);
+    if (st != VDEV_OK)
+        return st;
+    if (!broadcasts(a, 0, 1))
+        return vdev_shape_error(a, "the mask must have dy's rank, each axis 1 or dy's");
+    out_like(a, 1);
+    return VDEV_OK;
+}
+
+/* Calls body(i, mi) for each element i of input kx in row-major order, mi
+ * the mask's element broadcast to it (the shapes in four dimensions, leading
+ * 1s first; a mask axis of 1 has stride 0). */
+#define FOR_EACH_MASKED(a, km, kx, BODY)                                                           \
+    do {                                                                                           \
+        int64_t n_[4], ms_[4];                                                                     \
+        int off_ = 4 - (a)->in_ndim[kx];                                                           \
+        int64_t st_ = 1;                                                                           \
+        for (int d_ = 3; d_ >= 0; d_--) {                                                          \
+            int r_ = d_ - off_;                                                                    \
+            n_[d_] = r_ >= 0 ? (a)->in_shape[kx][r_] : 1;                                          \
+            int64_t md_ = r_ >= 0 ? (a)->in_shape[km][r_] : 1;                                     \
+            ms_[d_] = md_ == 1 ? 0 : st_;                                                          \
+            st_ *= md_;                                                                            \
+        }                                                                                          \
+        int64_t i = 0;                                                                             \
+        for (int64_t i0 = 0; i0 < n_[0]; i0++)                                                     \
+            for (int64_t i1 = 0; i1 < n_[1]; i1++)                                                 \
+                for (int64_t i2 = 0; i2 < n_[2]; i2++) {                                           \
+                    const int64_t mrow_ = i0 * ms_[0] + i1 * ms_[1] + i2 * ms_[2];                 \
+                    for (int64_t i3 = 0; i3 < n_[3]; i3++, i++) {                                  \
+                        const int64_t mi = mrow_ + i3 * ms_[3];                                    \
+                        BODY;                                                                      \
+                    }                                                                              \
+                }                                                                                  \
+    } while (0)
+
+KERNEL(vdev_ref_select_mask)
+{
+    const float *m = IN_F(0), *x = IN_F(1), *y = IN_F(2);
+    float *o = OUT_F(0);
+    FOR_EACH_MASKED(a, 0, 1, { o[i] = m[mi] != 0.0f ? x[i] : y[i]; });
+}
+
+KERNEL(vdev_ref_select_mask_grad)
+{
+    const float *m = IN_F(0), *dy = IN_F(1);
+    float *o = OUT_F(0);
+    const int b_share = a->i[0] == 1;
+    FOR_EACH_MASKED(a, 0, 1, { o[i] = (m[mi] != 0.0f) != b_share ? dy[i] : 0.0f; });
+}
+
+/* a's share and b's (TensorFlow's where(c, g, 0) and where(c, 0, g)); none
+ * for the mask. */
+GRAD(vdev_grad_select_mask)
+{
+    for (int k = 1; k < 3; k++) {
+        if (!((g->need >> k) & 1u))
+            continue;
+        struct vdev_op_params p;
+        memset(&p, 0, sizeof p);
+        p.i[0] = k - 1;
+        const struct vdev_tens *in[2] = {g->in[0], g->dout};
+        din[k] = vdev_op_exec(VDEV_OP_SELECT_MASK_GRAD, in, 2, &p);
+        if (!din[k]) {
+            enum vdev_status st = vdev_last_status();
+            return st != VDEV_OK ? st
+                                 : vdev_error(VDEV_ERR_INTERNAL, "a gradient op failed silently");
+        }
+    }
+    return VDEV_OK;
+}
+
+VDEV_API vdev_tensor_t *vdev_select_mask(const vdev_tensor_t *mask, const vdev_tensor_t *a,
+                                         const vdev_tensor_t *b)
+{
+    const vdev_tensor_t *in[3] = {mask, a, b};
+    return vdev_op_run(VDEV_OP_SELECT_MASK, in, 3, NULL);
+}
