@@ -78,42 +78,42 @@ def main():
     model = vdev.models.Sequential([layers.LSTM(64, input_shape=(20, 16), seed=1),
                                     layers.Dense(1, seed=2)])
     xv, yv = vdev.constant(x), vdev.constant(y)
-    v = timed(vdev_step(model.trainable_variables,
-                        lambda: vdev.reduce_mean(vdev.square(model(xv) - yv))), steps, turns)
+
+    def model_step(model, fused=True):
+        """The model's timed training step; with fused False its
+        recurrent layer's step composed of vdev's elementwise ops (the
+        fused cell turned off: what the cell saves)."""
+        fused_cell = _recurrent_layers._fused_cell
+        if not fused:
+            _recurrent_layers._fused_cell = lambda layer: False
+        try:
+            return timed(vdev_step(model.trainable_variables,
+                                   lambda: vdev.reduce_mean(vdev.square(model(xv) - yv))),
+                         steps, turns)
+        finally:
+            _recurrent_layers._fused_cell = fused_cell
+    v = model_step(model)
     lstm, lin = torch.nn.LSTM(16, 64, batch_first=True), torch.nn.Linear(64, 1)
     xt, yt = torch.tensor(x), torch.tensor(y)
     t = timed(torch_step(list(lstm.parameters()) + list(lin.parameters()),
                          lambda: ((lin(lstm(xt)[0][:, -1]) - yt) ** 2).mean()), steps, turns)
     rows.append(("LSTM(64) over [32, 20, 16], then Dense(1)", v, t))
     # the same vdev model with its step composed of Sigmoid, Tanh, Mul and
-    # AddV2 ops instead of the fused cell's two ops (what the fused cell
-    # saves), beside the same PyTorch figure
-    fused_cell = _recurrent_layers._fused_cell
-    _recurrent_layers._fused_cell = lambda layer: False
-    try:
-        vc = timed(vdev_step(model.trainable_variables,
-                             lambda: vdev.reduce_mean(vdev.square(model(xv) - yv))), steps, turns)
-    finally:
-        _recurrent_layers._fused_cell = fused_cell
-    rows.append(("the same, vdev's step of composed ops (no fused LSTM cell)", vc, t))
+    # AddV2 ops instead of the fused cell's, beside the same PyTorch figure
+    rows.append(("the same, vdev's step of composed ops (no fused LSTM cell)",
+                 model_step(model, fused=False), t))
 
     # GRU(64), reset_after (TensorFlow 2's default, PyTorch's arithmetic):
     # the fused cell's two ops a step, then with the cell turned off
     model = vdev.models.Sequential([layers.GRU(64, input_shape=(20, 16), seed=1),
                                     layers.Dense(1, seed=2)])
-    v = timed(vdev_step(model.trainable_variables,
-                        lambda: vdev.reduce_mean(vdev.square(model(xv) - yv))), steps, turns)
+    v = model_step(model)
     gru = torch.nn.GRU(16, 64, batch_first=True)
     t = timed(torch_step(list(gru.parameters()) + list(lin.parameters()),
                          lambda: ((lin(gru(xt)[0][:, -1]) - yt) ** 2).mean()), steps, turns)
     rows.append(("GRU(64) over [32, 20, 16], then Dense(1)", v, t))
-    _recurrent_layers._fused_cell = lambda layer: False
-    try:
-        vc = timed(vdev_step(model.trainable_variables,
-                             lambda: vdev.reduce_mean(vdev.square(model(xv) - yv))), steps, turns)
-    finally:
-        _recurrent_layers._fused_cell = fused_cell
-    rows.append(("the same, vdev's step of composed ops (no fused GRU cell)", vc, t))
+    rows.append(("the same, vdev's step of composed ops (no fused GRU cell)",
+                 model_step(model, fused=False), t))
 
     # the same LSTM with sequences of 5 to 20 steps, right padded: vdev's mask
     # (Keras's rule: padded steps keep the states), PyTorch's packed
