@@ -46,7 +46,9 @@ extern "C" {
 
 typedef struct vdev_tensor vdev_tensor_t;
 
-enum vdev_dtype { VDEV_F32 = 0, VDEV_I32, VDEV_DTYPE_COUNT };
+/* VDEV_BOOL: TensorFlow's bool, what comparisons give; one 32-bit word an
+ * element, 0 or 1 (see vdev_tensor_from_host). */
+enum vdev_dtype { VDEV_F32 = 0, VDEV_I32, VDEV_BOOL, VDEV_DTYPE_COUNT };
 #define VDEV_MAX_DIMS 4
 
 /* A new tensor of zeros (or ones). Every call that makes a tensor from a
