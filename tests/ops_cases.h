@@ -148,6 +148,7 @@ static const int64_t MM0[3][3] = {{0, 3, 4}, {3, 0, 4}, {3, 4, 0}};
 #include "ops_lstm_case.h"
 #include "ops_gru_case.h"
 #include "ops_select_case.h"
+#include "ops_compare_case.h"
 
 /* Builds the case (op, size, var); returns 0 when that variant does not
  * exist. Sizes index SIZES (a 2-D [r, c]); variants cover each op's modes.
@@ -619,6 +620,20 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
     case VDEV_OP_SELECT_MASK:
     case VDEV_OP_SELECT_MASK_GRAD:
         return select_case(c, op, r, col, var);
+    case VDEV_OP_EQUAL:
+    case VDEV_OP_NOT_EQUAL:
+    case VDEV_OP_LESS:
+    case VDEV_OP_LESS_EQUAL:
+    case VDEV_OP_GREATER:
+    case VDEV_OP_GREATER_EQUAL:
+    case VDEV_OP_LOGICAL_AND:
+    case VDEV_OP_LOGICAL_OR:
+    case VDEV_OP_LOGICAL_NOT:
+        return compare_case(c, op, r, col, var);
+    case VDEV_OP_CAST:
+        return cast_case(c, r, col, var);
+    case VDEV_OP_SELECT_V2:
+        return select_v2_case(c, r, col, var);
     case VDEV_OP_COUNT:
         break;
     }

@@ -98,6 +98,7 @@ static int64_t bcast_offset(const struct hin *h, const int64_t *osh, int ond, in
 #include "ops_lstm_expect.h"
 #include "ops_gru_expect.h"
 #include "ops_select_expect.h"
+#include "ops_compare_expect.h"
 
 static void expect(const struct tcase *c, struct texp *e)
 {
@@ -594,6 +595,19 @@ static void expect(const struct tcase *c, struct texp *e)
     case VDEV_OP_SELECT_MASK:
     case VDEV_OP_SELECT_MASK_GRAD:
         select_expect(c, e);
+        break;
+    case VDEV_OP_EQUAL:
+    case VDEV_OP_NOT_EQUAL:
+    case VDEV_OP_LESS:
+    case VDEV_OP_LESS_EQUAL:
+    case VDEV_OP_GREATER:
+    case VDEV_OP_GREATER_EQUAL:
+    case VDEV_OP_LOGICAL_AND:
+    case VDEV_OP_LOGICAL_OR:
+    case VDEV_OP_LOGICAL_NOT:
+    case VDEV_OP_CAST:
+    case VDEV_OP_SELECT_V2:
+        compare_expect(c, e);
         break;
     case VDEV_OP_COUNT:
         break;

@@ -44,7 +44,7 @@
 /* Element i of a result as a double. */
 static double value_of(const uint32_t *bits, int64_t i, enum vdev_dtype dt)
 {
-    if (dt == VDEV_I32) {
+    if (dt != VDEV_F32) { /* int32, or a bool's 0 or 1 */
         int32_t v;
         memcpy(&v, &bits[i], 4);
         return v;
@@ -319,8 +319,8 @@ static void sweep(const char *dev, int vs_cpu, int direct)
                     mm_k = (double)c.in[0].shape[c.p.i[0] ? 1 : 2];
                 else if (op == VDEV_OP_REDUCE_ROWS && e.numel[0])
                     mm_k = (double)c.in[0].n / (double)e.numel[0];
-                else if (op == VDEV_OP_ADAM_UPDATE)
-                    mm_k = 4.0; /* float Adam: 16 ulps of the terms (mag) */
+                else if (op == VDEV_OP_ADAM_UPDATE || op == VDEV_OP_GRU_GATES)
+                    mm_k = 4.0; /* float Adam, GRU's hh: 16 ulps of the terms (mag) */
                 double mtol_host = 4.0 * mm_k * ldexp(1.0, -24);
                 /* through the dispatcher on dev (and on CPU:0 to compare) */
                 struct tres r;

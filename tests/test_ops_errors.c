@@ -314,7 +314,8 @@ static void test_shape_errors(const char *dev)
           0);
     CHECK(vdev_select_mask(zeros2(2, 2), v23, v23) == NULL);
     CHECK(strcmp(vdev_last_error(), "SelectByMask: incompatible shapes [2,2] and [2,3] (the mask "
-                                    "must have the values' rank, each axis 1 or theirs)") == 0);
+                                    "must broadcast to the values' shape (at most their rank, "
+                                    "each axis 1 or theirs))") == 0);
     CHECK(vdev_select_mask(zeros2(1, 3), v23, v23) != NULL);
     CHECK(vdev_select_mask(t3, v23, v23) == NULL);
     CHECK_MSG("[2,3,4]");

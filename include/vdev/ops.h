@@ -269,16 +269,19 @@ VDEV_API vdev_tensor_t *vdev_lstm_cell_state(const vdev_tensor_t *gates,
                                              const vdev_tensor_t *c_prev);
 VDEV_API vdev_tensor_t *vdev_lstm_cell_output(const vdev_tensor_t *gates,
                                               const vdev_tensor_t *tanh_c);
-/* tf.where(mask, a, b) on a float mask (op SelectByMask): a's element where
- * the mask's is not 0 (NaN included), else b's; a and b one shape, the mask
- * the same rank with each axis 1 or theirs (broadcast: a [batch, 1] mask
- * picks whole rows of [batch, units]). The gradient is where(mask, dy, 0)
- * for a and where(mask, 0, dy) for b (SelectByMaskGrad); the mask takes
- * none. Unlike mask a + (1 - mask) b, an infinite or NaN value not chosen
- * does not reach the result. VDEV_ERR_SHAPE "SelectByMask: the values'
- * shapes [2,3] and [2,4] differ", "SelectByMask: incompatible shapes [2,2]
- * and [2,3] (the mask must have the values' rank, each axis 1 or
- * theirs)". */
+/* tf.where(mask, a, b) on a float or bool mask (op SelectByMask): a's
+ * element where the mask's is not 0 (NaN included; a bool's true), else
+ * b's; a and b one shape and one dtype (any: the words are copied), the
+ * mask at most their rank, aligned at the last axis, each axis 1 or theirs
+ * (broadcast: a [batch, 1] mask picks whole rows of [batch, units]). The
+ * gradient is where(mask, dy, 0) for a and where(mask, 0, dy) for b
+ * (SelectByMaskGrad); the mask takes none. Unlike mask a + (1 - mask) b, an
+ * infinite or NaN value not chosen does not reach the result.
+ * VDEV_ERR_SHAPE "SelectByMask: the values' shapes [2,3] and [2,4] differ",
+ * "SelectByMask: incompatible shapes [2,2] and [2,3] (the mask must
+ * broadcast to the values' shape (at most their rank, each axis 1 or
+ * theirs))". vdev_where is TensorFlow's tf.where, which broadcasts all
+ * three. */
 VDEV_API vdev_tensor_t *vdev_select_mask(const vdev_tensor_t *mask, const vdev_tensor_t *a,
                                          const vdev_tensor_t *b);
 /* The fused GRU cell, Keras's GRU step with reset_after (TensorFlow 2's
@@ -533,6 +536,47 @@ VDEV_API vdev_tensor_t *vdev_separable_conv2d(const vdev_tensor_t *input,
                                               const vdev_tensor_t *pointwise_filter,
                                               int stride_h, int stride_w, int dilation_h,
                                               int dilation_w, const char *padding);
+
+/* ---- comparisons, logic, casts, tf.where ----
+ * TensorFlow's tf.math.equal, not_equal, less, less_equal, greater,
+ * greater_equal (ops Equal, NotEqual, Less, LessEqual, Greater,
+ * GreaterEqual): two tensors of one dtype (float or int32; Equal and
+ * NotEqual bool too), broadcast as vdev_add's, give a bool tensor (VDEV_BOOL:
+ * 0 or 1 words), IEEE's answers on floats (NaN is equal to nothing, -0
+ * equals +0). tf.math.logical_and, logical_or (LogicalAnd, LogicalOr: two
+ * bools, broadcast) and logical_not (LogicalNot). No gradient: the result is
+ * not connected to a tape. VDEV_ERR_SHAPE for a dtype the op does not take
+ * ("Less: input #0 (shape [2]) is bool, expected float or int32"), for two
+ * dtypes ("Equal: input #1 (shape [2]) is int32, expected float") and for
+ * shapes that do not broadcast ("Equal: incompatible shapes [2,3] and [4]
+ * (dimensions 3 and 4, 1 from the end, differ and neither is 1)"). */
+VDEV_API vdev_tensor_t *vdev_equal(const vdev_tensor_t *x, const vdev_tensor_t *y);
+VDEV_API vdev_tensor_t *vdev_not_equal(const vdev_tensor_t *x, const vdev_tensor_t *y);
+VDEV_API vdev_tensor_t *vdev_less(const vdev_tensor_t *x, const vdev_tensor_t *y);
+VDEV_API vdev_tensor_t *vdev_less_equal(const vdev_tensor_t *x, const vdev_tensor_t *y);
+VDEV_API vdev_tensor_t *vdev_greater(const vdev_tensor_t *x, const vdev_tensor_t *y);
+VDEV_API vdev_tensor_t *vdev_greater_equal(const vdev_tensor_t *x, const vdev_tensor_t *y);
+VDEV_API vdev_tensor_t *vdev_logical_and(const vdev_tensor_t *x, const vdev_tensor_t *y);
+VDEV_API vdev_tensor_t *vdev_logical_or(const vdev_tensor_t *x, const vdev_tensor_t *y);
+VDEV_API vdev_tensor_t *vdev_logical_not(const vdev_tensor_t *x);
+/* tf.cast (op Cast) between float, int32 and bool: a float to int32 is
+ * truncated toward zero, saturated beyond int32's range, NaN giving 0
+ * (CUDA's conversion; TensorFlow's CPU kernel leaves those to the
+ * processor); int32 to float rounds to nearest; anything to bool is "not
+ * 0" (NaN true, -0 false); a bool to a number 0 or 1. A cast to the
+ * tensor's own dtype is a copy a tape differentiates through (Identity), as
+ * TensorFlow's cast returns the tensor itself; any other cast has no
+ * gradient, as TensorFlow's has none into or out of an integer or bool.
+ * VDEV_ERR_INVALID_ARG "vdev_cast: unknown dtype 7". */
+VDEV_API vdev_tensor_t *vdev_cast(const vdev_tensor_t *x, enum vdev_dtype dtype);
+/* tf.where(cond, x, y) (op SelectV2): x's element where cond's is true, else
+ * y's; cond bool, x and y one dtype (any), the three broadcast together as
+ * numpy broadcasts them. The gradient is TensorFlow's: where(cond, dy, 0)
+ * summed to x's shape, where(cond, 0, dy) to y's; none for cond.
+ * VDEV_ERR_SHAPE "SelectV2: input #0 (shape [2]) is float, expected bool",
+ * "SelectV2: condition [2], then [3], and else [3] must be broadcastable". */
+VDEV_API vdev_tensor_t *vdev_where(const vdev_tensor_t *cond, const vdev_tensor_t *x,
+                                   const vdev_tensor_t *y);
 
 #ifdef __cplusplus
 }

@@ -756,6 +756,11 @@ enum vdev_status vdev_shape_broadcast_b(struct vdev_kernel_args *a)
     for (int i = 0; i < 2; i++)
         if (a->in_dtype[i] != VDEV_F32)
             return vdev_dtype_error(a, i, VDEV_F32);
+    return vdev_shape_broadcast_as(a, VDEV_F32);
+}
+
+enum vdev_status vdev_shape_broadcast_as(struct vdev_kernel_args *a, int out_dtype)
+{
     int na = a->in_ndim[0], nb = a->in_ndim[1], no = na > nb ? na : nb;
     int64_t out[VDEV_MAX_DIMS] = {1, 1, 1, 1};
     int a_full = 1, b_full = 1;
@@ -790,6 +795,6 @@ enum vdev_status vdev_shape_broadcast_b(struct vdev_kernel_args *a)
     a->out_ndim[0] = no;
     for (int d = 0; d < VDEV_MAX_DIMS; d++)
         a->out_shape[0][d] = d < no ? out[d] : 1;
-    a->out_dtype[0] = VDEV_F32;
+    a->out_dtype[0] = out_dtype;
     return VDEV_OK;
 }

@@ -23,6 +23,7 @@
  *   mul     dA = reduce_to(G b, a), dB = reduce_to(G a, b)
  *   div     dA = reduce_to(G / b, a), dB = -reduce_to(G y / b, b)
  *   max/min dA = reduce_to(G where a >= b (<=), a), dB = reduce_to(G elsewhere, b)
+ *   where   dX = reduce_to(G where c, x), dY = reduce_to(G where not c, y)
  *   pow     dA = (G p) x^(p-1) (TensorFlow's grad * y * pow(x, y - 1))
  *   sqrt    dA = (0.5 G) / y (TensorFlow's SqrtGrad)
  *   exp     dA = G y; log dA = G / x
@@ -244,6 +245,24 @@ static enum vdev_status grad_extremum(const struct vdev_grad_args *g, struct vde
 
 GRAD(vdev_grad_maximum) { return grad_extremum(g, din, 0); }
 GRAD(vdev_grad_minimum) { return grad_extremum(g, din, 1); }
+
+/* SelectV2 (c, x, y), TensorFlow's _SelectGradV2: dx = reduce_to(where(c, G,
+ * 0), x), dy = reduce_to(where(c, 0, G), y); none for the condition. */
+GRAD(vdev_grad_select_v2)
+{
+    enum vdev_status st = VDEV_OK;
+    for (int k = 1; k < 3 && st == VDEV_OK; k++) {
+        if (!NEED(k))
+            continue;
+        struct vdev_op_params p;
+        memset(&p, 0, sizeof p);
+        p.i[0] = k - 1;
+        const struct vdev_tens *in[2] = {g->in[0], g->dout};
+        din[k] = reduce_to(vdev_op_exec(VDEV_OP_SELECT_MASK_GRAD, in, 2, &p), g->in[k]);
+        st = status_of(din[k]);
+    }
+    return st;
+}
 
 /* y = a / b: dA = G / b; dB = -G a / b^2 = -(G y) / b, each summed to its
  * input's shape. */

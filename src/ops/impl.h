@@ -198,6 +198,16 @@ SHAPE(vdev_shape_select_mask_grad); /* (m, dy) -> dy's shape */
 KERNEL(vdev_ref_select_mask);
 KERNEL(vdev_ref_select_mask_grad);
 GRAD(vdev_grad_select_mask);
+/* compare.c: comparisons, logic, Cast, SelectV2 (its gradient: grads.c) */
+SHAPE(vdev_shape_compare);     /* (x, y) broadcast -> bool */
+SHAPE(vdev_shape_logical_not); /* bool -> bool */
+SHAPE(vdev_shape_cast);        /* x -> dtype i[0] */
+SHAPE(vdev_shape_select_v2);   /* (c, x, y) broadcast -> x's dtype */
+KERNEL(vdev_ref_compare);
+KERNEL(vdev_ref_logical_not);
+KERNEL(vdev_ref_cast);
+KERNEL(vdev_ref_select_v2);
+GRAD(vdev_grad_select_v2);
 /* gru_cell.c: the fused GRU cell's two ops and their two gradient ops */
 SHAPE(vdev_shape_gru_gates);      /* (xw, inner) [..., 3u] -> that shape */
 SHAPE(vdev_shape_gru_gates_grad); /* (dg, g, inner) -> that shape */

@@ -123,6 +123,21 @@ enum vdev_op {
      * broadcast to a's shape (same rank, axes 1 or a's) */
     VDEV_OP_SELECT_MASK,
     VDEV_OP_SELECT_MASK_GRAD, /* (m, dy) -> i[0] 0: where(m, dy, 0), 1: where(m, 0, dy) */
+    /* comparisons and logic (compare.c): (x, y) of one dtype, broadcast as
+     * AddV2's (mode i[3]) -> bool */
+    VDEV_OP_EQUAL,
+    VDEV_OP_NOT_EQUAL,
+    VDEV_OP_LESS,
+    VDEV_OP_LESS_EQUAL,
+    VDEV_OP_GREATER,
+    VDEV_OP_GREATER_EQUAL,
+    VDEV_OP_LOGICAL_AND,
+    VDEV_OP_LOGICAL_OR,
+    VDEV_OP_LOGICAL_NOT, /* bool -> bool */
+    VDEV_OP_CAST,        /* x -> x as dtype i[0] */
+    /* tf.where (compare.c): (c bool, x, y), the three broadcast together ->
+     * c ? x : y */
+    VDEV_OP_SELECT_V2,
     VDEV_OP_COUNT
 };
 

@@ -164,6 +164,9 @@ vdev_tensor_t *vdev_batch_matmul3(const vdev_tensor_t *x, const vdev_tensor_t *y
 /* Shape rules shared by many ops (exec.c). */
 enum vdev_status vdev_shape_same_as_in0(struct vdev_kernel_args *a);   /* unary, f32 */
 enum vdev_status vdev_shape_broadcast_b(struct vdev_kernel_args *a);   /* binary, f32 */
+/* vdev_shape_broadcast_b's shapes and mode i[3], the dtypes unchecked, the
+ * output of out_dtype (the comparisons' bool). */
+enum vdev_status vdev_shape_broadcast_as(struct vdev_kernel_args *a, int out_dtype);
 enum vdev_status vdev_shape_error(const struct vdev_kernel_args *a, const char *what);
 /* VDEV_ERR_SHAPE for input k of the wrong dtype: "NAME: input #k (shape S)
  * is int32, expected float". */

@@ -189,6 +189,20 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
         vdev_grad_select_mask, 1),
     NOGRAD(VDEV_OP_SELECT_MASK_GRAD, "SelectByMaskGrad", 2, vdev_shape_select_mask_grad,
            vdev_ref_select_mask_grad),
+    /* comparisons, logic, casts and tf.where (compare.c) */
+    NOGRAD(VDEV_OP_EQUAL, "Equal", 2, vdev_shape_compare, vdev_ref_compare),
+    NOGRAD(VDEV_OP_NOT_EQUAL, "NotEqual", 2, vdev_shape_compare, vdev_ref_compare),
+    NOGRAD(VDEV_OP_LESS, "Less", 2, vdev_shape_compare, vdev_ref_compare),
+    NOGRAD(VDEV_OP_LESS_EQUAL, "LessEqual", 2, vdev_shape_compare, vdev_ref_compare),
+    NOGRAD(VDEV_OP_GREATER, "Greater", 2, vdev_shape_compare, vdev_ref_compare),
+    NOGRAD(VDEV_OP_GREATER_EQUAL, "GreaterEqual", 2, vdev_shape_compare, vdev_ref_compare),
+    NOGRAD(VDEV_OP_LOGICAL_AND, "LogicalAnd", 2, vdev_shape_compare, vdev_ref_compare),
+    NOGRAD(VDEV_OP_LOGICAL_OR, "LogicalOr", 2, vdev_shape_compare, vdev_ref_compare),
+    NOGRAD(VDEV_OP_LOGICAL_NOT, "LogicalNot", 1, vdev_shape_logical_not, vdev_ref_logical_not),
+    NOGRAD(VDEV_OP_CAST, "Cast", 1, vdev_shape_cast, vdev_ref_cast),
+    /* the gradient reads the condition */
+    FWD(VDEV_OP_SELECT_V2, "SelectV2", 3, vdev_shape_select_v2, vdev_ref_select_v2,
+        vdev_grad_select_v2, 1),
     /* the tape's sum of a slice's gradient (strided.c, autograd/tape.c) */
     [VDEV_OP_STRIDED_SLICE_GRAD_ADD] = {.name = "StridedSliceGradAdd", .n_in = 2,
                                         .flags = VDEV_OP_NO_GRAD | VDEV_OP_INPLACE,

@@ -1,13 +1,17 @@
-/* select.c — SelectByMask, tf.where(mask, a, b) on vdev's float masks: a's
- * element where the mask's is not 0 (NaN included), else b's, the mask
- * broadcast to a's shape (the same rank, each axis 1 or a's: a recurrent
- * step's [batch, 1] against its state [batch, units]); a and b one shape. It
- * replaces the four ops of m a + (1 - m) b that Keras's masked recurrent
- * steps, the Huber loss and RandomFlip composed, and unlike them keeps the
- * chosen value when the other is infinite or NaN (0 inf is NaN). Its
- * gradient, SelectByMaskGrad (m, dy), i[0] 0 for a's share (dy where the mask
- * is not 0, else 0) and 1 for b's, is TensorFlow's SelectV2 gradient; the
- * mask takes none, as the condition takes none there. */
+/* select.c — SelectByMask, tf.where(mask, a, b) on vdev's masks: a's
+ * element where the mask's is not 0 (a float mask: NaN included; or a bool),
+ * else b's, the mask broadcast to a's shape (at most a's rank, aligned at
+ * the last axis, each axis 1 or a's: a recurrent step's [batch, 1] against
+ * its state [batch, units]); a and b one shape and one dtype, whose words are
+ * copied. It replaces the four ops of m a + (1 - m) b that Keras's masked
+ * recurrent steps, the Huber loss and RandomFlip composed, and unlike them
+ * keeps the chosen value when the other is infinite or NaN (0 inf is NaN).
+ * Its gradient, SelectByMaskGrad (m, dy), i[0] 0 for a's share (dy where the
+ * mask is not 0, else 0) and 1 for b's, is TensorFlow's SelectV2 gradient
+ * (SelectV2's own, compare.c, sums it back to each input's shape); the mask
+ * takes none, as the condition takes none there. A mask element counts as
+ * set when its word, sign bit aside, is not 0: a float other than ±0, or a
+ * bool's 1. */
 #include "ops/impl.h"
 
 #include <string.h>
@@ -15,23 +19,36 @@
 #define IN_F(k) ((const float *)a->in[k])
 #define OUT_F(k) ((float *)a->out[k])
 
-/* Input km broadcast to input kx's shape: the same rank, each axis 1 or
- * kx's. */
+/* Input km broadcast to input kx's shape: at most its rank, aligned at
+ * the last axis, each axis 1 or kx's. */
 static int broadcasts(const struct vdev_kernel_args *a, int km, int kx)
 {
-    if (a->in_ndim[km] != a->in_ndim[kx])
+    int nm = a->in_ndim[km], nx = a->in_ndim[kx];
+    if (nm > nx)
         return 0;
-    for (int d = 0; d < a->in_ndim[kx]; d++)
-        if (a->in_shape[km][d] != 1 && a->in_shape[km][d] != a->in_shape[kx][d])
+    for (int d = 0; d < nm; d++) {
+        int64_t s = a->in_shape[km][d];
+        if (s != 1 && s != a->in_shape[kx][d + nx - nm])
             return 0;
+    }
     return 1;
 }
 
-static enum vdev_status f32_inputs(const struct vdev_kernel_args *a)
+/* The mask (input 0) f32 or bool; the other inputs of dtype `want` (-1: any
+ * one dtype, input 1's). */
+static enum vdev_status mask_inputs(const struct vdev_kernel_args *a, int want)
 {
-    for (int k = 0; k < a->n_in; k++)
-        if (a->in_dtype[k] != VDEV_F32)
-            return vdev_dtype_error(a, k, VDEV_F32);
+    if (a->in_dtype[0] != VDEV_F32 && a->in_dtype[0] != VDEV_BOOL) {
+        char s[96];
+        vdev_shape_str(a->in_shape[0], a->in_ndim[0], s, sizeof s);
+        return vdev_error(VDEV_ERR_SHAPE, "%s: input #0 (shape %s) is %s, expected float or bool",
+                          vdev_op_defs[a->op].name, s,
+                          vdev_dtype_name((enum vdev_dtype)a->in_dtype[0]));
+    }
+    want = want < 0 ? a->in_dtype[1] : want;
+    for (int k = 1; k < a->n_in; k++)
+        if (a->in_dtype[k] != want)
+            return vdev_dtype_error(a, k, want);
     return VDEV_OK;
 }
 
@@ -40,13 +57,13 @@ static void out_like(struct vdev_kernel_args *a, int k)
     a->n_out = 1;
     a->out_ndim[0] = a->in_ndim[k];
     memcpy(a->out_shape[0], a->in_shape[k], sizeof a->out_shape[0]);
-    a->out_dtype[0] = VDEV_F32;
+    a->out_dtype[0] = a->in_dtype[k];
 }
 
 /* (m, a, b): a and b one shape, m broadcast to it -> that shape. */
 enum vdev_status vdev_shape_select_mask(struct vdev_kernel_args *a)
 {
-    enum vdev_status st = f32_inputs(a);
+    enum vdev_status st = mask_inputs(a, -1);
     if (st != VDEV_OK)
         return st;
     int same = a->in_ndim[1] == a->in_ndim[2];
@@ -60,7 +77,8 @@ enum vdev_status vdev_shape_select_mask(struct vdev_kernel_args *a)
                           s2);
     }
     if (!broadcasts(a, 0, 1))
-        return vdev_shape_error(a, "the mask must have the values' rank, each axis 1 or theirs");
+        return vdev_shape_error(a, "the mask must broadcast to the values' shape (at most their "
+                                   "rank, each axis 1 or theirs)");
     out_like(a, 1);
     return VDEV_OK;
 }
@@ -70,11 +88,12 @@ enum vdev_status vdev_shape_select_mask_grad(struct vdev_kernel_args *a)
 {
     if (a->i[0] < 0 || a->i[0] > 1)
         return vdev_shape_error(a, "i[0] must be 0 or 1");
-    enum vdev_status st = f32_inputs(a);
+    enum vdev_status st = mask_inputs(a, VDEV_F32);
     if (st != VDEV_OK)
         return st;
     if (!broadcasts(a, 0, 1))
-        return vdev_shape_error(a, "the mask must have dy's rank, each axis 1 or dy's");
+        return vdev_shape_error(a, "the mask must broadcast to dy's shape (at most its rank, "
+                                   "each axis 1 or dy's)");
     out_like(a, 1);
     return VDEV_OK;
 }
@@ -85,12 +104,12 @@ enum vdev_status vdev_shape_select_mask_grad(struct vdev_kernel_args *a)
 #define FOR_EACH_MASKED(a, km, kx, BODY)                                                           \
     do {                                                                                           \
         int64_t n_[4], ms_[4];                                                                     \
-        int off_ = 4 - (a)->in_ndim[kx];                                                           \
+        int off_ = 4 - (a)->in_ndim[kx], offm_ = 4 - (a)->in_ndim[km];                             \
         int64_t st_ = 1;                                                                           \
         for (int d_ = 3; d_ >= 0; d_--) {                                                          \
-            int r_ = d_ - off_;                                                                    \
+            int r_ = d_ - off_, rm_ = d_ - offm_;                                                  \
             n_[d_] = r_ >= 0 ? (a)->in_shape[kx][r_] : 1;                                          \
-            int64_t md_ = r_ >= 0 ? (a)->in_shape[km][r_] : 1;                                     \
+            int64_t md_ = rm_ >= 0 ? (a)->in_shape[km][rm_] : 1;                                   \
             ms_[d_] = md_ == 1 ? 0 : st_;                                                          \
             st_ *= md_;                                                                            \
         }                                                                                          \
@@ -106,19 +125,25 @@ enum vdev_status vdev_shape_select_mask_grad(struct vdev_kernel_args *a)
                 }                                                                                  \
     } while (0)
 
+/* A mask word is set when it is not 0 but for the sign bit: a float other
+ * than ±0 (NaN included), a bool's 1. */
+#define MASK_SET(w) (((w) & 0x7fffffffu) != 0)
+
 KERNEL(vdev_ref_select_mask)
 {
-    const float *m = IN_F(0), *x = IN_F(1), *y = IN_F(2);
-    float *o = OUT_F(0);
-    FOR_EACH_MASKED(a, 0, 1, { o[i] = m[mi] != 0.0f ? x[i] : y[i]; });
+    const uint32_t *m = (const uint32_t *)a->in[0], *x = (const uint32_t *)a->in[1];
+    const uint32_t *y = (const uint32_t *)a->in[2];
+    uint32_t *o = (uint32_t *)a->out[0];
+    FOR_EACH_MASKED(a, 0, 1, { o[i] = MASK_SET(m[mi]) ? x[i] : y[i]; });
 }
 
 KERNEL(vdev_ref_select_mask_grad)
 {
-    const float *m = IN_F(0), *dy = IN_F(1);
+    const uint32_t *m = (const uint32_t *)a->in[0];
+    const float *dy = IN_F(1);
     float *o = OUT_F(0);
     const int b_share = a->i[0] == 1;
-    FOR_EACH_MASKED(a, 0, 1, { o[i] = (m[mi] != 0.0f) != b_share ? dy[i] : 0.0f; });
+    FOR_EACH_MASKED(a, 0, 1, { o[i] = MASK_SET(m[mi]) != b_share ? dy[i] : 0.0f; });
 }
 
 /* a's share and b's (TensorFlow's where(c, g, 0) and where(c, 0, g)); none

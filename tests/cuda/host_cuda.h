@@ -106,6 +106,20 @@ template <class... P> Launch<P...> make_launch(dim3 g, dim3 b, void (*k)(P...))
 
 inline void __syncthreads() { vdev_emu::syncthreads(); }
 
+/* The conversions as PTX's cvt defines them: a float to int32 rounded toward
+ * zero, clamped to int32's range, NaN to 0; an int32 to the nearest float. */
+inline int __float2int_rz(float x)
+{
+    if (x != x)
+        return 0;
+    if (x >= 2147483648.0f)
+        return 2147483647;
+    if (x <= -2147483648.0f)
+        return (-2147483647 - 1);
+    return (int)x;
+}
+inline float __int2float_rn(int x) { return (float)x; }
+
 template <class T> T __shfl_sync(unsigned mask, T v, int src)
 {
     static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");

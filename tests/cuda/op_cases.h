@@ -38,6 +38,11 @@ enum gen {
     G_BADLABEL, /* i32 in [0, C), one of them C */
     G_HUGE,     /* logits of 1e10, 3e12, 1e15, -3e12 (by row), a few float ulps
                  * apart or all equal: log-softmax and cross-entropy exactness */
+    G_CMP,      /* a few floats, so equal pairs are common: +-0, +-1, 0.5, +-inf, NaN */
+    G_INTS,     /* i32 from a few values with int32's ends */
+    G_BIGF,     /* floats beyond int32, fractions, -0 and NaN: casts */
+    G_BIGI,     /* i32 that float rounds (beyond 2^24) among small ones: casts */
+    G_BOOL,     /* bool words, 0 or 1 */
     G_ROOTS     /* every 4th element a special value of sqrt (-inf, -1, -0, +0,
                  * +inf, NaN, subnormals of both signs, FLT_MIN, FLT_MAX, exact
                  * squares), the rest positive over every exponent, subnormals
@@ -53,6 +58,7 @@ struct tin {
 
 #define TF(gen, nd, ...) ((struct tin){gen, VDEV_F32, nd, {__VA_ARGS__}})
 #define TI(gen, nd, ...) ((struct tin){gen, VDEV_I32, nd, {__VA_ARGS__}})
+#define TB(nd, ...) ((struct tin){G_BOOL, VDEV_BOOL, nd, {__VA_ARGS__}})
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -92,6 +98,28 @@ static void *make_host(const struct tin *t, int64_t classes)
             break;
         }
         case G_TIES: f[i] = i % 41 == 40 ? NAN : (float)(int)(3 * u); break;
+        case G_CMP: {
+            static const float v[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, INFINITY, -INFINITY, NAN};
+            f[i] = v[(int)(8 * u)];
+            break;
+        }
+        case G_INTS: {
+            static const int32_t v[] = {0, 1, -1, 7, 2147483647, -2147483647 - 1, 2, -7};
+            l[i] = v[(int)(8 * u)];
+            break;
+        }
+        case G_BIGF: {
+            static const float v[] = {3e9f,  -3e9f, 2147483648.0f, -2147483648.0f, 7.9f,
+                                      -7.9f, -0.0f, NAN,           INFINITY,       -INFINITY};
+            f[i] = i % 2 ? v[(int)(10 * u)] : (float)(200 * u - 100);
+            break;
+        }
+        case G_BIGI: {
+            static const int32_t v[] = {16777217, -16777217, 2147483520, 2147483647, 123456789, 3};
+            l[i] = v[(int)(6 * u)];
+            break;
+        }
+        case G_BOOL: l[i] = u < 0.5; break;
         case G_LABEL: l[i] = (int32_t)(u * (double)classes); break;
         case G_BADLABEL:
             l[i] = i == n / 2 ? (int32_t)classes : (int32_t)(u * (double)classes);
@@ -219,7 +247,7 @@ static int64_t compare(const char *what, int dtype, const void *gpu, const void 
     int64_t bad = 0;
     for (int64_t i = 0; i < n; i++) {
         int ok;
-        if (dtype == VDEV_I32) {
+        if (dtype != VDEV_F32) { /* int32, bool: the same word */
             ok = ((const int32_t *)gpu)[i] == ((const int32_t *)cpu)[i];
         } else {
             float g = ((const float *)gpu)[i], c = ((const float *)cpu)[i];
@@ -231,7 +259,7 @@ static int64_t compare(const char *what, int dtype, const void *gpu, const void 
             }
         }
         if (!ok && bad++ == 0) {
-            if (dtype == VDEV_I32)
+            if (dtype != VDEV_F32)
                 fprintf(stderr, "%s: element %lld: GPU %d, CPU %d\n", what, (long long)i,
                         ((const int32_t *)gpu)[i], ((const int32_t *)cpu)[i]);
             else

@@ -348,8 +348,62 @@ static void op_cases_shaped(void)
                 SEL("more elements than threads", TF(G_SPECIAL, 2, r, 1), 2, r, 64);
 #undef SEL
 #undef VALUES
+                /* a bool mask, of lower rank than the values; int32 values */
+                if (op == VDEV_OP_SELECT_MASK)
+                    CASE("bool [c], int32", op, p, 0, TB(1, 30), TI(G_INTS, 2, 20, 30),
+                         TI(G_INTS, 2, 20, 30));
+                else
+                    CASE("bool [c]", op, p, 0, TB(1, 30), TF(G_SPECIAL, 2, 20, 30));
             }
         }
+    }
+    /* comparisons, logic, Cast, SelectV2 (cuda_compare.cu) */
+    {
+        int64_t r = BIG(20000, 300);
+        for (int op = VDEV_OP_EQUAL; op <= VDEV_OP_LOGICAL_OR; op++) {
+            if (op == VDEV_OP_LOGICAL_AND || op == VDEV_OP_LOGICAL_OR) {
+                CASE("same shape", (enum vdev_op)op, none, 0, TB(2, 20, 30), TB(2, 20, 30));
+                CASE("[r,1] and [1,c]", (enum vdev_op)op, none, 0, TB(2, 20, 1), TB(2, 1, 30));
+                CASE("a row", (enum vdev_op)op, none, 0, TB(2, 20, 30), TB(1, 30));
+                continue;
+            }
+            CASE("same shape", (enum vdev_op)op, none, 0, TF(G_CMP, 2, 20, 30),
+                 TF(G_CMP, 2, 20, 30));
+            CASE("a row", (enum vdev_op)op, none, 0, TF(G_CMP, 2, 20, 30), TF(G_CMP, 1, 30));
+            CASE("a scalar", (enum vdev_op)op, none, 0, TF(G_CMP, 2, 20, 30), TF(G_CMP, 0, 1));
+            CASE("[2,1,c] and [r,1]", (enum vdev_op)op, none, 0, TF(G_CMP, 3, 2, 1, 30),
+                 TF(G_CMP, 2, 20, 1));
+            CASE("int32, [c] and [r,c]", (enum vdev_op)op, none, 0, TI(G_INTS, 1, 30),
+                 TI(G_INTS, 2, 20, 30));
+            CASE("no element", (enum vdev_op)op, none, 0, TF(G_CMP, 2, 0, 30), TF(G_CMP, 1, 30));
+            CASE("more elements than threads", (enum vdev_op)op, none, 0, TF(G_CMP, 2, r, 64),
+                 TF(G_CMP, 2, r, 64));
+            if (op == VDEV_OP_EQUAL || op == VDEV_OP_NOT_EQUAL)
+                CASE("bool", (enum vdev_op)op, none, 0, TB(2, 20, 30), TB(2, 1, 30));
+        }
+        CASE("[2,r,c]", VDEV_OP_LOGICAL_NOT, none, 0, TB(3, 2, 20, 30));
+        CASE("no element", VDEV_OP_LOGICAL_NOT, none, 0, TB(2, 0, 30));
+        static const int gen_of[3] = {G_BIGF, G_BIGI, G_BOOL};
+        for (int from = 0; from < 3; from++)
+            for (int to = 0; to < 3; to++) {
+                struct tin in = {gen_of[from], from, 2, {20, 30}};
+                CASE("every pair of dtypes", VDEV_OP_CAST, P(0, 0, to, 0), 0, in);
+            }
+        CASE("more elements than threads", VDEV_OP_CAST, P(0, 0, VDEV_I32, 0), 0,
+             TF(G_BIGF, 2, r, 64));
+        CASE("all [r,c]", VDEV_OP_SELECT_V2, none, 0, TB(2, 20, 30), TF(G_SPECIAL, 2, 20, 30),
+             TF(G_UNIFORM, 2, 20, 30));
+        CASE("c [r,1], x [r,c], y a scalar", VDEV_OP_SELECT_V2, none, 0, TB(2, 20, 1),
+             TF(G_SPECIAL, 2, 20, 30), TF(G_UNIFORM, 0, 1));
+        CASE("c [c], x [r,1], y [1,c]", VDEV_OP_SELECT_V2, none, 0, TB(1, 30),
+             TF(G_UNIFORM, 2, 20, 1), TF(G_SPECIAL, 2, 1, 30));
+        CASE("int32 values, c [2,1,c]", VDEV_OP_SELECT_V2, none, 0, TB(3, 2, 1, 30),
+             TI(G_INTS, 2, 20, 30), TI(G_INTS, 2, 20, 30));
+        CASE("bool values", VDEV_OP_SELECT_V2, none, 0, TB(2, 20, 30), TB(2, 1, 30), TB(2, 20, 1));
+        CASE("no element", VDEV_OP_SELECT_V2, none, 0, TB(2, 0, 30), TF(G_UNIFORM, 2, 0, 30),
+             TF(G_UNIFORM, 1, 30));
+        CASE("more elements than threads", VDEV_OP_SELECT_V2, none, 0, TB(2, r, 1),
+             TF(G_UNIFORM, 2, r, 64), TF(G_UNIFORM, 2, r, 64));
     }
     /* the fused GRU cell (cuda_gru.cu): gates [..., 3u], h [..., u] */
     {

@@ -216,6 +216,11 @@ int run_gru(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
  * them (its kernel queued on s, none for an empty output), 0 otherwise. */
 int run_select(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 
+/* The comparisons, the logical ops, Cast and SelectV2 (cuda_compare.cu): 1
+ * when a->op is one of them (its kernel queued on s, none for an empty
+ * output), 0 otherwise. */
+int run_compare(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
+
 } // namespace vdev_cuda
 
 #endif /* VDEV_CUDA_DEVICE_CUH */

@@ -52,7 +52,9 @@ const char *op_name(int op)
         "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter",
         "Conv2DTranspose", "Erf", "Softplus", "BatchMatMulV2", "LSTMGates", "LSTMGatesGrad", "LSTMCellState",
         "LSTMCellOutput", "LSTMCellGrad", "StridedSliceGradAdd", "GRUGates", "GRUGatesGrad",
-        "GRUCellOutput", "GRUCellGrad", "SelectByMask", "SelectByMaskGrad"};
+        "GRUCellOutput", "GRUCellGrad", "SelectByMask", "SelectByMaskGrad", "Equal", "NotEqual",
+        "Less", "LessEqual", "Greater", "GreaterEqual", "LogicalAnd", "LogicalOr", "LogicalNot",
+        "Cast", "SelectV2"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -695,6 +697,19 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_SELECT_MASK:
     case VDEV_OP_SELECT_MASK_GRAD:
         run_select(a, s, n_sm); /* cuda_select.cu */
+        break;
+    case VDEV_OP_EQUAL:
+    case VDEV_OP_NOT_EQUAL:
+    case VDEV_OP_LESS:
+    case VDEV_OP_LESS_EQUAL:
+    case VDEV_OP_GREATER:
+    case VDEV_OP_GREATER_EQUAL:
+    case VDEV_OP_LOGICAL_AND:
+    case VDEV_OP_LOGICAL_OR:
+    case VDEV_OP_LOGICAL_NOT:
+    case VDEV_OP_CAST:
+    case VDEV_OP_SELECT_V2:
+        run_compare(a, s, n_sm); /* cuda_compare.cu */
         break;
     default:
         snprintf(msg, cap, "CUDA plugin: no CUDA kernel for op %d (%s); this build knows ops 0..%d",
