@@ -531,8 +531,12 @@ static void test_import_errors(void)
               "the import");
     produce(&p, (DLDataType){6, 8, 1}, 2, s, NULL, 0); /* kDLBool, DLPack 0.8 */
     CHECK(vdev_tensor_from_dlpack(&p.m) == NULL);
+    CHECK(vdev_last_status() == VDEV_ERR_UNSUPPORTED);
     CHECK_STR(vdev_last_error(),
-              "vdev_tensor_from_dlpack: dtype bool8; vdev tensors are float32 or int32");
+              "vdev_tensor_from_dlpack: dtype bool8; a vdev bool tensor holds 32-bit words, "
+              "which DLPack's 8-bit bool cannot share: cast it to int32 before the import (and "
+              "to bool after it, vdev_cast)");
+    CHECK(p.deleted == 0); /* still the caller's */
     produce(&p, (DLDataType){9, 8, 1}, 2, s, NULL, 0);
     CHECK(vdev_tensor_from_dlpack(&p.m) == NULL);
     CHECK_STR(vdev_last_error(), "vdev_tensor_from_dlpack: dtype code 9 (8 bits, 1 lanes); "

@@ -20,7 +20,7 @@ extern "C" {
  * safetensors format and restores them into existing tensors, so a job that
  * stops can resume where it was. Python reads the files without vdev (the
  * header is JSON; numpy.frombuffer reads the data), and vdev reads files that
- * others write in that format when their dtypes are F32 or I32.
+ * others write in that format when their dtypes are F32, I32 or BOOL.
  *
  * The file (the public safetensors format, little-endian throughout):
  *   - 8 bytes: N, the header's length in bytes, an unsigned 64-bit integer;
@@ -32,8 +32,10 @@ extern "C" {
  *                     "data_offsets": [0, 401408]},
  *        ...}
  *     one entry per tensor, in the order given to vdev_checkpoint_save; dtype
- *     "F32" or "I32"; shape [] for a 0-dimensional tensor; data_offsets
- *     [begin, end) in bytes from the start of the data;
+ *     "F32", "I32" or "BOOL" (a bool tensor: one byte an element, 0 or 1,
+ *     where vdev's memory holds a 32-bit word; converted both ways);
+ *     shape [] for a 0-dimensional tensor; data_offsets [begin, end) in
+ *     bytes from the start of the data;
  *   - the data: each tensor's elements, row-major, packed one after another
  *     in the entries' order, with no gaps.
  * "__metadata__" holds strings only: the caller's key/value pairs, plus
@@ -152,7 +154,8 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
  * (to restore one entry into several replicas); entries not asked for are
  * read (for the checksum) but not used, so n == 0 verifies a file. The data
  * passes through host memory: at most the bytes of the entries asked for,
- * plus the largest entry. A restore counts as bytes copied from CPU:0 to each
+ * plus the largest entry (a BOOL entry's bytes count 4 times there, as the
+ * words it becomes). A restore counts as bytes copied from CPU:0 to each
  * tensor's device in the placement statistics.
  * Errors, each with a message naming the file and the problem, every tensor
  * unchanged: VDEV_ERR_INVALID_ARG (NULL arguments, a NULL or freed tensor, one
@@ -165,7 +168,11 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
  * ..."), VDEV_ERR_PARSE
  * (not a safetensors file, a header that is not JSON, or not a valid
  * safetensors header: bad types, unknown dtype, offsets that overlap, leave
- * gaps or disagree with the shape), VDEV_ERR_UNSUPPORTED (a "vdev.format" this
+ * gaps or disagree with the shape; or a BOOL entry asked for that holds a
+ * byte other than 0 or 1: "entry 'mask' is BOOL, but its element 3 is 7, not
+ * 0 or 1", which in a file vdev wrote, its checksums matching, is damage
+ * instead: VDEV_ERR_IO, "checkpoint '<path>' is damaged: entry ..."),
+ * VDEV_ERR_UNSUPPORTED (a "vdev.format" this
  * version does not read), VDEV_ERR_OOM (host or CPU memory for staging).
  * One exception: when the final host-to-device copy itself fails (the
  * backend's error, e.g. a CUDA fault), tensors restored before it keep their
@@ -188,8 +195,10 @@ typedef struct vdev_checkpoint vdev_checkpoint_t;
 
 struct vdev_checkpoint_entry {
     const char *name;          /* valid until vdev_checkpoint_close */
-    const char *dtype_name;    /* as in the file: "F32", "I32", "F16", "BF16", ... */
-    enum vdev_dtype dtype;     /* VDEV_DTYPE_COUNT for a dtype vdev has no tensors of */
+    const char *dtype_name;    /* as in the file: "F32", "I32", "BOOL", "F16", ... */
+    enum vdev_dtype dtype;     /* VDEV_F32, VDEV_I32, VDEV_BOOL ("BOOL": 1 byte an
+                                  element); VDEV_DTYPE_COUNT for a dtype vdev has no
+                                  tensors of */
     int ndim;                  /* 0 for a scalar */
     const int64_t *shape;      /* ndim sizes; valid until vdev_checkpoint_close */
     uint64_t offset_bytes;     /* from the start of the data section */

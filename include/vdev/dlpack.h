@@ -31,8 +31,12 @@ extern "C" {
  *     copied into a new CPU:0 tensor.
  *
  * Only f32 (kDLFloat, 32 bits, 1 lane) and i32 (kDLInt, 32, 1) tensors of 0
- * to 4 dimensions are exchanged. Include dlpack/dlpack.h to read the
- * structure; this header only names it. */
+ * to 4 dimensions are exchanged. Not bool: a vdev bool element is a 32-bit
+ * word (0 or 1) and DLPack's bool (kDLBool, 8 bits) a byte, so neither side
+ * could read the other's memory without a copy; both directions refuse it
+ * with VDEV_ERR_UNSUPPORTED, saying to go through int32 (vdev_cast on vdev's
+ * side). Include dlpack/dlpack.h to read the structure; this header only
+ * names it. */
 
 struct DLManagedTensor; /* dlpack/dlpack.h */
 
@@ -50,8 +54,12 @@ struct DLManagedTensor; /* dlpack/dlpack.h */
  * goes out as kDLCPU, and while such an export lives, vdev's own writes to
  * it (ops in place, vdev_assign, optimizer updates) finish before the call
  * returns. Errors (*out NULL): VDEV_ERR_INVALID_ARG (out
- * NULL, a dead handle, a runtime shut down), VDEV_ERR_OOM (host memory for the
- * description), or the backend's error from waiting for the device. */
+ * NULL, a dead handle, a runtime shut down), VDEV_ERR_UNSUPPORTED for a bool
+ * tensor ("vdev_tensor_to_dlpack: a vdev bool tensor holds 32-bit words,
+ * which DLPack's 8-bit bool cannot share; cast it to int32 first
+ * (vdev_cast)"),
+ * VDEV_ERR_OOM (host memory for the description), or the backend's error
+ * from waiting for the device. */
 VDEV_API enum vdev_status vdev_tensor_to_dlpack(vdev_tensor_t *t, struct DLManagedTensor **out);
 
 /* Imports a DLPack tensor as a new tensor on CPU:0 (in the current scope, as
@@ -64,8 +72,10 @@ VDEV_API enum vdev_status vdev_tensor_to_dlpack(vdev_tensor_t *t, struct DLManag
  * data NULL with elements, a negative dimension), VDEV_ERR_UNSUPPORTED
  * naming what: memory the host cannot read ("kDLCUDA"...), a dtype other
  * than float32 and int32 ("float64", with the cast to make first for an
- * integer or float dtype: "cast it to float32 before the import"), more than
- * 4 dimensions; VDEV_ERR_OOM. */
+ * integer or float dtype: "cast it to float32 before the import"; for
+ * kDLBool, "dtype bool8; a vdev bool tensor holds 32-bit words, which
+ * DLPack's 8-bit bool cannot share: cast it to int32 before the import (and
+ * to bool after it, vdev_cast)"), more than 4 dimensions; VDEV_ERR_OOM. */
 VDEV_API vdev_tensor_t *vdev_tensor_from_dlpack(struct DLManagedTensor *m);
 
 /* The number of exports (vdev_tensor_to_dlpack) whose deleter has not run. */

@@ -1,9 +1,9 @@
-/* vdev/tensor.h — tensors: f32 and i32 arrays of 0 to 4 dimensions on one
- * logical device, how they are made, read back, copied between devices and
- * freed, the checked handles that name them, variables and vdev_assign, and
- * the per-thread scopes that free temporaries. Part of the public API: vdev.h
- * includes it, and it may be included alone (it includes the parts it builds
- * on). */
+/* vdev/tensor.h — tensors: f32, i32 and bool arrays of 0 to 4 dimensions on
+ * one logical device, how they are made, read back, copied between devices
+ * and freed, the checked handles that name them, variables and vdev_assign,
+ * and the per-thread scopes that free temporaries. Part of the public API:
+ * vdev.h includes it, and it may be included alone (it includes the parts it
+ * builds on). */
 #ifndef VDEV_VDEV_TENSOR_H
 #define VDEV_VDEV_TENSOR_H
 
@@ -15,11 +15,11 @@ extern "C" {
 
 /* ==== tensors =============================================================
  *
- * f32 and i32 tensors of 0 to 4 dimensions, row-major and contiguous, living
- * on one logical device and taking their memory from its allocator. A call
- * that makes a tensor returns NULL on failure, and every op given a NULL input
- * returns NULL without touching the error, so a chain of ops needs one check
- * at its end and vdev_last_error() names the first failure.
+ * f32, i32 and bool tensors of 0 to 4 dimensions, row-major and contiguous,
+ * living on one logical device and taking their memory from its allocator.
+ * A call that makes a tensor returns NULL on failure, and every op given a
+ * NULL input returns NULL without touching the error, so a chain of ops needs
+ * one check at its end and vdev_last_error() names the first failure.
  *
  * Ownership: a tensor made inside vdev_scope_begin()/vdev_scope_end() belongs
  * to the scope and is freed at its end unless passed to vdev_keep(); outside
@@ -47,7 +47,11 @@ extern "C" {
 typedef struct vdev_tensor vdev_tensor_t;
 
 /* VDEV_BOOL: TensorFlow's bool, what comparisons give; one 32-bit word an
- * element, 0 or 1 (see vdev_tensor_from_host). */
+ * element, 0 or 1 (see vdev_tensor_from_host), so a bool tensor takes 4 bytes
+ * an element as the others do, and every op that only moves elements
+ * (reshape, transpose, slice, concat, gather, copies) serves it unchanged.
+ * Its name in messages is "bool" ("float" and "int32" for the others, as
+ * TensorFlow names them). */
 enum vdev_dtype { VDEV_F32 = 0, VDEV_I32, VDEV_BOOL, VDEV_DTYPE_COUNT };
 #define VDEV_MAX_DIMS 4
 
@@ -56,17 +60,22 @@ enum vdev_dtype { VDEV_F32 = 0, VDEV_I32, VDEV_BOOL, VDEV_DTYPE_COUNT };
  * 0 to 4 dimensions, not 5"), shape NULL with ndim > 0 ("shape is NULL"), a
  * negative dimension ("dimension 0 is negative (-1)"), 2^60 elements or more
  * ("vdev_tensor_ones: shape [...] is too large (2^60 elements or more)"),
- * or a dtype that is none ("unknown dtype 2"); VDEV_ERR_OOM when the device
+ * or a dtype that is none ("unknown dtype 3"); VDEV_ERR_OOM when the device
  * has no room, in TensorFlow's words ("OOM when allocating tensor with
  * shape[...] ..."). */
 VDEV_API vdev_tensor_t *vdev_tensor_zeros(const int64_t *shape, int ndim, enum vdev_dtype dtype);
 VDEV_API vdev_tensor_t *vdev_tensor_ones(const int64_t *shape, int ndim, enum vdev_dtype dtype);
 /* Every element = value: rounded to float for f32; for i32 truncated toward
  * zero, and VDEV_ERR_INVALID_ARG naming the value when it is NaN, infinite or
- * outside [-2147483648, 2147483647] after truncation. */
+ * outside [-2147483648, 2147483647] after truncation; for bool 1 where value
+ * is nonzero (NaN and infinities included, as a cast to bool), else 0, so
+ * vdev_tensor_zeros gives false and vdev_tensor_ones true. */
 VDEV_API vdev_tensor_t *vdev_tensor_fill(const int64_t *shape, int ndim, enum vdev_dtype dtype,
                                          double value);
-/* Copies numel elements from host memory. */
+/* Copies numel elements (4 bytes each) from host memory. For bool, numel
+ * int32 words, each 0 or 1: any other is VDEV_ERR_INVALID_ARG naming the
+ * first ("vdev_tensor_from_host: element 3 of a bool tensor is 7, not 0 or
+ * 1"), and no tensor is made. */
 VDEV_API vdev_tensor_t *vdev_tensor_from_host(const void *data, const int64_t *shape, int ndim,
                                               enum vdev_dtype dtype);
 /* f32 random tensors from a counter-based generator: the same seed gives the
@@ -78,9 +87,12 @@ VDEV_API vdev_tensor_t *vdev_tensor_uniform(const int64_t *shape, int ndim, floa
 VDEV_API vdev_tensor_t *vdev_tensor_normal(const int64_t *shape, int ndim, float mean, float stddev,
                                            uint64_t seed);
 /* Copies the tensor to host memory (dst_bytes must be at least numel * 4);
- * waits for the work that makes it. */
+ * waits for the work that makes it. A bool tensor gives numel int32 words,
+ * each 0 or 1. */
 VDEV_API enum vdev_status vdev_tensor_to_host(const vdev_tensor_t *t, void *dst, size_t dst_bytes);
-/* The value of a one-element f32 tensor, NaN on error. */
+/* The value of a one-element f32 tensor, NaN on error: an int32 or bool
+ * tensor is VDEV_ERR_INVALID_ARG ("vdev_tensor_item: needs a one-element
+ * float tensor"); read those with vdev_tensor_to_host. */
 VDEV_API float vdev_tensor_item(const vdev_tensor_t *t);
 /* A copy on another logical device (any accepted name). A recording tape
  * differentiates through it (the gradient goes back to t's device), as
@@ -110,9 +122,9 @@ VDEV_API int vdev_tensor_ndim(const vdev_tensor_t *t);
  * naming the axis as given when there is no such axis. */
 VDEV_API int64_t vdev_tensor_dim(const vdev_tensor_t *t, int axis);
 VDEV_API int64_t vdev_tensor_numel(const vdev_tensor_t *t);
-/* VDEV_F32 or VDEV_I32; for a handle that is not a live tensor (NULL, freed,
- * of a runtime that was shut down), VDEV_DTYPE_COUNT, which is no dtype, with
- * VDEV_ERR_INVALID_ARG. */
+/* VDEV_F32, VDEV_I32 or VDEV_BOOL; for a handle that is not a live tensor
+ * (NULL, freed, of a runtime that was shut down), VDEV_DTYPE_COUNT, which is
+ * no dtype, with VDEV_ERR_INVALID_ARG. */
 VDEV_API enum vdev_dtype vdev_tensor_dtype(const vdev_tensor_t *t);
 /* "/device:GPU:1"; valid as long as the runtime runs. */
 VDEV_API const char *vdev_tensor_device(const vdev_tensor_t *t);

@@ -24,6 +24,11 @@
  * backend failure), so even a failure while the tensors are written leaves
  * every one as it was.
  *
+ * Bool tensors, a 32-bit word an element in memory, are the format's "BOOL"
+ * in the file, one byte an element (0 or 1): save packs the words into bytes
+ * in its staging buffer, load checks every byte of a requested entry and
+ * unpacks them into words (ckpt_format.c converts).
+ *
  * Tensors are reached only through the public API (vdev_tensor_to_host,
  * vdev_tensor_from_host, vdev_assign and the accessors). Each system call and
  * allocation goes through the fault counter of checkpoint.h, so tests can
@@ -205,7 +210,7 @@ static enum vdev_status check_tensor(const char *path, int i, const char *name,
                                "(made before vdev_shutdown)",
                                i, name);
     enum vdev_dtype dt = vdev_tensor_dtype(t);
-    if (dt != VDEV_F32 && dt != VDEV_I32)
+    if (dt != VDEV_F32 && dt != VDEV_I32 && dt != VDEV_BOOL)
         return vdev_dist_ckerr(path, VDEV_ERR_UNSUPPORTED,
                                "tensors[%d] ('" Q "') has a dtype the format has no name for", i,
                                name);
@@ -214,8 +219,6 @@ static enum vdev_status check_tensor(const char *path, int i, const char *name,
 
 /* "entry" or "entries", after a count n. */
 static const char *entries(int64_t n) { return n == 1 ? "entry" : "entries"; }
-
-static const char *dtype_str(enum vdev_dtype dt) { return dt == VDEV_I32 ? "I32" : "F32"; }
 
 /* ---- save ---- */
 
@@ -332,12 +335,13 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
                                  i, names[i]);
             goto fail;
         }
-        uint64_t bytes = (uint64_t)numel * 4;
+        /* in the file: a bool's word is one byte (vdev_dist_ckpt_pack_bools) */
+        uint64_t bytes = (uint64_t)numel * vdev_dist_ckpt_elem_bytes(oe[i].dtype);
         oe[i].begin = at;
         at += bytes;
         oe[i].end = at;
-        if (bytes > max_bytes)
-            max_bytes = bytes;
+        if ((uint64_t)numel * 4 > max_bytes) /* on the host, 4 bytes an element */
+            max_bytes = (uint64_t)numel * 4;
     }
     size_t header_len;
     st = vdev_dist_ckpt_build_header(oe, n, metadata, n_metadata, &header, &header_len);
@@ -368,14 +372,19 @@ VDEV_API enum vdev_status vdev_checkpoint_save(const char *path, const char *con
         size_t bytes = (size_t)(oe[i].end - oe[i].begin);
         if (!bytes)
             continue;
+        int is_bool = oe[i].dtype == VDEV_BOOL;
+        size_t host_bytes = is_bool ? bytes * 4 : bytes;
         st = vdev_dist_fault() ? vdev_error(VDEV_ERR_BACKEND, "copy failed (injected fault)")
-                               : vdev_tensor_to_host(tensors[i], buf, bytes);
+                               : vdev_tensor_to_host(tensors[i], buf, host_bytes);
         if (st != VDEV_OK) {
             vdev_error_prefix("checkpoint '" Q "': copying tensors[%d] ('" Q "') to the host", path,
                               i, names[i]);
             goto fail;
         }
-        to_from_le32(buf, bytes);
+        if (is_bool)
+            vdev_dist_ckpt_pack_bools(buf, bytes);
+        else
+            to_from_le32(buf, bytes);
         crc = crc32_z(crc, buf, bytes);
         if (vdev_dist_write_all(fd, buf, bytes, -1) != 0)
             goto write_error;
@@ -508,7 +517,7 @@ static enum vdev_status match_entry(const struct vdev_checkpoint *ck, int i, con
         return vdev_dist_ckerr(ck->path, VDEV_ERR_SHAPE,
                                "entry '" Q "' is %s %s in the file, but tensors[%d] is %s %s", name,
                                e->dtype_name, shape_str(e->shape, e->ndim, s1, sizeof s1), i,
-                               dtype_str(vdev_tensor_dtype(t)),
+                               vdev_dist_ckpt_dtype_name(vdev_tensor_dtype(t)),
                                shape_str(shape, ndim, s2, sizeof s2));
     }
     *entry = k;
@@ -645,12 +654,15 @@ VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *con
         if ((st = match_entry(ck, i, names[i], tensors[i], &entry_of[i])) != VDEV_OK)
             goto done;
 
-    /* One buffer holds any requested entry whole; others pass through in chunks. */
+    /* One buffer holds any requested entry whole, as the host's words (a
+     * BOOL entry's bytes are unpacked into 4 times as many); others pass
+     * through in chunks. */
     uint64_t buf_bytes = ck->data_bytes < (1u << 20) ? ck->data_bytes : (1u << 20);
     for (int i = 0; i < n; i++) {
         const struct vdev_ckpt_entry *e = &ck->entries[entry_of[i]];
-        if (e->end - e->begin > buf_bytes)
-            buf_bytes = e->end - e->begin;
+        uint64_t host = (e->end - e->begin) * (e->dtype == VDEV_BOOL ? 4 : 1);
+        if (host > buf_bytes) /* no overflow: the entry lies within the file */
+            buf_bytes = host;
     }
     buf = buf_bytes <= SIZE_MAX ? vdev_dist_malloc((size_t)buf_bytes) : NULL;
     if (!buf) {
@@ -673,8 +685,14 @@ VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *con
     }
     pushed = 1;
 
-    /* The data, in order: the CRC over all of it, requested entries staged. */
+    /* The data, in order: the CRC over all of it, requested entries staged.
+     * A requested BOOL entry holding a byte other than 0 or 1 is not staged;
+     * the first such byte is reported once the CRC is known, so that damage
+     * the CRC finds is called so. */
     uLong crc = crc32_z(0L, Z_NULL, 0);
+    int bad_entry = -1;
+    uint64_t bad_at = 0;
+    unsigned bad_byte = 0;
     for (int k = 0; k < ck->n_entries; k++) {
         const struct vdev_ckpt_entry *e = &ck->entries[k];
         uint64_t left = e->end - e->begin;
@@ -693,9 +711,20 @@ VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *con
             crc = crc32_z(crc, buf, chunk);
             left -= chunk;
         }
-        if (!wanted[k])
+        if (!wanted[k] || bad_entry >= 0)
             continue;
-        to_from_le32(buf, e->end - e->begin);
+        if (e->dtype == VDEV_BOOL) {
+            uint64_t nb = e->end - e->begin, at = vdev_dist_ckpt_first_bad_bool(buf, nb);
+            if (at < nb) {
+                bad_entry = k;
+                bad_at = at;
+                bad_byte = ((const unsigned char *)buf)[at];
+                continue;
+            }
+            vdev_dist_ckpt_unpack_bools(buf, nb);
+        } else {
+            to_from_le32(buf, e->end - e->begin);
+        }
         if (vdev_dist_fault())
             vdev_error(VDEV_ERR_OOM, "no memory (injected fault)");
         else
@@ -711,6 +740,20 @@ VDEV_API enum vdev_status vdev_checkpoint_load(const char *path, const char *con
                               "checksum mismatch: the data's CRC-32 is %08lx, the header says "
                               "%08lx",
                               (unsigned long)(crc & 0xffffffffu), (unsigned long)ck->crc);
+        goto done;
+    }
+    if (bad_entry >= 0) {
+        /* never written by vdev: damage in a file vdev wrote (one with a
+         * CRC), else a file that breaks the format's rule for BOOL */
+        const char *name = ck->entries[bad_entry].name;
+        if (ck->has_crc)
+            st = vdev_dist_ckloss(path, "entry '" Q "' is BOOL, but its element %llu is %u, "
+                                        "not 0 or 1",
+                                  name, (unsigned long long)bad_at, bad_byte);
+        else
+            st = vdev_dist_ckerr(path, VDEV_ERR_PARSE,
+                                 "entry '" Q "' is BOOL, but its element %llu is %u, not 0 or 1",
+                                 name, (unsigned long long)bad_at, bad_byte);
         goto done;
     }
 

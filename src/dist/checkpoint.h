@@ -103,6 +103,24 @@ int vdev_dist_utf8_valid(const char *s, size_t n);
  * *oom (and returns NULL) when it cannot allocate its scratch copy. */
 const char *vdev_dist_find_duplicate(const char *const *names, int n, int *oom);
 
+/* The format's name of a vdev dtype ("F32", "I32", "BOOL"; "no dtype" for a
+ * value that is none, such as a freed tensor's VDEV_DTYPE_COUNT) and the
+ * bytes of one element in the file: 4, 4 and 1, as a bool, a 32-bit word
+ * in memory, is one byte in the file, 0 or 1 (checkpoint.c converts both
+ * ways); 4 for none. */
+const char *vdev_dist_ckpt_dtype_name(enum vdev_dtype dt);
+unsigned vdev_dist_ckpt_elem_bytes(enum vdev_dtype dt);
+/* BOOL's conversions, in place in a staging buffer. Pack: n 32-bit words at
+ * p become n bytes at its start, 1 for a nonzero word (no vdev op makes a
+ * bool word other than 0 or 1; another would be saved as 1, as a cast to
+ * bool), else 0. Unpack: n bytes at p, each 0 or 1 (checked first with
+ * vdev_dist_ckpt_first_bad_bool), become n words; p holds 4 n bytes. */
+void vdev_dist_ckpt_pack_bools(void *p, uint64_t n);
+void vdev_dist_ckpt_unpack_bools(void *p, uint64_t n);
+/* The index of the first of the n bytes at p that is neither 0 nor 1; n if
+ * none. */
+uint64_t vdev_dist_ckpt_first_bad_bool(const void *p, uint64_t n);
+
 /* ---- writing a header ---- */
 
 struct vdev_ckpt_out_entry {

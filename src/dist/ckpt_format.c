@@ -21,7 +21,11 @@
  * Writing builds the JSON with "__metadata__" first (vdev's keys, then the
  * caller's), then the entries in the caller's order, padded with spaces to a
  * multiple of 8 bytes so the data that follows is aligned; sealing it
- * (ckpt_hcrc.c) fills in the data's CRC and then the header's. */
+ * (ckpt_hcrc.c) fills in the data's CRC and then the header's.
+ *
+ * The dtypes' names and sizes in the file are here too, and the conversions
+ * of "BOOL" (a byte, 0 or 1) from and to vdev's bool (a 32-bit word) that
+ * save and load make in their staging buffers. */
 #include "dist/checkpoint.h"
 
 #include <errno.h>
@@ -150,7 +154,7 @@ static const struct {
 } DTYPES[] = {
     {"F32", 4, VDEV_F32},
     {"I32", 4, VDEV_I32},
-    {"BOOL", 1, VDEV_DTYPE_COUNT},
+    {"BOOL", 1, VDEV_BOOL}, /* a byte, 0 or 1, for vdev's 32-bit word (checkpoint.c) */
     {"U8", 1, VDEV_DTYPE_COUNT},
     {"I8", 1, VDEV_DTYPE_COUNT},
     {"F8_E5M2", 1, VDEV_DTYPE_COUNT},
@@ -165,7 +169,50 @@ static const struct {
     {"U64", 8, VDEV_DTYPE_COUNT},
 };
 
-static const char *dtype_file_name(enum vdev_dtype dt) { return dt == VDEV_I32 ? "I32" : "F32"; }
+/* The row of a vdev dtype (its name and size in the file), -1 for none. */
+static int dtype_row(enum vdev_dtype dt) {
+    for (size_t d = 0; d < VDEV_ARRAY_LEN(DTYPES); d++)
+        if (DTYPES[d].dtype != VDEV_DTYPE_COUNT && DTYPES[d].dtype == (int)dt)
+            return (int)d;
+    return -1;
+}
+
+const char *vdev_dist_ckpt_dtype_name(enum vdev_dtype dt) {
+    int d = dtype_row(dt);
+    return d < 0 ? "no dtype" : DTYPES[d].name;
+}
+
+unsigned vdev_dist_ckpt_elem_bytes(enum vdev_dtype dt) {
+    int d = dtype_row(dt);
+    return d < 0 ? 4 : DTYPES[d].bytes;
+}
+
+/* ---- BOOL: a byte in the file, a 32-bit word in memory ---- */
+
+void vdev_dist_ckpt_pack_bools(void *p, uint64_t n) {
+    unsigned char *b = p;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t w;
+        memcpy(&w, b + 4 * i, 4);
+        b[i] = w != 0; /* i <= 4 i: word i was read before byte i is written */
+    }
+}
+
+void vdev_dist_ckpt_unpack_bools(void *p, uint64_t n) {
+    unsigned char *b = p;
+    for (uint64_t i = n; i-- > 0;) {
+        uint32_t w = b[i]; /* read before word i (bytes 4 i..4 i + 3, all >= i) is written */
+        memcpy(b + 4 * i, &w, 4);
+    }
+}
+
+uint64_t vdev_dist_ckpt_first_bad_bool(const void *p, uint64_t n) {
+    const unsigned char *b = p;
+    uint64_t i = 0;
+    while (i < n && b[i] <= 1)
+        i++;
+    return i;
+}
 
 /* ---- reading ---- */
 
@@ -634,7 +681,7 @@ enum vdev_status vdev_dist_ckpt_build_header(const struct vdev_ckpt_out_entry *e
         adds(&b, ",");
         add_json_string(&b, e[i].name);
         adds(&b, ":{\"dtype\":\"");
-        adds(&b, dtype_file_name(e[i].dtype));
+        adds(&b, vdev_dist_ckpt_dtype_name(e[i].dtype));
         adds(&b, "\",\"shape\":[");
         for (int d = 0; d < e[i].ndim; d++) {
             snprintf(num, sizeof num, "%s%lld", d ? "," : "", (long long)e[i].shape[d]);

@@ -18,11 +18,14 @@
 /* ---- fills ---- */
 
 /* The bits of v as an element of dt; v must be valid for dt (i32: finite and
- * within range after truncation, see vdev_tensor_fill). */
+ * within range after truncation, see vdev_tensor_fill). A bool is the word 1
+ * where v is nonzero (NaN included, as a cast to bool), else 0. */
 static uint32_t value_bits(enum vdev_dtype dt, double v)
 {
     uint32_t bits;
-    if (dt == VDEV_I32) {
+    if (dt == VDEV_BOOL) {
+        bits = v != 0.0; /* NaN compares unequal to 0: 1 */
+    } else if (dt == VDEV_I32) {
         int32_t i = (int32_t)v;
         memcpy(&bits, &i, 4);
     } else {
@@ -96,6 +99,24 @@ static enum vdev_status upload(struct vdev_tens *t, const void *host)
     return b->ops->copy_h2d(b->ctx, t->dev->bdev, t->data, host, t->bytes);
 }
 
+/* A bool tensor's words from the host must each be 0 or 1 (what every op
+ * that reads a bool relies on): VDEV_ERR_INVALID_ARG naming the first that
+ * is not. */
+static enum vdev_status check_bools(const void *data, int64_t numel)
+{
+    const unsigned char *p = data;
+    for (int64_t i = 0; i < numel; i++) {
+        uint32_t w;
+        memcpy(&w, p + 4 * i, 4); /* the caller's memory need not be aligned */
+        if (w > 1)
+            return vdev_error(VDEV_ERR_INVALID_ARG,
+                              "vdev_tensor_from_host: element %lld of a bool tensor is %lld, "
+                              "not 0 or 1",
+                              (long long)i, (long long)(int32_t)w);
+    }
+    return VDEV_OK;
+}
+
 VDEV_API vdev_tensor_t *vdev_tensor_from_host(const void *data, const int64_t *shape, int ndim,
                                               enum vdev_dtype dt)
 {
@@ -109,6 +130,8 @@ VDEV_API vdev_tensor_t *vdev_tensor_from_host(const void *data, const int64_t *s
             return NULL;
         }
     }
+    if (dt == VDEV_BOOL && check_bools(data, vdev_shape_numel(shape, ndim)) != VDEV_OK)
+        return NULL; /* before the tensor is made: nothing to take back */
     vdev_tensor_op_tag = "FromHost";
     struct vdev_tens *t = vdev_tens_new(vdev_tens_creation_device(), dt, shape, ndim);
     if (!t)

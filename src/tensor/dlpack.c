@@ -25,7 +25,11 @@
  * reference calls the producer's deleter (tensor.c, ext_release), which
  * keeps the producer alive until then. Anything else host-readable is
  * gathered element by element into a new tensor, and the deleter runs at
- * once. Imported memory is the producer's, so it outlives vdev_shutdown(). */
+ * once. Imported memory is the producer's, so it outlives vdev_shutdown().
+ *
+ * Bool goes neither way: vdev's bool element is a 32-bit word, DLPack's
+ * (kDLBool) a byte, so the memory cannot be shared; both directions refuse
+ * it and name the cast through int32 instead. */
 #define _GNU_SOURCE
 #include "tensor/tensor.h"
 
@@ -63,6 +67,19 @@ static void export_deleter(DLManagedTensor *m)
     atomic_fetch_sub(&live_exports, 1);
 }
 
+/* DLPack's dtype of a vdev dtype: 1, or 0 for one it cannot share. A bool
+ * is a 32-bit word, but DLPack's bool (kDLBool, 8 bits) is a byte: a
+ * consumer would read the words' bytes as four bools each, so a bool tensor
+ * is not exported (it would take a copy, and DLPack shares memory). */
+static int dl_dtype(enum vdev_dtype dt, DLDataType *out)
+{
+    switch (dt) {
+    case VDEV_F32: *out = (DLDataType){kDLFloat, 32, 1}; return 1;
+    case VDEV_I32: *out = (DLDataType){kDLInt, 32, 1}; return 1;
+    default: return 0;
+    }
+}
+
 VDEV_API enum vdev_status vdev_tensor_to_dlpack(vdev_tensor_t *h, struct DLManagedTensor **out)
 {
     if (!out)
@@ -71,6 +88,14 @@ VDEV_API enum vdev_status vdev_tensor_to_dlpack(vdev_tensor_t *h, struct DLManag
     struct vdev_tens *t = vdev_tens_use(h, "vdev_tensor_to_dlpack");
     if (!t)
         return vdev_last_status();
+    DLDataType dtype;
+    if (t->dtype == VDEV_BOOL)
+        return vdev_error(VDEV_ERR_UNSUPPORTED,
+                          "vdev_tensor_to_dlpack: a vdev bool tensor holds 32-bit words, which "
+                          "DLPack's 8-bit bool cannot share; cast it to int32 first (vdev_cast)");
+    if (!dl_dtype(t->dtype, &dtype)) /* a dtype added without its DLPack name */
+        return vdev_error(VDEV_ERR_UNSUPPORTED, "vdev_tensor_to_dlpack: DLPack has no %s dtype",
+                          vdev_dtype_name(t->dtype));
     struct vdev_ldev *dev = t->dev;
     struct vdev_tens *owner = t->base ? t->base : t;
     struct export *e = vdev_calloc(1, sizeof *e);
@@ -105,7 +130,7 @@ VDEV_API enum vdev_status vdev_tensor_to_dlpack(vdev_tensor_t *h, struct DLManag
     } else
         d->device = (DLDevice){kDLCUDA, dev->physical};
     d->ndim = t->ndim;
-    d->dtype = (DLDataType){t->dtype == VDEV_I32 ? kDLInt : kDLFloat, 32, 1};
+    d->dtype = dtype;
     d->shape = e->shape;
     d->strides = e->strides;
     d->byte_offset = 0;
@@ -143,6 +168,9 @@ static const char *device_type_name(int type)
     default: return "an unknown device type";
     }
 }
+
+/* kDLBool, DLPack 0.8's bool (8 bits), after this header's version: by number. */
+#define DL_BOOL 6
 
 /* "float64", "int8", "bfloat16", "float32x4", "bool8": a dtype in numpy's
  * words; a code no DLPack version names is "dtype code 9 (8 bits)". */
@@ -214,7 +242,14 @@ VDEV_API vdev_tensor_t *vdev_tensor_from_dlpack(struct DLManagedTensor *m)
         dtype = VDEV_F32;
     else if (d->dtype.code == kDLInt && d->dtype.bits == 32 && d->dtype.lanes == 1)
         dtype = VDEV_I32;
-    else {
+    else if (d->dtype.code == DL_BOOL && d->dtype.bits == 8 && d->dtype.lanes == 1) {
+        /* bytes: vdev's bool is a 32-bit word, so sharing them is impossible */
+        vdev_error(VDEV_ERR_UNSUPPORTED,
+                   "vdev_tensor_from_dlpack: dtype bool8; a vdev bool tensor holds 32-bit "
+                   "words, which DLPack's 8-bit bool cannot share: cast it to int32 before the "
+                   "import (and to bool after it, vdev_cast)");
+        return NULL;
+    } else {
         /* the producer's cast is the way in: vdev reads no other dtype */
         const char *hint = "";
         if (d->dtype.lanes == 1 && (d->dtype.code == kDLInt || d->dtype.code == kDLUInt))

@@ -19,7 +19,15 @@ struct vdev_handle_table vdev_tens_table = VDEV_HANDLE_TABLE("tensor", 1, struct
 
 /* ---- shapes ---- */
 
-const char *vdev_dtype_name(enum vdev_dtype dt) { return dt == VDEV_I32 ? "int32" : "float"; }
+const char *vdev_dtype_name(enum vdev_dtype dt)
+{
+    switch (dt) {
+    case VDEV_F32: return "float";
+    case VDEV_I32: return "int32";
+    case VDEV_BOOL: return "bool";
+    default: return "unknown";
+    }
+}
 
 char *vdev_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap)
 {

@@ -40,7 +40,7 @@ struct vdev_tens {
     int ndim;
     int64_t shape[VDEV_MAX_DIMS];   /* 1 beyond ndim */
     int64_t numel;
-    uint64_t bytes;                 /* numel * 4 */
+    uint64_t bytes;                 /* numel * 4 (a bool is a 32-bit word too) */
     struct vdev_ldev *dev;
     void *data;                     /* device address; NULL when numel == 0 */
     struct vdev_tens *base;         /* a view's owner (holds a reference), else NULL */
@@ -137,8 +137,12 @@ struct vdev_tens *vdev_tens_hold(const vdev_tensor_t *h, const char *fn);
  * vdev_tens_current refused. */
 void vdev_tens_input_error(const vdev_tensor_t *h, const char *op, int k);
 
+/* Bytes of one element: 4 for every dtype (a bool is a 32-bit word holding
+ * 0 or 1, so every op that only moves elements serves it unchanged). */
 static inline size_t vdev_dtype_size(enum vdev_dtype dt) { return 4; }
-const char *vdev_dtype_name(enum vdev_dtype dt); /* "float", "int32" (TensorFlow's words) */
+/* "float", "int32", "bool" (TensorFlow's words); "unknown" for a value that
+ * is no dtype (callers pass valid ones). */
+const char *vdev_dtype_name(enum vdev_dtype dt);
 
 /* "[256,1024]" into buf; returns buf. */
 char *vdev_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap);
