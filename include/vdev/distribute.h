@@ -110,7 +110,7 @@ VDEV_API enum vdev_status vdev_comm_set_timeout(vdev_comm_t *comm, double second
 VDEV_API enum vdev_status vdev_comm_all_reduce(vdev_comm_t *comm, int rank,
                                                vdev_tensor_t *const *tensors, int n,
                                                enum vdev_reduce_op op);
-/* Every rank passes n tensors of the same shapes and dtypes (f32 or i32) on
+/* Every rank passes n tensors of the same shapes and dtypes (any: f32, i32 or bool) on
  * its own device; afterwards every rank's tensors hold root's values. The
  * copies run in a chain from root, slice by slice. Errors as above. */
 VDEV_API enum vdev_status vdev_comm_broadcast(vdev_comm_t *comm, int rank,
