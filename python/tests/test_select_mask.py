@@ -67,4 +67,5 @@ def test_refusals():
         _ops.select_mask(vdev.constant(np.ones((2, 2), f32)), vdev.constant(np.ones((2, 3), f32)),
                          vdev.constant(np.ones((2, 3), f32)))
     assert str(e.value) == ("SelectByMask: incompatible shapes [2,2] and [2,3] (the mask must "
-                            "have the values' rank, each axis 1 or theirs)")
+                            "broadcast to the values' shape (at most their rank, each axis 1 "
+                            "or theirs))")

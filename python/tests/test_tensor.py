@@ -50,10 +50,8 @@ def test_constant_dtypes():
 def test_conversion_errors():
     with pytest.raises(TypeError) as e:
         vdev.constant("text")
-    assert str(e.value) == "vdev tensors are float32 or int32; cannot convert 'text'"
-    with pytest.raises(TypeError) as e:
-        vdev.constant([True, False])
-    assert str(e.value) == "vdev tensors are float32 or int32; cannot convert booleans ([True, False])"
+    assert str(e.value) == "vdev tensors are float32, int32 or bool; cannot convert 'text'"
+    assert vdev.constant([True, False]).dtype is vdev.bool  # TensorFlow's tf.bool
     with pytest.raises(TypeError) as e:
         vdev.constant(np.ones(2, np.complex64))
     assert "cannot convert" in str(e.value)
@@ -63,7 +61,7 @@ def test_conversion_errors():
                 np.array([1, 2], "timedelta64[ms]")):
         with pytest.raises(TypeError) as e:
             vdev.constant(arr)
-        assert str(e.value) == ("vdev tensors are float32 or int32; cannot convert %r (%s)"
+        assert str(e.value) == ("vdev tensors are float32, int32 or bool; cannot convert %r (%s)"
                                 % (arr, arr.dtype))
         with pytest.raises(TypeError):
             vdev.Variable(arr)
@@ -72,7 +70,7 @@ def test_conversion_errors():
     assert str(e.value) == "Cannot convert [1.5] to EagerTensor of dtype int32"
     with pytest.raises(TypeError) as e:
         vdev.constant([1.0], dtype="float64")
-    assert str(e.value) == "vdev tensors are float32 or int32, not 'float64'"
+    assert str(e.value) == "vdev tensors are float32, int32 or bool, not 'float64'"
     with pytest.raises(ValueError) as e:
         vdev.constant(np.array([2**40]))
     assert "outside [-2147483648, 2147483647]" in str(e.value)

@@ -29,6 +29,7 @@ goes; ``vdev.shutdown()`` frees every device's memory and returns to the
 unconfigured state (for tests), after which old tensors raise when used.
 """
 
+import builtins as _builtins
 import ctypes as _ctypes
 import gc as _gc
 
@@ -37,11 +38,17 @@ from ._lib import lib as _c, last_error
 from ._tensor import (DType, Tensor, TensorShape, Variable, as_dtype, constant,
                       convert_to_tensor, fill, float32, int32, ones, ones_like, zeros,
                       zeros_like)
+# tf.bool; from here on this module's own `bool` is the DType, Python's is
+# _builtins.bool
+from ._tensor import bool_ as bool
 from ._ops import (add, argmax, concat, divide, exp, gather, identity, log, matmul, maximum,
                    minimum, multiply, negative, pow, reduce_mean, reduce_sum, reshape, sigmoid,
                    sqrt, square, stack, stop_gradient, subtract, tanh, transpose)
 from ._indexing import strided_slice
 from ._masking import boolean_mask
+from ._logic_ops import (cast, equal, greater, greater_equal, less, less_equal, logical_and,
+                         logical_not, logical_or, logical_xor, not_equal, reduce_all, reduce_any,
+                         where)
 from ._pad import pad
 from ._device import device
 from ._device_spec import DeviceSpec
@@ -72,7 +79,7 @@ def init():
 def is_initialized():
     """Whether the runtime has started (init(), the first op, or
     list_logical_devices) and not been shut down since."""
-    return bool(_c.vdev_is_initialized())
+    return _builtins.bool(_c.vdev_is_initialized())
 
 
 def shutdown():
@@ -109,10 +116,13 @@ class experimental:
     from . import dlpack
 
 
-__all__ = ["DType", "Tensor", "TensorShape", "Variable", "as_dtype", "boolean_mask", "constant",
-           "convert_to_tensor", "fill", "float32", "int32", "ones", "ones_like", "zeros",
-           "zeros_like", "add", "argmax", "concat", "divide", "exp", "gather", "identity", "log",
-           "matmul", "maximum", "minimum",
+__all__ = ["DType", "Tensor", "TensorShape", "Variable", "as_dtype", "bool", "boolean_mask",
+           "cast", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+           "logical_and", "logical_or", "logical_not", "logical_xor", "reduce_any",
+           "reduce_all", "where",
+           "constant", "convert_to_tensor", "fill", "float32", "int32", "ones", "ones_like",
+           "zeros", "zeros_like", "add", "argmax", "concat", "divide", "exp", "gather",
+           "identity", "log", "matmul", "maximum", "minimum",
            "multiply", "negative", "pad", "pow", "reduce_mean", "reduce_sum", "reshape", "sigmoid",
            "sqrt", "square", "stack", "stop_gradient", "strided_slice", "subtract", "tanh",
            "transpose",

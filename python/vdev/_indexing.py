@@ -24,11 +24,12 @@ tensor ("Can't convert Python sequence with out-of-range integer to
 Tensor."), and a mask of ``strided_slice`` outside int32 its
 InvalidArgumentError ("Attr begin_mask has value 4294967296 out of range
 for an int32").
-A boolean mask as the whole key (a numpy array of bools, or a Python bool,
-which TensorFlow's ``_slice_helper`` sends there too) is TensorFlow's
-boolean_mask (vdev.boolean_mask, vdev/_masking.py): ``x[np.array([True,
-False, True])]`` takes rows 0 and 2, and ``x[True]`` is its ValueError "mask
-cannot be scalar.". A bool inside the key is refused as TensorFlow refuses
+A boolean mask as the whole key (a bool tensor, a numpy array of bools, or
+a Python bool, which TensorFlow's ``_slice_helper`` sends there too) is
+TensorFlow's boolean_mask (vdev.boolean_mask, vdev/_masking.py): ``x[x >
+0]`` and ``x[np.array([True, False, True])]`` take the elements or rows
+where the mask is True, and ``x[True]`` is its ValueError "mask cannot be
+scalar.". A bool inside the key is refused as TensorFlow refuses
 it: a numpy bool (``np.True_``, a bool array beside other indices) is its
 TypeError "Only integers, ...", and a Python bool there (``x[True, 0]``,
 ``x[[True, False]]``, a list being read as a tuple) a TypeError saying how
@@ -100,9 +101,11 @@ _PREFIX = "StridedSlice: "
 
 def getitem(t, key):
     """t[key] (see the module's doc)."""
-    # a mask as the whole key, as TensorFlow's _slice_helper tests it (its
-    # third form, a bool tensor, vdev has not: vdev tensors are float32 or int32)
-    if isinstance(key, bool) or (isinstance(key, np.ndarray) and key.dtype == bool):
+    # a mask as the whole key, as TensorFlow's _slice_helper tests it: a
+    # Python bool, a bool tensor (t[t > 0]) or a numpy bool array
+    from ._tensor import Tensor
+    if (isinstance(key, bool) or (isinstance(key, np.ndarray) and key.dtype == bool)
+            or (isinstance(key, Tensor) and key.dtype.name == "bool")):
         from ._masking import boolean_mask
         return boolean_mask(t, key)
     # a list is read as a tuple, as TensorFlow's _slice_helper reads it (t[[1, 2]]

@@ -85,7 +85,7 @@ STATUS_NAMES = ["VDEV_OK", "VDEV_ERR_INVALID_ARG", "VDEV_ERR_NOT_FOUND", "VDEV_E
                 "VDEV_ERR_UNSUPPORTED", "VDEV_ERR_INTERNAL"]
 OK, INVALID_ARG, NOT_FOUND, OOM, ALREADY_INITIALIZED, CONFIG = 0, 1, 2, 3, 4, 5
 UNSUPPORTED = 11
-F32, I32 = 0, 1
+F32, I32, BOOL = 0, 1, 2  # enum vdev_dtype (BOOL: one 32-bit word an element, 0 or 1)
 DEVICE_CPU, DEVICE_GPU = 0, 1
 
 
@@ -242,6 +242,17 @@ _PROTOS = {
     "vdev_lstm_gates": (_h, [_h]),
     "vdev_gru_gates": (_h, [_h, _h]),
     "vdev_select_mask": (_h, [_h, _h, _h]),
+    "vdev_equal": (_h, [_h, _h]),
+    "vdev_not_equal": (_h, [_h, _h]),
+    "vdev_less": (_h, [_h, _h]),
+    "vdev_less_equal": (_h, [_h, _h]),
+    "vdev_greater": (_h, [_h, _h]),
+    "vdev_greater_equal": (_h, [_h, _h]),
+    "vdev_logical_and": (_h, [_h, _h]),
+    "vdev_logical_or": (_h, [_h, _h]),
+    "vdev_logical_not": (_h, [_h]),
+    "vdev_cast": (_h, [_h, ctypes.c_int]),
+    "vdev_where": (_h, [_h, _h, _h]),
     "vdev_gru_cell_output": (_h, [_h, _h]),
     "vdev_lstm_cell_state": (_h, [_h, _h]),
     "vdev_lstm_cell_output": (_h, [_h, _h]),

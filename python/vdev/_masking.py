@@ -45,10 +45,10 @@ def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
     int32 tensor, None meaning 0); those K dimensions are flattened into
     one, of the mask's True count, its rows in the row-major order of the
     mask's True positions, so the result has tensor's rank - K + 1
-    dimensions. As TensorFlow's (its Where), a mask of numbers (an int32 or
-    float32 vdev tensor, since vdev has no bool dtype, a numpy array, a
-    list) is True where it is not 0; a list or numpy array of bools is the
-    usual mask. ``name`` changes nothing, as in eager TensorFlow.
+    dimensions. The usual mask is a bool tensor (``x > 0``), a numpy array
+    or a list of bools; as TensorFlow's Where reads one, a mask of numbers
+    (an int32 or float32 tensor, a numpy array, a list) is True where it is
+    not 0. ``name`` changes nothing, as in eager TensorFlow.
 
     TensorFlow's errors in its words: a mask of 0 dimensions is ValueError
     "mask cannot be scalar."; dimensions that do not match are the

@@ -88,16 +88,16 @@ def _operands(x, y):
 def _cast(x, dtype):
     """x (a tensor or a value) as a tensor of dtype, as ``tf.cast`` (a float
     to int32 truncates toward zero). A tensor of dtype already is returned
-    as it is; another one is cast through the host (vdev has no cast op;
-    the result is no longer connected to a tape, as an int32 tensor takes
-    no gradient), onto x's device unless a device scope is open."""
+    as it is; another one goes through the op Cast (vdev.cast), on x's
+    device unless a device scope is open (a cast has no gradient between
+    dtypes, as TensorFlow's into and out of integers); a value is converted
+    with its own dtype, then cast on the host."""
     from ._tensor import as_dtype
     dtype = as_dtype(dtype)
     if isinstance(x, Tensor):
         if x.dtype is dtype:
             return x
-        with _near(x):
-            return constant(np.asarray(x.numpy()).astype(dtype.as_numpy_dtype))
+        return _new(lib.vdev_cast(x._handle, dtype._code))
     arr, _ = _to_numpy(x, None)
     return constant(arr.astype(dtype.as_numpy_dtype))
 
@@ -133,7 +133,8 @@ def _fill_like(x, value):
     from ._device import on_device_of
     from ._tensor import fill
     with on_device_of(x):
-        t = fill(x.shape, int(value) if x.dtype is int32 else float(value))
+        t = fill(x.shape, int(value) if x.dtype is int32 else
+                 (value != 0) if x.dtype.is_bool else float(value))
     return t
 
 

@@ -39,12 +39,13 @@ _MADE = itertools.count()  # Variables in order of construction (TensorFlow's un
 # costs a lookup per call)
 _ndim, _dim, _dtype_code = lib.vdev_tensor_ndim, lib.vdev_tensor_dim, lib.vdev_tensor_dtype
 _to_host = lib.vdev_tensor_to_host
-_F32, _I32 = _lib.F32, _lib.I32
-_NP_F32, _NP_I32 = np.dtype(np.float32), np.dtype(np.int32)
+_F32, _I32, _BOOL = _lib.F32, _lib.I32, _lib.BOOL
+_NP_F32, _NP_I32, _NP_BOOL = np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.bool_)
 
 
 class DType:
-    """A tensor element type, as ``tf.DType``: ``vdev.float32``, ``vdev.int32``."""
+    """A tensor element type, as ``tf.DType``: ``vdev.float32``,
+    ``vdev.int32``, ``vdev.bool``."""
 
     __slots__ = ("name", "_code", "as_numpy_dtype")
 
@@ -55,15 +56,23 @@ class DType:
 
     @property
     def size(self):
+        """Bytes an element takes in vdev's memory: 4 for every vdev dtype.
+        A bool is one 32-bit word holding 0 or 1, so its size is 4 where
+        TensorFlow's bool's is 1."""
         return 4
 
     @property
     def is_floating(self):
-        return self._code == _lib.F32
+        return self._code == _F32
 
     @property
     def is_integer(self):
-        return self._code == _lib.I32
+        return self._code == _I32
+
+    @property
+    def is_bool(self):
+        """Whether this is ``vdev.bool``, as TensorFlow's ``DType.is_bool``."""
+        return self._code == _BOOL
 
     def __eq__(self, other):
         try:
@@ -78,33 +87,46 @@ class DType:
         return "vdev.%s" % self.name
 
 
-float32 = DType("float32", _lib.F32, np.float32)
-int32 = DType("int32", _lib.I32, np.int32)
+float32 = DType("float32", _F32, np.float32)
+int32 = DType("int32", _I32, np.int32)
+# TensorFlow's tf.bool, exported as vdev.bool: named bool_ in the package's
+# modules, which keep Python's bool
+bool_ = DType("bool", _BOOL, np.bool_)
+
+_DTYPES = (float32, int32, bool_)  # by code
+_NAMES = {"float32": float32, "float": float32, "int32": int32, "bool": bool_}
 
 
 def as_dtype(x):
-    """A vdev DType from a DType, a name ('float32'), or a numpy dtype/type."""
+    """A vdev DType from a DType, a name ('float32', 'int32', 'bool'), or a
+    numpy dtype or type; Python's ``bool`` is ``vdev.bool``, as
+    ``tf.as_dtype(bool)`` is ``tf.bool``."""
     if isinstance(x, DType):
         return x
     if isinstance(x, str):
-        if x in ("float32", "float"):
-            return float32
-        if x in ("int32",):
-            return int32
-        raise TypeError("vdev tensors are float32 or int32, not %r" % x)
+        try:
+            return _NAMES[x]
+        except KeyError:
+            raise TypeError("vdev tensors are float32, int32 or bool, not %r" % x) from None
     try:
         d = np.dtype(x)
     except TypeError:
         raise TypeError("cannot interpret %r as a vdev dtype" % (x,)) from None
-    if d == np.float32:
+    if d == _NP_F32:
         return float32
-    if d == np.int32:
+    if d == _NP_I32:
         return int32
-    raise TypeError("vdev tensors are float32 or int32, not %s" % d)
+    if d == _NP_BOOL:
+        return bool_
+    raise TypeError("vdev tensors are float32, int32 or bool, not %s" % d)
 
 
 def _dtype_of_code(code):
-    return float32 if code == _lib.F32 else int32
+    """The DType of a vdev dtype code (enum vdev_dtype); a code that is none
+    (a freed handle's) raises vdev's last error."""
+    if 0 <= code < len(_DTYPES):
+        return _DTYPES[code]
+    raise _lib.error()
 
 
 # A shape read from vdev: its sizes are ints >= 0 already, so the tuple is
@@ -176,6 +198,8 @@ class Tensor:
             return float32
         if code == _I32:
             return int32
+        if code == _BOOL:
+            return bool_
         raise _lib.error()
 
     @property
@@ -189,12 +213,17 @@ class Tensor:
 
     def numpy(self):
         """A numpy copy of the contents (a numpy scalar for a 0-dimensional
-        tensor, as TensorFlow). Waits for the work that makes the tensor."""
+        tensor, as TensorFlow). Waits for the work that makes the tensor. A
+        bool tensor's 32-bit words (0 or 1) are read and given as numpy's
+        bool_, as TensorFlow gives its bool tensors."""
         shape, dt = self.shape, self.dtype
-        out = np.empty(shape, dtype=dt.as_numpy_dtype)
+        words = dt is bool_
+        out = np.empty(shape, dtype=np.int32 if words else dt.as_numpy_dtype)
         st = _to_host(self._handle, out.ctypes.data, out.nbytes)
         if st:
             raise _lib.error(st)
+        if words:
+            out = out.astype(np.bool_)  # nonzero: True
         return out[()] if out.ndim == 0 else out
 
     def __array__(self, dtype=None, copy=None):
@@ -264,7 +293,13 @@ class Tensor:
         """An int32 tensor of rank 0 as an index: the value's own
         ``__index__``, as TensorFlow's EagerTensor, so a tensor of another
         rank is numpy's TypeError and a float32 scalar TensorFlow's
-        AttributeError (numpy's float32 has no ``__index__``)."""
+        AttributeError (numpy's float32 has no ``__index__``). A bool tensor
+        is a TypeError: numpy's bool_ is no index (NumPy 1.x deprecates it,
+        a warning, before refusing it), as vdev's own index arguments refuse
+        a bool; ``int(t)`` gives its 0 or 1."""
+        if _dtype_code(self._handle) == _BOOL:
+            raise TypeError("a bool tensor cannot be interpreted as an integer index; "
+                            "int(t) gives its 0 or 1")
         return self.numpy().__index__()
 
     def ref(self):
@@ -308,6 +343,14 @@ class Tensor:
         # nothing on export); copy=True exports a copy on the same device (that no
         # tape records), copy=False is what vdev always does.
         from . import dlpack
+        if _dtype_code(self._handle) == _BOOL:
+            # The protocol's BufferError for a dtype it cannot export (vdev's
+            # C export refuses it too): vdev's bool element is a 32-bit
+            # word, DLPack's (kDLBool) a byte, so the memory cannot be shared.
+            # (A stale handle's code is none: the export below says why.)
+            raise BufferError("a vdev bool tensor holds 32-bit words, which DLPack's 8-bit "
+                              "bool cannot share; cast it to int32 first "
+                              "(vdev.cast(t, vdev.int32))")
         if stream is not None:
             if dlpack.device_of(self)[0] != dlpack.kDLCUDA:
                 raise RuntimeError("vdev only supports stream=None for a tensor in host memory "
@@ -379,6 +422,42 @@ class Tensor:
     def __neg__(self):
         return _ops().negative(self)
 
+    # Comparisons and logic (vdev/_logic_ops.py), elementwise as TensorFlow's.
+    # == and != stay Python's identity here, so tensors stay hashable (dict
+    # keys, sets): TensorFlow 2's are elementwise; vdev.equal is that.
+    def __lt__(self, other):
+        return _logic().less(self, other)
+
+    def __le__(self, other):
+        return _logic().less_equal(self, other)
+
+    def __gt__(self, other):
+        return _logic().greater(self, other)
+
+    def __ge__(self, other):
+        return _logic().greater_equal(self, other)
+
+    def __and__(self, other):
+        return _logic().logical_and(self, other)
+
+    def __rand__(self, other):
+        return _logic().logical_and(other, self)
+
+    def __or__(self, other):
+        return _logic().logical_or(self, other)
+
+    def __ror__(self, other):
+        return _logic().logical_or(other, self)
+
+    def __xor__(self, other):
+        return _logic().logical_xor(self, other)
+
+    def __rxor__(self, other):
+        return _logic().logical_xor(other, self)
+
+    def __invert__(self):
+        return _logic().logical_not(self)
+
     # No __pos__: TensorFlow's tensors have none, so ``+t`` is Python's
     # TypeError "bad operand type for unary +".
 
@@ -418,6 +497,11 @@ def _ops():
     from . import _ops as ops
     _OPS[:] = [ops]
     return ops
+
+
+def _logic():
+    from . import _logic_ops
+    return _logic_ops
 
 
 def _wrap(h):
