@@ -136,24 +136,13 @@ SHAPE(vdev_shape_select_v2)
 
 /* ---- kernels ---- */
 
-/* The output's 4 dimensions (leading 1s) and input k's strides over them,
- * 0 along the dimensions it is broadcast over. */
+/* The output's 4 dimensions (leading 1s); each input's strides over them
+ * are vdev_args_strides4's. */
 static void dims4(const struct vdev_kernel_args *a, int64_t *o4)
 {
     int no = a->out_ndim[0];
     for (int d = 0; d < 4; d++)
         o4[d] = d >= 4 - no ? a->out_shape[0][d - (4 - no)] : 1;
-}
-
-static void strides_of(const struct vdev_kernel_args *a, int k, int64_t *st)
-{
-    int nk = a->in_ndim[k];
-    int64_t s = 1;
-    for (int d = 3; d >= 0; d--) {
-        int64_t len = d >= 4 - nk ? a->in_shape[k][d - (4 - nk)] : 1;
-        st[d] = len == 1 ? 0 : s;
-        s *= len;
-    }
 }
 
 /* Calls BODY with i (the output's element), j0 and j1 (inputs 0's and 1's
@@ -163,8 +152,8 @@ static void strides_of(const struct vdev_kernel_args *a, int k, int64_t *st)
         if ((a)->i[3] == 3) {                                                                      \
             int64_t o4_[4], s0_[4], s1_[4], i = 0;                                                 \
             dims4(a, o4_);                                                                         \
-            strides_of(a, 0, s0_);                                                                 \
-            strides_of(a, 1, s1_);                                                                 \
+            vdev_args_strides4(a, 0, s0_);                                                         \
+            vdev_args_strides4(a, 1, s1_);                                                         \
             for (int64_t p_ = 0; p_ < o4_[0]; p_++)                                                \
                 for (int64_t q_ = 0; q_ < o4_[1]; q_++)                                            \
                     for (int64_t r_ = 0; r_ < o4_[2]; r_++)                                        \
@@ -269,9 +258,9 @@ KERNEL(vdev_ref_select_v2)
     uint32_t *o = (uint32_t *)a->out[0];
     int64_t o4[4], sc[4], sx[4], sy[4], i = 0;
     dims4(a, o4);
-    strides_of(a, 0, sc);
-    strides_of(a, 1, sx);
-    strides_of(a, 2, sy);
+    vdev_args_strides4(a, 0, sc);
+    vdev_args_strides4(a, 1, sx);
+    vdev_args_strides4(a, 2, sy);
     for (int64_t p = 0; p < o4[0]; p++)
         for (int64_t q = 0; q < o4[1]; q++)
             for (int64_t r = 0; r < o4[2]; r++)
@@ -291,38 +280,21 @@ static vdev_tensor_t *run2(enum vdev_op op, const vdev_tensor_t *x, const vdev_t
     return vdev_op_run(op, in, 2, NULL);
 }
 
-VDEV_API vdev_tensor_t *vdev_equal(const vdev_tensor_t *x, const vdev_tensor_t *y)
-{
-    return run2(VDEV_OP_EQUAL, x, y);
-}
-VDEV_API vdev_tensor_t *vdev_not_equal(const vdev_tensor_t *x, const vdev_tensor_t *y)
-{
-    return run2(VDEV_OP_NOT_EQUAL, x, y);
-}
-VDEV_API vdev_tensor_t *vdev_less(const vdev_tensor_t *x, const vdev_tensor_t *y)
-{
-    return run2(VDEV_OP_LESS, x, y);
-}
-VDEV_API vdev_tensor_t *vdev_less_equal(const vdev_tensor_t *x, const vdev_tensor_t *y)
-{
-    return run2(VDEV_OP_LESS_EQUAL, x, y);
-}
-VDEV_API vdev_tensor_t *vdev_greater(const vdev_tensor_t *x, const vdev_tensor_t *y)
-{
-    return run2(VDEV_OP_GREATER, x, y);
-}
-VDEV_API vdev_tensor_t *vdev_greater_equal(const vdev_tensor_t *x, const vdev_tensor_t *y)
-{
-    return run2(VDEV_OP_GREATER_EQUAL, x, y);
-}
-VDEV_API vdev_tensor_t *vdev_logical_and(const vdev_tensor_t *x, const vdev_tensor_t *y)
-{
-    return run2(VDEV_OP_LOGICAL_AND, x, y);
-}
-VDEV_API vdev_tensor_t *vdev_logical_or(const vdev_tensor_t *x, const vdev_tensor_t *y)
-{
-    return run2(VDEV_OP_LOGICAL_OR, x, y);
-}
+/* The binary ops' public functions: vdev_equal ... vdev_logical_or. */
+#define BINARY_FN(FN, OP)                                                                          \
+    VDEV_API vdev_tensor_t *FN(const vdev_tensor_t *x, const vdev_tensor_t *y)                     \
+    {                                                                                              \
+        return run2(OP, x, y);                                                                     \
+    }
+BINARY_FN(vdev_equal, VDEV_OP_EQUAL)
+BINARY_FN(vdev_not_equal, VDEV_OP_NOT_EQUAL)
+BINARY_FN(vdev_less, VDEV_OP_LESS)
+BINARY_FN(vdev_less_equal, VDEV_OP_LESS_EQUAL)
+BINARY_FN(vdev_greater, VDEV_OP_GREATER)
+BINARY_FN(vdev_greater_equal, VDEV_OP_GREATER_EQUAL)
+BINARY_FN(vdev_logical_and, VDEV_OP_LOGICAL_AND)
+BINARY_FN(vdev_logical_or, VDEV_OP_LOGICAL_OR)
+
 VDEV_API vdev_tensor_t *vdev_logical_not(const vdev_tensor_t *x)
 {
     const vdev_tensor_t *in[1] = {x};

@@ -289,6 +289,19 @@ KERNEL(vdev_fast_depthwise_conv2d_backprop_filter);
 void vdev_depthwise_geom_of(const struct vdev_kernel_args *a, struct vdev_conv_geom *g);
 
 /* Element index helpers for kernels. */
+/* Input k's strides over the 4 dimensions of the shape it is broadcast to
+ * (its own dimensions aligned at the last, leading 1s), 0 along those of
+ * size 1. */
+static inline void vdev_args_strides4(const struct vdev_kernel_args *a, int k, int64_t *st)
+{
+    int nk = a->in_ndim[k];
+    int64_t s = 1;
+    for (int d = 3; d >= 0; d--) {
+        int64_t len = d >= 4 - nk ? a->in_shape[k][d - (4 - nk)] : 1;
+        st[d] = len == 1 ? 0 : s;
+        s *= len;
+    }
+}
 static inline int64_t vdev_args_numel(const struct vdev_kernel_args *a, int k)
 {
     int64_t n = 1;

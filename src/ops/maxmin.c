@@ -38,19 +38,6 @@ enum vdev_status vdev_shape_maxmin_grad(struct vdev_kernel_args *a)
     return VDEV_OK;
 }
 
-/* Input k's strides over dy's 4 dimensions padded with leading 1s (0 along
- * those it is broadcast over), as kernels_ref.c's strides4. */
-static void strides_over(const struct vdev_kernel_args *a, int k, int64_t *st)
-{
-    int nk = a->in_ndim[k];
-    int64_t s = 1;
-    for (int d = 3; d >= 0; d--) {
-        int64_t len = d >= 4 - nk ? a->in_shape[k][d - (4 - nk)] : 1;
-        st[d] = len == 1 ? 0 : s;
-        s *= len;
-    }
-}
-
 KERNEL(vdev_ref_maxmin_grad)
 {
     const float *dy = (const float *)a->in[0], *x = (const float *)a->in[1];
@@ -60,8 +47,8 @@ KERNEL(vdev_ref_maxmin_grad)
     int64_t d4[4], sx[4], sy[4], i = 0;
     for (int d = 0; d < 4; d++)
         d4[d] = d >= 4 - nd ? a->in_shape[0][d - (4 - nd)] : 1;
-    strides_over(a, 1, sx);
-    strides_over(a, 2, sy);
+    vdev_args_strides4(a, 1, sx);
+    vdev_args_strides4(a, 2, sy);
     for (int64_t p = 0; p < d4[0]; p++)
         for (int64_t q = 0; q < d4[1]; q++)
             for (int64_t r = 0; r < d4[2]; r++)
