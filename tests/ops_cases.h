@@ -149,6 +149,7 @@ static const int64_t MM0[3][3] = {{0, 3, 4}, {3, 0, 4}, {3, 4, 0}};
 #include "ops_gru_case.h"
 #include "ops_select_case.h"
 #include "ops_compare_case.h"
+#include "ops_extreme_case.h"
 
 /* Builds the case (op, size, var); returns 0 when that variant does not
  * exist. Sizes index SIZES (a 2-D [r, c]); variants cover each op's modes.
@@ -634,6 +635,11 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
         return cast_case(c, r, col, var);
     case VDEV_OP_SELECT_V2:
         return select_v2_case(c, r, col, var);
+    case VDEV_OP_MAX:
+    case VDEV_OP_MIN:
+    case VDEV_OP_ABS:
+    case VDEV_OP_SIGN:
+        return extreme_case(c, op, r, col, var);
     case VDEV_OP_COUNT:
         break;
     }

@@ -99,6 +99,7 @@ static int64_t bcast_offset(const struct hin *h, const int64_t *osh, int ond, in
 #include "ops_gru_expect.h"
 #include "ops_select_expect.h"
 #include "ops_compare_expect.h"
+#include "ops_extreme_expect.h"
 
 static void expect(const struct tcase *c, struct texp *e)
 {
@@ -608,6 +609,12 @@ static void expect(const struct tcase *c, struct texp *e)
     case VDEV_OP_CAST:
     case VDEV_OP_SELECT_V2:
         compare_expect(c, e);
+        break;
+    case VDEV_OP_MAX:
+    case VDEV_OP_MIN:
+    case VDEV_OP_ABS:
+    case VDEV_OP_SIGN:
+        extreme_expect(c, e);
         break;
     case VDEV_OP_COUNT:
         break;

@@ -1,5 +1,6 @@
 /* test_compare_ops.c — the public functions of the comparisons, the logical
- * ops, vdev_cast and vdev_where (src/ops/compare.c) on the cpu backend and
+ * ops, vdev_cast and vdev_where (src/ops/compare.c), and of vdev_max,
+ * vdev_min, vdev_abs and vdev_sign (src/ops/extreme.c), on the cpu backend and
  * on a simulated GPU: the values TensorFlow gives at the edges (NaN against
  * itself, -0 against +0, casts of NaN, infinities and floats beyond int32,
  * ints float rounds), the broadcast shapes, the placement log's op names, a
@@ -221,6 +222,52 @@ static void test_names(const char *dev)
     CHECK(vdev_placement_op_count("Cast", dev) == cast0 + 1);
 }
 
+/* Max and Min: NaN, empty axes, int32, the gradient's tie rule; Abs, Sign;
+ * their refusals. */
+static void test_extreme(void)
+{
+    const float x[6] = {1.0f, 3.0f, 3.0f, -1.0f, NAN, 2.0f};
+    int64_t s23[2] = {2, 3}, s03[2] = {0, 3}, s2[1] = {2};
+    vdev_tensor_t *t = vdev_tensor_from_host(x, s23, 2, VDEV_F32);
+    const float mx[2] = {3.0f, NAN}, mn0[3] = {-1.0f, NAN, 2.0f};
+    vdev_tensor_t *m = vdev_max(t, 1, false);
+    check_words(m, VDEV_F32, mx, 2);
+    check_words(vdev_min(t, 0, true), VDEV_F32, mn0, 3);
+    const float inf[3] = {-INFINITY, -INFINITY, -INFINITY};
+    check_words(vdev_max(vdev_tensor_zeros(s03, 2, VDEV_F32), 0, false), VDEV_F32, inf, 3);
+    const int32_t iv[2] = {INT32_MIN, 5}, imin[1] = {INT32_MIN}, imax0[1] = {INT32_MAX};
+    check_words(vdev_min_all(vdev_tensor_from_host(iv, s2, 1, VDEV_I32)), VDEV_I32, imin, 1);
+    check_words(vdev_min_all(vdev_tensor_zeros(s03, 2, VDEV_I32)), VDEV_I32, imax0, 1);
+    const float ab[6] = {1.0f, 3.0f, 3.0f, 1.0f, NAN, 2.0f};
+    check_words(vdev_abs(t), VDEV_F32, ab, 6);
+    const float sg[6] = {1.0f, 1.0f, 1.0f, -1.0f, NAN, 1.0f};
+    check_words(vdev_sign(t), VDEV_F32, sg, 6);
+
+    /* the gradient of max over the rows: the tie [3, 3] shares dy */
+    vdev_tensor_t *v = vdev_variable(vdev_tensor_from_host(x, s23, 2, VDEV_F32));
+    vdev_tape_t *tape = vdev_tape_begin();
+    vdev_tensor_t *g = NULL;
+    CHECK_OK(vdev_tape_gradient(tape, vdev_sum_all(vdev_max(v, 1, false)), &v, 1, &g));
+    float got[6];
+    CHECK(g && vdev_tensor_to_host(g, got, sizeof got) == VDEV_OK);
+    CHECK(got[0] == 0.0f && got[1] == 0.5f && got[2] == 0.5f);
+    CHECK(isnan(got[3]) && isnan(got[4]) && isnan(got[5])); /* the NaN row: 0/0 */
+    vdev_tensor_free(g);
+    vdev_tape_end(tape);
+    vdev_tensor_free(v);
+
+    const int32_t b[2] = {1, 0};
+    vdev_tensor_t *bt = boolv(b, 2);
+    CHECK(vdev_max(bt, 0, false) == NULL);
+    CHECK_STR(vdev_last_error(), "Max: input #0 (shape [2]) is bool, expected float");
+    CHECK(vdev_sign(bt) == NULL);
+    CHECK_STR(vdev_last_error(), "Sign: input #0 (shape [2]) is bool, expected float or int32");
+    CHECK(vdev_min(t, 2, false) == NULL);
+    CHECK(vdev_last_status() == VDEV_ERR_SHAPE);
+    CHECK_STR(vdev_last_error(), "Min: Invalid reduction dimension (2 for input with 2 "
+                                 "dimension(s)");
+}
+
 static void run_all(const char *dev)
 {
     CHECK_OK(vdev_device_push(dev));
@@ -229,6 +276,7 @@ static void run_all(const char *dev)
     test_where_gradient();
     test_errors();
     test_names(dev);
+    test_extreme();
     vdev_scope_end();
     vdev_device_pop();
     struct vdev_memory_info mi;

@@ -71,6 +71,25 @@ VDEV_API vdev_tensor_t *vdev_mean(const vdev_tensor_t *a, int axis, bool keepdim
 /* Over all elements: a 0-dimensional tensor. */
 VDEV_API vdev_tensor_t *vdev_sum_all(const vdev_tensor_t *a);
 VDEV_API vdev_tensor_t *vdev_mean_all(const vdev_tensor_t *a);
+/* TensorFlow's Max and Min (tf.reduce_max, tf.reduce_min) over one axis or
+ * all (_all: a 0-dimensional tensor), f32 or i32, the input's dtype out: a
+ * NaN in a row gives NaN, as TensorFlow's eager kernels; a row of no element
+ * gives the identity, -inf for max and +inf for min (INT32_MIN and
+ * INT32_MAX for i32). The gradient is TensorFlow's: dy shared equally among
+ * the elements equal to the result. Errors as vdev_sum's ("Max: Invalid
+ * reduction dimension (2 for input with 2 dimension(s)"; a bool: "Max: input
+ * #0 (shape [2]) is bool, expected float"). */
+VDEV_API vdev_tensor_t *vdev_max(const vdev_tensor_t *a, int axis, bool keepdims);
+VDEV_API vdev_tensor_t *vdev_min(const vdev_tensor_t *a, int axis, bool keepdims);
+VDEV_API vdev_tensor_t *vdev_max_all(const vdev_tensor_t *a);
+VDEV_API vdev_tensor_t *vdev_min_all(const vdev_tensor_t *a);
+/* tf.abs and tf.sign (ops Abs, Sign), f32 or i32: |x| with the sign bit of a
+ * float cleared (|-0| is +0, NaN stays NaN; an int32's |INT32_MIN| is
+ * INT32_MIN, as two's complement gives); sign -1, 0 or 1 as numpy's (+0 for
+ * -0, NaN for NaN). Gradients TensorFlow's: dy sign(x) for abs, zeros for
+ * sign. */
+VDEV_API vdev_tensor_t *vdev_abs(const vdev_tensor_t *a);
+VDEV_API vdev_tensor_t *vdev_sign(const vdev_tensor_t *a);
 /* Same elements, new shape; one dimension may be -1. VDEV_ERR_INVALID_ARG
  * for ndim outside 0..4 ("Reshape: tensors have 0 to 4 dimensions, not 5")
  * or shape NULL with ndim > 0 ("Reshape: shape is NULL and ndim 2");

@@ -208,6 +208,15 @@ KERNEL(vdev_ref_logical_not);
 KERNEL(vdev_ref_cast);
 KERNEL(vdev_ref_select_v2);
 GRAD(vdev_grad_select_v2);
+/* extreme.c: Max, Min (shapes: vdev_shape_reduce), Abs, Sign */
+SHAPE(vdev_shape_abs_sign);
+KERNEL(vdev_ref_max);
+KERNEL(vdev_ref_min);
+KERNEL(vdev_ref_abs);
+KERNEL(vdev_ref_sign);
+GRAD(vdev_grad_extreme);
+GRAD(vdev_grad_abs);
+GRAD(vdev_grad_sign);
 /* gru_cell.c: the fused GRU cell's two ops and their two gradient ops */
 SHAPE(vdev_shape_gru_gates);      /* (xw, inner) [..., 3u] -> that shape */
 SHAPE(vdev_shape_gru_gates_grad); /* (dg, g, inner) -> that shape */

@@ -138,6 +138,11 @@ enum vdev_op {
     /* tf.where (compare.c): (c bool, x, y), the three broadcast together ->
      * c ? x : y */
     VDEV_OP_SELECT_V2,
+    /* extreme.c: reductions as SUM's parameters, f32 or i32 */
+    VDEV_OP_MAX,
+    VDEV_OP_MIN,
+    VDEV_OP_ABS,  /* f32 or i32 */
+    VDEV_OP_SIGN, /* f32 or i32 */
     VDEV_OP_COUNT
 };
 

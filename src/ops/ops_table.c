@@ -203,6 +203,14 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
     /* the gradient reads the condition */
     FWD(VDEV_OP_SELECT_V2, "SelectV2", 3, vdev_shape_select_v2, vdev_ref_select_v2,
         vdev_grad_select_v2, 1),
+    /* tf.reduce_max, reduce_min, abs, sign (extreme.c): Max's and Min's
+     * gradient reads the input and the output */
+    FWD(VDEV_OP_MAX, "Max", 1, vdev_shape_reduce, vdev_ref_max, vdev_grad_extreme,
+        1 | VDEV_GRAD_OUT),
+    FWD(VDEV_OP_MIN, "Min", 1, vdev_shape_reduce, vdev_ref_min, vdev_grad_extreme,
+        1 | VDEV_GRAD_OUT),
+    FWD(VDEV_OP_ABS, "Abs", 1, vdev_shape_abs_sign, vdev_ref_abs, vdev_grad_abs, 1),
+    FWD(VDEV_OP_SIGN, "Sign", 1, vdev_shape_abs_sign, vdev_ref_sign, vdev_grad_sign, 0),
     /* the tape's sum of a slice's gradient (strided.c, autograd/tape.c) */
     [VDEV_OP_STRIDED_SLICE_GRAD_ADD] = {.name = "StridedSliceGradAdd", .n_in = 2,
                                         .flags = VDEV_OP_NO_GRAD | VDEV_OP_INPLACE,

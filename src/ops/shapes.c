@@ -179,15 +179,17 @@ enum vdev_status vdev_shape_batch_matmul(struct vdev_kernel_args *a)
 
 /* ---- SUM, MEAN ---- */
 
-/* i[0] axis (negative from the end, or VDEV_AXIS_ALL), i[1] keepdims. With
+/* Sum, Mean, Max, Min: i[0] axis (negative from the end, or VDEV_AXIS_ALL), i[1] keepdims. With
  * VDEV_AXIS_ALL and no keepdims the output is 0-dimensional; with keepdims it
  * has the input's rank with every dimension 1 (as TensorFlow's keepdims).
  * i[0] is normalised to 0..ndim-1 for the kernels. */
 enum vdev_status vdev_shape_reduce(struct vdev_kernel_args *a)
 {
+    /* Max and Min take int32 too (extreme.c); the output has the input's dtype */
     static const int want[1] = {VDEV_F32};
-    enum vdev_status st = check_dtypes(a, want);
-    if (st != VDEV_OK)
+    int extreme = a->op == VDEV_OP_MAX || a->op == VDEV_OP_MIN;
+    enum vdev_status st = VDEV_OK;
+    if (!(extreme && a->in_dtype[0] == VDEV_I32) && (st = check_dtypes(a, want)) != VDEV_OK)
         return st;
     int64_t ax = VDEV_AXIS_ALL, rank = a->in_ndim[0];
     if (a->i[0] != VDEV_AXIS_ALL && (a->i[0] < -rank || a->i[0] >= rank))
@@ -200,7 +202,7 @@ enum vdev_status vdev_shape_reduce(struct vdev_kernel_args *a)
     int64_t shape[VDEV_MAX_DIMS];
     int nd;
     reduced_shape(a, 0, ax, a->i[1] != 0, shape, &nd);
-    out_shape(a, shape, nd, VDEV_F32);
+    out_shape(a, shape, nd, a->in_dtype[0]);
     return VDEV_OK;
 }
 

@@ -405,6 +405,31 @@ static void op_cases_shaped(void)
         CASE("more elements than threads", VDEV_OP_SELECT_V2, none, 0, TB(2, r, 1),
              TF(G_UNIFORM, 2, r, 64), TF(G_UNIFORM, 2, r, 64));
     }
+    /* Max, Min, Abs, Sign (cuda_extreme.cu) */
+    {
+        int64_t r = BIG(20000, 300);
+        for (int op = VDEV_OP_MAX; op <= VDEV_OP_MIN; op++) {
+            enum vdev_op o = (enum vdev_op)op;
+            CASE("all, ties and NaN", o, P(0, 0, ALL, 0), 0, TF(G_CMP, 2, 20, 30));
+            CASE("axis 0", o, P(0, 0, 0, 0), 0, TF(G_CMP, 2, 20, 30));
+            CASE("axis 1, keepdims", o, P(0, 0, 1, 1), 0, TF(G_UNIFORM, 2, 20, 30));
+            CASE("3-D middle axis", o, P(0, 0, 1, 0), 0, TF(G_WIDE, 3, 2, 20, 30));
+            CASE("int32", o, P(0, 0, 1, 0), 0, TI(G_INTS, 2, 20, 30));
+            CASE("int32 all", o, P(0, 0, ALL, 0), 0, TI(G_INTS, 2, 20, 30));
+            CASE("an empty axis: the identity", o, P(0, 0, 0, 0), 0, TF(G_UNIFORM, 2, 0, 30));
+            CASE("int32, an empty axis", o, P(0, 0, 1, 0), 0, TI(G_INTS, 2, 7, 0));
+            CASE("no element at all", o, P(0, 0, ALL, 0), 0, TF(G_UNIFORM, 2, 0, 3));
+            CASE("more rows than threads", o, P(0, 0, 1, 0), 0, TF(G_UNIFORM, 2, r, 64));
+        }
+        for (int op = VDEV_OP_ABS; op <= VDEV_OP_SIGN; op++) {
+            enum vdev_op o = (enum vdev_op)op;
+            CASE("special", o, none, 0, TF(G_CMP, 2, 20, 30));
+            CASE("uniform", o, none, 0, TF(G_WIDE, 2, 20, 30));
+            CASE("int32", o, none, 0, TI(G_INTS, 2, 20, 30));
+            CASE("no element", o, none, 0, TF(G_UNIFORM, 2, 0, 30));
+            CASE("more elements than threads", o, none, 0, TF(G_UNIFORM, 2, r, 64));
+        }
+    }
     /* the fused GRU cell (cuda_gru.cu): gates [..., 3u], h [..., u] */
     {
         int64_t r = BIG(20000, 300);

@@ -221,6 +221,10 @@ int run_select(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
  * output), 0 otherwise. */
 int run_compare(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
 
+/* Max, Min, Abs and Sign (cuda_extreme.cu): 1 when a->op is one of them (its
+ * kernel queued on s, none for an empty output), 0 otherwise. */
+int run_extreme(const vdev_cuda_args *a, cudaStream_t s, int n_sm);
+
 } // namespace vdev_cuda
 
 #endif /* VDEV_CUDA_DEVICE_CUH */

@@ -54,7 +54,7 @@ const char *op_name(int op)
         "LSTMCellOutput", "LSTMCellGrad", "StridedSliceGradAdd", "GRUGates", "GRUGatesGrad",
         "GRUCellOutput", "GRUCellGrad", "SelectByMask", "SelectByMaskGrad", "Equal", "NotEqual",
         "Less", "LessEqual", "Greater", "GreaterEqual", "LogicalAnd", "LogicalOr", "LogicalNot",
-        "Cast", "SelectV2"};
+        "Cast", "SelectV2", "Max", "Min", "Abs", "Sign"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -441,7 +441,9 @@ bool nothing_to_do(const vdev_cuda_args *a)
     case VDEV_OP_SOFTMAX_CE:
         return false;
     case VDEV_OP_SUM:
-    case VDEV_OP_MEAN: {
+    case VDEV_OP_MEAN:
+    case VDEV_OP_MAX: /* an empty axis: the identity to write */
+    case VDEV_OP_MIN: {
         int64_t outer, len, inner;
         split_axis(a, 0, a->i[0], &outer, &len, &inner);
         return outer * inner == 0;
@@ -710,6 +712,12 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_CAST:
     case VDEV_OP_SELECT_V2:
         run_compare(a, s, n_sm); /* cuda_compare.cu */
+        break;
+    case VDEV_OP_MAX:
+    case VDEV_OP_MIN:
+    case VDEV_OP_ABS:
+    case VDEV_OP_SIGN:
+        run_extreme(a, s, n_sm); /* cuda_extreme.cu */
         break;
     default:
         snprintf(msg, cap, "CUDA plugin: no CUDA kernel for op %d (%s); this build knows ops 0..%d",

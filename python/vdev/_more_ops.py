@@ -1,0 +1,206 @@
+"""More of TensorFlow's everyday ops, under its names: ``reduce_max``,
+``reduce_min``, ``abs``, ``sign`` (vdev ops of their own: Max, Min, Abs,
+Sign, src/ops/extreme.c), and ``clip_by_value``, ``expand_dims``,
+``squeeze``, ``one_hot``, ``range``, ``tile``, ``argmin`` made of vdev's
+ops as TensorFlow's Python makes them or as exactly (the placement log
+shows the ops they are made of: Reshape for expand_dims and squeeze,
+Minimum and Maximum for clip_by_value, Equal and Cast or SelectV2 for
+one_hot, ConcatV2 for tile, a constant for range). Each runs where vdev's
+rule puts its inputs' ops and is differentiated by the tape as the ops it is
+made of; errors are TensorFlow's, in its words where it has them.
+"""
+
+import numbers
+
+import numpy as np
+
+from . import errors
+from ._indexing import strided_slice
+from ._lib import lib
+from ._ops import (_axis_value, _near, _new, _reduce, _t, argmax, concat, maximum, minimum,
+                   negative, reshape)
+from ._tensor import Tensor, as_dtype, constant, convert_to_tensor, float32, int32
+
+
+def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
+    """tf.math.reduce_max: the largest element over axis (an int or a list;
+    None: every axis), float32 or int32; a NaN in a row gives NaN, and a row
+    of no element the identity, -inf (int32's least value), as TensorFlow's.
+    The gradient is TensorFlow's: shared equally among the elements equal to
+    the result."""
+    return _reduce(lib.vdev_max, lib.vdev_max_all, input_tensor, axis, keepdims)
+
+
+def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
+    """tf.math.reduce_min: as reduce_max, the smallest (+inf over nothing)."""
+    return _reduce(lib.vdev_min, lib.vdev_min_all, input_tensor, axis, keepdims)
+
+
+def abs(x, name=None):  # noqa: A001 (TensorFlow's name)
+    """tf.math.abs: |x|, float32 (|-0| is +0, NaN stays NaN) or int32
+    (|-2147483648| is -2147483648, as two's complement gives); the gradient
+    dy sign(x)."""
+    x = _t(x)
+    return _new(lib.vdev_abs(x._handle))
+
+
+def sign(x, name=None):
+    """tf.math.sign: -1, 0 or 1 (float32: +0 for -0, NaN for NaN); the
+    gradient is zeros, as TensorFlow's."""
+    x = _t(x)
+    return _new(lib.vdev_sign(x._handle))
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """tf.clip_by_value: minimum(t, max), then maximum(that, min), as
+    TensorFlow's Python composes it (so the gradient is theirs: dy where t
+    is within the bounds, on either bound where t equals it, 0 outside)."""
+    t = _t(t)
+    return maximum(minimum(t, clip_value_max), clip_value_min)
+
+
+def _rank_error(msg):
+    return errors.InvalidArgumentError(msg, "VDEV_ERR_INVALID_ARG")
+
+
+def expand_dims(input, axis, name=None):
+    """tf.expand_dims: a dimension of 1 inserted at axis (in [-rank - 1,
+    rank]); a view (Reshape)."""
+    x = _t(input)
+    a = _int_axis(axis)
+    nd = x.ndim
+    if not -nd - 1 <= a <= nd:
+        raise _rank_error("Tried to expand dim index %d for tensor with %d dimensions." % (a, nd))
+    a = a + nd + 1 if a < 0 else a
+    shape = list(x.shape)
+    return reshape(x, shape[:a] + [1] + shape[a:])
+
+
+def squeeze(input, axis=None, name=None):
+    """tf.squeeze: the dimensions of size 1 removed (all of them, or those
+    axis names, each of which must be 1); a view (Reshape)."""
+    x = _t(input)
+    shape = list(x.shape)
+    nd = len(shape)
+    if axis is None:
+        return reshape(x, [d for d in shape if d != 1])
+    axes = _axis_value(axis)
+    axes = axes if isinstance(axes, list) else [axes]
+    keep = [True] * nd
+    for a in axes:
+        a = _int_axis(a)
+        if not -nd <= a < nd:
+            raise _rank_error("Tried to squeeze dim index %d for tensor with %d dimensions."
+                              % (a, nd))
+        a %= nd
+        if shape[a] != 1:
+            raise _rank_error("Can not squeeze dim[%d], expected a dimension of 1, got %d"
+                              % (a, shape[a]))
+        keep[a] = False
+    return reshape(x, [d for d, k in zip(shape, keep) if k])
+
+
+def _int_axis(axis):
+    if isinstance(axis, Tensor):
+        axis = axis.numpy()
+    if isinstance(axis, np.ndarray) and axis.ndim == 0:
+        axis = axis.item()
+    if not isinstance(axis, numbers.Integral) or isinstance(axis, bool):
+        raise TypeError("axis must be an int, not %r" % (axis,))
+    return int(axis)
+
+
+def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
+    """tf.range: start, start + delta, ... up to limit (excluded); one
+    argument is the limit. int32 when every argument is an int, else
+    float32 (or dtype). Made on the host, a constant on the current device,
+    as TensorFlow's Range kernel runs on the CPU. TensorFlow's errors: delta
+    0, or a direction that never reaches the limit."""
+    if limit is None:
+        start, limit = 0, start
+    vals = [v.numpy().item() if isinstance(v, Tensor) else v for v in (start, limit, delta)]
+    if dtype is None:
+        is_int = all(isinstance(v, numbers.Integral) for v in vals)
+        dt = int32 if is_int else float32
+    else:
+        dt = as_dtype(dtype)
+    start, limit, delta = vals
+    fmt = "%d" if dt is int32 else "%g"
+    if delta == 0:
+        raise _rank_error(("Requires delta != 0: " + fmt) % delta)
+    if delta > 0 and start > limit:
+        raise _rank_error(("Requires start <= limit when delta > 0: " + fmt + "/" + fmt)
+                          % (start, limit))
+    if delta < 0 and start < limit:
+        raise _rank_error(("Requires start >= limit when delta < 0: " + fmt + "/" + fmt)
+                          % (start, limit))
+    return constant(np.arange(start, limit, delta).astype(dt.as_numpy_dtype))
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """tf.one_hot: a new axis (last by default, or axis) of depth entries,
+    on_value where the entry is the index, off_value elsewhere (an index
+    outside [0, depth), a negative one too, gives a row of off_value). float32
+    of 1 and 0 by default: Equal against the positions and Cast; other values
+    go through SelectV2. The indices are int32."""
+    idx = _t(indices)
+    if idx.dtype is not int32:
+        raise TypeError("vdev.one_hot takes int32 indices, not %s" % idx.dtype.name)
+    depth = int(depth.numpy()) if isinstance(depth, Tensor) else int(depth)
+    if depth < 0:
+        raise _rank_error("depth must be non-negative, got: %d" % depth)
+    nd = idx.ndim
+    a = -1 if axis is None else _int_axis(axis)
+    if not -1 <= a <= nd:
+        raise _rank_error("Expected axis to be -1 or between [0, %d).  But received: %d"
+                          % (nd + 1, a))
+    a = nd if a == -1 else a
+    if dtype is None:  # TensorFlow's: the on or off value's own dtype, else float32
+        given = [v for v in (on_value, off_value) if v is not None]
+        dtype = _t(given[0]).dtype if given else float32
+    dt = as_dtype(dtype)
+    with _near(idx):
+        pos_shape = [1] * (nd + 1)
+        pos_shape[a] = depth
+        positions = constant(np.arange(depth, dtype=np.int32).reshape(pos_shape))
+        hit = _logic().equal(expand_dims(idx, a), positions)
+        if on_value is None and off_value is None:
+            return _logic().cast(hit, dt)
+        on = convert_to_tensor(1 if on_value is None else on_value, dt)
+        off = convert_to_tensor(0 if off_value is None else off_value, dt)
+        return _logic().where(hit, on, off)
+
+
+def _logic():
+    from . import _logic_ops
+    return _logic_ops
+
+
+def tile(input, multiples, name=None):
+    """tf.tile: the tensor repeated multiples[d] times along each axis d,
+    made of ConcatV2 ops (so the gradient sums the copies back)."""
+    x = _t(input)
+    m = multiples.numpy() if isinstance(multiples, Tensor) else np.asarray(multiples)
+    m = [int(v) for v in np.ravel(m)]
+    if len(m) != x.ndim:
+        raise _rank_error("Expected multiples argument to be a vector of length %d but got "
+                          "length %d" % (x.ndim, len(m)))
+    for d, k in enumerate(m):
+        if k < 0:
+            raise _rank_error("Expected multiples[%d] >= 0, but got %d" % (d, k))
+    y = x
+    for d, k in enumerate(m):
+        if k > 1:
+            y = concat([y] * k, d)
+        elif k == 0:  # nothing along d: an empty slice
+            end = list(y.shape)
+            end[d] = 0
+            y = strided_slice(y, [0] * len(end), end, [1] * len(end))
+    return y if y is not x else _new(lib.vdev_identity(x._handle))
+
+
+def argmin(input, axis=None, output_type=int32, name=None):
+    """tf.math.argmin: the index of the smallest element along axis (int32,
+    as vdev's argmax): argmax of the negated values, so a tie gives the
+    first index, as TensorFlow's. float32 only, as vdev's ArgMax."""
+    return argmax(negative(_t(input)), axis, output_type)
