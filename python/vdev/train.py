@@ -418,9 +418,10 @@ def checkpoint_metadata(path):
 
 
 class CheckpointEntry(tuple):
-    """One tensor of a checkpoint: name, dtype (the file's: 'F32', 'I32', or
-    another safetensors dtype vdev has no tensors of), shape, and where its
-    bytes are (offset from the start of the data, size)."""
+    """One tensor of a checkpoint: name, dtype (the file's: 'F32', 'I32',
+    'BOOL' (one byte an element in the file), or another safetensors dtype
+    vdev has no tensors of), shape, and where its bytes are (offset from the
+    start of the data, size)."""
 
     __slots__ = ()
 
