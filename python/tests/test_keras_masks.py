@@ -118,7 +118,8 @@ def test_padding_is_skipped_and_masks_pass_on():
     ids = np.array([[3, 5, 2, 0, 0], [4, 1, 0, 0, 0], [7, 7, 7, 7, 7]], np.int32)
     emb = layers.Embedding(10, 4, mask_zero=True, seed=1)
     e = emb(ids)
-    np.testing.assert_array_equal(e._keras_mask.numpy(), (ids != 0).astype(f32))
+    np.testing.assert_array_equal(e._keras_mask.numpy(), ids != 0)
+    assert e._keras_mask.dtype == vdev.bool  # Keras's masks are bool tensors
     assert emb.compute_mask(ids).shape == (3, 5) and emb.get_config()["mask_zero"] is True
     assert layers.Embedding(10, 4).compute_mask(ids) is None
     dense = layers.Dense(4, seed=2)  # passes the mask on, as Keras's
@@ -193,6 +194,9 @@ def test_merge_layers_and_attention():
                                   ids != 0)
     np.testing.assert_array_equal(layers.Concatenate(axis=1)([a, b])._keras_mask.numpy(),
                                   np.concatenate([ids != 0, ids2 != 0], 1))
+    for merged in (layers.Add()([a, b]), layers.Concatenate()([a, plain]),
+                   layers.Concatenate(axis=1)([a, b])):
+        assert merged._keras_mask.dtype == vdev.bool
     with pytest.raises(ValueError) as e:
         layers.Add().compute_mask([a, b], a._keras_mask)
     assert str(e.value).startswith("`mask` should be a list. Received: mask=")
@@ -280,3 +284,24 @@ def test_errors():
     np.testing.assert_array_equal(tm(xs, mask=mask).numpy(),
                                   np.transpose(bm(np.transpose(xs, (1, 0, 2)), mask=mask.T).numpy(),
                                                (1, 0, 2)))
+
+
+def test_masks_are_bool_and_any_truth_values_are_taken():
+    """Keras's masks are bool: Masking's too (a NaN feature differs from
+    mask_value, as its not_equal says); a layer given a mask takes a bool or
+    float tensor or an array of truth values alike."""
+    x = np.zeros((2, 3, 2), f32)
+    x[0, 0] = [1.0, 0.0]
+    x[1, 2] = [np.nan, 0.0]
+    m = layers.Masking(0.0)
+    out = m(x)
+    assert out._keras_mask.dtype == vdev.bool and m.compute_mask(x).dtype == vdev.bool
+    want = np.array([[True, False, False], [False, False, True]])
+    np.testing.assert_array_equal(out._keras_mask.numpy(), want)
+    np.testing.assert_array_equal(out.numpy()[0], x[0] * want[0][:, None])
+    seq = np.random.default_rng(3).uniform(-1, 1, (2, 3, 2)).astype(f32)
+    lstm = layers.LSTM(2, seed=4)
+    outs = [lstm(seq, mask=given).numpy() for given in
+            (vdev.constant(want), vdev.constant(want.astype(f32)), want, want.astype(np.int32))]
+    for o in outs[1:]:
+        np.testing.assert_array_equal(o, outs[0])

@@ -537,21 +537,22 @@ class Masking(_Stateless):
     def get_config(self):
         return self._config(mask_value=self.mask_value)
 
-    def _keep(self, x):
-        """[..., 1]: 1.0 where any feature differs from mask_value (from
-        vdev's ops: d > 0 or -d > 0, summed over the features, at most 1)."""
-        d = _ops.subtract(x, float(self.mask_value))
-        differs = _ops.add(_step(d, strict=True), _step(_ops.negative(d), strict=True))
-        return _ops.minimum(_ops.reduce_sum(differs, axis=-1, keepdims=True), 1.0)
+    def _any(self, x):
+        """[..., 1] bool: whether any feature differs from mask_value, as
+        Keras's reduce_any(not_equal(x, mask_value), -1, keepdims=True) (a
+        NaN feature differs)."""
+        from ._logic_ops import not_equal, reduce_any
+        return reduce_any(not_equal(x, float(self.mask_value)), axis=-1, keepdims=True)
 
     def compute_mask(self, inputs, mask=None):
         """Keras's: any feature other than mask_value, over the last axis."""
-        keep = self._keep(_float_input(self._device, inputs))
+        keep = self._any(_float_input(self._device, inputs))
         return _ops.reshape(keep, [int(d) for d in keep.shape[:-1]])
 
     def __call__(self, inputs, training=None):
+        from ._logic_ops import cast
         x = _float_input(self._device, inputs)
-        keep = self._keep(x)
-        out = _ops.multiply(x, keep)
+        keep = self._any(x)
+        out = _ops.multiply(x, cast(keep, "float32"))
         out._keras_mask = _ops.reshape(keep, [int(d) for d in keep.shape[:-1]])
         return out

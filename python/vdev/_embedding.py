@@ -139,14 +139,14 @@ class Embedding(_base()):
         return (shape[0],) + tuple(lens) + (self.output_dim,)
 
     def compute_mask(self, inputs, mask=None):
-        """Keras's: None without mask_zero, else 1.0 where an id is not 0
-        (the inputs' shape, float32: vdev has no bool dtype)."""
+        """Keras's: None without mask_zero, else True where an id is not 0
+        (a bool tensor of the inputs' shape)."""
         if not self.mask_zero:
             return None
         import numpy as np
         ids = inputs.numpy() if isinstance(inputs, Tensor) else np.asarray(inputs)
         with _ops._near(self.embeddings):
-            return _ops.constant((ids != 0).astype(np.float32))
+            return _ops.constant(np.asarray(ids != 0, dtype=bool))
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable, "dtype": "float32",

@@ -11,10 +11,11 @@ supports masking gives its output the mask its ``compute_mask`` says
 layers combine them, a recurrent layer keeps it with return_sequences);
 any other layer drops it, as Keras's (its documentation says it raises;
 its code returns). ``fit`` and ``evaluate`` weigh a masked output's losses
-as Keras's apply_valid_mask: the mean over the steps that count. vdev has
-no bool dtype: a mask is a float32 tensor of 1.0 (counts) and 0.0 on the
-data's device, and a mask given (``layer(x, mask=m)``) may be any array of
-truth values of that shape.
+as Keras's apply_valid_mask: the mean over the steps that count. A mask is
+a bool tensor on the data's device, as Keras's; a mask given (``layer(x,
+mask=m)``) may be any tensor or array of truth values of that shape (a
+number other than 0 counts). Layers that compute with a mask take it as
+float32 1.0 / 0.0 (``as_float``, ``as_mask``: a Cast on the device).
 """
 
 import numpy as np
@@ -66,12 +67,31 @@ def masked_call(call, layer, inputs, args, kwargs):
     return out
 
 
+def _logic():
+    from . import _logic_ops
+    return _logic_ops
+
+
+def as_float(m):
+    """A mask tensor as float32 1.0 / 0.0 for arithmetic (a bool one cast on
+    its device; a float32 one as it is)."""
+    return _logic().cast(m, float32) if m.dtype.is_bool else m
+
+
+def as_bool(m):
+    """A mask tensor as bool (a number other than 0 counts), as Keras's
+    masks are."""
+    return m if m.dtype.is_bool else _logic().not_equal(m, 0)
+
+
 def as_mask(mask, near, shape):
     """A mask given to a call (a tensor, a NumPy array or nested lists of
-    truth values) as vdev's float32 1.0 / 0.0 on near's device, checked to
-    be [batch, steps] of shape ``shape``."""
+    truth values) as float32 1.0 / 0.0 on near's device, checked to be
+    [batch, steps] of shape ``shape``: a bool tensor is cast where it is."""
     if isinstance(mask, Tensor) and mask.dtype is float32:
         m = mask
+    elif isinstance(mask, Tensor) and mask.dtype.is_bool:
+        m = as_float(mask)
     else:
         values = mask.numpy() if isinstance(mask, Tensor) else np.asarray(mask)
         with _ops._near(near):
@@ -84,16 +104,16 @@ def as_mask(mask, near, shape):
 
 
 def select(m, a, b):
-    """a where m is 1, b where it is 0 (m broadcast against both), as
-    tf.where: one SelectByMask op where a and b have one shape and m
-    broadcasts to it (a leading 1 added where m has fewer axes); else m a +
-    (1 - m) b, the same for finite a and b, its gradient m and 1 - m."""
+    """a where m is set, b where it is not (m float32 1.0 / 0.0 or bool,
+    broadcast against both), as tf.where: one SelectByMask op where a and b
+    have one shape and m broadcasts to it; else m a + (1 - m) b, the same
+    for finite a and b, its gradient m and 1 - m."""
     if isinstance(m, Tensor) and isinstance(a, Tensor) and isinstance(b, Tensor):
         sa, sm = tuple(a.shape), tuple(m.shape)
-        if tuple(b.shape) == sa and len(sm) <= len(sa) and m.dtype is float32:
-            sm = (1,) * (len(sa) - len(sm)) + sm
-            if all(d == 1 or d == e for d, e in zip(sm, sa)):
-                if sm != tuple(m.shape):
-                    m = _ops.reshape(m, list(sm))
+        if tuple(b.shape) == sa and len(sm) <= len(sa) and (m.dtype is float32
+                                                            or m.dtype.is_bool):
+            if all(d == 1 or d == e for d, e in zip(sm, sa[len(sa) - len(sm):])):
                 return _ops.select_mask(m, a, b)
+    if isinstance(m, Tensor):
+        m = as_float(m)
     return _ops.add(_ops.multiply(m, a), _ops.multiply(_ops.subtract(1.0, m), b))

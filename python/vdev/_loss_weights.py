@@ -131,10 +131,11 @@ def weighted_loss(fn, y, pred, weights, reduction):
                              "of shape %s; Keras weighs one loss per masked step (a loss with "
                              "reduction 'none', or a function giving [batch, steps])"
                              % (tuple(mask.shape), tuple(values.shape)))
-        m = mask
+        from ._keras_masks import as_float
+        m = as_float(mask)
         if mean:  # Keras's apply_valid_mask: total / valid where kept
             m = _ops.multiply(m, _ops.divide(float(mask.shape.num_elements()),
-                                             _ops.reduce_sum(mask)))
+                                             _ops.reduce_sum(m)))
         w = m if w is None else _ops.multiply(w, m)
     weighted = _ops.multiply(values, w)
     total = _ops.reduce_sum(weighted)

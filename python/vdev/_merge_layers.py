@@ -127,14 +127,16 @@ class _Merge(Layer):
         return any(m is not None for m in mask)
 
     def compute_mask(self, inputs, mask=None):
-        """Keras's: where every input's mask keeps (the product of vdev's
-        1.0 / 0.0 masks), None when no input has one."""
+        """Keras's: where every input's mask keeps (LogicalAnd of the bool
+        masks), None when no input has one."""
         if not self._mask_checks(inputs, mask):
             return None
-        masks = [m for m in mask if m is not None]
+        from ._keras_masks import as_bool
+        from ._logic_ops import logical_and
+        masks = [as_bool(m) for m in mask if m is not None]
         out = masks[0]
         for m in masks[1:]:
-            out = _ops.multiply(out, m)
+            out = logical_and(out, m)
         return out
 
     def _elemwise_shape(self, shape1, shape2):
@@ -356,18 +358,20 @@ class Concatenate(_Merge):
         then kept where all of the last axis keeps."""
         if not self._mask_checks(inputs, mask):
             return None
-        from ._tensor import ones
+        from ._keras_masks import as_bool
+        from ._logic_ops import reduce_all
+        from ._tensor import bool_, ones
         parts = []
         for x, m in zip(_tensors(inputs, self._device), mask):
             if m is None:
                 with _ops._near(x):
-                    m = ones(tuple(int(d) for d in x.shape))
-            elif m.ndim < x.ndim:
-                m = _ops.reshape(m, [int(d) for d in m.shape] + [1])
+                    m = ones(tuple(int(d) for d in x.shape), bool_)
+            else:
+                m = as_bool(m)
+                if m.ndim < x.ndim:
+                    m = _ops.reshape(m, [int(d) for d in m.shape] + [1])
             parts.append(m)
-        joined = _ops.concat(parts, self.axis)
-        dropped = _ops.reduce_sum(_ops.subtract(1.0, joined), axis=-1)
-        return _ops.subtract(1.0, _ops.minimum(dropped, 1.0))
+        return reduce_all(_ops.concat(parts, self.axis), axis=-1)
 
     def __call__(self, inputs, training=None, mask=None):
         """vdev.concat of inputs (a list of tensors or values) along axis."""
