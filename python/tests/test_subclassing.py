@@ -43,7 +43,9 @@ class Block(layers.Layer):
 
 class Masked(layers.Layer):
     def call(self, x, mask=None):
-        return x if mask is None else x * vdev.reshape(mask, list(mask.shape) + [1])
+        # Keras's idiom: a mask is bool, cast to the data's dtype to multiply
+        return x if mask is None else x * vdev.cast(vdev.reshape(mask, list(mask.shape) + [1]),
+                                                     x.dtype)
 
 
 def test_layers_of_ones_own():
