@@ -226,6 +226,11 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
             }
             return 1;
         }
+        /* 12 + v: int32 operands (not RealDiv) of variant v's shapes, drawn
+         * with int32's ends so that sums and products wrap */
+        int i32v = var >= 12 && op != VDEV_OP_DIV;
+        if (i32v)
+            var -= 12;
         if (var > 10)
             return 0;
         int64_t row1[1] = {col}, row2[2] = {1, col}, colv[2] = {r, 1}, a3[3] = {2, 1, col};
@@ -237,6 +242,13 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
                             : var == 2 || var == 6 || var == 9          ? row2
                             : var == 10                                 ? colv
                                                                         : one;
+        if (i32v) {
+            in_cmp(c, 0, sa, na_of[var], VDEV_I32);
+            in_cmp(c, 1, sb, nb_of[var], VDEV_I32);
+            snprintf(c->desc, sizeof c->desc, "%s int32 size [%lld,%lld] variant %d",
+                     vdev_op_defs[op].name, (long long)r, (long long)col, var + 12);
+            break;
+        }
         in_f(c, 0, sa, na_of[var], -2, 2);
         /* the shape rule picks the broadcast mode; the test only sets shapes */
         if (op == VDEV_OP_DIV)

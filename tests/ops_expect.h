@@ -162,7 +162,23 @@ static void expect(const struct tcase *c, struct texp *e)
         int64_t osh[4];
         int ond = bcast_shape(x, &c->in[1], osh);
         free(e->v[0]);
-        exp_out(e, 0, osh, ond, VDEV_F32);
+        exp_out(e, 0, osh, ond, x->dtype);
+        if (x->dtype == VDEV_I32) { /* two's complement wrapping */
+            for (int64_t i = 0; i < e->numel[0]; i++) {
+                int64_t av = I(c, 0)[bcast_offset(x, osh, ond, i)];
+                int64_t bv = I(c, 1)[bcast_offset(&c->in[1], osh, ond, i)];
+                uint32_t w = c->op == VDEV_OP_ADD   ? (uint32_t)(av + bv)
+                             : c->op == VDEV_OP_SUB ? (uint32_t)(av - bv)
+                             : c->op == VDEV_OP_MUL ? (uint32_t)av * (uint32_t)bv
+                             : c->op == VDEV_OP_MAXIMUM ? (uint32_t)(av < bv ? bv : av)
+                                                        : (uint32_t)(bv < av ? bv : av);
+                int32_t v;
+                memcpy(&v, &w, 4);
+                e->v[0][i] = v;
+            }
+            e->atol = e->rtol = 0.0;
+            break;
+        }
         for (int64_t i = 0; i < e->numel[0]; i++) {
             double av = a[bcast_offset(x, osh, ond, i)];
             double bv = b[bcast_offset(&c->in[1], osh, ond, i)];

@@ -300,7 +300,7 @@ static void sweep(const char *dev, int vs_cpu, int direct)
     for (int op = 0; op < VDEV_OP_COUNT; op++) {
         int op_cases = 0;
         for (int size = 0; size < N_SIZES; size++)
-            for (int var = 0; var < 16; var++) {
+            for (int var = 0; var < 32; var++) {
                 struct tcase c;
                 if (!build((enum vdev_op)op, size, var, &c)) {
                     case_free(&c);

@@ -5,7 +5,9 @@ exact composition of them.
 Each returns a new tensor. Where it runs is vdev's rule: the innermost
 ``vdev.device`` scope, else where its inputs are (and where their variables
 live when they disagree). A Python number next to a tensor is that tensor's
-scalar operand (``x + 1`` is AddScalar on x's device), checked as TensorFlow
+scalar operand (``x + 1`` is AddScalar on x's device; beside an int32 x, an
+int32 tensor of one element and AddV2, which computes on int32 with
+two's complement wrapping, as Sub, Mul, Maximum and Minimum), checked as TensorFlow
 converts it with x's dtype (``1.5 - i`` for an int32 i is TensorFlow's
 TypeError, never 1.5 truncated); where an op needs it as a tensor, the tensor
 is made on x's device, so a scalar never drags work to another device. Inputs
@@ -209,9 +211,9 @@ def add(x, y, name=None):
     """x + y: same shape, a row broadcast over the last axis, or one element."""
     if isinstance(x, Tensor) and isinstance(y, Tensor):  # neither is a Python number
         return _new(lib.vdev_add(x._handle, y._handle))
-    if _is_scalar(y) and isinstance(x, Tensor):
+    if _is_scalar(y) and isinstance(x, Tensor) and x.dtype is float32:
         return _new(lib.vdev_add_scalar(x._handle, float(_number(y, x))))
-    if _is_scalar(x) and isinstance(y, Tensor):
+    if _is_scalar(x) and isinstance(y, Tensor) and y.dtype is float32:
         return _new(lib.vdev_add_scalar(y._handle, float(_number(x, y))))
     x, y = _operands(x, y)
     return _new(lib.vdev_add(x._handle, y._handle))
@@ -221,7 +223,7 @@ def subtract(x, y, name=None):
     """x - y, broadcast as add."""
     if isinstance(x, Tensor) and isinstance(y, Tensor):  # neither is a Python number
         return _new(lib.vdev_sub(x._handle, y._handle))
-    if _is_scalar(y) and isinstance(x, Tensor):
+    if _is_scalar(y) and isinstance(x, Tensor) and x.dtype is float32:
         return _new(lib.vdev_add_scalar(x._handle, -float(_number(y, x))))
     if _is_scalar(x) and isinstance(y, Tensor):
         f = _fill_like(y, _number(x, y))
@@ -234,9 +236,9 @@ def multiply(x, y, name=None):
     """x * y elementwise, broadcast as add."""
     if isinstance(x, Tensor) and isinstance(y, Tensor):  # neither is a Python number
         return _new(lib.vdev_mul(x._handle, y._handle))
-    if _is_scalar(y) and isinstance(x, Tensor):
+    if _is_scalar(y) and isinstance(x, Tensor) and x.dtype is float32:
         return _new(lib.vdev_mul_scalar(x._handle, float(_number(y, x))))
-    if _is_scalar(x) and isinstance(y, Tensor):
+    if _is_scalar(x) and isinstance(y, Tensor) and y.dtype is float32:
         return _new(lib.vdev_mul_scalar(y._handle, float(_number(x, y))))
     x, y = _operands(x, y)
     return _new(lib.vdev_mul(x._handle, y._handle))
@@ -276,8 +278,12 @@ def minimum(x, y, name=None):
 
 
 def negative(x, name=None):
-    """-x elementwise."""
+    """-x elementwise (an int32 x: 0 - x, wrapping at -2147483648 as
+    TensorFlow's Neg)."""
     x = _t(x)
+    if x.dtype is int32:
+        zero = _fill_like(x, 0)  # held: its handle must outlive the call
+        return _new(lib.vdev_sub(zero._handle, x._handle))
     return _new(lib.vdev_mul_scalar(x._handle, -1.0))
 
 

@@ -87,7 +87,7 @@ static int64_t last_dim(const struct vdev_kernel_args *a, int k)
     }                                                                                              \
     KERNEL(vdev_fast_##NAME)                                                                       \
     {                                                                                              \
-        if (a->i[3] == 3) {                                                                        \
+        if (a->i[3] == 3 || a->in_dtype[0] == VDEV_I32) { /* int32: the reference's */           \
             vdev_ref_##NAME(a);                                                                    \
             return;                                                                                \
         }                                                                                          \

@@ -143,11 +143,51 @@ KERNEL(vdev_ref_batch_matmul)
 
 /* ---- binary elementwise with b broadcast ---- */
 
+/* AddV2, Sub, Mul, Maximum, Minimum on int32 (the shape rule allows no
+ * other): in 32-bit unsigned arithmetic, so a sum or product beyond int32
+ * wraps as two's complement (TensorFlow's), both inputs read through
+ * strides4 whatever the broadcast mode. */
+static int32_t int_of(uint32_t w)
+{
+    int32_t v;
+    memcpy(&v, &w, 4);
+    return v;
+}
+
+static void int_binary(const struct vdev_kernel_args *a)
+{
+    const int32_t *x = (const int32_t *)a->in[0], *y = (const int32_t *)a->in[1];
+    int32_t *o = (int32_t *)a->out[0];
+    int64_t o4[4], sx[4], sy[4], i = 0;
+    pad4(a->out_shape[0], a->out_ndim[0], o4);
+    strides4(a, 0, sx);
+    strides4(a, 1, sy);
+    for (int64_t p = 0; p < o4[0]; p++)
+        for (int64_t q = 0; q < o4[1]; q++)
+            for (int64_t r = 0; r < o4[2]; r++)
+                for (int64_t c = 0; c < o4[3]; c++, i++) {
+                    int32_t u = x[p * sx[0] + q * sx[1] + r * sx[2] + c * sx[3]];
+                    int32_t v = y[p * sy[0] + q * sy[1] + r * sy[2] + c * sy[3]];
+                    uint32_t uu = (uint32_t)u, vv = (uint32_t)v;
+                    switch (a->op) {
+                    case VDEV_OP_ADD: o[i] = int_of(uu + vv); break;
+                    case VDEV_OP_SUB: o[i] = int_of(uu - vv); break;
+                    case VDEV_OP_MUL: o[i] = int_of(uu * vv); break;
+                    case VDEV_OP_MAXIMUM: o[i] = u < v ? v : u; break;
+                    default: o[i] = v < u ? v : u; break;
+                    }
+                }
+}
+
 /* Modes 0 to 2: a has the output's elements, b by b_at. Mode 3: both
  * inputs read through strides4 over the output's 4 (padded) dimensions. */
 #define BINARY(NAME, EXPR)                                                                         \
     KERNEL(NAME)                                                                                   \
     {                                                                                              \
+        if (a->in_dtype[0] == VDEV_I32) {                                                          \
+            int_binary(a);                                                                         \
+            return;                                                                                \
+        }                                                                                          \
         const float *x = IN_F(0), *y = IN_F(1);                                                    \
         float *o = OUT_F(0);                                                                       \
         if (a->i[3] == 3) {                                                                        \

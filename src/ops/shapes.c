@@ -558,3 +558,106 @@ enum vdev_status vdev_shape_slice_grad(struct vdev_kernel_args *a)
     out_like(a, 1, VDEV_F32);
     return VDEV_OK;
 }
+
+/* ---- the shared rules of the element-wise ops ---- */
+
+/* Whether op computes on int32 too (TensorFlow's AddV2, Sub, Mul, Maximum
+ * and Minimum take int32; two's complement wraps, as there): then every
+ * input must have input 0's dtype, f32 or i32, and the output has it. */
+static int int_arith(const struct vdev_kernel_args *a)
+{
+    switch (a->op) {
+    case VDEV_OP_ADD:
+    case VDEV_OP_SUB:
+    case VDEV_OP_MUL:
+    case VDEV_OP_MAXIMUM:
+    case VDEV_OP_MINIMUM: return a->in_dtype[0] == VDEV_I32;
+    default: return 0;
+    }
+}
+
+/* Every input f32, or (int_arith) every input i32. */
+static enum vdev_status arith_dtypes(const struct vdev_kernel_args *a, int *dt)
+{
+    *dt = int_arith(a) ? VDEV_I32 : VDEV_F32;
+    for (int i = 0; i < a->n_in; i++)
+        if (a->in_dtype[i] != *dt)
+            return vdev_dtype_error(a, i, *dt);
+    return VDEV_OK;
+}
+
+enum vdev_status vdev_shape_same_as_in0(struct vdev_kernel_args *a)
+{
+    int dt;
+    enum vdev_status st = arith_dtypes(a, &dt);
+    if (st != VDEV_OK)
+        return st;
+    for (int i = 1; i < a->n_in; i++) {
+        int same = a->in_ndim[i] == a->in_ndim[0];
+        for (int d = 0; same && d < a->in_ndim[0]; d++)
+            same = a->in_shape[i][d] == a->in_shape[0][d];
+        if (!same)
+            return vdev_shape_error(a, "shapes must be equal");
+    }
+    out_like(a, 0, dt);
+    return VDEV_OK;
+}
+
+/* NumPy's broadcasting, as TensorFlow's binary ops: the shapes are aligned
+ * at their last dimensions, the output has the larger rank, and each of its
+ * dimensions is the inputs' where they agree, else the one that is not 1 (a
+ * missing dimension counts as 1). Kernels read the mode in i[3]:
+ *   0  a and b both have the output's shape (up to leading 1s): elementwise;
+ *   1  a has it and b is a row: every dimension 1 but the last, which is the
+ *      output's last (b[i mod cols]);
+ *   2  a has it and b has one element;
+ *   3  anything else (a broadcast too, inner dimensions of 1, ...): each
+ *      input indexed through strides of 0 along its broadcast dimensions.
+ * Modes 0 to 2 read a and b as flat arrays of a's element count, which is
+ * the output's. */
+enum vdev_status vdev_shape_broadcast_b(struct vdev_kernel_args *a)
+{
+    int dt;
+    enum vdev_status st = arith_dtypes(a, &dt);
+    return st != VDEV_OK ? st : vdev_shape_broadcast_as(a, dt);
+}
+
+enum vdev_status vdev_shape_broadcast_as(struct vdev_kernel_args *a, int out_dtype)
+{
+    int na = a->in_ndim[0], nb = a->in_ndim[1], no = na > nb ? na : nb;
+    int64_t out[VDEV_MAX_DIMS] = {1, 1, 1, 1};
+    int a_full = 1, b_full = 1;
+    for (int d = 0; d < no; d++) {
+        /* dimension d of the output, counted from its first */
+        int da = d - (no - na), db = d - (no - nb);
+        int64_t x = da >= 0 ? a->in_shape[0][da] : 1, y = db >= 0 ? a->in_shape[1][db] : 1;
+        if (x != y && x != 1 && y != 1) {
+            char what[160];
+            snprintf(what, sizeof what,
+                     "dimensions %lld and %lld, %d from the end, differ and neither is 1",
+                     (long long)x, (long long)y, no - d);
+            return vdev_shape_error(a, what);
+        }
+        out[d] = x == 1 ? y : x;
+        a_full &= x == out[d];
+        b_full &= y == out[d];
+    }
+    int64_t cols = no ? out[no - 1] : 1, nbe = vdev_shape_numel(a->in_shape[1], nb);
+    int b_row = 1; /* every dimension of b but its last is 1 */
+    for (int d = 0; d + 1 < nb; d++)
+        b_row &= a->in_shape[1][d] == 1;
+    if (a_full && b_full)
+        a->i[3] = 0;
+    else if (a_full && nb >= 1 && b_row && nbe == cols)
+        a->i[3] = 1;
+    else if (a_full && nbe == 1)
+        a->i[3] = 2;
+    else
+        a->i[3] = 3;
+    a->n_out = 1;
+    a->out_ndim[0] = no;
+    for (int d = 0; d < VDEV_MAX_DIMS; d++)
+        a->out_shape[0][d] = d < no ? out[d] : 1;
+    a->out_dtype[0] = out_dtype;
+    return VDEV_OK;
+}

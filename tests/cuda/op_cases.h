@@ -413,6 +413,14 @@ op_cases(void)
         CASE("[3,1] by [0]", op, none, 0, TF(G_UNIFORM, 2, 3, 1), TF(gb, 1, 0));
         CASE("[1,1000] by [1000,1]", op, none, 0, TF(G_UNIFORM, 2, 1, BIG(1000, 100)),
              TF(gb, 2, BIG(1000, 100), 1));
+        if (op == VDEV_OP_DIV)
+            continue;
+        /* int32, wrapping at int32's ends, every broadcast mode */
+        CASE("int32 same shape", op, none, 0, TI(G_INTS, 2, 33, 47), TI(G_INTS, 2, 33, 47));
+        CASE("int32 row", op, none, 0, TI(G_INTS, 2, 33, 47), TI(G_INTS, 1, 47));
+        CASE("int32 [3,1] by [1,4]", op, none, 0, TI(G_INTS, 2, 3, 1), TI(G_INTS, 2, 1, 4));
+        CASE("int32 0-d by [2,3]", op, none, 0, TI(G_INTS, 0, 0), TI(G_INTS, 2, 2, 3));
+        CASE("int32 no element", op, none, 0, TI(G_INTS, 2, 0, 3), TI(G_INTS, 1, 3));
     }
 
     /* unary ops */

@@ -81,12 +81,46 @@ __global__ void k_binary_bcast(const float *x, const float *b, float *o, int64_t
     }
 }
 
+/* int32 (AddV2, Sub, Mul, Maximum, Minimum): 32-bit unsigned arithmetic,
+ * so an overflow wraps as two's complement, as the reference computes; every
+ * broadcast mode through the strides. */
+template <int OP>
+__global__ void k_binary_int(const int32_t *x, const int32_t *b, int32_t *o, int64_t n, bcast4 g)
+{
+    GRID_LOOP(i, n)
+    {
+        int64_t c = i % g.d[3], t = i / g.d[3];
+        int64_t r = t % g.d[2];
+        t /= g.d[2];
+        int64_t q = t % g.d[1], p = t / g.d[1];
+        int32_t u = x[p * g.sx[0] + q * g.sx[1] + r * g.sx[2] + c * g.sx[3]];
+        int32_t v = b[p * g.sy[0] + q * g.sy[1] + r * g.sy[2] + c * g.sy[3]];
+        uint32_t uu = (uint32_t)u, vv = (uint32_t)v;
+        o[i] = OP == OP_ADD   ? (int32_t)(uu + vv)
+               : OP == OP_SUB ? (int32_t)(uu - vv)
+               : OP == OP_MUL ? (int32_t)(uu * vv)
+               : OP == OP_MAX ? (u < v ? v : u)
+                              : (v < u ? v : u);
+    }
+}
+
 template <int OP>
 void launch_binary(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
 {
     int64_t n = numel_in(a, 0), cols = last_dim(a, 0);
     const float *x = (const float *)a->in[0], *b = (const float *)a->in[1];
     float *o = (float *)a->out[0];
+    if (a->in_dtype[0] == 1 /* VDEV_I32 */) {
+        bcast4 g;
+        pad4(a->out_shape[0], a->out_ndim[0], g.d);
+        strides4(a, 0, g.sx);
+        strides4(a, 1, g.sy);
+        n = g.d[0] * g.d[1] * g.d[2] * g.d[3];
+        if (n > 0)
+            LAUNCH(grid_for(n, kThreads, n_sm), kThreads, s, k_binary_int<OP>)(
+                (const int32_t *)a->in[0], (const int32_t *)a->in[1], (int32_t *)a->out[0], n, g);
+        return;
+    }
     if (a->i[3] == 3) {
         bcast4 g;
         pad4(a->out_shape[0], a->out_ndim[0], g.d);
