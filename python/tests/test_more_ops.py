@@ -197,3 +197,50 @@ def test_placement_log_names(capfd):
     err = capfd.readouterr().err
     for op in ("Max", "Min", "Abs", "Sign"):
         assert "Executing op %s in device /job:localhost/replica:0/task:0/device:GPU:2" % op in err
+
+
+def test_shape_size_rank_eye_linspace():
+    t = vdev.zeros([2, 3, 4])
+    assert vdev.shape(t).dtype == vdev.int32
+    np.testing.assert_array_equal(vdev.shape(t).numpy(), [2, 3, 4])
+    assert int(vdev.size(t)) == 24 and int(vdev.rank(t)) == 3
+    with pytest.raises(TypeError, match="int32"):
+        vdev.shape(t, out_type=np.int64)
+    np.testing.assert_array_equal(vdev.eye(3, 2).numpy(), np.eye(3, 2, dtype=f32))
+    assert vdev.eye(2, batch_shape=[3]).shape == (3, 2, 2)
+    np.testing.assert_array_equal(vdev.linspace(0.0, 1.0, 5).numpy(), np.linspace(0, 1, 5, dtype=f32))
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_split_unstack_reverse_and_gradients(dev):
+    a = rng.uniform(-1, 1, (4, 6)).astype(f32)
+    w = rng.uniform(-1, 1, (4, 6)).astype(f32)
+    with vdev.device(dev):
+        v = vdev.Variable(a)
+        with vdev.GradientTape() as tape:
+            parts = vdev.split(v, [1, -1, 2], axis=1)
+            rows = vdev.unstack(v)
+            rev = vdev.reverse(v, [0, 1])
+            loss = vdev.add(vdev.reduce_sum(vdev.multiply(vdev.concat(parts, 1), w)),
+                            vdev.reduce_sum(vdev.multiply(rev, w)))
+        g = tape.gradient(loss, v).numpy()
+    for got, want in zip(parts, np.split(a, [1, 4], axis=1)):
+        np.testing.assert_array_equal(got.numpy(), want)
+    assert len(rows) == 4 and rows[2].shape == (6,)
+    np.testing.assert_array_equal(rows[2].numpy(), a[2])
+    np.testing.assert_array_equal(rev.numpy(), a[::-1, ::-1])
+    np.testing.assert_allclose(g, w + w[::-1, ::-1], rtol=1e-6)
+    np.testing.assert_array_equal(vdev.split(vdev.constant(a), 3, axis=1)[1].numpy(), a[:, 2:4])
+    np.testing.assert_array_equal(vdev.unstack(vdev.constant(a), axis=1)[5].numpy(), a[:, 5])
+    with pytest.raises(errors.InvalidArgumentError, match="evenly divide"):
+        vdev.split(vdev.constant(a), 5)
+    with pytest.raises(errors.InvalidArgumentError, match="specified more than once"):
+        vdev.reverse(vdev.constant(a), [1, -1])
+
+
+def test_reciprocal_rsqrt():
+    a = np.array([2.0, 0.5, -4.0, 0.0, np.inf, 3.0], f32)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(vdev.math.reciprocal(a).numpy(), f32(1) / a)
+    p = np.array([4.0, 2.0, 0.25, 3.0], f32)
+    np.testing.assert_array_equal(vdev.math.rsqrt(p).numpy(), f32(1) / np.sqrt(p))

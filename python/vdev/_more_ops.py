@@ -1,15 +1,19 @@
 """More of TensorFlow's everyday ops, under its names: ``reduce_max``,
 ``reduce_min``, ``abs``, ``sign`` (vdev ops of their own: Max, Min, Abs,
 Sign, src/ops/extreme.c), and ``clip_by_value``, ``expand_dims``,
-``squeeze``, ``one_hot``, ``range``, ``tile``, ``argmin`` made of vdev's
-ops as TensorFlow's Python makes them or as exactly (the placement log
-shows the ops they are made of: Reshape for expand_dims and squeeze,
-Minimum and Maximum for clip_by_value, Equal and Cast or SelectV2 for
-one_hot, ConcatV2 for tile, a constant for range). Each runs where vdev's
+``squeeze``, ``one_hot``, ``range``, ``tile``, ``argmin``, ``split``,
+``unstack``, ``reverse``, ``reciprocal``, ``rsqrt`` made of vdev's ops as
+TensorFlow's Python makes them or as exactly (the placement log shows the
+ops they are made of: Reshape for expand_dims and squeeze, Minimum and
+Maximum for clip_by_value, Equal and Cast or SelectV2 for one_hot, ConcatV2
+for tile, StridedSlice for split, unstack and reverse, RealDiv (and Sqrt)
+for reciprocal and rsqrt), and ``shape``, ``size``, ``rank``, ``eye``,
+``linspace``, constants made on the host. Each runs where vdev's
 rule puts its inputs' ops and is differentiated by the tape as the ops it is
 made of; errors are TensorFlow's, in its words where it has them.
 """
 
+import builtins
 import numbers
 
 import numpy as np
@@ -204,3 +208,155 @@ def argmin(input, axis=None, output_type=int32, name=None):
     as vdev's argmax): argmax of the negated values, so a tie gives the
     first index, as TensorFlow's. float32 only, as vdev's ArgMax."""
     return argmax(negative(_t(input)), axis, output_type)
+
+
+def shape(input, out_type=int32, name=None):
+    """tf.shape: the dimensions as a 1-D int32 tensor (a constant made on
+    the host, where TensorFlow keeps its Shape op's output too)."""
+    _int32_only(out_type, "shape")
+    return constant(np.array(_t(input).shape, np.int32))
+
+
+def size(input, out_type=int32, name=None):
+    """tf.size: the element count as a 0-d int32 tensor."""
+    _int32_only(out_type, "size")
+    return constant(np.int32(_t(input).shape.num_elements()))
+
+
+def rank(input, name=None):
+    """tf.rank: the number of dimensions as a 0-d int32 tensor."""
+    return constant(np.int32(_t(input).ndim))
+
+
+def _int32_only(out_type, what):
+    if as_dtype(out_type) is not int32:
+        raise TypeError("vdev's %s returns int32 (TensorFlow's int64 is not a vdev dtype), "
+                        "not %r" % (what, out_type))
+
+
+def _slice_along(x, axis, lo, hi, step=1):
+    """x's entries lo..hi (step) along axis, every other axis whole: one
+    StridedSlice."""
+    nd = x.ndim
+    begin, end, strides = [0] * nd, list(x.shape), [1] * nd
+    begin[axis], end[axis], strides[axis] = lo, hi, step
+    mask = 0 if step > 0 or hi >= 0 else 1 << axis  # a backward slice to the start
+    return strided_slice(x, begin, end, strides, end_mask=mask)
+
+
+def split(value, num_or_size_splits, axis=0, num=None, name="split"):
+    """tf.split: value cut along axis into num_or_size_splits equal parts
+    (an int dividing the axis) or parts of the given sizes (one may be -1,
+    the rest), each a StridedSlice. TensorFlow's errors in its words."""
+    x = _t(value)
+    nd = x.ndim
+    a = _int_axis(axis)
+    if not -nd <= a < nd:
+        raise _rank_error("-%d <= axis < %d Received: axis = %d" % (nd, nd, a))
+    a %= nd
+    n = x.shape[a]
+    if isinstance(num_or_size_splits, numbers.Integral) and not isinstance(
+            num_or_size_splits, bool):
+        k = int(num_or_size_splits)
+        if k <= 0 or n % k:
+            raise _rank_error("Number of ways to split should evenly divide the split "
+                              "dimension, but got split_dim %d (size = %d) and num_split %d"
+                              % (a, n, k))
+        sizes = [n // k] * k
+    else:
+        sizes = [int(v) for v in np.ravel(num_or_size_splits.numpy() if isinstance(
+            num_or_size_splits, Tensor) else num_or_size_splits)]
+        if sizes.count(-1) > 1:
+            raise _rank_error("Determined shape must either match input shape along split_dim "
+                              "exactly if fully specified, or be less than the size of the "
+                              "input along split_dim if not fully specified.  Got: %d" % n)
+        if -1 in sizes:
+            sizes[sizes.index(-1)] = n - (sum(sizes) + 1)
+        if sum(sizes) != n or any(v < 0 for v in sizes):
+            raise _rank_error("Determined shape must either match input shape along split_dim "
+                              "exactly if fully specified, or be less than the size of the "
+                              "input along split_dim if not fully specified.  Got: %d" % n)
+    out, at = [], 0
+    for k in sizes:
+        out.append(_slice_along(x, a, at, at + k))
+        at += k
+    return out
+
+
+def unstack(value, num=None, axis=0, name="unstack"):
+    """tf.unstack: the tensors along axis, that axis removed (a StridedSlice
+    with shrink_axis_mask each)."""
+    x = _t(value)
+    nd = x.ndim
+    a = _int_axis(axis)
+    if not -nd <= a < nd:
+        raise ValueError("Argument `axis` = %d not in range [%d, %d)" % (a, -nd, nd))
+    a %= nd
+    n = x.shape[a]
+    if num is not None and num != n:
+        raise ValueError("Cannot infer argument `num` from shape %s" % (tuple(x.shape),))
+    out = []
+    for i in builtins_range(n):
+        begin, end, strides = [0] * nd, list(x.shape), [1] * nd
+        begin[a], end[a] = i, i + 1
+        out.append(strided_slice(x, begin, end, strides, shrink_axis_mask=1 << a))
+    return out
+
+
+def reverse(tensor, axis, name=None):
+    """tf.reverse: the entries along each axis in axis (a list of ints)
+    taken backwards (StridedSlice of stride -1)."""
+    x = _t(tensor)
+    nd = x.ndim
+    axes = _axis_value(axis)
+    axes = axes if isinstance(axes, list) else [axes]
+    seen = set()
+    for a in axes:
+        a = _int_axis(a)
+        if not -nd <= a < nd:
+            raise _rank_error("'axis'[0] = %d is out of valid range [0, %d)" % (a, nd))
+        a %= nd
+        if a in seen:
+            raise _rank_error("axis %d specified more than once." % a)
+        seen.add(a)
+    y = x
+    for a in sorted(seen):
+        y = _slice_along(y, a, y.shape[a] - 1, -1, -1) if y.shape[a] else y
+    return y if y is not x else _new(lib.vdev_identity(x._handle))
+
+
+def eye(num_rows, num_columns=None, batch_shape=None, dtype=float32, name=None):
+    """tf.eye: ones on the diagonal, a constant made on the host."""
+    cols = num_rows if num_columns is None else num_columns
+    dt = as_dtype(dtype)
+    m = np.eye(num_rows, cols, dtype=dt.as_numpy_dtype)
+    if batch_shape is not None:
+        m = np.broadcast_to(m, tuple(batch_shape) + m.shape).copy()
+    return constant(m)
+
+
+def linspace(start, stop, num, name=None, axis=0):
+    """tf.linspace for scalars: num evenly spaced float32 values from start
+    to stop (both included), computed on the host in double as numpy's and
+    rounded once."""
+    if axis != 0:
+        raise NotImplementedError("vdev's linspace takes scalar start and stop (axis 0)")
+    return constant(np.linspace(float(start), float(stop), int(num)).astype(np.float32))
+
+
+def reciprocal(x, name=None):
+    """tf.math.reciprocal: 1 / x (RealDiv, the same bits as TensorFlow's
+    Reciprocal, a correctly rounded division)."""
+    from ._ops import divide
+    return divide(1.0, _t(x))
+
+
+def rsqrt(x, name=None):
+    """tf.math.rsqrt: 1 / sqrt(x) (Sqrt, then RealDiv: both correctly
+    rounded, so within one float ulp of the exact value; TensorFlow's Eigen
+    kernel computes the same quotient)."""
+    from ._ops import divide, sqrt
+    return divide(1.0, sqrt(_t(x)))
+
+
+builtins_range = builtins.range
