@@ -651,6 +651,11 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
     case VDEV_OP_MIN:
     case VDEV_OP_ABS:
     case VDEV_OP_SIGN:
+    case VDEV_OP_FLOOR:
+    case VDEV_OP_CEIL:
+    case VDEV_OP_ROUND:
+    case VDEV_OP_FLOOR_DIV:
+    case VDEV_OP_FLOOR_MOD:
         return extreme_case(c, op, r, col, var);
     case VDEV_OP_COUNT:
         break;

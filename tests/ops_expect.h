@@ -630,6 +630,11 @@ static void expect(const struct tcase *c, struct texp *e)
     case VDEV_OP_MIN:
     case VDEV_OP_ABS:
     case VDEV_OP_SIGN:
+    case VDEV_OP_FLOOR:
+    case VDEV_OP_CEIL:
+    case VDEV_OP_ROUND:
+    case VDEV_OP_FLOOR_DIV:
+    case VDEV_OP_FLOOR_MOD:
         extreme_expect(c, e);
         break;
     case VDEV_OP_COUNT:

@@ -11,6 +11,46 @@ static void extreme_expect(const struct tcase *c, struct texp *e)
     int is_int = x->dtype == VDEV_I32;
     free(e->v[0]);
     e->atol = e->rtol = 0.0;
+    if (c->op == VDEV_OP_FLOOR || c->op == VDEV_OP_CEIL || c->op == VDEV_OP_ROUND) {
+        exp_out(e, 0, x->shape, x->ndim, x->dtype);
+        for (int64_t i = 0; i < x->n; i++) {
+            double v = is_int ? (double)I(c, 0)[i] : (double)F(c, 0)[i];
+            /* nearbyint: ties to even in the default rounding mode */
+            e->v[0][i] = is_int ? v : c->op == VDEV_OP_FLOOR ? floor(v)
+                                  : c->op == VDEV_OP_CEIL  ? ceil(v)
+                                                           : nearbyint(v);
+        }
+        return;
+    }
+    if (c->op == VDEV_OP_FLOOR_DIV || c->op == VDEV_OP_FLOOR_MOD) {
+        int64_t osh[VDEV_MAX_DIMS];
+        int ond = bcast_out(c, osh);
+        exp_out(e, 0, osh, ond, x->dtype);
+        for (int64_t i = 0; i < e->numel[0]; i++) {
+            int64_t j0 = bcast_at(&c->in[0], osh, ond, i), j1 = bcast_at(&c->in[1], osh, ond, i);
+            if (is_int) {
+                int64_t u = I(c, 0)[j0], v = I(c, 1)[j1];
+                if (v == 0) {
+                    e->v[0][i] = 0;
+                } else if (c->op == VDEV_OP_FLOOR_DIV) { /* exact: floor of the rational */
+                    double q = floor((double)u / (double)v);
+                    e->v[0][i] = q == 2147483648.0 ? -2147483648.0 : q;
+                } else {
+                    int64_t m = u - v * (int64_t)floor((double)u / (double)v);
+                    e->v[0][i] = (double)m;
+                }
+            } else {
+                float u = F(c, 0)[j0], v = F(c, 1)[j1];
+                if (c->op == VDEV_OP_FLOOR_DIV) {
+                    e->v[0][i] = floor((double)(u / v));
+                } else {
+                    double m = fmod((double)u, (double)v); /* exact, as fmodf */
+                    e->v[0][i] = m != 0.0 && ((v < 0) != (m < 0)) ? (double)(float)(m + v) : m;
+                }
+            }
+        }
+        return;
+    }
     if (c->op == VDEV_OP_ABS || c->op == VDEV_OP_SIGN) {
         exp_out(e, 0, x->shape, x->ndim, x->dtype);
         for (int64_t i = 0; i < x->n; i++) {

@@ -90,6 +90,19 @@ VDEV_API vdev_tensor_t *vdev_min_all(const vdev_tensor_t *a);
  * sign. */
 VDEV_API vdev_tensor_t *vdev_abs(const vdev_tensor_t *a);
 VDEV_API vdev_tensor_t *vdev_sign(const vdev_tensor_t *a);
+/* tf.floor, tf.math.ceil, tf.math.round (Floor, Ceil, Round: half to even,
+ * as TensorFlow's), f32 (an i32 tensor gives its own values), no gradient;
+ * tf.math.floordiv and floormod (FloorDiv, FloorMod: Python's // and %), f32
+ * or i32, broadcast as vdev_add: floor(x / y), and the remainder with y's
+ * sign (fmod moved by y), as TensorFlow's; an i32 division by zero gives 0
+ * (TensorFlow's CPU kernel fails the op), INT32_MIN // -1 wraps to
+ * INT32_MIN. FloorDiv has no gradient; FloorMod's is TensorFlow's (dy for
+ * x, -dy floor(x / y) for y). */
+VDEV_API vdev_tensor_t *vdev_floor(const vdev_tensor_t *x);
+VDEV_API vdev_tensor_t *vdev_ceil(const vdev_tensor_t *x);
+VDEV_API vdev_tensor_t *vdev_round(const vdev_tensor_t *x);
+VDEV_API vdev_tensor_t *vdev_floor_div(const vdev_tensor_t *x, const vdev_tensor_t *y);
+VDEV_API vdev_tensor_t *vdev_floor_mod(const vdev_tensor_t *x, const vdev_tensor_t *y);
 /* Same elements, new shape; one dimension may be -1. VDEV_ERR_INVALID_ARG
  * for ndim outside 0..4 ("Reshape: tensors have 0 to 4 dimensions, not 5")
  * or shape NULL with ndim > 0 ("Reshape: shape is NULL and ndim 2");

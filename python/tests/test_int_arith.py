@@ -59,3 +59,22 @@ def test_refusals():
     with pytest.raises(errors.InvalidArgumentError,
                        match=r"^AddV2: input #0 \(shape \[2\]\) is bool, expected float$"):
         vdev.add(vdev.constant([True, False]), vdev.constant([True, False]))
+
+
+@pytest.mark.parametrize("dev", ["CPU:0", "GPU:1"])
+def test_floordiv_floormod_against_python(dev):
+    a = rng.choice(np.array([7, -7, 0, 2**31 - 1, -2**31, 5, -1], i32), (4, 5))
+    b = rng.choice(np.array([2, -2, 3, -3, 1, -1, 7], i32), (5,))
+    with vdev.device(dev):
+        ta, tb = vdev.constant(a), vdev.constant(b)
+        q, r = (ta // tb).numpy(), (ta % tb).numpy()
+    # Python's own // and %, with INT32_MIN // -1 wrapping as int32
+    want_q = np.array([[(int(x) // int(y) + 2**31) % 2**32 - 2**31 for x, y in zip(row, b)]
+                       for row in a], i32)
+    want_r = np.array([[int(x) % int(y) for x, y in zip(row, b)] for row in a], i32)
+    np.testing.assert_array_equal(q, want_q)
+    np.testing.assert_array_equal(r, want_r)
+    zero = vdev.constant([5, -5]) // vdev.constant([0, 0])
+    np.testing.assert_array_equal(zero.numpy(), [0, 0])  # vdev's answer (README)
+    np.testing.assert_array_equal((vdev.constant([7, -7]) % 3).numpy(), [1, 2])
+    np.testing.assert_array_equal((10 // vdev.constant([3, -3])).numpy(), [3, -4])

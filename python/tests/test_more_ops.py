@@ -244,3 +244,28 @@ def test_reciprocal_rsqrt():
         np.testing.assert_array_equal(vdev.math.reciprocal(a).numpy(), f32(1) / a)
     p = np.array([4.0, 2.0, 0.25, 3.0], f32)
     np.testing.assert_array_equal(vdev.math.rsqrt(p).numpy(), f32(1) / np.sqrt(p))
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_floor_ceil_round_floordiv_floormod(dev):
+    a = np.array([0.5, -0.5, 1.5, -2.5, 2.5, -0.0, 1e30, 3.49, np.nan, -np.inf], f32)
+    x = np.array([7.5, -7.5, 7.5, -7.5, 1.0, 0.0, 5.0], f32)
+    y = np.array([2.0, 2.0, -2.0, -2.0, 0.0, 3.0, 0.5], f32)
+    with vdev.device(dev):
+        t = vdev.constant(a)
+        np.testing.assert_array_equal(vdev.floor(t).numpy(), np.floor(a))
+        np.testing.assert_array_equal(vdev.math.ceil(t).numpy(), np.ceil(a))
+        np.testing.assert_array_equal(vdev.round(t).numpy(), np.round(a))  # ties to even
+        assert np.signbit(vdev.floor(t).numpy()[5])  # floor(-0) is -0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            np.testing.assert_array_equal((vdev.constant(x) // vdev.constant(y)).numpy(),
+                                          np.floor_divide(x, y))
+            np.testing.assert_array_equal(vdev.math.floormod(x, y).numpy(), np.mod(x, y))
+    np.testing.assert_array_equal(vdev.round(vdev.constant([3, -4])).numpy(), [3, -4])
+    v = vdev.Variable(np.array([7.5, -7.5], f32))
+    w = vdev.Variable(np.array([2.0, 2.0], f32))
+    with vdev.GradientTape() as tape:
+        loss = vdev.reduce_sum(vdev.multiply(vdev.math.floormod(v, w), [1.0, 3.0]))
+    gv, gw = tape.gradient(loss, [v, w])
+    np.testing.assert_array_equal(gv.numpy(), [1.0, 3.0])  # TensorFlow's _FloorModGrad
+    np.testing.assert_array_equal(gw.numpy(), [-3.0, 12.0])  # -dy floor(x / y)

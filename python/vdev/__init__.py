@@ -49,9 +49,9 @@ from ._masking import boolean_mask
 from ._logic_ops import (cast, equal, greater, greater_equal, less, less_equal, logical_and,
                          logical_not, logical_or, logical_xor, not_equal, reduce_all, reduce_any,
                          where)
-from ._more_ops import (abs, argmin, clip_by_value, expand_dims, eye, linspace, one_hot, range,
-                        rank, reduce_max, reduce_min, reverse, shape, sign, size, split, squeeze,
-                        tile, unstack)
+from ._more_ops import (abs, argmin, ceil, clip_by_value, expand_dims, eye, floor, floordiv,
+                        linspace, one_hot, range, rank, reduce_max, reduce_min, reverse, round,
+                        shape, sign, size, split, squeeze, tile, unstack)
 from ._pad import pad
 from ._device import device
 from ._device_spec import DeviceSpec
@@ -124,7 +124,8 @@ __all__ = ["DType", "Tensor", "TensorShape", "Variable", "as_dtype", "bool", "bo
            "logical_and", "logical_or", "logical_not", "logical_xor", "reduce_any",
            "reduce_all", "where", "abs", "argmin", "clip_by_value", "expand_dims", "one_hot",
            "range", "reduce_max", "reduce_min", "sign", "squeeze", "tile", "eye", "linspace",
-           "rank", "reverse", "shape", "size", "split", "unstack",
+           "rank", "reverse", "shape", "size", "split", "unstack", "floor", "ceil", "round",
+           "floordiv",
            "constant", "convert_to_tensor", "fill", "float32", "int32", "ones", "ones_like",
            "zeros", "zeros_like", "add", "argmax", "concat", "divide", "exp", "gather",
            "identity", "log", "matmul", "maximum", "minimum",

@@ -359,4 +359,45 @@ def rsqrt(x, name=None):
     return divide(1.0, sqrt(_t(x)))
 
 
+def floor(x, name=None):
+    """tf.math.floor (op Floor): float32 (an int32 tensor gives its own
+    values); no gradient, as TensorFlow's."""
+    x = _t(x)
+    return _new(lib.vdev_floor(x._handle))
+
+
+def ceil(x, name=None):
+    """tf.math.ceil (op Ceil)."""
+    x = _t(x)
+    return _new(lib.vdev_ceil(x._handle))
+
+
+def round(x, name=None):  # noqa: A001 (TensorFlow's name)
+    """tf.math.round (op Round): to the nearest integer, ties to even, as
+    TensorFlow's (numpy's round too)."""
+    x = _t(x)
+    return _new(lib.vdev_round(x._handle))
+
+
+def floordiv(x, y, name=None):
+    """tf.math.floordiv (op FloorDiv, Python's //): floor(x / y), float32 or
+    int32 broadcast as add; an int32 division by zero gives 0 (TensorFlow's
+    CPU kernel fails there). No gradient, as TensorFlow's."""
+    from ._ops import _operands
+    x, y = _operands(x, y)
+    return _new(lib.vdev_floor_div(x._handle, y._handle))
+
+
+def floormod(x, y, name=None):
+    """tf.math.floormod (op FloorMod, Python's %): the remainder with y's
+    sign; its gradient TensorFlow's (dy for x, -dy floor(x / y) for y)."""
+    from ._ops import _operands
+    x, y = _operands(x, y)
+    return _new(lib.vdev_floor_mod(x._handle, y._handle))
+
+
+mod = floormod  # tf.math.mod
+
+
 builtins_range = builtins.range
+

@@ -409,6 +409,18 @@ class Tensor:
     def __rtruediv__(self, other):
         return _ops().divide(other, self)
 
+    def __floordiv__(self, other):
+        return _more().floordiv(self, other)
+
+    def __rfloordiv__(self, other):
+        return _more().floordiv(other, self)
+
+    def __mod__(self, other):
+        return _more().floormod(self, other)
+
+    def __rmod__(self, other):
+        return _more().floormod(other, self)
+
     def __matmul__(self, other):
         return _ops().matmul(self, other)
 
@@ -502,6 +514,11 @@ def _ops():
 def _logic():
     from . import _logic_ops
     return _logic_ops
+
+
+def _more():
+    from . import _more_ops
+    return _more_ops
 
 
 def _wrap(h):

@@ -5,7 +5,8 @@ from ._activation_ops import erf, softplus, softsign
 from ._logic_ops import (equal, greater, greater_equal, is_finite, is_inf, is_nan, less,
                          less_equal, logical_and, logical_not, logical_or, logical_xor,
                          not_equal, reduce_all, reduce_any)
-from ._more_ops import abs, argmin, reciprocal, reduce_max, reduce_min, rsqrt, sign
+from ._more_ops import (abs, argmin, ceil, floor, floordiv, floormod, mod, reciprocal,
+                        reduce_max, reduce_min, round, rsqrt, sign)
 from ._ops import (add, argmax, divide, exp, log, maximum, minimum, multiply, negative, pow,
                    reduce_mean, reduce_sum, sigmoid, sqrt, square, subtract, tanh)
 
@@ -14,4 +15,5 @@ __all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "negat
            "argmax", "erf", "softplus", "softsign", "equal", "not_equal", "less", "less_equal",
            "greater", "greater_equal", "logical_and", "logical_or", "logical_not",
            "logical_xor", "reduce_any", "reduce_all", "is_nan", "is_inf", "is_finite", "abs",
-           "argmin", "reduce_max", "reduce_min", "sign", "reciprocal", "rsqrt"]
+           "argmin", "reduce_max", "reduce_min", "sign", "reciprocal", "rsqrt", "floor", "ceil",
+           "round", "floordiv", "floormod", "mod"]

@@ -14,6 +14,7 @@
  * input's shape; none for the condition). The reference kernels serve the
  * cpu and simulated backends; cuda_compare.cu computes the same words. */
 #include "ops/impl.h"
+#include "ops/pairs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -136,46 +137,6 @@ SHAPE(vdev_shape_select_v2)
 
 /* ---- kernels ---- */
 
-/* The output's 4 dimensions (leading 1s); each input's strides over them
- * are vdev_args_strides4's. */
-static void dims4(const struct vdev_kernel_args *a, int64_t *o4)
-{
-    int no = a->out_ndim[0];
-    for (int d = 0; d < 4; d++)
-        o4[d] = d >= 4 - no ? a->out_shape[0][d - (4 - no)] : 1;
-}
-
-/* Calls BODY with i (the output's element), j0 and j1 (inputs 0's and 1's
- * elements paired with it), by the mode i[3] vdev_shape_broadcast_as chose. */
-#define FOR_PAIRS(a, BODY)                                                                         \
-    do {                                                                                           \
-        if ((a)->i[3] == 3) {                                                                      \
-            int64_t o4_[4], s0_[4], s1_[4], i = 0;                                                 \
-            dims4(a, o4_);                                                                         \
-            vdev_args_strides4(a, 0, s0_);                                                         \
-            vdev_args_strides4(a, 1, s1_);                                                         \
-            for (int64_t p_ = 0; p_ < o4_[0]; p_++)                                                \
-                for (int64_t q_ = 0; q_ < o4_[1]; q_++)                                            \
-                    for (int64_t r_ = 0; r_ < o4_[2]; r_++)                                        \
-                        for (int64_t c_ = 0; c_ < o4_[3]; c_++, i++) {                             \
-                            const int64_t j0 = p_ * s0_[0] + q_ * s0_[1] + r_ * s0_[2] +           \
-                                               c_ * s0_[3];                                        \
-                            const int64_t j1 = p_ * s1_[0] + q_ * s1_[1] + r_ * s1_[2] +           \
-                                               c_ * s1_[3];                                        \
-                            BODY;                                                                  \
-                        }                                                                          \
-        } else {                                                                                   \
-            const int64_t n_ = vdev_args_out_numel(a, 0);                                          \
-            const int no_ = (a)->out_ndim[0];                                                      \
-            const int64_t cols_ = no_ ? (a)->out_shape[0][no_ - 1] : 1;                            \
-            for (int64_t i = 0; i < n_; i++) {                                                     \
-                const int64_t j0 = i;                                                              \
-                const int64_t j1 = (a)->i[3] == 1 ? i % cols_ : (a)->i[3] == 2 ? 0 : i;            \
-                BODY;                                                                              \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
-
 /* The comparison of op on two values of one type. */
 #define COMPARE(op, u, v)                                                                          \
     ((op) == VDEV_OP_EQUAL         ? (u) == (v)                                                    \
@@ -193,10 +154,10 @@ KERNEL(vdev_ref_compare)
     const int op = a->op;
     if (a->in_dtype[0] == VDEV_F32) {
         const float *x = (const float *)a->in[0], *y = (const float *)a->in[1];
-        FOR_PAIRS(a, { o[i] = COMPARE(op, x[j0], y[j1]); });
+        VDEV_FOR_PAIRS(a, { o[i] = COMPARE(op, x[j0], y[j1]); });
     } else {
         const int32_t *x = (const int32_t *)a->in[0], *y = (const int32_t *)a->in[1];
-        FOR_PAIRS(a, { o[i] = COMPARE(op, x[j0], y[j1]); });
+        VDEV_FOR_PAIRS(a, { o[i] = COMPARE(op, x[j0], y[j1]); });
     }
 }
 
@@ -257,7 +218,7 @@ KERNEL(vdev_ref_select_v2)
     const uint32_t *x = (const uint32_t *)a->in[1], *y = (const uint32_t *)a->in[2];
     uint32_t *o = (uint32_t *)a->out[0];
     int64_t o4[4], sc[4], sx[4], sy[4], i = 0;
-    dims4(a, o4);
+    vdev_pairs_out4(a, o4);
     vdev_args_strides4(a, 0, sc);
     vdev_args_strides4(a, 1, sx);
     vdev_args_strides4(a, 2, sy);

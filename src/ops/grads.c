@@ -449,3 +449,9 @@ GRAD(vdev_grad_softmax_ce)
     din[0] = op3(VDEV_OP_SOFTMAX_CE_GRAD, g->dout, g->in[0], g->in[1]);
     return status_of(din[0]);
 }
+
+/* reduce_to for the gradients written beside their ops (floor.c). */
+struct vdev_tens *vdev_grad_reduce_to(const struct vdev_tens *dy, const struct vdev_tens *x)
+{
+    return reduce_to(dy, x);
+}

@@ -217,6 +217,14 @@ KERNEL(vdev_ref_sign);
 GRAD(vdev_grad_extreme);
 GRAD(vdev_grad_abs);
 GRAD(vdev_grad_sign);
+/* floor.c: Floor, Ceil, Round (shape: vdev_shape_abs_sign), FloorDiv,
+ * FloorMod */
+SHAPE(vdev_shape_floor_binary);
+KERNEL(vdev_ref_rounding);
+KERNEL(vdev_ref_floor_binary);
+GRAD(vdev_grad_floor_mod);
+/* grads.c's reduce_to: dy summed to x's shape (a broadcast input's). */
+struct vdev_tens *vdev_grad_reduce_to(const struct vdev_tens *dy, const struct vdev_tens *x);
 /* gru_cell.c: the fused GRU cell's two ops and their two gradient ops */
 SHAPE(vdev_shape_gru_gates);      /* (xw, inner) [..., 3u] -> that shape */
 SHAPE(vdev_shape_gru_gates_grad); /* (dg, g, inner) -> that shape */

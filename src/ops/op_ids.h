@@ -143,6 +143,12 @@ enum vdev_op {
     VDEV_OP_MIN,
     VDEV_OP_ABS,  /* f32 or i32 */
     VDEV_OP_SIGN, /* f32 or i32 */
+    /* floor.c: f32 (i32: the value) */
+    VDEV_OP_FLOOR,
+    VDEV_OP_CEIL,
+    VDEV_OP_ROUND,
+    VDEV_OP_FLOOR_DIV, /* (x, y) f32 or i32, broadcast as AddV2's */
+    VDEV_OP_FLOOR_MOD,
     VDEV_OP_COUNT
 };
 

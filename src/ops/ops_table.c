@@ -211,6 +211,13 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
         1 | VDEV_GRAD_OUT),
     FWD(VDEV_OP_ABS, "Abs", 1, vdev_shape_abs_sign, vdev_ref_abs, vdev_grad_abs, 1),
     FWD(VDEV_OP_SIGN, "Sign", 1, vdev_shape_abs_sign, vdev_ref_sign, vdev_grad_sign, 0),
+    /* tf.floor, ceil, round, floordiv, floormod (floor.c) */
+    NOGRAD(VDEV_OP_FLOOR, "Floor", 1, vdev_shape_abs_sign, vdev_ref_rounding),
+    NOGRAD(VDEV_OP_CEIL, "Ceil", 1, vdev_shape_abs_sign, vdev_ref_rounding),
+    NOGRAD(VDEV_OP_ROUND, "Round", 1, vdev_shape_abs_sign, vdev_ref_rounding),
+    NOGRAD(VDEV_OP_FLOOR_DIV, "FloorDiv", 2, vdev_shape_floor_binary, vdev_ref_floor_binary),
+    FWD(VDEV_OP_FLOOR_MOD, "FloorMod", 2, vdev_shape_floor_binary, vdev_ref_floor_binary,
+        vdev_grad_floor_mod, 3),
     /* the tape's sum of a slice's gradient (strided.c, autograd/tape.c) */
     [VDEV_OP_STRIDED_SLICE_GRAD_ADD] = {.name = "StridedSliceGradAdd", .n_in = 2,
                                         .flags = VDEV_OP_NO_GRAD | VDEV_OP_INPLACE,

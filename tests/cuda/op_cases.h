@@ -43,6 +43,7 @@ enum gen {
     G_BIGF,     /* floats beyond int32, fractions, -0 and NaN: casts */
     G_BIGI,     /* i32 that float rounds (beyond 2^24) among small ones: casts */
     G_BOOL,     /* bool words, 0 or 1 */
+    G_HALVES,   /* halves of both signs, -0, big and small values: rounding */
     G_ROOTS     /* every 4th element a special value of sqrt (-inf, -1, -0, +0,
                  * +inf, NaN, subnormals of both signs, FLT_MIN, FLT_MAX, exact
                  * squares), the rest positive over every exponent, subnormals
@@ -120,6 +121,12 @@ static void *make_host(const struct tin *t, int64_t classes)
             break;
         }
         case G_BOOL: l[i] = u < 0.5; break;
+        case G_HALVES: {
+            static const float v[] = {0.5f, -0.5f, 1.5f, -2.5f, 2.5f, -0.0f, 1e30f, 3.49f,
+                                      -7.5f, 2.0f, 0.0f, -3.0f};
+            f[i] = v[(int)(12 * u)];
+            break;
+        }
         case G_LABEL: l[i] = (int32_t)(u * (double)classes); break;
         case G_BADLABEL:
             l[i] = i == n / 2 ? (int32_t)classes : (int32_t)(u * (double)classes);

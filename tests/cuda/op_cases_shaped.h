@@ -421,6 +421,22 @@ static void op_cases_shaped(void)
             CASE("no element at all", o, P(0, 0, ALL, 0), 0, TF(G_UNIFORM, 2, 0, 3));
             CASE("more rows than threads", o, P(0, 0, 1, 0), 0, TF(G_UNIFORM, 2, r, 64));
         }
+        for (int op = VDEV_OP_FLOOR; op <= VDEV_OP_ROUND; op++) {
+            enum vdev_op o = (enum vdev_op)op;
+            CASE("halves", o, none, 0, TF(G_HALVES, 2, 20, 30));
+            CASE("special", o, none, 0, TF(G_SPECIAL, 2, 20, 30));
+            CASE("int32", o, none, 0, TI(G_INTS, 2, 20, 30));
+            CASE("more elements than threads", o, none, 0, TF(G_WIDE, 2, r, 64));
+        }
+        for (int op = VDEV_OP_FLOOR_DIV; op <= VDEV_OP_FLOOR_MOD; op++) {
+            enum vdev_op o = (enum vdev_op)op;
+            CASE("same shape", o, none, 0, TF(G_HALVES, 2, 20, 30), TF(G_HALVES, 2, 20, 30));
+            CASE("[r,1] by [1,c]", o, none, 0, TF(G_WIDE, 2, 20, 1), TF(G_HALVES, 2, 1, 30));
+            CASE("int32, a zero divisor", o, none, 0, TI(G_INTS, 2, 20, 30),
+                 TI(G_INTS, 2, 20, 30));
+            CASE("int32 row", o, none, 0, TI(G_INTS, 2, 20, 30), TI(G_INTS, 1, 30));
+            CASE("no element", o, none, 0, TF(G_HALVES, 2, 0, 30), TF(G_HALVES, 1, 30));
+        }
         for (int op = VDEV_OP_ABS; op <= VDEV_OP_SIGN; op++) {
             enum vdev_op o = (enum vdev_op)op;
             CASE("special", o, none, 0, TF(G_CMP, 2, 20, 30));

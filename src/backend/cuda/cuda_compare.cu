@@ -1,5 +1,6 @@
 /* cuda_compare.cu — the comparisons, the logical ops, Cast and SelectV2 on
- * the GPU (the ops of src/ops/compare.c), one thread per output element,
+ * the GPU (the ops of src/ops/compare.c), and FloorDiv and FloorMod
+ * (floor.c), one thread per output element,
  * each input's element found through its strides over the output's four
  * dimensions (0 along the axes it is broadcast over), whatever broadcast
  * mode the shape rule chose: these ops are not on a training step's hot
@@ -120,10 +121,72 @@ __global__ void k_select_v2(const int32_t *c, const uint32_t *x, const uint32_t 
     }
 }
 
+/* FloorDiv (div 1) and FloorMod on int32, as floor.c: the quotient toward
+ * negative infinity, the remainder with the divisor's sign, 64-bit
+ * arithmetic, 0 for a division by zero. */
+__global__ void k_floor_int(const int32_t *x, const int32_t *y, int32_t *o, int64_t total,
+                            geom3 g, int div)
+{
+    GRID_LOOP(i, total)
+    {
+        int64_t j[3];
+        at3(g, i, j);
+        const int64_t u = x[j[0]], v = y[j[1]];
+        if (v == 0) {
+            o[i] = 0;
+        } else if (div) {
+            int64_t q = u / v;
+            if (u % v != 0 && ((u < 0) != (v < 0)))
+                q -= 1;
+            o[i] = (int32_t)(uint32_t)(uint64_t)q;
+        } else {
+            int64_t r = u % v;
+            if (r != 0 && ((r < 0) != (v < 0)))
+                r += v;
+            o[i] = (int32_t)r;
+        }
+    }
+}
+
+/* FloorDiv and FloorMod on float32, TensorFlow's formulas as floor.c's. */
+__global__ void k_floor_f(const float *x, const float *y, float *o, int64_t total, geom3 g,
+                          int div)
+{
+    GRID_LOOP(i, total)
+    {
+        int64_t j[3];
+        at3(g, i, j);
+        const float u = x[j[0]], v = y[j[1]];
+        if (div) {
+            o[i] = floorf(u / v);
+        } else {
+            const float r = fmodf(u, v);
+            o[i] = r != 0.0f && ((v < 0.0f) != (r < 0.0f)) ? r + v : r;
+        }
+    }
+}
+
 } // namespace
 
 int run_compare(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
 {
+    if (a->op == VDEV_OP_FLOOR_DIV || a->op == VDEV_OP_FLOOR_MOD) {
+        int64_t total = 1;
+        for (int d = 0; d < a->out_ndim[0]; d++)
+            total *= a->out_shape[0][d];
+        const int div = a->op == VDEV_OP_FLOOR_DIV;
+        if (total == 0)
+            return 1;
+        if (a->in_dtype[0] == VDEV_I32)
+            LAUNCH(grid_for(total, kThreads, n_sm), kThreads, s, k_floor_int)(
+                (const int32_t *)a->in[0], (const int32_t *)a->in[1], (int32_t *)a->out[0], total,
+                geom_of(a, 2), div);
+        else
+            LAUNCH(grid_for(total, kThreads, n_sm), kThreads, s, k_floor_f)(
+                (const float *)a->in[0], (const float *)a->in[1], (float *)a->out[0], total,
+                geom_of(a, 2), div);
+        return 1;
+    }
     int c;
     switch (a->op) {
     case VDEV_OP_EQUAL: c = C_EQ; break;

@@ -1,9 +1,10 @@
 /* cuda_extreme.cu — Max and Min reductions, Abs and Sign on the GPU (the
- * ops of src/ops/extreme.c). A reduction runs one thread per output element
+ * ops of src/ops/extreme.c), and Floor, Ceil and Round (floor.c). A reduction runs one thread per output element
  * walking its row in order, so a NaN stops it where the reference stops and
  * the result is the same word (a comparison, no arithmetic); these
  * reductions feed metrics and clipping, not a training step's products.
- * Abs and Sign are one thread per element. */
+ * Abs, Sign, Floor, Ceil and Round are one thread per element (rintf rounds
+ * ties to even, as the reference's). */
 #include "backend/cuda/cuda_device.cuh"
 
 namespace vdev_cuda {
@@ -63,11 +64,31 @@ __global__ void k_sign(const void *x, void *o, int64_t n, int is_int)
     }
 }
 
+/* 0 Floor, 1 Ceil, 2 Round, on float32 (int32: the words copied) */
+__global__ void k_rounding(const float *x, float *o, int64_t n, int which, int is_int)
+{
+    GRID_LOOP(i, n)
+    {
+        if (is_int)
+            ((int32_t *)o)[i] = ((const int32_t *)x)[i];
+        else
+            o[i] = which == 0 ? floorf(x[i]) : which == 1 ? ceilf(x[i]) : rintf(x[i]);
+    }
+}
+
 } // namespace
 
 int run_extreme(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
 {
     const int is_int = a->in_dtype[0] == I32;
+    if (a->op == VDEV_OP_FLOOR || a->op == VDEV_OP_CEIL || a->op == VDEV_OP_ROUND) {
+        const int64_t n = numel_in(a, 0);
+        const int which = a->op == VDEV_OP_FLOOR ? 0 : a->op == VDEV_OP_CEIL ? 1 : 2;
+        if (n > 0)
+            LAUNCH(grid_for(n, kThreads, n_sm), kThreads, s, k_rounding)(
+                (const float *)a->in[0], (float *)a->out[0], n, which, is_int);
+        return 1;
+    }
     if (a->op == VDEV_OP_ABS || a->op == VDEV_OP_SIGN) {
         const int64_t n = numel_in(a, 0);
         if (n == 0)

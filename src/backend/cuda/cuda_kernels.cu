@@ -54,7 +54,8 @@ const char *op_name(int op)
         "LSTMCellOutput", "LSTMCellGrad", "StridedSliceGradAdd", "GRUGates", "GRUGatesGrad",
         "GRUCellOutput", "GRUCellGrad", "SelectByMask", "SelectByMaskGrad", "Equal", "NotEqual",
         "Less", "LessEqual", "Greater", "GreaterEqual", "LogicalAnd", "LogicalOr", "LogicalNot",
-        "Cast", "SelectV2", "Max", "Min", "Abs", "Sign"};
+        "Cast", "SelectV2", "Max", "Min", "Abs", "Sign", "Floor", "Ceil", "Round", "FloorDiv",
+        "FloorMod"};
     return op >= 0 && op < VDEV_OP_COUNT && names[op] ? names[op] : "(unknown op)";
 }
 
@@ -711,12 +712,17 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     case VDEV_OP_LOGICAL_NOT:
     case VDEV_OP_CAST:
     case VDEV_OP_SELECT_V2:
+    case VDEV_OP_FLOOR_DIV:
+    case VDEV_OP_FLOOR_MOD:
         run_compare(a, s, n_sm); /* cuda_compare.cu */
         break;
     case VDEV_OP_MAX:
     case VDEV_OP_MIN:
     case VDEV_OP_ABS:
     case VDEV_OP_SIGN:
+    case VDEV_OP_FLOOR:
+    case VDEV_OP_CEIL:
+    case VDEV_OP_ROUND:
         run_extreme(a, s, n_sm); /* cuda_extreme.cu */
         break;
     default:
