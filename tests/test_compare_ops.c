@@ -266,6 +266,31 @@ static void test_extreme(void)
     CHECK(vdev_last_status() == VDEV_ERR_SHAPE);
     CHECK_STR(vdev_last_error(), "Min: Invalid reduction dimension (2 for input with 2 "
                                  "dimension(s)");
+
+    /* floor.c: values at the edges, and the refusals */
+    const float fx[4] = {-7.5f, 7.5f, 2.5f, -0.5f}, fy[4] = {2.0f, -2.0f, 1.0f, 1.0f};
+    int64_t s4[1] = {4};
+    vdev_tensor_t *tx = vdev_tensor_from_host(fx, s4, 1, VDEV_F32);
+    vdev_tensor_t *ty = vdev_tensor_from_host(fy, s4, 1, VDEV_F32);
+    const float fq[4] = {-4.0f, -4.0f, 2.0f, -1.0f}, fm[4] = {0.5f, -0.5f, 0.5f, 0.5f};
+    const float fr[4] = {-8.0f, 8.0f, 2.0f, -0.0f};
+    check_words(vdev_floor_div(tx, ty), VDEV_F32, fq, 4);
+    check_words(vdev_floor_mod(tx, ty), VDEV_F32, fm, 4);
+    check_words(vdev_round(tx), VDEV_F32, fr, 4);
+    const int32_t ix[3] = {INT32_MIN, -7, 9}, iy[3] = {-1, 2, 0};
+    const int32_t iq[3] = {INT32_MIN, -4, 0}, im[3] = {0, 1, 0};
+    int64_t s3b[1] = {3};
+    vdev_tensor_t *tix = vdev_tensor_from_host(ix, s3b, 1, VDEV_I32);
+    vdev_tensor_t *tiy = vdev_tensor_from_host(iy, s3b, 1, VDEV_I32);
+    check_words(vdev_floor_div(tix, tiy), VDEV_I32, iq, 3);
+    check_words(vdev_floor_mod(tix, tiy), VDEV_I32, im, 3);
+    CHECK(vdev_floor_div(tx, tix) == NULL);
+    CHECK_STR(vdev_last_error(), "FloorDiv: input #1 (shape [3]) is int32, expected float");
+    CHECK(vdev_floor(bt) == NULL);
+    CHECK_STR(vdev_last_error(), "Floor: input #0 (shape [2]) is bool, expected float or int32");
+    CHECK(vdev_floor_mod(bt, bt) == NULL);
+    CHECK_STR(vdev_last_error(),
+              "FloorMod: input #0 (shape [2]) is bool, expected float or int32");
 }
 
 static void run_all(const char *dev)
