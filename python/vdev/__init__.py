@@ -52,6 +52,7 @@ from ._logic_ops import (cast, equal, greater, greater_equal, less, less_equal, 
 from ._more_ops import (abs, argmin, ceil, clip_by_value, expand_dims, eye, floor, floordiv,
                         linspace, one_hot, range, rank, reduce_max, reduce_min, reverse, round,
                         shape, sign, size, split, squeeze, tile, unstack)
+from ._stat_ops import norm
 from ._pad import pad
 from ._device import device
 from ._device_spec import DeviceSpec
@@ -125,7 +126,7 @@ __all__ = ["DType", "Tensor", "TensorShape", "Variable", "as_dtype", "bool", "bo
            "reduce_all", "where", "abs", "argmin", "clip_by_value", "expand_dims", "one_hot",
            "range", "reduce_max", "reduce_min", "sign", "squeeze", "tile", "eye", "linspace",
            "rank", "reverse", "shape", "size", "split", "unstack", "floor", "ceil", "round",
-           "floordiv",
+           "floordiv", "norm",
            "constant", "convert_to_tensor", "fill", "float32", "int32", "ones", "ones_like",
            "zeros", "zeros_like", "add", "argmax", "concat", "divide", "exp", "gather",
            "identity", "log", "matmul", "maximum", "minimum",

@@ -423,9 +423,12 @@ from ._nn_1d import (avg_pool1d, conv1d, conv1d_transpose, max_pool1d,  # noqa: 
                      separable_conv2d)
 from ._activation_ops import (elu, gelu, leaky_relu, relu6, selu, silu,  # noqa: E402
                               softplus, softsign, swish)
+from ._stat_ops import l2_loss, l2_normalize  # noqa: E402
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "compute_average_loss", "conv2d",
            "conv2d_transpose", "max_pool2d", "avg_pool2d", "embedding_lookup", "depthwise_conv2d",
            "conv1d", "conv1d_transpose", "max_pool1d", "avg_pool1d", "separable_conv2d",
            # vdev/_activation_ops.py
-           "elu", "gelu", "leaky_relu", "relu6", "selu", "silu", "softplus", "softsign", "swish"]
+           "elu", "gelu", "leaky_relu", "relu6", "selu", "silu", "softplus", "softsign", "swish",
+           # vdev/_stat_ops.py
+           "l2_loss", "l2_normalize"]
