@@ -198,8 +198,8 @@ static void test_errors(const char *dev)
     CHECK_FAILS(vdev_maximum(a, b), VDEV_ERR_SHAPE,
                 "Maximum: incompatible shapes [2] and [3] (dimensions 2 and 3, 1 from the end, "
                 "differ and neither is 1)");
-    CHECK_FAILS(vdev_minimum(i, a), VDEV_ERR_SHAPE,
-                "Minimum: input #0 (shape [2]) is int32, expected float");
+    CHECK_FAILS(vdev_minimum(i, a), VDEV_ERR_SHAPE, /* int32 first: int32 expected */
+                "Minimum: input #1 (shape [2]) is float, expected int32");
     CHECK_FAILS(vdev_maximum(a, i), VDEV_ERR_SHAPE,
                 "Maximum: input #1 (shape [2]) is int32, expected float");
     /* a NULL input: NULL, the earlier error kept */

@@ -233,8 +233,10 @@ def test_variables_of_bools():
 def test_float_ops_refuse_bools_as_they_refuse_int32():
     b, i = vdev.constant([True, False]), vdev.constant([1, 0])
     m, mi = vdev.constant([[True]]), vdev.constant([[1]])
-    cases = [(lambda x, y, xm, ym: vdev.add(x, y), "AddV2: input #0 (shape [2]) is %s"),
-             (lambda x, y, xm, ym: x * y, "Mul: input #0 (shape [2]) is %s"),
+    # AddV2, Sub, Mul, Maximum and Minimum take int32 (not bool): their
+    # refusal of bools is checked below
+    cases = [(lambda x, y, xm, ym: vdev.divide(x, y), "RealDiv: input #0 (shape [2]) is %s"),
+             (lambda x, y, xm, ym: vdev.sqrt(x), "Sqrt: input #0 (shape [2]) is %s"),
              (lambda x, y, xm, ym: vdev.matmul(xm, ym), "MatMul: input #0 (shape [1,1]) is %s"),
              (lambda x, y, xm, ym: vdev.exp(x), "Exp: input #0 (shape [2]) is %s"),
              (lambda x, y, xm, ym: vdev.reduce_sum(x), "Sum: input #0 (shape [2]) is %s")]
@@ -246,6 +248,10 @@ def test_float_ops_refuse_bools_as_they_refuse_int32():
         assert type(e_bool.value) is type(e_int.value)
         assert str(e_int.value).startswith(says % "int32")
         assert str(e_bool.value).startswith(says % "bool"), str(e_bool.value)
+    for op, name in ((vdev.add, "AddV2"), (vdev.multiply, "Mul"), (vdev.maximum, "Maximum")):
+        with pytest.raises(vdev.errors.InvalidArgumentError,
+                           match=r"^%s: input #0 \(shape \[2\]\) is bool, expected float$" % name):
+            op(b, b)
 
 
 def test_boolean_mask_takes_a_bool_tensor():
