@@ -294,13 +294,15 @@ static int host_same_bits(enum vdev_op op)
 /* Every case on `dev`; on a GPU also on CPU:0, bit for bit. `direct`: also
  * run the kernels on host buffers (once per case is enough). An op with no
  * case at all fails: a new op must come with its test. */
+#define N_VARIANTS 32 /* the variants the sweep runs of every op and size */
+
 static void sweep(const char *dev, int vs_cpu, int direct)
 {
     int n_cases = 0;
     for (int op = 0; op < VDEV_OP_COUNT; op++) {
         int op_cases = 0;
         for (int size = 0; size < N_SIZES; size++)
-            for (int var = 0; var < 32; var++) {
+            for (int var = 0; var < N_VARIANTS; var++) {
                 struct tcase c;
                 if (!build((enum vdev_op)op, size, var, &c)) {
                     case_free(&c);
@@ -356,6 +358,17 @@ static void sweep(const char *dev, int vs_cpu, int direct)
             }
         if (op_cases == 0)
             check_fail(__FILE__, __LINE__, "no test case for op %s", vdev_op_defs[op].name);
+        /* a case past the loop's bound would never run: fail loudly instead */
+        for (int size = 0; size < N_SIZES; size++)
+            for (int var = N_VARIANTS; var < 2 * N_VARIANTS; var++) {
+                struct tcase c;
+                if (build((enum vdev_op)op, size, var, &c))
+                    check_fail(__FILE__, __LINE__,
+                               "%s has a case of variant %d, which the sweep (variants below "
+                               "%d) never runs",
+                               vdev_op_defs[op].name, var, N_VARIANTS);
+                case_free(&c);
+            }
         n_cases += op_cases;
     }
     printf("%s: %d cases\n", dev, n_cases);
