@@ -208,7 +208,8 @@ def test_shape_size_rank_eye_linspace():
         vdev.shape(t, out_type=np.int64)
     np.testing.assert_array_equal(vdev.eye(3, 2).numpy(), np.eye(3, 2, dtype=f32))
     assert vdev.eye(2, batch_shape=[3]).shape == (3, 2, 2)
-    np.testing.assert_array_equal(vdev.linspace(0.0, 1.0, 5).numpy(), np.linspace(0, 1, 5, dtype=f32))
+    np.testing.assert_array_equal(vdev.linspace(0.0, 1.0, 5).numpy(),
+                                  np.linspace(0, 1, 5, dtype=f32))
 
 
 @pytest.mark.parametrize("dev", DEVICES)

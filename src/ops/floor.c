@@ -112,7 +112,8 @@ GRAD(vdev_grad_floor_mod)
                         : share ? vdev_grad_reduce_to(share, y) : NULL;
         if (!din[k]) {
             st = vdev_last_status();
-            st = st != VDEV_OK ? st : vdev_error(VDEV_ERR_INTERNAL, "a gradient op failed silently");
+            if (st == VDEV_OK)
+                st = vdev_error(VDEV_ERR_INTERNAL, "a gradient op failed silently");
         }
     }
     return st;

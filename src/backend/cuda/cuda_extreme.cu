@@ -1,10 +1,10 @@
 /* cuda_extreme.cu — Max and Min reductions, Abs and Sign on the GPU (the
- * ops of src/ops/extreme.c), and Floor, Ceil and Round (floor.c). A reduction runs one thread per output element
- * walking its row in order, so a NaN stops it where the reference stops and
- * the result is the same word (a comparison, no arithmetic); these
- * reductions feed metrics and clipping, not a training step's products.
- * Abs, Sign, Floor, Ceil and Round are one thread per element (rintf rounds
- * ties to even, as the reference's). */
+ * ops of src/ops/extreme.c), and Floor, Ceil and Round (floor.c). A
+ * reduction runs one thread per output element walking its row in order, so
+ * a NaN stops it where the reference stops and the result is the same word
+ * (a comparison, no arithmetic); these reductions feed metrics and clipping,
+ * not a training step's products. Abs, Sign, Floor, Ceil and Round are one
+ * thread per element (rintf rounds ties to even, as the reference's). */
 #include "backend/cuda/cuda_device.cuh"
 
 namespace vdev_cuda {
