@@ -334,8 +334,17 @@ static int build(enum vdev_op op, int size, int var, struct tcase *c)
     }
     case VDEV_OP_SUM:
     case VDEV_OP_MEAN: {
-        /* var 0..5: axis {0, -1, ALL} x keepdims; 6, 7: 3-D, axis 1 */
+        /* var 0..5: axis {0, -1, ALL} x keepdims; 6, 7: 3-D, axis 1; Sum
+         * 8..10: int32 with int32's ends (wrapping), axis {0, -1, ALL} */
         static const int axes[3] = {0, -1, VDEV_AXIS_ALL};
+        if (op == VDEV_OP_SUM && var >= 8 && var <= 10) {
+            in_cmp(c, 0, s2, 2, VDEV_I32);
+            c->p.i[0] = axes[var - 8];
+            c->p.i[1] = 0;
+            snprintf(c->desc, sizeof c->desc, "Sum int32 [%lld,%lld] axis %lld", (long long)r,
+                     (long long)col, (long long)c->p.i[0]);
+            return 1;
+        }
         if (var > 7)
             return 0;
         int64_t s3[3] = {2, r, col};

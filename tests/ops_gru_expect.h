@@ -30,11 +30,16 @@ static void gru_expect(const struct tcase *c, struct texp *e)
                 o[b] = z;
                 o[b + u] = rg;
                 o[b + 2 * u] = tanh(x[b + 2 * u] + rg * in[b + 2 * u]);
-                /* hh's argument is a float sum of two terms: its rounding is
-                 * some ulps of their magnitudes (test_ops.c scales mag) */
+                /* hh's argument is a float sum of two terms, one of them r,
+                 * itself the sigmoid of a float sum: its rounding is some ulps
+                 * of those magnitudes, r's carried through s' = r (1 - r) and
+                 * the inner term it multiplies (test_ops.c scales mag) */
                 if (!e->mag[0])
                     e->mag[0] = calloc((size_t)(e->numel[0] + 1), sizeof(double));
-                e->mag[0][b + 2 * u] = fabs((double)x[b + 2 * u]) + fabs(rg * in[b + 2 * u]);
+                e->mag[0][b + 2 * u] =
+                    fabs((double)x[b + 2 * u]) + fabs(rg * in[b + 2 * u]) +
+                    fabs((double)in[b + 2 * u]) * rg * (1.0 - rg) *
+                        (fabs((double)x[b + u]) + fabs((double)in[b + u]));
                 break;
             }
             case VDEV_OP_GRU_GATES_GRAD: {

@@ -65,7 +65,9 @@ VDEV_API vdev_tensor_t *vdev_log(const vdev_tensor_t *a);
 /* Over the last axis. */
 VDEV_API vdev_tensor_t *vdev_softmax(const vdev_tensor_t *a);
 VDEV_API vdev_tensor_t *vdev_log_softmax(const vdev_tensor_t *a);
-/* Over one axis (negative from the end), keeping it as size 1 if keepdims. */
+/* Over one axis (negative from the end), keeping it as size 1 if keepdims.
+ * f32; vdev_sum takes i32 too (the sum wraps as two's complement, as
+ * TensorFlow's). */
 VDEV_API vdev_tensor_t *vdev_sum(const vdev_tensor_t *a, int axis, bool keepdims);
 VDEV_API vdev_tensor_t *vdev_mean(const vdev_tensor_t *a, int axis, bool keepdims);
 /* Over all elements: a 0-dimensional tensor. */

@@ -239,7 +239,7 @@ def test_float_ops_refuse_bools_as_they_refuse_int32():
              (lambda x, y, xm, ym: vdev.sqrt(x), "Sqrt: input #0 (shape [2]) is %s"),
              (lambda x, y, xm, ym: vdev.matmul(xm, ym), "MatMul: input #0 (shape [1,1]) is %s"),
              (lambda x, y, xm, ym: vdev.exp(x), "Exp: input #0 (shape [2]) is %s"),
-             (lambda x, y, xm, ym: vdev.reduce_sum(x), "Sum: input #0 (shape [2]) is %s")]
+             (lambda x, y, xm, ym: vdev.reduce_mean(x), "Mean: input #0 (shape [2]) is %s")]
     for op, says in cases:
         with pytest.raises(vdev.errors.InvalidArgumentError) as e_int:
             op(i, i, mi, mi)

@@ -78,3 +78,20 @@ def test_floordiv_floormod_against_python(dev):
     np.testing.assert_array_equal(zero.numpy(), [0, 0])  # vdev's answer (README)
     np.testing.assert_array_equal((vdev.constant([7, -7]) % 3).numpy(), [1, 2])
     np.testing.assert_array_equal((10 // vdev.constant([3, -3])).numpy(), [3, -4])
+
+
+@pytest.mark.parametrize("dev", ["CPU:0", "GPU:1"])
+def test_reduce_sum_of_int32_wraps(dev):
+    a = rng.choice(EDGES, (4, 5))
+    with vdev.device(dev):
+        t = vdev.constant(a)
+        for axis in (None, 0, 1, [0, 1]):
+            got = vdev.reduce_sum(t, axis=axis)
+            assert got.dtype == vdev.int32
+            ax = tuple(axis) if isinstance(axis, list) else axis
+            np.testing.assert_array_equal(got.numpy(), np.sum(a, axis=ax, dtype=np.int32))
+    mask = vdev.constant([[True, False, True]])
+    assert int(vdev.reduce_sum(vdev.cast(mask, vdev.int32))) == 2
+    with pytest.raises(errors.InvalidArgumentError,
+                       match=r"^Mean: input #0 \(shape \[2\]\) is int32, expected float$"):
+        vdev.reduce_mean(vdev.constant([1, 2]))

@@ -326,6 +326,18 @@ static void reduce(const struct vdev_kernel_args *a, int mean)
 {
     int64_t outer, len, inner;
     split_axis(a, 0, a->i[0], &outer, &len, &inner);
+    if (a->in_dtype[0] == VDEV_I32) { /* Sum of int32: wrapping, as TensorFlow's */
+        const int32_t *xi = (const int32_t *)a->in[0];
+        int32_t *oi = (int32_t *)a->out[0];
+        for (int64_t p = 0; p < outer; p++)
+            for (int64_t j = 0; j < inner; j++) {
+                uint32_t acc = 0;
+                for (int64_t l = 0; l < len; l++)
+                    acc += (uint32_t)xi[(p * len + l) * inner + j];
+                oi[p * inner + j] = int_of(acc);
+            }
+        return;
+    }
     const float *x = IN_F(0);
     float *o = OUT_F(0);
     for (int64_t p = 0; p < outer; p++)

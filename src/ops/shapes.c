@@ -185,9 +185,10 @@ enum vdev_status vdev_shape_batch_matmul(struct vdev_kernel_args *a)
  * i[0] is normalised to 0..ndim-1 for the kernels. */
 enum vdev_status vdev_shape_reduce(struct vdev_kernel_args *a)
 {
-    /* Max and Min take int32 too (extreme.c); the output has the input's dtype */
+    /* Max, Min (extreme.c) and Sum take int32 too; the output has the input's
+     * dtype */
     static const int want[1] = {VDEV_F32};
-    int extreme = a->op == VDEV_OP_MAX || a->op == VDEV_OP_MIN;
+    int extreme = a->op == VDEV_OP_MAX || a->op == VDEV_OP_MIN || a->op == VDEV_OP_SUM;
     enum vdev_status st = VDEV_OK;
     if (!(extreme && a->in_dtype[0] == VDEV_I32) && (st = check_dtypes(a, want)) != VDEV_OK)
         return st;

@@ -421,6 +421,12 @@ static void op_cases_shaped(void)
             CASE("no element at all", o, P(0, 0, ALL, 0), 0, TF(G_UNIFORM, 2, 0, 3));
             CASE("more rows than threads", o, P(0, 0, 1, 0), 0, TF(G_UNIFORM, 2, r, 64));
         }
+        /* Sum of int32, wrapping (the float Sum's cases are op_cases.h's) */
+        CASE("int32, axis 0", VDEV_OP_SUM, P(0, 0, 0, 0), 0, TI(G_INTS, 2, 20, 30));
+        CASE("int32, all", VDEV_OP_SUM, P(0, 0, ALL, 0), 0, TI(G_INTS, 2, 20, 30));
+        CASE("int32, an empty axis", VDEV_OP_SUM, P(0, 0, 1, 1), 0, TI(G_INTS, 2, 7, 0));
+        CASE("int32, more rows than threads", VDEV_OP_SUM, P(0, 0, 1, 0), 0,
+             TI(G_INTS, 2, r, 64));
         for (int op = VDEV_OP_FLOOR; op <= VDEV_OP_ROUND; op++) {
             enum vdev_op o = (enum vdev_op)op;
             CASE("halves", o, none, 0, TF(G_HALVES, 2, 20, 30));

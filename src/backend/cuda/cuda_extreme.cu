@@ -1,5 +1,6 @@
 /* cuda_extreme.cu — Max and Min reductions, Abs and Sign on the GPU (the
- * ops of src/ops/extreme.c), and Floor, Ceil and Round (floor.c). A
+ * ops of src/ops/extreme.c), Floor, Ceil and Round (floor.c), and Sum of
+ * int32 (the float Sum is cuda_reduce.cu's). A
  * reduction runs one thread per output element walking its row in order, so
  * a NaN stops it where the reference stops and the result is the same word
  * (a comparison, no arithmetic); these reductions feed metrics and clipping,
@@ -41,6 +42,20 @@ __global__ void k_extreme_i(const int32_t *x, int32_t *o, int64_t outer, int64_t
             r = (MAX ? v > r : v < r) ? v : r;
         }
         o[i] = r;
+    }
+}
+
+/* Sum of int32 (wrapping as two's complement, as the reference's): one
+ * thread per output element, in order. */
+__global__ void k_sum_i(const int32_t *x, int32_t *o, int64_t outer, int64_t len, int64_t inner)
+{
+    GRID_LOOP(i, outer * inner)
+    {
+        const int64_t p = i / inner, j = i % inner;
+        uint32_t acc = 0;
+        for (int64_t l = 0; l < len; l++)
+            acc += (uint32_t)x[(p * len + l) * inner + j];
+        o[i] = (int32_t)acc;
     }
 }
 
@@ -101,7 +116,7 @@ int run_extreme(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
                                                                      is_int);
         return 1;
     }
-    if (a->op != VDEV_OP_MAX && a->op != VDEV_OP_MIN)
+    if (a->op != VDEV_OP_MAX && a->op != VDEV_OP_MIN && !(a->op == VDEV_OP_SUM && is_int))
         return 0;
     /* outer x len x inner around the normalised axis i[0] */
     int64_t outer = 1, len = numel_in(a, 0), inner = 1;
@@ -118,7 +133,10 @@ int run_extreme(const vdev_cuda_args *a, cudaStream_t s, int n_sm)
         return 1;
     const unsigned grid = grid_for(n, kThreads, n_sm);
     const bool mx = a->op == VDEV_OP_MAX;
-    if (is_int) {
+    if (a->op == VDEV_OP_SUM) {
+        LAUNCH(grid, kThreads, s, k_sum_i)((const int32_t *)a->in[0], (int32_t *)a->out[0],
+                                           outer, len, inner);
+    } else if (is_int) {
         if (mx)
             LAUNCH(grid, kThreads, s, k_extreme_i<true>)((const int32_t *)a->in[0],
                                                          (int32_t *)a->out[0], outer, len, inner);

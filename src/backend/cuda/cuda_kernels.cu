@@ -545,6 +545,10 @@ extern "C" int vdev_cuda_run_op(const struct vdev_cuda_args *a,
     }
     case VDEV_OP_SUM:
     case VDEV_OP_MEAN: {
+        if (a->in_dtype[0] == 1 /* VDEV_I32: Sum only */) {
+            run_extreme(a, s, n_sm); /* cuda_extreme.cu */
+            break;
+        }
         int64_t outer, len, inner;
         split_axis(a, 0, a->i[0], &outer, &len, &inner);
         reduce_sum(in0, nullptr, outer, len, inner, a->op == VDEV_OP_MEAN, (double)len, out0, env);
