@@ -15,8 +15,8 @@ TensorFlow: a tape sees their results as constants.
 import numpy as np
 
 from ._lib import lib
-from ._ops import _new, _near, _operands, _t, reduce_sum
-from ._tensor import Tensor, as_dtype, constant, convert_to_tensor, float32
+from ._ops import _cast, _new, _near, _operands, _t, reduce_sum
+from ._tensor import Tensor, constant, convert_to_tensor, float32
 
 
 def _binary(fn, x, y):
@@ -88,12 +88,7 @@ def cast(x, dtype, name=None):
     float32 rounds to nearest; anything to bool is "not 0"; a bool to a number
     is 0 or 1. A value that is not a tensor is converted first with its own
     dtype (``cast(1.7, vdev.int32)`` is 1), as TensorFlow's."""
-    dtype = as_dtype(dtype)
-    if not isinstance(x, Tensor):
-        x = convert_to_tensor(x)
-    if x.dtype is dtype:
-        return x
-    return _new(lib.vdev_cast(x._handle, dtype._code))
+    return _cast(x if isinstance(x, Tensor) else convert_to_tensor(x), dtype)
 
 
 def _true_positions(condition):

@@ -296,7 +296,7 @@ def unstack(value, num=None, axis=0, name="unstack"):
     if num is not None and num != n:
         raise ValueError("Cannot infer argument `num` from shape %s" % (tuple(x.shape),))
     out = []
-    for i in builtins_range(n):
+    for i in builtins.range(n):  # this module's own range is tf.range
         begin, end, strides = [0] * nd, list(x.shape), [1] * nd
         begin[a], end[a] = i, i + 1
         out.append(strided_slice(x, begin, end, strides, shrink_axis_mask=1 << a))
@@ -398,6 +398,4 @@ def floormod(x, y, name=None):
 
 mod = floormod  # tf.math.mod
 
-
-builtins_range = builtins.range
 

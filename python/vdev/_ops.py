@@ -212,9 +212,9 @@ def add(x, y, name=None):
     if isinstance(x, Tensor) and isinstance(y, Tensor):  # neither is a Python number
         return _new(lib.vdev_add(x._handle, y._handle))
     if _is_scalar(y) and isinstance(x, Tensor) and x.dtype is float32:
-        return _new(lib.vdev_add_scalar(x._handle, float(_number(y, x))))
+        return _new(lib.vdev_add_scalar(x._handle, float(y)))
     if _is_scalar(x) and isinstance(y, Tensor) and y.dtype is float32:
-        return _new(lib.vdev_add_scalar(y._handle, float(_number(x, y))))
+        return _new(lib.vdev_add_scalar(y._handle, float(x)))
     x, y = _operands(x, y)
     return _new(lib.vdev_add(x._handle, y._handle))
 
@@ -224,7 +224,7 @@ def subtract(x, y, name=None):
     if isinstance(x, Tensor) and isinstance(y, Tensor):  # neither is a Python number
         return _new(lib.vdev_sub(x._handle, y._handle))
     if _is_scalar(y) and isinstance(x, Tensor) and x.dtype is float32:
-        return _new(lib.vdev_add_scalar(x._handle, -float(_number(y, x))))
+        return _new(lib.vdev_add_scalar(x._handle, -float(y)))
     if _is_scalar(x) and isinstance(y, Tensor):
         f = _fill_like(y, _number(x, y))
         return _new(lib.vdev_sub(f._handle, y._handle))
@@ -237,9 +237,9 @@ def multiply(x, y, name=None):
     if isinstance(x, Tensor) and isinstance(y, Tensor):  # neither is a Python number
         return _new(lib.vdev_mul(x._handle, y._handle))
     if _is_scalar(y) and isinstance(x, Tensor) and x.dtype is float32:
-        return _new(lib.vdev_mul_scalar(x._handle, float(_number(y, x))))
+        return _new(lib.vdev_mul_scalar(x._handle, float(y)))
     if _is_scalar(x) and isinstance(y, Tensor) and y.dtype is float32:
-        return _new(lib.vdev_mul_scalar(y._handle, float(_number(x, y))))
+        return _new(lib.vdev_mul_scalar(y._handle, float(x)))
     x, y = _operands(x, y)
     return _new(lib.vdev_mul(x._handle, y._handle))
 

@@ -48,22 +48,11 @@ static int kind_ok(int op, int dt)
     }
 }
 
-/* Input k of a dtype the op does not take: "Less: input #0 (shape [2]) is
- * bool, expected float or int32". */
-static enum vdev_status kind_error(const struct vdev_kernel_args *a, int k)
-{
-    char s[96];
-    vdev_shape_str(a->in_shape[k], a->in_ndim[k], s, sizeof s);
-    return vdev_error(VDEV_ERR_SHAPE, "%s: input #%d (shape %s) is %s, expected %s",
-                      vdev_op_defs[a->op].name, k, s,
-                      vdev_dtype_name((enum vdev_dtype)a->in_dtype[k]), kinds(a->op));
-}
-
 /* (x, y) of one dtype the op takes, broadcast -> bool. */
 SHAPE(vdev_shape_compare)
 {
     if (!kind_ok(a->op, a->in_dtype[0]))
-        return kind_error(a, 0);
+        return vdev_dtypes_error(a, 0, kinds(a->op));
     if (a->in_dtype[1] != a->in_dtype[0])
         return vdev_dtype_error(a, 1, a->in_dtype[0]);
     return vdev_shape_broadcast_as(a, VDEV_BOOL);
@@ -73,7 +62,7 @@ SHAPE(vdev_shape_compare)
 SHAPE(vdev_shape_logical_not)
 {
     if (a->in_dtype[0] != VDEV_BOOL)
-        return kind_error(a, 0);
+        return vdev_dtypes_error(a, 0, kinds(a->op));
     a->n_out = 1;
     a->out_ndim[0] = a->in_ndim[0];
     memcpy(a->out_shape[0], a->in_shape[0], sizeof a->out_shape[0]);

@@ -707,10 +707,14 @@ enum vdev_status vdev_shape_error(const struct vdev_kernel_args *a, const char *
 
 enum vdev_status vdev_dtype_error(const struct vdev_kernel_args *a, int k, int want)
 {
+    return vdev_dtypes_error(a, k, vdev_dtype_name((enum vdev_dtype)want));
+}
+
+enum vdev_status vdev_dtypes_error(const struct vdev_kernel_args *a, int k, const char *want)
+{
     char s[96];
     vdev_shape_str(a->in_shape[k], a->in_ndim[k], s, sizeof s);
     return vdev_error(VDEV_ERR_SHAPE, "%s: input #%d (shape %s) is %s, expected %s",
                       vdev_op_defs[a->op].name, k, s,
-                      vdev_dtype_name((enum vdev_dtype)a->in_dtype[k]),
-                      vdev_dtype_name((enum vdev_dtype)want));
+                      vdev_dtype_name((enum vdev_dtype)a->in_dtype[k]), want);
 }

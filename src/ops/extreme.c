@@ -18,29 +18,10 @@
 #include <math.h>
 #include <string.h>
 
-/* outer x len x inner around the normalised axis i[0] (VDEV_AXIS_ALL: the
- * whole tensor as one row). */
-static void around_axis(const struct vdev_kernel_args *a, int64_t *outer, int64_t *len,
-                        int64_t *inner)
-{
-    int nd = a->in_ndim[0];
-    int64_t ax = a->i[0];
-    *outer = *inner = 1;
-    if (ax == VDEV_AXIS_ALL) {
-        *len = vdev_args_numel(a, 0);
-        return;
-    }
-    for (int d = 0; d < ax; d++)
-        *outer *= a->in_shape[0][d];
-    *len = a->in_shape[0][ax];
-    for (int d = (int)ax + 1; d < nd; d++)
-        *inner *= a->in_shape[0][d];
-}
-
 static void extreme(const struct vdev_kernel_args *a, int is_max)
 {
     int64_t outer, len, inner;
-    around_axis(a, &outer, &len, &inner);
+    vdev_args_split_axis(a, 0, a->i[0], &outer, &len, &inner);
     if (a->in_dtype[0] == VDEV_I32) {
         const int32_t *x = (const int32_t *)a->in[0];
         int32_t *o = (int32_t *)a->out[0];
@@ -74,13 +55,8 @@ KERNEL(vdev_ref_min) { extreme(a, 0); }
 /* f32 or i32 -> its shape and dtype. */
 SHAPE(vdev_shape_abs_sign)
 {
-    if (a->in_dtype[0] != VDEV_F32 && a->in_dtype[0] != VDEV_I32) {
-        char s[96];
-        vdev_shape_str(a->in_shape[0], a->in_ndim[0], s, sizeof s);
-        return vdev_error(VDEV_ERR_SHAPE, "%s: input #0 (shape %s) is %s, expected float or int32",
-                          vdev_op_defs[a->op].name, s,
-                          vdev_dtype_name((enum vdev_dtype)a->in_dtype[0]));
-    }
+    if (a->in_dtype[0] != VDEV_F32 && a->in_dtype[0] != VDEV_I32)
+        return vdev_dtypes_error(a, 0, "float or int32");
     a->n_out = 1;
     a->out_ndim[0] = a->in_ndim[0];
     memcpy(a->out_shape[0], a->in_shape[0], sizeof a->out_shape[0]);
@@ -115,63 +91,6 @@ KERNEL(vdev_ref_sign)
     float *o = (float *)a->out[0];
     for (int64_t i = 0; i < n; i++)
         o[i] = x[i] > 0.0f ? 1.0f : x[i] < 0.0f ? -1.0f : x[i] == 0.0f ? 0.0f : x[i];
-}
-
-/* ---- gradients ---- */
-
-static struct vdev_tens *op1(enum vdev_op op, const struct vdev_tens *x,
-                             const struct vdev_op_params *p)
-{
-    const struct vdev_tens *in[1] = {x};
-    return vdev_op_exec(op, in, 1, p);
-}
-
-static struct vdev_tens *op2(enum vdev_op op, const struct vdev_tens *x, const struct vdev_tens *y,
-                             const struct vdev_op_params *p)
-{
-    const struct vdev_tens *in[2] = {x, y};
-    return vdev_op_exec(op, in, 2, p);
-}
-
-static enum vdev_status status_of(const struct vdev_tens *t)
-{
-    if (t)
-        return VDEV_OK;
-    enum vdev_status st = vdev_last_status();
-    return st != VDEV_OK ? st : vdev_error(VDEV_ERR_INTERNAL, "a gradient op failed silently");
-}
-
-/* TensorFlow's _MinOrMaxGrad: ind = (x == y broadcast), dx = ind / (the
- * count of ind over the axis, broadcast) * dy broadcast. */
-GRAD(vdev_grad_extreme)
-{
-    const struct vdev_tens *x = g->in[0];
-    struct vdev_op_params bp, sp, cp;
-    memset(&bp, 0, sizeof bp);
-    bp.i[0] = g->p.i[0];
-    sp = bp;
-    sp.i[1] = g->p.i[1];
-    memset(&cp, 0, sizeof cp);
-    cp.i[0] = VDEV_F32;
-    struct vdev_tens *yb = op2(VDEV_OP_BROADCAST, g->out, x, &bp);
-    struct vdev_tens *ind = op1(VDEV_OP_CAST, op2(VDEV_OP_EQUAL, x, yb, NULL), &cp);
-    struct vdev_tens *cnt = op2(VDEV_OP_BROADCAST, op1(VDEV_OP_SUM, ind, &sp), x, &bp);
-    struct vdev_tens *share = op2(VDEV_OP_DIV, ind, cnt, NULL);
-    din[0] = op2(VDEV_OP_MUL, share, op2(VDEV_OP_BROADCAST, g->dout, x, &bp), NULL);
-    return status_of(din[0]);
-}
-
-GRAD(vdev_grad_abs)
-{
-    din[0] = op2(VDEV_OP_MUL, g->dout, op1(VDEV_OP_SIGN, g->in[0], NULL), NULL);
-    return status_of(din[0]);
-}
-
-GRAD(vdev_grad_sign)
-{
-    const struct vdev_tens *x = g->in[0];
-    din[0] = vdev_tens_filled(x->dev, VDEV_F32, x->shape, x->ndim, 0.0);
-    return status_of(din[0]);
 }
 
 /* ---- the public functions ---- */

@@ -8,25 +8,19 @@
  * INT32_MIN. An int32 division by zero gives 0 for both (numpy's answer;
  * TensorFlow's CPU kernel fails the op, which a queued kernel cannot do).
  * Floor, Ceil, Round and FloorDiv have no gradient, as TensorFlow's; FloorMod's
- * is TensorFlow's _FloorModGrad: dy for x, -dy floor(x / y) for y, each
+ * (grads.c) is TensorFlow's _FloorModGrad: dy for x, -dy floor(x / y) for y, each
  * summed back to its input's shape. */
 #include "ops/impl.h"
 #include "ops/pairs.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 /* (x, y) both f32 or both i32, broadcast -> their dtype. */
 SHAPE(vdev_shape_floor_binary)
 {
-    if (a->in_dtype[0] != VDEV_F32 && a->in_dtype[0] != VDEV_I32) {
-        char s[96];
-        vdev_shape_str(a->in_shape[0], a->in_ndim[0], s, sizeof s);
-        return vdev_error(VDEV_ERR_SHAPE, "%s: input #0 (shape %s) is %s, expected float or int32",
-                          vdev_op_defs[a->op].name, s,
-                          vdev_dtype_name((enum vdev_dtype)a->in_dtype[0]));
-    }
+    if (a->in_dtype[0] != VDEV_F32 && a->in_dtype[0] != VDEV_I32)
+        return vdev_dtypes_error(a, 0, "float or int32");
     if (a->in_dtype[1] != a->in_dtype[0])
         return vdev_dtype_error(a, 1, a->in_dtype[0]);
     return vdev_shape_broadcast_as(a, a->in_dtype[0]);
@@ -86,37 +80,6 @@ KERNEL(vdev_ref_floor_binary)
     const float *x = (const float *)a->in[0], *y = (const float *)a->in[1];
     float *o = (float *)a->out[0];
     VDEV_FOR_PAIRS(a, { o[i] = div ? floorf(x[j0] / y[j1]) : f_floor_mod(x[j0], y[j1]); });
-}
-
-/* _FloorModGrad: dx = reduce_to(dy, x), dy_ = reduce_to(dy * -floordiv(x, y), y). */
-GRAD(vdev_grad_floor_mod)
-{
-    const struct vdev_tens *x = g->in[0], *y = g->in[1];
-    enum vdev_status st = VDEV_OK;
-    for (int k = 0; k < 2 && st == VDEV_OK; k++) {
-        if (!((g->need >> k) & 1u))
-            continue;
-        const struct vdev_tens *in2[2] = {x, y};
-        struct vdev_tens *share = NULL;
-        if (k == 1) {
-            struct vdev_tens *q = vdev_op_exec(VDEV_OP_FLOOR_DIV, in2, 2, NULL);
-            const struct vdev_tens *m[2] = {g->dout, q};
-            struct vdev_tens *p = q ? vdev_op_exec(VDEV_OP_MUL, m, 2, NULL) : NULL;
-            struct vdev_op_params neg;
-            memset(&neg, 0, sizeof neg);
-            neg.f[0] = -1.0;
-            const struct vdev_tens *pn[1] = {p};
-            share = p ? vdev_op_exec(VDEV_OP_MUL_SCALAR, pn, 1, &neg) : NULL;
-        }
-        din[k] = k == 0 ? vdev_grad_reduce_to(g->dout, x)
-                        : share ? vdev_grad_reduce_to(share, y) : NULL;
-        if (!din[k]) {
-            st = vdev_last_status();
-            if (st == VDEV_OK)
-                st = vdev_error(VDEV_ERR_INTERNAL, "a gradient op failed silently");
-        }
-    }
-    return st;
 }
 
 /* ---- the public functions ---- */

@@ -24,6 +24,9 @@
  *   div     dA = reduce_to(G / b, a), dB = -reduce_to(G y / b, b)
  *   max/min dA = reduce_to(G where a >= b (<=), a), dB = reduce_to(G elsewhere, b)
  *   where   dX = reduce_to(G where c, x), dY = reduce_to(G where not c, y)
+ *   floormod dX = reduce_to(G, x), dY = -reduce_to(G floordiv(x, y), y)
+ *   max/min over an axis: G shared among the elements equal to the result
+ *   abs     dA = G sign(x); sign: zeros
  *   pow     dA = (G p) x^(p-1) (TensorFlow's grad * y * pow(x, y - 1))
  *   sqrt    dA = (0.5 G) / y (TensorFlow's SqrtGrad)
  *   exp     dA = G y; log dA = G / x
@@ -246,9 +249,11 @@ static enum vdev_status grad_extremum(const struct vdev_grad_args *g, struct vde
 GRAD(vdev_grad_maximum) { return grad_extremum(g, din, 0); }
 GRAD(vdev_grad_minimum) { return grad_extremum(g, din, 1); }
 
-/* SelectV2 (c, x, y), TensorFlow's _SelectGradV2: dx = reduce_to(where(c, G,
- * 0), x), dy = reduce_to(where(c, 0, G), y); none for the condition. */
-GRAD(vdev_grad_select_v2)
+/* SelectV2 and SelectByMask (c, x, y), TensorFlow's _SelectGradV2: dx =
+ * reduce_to(where(c, G, 0), x), dy = reduce_to(where(c, 0, G), y); none for
+ * the condition. (SelectByMask's x and y have G's shape: reduce_to passes
+ * the share on.) */
+GRAD(vdev_grad_select)
 {
     enum vdev_status st = VDEV_OK;
     for (int k = 1; k < 3 && st == VDEV_OK; k++) {
@@ -257,15 +262,23 @@ GRAD(vdev_grad_select_v2)
         struct vdev_op_params p;
         memset(&p, 0, sizeof p);
         p.i[0] = k - 1;
-        const struct vdev_tens *in[2] = {g->in[0], g->dout};
-        din[k] = reduce_to(vdev_op_exec(VDEV_OP_SELECT_MASK_GRAD, in, 2, &p), g->in[k]);
+        din[k] = reduce_to(op2(VDEV_OP_SELECT_MASK_GRAD, g->in[0], g->dout, &p), g->in[k]);
         st = status_of(din[k]);
     }
     return st;
 }
 
-/* y = a / b: dA = G / b; dB = -G a / b^2 = -(G y) / b, each summed to its
- * input's shape. */
+/* FloorMod (x, y), TensorFlow's _FloorModGrad: dx = reduce_to(G, x), dy =
+ * reduce_to(-G floordiv(x, y), y). */
+GRAD(vdev_grad_floor_mod)
+{
+    const struct vdev_tens *x = g->in[0], *y = g->in[1];
+    din[0] = NEED(0) ? reduce_to(g->dout, x) : NULL;
+    din[1] = NEED(1) ? reduce_to(scale(mul(g->dout, op2(VDEV_OP_FLOOR_DIV, x, y, NULL)), -1.0f), y)
+                     : NULL;
+    return status2_need(g, din);
+}
+
 GRAD(vdev_grad_div)
 {
     din[0] = NEED(0) ? reduce_to(divide(g->dout, g->in[1]), g->in[0]) : NULL;
@@ -404,6 +417,41 @@ GRAD(vdev_grad_mean)
     return status_of(din[0]);
 }
 
+/* Max and Min (extreme.c), TensorFlow's _MinOrMaxGrad: ind = (x == y
+ * broadcast), dx = ind / (the count of ind over the axis, broadcast) * G
+ * broadcast: ties share G, a row whose result is NaN gets 0/0. */
+GRAD(vdev_grad_extreme)
+{
+    const struct vdev_tens *x = g->in[0];
+    struct vdev_op_params bp, sp, cp;
+    memset(&bp, 0, sizeof bp);
+    bp.i[0] = g->p.i[0];
+    sp = bp;
+    sp.i[1] = g->p.i[1];
+    memset(&cp, 0, sizeof cp);
+    cp.i[0] = VDEV_F32;
+    struct vdev_tens *ind = op1(VDEV_OP_CAST, op2(VDEV_OP_EQUAL, x,
+                                                  op2(VDEV_OP_BROADCAST, g->out, x, &bp), NULL),
+                                &cp);
+    struct vdev_tens *cnt = op2(VDEV_OP_BROADCAST, op1(VDEV_OP_SUM, ind, &sp), x, &bp);
+    din[0] = mul(divide(ind, cnt), op2(VDEV_OP_BROADCAST, g->dout, x, &bp));
+    return status_of(din[0]);
+}
+
+/* Abs: G sign(x); Sign: zeros (TensorFlow's _SignGrad). */
+GRAD(vdev_grad_abs)
+{
+    din[0] = mul(g->dout, op1(VDEV_OP_SIGN, g->in[0], NULL));
+    return status_of(din[0]);
+}
+
+GRAD(vdev_grad_sign)
+{
+    const struct vdev_tens *x = g->in[0];
+    din[0] = vdev_tens_filled(x->dev, VDEV_F32, x->shape, x->ndim, 0.0);
+    return status_of(din[0]);
+}
+
 /* ---- layout ---- */
 
 GRAD(vdev_grad_reshape)
@@ -448,10 +496,4 @@ GRAD(vdev_grad_softmax_ce)
 {
     din[0] = op3(VDEV_OP_SOFTMAX_CE_GRAD, g->dout, g->in[0], g->in[1]);
     return status_of(din[0]);
-}
-
-/* reduce_to for the gradients written beside their ops (floor.c). */
-struct vdev_tens *vdev_grad_reduce_to(const struct vdev_tens *dy, const struct vdev_tens *x)
-{
-    return reduce_to(dy, x);
 }

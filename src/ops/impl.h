@@ -197,7 +197,6 @@ SHAPE(vdev_shape_select_mask);      /* (m, a, b) -> a's shape */
 SHAPE(vdev_shape_select_mask_grad); /* (m, dy) -> dy's shape */
 KERNEL(vdev_ref_select_mask);
 KERNEL(vdev_ref_select_mask_grad);
-GRAD(vdev_grad_select_mask);
 /* compare.c: comparisons, logic, Cast, SelectV2 (its gradient: grads.c) */
 SHAPE(vdev_shape_compare);     /* (x, y) broadcast -> bool */
 SHAPE(vdev_shape_logical_not); /* bool -> bool */
@@ -207,14 +206,14 @@ KERNEL(vdev_ref_compare);
 KERNEL(vdev_ref_logical_not);
 KERNEL(vdev_ref_cast);
 KERNEL(vdev_ref_select_v2);
-GRAD(vdev_grad_select_v2);
+GRAD(vdev_grad_select); /* SelectV2's and SelectByMask's (grads.c) */
 /* extreme.c: Max, Min (shapes: vdev_shape_reduce), Abs, Sign */
 SHAPE(vdev_shape_abs_sign);
 KERNEL(vdev_ref_max);
 KERNEL(vdev_ref_min);
 KERNEL(vdev_ref_abs);
 KERNEL(vdev_ref_sign);
-GRAD(vdev_grad_extreme);
+GRAD(vdev_grad_extreme); /* the gradients: grads.c */
 GRAD(vdev_grad_abs);
 GRAD(vdev_grad_sign);
 /* floor.c: Floor, Ceil, Round (shape: vdev_shape_abs_sign), FloorDiv,
@@ -222,9 +221,7 @@ GRAD(vdev_grad_sign);
 SHAPE(vdev_shape_floor_binary);
 KERNEL(vdev_ref_rounding);
 KERNEL(vdev_ref_floor_binary);
-GRAD(vdev_grad_floor_mod);
-/* grads.c's reduce_to: dy summed to x's shape (a broadcast input's). */
-struct vdev_tens *vdev_grad_reduce_to(const struct vdev_tens *dy, const struct vdev_tens *x);
+GRAD(vdev_grad_floor_mod); /* grads.c */
 /* gru_cell.c: the fused GRU cell's two ops and their two gradient ops */
 SHAPE(vdev_shape_gru_gates);      /* (xw, inner) [..., 3u] -> that shape */
 SHAPE(vdev_shape_gru_gates_grad); /* (dg, g, inner) -> that shape */
@@ -306,6 +303,10 @@ KERNEL(vdev_fast_depthwise_conv2d_backprop_filter);
 void vdev_depthwise_geom_of(const struct vdev_kernel_args *a, struct vdev_conv_geom *g);
 
 /* Element index helpers for kernels. */
+/* Input k around axis ax (VDEV_AXIS_ALL, negative counted from the end) as
+ * outer x len x inner (kernels_ref.c). */
+void vdev_args_split_axis(const struct vdev_kernel_args *a, int k, int64_t ax, int64_t *outer,
+                          int64_t *len, int64_t *inner);
 /* Input k's strides over the 4 dimensions of the shape it is broadcast to
  * (its own dimensions aligned at the last, leading 1s), 0 along those of
  * size 1. */

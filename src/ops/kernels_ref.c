@@ -26,6 +26,7 @@
  *    NaN wins, as NumPy's argmax).
  *  - RELU passes NaN through (NaN, not 0). */
 #include "ops/impl.h"
+#include "ops/pairs.h"
 
 #include <float.h>
 #include <math.h>
@@ -44,9 +45,10 @@ static int64_t last_dim(const struct vdev_kernel_args *a, int k)
 }
 
 /* Splits input k around axis `ax` (VDEV_AXIS_ALL: everything) into
- * outer x len x inner, so element (o, l, j) is at (o * len + l) * inner + j. */
-static void split_axis(const struct vdev_kernel_args *a, int k, int64_t ax, int64_t *outer,
-                       int64_t *len, int64_t *inner)
+ * outer x len x inner, so element (o, l, j) is at (o * len + l) * inner + j
+ * (impl.h; extreme.c's reductions use it too). */
+void vdev_args_split_axis(const struct vdev_kernel_args *a, int k, int64_t ax, int64_t *outer,
+                          int64_t *len, int64_t *inner)
 {
     int nd = a->in_ndim[k];
     if (ax != VDEV_AXIS_ALL && ax < 0)
@@ -145,8 +147,8 @@ KERNEL(vdev_ref_batch_matmul)
 
 /* AddV2, Sub, Mul, Maximum, Minimum on int32 (the shape rule allows no
  * other): in 32-bit unsigned arithmetic, so a sum or product beyond int32
- * wraps as two's complement (TensorFlow's), both inputs read through
- * strides4 whatever the broadcast mode. */
+ * wraps as two's complement (TensorFlow's), by every broadcast mode
+ * (pairs.h). */
 static int32_t int_of(uint32_t w)
 {
     int32_t v;
@@ -158,25 +160,17 @@ static void int_binary(const struct vdev_kernel_args *a)
 {
     const int32_t *x = (const int32_t *)a->in[0], *y = (const int32_t *)a->in[1];
     int32_t *o = (int32_t *)a->out[0];
-    int64_t o4[4], sx[4], sy[4], i = 0;
-    pad4(a->out_shape[0], a->out_ndim[0], o4);
-    strides4(a, 0, sx);
-    strides4(a, 1, sy);
-    for (int64_t p = 0; p < o4[0]; p++)
-        for (int64_t q = 0; q < o4[1]; q++)
-            for (int64_t r = 0; r < o4[2]; r++)
-                for (int64_t c = 0; c < o4[3]; c++, i++) {
-                    int32_t u = x[p * sx[0] + q * sx[1] + r * sx[2] + c * sx[3]];
-                    int32_t v = y[p * sy[0] + q * sy[1] + r * sy[2] + c * sy[3]];
-                    uint32_t uu = (uint32_t)u, vv = (uint32_t)v;
-                    switch (a->op) {
-                    case VDEV_OP_ADD: o[i] = int_of(uu + vv); break;
-                    case VDEV_OP_SUB: o[i] = int_of(uu - vv); break;
-                    case VDEV_OP_MUL: o[i] = int_of(uu * vv); break;
-                    case VDEV_OP_MAXIMUM: o[i] = u < v ? v : u; break;
-                    default: o[i] = v < u ? v : u; break;
-                    }
-                }
+    VDEV_FOR_PAIRS(a, {
+        const int32_t u = x[j0], v = y[j1];
+        const uint32_t uu = (uint32_t)u, vv = (uint32_t)v;
+        switch (a->op) {
+        case VDEV_OP_ADD: o[i] = int_of(uu + vv); break;
+        case VDEV_OP_SUB: o[i] = int_of(uu - vv); break;
+        case VDEV_OP_MUL: o[i] = int_of(uu * vv); break;
+        case VDEV_OP_MAXIMUM: o[i] = u < v ? v : u; break;
+        default: o[i] = v < u ? v : u; break;
+        }
+    });
 }
 
 /* Modes 0 to 2: a has the output's elements, b by b_at. Mode 3: both
@@ -325,7 +319,7 @@ KERNEL(vdev_ref_log_softmax)
 static void reduce(const struct vdev_kernel_args *a, int mean)
 {
     int64_t outer, len, inner;
-    split_axis(a, 0, a->i[0], &outer, &len, &inner);
+    vdev_args_split_axis(a, 0, a->i[0], &outer, &len, &inner);
     if (a->in_dtype[0] == VDEV_I32) { /* Sum of int32: wrapping, as TensorFlow's */
         const int32_t *xi = (const int32_t *)a->in[0];
         int32_t *oi = (int32_t *)a->out[0];
@@ -483,7 +477,7 @@ KERNEL(vdev_ref_log_softmax_grad)
 KERNEL(vdev_ref_broadcast)
 {
     int64_t outer, len, inner;
-    split_axis(a, 1, a->i[0], &outer, &len, &inner);
+    vdev_args_split_axis(a, 1, a->i[0], &outer, &len, &inner);
     const float *x = IN_F(0);
     float *o = OUT_F(0);
     for (int64_t p = 0; p < outer; p++)

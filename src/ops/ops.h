@@ -171,6 +171,8 @@ enum vdev_status vdev_shape_error(const struct vdev_kernel_args *a, const char *
 /* VDEV_ERR_SHAPE for input k of the wrong dtype: "NAME: input #k (shape S)
  * is int32, expected float". */
 enum vdev_status vdev_dtype_error(const struct vdev_kernel_args *a, int k, int want);
+/* The same with the dtypes the op takes in words ("float or int32"). */
+enum vdev_status vdev_dtypes_error(const struct vdev_kernel_args *a, int k, const char *want);
 
 /* After an op on the tensors t[] that were found behind the handles in[]:
  * an op holds no reference to its inputs, so a free by another thread racing

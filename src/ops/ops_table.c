@@ -186,7 +186,7 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
                 vdev_ref_gru_cell_grad, vdev_fast_gru_cell_grad),
     /* tf.where on float masks (select.c): the gradient reads the mask */
     FWD(VDEV_OP_SELECT_MASK, "SelectByMask", 3, vdev_shape_select_mask, vdev_ref_select_mask,
-        vdev_grad_select_mask, 1),
+        vdev_grad_select, 1),
     NOGRAD(VDEV_OP_SELECT_MASK_GRAD, "SelectByMaskGrad", 2, vdev_shape_select_mask_grad,
            vdev_ref_select_mask_grad),
     /* comparisons, logic, casts and tf.where (compare.c) */
@@ -202,7 +202,7 @@ const struct vdev_op_def vdev_op_defs[VDEV_OP_COUNT] = {
     NOGRAD(VDEV_OP_CAST, "Cast", 1, vdev_shape_cast, vdev_ref_cast),
     /* the gradient reads the condition */
     FWD(VDEV_OP_SELECT_V2, "SelectV2", 3, vdev_shape_select_v2, vdev_ref_select_v2,
-        vdev_grad_select_v2, 1),
+        vdev_grad_select, 1),
     /* tf.reduce_max, reduce_min, abs, sign (extreme.c): Max's and Min's
      * gradient reads the input and the output */
     FWD(VDEV_OP_MAX, "Max", 1, vdev_shape_reduce, vdev_ref_max, vdev_grad_extreme,

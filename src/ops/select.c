@@ -8,8 +8,8 @@
  * keeps the chosen value when the other is infinite or NaN (0 inf is NaN).
  * Its gradient, SelectByMaskGrad (m, dy), i[0] 0 for a's share (dy where the
  * mask is not 0, else 0) and 1 for b's, is TensorFlow's SelectV2 gradient
- * (SelectV2's own, compare.c, sums it back to each input's shape); the mask
- * takes none, as the condition takes none there. A mask element counts as
+ * (grads.c's vdev_grad_select, SelectV2's too, which sums each share back
+ * to its input's shape); the mask takes none, as the condition takes none there. A mask element counts as
  * set when its word, sign bit aside, is not 0: a float other than ±0, or a
  * bool's 1. */
 #include "ops/impl.h"
@@ -38,13 +38,8 @@ static int broadcasts(const struct vdev_kernel_args *a, int km, int kx)
  * one dtype, input 1's). */
 static enum vdev_status mask_inputs(const struct vdev_kernel_args *a, int want)
 {
-    if (a->in_dtype[0] != VDEV_F32 && a->in_dtype[0] != VDEV_BOOL) {
-        char s[96];
-        vdev_shape_str(a->in_shape[0], a->in_ndim[0], s, sizeof s);
-        return vdev_error(VDEV_ERR_SHAPE, "%s: input #0 (shape %s) is %s, expected float or bool",
-                          vdev_op_defs[a->op].name, s,
-                          vdev_dtype_name((enum vdev_dtype)a->in_dtype[0]));
-    }
+    if (a->in_dtype[0] != VDEV_F32 && a->in_dtype[0] != VDEV_BOOL)
+        return vdev_dtypes_error(a, 0, "float or bool");
     want = want < 0 ? a->in_dtype[1] : want;
     for (int k = 1; k < a->n_in; k++)
         if (a->in_dtype[k] != want)
@@ -144,27 +139,6 @@ KERNEL(vdev_ref_select_mask_grad)
     float *o = OUT_F(0);
     const int b_share = a->i[0] == 1;
     FOR_EACH_MASKED(a, 0, 1, { o[i] = MASK_SET(m[mi]) != b_share ? dy[i] : 0.0f; });
-}
-
-/* a's share and b's (TensorFlow's where(c, g, 0) and where(c, 0, g)); none
- * for the mask. */
-GRAD(vdev_grad_select_mask)
-{
-    for (int k = 1; k < 3; k++) {
-        if (!((g->need >> k) & 1u))
-            continue;
-        struct vdev_op_params p;
-        memset(&p, 0, sizeof p);
-        p.i[0] = k - 1;
-        const struct vdev_tens *in[2] = {g->in[0], g->dout};
-        din[k] = vdev_op_exec(VDEV_OP_SELECT_MASK_GRAD, in, 2, &p);
-        if (!din[k]) {
-            enum vdev_status st = vdev_last_status();
-            return st != VDEV_OK ? st
-                                 : vdev_error(VDEV_ERR_INTERNAL, "a gradient op failed silently");
-        }
-    }
-    return VDEV_OK;
 }
 
 VDEV_API vdev_tensor_t *vdev_select_mask(const vdev_tensor_t *mask, const vdev_tensor_t *a,

@@ -66,17 +66,26 @@ void strides4(const vdev_cuda_args *a, int k, int64_t *st)
     }
 }
 
+/* The elements of x and y (by g's strides) that pair with element i of the
+ * 4 padded dimensions g.d. */
+__device__ void pair_at(const bcast4 &g, int64_t i, int64_t *jx, int64_t *jy)
+{
+    int64_t c = i % g.d[3], t = i / g.d[3];
+    int64_t r = t % g.d[2];
+    t /= g.d[2];
+    int64_t q = t % g.d[1], p = t / g.d[1];
+    *jx = p * g.sx[0] + q * g.sx[1] + r * g.sx[2] + c * g.sx[3];
+    *jy = p * g.sy[0] + q * g.sy[1] + r * g.sy[2] + c * g.sy[3];
+}
+
 template <int OP>
 __global__ void k_binary_bcast(const float *x, const float *b, float *o, int64_t n, bcast4 g)
 {
     GRID_LOOP(i, n)
     {
-        int64_t c = i % g.d[3], t = i / g.d[3];
-        int64_t r = t % g.d[2];
-        t /= g.d[2];
-        int64_t q = t % g.d[1], p = t / g.d[1];
-        double u = x[p * g.sx[0] + q * g.sx[1] + r * g.sx[2] + c * g.sx[3]];
-        double v = b[p * g.sy[0] + q * g.sy[1] + r * g.sy[2] + c * g.sy[3]];
+        int64_t jx, jy;
+        pair_at(g, i, &jx, &jy);
+        double u = x[jx], v = b[jy];
         o[i] = (float)binary_op<OP>(u, v);
     }
 }
@@ -89,12 +98,9 @@ __global__ void k_binary_int(const int32_t *x, const int32_t *b, int32_t *o, int
 {
     GRID_LOOP(i, n)
     {
-        int64_t c = i % g.d[3], t = i / g.d[3];
-        int64_t r = t % g.d[2];
-        t /= g.d[2];
-        int64_t q = t % g.d[1], p = t / g.d[1];
-        int32_t u = x[p * g.sx[0] + q * g.sx[1] + r * g.sx[2] + c * g.sx[3]];
-        int32_t v = b[p * g.sy[0] + q * g.sy[1] + r * g.sy[2] + c * g.sy[3]];
+        int64_t jx, jy;
+        pair_at(g, i, &jx, &jy);
+        int32_t u = x[jx], v = b[jy];
         uint32_t uu = (uint32_t)u, vv = (uint32_t)v;
         o[i] = OP == OP_ADD   ? (int32_t)(uu + vv)
                : OP == OP_SUB ? (int32_t)(uu - vv)
@@ -152,12 +158,9 @@ __global__ void k_maxmin_grad(const float *dy, const float *x, const float *y, f
 {
     GRID_LOOP(i, n)
     {
-        int64_t c = i % g.d[3], t = i / g.d[3];
-        int64_t r = t % g.d[2];
-        t /= g.d[2];
-        int64_t q = t % g.d[1], p = t / g.d[1];
-        float u = x[p * g.sx[0] + q * g.sx[1] + r * g.sx[2] + c * g.sx[3]];
-        float v = y[p * g.sy[0] + q * g.sy[1] + r * g.sy[2] + c * g.sy[3]];
+        int64_t jx, jy;
+        pair_at(g, i, &jx, &jy);
+        float u = x[jx], v = y[jy];
         int mask = min ? u <= v : u >= v;
         o[i] = mask != to_y ? dy[i] : 0.0f;
     }
